@@ -1,0 +1,117 @@
+package stratus
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Run states. A run is one execution of one flow for one task file
+// (DESIGN.md § Vocabulary); its terminal names are worc's.
+const (
+	RunRunning              = "running"
+	RunDone                 = "done"
+	RunFailed               = "failed"
+	RunManualActionRequired = "manual_action_required"
+)
+
+// RunTerminal reports whether status is one of the run's terminal states.
+func RunTerminal(status string) bool {
+	return status == RunDone || status == RunFailed || status == RunManualActionRequired
+}
+
+// Run is one execution of one flow for one task file.
+type Run struct {
+	ID        string    `json:"run_id"`
+	TaskID    string    `json:"task_id"`    // the task file's front-matter id: {task_id}
+	TaskTitle string    `json:"task_title"` // the task file's title
+	Flow      string    `json:"flow"`       // the flow's task_type
+	Status    string    `json:"status"`     // RunRunning or a terminal
+	WorkDir   string    `json:"work_dir"`   // absolute; the root projections resolve from
+	TaskPath  string    `json:"task_path"`  // absolute path of the task file
+	Execution string    `json:"execution"`  // the state-machine execution id (ARN on AWS)
+	CreatedAt time.Time `json:"created_at"`
+	EndedAt   time.Time `json:"ended_at,omitzero"`
+}
+
+// Step states.
+const (
+	StepRunning   = "running"
+	StepCompleted = "completed"
+	StepFailed    = "failed"
+)
+
+// Step is one visit of one node inside a run, and the dispatch task
+// (`tid`, the worker API's `task_id`) that carries it. StepRef is
+// "<node>#<visit>", e.g. "review#2".
+type Step struct {
+	TID       string          `json:"task_id"`
+	RunID     string          `json:"run_id"`
+	Node      string          `json:"node"`
+	Kind      string          `json:"kind"` // the node kind: agent, evaluator, publish, ...
+	Visit     int             `json:"visit"`
+	StepRef   string          `json:"step_ref"`
+	DedupKey  string          `json:"-"` // idempotency key of the dispatch message (hash of the task token)
+	TaskToken string          `json:"-"` // the state machine's task token: server side only, never sent to a worker
+	Status    string          `json:"status"`
+	Verdict   string          `json:"verdict,omitempty"`
+	Value     json.RawMessage `json:"value,omitempty"` // the small value the Task state completed with
+	CreatedAt time.Time       `json:"created_at"`
+	EndedAt   time.Time       `json:"ended_at,omitzero"`
+}
+
+// Attempt states.
+const (
+	AttemptRunning   = "running"
+	AttemptSubmitted = "submitted"
+	AttemptFailed    = "failed"
+)
+
+// Attempt is one try of a dispatch task. It owns one capability token, one
+// output tail and (server side) the task token of its step. Token counts
+// and cost are what the runner relayed (seed 003 § 5: the attempt is
+// attached on every terminal).
+type Attempt struct {
+	TID              string    `json:"task_id"`
+	N                int       `json:"attempt"`
+	Agent            string    `json:"agent"` // the node id whose role the worker plays
+	Status           string    `json:"status"`
+	Terminal         string    `json:"terminal,omitempty"` // seed 003 § 5 terminal, as reported by the runner
+	Reason           string    `json:"reason,omitempty"`
+	System           string    `json:"-"` // baked system prompt
+	Prompt           string    `json:"-"` // rendered role file
+	Steps            int       `json:"steps"`
+	PromptTokens     int64     `json:"prompt_tokens"`
+	CompletionTokens int64     `json:"completion_tokens"`
+	CostUSD          *float64  `json:"cost_usd"`
+	StartedAt        time.Time `json:"started_at"`
+	EngineStartedAt  time.Time `json:"engine_started_at,omitzero"`
+	EndedAt          time.Time `json:"ended_at,omitzero"`
+}
+
+// Output event kinds of an attempt's output tail (seed 000 § The shape).
+const (
+	OutputArtifact = "artifact" // a staged named part
+	OutputFinal    = "final"    // the one final body
+	OutputSidecar  = "sidecar"  // appended by another producer (audit); never folded
+)
+
+// OutputEvent is one entry of an attempt's append-only output tail.
+type OutputEvent struct {
+	TID     string    `json:"task_id"`
+	Attempt int       `json:"attempt"`
+	Seq     int       `json:"seq"`
+	Kind    string    `json:"kind"`
+	Name    string    `json:"name,omitempty"` // part name for artifacts and sidecars
+	Body    []byte    `json:"body"`
+	OK      bool      `json:"ok"` // for a Final: false when the worker posted ok=false
+	At      time.Time `json:"at"`
+}
+
+// Handle is a short worker handle (`wh-` + 8 characters) mapped server
+// side to one attempt of one dispatch task (seed 001 § Bearer authentication).
+type Handle struct {
+	Handle    string    `json:"handle"`
+	TID       string    `json:"task_id"`
+	Attempt   int       `json:"attempt"`
+	ExpiresAt time.Time `json:"expires_at"`
+}

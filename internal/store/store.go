@@ -1,0 +1,57 @@
+// Package store defines where Stratus keeps runs, steps, attempts, output
+// tails and worker handles. Two implementations satisfy it: sqlite (the
+// embedded default, one file under DIR/.stratus/) and, later, DynamoDB.
+// storetest holds the one conformance suite both must pass.
+package store
+
+import (
+	"context"
+
+	"github.com/stratusflow/stratus"
+)
+
+// Store is the persistence port. Every method returns *stratus.Error with
+// ENOTFOUND for a missing record and ECONFLICT for a violated condition;
+// other failures are wrapped I/O errors.
+type Store interface {
+	// CreateRun inserts a run; ECONFLICT if the id exists.
+	CreateRun(ctx context.Context, r stratus.Run) error
+	GetRun(ctx context.Context, id string) (stratus.Run, error)
+	// UpdateRun replaces the mutable fields (Status, Execution, EndedAt).
+	UpdateRun(ctx context.Context, r stratus.Run) error
+
+	// CreateStep inserts a step unless one with the same DedupKey exists, in
+	// which case it returns that one and created=false (a redelivered
+	// dispatch message must not create two steps).
+	CreateStep(ctx context.Context, s stratus.Step) (got stratus.Step, created bool, err error)
+	GetStep(ctx context.Context, tid string) (stratus.Step, error)
+	// ListSteps returns a run's steps in creation order.
+	ListSteps(ctx context.Context, runID string) ([]stratus.Step, error)
+	// CountVisits returns how many steps of node the run already has.
+	CountVisits(ctx context.Context, runID, node string) (int, error)
+	// UpdateStep replaces the mutable fields (Status, Verdict, Value, EndedAt).
+	UpdateStep(ctx context.Context, s stratus.Step) error
+
+	// CreateAttempt inserts attempt (TID, N); ECONFLICT if it exists.
+	CreateAttempt(ctx context.Context, a stratus.Attempt) error
+	GetAttempt(ctx context.Context, tid string, n int) (stratus.Attempt, error)
+	// LatestAttempt returns the attempt of tid with the highest N.
+	LatestAttempt(ctx context.Context, tid string) (stratus.Attempt, error)
+	// UpdateAttempt replaces every field but TID and N.
+	UpdateAttempt(ctx context.Context, a stratus.Attempt) error
+
+	// AppendOutput appends e to the tail of (e.TID, e.Attempt) and returns
+	// its sequence number (1, 2, ...). Appending a second OutputFinal to one
+	// attempt fails with ECONFLICT and appends nothing.
+	AppendOutput(ctx context.Context, e stratus.OutputEvent) (seq int, err error)
+	// ListOutput returns the tail of one attempt in append order.
+	ListOutput(ctx context.Context, tid string, attempt int) ([]stratus.OutputEvent, error)
+
+	// PutHandle stores a handle; ECONFLICT if the handle string exists.
+	PutHandle(ctx context.Context, h stratus.Handle) error
+	// GetHandle returns a handle; ENOTFOUND when absent (expiry is the
+	// caller's check, so a 401 can say "expired" rather than "unknown").
+	GetHandle(ctx context.Context, handle string) (stratus.Handle, error)
+
+	Close() error
+}
