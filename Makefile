@@ -1,0 +1,57 @@
+# Stratus. `make demo` runs the main job on the embedded default; `make test`
+# passes the tests. Both work on a fresh clone (see README.md).
+GO      ?= go
+BIN     := bin/stratus
+SCRATCH ?= .scratch/demo
+
+
+.PHONY: all build demo test test-go vet lint-asl lint-cfn statemachines bench clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/stratus
+
+## demo: install into a scratch dir and run the example task through the
+## built-in implementation flow with the script engine (review loop runs twice).
+demo: build
+	rm -rf $(SCRATCH) && mkdir -p $(SCRATCH)
+	$(BIN) install --dir $(SCRATCH) --primary script --scenario examples/scenario.yaml
+	cp examples/task.md $(SCRATCH)/task.md
+	$(BIN) run $(SCRATCH)/task.md --dir $(SCRATCH)
+	@echo
+	@echo "ctx files (what each step left for the next):"
+	@find $(SCRATCH)/workspace -type f | sort | sed 's/^/  /'
+	@echo "summary:"
+	@ls $(SCRATCH)/.stratus/logs/*/summary.* | sed 's/^/  /'
+
+## statemachines: regenerate statemachine/<flow>.asl.json from the built-in flows.
+statemachines:
+	$(GO) run ./cmd/stratus compile --builtin --all --out-dir statemachine
+
+node_modules/.bin/asl-validator: package.json
+	npm install --no-audit --no-fund
+	touch $@
+
+lint-asl: node_modules/.bin/asl-validator
+	@for f in statemachine/*.asl.json; do \
+	  node_modules/.bin/asl-validator --json-path $$f || exit 1; \
+	done
+
+lint-cfn:
+	cfn-lint template.yaml
+
+vet:
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+test-go:
+	$(GO) test -race -count=1 ./...
+
+test: vet lint-asl lint-cfn test-go
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+clean:
+	rm -rf bin .scratch

@@ -1,0 +1,9 @@
+package main
+
+// Exit statuses of every stratus command (documented in README.md).
+const (
+	ExitOK     = 0 // success; for `run`: the run ended done
+	ExitFailed = 1 // the command failed; for `run`: the run ended failed; for `validate`: a fatal problem
+	ExitUsage  = 2 // bad flags, arguments or input files
+	ExitManual = 3 // `run`: the run ended manual_action_required
+)

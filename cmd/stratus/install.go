@@ -1,0 +1,112 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stratusflow/stratus/internal/builtin"
+	"github.com/stratusflow/stratus/internal/config"
+	"github.com/stratusflow/stratus/internal/orchestrator"
+)
+
+// InstallOptions are the flags of `stratus install`.
+type InstallOptions struct {
+	IO       IO
+	Dir      string
+	Primary  string
+	Scenario string
+	Force    bool
+}
+
+func newInstallCmd(io IO) *cobra.Command {
+	o := &InstallOptions{IO: io}
+	cmd := &cobra.Command{
+		Use:   "install [--dir DIR]",
+		Short: "Write DIR/.stratus/config.yaml and editable copies of the built-in flows",
+		Long: `install writes DIR/.stratus/config.yaml and DIR/.stratus/flows/ with Stratus's
+built-in flows and their role files as editable copies: the only copies a run
+reads. Existing files are kept unless --force is given.`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error { return runInstall(o) },
+	}
+	cmd.Flags().StringVar(&o.Dir, "dir", ".", "work directory to install into")
+	cmd.Flags().StringVar(&o.Primary, "primary", "", "provider every node runs on (echo, script, openseek, claude, codex)")
+	cmd.Flags().StringVar(&o.Scenario, "scenario", "", "scenario file for the script engine, copied to .stratus/scenario.yaml")
+	cmd.Flags().BoolVar(&o.Force, "force", false, "overwrite existing config and flow files")
+	return cmd
+}
+
+func runInstall(o *InstallOptions) error {
+	state := filepath.Join(o.Dir, orchestrator.StateDir)
+	cfgPath := filepath.Join(state, orchestrator.ConfigFile)
+	cfg := config.Default()
+	if _, err := os.Stat(cfgPath); err == nil && !o.Force {
+		if cfg, err = config.Load(cfgPath); err != nil {
+			return err
+		}
+	}
+	if o.Primary != "" {
+		if _, _, err := cfg.Provider(o.Primary); err != nil {
+			return usageError{fmt.Errorf("--primary: %w", err)}
+		}
+		cfg.Agents.Primary = o.Primary
+	}
+	if o.Scenario != "" {
+		data, err := os.ReadFile(o.Scenario)
+		if err != nil {
+			return usageError{fmt.Errorf("--scenario: %w", err)}
+		}
+		if err := writeFile(filepath.Join(state, "scenario.yaml"), data, true); err != nil {
+			return err
+		}
+	}
+	data, err := config.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	if err := writeFile(cfgPath, data, true); err != nil {
+		return err
+	}
+	flowsDir := filepath.Join(state, orchestrator.FlowsDir)
+	n := 0
+	err = fs.WalkDir(builtin.Flows, "flows", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel("flows", p)
+		data, err := builtin.Flows.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(flowsDir, rel)
+		if _, err := os.Stat(dst); err == nil && !o.Force {
+			return nil
+		}
+		n++
+		return writeFile(dst, data, true)
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.IO.Out, "installed into %s: config.yaml (primary %s), %d flow files under flows/\n", state, cfg.Agents.Primary, n)
+	return nil
+}
+
+func writeFile(path string, data []byte, overwrite bool) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	if !overwrite {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return os.WriteFile(path, data, 0o644)
+}

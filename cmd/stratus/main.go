@@ -1,0 +1,92 @@
+// Command stratus runs worc-format agent flows: compiled to Amazon States
+// Language, executed by the embedded executor (the default) or by AWS Step
+// Functions. One file per subcommand; each has an options struct and a
+// runX function the tests call directly.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stratusflow/stratus"
+)
+
+// IO is where a command reads and writes, so tests can capture it.
+type IO struct {
+	In  io.Reader
+	Out io.Writer
+	Err io.Writer
+}
+
+// exitError carries an exit status out of a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func main() {
+	os.Exit(Main(os.Args[1:], IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
+}
+
+// Main runs the CLI with args and returns the process exit status (see
+// exitcodes.go).
+func Main(args []string, io IO) int {
+	root := newRootCmd(io)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return ExitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintf(io.Err, "stratus: %v\n", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintf(io.Err, "stratus: %v\n", err)
+	if stratus.ErrorCode(err) == stratus.EINVALID || isUsage(err) {
+		return ExitUsage
+	}
+	return ExitFailed
+}
+
+func newRootCmd(io IO) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "stratus",
+		Short:         "Run worc-format agent flows on Step Functions, or embedded on one machine",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(io.In)
+	root.SetOut(io.Out)
+	root.SetErr(io.Err)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(
+		newInstallCmd(io),
+		newRunCmd(io),
+		newValidateCmd(io),
+		newCompileCmd(io),
+		newRunnerCmd(io),
+		newEngineCmd(io),
+	)
+	return root
+}
+
+type usageError struct{ error }
+
+func isUsage(err error) bool {
+	var u usageError
+	return errors.As(err, &u)
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// stratusBin is a stratus binary built once for the tests: workers run as
+// `<binary> runner` subprocesses, so the tests need a real one.
+var stratusBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "stratus-test-bin")
+	if err != nil {
+		panic(err)
+	}
+	stratusBin = filepath.Join(dir, "stratus")
+	out, err := exec.Command("go", "build", "-o", stratusBin, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build stratus: %v\n%s", err, out)
+		os.Exit(2)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// repoRoot is the directory holding go.mod.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// sharedDir is ../shared beside the checkout.
+func sharedDir(t *testing.T) string {
+	t.Helper()
+	d := filepath.Join(repoRoot(t), "..", "shared")
+	if _, err := os.Stat(d); err != nil {
+		t.Fatalf("shared dir: %v", err)
+	}
+	return d
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// stratus runs the built binary.
+func stratus(t *testing.T, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(stratusBin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run stratus %v: %v", args, err)
+	}
+	return result{code, out.String(), errb.String()}
+}
+
+var endLine = regexp.MustCompile(`stratus: end\s+(\S+)\s+node=(\S+) attempt=(\d+) terminal=(\S+) verdict=(\S+) duration=(\S+) tokens=(\d+)/(\d+)`)
+
+// steps returns "step_ref:verdict" for every end line of a run's progress.
+func steps(stderr string) []string {
+	var out []string
+	for _, m := range endLine.FindAllStringSubmatch(stderr, -1) {
+		out = append(out, m[1]+":"+m[5])
+	}
+	return out
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func writeFile(t *testing.T, path, body string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func decodeRun(t *testing.T, stdout string) RunResult {
+	t.Helper()
+	var r RunResult
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("run --json output: %v\n%s", err, stdout)
+	}
+	return r
+}
+
+func join(s []string) string { return strings.Join(s, " ") }

@@ -1,0 +1,246 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stratusflow/stratus/internal/projection"
+)
+
+// The walking skeleton's acceptance test (issue 2): the shipped example runs
+// through the built-in implementation flow with the script engine; the
+// review loop runs twice.
+func TestRun_ExampleThroughImplementationFlow(t *testing.T) {
+	t.Parallel()
+	root := repoRoot(t)
+	dir := t.TempDir()
+	if r := stratus(t, "install", "--dir", dir, "--primary", "script", "--scenario", filepath.Join(root, "examples/scenario.yaml")); r.code != 0 {
+		t.Fatalf("install: %d %s", r.code, r.stderr)
+	}
+	task := filepath.Join(dir, "task.md")
+	writeFile(t, task, readFile(t, filepath.Join(root, "examples/task.md")))
+
+	r := stratus(t, "run", task, "--dir", dir, "--json")
+	if r.code != ExitOK {
+		t.Fatalf("run exit %d\nstderr:\n%s", r.code, r.stderr)
+	}
+	want := "planning#1:done implementation#1:done review#1:rework fixing#1:done review#2:accept publish#1:done"
+	if got := join(steps(r.stderr)); got != want {
+		t.Fatalf("steps:\n got %s\nwant %s\nstderr:\n%s", got, want, r.stderr)
+	}
+	res := decodeRun(t, r.stdout)
+	if res.Status != "done" || res.TaskID != "demo-greeting" || res.Flow != "implementation" {
+		t.Errorf("result = %+v", res)
+	}
+	if res.OverheadMedianMS == nil {
+		t.Errorf("no overhead figure in %+v", res)
+	}
+
+	// Projection (seed 000 § Files are the server's job): <ctx-dir>/<step>.md
+	// with front matter + body, each part raw beside it.
+	ctx := filepath.Join(dir, "workspace/tasks/demo-greeting/ctx")
+	if res.CtxDir != ctx {
+		t.Errorf("ctx_dir = %s, want %s", res.CtxDir, ctx)
+	}
+	for node, wantBody := range map[string]string{
+		"planning":       "Plan staged as plan.md: three changes in cmd/hello, hardest part is the empty-name check.",
+		"implementation": "Added --name to cmd/hello/main.go and a table test; the empty-name case is not handled yet.",
+		"fixing":         "Fixed the high finding: an empty --name now exits 2 with 'flag --name: empty value'. Left the low finding (test names) as advisory.",
+	} {
+		fm, body, err := projection.Decode([]byte(readFile(t, filepath.Join(ctx, node+".md"))))
+		if err != nil {
+			t.Fatalf("%s.md: %v", node, err)
+		}
+		if string(body) != wantBody {
+			t.Errorf("%s.md body = %q, want %q", node, body, wantBody)
+		}
+		if fm.TaskID != "demo-greeting" || fm.Step != node || fm.Attempt != 1 || fm.Agent != node || fm.Bytes != len(wantBody) {
+			t.Errorf("%s.md front matter = %+v", node, fm)
+		}
+	}
+	// review.md holds the latest visit: review#2, whose findings are all below the gate.
+	fm, body, err := projection.Decode([]byte(readFile(t, filepath.Join(ctx, "review.md"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var findings struct {
+		Findings []map[string]string `json:"findings"`
+	}
+	if fm.StepRef != "review#2" || json.Unmarshal(body, &findings) != nil || len(findings.Findings) != 1 || findings.Findings[0]["severity"] != "low" {
+		t.Errorf("review.md = %+v %s", fm, body)
+	}
+	if plan := readFile(t, filepath.Join(ctx, "plan.md")); !strings.HasPrefix(plan, "# Plan: --name flag\n") {
+		t.Errorf("plan.md part not raw: %q", plan)
+	}
+
+	// Role files were rendered with the run's variables: fixing got the review's path.
+	fixPrompt := readFile(t, filepath.Join(dir, ".stratus/logs/demo-greeting/stages/fixing/run-000001/rendered-prompt.md"))
+	if !strings.Contains(fixPrompt, filepath.Join(ctx, "review.md")) || !strings.Contains(fixPrompt, filepath.Join(ctx, "plan.md")) || strings.Contains(fixPrompt, "{") {
+		t.Errorf("fixing prompt:\n%s", fixPrompt)
+	}
+
+	// Summary (seed 004 § The summary artifacts).
+	var sum map[string]any
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(dir, ".stratus/logs/demo-greeting/summary.json"))), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum["what"] != "Add a --name flag to the greeting command" {
+		t.Errorf("summary.json what = %v", sum["what"])
+	}
+	usage, _ := sum["task_usage"].(map[string]any)
+	if usage["calls"] != float64(5) || usage["input_tokens"] != float64(1200+2400+1800+1500+1900) {
+		t.Errorf("summary.json task_usage = %v", usage)
+	}
+	md := readFile(t, filepath.Join(dir, ".stratus/logs/demo-greeting/summary.md"))
+	for _, s := range []string{"# Add a --name flag to the greeting command", "| review#1 | rework |", "| review#2 | accept |", "## Run cost"} {
+		if !strings.Contains(md, s) {
+			t.Errorf("summary.md lacks %q:\n%s", s, md)
+		}
+	}
+}
+
+// A rework loop stops at its budget: the run ends manual_action_required,
+// exit status 3 (worc flow format: exhausting budgets.review_fix parks to manual).
+func TestRun_ReworkBudgetExhaustedIsManualActionRequired(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "scenario.yaml"), `
+nodes:
+  review:
+    - report: {findings: [{severity: blocking, path: a.go, what: broken, fix: fix it}]}
+default:
+  report: ok
+`)
+	if r := stratus(t, "install", "--dir", dir, "--primary", "script", "--scenario", filepath.Join(dir, "scenario.yaml")); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	writeFile(t, filepath.Join(dir, "task.md"), "---\nid: t-budget\ntitle: Budget\n---\nbody\n")
+	r := stratus(t, "run", filepath.Join(dir, "task.md"), "--dir", dir)
+	if r.code != ExitManual {
+		t.Fatalf("exit %d, want %d\n%s", r.code, ExitManual, r.stderr)
+	}
+	// budgets.review_fix is 3 in the built-in flow: 4 reviews, 3 fixes.
+	want := "planning#1:done implementation#1:done review#1:rework fixing#1:done review#2:rework fixing#2:done review#3:rework fixing#3:done review#4:rework"
+	if got := join(steps(r.stderr)); got != want {
+		t.Fatalf("steps:\n got %s\nwant %s", got, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".stratus/logs/t-budget/summary.md")); err != nil {
+		t.Errorf("a manual run gets a summary too: %v", err)
+	}
+}
+
+// An evaluator whose report is not a findings list fails closed.
+func TestRun_MalformedFindingsFailClosed(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if r := stratus(t, "install", "--dir", dir, "--primary", "echo"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	writeFile(t, filepath.Join(dir, "task.md"), "---\nid: t-echo\ntitle: Echo\n---\nbody\n")
+	r := stratus(t, "run", filepath.Join(dir, "task.md"), "--dir", dir)
+	if r.code != ExitManual {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if got := join(steps(r.stderr)); got != "planning#1:done implementation#1:done review#1:invalid" {
+		t.Fatalf("steps: %s", got)
+	}
+}
+
+// An engine that fails (seed 003 § 5: turn_failed → Failed) fails the run: exit 1.
+func TestRun_EngineFailureFailsTheRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "scenario.yaml"), "nodes:\n  implementation:\n    - fail: model refused\ndefault:\n  report: ok\n")
+	if r := stratus(t, "install", "--dir", dir, "--primary", "script", "--scenario", filepath.Join(dir, "scenario.yaml")); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	writeFile(t, filepath.Join(dir, "task.md"), "---\nid: t-fail\ntitle: Fail\n---\nbody\n")
+	r := stratus(t, "run", filepath.Join(dir, "task.md"), "--dir", dir)
+	if r.code != ExitFailed {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "terminal=Failed") || !strings.Contains(r.stderr, "model refused") {
+		t.Errorf("progress does not show the failure:\n%s", r.stderr)
+	}
+}
+
+// Seed 003 § 9: the smallest conforming engine (the four-line shell script)
+// runs as an agent node's engine, and its report becomes the step's value.
+func TestRun_SmallestConformingEngine(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if r := stratus(t, "install", "--dir", dir); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	writeFile(t, filepath.Join(dir, "engine.sh"), `read line
+printf '{"event":"agent_step","step":1}\n'
+printf '{"event":"usage","usage":{"prompt_tokens":7,"completion_tokens":3,"total_tokens":10,"prompt_cache_hit_tokens":0,"prompt_cache_miss_tokens":7}}\n'
+printf '{"subrun_report": {"answer": 42}}\n'
+`)
+	cfg := readFile(t, filepath.Join(dir, ".stratus/config.yaml"))
+	cfg = strings.Replace(cfg, "  providers:\n", "  providers:\n    sh9:\n      command: sh\n      args: [engine.sh]\n", 1)
+	cfg = strings.Replace(cfg, "primary: echo", "primary: sh9", 1)
+	writeFile(t, filepath.Join(dir, ".stratus/config.yaml"), cfg)
+	writeFile(t, filepath.Join(dir, ".stratus/flows/tiny.yaml"), `flow:
+  name: tiny
+  task_type: tiny
+  permission_ceiling: read-only
+  output_policy: repository_document
+  publishing: local_artifact
+  nodes:
+    - id: answer
+      kind: agent
+      role_file: tiny/answer.md
+    - id: publish
+      kind: publish
+      policy: local_artifact
+  edges:
+    - { from: answer, to: publish }
+`)
+	writeFile(t, filepath.Join(dir, ".stratus/flows/tiny/answer.md"), "Answer for {task_id}.\n")
+	writeFile(t, filepath.Join(dir, "task.md"), "---\nid: t-tiny\ntitle: Tiny\ntask_type: tiny\n---\nbody\n")
+	r := stratus(t, "run", filepath.Join(dir, "task.md"), "--dir", dir)
+	if r.code != ExitOK {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if got := join(steps(r.stderr)); got != "answer#1:done publish#1:done" {
+		t.Fatalf("steps: %s", got)
+	}
+	if !strings.Contains(r.stderr, "terminal=Captured") || !strings.Contains(r.stderr, "tokens=7/3") {
+		t.Errorf("progress: %s", r.stderr)
+	}
+	_, body, err := projection.Decode([]byte(readFile(t, filepath.Join(dir, "workspace/tasks/t-tiny/ctx/answer.md"))))
+	if err != nil || string(body) != `{"answer": 42}` {
+		t.Errorf("answer.md body = %q, %v", body, err)
+	}
+}
+
+// Bad input is a clear error and exit status 2, before anything runs.
+func TestRun_BadInputExitsUsage(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if r := stratus(t, "install", "--dir", dir); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	for name, tc := range map[string]struct{ task, want string }{
+		"no id":        {"---\ntitle: x\n---\n", "id"},
+		"unknown flow": {"---\nid: t1\ntitle: x\ntask_type: nosuch\n---\n", "nosuch"},
+		"no front":     {"just text\n", "front matter"},
+	} {
+		p := filepath.Join(dir, name+".md")
+		writeFile(t, p, tc.task)
+		r := stratus(t, "run", p, "--dir", dir)
+		if r.code != ExitUsage || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%s: exit %d, stderr %q (want %q)", name, r.code, r.stderr, tc.want)
+		}
+	}
+	if r := stratus(t, "run", filepath.Join(dir, "missing.md"), "--dir", dir); r.code != ExitUsage {
+		t.Errorf("missing task file: exit %d %s", r.code, r.stderr)
+	}
+	if r := stratus(t, "run", filepath.Join(dir, "x.md"), "--dir", t.TempDir()); r.code != ExitUsage || !strings.Contains(r.stderr, "stratus install") {
+		t.Errorf("no install: exit %d %s", r.code, r.stderr)
+	}
+}

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stratusflow/stratus/internal/launch"
+	"github.com/stratusflow/stratus/internal/runner"
+)
+
+func newRunnerCmd(io IO) *cobra.Command {
+	return &cobra.Command{
+		Use:   "runner",
+		Short: "Worker entrypoint: fetch the prompt, drive the engine, return the report",
+		Long: `runner is what a worker runs (an ECS task, or a local subprocess in embedded
+mode). It reads STRATUS_API_URL and STRATUS_HANDLE from the environment, fetches
+its prompt, runs the engine through child contract v1 and submits the report.`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			self, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			return runner.Run(ctx, runner.Options{
+				APIURL: os.Getenv(launch.EnvAPIURL), Handle: os.Getenv(launch.EnvHandle), TaskID: os.Getenv(launch.EnvTaskID),
+				Self: self, Log: io.Err,
+			})
+		},
+	}
+}

@@ -1,0 +1,17 @@
+// Package builtin carries Stratus's built-in flows and their role files,
+// embedded in the binary. They are delivery-only: `stratus install` copies
+// them into DIR/.stratus/flows/ as editable copies, and the orchestrator
+// reads only those copies at run time (seed 004 § Flows: "Built-ins are
+// delivered, not resolved from the package").
+package builtin
+
+import "embed"
+
+// Flows is the flows tree: <task_type>.yaml plus a <task_type>/ directory of
+// role files per flow, rooted at "flows".
+//
+//go:embed flows
+var Flows embed.FS
+
+// Names lists the built-in flows by task_type.
+var Names = []string{"implementation"}

@@ -1,0 +1,201 @@
+// Package captoken mints and verifies worker capability tokens and short
+// handles (seed 001 § Bearer authentication; seed 000 § Why IN is an HTTP
+// fetch: "the fetch is the trust handshake").
+//
+// A token is `base64url(claims JSON) "." base64url(HMAC-SHA256(claims JSON))`,
+// both without padding; the signature is compared in constant time. A
+// handle is `wh-` plus 8 characters of [a-z0-9]; it carries nothing and maps
+// server side (internal/store) to one attempt. This package does not store
+// handles and does not decide fencing (stale attempts, terminal runs): the
+// worker service does.
+package captoken
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/stratusflow/stratus"
+)
+
+// Role and verbs of the worker leaf capability set (seed 001).
+const (
+	RoleWorker  = "worker"
+	FetchPrompt = "FetchPrompt"
+	EmitOutput  = "EmitOutput"
+	PostResult  = "PostResult"
+)
+
+// WorkerVerbs is the verb set minted for a worker.
+var WorkerVerbs = []string{FetchPrompt, EmitOutput, PostResult}
+
+// DefaultTTL is the token lifetime (DESIGN.md § Limits: 600 s by default).
+const DefaultTTL = 600 * time.Second
+
+// Leeway is the clock skew tolerated on expiry.
+const Leeway = 5 * time.Second
+
+// Claims are what a token grants.
+type Claims struct {
+	TaskID  string   `json:"task_id"`
+	Attempt int      `json:"attempt"`
+	Role    string   `json:"role"`
+	Verbs   []string `json:"verbs"`
+	Exp     int64    `json:"exp"` // unix seconds
+	Nonce   string   `json:"nonce"`
+}
+
+// Allows reports whether the claims include verb.
+func (c Claims) Allows(verb string) bool { return slices.Contains(c.Verbs, verb) }
+
+// Minter mints and verifies tokens with one HMAC key.
+type Minter struct {
+	Key []byte
+	TTL time.Duration    // 0 = DefaultTTL
+	Now func() time.Time // nil = time.Now
+}
+
+func (m *Minter) now() time.Time {
+	if m.Now != nil {
+		return m.Now()
+	}
+	return time.Now()
+}
+
+// TTLOrDefault returns the effective TTL.
+func (m *Minter) TTLOrDefault() time.Duration {
+	if m.TTL > 0 {
+		return m.TTL
+	}
+	return DefaultTTL
+}
+
+// Mint returns a worker token for one attempt of dispatch task tid.
+func (m *Minter) Mint(tid string, attempt int) (string, Claims, error) {
+	c := Claims{TaskID: tid, Attempt: attempt, Role: RoleWorker, Verbs: WorkerVerbs,
+		Exp: m.now().Add(m.TTLOrDefault()).Unix(), Nonce: randomString(12, nonceAlphabet)}
+	body, err := json.Marshal(c)
+	if err != nil {
+		return "", Claims{}, err
+	}
+	return enc(body) + "." + enc(m.sign(body)), c, nil
+}
+
+// Verify checks signature and expiry and returns the claims. Errors are
+// *stratus.Error EUNAUTHORIZED saying what is wrong (malformed, bad
+// signature, expired).
+func (m *Minter) Verify(token string) (Claims, error) {
+	head, sig, ok := strings.Cut(token, ".")
+	if !ok {
+		return Claims{}, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "malformed capability token; valid: a wh- handle or <claims>.<signature>")
+	}
+	body, err1 := dec(head)
+	mac, err2 := dec(sig)
+	if err1 != nil || err2 != nil {
+		return Claims{}, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "malformed capability token: not URL-safe base64")
+	}
+	if !hmac.Equal(mac, m.sign(body)) {
+		return Claims{}, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "capability token signature does not verify")
+	}
+	var c Claims
+	if err := json.Unmarshal(body, &c); err != nil {
+		return Claims{}, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "malformed capability token claims")
+	}
+	if m.now().After(time.Unix(c.Exp, 0).Add(Leeway)) {
+		return Claims{}, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "capability token expired at %s", time.Unix(c.Exp, 0).UTC().Format(time.RFC3339))
+	}
+	return c, nil
+}
+
+func (m *Minter) sign(body []byte) []byte {
+	h := hmac.New(sha256.New, m.Key)
+	h.Write(body)
+	return h.Sum(nil)
+}
+
+func enc(b []byte) string          { return base64.RawURLEncoding.EncodeToString(b) }
+func dec(s string) ([]byte, error) { return base64.RawURLEncoding.DecodeString(s) }
+
+const (
+	handleAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	nonceAlphabet  = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+)
+
+// HandlePrefix starts every short handle.
+const HandlePrefix = "wh-"
+
+// NewHandle returns a fresh short handle: "wh-" + 8 characters of [a-z0-9].
+func NewHandle() string { return HandlePrefix + randomString(8, handleAlphabet) }
+
+// IsHandle reports whether s has the shape of a short handle.
+func IsHandle(s string) bool {
+	if len(s) != len(HandlePrefix)+8 || !strings.HasPrefix(s, HandlePrefix) {
+		return false
+	}
+	for _, r := range s[len(HandlePrefix):] {
+		if !strings.ContainsRune(handleAlphabet, r) {
+			return false
+		}
+	}
+	return true
+}
+
+func randomString(n int, alphabet string) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
+}
+
+// LoadOrCreateKey reads the HMAC key at path, creating a 32-byte random key
+// with mode 0600 when the file does not exist. A key file readable by group
+// or others is refused (EINVALID), since anyone holding it can mint tokens.
+func LoadOrCreateKey(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		key := make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, err
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, os.ErrExist) {
+			return LoadOrCreateKey(path) // lost a race with another process
+		} else if err != nil {
+			return nil, fmt.Errorf("create HMAC key: %w", err)
+		}
+		defer f.Close()
+		if _, err := f.Write(key); err != nil {
+			return nil, fmt.Errorf("write HMAC key: %w", err)
+		}
+		return key, f.Close()
+	} else if err != nil {
+		return nil, err
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return nil, stratus.Errorf(stratus.EINVALID, "HMAC key %s has mode %o; valid: 0600 (chmod 600 %s)", path, fi.Mode().Perm(), path)
+	}
+	key, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(key) < 32 {
+		return nil, stratus.Errorf(stratus.EINVALID, "HMAC key %s is %d bytes; valid: at least 32", path, len(key))
+	}
+	return key, nil
+}

@@ -1,0 +1,76 @@
+package captoken
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stratusflow/stratus"
+)
+
+// seed 001 § Bearer authentication: HMAC sig + TTL verified, self-contained.
+func TestVerify_RoundTripAndRejections(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	m := &Minter{Key: []byte("0123456789abcdef0123456789abcdef"), Now: func() time.Time { return now }}
+	tok, c, err := m.Mint("t-1", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := m.Verify(tok)
+	if err != nil || got.TaskID != "t-1" || got.Attempt != 2 || !got.Allows(EmitOutput) || got.Nonce != c.Nonce {
+		t.Fatalf("Verify = %+v, %v", got, err)
+	}
+	if strings.ContainsAny(tok, "+/=") {
+		t.Errorf("token %q is not URL-safe base64 without padding", tok)
+	}
+	other := &Minter{Key: []byte("ffffffffffffffffffffffffffffffff"), Now: m.Now}
+	for name, bad := range map[string]string{
+		"no dot":         "abc",
+		"bad base64":     "!!.!!",
+		"other key":      func() string { s, _, _ := other.Mint("t-1", 2); return s }(),
+		"tampered claim": enc([]byte(`{"task_id":"t-2"}`)) + tok[strings.Index(tok, "."):],
+	} {
+		if _, err := m.Verify(bad); stratus.ErrorCode(err) != stratus.EUNAUTHORIZED {
+			t.Errorf("%s: err = %v, want EUNAUTHORIZED", name, err)
+		}
+	}
+	now = now.Add(DefaultTTL + Leeway + time.Second)
+	if _, err := m.Verify(tok); stratus.ErrorCode(err) != stratus.EUNAUTHORIZED || !strings.Contains(err.Error(), "expired") {
+		t.Errorf("expired: err = %v", err)
+	}
+}
+
+func TestNewHandle_Shape(t *testing.T) {
+	for range 100 {
+		if h := NewHandle(); !IsHandle(h) {
+			t.Fatalf("NewHandle() = %q", h)
+		}
+	}
+	for _, bad := range []string{"", "wh-", "wh-ABCDEFGH", "xx-abcdefgh", "wh-abcdefghi"} {
+		if IsHandle(bad) {
+			t.Errorf("IsHandle(%q) = true", bad)
+		}
+	}
+}
+
+func TestLoadOrCreateKey_Mode0600(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "k", "hmac.key")
+	k1, err := LoadOrCreateKey(path)
+	if err != nil || len(k1) != 32 {
+		t.Fatalf("create: %v", err)
+	}
+	fi, _ := os.Stat(path)
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode = %o", fi.Mode().Perm())
+	}
+	k2, err := LoadOrCreateKey(path)
+	if err != nil || string(k1) != string(k2) {
+		t.Fatalf("reload: %v", err)
+	}
+	os.Chmod(path, 0o644)
+	if _, err := LoadOrCreateKey(path); stratus.ErrorCode(err) != stratus.EINVALID {
+		t.Errorf("0644 key: err = %v", err)
+	}
+}

@@ -1,0 +1,132 @@
+package compiler
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// The definition is written from ordered structs (and, where the keys come
+// from the flow, ordered member lists) so that its bytes are a function of
+// the flow alone.
+
+type machine struct {
+	Comment string `json:"Comment"`
+	StartAt string `json:"StartAt"`
+	States  object `json:"States"`
+}
+
+type initState struct {
+	Type       string `json:"Type"`
+	Result     object `json:"Result"`
+	ResultPath string `json:"ResultPath"`
+	Next       string `json:"Next"`
+}
+
+type countState struct {
+	Type       string `json:"Type"`
+	Parameters object `json:"Parameters"`
+	ResultPath string `json:"ResultPath"`
+	Next       string `json:"Next"`
+}
+
+type taskState struct {
+	Type             string         `json:"Type"`
+	Resource         string         `json:"Resource"`
+	Parameters       taskParameters `json:"Parameters"`
+	ResultPath       string         `json:"ResultPath"`
+	TimeoutSeconds   int            `json:"TimeoutSeconds"`
+	HeartbeatSeconds int            `json:"HeartbeatSeconds,omitempty"`
+	Catch            []catcher      `json:"Catch"`
+	Next             string         `json:"Next"`
+}
+
+type taskParameters struct {
+	QueueURL    string      `json:"QueueUrl"`
+	MessageBody messageBody `json:"MessageBody"`
+}
+
+// messageBody is what the dispatch function receives (worker.Message).
+type messageBody struct {
+	RunID     string `json:"run_id.$"`
+	Node      string `json:"node"`
+	Kind      string `json:"kind"`
+	TaskToken string `json:"task_token.$"`
+}
+
+type catcher struct {
+	ErrorEquals []string `json:"ErrorEquals"`
+	ResultPath  string   `json:"ResultPath"`
+	Next        string   `json:"Next"`
+}
+
+type choiceState struct {
+	Type    string `json:"Type"`
+	Choices []any  `json:"Choices"`
+	Default string `json:"Default"`
+}
+
+type stringRule struct {
+	Variable     string `json:"Variable"`
+	StringEquals string `json:"StringEquals"`
+	Next         string `json:"Next"`
+}
+
+type numericRule struct {
+	Variable                 string `json:"Variable"`
+	NumericGreaterThanEquals int    `json:"NumericGreaterThanEquals"`
+	Next                     string `json:"Next"`
+}
+
+type succeedState struct {
+	Type string `json:"Type"`
+}
+
+type failState struct {
+	Type  string `json:"Type"`
+	Error string `json:"Error"`
+	Cause string `json:"Cause"`
+}
+
+// member is one key of an object whose keys come from the flow.
+type member struct {
+	Key   string
+	Value any
+}
+
+// object is a JSON object that keeps its members in order.
+type object []member
+
+func (o object) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, m := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, err := marshal(m.Key)
+		if err != nil {
+			return nil, err
+		}
+		v, err := marshal(m.Value)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// marshal is json.Marshal without HTML escaping, so that a queue URL with
+// '&' reads the same in the definition as in the template.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}

@@ -1,0 +1,32 @@
+// Package compiler turns a validated worc flow (internal/flow) into an
+// Amazon States Language definition: the state machine one run executes,
+// on AWS Step Functions, on moto's interpreter, and on Stratus's embedded
+// executor alike. `make statemachines` writes one file per flow under
+// statemachine/, so the output is byte-for-byte deterministic.
+//
+// What it owns: the shape of the compiled machine — one Task state per node
+// (sqs:sendMessage.waitForTaskToken to the dispatch queue, carrying only
+// run_id, node, kind and the task token), a Choice per node with outcome
+// edges routing on $.last.outcome, a budget Choice and a counting Pass
+// (States.MathAdd) in front of every loop or inline-budget edge, and the
+// terminals done / failed / manual_action_required. Unknown outcomes,
+// spent budgets and infrastructure failures of checks, tool and hitl steps
+// fail closed to manual_action_required. Compile documents the exact shape.
+//
+// Seed and design sections: DESIGN.md § The path of one step (steps 1 and
+// 5), § The compiled state machines and the embedded executor (JSONPath
+// only, the MathAdd intrinsic, readable state names), § Limits (the state
+// carries references and small scalars, never bodies); seed 004 § Flows —
+// Fatal validation (a flow that fails it does not compile) and § tools (a
+// tool timeout parks the task at manual_action_required).
+//
+// What it deliberately does not do:
+//
+//   - Evaluate `when` facts or per-task node disables: the dispatch step
+//     does that at run time and completes a skipped node's Task state.
+//   - Give best_effort agents a different Catch, or model a non-blocking
+//     evaluator's max_rework_per_stage: routing is by outcome only.
+//   - Clamp budgets to config caps, emit Retry, or use Parallel/Map.
+//   - Apply the ${DispatchQueueUrl} substitution: the SAM template (or the
+//     embedded executor) does.
+package compiler

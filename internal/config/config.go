@@ -1,0 +1,181 @@
+// Package config reads and writes DIR/.stratus/config.yaml: the environment
+// a flow's nodes fall back to (seed 004 § Flows: "the flow owns the graph;
+// the config owns the environment"). It owns the provider launch specs (which
+// engine runs a node: command, args, env overlay, cwd, deadline), the worker
+// token TTL and the projection placement. It does not own flows (internal/flow)
+// and never holds a secret's value: env entries name the variable to read.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/stratusflow/stratus"
+)
+
+// SchemaVersion is the config.yaml schema this build writes and reads.
+const SchemaVersion = 1
+
+// StratusCommand is the placeholder a provider's command may use for the
+// running stratus binary itself (the bundled engines are its subcommands).
+const StratusCommand = "{stratus}"
+
+// Config is the parsed config.yaml.
+type Config struct {
+	SchemaVersion int        `yaml:"schema_version"`
+	Agents        Agents     `yaml:"agents"`
+	Worker        Worker     `yaml:"worker"`
+	Projection    Projection `yaml:"projection"`
+}
+
+// Agents selects and describes the engines.
+type Agents struct {
+	Primary   string              `yaml:"primary"`   // provider a node runs on unless it pins one
+	Allowed   []string            `yaml:"allowed"`   // providers a node may pin
+	Providers map[string]Provider `yaml:"providers"` // launch spec per provider
+}
+
+// Provider is one engine's launch spec (seed 003 § 6: argv and environment are
+// deployment configuration, not part of the contract).
+type Provider struct {
+	Command string   `yaml:"command"`        // executable; "{stratus}" = this binary
+	Args    []string `yaml:"args,omitempty"` // placeholders {kind} and {max_steps}
+	// Env is the overlay on the runner's environment. A value "$NAME" is read
+	// from the runner's own environment at launch, so a secret is named here
+	// and never written down (nor ever placed in argv).
+	Env            map[string]string `yaml:"env,omitempty"`
+	Dir            string            `yaml:"dir,omitempty"`             // cwd, relative to the work dir; "" = the work dir
+	Kind           string            `yaml:"kind,omitempty"`            // envelope kind; default "agent"
+	MaxSteps       int               `yaml:"max_steps,omitempty"`       // 0 = unset
+	TimeoutSeconds int               `yaml:"timeout_seconds,omitempty"` // wall deadline; 0 = 600 s
+}
+
+// Worker holds the worker API settings.
+type Worker struct {
+	TokenTTLSeconds int `yaml:"token_ttl_seconds"` // capability token and handle TTL, s (default 600)
+}
+
+// Projection holds the ctx-dir placement (seed 000 § Files are the server's job).
+type Projection struct {
+	Placement string `yaml:"placement"` // default "workspace/tasks/{task_id}/ctx"
+}
+
+// Default returns the configuration `stratus install` writes: the bundled
+// echo engine as primary (it needs no key), plus launch specs for the script
+// engine, openseek and the Claude/Codex shims.
+func Default() *Config {
+	return &Config{
+		SchemaVersion: SchemaVersion,
+		Agents: Agents{
+			Primary: "echo",
+			Allowed: []string{"echo", "script", "openseek", "claude", "codex"},
+			Providers: map[string]Provider{
+				"echo":   {Command: StratusCommand, Args: []string{"engine", "echo"}},
+				"script": {Command: StratusCommand, Args: []string{"engine", "script", "--scenario", ".stratus/scenario.yaml"}},
+				"openseek": {
+					Command: "openseek", Args: []string{"subrun", "{kind}", "--max-steps", "{max_steps}"},
+					Env: map[string]string{"DEEPSEEK": "$DEEPSEEK"}, Kind: "worker", MaxSteps: 300, TimeoutSeconds: 2700,
+				},
+				"claude": {Command: StratusCommand, Args: []string{"engine", "claude"}, Env: map[string]string{"ANTHROPIC_API_KEY": "$ANTHROPIC_API_KEY"}},
+				"codex":  {Command: StratusCommand, Args: []string{"engine", "codex"}, Env: map[string]string{"OPENAI_API_KEY": "$OPENAI_API_KEY"}},
+			},
+		},
+		Worker:     Worker{TokenTTLSeconds: 600},
+		Projection: Projection{Placement: "workspace/tasks/{task_id}/ctx"},
+	}
+}
+
+// Parse reads config.yaml strictly: an unknown key fails with its position.
+// Errors are *stratus.Error EINVALID naming the field and what is valid.
+func Parse(file string, data []byte) (*Config, error) {
+	var c Config
+	if err := yaml.NewDecoder(bytes.NewReader(data), yaml.Strict()).Decode(&c); err != nil {
+		return nil, stratus.Errorf(stratus.EINVALID, "%s: %s", file, yaml.FormatError(err, false, true))
+	}
+	if c.SchemaVersion != SchemaVersion {
+		return nil, stratus.FieldErrorf(stratus.EINVALID, "schema_version", "%s: schema_version %d is not supported; valid: %d", file, c.SchemaVersion, SchemaVersion)
+	}
+	if c.Worker.TokenTTLSeconds == 0 {
+		c.Worker.TokenTTLSeconds = 600
+	}
+	if c.Worker.TokenTTLSeconds < 0 {
+		return nil, stratus.FieldErrorf(stratus.EINVALID, "worker.token_ttl_seconds", "%s: %d is negative; valid: a positive number of seconds", file, c.Worker.TokenTTLSeconds)
+	}
+	if c.Projection.Placement == "" {
+		c.Projection.Placement = "workspace/tasks/{task_id}/ctx"
+	}
+	if _, ok := c.Agents.Providers[c.Agents.Primary]; !ok {
+		return nil, stratus.FieldErrorf(stratus.EINVALID, "agents.primary", "%s: provider %q has no launch spec; valid: %s", file, c.Agents.Primary, strings.Join(c.ProviderNames(), ", "))
+	}
+	for name, p := range c.Agents.Providers {
+		if p.Command == "" {
+			return nil, stratus.FieldErrorf(stratus.EINVALID, "agents.providers."+name+".command", "%s: empty; valid: an executable name or path, or %s", file, StratusCommand)
+		}
+		if p.TimeoutSeconds < 0 {
+			return nil, stratus.FieldErrorf(stratus.EINVALID, "agents.providers."+name+".timeout_seconds", "%s: %d is negative", file, p.TimeoutSeconds)
+		}
+	}
+	return &c, nil
+}
+
+// Load reads the config file at path.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, stratus.Errorf(stratus.ENOTFOUND, "no config at %s; run `stratus install` first", path)
+	} else if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Marshal renders c as YAML with a header comment.
+func Marshal(c *Config) ([]byte, error) {
+	body, err := yaml.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte("# Stratus configuration: the environment flows run in.\n# agents.primary picks the engine every node runs on unless the node pins `provider:`.\n"), body...), nil
+}
+
+// ProviderNames returns the configured provider names, sorted.
+func (c *Config) ProviderNames() []string {
+	names := make([]string, 0, len(c.Agents.Providers))
+	for n := range c.Agents.Providers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Provider resolves which provider runs a node: pinned (if non-empty) else
+// the primary. EINVALID when the provider is not allowed or has no launch spec.
+func (c *Config) Provider(pinned string) (string, Provider, error) {
+	name := pinned
+	if name == "" {
+		name = c.Agents.Primary
+	}
+	if pinned != "" && len(c.Agents.Allowed) > 0 && !contains(c.Agents.Allowed, name) {
+		return "", Provider{}, stratus.FieldErrorf(stratus.EINVALID, "provider", "provider %q is not in agents.allowed; valid: %s", name, strings.Join(c.Agents.Allowed, ", "))
+	}
+	p, ok := c.Agents.Providers[name]
+	if !ok {
+		return "", Provider{}, stratus.FieldErrorf(stratus.EINVALID, "provider", "provider %q has no launch spec in agents.providers; valid: %s", name, strings.Join(c.ProviderNames(), ", "))
+	}
+	return name, p, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,310 @@
+package contract
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// usageFields are the five usage fields that must all be present and
+// integral (seed 003 § 3).
+var usageFields = [...]string{
+	"prompt_tokens",
+	"completion_tokens",
+	"total_tokens",
+	"prompt_cache_hit_tokens",
+	"prompt_cache_miss_tokens",
+}
+
+// observed accumulates what the stdout stream said (seed 003 §§ 3–4).
+type observed struct {
+	steps            int
+	promptTokens     int64
+	completionTokens int64
+	cost             float64
+	costKnown        bool
+
+	hasReport bool
+	report    json.RawMessage
+
+	hasFailure bool
+	failure    string
+
+	maxSteps bool
+	yield    *Yield
+}
+
+func (o *observed) progress() Progress {
+	p := Progress{Steps: o.steps, PromptTokens: o.promptTokens, CompletionTokens: o.completionTokens}
+	if o.costKnown {
+		c := o.cost
+		p.CostUSD = &c
+	}
+	return p
+}
+
+// apply classifies one stdout line and reports whether the accounting
+// (steps, tokens, cost) changed. Lines that are not a JSON object, unknown
+// events and invalid known events are ignored.
+func (o *observed) apply(line []byte) (accounting bool) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 || line[0] != '{' {
+		return false
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(line, &obj) != nil {
+		return false
+	}
+	if rep, ok := obj["subrun_report"]; ok { // § 4: the last report wins
+		o.hasReport, o.report = true, rep
+		return false
+	}
+	tag, ok := jsonString(obj["event"])
+	if !ok {
+		return false
+	}
+	switch tag {
+	case "agent_step":
+		step, ok := integral(obj["step"])
+		if !ok {
+			return false
+		}
+		if step > int64(o.steps) {
+			o.steps = clampInt(step)
+		}
+		return true
+	case "usage":
+		return o.applyUsage(obj["usage"])
+	case "max_steps_exhausted":
+		o.maxSteps = true
+	case "context_yield":
+		seq, ok1 := integral(obj["to_sequence"])
+		answer, ok2 := jsonString(obj["answer"])
+		if ok1 && ok2 {
+			o.yield = &Yield{ToSequence: seq, Answer: answer}
+		}
+	case "turn_failed", "agent_setup_failed", "command_error":
+		o.fail(tag, obj["error"])
+	case "agent_aborted":
+		o.fail(tag, obj["reason"])
+	}
+	return false
+}
+
+func (o *observed) fail(tag string, raw json.RawMessage) {
+	reason, ok := jsonString(raw)
+	if !ok || o.hasFailure {
+		return
+	}
+	if reason == "" {
+		reason = tag + " (no reason given)"
+	}
+	o.hasFailure, o.failure = true, reason
+}
+
+// applyUsage charges one usage object, or nothing when it is invalid in any
+// way (seed 003 § 3: ignored WHOLE, never partially charged).
+func (o *observed) applyUsage(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return false
+	}
+	var u map[string]json.RawMessage
+	if json.Unmarshal(raw, &u) != nil {
+		return false
+	}
+	var vals [len(usageFields)]int64
+	for i, f := range usageFields {
+		v, ok := integral(u[f])
+		if !ok {
+			return false
+		}
+		vals[i] = v
+	}
+	cost, hasCost := 0.0, false
+	if c, present := u["cost_usd"]; present {
+		v, ok := nonNegativeFinite(c)
+		if !ok {
+			return false // a present but invalid cost voids the whole line
+		}
+		cost, hasCost = v, true
+	}
+	o.promptTokens += vals[0]
+	o.completionTokens += vals[1]
+	if hasCost {
+		o.cost += cost
+		o.costKnown = true
+	}
+	return true
+}
+
+func clampInt(v int64) int {
+	if v > math.MaxInt {
+		return math.MaxInt
+	}
+	return int(v)
+}
+
+// jsonString decodes raw when it is a JSON string (not null, not a number).
+func jsonString(raw json.RawMessage) (string, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// isNumber reports whether raw starts like a JSON number.
+func isNumber(raw []byte) bool {
+	return len(raw) > 0 && (raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9'))
+}
+
+// nonNegativeFinite decodes raw when it is a JSON number that is finite as a
+// float64 and not negative.
+func nonNegativeFinite(raw json.RawMessage) (float64, bool) {
+	raw = bytes.TrimSpace(raw)
+	if !isNumber(raw) {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) || v < 0 {
+		return 0, false
+	}
+	return v + 0, true // +0 turns -0 into 0
+}
+
+// integral decodes raw when it is a JSON number whose value is exactly a
+// whole integer representable as int64 (seed 003 § 3: 2.0 and 1e2 are
+// integral, 1.5 is not). The check is exact, without float rounding.
+func integral(raw json.RawMessage) (int64, bool) {
+	s := string(bytes.TrimSpace(raw))
+	if !isNumber([]byte(s)) {
+		return 0, false
+	}
+	neg := s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	i := 0
+	for i < len(s) && isDigit(s[i]) {
+		i++
+	}
+	if i == 0 {
+		return 0, false
+	}
+	intPart, rest := s[:i], s[i:]
+	frac := ""
+	if rest != "" && rest[0] == '.' {
+		j := 1
+		for j < len(rest) && isDigit(rest[j]) {
+			j++
+		}
+		if j == 1 {
+			return 0, false
+		}
+		frac, rest = rest[1:j], rest[j:]
+	}
+	var exp int64
+	if rest != "" && (rest[0] == 'e' || rest[0] == 'E') {
+		r := rest[1:]
+		expNeg := false
+		if r != "" && (r[0] == '+' || r[0] == '-') {
+			expNeg, r = r[0] == '-', r[1:]
+		}
+		if r == "" {
+			return 0, false
+		}
+		for k := 0; k < len(r); k++ {
+			if !isDigit(r[k]) {
+				return 0, false
+			}
+			if exp < 1<<50 { // saturate: such exponents are far out of range anyway
+				exp = exp*10 + int64(r[k]-'0')
+			}
+		}
+		if expNeg {
+			exp = -exp
+		}
+		rest = ""
+	}
+	if rest != "" {
+		return 0, false
+	}
+	// value = digits × 10^e, with digits stripped of leading and trailing zeros.
+	digits := strings.TrimLeft(intPart+frac, "0")
+	if digits == "" {
+		return 0, true
+	}
+	e := exp - int64(len(frac))
+	trimmed := strings.TrimRight(digits, "0")
+	e += int64(len(digits) - len(trimmed))
+	digits = trimmed
+	if e < 0 || int64(len(digits))+e > 19 {
+		return 0, false // a fraction remains, or too large for int64
+	}
+	u, err := strconv.ParseUint(digits+strings.Repeat("0", int(e)), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	switch {
+	case !neg && u <= math.MaxInt64:
+		return int64(u), true
+	case neg && u <= 1<<63:
+		return int64(-u), true // two's complement: -(1<<63) maps to MinInt64
+	}
+	return 0, false
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// readLines reads r line by line without a token limit (seed 003 § 3): each
+// complete line, and a final line without newline, is passed to handle
+// without its '\n'. A line longer than max bytes is skipped. It returns nil
+// at EOF and the read error otherwise. handle must not retain the slice.
+func readLines(r io.Reader, max int, handle func([]byte)) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var line []byte
+	over := false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		n := len(chunk)
+		if err == nil {
+			n-- // drop the '\n'
+		}
+		if !over {
+			if len(line)+n > max {
+				over, line = true, line[:0]
+			} else {
+				line = append(line, chunk[:n]...)
+			}
+		}
+		switch {
+		case err == nil:
+			if !over {
+				handle(line)
+			}
+			if cap(line) > 1<<20 {
+				line = nil // do not pin a huge buffer for the rest of the run
+			}
+			line, over = line[:0], false
+		case errors.Is(err, bufio.ErrBufferFull):
+			// the line continues
+		case errors.Is(err, io.EOF):
+			if !over && len(line) > 0 {
+				handle(line)
+			}
+			return nil
+		default:
+			return err
+		}
+	}
+}

@@ -1,0 +1,144 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/stratusflow/stratus/internal/launch"
+	"github.com/stratusflow/stratus/internal/workerclient"
+)
+
+// Scenario is the script engine's answer book: per node id, one Answer per
+// visit (the last one repeats for later visits); Default answers any node
+// not listed.
+//
+//	nodes:
+//	  review:
+//	    - report: {findings: [{severity: high, path: a.go, what: x, fix: y}]}
+//	    - report: {findings: []}
+//	default:
+//	  report: done
+type Scenario struct {
+	Nodes   map[string][]Answer `yaml:"nodes"`
+	Default *Answer             `yaml:"default"`
+}
+
+// Answer is what the engine does for one visit.
+type Answer struct {
+	Report           any               `yaml:"report"`            // string → the text; anything else → JSON
+	Parts            map[string]string `yaml:"parts"`             // staged via POST /v1/worker/artifact before the report
+	Steps            int               `yaml:"steps"`             // agent_step events 1..Steps (default 1)
+	PromptTokens     int64             `yaml:"prompt_tokens"`     // one usage event (default 100)
+	CompletionTokens int64             `yaml:"completion_tokens"` // (default 20)
+	SleepMS          int               `yaml:"sleep_ms"`          // before answering
+	Fail             string            `yaml:"fail"`              // emit turn_failed with this error and no report
+	NoReport         bool              `yaml:"no_report"`         // exit cleanly without a report
+}
+
+// LoadScenario reads a scenario file strictly.
+func LoadScenario(path string) (*Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var s Scenario
+	if err := yaml.UnmarshalWithOptions(data, &s, yaml.Strict()); err != nil {
+		return nil, fmt.Errorf("%s: %s", path, yaml.FormatError(err, false, true))
+	}
+	return &s, nil
+}
+
+// Pick returns the answer for a node's visit (1-based).
+func (s *Scenario) Pick(node string, visit int) (Answer, bool) {
+	list := s.Nodes[node]
+	if len(list) == 0 {
+		if s.Default != nil {
+			return *s.Default, true
+		}
+		return Answer{}, false
+	}
+	if visit < 1 {
+		visit = 1
+	}
+	if visit > len(list) {
+		visit = len(list)
+	}
+	return list[visit-1], true
+}
+
+// Script runs the script engine: it reads the request, takes `node` and
+// `visit` from the input (the input Stratus's runner sends), and answers from
+// the scenario. Parts are staged with the credentials the runner exports
+// (STRATUS_API_URL, STRATUS_HANDLE).
+func Script(ctx context.Context, s *Scenario, stdin io.Reader, stdout io.Writer) error {
+	em := Emitter{W: stdout}
+	env, err := ReadRequest(stdin)
+	if err != nil {
+		em.CommandError(err.Error())
+		return nil
+	}
+	var in struct {
+		Node  string `json:"node"`
+		Visit int    `json:"visit"`
+	}
+	json.Unmarshal(env.Input, &in)
+	a, ok := s.Pick(in.Node, in.Visit)
+	if !ok {
+		em.CommandError(fmt.Sprintf("scenario has no answer for node %q and no default", in.Node))
+		return nil
+	}
+	if a.SleepMS > 0 {
+		select {
+		case <-time.After(time.Duration(a.SleepMS) * time.Millisecond):
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	steps := a.Steps
+	if steps == 0 {
+		steps = 1
+	}
+	for i := 1; i <= steps; i++ {
+		em.Step(i)
+	}
+	pt, ct := a.PromptTokens, a.CompletionTokens
+	if pt == 0 && ct == 0 {
+		pt, ct = 100, 20
+	}
+	em.Usage(pt, ct)
+	if a.Fail != "" {
+		em.TurnFailed(a.Fail)
+		return nil
+	}
+	if len(a.Parts) > 0 {
+		c := &workerclient.Client{BaseURL: os.Getenv(launch.EnvAPIURL), Credential: os.Getenv(launch.EnvHandle)}
+		names := make([]string, 0, len(a.Parts))
+		for n := range a.Parts {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			if err := c.Artifact(ctx, n, []byte(a.Parts[n])); err != nil {
+				em.CommandError(fmt.Sprintf("stage part %q: %v", n, err))
+				return nil
+			}
+		}
+	}
+	if a.NoReport {
+		return nil
+	}
+	report, err := json.Marshal(a.Report)
+	if err != nil {
+		em.CommandError(fmt.Sprintf("report: %v", err))
+		return nil
+	}
+	em.Report(report)
+	return nil
+}

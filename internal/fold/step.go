@@ -1,0 +1,72 @@
+package fold
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/stratusflow/stratus"
+)
+
+// Fold returns the step value of one attempt from its output tail (in
+// append order), under submit_format format, as JSON:
+//
+//   - no staged part: the fold of the Final's body (Value, RoleBody);
+//   - at least one OutputArtifact: {"out": <final>, "parts": {<name>: <value>}},
+//     each part folded with Value(RolePart); re-staging a name replaces its
+//     value (last write wins) but keeps the position of its first staging.
+//
+// OutputSidecar events (another producer's audit appendix) and unknown
+// kinds are invisible. The store refuses a second Final, so the tail has at
+// most one; should it hold more, the first wins (as the first emit does in
+// process). The Final's OK flag is the caller's business: Fold folds the
+// body either way. Errors: *stratus.Error EUNPROCESSABLE "no Final in
+// output_tail" when the tail has no Final; Value's EUNPROCESSABLE when
+// format is "json" and the final body is not JSON.
+func Fold(agent string, tail []stratus.OutputEvent, format string) (json.RawMessage, error) {
+	var final *stratus.OutputEvent
+	var names []string // first-staging order
+	parts := map[string][]byte{}
+	for i := range tail {
+		e := &tail[i]
+		switch e.Kind {
+		case stratus.OutputFinal:
+			if final == nil {
+				final = e
+			}
+		case stratus.OutputArtifact:
+			if _, seen := parts[e.Name]; !seen {
+				names = append(names, e.Name)
+			}
+			parts[e.Name] = e.Body
+		}
+	}
+	if final == nil {
+		// The bare text is the seed's reverse-lookup symptom; keep it exact.
+		return nil, &stratus.Error{Code: stratus.EUNPROCESSABLE, Message: "no Final in output_tail"}
+	}
+	out, err := Value(agent, final.Body, format, RoleBody)
+	if err != nil {
+		return nil, err
+	}
+	if len(names) == 0 {
+		return out, nil
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"out":`)
+	b.Write(out)
+	b.WriteString(`,"parts":{`)
+	for i, name := range names {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		v, err := Value(agent, parts[name], format, RolePart)
+		if err != nil { // parts never fail to fold; keep the guard honest
+			return nil, err
+		}
+		b.Write(jsonString([]byte(name)))
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteString("}}")
+	return b.Bytes(), nil
+}

@@ -1,0 +1,208 @@
+// Package httpapi maps the worker API routes of seed 001 onto the worker
+// service. The same http.Handler serves the embedded server (127.0.0.1) and
+// the workerapi Lambda (through the API Gateway proxy adapter). It owns
+// status codes and the one JSON error shape
+// {"error": {"code", "message", "field"?}}; handlers return errors and
+// never write statuses by hand.
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/worker"
+)
+
+// MaxBodyBytes bounds a request body (DESIGN.md § Limits: API Gateway HTTP
+// API 10 MB request).
+const MaxBodyBytes = 10 << 20
+
+// ErrorStatus maps an error code to its HTTP status.
+func ErrorStatus(code string) int {
+	switch code {
+	case stratus.EINVALID:
+		return http.StatusBadRequest
+	case stratus.EUNAUTHORIZED:
+		return http.StatusUnauthorized
+	case stratus.EFORBIDDEN:
+		return http.StatusForbidden
+	case stratus.ENOTFOUND:
+		return http.StatusNotFound
+	case stratus.ECONFLICT:
+		return http.StatusConflict
+	case stratus.ETOOLARGE:
+		return http.StatusRequestEntityTooLarge
+	case stratus.EUNPROCESSABLE:
+		return http.StatusUnprocessableEntity
+	}
+	return http.StatusInternalServerError
+}
+
+// ErrorBody is the JSON error shape.
+type ErrorBody struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+		Field   string `json:"field,omitempty"`
+	} `json:"error"`
+}
+
+// WriteError writes err as the JSON error shape with its status.
+func WriteError(w http.ResponseWriter, err error) {
+	var body ErrorBody
+	body.Error.Code = stratus.ErrorCode(err)
+	body.Error.Message = stratus.ErrorMessage(err)
+	var se *stratus.Error
+	if errors.As(err, &se) {
+		body.Error.Field = se.Field
+	}
+	writeJSON(w, ErrorStatus(body.Error.Code), body)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// Handler serves the worker API.
+type Handler struct {
+	Service *worker.Service
+	// OnError, when set, sees every error a handler returns (logging).
+	OnError func(r *http.Request, err error)
+	mux     *http.ServeMux
+}
+
+// New returns the worker API handler.
+func New(s *worker.Service) *Handler {
+	h := &Handler{Service: s, mux: http.NewServeMux()}
+	h.mux.HandleFunc("GET /v1/healthz", h.wrap(h.healthz))
+	h.mux.HandleFunc("GET /v1/worker/prompt", h.wrap(h.prompt))
+	h.mux.HandleFunc("POST /v1/worker/submit", h.wrap(h.submit))
+	h.mux.HandleFunc("POST /v1/worker/result", h.wrap(h.result))
+	h.mux.HandleFunc("POST /v1/worker/artifact", h.wrap(h.artifact))
+	h.mux.HandleFunc("POST /v1/worker/stats", h.wrap(h.stats))
+	h.mux.HandleFunc("/", h.wrap(func(w http.ResponseWriter, r *http.Request) error {
+		return stratus.Errorf(stratus.ENOTFOUND, "no route %s %s", r.Method, r.URL.Path)
+	}))
+	return h
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+func (h *Handler) wrap(f func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := f(w, r); err != nil {
+			if h.OnError != nil {
+				h.OnError(r, err)
+			}
+			WriteError(w, err)
+		}
+	}
+}
+
+func readBody(r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	if err != nil {
+		return nil, stratus.Errorf(stratus.EINVALID, "read body: %v", err)
+	}
+	if len(b) > MaxBodyBytes {
+		return nil, stratus.Errorf(stratus.ETOOLARGE, "body is over %d bytes; stage large files as parts or use a presigned upload", MaxBodyBytes)
+	}
+	return b, nil
+}
+
+func decodeJSON(r *http.Request, v any) error {
+	b, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return stratus.Errorf(stratus.EINVALID, "body is not valid JSON: %v", err)
+	}
+	return nil
+}
+
+func (h *Handler) healthz(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}
+
+// GET /v1/worker/prompt?task_id= (seed 001 § Routes).
+func (h *Handler) prompt(w http.ResponseWriter, r *http.Request) error {
+	p, err := h.Service.FetchPrompt(r.Context(), r.Header.Get("Authorization"), r.URL.Query().Get("task_id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, p)
+	return nil
+}
+
+// POST /v1/worker/submit[?ok=false] with a raw body (seed 001 § worker_submit).
+func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
+	ok := true
+	if v := r.URL.Query().Get("ok"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return stratus.FieldErrorf(stratus.EINVALID, "ok", "%q is not a boolean; valid: true, false", v)
+		}
+		ok = b
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	sv, err := h.Service.Submit(r.Context(), r.Header.Get("Authorization"), r.URL.Query().Get("task_id"), body, ok)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, sv)
+	return nil
+}
+
+// POST /v1/worker/result {task_id, value, ok} (seed 001 § worker_result).
+func (h *Handler) result(w http.ResponseWriter, r *http.Request) error {
+	var rb worker.ResultBody
+	if err := decodeJSON(r, &rb); err != nil {
+		return err
+	}
+	sv, err := h.Service.Result(r.Context(), r.Header.Get("Authorization"), rb)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, sv)
+	return nil
+}
+
+// POST /v1/worker/artifact?name= with a raw body (seed 000 § Why OUT is a tool call).
+func (h *Handler) artifact(w http.ResponseWriter, r *http.Request) error {
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	if err := h.Service.Artifact(r.Context(), r.Header.Get("Authorization"), r.URL.Query().Get("name"), body); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// POST /v1/worker/stats (seed 001 § StatsBody; every field optional).
+func (h *Handler) stats(w http.ResponseWriter, r *http.Request) error {
+	var st worker.Stats
+	if err := decodeJSON(r, &st); err != nil {
+		return err
+	}
+	if err := h.Service.RecordStats(r.Context(), r.Header.Get("Authorization"), st); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

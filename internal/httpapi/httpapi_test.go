@@ -1,0 +1,264 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/builtin"
+	"github.com/stratusflow/stratus/internal/captoken"
+	"github.com/stratusflow/stratus/internal/config"
+	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/httpapi"
+	"github.com/stratusflow/stratus/internal/launch"
+	"github.com/stratusflow/stratus/internal/sink/fs"
+	"github.com/stratusflow/stratus/internal/store/sqlite"
+	"github.com/stratusflow/stratus/internal/task"
+	"github.com/stratusflow/stratus/internal/worker"
+)
+
+// tokens records task-token completions (the state machine's side).
+type tokens struct {
+	mu        sync.Mutex
+	successes map[string]json.RawMessage
+	failures  map[string]string
+}
+
+func (t *tokens) SendTaskSuccess(_ context.Context, tok string, out json.RawMessage) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.successes[tok] = out
+	return nil
+}
+func (t *tokens) SendTaskFailure(_ context.Context, tok, name, cause string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.failures[tok] = name + ": " + cause
+	return nil
+}
+func (t *tokens) SendTaskHeartbeat(context.Context, string) error { return nil }
+
+// launcher records worker specs instead of starting processes.
+type launcher struct {
+	mu    sync.Mutex
+	specs []launch.Spec
+}
+
+func (l *launcher) Launch(_ context.Context, s launch.Spec) (string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.specs = append(l.specs, s)
+	return s.Handle, nil
+}
+func (l *launcher) Stop(context.Context, string) error { return nil }
+
+type bundle struct {
+	srv    *httptest.Server
+	svc    *worker.Service
+	tokens *tokens
+	launch *launcher
+	run    stratus.Run
+	dir    string
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	dir := t.TempDir()
+	flowsDir := filepath.Join(dir, "flows")
+	for _, p := range []string{"implementation.yaml", "implementation/planning.md", "implementation/implementation.md", "implementation/review.md", "implementation/fixing.md"} {
+		b, err := builtin.Flows.ReadFile("flows/" + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Dir(filepath.Join(flowsDir, p)), 0o755)
+		os.WriteFile(filepath.Join(flowsDir, p), b, 0o644)
+	}
+	fl, err := flow.Load(flowsDir, "implementation")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := task.Parse("task.md", []byte("---\nid: t1\ntitle: A task\n---\nDo it.\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(filepath.Join(dir, "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	b := &bundle{tokens: &tokens{successes: map[string]json.RawMessage{}, failures: map[string]string{}}, launch: &launcher{}, dir: dir}
+	env := &worker.RunEnv{Flow: fl, FlowDir: flowsDir, Task: tk, Config: config.Default()}
+	b.svc = &worker.Service{Store: st, Sink: fs.New(dir), Tokens: b.tokens, Launcher: b.launch,
+		Minter: &captoken.Minter{Key: []byte("0123456789abcdef0123456789abcdef")},
+		Env:    func(context.Context, string) (*worker.RunEnv, error) { return env, nil }}
+	b.srv = httptest.NewServer(httpapi.New(b.svc))
+	t.Cleanup(b.srv.Close)
+	b.svc.APIURL = b.srv.URL
+	b.run = stratus.Run{ID: "r1", TaskID: "t1", TaskTitle: "A task", Flow: "implementation", Status: stratus.RunRunning, WorkDir: dir, TaskPath: filepath.Join(dir, "task.md"), CreatedAt: time.Now()}
+	if err := st.CreateRun(context.Background(), b.run); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// dispatch dispatches node and returns the worker's handle.
+func (b *bundle) dispatch(t *testing.T, node, token string) string {
+	t.Helper()
+	if err := b.svc.Dispatch(context.Background(), worker.Message{RunID: "r1", Node: node, Kind: "agent", TaskToken: token}); err != nil {
+		t.Fatal(err)
+	}
+	return b.launch.specs[len(b.launch.specs)-1].Handle
+}
+
+func (b *bundle) do(t *testing.T, method, path, auth, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, b.srv.URL+path, strings.NewReader(body))
+	if auth != "" {
+		req.Header.Set("authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(data)
+}
+
+// seed 001 § Routes + seed 000 § The shape: fetch IN, stage a part, submit
+// OUT; the step completes its Task state with a small value.
+func TestWorkerAPI_FetchStageSubmit(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := b.dispatch(t, "planning", "tok-1")
+	if !captoken.IsHandle(h) {
+		t.Fatalf("handle %q", h)
+	}
+	code, body := b.do(t, "GET", "/v1/worker/prompt?task_id=r1.planning.1", "bearer "+h, "")
+	if code != 200 {
+		t.Fatalf("prompt: %d %s", code, body)
+	}
+	var p worker.Payload
+	json.Unmarshal([]byte(body), &p)
+	if p.TaskID != "r1.planning.1" || p.Attempt != 1 || p.Agent != "planning" || !strings.Contains(p.Prompt, "task t1") || p.Context == nil || p.Engine == nil {
+		t.Fatalf("payload = %+v", p)
+	}
+	if code, body := b.do(t, "POST", "/v1/worker/artifact?name=plan.md", "Bearer "+h, "# Plan\n"); code != 204 {
+		t.Fatalf("artifact: %d %s", code, body)
+	}
+	if code, body := b.do(t, "POST", "/v1/worker/submit", "Bearer "+h, "planned"); code != 200 {
+		t.Fatalf("submit: %d %s", code, body)
+	}
+	var sv worker.StepValue
+	json.Unmarshal(b.tokens.successes["tok-1"], &sv)
+	if sv.StepRef != "planning#1" || sv.Outcome != "done" || len(sv.Parts) != 1 || sv.Parts[0] != "plan.md" {
+		t.Fatalf("step value = %s", b.tokens.successes["tok-1"])
+	}
+	if got, _ := os.ReadFile(filepath.Join(b.dir, "workspace/tasks/t1/ctx/plan.md")); string(got) != "# Plan\n" {
+		t.Errorf("plan.md = %q", got)
+	}
+	// seed 001: a second Final is 409.
+	if code, body := b.do(t, "POST", "/v1/worker/submit", "Bearer "+h, "again"); code != 409 || !strings.Contains(body, `"code":"conflict"`) {
+		t.Errorf("second submit: %d %s", code, body)
+	}
+}
+
+// seed 001 § Bearer authentication: missing, unknown, foreign credentials.
+func TestWorkerAPI_AuthErrors(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := b.dispatch(t, "planning", "tok-1")
+	for name, tc := range map[string]struct {
+		path, auth string
+		want       int
+	}{
+		"missing":        {"/v1/worker/prompt?task_id=r1.planning.1", "", 401},
+		"bad scheme":     {"/v1/worker/prompt?task_id=r1.planning.1", "Basic " + h, 401},
+		"unknown handle": {"/v1/worker/prompt?task_id=r1.planning.1", "Bearer wh-00000000", 401},
+		"garbage token":  {"/v1/worker/prompt?task_id=r1.planning.1", "Bearer abc.def", 401},
+		"other task":     {"/v1/worker/prompt?task_id=r1.review.1", "Bearer " + h, 403},
+	} {
+		code, body := b.do(t, "GET", tc.path, tc.auth, "")
+		var eb httpapi.ErrorBody
+		if code != tc.want || json.Unmarshal([]byte(body), &eb) != nil || eb.Error.Message == "" {
+			t.Errorf("%s: %d %s, want %d with the JSON error shape", name, code, body, tc.want)
+		}
+	}
+}
+
+// seed 000 § Files are the server's job: a bad part name is 400 and nothing is staged.
+func TestWorkerAPI_BadPartNameRejected(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := b.dispatch(t, "planning", "tok-1")
+	code, body := b.do(t, "POST", "/v1/worker/artifact?name=../x", "Bearer "+h, "x")
+	if code != 400 || !strings.Contains(body, `"field":"name"`) {
+		t.Fatalf("%d %s", code, body)
+	}
+	if _, err := os.Stat(filepath.Join(b.dir, "workspace/tasks/t1/x")); err == nil {
+		t.Error("file written for a rejected part")
+	}
+}
+
+// A failed result (runner terminal other than Captured) fails the Task state.
+func TestWorkerAPI_FailedResultFailsTheState(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := b.dispatch(t, "planning", "tok-1")
+	code, body := b.do(t, "POST", "/v1/worker/result", "Bearer "+h, `{"task_id":"r1.planning.1","ok":false,"value":{"terminal":"TimedOut","reason":"deadline"}}`)
+	if code != 200 {
+		t.Fatalf("%d %s", code, body)
+	}
+	if f := b.tokens.failures["tok-1"]; !strings.Contains(f, worker.ErrWorkerFailed) || !strings.Contains(f, "TimedOut") {
+		t.Errorf("failure = %q", f)
+	}
+	// Any write after the attempt ended is fenced.
+	if code, _ := b.do(t, "POST", "/v1/worker/submit", "Bearer "+h, "late"); code != 409 {
+		t.Errorf("late submit: %d", code)
+	}
+}
+
+// A redelivered dispatch message does not create a second step or worker.
+func TestDispatch_RedeliveryIsIdempotent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.dispatch(t, "planning", "tok-1")
+	b.dispatch(t, "planning", "tok-1")
+	if n := len(b.launch.specs); n != 1 {
+		t.Fatalf("%d workers launched", n)
+	}
+}
+
+// An evaluator's findings decide accept/rework against gate_severity (worc:
+// default high); malformed findings fail closed.
+func TestSubmit_EvaluatorOutcome(t *testing.T) {
+	t.Parallel()
+	for body, want := range map[string]string{
+		`{"findings":[]}`: "accept",
+		`{"findings":[{"severity":"low","path":"a","what":"w","fix":"f"}]}`:  "accept",
+		`{"findings":[{"severity":"high","path":"a","what":"w","fix":"f"}]}`: "rework",
+		"```json\n{\"findings\":[{\"severity\":\"critical\"}]}\n```":         "rework",
+		`looks good to me`: "invalid",
+		`{"findings":[{"severity":"urgent"}]}`: "invalid",
+	} {
+		b := setup(t)
+		h := b.dispatch(t, "review", "tok-r")
+		if code, resp := b.do(t, "POST", "/v1/worker/submit", "Bearer "+h, body); code != 200 {
+			t.Fatalf("%s: %d %s", body, code, resp)
+		}
+		var sv worker.StepValue
+		json.Unmarshal(b.tokens.successes["tok-r"], &sv)
+		if sv.Outcome != want {
+			t.Errorf("%s: outcome %q, want %q (%s)", body, sv.Outcome, want, sv.Reason)
+		}
+	}
+}

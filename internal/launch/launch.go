@@ -1,0 +1,33 @@
+// Package launch defines how a worker is started for one attempt: on AWS an
+// ECS RunTask with the handle and API URL as environment overrides, in
+// embedded mode a local `stratus runner` subprocess with the same environment
+// (DESIGN.md § The path of one step, step 2). The worker never receives the
+// task token or any AWS credential: only what Spec carries.
+package launch
+
+import "context"
+
+// Environment variables a worker receives.
+const (
+	EnvAPIURL = "STRATUS_API_URL" // base URL of the worker API, no trailing slash
+	EnvHandle = "STRATUS_HANDLE"  // the attempt's wh- handle (Bearer value)
+	EnvTaskID = "STRATUS_TASK_ID" // the dispatch task id
+)
+
+// Spec is what one worker needs.
+type Spec struct {
+	APIURL  string
+	Handle  string
+	TaskID  string // dispatch task id
+	Attempt int
+	LogPath string // embedded mode: where the runner's stdout/stderr go ("" = discard)
+}
+
+// Launcher starts workers. Launch returns once the worker is started (not
+// finished) with an id Stop accepts; it returns an error when it could not
+// be started, which the caller reports as an infrastructure failure.
+type Launcher interface {
+	Launch(ctx context.Context, s Spec) (id string, err error)
+	// Stop ends a worker (best effort; a finished worker is not an error).
+	Stop(ctx context.Context, id string) error
+}

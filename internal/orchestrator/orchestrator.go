@@ -1,0 +1,277 @@
+// Package orchestrator runs one task through its flow in embedded mode
+// (DESIGN.md: "The same compiled state machine runs on a laptop with no AWS
+// at all"): it loads config, task and flow, validates and compiles the flow
+// to ASL, and executes that ASL on the embedded executor, with the SQLite
+// store, the file-system sink, local `stratus runner` processes for workers
+// and the worker API served in process on 127.0.0.1.
+//
+// The Task states' sqs:sendMessage.waitForTaskToken resource maps to an
+// in-process queue feeding worker.Service.Dispatch, the same dispatch code
+// the AWS dispatch Lambda runs.
+package orchestrator
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/captoken"
+	"github.com/stratusflow/stratus/internal/compiler"
+	"github.com/stratusflow/stratus/internal/config"
+	"github.com/stratusflow/stratus/internal/executor"
+	"github.com/stratusflow/stratus/internal/executor/embedded"
+	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/httpapi"
+	"github.com/stratusflow/stratus/internal/launch/local"
+	"github.com/stratusflow/stratus/internal/projection"
+	"github.com/stratusflow/stratus/internal/report"
+	"github.com/stratusflow/stratus/internal/sink/fs"
+	"github.com/stratusflow/stratus/internal/store/sqlite"
+	"github.com/stratusflow/stratus/internal/task"
+	"github.com/stratusflow/stratus/internal/worker"
+)
+
+// Layout of DIR/.stratus/.
+const (
+	StateDir   = ".stratus"
+	ConfigFile = "config.yaml"
+	FlowsDir   = "flows"
+	DBFile     = "stratus.db"
+	KeyFile    = "hmac.key"
+)
+
+// Options configure one embedded run.
+type Options struct {
+	Dir      string    // the work dir holding .stratus/ (absolute or relative)
+	TaskPath string    // the task file
+	Self     string    // the stratus binary workers run as; "" = os.Executable()
+	Progress io.Writer // live progress lines; nil = discard
+}
+
+// Result is the outcome of a run.
+type Result struct {
+	Run      stratus.Run
+	Status   string          // done, failed, manual_action_required
+	Summary  []string        // absolute paths of summary.json and summary.md
+	CtxDir   string          // absolute ctx-dir
+	Overhead []time.Duration // per step transition: report -> next engine start
+	Error    string          // the execution's error name, when not done
+	Cause    string
+}
+
+// ASL error names of the compiled terminals (internal/compiler).
+const (
+	errManual = "stratus.ManualActionRequired"
+)
+
+// Run executes one task file to a terminal. Errors are returned for what
+// prevents the run from starting (missing config, bad task, invalid flow);
+// a run that starts always ends in a Result.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	dir, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	state := filepath.Join(dir, StateDir)
+	cfg, err := config.Load(filepath.Join(state, ConfigFile))
+	if err != nil {
+		return nil, err
+	}
+	tk, err := task.Load(o.TaskPath)
+	if err != nil {
+		return nil, err
+	}
+	taskPath, _ := filepath.Abs(o.TaskPath)
+	flowsDir := filepath.Join(state, FlowsDir)
+	fl, err := flow.Load(flowsDir, tk.TaskType)
+	if err != nil {
+		return nil, err
+	}
+	if err := Check(fl, flowsDir); err != nil {
+		return nil, err
+	}
+	def, err := compiler.Compile(fl, compiler.Options{})
+	if err != nil {
+		return nil, err
+	}
+	key, err := captoken.LoadOrCreateKey(filepath.Join(state, KeyFile))
+	if err != nil {
+		return nil, err
+	}
+	st, err := sqlite.Open(filepath.Join(state, DBFile))
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	progress := o.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listen for the worker API: %w", err)
+	}
+	launcher := &local.Launcher{Executable: o.Self}
+	env := &worker.RunEnv{Flow: fl, FlowDir: flowsDir, Task: tk, Config: cfg}
+	var exec *embedded.Executor
+	sk := fs.New(dir)
+	svc := &worker.Service{
+		Store:     st,
+		Sink:      sk,
+		Launcher:  launcher,
+		Minter:    &captoken.Minter{Key: key, TTL: time.Duration(cfg.Worker.TokenTTLSeconds) * time.Second},
+		APIURL:    "http://" + ln.Addr().String(),
+		Env:       func(context.Context, string) (*worker.RunEnv, error) { return env, nil },
+		OnEvent:   func(e worker.Event) { fmt.Fprintln(progress, FormatEvent(e)) },
+		LocalLogs: filepath.Join(state, "logs"),
+	}
+	svc.Publish = func(ctx context.Context, run stratus.Run, _ *worker.RunEnv) ([]string, error) {
+		f, err := report.Collect(ctx, st, run, stratus.RunDone)
+		if err != nil {
+			return nil, err
+		}
+		return report.Write(ctx, sk, f)
+	}
+	srv := &http.Server{Handler: httpapi.New(svc), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	var dispatches sync.WaitGroup
+	dctx, cancelDispatch := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelDispatch()
+	exec = embedded.New(embedded.Options{
+		Substitutions: map[string]string{"DispatchQueueUrl": "embedded://dispatch"},
+		Resources: map[string]embedded.TaskHandler{
+			"arn:aws:states:::sqs:sendMessage": func(_ context.Context, call embedded.TaskCall) (json.RawMessage, error) {
+				var p struct {
+					MessageBody worker.Message `json:"MessageBody"`
+				}
+				if err := json.Unmarshal(call.Parameters, &p); err != nil {
+					return nil, fmt.Errorf("dispatch message: %w", err)
+				}
+				// The queue: dispatch runs outside the executor's goroutine.
+				dispatches.Add(1)
+				go func() {
+					defer dispatches.Done()
+					if err := svc.Dispatch(dctx, p.MessageBody); err != nil {
+						fmt.Fprintf(progress, "stratus: dispatch %s: %v\n", p.MessageBody.Node, err)
+						exec.SendTaskFailure(dctx, p.MessageBody.TaskToken, worker.ErrDispatch, err.Error())
+					}
+				}()
+				return json.RawMessage(`{"MessageId":"embedded"}`), nil
+			},
+		},
+	})
+	svc.Tokens = exec
+
+	run := stratus.Run{ID: newRunID(), TaskID: tk.ID, TaskTitle: tk.Title, Flow: fl.TaskType, Status: stratus.RunRunning,
+		WorkDir: dir, TaskPath: taskPath, CreatedAt: time.Now().UTC()}
+	if err := st.CreateRun(ctx, run); err != nil {
+		return nil, err
+	}
+	input, _ := json.Marshal(map[string]string{"run_id": run.ID, "task_id": tk.ID})
+	x, err := exec.StartExecution(ctx, executor.StartInput{StateMachine: fl.TaskType, Definition: def, Name: run.ID, Input: input})
+	if err != nil {
+		return nil, fmt.Errorf("start execution: %w", err)
+	}
+	run.Execution = x.ARN
+	fmt.Fprintf(progress, "stratus: run %s: task %s through flow %s\n", run.ID, tk.ID, fl.TaskType)
+
+	x, err = exec.WaitExecution(ctx, x.ARN)
+	if err != nil {
+		// The caller was cancelled: stop the execution and the workers.
+		exec.StopExecution(context.WithoutCancel(ctx), run.Execution, "stratus.Cancelled", err.Error())
+		launcher.StopAll()
+		run.Status, run.EndedAt = stratus.RunFailed, time.Now().UTC()
+		st.UpdateRun(context.WithoutCancel(ctx), run)
+		return nil, err
+	}
+	launcher.StopAll()
+	cancelDispatch()
+	dispatches.Wait()
+
+	res := &Result{Error: x.Error, Cause: x.Cause}
+	switch {
+	case x.Status == "SUCCEEDED":
+		res.Status = stratus.RunDone
+	case x.Error == errManual:
+		res.Status = stratus.RunManualActionRequired
+	default:
+		res.Status = stratus.RunFailed
+	}
+	run.Status, run.EndedAt = res.Status, time.Now().UTC()
+	if err := st.UpdateRun(ctx, run); err != nil {
+		return nil, err
+	}
+	res.Run = run
+	f, err := report.Collect(ctx, st, run, res.Status)
+	if err != nil {
+		return nil, err
+	}
+	res.Overhead = report.Overhead(f)
+	if res.Status != stratus.RunDone {
+		// A failed or manual run gets a real report too (seed 004 § The summary artifacts).
+		if _, err := report.Write(ctx, sk, f); err != nil {
+			return nil, err
+		}
+	}
+	rd := report.Dir(tk.ID)
+	res.Summary = []string{sk.Path(rd + "/summary.json"), sk.Path(rd + "/summary.md")}
+	if cd, err := projection.CtxDir(cfg.Projection.Placement, tk.ID); err == nil {
+		res.CtxDir = sk.Path(cd)
+	}
+	return res, nil
+}
+
+// Check runs the fatal validation of a flow; its problems are one EINVALID.
+func Check(fl *flow.Flow, flowsDir string) error {
+	probs := flow.Validate(fl, flow.ValidateOptions{RoleFileRoot: flowsDir})
+	var msg string
+	for _, p := range probs {
+		if p.Fatal {
+			msg += "\n  " + p.String()
+		}
+	}
+	if msg != "" {
+		return stratus.Errorf(stratus.EINVALID, "flow %s is invalid:%s", fl.TaskType, msg)
+	}
+	return nil
+}
+
+func newRunID() string {
+	b := make([]byte, 3)
+	rand.Read(b)
+	return "r-" + time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b)
+}
+
+// FormatEvent renders one progress line.
+func FormatEvent(e worker.Event) string {
+	switch e.Type {
+	case worker.EventStepStarted:
+		return fmt.Sprintf("stratus: start %-16s node=%s attempt=%d", e.StepRef, e.Node, e.Attempt)
+	default:
+		line := fmt.Sprintf("stratus: end   %-16s node=%s attempt=%d terminal=%s verdict=%s duration=%s tokens=%d/%d",
+			e.StepRef, e.Node, e.Attempt, orDash(e.Terminal), orDash(e.Outcome), e.Duration.Round(time.Millisecond), e.PromptTokens, e.CompletionTokens)
+		if e.Reason != "" && e.Outcome != "done" {
+			line += fmt.Sprintf(" reason=%q", e.Reason)
+		}
+		return line
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

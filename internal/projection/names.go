@@ -1,0 +1,60 @@
+package projection
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/stratusflow/stratus"
+)
+
+// MaxNameBytes is the longest part name, in bytes, that common file
+// systems hold (ext4, APFS, NTFS in UTF-16 units aside).
+const MaxNameBytes = 255
+
+// CheckPartName reports whether name can be a staged part's file name in
+// the ctx dir: a plain file name (seed 000 § Files are the server's job;
+// vectors ../shared/cases/partnames). It refuses, with a *stratus.Error
+// EINVALID (Field "name") naming the rule broken: the empty name, "." and
+// "..", any name containing "/", "\" or "..", a NUL or other control
+// character, invalid UTF-8, a drive prefix ("C:") and names over
+// MaxNameBytes bytes. Unicode letters, spaces and dotfiles are accepted.
+func CheckPartName(name string) error {
+	return checkName("name", "part name", name)
+}
+
+// checkName applies the part-name rule to any value that becomes one path
+// segment (a part name, a step id, a task id).
+func checkName(field, what, name string) error {
+	bad := func(rule string) error {
+		return stratus.FieldErrorf(stratus.EINVALID, field,
+			"%s %q %s; want a plain file name such as \"plan.md\"", what, name, rule)
+	}
+	switch {
+	case name == "":
+		return bad("is empty")
+	case name == "." || name == "..":
+		return bad(`is "." or ".."`)
+	case strings.Contains(name, "/"):
+		return bad(`contains "/"`)
+	case strings.Contains(name, `\`):
+		return bad(`contains "\"`)
+	case strings.Contains(name, ".."):
+		return bad(`contains ".."`)
+	case len(name) > MaxNameBytes:
+		return bad("is longer than 255 bytes")
+	case !utf8.ValidString(name):
+		return bad("is not valid UTF-8")
+	case len(name) >= 2 && name[1] == ':' && (name[0]|0x20 >= 'a' && name[0]|0x20 <= 'z'):
+		return bad(`starts with a drive prefix such as "C:"`)
+	}
+	for _, r := range name {
+		if r == 0 {
+			return bad("contains a NUL byte")
+		}
+		if unicode.IsControl(r) {
+			return bad("contains a control character")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,168 @@
+package prompt_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/stratusflow/stratus/internal/prompt"
+)
+
+// casesDir returns ../shared/cases beside the module root (the directory
+// holding go.mod), read in place, never copied (STYLE.md § Tests).
+func casesDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, "..", "shared", "cases")
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the package directory")
+		}
+		dir = parent
+	}
+}
+
+// seed 004 § Template variables, § Conditional blocks: every vector of
+// ../shared/cases/template.
+func TestRender_SharedVectors(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile(filepath.Join(casesDir(t), "template", "cases.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []struct {
+		Name     string            `json:"name"`
+		Template string            `json:"template"`
+		Vars     map[string]string `json:"vars"`
+		Nodes    []string          `json:"nodes"`
+		Want     string            `json:"want"`
+	}
+	if err := json.Unmarshal(raw, &cases); err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) == 0 {
+		t.Fatal("no template vectors")
+	}
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			t.Parallel()
+			if got := prompt.Render(c.Template, c.Vars, c.Nodes); got != c.Want {
+				t.Errorf("Render(%q)\n got %q\nwant %q", c.Template, got, c.Want)
+			}
+		})
+	}
+}
+
+// seed 004 § Template variables: one pass — a substituted value is never
+// expanded again, inside or outside a block.
+func TestRender_OnePassValuesNeverReexpanded(t *testing.T) {
+	t.Parallel()
+	vars := map[string]string{
+		"task_id":     "T1",
+		"stage":       "{task_id}",
+		"plan_path":   "{?task_id}x{/task_id}",
+		"memory_path": "{stage}",
+	}
+	tests := []struct{ tmpl, want string }{
+		{"{stage}", "{task_id}"},
+		{"{plan_path}", "{?task_id}x{/task_id}"},
+		{"{?memory_path}[{memory_path}|{stage}]{/memory_path}", "[{stage}|{task_id}]"},
+		{"{{task_id}}", "{T1}"},
+	}
+	for _, tt := range tests {
+		if got := prompt.Render(tt.tmpl, vars, nil); got != tt.want {
+			t.Errorf("Render(%q) = %q, want %q", tt.tmpl, got, tt.want)
+		}
+	}
+}
+
+// seed 004 § Conditional blocks: blocks do not nest, a stray close marker
+// is text, and vars outside the allowlist never render.
+func TestRender_BlocksDoNotNest(t *testing.T) {
+	t.Parallel()
+	vars := map[string]string{"plan_path": "p", "diff_path": "d", "secret": "s", "planning_path": "pp"}
+	tests := []struct {
+		name, tmpl, want string
+		nodes            []string
+	}{
+		{"inner markers stay text", "{?plan_path}<{?diff_path}{diff_path}{/diff_path}>{/plan_path}", "<{?diff_path}d{/diff_path}>", nil},
+		{"block ends at first close", "{?plan_path}a{/plan_path}b{/plan_path}", "ab{/plan_path}", nil},
+		{"stray close verbatim", "x{/plan_path}y", "x{/plan_path}y", nil},
+		{"var outside allowlist never renders", "{secret}{?secret}S{/secret}", "{secret}{?secret}S{/secret}", nil},
+		{"node path block", "{?planning_path}see {planning_path}{/planning_path}", "see pp", []string{"planning"}},
+		{"node path block without node", "{?planning_path}see{/planning_path}", "{?planning_path}see{/planning_path}", nil},
+		{"dropped block swallows its tokens", "a{?review_path}{plan_path}{/review_path}b", "ab", nil},
+		{"unclosed block then another", "{?plan_path}x {?diff_path}y{/diff_path}", "{?plan_path}x y", nil},
+		{"brace at end", "{plan_path}{", "p{", nil},
+		{"empty braces", "{}{?}{/}", "{}{?}{/}", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := prompt.Render(tt.tmpl, vars, tt.nodes); got != tt.want {
+				t.Errorf("Render(%q) = %q, want %q", tt.tmpl, got, tt.want)
+			}
+		})
+	}
+}
+
+// seed 004 § Anti-drift lint: the tokens a template references, in order,
+// without duplicates; braces that are not tokens are not reported.
+func TestTokens_ListsReferencedNamesForTheLint(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		tmpl string
+		want []string
+	}{
+		{"Task {task_id} at {stage}, again {task_id}.", []string{"task_id", "stage"}},
+		{"A{?memory_path}See {memory_path}.{/memory_path}", []string{"memory_path"}},
+		{"typo {plna_path} {?memory_path}x{/memry_path}", []string{"plna_path", "memory_path", "memry_path"}},
+		{`Reply {"verdict": "pass"} or { x } or {1} or {a b}`, nil},
+		{"func f() { return {x} }", []string{"x"}},
+		{"{my-node_path}", []string{"my-node_path"}},
+	}
+	for _, tt := range tests {
+		if got := prompt.Tokens(tt.tmpl); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("Tokens(%q) = %q, want %q", tt.tmpl, got, tt.want)
+		}
+	}
+}
+
+// seed 004 § Node outputs: node ids colliding with a core stem are reserved.
+func TestReservedNodeID_CoreStemsAndSubtaskPrefix(t *testing.T) {
+	t.Parallel()
+	for id, want := range map[string]bool{
+		"task": true, "plan": true, "diff": true, "change_overview": true, "checks": true,
+		"review": true, "repo": true, "memory": true, "stage": true, "conflicts": true,
+		"subtask": true, "subtask_spec": true, "subtasks": true,
+		"planning": false, "implementation": false, "reviewer": false, "Plan": false,
+		"task_id": false, "my_subtask": false, "": false,
+	} {
+		if got := prompt.ReservedNodeID(id); got != want {
+			t.Errorf("ReservedNodeID(%q) = %v, want %v", id, got, want)
+		}
+	}
+}
+
+// seed 004 § Node outputs: the valid set is CoreVars plus <node>_path per
+// node, derived from the flow graph.
+func TestAllowlist_CoreVarsPlusNodePaths(t *testing.T) {
+	t.Parallel()
+	got := prompt.Allowlist([]string{"planning", "lint", "planning"})
+	want := append(slices.Clone(prompt.CoreVars), "planning_path", "lint_path")
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Allowlist = %q, want %q", got, want)
+	}
+	if len(prompt.CoreVars) != 18 {
+		t.Errorf("CoreVars has %d names, seed 004 lists 18", len(prompt.CoreVars))
+	}
+}

@@ -1,0 +1,214 @@
+// Package runner is the worker entrypoint (`stratus runner`, the ECS task's
+// command): it fetches its prompt with its handle, drives the node's engine
+// through child contract v1 (internal/contract), relays usage and steps as
+// stats (which double as heartbeats), and returns the report through the
+// worker API (DESIGN.md § The path of one step, step 3).
+//
+// It never loses a report: when submit still fails after retries, the
+// report is written to a spool file whose path is printed, and Run returns
+// an error. It does not fold, project or route: the server does.
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/stratusflow/stratus/internal/config"
+	"github.com/stratusflow/stratus/internal/contract"
+	"github.com/stratusflow/stratus/internal/launch"
+	"github.com/stratusflow/stratus/internal/worker"
+	"github.com/stratusflow/stratus/internal/workerclient"
+)
+
+// Options configure one runner invocation.
+type Options struct {
+	APIURL   string // STRATUS_API_URL
+	Handle   string // STRATUS_HANDLE
+	TaskID   string // STRATUS_TASK_ID (optional: the prompt fetch resolves it from the handle)
+	Self     string // the stratus binary, substituted for "{stratus}"
+	SpoolDir string // where an undeliverable report goes ("" = os.TempDir())
+	Log      io.Writer
+	// StatsInterval bounds stats posts to one per interval (default 1 s).
+	StatsInterval time.Duration
+}
+
+// ErrSpooled is returned when the report was written to a spool file
+// because the worker API did not take it.
+var ErrSpooled = errors.New("report spooled")
+
+// Run executes one attempt end to end. It returns nil once the result
+// (report or failure) is delivered.
+func Run(ctx context.Context, o Options) error {
+	if o.APIURL == "" || o.Handle == "" {
+		return fmt.Errorf("%s and %s must be set", launch.EnvAPIURL, launch.EnvHandle)
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	if o.StatsInterval == 0 {
+		o.StatsInterval = time.Second
+	}
+	c := &workerclient.Client{BaseURL: o.APIURL, Credential: o.Handle}
+	p, err := c.Prompt(ctx, o.TaskID)
+	if err != nil {
+		return fmt.Errorf("fetch prompt: %w", err)
+	}
+	if p.Engine == nil {
+		return fmt.Errorf("prompt payload of %s carries no engine launch spec", p.TaskID)
+	}
+	spec, err := launchSpec(p.Engine, o)
+	if err != nil {
+		c.Fail(ctx, p.TaskID, string(contract.Failed), err.Error())
+		return err
+	}
+	req := contract.Request{Kind: p.Engine.Kind, Input: p.Engine.Input}
+	if p.Engine.MaxSteps > 0 {
+		ms := p.Engine.MaxSteps
+		req.MaxSteps = &ms
+	}
+	fmt.Fprintf(o.Log, "runner: %s attempt %d: %s %s\n", p.StepRef, p.Attempt, spec.Command, strings.Join(spec.Args, " "))
+
+	started := time.Now().UnixMilli()
+	if err := c.Stats(ctx, worker.Stats{EngineStartedAt: &started}); err != nil {
+		fmt.Fprintf(o.Log, "runner: stats: %v\n", err)
+	}
+	relay := newRelay(ctx, c, o.StatsInterval, o.Log)
+	res, err := contract.NewRunner().Run(ctx, spec, req, relay.progress)
+	relay.close()
+	if err != nil {
+		return err // cancelled: no terminal to report (seed 003 § 1)
+	}
+	final := worker.Stats{Steps: &res.Attempt.Steps, PromptTokens: &res.Attempt.PromptTokens,
+		CompletionTokens: &res.Attempt.CompletionTokens, CostUSD: res.Attempt.CostUSD}
+	if err := c.Stats(ctx, final); err != nil {
+		fmt.Fprintf(o.Log, "runner: stats: %v\n", err)
+	}
+	fmt.Fprintf(o.Log, "runner: terminal %s (steps %d, tokens %d/%d, wall %d ms)\n", res.Terminal,
+		res.Attempt.Steps, res.Attempt.PromptTokens, res.Attempt.CompletionTokens, res.Attempt.WallMS)
+
+	if res.Terminal != contract.Captured {
+		reason := res.Failure
+		if reason == "" {
+			reason = string(res.Terminal)
+		}
+		return deliver(o, p, "failure", []byte(reason), func() error { return c.Fail(ctx, p.TaskID, string(res.Terminal), reason) })
+	}
+	body := ReportBody(res.Report)
+	return deliver(o, p, "report", body, func() error {
+		_, err := c.Submit(ctx, p.TaskID, body)
+		var ae *workerclient.APIError
+		if errors.As(err, &ae) && ae.Status != 409 && !ae.Transient() {
+			// The server refused the report (e.g. 422): fail the attempt with
+			// its reason rather than leave the step waiting for its timeout.
+			fmt.Fprintf(o.Log, "runner: submit refused: %v\n", err)
+			return c.Fail(ctx, p.TaskID, string(contract.Failed), "report refused: "+ae.Message)
+		}
+		return err
+	})
+}
+
+// ReportBody is what a report is submitted as: a JSON string report as its
+// raw text, any other report as its JSON text.
+func ReportBody(report json.RawMessage) []byte {
+	var s string
+	if json.Unmarshal(report, &s) == nil {
+		return []byte(s)
+	}
+	return []byte(report)
+}
+
+func deliver(o Options, p *worker.Payload, what string, body []byte, send func() error) error {
+	err := send()
+	if err == nil {
+		return nil
+	}
+	var ae *workerclient.APIError
+	if errors.As(err, &ae) && ae.Status == 409 {
+		return fmt.Errorf("%s of %s not accepted: %w", what, p.StepRef, err)
+	}
+	dir := o.SpoolDir
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	path := filepath.Join(dir, fmt.Sprintf("stratus-spool-%s-%d.%s", safe(p.TaskID), p.Attempt, what))
+	if werr := os.WriteFile(path, body, 0o600); werr != nil {
+		return fmt.Errorf("deliver %s: %v; spool: %v", what, err, werr)
+	}
+	fmt.Fprintf(os.Stderr, "stratus runner: %s of %s spooled to %s (%v)\n", what, p.StepRef, path, err)
+	return fmt.Errorf("%w to %s: %v", ErrSpooled, path, err)
+}
+
+func safe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r == 0 {
+			return '_'
+		}
+		return r
+	}, s)
+}
+
+// launchSpec resolves the payload's engine spec on this machine: "{stratus}"
+// becomes this binary, "$NAME" env values are read from this environment
+// (secrets are named in config, never written down or put in argv), and the
+// engine learns the API URL, handle and task id so it may stage parts.
+func launchSpec(e *worker.EngineSpec, o Options) (contract.LaunchSpec, error) {
+	cmd := e.Command
+	if cmd == config.StratusCommand {
+		cmd = o.Self
+	}
+	env := map[string]string{launch.EnvAPIURL: o.APIURL, launch.EnvHandle: o.Handle}
+	if o.TaskID != "" {
+		env[launch.EnvTaskID] = o.TaskID
+	}
+	for k, v := range e.Env {
+		if strings.HasPrefix(v, "$") {
+			v = os.Getenv(v[1:])
+		}
+		env[k] = v
+	}
+	return contract.LaunchSpec{Command: cmd, Args: e.Args, Env: env, Dir: e.Dir, DeadlineMS: e.DeadlineMS}, nil
+}
+
+// relay posts progress as stats at most once per interval.
+type relay struct {
+	ctx      context.Context
+	c        *workerclient.Client
+	interval time.Duration
+	log      io.Writer
+
+	mu      sync.Mutex
+	pending *contract.Progress
+	last    time.Time
+	wg      sync.WaitGroup
+}
+
+func newRelay(ctx context.Context, c *workerclient.Client, interval time.Duration, log io.Writer) *relay {
+	return &relay{ctx: ctx, c: c, interval: interval, log: log}
+}
+
+func (r *relay) progress(p contract.Progress) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if time.Since(r.last) < r.interval {
+		return // the final stats post carries the totals
+	}
+	r.last = time.Now()
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		s := worker.Stats{Steps: &p.Steps, PromptTokens: &p.PromptTokens, CompletionTokens: &p.CompletionTokens, CostUSD: p.CostUSD}
+		if err := r.c.Stats(r.ctx, s); err != nil {
+			fmt.Fprintf(r.log, "runner: stats: %v\n", err)
+		}
+	}()
+}
+
+func (r *relay) close() { r.wg.Wait() }

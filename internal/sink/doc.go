@@ -1,0 +1,13 @@
+// Package sink defines where the projection writes the files a worker's
+// output becomes (seed 000 § Files are the server's job): a flat key space
+// of slash-separated relative paths, each holding one opaque byte string.
+//
+// It owns the Sink interface and the one key rule every implementation
+// enforces (CheckKey), so a key refused by one sink is refused by all.
+// Implementations live in subpackages: fs (a directory on the local disk);
+// an object-store sink would be a sibling. sinktest holds the conformance
+// suite every implementation must pass.
+//
+// It does not know about front matter, part names, placements or task ids:
+// that is internal/projection. It never interprets the bytes it stores.
+package sink

@@ -1,0 +1,14 @@
+// Package fs is the local-disk implementation of sink.Sink: each key is a
+// file under one root directory (seed 000 § Files are the server's job —
+// the ctx-dir files the next step Reads).
+//
+// It owns the key → path mapping (Path) and atomic writes: a Put writes a
+// temporary file beside the target and renames it into place, so a reader
+// never sees a half-written file. Directories are created 0755, files
+// 0644. Every file operation goes through an os.Root, so neither a key nor
+// a symbolic link inside the root can reach outside it.
+//
+// It does not decide placement, validate part names or wrap front matter
+// (internal/projection), and it does not fsync the parent directory: a
+// crash may lose the latest Put, never tear it.
+package fs

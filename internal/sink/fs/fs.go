@@ -1,0 +1,195 @@
+package fs
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"math/rand/v2"
+	"os"
+	"path"
+	"path/filepath"
+	"syscall"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/sink"
+)
+
+// Permissions of what Put creates (before the process umask).
+const (
+	DirPerm  os.FileMode = 0o755
+	FilePerm os.FileMode = 0o644
+)
+
+// Sink stores each key as the file <root>/<key>. It holds no open
+// descriptors, so the zero cost of a Sink makes New cheap; it is safe for
+// concurrent use.
+type Sink struct {
+	root string // absolute, cleaned
+}
+
+var _ sink.Sink = (*Sink)(nil)
+
+// New returns a Sink rooted at root (made absolute against the working
+// directory). The directory need not exist: the first Put creates it.
+func New(root string) *Sink {
+	if abs, err := filepath.Abs(root); err == nil {
+		root = abs
+	}
+	return &Sink{root: filepath.Clean(root)}
+}
+
+// Root returns the absolute root directory.
+func (s *Sink) Root() string { return s.root }
+
+// Path returns the absolute file path key maps to, or "" when key is not
+// a valid sink key (sink.CheckKey). The file need not exist.
+func (s *Sink) Path(key string) string {
+	if sink.CheckKey(key) != nil {
+		return ""
+	}
+	return filepath.Join(s.root, filepath.FromSlash(key))
+}
+
+// Put writes body to <root>/<key> atomically: a temporary file in the same
+// directory, fsynced, then renamed over the target. Missing directories are
+// created. Errors: EINVALID (Field "key") for an invalid key or one that
+// resolves outside the root through a symbolic link; a wrapped I/O error
+// otherwise (the temporary file is removed).
+func (s *Sink) Put(ctx context.Context, key string, body []byte) error {
+	if err := sink.CheckKey(key); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(s.root, DirPerm); err != nil {
+		return fmt.Errorf("fs sink: create root: %w", err)
+	}
+	r, err := os.OpenRoot(s.root)
+	if err != nil {
+		return fmt.Errorf("fs sink: open root: %w", err)
+	}
+	defer r.Close()
+
+	name := filepath.FromSlash(key)
+	if dir := path.Dir(key); dir != "." {
+		if err := r.MkdirAll(filepath.FromSlash(dir), DirPerm); err != nil {
+			return s.ioErr("put", key, err)
+		}
+	}
+	tmp, f, err := createTemp(r, key)
+	if err != nil {
+		return s.ioErr("put", key, err)
+	}
+	cleanup := func(err error) error {
+		f.Close()
+		r.Remove(tmp)
+		return s.ioErr("put", key, err)
+	}
+	if _, err := f.Write(body); err != nil {
+		return cleanup(err)
+	}
+	// OpenFile's mode is filtered by the umask; the contract is 0644.
+	if err := f.Chmod(FilePerm); err != nil {
+		return cleanup(err)
+	}
+	if err := f.Sync(); err != nil {
+		return cleanup(err)
+	}
+	if err := f.Close(); err != nil {
+		r.Remove(tmp)
+		return s.ioErr("put", key, err)
+	}
+	if err := r.Rename(tmp, name); err != nil {
+		r.Remove(tmp)
+		return s.ioErr("put", key, err)
+	}
+	return nil
+}
+
+// Get returns the bytes of <root>/<key>. Errors: ENOTFOUND when no file is
+// stored under key (a directory is not a stored key); EINVALID (Field
+// "key") for an invalid or escaping key; a wrapped I/O error otherwise.
+func (s *Sink) Get(ctx context.Context, key string) ([]byte, error) {
+	if err := sink.CheckKey(key); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r, err := os.OpenRoot(s.root)
+	if err != nil {
+		if errors.Is(err, iofs.ErrNotExist) {
+			return nil, notFound(key)
+		}
+		return nil, fmt.Errorf("fs sink: open root: %w", err)
+	}
+	defer r.Close()
+	name := filepath.FromSlash(key)
+	fi, err := r.Stat(name)
+	if err != nil {
+		return nil, s.ioErr("get", key, err)
+	}
+	if fi.IsDir() {
+		return nil, notFound(key)
+	}
+	b, err := r.ReadFile(name)
+	if err != nil {
+		return nil, s.ioErr("get", key, err)
+	}
+	return b, nil
+}
+
+// createTemp creates an exclusive temporary file beside key. os.Root has
+// no CreateTemp, so the random suffix is ours; O_EXCL makes a collision a
+// retry, never a shared file.
+func createTemp(r *os.Root, key string) (string, *os.File, error) {
+	dir, base := path.Split(key)
+	var err error
+	for range 10 {
+		var rnd [8]byte
+		for i := range rnd {
+			rnd[i] = byte(rand.Uint32())
+		}
+		tmp := filepath.FromSlash(dir + "." + base + ".tmp-" + hex.EncodeToString(rnd[:]))
+		var f *os.File
+		f, err = r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, FilePerm)
+		if err == nil {
+			return tmp, f, nil
+		}
+		if !errors.Is(err, iofs.ErrExist) {
+			return "", nil, err
+		}
+	}
+	return "", nil, err
+}
+
+func notFound(key string) error {
+	return stratus.FieldErrorf(stratus.ENOTFOUND, "key", "nothing stored under sink key %q", key)
+}
+
+// ioErr maps what os.Root reports: a missing file (or a file where a
+// directory was expected) is ENOTFOUND, a path that escapes the root
+// through a symbolic link is EINVALID, the rest stays a wrapped I/O error.
+// os does not export its escape error, so it is matched by its text.
+func (s *Sink) ioErr(op, key string, err error) error {
+	switch {
+	case op == "get" && (errors.Is(err, iofs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)):
+		return notFound(key)
+	case escapes(err):
+		return stratus.FieldErrorf(stratus.EINVALID, "key",
+			"sink key %q resolves outside the sink root %q through a symbolic link", key, s.root)
+	}
+	return fmt.Errorf("fs sink: %s %q: %w", op, key, err)
+}
+
+func escapes(err error) bool {
+	for ; err != nil; err = errors.Unwrap(err) {
+		if err.Error() == "path escapes from parent" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,72 @@
+package sink
+
+import (
+	"context"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/stratusflow/stratus"
+)
+
+// Sink stores byte strings under keys.
+//
+// A key is a slash-separated relative path ("workspace/tasks/T1/ctx/plan.md")
+// that satisfies CheckKey. Implementations are safe for concurrent use; a
+// Put is atomic (a concurrent or later Get sees the old bytes or the new
+// ones, never a mix) and the last Put of a key wins.
+type Sink interface {
+	// Put stores body under key, replacing what was there. Errors:
+	// *stratus.Error EINVALID (Field "key") for a key CheckKey refuses;
+	// a wrapped I/O error otherwise.
+	Put(ctx context.Context, key string, body []byte) error
+	// Get returns the bytes stored under key, verbatim. Errors:
+	// *stratus.Error ENOTFOUND when nothing is stored under key, EINVALID
+	// (Field "key") for a key CheckKey refuses; a wrapped I/O error otherwise.
+	Get(ctx context.Context, key string) ([]byte, error)
+}
+
+// CheckKey reports whether key is a valid sink key: a non-empty,
+// slash-separated relative path whose segments are all non-empty and none
+// is "." or "..", with no backslash, no NUL or other control character, no
+// leading drive prefix ("C:") and valid UTF-8. Such a key can never name
+// anything outside the sink's root, on any platform. The error is a
+// *stratus.Error EINVALID with Field "key" naming the rule broken.
+func CheckKey(key string) error {
+	bad := func(rule string) error {
+		return stratus.FieldErrorf(stratus.EINVALID, "key",
+			"sink key %q %s; want a relative slash-separated path such as \"tasks/T1/ctx/plan.md\"", key, rule)
+	}
+	switch {
+	case key == "":
+		return bad("is empty")
+	case !utf8.ValidString(key):
+		return bad("is not valid UTF-8")
+	case strings.HasPrefix(key, "/"):
+		return bad("is absolute")
+	case strings.Contains(key, `\`):
+		return bad(`contains a backslash`)
+	case hasDrivePrefix(key):
+		return bad("starts with a drive prefix")
+	}
+	for _, r := range key {
+		if r < 0x20 || r == 0x7f {
+			return bad("contains a control character")
+		}
+	}
+	for _, seg := range strings.Split(key, "/") {
+		switch seg {
+		case "":
+			return bad("has an empty segment")
+		case ".", "..":
+			return bad("has a \".\" or \"..\" segment")
+		}
+	}
+	return nil
+}
+
+// hasDrivePrefix reports a Windows drive prefix ("C:"), which
+// filepath.Join would turn into a volume on Windows.
+func hasDrivePrefix(s string) bool {
+	return len(s) >= 2 && s[1] == ':' &&
+		(s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z')
+}

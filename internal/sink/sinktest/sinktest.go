@@ -1,0 +1,157 @@
+package sinktest
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/sink"
+)
+
+// EscapingKeys are keys every Sink must refuse with EINVALID on both Put
+// and Get: each could name something outside the sink's root on some
+// platform (seed 000 § Files are the server's job).
+var EscapingKeys = []string{
+	"",
+	"/etc/passwd",
+	"../x",
+	"..",
+	".",
+	"a/../../x",
+	"a/./b",
+	"a//b",
+	"a/",
+	`a\b`,
+	`..\x`,
+	"C:/x",
+	"c:x",
+	"a\x00b",
+	"a\nb",
+}
+
+// Run runs the conformance suite against the sinks newSink returns. Each
+// subtest gets a fresh, empty sink; subtests run in parallel.
+func Run(t *testing.T, newSink func(t *testing.T) sink.Sink) {
+	t.Helper()
+	ctx := context.Background()
+
+	t.Run("RoundTrip", func(t *testing.T) {
+		t.Parallel()
+		s := newSink(t)
+		for _, key := range []string{"a.md", "workspace/tasks/T1/ctx/plan.md", "x/y/z/.hidden", "r\u00e9sum\u00e9 1.md"} {
+			body := []byte("body of " + key + "\n")
+			mustPut(t, s, key, body)
+			if got := mustGet(t, s, key); !bytes.Equal(got, body) {
+				t.Errorf("Get(%q) = %q, want %q", key, got, body)
+			}
+		}
+	})
+
+	t.Run("OverwriteLastWins", func(t *testing.T) {
+		t.Parallel()
+		s := newSink(t)
+		mustPut(t, s, "d/k", []byte("a much longer first version\n"))
+		mustPut(t, s, "d/k", []byte("second"))
+		if got := mustGet(t, s, "d/k"); string(got) != "second" {
+			t.Errorf("Get after overwrite = %q, want %q", got, "second")
+		}
+	})
+
+	t.Run("MissingKeyNotFound", func(t *testing.T) {
+		t.Parallel()
+		s := newSink(t)
+		for _, key := range []string{"nope", "no/such/dir/file"} {
+			_, err := s.Get(ctx, key)
+			if code := stratus.ErrorCode(err); code != stratus.ENOTFOUND {
+				t.Errorf("Get(%q) on empty sink: code %q (err %v), want %q", key, code, err, stratus.ENOTFOUND)
+			}
+		}
+		mustPut(t, s, "dir/file", []byte("x"))
+		for _, key := range []string{"dir", "dir/other", "dir/file/below"} {
+			_, err := s.Get(ctx, key)
+			if code := stratus.ErrorCode(err); code != stratus.ENOTFOUND {
+				t.Errorf("Get(%q): code %q (err %v), want %q", key, code, err, stratus.ENOTFOUND)
+			}
+		}
+	})
+
+	t.Run("EscapingKeyRefused", func(t *testing.T) {
+		t.Parallel()
+		s := newSink(t)
+		for _, key := range EscapingKeys {
+			if err := s.Put(ctx, key, []byte("x")); stratus.ErrorCode(err) != stratus.EINVALID {
+				t.Errorf("Put(%q): err %v, want code %q", key, err, stratus.EINVALID)
+			}
+			if _, err := s.Get(ctx, key); stratus.ErrorCode(err) != stratus.EINVALID {
+				t.Errorf("Get(%q): err %v, want code %q", key, err, stratus.EINVALID)
+			}
+		}
+	})
+
+	t.Run("BinaryBytesVerbatim", func(t *testing.T) {
+		t.Parallel()
+		s := newSink(t)
+		all := make([]byte, 0, 512)
+		for i := range 256 {
+			all = append(all, byte(i))
+		}
+		all = append(all, "\r\n\r\n---\n\xff\xfe"...)
+		cases := map[string][]byte{
+			"bin/all-bytes": all,
+			"bin/empty":     {},
+			"bin/crlf.txt":  []byte("a\r\nb\r\n"),
+			"bin/no-eol":    []byte("no trailing newline"),
+		}
+		for key, body := range cases {
+			mustPut(t, s, key, body)
+			got := mustGet(t, s, key)
+			if !bytes.Equal(got, body) {
+				t.Errorf("Get(%q) = %q, want %q", key, got, body)
+			}
+		}
+	})
+
+	t.Run("ConcurrentPutsNeverTear", func(t *testing.T) {
+		t.Parallel()
+		s := newSink(t)
+		const n = 8
+		bodies := make([][]byte, n)
+		for i := range bodies {
+			bodies[i] = bytes.Repeat([]byte{byte('a' + i)}, 64<<10)
+		}
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				if err := s.Put(ctx, "race/k", bodies[i]); err != nil {
+					t.Errorf("Put #%d: %v", i, err)
+				}
+			})
+		}
+		wg.Wait()
+		got := mustGet(t, s, "race/k")
+		for _, b := range bodies {
+			if bytes.Equal(got, b) {
+				return
+			}
+		}
+		t.Errorf("Get after concurrent Puts returned %d bytes matching none of the bodies", len(got))
+	})
+}
+
+func mustPut(t *testing.T, s sink.Sink, key string, body []byte) {
+	t.Helper()
+	if err := s.Put(context.Background(), key, body); err != nil {
+		t.Fatalf("Put(%q): %v", key, err)
+	}
+}
+
+func mustGet(t *testing.T, s sink.Sink, key string) []byte {
+	t.Helper()
+	b, err := s.Get(context.Background(), key)
+	if err != nil {
+		t.Fatalf("Get(%q): %v", key, err)
+	}
+	return b
+}

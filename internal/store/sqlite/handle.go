@@ -1,0 +1,38 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/stratusflow/stratus"
+)
+
+// PutHandle stores h; ECONFLICT if h.Handle exists.
+func (s *Store) PutHandle(ctx context.Context, h stratus.Handle) error {
+	_, err := s.w.ExecContext(ctx, "INSERT INTO handles (handle, tid, attempt, expires_at) VALUES (?, ?, ?, ?)",
+		h.Handle, h.TID, h.Attempt, millis(h.ExpiresAt))
+	if isUniqueViolation(err) {
+		return stratus.Errorf(stratus.ECONFLICT, "handle %q already exists", h.Handle)
+	} else if err != nil {
+		return fmt.Errorf("put handle %q: %w", h.Handle, err)
+	}
+	return nil
+}
+
+// GetHandle returns the handle; ENOTFOUND if it is absent. An expired
+// handle is returned like any other: expiry is the caller's check.
+func (s *Store) GetHandle(ctx context.Context, handle string) (stratus.Handle, error) {
+	h := stratus.Handle{Handle: handle}
+	var expires sql.NullInt64
+	err := s.r.QueryRowContext(ctx, "SELECT tid, attempt, expires_at FROM handles WHERE handle = ?", handle).
+		Scan(&h.TID, &h.Attempt, &expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return stratus.Handle{}, stratus.Errorf(stratus.ENOTFOUND, "handle %q not found", handle)
+	} else if err != nil {
+		return stratus.Handle{}, fmt.Errorf("get handle %q: %w", handle, err)
+	}
+	h.ExpiresAt = fromMillis(expires)
+	return h, nil
+}

@@ -1,0 +1,60 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/stratusflow/stratus"
+)
+
+// AppendOutput appends e to the tail of attempt (e.TID, e.Attempt) and
+// returns its sequence number, one more than the tail's last (1 for an
+// empty tail); e.Seq is ignored. A second OutputFinal for one attempt
+// fails with ECONFLICT and appends nothing. The sequence number is
+// computed inside the INSERT and a partial unique index admits one Final
+// per attempt, so concurrent appends cannot race.
+func (s *Store) AppendOutput(ctx context.Context, e stratus.OutputEvent) (seq int, err error) {
+	body := e.Body
+	if body == nil {
+		body = []byte{} // the column is NOT NULL; a nil []byte binds as NULL
+	}
+	err = s.w.QueryRowContext(ctx, `INSERT INTO outputs (tid, attempt, seq, kind, name, body, ok, at)
+SELECT ?1, ?2, COALESCE(MAX(seq), 0) + 1, ?3, ?4, ?5, ?6, ?7 FROM outputs WHERE tid = ?1 AND attempt = ?2
+RETURNING seq`,
+		e.TID, e.Attempt, e.Kind, e.Name, body, boolInt(e.OK), millis(e.At)).Scan(&seq)
+	if isUniqueViolation(err) && e.Kind == stratus.OutputFinal {
+		return 0, stratus.Errorf(stratus.ECONFLICT, "attempt %d of task %q already has a final output", e.Attempt, e.TID)
+	} else if err != nil {
+		return 0, fmt.Errorf("append %s output to attempt %d of task %q: %w", e.Kind, e.Attempt, e.TID, err)
+	}
+	return seq, nil
+}
+
+// ListOutput returns the tail of attempt (tid, attempt) in append order;
+// none (and no error) for an empty tail or an unknown attempt.
+func (s *Store) ListOutput(ctx context.Context, tid string, attempt int) ([]stratus.OutputEvent, error) {
+	rows, err := s.r.QueryContext(ctx,
+		"SELECT seq, kind, name, body, ok, at FROM outputs WHERE tid = ? AND attempt = ? ORDER BY seq", tid, attempt)
+	if err != nil {
+		return nil, fmt.Errorf("list output of attempt %d of task %q: %w", attempt, tid, err)
+	}
+	defer rows.Close()
+	var events []stratus.OutputEvent
+	for rows.Next() {
+		e := stratus.OutputEvent{TID: tid, Attempt: attempt}
+		var at sql.NullInt64
+		if err := rows.Scan(&e.Seq, &e.Kind, &e.Name, &e.Body, &e.OK, &at); err != nil {
+			return nil, fmt.Errorf("list output of attempt %d of task %q: %w", attempt, tid, err)
+		}
+		if e.Body == nil {
+			e.Body = []byte{}
+		}
+		e.At = fromMillis(at)
+		events = append(events, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list output of attempt %d of task %q: %w", attempt, tid, err)
+	}
+	return events, nil
+}

@@ -1,0 +1,135 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// migrations are applied in order; migrations[i] takes the schema from
+// version i to version i+1. Never edit one that has shipped: append a new
+// one. Each element may hold several statements.
+var migrations = []string{
+	// 1: the initial schema.
+	`
+CREATE TABLE runs (
+	id         TEXT PRIMARY KEY,
+	task_id    TEXT NOT NULL,
+	task_title TEXT NOT NULL,
+	flow       TEXT NOT NULL,
+	status     TEXT NOT NULL,
+	work_dir   TEXT NOT NULL,
+	task_path  TEXT NOT NULL,
+	execution  TEXT NOT NULL,
+	created_at INTEGER,
+	ended_at   INTEGER
+) STRICT;
+
+CREATE TABLE steps (
+	seq        INTEGER PRIMARY KEY, -- rowid: creation order (nothing is ever deleted)
+	tid        TEXT NOT NULL UNIQUE,
+	run_id     TEXT NOT NULL,
+	node       TEXT NOT NULL,
+	kind       TEXT NOT NULL,
+	visit      INTEGER NOT NULL,
+	step_ref   TEXT NOT NULL,
+	dedup_key  TEXT NOT NULL,
+	task_token TEXT NOT NULL,
+	status     TEXT NOT NULL,
+	verdict    TEXT NOT NULL,
+	value      BLOB,
+	created_at INTEGER,
+	ended_at   INTEGER
+) STRICT;
+CREATE UNIQUE INDEX steps_dedup_key ON steps (dedup_key) WHERE dedup_key <> '';
+CREATE INDEX steps_run ON steps (run_id);
+CREATE INDEX steps_run_node ON steps (run_id, node);
+
+CREATE TABLE attempts (
+	tid               TEXT NOT NULL,
+	n                 INTEGER NOT NULL,
+	agent             TEXT NOT NULL,
+	status            TEXT NOT NULL,
+	terminal          TEXT NOT NULL,
+	reason            TEXT NOT NULL,
+	system            TEXT NOT NULL,
+	prompt            TEXT NOT NULL,
+	steps             INTEGER NOT NULL,
+	prompt_tokens     INTEGER NOT NULL,
+	completion_tokens INTEGER NOT NULL,
+	cost_usd          REAL,
+	started_at        INTEGER,
+	engine_started_at INTEGER,
+	ended_at          INTEGER,
+	PRIMARY KEY (tid, n)
+) STRICT;
+
+CREATE TABLE outputs (
+	tid     TEXT NOT NULL,
+	attempt INTEGER NOT NULL,
+	seq     INTEGER NOT NULL,
+	kind    TEXT NOT NULL,
+	name    TEXT NOT NULL,
+	body    BLOB NOT NULL,
+	ok      INTEGER NOT NULL,
+	at      INTEGER,
+	PRIMARY KEY (tid, attempt, seq)
+) STRICT;
+-- 'final' is stratus.OutputFinal; the index is what makes a second Final fail.
+CREATE UNIQUE INDEX outputs_one_final ON outputs (tid, attempt) WHERE kind = 'final';
+
+CREATE TABLE handles (
+	handle     TEXT PRIMARY KEY,
+	tid        TEXT NOT NULL,
+	attempt    INTEGER NOT NULL,
+	expires_at INTEGER
+) STRICT;
+`,
+}
+
+// schemaVersion is the version this binary writes.
+var schemaVersion = len(migrations)
+
+// migrate brings db to schemaVersion in one IMMEDIATE transaction (the
+// writer's _txlock), so two processes opening a new file at once cannot
+// both apply a migration.
+func migrate(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrate: begin: %w", err)
+	}
+	defer tx.Rollback()
+
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
+	id      INTEGER PRIMARY KEY CHECK (id = 1),
+	version INTEGER NOT NULL
+) STRICT`); err != nil {
+		return fmt.Errorf("migrate: create schema_version: %w", err)
+	}
+	var have int
+	err = tx.QueryRowContext(ctx, "SELECT version FROM schema_version WHERE id = 1").Scan(&have)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("migrate: read schema_version: %w", err)
+	}
+	if have > schemaVersion {
+		return fmt.Errorf("migrate: schema version %d is newer than this binary supports (%d); upgrade stratus", have, schemaVersion)
+	}
+	if have == schemaVersion {
+		return nil
+	}
+	for v := have; v < schemaVersion; v++ {
+		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+			return fmt.Errorf("migrate: to version %d: %w", v+1, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx,
+		"INSERT INTO schema_version (id, version) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET version = excluded.version",
+		schemaVersion); err != nil {
+		return fmt.Errorf("migrate: write schema_version %d: %w", schemaVersion, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrate: commit: %w", err)
+	}
+	return nil
+}

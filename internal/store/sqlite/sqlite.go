@@ -1,0 +1,166 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	msqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/store"
+)
+
+var _ store.Store = (*Store)(nil)
+
+// busyTimeout is how long a statement waits for a lock held by another
+// process before failing with SQLITE_BUSY.
+const busyTimeout = 10 * time.Second
+
+// Store is a store.Store backed by one SQLite file. It is safe for
+// concurrent use. Create it with Open and release it with Close.
+type Store struct {
+	path string
+	w    *sql.DB // one connection: every write, in a BEGIN IMMEDIATE transaction when it has several statements
+	r    *sql.DB // read-only connections
+}
+
+// Open opens the SQLite store at path, creating the file (mode 0600), its
+// parent directory (mode 0700) and the schema when missing, and applying
+// any pending migration. path is a file path, not a URI; it must not be
+// empty, ":memory:" or contain '?'. Open fails when the file's schema is
+// newer than this binary knows.
+func Open(path string) (*Store, error) {
+	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") || strings.ContainsRune(path, '?') {
+		return nil, stratus.FieldErrorf(stratus.EINVALID, "path",
+			"sqlite store path %q is not usable; want a file path without '?', not empty, \":memory:\" or a file: URI", path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	}
+	// Create the file ourselves so that it (and the -wal/-shm files,
+	// which SQLite gives the database file's mode) is private.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	}
+
+	pragmas := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)", busyTimeout.Milliseconds())
+	w, err := sql.Open("sqlite", path+"?"+pragmas+"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+
+	ctx := context.Background()
+	if err := checkJournalMode(ctx, w); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	}
+	if err := migrate(ctx, w); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	}
+
+	// The readers open after the writer has switched the file to WAL
+	// (a persistent property of the file), so they need not set it.
+	r, err := sql.Open("sqlite", path+"?"+pragmas+"&_pragma=query_only(1)")
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	}
+	n := max(4, runtime.GOMAXPROCS(0))
+	r.SetMaxOpenConns(n)
+	r.SetMaxIdleConns(n)
+	if err := r.PingContext(ctx); err != nil {
+		r.Close()
+		w.Close()
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	}
+	return &Store{path: path, w: w, r: r}, nil
+}
+
+// Close closes the store's connections. It is safe to call more than once.
+func (s *Store) Close() error {
+	err := errors.Join(s.r.Close(), s.w.Close())
+	if err != nil {
+		return fmt.Errorf("close sqlite store %s: %w", s.path, err)
+	}
+	return nil
+}
+
+func checkJournalMode(ctx context.Context, db *sql.DB) error {
+	var mode string
+	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return fmt.Errorf("read journal_mode: %w", err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("journal_mode is %q, want \"wal\" (does the file system support shared memory?)", mode)
+	}
+	return nil
+}
+
+// isUniqueViolation reports whether err is SQLite refusing a row because
+// of a PRIMARY KEY or UNIQUE constraint (including a partial unique index).
+func isUniqueViolation(err error) bool {
+	var e *msqlite.Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	return e.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || e.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+}
+
+// rowScanner is what *sql.Row and *sql.Rows have in common.
+type rowScanner interface {
+	Scan(dest ...any) error
+}
+
+// millis maps a time to the stored form: UTC unix milliseconds, NULL for
+// the zero time.
+func millis(t time.Time) sql.NullInt64 {
+	if t.IsZero() {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: t.UnixMilli(), Valid: true}
+}
+
+// fromMillis is the inverse of millis.
+func fromMillis(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return time.UnixMilli(v.Int64).UTC()
+}
+
+// stored returns t as it reads back from the store.
+func stored(t time.Time) time.Time {
+	return fromMillis(millis(t))
+}
+
+// blob maps an optional byte slice to a nullable BLOB: NULL when empty.
+func blob(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}

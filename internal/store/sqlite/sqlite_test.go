@@ -1,0 +1,244 @@
+package sqlite
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/store"
+	"github.com/stratusflow/stratus/internal/store/storetest"
+)
+
+// newStore opens a store on a fresh file; storetest closes it.
+func newStore(t *testing.T) store.Store {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), "stratus.db"))
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return s
+}
+
+func TestStore_Conformance(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, newStore)
+}
+
+// openT opens path and closes it when the test ends.
+func openT(t *testing.T, path string) *Store {
+	t.Helper()
+	s, err := Open(path)
+	if err != nil {
+		t.Fatalf("Open(%q): %v", path, err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+func TestOpen_CreatesPrivateFileAndDirectory(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "proj", ".stratus")
+	path := filepath.Join(dir, "stratus.db")
+	openT(t, path)
+	for p, want := range map[string]os.FileMode{dir: 0o700 | os.ModeDir, path: 0o600} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatalf("stat %s: %v", p, err)
+		}
+		if fi.Mode() != want {
+			t.Errorf("%s mode = %v, want %v", p, fi.Mode(), want)
+		}
+	}
+}
+
+func TestOpen_Pragmas(t *testing.T) {
+	t.Parallel()
+	s := openT(t, filepath.Join(t.TempDir(), "stratus.db"))
+	ctx := context.Background()
+	check := func(pool, pragma, want string) {
+		t.Helper()
+		db := s.w
+		if pool == "reader" {
+			db = s.r
+		}
+		var got string
+		if err := db.QueryRowContext(ctx, "PRAGMA "+pragma).Scan(&got); err != nil {
+			t.Fatalf("%s PRAGMA %s: %v", pool, pragma, err)
+		}
+		if got != want {
+			t.Errorf("%s PRAGMA %s = %q, want %q", pool, pragma, got, want)
+		}
+	}
+	for _, pool := range []string{"writer", "reader"} {
+		check(pool, "journal_mode", "wal")
+		check(pool, "foreign_keys", "1")
+		check(pool, "busy_timeout", "10000")
+	}
+	check("reader", "query_only", "1")
+	check("writer", "query_only", "0")
+}
+
+func TestOpen_SchemaVersionRecorded(t *testing.T) {
+	t.Parallel()
+	s := openT(t, filepath.Join(t.TempDir(), "stratus.db"))
+	var v int
+	if err := s.r.QueryRow("SELECT version FROM schema_version WHERE id = 1").Scan(&v); err != nil {
+		t.Fatalf("read schema_version: %v", err)
+	}
+	if v != len(migrations) {
+		t.Errorf("schema_version = %d, want %d", v, len(migrations))
+	}
+}
+
+func TestOpen_ReopenKeepsDataAndSchema(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "stratus.db")
+	ctx := context.Background()
+	s, err := Open(path)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	r := stratus.Run{ID: "run-1", Status: stratus.RunRunning, CreatedAt: time.UnixMilli(1741945166535)}
+	if err := s.CreateRun(ctx, r); err != nil {
+		t.Fatalf("CreateRun: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+
+	s2 := openT(t, path)
+	got, err := s2.GetRun(ctx, "run-1")
+	if err != nil {
+		t.Fatalf("GetRun after reopen: %v", err)
+	}
+	if !got.CreatedAt.Equal(r.CreatedAt) || got.Status != r.Status {
+		t.Errorf("GetRun after reopen = %+v, want %+v", got, r)
+	}
+}
+
+func TestOpen_NewerSchema_Refused(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "stratus.db")
+	s := openT(t, path)
+	if _, err := s.w.Exec("UPDATE schema_version SET version = ?", len(migrations)+1); err != nil {
+		t.Fatalf("bump schema_version: %v", err)
+	}
+	_, err := Open(path)
+	if err == nil || !strings.Contains(err.Error(), "newer than this binary supports") {
+		t.Errorf("Open of a newer schema: err = %v, want one saying the schema is newer", err)
+	}
+}
+
+func TestOpen_UnusablePath_Invalid(t *testing.T) {
+	t.Parallel()
+	for _, p := range []string{"", ":memory:", "file:x.db", filepath.Join(t.TempDir(), "a?b.db")} {
+		_, err := Open(p)
+		if stratus.ErrorCode(err) != stratus.EINVALID || !strings.Contains(err.Error(), "path") {
+			t.Errorf("Open(%q): err = %v, want EINVALID naming the path", p, err)
+		}
+	}
+}
+
+// The partial unique index that admits one Final per attempt spells the
+// kind as a literal; it must be the domain's.
+func TestSchema_FinalKindIsDomains(t *testing.T) {
+	if !strings.Contains(migrations[0], "WHERE kind = '"+stratus.OutputFinal+"'") {
+		t.Errorf("outputs_one_final does not use stratus.OutputFinal = %q", stratus.OutputFinal)
+	}
+}
+
+// Errors name the key they are about (STYLE.md § Errors).
+func TestErrors_NameTheKey(t *testing.T) {
+	t.Parallel()
+	s := openT(t, filepath.Join(t.TempDir(), "stratus.db"))
+	ctx := context.Background()
+	if err := s.CreateRun(ctx, stratus.Run{ID: "run-x"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.CreateStep(ctx, stratus.Step{TID: "tid-x", RunID: "run-x", DedupKey: "d1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateAttempt(ctx, stratus.Attempt{TID: "tid-x", N: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AppendOutput(ctx, stratus.OutputEvent{TID: "tid-x", Attempt: 7, Kind: stratus.OutputFinal}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutHandle(ctx, stratus.Handle{Handle: "wh-abcdefgh", TID: "tid-x", Attempt: 7}); err != nil {
+		t.Fatal(err)
+	}
+	errOf := func(_ any, err error) error { return err }
+	errOf3 := func(_ any, _ bool, err error) error { return err }
+	for _, c := range []struct {
+		name string
+		err  error
+		code string
+		keys []string
+	}{
+		{"CreateRun", s.CreateRun(ctx, stratus.Run{ID: "run-x"}), stratus.ECONFLICT, []string{`"run-x"`}},
+		{"GetRun", errOf(s.GetRun(ctx, "run-y")), stratus.ENOTFOUND, []string{`"run-y"`}},
+		{"UpdateRun", s.UpdateRun(ctx, stratus.Run{ID: "run-y"}), stratus.ENOTFOUND, []string{`"run-y"`}},
+		{"CreateStep", errOf3(s.CreateStep(ctx, stratus.Step{TID: "tid-x", DedupKey: "d2"})), stratus.ECONFLICT, []string{`"tid-x"`}},
+		{"GetStep", errOf(s.GetStep(ctx, "tid-y")), stratus.ENOTFOUND, []string{`"tid-y"`}},
+		{"UpdateStep", s.UpdateStep(ctx, stratus.Step{TID: "tid-y"}), stratus.ENOTFOUND, []string{`"tid-y"`}},
+		{"CreateAttempt", s.CreateAttempt(ctx, stratus.Attempt{TID: "tid-x", N: 7}), stratus.ECONFLICT, []string{`"tid-x"`, "7"}},
+		{"GetAttempt", errOf(s.GetAttempt(ctx, "tid-x", 8)), stratus.ENOTFOUND, []string{`"tid-x"`, "8"}},
+		{"LatestAttempt", errOf(s.LatestAttempt(ctx, "tid-y")), stratus.ENOTFOUND, []string{`"tid-y"`}},
+		{"UpdateAttempt", s.UpdateAttempt(ctx, stratus.Attempt{TID: "tid-x", N: 8}), stratus.ENOTFOUND, []string{`"tid-x"`, "8"}},
+		{"AppendOutput", errOf(s.AppendOutput(ctx, stratus.OutputEvent{TID: "tid-x", Attempt: 7, Kind: stratus.OutputFinal})), stratus.ECONFLICT, []string{`"tid-x"`, "7", "final"}},
+		{"PutHandle", s.PutHandle(ctx, stratus.Handle{Handle: "wh-abcdefgh"}), stratus.ECONFLICT, []string{`"wh-abcdefgh"`}},
+		{"GetHandle", errOf(s.GetHandle(ctx, "wh-zzzzzzzz")), stratus.ENOTFOUND, []string{`"wh-zzzzzzzz"`}},
+	} {
+		if got := stratus.ErrorCode(c.err); got != c.code {
+			t.Errorf("%s: error %v has code %q, want %q", c.name, c.err, got, c.code)
+			continue
+		}
+		for _, k := range c.keys {
+			if !strings.Contains(stratus.ErrorMessage(c.err), k) {
+				t.Errorf("%s: message %q does not name %s", c.name, stratus.ErrorMessage(c.err), k)
+			}
+		}
+	}
+}
+
+// An empty DedupKey is no key: two steps without one are two steps.
+func TestCreateStep_EmptyDedupKey_NeverMatches(t *testing.T) {
+	t.Parallel()
+	s := openT(t, filepath.Join(t.TempDir(), "stratus.db"))
+	ctx := context.Background()
+	for _, tid := range []string{"tid-1", "tid-2"} {
+		if _, created, err := s.CreateStep(ctx, stratus.Step{TID: tid, RunID: "run-1", Node: "impl"}); err != nil || !created {
+			t.Fatalf("CreateStep(%s) = created %v, err %v; want created", tid, created, err)
+		}
+	}
+	if n, err := s.CountVisits(ctx, "run-1", "impl"); err != nil || n != 2 {
+		t.Errorf("CountVisits = %d, %v; want 2", n, err)
+	}
+}
+
+// A closed store fails with a wrapped error, not a panic or a stratus code.
+func TestClosed_FailsInternal(t *testing.T) {
+	t.Parallel()
+	s, err := Open(filepath.Join(t.TempDir(), "stratus.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.GetRun(context.Background(), "run-1")
+	if stratus.ErrorCode(err) != stratus.EINTERNAL || !strings.Contains(err.Error(), `get run "run-1"`) {
+		t.Errorf("GetRun on a closed store: %v, want a wrapped internal error naming the run", err)
+	}
+}

@@ -1,0 +1,117 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/stratusflow/stratus"
+)
+
+const stepColumns = "tid, run_id, node, kind, visit, step_ref, dedup_key, task_token, status, verdict, value, created_at, ended_at"
+
+// CreateStep inserts st unless a step with the same non-empty DedupKey
+// exists, in which case it returns that step and created=false. An empty
+// DedupKey never matches. ECONFLICT if another step already has st.TID.
+// The look-up and the insert run in one BEGIN IMMEDIATE transaction, and
+// a unique index on dedup_key backs it.
+func (s *Store) CreateStep(ctx context.Context, st stratus.Step) (got stratus.Step, created bool, err error) {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return stratus.Step{}, false, fmt.Errorf("create step %q: begin: %w", st.TID, err)
+	}
+	defer tx.Rollback()
+
+	if st.DedupKey != "" {
+		got, err := scanStep(tx.QueryRowContext(ctx, "SELECT "+stepColumns+" FROM steps WHERE dedup_key = ?", st.DedupKey))
+		if err == nil {
+			return got, false, nil
+		} else if !errors.Is(err, sql.ErrNoRows) {
+			return stratus.Step{}, false, fmt.Errorf("create step %q: look up dedup key: %w", st.TID, err)
+		}
+	}
+	_, err = tx.ExecContext(ctx, "INSERT INTO steps ("+stepColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		st.TID, st.RunID, st.Node, st.Kind, st.Visit, st.StepRef, st.DedupKey, st.TaskToken, st.Status, st.Verdict,
+		blob(st.Value), millis(st.CreatedAt), millis(st.EndedAt))
+	if isUniqueViolation(err) {
+		return stratus.Step{}, false, stratus.Errorf(stratus.ECONFLICT, "step %q already exists", st.TID)
+	} else if err != nil {
+		return stratus.Step{}, false, fmt.Errorf("create step %q: %w", st.TID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return stratus.Step{}, false, fmt.Errorf("create step %q: commit: %w", st.TID, err)
+	}
+	st.CreatedAt, st.EndedAt = stored(st.CreatedAt), stored(st.EndedAt)
+	return st, true, nil
+}
+
+// GetStep returns the step with tid; ENOTFOUND if there is none.
+func (s *Store) GetStep(ctx context.Context, tid string) (stratus.Step, error) {
+	st, err := scanStep(s.r.QueryRowContext(ctx, "SELECT "+stepColumns+" FROM steps WHERE tid = ?", tid))
+	if errors.Is(err, sql.ErrNoRows) {
+		return stratus.Step{}, stratus.Errorf(stratus.ENOTFOUND, "step %q not found", tid)
+	} else if err != nil {
+		return stratus.Step{}, fmt.Errorf("get step %q: %w", tid, err)
+	}
+	return st, nil
+}
+
+// ListSteps returns the steps of run runID in creation order; none (and
+// no error) for a run without steps or an unknown run.
+func (s *Store) ListSteps(ctx context.Context, runID string) ([]stratus.Step, error) {
+	rows, err := s.r.QueryContext(ctx, "SELECT "+stepColumns+" FROM steps WHERE run_id = ? ORDER BY seq", runID)
+	if err != nil {
+		return nil, fmt.Errorf("list steps of run %q: %w", runID, err)
+	}
+	defer rows.Close()
+	var steps []stratus.Step
+	for rows.Next() {
+		st, err := scanStep(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list steps of run %q: %w", runID, err)
+		}
+		steps = append(steps, st)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list steps of run %q: %w", runID, err)
+	}
+	return steps, nil
+}
+
+// CountVisits returns how many steps of node run runID has (0 for an
+// unknown run or node).
+func (s *Store) CountVisits(ctx context.Context, runID, node string) (int, error) {
+	var n int
+	err := s.r.QueryRowContext(ctx, "SELECT COUNT(*) FROM steps WHERE run_id = ? AND node = ?", runID, node).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count visits of node %q in run %q: %w", node, runID, err)
+	}
+	return n, nil
+}
+
+// UpdateStep replaces Status, Verdict, Value and EndedAt of step st.TID;
+// ENOTFOUND if there is no such step.
+func (s *Store) UpdateStep(ctx context.Context, st stratus.Step) error {
+	res, err := s.w.ExecContext(ctx, "UPDATE steps SET status = ?, verdict = ?, value = ?, ended_at = ? WHERE tid = ?",
+		st.Status, st.Verdict, blob(st.Value), millis(st.EndedAt), st.TID)
+	if err != nil {
+		return fmt.Errorf("update step %q: %w", st.TID, err)
+	}
+	return mustAffect(res, stratus.Errorf(stratus.ENOTFOUND, "step %q not found", st.TID))
+}
+
+func scanStep(row rowScanner) (stratus.Step, error) {
+	var st stratus.Step
+	var value []byte
+	var created, ended sql.NullInt64
+	if err := row.Scan(&st.TID, &st.RunID, &st.Node, &st.Kind, &st.Visit, &st.StepRef, &st.DedupKey, &st.TaskToken,
+		&st.Status, &st.Verdict, &value, &created, &ended); err != nil {
+		return stratus.Step{}, err
+	}
+	if len(value) > 0 {
+		st.Value = value
+	}
+	st.CreatedAt, st.EndedAt = fromMillis(created), fromMillis(ended)
+	return st, nil
+}

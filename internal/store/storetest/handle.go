@@ -1,0 +1,83 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stratusflow/stratus"
+)
+
+func (su *suite) testHandles(t *testing.T) {
+	t.Parallel()
+
+	t.Run("PutHandle_GetHandle_RoundTrip", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		_, a := b.parents(t, 3)
+		h := b.handle(a.TID, a.N)
+		if err := b.s.PutHandle(b.ctx, h); err != nil {
+			t.Fatalf("PutHandle(%q): %v", h.Handle, err)
+		}
+		got, err := b.s.GetHandle(b.ctx, h.Handle)
+		if err != nil {
+			t.Fatalf("GetHandle(%q): %v", h.Handle, err)
+		}
+		checkHandle(t, got, h)
+	})
+
+	t.Run("PutHandle_Duplicate_Conflict", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		_, a := b.parents(t, 1)
+		h := b.handle(a.TID, a.N)
+		if err := b.s.PutHandle(b.ctx, h); err != nil {
+			t.Fatalf("PutHandle(%q): %v", h.Handle, err)
+		}
+		dup := h
+		dup.Attempt, dup.ExpiresAt = 2, h.ExpiresAt.Add(time.Hour)
+		wantCode(t, "PutHandle of an existing handle", b.s.PutHandle(b.ctx, dup), stratus.ECONFLICT)
+		got, err := b.s.GetHandle(b.ctx, h.Handle)
+		if err != nil {
+			t.Fatalf("GetHandle(%q): %v", h.Handle, err)
+		}
+		checkHandle(t, got, h)
+	})
+
+	t.Run("PutHandle_ConcurrentSameHandle_OneWins", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		_, a := b.parents(t, 1)
+		h := b.handle(a.TID, a.N)
+		errs := make([]error, 8)
+		concurrently(len(errs), func(i int) {
+			h := h
+			h.Attempt = i + 1
+			errs[i] = b.s.PutHandle(b.ctx, h)
+		})
+		oneWins(t, "PutHandle", errs)
+	})
+
+	t.Run("GetHandle_Missing_NotFound", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		_, err := b.s.GetHandle(b.ctx, "wh-"+b.key("h"))
+		wantCode(t, "GetHandle of a missing handle", err, stratus.ENOTFOUND)
+	})
+
+	t.Run("GetHandle_Expired_StillReturned", func(t *testing.T) {
+		// Expiry is the caller's check, so a 401 can say "expired".
+		t.Parallel()
+		b := su.setup(t)
+		_, a := b.parents(t, 1)
+		h := b.handle(a.TID, a.N)
+		h.ExpiresAt = time.Now().Add(-time.Hour)
+		if err := b.s.PutHandle(b.ctx, h); err != nil {
+			t.Fatalf("PutHandle(%q): %v", h.Handle, err)
+		}
+		got, err := b.s.GetHandle(b.ctx, h.Handle)
+		if err != nil {
+			t.Fatalf("GetHandle(%q) of an expired handle: %v", h.Handle, err)
+		}
+		checkHandle(t, got, h)
+	})
+}

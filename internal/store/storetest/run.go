@@ -1,0 +1,106 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stratusflow/stratus"
+)
+
+func (su *suite) testRuns(t *testing.T) {
+	t.Parallel()
+
+	t.Run("CreateRun_GetRun_RoundTrip", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		r := b.createRun(t)
+		got, err := b.s.GetRun(b.ctx, r.ID)
+		if err != nil {
+			t.Fatalf("GetRun(%q): %v", r.ID, err)
+		}
+		checkRun(t, got, r)
+	})
+
+	t.Run("CreateRun_DuplicateID_Conflict", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		r := b.createRun(t)
+		dup := r
+		dup.TaskID, dup.Status = "T-other", stratus.RunFailed
+		wantCode(t, "CreateRun of an existing id", b.s.CreateRun(b.ctx, dup), stratus.ECONFLICT)
+		got, err := b.s.GetRun(b.ctx, r.ID)
+		if err != nil {
+			t.Fatalf("GetRun(%q): %v", r.ID, err)
+		}
+		checkRun(t, got, r) // the first one is untouched
+	})
+
+	t.Run("CreateRun_ConcurrentSameID_OneWins", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		r := b.run()
+		errs := make([]error, 8)
+		concurrently(len(errs), func(i int) {
+			r := r
+			r.TaskTitle = string(rune('a' + i))
+			errs[i] = b.s.CreateRun(b.ctx, r)
+		})
+		oneWins(t, "CreateRun", errs)
+	})
+
+	t.Run("GetRun_Missing_NotFound", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		_, err := b.s.GetRun(b.ctx, b.key("run"))
+		wantCode(t, "GetRun of a missing id", err, stratus.ENOTFOUND)
+	})
+
+	t.Run("UpdateRun_PersistsOnlyMutableFields", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		r := b.createRun(t)
+
+		u := stratus.Run{
+			ID:        r.ID,
+			TaskID:    "T-changed",
+			TaskTitle: "changed",
+			Flow:      "changed",
+			Status:    stratus.RunDone,
+			WorkDir:   "/changed",
+			TaskPath:  "/changed/t.md",
+			Execution: "arn:aws:states:us-east-1:123456789012:execution:implementation:run-1",
+			CreatedAt: base.Add(time.Hour),
+			EndedAt:   base.Add(90 * time.Second),
+		}
+		if err := b.s.UpdateRun(b.ctx, u); err != nil {
+			t.Fatalf("UpdateRun(%q): %v", r.ID, err)
+		}
+		want := r
+		want.Status, want.Execution, want.EndedAt = u.Status, u.Execution, u.EndedAt
+		got, err := b.s.GetRun(b.ctx, r.ID)
+		if err != nil {
+			t.Fatalf("GetRun(%q): %v", r.ID, err)
+		}
+		checkRun(t, got, want)
+
+		// The fields are replaced, not merged: the zero EndedAt clears it.
+		u.Status, u.Execution, u.EndedAt = stratus.RunManualActionRequired, "", time.Time{}
+		if err := b.s.UpdateRun(b.ctx, u); err != nil {
+			t.Fatalf("UpdateRun(%q) again: %v", r.ID, err)
+		}
+		want.Status, want.Execution, want.EndedAt = u.Status, u.Execution, u.EndedAt
+		if got, err = b.s.GetRun(b.ctx, r.ID); err != nil {
+			t.Fatalf("GetRun(%q): %v", r.ID, err)
+		}
+		checkRun(t, got, want)
+	})
+
+	t.Run("UpdateRun_Missing_NotFound", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		r := b.run()
+		wantCode(t, "UpdateRun of a missing id", b.s.UpdateRun(b.ctx, r), stratus.ENOTFOUND)
+		_, err := b.s.GetRun(b.ctx, r.ID)
+		wantCode(t, "GetRun after UpdateRun of a missing id", err, stratus.ENOTFOUND) // no upsert
+	})
+}

@@ -1,0 +1,243 @@
+package storetest
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stratusflow/stratus"
+)
+
+func (su *suite) testSteps(t *testing.T) {
+	t.Parallel()
+
+	t.Run("CreateStep_GetStep_RoundTrip", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		r := b.createRun(t)
+		st := b.step(r.ID, "review", 2)
+		st.Kind, st.Verdict, st.Value = "evaluator", "approve", json.RawMessage(`{"status":"ok","verdict":"approve","n":2}`)
+		got, created, err := b.s.CreateStep(b.ctx, st)
+		if err != nil || !created {
+			t.Fatalf("CreateStep(%q) = created %v, err %v; want created", st.TID, created, err)
+		}
+		checkStep(t, got, st)
+		if got, err = b.s.GetStep(b.ctx, st.TID); err != nil {
+			t.Fatalf("GetStep(%q): %v", st.TID, err)
+		}
+		checkStep(t, got, st)
+	})
+
+	t.Run("CreateStep_SameDedupKey_ReturnsExistingNotCreated", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		r := b.createRun(t)
+		first := b.createStep(t, b.step(r.ID, "review", 1))
+
+		// A redelivered dispatch message: same DedupKey, a fresh TID.
+		again := b.step(r.ID, "review", 2)
+		again.DedupKey = first.DedupKey
+		got, created, err := b.s.CreateStep(b.ctx, again)
+		if err != nil || created {
+			t.Fatalf("CreateStep with an existing DedupKey = created %v, err %v; want not created, no error", created, err)
+		}
+		checkStep(t, got, first)
+
+		_, err = b.s.GetStep(b.ctx, again.TID)
+		wantCode(t, "GetStep of the deduplicated TID", err, stratus.ENOTFOUND)
+		steps, err := b.s.ListSteps(b.ctx, r.ID)
+		if err != nil {
+			t.Fatalf("ListSteps(%q): %v", r.ID, err)
+		}
+		if len(steps) != 1 {
+			t.Fatalf("ListSteps(%q) has %d steps, want 1 (no second row)", r.ID, len(steps))
+		}
+		checkStep(t, steps[0], first)
+		if n, err := b.s.CountVisits(b.ctx, r.ID, "review"); err != nil || n != 1 {
+			t.Errorf("CountVisits(%q, review) = %d, %v; want 1", r.ID, n, err)
+		}
+	})
+
+	t.Run("CreateStep_SameStepRedelivered_ReturnsExistingNotCreated", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		r := b.createRun(t)
+		first := b.createStep(t, b.step(r.ID, "impl", 1))
+		got, created, err := b.s.CreateStep(b.ctx, first) // same TID and DedupKey
+		if err != nil || created {
+			t.Fatalf("CreateStep of the same step again = created %v, err %v; want not created, no error", created, err)
+		}
+		checkStep(t, got, first)
+	})
+
+	t.Run("CreateStep_ConcurrentSameDedupKey_OneCreated", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		r := b.createRun(t)
+		dedup := b.key("dedup")
+		sent := make([]stratus.Step, 8)
+		got := make([]stratus.Step, len(sent))
+		created := make([]bool, len(sent))
+		errs := make([]error, len(sent))
+		for i := range sent {
+			sent[i] = b.step(r.ID, "impl", 1)
+			sent[i].DedupKey = dedup
+		}
+		concurrently(len(sent), func(i int) {
+			got[i], created[i], errs[i] = b.s.CreateStep(b.ctx, sent[i])
+		})
+		winner := -1
+		for i := range sent {
+			if errs[i] != nil {
+				t.Errorf("CreateStep %d: %v", i, errs[i])
+			} else if created[i] {
+				if winner >= 0 {
+					t.Errorf("CreateStep %d and %d both created a step for one DedupKey", winner, i)
+				}
+				winner = i
+			}
+		}
+		if winner < 0 {
+			t.Fatalf("no CreateStep reported created=true")
+		}
+		for i := range sent {
+			if errs[i] == nil {
+				checkStep(t, got[i], sent[winner])
+			}
+		}
+		steps, err := b.s.ListSteps(b.ctx, r.ID)
+		if err != nil || len(steps) != 1 {
+			t.Errorf("ListSteps(%q) = %d steps, %v; want 1", r.ID, len(steps), err)
+		}
+	})
+
+	t.Run("GetStep_Missing_NotFound", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		_, err := b.s.GetStep(b.ctx, b.key("tid"))
+		wantCode(t, "GetStep of a missing tid", err, stratus.ENOTFOUND)
+	})
+
+	t.Run("ListSteps_CreationOrder", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		r := b.createRun(t)
+		other := b.createRun(t)
+		var want []stratus.Step
+		visits := map[string]int{}
+		for i, node := range []string{"plan", "impl", "review", "impl", "review", "publish"} {
+			visits[node]++
+			st := b.step(r.ID, node, visits[node])
+			// TIDs sort against creation order and the times tie, so
+			// only the order of creation can explain the result.
+			st.TID = fmt.Sprintf("%d-%s", 9-i, st.TID)
+			st.CreatedAt = base
+			want = append(want, b.createStep(t, st))
+			b.createStep(t, b.step(other.ID, node, visits[node])) // interleaved, another run
+		}
+		got, err := b.s.ListSteps(b.ctx, r.ID)
+		if err != nil {
+			t.Fatalf("ListSteps(%q): %v", r.ID, err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("ListSteps(%q) has %d steps, want %d", r.ID, len(got), len(want))
+		}
+		for i := range want {
+			if got[i].TID != want[i].TID {
+				t.Fatalf("ListSteps(%q)[%d] = %s, want %s (creation order)", r.ID, i, got[i].TID, want[i].TID)
+			}
+			checkStep(t, got[i], want[i])
+		}
+	})
+
+	t.Run("ListSteps_RunWithoutSteps_Empty", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		r := b.createRun(t)
+		got, err := b.s.ListSteps(b.ctx, r.ID)
+		if err != nil || len(got) != 0 {
+			t.Errorf("ListSteps(%q) = %d steps, %v; want none", r.ID, len(got), err)
+		}
+	})
+
+	t.Run("CountVisits_PerRunAndNode", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		r := b.createRun(t)
+		other := b.createRun(t)
+		for _, s := range []struct {
+			run, node string
+			visit     int
+		}{
+			{r.ID, "impl", 1}, {r.ID, "review", 1}, {r.ID, "impl", 2}, {r.ID, "review", 2}, {r.ID, "impl", 3},
+			{other.ID, "review", 1},
+		} {
+			b.createStep(t, b.step(s.run, s.node, s.visit))
+		}
+		for _, c := range []struct {
+			run, node string
+			want      int
+		}{
+			{r.ID, "impl", 3}, {r.ID, "review", 2}, {r.ID, "publish", 0},
+			{other.ID, "review", 1}, {other.ID, "impl", 0},
+		} {
+			if n, err := b.s.CountVisits(b.ctx, c.run, c.node); err != nil || n != c.want {
+				t.Errorf("CountVisits(%q, %q) = %d, %v; want %d", c.run, c.node, n, err, c.want)
+			}
+		}
+	})
+
+	t.Run("UpdateStep_PersistsOnlyMutableFields", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		r := b.createRun(t)
+		st := b.createStep(t, b.step(r.ID, "review", 1))
+
+		u := stratus.Step{
+			TID:       st.TID,
+			RunID:     b.key("run"),
+			Node:      "changed",
+			Kind:      "changed",
+			Visit:     9,
+			StepRef:   "changed#9",
+			DedupKey:  b.key("dedup"),
+			TaskToken: "changed",
+			Status:    stratus.StepCompleted,
+			Verdict:   "rework",
+			Value:     json.RawMessage(`{"verdict":"rework","notes":"ünïcode \u2713"}`),
+			CreatedAt: base.Add(time.Hour),
+			EndedAt:   base.Add(2 * time.Minute),
+		}
+		if err := b.s.UpdateStep(b.ctx, u); err != nil {
+			t.Fatalf("UpdateStep(%q): %v", st.TID, err)
+		}
+		want := st
+		want.Status, want.Verdict, want.Value, want.EndedAt = u.Status, u.Verdict, u.Value, u.EndedAt
+		got, err := b.s.GetStep(b.ctx, st.TID)
+		if err != nil {
+			t.Fatalf("GetStep(%q): %v", st.TID, err)
+		}
+		checkStep(t, got, want)
+
+		// Replaced, not merged.
+		u.Status, u.Verdict, u.Value, u.EndedAt = stratus.StepFailed, "", nil, time.Time{}
+		if err := b.s.UpdateStep(b.ctx, u); err != nil {
+			t.Fatalf("UpdateStep(%q) again: %v", st.TID, err)
+		}
+		want.Status, want.Verdict, want.Value, want.EndedAt = u.Status, u.Verdict, u.Value, u.EndedAt
+		if got, err = b.s.GetStep(b.ctx, st.TID); err != nil {
+			t.Fatalf("GetStep(%q): %v", st.TID, err)
+		}
+		checkStep(t, got, want)
+	})
+
+	t.Run("UpdateStep_Missing_NotFound", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		st := b.step(b.key("run"), "impl", 1)
+		wantCode(t, "UpdateStep of a missing tid", b.s.UpdateStep(b.ctx, st), stratus.ENOTFOUND)
+		_, err := b.s.GetStep(b.ctx, st.TID)
+		wantCode(t, "GetStep after UpdateStep of a missing tid", err, stratus.ENOTFOUND)
+	})
+}

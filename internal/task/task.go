@@ -1,0 +1,329 @@
+package task
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/stratusflow/stratus"
+)
+
+// DefaultTaskType is the flow a task runs when its front matter names none.
+const DefaultTaskType = "implementation"
+
+// Task is one operator task file: Markdown with YAML front matter.
+type Task struct {
+	ID       string         // front matter id: a portable token, the {task_id}
+	Title    string         // front matter title
+	TaskType string         // front matter task_type, or DefaultTaskType
+	Body     string         // everything after the closing `---` line
+	Path     string         // the path given to Parse or Load
+	Front    map[string]any // the whole front matter as decoded YAML
+}
+
+// AllowedKeys are the front-matter keys worc accepts (SKILL.md § The task
+// contract); any other key rejects the task.
+var AllowedKeys = []string{
+	"id", "title", "task_type", "branch_name", "branch_mode", "branch_ref", "publish",
+	"trust_level", "auto_merge", "prompt_audit", "decomposition", "contacts", "depends_on",
+	"subtasks", "priority", "queue", "nodes",
+}
+
+// nodeOverrideKeys are the sub-keys of nodes.<id> (SKILL.md § nodes).
+var nodeOverrideKeys = []string{"enabled", "model", "reasoning", "provider"}
+
+var (
+	idRE        = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+	deviceRE    = regexp.MustCompile(`^(con|prn|aux|nul|com[1-9]|lpt[1-9])(\..*)?$`)
+	taskTypeRE  = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]*$`)
+	injectionRE = regexp.MustCompile("[`;|\n]|\\$\\(")
+)
+
+// Load reads and parses the task file at path. A missing file is
+// ENOTFOUND; other errors are Parse's.
+func Load(path string) (*Task, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, stratus.Errorf(stratus.ENOTFOUND, "task file not found: %s", path)
+	} else if err != nil {
+		return nil, fmt.Errorf("read task %s: %w", path, err)
+	}
+	return Parse(path, data)
+}
+
+// Parse reads a task file: YAML front matter between a first line `---`
+// and the next line `---`, then the Markdown body.
+//
+// Every rejection is a *stratus.Error with code EINVALID whose Field names
+// the front-matter key at fault and whose message names the file, the value
+// and what would be valid:
+//
+//   - no front matter (the file must start with `---`), or no closing `---`;
+//   - front matter that is not a YAML mapping;
+//   - a key outside AllowedKeys (the message lists them);
+//   - id or title missing or not a non-empty string;
+//   - an id that is not a portable token: ^[a-z0-9][a-z0-9._-]{0,63}$, no
+//     "..", no trailing dot, not a Windows device name (it becomes a
+//     directory name and a branch fragment);
+//   - a value of the wrong type for its key (SKILL.md's table), a nodes
+//     override with a sub-key other than enabled/model/reasoning/provider;
+//   - a string value that starts with '-' or holds a backtick, ';', '|',
+//     "$(" or a newline (worc's injection_suspected, applied to every key).
+//
+// TaskType defaults to "implementation".
+func Parse(path string, data []byte) (*Task, error) {
+	front, body, err := split(path, data)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]any{}
+	if len(bytes.TrimSpace(front)) > 0 {
+		var v any
+		if err := yaml.Unmarshal(front, &v); err != nil {
+			return nil, stratus.Errorf(stratus.EINVALID, "%s: front matter is not valid YAML: %v", path, err)
+		}
+		var ok bool
+		if m, ok = v.(map[string]any); !ok && v != nil {
+			return nil, stratus.Errorf(stratus.EINVALID, "%s: front matter must be a YAML mapping of keys (id, title, ...), got %T", path, v)
+		}
+		if m == nil {
+			m = map[string]any{}
+		}
+	}
+	t := &Task{Path: path, Body: body, Front: m, TaskType: DefaultTaskType}
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// split cuts data into front matter and body at the `---` fences.
+func split(path string, data []byte) (front []byte, body string, err error) {
+	text := strings.TrimPrefix(string(data), "\ufeff")
+	first, rest, _ := strings.Cut(text, "\n")
+	if strings.TrimRight(first, "\r") != "---" {
+		return nil, "", stratus.Errorf(stratus.EINVALID,
+			"%s: a task file must start with a `---` line opening the YAML front matter (id, title, ...)", path)
+	}
+	offset := 0
+	for offset <= len(rest) {
+		line, after, found := strings.Cut(rest[offset:], "\n")
+		if strings.TrimRight(line, "\r") == "---" {
+			return []byte(rest[:offset]), after, nil
+		}
+		if !found {
+			break
+		}
+		offset += len(line) + 1
+	}
+	return nil, "", stratus.Errorf(stratus.EINVALID, "%s: the front matter has no closing `---` line", path)
+}
+
+func (t *Task) invalid(field, format string, args ...any) error {
+	return stratus.FieldErrorf(stratus.EINVALID, field, "%s: "+format, append([]any{t.Path}, args...)...)
+}
+
+func (t *Task) check() error {
+	keys := make([]string, 0, len(t.Front))
+	for k := range t.Front {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if !slices.Contains(AllowedKeys, k) {
+			return t.invalid(k, "unknown front-matter key %q; allowed: %s", k, strings.Join(AllowedKeys, ", "))
+		}
+	}
+
+	var err error
+	if t.ID, err = t.requiredString("id"); err != nil {
+		return err
+	}
+	if !idRE.MatchString(t.ID) || strings.Contains(t.ID, "..") || strings.HasSuffix(t.ID, ".") || deviceRE.MatchString(t.ID) {
+		return t.invalid("id", "id %q is not a portable token: want ^[a-z0-9][a-z0-9._-]{0,63}$ (lowercase letters, digits, '.', '_', '-'), no \"..\", no trailing '.', not a Windows device name", t.ID)
+	}
+	if t.Title, err = t.requiredString("title"); err != nil {
+		return err
+	}
+	if v, ok := t.Front["task_type"]; ok && v != nil {
+		s, isStr := v.(string)
+		if !isStr || !taskTypeRE.MatchString(s) || strings.Contains(s, "..") {
+			return t.invalid("task_type", "task_type %v must name a flow: one file name of letters, digits, '.', '_' or '-' (e.g. implementation)", quote(v))
+		}
+		t.TaskType = s
+	}
+
+	for _, c := range []struct {
+		key    string
+		check  func(any) bool
+		expect string
+	}{
+		{"branch_name", isString, "a string or null"},
+		{"branch_mode", oneOf("new", "existing", "current"), "one of new, existing, current"},
+		{"branch_ref", nonEmptyString, "a non-empty branch name"},
+		{"publish", oneOf("commit", "push", "pull_request"), "one of commit, push, pull_request"},
+		{"trust_level", oneOf("strict", "auto"), "one of strict, auto"},
+		{"auto_merge", isBool, "true or false"},
+		{"prompt_audit", isBool, "true or false"},
+		{"decomposition", isBool, "true or false"},
+		{"contacts", isStringList, "a list of strings"},
+		{"depends_on", isStringList, "a list of task ids"},
+		{"subtasks", isStringList, "a list of strings"},
+		{"queue", nonEmptyString, "a non-empty string"},
+	} {
+		v, ok := t.Front[c.key]
+		if !ok || (v == nil && c.key == "branch_name") {
+			continue
+		}
+		if !c.check(v) {
+			return t.invalid(c.key, "%s is %v; want %s", c.key, quote(v), c.expect)
+		}
+	}
+	// priority is fail-open in worc: anything unrecognised folds to mid.
+	if t.Front["branch_mode"] == "existing" && t.Front["branch_ref"] == nil {
+		return t.invalid("branch_ref", "branch_mode existing requires branch_ref (the existing branch to check out)")
+	}
+	if err := t.checkNodes(); err != nil {
+		return err
+	}
+	return t.checkInjection()
+}
+
+func (t *Task) requiredString(key string) (string, error) {
+	v, ok := t.Front[key]
+	if !ok || v == nil {
+		return "", t.invalid(key, "front matter requires %s", key)
+	}
+	s, isStr := v.(string)
+	if !isStr || strings.TrimSpace(s) == "" {
+		return "", t.invalid(key, "%s is %v; want a non-empty string", key, quote(v))
+	}
+	return s, nil
+}
+
+// checkNodes checks nodes: {<node id>: {enabled?, model?, reasoning?, provider?}}.
+func (t *Task) checkNodes() error {
+	v, ok := t.Front["nodes"]
+	if !ok || v == nil {
+		return nil
+	}
+	nodes, isMap := v.(map[string]any)
+	if !isMap {
+		return t.invalid("nodes", "nodes is %v; want a mapping of flow node id to {enabled, model, reasoning, provider}", quote(v))
+	}
+	ids := make([]string, 0, len(nodes))
+	for id := range nodes {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		field := "nodes." + id
+		sub, isMap := nodes[id].(map[string]any)
+		if !isMap {
+			return t.invalid(field, "%s is %v; want a mapping with enabled, model, reasoning or provider", field, quote(nodes[id]))
+		}
+		keys := make([]string, 0, len(sub))
+		for k := range sub {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			switch {
+			case !slices.Contains(nodeOverrideKeys, k):
+				return t.invalid(field+"."+k, "unknown node override %q in %s; allowed: %s", k, field, strings.Join(nodeOverrideKeys, ", "))
+			case k == "enabled" && !isBool(sub[k]):
+				return t.invalid(field+"."+k, "%s.enabled is %v; want true or false", field, quote(sub[k]))
+			case k != "enabled" && !nonEmptyString(sub[k]):
+				return t.invalid(field+"."+k, "%s.%s is %v; want a non-empty string", field, k, quote(sub[k]))
+			}
+		}
+	}
+	return nil
+}
+
+// checkInjection applies worc's defensive scan to every string value of
+// the front matter: nothing may look like a CLI argument or a shell token.
+func (t *Task) checkInjection() error {
+	var bad func(path string, v any) error
+	bad = func(path string, v any) error {
+		switch x := v.(type) {
+		case string:
+			if strings.HasPrefix(strings.TrimSpace(x), "-") || injectionRE.MatchString(x) {
+				return t.invalid(path, "%s is %q: front-matter values are plain text; a value may not start with '-' or hold a backtick, ';', '|', \"$(\" or a newline (put such text in the body)", path, x)
+			}
+		case []any:
+			for i, it := range x {
+				if err := bad(fmt.Sprintf("%s[%d]", path, i), it); err != nil {
+					return err
+				}
+			}
+		case map[string]any:
+			keys := make([]string, 0, len(x))
+			for k := range x {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				if err := bad(path+"."+k, x[k]); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	keys := make([]string, 0, len(t.Front))
+	for k := range t.Front {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if err := bad(k, t.Front[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func quote(v any) string {
+	if s, ok := v.(string); ok {
+		return fmt.Sprintf("%q", s)
+	}
+	if v == nil {
+		return "null"
+	}
+	return fmt.Sprintf("%v (%T)", v, v)
+}
+
+func isString(v any) bool { _, ok := v.(string); return ok }
+func isBool(v any) bool   { _, ok := v.(bool); return ok }
+
+func nonEmptyString(v any) bool {
+	s, ok := v.(string)
+	return ok && strings.TrimSpace(s) != ""
+}
+
+func isStringList(v any) bool {
+	list, ok := v.([]any)
+	if !ok {
+		return false
+	}
+	for _, it := range list {
+		if !isString(it) {
+			return false
+		}
+	}
+	return true
+}
+
+func oneOf(allowed ...string) func(any) bool {
+	return func(v any) bool {
+		s, ok := v.(string)
+		return ok && slices.Contains(allowed, s)
+	}
+}

@@ -1,0 +1,95 @@
+package worker
+
+import (
+	"context"
+	"strings"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/captoken"
+)
+
+// Caller is an authorized worker request: the attempt its credential names,
+// with the step, run and run environment around it.
+type Caller struct {
+	Step    stratus.Step
+	Attempt stratus.Attempt
+	Run     stratus.Run
+	Env     *RunEnv
+}
+
+// Authorize resolves an Authorization header value to a Caller (seed 001 §
+// Bearer authentication). The scheme is "Bearer" in any letter case; the
+// credential is a wh- handle (mapped server side) or a full capability
+// token (HMAC, TTL and role × verb checked). When tid is non-empty it must
+// name the credential's own dispatch task.
+//
+// Errors: EUNAUTHORIZED for a missing, malformed, unknown or expired
+// credential; EFORBIDDEN for another task's credential or a verb outside it.
+func (s *Service) Authorize(ctx context.Context, authorization, verb, tid string) (*Caller, error) {
+	scheme, cred, _ := strings.Cut(strings.TrimSpace(authorization), " ")
+	cred = strings.TrimSpace(cred)
+	if authorization == "" {
+		return nil, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "missing; valid: Bearer <wh- handle or capability token>")
+	}
+	if !strings.EqualFold(scheme, "Bearer") || cred == "" {
+		return nil, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "scheme %q is not supported; valid: Bearer <wh- handle or capability token>", scheme)
+	}
+	var owner string
+	var attempt int
+	if strings.HasPrefix(cred, captoken.HandlePrefix) {
+		h, err := s.Store.GetHandle(ctx, cred)
+		if stratus.ErrorCode(err) == stratus.ENOTFOUND {
+			return nil, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "unknown handle %q", cred)
+		} else if err != nil {
+			return nil, err
+		}
+		if s.now().After(h.ExpiresAt) {
+			return nil, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "handle %s expired at %s", cred, h.ExpiresAt.Format("2006-01-02T15:04:05Z07:00"))
+		}
+		owner, attempt = h.TID, h.Attempt
+	} else {
+		c, err := s.Minter.Verify(cred)
+		if err != nil {
+			return nil, err
+		}
+		if c.Role != captoken.RoleWorker || !c.Allows(verb) {
+			return nil, stratus.Errorf(stratus.EFORBIDDEN, "token (role %q, verbs %v) does not grant %s", c.Role, c.Verbs, verb)
+		}
+		owner, attempt = c.TaskID, c.Attempt
+	}
+	if tid != "" && tid != owner {
+		return nil, stratus.FieldErrorf(stratus.EFORBIDDEN, "task_id", "%q is not the task this credential was issued for", tid)
+	}
+	st, run, env, err := s.stepContext(ctx, owner)
+	if err != nil {
+		return nil, err
+	}
+	att, err := s.Store.GetAttempt(ctx, owner, attempt)
+	if err != nil {
+		return nil, err
+	}
+	return &Caller{Step: st, Attempt: att, Run: run, Env: env}, nil
+}
+
+// fence refuses a write that can no longer count: the run is terminal, a
+// newer attempt exists, or this attempt already ended. Errors: ECONFLICT.
+func (s *Service) fence(ctx context.Context, c *Caller) error {
+	run, err := s.Store.GetRun(ctx, c.Run.ID)
+	if err != nil {
+		return err
+	}
+	if stratus.RunTerminal(run.Status) {
+		return stratus.Errorf(stratus.ECONFLICT, "run %s is %s; it accepts no more output", run.ID, run.Status)
+	}
+	latest, err := s.Store.LatestAttempt(ctx, c.Step.TID)
+	if err != nil {
+		return err
+	}
+	if latest.N > c.Attempt.N {
+		return stratus.Errorf(stratus.ECONFLICT, "attempt %d of %s is superseded by attempt %d", c.Attempt.N, c.Step.TID, latest.N)
+	}
+	if latest.Status != stratus.AttemptRunning {
+		return stratus.Errorf(stratus.ECONFLICT, "attempt %d of %s already ended (%s)", c.Attempt.N, c.Step.TID, latest.Status)
+	}
+	return nil
+}

@@ -1,0 +1,195 @@
+package worker
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/launch"
+	"github.com/stratusflow/stratus/internal/prompt"
+)
+
+// Message is the body a compiled Task state sends to the dispatch queue
+// (internal/compiler: Parameters.MessageBody).
+type Message struct {
+	RunID     string `json:"run_id"`
+	Node      string `json:"node"`
+	Kind      string `json:"kind"`
+	TaskToken string `json:"task_token"`
+}
+
+// Error names a dispatch completes a Task state with (SendTaskFailure).
+const (
+	ErrLaunchFailed = "stratus.LaunchFailed"  // the worker could not be started
+	ErrWorkerFailed = "stratus.WorkerFailed"  // the worker ended without a report (seed 003 § 5)
+	ErrUnsupported  = "stratus.Unsupported"   // a node kind this build cannot run
+	ErrPublish      = "stratus.PublishFailed" // the publish node could not write its report
+	ErrDispatch     = "stratus.DispatchFailed"
+)
+
+// Dispatch handles one dispatch message (DESIGN.md § The path of one step,
+// step 2): it creates the step (idempotent on the task token, so a
+// redelivered message does not create two), then per node kind launches a
+// worker (agent, evaluator), writes the summary (publish) or skips the node
+// (a `when` fact that is false). It completes the Task state itself for
+// every kind but agent/evaluator, whose worker completes it through submit.
+//
+// Errors returned are infrastructure errors the queue may redeliver on;
+// every failure that belongs to the run is reported to the state machine
+// with SendTaskFailure instead.
+func (s *Service) Dispatch(ctx context.Context, m Message) error {
+	if m.RunID == "" || m.Node == "" || m.TaskToken == "" {
+		return stratus.Errorf(stratus.EINVALID, "dispatch message needs run_id, node and task_token; got %+v", m)
+	}
+	run, err := s.Store.GetRun(ctx, m.RunID)
+	if err != nil {
+		return err
+	}
+	env, err := s.Env(ctx, run.ID)
+	if err != nil {
+		return s.fail(ctx, m.TaskToken, ErrDispatch, err.Error())
+	}
+	node := env.Flow.Node(m.Node)
+	if node == nil {
+		return s.fail(ctx, m.TaskToken, ErrDispatch, fmt.Sprintf("flow %s has no node %q", env.Flow.Name, m.Node))
+	}
+	visits, err := s.Store.CountVisits(ctx, run.ID, m.Node)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256([]byte(m.TaskToken))
+	visit := visits + 1
+	step, created, err := s.Store.CreateStep(ctx, stratus.Step{
+		TID:       fmt.Sprintf("%s.%s.%d", run.ID, m.Node, visit),
+		RunID:     run.ID,
+		Node:      m.Node,
+		Kind:      node.Kind,
+		Visit:     visit,
+		StepRef:   fmt.Sprintf("%s#%d", m.Node, visit),
+		DedupKey:  hex.EncodeToString(sum[:]),
+		TaskToken: m.TaskToken,
+		Status:    stratus.StepRunning,
+		CreatedAt: s.now(),
+	})
+	if err != nil {
+		return err
+	}
+	if !created {
+		return nil // a redelivered message: the first delivery owns the step
+	}
+
+	if skip, why := skipNode(node, env); skip {
+		return s.completeNonWorker(ctx, step, "skipped", why)
+	}
+	switch node.Kind {
+	case "agent", "evaluator":
+		return s.launchAttempt(ctx, run, env, step, 1)
+	case "publish":
+		s.emit(Event{Type: EventStepStarted, RunID: run.ID, Node: step.Node, StepRef: step.StepRef})
+		written, err := s.Publish(ctx, run, env)
+		if err != nil {
+			s.finishStep(ctx, step, stratus.StepFailed, "", nil)
+			s.emit(Event{Type: EventStepEnded, RunID: run.ID, Node: step.Node, StepRef: step.StepRef, Outcome: "failed", Reason: err.Error()})
+			return s.fail(ctx, step.TaskToken, ErrPublish, err.Error())
+		}
+		return s.completeNonWorker(ctx, step, "done", strings.Join(written, ", "))
+	default:
+		s.finishStep(ctx, step, stratus.StepFailed, "", nil)
+		why := fmt.Sprintf("node %q: kind %q is not supported by this build of Stratus yet; supported: agent, evaluator, publish", node.ID, node.Kind)
+		s.emit(Event{Type: EventStepEnded, RunID: run.ID, Node: step.Node, StepRef: step.StepRef, Outcome: "failed", Reason: why})
+		return s.fail(ctx, step.TaskToken, ErrUnsupported, why)
+	}
+}
+
+// completeNonWorker completes a step no worker runs.
+func (s *Service) completeNonWorker(ctx context.Context, step stratus.Step, outcome, note string) error {
+	v, _ := json.Marshal(StepValue{StepRef: step.StepRef, Node: step.Node, Outcome: outcome})
+	if err := s.finishStep(ctx, step, stratus.StepCompleted, outcome, v); err != nil {
+		return err
+	}
+	s.emit(Event{Type: EventStepEnded, RunID: step.RunID, Node: step.Node, StepRef: step.StepRef, Outcome: outcome, Reason: note})
+	return s.Tokens.SendTaskSuccess(ctx, step.TaskToken, v)
+}
+
+func (s *Service) finishStep(ctx context.Context, step stratus.Step, status, verdict string, value json.RawMessage) error {
+	step.Status, step.Verdict, step.Value, step.EndedAt = status, verdict, value, s.now()
+	return s.Store.UpdateStep(ctx, step)
+}
+
+func (s *Service) fail(ctx context.Context, token, name, cause string) error {
+	return s.Tokens.SendTaskFailure(ctx, token, name, cause)
+}
+
+// launchAttempt creates attempt n of step, renders its prompt, mints its
+// handle and starts its worker.
+func (s *Service) launchAttempt(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step, n int) error {
+	node := env.Flow.Node(step.Node)
+	rendered, err := s.renderPrompt(ctx, run, env, step)
+	if err != nil {
+		s.finishStep(ctx, step, stratus.StepFailed, "", nil)
+		s.emit(Event{Type: EventStepEnded, RunID: run.ID, Node: step.Node, StepRef: step.StepRef, Attempt: n, Outcome: "failed", Reason: err.Error()})
+		return s.fail(ctx, step.TaskToken, ErrDispatch, err.Error())
+	}
+	att := stratus.Attempt{
+		TID: step.TID, N: n, Agent: node.ID, Status: stratus.AttemptRunning,
+		System: systemPrompt(env, step), Prompt: rendered, StartedAt: s.now(),
+	}
+	if err := s.Store.CreateAttempt(ctx, att); err != nil {
+		return err
+	}
+	// Audit copy of the rendered prompt, one per node run (seed 004 § Safety).
+	logDir := path.Join(".stratus/logs", run.TaskID, "stages", step.Node, fmt.Sprintf("run-%06d", step.Visit))
+	if err := s.Sink.Put(ctx, path.Join(logDir, "rendered-prompt.md"), []byte(redact(rendered))); err != nil {
+		return fmt.Errorf("save rendered prompt: %w", err)
+	}
+	h := stratus.Handle{Handle: newHandle(), TID: step.TID, Attempt: n, ExpiresAt: s.now().Add(s.Minter.TTLOrDefault())}
+	if err := s.Store.PutHandle(ctx, h); err != nil {
+		return err
+	}
+	s.emit(Event{Type: EventStepStarted, RunID: run.ID, Node: step.Node, StepRef: step.StepRef, Attempt: n})
+	spec := launch.Spec{APIURL: s.APIURL, Handle: h.Handle, TaskID: step.TID, Attempt: n}
+	if s.LocalLogs != "" {
+		spec.LogPath = filepath.Join(s.LocalLogs, run.TaskID, "stages", step.Node, fmt.Sprintf("run-%06d", step.Visit), "runner.log")
+	}
+	id, err := s.Launcher.Launch(ctx, spec)
+	if err != nil {
+		att.Status, att.Reason, att.EndedAt = stratus.AttemptFailed, err.Error(), s.now()
+		s.Store.UpdateAttempt(ctx, att)
+		s.finishStep(ctx, step, stratus.StepFailed, "", nil)
+		s.emit(Event{Type: EventStepEnded, RunID: run.ID, Node: step.Node, StepRef: step.StepRef, Attempt: n, Outcome: "failed", Reason: err.Error()})
+		return s.fail(ctx, step.TaskToken, ErrLaunchFailed, err.Error())
+	}
+	s.rememberWorker(step.TID, id)
+	return nil
+}
+
+// renderPrompt renders the node's role file with the run's variables.
+func (s *Service) renderPrompt(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step) (string, error) {
+	node := env.Flow.Node(step.Node)
+	tmpl, err := readRoleFile(env.FlowDir, node.RoleFile)
+	if err != nil {
+		return "", err
+	}
+	vars, err := s.templateVars(ctx, run, env, step)
+	if err != nil {
+		return "", err
+	}
+	return prompt.Render(tmpl, vars, outputNodes(env.Flow)), nil
+}
+
+// systemPrompt is the baked system text of an attempt: who the worker is and
+// how its output travels (seed 000 § Authoring checklist: end with the submit,
+// never write the deliverable to a self-chosen path).
+func systemPrompt(env *RunEnv, step stratus.Step) string {
+	return fmt.Sprintf("You are the %q step (%s) of the Stratus flow %q for task %q.\n"+
+		"Your final report is submitted for you: never write your deliverable to a path you choose.\n"+
+		"To hand over a named file, stage it as a part: POST $STRATUS_API_URL/v1/worker/artifact?name=<file name> "+
+		"with the header `Authorization: Bearer $STRATUS_HANDLE` and the file's bytes as the body.\n",
+		step.Node, step.StepRef, env.Flow.Name, env.Task.ID)
+}

@@ -1,0 +1,130 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/captoken"
+	"github.com/stratusflow/stratus/internal/config"
+	"github.com/stratusflow/stratus/internal/executor"
+	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/launch"
+	"github.com/stratusflow/stratus/internal/sink"
+	"github.com/stratusflow/stratus/internal/store"
+	"github.com/stratusflow/stratus/internal/task"
+)
+
+// RunEnv is what the service needs to know about a run beyond its store
+// record: the validated flow, the directory its role files resolve in, the
+// task and the configuration.
+type RunEnv struct {
+	Flow    *flow.Flow
+	FlowDir string // DIR/.stratus/flows: role_file paths resolve here
+	Task    *task.Task
+	Config  *config.Config
+}
+
+// Event types reported to Service.OnEvent.
+const (
+	EventStepStarted = "step_started"
+	EventStepEnded   = "step_ended"
+)
+
+// Event is one line of live progress (issue 2 § 4).
+type Event struct {
+	Type             string
+	At               time.Time
+	RunID            string
+	Node             string
+	StepRef          string
+	Attempt          int
+	Terminal         string // seed 003 § 5 terminal ("" for non-worker steps)
+	Outcome          string // accept/rework for evaluators, done/skipped otherwise
+	Reason           string
+	Duration         time.Duration
+	PromptTokens     int64
+	CompletionTokens int64
+	CostUSD          *float64
+}
+
+// Service implements the worker side of a run. All fields are required
+// except OnEvent, Publish and Now.
+type Service struct {
+	Store    store.Store
+	Sink     sink.Sink
+	Tokens   executor.TaskTokens
+	Launcher launch.Launcher
+	Minter   *captoken.Minter
+	APIURL   string // what workers are told to call
+	// Env returns the RunEnv of a run (ENOTFOUND when unknown).
+	Env func(ctx context.Context, runID string) (*RunEnv, error)
+	// Publish runs a publish node: writes the run's summary. It returns the
+	// paths written (sink keys).
+	Publish func(ctx context.Context, run stratus.Run, env *RunEnv) ([]string, error)
+	OnEvent func(Event)
+	Now     func() time.Time
+	// LocalLogs, when set, is the directory (absolute) under which runner logs
+	// are written in embedded mode: <LocalLogs>/<task_id>/stages/<node>/run-NNNNNN/runner.log.
+	LocalLogs string
+
+	mu      sync.Mutex
+	workers map[string]string // tid -> launcher id
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (s *Service) emit(e Event) {
+	if s.OnEvent != nil {
+		if e.At.IsZero() {
+			e.At = s.now()
+		}
+		s.OnEvent(e)
+	}
+}
+
+// stepContext loads a step with its run and env.
+func (s *Service) stepContext(ctx context.Context, tid string) (stratus.Step, stratus.Run, *RunEnv, error) {
+	st, err := s.Store.GetStep(ctx, tid)
+	if err != nil {
+		return st, stratus.Run{}, nil, err
+	}
+	run, err := s.Store.GetRun(ctx, st.RunID)
+	if err != nil {
+		return st, run, nil, err
+	}
+	env, err := s.Env(ctx, run.ID)
+	if err != nil {
+		return st, run, nil, fmt.Errorf("run %s: %w", run.ID, err)
+	}
+	return st, run, env, nil
+}
+
+func (s *Service) rememberWorker(tid, id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.workers == nil {
+		s.workers = map[string]string{}
+	}
+	s.workers[tid] = id
+}
+
+// StopWorker stops the worker of tid if one is known (DESIGN.md § The path
+// of one step, 5: a Catch on a timed-out worker state stops its task).
+func (s *Service) StopWorker(ctx context.Context, tid string) error {
+	s.mu.Lock()
+	id := s.workers[tid]
+	delete(s.workers, tid)
+	s.mu.Unlock()
+	if id == "" {
+		return nil
+	}
+	return s.Launcher.Stop(ctx, id)
+}

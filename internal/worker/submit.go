@@ -1,0 +1,287 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"path"
+	"time"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/captoken"
+	"github.com/stratusflow/stratus/internal/fold"
+	"github.com/stratusflow/stratus/internal/projection"
+)
+
+// StepValue is the small value a Task state completes with: references and
+// scalars only, never bodies (DESIGN.md § Limits: 256 KiB state payload).
+// Routing reads Outcome ($.last.outcome).
+type StepValue struct {
+	StepRef string   `json:"step_ref"`
+	Node    string   `json:"node"`
+	Attempt int      `json:"attempt,omitempty"`
+	Outcome string   `json:"outcome"`
+	Reason  string   `json:"reason,omitempty"`
+	Bytes   int      `json:"bytes,omitempty"`
+	Parts   []string `json:"parts,omitempty"`
+}
+
+func decodeStepValue(raw json.RawMessage) (StepValue, error) {
+	var v StepValue
+	if len(raw) == 0 {
+		return v, fmt.Errorf("no value")
+	}
+	return v, json.Unmarshal(raw, &v)
+}
+
+// submitFormat is the fold mode of a node (seed 000 § submit_format). This
+// build knows only the default; per-step/agent/flow declarations come with
+// the flow schema's submit_format support.
+func submitFormat(*RunEnv, string) string { return "" }
+
+// Artifact stages one named part (POST /v1/worker/artifact?name=, seed 000 §
+// Why OUT is a tool call): appended to the attempt's tail (last write wins at
+// the fold) and materialized raw at <ctx-dir>/<name> at staging time (seed
+// 001 § Routes). Errors: EINVALID for a bad part name (nothing staged),
+// ECONFLICT when fenced.
+func (s *Service) Artifact(ctx context.Context, authorization, name string, body []byte) error {
+	c, err := s.Authorize(ctx, authorization, captoken.EmitOutput, "")
+	if err != nil {
+		return err
+	}
+	if err := projection.CheckPartName(name); err != nil {
+		return err
+	}
+	if err := s.fence(ctx, c); err != nil {
+		return err
+	}
+	if _, err := s.Store.AppendOutput(ctx, stratus.OutputEvent{TID: c.Step.TID, Attempt: c.Attempt.N,
+		Kind: stratus.OutputArtifact, Name: name, Body: body, OK: true, At: s.now()}); err != nil {
+		return err
+	}
+	dir, err := ctxDir(c.Env, c.Run)
+	if err != nil {
+		return err
+	}
+	return s.Sink.Put(ctx, path.Join(dir, name), body)
+}
+
+// Submit records the final body of an attempt (POST /v1/worker/submit, seed
+// 000 § The shape) and completes its step: fold, project, decide the
+// outcome, SendTaskSuccess. ok=false records a failed Final and fails the
+// step instead (the body is the reason). Errors: EUNPROCESSABLE when the body
+// breaks the step's submit_format (nothing appended), ECONFLICT when fenced
+// or for a second Final.
+func (s *Service) Submit(ctx context.Context, authorization, tid string, body []byte, ok bool) (*StepValue, error) {
+	c, err := s.Authorize(ctx, authorization, captoken.EmitOutput, tid)
+	if err != nil {
+		return nil, err
+	}
+	return s.submit(ctx, c, body, ok, "")
+}
+
+// ResultBody is the body of POST /v1/worker/result.
+type ResultBody struct {
+	TaskID string          `json:"task_id"`
+	Value  json.RawMessage `json:"value"`
+	OK     *bool           `json:"ok"`
+}
+
+// Result serves POST /v1/worker/result {task_id, value, ok} (seed 001 §
+// Routes). A string value is the body as is; any other value is its JSON
+// text. With ok=false the runner reports a terminal other than Captured:
+// value may be {"terminal", "reason"}.
+func (s *Service) Result(ctx context.Context, authorization string, rb ResultBody) (*StepValue, error) {
+	if rb.TaskID == "" {
+		return nil, stratus.FieldErrorf(stratus.EINVALID, "task_id", "missing")
+	}
+	if rb.OK == nil {
+		return nil, stratus.FieldErrorf(stratus.EINVALID, "ok", "missing; valid: true or false")
+	}
+	verb := captoken.PostResult
+	c, err := s.Authorize(ctx, authorization, verb, rb.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	var body []byte
+	var str string
+	if err := json.Unmarshal(rb.Value, &str); err == nil {
+		body = []byte(str)
+	} else {
+		body = bytes.TrimSpace(rb.Value)
+	}
+	terminal := ""
+	if !*rb.OK {
+		var f struct {
+			Terminal string `json:"terminal"`
+			Reason   string `json:"reason"`
+		}
+		if json.Unmarshal(rb.Value, &f) == nil && f.Terminal != "" {
+			terminal = f.Terminal
+			body = []byte(f.Terminal + ": " + f.Reason)
+		}
+	}
+	return s.submit(ctx, c, body, *rb.OK, terminal)
+}
+
+func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, terminal string) (*StepValue, error) {
+	if err := s.fence(ctx, c); err != nil {
+		return nil, err
+	}
+	format := submitFormat(c.Env, c.Step.Node)
+	if ok {
+		// Checked before anything is appended: a 422 leaves the attempt open.
+		if _, err := fold.Value(c.Attempt.Agent, body, format, fold.RoleBody); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := s.Store.AppendOutput(ctx, stratus.OutputEvent{TID: c.Step.TID, Attempt: c.Attempt.N,
+		Kind: stratus.OutputFinal, Body: body, OK: ok, At: s.now()}); err != nil {
+		if stratus.ErrorCode(err) == stratus.ECONFLICT {
+			return nil, stratus.Errorf(stratus.ECONFLICT, "attempt %d of %s already has a Final", c.Attempt.N, c.Step.TID)
+		}
+		return nil, err
+	}
+	att, err := s.Store.GetAttempt(ctx, c.Step.TID, c.Attempt.N)
+	if err != nil {
+		return nil, err
+	}
+	att.EndedAt = s.now()
+	if !ok {
+		return s.failAttempt(ctx, c, att, terminal, string(body))
+	}
+	att.Status, att.Terminal = stratus.AttemptSubmitted, "Captured"
+
+	tail, err := s.Store.ListOutput(ctx, c.Step.TID, c.Attempt.N)
+	if err != nil {
+		return nil, err
+	}
+	value, err := fold.Fold(c.Attempt.Agent, tail, format)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := ctxDir(c.Env, c.Run)
+	if err != nil {
+		return nil, err
+	}
+	fm := projection.FrontMatter{TaskID: c.Run.TaskID, Step: c.Step.Node, StepRef: c.Step.StepRef,
+		Attempt: c.Attempt.N, Agent: c.Attempt.Agent, Format: formatName(format), SubmittedAt: att.EndedAt}
+	var parts []string
+	seen := map[string]bool{}
+	for _, e := range tail {
+		if e.Kind == stratus.OutputArtifact && !seen[e.Name] {
+			seen[e.Name] = true
+			parts = append(parts, e.Name)
+		}
+	}
+	// Parts were projected at staging; the final body is projected now.
+	if _, err := projection.Project(ctx, s.Sink, dir, c.Step.Node, fm, body, nil); err != nil {
+		return nil, fmt.Errorf("project %s: %w", c.Step.StepRef, err)
+	}
+
+	node := c.Env.Flow.Node(c.Step.Node)
+	outcome, reason := "done", ""
+	if node.Kind == "evaluator" {
+		outcome, reason = evaluatorOutcome(value, node.GateSeverity)
+	}
+	sv := &StepValue{StepRef: c.Step.StepRef, Node: c.Step.Node, Attempt: c.Attempt.N, Outcome: outcome, Reason: reason, Bytes: len(body), Parts: parts}
+	raw, err := json.Marshal(sv)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Store.UpdateAttempt(ctx, att); err != nil {
+		return nil, err
+	}
+	if err := s.finishStep(ctx, c.Step, stratus.StepCompleted, outcome, raw); err != nil {
+		return nil, err
+	}
+	s.emitEnded(c, att, outcome, reason)
+	if err := s.Tokens.SendTaskSuccess(ctx, c.Step.TaskToken, raw); err != nil {
+		return nil, stratus.Errorf(stratus.ECONFLICT, "output of %s was recorded, but its state no longer waits for it: %v", c.Step.StepRef, err)
+	}
+	return sv, nil
+}
+
+func (s *Service) failAttempt(ctx context.Context, c *Caller, att stratus.Attempt, terminal, reason string) (*StepValue, error) {
+	if terminal == "" {
+		terminal = "Failed"
+	}
+	att.Status, att.Terminal, att.Reason = stratus.AttemptFailed, terminal, reason
+	if err := s.Store.UpdateAttempt(ctx, att); err != nil {
+		return nil, err
+	}
+	sv := &StepValue{StepRef: c.Step.StepRef, Node: c.Step.Node, Attempt: att.N, Outcome: "failed", Reason: reason}
+	raw, _ := json.Marshal(sv)
+	if err := s.finishStep(ctx, c.Step, stratus.StepFailed, "failed", raw); err != nil {
+		return nil, err
+	}
+	s.emitEnded(c, att, "failed", reason)
+	if err := s.Tokens.SendTaskFailure(ctx, c.Step.TaskToken, ErrWorkerFailed, reason); err != nil {
+		return nil, stratus.Errorf(stratus.ECONFLICT, "failure of %s was recorded, but its state no longer waits for it: %v", c.Step.StepRef, err)
+	}
+	return sv, nil
+}
+
+func (s *Service) emitEnded(c *Caller, att stratus.Attempt, outcome, reason string) {
+	s.emit(Event{Type: EventStepEnded, RunID: c.Run.ID, Node: c.Step.Node, StepRef: c.Step.StepRef, Attempt: att.N,
+		Terminal: att.Terminal, Outcome: outcome, Reason: reason, Duration: att.EndedAt.Sub(att.StartedAt),
+		PromptTokens: att.PromptTokens, CompletionTokens: att.CompletionTokens, CostUSD: att.CostUSD})
+}
+
+func formatName(f string) string {
+	if f == "" {
+		return "default"
+	}
+	return f
+}
+
+// Stats is the body of POST /v1/worker/stats: a worker's self-reported
+// per-attempt counters, cumulative (every field optional; seed 001 §
+// StatsBody). EngineStartedAt (unix ms) marks when the runner spawned the
+// engine, for the orchestration-overhead figure.
+type Stats struct {
+	Steps            *int     `json:"steps,omitempty"`
+	PromptTokens     *int64   `json:"prompt_tokens,omitempty"`
+	CompletionTokens *int64   `json:"completion_tokens,omitempty"`
+	CostUSD          *float64 `json:"cost_usd,omitempty"`
+	EngineStartedAt  *int64   `json:"engine_started_at_ms,omitempty"`
+}
+
+// RecordStats serves POST /v1/worker/stats: it updates the attempt's
+// counters and sends the state machine a heartbeat (DESIGN.md § The path of
+// one step, 3). An all-empty body is accepted and dropped.
+func (s *Service) RecordStats(ctx context.Context, authorization string, st Stats) error {
+	c, err := s.Authorize(ctx, authorization, captoken.EmitOutput, "")
+	if err != nil {
+		return err
+	}
+	if st == (Stats{}) {
+		return nil
+	}
+	if err := s.fence(ctx, c); err != nil {
+		return err
+	}
+	att := c.Attempt
+	if st.Steps != nil && *st.Steps > att.Steps {
+		att.Steps = *st.Steps
+	}
+	if st.PromptTokens != nil {
+		att.PromptTokens = *st.PromptTokens
+	}
+	if st.CompletionTokens != nil {
+		att.CompletionTokens = *st.CompletionTokens
+	}
+	if st.CostUSD != nil {
+		att.CostUSD = st.CostUSD
+	}
+	if st.EngineStartedAt != nil {
+		att.EngineStartedAt = time.UnixMilli(*st.EngineStartedAt).UTC()
+	}
+	if err := s.Store.UpdateAttempt(ctx, att); err != nil {
+		return err
+	}
+	// A heartbeat whose state already moved on is not the worker's error.
+	_ = s.Tokens.SendTaskHeartbeat(ctx, c.Step.TaskToken)
+	return nil
+}

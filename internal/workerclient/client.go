@@ -1,0 +1,147 @@
+// Package workerclient is the worker's side of the worker API (seed 001):
+// fetch the prompt, stage parts, submit, report a failed result, relay stats.
+// The runner and the bundled engines use it. Transient failures (connection
+// errors, 429, 5xx) are retried with exponential backoff and full jitter;
+// 4xx answers are returned at once as *APIError.
+package workerclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/stratusflow/stratus/internal/worker"
+)
+
+// Client calls one worker API with one Bearer credential.
+type Client struct {
+	BaseURL    string // e.g. http://127.0.0.1:4000 (no trailing slash needed)
+	Credential string // wh- handle or capability token
+	HTTP       *http.Client
+	// Retries is how many times a transient failure is retried (default 4).
+	Retries int
+	// Backoff is the first retry's upper bound (default 200 ms), doubling.
+	Backoff time.Duration
+}
+
+// APIError is a non-2xx answer.
+type APIError struct {
+	Status  int
+	Code    string
+	Message string
+	Field   string
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("worker API %d %s: %s", e.Status, e.Code, e.Message)
+}
+
+// Transient reports whether the answer may succeed on retry.
+func (e *APIError) Transient() bool { return e.Status == 429 || e.Status >= 500 }
+
+// Prompt fetches the prompt payload (GET /v1/worker/prompt?task_id=).
+func (c *Client) Prompt(ctx context.Context, taskID string) (*worker.Payload, error) {
+	var p worker.Payload
+	err := c.do(ctx, "GET", "/v1/worker/prompt?task_id="+url.QueryEscape(taskID), "", nil, &p)
+	return &p, err
+}
+
+// Artifact stages a named part (POST /v1/worker/artifact?name=).
+func (c *Client) Artifact(ctx context.Context, name string, body []byte) error {
+	return c.do(ctx, "POST", "/v1/worker/artifact?name="+url.QueryEscape(name), "application/octet-stream", body, nil)
+}
+
+// Submit posts the final body (POST /v1/worker/submit).
+func (c *Client) Submit(ctx context.Context, taskID string, body []byte) (*worker.StepValue, error) {
+	var sv worker.StepValue
+	err := c.do(ctx, "POST", "/v1/worker/submit?task_id="+url.QueryEscape(taskID), "application/octet-stream", body, &sv)
+	return &sv, err
+}
+
+// Fail posts a failed result (POST /v1/worker/result, ok=false) carrying a
+// seed 003 § 5 terminal and its reason.
+func (c *Client) Fail(ctx context.Context, taskID, terminal, reason string) error {
+	v, _ := json.Marshal(map[string]string{"terminal": terminal, "reason": reason})
+	body, _ := json.Marshal(map[string]any{"task_id": taskID, "value": json.RawMessage(v), "ok": false})
+	return c.do(ctx, "POST", "/v1/worker/result", "application/json", body, nil)
+}
+
+// Stats relays counters (POST /v1/worker/stats).
+func (c *Client) Stats(ctx context.Context, s worker.Stats) error {
+	body, _ := json.Marshal(s)
+	return c.do(ctx, "POST", "/v1/worker/stats", "application/json", body, nil)
+}
+
+func (c *Client) do(ctx context.Context, method, path, ctype string, body []byte, out any) error {
+	retries, backoff := c.Retries, c.Backoff
+	if retries == 0 {
+		retries = 4
+	}
+	if backoff == 0 {
+		backoff = 200 * time.Millisecond
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	var last error
+	for try := 0; try <= retries; try++ {
+		if try > 0 {
+			d := time.Duration(rand.Int64N(int64(backoff << (try - 1))))
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(d):
+			}
+		}
+		req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.BaseURL, "/")+path, bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+c.Credential)
+		if ctype != "" {
+			req.Header.Set("Content-Type", ctype)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			last = err
+			continue
+		}
+		data, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			last = err
+			continue
+		}
+		if resp.StatusCode/100 == 2 {
+			if out != nil && len(data) > 0 {
+				return json.Unmarshal(data, out)
+			}
+			return nil
+		}
+		ae := &APIError{Status: resp.StatusCode}
+		var eb struct {
+			Error struct{ Code, Message, Field string } `json:"error"`
+		}
+		if json.Unmarshal(data, &eb) == nil {
+			ae.Code, ae.Message, ae.Field = eb.Error.Code, eb.Error.Message, eb.Error.Field
+		} else {
+			ae.Message = strings.TrimSpace(string(data))
+		}
+		if !ae.Transient() {
+			return ae
+		}
+		last = ae
+	}
+	return fmt.Errorf("%s %s: gave up after %d tries: %w", method, path, retries+1, last)
+}
