@@ -56,7 +56,7 @@ type result struct {
 }
 
 // stratus runs the built binary.
-func stratus(t *testing.T, args ...string) result {
+func runCLI(t *testing.T, args ...string) result {
 	t.Helper()
 	cmd := exec.Command(stratusBin, args...)
 	var out, errb bytes.Buffer
@@ -91,7 +91,7 @@ func readFile(t *testing.T, path string) string {
 	return string(b)
 }
 
-func writeFile(t *testing.T, path, body string) {
+func writeTestFile(t *testing.T, path, body string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)

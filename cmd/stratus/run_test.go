@@ -17,13 +17,13 @@ func TestRun_ExampleThroughImplementationFlow(t *testing.T) {
 	t.Parallel()
 	root := repoRoot(t)
 	dir := t.TempDir()
-	if r := stratus(t, "install", "--dir", dir, "--primary", "script", "--scenario", filepath.Join(root, "examples/scenario.yaml")); r.code != 0 {
+	if r := runCLI(t, "install", "--dir", dir, "--primary", "script", "--scenario", filepath.Join(root, "examples/scenario.yaml")); r.code != 0 {
 		t.Fatalf("install: %d %s", r.code, r.stderr)
 	}
 	task := filepath.Join(dir, "task.md")
-	writeFile(t, task, readFile(t, filepath.Join(root, "examples/task.md")))
+	writeTestFile(t, task, readFile(t, filepath.Join(root, "examples/task.md")))
 
-	r := stratus(t, "run", task, "--dir", dir, "--json")
+	r := runCLI(t, "run", task, "--dir", dir, "--json")
 	if r.code != ExitOK {
 		t.Fatalf("run exit %d\nstderr:\n%s", r.code, r.stderr)
 	}
@@ -107,18 +107,18 @@ func TestRun_ExampleThroughImplementationFlow(t *testing.T) {
 func TestRun_ReworkBudgetExhaustedIsManualActionRequired(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "scenario.yaml"), `
+	writeTestFile(t, filepath.Join(dir, "scenario.yaml"), `
 nodes:
   review:
     - report: {findings: [{severity: blocking, path: a.go, what: broken, fix: fix it}]}
 default:
   report: ok
 `)
-	if r := stratus(t, "install", "--dir", dir, "--primary", "script", "--scenario", filepath.Join(dir, "scenario.yaml")); r.code != 0 {
+	if r := runCLI(t, "install", "--dir", dir, "--primary", "script", "--scenario", filepath.Join(dir, "scenario.yaml")); r.code != 0 {
 		t.Fatal(r.stderr)
 	}
-	writeFile(t, filepath.Join(dir, "task.md"), "---\nid: t-budget\ntitle: Budget\n---\nbody\n")
-	r := stratus(t, "run", filepath.Join(dir, "task.md"), "--dir", dir)
+	writeTestFile(t, filepath.Join(dir, "task.md"), "---\nid: t-budget\ntitle: Budget\n---\nbody\n")
+	r := runCLI(t, "run", filepath.Join(dir, "task.md"), "--dir", dir)
 	if r.code != ExitManual {
 		t.Fatalf("exit %d, want %d\n%s", r.code, ExitManual, r.stderr)
 	}
@@ -136,11 +136,11 @@ default:
 func TestRun_MalformedFindingsFailClosed(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	if r := stratus(t, "install", "--dir", dir, "--primary", "echo"); r.code != 0 {
+	if r := runCLI(t, "install", "--dir", dir, "--primary", "echo"); r.code != 0 {
 		t.Fatal(r.stderr)
 	}
-	writeFile(t, filepath.Join(dir, "task.md"), "---\nid: t-echo\ntitle: Echo\n---\nbody\n")
-	r := stratus(t, "run", filepath.Join(dir, "task.md"), "--dir", dir)
+	writeTestFile(t, filepath.Join(dir, "task.md"), "---\nid: t-echo\ntitle: Echo\n---\nbody\n")
+	r := runCLI(t, "run", filepath.Join(dir, "task.md"), "--dir", dir)
 	if r.code != ExitManual {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
@@ -153,12 +153,12 @@ func TestRun_MalformedFindingsFailClosed(t *testing.T) {
 func TestRun_EngineFailureFailsTheRun(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "scenario.yaml"), "nodes:\n  implementation:\n    - fail: model refused\ndefault:\n  report: ok\n")
-	if r := stratus(t, "install", "--dir", dir, "--primary", "script", "--scenario", filepath.Join(dir, "scenario.yaml")); r.code != 0 {
+	writeTestFile(t, filepath.Join(dir, "scenario.yaml"), "nodes:\n  implementation:\n    - fail: model refused\ndefault:\n  report: ok\n")
+	if r := runCLI(t, "install", "--dir", dir, "--primary", "script", "--scenario", filepath.Join(dir, "scenario.yaml")); r.code != 0 {
 		t.Fatal(r.stderr)
 	}
-	writeFile(t, filepath.Join(dir, "task.md"), "---\nid: t-fail\ntitle: Fail\n---\nbody\n")
-	r := stratus(t, "run", filepath.Join(dir, "task.md"), "--dir", dir)
+	writeTestFile(t, filepath.Join(dir, "task.md"), "---\nid: t-fail\ntitle: Fail\n---\nbody\n")
+	r := runCLI(t, "run", filepath.Join(dir, "task.md"), "--dir", dir)
 	if r.code != ExitFailed {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
@@ -172,10 +172,10 @@ func TestRun_EngineFailureFailsTheRun(t *testing.T) {
 func TestRun_SmallestConformingEngine(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	if r := stratus(t, "install", "--dir", dir); r.code != 0 {
+	if r := runCLI(t, "install", "--dir", dir); r.code != 0 {
 		t.Fatal(r.stderr)
 	}
-	writeFile(t, filepath.Join(dir, "engine.sh"), `read line
+	writeTestFile(t, filepath.Join(dir, "engine.sh"), `read line
 printf '{"event":"agent_step","step":1}\n'
 printf '{"event":"usage","usage":{"prompt_tokens":7,"completion_tokens":3,"total_tokens":10,"prompt_cache_hit_tokens":0,"prompt_cache_miss_tokens":7}}\n'
 printf '{"subrun_report": {"answer": 42}}\n'
@@ -183,8 +183,8 @@ printf '{"subrun_report": {"answer": 42}}\n'
 	cfg := readFile(t, filepath.Join(dir, ".stratus/config.yaml"))
 	cfg = strings.Replace(cfg, "  providers:\n", "  providers:\n    sh9:\n      command: sh\n      args: [engine.sh]\n", 1)
 	cfg = strings.Replace(cfg, "primary: echo", "primary: sh9", 1)
-	writeFile(t, filepath.Join(dir, ".stratus/config.yaml"), cfg)
-	writeFile(t, filepath.Join(dir, ".stratus/flows/tiny.yaml"), `flow:
+	writeTestFile(t, filepath.Join(dir, ".stratus/config.yaml"), cfg)
+	writeTestFile(t, filepath.Join(dir, ".stratus/flows/tiny.yaml"), `flow:
   name: tiny
   task_type: tiny
   permission_ceiling: read-only
@@ -200,9 +200,9 @@ printf '{"subrun_report": {"answer": 42}}\n'
   edges:
     - { from: answer, to: publish }
 `)
-	writeFile(t, filepath.Join(dir, ".stratus/flows/tiny/answer.md"), "Answer for {task_id}.\n")
-	writeFile(t, filepath.Join(dir, "task.md"), "---\nid: t-tiny\ntitle: Tiny\ntask_type: tiny\n---\nbody\n")
-	r := stratus(t, "run", filepath.Join(dir, "task.md"), "--dir", dir)
+	writeTestFile(t, filepath.Join(dir, ".stratus/flows/tiny/answer.md"), "Answer for {task_id}.\n")
+	writeTestFile(t, filepath.Join(dir, "task.md"), "---\nid: t-tiny\ntitle: Tiny\ntask_type: tiny\n---\nbody\n")
+	r := runCLI(t, "run", filepath.Join(dir, "task.md"), "--dir", dir)
 	if r.code != ExitOK {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
@@ -222,7 +222,7 @@ printf '{"subrun_report": {"answer": 42}}\n'
 func TestRun_BadInputExitsUsage(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	if r := stratus(t, "install", "--dir", dir); r.code != 0 {
+	if r := runCLI(t, "install", "--dir", dir); r.code != 0 {
 		t.Fatal(r.stderr)
 	}
 	for name, tc := range map[string]struct{ task, want string }{
@@ -231,16 +231,16 @@ func TestRun_BadInputExitsUsage(t *testing.T) {
 		"no front":     {"just text\n", "front matter"},
 	} {
 		p := filepath.Join(dir, name+".md")
-		writeFile(t, p, tc.task)
-		r := stratus(t, "run", p, "--dir", dir)
+		writeTestFile(t, p, tc.task)
+		r := runCLI(t, "run", p, "--dir", dir)
 		if r.code != ExitUsage || !strings.Contains(r.stderr, tc.want) {
 			t.Errorf("%s: exit %d, stderr %q (want %q)", name, r.code, r.stderr, tc.want)
 		}
 	}
-	if r := stratus(t, "run", filepath.Join(dir, "missing.md"), "--dir", dir); r.code != ExitUsage {
+	if r := runCLI(t, "run", filepath.Join(dir, "missing.md"), "--dir", dir); r.code != ExitUsage {
 		t.Errorf("missing task file: exit %d %s", r.code, r.stderr)
 	}
-	if r := stratus(t, "run", filepath.Join(dir, "x.md"), "--dir", t.TempDir()); r.code != ExitUsage || !strings.Contains(r.stderr, "stratus install") {
+	if r := runCLI(t, "run", filepath.Join(dir, "x.md"), "--dir", t.TempDir()); r.code != ExitUsage || !strings.Contains(r.stderr, "stratus install") {
 		t.Errorf("no install: exit %d %s", r.code, r.stderr)
 	}
 }

@@ -14,7 +14,7 @@ import (
 func TestValidate_PeerFlowsReadUnchanged(t *testing.T) {
 	t.Parallel()
 	flows := filepath.Join(sharedDir(t), "peers/worc/flows")
-	r := stratus(t, "validate", "--all", "--flows", flows)
+	r := runCLI(t, "validate", "--all", "--flows", flows)
 	for _, line := range strings.Split(r.stdout, "\n") {
 		if !strings.HasPrefix(line, "error: ") {
 			continue
@@ -35,10 +35,10 @@ func TestValidate_PeerFlowsReadUnchanged(t *testing.T) {
 func TestValidate_InstalledBuiltinsAreClean(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	if r := stratus(t, "install", "--dir", dir); r.code != 0 {
+	if r := runCLI(t, "install", "--dir", dir); r.code != 0 {
 		t.Fatal(r.stderr)
 	}
-	r := stratus(t, "validate", "--all", "--dir", dir)
+	r := runCLI(t, "validate", "--all", "--dir", dir)
 	if r.code != 0 || !strings.Contains(r.stdout, "flow implementation: ok") {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -46,7 +46,7 @@ func TestValidate_InstalledBuiltinsAreClean(t *testing.T) {
 	p := filepath.Join(dir, ".stratus/flows/implementation.yaml")
 	b, _ := os.ReadFile(p)
 	os.WriteFile(p, []byte(strings.Replace(string(b), "{ from: fixing, to: review }", "{ from: fixing, to: nosuch }", 1)), 0o644)
-	r = stratus(t, "validate", "implementation", "--dir", dir)
+	r = runCLI(t, "validate", "implementation", "--dir", dir)
 	if r.code != ExitFailed || !strings.Contains(r.stdout, "nosuch") || !strings.Contains(r.stdout, "implementation.yaml:") {
 		t.Fatalf("exit %d\n%s", r.code, r.stdout)
 	}
@@ -56,7 +56,7 @@ func TestValidate_InstalledBuiltinsAreClean(t *testing.T) {
 func TestStatemachines_UpToDate(t *testing.T) {
 	t.Parallel()
 	out := t.TempDir()
-	if r := stratus(t, "compile", "--builtin", "--all", "--out-dir", out); r.code != 0 {
+	if r := runCLI(t, "compile", "--builtin", "--all", "--out-dir", out); r.code != 0 {
 		t.Fatal(r.stderr)
 	}
 	files, _ := filepath.Glob(filepath.Join(out, "*.asl.json"))

@@ -12,18 +12,18 @@ import (
 // the ones marked *; the others are accepted in ErrorEquals so that a
 // definition written for AWS loads unchanged.
 const (
-	ErrAll                     = "States.ALL"                     // wildcard in ErrorEquals
-	ErrTimeout                 = "States.Timeout"                 // * TimeoutSeconds elapsed; execution TimeoutSeconds elapsed
-	ErrHeartbeatTimeout        = "States.HeartbeatTimeout"        // * HeartbeatSeconds elapsed without a heartbeat
-	ErrTaskFailed              = "States.TaskFailed"              // * a task failed without an error name
-	ErrRuntime                 = "States.Runtime"                 // * invalid path, unknown resource...: never retried nor caught
-	ErrPermissions             = "States.Permissions"             //   insufficient privileges (AWS only)
-	ErrResultPathMatchFailure  = "States.ResultPathMatchFailure"  // * ResultPath cannot be applied to the input
-	ErrParameterPathFailure    = "States.ParameterPathFailure"    //   listed by the spec; AWS reports States.Runtime instead
-	ErrIntrinsicFailure        = "States.IntrinsicFailure"        // * an intrinsic function failed
-	ErrNoChoiceMatched         = "States.NoChoiceMatched"         // * no Choice rule matched and no Default
-	ErrBranchFailed            = "States.BranchFailed"            //   Parallel (not supported)
-	ErrDataLimitExceeded       = "States.DataLimitExceeded"       //   payload over quota; never caught
+	ErrAll                     = "States.ALL"                    // wildcard in ErrorEquals
+	ErrTimeout                 = "States.Timeout"                // * TimeoutSeconds elapsed; execution TimeoutSeconds elapsed
+	ErrHeartbeatTimeout        = "States.HeartbeatTimeout"       // * HeartbeatSeconds elapsed without a heartbeat
+	ErrTaskFailed              = "States.TaskFailed"             // * a task failed without an error name
+	ErrRuntime                 = "States.Runtime"                // * invalid path, unknown resource...: never retried nor caught
+	ErrPermissions             = "States.Permissions"            //   insufficient privileges (AWS only)
+	ErrResultPathMatchFailure  = "States.ResultPathMatchFailure" // * ResultPath cannot be applied to the input
+	ErrParameterPathFailure    = "States.ParameterPathFailure"   //   listed by the spec; AWS reports States.Runtime instead
+	ErrIntrinsicFailure        = "States.IntrinsicFailure"       // * an intrinsic function failed
+	ErrNoChoiceMatched         = "States.NoChoiceMatched"        // * no Choice rule matched and no Default
+	ErrBranchFailed            = "States.BranchFailed"           //   Parallel (not supported)
+	ErrDataLimitExceeded       = "States.DataLimitExceeded"      //   payload over quota; never caught
 	ErrExceedToleratedFailures = "States.ExceedToleratedFailureThreshold"
 	ErrItemReaderFailed        = "States.ItemReaderFailed"
 	ErrResultWriterFailed      = "States.ResultWriterFailed"

@@ -70,6 +70,8 @@ func TestRetrier_Delay(t *testing.T) {
 	}
 }
 
+// A rejected definition is EINVALID for callers that branch on codes
+// (../shared/STYLE.md § Errors).
 func TestDefinitionError_UnwrapsToEINVALID(t *testing.T) {
 	t.Parallel()
 	_, err := Parse([]byte(`{"StartAt":"x","States":{}}`))

@@ -32,7 +32,7 @@ type intrinsicArg struct {
 	kind   argKind
 	lit    Value
 	pieces []formatPiece // for a string literal: its text split at {}
-	badFmt string       // for a string literal: why it is not a valid Format template
+	badFmt string        // for a string literal: why it is not a valid Format template
 	path   *Path
 	call   *Intrinsic
 }

@@ -32,6 +32,8 @@ func TestDecodeEncode_KeepsOrderNumbersAndText(t *testing.T) {
 	}
 }
 
+// ASL spec § Structure of a State Machine: input and definitions are JSON
+// texts; anything else is rejected.
 func TestDecode_RejectsInvalid(t *testing.T) {
 	t.Parallel()
 	for _, in := range []string{``, `{`, `{"a":1} {}`, `[1,]`, `{1:2}`, `nul`} {
@@ -41,6 +43,8 @@ func TestDecode_RejectsInvalid(t *testing.T) {
 	}
 }
 
+// JSON value equality: numbers by value, exactly; objects regardless of
+// key order.
 func TestEqual_NumbersByValueObjectsUnordered(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -62,6 +66,8 @@ func TestEqual_NumbersByValueObjectsUnordered(t *testing.T) {
 	}
 }
 
+// Values are immutable: ResultPath builds new objects and shares the rest
+// (ASL spec § Input and Output Processing: ResultPath).
 func TestObject_WithCopiesAndLargeObjectsIndex(t *testing.T) {
 	t.Parallel()
 	o := NewObject()

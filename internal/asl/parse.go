@@ -33,6 +33,9 @@ func Parse(def []byte) (*StateMachine, error) {
 type checker struct {
 	problems []Problem
 	refs     []ref // transitions, checked once every state is known
+	// partial is set when a state could not be compiled: its transitions
+	// are unknown, so reachability is not judged.
+	partial bool
 }
 
 type ref struct {
@@ -84,6 +87,8 @@ func (c *checker) machine(v Value) *StateMachine {
 		sm.Names = append(sm.Names, m.Key)
 		if st := c.state(m.Key, m.Value); st != nil {
 			sm.States[m.Key] = st
+		} else {
+			c.partial = true
 		}
 	}
 	if statesObj == nil {
@@ -108,7 +113,7 @@ func (c *checker) machine(v Value) *StateMachine {
 // reachability reports states no transition leads to, as AWS does, and a
 // machine that cannot end.
 func (c *checker) reachability(sm *StateMachine, names map[string]bool) {
-	if !names[sm.StartAt] {
+	if !names[sm.StartAt] || c.partial {
 		return
 	}
 	next := map[string][]string{}

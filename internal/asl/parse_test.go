@@ -17,6 +17,8 @@ const reviewLoop = `{"StartAt":"init","States":{
  "failed":{"Type":"Fail","Error":"stratus.Failed","Cause":"a step failed"},
  "manual_action_required":{"Type":"Fail","Error":"stratus.ManualActionRequired","Cause":"a budget ran out or a gate could not decide"}}}`
 
+// The state machine the compiler emits parses into the model the
+// executor runs (ASL spec § States; § Task State; § Choice State).
 func TestParse_CompilerShape(t *testing.T) {
 	t.Parallel()
 	sm, err := Parse([]byte(reviewLoop))
@@ -40,6 +42,8 @@ func TestParse_CompilerShape(t *testing.T) {
 	}
 }
 
+// ASL spec § Retrying after error: IntervalSeconds 1, MaxAttempts 3,
+// BackoffRate 2.0 by default; JitterStrategy NONE (AWS).
 func TestParse_RetryDefaults(t *testing.T) {
 	t.Parallel()
 	st := parseState(t, `{"Type":"Task","Resource":"arn:x","Next":"n","Retry":[
@@ -146,18 +150,22 @@ func TestParse_Rejects(t *testing.T) {
 // Parse reports every problem, not only the first, in definition order.
 func TestParse_CollectsAllProblems(t *testing.T) {
 	t.Parallel()
+	_, err := Parse([]byte(`{"StartAt":"m","States":{"m":{"Type":"Map","Next":"t"},"t":{"Type":"Succeed"}}}`))
+	if err == nil || strings.Contains(err.Error(), "not reachable") {
+		t.Errorf("err = %v; a state whose transitions are unknown must not make others unreachable", err)
+	}
 	def := `{"StartAt":"a","States":{
 		"a":{"Type":"Task","Resource":"arn:x","TimeoutSecondsPath":"$.t","Next":"b"},
-		"b":{"Type":"Map","End":true},
+		"b":{"Type":"Pass","Result":1,"Foo":true,"End":true},
 		"c":{"Type":"Pass","Next":"nowhere"}}}`
-	_, err := Parse([]byte(def))
+	_, err = Parse([]byte(def))
 	de, ok := err.(*DefinitionError)
 	if !ok {
 		t.Fatalf("err = %v", err)
 	}
 	want := []string{
 		`state "a": field "TimeoutSecondsPath": not supported; use TimeoutSeconds`,
-		`state "b": field "Type": "Map" is not supported by the embedded executor; supported: Pass, Task, Choice, Succeed, Fail`,
+		`state "b": field "Foo": not supported in a Pass state; supported fields: Type, Comment, QueryLanguage, InputPath, OutputPath, ResultPath, Parameters, Result, Next, End`,
 		`state "c": field "Next": no state named "nowhere" in States`,
 		`state "c": not reachable from StartAt "a"; remove the state or add a transition to it`,
 	}

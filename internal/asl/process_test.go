@@ -98,6 +98,10 @@ func TestState_Pass(t *testing.T) {
 	}
 }
 
+// ASL spec § Input and Output Processing, with AWS's errors: InputPath,
+// OutputPath and ResultSelector paths that select nothing are
+// States.Runtime; a ResultPath that cannot apply is
+// States.ResultPathMatchFailure.
 func TestState_ProcessingFailures(t *testing.T) {
 	t.Parallel()
 	raw := MustDecode(`{"a":"str"}`)

@@ -73,6 +73,8 @@ func TestTemplate_MissingPathIsRuntime(t *testing.T) {
 	}
 }
 
+// ASL spec § Payload Template: ".$" fields take a string; paths and
+// intrinsics are checked at load, and two fields may not produce one key.
 func TestTemplate_LoadTimeProblems(t *testing.T) {
 	t.Parallel()
 	cases := []struct{ tmpl, want string }{

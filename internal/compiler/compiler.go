@@ -295,12 +295,20 @@ func (c *compiler) machine() machine {
 				member{l.charge, c.count(l)})
 		}
 	}
-	m.States = append(m.States,
-		member{c.done, succeedState{Type: "Succeed"}},
-		member{c.failed, failState{Type: "Fail", Error: ErrFailed, Cause: "a step failed or timed out"}},
-		member{c.manual, failState{Type: "Fail", Error: ErrManualActionRequired,
+	// Only the terminals some state routes to: Step Functions (and the
+	// embedded executor) reject a definition with an unreachable state.
+	body, _ := json.Marshal(m.States)
+	for _, t := range []member{
+		{c.done, succeedState{Type: "Succeed"}},
+		{c.failed, failState{Type: "Fail", Error: ErrFailed, Cause: "a step failed or timed out"}},
+		{c.manual, failState{Type: "Fail", Error: ErrManualActionRequired,
 			Cause: "a budget ran out, a gate could not decide, or an infrastructure step failed"}},
-	)
+	} {
+		ref, _ := json.Marshal(t.Key)
+		if bytes.Contains(body, append([]byte(`"Next":`), ref...)) || bytes.Contains(body, append([]byte(`"Default":`), ref...)) {
+			m.States = append(m.States, t)
+		}
+	}
 	return m
 }
 

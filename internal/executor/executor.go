@@ -69,7 +69,7 @@ type Execution struct {
 	Status       string // RUNNING SUCCEEDED FAILED TIMED_OUT ABORTED
 	Input        json.RawMessage
 	Output       json.RawMessage // set when SUCCEEDED
-	Error, Cause string          // set when FAILED, TIMED_OUT or ABORTED
+	Error, Cause string          // set when FAILED or ABORTED; TIMED_OUT has neither, as on AWS
 	StartDate    time.Time
 	StopDate     time.Time // zero while RUNNING
 }

@@ -247,7 +247,7 @@ func TestSubmit_EvaluatorOutcome(t *testing.T) {
 		`{"findings":[{"severity":"low","path":"a","what":"w","fix":"f"}]}`:  "accept",
 		`{"findings":[{"severity":"high","path":"a","what":"w","fix":"f"}]}`: "rework",
 		"```json\n{\"findings\":[{\"severity\":\"critical\"}]}\n```":         "rework",
-		`looks good to me`: "invalid",
+		`looks good to me`:                     "invalid",
 		`{"findings":[{"severity":"urgent"}]}`: "invalid",
 	} {
 		b := setup(t)

@@ -164,7 +164,7 @@ func (e *Executor) StartExecution(_ context.Context, in executor.StartInput) (ex
 	x.emit(executor.HistoryEvent{Type: executor.EventExecutionStarted, Input: cloneRaw(raw)})
 	if sm.TimeoutSeconds > 0 {
 		x.setTimer(e.clock.AfterFunc(time.Duration(sm.TimeoutSeconds)*time.Second, func() {
-			x.finish(executor.StatusTimedOut, nil, asl.ErrTimeout, fmt.Sprintf("The execution ran longer than its TimeoutSeconds (%d)", sm.TimeoutSeconds))
+			x.finish(executor.StatusTimedOut, nil, "", "")
 		}))
 	}
 	go x.run()

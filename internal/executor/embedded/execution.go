@@ -117,6 +117,11 @@ func (x *execution) finish(status string, output json.RawMessage, errName, cause
 	now := x.e.clock.Now()
 	x.status, x.output, x.errName, x.cause, x.stop = status, output, errName, cause, now
 	ev := executor.HistoryEvent{ID: int64(len(x.history) + 1), Timestamp: now, Type: closingEvents[status], Output: cloneRaw(output), Error: errName, Cause: cause}
+	if status == executor.StatusTimedOut {
+		// As on AWS: the execution reports no error or cause, its
+		// ExecutionTimedOut event carries States.Timeout.
+		ev.Error = asl.ErrTimeout
+	}
 	x.history = append(x.history, ev)
 	tasks := x.tasks
 	x.tasks = nil

@@ -364,12 +364,13 @@ func (x *execution) attempt(st *asl.State, raw asl.Value, entered time.Time, ret
 				doneC = t.done
 				continue
 			}
-			return failed(executor.EventTaskTimedOut, asl.ErrTimeout, fmt.Sprintf("The task of state %q did not finish within its TimeoutSeconds (%d)", st.Name, st.TimeoutSeconds))
+			// AWS's TaskTimedOut has no cause; the error output's Cause is "".
+			return failed(executor.EventTaskTimedOut, asl.ErrTimeout, "")
 		case <-beatC:
 			due, remaining := e.heartbeatDue(t)
 			switch {
 			case due:
-				return failed(executor.EventTaskTimedOut, asl.ErrHeartbeatTimeout, fmt.Sprintf("The task of state %q sent no heartbeat within its HeartbeatSeconds (%d)", st.Name, st.HeartbeatSeconds))
+				return failed(executor.EventTaskTimedOut, asl.ErrHeartbeatTimeout, "")
 			case remaining > 0:
 				beatC, beatTimer = x.after(remaining)
 			default:

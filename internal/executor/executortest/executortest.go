@@ -1,0 +1,248 @@
+// Package executortest is the conformance suite every executor.Executor
+// must pass: the embedded interpreter in-process, and the Step Functions
+// implementation against moto (../../../shared/DESIGN.md § Testing
+// stand-ins). It checks behaviour a caller can observe through the port —
+// statuses, outputs, errors and their codes, task tokens — with the kind
+// of state machine the compiler emits, and nothing implementation-specific
+// (no history, no timers).
+package executortest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/executor"
+)
+
+// Harness is what the suite needs from an implementation.
+type Harness struct {
+	Executor executor.Executor
+	// StateMachine is what executions start under: an ARN on AWS.
+	StateMachine string
+	// QueueURL is the queue the suite's .waitForTaskToken states send to.
+	QueueURL string
+	// NextMessage returns the MessageBody of the next message sent to
+	// QueueURL, waiting for it until ctx ends.
+	NextMessage func(ctx context.Context) (json.RawMessage, error)
+}
+
+// Run runs the suite; newHarness is called once per subtest.
+func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, h Harness)
+	}{
+		{"PassSucceeds", testPassSucceeds},
+		{"FailState", testFailState},
+		{"NamesAreUnique", testNamesAreUnique},
+		{"UnknownExecution", testUnknownExecution},
+		{"CallbackSuccess", testCallbackSuccess},
+		{"CallbackFailureCaught", testCallbackFailureCaught},
+		{"TokenErrors", testTokenErrors},
+		{"StopExecution", testStopExecution},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.fn(t, newHarness(t))
+		})
+	}
+}
+
+var seq atomic.Int64
+
+func uniqueName(prefix string) string {
+	return fmt.Sprintf("%s-%d-%d", prefix, time.Now().UnixNano(), seq.Add(1))
+}
+
+func start(t *testing.T, h Harness, def, input string) executor.Execution {
+	t.Helper()
+	x, err := h.Executor.StartExecution(context.Background(), executor.StartInput{
+		StateMachine: h.StateMachine, Definition: []byte(def), Name: uniqueName("conf"), Input: json.RawMessage(input),
+	})
+	if err != nil {
+		t.Fatalf("StartExecution: %v", err)
+	}
+	t.Cleanup(func() { _ = h.Executor.StopExecution(context.Background(), x.ARN, "conformance.Cleanup", "") })
+	return x
+}
+
+func wait(t *testing.T, h Harness, arn string) executor.Execution {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	x, err := h.Executor.WaitExecution(ctx, arn)
+	if err != nil {
+		t.Fatalf("WaitExecution: %v (status %s)", err, x.Status)
+	}
+	return x
+}
+
+// sameJSON compares JSON texts by value (key order and spacing aside).
+func sameJSON(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return string(xa) == string(ya)
+}
+
+func testPassSucceeds(t *testing.T, h Harness) {
+	def := `{"StartAt":"init","States":{
+		"init":{"Type":"Pass","Result":{"review_fix":0},"ResultPath":"$.loops","Next":"count"},
+		"count":{"Type":"Pass","Parameters":{"review_fix.$":"States.MathAdd($.loops.review_fix, 1)"},"ResultPath":"$.loops","Next":"done"},
+		"done":{"Type":"Succeed"}}}`
+	x := start(t, h, def, `{"run_id":"r"}`)
+	got := wait(t, h, x.ARN)
+	if got.Status != executor.StatusSucceeded || !sameJSON(got.Output, []byte(`{"run_id":"r","loops":{"review_fix":1}}`)) {
+		t.Fatalf("%s %s", got.Status, got.Output)
+	}
+	d, err := h.Executor.DescribeExecution(context.Background(), x.ARN)
+	if err != nil || d.Status != executor.StatusSucceeded || d.ARN != x.ARN || d.Name != x.Name || d.StopDate.IsZero() {
+		t.Errorf("DescribeExecution: %+v %v", d, err)
+	}
+}
+
+func testFailState(t *testing.T, h Harness) {
+	x := start(t, h, `{"StartAt":"f","States":{"f":{"Type":"Fail","Error":"stratus.Failed","Cause":"a step failed"}}}`, `{}`)
+	got := wait(t, h, x.ARN)
+	if got.Status != executor.StatusFailed || got.Error != "stratus.Failed" || got.Cause != "a step failed" {
+		t.Fatalf("%+v", got)
+	}
+}
+
+func testNamesAreUnique(t *testing.T, h Harness) {
+	ctx := context.Background()
+	in := executor.StartInput{StateMachine: h.StateMachine, Definition: []byte(`{"StartAt":"p","States":{"p":{"Type":"Pass","End":true}}}`), Name: uniqueName("dup"), Input: json.RawMessage(`{}`)}
+	x, err := h.Executor.StartExecution(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait(t, h, x.ARN)
+	_, err = h.Executor.StartExecution(ctx, in)
+	if stratus.ErrorCode(err) != stratus.ECONFLICT || executor.APIErrorName(err) != executor.ErrExecutionAlreadyExists {
+		t.Errorf("second start under the same name: %v", err)
+	}
+}
+
+func testUnknownExecution(t *testing.T, h Harness) {
+	arn := strings.Replace(h.StateMachine, ":stateMachine:", ":execution:", 1) + ":" + uniqueName("nope")
+	if !strings.HasPrefix(h.StateMachine, "arn:") {
+		arn = "arn:aws:states:local:000000000000:execution:" + h.StateMachine + ":" + uniqueName("nope")
+	}
+	if _, err := h.Executor.DescribeExecution(context.Background(), arn); stratus.ErrorCode(err) != stratus.ENOTFOUND {
+		t.Errorf("DescribeExecution of an unknown execution: %v", err)
+	}
+}
+
+// callbackDef sends MessageBody {"run_id": $.run_id, "task_token":
+// $$.Task.Token}; with a catch (which goes to "failed"), it adds "failed".
+func callbackDef(h Harness, catch string) string {
+	failed := ""
+	if catch != "" {
+		failed = `,"failed":{"Type":"Fail","Error":"stratus.Failed","Cause":"a step failed"}`
+	}
+	return `{"StartAt":"review","States":{
+		"review":{"Type":"Task","Resource":"arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+			"Parameters":{"QueueUrl":"` + h.QueueURL + `","MessageBody":{"run_id.$":"$.run_id","task_token.$":"$$.Task.Token"}},
+			"ResultPath":"$.last","TimeoutSeconds":900,"HeartbeatSeconds":300` + catch + `,"Next":"done"},
+		"done":{"Type":"Succeed"}` + failed + `}}`
+}
+
+func nextToken(t *testing.T, h Harness, runID string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		body, err := h.NextMessage(ctx)
+		if err != nil {
+			t.Fatalf("NextMessage: %v", err)
+		}
+		var m struct {
+			RunID     string `json:"run_id"`
+			TaskToken string `json:"task_token"`
+		}
+		if err := json.Unmarshal(body, &m); err != nil {
+			// Some transports deliver the body as a JSON string.
+			var s string
+			if json.Unmarshal(body, &s) != nil || json.Unmarshal([]byte(s), &m) != nil {
+				t.Fatalf("message body %s: %v", body, err)
+			}
+		}
+		if m.RunID == runID {
+			if m.TaskToken == "" {
+				t.Fatalf("message %s has no task token", body)
+			}
+			return m.TaskToken
+		}
+	}
+}
+
+func testCallbackSuccess(t *testing.T, h Harness) {
+	ctx := context.Background()
+	runID := uniqueName("run")
+	x := start(t, h, callbackDef(h, ""), `{"run_id":"`+runID+`"}`)
+	token := nextToken(t, h, runID)
+	if err := h.Executor.SendTaskHeartbeat(ctx, token); err != nil {
+		t.Fatalf("SendTaskHeartbeat: %v", err)
+	}
+	if err := h.Executor.SendTaskSuccess(ctx, token, json.RawMessage(`{"outcome":"accept"}`)); err != nil {
+		t.Fatalf("SendTaskSuccess: %v", err)
+	}
+	got := wait(t, h, x.ARN)
+	if got.Status != executor.StatusSucceeded || !sameJSON(got.Output, []byte(`{"run_id":"`+runID+`","last":{"outcome":"accept"}}`)) {
+		t.Fatalf("%s %s", got.Status, got.Output)
+	}
+	err := h.Executor.SendTaskSuccess(ctx, token, json.RawMessage(`{}`))
+	if stratus.ErrorCode(err) != stratus.ECONFLICT || executor.APIErrorName(err) != executor.ErrTaskTimedOut {
+		t.Errorf("second SendTaskSuccess: %v, want TaskTimedOut (ECONFLICT)", err)
+	}
+}
+
+func testCallbackFailureCaught(t *testing.T, h Harness) {
+	runID := uniqueName("run")
+	x := start(t, h, callbackDef(h, `,"Catch":[{"ErrorEquals":["States.ALL"],"ResultPath":"$.error","Next":"failed"}]`), `{"run_id":"`+runID+`"}`)
+	token := nextToken(t, h, runID)
+	if err := h.Executor.SendTaskFailure(context.Background(), token, "worker.Crashed", "exit 3"); err != nil {
+		t.Fatalf("SendTaskFailure: %v", err)
+	}
+	got := wait(t, h, x.ARN)
+	if got.Status != executor.StatusFailed || got.Error != "stratus.Failed" {
+		t.Fatalf("%+v", got)
+	}
+}
+
+func testTokenErrors(t *testing.T, h Harness) {
+	ctx := context.Background()
+	err := h.Executor.SendTaskSuccess(ctx, "not-a-token", json.RawMessage(`{}`))
+	if code := stratus.ErrorCode(err); code != stratus.EINVALID && code != stratus.ENOTFOUND {
+		t.Errorf("SendTaskSuccess with garbage: %v, want EINVALID or ENOTFOUND", err)
+	}
+	if err := h.Executor.SendTaskHeartbeat(ctx, "not-a-token"); err == nil {
+		t.Error("SendTaskHeartbeat with garbage succeeded")
+	}
+}
+
+func testStopExecution(t *testing.T, h Harness) {
+	ctx := context.Background()
+	runID := uniqueName("run")
+	x := start(t, h, callbackDef(h, ""), `{"run_id":"`+runID+`"}`)
+	token := nextToken(t, h, runID)
+	if err := h.Executor.StopExecution(ctx, x.ARN, "user.Cancelled", "operator"); err != nil {
+		t.Fatal(err)
+	}
+	got := wait(t, h, x.ARN)
+	if got.Status != executor.StatusAborted {
+		t.Fatalf("%+v", got)
+	}
+	if err := h.Executor.SendTaskSuccess(ctx, token, json.RawMessage(`{}`)); err == nil {
+		t.Error("SendTaskSuccess on a stopped execution's token succeeded")
+	}
+}
