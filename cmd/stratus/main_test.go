@@ -101,7 +101,7 @@ func writeTestFile(t *testing.T, path, body string) {
 	}
 }
 
-func decodeRun(t *testing.T, stdout string) RunResult {
+func decodeRun(t testing.TB, stdout string) RunResult {
 	t.Helper()
 	var r RunResult
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {

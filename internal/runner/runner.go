@@ -38,6 +38,10 @@ type Options struct {
 	Log      io.Writer
 	// StatsInterval bounds stats posts to one per interval (default 1 s).
 	StatsInterval time.Duration
+	// HeartbeatInterval is how often the counters are re-posted while the
+	// engine is silent, so the state's HeartbeatSeconds does not lapse
+	// (default 60 s).
+	HeartbeatInterval time.Duration
 }
 
 // ErrSpooled is returned when the report was written to a spool file
@@ -55,6 +59,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	if o.StatsInterval == 0 {
 		o.StatsInterval = time.Second
+	}
+	if o.HeartbeatInterval == 0 {
+		o.HeartbeatInterval = 60 * time.Second
 	}
 	c := &workerclient.Client{BaseURL: o.APIURL, Credential: o.Handle}
 	p, err := c.Prompt(ctx, o.TaskID)
@@ -80,7 +87,7 @@ func Run(ctx context.Context, o Options) error {
 	if err := c.Stats(ctx, worker.Stats{EngineStartedAt: &started}); err != nil {
 		fmt.Fprintf(o.Log, "runner: stats: %v\n", err)
 	}
-	relay := newRelay(ctx, c, o.StatsInterval, o.Log)
+	relay := newRelay(ctx, c, o.StatsInterval, o.HeartbeatInterval, o.Log)
 	res, err := contract.NewRunner().Run(ctx, spec, req, relay.progress)
 	relay.close()
 	if err != nil {
@@ -177,26 +184,55 @@ func launchSpec(e *worker.EngineSpec, o Options) (contract.LaunchSpec, error) {
 	return contract.LaunchSpec{Command: cmd, Args: e.Args, Env: env, Dir: e.Dir, DeadlineMS: e.DeadlineMS}, nil
 }
 
-// relay posts progress as stats at most once per interval.
+// relay posts progress as stats at most once per interval, and re-posts
+// the latest counters every heartbeat interval while the engine is silent.
 type relay struct {
 	ctx      context.Context
 	c        *workerclient.Client
 	interval time.Duration
 	log      io.Writer
 
-	mu      sync.Mutex
-	pending *contract.Progress
-	last    time.Time
-	wg      sync.WaitGroup
+	mu     sync.Mutex
+	latest contract.Progress
+	last   time.Time
+	wg     sync.WaitGroup
+	stop   chan struct{}
 }
 
-func newRelay(ctx context.Context, c *workerclient.Client, interval time.Duration, log io.Writer) *relay {
-	return &relay{ctx: ctx, c: c, interval: interval, log: log}
+func newRelay(ctx context.Context, c *workerclient.Client, interval, heartbeat time.Duration, log io.Writer) *relay {
+	r := &relay{ctx: ctx, c: c, interval: interval, log: log, stop: make(chan struct{}), last: time.Now()}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		t := time.NewTicker(heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-r.stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				r.mu.Lock()
+				silent := time.Since(r.last) >= heartbeat
+				p := r.latest
+				if silent {
+					r.last = time.Now()
+				}
+				r.mu.Unlock()
+				if silent {
+					r.post(p)
+				}
+			}
+		}
+	}()
+	return r
 }
 
 func (r *relay) progress(p contract.Progress) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.latest = p
 	if time.Since(r.last) < r.interval {
 		return // the final stats post carries the totals
 	}
@@ -204,11 +240,18 @@ func (r *relay) progress(p contract.Progress) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		s := worker.Stats{Steps: &p.Steps, PromptTokens: &p.PromptTokens, CompletionTokens: &p.CompletionTokens, CostUSD: p.CostUSD}
-		if err := r.c.Stats(r.ctx, s); err != nil {
-			fmt.Fprintf(r.log, "runner: stats: %v\n", err)
-		}
+		r.post(p)
 	}()
 }
 
-func (r *relay) close() { r.wg.Wait() }
+func (r *relay) post(p contract.Progress) {
+	s := worker.Stats{Steps: &p.Steps, PromptTokens: &p.PromptTokens, CompletionTokens: &p.CompletionTokens, CostUSD: p.CostUSD}
+	if err := r.c.Stats(r.ctx, s); err != nil {
+		fmt.Fprintf(r.log, "runner: stats: %v\n", err)
+	}
+}
+
+func (r *relay) close() {
+	close(r.stop)
+	r.wg.Wait()
+}

@@ -53,7 +53,7 @@ func (s *Sink) Path(key string) string {
 }
 
 // Put writes body to <root>/<key> atomically: a temporary file in the same
-// directory, fsynced, then renamed over the target. Missing directories are
+// directory, then renamed over the target. Missing directories are
 // created. Errors: EINVALID (Field "key") for an invalid key or one that
 // resolves outside the root through a symbolic link; a wrapped I/O error
 // otherwise (the temporary file is removed).
@@ -93,9 +93,6 @@ func (s *Sink) Put(ctx context.Context, key string, body []byte) error {
 	}
 	// OpenFile's mode is filtered by the umask; the contract is 0644.
 	if err := f.Chmod(FilePerm); err != nil {
-		return cleanup(err)
-	}
-	if err := f.Sync(); err != nil {
 		return cleanup(err)
 	}
 	if err := f.Close(); err != nil {

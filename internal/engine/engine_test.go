@@ -1,0 +1,120 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func lines(t *testing.T, out string) []map[string]any {
+	t.Helper()
+	var got []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("line %q is not JSON: %v", l, err)
+		}
+		got = append(got, m)
+	}
+	return got
+}
+
+// seed 003 § 7.3: echo emits one agent_step (step 1), one usage (7/3/10,
+// all five fields), then the input echoed back verbatim as the last line.
+func TestEcho_StepUsageThenInput(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	Echo(strings.NewReader(`{"workflow_contract":1,"id":"cr-1","kind":"echo","input":{"q":[1,2.50]}}`+"\n"), &out)
+	got := lines(t, out.String())
+	if len(got) != 3 || got[0]["event"] != "agent_step" || got[0]["step"] != float64(1) {
+		t.Fatalf("events = %v", got)
+	}
+	u, _ := got[1]["usage"].(map[string]any)
+	want := map[string]float64{"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10, "prompt_cache_hit_tokens": 0, "prompt_cache_miss_tokens": 7}
+	for k, v := range want {
+		if u[k] != v {
+			t.Errorf("usage.%s = %v, want %v", k, u[k], v)
+		}
+	}
+	if last := strings.TrimSpace(out.String()[strings.LastIndex(strings.TrimSpace(out.String()), "\n")+1:]); last != `{"subrun_report":{"q":[1,2.50]}}` {
+		t.Errorf("report line = %s (the input must be echoed verbatim)", last)
+	}
+}
+
+// seed 003 § 7.1 / § 8: any other major is a command_error and no report; a
+// bare input line without the envelope is accepted.
+func TestEcho_EnvelopeVersions(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		`{"workflow_contract":2,"id":"cr-1","kind":"echo","input":{}}`: "unsupported workflow_contract version 2",
+		`{"workflow_contract":"1","input":{}}`:                          `unsupported workflow_contract version "1"`,
+		"not json":                                                      "request line is not JSON",
+		"":                                                              "read request line",
+	} {
+		var out bytes.Buffer
+		Echo(strings.NewReader(in), &out)
+		got := lines(t, out.String())
+		if len(got) != 1 || got[0]["event"] != "command_error" || !strings.Contains(got[0]["error"].(string), want) {
+			t.Errorf("%q: %v", in, got)
+		}
+		if strings.Contains(out.String(), "subrun_report") {
+			t.Errorf("%q: a refused request must get no report", in)
+		}
+	}
+	var out bytes.Buffer
+	Echo(strings.NewReader(`{"query":"bare"}`+"\n"), &out)
+	if !strings.HasSuffix(strings.TrimSpace(out.String()), `{"subrun_report":{"query":"bare"}}`) {
+		t.Errorf("bare input: %s", out.String())
+	}
+}
+
+func TestScript_AnswersPerNodeAndVisit(t *testing.T) {
+	t.Parallel()
+	s := &Scenario{
+		Nodes: map[string][]Answer{
+			"review": {{Report: map[string]any{"findings": []any{map[string]any{"severity": "high"}}}}, {Report: map[string]any{"findings": []any{}}}},
+		},
+		Default: &Answer{Report: "ok", Steps: 2, PromptTokens: 5, CompletionTokens: 1},
+	}
+	run := func(node string, visit int) string {
+		var out bytes.Buffer
+		in, _ := json.Marshal(map[string]any{"workflow_contract": 1, "id": "cr-1", "kind": "agent", "input": map[string]any{"node": node, "visit": visit}})
+		if err := Script(context.Background(), s, bytes.NewReader(append(in, '\n')), &out); err != nil {
+			t.Fatal(err)
+		}
+		all := strings.Split(strings.TrimSpace(out.String()), "\n")
+		return all[len(all)-1]
+	}
+	for _, tc := range []struct {
+		node  string
+		visit int
+		want  string
+	}{
+		{"review", 1, `{"subrun_report":{"findings":[{"severity":"high"}]}}`},
+		{"review", 2, `{"subrun_report":{"findings":[]}}`},
+		{"review", 7, `{"subrun_report":{"findings":[]}}`}, // the last answer repeats
+		{"planning", 1, `{"subrun_report":"ok"}`},
+	} {
+		if got := run(tc.node, tc.visit); got != tc.want {
+			t.Errorf("%s visit %d: %s, want %s", tc.node, tc.visit, got, tc.want)
+		}
+	}
+}
+
+func TestScript_FailEmitsTurnFailedWithoutReport(t *testing.T) {
+	t.Parallel()
+	s := &Scenario{Default: &Answer{Fail: "model refused"}}
+	var out bytes.Buffer
+	Script(context.Background(), s, strings.NewReader(`{"workflow_contract":1,"input":{"node":"x","visit":1}}`+"\n"), &out)
+	if !strings.Contains(out.String(), `"event":"turn_failed"`) || strings.Contains(out.String(), "subrun_report") {
+		t.Errorf("out = %s", out.String())
+	}
+	s = &Scenario{}
+	out.Reset()
+	Script(context.Background(), s, strings.NewReader(`{"workflow_contract":1,"input":{"node":"x","visit":1}}`+"\n"), &out)
+	if !strings.Contains(out.String(), `no answer for node \"x\"`) {
+		t.Errorf("no answer: %s", out.String())
+	}
+}

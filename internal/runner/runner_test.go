@@ -1,0 +1,146 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stratusflow/stratus/internal/worker"
+)
+
+// fakeAPI is a worker API that serves one payload and records what the
+// runner sends.
+type fakeAPI struct {
+	mu        sync.Mutex
+	engine    worker.EngineSpec
+	submitted []string
+	failed    []string
+	stats     []worker.Stats
+	auth      []string
+	submitErr int // status to answer submit with (0 = 200)
+}
+
+func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.auth = append(f.auth, r.Header.Get("Authorization"))
+	body, _ := io.ReadAll(r.Body)
+	switch r.URL.Path {
+	case "/v1/worker/prompt":
+		json.NewEncoder(w).Encode(worker.Payload{TaskID: "t1", Attempt: 1, Agent: "a", Prompt: "p", StepRef: "a#1", Engine: &f.engine})
+	case "/v1/worker/submit":
+		if f.submitErr != 0 {
+			w.WriteHeader(f.submitErr)
+			w.Write([]byte(`{"error":{"code":"internal","message":"boom"}}`))
+			return
+		}
+		f.submitted = append(f.submitted, string(body))
+		w.Write([]byte(`{}`))
+	case "/v1/worker/result":
+		f.failed = append(f.failed, string(body))
+		w.Write([]byte(`{}`))
+	case "/v1/worker/stats":
+		var s worker.Stats
+		json.Unmarshal(body, &s)
+		f.stats = append(f.stats, s)
+		w.WriteHeader(204)
+	default:
+		w.WriteHeader(404)
+	}
+}
+
+func setup(t *testing.T, script string) (*fakeAPI, Options) {
+	t.Helper()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "engine.sh"), []byte(script), 0o755)
+	f := &fakeAPI{engine: worker.EngineSpec{Command: "sh", Args: []string{filepath.Join(dir, "engine.sh")}, Dir: dir, DeadlineMS: 5000, Kind: "agent", Input: json.RawMessage(`{"query":"p"}`)}}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	return f, Options{APIURL: srv.URL, Handle: "wh-abcdefgh", SpoolDir: dir}
+}
+
+// A string report is submitted as its raw text; any other report as its
+// JSON text; counters are relayed as stats (DESIGN.md § The path of one step, 3).
+func TestRun_SubmitsReportAndStats(t *testing.T) {
+	t.Parallel()
+	for script, want := range map[string]string{
+		`read l; printf '{"event":"usage","usage":{"prompt_tokens":7,"completion_tokens":3,"total_tokens":10,"prompt_cache_hit_tokens":0,"prompt_cache_miss_tokens":7}}\n{"subrun_report":"plain text"}\n'`: "plain text",
+		`read l; printf '{"subrun_report":{"a":[1,2]}}\n'`: `{"a":[1,2]}`,
+	} {
+		f, o := setup(t, script)
+		if err := Run(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+		if len(f.submitted) != 1 || f.submitted[0] != want {
+			t.Errorf("submitted %q, want %q", f.submitted, want)
+		}
+		for _, a := range f.auth {
+			if a != "Bearer wh-abcdefgh" {
+				t.Errorf("Authorization = %q", a)
+			}
+		}
+		last := f.stats[len(f.stats)-1]
+		if f.stats[0].EngineStartedAt == nil || last.Steps == nil {
+			t.Errorf("stats = %+v", f.stats)
+		}
+	}
+}
+
+// Every terminal but Captured posts ok=false with the terminal and reason.
+func TestRun_NonCapturedPostsFailedResult(t *testing.T) {
+	t.Parallel()
+	f, o := setup(t, `read l; printf '{"event":"turn_failed","error":"model refused"}\n'`)
+	if err := Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.submitted) != 0 || len(f.failed) != 1 || !strings.Contains(f.failed[0], `"ok":false`) ||
+		!strings.Contains(f.failed[0], `"terminal":"Failed"`) || !strings.Contains(f.failed[0], "model refused") {
+		t.Errorf("submitted %q failed %q", f.submitted, f.failed)
+	}
+}
+
+// The runner never loses a report: when submit keeps failing, the report
+// goes to a spool file and Run returns ErrSpooled.
+func TestRun_UndeliverableReportIsSpooled(t *testing.T) {
+	t.Parallel()
+	f, o := setup(t, `read l; printf '{"subrun_report":"precious"}\n'`)
+	f.submitErr = 503
+	start := time.Now()
+	err := Run(context.Background(), o)
+	if !errors.Is(err, ErrSpooled) {
+		t.Fatalf("err = %v", err)
+	}
+	files, _ := filepath.Glob(filepath.Join(o.SpoolDir, "stratus-spool-*"))
+	if len(files) != 1 {
+		t.Fatalf("spool files: %v", files)
+	}
+	if b, _ := os.ReadFile(files[0]); string(b) != "precious" {
+		t.Errorf("spooled %q", b)
+	}
+	if time.Since(start) > 30*time.Second {
+		t.Errorf("retries took %s", time.Since(start))
+	}
+}
+
+// A silent engine still heartbeats (HeartbeatSeconds must not lapse).
+func TestRun_HeartbeatsWhileEngineIsSilent(t *testing.T) {
+	t.Parallel()
+	f, o := setup(t, `read l; sleep 1; printf '{"subrun_report":"ok"}\n'`)
+	o.HeartbeatInterval = 100 * time.Millisecond
+	if err := Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	// engine start + at least 3 heartbeats + final
+	if len(f.stats) < 5 {
+		t.Errorf("%d stats posts during a 1 s silent engine", len(f.stats))
+	}
+}
