@@ -49,9 +49,9 @@ func TestEcho_EnvelopeVersions(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{
 		`{"workflow_contract":2,"id":"cr-1","kind":"echo","input":{}}`: "unsupported workflow_contract version 2",
-		`{"workflow_contract":"1","input":{}}`:                          `unsupported workflow_contract version "1"`,
-		"not json":                                                      "request line is not JSON",
-		"":                                                              "read request line",
+		`{"workflow_contract":"1","input":{}}`:                         `unsupported workflow_contract version "1"`,
+		"not json":                                                     "request line is not JSON",
+		"":                                                             "read request line",
 	} {
 		var out bytes.Buffer
 		Echo(strings.NewReader(in), &out)
