@@ -98,8 +98,8 @@ func Run(ctx context.Context, o Options) error {
 	if err := c.Stats(ctx, final); err != nil {
 		fmt.Fprintf(o.Log, "runner: stats: %v\n", err)
 	}
-	fmt.Fprintf(o.Log, "runner: terminal %s (steps %d, tokens %d/%d, wall %d ms)\n", res.Terminal,
-		res.Attempt.Steps, res.Attempt.PromptTokens, res.Attempt.CompletionTokens, res.Attempt.WallMS)
+	fmt.Fprintf(o.Log, "runner: terminal %s (steps %d, tokens %d/%d, wall %d ms, runner peak RSS %d KiB)\n", res.Terminal,
+		res.Attempt.Steps, res.Attempt.PromptTokens, res.Attempt.CompletionTokens, res.Attempt.WallMS, peakRSSKiB())
 
 	if res.Terminal != contract.Captured {
 		reason := res.Failure

@@ -1,0 +1,54 @@
+package config
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stratusflow/stratus"
+)
+
+func TestDefault_RoundTrips(t *testing.T) {
+	t.Parallel()
+	b, err := Marshal(Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Parse("config.yaml", b)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	if c.Agents.Primary != "echo" || c.Worker.TokenTTLSeconds != 600 || c.Projection.Placement != "workspace/tasks/{task_id}/ctx" {
+		t.Errorf("parsed = %+v", c)
+	}
+}
+
+// Bad config names the field, the value and what is valid.
+func TestParse_Errors(t *testing.T) {
+	t.Parallel()
+	base := "schema_version: 1\nagents:\n  primary: echo\n  providers:\n    echo: {command: x}\n"
+	for name, tc := range map[string]struct{ yaml, want string }{
+		"unknown key":      {base + "bogus: 1\n", "bogus"},
+		"schema version":   {strings.Replace(base, "schema_version: 1", "schema_version: 9", 1), "schema_version 9"},
+		"missing primary":  {strings.Replace(base, "primary: echo", "primary: nope", 1), `provider "nope"`},
+		"empty command":    {strings.Replace(base, "{command: x}", "{command: \"\"}", 1), "command"},
+		"negative ttl":     {base + "worker: {token_ttl_seconds: -1}\n", "token_ttl_seconds"},
+		"negative timeout": {strings.Replace(base, "{command: x}", "{command: x, timeout_seconds: -5}", 1), "timeout_seconds"},
+	} {
+		_, err := Parse("config.yaml", []byte(tc.yaml))
+		if stratus.ErrorCode(err) != stratus.EINVALID || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want EINVALID mentioning %q", name, err, tc.want)
+		}
+	}
+}
+
+func TestProvider_PinnedMustBeAllowed(t *testing.T) {
+	t.Parallel()
+	c := Default()
+	if name, _, err := c.Provider(""); err != nil || name != "echo" {
+		t.Errorf("primary: %s %v", name, err)
+	}
+	c.Agents.Allowed = []string{"echo"}
+	if _, _, err := c.Provider("script"); stratus.ErrorCode(err) != stratus.EINVALID || !strings.Contains(err.Error(), "agents.allowed") {
+		t.Errorf("pinned outside allowed: %v", err)
+	}
+}
