@@ -115,3 +115,26 @@ type Handle struct {
 	Attempt   int       `json:"attempt"`
 	ExpiresAt time.Time `json:"expires_at"`
 }
+
+// Degradation is one entry of a run's degradation record: a worker saying
+// how it degraded (seed 001 § worker_degradation). StepRef, Attempt and At
+// are injected by the server, never taken from the client; a degradation is
+// never step output and never reaches the fold.
+type Degradation struct {
+	RunID    string    `json:"run_id"`
+	StepRef  string    `json:"step_ref"`
+	Attempt  int       `json:"attempt"`
+	Tool     string    `json:"tool"`
+	Error    string    `json:"error"`
+	Fallback string    `json:"fallback"`
+	Note     string    `json:"note,omitempty"`
+	At       time.Time `json:"at"`
+}
+
+// RenderSize is the last observed size of an agent's baked system prompt
+// (seed 001 § agent_render_size).
+type RenderSize struct {
+	Agent string    `json:"agent"`
+	Bytes int       `json:"bytes"`
+	At    time.Time `json:"at"`
+}

@@ -7,6 +7,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -86,6 +87,9 @@ func New(s *worker.Service) *Handler {
 	h.mux.HandleFunc("POST /v1/worker/result", h.wrap(h.result))
 	h.mux.HandleFunc("POST /v1/worker/artifact", h.wrap(h.artifact))
 	h.mux.HandleFunc("POST /v1/worker/stats", h.wrap(h.stats))
+	h.mux.HandleFunc("GET /v1/worker/prompt/system", h.wrap(h.system))
+	h.mux.HandleFunc("POST /v1/worker/degradation", h.wrap(h.degradation))
+	h.mux.HandleFunc("GET /v1/agents/{name}/render-size", h.wrap(h.renderSize))
 	h.mux.HandleFunc("/", h.wrap(func(w http.ResponseWriter, r *http.Request) error {
 		return stratus.Errorf(stratus.ENOTFOUND, "no route %s %s", r.Method, r.URL.Path)
 	}))
@@ -126,6 +130,23 @@ func decodeJSON(r *http.Request, v any) error {
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return stratus.Errorf(stratus.EINVALID, "body is not valid JSON: %v", err)
+	}
+	return nil
+}
+
+// decodeStrict decodes a JSON body, refusing unknown fields and trailing data.
+func decodeStrict(r *http.Request, v any) error {
+	b, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return stratus.Errorf(stratus.EINVALID, "body: %v", err)
+	}
+	if dec.More() {
+		return stratus.Errorf(stratus.EINVALID, "body: trailing data after the JSON object")
 	}
 	return nil
 }
@@ -191,6 +212,42 @@ func (h *Handler) artifact(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// GET /v1/worker/prompt/system?task_id=&attempt= (seed 001 § worker_prompt_system):
+// the exact baked bytes as text/plain, not JSON.
+func (h *Handler) system(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	b, err := h.Service.FetchSystem(r.Context(), r.Header.Get("Authorization"), q.Get("task_id"), q.Get("attempt"))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Write(b)
+	return nil
+}
+
+// POST /v1/worker/degradation {tool, error, fallback, note?} (seed 001 § worker_degradation).
+func (h *Handler) degradation(w http.ResponseWriter, r *http.Request) error {
+	var d worker.DegradationBody
+	if err := decodeStrict(r, &d); err != nil {
+		return err
+	}
+	if err := h.Service.RecordDegradation(r.Context(), r.Header.Get("Authorization"), d); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// GET /v1/agents/{name}/render-size (seed 001 § agent_render_size; no credential).
+func (h *Handler) renderSize(w http.ResponseWriter, r *http.Request) error {
+	rs, err := h.Service.RenderSize(r.Context(), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, rs)
 	return nil
 }
 

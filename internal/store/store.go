@@ -53,5 +53,16 @@ type Store interface {
 	// caller's check, so a 401 can say "expired" rather than "unknown").
 	GetHandle(ctx context.Context, handle string) (stratus.Handle, error)
 
+	// AppendDegradation appends d to its run's degradation record.
+	AppendDegradation(ctx context.Context, d stratus.Degradation) error
+	// ListDegradations returns a run's degradations in append order.
+	ListDegradations(ctx context.Context, runID string) ([]stratus.Degradation, error)
+
+	// PutRenderSize records the latest system-prompt size of an agent
+	// (last write wins).
+	PutRenderSize(ctx context.Context, r stratus.RenderSize) error
+	// GetRenderSize returns it; ENOTFOUND when the agent was never rendered.
+	GetRenderSize(ctx context.Context, agent string) (stratus.RenderSize, error)
+
 	Close() error
 }

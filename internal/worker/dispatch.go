@@ -143,6 +143,9 @@ func (s *Service) launchAttempt(ctx context.Context, run stratus.Run, env *RunEn
 	if err := s.Store.CreateAttempt(ctx, att); err != nil {
 		return err
 	}
+	if err := s.Store.PutRenderSize(ctx, stratus.RenderSize{Agent: node.ID, Bytes: len(att.System), At: att.StartedAt}); err != nil {
+		return err
+	}
 	// Audit copy of the rendered prompt, one per node run (seed 004 § Safety).
 	logDir := path.Join(".stratus/logs", run.TaskID, "stages", step.Node, fmt.Sprintf("run-%06d", step.Visit))
 	if err := s.Sink.Put(ctx, path.Join(logDir, "rendered-prompt.md"), []byte(redact(rendered))); err != nil {

@@ -15,14 +15,16 @@ import (
 // are Stratus's additive fields: the step being run and the launch spec the
 // runner drives through child contract v1.
 type Payload struct {
-	TaskID  string      `json:"task_id"`
-	Attempt int         `json:"attempt"`
-	Agent   string      `json:"agent"`
-	System  string      `json:"system,omitempty"`
-	Prompt  string      `json:"prompt"`
-	Context *Context    `json:"context,omitempty"`
-	StepRef string      `json:"step_ref"`
-	Engine  *EngineSpec `json:"engine"`
+	TaskID  string `json:"task_id"`
+	Attempt int    `json:"attempt"`
+	Agent   string `json:"agent"`
+	System  string `json:"system,omitempty"`
+	// SystemRef points at the same bytes behind GET /v1/worker/prompt/system.
+	SystemRef *SystemRef  `json:"system_ref,omitempty"`
+	Prompt    string      `json:"prompt"`
+	Context   *Context    `json:"context,omitempty"`
+	StepRef   string      `json:"step_ref"`
+	Engine    *EngineSpec `json:"engine"`
 }
 
 // Context is the AgentContextView (seed 000 § Why IN is an HTTP fetch),
@@ -121,7 +123,7 @@ func (s *Service) FetchPrompt(ctx context.Context, authorization, tid string) (*
 	if prov.Dir != "" {
 		eng.Dir = path.Join(run.WorkDir, prov.Dir)
 	}
-	return &Payload{TaskID: step.TID, Attempt: att.N, Agent: att.Agent, System: att.System, Prompt: att.Prompt,
+	return &Payload{TaskID: step.TID, Attempt: att.N, Agent: att.Agent, System: att.System, SystemRef: systemRef(step.TID, att.N, att.System), Prompt: att.Prompt,
 		Context: cx, StepRef: step.StepRef, Engine: eng}, nil
 }
 

@@ -86,6 +86,27 @@ CREATE TABLE handles (
 	expires_at INTEGER
 ) STRICT;
 `,
+	// 2: degradation records and agent render sizes (seed 001).
+	`
+CREATE TABLE degradations (
+	seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+	run_id   TEXT NOT NULL,
+	step_ref TEXT NOT NULL,
+	attempt  INTEGER NOT NULL,
+	tool     TEXT NOT NULL,
+	error    TEXT NOT NULL,
+	fallback TEXT NOT NULL,
+	note     TEXT NOT NULL,
+	at       INTEGER
+) STRICT;
+CREATE INDEX degradations_run ON degradations (run_id, seq);
+
+CREATE TABLE render_sizes (
+	agent TEXT PRIMARY KEY,
+	bytes INTEGER NOT NULL,
+	at    INTEGER
+) STRICT;
+`,
 }
 
 // schemaVersion is the version this binary writes.
