@@ -19,6 +19,9 @@ import (
 	"github.com/stratusflow/stratus"
 )
 
+// DefaultMaxBodyBytes is the default bound on a worker body or part (32 MiB).
+const DefaultMaxBodyBytes = 32 << 20
+
 // SchemaVersion is the config.yaml schema this build writes and reads.
 const SchemaVersion = 1
 
@@ -59,6 +62,9 @@ type Provider struct {
 // Worker holds the worker API settings.
 type Worker struct {
 	TokenTTLSeconds int `yaml:"token_ttl_seconds"` // capability token and handle TTL, s (default 600)
+	// MaxBodyBytes bounds a submitted body or staged part, bytes (default
+	// 32 MiB); a larger one is refused with 413 before anything is stored.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 }
 
 // Projection holds the ctx-dir placement (seed 000 § Files are the server's job).
@@ -86,7 +92,7 @@ func Default() *Config {
 				"codex":  {Command: StratusCommand, Args: []string{"engine", "codex"}, Env: map[string]string{"OPENAI_API_KEY": "$OPENAI_API_KEY"}},
 			},
 		},
-		Worker:     Worker{TokenTTLSeconds: 600},
+		Worker:     Worker{TokenTTLSeconds: 600, MaxBodyBytes: DefaultMaxBodyBytes},
 		Projection: Projection{Placement: "workspace/tasks/{task_id}/ctx"},
 	}
 }
@@ -103,6 +109,12 @@ func Parse(file string, data []byte) (*Config, error) {
 	}
 	if c.Worker.TokenTTLSeconds == 0 {
 		c.Worker.TokenTTLSeconds = 600
+	}
+	if c.Worker.MaxBodyBytes == 0 {
+		c.Worker.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.Worker.MaxBodyBytes < 0 {
+		return nil, stratus.FieldErrorf(stratus.EINVALID, "worker.max_body_bytes", "%s: %d is negative; valid: a positive number of bytes", file, c.Worker.MaxBodyBytes)
 	}
 	if c.Worker.TokenTTLSeconds < 0 {
 		return nil, stratus.FieldErrorf(stratus.EINVALID, "worker.token_ttl_seconds", "%s: %d is negative; valid: a positive number of seconds", file, c.Worker.TokenTTLSeconds)

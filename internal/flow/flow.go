@@ -46,6 +46,9 @@ type Flow struct {
 	Budgets       map[string]int // loop name → iteration cap
 	Supervisor    *Supervisor
 	Decomposition *Decomposition
+	// SubmitFormat is the flow-wide fold mode of every agent and evaluator
+	// (a Stratus extension: seed 000 § submit_format, "BP-global").
+	SubmitFormat string
 
 	Pos    Pos            // the `flow:` key
 	Fields map[string]Pos // key path → key position
@@ -86,6 +89,14 @@ type Decomposition struct {
 	ProposedBy   string
 	SubFlow      []string
 	SharedBudget string
+}
+
+// Verdicts is a node's verdict contract (seed 000 § The in-process twin:
+// `channel: "body"` compares the final body, `channel: "part"` a staged
+// `verdict` part): the submitted string must be one of Allowed.
+type Verdicts struct {
+	Allowed []string
+	Channel string // body (default) | part
 }
 
 // When is a node's `when: {fact, equals?}` predicate.
@@ -153,6 +164,11 @@ type Node struct {
 
 	// publish
 	Policy string
+
+	// agent and evaluator, Stratus extensions (seed 000): the fold mode of
+	// this step ("", "json", "text"), and its verdict contract.
+	SubmitFormat string
+	Verdicts     *Verdicts
 
 	Index  int            // position in Flow.Nodes
 	Pos    Pos            // the node's first key

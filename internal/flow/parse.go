@@ -21,7 +21,7 @@ import (
 // allowlist). Node keys depend on the node's kind.
 var (
 	topKeys           = []string{"flow"}
-	flowKeys          = []string{"name", "task_type", "permission_ceiling", "output_policy", "publishing", "network_policy", "defaults", "nodes", "edges", "budgets", "supervisor", "decomposition"}
+	flowKeys          = []string{"name", "task_type", "permission_ceiling", "output_policy", "publishing", "network_policy", "defaults", "nodes", "edges", "budgets", "supervisor", "decomposition", "submit_format"}
 	defaultsKeys      = []string{"evaluator"}
 	evalDefaultsKeys  = []string{"session_scope", "permission_profile", "max_rework_per_stage", "gate_severity"}
 	supervisorKeys    = []string{"role_file", "finalize_role_file", "handoff_role_file", "emit_follow_ups", "observe"}
@@ -30,16 +30,17 @@ var (
 	edgeKeys          = []string{"from", "to", "outcome", "loop", "budget"}
 	whenKeys          = []string{"fact", "equals"}
 	hitlGrantKeys     = []string{"allow_question", "allow_approval"}
+	verdictsKeys      = []string{"allowed", "channel"}
 
 	commonNodeKeys = []string{"id", "kind", "when"}
 	nodeKeys       = map[string][]string{
 		KindAgent: {"role_file", "resume_role_file", "session_scope", "lineage_affinity", "permission_profile",
 			"network_access", "git_evidence", "provider", "model", "reasoning", "timeout_seconds",
 			"output_artifact", "output_file", "output_schema", "best_effort", "hitl", "extra_args",
-			"skills", "allow_skills"},
+			"skills", "allow_skills", "submit_format", "verdicts"},
 		KindEvaluator: {"role", "role_file", "resume_role_file", "session_scope", "permission_profile",
 			"network_access", "git_evidence", "blocking", "max_rework_per_stage", "gate_severity",
-			"provider", "model", "reasoning"},
+			"provider", "model", "reasoning", "submit_format", "verdicts"},
 		KindChecks:  {"checker", "manifest"},
 		KindTool:    {"tool", "args", "timeout_seconds"},
 		KindHITL:    {"signal", "timeout_s"},
@@ -457,6 +458,8 @@ func (d *decoder) flow(kv field) *Flow {
 			f.Supervisor = d.supervisor(f, fl)
 		case "decomposition":
 			f.Decomposition = d.decomposition(f, fl)
+		case "submit_format":
+			f.SubmitFormat = d.str(fl.val, fl.path)
 		}
 	}
 	return f
@@ -690,9 +693,32 @@ func (d *decoder) node(i int, n ast.Node) Node {
 			nd.TimeoutS = d.intp(v, p)
 		case "policy":
 			nd.Policy = d.str(v, p)
+		case "submit_format":
+			nd.SubmitFormat = d.str(v, p)
+		case "verdicts":
+			nd.Verdicts = d.verdicts(&nd, fl)
 		}
 	}
 	return nd
+}
+
+// verdicts reads a node's verdict contract {allowed: [..], channel}.
+func (d *decoder) verdicts(nd *Node, kv field) *Verdicts {
+	m := d.mapping(kv.val, kv.path, kv.path)
+	if m == nil {
+		return nil
+	}
+	v := &Verdicts{}
+	for _, fl := range d.fields(m, kv.path, kv.path, verdictsKeys) {
+		nd.Fields[kv.key+"."+fl.key] = fl.pos
+		switch fl.key {
+		case "allowed":
+			v.Allowed = d.strList(fl.val, fl.path)
+		case "channel":
+			v.Channel = d.str(fl.val, fl.path)
+		}
+	}
+	return v
 }
 
 func (d *decoder) when(nd *Node, kv field) *When {

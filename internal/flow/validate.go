@@ -2,6 +2,8 @@ package flow
 
 import (
 	"fmt"
+	"github.com/stratusflow/stratus/internal/fold"
+	"github.com/stratusflow/stratus/internal/prompt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -178,6 +180,9 @@ func (v *validator) header() {
 		}
 	}
 	v.enum(f.pos("permission_ceiling"), "permission_ceiling", "permission_ceiling", f.PermissionCeiling, permissionProfiles)
+	if !fold.KnownFormat(f.SubmitFormat) {
+		v.add(f.pos("submit_format"), "submit_format", false, "flow submit_format %q is not json or text; it folds like the default", f.SubmitFormat)
+	}
 	v.enum(f.pos("output_policy"), "output_policy", "output_policy", f.OutputPolicy, outputPolicies)
 	v.enum(f.pos("publishing"), "publishing", "publishing", f.Publishing, publishingPolicies)
 	v.enum(f.pos("network_policy"), "network_policy", "network_policy", f.NetworkPolicy, networkPolicies)
@@ -300,6 +305,27 @@ func (v *validator) nodeFields(n *Node, path string) {
 	enum("signal", n.Signal, signals)
 	enum("policy", n.Policy, publishingPolicies)
 	profileKnown := enum("permission_profile", n.PermissionProfile, permissionProfiles)
+	if !fold.KnownFormat(n.SubmitFormat) {
+		// seed 000 § submit_format: an unknown value warns and behaves like the default.
+		pos, p := at("submit_format")
+		v.add(pos, p, false, "%s submit_format %q is not json or text; it folds like the default", label(n), n.SubmitFormat)
+	}
+	if vd := n.Verdicts; vd != nil {
+		if len(vd.Allowed) == 0 {
+			pos, p := at("verdicts")
+			v.add(pos, p, true, "%s verdicts.allowed is empty; list the verdict tokens the step may submit", label(n))
+		}
+		for _, tok := range vd.Allowed {
+			if n.Kind == KindEvaluator && tok != "accept" && tok != "rework" {
+				pos, p := at("verdicts.allowed")
+				v.add(pos, p, true, "%s verdicts.allowed has %q; an evaluator's verdicts are its outcomes: accept, rework", label(n), tok)
+			}
+		}
+		if vd.Channel != "" && vd.Channel != "body" && vd.Channel != "part" {
+			pos, p := at("verdicts.channel")
+			v.add(pos, p, true, "%s verdicts.channel %q is not allowed; valid: body, part", label(n), vd.Channel)
+		}
+	}
 
 	// Prompt files.
 	v.promptFile(n.pos("role_file"), path+".role_file", label(n)+" role_file", n.RoleFile)
@@ -440,6 +466,12 @@ func (v *validator) promptFile(pos Pos, path, what, file string) {
 		v.add(pos, path, true, "%s %q does not exist (looked for %s)", what, file, full)
 	case st.IsDir():
 		v.add(pos, path, true, "%s %q is a directory, not a prompt file", what, file)
+	default:
+		if data, err := os.ReadFile(full); err != nil {
+			v.add(pos, path, true, "%s %q cannot be read: %v", what, file, err)
+		} else if _, _, err := prompt.SplitRoleFile(string(data)); err != nil {
+			v.add(pos, path, true, "%s %q: %v", what, file, err)
+		}
 	}
 }
 
@@ -537,11 +569,18 @@ func outcomeAllowed(n *Node, outcome string) bool {
 	if label, ok := strings.CutPrefix(outcome, "route:"); ok {
 		return label != ""
 	}
+	if n.Verdicts != nil && n.Kind == KindAgent {
+		// A verdict contract makes an agent's verdict its outcome.
+		return slices.Contains(n.Verdicts.Allowed, outcome)
+	}
 	return slices.Contains(kindOutcomes[n.Kind], outcome)
 }
 
 func describeOutcomes(n *Node) string {
 	own := kindOutcomes[n.Kind]
+	if n.Verdicts != nil && n.Kind == KindAgent {
+		own = n.Verdicts.Allowed
+	}
 	switch {
 	case n.Kind == KindHITL && n.Signal == "approval":
 		return "route:approve or route:deny (an approval emits one of them)"

@@ -18,9 +18,10 @@ import (
 	"github.com/stratusflow/stratus/internal/worker"
 )
 
-// MaxBodyBytes bounds a request body (DESIGN.md § Limits: API Gateway HTTP
-// API 10 MB request).
-const MaxBodyBytes = 10 << 20
+// DefaultMaxBodyBytes bounds a request body when the service sets no limit
+// (embedded default, 32 MiB; on AWS the limit is set under API Gateway's
+// 10 MB request and Lambda's 6 MB payload, DESIGN.md § Limits).
+const DefaultMaxBodyBytes = 32 << 20
 
 // ErrorStatus maps an error code to its HTTP status.
 func ErrorStatus(code string) int {
@@ -109,19 +110,28 @@ func (h *Handler) wrap(f func(http.ResponseWriter, *http.Request) error) http.Ha
 	}
 }
 
-func readBody(r *http.Request) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+// readBody reads the whole body, refusing one over the limit with a 413
+// before anything is stored.
+func (h *Handler) readBody(r *http.Request) ([]byte, error) {
+	limit := h.Service.MaxBodyBytes
+	if limit <= 0 {
+		limit = DefaultMaxBodyBytes
+	}
+	if r.ContentLength > limit {
+		return nil, stratus.FieldErrorf(stratus.ETOOLARGE, "body", "%d bytes is over the limit of %d bytes", r.ContentLength, limit)
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
 		return nil, stratus.Errorf(stratus.EINVALID, "read body: %v", err)
 	}
-	if len(b) > MaxBodyBytes {
-		return nil, stratus.Errorf(stratus.ETOOLARGE, "body is over %d bytes; stage large files as parts or use a presigned upload", MaxBodyBytes)
+	if int64(len(b)) > limit {
+		return nil, stratus.FieldErrorf(stratus.ETOOLARGE, "body", "body is over the limit of %d bytes", limit)
 	}
 	return b, nil
 }
 
-func decodeJSON(r *http.Request, v any) error {
-	b, err := readBody(r)
+func (h *Handler) decodeJSON(r *http.Request, v any) error {
+	b, err := h.readBody(r)
 	if err != nil {
 		return err
 	}
@@ -135,8 +145,8 @@ func decodeJSON(r *http.Request, v any) error {
 }
 
 // decodeStrict decodes a JSON body, refusing unknown fields and trailing data.
-func decodeStrict(r *http.Request, v any) error {
-	b, err := readBody(r)
+func (h *Handler) decodeStrict(r *http.Request, v any) error {
+	b, err := h.readBody(r)
 	if err != nil {
 		return err
 	}
@@ -176,7 +186,7 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 		}
 		ok = b
 	}
-	body, err := readBody(r)
+	body, err := h.readBody(r)
 	if err != nil {
 		return err
 	}
@@ -191,7 +201,7 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 // POST /v1/worker/result {task_id, value, ok} (seed 001 § worker_result).
 func (h *Handler) result(w http.ResponseWriter, r *http.Request) error {
 	var rb worker.ResultBody
-	if err := decodeJSON(r, &rb); err != nil {
+	if err := h.decodeJSON(r, &rb); err != nil {
 		return err
 	}
 	sv, err := h.Service.Result(r.Context(), r.Header.Get("Authorization"), rb)
@@ -204,7 +214,7 @@ func (h *Handler) result(w http.ResponseWriter, r *http.Request) error {
 
 // POST /v1/worker/artifact?name= with a raw body (seed 000 § Why OUT is a tool call).
 func (h *Handler) artifact(w http.ResponseWriter, r *http.Request) error {
-	body, err := readBody(r)
+	body, err := h.readBody(r)
 	if err != nil {
 		return err
 	}
@@ -231,7 +241,7 @@ func (h *Handler) system(w http.ResponseWriter, r *http.Request) error {
 // POST /v1/worker/degradation {tool, error, fallback, note?} (seed 001 § worker_degradation).
 func (h *Handler) degradation(w http.ResponseWriter, r *http.Request) error {
 	var d worker.DegradationBody
-	if err := decodeStrict(r, &d); err != nil {
+	if err := h.decodeStrict(r, &d); err != nil {
 		return err
 	}
 	if err := h.Service.RecordDegradation(r.Context(), r.Header.Get("Authorization"), d); err != nil {
@@ -254,7 +264,7 @@ func (h *Handler) renderSize(w http.ResponseWriter, r *http.Request) error {
 // POST /v1/worker/stats (seed 001 § StatsBody; every field optional).
 func (h *Handler) stats(w http.ResponseWriter, r *http.Request) error {
 	var st worker.Stats
-	if err := decodeJSON(r, &st); err != nil {
+	if err := h.decodeJSON(r, &st); err != nil {
 		return err
 	}
 	if err := h.Service.RecordStats(r.Context(), r.Header.Get("Authorization"), st); err != nil {

@@ -126,14 +126,19 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	var exec *embedded.Executor
 	sk := fs.New(dir)
 	svc := &worker.Service{
-		Store:     st,
-		Sink:      sk,
-		Launcher:  launcher,
-		Minter:    &captoken.Minter{Key: key, TTL: time.Duration(cfg.Worker.TokenTTLSeconds) * time.Second},
-		APIURL:    "http://" + ln.Addr().String(),
-		Env:       func(context.Context, string) (*worker.RunEnv, error) { return env, nil },
-		OnEvent:   func(e worker.Event) { fmt.Fprintln(progress, FormatEvent(e)) },
-		LocalLogs: filepath.Join(state, "logs"),
+		Store:    st,
+		Sink:     sk,
+		Launcher: launcher,
+		Minter:   &captoken.Minter{Key: key, TTL: time.Duration(cfg.Worker.TokenTTLSeconds) * time.Second},
+		APIURL:   "http://" + ln.Addr().String(),
+		Env:      func(context.Context, string) (*worker.RunEnv, error) { return env, nil },
+		OnEvent:  func(e worker.Event) { fmt.Fprintln(progress, FormatEvent(e)) },
+		Warnf: func(format string, args ...any) {
+			fmt.Fprintf(progress, "stratus: warning: "+format+"\n", args...)
+		},
+		ResolveFiles: true,
+		MaxBodyBytes: cfg.Worker.MaxBodyBytes,
+		LocalLogs:    filepath.Join(state, "logs"),
 	}
 	svc.Publish = func(ctx context.Context, run stratus.Run, _ *worker.RunEnv) ([]string, error) {
 		f, err := report.Collect(ctx, st, run, stratus.RunDone)

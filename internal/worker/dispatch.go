@@ -175,7 +175,7 @@ func (s *Service) launchAttempt(ctx context.Context, run stratus.Run, env *RunEn
 // renderPrompt renders the node's role file with the run's variables.
 func (s *Service) renderPrompt(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step) (string, error) {
 	node := env.Flow.Node(step.Node)
-	tmpl, err := readRoleFile(env.FlowDir, node.RoleFile)
+	_, tmpl, err := readRoleFile(env.FlowDir, node.RoleFile)
 	if err != nil {
 		return "", err
 	}

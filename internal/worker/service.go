@@ -65,7 +65,16 @@ type Service struct {
 	// paths written (sink keys).
 	Publish func(ctx context.Context, run stratus.Run, env *RunEnv) ([]string, error)
 	OnEvent func(Event)
-	Now     func() time.Time
+	// Warnf, when set, receives warnings (an unknown submit_format, ...).
+	Warnf func(format string, args ...any)
+	// ResolveFiles lets the server resolve an `@file:<abs-path>` body itself,
+	// for paths inside the run's work dir only (embedded mode). When false
+	// (AWS) such a body is refused: the worker resolves the sentinel.
+	ResolveFiles bool
+	// MaxBodyBytes bounds a submitted body or part, bytes (0 = no bound here;
+	// the HTTP layer enforces its own limit before reading further).
+	MaxBodyBytes int64
+	Now          func() time.Time
 	// LocalLogs, when set, is the directory (absolute) under which runner logs
 	// are written in embedded mode: <LocalLogs>/<task_id>/stages/<node>/run-NNNNNN/runner.log.
 	LocalLogs string
@@ -79,6 +88,12 @@ func (s *Service) now() time.Time {
 		return s.Now().UTC()
 	}
 	return time.Now().UTC()
+}
+
+func (s *Service) warnf(format string, args ...any) {
+	if s.Warnf != nil {
+		s.Warnf(format, args...)
+	}
 }
 
 func (s *Service) emit(e Event) {

@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/captoken"
+	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/fold"
 	"github.com/stratusflow/stratus/internal/projection"
 )
@@ -35,10 +38,67 @@ func decodeStepValue(raw json.RawMessage) (StepValue, error) {
 	return v, json.Unmarshal(raw, &v)
 }
 
-// submitFormat is the fold mode of a node (seed 000 § submit_format). This
-// build knows only the default; per-step/agent/flow declarations come with
-// the flow schema's submit_format support.
-func submitFormat(*RunEnv, string) string { return "" }
+// submitFormat is the fold mode of a node (seed 000 § submit_format),
+// nearest declaration wins: the node's own `submit_format` (the step), its
+// role file's front matter (the agent), the flow's `submit_format` (flow-wide).
+// An unknown value is warned about and folds like the default.
+func (s *Service) submitFormat(env *RunEnv, nodeID string) string {
+	node := env.Flow.Node(nodeID)
+	f := node.SubmitFormat
+	if f == "" && node.RoleFile != "" {
+		if meta, _, err := readRoleFile(env.FlowDir, node.RoleFile); err == nil {
+			f = meta.SubmitFormat
+		}
+	}
+	if f == "" {
+		f = env.Flow.SubmitFormat
+	}
+	if !fold.KnownFormat(f) {
+		s.warnf("node %s: submit_format %q is not json or text; folding like the default", nodeID, f)
+		return ""
+	}
+	return f
+}
+
+// checkVerdict enforces a node's verdict contract (seed 000 § The in-process
+// twin: channel body compares the final body, channel part the staged
+// `verdict` part), before the fold and before anything is appended. It
+// returns the verdict token, or EUNPROCESSABLE naming the agent, the
+// channel, what arrived and what is allowed.
+func checkVerdict(agent string, v *flow.Verdicts, body []byte, tail []stratus.OutputEvent) (string, error) {
+	channel := v.Channel
+	if channel == "" {
+		channel = "body"
+	}
+	var got []byte
+	found := channel == "body"
+	if channel == "body" {
+		got = body
+	} else {
+		for _, e := range tail {
+			if e.Kind == stratus.OutputArtifact && e.Name == "verdict" {
+				got, found = e.Body, true
+			}
+		}
+	}
+	tok := strings.TrimSpace(string(got))
+	if found && slices.Contains(v.Allowed, tok) {
+		return tok, nil
+	}
+	arrived := "no staged part named verdict"
+	if found {
+		arrived = fmt.Sprintf("%q", truncate(tok, 80))
+	}
+	return "", stratus.Errorf(stratus.EUNPROCESSABLE, "verdict contract violation: agent %s, channel %s: got %s; allowed: %s",
+		agent, channel, arrived, strings.Join(v.Allowed, ", "))
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
 
 // Artifact stages one named part (POST /v1/worker/artifact?name=, seed 000 §
 // Why OUT is a tool call): appended to the attempt's tail (last write wins at
@@ -51,6 +111,10 @@ func (s *Service) Artifact(ctx context.Context, authorization, name string, body
 		return err
 	}
 	if err := projection.CheckPartName(name); err != nil {
+		return err
+	}
+	body, err = s.resolveFileSentinel(c, body)
+	if err != nil {
 		return err
 	}
 	if err := s.fence(ctx, c); err != nil {
@@ -129,9 +193,24 @@ func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, t
 	if err := s.fence(ctx, c); err != nil {
 		return nil, err
 	}
-	format := submitFormat(c.Env, c.Step.Node)
+	body, err := s.resolveFileSentinel(c, body)
+	if err != nil {
+		return nil, err
+	}
+	format := s.submitFormat(c.Env, c.Step.Node)
+	node := c.Env.Flow.Node(c.Step.Node)
+	verdict := ""
 	if ok {
 		// Checked before anything is appended: a 422 leaves the attempt open.
+		if node.Verdicts != nil {
+			tail, err := s.Store.ListOutput(ctx, c.Step.TID, c.Attempt.N)
+			if err != nil {
+				return nil, err
+			}
+			if verdict, err = checkVerdict(c.Attempt.Agent, node.Verdicts, body, tail); err != nil {
+				return nil, err
+			}
+		}
 		if _, err := fold.Value(c.Attempt.Agent, body, format, fold.RoleBody); err != nil {
 			return nil, err
 		}
@@ -180,9 +259,11 @@ func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, t
 		return nil, fmt.Errorf("project %s: %w", c.Step.StepRef, err)
 	}
 
-	node := c.Env.Flow.Node(c.Step.Node)
 	outcome, reason := "done", ""
-	if node.Kind == "evaluator" {
+	switch {
+	case verdict != "":
+		outcome = verdict
+	case node.Kind == "evaluator":
 		outcome, reason = evaluatorOutcome(value, node.GateSeverity)
 	}
 	sv := &StepValue{StepRef: c.Step.StepRef, Node: c.Step.Node, Attempt: c.Attempt.N, Outcome: outcome, Reason: reason, Bytes: len(body), Parts: parts}

@@ -14,6 +14,7 @@ import (
 	"github.com/stratusflow/stratus/internal/captoken"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/projection"
+	"github.com/stratusflow/stratus/internal/prompt"
 )
 
 var newHandle = captoken.NewHandle
@@ -123,8 +124,21 @@ func hasPart(st stratus.Step, name string) bool {
 }
 
 // readRoleFile reads a role file contained in the flows directory (seed 004
-// § Fatal validation: role_file paths contain no traversal).
-func readRoleFile(flowDir, rel string) (string, error) {
+// § Fatal validation: role_file paths contain no traversal) and splits off
+// its optional front matter.
+func readRoleFile(flowDir, rel string) (prompt.RoleMeta, string, error) {
+	raw, err := readRoleFileRaw(flowDir, rel)
+	if err != nil {
+		return prompt.RoleMeta{}, "", err
+	}
+	meta, body, err := prompt.SplitRoleFile(raw)
+	if err != nil {
+		return meta, "", fmt.Errorf("role file %s: %w", rel, err)
+	}
+	return meta, body, nil
+}
+
+func readRoleFileRaw(flowDir, rel string) (string, error) {
 	if rel == "" || filepath.IsAbs(rel) || strings.Contains(rel, "..") || strings.Contains(rel, "\\") {
 		return "", stratus.FieldErrorf(stratus.EINVALID, "role_file", "%q must be a relative path inside %s without ..", rel, flowDir)
 	}

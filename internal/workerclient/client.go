@@ -1,8 +1,15 @@
-// Package workerclient is the worker's side of the worker API (seed 001):
-// fetch the prompt, stage parts, submit, report a failed result, relay stats.
-// The runner and the bundled engines use it. Transient failures (connection
+// Package workerclient is the worker's side of the worker API (seed 001 §
+// Routes): fetch the prompt and its baked system bytes, stage parts, submit,
+// post a result, relay stats and degradations. The runner, the bundled
+// engines and `stratus worker` use it. Transient failures (connection
 // errors, 429, 5xx) are retried with exponential backoff and full jitter;
 // 4xx answers are returned at once as *APIError.
+//
+// Bodies are sent exactly as given. The `@file:<abs-path>` sentinel (seed
+// 000 § Why OUT is a tool call) is resolved on the worker side, by the
+// caller, with ResolveFileSentinel (DESIGN.md § Limits: the server never
+// reads the worker's disk); the client methods themselves never look inside
+// a body.
 package workerclient
 
 import (
@@ -14,6 +21,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,7 +47,11 @@ type APIError struct {
 	Field   string
 }
 
+// Error reads "worker API <status> <code>: [<field>: ]<message>".
 func (e *APIError) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("worker API %d %s: %s: %s", e.Status, e.Code, e.Field, e.Message)
+	}
 	return fmt.Sprintf("worker API %d %s: %s", e.Status, e.Code, e.Message)
 }
 
@@ -53,15 +65,62 @@ func (c *Client) Prompt(ctx context.Context, taskID string) (*worker.Payload, er
 	return &p, err
 }
 
-// Artifact stages a named part (POST /v1/worker/artifact?name=).
+// System fetches the exact baked system bytes of (taskID, attempt) (GET
+// /v1/worker/prompt/system?task_id=&attempt=, seed 001 §
+// worker_prompt_system): the text/plain target of Payload.SystemRef.URI.
+// The bytes are returned unverified; compare them with SystemRef.SHA256.
+func (c *Client) System(ctx context.Context, taskID string, attempt int) ([]byte, error) {
+	q := url.Values{"task_id": {taskID}, "attempt": {strconv.Itoa(attempt)}}
+	var b []byte
+	err := c.do(ctx, "GET", "/v1/worker/prompt/system?"+q.Encode(), "", nil, &b)
+	return b, err
+}
+
+// Artifact stages a named part (POST /v1/worker/artifact?name=, seed 000 §
+// Why OUT is a tool call); the body is sent verbatim.
 func (c *Client) Artifact(ctx context.Context, name string, body []byte) error {
 	return c.do(ctx, "POST", "/v1/worker/artifact?name="+url.QueryEscape(name), "application/octet-stream", body, nil)
 }
 
-// Submit posts the final body (POST /v1/worker/submit).
+// Submit posts the final body (POST /v1/worker/submit): SubmitOK with ok=true.
 func (c *Client) Submit(ctx context.Context, taskID string, body []byte) (*worker.StepValue, error) {
+	return c.SubmitOK(ctx, taskID, body, true)
+}
+
+// SubmitOK posts the final body verbatim (POST /v1/worker/submit, seed 001 §
+// worker_submit). ok=false records a failed Final whose body is the reason.
+// An empty taskID leaves the task to the credential; a non-empty one must
+// be the credential's own (403 otherwise).
+func (c *Client) SubmitOK(ctx context.Context, taskID string, body []byte, ok bool) (*worker.StepValue, error) {
+	q := url.Values{}
+	if taskID != "" {
+		q.Set("task_id", taskID)
+	}
+	if !ok {
+		q.Set("ok", "false")
+	}
+	path := "/v1/worker/submit"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
 	var sv worker.StepValue
-	err := c.do(ctx, "POST", "/v1/worker/submit?task_id="+url.QueryEscape(taskID), "application/octet-stream", body, &sv)
+	err := c.do(ctx, "POST", path, "application/octet-stream", body, &sv)
+	return &sv, err
+}
+
+// Result posts {task_id, value, ok} (POST /v1/worker/result, seed 001 §
+// worker_result). A JSON string value is the body as is; any other value is
+// its JSON text. A nil Value is sent as null.
+func (c *Client) Result(ctx context.Context, rb worker.ResultBody) (*worker.StepValue, error) {
+	if rb.Value == nil {
+		rb.Value = json.RawMessage("null")
+	}
+	body, err := json.Marshal(rb)
+	if err != nil {
+		return nil, fmt.Errorf("result body: %w", err)
+	}
+	var sv worker.StepValue
+	err = c.do(ctx, "POST", "/v1/worker/result", "application/json", body, &sv)
 	return &sv, err
 }
 
@@ -77,6 +136,15 @@ func (c *Client) Fail(ctx context.Context, taskID, terminal, reason string) erro
 func (c *Client) Stats(ctx context.Context, s worker.Stats) error {
 	body, _ := json.Marshal(s)
 	return c.do(ctx, "POST", "/v1/worker/stats", "application/json", body, nil)
+}
+
+// Degradation records that a tool degraded to a fallback (POST
+// /v1/worker/degradation {tool, error, fallback, note?}, seed 001 §
+// worker_degradation). It never becomes step output; the server answers
+// 204 even when the task has no run to record it on.
+func (c *Client) Degradation(ctx context.Context, d worker.DegradationBody) error {
+	body, _ := json.Marshal(d)
+	return c.do(ctx, "POST", "/v1/worker/degradation", "application/json", body, nil)
 }
 
 func (c *Client) do(ctx context.Context, method, path, ctype string, body []byte, out any) error {
@@ -124,6 +192,10 @@ func (c *Client) do(ctx context.Context, method, path, ctype string, body []byte
 			continue
 		}
 		if resp.StatusCode/100 == 2 {
+			if raw, ok := out.(*[]byte); ok {
+				*raw = data // a text/plain answer, taken byte for byte
+				return nil
+			}
 			if out != nil && len(data) > 0 {
 				return json.Unmarshal(data, out)
 			}
