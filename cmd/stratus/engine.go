@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -15,6 +16,13 @@ func newEngineCmd(io IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "engine",
 		Short: "Bundled child-contract v1 engines",
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageError{fmt.Errorf("unknown engine %q; bundled engines: echo, script", args[0])}
+			}
+			return usageError{fmt.Errorf("name an engine: echo, script")}
+		},
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "echo",

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stratusflow/stratus/internal/builtin"
 	"github.com/stratusflow/stratus/internal/config"
+	"github.com/stratusflow/stratus/internal/engine"
 	"github.com/stratusflow/stratus/internal/orchestrator"
 )
 
@@ -45,10 +46,12 @@ func runInstall(o *InstallOptions) error {
 	state := filepath.Join(o.Dir, orchestrator.StateDir)
 	cfgPath := filepath.Join(state, orchestrator.ConfigFile)
 	cfg := config.Default()
+	existing := false
 	if _, err := os.Stat(cfgPath); err == nil && !o.Force {
 		if cfg, err = config.Load(cfgPath); err != nil {
 			return err
 		}
+		existing = true
 	}
 	if o.Primary != "" {
 		if _, _, err := cfg.Provider(o.Primary); err != nil {
@@ -57,6 +60,9 @@ func runInstall(o *InstallOptions) error {
 		cfg.Agents.Primary = o.Primary
 	}
 	if o.Scenario != "" {
+		if _, err := engine.LoadScenario(o.Scenario); err != nil {
+			return usageError{fmt.Errorf("--scenario: %w", err)}
+		}
 		data, err := os.ReadFile(o.Scenario)
 		if err != nil {
 			return usageError{fmt.Errorf("--scenario: %w", err)}
@@ -65,16 +71,20 @@ func runInstall(o *InstallOptions) error {
 			return err
 		}
 	}
-	data, err := config.Marshal(cfg)
-	if err != nil {
-		return err
-	}
-	if err := writeFile(cfgPath, data, true); err != nil {
-		return err
+	// An existing config is kept byte for byte (comments included) unless
+	// a flag asks for a change.
+	if !existing || o.Primary != "" {
+		data, err := config.Marshal(cfg)
+		if err != nil {
+			return err
+		}
+		if err := writeFile(cfgPath, data, true); err != nil {
+			return err
+		}
 	}
 	flowsDir := filepath.Join(state, orchestrator.FlowsDir)
 	n := 0
-	err = fs.WalkDir(builtin.Flows, "flows", func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(builtin.Flows, "flows", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -56,7 +57,7 @@ func Main(args []string, io IO) int {
 		return ee.code
 	}
 	fmt.Fprintf(io.Err, "stratus: %v\n", err)
-	if stratus.ErrorCode(err) == stratus.EINVALID || isUsage(err) {
+	if code := stratus.ErrorCode(err); code == stratus.EINVALID || code == stratus.ENOTFOUND || isUsage(err) || cobraUsage(err) {
 		return ExitUsage
 	}
 	return ExitFailed
@@ -80,11 +81,23 @@ func newRootCmd(io IO) *cobra.Command {
 		newCompileCmd(io),
 		newRunnerCmd(io),
 		newEngineCmd(io),
+		newWorkerCmd(io),
 	)
 	return root
 }
 
 type usageError struct{ error }
+
+// cobraUsage recognises the argument errors cobra returns itself.
+func cobraUsage(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "required flag", "accepts ", "invalid argument", "flag needs an argument"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
 
 func isUsage(err error) bool {
 	var u usageError

@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/orchestrator"
 )
@@ -79,6 +81,14 @@ func runValidate(o *ValidateOptions) error {
 	if _, err := os.Stat(dir); err != nil {
 		return usageError{fmt.Errorf("flows directory: %w", err)}
 	}
+	// With a config at hand, check config consistency too (seed 004 §
+	// Fatal validation: a pinned provider must be allowed).
+	var cfg *config.Config
+	if c, err := config.Load(filepath.Join(o.Dir, orchestrator.StateDir, orchestrator.ConfigFile)); err == nil {
+		cfg = c
+	} else if stratus.ErrorCode(err) != stratus.ENOTFOUND {
+		return err
+	}
 	var reports []FlowReport
 	fatal := 0
 	for _, name := range names {
@@ -88,6 +98,10 @@ func runValidate(o *ValidateOptions) error {
 			r.Problems = append(r.Problems, flow.Problem{File: filepath.Join(dir, name+".yaml"), Message: err.Error(), Fatal: true})
 		} else {
 			r.Problems = append(r.Problems, flow.Validate(f, flow.ValidateOptions{RoleFileRoot: dir})...)
+			for _, msg := range orchestrator.Preflight(f, cfg, nil) {
+				// A kind this build cannot run yet is a warning: the flow is valid.
+				r.Problems = append(r.Problems, flow.Problem{File: f.File, Message: msg, Fatal: !strings.Contains(msg, "is not supported by this build")})
+			}
 		}
 		for _, p := range r.Problems {
 			if p.Fatal {

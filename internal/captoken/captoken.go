@@ -173,17 +173,31 @@ func LoadOrCreateKey(path string) ([]byte, error) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return nil, err
 		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, os.ErrExist) {
-			return LoadOrCreateKey(path) // lost a race with another process
-		} else if err != nil {
+		// Write a temporary file, then link it into place: another process
+		// sees either no key or the whole key, never an empty file.
+		f, err := os.CreateTemp(filepath.Dir(path), ".hmac-*")
+		if err != nil {
 			return nil, fmt.Errorf("create HMAC key: %w", err)
 		}
-		defer f.Close()
+		tmp := f.Name()
+		defer os.Remove(tmp)
+		if err := f.Chmod(0o600); err != nil {
+			f.Close()
+			return nil, err
+		}
 		if _, err := f.Write(key); err != nil {
+			f.Close()
 			return nil, fmt.Errorf("write HMAC key: %w", err)
 		}
-		return key, f.Close()
+		if err := f.Close(); err != nil {
+			return nil, err
+		}
+		if err := os.Link(tmp, path); errors.Is(err, os.ErrExist) {
+			return LoadOrCreateKey(path) // lost a race with another process
+		} else if err != nil {
+			return nil, fmt.Errorf("install HMAC key: %w", err)
+		}
+		return key, nil
 	} else if err != nil {
 		return nil, err
 	}

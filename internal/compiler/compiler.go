@@ -16,8 +16,13 @@ import (
 const (
 	// DefaultQueueURL is a definition substitution: SAM (or the embedded
 	// executor) replaces it with the dispatch queue's URL.
-	DefaultQueueURL         = "${DispatchQueueUrl}"
-	DefaultTimeoutSeconds   = 600 // engine deadline of a node that sets none
+	DefaultQueueURL = "${DispatchQueueUrl}"
+	// DefaultTimeoutSeconds is the deadline a node without timeout_seconds
+	// gets in the state machine: a 6 h backstop (with the grace). The real
+	// engine deadline of such a node comes from config.yaml (the provider's
+	// timeout_seconds, else 600 s), which a compiled definition cannot know;
+	// the runner enforces it, and HeartbeatSeconds catches a dead worker.
+	DefaultTimeoutSeconds   = 6*3600 - TimeoutGraceSeconds
 	DefaultHeartbeatSeconds = 300
 	// TimeoutGraceSeconds is added to every node's engine deadline to form
 	// the Task state's TimeoutSeconds: the queue wait, the worker launch and
@@ -37,7 +42,7 @@ const (
 // Options tunes Compile. The zero value gives the defaults above.
 type Options struct {
 	QueueURL              string // default DefaultQueueURL
-	DefaultTimeoutSeconds int    // engine deadline when a node sets none; default 600
+	DefaultTimeoutSeconds int    // deadline when a node sets none; default DefaultTimeoutSeconds
 	HeartbeatSeconds      int    // HeartbeatSeconds of every non-hitl Task state; default 300
 }
 

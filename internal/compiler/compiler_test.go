@@ -211,7 +211,7 @@ func taskJSON(id, kind, next string) string {
         }
       },
       "ResultPath": "$.last",
-      "TimeoutSeconds": 900,
+      "TimeoutSeconds": 21600,
       "HeartbeatSeconds": 300,
       "Catch": [
         {

@@ -11,6 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -74,13 +77,13 @@ type Projection struct {
 
 // Default returns the configuration `stratus install` writes: the bundled
 // echo engine as primary (it needs no key), plus launch specs for the script
-// engine, openseek and the Claude/Codex shims.
+// engine and openseek (seed 003 § 7: `openseek subrun <kind> --max-steps N`).
 func Default() *Config {
 	return &Config{
 		SchemaVersion: SchemaVersion,
 		Agents: Agents{
 			Primary: "echo",
-			Allowed: []string{"echo", "script", "openseek", "claude", "codex"},
+			Allowed: []string{"echo", "script", "openseek"},
 			Providers: map[string]Provider{
 				"echo":   {Command: StratusCommand, Args: []string{"engine", "echo"}},
 				"script": {Command: StratusCommand, Args: []string{"engine", "script", "--scenario", ".stratus/scenario.yaml"}},
@@ -88,8 +91,6 @@ func Default() *Config {
 					Command: "openseek", Args: []string{"subrun", "{kind}", "--max-steps", "{max_steps}"},
 					Env: map[string]string{"DEEPSEEK": "$DEEPSEEK"}, Kind: "worker", MaxSteps: 300, TimeoutSeconds: 2700,
 				},
-				"claude": {Command: StratusCommand, Args: []string{"engine", "claude"}, Env: map[string]string{"ANTHROPIC_API_KEY": "$ANTHROPIC_API_KEY"}},
-				"codex":  {Command: StratusCommand, Args: []string{"engine", "codex"}, Env: map[string]string{"OPENAI_API_KEY": "$OPENAI_API_KEY"}},
 			},
 		},
 		Worker:     Worker{TokenTTLSeconds: 600, MaxBodyBytes: DefaultMaxBodyBytes},
@@ -101,6 +102,9 @@ func Default() *Config {
 // Errors are *stratus.Error EINVALID naming the field and what is valid.
 func Parse(file string, data []byte) (*Config, error) {
 	var c Config
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, stratus.Errorf(stratus.EINVALID, "%s is empty; run `stratus install --force` to write a default one", file)
+	}
 	if err := yaml.NewDecoder(bytes.NewReader(data), yaml.Strict()).Decode(&c); err != nil {
 		return nil, stratus.Errorf(stratus.EINVALID, "%s: %s", file, yaml.FormatError(err, false, true))
 	}
@@ -122,6 +126,9 @@ func Parse(file string, data []byte) (*Config, error) {
 	if c.Projection.Placement == "" {
 		c.Projection.Placement = "workspace/tasks/{task_id}/ctx"
 	}
+	if err := checkPlacement(c.Projection.Placement); err != nil {
+		return nil, stratus.FieldErrorf(stratus.EINVALID, "projection.placement", "%s: %q %s", file, c.Projection.Placement, err)
+	}
 	if _, ok := c.Agents.Providers[c.Agents.Primary]; !ok {
 		return nil, stratus.FieldErrorf(stratus.EINVALID, "agents.primary", "%s: provider %q has no launch spec; valid: %s", file, c.Agents.Primary, strings.Join(c.ProviderNames(), ", "))
 	}
@@ -129,8 +136,20 @@ func Parse(file string, data []byte) (*Config, error) {
 		if p.Command == "" {
 			return nil, stratus.FieldErrorf(stratus.EINVALID, "agents.providers."+name+".command", "%s: empty; valid: an executable name or path, or %s", file, StratusCommand)
 		}
+		field := "agents.providers." + name
 		if p.TimeoutSeconds < 0 {
-			return nil, stratus.FieldErrorf(stratus.EINVALID, "agents.providers."+name+".timeout_seconds", "%s: %d is negative", file, p.TimeoutSeconds)
+			return nil, stratus.FieldErrorf(stratus.EINVALID, field+".timeout_seconds", "%s: %d is negative; valid: seconds > 0, or 0 for 600", file, p.TimeoutSeconds)
+		}
+		if p.MaxSteps < 0 {
+			return nil, stratus.FieldErrorf(stratus.EINVALID, field+".max_steps", "%s: %d is negative; valid: a step ceiling > 0, or 0 for none", file, p.MaxSteps)
+		}
+		if p.Dir != "" && (filepath.IsAbs(p.Dir) || slices.Contains(strings.Split(filepath.ToSlash(p.Dir), "/"), "..")) {
+			return nil, stratus.FieldErrorf(stratus.EINVALID, field+".dir", "%s: %q must be a relative path inside the work dir, without ..", file, p.Dir)
+		}
+		for k := range p.Env {
+			if !envName.MatchString(k) {
+				return nil, stratus.FieldErrorf(stratus.EINVALID, field+".env", "%s: %q is not an environment variable name; valid: letters, digits and _, not starting with a digit", file, k)
+			}
 		}
 	}
 	return &c, nil
@@ -181,6 +200,26 @@ func (c *Config) Provider(pinned string) (string, Provider, error) {
 		return "", Provider{}, stratus.FieldErrorf(stratus.EINVALID, "provider", "provider %q has no launch spec in agents.providers; valid: %s", name, strings.Join(c.ProviderNames(), ", "))
 	}
 	return name, p, nil
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// checkPlacement enforces what a ctx-dir placement may be: a relative path
+// inside the work dir, without "..", that contains {task_id} (so two tasks
+// never share a ctx dir) and no other {variable}.
+func checkPlacement(p string) error {
+	switch {
+	case filepath.IsAbs(p) || strings.HasPrefix(p, "/"):
+		return fmt.Errorf("must be a relative path inside the work dir")
+	case slices.Contains(strings.Split(p, "/"), ".."):
+		return fmt.Errorf("must not contain ..")
+	case !strings.Contains(p, "{task_id}"):
+		return fmt.Errorf("must contain {task_id}, so that tasks do not share a ctx dir")
+	}
+	if rest := strings.ReplaceAll(p, "{task_id}", ""); strings.ContainsAny(rest, "{}\\") {
+		return fmt.Errorf("may use only the variable {task_id}, and no backslash")
+	}
+	return nil
 }
 
 func contains(list []string, s string) bool {

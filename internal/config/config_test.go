@@ -52,3 +52,23 @@ func TestProvider_PinnedMustBeAllowed(t *testing.T) {
 		t.Errorf("pinned outside allowed: %v", err)
 	}
 }
+
+func TestParse_PlacementAndProviderRules(t *testing.T) {
+	t.Parallel()
+	base := "schema_version: 1\nagents:\n  primary: echo\n  providers:\n    echo: {command: x}\n"
+	for name, tc := range map[string]struct{ yaml, want string }{
+		"absolute placement": {base + "projection: {placement: \"/tmp/{task_id}\"}\n", "relative"},
+		"escaping placement": {base + "projection: {placement: \"../../{task_id}\"}\n", ".."},
+		"shared placement":   {base + "projection: {placement: ctx}\n", "{task_id}"},
+		"unknown variable":   {base + "projection: {placement: \"w/{task_id}/{nosuch}\"}\n", "only the variable"},
+		"absolute dir":       {strings.Replace(base, "{command: x}", "{command: x, dir: /nonexistent}", 1), "relative"},
+		"bad env name":       {strings.Replace(base, "{command: x}", "{command: x, env: {\"A=B\": x}}", 1), "environment variable name"},
+		"negative max_steps": {strings.Replace(base, "{command: x}", "{command: x, max_steps: -3}", 1), "max_steps"},
+		"empty file":         {"", "is empty"},
+	} {
+		_, err := Parse("config.yaml", []byte(tc.yaml))
+		if stratus.ErrorCode(err) != stratus.EINVALID || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want EINVALID mentioning %q", name, err, tc.want)
+		}
+	}
+}

@@ -52,6 +52,24 @@ func LoadScenario(path string) (*Scenario, error) {
 	if err := yaml.UnmarshalWithOptions(data, &s, yaml.Strict()); err != nil {
 		return nil, fmt.Errorf("%s: %s", path, yaml.FormatError(err, false, true))
 	}
+	check := func(where string, a Answer) error {
+		if a.Steps < 0 || a.SleepMS < 0 || a.PromptTokens < 0 || a.CompletionTokens < 0 {
+			return fmt.Errorf("%s: %s: steps, sleep_ms, prompt_tokens and completion_tokens must not be negative", path, where)
+		}
+		return nil
+	}
+	for node, list := range s.Nodes {
+		for i, a := range list {
+			if err := check(fmt.Sprintf("nodes.%s[%d]", node, i), a); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if s.Default != nil {
+		if err := check("default", *s.Default); err != nil {
+			return nil, err
+		}
+	}
 	return &s, nil
 }
 

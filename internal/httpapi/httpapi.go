@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/worker"
@@ -113,6 +114,12 @@ func (h *Handler) wrap(f func(http.ResponseWriter, *http.Request) error) http.Ha
 // readBody reads the whole body, refusing one over the limit with a 413
 // before anything is stored.
 func (h *Handler) readBody(r *http.Request) ([]byte, error) {
+	// A request without a usable credential is answered 401 before its
+	// body is read, however large it is.
+	if a := strings.TrimSpace(r.Header.Get("Authorization")); a == "" || !strings.EqualFold(strings.SplitN(a, " ", 2)[0], "Bearer") {
+		_, err := h.Service.Authorize(r.Context(), a, "", "")
+		return nil, err
+	}
 	limit := h.Service.MaxBodyBytes
 	if limit <= 0 {
 		limit = DefaultMaxBodyBytes

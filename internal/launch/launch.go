@@ -21,6 +21,11 @@ type Spec struct {
 	TaskID  string // dispatch task id
 	Attempt int
 	LogPath string // embedded mode: where the runner's stdout/stderr go ("" = discard)
+	// OnExit, when set, is called once the worker has ended, with its exit
+	// error (nil for status 0). The server uses it to fail an attempt whose
+	// worker died without a result, instead of waiting for the heartbeat to
+	// lapse (on AWS the ECS task-stopped event plays this part).
+	OnExit func(err error)
 }
 
 // Launcher starts workers. Launch returns once the worker is started (not
@@ -28,6 +33,8 @@ type Spec struct {
 // be started, which the caller reports as an infrastructure failure.
 type Launcher interface {
 	Launch(ctx context.Context, s Spec) (id string, err error)
-	// Stop ends a worker (best effort; a finished worker is not an error).
+	// Stop ends a worker: a graceful stop first (SIGTERM, so the runner can
+	// stop its engine), then a kill after a grace. Best effort; a finished
+	// worker is not an error.
 	Stop(ctx context.Context, id string) error
 }

@@ -20,6 +20,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -98,6 +99,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	if err := Check(fl, flowsDir); err != nil {
 		return nil, err
+	}
+	if probs := Preflight(fl, cfg, tk); len(probs) > 0 {
+		return nil, stratus.Errorf(stratus.EINVALID, "task %s cannot run through flow %s:\n  %s", tk.ID, fl.TaskType, strings.Join(probs, "\n  "))
 	}
 	def, err := compiler.Compile(fl, compiler.Options{})
 	if err != nil {
@@ -179,6 +183,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	})
 	svc.Tokens = exec
 
+	cd, err := projection.CtxDir(cfg.Projection.Placement, tk.ID)
+	if err != nil {
+		return nil, err
+	}
+	if arch, err := archivePrevious(filepath.Join(dir, filepath.FromSlash(report.Dir(tk.ID))), sk.Path(cd)); err != nil {
+		return nil, fmt.Errorf("archive the previous run of task %s: %w", tk.ID, err)
+	} else if arch != "" {
+		fmt.Fprintf(progress, "stratus: the previous run's ctx dir and logs of task %s moved to %s\n", tk.ID, arch)
+	}
 	run := stratus.Run{ID: newRunID(), TaskID: tk.ID, TaskTitle: tk.Title, Flow: fl.TaskType, Status: stratus.RunRunning,
 		WorkDir: dir, TaskPath: taskPath, CreatedAt: time.Now().UTC()}
 	if err := st.CreateRun(ctx, run); err != nil {
@@ -225,6 +238,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res.Overhead = report.Overhead(f)
 	if res.Status != stratus.RunDone {
+		if why := explain(f); why != "" {
+			res.Cause = why
+		}
+	}
+	if res.Status != stratus.RunDone {
 		// A failed or manual run gets a real report too (seed 004 § The summary artifacts).
 		if _, err := report.Write(ctx, sk, f); err != nil {
 			return nil, err
@@ -232,10 +250,29 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	rd := report.Dir(tk.ID)
 	res.Summary = []string{sk.Path(rd + "/summary.json"), sk.Path(rd + "/summary.md")}
-	if cd, err := projection.CtxDir(cfg.Projection.Placement, tk.ID); err == nil {
-		res.CtxDir = sk.Path(cd)
-	}
+	res.CtxDir = sk.Path(cd)
 	return res, nil
+}
+
+// explain says why a run did not end done, from its last step: the reason
+// of a failed step, an evaluator whose report could not be read, or the
+// outcome whose rework budget was spent.
+func explain(f *report.Facts) string {
+	if len(f.Steps) == 0 {
+		return ""
+	}
+	last := f.Steps[len(f.Steps)-1].Step
+	var v worker.StepValue
+	json.Unmarshal(last.Value, &v)
+	switch {
+	case last.Status == stratus.StepRunning:
+		return fmt.Sprintf("%s was still running: its state timed out or lost its worker", last.StepRef)
+	case v.Reason != "" && (last.Status == stratus.StepFailed || last.Verdict == "invalid"):
+		return fmt.Sprintf("%s: %s", last.StepRef, v.Reason)
+	case last.Verdict != "" && f.Status == stratus.RunManualActionRequired:
+		return fmt.Sprintf("%s ended with outcome %q and the loop it routes through has spent its budget (or no edge takes that outcome)", last.StepRef, last.Verdict)
+	}
+	return ""
 }
 
 // Check runs the fatal validation of a flow; its problems are one EINVALID.

@@ -1,6 +1,7 @@
 package projection
 
 import (
+	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -55,6 +56,32 @@ func checkName(field, what, name string) error {
 		if unicode.IsControl(r) {
 			return bad("contains a control character")
 		}
+		if unicode.Is(unicode.Cf, r) {
+			// Bidi overrides and other invisible format characters make a
+			// name read differently from what it is.
+			return bad(fmt.Sprintf("contains the invisible format character %U", r))
+		}
+		if strings.ContainsRune(`<>:"|?*`, r) {
+			return bad(fmt.Sprintf("contains %q, which Windows file systems cannot hold", r))
+		}
+	}
+	if strings.HasSuffix(name, ".") || strings.HasSuffix(name, " ") {
+		return bad("ends with a dot or a space, which Windows file systems drop")
+	}
+	stem := strings.ToUpper(name)
+	if i := strings.IndexByte(stem, '.'); i >= 0 {
+		stem = stem[:i]
+	}
+	stem = strings.TrimRight(stem, " ")
+	if windowsDevice[stem] {
+		return bad(fmt.Sprintf("is the Windows device name %s, which no Windows file system can hold", stem))
 	}
 	return nil
+}
+
+// windowsDevice are the reserved device names of Windows, with any extension.
+var windowsDevice = map[string]bool{
+	"CON": true, "PRN": true, "AUX": true, "NUL": true,
+	"COM1": true, "COM2": true, "COM3": true, "COM4": true, "COM5": true, "COM6": true, "COM7": true, "COM8": true, "COM9": true,
+	"LPT1": true, "LPT2": true, "LPT3": true, "LPT4": true, "LPT5": true, "LPT6": true, "LPT7": true, "LPT8": true, "LPT9": true,
 }

@@ -97,7 +97,7 @@ func TestCheckPartName_RefusalNamesTheRule(t *testing.T) {
 			t.Errorf("CheckPartName(%.20q) = %v, want a message naming %q", tt.name, err, tt.rule)
 		}
 	}
-	for _, ok := range []string{strings.Repeat("x", 255), "ab:c", "1:x", "ünïcødé 名前.md"} {
+	for _, ok := range []string{strings.Repeat("x", 255), "ünïcødé 名前.md"} {
 		if err := projection.CheckPartName(ok); err != nil {
 			t.Errorf("CheckPartName(%.20q) = %v, want accepted", ok, err)
 		}

@@ -2,7 +2,9 @@
 // command): it fetches its prompt with its handle, drives the node's engine
 // through child contract v1 (internal/contract), relays usage and steps as
 // stats (which double as heartbeats), and returns the report through the
-// worker API (DESIGN.md § The path of one step, step 3).
+// worker API (DESIGN.md § The path of one step, step 3). A report that is
+// an `@file:<abs-path>` sentinel is resolved here, on the worker side
+// (DESIGN.md § Limits), and submitted as the file's bytes.
 //
 // It never loses a report: when submit still fails after retries, the
 // report is written to a spool file whose path is printed, and Run returns
@@ -108,7 +110,13 @@ func Run(ctx context.Context, o Options) error {
 		}
 		return deliver(o, p, "failure", []byte(reason), func() error { return c.Fail(ctx, p.TaskID, string(res.Terminal), reason) })
 	}
-	body := ReportBody(res.Report)
+	body, err := workerclient.ResolveFileSentinel(ReportBody(res.Report))
+	if err != nil {
+		// A report that names a file the runner cannot read is the
+		// engine's failure, not an undeliverable report.
+		reason := "report: " + err.Error()
+		return deliver(o, p, "failure", []byte(reason), func() error { return c.Fail(ctx, p.TaskID, string(contract.Failed), reason) })
+	}
 	return deliver(o, p, "report", body, func() error {
 		_, err := c.Submit(ctx, p.TaskID, body)
 		var ae *workerclient.APIError
@@ -123,7 +131,9 @@ func Run(ctx context.Context, o Options) error {
 }
 
 // ReportBody is what a report is submitted as: a JSON string report as its
-// raw text, any other report as its JSON text.
+// raw text, any other report as its JSON text. Run then resolves a string
+// report that is exactly "@file:<abs-path>" to that file's bytes
+// (workerclient.ResolveFileSentinel; seed 000 § Why OUT is a tool call).
 func ReportBody(report json.RawMessage) []byte {
 	var s string
 	if json.Unmarshal(report, &s) == nil {

@@ -144,3 +144,42 @@ func TestRun_HeartbeatsWhileEngineIsSilent(t *testing.T) {
 		t.Errorf("%d stats posts during a 1 s silent engine", len(f.stats))
 	}
 }
+
+// seed 000 § Why OUT is a tool call: a string report that is exactly
+// @file:<abs-path> is submitted as the file's bytes (resolved worker-side,
+// DESIGN.md § Limits); a relative or unreadable sentinel fails the attempt
+// through a failed result naming the rule, and nothing is submitted.
+func TestRun_FileSentinelReportIsResolvedBeforeSubmit(t *testing.T) {
+	t.Parallel()
+	body := filepath.Join(t.TempDir(), "report.md")
+	if err := os.WriteFile(body, []byte("# Report\n\nfrom the file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, o := setup(t, `read l; printf '{"subrun_report":"@file:`+body+`\\n"}\n'`)
+	if err := Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.submitted) != 1 || f.submitted[0] != "# Report\n\nfrom the file\n" || len(f.failed) != 0 {
+		t.Errorf("submitted %q failed %q", f.submitted, f.failed)
+	}
+
+	for report, want := range map[string]string{
+		"@file:report.md":            `"report.md" is relative; the sentinel is @file:<absolute path>`,
+		"@file:" + body + ".missing": "no such file",
+	} {
+		f, o := setup(t, `read l; printf '{"subrun_report":"`+report+`"}\n'`)
+		if err := Run(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+		var rb struct {
+			OK    *bool
+			Value struct{ Terminal, Reason string }
+		}
+		if len(f.failed) == 1 {
+			json.Unmarshal([]byte(f.failed[0]), &rb)
+		}
+		if len(f.submitted) != 0 || rb.OK == nil || *rb.OK || rb.Value.Terminal != "Failed" || !strings.Contains(rb.Value.Reason, want) {
+			t.Errorf("%s: submitted %q failed %q, want a failure containing %q", report, f.submitted, f.failed, want)
+		}
+	}
+}

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/goccy/go-yaml/lexer"
+	"github.com/goccy/go-yaml/token"
+	"io"
 	"os"
 	"regexp"
 	"slices"
@@ -48,14 +51,28 @@ var (
 // Load reads and parses the task file at path. A missing file is
 // ENOTFOUND; other errors are Parse's.
 func Load(path string) (*Task, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, stratus.Errorf(stratus.ENOTFOUND, "task file not found: %s", path)
 	} else if err != nil {
-		return nil, fmt.Errorf("read task %s: %w", path, err)
+		return nil, stratus.Errorf(stratus.EINVALID, "task file %s cannot be opened: %v", path, err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, stratus.Errorf(stratus.EINVALID, "task file %s is not a regular file", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
+	if err != nil {
+		return nil, stratus.Errorf(stratus.EINVALID, "task file %s cannot be read: %v", path, err)
+	}
+	if len(data) > MaxBytes {
+		return nil, stratus.Errorf(stratus.EINVALID, "task file %s is over %d bytes; a task states what to do, the material it needs stays in files it names", path, MaxBytes)
 	}
 	return Parse(path, data)
 }
+
+// MaxBytes bounds a task file (1 MiB).
+const MaxBytes = 1 << 20
 
 // Parse reads a task file: YAML front matter between a first line `---`
 // and the next line `---`, then the Markdown body.
@@ -84,6 +101,15 @@ func Parse(path string, data []byte) (*Task, error) {
 	}
 	m := map[string]any{}
 	if len(bytes.TrimSpace(front)) > 0 {
+		// YAML aliases can expand a few bytes into gigabytes (a "billion
+		// laughs"); a task's front matter has no use for them.
+		if tokens := lexer.Tokenize(string(front)); tokens != nil {
+			for _, tk := range tokens {
+				if tk.Type == token.AliasType || tk.Type == token.AnchorType {
+					return nil, stratus.Errorf(stratus.EINVALID, "%s:%d: front matter uses a YAML anchor or alias (%s); write values out", path, tk.Position.Line+1, tk.Value)
+				}
+			}
+		}
 		var v any
 		if err := yaml.Unmarshal(front, &v); err != nil {
 			return nil, stratus.Errorf(stratus.EINVALID, "%s: front matter is not valid YAML: %v", path, err)

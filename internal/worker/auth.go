@@ -31,8 +31,11 @@ func (s *Service) Authorize(ctx context.Context, authorization, verb, tid string
 	if authorization == "" {
 		return nil, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "missing; valid: Bearer <wh- handle or capability token>")
 	}
-	if !strings.EqualFold(scheme, "Bearer") || cred == "" {
+	if !strings.EqualFold(scheme, "Bearer") {
 		return nil, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "scheme %q is not supported; valid: Bearer <wh- handle or capability token>", scheme)
+	}
+	if cred == "" {
+		return nil, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "Bearer without a credential; valid: Bearer <wh- handle or capability token>")
 	}
 	var owner string
 	var attempt int

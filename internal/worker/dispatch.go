@@ -131,6 +131,11 @@ func (s *Service) fail(ctx context.Context, token, name, cause string) error {
 func (s *Service) launchAttempt(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step, n int) error {
 	node := env.Flow.Node(step.Node)
 	rendered, err := s.renderPrompt(ctx, run, env, step)
+	if err == nil {
+		// Resolve the engine now, so a bad pin fails the step at once
+		// rather than in the worker.
+		_, _, err = env.Config.Provider(s.providerOf(env, node.ID))
+	}
 	if err != nil {
 		s.finishStep(ctx, step, stratus.StepFailed, "", nil)
 		s.emit(Event{Type: EventStepEnded, RunID: run.ID, Node: step.Node, StepRef: step.StepRef, Attempt: n, Outcome: "failed", Reason: err.Error()})
@@ -160,6 +165,7 @@ func (s *Service) launchAttempt(ctx context.Context, run stratus.Run, env *RunEn
 	if s.LocalLogs != "" {
 		spec.LogPath = filepath.Join(s.LocalLogs, run.TaskID, "stages", step.Node, fmt.Sprintf("run-%06d", step.Visit), "runner.log")
 	}
+	spec.OnExit = func(err error) { s.workerExited(step.TID, n, err, spec.LogPath) }
 	id, err := s.Launcher.Launch(ctx, spec)
 	if err != nil {
 		att.Status, att.Reason, att.EndedAt = stratus.AttemptFailed, err.Error(), s.now()

@@ -88,7 +88,7 @@ func (s *Service) FetchPrompt(ctx context.Context, authorization, tid string) (*
 		cx.Steps = append(cx.Steps, p)
 	}
 	node := env.Flow.Node(step.Node)
-	provName, prov, err := env.Config.Provider(node.Provider)
+	provName, prov, err := env.Config.Provider(s.providerOf(env, node.ID))
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,8 @@ package worker
 import (
 	"context"
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -142,4 +144,74 @@ func (s *Service) StopWorker(ctx context.Context, tid string) error {
 		return nil
 	}
 	return s.Launcher.Stop(ctx, id)
+}
+
+// providerOf is the provider a node runs on: the task's per-run hint
+// (nodes.<id>.provider), else the node's pin, else "" (the primary).
+func (s *Service) providerOf(env *RunEnv, nodeID string) string {
+	if nodes, ok := env.Task.Front["nodes"].(map[string]any); ok {
+		if o, ok := nodes[nodeID].(map[string]any); ok {
+			if p, ok := o["provider"].(string); ok && p != "" {
+				return p
+			}
+		}
+	}
+	if n := env.Flow.Node(nodeID); n != nil {
+		return n.Provider
+	}
+	return ""
+}
+
+// workerExited fails an attempt whose worker ended without delivering a
+// result (a crash, a refused prompt fetch, a kill), instead of leaving its
+// state to wait for the heartbeat to lapse.
+func (s *Service) workerExited(tid string, n int, exitErr error, logPath string) {
+	ctx := context.Background()
+	att, err := s.Store.GetAttempt(ctx, tid, n)
+	if err != nil || att.Status != stratus.AttemptRunning {
+		return
+	}
+	latest, err := s.Store.LatestAttempt(ctx, tid)
+	if err != nil || latest.N != n {
+		return // superseded by a rekick
+	}
+	st, run, env, err := s.stepContext(ctx, tid)
+	if err != nil || stratus.RunTerminal(run.Status) {
+		return
+	}
+	status := "exit status 0"
+	if exitErr != nil {
+		status = exitErr.Error()
+	}
+	reason := fmt.Sprintf("worker exited (%s) without a result", status)
+	if tail := logTail(logPath, 3); tail != "" {
+		reason += ": " + tail
+	}
+	if logPath != "" {
+		reason += " (log: " + logPath + ")"
+	}
+	c := &Caller{Step: st, Attempt: att, Run: run, Env: env}
+	att.EndedAt = s.now()
+	s.failAttempt(ctx, c, att, "Failed", reason)
+}
+
+// logTail returns the last n non-empty lines of a log file, joined by " | ".
+func logTail(path string, n int) string {
+	if path == "" {
+		return ""
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
 }

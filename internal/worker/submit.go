@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"path"
 	"slices"
 	"strings"
@@ -112,6 +113,11 @@ func (s *Service) Artifact(ctx context.Context, authorization, name string, body
 	}
 	if err := projection.CheckPartName(name); err != nil {
 		return err
+	}
+	for _, n := range c.Env.Flow.Nodes {
+		if name == n.ID+".md" {
+			return stratus.FieldErrorf(stratus.EINVALID, "name", "part %q would overwrite the projection of node %s (<ctx-dir>/%s.md); choose another name", name, n.ID, n.ID)
+		}
 	}
 	body, err = s.resolveFileSentinel(c, body)
 	if err != nil {
@@ -329,6 +335,26 @@ type Stats struct {
 	EngineStartedAt  *int64   `json:"engine_started_at_ms,omitempty"`
 }
 
+// check refuses counters no engine can report (seed 003 § 3: integral
+// non-negative token counts; a finite, non-negative cost).
+func (st Stats) check() error {
+	for field, v := range map[string]*int64{"prompt_tokens": st.PromptTokens, "completion_tokens": st.CompletionTokens} {
+		if v != nil && *v < 0 {
+			return stratus.FieldErrorf(stratus.EINVALID, field, "%d is negative; valid: a token count >= 0", *v)
+		}
+	}
+	if st.Steps != nil && *st.Steps < 0 {
+		return stratus.FieldErrorf(stratus.EINVALID, "steps", "%d is negative; valid: a step count >= 0", *st.Steps)
+	}
+	if c := st.CostUSD; c != nil && (*c < 0 || math.IsInf(*c, 0) || math.IsNaN(*c) || *c > 1e9) {
+		return stratus.FieldErrorf(stratus.EINVALID, "cost_usd", "%v is not a plausible cost; valid: a finite number of US dollars >= 0", *c)
+	}
+	if e := st.EngineStartedAt; e != nil && *e < 0 {
+		return stratus.FieldErrorf(stratus.EINVALID, "engine_started_at_ms", "%d is negative; valid: unix milliseconds", *e)
+	}
+	return nil
+}
+
 // RecordStats serves POST /v1/worker/stats: it updates the attempt's
 // counters and sends the state machine a heartbeat (DESIGN.md § The path of
 // one step, 3). An all-empty body is accepted and dropped.
@@ -339,6 +365,9 @@ func (s *Service) RecordStats(ctx context.Context, authorization string, st Stat
 	}
 	if st == (Stats{}) {
 		return nil
+	}
+	if err := st.check(); err != nil {
+		return err
 	}
 	if err := s.fence(ctx, c); err != nil {
 		return err

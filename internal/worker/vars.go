@@ -15,6 +15,7 @@ import (
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/projection"
 	"github.com/stratusflow/stratus/internal/prompt"
+	"github.com/stratusflow/stratus/internal/task"
 )
 
 var newHandle = captoken.NewHandle
@@ -154,6 +155,9 @@ func readRoleFileRaw(flowDir, rel string) (string, error) {
 // skipNode evaluates a node's `when` fact (worc flow format: the facts are
 // derived.needs_refinement and config.external_research).
 func skipNode(n *flow.Node, env *RunEnv) (bool, string) {
+	if !NodeEnabled(env.Task, n.ID) {
+		return true, "disabled by the task (nodes." + n.ID + ".enabled: false)"
+	}
 	if n.When == nil || n.When.Fact == "" {
 		return false, ""
 	}
@@ -174,6 +178,17 @@ func skipNode(n *flow.Node, env *RunEnv) (bool, string) {
 		return true, fmt.Sprintf("when %s is %v", n.When.Fact, v)
 	}
 	return false, ""
+}
+
+// NodeEnabled reports whether the task leaves node id enabled (worc task
+// format: nodes.<id>.enabled: false disables a node for this task).
+func NodeEnabled(t *task.Task, id string) bool {
+	nodes, _ := t.Front["nodes"].(map[string]any)
+	o, _ := nodes[id].(map[string]any)
+	if e, ok := o["enabled"].(bool); ok {
+		return e
+	}
+	return true
 }
 
 var secretLike = regexp.MustCompile(`(?i)\b(sk-[a-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{20,}|xox[baprs]-[A-Za-z0-9-]{10,})`)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/stratusflow/stratus/internal/launch"
 )
@@ -21,6 +22,7 @@ type Launcher struct {
 
 	mu    sync.Mutex
 	procs map[string]*exec.Cmd
+	done  map[string]chan struct{}
 	wg    sync.WaitGroup
 }
 
@@ -64,36 +66,58 @@ func (l *Launcher) Launch(ctx context.Context, s launch.Spec) (string, error) {
 	id := fmt.Sprintf("pid-%d", cmd.Process.Pid)
 	l.mu.Lock()
 	if l.procs == nil {
-		l.procs = map[string]*exec.Cmd{}
+		l.procs, l.done = map[string]*exec.Cmd{}, map[string]chan struct{}{}
 	}
 	l.procs[id] = cmd
 	l.mu.Unlock()
 	l.wg.Add(1)
+	done := make(chan struct{})
+	l.mu.Lock()
+	l.done[id] = done
+	l.mu.Unlock()
 	go func() {
 		defer l.wg.Done()
-		cmd.Wait()
+		err := cmd.Wait()
 		if logf != nil {
 			logf.Close()
 		}
 		l.mu.Lock()
 		delete(l.procs, id)
+		delete(l.done, id)
 		l.mu.Unlock()
+		close(done)
+		if s.OnExit != nil {
+			s.OnExit(err)
+		}
 	}()
 	return id, nil
 }
 
-// Stop kills the runner's process group (the runner and its engine).
+// StopGrace is how long Stop waits after SIGTERM before it kills: the
+// runner's own engine cancel grace (seed 003 § 1: 5000 ms) plus a margin.
+var StopGrace = 7 * time.Second
+
+// Stop sends SIGTERM to the runner's process group, so the runner cancels
+// its engine (which lives in a process group of its own), and SIGKILL to
+// the runner's group after StopGrace if it is still alive.
 func (l *Launcher) Stop(_ context.Context, id string) error {
 	l.mu.Lock()
-	cmd := l.procs[id]
+	cmd, done := l.procs[id], l.done[id]
 	l.mu.Unlock()
 	if cmd == nil || cmd.Process == nil {
 		return nil
 	}
-	return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-done:
+		return nil
+	case <-time.After(StopGrace):
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
 }
 
-// StopAll kills every runner still alive and waits for them to be reaped.
+// StopAll stops every runner still alive (in parallel) and waits for them
+// to be reaped.
 func (l *Launcher) StopAll() {
 	l.mu.Lock()
 	ids := make([]string, 0, len(l.procs))
@@ -101,8 +125,14 @@ func (l *Launcher) StopAll() {
 		ids = append(ids, id)
 	}
 	l.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, id := range ids {
-		l.Stop(context.Background(), id)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.Stop(context.Background(), id)
+		}()
 	}
+	wg.Wait()
 	l.wg.Wait()
 }

