@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -63,6 +64,13 @@ func runRun(o *RunOptions) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := orchestrator.Run(ctx, orchestrator.Options{Dir: o.Dir, TaskPath: o.Task, Self: o.Self, Progress: o.IO.Err})
+	if errors.Is(err, context.Canceled) && res != nil {
+		fmt.Fprintf(o.IO.Err, "stratus: interrupted: run %s stopped (workers stopped)\n", res.Run.ID)
+		for _, s := range res.Summary {
+			fmt.Fprintf(o.IO.Err, "  summary:  %s\n", s)
+		}
+		return &exitError{code: ExitInterrupted}
+	}
 	if err != nil {
 		if stratus.ErrorCode(err) == stratus.EINVALID || stratus.ErrorCode(err) == stratus.ENOTFOUND {
 			return &exitError{code: ExitUsage, err: err}

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -260,5 +261,63 @@ func TestSubmit_EvaluatorOutcome(t *testing.T) {
 		if sv.Outcome != want {
 			t.Errorf("%s: outcome %q, want %q (%s)", body, sv.Outcome, want, sv.Reason)
 		}
+	}
+}
+
+// A worker that ends without a result fails its step at once, with the
+// exit status in the reason, instead of leaving the state to time out.
+func TestDispatch_WorkerExitWithoutResultFailsTheStep(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.dispatch(t, "planning", "tok-x")
+	spec := b.launch.specs[0]
+	spec.OnExit(errors.New("exit status 2"))
+	if f := b.tokens.failures["tok-x"]; !strings.Contains(f, "worker exited (exit status 2) without a result") {
+		t.Fatalf("failure = %q", f)
+	}
+	// A worker that delivered its result and then exits changes nothing.
+	h := b.dispatch(t, "implementation", "tok-y")
+	if code, _ := b.do(t, "POST", "/v1/worker/submit", "Bearer "+h, "done"); code != 200 {
+		t.Fatal(code)
+	}
+	b.launch.specs[1].OnExit(nil)
+	if _, failed := b.tokens.failures["tok-y"]; failed {
+		t.Error("an exit after the result failed the step")
+	}
+}
+
+// A part may not overwrite another node's projection (<ctx-dir>/<node>.md).
+func TestWorkerAPI_PartCannotShadowAProjection(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := b.dispatch(t, "fixing", "tok-f")
+	code, body := b.do(t, "POST", "/v1/worker/artifact?name=implementation.md", "Bearer "+h, "clobbered")
+	if code != 400 || !strings.Contains(body, "projection of node implementation") {
+		t.Fatalf("%d %s", code, body)
+	}
+}
+
+// seed 003 § 3 counters: a negative or non-finite count is refused.
+func TestWorkerAPI_StatsMustBePlausible(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := b.dispatch(t, "planning", "tok-s")
+	for _, body := range []string{`{"prompt_tokens":-100}`, `{"cost_usd":-1}`, `{"cost_usd":1e308}`, `{"steps":-1}`} {
+		if code, resp := b.do(t, "POST", "/v1/worker/stats", "Bearer "+h, body); code != 400 {
+			t.Errorf("%s: %d %s", body, code, resp)
+		}
+	}
+	if code, _ := b.do(t, "POST", "/v1/worker/stats", "Bearer "+h, `{}`); code != 204 {
+		t.Errorf("empty stats: %d", code)
+	}
+}
+
+// A request without a credential is refused before its body is read.
+func TestWorkerAPI_UnauthenticatedLargeBodyIs401(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	code, _ := b.do(t, "POST", "/v1/worker/submit", "", strings.Repeat("x", 40<<20))
+	if code != 401 {
+		t.Fatalf("%d", code)
 	}
 }

@@ -207,12 +207,20 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	x, err = exec.WaitExecution(ctx, x.ARN)
 	if err != nil {
-		// The caller was cancelled: stop the execution and the workers.
-		exec.StopExecution(context.WithoutCancel(ctx), run.Execution, "stratus.Cancelled", err.Error())
+		// The caller was cancelled: stop the execution and the workers, and
+		// leave a summary saying where the run stopped.
+		bg := context.WithoutCancel(ctx)
+		exec.StopExecution(bg, run.Execution, "stratus.Cancelled", err.Error())
 		launcher.StopAll()
 		run.Status, run.EndedAt = stratus.RunFailed, time.Now().UTC()
-		st.UpdateRun(context.WithoutCancel(ctx), run)
-		return nil, err
+		st.UpdateRun(bg, run)
+		res := &Result{Run: run, Status: stratus.RunFailed, Error: "stratus.Cancelled", Cause: "the run was interrupted", CtxDir: sk.Path(cd)}
+		if f, ferr := report.Collect(bg, st, run, stratus.RunFailed); ferr == nil {
+			if keys, werr := report.Write(bg, sk, f); werr == nil {
+				res.Summary = []string{sk.Path(keys[0]), sk.Path(keys[1])}
+			}
+		}
+		return res, err
 	}
 	launcher.StopAll()
 	cancelDispatch()
