@@ -2,8 +2,8 @@ package httpapi_test
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -73,15 +73,26 @@ type bundle struct {
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	dir := t.TempDir()
-	flowsDir := filepath.Join(dir, "flows")
+	files := map[string]string{}
 	for _, p := range []string{"implementation.yaml", "implementation/planning.md", "implementation/implementation.md", "implementation/review.md", "implementation/fixing.md"} {
 		b, err := builtin.Flows.ReadFile("flows/" + p)
 		if err != nil {
 			t.Fatal(err)
 		}
+		files[p] = string(b)
+	}
+	return setupFlow(t, files)
+}
+
+// setupFlow is setup with the flows directory given as files (path → text);
+// the flow loaded is "implementation".
+func setupFlow(t *testing.T, files map[string]string) *bundle {
+	t.Helper()
+	dir := t.TempDir()
+	flowsDir := filepath.Join(dir, "flows")
+	for p, body := range files {
 		os.MkdirAll(filepath.Dir(filepath.Join(flowsDir, p)), 0o755)
-		os.WriteFile(filepath.Join(flowsDir, p), b, 0o644)
+		os.WriteFile(filepath.Join(flowsDir, p), []byte(body), 0o644)
 	}
 	fl, err := flow.Load(flowsDir, "implementation")
 	if err != nil {

@@ -1,0 +1,317 @@
+package httpapi_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/captoken"
+	"github.com/stratusflow/stratus/internal/worker"
+)
+
+// A one-node flow whose node's submit_format, verdicts and role file the
+// test chooses.
+func oneNode(node, role string) map[string]string {
+	return map[string]string{
+		"implementation.yaml": `flow:
+  name: implementation
+  task_type: implementation
+  permission_ceiling: read-only
+  output_policy: repository_document
+  publishing: local_artifact
+  nodes:
+` + node + `
+    - { id: publish, kind: publish, policy: local_artifact }
+  edges:
+    - { from: gate, to: publish }
+`,
+		"implementation/gate.md": role,
+	}
+}
+
+func payload(t *testing.T, b *bundle, h, tid string) worker.Payload {
+	t.Helper()
+	code, body := b.do(t, "GET", "/v1/worker/prompt?task_id="+tid, "Bearer "+h, "")
+	if code != 200 {
+		t.Fatalf("prompt: %d %s", code, body)
+	}
+	var p worker.Payload
+	if err := json.Unmarshal([]byte(body), &p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// seed 001 § worker_prompt_system: the raw baked bytes as text/plain; the
+// payload's system_ref carries the URI, sha256 and size to verify them.
+func TestWorkerAPI_SystemPromptBySystemRef(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := b.dispatch(t, "planning", "tok-1")
+	p := payload(t, b, h, "r1.planning.1")
+	if p.SystemRef == nil || p.SystemRef.Bytes == 0 {
+		t.Fatalf("system_ref = %+v", p.SystemRef)
+	}
+	code, body := b.do(t, "GET", p.SystemRef.URI, "Bearer "+h, "")
+	sum := sha256.Sum256([]byte(body))
+	if code != 200 || hex.EncodeToString(sum[:]) != p.SystemRef.SHA256 || len(body) != p.SystemRef.Bytes || body != p.System {
+		t.Fatalf("%d: body does not match system_ref %+v", code, p.SystemRef)
+	}
+	if code, _ := b.do(t, "GET", "/v1/worker/prompt/system?task_id=r1.planning.1&attempt=2", "Bearer "+h, ""); code != 403 {
+		t.Errorf("another attempt's system: %d, want 403", code)
+	}
+	if code, _ := b.do(t, "GET", "/v1/worker/prompt/system?task_id=r1.planning.1&attempt=x", "Bearer "+h, ""); code != 400 {
+		t.Errorf("malformed attempt: %d, want 400", code)
+	}
+}
+
+// seed 001 § agent_render_size: no credential; the last observed size.
+func TestWorkerAPI_RenderSizeNeedsNoCredential(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	if code, _ := b.do(t, "GET", "/v1/agents/planning/render-size", "", ""); code != 404 {
+		t.Errorf("never rendered: %d, want 404", code)
+	}
+	h := b.dispatch(t, "planning", "tok-1")
+	p := payload(t, b, h, "r1.planning.1")
+	code, body := b.do(t, "GET", "/v1/agents/planning/render-size", "", "")
+	var rs stratus.RenderSize
+	json.Unmarshal([]byte(body), &rs)
+	if code != 200 || rs.Agent != "planning" || rs.Bytes != len(p.System) {
+		t.Errorf("%d %s (system is %d bytes)", code, body, len(p.System))
+	}
+}
+
+// seed 001 § worker_degradation: appended to the run record with
+// server-injected step_ref/attempt/at; never visible in the fold.
+func TestWorkerAPI_DegradationGoesToTheRunRecordOnly(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := b.dispatch(t, "planning", "tok-1")
+	code, body := b.do(t, "POST", "/v1/worker/degradation", "Bearer "+h, `{"tool":"web_search","error":"timeout","fallback":"cached index"}`)
+	if code != 204 {
+		t.Fatalf("%d %s", code, body)
+	}
+	for in, field := range map[string]string{`{"error":"e","fallback":"f"}`: "tool", `{"tool":"t","error":"e","fallback":"f","step_ref":"x#9"}`: ""} {
+		if code, body := b.do(t, "POST", "/v1/worker/degradation", "Bearer "+h, in); code != 400 || !strings.Contains(body, field) {
+			t.Errorf("%s: %d %s", in, code, body)
+		}
+	}
+	ds, err := b.svc.Store.ListDegradations(context.Background(), "r1")
+	if err != nil || len(ds) != 1 || ds[0].StepRef != "planning#1" || ds[0].Attempt != 1 || ds[0].At.IsZero() || ds[0].Tool != "web_search" {
+		t.Fatalf("degradations = %+v, %v", ds, err)
+	}
+	b.do(t, "POST", "/v1/worker/submit", "Bearer "+h, "planned")
+	var sv worker.StepValue
+	json.Unmarshal(b.tokens.successes["tok-1"], &sv)
+	if sv.Bytes != len("planned") || len(sv.Parts) != 0 {
+		t.Errorf("a degradation leaked into the step value: %s", b.tokens.successes["tok-1"])
+	}
+}
+
+// seed 001 § Bearer authentication: role × verb gate, TTL, case-insensitive
+// header name and scheme.
+func TestWorkerAPI_CapabilityTokens(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.dispatch(t, "planning", "tok-1")
+	tok, _, err := b.svc.Minter.Mint("r1.planning.1", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body := b.do(t, "GET", "/v1/worker/prompt?task_id=r1.planning.1", "BEARER "+tok, ""); code != 200 {
+		t.Fatalf("full token: %d %s", code, body)
+	}
+	if code, _ := b.do(t, "GET", "/v1/worker/prompt?task_id=r1.review.1", "Bearer "+tok, ""); code != 403 {
+		t.Errorf("another task's token: %d, want 403", code)
+	}
+	expired := &captoken.Minter{Key: b.svc.Minter.Key, Now: func() time.Time { return time.Now().Add(-time.Hour) }}
+	old, _, _ := expired.Mint("r1.planning.1", 1)
+	if code, body := b.do(t, "GET", "/v1/worker/prompt?task_id=r1.planning.1", "Bearer "+old, ""); code != 401 || !strings.Contains(body, "expired") {
+		t.Errorf("expired token: %d %s", code, body)
+	}
+}
+
+// seed 000 § Why IN is an HTTP fetch: a fetch after a rekick shows the
+// current attempt; the old attempt's writes are fenced with 409.
+func TestWorkerAPI_RekickFencesTheOldAttempt(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h1 := b.dispatch(t, "planning", "tok-1")
+	n, err := b.svc.Rekick(context.Background(), "r1.planning.1")
+	if err != nil || n != 2 {
+		t.Fatalf("Rekick = %d, %v", n, err)
+	}
+	h2 := b.launch.specs[len(b.launch.specs)-1].Handle
+	if p := payload(t, b, h2, "r1.planning.1"); p.Attempt != 2 {
+		t.Errorf("fetch after rekick: attempt %d", p.Attempt)
+	}
+	code, body := b.do(t, "POST", "/v1/worker/submit", "Bearer "+h1, "late")
+	if code != 409 || !strings.Contains(body, "superseded by attempt 2") {
+		t.Errorf("old attempt submit: %d %s", code, body)
+	}
+	if code, _ := b.do(t, "POST", "/v1/worker/submit", "Bearer "+h2, "fresh"); code != 200 {
+		t.Errorf("new attempt submit: %d", code)
+	}
+}
+
+// seed 001: any write after the run is terminal is 409 naming the run state.
+func TestWorkerAPI_WriteAfterTerminalRunIs409(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := b.dispatch(t, "planning", "tok-1")
+	run := b.run
+	run.Status = stratus.RunManualActionRequired
+	b.svc.Store.UpdateRun(context.Background(), run)
+	code, body := b.do(t, "POST", "/v1/worker/artifact?name=x.md", "Bearer "+h, "x")
+	if code != 409 || !strings.Contains(body, "manual_action_required") {
+		t.Errorf("%d %s", code, body)
+	}
+}
+
+// seed 000 § submit_format: nearest declaration wins (step > agent's role
+// file > flow); json is strict on the body only (422 echoing the start).
+func TestSubmitFormat_NearestWins(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		node, role, flowFormat, body string
+		wantCode                     int
+		wantBytes                    string
+	}{
+		"flow json rejects prose":        {"    - { id: gate, kind: agent, role_file: implementation/gate.md }", "Go.", "json", "not json", 422, ""},
+		"role file text beats flow":      {"    - { id: gate, kind: agent, role_file: implementation/gate.md }", "---\nsubmit_format: text\n---\nGo.", "json", "not json", 200, ""},
+		"node json beats role file":      {"    - { id: gate, kind: agent, role_file: implementation/gate.md, submit_format: json }", "---\nsubmit_format: text\n---\nGo.", "", "prose", 422, ""},
+		"node json accepts scalar":       {"    - { id: gate, kind: agent, role_file: implementation/gate.md, submit_format: json }", "Go.", "", "42", 200, ""},
+		"unknown format behaves lenient": {"    - { id: gate, kind: agent, role_file: implementation/gate.md, submit_format: yaml }", "Go.", "", "prose", 200, ""},
+	} {
+		files := oneNode(tc.node, tc.role)
+		if tc.flowFormat != "" {
+			files["implementation.yaml"] = strings.Replace(files["implementation.yaml"], "  nodes:\n", "  submit_format: "+tc.flowFormat+"\n  nodes:\n", 1)
+		}
+		b := setupFlow(t, files)
+		h := b.dispatch(t, "gate", "tok-g")
+		code, body := b.do(t, "POST", "/v1/worker/submit", "Bearer "+h, tc.body)
+		if code != tc.wantCode {
+			t.Errorf("%s: %d %s, want %d", name, code, body, tc.wantCode)
+		}
+		if code == 422 && (!strings.Contains(body, "gate") || !strings.Contains(body, tc.body)) {
+			t.Errorf("%s: 422 must name the agent and echo the body: %s", name, body)
+		}
+		if code == 422 {
+			// Nothing was appended: the attempt may still submit.
+			if code, _ := b.do(t, "POST", "/v1/worker/submit", "Bearer "+h, `{"ok":1}`); code != 200 {
+				t.Errorf("%s: resubmit after 422: %d", name, code)
+			}
+		}
+	}
+}
+
+// seed 000 § The in-process twin: verdict contracts on the body or a staged
+// `verdict` part, compared before the fold; a violation is 422 naming the
+// agent, the channel, what arrived and what is allowed.
+func TestVerdictContract(t *testing.T) {
+	t.Parallel()
+	body := "    - { id: gate, kind: agent, role_file: implementation/gate.md, verdicts: { allowed: [pass, fail], channel: body } }"
+	b := setupFlow(t, oneNode(body, "Judge."))
+	h := b.dispatch(t, "gate", "tok-v")
+	code, resp := b.do(t, "POST", "/v1/worker/submit", "Bearer "+h, "maybe")
+	if code != 422 || !strings.Contains(resp, "agent gate") || !strings.Contains(resp, "channel body") || !strings.Contains(resp, `\"maybe\"`) || !strings.Contains(resp, "pass, fail") {
+		t.Fatalf("%d %s", code, resp)
+	}
+	if code, resp := b.do(t, "POST", "/v1/worker/submit", "Bearer "+h, "pass\n"); code != 200 {
+		t.Fatalf("%d %s", code, resp)
+	}
+	var sv worker.StepValue
+	json.Unmarshal(b.tokens.successes["tok-v"], &sv)
+	if sv.Outcome != "pass" {
+		t.Errorf("outcome = %q, want the verdict", sv.Outcome)
+	}
+
+	part := strings.Replace(body, "channel: body", "channel: part", 1)
+	b = setupFlow(t, oneNode(part, "Judge."))
+	h = b.dispatch(t, "gate", "tok-p")
+	if code, resp := b.do(t, "POST", "/v1/worker/submit", "Bearer "+h, "see part"); code != 422 || !strings.Contains(resp, "no staged part named verdict") {
+		t.Fatalf("no part: %d %s", code, resp)
+	}
+	b.do(t, "POST", "/v1/worker/artifact?name=verdict", "Bearer "+h, "fail")
+	if code, resp := b.do(t, "POST", "/v1/worker/submit", "Bearer "+h, "see part"); code != 200 {
+		t.Fatalf("with part: %d %s", code, resp)
+	}
+	json.Unmarshal(b.tokens.successes["tok-p"], &sv)
+	if sv.Outcome != "fail" {
+		t.Errorf("outcome = %q", sv.Outcome)
+	}
+}
+
+// seed 000 § The in-process twin: only the worker's own parts fold; an
+// audit sidecar on the same tail is invisible.
+func TestFold_AuditSidecarInvisible(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := b.dispatch(t, "planning", "tok-1")
+	b.do(t, "POST", "/v1/worker/artifact?name=plan.md", "Bearer "+h, "# P")
+	if _, err := b.svc.Store.AppendOutput(context.Background(), stratus.OutputEvent{TID: "r1.planning.1", Attempt: 1, Kind: stratus.OutputSidecar, Name: "audit:planning#1", Body: []byte("{}"), At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	b.do(t, "POST", "/v1/worker/submit", "Bearer "+h, "done")
+	var sv worker.StepValue
+	json.Unmarshal(b.tokens.successes["tok-1"], &sv)
+	if len(sv.Parts) != 1 || sv.Parts[0] != "plan.md" {
+		t.Errorf("parts = %v", sv.Parts)
+	}
+}
+
+// Size limits: a body over the limit is a JSON 413 before anything is stored.
+func TestWorkerAPI_BodyOverLimitIs413(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.svc.MaxBodyBytes = 1024
+	h := b.dispatch(t, "planning", "tok-1")
+	code, body := b.do(t, "POST", "/v1/worker/submit", "Bearer "+h, strings.Repeat("x", 2048))
+	if code != 413 || !strings.Contains(body, `"code":"too_large"`) {
+		t.Fatalf("%d %s", code, body)
+	}
+	tail, _ := b.svc.Store.ListOutput(context.Background(), "r1.planning.1", 1)
+	if len(tail) != 0 {
+		t.Errorf("a refused body was stored: %d events", len(tail))
+	}
+}
+
+// seed 000 § @file: sentinel: resolved in embedded mode only inside the
+// run's work dir; refused when the server does not resolve files (AWS).
+func TestWorkerAPI_FileSentinel(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.svc.ResolveFiles = true
+	inside := filepath.Join(b.dir, "out.md")
+	os.WriteFile(inside, []byte("# from a file\n"), 0o644)
+	outside := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(outside, []byte("s"), 0o644)
+	h := b.dispatch(t, "planning", "tok-1")
+	if code, body := b.do(t, "POST", "/v1/worker/artifact?name=x.md", "Bearer "+h, "@file:"+outside); code != 400 || !strings.Contains(body, "outside the run's work dir") {
+		t.Errorf("outside: %d %s", code, body)
+	}
+	if code, body := b.do(t, "POST", "/v1/worker/artifact?name=x.md", "Bearer "+h, "@file:relative.md"); code != 400 || !strings.Contains(body, "absolute") {
+		t.Errorf("relative: %d %s", code, body)
+	}
+	if code, body := b.do(t, "POST", "/v1/worker/submit", "Bearer "+h, "@file:"+inside+"\n"); code != 200 {
+		t.Fatalf("inside: %d %s", code, body)
+	}
+	got, _ := os.ReadFile(filepath.Join(b.dir, "workspace/tasks/t1/ctx/planning.md"))
+	if !strings.HasSuffix(string(got), "---\n# from a file\n") {
+		t.Errorf("projected %q", got)
+	}
+
+	b = setup(t) // ResolveFiles false: the AWS posture
+	h = b.dispatch(t, "planning", "tok-2")
+	if code, body := b.do(t, "POST", "/v1/worker/submit", "Bearer "+h, "@file:"+inside); code != 400 || !strings.Contains(body, "resolved by the worker") {
+		t.Errorf("AWS posture: %d %s", code, body)
+	}
+}
