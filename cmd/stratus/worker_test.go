@@ -96,7 +96,8 @@ func TestWorker_BadInputExitsUsage(t *testing.T) {
 //     named ../escape.md (exit 1 with the server's message) and a foreign
 //     --task-id (exit 1, 403), records a degradation and stats, and reports;
 //   - final ends its attempt itself with `worker submit -` fed an @file:
-//     sentinel, and prints no report;
+//     sentinel naming a file outside the work dir (which only the worker
+//     side may read: DESIGN.md § Limits), and prints no report;
 //   - verdict ends its attempt with `worker result --ok=true --value JSON`.
 //
 // Each command's output and exit status land in files the test reads.
@@ -106,7 +107,9 @@ func TestWorker_SubcommandsInsideARealRun(t *testing.T) {
 	if r := runCLI(t, "install", "--dir", dir); r.code != 0 {
 		t.Fatal(r.stderr)
 	}
-	out := filepath.Join(dir, "out")
+	// Outside the work dir: the embedded server would refuse an @file: body
+	// naming these, so a success proves the CLI resolved it worker-side.
+	out := t.TempDir()
 	writeTestFile(t, filepath.Join(out, "notes-src.md"), "# Notes\n\nraw, not wrapped\n")
 	writeTestFile(t, filepath.Join(out, "big.md"), "a file-shaped part\n")
 	writeTestFile(t, filepath.Join(out, "final.md"), "The final body, from a file.\n")

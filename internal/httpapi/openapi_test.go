@@ -192,10 +192,10 @@ func noRoute(status int, eb httpapi.ErrorBody) bool {
 	return status == http.StatusNotFound && strings.HasPrefix(eb.Error.Message, "no route ")
 }
 
+var pathParam = regexp.MustCompile(`\{[^}]+\}`)
+
 // concrete fills a path template's parameters.
-func concrete(path string) string {
-	return regexp.MustCompile(`\{[^}]+\}`).ReplaceAllString(path, "probe-agent")
-}
+func concrete(path string) string { return pathParam.ReplaceAllString(path, "probe-agent") }
 
 // openapi.yaml documents every route of the worker API (seed 001 § Routes)
 // exactly: the set of (method, path) it lists equals the set New registers,

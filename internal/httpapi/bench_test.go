@@ -1,0 +1,141 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// submitBody returns n bytes of Markdown prose: it folds as a string (the
+// fold still scans it) and is projected as <ctx-dir>/planning.md.
+func submitBody(n int) []byte {
+	line := "- step: read the task, plan the lanes, write the notes; keep the API stable.\n"
+	b := []byte("# Plan\n\n" + strings.Repeat(line, n/len(line)+1))
+	return b[:n]
+}
+
+// percentile returns the nearest-rank p-th percentile (0 < p <= 100) of
+// sorted durations, in milliseconds.
+func percentile(sorted []time.Duration, p float64) float64 {
+	i := int(math.Ceil(p/100*float64(len(sorted)))) - 1
+	return float64(sorted[max(i, 0)]) / float64(time.Millisecond)
+}
+
+// BenchmarkSubmit64KiB measures POST /v1/worker/submit of a 64 KiB body
+// through the real handler — handle auth, fencing, tail append, fold,
+// projection to the fs sink, task-token completion to a fake — against a
+// bare net/http handler that reads the body and writes the same bytes to a
+// file. Both are httptest servers in this process, driven by one client
+// loop that alternates them, so load drift hits both alike. Each submit
+// completes its attempt, so b.N running attempts are dispatched before the
+// timer starts. ns/op is one submit plus one bare request; the custom
+// metrics split them: ops/s of each, the ratio submit/bare (target >= 0.5)
+// and p50/p99 latencies in ms.
+func BenchmarkSubmit64KiB(b *testing.B) {
+	body := submitBody(64 << 10)
+	h := newHarness(b)
+	api := httptest.NewServer(h.handler)
+	defer api.Close()
+	h.svc.APIURL = api.URL
+
+	bareDir := b.TempDir()
+	var bareSeq atomic.Int64
+	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		name := filepath.Join(bareDir, fmt.Sprintf("body-%d.md", bareSeq.Add(1)))
+		if err := os.WriteFile(name, data, 0o644); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, "{\"bytes\":%d}\n", len(data))
+	}))
+	defer bare.Close()
+
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2}}
+	defer client.CloseIdleConnections()
+	post := func(url, auth string) (time.Duration, error) {
+		req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			return 0, err
+		}
+		req.Header.Set("Authorization", auth)
+		start := time.Now()
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		out, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		took := time.Since(start)
+		if err != nil {
+			return 0, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return 0, fmt.Errorf("POST %s: %d %s", url, resp.StatusCode, out)
+		}
+		return took, nil
+	}
+
+	// One running attempt per submit, plus one to warm both servers up.
+	handles := make([]string, b.N+1)
+	for i := range handles {
+		handles[i] = "Bearer " + h.dispatch(b).Handle
+	}
+	if _, err := post(api.URL+"/v1/worker/submit", handles[b.N]); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := post(bare.URL+"/bare", handles[b.N]); err != nil {
+		b.Fatal(err)
+	}
+
+	submitLat := make([]time.Duration, b.N)
+	bareLat := make([]time.Duration, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		d, err := post(api.URL+"/v1/worker/submit", handles[i])
+		if err != nil {
+			b.Fatal(err)
+		}
+		submitLat[i] = d
+		if d, err = post(bare.URL+"/bare", handles[i]); err != nil {
+			b.Fatal(err)
+		}
+		bareLat[i] = d
+	}
+	b.StopTimer()
+
+	if h.tokens.successes != b.N+1 || h.tokens.failures != 0 {
+		b.Fatalf("task tokens: %d successes, %d failures; want %d successes", h.tokens.successes, h.tokens.failures, b.N+1)
+	}
+	var submitSum, bareSum time.Duration
+	for i := range b.N {
+		submitSum += submitLat[i]
+		bareSum += bareLat[i]
+	}
+	submitOps := float64(b.N) / submitSum.Seconds()
+	bareOps := float64(b.N) / bareSum.Seconds()
+	slices.Sort(submitLat)
+	slices.Sort(bareLat)
+	b.ReportMetric(submitOps, "submit_ops/s")
+	b.ReportMetric(bareOps, "bare_ops/s")
+	b.ReportMetric(submitOps/bareOps, "submit/bare")
+	b.ReportMetric(percentile(submitLat, 50), "submit_p50_ms")
+	b.ReportMetric(percentile(submitLat, 99), "submit_p99_ms")
+	b.ReportMetric(percentile(bareLat, 50), "bare_p50_ms")
+	b.ReportMetric(percentile(bareLat, 99), "bare_p99_ms")
+}
