@@ -5,7 +5,7 @@ BIN     := bin/stratus
 SCRATCH ?= .scratch/demo
 
 
-.PHONY: all build demo test test-go vet lint-asl lint-cfn statemachines bench clean
+.PHONY: all build demo test test-go fuzz vet lint-asl lint-cfn statemachines bench clean
 
 all: build
 
@@ -48,7 +48,18 @@ vet:
 test-go:
 	$(GO) test -race -count=1 ./...
 
-test: vet lint-asl lint-cfn test-go
+## fuzz: run each fuzz target for FUZZTIME (seeded from ../shared/cases);
+## go test takes one target per -fuzz run. `make test` runs it after test-go.
+FUZZTIME ?= 3s
+FUZZ     = $(GO) test -run '^$$' -fuzztime $(FUZZTIME) -fuzz
+fuzz:
+	$(FUZZ) '^FuzzFold_Value$$' ./internal/fold
+	$(FUZZ) '^FuzzCheckPartName$$' ./internal/projection
+	$(FUZZ) '^FuzzProjection_RoundTrip$$' ./internal/projection
+	$(FUZZ) '^FuzzVerify$$' ./internal/captoken
+	$(FUZZ) '^FuzzWorkerAPI$$' ./internal/httpapi
+
+test: vet lint-asl lint-cfn test-go fuzz
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

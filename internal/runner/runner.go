@@ -104,10 +104,7 @@ func Run(ctx context.Context, o Options) error {
 		res.Attempt.Steps, res.Attempt.PromptTokens, res.Attempt.CompletionTokens, res.Attempt.WallMS, peakRSSKiB())
 
 	if res.Terminal != contract.Captured {
-		reason := res.Failure
-		if reason == "" {
-			reason = string(res.Terminal)
-		}
+		reason := Reason(res, spec.DeadlineMS)
 		return deliver(o, p, "failure", []byte(reason), func() error { return c.Fail(ctx, p.TaskID, string(res.Terminal), reason) })
 	}
 	body, err := workerclient.ResolveFileSentinel(ReportBody(res.Report))
@@ -124,7 +121,12 @@ func Run(ctx context.Context, o Options) error {
 			// The server refused the report (e.g. 422): fail the attempt with
 			// its reason rather than leave the step waiting for its timeout.
 			fmt.Fprintf(o.Log, "runner: submit refused: %v\n", err)
-			return c.Fail(ctx, p.TaskID, string(contract.Failed), "report refused: "+ae.Message)
+			// Keep the refused report: the worker API will not have it.
+			reason := "report refused: " + ae.Message
+			if path, serr := spool(o, p, "report", body); serr == nil {
+				reason += " (report kept at " + path + ")"
+			}
+			return c.Fail(ctx, p.TaskID, string(contract.Failed), reason)
 		}
 		return err
 	})
@@ -151,12 +153,8 @@ func deliver(o Options, p *worker.Payload, what string, body []byte, send func()
 	if errors.As(err, &ae) && ae.Status == 409 {
 		return fmt.Errorf("%s of %s not accepted: %w", what, p.StepRef, err)
 	}
-	dir := o.SpoolDir
-	if dir == "" {
-		dir = os.TempDir()
-	}
-	path := filepath.Join(dir, fmt.Sprintf("stratus-spool-%s-%d.%s", safe(p.TaskID), p.Attempt, what))
-	if werr := os.WriteFile(path, body, 0o600); werr != nil {
+	path, werr := spool(o, p, what, body)
+	if werr != nil {
 		return fmt.Errorf("deliver %s: %v; spool: %v", what, err, werr)
 	}
 	fmt.Fprintf(os.Stderr, "stratus runner: %s of %s spooled to %s (%v)\n", what, p.StepRef, path, err)
@@ -264,4 +262,39 @@ func (r *relay) post(p contract.Progress) {
 func (r *relay) close() {
 	close(r.stop)
 	r.wg.Wait()
+}
+
+// spool writes body to the spool dir and returns the file's path.
+func spool(o Options, p *worker.Payload, what string, body []byte) (string, error) {
+	dir := o.SpoolDir
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	path := filepath.Join(dir, fmt.Sprintf("stratus-spool-%s-%d.%s", safe(p.TaskID), p.Attempt, what))
+	return path, os.WriteFile(path, body, 0o600)
+}
+
+// Reason is the human reason a terminal other than Captured is reported
+// with (seed 003 § 5): the failure text when there is one, else what the
+// terminal means.
+func Reason(res contract.Result, deadlineMS int) string {
+	if deadlineMS <= 0 {
+		deadlineMS = contract.DefaultDeadlineMS
+	}
+	switch {
+	case res.Failure != "":
+		return res.Failure
+	case res.Terminal == contract.TimedOut:
+		return fmt.Sprintf("the engine did not finish within its deadline of %d ms", deadlineMS)
+	case res.Terminal == contract.NoReport:
+		return "the engine exited without a report (no subrun_report line)"
+	case res.Terminal == contract.MaxSteps:
+		return fmt.Sprintf("the engine ran out of steps after %d (max_steps_exhausted)", res.Attempt.Steps)
+	case res.Terminal == contract.ContextYield:
+		if res.Yield != nil {
+			return fmt.Sprintf("the engine yielded its context (to_sequence %d) without a report", res.Yield.ToSequence)
+		}
+		return "the engine yielded its context without a report"
+	}
+	return string(res.Terminal)
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratusflow/stratus/internal/contract"
 	"github.com/stratusflow/stratus/internal/worker"
 )
 
@@ -181,5 +182,23 @@ func TestRun_FileSentinelReportIsResolvedBeforeSubmit(t *testing.T) {
 		if len(f.submitted) != 0 || rb.OK == nil || *rb.OK || rb.Value.Terminal != "Failed" || !strings.Contains(rb.Value.Reason, want) {
 			t.Errorf("%s: submitted %q failed %q, want a failure containing %q", report, f.submitted, f.failed, want)
 		}
+	}
+}
+
+// Every terminal but Captured is reported with a reason a person can act on.
+func TestReason_SaysWhatTheTerminalMeans(t *testing.T) {
+	t.Parallel()
+	for term, want := range map[contract.Terminal]string{
+		contract.TimedOut:     "within its deadline of 500 ms",
+		contract.NoReport:     "exited without a report",
+		contract.MaxSteps:     "ran out of steps",
+		contract.ContextYield: "yielded its context",
+	} {
+		if got := Reason(contract.Result{Terminal: term}, 500); !strings.Contains(got, want) {
+			t.Errorf("%s: %q", term, got)
+		}
+	}
+	if got := Reason(contract.Result{Terminal: contract.Failed, Failure: "model refused"}, 0); got != "model refused" {
+		t.Errorf("Failed: %q", got)
 	}
 }
