@@ -56,7 +56,7 @@ func runCompile(o *CompileOptions) error {
 			p := "flows/" + name + ".yaml"
 			data, err := fs.ReadFile(builtin.Flows, p)
 			if err != nil {
-				return nil, fmt.Errorf("no built-in flow %q; built-ins: %s", name, strings.Join(builtin.Names, ", "))
+				return nil, usageError{fmt.Errorf("no built-in flow %q; built-ins: %s", name, strings.Join(builtin.Names, ", "))}
 			}
 			f, err := flow.Parse(name+".yaml", data)
 			if err != nil {
@@ -88,6 +88,12 @@ func runCompile(o *CompileOptions) error {
 	}
 	names := o.Names
 	if o.All {
+		if len(names) > 0 {
+			return usageError{fmt.Errorf("give flow names or --all, not both")}
+		}
+		if len(all) == 0 {
+			return usageError{fmt.Errorf("--all: no flows (*.yaml) found")}
+		}
 		names = all
 	}
 	if len(names) == 0 {

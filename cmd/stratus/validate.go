@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -94,9 +95,14 @@ func runValidate(o *ValidateOptions) error {
 	for _, name := range names {
 		r := FlowReport{Flow: name, Problems: []flow.Problem{}}
 		f, err := flow.Load(dir, name)
-		if err != nil {
-			r.Problems = append(r.Problems, flow.Problem{File: filepath.Join(dir, name+".yaml"), Message: err.Error(), Fatal: true})
-		} else {
+		var pe *flow.ParseError
+		switch {
+		case errors.As(err, &pe):
+			r.Problems = append(r.Problems, pe.Problems...)
+		case err != nil:
+			// No such flow, or a name that is not a flow's task_type.
+			return usageError{err}
+		default:
 			r.Problems = append(r.Problems, flow.Validate(f, flow.ValidateOptions{RoleFileRoot: dir})...)
 			for _, msg := range orchestrator.Preflight(f, cfg, nil) {
 				// A kind this build cannot run yet is a warning: the flow is valid.

@@ -94,7 +94,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	taskPath, _ := filepath.Abs(o.TaskPath)
 	flowsDir := filepath.Join(state, FlowsDir)
 	fl, err := flow.Load(flowsDir, tk.TaskType)
-	if err != nil {
+	if stratus.ErrorCode(err) == stratus.ENOTFOUND {
+		var names []string
+		matches, _ := filepath.Glob(filepath.Join(flowsDir, "*.yaml"))
+		for _, m := range matches {
+			names = append(names, strings.TrimSuffix(filepath.Base(m), ".yaml"))
+		}
+		return nil, stratus.Errorf(stratus.ENOTFOUND, "task %s: %v; flows in %s: %s", tk.ID, err, flowsDir, strings.Join(names, ", "))
+	} else if err != nil {
 		return nil, err
 	}
 	if err := Check(fl, flowsDir); err != nil {
