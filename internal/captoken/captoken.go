@@ -122,8 +122,11 @@ func (m *Minter) sign(body []byte) []byte {
 	return h.Sum(nil)
 }
 
-func enc(b []byte) string          { return base64.RawURLEncoding.EncodeToString(b) }
-func dec(s string) ([]byte, error) { return base64.RawURLEncoding.DecodeString(s) }
+func enc(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+
+// dec is strict: a token has exactly one spelling (the unused low bits of a
+// final partial character must be zero), so no second token verifies.
+func dec(s string) ([]byte, error) { return base64.RawURLEncoding.Strict().DecodeString(s) }
 
 const (
 	handleAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"

@@ -74,3 +74,17 @@ func TestLoadOrCreateKey_Mode0600(t *testing.T) {
 		t.Errorf("0644 key: err = %v", err)
 	}
 }
+
+// A token has one spelling: a respelling that decodes to the same bytes
+// (unused low bits of the last character set) does not verify.
+func TestVerify_NonCanonicalSpellingRefused(t *testing.T) {
+	m := &Minter{Key: []byte("0123456789abcdef0123456789abcdef")}
+	tok, _, _ := m.Mint("t-1", 1)
+	last := tok[len(tok)-1]
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	i := strings.IndexByte(alphabet, last)
+	bad := tok[:len(tok)-1] + string(alphabet[i^1])
+	if _, err := m.Verify(bad); err == nil {
+		t.Fatalf("respelled token %q verifies", bad)
+	}
+}

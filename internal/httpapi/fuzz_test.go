@@ -22,7 +22,6 @@ import (
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/httpapi"
 	"github.com/stratusflow/stratus/internal/launch"
-	"github.com/stratusflow/stratus/internal/projection"
 	"github.com/stratusflow/stratus/internal/sink/fs"
 	"github.com/stratusflow/stratus/internal/store/sqlite"
 	"github.com/stratusflow/stratus/internal/task"
@@ -168,6 +167,7 @@ func FuzzWorkerAPI(f *testing.F) {
 		{fzSubmit, 0, "", "false", "it broke"},
 		{fzSubmit, 0 + 8, "", "{tid}", "```json\n{\"a\":1}\n```"},
 		{fzSubmit, 0, "", "maybe", "x"},
+		{fzSubmit, 0, "", "", "@file:/etc/passwd\n"},
 		{fzSubmit, 0 + 8, "", "r1.review.1", "x"},
 		{fzSubmit, 5, "", "", "\xff\x00 binary"},
 		{fzSubmit, 1, "Basic abc", "", "x"},
@@ -180,6 +180,7 @@ func FuzzWorkerAPI(f *testing.F) {
 		{fzArtifact, 0, "", "", "x"},
 		{fzArtifact, 0, "", "planning.md", "x"},
 		{fzArtifact, 0, "", "a\x00b", "x"},
+		{fzArtifact, 0, "", "notes.md", "@file:notes.md"},
 		{fzArtifact, 5, "", "ünïcødé 名前.md", ""},
 		{fzArtifact, 0, "", strings.Repeat("n", 255-len(".")-len(".tmp-")-16+1), "x"},
 		{fzResult, 0, "", "", `{"task_id":"{tid}","ok":true,"value":"done"}`},
@@ -264,12 +265,6 @@ func FuzzWorkerAPI(f *testing.F) {
 		code, resp := rec.Code, rec.Body.Bytes()
 
 		if code >= 500 {
-			if route%fzRoutes == fzArtifact && projection.CheckPartName(param) == nil && len(param)+len(".")+len(".tmp-")+16 > 255 {
-				// Known bug (reported, not fixed here): a part name CheckPartName
-				// accepts (<= 255 bytes) whose fs-sink temporary file name
-				// ".<name>.tmp-<16 hex>" exceeds NAME_MAX fails the write: 500.
-				t.Skipf("known bug: %d-byte part name accepted, then the sink write fails: %d %s", len(param), code, resp)
-			}
 			t.Fatalf("POST %s (Authorization %q, body %q) = %d %s; cause: %v", target, auth, body, code, resp, lastErr)
 		}
 		if code < 200 {

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -103,12 +102,6 @@ func FuzzCheckPartName(f *testing.F) {
 			}
 		}
 
-		if perr != nil && err == nil && len(name)+fsTempSuffix > 255 && errors.Is(perr, syscall.ENAMETOOLONG) {
-			// Known bug (reported, not fixed here): CheckPartName accepts
-			// names up to 255 bytes, but the fs sink's temporary file
-			// ".<name>.tmp-<16 hex>" exceeds NAME_MAX past 233 bytes.
-			t.Skipf("known bug: accepted %d-byte part name cannot be written by the fs sink (ENAMETOOLONG)", len(name))
-		}
 		if perr != nil {
 			t.Fatalf("Project with part %q: %v; a part is skipped fail-open, never fatal", name, perr)
 		}

@@ -44,6 +44,10 @@ type Store interface {
 	// its sequence number (1, 2, ...). Appending a second OutputFinal to one
 	// attempt fails with ECONFLICT and appends nothing.
 	AppendOutput(ctx context.Context, e stratus.OutputEvent) (seq int, err error)
+	// CompleteAttempt appends final (an OutputFinal) to its attempt's tail and
+	// replaces the attempt and step records, atomically: all three or none.
+	// Errors as AppendOutput, UpdateAttempt and UpdateStep.
+	CompleteAttempt(ctx context.Context, final stratus.OutputEvent, a stratus.Attempt, s stratus.Step) (seq int, err error)
 	// ListOutput returns the tail of one attempt in append order.
 	ListOutput(ctx context.Context, tid string, attempt int) ([]stratus.OutputEvent, error)
 

@@ -13,6 +13,7 @@ import (
 type Caller struct {
 	Step    stratus.Step
 	Attempt stratus.Attempt
+	Latest  int // the dispatch task's latest attempt number when authorized
 	Run     stratus.Run
 	Env     *RunEnv
 }
@@ -67,32 +68,33 @@ func (s *Service) Authorize(ctx context.Context, authorization, verb, tid string
 	if err != nil {
 		return nil, err
 	}
-	att, err := s.Store.GetAttempt(ctx, owner, attempt)
+	// The latest attempt is what a fetch shows and what fencing compares
+	// against; in the common case it is the caller's own.
+	latest, err := s.Store.LatestAttempt(ctx, owner)
 	if err != nil {
 		return nil, err
 	}
-	return &Caller{Step: st, Attempt: att, Run: run, Env: env}, nil
+	att := latest
+	if latest.N != attempt {
+		if att, err = s.Store.GetAttempt(ctx, owner, attempt); err != nil {
+			return nil, err
+		}
+	}
+	return &Caller{Step: st, Attempt: att, Latest: latest.N, Run: run, Env: env}, nil
 }
 
 // fence refuses a write that can no longer count: the run is terminal, a
 // newer attempt exists, or this attempt already ended. Errors: ECONFLICT.
-func (s *Service) fence(ctx context.Context, c *Caller) error {
-	run, err := s.Store.GetRun(ctx, c.Run.ID)
-	if err != nil {
-		return err
+func (s *Service) fence(_ context.Context, c *Caller) error {
+	// The records were read when the caller was authorized, in this request.
+	if stratus.RunTerminal(c.Run.Status) {
+		return stratus.Errorf(stratus.ECONFLICT, "run %s is %s; it accepts no more output", c.Run.ID, c.Run.Status)
 	}
-	if stratus.RunTerminal(run.Status) {
-		return stratus.Errorf(stratus.ECONFLICT, "run %s is %s; it accepts no more output", run.ID, run.Status)
+	if c.Latest > c.Attempt.N {
+		return stratus.Errorf(stratus.ECONFLICT, "attempt %d of %s is superseded by attempt %d", c.Attempt.N, c.Step.TID, c.Latest)
 	}
-	latest, err := s.Store.LatestAttempt(ctx, c.Step.TID)
-	if err != nil {
-		return err
-	}
-	if latest.N > c.Attempt.N {
-		return stratus.Errorf(stratus.ECONFLICT, "attempt %d of %s is superseded by attempt %d", c.Attempt.N, c.Step.TID, latest.N)
-	}
-	if latest.Status != stratus.AttemptRunning {
-		return stratus.Errorf(stratus.ECONFLICT, "attempt %d of %s already ended (%s)", c.Attempt.N, c.Step.TID, latest.Status)
+	if c.Attempt.Status != stratus.AttemptRunning {
+		return stratus.Errorf(stratus.ECONFLICT, "attempt %d of %s already ended (%s)", c.Attempt.N, c.Step.TID, c.Attempt.Status)
 	}
 	return nil
 }

@@ -31,6 +31,7 @@ const (
 	ErrUnsupported  = "stratus.Unsupported"   // a node kind this build cannot run
 	ErrPublish      = "stratus.PublishFailed" // the publish node could not write its report
 	ErrDispatch     = "stratus.DispatchFailed"
+	ErrProjection   = "stratus.ProjectionFailed" // the output was recorded but its files could not be written
 )
 
 // Dispatch handles one dispatch message (DESIGN.md § The path of one step,

@@ -81,8 +81,9 @@ type Service struct {
 	// are written in embedded mode: <LocalLogs>/<task_id>/stages/<node>/run-NNNNNN/runner.log.
 	LocalLogs string
 
-	mu      sync.Mutex
-	workers map[string]string // tid -> launcher id
+	mu       sync.Mutex
+	workers  map[string]string // tid -> launcher id
+	roleMeta sync.Map          // flowDir\x00role_file -> the role file's submit_format
 }
 
 func (s *Service) now() time.Time {

@@ -47,8 +47,12 @@ func (s *Service) submitFormat(env *RunEnv, nodeID string) string {
 	node := env.Flow.Node(nodeID)
 	f := node.SubmitFormat
 	if f == "" && node.RoleFile != "" {
-		if meta, _, err := readRoleFile(env.FlowDir, node.RoleFile); err == nil {
+		key := env.FlowDir + "\x00" + node.RoleFile
+		if v, ok := s.roleMeta.Load(key); ok {
+			f = v.(string)
+		} else if meta, _, err := readRoleFile(env.FlowDir, node.RoleFile); err == nil {
 			f = meta.SubmitFormat
+			s.roleMeta.Store(key, f)
 		}
 	}
 	if f == "" {
@@ -203,55 +207,35 @@ func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, t
 	if err != nil {
 		return nil, err
 	}
-	format := s.submitFormat(c.Env, c.Step.Node)
-	node := c.Env.Flow.Node(c.Step.Node)
-	verdict := ""
-	if ok {
-		// Checked before anything is appended: a 422 leaves the attempt open.
-		if node.Verdicts != nil {
-			tail, err := s.Store.ListOutput(ctx, c.Step.TID, c.Attempt.N)
-			if err != nil {
-				return nil, err
-			}
-			if verdict, err = checkVerdict(c.Attempt.Agent, node.Verdicts, body, tail); err != nil {
-				return nil, err
-			}
-		}
-		if _, err := fold.Value(c.Attempt.Agent, body, format, fold.RoleBody); err != nil {
-			return nil, err
-		}
-	}
-	if _, err := s.Store.AppendOutput(ctx, stratus.OutputEvent{TID: c.Step.TID, Attempt: c.Attempt.N,
-		Kind: stratus.OutputFinal, Body: body, OK: ok, At: s.now()}); err != nil {
-		if stratus.ErrorCode(err) == stratus.ECONFLICT {
-			return nil, stratus.Errorf(stratus.ECONFLICT, "attempt %d of %s already has a Final", c.Attempt.N, c.Step.TID)
-		}
-		return nil, err
-	}
-	att, err := s.Store.GetAttempt(ctx, c.Step.TID, c.Attempt.N)
-	if err != nil {
-		return nil, err
-	}
-	att.EndedAt = s.now()
+	final := stratus.OutputEvent{TID: c.Step.TID, Attempt: c.Attempt.N, Kind: stratus.OutputFinal, Body: body, OK: ok, At: s.now()}
+	att := c.Attempt
+	att.EndedAt = final.At
 	if !ok {
+		if _, err := s.Store.AppendOutput(ctx, final); err != nil {
+			return nil, secondFinal(c, err)
+		}
 		return s.failAttempt(ctx, c, att, terminal, string(body))
 	}
-	att.Status, att.Terminal = stratus.AttemptSubmitted, "Captured"
 
+	format := s.submitFormat(c.Env, c.Step.Node)
+	node := c.Env.Flow.Node(c.Step.Node)
+	// The staged parts so far; the Final joins them in memory, so the
+	// 64 KiB body is never read back.
 	tail, err := s.Store.ListOutput(ctx, c.Step.TID, c.Attempt.N)
 	if err != nil {
 		return nil, err
 	}
-	value, err := fold.Fold(c.Attempt.Agent, tail, format)
+	// Checked before anything is appended: a 422 leaves the attempt open.
+	verdict := ""
+	if node.Verdicts != nil {
+		if verdict, err = checkVerdict(c.Attempt.Agent, node.Verdicts, body, tail); err != nil {
+			return nil, err
+		}
+	}
+	value, err := fold.Fold(c.Attempt.Agent, append(tail, final), format)
 	if err != nil {
 		return nil, err
 	}
-	dir, err := ctxDir(c.Env, c.Run)
-	if err != nil {
-		return nil, err
-	}
-	fm := projection.FrontMatter{TaskID: c.Run.TaskID, Step: c.Step.Node, StepRef: c.Step.StepRef,
-		Attempt: c.Attempt.N, Agent: c.Attempt.Agent, Format: formatName(format), SubmittedAt: att.EndedAt}
 	var parts []string
 	seen := map[string]bool{}
 	for _, e := range tail {
@@ -260,11 +244,6 @@ func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, t
 			parts = append(parts, e.Name)
 		}
 	}
-	// Parts were projected at staging; the final body is projected now.
-	if _, err := projection.Project(ctx, s.Sink, dir, c.Step.Node, fm, body, nil); err != nil {
-		return nil, fmt.Errorf("project %s: %w", c.Step.StepRef, err)
-	}
-
 	outcome, reason := "done", ""
 	switch {
 	case verdict != "":
@@ -277,17 +256,41 @@ func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, t
 	if err != nil {
 		return nil, err
 	}
-	if err := s.Store.UpdateAttempt(ctx, att); err != nil {
-		return nil, err
+	att.Status, att.Terminal = stratus.AttemptSubmitted, "Captured"
+	step := c.Step
+	step.Status, step.Verdict, step.Value, step.EndedAt = stratus.StepCompleted, outcome, raw, final.At
+	// The Final, the attempt and the step change together.
+	if _, err := s.Store.CompleteAttempt(ctx, final, att, step); err != nil {
+		return nil, secondFinal(c, err)
 	}
-	if err := s.finishStep(ctx, c.Step, stratus.StepCompleted, outcome, raw); err != nil {
-		return nil, err
+
+	// Parts were projected at staging; the final body is projected now.
+	dir, err := ctxDir(c.Env, c.Run)
+	if err == nil {
+		fm := projection.FrontMatter{TaskID: c.Run.TaskID, Step: c.Step.Node, StepRef: c.Step.StepRef,
+			Attempt: c.Attempt.N, Agent: c.Attempt.Agent, Format: formatName(format), SubmittedAt: final.At}
+		_, err = projection.Project(ctx, s.Sink, dir, c.Step.Node, fm, body, nil)
+	}
+	if err != nil {
+		// The output is recorded, but the next step could not read it.
+		reason := fmt.Sprintf("project %s: %v", c.Step.StepRef, err)
+		s.emitEnded(c, att, "failed", reason)
+		s.Tokens.SendTaskFailure(ctx, c.Step.TaskToken, ErrProjection, reason)
+		return nil, fmt.Errorf("%s", reason)
 	}
 	s.emitEnded(c, att, outcome, reason)
 	if err := s.Tokens.SendTaskSuccess(ctx, c.Step.TaskToken, raw); err != nil {
 		return nil, stratus.Errorf(stratus.ECONFLICT, "output of %s was recorded, but its state no longer waits for it: %v", c.Step.StepRef, err)
 	}
 	return sv, nil
+}
+
+// secondFinal words the conflict of a second Final for the caller.
+func secondFinal(c *Caller, err error) error {
+	if stratus.ErrorCode(err) == stratus.ECONFLICT {
+		return stratus.Errorf(stratus.ECONFLICT, "attempt %d of %s already has a Final", c.Attempt.N, c.Step.TID)
+	}
+	return err
 }
 
 func (s *Service) failAttempt(ctx context.Context, c *Caller, att stratus.Attempt, terminal, reason string) (*StepValue, error) {

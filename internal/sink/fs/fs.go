@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sync"
 	"syscall"
 
 	"github.com/stratusflow/stratus"
@@ -22,11 +23,70 @@ const (
 	FilePerm os.FileMode = 0o644
 )
 
-// Sink stores each key as the file <root>/<key>. It holds no open
-// descriptors, so the zero cost of a Sink makes New cheap; it is safe for
-// concurrent use.
+// Sink stores each key as the file <root>/<key>. It is safe for
+// concurrent use. It keeps a small cache of open directory handles (the
+// parent directories Put writes into), so a Put into a known directory
+// costs a few syscalls instead of a walk of every path component; a cached
+// handle is used only while the path still names that same directory.
 type Sink struct {
 	root string // absolute, cleaned
+
+	mu   sync.Mutex
+	dirs map[string]*os.Root // parent dir key ("." for the root) → open handle
+}
+
+// maxCachedDirs bounds the directory-handle cache (open descriptors).
+const maxCachedDirs = 64
+
+// dirRoot returns an open handle on <root>/<dir>, creating the directory
+// when missing. The handle was opened through the sink's root, so nothing
+// done through it leaves the root.
+func (s *Sink) dirRoot(dir string) (*os.Root, error) {
+	full := filepath.Join(s.root, filepath.FromSlash(dir))
+	s.mu.Lock()
+	d := s.dirs[dir]
+	s.mu.Unlock()
+	if d != nil {
+		// Still the same directory at that path? (It may have been moved,
+		// e.g. archived by a rerun, or replaced.)
+		if fi, err := os.Lstat(full); err == nil && fi.IsDir() {
+			if di, err := d.Stat("."); err == nil && os.SameFile(fi, di) {
+				return d, nil
+			}
+		}
+		s.mu.Lock()
+		if s.dirs[dir] == d {
+			delete(s.dirs, dir)
+		}
+		s.mu.Unlock()
+		// Not closed: another Put may still be using it; the GC's
+		// finalizer on the file releases it.
+	}
+	if err := os.MkdirAll(s.root, DirPerm); err != nil {
+		return nil, fmt.Errorf("fs sink: create root: %w", err)
+	}
+	r, err := os.OpenRoot(s.root)
+	if err != nil {
+		return nil, fmt.Errorf("fs sink: open root: %w", err)
+	}
+	if dir == "." {
+		d = r
+	} else {
+		defer r.Close()
+		if err := r.MkdirAll(filepath.FromSlash(dir), DirPerm); err != nil {
+			return nil, err
+		}
+		if d, err = r.OpenRoot(filepath.FromSlash(dir)); err != nil {
+			return nil, err
+		}
+	}
+	s.mu.Lock()
+	if s.dirs == nil || len(s.dirs) >= maxCachedDirs {
+		s.dirs = map[string]*os.Root{} // dropped handles are released by the GC
+	}
+	s.dirs[dir] = d
+	s.mu.Unlock()
+	return d, nil
 }
 
 var _ sink.Sink = (*Sink)(nil)
@@ -64,22 +124,16 @@ func (s *Sink) Put(ctx context.Context, key string, body []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(s.root, DirPerm); err != nil {
-		return fmt.Errorf("fs sink: create root: %w", err)
+	dir, base := path.Split(key)
+	dir = path.Clean(dir)
+	if dir == "" {
+		dir = "."
 	}
-	r, err := os.OpenRoot(s.root)
+	r, err := s.dirRoot(dir)
 	if err != nil {
-		return fmt.Errorf("fs sink: open root: %w", err)
+		return s.ioErr("put", key, err)
 	}
-	defer r.Close()
-
-	name := filepath.FromSlash(key)
-	if dir := path.Dir(key); dir != "." {
-		if err := r.MkdirAll(filepath.FromSlash(dir), DirPerm); err != nil {
-			return s.ioErr("put", key, err)
-		}
-	}
-	tmp, f, err := createTemp(r, key)
+	tmp, f, err := createTemp(r)
 	if err != nil {
 		return s.ioErr("put", key, err)
 	}
@@ -99,7 +153,7 @@ func (s *Sink) Put(ctx context.Context, key string, body []byte) error {
 		r.Remove(tmp)
 		return s.ioErr("put", key, err)
 	}
-	if err := r.Rename(tmp, name); err != nil {
+	if err := r.Rename(tmp, base); err != nil {
 		r.Remove(tmp)
 		return s.ioErr("put", key, err)
 	}
@@ -139,18 +193,18 @@ func (s *Sink) Get(ctx context.Context, key string) ([]byte, error) {
 	return b, nil
 }
 
-// createTemp creates an exclusive temporary file beside key. os.Root has
-// no CreateTemp, so the random suffix is ours; O_EXCL makes a collision a
-// retry, never a shared file.
-func createTemp(r *os.Root, key string) (string, *os.File, error) {
-	dir, base := path.Split(key)
+// createTemp creates an exclusive temporary file in the directory r. os.Root
+// has no CreateTemp, so the random suffix is ours; O_EXCL makes a collision
+// a retry, never a shared file. The name has a fixed length, so a key whose
+// last segment is near NAME_MAX (255 bytes) still gets one.
+func createTemp(r *os.Root) (string, *os.File, error) {
 	var err error
 	for range 10 {
 		var rnd [8]byte
 		for i := range rnd {
 			rnd[i] = byte(rand.Uint32())
 		}
-		tmp := filepath.FromSlash(dir + "." + base + ".tmp-" + hex.EncodeToString(rnd[:]))
+		tmp := ".stratus-tmp-" + hex.EncodeToString(rnd[:])
 		var f *os.File
 		f, err = r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, FilePerm)
 		if err == nil {

@@ -50,7 +50,11 @@ func (s *Store) LatestAttempt(ctx context.Context, tid string) (stratus.Attempt,
 // UpdateAttempt replaces every field of attempt (a.TID, a.N) but the key;
 // ENOTFOUND if there is no such attempt.
 func (s *Store) UpdateAttempt(ctx context.Context, a stratus.Attempt) error {
-	res, err := s.w.ExecContext(ctx, `UPDATE attempts SET agent = ?, status = ?, terminal = ?, reason = ?, system = ?, prompt = ?,
+	return updateAttempt(ctx, s.w, a)
+}
+
+func updateAttempt(ctx context.Context, s querier, a stratus.Attempt) error {
+	res, err := s.ExecContext(ctx, `UPDATE attempts SET agent = ?, status = ?, terminal = ?, reason = ?, system = ?, prompt = ?,
 	steps = ?, prompt_tokens = ?, completion_tokens = ?, cost_usd = ?, started_at = ?, engine_started_at = ?, ended_at = ?
 WHERE tid = ? AND n = ?`,
 		a.Agent, a.Status, a.Terminal, a.Reason, a.System, a.Prompt, a.Steps, a.PromptTokens, a.CompletionTokens,

@@ -15,11 +15,21 @@ import (
 // computed inside the INSERT and a partial unique index admits one Final
 // per attempt, so concurrent appends cannot race.
 func (s *Store) AppendOutput(ctx context.Context, e stratus.OutputEvent) (seq int, err error) {
+	return appendOutput(ctx, s.w, e)
+}
+
+// querier is what a write needs: the writer pool or a transaction on it.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func appendOutput(ctx context.Context, s querier, e stratus.OutputEvent) (seq int, err error) {
 	body := e.Body
 	if body == nil {
 		body = []byte{} // the column is NOT NULL; a nil []byte binds as NULL
 	}
-	err = s.w.QueryRowContext(ctx, `INSERT INTO outputs (tid, attempt, seq, kind, name, body, ok, at)
+	err = s.QueryRowContext(ctx, `INSERT INTO outputs (tid, attempt, seq, kind, name, body, ok, at)
 SELECT ?1, ?2, COALESCE(MAX(seq), 0) + 1, ?3, ?4, ?5, ?6, ?7 FROM outputs WHERE tid = ?1 AND attempt = ?2
 RETURNING seq`,
 		e.TID, e.Attempt, e.Kind, e.Name, body, boolInt(e.OK), millis(e.At)).Scan(&seq)

@@ -93,7 +93,11 @@ func (s *Store) CountVisits(ctx context.Context, runID, node string) (int, error
 // UpdateStep replaces Status, Verdict, Value and EndedAt of step st.TID;
 // ENOTFOUND if there is no such step.
 func (s *Store) UpdateStep(ctx context.Context, st stratus.Step) error {
-	res, err := s.w.ExecContext(ctx, "UPDATE steps SET status = ?, verdict = ?, value = ?, ended_at = ? WHERE tid = ?",
+	return updateStep(ctx, s.w, st)
+}
+
+func updateStep(ctx context.Context, s querier, st stratus.Step) error {
+	res, err := s.ExecContext(ctx, "UPDATE steps SET status = ?, verdict = ?, value = ?, ended_at = ? WHERE tid = ?",
 		st.Status, st.Verdict, blob(st.Value), millis(st.EndedAt), st.TID)
 	if err != nil {
 		return fmt.Errorf("update step %q: %w", st.TID, err)

@@ -1,0 +1,34 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/stratusflow/stratus"
+)
+
+// CompleteAttempt appends final to its attempt's tail and replaces the
+// attempt and step records, in one transaction: all three happen or none.
+// Errors: as AppendOutput (ECONFLICT for a second Final), UpdateAttempt and
+// UpdateStep (ENOTFOUND).
+func (s *Store) CompleteAttempt(ctx context.Context, final stratus.OutputEvent, a stratus.Attempt, st stratus.Step) (int, error) {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("complete attempt %d of task %q: begin: %w", a.N, a.TID, err)
+	}
+	defer tx.Rollback()
+	seq, err := appendOutput(ctx, tx, final)
+	if err != nil {
+		return 0, err
+	}
+	if err := updateAttempt(ctx, tx, a); err != nil {
+		return 0, err
+	}
+	if err := updateStep(ctx, tx, st); err != nil {
+		return 0, err
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("complete attempt %d of task %q: commit: %w", a.N, a.TID, err)
+	}
+	return seq, nil
+}
