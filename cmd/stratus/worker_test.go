@@ -133,6 +133,11 @@ case "$line" in
   echo "@file:$O/final.md" | run submit "$S" worker submit - ;;
 *'"node":"verdict"'*)
   run result "$S" worker result --ok=true --value '{"answer": 42}' ;;
+*'"node":"after"'*)
+  # The run must not end (and stop the verdict engine) before that engine
+  # has recorded its command's exit status.
+  i=0; while [ ! -s "$O/result.code" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
+  printf '{"subrun_report": "after"}\n' ;;
 esac
 `)
 	cfg := readFile(t, filepath.Join(dir, ".stratus/config.yaml"))
@@ -149,11 +154,13 @@ esac
     - { id: gather, kind: agent, role_file: wk/step.md }
     - { id: final, kind: agent, role_file: wk/step.md }
     - { id: verdict, kind: agent, role_file: wk/step.md }
+    - { id: after, kind: agent, role_file: wk/step.md }
     - { id: publish, kind: publish, policy: local_artifact }
   edges:
     - { from: gather, to: final }
     - { from: final, to: verdict }
-    - { from: verdict, to: publish }
+    - { from: verdict, to: after }
+    - { from: after, to: publish }
 `)
 	writeTestFile(t, filepath.Join(dir, ".stratus/flows/wk/step.md"), "Work on {task_id}.\n")
 	writeTestFile(t, filepath.Join(dir, "task.md"), "---\nid: t-wk\ntitle: Worker CLI\ntask_type: wk\n---\nbody\n")
@@ -163,7 +170,7 @@ esac
 	if r.code != ExitOK {
 		t.Fatalf("run exit %d\nstderr:\n%s\nengine stderr:\n%s", r.code, r.stderr, engineErr)
 	}
-	if got := join(steps(r.stderr)); got != "gather#1:done final#1:done verdict#1:done publish#1:done" {
+	if got := join(steps(r.stderr)); got != "gather#1:done final#1:done verdict#1:done after#1:done publish#1:done" {
 		t.Fatalf("steps: %s\n%s", got, r.stderr)
 	}
 	res := decodeRun(t, r.stdout)
