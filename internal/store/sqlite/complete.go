@@ -17,7 +17,7 @@ func (s *Store) CompleteAttempt(ctx context.Context, final stratus.OutputEvent, 
 		return 0, fmt.Errorf("complete attempt %d of task %q: begin: %w", a.N, a.TID, err)
 	}
 	defer tx.Rollback()
-	seq, err := appendOutput(ctx, tx, final)
+	seq, err := s.appendOutput(ctx, tx, final)
 	if err != nil {
 		return 0, err
 	}

@@ -15,7 +15,7 @@ import (
 // computed inside the INSERT and a partial unique index admits one Final
 // per attempt, so concurrent appends cannot race.
 func (s *Store) AppendOutput(ctx context.Context, e stratus.OutputEvent) (seq int, err error) {
-	return appendOutput(ctx, s.w, e)
+	return s.appendOutput(ctx, s.w, e)
 }
 
 // querier is what a write needs: the writer pool or a transaction on it.
@@ -24,15 +24,24 @@ type querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-func appendOutput(ctx context.Context, s querier, e stratus.OutputEvent) (seq int, err error) {
+func (st *Store) appendOutput(ctx context.Context, s querier, e stratus.OutputEvent) (seq int, err error) {
 	body := e.Body
 	if body == nil {
 		body = []byte{} // the column is NOT NULL; a nil []byte binds as NULL
 	}
-	err = s.QueryRowContext(ctx, `INSERT INTO outputs (tid, attempt, seq, kind, name, body, ok, at)
-SELECT ?1, ?2, COALESCE(MAX(seq), 0) + 1, ?3, ?4, ?5, ?6, ?7 FROM outputs WHERE tid = ?1 AND attempt = ?2
+	blob := ""
+	if len(body) > SpillBytes {
+		// A large body goes to a content-addressed file, so it neither
+		// bloats the WAL nor makes every checkpoint copy it.
+		if blob, err = st.putBlob(body); err != nil {
+			return 0, fmt.Errorf("append %s output to attempt %d of task %q: %w", e.Kind, e.Attempt, e.TID, err)
+		}
+		body = []byte{}
+	}
+	err = s.QueryRowContext(ctx, `INSERT INTO outputs (tid, attempt, seq, kind, name, body, ok, at, blob)
+SELECT ?1, ?2, COALESCE(MAX(seq), 0) + 1, ?3, ?4, ?5, ?6, ?7, ?8 FROM outputs WHERE tid = ?1 AND attempt = ?2
 RETURNING seq`,
-		e.TID, e.Attempt, e.Kind, e.Name, body, boolInt(e.OK), millis(e.At)).Scan(&seq)
+		e.TID, e.Attempt, e.Kind, e.Name, body, boolInt(e.OK), millis(e.At), blob).Scan(&seq)
 	if isUniqueViolation(err) && e.Kind == stratus.OutputFinal {
 		return 0, stratus.Errorf(stratus.ECONFLICT, "attempt %d of task %q already has a final output", e.Attempt, e.TID)
 	} else if err != nil {
@@ -45,7 +54,7 @@ RETURNING seq`,
 // none (and no error) for an empty tail or an unknown attempt.
 func (s *Store) ListOutput(ctx context.Context, tid string, attempt int) ([]stratus.OutputEvent, error) {
 	rows, err := s.r.QueryContext(ctx,
-		"SELECT seq, kind, name, body, ok, at FROM outputs WHERE tid = ? AND attempt = ? ORDER BY seq", tid, attempt)
+		"SELECT seq, kind, name, body, ok, at, blob FROM outputs WHERE tid = ? AND attempt = ? ORDER BY seq", tid, attempt)
 	if err != nil {
 		return nil, fmt.Errorf("list output of attempt %d of task %q: %w", attempt, tid, err)
 	}
@@ -54,8 +63,14 @@ func (s *Store) ListOutput(ctx context.Context, tid string, attempt int) ([]stra
 	for rows.Next() {
 		e := stratus.OutputEvent{TID: tid, Attempt: attempt}
 		var at sql.NullInt64
-		if err := rows.Scan(&e.Seq, &e.Kind, &e.Name, &e.Body, &e.OK, &at); err != nil {
+		var blob string
+		if err := rows.Scan(&e.Seq, &e.Kind, &e.Name, &e.Body, &e.OK, &at, &blob); err != nil {
 			return nil, fmt.Errorf("list output of attempt %d of task %q: %w", attempt, tid, err)
+		}
+		if blob != "" {
+			if e.Body, err = s.getBlob(blob); err != nil {
+				return nil, fmt.Errorf("list output of attempt %d of task %q: %w", attempt, tid, err)
+			}
 		}
 		if e.Body == nil {
 			e.Body = []byte{}

@@ -107,6 +107,10 @@ CREATE TABLE render_sizes (
 	at    INTEGER
 ) STRICT;
 `,
+	// 3: a large output body is stored in a blob file named by its SHA-256.
+	`
+ALTER TABLE outputs ADD COLUMN blob TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // schemaVersion is the version this binary writes.
