@@ -155,15 +155,15 @@ func TestState_Choose(t *testing.T) {
 		"big":{"Type":"Succeed"},"mid":{"Type":"Succeed"},"small":{"Type":"Succeed"},
 		"nod":{"Type":"Choice","Choices":[{"Variable":"$.v","NumericEquals":0,"Next":"big"}]}}}`
 	// "nod" is unreachable, so parse a variant where it is the start.
-	sm, err := Parse([]byte(def))
+	_, err := Parse([]byte(def))
 	if err == nil || !strings.Contains(err.Error(), `state "nod": not reachable`) {
 		t.Fatalf("unreachable state not reported: %v", err)
 	}
-	sm, err = Parse([]byte(strings.Replace(def, `"Default":"small"},`, `"Default":"nod"},`, 1)))
+	_, err = Parse([]byte(strings.Replace(def, `"Default":"small"},`, `"Default":"nod"},`, 1)))
 	if err == nil {
 		t.Fatal(`"small" is now unreachable and must be reported`)
 	}
-	sm, err = Parse([]byte(strings.Replace(def, `"small":{"Type":"Succeed"},`, `"small":{"Type":"Pass","Next":"nod"},`, 1)))
+	sm, err := Parse([]byte(strings.Replace(def, `"small":{"Type":"Succeed"},`, `"small":{"Type":"Pass","Next":"nod"},`, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}

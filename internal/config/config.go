@@ -212,7 +212,7 @@ func checkPlacement(p string) error {
 	case filepath.IsAbs(p) || strings.HasPrefix(p, "/"):
 		return fmt.Errorf("must be a relative path inside the work dir")
 	case slices.Contains(strings.Split(p, "/"), ".."):
-		return fmt.Errorf("must not contain ..")
+		return fmt.Errorf("must not contain a .. segment")
 	case !strings.Contains(p, "{task_id}"):
 		return fmt.Errorf("must contain {task_id}, so that tasks do not share a ctx dir")
 	}
