@@ -95,7 +95,8 @@ func TestRun_ExampleThroughImplementationFlow(t *testing.T) {
 		t.Errorf("summary.json task_usage = %v", usage)
 	}
 	md := readFile(t, filepath.Join(dir, ".stratus/logs/demo-greeting/summary.md"))
-	for _, s := range []string{"# Add a --name flag to the greeting command", "| review#1 | rework |", "| review#2 | accept |", "## Run cost"} {
+	for _, s := range []string{"# Add a --name flag to the greeting command", "| review#1 | rework |", "| review#2 | accept |",
+		"| publish#1 | pending (it writes this report) |", "- review#1: **rework** (1 of 2 findings at or above high)", "## Run cost"} {
 		if !strings.Contains(md, s) {
 			t.Errorf("summary.md lacks %q:\n%s", s, md)
 		}

@@ -6,6 +6,13 @@ import (
 	"strings"
 )
 
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
 // Severities from least to most severe (worc flow reference: gate_severity).
 var severityRank = map[string]int{"low": 1, "medium": 2, "high": 3, "critical": 4, "blocking": 5}
 
@@ -44,7 +51,7 @@ func evaluatorOutcome(value json.RawMessage, gate string) (outcome, reason strin
 		}
 	}
 	if gating > 0 {
-		return "rework", fmt.Sprintf("%d of %d findings at or above %s", gating, len(*v.Findings), gate)
+		return "rework", fmt.Sprintf("%d of %s at or above %s", gating, plural(len(*v.Findings), "finding"), gate)
 	}
-	return "accept", fmt.Sprintf("%d findings, none at or above %s", len(*v.Findings), gate)
+	return "accept", fmt.Sprintf("%s, none at or above %s", plural(len(*v.Findings), "finding"), gate)
 }
