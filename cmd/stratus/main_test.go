@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -31,23 +30,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
-}
-
-// repoRoot is the directory holding go.mod.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-}
-
-// sharedDir is ../shared beside the checkout.
-func sharedDir(t *testing.T) string {
-	t.Helper()
-	d := filepath.Join(repoRoot(t), "..", "shared")
-	if _, err := os.Stat(d); err != nil {
-		t.Fatalf("shared dir: %v", err)
-	}
-	return d
 }
 
 type result struct {

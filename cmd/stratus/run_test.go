@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stratusflow/stratus/internal/projection"
+	"github.com/stratusflow/stratus/internal/sharedtest"
 )
 
 // The walking skeleton's acceptance test (issue 2): the shipped example runs
@@ -15,7 +16,7 @@ import (
 // review loop runs twice.
 func TestRun_ExampleThroughImplementationFlow(t *testing.T) {
 	t.Parallel()
-	root := repoRoot(t)
+	root := sharedtest.ModuleRoot(t)
 	dir := t.TempDir()
 	if r := runCLI(t, "install", "--dir", dir, "--primary", "script", "--scenario", filepath.Join(root, "examples/scenario.yaml")); r.code != 0 {
 		t.Fatalf("install: %d %s", r.code, r.stderr)

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stratusflow/stratus/internal/sharedtest"
 )
 
 // Every flow worc ships reads unchanged (issue 2 § Real input). The only
@@ -13,7 +15,7 @@ import (
 // that are not installed here.
 func TestValidate_PeerFlowsReadUnchanged(t *testing.T) {
 	t.Parallel()
-	flows := filepath.Join(sharedDir(t), "peers/worc/flows")
+	flows := sharedtest.Path(t, "peers", "worc", "flows")
 	r := runCLI(t, "validate", "--all", "--flows", flows)
 	for _, line := range strings.Split(r.stdout, "\n") {
 		if !strings.HasPrefix(line, "error: ") {
@@ -65,7 +67,7 @@ func TestStatemachines_UpToDate(t *testing.T) {
 	}
 	for _, f := range files {
 		want, _ := os.ReadFile(f)
-		got, err := os.ReadFile(filepath.Join(repoRoot(t), "statemachine", filepath.Base(f)))
+		got, err := os.ReadFile(filepath.Join(sharedtest.ModuleRoot(t), "statemachine", filepath.Base(f)))
 		if err != nil || string(got) != string(want) {
 			t.Errorf("statemachine/%s is stale: run `make statemachines` and commit", filepath.Base(f))
 		}

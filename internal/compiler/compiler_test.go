@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,31 +11,12 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/sharedtest"
 )
-
-// peerFlowsDir walks up from the package directory to the one holding
-// go.mod, then ../shared/peers/worc/flows.
-func peerFlowsDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared", "peers", "worc", "flows")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the package directory")
-		}
-		dir = parent
-	}
-}
 
 func peerFlows(t *testing.T) map[string]*flow.Flow {
 	t.Helper()
-	dir := peerFlowsDir(t)
+	dir := sharedtest.Path(t, "peers", "worc", "flows")
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no peer flows in %s: %v", dir, err)
@@ -325,7 +305,7 @@ func TestCompile_IsDeterministic(t *testing.T) { // DESIGN.md § Layout: statema
 			}
 		}
 		// A fresh parse of the same file compiles to the same bytes too.
-		reloaded, err := flow.Load(peerFlowsDir(t), name)
+		reloaded, err := flow.Load(sharedtest.Path(t, "peers", "worc", "flows"), name)
 		if err != nil {
 			t.Fatal(err)
 		}

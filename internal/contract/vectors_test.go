@@ -12,30 +12,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stratusflow/stratus/internal/sharedtest"
 )
 
-// sharedDir returns ../shared relative to the module root (the directory
-// holding go.mod), found by walking up from the package directory.
-func sharedDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the package directory")
-		}
-		dir = parent
-	}
-}
-
+// vectorsDir is ../shared/cases/contract, the engine contract vectors.
 func vectorsDir(t *testing.T) string {
-	return filepath.Join(sharedDir(t), "cases", "contract")
+	return sharedtest.Path(t, "cases", "contract")
 }
 
 type vectorLaunch struct {

@@ -1,35 +1,15 @@
 package flow
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// sharedDir returns the read-only spec tree: walk up from the package
-// directory to the one holding go.mod, then ../shared.
-func sharedDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the package directory")
-		}
-		dir = parent
-	}
-}
+	"github.com/stratusflow/stratus/internal/sharedtest"
+)
 
 // peerFlowsDir is worc's packaged flows directory (the role_file root).
 func peerFlowsDir(t *testing.T) string {
-	return filepath.Join(sharedDir(t), "peers", "worc", "flows")
+	return sharedtest.Path(t, "peers", "worc", "flows")
 }
 
 // header is a valid flow header; tests append nodes/edges/budgets to it.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -13,27 +12,8 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/fold"
+	"github.com/stratusflow/stratus/internal/sharedtest"
 )
-
-// casesDir returns ../shared/cases beside the module root (the directory
-// holding go.mod), read in place, never copied (STYLE.md § Tests).
-func casesDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared", "cases")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the package directory")
-		}
-		dir = parent
-	}
-}
 
 type foldCase struct {
 	Name   string `json:"name"`
@@ -62,7 +42,7 @@ func decode(t *testing.T, b []byte) any {
 // seed 000 § Structured worker output: every vector of ../shared/cases/fold.
 func TestValue_SharedVectors(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile(filepath.Join(casesDir(t), "fold", "cases.json"))
+	raw, err := os.ReadFile(sharedtest.Path(t, "cases", "fold", "cases.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,33 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"path/filepath"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/fold"
+	"github.com/stratusflow/stratus/internal/sharedtest"
 )
-
-// fuzzCasesDir is casesDir for a *testing.F: ../shared/cases beside the
-// directory holding go.mod.
-func fuzzCasesDir(tb testing.TB) string {
-	tb.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared", "cases")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			tb.Fatal("no go.mod above the package directory")
-		}
-		dir = parent
-	}
-}
 
 // Format selectors of FuzzFold_Value: the three modes by name, and any
 // other string (an unknown submit_format behaves as the default).
@@ -66,7 +46,7 @@ func trimASCIISpace(b []byte) []byte { return bytes.Trim(b, " \t\r\n") }
 // on disk keeps them); "json" refuses a final body only with
 // *stratus.Error EUNPROCESSABLE; every other mode never errors.
 func FuzzFold_Value(f *testing.F) {
-	raw, err := os.ReadFile(filepath.Join(fuzzCasesDir(f), "fold", "cases.json"))
+	raw, err := os.ReadFile(sharedtest.Path(f, "cases", "fold", "cases.json"))
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -14,28 +14,9 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/projection"
+	"github.com/stratusflow/stratus/internal/sharedtest"
 	sinkfs "github.com/stratusflow/stratus/internal/sink/fs"
 )
-
-// fuzzCasesDir is casesDir for a *testing.F: ../shared/cases beside the
-// directory holding go.mod.
-func fuzzCasesDir(tb testing.TB) string {
-	tb.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared", "cases")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			tb.Fatal("no go.mod above the package directory")
-		}
-		dir = parent
-	}
-}
 
 // fsTempSuffix is how many bytes the fs sink adds to a base name for its
 // temporary file: "." + name + ".tmp-" + 16 hex digits.
@@ -47,7 +28,7 @@ const fsTempSuffix = len(".") + len(".tmp-") + 16
 // <root>/ctx; a name it refuses is skipped fail-open. Either way nothing is
 // written outside the sink's root.
 func FuzzCheckPartName(f *testing.F) {
-	raw, err := os.ReadFile(filepath.Join(fuzzCasesDir(f), "partnames", "cases.json"))
+	raw, err := os.ReadFile(sharedtest.Path(f, "cases", "partnames", "cases.json"))
 	if err != nil {
 		f.Fatal(err)
 	}

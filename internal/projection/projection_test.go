@@ -14,28 +14,9 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/projection"
+	"github.com/stratusflow/stratus/internal/sharedtest"
 	"github.com/stratusflow/stratus/internal/sink/fs"
 )
-
-// casesDir returns ../shared/cases beside the module root (the directory
-// holding go.mod), read in place, never copied (STYLE.md § Tests).
-func casesDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared", "cases")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the package directory")
-		}
-		dir = parent
-	}
-}
 
 func wantInvalid(t *testing.T, err error, field string) {
 	t.Helper()
@@ -49,7 +30,7 @@ func wantInvalid(t *testing.T, err error, field string) {
 // ../shared/cases/partnames.
 func TestCheckPartName_SharedVectors(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile(filepath.Join(casesDir(t), "partnames", "cases.json"))
+	raw, err := os.ReadFile(sharedtest.Path(t, "cases", "partnames", "cases.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,39 +3,19 @@ package prompt_test
 import (
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
 
 	"github.com/stratusflow/stratus/internal/prompt"
+	"github.com/stratusflow/stratus/internal/sharedtest"
 )
-
-// casesDir returns ../shared/cases beside the module root (the directory
-// holding go.mod), read in place, never copied (STYLE.md § Tests).
-func casesDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared", "cases")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the package directory")
-		}
-		dir = parent
-	}
-}
 
 // seed 004 § Template variables, § Conditional blocks: every vector of
 // ../shared/cases/template.
 func TestRender_SharedVectors(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile(filepath.Join(casesDir(t), "template", "cases.json"))
+	raw, err := os.ReadFile(sharedtest.Path(t, "cases", "template", "cases.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

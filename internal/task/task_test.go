@@ -2,37 +2,17 @@ package task
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/sharedtest"
 )
-
-// peerTasksDir walks up from the package directory to the one holding
-// go.mod, then ../shared/peers/worc/tasks.
-func peerTasksDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared", "peers", "worc", "tasks")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the package directory")
-		}
-		dir = parent
-	}
-}
 
 func TestLoad_MinimalPeerTaskDefaultsToImplementation(t *testing.T) { // SKILL.md § The task contract: task_type omitted ⇒ implementation
 	t.Parallel()
-	path := filepath.Join(peerTasksDir(t), "task-minimal.md")
+	path := sharedtest.Path(t, "peers", "worc", "tasks", "task-minimal.md")
 	tk, err := Load(path)
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +30,7 @@ func TestLoad_MinimalPeerTaskDefaultsToImplementation(t *testing.T) { // SKILL.m
 
 func TestLoad_RichPeerTaskKeepsEveryAllowedKey(t *testing.T) { // SKILL.md § The task contract
 	t.Parallel()
-	tk, err := Load(filepath.Join(peerTasksDir(t), "task-rich.md"))
+	tk, err := Load(sharedtest.Path(t, "peers", "worc", "tasks", "task-rich.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
