@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -17,12 +16,7 @@ func newEngineCmd(io IO) *cobra.Command {
 		Use:   "engine",
 		Short: "Bundled child-contract v1 engines",
 		Args:  cobra.ArbitraryArgs,
-		RunE: func(c *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageError{fmt.Errorf("unknown engine %q; bundled engines: echo, script", args[0])}
-			}
-			return usageError{fmt.Errorf("name an engine: echo, script")}
-		},
+		RunE:  func(_ *cobra.Command, args []string) error { return subcommandMissing("engine", args) },
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "echo",

@@ -36,7 +36,7 @@ reads. Existing files are kept unless --force is given.`,
 		RunE: func(*cobra.Command, []string) error { return runInstall(o) },
 	}
 	cmd.Flags().StringVar(&o.Dir, "dir", ".", "work directory to install into")
-	cmd.Flags().StringVar(&o.Primary, "primary", "", "provider every node runs on (echo, script, openseek, claude, codex)")
+	cmd.Flags().StringVar(&o.Primary, "primary", "", "provider every node runs on (echo, script, openseek, or one you added to config.yaml); rewrites config.yaml")
 	cmd.Flags().StringVar(&o.Scenario, "scenario", "", "scenario file for the script engine, copied to .stratus/scenario.yaml")
 	cmd.Flags().BoolVar(&o.Force, "force", false, "overwrite existing config and flow files")
 	return cmd

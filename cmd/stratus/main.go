@@ -74,6 +74,8 @@ func newRootCmd(io IO) *cobra.Command {
 	root.SetOut(io.Out)
 	root.SetErr(io.Err)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	root.Args = cobra.ArbitraryArgs
+	root.RunE = func(_ *cobra.Command, args []string) error { return subcommandMissing("", args) }
 	root.AddCommand(
 		newInstallCmd(io),
 		newRunCmd(io),
@@ -87,6 +89,20 @@ func newRootCmd(io IO) *cobra.Command {
 }
 
 type usageError struct{ error }
+
+// subcommandMissing is the error of a command group run without a known
+// subcommand: a usage error (exit 2) that lists the subcommands.
+func subcommandMissing(group string, args []string) error {
+	names := map[string]string{
+		"engine": "echo, script",
+		"worker": "prompt, artifact, submit, result, degradation, stats",
+		"":       "install, validate, compile, run, runner, engine, worker",
+	}[group]
+	if len(args) > 0 {
+		return usageError{fmt.Errorf("unknown command %q; commands: %s (see --help)", args[0], names)}
+	}
+	return usageError{fmt.Errorf("name a command: %s (see --help)", names)}
+}
 
 // cobraUsage recognises the argument errors cobra returns itself.
 func cobraUsage(err error) bool {

@@ -3,9 +3,11 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stratusflow/stratus/internal/projection"
 	"github.com/stratusflow/stratus/internal/sharedtest"
@@ -97,7 +99,7 @@ func TestRun_ExampleThroughImplementationFlow(t *testing.T) {
 	}
 	md := readFile(t, filepath.Join(dir, ".stratus/logs/demo-greeting/summary.md"))
 	for _, s := range []string{"# Add a --name flag to the greeting command", "| review#1 | rework |", "| review#2 | accept |",
-		"| publish#1 | pending (it writes this report) |", "- review#1: **rework** (1 of 2 findings at or above high)", "## Run cost"} {
+		"| publish#1 | done |", "- review#1: **rework** (1 of 2 findings at or above high)", "## Run cost"} {
 		if !strings.Contains(md, s) {
 			t.Errorf("summary.md lacks %q:\n%s", s, md)
 		}
@@ -244,5 +246,38 @@ func TestRun_BadInputExitsUsage(t *testing.T) {
 	}
 	if r := runCLI(t, "run", filepath.Join(dir, "x.md"), "--dir", t.TempDir()); r.code != ExitUsage || !strings.Contains(r.stderr, "stratus install") {
 		t.Errorf("no install: exit %d %s", r.code, r.stderr)
+	}
+}
+
+// Two runs of one task in one work dir would share a ctx dir: the second
+// is refused while the first holds the task's lock.
+func TestRun_SameTaskTwiceAtOnceRefused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeTestFile(t, filepath.Join(dir, "scenario.yaml"), "nodes:\n  planning:\n    - sleep_ms: 1500\n      report: p\ndefault:\n  report: {findings: []}\n")
+	if r := runCLI(t, "install", "--dir", dir, "--primary", "script", "--scenario", filepath.Join(dir, "scenario.yaml")); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	task := filepath.Join(dir, "task.md")
+	writeTestFile(t, task, "---\nid: t-lock\ntitle: Lock\n---\nbody\n")
+	first := exec.Command(stratusBin, "run", task, "--dir", dir)
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer first.Wait()
+	// Wait until the first run holds the lock (its planning step started).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, ".stratus/logs/t-lock/stages/planning")); err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r := runCLI(t, "run", task, "--dir", dir)
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "already running") {
+		t.Fatalf("second run: exit %d %s", r.code, r.stderr)
+	}
+	if err := first.Wait(); err != nil {
+		t.Errorf("first run: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -26,6 +27,11 @@ its prompt, runs the engine through child contract v1 and submits the report.`,
 			self, err := os.Executable()
 			if err != nil {
 				return err
+			}
+			for _, v := range []string{launch.EnvAPIURL, launch.EnvHandle} {
+				if os.Getenv(v) == "" {
+					return usageError{fmt.Errorf("%s is not set; `stratus runner` is started by Stratus with %s and %s", v, launch.EnvAPIURL, launch.EnvHandle)}
+				}
 			}
 			return runner.Run(ctx, runner.Options{
 				APIURL: os.Getenv(launch.EnvAPIURL), Handle: os.Getenv(launch.EnvHandle), TaskID: os.Getenv(launch.EnvTaskID),

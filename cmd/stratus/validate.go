@@ -104,9 +104,10 @@ func runValidate(o *ValidateOptions) error {
 			return usageError{err}
 		default:
 			r.Problems = append(r.Problems, flow.Validate(f, flow.ValidateOptions{RoleFileRoot: dir})...)
-			for _, msg := range orchestrator.Preflight(f, cfg, nil) {
+			for _, p := range orchestrator.Preflight(f, cfg, nil) {
 				// A kind this build cannot run yet is a warning: the flow is valid.
-				r.Problems = append(r.Problems, flow.Problem{File: f.File, Message: msg, Fatal: !strings.Contains(msg, "is not supported by this build")})
+				p.Fatal = !strings.Contains(p.Message, "is not supported by this build")
+				r.Problems = append(r.Problems, p)
 			}
 		}
 		for _, p := range r.Problems {

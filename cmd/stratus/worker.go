@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -45,6 +46,9 @@ func (o *WorkerOptions) client() (*workerclient.Client, error) {
 				env[0], launch.EnvAPIURL, launch.EnvHandle)}
 		}
 	}
+	if u, err := url.Parse(o.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, usageError{fmt.Errorf("%s=%q is not an http(s) URL", launch.EnvAPIURL, o.APIURL)}
+	}
 	return &workerclient.Client{BaseURL: o.APIURL, Credential: o.Handle}, nil
 }
 
@@ -65,6 +69,8 @@ A body given to submit or artifact that is exactly @file:<absolute path>
 JSON answers are printed on stdout. Exit status: 0 done, 1 the API refused
 or could not be reached (the server's message on stderr), 2 bad flags,
 arguments, input files or environment.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(_ *cobra.Command, args []string) error { return subcommandMissing("worker", args) },
 	}
 	cmd.AddCommand(newWorkerPromptCmd(io), newWorkerArtifactCmd(io), newWorkerSubmitCmd(io),
 		newWorkerResultCmd(io), newWorkerDegradationCmd(io), newWorkerStatsCmd(io))

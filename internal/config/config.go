@@ -213,6 +213,8 @@ func checkPlacement(p string) error {
 		return fmt.Errorf("must be a relative path inside the work dir")
 	case slices.Contains(strings.Split(p, "/"), ".."):
 		return fmt.Errorf("must not contain a .. segment")
+	case p == ".stratus" || strings.HasPrefix(p, ".stratus/"):
+		return fmt.Errorf("must not be inside .stratus/, Stratus's own state")
 	case !strings.Contains(p, "{task_id}"):
 		return fmt.Errorf("must contain {task_id}, so that tasks do not share a ctx dir")
 	}

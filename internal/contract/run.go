@@ -158,7 +158,7 @@ func (l *launch) run(ctx context.Context, spec LaunchSpec, req Request) (Result,
 	cmd.Stdin = stdinR
 	cmd.Stdout = stdoutW
 	cmd.Stderr = os.Stderr // inherited, never read (§ 1)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = procAttr()
 	err = cmd.Start()
 	stdinR.Close()
 	stdoutW.Close()

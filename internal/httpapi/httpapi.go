@@ -12,6 +12,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"path"
 	"strconv"
 	"strings"
 
@@ -98,7 +99,16 @@ func New(s *worker.Service) *Handler {
 	return h
 }
 
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+// ServeHTTP serves the API. A path that is not in clean form ("//v1/x",
+// "/v1/./x", a trailing slash) is a JSON 404 like any unknown path, not the
+// redirect http.ServeMux would answer.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p := r.URL.Path; p == "" || p != path.Clean(p) {
+		WriteError(w, stratus.Errorf(stratus.ENOTFOUND, "no route %s %s", r.Method, p))
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
 
 func (h *Handler) wrap(f func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {

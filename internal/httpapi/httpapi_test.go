@@ -332,3 +332,20 @@ func TestWorkerAPI_UnauthenticatedLargeBodyIs401(t *testing.T) {
 		t.Fatalf("%d", code)
 	}
 }
+
+// An unclean path is a JSON 404 like any unknown path, never a redirect.
+func TestWorkerAPI_UncleanPathIs404(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, p := range []string{"//v1/healthz", "/v1/agents//render-size", "/v1/./healthz", "/v1/healthz/"} {
+		req, _ := http.NewRequest("GET", b.srv.URL+p, nil)
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 404 || resp.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("GET %s = %d %s", p, resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+	}
+}

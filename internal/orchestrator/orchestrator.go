@@ -108,7 +108,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	if probs := Preflight(fl, cfg, tk); len(probs) > 0 {
-		return nil, stratus.Errorf(stratus.EINVALID, "task %s cannot run through flow %s:\n  %s", tk.ID, fl.TaskType, strings.Join(probs, "\n  "))
+		var lines []string
+		for _, p := range probs {
+			lines = append(lines, p.String())
+		}
+		return nil, stratus.Errorf(stratus.EINVALID, "task %s cannot run through flow %s:\n  %s", tk.ID, fl.TaskType, strings.Join(lines, "\n  "))
 	}
 	def, err := compiler.Compile(fl, compiler.Options{})
 	if err != nil {
@@ -194,6 +198,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	unlock, err := lockTask(state, tk.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if arch, err := archivePrevious(filepath.Join(dir, filepath.FromSlash(report.Dir(tk.ID))), sk.Path(cd)); err != nil {
 		return nil, fmt.Errorf("archive the previous run of task %s: %w", tk.ID, err)
 	} else if arch != "" {
@@ -257,11 +266,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			res.Cause = why
 		}
 	}
-	if res.Status != stratus.RunDone {
-		// A failed or manual run gets a real report too (seed 004 § The summary artifacts).
-		if _, err := report.Write(ctx, sk, f); err != nil {
-			return nil, err
-		}
+	// The summary is rewritten from the final facts, whatever the terminal:
+	// a failed or manual run gets a real report too (seed 004 § The summary
+	// artifacts), and so does a run whose publish node was disabled.
+	if _, err := report.Write(ctx, sk, f); err != nil {
+		return nil, err
 	}
 	rd := report.Dir(tk.ID)
 	res.Summary = []string{sk.Path(rd + "/summary.json"), sk.Path(rd + "/summary.md")}

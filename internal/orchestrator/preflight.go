@@ -22,17 +22,29 @@ var SupportedKinds = []string{flow.KindAgent, flow.KindEvaluator, flow.KindPubli
 // a launch spec (seed 004 § Fatal validation, config consistency), and that
 // the task's nodes overrides name nodes of the flow (worc: "an id absent
 // from the flow ends the task failed"). tk may be nil (validate). It returns
-// every problem found, one message each.
-func Preflight(fl *flow.Flow, cfg *config.Config, tk *task.Task) []string {
-	var probs []string
+// every problem found; all are fatal for a run, and Unsupported marks the
+// ones that only say this build cannot run a node kind yet.
+func Preflight(fl *flow.Flow, cfg *config.Config, tk *task.Task) []flow.Problem {
+	var probs []flow.Problem
+	at := func(n flow.Node, key string) flow.Problem {
+		pos := n.Pos
+		if p, ok := n.Fields[key]; ok {
+			pos = p
+		}
+		return flow.Problem{File: fl.File, Line: pos.Line, Col: pos.Col, Path: fmt.Sprintf("nodes[%d].%s", n.Index, key), Fatal: true}
+	}
 	for _, n := range fl.Nodes {
 		if !slices.Contains(SupportedKinds, n.Kind) {
-			probs = append(probs, fmt.Sprintf("node %s: kind %s is not supported by this build of Stratus yet; supported: %s",
-				n.ID, n.Kind, strings.Join(SupportedKinds, ", ")))
+			p := at(n, "kind")
+			p.Message = fmt.Sprintf("node %s: kind %s is not supported by this build of Stratus yet; supported: %s",
+				n.ID, n.Kind, strings.Join(SupportedKinds, ", "))
+			probs = append(probs, p)
 		}
 		if n.Provider != "" && cfg != nil {
 			if _, _, err := cfg.Provider(n.Provider); err != nil {
-				probs = append(probs, fmt.Sprintf("node %s: %v", n.ID, err))
+				p := at(n, "provider")
+				p.Message = fmt.Sprintf("node %s: %v", n.ID, err)
+				probs = append(probs, p)
 			}
 		}
 	}
@@ -47,13 +59,15 @@ func Preflight(fl *flow.Flow, cfg *config.Config, tk *task.Task) []string {
 	sort.Strings(ids)
 	for _, id := range ids {
 		if fl.Node(id) == nil {
-			probs = append(probs, fmt.Sprintf("task %s: nodes.%s: flow %s has no node %q", tk.Path, id, fl.TaskType, id))
+			probs = append(probs, flow.Problem{File: tk.Path, Path: "nodes." + id, Fatal: true,
+				Message: fmt.Sprintf("nodes.%s: flow %s has no node %q", id, fl.TaskType, id)})
 			continue
 		}
 		o, _ := nodes[id].(map[string]any)
 		if p, ok := o["provider"].(string); ok && p != "" && cfg != nil {
 			if _, _, err := cfg.Provider(p); err != nil {
-				probs = append(probs, fmt.Sprintf("task %s: nodes.%s.provider: %v", tk.Path, id, err))
+				probs = append(probs, flow.Problem{File: tk.Path, Path: "nodes." + id + ".provider", Fatal: true,
+					Message: fmt.Sprintf("nodes.%s.provider: %v", id, err)})
 			}
 		}
 	}

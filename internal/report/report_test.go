@@ -66,3 +66,15 @@ func TestOverhead_ReportToNextEngineStart(t *testing.T) {
 		t.Errorf("Overhead = %v", got)
 	}
 }
+
+// seed 004: the publish step, which writes the report, is shown pending
+// while it does.
+func TestRender_PublishPendingWhileItWrites(t *testing.T) {
+	t.Parallel()
+	f := facts()
+	f.Steps = append(f.Steps, StepLine{Step: stratus.Step{StepRef: "publish#1", Node: "publish", Kind: "publish", Status: stratus.StepRunning}})
+	_, md := Render(f)
+	if !strings.Contains(string(md), "| publish#1 | pending (it writes this report) |") {
+		t.Errorf("summary.md:\n%s", md)
+	}
+}

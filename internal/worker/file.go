@@ -14,6 +14,10 @@ import (
 // (seed 000 § Why OUT is a tool call: "the @file:<abs-path> sentinel").
 const FileSentinel = "@file:"
 
+// StateDirName is the directory under the work dir that holds Stratus's own
+// state (config, store, HMAC key, logs); no worker output may come from it.
+const StateDirName = ".stratus"
+
 // resolveFileSentinel replaces an `@file:<abs-path>` body with the file's
 // bytes. The sentinel is normally resolved on the worker side (runner,
 // `stratus worker`); the server resolves it only in embedded mode and only
@@ -45,8 +49,13 @@ func (s *Service) resolveFileSentinel(c *Caller, body []byte) ([]byte, error) {
 	} else if err != nil {
 		return nil, stratus.FieldErrorf(stratus.EINVALID, "body", "%s%s: %v", FileSentinel, p, err)
 	}
-	if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+	rel, err := filepath.Rel(root, real)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
 		return nil, stratus.FieldErrorf(stratus.EINVALID, "body", "%s%s is outside the run's work dir %s; only files inside it may be named", FileSentinel, p, c.Run.WorkDir)
+	}
+	if rel == StateDirName || strings.HasPrefix(rel, StateDirName+"/") {
+		// The state dir holds the HMAC key and the store: never output.
+		return nil, stratus.FieldErrorf(stratus.EINVALID, "body", "%s%s is inside %s, Stratus's own state; it cannot be output", FileSentinel, p, StateDirName)
 	}
 	fi, err := os.Stat(real)
 	if err != nil || !fi.Mode().IsRegular() {

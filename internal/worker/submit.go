@@ -118,8 +118,13 @@ func (s *Service) Artifact(ctx context.Context, authorization, name string, body
 	if err := projection.CheckPartName(name); err != nil {
 		return err
 	}
+	if strings.HasPrefix(name, " ") {
+		return stratus.FieldErrorf(stratus.EINVALID, "name", "part %q starts with a space; choose a name a reader can see", name)
+	}
 	for _, n := range c.Env.Flow.Nodes {
-		if name == n.ID+".md" {
+		// Case-insensitively: on macOS and Windows file systems
+		// "Implementation.md" is implementation's projection.
+		if strings.EqualFold(name, n.ID+".md") {
 			return stratus.FieldErrorf(stratus.EINVALID, "name", "part %q would overwrite the projection of node %s (<ctx-dir>/%s.md); choose another name", name, n.ID, n.ID)
 		}
 	}

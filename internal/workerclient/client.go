@@ -209,6 +209,9 @@ func (c *Client) do(ctx context.Context, method, path, ctype string, body []byte
 			ae.Code, ae.Message, ae.Field = eb.Error.Code, eb.Error.Message, eb.Error.Field
 		} else {
 			ae.Message = strings.TrimSpace(string(data))
+			if ae.Message == "" {
+				ae.Message = http.StatusText(resp.StatusCode) + " (not a worker API answer; is " + c.BaseURL + " the worker API?)"
+			}
 		}
 		if !ae.Transient() {
 			return ae
