@@ -95,16 +95,12 @@ func (s *Service) Dispatch(ctx context.Context, m Message) error {
 		s.emit(Event{Type: EventStepStarted, RunID: run.ID, Node: step.Node, StepRef: step.StepRef})
 		written, err := s.Publish(ctx, run, env)
 		if err != nil {
-			s.finishStep(ctx, step, stratus.StepFailed, "", nil)
-			s.emit(Event{Type: EventStepEnded, RunID: run.ID, Node: step.Node, StepRef: step.StepRef, Outcome: "failed", Reason: err.Error()})
-			return s.fail(ctx, step.TaskToken, ErrPublish, err.Error())
+			return s.failStep(ctx, step, 0, ErrPublish, err.Error())
 		}
 		return s.completeNonWorker(ctx, step, "done", strings.Join(written, ", "))
 	default:
-		s.finishStep(ctx, step, stratus.StepFailed, "", nil)
 		why := fmt.Sprintf("node %q: kind %q is not supported by this build of Stratus yet; supported: agent, evaluator, publish", node.ID, node.Kind)
-		s.emit(Event{Type: EventStepEnded, RunID: run.ID, Node: step.Node, StepRef: step.StepRef, Outcome: "failed", Reason: why})
-		return s.fail(ctx, step.TaskToken, ErrUnsupported, why)
+		return s.failStep(ctx, step, 0, ErrUnsupported, why)
 	}
 }
 
@@ -123,6 +119,16 @@ func (s *Service) finishStep(ctx context.Context, step stratus.Step, status, ver
 	return s.Store.UpdateStep(ctx, step)
 }
 
+// failStep ends a step no worker completed (it could not be dispatched,
+// launched or published): its value carries the reason, the progress line
+// says it, and the state machine gets SendTaskFailure with errName.
+func (s *Service) failStep(ctx context.Context, step stratus.Step, attempt int, errName, reason string) error {
+	v, _ := json.Marshal(StepValue{StepRef: step.StepRef, Node: step.Node, Attempt: attempt, Outcome: "failed", Reason: reason})
+	s.finishStep(ctx, step, stratus.StepFailed, "", v)
+	s.emit(Event{Type: EventStepEnded, RunID: step.RunID, Node: step.Node, StepRef: step.StepRef, Attempt: attempt, Outcome: "failed", Reason: reason})
+	return s.fail(ctx, step.TaskToken, errName, reason)
+}
+
 func (s *Service) fail(ctx context.Context, token, name, cause string) error {
 	return s.Tokens.SendTaskFailure(ctx, token, name, cause)
 }
@@ -138,9 +144,7 @@ func (s *Service) launchAttempt(ctx context.Context, run stratus.Run, env *RunEn
 		_, _, err = env.Config.Provider(s.providerOf(env, node.ID))
 	}
 	if err != nil {
-		s.finishStep(ctx, step, stratus.StepFailed, "", nil)
-		s.emit(Event{Type: EventStepEnded, RunID: run.ID, Node: step.Node, StepRef: step.StepRef, Attempt: n, Outcome: "failed", Reason: err.Error()})
-		return s.fail(ctx, step.TaskToken, ErrDispatch, err.Error())
+		return s.failStep(ctx, step, n, ErrDispatch, err.Error())
 	}
 	att := stratus.Attempt{
 		TID: step.TID, N: n, Agent: node.ID, Status: stratus.AttemptRunning,
@@ -163,17 +167,13 @@ func (s *Service) launchAttempt(ctx context.Context, run stratus.Run, env *RunEn
 	}
 	s.emit(Event{Type: EventStepStarted, RunID: run.ID, Node: step.Node, StepRef: step.StepRef, Attempt: n})
 	spec := launch.Spec{APIURL: s.APIURL, Handle: h.Handle, TaskID: step.TID, Attempt: n}
-	if s.LocalLogs != "" {
-		spec.LogPath = filepath.Join(s.LocalLogs, run.TaskID, "stages", step.Node, fmt.Sprintf("run-%06d", step.Visit), "runner.log")
-	}
+	spec.LogPath = s.runnerLog(run, step)
 	spec.OnExit = func(err error) { s.workerExited(step.TID, n, err, spec.LogPath) }
 	id, err := s.Launcher.Launch(ctx, spec)
 	if err != nil {
 		att.Status, att.Reason, att.EndedAt = stratus.AttemptFailed, err.Error(), s.now()
 		s.Store.UpdateAttempt(ctx, att)
-		s.finishStep(ctx, step, stratus.StepFailed, "", nil)
-		s.emit(Event{Type: EventStepEnded, RunID: run.ID, Node: step.Node, StepRef: step.StepRef, Attempt: n, Outcome: "failed", Reason: err.Error()})
-		return s.fail(ctx, step.TaskToken, ErrLaunchFailed, err.Error())
+		return s.failStep(ctx, step, n, ErrLaunchFailed, err.Error())
 	}
 	s.rememberWorker(step.TID, id)
 	return nil
@@ -202,4 +202,13 @@ func systemPrompt(env *RunEnv, step stratus.Step) string {
 		"To hand over a named file, stage it as a part: POST $STRATUS_API_URL/v1/worker/artifact?name=<file name> "+
 		"with the header `Authorization: Bearer $STRATUS_HANDLE` and the file's bytes as the body.\n",
 		step.Node, step.StepRef, env.Flow.Name, env.Task.ID)
+}
+
+// runnerLog is where a step's runner writes its log in embedded mode ("" on
+// AWS, where the ECS task's log goes to CloudWatch).
+func (s *Service) runnerLog(run stratus.Run, step stratus.Step) string {
+	if s.LocalLogs == "" {
+		return ""
+	}
+	return filepath.Join(s.LocalLogs, run.TaskID, "stages", step.Node, fmt.Sprintf("run-%06d", step.Visit), "runner.log")
 }

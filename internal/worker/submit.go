@@ -219,7 +219,15 @@ func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, t
 		if _, err := s.Store.AppendOutput(ctx, final); err != nil {
 			return nil, secondFinal(c, err)
 		}
-		return s.failAttempt(ctx, c, att, terminal, string(body))
+		reason := string(body)
+		if log := s.runnerLog(c.Run, c.Step); log != "" {
+			// The engine's stderr went to the runner's log: point at it.
+			if tail := logTail(log, 2); tail != "" {
+				reason += "; log: " + tail
+			}
+			reason += " (log: " + log + ")"
+		}
+		return s.failAttempt(ctx, c, att, terminal, reason)
 	}
 
 	format := s.submitFormat(c.Env, c.Step.Node)
