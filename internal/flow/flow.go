@@ -49,6 +49,10 @@ type Flow struct {
 	// SubmitFormat is the flow-wide fold mode of every agent and evaluator
 	// (a Stratus extension: seed 000 § submit_format, "BP-global").
 	SubmitFormat string
+	// CheckPolicy is what happens when a step's ctx-dir cannot be resolved
+	// (seed 000 § Files are the server's job): "" or "lenient" skips the
+	// files with a warning, "strict" fails the step. A Stratus extension.
+	CheckPolicy string
 
 	Pos    Pos            // the `flow:` key
 	Fields map[string]Pos // key path → key position
@@ -89,6 +93,11 @@ type Decomposition struct {
 	ProposedBy   string
 	SubFlow      []string
 	SharedBudget string
+}
+
+// ContextPolicy filters the prior-step pointers of a node's prompt payload.
+type ContextPolicy struct {
+	Steps []string // node ids; empty list: none
 }
 
 // Verdicts is a node's verdict contract (seed 000 § The in-process twin:
@@ -169,6 +178,10 @@ type Node struct {
 	// this step ("", "json", "text"), and its verdict contract.
 	SubmitFormat string
 	Verdicts     *Verdicts
+	// Context is the node's context policy: which prior steps' outputs its
+	// prompt payload points at (seed 001 § Routes: "a ContextPolicy.steps-
+	// filtered pointer list"); nil means every prior step.
+	Context *ContextPolicy
 
 	Index  int            // position in Flow.Nodes
 	Pos    Pos            // the node's first key

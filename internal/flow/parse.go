@@ -21,7 +21,7 @@ import (
 // allowlist). Node keys depend on the node's kind.
 var (
 	topKeys           = []string{"flow"}
-	flowKeys          = []string{"name", "task_type", "permission_ceiling", "output_policy", "publishing", "network_policy", "defaults", "nodes", "edges", "budgets", "supervisor", "decomposition", "submit_format"}
+	flowKeys          = []string{"name", "task_type", "permission_ceiling", "output_policy", "publishing", "network_policy", "defaults", "nodes", "edges", "budgets", "supervisor", "decomposition", "submit_format", "check_policy"}
 	defaultsKeys      = []string{"evaluator"}
 	evalDefaultsKeys  = []string{"session_scope", "permission_profile", "max_rework_per_stage", "gate_severity"}
 	supervisorKeys    = []string{"role_file", "finalize_role_file", "handoff_role_file", "emit_follow_ups", "observe"}
@@ -31,16 +31,17 @@ var (
 	whenKeys          = []string{"fact", "equals"}
 	hitlGrantKeys     = []string{"allow_question", "allow_approval"}
 	verdictsKeys      = []string{"allowed", "channel"}
+	contextKeys       = []string{"steps"}
 
 	commonNodeKeys = []string{"id", "kind", "when"}
 	nodeKeys       = map[string][]string{
 		KindAgent: {"role_file", "resume_role_file", "session_scope", "lineage_affinity", "permission_profile",
 			"network_access", "git_evidence", "provider", "model", "reasoning", "timeout_seconds",
 			"output_artifact", "output_file", "output_schema", "best_effort", "hitl", "extra_args",
-			"skills", "allow_skills", "submit_format", "verdicts"},
+			"skills", "allow_skills", "submit_format", "verdicts", "context"},
 		KindEvaluator: {"role", "role_file", "resume_role_file", "session_scope", "permission_profile",
 			"network_access", "git_evidence", "blocking", "max_rework_per_stage", "gate_severity",
-			"provider", "model", "reasoning", "submit_format", "verdicts"},
+			"provider", "model", "reasoning", "submit_format", "verdicts", "context"},
 		KindChecks:  {"checker", "manifest"},
 		KindTool:    {"tool", "args", "timeout_seconds"},
 		KindHITL:    {"signal", "timeout_s"},
@@ -460,6 +461,8 @@ func (d *decoder) flow(kv field) *Flow {
 			f.Decomposition = d.decomposition(f, fl)
 		case "submit_format":
 			f.SubmitFormat = d.str(fl.val, fl.path)
+		case "check_policy":
+			f.CheckPolicy = d.str(fl.val, fl.path)
 		}
 	}
 	return f
@@ -697,9 +700,30 @@ func (d *decoder) node(i int, n ast.Node) Node {
 			nd.SubmitFormat = d.str(v, p)
 		case "verdicts":
 			nd.Verdicts = d.verdicts(&nd, fl)
+		case "context":
+			nd.Context = d.context(&nd, fl)
 		}
 	}
 	return nd
+}
+
+// context reads a node's context policy {steps: [node ids]}.
+func (d *decoder) context(nd *Node, kv field) *ContextPolicy {
+	m := d.mapping(kv.val, kv.path, kv.path)
+	if m == nil {
+		return nil
+	}
+	c := &ContextPolicy{}
+	for _, fl := range d.fields(m, kv.path, kv.path, contextKeys) {
+		nd.Fields[kv.key+"."+fl.key] = fl.pos
+		if fl.key == "steps" {
+			c.Steps = d.strList(fl.val, fl.path)
+			if c.Steps == nil {
+				c.Steps = []string{}
+			}
+		}
+	}
+	return c
 }
 
 // verdicts reads a node's verdict contract {allowed: [..], channel}.

@@ -94,7 +94,7 @@ func TestParse_UnknownKeyFailsClosedWithPositionAndAllowedKeys(t *testing.T) { /
 		{"top level", "flow: {name: x}\nflows: {}\n",
 			`t.yaml:2:1: unknown key "flows" in the document; allowed: flow`},
 		{"flow block", "flow:\n  name: x\n  colour: red\n",
-			`t.yaml:3:3: unknown key "colour" in flow; allowed: budgets, decomposition, defaults, edges, name, network_policy, nodes, output_policy, permission_ceiling, publishing, submit_format, supervisor, task_type`},
+			`t.yaml:3:3: unknown key "colour" in flow; allowed: budgets, check_policy, decomposition, defaults, edges, name, network_policy, nodes, output_policy, permission_ceiling, publishing, submit_format, supervisor, task_type`},
 		{"node keys depend on kind", "flow:\n  nodes:\n    - id: testing\n      kind: checks\n      role_file: x.md\n",
 			`t.yaml:5:7: unknown key "role_file" in nodes[0] (checks "testing"); allowed: checker, id, kind, manifest, when`},
 		{"evaluator has no timeout_seconds", "flow:\n  nodes:\n    - {id: r, kind: evaluator, timeout_seconds: 5}\n",

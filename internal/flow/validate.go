@@ -180,6 +180,9 @@ func (v *validator) header() {
 		}
 	}
 	v.enum(f.pos("permission_ceiling"), "permission_ceiling", "permission_ceiling", f.PermissionCeiling, permissionProfiles)
+	if f.CheckPolicy != "" && f.CheckPolicy != "lenient" && f.CheckPolicy != "strict" {
+		v.add(f.pos("check_policy"), "check_policy", true, "flow check_policy %q is not allowed; valid: lenient, strict", f.CheckPolicy)
+	}
 	if !fold.KnownFormat(f.SubmitFormat) {
 		v.add(f.pos("submit_format"), "submit_format", false, "flow submit_format %q is not json or text; it folds like the default", f.SubmitFormat)
 	}
@@ -309,6 +312,14 @@ func (v *validator) nodeFields(n *Node, path string) {
 		// seed 000 § submit_format: an unknown value warns and behaves like the default.
 		pos, p := at("submit_format")
 		v.add(pos, p, false, "%s submit_format %q is not json or text; it folds like the default", label(n), n.SubmitFormat)
+	}
+	if cp := n.Context; cp != nil {
+		for _, id := range cp.Steps {
+			if v.f.Node(id) == nil {
+				pos, p := at("context.steps")
+				v.add(pos, p, true, "%s context.steps names %q, which is not a node of this flow", label(n), id)
+			}
+		}
 	}
 	if vd := n.Verdicts; vd != nil {
 		if len(vd.Allowed) == 0 {

@@ -315,3 +315,81 @@ func TestWorkerAPI_FileSentinel(t *testing.T) {
 		t.Errorf("AWS posture: %d %s", code, body)
 	}
 }
+
+// seed 001 § Routes: context.steps is filtered by the node's context policy.
+func TestPrompt_ContextPolicyFiltersStepPointers(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{
+		"implementation.yaml": `flow:
+  name: implementation
+  task_type: implementation
+  permission_ceiling: read-only
+  output_policy: repository_document
+  publishing: local_artifact
+  nodes:
+    - { id: a, kind: agent, role_file: implementation/x.md }
+    - { id: b, kind: agent, role_file: implementation/x.md }
+    - { id: c, kind: agent, role_file: implementation/x.md, context: { steps: [a] } }
+    - { id: d, kind: agent, role_file: implementation/x.md }
+    - { id: publish, kind: publish, policy: local_artifact }
+  edges:
+    - { from: a, to: b }
+    - { from: b, to: c }
+    - { from: c, to: d }
+    - { from: d, to: publish }
+`,
+		"implementation/x.md": "Go.",
+	}
+	b := setupFlow(t, files)
+	for _, n := range []string{"a", "b"} {
+		h := b.dispatch(t, n, "tok-"+n)
+		b.do(t, "POST", "/v1/worker/submit", "Bearer "+h, n+" done")
+	}
+	steps := func(node string) []string {
+		h := b.dispatch(t, node, "tok-"+node)
+		var got []string
+		for _, p := range payload(t, b, h, "r1."+node+".1").Context.Steps {
+			got = append(got, p.Step)
+		}
+		return got
+	}
+	if got := strings.Join(steps("c"), ","); got != "a" {
+		t.Errorf("c (context.steps [a]) sees %q", got)
+	}
+	if got := strings.Join(steps("d"), ","); got != "a,b" {
+		t.Errorf("d (no policy) sees %q", got)
+	}
+}
+
+// seed 000 § Files are the server's job: when no root resolves, files are
+// skipped fail-open with a warning, or the step fails under check_policy: strict.
+func TestSubmit_NoRootSkipsFilesOrFailsUnderStrict(t *testing.T) {
+	t.Parallel()
+	for _, strict := range []bool{false, true} {
+		files := oneNode("    - { id: gate, kind: agent, role_file: implementation/gate.md }", "Go.")
+		if strict {
+			files["implementation.yaml"] = strings.Replace(files["implementation.yaml"], "  nodes:\n", "  check_policy: strict\n  nodes:\n", 1)
+		}
+		b := setupFlow(t, files)
+		var warned []string
+		b.svc.Warnf = func(f string, a ...any) { warned = append(warned, f) }
+		run := b.run
+		run.ID, run.WorkDir = "r2", ""
+		if err := b.svc.Store.CreateRun(context.Background(), run); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.svc.Dispatch(context.Background(), worker.Message{RunID: "r2", Node: "gate", Kind: "agent", TaskToken: "tok-nr"}); err != nil {
+			t.Fatal(err)
+		}
+		h := b.launch.specs[len(b.launch.specs)-1].Handle
+		code, body := b.do(t, "POST", "/v1/worker/submit", "Bearer "+h, "out")
+		_, failed := b.tokens.failures["tok-nr"]
+		_, succeeded := b.tokens.successes["tok-nr"]
+		if strict && (code == 200 || !failed) {
+			t.Errorf("strict: %d %s, failed=%v", code, body, failed)
+		}
+		if !strict && (code != 200 || !succeeded || len(warned) == 0) {
+			t.Errorf("lenient: %d %s, succeeded=%v warnings=%v", code, body, succeeded, warned)
+		}
+	}
+}

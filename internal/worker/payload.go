@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -78,7 +79,11 @@ func (s *Service) FetchPrompt(ctx context.Context, authorization, tid string) (*
 		return nil, err
 	}
 	cx := &Context{ProjectRoot: run.WorkDir, WorkDir: run.WorkDir, CtxDir: abs(run, dir), TaskMetadata: env.Task.Front, Steps: []StepPointer{}}
+	node := env.Flow.Node(step.Node)
 	for _, st := range prior {
+		if node.Context != nil && !slices.Contains(node.Context.Steps, st.Node) {
+			continue // the node's context policy leaves this step out
+		}
 		p := StepPointer{Step: st.Node, StepRef: st.StepRef, Path: abs(run, path.Join(dir, st.Node+".md")), Outcome: st.Verdict}
 		if v, err := decodeStepValue(st.Value); err == nil {
 			for _, name := range v.Parts {
@@ -87,7 +92,6 @@ func (s *Service) FetchPrompt(ctx context.Context, authorization, tid string) (*
 		}
 		cx.Steps = append(cx.Steps, p)
 	}
-	node := env.Flow.Node(step.Node)
 	provName, prov, err := env.Config.Provider(s.providerOf(env, node.ID))
 	if err != nil {
 		return nil, err

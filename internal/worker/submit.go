@@ -139,6 +139,12 @@ func (s *Service) Artifact(ctx context.Context, authorization, name string, body
 		Kind: stratus.OutputArtifact, Name: name, Body: body, OK: true, At: s.now()}); err != nil {
 		return err
 	}
+	if c.Run.WorkDir == "" {
+		// No root to place files under: the part is staged (data plane),
+		// its file is skipped fail-open (seed 000 § Files are the server's job).
+		s.warnf("%s: no work dir resolves for run %s; part %s staged without its file", c.Step.StepRef, c.Run.ID, name)
+		return nil
+	}
 	dir, err := ctxDir(c.Env, c.Run)
 	if err != nil {
 		return err
@@ -278,8 +284,17 @@ func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, t
 	}
 
 	// Parts were projected at staging; the final body is projected now.
-	dir, err := ctxDir(c.Env, c.Run)
-	if err == nil {
+	var dir string
+	switch {
+	case c.Run.WorkDir == "" && c.Env.Flow.CheckPolicy == "strict":
+		err = fmt.Errorf("no work dir resolves for run %s, and the flow's check_policy is strict", c.Run.ID)
+	case c.Run.WorkDir == "":
+		// seed 000 § Files are the server's job: skip fail-open, with a warning.
+		s.warnf("%s: no work dir resolves for run %s; its files are skipped", c.Step.StepRef, c.Run.ID)
+	default:
+		dir, err = ctxDir(c.Env, c.Run)
+	}
+	if err == nil && dir != "" {
 		fm := projection.FrontMatter{TaskID: c.Run.TaskID, Step: c.Step.Node, StepRef: c.Step.StepRef,
 			Attempt: c.Attempt.N, Agent: c.Attempt.Agent, Format: formatName(format), SubmittedAt: final.At}
 		_, err = projection.Project(ctx, s.Sink, dir, c.Step.Node, fm, body, nil)
