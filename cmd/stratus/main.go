@@ -84,6 +84,7 @@ func newRootCmd(io IO) *cobra.Command {
 		newRunnerCmd(io),
 		newEngineCmd(io),
 		newWorkerCmd(io),
+		newContractCmd(io),
 	)
 	return root
 }

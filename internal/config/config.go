@@ -232,3 +232,30 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// OpenseekKindDefaults are the per-kind defaults of the reference engine
+// (seed 003 § 7.3): the step ceiling (0: none) and the adapter deadline, s.
+var OpenseekKindDefaults = map[string]struct{ MaxSteps, TimeoutSeconds int }{
+	"echo":    {0, 600},
+	"explore": {100, 600},
+	"review":  {100, 900},
+	"worker":  {300, 2700},
+}
+
+// Resolved returns p with openseek's per-kind defaults filled in where p
+// leaves max_steps or timeout_seconds unset (seed 003 § 7.3), for a
+// provider whose command is openseek. Other providers are returned as is.
+func (p Provider) Resolved() Provider {
+	if filepath.Base(p.Command) != "openseek" {
+		return p
+	}
+	if d, ok := OpenseekKindDefaults[p.Kind]; ok {
+		if p.MaxSteps == 0 {
+			p.MaxSteps = d.MaxSteps
+		}
+		if p.TimeoutSeconds == 0 {
+			p.TimeoutSeconds = d.TimeoutSeconds
+		}
+	}
+	return p
+}

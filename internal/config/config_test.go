@@ -72,3 +72,21 @@ func TestParse_PlacementAndProviderRules(t *testing.T) {
 		}
 	}
 }
+
+// seed 003 § 7.3: openseek's per-kind step ceilings and adapter deadlines
+// fill what a provider leaves unset; § 7.1: {kind} and {max_steps} mirror onto argv.
+func TestProvider_OpenseekKindDefaults(t *testing.T) {
+	t.Parallel()
+	for kind, want := range map[string][2]int{"explore": {100, 600}, "review": {100, 900}, "worker": {300, 2700}, "echo": {0, 600}} {
+		p := Provider{Command: "/usr/local/bin/openseek", Kind: kind}.Resolved()
+		if p.MaxSteps != want[0] || p.TimeoutSeconds != want[1] {
+			t.Errorf("%s: max_steps %d timeout %d, want %v", kind, p.MaxSteps, p.TimeoutSeconds, want)
+		}
+	}
+	if p := (Provider{Command: "openseek", Kind: "review", MaxSteps: 7}).Resolved(); p.MaxSteps != 7 || p.TimeoutSeconds != 900 {
+		t.Errorf("explicit max_steps overridden: %+v", p)
+	}
+	if p := (Provider{Command: "other", Kind: "review"}).Resolved(); p.MaxSteps != 0 {
+		t.Errorf("non-openseek provider got openseek defaults: %+v", p)
+	}
+}

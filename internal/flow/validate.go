@@ -3,6 +3,7 @@ package flow
 import (
 	"fmt"
 	"github.com/stratusflow/stratus/internal/fold"
+	"github.com/stratusflow/stratus/internal/outputschema"
 	"github.com/stratusflow/stratus/internal/prompt"
 	"os"
 	"path/filepath"
@@ -312,6 +313,12 @@ func (v *validator) nodeFields(n *Node, path string) {
 		// seed 000 § submit_format: an unknown value warns and behaves like the default.
 		pos, p := at("submit_format")
 		v.add(pos, p, false, "%s submit_format %q is not json or text; it folds like the default", label(n), n.SubmitFormat)
+	}
+	if n.OutputSchema != "" {
+		if _, err := outputschema.Compile([]byte(n.OutputSchema)); err != nil {
+			pos, p := at("output_schema")
+			v.add(pos, p, true, "%s %v", label(n), err)
+		}
 	}
 	if cp := n.Context; cp != nil {
 		for _, id := range cp.Steps {

@@ -26,6 +26,7 @@ import (
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/contract"
 	"github.com/stratusflow/stratus/internal/launch"
+	"github.com/stratusflow/stratus/internal/outputschema"
 	"github.com/stratusflow/stratus/internal/worker"
 	"github.com/stratusflow/stratus/internal/workerclient"
 )
@@ -78,7 +79,14 @@ func Run(ctx context.Context, o Options) error {
 		c.Fail(ctx, p.TaskID, string(contract.Failed), err.Error())
 		return err
 	}
-	req := contract.Request{Kind: p.Engine.Kind, Input: p.Engine.Input}
+	req := contract.Request{Kind: p.Engine.Kind, Input: p.Engine.Input, Schema: p.Engine.Schema}
+	var schema *outputschema.Schema
+	if len(p.Engine.Schema) > 0 {
+		if schema, err = outputschema.Compile(p.Engine.Schema); err != nil {
+			c.Fail(ctx, p.TaskID, string(contract.Failed), err.Error())
+			return err
+		}
+	}
 	if p.Engine.MaxSteps > 0 {
 		ms := p.Engine.MaxSteps
 		req.MaxSteps = &ms
@@ -106,6 +114,13 @@ func Run(ctx context.Context, o Options) error {
 	if res.Terminal != contract.Captured {
 		reason := Reason(res, spec.DeadlineMS)
 		return deliver(o, p, "failure", []byte(reason), func() error { return c.Fail(ctx, p.TaskID, string(res.Terminal), reason) })
+	}
+	if schema != nil {
+		// issue 4 § 4: the caller validates the report regardless of whether
+		// the engine applied the schema (seed 003 § 2).
+		if err := schema.Validate(res.Report); err != nil {
+			return deliver(o, p, "failure", []byte(err.Error()), func() error { return c.Fail(ctx, p.TaskID, string(contract.Failed), err.Error()) })
+		}
 	}
 	body, err := workerclient.ResolveFileSentinel(ReportBody(res.Report))
 	if err != nil {

@@ -202,3 +202,23 @@ func TestReason_SaysWhatTheTerminalMeans(t *testing.T) {
 		t.Errorf("Failed: %q", got)
 	}
 }
+
+// issue 4 § 4: with an output_schema the report is validated; a mismatch
+// fails the attempt with the validation errors in its reason, and the
+// schema travels in the envelope (seed 003 § 2).
+func TestRun_OutputSchemaMismatchFailsTheAttempt(t *testing.T) {
+	t.Parallel()
+	f, o := setup(t, `read l; case "$l" in *'"schema"'*) ;; *) printf '{"event":"turn_failed","error":"no schema in envelope"}\n'; exit 0;; esac; printf '{"subrun_report":{"steps":"not a list"}}\n'`)
+	f.engine.Schema = json.RawMessage(`{"type":"object","required":["steps"],"properties":{"steps":{"type":"array"}}}`)
+	if err := Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.submitted) != 0 || len(f.failed) != 1 || !strings.Contains(f.failed[0], "does not match output_schema") {
+		t.Errorf("submitted %q failed %q", f.submitted, f.failed)
+	}
+	f2, o2 := setup(t, `read l; printf '{"subrun_report":{"steps":["a"]}}\n'`)
+	f2.engine.Schema = f.engine.Schema
+	if err := Run(context.Background(), o2); err != nil || len(f2.submitted) != 1 {
+		t.Errorf("matching report: %v %q %q", err, f2.submitted, f2.failed)
+	}
+}

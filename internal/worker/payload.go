@@ -60,6 +60,9 @@ type EngineSpec struct {
 	Kind       string            `json:"kind"`
 	MaxSteps   int               `json:"max_steps,omitempty"`
 	Input      json.RawMessage   `json:"input"`
+	// Schema is the node's output_schema: sent in the envelope (seed 003 §
+	// 2) and checked by the runner against the report.
+	Schema json.RawMessage `json:"schema,omitempty"`
 }
 
 // FetchPrompt serves GET /v1/worker/prompt for an authorized caller (verb
@@ -96,6 +99,7 @@ func (s *Service) FetchPrompt(ctx context.Context, authorization, tid string) (*
 	if err != nil {
 		return nil, err
 	}
+	prov = prov.Resolved()
 	kind := prov.Kind
 	if kind == "" {
 		kind = "agent"
@@ -126,6 +130,9 @@ func (s *Service) FetchPrompt(ctx context.Context, authorization, tid string) (*
 	}
 	if prov.Dir != "" {
 		eng.Dir = path.Join(run.WorkDir, prov.Dir)
+	}
+	if node.OutputSchema != "" {
+		eng.Schema = json.RawMessage(node.OutputSchema)
 	}
 	return &Payload{TaskID: step.TID, Attempt: att.N, Agent: att.Agent, System: att.System, SystemRef: systemRef(step.TID, att.N, att.System), Prompt: att.Prompt,
 		Context: cx, StepRef: step.StepRef, Engine: eng}, nil
