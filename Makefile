@@ -61,6 +61,7 @@ fuzz:
 	$(FUZZ) '^FuzzProjection_RoundTrip$$' ./internal/projection
 	$(FUZZ) '^FuzzVerify$$' ./internal/captoken
 	$(FUZZ) '^FuzzWorkerAPI$$' ./internal/httpapi
+	$(FUZZ) '^FuzzEventLine$$' ./internal/contract
 
 test: vet lint-asl lint-cfn test-go fuzz
 

@@ -42,5 +42,6 @@ func newEngineCmd(io IO) *cobra.Command {
 	script.Flags().StringVar(&scenario, "scenario", "", "scenario file (YAML)")
 	script.MarkFlagRequired("scenario")
 	cmd.AddCommand(script)
+	cmd.AddCommand(newEngineConformCmd(io))
 	return cmd
 }

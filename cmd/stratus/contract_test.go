@@ -1,0 +1,368 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stratusflow/stratus/internal/sharedtest"
+)
+
+// contractVector is one NAME.expect.json of ../shared/cases/contract.
+type contractVector struct {
+	Launch struct {
+		Kind          string          `json:"kind"`
+		Input         json.RawMessage `json:"input"`
+		MaxSteps      *int            `json:"max_steps"`
+		DeadlineMS    int             `json:"deadline_ms"`
+		CancelGraceMS int             `json:"cancel_grace_ms"`
+	} `json:"launch"`
+	Want struct {
+		Terminal         string           `json:"terminal"`
+		Report           *json.RawMessage `json:"report"` // nil: key absent
+		FailureContains  string           `json:"failure_contains"`
+		Steps            int              `json:"steps"`
+		PromptTokens     int64            `json:"prompt_tokens"`
+		CompletionTokens int64            `json:"completion_tokens"`
+		CostUSD          *float64         `json:"cost_usd"`
+		MaxWallMS        int64            `json:"max_wall_ms"`
+	} `json:"want"`
+}
+
+func loadContractVector(t *testing.T, path string) contractVector {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v contractVector
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	// "report": null decodes to a nil pointer; tell it apart from absence.
+	var keys struct {
+		Want map[string]json.RawMessage `json:"want"`
+	}
+	if err := json.Unmarshal(raw, &keys); err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := keys.Want["report"]; ok {
+		v.Want.Report = &r
+	}
+	return v
+}
+
+// contractArgs is the `stratus contract run` command line for a vector.
+func contractArgs(v contractVector, script string) []string {
+	args := []string{"contract", "run", "--kind", v.Launch.Kind, "--input", string(v.Launch.Input)}
+	if v.Launch.MaxSteps != nil {
+		args = append(args, "--max-steps", strconv.Itoa(*v.Launch.MaxSteps))
+	}
+	if v.Launch.DeadlineMS != 0 {
+		args = append(args, "--deadline-ms", strconv.Itoa(v.Launch.DeadlineMS))
+	}
+	if v.Launch.CancelGraceMS != 0 {
+		args = append(args, "--cancel-grace-ms", strconv.Itoa(v.Launch.CancelGraceMS))
+	}
+	return append(args, "--", "sh", script)
+}
+
+// contractOutput decodes the one JSON object contract run prints, keeping
+// the keys to check which ones are present.
+func contractOutput(t *testing.T, stdout string) (ContractRunResult, map[string]json.RawMessage) {
+	t.Helper()
+	var res ContractRunResult
+	var keys map[string]json.RawMessage
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	if err := dec.Decode(&keys); err != nil {
+		t.Fatalf("contract run output is not one JSON object: %v\n%s", err, stdout)
+	}
+	if dec.More() {
+		t.Fatalf("contract run printed more than one JSON value:\n%s", stdout)
+	}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	return res, keys
+}
+
+func jsonSame(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+// TestContractRun_Vectors runs every vector of ../shared/cases/contract
+// through the built binary. // seed 003 §§ 1–6
+func TestContractRun_Vectors(t *testing.T) {
+	t.Parallel()
+	dir := sharedtest.Path(t, "cases", "contract")
+	scripts, err := filepath.Glob(filepath.Join(dir, "*.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	expects, err := filepath.Glob(filepath.Join(dir, "*.expect.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(scripts) == 0 || len(scripts) != len(expects) {
+		t.Fatalf("%d scripts, %d expectations in %s", len(scripts), len(expects), dir)
+	}
+	sort.Strings(scripts)
+	for _, script := range scripts {
+		name := strings.TrimSuffix(filepath.Base(script), ".sh")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			v := loadContractVector(t, filepath.Join(dir, name+".expect.json"))
+			start := time.Now()
+			r := runCLI(t, contractArgs(v, script)...)
+			wall := time.Since(start)
+			w := v.Want
+
+			wantCode := ExitFailed
+			if w.Terminal == "Captured" {
+				wantCode = ExitOK
+			}
+			if r.code != wantCode {
+				t.Errorf("exit %d, want %d (stderr %q)", r.code, wantCode, r.stderr)
+			}
+			res, keys := contractOutput(t, r.stdout)
+			if string(res.Terminal) != w.Terminal {
+				t.Errorf("terminal = %s (failure %q), want %s", res.Terminal, res.Failure, w.Terminal)
+			}
+			if rep, ok := keys["report"]; w.Report != nil {
+				if !ok || !jsonSame(t, rep, *w.Report) {
+					t.Errorf("report = %s (present %v), want %s", rep, ok, *w.Report)
+				}
+			} else if ok {
+				t.Errorf("report = %s, want the key absent", rep)
+			}
+			if w.Terminal == "Failed" {
+				if !strings.Contains(res.Failure, w.FailureContains) {
+					t.Errorf("failure = %q, want it to contain %q", res.Failure, w.FailureContains)
+				}
+			} else if _, ok := keys["failure"]; ok {
+				t.Errorf("failure = %q on a %s terminal, want the key absent", res.Failure, res.Terminal)
+			}
+			a := res.Attempt
+			if !strings.HasPrefix(a.ID, "cr-") {
+				t.Errorf("attempt.id = %q, want cr-N", a.ID)
+			}
+			if a.Steps != w.Steps || a.PromptTokens != w.PromptTokens || a.CompletionTokens != w.CompletionTokens {
+				t.Errorf("attempt steps/prompt/completion = %d/%d/%d, want %d/%d/%d",
+					a.Steps, a.PromptTokens, a.CompletionTokens, w.Steps, w.PromptTokens, w.CompletionTokens)
+			}
+			switch {
+			case w.CostUSD == nil && a.CostUSD != nil:
+				t.Errorf("cost_usd = %v, want null", *a.CostUSD)
+			case w.CostUSD != nil && a.CostUSD == nil:
+				t.Errorf("cost_usd = null, want %v", *w.CostUSD)
+			case w.CostUSD != nil && math.Abs(*a.CostUSD-*w.CostUSD) > 1e-9:
+				t.Errorf("cost_usd = %v, want %v", *a.CostUSD, *w.CostUSD)
+			}
+			var attempt map[string]json.RawMessage
+			if err := json.Unmarshal(keys["attempt"], &attempt); err != nil {
+				t.Fatalf("attempt: %v", err)
+			}
+			for _, k := range []string{"id", "steps", "prompt_tokens", "completion_tokens", "cost_usd", "exit_code", "wall_ms"} {
+				if _, ok := attempt[k]; !ok {
+					t.Errorf("attempt has no %q: %s", k, keys["attempt"])
+				}
+			}
+			if max := time.Duration(w.MaxWallMS) * time.Millisecond; wall > max {
+				t.Errorf("the call took %v, max_wall_ms %v", wall, max)
+			}
+		})
+	}
+}
+
+// TestContractRun_RequestLineFromFlags checks the envelope the flags build,
+// the defaults included (kind "agent", input null, no max_steps or schema).
+// seed 003 § 2
+func TestContractRun_RequestLineFromFlags(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	engine := filepath.Join(dir, "echo_request.sh")
+	writeTestFile(t, engine, "read line\nprintf '{\"subrun_report\":%s}\\n' \"$line\"\n")
+	schema := filepath.Join(dir, "schema.json")
+	writeTestFile(t, schema, "{\n  \"type\": \"object\"\n}\n")
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"defaults", nil, `{"workflow_contract":1,"id":"cr-1","kind":"agent","input":null}`},
+		{"every flag", []string{"--kind", "review", "--input", `{ "goal": "tidy" }`, "--max-steps", "24", "--schema", schema},
+			`{"workflow_contract":1,"id":"cr-1","kind":"review","max_steps":24,"schema":{"type":"object"},"input":{"goal":"tidy"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			args := append(append([]string{"contract", "run"}, tc.args...), "--", "sh", engine)
+			r := runCLI(t, args...)
+			if r.code != ExitOK {
+				t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+			}
+			res, _ := contractOutput(t, r.stdout)
+			if !jsonSame(t, res.Report, []byte(tc.want)) {
+				t.Errorf("request line = %s, want %s", res.Report, tc.want)
+			}
+		})
+	}
+}
+
+// TestContractRun_BadFlagsExitUsage: bad flags exit 2 before any engine runs.
+func TestContractRun_BadFlagsExitUsage(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "ran")
+	engine := filepath.Join(dir, "engine.sh")
+	writeTestFile(t, engine, "touch '"+marker+"'\nread line\nprintf '{\"subrun_report\":1}\\n'\n")
+	notObject := filepath.Join(dir, "array.json")
+	writeTestFile(t, notObject, "[1, 2]\n")
+	notJSON := filepath.Join(dir, "broken.json")
+	writeTestFile(t, notJSON, "{\"type\":\n")
+	cmd := []string{"--", "sh", engine}
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string // in stderr
+	}{
+		{"input not JSON", append([]string{"--input", "{query: q}"}, cmd...), "--input"},
+		{"input empty", append([]string{"--input", ""}, cmd...), "--input"},
+		{"schema file missing", append([]string{"--schema", filepath.Join(dir, "nope.json")}, cmd...), "--schema"},
+		{"schema not an object", append([]string{"--schema", notObject}, cmd...), "JSON object"},
+		{"schema not JSON", append([]string{"--schema", notJSON}, cmd...), "JSON object"},
+		{"no command after --", []string{"--kind", "echo", "--"}, "no engine command"},
+		{"no -- at all", nil, "no engine command"},
+		{"command without --", []string{"sh", engine}, "after --"},
+		{"max-steps negative", append([]string{"--max-steps", "-1"}, cmd...), "--max-steps"},
+		{"max-steps not a number", append([]string{"--max-steps", "many"}, cmd...), "max-steps"},
+		{"deadline negative", append([]string{"--deadline-ms", "-5"}, cmd...), "--deadline-ms"},
+		{"grace negative", append([]string{"--cancel-grace-ms", "-5"}, cmd...), "--cancel-grace-ms"},
+		{"unknown flag", append([]string{"--bogus"}, cmd...), "unknown flag"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := runCLI(t, append([]string{"contract", "run"}, tc.args...)...)
+			if r.code != ExitUsage {
+				t.Errorf("exit %d, want %d; stdout %q stderr %q", r.code, ExitUsage, r.stdout, r.stderr)
+			}
+			if !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("stderr %q, want it to mention %q", r.stderr, tc.want)
+			}
+			if r.stdout != "" {
+				t.Errorf("stdout %q, want nothing", r.stdout)
+			}
+		})
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("a usage error still ran the engine")
+	}
+	if r := runCLI(t, "contract"); r.code != ExitUsage {
+		t.Errorf("bare `stratus contract`: exit %d, want %d", r.code, ExitUsage)
+	}
+}
+
+// TestContractRun_SignalKillsGroupExits130: SIGINT or SIGTERM to stratus
+// cancels the call: the engine's process group is killed, no terminal is
+// printed, and the exit status is 130. // seed 003 § 1
+func TestContractRun_SignalKillsGroupExits130(t *testing.T) {
+	t.Parallel()
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			pidFile := filepath.Join(dir, "pid")
+			engine := filepath.Join(dir, "engine.sh")
+			// The grandchild (sleep) ignores stdin EOF: only a group kill ends it.
+			writeTestFile(t, engine, "read line\nprintf '{\"event\":\"agent_step\",\"step\":2}\\n'\n"+
+				"sleep 60 &\necho $! > '"+pidFile+".tmp'\nmv '"+pidFile+".tmp' '"+pidFile+"'\nwait\n")
+			cmd := exec.Command(stratusBin, "contract", "run", "--", "sh", engine)
+			var out, errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			grandchild := waitForPID(t, pidFile)
+			start := time.Now()
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.Wait()
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != ExitInterrupted {
+				t.Fatalf("wait: %v, want exit %d; stderr %q", err, ExitInterrupted, errb.String())
+			}
+			if d := time.Since(start); d > 3*time.Second {
+				t.Errorf("stratus took %v to stop after %v", d, sig)
+			}
+			if out.Len() != 0 {
+				t.Errorf("stdout %q, want no terminal on cancellation", out.String())
+			}
+			if !strings.Contains(errb.String(), "interrupted") {
+				t.Errorf("stderr %q, want it to say interrupted", errb.String())
+			}
+			deadline := time.Now().Add(3 * time.Second)
+			for processAlive(grandchild) {
+				if time.Now().After(deadline) {
+					syscall.Kill(grandchild, syscall.SIGKILL)
+					t.Fatalf("engine grandchild %d still alive after stratus exited", grandchild)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// processAlive reports whether pid runs; a zombie awaiting its reaper
+// counts as dead.
+func processAlive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return !os.IsNotExist(err)
+	}
+	// The state follows the parenthesised command name.
+	if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) {
+		return stat[i+2] != 'Z'
+	}
+	return true
+}
+
+// waitForPID polls for a pid file the engine writes once it is running.
+func waitForPID(t *testing.T, path string) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile(path)
+		if err == nil {
+			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err != nil {
+				t.Fatalf("pid file %s: %v", path, err)
+			}
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the engine never wrote %s", path)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,328 @@
+package conform
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+
+	"github.com/stratusflow/stratus/internal/contract"
+)
+
+// usageFields are the five token fields every usage event carries
+// (seed 003 § 3).
+var usageFields = [...]string{
+	"prompt_tokens",
+	"completion_tokens",
+	"total_tokens",
+	"prompt_cache_hit_tokens",
+	"prompt_cache_miss_tokens",
+}
+
+// object decodes line as a JSON object, numbers kept as written.
+func object(line string) (map[string]any, bool) {
+	if !json.Valid([]byte(line)) {
+		return nil, false
+	}
+	d := json.NewDecoder(strings.NewReader(line))
+	d.UseNumber()
+	var obj map[string]any
+	if d.Decode(&obj) != nil || obj == nil {
+		return nil, false
+	}
+	return obj, true
+}
+
+// event returns the event tag of a stdout line, "" when it has none.
+func event(line string) (map[string]any, string) {
+	obj, ok := object(line)
+	if !ok {
+		return nil, ""
+	}
+	tag, _ := obj["event"].(string)
+	return obj, tag
+}
+
+func isReport(line string) bool {
+	obj, ok := object(line)
+	if !ok {
+		return false
+	}
+	_, has := obj["subrun_report"]
+	return has
+}
+
+// quote shortens s for a detail.
+func quote(s string) string {
+	const max = 60
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	return strconv.Quote(s)
+}
+
+// checkRejectsOtherMajor sends workflow_contract 2 and expects a
+// command_error event and no report (seed 003 § 8, § 9.1).
+func checkRejectsOtherMajor(ctx context.Context, t Target) (Status, string) {
+	req, err := t.request(contract.ContractVersion + 1)
+	if err != nil {
+		return Fail, err.Error()
+	}
+	c := launchRaw(ctx, t, req)
+	if c.err != nil {
+		return Fail, c.err.Error()
+	}
+	var reason string
+	errorLine, reportLine := 0, 0
+	for i, line := range c.lines {
+		obj, tag := event(line)
+		if tag == "command_error" && errorLine == 0 {
+			if s, ok := obj["error"].(string); ok {
+				errorLine, reason = i+1, s
+			}
+		}
+		if isReport(line) && reportLine == 0 {
+			reportLine = i + 1
+		}
+	}
+	sent := fmt.Sprintf("sent workflow_contract %d: ", contract.ContractVersion+1)
+	switch {
+	case errorLine == 0 && reportLine != 0:
+		return Fail, sent + fmt.Sprintf("no command_error event, and a report on line %d", reportLine) + c.note(t)
+	case errorLine == 0:
+		return Fail, sent + "no command_error event (with a string error)" + c.note(t)
+	case reportLine != 0:
+		return Fail, sent + fmt.Sprintf("command_error %s, but also a report on line %d", quote(reason), reportLine) + c.note(t)
+	}
+	return Pass, sent + fmt.Sprintf("command_error %s, no report", quote(reason)) + c.note(t)
+}
+
+// checkToleratesOpenStdin runs the engine through the contract runner,
+// which keeps stdin open after the request, with a wall deadline of
+// t.TimeoutMS; the engine must report and end before the deadline closes
+// stdin (seed 003 § 2, § 9.2).
+func checkToleratesOpenStdin(ctx context.Context, t Target) (Status, string) {
+	spec := contract.LaunchSpec{Command: t.Command, Args: t.Args, DeadlineMS: t.timeoutMS(), CancelGraceMS: t.graceMS()}
+	res, err := contract.NewRunner().Run(ctx, spec, contract.Request{Kind: t.kind(), Input: t.input()}, nil)
+	if err != nil {
+		return Fail, err.Error()
+	}
+	switch {
+	case res.Attempt.WallMS >= int64(spec.DeadlineMS):
+		return Fail, fmt.Sprintf("still running with stdin open after %d ms (waiting for more input?); terminal %s once the deadline closed stdin", spec.DeadlineMS, describe(res))
+	case res.Terminal != contract.Captured:
+		return Fail, fmt.Sprintf("ended after %d ms without a report: terminal %s", res.Attempt.WallMS, describe(res))
+	}
+	return Pass, fmt.Sprintf("reported and ended after %d ms with stdin still open", res.Attempt.WallMS)
+}
+
+// describe names a terminal with its reason.
+func describe(res contract.Result) string {
+	if res.Terminal == contract.Failed {
+		return fmt.Sprintf("Failed(%s)", quote(res.Failure))
+	}
+	return string(res.Terminal)
+}
+
+// checkStopsOnStdinEOF runs the engine through the contract runner with a
+// wall deadline of EOFDeadlineMS, so the runner closes stdin almost at once
+// (the request may or may not have been read by then), and the cancel grace
+// t.GraceMS (seed 003 § 1.5, § 9.2).
+//
+// What is measured is the runner's Attempt.WallMS: the time from the start
+// of the launch until stdout reached EOF and the engine exited. The runner
+// kills the engine only when the grace has run out, EOFDeadlineMS + GraceMS
+// after the start, so a WallMS below that means the engine stopped on its
+// own; a WallMS at or above it means it was killed.
+func checkStopsOnStdinEOF(ctx context.Context, t Target) (Status, string) {
+	spec := contract.LaunchSpec{Command: t.Command, Args: t.Args, DeadlineMS: EOFDeadlineMS, CancelGraceMS: t.graceMS()}
+	res, err := contract.NewRunner().Run(ctx, spec, contract.Request{Kind: t.kind(), Input: t.input()}, nil)
+	if err != nil {
+		return Fail, err.Error()
+	}
+	limit := int64(spec.DeadlineMS + spec.CancelGraceMS)
+	exit := "killed"
+	if res.Attempt.ExitCode != nil {
+		exit = fmt.Sprintf("exit %d", *res.Attempt.ExitCode)
+	}
+	measured := fmt.Sprintf("launch-to-end wall time %d ms; stdin closed by a %d ms deadline, grace %d ms (terminal %s, %s)",
+		res.Attempt.WallMS, spec.DeadlineMS, spec.CancelGraceMS, describe(res), exit)
+	if res.Attempt.WallMS >= limit {
+		return Fail, "not stopped within the grace: " + measured
+	}
+	return Pass, measured
+}
+
+// checkJSONOnlyStdout expects every stdout line of a normal run to be a
+// JSON object (seed 003 § 3, § 9.3). A blank line is not one.
+func checkJSONOnlyStdout(ctx context.Context, t Target) (Status, string) {
+	c, status, detail := normalRun(ctx, t)
+	if status == Fail {
+		return status, detail
+	}
+	for i, line := range c.lines {
+		if _, ok := object(line); !ok {
+			return Fail, fmt.Sprintf("line %d of %d is not a JSON object: %s", i+1, len(c.lines), quote(line)) + c.note(t)
+		}
+	}
+	if len(c.lines) == 0 {
+		return Pass, "no stdout at all" + c.note(t)
+	}
+	return Pass, fmt.Sprintf("%d lines, all JSON objects", len(c.lines)) + c.note(t)
+}
+
+// checkOneReportLast expects exactly one stdout line with a top-level
+// subrun_report key in a normal run, and nothing but blank lines after it
+// (seed 003 § 4, § 9.6).
+func checkOneReportLast(ctx context.Context, t Target) (Status, string) {
+	c, status, detail := normalRun(ctx, t)
+	if status == Fail {
+		return status, detail
+	}
+	var reports []int
+	last := 0 // the last non-blank line, 1-based
+	for i, line := range c.lines {
+		if strings.TrimSpace(line) != "" {
+			last = i + 1
+		}
+		if isReport(line) {
+			reports = append(reports, i+1)
+		}
+	}
+	switch {
+	case len(reports) == 0:
+		return Fail, fmt.Sprintf("no subrun_report line in %d lines", len(c.lines)) + c.note(t)
+	case len(reports) > 1:
+		return Fail, fmt.Sprintf("%d subrun_report lines (lines %s)", len(reports), joinInts(reports)) + c.note(t)
+	case reports[0] != last:
+		return Fail, fmt.Sprintf("the report is line %d but line %d follows it: %s", reports[0], last, quote(c.lines[last-1])) + c.note(t)
+	}
+	return Pass, fmt.Sprintf("one report, line %d of %d", reports[0], last) + c.note(t)
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
+}
+
+// checkWellFormedUsage expects every usage event of a normal run to carry
+// the five token fields as integral numbers and, when present, a finite
+// non-negative cost_usd (seed 003 § 3, § 9.4). An engine without token
+// counters emits no usage event and passes.
+func checkWellFormedUsage(ctx context.Context, t Target) (Status, string) {
+	c, status, detail := normalRun(ctx, t)
+	if status == Fail {
+		return status, detail
+	}
+	n := 0
+	for i, line := range c.lines {
+		obj, tag := event(line)
+		if tag != "usage" {
+			continue
+		}
+		n++
+		if problem := usageProblem(obj["usage"]); problem != "" {
+			return Fail, fmt.Sprintf("line %d: %s (the runner ignores the whole line)", i+1, problem) + c.note(t)
+		}
+	}
+	if n == 0 {
+		return Pass, "no usage events (optional: the engine reports no token counts)" + c.note(t)
+	}
+	return Pass, fmt.Sprintf("%d usage event(s), all well-formed", n) + c.note(t)
+}
+
+// usageProblem says what is wrong with a usage object, "" when nothing is.
+func usageProblem(v any) string {
+	u, ok := v.(map[string]any)
+	if !ok {
+		return "usage is not an object"
+	}
+	for _, f := range usageFields {
+		raw, present := u[f]
+		if !present {
+			return "usage." + f + " is missing"
+		}
+		if !integral(raw) {
+			return fmt.Sprintf("usage.%s is %s, not an integral number", f, jsonText(raw))
+		}
+	}
+	if raw, present := u["cost_usd"]; present {
+		n, ok := raw.(json.Number)
+		f, err := strconv.ParseFloat(string(n), 64)
+		if !ok || err != nil || math.IsInf(f, 0) || math.IsNaN(f) || f < 0 {
+			return fmt.Sprintf("usage.cost_usd is %s, not a finite non-negative number", jsonText(raw))
+		}
+	}
+	return ""
+}
+
+func jsonText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// integral reports whether v is a JSON number whose value is a whole
+// integer that fits in int64 (seed 003 § 3: 2.0 and 1e2 are integral, 1.5
+// is not), decided exactly, without float rounding.
+func integral(v any) bool {
+	n, ok := v.(json.Number)
+	if !ok {
+		return false
+	}
+	s := string(n)
+	mant, exp := s, 0
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		e, err := strconv.Atoi(s[i+1:])
+		mant = s[:i]
+		if err != nil || e > 400 || e < -400 {
+			// Far out of int64 range unless the mantissa is zero.
+			return strings.Trim(mant, "-0.") == ""
+		}
+		exp = e
+	}
+	r, ok := new(big.Rat).SetString(mant)
+	if !ok {
+		return false
+	}
+	scale := new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(abs(exp))), nil))
+	if exp >= 0 {
+		r.Mul(r, scale)
+	} else {
+		r.Quo(r, scale)
+	}
+	return r.IsInt() && r.Num().IsInt64()
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// checkFailureExplained is always skipped: seed 003 § 9.5 asks that an
+// engine that degraded says why with a failure event and sends no report,
+// but no request makes every engine degrade.
+func checkFailureExplained(context.Context, Target) (Status, string) {
+	return Skip, "no generic way to make an engine fail; check 1 covers the command_error path"
+}
+
+// normalRun launches the engine raw with the v1 request. A spawn or pipe
+// failure fails the check.
+func normalRun(ctx context.Context, t Target) (capture, Status, string) {
+	req, err := t.request(contract.ContractVersion)
+	if err != nil {
+		return capture{}, Fail, err.Error()
+	}
+	c := launchRaw(ctx, t, req)
+	if c.err != nil {
+		return c, Fail, c.err.Error()
+	}
+	return c, Pass, ""
+}

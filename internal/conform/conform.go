@@ -1,0 +1,174 @@
+package conform
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/stratusflow/stratus/internal/contract"
+)
+
+// Status is the verdict of one check.
+type Status string
+
+// The verdicts. Only Fail makes an engine non-conforming; Skip means the
+// check could not be run generically.
+const (
+	Pass Status = "PASS"
+	Fail Status = "FAIL"
+	Skip Status = "SKIP"
+)
+
+// Defaults of [Target].
+const (
+	// DefaultKind is the request's kind when Target.Kind is empty.
+	DefaultKind = "conform"
+	// DefaultInput is the request's input when Target.Input is empty.
+	DefaultInput = `{"query":"stratus engine conform"}`
+	// DefaultTimeoutMS bounds, in milliseconds, each launch that is expected
+	// to finish on its own (every check but stops-on-stdin-eof).
+	DefaultTimeoutMS = 10_000
+	// EOFDeadlineMS is the wall deadline, in milliseconds, of the
+	// stops-on-stdin-eof launch: the runner closes stdin when it elapses.
+	EOFDeadlineMS = 1
+)
+
+// Target is the engine under test and the request it is sent.
+type Target struct {
+	// Command is the engine executable (looked up in PATH when it has no
+	// slash); Args follow it.
+	Command string
+	Args    []string
+	// Kind is the request's kind (seed 003 § 2); "" means DefaultKind.
+	Kind string
+	// Input is the request's input JSON; empty means DefaultInput.
+	Input json.RawMessage
+	// GraceMS is the cancel grace in milliseconds (seed 003 § 1.5): how long
+	// an engine may take to end after stdin closed before it is killed.
+	// 0 (or negative) means contract.DefaultCancelGraceMS.
+	GraceMS int
+	// TimeoutMS bounds, in milliseconds, a launch expected to finish on its
+	// own; when it elapses stdin is closed and, after GraceMS, the engine is
+	// killed. 0 (or negative) means DefaultTimeoutMS.
+	TimeoutMS int
+}
+
+func (t Target) kind() string {
+	if t.Kind == "" {
+		return DefaultKind
+	}
+	return t.Kind
+}
+
+func (t Target) input() json.RawMessage {
+	if len(t.Input) == 0 {
+		return json.RawMessage(DefaultInput)
+	}
+	return t.Input
+}
+
+func (t Target) graceMS() int {
+	if t.GraceMS <= 0 {
+		return contract.DefaultCancelGraceMS
+	}
+	return t.GraceMS
+}
+
+func (t Target) timeoutMS() int {
+	if t.TimeoutMS <= 0 {
+		return DefaultTimeoutMS
+	}
+	return t.TimeoutMS
+}
+
+// request returns the v1 request line (seed 003 § 2) with its
+// workflow_contract replaced by major.
+func (t Target) request(major int) ([]byte, error) {
+	line, err := contract.Envelope("conform-1", contract.Request{Kind: t.kind(), Input: t.input()})
+	if err != nil {
+		return nil, err
+	}
+	// contract.Envelope documents its line as starting with this prefix.
+	prefix := fmt.Sprintf(`{"workflow_contract":%d`, contract.ContractVersion)
+	if major == contract.ContractVersion {
+		return line, nil
+	}
+	return append([]byte(fmt.Sprintf(`{"workflow_contract":%d`, major)), line[len(prefix):]...), nil
+}
+
+// Validate reports a Target that cannot be run: no command, or an input that
+// is not JSON.
+func (t Target) Validate() error {
+	if t.Command == "" {
+		return errors.New("no engine command: name the executable to check")
+	}
+	if _, err := t.request(contract.ContractVersion); err != nil {
+		return fmt.Errorf("input %q: %w", t.Input, err)
+	}
+	return nil
+}
+
+// Result is the verdict of one check.
+type Result struct {
+	// Check is the check's name, e.g. "rejects-other-major".
+	Check string `json:"check"`
+	// Section is the seed 003 sections it enforces, e.g. "§ 8, § 9.1".
+	Section string `json:"section"`
+	Status  Status `json:"status"`
+	// Detail says what was sent, observed and measured.
+	Detail string `json:"detail"`
+}
+
+// Check is one item of the checklist.
+type Check struct {
+	Name    string
+	Section string
+	run     func(ctx context.Context, t Target) (Status, string)
+}
+
+// Checks returns the checklist of seed 003 § 9 in table order (see the
+// package documentation).
+func Checks() []Check {
+	return []Check{
+		{"rejects-other-major", "§ 8, § 9.1", checkRejectsOtherMajor},
+		{"tolerates-open-stdin", "§ 2, § 9.2", checkToleratesOpenStdin},
+		{"stops-on-stdin-eof", "§ 1, § 9.2", checkStopsOnStdinEOF},
+		{"json-only-stdout", "§ 3, § 9.3", checkJSONOnlyStdout},
+		{"one-report-last", "§ 4, § 9.6", checkOneReportLast},
+		{"well-formed-usage", "§ 3, § 9.4", checkWellFormedUsage},
+		{"failure-explained", "§ 5, § 9.5", checkFailureExplained},
+	}
+}
+
+// Run runs every check of [Checks] against t, each as its own launch and
+// all concurrently, and returns their results in table order. A ctx
+// cancelled by the caller kills the launches; their checks then fail with
+// the context's error. Run returns an error only for an invalid Target.
+func Run(ctx context.Context, t Target) ([]Result, error) {
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	checks := Checks()
+	results := make([]Result, len(checks))
+	var wg sync.WaitGroup
+	for i, c := range checks {
+		wg.Go(func() {
+			status, detail := c.run(ctx, t)
+			results[i] = Result{Check: c.Name, Section: c.Section, Status: status, Detail: detail}
+		})
+	}
+	wg.Wait()
+	return results, nil
+}
+
+// Passed reports whether no result is a Fail.
+func Passed(results []Result) bool {
+	for _, r := range results {
+		if r.Status == Fail {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,423 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// ShimOptions configures the Claude and Codex shims: conforming engines of
+// the workflow child contract v1 (seed 003 § 9) that wrap a foreign agent
+// CLI.
+type ShimOptions struct {
+	// Binary is the CLI to run: a bare name looked up on PATH, or a path.
+	// Empty means "claude" (Claude) or "codex" (Codex).
+	Binary string
+	// ExtraArgs are appended to the CLI's argv before the shim's own
+	// positional arguments: deployment settings such as --model, a
+	// permission mode, --add-dir or --skip-git-repo-check. Never put a
+	// prompt or a key here: argv is visible in ps (seed 003 § 6).
+	ExtraArgs []string
+}
+
+// stopGrace is how long a stopped CLI gets between SIGTERM and SIGKILL; it
+// keeps a graceful cancel well inside the runner's 5 000 ms cancel grace
+// (seed 003 § 1).
+const stopGrace = 1500 * time.Millisecond
+
+// tokenUsage is what a CLI reported, already mapped onto the contract's
+// terms (seed 003 § 3): prompt tokens include cached ones.
+type tokenUsage struct {
+	prompt, completion, cacheHit int64
+	cost                         *float64 // nil: the CLI reported no cost (unknown, never free)
+}
+
+func (u tokenUsage) add(v tokenUsage) tokenUsage {
+	return tokenUsage{prompt: u.prompt + v.prompt, completion: u.completion + v.completion, cacheHit: u.cacheHit + v.cacheHit}
+}
+
+// session is one CLI run as the shim sees it. A translator feeds it the
+// CLI's events; the driver turns the end state into the terminal line. Only
+// the driver's goroutine touches it.
+type session struct {
+	em       Emitter
+	maxSteps int // 0: no ceiling
+	steps    int
+
+	exhausted   bool // the shim's own ceiling was passed
+	cliMaxTurns bool // the CLI stopped at the turn limit the shim passed it
+	failure     string
+	finished    bool
+	finalText   string
+	schema      bool            // the call carried a schema (seed 003 § 2)
+	structured  json.RawMessage // the CLI's own schema-shaped result, when it has one
+
+	usageSent bool
+	fallback  *tokenUsage // usage seen mid-run, emitted when the CLI never reports its total
+}
+
+// step records one agent step: an agent_step event while under the
+// ceiling, or exhaustion past it (seed 003 § 7.1: the shims enforce
+// max_steps themselves).
+func (s *session) step() {
+	if s.exhausted {
+		return
+	}
+	if s.maxSteps > 0 && s.steps >= s.maxSteps {
+		s.exhausted = true
+		return
+	}
+	s.steps++
+	s.em.Step(s.steps)
+}
+
+// usage emits the CLI's authoritative usage once.
+func (s *session) usage(u tokenUsage) {
+	s.usageSent = true
+	s.em.usage(u)
+}
+
+// flush emits the mid-run usage when the authoritative one never came (a
+// stopped or failed CLI still spent tokens: seed 003 § 5 charges every
+// terminal).
+func (s *session) flush() {
+	if !s.usageSent && s.fallback != nil {
+		s.usage(*s.fallback)
+	}
+}
+
+// translator turns one CLI's stdout lines into session updates.
+type translator interface {
+	line(b []byte, s *session)
+}
+
+// cliRun is what a shim hands the shared driver.
+type cliRun struct {
+	name    string // "claude" or "codex", for messages
+	binary  string
+	args    []string
+	prompt  string
+	tr      translator
+	cleanup func()
+}
+
+// usage emits a usage event carrying all five fields, integral, and
+// cost_usd only when the CLI reported a real, finite, non-negative cost
+// (seed 003 § 3).
+func (e Emitter) usage(u tokenUsage) {
+	nonneg := func(v int64) int64 { return max(v, 0) }
+	prompt, completion := nonneg(u.prompt), nonneg(u.completion)
+	hit := min(nonneg(u.cacheHit), prompt)
+	m := map[string]any{
+		"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+		"prompt_cache_hit_tokens": hit, "prompt_cache_miss_tokens": prompt - hit,
+	}
+	if u.cost != nil && !math.IsNaN(*u.cost) && !math.IsInf(*u.cost, 0) && *u.cost >= 0 {
+		m["cost_usd"] = *u.cost
+	}
+	e.line(map[string]any{"event": "usage", "usage": m})
+}
+
+// setupFailed emits agent_setup_failed.
+func (e Emitter) setupFailed(msg string) {
+	e.line(map[string]any{"event": "agent_setup_failed", "error": msg})
+}
+
+// maxStepsExhausted emits max_steps_exhausted; steps is informational.
+func (e Emitter) maxStepsExhausted(steps int) {
+	e.line(map[string]any{"event": "max_steps_exhausted", "steps": steps})
+}
+
+// shimInput is the part of the call's input the shims read. Stratus's
+// runner sends {query, system, task_id, attempt, node, step_ref, visit,
+// ctx_dir}; Workflow::agent sends {query, hints?} (seed 003 § 2).
+type shimInput struct {
+	Query, System, Hints, CtxDir string
+}
+
+// parseShimInput reads query (required, non-blank), system, hints and
+// ctx_dir. A bare JSON string is taken as the query.
+func parseShimInput(raw json.RawMessage) (shimInput, error) {
+	var q string
+	if json.Unmarshal(raw, &q) == nil {
+		if strings.TrimSpace(q) == "" {
+			return shimInput{}, errors.New("input: got a blank string; want a non-blank query")
+		}
+		return shimInput{Query: q}, nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		return shimInput{}, fmt.Errorf("input: got %s; want an object with a non-blank \"query\" string", clip(string(raw), 80))
+	}
+	var in shimInput
+	for _, f := range []struct {
+		key      string
+		dst      *string
+		required bool
+	}{{"query", &in.Query, true}, {"system", &in.System, false}, {"hints", &in.Hints, false}, {"ctx_dir", &in.CtxDir, false}} {
+		v, ok := obj[f.key]
+		if !ok || string(v) == "null" {
+			continue
+		}
+		if err := json.Unmarshal(v, f.dst); err != nil {
+			return shimInput{}, fmt.Errorf("input.%s: got %s; want a string", f.key, clip(string(v), 80))
+		}
+	}
+	if strings.TrimSpace(in.Query) == "" {
+		return shimInput{}, fmt.Errorf("input.query: got %s; want a non-blank string", clip(string(obj["query"]), 80))
+	}
+	return in, nil
+}
+
+// prompt is the text the CLI reads on stdin. The system text rides in the
+// prompt rather than a --system-prompt flag because argv is visible in ps.
+func (in shimInput) prompt() string {
+	parts := []string{}
+	if s := strings.TrimSpace(in.System); s != "" {
+		parts = append(parts, s)
+	}
+	parts = append(parts, strings.TrimSpace(in.Query))
+	if h := strings.TrimSpace(in.Hints); h != "" {
+		parts = append(parts, "Hints:\n"+h)
+	}
+	if in.CtxDir != "" {
+		parts = append(parts, "Files produced by earlier steps are in: "+in.CtxDir)
+	}
+	return strings.Join(parts, "\n\n") + "\n"
+}
+
+// runShim is the driver both shims share: read the envelope, run the CLI
+// with the prompt on stdin, translate its JSON lines, enforce max_steps,
+// honour stdin EOF, and end with exactly one terminal line. It returns nil
+// for every handled failure (seed 003 § 7.4).
+func runShim(ctx context.Context, name string, opts ShimOptions, stdin io.Reader, stdout io.Writer,
+	build func(env Envelope, in shimInput) (cliRun, error)) error {
+	em := Emitter{W: stdout}
+	env, err := ReadRequest(stdin)
+	if err != nil {
+		em.CommandError(err.Error())
+		return nil
+	}
+	if env.MaxSteps != nil && *env.MaxSteps < 1 {
+		em.CommandError(fmt.Sprintf("max_steps: got %d; want a positive integer, or no max_steps for no ceiling", *env.MaxSteps))
+		return nil
+	}
+	in, err := parseShimInput(env.Input)
+	if err != nil {
+		em.CommandError(err.Error())
+		return nil
+	}
+	binary := opts.Binary
+	if binary == "" {
+		binary = name
+	}
+	path, err := exec.LookPath(binary)
+	if err != nil {
+		em.setupFailed(fmt.Sprintf("%s CLI not found: %v (install it, put it on PATH, or give its path)", name, err))
+		return nil
+	}
+	run, err := build(env, in)
+	if err != nil {
+		em.setupFailed(err.Error())
+		return nil
+	}
+	if run.cleanup != nil {
+		defer run.cleanup()
+	}
+	run.binary = path
+	s := &session{em: em, schema: hasSchema(env)}
+	if env.MaxSteps != nil {
+		s.maxSteps = *env.MaxSteps
+	}
+	// The kind has no per-kind behaviour in a shim; it is logged so a
+	// transcript names the call (seed 003 § 7.1: read from the envelope).
+	fmt.Fprintf(os.Stderr, "stratus engine %s: id=%s kind=%s max_steps=%d\n", name, env.ID, env.Kind, s.maxSteps)
+	return drive(ctx, run, stdin, s)
+}
+
+// drive runs the CLI and classifies its end.
+func drive(ctx context.Context, run cliRun, stdin io.Reader, s *session) error {
+	cmd := exec.Command(run.binary, run.args...)
+	cmd.Stdin = strings.NewReader(run.prompt)
+	tail := &tailWriter{w: os.Stderr, max: 2048}
+	cmd.Stderr = tail
+	pr, pw := io.Pipe()
+	cmd.Stdout = pw
+	// Its own process group, so stopping it also stops the tools it spawned.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Bounds the wait for a tool grandchild that keeps the stdout pipe open.
+	cmd.WaitDelay = 2 * stopGrace
+	if err := cmd.Start(); err != nil {
+		s.em.setupFailed(fmt.Sprintf("start %s: %v", run.name, err))
+		return nil
+	}
+
+	var (
+		mu       sync.Mutex
+		exited   bool
+		killer   *time.Timer
+		stopOnce sync.Once
+	)
+	pgid := cmd.Process.Pid
+	stop := func() {
+		stopOnce.Do(func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if exited {
+				return
+			}
+			_ = syscall.Kill(-pgid, syscall.SIGTERM)
+			killer = time.AfterFunc(stopGrace, func() {
+				mu.Lock()
+				defer mu.Unlock()
+				if !exited {
+					_ = syscall.Kill(-pgid, syscall.SIGKILL)
+				}
+			})
+		})
+	}
+
+	waitc := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		mu.Lock()
+		exited = true
+		if killer != nil {
+			killer.Stop()
+		}
+		mu.Unlock()
+		pw.Close()
+		waitc <- err
+	}()
+
+	// Stdin EOF (the runner's graceful cancel) or the caller's cancellation
+	// stops the CLI; the run then ends without a report (seed 003 § 7.4).
+	var cancelled atomic.Bool
+	done := make(chan struct{})
+	defer close(done)
+	eof := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, stdin)
+		close(eof)
+	}()
+	go func() {
+		select {
+		case <-eof:
+		case <-ctx.Done():
+		case <-done:
+			return
+		}
+		cancelled.Store(true)
+		stop()
+	}()
+
+	r := bufio.NewReader(pr)
+	for {
+		line, err := r.ReadBytes('\n')
+		if b := bytes.TrimSpace(line); len(b) > 0 && !s.exhausted && !cancelled.Load() {
+			run.tr.line(b, s)
+			if s.exhausted {
+				stop()
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	waitErr := <-waitc
+
+	switch {
+	case cancelled.Load() && !s.exhausted:
+		s.flush()
+	case s.exhausted || s.cliMaxTurns:
+		s.flush()
+		s.em.maxStepsExhausted(s.steps)
+	case s.failure != "":
+		s.flush()
+		s.em.TurnFailed(s.failure)
+	case s.finished:
+		s.flush()
+		s.em.Report(s.report())
+	case waitErr != nil && !errors.Is(waitErr, exec.ErrWaitDelay):
+		s.flush()
+		s.em.TurnFailed(withStderr(fmt.Sprintf("%s exited without a result: %v", run.name, waitErr), tail))
+	default:
+		s.flush()
+		s.em.TurnFailed(withStderr(fmt.Sprintf("%s exited without a result", run.name), tail))
+	}
+	return nil
+}
+
+// report is the report value: the final message text, or — when the call
+// carried a schema — the CLI's structured result, else the text parsed as
+// JSON when it is JSON.
+func (s *session) report() json.RawMessage {
+	if s.schema {
+		var buf bytes.Buffer
+		if len(s.structured) > 0 && string(s.structured) != "null" && json.Compact(&buf, s.structured) == nil {
+			return buf.Bytes()
+		}
+		buf.Reset()
+		if json.Compact(&buf, []byte(strings.TrimSpace(s.finalText))) == nil {
+			return buf.Bytes()
+		}
+	}
+	b, _ := json.Marshal(s.finalText)
+	return b
+}
+
+func hasSchema(env Envelope) bool {
+	return len(env.Schema) > 0 && strings.TrimSpace(string(env.Schema)) != "null"
+}
+
+func withStderr(msg string, tail *tailWriter) string {
+	if t := strings.TrimSpace(tail.String()); t != "" {
+		return msg + ": " + t
+	}
+	return msg
+}
+
+// tailWriter forwards a CLI's stderr to the shim's own (the runner never
+// reads it, seed 003 § 1) and keeps the last max bytes for error messages.
+type tailWriter struct {
+	w   io.Writer
+	max int
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.w.Write(p)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = t.buf[len(t.buf)-t.max:]
+	}
+	return len(p), nil
+}
+
+func (t *tailWriter) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
