@@ -791,3 +791,29 @@ func TestRunner_AttemptIDsPerRunnerAndConcurrent(t *testing.T) { // seed 003 § 
 		t.Fatalf("fresh runner id = %q", res.Attempt.ID)
 	}
 }
+
+// seed 003 § 3: token counts are counts (a negative one voids the line),
+// totals never wrap, and a negative cost (even one that underflows to -0)
+// voids the whole line.
+func TestApplyUsage_NegativeOverflowAndNegativeZero(t *testing.T) {
+	t.Parallel()
+	u := func(p, c, cost string) string {
+		l := `{"event":"usage","usage":{"prompt_tokens":` + p + `,"completion_tokens":` + c + `,"total_tokens":0,"prompt_cache_hit_tokens":0,"prompt_cache_miss_tokens":0`
+		if cost != "" {
+			l += `,"cost_usd":` + cost
+		}
+		return l + `}}`
+	}
+	var o observed
+	for _, l := range []string{u("-5", "3", ""), u("1", "1", "-1e-400"), u("1", "1", "-0.5")} {
+		if o.apply([]byte(l)) || o.promptTokens != 0 || o.costKnown {
+			t.Errorf("%s was charged: %+v", l, o)
+		}
+	}
+	if !o.apply([]byte(u("5000000000000000000", "1", "-0"))) || !o.costKnown || o.cost != 0 {
+		t.Fatalf("a valid line (literal -0 cost) was refused: %+v", o)
+	}
+	if o.apply([]byte(u("5000000000000000000", "1", ""))) || o.promptTokens != 5000000000000000000 {
+		t.Errorf("a line that would wrap the totals was charged: %+v", o)
+	}
+}

@@ -121,7 +121,9 @@ func (o *observed) applyUsage(raw json.RawMessage) bool {
 	var vals [len(usageFields)]int64
 	for i, f := range usageFields {
 		v, ok := integral(u[f])
-		if !ok {
+		if !ok || v < 0 {
+			// A token count is a count: a negative one voids the line
+			// like any other invalid field.
 			return false
 		}
 		vals[i] = v
@@ -134,6 +136,11 @@ func (o *observed) applyUsage(raw json.RawMessage) bool {
 		}
 		cost, hasCost = v, true
 	}
+	if o.promptTokens > math.MaxInt64-vals[0] || o.completionTokens > math.MaxInt64-vals[1] {
+		// The totals would wrap around: void the line rather than charge
+		// part of it or a wrong sum.
+		return false
+	}
 	o.promptTokens += vals[0]
 	o.completionTokens += vals[1]
 	if hasCost {
@@ -141,6 +148,20 @@ func (o *observed) applyUsage(raw json.RawMessage) bool {
 		o.costKnown = true
 	}
 	return true
+}
+
+// nonZeroMantissa reports whether a JSON number's digits before its
+// exponent include a non-zero digit ("-0.0e5" has none, "-1e-400" has).
+func nonZeroMantissa(raw []byte) bool {
+	for _, c := range raw {
+		if c == 'e' || c == 'E' {
+			return false
+		}
+		if c >= '1' && c <= '9' {
+			return true
+		}
+	}
+	return false
 }
 
 func clampInt(v int64) int {
@@ -176,10 +197,11 @@ func nonNegativeFinite(raw json.RawMessage) (float64, bool) {
 		return 0, false
 	}
 	v, err := strconv.ParseFloat(string(raw), 64)
-	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) || v < 0 {
+	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) || v < 0 || (raw[0] == '-' && nonZeroMantissa(raw)) {
+		// A negative number, even one that underflows to -0, is not a cost.
 		return 0, false
 	}
-	return v + 0, true // +0 turns -0 into 0
+	return v + 0, true // +0 turns a literal -0 into 0
 }
 
 // integral decodes raw when it is a JSON number whose value is exactly a

@@ -95,6 +95,11 @@ func FuzzEventLine(f *testing.F) {
 	for _, l := range malformedLines {
 		f.Add(l)
 	}
+	// Lines that once broke the invariants: negative counts, counts whose
+	// sum wraps around int64, and a negative cost that underflows to -0.
+	f.Add(`{"event":"usage","usage":{"prompt_tokens":-5,"completion_tokens":-3,"total_tokens":-8,"prompt_cache_hit_tokens":0,"prompt_cache_miss_tokens":-5}}`)
+	f.Add(`{"event":"usage","usage":{"prompt_tokens":5000000000000000000,"completion_tokens":1,"total_tokens":5000000000000000001,"prompt_cache_hit_tokens":0,"prompt_cache_miss_tokens":5000000000000000000}}`)
+	f.Add(`{"event":"usage","usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2,"prompt_cache_hit_tokens":0,"prompt_cache_miss_tokens":1,"cost_usd":-1e-400}}`)
 	f.Fuzz(func(t *testing.T, line string) {
 		prior := observed{steps: 3, promptTokens: 100, completionTokens: 40, cost: 0.5, costKnown: true}
 		for _, start := range []observed{{}, prior} {
@@ -156,6 +161,14 @@ func checkAccounting(t *testing.T, line string, before, after observed, changed 
 	// Independent oracle (exact rationals) for what must be charged: all
 	// five fields integral int64s, and cost_usd absent or finite >= 0.
 	want, decided := usageValid(u)
+	if want && decided {
+		// A valid line whose counts would wrap the totals is voided whole.
+		p, _ := integral(u["prompt_tokens"])
+		c, _ := integral(u["completion_tokens"])
+		if before.promptTokens > math.MaxInt64-p || before.completionTokens > math.MaxInt64-c {
+			want = false
+		}
+	}
 	if decided && want != changed {
 		t.Fatalf("line %q: usage charged = %v, want %v", line, changed, want)
 	}
@@ -207,8 +220,8 @@ func usageValid(u map[string]json.RawMessage) (valid, decided bool) {
 		if !ok {
 			return false, false
 		}
-		if !r.IsInt() || r.Cmp(minI) < 0 || r.Cmp(maxI) > 0 {
-			return false, true
+		if !r.IsInt() || r.Cmp(minI) < 0 || r.Cmp(maxI) > 0 || r.Sign() < 0 {
+			return false, true // a token count is a non-negative integer
 		}
 	}
 	if raw, present := u["cost_usd"]; present {

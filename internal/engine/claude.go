@@ -162,9 +162,9 @@ func claudeError(ev claudeLine) string {
 			why = append(why, string(b))
 		}
 	}
-	msg := "claude result " + ev.Subtype
-	if ev.Subtype == "" {
-		msg = "claude result"
+	msg := "claude"
+	if ev.Subtype != "" && ev.Subtype != "success" {
+		msg += " " + ev.Subtype
 	}
 	if len(why) > 0 {
 		msg += ": " + strings.Join(why, "; ")

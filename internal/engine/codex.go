@@ -1,0 +1,150 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Codex runs the Codex shim (`stratus engine codex`): a conforming engine of
+// the workflow child contract v1 (seed 003 § 9) around the `codex` CLI. It
+// reads kind, max_steps and schema from the envelope (seed 003 § 7.1) and
+// runs
+//
+//	codex exec --json [--output-schema FILE] EXTRA… -
+//
+// with the prompt on stdin (the "-" prompt argument; argv is visible in
+// ps). The schema is written to a temporary FILE for --output-schema and
+// removed afterwards. `codex exec` has no turn-limit flag, so max_steps is
+// enforced by the shim alone. Sources: openai/codex docs/exec.md ("JSON
+// output mode", "Structured output") and codex-rs/exec/src/exec_events.rs
+// (the ThreadEvent / ThreadItem / Usage types behind --json).
+//
+// Translation of the JSONL events (`type` thread.started | turn.started |
+// turn.completed {usage} | turn.failed {error.message} | item.started |
+// item.updated | item.completed {item: {id, type, …}} | error {message}):
+//
+//   - each distinct item id of an action or answer (agent_message,
+//     command_execution, file_change, mcp_tool_call, collab_tool_call,
+//     web_search) is one agent_step, counted when first seen so a command
+//     past the ceiling is stopped while it runs; reasoning, plan, todo_list
+//     and error items are not steps. Past max_steps the shim stops the CLI
+//     and emits max_steps_exhausted;
+//   - turn.completed's usage becomes one usage event: prompt_tokens =
+//     input_tokens (OpenAI counts cached input inside it), hit =
+//     cached_input_tokens, completion = output_tokens. Codex reports no
+//     cost, so cost_usd is never sent (absent means unknown, seed 003 § 3);
+//   - turn.failed is turn_failed with its error.message; a top-level error
+//     event is the failure when no turn completes after it;
+//   - a completed turn is the report: the last agent_message text, parsed
+//     as JSON when the call carried a schema and the text is JSON.
+func Codex(ctx context.Context, opts ShimOptions, stdin io.Reader, stdout io.Writer) error {
+	return runShim(ctx, "codex", opts, stdin, stdout, func(env Envelope, in shimInput) (cliRun, error) {
+		run := cliRun{name: "codex", prompt: in.prompt(), tr: &codexTranslator{}}
+		run.args = []string{"exec", "--json"}
+		if hasSchema(env) {
+			f, err := os.CreateTemp("", "stratus-codex-schema-*.json")
+			if err != nil {
+				return cliRun{}, fmt.Errorf("codex: write the output schema file: %v", err)
+			}
+			run.cleanup = func() { os.Remove(f.Name()) }
+			_, err = f.Write(env.Schema)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				run.cleanup()
+				return cliRun{}, fmt.Errorf("codex: write the output schema file: %v", err)
+			}
+			run.args = append(run.args, "--output-schema", f.Name())
+		}
+		run.args = append(run.args, opts.ExtraArgs...)
+		run.args = append(run.args, "-")
+		return run, nil
+	})
+}
+
+// codexStepItems are the item types that count as agent steps.
+var codexStepItems = map[string]bool{
+	"agent_message": true, "command_execution": true, "file_change": true,
+	"mcp_tool_call": true, "collab_tool_call": true, "web_search": true,
+}
+
+type codexTranslator struct {
+	seen       map[string]bool
+	answered   bool // an agent_message completed
+	errPending bool // s.failure came from a top-level error event, which a later completed turn overrides
+}
+
+type codexLine struct {
+	Type string `json:"type"`
+	Item *struct {
+		ID   string `json:"id"`
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"item"`
+	Usage *struct {
+		InputTokens       int64 `json:"input_tokens"`
+		CachedInputTokens int64 `json:"cached_input_tokens"`
+		OutputTokens      int64 `json:"output_tokens"`
+	} `json:"usage"`
+	Error *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+	Message string `json:"message"`
+}
+
+func (t *codexTranslator) line(b []byte, s *session) {
+	var ev codexLine
+	if json.Unmarshal(b, &ev) != nil {
+		return // not a JSON object of the known shape: skipped
+	}
+	switch ev.Type {
+	case "item.started", "item.updated", "item.completed":
+		if ev.Item == nil {
+			return
+		}
+		if codexStepItems[ev.Item.Type] {
+			if t.seen == nil {
+				t.seen = map[string]bool{}
+			}
+			id := ev.Item.ID
+			if id == "" {
+				id = fmt.Sprintf("anonymous-%d", len(t.seen))
+			}
+			if !t.seen[id] {
+				t.seen[id] = true
+				s.step()
+			}
+		}
+		if ev.Type == "item.completed" && ev.Item.Type == "agent_message" {
+			s.finalText, t.answered = ev.Item.Text, true
+		}
+	case "turn.completed":
+		if ev.Usage != nil {
+			s.usage(tokenUsage{prompt: ev.Usage.InputTokens, completion: ev.Usage.OutputTokens, cacheHit: ev.Usage.CachedInputTokens})
+		}
+		if t.errPending {
+			s.failure, t.errPending = "", false
+		}
+		switch {
+		case s.failure != "":
+		case t.answered:
+			s.finished = true
+		default:
+			s.failure = "codex completed its turn without an agent_message"
+		}
+	case "turn.failed":
+		s.finished, t.errPending = false, false
+		s.failure = "codex turn failed"
+		if ev.Error != nil && ev.Error.Message != "" {
+			s.failure = "codex turn failed: " + ev.Error.Message
+		}
+	case "error":
+		if s.failure == "" && !s.finished && ev.Message != "" {
+			s.failure, t.errPending = "codex error: "+ev.Message, true
+		}
+	}
+}
