@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	stdio "io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -43,5 +44,31 @@ func newEngineCmd(io IO) *cobra.Command {
 	script.MarkFlagRequired("scenario")
 	cmd.AddCommand(script)
 	cmd.AddCommand(newEngineConformCmd(io))
+	for _, shim := range []struct {
+		name, short string
+		run         func(context.Context, engine.ShimOptions, stdio.Reader, stdio.Writer) error
+	}{
+		{"claude", "Wrap the Claude Code CLI (claude -p --output-format stream-json) as a v1 engine", engine.Claude},
+		{"codex", "Wrap the Codex CLI (codex exec --json) as a v1 engine", engine.Codex},
+	} {
+		var binary string
+		c := &cobra.Command{
+			Use:   shim.name + " [--binary PATH] [-- EXTRA CLI FLAGS…]",
+			Short: shim.short,
+			Long: shim.short + `.
+
+Reads the v1 envelope on stdin (kind, max_steps and schema from it), sends the prompt
+to the CLI on stdin (never in argv), enforces max_steps itself, and turns the CLI's
+JSON events into agent_step / usage / failure events and one report (seed 003 § 7.1).
+Flags after -- go to the CLI (model, permission mode, ...).`,
+			RunE: func(_ *cobra.Command, args []string) error {
+				ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+				defer stop()
+				return shim.run(ctx, engine.ShimOptions{Binary: binary, ExtraArgs: args, Stderr: io.Err}, io.In, io.Out)
+			},
+		}
+		c.Flags().StringVar(&binary, "binary", "", "the CLI to run (default: "+shim.name+" on PATH)")
+		cmd.AddCommand(c)
+	}
 	return cmd
 }

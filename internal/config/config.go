@@ -77,13 +77,14 @@ type Projection struct {
 
 // Default returns the configuration `stratus install` writes: the bundled
 // echo engine as primary (it needs no key), plus launch specs for the script
-// engine and openseek (seed 003 § 7: `openseek subrun <kind> --max-steps N`).
+// engine, openseek (seed 003 § 7: `openseek subrun <kind> --max-steps N`) and
+// the Claude and Codex shims (`stratus engine claude|codex`).
 func Default() *Config {
 	return &Config{
 		SchemaVersion: SchemaVersion,
 		Agents: Agents{
 			Primary: "echo",
-			Allowed: []string{"echo", "script", "openseek"},
+			Allowed: []string{"echo", "script", "openseek", "claude", "codex"},
 			Providers: map[string]Provider{
 				"echo":   {Command: StratusCommand, Args: []string{"engine", "echo"}},
 				"script": {Command: StratusCommand, Args: []string{"engine", "script", "--scenario", ".stratus/scenario.yaml"}},
@@ -91,6 +92,8 @@ func Default() *Config {
 					Command: "openseek", Args: []string{"subrun", "{kind}", "--max-steps", "{max_steps}"},
 					Env: map[string]string{"DEEPSEEK": "$DEEPSEEK"}, Kind: "worker", MaxSteps: 300, TimeoutSeconds: 2700,
 				},
+				"claude": {Command: StratusCommand, Args: []string{"engine", "claude"}, Env: map[string]string{"ANTHROPIC_API_KEY": "$ANTHROPIC_API_KEY"}, MaxSteps: 100},
+				"codex":  {Command: StratusCommand, Args: []string{"engine", "codex"}, Env: map[string]string{"OPENAI_API_KEY": "$OPENAI_API_KEY"}, MaxSteps: 100},
 			},
 		},
 		Worker:     Worker{TokenTTLSeconds: 600, MaxBodyBytes: DefaultMaxBodyBytes},

@@ -30,6 +30,9 @@ type ShimOptions struct {
 	// permission mode, --add-dir or --skip-git-repo-check. Never put a
 	// prompt or a key here: argv is visible in ps (seed 003 § 6).
 	ExtraArgs []string
+	// Stderr receives the CLI's stderr and the shim's one-line log; nil
+	// means os.Stderr (the runner's stderr: it never reads it, seed 003 § 1).
+	Stderr io.Writer
 }
 
 // stopGrace is how long a stopped CLI gets between SIGTERM and SIGKILL; it
@@ -176,7 +179,11 @@ func parseShimInput(raw json.RawMessage) (shimInput, error) {
 		}
 	}
 	if strings.TrimSpace(in.Query) == "" {
-		return shimInput{}, fmt.Errorf("input.query: got %s; want a non-blank string", clip(string(obj["query"]), 80))
+		got := "nothing"
+		if v, ok := obj["query"]; ok {
+			got = clip(string(v), 80)
+		}
+		return shimInput{}, fmt.Errorf("input.query: got %s; want a non-blank string", got)
 	}
 	return in, nil
 }
@@ -243,20 +250,24 @@ func runShim(ctx context.Context, name string, opts ShimOptions, stdin io.Reader
 	}
 	// The kind has no per-kind behaviour in a shim; it is logged so a
 	// transcript names the call (seed 003 § 7.1: read from the envelope).
-	fmt.Fprintf(os.Stderr, "stratus engine %s: id=%s kind=%s max_steps=%d\n", name, env.ID, env.Kind, s.maxSteps)
-	return drive(ctx, run, stdin, s)
+	stderr := opts.Stderr
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+	fmt.Fprintf(stderr, "stratus engine %s: id=%s kind=%s max_steps=%d\n", name, env.ID, env.Kind, s.maxSteps)
+	return drive(ctx, run, stdin, stderr, s)
 }
 
 // drive runs the CLI and classifies its end.
-func drive(ctx context.Context, run cliRun, stdin io.Reader, s *session) error {
+func drive(ctx context.Context, run cliRun, stdin io.Reader, stderr io.Writer, s *session) error {
 	cmd := exec.Command(run.binary, run.args...)
 	cmd.Stdin = strings.NewReader(run.prompt)
-	tail := &tailWriter{w: os.Stderr, max: 2048}
+	tail := &tailWriter{w: stderr, max: 2048}
 	cmd.Stderr = tail
 	pr, pw := io.Pipe()
 	cmd.Stdout = pw
 	// Its own process group, so stopping it also stops the tools it spawned.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = cliProcAttr()
 	// Bounds the wait for a tool grandchild that keeps the stdout pipe open.
 	cmd.WaitDelay = 2 * stopGrace
 	if err := cmd.Start(); err != nil {
@@ -389,8 +400,8 @@ func withStderr(msg string, tail *tailWriter) string {
 	return msg
 }
 
-// tailWriter forwards a CLI's stderr to the shim's own (the runner never
-// reads it, seed 003 § 1) and keeps the last max bytes for error messages.
+// tailWriter forwards a CLI's stderr and keeps the last max bytes for
+// error messages.
 type tailWriter struct {
 	w   io.Writer
 	max int
