@@ -43,10 +43,8 @@ func percentile(sorted []time.Duration, p float64) float64 {
 // and p50/p99 latencies in ms.
 func BenchmarkSubmit64KiB(b *testing.B) {
 	body := submitBody(64 << 10)
-	h := newHarness(b)
-	api := httptest.NewServer(h.handler)
-	defer api.Close()
-	h.svc.APIURL = api.URL
+	h := setup(b)
+	api := h.srv
 
 	bareDir := b.TempDir()
 	var bareSeq atomic.Int64
@@ -94,7 +92,7 @@ func BenchmarkSubmit64KiB(b *testing.B) {
 	// One running attempt per submit, plus one to warm both servers up.
 	handles := make([]string, b.N+1)
 	for i := range handles {
-		handles[i] = "Bearer " + h.dispatch(b).Handle
+		handles[i] = "Bearer " + h.dispatchFresh(b).Handle
 	}
 	if _, err := post(api.URL+"/v1/worker/submit", handles[b.N]); err != nil {
 		b.Fatal(err)
@@ -119,8 +117,8 @@ func BenchmarkSubmit64KiB(b *testing.B) {
 	}
 	b.StopTimer()
 
-	if h.tokens.successes != b.N+1 || h.tokens.failures != 0 {
-		b.Fatalf("task tokens: %d successes, %d failures; want %d successes", h.tokens.successes, h.tokens.failures, b.N+1)
+	if successes, failures := h.tokens.counts(); successes != b.N+1 || failures != 0 {
+		b.Fatalf("task tokens: %d successes, %d failures; want %d successes", successes, failures, b.N+1)
 	}
 	var submitSum, bareSum time.Duration
 	for i := range b.N {

@@ -2,142 +2,15 @@ package httpapi_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/stratusflow/stratus"
-	"github.com/stratusflow/stratus/internal/builtin"
-	"github.com/stratusflow/stratus/internal/captoken"
-	"github.com/stratusflow/stratus/internal/config"
-	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/httpapi"
-	"github.com/stratusflow/stratus/internal/launch"
-	"github.com/stratusflow/stratus/internal/sink/fs"
-	"github.com/stratusflow/stratus/internal/store/sqlite"
-	"github.com/stratusflow/stratus/internal/task"
-	"github.com/stratusflow/stratus/internal/worker"
 )
-
-// harnessTokens counts task-token completions (the state machine's side).
-type harnessTokens struct {
-	mu                  sync.Mutex
-	successes, failures int
-}
-
-func (t *harnessTokens) SendTaskSuccess(context.Context, string, json.RawMessage) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.successes++
-	return nil
-}
-
-func (t *harnessTokens) SendTaskFailure(context.Context, string, string, string) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.failures++
-	return nil
-}
-
-func (t *harnessTokens) SendTaskHeartbeat(context.Context, string) error { return nil }
-
-// harnessLauncher records worker specs instead of starting processes.
-type harnessLauncher struct {
-	mu    sync.Mutex
-	specs []launch.Spec
-}
-
-func (l *harnessLauncher) Launch(_ context.Context, s launch.Spec) (string, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.specs = append(l.specs, s)
-	return s.Handle, nil
-}
-
-func (l *harnessLauncher) Stop(context.Context, string) error { return nil }
-
-// harness is setup(t) for any testing.TB (fuzz targets, benchmarks): the
-// worker service over a SQLite store and an fs sink in a temp dir, fake
-// task tokens and a fake launcher, one running run "r1" of the built-in
-// implementation flow, and the real handler (not served: callers choose).
-type harness struct {
-	handler  *httpapi.Handler
-	svc      *worker.Service
-	tokens   *harnessTokens
-	launcher *harnessLauncher
-	dir      string
-	n        int // dispatches so far
-}
-
-func newHarness(tb testing.TB) *harness {
-	tb.Helper()
-	dir := tb.TempDir()
-	flowsDir := filepath.Join(dir, "flows")
-	for _, p := range []string{"implementation.yaml", "implementation/planning.md", "implementation/implementation.md", "implementation/review.md", "implementation/fixing.md"} {
-		b, err := builtin.Flows.ReadFile("flows/" + p)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(flowsDir, p)), 0o755); err != nil {
-			tb.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(flowsDir, p), b, 0o644); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	fl, err := flow.Load(flowsDir, "implementation")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tk, err := task.Parse("task.md", []byte("---\nid: t1\ntitle: A task\n---\nDo it.\n"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	st, err := sqlite.Open(filepath.Join(dir, "s.db"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { st.Close() })
-	h := &harness{tokens: &harnessTokens{}, launcher: &harnessLauncher{}, dir: dir}
-	env := &worker.RunEnv{Flow: fl, FlowDir: flowsDir, Task: tk, Config: config.Default()}
-	h.svc = &worker.Service{Store: st, Sink: fs.New(dir), Tokens: h.tokens, Launcher: h.launcher,
-		Minter: &captoken.Minter{Key: []byte("0123456789abcdef0123456789abcdef")},
-		APIURL: "http://127.0.0.1:1",
-		Env:    func(context.Context, string) (*worker.RunEnv, error) { return env, nil }}
-	h.handler = httpapi.New(h.svc)
-	run := stratus.Run{ID: "r1", TaskID: "t1", TaskTitle: "A task", Flow: "implementation", Status: stratus.RunRunning,
-		WorkDir: dir, TaskPath: filepath.Join(dir, "task.md"), CreatedAt: time.Now()}
-	if err := st.CreateRun(context.Background(), run); err != nil {
-		tb.Fatal(err)
-	}
-	return h
-}
-
-// dispatch starts a fresh visit of the planning node (a running attempt 1)
-// and returns its launch spec: the wh- handle and the dispatch task id.
-func (h *harness) dispatch(tb testing.TB) launch.Spec {
-	tb.Helper()
-	h.n++
-	m := worker.Message{RunID: "r1", Node: "planning", Kind: "agent", TaskToken: fmt.Sprintf("tok-%d", h.n)}
-	if err := h.svc.Dispatch(context.Background(), m); err != nil {
-		tb.Fatal(err)
-	}
-	h.launcher.mu.Lock()
-	defer h.launcher.mu.Unlock()
-	if len(h.launcher.specs) != h.n {
-		tb.Fatalf("dispatch %d launched %d workers in all", h.n, len(h.launcher.specs))
-	}
-	return h.launcher.specs[h.n-1]
-}
 
 // The routes FuzzWorkerAPI drives, all POST.
 const (
@@ -205,10 +78,11 @@ func FuzzWorkerAPI(f *testing.F) {
 		f.Add(s.route, s.auth, s.cred, s.param, []byte(s.body))
 	}
 
-	h := newHarness(f)
+	// The handler is driven directly, not through the bundle's server.
+	h := setup(f)
 	var lastErr error
 	h.handler.OnError = func(_ *http.Request, err error) { lastErr = err }
-	cur := h.dispatch(f)
+	cur := h.dispatchFresh(f)
 
 	f.Fuzz(func(t *testing.T, route, authSel uint8, cred, param string, body []byte) {
 		tid := cur.TaskID
@@ -291,7 +165,7 @@ func FuzzWorkerAPI(f *testing.F) {
 			if !json.Valid(resp) {
 				t.Fatalf("POST %s = %d with body %q, want the step value as JSON", target, code, resp)
 			}
-			cur = h.dispatch(t)
+			cur = h.dispatchFresh(t)
 		}
 	})
 }

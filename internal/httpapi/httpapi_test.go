@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -48,6 +50,13 @@ func (t *tokens) SendTaskFailure(_ context.Context, tok, name, cause string) err
 }
 func (t *tokens) SendTaskHeartbeat(context.Context, string) error { return nil }
 
+// counts returns how many task tokens have succeeded and failed so far.
+func (t *tokens) counts() (successes, failures int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.successes), len(t.failures)
+}
+
 // launcher records worker specs instead of starting processes.
 type launcher struct {
 	mu    sync.Mutex
@@ -62,73 +71,115 @@ func (l *launcher) Launch(_ context.Context, s launch.Spec) (string, error) {
 }
 func (l *launcher) Stop(context.Context, string) error { return nil }
 
-type bundle struct {
-	srv    *httptest.Server
-	svc    *worker.Service
-	tokens *tokens
-	launch *launcher
-	run    stratus.Run
-	dir    string
+// launched returns the specs launched so far.
+func (l *launcher) launched() []launch.Spec {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.specs)
 }
 
-func setup(t *testing.T) *bundle {
-	t.Helper()
+// bundle is the worker service over a SQLite store and an fs sink in a temp
+// dir, fake task tokens and a fake launcher, one running run "r1", and the
+// real handler, both served by srv and reachable directly (fuzz targets).
+type bundle struct {
+	srv     *httptest.Server
+	handler *httpapi.Handler
+	svc     *worker.Service
+	tokens  *tokens
+	launch  *launcher
+	run     stratus.Run
+	dir     string
+	fresh   int // dispatchFresh calls so far
+}
+
+// setup is setupFlow with the built-in implementation flow.
+func setup(tb testing.TB) *bundle {
+	tb.Helper()
 	files := map[string]string{}
 	for _, p := range []string{"implementation.yaml", "implementation/planning.md", "implementation/implementation.md", "implementation/review.md", "implementation/fixing.md"} {
 		b, err := builtin.Flows.ReadFile("flows/" + p)
 		if err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		files[p] = string(b)
 	}
-	return setupFlow(t, files)
+	return setupFlow(tb, files)
 }
 
 // setupFlow is setup with the flows directory given as files (path → text);
 // the flow loaded is "implementation".
-func setupFlow(t *testing.T, files map[string]string) *bundle {
-	t.Helper()
-	dir := t.TempDir()
+func setupFlow(tb testing.TB, files map[string]string) *bundle {
+	tb.Helper()
+	dir := tb.TempDir()
 	flowsDir := filepath.Join(dir, "flows")
 	for p, body := range files {
-		os.MkdirAll(filepath.Dir(filepath.Join(flowsDir, p)), 0o755)
-		os.WriteFile(filepath.Join(flowsDir, p), []byte(body), 0o644)
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(flowsDir, p)), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(flowsDir, p), []byte(body), 0o644); err != nil {
+			tb.Fatal(err)
+		}
 	}
 	fl, err := flow.Load(flowsDir, "implementation")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	tk, err := task.Parse("task.md", []byte("---\nid: t1\ntitle: A task\n---\nDo it.\n"))
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	st, err := sqlite.Open(filepath.Join(dir, "s.db"))
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
+	tb.Cleanup(func() { st.Close() })
 	b := &bundle{tokens: &tokens{successes: map[string]json.RawMessage{}, failures: map[string]string{}}, launch: &launcher{}, dir: dir}
 	env := &worker.RunEnv{Flow: fl, FlowDir: flowsDir, Task: tk, Config: config.Default()}
 	b.svc = &worker.Service{Store: st, Sink: fs.New(dir), Tokens: b.tokens, Launcher: b.launch,
 		Minter: &captoken.Minter{Key: []byte("0123456789abcdef0123456789abcdef")},
 		Env:    func(context.Context, string) (*worker.RunEnv, error) { return env, nil }}
-	b.srv = httptest.NewServer(httpapi.New(b.svc))
-	t.Cleanup(b.srv.Close)
+	b.handler = httpapi.New(b.svc)
+	b.srv = httptest.NewServer(b.handler)
+	tb.Cleanup(b.srv.Close)
 	b.svc.APIURL = b.srv.URL
 	b.run = stratus.Run{ID: "r1", TaskID: "t1", TaskTitle: "A task", Flow: "implementation", Status: stratus.RunRunning, WorkDir: dir, TaskPath: filepath.Join(dir, "task.md"), CreatedAt: time.Now()}
 	if err := st.CreateRun(context.Background(), b.run); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return b
 }
 
-// dispatch dispatches node and returns the worker's handle.
-func (b *bundle) dispatch(t *testing.T, node, token string) string {
-	t.Helper()
+// dispatchSpec dispatches node and returns the last launch spec: the
+// worker's wh- handle and the dispatch task id.
+func (b *bundle) dispatchSpec(tb testing.TB, node, token string) launch.Spec {
+	tb.Helper()
 	if err := b.svc.Dispatch(context.Background(), worker.Message{RunID: "r1", Node: node, Kind: "agent", TaskToken: token}); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	return b.launch.specs[len(b.launch.specs)-1].Handle
+	specs := b.launch.launched()
+	if len(specs) == 0 {
+		tb.Fatalf("dispatch of %s launched no worker", node)
+	}
+	return specs[len(specs)-1]
+}
+
+// dispatch dispatches node and returns the worker's handle.
+func (b *bundle) dispatch(tb testing.TB, node, token string) string {
+	tb.Helper()
+	return b.dispatchSpec(tb, node, token).Handle
+}
+
+// dispatchFresh starts a fresh visit of the planning node (a running
+// attempt 1) under a new task token and returns its launch spec; it fails
+// unless every dispatchFresh so far launched exactly one worker.
+func (b *bundle) dispatchFresh(tb testing.TB) launch.Spec {
+	tb.Helper()
+	b.fresh++
+	spec := b.dispatchSpec(tb, "planning", fmt.Sprintf("tok-%d", b.fresh))
+	if n := len(b.launch.launched()); n != b.fresh {
+		tb.Fatalf("dispatch %d launched %d workers in all", b.fresh, n)
+	}
+	return spec
 }
 
 func (b *bundle) do(t *testing.T, method, path, auth, body string) (int, string) {
