@@ -817,3 +817,30 @@ func TestApplyUsage_NegativeOverflowAndNegativeZero(t *testing.T) {
 		t.Errorf("a line that would wrap the totals was charged: %+v", o)
 	}
 }
+
+// seed 003 § 1: the attempt owns the engine's process group; whatever the
+// engine left running in it (a tool, a wrapped CLI's child) ends with the
+// attempt, even after a normal exit with a report.
+func TestRun_LeftoversInTheEngineGroupEndWithTheAttempt(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	script := "read l; sleep 30 >/dev/null 2>&1 & echo $! > " + pidFile + "; printf '{\"subrun_report\":1}\\n'"
+	res, err := NewRunner().Run(context.Background(), LaunchSpec{Command: "sh", Args: []string{"-c", script}}, Request{Kind: "agent", Input: []byte("null")}, nil)
+	if err != nil || res.Terminal != Captured {
+		t.Fatalf("Run = %+v, %v", res, err)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	deadline := time.Now().Add(3 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("the engine's background process %d outlived the attempt", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

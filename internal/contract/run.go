@@ -275,6 +275,9 @@ loop:
 		l.pipeErr = "write request: " + writeErr.Error()
 	}
 	l.noteExit(waitErr)
+	// Whatever the engine left behind in its process group (a tool, a
+	// wrapped CLI's child) ends with the attempt: the group is the engine's.
+	_ = syscall.Kill(-l.cmd.Process.Pid, syscall.SIGKILL)
 
 	if cancelled {
 		return Result{Attempt: l.attempt()}, ctx.Err()

@@ -2,9 +2,10 @@ package engine
 
 import "syscall"
 
-// cliProcAttr puts a wrapped CLI in its own process group (the shim stops
-// the whole group) and, on Linux, has the kernel kill it if the shim dies
-// first, so a killed shim leaves no CLI running.
+// cliProcAttr keeps a wrapped CLI in the shim's own process group, the
+// engine's group the runner created (seed 003 § 1), so when the runner kills
+// that group the CLI and every tool it spawned go with it; on Linux the
+// kernel also kills the CLI if the shim dies first.
 func cliProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }

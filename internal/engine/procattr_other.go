@@ -4,5 +4,6 @@ package engine
 
 import "syscall"
 
-// cliProcAttr puts a wrapped CLI in its own process group.
-func cliProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+// cliProcAttr keeps a wrapped CLI in the shim's process group (see the
+// Linux version).
+func cliProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }

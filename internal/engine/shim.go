@@ -266,7 +266,8 @@ func drive(ctx context.Context, run cliRun, stdin io.Reader, stderr io.Writer, s
 	cmd.Stderr = tail
 	pr, pw := io.Pipe()
 	cmd.Stdout = pw
-	// Its own process group, so stopping it also stops the tools it spawned.
+	// In the engine's process group: the runner's group kill reaches the CLI
+	// and its tools even when the shim itself is killed first.
 	cmd.SysProcAttr = cliProcAttr()
 	// Bounds the wait for a tool grandchild that keeps the stdout pipe open.
 	cmd.WaitDelay = 2 * stopGrace
@@ -281,7 +282,9 @@ func drive(ctx context.Context, run cliRun, stdin io.Reader, stderr io.Writer, s
 		killer   *time.Timer
 		stopOnce sync.Once
 	)
-	pgid := cmd.Process.Pid
+	// The shim stops the CLI itself (its tools are reaped by the runner's
+	// kill of the engine group when the shim has exited).
+	pid := cmd.Process.Pid
 	stop := func() {
 		stopOnce.Do(func() {
 			mu.Lock()
@@ -289,12 +292,12 @@ func drive(ctx context.Context, run cliRun, stdin io.Reader, stderr io.Writer, s
 			if exited {
 				return
 			}
-			_ = syscall.Kill(-pgid, syscall.SIGTERM)
+			_ = syscall.Kill(pid, syscall.SIGTERM)
 			killer = time.AfterFunc(stopGrace, func() {
 				mu.Lock()
 				defer mu.Unlock()
 				if !exited {
-					_ = syscall.Kill(-pgid, syscall.SIGKILL)
+					_ = syscall.Kill(pid, syscall.SIGKILL)
 				}
 			})
 		})
