@@ -136,6 +136,10 @@ func Script(ctx context.Context, s *Scenario, stdin io.Reader, stdout io.Writer)
 		return nil
 	}
 	if len(a.Parts) > 0 {
+		if os.Getenv(launch.EnvAPIURL) == "" || os.Getenv(launch.EnvHandle) == "" {
+			em.CommandError(fmt.Sprintf("this answer stages parts, which needs %s and %s (set by the runner)", launch.EnvAPIURL, launch.EnvHandle))
+			return nil
+		}
 		c := &workerclient.Client{BaseURL: os.Getenv(launch.EnvAPIURL), Credential: os.Getenv(launch.EnvHandle)}
 		names := make([]string, 0, len(a.Parts))
 		for n := range a.Parts {

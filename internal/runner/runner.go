@@ -200,7 +200,10 @@ func launchSpec(e *worker.EngineSpec, o Options) (contract.LaunchSpec, error) {
 	}
 	for k, v := range e.Env {
 		if strings.HasPrefix(v, "$") {
-			v = os.Getenv(v[1:])
+			var ok bool
+			if v, ok = os.LookupEnv(v[1:]); !ok {
+				continue // unset here: leave it unset for the engine, not empty
+			}
 		}
 		env[k] = v
 	}
