@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 
@@ -45,11 +46,18 @@ func newEngineConformCmd(io IO) *cobra.Command {
 contract v1 conformance checklist (seed 003 § 9) and prints one row per
 check: its name, the seed sections it enforces, PASS, FAIL or SKIP, and what
 was observed. Exit status 0 when no check fails, 1 when one does, 2 for bad
-usage. Each check is its own launch: a model-backed engine spends tokens.`,
+usage (the engine command must follow --). The engine is launched four
+times: a model-backed engine spends tokens on each launch.`,
 		Args: cobra.ArbitraryArgs,
-		RunE: func(_ *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return usageError{fmt.Errorf("name the engine to check after --, e.g. stratus engine conform -- stratus engine echo")}
+		RunE: func(c *cobra.Command, args []string) error {
+			dash := c.ArgsLenAtDash()
+			switch {
+			case dash < 0 && len(args) > 0:
+				return usageError{fmt.Errorf("put the engine command after --: stratus engine conform [flags] -- %s", strings.Join(args, " "))}
+			case dash > 0:
+				return usageError{fmt.Errorf("unexpected argument %q before --; the engine command goes after --", args[0])}
+			case len(args) == 0:
+				return usageError{fmt.Errorf("no engine command: give it after --, e.g. stratus engine conform -- stratus engine echo")}
 			}
 			o.Command, o.Args = args[0], args[1:]
 			return runEngineConform(o)

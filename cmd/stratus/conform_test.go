@@ -153,10 +153,37 @@ func TestEngineConform_BadUsage(t *testing.T) {
 			t.Errorf("%s: %v (exit %d), want exit %d", name, err, exitCode(err), ExitUsage)
 		}
 	}
-	cmd := newEngineConformCmd(IO{In: strings.NewReader(""), Out: os.Stdout, Err: os.Stderr})
-	cmd.SetArgs(nil)
-	cmd.SilenceUsage, cmd.SilenceErrors = true, true
-	if err := cmd.Execute(); exitCode(err) != ExitUsage {
-		t.Errorf("no args: %v, want a usage error", err)
+	for name, args := range map[string][]string{
+		"no args":            nil,
+		"nothing after --":   {"--"},
+		"no --":              {stratusBin, "engine", "echo"},
+		"an argument before": {"sh", "--", stratusBin, "engine", "echo"},
+	} {
+		cmd := newEngineConformCmd(IO{In: strings.NewReader(""), Out: os.Stdout, Err: os.Stderr})
+		cmd.SetArgs(args)
+		cmd.SilenceUsage, cmd.SilenceErrors = true, true
+		err := cmd.Execute()
+		if exitCode(err) != ExitUsage {
+			t.Errorf("%s: %v, want a usage error", name, err)
+		}
+		if name == "no --" && (err == nil || !strings.Contains(err.Error(), "put the engine command after --")) {
+			t.Errorf("no --: %v", err)
+		}
+	}
+}
+
+// The bundled script engine with the default input answers command_error:
+// the checks that need a report say so instead of blaming open stdin.
+func TestEngineConform_DefaultInputRefused(t *testing.T) {
+	t.Parallel()
+	scenario := filepath.Join(t.TempDir(), "scenario.yaml")
+	writeTestFile(t, scenario, "nodes:\n  planning:\n    - report: done\n")
+	rows, table, err := conformTable(t, EngineConformOptions{Command: stratusBin, Args: []string{"engine", "script", "--scenario", scenario}})
+	if exitCode(err) != ExitFailed {
+		t.Fatalf("exit %d (%v)\n%s", exitCode(err), err, table)
+	}
+	wantRows(t, rows, table, map[string]string{"tolerates-open-stdin": "FAIL", "one-report-last": "FAIL"})
+	if strings.Count(table, "the engine reported a failure instead of a report: command_error") != 2 || !strings.Contains(table, "pass --input the engine accepts") || strings.Contains(table, "stdin open") {
+		t.Errorf("table:\n%s", table)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -56,22 +57,64 @@ func isReport(line string) bool {
 }
 
 // quote shortens s for a detail.
-func quote(s string) string {
-	const max = 60
+func quote(s string) string { return quoteN(s, 60) }
+
+// quoteN quotes s for a detail, cut after max bytes.
+func quoteN(s string, max int) string {
 	if len(s) > max {
 		s = s[:max] + "…"
 	}
 	return strconv.Quote(s)
 }
 
+// failureTags are the failure events and the field holding their reason
+// (seed 003 § 3).
+var failureTags = map[string]string{
+	"turn_failed":        "error",
+	"agent_setup_failed": "error",
+	"command_error":      "error",
+	"agent_aborted":      "reason",
+}
+
+// failure is the first failure event of a run's stdout as the runner takes
+// it (one with a string reason), and the first report line.
+type failure struct {
+	tag, reason string
+	line        int // 1-based; 0: no failure event
+	report      int // 1-based; 0: no report
+}
+
+func failureOf(lines []string) failure {
+	var f failure
+	for i, line := range lines {
+		obj, tag := event(line)
+		if field, ok := failureTags[tag]; ok && f.line == 0 {
+			if reason, ok := obj[field].(string); ok {
+				f.tag, f.reason, f.line = tag, reason, i+1
+			}
+		}
+		if f.report == 0 && isReport(line) {
+			f.report = i + 1
+		}
+	}
+	return f
+}
+
+// insteadOfReport is the detail of a check that needs a report when the
+// normal run ended with a failure event and none.
+func (f failure) insteadOfReport() string {
+	return fmt.Sprintf("the engine reported a failure instead of a report: %s %s; pass --input the engine accepts", f.tag, quoteN(f.reason, 200))
+}
+
 // checkRejectsOtherMajor sends workflow_contract 2 and expects a
 // command_error event and no report (seed 003 § 8, § 9.1).
-func checkRejectsOtherMajor(ctx context.Context, t Target) (Status, string) {
+func checkRejectsOtherMajor(ctx context.Context, s *session) (Status, string) {
+	t := s.t
 	req, err := t.request(contract.ContractVersion + 1)
 	if err != nil {
 		return Fail, err.Error()
 	}
-	c := launchRaw(ctx, t, req)
+	c := s.launch(ctx, fmt.Sprintf("the workflow_contract %d run", contract.ContractVersion+1), req, false)
 	if c.err != nil {
 		return Fail, c.err.Error()
 	}
@@ -103,20 +146,39 @@ func checkRejectsOtherMajor(ctx context.Context, t Target) (Status, string) {
 // checkToleratesOpenStdin runs the engine through the contract runner,
 // which keeps stdin open after the request, with a wall deadline of
 // t.TimeoutMS; the engine must report and end before the deadline closes
-// stdin (seed 003 § 2, § 9.2).
-func checkToleratesOpenStdin(ctx context.Context, t Target) (Status, string) {
+// stdin (seed 003 § 2, § 9.2). When it ends early with the runner's Failed
+// terminal and the normal run shows a failure event and no report, the
+// engine refused the request: the detail says so rather than blaming
+// stdin.
+func checkToleratesOpenStdin(ctx context.Context, s *session) (Status, string) {
+	t := s.t
 	spec := contract.LaunchSpec{Command: t.Command, Args: t.Args, DeadlineMS: t.timeoutMS(), CancelGraceMS: t.graceMS()}
 	res, err := contract.NewRunner().Run(ctx, spec, contract.Request{Kind: t.kind(), Input: t.input()}, nil)
 	if err != nil {
 		return Fail, err.Error()
 	}
+	timedOut := res.Attempt.WallMS >= int64(spec.DeadlineMS)
+	var note string
+	if !timedOut {
+		// The raw normal run explains a Failed terminal, and says whether a
+		// grandchild held stdout (the runner's WallMS then includes its
+		// post-exit drain).
+		if c, err := s.normalRun(ctx); err == nil && c.err == nil {
+			if f := failureOf(c.lines); res.Terminal == contract.Failed && f.line != 0 && f.report == 0 {
+				return Fail, f.insteadOfReport()
+			}
+			if c.held() {
+				note = " (in the normal run, " + c.heldNote() + ")"
+			}
+		}
+	}
 	switch {
-	case res.Attempt.WallMS >= int64(spec.DeadlineMS):
+	case timedOut:
 		return Fail, fmt.Sprintf("still running with stdin open after %d ms (waiting for more input?); terminal %s once the deadline closed stdin", spec.DeadlineMS, describe(res))
 	case res.Terminal != contract.Captured:
-		return Fail, fmt.Sprintf("ended after %d ms without a report: terminal %s", res.Attempt.WallMS, describe(res))
+		return Fail, fmt.Sprintf("ended after %d ms without a report: terminal %s", res.Attempt.WallMS, describe(res)) + note
 	}
-	return Pass, fmt.Sprintf("reported and ended after %d ms with stdin still open", res.Attempt.WallMS)
+	return Pass, fmt.Sprintf("reported and ended after %d ms with stdin still open", res.Attempt.WallMS) + note
 }
 
 // describe names a terminal with its reason.
@@ -127,39 +189,52 @@ func describe(res contract.Result) string {
 	return string(res.Terminal)
 }
 
-// checkStopsOnStdinEOF runs the engine through the contract runner with a
-// wall deadline of EOFDeadlineMS, so the runner closes stdin almost at once
-// (the request may or may not have been read by then), and the cancel grace
-// t.GraceMS (seed 003 § 1.5, § 9.2).
-//
-// What is measured is the runner's Attempt.WallMS: the time from the start
-// of the launch until stdout reached EOF and the engine exited. The runner
-// kills the engine only when the grace has run out, EOFDeadlineMS + GraceMS
-// after the start, so a WallMS below that means the engine stopped on its
-// own; a WallMS at or above it means it was killed.
-func checkStopsOnStdinEOF(ctx context.Context, t Target) (Status, string) {
-	spec := contract.LaunchSpec{Command: t.Command, Args: t.Args, DeadlineMS: EOFDeadlineMS, CancelGraceMS: t.graceMS()}
-	res, err := contract.NewRunner().Run(ctx, spec, contract.Request{Kind: t.kind(), Input: t.input()}, nil)
+// checkStopsOnStdinEOF sends the v1 request, lets the engine read it (the
+// request is written, then EOFSettleMS pass or the engine prints its first
+// stdout line), closes stdin and gives the engine t.GraceMS to end (seed
+// 003 § 1.5, § 9.2). It passes only when the engine exits and its stdout
+// reaches EOF within the grace, with or without a report; an engine still
+// running at the end of the grace is killed and fails, and so does one
+// whose stdout another process holds open past the grace. An engine that
+// ends on its own before stdin is closed passes: it had nothing left to
+// cancel.
+func checkStopsOnStdinEOF(ctx context.Context, s *session) (Status, string) {
+	t := s.t
+	req, err := t.request(contract.ContractVersion)
 	if err != nil {
 		return Fail, err.Error()
 	}
-	limit := int64(spec.DeadlineMS + spec.CancelGraceMS)
-	exit := "killed"
-	if res.Attempt.ExitCode != nil {
-		exit = fmt.Sprintf("exit %d", *res.Attempt.ExitCode)
+	c := s.launch(ctx, "the stdin-EOF run", req, true)
+	if c.err != nil {
+		return Fail, c.err.Error()
 	}
-	measured := fmt.Sprintf("launch-to-end wall time %d ms; stdin closed by a %d ms deadline, grace %d ms (terminal %s, %s)",
-		res.Attempt.WallMS, spec.DeadlineMS, spec.CancelGraceMS, describe(res), exit)
-	if res.Attempt.WallMS >= limit {
-		return Fail, "not stopped within the grace: " + measured
+	report := "no report"
+	if failureOf(c.lines).report != 0 {
+		report = "a report"
 	}
-	return Pass, measured
+	grace := t.graceMS()
+	if c.closedMS < 0 {
+		return Pass, fmt.Sprintf("ended on its own after %d ms (%s, %s) before stdin was closed; grace %d ms", c.endMS, c.exitText(), report, grace)
+	}
+	closed := fmt.Sprintf("stdin closed at %d ms (%s), grace %d ms", c.closedMS, c.closedWhy, grace)
+	switch {
+	case c.killed && c.exitMS >= 0:
+		return Fail, fmt.Sprintf("not stopped within the grace: %s; %s", closed, c.heldNote())
+	case c.killed:
+		return Fail, fmt.Sprintf("not stopped within the grace: %s; still running %d ms after stdin closed: killed", closed, c.endMS-c.closedMS)
+	}
+	detail := fmt.Sprintf("%s; ended %d ms after stdin closed (%s, %s)", closed, c.endMS-c.closedMS, c.exitText(), report)
+	if c.held() {
+		detail += "; " + c.heldNote()
+	}
+	return Pass, detail
 }
 
 // checkJSONOnlyStdout expects every stdout line of a normal run to be a
 // JSON object (seed 003 § 3, § 9.3). A blank line is not one.
-func checkJSONOnlyStdout(ctx context.Context, t Target) (Status, string) {
-	c, status, detail := normalRun(ctx, t)
+func checkJSONOnlyStdout(ctx context.Context, s *session) (Status, string) {
+	t := s.t
+	c, status, detail := normalRun(ctx, s)
 	if status == Fail {
 		return status, detail
 	}
@@ -177,8 +252,9 @@ func checkJSONOnlyStdout(ctx context.Context, t Target) (Status, string) {
 // checkOneReportLast expects exactly one stdout line with a top-level
 // subrun_report key in a normal run, and nothing but blank lines after it
 // (seed 003 § 4, § 9.6).
-func checkOneReportLast(ctx context.Context, t Target) (Status, string) {
-	c, status, detail := normalRun(ctx, t)
+func checkOneReportLast(ctx context.Context, s *session) (Status, string) {
+	t := s.t
+	c, status, detail := normalRun(ctx, s)
 	if status == Fail {
 		return status, detail
 	}
@@ -194,6 +270,9 @@ func checkOneReportLast(ctx context.Context, t Target) (Status, string) {
 	}
 	switch {
 	case len(reports) == 0:
+		if f := failureOf(c.lines); f.line != 0 {
+			return Fail, f.insteadOfReport() + c.note(t)
+		}
 		return Fail, fmt.Sprintf("no subrun_report line in %d lines", len(c.lines)) + c.note(t)
 	case len(reports) > 1:
 		return Fail, fmt.Sprintf("%d subrun_report lines (lines %s)", len(reports), joinInts(reports)) + c.note(t)
@@ -215,8 +294,9 @@ func joinInts(v []int) string {
 // the five token fields as integral numbers and, when present, a finite
 // non-negative cost_usd (seed 003 § 3, § 9.4). An engine without token
 // counters emits no usage event and passes.
-func checkWellFormedUsage(ctx context.Context, t Target) (Status, string) {
-	c, status, detail := normalRun(ctx, t)
+func checkWellFormedUsage(ctx context.Context, s *session) (Status, string) {
+	t := s.t
+	c, status, detail := normalRun(ctx, s)
 	if status == Fail {
 		return status, detail
 	}
@@ -306,21 +386,51 @@ func abs(n int) int {
 	return n
 }
 
-// checkFailureExplained is always skipped: seed 003 § 9.5 asks that an
-// engine that degraded says why with a failure event and sends no report,
-// but no request makes every engine degrade.
-func checkFailureExplained(context.Context, Target) (Status, string) {
+// checkFailureExplained flags the § 9.5 violation every run can show: a
+// failure event and a report on the same stdout (seed 003 § 5, § 9.5). It
+// runs after the other checks and reads every raw launch they made.
+// Otherwise it is skipped: seed 003 § 9.5 asks that an engine that degraded
+// says why with a failure event and sends no report, but no request makes
+// every engine degrade.
+func checkFailureExplained(_ context.Context, s *session) (Status, string) {
+	s.mu.Lock()
+	raws := append([]capture(nil), s.raws...)
+	s.mu.Unlock()
+	// Judge the runs in a fixed order: the normal run first, whatever
+	// order the launches ended in.
+	sort.SliceStable(raws, func(i, j int) bool { return runOrder(raws[i].name) < runOrder(raws[j].name) })
+	for _, c := range raws {
+		f := failureOf(c.lines)
+		switch {
+		case f.line == 0 || f.report == 0:
+			continue
+		case f.line < f.report:
+			return Fail, fmt.Sprintf("%s: emitted %s and then a report; § 9.5: never a report after a failure (line %d: %s; report on line %d)", c.name, f.tag, f.line, quote(f.reason), f.report)
+		default:
+			return Fail, fmt.Sprintf("%s: emitted a report and then %s; § 9.5: a failed run sends no report (report on line %d; line %d: %s)", c.name, f.tag, f.report, f.line, quote(f.reason))
+		}
+	}
 	return Skip, "no generic way to make an engine fail; check 1 covers the command_error path"
 }
 
-// normalRun launches the engine raw with the v1 request. A spawn or pipe
+// runOrder ranks a raw launch for checkFailureExplained.
+func runOrder(name string) int {
+	switch name {
+	case "the normal run":
+		return 0
+	case "the stdin-EOF run":
+		return 2
+	}
+	return 1
+}
+
+// normalRun returns the session's shared normal run. A spawn or pipe
 // failure fails the check.
-func normalRun(ctx context.Context, t Target) (capture, Status, string) {
-	req, err := t.request(contract.ContractVersion)
+func normalRun(ctx context.Context, s *session) (capture, Status, string) {
+	c, err := s.normalRun(ctx)
 	if err != nil {
 		return capture{}, Fail, err.Error()
 	}
-	c := launchRaw(ctx, t, req)
 	if c.err != nil {
 		return c, Fail, c.err.Error()
 	}

@@ -30,9 +30,10 @@ const (
 	// DefaultTimeoutMS bounds, in milliseconds, each launch that is expected
 	// to finish on its own (every check but stops-on-stdin-eof).
 	DefaultTimeoutMS = 10_000
-	// EOFDeadlineMS is the wall deadline, in milliseconds, of the
-	// stops-on-stdin-eof launch: the runner closes stdin when it elapses.
-	EOFDeadlineMS = 1
+	// EOFSettleMS is how long, in milliseconds, the stops-on-stdin-eof
+	// launch lets the engine read its request before it closes stdin; the
+	// engine's first stdout line cuts the wait short.
+	EOFSettleMS = 300
 )
 
 // Target is the engine under test and the request it is sent.
@@ -125,41 +126,88 @@ type Result struct {
 type Check struct {
 	Name    string
 	Section string
-	run     func(ctx context.Context, t Target) (Status, string)
+	run     func(ctx context.Context, s *session) (Status, string)
+	// afterAll: the check judges what the other checks' launches printed,
+	// so it runs once they are done.
+	afterAll bool
+}
+
+// session is one Run: the target, the normal run that several checks
+// share, and every raw launch made so far.
+type session struct {
+	t          Target
+	normalOnce sync.Once
+	normal     capture
+	normalErr  error // the request could not be built
+	mu         sync.Mutex
+	raws       []capture
+}
+
+// launch runs launchRaw and records its capture for the checks that look
+// at every run.
+func (s *session) launch(ctx context.Context, name string, request []byte, early bool) capture {
+	c := launchRaw(ctx, s.t, name, request, early)
+	s.mu.Lock()
+	s.raws = append(s.raws, c)
+	s.mu.Unlock()
+	return c
+}
+
+// normalRun is the raw launch with the v1 request and stdin kept open,
+// made once per session and shared by every check that reads its stdout.
+func (s *session) normalRun(ctx context.Context) (capture, error) {
+	s.normalOnce.Do(func() {
+		req, err := s.t.request(contract.ContractVersion)
+		if err != nil {
+			s.normalErr = err
+			return
+		}
+		s.normal = s.launch(ctx, "the normal run", req, false)
+	})
+	return s.normal, s.normalErr
 }
 
 // Checks returns the checklist of seed 003 § 9 in table order (see the
 // package documentation).
 func Checks() []Check {
 	return []Check{
-		{"rejects-other-major", "§ 8, § 9.1", checkRejectsOtherMajor},
-		{"tolerates-open-stdin", "§ 2, § 9.2", checkToleratesOpenStdin},
-		{"stops-on-stdin-eof", "§ 1, § 9.2", checkStopsOnStdinEOF},
-		{"json-only-stdout", "§ 3, § 9.3", checkJSONOnlyStdout},
-		{"one-report-last", "§ 4, § 9.6", checkOneReportLast},
-		{"well-formed-usage", "§ 3, § 9.4", checkWellFormedUsage},
-		{"failure-explained", "§ 5, § 9.5", checkFailureExplained},
+		{"rejects-other-major", "§ 8, § 9.1", checkRejectsOtherMajor, false},
+		{"tolerates-open-stdin", "§ 2, § 9.2", checkToleratesOpenStdin, false},
+		{"stops-on-stdin-eof", "§ 1, § 9.2", checkStopsOnStdinEOF, false},
+		{"json-only-stdout", "§ 3, § 9.3", checkJSONOnlyStdout, false},
+		{"one-report-last", "§ 4, § 9.6", checkOneReportLast, false},
+		{"well-formed-usage", "§ 3, § 9.4", checkWellFormedUsage, false},
+		{Name: "failure-explained", Section: "§ 5, § 9.5", run: checkFailureExplained, afterAll: true},
 	}
 }
 
-// Run runs every check of [Checks] against t, each as its own launch and
-// all concurrently, and returns their results in table order. A ctx
-// cancelled by the caller kills the launches; their checks then fail with
-// the context's error. Run returns an error only for an invalid Target.
+// Run runs every check of [Checks] against t concurrently and returns their
+// results in table order. The engine is launched four times, concurrently:
+// with workflow_contract 2, through the runner with stdin open, with stdin
+// closed once the request is read, and once more raw for the checks that
+// read a normal run's stdout. A ctx cancelled by the caller kills the
+// launches; their checks then fail with the context's error. Run returns an
+// error only for an invalid Target.
 func Run(ctx context.Context, t Target) ([]Result, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
+	s := &session{t: t}
 	checks := Checks()
 	results := make([]Result, len(checks))
-	var wg sync.WaitGroup
-	for i, c := range checks {
-		wg.Go(func() {
-			status, detail := c.run(ctx, t)
-			results[i] = Result{Check: c.Name, Section: c.Section, Status: status, Detail: detail}
-		})
+	run := func(i int, c Check) {
+		status, detail := c.run(ctx, s)
+		results[i] = Result{Check: c.Name, Section: c.Section, Status: status, Detail: detail}
 	}
-	wg.Wait()
+	for _, last := range []bool{false, true} {
+		var wg sync.WaitGroup
+		for i, c := range checks {
+			if c.afterAll == last {
+				wg.Go(func() { run(i, c) })
+			}
+		}
+		wg.Wait()
+	}
 	return results, nil
 }
 

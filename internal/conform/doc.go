@@ -5,8 +5,10 @@
 // It owns the checks and their verdicts, not the contract: a normal launch
 // goes through [contract.Runner] (seed 003 §§ 1–6), and where a check needs
 // what the runner deliberately hides (the raw stdout lines, a request with
-// another major version) it launches the engine itself with os/exec. Every
-// check is its own launch of the engine, and the launches run concurrently.
+// another major version) it launches the engine itself with os/exec, timing
+// the engine's exit and its stdout EOF apart (a grandchild holding stdout
+// open is named as such). The launches run concurrently; the checks that
+// read a normal run's stdout share one.
 // The checks, in table order:
 //
 //  1. rejects-other-major (§ 8, § 9.1): a request with workflow_contract 2
@@ -14,9 +16,10 @@
 //  2. tolerates-open-stdin (§ 2, § 9.2): with the v1 request and stdin kept
 //     open, the engine reports and ends before the run's timeout, without
 //     waiting for a second line;
-//  3. stops-on-stdin-eof (§ 1, § 9.2): with a 1 ms wall deadline, so the
-//     runner closes stdin almost at once, the engine ends on its own within
-//     the cancel grace instead of being killed at its end;
+//  3. stops-on-stdin-eof (§ 1, § 9.2): once the engine has had its request
+//     (written, then 300 ms or its first stdout line), stdin is closed and
+//     the engine must exit within the cancel grace, report or not, instead
+//     of being killed at its end;
 //  4. json-only-stdout (§ 3, § 9.3): every stdout line of a normal run is a
 //     JSON object;
 //  5. one-report-last (§ 4, § 9.6): a normal run prints exactly one line
@@ -24,13 +27,16 @@
 //  6. well-formed-usage (§ 3, § 9.4): every usage event carries all five
 //     token fields as integral numbers, and cost_usd, when present, is a
 //     finite non-negative number;
-//  7. failure-explained (§ 5, § 9.5): always SKIP — no request provokes a
-//     handled failure in every engine (check 1 exercises the command_error
-//     path only).
+//  7. failure-explained (§ 5, § 9.5): FAIL when any launch's stdout has a
+//     failure event and a report; otherwise SKIP — no request provokes a
+//     handled failure in every engine.
+//
+// A normal run that ends with a failure event and no report (the engine
+// refused the input) fails checks 2 and 5 with a detail saying so.
 //
 // It does not: judge the report's content (that is the caller's schema,
 // seed 003 § 4), check agent_step values, read the engine's stderr (it is
 // inherited, § 1), or choose argv for an engine (§ 6: deployment
-// configuration). A conforming engine run through these checks is launched
-// five or six times, so a model-backed one spends tokens on each launch.
+// configuration). An engine run through these checks is launched four
+// times, so a model-backed one spends tokens on each launch.
 package conform
