@@ -93,3 +93,14 @@ func decodeRun(t testing.TB, stdout string) RunResult {
 }
 
 func join(s []string) string { return strings.Join(s, " ") }
+
+// usePrimaryShellEngine adds a provider NAME that runs `sh engine.sh` in the
+// work dir and makes it the primary of an installed DIR/.stratus/config.yaml.
+func usePrimaryShellEngine(t *testing.T, dir, name string) {
+	t.Helper()
+	path := filepath.Join(dir, ".stratus/config.yaml")
+	cfg := readFile(t, path)
+	cfg = strings.Replace(cfg, "  providers:\n", "  providers:\n    "+name+":\n      command: sh\n      args: [engine.sh]\n", 1)
+	cfg = strings.Replace(cfg, "primary: echo", "primary: "+name, 1)
+	writeTestFile(t, path, cfg)
+}

@@ -184,10 +184,7 @@ printf '{"event":"agent_step","step":1}\n'
 printf '{"event":"usage","usage":{"prompt_tokens":7,"completion_tokens":3,"total_tokens":10,"prompt_cache_hit_tokens":0,"prompt_cache_miss_tokens":7}}\n'
 printf '{"subrun_report": {"answer": 42}}\n'
 `)
-	cfg := readFile(t, filepath.Join(dir, ".stratus/config.yaml"))
-	cfg = strings.Replace(cfg, "  providers:\n", "  providers:\n    sh9:\n      command: sh\n      args: [engine.sh]\n", 1)
-	cfg = strings.Replace(cfg, "primary: echo", "primary: sh9", 1)
-	writeTestFile(t, filepath.Join(dir, ".stratus/config.yaml"), cfg)
+	usePrimaryShellEngine(t, dir, "sh9")
 	writeTestFile(t, filepath.Join(dir, ".stratus/flows/tiny.yaml"), `flow:
   name: tiny
   task_type: tiny

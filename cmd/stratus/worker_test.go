@@ -140,10 +140,7 @@ case "$line" in
   printf '{"subrun_report": "after"}\n' ;;
 esac
 `)
-	cfg := readFile(t, filepath.Join(dir, ".stratus/config.yaml"))
-	cfg = strings.Replace(cfg, "  providers:\n", "  providers:\n    shw:\n      command: sh\n      args: [engine.sh]\n", 1)
-	cfg = strings.Replace(cfg, "primary: echo", "primary: shw", 1)
-	writeTestFile(t, filepath.Join(dir, ".stratus/config.yaml"), cfg)
+	usePrimaryShellEngine(t, dir, "shw")
 	writeTestFile(t, filepath.Join(dir, ".stratus/flows/wk.yaml"), `flow:
   name: wk
   task_type: wk

@@ -69,11 +69,6 @@ type Result struct {
 	Cause    string
 }
 
-// ASL error names of the compiled terminals (internal/compiler).
-const (
-	errManual = "stratus.ManualActionRequired"
-)
-
 // Run executes one task file to a terminal. Errors are returned for what
 // prevents the run from starting (missing config, bad task, invalid flow);
 // a run that starts always ends in a Result.
@@ -246,7 +241,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	switch {
 	case x.Status == "SUCCEEDED":
 		res.Status = stratus.RunDone
-	case x.Error == errManual:
+	case x.Error == compiler.ErrManualActionRequired:
 		res.Status = stratus.RunManualActionRequired
 	default:
 		res.Status = stratus.RunFailed
