@@ -38,6 +38,14 @@ type Config struct {
 	Agents        Agents     `yaml:"agents"`
 	Worker        Worker     `yaml:"worker"`
 	Projection    Projection `yaml:"projection"`
+	Checks        Checks     `yaml:"checks,omitempty"`
+	Tools         Tools      `yaml:"tools,omitempty"`
+	Security      Security   `yaml:"security,omitempty"`
+	Supervisor    Supervisor `yaml:"supervisor,omitempty"`
+	HITL          HITL       `yaml:"hitl,omitempty"`
+	// PromptAudit records who received what prompt per step (seed 004 §
+	// prompt_audit); a task's front matter prompt_audit overrides it.
+	PromptAudit bool `yaml:"prompt_audit,omitempty"`
 }
 
 // Agents selects and describes the engines.
@@ -45,6 +53,10 @@ type Agents struct {
 	Primary   string              `yaml:"primary"`   // provider a node runs on unless it pins one
 	Allowed   []string            `yaml:"allowed"`   // providers a node may pin
 	Providers map[string]Provider `yaml:"providers"` // launch spec per provider
+	// MaxFixCycles caps every loop budget of every flow (the engine clamps
+	// to min(flow, cap)); 0 = no cap.
+	MaxFixCycles  int           `yaml:"max_fix_cycles,omitempty"`
+	Decomposition Decomposition `yaml:"decomposition,omitempty"`
 }
 
 // Provider is one engine's launch spec (seed 003 § 6: argv and environment are
@@ -60,6 +72,11 @@ type Provider struct {
 	Kind           string            `yaml:"kind,omitempty"`            // envelope kind; default "agent"
 	MaxSteps       int               `yaml:"max_steps,omitempty"`       // 0 = unset
 	TimeoutSeconds int               `yaml:"timeout_seconds,omitempty"` // wall deadline; 0 = 600 s
+	Model          string            `yaml:"model,omitempty"`           // default model; a node's model overrides it
+	Reasoning      string            `yaml:"reasoning,omitempty"`       // default reasoning; a node's reasoning overrides it
+	// ReasoningLevels is the reasoning set this provider accepts; empty =
+	// its family's set (ReasoningLevels), or any value for other engines.
+	ReasoningLevels []string `yaml:"reasoning_levels,omitempty"`
 }
 
 // Worker holds the worker API settings.
@@ -98,6 +115,11 @@ func Default() *Config {
 		},
 		Worker:     Worker{TokenTTLSeconds: 600, MaxBodyBytes: DefaultMaxBodyBytes},
 		Projection: Projection{Placement: "workspace/tasks/{task_id}/ctx"},
+		Checks:     Checks{TimeoutSeconds: DefaultChecksTimeoutSeconds},
+		Tools:      Tools{DefaultTimeoutSeconds: DefaultToolTimeoutSeconds},
+		Security:   Security{AllowedEnvironment: slices.Clone(DefaultAllowedEnvironment)},
+		Supervisor: Supervisor{RoleFile: "roles/supervisor.md", Observe: Observe{Mode: "events", Triggers: slices.Clone(ObserveTriggers)}},
+		HITL:       HITL{TimeoutSeconds: DefaultHITLTimeoutSeconds},
 	}
 }
 
@@ -131,6 +153,9 @@ func Parse(file string, data []byte) (*Config, error) {
 	}
 	if err := checkPlacement(c.Projection.Placement); err != nil {
 		return nil, stratus.FieldErrorf(stratus.EINVALID, "projection.placement", "%s: %q %s", file, c.Projection.Placement, err)
+	}
+	if err := c.blocks(file); err != nil {
+		return nil, err
 	}
 	if _, ok := c.Agents.Providers[c.Agents.Primary]; !ok {
 		return nil, stratus.FieldErrorf(stratus.EINVALID, "agents.primary", "%s: provider %q has no launch spec; valid: %s", file, c.Agents.Primary, strings.Join(c.ProviderNames(), ", "))

@@ -1,0 +1,249 @@
+package config
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/stratusflow/stratus"
+)
+
+// Defaults of the blocks below (worc configuration.md).
+const (
+	DefaultChecksTimeoutSeconds = 7200  // checks.timeout_seconds
+	DefaultToolTimeoutSeconds   = 3600  // tools.default_timeout_seconds
+	DefaultHITLTimeoutSeconds   = 86400 // hitl.timeout_seconds (worc: telegram.ask_timeout_s)
+)
+
+// DefaultAllowedEnvironment is the environment a checks command or a tool
+// inherits when security.allowed_environment is unset: nothing secret, only
+// what a program needs to find its binaries and write temporary files.
+var DefaultAllowedEnvironment = []string{"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ"}
+
+// Checks configures the `checks` node's command_profile checker (worc
+// configuration.md § checks): operator-authored command sets selected by the
+// paths of the task's diff.
+type Checks struct {
+	TimeoutSeconds int                   `yaml:"timeout_seconds,omitempty"` // per-command default, s (7200)
+	CommandSets    map[string]CommandSet `yaml:"command_sets,omitempty"`    // empty = no gate: checks pass vacuously
+}
+
+// CommandSet is one named set of check commands.
+type CommandSet struct {
+	Paths             []string       `yaml:"paths,omitempty"`           // diff globs selecting the set; none = always (on a non-empty diff)
+	TimeoutSeconds    int            `yaml:"timeout_seconds,omitempty"` // per-command timeout for this set, s; 0 = inherit
+	SkipIfUnavailable bool           `yaml:"skip_if_unavailable,omitempty"`
+	Commands          []CheckCommand `yaml:"commands"`
+}
+
+// CheckCommand is one check: an argv list (no shell) run in cwd.
+type CheckCommand struct {
+	Name string   `yaml:"name"`
+	Argv []string `yaml:"argv"`
+	Cwd  string   `yaml:"cwd,omitempty"` // relative to the work dir; "" = the work dir
+}
+
+// Tools configures `tool` nodes (worc configuration.md § tools).
+type Tools struct {
+	DefaultTimeoutSeconds int `yaml:"default_timeout_seconds,omitempty"` // s (3600)
+}
+
+// Security holds the non-weakenable caps.
+type Security struct {
+	// AllowedEnvironment names the variables a checks command or a tool
+	// inherits from the worker's environment; nothing else reaches it.
+	AllowedEnvironment []string `yaml:"allowed_environment,omitempty"`
+	// StrictIsolation (default true) rejects extra_args that select a
+	// provider's full-access mode (seed 004 § Fatal validation).
+	StrictIsolation *bool `yaml:"strict_isolation,omitempty"`
+}
+
+// Strict reports security.strict_isolation (default true).
+func (s Security) Strict() bool { return s.StrictIsolation == nil || *s.StrictIsolation }
+
+// Supervisor configures the supervisor layer (seed 004 § supervisor).
+type Supervisor struct {
+	Enabled  *bool   `yaml:"enabled,omitempty"`   // default true
+	RoleFile string  `yaml:"role_file,omitempty"` // default roles/supervisor.md, inside the flows dir
+	Provider string  `yaml:"provider,omitempty"`  // "" = agents.primary
+	Observe  Observe `yaml:"observe,omitempty"`
+	Finalize Phase   `yaml:"finalize,omitempty"`
+	Handoff  Phase   `yaml:"handoff,omitempty"`
+}
+
+// On reports supervisor.enabled (default true).
+func (s Supervisor) On() bool { return s.Enabled == nil || *s.Enabled }
+
+// Observe is the observation cadence (seed 004 § What observe.mode costs).
+type Observe struct {
+	Mode         string   `yaml:"mode,omitempty"`          // all | selected | events | none; default events
+	Triggers     []string `yaml:"triggers,omitempty"`      // rework | failure | fallback; default all three
+	IncludeNodes []string `yaml:"include_nodes,omitempty"` // nodes observed under mode selected
+	Model        string   `yaml:"model,omitempty"`
+	Reasoning    string   `yaml:"reasoning,omitempty"`
+}
+
+// Phase is the model and reasoning of one supervisor phase.
+type Phase struct {
+	Model     string `yaml:"model,omitempty"`
+	Reasoning string `yaml:"reasoning,omitempty"`
+}
+
+// HITL configures human-in-the-loop waits.
+type HITL struct {
+	TimeoutSeconds int `yaml:"timeout_seconds,omitempty"` // wait for a human, s, when a node sets none (86400)
+}
+
+// Decomposition is the config gate of flow decomposition (worc
+// reference.md § decomposition: the flow declares the capability, the
+// gate decides whether it fires).
+type Decomposition struct {
+	Enabled bool `yaml:"enabled,omitempty"`
+}
+
+// ObserveModes ranks the observe modes from narrowest to widest (seed 004:
+// none < events < selected < all).
+var ObserveModes = []string{"none", "events", "selected", "all"}
+
+// ObserveTriggers is the closed set of observe.triggers.
+var ObserveTriggers = []string{"rework", "failure", "fallback"}
+
+// ReasoningLevels are the reasoning values each provider family accepts
+// (seed 004 § Per-node overrides: "Claude vs Codex sets differ").
+var ReasoningLevels = map[string][]string{
+	"claude": {"low", "medium", "high", "xhigh", "max"},
+	"codex":  {"minimal", "low", "medium", "high", "xhigh", "max"},
+}
+
+// Family names the CLI family a provider drives: "codex" or "claude" when
+// its name is that or it runs `stratus engine codex|claude`, else "".
+func (p Provider) Family(name string) string {
+	for _, f := range []string{"codex", "claude"} {
+		if name == f || filepath.Base(p.Command) == f || (p.Command == StratusCommand && len(p.Args) >= 2 && p.Args[0] == "engine" && p.Args[1] == f) {
+			return f
+		}
+	}
+	return ""
+}
+
+// SupportsReasoning reports whether the provider accepts a reasoning value:
+// its reasoning_levels when set, else its family's set, else any value.
+// It returns the valid set for messages.
+func (p Provider) SupportsReasoning(name, reasoning string) (bool, []string) {
+	levels := p.ReasoningLevels
+	if len(levels) == 0 {
+		levels = ReasoningLevels[p.Family(name)]
+	}
+	if len(levels) == 0 {
+		return true, nil
+	}
+	return slices.Contains(levels, reasoning), levels
+}
+
+// blocks fills the defaults of the blocks above and validates them.
+func (c *Config) blocks(file string) error {
+	bad := func(field, format string, args ...any) error {
+		return stratus.FieldErrorf(stratus.EINVALID, field, "%s: %s", file, fmt.Sprintf(format, args...))
+	}
+	if c.Checks.TimeoutSeconds == 0 {
+		c.Checks.TimeoutSeconds = DefaultChecksTimeoutSeconds
+	}
+	if c.Checks.TimeoutSeconds < 0 {
+		return bad("checks.timeout_seconds", "%d is negative; valid: seconds > 0", c.Checks.TimeoutSeconds)
+	}
+	for name, set := range c.Checks.CommandSets {
+		field := "checks.command_sets." + name
+		if set.TimeoutSeconds < 0 {
+			return bad(field+".timeout_seconds", "%d is negative; valid: seconds > 0, or 0 to inherit checks.timeout_seconds", set.TimeoutSeconds)
+		}
+		if len(set.Commands) == 0 {
+			return bad(field+".commands", "empty; valid: a list of {name, argv, cwd?}")
+		}
+		for i, cmd := range set.Commands {
+			f := fmt.Sprintf("%s.commands[%d]", field, i)
+			switch {
+			case cmd.Name == "":
+				return bad(f+".name", "empty; valid: a label for logs")
+			case len(cmd.Argv) == 0 || cmd.Argv[0] == "":
+				return bad(f+".argv", "empty; valid: an argv list such as [go, test, ./...] (no shell)")
+			case cmd.Cwd != "" && (filepath.IsAbs(cmd.Cwd) || slices.Contains(strings.Split(filepath.ToSlash(cmd.Cwd), "/"), "..")):
+				return bad(f+".cwd", "%q must be a relative path inside the work dir, without ..", cmd.Cwd)
+			}
+		}
+		for _, p := range set.Paths {
+			if p == "" || strings.HasPrefix(p, "/") || slices.Contains(strings.Split(p, "/"), "..") {
+				return bad(field+".paths", "%q is not a repo-relative glob; valid: e.g. backend/** or **/*.md", p)
+			}
+		}
+	}
+	if c.Tools.DefaultTimeoutSeconds == 0 {
+		c.Tools.DefaultTimeoutSeconds = DefaultToolTimeoutSeconds
+	}
+	if c.Tools.DefaultTimeoutSeconds < 0 {
+		return bad("tools.default_timeout_seconds", "%d is negative; valid: seconds > 0", c.Tools.DefaultTimeoutSeconds)
+	}
+	if c.Security.AllowedEnvironment == nil {
+		c.Security.AllowedEnvironment = slices.Clone(DefaultAllowedEnvironment)
+	}
+	for _, k := range c.Security.AllowedEnvironment {
+		if !envName.MatchString(k) {
+			return bad("security.allowed_environment", "%q is not an environment variable name", k)
+		}
+	}
+	if c.HITL.TimeoutSeconds == 0 {
+		c.HITL.TimeoutSeconds = DefaultHITLTimeoutSeconds
+	}
+	if c.HITL.TimeoutSeconds < 0 {
+		return bad("hitl.timeout_seconds", "%d is negative; valid: seconds > 0", c.HITL.TimeoutSeconds)
+	}
+	if c.Agents.MaxFixCycles < 0 {
+		return bad("agents.max_fix_cycles", "%d is negative; valid: a cap > 0 on every loop budget, or 0 for none", c.Agents.MaxFixCycles)
+	}
+	s := &c.Supervisor
+	if s.RoleFile == "" {
+		s.RoleFile = "roles/supervisor.md"
+	}
+	if filepath.IsAbs(s.RoleFile) || slices.Contains(strings.Split(filepath.ToSlash(s.RoleFile), "/"), "..") {
+		return bad("supervisor.role_file", "%q must be a path inside the flows dir, without ..", s.RoleFile)
+	}
+	if s.Observe.Mode == "" {
+		s.Observe.Mode = "events"
+	}
+	if !slices.Contains(ObserveModes, s.Observe.Mode) {
+		return bad("supervisor.observe.mode", "%q; valid: %s", s.Observe.Mode, strings.Join(ObserveModes, ", "))
+	}
+	if s.Observe.Triggers == nil {
+		s.Observe.Triggers = slices.Clone(ObserveTriggers)
+	}
+	for _, t := range s.Observe.Triggers {
+		if !slices.Contains(ObserveTriggers, t) {
+			return bad("supervisor.observe.triggers", "%q; valid: %s", t, strings.Join(ObserveTriggers, ", "))
+		}
+	}
+	if s.On() && s.Provider != "" {
+		if _, ok := c.Agents.Providers[s.Provider]; !ok {
+			return bad("supervisor.provider", "%q has no launch spec in agents.providers; valid: %s", s.Provider, strings.Join(c.ProviderNames(), ", "))
+		}
+	}
+	if s.On() {
+		name, p, _ := c.Provider(s.Provider)
+		for field, r := range map[string]string{"observe": s.Observe.Reasoning, "finalize": s.Finalize.Reasoning, "handoff": s.Handoff.Reasoning} {
+			if r == "" {
+				continue
+			}
+			if ok, levels := p.SupportsReasoning(name, r); !ok {
+				return bad("supervisor."+field+".reasoning", "%q is not supported by provider %s; valid: %s", r, name, strings.Join(levels, ", "))
+			}
+		}
+	}
+	for name, p := range c.Agents.Providers {
+		if p.Reasoning == "" {
+			continue
+		}
+		if ok, levels := p.SupportsReasoning(name, p.Reasoning); !ok {
+			return bad("agents.providers."+name+".reasoning", "%q is not supported; valid: %s", p.Reasoning, strings.Join(levels, ", "))
+		}
+	}
+	return nil
+}
