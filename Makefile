@@ -25,16 +25,28 @@ demo: build
 	@echo "summary:"
 	@ls $(SCRATCH)/.stratus/logs/*/summary.* | sed 's/^/  /'
 
-## statemachines: regenerate statemachine/<flow>.asl.json from the built-in flows.
+## statemachines: regenerate statemachine/<flow>.asl.json from the built-in
+## flows and statemachine/worc/<task_type>.asl.json from worc's peer flows
+## (compiled structurally: their role files, tools and config need not be
+## here). Without $(PEER_FLOWS) the peer files are left as they are.
+PEER_FLOWS ?= ../shared/peers/worc/flows
 statemachines:
+	rm -f statemachine/*.asl.json
 	$(GO) run ./cmd/stratus compile --builtin --all --out-dir statemachine
+	@if [ -d $(PEER_FLOWS) ]; then \
+	  rm -f statemachine/worc/*.asl.json && \
+	  $(GO) run ./cmd/stratus compile --all --structural --flows $(PEER_FLOWS) --out-dir statemachine/worc; \
+	else \
+	  echo "statemachines: $(PEER_FLOWS) not found: worc peer flows skipped, statemachine/worc/ left as is"; \
+	fi
 
 node_modules/.bin/asl-validator: package.json
 	npm install --no-audit --no-fund
 	touch $@
 
 lint-asl: node_modules/.bin/asl-validator
-	@for f in statemachine/*.asl.json; do \
+	@for f in statemachine/*.asl.json statemachine/worc/*.asl.json; do \
+	  [ -e "$$f" ] || continue; \
 	  node_modules/.bin/asl-validator --json-path $$f || exit 1; \
 	done
 

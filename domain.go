@@ -86,6 +86,35 @@ type Attempt struct {
 	StartedAt        time.Time `json:"started_at"`
 	EngineStartedAt  time.Time `json:"engine_started_at,omitzero"`
 	EndedAt          time.Time `json:"ended_at,omitzero"`
+	// Resolved is what this attempt's engine was launched with, after the
+	// per-node overrides (seed 004 § Per-node overrides in flows); zero for
+	// an attempt recorded before it was kept.
+	Resolved Resolved `json:"resolved,omitzero"`
+}
+
+// Resolved is the resolution of one attempt's per-node overrides against
+// config.yaml (seed 004 § Per-node overrides in flows; worc reference.md §
+// agent node): which provider ran it, on what model and reasoning, with
+// what filesystem and network grant, under what deadline and extra flags.
+type Resolved struct {
+	Provider          string   `json:"provider"`
+	Model             string   `json:"model,omitempty"`     // "" = the engine's own default
+	Reasoning         string   `json:"reasoning,omitempty"` // "" = the engine's own default
+	PermissionProfile string   `json:"permission_profile"`  // read-only | workspace-write
+	NetworkAccess     bool     `json:"network_access"`
+	TimeoutSeconds    int      `json:"timeout_seconds"`
+	ExtraArgs         []string `json:"extra_args,omitempty"` // the node's extra_args, after the provider's args
+	// Configured is what config.yaml alone would have used: the resolved
+	// provider's model and reasoning. A half that differs from Model or
+	// Reasoning is one the node or the task overrode (seed 004 §
+	// prompt_audit: the configured_* pair, null when nothing was overridden).
+	Configured ModelChoice `json:"configured,omitzero"`
+}
+
+// ModelChoice is a model and a reasoning level; "" means unset.
+type ModelChoice struct {
+	Model     string `json:"model,omitempty"`
+	Reasoning string `json:"reasoning,omitempty"`
 }
 
 // Output event kinds of an attempt's output tail (seed 000 § The shape).

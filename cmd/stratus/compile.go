@@ -25,6 +25,11 @@ type CompileOptions struct {
 	Dir     string
 	Flows   string
 	OutDir  string
+	// Structural checks only what the compiler needs (graph integrity and
+	// the security ceiling, role_file containment but not existence), so a
+	// flow set from elsewhere compiles without its role files, tools or
+	// config (what `make statemachines` does for the worc peer flows).
+	Structural bool
 }
 
 func newCompileCmd(io IO) *cobra.Command {
@@ -34,7 +39,10 @@ func newCompileCmd(io IO) *cobra.Command {
 		Short: "Compile flows to Amazon States Language",
 		Long: `compile validates each flow and writes its state machine as ASL JSON: to stdout
 for one flow, or to OUT-DIR/<flow>.asl.json. --builtin compiles the flows built
-into this binary (what 'make statemachines' commits under statemachine/).`,
+into this binary (what 'make statemachines' commits under statemachine/);
+--structural skips the role-file existence check, for a flow set from
+elsewhere (make statemachines compiles worc's peer flows into
+statemachine/worc/ this way).`,
 		RunE: func(_ *cobra.Command, args []string) error {
 			o.Names = args
 			return runCompile(o)
@@ -45,6 +53,7 @@ into this binary (what 'make statemachines' commits under statemachine/).`,
 	cmd.Flags().StringVar(&o.Dir, "dir", ".", "work directory holding .stratus/")
 	cmd.Flags().StringVar(&o.Flows, "flows", "", "flows directory (default DIR/.stratus/flows)")
 	cmd.Flags().StringVar(&o.OutDir, "out-dir", "", "write <flow>.asl.json files here instead of stdout")
+	cmd.Flags().BoolVar(&o.Structural, "structural", false, "check only the graph and the security ceiling, not that role files exist")
 	return cmd
 }
 
@@ -77,6 +86,12 @@ func runCompile(o *CompileOptions) error {
 			f, err := flow.Load(dir, name)
 			if err != nil {
 				return nil, err
+			}
+			if o.Structural {
+				if probs := flow.Fatal(flow.Validate(f, flow.ValidateOptions{})); len(probs) > 0 {
+					return nil, fmt.Errorf("flow %s: %s", name, probs[0])
+				}
+				return f, nil
 			}
 			return f, orchestrator.Check(f, dir)
 		}

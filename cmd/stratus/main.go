@@ -85,6 +85,9 @@ func newRootCmd(io IO) *cobra.Command {
 		newEngineCmd(io),
 		newWorkerCmd(io),
 		newContractCmd(io),
+		newApproveCmd(io),
+		newRejectCmd(io),
+		newAnswerCmd(io),
 	)
 	return root
 }
@@ -97,7 +100,7 @@ func subcommandMissing(group string, args []string) error {
 	names := map[string]string{
 		"engine": "echo, script",
 		"worker": "prompt, artifact, submit, result, degradation, stats",
-		"":       "install, validate, compile, run, runner, engine, worker",
+		"":       "install, validate, compile, run, approve, reject, answer, runner, engine, worker",
 	}[group]
 	if len(args) > 0 {
 		return usageError{fmt.Errorf("unknown command %q; commands: %s (see --help)", args[0], names)}

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -58,6 +60,9 @@ type RunResult struct {
 	CtxDir           string   `json:"ctx_dir"`
 	Summary          []string `json:"summary"`
 	OverheadMedianMS *float64 `json:"overhead_median_ms,omitempty"`
+	// Budgets is how many rounds of each loop budget the run spent
+	// (known when the run ended done).
+	Budgets map[string]int `json:"budgets_spent,omitempty"`
 }
 
 func runRun(o *RunOptions) error {
@@ -78,7 +83,7 @@ func runRun(o *RunOptions) error {
 		return err
 	}
 	out := RunResult{RunID: res.Run.ID, TaskID: res.Run.TaskID, Flow: res.Run.Flow, Status: res.Status,
-		CtxDir: res.CtxDir, Summary: res.Summary}
+		CtxDir: res.CtxDir, Summary: res.Summary, Budgets: res.Budgets}
 	if res.Status != stratus.RunDone {
 		out.Error, out.Cause = res.Error, res.Cause
 	}
@@ -98,6 +103,13 @@ func runRun(o *RunOptions) error {
 		fmt.Fprintf(o.IO.Out, "  ctx dir:  %s\n", out.CtxDir)
 		for _, s := range out.Summary {
 			fmt.Fprintf(o.IO.Out, "  summary:  %s\n", s)
+		}
+		if len(out.Budgets) > 0 {
+			var spent []string
+			for _, k := range slices.Sorted(maps.Keys(out.Budgets)) {
+				spent = append(spent, fmt.Sprintf("%s %d", k, out.Budgets[k]))
+			}
+			fmt.Fprintf(o.IO.Out, "  budgets spent: %s\n", strings.Join(spent, ", "))
 		}
 		if out.OverheadMedianMS != nil {
 			fmt.Fprintf(o.IO.Out, "  orchestration overhead per step (report -> next engine start): median %.1f ms over %d transitions\n", *out.OverheadMedianMS, len(res.Overhead))

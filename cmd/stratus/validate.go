@@ -17,13 +17,18 @@ import (
 	"github.com/stratusflow/stratus/internal/orchestrator"
 )
 
+// toolsDirName is the tool registry under DIR/.stratus/ (worc's
+// .worc/tools/; seed 004 § tools).
+const toolsDirName = "tools"
+
 // ValidateOptions are the flags of `stratus validate`.
 type ValidateOptions struct {
 	IO    IO
 	Names []string
 	All   bool
 	Dir   string
-	Flows string
+	Flows string // default DIR/.stratus/flows
+	Tools string // default DIR/.stratus/tools
 	JSON  bool
 }
 
@@ -33,7 +38,12 @@ func newValidateCmd(io IO) *cobra.Command {
 		Use:   "validate [NAME... | --all]",
 		Short: "Validate flows (seed 004 § Fatal validation) and list every problem",
 		Long: `validate loads each named flow (its task_type) from DIR/.stratus/flows/, or the
-directory given with --flows, and lists every problem with file:line:column.
+directory given with --flows, and lists every problem with file:line:column,
+sorted by position: the graph-integrity and security-ceiling layers always;
+the config-consistency layer when DIR/.stratus/config.yaml exists (providers,
+reasoning, Codex network, skills, supervisor.observe.mode); the tool registry
+(every tool node's executable in DIR/.stratus/tools/, or --tools); and the
+warnings (anti-drift lint of role files, missing role files, loop budgets).
 Exit status 1 when any problem is fatal.`,
 		RunE: func(_ *cobra.Command, args []string) error {
 			o.Names = args
@@ -43,8 +53,20 @@ Exit status 1 when any problem is fatal.`,
 	cmd.Flags().BoolVar(&o.All, "all", false, "validate every flow in the flows directory")
 	cmd.Flags().StringVar(&o.Dir, "dir", ".", "work directory holding .stratus/")
 	cmd.Flags().StringVar(&o.Flows, "flows", "", "flows directory (default DIR/.stratus/flows)")
+	cmd.Flags().StringVar(&o.Tools, "tools", "", "tool registry directory (default DIR/.stratus/tools)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print problems as JSON")
 	return cmd
+}
+
+// ValidateReport is the output of `validate --json`.
+type ValidateReport struct {
+	// Config is the config.yaml the config-aware layer read; "" when there
+	// was none and that layer was skipped (Notes says so).
+	Config   string       `json:"config"`
+	ToolsDir string       `json:"tools_dir"`
+	Notes    []string     `json:"notes"`
+	Fatal    int          `json:"fatal"`
+	Flows    []FlowReport `json:"flows"`
 }
 
 // FlowReport is one flow's result in `validate --json`.
@@ -55,9 +77,10 @@ type FlowReport struct {
 }
 
 func runValidate(o *ValidateOptions) error {
+	state := filepath.Join(o.Dir, orchestrator.StateDir)
 	dir := o.Flows
 	if dir == "" {
-		dir = filepath.Join(o.Dir, orchestrator.StateDir, orchestrator.FlowsDir)
+		dir = filepath.Join(state, orchestrator.FlowsDir)
 	}
 	names := o.Names
 	if o.All {
@@ -82,16 +105,24 @@ func runValidate(o *ValidateOptions) error {
 	if _, err := os.Stat(dir); err != nil {
 		return usageError{fmt.Errorf("flows directory: %w", err)}
 	}
+	rep := ValidateReport{ToolsDir: o.Tools, Notes: []string{}, Flows: []FlowReport{}}
+	if rep.ToolsDir == "" {
+		rep.ToolsDir = filepath.Join(state, toolsDirName)
+	}
 	// With a config at hand, check config consistency too (seed 004 §
-	// Fatal validation: a pinned provider must be allowed).
-	var cfg *config.Config
-	if c, err := config.Load(filepath.Join(o.Dir, orchestrator.StateDir, orchestrator.ConfigFile)); err == nil {
-		cfg = c
-	} else if stratus.ErrorCode(err) != stratus.ENOTFOUND {
+	// Fatal validation, third layer); without one, say once that it was skipped.
+	cfgPath := filepath.Join(state, orchestrator.ConfigFile)
+	cfg, err := config.Load(cfgPath)
+	switch {
+	case err == nil:
+		rep.Config = cfgPath
+	case stratus.ErrorCode(err) == stratus.ENOTFOUND:
+		rep.Notes = append(rep.Notes, fmt.Sprintf("no %s: the config-aware layer (providers, reasoning, Codex network, skills, supervisor.observe.mode, max_fix_cycles) is skipped", cfgPath))
+		cfg = nil
+	default:
 		return err
 	}
-	var reports []FlowReport
-	fatal := 0
+	opt := flow.ValidateOptions{RoleFileRoot: dir, Config: cfg, ToolsDir: rep.ToolsDir}
 	for _, name := range names {
 		r := FlowReport{Flow: name, Problems: []flow.Problem{}}
 		f, err := flow.Load(dir, name)
@@ -103,27 +134,34 @@ func runValidate(o *ValidateOptions) error {
 			// No such flow, or a name that is not a flow's task_type.
 			return usageError{err}
 		default:
-			r.Problems = append(r.Problems, flow.Validate(f, flow.ValidateOptions{RoleFileRoot: dir})...)
-			for _, p := range orchestrator.Preflight(f, cfg, nil) {
-				// A kind this build cannot run yet is a warning: the flow is valid.
+			r.Problems = append(r.Problems, flow.Validate(f, opt)...)
+			// Preflight without a config or task says which node kinds this
+			// build cannot run yet: a warning, the flow itself is valid.
+			for _, p := range orchestrator.Preflight(f, nil, nil) {
 				p.Fatal = !strings.Contains(p.Message, "is not supported by this build")
 				r.Problems = append(r.Problems, p)
 			}
 		}
+		flow.SortProblems(filepath.Join(dir, name+".yaml"), r.Problems)
 		for _, p := range r.Problems {
 			if p.Fatal {
 				r.Fatal++
 			}
 		}
-		fatal += r.Fatal
-		reports = append(reports, r)
+		rep.Fatal += r.Fatal
+		rep.Flows = append(rep.Flows, r)
 	}
 	if o.JSON {
 		enc := json.NewEncoder(o.IO.Out)
 		enc.SetIndent("", "  ")
-		enc.Encode(reports)
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
 	} else {
-		for _, r := range reports {
+		for _, n := range rep.Notes {
+			fmt.Fprintf(o.IO.Out, "note: %s\n", n)
+		}
+		for _, r := range rep.Flows {
 			for _, p := range r.Problems {
 				sev := "warning"
 				if p.Fatal {
@@ -138,7 +176,7 @@ func runValidate(o *ValidateOptions) error {
 			fmt.Fprintf(o.IO.Out, "flow %s: %s (%d problems)\n", r.Flow, status, len(r.Problems))
 		}
 	}
-	if fatal > 0 {
+	if rep.Fatal > 0 {
 		return &exitError{code: ExitFailed}
 	}
 	return nil

@@ -38,6 +38,17 @@ const (
 // WorkerVerbs is the verb set minted for a worker.
 var WorkerVerbs = []string{FetchPrompt, EmitOutput, PostResult}
 
+// Role and verb of an operator token (issue 5 § 4: `stratus approve|reject|
+// answer` and POST /v1/runs/{run_id}/nodes/{node}/hitl): it answers the
+// human-in-the-loop requests of one run, and nothing a worker may do.
+const (
+	RoleOperator = "operator"
+	ReplyHuman   = "ReplyHuman"
+)
+
+// OperatorTTL is the lifetime of an operator token: minted for one reply.
+const OperatorTTL = 120 * time.Second
+
 // DefaultTTL is the token lifetime (DESIGN.md § Limits: 600 s by default).
 const DefaultTTL = 600 * time.Second
 
@@ -47,6 +58,7 @@ const Leeway = 5 * time.Second
 // Claims are what a token grants.
 type Claims struct {
 	TaskID  string   `json:"task_id"`
+	RunID   string   `json:"run_id,omitempty"` // an operator token's run
 	Attempt int      `json:"attempt"`
 	Role    string   `json:"role"`
 	Verbs   []string `json:"verbs"`
@@ -83,6 +95,18 @@ func (m *Minter) TTLOrDefault() time.Duration {
 func (m *Minter) Mint(tid string, attempt int) (string, Claims, error) {
 	c := Claims{TaskID: tid, Attempt: attempt, Role: RoleWorker, Verbs: WorkerVerbs,
 		Exp: m.now().Add(m.TTLOrDefault()).Unix(), Nonce: randomString(12, nonceAlphabet)}
+	body, err := json.Marshal(c)
+	if err != nil {
+		return "", Claims{}, err
+	}
+	return enc(body) + "." + enc(m.sign(body)), c, nil
+}
+
+// MintOperator returns an operator token for run runID (role operator,
+// verb ReplyHuman), valid for OperatorTTL.
+func (m *Minter) MintOperator(runID string) (string, Claims, error) {
+	c := Claims{RunID: runID, Role: RoleOperator, Verbs: []string{ReplyHuman},
+		Exp: m.now().Add(OperatorTTL).Unix(), Nonce: randomString(12, nonceAlphabet)}
 	body, err := json.Marshal(c)
 	if err != nil {
 		return "", Claims{}, err

@@ -22,6 +22,10 @@ type initState struct {
 	Next       string `json:"Next"`
 }
 
+// passState is a Pass state whose Parameters shape its result (counts,
+// resets, the subtask cursor).
+type passState = countState
+
 type countState struct {
 	Type       string `json:"Type"`
 	Parameters object `json:"Parameters"`
@@ -51,6 +55,8 @@ type messageBody struct {
 	Node      string `json:"node"`
 	Kind      string `json:"kind"`
 	TaskToken string `json:"task_token.$"`
+	// SubtaskOrder is "$.subtask.order" in a flow with decomposition.
+	SubtaskOrder string `json:"subtask_order.$,omitempty"`
 }
 
 type catcher struct {
@@ -75,6 +81,34 @@ type numericRule struct {
 	Variable                 string `json:"Variable"`
 	NumericGreaterThanEquals int    `json:"NumericGreaterThanEquals"`
 	Next                     string `json:"Next"`
+}
+
+// lessThanPathRule is the decomposition cursor's test: order < count.
+type lessThanPathRule struct {
+	Variable            string `json:"Variable"`
+	NumericLessThanPath string `json:"NumericLessThanPath"`
+	Next                string `json:"Next"`
+}
+
+// andRule joins conditions; only its top level carries Next.
+type andRule struct {
+	And  []any  `json:"And"`
+	Next string `json:"Next"`
+}
+
+type presentCond struct {
+	Variable  string `json:"Variable"`
+	IsPresent bool   `json:"IsPresent"`
+}
+
+type numericTypeCond struct {
+	Variable  string `json:"Variable"`
+	IsNumeric bool   `json:"IsNumeric"`
+}
+
+type greaterThanCond struct {
+	Variable           string `json:"Variable"`
+	NumericGreaterThan int    `json:"NumericGreaterThan"`
 }
 
 type succeedState struct {

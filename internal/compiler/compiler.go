@@ -28,6 +28,14 @@ const (
 	// the Task state's TimeoutSeconds: the queue wait, the worker launch and
 	// the submit round trip happen outside the engine's own deadline.
 	TimeoutGraceSeconds = 300
+	// DefaultHITLTimeoutSeconds is how long a human is waited for when a
+	// hitl node sets no timeout_s, and for every agent's hitl request
+	// (config.yaml hitl.timeout_seconds; its default, 24 h).
+	DefaultHITLTimeoutSeconds = 86400
+	// HITLRounds bounds the rounds of one agent's hitl loop (a question
+	// answered or an approval denied sends the agent back to work): the
+	// fourth request parks the run at manual_action_required.
+	HITLRounds = 3
 
 	// DispatchResource is the Task resource of every node state.
 	DispatchResource = "arn:aws:states:::sqs:sendMessage.waitForTaskToken"
@@ -39,11 +47,42 @@ const (
 	maxStateName = 80 // Step Functions limit on a state name
 )
 
+// Outcomes and names the compiled machine shares with the worker that
+// completes its Task states (internal/worker), reference.md § agent node
+// (hitl) and flow-authoring.md § What a node returns (the human_input
+// contract).
+const (
+	// OutcomeHumanInput is an agent step's outcome when its report asks a
+	// human (a question or an approval): the machine waits in "<node>.hitl".
+	OutcomeHumanInput = "human_input"
+	// Outcomes of a "<node>.hitl" step: a question answered, an approval
+	// given or denied.
+	OutcomeAnswered = "answered"
+	OutcomeApprove  = "approve"
+	OutcomeDeny     = "deny"
+	// HITLSuffix makes the name of an agent's hitl Task state, and of the
+	// step that waits there: "<node>.hitl". Node ids never hold a '.'.
+	HITLSuffix = ".hitl"
+	// KindHITL is the MessageBody kind of a Task that waits for a human:
+	// a hitl node, or an agent's "<node>.hitl" state.
+	KindHITL = flow.KindHITL
+	// GlobalBudget is the budget the global backstop counts in when the
+	// flow's decomposition names no shared_budget.
+	GlobalBudget = "global_fix_iterations"
+)
+
 // Options tunes Compile. The zero value gives the defaults above.
 type Options struct {
 	QueueURL              string // default DefaultQueueURL
 	DefaultTimeoutSeconds int    // deadline when a node sets none; default DefaultTimeoutSeconds
 	HeartbeatSeconds      int    // HeartbeatSeconds of every non-hitl Task state; default 300
+	// HITLTimeoutSeconds is the human's deadline when a hitl node sets no
+	// timeout_s, and of every agent's "<node>.hitl" wait (config.yaml
+	// hitl.timeout_seconds); default DefaultHITLTimeoutSeconds.
+	HITLTimeoutSeconds int
+	// MaxFixCycles (config.yaml agents.max_fix_cycles) caps every loop
+	// budget: the machine checks min(flow budget, MaxFixCycles). 0 = no cap.
+	MaxFixCycles int
 }
 
 // Compile turns a flow into an Amazon States Language definition (JSONPath
@@ -54,43 +93,83 @@ type Options struct {
 // The machine, with state names that read like the flow:
 //
 //   - "init" (Pass): $.loops = {<counter>: 0, ...}, one counter per loop an
-//     edge names plus <from>_<outcome> per edge with an inline budget; then
-//     the entry node.
+//     edge names, plus <from>_<outcome> per edge with an inline budget,
+//     <node>_hitl per agent with a hitl grant, and the global backstop's
+//     counter; then the entry node. A flow with decomposition then passes
+//     "init.subtask" (Pass): $.subtask = {order: 0, count: 0}.
 //   - "<node id>" (Task, one per node): sends {run_id, node, kind,
-//     task_token} to the dispatch queue and waits for the task token; the
-//     step's small value lands in $.last. TimeoutSeconds is the node's
-//     deadline (agent/tool timeout_seconds, hitl timeout_s, else
-//     DefaultTimeoutSeconds) plus TimeoutGraceSeconds; HeartbeatSeconds on
-//     every kind but hitl (a human sends no heartbeat). Catch States.ALL →
-//     "failed", or → "manual_action_required" for checks, tool and hitl
-//     nodes, whose timeouts and launch errors are infrastructure failures
-//     that park the task (reference.md § tool node, § hitl node).
-//     Next: the one unconditional edge's target; "<id>.route" when the node
-//     has outcome edges; "done" for a publish node or a node without edges.
+//     task_token} (plus subtask_order = $.subtask.order in a flow with
+//     decomposition) to the dispatch queue and waits for the task token;
+//     the step's small value lands in $.last. TimeoutSeconds is the node's
+//     deadline (agent/tool timeout_seconds; hitl timeout_s, else
+//     Options.HITLTimeoutSeconds; else DefaultTimeoutSeconds) plus
+//     TimeoutGraceSeconds; HeartbeatSeconds on every kind but hitl (a human
+//     sends no heartbeat). Catch States.ALL → "failed", or →
+//     "manual_action_required" for checks, tool and hitl nodes, whose
+//     timeouts and launch errors are infrastructure failures that park the
+//     task (reference.md § tool node, § hitl node), or → the node's
+//     unconditional successor for a best_effort agent (reference.md § agent
+//     node: tolerate an infrastructure failure and continue; $.error keeps
+//     the error). Next: the one unconditional edge's target; "<id>.route"
+//     when the node has outcome edges; "done" for a publish node or a node
+//     without edges.
 //   - "<id>.route" (Choice on $.last.outcome): one StringEquals rule per
 //     outcome edge in flow order; Default the unconditional edge's target,
 //     else "manual_action_required" (fail closed: an outcome no edge names,
-//     such as an evaluator's "invalid", parks the run).
+//     such as an evaluator's "invalid", parks the run). A hitl node with
+//     signal approval routes its route:approve / route:deny here; a
+//     question's outcome "done" takes the unconditional edge.
 //   - "<loop>.budget" (Choice) and "<loop>.count" (Pass) per loop and
 //     target, suffixed ".<target>" when one loop feeds several targets: the
-//     budget state sends a spent loop ($.loops.<loop> >= budget) to
-//     "manual_action_required", the count state adds one with
-//     States.MathAdd and goes on to the target. Every edge with a loop or an
-//     inline budget enters its target through these.
+//     budget state sends a spent loop ($.loops.<loop> >= budget, the budget
+//     clamped to Options.MaxFixCycles) to "manual_action_required", the
+//     count state adds one with States.MathAdd and goes on to the target.
+//     Every edge with a loop or an inline budget enters its target through
+//     these. The global backstop: when budgets declares
+//     global_fix_iterations (or the budget decomposition.shared_budget
+//     names), every such edge also charges that counter, and its budget
+//     state parks the run when either counter is spent (worc
+//     configuration.md: a hard global fix cap across the whole task and
+//     all subtasks). MaxFixCycles caps each loop, not the backstop, which
+//     is the cap across loops.
+//   - An agent with `hitl: {allow_question, allow_approval}` (reference.md
+//     § agent node) is followed by "<id>.human_input" (Choice): outcome
+//     human_input → "<id>.hitl", anything else → what would have followed
+//     the node. "<id>.hitl" (Task, kind "hitl", node <id>, no heartbeat,
+//     the hitl deadline, Catch → manual_action_required) waits for the
+//     human; its value lands in $.human, so $.last still holds the agent's.
+//     "<id>.hitl.route" (Choice on $.human.outcome): "approve" (when the
+//     grant allows approval) → what would have followed the node;
+//     "answered" and "deny" → back to <id> through the counter <id>_hitl,
+//     HITLRounds rounds; anything else → manual_action_required.
+//   - Decomposition (reference.md § decomposition): after the proposed_by
+//     node, "<id>.decompose" (Choice): $.last.subtasks present, numeric and
+//     > 1 → "decompose.start" (Pass: $.subtask = {order: 1, count:
+//     $.last.subtasks}) → the region's entry (the sub_flow node an edge
+//     from proposed_by enters); else what would have followed the node.
+//     Every edge from a sub_flow node to a node outside the region passes
+//     "decompose.more" (Choice, suffixed ".<state>" when exits lead to
+//     several states): $.subtask.order < $.subtask.count →
+//     "decompose.next" (Pass: order + 1 with States.MathAdd), then
+//     "decompose.reset" (Pass: the counters of loops whose edges all lie
+//     inside the region back to 0, the shared budget and the global
+//     backstop kept) → the region's entry; else the edge's own target.
 //   - "done" (Succeed), "failed" and "manual_action_required" (Fail with
-//     ErrFailed / ErrManualActionRequired), always emitted. When a node id
-//     takes one of the names init, done, failed or manual_action_required
-//     (worc's merge flow calls its publish node "done"), that fixed state is
-//     named "run.<name>" instead; executors should tell the terminals apart
-//     by their Error names, not their state names.
+//     ErrFailed / ErrManualActionRequired), emitted when some state routes
+//     to them. When a node id takes one of the names init, done, failed or
+//     manual_action_required (worc's merge flow calls its publish node
+//     "done"), that fixed state is named "run.<name>" instead; executors
+//     should tell the terminals apart by their Error names, not their state
+//     names.
 //
 // Loop counters are JSONPath member names, so any character outside
 // [A-Za-z0-9_] in a loop name (or in <from>_<outcome>) becomes '_'.
 //
 // Errors are *stratus.Error with code EINVALID: a nil flow, negative
 // options, a flow with fatal validation problems (flow.Validate without a
-// role-file root; each problem listed, one per line), two loops whose
-// counter names collide, or a state name over 80 characters.
+// role-file root; each problem listed, one per line), two counters whose
+// names collide, a decomposition whose proposed_by has no edge into its
+// sub_flow, or a state name over 80 characters.
 func Compile(f *flow.Flow, opt Options) ([]byte, error) {
 	if f == nil {
 		return nil, stratus.Errorf(stratus.EINVALID, "compile: no flow")
@@ -135,6 +214,9 @@ func (o *Options) defaults() error {
 	if o.HeartbeatSeconds == 0 {
 		o.HeartbeatSeconds = DefaultHeartbeatSeconds
 	}
+	if o.HITLTimeoutSeconds == 0 {
+		o.HITLTimeoutSeconds = DefaultHITLTimeoutSeconds
+	}
 	switch {
 	case o.DefaultTimeoutSeconds < 0:
 		return stratus.FieldErrorf(stratus.EINVALID, "DefaultTimeoutSeconds", "%d; want a positive number of seconds (0 means %d)", o.DefaultTimeoutSeconds, DefaultTimeoutSeconds)
@@ -143,6 +225,10 @@ func (o *Options) defaults() error {
 	case o.HeartbeatSeconds >= o.DefaultTimeoutSeconds+TimeoutGraceSeconds:
 		return stratus.FieldErrorf(stratus.EINVALID, "HeartbeatSeconds", "%d must be less than the shortest Task timeout, DefaultTimeoutSeconds+%d = %d",
 			o.HeartbeatSeconds, TimeoutGraceSeconds, o.DefaultTimeoutSeconds+TimeoutGraceSeconds)
+	case o.HITLTimeoutSeconds < 0:
+		return stratus.FieldErrorf(stratus.EINVALID, "HITLTimeoutSeconds", "%d; want a positive number of seconds (0 means %d)", o.HITLTimeoutSeconds, DefaultHITLTimeoutSeconds)
+	case o.MaxFixCycles < 0:
+		return stratus.FieldErrorf(stratus.EINVALID, "MaxFixCycles", "%d; want a cap > 0 on every loop budget, or 0 for none", o.MaxFixCycles)
 	}
 	return nil
 }
@@ -155,6 +241,7 @@ type loop struct {
 	target  string // node id
 	check   string // "<counter>.budget[.<target>]"
 	charge  string // "<counter>.count[.<target>]"
+	global  bool   // also checks and charges the global backstop
 }
 
 type compiler struct {
@@ -165,26 +252,60 @@ type compiler struct {
 
 	counters []string            // sorted
 	loops    map[[2]string]*loop // (counter, target) → loop
+
+	global       string // $.loops member of the global backstop; "" when none
+	globalBudget int
+
+	// Decomposition; region is nil in a flow without one.
+	region      map[string]bool   // decomposition.sub_flow
+	regionEntry string            // the sub_flow node proposed_by enters
+	exits       map[string]string // an exit edge's own entry state → its "decompose.more" state
+	resets      []string          // counters "decompose.reset" zeroes, sorted
 }
 
 var unsafeCounter = regexp.MustCompile(`[^A-Za-z0-9_]`)
+
+func counterName(s string) string { return unsafeCounter.ReplaceAllString(s, "_") }
 
 // counterOf returns the $.loops member an edge charges, or "" for an edge
 // that is not budgeted, and what it stands for (for collision messages).
 func counterOf(e flow.Edge) (counter, source string) {
 	switch {
 	case e.Loop != "":
-		return unsafeCounter.ReplaceAllString(e.Loop, "_"), fmt.Sprintf("loop %q", e.Loop)
+		return counterName(e.Loop), fmt.Sprintf("loop %q", e.Loop)
 	case e.Budget != nil:
-		return unsafeCounter.ReplaceAllString(e.From+"_"+e.Outcome, "_"), fmt.Sprintf("the inline budget of edge %s -> %s (%s)", e.From, e.To, e.Outcome)
+		return counterName(e.From + "_" + e.Outcome), fmt.Sprintf("the inline budget of edge %s -> %s (%s)", e.From, e.To, e.Outcome)
 	}
 	return "", ""
 }
 
-// plan names the fixed states and the loop states.
+// hitlGrant reports whether n is an agent that may ask a human.
+func hitlGrant(n *flow.Node) bool {
+	return n.Kind == flow.KindAgent && n.HITL != nil && (n.HITL.AllowQuestion || n.HITL.AllowApproval)
+}
+
+// hitlCounter is the $.loops member bounding an agent's hitl rounds.
+func hitlCounter(id string) string { return counterName(id + "_hitl") }
+
+// globalBudgetName is the budget of the global backstop: the one
+// decomposition.shared_budget names, else global_fix_iterations when
+// budgets declares it, else none.
+func globalBudgetName(f *flow.Flow) string {
+	if d := f.Decomposition; d != nil && d.SharedBudget != "" {
+		return d.SharedBudget
+	}
+	if _, ok := f.Budgets[GlobalBudget]; ok {
+		return GlobalBudget
+	}
+	return ""
+}
+
+// plan names the fixed states, the loop states and the decomposition
+// region.
 func (c *compiler) plan() error {
+	f := c.f
 	name := func(base string) string {
-		if c.f.Node(base) != nil {
+		if f.Node(base) != nil {
 			return "run." + base
 		}
 		return base
@@ -193,24 +314,74 @@ func (c *compiler) plan() error {
 
 	sources := map[string]string{}   // counter → what it stands for
 	targets := map[string][]string{} // counter → distinct targets, in edge order
+	inside := map[string]bool{}      // counter → every edge charging it lies inside the region
+	claim := func(counter, source string) error {
+		if prev, ok := sources[counter]; ok && prev != source {
+			return stratus.Errorf(stratus.EINVALID, "flow %q: %s and %s both count in $.loops.%s; rename one", f.Name, prev, source, counter)
+		}
+		sources[counter] = source
+		return nil
+	}
+	if d := f.Decomposition; d != nil {
+		c.region = map[string]bool{}
+		for _, id := range d.SubFlow {
+			c.region[id] = true
+		}
+		for _, e := range f.Out(d.ProposedBy) {
+			if c.region[e.To] {
+				c.regionEntry = e.To
+				break
+			}
+		}
+		if c.regionEntry == "" {
+			return stratus.Errorf(stratus.EINVALID, "flow %q: decomposition.proposed_by %q has no edge into decomposition.sub_flow %v; a subtask would have nowhere to start",
+				f.Name, d.ProposedBy, d.SubFlow)
+		}
+	}
+	if g := globalBudgetName(f); g != "" {
+		c.global, c.globalBudget = counterName(g), f.Budgets[g]
+		if err := claim(c.global, fmt.Sprintf("loop %q", g)); err != nil {
+			return err
+		}
+	}
 	c.loops = map[[2]string]*loop{}
-	for _, e := range c.f.Edges {
+	add := func(counter, target string, budget int, global, in bool) {
+		if !slices.Contains(targets[counter], target) {
+			targets[counter] = append(targets[counter], target)
+		}
+		if prev, ok := inside[counter]; ok {
+			in = in && prev
+		}
+		inside[counter] = in
+		c.loops[[2]string{counter, target}] = &loop{counter: counter, budget: budget, target: target, global: global}
+	}
+	for _, e := range f.Edges {
 		counter, source := counterOf(e)
 		if counter == "" {
 			continue
 		}
-		if prev, ok := sources[counter]; ok && prev != source {
-			return stratus.Errorf(stratus.EINVALID, "flow %q: %s and %s both count in $.loops.%s; rename one", c.f.Name, prev, source, counter)
+		if err := claim(counter, source); err != nil {
+			return err
 		}
-		sources[counter] = source
-		if !slices.Contains(targets[counter], e.To) {
-			targets[counter] = append(targets[counter], e.To)
-		}
-		budget := c.f.Budgets[e.Loop]
+		budget := f.Budgets[e.Loop]
 		if e.Budget != nil {
 			budget = *e.Budget
 		}
-		c.loops[[2]string{counter, e.To}] = &loop{counter: counter, budget: budget, target: e.To}
+		if c.opt.MaxFixCycles > 0 && budget > c.opt.MaxFixCycles {
+			budget = c.opt.MaxFixCycles
+		}
+		add(counter, e.To, budget, c.global != "" && counter != c.global, c.region[e.From] && c.region[e.To])
+	}
+	for i := range f.Nodes {
+		n := &f.Nodes[i]
+		if !hitlGrant(n) {
+			continue
+		}
+		counter := hitlCounter(n.ID)
+		if err := claim(counter, fmt.Sprintf("the hitl rounds of node %q", n.ID)); err != nil {
+			return err
+		}
+		add(counter, n.ID, HITLRounds, false, c.region[n.ID])
 	}
 	for counter := range sources {
 		c.counters = append(c.counters, counter)
@@ -223,16 +394,50 @@ func (c *compiler) plan() error {
 			l.charge += "." + l.target
 		}
 	}
+	if c.region != nil {
+		shared := counterName(f.Decomposition.SharedBudget)
+		for _, k := range c.counters {
+			if inside[k] && k != c.global && k != shared {
+				c.resets = append(c.resets, k)
+			}
+		}
+		c.exits = map[string]string{}
+		var keys []string
+		for _, e := range f.Edges {
+			if c.region[e.From] && !c.region[e.To] {
+				if t := c.target(e); !slices.Contains(keys, t) {
+					keys = append(keys, t)
+				}
+			}
+		}
+		for _, k := range keys {
+			c.exits[k] = "decompose.more"
+			if len(keys) > 1 {
+				c.exits[k] += "." + k
+			}
+		}
+	}
 	return nil
 }
 
-// entry returns the state an edge leads to: its target, or the budget
-// check in front of the target when the edge is budgeted.
-func (c *compiler) entry(e flow.Edge) string {
+// target returns the state an edge leads to, leaving the decomposition
+// region aside: its target, or the budget check in front of the target
+// when the edge is budgeted.
+func (c *compiler) target(e flow.Edge) string {
 	if counter, _ := counterOf(e); counter != "" {
 		return c.loops[[2]string{counter, e.To}].check
 	}
 	return e.To
+}
+
+// entry returns the state an edge leads to: an edge leaving the
+// decomposition region first asks whether another subtask is due.
+func (c *compiler) entry(e flow.Edge) string {
+	t := c.target(e)
+	if c.region[e.From] && !c.region[e.To] {
+		return c.exits[t]
+	}
+	return t
 }
 
 func (c *compiler) machine() machine {
@@ -245,9 +450,30 @@ func (c *compiler) machine() machine {
 	for _, k := range c.counters {
 		result = append(result, member{k, 0})
 	}
-	m.States = append(m.States, member{c.init, initState{Type: "Pass", Result: result, ResultPath: "$.loops", Next: f.Entry().ID}})
+	first := f.Entry().ID
+	if c.region != nil {
+		m.States = append(m.States, member{c.init, initState{Type: "Pass", Result: result, ResultPath: "$.loops", Next: "init.subtask"}})
+		m.States = append(m.States, member{"init.subtask", initState{Type: "Pass",
+			Result: object{{"order", 0}, {"count", 0}}, ResultPath: "$.subtask", Next: first}})
+	} else {
+		m.States = append(m.States, member{c.init, initState{Type: "Pass", Result: result, ResultPath: "$.loops", Next: first}})
+	}
 
 	emitted := map[string]bool{}
+	// loopStates emits the budget and count states of one loop, once.
+	loopStates := func(l *loop) {
+		if emitted[l.check] {
+			return
+		}
+		emitted[l.check] = true
+		rules := []any{numericRule{Variable: "$.loops." + l.counter, NumericGreaterThanEquals: l.budget, Next: c.manual}}
+		if l.global {
+			rules = append(rules, numericRule{Variable: "$.loops." + c.global, NumericGreaterThanEquals: c.globalBudget, Next: c.manual})
+		}
+		m.States = append(m.States,
+			member{l.check, choiceState{Type: "Choice", Choices: rules, Default: l.charge}},
+			member{l.charge, c.count(l)})
+	}
 	for i := range f.Nodes {
 		n := &f.Nodes[i]
 		out := f.Out(n.ID)
@@ -260,6 +486,8 @@ func (c *compiler) machine() machine {
 				routed = append(routed, out[j])
 			}
 		}
+		// next is what follows the node's own outcome; each stage below
+		// puts a state in front of it.
 		next := c.done
 		switch {
 		case n.Kind == flow.KindPublish || len(out) == 0:
@@ -268,9 +496,51 @@ func (c *compiler) machine() machine {
 		default:
 			next = c.entry(*uncond)
 		}
-		m.States = append(m.States, member{n.ID, c.task(n, next)})
+		afterOutcome := next
+		var after []member // states following the Task, in order
+		if d := f.Decomposition; d != nil && d.ProposedBy == n.ID {
+			dec := n.ID + ".decompose"
+			after = append(after,
+				member{dec, choiceState{Type: "Choice", Choices: []any{andRule{And: []any{
+					presentCond{Variable: "$.last.subtasks", IsPresent: true},
+					numericTypeCond{Variable: "$.last.subtasks", IsNumeric: true},
+					greaterThanCond{Variable: "$.last.subtasks", NumericGreaterThan: 1},
+				}, Next: "decompose.start"}}, Default: next}},
+				member{"decompose.start", passState{Type: "Pass",
+					Parameters: object{{"order", 1}, {"count.$", "$.last.subtasks"}}, ResultPath: "$.subtask", Next: c.regionEntry}})
+			next = dec
+		}
+		var hitlLoop *loop
+		if hitlGrant(n) {
+			ask, wait := n.ID+".human_input", n.ID+HITLSuffix
+			hitlLoop = c.loops[[2]string{hitlCounter(n.ID), n.ID}]
+			route := choiceState{Type: "Choice", Default: c.manual}
+			if n.HITL.AllowApproval {
+				route.Choices = append(route.Choices, stringRule{Variable: "$.human.outcome", StringEquals: OutcomeApprove, Next: next})
+			}
+			if n.HITL.AllowQuestion {
+				route.Choices = append(route.Choices, stringRule{Variable: "$.human.outcome", StringEquals: OutcomeAnswered, Next: hitlLoop.check})
+			}
+			if n.HITL.AllowApproval {
+				route.Choices = append(route.Choices, stringRule{Variable: "$.human.outcome", StringEquals: OutcomeDeny, Next: hitlLoop.check})
+			}
+			waitState := c.taskState(n.ID, KindHITL, c.hitlDeadline(n), false, c.manual, "$.human", wait+".route")
+			after = append([]member{
+				{ask, choiceState{Type: "Choice", Choices: []any{stringRule{Variable: "$.last.outcome", StringEquals: OutcomeHumanInput, Next: wait}}, Default: next}},
+				{wait, waitState},
+				{wait + ".route", route},
+			}, after...)
+			next = ask
+		}
+		m.States = append(m.States, member{n.ID, c.task(n, next, uncond, len(out) == 0)})
+		if hitlLoop != nil {
+			m.States = append(m.States, after[:3]...)
+			loopStates(hitlLoop)
+			after = after[3:]
+		}
+		m.States = append(m.States, after...)
 
-		if next == n.ID+".route" {
+		if afterOutcome == n.ID+".route" {
 			ch := choiceState{Type: "Choice", Default: c.manual}
 			for _, e := range routed {
 				ch.Choices = append(ch.Choices, stringRule{Variable: "$.last.outcome", StringEquals: e.Outcome, Next: c.entry(e)})
@@ -284,20 +554,27 @@ func (c *compiler) machine() machine {
 			continue
 		}
 		for _, e := range out {
-			counter, _ := counterOf(e)
-			if counter == "" {
+			if counter, _ := counterOf(e); counter != "" {
+				loopStates(c.loops[[2]string{counter, e.To}])
+			}
+		}
+		for _, e := range out {
+			if !c.region[e.From] || c.region[e.To] {
 				continue
 			}
-			l := c.loops[[2]string{counter, e.To}]
-			if emitted[l.check] {
+			t := c.target(e)
+			more := c.exits[t]
+			if emitted[more] {
 				continue
 			}
-			emitted[l.check] = true
-			m.States = append(m.States,
-				member{l.check, choiceState{Type: "Choice",
-					Choices: []any{numericRule{Variable: "$.loops." + l.counter, NumericGreaterThanEquals: l.budget, Next: c.manual}},
-					Default: l.charge}},
-				member{l.charge, c.count(l)})
+			emitted[more] = true
+			m.States = append(m.States, member{more, choiceState{Type: "Choice",
+				Choices: []any{lessThanPathRule{Variable: "$.subtask.order", NumericLessThanPath: "$.subtask.count", Next: "decompose.next"}},
+				Default: t}})
+			if !emitted["decompose.next"] {
+				emitted["decompose.next"] = true
+				m.States = append(m.States, c.nextSubtask()...)
+			}
 		}
 	}
 	// Only the terminals some state routes to: Step Functions (and the
@@ -317,14 +594,67 @@ func (c *compiler) machine() machine {
 	return m
 }
 
-func (c *compiler) task(n *flow.Node, next string) taskState {
-	deadline := c.opt.DefaultTimeoutSeconds
-	switch {
-	case (n.Kind == flow.KindAgent || n.Kind == flow.KindTool) && n.TimeoutSeconds != nil:
-		deadline = *n.TimeoutSeconds
-	case n.Kind == flow.KindHITL && n.TimeoutS != nil:
-		deadline = *n.TimeoutS
+// nextSubtask builds "decompose.next" (the cursor moves on) and, when some
+// loop lies inside the region, "decompose.reset" (its counters start
+// afresh for the new subtask).
+func (c *compiler) nextSubtask() []member {
+	next := c.regionEntry
+	if len(c.resets) > 0 {
+		next = "decompose.reset"
 	}
+	out := []member{{"decompose.next", passState{Type: "Pass",
+		Parameters: object{{"order.$", "States.MathAdd($.subtask.order, 1)"}, {"count.$", "$.subtask.count"}},
+		ResultPath: "$.subtask", Next: next}}}
+	if len(c.resets) > 0 {
+		params := make(object, 0, len(c.counters))
+		for _, k := range c.counters {
+			if slices.Contains(c.resets, k) {
+				params = append(params, member{k, 0})
+			} else {
+				params = append(params, member{k + ".$", "$.loops." + k})
+			}
+		}
+		out = append(out, member{"decompose.reset", passState{Type: "Pass", Parameters: params, ResultPath: "$.loops", Next: c.regionEntry}})
+	}
+	return out
+}
+
+// hitlDeadline is how long a node's human is waited for: the hitl node's
+// timeout_s, else the configured default (reference.md § hitl node).
+func (c *compiler) hitlDeadline(n *flow.Node) int {
+	if n.Kind == flow.KindHITL && n.TimeoutS != nil {
+		return *n.TimeoutS
+	}
+	return c.opt.HITLTimeoutSeconds
+}
+
+// task builds a node's Task state. uncond is its unconditional edge (nil
+// when none); terminal says it has no edges at all.
+func (c *compiler) task(n *flow.Node, next string, uncond *flow.Edge, terminal bool) taskState {
+	deadline := c.opt.DefaultTimeoutSeconds
+	catch := c.failed
+	heartbeat := true
+	switch n.Kind {
+	case flow.KindAgent, flow.KindTool:
+		if n.TimeoutSeconds != nil {
+			deadline = *n.TimeoutSeconds
+		}
+	case flow.KindHITL:
+		deadline = c.hitlDeadline(n)
+		heartbeat = false
+	}
+	switch {
+	case n.Kind == flow.KindHITL, n.Kind == flow.KindTool, n.Kind == flow.KindChecks:
+		catch = c.manual
+	case n.Kind == flow.KindAgent && n.BestEffort && uncond != nil:
+		catch = c.entry(*uncond)
+	case n.Kind == flow.KindAgent && n.BestEffort && terminal:
+		catch = c.done
+	}
+	return c.taskState(n.ID, n.Kind, deadline, heartbeat, catch, "$.last", next)
+}
+
+func (c *compiler) taskState(node, kind string, deadline int, heartbeat bool, catch, resultPath, next string) taskState {
 	st := taskState{
 		Type:     "Task",
 		Resource: DispatchResource,
@@ -332,34 +662,33 @@ func (c *compiler) task(n *flow.Node, next string) taskState {
 			QueueURL: c.opt.QueueURL,
 			MessageBody: messageBody{
 				RunID:     "$.run_id",
-				Node:      n.ID,
-				Kind:      n.Kind,
+				Node:      node,
+				Kind:      kind,
 				TaskToken: "$$.Task.Token",
 			},
 		},
-		ResultPath:       "$.last",
-		TimeoutSeconds:   deadline + TimeoutGraceSeconds,
-		HeartbeatSeconds: c.opt.HeartbeatSeconds,
-		Catch:            []catcher{{ErrorEquals: []string{"States.ALL"}, ResultPath: "$.error", Next: c.failed}},
-		Next:             next,
+		ResultPath:     resultPath,
+		TimeoutSeconds: deadline + TimeoutGraceSeconds,
+		Catch:          []catcher{{ErrorEquals: []string{"States.ALL"}, ResultPath: "$.error", Next: catch}},
+		Next:           next,
 	}
-	switch n.Kind {
-	case flow.KindHITL:
-		st.HeartbeatSeconds = 0
-		st.Catch[0].Next = c.manual
-	case flow.KindTool, flow.KindChecks:
-		st.Catch[0].Next = c.manual
+	if heartbeat {
+		st.HeartbeatSeconds = c.opt.HeartbeatSeconds
+	}
+	if c.region != nil {
+		st.Parameters.MessageBody.SubtaskOrder = "$.subtask.order"
 	}
 	return st
 }
 
 // count builds the Pass state that charges one loop: it rewrites $.loops
-// whole, copying every counter and adding one to this loop's.
+// whole, copying every counter and adding one to this loop's (and to the
+// global backstop's when the loop charges it).
 func (c *compiler) count(l *loop) countState {
 	params := make(object, 0, len(c.counters))
 	for _, k := range c.counters {
 		v := "$.loops." + k
-		if k == l.counter {
+		if k == l.counter || (l.global && k == c.global) {
 			v = "States.MathAdd($.loops." + k + ", 1)"
 		}
 		params = append(params, member{k + ".$", v})

@@ -319,20 +319,26 @@ func TestCompile_StateNamesReadLikeTheFlow(t *testing.T) { // DESIGN.md § The c
 	t.Parallel()
 	d := decode(t, compile(t, peerFlows(t)["implementation"], Options{}))
 	want := []string{
-		"init", "refinement", "planning", "implementation", "testing", "testing.route",
-		"test_fix.budget", "test_fix.count", "review", "review.route", "review_fix.budget", "review_fix.count",
+		"init", "init.subtask",
+		"refinement", "refinement.human_input", "refinement.hitl", "refinement.hitl.route", "refinement_hitl.budget", "refinement_hitl.count",
+		"planning", "planning.human_input", "planning.hitl", "planning.hitl.route", "planning_hitl.budget", "planning_hitl.count",
+		"planning.decompose", "decompose.start",
+		"implementation", "testing", "testing.route", "test_fix.budget", "test_fix.count",
+		"review", "review.route", "review_fix.budget", "review_fix.count", "decompose.more", "decompose.next", "decompose.reset",
 		"fixing", "documentation", "publish", "done", "failed", "manual_action_required",
 	}
 	if !slices.Equal(d.Names, want) {
 		t.Errorf("state names\n%q\nwant\n%q", d.Names, want)
 	}
-	// Each count state copies every counter and adds one to its own.
+	// Each count state copies every counter and adds one to its own (and
+	// to the global backstop's).
 	params := d.States["test_fix.count"]["Parameters"].(map[string]any)
-	if params["test_fix.$"] != "States.MathAdd($.loops.test_fix, 1)" || params["review_fix.$"] != "$.loops.review_fix" || len(params) != 2 {
+	if params["test_fix.$"] != "States.MathAdd($.loops.test_fix, 1)" || params["global_fix_iterations.$"] != "States.MathAdd($.loops.global_fix_iterations, 1)" ||
+		params["review_fix.$"] != "$.loops.review_fix" || params["planning_hitl.$"] != "$.loops.planning_hitl" || len(params) != 5 {
 		t.Errorf("test_fix.count parameters %v", params)
 	}
-	if r := d.States["init"]["Result"].(map[string]any); len(r) != 2 || r["test_fix"] != 0.0 || r["review_fix"] != 0.0 {
-		t.Errorf("init result %v: want one counter per loop an edge names (not global_fix_iterations)", r)
+	if r := d.States["init"]["Result"].(map[string]any); len(r) != 5 || r["test_fix"] != 0.0 || r["review_fix"] != 0.0 || r["global_fix_iterations"] != 0.0 {
+		t.Errorf("init result %v: want one counter per loop, per hitl agent and the global backstop", r)
 	}
 }
 
@@ -531,6 +537,13 @@ func TestCompile_Errors(t *testing.T) {
 		{"counter names collide", collide, Options{}, `the inline budget of edge a -> b (fail) and loop "a_fail" both count in $.loops.a_fail; rename one`},
 		{"negative timeout", parse(t, small), Options{DefaultTimeoutSeconds: -1}, "DefaultTimeoutSeconds: -1; want a positive number"},
 		{"heartbeat not below the timeout", parse(t, small), Options{DefaultTimeoutSeconds: 100, HeartbeatSeconds: 400}, "HeartbeatSeconds: 400 must be less than"},
+		{"negative hitl timeout", parse(t, small), Options{HITLTimeoutSeconds: -1}, "HITLTimeoutSeconds: -1; want a positive number"},
+		{"negative max_fix_cycles", parse(t, small), Options{MaxFixCycles: -2}, "MaxFixCycles: -2; want a cap > 0"},
+		{"decomposition region without an entry from proposed_by", parse(t, strings.Replace(small, "  budgets:", "  decomposition: { proposed_by: fixing, sub_flow: [implementation] }\n  budgets:", 1)), Options{},
+			`decomposition.sub_flow is not entered from proposed_by "fixing"`},
+		{"a loop named like an agent's hitl counter", parse(t, strings.NewReplacer("loop: review_fix", "loop: fixing_hitl", "review_fix: 3", "fixing_hitl: 3",
+			"lineage_affinity: implementation }", "lineage_affinity: implementation, hitl: { allow_question: true } }").Replace(small)), Options{},
+			`loop "fixing_hitl" and the hitl rounds of node "fixing" both count in $.loops.fixing_hitl; rename one`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -6,27 +6,37 @@
 //
 // What it owns: the shape of the compiled machine — one Task state per node
 // (sqs:sendMessage.waitForTaskToken to the dispatch queue, carrying only
-// run_id, node, kind and the task token), a Choice per node with outcome
-// edges routing on $.last.outcome, a budget Choice and a counting Pass
-// (States.MathAdd) in front of every loop or inline-budget edge, and the
-// terminals done / failed / manual_action_required. Unknown outcomes,
-// spent budgets and infrastructure failures of checks, tool and hitl steps
-// fail closed to manual_action_required. Compile documents the exact shape.
+// run_id, node, kind, the task token and, in a flow with decomposition,
+// the subtask order), a Choice per node with outcome edges routing on
+// $.last.outcome, a budget Choice and a counting Pass (States.MathAdd) in
+// front of every loop or inline-budget edge (clamped to the config's
+// max_fix_cycles, and charging the global backstop), the wait for a human
+// after an agent that may ask one (its hitl grant), the per-subtask
+// repetition of a decomposition's sub_flow, and the terminals done /
+// failed / manual_action_required. Unknown outcomes, spent budgets and
+// infrastructure failures of checks, tool and hitl steps fail closed to
+// manual_action_required; a best_effort agent's failure continues to its
+// successor. Compile documents the exact shape.
 //
 // Seed and design sections: DESIGN.md § The path of one step (steps 1 and
 // 5), § The compiled state machines and the embedded executor (JSONPath
 // only, the MathAdd intrinsic, readable state names), § Limits (the state
 // carries references and small scalars, never bodies); seed 004 § Flows —
-// Fatal validation (a flow that fails it does not compile) and § tools (a
-// tool timeout parks the task at manual_action_required).
+// Fatal validation (a flow that fails it does not compile; a budget above
+// the config cap is clamped) and § tools (a tool timeout parks the task at
+// manual_action_required); worc reference.md § agent node (best_effort,
+// hitl), § hitl node, § Edges, § decomposition, and configuration.md §
+// agents (the global fix cap).
 //
 // What it deliberately does not do:
 //
 //   - Evaluate `when` facts or per-task node disables: the dispatch step
 //     does that at run time and completes a skipped node's Task state.
-//   - Give best_effort agents a different Catch, or model a non-blocking
-//     evaluator's max_rework_per_stage: routing is by outcome only.
-//   - Clamp budgets to config caps, emit Retry, or use Parallel/Map.
+//   - Decide whether a task decomposes: the proposed_by step's value says
+//     how many subtasks (`subtasks`); the worker applies the config gate.
+//   - Model a non-blocking evaluator's max_rework_per_stage: routing is by
+//     outcome only.
+//   - Emit Retry, or use Parallel/Map (subtasks run one after another).
 //   - Apply the ${DispatchQueueUrl} substitution: the SAM template (or the
 //     embedded executor) does.
 package compiler

@@ -63,7 +63,7 @@ type Agents struct {
 // deployment configuration, not part of the contract).
 type Provider struct {
 	Command string   `yaml:"command"`        // executable; "{stratus}" = this binary
-	Args    []string `yaml:"args,omitempty"` // placeholders {kind} and {max_steps}
+	Args    []string `yaml:"args,omitempty"` // placeholders {kind} {max_steps} {model} {reasoning} {permission_profile} {network_access}
 	// Env is the overlay on the runner's environment. A value "$NAME" is read
 	// from the runner's own environment at launch, so a secret is named here
 	// and never written down (nor ever placed in argv).

@@ -14,10 +14,11 @@ import (
 // `claude` CLI. It reads kind, max_steps and schema from the envelope
 // (seed 003 § 7.1) and runs
 //
-//	claude -p --output-format stream-json --verbose [--max-turns N] [--json-schema SCHEMA] EXTRA…
+//	claude -p --output-format stream-json --verbose [--max-turns N] [--json-schema SCHEMA] SETTINGS… EXTRA…
 //
 // with the prompt on stdin (print mode reads the prompt from stdin when no
-// prompt argument is given; argv is visible in ps). Sources: the Claude
+// prompt argument is given; argv is visible in ps). SETTINGS are the
+// attempt's model, effort, permission mode and web tools (Settings). Sources: the Claude
 // Code CLI reference and headless docs (code.claude.com/docs/en/cli-reference,
 // …/headless): -p/--print, --output-format stream-json (needs --verbose
 // with -p), --max-turns, --json-schema taking the schema inline and
@@ -44,7 +45,7 @@ import (
 //   - success is the report: the result text, or with a schema the
 //     structured_output (else the text parsed as JSON when it is JSON).
 func Claude(ctx context.Context, opts ShimOptions, stdin io.Reader, stdout io.Writer) error {
-	return runShim(ctx, "claude", opts, stdin, stdout, func(env Envelope, in shimInput) (cliRun, error) {
+	return runShim(ctx, "claude", opts, stdin, stdout, func(env Envelope, in shimInput, set Settings) (cliRun, error) {
 		args := []string{"-p", "--output-format", "stream-json", "--verbose"}
 		if env.MaxSteps != nil {
 			args = append(args, "--max-turns", strconv.Itoa(*env.MaxSteps))
@@ -52,6 +53,7 @@ func Claude(ctx context.Context, opts ShimOptions, stdin io.Reader, stdout io.Wr
 		if hasSchema(env) {
 			args = append(args, "--json-schema", string(env.Schema))
 		}
+		args = append(args, set.claudeArgs()...)
 		args = append(args, opts.ExtraArgs...)
 		return cliRun{name: "claude", args: args, prompt: in.prompt(), tr: &claudeTranslator{}}, nil
 	})

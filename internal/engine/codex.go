@@ -13,10 +13,11 @@ import (
 // reads kind, max_steps and schema from the envelope (seed 003 § 7.1) and
 // runs
 //
-//	codex exec --json [--output-schema FILE] EXTRA… -
+//	codex exec --json [--output-schema FILE] SETTINGS… EXTRA… -
 //
 // with the prompt on stdin (the "-" prompt argument; argv is visible in
-// ps). The schema is written to a temporary FILE for --output-schema and
+// ps). SETTINGS are the attempt's model, reasoning effort, sandbox and
+// sandbox network (Settings). The schema is written to a temporary FILE for --output-schema and
 // removed afterwards. `codex exec` has no turn-limit flag, so max_steps is
 // enforced by the shim alone. Sources: openai/codex docs/exec.md ("JSON
 // output mode", "Structured output") and codex-rs/exec/src/exec_events.rs
@@ -41,7 +42,7 @@ import (
 //   - a completed turn is the report: the last agent_message text, parsed
 //     as JSON when the call carried a schema and the text is JSON.
 func Codex(ctx context.Context, opts ShimOptions, stdin io.Reader, stdout io.Writer) error {
-	return runShim(ctx, "codex", opts, stdin, stdout, func(env Envelope, in shimInput) (cliRun, error) {
+	return runShim(ctx, "codex", opts, stdin, stdout, func(env Envelope, in shimInput, set Settings) (cliRun, error) {
 		run := cliRun{name: "codex", prompt: in.prompt(), tr: &codexTranslator{}}
 		run.args = []string{"exec", "--json"}
 		if hasSchema(env) {
@@ -60,6 +61,7 @@ func Codex(ctx context.Context, opts ShimOptions, stdin io.Reader, stdout io.Wri
 			}
 			run.args = append(run.args, "--output-schema", f.Name())
 		}
+		run.args = append(run.args, set.codexArgs()...)
 		run.args = append(run.args, opts.ExtraArgs...)
 		run.args = append(run.args, "-")
 		return run, nil

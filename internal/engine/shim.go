@@ -11,11 +11,15 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/stratusflow/stratus/internal/launch"
 )
 
 // ShimOptions configures the Claude and Codex shims: conforming engines of
@@ -33,6 +37,119 @@ type ShimOptions struct {
 	// Stderr receives the CLI's stderr and the shim's one-line log; nil
 	// means os.Stderr (the runner's stderr: it never reads it, seed 003 § 1).
 	Stderr io.Writer
+	// Getenv reads the attempt's launch settings (ReadSettings); nil means
+	// os.Getenv.
+	Getenv func(string) string
+}
+
+// Settings are an attempt's resolved per-node overrides as the runner hands
+// them to every engine, in its environment (seed 004 § Per-node overrides
+// in flows): launch.EnvModel, EnvReasoning, EnvPermissionProfile and
+// EnvNetworkAccess. An empty field (nil NetworkAccess) was not given and
+// leaves the CLI's own default. The shims map them onto the CLI's flags,
+// before the deployment ExtraArgs (so an explicit flag there comes later):
+//
+//   - model: claude --model M; codex -m M
+//   - reasoning: claude --effort R; codex -c model_reasoning_effort="R"
+//     (max clamps to xhigh)
+//   - read-only: claude --permission-mode plan; codex --sandbox read-only
+//   - workspace-write: claude --permission-mode acceptEdits; codex --sandbox
+//     workspace-write
+//   - network true/false: claude --allowedTools or --disallowedTools
+//     "WebFetch WebSearch"; codex -c sandbox_workspace_write.network_access=
+//     true/false under workspace-write
+//
+// Codex's read-only sandbox has no network switch; the flow validator
+// already refuses a Codex workspace-write node with network.
+type Settings struct {
+	Model             string
+	Reasoning         string
+	PermissionProfile string // "" | read-only | workspace-write
+	NetworkAccess     *bool
+}
+
+// ReadSettings reads Settings from getenv (nil: os.Getenv). A permission
+// profile or network flag outside its set, or a model or reasoning that is
+// not one plain token, is an error naming the variable and what is valid.
+func ReadSettings(getenv func(string) string) (Settings, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	st := Settings{
+		Model:             strings.TrimSpace(getenv(launch.EnvModel)),
+		Reasoning:         strings.TrimSpace(getenv(launch.EnvReasoning)),
+		PermissionProfile: strings.TrimSpace(getenv(launch.EnvPermissionProfile)),
+	}
+	for _, f := range []struct{ name, v string }{{launch.EnvModel, st.Model}, {launch.EnvReasoning, st.Reasoning}} {
+		if f.v != "" && !settingToken.MatchString(f.v) {
+			return Settings{}, fmt.Errorf("%s is %q; want one token of letters, digits and . _ : / @ [ ] -, not starting with '-'", f.name, clip(f.v, 80))
+		}
+	}
+	switch st.PermissionProfile {
+	case "", "read-only", "workspace-write":
+	default:
+		return Settings{}, fmt.Errorf("%s is %q; valid: read-only, workspace-write", launch.EnvPermissionProfile, clip(st.PermissionProfile, 80))
+	}
+	switch v := strings.TrimSpace(getenv(launch.EnvNetworkAccess)); v {
+	case "":
+	case "true", "false":
+		b := v == "true"
+		st.NetworkAccess = &b
+	default:
+		return Settings{}, fmt.Errorf("%s is %q; valid: true, false", launch.EnvNetworkAccess, clip(v, 80))
+	}
+	return st, nil
+}
+
+// settingToken is what a model id or reasoning level may be: it lands in
+// argv (and in a Codex -c TOML value), so it is one plain token.
+var settingToken = regexp.MustCompile(`^[A-Za-z0-9_.:/@\[\]][A-Za-z0-9_.:/@\[\]-]*$`)
+
+// claudeArgs maps s onto Claude Code's flags (see Settings).
+func (s Settings) claudeArgs() []string {
+	var a []string
+	if s.Model != "" {
+		a = append(a, "--model", s.Model)
+	}
+	if s.Reasoning != "" {
+		a = append(a, "--effort", s.Reasoning)
+	}
+	switch s.PermissionProfile {
+	case "read-only":
+		a = append(a, "--permission-mode", "plan")
+	case "workspace-write":
+		a = append(a, "--permission-mode", "acceptEdits")
+	}
+	if s.NetworkAccess != nil {
+		flag := "--disallowedTools"
+		if *s.NetworkAccess {
+			flag = "--allowedTools"
+		}
+		a = append(a, flag, "WebFetch WebSearch")
+	}
+	return a
+}
+
+// codexArgs maps s onto codex exec's flags (see Settings).
+func (s Settings) codexArgs() []string {
+	var a []string
+	if s.Model != "" {
+		a = append(a, "-m", s.Model)
+	}
+	if s.Reasoning != "" {
+		r := s.Reasoning
+		if r == "max" {
+			r = "xhigh" // seed 004 § Per-node overrides: Codex clamps max → xhigh
+		}
+		a = append(a, "-c", `model_reasoning_effort="`+r+`"`)
+	}
+	if s.PermissionProfile != "" {
+		a = append(a, "--sandbox", s.PermissionProfile)
+	}
+	if s.PermissionProfile == "workspace-write" && s.NetworkAccess != nil {
+		a = append(a, "-c", "sandbox_workspace_write.network_access="+strconv.FormatBool(*s.NetworkAccess))
+	}
+	return a
 }
 
 // stopGrace is how long a stopped CLI gets between SIGTERM and SIGKILL; it
@@ -210,7 +327,7 @@ func (in shimInput) prompt() string {
 // honour stdin EOF, and end with exactly one terminal line. It returns nil
 // for every handled failure (seed 003 § 7.4).
 func runShim(ctx context.Context, name string, opts ShimOptions, stdin io.Reader, stdout io.Writer,
-	build func(env Envelope, in shimInput) (cliRun, error)) error {
+	build func(env Envelope, in shimInput, set Settings) (cliRun, error)) error {
 	em := Emitter{W: stdout}
 	env, err := ReadRequest(stdin)
 	if err != nil {
@@ -226,6 +343,11 @@ func runShim(ctx context.Context, name string, opts ShimOptions, stdin io.Reader
 		em.CommandError(err.Error())
 		return nil
 	}
+	set, err := ReadSettings(opts.Getenv)
+	if err != nil {
+		em.setupFailed(err.Error())
+		return nil
+	}
 	binary := opts.Binary
 	if binary == "" {
 		binary = name
@@ -235,7 +357,7 @@ func runShim(ctx context.Context, name string, opts ShimOptions, stdin io.Reader
 		em.setupFailed(fmt.Sprintf("%s CLI not found: %v (install it, put it on PATH, or give its path)", name, err))
 		return nil
 	}
-	run, err := build(env, in)
+	run, err := build(env, in, set)
 	if err != nil {
 		em.setupFailed(err.Error())
 		return nil
@@ -254,7 +376,8 @@ func runShim(ctx context.Context, name string, opts ShimOptions, stdin io.Reader
 	if stderr == nil {
 		stderr = os.Stderr
 	}
-	fmt.Fprintf(stderr, "stratus engine %s: id=%s kind=%s max_steps=%d\n", name, env.ID, env.Kind, s.maxSteps)
+	fmt.Fprintf(stderr, "stratus engine %s: id=%s kind=%s max_steps=%d model=%s reasoning=%s permission_profile=%s\n",
+		name, env.ID, env.Kind, s.maxSteps, orDefault(set.Model), orDefault(set.Reasoning), orDefault(set.PermissionProfile))
 	return drive(ctx, run, stdin, stderr, s)
 }
 
@@ -434,4 +557,11 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+func orDefault(s string) string {
+	if s == "" {
+		return "default"
+	}
+	return s
 }

@@ -488,3 +488,84 @@ func TestShims_Seed003S7_4_CLIFromPATHOrAgentSetupFailed(t *testing.T) {
 			fmt.Sprintf(`{"event":"agent_setup_failed","error":"%s CLI not found: exec: \"%s\": executable file not found in $PATH (install it, put it on PATH, or give its path)"}`, name, name))
 	}
 }
+
+// seed 004 § Per-node overrides in flows: the attempt's resolved model,
+// reasoning, permission profile and network grant arrive in the engine's
+// environment, and each shim maps them onto its CLI's flags, before the
+// deployment flags and (codex) the "-" prompt argument.
+func TestShims_Seed004_OverridesMappedToCLIFlags(t *testing.T) {
+	t.Parallel()
+	env := func(kv ...string) func(string) string {
+		m := map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	base := map[string][]string{"claude": {"-p", "--output-format", "stream-json", "--verbose"}, "codex": {"exec", "--json"}}
+	for _, tc := range []struct {
+		name   string
+		shim   string
+		getenv func(string) string
+		want   []string // after the base args, before EXTRA (and codex's "-")
+	}{
+		{"claude/NothingSet_NoFlags", "claude", env(), nil},
+		{"claude/ReadOnlyOffline", "claude", env("STRATUS_MODEL", "claude-opus-5", "STRATUS_REASONING", "xhigh", "STRATUS_PERMISSION_PROFILE", "read-only", "STRATUS_NETWORK_ACCESS", "false"),
+			[]string{"--model", "claude-opus-5", "--effort", "xhigh", "--permission-mode", "plan", "--disallowedTools", "WebFetch WebSearch"}},
+		{"claude/WorkspaceWriteOnline", "claude", env("STRATUS_PERMISSION_PROFILE", "workspace-write", "STRATUS_NETWORK_ACCESS", "true"),
+			[]string{"--permission-mode", "acceptEdits", "--allowedTools", "WebFetch WebSearch"}},
+		{"codex/NothingSet_NoFlags", "codex", env(), nil},
+		{"codex/ReadOnly_MaxClampsToXhigh_NoNetworkSwitch", "codex", env("STRATUS_MODEL", "gpt-6-codex", "STRATUS_REASONING", "max", "STRATUS_PERMISSION_PROFILE", "read-only", "STRATUS_NETWORK_ACCESS", "true"),
+			[]string{"-m", "gpt-6-codex", "-c", `model_reasoning_effort="xhigh"`, "--sandbox", "read-only"}},
+		{"codex/WorkspaceWriteOffline", "codex", env("STRATUS_REASONING", "low", "STRATUS_PERMISSION_PROFILE", "workspace-write", "STRATUS_NETWORK_ACCESS", "false"),
+			[]string{"-c", `model_reasoning_effort="low"`, "--sandbox", "workspace-write", "-c", "sandbox_workspace_write.network_access=false"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			shim := map[string]shimFunc{"claude": Claude, "codex": Codex}[tc.shim]
+			dir := t.TempDir()
+			bin := writeFake(t, dir, tc.shim, fakeCLI{recording: tc.shim + "_success.jsonl", end: "exit 0"})
+			runShimOnce(t, shim, ShimOptions{Binary: bin, ExtraArgs: []string{"--extra"}, Getenv: tc.getenv}, request(t, 0, ""))
+			want := append(append(append([]string{}, base[tc.shim]...), tc.want...), "--extra")
+			if tc.shim == "codex" {
+				want = append(want, "-")
+			}
+			if got := readLines(t, filepath.Join(dir, "argv")); !reflect.DeepEqual(got, want) {
+				t.Errorf("argv = %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// A setting outside its set never reaches argv: the shim refuses the
+// attempt with agent_setup_failed naming the variable (seed 003 § 7.4).
+func TestShims_Seed004_BadSettingIsSetupFailed(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ key, value string }{
+		{"STRATUS_PERMISSION_PROFILE", "danger-full-access"},
+		{"STRATUS_NETWORK_ACCESS", "yes"},
+		{"STRATUS_MODEL", "--dangerously-skip-permissions"},
+		{"STRATUS_REASONING", `high" sandbox_mode="danger-full-access`},
+	} {
+		for name, shim := range map[string]shimFunc{"claude": Claude, "codex": Codex} {
+			t.Run(name+"/"+tc.key, func(t *testing.T) {
+				t.Parallel()
+				dir := t.TempDir()
+				bin := writeFake(t, dir, name, fakeCLI{recording: name + "_success.jsonl", end: "exit 0"})
+				getenv := func(k string) string {
+					if k == tc.key {
+						return tc.value
+					}
+					return ""
+				}
+				out := runShimOnce(t, shim, ShimOptions{Binary: bin, Getenv: getenv}, request(t, 0, ""))
+				if !strings.Contains(out, `"event":"agent_setup_failed"`) || !strings.Contains(out, tc.key) {
+					t.Errorf("out = %s, want agent_setup_failed naming %s", out, tc.key)
+				}
+				if _, err := os.Stat(filepath.Join(dir, "argv")); !os.IsNotExist(err) {
+					t.Errorf("the CLI ran despite %s=%q", tc.key, tc.value)
+				}
+			})
+		}
+	}
+}

@@ -14,24 +14,35 @@
 //     source position.
 //   - Load: the flow named by a task's task_type, which must equal the file
 //     stem; a missing file is ENOTFOUND "flow not found" (never a fallback).
-//   - Validate: the graph-integrity and security-ceiling layers of worc's
-//     fatal validation, collected (every problem, sorted by position).
+//   - Validate: worc's fatal validation, every problem collected and
+//     sorted by position: graph integrity and the security ceiling
+//     (including the forbidden-args screen on extra_args, ScreenArgs)
+//     always; config consistency with ValidateOptions.Config (providers
+//     allowed and launchable, reasoning supported by the provider that runs
+//     the node, no Codex workspace-write node with network, skills only
+//     without strict isolation, supervisor.observe.mode only narrowing);
+//     the tool registry with ValidateOptions.ToolsDir (ResolveTool). And
+//     the warnings: the anti-drift lint of every role file, a missing role
+//     file (MissingRoleFiles gives a run's preflight the fatal form), an
+//     unknown when.fact, loop budgets clamped by agents.max_fix_cycles or
+//     shorter than a non-blocking evaluator's max_rework_per_stage.
 //
 // Seed sections: 004 § Flows (task_type dispatch and operator flows) —
 // "Fatal validation"; 004 § Prompt templates — the reserved node ids that
-// would shadow {<name>_path}; 004 § Per-node overrides in flows — the
-// per-node fields read here. Field semantics follow
-// peers/worc/guide/flows/reference.md, the authority on fields.
+// would shadow {<name>_path}, the anti-drift lint; 004 § Per-node
+// overrides in flows — the per-node fields read here; 004 § supervisor and
+// § What observe.mode costs — the narrowing rule; 004 § tools — the
+// registry. Field semantics follow peers/worc/guide/flows/reference.md,
+// the authority on fields.
 //
 // What it deliberately does not do:
 //
-//   - The config-aware layer (provider in agents.allowed, reasoning sets,
-//     observe.mode narrowing, tool executables present, the extra_args
-//     forbidden-args screen): Stratus has no worc config; engines replace
-//     providers.
 //   - Resolve defaults into nodes (defaults.evaluator, the ceiling as a
 //     node's permission profile): the Flow is the file as written.
 //   - Render prompts (internal/prompt) or compile the graph to a state
 //     machine (internal/compiler); evaluate `when` facts at run time.
-//   - Check that decomposition.sub_flow is a connected region.
+//   - Check that the permission_ceiling is reachable by some provider's
+//     permission_profile: Stratus providers carry no permission profile.
+//   - Check that skills exist in the repository (a run-time check), or that
+//     a model id exists (models pass through unverified, as in worc).
 package flow

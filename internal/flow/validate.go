@@ -2,10 +2,6 @@ package flow
 
 import (
 	"fmt"
-	"github.com/stratusflow/stratus/internal/fold"
-	"github.com/stratusflow/stratus/internal/outputschema"
-	"github.com/stratusflow/stratus/internal/prompt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -13,6 +9,9 @@ import (
 	"strings"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/config"
+	"github.com/stratusflow/stratus/internal/fold"
+	"github.com/stratusflow/stratus/internal/outputschema"
 )
 
 // Problem is one finding of Parse or Validate, located in the flow file.
@@ -71,13 +70,28 @@ func (e *ParseError) Unwrap() error {
 	return &stratus.Error{Code: stratus.EINVALID, Message: strings.Join(lines, "\n")}
 }
 
-// ValidateOptions tunes Validate.
+// ValidateOptions tunes Validate. The zero value checks the flow on its
+// own: the graph-integrity and security-ceiling layers.
 type ValidateOptions struct {
 	// RoleFileRoot is the flows directory role_file paths are relative to
 	// (worc's .worc/flows/). When set, every role_file, resume_role_file and
-	// supervisor prompt must exist under it; when empty, only containment
-	// (no absolute path, no "..") is checked.
+	// supervisor prompt is looked up under it: one that resolves (through
+	// symlinks) outside it is fatal, one that is absent is a warning (the
+	// node fails only if it runs: MissingRoleFiles lists them for a run's
+	// preflight), and each one present is scanned by the anti-drift lint.
+	// When empty, only containment (no absolute path, no "..") is checked.
 	RoleFileRoot string
+	// Config, when set, adds the config-consistency layer (seed 004 § Fatal
+	// validation): providers allowed and launchable, reasoning supported by
+	// the provider that runs the node, no Codex workspace-write node with
+	// network, skills only without strict isolation, supervisor.observe.mode
+	// only narrowing the config's; and the warnings that depend on
+	// agents.max_fix_cycles.
+	Config *config.Config
+	// ToolsDir, when set, is the tool registry (DIR/.stratus/tools): every
+	// tool node's executable must be installed there (seed 004 § tools).
+	// It is checked with or without Config.
+	ToolsDir string
 }
 
 // Value sets of the enumerated fields (reference.md).
@@ -111,42 +125,76 @@ var (
 
 // Validate checks a parsed flow against worc's validation rules (seed 004 §
 // Fatal validation, reference.md § Validation) and returns every problem,
-// sorted by position; none is dropped after the first. The rules:
+// sorted by position (problems in the flow file first, then those located
+// in a role file); none is dropped after the first. The fatal rules:
 //
 //   - header: name, task_type, permission_ceiling, output_policy and
 //     publishing present; enumerated values known;
 //   - nodes: ids unique, matching ^[a-z0-9][a-z0-9_-]{0,63}$, not a Windows
 //     device name, and (agent and tool nodes, which expose {<id>_path}) not a
 //     reserved variable stem; kind known; the fields each kind requires;
+//     output_file one portable file name, exclusive with output_artifact;
+//     skills portable names, never empty nor combined with allow_skills:
+//     false; a tool name, not a path; when.fact namespaced derived.* or
+//     config.*;
 //   - edges: from/to resolve; outcome allowed for the source kind; every
 //     fail/rework edge bounded by a declared loop or an inline budget; no two
-//     edges from one node with the same outcome; nothing leaves a publish node;
+//     edges from one node with the same outcome; nothing leaves a publish
+//     node; a hitl approval node routes route:approve and route:deny only;
 //   - graph: exactly one entry node, every node reachable from it, every node
 //     reaches a terminal (a publish node or a node with no outgoing edge);
-//   - security: role_file/resume_role_file/supervisor prompts contained (and,
-//     with opt.RoleFileRoot, existing); permission_profile at most the
-//     ceiling; evaluators read-only and never editing_lineage; no
-//     git_evidence on a workspace-write agent;
-//   - lineage_affinity, decomposition and output_file references resolve.
+//     lineage_affinity one hop to an editing_lineage owner pinning no other
+//     provider; decomposition references resolve and its sub_flow region is
+//     connected, entered from proposed_by and left by a forward edge;
+//   - security: role_file/resume_role_file/supervisor prompts contained;
+//     permission_profile at most the ceiling; evaluators read-only and never
+//     editing_lineage; no git_evidence on a workspace-write agent; extra_args
+//     pass the forbidden-args screen (ScreenArgs);
+//   - config (opt.Config): see ValidateOptions.Config; tools (opt.ToolsDir):
+//     every tool installed, a regular executable file inside the registry.
 //
-// Config-aware rules (providers, reasoning sets, tool executables,
-// observe.mode narrowing) need the operator config and are not checked here.
+// The warnings (Fatal false): the anti-drift lint (a {name} in a role file
+// outside the flow's variable set, seed 004 § Anti-drift lint); a missing
+// role file; a when.fact outside the two known facts (worc resolves it
+// false, silently); a non-blocking evaluator whose rework loop allows fewer
+// rounds than its max_rework_per_stage, and max_rework_per_stage on a
+// blocking one; a budget above agents.max_fix_cycles (clamped); an unknown
+// submit_format; a manifest without the citation checker; a publish policy
+// differing from the flow's publishing.
 func Validate(f *Flow, opt ValidateOptions) []Problem {
 	v := &validator{f: f, opt: opt}
 	v.header()
 	v.nodes()
 	v.edges()
+	v.approvalRoutes()
 	v.graph()
 	v.supervisor()
 	v.decomposition()
-	sort.SliceStable(v.ps, func(i, j int) bool {
-		a, b := v.ps[i], v.ps[j]
+	v.prompts()
+	v.loops()
+	v.configLayer()
+	v.tools()
+	SortProblems(f.File, v.ps)
+	return v.ps
+}
+
+// SortProblems orders ps in place by position: the problems located in
+// flowFile first, then each other file's (role files, for the anti-drift
+// lint) by file name, line and column. The sort is stable.
+func SortProblems(flowFile string, ps []Problem) {
+	sort.SliceStable(ps, func(i, j int) bool {
+		a, b := ps[i], ps[j]
+		if a.File != b.File {
+			if a.File == flowFile || b.File == flowFile {
+				return a.File == flowFile
+			}
+			return a.File < b.File
+		}
 		if a.Line != b.Line {
 			return a.Line < b.Line
 		}
 		return a.Col < b.Col
 	})
-	return v.ps
 }
 
 type validator struct {
@@ -315,9 +363,15 @@ func (v *validator) nodeFields(n *Node, path string) {
 		v.add(pos, p, false, "%s submit_format %q is not json or text; it folds like the default", label(n), n.SubmitFormat)
 	}
 	if n.OutputSchema != "" {
+		pos, p := at("output_schema")
 		if _, err := outputschema.Compile([]byte(n.OutputSchema)); err != nil {
-			pos, p := at("output_schema")
 			v.add(pos, p, true, "%s %v", label(n), err)
+		} else if open := openObjects(n.OutputSchema); len(open) > 0 {
+			// reference.md § agent node: every object must set
+			// additionalProperties: false (Codex 400s otherwise); fatal
+			// for a node routed to Codex (configLayer), a warning here.
+			v.add(pos, p, false, "%s output_schema has objects without additionalProperties: false (at %s); Codex rejects such a schema, so the node fails on every Codex run",
+				label(n), strings.Join(open, ", "))
 		}
 	}
 	if cp := n.Context; cp != nil {
@@ -344,10 +398,6 @@ func (v *validator) nodeFields(n *Node, path string) {
 			v.add(pos, p, true, "%s verdicts.channel %q is not allowed; valid: body, part", label(n), vd.Channel)
 		}
 	}
-
-	// Prompt files.
-	v.promptFile(n.pos("role_file"), path+".role_file", label(n)+" role_file", n.RoleFile)
-	v.promptFile(n.pos("resume_role_file"), path+".resume_role_file", label(n)+" resume_role_file", n.ResumeRoleFile)
 
 	// Effective session scope and permission profile.
 	scope := n.SessionScope
@@ -385,6 +435,10 @@ func (v *validator) nodeFields(n *Node, path string) {
 			v.add(pos, p, true, "%s asks for git_evidence but is workspace-write (it already has a shell); drop git_evidence or make the node read-only", label(n))
 		}
 		v.lineage(n, path)
+		for _, ap := range ScreenArgs(n.ExtraArgs) {
+			pos, p := at("extra_args")
+			v.add(pos, fmt.Sprintf("%s[%d]", p, ap.Index), true, "%s extra_args[%d] %s", label(n), ap.Index, ap.Message)
+		}
 	}
 
 	if n.OutputFile != "" {
@@ -422,6 +476,21 @@ func (v *validator) nodeFields(n *Node, path string) {
 		pos, p := at("skills")
 		v.add(pos, p, true, "%s skills is an empty list; omit the key to turn skills off", label(n))
 	}
+	for i, sk := range n.Skills {
+		// seed 004 § Per-node overrides: skills — one portable directory name each.
+		if !portableSegment(sk) {
+			pos, p := at("skills")
+			v.add(pos, fmt.Sprintf("%s[%d]", p, i), true, "%s skills[%d] %q must be one portable directory name (letters, digits, '.', '_', '-'; no separator, no \"..\"): the name of .claude/skills/<name>/", label(n), i, sk)
+		}
+	}
+	if len(n.Skills) > 0 && n.AllowSkills != nil && !*n.AllowSkills {
+		pos, p := at("allow_skills")
+		v.add(pos, p, true, "%s sets skills and allow_skills: false; a node cannot both require skills and forbid them (drop one)", label(n))
+	}
+	if n.Kind == KindTool && n.Tool != "" && !portableSegment(n.Tool) {
+		pos, p := at("tool")
+		v.add(pos, p, true, "%s tool %q must be a registered tool name (one file name in the tools directory), not a path", label(n), n.Tool)
+	}
 	if n.When != nil {
 		pos, p := at("when.fact")
 		switch {
@@ -431,7 +500,13 @@ func (v *validator) nodeFields(n *Node, path string) {
 		case !strings.HasPrefix(n.When.Fact, "derived.") && !strings.HasPrefix(n.When.Fact, "config."):
 			v.add(pos, p, true, "%s when.fact %q must be namespaced derived.* or config.*", label(n), n.When.Fact)
 		case !slices.Contains(knownFacts, n.When.Fact):
-			v.add(pos, p, false, "%s when.fact %q is not a known fact (%s); it always resolves false", label(n), n.When.Fact, strings.Join(knownFacts, ", "))
+			// reference.md § Conditional nodes: the names are a closed set
+			// and worc resolves any other to false without a word.
+			v.add(pos, p, false, "%s when.fact %q is not a known fact (known: %s); worc resolves an unknown fact to false silently, so a typo reads like a working gate",
+				label(n), n.When.Fact, strings.Join(knownFacts, ", "))
+		case n.When.Fact == "config.external_research":
+			v.add(pos, p, false, "%s when.fact config.external_research is %v in this flow (it is true exactly when the flow declares network_policy), whatever the task: this predicate never changes from run to run",
+				label(n), f.NetworkPolicy != "")
 		}
 	}
 	if n.Kind == KindPublish && n.Policy != "" && f.Publishing != "" && n.Policy != f.Publishing {
@@ -461,35 +536,10 @@ func (v *validator) lineage(n *Node, path string) {
 		v.add(pos, p, true, "%s lineage_affinity %q must name an agent with session_scope editing_lineage", label(n), n.LineageAffinity)
 	case t.LineageAffinity != "":
 		v.add(pos, p, true, "%s lineage_affinity %q names a node that has an affinity of its own (%q); chains are not allowed", label(n), n.LineageAffinity, t.LineageAffinity)
-	}
-}
-
-// promptFile checks one flow-dir-relative prompt path: contained, and
-// present under RoleFileRoot when that is set.
-func (v *validator) promptFile(pos Pos, path, what, file string) {
-	if file == "" {
-		return
-	}
-	if !contained(file) {
-		v.add(pos, path, true, "%s %q must be a relative path inside the flows directory (no absolute path, no \"..\")", what, file)
-		return
-	}
-	if v.opt.RoleFileRoot == "" {
-		return
-	}
-	full := filepath.Join(v.opt.RoleFileRoot, filepath.FromSlash(file))
-	st, err := os.Stat(full)
-	switch {
-	case err != nil:
-		v.add(pos, path, true, "%s %q does not exist (looked for %s)", what, file, full)
-	case st.IsDir():
-		v.add(pos, path, true, "%s %q is a directory, not a prompt file", what, file)
-	default:
-		if data, err := os.ReadFile(full); err != nil {
-			v.add(pos, path, true, "%s %q cannot be read: %v", what, file, err)
-		} else if _, _, err := prompt.SplitRoleFile(string(data)); err != nil {
-			v.add(pos, path, true, "%s %q: %v", what, file, err)
-		}
+	case n.Provider != "" && t.Provider != "" && n.Provider != t.Provider:
+		// flow-authoring.md § Session scope: a session cannot resume across providers.
+		v.add(pos, p, true, "%s pins provider %q but joins the session of %q, which pins %q; a session cannot resume across providers (pin the same provider or drop one pin)",
+			label(n), n.Provider, t.ID, t.Provider)
 	}
 }
 
@@ -536,6 +586,8 @@ func (v *validator) edges() {
 			} else if e.Outcome != "" && !outcomeAllowed(from, e.Outcome) {
 				pos, p := at("outcome")
 				v.add(pos, p, true, "edge from %q (%s): outcome %q is not allowed; want %s", e.From, from.Kind, e.Outcome, describeOutcomes(from))
+			} else if e.Outcome == "" && approval(from) {
+				v.add(e.Pos, path, true, "edge from %q: a hitl approval node branches on the human's answer; give it route:approve and route:deny edges instead of an unconditional one", e.From)
 			}
 			k := key{e.From, e.Outcome}
 			if prev, dup := seen[k]; dup {
@@ -570,6 +622,26 @@ func (v *validator) edges() {
 	}
 }
 
+// approval reports whether n is a hitl node asking for an approval.
+func approval(n *Node) bool { return n.Kind == KindHITL && n.Signal == "approval" }
+
+// approvalRoutes requires both answers of every hitl approval node to be
+// routed (reference.md § Edges: it "needs route:approve / route:deny edges").
+func (v *validator) approvalRoutes() {
+	for i := range v.f.Nodes {
+		n := &v.f.Nodes[i]
+		if !approval(n) || n.ID == "" {
+			continue
+		}
+		for _, want := range []string{"route:approve", "route:deny"} {
+			if !slices.ContainsFunc(v.f.Edges, func(e Edge) bool { return e.From == n.ID && e.Outcome == want }) {
+				v.add(n.pos("signal"), fmt.Sprintf("nodes[%d].signal", i), true,
+					"%s asks for an approval but has no %s edge; an approval node needs both route:approve and route:deny edges", label(n), want)
+			}
+		}
+	}
+}
+
 func budgetNames(f *Flow) string {
 	if len(f.Budgets) == 0 {
 		return "none"
@@ -585,7 +657,13 @@ func budgetNames(f *Flow) string {
 // outcomeAllowed reports whether n may emit outcome (reference.md § Edges).
 func outcomeAllowed(n *Node, outcome string) bool {
 	if label, ok := strings.CutPrefix(outcome, "route:"); ok {
+		if approval(n) {
+			return label == "approve" || label == "deny"
+		}
 		return label != ""
+	}
+	if approval(n) {
+		return false
 	}
 	if n.Verdicts != nil && n.Kind == KindAgent {
 		// A verdict contract makes an agent's verdict its outcome.
@@ -600,7 +678,7 @@ func describeOutcomes(n *Node) string {
 		own = n.Verdicts.Allowed
 	}
 	switch {
-	case n.Kind == KindHITL && n.Signal == "approval":
+	case approval(n):
 		return "route:approve or route:deny (an approval emits one of them)"
 	case len(own) == 0:
 		return "no outcome (edges from " + n.Kind + " nodes are unconditional) or route:<label>"
@@ -698,12 +776,6 @@ func (v *validator) supervisor() {
 	if s == nil {
 		return
 	}
-	for _, pf := range []struct{ key, file string }{
-		{"role_file", s.RoleFile}, {"finalize_role_file", s.FinalizeRoleFile}, {"handoff_role_file", s.HandoffRoleFile},
-	} {
-		path := "supervisor." + pf.key
-		v.promptFile(v.f.pos(path), path, path, pf.file)
-	}
 	if s.Observe != nil {
 		v.enum(v.f.pos("supervisor.observe.mode"), "supervisor.observe.mode", "supervisor.observe.mode", s.Observe.Mode, observeModes)
 	}
@@ -734,5 +806,57 @@ func (v *validator) decomposition() {
 			v.add(f.pos("decomposition.shared_budget"), "decomposition.shared_budget", true,
 				"decomposition.shared_budget %q is not declared in budgets (declared: %s)", d.SharedBudget, budgetNames(f))
 		}
+	}
+	v.subFlowRegion(d)
+}
+
+// subFlowRegion checks that decomposition.sub_flow is one connected region
+// that the graph enters from proposed_by and leaves by a forward edge
+// (reference.md § Validation 1: "its sub_flow region is connected (an edge
+// from proposed_by into it, and a forward exit edge out of it)").
+func (v *validator) subFlowRegion(d *Decomposition) {
+	f := v.f
+	region := map[string]bool{}
+	for _, id := range d.SubFlow {
+		if f.Node(id) == nil {
+			return // reported above
+		}
+		region[id] = true
+	}
+	if len(region) == 0 {
+		return
+	}
+	pos, path := f.pos("decomposition.sub_flow"), "decomposition.sub_flow"
+	if d.ProposedBy != "" && region[d.ProposedBy] {
+		v.add(pos, path, true, "decomposition.sub_flow contains proposed_by %q; the proposing node runs once, before the per-subtask region", d.ProposedBy)
+		return
+	}
+	entered, exits := false, false
+	links := map[string][]string{} // undirected, inside the region
+	for _, e := range f.Edges {
+		switch {
+		case region[e.From] && region[e.To]:
+			links[e.From] = append(links[e.From], e.To)
+			links[e.To] = append(links[e.To], e.From)
+		case e.From == d.ProposedBy && region[e.To]:
+			entered = true
+		case region[e.From] && !region[e.To] && e.Outcome != "fail" && e.Outcome != "rework":
+			exits = true
+		}
+	}
+	if reached := walk(d.SubFlow[0], links); len(reached) != len(region) {
+		var apart []string
+		for _, id := range d.SubFlow {
+			if !reached[id] {
+				apart = append(apart, id)
+			}
+		}
+		v.add(pos, path, true, "decomposition.sub_flow is not one connected region: %s has no edge path to %q inside it", strings.Join(apart, ", "), d.SubFlow[0])
+	}
+	if d.ProposedBy != "" && f.Node(d.ProposedBy) != nil && !entered {
+		v.add(pos, path, true, "decomposition.sub_flow is not entered from proposed_by %q: add an edge from it to the region's first node", d.ProposedBy)
+	}
+	if !exits {
+		v.add(pos, path, true, "decomposition.sub_flow has no forward exit: no edge other than fail/rework leaves the region, so the last subtask cannot continue the flow")
 	}
 }

@@ -93,6 +93,7 @@ func New(s *worker.Service) *Handler {
 	h.mux.HandleFunc("GET /v1/worker/prompt/system", h.wrap(h.system))
 	h.mux.HandleFunc("POST /v1/worker/degradation", h.wrap(h.degradation))
 	h.mux.HandleFunc("GET /v1/agents/{name}/render-size", h.wrap(h.renderSize))
+	h.registerHITL() // hitl.go
 	h.mux.HandleFunc("/", h.wrap(func(w http.ResponseWriter, r *http.Request) error {
 		return stratus.Errorf(stratus.ENOTFOUND, "no route %s %s", r.Method, r.URL.Path)
 	}))

@@ -134,7 +134,9 @@ func setupFlow(tb testing.TB, files map[string]string) *bundle {
 	}
 	tb.Cleanup(func() { st.Close() })
 	b := &bundle{tokens: &tokens{successes: map[string]json.RawMessage{}, failures: map[string]string{}}, launch: &launcher{}, dir: dir}
-	env := &worker.RunEnv{Flow: fl, FlowDir: flowsDir, Task: tk, Config: config.Default()}
+	cfg := config.Default()
+	cfg.Supervisor.Enabled = new(bool) // these tests are not about the supervisor layer: no extra turns
+	env := &worker.RunEnv{Flow: fl, FlowDir: flowsDir, Task: tk, Config: cfg}
 	b.svc = &worker.Service{Store: st, Sink: fs.New(dir), Tokens: b.tokens, Launcher: b.launch,
 		Minter: &captoken.Minter{Key: []byte("0123456789abcdef0123456789abcdef")},
 		Env:    func(context.Context, string) (*worker.RunEnv, error) { return env, nil }}

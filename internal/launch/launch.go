@@ -14,6 +14,16 @@ const (
 	EnvTaskID = "STRATUS_TASK_ID" // the dispatch task id
 )
 
+// Environment variables the runner always sets for the engine: the
+// attempt's resolved per-node overrides (seed 004 § Per-node overrides in
+// flows). An empty model or reasoning means the engine's own default.
+const (
+	EnvModel             = "STRATUS_MODEL"
+	EnvReasoning         = "STRATUS_REASONING"
+	EnvPermissionProfile = "STRATUS_PERMISSION_PROFILE" // read-only | workspace-write
+	EnvNetworkAccess     = "STRATUS_NETWORK_ACCESS"     // true | false
+)
+
 // Spec is what one worker needs.
 type Spec struct {
 	APIURL  string

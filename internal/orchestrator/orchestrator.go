@@ -37,6 +37,7 @@ import (
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/sink/fs"
 	"github.com/stratusflow/stratus/internal/store/sqlite"
+	"github.com/stratusflow/stratus/internal/supervisor"
 	"github.com/stratusflow/stratus/internal/task"
 	"github.com/stratusflow/stratus/internal/worker"
 )
@@ -67,6 +68,9 @@ type Result struct {
 	Overhead []time.Duration // per step transition: report -> next engine start
 	Error    string          // the execution's error name, when not done
 	Cause    string
+	// Budgets is what the run spent of each loop budget: the execution's
+	// final $.loops counters (only when it succeeded: a Fail state has no output).
+	Budgets map[string]int
 }
 
 // Run executes one task file to a terminal. Errors are returned for what
@@ -109,7 +113,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		return nil, stratus.Errorf(stratus.EINVALID, "task %s cannot run through flow %s:\n  %s", tk.ID, fl.TaskType, strings.Join(lines, "\n  "))
 	}
-	def, err := compiler.Compile(fl, compiler.Options{})
+	def, err := compiler.Compile(fl, compiler.Options{HITLTimeoutSeconds: cfg.HITL.TimeoutSeconds, MaxFixCycles: cfg.Agents.MaxFixCycles})
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +155,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		LocalLogs:    filepath.Join(state, "logs"),
 	}
 	svc.Publish = func(ctx context.Context, run stratus.Run, _ *worker.RunEnv) ([]string, error) {
-		f, err := report.Collect(ctx, st, run, stratus.RunDone)
+		f, err := report.Collect(ctx, st, run, stratus.RunDone, worker.ReportEnv(env))
 		if err != nil {
 			return nil, err
 		}
@@ -208,6 +212,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := st.CreateRun(ctx, run); err != nil {
 		return nil, err
 	}
+	// While the run runs, `stratus approve|reject|answer` find its API here.
+	removeAddress, err := WriteRunAddress(state, run.ID, svc.APIURL)
+	if err != nil {
+		return nil, err
+	}
+	defer removeAddress()
 	input, _ := json.Marshal(map[string]string{"run_id": run.ID, "task_id": tk.ID})
 	x, err := exec.StartExecution(ctx, executor.StartInput{StateMachine: fl.TaskType, Definition: def, Name: run.ID, Input: input})
 	if err != nil {
@@ -215,6 +225,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	run.Execution = x.ARN
 	fmt.Fprintf(progress, "stratus: run %s: task %s through flow %s\n", run.ID, tk.ID, fl.TaskType)
+	if w := supervisor.NarrowingWarning(cfg.Supervisor, fl); w != "" {
+		svc.Warnf("%s", w) // seed 004 § What observe.mode costs: said once, at the start
+	}
 
 	x, err = exec.WaitExecution(ctx, x.ARN)
 	if err != nil {
@@ -222,22 +235,30 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		// leave a summary saying where the run stopped.
 		bg := context.WithoutCancel(ctx)
 		exec.StopExecution(bg, run.Execution, "stratus.Cancelled", err.Error())
+		svc.Drain()
 		launcher.StopAll()
 		run.Status, run.EndedAt = stratus.RunFailed, time.Now().UTC()
 		st.UpdateRun(bg, run)
 		res := &Result{Run: run, Status: stratus.RunFailed, Error: "stratus.Cancelled", Cause: "the run was interrupted", CtxDir: sk.Path(cd)}
-		if f, ferr := report.Collect(bg, st, run, stratus.RunFailed); ferr == nil {
+		if f, ferr := report.Collect(bg, st, run, stratus.RunFailed, worker.ReportEnv(env)); ferr == nil {
 			if keys, werr := report.Write(bg, sk, f); werr == nil {
 				res.Summary = []string{sk.Path(keys[0]), sk.Path(keys[1])}
 			}
 		}
 		return res, err
 	}
+	svc.Drain() // no supervisor observation starts after the workers are stopped
 	launcher.StopAll()
 	cancelDispatch()
 	dispatches.Wait()
 
 	res := &Result{Error: x.Error, Cause: x.Cause}
+	var out struct {
+		Loops map[string]int `json:"loops"`
+	}
+	if json.Unmarshal(x.Output, &out) == nil {
+		res.Budgets = out.Loops
+	}
 	switch {
 	case x.Status == "SUCCEEDED":
 		res.Status = stratus.RunDone
@@ -251,7 +272,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	res.Run = run
-	f, err := report.Collect(ctx, st, run, res.Status)
+	f, err := report.Collect(ctx, st, run, res.Status, worker.ReportEnv(env))
 	if err != nil {
 		return nil, err
 	}
@@ -318,8 +339,18 @@ func newRunID() string {
 // FormatEvent renders one progress line.
 func FormatEvent(e worker.Event) string {
 	switch e.Type {
+	case worker.EventSupervisorStarted:
+		return fmt.Sprintf("stratus: supervisor %s %s (%s)", e.StepRef, e.Node, orDash(e.Reason))
+	case worker.EventSupervisorEnded:
+		line := fmt.Sprintf("stratus: supervisor %s %s ended: %s", e.StepRef, e.Node, orDash(e.Outcome))
+		if e.Reason != "" && e.Outcome == "failed" {
+			line += fmt.Sprintf(" reason=%q", e.Reason)
+		}
+		return line
 	case worker.EventStepStarted:
 		return fmt.Sprintf("stratus: start %-16s node=%s attempt=%d", e.StepRef, e.Node, e.Attempt)
+	case worker.EventStepWaiting:
+		return fmt.Sprintf("stratus: wait  %-16s node=%s %s", e.StepRef, e.Node, e.Reason)
 	default:
 		line := fmt.Sprintf("stratus: end   %-16s node=%s attempt=%d terminal=%s verdict=%s duration=%s tokens=%d/%d",
 			e.StepRef, e.Node, e.Attempt, orDash(e.Terminal), orDash(e.Outcome), e.Duration.Round(time.Millisecond), e.PromptTokens, e.CompletionTokens)

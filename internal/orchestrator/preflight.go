@@ -8,13 +8,16 @@ import (
 
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/nodeexec"
 	"github.com/stratusflow/stratus/internal/task"
 )
 
 // SupportedKinds are the node kinds this build of the embedded dispatcher
-// runs. The others (checks, tool, hitl) parse, validate and compile, but a
-// run that would reach one is refused before it starts.
-var SupportedKinds = []string{flow.KindAgent, flow.KindEvaluator, flow.KindPublish}
+// runs: every kind (a kind outside the list would parse, validate and
+// compile, but a run that would reach one is refused before it starts). Of
+// the checks checkers, only those nodeexec.Supported names run
+// (dependency_scan is refused the same way).
+var SupportedKinds = []string{flow.KindAgent, flow.KindEvaluator, flow.KindChecks, flow.KindTool, flow.KindHITL, flow.KindPublish}
 
 // Preflight checks what flow validation alone cannot, before anything runs:
 // that this build can run every node of the flow, that every provider a node
@@ -38,6 +41,12 @@ func Preflight(fl *flow.Flow, cfg *config.Config, tk *task.Task) []flow.Problem 
 			p := at(n, "kind")
 			p.Message = fmt.Sprintf("node %s: kind %s is not supported by this build of Stratus yet; supported: %s",
 				n.ID, n.Kind, strings.Join(SupportedKinds, ", "))
+			probs = append(probs, p)
+		}
+		if n.Kind == flow.KindChecks && n.Checker != "" && !nodeexec.Supported(n.Checker) {
+			p := at(n, "checker")
+			p.Message = fmt.Sprintf("node %s: checker %s is not supported by this build of Stratus; supported: %s, %s",
+				n.ID, n.Checker, nodeexec.CommandProfile, nodeexec.Citation)
 			probs = append(probs, p)
 		}
 		if n.Provider != "" && cfg != nil {

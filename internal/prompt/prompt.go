@@ -3,13 +3,15 @@ package prompt
 import "strings"
 
 // CoreVars is the fixed set of template variables of seed 004 § Template
-// variables, in the seed's order. Values are metadata and artifact paths
-// only, never content.
+// variables, in the seed's order, then summary_body_path, the variable of
+// the `summary` output slot (worc flow-authoring.md § Where a node's
+// output goes). Values are metadata and artifact paths only, never content.
 var CoreVars = []string{
 	"task_id", "stage", "repo_path", "repo", "task_path", "plan_path",
 	"diff_path", "change_overview_path", "diff_base", "checks_path",
 	"review_path", "subtask_order", "subtask_count", "subtask_spec_path",
 	"predecessor_context", "memory_path", "conflicts_path", "report_dir",
+	"summary_body_path",
 }
 
 // reservedStems are the node ids seed 004 § Node outputs reserves; any id

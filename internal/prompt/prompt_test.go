@@ -142,7 +142,23 @@ func TestAllowlist_CoreVarsPlusNodePaths(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Allowlist = %q, want %q", got, want)
 	}
-	if len(prompt.CoreVars) != 18 {
-		t.Errorf("CoreVars has %d names, seed 004 lists 18", len(prompt.CoreVars))
+	// seed 004 lists 18; flow-authoring.md § Where a node's output goes
+	// adds summary_body_path, the summary slot's variable.
+	if len(prompt.CoreVars) != 19 || prompt.CoreVars[18] != "summary_body_path" {
+		t.Errorf("CoreVars = %q, want seed 004's 18 then summary_body_path", prompt.CoreVars)
+	}
+}
+
+// flow-authoring.md § Where a node's output goes: {summary_body_path} is
+// the summary slot's core variable, allowlisted without any node; seed 004
+// § Template variables: without a value it renders empty.
+func TestRender_SummaryBodyPathIsCore(t *testing.T) {
+	t.Parallel()
+	tmpl := "[{summary_body_path}]{?summary_body_path} see it{/summary_body_path}"
+	if got := prompt.Render(tmpl, map[string]string{"summary_body_path": "/c/summary.md"}, nil); got != "[/c/summary.md] see it" {
+		t.Errorf("with a value: %q", got)
+	}
+	if got := prompt.Render(tmpl, nil, nil); got != "[]" {
+		t.Errorf("without a value: %q", got)
 	}
 }

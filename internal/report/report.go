@@ -1,97 +1,67 @@
 // Package report writes a run's summary artifacts, summary.json and
 // summary.md, under .stratus/logs/<task_id>/ (seed 004 § The summary
-// artifacts). summary.json keeps worc's one key set (what, summary,
-// follow_ups, task_usage, supervisor_usage, cost_not_accounted, degraded;
-// the optional ones present only when they apply). summary.md is the
-// deterministic report: a pure function of the store, so two renders of one
-// run are byte-identical. There is no supervisor layer yet, so `summary` is
-// empty prose and no finalize turn runs.
+// artifacts, and when the deterministic report takes over).
+//
+// It owns three things:
+//
+//   - the facts: Collect reads a run's recorded steps, attempts, final
+//     bodies, degradations and the supervisor layer's records from the store,
+//     and the changed paths of the work dir (git status, never the diff);
+//   - the renderer: Render is a pure function of those facts, so two renders
+//     of one run are byte-identical (no render-time clock, stable ordering).
+//     It writes the deterministic report (sections Changes / Steps / Checks /
+//     Gates / Technical debt / Follow-ups / Pipeline nodes skipped / Provider
+//     fallbacks / Run cost) in the four situations of seed 004 — the layer
+//     is disabled, the terminal has no prose by design (failed /
+//     manual_action_required), the synthesis could not run, the synthesis
+//     came back collapsed (prose under CollapseFloor characters) — and
+//     otherwise composes the provider-authored summary.md: the "# {title}"
+//     H1, the sanitized prose, the follow-ups section, then the three fact
+//     sections;
+//   - summary.json, with worc's one key set {what, summary, follow_ups?,
+//     task_usage?, supervisor_usage?, cost_not_accounted?, degraded?}.
+//
+// The record shapes the supervisor layer leaves in the store (Kind,
+// SupervisorValue, Synthesis) are defined here because the report reads
+// them; internal/supervisor and internal/worker write them. The report
+// does not run any turn, sanitize prose (the layer records what reached
+// disk, already sanitized) or decide observation.
 package report
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"path"
-	"sort"
 	"time"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/sink"
-	"github.com/stratusflow/stratus/internal/store"
 )
-
-// Summary is summary.json.
-type Summary struct {
-	What             string             `json:"what"`
-	Summary          string             `json:"summary"`
-	FollowUps        []any              `json:"follow_ups,omitempty"`
-	TaskUsage        *Usage             `json:"task_usage,omitempty"`
-	CostNotAccounted []CostNotAccounted `json:"cost_not_accounted,omitempty"`
-	Degraded         bool               `json:"degraded,omitempty"`
-}
-
-// Usage totals provider calls of a run.
-type Usage struct {
-	Calls        int      `json:"calls"`
-	InputTokens  int64    `json:"input_tokens"`
-	OutputTokens int64    `json:"output_tokens"`
-	CostUSD      *float64 `json:"cost_usd"` // nil when no attempt reported a cost
-}
-
-// CostNotAccounted names attempts that reported no cost (seed 004: "absent
-// means unknown, never free").
-type CostNotAccounted struct {
-	Agent       string `json:"agent"`
-	Attempts    int    `json:"attempts"`
-	InputTokens int64  `json:"input_tokens"`
-}
-
-// StepLine is one row of the report's Steps section.
-type StepLine struct {
-	Step     stratus.Step
-	Attempts []stratus.Attempt
-}
-
-// Facts are what the report is rendered from.
-type Facts struct {
-	Run    stratus.Run
-	Status string // the run's terminal as it is being written
-	Steps  []StepLine
-}
-
-// Collect reads a run's facts from the store.
-func Collect(ctx context.Context, st store.Store, run stratus.Run, status string) (*Facts, error) {
-	steps, err := st.ListSteps(ctx, run.ID)
-	if err != nil {
-		return nil, err
-	}
-	f := &Facts{Run: run, Status: status}
-	for _, s := range steps {
-		line := StepLine{Step: s}
-		for n := 1; ; n++ {
-			a, err := st.GetAttempt(ctx, s.TID, n)
-			if stratus.ErrorCode(err) == stratus.ENOTFOUND {
-				break
-			} else if err != nil {
-				return nil, err
-			}
-			line.Attempts = append(line.Attempts, a)
-		}
-		f.Steps = append(f.Steps, line)
-	}
-	return f, nil
-}
 
 // Dir is the sink key prefix of a task's logs.
 func Dir(taskID string) string { return path.Join(".stratus/logs", taskID) }
 
-// Write renders and stores summary.json and summary.md; it returns their keys.
+// Write renders and stores summary.json and summary.md; it returns their
+// keys. A render without prose never replaces a summary.json whose summary
+// is non-empty prose for the same done run (seed 004 § What the layer does:
+// "a finalize turn that fails … does not overwrite an existing non-empty
+// summary.json with a blank one"); the existing pair is kept and its keys
+// returned.
 func Write(ctx context.Context, sk sink.Sink, f *Facts) ([]string, error) {
 	js, md := Render(f)
 	dir := Dir(f.Run.TaskID)
 	keys := []string{path.Join(dir, "summary.json"), path.Join(dir, "summary.md")}
+	if f.Status == stratus.RunDone && f.prose() == "" {
+		if old, err := sk.Get(ctx, keys[0]); err == nil {
+			var prev Summary
+			if json.Unmarshal(old, &prev) == nil && prev.Summary != "" && prev.What == f.Run.TaskTitle {
+				if _, err := sk.Get(ctx, keys[1]); err == nil {
+					return keys, nil
+				}
+			}
+		}
+	}
 	if err := sk.Put(ctx, keys[0], js); err != nil {
 		return nil, err
 	}
@@ -99,110 +69,6 @@ func Write(ctx context.Context, sk sink.Sink, f *Facts) ([]string, error) {
 		return nil, err
 	}
 	return keys, nil
-}
-
-// Render returns summary.json and summary.md for f.
-func Render(f *Facts) (js, md []byte) {
-	s := Summary{What: f.Run.TaskTitle}
-	var u Usage
-	unpriced := map[string]*CostNotAccounted{}
-	for _, l := range f.Steps {
-		for _, a := range l.Attempts {
-			u.Calls++
-			u.InputTokens += a.PromptTokens
-			u.OutputTokens += a.CompletionTokens
-			if a.CostUSD != nil {
-				c := *a.CostUSD
-				if u.CostUSD != nil {
-					c += *u.CostUSD
-				}
-				u.CostUSD = &c
-			} else {
-				n := unpriced[a.Agent]
-				if n == nil {
-					n = &CostNotAccounted{Agent: a.Agent}
-					unpriced[a.Agent] = n
-				}
-				n.Attempts++
-				n.InputTokens += a.PromptTokens
-			}
-		}
-	}
-	if u.Calls > 0 {
-		s.TaskUsage = &u
-	}
-	names := make([]string, 0, len(unpriced))
-	for n := range unpriced {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		s.CostNotAccounted = append(s.CostNotAccounted, *unpriced[n])
-	}
-	js, _ = json.MarshalIndent(s, "", "  ")
-	js = append(js, '\n')
-
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "# %s\n\n", f.Run.TaskTitle)
-	fmt.Fprintf(&b, "Task `%s`, flow `%s`, run `%s`: **%s**.\n\n", f.Run.TaskID, f.Run.Flow, f.Run.ID, f.Status)
-	b.WriteString("## Steps\n\n| step | outcome | attempts | terminal | duration | tokens in/out |\n|---|---|---|---|---|---|\n")
-	for _, l := range f.Steps {
-		term, dur, in, out := "", time.Duration(0), int64(0), int64(0)
-		for _, a := range l.Attempts {
-			term = a.Terminal
-			if !a.EndedAt.IsZero() {
-				dur += a.EndedAt.Sub(a.StartedAt)
-			}
-			in += a.PromptTokens
-			out += a.CompletionTokens
-		}
-		outcome := l.Step.Verdict
-		if outcome == "" {
-			outcome = l.Step.Status
-		}
-		if l.Step.Kind == "publish" && l.Step.Status == stratus.StepRunning {
-			// seed 004: the publish step writes this report, so it is
-			// pending while the report is written; that is expected.
-			outcome = "pending (it writes this report)"
-		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %d/%d |\n", l.Step.StepRef, outcome, len(l.Attempts), dash(term), dur.Round(time.Millisecond), in, out)
-	}
-	b.WriteString("\n## Gates\n\n")
-	gates := 0
-	for _, l := range f.Steps {
-		if l.Step.Kind != "evaluator" || l.Step.Status != stratus.StepCompleted {
-			continue
-		}
-		gates++
-		var v struct {
-			Reason string `json:"reason"`
-		}
-		json.Unmarshal(l.Step.Value, &v)
-		fmt.Fprintf(&b, "- %s: **%s** (%s)\n", l.Step.StepRef, l.Step.Verdict, v.Reason)
-	}
-	if gates == 0 {
-		b.WriteString("No gate decided.\n")
-	}
-	b.WriteString("\n## Run cost\n\n")
-	switch {
-	case u.Calls == 0:
-		b.WriteString("No provider call was made.\n")
-	case u.CostUSD == nil:
-		fmt.Fprintf(&b, "Cost not accounted (%d attempts, %d input tokens, %d output tokens): no engine reported a cost.\n", u.Calls, u.InputTokens, u.OutputTokens)
-	default:
-		fmt.Fprintf(&b, "$%.2f over %d provider calls (%d input tokens, %d output tokens).\n", *u.CostUSD, u.Calls, u.InputTokens, u.OutputTokens)
-		if len(s.CostNotAccounted) > 0 {
-			fmt.Fprintf(&b, "The figure does not cover %d attempts that reported no cost.\n", len(s.CostNotAccounted))
-		}
-	}
-	return js, b.Bytes()
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // Overhead returns, for consecutive worker attempts of a run, the time from
@@ -220,4 +86,15 @@ func Overhead(f *Facts) []time.Duration {
 		}
 	}
 	return out
+}
+
+// Render returns summary.json and summary.md for f: a pure function of f.
+func Render(f *Facts) (js, md []byte) {
+	s := f.summary()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	enc.Encode(s) // a Summary always encodes
+	return buf.Bytes(), f.markdown(s)
 }

@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -70,6 +71,9 @@ func Run(ctx context.Context, o Options) error {
 	p, err := c.Prompt(ctx, o.TaskID)
 	if err != nil {
 		return fmt.Errorf("fetch prompt: %w", err)
+	}
+	if p.Exec != nil {
+		return runExec(ctx, c, p, o) // a checks or tool node: no engine (exec.go)
 	}
 	if p.Engine == nil {
 		return fmt.Errorf("prompt payload of %s carries no engine launch spec", p.TaskID)
@@ -187,8 +191,11 @@ func safe(s string) string {
 
 // launchSpec resolves the payload's engine spec on this machine: "{stratus}"
 // becomes this binary, "$NAME" env values are read from this environment
-// (secrets are named in config, never written down or put in argv), and the
-// engine learns the API URL, handle and task id so it may stage parts.
+// (secrets are named in config, never written down or put in argv), the
+// engine learns the API URL, handle and task id so it may stage parts, and
+// it always gets the attempt's resolved overrides as STRATUS_MODEL,
+// STRATUS_REASONING, STRATUS_PERMISSION_PROFILE and STRATUS_NETWORK_ACCESS
+// (seed 004 § Per-node overrides in flows). Args arrive expanded.
 func launchSpec(e *worker.EngineSpec, o Options) (contract.LaunchSpec, error) {
 	cmd := e.Command
 	if cmd == config.StratusCommand {
@@ -207,6 +214,14 @@ func launchSpec(e *worker.EngineSpec, o Options) (contract.LaunchSpec, error) {
 		}
 		env[k] = v
 	}
+	// The resolved overrides win over the provider's env overlay and the
+	// runner's own environment: they are this attempt's resolution.
+	profile := e.PermissionProfile
+	if profile == "" {
+		profile = "read-only" // a payload without the field grants nothing
+	}
+	env[launch.EnvModel], env[launch.EnvReasoning] = e.Model, e.Reasoning
+	env[launch.EnvPermissionProfile], env[launch.EnvNetworkAccess] = profile, strconv.FormatBool(e.NetworkAccess)
 	return contract.LaunchSpec{Command: cmd, Args: e.Args, Env: env, Dir: e.Dir, DeadlineMS: e.DeadlineMS}, nil
 }
 

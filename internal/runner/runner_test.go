@@ -222,3 +222,34 @@ func TestRun_OutputSchemaMismatchFailsTheAttempt(t *testing.T) {
 		t.Errorf("matching report: %v %q %q", err, f2.submitted, f2.failed)
 	}
 }
+
+// seed 004 § Per-node overrides in flows: the runner always hands the
+// engine the attempt's resolved model, reasoning, permission profile and
+// network grant, over the provider's env overlay and its own environment;
+// an unset model is an empty variable, not an inherited one.
+func TestLaunchSpec_ResolvedOverridesAlwaysInEngineEnv(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		mod  func(e *worker.EngineSpec)
+		want map[string]string
+	}{
+		{"AllSet", func(e *worker.EngineSpec) {
+			e.Model, e.Reasoning, e.PermissionProfile, e.NetworkAccess = "m1", "high", "workspace-write", true
+		}, map[string]string{"STRATUS_MODEL": "m1", "STRATUS_REASONING": "high", "STRATUS_PERMISSION_PROFILE": "workspace-write", "STRATUS_NETWORK_ACCESS": "true", "KEEP": "1"}},
+		{"NoneSet_EmptyModelReadOnlyOffline", func(e *worker.EngineSpec) {},
+			map[string]string{"STRATUS_MODEL": "", "STRATUS_REASONING": "", "STRATUS_PERMISSION_PROFILE": "read-only", "STRATUS_NETWORK_ACCESS": "false", "KEEP": "1"}},
+	} {
+		e := worker.EngineSpec{Command: "sh", Env: map[string]string{"STRATUS_MODEL": "from-provider-env", "KEEP": "1"}}
+		tc.mod(&e)
+		spec, err := launchSpec(&e, Options{APIURL: "http://x", Handle: "wh-abcdefgh"})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		for k, v := range tc.want {
+			if got, ok := spec.Env[k]; !ok || got != v {
+				t.Errorf("%s: env %s = %q (set %v), want %q", tc.name, k, got, ok, v)
+			}
+		}
+	}
+}

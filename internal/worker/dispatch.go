@@ -22,6 +22,10 @@ type Message struct {
 	Node      string `json:"node"`
 	Kind      string `json:"kind"`
 	TaskToken string `json:"task_token"`
+	// SubtaskOrder is the decomposition subtask the step runs for (1-based;
+	// 0 when the task is not decomposed). The step is created with it as
+	// its seeded value (StepValue.SubtaskOrder).
+	SubtaskOrder int `json:"subtask_order,omitempty"`
 }
 
 // Error names a dispatch completes a Task state with (SendTaskFailure).
@@ -60,22 +64,28 @@ func (s *Service) Dispatch(ctx context.Context, m Message) error {
 	if node == nil {
 		return s.fail(ctx, m.TaskToken, ErrDispatch, fmt.Sprintf("flow %s has no node %q", env.Flow.Name, m.Node))
 	}
-	visits, err := s.Store.CountVisits(ctx, run.ID, m.Node)
+	stepNode, kind := hitlStep(m, node) // an agent's "<node>.hitl" waits in a step of its own (hitl.go)
+	visits, err := s.Store.CountVisits(ctx, run.ID, stepNode)
 	if err != nil {
 		return err
 	}
 	sum := sha256.Sum256([]byte(m.TaskToken))
 	visit := visits + 1
+	var seed json.RawMessage
+	if m.SubtaskOrder > 0 {
+		seed, _ = json.Marshal(StepValue{StepRef: fmt.Sprintf("%s#%d", stepNode, visit), Node: stepNode, SubtaskOrder: m.SubtaskOrder})
+	}
 	step, created, err := s.Store.CreateStep(ctx, stratus.Step{
-		TID:       fmt.Sprintf("%s.%s.%d", run.ID, m.Node, visit),
+		TID:       fmt.Sprintf("%s.%s.%d", run.ID, stepNode, visit),
 		RunID:     run.ID,
-		Node:      m.Node,
-		Kind:      node.Kind,
+		Node:      stepNode,
+		Kind:      kind,
 		Visit:     visit,
-		StepRef:   fmt.Sprintf("%s#%d", m.Node, visit),
+		StepRef:   fmt.Sprintf("%s#%d", stepNode, visit),
 		DedupKey:  hex.EncodeToString(sum[:]),
 		TaskToken: m.TaskToken,
 		Status:    stratus.StepRunning,
+		Value:     seed,
 		CreatedAt: s.now(),
 	})
 	if err != nil {
@@ -84,29 +94,47 @@ func (s *Service) Dispatch(ctx context.Context, m Message) error {
 	if !created {
 		return nil // a redelivered message: the first delivery owns the step
 	}
+	if stepNode != node.ID {
+		return s.dispatchHITL(ctx, run, env, step, node)
+	}
 
-	if skip, why := skipNode(node, env); skip {
+	if skip, why := s.admitNode(ctx, run, env, node); skip {
 		return s.completeNonWorker(ctx, step, "skipped", why)
 	}
 	switch node.Kind {
 	case "agent", "evaluator":
 		return s.launchAttempt(ctx, run, env, step, 1)
+	case "checks", "tool":
+		// Run by the worker too: the runner has the repository (checks.go).
+		if name, why := execRefusal(env, node); name != "" {
+			return s.failStep(ctx, step, 0, name, why)
+		}
+		return s.launchAttempt(ctx, run, env, step, 1)
 	case "publish":
 		s.emit(Event{Type: EventStepStarted, RunID: run.ID, Node: step.Node, StepRef: step.StepRef})
+		if s.startFinalize(ctx, run, env, step) {
+			return nil // the finalize turn's end writes the report and completes publish (supervisor.go)
+		}
 		written, err := s.Publish(ctx, run, env)
 		if err != nil {
 			return s.failStep(ctx, step, 0, ErrPublish, err.Error())
 		}
 		return s.completeNonWorker(ctx, step, "done", strings.Join(written, ", "))
+	case "hitl":
+		return s.dispatchHITL(ctx, run, env, step, node)
 	default:
-		why := fmt.Sprintf("node %q: kind %q is not supported by this build of Stratus yet; supported: agent, evaluator, publish", node.ID, node.Kind)
+		why := fmt.Sprintf("node %q: kind %q is not supported by this build of Stratus yet; supported: agent, evaluator, checks, tool, hitl, publish", node.ID, node.Kind)
 		return s.failStep(ctx, step, 0, ErrUnsupported, why)
 	}
 }
 
 // completeNonWorker completes a step no worker runs.
 func (s *Service) completeNonWorker(ctx context.Context, step stratus.Step, outcome, note string) error {
-	v, _ := json.Marshal(StepValue{StepRef: step.StepRef, Node: step.Node, Outcome: outcome})
+	sv := StepValue{StepRef: step.StepRef, Node: step.Node, Outcome: outcome}
+	if outcome == "skipped" {
+		sv.Reason = note // the report's Pipeline nodes skipped says why
+	}
+	v, _ := json.Marshal(sv)
 	if err := s.finishStep(ctx, step, stratus.StepCompleted, outcome, v); err != nil {
 		return err
 	}
@@ -137,18 +165,19 @@ func (s *Service) fail(ctx context.Context, token, name, cause string) error {
 // handle and starts its worker.
 func (s *Service) launchAttempt(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step, n int) error {
 	node := env.Flow.Node(step.Node)
-	rendered, err := s.renderPrompt(ctx, run, env, step)
-	if err == nil {
+	rendered, err := s.attemptPrompt(ctx, run, env, step)
+	var res stratus.Resolved
+	if err == nil && !isExec(node.Kind) {
 		// Resolve the engine now, so a bad pin fails the step at once
-		// rather than in the worker.
-		_, _, err = env.Config.Provider(s.providerOf(env, node.ID))
+		// rather than in the worker; the attempt records the resolution.
+		res, _, err = Resolve(env.Config, env.Flow, node, env.Task.Front)
 	}
 	if err != nil {
 		return s.failStep(ctx, step, n, ErrDispatch, err.Error())
 	}
 	att := stratus.Attempt{
 		TID: step.TID, N: n, Agent: node.ID, Status: stratus.AttemptRunning,
-		System: systemPrompt(env, step), Prompt: rendered, StartedAt: s.now(),
+		System: systemPrompt(env, step), Prompt: rendered, StartedAt: s.now(), Resolved: res,
 	}
 	if err := s.Store.CreateAttempt(ctx, att); err != nil {
 		return err
@@ -161,7 +190,7 @@ func (s *Service) launchAttempt(ctx context.Context, run stratus.Run, env *RunEn
 	if err := s.Sink.Put(ctx, path.Join(logDir, "rendered-prompt.md"), []byte(redact(rendered))); err != nil {
 		return fmt.Errorf("save rendered prompt: %w", err)
 	}
-	h := stratus.Handle{Handle: newHandle(), TID: step.TID, Attempt: n, ExpiresAt: s.now().Add(s.Minter.TTLOrDefault())}
+	h := stratus.Handle{Handle: newHandle(), TID: step.TID, Attempt: n, ExpiresAt: s.now().Add(s.handleTTL(env, node))}
 	if err := s.Store.PutHandle(ctx, h); err != nil {
 		return err
 	}
@@ -190,7 +219,12 @@ func (s *Service) renderPrompt(ctx context.Context, run stratus.Run, env *RunEnv
 	if err != nil {
 		return "", err
 	}
-	return prompt.Render(tmpl, vars, outputNodes(env.Flow)), nil
+	// An agent that asked a human reads the reply (hitl.go).
+	human, err := s.HumanReplySection(ctx, run.ID, step)
+	if err != nil {
+		return "", err
+	}
+	return prompt.Render(tmpl, vars, outputNodes(env.Flow)) + human, nil
 }
 
 // systemPrompt is the baked system text of an attempt: who the worker is and

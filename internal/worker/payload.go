@@ -8,7 +8,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/captoken"
+	"github.com/stratusflow/stratus/internal/config"
+	"github.com/stratusflow/stratus/internal/nodeexec"
 )
 
 // Payload is the body of GET /v1/worker/prompt (seed 001 § Routes:
@@ -25,7 +28,10 @@ type Payload struct {
 	Prompt    string      `json:"prompt"`
 	Context   *Context    `json:"context,omitempty"`
 	StepRef   string      `json:"step_ref"`
-	Engine    *EngineSpec `json:"engine"`
+	Engine    *EngineSpec `json:"engine,omitempty"`
+	// Exec replaces Engine for a checks or tool node: what the runner runs
+	// itself (internal/nodeexec), submitting a nodeexec.Result.
+	Exec *nodeexec.Spec `json:"exec,omitempty"`
 }
 
 // Context is the AgentContextView (seed 000 § Why IN is an HTTP fetch),
@@ -63,6 +69,15 @@ type EngineSpec struct {
 	// Schema is the node's output_schema: sent in the envelope (seed 003 §
 	// 2) and checked by the runner against the report.
 	Schema json.RawMessage `json:"schema,omitempty"`
+	// The attempt's resolved per-node overrides (seed 004 § Per-node
+	// overrides in flows; Resolve). The runner always hands them to the
+	// engine as STRATUS_MODEL, STRATUS_REASONING ("" = the engine's default),
+	// STRATUS_PERMISSION_PROFILE and STRATUS_NETWORK_ACCESS; Args already
+	// carries them where the provider's args use the placeholders.
+	Model             string `json:"model,omitempty"`
+	Reasoning         string `json:"reasoning,omitempty"`
+	PermissionProfile string `json:"permission_profile"`
+	NetworkAccess     bool   `json:"network_access"`
 }
 
 // FetchPrompt serves GET /v1/worker/prompt for an authorized caller (verb
@@ -71,6 +86,9 @@ func (s *Service) FetchPrompt(ctx context.Context, authorization, tid string) (*
 	c, err := s.Authorize(ctx, authorization, captoken.FetchPrompt, tid)
 	if err != nil {
 		return nil, err
+	}
+	if c.Step.Kind == supervisorKind {
+		return s.supervisorPayload(ctx, c) // supervisor.go
 	}
 	run, env, step, att := c.Run, c.Env, c.Step, c.Attempt
 	dir, err := ctxDir(env, run)
@@ -95,21 +113,30 @@ func (s *Service) FetchPrompt(ctx context.Context, authorization, tid string) (*
 		}
 		cx.Steps = append(cx.Steps, p)
 	}
-	provName, prov, err := env.Config.Provider(s.providerOf(env, node.ID))
+	if isExec(node.Kind) {
+		spec, err := s.execSpec(ctx, run, env, step)
+		if err != nil {
+			return nil, err
+		}
+		return &Payload{TaskID: step.TID, Attempt: att.N, Agent: att.Agent, Prompt: att.Prompt, Context: cx, StepRef: step.StepRef, Exec: spec}, nil
+	}
+	res, prov, err := Resolve(env.Config, env.Flow, node, env.Task.Front)
 	if err != nil {
 		return nil, err
 	}
-	prov = prov.Resolved()
+	if att.Resolved.Provider != "" && att.Resolved.Provider != res.Provider {
+		// The attempt's record is what it runs with.
+		if _, prov, err = env.Config.Provider(att.Resolved.Provider); err != nil {
+			return nil, err
+		}
+		prov = prov.Resolved()
+	}
+	if att.Resolved.Provider != "" {
+		res = att.Resolved
+	}
 	kind := prov.Kind
 	if kind == "" {
 		kind = "agent"
-	}
-	deadline := 600
-	if prov.TimeoutSeconds > 0 {
-		deadline = prov.TimeoutSeconds
-	}
-	if node.TimeoutSeconds != nil && *node.TimeoutSeconds > 0 {
-		deadline = *node.TimeoutSeconds
 	}
 	input, err := json.Marshal(map[string]any{
 		"query":    att.Prompt,
@@ -125,8 +152,9 @@ func (s *Service) FetchPrompt(ctx context.Context, authorization, tid string) (*
 		return nil, err
 	}
 	eng := &EngineSpec{
-		Provider: provName, Command: prov.Command, Args: expandArgs(prov.Args, kind, prov.MaxSteps),
-		Env: prov.Env, Dir: run.WorkDir, DeadlineMS: deadline * 1000, Kind: kind, MaxSteps: prov.MaxSteps, Input: input,
+		Provider: res.Provider, Command: prov.Command, Args: withExtraArgs(prov.Command, expandArgs(prov.Args, argValues(kind, prov.MaxSteps, res)), res.ExtraArgs),
+		Env: prov.Env, Dir: run.WorkDir, DeadlineMS: res.TimeoutSeconds * 1000, Kind: kind, MaxSteps: prov.MaxSteps, Input: input,
+		Model: res.Model, Reasoning: res.Reasoning, PermissionProfile: res.PermissionProfile, NetworkAccess: res.NetworkAccess,
 	}
 	if prov.Dir != "" {
 		eng.Dir = path.Join(run.WorkDir, prov.Dir)
@@ -138,21 +166,62 @@ func (s *Service) FetchPrompt(ctx context.Context, authorization, tid string) (*
 		Context: cx, StepRef: step.StepRef, Engine: eng}, nil
 }
 
-// expandArgs fills {kind} and {max_steps} (seed 003 § 7.1: a launch spec must
-// mirror the call's kind and step ceiling onto argv). With no ceiling, a
-// "{max_steps}" argument and a "--max-steps" flag before it are dropped.
-func expandArgs(args []string, kind string, maxSteps int) []string {
+// withExtraArgs appends a node's extra_args after the provider's args (worc
+// reference.md § agent node: "concatenated after the provider list"). A
+// bundled engine (command "{stratus}", e.g. `stratus engine claude`) hands
+// the flags after "--" to the CLI it wraps, so a "--" goes first when the
+// provider's args hold none.
+func withExtraArgs(command string, args, extra []string) []string {
+	if len(extra) == 0 {
+		return args
+	}
+	if command == config.StratusCommand && !slices.Contains(args, "--") {
+		args = append(args, "--")
+	}
+	return append(args, extra...)
+}
+
+// argValues are the values of the provider args' placeholders for one
+// attempt: {kind}, {max_steps} ("" with no ceiling), {model}, {reasoning}
+// ("" when unresolved), {permission_profile} and {network_access}
+// ("true"/"false").
+func argValues(kind string, maxSteps int, r stratus.Resolved) map[string]string {
+	ms := ""
+	if maxSteps > 0 {
+		ms = strconv.Itoa(maxSteps)
+	}
+	return map[string]string{
+		"{kind}": kind, "{max_steps}": ms, "{model}": r.Model, "{reasoning}": r.Reasoning,
+		"{permission_profile}": r.PermissionProfile, "{network_access}": strconv.FormatBool(r.NetworkAccess),
+	}
+}
+
+// expandArgs fills the placeholders of a provider's args (seed 003 § 7.1:
+// a launch spec mirrors the call's kind and step ceiling onto argv; seed
+// 004 § Per-node overrides in flows: the node's model, reasoning and grants).
+// The rule for an unset value: an argument holding a placeholder that
+// expands to the empty string is dropped, together with the argument right
+// before it when that one starts with '-' (its flag), so
+// ["--model", "{model}"] vanishes when no model is resolved rather than
+// send an empty value. Spell such a flag as two arguments: "--model={model}"
+// is one argument and expands to "--model=".
+func expandArgs(args []string, values map[string]string) []string {
+	pairs := make([]string, 0, 2*len(values))
+	for ph, v := range values {
+		pairs = append(pairs, ph, v)
+	}
+	// One pass: a value is never re-expanded, whatever it holds.
+	r := strings.NewReplacer(pairs...)
 	out := make([]string, 0, len(args))
 	for _, a := range args {
-		if a == "{max_steps}" && maxSteps <= 0 {
-			if n := len(out); n > 0 && strings.HasPrefix(out[n-1], "--max-steps") {
+		expanded := r.Replace(a)
+		if expanded == "" && a != "" {
+			if n := len(out); n > 0 && strings.HasPrefix(out[n-1], "-") {
 				out = out[:n-1]
 			}
 			continue
 		}
-		a = strings.ReplaceAll(a, "{kind}", kind)
-		a = strings.ReplaceAll(a, "{max_steps}", strconv.Itoa(maxSteps))
-		out = append(out, a)
+		out = append(out, expanded)
 	}
 	return out
 }

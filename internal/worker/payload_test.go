@@ -3,6 +3,8 @@ package worker
 import (
 	"slices"
 	"testing"
+
+	"github.com/stratusflow/stratus"
 )
 
 // seed 003 § 7.1: a launch spec must mirror the call's kind and step
@@ -11,10 +13,63 @@ import (
 func TestExpandArgs_MirrorsKindAndMaxSteps(t *testing.T) {
 	t.Parallel()
 	args := []string{"subrun", "{kind}", "--max-steps", "{max_steps}"}
-	if got := expandArgs(args, "review", 100); !slices.Equal(got, []string{"subrun", "review", "--max-steps", "100"}) {
+	if got := expandArgs(args, argValues("review", 100, stratus.Resolved{})); !slices.Equal(got, []string{"subrun", "review", "--max-steps", "100"}) {
 		t.Errorf("got %v", got)
 	}
-	if got := expandArgs(args, "echo", 0); !slices.Equal(got, []string{"subrun", "echo"}) {
+	if got := expandArgs(args, argValues("echo", 0, stratus.Resolved{})); !slices.Equal(got, []string{"subrun", "echo"}) {
 		t.Errorf("no ceiling: got %v", got)
+	}
+}
+
+// seed 004 § Per-node overrides in flows: the resolved model, reasoning
+// and grants reach argv through {model} {reasoning} {permission_profile}
+// {network_access}; an argument that expands to "" is dropped together with
+// the '-' flag right before it, and a value is never expanded again.
+func TestExpandArgs_OverridePlaceholders_EmptyDropsItsFlag(t *testing.T) {
+	t.Parallel()
+	args := []string{"run", "--model", "{model}", "-r", "{reasoning}", "--sandbox={permission_profile}", "--net", "{network_access}", "keep", "{reasoning}"}
+	for _, tc := range []struct {
+		name string
+		r    stratus.Resolved
+		want []string
+	}{
+		{"AllSet", stratus.Resolved{Model: "m1", Reasoning: "high", PermissionProfile: "read-only", NetworkAccess: true},
+			[]string{"run", "--model", "m1", "-r", "high", "--sandbox=read-only", "--net", "true", "keep", "high"}},
+		{"ModelAndReasoningUnset", stratus.Resolved{PermissionProfile: "workspace-write"},
+			// "keep" does not start with '-': only the empty argument goes.
+			[]string{"run", "--sandbox=workspace-write", "--net", "false", "keep"}},
+		{"ValueNotReexpanded", stratus.Resolved{Model: "{reasoning}", Reasoning: "low", PermissionProfile: "read-only"},
+			[]string{"run", "--model", "{reasoning}", "-r", "low", "--sandbox=read-only", "--net", "false", "keep", "low"}},
+	} {
+		if got := expandArgs(args, argValues("agent", 0, tc.r)); !slices.Equal(got, tc.want) {
+			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
+		}
+	}
+	// A literal empty argument holds no placeholder and is kept.
+	if got := expandArgs([]string{"-x", ""}, argValues("agent", 0, stratus.Resolved{})); !slices.Equal(got, []string{"-x", ""}) {
+		t.Errorf("literal empty argument: got %q", got)
+	}
+}
+
+// worc reference.md § agent node: extra_args are concatenated after the
+// provider's args; a bundled engine gets them after "--" so it hands them
+// to the CLI it wraps.
+func TestWithExtraArgs_AfterProviderArgs(t *testing.T) {
+	t.Parallel()
+	extra := []string{"--add-dir", "docs"}
+	for _, tc := range []struct {
+		name, command string
+		args, want    []string
+	}{
+		{"ForeignEngine_Appended", "openseek", []string{"subrun", "worker"}, []string{"subrun", "worker", "--add-dir", "docs"}},
+		{"BundledEngine_AfterDashDash", "{stratus}", []string{"engine", "claude"}, []string{"engine", "claude", "--", "--add-dir", "docs"}},
+		{"BundledEngine_DashDashKept", "{stratus}", []string{"engine", "codex", "--", "--skip-git-repo-check"}, []string{"engine", "codex", "--", "--skip-git-repo-check", "--add-dir", "docs"}},
+	} {
+		if got := withExtraArgs(tc.command, slices.Clone(tc.args), extra); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	if got := withExtraArgs("{stratus}", []string{"engine", "echo"}, nil); !slices.Equal(got, []string{"engine", "echo"}) {
+		t.Errorf("no extra_args: got %q, want the provider's args alone", got)
 	}
 }

@@ -84,6 +84,7 @@ type Service struct {
 	mu       sync.Mutex
 	workers  map[string]string // tid -> launcher id
 	roleMeta sync.Map          // flowDir\x00role_file -> the role file's submit_format
+	sup      supervisorState   // the supervisor layer's in-flight work (supervisor.go)
 }
 
 func (s *Service) now() time.Time {
@@ -105,6 +106,9 @@ func (s *Service) emit(e Event) {
 			e.At = s.now()
 		}
 		s.OnEvent(e)
+	}
+	if e.Type == EventStepEnded {
+		s.stepEnded(e) // prompt audit, observe decision (supervisor.go)
 	}
 }
 
@@ -145,22 +149,6 @@ func (s *Service) StopWorker(ctx context.Context, tid string) error {
 		return nil
 	}
 	return s.Launcher.Stop(ctx, id)
-}
-
-// providerOf is the provider a node runs on: the task's per-run hint
-// (nodes.<id>.provider), else the node's pin, else "" (the primary).
-func (s *Service) providerOf(env *RunEnv, nodeID string) string {
-	if nodes, ok := env.Task.Front["nodes"].(map[string]any); ok {
-		if o, ok := nodes[nodeID].(map[string]any); ok {
-			if p, ok := o["provider"].(string); ok && p != "" {
-				return p
-			}
-		}
-	}
-	if n := env.Flow.Node(nodeID); n != nil {
-		return n.Provider
-	}
-	return ""
 }
 
 // workerExited fails an attempt whose worker ended without delivering a

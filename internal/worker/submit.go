@@ -13,6 +13,7 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/captoken"
+	"github.com/stratusflow/stratus/internal/compiler"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/fold"
 	"github.com/stratusflow/stratus/internal/projection"
@@ -29,6 +30,19 @@ type StepValue struct {
 	Reason  string   `json:"reason,omitempty"`
 	Bytes   int      `json:"bytes,omitempty"`
 	Parts   []string `json:"parts,omitempty"`
+	// Subtasks is the subtask count of a decomposition the step proposed
+	// (0: the task runs as one unit); the compiled machine routes on
+	// $.last.subtasks. SubtaskOrder is the subtask a region step ran.
+	Subtasks     int `json:"subtasks,omitempty"`
+	SubtaskOrder int `json:"subtask_order,omitempty"`
+	// Gate is the gate_severity an evaluator step applied; Exhausted marks a
+	// non-blocking evaluator that accepted with gating findings still open
+	// (its rework budget spent): the report lists them as open follow-ups.
+	Gate      string `json:"gate,omitempty"`
+	Exhausted bool   `json:"exhausted,omitempty"`
+	// Output is the ctx-relative file {<node>_path} carries when it is not
+	// <node>.md: the output_file copy <node>.out/<file>.
+	Output string `json:"output,omitempty"`
 }
 
 func decodeStepValue(raw json.RawMessage) (StepValue, error) {
@@ -211,6 +225,9 @@ func (s *Service) Result(ctx context.Context, authorization string, rb ResultBod
 }
 
 func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, terminal string) (*StepValue, error) {
+	if c.Step.Kind == supervisorKind {
+		return s.supervisorSubmit(ctx, c, body, ok, terminal) // supervisor.go
+	}
 	if err := s.fence(ctx, c); err != nil {
 		return nil, err
 	}
@@ -234,6 +251,9 @@ func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, t
 			reason += " (log: " + log + ")"
 		}
 		return s.failAttempt(ctx, c, att, terminal, reason)
+	}
+	if isExec(c.Env.Flow.Node(c.Step.Node).Kind) {
+		return s.submitExec(ctx, c, final) // checks, tool: a nodeexec result (checks.go)
 	}
 
 	format := s.submitFormat(c.Env, c.Step.Node)
@@ -263,14 +283,36 @@ func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, t
 			parts = append(parts, e.Name)
 		}
 	}
+	subtask, _, err := s.subtaskOf(ctx, c.Env, c.Step)
+	if err != nil {
+		return nil, err
+	}
 	outcome, reason := "done", ""
+	var ev evaluation
 	switch {
 	case verdict != "":
 		outcome = verdict
 	case node.Kind == "evaluator":
-		outcome, reason = evaluatorOutcome(value, node.GateSeverity)
+		if ev, err = s.evaluate(ctx, c.Env, c.Step, subtask, value); err != nil {
+			return nil, err
+		}
+		outcome, reason = ev.Outcome, ev.Reason
 	}
-	sv := &StepValue{StepRef: c.Step.StepRef, Node: c.Step.Node, Attempt: c.Attempt.N, Outcome: outcome, Reason: reason, Bytes: len(body), Parts: parts}
+	// An agent with a hitl grant may ask a human (hitl.go); a malformed or
+	// disallowed request is refused before anything is appended.
+	if hi, err := HumanInputRequest(node, value); err != nil {
+		return nil, err
+	} else if hi != nil {
+		outcome, reason = compiler.OutcomeHumanInput, hi.Kind+": "+oneLine(hi.Text, 200)
+	}
+	// Output slots, the decomposition, the output_file copy: decided (and a
+	// malformed planning result refused) before anything is appended.
+	outs, err := s.planOutputs(c, node, value, body, parts, outcome == compiler.OutcomeHumanInput)
+	if err != nil {
+		return nil, err
+	}
+	sv := &StepValue{StepRef: c.Step.StepRef, Node: c.Step.Node, Attempt: c.Attempt.N, Outcome: outcome, Reason: reason, Bytes: len(body), Parts: parts,
+		Subtasks: outs.subtasks, SubtaskOrder: subtask, Gate: ev.Gate, Exhausted: ev.Exhausted, Output: outs.output}
 	raw, err := json.Marshal(sv)
 	if err != nil {
 		return nil, err
@@ -298,6 +340,9 @@ func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, t
 		fm := projection.FrontMatter{TaskID: c.Run.TaskID, Step: c.Step.Node, StepRef: c.Step.StepRef,
 			Attempt: c.Attempt.N, Agent: c.Attempt.Agent, Format: formatName(format), SubmittedAt: final.At}
 		_, err = projection.Project(ctx, s.Sink, dir, c.Step.Node, fm, body, nil)
+		if err == nil {
+			err = s.writeOutputs(ctx, outs)
+		}
 	}
 	if err != nil {
 		// The output is recorded, but the next step could not read it.
@@ -305,6 +350,12 @@ func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, t
 		s.emitEnded(c, att, "failed", reason)
 		s.Tokens.SendTaskFailure(ctx, c.Step.TaskToken, ErrProjection, reason)
 		return nil, fmt.Errorf("%s", reason)
+	}
+	for _, w := range outs.warnings {
+		s.warnf("%s: %s", c.Step.StepRef, w)
+	}
+	if ev.Exhausted {
+		s.warnf("%s", exhaustedWarning(c.Step.StepRef, ev))
 	}
 	s.emitEnded(c, att, outcome, reason)
 	if err := s.Tokens.SendTaskSuccess(ctx, c.Step.TaskToken, raw); err != nil {
@@ -322,6 +373,9 @@ func secondFinal(c *Caller, err error) error {
 }
 
 func (s *Service) failAttempt(ctx context.Context, c *Caller, att stratus.Attempt, terminal, reason string) (*StepValue, error) {
+	if c.Step.Kind == supervisorKind {
+		return s.supervisorFailed(ctx, c, att, terminal, reason) // supervisor.go
+	}
 	if terminal == "" {
 		terminal = "Failed"
 	}

@@ -1,14 +1,19 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/captoken"
@@ -20,10 +25,42 @@ import (
 
 var newHandle = captoken.NewHandle
 
+// Files of the ctx dir the variables point at (seed 004 § Template
+// variables, worc flow-authoring.md § Where a node's output goes). Each is
+// relative to the run's ctx dir.
+const (
+	DiffFile           = "current.diff"        // {diff_path}: the full change against {diff_base}
+	ChangeOverviewFile = "change-overview.txt" // {change_overview_path}: one line per changed path
+	EnrichedSpecFile   = "task.enriched.md"    // output_artifact: enriched_spec
+	PlanFile           = "plan.md"             // output_artifact: plan → {plan_path}
+	SummaryFile        = "summary.md"          // output_artifact: summary → {summary_body_path}
+	ReportFile         = "report.md"           // output_artifact: report, in the report dir
+	SubtasksDir        = "subtasks"            // <NN>.md per subtask spec, <NN>.predecessors.md, <NN>.start.txt
+)
+
+// maxOverviewPaths bounds the paths change-overview.txt lists (seed 004 §
+// Template variables: at most 200 paths, then a count of the rest).
+const maxOverviewPaths = 200
+
 // ctxDir returns the run's ctx-dir as a sink key prefix (seed 000 § Files
 // are the server's job: placement default workspace/tasks/{task_id}/ctx).
 func ctxDir(env *RunEnv, run stratus.Run) (string, error) {
 	return projection.CtxDir(env.Config.Projection.Placement, run.TaskID)
+}
+
+// reportDir is the sink key prefix of the flow's report directory (worc
+// reference.md § output_policy): docs/research/<task_id> for
+// repository_document, .stratus/security-reports/<task_id> for
+// private_control_workspace_report (worc's .worc/ is Stratus's .stratus/),
+// and "" for a policy without one (code_change).
+func reportDir(f *flow.Flow, taskID string) string {
+	switch f.OutputPolicy {
+	case "repository_document":
+		return path.Join("docs/research", taskID)
+	case "private_control_workspace_report":
+		return path.Join(StateDirName, "security-reports", taskID)
+	}
+	return ""
 }
 
 // abs turns a sink key into the absolute path a local engine reads.
@@ -53,7 +90,7 @@ func (s *Service) latestSteps(ctx context.Context, runID, except string) ([]stra
 	idx := map[string]int{}
 	var out []stratus.Step
 	for _, st := range steps {
-		if st.TID == except || st.Status != stratus.StepCompleted || st.Verdict == "skipped" {
+		if st.TID == except || st.Status != stratus.StepCompleted || st.Verdict == "skipped" || st.Kind == supervisorKind {
 			continue
 		}
 		if i, ok := idx[st.Node]; ok {
@@ -71,57 +108,93 @@ func (s *Service) latestSteps(ctx context.Context, runID, except string) ([]stra
 }
 
 // templateVars builds the role-file variables of one node run (seed 004 §
-// Template variables): metadata and artifact paths only, never bodies.
+// Template variables, § Node outputs): metadata and artifact paths only,
+// never bodies. A variable without a value is absent (it renders as "").
+//
+//   - task_id, stage (the node id), repo_path and its alias repo (the work
+//     dir, worc prompt-variables.md), task_path, report_dir (the output
+//     policy's report dir; the ctx dir for a policy without one);
+//   - from the latest completed step of each earlier node: plan_path
+//     (<ctx>/plan.md), summary_body_path (<ctx>/summary.md), review_path
+//     (the latest evaluator's <ctx>/<node>.md), checks_path (the latest
+//     checks step's <ctx>/<node>.md), <agent>_path (<ctx>/<node>.md, or the
+//     output_file copy <ctx>/<node>.out/<file>; none for a node filling an
+//     output slot) and <tool>_path (<ctx>/tools/<node>/stdout.txt);
+//   - diff_path, change_overview_path, diff_base (diffVars);
+//   - subtask_order, subtask_count, subtask_spec_path and
+//     predecessor_context inside a decomposition region (subtaskVars).
+//
+// memory_path and conflicts_path have no producer in Stratus: always empty.
+// Rendering writes files as a side effect: the diff snapshot and, for a
+// subtask, its start snapshot and predecessor brief.
 func (s *Service) templateVars(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step) (map[string]string, error) {
 	dir, err := ctxDir(env, run)
 	if err != nil {
 		return nil, err
 	}
+	rd := reportDir(env.Flow, run.TaskID)
+	if rd == "" {
+		rd = dir
+	}
 	vars := map[string]string{
 		"task_id":    run.TaskID,
 		"stage":      step.Node,
 		"repo_path":  run.WorkDir,
-		"repo":       filepath.Base(run.WorkDir),
+		"repo":       run.WorkDir,
 		"task_path":  run.TaskPath,
-		"report_dir": abs(run, dir),
+		"report_dir": abs(run, rd),
 	}
 	prior, err := s.latestSteps(ctx, run.ID, step.TID)
 	if err != nil {
 		return nil, err
 	}
 	for _, st := range prior {
-		p := abs(run, path.Join(dir, st.Node+".md"))
-		n := env.Flow.Node(st.Node)
-		if n == nil {
-			continue
-		}
-		switch n.Kind {
-		case "agent", "tool":
-			vars[st.Node+"_path"] = p
-		case "evaluator":
-			vars["review_path"] = p
-		}
-		if n.OutputArtifact == "plan" {
-			vars["plan_path"] = p
-			if hasPart(st, "plan.md") {
-				vars["plan_path"] = abs(run, path.Join(dir, "plan.md"))
+		if n := env.Flow.Node(st.Node); n != nil {
+			if name, key := outputVar(n, st, dir); name != "" {
+				vars[name] = abs(run, key)
 			}
 		}
+	}
+	if run.WorkDir == "" {
+		return vars, nil // nothing on disk to point at
+	}
+	snap, err := s.diffVars(ctx, run, env, vars)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.subtaskVars(ctx, run, env, step, snap, vars); err != nil {
+		return nil, err
 	}
 	return vars, nil
 }
 
-func hasPart(st stratus.Step, name string) bool {
-	v, err := decodeStepValue(st.Value)
-	if err != nil {
-		return false
-	}
-	for _, p := range v.Parts {
-		if p == name {
-			return true
+// outputVar names the variable a completed step of node n sets, and the
+// sink key it points at ("" when it sets none): seed 004 § Node outputs and
+// worc flow-authoring.md § Where a node's output goes.
+func outputVar(n *flow.Node, st stratus.Step, dir string) (name, key string) {
+	switch n.Kind {
+	case "agent":
+		switch n.OutputArtifact {
+		case "plan":
+			return "plan_path", path.Join(dir, PlanFile)
+		case "summary":
+			return "summary_body_path", path.Join(dir, SummaryFile)
+		case "enriched_spec", "report":
+			// A slot node's channel is its slot; these two have no variable.
+			return "", ""
 		}
+		if v, err := decodeStepValue(st.Value); err == nil && v.Output != "" {
+			return n.ID + "_path", path.Join(dir, v.Output)
+		}
+		return n.ID + "_path", path.Join(dir, n.ID+".md")
+	case "tool":
+		return n.ID + "_path", path.Join(dir, "tools", n.ID, "stdout.txt")
+	case "evaluator":
+		return "review_path", path.Join(dir, n.ID+".md")
+	case "checks":
+		return "checks_path", path.Join(dir, n.ID+".md")
 	}
-	return false
+	return "", ""
 }
 
 // readRoleFile reads a role file contained in the flows directory (seed 004
@@ -152,32 +225,122 @@ func readRoleFileRaw(flowDir, rel string) (string, error) {
 	return string(b), nil
 }
 
-// skipNode evaluates a node's `when` fact (worc flow format: the facts are
-// derived.needs_refinement and config.external_research).
-func skipNode(n *flow.Node, env *RunEnv) (bool, string) {
+// admitNode runs before a node is dispatched: it records the run's diff
+// base on the run's first dispatch (a failure is a warning: the diff
+// variables then stay empty), then decides whether the node is skipped.
+func (s *Service) admitNode(ctx context.Context, run stratus.Run, env *RunEnv, n *flow.Node) (skip bool, why string) {
+	if _, err := s.diffBase(ctx, run); err != nil {
+		s.warnf("run %s: cannot record the diff base: %v; {diff_path} stays empty", run.ID, err)
+	}
+	return s.skipNode(n, env)
+}
+
+// skipNode decides whether a node is skipped (worc reference.md §
+// Conditional nodes): the task's nodes.<id>.enabled: false first, then the
+// node's `when` predicate. An unknown fact resolves false and is warned
+// about once per flow and fact.
+func (s *Service) skipNode(n *flow.Node, env *RunEnv) (bool, string) {
 	if !NodeEnabled(env.Task, n.ID) {
 		return true, "disabled by the task (nodes." + n.ID + ".enabled: false)"
 	}
 	if n.When == nil || n.When.Fact == "" {
 		return false, ""
 	}
-	var v bool
-	switch n.When.Fact {
-	case "derived.needs_refinement":
-		// A complete task (description + acceptance criteria) needs no refinement.
-		body := strings.ToLower(env.Task.Body)
-		v = !(strings.Contains(body, "acceptance criteria") && strings.Contains(body, "description"))
-	case "config.external_research":
-		v = false
+	v, known := resolveFact(env.Flow, env.Task, n.When.Fact)
+	if !known {
+		if _, dup := warnedFacts.LoadOrStore(factKey{s, env.Flow.Name, n.When.Fact}, true); !dup {
+			s.warnf("flow %s node %s: when.fact %q is not a known fact (known: derived.needs_refinement, config.external_research); it resolves to false", env.Flow.Name, n.ID, n.When.Fact)
+		}
 	}
-	want := true
-	if b, ok := n.When.Equals.(bool); ok {
-		want = b
-	}
-	if v != want {
+	if !whenHolds(v, n.When.Equals) {
 		return true, fmt.Sprintf("when %s is %v", n.When.Fact, v)
 	}
 	return false, ""
+}
+
+// warnedFacts remembers which unknown facts a service has warned about.
+var warnedFacts sync.Map
+
+type factKey struct {
+	s          *Service
+	flow, fact string
+}
+
+// whenHolds compares a fact's value with the predicate's `equals` (absent
+// means true). A non-boolean equals matches by its text ("true"/"false").
+func whenHolds(v bool, equals any) bool {
+	switch e := equals.(type) {
+	case nil:
+		return v
+	case bool:
+		return v == e
+	default:
+		return strconv.FormatBool(v) == strings.ToLower(fmt.Sprint(e))
+	}
+}
+
+// resolveFact resolves a `when` fact (worc reference.md § Conditional
+// nodes; the names are a closed set of two):
+//
+//   - derived.needs_refinement: the task is not well-formed — well-formed
+//     is a non-empty description plus an `## Acceptance criteria` section;
+//   - config.external_research: the flow declares a network_policy.
+//
+// Any other name resolves false with known=false.
+func resolveFact(f *flow.Flow, t *task.Task, fact string) (v, known bool) {
+	switch fact {
+	case "derived.needs_refinement":
+		return NeedsRefinement(t.Body), true
+	case "config.external_research":
+		return f.NetworkPolicy != "", true
+	}
+	return false, false
+}
+
+// NeedsRefinement reports whether a task body is not well-formed (worc
+// reference.md § Conditional nodes, worc-task SKILL.md § Body sections): it
+// is well-formed when its description is non-empty — the `## Description`
+// section, or the whole body when it has no `##` section at all — and it
+// has an `## Acceptance criteria` section. Headings match in any letter
+// case; headings inside fenced code blocks do not count.
+func NeedsRefinement(body string) bool {
+	sections := map[string]string{}
+	var cur string
+	var text strings.Builder
+	anyH2, fence := false, ""
+	flush := func() {
+		if cur != "" {
+			sections[cur] += text.String()
+		}
+		text.Reset()
+	}
+	var whole strings.Builder
+	for _, line := range strings.Split(body, "\n") {
+		t := strings.TrimSpace(line)
+		if fence != "" {
+			if strings.HasPrefix(t, fence) {
+				fence = ""
+			}
+		} else if strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
+			fence = t[:3]
+		} else if h, ok := strings.CutPrefix(t, "## "); ok {
+			flush()
+			anyH2 = true
+			cur = strings.ToLower(strings.TrimRight(strings.TrimSpace(strings.TrimRight(h, "#")), ":"))
+			continue
+		}
+		whole.WriteString(line + "\n")
+		if cur != "" {
+			text.WriteString(line + "\n")
+		}
+	}
+	flush()
+	desc := strings.TrimSpace(whole.String())
+	if anyH2 {
+		desc = strings.TrimSpace(sections["description"])
+	}
+	_, ac := sections["acceptance criteria"]
+	return desc == "" || !ac
 }
 
 // NodeEnabled reports whether the task leaves node id enabled (worc task
@@ -196,3 +359,266 @@ var secretLike = regexp.MustCompile(`(?i)\b(sk-[a-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|
 // redact masks token-shaped secrets in audit copies (seed 004 § Safety:
 // rendered prompts are written redacted).
 func redact(s string) string { return secretLike.ReplaceAllString(s, "[REDACTED]") }
+
+// diffBaseKey is the sink key recording a task's diff base: "<run id>
+// <commit sha>\n", written at the run's first dispatch.
+func diffBaseKey(taskID string) string {
+	return path.Join(StateDirName, "logs", taskID, "diff_base")
+}
+
+// diffBase returns the commit the run's change is measured from: HEAD of
+// the work dir as recorded at the run's first dispatch (seed 004 §
+// Template variables: {diff_base} is the full SHA the change is measured
+// from). "" when the work dir is not a git work tree with a commit.
+func (s *Service) diffBase(ctx context.Context, run stratus.Run) (string, error) {
+	if run.WorkDir == "" {
+		return "", nil
+	}
+	key := diffBaseKey(run.TaskID)
+	b, err := s.Sink.Get(ctx, key)
+	if err == nil {
+		if id, sha, ok := strings.Cut(strings.TrimSpace(string(b)), " "); ok && id == run.ID {
+			return sha, nil
+		}
+	} else if stratus.ErrorCode(err) != stratus.ENOTFOUND {
+		return "", err
+	}
+	sha, err := git(ctx, run.WorkDir, nil, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+	if err != nil {
+		return "", nil // not a git work tree, or no commit yet: no diff
+	}
+	sha = strings.TrimSpace(sha)
+	return sha, s.Sink.Put(ctx, key, []byte(run.ID+" "+sha+"\n"))
+}
+
+// changedPath is one path of a diff snapshot.
+type changedPath struct {
+	Kind    string // A, M, D or R (a copy counts as A, a type change as M)
+	Path    string // the new path (the old one for D)
+	Old     string // R only: the old path
+	Added   int    // lines; -1 for a binary file
+	Deleted int
+	Blob    string // the post-image blob id (zeros for D): what tells two snapshots apart
+}
+
+// snapshot is the change of the work dir against the diff base.
+type snapshot struct {
+	Base  string
+	Paths []changedPath
+	Diff  []byte
+}
+
+// diffVars takes a snapshot of the work dir against the run's diff base
+// and, when it holds a change, writes <ctx>/current.diff and
+// <ctx>/change-overview.txt and sets diff_path, change_overview_path and
+// diff_base (seed 004 § Template variables: they arrive together, empty
+// until the first edit, replaced every time the diff is). The snapshot is
+// returned for the subtask bookkeeping (nil when there is none). A git
+// failure leaves the variables empty with a warning.
+func (s *Service) diffVars(ctx context.Context, run stratus.Run, env *RunEnv, vars map[string]string) (*snapshot, error) {
+	base, err := s.diffBase(ctx, run)
+	if err != nil || base == "" {
+		return nil, err
+	}
+	dir, err := ctxDir(env, run)
+	if err != nil {
+		return nil, err
+	}
+	// Stratus's own files are not the change: its state dir, the ctx dir,
+	// and the task file when it lives in the work dir.
+	exclude := []string{StateDirName, dir}
+	if rel, err := filepath.Rel(run.WorkDir, run.TaskPath); err == nil && run.TaskPath != "" && filepath.IsLocal(rel) {
+		exclude = append(exclude, filepath.ToSlash(rel))
+	}
+	snap, err := takeSnapshot(ctx, run.WorkDir, base, exclude)
+	if err != nil {
+		s.warnf("run %s: diff against %s failed: %v; {diff_path} stays empty", run.ID, base, err)
+		return nil, nil
+	}
+	if len(snap.Paths) == 0 {
+		return snap, nil
+	}
+	diffKey := path.Join(dir, DiffFile)
+	if err := s.Sink.Put(ctx, diffKey, snap.Diff); err != nil {
+		return nil, err
+	}
+	ovKey := path.Join(dir, ChangeOverviewFile)
+	if err := s.Sink.Put(ctx, ovKey, changeOverview(snap, abs(run, diffKey))); err != nil {
+		return nil, err
+	}
+	vars["diff_path"], vars["change_overview_path"], vars["diff_base"] = abs(run, diffKey), abs(run, ovKey), base
+	return snap, nil
+}
+
+// changeOverview renders change-overview.txt (seed 004 § Template
+// variables): a header with the totals, the base and the full diff's size
+// and path, then one line per changed path — kind, path (old → new for a
+// rename), +added -deleted or "binary" — at most maxOverviewPaths, then a
+// count of the rest.
+func changeOverview(snap *snapshot, diffPath string) []byte {
+	added, deleted := 0, 0
+	for _, p := range snap.Paths {
+		if p.Added > 0 {
+			added += p.Added
+		}
+		if p.Deleted > 0 {
+			deleted += p.Deleted
+		}
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "Change overview: %s, +%d -%d lines, against base %s\n", plural(len(snap.Paths), "path"), added, deleted, snap.Base)
+	fmt.Fprintf(&b, "Full diff: %s (%d bytes)\n\n", diffPath, len(snap.Diff))
+	for i, p := range snap.Paths {
+		if i == maxOverviewPaths {
+			fmt.Fprintf(&b, "… and %s\n", morePaths(len(snap.Paths)-i))
+			break
+		}
+		name := p.Path
+		if p.Kind == "R" {
+			name = p.Old + " → " + p.Path
+		}
+		lines := fmt.Sprintf("+%d -%d", p.Added, p.Deleted)
+		if p.Added < 0 {
+			lines = "binary"
+		}
+		fmt.Fprintf(&b, "%s %s %s\n", p.Kind, name, lines)
+	}
+	return b.Bytes()
+}
+
+func morePaths(n int) string {
+	if n == 1 {
+		return "1 more path"
+	}
+	return fmt.Sprintf("%d more paths", n)
+}
+
+// takeSnapshot diffs the work tree of dir — tracked and untracked files,
+// .gitignore respected, the exclude paths left out — against commit base.
+// It stages into a throwaway index (GIT_INDEX_FILE), so the repository's
+// own index, HEAD and refs are never touched.
+func takeSnapshot(ctx context.Context, dir, base string, exclude []string) (*snapshot, error) {
+	tmp, err := os.MkdirTemp("", "stratus-index-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	env := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
+	if _, err := git(ctx, dir, env, "read-tree", base); err != nil {
+		return nil, err
+	}
+	add := []string{"add", "--all", "--", "."}
+	for _, x := range exclude {
+		add = append(add, ":(exclude)"+x)
+	}
+	if _, err := git(ctx, dir, env, add...); err != nil {
+		return nil, err
+	}
+	diff := []string{"diff", "--cached", "--relative", "-M", "--no-color", "--no-ext-diff"}
+	raw, err := git(ctx, dir, env, append(diff, "--raw", "--no-abbrev", "-z", base)...)
+	if err != nil {
+		return nil, err
+	}
+	num, err := git(ctx, dir, env, append(diff, "--numstat", "-z", base)...)
+	if err != nil {
+		return nil, err
+	}
+	full, err := git(ctx, dir, env, append(diff, base)...)
+	if err != nil {
+		return nil, err
+	}
+	snap := &snapshot{Base: base, Diff: []byte(full)}
+	counts := parseNumstat(num)
+	snap.Paths = parseRaw(raw)
+	for i := range snap.Paths {
+		c, ok := counts[snap.Paths[i].Path]
+		if !ok {
+			c = [2]int{0, 0}
+		}
+		snap.Paths[i].Added, snap.Paths[i].Deleted = c[0], c[1]
+	}
+	return snap, nil
+}
+
+// parseRaw reads `git diff --raw -z`: ":<modes> <old> <new> <status>\0<path>\0"
+// or, for a rename or copy, ":…\0<old path>\0<new path>\0".
+func parseRaw(out string) []changedPath {
+	tok := strings.Split(out, "\x00")
+	var ps []changedPath
+	for i := 0; i < len(tok); i++ {
+		meta, ok := strings.CutPrefix(tok[i], ":")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(meta)
+		if len(f) < 5 || f[4] == "" || i+1 >= len(tok) {
+			continue
+		}
+		p := changedPath{Kind: f[4][:1], Blob: f[3], Path: tok[i+1]}
+		i++
+		switch p.Kind {
+		case "R", "C":
+			if i+1 < len(tok) {
+				p.Old, p.Path = p.Path, tok[i+1]
+				i++
+			}
+			if p.Kind == "C" {
+				p.Kind, p.Old = "A", ""
+			}
+		case "T":
+			p.Kind = "M"
+		}
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+// parseNumstat reads `git diff --numstat -z` into path → {added, deleted}
+// (-1, -1 for a binary file). A rename's record is "a\td\t\0old\0new\0".
+func parseNumstat(out string) map[string][2]int {
+	tok := strings.Split(out, "\x00")
+	m := map[string][2]int{}
+	for i := 0; i < len(tok); i++ {
+		f := strings.SplitN(tok[i], "\t", 3)
+		if len(f) != 3 {
+			continue
+		}
+		name := f[2]
+		if name == "" && i+2 < len(tok) {
+			name = tok[i+2]
+			i += 2
+		}
+		a, errA := strconv.Atoi(f[0])
+		d, errD := strconv.Atoi(f[1])
+		if errA != nil || errD != nil {
+			a, d = -1, -1
+		}
+		m[name] = [2]int{a, d}
+	}
+	return m
+}
+
+// git runs git in dir with the extra environment env and returns its
+// stdout. The caller's GIT_* variables (GIT_DIR, GIT_INDEX_FILE, ...) are
+// dropped so they cannot point the command at another repository.
+func git(ctx context.Context, dir string, env []string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "GIT_") {
+			cmd.Env = append(cmd.Env, e)
+		}
+	}
+	cmd.Env = append(cmd.Env, env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
+
+// inRegion reports whether node id belongs to the flow's decomposition
+// region (worc reference.md § decomposition: sub_flow).
+func inRegion(f *flow.Flow, id string) bool {
+	return f.Decomposition != nil && slices.Contains(f.Decomposition.SubFlow, id)
+}

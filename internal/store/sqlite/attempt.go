@@ -3,19 +3,25 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 
 	"github.com/stratusflow/stratus"
 )
 
-const attemptColumns = "tid, n, agent, status, terminal, reason, system, prompt, steps, prompt_tokens, completion_tokens, cost_usd, started_at, engine_started_at, ended_at"
+const attemptColumns = "tid, n, agent, status, terminal, reason, system, prompt, steps, prompt_tokens, completion_tokens, cost_usd, started_at, engine_started_at, ended_at, resolved"
 
 // CreateAttempt inserts attempt (a.TID, a.N); ECONFLICT if it exists.
 func (s *Store) CreateAttempt(ctx context.Context, a stratus.Attempt) error {
-	_, err := s.w.ExecContext(ctx, "INSERT INTO attempts ("+attemptColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	res, err := resolvedText(a.Resolved)
+	if err != nil {
+		return fmt.Errorf("create attempt %d of task %q: %w", a.N, a.TID, err)
+	}
+	_, err = s.w.ExecContext(ctx, "INSERT INTO attempts ("+attemptColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		a.TID, a.N, a.Agent, a.Status, a.Terminal, a.Reason, a.System, a.Prompt, a.Steps, a.PromptTokens, a.CompletionTokens,
-		cost(a.CostUSD), millis(a.StartedAt), millis(a.EngineStartedAt), millis(a.EndedAt))
+		cost(a.CostUSD), millis(a.StartedAt), millis(a.EngineStartedAt), millis(a.EndedAt), res)
 	if isUniqueViolation(err) {
 		return stratus.Errorf(stratus.ECONFLICT, "attempt %d of task %q already exists", a.N, a.TID)
 	} else if err != nil {
@@ -54,11 +60,15 @@ func (s *Store) UpdateAttempt(ctx context.Context, a stratus.Attempt) error {
 }
 
 func updateAttempt(ctx context.Context, s querier, a stratus.Attempt) error {
+	resolved, err := resolvedText(a.Resolved)
+	if err != nil {
+		return fmt.Errorf("update attempt %d of task %q: %w", a.N, a.TID, err)
+	}
 	res, err := s.ExecContext(ctx, `UPDATE attempts SET agent = ?, status = ?, terminal = ?, reason = ?, system = ?, prompt = ?,
-	steps = ?, prompt_tokens = ?, completion_tokens = ?, cost_usd = ?, started_at = ?, engine_started_at = ?, ended_at = ?
+	steps = ?, prompt_tokens = ?, completion_tokens = ?, cost_usd = ?, started_at = ?, engine_started_at = ?, ended_at = ?, resolved = ?
 WHERE tid = ? AND n = ?`,
 		a.Agent, a.Status, a.Terminal, a.Reason, a.System, a.Prompt, a.Steps, a.PromptTokens, a.CompletionTokens,
-		cost(a.CostUSD), millis(a.StartedAt), millis(a.EngineStartedAt), millis(a.EndedAt), a.TID, a.N)
+		cost(a.CostUSD), millis(a.StartedAt), millis(a.EngineStartedAt), millis(a.EndedAt), resolved, a.TID, a.N)
 	if err != nil {
 		return fmt.Errorf("update attempt %d of task %q: %w", a.N, a.TID, err)
 	}
@@ -69,9 +79,15 @@ func scanAttempt(row rowScanner) (stratus.Attempt, error) {
 	var a stratus.Attempt
 	var costUSD sql.NullFloat64
 	var started, engineStarted, ended sql.NullInt64
+	var resolved string
 	if err := row.Scan(&a.TID, &a.N, &a.Agent, &a.Status, &a.Terminal, &a.Reason, &a.System, &a.Prompt, &a.Steps,
-		&a.PromptTokens, &a.CompletionTokens, &costUSD, &started, &engineStarted, &ended); err != nil {
+		&a.PromptTokens, &a.CompletionTokens, &costUSD, &started, &engineStarted, &ended, &resolved); err != nil {
 		return stratus.Attempt{}, err
+	}
+	if resolved != "" {
+		if err := json.Unmarshal([]byte(resolved), &a.Resolved); err != nil {
+			return stratus.Attempt{}, fmt.Errorf("attempt %d of task %q: resolved: %w", a.N, a.TID, err)
+		}
 	}
 	if costUSD.Valid {
 		a.CostUSD = &costUSD.Float64
@@ -87,4 +103,17 @@ func cost(c *float64) sql.NullFloat64 {
 		return sql.NullFloat64{}
 	}
 	return sql.NullFloat64{Float64: *c, Valid: true}
+}
+
+// resolvedText is the resolved column: stratus.Resolved as JSON, or empty
+// for the zero value (an attempt that recorded none).
+func resolvedText(r stratus.Resolved) (string, error) {
+	if reflect.ValueOf(r).IsZero() {
+		return "", nil
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return "", fmt.Errorf("resolved: %w", err)
+	}
+	return string(b), nil
 }

@@ -111,6 +111,11 @@ CREATE TABLE render_sizes (
 	`
 ALTER TABLE outputs ADD COLUMN blob TEXT NOT NULL DEFAULT '';
 `,
+	// 4: an attempt's resolved per-node overrides (stratus.Resolved as
+	// JSON; '' for an attempt recorded before version 4).
+	`
+ALTER TABLE attempts ADD COLUMN resolved TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // schemaVersion is the version this binary writes.

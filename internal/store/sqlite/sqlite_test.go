@@ -2,8 +2,10 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -240,5 +242,54 @@ func TestClosed_FailsInternal(t *testing.T) {
 	_, err = s.GetRun(context.Background(), "run-1")
 	if stratus.ErrorCode(err) != stratus.EINTERNAL || !strings.Contains(err.Error(), `get run "run-1"`) {
 		t.Errorf("GetRun on a closed store: %v, want a wrapped internal error naming the run", err)
+	}
+}
+
+// Migration 4 adds the attempts' resolved column: an attempt recorded by a
+// version-3 database reads back with a zero Resolved, and new attempts
+// record theirs (seed 004 § Per-node overrides in flows).
+func TestMigrate_V3AttemptsReadZeroResolved(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "stratus.db")
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatalf("open raw: %v", err)
+	}
+	for v := range 3 {
+		if _, err := db.Exec(migrations[v]); err != nil {
+			t.Fatalf("apply migration %d: %v", v+1, err)
+		}
+	}
+	for _, q := range []string{
+		"CREATE TABLE schema_version (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL) STRICT",
+		"INSERT INTO schema_version (id, version) VALUES (1, 3)",
+		`INSERT INTO attempts (tid, n, agent, status, terminal, reason, system, prompt, steps, prompt_tokens, completion_tokens)
+		 VALUES ('t1', 1, 'review', 'submitted', 'captured', '', 'sys', 'prompt', 2, 10, 5)`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatalf("close raw: %v", err)
+	}
+
+	s := openT(t, path)
+	old, err := s.GetAttempt(ctx, "t1", 1)
+	if err != nil {
+		t.Fatalf("GetAttempt of a version-3 attempt: %v", err)
+	}
+	if !reflect.ValueOf(old.Resolved).IsZero() || old.Agent != "review" || old.Steps != 2 {
+		t.Errorf("version-3 attempt after migration = %+v, want its fields and a zero Resolved", old)
+	}
+	a := old
+	a.N, a.Resolved = 2, stratus.Resolved{Provider: "claude", Model: "claude-opus-5", PermissionProfile: "read-only", TimeoutSeconds: 600}
+	if err := s.CreateAttempt(ctx, a); err != nil {
+		t.Fatalf("CreateAttempt after migration: %v", err)
+	}
+	got, err := s.GetAttempt(ctx, "t1", 2)
+	if err != nil || !reflect.DeepEqual(got.Resolved, a.Resolved) {
+		t.Errorf("GetAttempt after migration: Resolved = %+v, err %v; want %+v", got.Resolved, err, a.Resolved)
 	}
 }

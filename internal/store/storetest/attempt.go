@@ -25,6 +25,38 @@ func (su *suite) testAttempts(t *testing.T) {
 		checkAttempt(t, got, a)
 	})
 
+	// seed 004 § Per-node overrides in flows: what an attempt was launched
+	// with is recorded with it; an attempt that recorded none reads back
+	// the zero value.
+	t.Run("Resolved_RoundTrip", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		st, _ := b.parents(t, 1)
+		full := b.attempt(st.TID, 2)
+		full.Resolved = stratus.Resolved{
+			Provider: "codex", Model: "gpt-6-codex", Reasoning: "xhigh", PermissionProfile: "read-only",
+			NetworkAccess: true, TimeoutSeconds: 2700, ExtraArgs: []string{"--add-dir", "docs", "-c", "a=\"b c\""},
+			Configured: stratus.ModelChoice{Model: "gpt-6", Reasoning: "medium"},
+		}
+		none := b.attempt(st.TID, 3)
+		none.Resolved = stratus.Resolved{}
+		partial := b.attempt(st.TID, 4)
+		partial.Resolved = stratus.Resolved{Provider: "echo", PermissionProfile: "workspace-write", TimeoutSeconds: 600}
+		for _, a := range []stratus.Attempt{full, none, partial} {
+			b.createAttempt(t, a)
+			got, err := b.s.GetAttempt(b.ctx, a.TID, a.N)
+			if err != nil {
+				t.Fatalf("GetAttempt(%q, %d): %v", a.TID, a.N, err)
+			}
+			checkAttempt(t, got, a)
+		}
+		latest, err := b.s.LatestAttempt(b.ctx, st.TID)
+		if err != nil {
+			t.Fatalf("LatestAttempt(%q): %v", st.TID, err)
+		}
+		checkAttempt(t, latest, partial)
+	})
+
 	t.Run("CostUSD_NilAndZeroDistinct", func(t *testing.T) {
 		t.Parallel()
 		b := su.setup(t)
@@ -140,6 +172,8 @@ func (su *suite) testAttempts(t *testing.T) {
 			StartedAt:        base.Add(time.Hour),
 			EngineStartedAt:  base.Add(time.Hour + time.Second),
 			EndedAt:          base.Add(2 * time.Hour),
+			Resolved: stratus.Resolved{Provider: "claude", Model: "claude-opus-5", PermissionProfile: "read-only",
+				TimeoutSeconds: 900, Configured: stratus.ModelChoice{Model: "claude-sonnet-5"}},
 		}
 		if err := b.s.UpdateAttempt(b.ctx, u); err != nil {
 			t.Fatalf("UpdateAttempt(%q, %d): %v", u.TID, u.N, err)
@@ -150,8 +184,9 @@ func (su *suite) testAttempts(t *testing.T) {
 		}
 		checkAttempt(t, got, u)
 
-		// Replaced, not merged: nil cost and zero times clear the fields.
-		u.CostUSD, u.EngineStartedAt, u.EndedAt, u.Reason = nil, time.Time{}, time.Time{}, ""
+		// Replaced, not merged: nil cost, zero times and a zero resolution
+		// clear the fields.
+		u.CostUSD, u.EngineStartedAt, u.EndedAt, u.Reason, u.Resolved = nil, time.Time{}, time.Time{}, "", stratus.Resolved{}
 		if err := b.s.UpdateAttempt(b.ctx, u); err != nil {
 			t.Fatalf("UpdateAttempt(%q, %d) again: %v", u.TID, u.N, err)
 		}

@@ -130,6 +130,8 @@ func (b *bundle) attempt(tid string, n int) stratus.Attempt {
 		CompletionTokens: 7,
 		CostUSD:          ptr(0.0421),
 		StartedAt:        base.Add(time.Duration(n) * time.Minute),
+		Resolved: stratus.Resolved{Provider: "claude", Model: "claude-opus-5", Reasoning: "high", PermissionProfile: "read-only",
+			TimeoutSeconds: 600, Configured: stratus.ModelChoice{Model: "claude-sonnet-5", Reasoning: "high"}},
 	}
 }
 

@@ -1,0 +1,30 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/stratusflow/stratus/internal/worker"
+)
+
+func newApproveCmd(io IO) *cobra.Command {
+	o := &HITLOptions{IO: io, Decision: worker.DecisionApprove}
+	cmd := &cobra.Command{
+		Use:   "approve RUN NODE [--dir DIR]",
+		Short: "Approve what a waiting node asks a human to approve",
+		Long: `approve replies "approve" to the approval NODE of the running run RUN waits
+for: a hitl node with signal approval (the run takes its route:approve edge), or
+an agent that asked for an approval (the run goes on past it). The run must be
+running under DIR (stratus run writes DIR/.stratus/runs/RUN.json while it runs).
+
+Exit status: 0 recorded, 1 the run is not running or the reply failed, 2 the
+node does not wait for an approval.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(_ *cobra.Command, args []string) error {
+			o.RunID, o.Node = args[0], args[1]
+			return runHITL(o)
+		},
+	}
+	cmd.Flags().StringVar(&o.Dir, "dir", ".", "work directory holding .stratus/")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the step's value as JSON on stdout")
+	return cmd
+}

@@ -1,0 +1,288 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// background is a `stratus run` left running while the test replies.
+type background struct {
+	cmd    *exec.Cmd
+	mu     sync.Mutex
+	stderr bytes.Buffer
+	lines  chan string
+	done   chan struct{}
+	code   int
+}
+
+// startRun starts `stratus run TASK --dir DIR` and streams its progress.
+func startRun(t *testing.T, dir, task string) *background {
+	t.Helper()
+	b := &background{cmd: exec.Command(stratusBin, "run", task, "--dir", dir), lines: make(chan string, 256), done: make(chan struct{})}
+	pipe, err := b.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		select {
+		case <-b.done:
+		default:
+			b.cmd.Process.Kill()
+			<-b.done
+		}
+	})
+	go func() {
+		defer close(b.done)
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			b.mu.Lock()
+			b.stderr.WriteString(sc.Text() + "\n")
+			b.mu.Unlock()
+			select {
+			case b.lines <- sc.Text():
+			default:
+			}
+		}
+		err := b.cmd.Wait()
+		b.code = 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			b.code = ee.ExitCode()
+		}
+	}()
+	return b
+}
+
+var waitLine = regexp.MustCompile(`^stratus: wait\s+(\S+)\s+node=(\S+) .*reply with: stratus \w+ (\S+) `)
+
+// waiting blocks until the run says a step waits for a human; it returns
+// the run id and the step ref.
+func (b *background) waiting(t *testing.T) (runID, stepRef string) {
+	t.Helper()
+	timeout := time.After(60 * time.Second)
+	for {
+		select {
+		case l := <-b.lines:
+			if m := waitLine.FindStringSubmatch(l); m != nil {
+				return m[3], m[1]
+			}
+		case <-b.done:
+			t.Fatalf("the run ended (exit %d) without waiting for a human:\n%s", b.code, b.log())
+		case <-timeout:
+			t.Fatalf("no waiting line within 60 s:\n%s", b.log())
+		}
+	}
+}
+
+// wait waits for the run to end and returns its exit status.
+func (b *background) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-b.done:
+	case <-time.After(120 * time.Second):
+		t.Fatalf("the run did not end within 120 s:\n%s", b.log())
+	}
+	return b.code
+}
+
+func (b *background) log() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stderr.String()
+}
+
+const approvalFlow = `flow:
+  name: gated
+  task_type: gated
+  permission_ceiling: workspace-write
+  output_policy: code_change
+  publishing: local_artifact
+  nodes:
+    - { id: draft, kind: agent, role_file: gated/draft.md }
+    - { id: gate, kind: hitl, signal: approval GATE_TIMEOUT}
+    - { id: ask, kind: hitl, signal: question }
+    - { id: revise, kind: agent, role_file: gated/revise.md }
+    - { id: publish, kind: publish, policy: local_artifact }
+  edges:
+    - { from: draft, to: gate }
+    - { from: gate, to: ask, outcome: route:approve }
+    - { from: gate, to: revise, outcome: route:deny }
+    - { from: ask, to: publish }
+    - { from: revise, to: publish }
+`
+
+// setupHITLRun installs a work dir whose task runs flow (its role files
+// generated) with the script engine answering from scenario.
+func setupHITLRun(t *testing.T, flowName, flowYAML, scenario string) (dir, task string) {
+	t.Helper()
+	dir = t.TempDir()
+	writeTestFile(t, filepath.Join(dir, "scenario.yaml"), scenario)
+	if r := runCLI(t, "install", "--dir", dir, "--primary", "script", "--scenario", filepath.Join(dir, "scenario.yaml")); r.code != 0 {
+		t.Fatalf("install: %s", r.stderr)
+	}
+	writeTestFile(t, filepath.Join(dir, ".stratus/flows", flowName+".yaml"), flowYAML)
+	for _, m := range regexp.MustCompile(`role_file: ([^\s,}]+)`).FindAllStringSubmatch(flowYAML, -1) {
+		writeTestFile(t, filepath.Join(dir, ".stratus/flows", m[1]), "Work on {task_id} as "+m[1]+".\n")
+	}
+	task = filepath.Join(dir, "task.md")
+	writeTestFile(t, task, "---\nid: t-"+flowName+"\ntitle: Human in the loop\ntask_type: "+flowName+"\n---\n## Description\n\nDo it.\n\n## Acceptance criteria\n\n- done\n")
+	return dir, task
+}
+
+// A hitl approval node waits for `stratus approve|reject`; the reply picks
+// its route (worc reference.md § hitl node; issue 5 § 4), and a question
+// node waits for `stratus answer` and then proceeds.
+func TestHITL_ApproveRejectAnswerResumeTheRun(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		reply []string // after RUN NODE
+		want  string
+	}{
+		{"approve", []string{"approve"}, "draft#1:done gate#1:route:approve ask#1:done publish#1:done"},
+		{"reject takes the deny route", []string{"reject", "--reason", "not yet"}, "draft#1:done gate#1:route:deny revise#1:done publish#1:done"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir, task := setupHITLRun(t, "gated", strings.Replace(approvalFlow, " GATE_TIMEOUT", "", 1), "default:\n  report: ok\n")
+			run := startRun(t, dir, task)
+			runID, ref := run.waiting(t)
+			if ref != "gate#1" {
+				t.Fatalf("waiting step %s, want gate#1", ref)
+			}
+			addr := filepath.Join(dir, ".stratus/runs", runID+".json")
+			if fi, err := os.Stat(addr); err != nil || fi.Mode().Perm() != 0o600 {
+				t.Fatalf("run address file %s: %v (mode %v), want 0600", addr, err, fi)
+			}
+			// A reply the request does not take is refused and changes nothing.
+			if r := runCLI(t, "answer", runID, "gate", "yes", "--dir", dir); r.code != ExitUsage || !strings.Contains(r.stderr, "approve or reject") {
+				t.Errorf("answer to an approval: exit %d %s", r.code, r.stderr)
+			}
+			args := append([]string{c.reply[0], runID, "gate"}, c.reply[1:]...)
+			if r := runCLI(t, append(args, "--dir", dir)...); r.code != ExitOK || !strings.Contains(r.stdout, "gate#1 → route:") {
+				t.Fatalf("%v: exit %d\n%s%s", args, r.code, r.stdout, r.stderr)
+			}
+			if c.reply[0] == "approve" {
+				if _, ref := run.waiting(t); ref != "ask#1" {
+					t.Fatalf("second wait %s, want ask#1", ref)
+				}
+				if r := runCLI(t, "answer", runID, "ask", "the blue one", "--dir", dir); r.code != ExitOK {
+					t.Fatalf("answer: exit %d %s", r.code, r.stderr)
+				}
+			}
+			if code := run.wait(t); code != ExitOK {
+				t.Fatalf("run exit %d\n%s", code, run.log())
+			}
+			if got := join(steps(run.log())); got != c.want {
+				t.Errorf("steps\n got %s\nwant %s", got, c.want)
+			}
+			if _, err := os.Stat(addr); !os.IsNotExist(err) {
+				t.Errorf("the run address file outlives the run: %v", err)
+			}
+			if c.reply[0] == "approve" {
+				if body := readFile(t, filepath.Join(dir, "workspace/tasks/t-gated/ctx/ask.md")); !strings.Contains(body, "the blue one") {
+					t.Errorf("ask.md lacks the answer:\n%s", body)
+				}
+			}
+			// The run is over: nothing to reply to.
+			if r := runCLI(t, "approve", runID, "gate", "--dir", dir); r.code != ExitFailed || !strings.Contains(r.stderr, "is not running") {
+				t.Errorf("approve after the end: exit %d %s", r.code, r.stderr)
+			}
+		})
+	}
+}
+
+// A human who does not reply in time parks the run (reference.md § hitl
+// node: a timeout is fail-closed → manual_action_required, exit 3).
+func TestHITL_TimeoutIsManualActionRequired(t *testing.T) {
+	t.Parallel()
+	dir, task := setupHITLRun(t, "gated", strings.Replace(approvalFlow, " GATE_TIMEOUT", ", timeout_s: 1", 1), "default:\n  report: ok\n")
+	r := runCLI(t, "run", task, "--dir", dir)
+	if r.code != ExitManual {
+		t.Fatalf("exit %d, want %d\n%s", r.code, ExitManual, r.stderr)
+	}
+	if got := join(steps(r.stderr)); got != "draft#1:done gate#1:failed" {
+		t.Errorf("steps %s", got)
+	}
+	if !strings.Contains(r.stderr, "no human reply within 1 s") {
+		t.Errorf("progress does not say why:\n%s", r.stderr)
+	}
+}
+
+// An agent with `hitl: {allow_question: true}` asks through its report's
+// human_input; `stratus answer` resumes it, and its second visit's prompt
+// carries the answer (issue 5 § 4).
+func TestHITL_AgentQuestionAnsweredReRunsTheAgent(t *testing.T) {
+	t.Parallel()
+	const asking = `flow:
+  name: asking
+  task_type: asking
+  permission_ceiling: workspace-write
+  output_policy: code_change
+  publishing: local_artifact
+  nodes:
+    - { id: draft, kind: agent, role_file: asking/draft.md, hitl: { allow_question: true, allow_approval: false } }
+    - { id: publish, kind: publish, policy: local_artifact }
+  edges:
+    - { from: draft, to: publish }
+`
+	dir, task := setupHITLRun(t, "asking", asking, `
+nodes:
+  draft:
+    - report: {content: "need a color", human_input: {kind: question, text: "Which color should the button be?"}}
+    - report: "Painted it teal."
+default:
+  report: ok
+`)
+	run := startRun(t, dir, task)
+	runID, ref := run.waiting(t)
+	if ref != "draft.hitl#1" {
+		t.Fatalf("waiting step %s, want draft.hitl#1", ref)
+	}
+	if !strings.Contains(run.log(), "Which color should the button be?") {
+		t.Errorf("the waiting line does not show the question:\n%s", run.log())
+	}
+	if r := runCLI(t, "answer", runID, "draft", "teal, please", "--dir", dir); r.code != ExitOK {
+		t.Fatalf("answer: exit %d %s", r.code, r.stderr)
+	}
+	if code := run.wait(t); code != ExitOK {
+		t.Fatalf("run exit %d\n%s", code, run.log())
+	}
+	if got, want := join(steps(run.log())), "draft#1:human_input draft.hitl#1:answered draft#2:done publish#1:done"; got != want {
+		t.Errorf("steps\n got %s\nwant %s", got, want)
+	}
+	p := readFile(t, filepath.Join(dir, ".stratus/logs/t-asking/stages/draft/run-000002/rendered-prompt.md"))
+	if !strings.Contains(p, "## Human answer") || !strings.Contains(p, "Which color should the button be?") || !strings.Contains(p, "teal, please") {
+		t.Errorf("the re-run's prompt lacks the answer:\n%s", p)
+	}
+}
+
+// A run that is not running cannot be replied to: a clear error, exit 1.
+func TestHITL_ReplyToARunThatIsNotRunning(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if r := runCLI(t, "install", "--dir", dir); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	r := runCLI(t, "approve", "r-20260101T000000-abcdef", "gate", "--dir", dir)
+	if r.code != ExitFailed || !strings.Contains(r.stderr, "run r-20260101T000000-abcdef is not running") {
+		t.Errorf("exit %d %s", r.code, r.stderr)
+	}
+	// A stale address file (its process gone) says so.
+	writeTestFile(t, filepath.Join(dir, ".stratus/runs/r-stale.json"), `{"api_url":"http://127.0.0.1:1","pid":999999999}`)
+	r = runCLI(t, "reject", "r-stale", "gate", "--dir", dir)
+	if r.code != ExitFailed || !strings.Contains(r.stderr, "is not running") {
+		t.Errorf("stale: exit %d %s", r.code, r.stderr)
+	}
+}

@@ -1,0 +1,487 @@
+package compiler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stratusflow/stratus/internal/executor"
+	"github.com/stratusflow/stratus/internal/executor/embedded"
+	"github.com/stratusflow/stratus/internal/flow"
+)
+
+// sent is one dispatch message a compiled Task state sent, as the worker
+// receives it.
+type sent struct {
+	State        string
+	Node         string `json:"node"`
+	Kind         string `json:"kind"`
+	SubtaskOrder *int   `json:"subtask_order"`
+	Visit        int    // how many times this Task state was entered so far
+}
+
+// reply is what the fake worker completes a Task with: a step value
+// (outcome plus extra members), or a failure.
+type reply struct {
+	outcome string
+	extra   map[string]any
+	fail    string // SendTaskFailure with this error name
+}
+
+// runFlow compiles f and executes it on the embedded executor — the same
+// interpreter `stratus run` uses — completing every Task with answer. It
+// returns the execution and the messages in order.
+func runFlow(t *testing.T, f *flow.Flow, opt Options, answer func(m sent) reply) (executor.Execution, []sent) {
+	t.Helper()
+	def := compile(t, f, opt)
+	var (
+		mu     sync.Mutex
+		msgs   []sent
+		visits = map[string]int{}
+		x      *embedded.Executor
+	)
+	x = embedded.New(embedded.Options{
+		Substitutions: map[string]string{"DispatchQueueUrl": "embedded://dispatch"},
+		Resources: map[string]embedded.TaskHandler{
+			"arn:aws:states:::sqs:sendMessage": func(_ context.Context, call embedded.TaskCall) (json.RawMessage, error) {
+				var p struct {
+					MessageBody sent
+				}
+				if err := json.Unmarshal(call.Parameters, &p); err != nil {
+					return nil, err
+				}
+				m := p.MessageBody
+				mu.Lock()
+				visits[call.State]++
+				m.State, m.Visit = call.State, visits[call.State]
+				msgs = append(msgs, m)
+				mu.Unlock()
+				r := answer(m)
+				go func() {
+					if r.fail != "" {
+						x.SendTaskFailure(context.Background(), call.Token, r.fail, "the fake worker failed")
+						return
+					}
+					v := map[string]any{"node": m.Node, "outcome": r.outcome}
+					for k, e := range r.extra {
+						v[k] = e
+					}
+					b, _ := json.Marshal(v)
+					x.SendTaskSuccess(context.Background(), call.Token, b)
+				}()
+				return json.RawMessage(`{"MessageId":"test"}`), nil
+			},
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ex, err := x.StartExecution(ctx, executor.StartInput{StateMachine: f.TaskType, Definition: def, Name: "r-1", Input: json.RawMessage(`{"run_id":"r-1"}`)})
+	if err != nil {
+		t.Fatalf("start: %v\n%s", err, def)
+	}
+	ex, err = x.WaitExecution(ctx, ex.ARN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return ex, msgs
+}
+
+// trail renders messages as "<state>" or "<state>@<subtask order>".
+func trail(msgs []sent) string {
+	var out []string
+	for _, m := range msgs {
+		s := m.State
+		if m.SubtaskOrder != nil {
+			s += fmt.Sprintf("@%d", *m.SubtaskOrder)
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, " ")
+}
+
+// outcomes answers each state from a list per state, visit by visit (the
+// last entry repeats); a state not listed answers "done".
+func outcomes(per map[string][]reply) func(m sent) reply {
+	return func(m sent) reply {
+		list := per[m.State]
+		if len(list) == 0 {
+			return reply{outcome: "done"}
+		}
+		if m.Visit > len(list) {
+			return list[len(list)-1]
+		}
+		return list[m.Visit-1]
+	}
+}
+
+func out(o string) reply { return reply{outcome: o} }
+
+// ending says how an execution ended: "done", or its error name.
+func ending(x executor.Execution) string {
+	if x.Status == executor.StatusSucceeded {
+		return "done"
+	}
+	return x.Error
+}
+
+const fixLoops = header + `  nodes:
+    - { id: build, kind: agent, role_file: t/b.md }
+    - { id: testing, kind: checks, checker: command_profile }
+    - { id: review, kind: evaluator, role: review, role_file: t/r.md }
+    - { id: fixing, kind: agent, role_file: t/f.md }
+    - { id: publish, kind: publish, policy: pull_request }
+  edges:
+    - { from: build, to: testing }
+    - { from: testing, to: review, outcome: pass }
+    - { from: testing, to: fixing, outcome: fail, loop: test_fix }
+    - { from: review, to: publish, outcome: accept }
+    - { from: review, to: fixing, outcome: rework, loop: review_fix }
+    - { from: fixing, to: testing }
+`
+
+// The global backstop (worc configuration.md § agents: a hard global fix
+// cap across the whole task): every loop edge also charges
+// global_fix_iterations, and a budget state parks the run when either the
+// loop's own counter or the global one is spent.
+func TestCompile_GlobalBackstopChargedByEveryLoopEdge(t *testing.T) {
+	t.Parallel()
+	f := parse(t, fixLoops+"  budgets: { test_fix: 5, review_fix: 5, global_fix_iterations: 3 }\n")
+	d := decode(t, compile(t, f, Options{}))
+	checkWellFormed(t, f, d)
+	for _, loop := range []string{"test_fix", "review_fix"} {
+		rules := d.States[loop+".budget"]["Choices"].([]any)
+		if len(rules) != 2 || rules[1].(map[string]any)["Variable"] != "$.loops.global_fix_iterations" || rules[1].(map[string]any)["NumericGreaterThanEquals"] != 3.0 {
+			t.Errorf("%s.budget rules %v: want its own counter, then the global backstop", loop, rules)
+		}
+		params := d.States[loop+".count"]["Parameters"].(map[string]any)
+		if params["global_fix_iterations.$"] != "States.MathAdd($.loops.global_fix_iterations, 1)" || params[loop+".$"] != "States.MathAdd($.loops."+loop+", 1)" {
+			t.Errorf("%s.count %v: want both counters charged", loop, params)
+		}
+	}
+
+	cases := []struct {
+		name    string
+		budgets string
+		answers map[string][]reply
+		want    string // states dispatched
+		end     string
+	}{
+		{"the global counter runs out across two loops", "{ test_fix: 5, review_fix: 5, global_fix_iterations: 3 }",
+			map[string][]reply{"testing": {out("fail"), out("pass")}, "review": {out("rework")}},
+			"build testing fixing testing review fixing testing review fixing testing review", ErrManualActionRequired},
+		{"the loop's own counter runs out first", "{ test_fix: 1, review_fix: 5, global_fix_iterations: 9 }",
+			map[string][]reply{"testing": {out("fail")}},
+			"build testing fixing testing", ErrManualActionRequired},
+		{"within both budgets the run ends done", "{ test_fix: 5, review_fix: 5, global_fix_iterations: 3 }",
+			map[string][]reply{"testing": {out("fail"), out("pass")}, "review": {out("rework"), out("accept")}},
+			"build testing fixing testing review fixing testing review publish", "done"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			f := parse(t, fixLoops+"  budgets: "+c.budgets+"\n")
+			x, msgs := runFlow(t, f, Options{}, outcomes(c.answers))
+			if got := trail(msgs); got != c.want || ending(x) != c.end {
+				t.Errorf("got %s → %s\nwant %s → %s", got, ending(x), c.want, c.end)
+			}
+		})
+	}
+}
+
+// decomposition.shared_budget names the budget of the backstop when
+// global_fix_iterations is not declared.
+func TestCompile_SharedBudgetIsTheGlobalBackstop(t *testing.T) {
+	t.Parallel()
+	f := parse(t, fixLoops+`  budgets: { test_fix: 5, review_fix: 5, fixes_total: 2 }
+  decomposition: { proposed_by: build, sub_flow: [testing, review, fixing], shared_budget: fixes_total }
+`)
+	d := decode(t, compile(t, f, Options{}))
+	rules := d.States["review_fix.budget"]["Choices"].([]any)
+	if len(rules) != 2 || rules[1].(map[string]any)["Variable"] != "$.loops.fixes_total" {
+		t.Errorf("review_fix.budget %v: want the shared budget as the backstop", rules)
+	}
+	// Without either, loop edges charge only their own counter.
+	d = decode(t, compile(t, parse(t, fixLoops+"  budgets: { test_fix: 5, review_fix: 5 }\n"), Options{}))
+	if rules := d.States["review_fix.budget"]["Choices"].([]any); len(rules) != 1 {
+		t.Errorf("no backstop declared, yet review_fix.budget has %d rules", len(rules))
+	}
+}
+
+// agents.max_fix_cycles caps every loop budget: the machine checks
+// min(flow, cap) (reference.md § Flow-level fields: budgets; seed 004 §
+// Fatal validation: "the cap always wins"). The global backstop is the cap
+// across loops, not one loop, and keeps its own budget.
+func TestCompile_MaxFixCyclesClampsEveryLoopBudget(t *testing.T) {
+	t.Parallel()
+	f := parse(t, fixLoops+"  budgets: { test_fix: 15, review_fix: 1, global_fix_iterations: 30 }\n")
+	d := decode(t, compile(t, f, Options{MaxFixCycles: 2}))
+	for loop, want := range map[string]float64{"test_fix": 2, "review_fix": 1} {
+		rules := d.States[loop+".budget"]["Choices"].([]any)
+		if got := rules[0].(map[string]any)["NumericGreaterThanEquals"]; got != want {
+			t.Errorf("%s budget %v, want min(flow, cap) = %v", loop, got, want)
+		}
+		if got := rules[1].(map[string]any)["NumericGreaterThanEquals"]; got != 30.0 {
+			t.Errorf("%s: global backstop %v, want the flow's 30", loop, got)
+		}
+	}
+	x, msgs := runFlow(t, f, Options{MaxFixCycles: 2}, outcomes(map[string][]reply{"testing": {out("fail")}}))
+	if got, want := trail(msgs), "build testing fixing testing fixing testing"; got != want || ending(x) != ErrManualActionRequired {
+		t.Errorf("got %s → %s, want %s → manual", got, ending(x), want)
+	}
+	// No cap: the flow's budget.
+	d = decode(t, compile(t, f, Options{}))
+	if got := d.States["test_fix.budget"]["Choices"].([]any)[0].(map[string]any)["NumericGreaterThanEquals"]; got != 15.0 {
+		t.Errorf("uncapped test_fix budget %v, want 15", got)
+	}
+}
+
+// A best_effort agent tolerates an infrastructure failure and the task
+// continues (reference.md § agent node: best_effort; seed 004 § Per-node
+// overrides): its Catch goes to its unconditional successor, $.error still
+// records the failure. Without best_effort the same failure fails the run.
+func TestCompile_BestEffortAgentFailureContinues(t *testing.T) {
+	t.Parallel()
+	const yaml = header + `  nodes:
+    - { id: build, kind: agent, role_file: t/b.md }
+    - { id: summary, kind: agent, role_file: t/s.md, best_effort: true }
+    - { id: publish, kind: publish, policy: pull_request }
+  edges:
+    - { from: build, to: summary }
+    - { from: summary, to: publish }
+`
+	fails := outcomes(map[string][]reply{"summary": {{fail: "stratus.WorkerFailed"}}})
+	x, msgs := runFlow(t, parse(t, yaml), Options{}, fails)
+	if got := trail(msgs); got != "build summary publish" || ending(x) != "done" {
+		t.Errorf("best_effort: %s → %s, want build summary publish → done", got, ending(x))
+	}
+	if !strings.Contains(string(x.Output), `"error":{"Error":"stratus.WorkerFailed"`) {
+		t.Errorf("output %s: the failure is not recorded in $.error", x.Output)
+	}
+	x, msgs = runFlow(t, parse(t, strings.Replace(yaml, ", best_effort: true", "", 1)), Options{}, fails)
+	if got := trail(msgs); got != "build summary" || ending(x) != ErrFailed {
+		t.Errorf("not best_effort: %s → %s, want build summary → %s", got, ending(x), ErrFailed)
+	}
+	// A best_effort agent with no edges is a terminal: its failure ends done.
+	d := decode(t, compile(t, parse(t, header+`  nodes:
+    - { id: build, kind: agent, role_file: t/b.md }
+    - { id: summary, kind: agent, role_file: t/s.md, best_effort: true }
+  edges:
+    - { from: build, to: summary }
+`), Options{}))
+	if c := d.States["summary"]["Catch"].([]any)[0].(map[string]any); c["Next"] != "done" || c["ResultPath"] != "$.error" {
+		t.Errorf("terminal best_effort catch %v", c)
+	}
+}
+
+// A hitl node (reference.md § hitl node): no heartbeat, timeout_s else the
+// configured default, a failure or timeout parks the run; approval
+// branches on route:approve / route:deny, a question proceeds on "done".
+func TestCompile_HITLNodeWaitsAndRoutes(t *testing.T) {
+	t.Parallel()
+	const yaml = header + `  nodes:
+    - { id: build, kind: agent, role_file: t/b.md }
+    - { id: ask, kind: hitl, signal: question }
+    - { id: gate, kind: hitl, signal: approval, timeout_s: 60 }
+    - { id: revise, kind: agent, role_file: t/r.md }
+    - { id: publish, kind: publish, policy: pull_request }
+  edges:
+    - { from: build, to: ask }
+    - { from: ask, to: gate }
+    - { from: gate, to: publish, outcome: route:approve }
+    - { from: gate, to: revise, outcome: route:deny }
+    - { from: revise, to: publish }
+`
+	f := parse(t, yaml)
+	d := decode(t, compile(t, f, Options{HITLTimeoutSeconds: 1000}))
+	checkWellFormed(t, f, d)
+	for node, want := range map[string]float64{"ask": 1000 + TimeoutGraceSeconds, "gate": 60 + TimeoutGraceSeconds} {
+		s := d.States[node]
+		if s["TimeoutSeconds"] != want || s["HeartbeatSeconds"] != nil || s["Catch"].([]any)[0].(map[string]any)["Next"] != "manual_action_required" {
+			t.Errorf("%s: %v", node, s)
+		}
+	}
+	if s := decode(t, compile(t, f, Options{})).States["ask"]; s["TimeoutSeconds"] != float64(DefaultHITLTimeoutSeconds+TimeoutGraceSeconds) {
+		t.Errorf("default hitl deadline %v, want %d", s["TimeoutSeconds"], DefaultHITLTimeoutSeconds+TimeoutGraceSeconds)
+	}
+	cases := []struct {
+		name, gate, want, end string
+		fail                  bool
+	}{
+		{"approve", "route:approve", "build ask gate publish", "done", false},
+		{"deny", "route:deny", "build ask gate revise publish", "done", false},
+		{"an answer the flow does not route parks", "maybe", "build ask gate", ErrManualActionRequired, false},
+		{"a timeout or transport error parks", "", "build ask gate", ErrManualActionRequired, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			r := out(c.gate)
+			if c.fail {
+				r = reply{fail: "States.Timeout"}
+			}
+			x, msgs := runFlow(t, f, Options{}, outcomes(map[string][]reply{"gate": {r}}))
+			if got := trail(msgs); got != c.want || ending(x) != c.end {
+				t.Errorf("got %s → %s, want %s → %s", got, ending(x), c.want, c.end)
+			}
+			for _, m := range msgs {
+				if m.State == "gate" && (m.Kind != "hitl" || m.Node != "gate") {
+					t.Errorf("gate message %+v", m)
+				}
+			}
+		})
+	}
+}
+
+// An agent with `hitl: {allow_question, allow_approval}` (reference.md §
+// agent node: hitl; flow-authoring.md § What a node returns: the
+// human_input contract): outcome human_input waits in "<node>.hitl"
+// (kind hitl, node = the agent); "answered" and "deny" send the agent back
+// to work through <node>_hitl (HITLRounds rounds), "approve" goes on. An
+// agent that asks nothing takes its edges as before.
+func TestCompile_AgentHITLAsksThenResumes(t *testing.T) {
+	t.Parallel()
+	const yaml = header + `  nodes:
+    - { id: draft, kind: agent, role_file: t/p.md, hitl: { allow_question: true, allow_approval: true } }
+    - { id: build, kind: agent, role_file: t/b.md }
+    - { id: publish, kind: publish, policy: pull_request }
+  edges:
+    - { from: draft, to: build }
+    - { from: build, to: publish }
+`
+	f := parse(t, yaml)
+	d := decode(t, compile(t, f, Options{HITLTimeoutSeconds: 600}))
+	checkWellFormed(t, f, d)
+	wait := d.States["draft.hitl"]
+	body := wait["Parameters"].(map[string]any)["MessageBody"].(map[string]any)
+	if body["node"] != "draft" || body["kind"] != "hitl" || wait["HeartbeatSeconds"] != nil || wait["TimeoutSeconds"] != 900.0 ||
+		wait["ResultPath"] != "$.human" || wait["Catch"].([]any)[0].(map[string]any)["Next"] != "manual_action_required" {
+		t.Errorf("draft.hitl %v", wait)
+	}
+	if r := d.States["draft_hitl.budget"]["Choices"].([]any)[0].(map[string]any); r["NumericGreaterThanEquals"] != float64(HITLRounds) {
+		t.Errorf("draft_hitl.budget %v, want %d rounds", r, HITLRounds)
+	}
+
+	ask := reply{outcome: OutcomeHumanInput}
+	cases := []struct {
+		name   string
+		plan   []reply
+		human  []reply
+		want   string
+		end    string
+		allows string // hitl grant, default both
+	}{
+		{"no request: the normal edge", []reply{out("done")}, nil, "draft build publish", "done", ""},
+		{"a question answered re-runs the agent", []reply{ask, out("done")}, []reply{out(OutcomeAnswered)}, "draft draft.hitl draft build publish", "done", ""},
+		{"an approval given goes on", []reply{ask}, []reply{out(OutcomeApprove)}, "draft draft.hitl build publish", "done", ""},
+		{"an approval denied re-runs the agent", []reply{ask, out("done")}, []reply{out(OutcomeDeny)}, "draft draft.hitl draft build publish", "done", ""},
+		{"a fourth request parks the run", []reply{ask}, []reply{out(OutcomeAnswered)},
+			"draft draft.hitl draft draft.hitl draft draft.hitl draft draft.hitl", ErrManualActionRequired, ""},
+		{"a question-only grant cannot be approved", []reply{ask}, []reply{out(OutcomeApprove)}, "draft draft.hitl", ErrManualActionRequired, "{ allow_question: true }"},
+		{"the human's wait timing out parks", []reply{ask}, []reply{{fail: "States.Timeout"}}, "draft draft.hitl", ErrManualActionRequired, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			y := yaml
+			if c.allows != "" {
+				y = strings.Replace(y, "{ allow_question: true, allow_approval: true }", c.allows, 1)
+			}
+			x, msgs := runFlow(t, parse(t, y), Options{}, outcomes(map[string][]reply{"draft": c.plan, "draft.hitl": c.human}))
+			if got := trail(msgs); got != c.want || ending(x) != c.end {
+				t.Errorf("got %s → %s\nwant %s → %s", got, ending(x), c.want, c.end)
+			}
+		})
+	}
+}
+
+const decomposed = header + `  nodes:
+    - { id: planning, kind: agent, role_file: t/p.md }
+    - { id: implementation, kind: agent, role_file: t/i.md }
+    - { id: review, kind: evaluator, role: review, role_file: t/r.md }
+    - { id: fixing, kind: agent, role_file: t/f.md }
+    - { id: documentation, kind: agent, role_file: t/d.md }
+    - { id: publish, kind: publish, policy: pull_request }
+  edges:
+    - { from: planning, to: implementation }
+    - { from: implementation, to: review }
+    - { from: review, to: documentation, outcome: accept }
+    - { from: review, to: fixing, outcome: rework, loop: review_fix }
+    - { from: fixing, to: review }
+    - { from: documentation, to: publish }
+  budgets: { review_fix: 1, global_fix_iterations: 2 }
+  decomposition: { proposed_by: planning, sub_flow: [implementation, review, fixing], shared_budget: global_fix_iterations }
+`
+
+// Decomposition (reference.md § decomposition; seed 004 § Template
+// variables: {subtask_order}): when the proposed_by node's value carries
+// subtasks > 1 the sub_flow region runs once per subtask, every message
+// carrying its subtask_order; the region's own loop budgets start afresh
+// per subtask while the shared budget counts across all of them.
+func TestCompile_DecompositionRunsTheRegionPerSubtask(t *testing.T) {
+	t.Parallel()
+	f := parse(t, decomposed)
+	d := decode(t, compile(t, f, Options{}))
+	checkWellFormed(t, f, d)
+	if r := d.States["decompose.reset"]["Parameters"].(map[string]any); r["review_fix"] != 0.0 || r["global_fix_iterations.$"] != "$.loops.global_fix_iterations" {
+		t.Errorf("decompose.reset %v: want review_fix reset, the shared budget kept", r)
+	}
+	split := func(n int) []reply { return []reply{{outcome: "done", extra: map[string]any{"subtasks": n}}} }
+	cases := []struct {
+		name     string
+		planning []reply
+		review   []reply
+		want     string
+		end      string
+	}{
+		{"three subtasks", split(3), []reply{out("accept")},
+			"planning@0 implementation@1 review@1 implementation@2 review@2 implementation@3 review@3 documentation@3 publish@3", "done"},
+		{"no subtasks: the region runs once", []reply{out("done")}, []reply{out("accept")},
+			"planning@0 implementation@0 review@0 documentation@0 publish@0", "done"},
+		{"one subtask is no split", split(1), []reply{out("accept")},
+			"planning@0 implementation@0 review@0 documentation@0 publish@0", "done"},
+		{"each subtask gets its own loop budget", split(2), []reply{out("rework"), out("accept"), out("rework"), out("accept")},
+			"planning@0 implementation@1 review@1 fixing@1 review@1 implementation@2 review@2 fixing@2 review@2 documentation@2 publish@2", "done"},
+		{"the shared budget runs out across subtasks", split(3), []reply{out("rework"), out("accept"), out("rework"), out("accept"), out("rework")},
+			"planning@0 implementation@1 review@1 fixing@1 review@1 implementation@2 review@2 fixing@2 review@2 implementation@3 review@3", ErrManualActionRequired},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			x, msgs := runFlow(t, f, Options{}, outcomes(map[string][]reply{"planning": c.planning, "review": c.review}))
+			if got := trail(msgs); got != c.want || ending(x) != c.end {
+				t.Errorf("got %s → %s\nwant %s → %s", got, ending(x), c.want, c.end)
+			}
+		})
+	}
+	// A flow without decomposition sends no subtask_order.
+	_, msgs := runFlow(t, parse(t, small), Options{}, outcomes(map[string][]reply{"review": {out("accept")}}))
+	for _, m := range msgs {
+		if m.SubtaskOrder != nil {
+			t.Errorf("%s sent subtask_order %d without decomposition", m.State, *m.SubtaskOrder)
+		}
+	}
+}
+
+// The proposer may itself ask a human: an approval given keeps the
+// proposer's value in $.last (the human's lands in $.human), so its
+// subtasks still split the task.
+func TestCompile_DecompositionAfterAnApprovedPlan(t *testing.T) {
+	t.Parallel()
+	f := parse(t, strings.Replace(decomposed, "{ id: planning, kind: agent, role_file: t/p.md }",
+		"{ id: planning, kind: agent, role_file: t/p.md, hitl: { allow_approval: true } }", 1))
+	x, msgs := runFlow(t, f, Options{}, outcomes(map[string][]reply{
+		"planning":      {{outcome: OutcomeHumanInput, extra: map[string]any{"subtasks": 2}}},
+		"planning.hitl": {out(OutcomeApprove)},
+		"review":        {out("accept")},
+	}))
+	want := "planning@0 planning.hitl@0 implementation@1 review@1 implementation@2 review@2 documentation@2 publish@2"
+	if got := trail(msgs); got != want || ending(x) != "done" {
+		t.Errorf("got %s → %s\nwant %s → done", got, ending(x), want)
+	}
+}

@@ -1,0 +1,55 @@
+package nodeexec
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/flow"
+)
+
+// DefaultToolTimeoutSeconds is a tool's timeout when neither the node nor
+// config tools.default_timeout_seconds sets one (worc configuration.md §
+// tools).
+const DefaultToolTimeoutSeconds = 3600
+
+// RunTool runs a tool node on the runner (worc flow-authoring.md § Custom
+// tool nodes): the executable flow.ResolveTool finds in the tools dir (the
+// registry rule validation applies: one file name, a contained, regular,
+// executable file — checked again here, on the machine that runs it), argv [path] only, cwd the
+// work dir, the JSON context on stdin, the allowlisted environment only,
+// killed (with its process group) at its timeout. It keeps the first 1 MiB
+// of stdout and the last 64 KiB of stderr. A tool that cannot be resolved
+// or started is a launch_error result, not an error.
+//
+// The error is non-nil only when ctx ends (the runner is stopping) or the
+// spec is not a tool spec.
+func RunTool(ctx context.Context, s Spec) (*ToolResult, error) {
+	if s.Kind != KindTool || s.Tool == nil {
+		return nil, fmt.Errorf("exec spec of kind %q carries no tool", s.Kind)
+	}
+	t := s.Tool
+	timeout := t.TimeoutSeconds
+	if timeout <= 0 {
+		timeout = DefaultToolTimeoutSeconds
+	}
+	res := &ToolResult{Name: t.Name, TimeoutSeconds: timeout}
+	p, err := flow.ResolveTool(t.Dir, t.Name)
+	if err != nil {
+		res.Status, res.ExitCode, res.Error = StatusLaunchError, -1, stratus.ErrorMessage(err)
+		return res, nil
+	}
+	res.Path = p
+	stdout, stderr := &headBuffer{max: StdoutBytes}, &tailBuffer{max: StderrTailBytes}
+	pr, err := run(ctx, proc{path: p, argv: []string{p}, dir: s.Dir, env: Env(s.AllowedEnvironment),
+		stdin: bytes.NewReader(t.Input), timeout: time.Duration(timeout) * time.Second, stdout: stdout, stderr: stderr})
+	if err != nil {
+		return nil, err
+	}
+	res.Status, res.ExitCode, res.Error, res.DurationMS = pr.status, pr.exitCode, pr.err, pr.duration.Milliseconds()
+	res.Stdout, res.StdoutBytes = stdout.String(), stdout.total
+	res.Stderr, res.StderrBytes = stderr.String(), stderr.total
+	return res, nil
+}

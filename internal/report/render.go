@@ -1,0 +1,419 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/findings"
+	"github.com/stratusflow/stratus/internal/flow"
+)
+
+// Summary is summary.json: one key set for every flow, every terminal and
+// both writers (seed 004 § The summary artifacts). The optional keys are
+// present only when they apply.
+type Summary struct {
+	What             string             `json:"what"`
+	Summary          string             `json:"summary"`
+	FollowUps        []FollowUp         `json:"follow_ups,omitempty"`
+	TaskUsage        *Usage             `json:"task_usage,omitempty"`
+	SupervisorUsage  *SupervisorUsage   `json:"supervisor_usage,omitempty"`
+	CostNotAccounted []CostNotAccounted `json:"cost_not_accounted,omitempty"`
+	Degraded         bool               `json:"degraded,omitempty"`
+}
+
+// FactHeadings are the three fact sections that close every summary.md,
+// whoever wrote the prose (seed 004 § The summary artifacts).
+var FactHeadings = []string{"## Pipeline nodes skipped", "## Provider fallbacks", "## Run cost"}
+
+// FollowUpsHeading heads the follow-ups section.
+const FollowUpsHeading = "## Follow-ups"
+
+// AllFollowUps is the follow-ups list of the report: the mechanical ones,
+// then, when the flow sets emit_follow_ups, the supervisor's own, deduped.
+func (f *Facts) AllFollowUps() []FollowUp {
+	fus := FollowUps(f.Steps)
+	if f.prose() != "" && f.EmitFollowUps {
+		fus = mergeFollowUps(fus, f.Synthesis.FollowUps)
+	}
+	return fus
+}
+
+func (f *Facts) summary() Summary {
+	s := Summary{What: f.Run.TaskTitle, Summary: f.prose(), FollowUps: f.AllFollowUps(), Degraded: f.Degraded()}
+	s.TaskUsage, s.SupervisorUsage, s.CostNotAccounted = f.usage()
+	return s
+}
+
+// markdown renders summary.md: the provider-authored composition when
+// prose reached disk, else the deterministic report.
+func (f *Facts) markdown(s Summary) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# %s\n\n", oneLine(f.Run.TaskTitle))
+	if s.Summary != "" {
+		b.WriteString(s.Summary)
+		b.WriteString("\n")
+		if len(s.FollowUps) > 0 {
+			f.followUpsSection(&b, s.FollowUps)
+		}
+	} else {
+		fmt.Fprintf(&b, "Task `%s`, flow `%s`, run `%s`: **%s**.\n", f.Run.TaskID, f.Run.Flow, f.Run.ID, f.Status)
+		if s.Degraded {
+			fmt.Fprintf(&b, "\nThe supervisor's synthesis (%s) did not reach this report: %s. It is rendered from the run's recorded facts.\n",
+				f.Synthesis.StepRef, f.degradedWhy())
+		}
+		f.changes(&b)
+		f.steps(&b)
+		f.checks(&b)
+		f.gates(&b)
+		f.debt(&b)
+		f.followUpsSection(&b, s.FollowUps)
+	}
+	f.skipped(&b)
+	f.fallbacks(&b)
+	f.cost(&b, s)
+	return b.Bytes()
+}
+
+func (f *Facts) degradedWhy() string {
+	switch f.Synthesis.Outcome {
+	case SynthesisCollapsed:
+		return fmt.Sprintf("its prose was %d characters, below the %d-character floor", len([]rune(strings.TrimSpace(f.Synthesis.Discarded))), CollapseFloor)
+	case SynthesisFailed:
+		return "the turn could not complete (" + oneLine(f.Synthesis.Reason) + ")"
+	}
+	return "no prose was recorded"
+}
+
+func (f *Facts) changes(b *bytes.Buffer) {
+	b.WriteString("\n## Changes\n\n")
+	switch {
+	case !f.Changes.Git:
+		fmt.Fprintf(b, "Not known: %s.\n", f.Changes.Note)
+	case len(f.Changes.Paths) == 0:
+		b.WriteString("The work dir has no uncommitted change.\n")
+	default:
+		for _, p := range f.Changes.Paths {
+			code, name, _ := strings.Cut(p, " ")
+			fmt.Fprintf(b, "- `%s` %s\n", name, code)
+		}
+		fmt.Fprintf(b, "\n%s changed (git status of the work dir); the change itself is its diff, not inlined here.\n", plural(len(f.Changes.Paths), "path"))
+	}
+}
+
+func (f *Facts) steps(b *bytes.Buffer) {
+	b.WriteString("\n## Steps\n\n")
+	if len(f.Steps) == 0 {
+		b.WriteString("No step ran.\n")
+		return
+	}
+	b.WriteString("| step | outcome | attempts | terminal | duration | tokens in/out |\n|---|---|---|---|---|---|\n")
+	for _, l := range f.Steps {
+		term, dur, in, out := "", time.Duration(0), int64(0), int64(0)
+		for _, a := range l.Attempts {
+			term = a.Terminal
+			if !a.EndedAt.IsZero() {
+				dur += a.EndedAt.Sub(a.StartedAt)
+			}
+			in += a.PromptTokens
+			out += a.CompletionTokens
+		}
+		outcome := l.Step.Verdict
+		if outcome == "" {
+			outcome = l.Step.Status
+		}
+		if l.Step.Kind == flow.KindPublish && l.Step.Status == stratus.StepRunning {
+			// seed 004: the publish step writes this report, so it is
+			// pending while the report is written; that is expected.
+			outcome = "pending (it writes this report)"
+		}
+		fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %d/%d |\n", l.Step.StepRef, outcome, len(l.Attempts), dash(term), dur.Round(time.Millisecond), in, out)
+	}
+}
+
+// checksRun is the part of a checks step's result the report reads
+// (internal/nodeexec.Result, decoded loosely so the report reads any
+// version of it).
+type checksResult struct {
+	Checks *struct {
+		Checker string `json:"checker"`
+		Runs    []struct {
+			Set      string `json:"set"`
+			Name     string `json:"name"`
+			Status   string `json:"status"`
+			ExitCode int    `json:"exit_code"`
+			Error    string `json:"error"`
+		} `json:"runs"`
+		Citations []struct {
+			Verdict string `json:"verdict"`
+		} `json:"citations"`
+	} `json:"checks"`
+}
+
+func (f *Facts) checks(b *bytes.Buffer) {
+	b.WriteString("\n## Checks\n\n")
+	n := 0
+	for _, l := range f.Steps {
+		if l.Step.Kind != flow.KindChecks || l.Step.Verdict == "skipped" {
+			continue
+		}
+		n++
+		outcome := l.Step.Verdict
+		if outcome == "" {
+			outcome = l.Step.Status
+		}
+		fmt.Fprintf(b, "- %s: **%s**", l.Step.StepRef, outcome)
+		if l.Reason != "" {
+			fmt.Fprintf(b, " (%s)", oneLine(l.Reason))
+		}
+		if p := f.ctxFile(l.Step.Node); p != "" && l.Final != nil {
+			fmt.Fprintf(b, "; output `%s`", p)
+		}
+		b.WriteString("\n")
+		var r checksResult
+		if json.Unmarshal(l.Final, &r) != nil || r.Checks == nil {
+			continue
+		}
+		for _, run := range r.Checks.Runs {
+			name := run.Name
+			if run.Set != "" {
+				name = run.Set + "/" + run.Name
+			}
+			what := run.Status
+			switch run.Status {
+			case "exited":
+				what = fmt.Sprintf("exit %d", run.ExitCode)
+			case "skipped":
+				what = "skipped (toolchain absent)"
+			}
+			if run.Error != "" {
+				what += ": " + oneLine(run.Error)
+			}
+			fmt.Fprintf(b, "  - `%s`: %s\n", name, what)
+		}
+		if len(r.Checks.Citations) > 0 {
+			counts := map[string]int{}
+			for _, c := range r.Checks.Citations {
+				counts[c.Verdict]++
+			}
+			fmt.Fprintf(b, "  - citations: %s\n", countList(counts, []string{"verified", "weak", "broken", "uncheckable"}))
+		}
+	}
+	if n == 0 {
+		b.WriteString("No checks step ran.\n")
+	}
+}
+
+func (f *Facts) gates(b *bytes.Buffer) {
+	b.WriteString("\n## Gates\n\n")
+	n := 0
+	for _, l := range f.Steps {
+		if l.Step.Kind != flow.KindEvaluator || l.Step.Verdict == "skipped" {
+			continue
+		}
+		n++
+		verdict := l.Step.Verdict
+		if verdict == "" {
+			verdict = l.Step.Status
+		}
+		fmt.Fprintf(b, "- %s: **%s**", l.Step.StepRef, verdict)
+		if l.Reason != "" {
+			fmt.Fprintf(b, " (%s)", oneLine(l.Reason))
+		}
+		if len(l.Findings) > 0 {
+			counts := map[string]int{}
+			for _, x := range l.Findings {
+				counts[x.Severity]++
+			}
+			sev := append([]string(nil), findings.Severities...)
+			for i, j := 0, len(sev)-1; i < j; i, j = i+1, j-1 {
+				sev[i], sev[j] = sev[j], sev[i]
+			}
+			fmt.Fprintf(b, " — %s; %d gating at %s", countList(counts, sev), l.GatingCount(), l.Gate)
+		}
+		if l.AcceptedOpen() {
+			b.WriteString("; accepted with gating findings still open (rework budget spent)")
+		}
+		b.WriteString("\n")
+	}
+	if n == 0 {
+		b.WriteString("No gate decided.\n")
+	}
+}
+
+// debt lists what the run accepted without resolving: evaluators that
+// accepted with gating findings open, best-effort steps that failed, check
+// commands skipped for an absent toolchain.
+func (f *Facts) debt(b *bytes.Buffer) {
+	b.WriteString("\n## Technical debt\n\n")
+	n := 0
+	latest := map[string]int{}
+	for i, l := range f.Steps {
+		if l.Step.Kind == flow.KindEvaluator {
+			latest[l.Step.Node] = i
+		}
+	}
+	for i, l := range f.Steps {
+		switch {
+		case l.Step.Kind == flow.KindEvaluator && latest[l.Step.Node] == i && l.AcceptedOpen():
+			n++
+			fmt.Fprintf(b, "- %s accepted with %s at or above %s still open: its rework budget (max_rework_per_stage %d) was spent.\n",
+				l.Step.StepRef, plural(l.GatingCount(), "finding"), l.Gate, l.MaxRework)
+		case l.BestEffort && l.Step.Status == stratus.StepFailed:
+			n++
+			fmt.Fprintf(b, "- %s (best effort) failed and the run went on without it", l.Step.StepRef)
+			if l.Reason != "" {
+				fmt.Fprintf(b, ": %s", oneLine(l.Reason))
+			}
+			b.WriteString(".\n")
+		case l.Step.Kind == flow.KindChecks:
+			var r checksResult
+			if json.Unmarshal(l.Final, &r) != nil || r.Checks == nil {
+				continue
+			}
+			for _, run := range r.Checks.Runs {
+				if run.Status == "skipped" {
+					n++
+					fmt.Fprintf(b, "- %s: `%s` was skipped (toolchain absent), so it checked nothing.\n", l.Step.StepRef, run.Name)
+				}
+			}
+		}
+	}
+	if n == 0 {
+		b.WriteString("None recorded.\n")
+	}
+}
+
+func (f *Facts) followUpsSection(b *bytes.Buffer, fus []FollowUp) {
+	b.WriteString("\n" + FollowUpsHeading + "\n\n")
+	if len(fus) == 0 {
+		b.WriteString("None.\n")
+		return
+	}
+	for _, fu := range fus {
+		fmt.Fprintf(b, "- **%s**", oneLine(fu.Title))
+		var tags []string
+		if fu.Severity != "" {
+			tags = append(tags, fu.Severity)
+		}
+		for _, p := range fu.Paths {
+			tags = append(tags, "`"+p+"`")
+		}
+		if fu.Source != "" {
+			tags = append(tags, "from "+fu.Source)
+		}
+		if len(tags) > 0 {
+			fmt.Fprintf(b, " (%s)", strings.Join(tags, ", "))
+		}
+		if fu.Rationale != "" {
+			fmt.Fprintf(b, " %s", oneLine(fu.Rationale))
+		}
+		if fu.ActionHint != "" {
+			fmt.Fprintf(b, " Fix: %s", oneLine(fu.ActionHint))
+		}
+		b.WriteString("\n")
+	}
+}
+
+func (f *Facts) skipped(b *bytes.Buffer) {
+	b.WriteString("\n" + FactHeadings[0] + "\n\n")
+	n := 0
+	for _, l := range f.Steps {
+		if l.Step.Verdict != "skipped" {
+			continue
+		}
+		n++
+		why := l.Reason
+		if why == "" {
+			why = "skipped"
+		}
+		fmt.Fprintf(b, "- %s: %s\n", l.Step.StepRef, oneLine(why))
+	}
+	if n == 0 {
+		b.WriteString("None.\n")
+	}
+}
+
+func (f *Facts) fallbacks(b *bytes.Buffer) {
+	b.WriteString("\n" + FactHeadings[1] + "\n\n")
+	if len(f.Degradations) == 0 {
+		b.WriteString("None.\n")
+		return
+	}
+	for _, d := range f.Degradations {
+		fmt.Fprintf(b, "- %s (attempt %d): %s failed (%s); fell back to %s", d.StepRef, d.Attempt, d.Tool, oneLine(d.Error), d.Fallback)
+		if d.Note != "" {
+			fmt.Fprintf(b, " — %s", oneLine(d.Note))
+		}
+		b.WriteString("\n")
+	}
+}
+
+func (f *Facts) cost(b *bytes.Buffer, s Summary) {
+	b.WriteString("\n" + FactHeadings[2] + "\n\n")
+	u := s.TaskUsage
+	if u == nil {
+		b.WriteString("No provider call was made.\n")
+		return
+	}
+	if u.CostUSD != nil {
+		fmt.Fprintf(b, "$%.2f over %s", *u.CostUSD, plural(u.Calls, "provider call"))
+	} else {
+		fmt.Fprintf(b, "No recorded cost over %s", plural(u.Calls, "provider call"))
+	}
+	fmt.Fprintf(b, " (%s input tokens, %s output tokens).", tokens(u.InputTokens), tokens(u.OutputTokens))
+	for p := range u.ByProvider {
+		if f.Families[p] == "claude" && u.CostUSD != nil {
+			b.WriteString(" Claude's reported cost includes the subagents its attempts ran.")
+			break
+		}
+	}
+	for _, c := range s.CostNotAccounted {
+		name := c.Provider
+		if name == "" {
+			name = "unknown provider"
+		}
+		fmt.Fprintf(b, " %s cost not accounted (%s, %s input tokens).", capitalize(name), plural(c.Attempts, "attempt"), tokens(c.InputTokens))
+	}
+	if s.SupervisorUsage != nil {
+		fmt.Fprintf(b, " The supervisor layer made %s of them.", plural(s.SupervisorUsage.Calls, "call"))
+	}
+	b.WriteString("\n")
+}
+
+func countList(counts map[string]int, order []string) string {
+	var parts []string
+	for _, k := range order {
+		if counts[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", k, counts[k]))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// oneLine folds white space so a value cannot break the Markdown around it.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,79 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/stratusflow/stratus/internal/contract"
+	"github.com/stratusflow/stratus/internal/nodeexec"
+	"github.com/stratusflow/stratus/internal/worker"
+	"github.com/stratusflow/stratus/internal/workerclient"
+)
+
+// runExec runs a checks or tool node (the payload's exec spec) instead of
+// an engine: nodeexec runs the commands or the tool here, where the
+// repository is, and the result goes back through POST /v1/worker/submit
+// for the server to decide (issue 5 § 4). While they run, the counters —
+// the number of commands finished — are re-posted every heartbeat interval,
+// so the Task state's HeartbeatSeconds does not lapse on a long suite.
+// A stopped runner (ctx ended) reports nothing, like a cancelled engine.
+func runExec(ctx context.Context, c *workerclient.Client, p *worker.Payload, o Options) error {
+	spec := *p.Exec
+	fmt.Fprintf(o.Log, "runner: %s attempt %d: %s node in %s\n", p.StepRef, p.Attempt, spec.Kind, spec.Dir)
+	started := time.Now().UnixMilli()
+	if err := c.Stats(ctx, worker.Stats{EngineStartedAt: &started}); err != nil {
+		fmt.Fprintf(o.Log, "runner: stats: %v\n", err)
+	}
+	relay := newRelay(ctx, c, o.StatsInterval, o.HeartbeatInterval, o.Log)
+	res := nodeexec.Result{Kind: spec.Kind}
+	done := 0
+	var err error
+	switch spec.Kind {
+	case nodeexec.KindChecks:
+		res.Checks, err = nodeexec.RunChecks(ctx, spec, func(n int) {
+			done = n
+			relay.progress(contract.Progress{Steps: n})
+		})
+	case nodeexec.KindTool:
+		res.Tool, err = nodeexec.RunTool(ctx, spec)
+		if err == nil {
+			done = 1
+		}
+	default:
+		err = fmt.Errorf("exec spec of kind %q: this runner runs checks and tool nodes only", spec.Kind)
+	}
+	relay.close()
+	if ctx.Err() != nil {
+		return ctx.Err() // stopped: no result to report
+	}
+	if err != nil {
+		reason := err.Error()
+		return deliver(o, p, "failure", []byte(reason), func() error { return c.Fail(ctx, p.TaskID, string(contract.Failed), reason) })
+	}
+	if err := c.Stats(ctx, worker.Stats{Steps: &done}); err != nil {
+		fmt.Fprintf(o.Log, "runner: stats: %v\n", err)
+	}
+	fmt.Fprintf(o.Log, "runner: %s node done in %d ms\n", spec.Kind, time.Now().UnixMilli()-started)
+	body, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	return deliver(o, p, "report", body, func() error {
+		_, err := c.Submit(ctx, p.TaskID, body)
+		var ae *workerclient.APIError
+		if errors.As(err, &ae) && ae.Status != 409 && !ae.Transient() {
+			// Refused (e.g. 422): fail the attempt with the reason, keeping
+			// the result, rather than leave the step to its timeout.
+			fmt.Fprintf(o.Log, "runner: submit refused: %v\n", err)
+			reason := "result refused: " + ae.Message
+			if path, serr := spool(o, p, "report", body); serr == nil {
+				reason += " (result kept at " + path + ")"
+			}
+			return c.Fail(ctx, p.TaskID, string(contract.Failed), reason)
+		}
+		return err
+	})
+}

@@ -1,0 +1,319 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/compiler"
+	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/nodeexec"
+	"github.com/stratusflow/stratus/internal/projection"
+)
+
+// The checks and tool node kinds run in the worker process, like an agent
+// (the ECS runner task is what has the repository checked out): dispatch
+// launches a runner, the runner finds an `exec` spec instead of an engine
+// in its payload (execSpec), runs it (internal/nodeexec) and submits a
+// nodeexec.Result; submitExec decides the outcome with nodeexec's pure
+// rules and writes the artifacts.
+
+// isExec reports whether a node kind runs through nodeexec.
+func isExec(kind string) bool { return kind == flow.KindChecks || kind == flow.KindTool }
+
+// execRefusal says why a checks or tool node cannot be dispatched by this
+// build (errName "" when it can): a checker it does not run, or a command
+// set glob doublestar cannot parse.
+func execRefusal(env *RunEnv, node *flow.Node) (errName, why string) {
+	if node.Kind != flow.KindChecks {
+		return "", ""
+	}
+	if !nodeexec.Supported(node.Checker) {
+		return ErrUnsupported, fmt.Sprintf("node %q: checker %s is not supported by this build of Stratus; supported: %s, %s",
+			node.ID, node.Checker, nodeexec.CommandProfile, nodeexec.Citation)
+	}
+	for name, set := range env.Config.Checks.CommandSets {
+		for _, g := range set.Paths {
+			if !doublestar.ValidatePattern(g) {
+				return ErrDispatch, fmt.Sprintf("config checks.command_sets.%s.paths: %q is not a valid glob; valid: e.g. backend/** or **/*.md", name, g)
+			}
+		}
+	}
+	return "", ""
+}
+
+// execDescription is the attempt's "prompt" for a checks or tool node: no
+// role file is rendered, so the record says what runs.
+func execDescription(env *RunEnv, node *flow.Node) string {
+	if node.Kind == flow.KindTool {
+		return fmt.Sprintf("tool node %s: run %s/tools/%s with the JSON context on stdin", node.ID, StateDirName, node.Tool)
+	}
+	names := make([]string, 0, len(env.Config.Checks.CommandSets))
+	for n := range env.Config.Checks.CommandSets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if node.Checker == nodeexec.Citation {
+		return fmt.Sprintf("checks node %s: verify the citation manifest %s", node.ID, manifestName(node))
+	}
+	return fmt.Sprintf("checks node %s: checker %s, command sets selected by the diff from [%s]", node.ID, node.Checker, strings.Join(names, ", "))
+}
+
+// execTTL is how long the handle of a checks or tool attempt must live: its
+// worst-case run plus the compiler's grace (the handle is fenced as soon as
+// the attempt ends, so a long life costs nothing).
+func execTTL(env *RunEnv, node *flow.Node) time.Duration {
+	secs := 0
+	switch node.Kind {
+	case flow.KindTool:
+		secs = toolTimeout(env, node)
+	case flow.KindChecks:
+		for _, set := range env.Config.Checks.CommandSets {
+			secs += setTimeout(env, set.TimeoutSeconds) * len(set.Commands)
+		}
+	}
+	return time.Duration(secs+compiler.TimeoutGraceSeconds) * time.Second
+}
+
+func setTimeout(env *RunEnv, own int) int {
+	switch {
+	case own > 0:
+		return own
+	case env.Config.Checks.TimeoutSeconds > 0:
+		return env.Config.Checks.TimeoutSeconds
+	}
+	return 7200
+}
+
+func manifestName(node *flow.Node) string {
+	if node.Manifest != "" {
+		return node.Manifest
+	}
+	return "sources.json"
+}
+
+// execSpec builds the `exec` field of a checks or tool node's payload.
+func (s *Service) execSpec(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step) (*nodeexec.Spec, error) {
+	node := env.Flow.Node(step.Node)
+	spec := &nodeexec.Spec{Kind: node.Kind, Dir: run.WorkDir, AllowedEnvironment: env.Config.Security.AllowedEnvironment}
+	if spec.AllowedEnvironment == nil {
+		spec.AllowedEnvironment = []string{}
+	}
+	dir, err := ctxDir(env, run)
+	if err != nil {
+		return nil, err
+	}
+	if node.Kind == flow.KindTool {
+		spec.Tool, err = s.toolSpec(ctx, run, env, step)
+		return spec, err
+	}
+	cs := &nodeexec.ChecksSpec{Checker: node.Checker, Exclude: []string{StateDirName, dir}}
+	switch node.Checker {
+	case nodeexec.CommandProfile:
+		names := make([]string, 0, len(env.Config.Checks.CommandSets))
+		for n := range env.Config.Checks.CommandSets {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			set := env.Config.Checks.CommandSets[n]
+			out := nodeexec.CommandSet{Name: n, Paths: set.Paths, TimeoutSeconds: setTimeout(env, set.TimeoutSeconds), SkipIfUnavailable: set.SkipIfUnavailable}
+			for _, c := range set.Commands {
+				out.Commands = append(out.Commands, nodeexec.Command{Name: c.Name, Argv: c.Argv, Cwd: c.Cwd})
+			}
+			cs.CommandSets = append(cs.CommandSets, out)
+		}
+	case nodeexec.Citation:
+		rd := reportDir(env.Flow, run.TaskID)
+		if rd == "" {
+			rd = dir
+		}
+		cs.Manifest = abs(run, path.Join(rd, manifestName(node)))
+	default:
+		_, why := execRefusal(env, node)
+		return nil, stratus.Errorf(stratus.EUNPROCESSABLE, "%s", why)
+	}
+	spec.Checks = cs
+	return spec, nil
+}
+
+// execValue is the recorded value of a checks or tool step: the StepValue
+// the Choice routes on, plus what the repeated-fail guard and the report
+// read. It stays small: bodies live in the Final and the ctx files.
+type execValue struct {
+	StepValue
+	// Digest identifies a tool's fail without findings (nodeexec.RepeatedFail).
+	Digest string `json:"digest,omitempty"`
+	// Findings counts a tool's printed findings (recorded, never applied).
+	Findings int `json:"findings,omitempty"`
+}
+
+// Outcomes a checks or tool step records when its verdict parks the run.
+const (
+	outcomeIncomplete = "incomplete"             // checks: the gate could not be completed
+	outcomeManual     = "manual_action_required" // tool: timeout, launch error, crash, invalid or repeated outcome
+)
+
+// submitExec completes a checks or tool attempt from the runner's
+// nodeexec.Result (the submitted body): it decides the outcome, records the
+// Final, the attempt and the step together, writes the artifacts —
+// <ctx>/<node>.md ({checks_path}; a tool's summary), and a tool's redacted
+// stdout at <ctx>/tools/<node>/stdout.txt ({<node>_path}) — and completes
+// the Task state: SendTaskSuccess with pass/fail/route:<label>, or, for a
+// verdict that parks the run, SendTaskFailure with the verdict's error
+// name, which the state's Catch sends to manual_action_required without
+// charging a loop. Errors: EUNPROCESSABLE for a body that is not a result
+// of the node's kind (nothing recorded); ECONFLICT for a second Final.
+func (s *Service) submitExec(ctx context.Context, c *Caller, final stratus.OutputEvent) (*StepValue, error) {
+	node := c.Env.Flow.Node(c.Step.Node)
+	var res nodeexec.Result
+	if err := json.Unmarshal(final.Body, &res); err != nil || res.Kind != node.Kind {
+		return nil, stratus.Errorf(stratus.EUNPROCESSABLE, "node %s (kind %s) takes a nodeexec result {\"kind\": %q, ...} from `stratus runner`; the body is not one",
+			node.ID, node.Kind, node.Kind)
+	}
+	dir, dirErr := s.execDir(c)
+	var (
+		v      nodeexec.Verdict
+		report string
+		files  = map[string][]byte{}
+		ev     execValue
+	)
+	switch node.Kind {
+	case flow.KindChecks:
+		if res.Checks == nil {
+			return nil, stratus.FieldErrorf(stratus.EUNPROCESSABLE, "checks", "missing from the result of checks node %s", node.ID)
+		}
+		v = nodeexec.ChecksVerdict(res.Checks)
+		report = nodeexec.ChecksReport(res.Checks, v)
+	case flow.KindTool:
+		if res.Tool == nil {
+			return nil, stratus.FieldErrorf(stratus.EUNPROCESSABLE, "tool", "missing from the result of tool node %s", node.ID)
+		}
+		tv, err := s.toolVerdict(ctx, c, res.Tool)
+		if err != nil {
+			return nil, err
+		}
+		v, ev.Digest, ev.Findings = tv.Verdict, tv.Digest, countFindings(tv.Findings)
+		stdoutPath := ""
+		if dir != "" {
+			key := path.Join(dir, "tools", node.ID, "stdout.txt")
+			files[key] = []byte(redact(res.Tool.Stdout))
+			stdoutPath = abs(c.Run, key)
+		}
+		report = nodeexec.ToolReport(res.Tool, tv, stdoutPath)
+	}
+	outcome, status := v.Outcome, stratus.StepCompleted
+	if v.Manual {
+		outcome, status = outcomeManual, stratus.StepFailed
+		if node.Kind == flow.KindChecks {
+			outcome = outcomeIncomplete
+		}
+	}
+	subtask, _, err := s.subtaskOf(ctx, c.Env, c.Step) // a region step records its subtask, like an agent's
+	if err != nil {
+		return nil, err
+	}
+	ev.StepValue = StepValue{StepRef: c.Step.StepRef, Node: c.Step.Node, Attempt: c.Attempt.N, Outcome: outcome, Reason: v.Reason,
+		Bytes: len(final.Body), SubtaskOrder: subtask}
+	raw, err := json.Marshal(ev)
+	if err != nil {
+		return nil, err
+	}
+	// The Final keeps the whole result, redacted like every artifact of it.
+	final.Body = []byte(redact(string(final.Body)))
+	att := c.Attempt
+	att.EndedAt = final.At
+	att.Status, att.Terminal = stratus.AttemptSubmitted, "Captured"
+	step := c.Step
+	step.Status, step.Verdict, step.Value, step.EndedAt = status, outcome, raw, final.At
+	if _, err := s.Store.CompleteAttempt(ctx, final, att, step); err != nil {
+		return nil, secondFinal(c, err)
+	}
+
+	err = dirErr
+	if err == nil && dir != "" {
+		for key, b := range files {
+			if err = s.Sink.Put(ctx, key, b); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			body := []byte(redact(report))
+			fm := projection.FrontMatter{TaskID: c.Run.TaskID, Step: c.Step.Node, StepRef: c.Step.StepRef,
+				Attempt: c.Attempt.N, Agent: c.Attempt.Agent, Format: "markdown", SubmittedAt: final.At}
+			_, err = projection.Project(ctx, s.Sink, dir, c.Step.Node, fm, body, nil)
+		}
+	}
+	if err != nil {
+		reason := fmt.Sprintf("project %s: %v", c.Step.StepRef, err)
+		s.emitEnded(c, att, "failed", reason)
+		s.Tokens.SendTaskFailure(ctx, c.Step.TaskToken, ErrProjection, reason)
+		return nil, fmt.Errorf("%s", reason)
+	}
+	s.emitEnded(c, att, outcome, v.Reason)
+	sv := ev.StepValue
+	if v.Manual {
+		if err := s.Tokens.SendTaskFailure(ctx, c.Step.TaskToken, v.Error, v.Reason); err != nil {
+			return nil, stratus.Errorf(stratus.ECONFLICT, "result of %s was recorded, but its state no longer waits for it: %v", c.Step.StepRef, err)
+		}
+		return &sv, nil
+	}
+	if err := s.Tokens.SendTaskSuccess(ctx, c.Step.TaskToken, raw); err != nil {
+		return nil, stratus.Errorf(stratus.ECONFLICT, "result of %s was recorded, but its state no longer waits for it: %v", c.Step.StepRef, err)
+	}
+	return &sv, nil
+}
+
+// execDir is the ctx dir the artifacts go to: "" with a warning when no
+// work dir resolves (seed 000 § Files are the server's job: skip
+// fail-open), an error when the flow's check_policy is strict.
+func (s *Service) execDir(c *Caller) (string, error) {
+	switch {
+	case c.Run.WorkDir == "" && c.Env.Flow.CheckPolicy == "strict":
+		return "", fmt.Errorf("no work dir resolves for run %s, and the flow's check_policy is strict", c.Run.ID)
+	case c.Run.WorkDir == "":
+		s.warnf("%s: no work dir resolves for run %s; its files are skipped", c.Step.StepRef, c.Run.ID)
+		return "", nil
+	}
+	return ctxDir(c.Env, c.Run)
+}
+
+func countFindings(raw json.RawMessage) int {
+	var list []json.RawMessage
+	if json.Unmarshal(raw, &list) == nil {
+		return len(list)
+	}
+	if len(raw) > 0 && string(raw) != "null" {
+		return 1
+	}
+	return 0
+}
+
+// attemptPrompt is what an attempt records as its prompt: the rendered
+// role file, or for a checks or tool node (no role file, no engine) a line
+// saying what runs.
+func (s *Service) attemptPrompt(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step) (string, error) {
+	node := env.Flow.Node(step.Node)
+	if isExec(node.Kind) {
+		return execDescription(env, node), nil
+	}
+	return s.renderPrompt(ctx, run, env, step)
+}
+
+// handleTTL is how long an attempt's handle lives: the minter's TTL, or for
+// a checks or tool node its worst-case run when that is longer (a check
+// suite may run for hours; its submit must still be accepted).
+func (s *Service) handleTTL(env *RunEnv, node *flow.Node) time.Duration {
+	ttl := s.Minter.TTLOrDefault()
+	if isExec(node.Kind) {
+		ttl = max(ttl, execTTL(env, node))
+	}
+	return ttl
+}

@@ -1,0 +1,154 @@
+package worker
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stratusflow/stratus/internal/flow"
+)
+
+// evalFlow is implementation → review, rework looping back; the review
+// node's extra fields and the flow's defaults are spliced in.
+func evalFlow(reviewFields, defaults string) string {
+	return `flow:
+  name: f
+  task_type: f
+  permission_ceiling: workspace-write
+  output_policy: code_change
+  publishing: none
+` + defaults + `  nodes:
+    - { id: implementation, kind: agent, role_file: r/impl.md }
+    - { id: review, kind: evaluator, role: review, role_file: r/review.md` + reviewFields + ` }
+    - { id: publish, kind: publish, policy: none }
+  edges:
+    - { from: implementation, to: review }
+    - { from: review, to: publish, outcome: accept }
+    - { from: review, to: implementation, outcome: rework, loop: fix }
+  budgets: { fix: 5 }
+`
+}
+
+const (
+	oneMedium = `{"findings": [{"severity": "medium", "path": "a.go", "what": "naming", "fix": "rename"}]}`
+	oneHigh   = `{"findings": [{"severity": "high", "path": "a.go", "what": "bug", "fix": "fix it"}, {"severity": "low", "what": "nit"}]}`
+	clean     = `{"findings": []}`
+)
+
+// worc reference.md § defaults.evaluator, § evaluator node: a node's own
+// field wins, then flow.defaults.evaluator, then the built-in default
+// (gate high, blocking, max_rework_per_stage 1).
+func TestPolicyOf_NodeThenFlowDefaultsThenBuiltin(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, fields, defaults string
+		want                   EvaluatorPolicy
+	}{
+		{"built-in", "", "", EvaluatorPolicy{Gate: "high", Blocking: true, MaxRework: 1}},
+		{"flow defaults", "", "  defaults: { evaluator: { gate_severity: medium, max_rework_per_stage: 3 } }\n", EvaluatorPolicy{Gate: "medium", Blocking: true, MaxRework: 3}},
+		{"node wins", ", gate_severity: low, max_rework_per_stage: 0, blocking: false", "  defaults: { evaluator: { gate_severity: medium, max_rework_per_stage: 3 } }\n", EvaluatorPolicy{Gate: "low", Blocking: false, MaxRework: 0}},
+	} {
+		fl, err := flow.Parse("f.yaml", []byte(evalFlow(tc.fields, tc.defaults)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := PolicyOf(fl, fl.Node("review")); got != tc.want {
+			t.Errorf("%s: PolicyOf = %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// worc reference.md § evaluator node: gate_severity decides which findings
+// gate — the flow default applies to a node that omits it.
+func TestEvaluator_GateSeverityFromFlowDefaults(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, fields, defaults, body, want string
+	}{
+		{"default high: a medium finding accepts", "", "", oneMedium, "accept"},
+		{"default high: a high finding reworks", "", "", oneHigh, "rework"},
+		{"flow default medium gates a medium finding", "", "  defaults: { evaluator: { gate_severity: medium } }\n", oneMedium, "rework"},
+		{"node gate beats flow default", ", gate_severity: critical", "  defaults: { evaluator: { gate_severity: medium } }\n", oneHigh, "accept"},
+		{"a clean pass accepts", "", "", clean, "accept"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, rigOptions{flow: evalFlow(tc.fields, tc.defaults)})
+			sv := r.visit(t, "review", tc.body)
+			if sv.Outcome != tc.want {
+				t.Errorf("outcome = %q (%s), want %q", sv.Outcome, sv.Reason, tc.want)
+			}
+			if want := PolicyOf(r.env.Flow, r.env.Flow.Node("review")).Gate; sv.Gate != want {
+				t.Errorf("StepValue.Gate = %q, want %q", sv.Gate, want)
+			}
+		})
+	}
+}
+
+// flow-authoring.md § What a node returns: the findings contract is
+// fail-closed — a missing or malformed report is "invalid" (no edge takes
+// it: the compiled Choice parks the run), never a silent accept, blocking
+// or not.
+func TestEvaluator_FindingsContractFailsClosed(t *testing.T) {
+	t.Parallel()
+	for _, body := range []string{"Looks good to me.", `{"verdict": "pass"}`, `{"findings": [{"severity": "urgent", "what": "x"}]}`, `{"findings": null}`} {
+		for _, fields := range []string{"", ", blocking: false, max_rework_per_stage: 0"} {
+			r := newRig(t, rigOptions{flow: evalFlow(fields, "")})
+			if sv := r.visit(t, "review", body); sv.Outcome != "invalid" || sv.Exhausted {
+				t.Errorf("review%s of %q: outcome %q exhausted %v, want invalid", fields, body, sv.Outcome, sv.Exhausted)
+			}
+		}
+	}
+}
+
+// worc reference.md § evaluator node: blocking: true reworks on every
+// gating report — the loop's budget, not the node, ends it.
+func TestEvaluator_BlockingReworksThroughTheBudget(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOptions{flow: evalFlow(", max_rework_per_stage: 1", "")})
+	for i := range 4 {
+		if sv := r.visit(t, "review", oneHigh); sv.Outcome != "rework" || sv.Exhausted {
+			t.Fatalf("visit %d: outcome %q exhausted %v, want rework", i+1, sv.Outcome, sv.Exhausted)
+		}
+	}
+}
+
+// worc reference.md § evaluator node: a non-blocking evaluator reworks at
+// most max_rework_per_stage times; then a gating finding accepts, with a
+// warning, reason "accept (rework budget exhausted)" and the step marked
+// exhausted so the report lists the findings as still open.
+func TestEvaluator_NonBlockingAcceptsWhenReworkBudgetExhausted(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, fields, defaults string
+		reworks                int
+	}{
+		{"default budget 1", ", blocking: false", "", 1},
+		{"node budget 2", ", blocking: false, max_rework_per_stage: 2", "", 2},
+		{"flow default budget 3", ", blocking: false", "  defaults: { evaluator: { max_rework_per_stage: 3 } }\n", 3},
+		{"budget 0 never reworks", ", blocking: false, max_rework_per_stage: 0", "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, rigOptions{flow: evalFlow(tc.fields, tc.defaults)})
+			for i := range tc.reworks {
+				if sv := r.visit(t, "review", oneHigh); sv.Outcome != "rework" {
+					t.Fatalf("visit %d: outcome %q, want rework", i+1, sv.Outcome)
+				}
+				if r.warned("rework budget exhausted") {
+					t.Fatalf("visit %d warned before the budget was spent", i+1)
+				}
+			}
+			sv := r.visit(t, "review", oneHigh)
+			if sv.Outcome != "accept" || !sv.Exhausted || !strings.HasPrefix(sv.Reason, "accept (rework budget exhausted)") {
+				t.Errorf("after %d reworks: outcome %q exhausted %v reason %q", tc.reworks, sv.Outcome, sv.Exhausted, sv.Reason)
+			}
+			if !r.warned("review#") || !r.warned("accept (rework budget exhausted): 1 finding at or above high still open") {
+				t.Errorf("no exhaustion warning: %q", r.warnings)
+			}
+			// A clean report after exhaustion is an ordinary accept.
+			if sv := r.visit(t, "review", clean); sv.Outcome != "accept" || sv.Exhausted {
+				t.Errorf("clean report: outcome %q exhausted %v", sv.Outcome, sv.Exhausted)
+			}
+		})
+	}
+}

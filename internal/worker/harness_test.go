@@ -1,0 +1,248 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/captoken"
+	"github.com/stratusflow/stratus/internal/config"
+	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/launch"
+	"github.com/stratusflow/stratus/internal/sink/fs"
+	"github.com/stratusflow/stratus/internal/store/sqlite"
+	"github.com/stratusflow/stratus/internal/task"
+)
+
+// fakeTokens records task-token completions (the state machine's side).
+type fakeTokens struct {
+	mu        sync.Mutex
+	successes map[string]json.RawMessage
+	failures  map[string]string
+}
+
+func (t *fakeTokens) SendTaskSuccess(_ context.Context, tok string, out json.RawMessage) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.successes[tok] = out
+	return nil
+}
+func (t *fakeTokens) SendTaskFailure(_ context.Context, tok, name, cause string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.failures[tok] = name + ": " + cause
+	return nil
+}
+func (t *fakeTokens) SendTaskHeartbeat(context.Context, string) error { return nil }
+
+// fakeLauncher records worker specs instead of starting processes.
+type fakeLauncher struct {
+	mu    sync.Mutex
+	specs []launch.Spec
+}
+
+func (l *fakeLauncher) Launch(_ context.Context, s launch.Spec) (string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.specs = append(l.specs, s)
+	return s.Handle, nil
+}
+func (l *fakeLauncher) Stop(context.Context, string) error { return nil }
+
+// rig is a worker service over SQLite and an fs sink rooted at the run's
+// work dir, with one running run "r1" of task "t1".
+type rig struct {
+	svc      *Service
+	env      *RunEnv
+	run      stratus.Run
+	dir      string // the work dir (the sink root)
+	tokens   *fakeTokens
+	launcher *fakeLauncher
+	n        int // dispatches so far (task tokens)
+
+	mu       sync.Mutex
+	warnings []string
+}
+
+// rigOptions shape a rig: the flow YAML (role files are generated for every
+// role_file it names), the task file, a config mutation, a git work dir.
+type rigOptions struct {
+	flow   string
+	task   string
+	config func(*config.Config)
+	git    bool
+	roles  map[string]string // role_file → template; default "Role of {stage}."
+}
+
+func newRig(t *testing.T, o rigOptions) *rig {
+	t.Helper()
+	dir := t.TempDir()
+	flowsDir := filepath.Join(t.TempDir(), "flows")
+	write(t, filepath.Join(flowsDir, "f.yaml"), o.flow)
+	fl, err := flow.Load(flowsDir, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range fl.Nodes {
+		if n.RoleFile != "" {
+			body, ok := o.roles[n.RoleFile]
+			if !ok {
+				body = "Role of {stage}.\n"
+			}
+			write(t, filepath.Join(flowsDir, n.RoleFile), body)
+		}
+	}
+	if o.task == "" {
+		o.task = "---\nid: t1\ntitle: A task\n---\n## Description\n\nDo it.\n\n## Acceptance criteria\n\n- done\n"
+	}
+	write(t, filepath.Join(dir, "task.md"), o.task)
+	tk, err := task.Parse(filepath.Join(dir, "task.md"), []byte(o.task))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Supervisor.Enabled = new(bool) // no supervisor turns unless a test turns the layer on (supervisor_test.go)
+	if o.config != nil {
+		o.config(cfg)
+	}
+	if o.git {
+		gitInit(t, dir)
+	}
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	r := &rig{dir: dir, tokens: &fakeTokens{successes: map[string]json.RawMessage{}, failures: map[string]string{}}, launcher: &fakeLauncher{}}
+	r.env = &RunEnv{Flow: fl, FlowDir: flowsDir, Task: tk, Config: cfg}
+	r.svc = &Service{Store: st, Sink: fs.New(dir), Tokens: r.tokens, Launcher: r.launcher,
+		Minter: &captoken.Minter{Key: []byte("0123456789abcdef0123456789abcdef")},
+		Env:    func(context.Context, string) (*RunEnv, error) { return r.env, nil },
+		Warnf: func(format string, args ...any) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.warnings = append(r.warnings, fmt.Sprintf(format, args...))
+		}}
+	r.run = stratus.Run{ID: "r1", TaskID: "t1", TaskTitle: "A task", Flow: fl.Name, Status: stratus.RunRunning,
+		WorkDir: dir, TaskPath: filepath.Join(dir, "task.md"), CreatedAt: time.Now()}
+	if err := st.CreateRun(context.Background(), r.run); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func write(t *testing.T, p, body string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func read(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// gitInit makes dir a git work tree with one commit of a tracked file.
+func gitInit(t *testing.T, dir string) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	write(t, filepath.Join(dir, "README.md"), "one\ntwo\n")
+	write(t, filepath.Join(dir, ".gitignore"), "*.log\n")
+	for _, args := range [][]string{
+		{"init", "-q"}, {"add", "README.md", ".gitignore"},
+		{"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "base"},
+	} {
+		if _, err := git(context.Background(), dir, nil, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// dispatch dispatches node and returns its step.
+func (r *rig) dispatch(t *testing.T, node string) stratus.Step {
+	t.Helper()
+	r.n++
+	tok := fmt.Sprintf("tok-%d", r.n)
+	if err := r.svc.Dispatch(context.Background(), Message{RunID: r.run.ID, Node: node, Kind: r.env.Flow.Node(node).Kind, TaskToken: tok}); err != nil {
+		t.Fatal(err)
+	}
+	steps, err := r.svc.Store.ListSteps(context.Background(), r.run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return steps[len(steps)-1]
+}
+
+// submit submits body as the final of the latest launched attempt.
+func (r *rig) submit(t *testing.T, body string) (*StepValue, error) {
+	t.Helper()
+	specs := r.launcher.specs
+	if len(specs) == 0 {
+		t.Fatal("no worker launched")
+	}
+	sp := specs[len(specs)-1]
+	return r.svc.Submit(context.Background(), "Bearer "+sp.Handle, sp.TaskID, []byte(body), true)
+}
+
+// visit dispatches node and submits body for it; it fails the test on a
+// refused submit.
+func (r *rig) visit(t *testing.T, node, body string) *StepValue {
+	t.Helper()
+	r.dispatch(t, node)
+	sv, err := r.submit(t, body)
+	if err != nil {
+		t.Fatalf("submit %s: %v", node, err)
+	}
+	return sv
+}
+
+// vars renders the variables a fresh visit of node would get.
+func (r *rig) vars(t *testing.T, node string) map[string]string {
+	t.Helper()
+	st := stratus.Step{TID: "probe." + node, RunID: r.run.ID, Node: node}
+	v, err := r.svc.templateVars(context.Background(), r.run, r.env, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// ctx is the absolute ctx dir.
+func (r *rig) ctx(name string) string {
+	return filepath.Join(r.dir, "workspace", "tasks", "t1", "ctx", filepath.FromSlash(name))
+}
+
+func (r *rig) warned(sub string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.ContainsFunc(r.warnings, func(w string) bool { return strings.Contains(w, sub) })
+}
+
+func (r *rig) lastPrompt(t *testing.T) string {
+	t.Helper()
+	sp := r.launcher.specs[len(r.launcher.specs)-1]
+	att, err := r.svc.Store.GetAttempt(context.Background(), sp.TaskID, sp.Attempt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return att.Prompt
+}

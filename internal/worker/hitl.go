@@ -1,0 +1,502 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/captoken"
+	"github.com/stratusflow/stratus/internal/compiler"
+	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/fold"
+	"github.com/stratusflow/stratus/internal/projection"
+)
+
+// Human-in-the-loop (worc reference.md § hitl node and § agent node: hitl;
+// issue 5 § 4): a hitl node, or an agent whose report asks a human, parks
+// its Task state on a task token that only a human's reply completes —
+// `stratus approve|reject|answer RUN NODE` or POST
+// /v1/runs/{run_id}/nodes/{node}/hitl, both ending in Service.Human.
+
+// StepWaiting is the status of a hitl step while it waits for its human.
+const StepWaiting = "waiting"
+
+// EventStepWaiting is the progress event of a step that waits for a human:
+// Reason holds the request and the commands that answer it.
+const EventStepWaiting = "step_waiting"
+
+// ErrHITLTimeout completes a hitl Task state whose human did not reply in
+// time; the compiled Catch parks the run at manual_action_required
+// (reference.md § hitl node: a timeout is fail-closed).
+const ErrHITLTimeout = "stratus.HITLTimeout"
+
+// Signals of a hitl request.
+const (
+	SignalQuestion = "question"
+	SignalApproval = "approval"
+)
+
+// Decisions of a human's reply.
+const (
+	DecisionApprove = "approve"
+	DecisionReject  = "reject"
+	DecisionAnswer  = "answer"
+)
+
+// Outcomes a hitl node's step completes with (reference.md § hitl node: a
+// question proceeds on its unconditional edge; an approval branches on
+// route:approve / route:deny). An agent's "<node>.hitl" step completes
+// with compiler.OutcomeAnswered, OutcomeApprove or OutcomeDeny instead.
+const (
+	OutcomeRouteApprove = "route:approve"
+	OutcomeRouteDeny    = "route:deny"
+)
+
+// Reply is a human's reply to a waiting hitl step: the body of POST
+// /v1/runs/{run_id}/nodes/{node}/hitl. Decision is approve, reject or
+// answer; Text is the answer to a question, or the reason of a rejection.
+type Reply struct {
+	Decision string `json:"decision"`
+	Text     string `json:"text,omitempty"`
+}
+
+// HITLValue is the value of a hitl step: while it waits (status
+// StepWaiting) the pending request, once answered the reply too. Its
+// step_ref, node, outcome, reason and subtask_order read as a StepValue.
+type HITLValue struct {
+	StepRef      string    `json:"step_ref"`
+	Node         string    `json:"node"`
+	Outcome      string    `json:"outcome"` // "" while waiting
+	Reason       string    `json:"reason,omitempty"`
+	SubtaskOrder int       `json:"subtask_order,omitempty"`
+	Signal       string    `json:"signal"`          // question | approval
+	Request      string    `json:"request"`         // the question, or what is to be approved
+	Asker        string    `json:"asker,omitempty"` // the agent whose report asked (an agent's hitl)
+	Deadline     time.Time `json:"deadline"`
+	Decision     string    `json:"decision,omitempty"`
+	Answer       string    `json:"answer,omitempty"` // the answer, or the rejection's reason
+	RepliedAt    time.Time `json:"replied_at,omitzero"`
+}
+
+// HumanInput is the human_input object of an agent's typed result
+// (flow-authoring.md § What a node returns: an agent with hitl declared
+// returns `content` + an optional question/approval object).
+type HumanInput struct {
+	Kind string `json:"kind"` // question | approval
+	Text string `json:"text"`
+}
+
+// maxRequestBytes bounds the request text a step value keeps.
+const maxRequestBytes = 8 << 10
+
+// hitlMu serializes the completion of waiting steps (a reply racing
+// another reply or the deadline): the first one wins, the other finds the
+// step no longer waiting.
+var hitlMu sync.Mutex
+
+// HumanInputRequest returns the human_input request of an agent's typed
+// result, or nil when the node declares no hitl grant or the result asks
+// nothing (no human_input, or null). Errors: EUNPROCESSABLE (Field
+// "human_input") for a malformed request or a kind the grant does not
+// allow — the core re-validates every typed result and fails the node
+// rather than trust it (flow-authoring.md § What a node returns).
+func HumanInputRequest(node *flow.Node, value json.RawMessage) (*HumanInput, error) {
+	if node.Kind != flow.KindAgent || node.HITL == nil {
+		return nil, nil
+	}
+	raw, ok := contractObject(value)["human_input"]
+	if !ok || string(raw) == "null" {
+		return nil, nil
+	}
+	var hi HumanInput
+	if err := json.Unmarshal(raw, &hi); err != nil {
+		return nil, stratus.FieldErrorf(stratus.EUNPROCESSABLE, "human_input", "node %s: human_input is not an object {kind, text}: %v", node.ID, err)
+	}
+	switch {
+	case hi.Kind != SignalQuestion && hi.Kind != SignalApproval:
+		return nil, stratus.FieldErrorf(stratus.EUNPROCESSABLE, "human_input.kind", "node %s: human_input.kind %q; valid: question, approval", node.ID, hi.Kind)
+	case strings.TrimSpace(hi.Text) == "":
+		return nil, stratus.FieldErrorf(stratus.EUNPROCESSABLE, "human_input.text", "node %s: human_input.text is empty; a %s needs its text", node.ID, hi.Kind)
+	case hi.Kind == SignalQuestion && !node.HITL.AllowQuestion:
+		return nil, stratus.FieldErrorf(stratus.EUNPROCESSABLE, "human_input.kind", "node %s asked a question, but its hitl grant does not allow questions (hitl.allow_question is false)", node.ID)
+	case hi.Kind == SignalApproval && !node.HITL.AllowApproval:
+		return nil, stratus.FieldErrorf(stratus.EUNPROCESSABLE, "human_input.kind", "node %s asked for an approval, but its hitl grant does not allow approvals (hitl.allow_approval is false)", node.ID)
+	}
+	return &hi, nil
+}
+
+// hitlStep names the step a dispatch message creates: an agent's
+// "<node>.hitl" state (kind hitl on an agent node) waits in a step of its
+// own, "<node>.hitl#<visit>", so the agent's own visits count on.
+func hitlStep(m Message, node *flow.Node) (stepNode, kind string) {
+	if m.Kind == compiler.KindHITL && node.Kind != flow.KindHITL {
+		return node.ID + compiler.HITLSuffix, flow.KindHITL
+	}
+	return node.ID, node.Kind
+}
+
+// dispatchHITL parks a hitl step: it records the pending request (status
+// StepWaiting), says on the progress line how to answer it, and arms the
+// deadline. The task token is completed by Human, or by the deadline with
+// ErrHITLTimeout.
+func (s *Service) dispatchHITL(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step, node *flow.Node) error {
+	v := HITLValue{StepRef: step.StepRef, Node: step.Node, Signal: node.Signal}
+	if prev, err := decodeStepValue(step.Value); err == nil {
+		v.SubtaskOrder = prev.SubtaskOrder
+	}
+	timeout := env.Config.HITL.TimeoutSeconds
+	if node.Kind == flow.KindHITL {
+		if node.TimeoutS != nil {
+			timeout = *node.TimeoutS
+		}
+		v.Request = s.nodeRequest(ctx, run, env, step, node)
+	} else {
+		hi, err := s.agentRequest(ctx, env, step, node)
+		if err != nil {
+			return s.failStep(ctx, step, 0, ErrDispatch, err.Error())
+		}
+		v.Signal, v.Request, v.Asker = hi.Kind, hi.Text, node.ID
+	}
+	if timeout <= 0 {
+		timeout = compiler.DefaultHITLTimeoutSeconds
+	}
+	if len(v.Request) > maxRequestBytes {
+		v.Request = v.Request[:maxRequestBytes] + "…"
+	}
+	v.Deadline = s.now().Add(time.Duration(timeout) * time.Second)
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	step.Status, step.Value = StepWaiting, raw
+	if err := s.Store.UpdateStep(ctx, step); err != nil {
+		return err
+	}
+	s.emit(Event{Type: EventStepWaiting, RunID: run.ID, Node: step.Node, StepRef: step.StepRef, Outcome: v.Signal,
+		Reason: waitingReason(run.ID, node.ID, v)})
+	tid := step.TID
+	time.AfterFunc(time.Duration(timeout)*time.Second, func() { s.hitlExpired(tid, timeout) })
+	return nil
+}
+
+// waitingReason is the request and the commands that answer it.
+func waitingReason(runID, node string, v HITLValue) string {
+	var how string
+	if v.Signal == SignalQuestion {
+		how = fmt.Sprintf("stratus answer %s %s TEXT", runID, node)
+	} else {
+		how = fmt.Sprintf("stratus approve %s %s | stratus reject %s %s --reason TEXT", runID, node, runID, node)
+	}
+	return fmt.Sprintf("%s: %s — reply with: %s (before %s)", v.Signal, oneLine(v.Request, 300), how, v.Deadline.Format(time.RFC3339))
+}
+
+func oneLine(s string, n int) string {
+	return truncate(strings.Join(strings.Fields(s), " "), n)
+}
+
+// nodeRequest words a hitl node's request: the node carries no text of its
+// own, so it points at the latest output the human is to judge.
+func (s *Service) nodeRequest(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step, node *flow.Node) string {
+	what := "answer the question of node " + node.ID
+	if node.Signal == SignalApproval {
+		what = "approve or reject the work so far at node " + node.ID
+	}
+	req := fmt.Sprintf("task %s (%s): %s", run.TaskID, run.TaskTitle, what)
+	prior, err := s.latestSteps(ctx, run.ID, step.TID)
+	if err == nil && len(prior) > 0 && run.WorkDir != "" {
+		if dir, err := ctxDir(env, run); err == nil {
+			last := prior[len(prior)-1]
+			req += fmt.Sprintf("; latest output: %s (%s)", abs(run, dir+"/"+last.Node+".md"), last.StepRef)
+		}
+	}
+	return req
+}
+
+// agentRequest reads the human_input request of the agent step that led
+// to this "<node>.hitl" step: the node's latest completed step.
+func (s *Service) agentRequest(ctx context.Context, env *RunEnv, step stratus.Step, node *flow.Node) (*HumanInput, error) {
+	steps, err := s.Store.ListSteps(ctx, step.RunID)
+	if err != nil {
+		return nil, err
+	}
+	for i := len(steps) - 1; i >= 0; i-- {
+		st := steps[i]
+		if st.Node != node.ID || st.Status != stratus.StepCompleted {
+			continue
+		}
+		if st.Verdict != compiler.OutcomeHumanInput {
+			break
+		}
+		att, err := s.Store.LatestAttempt(ctx, st.TID)
+		if err != nil {
+			return nil, err
+		}
+		tail, err := s.Store.ListOutput(ctx, st.TID, att.N)
+		if err != nil {
+			return nil, err
+		}
+		value, err := fold.Fold(att.Agent, tail, s.submitFormat(env, node.ID))
+		if err != nil {
+			return nil, err
+		}
+		hi, err := HumanInputRequest(node, value)
+		if err == nil && hi == nil {
+			err = fmt.Errorf("%s asked for human input, but its report holds no human_input", st.StepRef)
+		}
+		return hi, err
+	}
+	return nil, fmt.Errorf("%s: node %s has no completed step asking for human input", step.StepRef, node.ID)
+}
+
+// hitlExpired fails a hitl step still waiting at its deadline.
+func (s *Service) hitlExpired(tid string, seconds int) {
+	ctx := context.Background()
+	hitlMu.Lock()
+	defer hitlMu.Unlock()
+	st, err := s.Store.GetStep(ctx, tid)
+	if err != nil || st.Status != StepWaiting {
+		return
+	}
+	s.failStep(ctx, st, 0, ErrHITLTimeout, fmt.Sprintf("no human reply within %d s (hitl timeout)", seconds))
+}
+
+// Human applies a human's reply to the step of node that waits for one
+// (worc reference.md § hitl node; issue 5 § 4): node is a hitl node, or an
+// agent whose report asked (its "<node>.hitl" step; either name works).
+//
+// A question needs decision answer and a non-empty text; an approval
+// needs approve or reject (text: the reason, optional). The reply is
+// written to <ctx-dir>/<step>.md (a hitl node's <node>.md, an agent's
+// <node>.hitl.md, where the next steps' context points), the step
+// completes with its outcome — a hitl node: done, route:approve or
+// route:deny; an agent's hitl: answered, approve or deny — and the Task
+// state gets SendTaskSuccess.
+//
+// Errors: ENOTFOUND for an unknown run or node, or a node that never waits
+// for a human; ECONFLICT when the run is over or nothing waits; EINVALID
+// for an unknown decision; EUNPROCESSABLE for a reply that does not fit
+// the request (an approval to a question, an empty answer). On any error
+// the step keeps waiting: nothing is lost.
+func (s *Service) Human(ctx context.Context, runID, node string, r Reply) (*HITLValue, error) {
+	run, err := s.Store.GetRun(ctx, runID)
+	if stratus.ErrorCode(err) == stratus.ENOTFOUND {
+		return nil, stratus.FieldErrorf(stratus.ENOTFOUND, "run_id", "no run %q", runID)
+	} else if err != nil {
+		return nil, err
+	}
+	if stratus.RunTerminal(run.Status) {
+		return nil, stratus.FieldErrorf(stratus.ECONFLICT, "run_id", "run %s is %s; nothing waits for a human", runID, run.Status)
+	}
+	env, err := s.Env(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	n := env.Flow.Node(strings.TrimSuffix(node, compiler.HITLSuffix))
+	if n == nil || (n.Kind != flow.KindHITL && !(n.Kind == flow.KindAgent && n.HITL != nil)) {
+		return nil, stratus.FieldErrorf(stratus.ENOTFOUND, "node", "flow %s has no node %q that waits for a human; those that may: %s",
+			env.Flow.Name, node, strings.Join(humanNodes(env.Flow), ", "))
+	}
+	stepNode := n.ID
+	if n.Kind == flow.KindAgent {
+		stepNode += compiler.HITLSuffix
+	}
+	switch r.Decision {
+	case DecisionApprove, DecisionReject, DecisionAnswer:
+	default:
+		return nil, stratus.FieldErrorf(stratus.EINVALID, "decision", "%q; valid: approve, reject, answer", r.Decision)
+	}
+
+	hitlMu.Lock()
+	defer hitlMu.Unlock()
+	steps, err := s.Store.ListSteps(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	var st *stratus.Step
+	for i := len(steps) - 1; i >= 0; i-- {
+		if steps[i].Node == stepNode {
+			st = &steps[i]
+			break
+		}
+	}
+	if st == nil || st.Status != StepWaiting {
+		latest := "it has not asked yet"
+		if st != nil {
+			latest = fmt.Sprintf("its latest request %s is %s", st.StepRef, st.Status)
+		}
+		return nil, stratus.FieldErrorf(stratus.ECONFLICT, "node", "node %s of run %s is not waiting for a human: %s", n.ID, runID, latest)
+	}
+	var v HITLValue
+	if err := json.Unmarshal(st.Value, &v); err != nil {
+		return nil, fmt.Errorf("%s: pending request: %w", st.StepRef, err)
+	}
+	outcome, err := judge(n, v.Signal, r)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	v.Outcome, v.Decision, v.Answer, v.RepliedAt = outcome, r.Decision, strings.TrimSpace(r.Text), now
+	if err := s.writeReply(ctx, run, env, *st, v); err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	step := *st
+	step.Status, step.Verdict, step.Value, step.EndedAt = stratus.StepCompleted, outcome, raw, now
+	if err := s.Store.UpdateStep(ctx, step); err != nil {
+		return nil, err
+	}
+	s.emit(Event{Type: EventStepEnded, RunID: runID, Node: step.Node, StepRef: step.StepRef, Outcome: outcome, Reason: oneLine(v.Answer, 200),
+		Duration: now.Sub(step.CreatedAt)})
+	small, _ := json.Marshal(StepValue{StepRef: step.StepRef, Node: step.Node, Outcome: outcome, SubtaskOrder: v.SubtaskOrder})
+	if err := s.Tokens.SendTaskSuccess(ctx, step.TaskToken, small); err != nil {
+		return nil, stratus.Errorf(stratus.ECONFLICT, "the reply to %s was recorded, but its state no longer waits for it: %v", step.StepRef, err)
+	}
+	return &v, nil
+}
+
+// judge checks a reply against the request and returns the step's outcome.
+func judge(n *flow.Node, signal string, r Reply) (string, error) {
+	agent := n.Kind == flow.KindAgent
+	if signal == SignalQuestion {
+		if r.Decision != DecisionAnswer {
+			return "", stratus.FieldErrorf(stratus.EUNPROCESSABLE, "decision", "%q: node %s asks a question; answer it (decision answer, with the answer as text)", r.Decision, n.ID)
+		}
+		if strings.TrimSpace(r.Text) == "" {
+			return "", stratus.FieldErrorf(stratus.EUNPROCESSABLE, "text", "the answer to node %s's question is empty; valid: any non-empty text", n.ID)
+		}
+		if agent {
+			return compiler.OutcomeAnswered, nil
+		}
+		return "done", nil
+	}
+	switch r.Decision {
+	case DecisionApprove:
+		if agent {
+			return compiler.OutcomeApprove, nil
+		}
+		return OutcomeRouteApprove, nil
+	case DecisionReject:
+		if agent {
+			return compiler.OutcomeDeny, nil
+		}
+		return OutcomeRouteDeny, nil
+	}
+	return "", stratus.FieldErrorf(stratus.EUNPROCESSABLE, "decision", "%q: node %s asks for an approval; approve or reject it", r.Decision, n.ID)
+}
+
+// humanNodes lists the nodes of a flow that may wait for a human.
+func humanNodes(f *flow.Flow) []string {
+	var out []string
+	for _, n := range f.Nodes {
+		if n.Kind == flow.KindHITL || (n.Kind == flow.KindAgent && n.HITL != nil) {
+			out = append(out, n.ID)
+		}
+	}
+	if len(out) == 0 {
+		return []string{"(none)"}
+	}
+	return out
+}
+
+// writeReply writes the request and its reply to <ctx-dir>/<step>.md.
+func (s *Service) writeReply(ctx context.Context, run stratus.Run, env *RunEnv, st stratus.Step, v HITLValue) error {
+	if run.WorkDir == "" {
+		s.warnf("%s: no work dir resolves for run %s; the reply is recorded without its file", st.StepRef, run.ID)
+		return nil
+	}
+	dir, err := ctxDir(env, run)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Human reply to %s\n\n", st.StepRef)
+	fmt.Fprintf(&b, "%s: %s\n\n", v.Signal, v.Request)
+	fmt.Fprintf(&b, "decision: %s\n", v.Decision)
+	if v.Answer != "" {
+		fmt.Fprintf(&b, "\n%s\n", v.Answer)
+	}
+	fm := projection.FrontMatter{TaskID: run.TaskID, Step: st.Node, StepRef: st.StepRef, Attempt: 1, Agent: "human", Format: "text", SubmittedAt: v.RepliedAt}
+	_, err = projection.Project(ctx, s.Sink, dir, st.Node, fm, []byte(b.String()), nil)
+	return err
+}
+
+// HumanReplySection is what an agent's prompt gains after it asked a
+// human: one "## Human answer" (a question answered) or "## Approval
+// denied: <reason>" section per hitl round since the agent last completed
+// without asking, oldest first; "" when there is none. step is the
+// agent's step being rendered. The prompt renderer appends it to the
+// rendered role file.
+func (s *Service) HumanReplySection(ctx context.Context, runID string, step stratus.Step) (string, error) {
+	steps, err := s.Store.ListSteps(ctx, runID)
+	if err != nil {
+		return "", err
+	}
+	var rounds []HITLValue
+	for _, st := range steps {
+		if st.TID == step.TID {
+			break
+		}
+		switch {
+		case st.Node == step.Node && st.Status == stratus.StepCompleted && st.Verdict != compiler.OutcomeHumanInput:
+			rounds = nil
+		case st.Node == step.Node+compiler.HITLSuffix && st.Status == stratus.StepCompleted &&
+			(st.Verdict == compiler.OutcomeAnswered || st.Verdict == compiler.OutcomeDeny):
+			var v HITLValue
+			if json.Unmarshal(st.Value, &v) == nil {
+				rounds = append(rounds, v)
+			}
+		}
+	}
+	var b strings.Builder
+	for _, v := range rounds {
+		if v.Outcome == compiler.OutcomeAnswered {
+			fmt.Fprintf(&b, "\n\n## Human answer\n\nYou asked (%s): %s\n\n%s\n", v.StepRef, v.Request, v.Answer)
+			continue
+		}
+		reason := oneLine(v.Answer, 500)
+		if reason == "" {
+			reason = "no reason given"
+		}
+		fmt.Fprintf(&b, "\n\n## Approval denied: %s\n\nYou asked for approval (%s) of: %s\n", reason, v.StepRef, v.Request)
+	}
+	return b.String(), nil
+}
+
+// AuthorizeOperator checks the credential of a human's reply to run runID
+// (POST /v1/runs/{run_id}/nodes/{node}/hitl): an operator capability token
+// (captoken.MintOperator with the run's HMAC key) for that run. Nothing is
+// read from the store. Errors: EUNAUTHORIZED for a missing, malformed,
+// badly signed or expired credential; EFORBIDDEN for a worker handle or
+// token, or another run's operator token.
+func (s *Service) AuthorizeOperator(authorization, runID string) error {
+	scheme, cred, _ := strings.Cut(strings.TrimSpace(authorization), " ")
+	cred = strings.TrimSpace(cred)
+	switch {
+	case authorization == "":
+		return stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "missing; valid: Bearer <operator token> (stratus approve|reject|answer mints one)")
+	case !strings.EqualFold(scheme, "Bearer") || cred == "":
+		return stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "valid: Bearer <operator token>")
+	case strings.HasPrefix(cred, captoken.HandlePrefix):
+		return stratus.FieldErrorf(stratus.EFORBIDDEN, "Authorization", "a worker handle cannot reply for a human; valid: an operator token")
+	case s.Minter == nil:
+		return stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "this server verifies no operator tokens")
+	}
+	c, err := s.Minter.Verify(cred)
+	if err != nil {
+		return err
+	}
+	if c.Role != captoken.RoleOperator || !c.Allows(captoken.ReplyHuman) {
+		return stratus.FieldErrorf(stratus.EFORBIDDEN, "Authorization", "token (role %q, verbs %v) does not grant %s; valid: an operator token", c.Role, c.Verbs, captoken.ReplyHuman)
+	}
+	if c.RunID != runID {
+		return stratus.FieldErrorf(stratus.EFORBIDDEN, "run_id", "%q is not the run this operator token was issued for", runID)
+	}
+	return nil
+}

@@ -1,0 +1,338 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/compiler"
+)
+
+const hitlFlow = `flow:
+  name: f
+  task_type: f
+  permission_ceiling: workspace-write
+  output_policy: code_change
+  publishing: pull_request
+  nodes:
+    - { id: draft, kind: agent, role_file: f/draft.md, hitl: { allow_question: true, allow_approval: false } }
+    - { id: signoff, kind: agent, role_file: f/signoff.md, hitl: { allow_question: false, allow_approval: true } }
+    - { id: plain, kind: agent, role_file: f/plain.md }
+    - { id: ask, kind: hitl, signal: question }
+    - { id: gate, kind: hitl, signal: approval, timeout_s: TIMEOUT }
+    - { id: publish, kind: publish, policy: pull_request }
+  edges:
+    - { from: draft, to: signoff }
+    - { from: signoff, to: plain }
+    - { from: plain, to: ask }
+    - { from: ask, to: gate }
+    - { from: gate, to: publish, outcome: route:approve }
+    - { from: gate, to: publish, outcome: route:deny }
+`
+
+// hitlRig is a rig over hitlFlow that records progress events.
+type hitlRig struct {
+	*rig
+	mu     sync.Mutex
+	events []Event
+}
+
+func newHITLRig(t *testing.T, gateTimeout string) *hitlRig {
+	t.Helper()
+	if gateTimeout == "" {
+		gateTimeout = "3600"
+	}
+	h := &hitlRig{rig: newRig(t, rigOptions{flow: strings.Replace(hitlFlow, "TIMEOUT", gateTimeout, 1)})}
+	h.svc.OnEvent = func(e Event) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.events = append(h.events, e)
+	}
+	return h
+}
+
+// waitFor dispatches the hitl state of node: a hitl node's own Task, or an
+// agent's "<node>.hitl" (kind hitl on the agent); it returns the step.
+func (h *hitlRig) waitFor(t *testing.T, node string) stratus.Step {
+	t.Helper()
+	h.n++
+	tok := fmt.Sprintf("tok-%d", h.n)
+	if err := h.svc.Dispatch(context.Background(), Message{RunID: "r1", Node: node, Kind: "hitl", TaskToken: tok}); err != nil {
+		t.Fatal(err)
+	}
+	steps, _ := h.svc.Store.ListSteps(context.Background(), "r1")
+	return steps[len(steps)-1]
+}
+
+func (h *hitlRig) step(t *testing.T, tid string) stratus.Step {
+	t.Helper()
+	st, err := h.svc.Store.GetStep(context.Background(), tid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func (h *hitlRig) outcome(t *testing.T, tok string) string {
+	t.Helper()
+	h.tokens.mu.Lock()
+	defer h.tokens.mu.Unlock()
+	var sv StepValue
+	if raw, ok := h.tokens.successes[tok]; ok {
+		json.Unmarshal(raw, &sv)
+		return sv.Outcome
+	}
+	if f, ok := h.tokens.failures[tok]; ok {
+		return "failure " + f
+	}
+	return ""
+}
+
+// A hitl step records the pending request (status waiting, the signal and
+// the text), says on the progress line how to resume, and leaves its task
+// token open (issue 5 § 4; reference.md § hitl node).
+func TestDispatchHITL_RecordsTheWaitingRequest(t *testing.T) {
+	t.Parallel()
+	h := newHITLRig(t, "")
+	st := h.waitFor(t, "gate")
+	if st.Node != "gate" || st.Kind != "hitl" || st.Status != StepWaiting || st.StepRef != "gate#1" {
+		t.Fatalf("step %+v", st)
+	}
+	var v HITLValue
+	if err := json.Unmarshal(st.Value, &v); err != nil || v.Signal != SignalApproval || !strings.Contains(v.Request, "approve or reject") || v.Deadline.IsZero() {
+		t.Errorf("value %s", st.Value)
+	}
+	if got := h.outcome(t, st.TaskToken); got != "" {
+		t.Errorf("the task token completed (%s) before any human replied", got)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	last := h.events[len(h.events)-1]
+	if last.Type != EventStepWaiting || !strings.Contains(last.Reason, "stratus approve r1 gate") || !strings.Contains(last.Reason, "stratus reject r1 gate --reason TEXT") {
+		t.Errorf("waiting event %+v", last)
+	}
+}
+
+// Human validates a reply against the waiting request: every refusal
+// names its field and leaves the step waiting, so nothing is lost.
+func TestHuman_RefusalsLeaveTheStepWaiting(t *testing.T) {
+	t.Parallel()
+	h := newHITLRig(t, "")
+	ask := h.waitFor(t, "ask")
+	gate := h.waitFor(t, "gate")
+	cases := []struct {
+		name, run, node string
+		reply           Reply
+		code, field     string
+	}{
+		{"an approval to a question", "r1", "ask", Reply{Decision: DecisionApprove}, stratus.EUNPROCESSABLE, "decision"},
+		{"an empty answer", "r1", "ask", Reply{Decision: DecisionAnswer, Text: "  \n"}, stratus.EUNPROCESSABLE, "text"},
+		{"an answer to an approval", "r1", "gate", Reply{Decision: DecisionAnswer, Text: "yes"}, stratus.EUNPROCESSABLE, "decision"},
+		{"an unknown decision", "r1", "gate", Reply{Decision: "maybe"}, stratus.EINVALID, "decision"},
+		{"an unknown run", "r9", "gate", Reply{Decision: DecisionApprove}, stratus.ENOTFOUND, "run_id"},
+		{"an unknown node", "r1", "nope", Reply{Decision: DecisionApprove}, stratus.ENOTFOUND, "node"},
+		{"a node that never waits", "r1", "plain", Reply{Decision: DecisionApprove}, stratus.ENOTFOUND, "node"},
+		{"a node that may ask but waits for nothing", "r1", "draft", Reply{Decision: DecisionAnswer, Text: "x"}, stratus.ECONFLICT, "node"},
+	}
+	for _, c := range cases {
+		_, err := h.svc.Human(context.Background(), c.run, c.node, c.reply)
+		var se *stratus.Error
+		if !errors.As(err, &se) || se.Code != c.code || se.Field != c.field {
+			t.Errorf("%s: %v, want %s on field %s", c.name, err, c.code, c.field)
+		}
+	}
+	for _, st := range []stratus.Step{ask, gate} {
+		if got := h.step(t, st.TID); got.Status != StepWaiting || h.outcome(t, st.TaskToken) != "" {
+			t.Errorf("%s after refused replies: status %s, token %q", st.StepRef, got.Status, h.outcome(t, st.TaskToken))
+		}
+	}
+}
+
+// The reply completes the step with the outcome its node kind routes on
+// (reference.md § hitl node: a question proceeds on "done", an approval
+// branches on route:approve / route:deny), lands in <ctx>/<node>.md, and
+// a second reply finds nothing waiting.
+func TestHuman_ReplyCompletesTheStep(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		node    string
+		reply   Reply
+		outcome string
+		file    string
+	}{
+		{"ask", Reply{Decision: DecisionAnswer, Text: "Use Postgres."}, "done", "Use Postgres."},
+		{"gate", Reply{Decision: DecisionApprove}, OutcomeRouteApprove, "decision: approve"},
+		{"gate", Reply{Decision: DecisionReject, Text: "the tests are missing"}, OutcomeRouteDeny, "the tests are missing"},
+	}
+	for _, c := range cases {
+		t.Run(c.node+" "+c.reply.Decision, func(t *testing.T) {
+			t.Parallel()
+			h := newHITLRig(t, "")
+			st := h.waitFor(t, c.node)
+			v, err := h.svc.Human(context.Background(), "r1", c.node, c.reply)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Outcome != c.outcome || h.outcome(t, st.TaskToken) != c.outcome {
+				t.Errorf("outcome %q, token %q; want %q", v.Outcome, h.outcome(t, st.TaskToken), c.outcome)
+			}
+			if got := h.step(t, st.TID); got.Status != stratus.StepCompleted || got.Verdict != c.outcome {
+				t.Errorf("step %+v", got)
+			}
+			if body := read(t, h.ctx(c.node+".md")); !strings.Contains(body, c.file) || !strings.Contains(body, `step_ref: "`+c.node+`#1"`) {
+				t.Errorf("%s.md:\n%s", c.node, body)
+			}
+			if _, err := h.svc.Human(context.Background(), "r1", c.node, c.reply); stratus.ErrorCode(err) != stratus.ECONFLICT {
+				t.Errorf("second reply: %v, want conflict", err)
+			}
+		})
+	}
+}
+
+// An agent with a hitl grant asks through its typed result (flow-authoring
+// .md § What a node returns: human_input): the step's outcome is
+// human_input; a kind its grant does not allow, or a malformed request,
+// is refused (422) and nothing is recorded; an agent without a grant is
+// not asking, whatever its report says.
+func TestHumanInput_AgentContract(t *testing.T) {
+	t.Parallel()
+	question := `{"content": "need input", "human_input": {"kind": "question", "text": "Which database?"}}`
+	approval := `{"content": "ready", "human_input": {"kind": "approval", "text": "Drop the legacy table?"}}`
+	cases := []struct {
+		node, body string
+		outcome    string // "" = refused
+		field      string
+	}{
+		{"draft", question, compiler.OutcomeHumanInput, ""},
+		{"draft", `{"content": "x", "human_input": null}`, "done", ""},
+		{"draft", "plain prose", "done", ""},
+		{"draft", approval, "", "human_input.kind"},
+		{"draft", `{"human_input": {"kind": "poll", "text": "?"}}`, "", "human_input.kind"},
+		{"draft", `{"human_input": {"kind": "question", "text": " "}}`, "", "human_input.text"},
+		{"draft", `{"human_input": "which?"}`, "", "human_input"},
+		{"signoff", approval, compiler.OutcomeHumanInput, ""},
+		{"signoff", question, "", "human_input.kind"},
+		{"plain", question, "done", ""},
+	}
+	for _, c := range cases {
+		h := newHITLRig(t, "")
+		h.dispatch(t, c.node)
+		sv, err := h.submit(t, c.body)
+		if c.outcome == "" {
+			var se *stratus.Error
+			if !errors.As(err, &se) || se.Code != stratus.EUNPROCESSABLE || se.Field != c.field {
+				t.Errorf("%s %s: %v, want unprocessable on %s", c.node, c.body, err, c.field)
+			}
+			continue
+		}
+		if err != nil || sv.Outcome != c.outcome {
+			t.Errorf("%s %s: %+v %v, want outcome %s", c.node, c.body, sv, err, c.outcome)
+		}
+	}
+}
+
+// The agent's request waits in "<node>.hitl#<visit>" with the agent's own
+// text; the answer (or the denial's reason) reaches the agent's next
+// prompt as a "## Human answer" ("## Approval denied: <reason>") section
+// (issue 5 § 4).
+func TestHumanReplySection_ReRunAgentSeesTheReply(t *testing.T) {
+	t.Parallel()
+	h := newHITLRig(t, "")
+	h.visit(t, "draft", `{"human_input": {"kind": "question", "text": "Which database?"}}`)
+	st := h.waitFor(t, "draft")
+	var v HITLValue
+	json.Unmarshal(st.Value, &v)
+	if st.Node != "draft.hitl" || st.StepRef != "draft.hitl#1" || st.Status != StepWaiting || v.Request != "Which database?" || v.Asker != "draft" || v.Signal != SignalQuestion {
+		t.Fatalf("agent hitl step %+v value %s", st, st.Value)
+	}
+	if _, err := h.svc.Human(context.Background(), "r1", "draft", Reply{Decision: DecisionAnswer, Text: "Postgres 16."}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.outcome(t, st.TaskToken); got != compiler.OutcomeAnswered {
+		t.Errorf("agent hitl outcome %q, want %q", got, compiler.OutcomeAnswered)
+	}
+	if !strings.Contains(read(t, h.ctx("draft.hitl.md")), "Postgres 16.") {
+		t.Errorf("draft.hitl.md lacks the answer")
+	}
+	again := h.dispatch(t, "draft")
+	if again.StepRef != "draft#2" {
+		t.Errorf("the re-run is %s, want draft#2 (hitl steps do not count as the agent's visits)", again.StepRef)
+	}
+	p := h.lastPrompt(t)
+	if !strings.Contains(p, "## Human answer") || !strings.Contains(p, "Which database?") || !strings.Contains(p, "Postgres 16.") {
+		t.Errorf("re-run prompt lacks the answer:\n%s", p)
+	}
+	// Once the agent completes without asking, later visits start clean.
+	if _, err := h.submit(t, "done"); err != nil {
+		t.Fatal(err)
+	}
+	h.dispatch(t, "draft")
+	if p := h.lastPrompt(t); strings.Contains(p, "## Human answer") {
+		t.Errorf("a later visit still carries an answered round:\n%s", p)
+	}
+
+	// A denial: approve → "approve"; reject → "deny" and the reason.
+	h.visit(t, "signoff", `{"human_input": {"kind": "approval", "text": "Drop the legacy table?"}}`)
+	st = h.waitFor(t, "signoff")
+	if _, err := h.svc.Human(context.Background(), "r1", "signoff.hitl", Reply{Decision: DecisionReject, Text: "keep it one more release"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.outcome(t, st.TaskToken); got != compiler.OutcomeDeny {
+		t.Errorf("denied: outcome %q", got)
+	}
+	h.dispatch(t, "signoff")
+	if p := h.lastPrompt(t); !strings.Contains(p, "## Approval denied: keep it one more release") || !strings.Contains(p, "Drop the legacy table?") {
+		t.Errorf("re-run prompt lacks the denial:\n%s", p)
+	}
+	h.submit(t, `{"human_input": {"kind": "approval", "text": "Drop it next release?"}}`)
+	st = h.waitFor(t, "signoff")
+	if _, err := h.svc.Human(context.Background(), "r1", "signoff", Reply{Decision: DecisionApprove}); err != nil || h.outcome(t, st.TaskToken) != compiler.OutcomeApprove {
+		t.Errorf("approved: %v, outcome %q", err, h.outcome(t, st.TaskToken))
+	}
+}
+
+// A hitl wait is fail-closed (reference.md § hitl node: a timeout parks
+// the task): at its deadline the step fails with ErrHITLTimeout, which the
+// compiled Catch sends to manual_action_required, and a late reply finds
+// nothing waiting.
+func TestHITL_DeadlineFailsTheWaitingStep(t *testing.T) {
+	t.Parallel()
+	h := newHITLRig(t, "1")
+	st := h.waitFor(t, "gate")
+	deadline := time.Now().Add(30 * time.Second)
+	for h.outcome(t, st.TaskToken) == "" && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := h.outcome(t, st.TaskToken); !strings.HasPrefix(got, "failure "+ErrHITLTimeout) {
+		t.Fatalf("token after the deadline: %q, want %s", got, ErrHITLTimeout)
+	}
+	if got := h.step(t, st.TID); got.Status != stratus.StepFailed {
+		t.Errorf("step status %s, want failed", got.Status)
+	}
+	if _, err := h.svc.Human(context.Background(), "r1", "gate", Reply{Decision: DecisionApprove}); stratus.ErrorCode(err) != stratus.ECONFLICT {
+		t.Errorf("late reply: %v, want conflict", err)
+	}
+}
+
+// A terminal run takes no reply.
+func TestHuman_TerminalRunConflicts(t *testing.T) {
+	t.Parallel()
+	h := newHITLRig(t, "")
+	h.waitFor(t, "gate")
+	run := h.run
+	run.Status = stratus.RunFailed
+	if err := h.svc.Store.UpdateRun(context.Background(), run); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.svc.Human(context.Background(), "r1", "gate", Reply{Decision: DecisionApprove})
+	var se *stratus.Error
+	if !errors.As(err, &se) || se.Code != stratus.ECONFLICT || se.Field != "run_id" {
+		t.Errorf("%v, want conflict on run_id", err)
+	}
+}

@@ -1,0 +1,315 @@
+package worker
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/config"
+)
+
+// slotFlow has one agent per output slot, and one with output_file.
+func slotFlow(policy string) string {
+	return `flow:
+  name: f
+  task_type: f
+  permission_ceiling: workspace-write
+  output_policy: ` + policy + `
+  publishing: none
+  nodes:
+    - { id: refinement, kind: agent, role_file: r/a.md, output_artifact: enriched_spec }
+    - { id: planning, kind: agent, role_file: r/a.md, output_artifact: plan }
+    - { id: wrap, kind: agent, role_file: r/a.md, output_artifact: summary }
+    - { id: audit, kind: agent, role_file: r/a.md, output_artifact: report }
+    - { id: draft, kind: agent, role_file: r/a.md, output_file: draft.md }
+    - { id: publish, kind: publish, policy: none }
+  edges:
+    - { from: refinement, to: planning }
+    - { from: planning, to: wrap }
+    - { from: wrap, to: audit }
+    - { from: audit, to: draft }
+    - { from: draft, to: publish }
+`
+}
+
+// flow-authoring.md § Where a node's output goes: output_artifact lands the
+// node's content — the contract's content field, or the whole body when it
+// is not a JSON object with one — in the slot's file.
+func TestOutputSlots_ContentLandsInTheSlotFile(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		policy, node, body, file, want string
+	}{
+		{"code_change", "refinement", `{"content": "# Enriched\n", "human_input": null}`, "workspace/tasks/t1/ctx/task.enriched.md", "# Enriched\n"},
+		{"code_change", "planning", "```json\n{\"content\": \"1. do it\", \"decompose\": false, \"subtasks\": []}\n```", "workspace/tasks/t1/ctx/plan.md", "1. do it"},
+		{"code_change", "planning", "Plain prose plan.", "workspace/tasks/t1/ctx/plan.md", "Plain prose plan."},
+		{"code_change", "planning", `{"plan": "no content field"}`, "workspace/tasks/t1/ctx/plan.md", `{"plan": "no content field"}`},
+		{"code_change", "wrap", `{"content": "Summary."}`, "workspace/tasks/t1/ctx/summary.md", "Summary."},
+		{"code_change", "audit", `{"content": "Report."}`, "workspace/tasks/t1/ctx/report.md", "Report."},
+		{"repository_document", "audit", `{"content": "Report."}`, "docs/research/t1/report.md", "Report."},
+		{"private_control_workspace_report", "audit", `{"content": "Secret report."}`, ".stratus/security-reports/t1/report.md", "Secret report."},
+	} {
+		r := newRig(t, rigOptions{flow: slotFlow(tc.policy)})
+		r.visit(t, tc.node, tc.body)
+		if got := read(t, filepath.Join(r.dir, filepath.FromSlash(tc.file))); got != tc.want {
+			t.Errorf("%s %s: %s = %q, want %q", tc.policy, tc.node, tc.file, got, tc.want)
+		}
+	}
+}
+
+// flow-authoring.md § Where a node's output goes: a node that stages a part
+// named after its slot file keeps it; the closing message does not
+// overwrite it, and {plan_path} points at it.
+func TestOutputSlots_StagedSlotPartWins(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOptions{flow: slotFlow("code_change")})
+	r.dispatch(t, "planning")
+	sp := r.launcher.specs[len(r.launcher.specs)-1]
+	if err := r.svc.Artifact(t.Context(), "Bearer "+sp.Handle, "plan.md", []byte("the real plan")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.submit(t, "A one-paragraph summary."); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, r.ctx("plan.md")); got != "the real plan" {
+		t.Errorf("plan.md = %q, want the staged part", got)
+	}
+	if got := r.vars(t, "wrap")["plan_path"]; got != r.ctx("plan.md") {
+		t.Errorf("{plan_path} = %q", got)
+	}
+}
+
+// seed 004 § Node outputs: with output_file, {<node>_path} carries a
+// redacted copy of the file the node wrote (<ctx>/<node>.out/<file>), not
+// its closing message; a file the node did not write falls back to the
+// closing message with a warning.
+func TestOutputFile_RedactedCopyIsTheChannel(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOptions{flow: slotFlow("code_change")})
+	write(t, filepath.Join(r.dir, "draft.md"), "Draft with AKIAABCDEFGHIJKLMNOP inside.\n")
+	sv := r.visit(t, "draft", "I wrote draft.md.")
+	if sv.Output != "draft.out/draft.md" {
+		t.Errorf("StepValue.Output = %q", sv.Output)
+	}
+	got := r.vars(t, "publish")["draft_path"]
+	if got != r.ctx("draft.out/draft.md") {
+		t.Fatalf("{draft_path} = %q", got)
+	}
+	if body := read(t, got); body != "Draft with [REDACTED] inside.\n" {
+		t.Errorf("copy = %q, want the redacted file", body)
+	}
+
+	r2 := newRig(t, rigOptions{flow: slotFlow("repository_document")})
+	if sv := r2.visit(t, "draft", "I forgot to write it."); sv.Output != "" {
+		t.Errorf("missing file: StepValue.Output = %q, want empty", sv.Output)
+	}
+	if got := r2.vars(t, "publish")["draft_path"]; got != r2.ctx("draft.md") {
+		t.Errorf("missing file: {draft_path} = %q, want the closing message", got)
+	}
+	if !r2.warned("output_file") {
+		t.Errorf("no warning for a missing output_file: %q", r2.warnings)
+	}
+}
+
+// worc reference.md § agent node: output_file is resolved inside the
+// policy's report dir; a symbolic link out of it is not followed.
+func TestOutputFile_LinkOutOfTheReportDirRefused(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOptions{flow: slotFlow("repository_document")})
+	write(t, filepath.Join(r.dir, "secret.txt"), "top secret")
+	if err := os.MkdirAll(filepath.Join(r.dir, "docs", "research", "t1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(r.dir, "secret.txt"), filepath.Join(r.dir, "docs", "research", "t1", "draft.md")); err != nil {
+		t.Skip(err)
+	}
+	if sv := r.visit(t, "draft", "done"); sv.Output != "" || !r.warned("outside") {
+		t.Errorf("a link out of the report dir was copied: output %q, warnings %q", sv.Output, r.warnings)
+	}
+}
+
+// decompFlow is worc's implementation shape with a decomposition region
+// and a non-blocking review inside it.
+const decompFlow = `flow:
+  name: f
+  task_type: f
+  permission_ceiling: workspace-write
+  output_policy: code_change
+  publishing: none
+  nodes:
+    - { id: planning, kind: agent, role_file: r/planning.md, output_artifact: plan }
+    - { id: implementation, kind: agent, role_file: r/impl.md }
+    - { id: review, kind: evaluator, role: review, role_file: r/review.md, blocking: false }
+    - { id: fixing, kind: agent, role_file: r/fixing.md }
+    - { id: documentation, kind: agent, role_file: r/doc.md }
+    - { id: publish, kind: publish, policy: none }
+  edges:
+    - { from: planning, to: implementation }
+    - { from: implementation, to: review }
+    - { from: review, to: documentation, outcome: accept }
+    - { from: review, to: fixing, outcome: rework, loop: fix }
+    - { from: fixing, to: review }
+    - { from: documentation, to: publish }
+  budgets: { fix: 5 }
+  decomposition:
+    proposed_by: planning
+    sub_flow: [implementation, review, fixing]
+`
+
+const twoSubtasks = `{"content": "The plan.", "decompose": true, "subtasks": [
+  {"title": "Store the counter", "spec": "Add an attempts column.", "acceptance_criteria": ["a failed delivery increments attempts"]},
+  {"title": "Stop retrying", "spec": "Stop after 5.\n\n## Acceptance criteria\n\n- [ ] stops after 5\n", "depends_on": ["1"]}]}`
+
+func enableDecomposition(c *config.Config) { c.Agents.Decomposition.Enabled = true }
+
+// flow-authoring.md § What a node returns (the planning contract),
+// reference.md § decomposition: the proposer's split happens only with the
+// gate open (config agents.decomposition.enabled, the task's decomposition
+// winning) and at least 2 subtasks; it writes <ctx>/subtasks/<NN>.md and
+// reports the count as StepValue.Subtasks ($.last.subtasks).
+func TestPlanningContract_DecompositionGateAndCount(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, front, body string
+		config            func(*config.Config)
+		want              int
+		warn              string
+	}{
+		{"gate open, two subtasks", "", twoSubtasks, enableDecomposition, 2, ""},
+		{"task front matter opens the gate", "decomposition: true\n", twoSubtasks, nil, 2, ""},
+		{"task front matter closes the gate", "decomposition: false\n", twoSubtasks, enableDecomposition, 0, "decomposition is off"},
+		{"gate closed by default", "", twoSubtasks, nil, 0, "decomposition is off"},
+		{"one subtask is no split", "", `{"content": "p", "decompose": true, "subtasks": [{"title": "all", "spec": "everything"}]}`, enableDecomposition, 0, "at least 2"},
+		{"decompose false", "", `{"content": "p", "decompose": false, "subtasks": []}`, enableDecomposition, 0, ""},
+		{"prose plan", "", "Just a plan.", enableDecomposition, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, rigOptions{flow: decompFlow, config: tc.config,
+				task: "---\nid: t1\ntitle: T\n" + tc.front + "---\n## Description\nx\n## Acceptance criteria\n- y\n"})
+			sv := r.visit(t, "planning", tc.body)
+			if sv.Subtasks != tc.want {
+				t.Errorf("StepValue.Subtasks = %d, want %d", sv.Subtasks, tc.want)
+			}
+			var raw map[string]any
+			json.Unmarshal(r.tokens.successes["tok-1"], &raw)
+			if got, _ := raw["subtasks"].(float64); int(got) != tc.want {
+				t.Errorf("$.last.subtasks = %v, want %d", raw["subtasks"], tc.want)
+			}
+			_, err := os.Stat(r.ctx("subtasks/01.md"))
+			if (err == nil) != (tc.want > 0) {
+				t.Errorf("subtasks/01.md exists = %v, want %v", err == nil, tc.want > 0)
+			}
+			if tc.warn != "" && !r.warned(tc.warn) {
+				t.Errorf("no warning %q: %q", tc.warn, r.warnings)
+			}
+			if got := read(t, r.ctx("plan.md")); tc.body != "Just a plan." && got != "p" && got != "The plan." {
+				t.Errorf("plan.md = %q, want the content field", got)
+			}
+		})
+	}
+}
+
+// flow-authoring.md § What a node returns: the core re-validates a typed
+// result; a malformed split is refused (422 naming the field) with nothing
+// recorded, so the attempt may submit again.
+func TestPlanningContract_MalformedSplitRefused(t *testing.T) {
+	t.Parallel()
+	for body, field := range map[string]string{
+		`{"content": "p", "decompose": "yes"}`:                                             "decompose",
+		`{"content": "p", "decompose": true, "subtasks": "two"}`:                           "subtasks",
+		`{"content": "p", "decompose": true, "subtasks": [{"title": "a"}, {"spec": "b"}]}`: "subtasks[0].spec",
+		`{"content": "p", "decompose": true, "subtasks": [1, 2]}`:                          "subtasks[0]",
+	} {
+		r := newRig(t, rigOptions{flow: decompFlow, config: enableDecomposition})
+		r.dispatch(t, "planning")
+		_, err := r.submit(t, body)
+		if stratus.ErrorCode(err) != stratus.EUNPROCESSABLE || !strings.Contains(stratus.ErrorMessage(err)+fieldOf(err), field) {
+			t.Errorf("%s: err = %v, want EUNPROCESSABLE naming %s", body, err, field)
+			continue
+		}
+		if _, err := r.submit(t, twoSubtasks); err != nil {
+			t.Errorf("%s: resubmit after the refusal: %v", body, err)
+		}
+	}
+}
+
+func fieldOf(err error) string {
+	if e, ok := err.(*stratus.Error); ok {
+		return e.Field
+	}
+	return ""
+}
+
+// seed 004 § Template variables: inside the region every node gets
+// {subtask_order} {subtask_count} {subtask_spec_path}; only the region's
+// implementation node gets {predecessor_context}, from subtask 2 on, a
+// factual floor naming each earlier subtask's spec, changed files and
+// acceptance criteria; nodes outside the region get none of them.
+func TestSubtaskVars_RegionOrderSpecAndPredecessorFloor(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOptions{flow: decompFlow, config: enableDecomposition, git: true})
+	r.visit(t, "planning", twoSubtasks)
+	spec1 := read(t, r.ctx("subtasks/01.md"))
+	if !strings.HasPrefix(spec1, "# Subtask 1 of 2: Store the counter\n\nAdd an attempts column.\n") || !strings.Contains(spec1, "- [ ] a failed delivery increments attempts") {
+		t.Errorf("subtasks/01.md = %q", spec1)
+	}
+
+	r.dispatch(t, "implementation") // subtask 1
+	v := r.vars(t, "review")
+	if v["subtask_order"] != "1" || v["subtask_count"] != "2" || v["subtask_spec_path"] != r.ctx("subtasks/01.md") {
+		t.Errorf("review in subtask 1: %q %q %q", v["subtask_order"], v["subtask_count"], v["subtask_spec_path"])
+	}
+	if v["predecessor_context"] != "" {
+		t.Errorf("review got {predecessor_context} = %q; it is the implementation node's alone", v["predecessor_context"])
+	}
+	write(t, filepath.Join(r.dir, "store.go"), "package x\n")
+	if sv, _ := r.submit(t, "stored"); sv.SubtaskOrder != 1 {
+		t.Errorf("implementation StepValue.SubtaskOrder = %d, want 1", sv.SubtaskOrder)
+	}
+	r.visit(t, "review", clean)
+
+	r.dispatch(t, "implementation") // subtask 2
+	pv := r.vars(t, "implementation")
+	if pv["subtask_order"] != "2" || pv["subtask_spec_path"] != r.ctx("subtasks/02.md") || pv["predecessor_context"] != r.ctx("subtasks/02.predecessors.md") {
+		t.Fatalf("implementation in subtask 2: %q", pv)
+	}
+	brief := read(t, pv["predecessor_context"])
+	for _, want := range []string{"## Subtask 1 of 2: Store the counter", "- Spec: " + r.ctx("subtasks/01.md"), "  - store.go", "  - [ ] a failed delivery increments attempts"} {
+		if !strings.Contains(brief, want) {
+			t.Errorf("predecessor brief lacks %q:\n%s", want, brief)
+		}
+	}
+	if rv := r.vars(t, "review"); rv["subtask_order"] != "2" || rv["predecessor_context"] != "" {
+		t.Errorf("review in subtask 2: order %q, predecessor_context %q; want 2 and none", rv["subtask_order"], rv["predecessor_context"])
+	}
+	if strings.Contains(brief, "Subtask 2 of 2") {
+		t.Errorf("the brief of subtask 2 covers itself:\n%s", brief)
+	}
+	if v := r.vars(t, "documentation"); v["subtask_order"] != "" || v["subtask_spec_path"] != "" {
+		t.Errorf("documentation is outside the region but got %q %q", v["subtask_order"], v["subtask_spec_path"])
+	}
+}
+
+// worc reference.md § evaluator node: a non-blocking evaluator's rework
+// budget is counted per subtask when the task is decomposed.
+func TestEvaluator_ReworkBudgetCountedPerSubtask(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOptions{flow: decompFlow, config: enableDecomposition})
+	r.visit(t, "planning", twoSubtasks)
+	r.visit(t, "implementation", "one")
+	if sv := r.visit(t, "review", oneHigh); sv.Outcome != "rework" || sv.SubtaskOrder != 1 {
+		t.Fatalf("subtask 1 first review: %q order %d", sv.Outcome, sv.SubtaskOrder)
+	}
+	r.visit(t, "fixing", "fixed")
+	if sv := r.visit(t, "review", oneHigh); sv.Outcome != "accept" || !sv.Exhausted {
+		t.Fatalf("subtask 1 second review: %q exhausted %v", sv.Outcome, sv.Exhausted)
+	}
+	r.visit(t, "implementation", "two")
+	if sv := r.visit(t, "review", oneHigh); sv.Outcome != "rework" || sv.SubtaskOrder != 2 {
+		t.Errorf("subtask 2 first review: %q order %d; the budget is per subtask", sv.Outcome, sv.SubtaskOrder)
+	}
+}

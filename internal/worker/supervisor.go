@@ -1,0 +1,584 @@
+package worker
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/config"
+	"github.com/stratusflow/stratus/internal/findings"
+	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/fold"
+	"github.com/stratusflow/stratus/internal/launch"
+	"github.com/stratusflow/stratus/internal/prompt"
+	"github.com/stratusflow/stratus/internal/report"
+	"github.com/stratusflow/stratus/internal/supervisor"
+)
+
+// The supervisor layer's turns (seed 004 § supervisor, § What the layer
+// does) run through the ordinary worker path — a runner and an engine per
+// attempt, so they run the same way on AWS — as attempts of synthetic steps
+// of kind report.Kind. Such a step is no flow node: its Node is
+// SupervisorNode (which no node id can equal), its StepRef "supervisor#<n>".
+// Its submit records the output and never completes a task token of its
+// own: a finalize turn completes the publish step it runs for, an
+// observation completes nothing.
+
+// SupervisorNode is the Node of every supervisor turn's step. It is not a
+// valid node id (those start with a letter or digit), so it never shares a
+// visit count or a task id with a flow node.
+const SupervisorNode = "_supervisor"
+
+// supervisorKind is the Kind of a supervisor turn's step (report.Kind).
+const supervisorKind = report.Kind
+
+// Event types of the supervisor layer's turns (Service.OnEvent). They are
+// not step events: a supervisor turn is no flow step.
+const (
+	EventSupervisorStarted = "supervisor_started"
+	EventSupervisorEnded   = "supervisor_ended"
+)
+
+// supervisorState is the layer's in-flight work within one Service.
+type supervisorState struct {
+	mu     sync.Mutex     // serializes supervisor step creation and timeline appends
+	hooks  sync.WaitGroup // observation launches in flight
+	warned sync.Map       // role files already warned about
+}
+
+// Drain waits until no observation turn is being launched. An embedded
+// run calls it once its execution ended, before it stops the workers, so no
+// worker is launched after that.
+func (s *Service) Drain() { s.sup.hooks.Wait() }
+
+// ReportEnv is what the report reads of a run's environment.
+func ReportEnv(env *RunEnv) report.Env {
+	if env == nil {
+		return report.Env{}
+	}
+	re := report.Env{Flow: env.Flow, Config: env.Config}
+	if env.Task != nil {
+		re.Front = env.Task.Front
+	}
+	return re
+}
+
+// supervisorResolved resolves a supervisor turn's engine (seed 004 §
+// supervisor): config supervisor.provider or the primary; the phase's model
+// and reasoning over the provider's; observe reasoning low by default and
+// capped to high; permission read-only, no network, in code.
+func supervisorResolved(cfg *config.Config, job string) (stratus.Resolved, config.Provider, error) {
+	name, prov, err := cfg.Provider(cfg.Supervisor.Provider)
+	if err != nil {
+		return stratus.Resolved{}, config.Provider{}, stratus.FieldErrorf(stratus.EINVALID, "supervisor.provider", "%s", stratus.ErrorMessage(err))
+	}
+	prov = prov.Resolved()
+	phase := cfg.Supervisor.Finalize
+	switch job {
+	case report.JobObserve:
+		phase = config.Phase{Model: cfg.Supervisor.Observe.Model, Reasoning: cfg.Supervisor.Observe.Reasoning}
+		if phase.Reasoning == "" {
+			if ok, _ := prov.SupportsReasoning(name, "low"); ok {
+				phase.Reasoning = "low"
+			}
+		}
+		if phase.Reasoning == "xhigh" || phase.Reasoning == "max" {
+			phase.Reasoning = "high"
+		}
+	case report.JobHandoff:
+		phase = cfg.Supervisor.Handoff
+	}
+	r := stratus.Resolved{
+		Provider:          name,
+		Model:             first(phase.Model, prov.Model),
+		Reasoning:         first(phase.Reasoning, prov.Reasoning),
+		PermissionProfile: flow.ReadOnly,
+		TimeoutSeconds:    DefaultEngineTimeoutSeconds,
+		Configured:        stratus.ModelChoice{Model: prov.Model, Reasoning: prov.Reasoning},
+	}
+	if prov.TimeoutSeconds > 0 {
+		r.TimeoutSeconds = prov.TimeoutSeconds
+	}
+	return r, prov, nil
+}
+
+// createSupervisorStep creates the synthetic step of one supervisor turn
+// for step `of` (the publish step a finalize turn runs for, or the step an
+// observation looks at). created is false when a turn of that job already
+// exists for it.
+func (s *Service) createSupervisorStep(ctx context.Context, run stratus.Run, job string, of stratus.Step, token string) (stratus.Step, bool, error) {
+	s.sup.mu.Lock()
+	defer s.sup.mu.Unlock()
+	steps, err := s.Store.ListSteps(ctx, run.ID)
+	if err != nil {
+		return stratus.Step{}, false, err
+	}
+	n, jobVisit := 1, 1
+	for _, st := range steps {
+		if st.Kind != report.Kind {
+			continue
+		}
+		n++
+		var v report.SupervisorValue
+		if json.Unmarshal(st.Value, &v) == nil && v.Job == job {
+			jobVisit++
+		}
+	}
+	sum := sha256.Sum256([]byte("supervisor\x00" + job + "\x00" + of.TID))
+	ref := fmt.Sprintf("supervisor#%d", n)
+	v, _ := json.Marshal(report.SupervisorValue{StepRef: ref, Node: SupervisorNode, Job: job, JobVisit: jobVisit, For: of.TID, ForRef: of.StepRef})
+	return s.Store.CreateStep(ctx, stratus.Step{
+		TID:       fmt.Sprintf("%s.%s.%d", run.ID, SupervisorNode, n),
+		RunID:     run.ID,
+		Node:      SupervisorNode,
+		Kind:      report.Kind,
+		Visit:     n,
+		StepRef:   ref,
+		DedupKey:  hex.EncodeToString(sum[:]),
+		TaskToken: token,
+		Status:    stratus.StepRunning,
+		Value:     v,
+		CreatedAt: s.now(),
+	})
+}
+
+func supervisorValue(st stratus.Step) report.SupervisorValue {
+	var v report.SupervisorValue
+	json.Unmarshal(st.Value, &v)
+	return v
+}
+
+// launchSupervisor creates attempt 1 of a supervisor step with its prompt
+// and starts its worker.
+func (s *Service) launchSupervisor(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step, job, rendered string) error {
+	res, _, err := supervisorResolved(env.Config, job)
+	if err != nil {
+		return err
+	}
+	att := stratus.Attempt{TID: step.TID, N: 1, Agent: "supervisor", Status: stratus.AttemptRunning,
+		System: supervisorSystem(env, step, job), Prompt: rendered, StartedAt: s.now(), Resolved: res}
+	if err := s.Store.CreateAttempt(ctx, att); err != nil {
+		return err
+	}
+	logDir := path.Join(report.Dir(run.TaskID), "supervisor", fmt.Sprintf("run-%06d", step.Visit))
+	if err := s.Sink.Put(ctx, path.Join(logDir, "rendered-prompt.md"), []byte(redact(rendered))); err != nil {
+		return fmt.Errorf("save rendered prompt: %w", err)
+	}
+	h := stratus.Handle{Handle: newHandle(), TID: step.TID, Attempt: 1, ExpiresAt: s.now().Add(s.Minter.TTLOrDefault())}
+	if err := s.Store.PutHandle(ctx, h); err != nil {
+		return err
+	}
+	s.emit(Event{Type: EventSupervisorStarted, RunID: run.ID, Node: job, StepRef: step.StepRef, Attempt: 1, Reason: supervisorValue(step).ForRef})
+	spec := launch.Spec{APIURL: s.APIURL, Handle: h.Handle, TaskID: step.TID, Attempt: 1}
+	if s.LocalLogs != "" {
+		spec.LogPath = filepath.Join(s.LocalLogs, run.TaskID, "supervisor", fmt.Sprintf("run-%06d", step.Visit), "runner.log")
+	}
+	spec.OnExit = func(err error) { s.workerExited(step.TID, 1, err, spec.LogPath) }
+	id, err := s.Launcher.Launch(ctx, spec)
+	if err != nil {
+		att.Status, att.Terminal, att.Reason, att.EndedAt = stratus.AttemptFailed, "Failed", err.Error(), s.now()
+		s.Store.UpdateAttempt(ctx, att)
+		return fmt.Errorf("launch the supervisor's worker: %w", err)
+	}
+	s.rememberWorker(step.TID, id)
+	return nil
+}
+
+func supervisorSystem(env *RunEnv, step stratus.Step, job string) string {
+	return fmt.Sprintf("You are the read-only supervisor layer (%s turn, %s) above the Stratus flow %q for task %q.\n"+
+		"You never edit files, never request rework and never change the route.\n"+
+		"Your final report is submitted for you: answer with the text asked for, and write no file.\n",
+		job, step.StepRef, env.Flow.Name, env.Task.ID)
+}
+
+// supervisorRole renders a supervisor role file with the run's variables;
+// "" (the built-in instruction applies) when rel is empty or the file
+// cannot be read, with a warning for the latter.
+func (s *Service) supervisorRole(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step, rel string) string {
+	if rel == "" {
+		return ""
+	}
+	_, tmpl, err := readRoleFile(env.FlowDir, rel)
+	if err != nil {
+		if _, seen := s.sup.warned.LoadOrStore(env.FlowDir+"\x00"+rel, true); !seen {
+			s.warnf("supervisor role file %s: %s; the built-in instruction is used", rel, stratus.ErrorMessage(err))
+		}
+		return ""
+	}
+	vars, err := s.templateVars(ctx, run, env, step)
+	if err != nil {
+		vars = map[string]string{}
+	}
+	vars["stage"] = "supervisor"
+	return prompt.Render(tmpl, vars, outputNodes(env.Flow))
+}
+
+// startFinalize starts the finalize turn of a run that reached its publish
+// node (seed 004 § What the layer does: "At whole-task close … it
+// synthesizes the plain-language summary.md"). It returns true when the
+// turn is launched: the turn's end then writes the report and completes
+// publish. It returns false when the layer is off, or when the turn could
+// not be started — recorded as a failed finalize turn, so the report says
+// degraded — and the caller publishes at once (situation 3).
+func (s *Service) startFinalize(ctx context.Context, run stratus.Run, env *RunEnv, pub stratus.Step) bool {
+	if !env.Config.Supervisor.On() {
+		return false
+	}
+	step, created, err := s.createSupervisorStep(ctx, run, report.JobFinalize, pub, pub.TaskToken)
+	if err != nil {
+		s.warnf("supervisor finalize: %v; the deterministic report takes over", err)
+		return false
+	}
+	if !created {
+		return true // a redelivery: the first delivery owns the turn
+	}
+	fail := func(err error) bool {
+		reason := err.Error()
+		v := supervisorValue(step)
+		v.Outcome, v.Reason = "failed", reason
+		raw, _ := json.Marshal(v)
+		s.finishStep(ctx, step, stratus.StepFailed, "failed", raw)
+		s.warnf("supervisor finalize (%s): %s; the deterministic report takes over", step.StepRef, reason)
+		s.emit(Event{Type: EventSupervisorEnded, RunID: run.ID, Node: report.JobFinalize, StepRef: step.StepRef, Outcome: "failed", Reason: reason})
+		return false
+	}
+	f, err := report.Collect(ctx, s.Store, run, stratus.RunDone, ReportEnv(env))
+	if err != nil {
+		return fail(fmt.Errorf("collect the run's facts: %w", err))
+	}
+	packetKey := path.Join(report.Dir(run.TaskID), "supervisor", "packet.json")
+	if err := s.Sink.Put(ctx, packetKey, supervisor.BuildPacket(f).Marshal()); err != nil {
+		return fail(fmt.Errorf("write the packet: %w", err))
+	}
+	roleRel, finRel := supervisor.RoleFiles(env.Config.Supervisor, env.Flow)
+	emit := false
+	if env.Flow.Supervisor != nil && env.Flow.Supervisor.EmitFollowUps != nil {
+		emit = *env.Flow.Supervisor.EmitFollowUps
+	}
+	text := supervisor.FinalizePrompt(supervisor.FinalizeInput{
+		Role: s.supervisorRole(ctx, run, env, step, roleRel), Emphasis: s.supervisorRole(ctx, run, env, step, finRel),
+		TaskID: run.TaskID, TaskTitle: run.TaskTitle, TaskPath: run.TaskPath, WorkDir: run.WorkDir,
+		Flow: env.Flow.TaskType, RunID: run.ID, PacketPath: abs(run, packetKey), EmitFollowUps: emit,
+	})
+	if err := s.launchSupervisor(ctx, run, env, step, report.JobFinalize, text); err != nil {
+		return fail(err)
+	}
+	return true
+}
+
+// supervisorPayload serves GET /v1/worker/prompt for a supervisor turn: the
+// ordinary payload, with the turn's own resolution (read-only, no network)
+// and the engine input naming the job ("supervisor.finalize",
+// "supervisor.observe") as its node and the job's ordinal as its visit.
+func (s *Service) supervisorPayload(ctx context.Context, c *Caller) (*Payload, error) {
+	run, env, step, att := c.Run, c.Env, c.Step, c.Attempt
+	dir, err := ctxDir(env, run)
+	if err != nil {
+		return nil, err
+	}
+	prior, err := s.latestSteps(ctx, run.ID, step.TID)
+	if err != nil {
+		return nil, err
+	}
+	cx := &Context{ProjectRoot: run.WorkDir, WorkDir: run.WorkDir, CtxDir: abs(run, dir), TaskMetadata: env.Task.Front, Steps: []StepPointer{}}
+	for _, st := range prior {
+		cx.Steps = append(cx.Steps, StepPointer{Step: st.Node, StepRef: st.StepRef, Path: abs(run, path.Join(dir, st.Node+".md")), Outcome: st.Verdict})
+	}
+	v := supervisorValue(step)
+	res := att.Resolved
+	_, prov, err := env.Config.Provider(res.Provider)
+	if err != nil {
+		return nil, err
+	}
+	prov = prov.Resolved()
+	kind := prov.Kind
+	if kind == "" {
+		kind = "agent"
+	}
+	input, err := json.Marshal(map[string]any{
+		"query": att.Prompt, "system": att.System, "task_id": step.TID, "attempt": att.N,
+		"node": "supervisor." + v.Job, "step_ref": step.StepRef, "visit": v.JobVisit, "ctx_dir": cx.CtxDir, "job": v.Job,
+	})
+	if err != nil {
+		return nil, err
+	}
+	eng := &EngineSpec{
+		Provider: res.Provider, Command: prov.Command, Args: expandArgs(prov.Args, argValues(kind, prov.MaxSteps, res)),
+		Env: prov.Env, Dir: run.WorkDir, DeadlineMS: res.TimeoutSeconds * 1000, Kind: kind, MaxSteps: prov.MaxSteps, Input: input,
+		Model: res.Model, Reasoning: res.Reasoning, PermissionProfile: res.PermissionProfile, NetworkAccess: res.NetworkAccess,
+	}
+	if prov.Dir != "" {
+		eng.Dir = path.Join(run.WorkDir, prov.Dir)
+	}
+	return &Payload{TaskID: step.TID, Attempt: att.N, Agent: att.Agent, System: att.System, SystemRef: systemRef(step.TID, att.N, att.System),
+		Prompt: att.Prompt, Context: cx, StepRef: step.StepRef, Engine: eng}, nil
+}
+
+// supervisorSubmit records a supervisor turn's final body (seed 004 § What
+// the layer does): the attempt and its step end, no task token of its own
+// is completed, and the job's end follows — the finalize turn's report and
+// publish, or the observation's note.
+func (s *Service) supervisorSubmit(ctx context.Context, c *Caller, body []byte, ok bool, terminal string) (*StepValue, error) {
+	if err := s.fence(ctx, c); err != nil {
+		return nil, err
+	}
+	body, err := s.resolveFileSentinel(c, body)
+	if err != nil {
+		return nil, err
+	}
+	final := stratus.OutputEvent{TID: c.Step.TID, Attempt: c.Attempt.N, Kind: stratus.OutputFinal, Body: body, OK: ok, At: s.now()}
+	att := c.Attempt
+	att.EndedAt = final.At
+	if !ok {
+		if _, err := s.Store.AppendOutput(ctx, final); err != nil {
+			return nil, secondFinal(c, err)
+		}
+		return s.supervisorFailed(ctx, c, att, terminal, string(body))
+	}
+	v := supervisorValue(c.Step)
+	v.Attempt, v.Outcome = att.N, "done"
+	raw, _ := json.Marshal(v)
+	att.Status, att.Terminal = stratus.AttemptSubmitted, "Captured"
+	step := c.Step
+	step.Status, step.Verdict, step.Value, step.EndedAt = stratus.StepCompleted, "done", raw, final.At
+	if _, err := s.Store.CompleteAttempt(ctx, final, att, step); err != nil {
+		return nil, secondFinal(c, err)
+	}
+	bg := context.WithoutCancel(ctx)
+	switch v.Job {
+	case report.JobFinalize:
+		emit := false
+		if c.Env.Flow.Supervisor != nil && c.Env.Flow.Supervisor.EmitFollowUps != nil {
+			emit = *c.Env.Flow.Supervisor.EmitFollowUps
+		}
+		syn := supervisor.ParseFinal(body, emit)
+		s.emit(Event{Type: EventSupervisorEnded, RunID: c.Run.ID, Node: v.Job, StepRef: step.StepRef, Attempt: att.N, Terminal: att.Terminal, Outcome: syn.Outcome})
+		s.finishFinalize(bg, c, att.N, v, syn)
+	case report.JobObserve:
+		s.emit(Event{Type: EventSupervisorEnded, RunID: c.Run.ID, Node: v.Job, StepRef: step.StepRef, Attempt: att.N, Terminal: att.Terminal, Outcome: "done", Reason: v.ForRef})
+		note := fmt.Sprintf("# Observation of %s\n\n%s\n", v.ForRef, strings.TrimSpace(string(body)))
+		if err := s.Sink.Put(bg, observationKey(c.Run, v), []byte(redact(note))); err != nil {
+			s.warnf("supervisor observation of %s: %v", v.ForRef, err)
+		}
+	}
+	return &StepValue{StepRef: step.StepRef, Node: step.Node, Attempt: att.N, Outcome: "done", Bytes: len(body)}, nil
+}
+
+// observationKey is where an observation's note is recorded:
+// .stratus/logs/<task>/supervisor/observe-<node>-<visit>.md.
+func observationKey(run stratus.Run, v report.SupervisorValue) string {
+	node, visit, _ := strings.Cut(v.ForRef, "#")
+	return path.Join(report.Dir(run.TaskID), "supervisor", fmt.Sprintf("observe-%s-%s.md", node, visit))
+}
+
+// supervisorFailed ends a supervisor turn that failed. A finalize turn's
+// failure never fails the run: the deterministic report takes over
+// (situation 3). An observation's failure is logged and swallowed.
+func (s *Service) supervisorFailed(ctx context.Context, c *Caller, att stratus.Attempt, terminal, reason string) (*StepValue, error) {
+	if terminal == "" {
+		terminal = "Failed"
+	}
+	att.Status, att.Terminal, att.Reason = stratus.AttemptFailed, terminal, reason
+	if err := s.Store.UpdateAttempt(ctx, att); err != nil {
+		return nil, err
+	}
+	v := supervisorValue(c.Step)
+	v.Attempt, v.Outcome, v.Reason = att.N, "failed", reason
+	raw, _ := json.Marshal(v)
+	if err := s.finishStep(ctx, c.Step, stratus.StepFailed, "failed", raw); err != nil {
+		return nil, err
+	}
+	s.emit(Event{Type: EventSupervisorEnded, RunID: c.Run.ID, Node: v.Job, StepRef: c.Step.StepRef, Attempt: att.N, Terminal: terminal, Outcome: "failed", Reason: reason})
+	bg := context.WithoutCancel(ctx)
+	switch v.Job {
+	case report.JobFinalize:
+		s.finishFinalize(bg, c, att.N, v, report.Synthesis{Outcome: report.SynthesisFailed, Reason: reason})
+	default:
+		s.warnf("supervisor observation of %s failed (it is advisory; the run goes on): %s", v.ForRef, reason)
+	}
+	return &StepValue{StepRef: c.Step.StepRef, Node: c.Step.Node, Attempt: att.N, Outcome: "failed", Reason: reason}, nil
+}
+
+// finishFinalize records what reached disk (the supervisor_final sidecar on
+// the finalize attempt's tail), warns for a collapse or a failure, writes
+// the report and completes the publish step the turn ran for.
+func (s *Service) finishFinalize(ctx context.Context, c *Caller, attempt int, v report.SupervisorValue, syn report.Synthesis) {
+	syn.StepRef = c.Step.StepRef
+	rec, _ := json.Marshal(syn)
+	if _, err := s.Store.AppendOutput(ctx, stratus.OutputEvent{TID: c.Step.TID, Attempt: attempt, Kind: stratus.OutputSidecar,
+		Name: report.SynthesisPart, Body: rec, OK: true, At: s.now()}); err != nil {
+		s.warnf("supervisor finalize (%s): record what reached disk: %v", c.Step.StepRef, err)
+	}
+	switch syn.Outcome {
+	case report.SynthesisCollapsed:
+		s.warnf("WARNING: supervisor finalize (%s): the synthesis collapsed (under %d characters of prose) and was discarded; the deterministic report takes over and summary.json says degraded. Discarded text: %q",
+			c.Step.StepRef, report.CollapseFloor, syn.Discarded)
+	case report.SynthesisFailed:
+		s.warnf("supervisor finalize (%s) failed: %s; the deterministic report takes over", c.Step.StepRef, syn.Reason)
+	}
+	pub, err := s.Store.GetStep(ctx, v.For)
+	if err != nil || pub.Status != stratus.StepRunning {
+		return
+	}
+	run, err := s.Store.GetRun(ctx, c.Run.ID)
+	if err != nil {
+		run = c.Run
+	}
+	written, err := s.Publish(ctx, run, c.Env)
+	if err != nil {
+		s.failStep(ctx, pub, 0, ErrPublish, err.Error())
+		return
+	}
+	if err := s.completeNonWorker(ctx, pub, "done", strings.Join(written, ", ")); err != nil {
+		s.warnf("%s: %v", pub.StepRef, err)
+	}
+}
+
+// stepEnded is the hook after a flow step ends (Service.emit): the prompt
+// audit record of an agent or evaluator step, written before the step's
+// token completes; then the observe decision, whose turn is launched in
+// the background — it never blocks routing, and its failure is logged and
+// swallowed (seed 004 § What the layer does).
+func (s *Service) stepEnded(e Event) {
+	ctx := context.Background()
+	env, err := s.Env(ctx, e.RunID)
+	if err != nil || env == nil {
+		return
+	}
+	run, err := s.Store.GetRun(ctx, e.RunID)
+	if err != nil {
+		return
+	}
+	steps, err := s.Store.ListSteps(ctx, e.RunID)
+	if err != nil {
+		return
+	}
+	ordinal := 0
+	var step stratus.Step
+	for _, st := range steps {
+		if st.Kind == report.Kind {
+			continue
+		}
+		ordinal++
+		if st.StepRef == e.StepRef {
+			step = st
+			break
+		}
+	}
+	if step.TID == "" || step.Kind == report.Kind {
+		return
+	}
+	if auditOn(env) && (step.Kind == flow.KindAgent || step.Kind == flow.KindEvaluator) {
+		if err := s.writeAudit(ctx, run, env, step, ordinal); err != nil {
+			s.warnf("prompt audit of %s: %v", step.StepRef, err)
+		}
+	}
+	if !env.Config.Supervisor.On() {
+		return
+	}
+	o := env.Config.Supervisor.Observe
+	mode := supervisor.EffectiveMode(o.Mode, supervisor.FlowMode(env.Flow))
+	if mode == supervisor.ModeNone {
+		return
+	}
+	end, err := s.stepEnd(ctx, env, step)
+	if err != nil {
+		return
+	}
+	observe, why := supervisor.Decide(mode, o.Triggers, o.IncludeNodes, end)
+	if !observe {
+		return
+	}
+	s.sup.hooks.Add(1)
+	go func() {
+		defer s.sup.hooks.Done()
+		if err := s.startObserve(ctx, env, step, why); err != nil {
+			s.warnf("supervisor observation of %s could not start (it is advisory; the run goes on): %v", step.StepRef, err)
+		}
+	}()
+}
+
+// stepEnd reads what the observe decision needs of a step that ended.
+func (s *Service) stepEnd(ctx context.Context, env *RunEnv, step stratus.Step) (supervisor.StepEnd, error) {
+	e := supervisor.StepEnd{Node: step.Node, Kind: step.Kind, Outcome: step.Verdict}
+	v, _ := decodeStepValue(step.Value)
+	if e.Outcome == "" {
+		e.Outcome = v.Outcome
+	}
+	e.Failed = step.Status == stratus.StepFailed || e.Outcome == "failed" || e.Outcome == "invalid"
+	if step.Kind == flow.KindEvaluator && e.Outcome == "accept" {
+		e.AcceptedOpen = v.Exhausted || s.gatingOpen(ctx, env, step)
+	}
+	degs, err := s.Store.ListDegradations(ctx, step.RunID)
+	if err != nil {
+		return e, err
+	}
+	e.Fallback = slices.ContainsFunc(degs, func(d stratus.Degradation) bool { return d.StepRef == step.StepRef })
+	return e, nil
+}
+
+// gatingOpen reports an accepted evaluator pass whose findings still gate.
+func (s *Service) gatingOpen(ctx context.Context, env *RunEnv, step stratus.Step) bool {
+	node := env.Flow.Node(step.Node)
+	att, err := s.Store.LatestAttempt(ctx, step.TID)
+	if node == nil || err != nil {
+		return false
+	}
+	tail, err := s.Store.ListOutput(ctx, step.TID, att.N)
+	if err != nil {
+		return false
+	}
+	value, err := fold.Fold(step.Node, tail, s.submitFormat(env, step.Node))
+	if err != nil {
+		return false
+	}
+	fs, err := findings.Parse(value)
+	return err == nil && findings.Mark(fs, PolicyOf(env.Flow, node).Gate) > 0
+}
+
+// startObserve launches one observation turn of a step that ended (seed
+// 004 § What the layer does: "one read-only observation … best-effort").
+func (s *Service) startObserve(ctx context.Context, env *RunEnv, observed stratus.Step, why string) error {
+	run, err := s.Store.GetRun(ctx, observed.RunID)
+	if err != nil {
+		return err
+	}
+	if stratus.RunTerminal(run.Status) {
+		return nil
+	}
+	step, created, err := s.createSupervisorStep(ctx, run, report.JobObserve, observed, "")
+	if err != nil || !created {
+		return err
+	}
+	roleRel, _ := supervisor.RoleFiles(env.Config.Supervisor, env.Flow)
+	v, _ := decodeStepValue(observed.Value)
+	outcome := observed.Verdict
+	if outcome == "" {
+		outcome = v.Outcome
+	}
+	out := ""
+	if dir, err := ctxDir(env, run); err == nil && observed.Status == stratus.StepCompleted {
+		out = abs(run, path.Join(dir, observed.Node+".md"))
+	}
+	text := supervisor.ObservePrompt(supervisor.ObserveInput{
+		Role: s.supervisorRole(ctx, run, env, step, roleRel), TaskID: run.TaskID, TaskTitle: run.TaskTitle,
+		TaskPath: run.TaskPath, WorkDir: run.WorkDir, StepRef: observed.StepRef, Node: observed.Node, Kind: observed.Kind,
+		Outcome: outcome, Reason: v.Reason, Why: why, OutputPath: out,
+	})
+	if err := s.launchSupervisor(ctx, run, env, step, report.JobObserve, text); err != nil {
+		sv := supervisorValue(step)
+		sv.Outcome, sv.Reason = "failed", err.Error()
+		raw, _ := json.Marshal(sv)
+		s.finishStep(ctx, step, stratus.StepFailed, "failed", raw)
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,370 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/config"
+	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/launch"
+	"github.com/stratusflow/stratus/internal/report"
+)
+
+// supFlow is implementation → review → publish, with a flow supervisor
+// block spliced in.
+func supFlow(supervisorBlock string) string {
+	return `flow:
+  name: f
+  task_type: f
+  permission_ceiling: workspace-write
+  output_policy: code_change
+  publishing: none
+  nodes:
+    - { id: implementation, kind: agent, role_file: r/impl.md }
+    - { id: review, kind: evaluator, role: review, role_file: r/review.md }
+    - { id: publish, kind: publish, policy: none }
+  edges:
+    - { from: implementation, to: review }
+    - { from: review, to: publish, outcome: accept }
+    - { from: review, to: implementation, outcome: rework, loop: fix }
+  budgets: { fix: 5 }
+` + supervisorBlock
+}
+
+const longProse = "The run added the --name flag and a table test. Review found the empty-name case unhandled at first; the fix rejects it with exit status 2, and the second review accepted."
+
+// supRig is a rig with the supervisor layer on (config mutated by mut) and
+// the embedded orchestrator's publish: collect the facts, write the report.
+func supRig(t *testing.T, flowYAML string, mut func(*config.Config)) *rig {
+	t.Helper()
+	r := newRig(t, rigOptions{flow: flowYAML, config: func(c *config.Config) {
+		c.Supervisor.Enabled = nil
+		if mut != nil {
+			mut(c)
+		}
+	}})
+	r.svc.Publish = func(ctx context.Context, run stratus.Run, env *RunEnv) ([]string, error) {
+		f, err := report.Collect(ctx, r.svc.Store, run, stratus.RunDone, ReportEnv(env))
+		if err != nil {
+			return nil, err
+		}
+		return report.Write(ctx, r.svc.Sink, f)
+	}
+	return r
+}
+
+func (r *rig) launches() []launch.Spec {
+	r.launcher.mu.Lock()
+	defer r.launcher.mu.Unlock()
+	return slices.Clone(r.launcher.specs)
+}
+
+// supervisorLaunches are the launched supervisor turns.
+func (r *rig) supervisorLaunches() []launch.Spec {
+	var out []launch.Spec
+	for _, s := range r.launches() {
+		if strings.Contains(s.TaskID, "."+SupervisorNode+".") {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (r *rig) submitTo(t *testing.T, sp launch.Spec, body string, ok bool) *StepValue {
+	t.Helper()
+	sv, err := r.svc.Submit(context.Background(), "Bearer "+sp.Handle, sp.TaskID, []byte(body), ok)
+	if err != nil {
+		t.Fatalf("submit to %s: %v", sp.TaskID, err)
+	}
+	return sv
+}
+
+func (r *rig) summary(t *testing.T) (map[string]any, string) {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(read(t, filepath.Join(r.dir, ".stratus/logs/t1/summary.json"))), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m, read(t, filepath.Join(r.dir, ".stratus/logs/t1/summary.md"))
+}
+
+func (r *rig) tokenCounts() (map[string]bool, int) {
+	r.tokens.mu.Lock()
+	defer r.tokens.mu.Unlock()
+	ok := map[string]bool{}
+	for k := range r.tokens.successes {
+		ok[k] = true
+	}
+	return ok, len(r.tokens.failures)
+}
+
+// toPublish runs implementation and an accepting review, then dispatches
+// publish; it returns the publish token.
+func (r *rig) toPublish(t *testing.T) string {
+	t.Helper()
+	r.visit(t, "implementation", "did it")
+	if sv := r.visit(t, "review", clean); sv.Outcome != "accept" {
+		t.Fatalf("review = %+v", sv)
+	}
+	r.dispatch(t, "publish")
+	return "tok-3"
+}
+
+// seed 004 § What the layer does: at publish the finalize turn runs through
+// the worker path (read-only, its own engine input), reads a deterministic
+// packet, and its prose becomes summary.md under the task title, with the
+// fact sections appended; its submit completes no token of its own, and
+// publish completes after it.
+func TestFinalize_ProseReachesSummaryThenPublishCompletes(t *testing.T) {
+	t.Parallel()
+	r := supRig(t, supFlow(""), nil)
+	pubTok := r.toPublish(t)
+	sups := r.supervisorLaunches()
+	if len(sups) != 1 {
+		t.Fatalf("supervisor turns launched: %d, want 1 finalize", len(sups))
+	}
+	if done, _ := r.tokenCounts(); done[pubTok] {
+		t.Fatal("publish completed before its finalize turn ended")
+	}
+	p, err := r.svc.FetchPrompt(context.Background(), "Bearer "+sups[0].Handle, sups[0].TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in map[string]any
+	json.Unmarshal(p.Engine.Input, &in)
+	packet := filepath.Join(r.dir, ".stratus/logs/t1/supervisor/packet.json")
+	if in["node"] != "supervisor.finalize" || in["visit"] != float64(1) || p.Engine.PermissionProfile != flow.ReadOnly || p.Engine.NetworkAccess ||
+		!strings.Contains(p.Prompt, packet) || p.StepRef != "supervisor#1" || p.Engine.Provider != "echo" {
+		t.Errorf("finalize payload: input %v, engine %+v, step %s\nprompt:\n%s", in, p.Engine, p.StepRef, p.Prompt)
+	}
+	var pk struct {
+		Steps []struct {
+			StepRef, Status, Note string
+		} `json:"steps"`
+	}
+	if err := json.Unmarshal([]byte(read(t, packet)), &pk); err != nil || len(pk.Steps) != 3 || pk.Steps[2].Status != "pending" {
+		t.Errorf("packet steps = %+v (%v)", pk.Steps, err)
+	}
+
+	sv := r.submitTo(t, sups[0], "<summary>"+longProse+"</summary><follow_ups>[]</follow_ups>", true)
+	if sv.Outcome != "done" {
+		t.Errorf("finalize submit = %+v", sv)
+	}
+	done, failures := r.tokenCounts()
+	if !done[pubTok] || len(done) != 3 || failures != 0 {
+		t.Errorf("tokens completed %v (%d failures), want implementation, review and publish only", done, failures)
+	}
+	m, md := r.summary(t)
+	if m["summary"] != longProse || m["degraded"] != nil {
+		t.Errorf("summary.json = %v", m)
+	}
+	want := "# A task\n\n" + longProse + "\n\n## Pipeline nodes skipped\n"
+	if !strings.HasPrefix(md, want) || strings.Contains(md, "<follow_ups>") || !strings.Contains(md, "## Run cost\n") {
+		t.Errorf("summary.md:\n%s\nwant it to start %q", md, want)
+	}
+	if su, _ := m["supervisor_usage"].(map[string]any); su == nil {
+		t.Errorf("supervisor_usage missing: %v", m)
+	}
+}
+
+// seed 004 § The summary artifacts, situation 3: a finalize turn that
+// fails — a failed report, or a worker that exits without one — never fails
+// the run: the deterministic report takes over, degraded.
+func TestFinalize_FailureFallsBackToTheRenderer(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"failed report", "worker exited"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			r := supRig(t, supFlow(""), nil)
+			pubTok := r.toPublish(t)
+			sp := r.supervisorLaunches()[0]
+			if how == "failed report" {
+				r.submitTo(t, sp, "Failed: the engine crashed", false)
+			} else {
+				r.svc.workerExited(sp.TaskID, 1, errors.New("signal: killed"), "")
+			}
+			done, failures := r.tokenCounts()
+			if !done[pubTok] || failures != 0 {
+				t.Fatalf("publish not completed (failures %d)", failures)
+			}
+			m, md := r.summary(t)
+			if m["degraded"] != true || m["summary"] != "" || !strings.Contains(md, "## Steps\n") || !strings.Contains(md, "did not reach this report") {
+				t.Errorf("summary.json %v\nsummary.md:\n%s", m, md)
+			}
+			if !r.warned("deterministic report takes over") {
+				t.Errorf("no warning: %v", r.warnings)
+			}
+		})
+	}
+}
+
+// seed 004 § The summary artifacts, situation 4: collapsed prose yields no
+// provider summary.md, flags the run degraded and carries the discarded
+// text in a WARNING.
+func TestFinalize_CollapsedProseIsDiscardedWithAWarning(t *testing.T) {
+	t.Parallel()
+	r := supRig(t, supFlow(""), nil)
+	r.toPublish(t)
+	r.submitTo(t, r.supervisorLaunches()[0], "Looks good.", true)
+	m, md := r.summary(t)
+	if m["degraded"] != true || m["summary"] != "" || !strings.Contains(md, "below the 120-character floor") {
+		t.Errorf("summary.json %v\nsummary.md:\n%s", m, md)
+	}
+	if !r.warned(`WARNING`) || !r.warned(`Discarded text: "Looks good."`) {
+		t.Errorf("warnings = %v", r.warnings)
+	}
+}
+
+// seed 004 § Running without a supervisor, situation 1: enabled false runs
+// no turn at all — not at publish, not after a deviation — and the report
+// is rendered from the facts, not degraded.
+func TestSupervisorDisabled_NoTurnsRendererWrites(t *testing.T) {
+	t.Parallel()
+	r := supRig(t, supFlow(""), func(c *config.Config) { c.Supervisor.Enabled = new(bool) })
+	r.visit(t, "implementation", "did it")
+	r.visit(t, "review", oneHigh) // a rework: a deviation
+	r.visit(t, "implementation", "fixed")
+	r.visit(t, "review", clean)
+	r.dispatch(t, "publish")
+	r.svc.Drain()
+	if n := len(r.supervisorLaunches()); n != 0 {
+		t.Fatalf("%d supervisor turns launched with the layer off", n)
+	}
+	if done, _ := r.tokenCounts(); !done["tok-5"] {
+		t.Fatal("publish did not complete at once")
+	}
+	m, md := r.summary(t)
+	if m["degraded"] != nil || m["summary"] != "" || m["supervisor_usage"] != nil || !strings.Contains(md, "## Gates\n") {
+		t.Errorf("summary.json %v\nsummary.md:\n%s", m, md)
+	}
+}
+
+// seed 004 § What observe.mode costs: under events a rework earns one
+// best-effort observation — launched off the routing path, recorded as
+// supervisor/observe-<node>-<visit>.md, completing no token — and an
+// ordinary step earns none; a flow that narrows to none observes nothing.
+func TestObserve_EventsModeObservesADeviationOnly(t *testing.T) {
+	t.Parallel()
+	r := supRig(t, supFlow(""), nil)
+	r.visit(t, "implementation", "did it")
+	r.svc.Drain()
+	if n := len(r.supervisorLaunches()); n != 0 {
+		t.Fatalf("an ordinary step was observed (%d turns)", n)
+	}
+	r.visit(t, "review", oneHigh)
+	r.svc.Drain()
+	sups := r.supervisorLaunches()
+	if len(sups) != 1 {
+		t.Fatalf("a rework earned %d observations, want 1", len(sups))
+	}
+	p, err := r.svc.FetchPrompt(context.Background(), "Bearer "+sups[0].Handle, sups[0].TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in map[string]any
+	json.Unmarshal(p.Engine.Input, &in)
+	if in["node"] != "supervisor.observe" || !strings.Contains(p.Prompt, "review#1") || !strings.Contains(p.Prompt, "deviation (rework)") || p.Engine.Reasoning != "" && p.Engine.Reasoning != "low" {
+		t.Errorf("observe payload: input %v\nprompt:\n%s", in, p.Prompt)
+	}
+	before, _ := r.tokenCounts()
+	r.submitTo(t, sups[0], "The review flagged an unhandled empty name; watch the fix.", true)
+	if after, _ := r.tokenCounts(); len(after) != len(before) {
+		t.Errorf("an observation completed a token: %v → %v", before, after)
+	}
+	if note := read(t, filepath.Join(r.dir, ".stratus/logs/t1/supervisor/observe-review-1.md")); !strings.Contains(note, "unhandled empty name") {
+		t.Errorf("observation note:\n%s", note)
+	}
+	// The observation is no flow step: a later prompt's context skips it.
+	r.dispatch(t, "implementation")
+	if strings.Contains(r.lastPrompt(t), "_supervisor") {
+		t.Error("a flow step's prompt points at a supervisor turn")
+	}
+
+	quiet := supRig(t, supFlow("  supervisor:\n    observe: { mode: none }\n"), nil)
+	quiet.visit(t, "implementation", "did it")
+	quiet.visit(t, "review", oneHigh)
+	quiet.svc.Drain()
+	if n := len(quiet.supervisorLaunches()); n != 0 {
+		t.Errorf("a flow narrowed to none observed %d steps", n)
+	}
+}
+
+// seed 004 § prompt_audit: every agent and evaluator step run writes
+// prompt-audit/<ordinal:06d>-<node>.md (a fenced JSON header, then the
+// prompt last) and a timeline.jsonl line with the prompt; a task's
+// prompt_audit overrides config in both directions.
+func TestPromptAudit_FilesAndTaskOverride(t *testing.T) {
+	t.Parallel()
+	front := func(v string) string {
+		return "---\nid: t1\ntitle: A task\n" + v + "---\n## Description\n\nDo it.\n\n## Acceptance criteria\n\n- done\n"
+	}
+	for _, tc := range []struct {
+		name   string
+		config bool
+		task   string
+		want   bool
+	}{
+		{"config off", false, "", false},
+		{"config on", true, "", true},
+		{"task on beats config off", false, "prompt_audit: true\n", true},
+		{"task off beats config on", true, "prompt_audit: false\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, rigOptions{flow: supFlow(""), task: front(tc.task), config: func(c *config.Config) { c.PromptAudit = tc.config }})
+			r.visit(t, "implementation", "did it")
+			r.visit(t, "review", clean)
+			dir := filepath.Join(r.dir, ".stratus/logs/t1/prompt-audit")
+			_, err := os.Stat(dir)
+			if got := err == nil; got != tc.want {
+				t.Fatalf("audit written = %v, want %v", got, tc.want)
+			}
+			if !tc.want {
+				return
+			}
+			md := read(t, filepath.Join(dir, "000002-review.md"))
+			head, prompt, ok := strings.Cut(md, "\n```\n\n## Prompt\n\n")
+			if !ok || !strings.HasPrefix(head, "# Prompt audit: review#1\n\n```json\n") || prompt != "Role of review.\n" {
+				t.Fatalf("review audit:\n%s", md)
+			}
+			var meta AuditRecord
+			if err := json.Unmarshal([]byte(strings.TrimPrefix(head, "# Prompt audit: review#1\n\n```json\n")), &meta); err != nil {
+				t.Fatal(err)
+			}
+			if meta.Route != "primary" || meta.Provider != "echo" || len(meta.Attempts) != 1 || meta.Attempts[0].Status != stratus.AttemptSubmitted ||
+				meta.Attempts[0].ErrorClass != nil || meta.ConfiguredModel != nil || meta.Outcome != "accept" || meta.Prompt != "" {
+				t.Errorf("metadata = %+v", meta)
+			}
+			lines := strings.Split(strings.TrimSpace(read(t, filepath.Join(dir, TimelineFile))), "\n")
+			var first AuditRecord
+			if len(lines) != 2 || json.Unmarshal([]byte(lines[0]), &first) != nil || first.StepRef != "implementation#1" || first.Prompt != "Role of implementation.\n" {
+				t.Errorf("timeline.jsonl:\n%s", strings.Join(lines, "\n"))
+			}
+		})
+	}
+}
+
+// seed 004 § prompt_audit: a failed attempt's row carries its error class,
+// and a secret-shaped token in the prompt is redacted like rendered-prompt.md.
+func TestPromptAudit_ErrorClassAndRedaction(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOptions{flow: supFlow(""), config: func(c *config.Config) { c.PromptAudit = true },
+		roles: map[string]string{"r/impl.md": "Use key sk-abcdefghijklmnopqrstuvwx here.\n"}})
+	r.dispatch(t, "implementation")
+	if _, err := r.submit(t, "Failed: boom"); err != nil {
+		t.Fatal(err)
+	}
+	sp := r.launches()[0]
+	r.svc.Submit(context.Background(), "Bearer "+sp.Handle, sp.TaskID, []byte("boom"), false)
+	md := read(t, filepath.Join(r.dir, ".stratus/logs/t1/prompt-audit/000001-implementation.md"))
+	if strings.Contains(md, "sk-abcdefghijklmnopqrstuvwx") || !strings.Contains(md, "[REDACTED]") {
+		t.Errorf("audit not redacted:\n%s", md)
+	}
+}

@@ -1,0 +1,363 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/prompt"
+	"github.com/stratusflow/stratus/internal/task"
+)
+
+// chainFlow has one node of every kind whose output a variable exposes.
+const chainFlow = `flow:
+  name: f
+  task_type: f
+  permission_ceiling: workspace-write
+  output_policy: code_change
+  publishing: none
+  nodes:
+    - { id: planning, kind: agent, role_file: r/planning.md, output_artifact: plan }
+    - { id: scan, kind: agent, role_file: r/scan.md }
+    - { id: implementation, kind: agent, role_file: r/impl.md }
+    - { id: testing, kind: checks, checker: command_profile }
+    - { id: lint, kind: tool, tool: lint }
+    - { id: review, kind: evaluator, role: review, role_file: r/review.md }
+    - { id: wrap, kind: agent, role_file: r/wrap.md, output_artifact: summary }
+    - { id: publish, kind: publish, policy: none }
+  edges:
+    - { from: planning, to: scan }
+    - { from: scan, to: implementation }
+    - { from: implementation, to: testing }
+    - { from: testing, to: lint }
+    - { from: lint, to: review }
+    - { from: review, to: wrap, outcome: accept }
+    - { from: review, to: implementation, outcome: rework, loop: fix }
+    - { from: wrap, to: publish }
+  budgets: { fix: 3 }
+`
+
+// completeStep records a completed step of node no worker ran (checks and
+// tool steps are dispatched elsewhere).
+func (r *rig) completeStep(t *testing.T, node, verdict string) {
+	t.Helper()
+	ctx := context.Background()
+	visits, _ := r.svc.Store.CountVisits(ctx, r.run.ID, node)
+	v, _ := json.Marshal(StepValue{StepRef: fmt.Sprintf("%s#%d", node, visits+1), Node: node, Outcome: verdict})
+	st := stratus.Step{TID: fmt.Sprintf("r1.%s.%d", node, visits+1), RunID: r.run.ID, Node: node, Kind: r.env.Flow.Node(node).Kind,
+		Visit: visits + 1, StepRef: fmt.Sprintf("%s#%d", node, visits+1), DedupKey: fmt.Sprintf("%s-%d", node, visits+1),
+		TaskToken: "x", Status: stratus.StepCompleted, Verdict: verdict, Value: v}
+	if _, _, err := r.svc.Store.CreateStep(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// seed 004 § Template variables: the core set is metadata and paths; a
+// variable with no value for the current node is empty.
+func TestTemplateVars_CoreSetIsPathsAndMetadata(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOptions{flow: chainFlow})
+	v := r.vars(t, "planning")
+	want := map[string]string{
+		"task_id": "t1", "stage": "planning", "repo_path": r.dir, "repo": r.dir,
+		"task_path": filepath.Join(r.dir, "task.md"), "report_dir": r.ctx(""),
+	}
+	for k, w := range want {
+		if v[k] != w {
+			t.Errorf("{%s} = %q, want %q", k, v[k], w)
+		}
+	}
+	for _, k := range []string{"plan_path", "diff_path", "change_overview_path", "diff_base", "checks_path", "review_path",
+		"subtask_order", "subtask_count", "subtask_spec_path", "predecessor_context", "memory_path", "conflicts_path", "summary_body_path"} {
+		if v[k] != "" {
+			t.Errorf("{%s} = %q before anything ran, want empty", k, v[k])
+		}
+	}
+	for k := range v {
+		if !contains(prompt.Allowlist(outputNodes(r.env.Flow)), k) {
+			t.Errorf("variable %q is outside the flow's allowlist", k)
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// seed 004 § Node outputs, flow-authoring.md § Where a node's output goes:
+// each earlier node's output is a path — agents <ctx>/<node>.md, tools
+// <ctx>/tools/<node>/stdout.txt, the latest checks and evaluator steps
+// {checks_path} and {review_path}, slot nodes their slot's variable and no
+// {<node>_path}.
+func TestTemplateVars_NodeOutputsArePaths(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOptions{flow: chainFlow})
+	r.visit(t, "planning", "the plan")
+	r.visit(t, "scan", "scanned")
+	r.visit(t, "implementation", "done")
+	r.completeStep(t, "testing", "pass")
+	r.completeStep(t, "lint", "pass")
+	r.visit(t, "review", `{"findings": []}`)
+	r.visit(t, "wrap", "all done")
+	v := r.vars(t, "publish")
+	want := map[string]string{
+		"plan_path":           r.ctx("plan.md"),
+		"scan_path":           r.ctx("scan.md"),
+		"implementation_path": r.ctx("implementation.md"),
+		"checks_path":         r.ctx("testing.md"),
+		"lint_path":           r.ctx("tools/lint/stdout.txt"),
+		"review_path":         r.ctx("review.md"),
+		"summary_body_path":   r.ctx("summary.md"),
+		"planning_path":       "",
+		"wrap_path":           "",
+	}
+	for k, w := range want {
+		if v[k] != w {
+			t.Errorf("{%s} = %q, want %q", k, v[k], w)
+		}
+	}
+}
+
+// seed 004 § Template variables: a variable is empty until its producer
+// ran, a skipped producer leaves it empty, and an unknown name renders
+// verbatim — through the whole render path.
+func TestRenderPrompt_UnknownVerbatimEmptyWithoutValueOnePass(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOptions{flow: chainFlow, roles: map[string]string{
+		"r/impl.md": "Task {task_id} at {stage}.{?plan_path} Plan: {plan_path}.{/plan_path} Scan: [{scan_path}] {nope} {\"json\": 1}",
+	}})
+	r.dispatch(t, "implementation")
+	got := r.lastPrompt(t)
+	want := `Task t1 at implementation. Scan: [] {nope} {"json": 1}`
+	if got != want {
+		t.Errorf("prompt = %q, want %q", got, want)
+	}
+	r.submit(t, "x")
+	r.visit(t, "planning", "{scan_path} is not expanded again")
+	r.visit(t, "scan", "s")
+	r.dispatch(t, "implementation")
+	want = fmt.Sprintf("Task t1 at implementation. Plan: %s. Scan: [%s] {nope} {\"json\": 1}", r.ctx("plan.md"), r.ctx("scan.md"))
+	if got := r.lastPrompt(t); got != want {
+		t.Errorf("prompt = %q, want %q", got, want)
+	}
+}
+
+// seed 004 § Safety: each node run saves its rendered prompt, redacted,
+// under .stratus/logs/<task>/stages/<node>/run-<NNNNNN>/rendered-prompt.md,
+// one per run.
+func TestLaunch_SavesRedactedRenderedPromptPerNodeRun(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOptions{flow: chainFlow, roles: map[string]string{
+		"r/scan.md": "Scan {task_id} with key sk-abcdefghijklmnopqrstuv.\n",
+	}})
+	r.visit(t, "scan", "one")
+	r.visit(t, "scan", "two")
+	for _, run := range []string{"run-000001", "run-000002"} {
+		got := read(t, filepath.Join(r.dir, ".stratus", "logs", "t1", "stages", "scan", run, "rendered-prompt.md"))
+		if got != "Scan t1 with key [REDACTED].\n" {
+			t.Errorf("%s rendered-prompt.md = %q", run, got)
+		}
+	}
+	if !strings.Contains(r.lastPrompt(t), "sk-abcdefghijklmnopqrstuv") {
+		t.Error("the prompt the engine receives should be the unredacted text")
+	}
+}
+
+// worc reference.md § Conditional nodes: derived.needs_refinement is true
+// unless the task has a non-empty description and an `## Acceptance
+// criteria` section; with no `##` section the whole body is the description.
+func TestNeedsRefinement_FormednessNotRelevance(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		body string
+		want bool
+	}{
+		"description and criteria":            {"## Description\n\nDo it.\n\n## Acceptance criteria\n\n- x\n", false},
+		"criteria heading any case":           {"## Description\nDo it.\n## ACCEPTANCE CRITERIA:\n- x\n", false},
+		"empty criteria section still counts": {"## Description\nDo it.\n## Acceptance criteria\n", false},
+		"no criteria":                         {"## Description\n\nDo it.\n", true},
+		"empty description":                   {"## Description\n\n## Acceptance criteria\n- x\n", true},
+		"sections but no description":         {"## Context\nStuff.\n## Acceptance criteria\n- x\n", true},
+		"no sections: body is description":    {"Do it. Acceptance criteria: it works.\n", true},
+		"empty body":                          {"", true},
+		"heading in a code fence":             {"## Description\nDo it.\n```\n## Acceptance criteria\n```\n", true},
+		"level-3 heading is not a section":    {"## Description\nDo it.\n### Acceptance criteria\n- x\n", true},
+	} {
+		if got := NeedsRefinement(tc.body); got != tc.want {
+			t.Errorf("%s: NeedsRefinement = %v, want %v", name, got, tc.want)
+		}
+	}
+}
+
+// worc reference.md § Conditional nodes: the two facts, equals, an unknown
+// fact resolving false with one warning, and nodes.<id>.enabled: false
+// checked before the predicate.
+func TestSkipNode_WhenFactsAndTaskDisable(t *testing.T) {
+	t.Parallel()
+	const wellFormed = "## Description\nDo it.\n## Acceptance criteria\n- x\n"
+	for _, tc := range []struct {
+		name, when, network, front, body string
+		skip                             bool
+		why                              string
+	}{
+		{name: "no predicate runs", skip: false},
+		{name: "refinement skipped for a well-formed task", when: "{ fact: derived.needs_refinement }", body: wellFormed, skip: true, why: "when derived.needs_refinement is false"},
+		{name: "refinement runs for a bare task", when: "{ fact: derived.needs_refinement }", body: "Do it.\n", skip: false},
+		{name: "equals false inverts", when: "{ fact: derived.needs_refinement, equals: false }", body: wellFormed, skip: false},
+		{name: "external research false without network_policy", when: "{ fact: config.external_research }", skip: true},
+		{name: "external research true with network_policy", when: "{ fact: config.external_research }", network: "  network_policy: research\n", skip: false},
+		{name: "unknown fact resolves false", when: "{ fact: derived.typo }", skip: true, why: "when derived.typo is false"},
+		{name: "disabled before the predicate", when: "{ fact: derived.needs_refinement }", body: "Do it.\n", front: "nodes: { n: { enabled: false } }\n", skip: true, why: "disabled by the task"},
+		{name: "enabled true runs", front: "nodes: { n: { enabled: true } }\n", skip: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			when := ""
+			if tc.when != "" {
+				when = ", when: " + tc.when
+			}
+			fl, err := flow.Parse("f.yaml", []byte("flow:\n  name: f\n  task_type: f\n  permission_ceiling: read-only\n  output_policy: code_change\n  publishing: none\n"+tc.network+
+				"  nodes:\n    - { id: n, kind: agent, role_file: n.md"+when+" }\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tk, err := task.Parse("t.md", []byte("---\nid: t1\ntitle: T\n"+tc.front+"---\n"+tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var warnings []string
+			s := &Service{Warnf: func(f string, a ...any) { warnings = append(warnings, fmt.Sprintf(f, a...)) }}
+			env := &RunEnv{Flow: fl, Task: tk}
+			skip, why := s.skipNode(fl.Node("n"), env)
+			if skip != tc.skip || !strings.Contains(why, tc.why) {
+				t.Errorf("skipNode = %v %q, want %v %q", skip, why, tc.skip, tc.why)
+			}
+			s.skipNode(fl.Node("n"), env)
+			wantWarnings := 0
+			if strings.Contains(tc.when, "typo") {
+				wantWarnings = 1
+			}
+			if len(warnings) != wantWarnings {
+				t.Errorf("warnings after two evaluations = %q, want %d", warnings, wantWarnings)
+			}
+		})
+	}
+}
+
+// worc reference.md § Conditional nodes: a skipped node's Task state is
+// completed "skipped" at dispatch, no worker is launched, and a later
+// variable it would have set stays empty.
+func TestDispatch_SkippedNodeCompletesWithoutWorker(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOptions{flow: chainFlow, task: "---\nid: t1\ntitle: T\nnodes: { planning: { enabled: false } }\n---\nDo it.\n"})
+	st := r.dispatch(t, "planning")
+	if st.Verdict != "skipped" || len(r.launcher.specs) != 0 {
+		t.Fatalf("planning: verdict %q, %d workers launched; want skipped and none", st.Verdict, len(r.launcher.specs))
+	}
+	if v := r.vars(t, "implementation"); v["plan_path"] != "" {
+		t.Errorf("{plan_path} = %q after a skipped planning, want empty", v["plan_path"])
+	}
+}
+
+// seed 004 § Template variables: {diff_path}, {change_overview_path} and
+// {diff_base} are empty until the first edit, then arrive together: the
+// full diff against the commit recorded at the run's first dispatch, and a
+// bounded overview with each path's kind and line counts. Stratus's own
+// files are not part of the change.
+func TestDiffVars_ArriveTogetherAfterTheFirstEdit(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOptions{flow: chainFlow, git: true})
+	r.visit(t, "planning", "plan") // first dispatch: records the base
+	head, err := git(context.Background(), r.dir, nil, "rev-parse", "HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	head = strings.TrimSpace(head)
+	if got := read(t, filepath.Join(r.dir, ".stratus", "logs", "t1", "diff_base")); got != "r1 "+head+"\n" {
+		t.Errorf("diff_base record = %q, want %q", got, "r1 "+head+"\n")
+	}
+	v := r.vars(t, "implementation")
+	for _, k := range []string{"diff_path", "change_overview_path", "diff_base"} {
+		if v[k] != "" {
+			t.Errorf("{%s} = %q before any edit, want empty", k, v[k])
+		}
+	}
+	write(t, filepath.Join(r.dir, "README.md"), "one\nTWO\nthree\n")
+	write(t, filepath.Join(r.dir, "src", "new.go"), "package src\n")
+	write(t, filepath.Join(r.dir, "debug.log"), "ignored\n")
+	v = r.vars(t, "implementation")
+	if v["diff_base"] != head || v["diff_path"] != r.ctx("current.diff") || v["change_overview_path"] != r.ctx("change-overview.txt") {
+		t.Fatalf("diff vars = %q %q %q", v["diff_base"], v["diff_path"], v["change_overview_path"])
+	}
+	diff := read(t, v["diff_path"])
+	if !strings.Contains(diff, "+TWO") || !strings.Contains(diff, "src/new.go") || strings.Contains(diff, "debug.log") || strings.Contains(diff, "workspace/") || strings.Contains(diff, ".stratus") {
+		t.Errorf("current.diff does not hold exactly the change:\n%s", diff)
+	}
+	ov := read(t, v["change_overview_path"])
+	for _, line := range []string{"M README.md +2 -1", "A src/new.go +1 -0", "2 paths, +3 -1 lines, against base " + head} {
+		if !strings.Contains(ov, line) {
+			t.Errorf("change-overview.txt lacks %q:\n%s", line, ov)
+		}
+	}
+	// The repository's own index is untouched: nothing is staged.
+	if staged, _ := git(context.Background(), r.dir, nil, "diff", "--cached", "--name-only"); staged != "" {
+		t.Errorf("the snapshot staged into the real index: %q", staged)
+	}
+}
+
+// seed 004 § Template variables: the overview lists at most 200 paths, then
+// a count of the rest; renames read old → new.
+func TestChangeOverview_BoundedWithRenames(t *testing.T) {
+	t.Parallel()
+	snap := &snapshot{Base: "abc", Diff: []byte("0123456789")}
+	snap.Paths = append(snap.Paths, changedPath{Kind: "R", Old: "a.go", Path: "b.go", Added: 1, Deleted: 1})
+	snap.Paths = append(snap.Paths, changedPath{Kind: "A", Path: "img.png", Added: -1, Deleted: -1})
+	for i := range 250 {
+		snap.Paths = append(snap.Paths, changedPath{Kind: "M", Path: fmt.Sprintf("f%03d", i), Added: 1})
+	}
+	ov := string(changeOverview(snap, "/x/current.diff"))
+	for _, want := range []string{"252 paths, +251 -1 lines, against base abc", "Full diff: /x/current.diff (10 bytes)", "R a.go → b.go +1 -1", "A img.png binary", "… and 52 more paths"} {
+		if !strings.Contains(ov, want) {
+			t.Errorf("overview lacks %q", want)
+		}
+	}
+	if n := strings.Count(ov, "\nM f"); n != 198 {
+		t.Errorf("overview lists %d M lines; with the rename and the binary that is %d paths, want 200", n, n+2)
+	}
+}
+
+// seed 004 § Template variables: outside a git work tree there is no diff;
+// the variables stay empty and nothing is recorded.
+func TestDiffVars_EmptyOutsideAGitWorkTree(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOptions{flow: chainFlow})
+	write(t, filepath.Join(r.dir, "x.go"), "x")
+	r.visit(t, "planning", "plan")
+	if v := r.vars(t, "implementation"); v["diff_path"] != "" || v["diff_base"] != "" {
+		t.Errorf("diff vars outside git = %q %q, want empty", v["diff_path"], v["diff_base"])
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, ".stratus", "logs", "t1", "diff_base")); !os.IsNotExist(err) {
+		t.Errorf("diff_base recorded outside git: %v", err)
+	}
+}
+
+// worc reference.md § output_policy: {report_dir} is the policy's report
+// directory (docs/research/<task> for repository_document).
+func TestTemplateVars_ReportDirFollowsOutputPolicy(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOptions{flow: strings.Replace(chainFlow, "output_policy: code_change", "output_policy: repository_document", 1)})
+	if got, want := r.vars(t, "scan")["report_dir"], filepath.Join(r.dir, "docs", "research", "t1"); got != want {
+		t.Errorf("{report_dir} = %q, want %q", got, want)
+	}
+}
