@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The environment every test command gets: enough to find sh and friends.
@@ -371,12 +372,13 @@ func TestRunTool_CancelledRunnerReportsNothing(t *testing.T) {
 	writeExec(t, filepath.Join(dir, "tools/slow"), "#!/bin/sh\ntouch started; sleep 60\n")
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		for {
+		// Poll until the tool runs (or give up: the run then times out).
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 			if _, err := os.Stat(filepath.Join(dir, "started")); err == nil {
-				cancel()
-				return
+				break
 			}
 		}
+		cancel()
 	}()
 	res, err := RunTool(ctx, Spec{Kind: KindTool, Dir: dir, AllowedEnvironment: testEnv,
 		Tool: &ToolSpec{Name: "slow", Dir: filepath.Join(dir, "tools"), TimeoutSeconds: 60, Input: json.RawMessage(`{}`)}})

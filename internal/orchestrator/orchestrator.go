@@ -49,6 +49,7 @@ const (
 	FlowsDir   = "flows"
 	DBFile     = "stratus.db"
 	KeyFile    = "hmac.key"
+	ToolsDir   = "tools"
 )
 
 // Options configure one embedded run.
@@ -103,7 +104,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	} else if err != nil {
 		return nil, err
 	}
-	if err := Check(fl, flowsDir); err != nil {
+	if err := CheckRun(fl, flowsDir, filepath.Join(state, ToolsDir), cfg, tk, progress(o.Progress)); err != nil {
 		return nil, err
 	}
 	if probs := Preflight(fl, cfg, tk); len(probs) > 0 {
@@ -313,6 +314,43 @@ func explain(f *report.Facts) string {
 		return fmt.Sprintf("%s ended with outcome %q and the loop it routes through has spent its budget (or no edge takes that outcome)", last.StepRef, last.Verdict)
 	}
 	return ""
+}
+
+// CheckRun is the validation a run needs before it starts (seed 004 § Fatal
+// validation, "at flow dispatch"): all three layers of flow.Validate with
+// the operator config and the tools dir, plus, for every node the task will
+// run (enabled and not gated by a `when` fact), a role file that exists. A
+// missing prompt of a `when`-gated node, a resume_role_file or a supervisor
+// prompt is a warning written to warn: the node fails if it runs, and the
+// supervisor falls back to its built-in instruction. The fatal problems are
+// one EINVALID listing each.
+func CheckRun(fl *flow.Flow, flowsDir, toolsDir string, cfg *config.Config, tk *task.Task, warn io.Writer) error {
+	probs := flow.Validate(fl, flow.ValidateOptions{RoleFileRoot: flowsDir, Config: cfg, ToolsDir: toolsDir})
+	for _, m := range flow.MissingRoleFiles(fl, flowsDir) {
+		n := fl.Node(m.Node)
+		if n != nil && m.Field == "role_file" && n.When == nil && (tk == nil || worker.NodeEnabled(tk, n.ID)) {
+			probs = append(probs, m.Problem)
+			continue
+		}
+		fmt.Fprintf(warn, "stratus: warning: %s\n", m.Problem.Message)
+	}
+	var msg string
+	for _, p := range probs {
+		if p.Fatal {
+			msg += "\n  " + p.String()
+		}
+	}
+	if msg != "" {
+		return stratus.Errorf(stratus.EINVALID, "flow %s is invalid:%s", fl.TaskType, msg)
+	}
+	return nil
+}
+
+func progress(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
 }
 
 // Check runs the fatal validation of a flow; its problems are one EINVALID.

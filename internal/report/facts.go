@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -132,6 +134,9 @@ type Changes struct {
 	Git   bool     // the work dir is a git work tree and git answered
 	Paths []string // "XY path" porcelain lines, sorted; Stratus's own state excluded
 	Note  string   // why the paths are not known, when !Git
+	// DiffPath is the absolute path of the run's current.diff in the ctx
+	// dir, when one was written: the report points at it, never inlines it.
+	DiffPath string
 }
 
 // Facts are what the report is rendered from.
@@ -285,6 +290,12 @@ func Collect(ctx context.Context, st store.Store, run stratus.Run, status string
 		return nil, err
 	}
 	f.Changes = changedPaths(run.WorkDir, f.CtxDir)
+	if run.WorkDir != "" && f.CtxDir != "" {
+		p := filepath.Join(run.WorkDir, filepath.FromSlash(f.CtxDir), "current.diff")
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			f.Changes.DiffPath = p
+		}
+	}
 	return f, nil
 }
 

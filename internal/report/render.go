@@ -100,7 +100,11 @@ func (f *Facts) changes(b *bytes.Buffer) {
 			code, name, _ := strings.Cut(p, " ")
 			fmt.Fprintf(b, "- `%s` %s\n", name, code)
 		}
-		fmt.Fprintf(b, "\n%s changed (git status of the work dir); the change itself is its diff, not inlined here.\n", plural(len(f.Changes.Paths), "path"))
+		fmt.Fprintf(b, "\n%s changed (git status of the work dir); the change itself is its diff, not inlined here", plural(len(f.Changes.Paths), "path"))
+		if f.Changes.DiffPath != "" {
+			fmt.Fprintf(b, ": `%s`", f.Changes.DiffPath)
+		}
+		b.WriteString(".\n")
 	}
 }
 

@@ -9,8 +9,10 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/compiler"
 	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/prompt"
 )
@@ -43,7 +45,9 @@ const (
 // redelivered message does not create two), then per node kind launches a
 // worker (agent, evaluator), writes the summary (publish) or skips the node
 // (a `when` fact that is false). It completes the Task state itself for
-// every kind but agent/evaluator, whose worker completes it through submit.
+// every kind but agent/evaluator, whose worker completes it through submit,
+// and hitl (a hitl node, or an agent's "<node>.hitl" state: message kind
+// hitl), whose step waits for Human (hitl.go).
 //
 // Errors returned are infrastructure errors the queue may redeliver on;
 // every failure that belongs to the run is reported to the state machine
@@ -190,7 +194,13 @@ func (s *Service) launchAttempt(ctx context.Context, run stratus.Run, env *RunEn
 	if err := s.Sink.Put(ctx, path.Join(logDir, "rendered-prompt.md"), []byte(redact(rendered))); err != nil {
 		return fmt.Errorf("save rendered prompt: %w", err)
 	}
-	h := stratus.Handle{Handle: newHandle(), TID: step.TID, Attempt: n, ExpiresAt: s.now().Add(s.handleTTL(env, node))}
+	// The handle outlives the engine's own deadline (plus the submit grace):
+	// an engine that reports near its deadline must still be able to submit.
+	ttl := s.handleTTL(env, node)
+	if res.TimeoutSeconds > 0 {
+		ttl = max(ttl, time.Duration(res.TimeoutSeconds+compiler.TimeoutGraceSeconds)*time.Second)
+	}
+	h := stratus.Handle{Handle: newHandle(), TID: step.TID, Attempt: n, ExpiresAt: s.now().Add(ttl)}
 	if err := s.Store.PutHandle(ctx, h); err != nil {
 		return err
 	}

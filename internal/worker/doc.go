@@ -2,8 +2,9 @@
 // behind the /v1/worker/* routes (seed 001): it dispatches a step (creates
 // the attempt, renders the role file, mints the handle, launches the
 // worker), assembles the prompt payload at fetch time, stages parts, folds
-// and projects a submit, verifies evaluator findings, and completes the
-// state machine's Task state through its task token.
+// and projects a submit, verifies evaluator findings, parks a hitl step
+// until a human's reply (hitl.go), and completes the state machine's Task
+// state through its task token.
 //
 // It is transport-free: internal/httpapi maps HTTP onto it, and the same
 // Service runs in embedded mode and behind the workerapi/dispatch Lambdas.

@@ -129,6 +129,9 @@ func (s *Service) Artifact(ctx context.Context, authorization, name string, body
 	if err != nil {
 		return err
 	}
+	if c.Step.Kind == supervisorKind {
+		return stratus.Errorf(stratus.EFORBIDDEN, "%s is a supervisor turn: the layer is read-only and stages no part; return the text as the final report", c.Step.StepRef)
+	}
 	if err := projection.CheckPartName(name); err != nil {
 		return err
 	}

@@ -208,6 +208,9 @@ func (s *Service) supervisorRole(ctx context.Context, run stratus.Run, env *RunE
 	}
 	_, tmpl, err := readRoleFile(env.FlowDir, rel)
 	if err != nil {
+		if stratus.ErrorCode(err) == stratus.ENOTFOUND && rel == config.Default().Supervisor.RoleFile {
+			return "" // the default shared role file is optional: install does not deliver one
+		}
 		if _, seen := s.sup.warned.LoadOrStore(env.FlowDir+"\x00"+rel, true); !seen {
 			s.warnf("supervisor role file %s: %s; the built-in instruction is used", rel, stratus.ErrorMessage(err))
 		}
@@ -450,7 +453,7 @@ func (s *Service) finishFinalize(ctx context.Context, c *Caller, attempt int, v 
 func (s *Service) stepEnded(e Event) {
 	ctx := context.Background()
 	env, err := s.Env(ctx, e.RunID)
-	if err != nil || env == nil {
+	if err != nil || env == nil || env.Flow == nil || env.Config == nil || env.Task == nil {
 		return
 	}
 	run, err := s.Store.GetRun(ctx, e.RunID)

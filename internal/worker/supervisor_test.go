@@ -153,6 +153,14 @@ func TestFinalize_ProseReachesSummaryThenPublishCompletes(t *testing.T) {
 		t.Errorf("packet steps = %+v (%v)", pk.Steps, err)
 	}
 
+	// seed 004 § What the layer does: the layer is read-only; it stages no part.
+	if err := r.svc.Artifact(context.Background(), "Bearer "+sups[0].Handle, "notes.md", []byte("x")); stratus.ErrorCode(err) != stratus.EFORBIDDEN {
+		t.Errorf("a supervisor turn staged a part: %v", err)
+	}
+	in64, out64 := int64(900), int64(300)
+	if err := r.svc.RecordStats(context.Background(), "Bearer "+sups[0].Handle, Stats{PromptTokens: &in64, CompletionTokens: &out64}); err != nil {
+		t.Fatal(err)
+	}
 	sv := r.submitTo(t, sups[0], "<summary>"+longProse+"</summary><follow_ups>[]</follow_ups>", true)
 	if sv.Outcome != "done" {
 		t.Errorf("finalize submit = %+v", sv)
@@ -169,8 +177,9 @@ func TestFinalize_ProseReachesSummaryThenPublishCompletes(t *testing.T) {
 	if !strings.HasPrefix(md, want) || strings.Contains(md, "<follow_ups>") || !strings.Contains(md, "## Run cost\n") {
 		t.Errorf("summary.md:\n%s\nwant it to start %q", md, want)
 	}
-	if su, _ := m["supervisor_usage"].(map[string]any); su == nil {
-		t.Errorf("supervisor_usage missing: %v", m)
+	su, _ := m["supervisor_usage"].(map[string]any)
+	if byJob, _ := su["by_job"].(map[string]any); byJob == nil || byJob["finalize"].(map[string]any)["input_tokens"] != float64(900) {
+		t.Errorf("supervisor_usage = %v", m["supervisor_usage"])
 	}
 }
 
@@ -358,13 +367,15 @@ func TestPromptAudit_ErrorClassAndRedaction(t *testing.T) {
 	r := newRig(t, rigOptions{flow: supFlow(""), config: func(c *config.Config) { c.PromptAudit = true },
 		roles: map[string]string{"r/impl.md": "Use key sk-abcdefghijklmnopqrstuvwx here.\n"}})
 	r.dispatch(t, "implementation")
-	if _, err := r.submit(t, "Failed: boom"); err != nil {
+	sp := r.launches()[0]
+	if _, err := r.svc.Submit(context.Background(), "Bearer "+sp.Handle, sp.TaskID, []byte("boom"), false); err != nil {
 		t.Fatal(err)
 	}
-	sp := r.launches()[0]
-	r.svc.Submit(context.Background(), "Bearer "+sp.Handle, sp.TaskID, []byte("boom"), false)
 	md := read(t, filepath.Join(r.dir, ".stratus/logs/t1/prompt-audit/000001-implementation.md"))
 	if strings.Contains(md, "sk-abcdefghijklmnopqrstuvwx") || !strings.Contains(md, "[REDACTED]") {
 		t.Errorf("audit not redacted:\n%s", md)
+	}
+	if !strings.Contains(md, `"status": "failed",`) || !strings.Contains(md, `"error_class": "Failed"`) {
+		t.Errorf("failed attempt row lacks its error class:\n%s", md)
 	}
 }
