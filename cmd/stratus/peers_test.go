@@ -98,6 +98,11 @@ func TestRun_WorcImplementationFlowEndToEnd(t *testing.T) {
 	if got := join(steps(r.stderr)); got != want {
 		t.Fatalf("steps:\n got %s\nwant %s\nstderr:\n%s", got, want, r.stderr)
 	}
+	// The peer flow names implementation/refinement.md, which its copy lacks:
+	// the node is gated by a `when` fact, so that is a warning, not a refusal.
+	if !strings.Contains(r.stderr, "warning") || !strings.Contains(r.stderr, "refinement.md") {
+		t.Errorf("no warning about the missing refinement.md:\n%s", r.stderr)
+	}
 	res := decodeRun(t, r.stdout)
 	wantLoops := map[string]int{"test_fix": 1, "review_fix": 1, "global_fix_iterations": 2}
 	for k, v := range wantLoops {

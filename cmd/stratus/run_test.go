@@ -253,6 +253,31 @@ func TestRun_BadInputExitsUsage(t *testing.T) {
 	}
 }
 
+// A missing role file is only a warning for `validate` (worc's own
+// implementation flow names an absent refinement.md behind a `when` fact),
+// but a run refuses to start when a node that will run has none (seed 004 §
+// Fatal validation: "at flow dispatch") — unless the task disables it.
+func TestRun_MissingRoleFileOfANodeThatWillRunIsFatal(t *testing.T) {
+	t.Parallel()
+	root := sharedtest.ModuleRoot(t)
+	dir := t.TempDir()
+	if r := runCLI(t, "install", "--dir", dir, "--primary", "script", "--scenario", filepath.Join(root, "examples/scenario.yaml")); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	if err := os.Remove(filepath.Join(dir, ".stratus/flows/implementation/fixing.md")); err != nil {
+		t.Fatal(err)
+	}
+	task := filepath.Join(dir, "task.md")
+	writeTestFile(t, task, readFile(t, filepath.Join(root, "examples/task.md")))
+	r := runCLI(t, "run", task, "--dir", dir)
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "implementation/fixing.md") || strings.Contains(r.stderr, "stratus: start") {
+		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	if r := runCLI(t, "validate", "--dir", dir, "--all"); r.code != 0 || !strings.Contains(r.stdout+r.stderr, "fixing.md") {
+		t.Errorf("validate: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
 // Two runs of one task in one work dir would share a ctx dir: the second
 // is refused while the first holds the task's lock.
 func TestRun_SameTaskTwiceAtOnceRefused(t *testing.T) {

@@ -334,16 +334,7 @@ func CheckRun(fl *flow.Flow, flowsDir, toolsDir string, cfg *config.Config, tk *
 		}
 		fmt.Fprintf(warn, "stratus: warning: %s\n", m.Problem.Message)
 	}
-	var msg string
-	for _, p := range probs {
-		if p.Fatal {
-			msg += "\n  " + p.String()
-		}
-	}
-	if msg != "" {
-		return stratus.Errorf(stratus.EINVALID, "flow %s is invalid:%s", fl.TaskType, msg)
-	}
-	return nil
+	return fatalError(fl, probs)
 }
 
 func progress(w io.Writer) io.Writer {
@@ -355,7 +346,12 @@ func progress(w io.Writer) io.Writer {
 
 // Check runs the fatal validation of a flow; its problems are one EINVALID.
 func Check(fl *flow.Flow, flowsDir string) error {
-	probs := flow.Validate(fl, flow.ValidateOptions{RoleFileRoot: flowsDir})
+	return fatalError(fl, flow.Validate(fl, flow.ValidateOptions{RoleFileRoot: flowsDir}))
+}
+
+// fatalError is one EINVALID listing the fatal problems, one per line; nil
+// when there is none.
+func fatalError(fl *flow.Flow, probs []flow.Problem) error {
 	var msg string
 	for _, p := range probs {
 		if p.Fatal {
