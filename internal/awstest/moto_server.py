@@ -1,0 +1,39 @@
+"""Start moto's server with Stratus's workarounds for moto 5.2.1.
+
+DESIGN.md § Testing stand-ins: turn on real Step Functions execution, and
+patch StateMachine.__deepcopy__ so that every StartExecution after the first
+does not fail with a 500 (upstream moto issue 10077): the copy shares the
+backend and leaves the live executions behind.
+
+Usage: python3 moto_server.py -H 127.0.0.1 -p PORT
+"""
+import copy
+import sys
+
+from moto.core import config as moto_config
+
+moto_config.default_user_config["stepfunctions"]["execute_state_machine"] = True
+
+from moto.stepfunctions.models import StateMachine  # noqa: E402
+
+
+def _deepcopy(self, memo):
+    cls = self.__class__
+    new = cls.__new__(cls)
+    memo[id(self)] = new
+    for key, value in self.__dict__.items():
+        if key == "backend":
+            setattr(new, key, value)
+        elif key == "executions":
+            setattr(new, key, [])
+        else:
+            setattr(new, key, copy.deepcopy(value, memo))
+    return new
+
+
+StateMachine.__deepcopy__ = _deepcopy
+
+from moto.server import main  # noqa: E402
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
