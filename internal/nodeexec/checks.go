@@ -1,18 +1,16 @@
 package nodeexec
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/stratusflow/stratus/internal/gitwork"
 )
 
 // RunChecks runs a checks node on the runner (worc configuration.md §
@@ -170,65 +168,27 @@ func matchAny(globs, paths []string) bool {
 // ChangedPaths lists the changes of the git work tree dir is in: `git
 // status --porcelain -z --untracked-files=all`, untracked files included,
 // both sides of a rename, as repo-relative slash paths, minus those under
-// an exclude directory (relative to dir). tree is false when dir is not in
-// a git work tree (or git is not installed); why then says which.
+// an exclude directory (relative to dir). tree is false when dir is not a
+// git work tree — no repository contains it, git is not installed, or the
+// enclosing repository ignores dir itself (gitwork.Open) — or git failed;
+// why then says which, and every command set runs.
 func ChangedPaths(ctx context.Context, dir string, exclude []string) (changed []string, tree bool, why string) {
-	top, err := git(ctx, dir, "rev-parse", "--show-toplevel")
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return nil, false, dir + " is not a git work tree"
-		}
+	t, err := gitwork.Open(ctx, dir)
+	if errors.Is(err, gitwork.ErrNotTree) {
+		return nil, false, dir + " is not a git work tree (" + gitwork.Reason(err) + ")"
+	} else if err != nil {
 		return nil, false, "git could not run (" + err.Error() + "), so the diff is unknown"
 	}
-	root := strings.TrimSpace(string(top))
-	out, err := git(ctx, root, "status", "--porcelain=v1", "-z", "--untracked-files=all")
+	entries, err := t.Status(ctx, gitwork.StatusOptions{Exclude: exclude})
 	if err != nil {
-		return nil, false, "git status failed in " + root + " (" + err.Error() + "), so the diff is unknown"
+		return nil, false, "git status failed in " + t.Root + " (" + err.Error() + "), so the diff is unknown"
 	}
-	// Excluded directories, as repo-relative prefixes.
-	var prefixes []string
-	if rr, err := filepath.EvalSymlinks(root); err == nil {
-		if rd, err := filepath.EvalSymlinks(dir); err == nil {
-			if rel, err := filepath.Rel(rr, rd); err == nil {
-				for _, e := range exclude {
-					prefixes = append(prefixes, path.Clean(path.Join(filepath.ToSlash(rel), e))+"/")
-				}
-			}
-		}
-	}
-	recs := bytes.Split(out, []byte{0})
 	changed = []string{}
-	add := func(p string) {
-		for _, pre := range prefixes {
-			if strings.HasPrefix(p, pre) || p+"/" == pre {
-				return
-			}
-		}
-		changed = append(changed, p)
-	}
-	for i := 0; i < len(recs); i++ {
-		rec := string(recs[i])
-		if len(rec) < 4 {
-			continue
-		}
-		xy, p := rec[:2], rec[3:]
-		add(p)
-		if xy[0] == 'R' || xy[0] == 'C' || xy[1] == 'R' || xy[1] == 'C' {
-			// The next record is the rename's source path.
-			if i+1 < len(recs) && len(recs[i+1]) > 0 {
-				i++
-				add(string(recs[i]))
-			}
+	for _, e := range entries {
+		changed = append(changed, e.Path)
+		if e.Orig != "" {
+			changed = append(changed, e.Orig)
 		}
 	}
 	return changed, true, ""
-}
-
-// git runs git in dir with the runner's environment (git is the runner's
-// own tool, not a check) and no optional locks.
-func git(ctx context.Context, dir string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0")
-	return cmd.Output()
 }

@@ -119,17 +119,30 @@ const killGrace = 5 * time.Second
 func run(ctx context.Context, p proc) (procResult, error) {
 	tctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	cmd := exec.CommandContext(tctx, p.path)
-	cmd.Args = p.argv
-	cmd.Dir, cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = p.dir, p.env, p.stdin, p.stdout, p.stderr
-	if cmd.Env == nil {
-		cmd.Env = []string{} // nil would mean the runner's whole environment
-	}
-	cmd.SysProcAttr = procAttr()
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = killGrace
+	var cmd *exec.Cmd
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	// ETXTBSY: an executable written a moment ago can still be open for
+	// writing in a child forked concurrently (between its fork and exec);
+	// it clears within milliseconds, so the start is tried again.
+	for try := 0; ; try++ {
+		cmd = exec.CommandContext(tctx, p.path)
+		cmd.Args = p.argv
+		cmd.Dir, cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = p.dir, p.env, p.stdin, p.stdout, p.stderr
+		if cmd.Env == nil {
+			cmd.Env = []string{} // nil would mean the runner's whole environment
+		}
+		cmd.SysProcAttr = procAttr()
+		c := cmd
+		cmd.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
+		cmd.WaitDelay = killGrace
+		err := cmd.Start()
+		if err == nil {
+			break
+		}
+		if errors.Is(err, syscall.ETXTBSY) && try < 5 {
+			time.Sleep(time.Duration(try+1) * 10 * time.Millisecond)
+			continue
+		}
 		return procResult{status: StatusLaunchError, exitCode: -1, err: err.Error()}, nil
 	}
 	err := cmd.Wait()

@@ -1,11 +1,10 @@
 package report
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"sort"
@@ -16,6 +15,7 @@ import (
 	"github.com/stratusflow/stratus/internal/findings"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/fold"
+	"github.com/stratusflow/stratus/internal/gitwork"
 	"github.com/stratusflow/stratus/internal/projection"
 	"github.com/stratusflow/stratus/internal/store"
 )
@@ -289,7 +289,7 @@ func Collect(ctx context.Context, st store.Store, run stratus.Run, status string
 	if f.Degradations, err = st.ListDegradations(ctx, run.ID); err != nil {
 		return nil, err
 	}
-	f.Changes = changedPaths(run.WorkDir, f.CtxDir)
+	f.Changes = changedPaths(ctx, run.WorkDir, f.CtxDir)
 	if run.WorkDir != "" && f.CtxDir != "" {
 		p := filepath.Join(run.WorkDir, filepath.FromSlash(f.CtxDir), "current.diff")
 		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
@@ -361,51 +361,32 @@ func routedProvider(env Env, s stratus.Step) func(stratus.Attempt) string {
 	}
 }
 
-// gitStatus runs `git status` on dir and returns its porcelain records
-// (paths relative to the repository root) and dir's prefix inside the
-// repository; a variable so tests can stand in.
-var gitStatus = func(dir string) (status []byte, prefix string, err error) {
-	git := func(args ...string) ([]byte, error) {
-		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-		var out bytes.Buffer
-		cmd.Stdout = &out
-		err := cmd.Run()
-		return out.Bytes(), err
-	}
-	p, err := git("rev-parse", "--show-prefix")
-	if err != nil {
-		return nil, "", err
-	}
-	out, err := git("status", "--porcelain=v1", "-z", "--untracked-files=all", "--", ".")
-	return out, strings.TrimSpace(string(p)), err
-}
-
-// changedPaths lists the work dir's changed paths from git status,
-// leaving out Stratus's own state (.stratus/) and the run's ctx dir.
-func changedPaths(workDir, ctxDir string) Changes {
+// changedPaths lists the work dir's changed paths from git status
+// (gitwork), leaving out Stratus's own state (.stratus/) and the run's ctx
+// dir. A work dir that is not a git work tree — including one its
+// enclosing repository ignores — or a git that fails leaves the paths
+// unknown, with the reason.
+func changedPaths(ctx context.Context, workDir, ctxDir string) Changes {
 	if workDir == "" {
 		return Changes{Note: "the run has no work dir"}
 	}
-	out, prefix, err := gitStatus(workDir)
-	if err != nil {
-		return Changes{Note: "the work dir is not a git repository (or git is not installed), so its changed paths are not known"}
+	t, err := gitwork.Open(ctx, workDir)
+	if errors.Is(err, gitwork.ErrNotTree) {
+		return Changes{Note: "the work dir is not a git repository (" + gitwork.Reason(err) + "), so its changed paths are not known"}
+	} else if err != nil {
+		return Changes{Note: "git could not list the work dir's changes (" + oneLine(err.Error()) + "), so its changed paths are not known"}
 	}
-	var c Changes
-	c.Git = true
-	recs := strings.Split(string(out), "\x00")
-	for i := 0; i < len(recs); i++ {
-		r := recs[i]
-		if len(r) < 4 {
-			continue
-		}
-		code, p := r[:2], strings.TrimPrefix(r[3:], prefix)
-		if code[0] == 'R' || code[0] == 'C' {
-			i++ // the rename's source follows as its own record
-		}
-		if p == ".stratus" || strings.HasPrefix(p, ".stratus/") || (ctxDir != "" && (p == ctxDir || strings.HasPrefix(p, ctxDir+"/"))) {
-			continue
-		}
-		c.Paths = append(c.Paths, strings.TrimSpace(code)+" "+p)
+	exclude := []string{".stratus"}
+	if ctxDir != "" {
+		exclude = append(exclude, ctxDir)
+	}
+	entries, err := t.Status(ctx, gitwork.StatusOptions{Exclude: exclude, InDir: true})
+	if err != nil {
+		return Changes{Note: "git could not list the work dir's changes (" + oneLine(err.Error()) + "), so its changed paths are not known"}
+	}
+	c := Changes{Git: true}
+	for _, e := range entries {
+		c.Paths = append(c.Paths, strings.TrimSpace(e.Code)+" "+strings.TrimPrefix(e.Path, t.Prefix))
 	}
 	sort.Strings(c.Paths)
 	return c

@@ -380,7 +380,7 @@ func TestChanges_GitStatusPathsNeverTheDiff(t *testing.T) {
 		t.Skip("git is not installed")
 	}
 	dir := t.TempDir()
-	if c := changedPaths(dir, "workspace/tasks/t1/ctx"); c.Git || !strings.Contains(c.Note, "not a git repository") {
+	if c := changedPaths(context.Background(), dir, "workspace/tasks/t1/ctx"); c.Git || !strings.Contains(c.Note, "not a git repository") {
 		t.Errorf("non-git work dir: %+v", c)
 	}
 	run := func(args ...string) {
@@ -403,7 +403,7 @@ func TestChanges_GitStatusPathsNeverTheDiff(t *testing.T) {
 	write("b.go", "package b\n")
 	write(".stratus/stratus.db", "x")
 	write("workspace/tasks/t1/ctx/review.md", "x")
-	c := changedPaths(dir, "workspace/tasks/t1/ctx")
+	c := changedPaths(context.Background(), dir, "workspace/tasks/t1/ctx")
 	if !c.Git || !slices.Equal(c.Paths, []string{"?? b.go", "M a.go"}) {
 		t.Errorf("changes = %+v", c)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/stratusflow/stratus/internal/captoken"
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/gitwork"
 	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/sink/fs"
 	"github.com/stratusflow/stratus/internal/store/sqlite"
@@ -157,6 +158,12 @@ func read(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// git runs git in dir with the extra environment env (gitwork.Run).
+func git(ctx context.Context, dir string, env []string, args ...string) (string, error) {
+	out, err := gitwork.Run(ctx, dir, env, args...)
+	return string(out), err
 }
 
 // gitInit makes dir a git work tree with one commit of a tracked file.

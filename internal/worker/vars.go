@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -18,8 +17,10 @@ import (
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/captoken"
 	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/gitwork"
 	"github.com/stratusflow/stratus/internal/projection"
 	"github.com/stratusflow/stratus/internal/prompt"
+	"github.com/stratusflow/stratus/internal/supervisor"
 	"github.com/stratusflow/stratus/internal/task"
 )
 
@@ -120,13 +121,17 @@ func (s *Service) latestSteps(ctx context.Context, runID, except string) ([]stra
 //     checks step's <ctx>/<node>.md), <agent>_path (<ctx>/<node>.md, or the
 //     output_file copy <ctx>/<node>.out/<file>; none for a node filling an
 //     output slot) and <tool>_path (<ctx>/tools/<node>/stdout.txt);
-//   - diff_path, change_overview_path, diff_base (diffVars);
+//   - diff_path, change_overview_path, diff_base (diffVars), when the
+//     step needs them (needsDiff) or a subtask's start snapshot is due;
 //   - subtask_order, subtask_count, subtask_spec_path and
 //     predecessor_context inside a decomposition region (subtaskVars).
 //
 // memory_path and conflicts_path have no producer in Stratus: always empty.
 // Rendering writes files as a side effect: the diff snapshot and, for a
-// subtask, its start snapshot and predecessor brief.
+// subtask, its start snapshot and predecessor brief. The snapshot costs
+// three git processes, so it is taken only for a step that reads it: one
+// whose role file names a diff variable, a tool node (its stdin carries
+// diff_path), or the first render of a subtask (its start snapshot).
 func (s *Service) templateVars(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step) (map[string]string, error) {
 	dir, err := ctxDir(env, run)
 	if err != nil {
@@ -158,9 +163,17 @@ func (s *Service) templateVars(ctx context.Context, run stratus.Run, env *RunEnv
 	if run.WorkDir == "" {
 		return vars, nil // nothing on disk to point at
 	}
-	snap, err := s.diffVars(ctx, run, env, vars)
-	if err != nil {
-		return nil, err
+	var snap *snapshot
+	need := s.needsDiff(env, step)
+	if !need {
+		if need, err = s.startDue(ctx, run, env, step); err != nil {
+			return nil, err
+		}
+	}
+	if need {
+		if snap, err = s.diffVars(ctx, run, env, vars); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.subtaskVars(ctx, run, env, step, snap, vars); err != nil {
 		return nil, err
@@ -197,6 +210,68 @@ func outputVar(n *flow.Node, st stratus.Step, dir string) (name, key string) {
 	return "", ""
 }
 
+// diffTokens are the variables a diff snapshot feeds (seed 004 § Template
+// variables).
+var diffTokens = []string{"diff_path", "change_overview_path", "diff_base"}
+
+// needsDiff reports whether a step reads the diff variables: a tool node
+// (its stdin carries diff_path, worc flow-authoring.md § Custom tool
+// nodes), or a step whose role file — the node's role_file or
+// resume_role_file, a supervisor turn's role files — names one of
+// diffTokens (prompt.Tokens). A role file that cannot be read renders
+// nothing, so it needs nothing.
+func (s *Service) needsDiff(env *RunEnv, step stratus.Step) bool {
+	var files []string
+	if step.Kind == supervisorKind {
+		role, fin := supervisor.RoleFiles(env.Config.Supervisor, env.Flow)
+		files = []string{role, fin}
+	} else if n := env.Flow.Node(step.Node); n != nil {
+		if n.Kind == "tool" {
+			return true
+		}
+		files = []string{n.RoleFile, n.ResumeRoleFile}
+	}
+	for _, rel := range files {
+		if rel == "" {
+			continue
+		}
+		raw, err := readRoleFileRaw(env.FlowDir, rel)
+		if err != nil {
+			continue
+		}
+		if slices.ContainsFunc(prompt.Tokens(raw), func(t string) bool { return slices.Contains(diffTokens, t) }) {
+			return true
+		}
+	}
+	return false
+}
+
+// startDue reports whether a step is the first render of its subtask, whose
+// snapshot subtaskVars records as <ctx>/subtasks/<NN>.start.txt: a step in
+// the decomposition region of a split task whose start snapshot is not
+// recorded yet.
+func (s *Service) startDue(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step) (bool, error) {
+	if !inRegion(env.Flow, step.Node) {
+		return false, nil
+	}
+	order, _, err := s.subtaskOf(ctx, env, step)
+	if err != nil || order == 0 {
+		return false, err
+	}
+	dir, err := ctxDir(env, run)
+	if err != nil {
+		return false, err
+	}
+	_, err = s.Sink.Get(ctx, subtaskKey(dir, order, ".start.txt"))
+	switch stratus.ErrorCode(err) {
+	case "":
+		return false, nil
+	case stratus.ENOTFOUND:
+		return true, nil
+	}
+	return false, err
+}
+
 // readRoleFile reads a role file contained in the flows directory (seed 004
 // § Fatal validation: role_file paths contain no traversal) and splits off
 // its optional front matter.
@@ -227,9 +302,10 @@ func readRoleFileRaw(flowDir, rel string) (string, error) {
 
 // admitNode runs before a node is dispatched: it records the run's diff
 // base on the run's first dispatch (a failure is a warning: the diff
-// variables then stay empty), then decides whether the node is skipped.
+// variables then stay empty; a work dir that is not a git work tree is
+// not a failure), then decides whether the node is skipped.
 func (s *Service) admitNode(ctx context.Context, run stratus.Run, env *RunEnv, n *flow.Node) (skip bool, why string) {
-	if _, err := s.diffBase(ctx, run); err != nil {
+	if _, _, err := s.diffBase(ctx, run); err != nil {
 		s.warnf("run %s: cannot record the diff base: %v; {diff_path} stays empty", run.ID, err)
 	}
 	return s.skipNode(n, env)
@@ -366,47 +442,76 @@ func diffBaseKey(taskID string) string {
 	return path.Join(StateDirName, "logs", taskID, "diff_base")
 }
 
-// diffBase returns the commit the run's change is measured from: HEAD of
-// the work dir as recorded at the run's first dispatch (seed 004 §
-// Template variables: {diff_base} is the full SHA the change is measured
-// from). "" when the work dir is not a git work tree with a commit.
-func (s *Service) diffBase(ctx context.Context, run stratus.Run) (string, error) {
+// diffBase returns the run's work tree and the commit the run's change is
+// measured from: HEAD of the work dir as recorded at the run's first
+// dispatch (seed 004 § Template variables: {diff_base} is the full SHA the
+// change is measured from). nil and "" when the work dir is not a git
+// work tree with a commit (gitwork.ErrNotTree: no repository contains it,
+// git is not installed, the enclosing repository ignores it, or it has no
+// commit yet): there is no diff, and nothing to warn about. The answer is
+// kept for the run's life in this process, so later dispatches run no git.
+func (s *Service) diffBase(ctx context.Context, run stratus.Run) (*gitwork.Tree, string, error) {
 	if run.WorkDir == "" {
-		return "", nil
+		return nil, "", nil
+	}
+	k := treeKey{s, run.ID}
+	if v, ok := runTrees.Load(k); ok {
+		rt := v.(runTree)
+		return rt.tree, rt.base, nil
+	}
+	tree, base, err := s.openBase(ctx, run)
+	if errors.Is(err, gitwork.ErrNotTree) {
+		tree, base, err = nil, "", nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	runTrees.Store(k, runTree{tree, base})
+	return tree, base, nil
+}
+
+// openBase opens the run's work tree and reads its diff base from the
+// record of the run's first dispatch, or records HEAD as it.
+func (s *Service) openBase(ctx context.Context, run stratus.Run) (*gitwork.Tree, string, error) {
+	tree, err := gitwork.Open(ctx, run.WorkDir)
+	if err != nil {
+		return nil, "", err
 	}
 	key := diffBaseKey(run.TaskID)
 	b, err := s.Sink.Get(ctx, key)
 	if err == nil {
 		if id, sha, ok := strings.Cut(strings.TrimSpace(string(b)), " "); ok && id == run.ID {
-			return sha, nil
+			return tree, sha, nil
 		}
 	} else if stratus.ErrorCode(err) != stratus.ENOTFOUND {
-		return "", err
+		return nil, "", err
 	}
-	sha, err := git(ctx, run.WorkDir, nil, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+	sha, err := tree.Head(ctx)
 	if err != nil {
-		return "", nil // not a git work tree, or no commit yet: no diff
+		return nil, "", err
 	}
-	sha = strings.TrimSpace(sha)
-	return sha, s.Sink.Put(ctx, key, []byte(run.ID+" "+sha+"\n"))
+	return tree, sha, s.Sink.Put(ctx, key, []byte(run.ID+" "+sha+"\n"))
 }
 
-// changedPath is one path of a diff snapshot.
-type changedPath struct {
-	Kind    string // A, M, D or R (a copy counts as A, a type change as M)
-	Path    string // the new path (the old one for D)
-	Old     string // R only: the old path
-	Added   int    // lines; -1 for a binary file
-	Deleted int
-	Blob    string // the post-image blob id (zeros for D): what tells two snapshots apart
+// runTrees keeps each run's work tree and diff base (treeKey → runTree).
+var runTrees sync.Map
+
+type treeKey struct {
+	s   *Service
+	run string
 }
 
-// snapshot is the change of the work dir against the diff base.
-type snapshot struct {
-	Base  string
-	Paths []changedPath
-	Diff  []byte
+type runTree struct {
+	tree *gitwork.Tree // nil: not a git work tree with a commit
+	base string
 }
+
+// changedPath is one path of a diff snapshot; snapshot is the change of
+// the work dir against the diff base (gitwork).
+type (
+	changedPath = gitwork.ChangedPath
+	snapshot    = gitwork.Snapshot
+)
 
 // diffVars takes a snapshot of the work dir against the run's diff base
 // and, when it holds a change, writes <ctx>/current.diff and
@@ -416,8 +521,8 @@ type snapshot struct {
 // returned for the subtask bookkeeping (nil when there is none). A git
 // failure leaves the variables empty with a warning.
 func (s *Service) diffVars(ctx context.Context, run stratus.Run, env *RunEnv, vars map[string]string) (*snapshot, error) {
-	base, err := s.diffBase(ctx, run)
-	if err != nil || base == "" {
+	tree, base, err := s.diffBase(ctx, run)
+	if err != nil || tree == nil {
 		return nil, err
 	}
 	dir, err := ctxDir(env, run)
@@ -430,7 +535,7 @@ func (s *Service) diffVars(ctx context.Context, run stratus.Run, env *RunEnv, va
 	if rel, err := filepath.Rel(run.WorkDir, run.TaskPath); err == nil && run.TaskPath != "" && filepath.IsLocal(rel) {
 		exclude = append(exclude, filepath.ToSlash(rel))
 	}
-	snap, err := takeSnapshot(ctx, run.WorkDir, base, exclude)
+	snap, err := tree.Snapshot(ctx, base, exclude)
 	if err != nil {
 		s.warnf("run %s: diff against %s failed: %v; {diff_path} stays empty", run.ID, base, err)
 		return nil, nil
@@ -491,130 +596,6 @@ func morePaths(n int) string {
 		return "1 more path"
 	}
 	return fmt.Sprintf("%d more paths", n)
-}
-
-// takeSnapshot diffs the work tree of dir — tracked and untracked files,
-// .gitignore respected, the exclude paths left out — against commit base.
-// It stages into a throwaway index (GIT_INDEX_FILE), so the repository's
-// own index, HEAD and refs are never touched.
-func takeSnapshot(ctx context.Context, dir, base string, exclude []string) (*snapshot, error) {
-	tmp, err := os.MkdirTemp("", "stratus-index-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(tmp)
-	env := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
-	if _, err := git(ctx, dir, env, "read-tree", base); err != nil {
-		return nil, err
-	}
-	add := []string{"add", "--all", "--", "."}
-	for _, x := range exclude {
-		add = append(add, ":(exclude)"+x)
-	}
-	if _, err := git(ctx, dir, env, add...); err != nil {
-		return nil, err
-	}
-	diff := []string{"diff", "--cached", "--relative", "-M", "--no-color", "--no-ext-diff"}
-	raw, err := git(ctx, dir, env, append(diff, "--raw", "--no-abbrev", "-z", base)...)
-	if err != nil {
-		return nil, err
-	}
-	num, err := git(ctx, dir, env, append(diff, "--numstat", "-z", base)...)
-	if err != nil {
-		return nil, err
-	}
-	full, err := git(ctx, dir, env, append(diff, base)...)
-	if err != nil {
-		return nil, err
-	}
-	snap := &snapshot{Base: base, Diff: []byte(full)}
-	counts := parseNumstat(num)
-	snap.Paths = parseRaw(raw)
-	for i := range snap.Paths {
-		c, ok := counts[snap.Paths[i].Path]
-		if !ok {
-			c = [2]int{0, 0}
-		}
-		snap.Paths[i].Added, snap.Paths[i].Deleted = c[0], c[1]
-	}
-	return snap, nil
-}
-
-// parseRaw reads `git diff --raw -z`: ":<modes> <old> <new> <status>\0<path>\0"
-// or, for a rename or copy, ":…\0<old path>\0<new path>\0".
-func parseRaw(out string) []changedPath {
-	tok := strings.Split(out, "\x00")
-	var ps []changedPath
-	for i := 0; i < len(tok); i++ {
-		meta, ok := strings.CutPrefix(tok[i], ":")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(meta)
-		if len(f) < 5 || f[4] == "" || i+1 >= len(tok) {
-			continue
-		}
-		p := changedPath{Kind: f[4][:1], Blob: f[3], Path: tok[i+1]}
-		i++
-		switch p.Kind {
-		case "R", "C":
-			if i+1 < len(tok) {
-				p.Old, p.Path = p.Path, tok[i+1]
-				i++
-			}
-			if p.Kind == "C" {
-				p.Kind, p.Old = "A", ""
-			}
-		case "T":
-			p.Kind = "M"
-		}
-		ps = append(ps, p)
-	}
-	return ps
-}
-
-// parseNumstat reads `git diff --numstat -z` into path → {added, deleted}
-// (-1, -1 for a binary file). A rename's record is "a\td\t\0old\0new\0".
-func parseNumstat(out string) map[string][2]int {
-	tok := strings.Split(out, "\x00")
-	m := map[string][2]int{}
-	for i := 0; i < len(tok); i++ {
-		f := strings.SplitN(tok[i], "\t", 3)
-		if len(f) != 3 {
-			continue
-		}
-		name := f[2]
-		if name == "" && i+2 < len(tok) {
-			name = tok[i+2]
-			i += 2
-		}
-		a, errA := strconv.Atoi(f[0])
-		d, errD := strconv.Atoi(f[1])
-		if errA != nil || errD != nil {
-			a, d = -1, -1
-		}
-		m[name] = [2]int{a, d}
-	}
-	return m
-}
-
-// git runs git in dir with the extra environment env and returns its
-// stdout. The caller's GIT_* variables (GIT_DIR, GIT_INDEX_FILE, ...) are
-// dropped so they cannot point the command at another repository.
-func git(ctx context.Context, dir string, env []string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, "GIT_") {
-			cmd.Env = append(cmd.Env, e)
-		}
-	}
-	cmd.Env = append(cmd.Env, env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return stdout.String(), nil
 }
 
 // inRegion reports whether node id belongs to the flow's decomposition

@@ -270,6 +270,9 @@ func TestDispatch_SkippedNodeCompletesWithoutWorker(t *testing.T) {
 	}
 }
 
+// diffRole is a role file that reads the diff variables.
+const diffRole = "Change: {diff_path}, overview {change_overview_path}, base {diff_base}.\n"
+
 // seed 004 § Template variables: {diff_path}, {change_overview_path} and
 // {diff_base} are empty until the first edit, then arrive together: the
 // full diff against the commit recorded at the run's first dispatch, and a
@@ -277,7 +280,7 @@ func TestDispatch_SkippedNodeCompletesWithoutWorker(t *testing.T) {
 // files are not part of the change.
 func TestDiffVars_ArriveTogetherAfterTheFirstEdit(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{flow: chainFlow, git: true})
+	r := newRig(t, rigOptions{flow: chainFlow, git: true, roles: map[string]string{"r/impl.md": diffRole}})
 	r.visit(t, "planning", "plan") // first dispatch: records the base
 	head, err := git(context.Background(), r.dir, nil, "rev-parse", "HEAD")
 	if err != nil {
@@ -316,6 +319,57 @@ func TestDiffVars_ArriveTogetherAfterTheFirstEdit(t *testing.T) {
 	}
 }
 
+// The diff snapshot (three git processes) is taken only for a step that
+// reads it: a role file naming a diff variable, or a tool node, whose stdin
+// carries diff_path (worc flow-authoring.md § Custom tool nodes). Any other
+// step renders without one, and nothing is written.
+func TestDiffVars_SnapshotOnlyForAStepThatReadsIt(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOptions{flow: chainFlow, git: true, roles: map[string]string{"r/review.md": "Review {?diff_path}the change at {diff_path}{/diff_path}.\n"}})
+	r.visit(t, "planning", "plan")
+	write(t, filepath.Join(r.dir, "README.md"), "changed\n")
+	if v := r.vars(t, "scan"); v["diff_path"] != "" || v["diff_base"] != "" {
+		t.Errorf("scan's role file names no diff variable, but it got %q %q", v["diff_path"], v["diff_base"])
+	}
+	if _, err := os.Stat(r.ctx("current.diff")); !os.IsNotExist(err) {
+		t.Fatalf("a step that does not read the diff wrote current.diff: %v", err)
+	}
+	if v := r.vars(t, "review"); v["diff_path"] != r.ctx("current.diff") {
+		t.Errorf("review names {diff_path} in a section token, but got %q", v["diff_path"])
+	}
+	os.Remove(r.ctx("current.diff"))
+	if v := r.vars(t, "lint"); v["diff_path"] != r.ctx("current.diff") {
+		t.Errorf("the tool node's stdin carries diff_path, but it got %q", v["diff_path"])
+	}
+}
+
+// A work dir its enclosing repository ignores (make demo's .scratch/demo)
+// is not a git work tree: the diff variables stay empty, no base is
+// recorded, and nothing is warned about (git add would refuse the ignored
+// paths).
+func TestDiffVars_IgnoredWorkDirIsNotAGitWorkTree(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOptions{flow: chainFlow, roles: map[string]string{"r/impl.md": diffRole}})
+	outer := filepath.Dir(r.dir) // the test's temp root, holding the rig's dirs
+	write(t, filepath.Join(outer, ".gitignore"), "/"+filepath.Base(r.dir)+"/\n")
+	for _, args := range [][]string{{"init", "-q"}, {"add", ".gitignore"}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "outer"}} {
+		if _, err := git(context.Background(), outer, nil, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.visit(t, "planning", "plan")
+	write(t, filepath.Join(r.dir, "x.go"), "package x\n")
+	if v := r.vars(t, "implementation"); v["diff_path"] != "" || v["diff_base"] != "" {
+		t.Errorf("diff vars in an ignored work dir = %q %q, want empty", v["diff_path"], v["diff_base"])
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, ".stratus", "logs", "t1", "diff_base")); !os.IsNotExist(err) {
+		t.Errorf("diff_base recorded in an ignored work dir: %v", err)
+	}
+	if r.warned("diff") {
+		t.Errorf("warned about the diff of an ignored work dir: %q", r.warnings)
+	}
+}
+
 // seed 004 § Template variables: the overview lists at most 200 paths, then
 // a count of the rest; renames read old → new.
 func TestChangeOverview_BoundedWithRenames(t *testing.T) {
@@ -341,7 +395,7 @@ func TestChangeOverview_BoundedWithRenames(t *testing.T) {
 // the variables stay empty and nothing is recorded.
 func TestDiffVars_EmptyOutsideAGitWorkTree(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{flow: chainFlow})
+	r := newRig(t, rigOptions{flow: chainFlow, roles: map[string]string{"r/impl.md": diffRole}})
 	write(t, filepath.Join(r.dir, "x.go"), "x")
 	r.visit(t, "planning", "plan")
 	if v := r.vars(t, "implementation"); v["diff_path"] != "" || v["diff_base"] != "" {

@@ -1,0 +1,164 @@
+package gitwork
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// ChangedPath is one path of a snapshot.
+type ChangedPath struct {
+	Kind    string // A, M, D or R (a copy counts as A, a type change as M)
+	Path    string // the new path (the old one for D), relative to the tree's Dir
+	Old     string // R only: the old path
+	Added   int    // lines; -1 for a binary file
+	Deleted int
+	Blob    string // the post-image blob id (zeros for D): what tells two snapshots apart
+}
+
+// Snapshot is the change of a work dir against a base commit (seed 004 §
+// Template variables: {diff_path} is the full change against {diff_base}).
+type Snapshot struct {
+	Base  string
+	Paths []ChangedPath
+	Diff  []byte // the full patch (git diff), as git prints it
+}
+
+// Snapshot diffs the work tree under Dir — tracked and untracked files,
+// .gitignore respected, the exclude paths (relative to Dir) left out —
+// against commit base, with paths relative to Dir and renames detected.
+// It stages into a throwaway index (GIT_INDEX_FILE), so the repository's
+// own index, HEAD and refs are never touched. Three git processes: read
+// the base into the index, stage the work tree, and one diff printing the
+// raw records, the line counts and the patch together.
+func (t *Tree) Snapshot(ctx context.Context, base string, exclude []string) (*Snapshot, error) {
+	tmp, err := os.MkdirTemp("", "stratus-index-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	env := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
+	if _, err := Run(ctx, t.Dir, env, "read-tree", base); err != nil {
+		return nil, err
+	}
+	add := []string{"add", "--all", "--", "."}
+	for _, x := range exclude {
+		add = append(add, ":(exclude)"+x)
+	}
+	if _, err := Run(ctx, t.Dir, env, add...); err != nil {
+		return nil, err
+	}
+	out, err := Run(ctx, t.Dir, env, "diff", "--cached", "--relative", "-M", "--no-color", "--no-ext-diff",
+		"--raw", "--no-abbrev", "--numstat", "--patch", "-z", base)
+	if err != nil {
+		return nil, err
+	}
+	paths, patch, err := parseDiff(out)
+	if err != nil {
+		return nil, err
+	}
+	return &Snapshot{Base: base, Paths: paths, Diff: patch}, nil
+}
+
+// parseDiff reads `git diff --raw --numstat --patch -z`: the raw records,
+// then the numstat records, then an empty record, then the patch (which -z
+// leaves as `git diff` prints it). Each path gets its line counts.
+func parseDiff(out []byte) ([]ChangedPath, []byte, error) {
+	r := &records{b: out}
+	paths := parseRaw(r)
+	counts := parseNumstat(r)
+	if r.pos < len(out) {
+		if out[r.pos] != 0 {
+			return nil, nil, fmt.Errorf("git diff: unexpected output after the line counts at byte %d", r.pos)
+		}
+		r.pos++
+	}
+	for i := range paths {
+		c := counts[paths[i].Path] // a path without a count (none seen) reads +0 -0
+		paths[i].Added, paths[i].Deleted = c[0], c[1]
+	}
+	return paths, out[r.pos:], nil
+}
+
+// records reads NUL-terminated records.
+type records struct {
+	b   []byte
+	pos int
+}
+
+// next returns the next record; ok is false at the end.
+func (r *records) next() (string, bool) {
+	if r.pos >= len(r.b) {
+		return "", false
+	}
+	i := bytes.IndexByte(r.b[r.pos:], 0)
+	if i < 0 {
+		s := string(r.b[r.pos:])
+		r.pos = len(r.b)
+		return s, true
+	}
+	s := string(r.b[r.pos : r.pos+i])
+	r.pos += i + 1
+	return s, true
+}
+
+// at reports whether the next record starts with c.
+func (r *records) at(c byte) bool { return r.pos < len(r.b) && r.b[r.pos] == c }
+
+// parseRaw reads the `--raw -z` records: ":<modes> <old> <new> <status>\0<path>\0"
+// or, for a rename or copy, ":…\0<old path>\0<new path>\0".
+func parseRaw(r *records) []ChangedPath {
+	var ps []ChangedPath
+	for r.at(':') {
+		meta, _ := r.next()
+		name, ok := r.next()
+		f := strings.Fields(meta[1:])
+		if !ok || len(f) < 5 || f[4] == "" {
+			continue
+		}
+		p := ChangedPath{Kind: f[4][:1], Blob: f[3], Path: name}
+		switch p.Kind {
+		case "R", "C":
+			if to, ok := r.next(); ok {
+				p.Old, p.Path = p.Path, to
+			}
+			if p.Kind == "C" {
+				p.Kind, p.Old = "A", ""
+			}
+		case "T":
+			p.Kind = "M"
+		}
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+// parseNumstat reads the `--numstat -z` records, up to an empty record or
+// the end, into path → {added, deleted} (-1, -1 for a binary file). A
+// rename's record is "a\td\t\0old\0new\0".
+func parseNumstat(r *records) map[string][2]int {
+	m := map[string][2]int{}
+	for r.pos < len(r.b) && !r.at(0) {
+		rec, _ := r.next()
+		f := strings.SplitN(rec, "\t", 3)
+		if len(f) != 3 {
+			continue
+		}
+		name := f[2]
+		if name == "" {
+			r.next() // the old path
+			name, _ = r.next()
+		}
+		a, errA := strconv.Atoi(f[0])
+		d, errD := strconv.Atoi(f[1])
+		if errA != nil || errD != nil {
+			a, d = -1, -1
+		}
+		m[name] = [2]int{a, d}
+	}
+	return m
+}
