@@ -4,8 +4,8 @@
 //
 // It owns the Sink interface and the one key rule every implementation
 // enforces (CheckKey), so a key refused by one sink is refused by all.
-// Implementations live in subpackages: fs (a directory on the local disk);
-// an object-store sink would be a sibling. sinktest holds the conformance
+// Implementations live in subpackages: fs (a directory on the local disk)
+// and s3 (objects under a prefix of an S3 bucket). sinktest holds the conformance
 // suite every implementation must pass.
 //
 // It does not know about front matter, part names, placements or task ids:

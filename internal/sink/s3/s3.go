@@ -1,0 +1,166 @@
+package s3
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/sink"
+)
+
+// MaxPresignTTL is the longest lifetime of a presigned URL: Signature
+// Version 4 query signing allows at most seven days.
+const MaxPresignTTL = 7 * 24 * time.Hour
+
+// Sink stores each sink key as the object Prefix()+key in one bucket. It is
+// safe for concurrent use (the SDK client is).
+type Sink struct {
+	client  *awss3.Client
+	presign *awss3.PresignClient
+	bucket  string
+	prefix  string
+}
+
+var _ sink.Sink = (*Sink)(nil)
+
+// New returns a Sink on bucket whose objects live under prefix. A non-empty
+// prefix is a relative slash-separated path (sink.CheckKey's rules) and is
+// given a trailing "/" when it lacks one, so "stratus" and "stratus/" both
+// store key "a.md" as object "stratus/a.md"; "" stores it as "a.md".
+//
+// Errors: *stratus.Error EINVALID with Field "bucket" for an empty bucket
+// name, Field "prefix" for a prefix that is not a relative path. The bucket
+// is not contacted.
+func New(client *awss3.Client, bucket, prefix string) (*Sink, error) {
+	if client == nil {
+		return nil, stratus.FieldErrorf(stratus.EINVALID, "client", "the S3 sink needs an S3 client, got nil")
+	}
+	if bucket == "" {
+		return nil, stratus.FieldErrorf(stratus.EINVALID, "bucket", "the S3 sink needs a bucket name, got \"\"")
+	}
+	if prefix != "" {
+		p := strings.TrimSuffix(prefix, "/")
+		if err := sink.CheckKey(p); err != nil {
+			return nil, stratus.FieldErrorf(stratus.EINVALID, "prefix",
+				"S3 sink prefix %q is not a relative slash-separated path such as \"stratus/\" (%s)", prefix, err.(*stratus.Error).Message)
+		}
+		prefix = p + "/"
+	}
+	return &Sink{client: client, presign: awss3.NewPresignClient(client), bucket: bucket, prefix: prefix}, nil
+}
+
+// Bucket returns the bucket name.
+func (s *Sink) Bucket() string { return s.bucket }
+
+// Prefix returns the object-key prefix: "" or a path ending in "/".
+func (s *Sink) Prefix() string { return s.prefix }
+
+// ObjectKey returns the S3 object key that sink key maps to (Prefix()+key),
+// or "" when key is not a valid sink key (sink.CheckKey).
+func (s *Sink) ObjectKey(key string) string {
+	if sink.CheckKey(key) != nil {
+		return ""
+	}
+	return s.prefix + key
+}
+
+// Put stores body as the object Prefix()+key with one PutObject (atomic;
+// the last Put wins). Errors: EINVALID (Field "key") for a key
+// sink.CheckKey refuses, before any request; otherwise the AWS error,
+// wrapped and named (the SDK's retryer has already retried throttling and
+// 5xx answers with jittered backoff).
+func (s *Sink) Put(ctx context.Context, key string, body []byte) error {
+	if err := sink.CheckKey(key); err != nil {
+		return err
+	}
+	_, err := s.client.PutObject(ctx, &awss3.PutObjectInput{
+		Bucket:        aws.String(s.bucket),
+		Key:           aws.String(s.prefix + key),
+		Body:          bytes.NewReader(body),
+		ContentLength: aws.Int64(int64(len(body))),
+	})
+	if err != nil {
+		return s.mapErr("put", key, err)
+	}
+	return nil
+}
+
+// Get returns the bytes of the object Prefix()+key, verbatim. Errors:
+// ENOTFOUND (Field "key") when no such object exists; EINVALID (Field
+// "key") for an invalid key, before any request; otherwise the AWS error,
+// wrapped and named. A missing bucket is such an error, not ENOTFOUND: it
+// is a deployment fault, never "no file yet".
+func (s *Sink) Get(ctx context.Context, key string) ([]byte, error) {
+	if err := sink.CheckKey(key); err != nil {
+		return nil, err
+	}
+	out, err := s.client.GetObject(ctx, &awss3.GetObjectInput{
+		Bucket: aws.String(s.bucket),
+		Key:    aws.String(s.prefix + key),
+	})
+	if err != nil {
+		return nil, s.mapErr("get", key, err)
+	}
+	defer out.Body.Close()
+	var buf bytes.Buffer
+	if n := aws.ToInt64(out.ContentLength); n > 0 {
+		buf.Grow(int(n))
+	}
+	if _, err := io.Copy(&buf, out.Body); err != nil {
+		return nil, fmt.Errorf("s3 sink: get %q from s3://%s/%s: read body: %w", key, s.bucket, s.prefix+key, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// PresignPut returns a URL that lets its holder store one body under key
+// with a plain HTTP PUT (no credentials, no extra headers) for ttl; the
+// stored bytes are then read with Get(key) like any other. It is how a
+// worker uploads a body larger than the worker API accepts (DESIGN.md §
+// Limits: API Gateway 10 MB, Lambda 6 MB). The URL is a bearer secret for
+// that one object: hand it only to the worker that owns the key. Signing
+// happens locally; no request is sent.
+//
+// Errors: EINVALID with Field "key" for a key sink.CheckKey refuses, Field
+// "ttl" for a ttl outside (0, MaxPresignTTL].
+func (s *Sink) PresignPut(ctx context.Context, key string, ttl time.Duration) (string, error) {
+	if err := sink.CheckKey(key); err != nil {
+		return "", err
+	}
+	if ttl <= 0 || ttl > MaxPresignTTL {
+		return "", stratus.FieldErrorf(stratus.EINVALID, "ttl",
+			"presigned URL lifetime %v is out of range; valid: more than 0 and at most %v", ttl, MaxPresignTTL)
+	}
+	req, err := s.presign.PresignPutObject(ctx, &awss3.PutObjectInput{
+		Bucket: aws.String(s.bucket),
+		Key:    aws.String(s.prefix + key),
+	}, awss3.WithPresignExpires(ttl))
+	if err != nil {
+		return "", fmt.Errorf("s3 sink: presign put %q: %w", key, err)
+	}
+	return req.URL, nil
+}
+
+// mapErr turns an SDK error into the sink's: a missing object is
+// ENOTFOUND; anything else keeps the AWS error (its code is in the text)
+// wrapped with the operation, key and object.
+func (s *Sink) mapErr(op, key string, err error) error {
+	var nsk *types.NoSuchKey
+	if op == "get" && errors.As(err, &nsk) {
+		return stratus.FieldErrorf(stratus.ENOTFOUND, "key", "nothing stored under sink key %q (s3://%s/%s: NoSuchKey)", key, s.bucket, s.prefix+key)
+	}
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		return fmt.Errorf("s3 sink: %s %q at s3://%s/%s: AWS error %s: %w", op, key, s.bucket, s.prefix+key, api.ErrorCode(), err)
+	}
+	return fmt.Errorf("s3 sink: %s %q at s3://%s/%s: %w", op, key, s.bucket, s.prefix+key, err)
+}
