@@ -3,7 +3,8 @@
 DESIGN.md § Testing stand-ins: turn on real Step Functions execution, and
 patch StateMachine.__deepcopy__ so that every StartExecution after the first
 does not fail with a 500 (upstream moto issue 10077): the copy shares the
-backend and leaves the live executions behind.
+backend and leaves the live executions behind; serve DynamoDB requests one at
+a time (see below).
 
 Usage: python3 moto_server.py -H 127.0.0.1 -p PORT
 """
@@ -32,6 +33,26 @@ def _deepcopy(self, memo):
 
 
 StateMachine.__deepcopy__ = _deepcopy
+
+# moto 5.2.1's DynamoDB is not safe under concurrent requests: a conditional
+# write checks, then writes, without a lock, and a cancelled transaction
+# restores a deep copy of the whole table over writes made meanwhile. Real
+# DynamoDB makes each request atomic, which is all Stratus relies on, so
+# DynamoDB requests are served one at a time.
+import threading  # noqa: E402
+
+from moto.dynamodb.responses import DynamoHandler  # noqa: E402
+
+_dynamodb_lock = threading.Lock()
+_call_action = DynamoHandler.call_action
+
+
+def _locked_call_action(self):
+    with _dynamodb_lock:
+        return _call_action(self)
+
+
+DynamoHandler.call_action = _locked_call_action
 
 from moto.server import main  # noqa: E402
 

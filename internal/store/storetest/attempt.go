@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -210,5 +211,34 @@ func (su *suite) testAttempts(t *testing.T) {
 		wantCode(t, "UpdateAttempt of a missing n", b.s.UpdateAttempt(b.ctx, missing), stratus.ENOTFOUND)
 		_, err := b.s.GetAttempt(b.ctx, missing.TID, missing.N)
 		wantCode(t, "GetAttempt after UpdateAttempt of a missing n", err, stratus.ENOTFOUND)
+	})
+
+	// Prompts are as large as the role file and the baked system prompt
+	// make them; no store truncates them (the DynamoDB store keeps large
+	// ones outside the item).
+	t.Run("LargePrompts_RoundTrip", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		st, _ := b.parents(t, 1)
+		a := b.attempt(st.TID, 2)
+		a.System, a.Prompt = strings.Repeat("system ✓\n", 64<<10), strings.Repeat("prompt\n", 150<<10)
+		b.createAttempt(t, a)
+		for _, u := range []struct{ system, prompt string }{{"small", ""}, {a.Prompt, a.System}} {
+			got, err := b.s.GetAttempt(b.ctx, a.TID, a.N)
+			if err != nil {
+				t.Fatalf("GetAttempt(%q, %d): %v", a.TID, a.N, err)
+			}
+			if got.System != a.System || got.Prompt != a.Prompt {
+				t.Fatalf("GetAttempt: System %d bytes, Prompt %d bytes; want %d and %d", len(got.System), len(got.Prompt), len(a.System), len(a.Prompt))
+			}
+			a.System, a.Prompt = u.system, u.prompt
+			if err := b.s.UpdateAttempt(b.ctx, a); err != nil {
+				t.Fatalf("UpdateAttempt(%q, %d): %v", a.TID, a.N, err)
+			}
+		}
+		latest, err := b.s.LatestAttempt(b.ctx, a.TID)
+		if err != nil || latest.System != a.System || latest.Prompt != a.Prompt {
+			t.Errorf("LatestAttempt: System %d bytes, Prompt %d bytes, %v; want %d and %d", len(latest.System), len(latest.Prompt), err, len(a.System), len(a.Prompt))
+		}
 	})
 }

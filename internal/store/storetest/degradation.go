@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -42,6 +43,29 @@ func (su *suite) testDegradations(t *testing.T) {
 		}
 		if none, err := b.s.ListDegradations(b.ctx, b.key("run")); err != nil || len(none) != 0 {
 			t.Errorf("ListDegradations(unknown run) = %v, %v; want empty", none, err)
+		}
+	})
+
+	t.Run("AppendDegradation_Concurrent_AllKept", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		run := b.key("run")
+		errs := make([]error, 8)
+		concurrently(len(errs), func(i int) {
+			errs[i] = b.s.AppendDegradation(b.ctx, stratus.Degradation{RunID: run, StepRef: fmt.Sprintf("impl#%d", i), Attempt: 1, Tool: "t", At: base})
+		})
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("AppendDegradation %d: %v", i, err)
+			}
+		}
+		got, err := b.s.ListDegradations(b.ctx, run)
+		seen := map[string]bool{}
+		for _, d := range got {
+			seen[d.StepRef] = true
+		}
+		if err != nil || len(got) != len(errs) || len(seen) != len(errs) {
+			t.Errorf("ListDegradations = %d entries (%d distinct), %v; want %d", len(got), len(seen), err, len(errs))
 		}
 	})
 }

@@ -240,4 +240,42 @@ func (su *suite) testSteps(t *testing.T) {
 		_, err := b.s.GetStep(b.ctx, st.TID)
 		wantCode(t, "GetStep after UpdateStep of a missing tid", err, stratus.ENOTFOUND)
 	})
+
+	// Steps of one run created at once (two dispatch messages handled
+	// together) are all kept and each listed once.
+	t.Run("CreateStep_ConcurrentDistinctSteps_AllListedOnce", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		r := b.createRun(t)
+		sent := make([]stratus.Step, 8)
+		for i := range sent {
+			sent[i] = b.step(r.ID, fmt.Sprintf("n%d", i%3), i+1)
+		}
+		errs := make([]error, len(sent))
+		concurrently(len(sent), func(i int) {
+			var created bool
+			if _, created, errs[i] = b.s.CreateStep(b.ctx, sent[i]); errs[i] == nil && !created {
+				errs[i] = fmt.Errorf("created = false")
+			}
+		})
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("CreateStep %d: %v", i, err)
+			}
+		}
+		steps, err := b.s.ListSteps(b.ctx, r.ID)
+		if err != nil || len(steps) != len(sent) {
+			t.Fatalf("ListSteps(%q) = %d steps, %v; want %d", r.ID, len(steps), err, len(sent))
+		}
+		seen := map[string]bool{}
+		for _, st := range steps {
+			if seen[st.TID] {
+				t.Errorf("step %s listed twice", st.TID)
+			}
+			seen[st.TID] = true
+		}
+		if n, err := b.s.CountVisits(b.ctx, r.ID, "n0"); err != nil || n != 3 {
+			t.Errorf("CountVisits(%q, n0) = %d, %v; want 3", r.ID, n, err)
+		}
+	})
 }

@@ -1,0 +1,593 @@
+package dynamodb
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/store"
+	"github.com/stratusflow/stratus/internal/store/storetest"
+)
+
+// The one conformance suite, against DynamoDB and S3 on moto; every test
+// gets a table and a bucket of its own.
+func TestStore_Conformance(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return newFixture(t).store(t, Options{})
+	})
+}
+
+// A small spill threshold runs the same suite with most bodies and
+// prompts in S3, so the pointer path sees every case the inline path does.
+func TestStore_Conformance_EverythingSpilled(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return newFixture(t).store(t, Options{SpillBytes: 1, PromptSpillBytes: 1})
+	})
+}
+
+// parents creates a run, a step and attempt 1 of it.
+func parents(t *testing.T, s *Store, id string) (stratus.Step, stratus.Attempt) {
+	t.Helper()
+	ctx := t.Context()
+	if err := s.CreateRun(ctx, stratus.Run{ID: "run-" + id, Status: stratus.RunRunning}); err != nil {
+		t.Fatal(err)
+	}
+	st := stratus.Step{TID: "tid-" + id, RunID: "run-" + id, Node: "impl", Visit: 1, StepRef: "impl#1", DedupKey: "dk-" + id, Status: stratus.StepRunning}
+	if _, _, err := s.CreateStep(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	a := stratus.Attempt{TID: st.TID, N: 1, Agent: "impl", Status: stratus.AttemptRunning}
+	if err := s.CreateAttempt(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	return st, a
+}
+
+// DESIGN.md § Limits: a body over the threshold is stored in Blobs under
+// its SHA-256; the tail item keeps the pointer and the digest, not the
+// body, and reading returns the body byte for byte.
+func TestSpill_1MiBBody_RoundTripsByPointer(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s := f.store(t, Options{})
+	_, a := parents(t, s, "spill")
+	body := make([]byte, 1<<20)
+	mrand.NewChaCha8([32]byte{'s', 'p', 'i', 'l', 'l'}).Read(body)
+	atLimit := bytes.Repeat([]byte{'x'}, DefaultSpillBytes)
+	for i, b := range [][]byte{atLimit, body} {
+		if seq, err := s.AppendOutput(f.ctx, stratus.OutputEvent{TID: a.TID, Attempt: 1, Kind: stratus.OutputArtifact, Name: "big.bin", Body: b}); err != nil || seq != i+1 {
+			t.Fatalf("AppendOutput(%d bytes) = %d, %v; want seq %d", len(b), seq, err, i+1)
+		}
+	}
+
+	inline := f.raw(t, pkTask+a.TID, tailPrefix(1)+pad(1))
+	if got := inline.bytes("body"); !bytes.Equal(got, atLimit) || inline.str("body"+suffixBlob) != "" {
+		t.Errorf("a body of exactly %d bytes is not inline: body %d bytes, blob %q", DefaultSpillBytes, len(got), inline.str("body"+suffixBlob))
+	}
+	it := f.raw(t, pkTask+a.TID, tailPrefix(1)+pad(2))
+	sum := sha256.Sum256(body)
+	want := hex.EncodeToString(sum[:])
+	if _, ok := it["body"]; ok {
+		t.Errorf("the spilled item still holds the body")
+	}
+	if it.str("body"+suffixSHA256) != want || it.str("body"+suffixBlob) != BlobKey(want) || it.int("body"+suffixSize) != 1<<20 {
+		t.Errorf("pointer = blob %q sha256 %q size %d; want %q, %q, %d",
+			it.str("body"+suffixBlob), it.str("body"+suffixSHA256), it.int("body"+suffixSize), BlobKey(want), want, 1<<20)
+	}
+	stored, err := f.blobs.Get(f.ctx, BlobKey(want))
+	if err != nil || !bytes.Equal(stored, body) {
+		t.Fatalf("blob %s = %d bytes, %v; want the body", BlobKey(want), len(stored), err)
+	}
+	tail, err := s.ListOutput(f.ctx, a.TID, 1)
+	if err != nil || len(tail) != 2 || !bytes.Equal(tail[1].Body, body) || !bytes.Equal(tail[0].Body, atLimit) {
+		t.Fatalf("ListOutput = %d events, %v; want both bodies back", len(tail), err)
+	}
+}
+
+// A spilled body that no longer matches its digest is refused, not
+// returned.
+func TestSpill_TamperedBlob_Refused(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s := f.store(t, Options{SpillBytes: 4})
+	_, a := parents(t, s, "tamper")
+	body := []byte("a body longer than four bytes")
+	if _, err := s.AppendOutput(f.ctx, stratus.OutputEvent{TID: a.TID, Attempt: 1, Kind: stratus.OutputArtifact, Body: body}); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(body)
+	if err := f.blobs.Put(f.ctx, BlobKey(hex.EncodeToString(sum[:])), []byte("something else")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.ListOutput(f.ctx, a.TID, 1)
+	if err == nil || !strings.Contains(err.Error(), "does not match its SHA-256") {
+		t.Errorf("ListOutput of a tampered blob: err = %v, want a digest mismatch", err)
+	}
+}
+
+// Attempts spill their system prompt and prompt the same way, and an
+// update that shrinks one back under the threshold drops the pointer.
+func TestSpill_AttemptPrompts(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s := f.store(t, Options{})
+	_, a := parents(t, s, "prompts")
+	a.System, a.Prompt = strings.Repeat("system ✓ ", 40<<10), strings.Repeat("p", 300<<10)
+	if err := s.UpdateAttempt(f.ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	it := f.raw(t, pkTask+a.TID, skAttempt+pad(1))
+	if it.str("system"+suffixBlob) == "" || it.str("prompt"+suffixBlob) == "" || it["system"] != nil || it["prompt"] != nil {
+		t.Errorf("large prompts are not spilled: item attributes %v", keys(it))
+	}
+	got, err := s.GetAttempt(f.ctx, a.TID, 1)
+	if err != nil || got.System != a.System || got.Prompt != a.Prompt {
+		t.Fatalf("GetAttempt = %d/%d bytes, %v; want %d/%d", len(got.System), len(got.Prompt), err, len(a.System), len(a.Prompt))
+	}
+	a.System, a.Prompt = "small", ""
+	if err := s.UpdateAttempt(f.ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	it = f.raw(t, pkTask+a.TID, skAttempt+pad(1))
+	for _, name := range []string{"system" + suffixBlob, "system" + suffixSHA256, "prompt" + suffixBlob, "prompt"} {
+		if _, ok := it[name]; ok {
+			t.Errorf("after shrinking, the item still has %s", name)
+		}
+	}
+	if got, err := s.GetAttempt(f.ctx, a.TID, 1); err != nil || got.System != "small" || got.Prompt != "" {
+		t.Errorf("GetAttempt after shrinking = %q/%q, %v", got.System, got.Prompt, err)
+	}
+}
+
+func keys(it item) []string {
+	var out []string
+	for k := range it {
+		out = append(out, k)
+	}
+	return out
+}
+
+// An item over the store's budget is refused with ETOOLARGE before it
+// reaches DynamoDB (whose own refusal would be an opaque
+// ValidationException); bodies and prompts never are, they spill.
+func TestItemBudget_TooLargeRefused(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s := f.store(t, Options{})
+	st, a := parents(t, s, "big")
+	huge := strings.Repeat("r", MaxItemBytes)
+	a.Reason = huge
+	if err := s.UpdateAttempt(f.ctx, a); stratus.ErrorCode(err) != stratus.ETOOLARGE {
+		t.Errorf("UpdateAttempt with a %d-byte reason: %v, want ETOOLARGE", len(huge), err)
+	}
+	a.N = 2
+	if err := s.CreateAttempt(f.ctx, a); stratus.ErrorCode(err) != stratus.ETOOLARGE {
+		t.Errorf("CreateAttempt with a %d-byte reason: %v, want ETOOLARGE", len(huge), err)
+	}
+	a.N, a.Reason = 1, ""
+	st.Value = []byte(`"` + huge + `"`)
+	_, err := s.CompleteAttempt(f.ctx, stratus.OutputEvent{TID: a.TID, Attempt: 1, Kind: stratus.OutputFinal}, a, st)
+	if stratus.ErrorCode(err) != stratus.ETOOLARGE {
+		t.Errorf("CompleteAttempt with a %d-byte step value: %v, want ETOOLARGE", len(st.Value), err)
+	}
+	if tail, _ := s.ListOutput(f.ctx, a.TID, 1); len(tail) != 0 {
+		t.Errorf("the refused completion appended %d events", len(tail))
+	}
+	// A body and prompts far larger than the budget are fine.
+	a.System, a.Prompt = huge, huge
+	if err := s.UpdateAttempt(f.ctx, a); err != nil {
+		t.Errorf("UpdateAttempt with %d-byte prompts: %v", len(huge), err)
+	}
+	if _, err := s.AppendOutput(f.ctx, stratus.OutputEvent{TID: a.TID, Attempt: 1, Kind: stratus.OutputFinal, Body: []byte(huge + huge)}); err != nil {
+		t.Errorf("AppendOutput of a %d-byte body: %v", 2*len(huge), err)
+	}
+}
+
+// moto never deletes TTL items (DESIGN.md § Testing stand-ins), and
+// DynamoDB only eventually: Sweep deletes expired handles itself, and
+// only those. Each handle carries its expiry, rounded up to the second, in
+// the TTL attribute.
+func TestSweep_DeletesExpiredHandlesOnly(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s := f.store(t, Options{})
+	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	handles := []struct {
+		h       stratus.Handle
+		swept   bool
+		ttlSecs int64
+	}{
+		{stratus.Handle{Handle: "wh-hourago", ExpiresAt: now.Add(-time.Hour)}, true, now.Add(-time.Hour).Unix()},
+		{stratus.Handle{Handle: "wh-secondag", ExpiresAt: now.Add(-1500 * time.Millisecond)}, true, now.Unix() - 1},
+		{stratus.Handle{Handle: "wh-justnow1", ExpiresAt: now.Add(-time.Millisecond)}, false, now.Unix()}, // swept by the next sweep
+		{stratus.Handle{Handle: "wh-tomorrow", ExpiresAt: now.Add(24 * time.Hour)}, false, now.Add(24 * time.Hour).Unix()},
+		{stratus.Handle{Handle: "wh-noexpiry"}, false, 0},
+	}
+	for _, c := range handles {
+		c.h.TID, c.h.Attempt = "tid-sweep", 1
+		if err := s.PutHandle(f.ctx, c.h); err != nil {
+			t.Fatal(err)
+		}
+		it := f.raw(t, pkHandle+c.h.Handle, skHandle)
+		if got := it.int(TTLAttribute); got != c.ttlSecs {
+			t.Errorf("handle %s: %s = %d, want %d", c.h.Handle, TTLAttribute, got, c.ttlSecs)
+		}
+	}
+	// Expired but not swept: GetHandle still returns it, whatever TTL says.
+	if h, err := s.GetHandle(f.ctx, "wh-hourago"); err != nil || !h.ExpiresAt.Equal(now.Add(-time.Hour)) {
+		t.Errorf("GetHandle of an expired, unswept handle = %+v, %v", h, err)
+	}
+	n, err := s.Sweep(f.ctx, now)
+	if err != nil || n != 2 {
+		t.Fatalf("Sweep = %d, %v; want 2 deleted", n, err)
+	}
+	for _, c := range handles {
+		_, err := s.GetHandle(f.ctx, c.h.Handle)
+		if c.swept && stratus.ErrorCode(err) != stratus.ENOTFOUND {
+			t.Errorf("GetHandle(%s) after Sweep: %v, want ENOTFOUND", c.h.Handle, err)
+		} else if !c.swept && err != nil {
+			t.Errorf("GetHandle(%s) after Sweep: %v, want it kept", c.h.Handle, err)
+		}
+	}
+	if n, err := s.Sweep(f.ctx, now.Add(2*time.Second)); err != nil || n != 1 {
+		t.Errorf("second Sweep = %d, %v; want 1 (the handle that expired a millisecond before the first)", n, err)
+	}
+}
+
+// Sweep pages through more expired handles than one batch delete takes.
+func TestSweep_ManyHandles(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s := f.store(t, Options{})
+	now := time.Now()
+	for i := range 60 {
+		if err := s.PutHandle(f.ctx, stratus.Handle{Handle: fmt.Sprintf("wh-%08d", i), TID: "t", Attempt: 1, ExpiresAt: now.Add(-time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := s.Sweep(f.ctx, now); err != nil || n != 60 {
+		t.Errorf("Sweep = %d, %v; want 60", n, err)
+	}
+}
+
+// A conditional create that fails because the item exists reads the
+// item back (ALL_OLD): the same write again (the SDK retrying a request
+// whose response was lost) is a success; a different write is a conflict.
+func TestCreate_SameWriteAgainSucceeds_DifferentWriteConflicts(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s := f.store(t, Options{})
+	it := key("run#retry", skRun).setAll(map[string]av{attrWID: str(newWID()), "status": str("running")})
+	for i := range 2 {
+		if exists, err := s.create(f.ctx, it); err != nil || exists {
+			t.Fatalf("create #%d of the same write = exists %v, %v; want success", i+1, exists, err)
+		}
+	}
+	other := key("run#retry", skRun).setAll(map[string]av{attrWID: str(newWID()), "status": str("running")})
+	if exists, err := s.create(f.ctx, other); err != nil || !exists {
+		t.Errorf("create of a different write = exists %v, %v; want exists", exists, err)
+	}
+	if err := s.CreateRun(f.ctx, stratus.Run{ID: "retry"}); stratus.ErrorCode(err) != stratus.ECONFLICT {
+		t.Errorf("CreateRun over it: %v, want ECONFLICT", err)
+	}
+}
+
+// Every conditional write, when the SDK retries it after it took effect
+// (the response was lost), reports success and writes nothing twice.
+func TestSDKRetry_AfterSuccess_Idempotent(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s := f.store(t, Options{SpillBytes: 8})
+	ctx := f.ctx
+	arm := func(op string) { f.faults.arm(op, fault{after: true, err: lost{}}) }
+	fired := func(what string) {
+		t.Helper()
+		if f.faults.fired.Swap(0) != 1 {
+			t.Fatalf("%s: the injected lost response did not fire", what)
+		}
+	}
+
+	arm("PutItem")
+	if err := s.CreateRun(ctx, stratus.Run{ID: "run-r", Status: stratus.RunRunning}); err != nil {
+		t.Fatalf("CreateRun retried by the SDK: %v", err)
+	}
+	fired("CreateRun")
+
+	arm("TransactWriteItems")
+	st := stratus.Step{TID: "tid-r", RunID: "run-r", Node: "impl", Visit: 1, DedupKey: "dk-r", Status: stratus.StepRunning}
+	if _, created, err := s.CreateStep(ctx, st); err != nil || !created {
+		t.Fatalf("CreateStep retried by the SDK = created %v, %v; want created", created, err)
+	}
+	fired("CreateStep")
+
+	arm("PutItem")
+	a := stratus.Attempt{TID: "tid-r", N: 1, Status: stratus.AttemptRunning}
+	if err := s.CreateAttempt(ctx, a); err != nil {
+		t.Fatalf("CreateAttempt retried by the SDK: %v", err)
+	}
+	fired("CreateAttempt")
+
+	arm("PutItem")
+	if seq, err := s.AppendOutput(ctx, stratus.OutputEvent{TID: "tid-r", Attempt: 1, Kind: stratus.OutputArtifact, Body: []byte("a spilled artifact")}); err != nil || seq != 1 {
+		t.Fatalf("AppendOutput retried by the SDK = %d, %v; want seq 1", seq, err)
+	}
+	fired("AppendOutput")
+
+	arm("PutItem")
+	if err := s.PutHandle(ctx, stratus.Handle{Handle: "wh-retried1", TID: "tid-r", Attempt: 1}); err != nil {
+		t.Fatalf("PutHandle retried by the SDK: %v", err)
+	}
+	fired("PutHandle")
+
+	arm("PutItem")
+	if err := s.AppendDegradation(ctx, stratus.Degradation{RunID: "run-r", Tool: "git"}); err != nil {
+		t.Fatalf("AppendDegradation retried by the SDK: %v", err)
+	}
+	fired("AppendDegradation")
+
+	arm("TransactWriteItems")
+	a.Status, st.Status = stratus.AttemptSubmitted, stratus.StepCompleted
+	if seq, err := s.CompleteAttempt(ctx, stratus.OutputEvent{TID: "tid-r", Attempt: 1, Kind: stratus.OutputFinal, Body: []byte("done"), OK: true}, a, st); err != nil || seq != 2 {
+		t.Fatalf("CompleteAttempt retried by the SDK = %d, %v; want seq 2", seq, err)
+	}
+	fired("CompleteAttempt")
+
+	// Nothing was written twice.
+	if steps, err := s.ListSteps(ctx, "run-r"); err != nil || len(steps) != 1 {
+		t.Errorf("ListSteps = %d, %v; want 1", len(steps), err)
+	}
+	if tail, err := s.ListOutput(ctx, "tid-r", 1); err != nil || len(tail) != 2 || tail[1].Kind != stratus.OutputFinal {
+		t.Errorf("ListOutput = %+v, %v; want the artifact and the Final", tail, err)
+	}
+	if ds, err := s.ListDegradations(ctx, "run-r"); err != nil || len(ds) != 1 {
+		t.Errorf("ListDegradations = %d, %v; want 1", len(ds), err)
+	}
+	if got, err := s.GetAttempt(ctx, "tid-r", 1); err != nil || got.Status != stratus.AttemptSubmitted {
+		t.Errorf("GetAttempt = %+v, %v; want submitted", got, err)
+	}
+	// And the retried writes still refuse what is not theirs.
+	if _, err := s.AppendOutput(ctx, stratus.OutputEvent{TID: "tid-r", Attempt: 1, Kind: stratus.OutputFinal}); stratus.ErrorCode(err) != stratus.ECONFLICT {
+		t.Errorf("a second Final: %v, want ECONFLICT", err)
+	}
+	if err := s.CreateRun(ctx, stratus.Run{ID: "run-r"}); stratus.ErrorCode(err) != stratus.ECONFLICT {
+		t.Errorf("CreateRun again: %v, want ECONFLICT", err)
+	}
+}
+
+// DynamoDB cancels a transaction that collides with another one in flight
+// (TransactionConflict, which moto never does); the write tries again.
+func TestTransactionConflict_Retried(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s := f.store(t, Options{})
+	_, a := parents(t, s, "txc")
+	conflict := &types.TransactionCanceledException{
+		Message:             aws.String("Transaction cancelled [TransactionConflict, None]"),
+		CancellationReasons: []types.CancellationReason{{Code: aws.String(codeTransactionConflict)}, {Code: aws.String("None")}},
+	}
+	f.faults.arm("TransactWriteItems", fault{err: conflict})
+	seq, err := s.AppendOutput(f.ctx, stratus.OutputEvent{TID: a.TID, Attempt: 1, Kind: stratus.OutputFinal, OK: true})
+	if err != nil || seq != 1 || f.faults.fired.Load() != 1 {
+		t.Fatalf("AppendOutput after a TransactionConflict = %d, %v (fired %d); want seq 1", seq, err, f.faults.fired.Load())
+	}
+}
+
+// Throttling that outlasts the SDK's retries is an infrastructure error:
+// it wraps ErrThrottled and names the AWS error and the key.
+func TestThrottling_WrapsErrThrottled(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s := f.store(t, Options{})
+	f.faults.arm("GetItem", fault{err: &smithy.GenericAPIError{Code: "ProvisionedThroughputExceededException", Message: "slow down"}})
+	s.c = clientWithOptions{f.ddb, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }}
+	_, err := s.GetRun(f.ctx, "run-hot")
+	if !errors.Is(err, ErrThrottled) || stratus.ErrorCode(err) != stratus.EINTERNAL {
+		t.Fatalf("GetRun while throttled: %v; want an internal error wrapping ErrThrottled", err)
+	}
+	mustContain(t, "error", err.Error(), "ProvisionedThroughputExceededException", `"run-hot"`)
+}
+
+// clientWithOptions applies per-call options to every call.
+type clientWithOptions struct {
+	*dynamodb.Client
+	opt func(*dynamodb.Options)
+}
+
+func (c clientWithOptions) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	return c.Client.GetItem(ctx, in, append(o, c.opt)...)
+}
+
+// Errors carry the stratus code, name the key and, where DynamoDB
+// decided, the AWS error.
+func TestErrors_NameTheKeyAndTheAWSError(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s := f.store(t, Options{})
+	st, a := parents(t, s, "x")
+	if _, err := s.AppendOutput(f.ctx, stratus.OutputEvent{TID: a.TID, Attempt: 1, Kind: stratus.OutputFinal}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutHandle(f.ctx, stratus.Handle{Handle: "wh-abcdefgh", TID: a.TID, Attempt: 1}); err != nil {
+		t.Fatal(err)
+	}
+	errOf := func(_ any, err error) error { return err }
+	errOf3 := func(_ any, _ bool, err error) error { return err }
+	const ccf, canceled = "ConditionalCheckFailedException", "TransactionCanceledException: ConditionalCheckFailed"
+	for _, c := range []struct {
+		name string
+		err  error
+		code string
+		subs []string
+	}{
+		{"CreateRun", s.CreateRun(f.ctx, stratus.Run{ID: "run-x"}), stratus.ECONFLICT, []string{`"run-x"`, ccf}},
+		{"GetRun", errOf(s.GetRun(f.ctx, "run-y")), stratus.ENOTFOUND, []string{`"run-y"`}},
+		{"UpdateRun", s.UpdateRun(f.ctx, stratus.Run{ID: "run-y"}), stratus.ENOTFOUND, []string{`"run-y"`, ccf}},
+		{"CreateStep", errOf3(s.CreateStep(f.ctx, stratus.Step{TID: st.TID, RunID: "run-x", DedupKey: "d2"})), stratus.ECONFLICT, []string{`"tid-x"`, canceled}},
+		{"GetStep", errOf(s.GetStep(f.ctx, "tid-y")), stratus.ENOTFOUND, []string{`"tid-y"`}},
+		{"UpdateStep", s.UpdateStep(f.ctx, stratus.Step{TID: "tid-y"}), stratus.ENOTFOUND, []string{`"tid-y"`, ccf}},
+		{"CreateAttempt", s.CreateAttempt(f.ctx, stratus.Attempt{TID: "tid-x", N: 1}), stratus.ECONFLICT, []string{`"tid-x"`, "1", ccf}},
+		{"CreateAttempt/negative", s.CreateAttempt(f.ctx, stratus.Attempt{TID: "tid-x", N: -1}), stratus.EINVALID, []string{`"tid-x"`, "-1"}},
+		{"GetAttempt", errOf(s.GetAttempt(f.ctx, "tid-x", 8)), stratus.ENOTFOUND, []string{`"tid-x"`, "8"}},
+		{"LatestAttempt", errOf(s.LatestAttempt(f.ctx, "tid-y")), stratus.ENOTFOUND, []string{`"tid-y"`}},
+		{"UpdateAttempt", s.UpdateAttempt(f.ctx, stratus.Attempt{TID: "tid-x", N: 8}), stratus.ENOTFOUND, []string{`"tid-x"`, "8", ccf}},
+		{"AppendOutput", errOf(s.AppendOutput(f.ctx, stratus.OutputEvent{TID: "tid-x", Attempt: 1, Kind: stratus.OutputFinal})), stratus.ECONFLICT, []string{`"tid-x"`, "1", "final", canceled}},
+		{"CompleteAttempt", errOf(s.CompleteAttempt(f.ctx, stratus.OutputEvent{TID: "tid-x", Attempt: 2, Kind: stratus.OutputFinal}, stratus.Attempt{TID: "tid-x", N: 2}, st)), stratus.ENOTFOUND, []string{`"tid-x"`, "2", ccf}},
+		{"PutHandle", s.PutHandle(f.ctx, stratus.Handle{Handle: "wh-abcdefgh"}), stratus.ECONFLICT, []string{`"wh-abcdefgh"`, ccf}},
+		{"GetHandle", errOf(s.GetHandle(f.ctx, "wh-zzzzzzzz")), stratus.ENOTFOUND, []string{`"wh-zzzzzzzz"`}},
+	} {
+		if got := stratus.ErrorCode(c.err); got != c.code {
+			t.Errorf("%s: error %v has code %q, want %q", c.name, c.err, got, c.code)
+			continue
+		}
+		mustContain(t, c.name+" message", stratus.ErrorMessage(c.err), c.subs...)
+	}
+}
+
+// A store over a missing table fails with an internal error naming the
+// AWS error, never ENOTFOUND (which callers read as "no such record").
+func TestMissingTable_InternalNotNotFound(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s, err := New(f.ddb, Options{Table: "no-such-table", Blobs: f.blobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.GetHandle(f.ctx, "wh-abcdefgh")
+	if stratus.ErrorCode(err) != stratus.EINTERNAL || !strings.Contains(err.Error(), "ResourceNotFoundException") {
+		t.Errorf("GetHandle on a missing table: %v; want an internal error naming ResourceNotFoundException", err)
+	}
+}
+
+// Many writers appending to one tail get every sequence number once, and
+// each writer's events appear in the order it appended them.
+func TestAppendOutput_ConcurrentWriters(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s := f.store(t, Options{SpillBytes: 16})
+	_, a := parents(t, s, "conc")
+	const writers, each = 8, 6
+	errs := make(chan error, writers*each)
+	done := make(chan struct{})
+	start := make(chan struct{})
+	for w := range writers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			<-start
+			for i := range each {
+				body := fmt.Appendf(nil, "writer %d event %d", w, i) // over the threshold: spilled
+				if _, err := s.AppendOutput(f.ctx, stratus.OutputEvent{TID: a.TID, Attempt: 1, Kind: stratus.OutputArtifact, Name: fmt.Sprint(w), Body: body}); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	close(start)
+	for range writers {
+		<-done
+	}
+	close(errs)
+	for err := range errs {
+		t.Errorf("AppendOutput: %v", err)
+	}
+	tail, err := s.ListOutput(f.ctx, a.TID, 1)
+	if err != nil || len(tail) != writers*each {
+		t.Fatalf("ListOutput = %d events, %v; want %d", len(tail), err, writers*each)
+	}
+	next := map[string]int{}
+	for i, e := range tail {
+		if e.Seq != i+1 {
+			t.Errorf("tail[%d].Seq = %d", i, e.Seq)
+		}
+		if want := fmt.Sprintf("writer %s event %d", e.Name, next[e.Name]); string(e.Body) != want {
+			t.Errorf("tail[%d] = %q, want %q (writer order)", i, e.Body, want)
+		}
+		next[e.Name]++
+	}
+}
+
+// Tables describes the table CreateTables makes: the key schema, the
+// sparse TTL index and TTL on; a second CreateTables changes nothing.
+func TestCreateTables_MatchesTablesAndIsRepeatable(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	prefix := fmt.Sprintf("again%d-", fixtures.Add(1))
+	for range 2 {
+		if err := CreateTables(f.ctx, f.ddb, prefix); err != nil {
+			t.Fatalf("CreateTables: %v", err)
+		}
+	}
+	spec := Tables(prefix)
+	if len(spec) != 1 {
+		t.Fatalf("Tables = %d tables, want 1", len(spec))
+	}
+	d, err := f.ddb.DescribeTable(f.ctx, &dynamodb.DescribeTableInput{TableName: aws.String(spec[0].Name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := d.Table
+	ks := func(k []types.KeySchemaElement) string {
+		var parts []string
+		for _, e := range k {
+			parts = append(parts, aws.ToString(e.AttributeName)+":"+string(e.KeyType))
+		}
+		return strings.Join(parts, ",")
+	}
+	if got := ks(tbl.KeySchema); got != "pk:HASH,sk:RANGE" {
+		t.Errorf("key schema = %s", got)
+	}
+	if len(tbl.GlobalSecondaryIndexes) != 1 || aws.ToString(tbl.GlobalSecondaryIndexes[0].IndexName) != HandlesByTTL ||
+		ks(tbl.GlobalSecondaryIndexes[0].KeySchema) != TTLBucketAttribute+":HASH,"+TTLAttribute+":RANGE" {
+		t.Errorf("indexes = %+v", tbl.GlobalSecondaryIndexes)
+	}
+	defs := map[string]string{}
+	for _, ad := range tbl.AttributeDefinitions {
+		defs[aws.ToString(ad.AttributeName)] = string(ad.AttributeType)
+	}
+	if fmt.Sprint(defs) != fmt.Sprint(map[string]string{"pk": "S", "sk": "S", TTLBucketAttribute: "S", TTLAttribute: "N"}) {
+		t.Errorf("attribute definitions = %v", defs)
+	}
+	ttl, err := f.ddb.DescribeTimeToLive(f.ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(spec[0].Name)})
+	if err != nil || ttl.TimeToLiveDescription.TimeToLiveStatus != types.TimeToLiveStatusEnabled || aws.ToString(ttl.TimeToLiveDescription.AttributeName) != TTLAttribute {
+		t.Errorf("TTL = %+v, %v; want enabled on %s", ttl.TimeToLiveDescription, err, TTLAttribute)
+	}
+}
+
+// New refuses options it cannot work with, naming the field.
+func TestNew_Invalid(t *testing.T) {
+	t.Parallel()
+	c := dynamodb.New(dynamodb.Options{Region: "us-east-1"})
+	blobs := &s3Blobs{c: s3.New(s3.Options{Region: "us-east-1"})}
+	for _, c := range []struct {
+		client Client
+		o      Options
+		field  string
+	}{
+		{nil, Options{Table: "t", Blobs: blobs}, "client"},
+		{c, Options{Blobs: blobs}, "table"},
+		{c, Options{Table: "t"}, "blobs"},
+		{c, Options{Table: "t", Blobs: blobs, SpillBytes: 400 << 10}, "spill_bytes"},
+		{c, Options{Table: "t", Blobs: blobs, PromptSpillBytes: -1}, "prompt_spill_bytes"},
+	} {
+		_, err := New(c.client, c.o)
+		var e *stratus.Error
+		if !errors.As(err, &e) || e.Code != stratus.EINVALID || e.Field != c.field {
+			t.Errorf("New(%+v) = %v; want EINVALID on %s", c.o, err, c.field)
+		}
+	}
+}

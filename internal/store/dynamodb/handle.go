@@ -1,0 +1,122 @@
+package dynamodb
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/stratusflow/stratus"
+)
+
+func handleKey(h string) item { return key(pkHandle+h, skHandle) }
+
+// ttlBucket is the one partition of the HandlesByTTL index.
+const ttlBucket = "handle"
+
+// ttlSeconds is the TTL attribute of a handle expiring at t: epoch seconds
+// rounded up, so DynamoDB never deletes a handle before it expires.
+func ttlSeconds(t time.Time) int64 {
+	sec := t.Unix()
+	if t.Nanosecond() > 0 {
+		sec++
+	}
+	return sec
+}
+
+// PutHandle stores h; ECONFLICT if h.Handle exists. A handle with an
+// expiry carries the TTL attribute (DESIGN.md § Limits: handles expire
+// through DynamoDB TTL) and an entry in the HandlesByTTL index, which
+// Sweep reads.
+func (s *Store) PutHandle(ctx context.Context, h stratus.Handle) error {
+	it := handleKey(h.Handle).setAll(map[string]av{
+		attrRecord: str("handle"), attrWID: str(newWID()),
+		"handle": str(h.Handle), "tid": text(h.TID), "attempt": num(int64(h.Attempt)), "expires_at": millis(h.ExpiresAt),
+	})
+	if !h.ExpiresAt.IsZero() {
+		it[TTLAttribute], it[TTLBucketAttribute] = num(ttlSeconds(h.ExpiresAt)), str(ttlBucket)
+	}
+	exists, err := s.create(ctx, it)
+	if err != nil {
+		return wrap("put handle "+quote(h.Handle), err)
+	} else if exists {
+		return stratus.Errorf(stratus.ECONFLICT, "handle %q already exists (DynamoDB ConditionalCheckFailedException)", h.Handle)
+	}
+	return nil
+}
+
+// GetHandle returns the handle; ENOTFOUND if it is absent. An expired
+// handle is returned like any other while its item exists, whatever its
+// TTL says: expiry is the caller's check. (DynamoDB deletes expired items
+// only eventually, and moto never does; Sweep deletes them for sure.)
+func (s *Store) GetHandle(ctx context.Context, handle string) (stratus.Handle, error) {
+	it, err := s.get(ctx, handleKey(handle))
+	if err != nil {
+		return stratus.Handle{}, wrap("get handle "+quote(handle), err)
+	} else if it == nil {
+		return stratus.Handle{}, stratus.Errorf(stratus.ENOTFOUND, "handle %q not found", handle)
+	}
+	return stratus.Handle{Handle: it.str("handle"), TID: it.str("tid"), Attempt: int(it.int("attempt")), ExpiresAt: it.time("expires_at")}, nil
+}
+
+// Sweep deletes the handles that expired before now (every handle whose
+// TTL, its expiry rounded up to the second, is before now's second) and
+// returns how many it deleted. It does not rely on DynamoDB's TTL
+// deletion, which is eventual (and which moto never does); run it from a
+// scheduled cleanup. A handle without an expiry is never swept.
+func (s *Store) Sweep(ctx context.Context, now time.Time) (int, error) {
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		IndexName:                 aws.String(HandlesByTTL),
+		KeyConditionExpression:    aws.String("#b = :b AND #ttl < :now"),
+		ExpressionAttributeNames:  map[string]string{"#b": TTLBucketAttribute, "#ttl": TTLAttribute},
+		ExpressionAttributeValues: map[string]av{":b": str(ttlBucket), ":now": num(now.Unix())},
+	}
+	deleted := 0
+	for {
+		out, err := s.c.Query(ctx, in)
+		if err != nil {
+			return deleted, wrap("sweep expired handles", err)
+		}
+		keys := make([]item, len(out.Items))
+		for i, it := range out.Items {
+			keys[i] = key(item(it).str(PartitionKey), item(it).str(SortKey))
+		}
+		if err := s.batchDelete(ctx, keys); err != nil {
+			return deleted, wrap("sweep expired handles", err)
+		}
+		deleted += len(keys)
+		if len(out.LastEvaluatedKey) == 0 {
+			return deleted, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+// batchDelete deletes items by key, 25 per request, asking again for
+// those the service leaves unprocessed.
+func (s *Store) batchDelete(ctx context.Context, keys []item) error {
+	for len(keys) > 0 {
+		n := min(len(keys), 25)
+		var pending []types.WriteRequest
+		for _, k := range keys[:n] {
+			pending = append(pending, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: k}})
+		}
+		keys = keys[n:]
+		err := contend(ctx, fmt.Sprintf("delete %d items", len(pending)), func() (bool, error) {
+			out, err := s.c.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{s.table: pending}})
+			if err != nil {
+				return false, err
+			}
+			pending = out.UnprocessedItems[s.table]
+			return len(pending) > 0, nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
