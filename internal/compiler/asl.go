@@ -59,6 +59,39 @@ type messageBody struct {
 	SubtaskOrder string `json:"subtask_order.$,omitempty"`
 }
 
+// stopState is a worker's "<node>.stop" Task: ResultPath is always nil
+// (JSON null: the state's data passes through unchanged).
+type stopState struct {
+	Type           string         `json:"Type"`
+	Resource       string         `json:"Resource"`
+	Parameters     stopParameters `json:"Parameters"`
+	ResultPath     *string        `json:"ResultPath"`
+	TimeoutSeconds int            `json:"TimeoutSeconds"`
+	Catch          []stopCatcher  `json:"Catch"`
+	Next           string         `json:"Next"`
+}
+
+type stopParameters struct {
+	QueueURL    string   `json:"QueueUrl"`
+	MessageBody stopBody `json:"MessageBody"`
+}
+
+// stopBody is the "stop" message the dispatch side receives
+// (worker.Message with kind "stop" and no task token).
+type stopBody struct {
+	RunID string `json:"run_id.$"`
+	Node  string `json:"node"`
+	Kind  string `json:"kind"`
+	Error string `json:"error.$"`
+}
+
+// stopCatcher discards the error (ResultPath null).
+type stopCatcher struct {
+	ErrorEquals []string `json:"ErrorEquals"`
+	ResultPath  *string  `json:"ResultPath"`
+	Next        string   `json:"Next"`
+}
+
 type catcher struct {
 	ErrorEquals []string `json:"ErrorEquals"`
 	ResultPath  string   `json:"ResultPath"`

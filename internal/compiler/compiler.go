@@ -39,10 +39,29 @@ const (
 
 	// DispatchResource is the Task resource of every node state.
 	DispatchResource = "arn:aws:states:::sqs:sendMessage.waitForTaskToken"
+	// StopResource is the Task resource of a worker's "<node>.stop"
+	// state: a plain send (request-response, no task token) to the same
+	// dispatch queue.
+	StopResource = "arn:aws:states:::sqs:sendMessage"
+	// StopSuffix names the state a worker state's Catch passes first:
+	// "<node>.stop". Node ids never hold a '.'.
+	StopSuffix = ".stop"
+	// KindStop is the MessageBody kind of a "<node>.stop" state: the
+	// dispatch side stops the node's running worker (the ECS task) and
+	// records why. The message carries no task token.
+	KindStop = "stop"
+	// StopTimeoutSeconds bounds a "<node>.stop" send.
+	StopTimeoutSeconds = 60
 
 	// Error names of the two Fail terminals.
 	ErrFailed               = "stratus.Failed"
 	ErrManualActionRequired = "stratus.ManualActionRequired"
+	// ErrInfrastructure is the error a worker state fails with when its
+	// worker could not be started for want of capacity or under throttling
+	// (after the launcher's retries; internal/launch.ErrInfrastructure): an
+	// infrastructure failure, caught straight to manual_action_required
+	// (there is no worker to stop) and never charged to a rework budget.
+	ErrInfrastructure = "stratus.InfrastructureFailed"
 
 	maxStateName = 80 // Step Functions limit on a state name
 )
@@ -113,6 +132,20 @@ type Options struct {
 //     the error). Next: the one unconditional edge's target; "<id>.route"
 //     when the node has outcome edges; "done" for a publish node or a node
 //     without edges.
+//   - "<node id>.stop" (Task, one per worker node: agent, evaluator,
+//     checks, tool), right after the node's state: its Catch goes here
+//     first (DESIGN.md § The path of one step, 5: a Catch on a timed-out
+//     or failed worker state stops its ECS task before routing). A plain
+//     sqs:sendMessage (StopResource, no task token) of {run_id, node,
+//     kind: "stop", error: $.error} to the dispatch queue, ResultPath
+//     null (the state's data passes through, $.error included),
+//     TimeoutSeconds StopTimeoutSeconds; Next, and its own Catch
+//     (States.ALL, ResultPath null: a stop that cannot be sent does not
+//     change the route), the Catch's original target. Unless that target
+//     continues the run (a best_effort agent), a worker state also catches
+//     ErrInfrastructure first, straight to "manual_action_required": the
+//     worker was never started, and an infrastructure failure parks the
+//     task rather than failing it or charging a loop.
 //   - "<id>.route" (Choice on $.last.outcome): one StringEquals rule per
 //     outcome edge in flow order; Default the unconditional edge's target,
 //     else "manual_action_required" (fail closed: an outcome no edge names,
@@ -532,7 +565,19 @@ func (c *compiler) machine() machine {
 			}, after...)
 			next = ask
 		}
-		m.States = append(m.States, member{n.ID, c.task(n, next, uncond, len(out) == 0)})
+		task := c.task(n, next, uncond, len(out) == 0)
+		if isWorker(n.Kind) {
+			stop := n.ID + StopSuffix
+			target := task.Catch[0].Next
+			st := c.stopState(n.ID, target)
+			task.Catch[0].Next = stop
+			if target == c.failed || target == c.manual {
+				task.Catch = append([]catcher{{ErrorEquals: []string{ErrInfrastructure}, ResultPath: "$.error", Next: c.manual}}, task.Catch...)
+			}
+			m.States = append(m.States, member{n.ID, task}, member{stop, st})
+		} else {
+			m.States = append(m.States, member{n.ID, task})
+		}
 		if hitlLoop != nil {
 			m.States = append(m.States, after[:3]...)
 			loopStates(hitlLoop)
@@ -652,6 +697,33 @@ func (c *compiler) task(n *flow.Node, next string, uncond *flow.Edge, terminal b
 		catch = c.done
 	}
 	return c.taskState(n.ID, n.Kind, deadline, heartbeat, catch, "$.last", next)
+}
+
+// isWorker reports whether a node kind runs a worker (an ECS task on AWS,
+// a `stratus runner` process in embedded mode).
+func isWorker(kind string) bool {
+	switch kind {
+	case flow.KindAgent, flow.KindEvaluator, flow.KindChecks, flow.KindTool:
+		return true
+	}
+	return false
+}
+
+// stopState builds "<node>.stop": it tells the dispatch side to stop the
+// node's worker, then goes on to next, the Catch's original target.
+func (c *compiler) stopState(node, next string) stopState {
+	return stopState{
+		Type:     "Task",
+		Resource: StopResource,
+		Parameters: stopParameters{
+			QueueURL:    c.opt.QueueURL,
+			MessageBody: stopBody{RunID: "$.run_id", Node: node, Kind: KindStop, Error: "$.error"},
+		},
+		ResultPath:     nil,
+		TimeoutSeconds: StopTimeoutSeconds,
+		Catch:          []stopCatcher{{ErrorEquals: []string{"States.ALL"}, ResultPath: nil, Next: next}},
+		Next:           next,
+	}
 }
 
 func (c *compiler) taskState(node, kind string, deadline int, heartbeat bool, catch, resultPath, next string) taskState {

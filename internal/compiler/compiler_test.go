@@ -134,6 +134,7 @@ func checkWellFormed(t *testing.T, f *flow.Flow, d definition) {
 		if body["node"] != n.ID || body["kind"] != n.Kind || body["task_token.$"] != "$$.Task.Token" || body["run_id.$"] != "$.run_id" {
 			t.Errorf("node %q: message body %v", n.ID, body)
 		}
+		checkStop(t, d, n)
 	}
 	seen := map[string]bool{d.StartAt: true}
 	stack := []string{d.StartAt}
@@ -152,6 +153,76 @@ func checkWellFormed(t *testing.T, f *flow.Flow, d definition) {
 			t.Errorf("state %q is unreachable from %q", name, d.StartAt)
 		}
 	}
+}
+
+// allCatch is a state's States.ALL catcher: its last.
+func allCatch(s map[string]any) map[string]any {
+	list := s["Catch"].([]any)
+	return list[len(list)-1].(map[string]any)
+}
+
+// checkStop asserts DESIGN.md § The path of one step, 5 ("a Catch on a
+// timed-out or failed worker state stops its ECS task before routing"):
+// a worker node's States.ALL Catch goes to "<id>.stop", a plain
+// sqs:sendMessage of {run_id, node, kind: stop, error} that passes the
+// state through (ResultPath null) and goes on to where the Catch would
+// have gone; a node without a worker has no stop state. And issue 6 §
+// Build 4: unless the failure continues the run (best_effort), an
+// infrastructure failure (ErrInfrastructure) is caught first, straight to
+// manual_action_required: no worker to stop, no loop charged.
+func checkStop(t *testing.T, d definition, n flow.Node) {
+	t.Helper()
+	stop, ok := d.States[n.ID+StopSuffix]
+	catches := d.States[n.ID]["Catch"].([]any)
+	catch := allCatch(d.States[n.ID])
+	if !isWorker(n.Kind) {
+		if ok || strings.HasSuffix(catch["Next"].(string), StopSuffix) {
+			t.Errorf("node %q (kind %s runs no worker) has a stop state %v, catch %v", n.ID, n.Kind, stop, catch)
+		}
+		return
+	}
+	if !ok || catch["Next"] != n.ID+StopSuffix || catch["ResultPath"] != "$.error" || catch["ErrorEquals"].([]any)[0] != "States.ALL" {
+		t.Errorf("worker node %q: catch %v, want States.ALL to %q with ResultPath $.error", n.ID, catch, n.ID+StopSuffix)
+		return
+	}
+	parks := stop["Next"] == "failed" || stop["Next"] == "manual_action_required" || stop["Next"] == "run.failed" || stop["Next"] == "run.manual_action_required"
+	switch {
+	case parks && len(catches) != 2:
+		t.Errorf("worker node %q: catches %v, want %s caught first", n.ID, catches, ErrInfrastructure)
+	case parks:
+		infra := catches[0].(map[string]any)
+		if eq := infra["ErrorEquals"].([]any); len(eq) != 1 || eq[0] != ErrInfrastructure || infra["ResultPath"] != "$.error" ||
+			!strings.HasSuffix(infra["Next"].(string), "manual_action_required") {
+			t.Errorf("worker node %q: infrastructure catch %v, want %s → manual_action_required", n.ID, infra, ErrInfrastructure)
+		}
+	case len(catches) != 1:
+		t.Errorf("worker node %q whose failure continues the run to %v: catches %v, want States.ALL only", n.ID, stop["Next"], catches)
+	}
+	if stop["Type"] != "Task" || stop["Resource"] != "arn:aws:states:::sqs:sendMessage" || stop["ResultPath"] != nil ||
+		stop["TimeoutSeconds"] != float64(StopTimeoutSeconds) || stop["HeartbeatSeconds"] != nil {
+		t.Errorf("%s.stop: %v", n.ID, stop)
+	}
+	if _, present := stop["ResultPath"]; !present {
+		t.Errorf("%s.stop: ResultPath must be null (present), not absent", n.ID)
+	}
+	body := stop["Parameters"].(map[string]any)["MessageBody"].(map[string]any)
+	if len(body) != 4 || body["run_id.$"] != "$.run_id" || body["node"] != n.ID || body["kind"] != KindStop || body["error.$"] != "$.error" {
+		t.Errorf("%s.stop: message body %v, want exactly run_id, node, kind stop, error", n.ID, body)
+	}
+	stopCatch := stop["Catch"].([]any)[0].(map[string]any)
+	if stopCatch["Next"] != stop["Next"] || stopCatch["ResultPath"] != nil {
+		t.Errorf("%s.stop: catch %v, want the stop's own Next %v with ResultPath null", n.ID, stopCatch, stop["Next"])
+	}
+}
+
+// caught returns where a node's failure routes to: its Catch's target,
+// past the "<id>.stop" state of a worker node.
+func caught(d definition, node string) string {
+	next := allCatch(d.States[node])["Next"].(string)
+	if next == node+StopSuffix {
+		return d.States[next]["Next"].(string)
+	}
+	return next
 }
 
 const small = `flow:
@@ -176,8 +247,47 @@ const small = `flow:
     review_fix: 3
 `
 
-// taskJSON is the Task state every node of the small flow compiles to.
+// taskJSON is the Task state every node of the small flow compiles to,
+// followed by its stop state when the node runs a worker.
 func taskJSON(id, kind, next string) string {
+	catch, stop, infra := "failed", "", ""
+	if kind != "publish" {
+		catch = id + ".stop"
+		infra = `        {
+          "ErrorEquals": [
+            "stratus.InfrastructureFailed"
+          ],
+          "ResultPath": "$.error",
+          "Next": "manual_action_required"
+        },
+`
+		stop = `    "` + id + `.stop": {
+      "Type": "Task",
+      "Resource": "arn:aws:states:::sqs:sendMessage",
+      "Parameters": {
+        "QueueUrl": "${DispatchQueueUrl}",
+        "MessageBody": {
+          "run_id.$": "$.run_id",
+          "node": "` + id + `",
+          "kind": "stop",
+          "error.$": "$.error"
+        }
+      },
+      "ResultPath": null,
+      "TimeoutSeconds": 60,
+      "Catch": [
+        {
+          "ErrorEquals": [
+            "States.ALL"
+          ],
+          "ResultPath": null,
+          "Next": "failed"
+        }
+      ],
+      "Next": "failed"
+    },
+`
+	}
 	return `    "` + id + `": {
       "Type": "Task",
       "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
@@ -194,17 +304,17 @@ func taskJSON(id, kind, next string) string {
       "TimeoutSeconds": 21600,
       "HeartbeatSeconds": 300,
       "Catch": [
-        {
+` + infra + `        {
           "ErrorEquals": [
             "States.ALL"
           ],
           "ResultPath": "$.error",
-          "Next": "failed"
+          "Next": "` + catch + `"
         }
       ],
       "Next": "` + next + `"
     },
-`
+` + stop
 }
 
 func TestCompile_GoldenSmallFlow(t *testing.T) { // DESIGN.md § The path of one step; § The compiled state machines
@@ -320,12 +430,12 @@ func TestCompile_StateNamesReadLikeTheFlow(t *testing.T) { // DESIGN.md § The c
 	d := decode(t, compile(t, peerFlows(t)["implementation"], Options{}))
 	want := []string{
 		"init", "init.subtask",
-		"refinement", "refinement.human_input", "refinement.hitl", "refinement.hitl.route", "refinement_hitl.budget", "refinement_hitl.count",
-		"planning", "planning.human_input", "planning.hitl", "planning.hitl.route", "planning_hitl.budget", "planning_hitl.count",
+		"refinement", "refinement.stop", "refinement.human_input", "refinement.hitl", "refinement.hitl.route", "refinement_hitl.budget", "refinement_hitl.count",
+		"planning", "planning.stop", "planning.human_input", "planning.hitl", "planning.hitl.route", "planning_hitl.budget", "planning_hitl.count",
 		"planning.decompose", "decompose.start",
-		"implementation", "testing", "testing.route", "test_fix.budget", "test_fix.count",
-		"review", "review.route", "review_fix.budget", "review_fix.count", "decompose.more", "decompose.next", "decompose.reset",
-		"fixing", "documentation", "publish", "done", "failed", "manual_action_required",
+		"implementation", "implementation.stop", "testing", "testing.stop", "testing.route", "test_fix.budget", "test_fix.count",
+		"review", "review.stop", "review.route", "review_fix.budget", "review_fix.count", "decompose.more", "decompose.next", "decompose.reset",
+		"fixing", "fixing.stop", "documentation", "documentation.stop", "publish", "done", "failed", "manual_action_required",
 	}
 	if !slices.Equal(d.Names, want) {
 		t.Errorf("state names\n%q\nwant\n%q", d.Names, want)
@@ -378,7 +488,7 @@ func TestCompile_InlineExampleFlows(t *testing.T) { // docs/flow-authoring.md §
 	f := parse(t, mdCheck)
 	d := decode(t, compile(t, f, Options{}))
 	checkWellFormed(t, f, d)
-	want := []string{"init", "draft", "md-check", "md-check.route", "md_check_fail.budget", "md_check_fail.count", "fix", "publish", "done", "failed", "manual_action_required"}
+	want := []string{"init", "draft", "draft.stop", "md-check", "md-check.stop", "md-check.route", "md_check_fail.budget", "md_check_fail.count", "fix", "fix.stop", "publish", "done", "failed", "manual_action_required"}
 	if !slices.Equal(d.Names, want) {
 		t.Errorf("state names %q\nwant %q", d.Names, want)
 	}
@@ -430,12 +540,16 @@ func TestCompile_TimeoutsHeartbeatsAndCatches(t *testing.T) { // reference.md §
 	}
 	for _, c := range cases {
 		s := d.States[c.node]
-		catch := s["Catch"].([]any)[0].(map[string]any)
-		if s["TimeoutSeconds"] != c.timeout || s["HeartbeatSeconds"] != c.heartbeat || catch["Next"] != c.catch {
-			t.Errorf("%s: timeout %v heartbeat %v catch %v; want %v %v %v", c.node, s["TimeoutSeconds"], s["HeartbeatSeconds"], catch["Next"], c.timeout, c.heartbeat, c.catch)
+		if s["TimeoutSeconds"] != c.timeout || s["HeartbeatSeconds"] != c.heartbeat || caught(d, c.node) != c.catch {
+			t.Errorf("%s: timeout %v heartbeat %v catch %v; want %v %v %v", c.node, s["TimeoutSeconds"], s["HeartbeatSeconds"], caught(d, c.node), c.timeout, c.heartbeat, c.catch)
 		}
 		if q := s["Parameters"].(map[string]any)["QueueUrl"]; q != "https://sqs.local/q?a=1&b=2" {
 			t.Errorf("%s: QueueUrl %v", c.node, q)
+		}
+	}
+	for _, node := range []string{"build", "testing", "lint"} {
+		if q := d.States[node+StopSuffix]["Parameters"].(map[string]any)["QueueUrl"]; q != "https://sqs.local/q?a=1&b=2" {
+			t.Errorf("%s.stop: QueueUrl %v", node, q)
 		}
 	}
 	if d.States["lint"]["Next"] != "publish" {

@@ -7,7 +7,10 @@
 // What it owns: the shape of the compiled machine — one Task state per node
 // (sqs:sendMessage.waitForTaskToken to the dispatch queue, carrying only
 // run_id, node, kind, the task token and, in a flow with decomposition,
-// the subtask order), a Choice per node with outcome edges routing on
+// the subtask order), a "<node>.stop" state after every worker node
+// (agent, evaluator, checks, tool) that its Catch passes first, sending a
+// plain "stop" message so the dispatch side stops the worker before the
+// failure routes, a Choice per node with outcome edges routing on
 // $.last.outcome, a budget Choice and a counting Pass (States.MathAdd) in
 // front of every loop or inline-budget edge (clamped to the config's
 // max_fix_cycles, and charging the global backstop), the wait for a human

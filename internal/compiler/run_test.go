@@ -22,6 +22,8 @@ type sent struct {
 	Kind         string `json:"kind"`
 	SubtaskOrder *int   `json:"subtask_order"`
 	Visit        int    // how many times this Task state was entered so far
+	// Error is what a "<node>.stop" message carries: the caught error.
+	Error *struct{ Error, Cause string } `json:"error"`
 }
 
 // reply is what the fake worker completes a Task with: a step value
@@ -30,17 +32,28 @@ type reply struct {
 	outcome string
 	extra   map[string]any
 	fail    string // SendTaskFailure with this error name
+	hang    bool   // never complete: the state times out
 }
 
 // runFlow compiles f and executes it on the embedded executor — the same
 // interpreter `stratus run` uses — completing every Task with answer. It
-// returns the execution and the messages in order.
+// returns the execution and the messages in order; the stop messages of
+// "<node>.stop" states (no task token, nothing to answer) are left out
+// (runFlowStops has them).
 func runFlow(t *testing.T, f *flow.Flow, opt Options, answer func(m sent) reply) (executor.Execution, []sent) {
+	t.Helper()
+	x, msgs, _ := runFlowStops(t, f, opt, answer)
+	return x, msgs
+}
+
+// runFlowStops is runFlow that also returns the stop messages in order.
+func runFlowStops(t *testing.T, f *flow.Flow, opt Options, answer func(m sent) reply) (executor.Execution, []sent, []sent) {
 	t.Helper()
 	def := compile(t, f, opt)
 	var (
 		mu     sync.Mutex
 		msgs   []sent
+		stops  []sent
 		visits = map[string]int{}
 		x      *embedded.Executor
 	)
@@ -55,12 +68,22 @@ func runFlow(t *testing.T, f *flow.Flow, opt Options, answer func(m sent) reply)
 					return nil, err
 				}
 				m := p.MessageBody
+				if call.Resource == StopResource {
+					m.State = call.State
+					mu.Lock()
+					stops = append(stops, m)
+					mu.Unlock()
+					return json.RawMessage(`{"MessageId":"stop"}`), nil
+				}
 				mu.Lock()
 				visits[call.State]++
 				m.State, m.Visit = call.State, visits[call.State]
 				msgs = append(msgs, m)
 				mu.Unlock()
 				r := answer(m)
+				if r.hang {
+					return json.RawMessage(`{"MessageId":"test"}`), nil
+				}
 				go func() {
 					if r.fail != "" {
 						x.SendTaskFailure(context.Background(), call.Token, r.fail, "the fake worker failed")
@@ -89,7 +112,7 @@ func runFlow(t *testing.T, f *flow.Flow, opt Options, answer func(m sent) reply)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	return ex, msgs
+	return ex, msgs, stops
 }
 
 // trail renders messages as "<state>" or "<state>@<subtask order>".
@@ -256,9 +279,12 @@ func TestCompile_BestEffortAgentFailureContinues(t *testing.T) {
     - { from: summary, to: publish }
 `
 	fails := outcomes(map[string][]reply{"summary": {{fail: "stratus.WorkerFailed"}}})
-	x, msgs := runFlow(t, parse(t, yaml), Options{}, fails)
+	x, msgs, stops := runFlowStops(t, parse(t, yaml), Options{}, fails)
 	if got := trail(msgs); got != "build summary publish" || ending(x) != "done" {
 		t.Errorf("best_effort: %s → %s, want build summary publish → done", got, ending(x))
+	}
+	if len(stops) != 1 || stops[0].State != "summary.stop" || stops[0].Node != "summary" || stops[0].Error == nil || stops[0].Error.Error != "stratus.WorkerFailed" {
+		t.Errorf("best_effort failure: stop messages %+v, want one from summary.stop carrying stratus.WorkerFailed", stops)
 	}
 	if !strings.Contains(string(x.Output), `"error":{"Error":"stratus.WorkerFailed"`) {
 		t.Errorf("output %s: the failure is not recorded in $.error", x.Output)
@@ -267,15 +293,18 @@ func TestCompile_BestEffortAgentFailureContinues(t *testing.T) {
 	if got := trail(msgs); got != "build summary" || ending(x) != ErrFailed {
 		t.Errorf("not best_effort: %s → %s, want build summary → %s", got, ending(x), ErrFailed)
 	}
-	// A best_effort agent with no edges is a terminal: its failure ends done.
-	d := decode(t, compile(t, parse(t, header+`  nodes:
+	// A best_effort agent with no edges is a terminal: its failure ends
+	// done, an infrastructure failure included (it passes the stop state).
+	terminal := parse(t, header+`  nodes:
     - { id: build, kind: agent, role_file: t/b.md }
     - { id: summary, kind: agent, role_file: t/s.md, best_effort: true }
   edges:
     - { from: build, to: summary }
-`), Options{}))
-	if c := d.States["summary"]["Catch"].([]any)[0].(map[string]any); c["Next"] != "done" || c["ResultPath"] != "$.error" {
-		t.Errorf("terminal best_effort catch %v", c)
+`)
+	d := decode(t, compile(t, terminal, Options{}))
+	checkWellFormed(t, terminal, d)
+	if c := allCatch(d.States["summary"]); caught(d, "summary") != "done" || c["ResultPath"] != "$.error" {
+		t.Errorf("terminal best_effort catch %v → %s", c, caught(d, "summary"))
 	}
 }
 
@@ -483,5 +512,68 @@ func TestCompile_DecompositionAfterAnApprovedPlan(t *testing.T) {
 	want := "planning@0 planning.hitl@0 implementation@1 review@1 implementation@2 review@2 documentation@2 publish@2"
 	if got := trail(msgs); got != want || ending(x) != "done" {
 		t.Errorf("got %s → %s\nwant %s → done", got, ending(x), want)
+	}
+}
+
+// DESIGN.md § The path of one step, 5: "A Catch on a timed-out or failed
+// worker state stops its ECS task before routing". A worker state that
+// times out (no heartbeat) or fails passes "<node>.stop", which sends a
+// stop message naming the node and carrying the caught error, and then
+// routes where its Catch always did; a publish failure (no worker) sends
+// none, a run without failures sends none, and an infrastructure failure
+// (the worker never started) parks the run without one.
+func TestCompile_CatchStopsTheWorkerBeforeRouting(t *testing.T) {
+	t.Parallel()
+	const yaml = header + `  nodes:
+    - { id: build, kind: agent, role_file: t/b.md }
+    - { id: testing, kind: checks, checker: command_profile }
+    - { id: lint, kind: tool, tool: lint }
+    - { id: review, kind: evaluator, role: review, role_file: t/r.md }
+    - { id: publish, kind: publish, policy: pull_request }
+  edges:
+    - { from: build, to: testing }
+    - { from: testing, to: lint }
+    - { from: lint, to: review }
+    - { from: review, to: publish, outcome: accept }
+`
+	f := parse(t, yaml)
+	cases := []struct {
+		name      string
+		answers   map[string][]reply
+		trail     string
+		stop      string // the one stop state expected, "" for none
+		errName   string // the error it carries
+		ending    string
+		heartbeat int
+	}{
+		{"no failure", map[string][]reply{"review": {out("accept")}}, "build testing lint review publish", "", "", "done", 0},
+		{"agent times out", map[string][]reply{"build": {{hang: true}}}, "build", "build.stop", "States.HeartbeatTimeout", ErrFailed, 1},
+		{"checks fail", map[string][]reply{"testing": {{fail: "stratus.WorkerFailed"}}}, "build testing", "testing.stop", "stratus.WorkerFailed", ErrManualActionRequired, 0},
+		{"tool fails", map[string][]reply{"lint": {{fail: "stratus.LaunchFailed"}}}, "build testing lint", "lint.stop", "stratus.LaunchFailed", ErrManualActionRequired, 0},
+		{"evaluator fails", map[string][]reply{"review": {{fail: "stratus.WorkerFailed"}}}, "build testing lint review", "review.stop", "stratus.WorkerFailed", ErrFailed, 0},
+		{"publish fails", map[string][]reply{"review": {out("accept")}, "publish": {{fail: "stratus.PublishFailed"}}}, "build testing lint review publish", "", "", ErrFailed, 0},
+		// Issue 6 § Build 4: a worker that could not be started for want of
+		// capacity parks the run (no worker to stop, no loop charged).
+		{"agent infrastructure failure", map[string][]reply{"build": {{fail: ErrInfrastructure}}}, "build", "", "", ErrManualActionRequired, 0},
+		{"evaluator infrastructure failure", map[string][]reply{"review": {{fail: ErrInfrastructure}}}, "build testing lint review", "", "", ErrManualActionRequired, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			x, msgs, stops := runFlowStops(t, f, Options{HeartbeatSeconds: c.heartbeat}, outcomes(c.answers))
+			if got := trail(msgs); got != c.trail || ending(x) != c.ending {
+				t.Errorf("%s → %s, want %s → %s", got, ending(x), c.trail, c.ending)
+			}
+			if c.stop == "" {
+				if len(stops) != 0 {
+					t.Errorf("stop messages %+v, want none", stops)
+				}
+				return
+			}
+			if len(stops) != 1 || stops[0].State != c.stop || stops[0].Kind != KindStop || stops[0].Node+StopSuffix != c.stop ||
+				stops[0].Error == nil || stops[0].Error.Error != c.errName {
+				t.Errorf("stop messages %+v, want one from %s carrying %s", stops, c.stop, c.errName)
+			}
+		})
 	}
 }

@@ -5,7 +5,10 @@
 // task token or any AWS credential: only what Spec carries.
 package launch
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // Environment variables a worker receives.
 const (
@@ -31,11 +34,34 @@ type Spec struct {
 	TaskID  string // dispatch task id
 	Attempt int
 	LogPath string // embedded mode: where the runner's stdout/stderr go ("" = discard)
+	// NetworkAccess is the node's resolved network grant (seed 004 §
+	// Per-node overrides: network_access). On AWS it chooses the ECS
+	// network profile: online subnets and security group, or the offline
+	// ones that reach only the worker API.
+	NetworkAccess bool
 	// OnExit, when set, is called once the worker has ended, with its exit
 	// error (nil for status 0). The server uses it to fail an attempt whose
 	// worker died without a result, instead of waiting for the heartbeat to
 	// lapse (on AWS the ECS task-stopped event plays this part).
 	OnExit func(err error)
+}
+
+// ErrInfrastructure marks (errors.Is) a Launch that failed for want of
+// capacity or under throttling after the launcher's own retries: an
+// infrastructure failure, not the step's. Dispatch reports it as
+// compiler.ErrInfrastructure, which parks the run at
+// manual_action_required and is never charged to a rework budget (issue 6
+// § Build 4).
+var ErrInfrastructure = errors.New("infrastructure failure")
+
+// TaskStopper is implemented by a Launcher that can find and stop the
+// worker of a dispatch task by its id alone, without the id Launch
+// returned: on AWS the dispatch invocation that handles a stop message is
+// not, in general, the one that launched the worker (internal/launch/ecs).
+type TaskStopper interface {
+	// StopTask stops every worker still running for taskID; none is not
+	// an error.
+	StopTask(ctx context.Context, taskID string) error
 }
 
 // Launcher starts workers. Launch returns once the worker is started (not

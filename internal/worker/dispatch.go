@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
 	"path/filepath"
@@ -28,6 +29,16 @@ type Message struct {
 	// 0 when the task is not decomposed). The step is created with it as
 	// its seeded value (StepValue.SubtaskOrder).
 	SubtaskOrder int `json:"subtask_order,omitempty"`
+	// Error is what a "stop" message (kind compiler.KindStop, sent by a
+	// worker state's "<node>.stop" state, no task token) carries: the
+	// error the state's Catch caught ($.error).
+	Error *CaughtError `json:"error,omitempty"`
+}
+
+// CaughtError is the Catch's view of a failed state: {Error, Cause}.
+type CaughtError struct {
+	Error string `json:"Error"`
+	Cause string `json:"Cause"`
 }
 
 // Error names a dispatch completes a Task state with (SendTaskFailure).
@@ -38,6 +49,11 @@ const (
 	ErrPublish      = "stratus.PublishFailed" // the publish node could not write its report
 	ErrDispatch     = "stratus.DispatchFailed"
 	ErrProjection   = "stratus.ProjectionFailed" // the output was recorded but its files could not be written
+
+	// ErrInfrastructure: the worker could not be started for want of
+	// capacity or under throttling (launch.ErrInfrastructure); the machine
+	// parks the run at manual_action_required.
+	ErrInfrastructure = compiler.ErrInfrastructure
 )
 
 // Dispatch handles one dispatch message (DESIGN.md § The path of one step,
@@ -47,12 +63,17 @@ const (
 // (a `when` fact that is false). It completes the Task state itself for
 // every kind but agent/evaluator, whose worker completes it through submit,
 // and hitl (a hitl node, or an agent's "<node>.hitl" state: message kind
-// hitl), whose step waits for Human (hitl.go).
+// hitl), whose step waits for Human (hitl.go). A "stop" message (kind
+// compiler.KindStop, no task token) stops the node's worker instead
+// (stopNode).
 //
 // Errors returned are infrastructure errors the queue may redeliver on;
 // every failure that belongs to the run is reported to the state machine
 // with SendTaskFailure instead.
 func (s *Service) Dispatch(ctx context.Context, m Message) error {
+	if m.Kind == compiler.KindStop {
+		return s.stopNode(ctx, m)
+	}
 	if m.RunID == "" || m.Node == "" || m.TaskToken == "" {
 		return stratus.Errorf(stratus.EINVALID, "dispatch message needs run_id, node and task_token; got %+v", m)
 	}
@@ -132,6 +153,60 @@ func (s *Service) Dispatch(ctx context.Context, m Message) error {
 	}
 }
 
+// stopNode handles a "stop" message (DESIGN.md § The path of one step, 5:
+// a Catch on a timed-out or failed worker state stops its ECS task before
+// routing). The node's latest step is the one whose state was caught: a
+// step still running (its state timed out, nobody completed it) and its
+// running attempt are recorded failed with the caught error as the
+// reason, then its worker is stopped. A step already ended (the worker or
+// the dispatch failed it) keeps its record; its worker, if any is still
+// known, is stopped all the same. Nothing is sent to the state machine.
+func (s *Service) stopNode(ctx context.Context, m Message) error {
+	if m.RunID == "" || m.Node == "" {
+		return stratus.Errorf(stratus.EINVALID, "stop message needs run_id and node; got %+v", m)
+	}
+	visits, err := s.Store.CountVisits(ctx, m.RunID, m.Node)
+	if err != nil || visits == 0 {
+		return err // no step: the node's dispatch never ran
+	}
+	step, err := s.Store.GetStep(ctx, fmt.Sprintf("%s.%s.%d", m.RunID, m.Node, visits))
+	if err != nil {
+		return err
+	}
+	if step.Status == stratus.StepRunning {
+		reason := "its state was caught"
+		if e := m.Error; e != nil {
+			reason = fmt.Sprintf("its state was caught with %s", e.Error)
+			if e.Cause != "" {
+				reason += ": " + e.Cause
+			}
+		}
+		reason += "; the worker was stopped"
+		att, aerr := s.Store.LatestAttempt(ctx, step.TID)
+		if aerr == nil && att.Status == stratus.AttemptRunning {
+			// Recorded before the stop, so the worker's exit is not taken
+			// for a crash (workerExited skips an attempt no longer running).
+			att.Status, att.Terminal, att.Reason, att.EndedAt = stratus.AttemptFailed, "Failed", reason, s.now()
+			if err := s.Store.UpdateAttempt(ctx, att); err != nil {
+				return err
+			}
+		}
+		v, _ := json.Marshal(StepValue{StepRef: step.StepRef, Node: step.Node, Attempt: att.N, Outcome: "failed", Reason: reason})
+		if err := s.finishStep(ctx, step, stratus.StepFailed, "failed", v); err != nil {
+			return err
+		}
+		s.emit(Event{Type: EventStepEnded, RunID: step.RunID, Node: step.Node, StepRef: step.StepRef, Attempt: att.N, Outcome: "failed", Reason: reason})
+	}
+	if err := s.StopWorker(ctx, step.TID); err != nil {
+		return err
+	}
+	// On AWS another invocation launched the worker: find it by the task id.
+	if ts, ok := s.Launcher.(launch.TaskStopper); ok {
+		return ts.StopTask(ctx, step.TID)
+	}
+	return nil
+}
+
 // completeNonWorker completes a step no worker runs.
 func (s *Service) completeNonWorker(ctx context.Context, step stratus.Step, outcome, note string) error {
 	sv := StepValue{StepRef: step.StepRef, Node: step.Node, Outcome: outcome}
@@ -205,14 +280,18 @@ func (s *Service) launchAttempt(ctx context.Context, run stratus.Run, env *RunEn
 		return err
 	}
 	s.emit(Event{Type: EventStepStarted, RunID: run.ID, Node: step.Node, StepRef: step.StepRef, Attempt: n})
-	spec := launch.Spec{APIURL: s.APIURL, Handle: h.Handle, TaskID: step.TID, Attempt: n}
+	spec := launch.Spec{APIURL: s.APIURL, Handle: h.Handle, TaskID: step.TID, Attempt: n, NetworkAccess: res.NetworkAccess}
 	spec.LogPath = s.runnerLog(run, step)
 	spec.OnExit = func(err error) { s.workerExited(step.TID, n, err, spec.LogPath) }
 	id, err := s.Launcher.Launch(ctx, spec)
 	if err != nil {
 		att.Status, att.Reason, att.EndedAt = stratus.AttemptFailed, err.Error(), s.now()
 		s.Store.UpdateAttempt(ctx, att)
-		return s.failStep(ctx, step, n, ErrLaunchFailed, err.Error())
+		name := ErrLaunchFailed
+		if errors.Is(err, launch.ErrInfrastructure) {
+			name = ErrInfrastructure
+		}
+		return s.failStep(ctx, step, n, name, err.Error())
 	}
 	s.rememberWorker(step.TID, id)
 	return nil
