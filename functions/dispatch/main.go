@@ -1,0 +1,28 @@
+// Command dispatch is the dispatch Lambda: each message of the dispatch
+// queue (a compiled Task state's {run_id, node, kind, task_token}, or a
+// "<node>.stop" state's stop) runs through worker.Service.Dispatch, which
+// creates the step and attempt and starts the worker with ecs:RunTask
+// (DESIGN.md § The path of one step, 2). Messages that failed for an
+// infrastructure reason are reported back for redelivery
+// (ReportBatchItemFailures); see awsapp.HandleMessage.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/stratusflow/stratus/functions/handler"
+	"github.com/stratusflow/stratus/internal/awsapp"
+)
+
+func main() {
+	app, err := awsapp.Load(context.Background(), os.Getenv, awsapp.Options{})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stratus dispatch: %v\n", err)
+		os.Exit(1)
+	}
+	lambda.Start(handler.SQS(app.HandleMessage, app.Log, app.Drain))
+}

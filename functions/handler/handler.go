@@ -1,0 +1,110 @@
+// Package handler maps Lambda events onto Stratus's own handlers, so each
+// functions/<name>/main.go only wires (DESIGN.md § Layout). It is the one
+// place that imports aws-lambda-go besides those mains: nothing under
+// internal/ does.
+//
+//   - HTTPAPI: an API Gateway HTTP API event (payload format 2.0) becomes an
+//     *http.Request for the same http.Handler the embedded server runs
+//     (internal/httpapi), through aws-lambda-go-api-proxy's v2 adapter.
+//   - SQS: a batch of dispatch-queue records, each handed to a dispatch
+//     function; the records whose dispatch failed for an infrastructure
+//     reason are reported as batch item failures, so SQS redelivers those
+//     and only those (the event source mapping sets ReportBatchItemFailures).
+package handler
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/httpapi"
+)
+
+// HTTPFunc is the Lambda handler of an HTTP API (payload format 2.0).
+type HTTPFunc func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+
+// HTTPAPI returns the Lambda handler serving h. The adapter decodes a
+// base64 body (API Gateway sends binary bodies so) and builds the request's
+// header from API Gateway's lower-cased names through http.Header.Add, so
+// "authorization" reaches h as "Authorization". A body that claims base64
+// but is not is answered 400 in the JSON error shape instead of failing
+// the invocation. after, when set, runs once h has answered and before
+// the handler returns: the Lambda environment is frozen between
+// invocations, so work h started in the background (the supervisor's
+// observation launches, worker.Service.Drain) must end first.
+func HTTPAPI(h http.Handler, after func()) HTTPFunc {
+	adapter := httpadapter.NewV2(h)
+	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		if after != nil {
+			defer after()
+		}
+		if ev.IsBase64Encoded {
+			b, err := base64.StdEncoding.DecodeString(ev.Body)
+			if err != nil {
+				return errorResponse(stratus.FieldErrorf(stratus.EINVALID, "body",
+					"the request is marked base64-encoded but its body is not standard base64: %v", err))
+			}
+			ev.Body, ev.IsBase64Encoded = string(b), false
+		}
+		return adapter.ProxyWithContext(ctx, ev)
+	}
+}
+
+// errorResponse answers err in the worker API's JSON error shape.
+func errorResponse(err error) (events.APIGatewayV2HTTPResponse, error) {
+	var body httpapi.ErrorBody
+	body.Error.Code = stratus.ErrorCode(err)
+	body.Error.Message = stratus.ErrorMessage(err)
+	var se *stratus.Error
+	if errors.As(err, &se) {
+		body.Error.Field = se.Field
+	}
+	b, _ := json.Marshal(body)
+	return events.APIGatewayV2HTTPResponse{
+		StatusCode: httpapi.ErrorStatus(body.Error.Code),
+		Headers:    map[string]string{"Content-Type": "application/json"},
+		Body:       string(b),
+	}, nil
+}
+
+// DispatchFunc handles one dispatch-queue message body. It returns an error
+// only when the message should be delivered again: an infrastructure
+// failure (throttling, a capacity error, a service outage). A message that
+// can never succeed is dealt with inside (its Task state failed) and
+// answers nil.
+type DispatchFunc func(ctx context.Context, body string) error
+
+// SQSFunc is the Lambda handler of an SQS event source with
+// ReportBatchItemFailures.
+type SQSFunc func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error)
+
+// SQS returns the Lambda handler that runs dispatch on each record of a
+// batch, in order, and reports the message ids of those that failed as
+// batch item failures. It never fails the whole batch: the records that
+// succeeded are deleted. log, when set, receives one line per failed
+// record; after runs before the handler returns (see HTTPAPI).
+func SQS(dispatch DispatchFunc, log io.Writer, after func()) SQSFunc {
+	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		if after != nil {
+			defer after()
+		}
+		resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
+		for _, rec := range ev.Records {
+			if err := dispatch(ctx, rec.Body); err != nil {
+				if log != nil {
+					fmt.Fprintf(log, "stratus: dispatch message %s will be redelivered: %v\n", rec.MessageId, err)
+				}
+				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
+			}
+		}
+		return resp, nil
+	}
+}

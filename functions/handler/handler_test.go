@@ -1,0 +1,333 @@
+package handler_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/functions/handler"
+	"github.com/stratusflow/stratus/internal/builtin"
+	"github.com/stratusflow/stratus/internal/captoken"
+	"github.com/stratusflow/stratus/internal/config"
+	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/httpapi"
+	"github.com/stratusflow/stratus/internal/launch"
+	"github.com/stratusflow/stratus/internal/sink/fs"
+	"github.com/stratusflow/stratus/internal/store/sqlite"
+	"github.com/stratusflow/stratus/internal/task"
+	"github.com/stratusflow/stratus/internal/worker"
+)
+
+// tokens records task-token completions (the state machine's side).
+type tokens struct {
+	mu        sync.Mutex
+	successes map[string]json.RawMessage
+	failures  map[string]string
+}
+
+func (t *tokens) SendTaskSuccess(_ context.Context, tok string, out json.RawMessage) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.successes[tok] = out
+	return nil
+}
+func (t *tokens) SendTaskFailure(_ context.Context, tok, name, cause string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.failures[tok] = name + ": " + cause
+	return nil
+}
+func (t *tokens) SendTaskHeartbeat(context.Context, string) error { return nil }
+
+func (t *tokens) success(tok string) json.RawMessage {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.successes[tok]
+}
+
+// launcher records worker specs instead of starting processes.
+type launcher struct {
+	mu    sync.Mutex
+	specs []launch.Spec
+}
+
+func (l *launcher) Launch(_ context.Context, s launch.Spec) (string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.specs = append(l.specs, s)
+	return s.Handle, nil
+}
+func (l *launcher) Stop(context.Context, string) error { return nil }
+
+func (l *launcher) launched() []launch.Spec {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.specs)
+}
+
+// fixture is the worker service of the built-in implementation flow over
+// the embedded store and sink with fake tokens and launcher, one running
+// run "r1", and both Lambda handlers built as the functions build them.
+type fixture struct {
+	svc    *worker.Service
+	tokens *tokens
+	launch *launcher
+	dir    string
+	http   handler.HTTPFunc
+	sqs    handler.SQSFunc
+}
+
+func setup(t *testing.T) *fixture {
+	t.Helper()
+	dir := t.TempDir()
+	flowsDir := filepath.Join(dir, "flows")
+	for _, p := range []string{"implementation.yaml", "implementation/planning.md", "implementation/implementation.md", "implementation/review.md", "implementation/fixing.md"} {
+		b, err := builtin.Flows.ReadFile("flows/" + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(flowsDir, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(flowsDir, p), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fl, err := flow.Load(flowsDir, "implementation")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := task.Parse("task.md", []byte("---\nid: t1\ntitle: A task\n---\nDo it.\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(filepath.Join(dir, "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cfg := config.Default()
+	cfg.Supervisor.Enabled = new(bool) // not about the supervisor layer: no extra turns
+	env := &worker.RunEnv{Flow: fl, FlowDir: flowsDir, Task: tk, Config: cfg}
+	f := &fixture{tokens: &tokens{successes: map[string]json.RawMessage{}, failures: map[string]string{}}, launch: &launcher{}, dir: dir}
+	f.svc = &worker.Service{Store: st, Sink: fs.New(dir), Tokens: f.tokens, Launcher: f.launch,
+		Minter: &captoken.Minter{Key: []byte("0123456789abcdef0123456789abcdef")},
+		APIURL: "https://api.example.test",
+		Env:    func(context.Context, string) (*worker.RunEnv, error) { return env, nil }}
+	run := stratus.Run{ID: "r1", TaskID: "t1", TaskTitle: "A task", Flow: "implementation", Status: stratus.RunRunning,
+		WorkDir: dir, TaskPath: filepath.Join(dir, "task.md"), CreatedAt: time.Now()}
+	if err := st.CreateRun(context.Background(), run); err != nil {
+		t.Fatal(err)
+	}
+	f.http = handler.HTTPAPI(httpapi.New(f.svc), f.svc.Drain)
+	f.sqs = handler.SQS(func(ctx context.Context, body string) error {
+		var m worker.Message
+		if err := json.Unmarshal([]byte(body), &m); err != nil {
+			return err
+		}
+		return f.svc.Dispatch(ctx, m)
+	}, nil, f.svc.Drain)
+	return f
+}
+
+// apiEvent is an HTTP API payload-2.0 event as API Gateway sends it:
+// header names lower-cased, the query string raw, the route key set.
+func apiEvent(method, path, query string, headers map[string]string, body []byte, b64 bool) events.APIGatewayV2HTTPRequest {
+	ev := events.APIGatewayV2HTTPRequest{
+		Version: "2.0", RouteKey: method + " " + path, RawPath: path, RawQueryString: query,
+		Headers: map[string]string{"host": "abc123.execute-api.us-east-1.amazonaws.com", "user-agent": "stratus-runner"},
+	}
+	for k, v := range headers {
+		ev.Headers[k] = v
+	}
+	ev.RequestContext.HTTP.Method = method
+	ev.RequestContext.HTTP.Path = path
+	ev.RequestContext.DomainName = "abc123.execute-api.us-east-1.amazonaws.com"
+	ev.RequestContext.Stage = "$default"
+	if b64 {
+		ev.Body, ev.IsBase64Encoded = base64.StdEncoding.EncodeToString(body), true
+	} else {
+		ev.Body = string(body)
+	}
+	return ev
+}
+
+func sqsEvent(bodies ...string) events.SQSEvent {
+	var ev events.SQSEvent
+	for i, b := range bodies {
+		ev.Records = append(ev.Records, events.SQSMessage{MessageId: "m" + string(rune('1'+i)), Body: b, EventSource: "aws:sqs"})
+	}
+	return ev
+}
+
+func dispatchBody(node, token string) string {
+	b, _ := json.Marshal(worker.Message{RunID: "r1", Node: node, Kind: "agent", TaskToken: token})
+	return string(b)
+}
+
+func errorCode(t *testing.T, body string) string {
+	t.Helper()
+	var eb httpapi.ErrorBody
+	if err := json.Unmarshal([]byte(body), &eb); err != nil {
+		t.Fatalf("error body %q is not the JSON error shape: %v", body, err)
+	}
+	return eb.Error.Code
+}
+
+// The whole worker path through both Lambda handlers (DESIGN.md § The path
+// of one step): an SQS record dispatches the node, the worker fetches its
+// prompt with API Gateway's lower-cased "authorization" header, stages a
+// binary part API Gateway delivers base64-encoded, and submits; the Task
+// state completes with the part named and the part's bytes are projected
+// decoded.
+func TestLambda_SQSDispatchThenWorkerRoutesThroughAPIGateway(t *testing.T) {
+	f := setup(t)
+	resp, err := f.sqs(context.Background(), sqsEvent(dispatchBody("planning", "tok-1")))
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("sqs handler = %+v, %v; want no batch item failures", resp, err)
+	}
+	specs := f.launch.launched()
+	if len(specs) != 1 || !captoken.IsHandle(specs[0].Handle) || specs[0].APIURL != "https://api.example.test" {
+		t.Fatalf("launched %+v; want one worker with a wh- handle and the API URL", specs)
+	}
+	h := specs[0].Handle
+	auth := map[string]string{"authorization": "Bearer " + h}
+
+	r, err := f.http(context.Background(), apiEvent("GET", "/v1/worker/prompt", "task_id="+specs[0].TaskID, auth, nil, false))
+	if err != nil || r.StatusCode != http.StatusOK {
+		t.Fatalf("prompt = %d %s, %v", r.StatusCode, r.Body, err)
+	}
+	var p worker.Payload
+	if err := json.Unmarshal([]byte(r.Body), &p); err != nil || p.TaskID != specs[0].TaskID || p.Agent != "planning" {
+		t.Fatalf("payload %s (%v)", r.Body, err)
+	}
+
+	part := []byte{0x89, 'P', 'N', 'G', 0x00, 0xff, 0xfe, '\n'} // not UTF-8: API Gateway base64-encodes it
+	r, err = f.http(context.Background(), apiEvent("POST", "/v1/worker/artifact", "name=plan.bin",
+		map[string]string{"authorization": "Bearer " + h, "content-type": "application/octet-stream"}, part, true))
+	if err != nil || r.StatusCode != http.StatusNoContent {
+		t.Fatalf("artifact = %d %s, %v", r.StatusCode, r.Body, err)
+	}
+	r, err = f.http(context.Background(), apiEvent("POST", "/v1/worker/submit", "", auth, []byte("planned"), true))
+	if err != nil || r.StatusCode != http.StatusOK {
+		t.Fatalf("submit = %d %s, %v", r.StatusCode, r.Body, err)
+	}
+	var sv worker.StepValue
+	json.Unmarshal(f.tokens.success("tok-1"), &sv)
+	if sv.StepRef != "planning#1" || sv.Outcome != "done" || !slices.Equal(sv.Parts, []string{"plan.bin"}) {
+		t.Fatalf("Task state completed with %s; want planning#1 done with part plan.bin", f.tokens.success("tok-1"))
+	}
+	var found []byte
+	filepath.WalkDir(f.dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == "plan.bin" {
+			found, _ = os.ReadFile(p)
+		}
+		return nil
+	})
+	if !bytes.Equal(found, part) {
+		t.Fatalf("projected plan.bin = %q; want the decoded bytes %q", found, part)
+	}
+}
+
+// The header name API Gateway lower-cases is what authenticates: the same
+// request without it is refused 401, so the 200 above is the credential's.
+func TestLambda_HTTPAPIWithoutAuthorizationIs401(t *testing.T) {
+	f := setup(t)
+	if resp, _ := f.sqs(context.Background(), sqsEvent(dispatchBody("planning", "tok-1"))); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("dispatch failed: %+v", resp)
+	}
+	tid := f.launch.launched()[0].TaskID
+	r, err := f.http(context.Background(), apiEvent("GET", "/v1/worker/prompt", "task_id="+tid, nil, nil, false))
+	if err != nil || r.StatusCode != http.StatusUnauthorized || errorCode(t, r.Body) != stratus.EUNAUTHORIZED {
+		t.Fatalf("prompt without authorization = %d %s, %v; want 401 unauthorized", r.StatusCode, r.Body, err)
+	}
+	r, _ = f.http(context.Background(), apiEvent("GET", "/v1/worker/prompt", "task_id="+tid, map[string]string{"authorization": "Bearer wh-zzzzzzzz"}, nil, false))
+	if r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("prompt with an unknown handle = %d %s; want 401", r.StatusCode, r.Body)
+	}
+}
+
+// The operator's hitl route is served by the same function (issue 5 § 4):
+// it answers in the JSON error shape, not the "no route" 404.
+func TestLambda_HITLRouteServed(t *testing.T) {
+	f := setup(t)
+	r, err := f.http(context.Background(), apiEvent("POST", "/v1/runs/r1/nodes/review/hitl", "",
+		map[string]string{"authorization": "Bearer not-an-operator-token", "content-type": "application/json"}, []byte(`{"decision":"approve"}`), false))
+	if err != nil || r.StatusCode != http.StatusUnauthorized || errorCode(t, r.Body) != stratus.EUNAUTHORIZED {
+		t.Fatalf("hitl with a bad operator token = %d %s, %v; want 401 unauthorized", r.StatusCode, r.Body, err)
+	}
+	r, _ = f.http(context.Background(), apiEvent("GET", "/v1/nowhere", "", nil, nil, false))
+	if r.StatusCode != http.StatusNotFound || errorCode(t, r.Body) != stratus.ENOTFOUND {
+		t.Fatalf("unknown route = %d %s; want the JSON 404", r.StatusCode, r.Body)
+	}
+}
+
+// A body marked base64 that is not is the caller's error (400 naming the
+// body), not a failed invocation API Gateway would turn into a 500.
+func TestLambda_BadBase64BodyIs400(t *testing.T) {
+	f := setup(t)
+	ev := apiEvent("POST", "/v1/worker/submit", "", map[string]string{"authorization": "Bearer wh-aaaaaaaa"}, nil, false)
+	ev.Body, ev.IsBase64Encoded = "%%% not base64 %%%", true
+	r, err := f.http(context.Background(), ev)
+	if err != nil || r.StatusCode != http.StatusBadRequest || errorCode(t, r.Body) != stratus.EINVALID || !strings.Contains(r.Body, `"field":"body"`) {
+		t.Fatalf("bad base64 = %d %s, %v; want 400 invalid on field body", r.StatusCode, r.Body, err)
+	}
+}
+
+// ReportBatchItemFailures: only the records whose dispatch failed are
+// reported, by message id, so SQS redelivers those alone; the handler
+// itself never fails the batch.
+func TestLambda_SQSReportsOnlyFailedRecords(t *testing.T) {
+	var seen []string
+	fn := handler.SQS(func(_ context.Context, body string) error {
+		seen = append(seen, body)
+		if body == "throttled" {
+			return errors.New("ecs RunTask: ThrottlingException")
+		}
+		return nil
+	}, nil, nil)
+	resp, err := fn(context.Background(), sqsEvent("ok-1", "throttled", "ok-2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "m2" {
+		t.Fatalf("batch item failures = %+v; want only m2", resp.BatchItemFailures)
+	}
+	if !slices.Equal(seen, []string{"ok-1", "throttled", "ok-2"}) {
+		t.Fatalf("dispatched %v; want every record, in order", seen)
+	}
+	// A batch with no failure answers an empty list, which SQS reads as
+	// "delete them all" (null would too, but the JSON is explicit).
+	resp, _ = fn(context.Background(), sqsEvent("ok-3"))
+	if b, _ := json.Marshal(resp); string(b) != `{"batchItemFailures":[]}` {
+		t.Fatalf("all-ok response = %s", b)
+	}
+}
+
+// Background work the handler started ends before the invocation does
+// (Lambda freezes the environment between invocations).
+func TestLambda_AfterRunsBeforeReturn(t *testing.T) {
+	var calls int
+	h := handler.HTTPAPI(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }), func() { calls++ })
+	if r, _ := h(context.Background(), apiEvent("GET", "/v1/healthz", "", nil, nil, false)); r.StatusCode != 204 || calls != 1 {
+		t.Fatalf("status %d, after ran %d times; want 204 and once", r.StatusCode, calls)
+	}
+	s := handler.SQS(func(context.Context, string) error { return nil }, nil, func() { calls++ })
+	s(context.Background(), sqsEvent("x"))
+	if calls != 2 {
+		t.Fatalf("after ran %d times in all; want 2", calls)
+	}
+}

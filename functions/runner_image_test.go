@@ -1,0 +1,93 @@
+package functions_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// dockerfile returns the Dockerfile's instructions, continuation lines
+// joined and comments dropped.
+func dockerfile(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile("../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	cur := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "#") {
+			continue
+		}
+		if strings.HasSuffix(line, "\\") {
+			cur += strings.TrimSuffix(line, "\\") + " "
+			continue
+		}
+		if cur += line; strings.TrimSpace(cur) != "" {
+			out = append(out, strings.TrimSpace(cur))
+		}
+		cur = ""
+	}
+	return out
+}
+
+// The runner image (issue 6 § 5, DESIGN.md § The path of one step, 3): a
+// multi-stage build of cmd/stratus with CGO_ENABLED=0, run as a non-root
+// user, whose entrypoint is `stratus runner`.
+func TestRunnerImage_EntrypointIsStratusRunner(t *testing.T) {
+	ins := dockerfile(t)
+	var from, build int
+	var entrypoint, user string
+	for _, in := range ins {
+		switch word, rest, _ := strings.Cut(in, " "); strings.ToUpper(word) {
+		case "FROM":
+			from++
+		case "RUN":
+			if strings.Contains(rest, "go build") {
+				build++
+				if !strings.Contains(rest, "CGO_ENABLED=0") || !regexp.MustCompile(`\./cmd/stratus\b`).MatchString(rest) {
+					t.Errorf("the build %q is not a CGO_ENABLED=0 build of ./cmd/stratus", rest)
+				}
+			}
+		case "ENTRYPOINT":
+			entrypoint = rest
+		case "USER":
+			user = rest
+		}
+	}
+	if from < 2 || build != 1 {
+		t.Errorf("%d stages and %d go builds; want a multi-stage build with one go build", from, build)
+	}
+	var ep []string
+	if err := json.Unmarshal([]byte(entrypoint), &ep); err != nil || len(ep) != 2 || filepath.Base(ep[0]) != "stratus" || ep[1] != "runner" {
+		t.Errorf("ENTRYPOINT %s; want [\".../stratus\", \"runner\"] in exec form", entrypoint)
+	}
+	if u, _, _ := strings.Cut(user, ":"); u == "" || u == "0" || u == "root" {
+		t.Errorf("USER %q; the runner must not run as root", user)
+	}
+}
+
+// .dockerignore keeps out bulk (node_modules, build output) but nothing
+// `go build ./cmd/stratus` reads.
+func TestRunnerImage_DockerignoreKeepsTheSources(t *testing.T) {
+	b, err := os.ReadFile("../.dockerignore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	needed := []string{"go.mod", "go.sum", "cmd", "cmd/stratus/main.go", "internal", "internal/worker/service.go", "domain.go", "error.go"}
+	for _, line := range strings.Split(string(b), "\n") {
+		p := strings.TrimSpace(line)
+		if p == "" || strings.HasPrefix(p, "#") || strings.HasPrefix(p, "!") {
+			continue
+		}
+		for _, n := range needed {
+			if ok, _ := filepath.Match(strings.TrimPrefix(p, "/"), n); ok {
+				t.Errorf(".dockerignore pattern %q leaves %s out of the build context", p, n)
+			}
+		}
+	}
+}

@@ -1,0 +1,735 @@
+package functions_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/awslabs/goformation/v7/cloudformation"
+	"github.com/awslabs/goformation/v7/intrinsics"
+
+	"github.com/stratusflow/stratus/internal/awsapp"
+	"github.com/stratusflow/stratus/internal/store/dynamodb"
+)
+
+const templatePath = "../template.yaml"
+
+// goformationLags lists SAM properties template.yaml uses that goformation
+// v7.14.9's schema does not know (its HttpApi has "AccessLogSetting").
+// cfn-lint validates them against the real schema (`make lint-cfn`); here
+// they are taken out before goformation's strict decode, and
+// TestTemplate_Parses checks they are still where they belong.
+var goformationLags = map[string][]string{
+	"AWS::Serverless::HttpApi": {"AccessLogSettings"},
+}
+
+// tmpl is template.yaml three ways: goformation's typed template (intrinsic
+// functions resolved), and the raw resources and globals with intrinsic
+// functions left as written ({"Ref": ...}, {"Fn::GetAtt": ...}).
+type tmpl struct {
+	typed   *cloudformation.Template
+	raw     map[string]map[string]any // logical id -> resource
+	globals map[string]any            // Globals.Function
+	params  map[string]map[string]any
+	outputs map[string]any
+}
+
+func loadTemplate(t *testing.T) *tmpl {
+	t.Helper()
+	data, err := os.ReadFile(templatePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resolved, err := intrinsics.ProcessYAML(data, nil)
+	if err != nil {
+		t.Fatalf("goformation cannot read %s: %v", templatePath, err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(resolved, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range asMap(doc["Resources"]) {
+		res := asMap(r)
+		for _, prop := range goformationLags[str(res["Type"])] {
+			delete(asMap(res["Properties"]), prop)
+		}
+	}
+	resolved, _ = json.Marshal(doc)
+	out := &tmpl{typed: &cloudformation.Template{}, raw: map[string]map[string]any{}, params: map[string]map[string]any{}}
+	if err := json.Unmarshal(resolved, out.typed); err != nil {
+		t.Fatalf("goformation cannot decode %s: %v", templatePath, err)
+	}
+	raw, err := intrinsics.ProcessYAML(data, &intrinsics.ProcessorOptions{NoProcess: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for id, r := range asMap(doc["Resources"]) {
+		out.raw[id] = asMap(r)
+	}
+	for id, p := range asMap(doc["Parameters"]) {
+		out.params[id] = asMap(p)
+	}
+	out.globals = asMap(asMap(doc["Globals"])["Function"])
+	out.outputs = asMap(doc["Outputs"])
+	return out
+}
+
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+func str(v any) string { s, _ := v.(string); return s }
+
+// props returns a raw resource's Properties.
+func (tp *tmpl) props(id string) map[string]any { return asMap(tp.raw[id]["Properties"]) }
+
+// ofType returns the logical ids of the raw resources of a type, sorted.
+func (tp *tmpl) ofType(typ string) []string {
+	var ids []string
+	for id, r := range tp.raw {
+		if str(r["Type"]) == typ {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// fnProp is a function's property with Globals.Function as its default.
+func (tp *tmpl) fnProp(id, name string) any {
+	if v, ok := tp.props(id)[name]; ok {
+		return v
+	}
+	return tp.globals[name]
+}
+
+// env is a function's environment: Globals' variables and its own.
+func (tp *tmpl) env(id string) map[string]any {
+	out := map[string]any{}
+	for k, v := range asMap(asMap(tp.globals["Environment"])["Variables"]) {
+		out[k] = v
+	}
+	for k, v := range asMap(asMap(tp.props(id)["Environment"])["Variables"]) {
+		out[k] = v
+	}
+	return out
+}
+
+// refTo reports whether v is {"Ref": id}, {"Fn::GetAtt": [id, ...]} or
+// {"Fn::GetAtt": "id.Attr"}.
+func refTo(v any, id string) bool {
+	m := asMap(v)
+	if str(m["Ref"]) == id {
+		return true
+	}
+	switch g := m["Fn::GetAtt"].(type) {
+	case []any:
+		return len(g) > 0 && str(g[0]) == id
+	case string:
+		return strings.HasPrefix(g, id+".")
+	}
+	return false
+}
+
+// refTarget returns the logical id v refers to ("" when it is no Ref or GetAtt).
+func refTarget(v any) string {
+	m := asMap(v)
+	if r := str(m["Ref"]); r != "" {
+		return r
+	}
+	switch g := m["Fn::GetAtt"].(type) {
+	case []any:
+		if len(g) > 0 {
+			return str(g[0])
+		}
+	case string:
+		id, _, _ := strings.Cut(g, ".")
+		return id
+	}
+	return ""
+}
+
+// The template is one goformation can read, and the properties its schema
+// lags on are still present (so removing them for the decode hides nothing).
+func TestTemplate_Parses(t *testing.T) {
+	tp := loadTemplate(t)
+	if len(tp.typed.GetAllServerlessFunctionResources()) == 0 || len(tp.typed.GetAllServerlessStateMachineResources()) == 0 {
+		t.Fatal("goformation found no AWS::Serverless::Function or AWS::Serverless::StateMachine")
+	}
+	for typ, lagging := range goformationLags {
+		ids := tp.ofType(typ)
+		if len(ids) == 0 {
+			t.Errorf("no %s resource left: drop it from goformationLags", typ)
+		}
+		for _, id := range ids {
+			for _, p := range lagging {
+				if _, ok := tp.props(id)[p]; !ok {
+					t.Errorf("%s (%s) has no %s: drop it from goformationLags", id, typ, p)
+				}
+			}
+		}
+	}
+}
+
+// Issue 6 § 4, § 5: every CodeUri is a functions/<name> directory with a
+// main.go (package main), built by SAM's go1.x builder as `bootstrap` for
+// provided.al2023 on arm64 with at most 256 MB; and every functions/<name>
+// with a main.go is deployed by exactly one function.
+func TestTemplate_EveryCodeUriIsAFunctionDir(t *testing.T) {
+	tp := loadTemplate(t)
+	deployed := map[string]string{}
+	for id, fn := range tp.typed.GetAllServerlessFunctionResources() {
+		if fn.CodeUri == nil || fn.CodeUri.String == nil {
+			t.Errorf("%s: CodeUri is not a local path", id)
+			continue
+		}
+		uri := filepath.Clean(*fn.CodeUri.String)
+		dir, ok := strings.CutPrefix(uri, "functions"+string(filepath.Separator))
+		if !ok || strings.ContainsRune(dir, filepath.Separator) {
+			t.Errorf("%s: CodeUri %q is not functions/<name>", id, *fn.CodeUri.String)
+			continue
+		}
+		src, err := os.ReadFile(filepath.Join(dir, "main.go"))
+		if err != nil {
+			t.Errorf("%s: CodeUri %s has no main.go: %v", id, uri, err)
+		} else if !regexp.MustCompile(`(?m)^package main$`).Match(src) {
+			t.Errorf("%s: %s/main.go is not package main", id, uri)
+		}
+		if other, dup := deployed[dir]; dup {
+			t.Errorf("%s and %s both deploy %s", id, other, uri)
+		}
+		deployed[dir] = id
+		if bm := str(fn.AWSCloudFormationMetadata["BuildMethod"]); bm != "go1.x" {
+			t.Errorf("%s: Metadata.BuildMethod = %q; want go1.x (`make sam-build`)", id, bm)
+		}
+		if rt := str(tp.fnProp(id, "Runtime")); rt != "provided.al2023" {
+			t.Errorf("%s: Runtime = %q; want provided.al2023", id, rt)
+		}
+		if h := str(tp.fnProp(id, "Handler")); h != "bootstrap" {
+			t.Errorf("%s: Handler = %q; want bootstrap", id, h)
+		}
+		if a := asList(tp.fnProp(id, "Architectures")); len(a) != 1 || str(a[0]) != "arm64" {
+			t.Errorf("%s: Architectures = %v; want [arm64]", id, a)
+		}
+		if m, ok := tp.fnProp(id, "MemorySize").(float64); !ok || m > 256 {
+			t.Errorf("%s: MemorySize = %v; want at most 256", id, tp.fnProp(id, "MemorySize"))
+		}
+	}
+	for _, name := range functionDirs(t) {
+		if _, ok := deployed[name]; !ok {
+			t.Errorf("functions/%s/main.go is deployed by no AWS::Serverless::Function", name)
+		}
+	}
+}
+
+// registration matches a route registration in internal/httpapi (the same
+// pattern internal/httpapi/openapi_test.go reads).
+var registration = regexp.MustCompile(`\.Handle(?:Func)?\(\s*"([^"]*)"`)
+
+// workerRoutes reads "METHOD /path" of every route internal/httpapi
+// registers, with ServeMux's {name...} written as API Gateway's {name}.
+func workerRoutes(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("../internal/httpapi/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var routes []string
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range registration.FindAllStringSubmatch(string(b), -1) {
+			if method, path, ok := strings.Cut(m[1], " "); ok {
+				routes = append(routes, method+" "+strings.ReplaceAll(path, "...}", "}"))
+			}
+		}
+	}
+	if len(routes) == 0 {
+		t.Fatal("no route registrations found in internal/httpapi")
+	}
+	sort.Strings(routes)
+	return routes
+}
+
+// Issue 6 § 5: every worker API route (internal/httpapi, hitl included) has
+// an HttpApi event on the worker API function, on the stack's HttpApi with
+// payload format 2.0, and no event names a route the handler does not serve.
+func TestTemplate_EveryWorkerAPIRouteHasAnHttpApiEvent(t *testing.T) {
+	tp := loadTemplate(t)
+	events := map[string]string{} // "METHOD /path" -> function id
+	for id, fn := range tp.typed.GetAllServerlessFunctionResources() {
+		for name, ev := range fn.Events {
+			if ev.Type != "HttpApi" {
+				continue
+			}
+			h := ev.Properties.HttpApiEvent
+			if h == nil || h.Method == nil || h.Path == nil {
+				t.Errorf("%s event %s: an HttpApi event without Method and Path", id, name)
+				continue
+			}
+			route := strings.ToUpper(*h.Method) + " " + *h.Path
+			if other, dup := events[route]; dup {
+				t.Errorf("route %s has two events (%s and %s)", route, other, id)
+			}
+			events[route] = id
+			if fn.CodeUri == nil || fn.CodeUri.String == nil || filepath.Clean(*fn.CodeUri.String) != filepath.Join("functions", "workerapi") {
+				t.Errorf("route %s is served by %s, not the worker API function (functions/workerapi)", route, id)
+			}
+			if h.PayloadFormatVersion == nil || *h.PayloadFormatVersion != "2.0" {
+				t.Errorf("route %s: PayloadFormatVersion is not 2.0 (functions/handler reads payload 2.0)", route)
+			}
+			rawEv := asMap(asMap(asMap(tp.props(id)["Events"])[name])["Properties"])
+			if target := refTarget(rawEv["ApiId"]); str(tp.raw[target]["Type"]) != "AWS::Serverless::HttpApi" {
+				t.Errorf("route %s: ApiId %v is not the stack's AWS::Serverless::HttpApi", route, rawEv["ApiId"])
+			}
+		}
+	}
+	routes := workerRoutes(t)
+	for _, r := range routes {
+		if _, ok := events[r]; !ok {
+			t.Errorf("route %s (internal/httpapi) has no HttpApi event in template.yaml", r)
+		}
+	}
+	for r := range events {
+		if !slices.Contains(routes, r) {
+			t.Errorf("template.yaml routes %s, which internal/httpapi does not serve", r)
+		}
+	}
+}
+
+// Issue 6 § 5: one state machine per flow file in statemachine/ (the
+// built-in flows; statemachine/worc/ holds worc's peer flows compiled
+// structurally, for validation and parity, and is not deployed), and every
+// DefinitionUri exists.
+func TestTemplate_OneStateMachinePerFlowFile(t *testing.T) {
+	tp := loadTemplate(t)
+	files, err := filepath.Glob("../statemachine/*.asl.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no statemachine/*.asl.json (%v)", err)
+	}
+	deployed := map[string]string{}
+	for id, sm := range tp.typed.GetAllServerlessStateMachineResources() {
+		if sm.DefinitionUri == nil || sm.DefinitionUri.String == nil {
+			t.Errorf("%s: DefinitionUri is not a local path", id)
+			continue
+		}
+		uri := filepath.Clean(*sm.DefinitionUri.String)
+		if _, err := os.Stat(filepath.Join("..", uri)); err != nil {
+			t.Errorf("%s: DefinitionUri %s does not exist", id, uri)
+		}
+		if other, dup := deployed[uri]; dup {
+			t.Errorf("%s and %s both deploy %s", id, other, uri)
+		}
+		deployed[uri] = id
+		if sm.Type == nil || *sm.Type != "STANDARD" {
+			t.Errorf("%s: Type is not STANDARD (.waitForTaskToken needs a standard workflow)", id)
+		}
+	}
+	for _, f := range files {
+		rel, _ := filepath.Rel("..", f)
+		if _, ok := deployed[rel]; !ok {
+			t.Errorf("%s is deployed by no AWS::Serverless::StateMachine", rel)
+		}
+	}
+}
+
+// substitution matches a DefinitionSubstitutions placeholder.
+var substitution = regexp.MustCompile(`\$\{([^}]*)\}`)
+
+// Issue 6 § 5: every ${Name} an ASL file uses is defined in its state
+// machine's DefinitionSubstitutions (CloudFormation leaves an undefined one
+// in the definition, which then fails at run time), each defined one is
+// used, and each value refers to a resource of the stack.
+func TestTemplate_EverySubstitutionIsDefined(t *testing.T) {
+	tp := loadTemplate(t)
+	for _, id := range tp.ofType("AWS::Serverless::StateMachine") {
+		p := tp.props(id)
+		asl, err := os.ReadFile(filepath.Join("..", str(p["DefinitionUri"])))
+		if err != nil {
+			t.Errorf("%s: %v", id, err)
+			continue
+		}
+		subs := asMap(p["DefinitionSubstitutions"])
+		used := map[string]bool{}
+		for _, m := range substitution.FindAllStringSubmatch(string(asl), -1) {
+			used[m[1]] = true
+			if _, ok := subs[m[1]]; !ok {
+				t.Errorf("%s: %s uses ${%s}, which DefinitionSubstitutions does not define", id, str(p["DefinitionUri"]), m[1])
+			}
+		}
+		for name, v := range subs {
+			if !used[name] {
+				t.Errorf("%s: DefinitionSubstitutions defines %s, which %s does not use", id, name, str(p["DefinitionUri"]))
+			}
+			if target := refTarget(v); target == "" || tp.raw[target] == nil {
+				t.Errorf("%s: substitution %s = %v refers to no resource of the stack", id, name, v)
+			}
+		}
+	}
+}
+
+// Issue 6 § 4: the dispatch function is fed by the dispatch queue with
+// ReportBatchItemFailures (only messages that failed are redelivered), the
+// queue's visibility outlasts the function (else a message is delivered
+// twice while its first delivery still runs) and it redrives to a DLQ.
+func TestTemplate_DispatchReportsBatchItemFailures(t *testing.T) {
+	tp := loadTemplate(t)
+	fn := "DispatchFunction"
+	if str(tp.raw[fn]["Type"]) != "AWS::Serverless::Function" || str(tp.props(fn)["CodeUri"]) != "functions/dispatch" {
+		t.Fatalf("%s is not the function of functions/dispatch", fn)
+	}
+	var queue string
+	for name, ev := range asMap(tp.props(fn)["Events"]) {
+		e := asMap(ev)
+		if str(e["Type"]) != "SQS" {
+			continue
+		}
+		ep := asMap(e["Properties"])
+		queue = refTarget(ep["Queue"])
+		if !slices.ContainsFunc(asList(ep["FunctionResponseTypes"]), func(v any) bool { return v == "ReportBatchItemFailures" }) {
+			t.Errorf("%s event %s: FunctionResponseTypes lacks ReportBatchItemFailures", fn, name)
+		}
+	}
+	if queue == "" {
+		t.Fatalf("%s has no SQS event on a queue of the stack", fn)
+	}
+	for _, sm := range tp.ofType("AWS::Serverless::StateMachine") {
+		if !refTo(asMap(tp.props(sm)["DefinitionSubstitutions"])["DispatchQueueUrl"], queue) {
+			t.Errorf("%s sends dispatch messages to %v, not the queue %s feeds on", sm, asMap(tp.props(sm)["DefinitionSubstitutions"])["DispatchQueueUrl"], fn)
+		}
+	}
+	q := tp.props(queue)
+	timeout, _ := tp.fnProp(fn, "Timeout").(float64)
+	if vis, _ := q["VisibilityTimeout"].(float64); timeout == 0 || vis < timeout {
+		t.Errorf("%s VisibilityTimeout %v is under %s's Timeout %v", queue, q["VisibilityTimeout"], fn, timeout)
+	}
+	redrive := asMap(q["RedrivePolicy"])
+	if dlq := refTarget(redrive["deadLetterTargetArn"]); str(tp.raw[dlq]["Type"]) != "AWS::SQS::Queue" || redrive["maxReceiveCount"] == nil {
+		t.Errorf("%s has no dead-letter queue with a maxReceiveCount: %v", queue, redrive)
+	}
+}
+
+// The table is the store's (internal/store/dynamodb.Tables): its keys,
+// index and TTL attribute, on-demand.
+func TestTemplate_TableIsTheStoresTable(t *testing.T) {
+	tp := loadTemplate(t)
+	tables := tp.ofType("AWS::DynamoDB::Table")
+	want := dynamodb.Tables("")
+	if len(tables) != len(want) {
+		t.Fatalf("template declares tables %v; the store has %d", tables, len(want))
+	}
+	p := tp.props(tables[0])
+	w := want[0]
+	attrs := map[string]string{}
+	for _, a := range asList(p["AttributeDefinitions"]) {
+		attrs[str(asMap(a)["AttributeName"])] = str(asMap(a)["AttributeType"])
+	}
+	keys := func(v any) string {
+		var s []string
+		for _, k := range asList(v) {
+			s = append(s, str(asMap(k)["AttributeName"])+":"+str(asMap(k)["KeyType"]))
+		}
+		return strings.Join(s, ",")
+	}
+	check := func(what string, a dynamodb.Attribute) {
+		if attrs[a.Name] != string(a.Type) {
+			t.Errorf("%s attribute %s is %q in the template; the store's is %q", what, a.Name, attrs[a.Name], a.Type)
+		}
+	}
+	check("key", w.PartitionKey)
+	check("key", w.SortKey)
+	if got, wantKeys := keys(p["KeySchema"]), w.PartitionKey.Name+":HASH,"+w.SortKey.Name+":RANGE"; got != wantKeys {
+		t.Errorf("KeySchema %s; want %s", got, wantKeys)
+	}
+	gsis := map[string]map[string]any{}
+	for _, g := range asList(p["GlobalSecondaryIndexes"]) {
+		gsis[str(asMap(g)["IndexName"])] = asMap(g)
+	}
+	for _, ix := range w.Indexes {
+		g, ok := gsis[ix.Name]
+		if !ok {
+			t.Errorf("index %s is missing", ix.Name)
+			continue
+		}
+		check("index "+ix.Name, ix.PartitionKey)
+		check("index "+ix.Name, ix.SortKey)
+		if got, wantKeys := keys(g["KeySchema"]), ix.PartitionKey.Name+":HASH,"+ix.SortKey.Name+":RANGE"; got != wantKeys {
+			t.Errorf("index %s KeySchema %s; want %s", ix.Name, got, wantKeys)
+		}
+		if pt := str(asMap(g["Projection"])["ProjectionType"]); pt != string(ix.Projection) {
+			t.Errorf("index %s projection %s; want %s", ix.Name, pt, ix.Projection)
+		}
+	}
+	if len(gsis) != len(w.Indexes) || len(attrs) != len(gsis)*2+2 {
+		t.Errorf("template has indexes %v and attributes %v beyond the store's", gsis, attrs)
+	}
+	ttl := asMap(p["TimeToLiveSpecification"])
+	if str(ttl["AttributeName"]) != w.TTLAttribute || ttl["Enabled"] != true {
+		t.Errorf("TimeToLiveSpecification %v; want %s enabled", ttl, w.TTLAttribute)
+	}
+	if str(p["BillingMode"]) != "PAY_PER_REQUEST" {
+		t.Errorf("BillingMode %v; want PAY_PER_REQUEST", p["BillingMode"])
+	}
+}
+
+// The functions are configured through internal/awsapp's variables and no
+// others, each has what awsapp.New requires, and the dispatch function
+// knows the API URL it hands to workers (the worker API function takes it
+// from its requests: setting it there would be a dependency cycle).
+func TestTemplate_FunctionEnvironmentIsAwsapps(t *testing.T) {
+	tp := loadTemplate(t)
+	required := []string{awsapp.EnvTable, awsapp.EnvBucket, awsapp.EnvSecretID, awsapp.EnvCluster, awsapp.EnvTaskDefinition, awsapp.EnvSubnets, awsapp.EnvSecurityGroups}
+	for _, id := range tp.ofType("AWS::Serverless::Function") {
+		env := tp.env(id)
+		for k := range env {
+			if !slices.Contains(awsapp.Vars, k) {
+				t.Errorf("%s sets %s, which internal/awsapp does not read", id, k)
+			}
+		}
+		for _, k := range required {
+			if _, ok := env[k]; !ok {
+				t.Errorf("%s does not set %s (awsapp.New needs it)", id, k)
+			}
+		}
+		if c := str(env[awsapp.EnvContainer]); c != "" && c != runnerContainer(t, tp) {
+			t.Errorf("%s: %s = %q, but the runner's container is %q", id, awsapp.EnvContainer, c, runnerContainer(t, tp))
+		}
+	}
+	if _, ok := tp.env("DispatchFunction")[awsapp.EnvAPIURL]; !ok {
+		t.Errorf("DispatchFunction has no %s: workers would not know where to call", awsapp.EnvAPIURL)
+	}
+	if _, ok := tp.env("WorkerApiFunction")[awsapp.EnvAPIURL]; ok {
+		t.Errorf("WorkerApiFunction sets %s: the HttpApi depends on the function, so it cannot", awsapp.EnvAPIURL)
+	}
+}
+
+func runnerContainer(t *testing.T, tp *tmpl) string {
+	t.Helper()
+	defs := asList(tp.props("RunnerTaskDefinition")["ContainerDefinitions"])
+	if len(defs) != 1 {
+		t.Fatalf("RunnerTaskDefinition has %d containers; want the runner alone", len(defs))
+	}
+	return str(asMap(defs[0])["Name"])
+}
+
+// DESIGN.md § The path of one step, 2: "The worker never sees the task
+// token or any AWS credential": the runner's task has no task role, runs
+// on Fargate from the ImageUri parameter, and logs to a log group.
+func TestTemplate_WorkersHoldNoAWSCredential(t *testing.T) {
+	tp := loadTemplate(t)
+	p := tp.props("RunnerTaskDefinition")
+	if _, ok := p["TaskRoleArn"]; ok {
+		t.Error("RunnerTaskDefinition has a TaskRoleArn: workers would get AWS credentials")
+	}
+	if !slices.Contains(asList(p["RequiresCompatibilities"]), any("FARGATE")) || str(p["NetworkMode"]) != "awsvpc" {
+		t.Errorf("RunnerTaskDefinition is not a Fargate (awsvpc) task: %v %v", p["RequiresCompatibilities"], p["NetworkMode"])
+	}
+	c := asMap(asList(p["ContainerDefinitions"])[0])
+	if !refTo(c["Image"], "ImageUri") {
+		t.Errorf("the runner's image is %v; want the ImageUri parameter", c["Image"])
+	}
+	if c["Name"] != awsapp.DefaultContainer {
+		t.Errorf("the runner's container is %v; awsapp's default is %q", c["Name"], awsapp.DefaultContainer)
+	}
+	lc := asMap(c["LogConfiguration"])
+	if str(lc["LogDriver"]) != "awslogs" || str(tp.raw[refTarget(asMap(lc["Options"])["awslogs-group"])]["Type"]) != "AWS::Logs::LogGroup" {
+		t.Errorf("the runner does not log to a log group of the stack: %v", lc)
+	}
+}
+
+// The bucket is encrypted, blocks every form of public access and refuses
+// requests that are not over TLS.
+func TestTemplate_BucketIsPrivateEncryptedTLSOnly(t *testing.T) {
+	tp := loadTemplate(t)
+	buckets := tp.ofType("AWS::S3::Bucket")
+	if len(buckets) != 1 {
+		t.Fatalf("buckets %v; want one", buckets)
+	}
+	b := buckets[0]
+	p := tp.props(b)
+	if len(asList(asMap(p["BucketEncryption"])["ServerSideEncryptionConfiguration"])) == 0 {
+		t.Error("the bucket has no default encryption")
+	}
+	pab := asMap(p["PublicAccessBlockConfiguration"])
+	for _, k := range []string{"BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets"} {
+		if pab[k] != true {
+			t.Errorf("PublicAccessBlockConfiguration.%s = %v; want true", k, pab[k])
+		}
+	}
+	tls := false
+	for _, pol := range tp.ofType("AWS::S3::BucketPolicy") {
+		if !refTo(tp.props(pol)["Bucket"], b) {
+			continue
+		}
+		for _, s := range asList(asMap(tp.props(pol)["PolicyDocument"])["Statement"]) {
+			st := asMap(s)
+			if str(st["Effect"]) == "Deny" && asMap(asMap(st["Condition"])["Bool"])["aws:SecureTransport"] == "false" {
+				tls = true
+			}
+		}
+	}
+	if !tls {
+		t.Error("no bucket policy denies requests without aws:SecureTransport")
+	}
+}
+
+// internal/secret/secretsmanager reads the key as base64 of at least 32
+// bytes: GenerateSecretString must give alphanumerics only, a length that
+// is a multiple of 4 and at least 44 characters; and every function that
+// builds a worker.Service may read it.
+func TestTemplate_HmacSecretIsABase64Key(t *testing.T) {
+	tp := loadTemplate(t)
+	secrets := tp.ofType("AWS::SecretsManager::Secret")
+	if len(secrets) != 1 {
+		t.Fatalf("secrets %v; want one", secrets)
+	}
+	g := asMap(tp.props(secrets[0])["GenerateSecretString"])
+	n, _ := g["PasswordLength"].(float64)
+	if int(n)%4 != 0 || n < 44 || g["ExcludePunctuation"] != true || g["IncludeSpace"] == true {
+		t.Errorf("GenerateSecretString %v does not make a base64 key of at least 32 bytes", g)
+	}
+	for _, id := range tp.ofType("AWS::Serverless::Function") {
+		if !refTo(tp.env(id)[awsapp.EnvSecretID], secrets[0]) {
+			t.Errorf("%s: %s is %v; want the stack's secret", id, awsapp.EnvSecretID, tp.env(id)[awsapp.EnvSecretID])
+		}
+		if !allows(tp, id, "secretsmanager:GetSecretValue", secrets[0]) {
+			t.Errorf("%s may not read the HMAC key secret", id)
+		}
+	}
+}
+
+// statements returns the inline policy statements of a function or state
+// machine (SAM policy templates are not statements and are skipped).
+func statements(tp *tmpl, id string) []map[string]any {
+	var out []map[string]any
+	for _, p := range asList(tp.props(id)["Policies"]) {
+		for _, s := range asList(asMap(p)["Statement"]) {
+			out = append(out, asMap(s))
+		}
+	}
+	return out
+}
+
+func actionsOf(st map[string]any) []string {
+	switch a := st["Action"].(type) {
+	case string:
+		return []string{a}
+	case []any:
+		var out []string
+		for _, v := range a {
+			out = append(out, str(v))
+		}
+		return out
+	}
+	return nil
+}
+
+// allows reports whether an Allow statement of id grants action on resource.
+func allows(tp *tmpl, id, action, resource string) bool {
+	for _, st := range statements(tp, id) {
+		if str(st["Effect"]) == "Allow" && slices.Contains(actionsOf(st), action) && refTo(st["Resource"], resource) {
+			return true
+		}
+	}
+	return false
+}
+
+// Issue 6 § 5, least privilege: no wildcard action; "*" as a resource only
+// for the actions that take no other (SendTask*: a task token names its
+// execution; vended log delivery); each function may run the runner's task
+// definition, pass its execution role, use the table and complete tokens.
+func TestTemplate_LeastPrivilege(t *testing.T) {
+	tp := loadTemplate(t)
+	starOnly := []string{"states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat",
+		"logs:CreateLogDelivery", "logs:GetLogDelivery", "logs:UpdateLogDelivery", "logs:DeleteLogDelivery",
+		"logs:ListLogDeliveries", "logs:PutResourcePolicy", "logs:DescribeResourcePolicies", "logs:DescribeLogGroups"}
+	ids := append(tp.ofType("AWS::Serverless::Function"), tp.ofType("AWS::Serverless::StateMachine")...)
+	for _, id := range ids {
+		for _, st := range statements(tp, id) {
+			for _, a := range actionsOf(st) {
+				if strings.Contains(a, "*") {
+					t.Errorf("%s grants the wildcard action %s", id, a)
+				}
+				if st["Resource"] == "*" && !slices.Contains(starOnly, a) {
+					t.Errorf("%s grants %s on every resource", id, a)
+				}
+			}
+		}
+	}
+	for _, id := range tp.ofType("AWS::Serverless::Function") {
+		for _, need := range []struct{ action, resource string }{
+			{"ecs:RunTask", "RunnerTaskDefinition"},
+			{"iam:PassRole", "RunnerExecutionRole"},
+		} {
+			if !allows(tp, id, need.action, need.resource) {
+				t.Errorf("%s may not %s on %s", id, need.action, need.resource)
+			}
+		}
+		crud := false
+		for _, p := range asList(tp.props(id)["Policies"]) {
+			if refTo(asMap(asMap(p)["DynamoDBCrudPolicy"])["TableName"], "StoreTable") {
+				crud = true
+			}
+		}
+		if !crud {
+			t.Errorf("%s has no DynamoDBCrudPolicy on StoreTable", id)
+		}
+		// Objects only under the prefix the function stores under.
+		prefix := str(tp.env(id)[awsapp.EnvBucketPrefix])
+		objects := false
+		for _, st := range statements(tp, id) {
+			if slices.Contains(actionsOf(st), "s3:PutObject") {
+				objects = true
+				if got, want := fmt.Sprint(asMap(st["Resource"])["Fn::Sub"]), "${DataBucket.Arn}/"+prefix+"*"; prefix == "" || got != want {
+					t.Errorf("%s may write %s; want %s (%s = %q)", id, got, want, awsapp.EnvBucketPrefix, prefix)
+				}
+			}
+		}
+		if !objects {
+			t.Errorf("%s may not write to the bucket", id)
+		}
+		tokens := false
+		for _, st := range statements(tp, id) {
+			tokens = tokens || slices.Contains(actionsOf(st), "states:SendTaskSuccess") && slices.Contains(actionsOf(st), "states:SendTaskFailure")
+		}
+		if !tokens {
+			t.Errorf("%s may not complete task tokens", id)
+		}
+	}
+}
+
+// The stack says where its worker API is.
+func TestTemplate_OutputsTheAPIURL(t *testing.T) {
+	tp := loadTemplate(t)
+	v := asMap(tp.outputs["ApiUrl"])["Value"]
+	sub := fmt.Sprint(asMap(v)["Fn::Sub"])
+	if !strings.HasPrefix(sub, "https://${WorkerApi}.execute-api.") {
+		t.Errorf("Outputs.ApiUrl = %v; want the HttpApi's https URL", v)
+	}
+	if fmt.Sprint(asMap(tp.env("DispatchFunction")[awsapp.EnvAPIURL])["Fn::Sub"]) != sub {
+		t.Errorf("the dispatch function's %s differs from Outputs.ApiUrl", awsapp.EnvAPIURL)
+	}
+}

@@ -1,0 +1,26 @@
+// Command workerapi is the worker API Lambda: API Gateway HTTP API events
+// (payload format 2.0) served by internal/httpapi, the same handler the
+// embedded server runs (DESIGN.md § Layout; seed 001 § Routes). Its
+// configuration is the environment template.yaml gives it
+// (internal/awsapp).
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/stratusflow/stratus/functions/handler"
+	"github.com/stratusflow/stratus/internal/awsapp"
+)
+
+func main() {
+	app, err := awsapp.Load(context.Background(), os.Getenv, awsapp.Options{})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stratus workerapi: %v\n", err)
+		os.Exit(1)
+	}
+	lambda.Start(handler.HTTPAPI(app.HTTPHandler(), app.Drain))
+}

@@ -1,0 +1,182 @@
+package awsapp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	awsdynamodb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	awssm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/captoken"
+	"github.com/stratusflow/stratus/internal/executor/sfn"
+	"github.com/stratusflow/stratus/internal/httpapi"
+	"github.com/stratusflow/stratus/internal/launch"
+	"github.com/stratusflow/stratus/internal/report"
+	"github.com/stratusflow/stratus/internal/runenv"
+	s3sink "github.com/stratusflow/stratus/internal/sink/s3"
+	"github.com/stratusflow/stratus/internal/store/dynamodb"
+	"github.com/stratusflow/stratus/internal/worker"
+)
+
+// App is the AWS side of Stratus built from a Config: the worker service
+// and what it runs on.
+type App struct {
+	Config   Config
+	Service  *worker.Service
+	Store    *dynamodb.Store
+	Sink     *s3sink.Sink
+	Tokens   *sfn.Executor
+	Launcher launch.Launcher
+	Log      io.Writer
+
+	apiURLOnce sync.Once
+}
+
+// Options change what New builds.
+type Options struct {
+	// Log receives progress events (one JSON object a line) and warnings;
+	// nil = os.Stderr, which the Lambda runtime sends to CloudWatch Logs.
+	Log io.Writer
+	// Launcher replaces the ECS launcher built from Config.ECS: a test, or
+	// a run against moto whose workers are local processes.
+	Launcher launch.Launcher
+}
+
+// Load is what a function's main calls: Config from the environment, the
+// SDK's default configuration (region, credentials and AWS_ENDPOINT_URL
+// from the environment, as the Lambda runtime sets them) and New.
+func Load(ctx context.Context, getenv func(string) string, o Options) (*App, error) {
+	cfg, err := FromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("AWS SDK configuration: %w", err)
+	}
+	return New(ctx, cfg, awsCfg, o)
+}
+
+// New builds the worker service on DynamoDB (the store; large bodies spill
+// to the bucket), S3 (the sink: projection files, reports, run bundles, all
+// under Config.BucketPrefix), Step Functions (task tokens), ECS (workers)
+// and the HMAC key read from Secrets Manager (one read, at start). A
+// run's flow, role files, config and task come from its bundle in the
+// bucket (internal/runenv), loaded once per function instance.
+//
+// Required: Table, Bucket, SecretID and, unless o.Launcher is given, the
+// ECS cluster, task definition and subnets. Errors: EINVALID naming the
+// variable that is missing; the secret's errors (ENOTFOUND for a missing
+// secret, EINVALID for a short key).
+func New(ctx context.Context, cfg Config, awsCfg aws.Config, o Options) (*App, error) {
+	if err := require(EnvTable, cfg.Table, EnvBucket, cfg.Bucket, EnvSecretID, cfg.SecretID); err != nil {
+		return nil, err
+	}
+	a := &App{Config: cfg, Log: o.Log}
+	if a.Log == nil {
+		a.Log = os.Stderr
+	}
+	// A custom endpoint (moto, LocalStack) serves buckets by path, not by
+	// virtual host.
+	pathStyle := awsCfg.BaseEndpoint != nil
+	sk, err := s3sink.New(awss3.NewFromConfig(awsCfg, func(so *awss3.Options) { so.UsePathStyle = pathStyle }), cfg.Bucket, cfg.BucketPrefix)
+	if err != nil {
+		return nil, err
+	}
+	a.Sink = sk
+	a.Store, err = dynamodb.New(awsdynamodb.NewFromConfig(awsCfg), dynamodb.Options{Table: cfg.Table, Blobs: sk})
+	if err != nil {
+		return nil, err
+	}
+	a.Tokens = sfn.New(sfn.NewClient(awsCfg), sfn.Options{})
+	a.Launcher = o.Launcher
+	if a.Launcher == nil {
+		if a.Launcher, err = ecsLauncher(awsCfg, cfg.ECS); err != nil {
+			return nil, err
+		}
+	}
+	// The one call New makes, once the configuration is known to be whole.
+	key, err := secretKey(ctx, awsCfg, cfg.SecretID)
+	if err != nil {
+		return nil, err
+	}
+	a.Service = &worker.Service{
+		Store:        a.Store,
+		Sink:         sk,
+		Tokens:       a.Tokens,
+		Launcher:     a.Launcher,
+		Minter:       &captoken.Minter{Key: key, TTL: cfg.TokenTTL},
+		APIURL:       cfg.APIURL,
+		Env:          runenv.EnvFunc(sk),
+		OnEvent:      a.logEvent,
+		Warnf:        func(format string, args ...any) { logf(a.Log, "warning: "+format, args...) },
+		ResolveFiles: false, // the worker resolves an @file: body (DESIGN.md § Limits)
+		MaxBodyBytes: cfg.MaxBodyBytes,
+	}
+	a.Service.Publish = func(ctx context.Context, run stratus.Run, env *worker.RunEnv) ([]string, error) {
+		f, err := report.Collect(ctx, a.Store, run, stratus.RunDone, worker.ReportEnv(env))
+		if err != nil {
+			return nil, err
+		}
+		return report.Write(ctx, sk, f)
+	}
+	return a, nil
+}
+
+func secretKey(ctx context.Context, awsCfg aws.Config, id string) ([]byte, error) {
+	return secretsmanagerSource(awssm.NewFromConfig(awsCfg), id).Key(ctx)
+}
+
+// HandleMessage runs one dispatch-queue message body (see the function
+// HandleMessage).
+func (a *App) HandleMessage(ctx context.Context, body string) error {
+	return HandleMessage(ctx, a.Service, body, a.Log)
+}
+
+// Drain waits for the work a request started in the background (the
+// supervisor layer's launches). A Lambda handler calls it before it
+// returns: the environment is frozen between invocations.
+func (a *App) Drain() { a.Service.Drain() }
+
+// HTTPHandler is the worker API (internal/httpapi) as the worker API
+// function serves it. Without a configured API URL (the function cannot
+// know its own API's address from the template: the API depends on the
+// function), the first request's host is taken for it, "https://" + Host:
+// the address the workers called is the one they are told to call.
+func (a *App) HTTPHandler() http.Handler {
+	api := httpapi.New(a.Service)
+	api.OnError = func(r *http.Request, err error) {
+		if stratus.ErrorCode(err) == stratus.EINTERNAL {
+			logf(a.Log, "worker API %s %s: %v", r.Method, r.URL.Path, err)
+		}
+	}
+	if a.Config.APIURL != "" {
+		return api
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Host != "" {
+			a.apiURLOnce.Do(func() { a.Service.APIURL = "https://" + r.Host })
+		}
+		api.ServeHTTP(w, r)
+	})
+}
+
+// logEvent writes one progress event as a JSON line.
+func (a *App) logEvent(e worker.Event) {
+	b, err := json.Marshal(struct {
+		Msg string `json:"msg"`
+		worker.Event
+	}{"stratus.event", e})
+	if err == nil {
+		fmt.Fprintf(a.Log, "%s\n", b)
+	}
+}

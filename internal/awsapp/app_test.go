@@ -1,0 +1,460 @@
+package awsapp_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	iofs "io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsdynamodb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	awsecs "github.com/aws/aws-sdk-go-v2/service/ecs"
+	ecstypes "github.com/aws/aws-sdk-go-v2/service/ecs/types"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	awssm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/awsapp"
+	"github.com/stratusflow/stratus/internal/awstest"
+	"github.com/stratusflow/stratus/internal/builtin"
+	"github.com/stratusflow/stratus/internal/config"
+	"github.com/stratusflow/stratus/internal/launch"
+	"github.com/stratusflow/stratus/internal/launch/ecs"
+	"github.com/stratusflow/stratus/internal/runenv"
+	smsecret "github.com/stratusflow/stratus/internal/secret/secretsmanager"
+	"github.com/stratusflow/stratus/internal/store/dynamodb"
+	"github.com/stratusflow/stratus/internal/worker"
+)
+
+// launcher records worker specs instead of starting tasks; fail, when set,
+// is what every Launch answers.
+type launcher struct {
+	mu    sync.Mutex
+	specs []launch.Spec
+	fail  error
+}
+
+func (l *launcher) Launch(_ context.Context, s launch.Spec) (string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.fail != nil {
+		return "", l.fail
+	}
+	l.specs = append(l.specs, s)
+	return "arn:aws:ecs:us-east-1:123456789012:task/c/" + s.Handle, nil
+}
+func (l *launcher) Stop(context.Context, string) error { return nil }
+
+func (l *launcher) launched() []launch.Spec {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.specs)
+}
+
+// tokens records task-token failures and successes.
+type tokens struct {
+	mu       sync.Mutex
+	failures map[string]string // token -> error name
+}
+
+func (t *tokens) SendTaskSuccess(context.Context, string, json.RawMessage) error { return nil }
+func (t *tokens) SendTaskFailure(_ context.Context, tok, name, _ string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.failures[tok] = name
+	return nil
+}
+func (t *tokens) SendTaskHeartbeat(context.Context, string) error { return nil }
+
+func (t *tokens) failure(tok string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.failures[tok]
+}
+
+// stack is what template.yaml would have deployed, made on moto with
+// names unique to the test: the store's table, the data bucket and the
+// HMAC key secret; env is the functions' environment for it.
+type stack struct {
+	aws aws.Config
+	env map[string]string
+}
+
+var unsafe = regexp.MustCompile(`[^a-z0-9-]+`)
+
+func newStack(t *testing.T) *stack {
+	t.Helper()
+	ctx := context.Background()
+	cfg := awstest.Moto(t).Config()
+	b := make([]byte, 3)
+	rand.Read(b)
+	name := strings.Trim(unsafe.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	name += "-" + hex.EncodeToString(b)
+	if err := dynamodb.CreateTables(ctx, awsdynamodb.NewFromConfig(cfg), name+"-"); err != nil {
+		t.Fatal(err)
+	}
+	s3c := awss3.NewFromConfig(cfg, func(o *awss3.Options) { o.UsePathStyle = true })
+	if _, err := s3c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+		t.Fatal(err)
+	}
+	arn, err := smsecret.CreateKeySecret(ctx, awssm.NewFromConfig(cfg), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &stack{aws: cfg, env: map[string]string{
+		awsapp.EnvTable:          dynamodb.TableName(name + "-"),
+		awsapp.EnvBucket:         name,
+		awsapp.EnvBucketPrefix:   "stratus/",
+		awsapp.EnvSecretID:       arn,
+		awsapp.EnvCluster:        "arn:aws:ecs:us-east-1:123456789012:cluster/" + name,
+		awsapp.EnvTaskDefinition: name + "-runner",
+		awsapp.EnvSubnets:        "subnet-0a,subnet-0b",
+		awsapp.EnvSecurityGroups: "sg-0a",
+	}}
+}
+
+// app builds an App from the stack's environment with extra variables.
+func (s *stack) app(t *testing.T, o awsapp.Options, extra ...string) *awsapp.App {
+	t.Helper()
+	env := map[string]string{}
+	for k, v := range s.env {
+		env[k] = v
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		env[extra[i]] = extra[i+1]
+	}
+	cfg, err := awsapp.FromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	a, err := awsapp.New(context.Background(), cfg, s.aws, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// startRun freezes a run of the built-in implementation flow into the
+// app's bucket (as `stratus run --target aws` does before it starts the
+// execution) and records it in the store.
+func startRun(t *testing.T, a *awsapp.App, runID string) stratus.Run {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	flows := filepath.Join(dir, worker.StateDirName, "flows")
+	err := iofs.WalkDir(builtin.Flows, "flows", func(p string, d iofs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := builtin.Flows.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel("flows", p)
+		os.MkdirAll(filepath.Dir(filepath.Join(flows, rel)), 0o755)
+		return os.WriteFile(filepath.Join(flows, rel), data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	taskPath := filepath.Join(dir, "t1.md")
+	os.WriteFile(taskPath, []byte("---\nid: t1\ntitle: A task\n---\n## Description\n\nDo it.\n"), 0o644)
+	c := config.Default()
+	c.Supervisor.Enabled = new(bool) // no observation turns: one launch per dispatch
+	cfgYAML, err := config.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runenv.Freeze(ctx, a.Sink, runID, dir, flows, taskPath, cfgYAML); err != nil {
+		t.Fatal(err)
+	}
+	run := stratus.Run{ID: runID, TaskID: "t1", TaskTitle: "A task", Flow: "implementation", Status: stratus.RunRunning,
+		WorkDir: dir, TaskPath: taskPath, CreatedAt: time.Now().UTC()}
+	if err := a.Store.CreateRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	return run
+}
+
+func message(runID, node, token string) string {
+	b, _ := json.Marshal(worker.Message{RunID: runID, Node: node, Kind: "agent", TaskToken: token})
+	return string(b)
+}
+
+// The two functions over one stack on moto (DESIGN.md § The path of one
+// step, 2-3): dispatch creates the step, attempt and handle in DynamoDB,
+// writes the rendered prompt under the bucket prefix template.yaml's IAM
+// grants (stratus/*) and launches the worker with the API URL it was
+// configured with; the worker API, which has no configured URL, takes the
+// host its request came to, and serves the prompt to the handle given in
+// a lower-cased authorization header.
+func TestApp_DispatchThenWorkerAPIOnMoto(t *testing.T) {
+	s := newStack(t)
+	l := &launcher{}
+	dispatch := s.app(t, awsapp.Options{Launcher: l}, awsapp.EnvAPIURL, "https://api.example.test")
+	api := s.app(t, awsapp.Options{Launcher: &launcher{}})
+	run := startRun(t, dispatch, "r-moto-1")
+	ctx := context.Background()
+
+	if err := dispatch.HandleMessage(ctx, message(run.ID, "planning", "tok-1")); err != nil {
+		t.Fatalf("HandleMessage: %v", err)
+	}
+	specs := l.launched()
+	if len(specs) != 1 || specs[0].APIURL != "https://api.example.test" || specs[0].TaskID != run.ID+".planning.1" {
+		t.Fatalf("launched %+v; want one worker of %s.planning.1 told https://api.example.test", specs, run.ID)
+	}
+	if _, err := api.Store.GetHandle(ctx, specs[0].Handle); err != nil {
+		t.Fatalf("the handle is not in the store the worker API reads: %v", err)
+	}
+	s3c := awss3.NewFromConfig(s.aws, func(o *awss3.Options) { o.UsePathStyle = true })
+	key := "stratus/.stratus/logs/t1/stages/planning/run-000001/rendered-prompt.md"
+	if _, err := s3c.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: aws.String(s.env[awsapp.EnvBucket]), Key: aws.String(key)}); err != nil {
+		t.Errorf("no s3://%s/%s: %v", s.env[awsapp.EnvBucket], key, err)
+	}
+
+	req := httptest.NewRequest("GET", "https://abc123.execute-api.us-east-1.amazonaws.com/v1/worker/prompt?task_id="+specs[0].TaskID, nil)
+	req.Header.Set("authorization", "Bearer "+specs[0].Handle)
+	w := httptest.NewRecorder()
+	api.HTTPHandler().ServeHTTP(w, req)
+	if w.Code != http.StatusOK {
+		t.Fatalf("prompt = %d %s", w.Code, w.Body)
+	}
+	var p worker.Payload
+	if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil || p.TaskID != specs[0].TaskID || !strings.Contains(p.Prompt, "t1") {
+		t.Fatalf("payload %s (%v)", w.Body, err)
+	}
+	if got := api.Service.APIURL; got != "https://abc123.execute-api.us-east-1.amazonaws.com" {
+		t.Errorf("the worker API took %q for its URL; want the host its request came to", got)
+	}
+}
+
+// A redelivered dispatch message creates nothing twice (the step is keyed
+// on the task token): the second delivery launches no second worker.
+func TestApp_RedeliveredMessageLaunchesOnce(t *testing.T) {
+	s := newStack(t)
+	l := &launcher{}
+	a := s.app(t, awsapp.Options{Launcher: l}, awsapp.EnvAPIURL, "https://api.example.test")
+	run := startRun(t, a, "r-moto-2")
+	for range 2 {
+		if err := a.HandleMessage(context.Background(), message(run.ID, "planning", "tok-1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(l.launched()); n != 1 {
+		t.Fatalf("two deliveries launched %d workers; want 1", n)
+	}
+}
+
+// Issue 6 § 4: throttling and capacity errors of RunTask (after the
+// launcher's retries) are infrastructure failures: the Task state fails
+// with stratus.InfrastructureFailed, which the compiled machine routes to
+// manual_action_required without charging a rework budget, and the
+// message is not redelivered.
+func TestHandleMessage_CapacityFailureIsInfrastructureNotRedelivered(t *testing.T) {
+	s := newStack(t)
+	l := &launcher{fail: &ecs.InfrastructureError{TaskID: "x", Attempts: 5, Reason: "RESOURCE:CPU"}}
+	a := s.app(t, awsapp.Options{Launcher: l}, awsapp.EnvAPIURL, "https://api.example.test")
+	rec := &tokens{failures: map[string]string{}}
+	a.Service.Tokens = rec
+	run := startRun(t, a, "r-moto-3")
+	if err := a.HandleMessage(context.Background(), message(run.ID, "planning", "tok-1")); err != nil {
+		t.Fatalf("HandleMessage = %v; a failure reported to the state machine is not redelivered", err)
+	}
+	if got := rec.failure("tok-1"); got != worker.ErrInfrastructure {
+		t.Fatalf("the Task state failed with %q; want %s", got, worker.ErrInfrastructure)
+	}
+}
+
+// A message that can never be dispatched (its run is unknown) fails its
+// Task state with stratus.DispatchFailed now, instead of at the state's
+// timeout, and is not redelivered; a body that is no dispatch message is
+// dropped.
+func TestHandleMessage_PermanentErrorFailsTheTaskState(t *testing.T) {
+	s := newStack(t)
+	var log bytes.Buffer
+	a := s.app(t, awsapp.Options{Launcher: &launcher{}, Log: &log}, awsapp.EnvAPIURL, "https://api.example.test")
+	rec := &tokens{failures: map[string]string{}}
+	a.Service.Tokens = rec
+	if err := a.HandleMessage(context.Background(), message("r-nowhere", "planning", "tok-9")); err != nil {
+		t.Fatalf("HandleMessage = %v; want nil (not redelivered)", err)
+	}
+	if got := rec.failure("tok-9"); got != worker.ErrDispatch {
+		t.Fatalf("the Task state failed with %q; want %s", got, worker.ErrDispatch)
+	}
+	if err := a.HandleMessage(context.Background(), "not json"); err != nil {
+		t.Fatalf("HandleMessage(not json) = %v; want nil (dropped)", err)
+	}
+	if !strings.Contains(log.String(), "not a dispatch message") {
+		t.Errorf("log %q does not say the body was dropped", log.String())
+	}
+}
+
+// An AWS failure (here: the store's table does not exist) is an
+// infrastructure error: HandleMessage returns it so SQS redelivers the
+// message, and no Task state is failed for it.
+func TestHandleMessage_AWSFailureIsRedelivered(t *testing.T) {
+	s := newStack(t)
+	a := s.app(t, awsapp.Options{Launcher: &launcher{}}, awsapp.EnvTable, "no-such-table-"+s.env[awsapp.EnvBucket])
+	rec := &tokens{failures: map[string]string{}}
+	a.Service.Tokens = rec
+	err := a.HandleMessage(context.Background(), message("r-1", "planning", "tok-1"))
+	if err == nil || !awsapp.Infrastructure(err) {
+		t.Fatalf("HandleMessage = %v; want an infrastructure error", err)
+	}
+	if rec.failure("tok-1") != "" {
+		t.Errorf("the Task state was failed (%s) for an infrastructure error", rec.failure("tok-1"))
+	}
+}
+
+// Without Options.Launcher, New builds the ECS launcher from the
+// environment; its RunTask reaches the cluster and task definition named
+// there, in the subnets of the node's network access.
+func TestNew_ECSLauncherFromEnvironmentOnMoto(t *testing.T) {
+	s := newStack(t)
+	ctx := context.Background()
+	rec := &runTaskRecorder{}
+	s.aws.HTTPClient = rec
+	ecsc := awsecs.NewFromConfig(s.aws)
+	name := s.env[awsapp.EnvBucket]
+	cl, err := ecsc.CreateCluster(ctx, &awsecs.CreateClusterInput{ClusterName: aws.String(name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Bridge, not awsvpc as in template.yaml: moto 5.2.1's RunTask fails
+	// with a 500 on an awsvpc task definition (internal/launch/ecs tests
+	// the awsvpc request itself).
+	_, err = ecsc.RegisterTaskDefinition(ctx, &awsecs.RegisterTaskDefinitionInput{
+		Family: aws.String(name + "-runner"), NetworkMode: ecstypes.NetworkModeBridge,
+		ContainerDefinitions: []ecstypes.ContainerDefinition{{Name: aws.String("runner"), Image: aws.String("stratus-runner:test"), Memory: aws.Int32(512)}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := s.app(t, awsapp.Options{}, awsapp.EnvCluster, aws.ToString(cl.Cluster.ClusterArn), awsapp.EnvAPIURL, "https://api.example.test")
+	if _, ok := a.Launcher.(*ecs.Launcher); !ok {
+		t.Fatalf("Launcher is %T; want *ecs.Launcher", a.Launcher)
+	}
+	arn, err := a.Launcher.Launch(ctx, launch.Spec{APIURL: "https://api.example.test", Handle: "wh-abcd1234", TaskID: "r.planning.1", Attempt: 1})
+	if err != nil {
+		t.Fatalf("Launch on moto: %v", err)
+	}
+	out, err := ecsc.DescribeTasks(ctx, &awsecs.DescribeTasksInput{Cluster: cl.Cluster.ClusterArn, Tasks: []string{arn}})
+	if err != nil || len(out.Tasks) != 1 {
+		t.Fatalf("DescribeTasks(%s) = %+v, %v", arn, out, err)
+	}
+	var env []string
+	for _, o := range out.Tasks[0].Overrides.ContainerOverrides {
+		for _, kv := range o.Environment {
+			env = append(env, aws.ToString(kv.Name)+"="+aws.ToString(kv.Value))
+		}
+	}
+	slices.Sort(env)
+	want := []string{"STRATUS_API_URL=https://api.example.test", "STRATUS_HANDLE=wh-abcd1234", "STRATUS_TASK_ID=r.planning.1"}
+	if !slices.Equal(env, want) {
+		t.Errorf("the task's environment overrides = %v; want %v", env, want)
+	}
+	// The network of a node without network access: the subnets and
+	// security groups of STRATUS_ECS_SUBNETS / _SECURITY_GROUPS.
+	var req struct {
+		TaskDefinition       string
+		NetworkConfiguration struct {
+			AwsvpcConfiguration struct{ Subnets, SecurityGroups []string }
+		}
+	}
+	json.Unmarshal(rec.body(), &req)
+	if vpc := req.NetworkConfiguration.AwsvpcConfiguration; req.TaskDefinition != name+"-runner" ||
+		!slices.Equal(vpc.Subnets, []string{"subnet-0a", "subnet-0b"}) || !slices.Equal(vpc.SecurityGroups, []string{"sg-0a"}) {
+		t.Errorf("RunTask request %s; want task definition %s-runner in subnet-0a,subnet-0b with sg-0a", rec.body(), name)
+	}
+}
+
+// runTaskRecorder keeps the last RunTask request body and mends moto
+// 5.2.1's task answers (RunTask, DescribeTasks), whose containers[].cpu/memory are JSON numbers
+// where the ECS API (and the SDK) have strings.
+type runTaskRecorder struct {
+	mu   sync.Mutex
+	last []byte
+}
+
+var numericContainerField = regexp.MustCompile(`"(cpu|memory|memoryReservation)":\s*(\d+)`)
+
+func (r *runTaskRecorder) Do(req *http.Request) (*http.Response, error) {
+	target := req.Header.Get("X-Amz-Target")
+	if strings.HasSuffix(target, ".RunTask") && req.Body != nil {
+		b, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		req.Body = io.NopCloser(bytes.NewReader(b))
+		r.mu.Lock()
+		r.last = b
+		r.mu.Unlock()
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || !strings.HasSuffix(target, ".RunTask") && !strings.HasSuffix(target, ".DescribeTasks") {
+		return resp, err
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	b = numericContainerField.ReplaceAll(b, []byte(`"$1": "$2"`))
+	resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+	resp.Header.Del("Content-Length")
+	return resp, nil
+}
+
+func (r *runTaskRecorder) body() []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last
+}
+
+// New refuses a configuration that lacks what every function needs,
+// naming the variable, before it calls AWS.
+func TestNew_RequiresTableBucketSecretAndECS(t *testing.T) {
+	full := map[string]string{
+		awsapp.EnvTable: "t", awsapp.EnvBucket: "b", awsapp.EnvSecretID: "s",
+		awsapp.EnvCluster: "c", awsapp.EnvTaskDefinition: "td", awsapp.EnvSubnets: "subnet-1", awsapp.EnvSecurityGroups: "sg-1",
+	}
+	for _, missing := range []string{awsapp.EnvTable, awsapp.EnvBucket, awsapp.EnvSecretID, awsapp.EnvCluster, awsapp.EnvTaskDefinition, awsapp.EnvSubnets, awsapp.EnvSecurityGroups} {
+		env := map[string]string{}
+		for k, v := range full {
+			if k != missing {
+				env[k] = v
+			}
+		}
+		cfg, err := awsapp.FromEnv(func(k string) string { return env[k] })
+		if err != nil {
+			t.Fatal(err)
+		}
+		// No launcher given: the ECS one is built from the environment. No
+		// call is made: the configuration is refused first.
+		_, err = awsapp.New(context.Background(), cfg, aws.Config{Region: "us-east-1"}, awsapp.Options{})
+		var se *stratus.Error
+		if !errors.As(err, &se) || se.Code != stratus.EINVALID || se.Field != missing {
+			t.Errorf("New without %s = %v; want EINVALID naming %s", missing, err, missing)
+		}
+	}
+}

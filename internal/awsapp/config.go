@@ -1,0 +1,160 @@
+package awsapp
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/launch"
+	"github.com/stratusflow/stratus/internal/launch/ecs"
+)
+
+// Environment variables the Lambda functions read (template.yaml sets them;
+// `stratus run --target aws` sets the same from the stack's outputs).
+const (
+	EnvTable        = "STRATUS_TABLE"         // the store's DynamoDB table (store/dynamodb.TableName)
+	EnvBucket       = "STRATUS_BUCKET"        // the data bucket
+	EnvBucketPrefix = "STRATUS_BUCKET_PREFIX" // key prefix of everything Stratus stores in it ("stratus/")
+	EnvQueueURL     = "STRATUS_DISPATCH_QUEUE_URL"
+	EnvSecretID     = "STRATUS_HMAC_SECRET_ID" // name or ARN of the HMAC key secret
+	// EnvAPIURL is the worker API's base URL, what workers are told to
+	// call (the same variable a worker reads). The worker API function has
+	// none: it takes the address its requests arrive at.
+	EnvAPIURL                = launch.EnvAPIURL
+	EnvCluster               = "STRATUS_ECS_CLUSTER"         // cluster name or ARN
+	EnvTaskDefinition        = "STRATUS_ECS_TASK_DEFINITION" // family[:revision] or ARN of the runner
+	EnvContainer             = "STRATUS_ECS_CONTAINER"       // the runner's container name (default "runner")
+	EnvSubnets               = "STRATUS_ECS_SUBNETS"         // comma-separated; nodes without network access
+	EnvSecurityGroups        = "STRATUS_ECS_SECURITY_GROUPS"
+	EnvNetworkSubnets        = "STRATUS_ECS_NETWORK_SUBNETS" // nodes with network_access true (default: EnvSubnets)
+	EnvNetworkSecurityGroups = "STRATUS_ECS_NETWORK_SECURITY_GROUPS"
+	EnvAssignPublicIP        = "STRATUS_ECS_ASSIGN_PUBLIC_IP" // ENABLED | DISABLED (default)
+	EnvMaxBodyBytes          = "STRATUS_MAX_BODY_BYTES"       // default DefaultMaxBodyBytes
+	EnvTokenTTLSeconds       = "STRATUS_TOKEN_TTL_SECONDS"    // default captoken.DefaultTTL
+)
+
+// Vars lists every variable Config reads, for checks that the template sets
+// nothing else.
+var Vars = []string{
+	EnvTable, EnvBucket, EnvBucketPrefix, EnvQueueURL, EnvSecretID, EnvAPIURL,
+	EnvCluster, EnvTaskDefinition, EnvContainer, EnvSubnets, EnvSecurityGroups,
+	EnvNetworkSubnets, EnvNetworkSecurityGroups, EnvAssignPublicIP,
+	EnvMaxBodyBytes, EnvTokenTTLSeconds,
+}
+
+// DefaultMaxBodyBytes bounds a worker body on AWS: 4 MiB, which API Gateway
+// base64-encodes to under Lambda's 6 MB synchronous payload (DESIGN.md §
+// Limits). Larger bodies go through a presigned S3 upload.
+const DefaultMaxBodyBytes = 4 << 20
+
+// DefaultContainer is the runner's container name in template.yaml.
+const DefaultContainer = ecs.DefaultContainer
+
+// Config is what the AWS side of Stratus is told by its environment.
+type Config struct {
+	Table        string
+	Bucket       string
+	BucketPrefix string
+	QueueURL     string
+	SecretID     string
+	APIURL       string // "" in the worker API function
+	ECS          ECS
+	MaxBodyBytes int64
+	TokenTTL     time.Duration // 0 = captoken.DefaultTTL
+}
+
+// ECS is where workers run: the runner's task definition on a cluster, in
+// the subnets and security groups of the node's network_access.
+type ECS struct {
+	Cluster               string
+	TaskDefinition        string
+	Container             string
+	Subnets               []string
+	SecurityGroups        []string
+	NetworkSubnets        []string
+	NetworkSecurityGroups []string
+	AssignPublicIP        bool
+}
+
+// FromEnv reads Config from getenv (os.Getenv). It checks the form of what
+// is set (numbers, ENABLED/DISABLED, an http(s) URL); which variables are
+// required is New's business, since `stratus run --target aws` needs fewer
+// than a function. Errors: EINVALID naming the variable, its value and
+// what is valid.
+func FromEnv(getenv func(string) string) (Config, error) {
+	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
+	c := Config{
+		Table:        get(EnvTable),
+		Bucket:       get(EnvBucket),
+		BucketPrefix: get(EnvBucketPrefix),
+		QueueURL:     get(EnvQueueURL),
+		SecretID:     get(EnvSecretID),
+		APIURL:       strings.TrimRight(get(EnvAPIURL), "/"),
+		ECS: ECS{
+			Cluster:               get(EnvCluster),
+			TaskDefinition:        get(EnvTaskDefinition),
+			Container:             get(EnvContainer),
+			Subnets:               list(get(EnvSubnets)),
+			SecurityGroups:        list(get(EnvSecurityGroups)),
+			NetworkSubnets:        list(get(EnvNetworkSubnets)),
+			NetworkSecurityGroups: list(get(EnvNetworkSecurityGroups)),
+		},
+		MaxBodyBytes: DefaultMaxBodyBytes,
+	}
+	if c.ECS.Container == "" {
+		c.ECS.Container = DefaultContainer
+	}
+	if len(c.ECS.NetworkSubnets) == 0 {
+		c.ECS.NetworkSubnets = c.ECS.Subnets
+	}
+	if len(c.ECS.NetworkSecurityGroups) == 0 {
+		c.ECS.NetworkSecurityGroups = c.ECS.SecurityGroups
+	}
+	switch v := get(EnvAssignPublicIP); v {
+	case "", "DISABLED":
+	case "ENABLED":
+		c.ECS.AssignPublicIP = true
+	default:
+		return c, stratus.FieldErrorf(stratus.EINVALID, EnvAssignPublicIP, "%q is not valid; valid: ENABLED, DISABLED", v)
+	}
+	if c.APIURL != "" && !strings.HasPrefix(c.APIURL, "https://") && !strings.HasPrefix(c.APIURL, "http://") {
+		return c, stratus.FieldErrorf(stratus.EINVALID, EnvAPIURL, "%q is not an http(s) URL; valid: the worker API's base URL, such as https://ID.execute-api.REGION.amazonaws.com", c.APIURL)
+	}
+	if v := get(EnvMaxBodyBytes); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return c, stratus.FieldErrorf(stratus.EINVALID, EnvMaxBodyBytes, "%q is not valid; valid: a positive number of bytes (default %d)", v, DefaultMaxBodyBytes)
+		}
+		c.MaxBodyBytes = n
+	}
+	if v := get(EnvTokenTTLSeconds); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return c, stratus.FieldErrorf(stratus.EINVALID, EnvTokenTTLSeconds, "%q is not valid; valid: a positive number of seconds", v)
+		}
+		c.TokenTTL = time.Duration(n) * time.Second
+	}
+	return c, nil
+}
+
+// list splits a comma-separated list, dropping empty items.
+func list(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// require returns EINVALID naming the first variable whose value is empty.
+func require(pairs ...string) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i+1] == "" {
+			return stratus.FieldErrorf(stratus.EINVALID, pairs[i], "is not set; template.yaml sets it on every function (see internal/awsapp)")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+package awsapp_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/awsapp"
+)
+
+func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+// What template.yaml sets reads back as the Config the functions run on;
+// the defaults fill what it leaves out (the runner container, the
+// network-access subnets and security groups, the 4 MiB body bound).
+func TestFromEnv_ReadsTheTemplatesVariables(t *testing.T) {
+	c, err := awsapp.FromEnv(envOf(map[string]string{
+		awsapp.EnvTable: "stack-stratus", awsapp.EnvBucket: "bucket", awsapp.EnvBucketPrefix: "stratus/",
+		awsapp.EnvAPIURL: "https://abc.execute-api.us-east-1.amazonaws.com/", awsapp.EnvSecretID: "arn:secret",
+		awsapp.EnvCluster: "cluster", awsapp.EnvTaskDefinition: "arn:td:3", awsapp.EnvSubnets: " subnet-a, subnet-b ,",
+		awsapp.EnvSecurityGroups: "sg-a", awsapp.EnvAssignPublicIP: "ENABLED", awsapp.EnvTokenTTLSeconds: "900",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Table != "stack-stratus" || c.Bucket != "bucket" || c.BucketPrefix != "stratus/" || c.SecretID != "arn:secret" {
+		t.Errorf("config %+v", c)
+	}
+	if c.APIURL != "https://abc.execute-api.us-east-1.amazonaws.com" {
+		t.Errorf("APIURL %q; want it without the trailing slash", c.APIURL)
+	}
+	e := c.ECS
+	if !slices.Equal(e.Subnets, []string{"subnet-a", "subnet-b"}) || !slices.Equal(e.NetworkSubnets, e.Subnets) ||
+		!slices.Equal(e.NetworkSecurityGroups, []string{"sg-a"}) || !e.AssignPublicIP || e.Container != "runner" {
+		t.Errorf("ECS %+v", e)
+	}
+	if c.MaxBodyBytes != awsapp.DefaultMaxBodyBytes || c.TokenTTL != 900*time.Second {
+		t.Errorf("MaxBodyBytes %d, TokenTTL %v", c.MaxBodyBytes, c.TokenTTL)
+	}
+}
+
+// A malformed value is refused naming the variable.
+func TestFromEnv_BadValueNamesTheVariable(t *testing.T) {
+	for k, v := range map[string]string{
+		awsapp.EnvAssignPublicIP:  "yes",
+		awsapp.EnvMaxBodyBytes:    "-1",
+		awsapp.EnvTokenTTLSeconds: "ten",
+		awsapp.EnvAPIURL:          "abc.execute-api.amazonaws.com",
+	} {
+		_, err := awsapp.FromEnv(envOf(map[string]string{k: v}))
+		var se *stratus.Error
+		if !errors.As(err, &se) || se.Code != stratus.EINVALID || se.Field != k {
+			t.Errorf("FromEnv(%s=%q) = %v; want EINVALID naming %s", k, v, err, k)
+		}
+	}
+}
+
+// Infrastructure failures are the errors without a Stratus code (an AWS
+// or network error) or EINTERNAL; a coded answer would repeat on retry.
+func TestInfrastructure_UncodedErrorsOnly(t *testing.T) {
+	for err, want := range map[error]bool{
+		errors.New("ThrottlingException: Rate exceeded"):     true,
+		stratus.Errorf(stratus.EINTERNAL, "boom"):            true,
+		stratus.Errorf(stratus.ENOTFOUND, "no run"):          false,
+		stratus.Errorf(stratus.ECONFLICT, "TaskTimedOut: x"): false,
+		stratus.Errorf(stratus.EINVALID, "bad message"):      false,
+	} {
+		if got := awsapp.Infrastructure(err); got != want {
+			t.Errorf("Infrastructure(%v) = %v; want %v", err, got, want)
+		}
+	}
+	if awsapp.Infrastructure(nil) {
+		t.Error("Infrastructure(nil) = true")
+	}
+}
