@@ -16,8 +16,7 @@ for: a hitl node with signal approval (the run takes its route:approve edge), or
 an agent that asked for an approval (the run goes on past it). The run must be
 running under DIR (stratus run writes DIR/.stratus/runs/RUN.json while it runs).
 
-Exit status: 0 recorded, 1 the run is not running or the reply failed, 2 the
-node does not wait for an approval.`,
+` + hitlExitHelp,
 		Args: cobra.ExactArgs(2),
 		RunE: func(_ *cobra.Command, args []string) error {
 			o.RunID, o.Node = args[0], args[1]

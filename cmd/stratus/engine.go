@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	stdio "io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -20,17 +22,25 @@ func newEngineCmd(io IO) *cobra.Command {
 		RunE:  func(_ *cobra.Command, args []string) error { return subcommandMissing("engine", args) },
 	}
 	cmd.AddCommand(&cobra.Command{
-		Use:   "echo",
+		Use:   "echo [-- IGNORED…]",
 		Short: "Echo the input as the report (openseek's echo kind)",
-		Args:  cobra.NoArgs,
-		RunE:  func(*cobra.Command, []string) error { return engine.Echo(io.In, io.Out) },
+		Long: `echo answers the v1 envelope on stdin with its input as the report (openseek's echo
+kind). Arguments after -- (a node's extra_args) are accepted and ignored.`,
+		Args: extraArgsOnly,
+		RunE: func(_ *cobra.Command, args []string) error {
+			ignoreExtraArgs(io.Err, "echo", args)
+			return engine.Echo(io.In, io.Out)
+		},
 	})
 	var scenario string
 	script := &cobra.Command{
-		Use:   "script --scenario FILE",
+		Use:   "script --scenario FILE [-- IGNORED…]",
 		Short: "Answer per node and visit from a scenario file",
-		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
+		Long: `script answers per node and visit from a scenario file (see examples/scenario.yaml).
+Arguments after -- (a node's extra_args) are accepted and ignored.`,
+		Args: extraArgsOnly,
+		RunE: func(_ *cobra.Command, args []string) error {
+			ignoreExtraArgs(io.Err, "script", args)
 			s, err := engine.LoadScenario(scenario)
 			if err != nil {
 				return usageError{err}
@@ -71,4 +81,22 @@ Flags after -- go to the CLI (model, permission mode, ...).`,
 		cmd.AddCommand(c)
 	}
 	return cmd
+}
+
+// extraArgsOnly accepts arguments only after "--": a node's extra_args,
+// which the runner passes a bundled engine after a "--" (README § Engines).
+func extraArgsOnly(c *cobra.Command, args []string) error {
+	if dash := c.ArgsLenAtDash(); len(args) > 0 && (dash < 0 || dash > 0) {
+		return usageError{fmt.Errorf("unexpected argument %q: %s takes arguments only after -- (a node's extra_args, ignored)", args[0], c.CommandPath())}
+	}
+	return nil
+}
+
+// ignoreExtraArgs says once on stderr that a bundled engine without a CLI
+// to hand them to ignores the arguments after "--" (issue 5 breaker H3:
+// a node's extra_args must not fail every node on the echo or script engine).
+func ignoreExtraArgs(w stdio.Writer, name string, args []string) {
+	if len(args) > 0 {
+		fmt.Fprintf(w, "stratus engine %s: ignoring %d extra argument(s) after --: %s (this engine wraps no CLI to pass them to)\n", name, len(args), strings.Join(args, " "))
+	}
 }

@@ -34,12 +34,31 @@ type HITLOptions struct {
 	JSON     bool
 }
 
+// hitlExitHelp is the exit-status paragraph of approve, reject and answer:
+// one mapping, which runHITL implements.
+const hitlExitHelp = `Exit status:
+  0  the reply was recorded and the run goes on
+  1  the run is not running or cannot be reached: no DIR/.stratus/runs/RUN.json,
+     its process is gone, its API does not answer, or the run has ended (or the
+     reply failed for a reason of the run's own)
+  2  bad input, or NODE does not wait for this reply: an unknown node, a node that
+     never asks a human, one that has not asked yet or was already answered, the
+     wrong command for what it asks (approve/reject an approval, answer a
+     question), an empty answer, a rejection without --reason`
+
 // runHITL replies for a human to a run that waits for one (issue 5 § 4):
 // it finds the running run's API in DIR/.stratus/runs/<run>.json, mints an
 // operator token with DIR/.stratus/hmac.key and posts the reply to
-// /v1/runs/<run>/nodes/<node>/hitl. A run that is not running is an error
-// (exit 1); a reply the request does not take is a usage error (exit 2).
+// /v1/runs/<run>/nodes/<node>/hitl. Exit statuses as hitlExitHelp says: 1
+// when the run cannot take a reply at all, 2 when this reply is wrong for
+// the node (hitlExit).
 func runHITL(o *HITLOptions) error {
+	switch {
+	case o.Decision == worker.DecisionReject && strings.TrimSpace(o.Text) == "":
+		return &exitError{code: ExitUsage, err: fmt.Errorf("reject %s of run %s: a rejection needs its reason: stratus reject %s %s --reason TEXT", o.Node, o.RunID, o.RunID, o.Node)}
+	case o.Decision == worker.DecisionAnswer && strings.TrimSpace(o.Text) == "":
+		return &exitError{code: ExitUsage, err: fmt.Errorf("answer %s of run %s: the answer is empty; valid: any non-empty text", o.Node, o.RunID)}
+	}
 	state := filepath.Join(o.Dir, orchestrator.StateDir)
 	addr, err := orchestrator.ReadRunAddress(state, o.RunID)
 	switch stratus.ErrorCode(err) {
@@ -88,11 +107,7 @@ func runHITL(o *HITLOptions) error {
 				msg = eb.Error.Field + ": " + msg
 			}
 		}
-		code := ExitFailed
-		if resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusUnprocessableEntity {
-			code = ExitUsage
-		}
-		return &exitError{code: code, err: fmt.Errorf("%s %s of run %s: %s", o.Decision, o.Node, o.RunID, msg)}
+		return &exitError{code: hitlExit(resp.StatusCode, eb.Error.Field), err: fmt.Errorf("%s %s of run %s: %s", o.Decision, o.Node, o.RunID, msg)}
 	}
 	var v worker.HITLValue
 	if err := json.Unmarshal(data, &v); err != nil {
@@ -105,6 +120,21 @@ func runHITL(o *HITLOptions) error {
 	}
 	fmt.Fprintf(o.IO.Out, "run %s: %s → %s\n", o.RunID, v.StepRef, v.Outcome)
 	return nil
+}
+
+// hitlExit maps the API's refusal of a reply to the exit status
+// hitlExitHelp documents (worker.Service.Human says which field is wrong):
+// a reply the request does not take (400, 422) or a node that does not
+// wait for it (404 or 409 on field node) is 2; anything about the run (404
+// or 409 on run_id: no such run, the run has ended) or the server is 1.
+func hitlExit(status int, field string) int {
+	switch {
+	case status == http.StatusBadRequest, status == http.StatusUnprocessableEntity:
+		return ExitUsage
+	case (status == http.StatusNotFound || status == http.StatusConflict) && field == "node":
+		return ExitUsage
+	}
+	return ExitFailed
 }
 
 // runProcessAlive reports whether process pid still runs (on Windows, where

@@ -3,6 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stratusflow/stratus/internal/captoken"
 )
 
 // background is a `stratus run` left running while the test replies.
@@ -281,8 +286,150 @@ func TestHITL_ReplyToARunThatIsNotRunning(t *testing.T) {
 	}
 	// A stale address file (its process gone) says so.
 	writeTestFile(t, filepath.Join(dir, ".stratus/runs/r-stale.json"), `{"api_url":"http://127.0.0.1:1","pid":999999999}`)
-	r = runCLI(t, "reject", "r-stale", "gate", "--dir", dir)
+	r = runCLI(t, "reject", "r-stale", "gate", "--reason", "not yet", "--dir", dir)
 	if r.code != ExitFailed || !strings.Contains(r.stderr, "is not running") {
 		t.Errorf("stale: exit %d %s", r.code, r.stderr)
+	}
+}
+
+// replyCode runs `stratus VERB RUN NODE ARGS… --dir DIR` and checks its exit
+// status and that stderr says want.
+func replyCode(t *testing.T, dir, runID string, code int, want string, args ...string) {
+	t.Helper()
+	args = append([]string{args[0], runID}, args[1:]...)
+	r := runCLI(t, append(args, "--dir", dir)...)
+	if r.code != code || !strings.Contains(r.stderr, want) {
+		t.Errorf("%v: exit %d, want %d with %q\n%s%s", args, r.code, code, want, r.stdout, r.stderr)
+	}
+}
+
+// Issue 5 breaker M7: approve, reject and answer exit as their help says —
+// 2 for bad input or a node that does not wait for this reply (one case
+// each), 1 for a run that is not running — and a refused reply changes
+// nothing: the run still takes the right one.
+func TestHITL_ExitStatusesMatchTheHelp(t *testing.T) {
+	t.Parallel()
+	dir, task := setupHITLRun(t, "gated", strings.Replace(approvalFlow, " GATE_TIMEOUT", "", 1), "default:\n  report: ok\n")
+	run := startRun(t, dir, task)
+	runID, ref := run.waiting(t)
+	if ref != "gate#1" {
+		t.Fatalf("waiting step %s, want gate#1", ref)
+	}
+	replyCode(t, dir, runID, ExitUsage, `flow gated has no node "nope" that waits for a human`, "approve", "nope")
+	replyCode(t, dir, runID, ExitUsage, `no node "draft" that waits for a human`, "approve", "draft")
+	replyCode(t, dir, runID, ExitUsage, "it has not asked yet", "answer", "ask", "blue")
+	replyCode(t, dir, runID, ExitUsage, "asks for an approval; approve or reject it", "answer", "gate", "yes")
+	replyCode(t, dir, runID, ExitUsage, "a rejection needs its reason: stratus reject "+runID+" gate --reason TEXT", "reject", "gate")
+	replyCode(t, dir, runID, ExitUsage, "a rejection needs its reason", "reject", "gate", "--reason", "  ")
+	replyCode(t, dir, runID, ExitOK, "", "approve", "gate")
+	if _, ref := run.waiting(t); ref != "ask#1" {
+		t.Fatalf("second wait %s, want ask#1", ref)
+	}
+	replyCode(t, dir, runID, ExitUsage, "node ask asks a question; answer it with stratus answer "+runID+" ask TEXT", "approve", "ask")
+	replyCode(t, dir, runID, ExitUsage, "the answer is empty", "answer", "ask", " ")
+	replyCode(t, dir, runID, ExitUsage, "its latest request gate#1 is completed", "approve", "gate")
+	replyCode(t, dir, runID, ExitOK, "", "answer", "ask", "blue")
+	if code := run.wait(t); code != ExitOK {
+		t.Fatalf("run exit %d\n%s", code, run.log())
+	}
+	if got, want := join(steps(run.log())), "draft#1:done gate#1:route:approve ask#1:done publish#1:done"; got != want {
+		t.Errorf("steps\n got %s\nwant %s", got, want)
+	}
+	replyCode(t, dir, runID, ExitFailed, "is not running", "approve", "gate")
+	// Every verb's help states the one mapping.
+	for _, verb := range []string{"approve", "reject", "answer"} {
+		if r := runCLI(t, verb, "--help"); !strings.Contains(r.stdout, hitlExitHelp) {
+			t.Errorf("%s --help lacks the exit statuses:\n%s", verb, r.stdout)
+		}
+	}
+}
+
+// The API's refusals map to the exit statuses by what they are about: the
+// node (2) or the run and the server (1).
+func TestHITL_APIRefusalsMapToExitStatuses(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		status int
+		field  string
+		code   int
+	}{
+		{"the run has ended", http.StatusConflict, "run_id", ExitFailed},
+		{"no such run", http.StatusNotFound, "run_id", ExitFailed},
+		{"the server failed", http.StatusInternalServerError, "", ExitFailed},
+		{"the node does not wait", http.StatusConflict, "node", ExitUsage},
+		{"no such node", http.StatusNotFound, "node", ExitUsage},
+		{"a reply the request does not take", http.StatusUnprocessableEntity, "decision", ExitUsage},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(tc.status)
+				fmt.Fprintf(w, `{"error":{"code":"x","message":"refused: %s","field":%q}}`, tc.name, tc.field)
+			}))
+			defer srv.Close()
+			dir := t.TempDir()
+			if _, err := captoken.LoadOrCreateKey(filepath.Join(dir, ".stratus/hmac.key")); err != nil {
+				t.Fatal(err)
+			}
+			writeTestFile(t, filepath.Join(dir, ".stratus/runs/r-fake.json"), fmt.Sprintf(`{"api_url":%q,"pid":%d}`, srv.URL, os.Getpid()))
+			replyCode(t, dir, "r-fake", tc.code, "refused: "+tc.name, "approve", "gate")
+		})
+	}
+}
+
+// Issue 5 breaker M1 and L7: a hitl timeout parks the run, the summary
+// says why right after its lead, and the step shows how long it waited.
+func TestHITL_TimeoutSummarySaysWhyAndTheWait(t *testing.T) {
+	t.Parallel()
+	dir, task := setupHITLRun(t, "gated", strings.Replace(approvalFlow, " GATE_TIMEOUT", ", timeout_s: 1", 1), "default:\n  report: ok\n")
+	r := runCLI(t, "run", task, "--dir", dir)
+	if r.code != ExitManual {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	const why = "gate#1: no human reply within 1 s (hitl timeout)"
+	if !strings.Contains(r.stdout, why) {
+		t.Errorf("stdout does not say why:\n%s", r.stdout)
+	}
+	md := readFile(t, filepath.Join(dir, ".stratus/logs/t-gated/summary.md"))
+	if !strings.Contains(md, "**manual_action_required**.\n\n## Why the run stopped\n\nGate#1: no human reply within 1 s (hitl timeout).\n") {
+		t.Errorf("summary.md does not say why after its lead:\n%s", md)
+	}
+	if m := regexp.MustCompile(`\| gate#1 \| failed \| 0 \| - \| (\S+) \|`).FindStringSubmatch(md); m == nil || m[1] == "0s" {
+		t.Errorf("the timed-out hitl step does not show its wait:\n%s", md)
+	}
+	var wait string
+	for _, m := range endLine.FindAllStringSubmatch(r.stderr, -1) {
+		if m[1] == "gate#1" {
+			wait = m[6]
+		}
+	}
+	if wait == "" || wait == "0s" {
+		t.Errorf("the progress line of the timed-out hitl step shows no wait (%q):\n%s", wait, r.stderr)
+	}
+}
+
+// Issue 5 breaker M1: an interrupted run says "interrupted" in its summary,
+// and what it was doing.
+func TestHITL_InterruptedRunSummarySaysInterrupted(t *testing.T) {
+	t.Parallel()
+	dir, task := setupHITLRun(t, "gated", strings.Replace(approvalFlow, " GATE_TIMEOUT", "", 1), "default:\n  report: ok\n")
+	run := startRun(t, dir, task)
+	runID, _ := run.waiting(t)
+	if err := run.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if code := run.wait(t); code != ExitInterrupted {
+		t.Fatalf("exit %d\n%s", code, run.log())
+	}
+	md := readFile(t, filepath.Join(dir, ".stratus/logs/t-gated/summary.md"))
+	for _, s := range []string{"run `" + runID + "`: **failed** (interrupted).", "## Why the run stopped\n\nInterrupted (SIGINT or SIGTERM) while gate#1 was waiting for a human.\n"} {
+		if !strings.Contains(md, s) {
+			t.Errorf("summary.md lacks %q:\n%s", s, md)
+		}
+	}
+	if !strings.Contains(run.log(), "why:      interrupted (SIGINT or SIGTERM) while gate#1 was waiting for a human") {
+		t.Errorf("stderr does not say why:\n%s", run.log())
 	}
 }

@@ -140,6 +140,19 @@ func TestRun_ChecksFailLoopsThroughFixingThenPasses(t *testing.T) {
 	if !strings.Contains(fixPrompt, filepath.Join(ctx, "testing.md")) {
 		t.Errorf("fixing prompt does not carry {checks_path}:\n%s", fixPrompt)
 	}
+	// Each visit keeps its own report in its step's log dir, and the
+	// summary's Checks section links each visit to it.
+	summary := readFile(t, filepath.Join(dir, ".stratus/logs/t-gated/summary.md"))
+	for visit, want := range map[string]string{"1": "# Checks: fail", "2": "# Checks: pass"} {
+		p := filepath.Join(dir, ".stratus/logs/t-gated/stages/testing/run-00000"+visit+"/checks.md")
+		fm, body, err := projection.Decode([]byte(readFile(t, p)))
+		if err != nil || fm.StepRef != "testing#"+visit || !strings.Contains(string(body), want) {
+			t.Errorf("%s: %s %v:\n%s", p, fm.StepRef, err, body)
+		}
+		if !strings.Contains(summary, "- testing#"+visit+": **") || !strings.Contains(summary, "output `"+p+"`") {
+			t.Errorf("summary.md does not link testing#%s to %s:\n%s", visit, p, summary)
+		}
+	}
 }
 
 // A loop budget bounds the checks→fixing loop: a fix that never works
@@ -274,6 +287,15 @@ echo '{"outcome":"route:large","findings":[],"data":{"lines":3}}'
 	}
 	if prompt := readFile(t, filepath.Join(dir, ".stratus/logs/t-routed/stages/large/run-000001/rendered-prompt.md")); !strings.Contains(prompt, filepath.Join(ctx, "tools/classify/stdout.txt")) {
 		t.Errorf("large's prompt does not carry {classify_path}:\n%s", prompt)
+	}
+	// The visit's own copies, in its step's log dir.
+	visit := filepath.Join(dir, ".stratus/logs/t-routed/stages/classify/run-000001")
+	if got := readFile(t, filepath.Join(visit, "stdout.txt")); got != stdout {
+		t.Errorf("the visit's stdout.txt = %q, want the ctx copy %q", got, stdout)
+	}
+	if _, body, err := projection.Decode([]byte(readFile(t, filepath.Join(visit, "tool.md")))); err != nil ||
+		!strings.Contains(string(body), "# Tool classify: route:large") || !strings.Contains(string(body), filepath.Join(visit, "stdout.txt")) {
+		t.Errorf("the visit's tool.md = %s (%v)", body, err)
 	}
 }
 

@@ -9,22 +9,21 @@ import (
 func newRejectCmd(io IO) *cobra.Command {
 	o := &HITLOptions{IO: io, Decision: worker.DecisionReject}
 	cmd := &cobra.Command{
-		Use:   "reject RUN NODE [--reason TEXT] [--dir DIR]",
+		Use:   "reject RUN NODE --reason TEXT [--dir DIR]",
 		Short: "Reject what a waiting node asks a human to approve",
 		Long: `reject replies "reject" to the approval NODE of the running run RUN waits
 for: a hitl node with signal approval (the run takes its route:deny edge), or an
 agent that asked for an approval (it runs again, the reason appended to its
-prompt as "## Approval denied: REASON").
+prompt as "## Approval denied: REASON"). The reason is required.
 
-Exit status: 0 recorded, 1 the run is not running or the reply failed, 2 the
-node does not wait for an approval.`,
+` + hitlExitHelp,
 		Args: cobra.ExactArgs(2),
 		RunE: func(_ *cobra.Command, args []string) error {
 			o.RunID, o.Node = args[0], args[1]
 			return runHITL(o)
 		},
 	}
-	cmd.Flags().StringVar(&o.Text, "reason", "", "why the approval is denied (the agent reads it)")
+	cmd.Flags().StringVar(&o.Text, "reason", "", "why the approval is denied (required; the agent reads it)")
 	cmd.Flags().StringVar(&o.Dir, "dir", ".", "work directory holding .stratus/")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the step's value as JSON on stdout")
 	return cmd

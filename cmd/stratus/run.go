@@ -26,6 +26,9 @@ type RunOptions struct {
 	Dir  string
 	JSON bool
 	Self string // the stratus binary workers run as ("" = this one)
+	// Target and AWS: --target aws runs on a deployed stack (runaws.go).
+	Target string
+	AWS    AWSOptions
 }
 
 func newRunCmd(io IO) *cobra.Command {
@@ -39,13 +42,20 @@ ASL, and executes it on the embedded executor. Progress goes to stderr.
 
 Exit status: 0 done, 1 failed, 3 manual_action_required, 2 bad input.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(c *cobra.Command, args []string) error {
 			o.Task = args[0]
+			if err := checkTarget(c, o.Target); err != nil {
+				return err
+			}
+			if o.Target == TargetAWS {
+				return runRunAWS(o)
+			}
 			return runRun(o)
 		},
 	}
 	cmd.Flags().StringVar(&o.Dir, "dir", ".", "work directory holding .stratus/")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON on stdout")
+	addTargetFlags(cmd, &o.Target, &o.AWS)
 	return cmd
 }
 
@@ -60,19 +70,32 @@ type RunResult struct {
 	CtxDir           string   `json:"ctx_dir"`
 	Summary          []string `json:"summary"`
 	OverheadMedianMS *float64 `json:"overhead_median_ms,omitempty"`
-	// Budgets is how many rounds of each loop budget the run spent
-	// (known when the run ended done).
+	// Budgets is how many rounds of each budget the run spent, whatever
+	// its terminal: per loop, inline budget, hitl rounds and the global
+	// backstop, summed over a decomposition's subtasks.
 	Budgets map[string]int `json:"budgets_spent,omitempty"`
 }
 
 func runRun(o *RunOptions) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// `stratus run … 2>&1 | head` closes the pipe early: a write to it must
+	// fail (EPIPE), not kill the run half-way and leave it "running" with a
+	// stale runs/<run>.json. Notify rather than Ignore: a caught signal is
+	// reset to its default in the runners and engines this process starts,
+	// an ignored one would be inherited by them.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	res, err := orchestrator.Run(ctx, orchestrator.Options{Dir: o.Dir, TaskPath: o.Task, Self: o.Self, Progress: o.IO.Err})
 	if errors.Is(err, context.Canceled) && res != nil {
 		fmt.Fprintf(o.IO.Err, "stratus: interrupted: run %s stopped (workers stopped)\n", res.Run.ID)
+		if res.Cause != "" {
+			fmt.Fprintf(o.IO.Err, "  why:      %s\n", res.Cause)
+		}
 		for _, s := range res.Summary {
 			fmt.Fprintf(o.IO.Err, "  summary:  %s\n", s)
+		}
+		if b := budgetsLine(res.Budgets); b != "" {
+			fmt.Fprintf(o.IO.Err, "  budgets spent: %s\n", b)
 		}
 		return &exitError{code: ExitInterrupted}
 	}
@@ -104,12 +127,8 @@ func runRun(o *RunOptions) error {
 		for _, s := range out.Summary {
 			fmt.Fprintf(o.IO.Out, "  summary:  %s\n", s)
 		}
-		if len(out.Budgets) > 0 {
-			var spent []string
-			for _, k := range slices.Sorted(maps.Keys(out.Budgets)) {
-				spent = append(spent, fmt.Sprintf("%s %d", k, out.Budgets[k]))
-			}
-			fmt.Fprintf(o.IO.Out, "  budgets spent: %s\n", strings.Join(spent, ", "))
+		if b := budgetsLine(out.Budgets); b != "" {
+			fmt.Fprintf(o.IO.Out, "  budgets spent: %s\n", b)
 		}
 		if out.OverheadMedianMS != nil {
 			fmt.Fprintf(o.IO.Out, "  orchestration overhead per step (report -> next engine start): median %.1f ms over %d transitions\n", *out.OverheadMedianMS, len(res.Overhead))
@@ -123,6 +142,15 @@ func runRun(o *RunOptions) error {
 	default:
 		return &exitError{code: ExitFailed}
 	}
+}
+
+// budgetsLine is "name n, name n" in name order; "" when there is none.
+func budgetsLine(b map[string]int) string {
+	var spent []string
+	for _, k := range slices.Sorted(maps.Keys(b)) {
+		spent = append(spent, fmt.Sprintf("%s %d", k, b[k]))
+	}
+	return strings.Join(spent, ", ")
 }
 
 func median(ds []time.Duration) (time.Duration, bool) {

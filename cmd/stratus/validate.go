@@ -127,21 +127,28 @@ func runValidate(o *ValidateOptions) error {
 		r := FlowReport{Flow: name, Problems: []flow.Problem{}}
 		f, err := flow.Load(dir, name)
 		var pe *flow.ParseError
+		var parsed []flow.Problem
 		switch {
 		case errors.As(err, &pe):
-			r.Problems = append(r.Problems, pe.Problems...)
+			// What did parse is checked too (worc: all fatal, all
+			// collected), leaving out what restates a parse problem.
+			parsed, f = pe.Problems, pe.Flow
 		case err != nil:
 			// No such flow, or a name that is not a flow's task_type.
 			return usageError{err}
-		default:
+		}
+		if f != nil {
 			r.Problems = append(r.Problems, flow.Validate(f, opt)...)
-			// Preflight without a config or task says which node kinds this
-			// build cannot run yet: a warning, the flow itself is valid.
+			// Preflight without a config or task says which checkers this
+			// build cannot run: a warning, the flow itself is valid.
 			for _, p := range orchestrator.Preflight(f, nil, nil) {
 				p.Fatal = !strings.Contains(p.Message, "is not supported by this build")
 				r.Problems = append(r.Problems, p)
 			}
+			// A pull-request policy Stratus does not act on: said, never silent.
+			r.Problems = append(r.Problems, orchestrator.PublishingWarnings(f)...)
 		}
+		r.Problems = append(append([]flow.Problem{}, parsed...), flow.WithoutCascades(pe, r.Problems)...)
 		flow.SortProblems(filepath.Join(dir, name+".yaml"), r.Problems)
 		for _, p := range r.Problems {
 			if p.Fatal {
@@ -173,11 +180,22 @@ func runValidate(o *ValidateOptions) error {
 			if r.Fatal > 0 {
 				status = fmt.Sprintf("%d fatal", r.Fatal)
 			}
-			fmt.Fprintf(o.IO.Out, "flow %s: %s (%d problems)\n", r.Flow, status, len(r.Problems))
+			fmt.Fprintf(o.IO.Out, "flow %s: %s (%s)\n", r.Flow, status, problemCount(len(r.Problems)))
 		}
 	}
 	if rep.Fatal > 0 {
 		return &exitError{code: ExitFailed}
 	}
 	return nil
+}
+
+// problemCount is "1 problem", "2 problems", "no problems".
+func problemCount(n int) string {
+	switch n {
+	case 0:
+		return "no problems"
+	case 1:
+		return "1 problem"
+	}
+	return fmt.Sprintf("%d problems", n)
 }

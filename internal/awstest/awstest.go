@@ -10,11 +10,11 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"sync"
 	"syscall"
@@ -66,13 +66,10 @@ func start() (*Server, error) {
 	if err := os.WriteFile(script, launcher, 0o644); err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	cmd := exec.Command("python3", script, "-H", "127.0.0.1", "-p", fmt.Sprint(port))
+	// moto binds port 0 itself and logs the port it got: choosing a free
+	// port here and handing it over would race with every other test
+	// binary doing the same (and could reach another process's server).
+	cmd := exec.Command("python3", script, "-H", "127.0.0.1", "-p", "0")
 	log, err := os.Create(filepath.Join(dir, "moto.log"))
 	if err != nil {
 		return nil, err
@@ -92,22 +89,33 @@ func start() (*Server, error) {
 	if err := <-started; err != nil {
 		return nil, fmt.Errorf("start python3 %s: %w (moto 5.2.1 ships on the machine image)", script, err)
 	}
-	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	running := regexp.MustCompile(`Running on http://127\.0\.0\.1:(\d+)`)
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		resp, err := http.Get(s.URL + "/moto-api/")
-		if err == nil {
-			resp.Body.Close()
-			return s, nil
+		select {
+		case <-exited:
+			b, _ := os.ReadFile(log.Name())
+			return nil, fmt.Errorf("moto exited before it served; its log:\n%s", b)
+		default:
 		}
-		if cmd.ProcessState != nil {
-			break
+		b, _ := os.ReadFile(log.Name())
+		if m := running.FindSubmatch(b); m != nil {
+			s := &Server{URL: "http://127.0.0.1:" + string(m[1]), cmd: cmd}
+			resp, err := http.Get(s.URL + "/moto-api/")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return s, nil
+				}
+			}
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	cmd.Process.Kill()
 	b, _ := os.ReadFile(log.Name())
-	return nil, fmt.Errorf("moto did not answer on %s within 30 s; its log:\n%s", s.URL, b)
+	return nil, fmt.Errorf("moto did not serve within 30 s; its log:\n%s", b)
 }
 
 // Config is an SDK config pointed at the server: static test credentials,

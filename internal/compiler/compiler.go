@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -63,7 +62,7 @@ const (
 	// (there is no worker to stop) and never charged to a rework budget.
 	ErrInfrastructure = "stratus.InfrastructureFailed"
 
-	maxStateName = 80 // Step Functions limit on a state name
+	maxStateName = flow.MaxStateName // Step Functions limit on a state name
 )
 
 // Outcomes and names the compiled machine shares with the worker that
@@ -87,7 +86,7 @@ const (
 	KindHITL = flow.KindHITL
 	// GlobalBudget is the budget the global backstop counts in when the
 	// flow's decomposition names no shared_budget.
-	GlobalBudget = "global_fix_iterations"
+	GlobalBudget = flow.GlobalBudget
 )
 
 // Options tunes Compile. The zero value gives the defaults above.
@@ -130,8 +129,8 @@ type Options struct {
 //     unconditional successor for a best_effort agent (reference.md § agent
 //     node: tolerate an infrastructure failure and continue; $.error keeps
 //     the error). Next: the one unconditional edge's target; "<id>.route"
-//     when the node has outcome edges; "done" for a publish node or a node
-//     without edges.
+//     when the node has outcome edges, or is a gate without edges; "done"
+//     for a publish node or an agent without edges.
 //   - "<node id>.stop" (Task, one per worker node: agent, evaluator,
 //     checks, tool), right after the node's state: its Catch goes here
 //     first (DESIGN.md § The path of one step, 5: a Catch on a timed-out
@@ -151,7 +150,12 @@ type Options struct {
 //     else "manual_action_required" (fail closed: an outcome no edge names,
 //     such as an evaluator's "invalid", parks the run). A hitl node with
 //     signal approval routes its route:approve / route:deny here; a
-//     question's outcome "done" takes the unconditional edge.
+//     question's outcome "done" takes the unconditional edge. A gate
+//     without edges (an evaluator, checks, tool or hitl node: a node whose
+//     kind has a flow.PassOutcome) routes here too, with one rule: its
+//     pass outcome (accept, pass, route:approve, done) → "done"; Default
+//     "manual_action_required" (issue 5 H2: a failing last gate must not
+//     end the run done).
 //   - "<loop>.budget" (Choice) and "<loop>.count" (Pass) per loop and
 //     target, suffixed ".<target>" when one loop feeds several targets: the
 //     budget state sends a spent loop ($.loops.<loop> >= budget, the budget
@@ -296,42 +300,21 @@ type compiler struct {
 	resets      []string          // counters "decompose.reset" zeroes, sorted
 }
 
-var unsafeCounter = regexp.MustCompile(`[^A-Za-z0-9_]`)
+// The naming rules live in internal/flow, so that flow.Validate reports
+// what Compile would reject (a counter collision, a state name too long)
+// by the same rule: counterName (flow.CounterName), counterOf
+// (flow.EdgeCounter), hitlGrant (flow.AsksHuman), hitlCounter
+// (flow.HITLCounter), globalBudgetName (flow.GlobalBudgetName) and the
+// loop states' names (flow.LoopStateNames).
+func counterName(s string) string { return flow.CounterName(s) }
 
-func counterName(s string) string { return unsafeCounter.ReplaceAllString(s, "_") }
+func counterOf(e flow.Edge) (counter, source string) { return flow.EdgeCounter(e) }
 
-// counterOf returns the $.loops member an edge charges, or "" for an edge
-// that is not budgeted, and what it stands for (for collision messages).
-func counterOf(e flow.Edge) (counter, source string) {
-	switch {
-	case e.Loop != "":
-		return counterName(e.Loop), fmt.Sprintf("loop %q", e.Loop)
-	case e.Budget != nil:
-		return counterName(e.From + "_" + e.Outcome), fmt.Sprintf("the inline budget of edge %s -> %s (%s)", e.From, e.To, e.Outcome)
-	}
-	return "", ""
-}
+func hitlGrant(n *flow.Node) bool { return flow.AsksHuman(n) }
 
-// hitlGrant reports whether n is an agent that may ask a human.
-func hitlGrant(n *flow.Node) bool {
-	return n.Kind == flow.KindAgent && n.HITL != nil && (n.HITL.AllowQuestion || n.HITL.AllowApproval)
-}
+func hitlCounter(id string) string { return flow.HITLCounter(id) }
 
-// hitlCounter is the $.loops member bounding an agent's hitl rounds.
-func hitlCounter(id string) string { return counterName(id + "_hitl") }
-
-// globalBudgetName is the budget of the global backstop: the one
-// decomposition.shared_budget names, else global_fix_iterations when
-// budgets declares it, else none.
-func globalBudgetName(f *flow.Flow) string {
-	if d := f.Decomposition; d != nil && d.SharedBudget != "" {
-		return d.SharedBudget
-	}
-	if _, ok := f.Budgets[GlobalBudget]; ok {
-		return GlobalBudget
-	}
-	return ""
-}
+func globalBudgetName(f *flow.Flow) string { return flow.GlobalBudgetName(f) }
 
 // plan names the fixed states, the loop states and the decomposition
 // region.
@@ -421,11 +404,7 @@ func (c *compiler) plan() error {
 	}
 	slices.Sort(c.counters)
 	for _, l := range c.loops {
-		l.check, l.charge = l.counter+".budget", l.counter+".count"
-		if len(targets[l.counter]) > 1 {
-			l.check += "." + l.target
-			l.charge += "." + l.target
-		}
+		l.check, l.charge = flow.LoopStateNames(l.counter, l.target, len(targets[l.counter]))
 	}
 	if c.region != nil {
 		shared := counterName(f.Decomposition.SharedBudget)
@@ -521,10 +500,13 @@ func (c *compiler) machine() machine {
 		}
 		// next is what follows the node's own outcome; each stage below
 		// puts a state in front of it.
+		// A gate without edges (terminalGate) ends done on its pass
+		// outcome only: it routes too (issue 5 H2: fail closed).
 		next := c.done
+		terminalGate := len(out) == 0 && flow.PassOutcome(n) != ""
 		switch {
-		case n.Kind == flow.KindPublish || len(out) == 0:
-		case len(routed) > 0:
+		case n.Kind == flow.KindPublish || (len(out) == 0 && !terminalGate):
+		case len(routed) > 0 || terminalGate:
 			next = n.ID + ".route"
 		default:
 			next = c.entry(*uncond)
@@ -592,6 +574,9 @@ func (c *compiler) machine() machine {
 			}
 			if uncond != nil {
 				ch.Default = c.entry(*uncond)
+			}
+			if terminalGate {
+				ch.Choices = []any{stringRule{Variable: "$.last.outcome", StringEquals: flow.PassOutcome(n), Next: c.done}}
 			}
 			m.States = append(m.States, member{n.ID + ".route", ch})
 		}

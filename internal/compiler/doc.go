@@ -16,8 +16,9 @@
 // max_fix_cycles, and charging the global backstop), the wait for a human
 // after an agent that may ask one (its hitl grant), the per-subtask
 // repetition of a decomposition's sub_flow, and the terminals done /
-// failed / manual_action_required. Unknown outcomes, spent budgets and
-// infrastructure failures of checks, tool and hitl steps fail closed to
+// failed / manual_action_required. Unknown outcomes, spent budgets,
+// infrastructure failures of checks, tool and hitl steps, and any outcome
+// but the pass outcome of a gate with no outgoing edge fail closed to
 // manual_action_required; a best_effort agent's failure continues to its
 // successor. Compile documents the exact shape.
 //
@@ -34,7 +35,9 @@
 // What it deliberately does not do:
 //
 //   - Evaluate `when` facts or per-task node disables: the dispatch step
-//     does that at run time and completes a skipped node's Task state.
+//     does that at run time and completes a skipped node's Task state
+//     with the node's pass outcome (flow.PassOutcome), so a skipped gate
+//     does not gate.
 //   - Decide whether a task decomposes: the proposed_by step's value says
 //     how many subtasks (`subtasks`); the worker applies the config gate.
 //   - Model a non-blocking evaluator's max_rework_per_stage: routing is by

@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"github.com/stratusflow/stratus"
 )
 
 // Defaults of the blocks below (worc configuration.md).
@@ -141,39 +139,40 @@ func (p Provider) SupportsReasoning(name, reasoning string) (bool, []string) {
 	return slices.Contains(levels, reasoning), levels
 }
 
-// blocks fills the defaults of the blocks above and validates them.
-func (c *Config) blocks(file string) error {
-	bad := func(field, format string, args ...any) error {
-		return stratus.FieldErrorf(stratus.EINVALID, field, "%s: %s", file, fmt.Sprintf(format, args...))
-	}
+// blocks fills the defaults of the blocks above and validates them,
+// recording every problem in ps.
+func (c *Config) blocks(ps *problems) {
+	bad := ps.add
 	if c.Checks.TimeoutSeconds == 0 {
 		c.Checks.TimeoutSeconds = DefaultChecksTimeoutSeconds
 	}
 	if c.Checks.TimeoutSeconds < 0 {
-		return bad("checks.timeout_seconds", "%d is negative; valid: seconds > 0", c.Checks.TimeoutSeconds)
+		bad("checks.timeout_seconds", "%d is negative; valid: seconds > 0", c.Checks.TimeoutSeconds)
 	}
-	for name, set := range c.Checks.CommandSets {
+	for _, name := range sortedKeys(c.Checks.CommandSets) {
+		set := c.Checks.CommandSets[name]
 		field := "checks.command_sets." + name
 		if set.TimeoutSeconds < 0 {
-			return bad(field+".timeout_seconds", "%d is negative; valid: seconds > 0, or 0 to inherit checks.timeout_seconds", set.TimeoutSeconds)
+			bad(field+".timeout_seconds", "%d is negative; valid: seconds > 0, or 0 to inherit checks.timeout_seconds", set.TimeoutSeconds)
 		}
 		if len(set.Commands) == 0 {
-			return bad(field+".commands", "empty; valid: a list of {name, argv, cwd?}")
+			bad(field+".commands", "empty; valid: a list of {name, argv, cwd?}")
 		}
 		for i, cmd := range set.Commands {
 			f := fmt.Sprintf("%s.commands[%d]", field, i)
-			switch {
-			case cmd.Name == "":
-				return bad(f+".name", "empty; valid: a label for logs")
-			case len(cmd.Argv) == 0 || cmd.Argv[0] == "":
-				return bad(f+".argv", "empty; valid: an argv list such as [go, test, ./...] (no shell)")
-			case cmd.Cwd != "" && (filepath.IsAbs(cmd.Cwd) || slices.Contains(strings.Split(filepath.ToSlash(cmd.Cwd), "/"), "..")):
-				return bad(f+".cwd", "%q must be a relative path inside the work dir, without ..", cmd.Cwd)
+			if cmd.Name == "" {
+				bad(f+".name", "empty; valid: a label for logs")
+			}
+			if len(cmd.Argv) == 0 || cmd.Argv[0] == "" {
+				bad(f+".argv", "empty; valid: an argv list such as [go, test, ./...] (no shell)")
+			}
+			if cmd.Cwd != "" && (filepath.IsAbs(cmd.Cwd) || slices.Contains(strings.Split(filepath.ToSlash(cmd.Cwd), "/"), "..")) {
+				bad(f+".cwd", "%q must be a relative path inside the work dir, without ..", cmd.Cwd)
 			}
 		}
-		for _, p := range set.Paths {
+		for i, p := range set.Paths {
 			if p == "" || strings.HasPrefix(p, "/") || slices.Contains(strings.Split(p, "/"), "..") {
-				return bad(field+".paths", "%q is not a repo-relative glob; valid: e.g. backend/** or **/*.md", p)
+				bad(fmt.Sprintf("%s.paths[%d]", field, i), "%q is not a repo-relative glob; valid: e.g. backend/** or **/*.md", p)
 			}
 		}
 	}
@@ -181,69 +180,80 @@ func (c *Config) blocks(file string) error {
 		c.Tools.DefaultTimeoutSeconds = DefaultToolTimeoutSeconds
 	}
 	if c.Tools.DefaultTimeoutSeconds < 0 {
-		return bad("tools.default_timeout_seconds", "%d is negative; valid: seconds > 0", c.Tools.DefaultTimeoutSeconds)
+		bad("tools.default_timeout_seconds", "%d is negative; valid: seconds > 0", c.Tools.DefaultTimeoutSeconds)
 	}
 	if c.Security.AllowedEnvironment == nil {
 		c.Security.AllowedEnvironment = slices.Clone(DefaultAllowedEnvironment)
 	}
-	for _, k := range c.Security.AllowedEnvironment {
+	for i, k := range c.Security.AllowedEnvironment {
 		if !envName.MatchString(k) {
-			return bad("security.allowed_environment", "%q is not an environment variable name", k)
+			bad(fmt.Sprintf("security.allowed_environment[%d]", i), "%q is not an environment variable name", k)
 		}
 	}
 	if c.HITL.TimeoutSeconds == 0 {
 		c.HITL.TimeoutSeconds = DefaultHITLTimeoutSeconds
 	}
 	if c.HITL.TimeoutSeconds < 0 {
-		return bad("hitl.timeout_seconds", "%d is negative; valid: seconds > 0", c.HITL.TimeoutSeconds)
+		bad("hitl.timeout_seconds", "%d is negative; valid: seconds > 0", c.HITL.TimeoutSeconds)
 	}
 	if c.Agents.MaxFixCycles < 0 {
-		return bad("agents.max_fix_cycles", "%d is negative; valid: a cap > 0 on every loop budget, or 0 for none", c.Agents.MaxFixCycles)
+		bad("agents.max_fix_cycles", "%d is negative; valid: a cap > 0 on every loop budget, or 0 for none", c.Agents.MaxFixCycles)
 	}
 	s := &c.Supervisor
 	if s.RoleFile == "" {
 		s.RoleFile = "roles/supervisor.md"
 	}
 	if filepath.IsAbs(s.RoleFile) || slices.Contains(strings.Split(filepath.ToSlash(s.RoleFile), "/"), "..") {
-		return bad("supervisor.role_file", "%q must be a path inside the flows dir, without ..", s.RoleFile)
+		bad("supervisor.role_file", "%q must be a path inside the flows dir, without ..", s.RoleFile)
 	}
 	if s.Observe.Mode == "" {
 		s.Observe.Mode = "events"
 	}
 	if !slices.Contains(ObserveModes, s.Observe.Mode) {
-		return bad("supervisor.observe.mode", "%q; valid: %s", s.Observe.Mode, strings.Join(ObserveModes, ", "))
+		bad("supervisor.observe.mode", "%q; valid: %s", s.Observe.Mode, strings.Join(ObserveModes, ", "))
 	}
 	if s.Observe.Triggers == nil {
 		s.Observe.Triggers = slices.Clone(ObserveTriggers)
 	}
-	for _, t := range s.Observe.Triggers {
+	for i, t := range s.Observe.Triggers {
 		if !slices.Contains(ObserveTriggers, t) {
-			return bad("supervisor.observe.triggers", "%q; valid: %s", t, strings.Join(ObserveTriggers, ", "))
+			bad(fmt.Sprintf("supervisor.observe.triggers[%d]", i), "%q; valid: %s", t, strings.Join(ObserveTriggers, ", "))
 		}
 	}
 	if s.On() && s.Provider != "" {
 		if _, ok := c.Agents.Providers[s.Provider]; !ok {
-			return bad("supervisor.provider", "%q has no launch spec in agents.providers; valid: %s", s.Provider, strings.Join(c.ProviderNames(), ", "))
+			bad("supervisor.provider", "%q has no launch spec in agents.providers; valid: %s", s.Provider, strings.Join(c.ProviderNames(), ", "))
 		}
 	}
 	if s.On() {
 		name, p, _ := c.Provider(s.Provider)
-		for field, r := range map[string]string{"observe": s.Observe.Reasoning, "finalize": s.Finalize.Reasoning, "handoff": s.Handoff.Reasoning} {
-			if r == "" {
+		for _, ph := range []struct{ field, reasoning string }{
+			{"observe", s.Observe.Reasoning}, {"finalize", s.Finalize.Reasoning}, {"handoff", s.Handoff.Reasoning},
+		} {
+			if ph.reasoning == "" {
 				continue
 			}
-			if ok, levels := p.SupportsReasoning(name, r); !ok {
-				return bad("supervisor."+field+".reasoning", "%q is not supported by provider %s; valid: %s", r, name, strings.Join(levels, ", "))
+			if ok, levels := p.SupportsReasoning(name, ph.reasoning); !ok {
+				bad("supervisor."+ph.field+".reasoning", "%q is not supported by provider %s; valid: %s", ph.reasoning, name, strings.Join(levels, ", "))
 			}
 		}
 	}
-	for name, p := range c.Agents.Providers {
+	for _, name := range c.ProviderNames() {
+		p := c.Agents.Providers[name]
 		if p.Reasoning == "" {
 			continue
 		}
 		if ok, levels := p.SupportsReasoning(name, p.Reasoning); !ok {
-			return bad("agents.providers."+name+".reasoning", "%q is not supported; valid: %s", p.Reasoning, strings.Join(levels, ", "))
+			bad("agents.providers."+name+".reasoning", "%q is not supported; valid: %s", p.Reasoning, strings.Join(levels, ", "))
 		}
 	}
-	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }

@@ -16,8 +16,10 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/token"
 
 	"github.com/stratusflow/stratus"
 )
@@ -123,18 +125,38 @@ func Default() *Config {
 	}
 }
 
-// Parse reads config.yaml strictly: an unknown key fails with its position.
-// Errors are *stratus.Error EINVALID naming the field and what is valid.
+// Parse reads config.yaml strictly and reports every problem it finds in
+// one error: an unknown key, a key given twice, a value of the wrong type
+// (worc: "all fatal, all collected"), and the semantic rules of each block,
+// each line "file:line:col: field: message" (the position of the key at
+// fault, or of its nearest written parent), sorted by position. A leading
+// UTF-8 byte order mark is skipped; bytes that are not UTF-8 are refused,
+// naming the byte offset. Errors are *stratus.Error EINVALID; each message
+// names the field, the value and what is valid.
 func Parse(file string, data []byte) (*Config, error) {
-	var c Config
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, stratus.Errorf(stratus.EINVALID, "%s is empty; run `stratus install --force` to write a default one", file)
 	}
-	if err := yaml.NewDecoder(bytes.NewReader(data), yaml.Strict()).Decode(&c); err != nil {
-		return nil, stratus.Errorf(stratus.EINVALID, "%s: %s", file, yaml.FormatError(err, false, true))
+	if !utf8.Valid(data) {
+		off := 0
+		for off < len(data) {
+			r, size := utf8.DecodeRune(data[off:])
+			if r == utf8.RuneError && size <= 1 {
+				break
+			}
+			off += size
+		}
+		return nil, stratus.Errorf(stratus.EINVALID, "%s:%d: the config file is not valid UTF-8: byte 0x%02x at byte offset %d; save it as UTF-8",
+			file, bytes.Count(data[:off], []byte("\n"))+1, data[off], off)
+	}
+	ps := &problems{file: file, pos: map[string]token.Position{}}
+	var c Config
+	if !decode(ps, data, &c) {
+		return nil, ps.err()
 	}
 	if c.SchemaVersion != SchemaVersion {
-		return nil, stratus.FieldErrorf(stratus.EINVALID, "schema_version", "%s: schema_version %d is not supported; valid: %d", file, c.SchemaVersion, SchemaVersion)
+		ps.add("schema_version", "schema_version %d is not supported; valid: %d", c.SchemaVersion, SchemaVersion)
 	}
 	if c.Worker.TokenTTLSeconds == 0 {
 		c.Worker.TokenTTLSeconds = 600
@@ -143,42 +165,49 @@ func Parse(file string, data []byte) (*Config, error) {
 		c.Worker.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if c.Worker.MaxBodyBytes < 0 {
-		return nil, stratus.FieldErrorf(stratus.EINVALID, "worker.max_body_bytes", "%s: %d is negative; valid: a positive number of bytes", file, c.Worker.MaxBodyBytes)
+		ps.add("worker.max_body_bytes", "%d is negative; valid: a positive number of bytes", c.Worker.MaxBodyBytes)
 	}
 	if c.Worker.TokenTTLSeconds < 0 {
-		return nil, stratus.FieldErrorf(stratus.EINVALID, "worker.token_ttl_seconds", "%s: %d is negative; valid: a positive number of seconds", file, c.Worker.TokenTTLSeconds)
+		ps.add("worker.token_ttl_seconds", "%d is negative; valid: a positive number of seconds", c.Worker.TokenTTLSeconds)
 	}
 	if c.Projection.Placement == "" {
 		c.Projection.Placement = "workspace/tasks/{task_id}/ctx"
 	}
 	if err := checkPlacement(c.Projection.Placement); err != nil {
-		return nil, stratus.FieldErrorf(stratus.EINVALID, "projection.placement", "%s: %q %s", file, c.Projection.Placement, err)
+		ps.add("projection.placement", "%q %s", c.Projection.Placement, err)
 	}
-	if err := c.blocks(file); err != nil {
-		return nil, err
-	}
+	c.blocks(ps)
 	if _, ok := c.Agents.Providers[c.Agents.Primary]; !ok {
-		return nil, stratus.FieldErrorf(stratus.EINVALID, "agents.primary", "%s: provider %q has no launch spec; valid: %s", file, c.Agents.Primary, strings.Join(c.ProviderNames(), ", "))
+		ps.add("agents.primary", "provider %q has no launch spec; valid: %s", c.Agents.Primary, strings.Join(c.ProviderNames(), ", "))
 	}
-	for name, p := range c.Agents.Providers {
-		if p.Command == "" {
-			return nil, stratus.FieldErrorf(stratus.EINVALID, "agents.providers."+name+".command", "%s: empty; valid: an executable name or path, or %s", file, StratusCommand)
-		}
+	for _, name := range c.ProviderNames() {
+		p := c.Agents.Providers[name]
 		field := "agents.providers." + name
+		if p.Command == "" {
+			ps.add(field+".command", "empty; valid: an executable name or path, or %s", StratusCommand)
+		}
 		if p.TimeoutSeconds < 0 {
-			return nil, stratus.FieldErrorf(stratus.EINVALID, field+".timeout_seconds", "%s: %d is negative; valid: seconds > 0, or 0 for 600", file, p.TimeoutSeconds)
+			ps.add(field+".timeout_seconds", "%d is negative; valid: seconds > 0, or 0 for 600", p.TimeoutSeconds)
 		}
 		if p.MaxSteps < 0 {
-			return nil, stratus.FieldErrorf(stratus.EINVALID, field+".max_steps", "%s: %d is negative; valid: a step ceiling > 0, or 0 for none", file, p.MaxSteps)
+			ps.add(field+".max_steps", "%d is negative; valid: a step ceiling > 0, or 0 for none", p.MaxSteps)
 		}
 		if p.Dir != "" && (filepath.IsAbs(p.Dir) || slices.Contains(strings.Split(filepath.ToSlash(p.Dir), "/"), "..")) {
-			return nil, stratus.FieldErrorf(stratus.EINVALID, field+".dir", "%s: %q must be a relative path inside the work dir, without ..", file, p.Dir)
+			ps.add(field+".dir", "%q must be a relative path inside the work dir, without ..", p.Dir)
 		}
+		keys := make([]string, 0, len(p.Env))
 		for k := range p.Env {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
 			if !envName.MatchString(k) {
-				return nil, stratus.FieldErrorf(stratus.EINVALID, field+".env", "%s: %q is not an environment variable name; valid: letters, digits and _, not starting with a digit", file, k)
+				ps.add(field+".env."+k, "%q is not an environment variable name; valid: letters, digits and _, not starting with a digit", k)
 			}
 		}
+	}
+	if err := ps.err(); err != nil {
+		return nil, err
 	}
 	return &c, nil
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -88,5 +89,70 @@ func TestProvider_OpenseekKindDefaults(t *testing.T) {
 	}
 	if p := (Provider{Command: "other", Kind: "review"}).Resolved(); p.MaxSteps != 0 {
 		t.Errorf("non-openseek provider got openseek defaults: %+v", p)
+	}
+}
+
+// issue 5 M3: every problem of config.yaml comes in one error, one per
+// line, sorted by position, each with file:line:col: the parser's (an
+// unknown key, a key given twice, a value of the wrong type) and the
+// semantic rules' (located at the key at fault, looked up in the AST).
+func TestParse_EveryProblemInOneErrorWithPositions(t *testing.T) {
+	t.Parallel()
+	src := `schema_version: 1
+agents:
+  primary: nope
+  bogus: x
+  providers:
+    echo: {command: x, max_steps: many}
+    other:
+      command: ""
+      timeout_seconds: -5
+worker:
+  token_ttl_seconds: -1
+  token_ttl_seconds: 5
+checks:
+  command_sets:
+    go:
+      commands:
+        - {name: "", argv: [go, test]}
+supervisor:
+  observe: {mode: loud}
+`
+	_, err := Parse("config.yaml", []byte(src))
+	if stratus.ErrorCode(err) != stratus.EINVALID {
+		t.Fatalf("err = %v", err)
+	}
+	want := []string{
+		`config.yaml:3:3: agents.primary: provider "nope" has no launch spec; valid: echo, other`,
+		`config.yaml:4:3: agents.bogus: unknown key "bogus" in agents; allowed: allowed, decomposition, max_fix_cycles, primary, providers`,
+		`config.yaml:6:35: agents.providers.echo.max_steps: must be an integer, got string "many"`,
+		`config.yaml:8:7: agents.providers.other.command: empty; valid: an executable name or path, or {stratus}`,
+		`config.yaml:9:7: agents.providers.other.timeout_seconds: -5 is negative; valid: seconds > 0, or 0 for 600`,
+		`config.yaml:11:3: worker.token_ttl_seconds: -1 is negative; valid: a positive number of seconds`,
+		`config.yaml:12:3: worker.token_ttl_seconds: duplicate key "token_ttl_seconds" (first at line 11, column 3); a key may appear once in a mapping`,
+		`config.yaml:17:12: checks.command_sets.go.commands[0].name: empty; valid: a label for logs`,
+		`config.yaml:19:13: supervisor.observe.mode: "loud"; valid: none, events, selected, all`,
+	}
+	if got := strings.Split(err.Error(), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got:\n%s\nwant:\n%s", err, strings.Join(want, "\n"))
+	}
+}
+
+// issue 5 L3: a byte order mark is skipped, bytes that are not UTF-8 are
+// refused naming the byte offset, and YAML merge keys merge.
+func TestParse_BOMUTF8AndMergeKeys(t *testing.T) {
+	t.Parallel()
+	base := "schema_version: 1\nagents:\n  primary: echo\n  providers:\n    echo: &p {command: x, max_steps: 7}\n    copy: {<<: *p, max_steps: 9}\n"
+	c, err := Parse("config.yaml", []byte("\ufeff"+base))
+	if err != nil {
+		t.Fatalf("BOM: %v", err)
+	}
+	if p := c.Agents.Providers["copy"]; p.Command != "x" || p.MaxSteps != 9 {
+		t.Errorf("merged provider = %+v", p)
+	}
+	_, err = Parse("config.yaml", []byte(base+"projection: {placement: \"caf\xe9/{task_id}\"}\n"))
+	off := len(base) + len("projection: {placement: \"caf")
+	if stratus.ErrorCode(err) != stratus.EINVALID || !strings.Contains(err.Error(), fmt.Sprintf("config.yaml:7: the config file is not valid UTF-8: byte 0xe9 at byte offset %d", off)) {
+		t.Errorf("invalid UTF-8: %v", err)
 	}
 }

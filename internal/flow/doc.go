@@ -10,8 +10,14 @@
 //   - Parse: strict reading. Every mapping is an allowlist (node keys
 //     depend on the kind), so an unknown key anywhere fails closed with
 //     "file:line:col: unknown key "x" in <where>; allowed: ...". Values of
-//     the wrong type fail the same way. Every node, edge and key keeps its
-//     source position.
+//     the wrong type and keys given twice fail the same way. Every node,
+//     edge and key keeps its source position. Parsing goes on after a
+//     problem: the ParseError carries what did parse, so Validate still
+//     runs on it (WithoutCascades drops what restates a parse problem). As
+//     in PyYAML (worc), a UTF-8 byte order mark is skipped and merge keys
+//     `<<: *anchor` merge; bytes that are not UTF-8 are refused by byte
+//     offset, and a flow file or role file over 1 MiB (MaxFlowBytes,
+//     MaxRoleFileBytes; ReadRoleFile) is refused naming its size.
 //   - Load: the flow named by a task's task_type, which must equal the file
 //     stem; a missing file is ENOTFOUND "flow not found" (never a fallback).
 //   - Validate: worc's fatal validation, every problem collected and

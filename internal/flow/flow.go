@@ -56,6 +56,10 @@ type Flow struct {
 
 	Pos    Pos            // the `flow:` key
 	Fields map[string]Pos // key path → key position
+
+	// byID indexes Nodes by id (the first node of each id), built by
+	// Parse so that Node is O(1) on a large flow; read-only afterwards.
+	byID map[string]int
 }
 
 // Defaults is `flow.defaults`; worc allows only the evaluator block.
@@ -201,6 +205,11 @@ type Edge struct {
 
 // Node returns the node with the given id, or nil.
 func (f *Flow) Node(id string) *Node {
+	// The index answers for a parsed flow; a flow built or changed in code
+	// after Parse falls back to the scan.
+	if i, ok := f.byID[id]; ok && i < len(f.Nodes) && f.Nodes[i].ID == id {
+		return &f.Nodes[i]
+	}
 	for i := range f.Nodes {
 		if f.Nodes[i].ID == id {
 			return &f.Nodes[i]

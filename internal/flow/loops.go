@@ -40,6 +40,12 @@ func (v *validator) loops() {
 			}
 		}
 	}
+	rework := map[string][]int{} // node id → its rework edges, in flow order
+	for j, e := range f.Edges {
+		if e.Outcome == "rework" {
+			rework[e.From] = append(rework[e.From], j)
+		}
+	}
 	for i := range f.Nodes {
 		n := &f.Nodes[i]
 		if n.Kind != KindEvaluator || n.ID == "" {
@@ -58,10 +64,8 @@ func (v *validator) loops() {
 		} else if d := f.Defaults; d != nil && d.Evaluator != nil && d.Evaluator.MaxReworkPerStage != nil {
 			rounds, from = *d.Evaluator.MaxReworkPerStage, "defaults.evaluator"
 		}
-		for j, e := range f.Edges {
-			if e.From != n.ID || e.Outcome != "rework" {
-				continue
-			}
+		for _, j := range rework[n.ID] {
+			e := f.Edges[j]
 			var budget int
 			var what string
 			raise := "raise the budget"

@@ -70,19 +70,49 @@ func allowedNodeKeys(kind string) []string {
 //
 //	file:line:col: unknown key "x" in <where>; allowed: a, b, c
 //
-// and so does a value of the wrong type (a list where a string belongs, a
-// nested value in a tool's args), invalid YAML, or a file that is not one
-// `flow:` mapping. Every such problem in the file is reported: the error is
-// a *ParseError, which unwraps to a *stratus.Error (EINVALID) listing the
-// problems one per line. Parse checks shape only: graph and policy rules
-// are Validate's.
+// and so does a key given twice in one mapping, a value of the wrong type
+// (a list where a string belongs, a nested value in a tool's args),
+// invalid YAML, bytes that are not UTF-8 (named by byte offset), a file
+// over MaxFlowBytes, or a file that is not one `flow:` mapping. Every such
+// problem in the file is reported: the error is a *ParseError, which
+// unwraps to a *stratus.Error (EINVALID) listing the problems one per line,
+// sorted by position, and carries in Flow what did parse, so the other
+// layers can still be checked (worc: "all fatal, all collected").
+//
+// As in PyYAML (worc), a leading UTF-8 byte order mark is skipped and a
+// merge key `<<: *anchor` (or `<<: [*a, *b]`) merges the anchored
+// mappings, keys written beside it winning. Parse checks shape only: graph
+// and policy rules are Validate's.
 func Parse(file string, data []byte) (*Flow, error) {
-	d := &decoder{file: file, anchors: map[string]ast.Node{}}
-	f := d.document(data)
-	if len(d.problems) > 0 {
-		return nil, &ParseError{Problems: d.problems}
+	f, probs, failed := parse(file, data)
+	if len(probs) > 0 {
+		SortProblems(file, probs)
+		return nil, &ParseError{Problems: probs, Flow: f, failed: failed}
 	}
 	return f, nil
+}
+
+// parse decodes data and returns what parsed (nil when the file is not a
+// `flow:` mapping at all), every problem, and the paths whose value failed.
+func parse(file string, data []byte) (*Flow, []Problem, []string) {
+	if len(data) > MaxFlowBytes {
+		return nil, flowTooLarge(file, int64(len(data))).(*ParseError).Problems, nil
+	}
+	if off, line, col := InvalidUTF8(data); off >= 0 {
+		return nil, []Problem{{File: file, Line: line, Col: col, Fatal: true,
+			Message: fmt.Sprintf("the flow file is not valid UTF-8: byte 0x%02x at byte offset %d; save it as UTF-8", data[off], off)}}, nil
+	}
+	d := &decoder{file: file, anchors: map[string]ast.Node{}}
+	f := d.document(StripBOM(data))
+	if f != nil {
+		f.byID = make(map[string]int, len(f.Nodes))
+		for i, n := range f.Nodes {
+			if _, dup := f.byID[n.ID]; !dup && n.ID != "" {
+				f.byID[n.ID] = i
+			}
+		}
+	}
+	return f, d.problems, d.failed
 }
 
 // Load reads <flowsDir>/<taskType>.yaml and parses it.
@@ -98,23 +128,53 @@ func Load(flowsDir, taskType string) (*Flow, error) {
 			"%q is not a flow name: want one path segment of letters, digits, '.', '_' or '-', not starting with '.'", taskType)
 	}
 	path := filepath.Join(flowsDir, taskType+".yaml")
-	data, err := os.ReadFile(path)
+	data, err := readFlowFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, stratus.Errorf(stratus.ENOTFOUND, "flow not found: %s (task_type %q has no flow file)", path, taskType)
+	} else if _, ok := err.(*ParseError); ok {
+		return nil, err
 	} else if err != nil {
 		return nil, fmt.Errorf("read flow %s: %w", path, err)
 	}
-	f, err := Parse(path, data)
-	if err != nil {
-		return nil, err
-	}
-	if f.TaskType != taskType {
+	f, probs, failed := parse(path, data)
+	if f != nil && f.TaskType != taskType && !slices.ContainsFunc(probs, func(p Problem) bool { return p.Path == "task_type" }) {
 		p := Problem{File: path, Path: "task_type", Fatal: true,
 			Message: fmt.Sprintf("task_type %q must equal the file stem %q", f.TaskType, taskType)}
 		p.Line, p.Col = f.pos("task_type").Line, f.pos("task_type").Col
-		return nil, &ParseError{Problems: []Problem{p}}
+		probs = append(probs, p)
+	}
+	if len(probs) > 0 {
+		SortProblems(path, probs)
+		return nil, &ParseError{Problems: probs, Flow: f, failed: failed}
 	}
 	return f, nil
+}
+
+// WithoutCascades returns the problems of more (Validate's, run on the
+// Flow pe carries) that do not restate a problem of pe: one located at or
+// under the path of a value that failed to parse (a node that is not a
+// mapping, a field whose value had the wrong type, left out of the Flow) is
+// dropped, since the parse problem already says what to fix there. An
+// unknown or duplicated key drops nothing: the value read stands. A nil pe
+// returns more.
+func WithoutCascades(pe *ParseError, more []Problem) []Problem {
+	if pe == nil {
+		return more
+	}
+	var out []Problem
+	for _, p := range more {
+		if !slices.ContainsFunc(pe.failed, func(f string) bool { return f != "" && underPath(p.Path, f) }) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// underPath reports whether path is prefix or lies under it ("nodes[2]"
+// holds "nodes[2].id"; "nodes" holds "nodes[0]").
+func underPath(path, prefix string) bool {
+	rest, ok := strings.CutPrefix(path, prefix)
+	return ok && (rest == "" || rest[0] == '.' || rest[0] == '[')
 }
 
 var portableSegmentRE = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]*$`)
@@ -131,11 +191,30 @@ type decoder struct {
 	file     string
 	anchors  map[string]ast.Node
 	problems []Problem
+	reported map[Problem]bool // a mapping merged in twice is decoded twice
+	// failed are the paths whose value did not decode (WithoutCascades):
+	// not those of an unknown or duplicated key, whose first value stands.
+	failed []string
 }
 
+// fail records a problem with the value at path: it is left out of the Flow.
 func (d *decoder) fail(at Pos, path, format string, args ...any) {
-	d.problems = append(d.problems, Problem{File: d.file, Line: at.Line, Col: at.Col, Path: path,
-		Message: fmt.Sprintf(format, args...), Fatal: true})
+	d.failed = append(d.failed, path)
+	d.keyProblem(at, path, format, args...)
+}
+
+// keyProblem records a problem with a key (unknown, given twice); the
+// value at path, if any, still decodes.
+func (d *decoder) keyProblem(at Pos, path, format string, args ...any) {
+	p := Problem{File: d.file, Line: at.Line, Col: at.Col, Path: path, Message: fmt.Sprintf(format, args...), Fatal: true}
+	if d.reported[p] {
+		return
+	}
+	if d.reported == nil {
+		d.reported = map[Problem]bool{}
+	}
+	d.reported[p] = true
+	d.problems = append(d.problems, p)
 }
 
 func tokenPos(tk *token.Token) Pos {
@@ -166,7 +245,9 @@ func isNull(n ast.Node) bool {
 }
 
 func (d *decoder) document(data []byte) *Flow {
-	af, err := parser.ParseBytes(data, 0)
+	// Duplicate keys are reported by fields, one problem each, so that the
+	// rest of the file is still read (goccy would stop at the first).
+	af, err := parser.ParseBytes(data, 0, parser.AllowDuplicateMapKey())
 	if err != nil {
 		var ye interface {
 			GetToken() *token.Token
@@ -200,10 +281,11 @@ func (d *decoder) document(data []byte) *Flow {
 		return nil
 	}
 	var f *Flow
+	found := false
 	for _, kv := range d.fields(top, "", "the document", topKeys) {
-		f = d.flow(kv)
+		f, found = d.flow(kv), true
 	}
-	if f == nil {
+	if !found {
 		d.fail(posOf(top), "flow", "missing key \"flow\": a flow file is one `flow:` mapping")
 	}
 	return f
@@ -267,11 +349,106 @@ func (d *decoder) mapping(n ast.Node, path, where string) *ast.MappingNode {
 	return nil
 }
 
+// maxMergeDepth bounds nested merge keys (a mapping merging one that
+// merges another ...); an anchor merged into itself is caught before.
+const maxMergeDepth = 32
+
+// entries returns the key/value pairs of m as YAML 1.1 merge keys define
+// them (PyYAML, worc): a `<<` key merges the mapping its value resolves to
+// (an alias, usually), or each mapping of a list of them, earlier ones
+// winning; a key written in m itself wins over a merged one, wherever the
+// `<<` stands. A key written twice in m is a problem (PyYAML would keep the
+// last silently); the first is used. prefix is the dotted path of m.
+func (d *decoder) entries(m *ast.MappingNode, prefix string) []*ast.MappingValueNode {
+	return d.mergeEntries(m, prefix, map[*ast.MappingNode]bool{}, 0)
+}
+
+func (d *decoder) mergeEntries(m *ast.MappingNode, prefix string, active map[*ast.MappingNode]bool, depth int) []*ast.MappingValueNode {
+	active[m] = true
+	defer delete(active, m)
+	own := map[string]Pos{}
+	for _, mv := range m.Values {
+		if _, merge := mv.Key.(*ast.MergeKeyNode); merge {
+			continue
+		}
+		key := mv.Key.GetToken().Value
+		if first, dup := own[key]; dup {
+			path := key
+			if prefix != "" {
+				path = prefix + "." + key
+			}
+			d.keyProblem(posOf(mv.Key), path, "duplicate key %q (first at line %d, column %d); a key may appear once in a mapping", key, first.Line, first.Col)
+			continue
+		}
+		own[key] = posOf(mv.Key)
+	}
+	var out []*ast.MappingValueNode
+	seen := map[string]bool{}
+	for _, mv := range m.Values {
+		if _, merge := mv.Key.(*ast.MergeKeyNode); !merge {
+			key := mv.Key.GetToken().Value
+			if !seen[key] {
+				seen[key] = true
+				out = append(out, mv)
+			}
+			continue
+		}
+		path := "<<"
+		if prefix != "" {
+			path = prefix + ".<<"
+		}
+		for _, src := range d.mergeSources(mv.Value, path) {
+			if active[src] || depth >= maxMergeDepth {
+				d.fail(posOf(mv.Key), path, "merge key << merges a mapping into itself (or nests merges over %d deep)", maxMergeDepth)
+				continue
+			}
+			for _, in := range d.mergeEntries(src, prefix, active, depth+1) {
+				key := in.Key.GetToken().Value
+				if _, written := own[key]; written || seen[key] {
+					continue
+				}
+				seen[key] = true
+				out = append(out, in)
+			}
+		}
+	}
+	return out
+}
+
+// mergeSources resolves the value of a merge key to the mappings it merges.
+func (d *decoder) mergeSources(v ast.Node, path string) []*ast.MappingNode {
+	const want = "a merge key << takes a mapping (usually an alias *name to one) or a list of them, got %s"
+	switch x := d.resolve(v, path).(type) {
+	case *ast.MappingNode:
+		return []*ast.MappingNode{x}
+	case *ast.SequenceNode:
+		var out []*ast.MappingNode
+		for _, it := range x.Values {
+			if m, ok := d.resolve(it, path).(*ast.MappingNode); ok {
+				out = append(out, m)
+			} else if it != nil {
+				d.fail(posOf(it), path, want, describe(d.resolve(it, path)))
+			}
+		}
+		return out
+	case nil:
+		return nil
+	default:
+		d.fail(posOf(v), path, want, describe(x))
+		return nil
+	}
+}
+
 // fields returns the keys of m that are in allowed, and records an
 // "unknown key" problem, listing the allowed keys, for every other key.
+// Merge keys are expanded and duplicate keys reported (entries).
 func (d *decoder) fields(m *ast.MappingNode, prefix, where string, allowed []string) []field {
+	return d.fieldsOf(d.entries(m, prefix), prefix, where, allowed)
+}
+
+func (d *decoder) fieldsOf(entries []*ast.MappingValueNode, prefix, where string, allowed []string) []field {
 	var out []field
-	for _, mv := range m.Values {
+	for _, mv := range entries {
 		key := mv.Key.GetToken().Value
 		path := key
 		if prefix != "" {
@@ -280,7 +457,7 @@ func (d *decoder) fields(m *ast.MappingNode, prefix, where string, allowed []str
 		if !slices.Contains(allowed, key) {
 			sorted := slices.Clone(allowed)
 			slices.Sort(sorted)
-			d.fail(posOf(mv.Key), path, "unknown key %q in %s; allowed: %s", key, where, strings.Join(sorted, ", "))
+			d.keyProblem(posOf(mv.Key), path, "unknown key %q in %s; allowed: %s", key, where, strings.Join(sorted, ", "))
 			continue
 		}
 		out = append(out, field{key: key, path: path, pos: posOf(mv.Key), val: mv.Value})
@@ -326,13 +503,17 @@ func (d *decoder) intp(n ast.Node, path string) *int {
 			v = int(iv)
 		case uint64:
 			if iv > math.MaxInt32 {
-				d.fail(posOf(x), path, "%s: %d is too large", path, iv)
+				d.fail(posOf(x), path, "%s: %d is too large; the maximum is %d", path, iv, math.MaxInt32)
 				return nil
 			}
 			v = int(iv)
 		}
-		if v > math.MaxInt32 || v < math.MinInt32 {
-			d.fail(posOf(x), path, "%s: %d is out of range", path, v)
+		if v > math.MaxInt32 {
+			d.fail(posOf(x), path, "%s: %d is too large; the maximum is %d", path, v, math.MaxInt32)
+			return nil
+		}
+		if v < math.MinInt32 {
+			d.fail(posOf(x), path, "%s: %d is too small; the minimum is %d", path, v, math.MinInt32)
 			return nil
 		}
 		return &v
@@ -426,7 +607,7 @@ func (d *decoder) flow(kv field) *Flow {
 		if isNull(d.resolve(kv.val, "flow")) {
 			d.fail(kv.pos, "flow", "flow is empty; want a mapping with name, task_type, nodes, edges, ...")
 		}
-		return f
+		return nil // nothing parsed: the other layers have nothing to check
 	}
 	for _, fl := range d.fields(m, "", "flow", flowKeys) {
 		f.Fields[fl.path] = fl.pos
@@ -505,7 +686,7 @@ func (d *decoder) budgets(f *Flow, kv field) map[string]int {
 		return nil
 	}
 	out := make(map[string]int, len(m.Values))
-	for _, mv := range m.Values {
+	for _, mv := range d.entries(m, kv.path) {
 		name := mv.Key.GetToken().Value
 		path := kv.path + "." + name
 		f.Fields[path] = posOf(mv.Key)
@@ -613,7 +794,8 @@ func (d *decoder) node(i int, n ast.Node) Node {
 	}
 	nd.Pos = posOf(m)
 	// The kind decides which keys are allowed, so read id and kind first.
-	for _, mv := range m.Values {
+	entries := d.entries(m, path)
+	for _, mv := range entries {
 		switch mv.Key.GetToken().Value {
 		case "kind":
 			nd.Kind = d.str(mv.Value, path+".kind")
@@ -627,7 +809,7 @@ func (d *decoder) node(i int, n ast.Node) Node {
 	} else if known {
 		where = fmt.Sprintf("%s (%s)", path, nd.Kind)
 	}
-	for _, fl := range d.fields(m, path, where, allowedNodeKeys(nd.Kind)) {
+	for _, fl := range d.fieldsOf(entries, path, where, allowedNodeKeys(nd.Kind)) {
 		nd.Fields[fl.key] = fl.pos
 		v, p := fl.val, fl.path
 		switch fl.key {
@@ -793,7 +975,7 @@ func (d *decoder) args(nd *Node, kv field) map[string]any {
 		return nil
 	}
 	out := make(map[string]any, len(m.Values))
-	for _, mv := range m.Values {
+	for _, mv := range d.entries(m, kv.path) {
 		key := mv.Key.GetToken().Value
 		path := kv.path + "." + key
 		nd.Fields["args."+key] = posOf(mv.Key)

@@ -152,7 +152,7 @@ func TestParse_WrongValueTypesFail(t *testing.T) {
 		{"list field", "  nodes:\n    - {id: a, kind: agent, extra_args: --fast}\n", "nodes[0].extra_args must be a list"},
 		{"nodes must be a list", "  nodes: {a: 1}\n", "nodes must be a list, got a mapping"},
 		{"budget value", "  budgets: {fix: null}\n", "budgets.fix must be an integer iteration cap, got null"},
-		{"duplicate key", "  name: again\n", `mapping key "name" already defined`},
+		{"duplicate key", "  name: again\n", `t.yaml:7:3: duplicate key "name" (first at line 2, column 3)`},
 		{"unknown alias", "  nodes: *nodes\n", "alias *nodes names no anchor"},
 	}
 	for _, c := range cases {
@@ -179,7 +179,10 @@ func TestParse_RejectsNonFlowDocuments(t *testing.T) {
 		"null document":  "~\n",
 		"flow is null":   "flow:\n",
 		"null node":      "flow:\n  nodes:\n    -\n",
-		"merge key":      "flow:\n  defaults: &d {}\n  <<: {name: x}\n",
+		"merge scalar":   "flow:\n  <<: x\n",
+		"merge itself":   "flow:\n  nodes:\n    - &n {id: a, kind: agent, <<: *n}\n",
+		"not UTF-8":      "flow:\n  name: caf\xe9\n",
+		"too large":      "flow:\n  name: x\n" + strings.Repeat("#", MaxFlowBytes) + "\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

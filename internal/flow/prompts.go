@@ -128,7 +128,7 @@ func (v *validator) prompts() {
 			v.add(r.pos, r.path, true, "%s %q resolves through a symlink to %s, outside the flows directory %s; a prompt file must live inside it", r.what, r.file, where, root)
 			continue
 		}
-		data, err := os.ReadFile(full)
+		data, err := ReadRoleFile(full) // capped at MaxRoleFileBytes, UTF-8
 		if err != nil {
 			v.add(r.pos, r.path, true, "%s %q cannot be read: %v", r.what, r.file, err)
 			continue
@@ -187,14 +187,17 @@ func (v *validator) lint(r promptRef, full, data, body string, valid map[string]
 	if strings.HasSuffix(data, body) {
 		offset = strings.Count(data[:len(data)-len(body)], "\n")
 	}
-	var outputs []string
-	for _, id := range outputNodes(v.f) {
-		outputs = append(outputs, "{"+id+"_path}")
+	if v.lintExtra == "" { // once per flow: it lists every output node
+		var outputs []string
+		for _, id := range outputNodes(v.f) {
+			outputs = append(outputs, "{"+id+"_path}")
+		}
+		v.lintExtra = "no agent or tool node outputs"
+		if len(outputs) > 0 {
+			v.lintExtra = strings.Join(outputs, ", ")
+		}
 	}
-	extra := "no agent or tool node outputs"
-	if len(outputs) > 0 {
-		extra = strings.Join(outputs, ", ")
-	}
+	extra := v.lintExtra
 	for i, line := range strings.Split(body, "\n") {
 		for _, name := range prompt.Tokens(line) {
 			if valid[name] {

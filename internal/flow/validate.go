@@ -57,6 +57,12 @@ func Fatal(ps []Problem) []Problem {
 // structured for callers that report positions themselves.
 type ParseError struct {
 	Problems []Problem
+	// Flow is what did parse (a key that failed is left out), for callers
+	// that check the other layers too (Validate, then WithoutCascades);
+	// nil when the file is not a `flow:` mapping at all.
+	Flow *Flow
+
+	failed []string // paths whose value failed to parse (WithoutCascades)
 }
 
 func (e *ParseError) Error() string { return e.Unwrap().Error() }
@@ -151,7 +157,13 @@ var (
 //     editing_lineage; no git_evidence on a workspace-write agent; extra_args
 //     pass the forbidden-args screen (ScreenArgs);
 //   - config (opt.Config): see ValidateOptions.Config; tools (opt.ToolsDir):
-//     every tool installed, a regular executable file inside the registry.
+//     every tool installed, a regular executable file inside the registry;
+//   - compiled names (what compiler.Compile would reject, names.go): two
+//     loops (or a loop and an inline budget's <from>_<outcome>, or an
+//     agent's <id>_hitl) counting in one $.loops member, a state name over
+//     MaxStateName characters; routing (routing.go): an evaluator, checks
+//     or hitl question node whose edges are all route:<label>, which it
+//     never emits.
 //
 // The warnings (Fatal false): the anti-drift lint (a {name} in a role file
 // outside the flow's variable set, seed 004 § Anti-drift lint); a missing
@@ -160,7 +172,11 @@ var (
 // rounds than its max_rework_per_stage, and max_rework_per_stage on a
 // blocking one; a budget above agents.max_fix_cycles (clamped); an unknown
 // submit_format; a manifest without the citation checker; a publish policy
-// differing from the flow's publishing.
+// differing from the flow's publishing; a terminal gate (an evaluator,
+// checks or tool node without an outgoing edge: only its pass outcome ends
+// done); a route:<label> edge from a kind that never emits one, beside
+// edges that route; a when.equals that is not a boolean; a budget no edge
+// uses.
 func Validate(f *Flow, opt ValidateOptions) []Problem {
 	v := &validator{f: f, opt: opt}
 	v.header()
@@ -172,6 +188,8 @@ func Validate(f *Flow, opt ValidateOptions) []Problem {
 	v.decomposition()
 	v.prompts()
 	v.loops()
+	v.routing()
+	v.compiledNames()
 	v.configLayer()
 	v.tools()
 	SortProblems(f.File, v.ps)
@@ -201,6 +219,8 @@ type validator struct {
 	f   *Flow
 	opt ValidateOptions
 	ps  []Problem
+
+	lintExtra string // the output variables the anti-drift lint names (prompts.go)
 }
 
 func (v *validator) add(pos Pos, path string, fatal bool, format string, args ...any) {
@@ -628,13 +648,18 @@ func approval(n *Node) bool { return n.Kind == KindHITL && n.Signal == "approval
 // approvalRoutes requires both answers of every hitl approval node to be
 // routed (reference.md § Edges: it "needs route:approve / route:deny edges").
 func (v *validator) approvalRoutes() {
+	type route struct{ from, outcome string }
+	routed := map[route]bool{}
+	for _, e := range v.f.Edges {
+		routed[route{e.From, e.Outcome}] = true
+	}
 	for i := range v.f.Nodes {
 		n := &v.f.Nodes[i]
 		if !approval(n) || n.ID == "" {
 			continue
 		}
 		for _, want := range []string{"route:approve", "route:deny"} {
-			if !slices.ContainsFunc(v.f.Edges, func(e Edge) bool { return e.From == n.ID && e.Outcome == want }) {
+			if !routed[route{n.ID, want}] {
 				v.add(n.pos("signal"), fmt.Sprintf("nodes[%d].signal", i), true,
 					"%s asks for an approval but has no %s edge; an approval node needs both route:approve and route:deny edges", label(n), want)
 			}
@@ -740,12 +765,9 @@ func (v *validator) graph() {
 			terminals = append(terminals, n.ID)
 		}
 	}
-	reaches := map[string]bool{}
-	for _, t := range terminals {
-		for id := range walk(t, in) {
-			reaches[id] = true
-		}
-	}
+	// One reverse walk from every terminal at once: linear in the graph
+	// (a walk per terminal was quadratic on a flow of many terminals).
+	reaches := walkFrom(terminals, in)
 	for i := range f.Nodes {
 		n := &f.Nodes[i]
 		if !reaches[n.ID] {
@@ -756,8 +778,20 @@ func (v *validator) graph() {
 
 // walk returns the ids reachable from start along next, start included.
 func walk(start string, next map[string][]string) map[string]bool {
-	seen := map[string]bool{start: true}
-	stack := []string{start}
+	return walkFrom([]string{start}, next)
+}
+
+// walkFrom returns the ids reachable along next from any of starts,
+// starts included.
+func walkFrom(starts []string, next map[string][]string) map[string]bool {
+	seen := make(map[string]bool, len(starts))
+	var stack []string
+	for _, s := range starts {
+		if !seen[s] {
+			seen[s] = true
+			stack = append(stack, s)
+		}
+	}
 	for len(stack) > 0 {
 		id := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]

@@ -18,7 +18,9 @@ import (
 // tree's diff (SelectSets), then runs every command of every selected set —
 // all of them, no fail-fast — each as an argv without a shell, in its cwd
 // inside the work dir, with the set's timeout and the allowlisted
-// environment, keeping the last 64 KiB of its combined output. A command
+// environment, keeping the last 64 KiB of its combined output. Its exit
+// status is its result; when it ends, whatever it left running in its
+// process group is killed (run). A command
 // whose binary is absent in a skip_if_unavailable set is recorded
 // "skipped"; in any other set it is a launch error. progress, when set, is
 // called with the number of commands finished after each one (the runner
@@ -111,7 +113,7 @@ func runCheck(ctx context.Context, dir string, env []string, set CommandSet, c C
 		timeout = 7200 * time.Second
 	}
 	out := &tailBuffer{max: OutputTailBytes}
-	pr, err := run(ctx, proc{path: bin, argv: c.Argv, dir: cwd, env: env, timeout: timeout, stdout: out, stderr: out})
+	pr, err := run(ctx, proc{path: bin, argv: c.Argv, dir: cwd, env: env, timeout: timeout, stdout: out, combined: true})
 	if err != nil {
 		return r, err
 	}

@@ -7,7 +7,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -126,6 +128,58 @@ func TestRunChecks_TimeoutKillsTheProcessGroup(t *testing.T) {
 	// about to be reaped by init), never still sleeping.
 	if out, _ := exec.Command("ps", "-o", "stat=", "-p", strings.TrimSpace(string(b))).Output(); len(out) > 0 && !strings.HasPrefix(string(out), "Z") {
 		t.Errorf("grandchild %s still alive: %q", strings.TrimSpace(string(b)), out)
+	}
+}
+
+// gone reports whether the process whose pid the file holds has ended: no
+// such process, or a zombie about to be reaped by init.
+func gone(t *testing.T, pidFile string) bool {
+	t.Helper()
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("%s: %q", pidFile, b)
+	}
+	if syscall.Kill(pid, 0) == syscall.ESRCH {
+		return true
+	}
+	out, _ := exec.Command("ps", "-o", "stat=", "-p", strconv.Itoa(pid)).Output()
+	return len(out) == 0 || strings.HasPrefix(string(out), "Z")
+}
+
+// A command that exits but leaves a background child holding its output
+// is judged by its exit status, with the output written until then, and
+// the child is killed with its process group when the command ends (it
+// neither outlives the check nor turns it into a timeout).
+func TestRunChecks_ExitStatusDecidesAndLeftoverChildIsKilled(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pid0, pid1 := filepath.Join(dir, "sleep0.pid"), filepath.Join(dir, "sleep1.pid")
+	res, err := RunChecks(context.Background(), checksSpec(dir,
+		CommandSet{Name: "bg", TimeoutSeconds: 300, Commands: []Command{
+			sh("passes", "sleep 300 & echo $! > "+pid0+"; echo started; exit 0"),
+			sh("fails", "sleep 300 & echo $! > "+pid1+"; echo started >&2; exit 4"),
+		}},
+	), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res.Runs[0]; r.Status != StatusExited || r.ExitCode != 0 || r.Output != "started\n" || r.Error != "" {
+		t.Errorf("run 0 = %+v, want exit 0 with output \"started\"", r)
+	}
+	if r := res.Runs[1]; r.Status != StatusExited || r.ExitCode != 4 || r.Output != "started\n" {
+		t.Errorf("run 1 = %+v, want exit 4", r)
+	}
+	if v := ChecksVerdict(res); v.Outcome != Fail || !strings.Contains(v.Reason, "bg/fails (exit 4)") || strings.Contains(v.Reason, "bg/passes") {
+		t.Errorf("verdict %+v", v)
+	}
+	for _, f := range []string{pid0, pid1} {
+		if !gone(t, f) {
+			t.Errorf("the background sleep of %s survived its check", f)
+		}
 	}
 }
 
@@ -329,6 +383,59 @@ func TestRunTool_TimeoutIsTimedOut(t *testing.T) {
 	}
 	if res.Status != StatusTimedOut || ToolOutcome(res).Error != ErrToolTimedOut {
 		t.Errorf("result %+v", res)
+	}
+}
+
+// A tool that prints its outcome and exits, leaving a background child that
+// holds its stdout (and its stdin: the context is larger than a pipe's
+// buffer and never read), is decided by what it printed and its exit; the
+// child is killed with its process group.
+func TestRunTool_ExitDecidesAndLeftoverChildIsKilled(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeExec(t, filepath.Join(dir, "tools/bg"), "#!/bin/sh\nsleep 300 &\necho $! > sleep.pid\necho '{\"outcome\":\"pass\"}'\nexit 0\n")
+	input := `{"pad":"` + strings.Repeat("x", 256<<10) + `"}`
+	res, err := RunTool(context.Background(), Spec{Kind: KindTool, Dir: dir, AllowedEnvironment: testEnv,
+		Tool: &ToolSpec{Name: "bg", Dir: filepath.Join(dir, "tools"), TimeoutSeconds: 300, Input: json.RawMessage(input)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != StatusExited || res.ExitCode != 0 || res.Stdout != "{\"outcome\":\"pass\"}\n" {
+		t.Fatalf("result %+v", res)
+	}
+	if v := ToolOutcome(res); v.Outcome != Pass {
+		t.Errorf("verdict %+v", v.Verdict)
+	}
+	if !gone(t, filepath.Join(dir, "sleep.pid")) {
+		t.Error("the tool's background sleep survived it")
+	}
+}
+
+// A stdout longer than the 1 MiB kept keeps its end too: a JSON outcome on
+// its last line still decides (here a fail, though the tool exits 0), and
+// the saved stdout says what was dropped.
+func TestRunTool_TrailingOutcomePastTheKeptHeadDecides(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const filler = 2_200_000
+	writeExec(t, filepath.Join(dir, "tools/big"), "#!/bin/sh\nhead -c "+strconv.Itoa(filler)+" /dev/zero | tr '\\000' x\necho\necho '{\"outcome\":\"fail\",\"findings\":[{\"what\":\"too big\"}]}'\n")
+	res, err := RunTool(context.Background(), Spec{Kind: KindTool, Dir: dir, AllowedEnvironment: testEnv,
+		Tool: &ToolSpec{Name: "big", Dir: filepath.Join(dir, "tools"), TimeoutSeconds: 300, Input: json.RawMessage(`{}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := "{\"outcome\":\"fail\",\"findings\":[{\"what\":\"too big\"}]}\n"
+	if res.ExitCode != 0 || len(res.Stdout) != StdoutBytes || len(res.StdoutTail) != StdoutTailBytes || !strings.HasSuffix(res.StdoutTail, last) ||
+		res.StdoutBytes != int64(filler+1+len(last)) || res.StdoutComplete() {
+		t.Fatalf("kept %d + %d of %d bytes, tail ends %q", len(res.Stdout), len(res.StdoutTail), res.StdoutBytes, res.StdoutTail[max(0, len(res.StdoutTail)-80):])
+	}
+	v := ToolOutcome(res)
+	if v.Outcome != Fail || string(v.Findings) != `[{"what":"too big"}]` || !strings.Contains(v.Reason, "stdout cut") {
+		t.Errorf("verdict %+v", v.Verdict)
+	}
+	dropped := res.StdoutBytes - StdoutBytes - StdoutTailBytes
+	if kept := res.KeptStdout(); !strings.Contains(kept, "[stratus: "+strconv.FormatInt(dropped, 10)+" bytes of stdout not kept") || !strings.HasSuffix(kept, last) {
+		t.Errorf("kept stdout ends %q", kept[len(kept)-200:])
 	}
 }
 

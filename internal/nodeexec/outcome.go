@@ -157,7 +157,15 @@ type ToolVerdict struct {
 //   - stdout is a JSON object (the whole of it, or its last non-empty line)
 //     with an "outcome": that outcome is authoritative when it is pass,
 //     fail or route:<label> (a label without spaces); any other value →
-//     Manual, ErrToolInvalidOutcome;
+//     Manual, ErrToolInvalidOutcome. A stdout longer than StdoutBytes is
+//     read by its last line (StdoutTail), so a trailing outcome still counts;
+//   - no such object, but stdout (or its last non-empty line) starts with
+//     "{", contains "outcome" in quotes and is not valid JSON — an outcome
+//     object cut short or malformed, e.g. `{"outcome": "pass"` — →
+//     Manual, ErrToolInvalidOutcome, like an invalid outcome value: the exit
+//     code never passes what may have been a fail (a whole stdout that is
+//     a stream of complete JSON values, such as JSON log lines, is not
+//     taken for one);
 //   - else exit 0 → pass;
 //   - a non-zero exit with empty stdout and non-empty stderr is a crashed
 //     checker → Manual, ErrToolCrashed, the reason carrying the last 1 KiB
@@ -178,7 +186,8 @@ func ToolOutcome(r *ToolResult) ToolVerdict {
 		return ToolVerdict{Verdict: Verdict{Manual: true, Error: ErrToolLaunch, Reason: fmt.Sprintf("tool %s: unknown status %q", r.Name, r.Status)}}
 	}
 	var v ToolVerdict
-	if obj := jsonObject(r.Stdout); obj != nil {
+	obj, malformed := outcomeObject(r)
+	if obj != nil {
 		v.Findings, v.Data = obj["findings"], obj["data"]
 		if raw, ok := obj["outcome"]; ok {
 			var s string
@@ -190,6 +199,16 @@ func ToolOutcome(r *ToolResult) ToolVerdict {
 			v.Outcome = s
 			v.Reason = fmt.Sprintf("tool %s printed outcome %s (exit %d)", r.Name, s, r.ExitCode)
 		}
+	}
+	if v.Outcome == "" && malformed != "" {
+		cut := ""
+		if !r.StdoutComplete() {
+			cut = fmt.Sprintf(" (its stdout of %d bytes was cut: the first %d and the last %d kept)", r.StdoutBytes, len(r.Stdout), len(r.StdoutTail))
+		}
+		v.Verdict = Verdict{Manual: true, Error: ErrToolInvalidOutcome,
+			Reason: fmt.Sprintf("tool %s printed what looks like a JSON outcome object but is not valid JSON%s: %s; valid: one JSON object with \"outcome\" %q, %q or \"route:<label>\", as the whole stdout or its last line",
+				r.Name, cut, truncate(malformed, 80), Pass, Fail)}
+		return v
 	}
 	if v.Outcome == "" {
 		switch {
@@ -203,11 +222,11 @@ func ToolOutcome(r *ToolResult) ToolVerdict {
 			v.Outcome, v.Reason = Fail, fmt.Sprintf("tool %s exited %d", r.Name, r.ExitCode)
 		}
 	}
-	if r.StdoutBytes > int64(len(r.Stdout)) {
-		v.Reason += fmt.Sprintf("; stdout cut at %d of %d bytes", len(r.Stdout), r.StdoutBytes)
+	if !r.StdoutComplete() {
+		v.Reason += fmt.Sprintf("; stdout cut: the first %d and the last %d of %d bytes kept", len(r.Stdout), len(r.StdoutTail), r.StdoutBytes)
 	}
 	if v.Outcome == Fail && empty(v.Findings) {
-		sum := sha256.Sum256([]byte(strconv.Itoa(r.ExitCode) + "\x00" + r.Stdout))
+		sum := sha256.Sum256([]byte(strconv.Itoa(r.ExitCode) + "\x00" + r.Stdout + "\x00" + r.StdoutTail))
 		v.Digest = hex.EncodeToString(sum[:])
 	}
 	return v
@@ -238,21 +257,59 @@ func validOutcome(s string) bool {
 	return ok && label != "" && !strings.ContainsFunc(label, unicode.IsSpace)
 }
 
-// jsonObject parses stdout as one JSON object: the whole of it, else its
-// last non-empty line (a tool may log before it reports). nil otherwise.
-func jsonObject(stdout string) map[string]json.RawMessage {
-	var obj map[string]json.RawMessage
-	s := strings.TrimSpace(stdout)
-	if strings.HasPrefix(s, "{") && json.Unmarshal([]byte(s), &obj) == nil {
-		return obj
-	}
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		last := strings.TrimSpace(s[i+1:])
-		if strings.HasPrefix(last, "{") && json.Unmarshal([]byte(last), &obj) == nil {
-			return obj
+// outcomeQuoted is what marks text as a would-be outcome object.
+const outcomeQuoted = `"outcome"`
+
+// outcomeObject finds the JSON object a tool printed: its whole stdout
+// when that was kept entirely, else its last non-empty line — read from
+// StdoutTail when the middle was dropped, if that line is whole there. obj
+// is nil when neither is a JSON object. malformed is the text that looks
+// like an outcome object and is not valid JSON ("" when none; see
+// ToolOutcome): the whole stdout, when its first JSON value does not
+// decode, or the last line.
+func outcomeObject(r *ToolResult) (obj map[string]json.RawMessage, malformed string) {
+	complete := r.StdoutComplete()
+	text := r.StdoutTail
+	if complete {
+		text = r.Stdout + r.StdoutTail
+		if s := strings.TrimSpace(text); strings.HasPrefix(s, "{") {
+			if json.Unmarshal([]byte(s), &obj) == nil {
+				return obj, ""
+			}
+			obj = nil
+			if strings.Contains(s, outcomeQuoted) && !firstValueDecodes(s) {
+				malformed = s
+			}
 		}
+	} else if s := strings.TrimSpace(r.Stdout); strings.HasPrefix(s, "{") && strings.Contains(s, outcomeQuoted) && !firstValueDecodes(s) {
+		malformed = s // the head of an object too long to keep
 	}
-	return nil
+	s := strings.TrimSpace(text)
+	i := strings.LastIndexByte(s, '\n')
+	if i < 0 && !complete {
+		if strings.Contains(s, outcomeQuoted) {
+			malformed = s // a last line longer than the tail kept
+		}
+		return nil, malformed
+	}
+	last := strings.TrimSpace(s[i+1:]) // the whole stdout when it is one line
+	if !strings.HasPrefix(last, "{") {
+		return nil, malformed
+	}
+	if json.Unmarshal([]byte(last), &obj) == nil {
+		return obj, malformed
+	}
+	if strings.Contains(last, outcomeQuoted) {
+		malformed = last
+	}
+	return nil, malformed
+}
+
+// firstValueDecodes reports whether s begins with one complete JSON value
+// (s may be a stream of them, such as JSON log lines).
+func firstValueDecodes(s string) bool {
+	var v any
+	return json.NewDecoder(strings.NewReader(s)).Decode(&v) == nil
 }
 
 // empty reports whether a findings value holds nothing.

@@ -81,6 +81,58 @@ func TestToolOutcome_JSONAuthoritativeElseExitCode(t *testing.T) {
 	}
 }
 
+// An outcome object cut short or malformed never passes on the exit code:
+// it is an invalid outcome (→ manual_action_required). A stdout kept as
+// head and tail is read by the tail's last line. JSON log lines are not
+// taken for a cut object.
+func TestToolOutcome_CutOrMalformedOutcomeObjectIsInvalid(t *testing.T) {
+	t.Parallel()
+	ok := func(code int, stdout string) *ToolResult {
+		return &ToolResult{Name: "t", Status: StatusExited, ExitCode: code, Stdout: stdout, StdoutBytes: int64(len(stdout))}
+	}
+	cut := func(head, tail string, total int64) *ToolResult {
+		return &ToolResult{Name: "t", Status: StatusExited, Stdout: head, StdoutTail: tail, StdoutBytes: total}
+	}
+	for _, tc := range []struct {
+		name    string
+		res     *ToolResult
+		outcome string
+		err     string
+		reason  string
+	}{
+		{"a cut object with exit 0", ok(0, `{"outcome": "pass"`), "", ErrToolInvalidOutcome, `not valid JSON: {"outcome": "pass"`},
+		{"a cut pretty-printed object", ok(0, "{\n  \"outcome\": \"pass\",\n  \"findings\": ["), "", ErrToolInvalidOutcome, "not valid JSON"},
+		{"a cut last line after logs", ok(0, "scanning\n{\"outcome\":\"pass\",\"data\":{"), "", ErrToolInvalidOutcome, "not valid JSON"},
+		{"trailing garbage after the object", ok(0, `{"outcome":"pass"} done`), "", ErrToolInvalidOutcome, "not valid JSON"},
+		{"JSON log lines then prose still go by the exit code", ok(0, "{\"step\":1,\"outcome\":\"maybe\"}\n{\"step\":2}\nall done\n"), Pass, "", "exited 0"},
+		{"prose mentioning outcome is not an object", ok(0, "the \"outcome\" is fine\n"), Pass, "", "exited 0"},
+		{"an object without outcome still goes by the exit code", ok(1, `{"data":{"n":1}`), Fail, "", "exited 1"},
+		{"head and tail: the tail's last line decides", cut(strings.Repeat("x", 100), "xxx\n{\"outcome\":\"route:big\"}\n", 5000), "route:big", "", "stdout cut: the first 100 and the last 28 of 5000 bytes kept"},
+		{"head and tail: a last line longer than the tail", cut("{\"outcome\":\"pass\",\"data\":\"xx", "xx\"}", 5000), "", ErrToolInvalidOutcome, "was cut"},
+		{"head and tail: a huge object's head", cut("{\"outcome\":\"pass\",\"data\":\"xx", "xx\n\"}\n}\n", 5000), "", ErrToolInvalidOutcome, "was cut"},
+		{"head and tail: no JSON goes by the exit code", cut("log\n", "more log\nend\n", 5000), Pass, "", "exited 0"},
+	} {
+		v := ToolOutcome(tc.res)
+		if v.Outcome != tc.outcome || v.Error != tc.err || v.Manual != (tc.err != "") || !strings.Contains(v.Reason, tc.reason) {
+			t.Errorf("%s: got %+v, want outcome %q error %q reason containing %q", tc.name, v.Verdict, tc.outcome, tc.err, tc.reason)
+		}
+	}
+}
+
+// The saved stdout is the whole of it when the head and the tail meet, else
+// the head, a line saying how much was dropped, and the tail.
+func TestToolResult_KeptStdoutJoinsHeadAndTail(t *testing.T) {
+	t.Parallel()
+	whole := &ToolResult{Stdout: "head", StdoutTail: "tail", StdoutBytes: 8}
+	if got := whole.KeptStdout(); got != "headtail" || !whole.StdoutComplete() {
+		t.Errorf("whole: %q", got)
+	}
+	gap := &ToolResult{Stdout: "head\n", StdoutTail: "tail\n", StdoutBytes: 100}
+	if got := gap.KeptStdout(); got != "head\n[stratus: 90 bytes of stdout not kept; the first 5 and the last 5 are]\ntail\n" || gap.StdoutComplete() {
+		t.Errorf("gap: %q", got)
+	}
+}
+
 // A crashed tool's diagnostic is bounded (reference.md § tool node: "a
 // bounded redacted stderr diagnostic").
 func TestToolOutcome_CrashDiagnosticIsBounded(t *testing.T) {

@@ -90,10 +90,13 @@ type proc struct {
 	argv    []string // argv[0] as configured
 	dir     string
 	env     []string
-	stdin   io.Reader
+	stdin   []byte // written to its stdin; nil: /dev/null
 	timeout time.Duration
-	stdout  io.Writer
-	stderr  io.Writer
+	// stdout and stderr receive its output (nil: discarded); with combined,
+	// stderr goes to stdout too, through one pipe, in the order written.
+	stdout   io.Writer
+	stderr   io.Writer
+	combined bool
 }
 
 // procResult is how a process ended.
@@ -108,17 +111,63 @@ type procResult struct {
 // result to report (the step's worker was stopped).
 var errCancelled = errors.New("cancelled")
 
-// killGrace bounds how long Wait waits for the output pipes once the
-// process group is killed (a grandchild that escaped the group may hold
-// them open).
+// killGrace bounds how long the output is still read once the process
+// group is killed (a grandchild that escaped the group — setsid — may hold
+// the output open: what it writes after that is not captured), and how
+// long Wait waits after a timeout kill before it kills the main process
+// directly.
 const killGrace = 5 * time.Second
 
-// run starts p and waits for it. A timeout kills the whole process group.
-// The error is errCancelled (wrapped) when ctx ends first; every other
-// outcome is in the procResult.
+// run starts p and waits for its main process. When that process ends —
+// it exits, or its timeout or ctx kills it — its whole process group is
+// killed: a background child it left (`sleep 300 &`) neither outlives it
+// nor holds its verdict hostage. The verdict is the main process's exit
+// status; the output is what the group wrote until then (read for at most
+// killGrace more). The child gets the write ends of pipes the runner
+// drains itself (an *os.File, so Wait does not wait for the output to
+// close). The error is errCancelled (wrapped) when ctx ends first; every
+// other outcome is in the procResult.
 func run(ctx context.Context, p proc) (procResult, error) {
 	tctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
+	launchErr := func(err error) (procResult, error) {
+		return procResult{status: StatusLaunchError, exitCode: -1, err: err.Error()}, nil
+	}
+	var caps []*capture
+	defer func() {
+		for _, c := range caps {
+			c.close()
+		}
+	}()
+	open := func(w io.Writer) (*capture, error) {
+		if w == nil {
+			return nil, nil
+		}
+		c, err := newCapture(w)
+		if err == nil {
+			caps = append(caps, c)
+		}
+		return c, err
+	}
+	stdout, err := open(p.stdout)
+	if err != nil {
+		return launchErr(err)
+	}
+	stderr := stdout
+	if !p.combined {
+		if stderr, err = open(p.stderr); err != nil {
+			return launchErr(err)
+		}
+	}
+	var stdinR, stdinW *os.File
+	if p.stdin != nil {
+		if stdinR, stdinW, err = os.Pipe(); err != nil {
+			return launchErr(err)
+		}
+		defer stdinR.Close()
+		defer stdinW.Close()
+	}
+
 	var cmd *exec.Cmd
 	start := time.Now()
 	// ETXTBSY: an executable written a moment ago can still be open for
@@ -127,9 +176,20 @@ func run(ctx context.Context, p proc) (procResult, error) {
 	for try := 0; ; try++ {
 		cmd = exec.CommandContext(tctx, p.path)
 		cmd.Args = p.argv
-		cmd.Dir, cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = p.dir, p.env, p.stdin, p.stdout, p.stderr
+		cmd.Dir, cmd.Env = p.dir, p.env
 		if cmd.Env == nil {
 			cmd.Env = []string{} // nil would mean the runner's whole environment
+		}
+		// Each is set only when non-nil: a nil *os.File in the interface
+		// is not a nil interface.
+		if stdinR != nil {
+			cmd.Stdin = stdinR
+		}
+		if stdout != nil {
+			cmd.Stdout = stdout.w
+		}
+		if stderr != nil {
+			cmd.Stderr = stderr.w
 		}
 		cmd.SysProcAttr = procAttr()
 		c := cmd
@@ -143,14 +203,43 @@ func run(ctx context.Context, p proc) (procResult, error) {
 			time.Sleep(time.Duration(try+1) * 10 * time.Millisecond)
 			continue
 		}
-		return procResult{status: StatusLaunchError, exitCode: -1, err: err.Error()}, nil
+		return launchErr(err)
 	}
-	err := cmd.Wait()
+	// The child's ends now live in the child (and whatever it starts): the
+	// runner's copies are closed, so the output ends when the last process
+	// holding it does.
+	for _, c := range caps {
+		c.started()
+	}
+	stdinDone := make(chan struct{})
+	if stdinW != nil {
+		stdinR.Close()
+		go func() {
+			defer close(stdinDone)
+			stdinW.Write(p.stdin) // EPIPE when the process does not read it all: not an error
+			stdinW.Close()
+		}()
+	} else {
+		close(stdinDone)
+	}
+
+	err = waitAndKillGroup(cmd)
 	r := procResult{status: StatusExited, duration: time.Since(start)}
+	timedOut := tctx.Err() == context.DeadlineExceeded
+	if stdinW != nil {
+		stdinW.Close() // unblocks a write nobody reads (a process outside the group holds stdin)
+	}
+	<-stdinDone
+	cut := false
+	for _, c := range caps {
+		if !c.wait(killGrace) {
+			cut = true
+		}
+	}
 	switch {
 	case ctx.Err() != nil:
 		return r, fmt.Errorf("%w: %v", errCancelled, ctx.Err())
-	case tctx.Err() == context.DeadlineExceeded:
+	case timedOut:
 		r.status, r.exitCode = StatusTimedOut, -1
 		r.err = fmt.Sprintf("killed after its timeout of %s", p.timeout)
 	case err != nil:
@@ -164,7 +253,59 @@ func run(ctx context.Context, p proc) (procResult, error) {
 			r.exitCode, r.err = -1, err.Error()
 		}
 	}
+	if cut && r.err == "" {
+		r.err = fmt.Sprintf("output cut: a process outside its process group held it open %s after the command ended", killGrace)
+	}
 	return r, nil
+}
+
+// capture is one output pipe: the child writes to w, a goroutine copies r
+// to dst.
+type capture struct {
+	dst  io.Writer
+	r, w *os.File
+	done chan struct{}
+	err  error // the copy's end: nil at EOF, else why it was cut off
+}
+
+func newCapture(dst io.Writer) (*capture, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	return &capture{dst: dst, r: r, w: w, done: make(chan struct{})}, nil
+}
+
+// started closes the runner's copy of the write end and starts draining.
+func (c *capture) started() {
+	c.w.Close()
+	go func() {
+		defer close(c.done)
+		_, c.err = io.Copy(c.dst, c.r)
+	}()
+}
+
+// wait waits for the output's end, at most grace more; false when it was
+// cut off.
+func (c *capture) wait(grace time.Duration) bool {
+	select {
+	case <-c.done:
+		return c.err == nil
+	default:
+	}
+	if c.r.SetReadDeadline(time.Now().Add(grace)) != nil {
+		// Not pollable: closing the read end is what ends the copy.
+		t := time.AfterFunc(grace, func() { c.r.Close() })
+		defer t.Stop()
+	}
+	<-c.done
+	return c.err == nil
+}
+
+// close releases both ends (each is closed at most once by then, or now).
+func (c *capture) close() {
+	c.r.Close()
+	c.w.Close()
 }
 
 // tailBuffer keeps the last max bytes written and counts them all.

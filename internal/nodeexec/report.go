@@ -155,8 +155,8 @@ func ToolReport(r *ToolResult, v ToolVerdict, stdoutPath string) string {
 	fmt.Fprintf(&b, "- duration: %d ms\n", r.DurationMS)
 	if stdoutPath != "" {
 		cut := ""
-		if r.StdoutBytes > int64(len(r.Stdout)) {
-			cut = fmt.Sprintf(", the first %d kept", len(r.Stdout))
+		if !r.StdoutComplete() {
+			cut = fmt.Sprintf(", the first %d and the last %d kept", len(r.Stdout), len(r.StdoutTail))
 		}
 		fmt.Fprintf(&b, "- stdout: %s (%d bytes%s)\n", stdoutPath, r.StdoutBytes, cut)
 	}

@@ -1,6 +1,10 @@
 package nodeexec
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
 
 // Node kinds this package runs.
 const (
@@ -27,6 +31,9 @@ const (
 	OutputTailBytes = 64 << 10
 	// StdoutBytes is how much of a tool's stdout is kept: the first 1 MiB.
 	StdoutBytes = 1 << 20
+	// StdoutTailBytes is how much of the end of a longer stdout is kept
+	// too: the last 64 KiB, where a tool prints its JSON outcome.
+	StdoutTailBytes = 64 << 10
 	// StderrTailBytes is how much of a tool's stderr is kept: the last 64 KiB.
 	StderrTailBytes = 64 << 10
 	// DiagnosticBytes bounds the stderr excerpt in a crashed tool's reason.
@@ -172,7 +179,31 @@ type ToolResult struct {
 	// Stdout is its first StdoutBytes; StdoutBytes counts all of it.
 	Stdout      string `json:"stdout"`
 	StdoutBytes int64  `json:"stdout_bytes"`
+	// StdoutTail is, when stdout was longer than Stdout, its last bytes
+	// (at most StdoutTailBytes, never overlapping Stdout): ToolOutcome
+	// reads a trailing JSON outcome there. "" when Stdout is all of it.
+	StdoutTail string `json:"stdout_tail,omitempty"`
 	// Stderr is its last StderrTailBytes; StderrBytes counts all of it.
 	Stderr      string `json:"stderr"`
 	StderrBytes int64  `json:"stderr_bytes"`
+}
+
+// StdoutComplete reports whether Stdout and StdoutTail together are the
+// whole of the tool's stdout (nothing between them was dropped).
+func (r *ToolResult) StdoutComplete() bool {
+	return r.StdoutBytes <= int64(len(r.Stdout)+len(r.StdoutTail))
+}
+
+// KeptStdout is the stdout the tool's artifact saves: Stdout, and when its
+// middle was dropped, a line saying how much, then StdoutTail.
+func (r *ToolResult) KeptStdout() string {
+	if r.StdoutComplete() {
+		return r.Stdout + r.StdoutTail
+	}
+	sep := "\n"
+	if strings.HasSuffix(r.Stdout, "\n") {
+		sep = ""
+	}
+	dropped := r.StdoutBytes - int64(len(r.Stdout)+len(r.StdoutTail))
+	return r.Stdout + sep + fmt.Sprintf("[stratus: %d bytes of stdout not kept; the first %d and the last %d are]\n", dropped, len(r.Stdout), len(r.StdoutTail)) + r.StdoutTail
 }

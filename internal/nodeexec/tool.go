@@ -1,9 +1,9 @@
 package nodeexec
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/stratusflow/stratus"
@@ -20,9 +20,11 @@ const DefaultToolTimeoutSeconds = 3600
 // registry rule validation applies: one file name, a contained, regular,
 // executable file — checked again here, on the machine that runs it), argv [path] only, cwd the
 // work dir, the JSON context on stdin, the allowlisted environment only,
-// killed (with its process group) at its timeout. It keeps the first 1 MiB
-// of stdout and the last 64 KiB of stderr. A tool that cannot be resolved
-// or started is a launch_error result, not an error.
+// killed (with its process group) at its timeout, and its process group
+// killed when it exits (run). It keeps the first 1 MiB of stdout and, when
+// stdout is longer, its last 64 KiB too (StdoutTail: where a trailing JSON
+// outcome is), and the last 64 KiB of stderr. A tool that cannot be
+// resolved or started is a launch_error result, not an error.
 //
 // The error is non-nil only when ctx ends (the runner is stopping) or the
 // spec is not a tool spec.
@@ -42,14 +44,24 @@ func RunTool(ctx context.Context, s Spec) (*ToolResult, error) {
 		return res, nil
 	}
 	res.Path = p
-	stdout, stderr := &headBuffer{max: StdoutBytes}, &tailBuffer{max: StderrTailBytes}
+	head, last := &headBuffer{max: StdoutBytes}, &tailBuffer{max: StdoutTailBytes}
+	stderr := &tailBuffer{max: StderrTailBytes}
+	input := t.Input
+	if input == nil {
+		input = []byte{}
+	}
 	pr, err := run(ctx, proc{path: p, argv: []string{p}, dir: s.Dir, env: Env(s.AllowedEnvironment),
-		stdin: bytes.NewReader(t.Input), timeout: time.Duration(timeout) * time.Second, stdout: stdout, stderr: stderr})
+		stdin: input, timeout: time.Duration(timeout) * time.Second, stdout: io.MultiWriter(head, last), stderr: stderr})
 	if err != nil {
 		return nil, err
 	}
 	res.Status, res.ExitCode, res.Error, res.DurationMS = pr.status, pr.exitCode, pr.err, pr.duration.Milliseconds()
-	res.Stdout, res.StdoutBytes = stdout.String(), stdout.total
+	res.Stdout, res.StdoutBytes = head.String(), head.total
+	if kept := int64(len(res.Stdout)); res.StdoutBytes > kept {
+		// The tail, minus what the head already holds.
+		tail := last.String()
+		res.StdoutTail = tail[max(0, int64(len(tail))-(res.StdoutBytes-kept)):]
+	}
 	res.Stderr, res.StderrBytes = stderr.String(), stderr.total
 	return res, nil
 }

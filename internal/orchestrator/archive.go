@@ -6,14 +6,77 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/stratusflow/stratus"
 )
+
+// CtxMarker is the file Stratus writes into every ctx dir it creates,
+// before anything is projected there. Only a directory carrying it is ever
+// moved by a rerun: a placement such as "{task_id}" with task id "src"
+// resolves to the user's own src/, which holds no marker and is never
+// touched (seed 000 § Files are the server's job: the ctx dir is Stratus's;
+// nothing else is).
+const CtxMarker = ".stratus-ctx"
+
+// prepareCtxDir readies a task's ctx dir for a new run: it refuses a ctx
+// dir Stratus did not create (checkCtxDir), moves what the previous run
+// left behind into <logs>/attempt-N/ (archivePrevious), then creates the
+// ctx dir with its marker. It returns the archive dir, or "" when there was
+// nothing to archive. placement is config.yaml's projection.placement, for
+// the refusal message.
+func prepareCtxDir(logsDir, ctxDir, placement, taskID string) (string, error) {
+	if err := checkCtxDir(ctxDir, placement, taskID); err != nil {
+		return "", err
+	}
+	arch, err := archivePrevious(logsDir, ctxDir)
+	if err != nil {
+		return "", fmt.Errorf("archive the previous run of task %s: %w", taskID, err)
+	}
+	if err := os.MkdirAll(ctxDir, 0o755); err != nil {
+		return arch, fmt.Errorf("create the ctx dir of task %s: %w", taskID, err)
+	}
+	note := fmt.Sprintf("This directory is the ctx dir of Stratus task %s (projection.placement %q).\n"+
+		"The next run of the task moves it into .stratus/logs/%s/attempt-N/ because this file is here.\n", taskID, placement, taskID)
+	if err := os.WriteFile(filepath.Join(ctxDir, CtxMarker), []byte(note), 0o644); err != nil {
+		return arch, fmt.Errorf("mark the ctx dir of task %s: %w", taskID, err)
+	}
+	return arch, nil
+}
+
+// checkCtxDir refuses, touching nothing, a ctx dir path that exists but is
+// not a directory carrying CtxMarker: whatever is there was not made by a
+// Stratus run, so it is the user's and a rerun must not move it. The error
+// is EINVALID (Field "projection.placement") naming the path and the
+// placement.
+func checkCtxDir(ctxDir, placement, taskID string) error {
+	fi, err := os.Lstat(ctxDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("inspect the ctx dir of task %s: %w", taskID, err)
+	}
+	what := "a directory that Stratus did not create (it has no " + CtxMarker + " file)"
+	if !fi.IsDir() {
+		what = "not a directory"
+	} else if m, err := os.Lstat(filepath.Join(ctxDir, CtxMarker)); err == nil && m.Mode().IsRegular() {
+		return nil
+	}
+	return stratus.FieldErrorf(stratus.EINVALID, "projection.placement",
+		"the ctx dir of task %s, %s (projection.placement %q in config.yaml), already exists and is %s; "+
+			"a run moves its ctx dir aside when it starts, so it refuses to start rather than move your files. "+
+			"Change projection.placement (e.g. workspace/tasks/{task_id}/ctx) or rename the task; "+
+			"if it is a ctx dir left by an older stratus, remove it or create %s to let the run archive it",
+		taskID, ctxDir, placement, what, filepath.Join(ctxDir, CtxMarker))
+}
 
 // archivePrevious moves what an earlier run of the same task left behind,
 // its ctx dir and its logs, into <logs>/attempt-N/ (N = 1, 2, ...), so a
 // rerun starts from a clean ctx dir and the earlier run stays readable
 // (seed 004 § prompt_audit: "archived into attempt-<N>/ on rerun like the
 // rest of the task's logs"). It returns the archive dir, or "" when there
-// was nothing to archive.
+// was nothing to archive. The ctx dir is moved only when it is a directory
+// carrying CtxMarker (the caller checks that first: checkCtxDir); anything
+// else at that path is left where it is.
 func archivePrevious(logsDir, ctxDir string) (string, error) {
 	entries, err := os.ReadDir(logsDir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -28,7 +91,12 @@ func archivePrevious(logsDir, ctxDir string) (string, error) {
 		}
 		move = append(move, e.Name())
 	}
-	_, ctxErr := os.Stat(ctxDir)
+	fi, ctxErr := os.Lstat(ctxDir)
+	if ctxErr == nil {
+		if m, err := os.Lstat(filepath.Join(ctxDir, CtxMarker)); !fi.IsDir() || err != nil || !m.Mode().IsRegular() {
+			ctxErr = os.ErrNotExist // not ours: never moved
+		}
+	}
 	if len(move) == 0 && ctxErr != nil {
 		return "", nil
 	}

@@ -69,8 +69,10 @@ type Result struct {
 	Overhead []time.Duration // per step transition: report -> next engine start
 	Error    string          // the execution's error name, when not done
 	Cause    string
-	// Budgets is what the run spent of each loop budget: the execution's
-	// final $.loops counters (only when it succeeded: a Fail state has no output).
+	// Budgets is what the run spent of each budget, whatever its terminal:
+	// per $.loops counter (loops, inline budgets, hitl rounds, the global
+	// backstop), the charges read from the execution's history
+	// (spentBudgets; a Fail state has no output to read them from).
 	Budgets map[string]int
 }
 
@@ -114,8 +116,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		return nil, stratus.Errorf(stratus.EINVALID, "task %s cannot run through flow %s:\n  %s", tk.ID, fl.TaskType, strings.Join(lines, "\n  "))
 	}
-	def, err := compiler.Compile(fl, compiler.Options{HITLTimeoutSeconds: cfg.HITL.TimeoutSeconds, MaxFixCycles: cfg.Agents.MaxFixCycles})
-	if err != nil {
+	// Compile once before anything is written, so a flow the compiler
+	// refuses stops the run here; the run compiles its frozen copy below.
+	if _, err := compiler.Compile(fl, compiler.Options{HITLTimeoutSeconds: cfg.HITL.TimeoutSeconds, MaxFixCycles: cfg.Agents.MaxFixCycles}); err != nil {
 		return nil, err
 	}
 	key, err := captoken.LoadOrCreateKey(filepath.Join(state, KeyFile))
@@ -132,6 +135,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		progress = io.Discard
 	}
 
+	printEvent := func(e worker.Event) { fmt.Fprintln(progress, FormatEvent(e)) }
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("listen for the worker API: %w", err)
@@ -147,7 +151,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		Minter:   &captoken.Minter{Key: key, TTL: time.Duration(cfg.Worker.TokenTTLSeconds) * time.Second},
 		APIURL:   "http://" + ln.Addr().String(),
 		Env:      func(context.Context, string) (*worker.RunEnv, error) { return env, nil },
-		OnEvent:  func(e worker.Event) { fmt.Fprintln(progress, FormatEvent(e)) },
+		OnEvent:  printEvent,
 		Warnf: func(format string, args ...any) {
 			fmt.Fprintf(progress, "stratus: warning: "+format+"\n", args...)
 		},
@@ -156,6 +160,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		LocalLogs:    filepath.Join(state, "logs"),
 	}
 	svc.Publish = func(ctx context.Context, run stratus.Run, _ *worker.RunEnv) ([]string, error) {
+		if note := publishNote(ctx, st, run.ID, env.Flow); note != "" {
+			fmt.Fprintf(progress, "stratus: %s\n", note) // issue 5 § 4: said, never silently skipped
+		}
 		f, err := report.Collect(ctx, st, run, stratus.RunDone, worker.ReportEnv(env))
 		if err != nil {
 			return nil, err
@@ -203,12 +210,25 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer unlock()
-	if arch, err := archivePrevious(filepath.Join(dir, filepath.FromSlash(report.Dir(tk.ID))), sk.Path(cd)); err != nil {
-		return nil, fmt.Errorf("archive the previous run of task %s: %w", tk.ID, err)
+	if arch, err := prepareCtxDir(filepath.Join(dir, filepath.FromSlash(report.Dir(tk.ID))), sk.Path(cd), cfg.Projection.Placement, tk.ID); err != nil {
+		return nil, err
 	} else if arch != "" {
 		fmt.Fprintf(progress, "stratus: the previous run's ctx dir and logs of task %s moved to %s\n", tk.ID, arch)
 	}
-	run := stratus.Run{ID: newRunID(), TaskID: tk.ID, TaskTitle: tk.Title, Flow: fl.TaskType, Status: stratus.RunRunning,
+	// From here on the run reads its flow, prompts, config and tools from a
+	// snapshot taken now (worc WRI-010); the ctx dir and the work dir stay live.
+	runID := newRunID()
+	bundle, release, err := freezeRun(ctx, state, runID, dir, flowsDir, taskPath)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	env = bundle.Env
+	var def []byte
+	if def, err = compiler.Compile(env.Flow, compiler.Options{HITLTimeoutSeconds: env.Config.HITL.TimeoutSeconds, MaxFixCycles: env.Config.Agents.MaxFixCycles}); err != nil {
+		return nil, err
+	}
+	run := stratus.Run{ID: runID, TaskID: tk.ID, TaskTitle: tk.Title, Flow: fl.TaskType, Status: stratus.RunRunning,
 		WorkDir: dir, TaskPath: taskPath, CreatedAt: time.Now().UTC()}
 	if err := st.CreateRun(ctx, run); err != nil {
 		return nil, err
@@ -237,11 +257,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		bg := context.WithoutCancel(ctx)
 		exec.StopExecution(bg, run.Execution, "stratus.Cancelled", err.Error())
 		svc.Drain()
+		settleSupervisor(bg, st, run.ID, 0, printEvent) // interrupted: no grace
 		launcher.StopAll()
 		run.Status, run.EndedAt = stratus.RunFailed, time.Now().UTC()
 		st.UpdateRun(bg, run)
-		res := &Result{Run: run, Status: stratus.RunFailed, Error: "stratus.Cancelled", Cause: "the run was interrupted", CtxDir: sk.Path(cd)}
+		res := &Result{Run: run, Status: stratus.RunFailed, Error: "stratus.Cancelled", Cause: "the run was interrupted", CtxDir: sk.Path(cd),
+			Budgets: spentBudgets(exec.History(run.Execution))}
 		if f, ferr := report.Collect(bg, st, run, stratus.RunFailed, worker.ReportEnv(env)); ferr == nil {
+			f.Stop = &report.Stop{Interrupted: true}
+			res.Cause = report.Why(f)
 			if keys, werr := report.Write(bg, sk, f); werr == nil {
 				res.Summary = []string{sk.Path(keys[0]), sk.Path(keys[1])}
 			}
@@ -249,17 +273,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return res, err
 	}
 	svc.Drain() // no supervisor observation starts after the workers are stopped
+	// An observation launched for the failure that ended the run is let
+	// finish (bounded); what is left is recorded cut short, then stopped.
+	settleSupervisor(ctx, st, run.ID, ObserveGrace, printEvent)
 	launcher.StopAll()
 	cancelDispatch()
 	dispatches.Wait()
 
-	res := &Result{Error: x.Error, Cause: x.Cause}
-	var out struct {
-		Loops map[string]int `json:"loops"`
-	}
-	if json.Unmarshal(x.Output, &out) == nil {
-		res.Budgets = out.Loops
-	}
+	hist := exec.History(run.Execution)
+	res := &Result{Error: x.Error, Cause: x.Cause, Budgets: spentBudgets(hist)}
 	switch {
 	case x.Status == "SUCCEEDED":
 		res.Status = stratus.RunDone
@@ -279,8 +301,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res.Overhead = report.Overhead(f)
 	if res.Status != stratus.RunDone {
-		if why := explain(f); why != "" {
-			res.Cause = why
+		f.Stop = readStop(hist, def, env.Flow, x.Error, x.Cause)
+		if why := report.Why(f); why != "" {
+			res.Cause = why // the summary's "Why the run stopped" says the same
 		}
 	}
 	// The summary is rewritten from the final facts, whatever the terminal:
@@ -293,27 +316,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res.Summary = []string{sk.Path(rd + "/summary.json"), sk.Path(rd + "/summary.md")}
 	res.CtxDir = sk.Path(cd)
 	return res, nil
-}
-
-// explain says why a run did not end done, from its last step: the reason
-// of a failed step, an evaluator whose report could not be read, or the
-// outcome whose rework budget was spent.
-func explain(f *report.Facts) string {
-	if len(f.Steps) == 0 {
-		return ""
-	}
-	last := f.Steps[len(f.Steps)-1].Step
-	var v worker.StepValue
-	json.Unmarshal(last.Value, &v)
-	switch {
-	case last.Status == stratus.StepRunning:
-		return fmt.Sprintf("%s was still running: its state timed out or lost its worker", last.StepRef)
-	case v.Reason != "" && (last.Status == stratus.StepFailed || last.Verdict == "invalid"):
-		return fmt.Sprintf("%s: %s", last.StepRef, v.Reason)
-	case last.Verdict != "" && f.Status == stratus.RunManualActionRequired:
-		return fmt.Sprintf("%s ended with outcome %q and the loop it routes through has spent its budget (or no edge takes that outcome)", last.StepRef, last.Verdict)
-	}
-	return ""
 }
 
 // CheckRun is the validation a run needs before it starts (seed 004 § Fatal

@@ -2,9 +2,7 @@ package orchestrator
 
 import (
 	"fmt"
-	"slices"
 	"sort"
-	"strings"
 
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/flow"
@@ -12,21 +10,16 @@ import (
 	"github.com/stratusflow/stratus/internal/task"
 )
 
-// SupportedKinds are the node kinds this build of the embedded dispatcher
-// runs: every kind (a kind outside the list would parse, validate and
-// compile, but a run that would reach one is refused before it starts). Of
-// the checks checkers, only those nodeexec.Supported names run
-// (dependency_scan is refused the same way).
-var SupportedKinds = []string{flow.KindAgent, flow.KindEvaluator, flow.KindChecks, flow.KindTool, flow.KindHITL, flow.KindPublish}
-
 // Preflight checks what flow validation alone cannot, before anything runs:
-// that this build can run every node of the flow, that every provider a node
-// pins (or the task hints, nodes.<id>.provider) is in agents.allowed and has
-// a launch spec (seed 004 § Fatal validation, config consistency), and that
+// that this build can run every checks node's checker (only the names
+// nodeexec.Supported reports run; dependency_scan is refused), that every
+// provider a node pins (or the task hints, nodes.<id>.provider) is in
+// agents.allowed and has a launch spec (seed 004 § Fatal validation, config consistency), and that
 // the task's nodes overrides name nodes of the flow (worc: "an id absent
 // from the flow ends the task failed"). tk may be nil (validate). It returns
-// every problem found; all are fatal for a run, and Unsupported marks the
-// ones that only say this build cannot run a node kind yet.
+// every problem found; all are fatal for a run. Every node kind the flow
+// format knows runs, so an unknown kind is flow.Validate's to report (once:
+// "kind ... is not allowed"), never Preflight's.
 func Preflight(fl *flow.Flow, cfg *config.Config, tk *task.Task) []flow.Problem {
 	var probs []flow.Problem
 	at := func(n flow.Node, key string) flow.Problem {
@@ -37,12 +30,6 @@ func Preflight(fl *flow.Flow, cfg *config.Config, tk *task.Task) []flow.Problem 
 		return flow.Problem{File: fl.File, Line: pos.Line, Col: pos.Col, Path: fmt.Sprintf("nodes[%d].%s", n.Index, key), Fatal: true}
 	}
 	for _, n := range fl.Nodes {
-		if !slices.Contains(SupportedKinds, n.Kind) {
-			p := at(n, "kind")
-			p.Message = fmt.Sprintf("node %s: kind %s is not supported by this build of Stratus yet; supported: %s",
-				n.ID, n.Kind, strings.Join(SupportedKinds, ", "))
-			probs = append(probs, p)
-		}
 		if n.Kind == flow.KindChecks && n.Checker != "" && !nodeexec.Supported(n.Checker) {
 			p := at(n, "checker")
 			p.Message = fmt.Sprintf("node %s: checker %s is not supported by this build of Stratus; supported: %s, %s",

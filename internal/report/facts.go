@@ -158,6 +158,12 @@ type Facts struct {
 	CtxDir       string // sink key of the run's ctx dir ("" unknown)
 	// Families maps a provider name to its CLI family (claude, codex, "").
 	Families map[string]string
+	// Stop is how a run that did not end done stopped (nil: not known, or
+	// done); the driver sets it after Collect. Why reads it.
+	Stop *Stop
+	// Publishing are the notes of the flow's publish nodes whose policy
+	// would open a pull request, which Stratus does not (PublishingNote).
+	Publishing []string
 }
 
 // Env is what Collect reads beyond the store: the run's flow (gate
@@ -187,6 +193,7 @@ func Collect(ctx context.Context, st store.Store, run stratus.Run, status string
 			f.CtxDir = cd
 		}
 	}
+	f.Publishing = publishingNotes(env.Flow)
 	if env.Flow != nil && env.Flow.Supervisor != nil && env.Flow.Supervisor.EmitFollowUps != nil {
 		f.EmitFollowUps = *env.Flow.Supervisor.EmitFollowUps
 	}

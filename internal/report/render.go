@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"path"
 	"strings"
 	"time"
 
@@ -60,7 +61,12 @@ func (f *Facts) markdown(s Summary) []byte {
 			f.followUpsSection(&b, s.FollowUps)
 		}
 	} else {
-		fmt.Fprintf(&b, "Task `%s`, flow `%s`, run `%s`: **%s**.\n", f.Run.TaskID, f.Run.Flow, f.Run.ID, f.Status)
+		status := "**" + f.Status + "**"
+		if f.Stop != nil && f.Stop.Interrupted {
+			status += " (interrupted)"
+		}
+		fmt.Fprintf(&b, "Task `%s`, flow `%s`, run `%s`: %s.\n", f.Run.TaskID, f.Run.Flow, f.Run.ID, status)
+		f.whySection(&b)
 		if s.Degraded {
 			fmt.Fprintf(&b, "\nThe supervisor's synthesis (%s) did not reach this report: %s. It is rendered from the run's recorded facts.\n",
 				f.Synthesis.StepRef, f.degradedWhy())
@@ -72,6 +78,7 @@ func (f *Facts) markdown(s Summary) []byte {
 		f.debt(&b)
 		f.followUpsSection(&b, s.FollowUps)
 	}
+	f.publishing(&b)
 	f.skipped(&b)
 	f.fallbacks(&b)
 	f.cost(&b, s)
@@ -125,6 +132,11 @@ func (f *Facts) steps(b *bytes.Buffer) {
 			in += a.PromptTokens
 			out += a.CompletionTokens
 		}
+		if len(l.Attempts) == 0 && !l.Step.EndedAt.IsZero() && l.Step.EndedAt.After(l.Step.CreatedAt) {
+			// A step no worker ran (a hitl wait, a publish): its own span,
+			// so a hitl that timed out shows how long it waited.
+			dur = l.Step.EndedAt.Sub(l.Step.CreatedAt)
+		}
 		outcome := l.Step.Verdict
 		if outcome == "" {
 			outcome = l.Step.Status
@@ -157,6 +169,17 @@ type checksResult struct {
 	} `json:"checks"`
 }
 
+// visitFile is the absolute path of a file in a step's log dir, one per
+// node visit (.stratus/logs/<task_id>/stages/<node>/run-<visit>/, where
+// internal/worker saves a checks visit's checks.md), "" when the work dir
+// is unknown.
+func (f *Facts) visitFile(st stratus.Step, name string) string {
+	if f.Run.WorkDir == "" {
+		return ""
+	}
+	return path.Join(f.Run.WorkDir, Dir(f.Run.TaskID), "stages", st.Node, fmt.Sprintf("run-%06d", st.Visit), name)
+}
+
 func (f *Facts) checks(b *bytes.Buffer) {
 	b.WriteString("\n## Checks\n\n")
 	n := 0
@@ -173,8 +196,8 @@ func (f *Facts) checks(b *bytes.Buffer) {
 		if l.Reason != "" {
 			fmt.Fprintf(b, " (%s)", oneLine(l.Reason))
 		}
-		if p := f.ctxFile(l.Step.Node); p != "" && l.Final != nil {
-			fmt.Fprintf(b, "; output `%s`", p)
+		if p := f.visitFile(l.Step, "checks.md"); p != "" && l.Final != nil {
+			fmt.Fprintf(b, "; output `%s`", p) // this visit's own copy: the ctx file is the latest visit's
 		}
 		b.WriteString("\n")
 		var r checksResult

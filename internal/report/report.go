@@ -9,15 +9,17 @@
 //     and the changed paths of the work dir (git status, never the diff);
 //   - the renderer: Render is a pure function of those facts, so two renders
 //     of one run are byte-identical (no render-time clock, stable ordering).
-//     It writes the deterministic report (sections Changes / Steps / Checks /
-//     Gates / Technical debt / Follow-ups / Pipeline nodes skipped / Provider
-//     fallbacks / Run cost) in the four situations of seed 004 — the layer
+//     It writes the deterministic report (sections Why the run stopped —
+//     only for a run that did not end done, see Why — / Changes / Steps /
+//     Checks / Gates / Technical debt / Follow-ups / Publishing — only for
+//     a pull-request policy Stratus does not act on — / Pipeline nodes
+//     skipped / Provider fallbacks / Run cost) in the four situations of seed 004 — the layer
 //     is disabled, the terminal has no prose by design (failed /
 //     manual_action_required), the synthesis could not run, the synthesis
 //     came back collapsed (prose under CollapseFloor characters) — and
 //     otherwise composes the provider-authored summary.md: the "# {title}"
-//     H1, the sanitized prose, the follow-ups section, then the three fact
-//     sections;
+//     H1, the sanitized prose, the follow-ups section, then the fact
+//     sections (Publishing when it applies, and the three of seed 004);
 //   - summary.json, with worc's one key set {what, summary, follow_ups?,
 //     task_usage?, supervisor_usage?, cost_not_accounted?, degraded?}.
 //
@@ -36,6 +38,7 @@ import (
 	"time"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/sink"
 )
 
@@ -73,11 +76,17 @@ func Write(ctx context.Context, sk sink.Sink, f *Facts) ([]string, error) {
 
 // Overhead returns, for consecutive worker attempts of a run, the time from
 // one attempt's report (its end) to the next attempt's engine start: the
-// orchestration overhead per step. Pairs without both timestamps are skipped.
+// orchestration overhead per step. Pairs without both timestamps are
+// skipped, and so is a pair with a hitl step between them: the time a
+// human takes to reply is not overhead.
 func Overhead(f *Facts) []time.Duration {
 	var out []time.Duration
 	var prevEnd time.Time
 	for _, l := range f.Steps {
+		if l.Step.Kind == flow.KindHITL && l.Step.Verdict != "skipped" {
+			prevEnd = time.Time{}
+			continue
+		}
 		for _, a := range l.Attempts {
 			if !prevEnd.IsZero() && !a.EngineStartedAt.IsZero() {
 				out = append(out, a.EngineStartedAt.Sub(prevEnd))

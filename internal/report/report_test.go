@@ -472,3 +472,27 @@ func TestOverhead_ReportToNextEngineStart(t *testing.T) {
 		t.Errorf("Overhead = %v", got)
 	}
 }
+
+// Each checks visit keeps its own report: the Checks section links every
+// visit to the copy in its step's log dir, never all of them to the ctx
+// file, which holds only the latest visit.
+func TestRender_ChecksVisitsLinkTheirOwnReports(t *testing.T) {
+	t.Parallel()
+	f := facts()
+	final := []byte(`{"kind":"checks","checks":{"checker":"command_profile","runs":[]}}`)
+	for i, verdict := range []string{"fail", "pass"} {
+		f.Steps = append(f.Steps, StepLine{Step: stratus.Step{StepRef: "testing#" + string(rune('1'+i)), Node: "testing", Kind: flow.KindChecks, Visit: i + 1, Status: "completed", Verdict: verdict}, Final: final})
+	}
+	_, md := Render(f)
+	for _, s := range []string{
+		"- testing#1: **fail**; output `/w/.stratus/logs/t1/stages/testing/run-000001/checks.md`\n",
+		"- testing#2: **pass**; output `/w/.stratus/logs/t1/stages/testing/run-000002/checks.md`\n",
+	} {
+		if !bytes.Contains(md, []byte(s)) {
+			t.Errorf("summary.md lacks %q:\n%s", s, md)
+		}
+	}
+	if bytes.Contains(md, []byte("ctx/testing.md")) {
+		t.Errorf("a checks visit links the ctx file, which only the latest visit owns:\n%s", md)
+	}
+}

@@ -23,8 +23,10 @@
 // Load reads the manifest and the files back, checks every digest, and
 // materializes them into a local directory (Lambda's /tmp) laid out as
 // DIR/.stratus is: the returned worker.RunEnv's FlowDir is that
-// directory's flows/, so the worker reads role files from disk through the
-// same code path as in embedded mode. A Cache keeps the loaded bundles of
+// directory's flows/ and its ToolsDir that directory's tools/, so the
+// worker reads role files and runs tools from the frozen copy through the
+// same code path as in embedded mode (which freezes into DIR/.stratus/runs/
+// through the fs sink and loads the same way). A Cache keeps the loaded bundles of
 // the last few runs, keyed by run id: a bundle never changes once frozen.
 //
 // It does not validate the flow (flow.Validate, orchestrator.CheckRun: the

@@ -235,7 +235,7 @@ func materialize(ctx context.Context, sk sink.Sink, m *Manifest, dir string) (*B
 		return nil, err
 	}
 	return &Bundle{
-		Env:      &worker.RunEnv{Flow: fl, FlowDir: local(FlowsDir), Task: tk, Config: cfg},
+		Env:      &worker.RunEnv{Flow: fl, FlowDir: local(FlowsDir), Task: tk, Config: cfg, ToolsDir: local(ToolsDir)},
 		Dir:      dir,
 		TaskPath: local(m.TaskFile),
 		ToolsDir: local(ToolsDir),

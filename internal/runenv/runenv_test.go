@@ -179,6 +179,9 @@ func TestFreezeLoad_RoundTrip(t *testing.T) {
 				t.Errorf("only %d flow files compared", n)
 			}
 			sameTree(t, filepath.Join(w.dir, worker.StateDirName, "tools"), b.ToolsDir)
+			if env.ToolsDir != b.ToolsDir {
+				t.Errorf("Env.ToolsDir %q, want the bundle's %q: tools must run from the frozen copy", env.ToolsDir, b.ToolsDir)
+			}
 
 			// The same values embedded mode builds from the work dir.
 			cfg, _ := config.Load(filepath.Join(w.dir, worker.StateDirName, "config.yaml"))

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
 
@@ -95,6 +96,18 @@ const MaxBytes = 1 << 20
 //
 // TaskType defaults to "implementation".
 func Parse(path string, data []byte) (*Task, error) {
+	if !utf8.Valid(data) { // issue 5 L3: named, never accepted silently
+		off := 0
+		for off < len(data) {
+			r, size := utf8.DecodeRune(data[off:])
+			if r == utf8.RuneError && size <= 1 {
+				break
+			}
+			off += size
+		}
+		return nil, stratus.Errorf(stratus.EINVALID, "%s: the task file is not valid UTF-8: byte 0x%02x at byte offset %d (line %d); save it as UTF-8",
+			path, data[off], off, bytes.Count(data[:off], []byte("\n"))+1)
+	}
 	front, body, err := split(path, data)
 	if err != nil {
 		return nil, err
@@ -316,14 +329,25 @@ func (t *Task) checkInjection() error {
 	return nil
 }
 
+// quote shows a front-matter value as YAML would name it: a string
+// quoted, null, a number or a boolean as written with its YAML type, a
+// list or a mapping by its kind (never a Go type such as uint64).
 func quote(v any) string {
-	if s, ok := v.(string); ok {
-		return fmt.Sprintf("%q", s)
-	}
-	if v == nil {
+	switch x := v.(type) {
+	case string:
+		return fmt.Sprintf("%q", x)
+	case nil:
 		return "null"
+	case bool:
+		return fmt.Sprintf("%v (a boolean)", x)
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
+		return fmt.Sprintf("%v (a number)", x)
+	case []any:
+		return "a list"
+	case map[string]any, map[any]any:
+		return "a mapping"
 	}
-	return fmt.Sprintf("%v (%T)", v, v)
+	return fmt.Sprintf("%v", v)
 }
 
 func isString(v any) bool { _, ok := v.(string); return ok }

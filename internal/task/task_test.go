@@ -91,6 +91,7 @@ func TestParse_Rejections(t *testing.T) { // SKILL.md § Hard rules
 		{"node override type", "---\nid: a\ntitle: t\nnodes: {review: {enabled: 'no'}}\n---\n", "nodes.review.enabled", "want true or false"},
 		{"argv-shaped value", "---\nid: a\ntitle: '--force'\n---\n", "title", "may not start with '-'"},
 		{"shell token in a list", "---\nid: a\ntitle: t\ncontacts: ['@a', 'x; rm -rf /']\n---\n", "contacts[1]", "';'"},
+		{"not UTF-8", "---\nid: a\ntitle: caf\xe9\n---\n", "", "not valid UTF-8: byte 0xe9 at byte offset 20 (line 3)"}, // issue 5 L3
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -165,7 +165,10 @@ const (
 // nodeexec.Result (the submitted body): it decides the outcome, records the
 // Final, the attempt and the step together, writes the artifacts —
 // <ctx>/<node>.md ({checks_path}; a tool's summary), and a tool's redacted
-// stdout at <ctx>/tools/<node>/stdout.txt ({<node>_path}) — and completes
+// stdout at <ctx>/tools/<node>/stdout.txt ({<node>_path}), both the latest
+// visit's; and each visit's own copies, which later visits leave alone, in
+// the step's log dir (stepLogDir): checks.md, or tool.md and stdout.txt —
+// and completes
 // the Task state: SendTaskSuccess with pass/fail/route:<label>, or, for a
 // verdict that parks the run, SendTaskFailure with the verdict's error
 // name, which the state's Catch sends to manual_action_required without
@@ -179,11 +182,15 @@ func (s *Service) submitExec(ctx context.Context, c *Caller, final stratus.Outpu
 			node.ID, node.Kind, node.Kind)
 	}
 	dir, dirErr := s.execDir(c)
+	logDir := stepLogDir(c.Run, c.Step)
 	var (
-		v      nodeexec.Verdict
-		report string
-		files  = map[string][]byte{}
-		ev     execValue
+		v         nodeexec.Verdict
+		report    string
+		logReport string // the per-visit copy of report, in logDir
+		logName   = "checks.md"
+		files     = map[string][]byte{}
+		logs      = map[string][]byte{}
+		ev        execValue
 	)
 	switch node.Kind {
 	case flow.KindChecks:
@@ -192,6 +199,7 @@ func (s *Service) submitExec(ctx context.Context, c *Caller, final stratus.Outpu
 		}
 		v = nodeexec.ChecksVerdict(res.Checks)
 		report = nodeexec.ChecksReport(res.Checks, v)
+		logReport = report
 	case flow.KindTool:
 		if res.Tool == nil {
 			return nil, stratus.FieldErrorf(stratus.EUNPROCESSABLE, "tool", "missing from the result of tool node %s", node.ID)
@@ -201,13 +209,17 @@ func (s *Service) submitExec(ctx context.Context, c *Caller, final stratus.Outpu
 			return nil, err
 		}
 		v, ev.Digest, ev.Findings = tv.Verdict, tv.Digest, countFindings(tv.Findings)
+		stdout := []byte(redact(res.Tool.KeptStdout()))
 		stdoutPath := ""
 		if dir != "" {
 			key := path.Join(dir, "tools", node.ID, "stdout.txt")
-			files[key] = []byte(redact(res.Tool.Stdout))
+			files[key] = stdout
 			stdoutPath = abs(c.Run, key)
 		}
 		report = nodeexec.ToolReport(res.Tool, tv, stdoutPath)
+		logKey := path.Join(logDir, "stdout.txt")
+		logs[logKey] = stdout
+		logName, logReport = "tool.md", nodeexec.ToolReport(res.Tool, tv, abs(c.Run, logKey))
 	}
 	outcome, status := v.Outcome, stratus.StepCompleted
 	if v.Manual {
@@ -237,7 +249,23 @@ func (s *Service) submitExec(ctx context.Context, c *Caller, final stratus.Outpu
 		return nil, secondFinal(c, err)
 	}
 
-	err = dirErr
+	fm := projection.FrontMatter{TaskID: c.Run.TaskID, Step: c.Step.Node, StepRef: c.Step.StepRef,
+		Attempt: c.Attempt.N, Agent: c.Attempt.Agent, Format: "markdown", SubmittedAt: final.At}
+	// The visit's own copies first: they are logs, kept whatever the ctx dir.
+	logBody := []byte(redact(logReport))
+	fm.SHA256, fm.Bytes = projection.Checksum(logBody)
+	doc, err := projection.Encode(fm, logBody)
+	if err == nil {
+		logs[path.Join(logDir, logName)] = doc
+		for key, b := range logs {
+			if err = s.Sink.Put(ctx, key, b); err != nil {
+				break
+			}
+		}
+	}
+	if err == nil {
+		err = dirErr
+	}
 	if err == nil && dir != "" {
 		for key, b := range files {
 			if err = s.Sink.Put(ctx, key, b); err != nil {
@@ -245,10 +273,7 @@ func (s *Service) submitExec(ctx context.Context, c *Caller, final stratus.Outpu
 			}
 		}
 		if err == nil {
-			body := []byte(redact(report))
-			fm := projection.FrontMatter{TaskID: c.Run.TaskID, Step: c.Step.Node, StepRef: c.Step.StepRef,
-				Attempt: c.Attempt.N, Agent: c.Attempt.Agent, Format: "markdown", SubmittedAt: final.At}
-			_, err = projection.Project(ctx, s.Sink, dir, c.Step.Node, fm, body, nil)
+			_, err = projection.Project(ctx, s.Sink, dir, c.Step.Node, fm, []byte(redact(report)), nil)
 		}
 	}
 	if err != nil {
@@ -269,6 +294,13 @@ func (s *Service) submitExec(ctx context.Context, c *Caller, final stratus.Outpu
 		return nil, stratus.Errorf(stratus.ECONFLICT, "result of %s was recorded, but its state no longer waits for it: %v", c.Step.StepRef, err)
 	}
 	return &sv, nil
+}
+
+// stepLogDir is the sink key of a step's log dir, one per node visit:
+// .stratus/logs/<task_id>/stages/<node>/run-<visit, 6 digits> (where
+// dispatch saves the rendered prompt and the runner its log).
+func stepLogDir(run stratus.Run, step stratus.Step) string {
+	return path.Join(StateDirName, "logs", run.TaskID, "stages", step.Node, fmt.Sprintf("run-%06d", step.Visit))
 }
 
 // execDir is the ctx dir the artifacts go to: "" with a warning when no

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/compiler"
+	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/prompt"
 )
@@ -124,7 +125,7 @@ func (s *Service) Dispatch(ctx context.Context, m Message) error {
 	}
 
 	if skip, why := s.admitNode(ctx, run, env, node); skip {
-		return s.completeNonWorker(ctx, step, "skipped", why)
+		return s.skipStep(ctx, step, node, why)
 	}
 	switch node.Kind {
 	case "agent", "evaluator":
@@ -210,15 +211,45 @@ func (s *Service) stopNode(ctx context.Context, m Message) error {
 // completeNonWorker completes a step no worker runs.
 func (s *Service) completeNonWorker(ctx context.Context, step stratus.Step, outcome, note string) error {
 	sv := StepValue{StepRef: step.StepRef, Node: step.Node, Outcome: outcome}
-	if outcome == "skipped" {
-		sv.Reason = note // the report's Pipeline nodes skipped says why
-	}
 	v, _ := json.Marshal(sv)
 	if err := s.finishStep(ctx, step, stratus.StepCompleted, outcome, v); err != nil {
 		return err
 	}
 	s.emit(Event{Type: EventStepEnded, RunID: step.RunID, Node: step.Node, StepRef: step.StepRef, Outcome: outcome, Reason: note})
 	return s.Tokens.SendTaskSuccess(ctx, step.TaskToken, v)
+}
+
+// skipStep completes the step of a node the dispatch skips (a task's
+// nodes.<id>.enabled: false, or a false `when`; worc reference.md §
+// Conditional nodes). Its verdict and progress line say "skipped", and its
+// value carries why (the report's Pipeline nodes skipped reads it). The
+// outcome the state machine routes on is SkipOutcome: a skipped gate does
+// not gate (issue 5 H1), where "skipped" would match no edge of a gate and
+// park the run.
+func (s *Service) skipStep(ctx context.Context, step stratus.Step, node *flow.Node, why string) error {
+	v, _ := json.Marshal(StepValue{StepRef: step.StepRef, Node: step.Node, Outcome: SkipOutcome(node), Reason: why})
+	if err := s.finishStep(ctx, step, stratus.StepCompleted, OutcomeSkipped, v); err != nil {
+		return err
+	}
+	s.emit(Event{Type: EventStepEnded, RunID: step.RunID, Node: step.Node, StepRef: step.StepRef, Outcome: OutcomeSkipped, Reason: why})
+	return s.Tokens.SendTaskSuccess(ctx, step.TaskToken, v)
+}
+
+// OutcomeSkipped is the verdict of a skipped step.
+const OutcomeSkipped = "skipped"
+
+// SkipOutcome is the outcome a skipped node's Task state completes with,
+// which its "<node>.route" Choice routes on: a gate's pass outcome
+// (flow.PassOutcome: evaluator accept, checks and tool pass, hitl approval
+// route:approve, hitl question done) — so the run goes down its
+// pass/accept/route:approve edge, else the unconditional edge (the
+// Choice's Default), else, for a gate without edges, to done — and
+// "skipped" for an agent or a publish node, which route unconditionally.
+func SkipOutcome(n *flow.Node) string {
+	if pass := flow.PassOutcome(n); pass != "" {
+		return pass
+	}
+	return OutcomeSkipped
 }
 
 func (s *Service) finishStep(ctx context.Context, step stratus.Step, status, verdict string, value json.RawMessage) error {
@@ -232,7 +263,11 @@ func (s *Service) finishStep(ctx context.Context, step stratus.Step, status, ver
 func (s *Service) failStep(ctx context.Context, step stratus.Step, attempt int, errName, reason string) error {
 	v, _ := json.Marshal(StepValue{StepRef: step.StepRef, Node: step.Node, Attempt: attempt, Outcome: "failed", Reason: reason})
 	s.finishStep(ctx, step, stratus.StepFailed, "", v)
-	s.emit(Event{Type: EventStepEnded, RunID: step.RunID, Node: step.Node, StepRef: step.StepRef, Attempt: attempt, Outcome: "failed", Reason: reason})
+	var took time.Duration // a hitl that timed out shows its wait
+	if !step.CreatedAt.IsZero() {
+		took = s.now().Sub(step.CreatedAt)
+	}
+	s.emit(Event{Type: EventStepEnded, RunID: step.RunID, Node: step.Node, StepRef: step.StepRef, Attempt: attempt, Outcome: "failed", Reason: reason, Duration: took})
 	return s.fail(ctx, step.TaskToken, errName, reason)
 }
 

@@ -269,7 +269,7 @@ func (s *Service) hitlExpired(tid string, seconds int) {
 // agent whose report asked (its "<node>.hitl" step; either name works).
 //
 // A question needs decision answer and a non-empty text; an approval
-// needs approve or reject (text: the reason, optional). The reply is
+// needs approve, or reject with its reason as text. The reply is
 // written to <ctx-dir>/<step>.md (a hitl node's <node>.md, an agent's
 // <node>.hitl.md, where the next steps' context points), the step
 // completes with its outcome — a hitl node: done, route:approve or
@@ -334,7 +334,7 @@ func (s *Service) Human(ctx context.Context, runID, node string, r Reply) (*HITL
 	if err := json.Unmarshal(st.Value, &v); err != nil {
 		return nil, fmt.Errorf("%s: pending request: %w", st.StepRef, err)
 	}
-	outcome, err := judge(n, v.Signal, r)
+	outcome, err := judge(runID, n, v.Signal, r)
 	if err != nil {
 		return nil, err
 	}
@@ -362,11 +362,12 @@ func (s *Service) Human(ctx context.Context, runID, node string, r Reply) (*HITL
 }
 
 // judge checks a reply against the request and returns the step's outcome.
-func judge(n *flow.Node, signal string, r Reply) (string, error) {
+// A rejection needs its reason: the agent it sends back reads it.
+func judge(runID string, n *flow.Node, signal string, r Reply) (string, error) {
 	agent := n.Kind == flow.KindAgent
 	if signal == SignalQuestion {
 		if r.Decision != DecisionAnswer {
-			return "", stratus.FieldErrorf(stratus.EUNPROCESSABLE, "decision", "%q: node %s asks a question; answer it (decision answer, with the answer as text)", r.Decision, n.ID)
+			return "", stratus.FieldErrorf(stratus.EUNPROCESSABLE, "decision", "%q: node %s asks a question; answer it with stratus answer %s %s TEXT", r.Decision, n.ID, runID, n.ID)
 		}
 		if strings.TrimSpace(r.Text) == "" {
 			return "", stratus.FieldErrorf(stratus.EUNPROCESSABLE, "text", "the answer to node %s's question is empty; valid: any non-empty text", n.ID)
@@ -383,12 +384,15 @@ func judge(n *flow.Node, signal string, r Reply) (string, error) {
 		}
 		return OutcomeRouteApprove, nil
 	case DecisionReject:
+		if strings.TrimSpace(r.Text) == "" {
+			return "", stratus.FieldErrorf(stratus.EUNPROCESSABLE, "text", "a rejection of node %s needs its reason: stratus reject %s %s --reason TEXT", n.ID, runID, n.ID)
+		}
 		if agent {
 			return compiler.OutcomeDeny, nil
 		}
 		return OutcomeRouteDeny, nil
 	}
-	return "", stratus.FieldErrorf(stratus.EUNPROCESSABLE, "decision", "%q: node %s asks for an approval; approve or reject it", r.Decision, n.ID)
+	return "", stratus.FieldErrorf(stratus.EUNPROCESSABLE, "decision", "%q: node %s asks for an approval; approve or reject it with stratus approve %s %s, or stratus reject %s %s --reason TEXT", r.Decision, n.ID, runID, n.ID, runID, n.ID)
 }
 
 // humanNodes lists the nodes of a flow that may wait for a human.

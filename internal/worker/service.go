@@ -27,6 +27,11 @@ type RunEnv struct {
 	FlowDir string // DIR/.stratus/flows: role_file paths resolve here
 	Task    *task.Task
 	Config  *config.Config
+	// ToolsDir is the tool registry tool nodes run from: the run's frozen
+	// copy of DIR/.stratus/tools (worc WRI-010: prompts and tools are frozen
+	// per run, so an edit mid-run, or by a workspace-write agent, does not
+	// reach a later step); "" = <work dir>/.stratus/tools, read live.
+	ToolsDir string
 }
 
 // Event types reported to Service.OnEvent.

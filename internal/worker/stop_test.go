@@ -137,8 +137,7 @@ func TestDispatch_StopMessageStopsTheTimedOutWorker(t *testing.T) {
 	var dispatches sync.WaitGroup
 	var dispatchErrs []error
 	var mu sync.Mutex
-	var exec *embedded.Executor
-	exec = embedded.New(embedded.Options{
+	exec := embedded.New(embedded.Options{
 		Clock:         clock,
 		Substitutions: map[string]string{"DispatchQueueUrl": "embedded://dispatch"},
 		Resources: map[string]embedded.TaskHandler{

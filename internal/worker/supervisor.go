@@ -422,7 +422,7 @@ func (s *Service) finishFinalize(ctx context.Context, c *Caller, attempt int, v 
 	}
 	switch syn.Outcome {
 	case report.SynthesisCollapsed:
-		s.warnf("WARNING: supervisor finalize (%s): the synthesis collapsed (under %d characters of prose) and was discarded; the deterministic report takes over and summary.json says degraded. Discarded text: %q",
+		s.warnf("supervisor finalize (%s): the synthesis collapsed (under %d characters of prose) and was discarded; the deterministic report takes over and summary.json says degraded. Discarded text: %q",
 			c.Step.StepRef, report.CollapseFloor, syn.Discarded)
 	case report.SynthesisFailed:
 		s.warnf("supervisor finalize (%s) failed: %s; the deterministic report takes over", c.Step.StepRef, syn.Reason)

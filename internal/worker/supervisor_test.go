@@ -216,7 +216,7 @@ func TestFinalize_FailureFallsBackToTheRenderer(t *testing.T) {
 
 // seed 004 § The summary artifacts, situation 4: collapsed prose yields no
 // provider summary.md, flags the run degraded and carries the discarded
-// text in a WARNING.
+// text in a warning (one "warning:" prefix, no "WARNING:" of its own).
 func TestFinalize_CollapsedProseIsDiscardedWithAWarning(t *testing.T) {
 	t.Parallel()
 	r := supRig(t, supFlow(""), nil)
@@ -226,7 +226,7 @@ func TestFinalize_CollapsedProseIsDiscardedWithAWarning(t *testing.T) {
 	if m["degraded"] != true || m["summary"] != "" || !strings.Contains(md, "below the 120-character floor") {
 		t.Errorf("summary.json %v\nsummary.md:\n%s", m, md)
 	}
-	if !r.warned(`WARNING`) || !r.warned(`Discarded text: "Looks good."`) {
+	if !r.warned(`the synthesis collapsed`) || !r.warned(`Discarded text: "Looks good."`) || r.warned(`WARNING`) {
 		t.Errorf("warnings = %v", r.warnings)
 	}
 }

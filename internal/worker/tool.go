@@ -46,8 +46,9 @@ type ToolPaths struct {
 	ReviewPath *string `json:"review_path"`
 }
 
-// toolSpec builds a tool node's exec spec: the tools dir of the work dir,
-// the resolved timeout and the stdin context.
+// toolSpec builds a tool node's exec spec: the run's tools dir
+// (RunEnv.ToolsDir, else the work dir's), the resolved timeout and the
+// stdin context.
 func (s *Service) toolSpec(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step) (*nodeexec.ToolSpec, error) {
 	node := env.Flow.Node(step.Node)
 	vars, err := s.templateVars(ctx, run, env, step)
@@ -73,7 +74,11 @@ func (s *Service) toolSpec(ctx context.Context, run stratus.Run, env *RunEnv, st
 	if err != nil {
 		return nil, err
 	}
-	return &nodeexec.ToolSpec{Name: node.Tool, Dir: filepath.Join(run.WorkDir, StateDirName, "tools"),
+	dir := env.ToolsDir
+	if dir == "" {
+		dir = filepath.Join(run.WorkDir, StateDirName, "tools")
+	}
+	return &nodeexec.ToolSpec{Name: node.Tool, Dir: dir,
 		TimeoutSeconds: toolTimeout(env, node), Input: input}, nil
 }
 

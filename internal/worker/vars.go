@@ -291,7 +291,8 @@ func readRoleFileRaw(flowDir, rel string) (string, error) {
 	if rel == "" || filepath.IsAbs(rel) || strings.Contains(rel, "..") || strings.Contains(rel, "\\") {
 		return "", stratus.FieldErrorf(stratus.EINVALID, "role_file", "%q must be a relative path inside %s without ..", rel, flowDir)
 	}
-	b, err := os.ReadFile(filepath.Join(flowDir, filepath.FromSlash(rel)))
+	// Capped at flow.MaxRoleFileBytes, UTF-8, a byte order mark skipped.
+	b, err := flow.ReadRoleFile(filepath.Join(flowDir, filepath.FromSlash(rel)))
 	if errors.Is(err, os.ErrNotExist) {
 		return "", stratus.FieldErrorf(stratus.ENOTFOUND, "role_file", "role file %s does not exist", filepath.Join(flowDir, rel))
 	} else if err != nil {

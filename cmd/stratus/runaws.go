@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/awsrun"
+	"github.com/stratusflow/stratus/internal/orchestrator"
+)
+
+// runRunAWS is `stratus run --target aws`: the run starts on a deployed
+// stack (internal/awsrun) and this process follows its execution with the
+// progress lines of an embedded run, then prints the same result and
+// exits with the same status. Interrupted, it stops following (exit 130)
+// and leaves the execution running.
+func runRunAWS(o *RunOptions) error {
+	ctx, stop := signal.NotifyContext(awsContext(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	tg, err := o.AWS.open(ctx)
+	if err != nil {
+		return usageOr(err)
+	}
+	st, err := tg.Start(ctx, awsrun.StartOptions{Dir: o.Dir, TaskPath: o.Task, Progress: o.IO.Err})
+	if err != nil {
+		return usageOr(err)
+	}
+	res, err := tg.Follow(ctx, st.Run, st.Env, awsrun.FollowOptions{Progress: o.IO.Err, Poll: o.AWS.Poll})
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintf(o.IO.Err, "stratus: interrupted: stopped following run %s; its execution goes on (stratus status %s --target aws shows it)\n", st.Run.ID, st.Run.ID)
+		return &exitError{code: ExitInterrupted}
+	}
+	if err != nil {
+		return err
+	}
+	return printRun(o.IO, o.JSON, res)
+}
+
+// usageOr makes a bad-input error (EINVALID, ENOTFOUND) exit with
+// ExitUsage, as `stratus run` does.
+func usageOr(err error) error {
+	if code := stratus.ErrorCode(err); code == stratus.EINVALID || code == stratus.ENOTFOUND {
+		return &exitError{code: ExitUsage, err: err}
+	}
+	return err
+}
+
+// printRun prints a run's result as `stratus run` does and returns its
+// exit status (done 0, manual_action_required 3, failed 1).
+func printRun(io IO, asJSON bool, res *orchestrator.Result) error {
+	out := RunResult{RunID: res.Run.ID, TaskID: res.Run.TaskID, Flow: res.Run.Flow, Status: res.Status,
+		CtxDir: res.CtxDir, Summary: res.Summary, Budgets: res.Budgets}
+	if res.Status != stratus.RunDone {
+		out.Error, out.Cause = res.Error, res.Cause
+	}
+	if m, ok := median(res.Overhead); ok {
+		ms := float64(m.Microseconds()) / 1000
+		out.OverheadMedianMS = &ms
+	}
+	if asJSON {
+		enc := json.NewEncoder(io.Out)
+		enc.SetIndent("", "  ")
+		enc.Encode(out)
+	} else {
+		fmt.Fprintf(io.Out, "run %s: %s\n", out.RunID, out.Status)
+		if out.Error != "" {
+			fmt.Fprintf(io.Out, "  why:      %s: %s\n", out.Error, out.Cause)
+		}
+		fmt.Fprintf(io.Out, "  ctx dir:  %s\n", out.CtxDir)
+		for _, s := range out.Summary {
+			fmt.Fprintf(io.Out, "  summary:  %s\n", s)
+		}
+		if len(out.Budgets) > 0 {
+			var spent []string
+			for _, k := range slices.Sorted(maps.Keys(out.Budgets)) {
+				spent = append(spent, fmt.Sprintf("%s %d", k, out.Budgets[k]))
+			}
+			fmt.Fprintf(io.Out, "  budgets spent: %s\n", strings.Join(spent, ", "))
+		}
+		if out.OverheadMedianMS != nil {
+			fmt.Fprintf(io.Out, "  orchestration overhead per step (report -> next engine start): median %.1f ms over %d transitions\n", *out.OverheadMedianMS, len(res.Overhead))
+		}
+	}
+	switch res.Status {
+	case stratus.RunDone:
+		return nil
+	case stratus.RunManualActionRequired:
+		return &exitError{code: ExitManual}
+	default:
+		return &exitError{code: ExitFailed}
+	}
+}

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/awsrun"
+	"github.com/stratusflow/stratus/internal/orchestrator"
+	"github.com/stratusflow/stratus/internal/report"
+	"github.com/stratusflow/stratus/internal/runview"
+	"github.com/stratusflow/stratus/internal/store/sqlite"
+)
+
+// StatusOptions are the flags of `stratus status`.
+type StatusOptions struct {
+	IO     IO
+	RunID  string
+	Dir    string
+	JSON   bool
+	Target string
+	AWS    AWSOptions
+}
+
+func newStatusCmd(io IO) *cobra.Command {
+	o := &StatusOptions{IO: io}
+	cmd := &cobra.Command{
+		Use:   "status RUN [--dir DIR | --target aws ...]",
+		Short: "Show a run: its status, each step with its verdict, where its summary is",
+		Long: `status shows run RUN as its records hold it: the run's status, each step
+(and supervisor turn) with its verdict, attempt, duration and tokens, and where
+the run's summary is. An embedded run is read from DIR/.stratus/stratus.db; with
+--target aws, from the deployed stack's table, and the execution's own status is
+shown beside the run's (a run nobody followed to its end still reads running).
+
+Exit status: 0 shown, 2 no such run or bad flags.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.RunID = args[0]
+			if err := checkTarget(c, o.Target); err != nil {
+				return err
+			}
+			return runStatus(o)
+		},
+	}
+	cmd.Flags().StringVar(&o.Dir, "dir", ".", "work directory holding .stratus/ (embedded runs)")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the status as JSON on stdout")
+	addTargetFlags(cmd, &o.Target, &o.AWS)
+	return cmd
+}
+
+// StatusResult is what `stratus status --json` prints.
+type StatusResult struct {
+	RunID     string           `json:"run_id"`
+	TaskID    string           `json:"task_id"`
+	Title     string           `json:"task_title"`
+	Flow      string           `json:"flow"`
+	Status    string           `json:"status"`
+	Target    string           `json:"target"`
+	Execution *ExecutionStatus `json:"execution,omitempty"`
+	CreatedAt time.Time        `json:"created_at"`
+	EndedAt   time.Time        `json:"ended_at,omitzero"`
+	Steps     []StepStatus     `json:"steps"`
+	// Summary lists the run's summary files (paths, or s3:// URLs);
+	// empty until it has one.
+	Summary []string `json:"summary"`
+}
+
+// ExecutionStatus is a run's execution as Step Functions reports it.
+type ExecutionStatus struct {
+	ARN    string `json:"arn"`
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+	Cause  string `json:"cause,omitempty"`
+}
+
+// StepStatus is one step of StatusResult.
+type StepStatus struct {
+	StepRef          string  `json:"step_ref"`
+	Node             string  `json:"node"` // a supervisor turn: its job
+	Kind             string  `json:"kind"`
+	Status           string  `json:"status"`
+	Verdict          string  `json:"verdict,omitempty"`
+	Reason           string  `json:"reason,omitempty"`
+	Attempt          int     `json:"attempt,omitempty"`
+	DurationMS       int64   `json:"duration_ms,omitempty"`
+	PromptTokens     int64   `json:"prompt_tokens,omitempty"`
+	CompletionTokens int64   `json:"completion_tokens,omitempty"`
+	CostUSD          float64 `json:"cost_usd,omitempty"`
+}
+
+func runStatus(o *StatusOptions) error {
+	ctx := awsContext()
+	var (
+		v   *runview.View
+		res StatusResult
+		err error
+	)
+	if o.Target == TargetAWS {
+		v, res, err = awsStatus(ctx, o)
+	} else {
+		v, res, err = embeddedStatus(ctx, o)
+	}
+	if err != nil {
+		return usageOr(err)
+	}
+	res.RunID, res.TaskID, res.Title, res.Flow, res.Status = v.Run.ID, v.Run.TaskID, v.Run.TaskTitle, v.Run.Flow, v.Run.Status
+	res.CreatedAt, res.EndedAt, res.Steps = v.Run.CreatedAt, v.Run.EndedAt, []StepStatus{}
+	if res.Summary == nil {
+		res.Summary = []string{}
+	}
+	for _, s := range v.Steps {
+		res.Steps = append(res.Steps, stepStatus(s))
+	}
+	if o.JSON {
+		enc := json.NewEncoder(o.IO.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	printStatus(o.IO, res)
+	return nil
+}
+
+func embeddedStatus(ctx context.Context, o *StatusOptions) (*runview.View, StatusResult, error) {
+	res := StatusResult{Target: TargetEmbedded}
+	dir, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return nil, res, err
+	}
+	db := filepath.Join(dir, orchestrator.StateDir, orchestrator.DBFile)
+	if _, err := os.Stat(db); errors.Is(err, os.ErrNotExist) {
+		return nil, res, stratus.FieldErrorf(stratus.ENOTFOUND, "dir", "no run was made in %s (no %s); give the work dir with --dir, or --target aws for a run on a stack", dir, db)
+	}
+	st, err := sqlite.Open(db)
+	if err != nil {
+		return nil, res, err
+	}
+	defer st.Close()
+	v, err := runview.Load(ctx, st, o.RunID)
+	if err != nil {
+		return nil, res, err
+	}
+	// The task's summary is the latest run's; a later run of the task moves
+	// this one's into .stratus/logs/<task>/attempt-N/.
+	for _, name := range []string{"summary.json", "summary.md"} {
+		p := filepath.Join(v.Run.WorkDir, filepath.FromSlash(report.Dir(v.Run.TaskID)), name)
+		if _, err := os.Stat(p); err == nil {
+			res.Summary = append(res.Summary, p)
+		}
+	}
+	return v, res, nil
+}
+
+func awsStatus(ctx context.Context, o *StatusOptions) (*runview.View, StatusResult, error) {
+	res := StatusResult{Target: TargetAWS}
+	tg, err := o.AWS.open(ctx)
+	if err != nil {
+		return nil, res, err
+	}
+	v, err := runview.Load(ctx, tg.Store, o.RunID)
+	if err != nil {
+		return nil, res, err
+	}
+	if v.Run.Execution != "" {
+		x, err := tg.Exec.DescribeExecution(ctx, v.Run.Execution)
+		if err != nil {
+			return nil, res, err
+		}
+		res.Execution = &ExecutionStatus{ARN: x.ARN, Status: x.Status, Error: x.Error, Cause: x.Cause}
+		if x.Done() && v.Run.Status == stratus.RunRunning {
+			// Nobody followed the run to its end: say what the execution's
+			// end makes it, without recording it (that is `run`'s part).
+			v.Run.Status = awsrun.Status(x)
+		}
+	}
+	for _, name := range []string{"summary.json", "summary.md"} {
+		key := report.Dir(v.Run.TaskID) + "/" + name
+		if _, err := tg.Sink.Get(ctx, key); err == nil {
+			res.Summary = append(res.Summary, tg.URL(key))
+		} else if stratus.ErrorCode(err) != stratus.ENOTFOUND {
+			return nil, res, err
+		}
+	}
+	return v, res, nil
+}
+
+func stepStatus(s runview.StepView) StepStatus {
+	st := StepStatus{StepRef: s.Step.StepRef, Node: s.Step.Node, Kind: s.Step.Kind, Status: s.Step.Status, Verdict: s.Outcome, Reason: s.Reason}
+	if s.Job != "" {
+		st.Node = s.Job
+	}
+	if a := s.Attempt; a != nil {
+		st.Attempt, st.PromptTokens, st.CompletionTokens = a.N, a.PromptTokens, a.CompletionTokens
+		if !a.EndedAt.IsZero() {
+			st.DurationMS = a.EndedAt.Sub(a.StartedAt).Milliseconds()
+		}
+		if a.CostUSD != nil {
+			st.CostUSD = *a.CostUSD
+		}
+	}
+	return st
+}
+
+func printStatus(io IO, r StatusResult) {
+	fmt.Fprintf(io.Out, "run %s: %s\n", r.RunID, r.Status)
+	fmt.Fprintf(io.Out, "  task:     %s (%s) through flow %s\n", r.TaskID, r.Title, r.Flow)
+	if x := r.Execution; x != nil {
+		fmt.Fprintf(io.Out, "  execution: %s %s", x.ARN, x.Status)
+		if x.Error != "" {
+			fmt.Fprintf(io.Out, " (%s: %s)", x.Error, x.Cause)
+		}
+		fmt.Fprintln(io.Out)
+	}
+	fmt.Fprintf(io.Out, "  started:  %s", r.CreatedAt.Format(time.RFC3339))
+	if !r.EndedAt.IsZero() {
+		fmt.Fprintf(io.Out, ", ended %s (%s)", r.EndedAt.Format(time.RFC3339), r.EndedAt.Sub(r.CreatedAt).Round(time.Second))
+	}
+	fmt.Fprintln(io.Out)
+	fmt.Fprintf(io.Out, "  steps:\n")
+	if len(r.Steps) == 0 {
+		fmt.Fprintf(io.Out, "    (none yet)\n")
+	}
+	for _, s := range r.Steps {
+		verdict := s.Verdict
+		if verdict == "" {
+			verdict = s.Status
+		}
+		line := fmt.Sprintf("    %-16s %-14s %-10s", s.StepRef, s.Node, verdict)
+		if s.Attempt > 0 {
+			line += fmt.Sprintf(" attempt=%d duration=%s tokens=%d/%d", s.Attempt, (time.Duration(s.DurationMS) * time.Millisecond).String(), s.PromptTokens, s.CompletionTokens)
+		}
+		if s.Reason != "" && verdict != "done" && verdict != "accept" {
+			line += fmt.Sprintf(" reason=%q", s.Reason)
+		}
+		fmt.Fprintln(io.Out, line)
+	}
+	if len(r.Summary) == 0 {
+		fmt.Fprintf(io.Out, "  summary:  none yet\n")
+	}
+	for _, s := range r.Summary {
+		fmt.Fprintf(io.Out, "  summary:  %s\n", s)
+	}
+}

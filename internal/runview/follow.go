@@ -1,0 +1,171 @@
+package runview
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/report"
+	"github.com/stratusflow/stratus/internal/store"
+	"github.com/stratusflow/stratus/internal/worker"
+)
+
+// Tracker turns successive reads of a run's records into the progress
+// events its worker service emitted (worker.Service.OnEvent): a start per
+// attempt of a worker step (a publish step's start when it is not
+// skipped), a wait when a hitl step waits, an end when a step ends, and
+// the supervisor's turns. Each event is returned once. A Tracker is not
+// safe for concurrent use.
+type Tracker struct {
+	store store.Store
+	runID string
+	seen  map[string]*seen // by step tid
+}
+
+type seen struct {
+	attempts int // attempts whose start was returned
+	started  bool
+	waiting  bool
+	ended    bool
+}
+
+// NewTracker returns a tracker of run runID's records in st.
+func NewTracker(st store.Store, runID string) *Tracker {
+	return &Tracker{store: st, runID: runID, seen: map[string]*seen{}}
+}
+
+// Poll reads the run's steps (and the latest attempt of each worker step
+// not yet seen ending) and returns the events that happened since the
+// previous Poll, in step creation order. Errors: the store's.
+func (t *Tracker) Poll(ctx context.Context) ([]worker.Event, error) {
+	steps, err := t.store.ListSteps(ctx, t.runID)
+	if err != nil {
+		return nil, err
+	}
+	var out []worker.Event
+	for _, s := range steps {
+		sn := t.seen[s.TID]
+		if sn == nil {
+			sn = &seen{}
+			t.seen[s.TID] = sn
+		}
+		if sn.ended {
+			continue
+		}
+		var att *stratus.Attempt
+		if RunsWorker(s.Kind) {
+			if att, err = latest(ctx, t.store, s.TID); err != nil {
+				return nil, err
+			}
+		}
+		v := describe(s, att)
+		out = append(out, t.step(sn, v)...)
+	}
+	return out, nil
+}
+
+// step returns the new events of one step.
+func (t *Tracker) step(sn *seen, v StepView) []worker.Event {
+	s, att := v.Step, v.Attempt
+	base := worker.Event{RunID: s.RunID, Node: s.Node, StepRef: s.StepRef}
+	var out []worker.Event
+	switch {
+	case s.Kind == report.Kind:
+		if att != nil && !sn.started {
+			sn.started = true
+			e := base
+			e.Type, e.Node, e.Attempt, e.Reason, e.At = worker.EventSupervisorStarted, v.Job, 1, v.For, att.StartedAt
+			out = append(out, e)
+		}
+	case RunsWorker(s.Kind):
+		if att != nil {
+			for n := sn.attempts + 1; n <= att.N; n++ {
+				e := base
+				e.Type, e.Attempt = worker.EventStepStarted, n
+				if n == att.N {
+					e.At = att.StartedAt
+				}
+				out = append(out, e)
+			}
+			sn.attempts = max(sn.attempts, att.N)
+		}
+	case s.Kind == flow.KindPublish:
+		if !sn.started && !(v.Ended() && v.Outcome == worker.OutcomeSkipped) {
+			sn.started = true
+			e := base
+			e.Type, e.At = worker.EventStepStarted, s.CreatedAt
+			out = append(out, e)
+		}
+	}
+	if s.Status == worker.StepWaiting && !sn.waiting {
+		sn.waiting = true
+		out = append(out, waiting(base, s))
+	}
+	if v.Ended() {
+		sn.ended = true
+		out = append(out, ended(base, v))
+	}
+	return out
+}
+
+// ended is the end event of a step that ended, as the worker service
+// emits it (worker: emitEnded, completeNonWorker, failStep, the hitl
+// reply, the supervisor's turns).
+func ended(e worker.Event, v StepView) worker.Event {
+	s, att := v.Step, v.Attempt
+	e.Type, e.Outcome, e.Reason, e.At = worker.EventStepEnded, v.Outcome, v.Reason, s.EndedAt
+	if s.Kind == report.Kind {
+		e.Type, e.Node = worker.EventSupervisorEnded, v.Job
+		if v.Outcome == "done" {
+			e.Reason = v.For
+		}
+	}
+	if att != nil {
+		var sv worker.StepValue
+		json.Unmarshal(s.Value, &sv)
+		e.Attempt = att.N
+		if sv.Attempt != 0 {
+			e.Attempt = sv.Attempt
+		}
+		if e.Attempt == att.N {
+			e.Terminal = att.Terminal
+			e.PromptTokens, e.CompletionTokens, e.CostUSD = att.PromptTokens, att.CompletionTokens, att.CostUSD
+			if !att.EndedAt.IsZero() {
+				e.Duration = att.EndedAt.Sub(att.StartedAt)
+			}
+		}
+	}
+	if s.Kind == flow.KindHITL {
+		e.Reason = oneLine(v.Reason, 200)
+		if !s.EndedAt.IsZero() {
+			e.Duration = s.EndedAt.Sub(s.CreatedAt)
+		}
+	}
+	return e
+}
+
+// waiting is a hitl step's wait event: the request and the commands that
+// answer it (as internal/worker words it).
+func waiting(e worker.Event, s stratus.Step) worker.Event {
+	var v worker.HITLValue
+	json.Unmarshal(s.Value, &v)
+	how := fmt.Sprintf("stratus approve %s %s | stratus reject %s %s --reason TEXT", s.RunID, s.Node, s.RunID, s.Node)
+	if v.Signal == worker.SignalQuestion {
+		how = fmt.Sprintf("stratus answer %s %s TEXT", s.RunID, s.Node)
+	}
+	e.Type, e.Outcome, e.At = worker.EventStepWaiting, v.Signal, s.CreatedAt
+	e.Reason = fmt.Sprintf("%s: %s — reply with: %s (before %s)", v.Signal, oneLine(v.Request, 300), how, v.Deadline.Format(time.RFC3339))
+	return e
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

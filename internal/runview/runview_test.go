@@ -1,0 +1,212 @@
+package runview_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/orchestrator"
+	"github.com/stratusflow/stratus/internal/report"
+	"github.com/stratusflow/stratus/internal/runview"
+	"github.com/stratusflow/stratus/internal/store"
+	"github.com/stratusflow/stratus/internal/store/sqlite"
+	"github.com/stratusflow/stratus/internal/worker"
+)
+
+// recorder writes records the way worker.Service does, for one run.
+type recorder struct {
+	t   *testing.T
+	ctx context.Context
+	st  store.Store
+	run stratus.Run
+	t0  time.Time
+}
+
+func setup(t *testing.T) *recorder {
+	t.Helper()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "stratus.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	r := &recorder{t: t, ctx: context.Background(), st: st, t0: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	r.run = stratus.Run{ID: "r-1", TaskID: "t1", Flow: "implementation", Status: stratus.RunRunning, CreatedAt: r.t0}
+	if err := st.CreateRun(r.ctx, r.run); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (r *recorder) step(node, kind string, visit int) stratus.Step {
+	r.t.Helper()
+	s := stratus.Step{TID: r.run.ID + "." + node + "." + string(rune('0'+visit)), RunID: r.run.ID, Node: node, Kind: kind, Visit: visit,
+		StepRef: node + "#" + string(rune('0'+visit)), Status: stratus.StepRunning, CreatedAt: r.t0}
+	if _, _, err := r.st.CreateStep(r.ctx, s); err != nil {
+		r.t.Fatal(err)
+	}
+	return s
+}
+
+func (r *recorder) attempt(s stratus.Step, n int) stratus.Attempt {
+	r.t.Helper()
+	a := stratus.Attempt{TID: s.TID, N: n, Agent: s.Node, Status: stratus.AttemptRunning, StartedAt: r.t0.Add(time.Duration(n) * time.Second)}
+	if err := r.st.CreateAttempt(r.ctx, a); err != nil {
+		r.t.Fatal(err)
+	}
+	return a
+}
+
+func (r *recorder) end(s stratus.Step, status, verdict string, value any) {
+	r.t.Helper()
+	raw, _ := json.Marshal(value)
+	s.Status, s.Verdict, s.Value, s.EndedAt = status, verdict, raw, r.t0.Add(time.Minute)
+	if err := r.st.UpdateStep(r.ctx, s); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *recorder) submit(a stratus.Attempt, d time.Duration, in, out int64) {
+	r.t.Helper()
+	a.Status, a.Terminal, a.EndedAt, a.PromptTokens, a.CompletionTokens = stratus.AttemptSubmitted, "Captured", a.StartedAt.Add(d), in, out
+	if err := r.st.UpdateAttempt(r.ctx, a); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func lines(t *testing.T, tr *runview.Tracker) []string {
+	t.Helper()
+	evs, err := tr.Poll(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range evs {
+		out = append(out, orchestrator.FormatEvent(e))
+	}
+	return out
+}
+
+// The lines a follower prints are the lines the worker service's events
+// print (orchestrator.FormatEvent), each once, in step order: a start per
+// attempt of a worker step, its end with the attempt's terminal, duration
+// and tokens; a publish step's start and end; a skipped node's end alone;
+// a supervisor turn's start and end (issue 6 § Build 8).
+func TestTracker_SameProgressLinesAsTheWorkerService(t *testing.T) {
+	r := setup(t)
+	tr := runview.NewTracker(r.st, r.run.ID)
+
+	plan := r.step("planning", "agent", 1)
+	a1 := r.attempt(plan, 1)
+	if got, want := lines(t, tr), []string{orchestrator.FormatEvent(worker.Event{Type: worker.EventStepStarted, StepRef: "planning#1", Node: "planning", Attempt: 1})}; !slices.Equal(got, want) {
+		t.Fatalf("after the first attempt:\n got %q\nwant %q", got, want)
+	}
+	if got := lines(t, tr); len(got) != 0 {
+		t.Fatalf("a second poll with nothing new returned %q", got)
+	}
+	r.submit(a1, 1500*time.Millisecond, 1200, 300)
+	r.end(plan, stratus.StepCompleted, "done", worker.StepValue{StepRef: "planning#1", Node: "planning", Attempt: 1, Outcome: "done"})
+
+	review := r.step("review", "evaluator", 1)
+	r.attempt(review, 1)
+	a2 := r.attempt(review, 2) // a rekick: both starts are reported
+	r.submit(a2, 2*time.Second, 1800, 200)
+	r.end(review, stratus.StepCompleted, "rework", worker.StepValue{StepRef: "review#1", Node: "review", Attempt: 2, Outcome: "rework", Reason: "1 high finding"})
+
+	skipped := r.step("docs", "agent", 1)
+	r.end(skipped, stratus.StepCompleted, worker.OutcomeSkipped, worker.StepValue{StepRef: "docs#1", Node: "docs", Outcome: "skipped", Reason: "disabled by the task"})
+
+	pub := r.step("publish", "publish", 1)
+	sup := r.step("supervisor", report.Kind, 1)
+	r.end(sup, stratus.StepRunning, "", report.SupervisorValue{StepRef: "supervisor#1", Job: report.JobFinalize, ForRef: "publish#1"})
+	sa := r.attempt(sup, 1)
+	r.submit(sa, time.Second, 600, 100)
+	r.end(sup, stratus.StepCompleted, "done", report.SupervisorValue{StepRef: "supervisor#1", Job: report.JobFinalize, ForRef: "publish#1", Attempt: 1, Outcome: "done"})
+	r.end(pub, stratus.StepCompleted, "done", worker.StepValue{StepRef: "publish#1", Node: "publish", Outcome: "done"})
+
+	want := []string{
+		orchestrator.FormatEvent(worker.Event{Type: worker.EventStepEnded, StepRef: "planning#1", Node: "planning", Attempt: 1, Terminal: "Captured", Outcome: "done", Duration: 1500 * time.Millisecond, PromptTokens: 1200, CompletionTokens: 300}),
+		orchestrator.FormatEvent(worker.Event{Type: worker.EventStepStarted, StepRef: "review#1", Node: "review", Attempt: 1}),
+		orchestrator.FormatEvent(worker.Event{Type: worker.EventStepStarted, StepRef: "review#1", Node: "review", Attempt: 2}),
+		orchestrator.FormatEvent(worker.Event{Type: worker.EventStepEnded, StepRef: "review#1", Node: "review", Attempt: 2, Terminal: "Captured", Outcome: "rework", Reason: "1 high finding", Duration: 2 * time.Second, PromptTokens: 1800, CompletionTokens: 200}),
+		orchestrator.FormatEvent(worker.Event{Type: worker.EventStepEnded, StepRef: "docs#1", Node: "docs", Outcome: "skipped", Reason: "disabled by the task"}),
+		orchestrator.FormatEvent(worker.Event{Type: worker.EventStepStarted, StepRef: "publish#1", Node: "publish"}),
+		orchestrator.FormatEvent(worker.Event{Type: worker.EventStepEnded, StepRef: "publish#1", Node: "publish", Outcome: "done"}),
+		orchestrator.FormatEvent(worker.Event{Type: worker.EventSupervisorStarted, StepRef: "supervisor#1", Node: report.JobFinalize, Attempt: 1, Reason: "publish#1"}),
+		orchestrator.FormatEvent(worker.Event{Type: worker.EventSupervisorEnded, StepRef: "supervisor#1", Node: report.JobFinalize, Attempt: 1, Terminal: "Captured", Outcome: "done"}),
+	}
+	if got := lines(t, tr); !slices.Equal(got, want) {
+		t.Fatalf("lines:\n got %s\nwant %s", strings.Join(got, "\n     "), strings.Join(want, "\n     "))
+	}
+	if got := lines(t, tr); len(got) != 0 {
+		t.Fatalf("ended steps were reported again: %q", got)
+	}
+}
+
+// A step whose dispatch failed before any attempt ends with its reason;
+// a hitl step prints its wait, then its end with the answer.
+func TestTracker_FailedDispatchAndHITLWait(t *testing.T) {
+	r := setup(t)
+	tr := runview.NewTracker(r.st, r.run.ID)
+	bad := r.step("build", "agent", 1)
+	r.end(bad, stratus.StepFailed, "", worker.StepValue{StepRef: "build#1", Node: "build", Outcome: "failed", Reason: "no provider x"})
+	gate := r.step("approve", "hitl", 1)
+	deadline := r.t0.Add(time.Hour)
+	gate.Status = worker.StepWaiting
+	gate.Value, _ = json.Marshal(worker.HITLValue{StepRef: "approve#1", Node: "approve", Signal: worker.SignalApproval, Request: "Ship it?", Deadline: deadline})
+	if err := r.st.UpdateStep(r.ctx, gate); err != nil {
+		t.Fatal(err)
+	}
+	got := lines(t, tr)
+	want := []string{
+		`stratus: end   build#1          node=build attempt=0 terminal=- verdict=failed duration=0s tokens=0/0 reason="no provider x"`,
+		"stratus: wait  approve#1        node=approve approval: Ship it? — reply with: stratus approve r-1 approve | stratus reject r-1 approve --reason TEXT (before " + deadline.Format(time.RFC3339) + ")",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("lines:\n got %q\nwant %q", got, want)
+	}
+	r.end(gate, stratus.StepCompleted, "approved", worker.HITLValue{StepRef: "approve#1", Node: "approve", Signal: worker.SignalApproval, Outcome: "approved", Answer: "yes,\n  ship"})
+	got = lines(t, tr)
+	if len(got) != 1 || !strings.HasPrefix(got[0], "stratus: end   approve#1        node=approve attempt=0 terminal=- verdict=approved duration=1m0s") ||
+		!strings.HasSuffix(got[0], `reason="yes, ship"`) {
+		t.Fatalf("hitl end = %q", got)
+	}
+}
+
+// Load shows each step with its verdict, its latest attempt and, for a
+// supervisor turn, its job; an unknown run is ENOTFOUND.
+func TestLoad_StepsWithVerdicts(t *testing.T) {
+	r := setup(t)
+	s := r.step("review", "evaluator", 1)
+	a := r.attempt(s, 1)
+	r.submit(a, time.Second, 10, 5)
+	r.end(s, stratus.StepCompleted, "accept", worker.StepValue{StepRef: "review#1", Node: "review", Attempt: 1, Outcome: "accept"})
+	p := r.step("publish", "publish", 1)
+	r.end(p, stratus.StepFailed, "", worker.StepValue{StepRef: "publish#1", Node: "publish", Outcome: "failed", Reason: "disk full"})
+	sup := r.step("supervisor", report.Kind, 1)
+	r.end(sup, stratus.StepRunning, "", report.SupervisorValue{Job: report.JobObserve, ForRef: "review#1"})
+
+	v, err := runview.Load(r.ctx, r.st, r.run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Steps) != 3 {
+		t.Fatalf("%d steps", len(v.Steps))
+	}
+	if s := v.Steps[0]; s.Outcome != "accept" || s.Attempt == nil || s.Attempt.PromptTokens != 10 || !s.Ended() {
+		t.Errorf("review: %+v", s)
+	}
+	if s := v.Steps[1]; s.Outcome != "failed" || s.Reason != "disk full" || s.Attempt != nil {
+		t.Errorf("publish: %+v", s)
+	}
+	if s := v.Steps[2]; s.Job != report.JobObserve || s.For != "review#1" || s.Outcome != "" || s.Ended() {
+		t.Errorf("supervisor: %+v", s)
+	}
+	if _, err := runview.Load(r.ctx, r.st, "r-none"); stratus.ErrorCode(err) != stratus.ENOTFOUND {
+		t.Errorf("unknown run: %v, want ENOTFOUND", err)
+	}
+}

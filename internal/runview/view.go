@@ -1,0 +1,114 @@
+package runview
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/report"
+	"github.com/stratusflow/stratus/internal/store"
+	"github.com/stratusflow/stratus/internal/worker"
+)
+
+// View is one run as its store records show it.
+type View struct {
+	Run   stratus.Run
+	Steps []StepView // creation order; supervisor turns included (Step.Kind == report.Kind)
+}
+
+// StepView is one step with what its records say of its end.
+type StepView struct {
+	Step stratus.Step
+	// Attempt is the step's latest attempt; nil for a step no worker ran
+	// (publish, hitl, a skipped node, a dispatch that failed first).
+	Attempt *stratus.Attempt
+	// Outcome is the step's verdict (accept, rework, done, skipped, ...),
+	// "failed" for a failed step, "" while it runs.
+	Outcome string
+	// Reason says why a step failed, was skipped or routed as it did
+	// (the value's reason; a hitl step's answer).
+	Reason string
+	// Job and For name a supervisor turn's job and the step it is about.
+	Job, For string
+}
+
+// Ended reports whether the step has ended.
+func (s StepView) Ended() bool {
+	return s.Step.Status == stratus.StepCompleted || s.Step.Status == stratus.StepFailed
+}
+
+// Load reads run runID and its steps, each with its latest attempt.
+// Errors: the store's (ENOTFOUND for an unknown run).
+func Load(ctx context.Context, st store.Store, runID string) (*View, error) {
+	run, err := st.GetRun(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	steps, err := st.ListSteps(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	v := &View{Run: run}
+	for _, s := range steps {
+		var att *stratus.Attempt
+		if RunsWorker(s.Kind) {
+			if att, err = latest(ctx, st, s.TID); err != nil {
+				return nil, err
+			}
+		}
+		v.Steps = append(v.Steps, describe(s, att))
+	}
+	return v, nil
+}
+
+// RunsWorker reports whether steps of kind launch a worker (and so have
+// attempts): agent, evaluator, checks, tool and the supervisor's turns.
+func RunsWorker(kind string) bool {
+	switch kind {
+	case flow.KindAgent, flow.KindEvaluator, flow.KindChecks, flow.KindTool, report.Kind:
+		return true
+	}
+	return false
+}
+
+// latest is the step's latest attempt, nil when it has none.
+func latest(ctx context.Context, st store.Store, tid string) (*stratus.Attempt, error) {
+	a, err := st.LatestAttempt(ctx, tid)
+	switch {
+	case stratus.ErrorCode(err) == stratus.ENOTFOUND:
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return &a, nil
+}
+
+func describe(s stratus.Step, att *stratus.Attempt) StepView {
+	v := StepView{Step: s, Attempt: att, Outcome: s.Verdict}
+	if s.Kind == report.Kind {
+		var sv report.SupervisorValue
+		json.Unmarshal(s.Value, &sv)
+		v.Job, v.For, v.Reason = sv.Job, sv.ForRef, sv.Reason
+		if v.Outcome == "" {
+			v.Outcome = sv.Outcome
+		}
+	} else {
+		var sv worker.StepValue
+		json.Unmarshal(s.Value, &sv)
+		v.Reason = sv.Reason
+		if v.Outcome == "" && s.Status != stratus.StepRunning && s.Status != worker.StepWaiting {
+			v.Outcome = sv.Outcome
+		}
+		if s.Kind == flow.KindHITL {
+			var hv worker.HITLValue
+			if json.Unmarshal(s.Value, &hv) == nil && hv.Answer != "" {
+				v.Reason = hv.Answer
+			}
+		}
+	}
+	if v.Outcome == "" && s.Status == stratus.StepFailed {
+		v.Outcome = "failed"
+	}
+	return v
+}
