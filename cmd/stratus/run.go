@@ -35,10 +35,12 @@ func newRunCmd(io IO) *cobra.Command {
 	o := &RunOptions{IO: io}
 	cmd := &cobra.Command{
 		Use:   "run TASK.md [--dir DIR]",
-		Short: "Run a task file through its flow in embedded mode",
+		Short: "Run a task file through its flow (embedded, or --target aws)",
 		Long: `run reads TASK.md (worc's task format), picks the flow by its task_type
 (absent: implementation) from DIR/.stratus/flows/, validates and compiles it to
-ASL, and executes it on the embedded executor. Progress goes to stderr.
+ASL, and executes it on the embedded executor. With --target aws it freezes
+the run into a deployed stack's bucket, starts an execution of the stack's
+state machine and follows it. Progress goes to stderr.
 
 Exit status: 0 done, 1 failed, 3 manual_action_required, 2 bad input.`,
 		Args: cobra.ExactArgs(1),

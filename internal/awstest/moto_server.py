@@ -54,6 +54,23 @@ def _locked_call_action(self):
 
 DynamoHandler.call_action = _locked_call_action
 
+# Started with -p 0, the server binds a free port itself; moto's Step
+# Functions interpreter calls the other services back at localhost:$MOTO_PORT,
+# so MOTO_PORT must name the port actually bound, not 0.
+import os  # noqa: E402
+
+import werkzeug.serving  # noqa: E402
+
+_server_init = werkzeug.serving.BaseWSGIServer.__init__
+
+
+def _server_init_with_port(self, *args, **kwargs):
+    _server_init(self, *args, **kwargs)
+    os.environ["MOTO_PORT"] = str(self.server_address[1])
+
+
+werkzeug.serving.BaseWSGIServer.__init__ = _server_init_with_port
+
 from moto.server import main  # noqa: E402
 
 if __name__ == "__main__":

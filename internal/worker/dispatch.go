@@ -118,7 +118,21 @@ func (s *Service) Dispatch(ctx context.Context, m Message) error {
 		return err
 	}
 	if !created {
-		return nil // a redelivered message: the first delivery owns the step
+		// A redelivered message: the first delivery owns the step, unless it
+		// failed (transiently, or its Lambda timed out) before the step's
+		// first attempt was written — then nobody would ever launch it.
+		if stepNode == node.ID && step.Status == stratus.StepRunning && (node.Kind == "agent" || node.Kind == "evaluator" || isExec(node.Kind)) {
+			_, err := s.Store.LatestAttempt(ctx, step.TID)
+			if err != nil && stratus.ErrorCode(err) != stratus.ENOTFOUND {
+				return err
+			}
+			if err == nil {
+				return nil
+			}
+			// No attempt yet: go on as the first delivery would.
+		} else {
+			return nil
+		}
 	}
 	if stepNode != node.ID {
 		return s.dispatchHITL(ctx, run, env, step, node)
@@ -293,9 +307,10 @@ func (s *Service) launchAttempt(ctx context.Context, run stratus.Run, env *RunEn
 		TID: step.TID, N: n, Agent: node.ID, Status: stratus.AttemptRunning,
 		System: systemPrompt(env, step), Prompt: rendered, StartedAt: s.now(), Resolved: res,
 	}
-	if err := s.Store.CreateAttempt(ctx, att); err != nil {
-		return err
-	}
+	// Everything that can fail transiently is written before the attempt:
+	// a redelivered message finds a step without an attempt and launches it
+	// (Dispatch), while a step with an attempt belongs to the delivery that
+	// created it.
 	if err := s.Store.PutRenderSize(ctx, stratus.RenderSize{Agent: node.ID, Bytes: len(att.System), At: att.StartedAt}); err != nil {
 		return err
 	}
@@ -312,6 +327,9 @@ func (s *Service) launchAttempt(ctx context.Context, run stratus.Run, env *RunEn
 	}
 	h := stratus.Handle{Handle: newHandle(), TID: step.TID, Attempt: n, ExpiresAt: s.now().Add(ttl)}
 	if err := s.Store.PutHandle(ctx, h); err != nil {
+		return err
+	}
+	if err := s.Store.CreateAttempt(ctx, att); err != nil {
 		return err
 	}
 	s.emit(Event{Type: EventStepStarted, RunID: run.ID, Node: step.Node, StepRef: step.StepRef, Attempt: n})
