@@ -21,7 +21,7 @@ demo: build
 	$(BIN) run $(SCRATCH)/task.md --dir $(SCRATCH)
 	@echo
 	@echo "ctx files (what each step left for the next):"
-	@find $(SCRATCH)/workspace -type f | sort | sed 's/^/  /'
+	@find $(SCRATCH)/workspace -type f ! -name .stratus-ctx | sort | sed 's/^/  /'
 	@echo "summary:"
 	@ls $(SCRATCH)/.stratus/logs/*/summary.* | sed 's/^/  /'
 
