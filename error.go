@@ -7,14 +7,15 @@ import (
 
 // Error codes. Each maps to one HTTP status in internal/httpapi (ErrorStatus).
 const (
-	EINVALID       = "invalid"       // 400: malformed input
-	EUNAUTHORIZED  = "unauthorized"  // 401: missing, malformed or expired credential
-	EFORBIDDEN     = "forbidden"     // 403: valid credential, not allowed here
-	ENOTFOUND      = "not_found"     // 404
-	ECONFLICT      = "conflict"      // 409: fencing (stale attempt, second Final, terminal run)
-	ETOOLARGE      = "too_large"     // 413
-	EUNPROCESSABLE = "unprocessable" // 422: contract violation (verdict, submit_format json)
-	EINTERNAL      = "internal"      // 500
+	EINVALID       = "invalid"            // 400: malformed input
+	EUNAUTHORIZED  = "unauthorized"       // 401: missing, malformed or expired credential
+	EFORBIDDEN     = "forbidden"          // 403: valid credential, not allowed here
+	ENOTFOUND      = "not_found"          // 404
+	EMETHOD        = "method_not_allowed" // 405: the path exists, with other methods
+	ECONFLICT      = "conflict"           // 409: fencing (stale attempt, second Final, terminal run)
+	ETOOLARGE      = "too_large"          // 413
+	EUNPROCESSABLE = "unprocessable"      // 422: contract violation (verdict, submit_format json)
+	EINTERNAL      = "internal"           // 500
 )
 
 // Error is the one error type Stratus returns across layers: a code for

@@ -36,6 +36,8 @@ func ErrorStatus(code string) int {
 		return http.StatusForbidden
 	case stratus.ENOTFOUND:
 		return http.StatusNotFound
+	case stratus.EMETHOD:
+		return http.StatusMethodNotAllowed
 	case stratus.ECONFLICT:
 		return http.StatusConflict
 	case stratus.ETOOLARGE:
@@ -95,6 +97,20 @@ func New(s *worker.Service) *Handler {
 	h.mux.HandleFunc("GET /v1/agents/{name}/render-size", h.wrap(h.renderSize))
 	h.registerHITL() // hitl.go
 	h.mux.HandleFunc("/", h.wrap(func(w http.ResponseWriter, r *http.Request) error {
+		// A known path asked with another method is 405 with Allow (RFC 9110
+		// § 15.5.6), not 404: the catch-all replaces ServeMux's own 405.
+		var allow []string
+		for _, m := range []string{http.MethodGet, http.MethodPost} {
+			probe := r.Clone(r.Context())
+			probe.Method = m
+			if _, pattern := h.mux.Handler(probe); pattern != "/" && pattern != "" {
+				allow = append(allow, m)
+			}
+		}
+		if len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			return stratus.Errorf(stratus.EMETHOD, "%s %s: method not allowed; allowed: %s", r.Method, r.URL.Path, strings.Join(allow, ", "))
+		}
 		return stratus.Errorf(stratus.ENOTFOUND, "no route %s %s", r.Method, r.URL.Path)
 	}))
 	return h

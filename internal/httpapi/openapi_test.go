@@ -262,7 +262,8 @@ func TestOpenAPI_RouterServesExactlyTheDocumentedRoutes(t *testing.T) {
 			if ops[m] != nil {
 				continue
 			}
-			if status, eb, ok := probe(t, h, m, concrete(p)); ok && !noRoute(status, eb) {
+			// Not served: the JSON 404, or 405 (the path exists with other methods).
+			if status, eb, ok := probe(t, h, m, concrete(p)); ok && !noRoute(status, eb) && status != http.StatusMethodNotAllowed {
 				t.Errorf("the router serves %s %s (answered %d), but openapi.yaml does not document it", m, p, status)
 			}
 		}
