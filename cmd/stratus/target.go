@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
+	"regexp"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -83,10 +85,20 @@ var (
 	awsContext    = context.Background
 )
 
+var stateMachineARN = regexp.MustCompile(`^arn:aws[a-z-]*:states:[a-z0-9-]+:\d{12}:stateMachine:[A-Za-z0-9_-]{1,80}$`)
+
 // open loads the SDK configuration and opens the stack's resources.
 func (o *AWSOptions) open(ctx context.Context) (*awsrun.Target, error) {
 	if o.Table != "" && o.TablePrefix != "" {
 		return nil, usageError{fmt.Errorf("give --table or --table-prefix, not both")}
+	}
+	if o.EndpointURL != "" {
+		if u, err := url.Parse(o.EndpointURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, usageError{fmt.Errorf("--endpoint-url %q: want an http:// or https:// URL such as http://localhost:4566", o.EndpointURL)}
+		}
+	}
+	if o.StateMachine != "" && !stateMachineARN.MatchString(o.StateMachine) {
+		return nil, usageError{fmt.Errorf("--state-machine %q: want a state machine ARN, arn:aws:states:<region>:<account>:stateMachine:<name>", o.StateMachine)}
 	}
 	var opts []func(*awsconfig.LoadOptions) error
 	if o.Region != "" {
