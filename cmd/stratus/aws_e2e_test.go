@@ -553,7 +553,8 @@ func startFunctions(t *testing.T, ctx context.Context, st *stack) *functions {
 	f.srv = httptest.NewUnstartedServer(http.HandlerFunc(f.serve))
 	f.apiURL = "http://" + f.srv.Listener.Addr().String()
 	ecsCfg := st.cfg.Copy()
-	ecsCfg.HTTPClient = &ecsRecorder{}
+	rec := &ecsRecorder{}
+	ecsCfg.HTTPClient = &awstest.ECSClient{RunTask: rec.record}
 	ecsCfg.APIOptions = append(ecsCfg.APIOptions, f.ecsOps.option())
 	el, err := ecs.New(awsecs.NewFromConfig(ecsCfg), ecs.Config{Cluster: st.cluster, TaskDefinition: st.taskDef,
 		Offline: ecs.NetworkProfile{Subnets: []string{"subnet-offline"}, SecurityGroups: []string{"sg-offline"}},
@@ -562,7 +563,7 @@ func startFunctions(t *testing.T, ctx context.Context, st *stack) *functions {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.launcher = &ecsThenLocal{ecs: el, rec: ecsCfg.HTTPClient.(*ecsRecorder), local: &local.Launcher{Executable: stratusBin}, logDir: t.TempDir()}
+	f.launcher = &ecsThenLocal{ecs: el, rec: rec, local: &local.Launcher{Executable: stratusBin}, logDir: t.TempDir()}
 	env := map[string]string{
 		awsapp.EnvTable: st.table, awsapp.EnvBucket: st.bucket, awsapp.EnvBucketPrefix: "stratus/",
 		awsapp.EnvQueueURL: st.queueURL, awsapp.EnvSecretID: st.secretARN, awsapp.EnvAPIURL: f.apiURL,
@@ -786,58 +787,34 @@ func (l *ecsThenLocal) logs() string {
 	return b.String()
 }
 
-// ecsRecorder keeps each RunTask request body by the handle it carries and
-// mends moto 5.2.1's task answers (RunTask, DescribeTasks), whose
-// containers[].cpu/memory are JSON numbers where the ECS API has strings.
+// ecsRecorder keeps each RunTask request body sent through an
+// awstest.ECSClient (record is its RunTask hook) by the handle it carries.
 type ecsRecorder struct {
 	mu   sync.Mutex
 	reqs map[string][]byte // handle -> RunTask body
 }
 
-var numericContainerField = regexp.MustCompile(`"(cpu|memory|memoryReservation)":\s*(\d+)`)
-
-func (r *ecsRecorder) Do(req *http.Request) (*http.Response, error) {
-	target := req.Header.Get("X-Amz-Target")
-	if strings.HasSuffix(target, ".RunTask") && req.Body != nil {
-		b, err := io.ReadAll(req.Body)
-		if err != nil {
-			return nil, err
-		}
-		req.Body = io.NopCloser(bytes.NewReader(b))
-		var in struct {
-			Overrides struct {
-				ContainerOverrides []struct {
-					Environment []struct{ Name, Value string }
-				}
+func (r *ecsRecorder) record(b []byte) {
+	var in struct {
+		Overrides struct {
+			ContainerOverrides []struct {
+				Environment []struct{ Name, Value string }
 			}
 		}
-		json.Unmarshal(b, &in)
-		r.mu.Lock()
-		if r.reqs == nil {
-			r.reqs = map[string][]byte{}
-		}
-		for _, c := range in.Overrides.ContainerOverrides {
-			for _, kv := range c.Environment {
-				if kv.Name == launch.EnvHandle {
-					r.reqs[kv.Value] = b
-				}
+	}
+	json.Unmarshal(b, &in)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.reqs == nil {
+		r.reqs = map[string][]byte{}
+	}
+	for _, c := range in.Overrides.ContainerOverrides {
+		for _, kv := range c.Environment {
+			if kv.Name == launch.EnvHandle {
+				r.reqs[kv.Value] = b
 			}
 		}
-		r.mu.Unlock()
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || !strings.HasSuffix(target, ".RunTask") && !strings.HasSuffix(target, ".DescribeTasks") {
-		return resp, err
-	}
-	b, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	b = numericContainerField.ReplaceAll(b, []byte(`"$1": "$2"`))
-	resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
-	resp.Header.Del("Content-Length")
-	return resp, nil
 }
 
 func (r *ecsRecorder) request(handle string) []byte {

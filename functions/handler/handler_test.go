@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,72 +18,24 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/functions/handler"
-	"github.com/stratusflow/stratus/internal/builtin"
 	"github.com/stratusflow/stratus/internal/captoken"
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/httpapi"
-	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/sink/fs"
 	"github.com/stratusflow/stratus/internal/store/sqlite"
 	"github.com/stratusflow/stratus/internal/task"
 	"github.com/stratusflow/stratus/internal/worker"
+	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
-
-// tokens records task-token completions (the state machine's side).
-type tokens struct {
-	mu        sync.Mutex
-	successes map[string]json.RawMessage
-	failures  map[string]string
-}
-
-func (t *tokens) SendTaskSuccess(_ context.Context, tok string, out json.RawMessage) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.successes[tok] = out
-	return nil
-}
-func (t *tokens) SendTaskFailure(_ context.Context, tok, name, cause string) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.failures[tok] = name + ": " + cause
-	return nil
-}
-func (t *tokens) SendTaskHeartbeat(context.Context, string) error { return nil }
-
-func (t *tokens) success(tok string) json.RawMessage {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.successes[tok]
-}
-
-// launcher records worker specs instead of starting processes.
-type launcher struct {
-	mu    sync.Mutex
-	specs []launch.Spec
-}
-
-func (l *launcher) Launch(_ context.Context, s launch.Spec) (string, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.specs = append(l.specs, s)
-	return s.Handle, nil
-}
-func (l *launcher) Stop(context.Context, string) error { return nil }
-
-func (l *launcher) launched() []launch.Spec {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.specs)
-}
 
 // fixture is the worker service of the built-in implementation flow over
 // the embedded store and sink with fake tokens and launcher, one running
 // run "r1", and both Lambda handlers built as the functions build them.
 type fixture struct {
 	svc    *worker.Service
-	tokens *tokens
-	launch *launcher
+	tokens *workertest.FakeTokens
+	launch *workertest.FakeLauncher
 	dir    string
 	http   handler.HTTPFunc
 	sqs    handler.SQSFunc
@@ -94,18 +45,7 @@ func setup(t *testing.T) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	flowsDir := filepath.Join(dir, "flows")
-	for _, p := range []string{"implementation.yaml", "implementation/planning.md", "implementation/implementation.md", "implementation/review.md", "implementation/fixing.md"} {
-		b, err := builtin.Flows.ReadFile("flows/" + p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(flowsDir, p)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(flowsDir, p), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	workertest.WriteFiles(t, flowsDir, workertest.ImplementationFlow(t))
 	fl, err := flow.Load(flowsDir, "implementation")
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +62,7 @@ func setup(t *testing.T) *fixture {
 	cfg := config.Default()
 	cfg.Supervisor.Enabled = new(bool) // not about the supervisor layer: no extra turns
 	env := &worker.RunEnv{Flow: fl, FlowDir: flowsDir, Task: tk, Config: cfg}
-	f := &fixture{tokens: &tokens{successes: map[string]json.RawMessage{}, failures: map[string]string{}}, launch: &launcher{}, dir: dir}
+	f := &fixture{tokens: &workertest.FakeTokens{}, launch: &workertest.FakeLauncher{}, dir: dir}
 	f.svc = &worker.Service{Store: st, Sink: fs.New(dir), Tokens: f.tokens, Launcher: f.launch,
 		Minter: &captoken.Minter{Key: []byte("0123456789abcdef0123456789abcdef")},
 		APIURL: "https://api.example.test",
@@ -199,7 +139,7 @@ func TestLambda_SQSDispatchThenWorkerRoutesThroughAPIGateway(t *testing.T) {
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("sqs handler = %+v, %v; want no batch item failures", resp, err)
 	}
-	specs := f.launch.launched()
+	specs := f.launch.Launched()
 	if len(specs) != 1 || !captoken.IsHandle(specs[0].Handle) || specs[0].APIURL != "https://api.example.test" {
 		t.Fatalf("launched %+v; want one worker with a wh- handle and the API URL", specs)
 	}
@@ -226,9 +166,9 @@ func TestLambda_SQSDispatchThenWorkerRoutesThroughAPIGateway(t *testing.T) {
 		t.Fatalf("submit = %d %s, %v", r.StatusCode, r.Body, err)
 	}
 	var sv worker.StepValue
-	json.Unmarshal(f.tokens.success("tok-1"), &sv)
+	json.Unmarshal(f.tokens.Success("tok-1"), &sv)
 	if sv.StepRef != "planning#1" || sv.Outcome != "done" || !slices.Equal(sv.Parts, []string{"plan.bin"}) {
-		t.Fatalf("Task state completed with %s; want planning#1 done with part plan.bin", f.tokens.success("tok-1"))
+		t.Fatalf("Task state completed with %s; want planning#1 done with part plan.bin", f.tokens.Success("tok-1"))
 	}
 	var found []byte
 	filepath.WalkDir(f.dir, func(p string, d os.DirEntry, err error) error {
@@ -249,7 +189,7 @@ func TestLambda_HTTPAPIWithoutAuthorizationIs401(t *testing.T) {
 	if resp, _ := f.sqs(context.Background(), sqsEvent(dispatchBody("planning", "tok-1"))); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("dispatch failed: %+v", resp)
 	}
-	tid := f.launch.launched()[0].TaskID
+	tid := f.launch.Launched()[0].TaskID
 	r, err := f.http(context.Background(), apiEvent("GET", "/v1/worker/prompt", "task_id="+tid, nil, nil, false))
 	if err != nil || r.StatusCode != http.StatusUnauthorized || errorCode(t, r.Body) != stratus.EUNAUTHORIZED {
 		t.Fatalf("prompt without authorization = %d %s, %v; want 401 unauthorized", r.StatusCode, r.Body, err)

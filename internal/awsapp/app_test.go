@@ -333,7 +333,7 @@ func TestNew_ECSLauncherFromEnvironmentOnMoto(t *testing.T) {
 	s := newStack(t)
 	ctx := context.Background()
 	rec := &runTaskRecorder{}
-	s.aws.HTTPClient = rec
+	s.aws.HTTPClient = &awstest.ECSClient{RunTask: rec.record}
 	ecsc := awsecs.NewFromConfig(s.aws)
 	name := s.env[awsapp.EnvBucket]
 	cl, err := ecsc.CreateCluster(ctx, &awsecs.CreateClusterInput{ClusterName: aws.String(name)})
@@ -388,41 +388,17 @@ func TestNew_ECSLauncherFromEnvironmentOnMoto(t *testing.T) {
 	}
 }
 
-// runTaskRecorder keeps the last RunTask request body and mends moto
-// 5.2.1's task answers (RunTask, DescribeTasks), whose containers[].cpu/memory are JSON numbers
-// where the ECS API (and the SDK) have strings.
+// runTaskRecorder keeps the last RunTask request body sent through an
+// awstest.ECSClient (record is its RunTask hook).
 type runTaskRecorder struct {
 	mu   sync.Mutex
 	last []byte
 }
 
-var numericContainerField = regexp.MustCompile(`"(cpu|memory|memoryReservation)":\s*(\d+)`)
-
-func (r *runTaskRecorder) Do(req *http.Request) (*http.Response, error) {
-	target := req.Header.Get("X-Amz-Target")
-	if strings.HasSuffix(target, ".RunTask") && req.Body != nil {
-		b, err := io.ReadAll(req.Body)
-		if err != nil {
-			return nil, err
-		}
-		req.Body = io.NopCloser(bytes.NewReader(b))
-		r.mu.Lock()
-		r.last = b
-		r.mu.Unlock()
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || !strings.HasSuffix(target, ".RunTask") && !strings.HasSuffix(target, ".DescribeTasks") {
-		return resp, err
-	}
-	b, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	b = numericContainerField.ReplaceAll(b, []byte(`"$1": "$2"`))
-	resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
-	resp.Header.Del("Content-Length")
-	return resp, nil
+func (r *runTaskRecorder) record(body []byte) {
+	r.mu.Lock()
+	r.last = body
+	r.mu.Unlock()
 }
 
 func (r *runTaskRecorder) body() []byte {

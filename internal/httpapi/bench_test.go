@@ -117,7 +117,7 @@ func BenchmarkSubmit64KiB(b *testing.B) {
 	}
 	b.StopTimer()
 
-	if successes, failures := h.tokens.counts(); successes != b.N+1 || failures != 0 {
+	if successes, failures := h.tokens.Counts(); successes != b.N+1 || failures != 0 {
 		b.Fatalf("task tokens: %d successes, %d failures; want %d successes", successes, failures, b.N+1)
 	}
 	var submitSum, bareSum time.Duration

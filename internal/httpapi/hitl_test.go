@@ -60,7 +60,7 @@ func (b *bundle) operatorToken(t *testing.T, run string) string {
 func TestHITLRoute_OperatorTokenOnly(t *testing.T) {
 	t.Parallel()
 	b := setupHITL(t)
-	specs := b.launch.launched()
+	specs := b.launch.Launched()
 	handle := specs[len(specs)-1].Handle
 	workerTok, _, _ := b.svc.Minter.Mint(specs[len(specs)-1].TaskID, 1)
 	other := &captoken.Minter{Key: []byte("ffffffffffffffffffffffffffffffff")}
@@ -81,7 +81,7 @@ func TestHITLRoute_OperatorTokenOnly(t *testing.T) {
 			t.Errorf("%s: %d %s, want %d", c.name, code, got, c.want)
 		}
 	}
-	if ok, _ := b.tokens.counts(); ok != 0 {
+	if ok, _ := b.tokens.Counts(); ok != 0 {
 		t.Fatalf("a refused credential completed %d task tokens", ok)
 	}
 	code, got := b.do(t, "POST", path, "Bearer "+b.operatorToken(t, "r1"), body)
@@ -90,9 +90,9 @@ func TestHITLRoute_OperatorTokenOnly(t *testing.T) {
 		t.Fatalf("operator reply: %d %s", code, got)
 	}
 	var sv worker.StepValue
-	json.Unmarshal(b.tokens.successes["tok-gate"], &sv)
+	json.Unmarshal(b.tokens.Success("tok-gate"), &sv)
 	if sv.Outcome != "route:approve" {
-		t.Errorf("task token completed with %s", b.tokens.successes["tok-gate"])
+		t.Errorf("task token completed with %s", b.tokens.Success("tok-gate"))
 	}
 	// An operator token reaches no worker route.
 	if code, _ := b.do(t, "GET", "/v1/worker/prompt?task_id="+specs[len(specs)-1].TaskID, "Bearer "+b.operatorToken(t, "r1"), ""); code != 403 {
@@ -123,7 +123,7 @@ func TestHITLRoute_ErrorsNameTheField(t *testing.T) {
 			t.Errorf("%s: %d %s, want %d on field %q", c.name, code, got, c.status, c.field)
 		}
 	}
-	if ok, _ := b.tokens.counts(); ok != 0 {
+	if ok, _ := b.tokens.Counts(); ok != 0 {
 		t.Errorf("refused replies completed %d task tokens", ok)
 	}
 	// The question still takes its answer.

@@ -10,14 +10,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stratusflow/stratus"
-	"github.com/stratusflow/stratus/internal/builtin"
 	"github.com/stratusflow/stratus/internal/captoken"
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/flow"
@@ -27,56 +24,8 @@ import (
 	"github.com/stratusflow/stratus/internal/store/sqlite"
 	"github.com/stratusflow/stratus/internal/task"
 	"github.com/stratusflow/stratus/internal/worker"
+	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
-
-// tokens records task-token completions (the state machine's side).
-type tokens struct {
-	mu        sync.Mutex
-	successes map[string]json.RawMessage
-	failures  map[string]string
-}
-
-func (t *tokens) SendTaskSuccess(_ context.Context, tok string, out json.RawMessage) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.successes[tok] = out
-	return nil
-}
-func (t *tokens) SendTaskFailure(_ context.Context, tok, name, cause string) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.failures[tok] = name + ": " + cause
-	return nil
-}
-func (t *tokens) SendTaskHeartbeat(context.Context, string) error { return nil }
-
-// counts returns how many task tokens have succeeded and failed so far.
-func (t *tokens) counts() (successes, failures int) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.successes), len(t.failures)
-}
-
-// launcher records worker specs instead of starting processes.
-type launcher struct {
-	mu    sync.Mutex
-	specs []launch.Spec
-}
-
-func (l *launcher) Launch(_ context.Context, s launch.Spec) (string, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.specs = append(l.specs, s)
-	return s.Handle, nil
-}
-func (l *launcher) Stop(context.Context, string) error { return nil }
-
-// launched returns the specs launched so far.
-func (l *launcher) launched() []launch.Spec {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.specs)
-}
 
 // bundle is the worker service over a SQLite store and an fs sink in a temp
 // dir, fake task tokens and a fake launcher, one running run "r1", and the
@@ -85,8 +34,8 @@ type bundle struct {
 	srv     *httptest.Server
 	handler *httpapi.Handler
 	svc     *worker.Service
-	tokens  *tokens
-	launch  *launcher
+	tokens  *workertest.FakeTokens
+	launch  *workertest.FakeLauncher
 	run     stratus.Run
 	dir     string
 	fresh   int // dispatchFresh calls so far
@@ -95,15 +44,7 @@ type bundle struct {
 // setup is setupFlow with the built-in implementation flow.
 func setup(tb testing.TB) *bundle {
 	tb.Helper()
-	files := map[string]string{}
-	for _, p := range []string{"implementation.yaml", "implementation/planning.md", "implementation/implementation.md", "implementation/review.md", "implementation/fixing.md"} {
-		b, err := builtin.Flows.ReadFile("flows/" + p)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		files[p] = string(b)
-	}
-	return setupFlow(tb, files)
+	return setupFlow(tb, workertest.ImplementationFlow(tb))
 }
 
 // setupFlow is setup with the flows directory given as files (path → text);
@@ -112,14 +53,7 @@ func setupFlow(tb testing.TB, files map[string]string) *bundle {
 	tb.Helper()
 	dir := tb.TempDir()
 	flowsDir := filepath.Join(dir, "flows")
-	for p, body := range files {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(flowsDir, p)), 0o755); err != nil {
-			tb.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(flowsDir, p), []byte(body), 0o644); err != nil {
-			tb.Fatal(err)
-		}
-	}
+	workertest.WriteFiles(tb, flowsDir, files)
 	fl, err := flow.Load(flowsDir, "implementation")
 	if err != nil {
 		tb.Fatal(err)
@@ -133,7 +67,7 @@ func setupFlow(tb testing.TB, files map[string]string) *bundle {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { st.Close() })
-	b := &bundle{tokens: &tokens{successes: map[string]json.RawMessage{}, failures: map[string]string{}}, launch: &launcher{}, dir: dir}
+	b := &bundle{tokens: &workertest.FakeTokens{}, launch: &workertest.FakeLauncher{}, dir: dir}
 	cfg := config.Default()
 	cfg.Supervisor.Enabled = new(bool) // these tests are not about the supervisor layer: no extra turns
 	env := &worker.RunEnv{Flow: fl, FlowDir: flowsDir, Task: tk, Config: cfg}
@@ -158,7 +92,7 @@ func (b *bundle) dispatchSpec(tb testing.TB, node, token string) launch.Spec {
 	if err := b.svc.Dispatch(context.Background(), worker.Message{RunID: "r1", Node: node, Kind: "agent", TaskToken: token}); err != nil {
 		tb.Fatal(err)
 	}
-	specs := b.launch.launched()
+	specs := b.launch.Launched()
 	if len(specs) == 0 {
 		tb.Fatalf("dispatch of %s launched no worker", node)
 	}
@@ -178,7 +112,7 @@ func (b *bundle) dispatchFresh(tb testing.TB) launch.Spec {
 	tb.Helper()
 	b.fresh++
 	spec := b.dispatchSpec(tb, "planning", fmt.Sprintf("tok-%d", b.fresh))
-	if n := len(b.launch.launched()); n != b.fresh {
+	if n := len(b.launch.Launched()); n != b.fresh {
 		tb.Fatalf("dispatch %d launched %d workers in all", b.fresh, n)
 	}
 	return spec
@@ -224,9 +158,9 @@ func TestWorkerAPI_FetchStageSubmit(t *testing.T) {
 		t.Fatalf("submit: %d %s", code, body)
 	}
 	var sv worker.StepValue
-	json.Unmarshal(b.tokens.successes["tok-1"], &sv)
+	json.Unmarshal(b.tokens.Success("tok-1"), &sv)
 	if sv.StepRef != "planning#1" || sv.Outcome != "done" || len(sv.Parts) != 1 || sv.Parts[0] != "plan.md" {
-		t.Fatalf("step value = %s", b.tokens.successes["tok-1"])
+		t.Fatalf("step value = %s", b.tokens.Success("tok-1"))
 	}
 	if got, _ := os.ReadFile(filepath.Join(b.dir, "workspace/tasks/t1/ctx/plan.md")); string(got) != "# Plan\n" {
 		t.Errorf("plan.md = %q", got)
@@ -283,7 +217,7 @@ func TestWorkerAPI_FailedResultFailsTheState(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("%d %s", code, body)
 	}
-	if f := b.tokens.failures["tok-1"]; !strings.Contains(f, worker.ErrWorkerFailed) || !strings.Contains(f, "TimedOut") {
+	if f := b.tokens.Failure("tok-1"); !strings.Contains(f, worker.ErrWorkerFailed) || !strings.Contains(f, "TimedOut") {
 		t.Errorf("failure = %q", f)
 	}
 	// Any write after the attempt ended is fenced.
@@ -298,7 +232,7 @@ func TestDispatch_RedeliveryIsIdempotent(t *testing.T) {
 	b := setup(t)
 	b.dispatch(t, "planning", "tok-1")
 	b.dispatch(t, "planning", "tok-1")
-	if n := len(b.launch.specs); n != 1 {
+	if n := len(b.launch.Launched()); n != 1 {
 		t.Fatalf("%d workers launched", n)
 	}
 }
@@ -321,7 +255,7 @@ func TestSubmit_EvaluatorOutcome(t *testing.T) {
 			t.Fatalf("%s: %d %s", body, code, resp)
 		}
 		var sv worker.StepValue
-		json.Unmarshal(b.tokens.successes["tok-r"], &sv)
+		json.Unmarshal(b.tokens.Success("tok-r"), &sv)
 		if sv.Outcome != want {
 			t.Errorf("%s: outcome %q, want %q (%s)", body, sv.Outcome, want, sv.Reason)
 		}
@@ -334,9 +268,9 @@ func TestDispatch_WorkerExitWithoutResultFailsTheStep(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.dispatch(t, "planning", "tok-x")
-	spec := b.launch.specs[0]
+	spec := b.launch.Launched()[0]
 	spec.OnExit(errors.New("exit status 2"))
-	if f := b.tokens.failures["tok-x"]; !strings.Contains(f, "worker exited (exit status 2) without a result") {
+	if f := b.tokens.Failure("tok-x"); !strings.Contains(f, "worker exited (exit status 2) without a result") {
 		t.Fatalf("failure = %q", f)
 	}
 	// A worker that delivered its result and then exits changes nothing.
@@ -344,8 +278,8 @@ func TestDispatch_WorkerExitWithoutResultFailsTheStep(t *testing.T) {
 	if code, _ := b.do(t, "POST", "/v1/worker/submit", "Bearer "+h, "done"); code != 200 {
 		t.Fatal(code)
 	}
-	b.launch.specs[1].OnExit(nil)
-	if _, failed := b.tokens.failures["tok-y"]; failed {
+	b.launch.Launched()[1].OnExit(nil)
+	if _, failed := b.tokens.Failures()["tok-y"]; failed {
 		t.Error("an exit after the result failed the step")
 	}
 }

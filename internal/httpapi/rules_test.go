@@ -110,9 +110,9 @@ func TestWorkerAPI_DegradationGoesToTheRunRecordOnly(t *testing.T) {
 	}
 	b.do(t, "POST", "/v1/worker/submit", "Bearer "+h, "planned")
 	var sv worker.StepValue
-	json.Unmarshal(b.tokens.successes["tok-1"], &sv)
+	json.Unmarshal(b.tokens.Success("tok-1"), &sv)
 	if sv.Bytes != len("planned") || len(sv.Parts) != 0 {
-		t.Errorf("a degradation leaked into the step value: %s", b.tokens.successes["tok-1"])
+		t.Errorf("a degradation leaked into the step value: %s", b.tokens.Success("tok-1"))
 	}
 }
 
@@ -149,7 +149,8 @@ func TestWorkerAPI_RekickFencesTheOldAttempt(t *testing.T) {
 	if err != nil || n != 2 {
 		t.Fatalf("Rekick = %d, %v", n, err)
 	}
-	h2 := b.launch.specs[len(b.launch.specs)-1].Handle
+	specs := b.launch.Launched()
+	h2 := specs[len(specs)-1].Handle
 	if p := payload(t, b, h2, "r1.planning.1"); p.Attempt != 2 {
 		t.Errorf("fetch after rekick: attempt %d", p.Attempt)
 	}
@@ -229,7 +230,7 @@ func TestVerdictContract(t *testing.T) {
 		t.Fatalf("%d %s", code, resp)
 	}
 	var sv worker.StepValue
-	json.Unmarshal(b.tokens.successes["tok-v"], &sv)
+	json.Unmarshal(b.tokens.Success("tok-v"), &sv)
 	if sv.Outcome != "pass" {
 		t.Errorf("outcome = %q, want the verdict", sv.Outcome)
 	}
@@ -244,7 +245,7 @@ func TestVerdictContract(t *testing.T) {
 	if code, resp := b.do(t, "POST", "/v1/worker/submit", "Bearer "+h, "see part"); code != 200 {
 		t.Fatalf("with part: %d %s", code, resp)
 	}
-	json.Unmarshal(b.tokens.successes["tok-p"], &sv)
+	json.Unmarshal(b.tokens.Success("tok-p"), &sv)
 	if sv.Outcome != "fail" {
 		t.Errorf("outcome = %q", sv.Outcome)
 	}
@@ -262,7 +263,7 @@ func TestFold_AuditSidecarInvisible(t *testing.T) {
 	}
 	b.do(t, "POST", "/v1/worker/submit", "Bearer "+h, "done")
 	var sv worker.StepValue
-	json.Unmarshal(b.tokens.successes["tok-1"], &sv)
+	json.Unmarshal(b.tokens.Success("tok-1"), &sv)
 	if len(sv.Parts) != 1 || sv.Parts[0] != "plan.md" {
 		t.Errorf("parts = %v", sv.Parts)
 	}
@@ -381,10 +382,11 @@ func TestSubmit_NoRootSkipsFilesOrFailsUnderStrict(t *testing.T) {
 		if err := b.svc.Dispatch(context.Background(), worker.Message{RunID: "r2", Node: "gate", Kind: "agent", TaskToken: "tok-nr"}); err != nil {
 			t.Fatal(err)
 		}
-		h := b.launch.specs[len(b.launch.specs)-1].Handle
+		specs := b.launch.Launched()
+		h := specs[len(specs)-1].Handle
 		code, body := b.do(t, "POST", "/v1/worker/submit", "Bearer "+h, "out")
-		_, failed := b.tokens.failures["tok-nr"]
-		_, succeeded := b.tokens.successes["tok-nr"]
+		_, failed := b.tokens.Failures()["tok-nr"]
+		_, succeeded := b.tokens.Successes()["tok-nr"]
 		if strict && (code == 200 || !failed) {
 			t.Errorf("strict: %d %s, failed=%v", code, body, failed)
 		}

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,46 +17,11 @@ import (
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/gitwork"
-	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/sink/fs"
 	"github.com/stratusflow/stratus/internal/store/sqlite"
 	"github.com/stratusflow/stratus/internal/task"
+	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
-
-// fakeTokens records task-token completions (the state machine's side).
-type fakeTokens struct {
-	mu        sync.Mutex
-	successes map[string]json.RawMessage
-	failures  map[string]string
-}
-
-func (t *fakeTokens) SendTaskSuccess(_ context.Context, tok string, out json.RawMessage) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.successes[tok] = out
-	return nil
-}
-func (t *fakeTokens) SendTaskFailure(_ context.Context, tok, name, cause string) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.failures[tok] = name + ": " + cause
-	return nil
-}
-func (t *fakeTokens) SendTaskHeartbeat(context.Context, string) error { return nil }
-
-// fakeLauncher records worker specs instead of starting processes.
-type fakeLauncher struct {
-	mu    sync.Mutex
-	specs []launch.Spec
-}
-
-func (l *fakeLauncher) Launch(_ context.Context, s launch.Spec) (string, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.specs = append(l.specs, s)
-	return s.Handle, nil
-}
-func (l *fakeLauncher) Stop(context.Context, string) error { return nil }
 
 // rig is a worker service over SQLite and an fs sink rooted at the run's
 // work dir, with one running run "r1" of task "t1".
@@ -66,8 +30,8 @@ type rig struct {
 	env      *RunEnv
 	run      stratus.Run
 	dir      string // the work dir (the sink root)
-	tokens   *fakeTokens
-	launcher *fakeLauncher
+	tokens   *workertest.FakeTokens
+	launcher *workertest.FakeLauncher
 	n        int // dispatches so far (task tokens)
 
 	mu       sync.Mutex
@@ -123,7 +87,7 @@ func newRig(t *testing.T, o rigOptions) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	r := &rig{dir: dir, tokens: &fakeTokens{successes: map[string]json.RawMessage{}, failures: map[string]string{}}, launcher: &fakeLauncher{}}
+	r := &rig{dir: dir, tokens: &workertest.FakeTokens{}, launcher: &workertest.FakeLauncher{}}
 	r.env = &RunEnv{Flow: fl, FlowDir: flowsDir, Task: tk, Config: cfg}
 	r.svc = &Service{Store: st, Sink: fs.New(dir), Tokens: r.tokens, Launcher: r.launcher,
 		Minter: &captoken.Minter{Key: []byte("0123456789abcdef0123456789abcdef")},
@@ -202,7 +166,7 @@ func (r *rig) dispatch(t *testing.T, node string) stratus.Step {
 // submit submits body as the final of the latest launched attempt.
 func (r *rig) submit(t *testing.T, body string) (*StepValue, error) {
 	t.Helper()
-	specs := r.launcher.specs
+	specs := r.launcher.Launched()
 	if len(specs) == 0 {
 		t.Fatal("no worker launched")
 	}
@@ -246,7 +210,8 @@ func (r *rig) warned(sub string) bool {
 
 func (r *rig) lastPrompt(t *testing.T) string {
 	t.Helper()
-	sp := r.launcher.specs[len(r.launcher.specs)-1]
+	specs := r.launcher.Launched()
+	sp := specs[len(specs)-1]
 	att, err := r.svc.Store.GetAttempt(context.Background(), sp.TaskID, sp.Attempt)
 	if err != nil {
 		t.Fatal(err)

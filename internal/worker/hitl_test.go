@@ -81,14 +81,12 @@ func (h *hitlRig) step(t *testing.T, tid string) stratus.Step {
 
 func (h *hitlRig) outcome(t *testing.T, tok string) string {
 	t.Helper()
-	h.tokens.mu.Lock()
-	defer h.tokens.mu.Unlock()
 	var sv StepValue
-	if raw, ok := h.tokens.successes[tok]; ok {
+	if raw, ok := h.tokens.Successes()[tok]; ok {
 		json.Unmarshal(raw, &sv)
 		return sv.Outcome
 	}
-	if f, ok := h.tokens.failures[tok]; ok {
+	if f, ok := h.tokens.Failures()[tok]; ok {
 		return "failure " + f
 	}
 	return ""

@@ -67,7 +67,8 @@ func TestOutputSlots_StagedSlotPartWins(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, rigOptions{flow: slotFlow("code_change")})
 	r.dispatch(t, "planning")
-	sp := r.launcher.specs[len(r.launcher.specs)-1]
+	specs := r.launcher.Launched()
+	sp := specs[len(specs)-1]
 	if err := r.svc.Artifact(t.Context(), "Bearer "+sp.Handle, "plan.md", []byte("the real plan")); err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +196,7 @@ func TestPlanningContract_DecompositionGateAndCount(t *testing.T) {
 				t.Errorf("StepValue.Subtasks = %d, want %d", sv.Subtasks, tc.want)
 			}
 			var raw map[string]any
-			json.Unmarshal(r.tokens.successes["tok-1"], &raw)
+			json.Unmarshal(r.tokens.Success("tok-1"), &raw)
 			if got, _ := raw["subtasks"].(float64); int(got) != tc.want {
 				t.Errorf("$.last.subtasks = %v, want %d", raw["subtasks"], tc.want)
 			}

@@ -48,7 +48,7 @@ func TestDispatch_RedeliveryAfterATransientFailureLaunchesTheWorkerOnce(t *testi
 	if err := r.svc.Dispatch(context.Background(), m); err == nil {
 		t.Fatal("first delivery: no error, want the transient failure returned for redelivery")
 	}
-	if n := len(r.launcher.specs); n != 0 {
+	if n := len(r.launcher.Launched()); n != 0 {
 		t.Fatalf("first delivery launched %d workers", n)
 	}
 	for i := 0; i < 2; i++ {
@@ -56,7 +56,7 @@ func TestDispatch_RedeliveryAfterATransientFailureLaunchesTheWorkerOnce(t *testi
 			t.Fatalf("redelivery %d: %v", i+1, err)
 		}
 	}
-	if n := len(r.launcher.specs); n != 1 {
+	if n := len(r.launcher.Launched()); n != 1 {
 		t.Fatalf("redeliveries launched %d workers, want 1", n)
 	}
 	steps, _ := r.svc.Store.ListSteps(context.Background(), r.run.ID)

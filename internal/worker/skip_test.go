@@ -63,9 +63,9 @@ func TestDispatch_SkippedGateCompletesWithItsPassOutcome(t *testing.T) {
 			t.Errorf("%s: verdict %q, want skipped", id, st.Verdict)
 		}
 		tok := fmt.Sprintf("tok-%d", r.n)
-		raw, ok := r.tokens.successes[tok]
+		raw, ok := r.tokens.Successes()[tok]
 		if !ok {
-			t.Fatalf("%s: its Task state was not completed (failures %v)", id, r.tokens.failures)
+			t.Fatalf("%s: its Task state was not completed (failures %v)", id, r.tokens.Failures())
 		}
 		var v StepValue
 		if err := json.Unmarshal(raw, &v); err != nil {
@@ -78,8 +78,8 @@ func TestDispatch_SkippedGateCompletesWithItsPassOutcome(t *testing.T) {
 			t.Errorf("SkipOutcome(%s) = %q, want %q", id, SkipOutcome(r.env.Flow.Node(id)), want[id])
 		}
 	}
-	if len(r.launcher.specs) != 0 {
-		t.Errorf("%d workers launched for skipped nodes", len(r.launcher.specs))
+	if len(r.launcher.Launched()) != 0 {
+		t.Errorf("%d workers launched for skipped nodes", len(r.launcher.Launched()))
 	}
 	ended := 0
 	for _, e := range events {

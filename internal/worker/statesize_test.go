@@ -198,23 +198,10 @@ func runLargestPeerFlow(t *testing.T, failNode string) (executor.Execution, *siz
 		OnEvent:       watch.event,
 		Substitutions: map[string]string{"DispatchQueueUrl": "embedded://dispatch"},
 		Resources: map[string]embedded.TaskHandler{
-			"arn:aws:states:::sqs:sendMessage": func(_ context.Context, call embedded.TaskCall) (json.RawMessage, error) {
-				var m struct {
-					MessageBody Message `json:"MessageBody"`
-				}
-				if err := json.Unmarshal(call.Parameters, &m); err != nil {
-					return nil, err
-				}
-				dispatches.Add(1)
-				go func() {
-					defer dispatches.Done()
-					if err := r.svc.Dispatch(context.Background(), m.MessageBody); err != nil {
-						player.fail(fmt.Errorf("dispatch %s: %w", m.MessageBody.Node, err))
-						exec.SendTaskFailure(context.Background(), m.MessageBody.TaskToken, ErrDispatch, err.Error())
-					}
-				}()
-				return json.RawMessage(`{"MessageId":"m"}`), nil
-			},
+			"arn:aws:states:::sqs:sendMessage": sendToDispatch(r.svc, &dispatches, func(m Message, err error) {
+				player.fail(fmt.Errorf("dispatch %s: %w", m.Node, err))
+				exec.SendTaskFailure(context.Background(), m.TaskToken, ErrDispatch, err.Error())
+			}),
 		},
 	})
 	r.svc.Tokens = exec

@@ -17,6 +17,43 @@ import (
 	"github.com/stratusflow/stratus/internal/launch"
 )
 
+// buildPublishFlow is one agent node, build, then a publish node.
+const buildPublishFlow = `flow:
+  name: f
+  task_type: f
+  permission_ceiling: workspace-write
+  output_policy: code_change
+  publishing: pull_request
+  nodes:
+    - { id: build, kind: agent, role_file: f/build.md }
+    - { id: publish, kind: publish, policy: pull_request }
+  edges:
+    - { from: build, to: publish }
+`
+
+// sendToDispatch is the embedded executor's sqs:sendMessage resource as
+// `stratus run` wires it: each message's body goes to svc.Dispatch on a
+// goroutine of its own, counted in dispatches; a dispatch error is given
+// to onErr with the message.
+func sendToDispatch(svc *Service, dispatches *sync.WaitGroup, onErr func(Message, error)) embedded.TaskHandler {
+	return func(_ context.Context, call embedded.TaskCall) (json.RawMessage, error) {
+		var p struct {
+			MessageBody Message `json:"MessageBody"`
+		}
+		if err := json.Unmarshal(call.Parameters, &p); err != nil {
+			return nil, err
+		}
+		dispatches.Add(1)
+		go func() {
+			defer dispatches.Done()
+			if err := svc.Dispatch(context.Background(), p.MessageBody); err != nil {
+				onErr(p.MessageBody, err)
+			}
+		}()
+		return json.RawMessage(`{"MessageId":"m"}`), nil
+	}
+}
+
 // manualClock is an embedded.Clock whose timers fire only when the test
 // advances it.
 type manualClock struct {
@@ -119,18 +156,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // then the Catch routes on (to failed). The stopped worker's late submit
 // is refused.
 func TestDispatch_StopMessageStopsTheTimedOutWorker(t *testing.T) {
-	r := newRig(t, rigOptions{flow: `flow:
-  name: f
-  task_type: f
-  permission_ceiling: workspace-write
-  output_policy: code_change
-  publishing: pull_request
-  nodes:
-    - { id: build, kind: agent, role_file: f/build.md }
-    - { id: publish, kind: publish, policy: pull_request }
-  edges:
-    - { from: build, to: publish }
-`})
+	r := newRig(t, rigOptions{flow: buildPublishFlow})
 	launcher := &stopLauncher{}
 	r.svc.Launcher = launcher
 	clock := &manualClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
@@ -141,24 +167,11 @@ func TestDispatch_StopMessageStopsTheTimedOutWorker(t *testing.T) {
 		Clock:         clock,
 		Substitutions: map[string]string{"DispatchQueueUrl": "embedded://dispatch"},
 		Resources: map[string]embedded.TaskHandler{
-			"arn:aws:states:::sqs:sendMessage": func(_ context.Context, call embedded.TaskCall) (json.RawMessage, error) {
-				var p struct {
-					MessageBody Message `json:"MessageBody"`
-				}
-				if err := json.Unmarshal(call.Parameters, &p); err != nil {
-					return nil, err
-				}
-				dispatches.Add(1)
-				go func() {
-					defer dispatches.Done()
-					if err := r.svc.Dispatch(context.Background(), p.MessageBody); err != nil {
-						mu.Lock()
-						dispatchErrs = append(dispatchErrs, err)
-						mu.Unlock()
-					}
-				}()
-				return json.RawMessage(`{"MessageId":"m"}`), nil
-			},
+			"arn:aws:states:::sqs:sendMessage": sendToDispatch(r.svc, &dispatches, func(_ Message, err error) {
+				mu.Lock()
+				dispatchErrs = append(dispatchErrs, err)
+				mu.Unlock()
+			}),
 		},
 	})
 	r.svc.Tokens = exec
@@ -224,18 +237,7 @@ func TestDispatch_StopMessageStopsTheTimedOutWorker(t *testing.T) {
 // stops the worker; one for a node never dispatched does nothing; a stop
 // message needs no task token.
 func TestDispatch_StopMessageKeepsAnEndedStep(t *testing.T) {
-	r := newRig(t, rigOptions{flow: `flow:
-  name: f
-  task_type: f
-  permission_ceiling: workspace-write
-  output_policy: code_change
-  publishing: pull_request
-  nodes:
-    - { id: build, kind: agent, role_file: f/build.md }
-    - { id: publish, kind: publish, policy: pull_request }
-  edges:
-    - { from: build, to: publish }
-`})
+	r := newRig(t, rigOptions{flow: buildPublishFlow})
 	launcher := &stopLauncher{}
 	r.svc.Launcher = launcher
 	ctx := context.Background()
@@ -280,18 +282,6 @@ func (failingLauncher) Stop(context.Context, string) error                    { 
 // manual_action_required; any other launch error stays
 // stratus.LaunchFailed.
 func TestDispatch_InfrastructureLaunchFailureIsLabelled(t *testing.T) {
-	const yaml = `flow:
-  name: f
-  task_type: f
-  permission_ceiling: workspace-write
-  output_policy: code_change
-  publishing: pull_request
-  nodes:
-    - { id: build, kind: agent, role_file: f/build.md }
-    - { id: publish, kind: publish, policy: pull_request }
-  edges:
-    - { from: build, to: publish }
-`
 	cases := []struct {
 		err  error
 		want string
@@ -300,10 +290,10 @@ func TestDispatch_InfrastructureLaunchFailureIsLabelled(t *testing.T) {
 		{fmt.Errorf("ecs:RunTask: ClusterNotFoundException"), ErrLaunchFailed},
 	}
 	for _, c := range cases {
-		r := newRig(t, rigOptions{flow: yaml})
+		r := newRig(t, rigOptions{flow: buildPublishFlow})
 		r.svc.Launcher = failingLauncher{c.err}
 		r.dispatch(t, "build")
-		if got := r.tokens.failures["tok-1"]; !strings.HasPrefix(got, c.want+": ") {
+		if got := r.tokens.Failure("tok-1"); !strings.HasPrefix(got, c.want+": ") {
 			t.Errorf("launch error %q: task failure %q, want %s", c.err, got, c.want)
 		}
 	}
@@ -353,18 +343,7 @@ func (l *taskStopper) StopTask(_ context.Context, tid string) error {
 // launch the worker (its in-memory worker ids are empty): a launcher that
 // can stop by task id (launch.TaskStopper) is asked to.
 func TestDispatch_StopMessageReachesAWorkerLaunchedElsewhere(t *testing.T) {
-	r := newRig(t, rigOptions{flow: `flow:
-  name: f
-  task_type: f
-  permission_ceiling: workspace-write
-  output_policy: code_change
-  publishing: pull_request
-  nodes:
-    - { id: build, kind: agent, role_file: f/build.md }
-    - { id: publish, kind: publish, policy: pull_request }
-  edges:
-    - { from: build, to: publish }
-`})
+	r := newRig(t, rigOptions{flow: buildPublishFlow})
 	step := r.dispatch(t, "build")
 	other := &taskStopper{}
 	fresh := &Service{Store: r.svc.Store, Sink: r.svc.Sink, Tokens: r.tokens, Launcher: other, Minter: r.svc.Minter, Env: r.svc.Env}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -61,9 +60,7 @@ func supRig(t *testing.T, flowYAML string, mut func(*config.Config)) *rig {
 }
 
 func (r *rig) launches() []launch.Spec {
-	r.launcher.mu.Lock()
-	defer r.launcher.mu.Unlock()
-	return slices.Clone(r.launcher.specs)
+	return r.launcher.Launched()
 }
 
 // supervisorLaunches are the launched supervisor turns.
@@ -96,13 +93,11 @@ func (r *rig) summary(t *testing.T) (map[string]any, string) {
 }
 
 func (r *rig) tokenCounts() (map[string]bool, int) {
-	r.tokens.mu.Lock()
-	defer r.tokens.mu.Unlock()
 	ok := map[string]bool{}
-	for k := range r.tokens.successes {
+	for k := range r.tokens.Successes() {
 		ok[k] = true
 	}
-	return ok, len(r.tokens.failures)
+	return ok, len(r.tokens.Failures())
 }
 
 // toPublish runs implementation and an accepting review, then dispatches

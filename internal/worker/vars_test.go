@@ -262,8 +262,8 @@ func TestDispatch_SkippedNodeCompletesWithoutWorker(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, rigOptions{flow: chainFlow, task: "---\nid: t1\ntitle: T\nnodes: { planning: { enabled: false } }\n---\nDo it.\n"})
 	st := r.dispatch(t, "planning")
-	if st.Verdict != "skipped" || len(r.launcher.specs) != 0 {
-		t.Fatalf("planning: verdict %q, %d workers launched; want skipped and none", st.Verdict, len(r.launcher.specs))
+	if st.Verdict != "skipped" || len(r.launcher.Launched()) != 0 {
+		t.Fatalf("planning: verdict %q, %d workers launched; want skipped and none", st.Verdict, len(r.launcher.Launched()))
 	}
 	if v := r.vars(t, "implementation"); v["plan_path"] != "" {
 		t.Errorf("{plan_path} = %q after a skipped planning, want empty", v["plan_path"])

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"regexp"
 	"slices"
 	"strings"
@@ -30,76 +28,19 @@ import (
 var offline = ecs.NetworkProfile{Subnets: []string{"subnet-private-a", "subnet-private-b"}, SecurityGroups: []string{"sg-worker-api-only"}}
 var online = ecs.NetworkProfile{Subnets: []string{"subnet-egress-a"}, SecurityGroups: []string{"sg-internet"}, AssignPublicIP: true}
 
-// recorder is an SDK HTTP client that keeps the body of every RunTask
-// request it forwards, and mends moto's task answers (fixContainers).
+// recorder keeps the body of every RunTask request sent through an
+// awstest.ECSClient (record is its RunTask hook).
 type recorder struct {
 	mu      sync.Mutex
 	runTask []map[string]any
 }
 
-func (r *recorder) Do(req *http.Request) (*http.Response, error) {
-	target := req.Header.Get("X-Amz-Target")
-	if strings.HasSuffix(target, ".RunTask") && req.Body != nil {
-		b, err := io.ReadAll(req.Body)
-		if err != nil {
-			return nil, err
-		}
-		req.Body = io.NopCloser(bytes.NewReader(b))
-		var m map[string]any
-		json.Unmarshal(b, &m)
-		r.mu.Lock()
-		r.runTask = append(r.runTask, m)
-		r.mu.Unlock()
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != http.StatusOK ||
-		!(strings.HasSuffix(target, ".RunTask") || strings.HasSuffix(target, ".DescribeTasks") || strings.HasSuffix(target, ".StopTask")) {
-		return resp, err
-	}
-	b, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	b = fixContainers(b)
-	resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
-	resp.Header.Del("Content-Length")
-	return resp, nil
-}
-
-// fixContainers works around a moto 5.2.1 bug: a task's containers[].cpu
-// and .memory come back as JSON numbers (every container definition gets
-// "cpu": 0), where the ECS API has strings, and the Go SDK refuses the
-// whole answer ("deserialization failed, expected string, got 0"). The
-// numbers are turned into strings, as AWS sends them.
-func fixContainers(body []byte) []byte {
-	var doc map[string]any
-	if json.Unmarshal(body, &doc) != nil {
-		return body
-	}
-	var tasks []any
-	if list, ok := doc["tasks"].([]any); ok {
-		tasks = list
-	}
-	if task, ok := doc["task"].(map[string]any); ok {
-		tasks = append(tasks, task)
-	}
-	for _, tk := range tasks {
-		containers, _ := tk.(map[string]any)["containers"].([]any)
-		for _, c := range containers {
-			cm, _ := c.(map[string]any)
-			for _, k := range []string{"cpu", "memory", "memoryReservation"} {
-				if n, ok := cm[k].(float64); ok {
-					cm[k] = fmt.Sprint(n)
-				}
-			}
-		}
-	}
-	out, err := json.Marshal(doc)
-	if err != nil {
-		return body
-	}
-	return out
+func (r *recorder) record(body []byte) {
+	var m map[string]any
+	json.Unmarshal(body, &m)
+	r.mu.Lock()
+	r.runTask = append(r.runTask, m)
+	r.mu.Unlock()
 }
 
 func (r *recorder) requests() []map[string]any {
@@ -116,7 +57,7 @@ func uniqueName(t *testing.T) string {
 
 // motoECS is a cluster and a registered runner task definition on moto,
 // with a client whose RunTask requests are recorded (and whose task
-// answers are mended: fixContainers). The task definition is networkMode
+// answers are mended: awstest.ECSClient). The task definition is networkMode
 // bridge: moto 5.2.1's RunTask fails with a 500 on an awsvpc task
 // definition (its ENI has no private_dns_name), so moto does not look at
 // the network configuration, and the test reads it from the recorded
@@ -125,7 +66,7 @@ func motoECS(t *testing.T) (*awsecs.Client, *recorder, string, string) {
 	t.Helper()
 	cfg := awstest.Moto(t).Config()
 	rec := &recorder{}
-	cfg.HTTPClient = rec
+	cfg.HTTPClient = &awstest.ECSClient{RunTask: rec.record}
 	c := awsecs.NewFromConfig(cfg)
 	ctx := context.Background()
 	cluster, family := uniqueName(t), uniqueName(t)
