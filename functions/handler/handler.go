@@ -10,6 +10,8 @@
 //     function; the records whose dispatch failed for an infrastructure
 //     reason are reported as batch item failures, so SQS redelivers those
 //     and only those (the event source mapping sets ReportBatchItemFailures).
+//   - Events (events.go): EventBridge events, an execution's status change
+//     or the schedule's tick, for the events function.
 package handler
 
 import (

@@ -1,0 +1,357 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	iofs "io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsdynamodb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/functions/handler"
+	"github.com/stratusflow/stratus/internal/awsapp"
+	"github.com/stratusflow/stratus/internal/awstest"
+	"github.com/stratusflow/stratus/internal/builtin"
+	"github.com/stratusflow/stratus/internal/compiler"
+	"github.com/stratusflow/stratus/internal/config"
+	"github.com/stratusflow/stratus/internal/report"
+	"github.com/stratusflow/stratus/internal/runenv"
+	"github.com/stratusflow/stratus/internal/store/dynamodb"
+	"github.com/stratusflow/stratus/internal/worker"
+)
+
+// eventsStack is a table and a bucket on moto and the events function's
+// App on them.
+type eventsStack struct {
+	app    *awsapp.App
+	s3     *awss3.Client
+	bucket string
+	log    *bytes.Buffer
+}
+
+var unsafeName = regexp.MustCompile(`[^a-z0-9-]+`)
+
+func newEventsStack(t *testing.T) *eventsStack {
+	t.Helper()
+	ctx := context.Background()
+	cfg := awstest.Moto(t).Config()
+	b := make([]byte, 3)
+	rand.Read(b)
+	name := strings.Trim(unsafeName.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	name += "-" + hex.EncodeToString(b)
+	if err := dynamodb.CreateTables(ctx, awsdynamodb.NewFromConfig(cfg), name+"-"); err != nil {
+		t.Fatal(err)
+	}
+	s3c := awss3.NewFromConfig(cfg, func(o *awss3.Options) { o.UsePathStyle = true })
+	if _, err := s3c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+		t.Fatal(err)
+	}
+	// The events function's environment: the Globals of template.yaml
+	// without the secret (it reads none).
+	env := map[string]string{
+		awsapp.EnvTable: dynamodb.TableName(name + "-"), awsapp.EnvBucket: name, awsapp.EnvBucketPrefix: "stratus/",
+	}
+	c, err := awsapp.FromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &bytes.Buffer{}
+	app, err := awsapp.NewEvents(c, cfg, awsapp.Options{Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &eventsStack{app: app, s3: s3c, bucket: name, log: log}
+}
+
+// startRun freezes a run of the built-in implementation flow into the
+// bucket and records it running, as `stratus run --target aws` does.
+func (s *eventsStack) startRun(t *testing.T, runID, execution string) stratus.Run {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	flows := filepath.Join(dir, worker.StateDirName, "flows")
+	err := iofs.WalkDir(builtin.Flows, "flows", func(p string, d iofs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := builtin.Flows.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel("flows", p)
+		os.MkdirAll(filepath.Dir(filepath.Join(flows, rel)), 0o755)
+		return os.WriteFile(filepath.Join(flows, rel), data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	taskPath := filepath.Join(dir, "t1.md")
+	os.WriteFile(taskPath, []byte("---\nid: t1\ntitle: A task\n---\n## Description\n\nDo it.\n"), 0o644)
+	cfgYAML, err := config.Marshal(config.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runenv.Freeze(ctx, s.app.Sink, runID, dir, flows, taskPath, cfgYAML); err != nil {
+		t.Fatal(err)
+	}
+	run := stratus.Run{ID: runID, TaskID: "t1", TaskTitle: "A task", Flow: "implementation", Status: stratus.RunRunning,
+		WorkDir: dir, TaskPath: taskPath, Execution: execution, CreatedAt: time.Now().UTC().Add(-time.Hour)}
+	if err := s.app.Store.CreateRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	return run
+}
+
+func (s *eventsStack) createStep(t *testing.T, st stratus.Step) stratus.Step {
+	t.Helper()
+	got, _, err := s.app.Store.CreateStep(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// summaryKey is the bucket key of a task's summary.md (summary.json holds
+// only the prose; the status and the stop line are in the markdown).
+func (s *eventsStack) summaryKey(taskID string) string {
+	return s.app.Sink.ObjectKey(report.Dir(taskID) + "/summary.md")
+}
+
+// getObject returns an object of the bucket, or nil when it does not exist.
+func (s *eventsStack) getObject(t *testing.T, key string) []byte {
+	t.Helper()
+	out, err := s.s3.GetObject(context.Background(), &awss3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
+	if err != nil {
+		if strings.Contains(err.Error(), "NoSuchKey") || strings.Contains(err.Error(), "404") {
+			return nil
+		}
+		t.Fatal(err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(out.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// statusChange is an EventBridge "Step Functions Execution Status Change"
+// event as AWS sends it (detail dates in Unix milliseconds, input and
+// output as JSON text, error and cause null unless failed).
+func statusChange(t *testing.T, execution, runID, status, errName string, stop time.Time) events.CloudWatchEvent {
+	t.Helper()
+	sm := "arn:aws:states:us-east-1:123456789012:stateMachine:stack-implementation"
+	errJSON, causeJSON := "null", "null"
+	if errName != "" {
+		errJSON, causeJSON = fmt.Sprintf("%q", errName), `"the cause"`
+	}
+	raw := fmt.Sprintf(`{
+  "version": "0",
+  "id": "315c1398-40ff-a850-213b-158f73e60175",
+  "detail-type": "Step Functions Execution Status Change",
+  "source": "aws.states",
+  "account": "123456789012",
+  "time": %q,
+  "region": "us-east-1",
+  "resources": [%q],
+  "detail": {
+    "executionArn": %q,
+    "stateMachineArn": %q,
+    "name": %q,
+    "status": %q,
+    "startDate": %d,
+    "stopDate": %d,
+    "input": "{\"run_id\":\"%s\",\"task_id\":\"t1\"}",
+    "output": null,
+    "error": %s,
+    "cause": %s
+  }
+}`, stop.Format(time.RFC3339), execution, execution, sm, runID, status,
+		stop.Add(-time.Hour).UnixMilli(), stop.UnixMilli(), runID, errJSON, causeJSON)
+	var ev events.CloudWatchEvent
+	if err := json.Unmarshal([]byte(raw), &ev); err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+func executionARN(runID string) string {
+	return "arn:aws:states:us-east-1:123456789012:execution:stack-implementation:" + runID
+}
+
+// Issue 6 (a run nobody follows): the end of its execution, as EventBridge
+// reports it, makes the run terminal by awsrun.Status's mapping, fails the
+// step still waiting for a human with its reason, writes the summary to
+// the bucket; a replay of the event (or an event after Finish) changes
+// nothing.
+func TestEvents_ExecutionEndRecordsTerminalFailsWaitingStepWritesSummary(t *testing.T) {
+	s := newEventsStack(t)
+	ctx := context.Background()
+	h := handler.Events(s.app.ExecutionEnded, s.app.Sweep)
+	runID := "r-20260101T000000-abc123"
+	run := s.startRun(t, runID, executionARN(runID))
+	done := s.createStep(t, stratus.Step{TID: "tid-plan", RunID: runID, Node: "plan", Kind: "agent", Visit: 1, StepRef: "plan#1",
+		DedupKey: "d-plan", Status: stratus.StepCompleted, Verdict: "done", CreatedAt: run.CreatedAt, EndedAt: run.CreatedAt.Add(time.Minute)})
+	pending, _ := json.Marshal(worker.HITLValue{StepRef: "approve#1", Node: "approve", Signal: worker.SignalApproval,
+		Request: "approve the plan", Deadline: time.Now().Add(time.Hour).UTC()})
+	waiting := s.createStep(t, stratus.Step{TID: "tid-approve", RunID: runID, Node: "approve", Kind: "hitl", Visit: 1, StepRef: "approve#1",
+		DedupKey: "d-approve", Status: stratus.StepRunning, CreatedAt: run.CreatedAt.Add(time.Minute)})
+	waiting.Status, waiting.Value = worker.StepWaiting, pending
+	if err := s.app.Store.UpdateStep(ctx, waiting); err != nil {
+		t.Fatal(err)
+	}
+
+	stop := time.Now().UTC().Truncate(time.Millisecond)
+	ev := statusChange(t, executionARN(runID), runID, "FAILED", compiler.ErrManualActionRequired, stop)
+	if err := h(ctx, ev); err != nil {
+		t.Fatalf("handler: %v\n%s", err, s.log)
+	}
+
+	got, err := s.app.Store.GetRun(ctx, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != stratus.RunManualActionRequired || !got.EndedAt.Equal(stop) {
+		t.Errorf("run after the event: status %q ended %v; want %q ended %v", got.Status, got.EndedAt, stratus.RunManualActionRequired, stop)
+	}
+	st, err := s.app.Store.GetStep(ctx, waiting.TID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v worker.HITLValue
+	json.Unmarshal(st.Value, &v)
+	if st.Status != stratus.StepFailed || v.Outcome != "failed" || v.Reason != awsapp.EndedWhileWaiting || v.Request != "approve the plan" || !st.EndedAt.Equal(stop) {
+		t.Errorf("waiting step after the event: %s ended %v, value %s; want failed with reason %q, the request kept", st.Status, st.EndedAt, st.Value, awsapp.EndedWhileWaiting)
+	}
+	if st, _ := s.app.Store.GetStep(ctx, done.TID); st.Status != stratus.StepCompleted || st.Verdict != "done" {
+		t.Errorf("completed step changed: %+v", st)
+	}
+	summary := s.getObject(t, s.summaryKey("t1"))
+	if summary == nil {
+		t.Fatalf("no summary at s3://%s/%s\n%s", s.bucket, s.summaryKey("t1"), s.log)
+	}
+	for _, want := range []string{runID, stratus.RunManualActionRequired, awsapp.EndedWhileWaiting} {
+		if !bytes.Contains(summary, []byte(want)) {
+			t.Errorf("summary.md does not mention %q:\n%s", want, summary)
+		}
+	}
+
+	// A replay (EventBridge delivers at least once; Finish may have come
+	// first): nothing is written again.
+	if _, err := s.s3.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.summaryKey("t1"))}); err != nil {
+		t.Fatal(err)
+	}
+	replay := statusChange(t, executionARN(runID), runID, "SUCCEEDED", "", stop.Add(time.Minute))
+	if err := h(ctx, replay); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := s.app.Store.GetRun(ctx, runID)
+	if again != got {
+		t.Errorf("a replayed event changed the run:\n%+v\nwas\n%+v", again, got)
+	}
+	if st2, _ := s.app.Store.GetStep(ctx, waiting.TID); !bytes.Equal(st2.Value, st.Value) || st2.Status != st.Status || !st2.EndedAt.Equal(st.EndedAt) {
+		t.Errorf("a replayed event changed the step: %+v", st2)
+	}
+	if b := s.getObject(t, s.summaryKey("t1")); b != nil {
+		t.Errorf("a replayed event wrote the summary again:\n%s", b)
+	}
+}
+
+// The run's terminal follows awsrun.Status: SUCCEEDED is done, any other
+// end failed (manual_action_required is checked above).
+func TestEvents_TerminalIsAwsrunStatusOfTheExecution(t *testing.T) {
+	s := newEventsStack(t)
+	ctx := context.Background()
+	h := handler.Events(s.app.ExecutionEnded, s.app.Sweep)
+	for i, c := range []struct{ status, errName, want string }{
+		{"SUCCEEDED", "", stratus.RunDone},
+		{"TIMED_OUT", "", stratus.RunFailed},
+		{"ABORTED", "", stratus.RunFailed},
+		{"FAILED", "States.TaskFailed", stratus.RunFailed},
+	} {
+		runID := fmt.Sprintf("r-20260101T00000%d-abc123", i)
+		s.startRun(t, runID, "")
+		if err := h(ctx, statusChange(t, executionARN(runID), runID, c.status, c.errName, time.Now())); err != nil {
+			t.Fatalf("%s: %v", c.status, err)
+		}
+		got, err := s.app.Store.GetRun(ctx, runID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != c.want || got.Execution != executionARN(runID) {
+			t.Errorf("execution %s %s: run %s, execution %q; want %s, %q", c.status, c.errName, got.Status, got.Execution, c.want, executionARN(runID))
+		}
+	}
+}
+
+// An execution no run is recorded for, or not the run's own execution, is
+// ignored without an error (a retry would change nothing); a detail type
+// the function does not serve is EINVALID.
+func TestEvents_ForeignExecutionIgnoredUnknownDetailTypeInvalid(t *testing.T) {
+	s := newEventsStack(t)
+	ctx := context.Background()
+	h := handler.Events(s.app.ExecutionEnded, s.app.Sweep)
+	if err := h(ctx, statusChange(t, executionARN("r-nobody"), "r-nobody", "SUCCEEDED", "", time.Now())); err != nil {
+		t.Errorf("an execution without a run: %v; want nil", err)
+	}
+	runID := "r-20260101T000000-def456"
+	s.startRun(t, runID, executionARN(runID))
+	other := "arn:aws:states:us-east-1:123456789012:execution:other-machine:" + runID
+	if err := h(ctx, statusChange(t, other, runID, "SUCCEEDED", "", time.Now())); err != nil {
+		t.Errorf("another machine's execution of the same name: %v; want nil", err)
+	}
+	if got, _ := s.app.Store.GetRun(ctx, runID); got.Status != stratus.RunRunning {
+		t.Errorf("another execution's end made run %s %s", runID, got.Status)
+	}
+	err := h(ctx, events.CloudWatchEvent{DetailType: "EC2 Instance State-change Notification", Source: "aws.ec2", Detail: json.RawMessage(`{}`)})
+	if stratus.ErrorCode(err) != stratus.EINVALID {
+		t.Errorf("an EC2 event: %v; want EINVALID", err)
+	}
+}
+
+// Issue 6: the hourly schedule calls the store's Sweep, which deletes the
+// handles expired at the event's time and keeps the others.
+func TestEvents_ScheduleSweepsExpiredHandles(t *testing.T) {
+	s := newEventsStack(t)
+	ctx := context.Background()
+	h := handler.Events(s.app.ExecutionEnded, s.app.Sweep)
+	now := time.Now().UTC()
+	for _, hd := range []stratus.Handle{
+		{Handle: "h-expired", TID: "tid-1", Attempt: 1, ExpiresAt: now.Add(-time.Hour)},
+		{Handle: "h-live", TID: "tid-2", Attempt: 1, ExpiresAt: now.Add(time.Hour)},
+	} {
+		if err := s.app.Store.PutHandle(ctx, hd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ev events.CloudWatchEvent
+	json.Unmarshal([]byte(fmt.Sprintf(`{"version":"0","id":"53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa","detail-type":"Scheduled Event",
+"source":"aws.events","account":"123456789012","time":%q,"region":"us-east-1",
+"resources":["arn:aws:events:us-east-1:123456789012:rule/stack-EventsFunctionSweep"],"detail":{}}`, now.Format(time.RFC3339))), &ev)
+	if err := h(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.app.Store.GetHandle(ctx, "h-expired"); stratus.ErrorCode(err) != stratus.ENOTFOUND {
+		t.Errorf("the expired handle after the sweep: %v; want ENOTFOUND", err)
+	}
+	if _, err := s.app.Store.GetHandle(ctx, "h-live"); err != nil {
+		t.Errorf("the live handle after the sweep: %v", err)
+	}
+}

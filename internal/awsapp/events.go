@@ -1,0 +1,198 @@
+package awsapp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	awsdynamodb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/awsrun"
+	"github.com/stratusflow/stratus/internal/executor"
+	"github.com/stratusflow/stratus/internal/report"
+	"github.com/stratusflow/stratus/internal/runenv"
+	s3sink "github.com/stratusflow/stratus/internal/sink/s3"
+	"github.com/stratusflow/stratus/internal/store/dynamodb"
+	"github.com/stratusflow/stratus/internal/worker"
+)
+
+// The events function (functions/events) closes what no process follows
+// (issue 6): a run whose execution ended while no `stratus run --target
+// aws` watched it would stay running in the store, without a summary, and
+// expired capability handles would never leave the table. It serves two
+// EventBridge sources: the state machines' "Step Functions Execution
+// Status Change" events (ExecutionEnded) and an hourly schedule (Sweep).
+
+// EndedWhileWaiting is the reason a step still waiting for a human gets
+// when its run's execution ends: nothing will complete its task token.
+const EndedWhileWaiting = "the run ended while this step waited"
+
+// LoadEvents is what the events function's main calls: Config from the
+// environment, the SDK's default configuration and NewEvents.
+func LoadEvents(ctx context.Context, getenv func(string) string, o Options) (*App, error) {
+	cfg, err := FromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("AWS SDK configuration: %w", err)
+	}
+	return NewEvents(cfg, awsCfg, o)
+}
+
+// NewEvents builds the part of an App the events function uses: the
+// DynamoDB store, the S3 sink and the runs' environments from their
+// bundles. It reads no secret and launches nothing, so the function needs
+// no permission beyond the table and the bucket's prefix (template.yaml,
+// least privilege); its Service has no Tokens, Launcher or Minter and
+// serves only ExecutionEnded and Sweep. Nothing is called.
+//
+// Required: Table and Bucket. Errors: EINVALID naming the variable that
+// is missing.
+func NewEvents(cfg Config, awsCfg aws.Config, o Options) (*App, error) {
+	if err := require(EnvTable, cfg.Table, EnvBucket, cfg.Bucket); err != nil {
+		return nil, err
+	}
+	a := &App{Config: cfg, Log: o.Log}
+	if a.Log == nil {
+		a.Log = os.Stderr
+	}
+	pathStyle := awsCfg.BaseEndpoint != nil
+	sk, err := s3sink.New(awss3.NewFromConfig(awsCfg, func(so *awss3.Options) {
+		so.UsePathStyle = pathStyle
+		so.DisableLogOutputChecksumValidationSkipped = true
+	}), cfg.Bucket, cfg.BucketPrefix)
+	if err != nil {
+		return nil, err
+	}
+	a.Sink = sk
+	if a.Store, err = dynamodb.New(awsdynamodb.NewFromConfig(awsCfg), dynamodb.Options{Table: cfg.Table, Blobs: sk}); err != nil {
+		return nil, err
+	}
+	a.Service = &worker.Service{Store: a.Store, Sink: sk, Env: runenv.EnvFunc(sk)}
+	return a, nil
+}
+
+// ExecutionEnded records the end of execution x of a stack's state machine
+// for the run it belongs to (the execution is named by the run id:
+// awsrun.Start), as awsrun.Finish does for a followed run: the run's
+// terminal is awsrun.Status(x) (done, failed or manual_action_required by
+// the execution's error name) and its summary (report.Collect, report.Write
+// to the bucket) is written from its final records (seed 004 § The summary
+// artifacts: a failed or manual run gets a report too). A step still
+// waiting for a human (worker.StepWaiting) fails first with
+// EndedWhileWaiting: its task token died with the execution.
+//
+// Idempotent: a run already terminal — Finish came first, or this event is
+// a replay — is left as it is. The summary is written before the run is
+// marked terminal, so a failure part-way (returned, and EventBridge's
+// invocation is retried) redoes the whole of it. An execution that is
+// still running, one no run is recorded for, or one that is not the run's
+// recorded execution is logged and ignored (nil: a retry would change
+// nothing).
+func (a *App) ExecutionEnded(ctx context.Context, x executor.Execution) error {
+	if !x.Done() {
+		return nil
+	}
+	runID := x.Name
+	run, err := a.Store.GetRun(ctx, runID)
+	if stratus.ErrorCode(err) == stratus.ENOTFOUND {
+		logf(a.Log, "execution %s ended %s: no run %q is recorded; ignored", x.ARN, x.Status, runID)
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if stratus.RunTerminal(run.Status) {
+		return nil
+	}
+	if run.Execution != "" && x.ARN != "" && run.Execution != x.ARN {
+		logf(a.Log, "execution %s ended %s, but run %s is execution %s; ignored", x.ARN, x.Status, run.ID, run.Execution)
+		return nil
+	}
+	end := x.StopDate.UTC()
+	if x.StopDate.IsZero() {
+		end = time.Now().UTC()
+	}
+	if err := a.failWaiting(ctx, run.ID, end); err != nil {
+		return err
+	}
+	env, err := a.Service.Env(ctx, run.ID)
+	if stratus.ErrorCode(err) == stratus.ENOTFOUND {
+		// No bundle: the summary goes without the config's facts.
+		logf(a.Log, "run %s: no environment bundle (%v); its summary omits the config's facts", run.ID, err)
+		env = nil
+	} else if err != nil {
+		return err
+	}
+	status := awsrun.Status(x)
+	run.Status, run.EndedAt = status, end
+	if run.Execution == "" {
+		run.Execution = x.ARN
+	}
+	f, err := report.Collect(ctx, a.Store, run, status, worker.ReportEnv(env))
+	if err != nil {
+		return err
+	}
+	if _, err := report.Write(ctx, a.Sink, f); err != nil {
+		return err
+	}
+	if err := a.Store.UpdateRun(ctx, run); err != nil {
+		return err
+	}
+	logf(a.Log, "run %s: execution %s ended %s; run %s", run.ID, x.ARN, x.Status, status)
+	return nil
+}
+
+// failWaiting fails each step of run runID still waiting for a human: its
+// value keeps the request and gets outcome "failed" and reason
+// EndedWhileWaiting (which the summary's stop line reads).
+func (a *App) failWaiting(ctx context.Context, runID string, end time.Time) error {
+	steps, err := a.Store.ListSteps(ctx, runID)
+	if err != nil {
+		return err
+	}
+	for _, st := range steps {
+		if st.Status != worker.StepWaiting {
+			continue
+		}
+		v := map[string]json.RawMessage{}
+		if len(st.Value) > 0 {
+			if err := json.Unmarshal(st.Value, &v); err != nil {
+				v = map[string]json.RawMessage{}
+			}
+		}
+		v["step_ref"], _ = json.Marshal(st.StepRef)
+		v["node"], _ = json.Marshal(st.Node)
+		v["outcome"], _ = json.Marshal("failed")
+		v["reason"], _ = json.Marshal(EndedWhileWaiting)
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		st.Status, st.Value, st.EndedAt = stratus.StepFailed, raw, end
+		if err := a.Store.UpdateStep(ctx, st); err != nil {
+			return err
+		}
+		logf(a.Log, "run %s: %s failed: %s", runID, st.StepRef, EndedWhileWaiting)
+	}
+	return nil
+}
+
+// Sweep deletes the capability handles expired at now
+// (store/dynamodb.Store.Sweep; DynamoDB's TTL deletes them only
+// eventually) and logs how many.
+func (a *App) Sweep(ctx context.Context, now time.Time) error {
+	n, err := a.Store.Sweep(ctx, now)
+	if err != nil {
+		return err
+	}
+	logf(a.Log, "swept %d expired handle(s)", n)
+	return nil
+}
