@@ -116,11 +116,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		return nil, stratus.Errorf(stratus.EINVALID, "task %s cannot run through flow %s:\n  %s", tk.ID, fl.TaskType, strings.Join(lines, "\n  "))
 	}
-	// Compile once before anything is written, so a flow the compiler
-	// refuses stops the run here; the run compiles its frozen copy below.
-	if _, err := compiler.Compile(fl, compiler.Options{HITLTimeoutSeconds: cfg.HITL.TimeoutSeconds, MaxFixCycles: cfg.Agents.MaxFixCycles}); err != nil {
-		return nil, err
-	}
 	key, err := captoken.LoadOrCreateKey(filepath.Join(state, KeyFile))
 	if err != nil {
 		return nil, err
@@ -224,6 +219,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer release()
 	env = bundle.Env
+	// The run compiles its frozen copy once. CheckRun above already applied
+	// every rule the compiler enforces (flow.StateNames mirrors its names).
 	var def []byte
 	if def, err = compiler.Compile(env.Flow, compiler.Options{HITLTimeoutSeconds: env.Config.HITL.TimeoutSeconds, MaxFixCycles: env.Config.Agents.MaxFixCycles}); err != nil {
 		return nil, err
