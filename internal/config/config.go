@@ -16,12 +16,11 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
-	"github.com/goccy/go-yaml/token"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/yamlast"
 )
 
 // DefaultMaxBodyBytes is the default bound on a worker body or part (32 MiB).
@@ -134,23 +133,15 @@ func Default() *Config {
 // naming the byte offset. Errors are *stratus.Error EINVALID; each message
 // names the field, the value and what is valid.
 func Parse(file string, data []byte) (*Config, error) {
-	data = bytes.TrimPrefix(data, []byte("\ufeff"))
+	data = yamlast.StripBOM(data)
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, stratus.Errorf(stratus.EINVALID, "%s is empty; run `stratus install --force` to write a default one", file)
 	}
-	if !utf8.Valid(data) {
-		off := 0
-		for off < len(data) {
-			r, size := utf8.DecodeRune(data[off:])
-			if r == utf8.RuneError && size <= 1 {
-				break
-			}
-			off += size
-		}
+	if off, line, _ := yamlast.InvalidUTF8(data); off >= 0 {
 		return nil, stratus.Errorf(stratus.EINVALID, "%s:%d: the config file is not valid UTF-8: byte 0x%02x at byte offset %d; save it as UTF-8",
-			file, bytes.Count(data[:off], []byte("\n"))+1, data[off], off)
+			file, line, data[off], off)
 	}
-	ps := &problems{file: file, pos: map[string]token.Position{}}
+	ps := &problems{file: file, pos: map[string]yamlast.Pos{}}
 	var c Config
 	if !decode(ps, data, &c) {
 		return nil, ps.err()

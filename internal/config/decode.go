@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -10,10 +9,9 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
-	"github.com/goccy/go-yaml/token"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/yamlast"
 )
 
 // problem is one finding in config.yaml, located where goccy/go-yaml puts
@@ -29,20 +27,16 @@ type problem struct {
 // errors used to come one per run).
 type problems struct {
 	file string
-	pos  map[string]token.Position // field path → its key's position
+	pos  map[string]yamlast.Pos // field path → its key's position
 	list []problem
 	// failed are the paths whose value did not decode: a semantic check at
 	// or under one of them would only restate the problem.
 	failed []string
 }
 
-// at records a problem at an explicit position.
-func (ps *problems) at(p *token.Position, field, format string, args ...any) {
-	pr := problem{field: field, msg: fmt.Sprintf(format, args...)}
-	if p != nil {
-		pr.line, pr.col = p.Line, p.Column
-	}
-	ps.list = append(ps.list, pr)
+// at records a problem at an explicit position (the zero Pos: none).
+func (ps *problems) at(p yamlast.Pos, field, format string, args ...any) {
+	ps.list = append(ps.list, problem{line: p.Line, col: p.Col, field: field, msg: fmt.Sprintf(format, args...)})
 }
 
 // add records a problem of a semantic check on field, located at the key of
@@ -54,10 +48,10 @@ func (ps *problems) add(field, format string, args ...any) {
 			return
 		}
 	}
-	var p *token.Position
+	var p yamlast.Pos
 	for path := field; path != ""; path = parent(path) {
 		if q, ok := ps.pos[path]; ok {
-			p = &q
+			p = q
 			break
 		}
 	}
@@ -113,106 +107,49 @@ func (ps *problems) err() error {
 // decode as goccy/go-yaml decodes them (yaml.NodeToValue); anchors,
 // aliases and merge keys `<<: *anchor` resolve as in YAML 1.1.
 type decoder struct {
-	ps      *problems
-	anchors map[string]ast.Node
+	ps  *problems
+	doc *yamlast.Doc // anchors of the document, for aliases
 }
 
 // decode parses data into c. It reports false when the file is not one
 // YAML mapping at all (nothing else is then worth checking).
 func decode(ps *problems, data []byte, c *Config) bool {
-	af, err := parser.ParseBytes(data, 0, parser.AllowDuplicateMapKey())
-	if err != nil {
-		var ye interface {
-			GetToken() *token.Token
-			GetMessage() string
-		}
-		if errors.As(err, &ye) && ye.GetToken() != nil {
-			ps.at(ye.GetToken().Position, "", "invalid YAML: %s", ye.GetMessage())
-		} else {
-			ps.at(nil, "", "invalid YAML: %v", err)
-		}
+	docs, perr := yamlast.Parse(data)
+	if perr != nil {
+		ps.at(perr.Pos, "", "%s", perr.Message)
 		return false
-	}
-	var docs []*ast.DocumentNode
-	for _, doc := range af.Docs {
-		if doc.Body != nil {
-			docs = append(docs, doc)
-		}
 	}
 	if len(docs) != 1 {
-		ps.at(nil, "", "want exactly one YAML document (a mapping of schema_version, agents, ...), found %d", len(docs))
+		ps.at(yamlast.Pos{}, "", "want exactly one YAML document (a mapping of schema_version, agents, ...), found %d", len(docs))
 		return false
 	}
-	d := &decoder{ps: ps, anchors: map[string]ast.Node{}}
-	ast.Walk(anchors(d.anchors), docs[0].Body)
-	if _, ok := d.resolve(docs[0].Body).(*ast.MappingNode); !ok {
-		ps.at(tokenPos(docs[0].Body), "", "the file must be a mapping of schema_version, agents, worker, ...; got %s", describe(d.resolve(docs[0].Body)))
+	d := &decoder{ps: ps, doc: yamlast.NewDoc(docs[0])}
+	r := d.resolve(docs[0], "")
+	if _, ok := r.(*ast.MappingNode); !ok {
+		ps.at(yamlast.TokenPos(docs[0]), "", "the file must be a mapping of schema_version, agents, worker, ...; got %s", yamlast.Describe(r))
 		return false
 	}
-	d.value(docs[0].Body, reflect.ValueOf(c).Elem(), "")
+	d.value(docs[0], reflect.ValueOf(c).Elem(), "")
 	return true
 }
 
-type anchors map[string]ast.Node
-
-func (a anchors) Visit(n ast.Node) ast.Visitor {
-	if an, ok := n.(*ast.AnchorNode); ok && an.Name != nil {
-		a[an.Name.GetToken().Value] = an.Value
+// resolve strips anchors, aliases and tags down to the value node; a
+// dangling alias is a problem at path, and nil.
+func (d *decoder) resolve(n ast.Node, path string) ast.Node {
+	r, p := d.doc.Resolve(n, path)
+	if p != nil {
+		d.report(*p)
 	}
-	return a
+	return r
 }
 
-func tokenPos(n ast.Node) *token.Position {
-	if n == nil || n.GetToken() == nil {
-		return nil
+// report records a problem found by yamlast; a Failed one marks its path
+// as failed.
+func (d *decoder) report(p yamlast.Problem) {
+	d.ps.at(p.Pos, p.Path, "%s", p.Message)
+	if p.Failed {
+		d.ps.failed = append(d.ps.failed, p.Path)
 	}
-	return n.GetToken().Position
-}
-
-// resolve strips anchors, aliases and tags down to the value node.
-func (d *decoder) resolve(n ast.Node) ast.Node {
-	for range 100 {
-		switch x := n.(type) {
-		case *ast.AnchorNode:
-			n = x.Value
-		case *ast.AliasNode:
-			if x.Value == nil {
-				return nil
-			}
-			t, ok := d.anchors[x.Value.GetToken().Value]
-			if !ok {
-				return nil
-			}
-			n = t
-		case *ast.TagNode:
-			n = x.Value
-		default:
-			return n
-		}
-	}
-	return nil
-}
-
-func describe(n ast.Node) string {
-	switch x := n.(type) {
-	case nil, *ast.NullNode:
-		return "null"
-	case *ast.MappingNode:
-		return "a mapping"
-	case *ast.SequenceNode:
-		return "a list"
-	case *ast.StringNode:
-		return fmt.Sprintf("string %q", x.Value)
-	case *ast.LiteralNode:
-		return "a block string"
-	case *ast.IntegerNode:
-		return "integer " + x.GetToken().Value
-	case *ast.FloatNode:
-		return "number " + x.GetToken().Value
-	case *ast.BoolNode:
-		return "bool " + x.GetToken().Value
-	}
-	return strings.ToLower(n.Type().String()) + " " + n.GetToken().Value
 }
 
 // want names what a Go value of kind k is written as in YAML.
@@ -232,68 +169,24 @@ func want(t reflect.Type) string {
 	return "a string"
 }
 
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
 // fail records a decode problem at n and marks path as failed.
 func (d *decoder) fail(n ast.Node, path, format string, args ...any) {
-	d.ps.at(tokenPos(n), path, format, args...)
+	d.ps.at(yamlast.TokenPos(n), path, format, args...)
 	d.ps.failed = append(d.ps.failed, path)
 }
 
-// entries returns a mapping's key/value pairs with merge keys expanded
-// (keys written in m win, then earlier merged mappings) and every key
-// written twice reported (the first is used).
-func (d *decoder) entries(m *ast.MappingNode, path string, depth int) []*ast.MappingValueNode {
-	own := map[string]bool{}
-	var out []*ast.MappingValueNode
-	var merged []*ast.MappingValueNode
-	for _, mv := range m.Values {
-		if _, ok := mv.Key.(*ast.MergeKeyNode); ok {
-			var srcs []ast.Node
-			switch v := d.resolve(mv.Value).(type) {
-			case *ast.MappingNode:
-				srcs = []ast.Node{v}
-			case *ast.SequenceNode:
-				srcs = v.Values
-			default:
-				d.fail(mv.Key, join(path, "<<"), "a merge key << takes a mapping (usually an alias *name to one) or a list of them, got %s", describe(v))
-			}
-			for _, s := range srcs {
-				sm, ok := d.resolve(s).(*ast.MappingNode)
-				if !ok || depth > 32 {
-					d.fail(mv.Key, join(path, "<<"), "a merge key << takes mappings; got %s (or merges nest over 32 deep)", describe(d.resolve(s)))
-					continue
-				}
-				merged = append(merged, d.entries(sm, path, depth+1)...)
-			}
-			continue
-		}
-		key := mv.Key.GetToken().Value
-		if own[key] {
-			first := d.ps.pos[join(path, key)]
-			d.ps.at(tokenPos(mv.Key), join(path, key), "duplicate key %q (first at line %d, column %d); a key may appear once in a mapping", key, first.Line, first.Column)
-			continue
-		}
-		own[key] = true
-		if p := tokenPos(mv.Key); p != nil {
-			// A key written in the mapping itself locates the field; a
-			// merged one only when nothing else does.
-			if _, located := d.ps.pos[join(path, key)]; depth == 0 || !located {
-				d.ps.pos[join(path, key)] = *p
-			}
-		}
-		out = append(out, mv)
+// entries returns a mapping's key/value pairs with merge keys expanded and
+// every key written twice reported (yamlast.Doc.Entries), and locates each
+// key's field path: at the key written in the mapping, or else at the
+// merged key that won.
+func (d *decoder) entries(m *ast.MappingNode, path string) []*ast.MappingValueNode {
+	out, probs := d.doc.Entries(m, path)
+	for _, p := range probs {
+		d.report(p)
 	}
-	for _, mv := range merged {
-		key := mv.Key.GetToken().Value
-		if !own[key] {
-			own[key] = true
-			out = append(out, mv)
+	for _, mv := range out {
+		if p := yamlast.TokenPos(mv.Key); p.Line > 0 {
+			d.ps.pos[yamlast.Join(path, mv.Key.GetToken().Value)] = p
 		}
 	}
 	return out
@@ -301,11 +194,8 @@ func (d *decoder) entries(m *ast.MappingNode, path string, depth int) []*ast.Map
 
 // value decodes n into v (settable), recording problems under path.
 func (d *decoder) value(n ast.Node, v reflect.Value, path string) {
-	r := d.resolve(n)
+	r := d.resolve(n, path)
 	if r == nil {
-		if a, alias := n.(*ast.AliasNode); alias && a.Value != nil {
-			d.fail(n, path, "alias *%s names no anchor", a.Value.GetToken().Value)
-		}
 		return
 	}
 	if _, null := r.(*ast.NullNode); null {
@@ -319,7 +209,7 @@ func (d *decoder) value(n ast.Node, v reflect.Value, path string) {
 	case reflect.Struct:
 		m, ok := r.(*ast.MappingNode)
 		if !ok {
-			d.fail(r, path, "must be a mapping, got %s", describe(r))
+			d.fail(r, path, "must be a mapping, got %s", yamlast.Describe(r))
 			return
 		}
 		fields := map[string]int{}
@@ -332,41 +222,41 @@ func (d *decoder) value(n ast.Node, v reflect.Value, path string) {
 			}
 		}
 		slices.Sort(names)
-		for _, mv := range d.entries(m, path, 0) {
+		for _, mv := range d.entries(m, path) {
 			key := mv.Key.GetToken().Value
 			i, ok := fields[key]
 			if !ok {
-				d.ps.at(tokenPos(mv.Key), join(path, key), "unknown key %q %s; allowed: %s", key, orTop(path), strings.Join(names, ", "))
+				d.ps.at(yamlast.TokenPos(mv.Key), yamlast.Join(path, key), "unknown key %q %s; allowed: %s", key, orTop(path), strings.Join(names, ", "))
 				continue
 			}
-			d.value(mv.Value, v.Field(i), join(path, key))
+			d.value(mv.Value, v.Field(i), yamlast.Join(path, key))
 		}
 	case reflect.Map:
 		m, ok := r.(*ast.MappingNode)
 		if !ok {
-			d.fail(r, path, "must be a mapping, got %s", describe(r))
+			d.fail(r, path, "must be a mapping, got %s", yamlast.Describe(r))
 			return
 		}
 		if v.IsNil() {
 			v.Set(reflect.MakeMap(v.Type()))
 		}
-		for _, mv := range d.entries(m, path, 0) {
+		for _, mv := range d.entries(m, path) {
 			key := mv.Key.GetToken().Value
 			elem := reflect.New(v.Type().Elem()).Elem()
-			d.value(mv.Value, elem, join(path, key))
+			d.value(mv.Value, elem, yamlast.Join(path, key))
 			v.SetMapIndex(reflect.ValueOf(key), elem)
 		}
 	case reflect.Slice:
 		s, ok := r.(*ast.SequenceNode)
 		if !ok {
-			d.fail(r, path, "must be a list, got %s", describe(r))
+			d.fail(r, path, "must be a list, got %s", yamlast.Describe(r))
 			return
 		}
 		out := reflect.MakeSlice(v.Type(), len(s.Values), len(s.Values))
 		for i, it := range s.Values {
 			p := fmt.Sprintf("%s[%d]", path, i)
-			if q := tokenPos(it); q != nil {
-				d.ps.pos[p] = *q
+			if q := yamlast.TokenPos(it); q.Line > 0 {
+				d.ps.pos[p] = q
 			}
 			d.value(it, out.Index(i), p)
 		}
@@ -374,11 +264,11 @@ func (d *decoder) value(n ast.Node, v reflect.Value, path string) {
 	default:
 		switch r.(type) {
 		case *ast.MappingNode, *ast.SequenceNode:
-			d.fail(r, path, "must be %s, got %s", want(v.Type()), describe(r))
+			d.fail(r, path, "must be %s, got %s", want(v.Type()), yamlast.Describe(r))
 			return
 		}
 		if err := yaml.NodeToValue(r, v.Addr().Interface()); err != nil {
-			d.fail(r, path, "must be %s, got %s", want(v.Type()), describe(r))
+			d.fail(r, path, "must be %s, got %s", want(v.Type()), yamlast.Describe(r))
 		}
 	}
 }

@@ -1,13 +1,12 @@
 package flow
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
-	"unicode/utf8"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/yamlast"
 )
 
 // Size caps on what a flow reads (issue 5 L6): a flow file and a role file
@@ -18,33 +17,14 @@ const (
 	MaxRoleFileBytes = 1 << 20 // a role file (a node's or a supervisor prompt), 1 MiB
 )
 
-// bom is the UTF-8 byte order mark some editors write first; PyYAML (worc)
-// skips it, and so does Stratus.
-var bom = []byte("\ufeff")
-
-// StripBOM returns data without a leading UTF-8 byte order mark.
-func StripBOM(data []byte) []byte { return bytes.TrimPrefix(data, bom) }
+// StripBOM returns data without a leading UTF-8 byte order mark, which
+// PyYAML (worc) skips (yamlast.StripBOM).
+func StripBOM(data []byte) []byte { return yamlast.StripBOM(data) }
 
 // InvalidUTF8 returns the byte offset of the first byte of data that is not
 // part of a valid UTF-8 sequence, with its 1-based line and column (in
-// bytes), or offset -1 when data is valid UTF-8.
-func InvalidUTF8(data []byte) (offset, line, col int) {
-	if utf8.Valid(data) {
-		return -1, 0, 0
-	}
-	line, start := 1, 0
-	for i := 0; i < len(data); {
-		r, size := utf8.DecodeRune(data[i:])
-		if r == utf8.RuneError && size <= 1 {
-			return i, line, i - start + 1
-		}
-		if data[i] == '\n' {
-			line, start = line+1, i+1
-		}
-		i += size
-	}
-	return -1, 0, 0
-}
+// bytes), or offset -1 when data is valid UTF-8 (yamlast.InvalidUTF8).
+func InvalidUTF8(data []byte) (offset, line, col int) { return yamlast.InvalidUTF8(data) }
 
 // tooLarge is the ETOOLARGE of a file over its cap.
 func tooLarge(what, path string, size int64, limit int) error {

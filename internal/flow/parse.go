@@ -11,10 +11,9 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
-	"github.com/goccy/go-yaml/token"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/yamlast"
 )
 
 // Allowed keys per mapping (reference.md: every mapping is a fail-closed
@@ -102,7 +101,7 @@ func parse(file string, data []byte) (*Flow, []Problem, []string) {
 		return nil, []Problem{{File: file, Line: line, Col: col, Fatal: true,
 			Message: fmt.Sprintf("the flow file is not valid UTF-8: byte 0x%02x at byte offset %d; save it as UTF-8", data[off], off)}}, nil
 	}
-	d := &decoder{file: file, anchors: map[string]ast.Node{}}
+	d := &decoder{file: file}
 	f := d.document(StripBOM(data))
 	if f != nil {
 		f.byID = make(map[string]int, len(f.Nodes))
@@ -189,7 +188,7 @@ func portableSegment(s string) bool {
 // against an allowlist and every value keeps its position.
 type decoder struct {
 	file     string
-	anchors  map[string]ast.Node
+	doc      *yamlast.Doc // anchors of the document, for aliases
 	problems []Problem
 	reported map[Problem]bool // a mapping merged in twice is decoded twice
 	// failed are the paths whose value did not decode (WithoutCascades):
@@ -217,24 +216,19 @@ func (d *decoder) keyProblem(at Pos, path, format string, args ...any) {
 	d.problems = append(d.problems, p)
 }
 
-func tokenPos(tk *token.Token) Pos {
-	if tk == nil || tk.Position == nil {
-		return Pos{}
+// report records a problem found by yamlast: a Failed one as fail does,
+// any other as keyProblem does.
+func (d *decoder) report(p yamlast.Problem) {
+	if p.Failed {
+		d.fail(Pos(p.Pos), p.Path, "%s", p.Message)
+	} else {
+		d.keyProblem(Pos(p.Pos), p.Path, "%s", p.Message)
 	}
-	return Pos{tk.Position.Line, tk.Position.Column}
 }
 
 // posOf locates a node; a mapping by its first key, which is where a
 // reader looks for it (goccy positions a block mapping at its first ':').
-func posOf(n ast.Node) Pos {
-	if m, ok := n.(*ast.MappingNode); ok && len(m.Values) > 0 {
-		return posOf(m.Values[0].Key)
-	}
-	if n == nil {
-		return Pos{}
-	}
-	return tokenPos(n.GetToken())
-}
+func posOf(n ast.Node) Pos { return Pos(yamlast.PosOf(n)) }
 
 func isNull(n ast.Node) bool {
 	switch n.(type) {
@@ -245,38 +239,21 @@ func isNull(n ast.Node) bool {
 }
 
 func (d *decoder) document(data []byte) *Flow {
-	// Duplicate keys are reported by fields, one problem each, so that the
-	// rest of the file is still read (goccy would stop at the first).
-	af, err := parser.ParseBytes(data, 0, parser.AllowDuplicateMapKey())
-	if err != nil {
-		var ye interface {
-			GetToken() *token.Token
-			GetMessage() string
-		}
-		if errors.As(err, &ye) {
-			d.fail(tokenPos(ye.GetToken()), "", "invalid YAML: %s", ye.GetMessage())
-		} else {
-			d.fail(Pos{}, "", "invalid YAML: %v", err)
-		}
+	docs, perr := yamlast.Parse(data)
+	if perr != nil {
+		d.report(*perr)
 		return nil
-	}
-	var docs []*ast.DocumentNode
-	for _, doc := range af.Docs {
-		if doc.Body != nil {
-			docs = append(docs, doc)
-		}
 	}
 	if len(docs) != 1 {
 		d.fail(Pos{}, "", "want exactly one YAML document holding a `flow:` mapping, found %d", len(docs))
 		return nil
 	}
-	// Collect anchors first so an alias resolves wherever its anchor sits.
-	ast.Walk(anchorCollector(d.anchors), docs[0].Body)
+	d.doc = yamlast.NewDoc(docs[0])
 
-	top := d.mapping(docs[0].Body, "", "the document")
+	top := d.mapping(docs[0], "", "the document")
 	if top == nil {
 		if len(d.problems) == 0 {
-			d.fail(posOf(docs[0].Body), "", "the document is null; want a `flow:` mapping")
+			d.fail(posOf(docs[0]), "", "the document is null; want a `flow:` mapping")
 		}
 		return nil
 	}
@@ -291,40 +268,14 @@ func (d *decoder) document(data []byte) *Flow {
 	return f
 }
 
-type anchorCollector map[string]ast.Node
-
-func (a anchorCollector) Visit(n ast.Node) ast.Visitor {
-	if an, ok := n.(*ast.AnchorNode); ok && an.Name != nil {
-		a[an.Name.GetToken().Value] = an.Value
-	}
-	return a
-}
-
-// resolve strips anchors, aliases and tags down to the value node.
+// resolve strips anchors, aliases and tags down to the value node; a
+// dangling alias is a problem at path, and nil.
 func (d *decoder) resolve(n ast.Node, path string) ast.Node {
-	for depth := 0; depth < 100; depth++ {
-		switch x := n.(type) {
-		case *ast.AnchorNode:
-			n = x.Value
-		case *ast.AliasNode:
-			name := ""
-			if x.Value != nil {
-				name = x.Value.GetToken().Value
-			}
-			target, ok := d.anchors[name]
-			if !ok {
-				d.fail(posOf(x), path, "alias *%s names no anchor", name)
-				return nil
-			}
-			n = target
-		case *ast.TagNode:
-			n = x.Value
-		default:
-			return n
-		}
+	r, p := d.doc.Resolve(n, path)
+	if p != nil {
+		d.report(*p)
 	}
-	d.fail(posOf(n), path, "aliases nest too deeply")
-	return nil
+	return r
 }
 
 // field is one key of a mapping that passed the allowlist.
@@ -345,98 +296,19 @@ func (d *decoder) mapping(n ast.Node, path, where string) *ast.MappingNode {
 	case *ast.MappingNode:
 		return x
 	}
-	d.fail(posOf(n), path, "%s must be a mapping, got %s", where, describe(n))
+	d.fail(posOf(n), path, "%s must be a mapping, got %s", where, yamlast.Describe(n))
 	return nil
 }
 
-// maxMergeDepth bounds nested merge keys (a mapping merging one that
-// merges another ...); an anchor merged into itself is caught before.
-const maxMergeDepth = 32
-
-// entries returns the key/value pairs of m as YAML 1.1 merge keys define
-// them (PyYAML, worc): a `<<` key merges the mapping its value resolves to
-// (an alias, usually), or each mapping of a list of them, earlier ones
-// winning; a key written in m itself wins over a merged one, wherever the
-// `<<` stands. A key written twice in m is a problem (PyYAML would keep the
-// last silently); the first is used. prefix is the dotted path of m.
+// entries returns the key/value pairs of m with merge keys expanded and
+// keys written twice reported (yamlast.Doc.Entries); prefix is the dotted
+// path of m.
 func (d *decoder) entries(m *ast.MappingNode, prefix string) []*ast.MappingValueNode {
-	return d.mergeEntries(m, prefix, map[*ast.MappingNode]bool{}, 0)
-}
-
-func (d *decoder) mergeEntries(m *ast.MappingNode, prefix string, active map[*ast.MappingNode]bool, depth int) []*ast.MappingValueNode {
-	active[m] = true
-	defer delete(active, m)
-	own := map[string]Pos{}
-	for _, mv := range m.Values {
-		if _, merge := mv.Key.(*ast.MergeKeyNode); merge {
-			continue
-		}
-		key := mv.Key.GetToken().Value
-		if first, dup := own[key]; dup {
-			path := key
-			if prefix != "" {
-				path = prefix + "." + key
-			}
-			d.keyProblem(posOf(mv.Key), path, "duplicate key %q (first at line %d, column %d); a key may appear once in a mapping", key, first.Line, first.Col)
-			continue
-		}
-		own[key] = posOf(mv.Key)
-	}
-	var out []*ast.MappingValueNode
-	seen := map[string]bool{}
-	for _, mv := range m.Values {
-		if _, merge := mv.Key.(*ast.MergeKeyNode); !merge {
-			key := mv.Key.GetToken().Value
-			if !seen[key] {
-				seen[key] = true
-				out = append(out, mv)
-			}
-			continue
-		}
-		path := "<<"
-		if prefix != "" {
-			path = prefix + ".<<"
-		}
-		for _, src := range d.mergeSources(mv.Value, path) {
-			if active[src] || depth >= maxMergeDepth {
-				d.fail(posOf(mv.Key), path, "merge key << merges a mapping into itself (or nests merges over %d deep)", maxMergeDepth)
-				continue
-			}
-			for _, in := range d.mergeEntries(src, prefix, active, depth+1) {
-				key := in.Key.GetToken().Value
-				if _, written := own[key]; written || seen[key] {
-					continue
-				}
-				seen[key] = true
-				out = append(out, in)
-			}
-		}
+	out, probs := d.doc.Entries(m, prefix)
+	for _, p := range probs {
+		d.report(p)
 	}
 	return out
-}
-
-// mergeSources resolves the value of a merge key to the mappings it merges.
-func (d *decoder) mergeSources(v ast.Node, path string) []*ast.MappingNode {
-	const want = "a merge key << takes a mapping (usually an alias *name to one) or a list of them, got %s"
-	switch x := d.resolve(v, path).(type) {
-	case *ast.MappingNode:
-		return []*ast.MappingNode{x}
-	case *ast.SequenceNode:
-		var out []*ast.MappingNode
-		for _, it := range x.Values {
-			if m, ok := d.resolve(it, path).(*ast.MappingNode); ok {
-				out = append(out, m)
-			} else if it != nil {
-				d.fail(posOf(it), path, want, describe(d.resolve(it, path)))
-			}
-		}
-		return out
-	case nil:
-		return nil
-	default:
-		d.fail(posOf(v), path, want, describe(x))
-		return nil
-	}
 }
 
 // fields returns the keys of m that are in allowed, and records an
@@ -473,7 +345,7 @@ func (d *decoder) sequence(n ast.Node, path string) []ast.Node {
 	case *ast.SequenceNode:
 		return x.Values
 	}
-	d.fail(posOf(n), path, "%s must be a list, got %s", path, describe(n))
+	d.fail(posOf(n), path, "%s must be a list, got %s", path, yamlast.Describe(n))
 	return nil
 }
 
@@ -487,7 +359,7 @@ func (d *decoder) str(n ast.Node, path string) string {
 	case *ast.LiteralNode:
 		return x.Value.Value
 	}
-	d.fail(posOf(n), path, "%s must be a string, got %s", path, describe(n))
+	d.fail(posOf(n), path, "%s must be a string, got %s", path, yamlast.Describe(n))
 	return ""
 }
 
@@ -518,7 +390,7 @@ func (d *decoder) intp(n ast.Node, path string) *int {
 		}
 		return &v
 	}
-	d.fail(posOf(n), path, "%s must be an integer, got %s", path, describe(n))
+	d.fail(posOf(n), path, "%s must be an integer, got %s", path, yamlast.Describe(n))
 	return nil
 }
 
@@ -531,7 +403,7 @@ func (d *decoder) boolp(n ast.Node, path string) *bool {
 		v := x.Value
 		return &v
 	}
-	d.fail(posOf(n), path, "%s must be true or false, got %s", path, describe(n))
+	d.fail(posOf(n), path, "%s must be true or false, got %s", path, yamlast.Describe(n))
 	return nil
 }
 
@@ -558,7 +430,7 @@ func (d *decoder) scalar(n ast.Node, path string) any {
 			}
 		}
 	}
-	d.fail(posOf(n), path, "%s must be a scalar (string, number or bool), got %s", path, describe(n))
+	d.fail(posOf(n), path, "%s must be a scalar (string, number or bool), got %s", path, yamlast.Describe(n))
 	return nil
 }
 
@@ -575,29 +447,6 @@ func (d *decoder) strList(n ast.Node, path string) []string {
 		out = append(out, d.str(it, fmt.Sprintf("%s[%d]", path, i)))
 	}
 	return out
-}
-
-// describe names a node's YAML type (and value, for scalars) for messages.
-func describe(n ast.Node) string {
-	switch x := n.(type) {
-	case nil, *ast.NullNode:
-		return "null"
-	case *ast.MappingNode:
-		return "a mapping"
-	case *ast.SequenceNode:
-		return "a list"
-	case *ast.StringNode:
-		return fmt.Sprintf("string %q", x.Value)
-	case *ast.LiteralNode:
-		return "a block string"
-	case *ast.IntegerNode:
-		return "integer " + x.GetToken().Value
-	case *ast.FloatNode:
-		return "number " + x.GetToken().Value
-	case *ast.BoolNode:
-		return "bool " + x.GetToken().Value
-	}
-	return n.Type().String()
 }
 
 func (d *decoder) flow(kv field) *Flow {

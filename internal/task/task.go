@@ -11,11 +11,11 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/yamlast"
 )
 
 // DefaultTaskType is the flow a task runs when its front matter names none.
@@ -96,17 +96,9 @@ const MaxBytes = 1 << 20
 //
 // TaskType defaults to "implementation".
 func Parse(path string, data []byte) (*Task, error) {
-	if !utf8.Valid(data) { // issue 5 L3: named, never accepted silently
-		off := 0
-		for off < len(data) {
-			r, size := utf8.DecodeRune(data[off:])
-			if r == utf8.RuneError && size <= 1 {
-				break
-			}
-			off += size
-		}
+	if off, line, _ := yamlast.InvalidUTF8(data); off >= 0 { // issue 5 L3: named, never accepted silently
 		return nil, stratus.Errorf(stratus.EINVALID, "%s: the task file is not valid UTF-8: byte 0x%02x at byte offset %d (line %d); save it as UTF-8",
-			path, data[off], off, bytes.Count(data[:off], []byte("\n"))+1)
+			path, data[off], off, line)
 	}
 	front, body, err := split(path, data)
 	if err != nil {
