@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stratusflow/stratus/internal/testenv"
 )
 
 // maxBootstrapBytes bounds one function's binary: far under Lambda's
@@ -46,9 +48,7 @@ func functionDirs(t *testing.T) []string {
 // executable for aarch64, statically linked (no program interpreter, no
 // shared libraries), built with the lambda.norpc tag, under the size bound.
 func TestLambdaBuild_BootstrapIsStaticArm64ELF(t *testing.T) {
-	if _, err := exec.LookPath("make"); err != nil {
-		t.Fatal("make is not installed; the Lambda artifacts are built by `make lambdas`")
-	}
+	testenv.MustHaveCommand(t, "make", "the Lambda artifacts are built by `make lambdas`")
 	out := t.TempDir()
 	cmd := exec.Command("make", "--no-print-directory", "-C", "..", "lambdas", "LAMBDA_DIR="+out)
 	cmd.Env = append(os.Environ(), "GOFLAGS=") // the Makefile's flags alone

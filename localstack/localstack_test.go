@@ -17,6 +17,8 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/goccy/go-yaml"
+
+	"github.com/stratusflow/stratus/internal/testenv"
 )
 
 // compose is the part of docker-compose.yml these tests read; the decode
@@ -259,6 +261,7 @@ func TestLocalStack_ScriptsAreExecutableBash(t *testing.T) {
 		if st, err := os.Stat(s); err != nil || st.Mode()&0o111 == 0 {
 			t.Errorf("%s is not executable: LocalStack runs hooks as programs", s)
 		}
+		testenv.MustHaveCommand(t, "bash", "the LocalStack hooks are bash scripts, checked with bash -n")
 		if out, err := exec.Command("bash", "-n", s).CombinedOutput(); err != nil {
 			t.Errorf("bash -n %s: %v\n%s", s, err, out)
 		}

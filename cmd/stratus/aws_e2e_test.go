@@ -47,9 +47,9 @@ import (
 	"github.com/stratusflow/stratus/internal/orchestrator"
 	"github.com/stratusflow/stratus/internal/report"
 	smsecret "github.com/stratusflow/stratus/internal/secret/secretsmanager"
-	"github.com/stratusflow/stratus/internal/sharedtest"
 	s3sink "github.com/stratusflow/stratus/internal/sink/s3"
 	"github.com/stratusflow/stratus/internal/store/dynamodb"
+	"github.com/stratusflow/stratus/internal/testenv"
 )
 
 // The example's steps through the built-in implementation flow (the
@@ -82,7 +82,7 @@ const exampleSteps = "planning#1:done implementation#1:done review#1:rework fixi
 // JSON.
 func TestAWS_ImplementationFlowEndToEndOnMoto(t *testing.T) {
 	t.Parallel()
-	root := sharedtest.ModuleRoot(t)
+	root := testenv.ModuleRoot(t)
 	moto := awstest.Moto(t) // fails, never skips, without moto
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -358,7 +358,7 @@ type stack struct {
 
 func deployStack(t *testing.T, ctx context.Context, moto *awstest.Server, dir string) *stack {
 	t.Helper()
-	tpl := readFile(t, filepath.Join(sharedtest.ModuleRoot(t), "template.yaml"))
+	tpl := readFile(t, filepath.Join(testenv.ModuleRoot(t), "template.yaml"))
 	cfg0 := moto.Config()
 	cfg0.Logger = logging.Nop{} // moto's answers carry no checksums; the SDK would say so on stderr
 	st := &stack{cfg: cfg0, name: fmt.Sprintf("e2e-%d", time.Now().UnixNano()%1e12),
@@ -899,7 +899,7 @@ func installTask(t *testing.T, scenario, task string) string {
 }
 
 func exampleTask(t *testing.T) string {
-	return readFile(t, filepath.Join(sharedtest.ModuleRoot(t), "examples/task.md"))
+	return readFile(t, filepath.Join(testenv.ModuleRoot(t), "examples/task.md"))
 }
 
 type syncBuffer struct {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stratusflow/stratus/internal/sharedtest"
+	"github.com/stratusflow/stratus/internal/testenv"
 )
 
 // checkGenerated compiles with args into a temp dir and compares it with
@@ -33,7 +33,7 @@ func checkGenerated(t *testing.T, committed string, args ...string) {
 	if len(compiled) == 0 {
 		t.Fatal("no state machines compiled")
 	}
-	rel, _ := filepath.Rel(sharedtest.ModuleRoot(t), committed)
+	rel, _ := filepath.Rel(testenv.ModuleRoot(t), committed)
 	for _, name := range compiled {
 		want, _ := os.ReadFile(filepath.Join(out, name))
 		got, err := os.ReadFile(filepath.Join(committed, name))
@@ -52,20 +52,17 @@ func checkGenerated(t *testing.T, committed string, args ...string) {
 // each built-in flow.
 func TestStatemachines_BuiltinUpToDate(t *testing.T) {
 	t.Parallel()
-	checkGenerated(t, filepath.Join(sharedtest.ModuleRoot(t), "statemachine"), "compile", "--builtin", "--all")
+	checkGenerated(t, filepath.Join(testenv.ModuleRoot(t), "statemachine"), "compile", "--builtin", "--all")
 }
 
 // statemachine/worc/<task_type>.asl.json is what `make statemachines`
 // writes for each worc peer flow, compiled structurally (their tools and
-// role files need not be here). Without ../shared (a checkout outside this
-// workspace) the check is skipped, saying so; CI has it.
+// role files need not be here). Without ../shared/peers beside the
+// checkout it is skipped, saying so (internal/testenv); CI has it.
 func TestStatemachines_WorcPeersUpToDate(t *testing.T) {
 	t.Parallel()
-	peers := filepath.Join(sharedtest.ModuleRoot(t), "..", "shared", "peers", "worc", "flows")
-	if fi, err := os.Stat(peers); err != nil || !fi.IsDir() {
-		t.Skipf("worc peer flows not found at %s (../shared is this workspace's): statemachine/worc/ not checked", peers)
-	}
-	checkGenerated(t, filepath.Join(sharedtest.ModuleRoot(t), "statemachine", "worc"), "compile", "--all", "--structural", "--flows", peers)
+	peers := testenv.Peers(t, "worc", "flows")
+	checkGenerated(t, filepath.Join(testenv.ModuleRoot(t), "statemachine", "worc"), "compile", "--all", "--structural", "--flows", peers)
 }
 
 // --structural compiles a flow whose role files are absent (worc's

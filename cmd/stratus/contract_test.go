@@ -50,7 +50,7 @@ func contractOutput(t *testing.T, stdout string) (contracttest.Result, map[strin
 	return res, keys
 }
 
-// TestContractRun_Vectors runs every vector of ../shared/cases/contract
+// TestContractRun_Vectors runs every vector of testdata/cases/contract
 // through the built binary. // seed 003 §§ 1–6
 func TestContractRun_Vectors(t *testing.T) {
 	t.Parallel()

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stratusflow/stratus/internal/sharedtest"
+	"github.com/stratusflow/stratus/internal/testenv"
 )
 
 // worc reference.md § Conditional nodes, issue 5 H1: a gate the task
@@ -31,7 +31,7 @@ func TestRun_DisabledChecksGateDoesNotGate(t *testing.T) {
 // documentation and publish.
 func TestRun_WorcImplementationWithReviewDisabledEndsDone(t *testing.T) {
 	t.Parallel()
-	peers := sharedtest.Path(t, "peers/worc")
+	peers := testenv.Peers(t, "worc")
 	dir := t.TempDir()
 	scenario := filepath.Join(dir, "scenario.yaml")
 	writeTestFile(t, scenario, peersScenario)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stratusflow/stratus/internal/projection"
+	"github.com/stratusflow/stratus/internal/testenv"
 )
 
 // nodeEngine is a shell engine (usePrimaryShellEngine) that writes
@@ -89,6 +90,7 @@ func gatedSetup(t *testing.T, fixes bool) string {
 	writeTestFile(t, filepath.Join(dir, ".stratus/flows/gated/implementation.md"), "Implement {task_id}.\n")
 	writeTestFile(t, filepath.Join(dir, ".stratus/flows/gated/fixing.md"), "Fix what {checks_path} reports.\n")
 	writeTestFile(t, filepath.Join(dir, "task.md"), "---\nid: t-gated\ntitle: Gated\ntask_type: gated\n---\nbody\n")
+	testenv.MustHaveCommand(t, "git", "a checks node selects command sets by the paths git reports changed")
 	for _, args := range [][]string{{"init", "-q"}, {"add", "engine.sh", "check.sh", "task.md"}, {"commit", "-q", "-m", "base"}} {
 		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
 		cmd.Dir = dir

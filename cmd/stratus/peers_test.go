@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stratusflow/stratus/internal/sharedtest"
+	"github.com/stratusflow/stratus/internal/testenv"
 )
 
 // copyTree copies the directory src into dst unchanged (regular files only).
@@ -63,7 +63,7 @@ default:
 // asserted.
 func TestRun_WorcImplementationFlowEndToEnd(t *testing.T) {
 	t.Parallel()
-	peers := sharedtest.Path(t, "peers/worc")
+	peers := testenv.Peers(t, "worc")
 	dir := t.TempDir()
 	scenario := filepath.Join(dir, "scenario.yaml")
 	writeTestFile(t, scenario, peersScenario)

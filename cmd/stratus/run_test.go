@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/stratusflow/stratus/internal/projection"
-	"github.com/stratusflow/stratus/internal/sharedtest"
+	"github.com/stratusflow/stratus/internal/testenv"
 )
 
 // The walking skeleton's acceptance test (issue 2): the shipped example runs
@@ -18,7 +18,7 @@ import (
 // review loop runs twice.
 func TestRun_ExampleThroughImplementationFlow(t *testing.T) {
 	t.Parallel()
-	root := sharedtest.ModuleRoot(t)
+	root := testenv.ModuleRoot(t)
 	dir := t.TempDir()
 	if r := runCLI(t, "install", "--dir", dir, "--primary", "script", "--scenario", filepath.Join(root, "examples/scenario.yaml")); r.code != 0 {
 		t.Fatalf("install: %d %s", r.code, r.stderr)
@@ -259,7 +259,7 @@ func TestRun_BadInputExitsUsage(t *testing.T) {
 // Fatal validation: "at flow dispatch") — unless the task disables it.
 func TestRun_MissingRoleFileOfANodeThatWillRunIsFatal(t *testing.T) {
 	t.Parallel()
-	root := sharedtest.ModuleRoot(t)
+	root := testenv.ModuleRoot(t)
 	dir := t.TempDir()
 	if r := runCLI(t, "install", "--dir", dir, "--primary", "script", "--scenario", filepath.Join(root, "examples/scenario.yaml")); r.code != 0 {
 		t.Fatal(r.stderr)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stratusflow/stratus/internal/sharedtest"
+	"github.com/stratusflow/stratus/internal/testenv"
 )
 
 // seed 003 § 9: the Claude and Codex shims are conforming engines. With a
@@ -14,7 +14,7 @@ import (
 // every check on `stratus engine claude|codex`.
 func TestShims_PassTheConformanceKit(t *testing.T) {
 	t.Parallel()
-	root := sharedtest.ModuleRoot(t)
+	root := testenv.ModuleRoot(t)
 	for _, shim := range []string{"claude", "codex"} {
 		dir := t.TempDir()
 		rec := filepath.Join(root, "internal/engine/testdata/shim", shim+"_success.jsonl")

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stratusflow/stratus/internal/sharedtest"
+	"github.com/stratusflow/stratus/internal/testenv"
 )
 
 // Every flow worc ships reads unchanged (issue 5 § Build 2): its only
@@ -16,7 +16,7 @@ import (
 // the output says so once.
 func TestValidate_PeerFlowsReadUnchanged(t *testing.T) {
 	t.Parallel()
-	flows := sharedtest.Path(t, "peers", "worc", "flows")
+	flows := testenv.Peers(t, "worc", "flows")
 	tools := t.TempDir()
 	r := runCLI(t, "validate", "--all", "--flows", flows, "--dir", t.TempDir(), "--tools", tools)
 	if r.code != ExitFailed {

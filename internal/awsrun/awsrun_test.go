@@ -23,8 +23,8 @@ import (
 	"github.com/stratusflow/stratus/internal/awstest"
 	"github.com/stratusflow/stratus/internal/compiler"
 	"github.com/stratusflow/stratus/internal/executor"
-	"github.com/stratusflow/stratus/internal/sharedtest"
 	"github.com/stratusflow/stratus/internal/store/dynamodb"
+	"github.com/stratusflow/stratus/internal/testenv"
 )
 
 func uniqueName(t *testing.T) string {
@@ -111,7 +111,7 @@ func TestFromStack_MissingOrForeignStack(t *testing.T) {
 // and the built-in flow's state machine is found among them.
 func TestOutputs_AreTheTemplates(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile(filepath.Join(sharedtest.ModuleRoot(t), "template.yaml"))
+	b, err := os.ReadFile(filepath.Join(testenv.ModuleRoot(t), "template.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,15 +11,42 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/flow"
-	"github.com/stratusflow/stratus/internal/sharedtest"
+	"github.com/stratusflow/stratus/internal/testenv"
 )
 
+// peerFlows loads worc's packaged flows by task type; it skips t when they
+// are not beside the checkout (internal/testenv).
 func peerFlows(t *testing.T) map[string]*flow.Flow {
 	t.Helper()
-	dir := sharedtest.Path(t, "peers", "worc", "flows")
+	return loadFlows(t, testenv.Peers(t, "worc", "flows"))
+}
+
+// corpus is every flow at hand: the built-in flows, named "builtin <name>",
+// and worc's peer flows when they are beside the checkout (a test over the
+// corpus still runs without them, and says what it left out).
+func corpus(t *testing.T) map[string]*flow.Flow {
+	t.Helper()
+	out := map[string]*flow.Flow{}
+	for name, f := range loadFlows(t, builtinFlowsDir) {
+		out["builtin "+name] = f
+	}
+	if dir, ok := testenv.PeersIfPresent(t, "worc", "flows"); ok {
+		for name, f := range loadFlows(t, dir) {
+			out[name] = f
+		}
+	}
+	return out
+}
+
+// builtinFlowsDir holds the flows `stratus install` writes.
+var builtinFlowsDir = filepath.Join("..", "builtin", "flows")
+
+// loadFlows loads every DIR/*.yaml by its stem; it fails t when there is none.
+func loadFlows(t *testing.T, dir string) map[string]*flow.Flow {
+	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no peer flows in %s: %v", dir, err)
+		t.Fatalf("no flows in %s: %v", dir, err)
 	}
 	out := map[string]*flow.Flow{}
 	for _, file := range files {
@@ -407,7 +434,7 @@ func TestCompile_EveryPeerFlow(t *testing.T) { // peers/worc/README.md: Stratus 
 
 func TestCompile_IsDeterministic(t *testing.T) { // DESIGN.md § Layout: statemachine/ is checked in and CI fails when stale
 	t.Parallel()
-	for name, f := range peerFlows(t) {
+	for name, f := range corpus(t) {
 		first := compile(t, f, Options{})
 		for range 3 {
 			if again := compile(t, f, Options{}); !bytes.Equal(first, again) {
@@ -415,7 +442,7 @@ func TestCompile_IsDeterministic(t *testing.T) { // DESIGN.md § Layout: statema
 			}
 		}
 		// A fresh parse of the same file compiles to the same bytes too.
-		reloaded, err := flow.Load(sharedtest.Path(t, "peers", "worc", "flows"), name)
+		reloaded, err := flow.Load(filepath.Dir(f.File), f.TaskType)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,7 +1,6 @@
 package compiler
 
 import (
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -76,12 +75,7 @@ func TestCompile_TerminalGateEndsDoneOnlyOnItsPassOutcome(t *testing.T) {
 // flows alike.
 func TestCompile_StateNamesMatchFlowStateNames(t *testing.T) {
 	t.Parallel()
-	flows := peerFlows(t)
-	builtin, err := flow.Load(filepath.Join("..", "builtin", "flows"), "implementation")
-	if err != nil {
-		t.Fatal(err)
-	}
-	flows["builtin implementation"] = builtin
+	flows := corpus(t)
 	several := header + `  nodes:
     - { id: write, kind: agent, role_file: t/w.md }
     - { id: check, kind: tool, tool: lint }

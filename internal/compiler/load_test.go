@@ -11,7 +11,7 @@ import (
 // terminal no state routes to must not be emitted.
 func TestCompile_OutputLoadsInTheExecutor(t *testing.T) { // DESIGN.md § The compiled state machines and the embedded executor
 	t.Parallel()
-	flows := peerFlows(t)
+	flows := corpus(t)
 	flows["agents only"] = parse(t, `flow:
   name: tiny
   task_type: tiny

@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stratusflow/stratus/internal/testenv"
 )
 
 // Parts of a conforming sh engine (seed 003 § 9's four-line engine plus the
@@ -165,9 +166,7 @@ print('{"subrun_report":{"answer":42}}', flush=True)
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			if _, err := exec.LookPath(tc.command); err != nil {
-				t.Skip(tc.command + " not installed")
-			}
+			testenv.MustHaveCommand(t, tc.command, "an engine written in "+name)
 			target := engine(t, tc.script)
 			target.Command = tc.command
 			target.GraceMS, target.TimeoutMS = 400, 1000

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/stratusflow/stratus/internal/sharedtest"
+	"github.com/stratusflow/stratus/internal/testenv"
 )
 
 // printfLine matches the format string of a printf in a vector script.
@@ -23,7 +23,7 @@ var printfLine = regexp.MustCompile(`printf '([^']*)'`)
 // u(), the usage event each call expands to.
 func vectorLines(tb testing.TB) []string {
 	tb.Helper()
-	scripts, err := filepath.Glob(filepath.Join(sharedtest.Path(tb, "cases", "contract"), "*.sh"))
+	scripts, err := filepath.Glob(filepath.Join(testenv.Cases(tb, "contract"), "*.sh"))
 	if err != nil || len(scripts) == 0 {
 		tb.Fatalf("no vector scripts (%v)", err)
 	}

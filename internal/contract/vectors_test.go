@@ -8,7 +8,7 @@ import (
 	"github.com/stratusflow/stratus/internal/contract/contracttest"
 )
 
-// runVector runs NAME.sh of ../shared/cases/contract as `sh NAME.sh` under
+// runVector runs NAME.sh of testdata/cases/contract as `sh NAME.sh` under
 // the vector's launch and checks every field of want.
 func runVector(t *testing.T, name string) {
 	t.Helper()

@@ -4,12 +4,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stratusflow/stratus/internal/sharedtest"
+	"github.com/stratusflow/stratus/internal/testenv"
 )
 
 // peerFlowsDir is worc's packaged flows directory (the role_file root).
+// It skips t when they are not beside the checkout (internal/testenv).
 func peerFlowsDir(t *testing.T) string {
-	return sharedtest.Path(t, "peers", "worc", "flows")
+	t.Helper()
+	return testenv.Peers(t, "worc", "flows")
 }
 
 // header is a valid flow header; tests append nodes/edges/budgets to it.

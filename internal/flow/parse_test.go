@@ -242,12 +242,12 @@ func TestParse_ResolvesAnchorsAndAliases(t *testing.T) {
 
 func TestLoad_ReadsTheFlowNamedByTaskType(t *testing.T) { // seed 004 § Flows: <repo>/.worc/flows/<task_type>.yaml
 	t.Parallel()
-	f, err := Load(peerFlowsDir(t), "merge")
+	f, err := Load(filepath.Join("..", "builtin", "flows"), "implementation")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Name != "merge" || f.Entry() == nil || f.Entry().ID != "conflict_resolution" {
-		t.Errorf("merge: name %q entry %+v", f.Name, f.Entry())
+	if f.Name != "implementation" || f.File != filepath.Join("..", "builtin", "flows", "implementation.yaml") || f.Entry() == nil || f.Entry().ID != "planning" {
+		t.Errorf("implementation: name %q file %q entry %+v", f.Name, f.File, f.Entry())
 	}
 }
 
@@ -280,7 +280,7 @@ func TestLoad_TaskTypeMustEqualFileStem(t *testing.T) { // reference.md § Flow-
 func TestLoad_RejectsTaskTypesThatAreNotOneFileName(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []string{"", "../secrets", "a/b", ".hidden", `a\b`} {
-		if _, err := Load(peerFlowsDir(t), tt); stratus.ErrorCode(err) != stratus.EINVALID {
+		if _, err := Load(t.TempDir(), tt); stratus.ErrorCode(err) != stratus.EINVALID {
 			t.Errorf("Load(%q) = %v, want EINVALID", tt, err)
 		}
 	}

@@ -10,7 +10,7 @@
 // value of an attempt: the Final's fold, or {"out": ..., "parts": {...}}
 // once at least one part was staged.
 //
-// Decisions where the seed is silent (../shared/cases/fold/README.md):
+// Decisions where the seed is silent (testdata/cases/fold/README.md):
 // ASCII white space around a body is ignored when parsing and when looking
 // for a fence; a fence is stripped only when the whole body is one fenced
 // block; numbers keep their exact digits (values are the compacted original

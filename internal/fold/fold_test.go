@@ -12,7 +12,7 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/fold"
-	"github.com/stratusflow/stratus/internal/sharedtest"
+	"github.com/stratusflow/stratus/internal/testenv"
 )
 
 type foldCase struct {
@@ -39,10 +39,10 @@ func decode(t *testing.T, b []byte) any {
 	return v
 }
 
-// seed 000 § Structured worker output: every vector of ../shared/cases/fold.
+// seed 000 § Structured worker output: every vector of testdata/cases/fold.
 func TestValue_SharedVectors(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile(sharedtest.Path(t, "cases", "fold", "cases.json"))
+	raw, err := os.ReadFile(testenv.Cases(t, "fold", "cases.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/fold"
-	"github.com/stratusflow/stratus/internal/sharedtest"
+	"github.com/stratusflow/stratus/internal/testenv"
 )
 
 // Format selectors of FuzzFold_Value: the three modes by name, and any
@@ -46,7 +46,7 @@ func trimASCIISpace(b []byte) []byte { return bytes.Trim(b, " \t\r\n") }
 // on disk keeps them); "json" refuses a final body only with
 // *stratus.Error EUNPROCESSABLE; every other mode never errors.
 func FuzzFold_Value(f *testing.F) {
-	raw, err := os.ReadFile(sharedtest.Path(f, "cases", "fold", "cases.json"))
+	raw, err := os.ReadFile(testenv.Cases(f, "fold", "cases.json"))
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -4,20 +4,19 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stratusflow/stratus/internal/testenv"
 )
 
 // repo makes a git repository in a temp dir with the files, committed as
 // its first commit (no commit when files is nil), and returns its path.
 func repo(t *testing.T, files map[string]string) string {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	testenv.MustHaveCommand(t, "git", "the work dir's git status and diff")
 	dir := t.TempDir()
 	git(t, dir, "init", "-q")
 	git(t, dir, "config", "user.name", "t")
@@ -90,9 +89,7 @@ func TestOpen_IgnoredDirIsNotATree(t *testing.T) {
 // A dir no repository contains is not a tree.
 func TestOpen_OutsideARepositoryIsNotATree(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	testenv.MustHaveCommand(t, "git", "the work dir's git status and diff")
 	_, err := Open(context.Background(), t.TempDir())
 	notTree(t, err, "no git repository contains it")
 }

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stratusflow/stratus/internal/testenv"
 )
 
 // The environment every test command gets: enough to find sh and friends.
@@ -229,6 +231,7 @@ func TestRunChecks_NoCommandSetsPassesVacuously(t *testing.T) {
 
 func gitRun(t *testing.T, dir string, args ...string) {
 	t.Helper()
+	testenv.MustHaveCommand(t, "git", "command sets are selected by the paths git reports changed")
 	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main"}, args...)...)
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {

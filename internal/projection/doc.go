@@ -5,7 +5,7 @@
 //
 // It owns the front-matter format (Encode / Decode, exact inverses), the
 // part-name rule (CheckPartName: a plain file name, per seed 000 and
-// ../shared/cases/partnames), the placement of the ctx dir (CtxDir,
+// testdata/cases/partnames), the placement of the ctx dir (CtxDir,
 // default "workspace/tasks/{task_id}/ctx") and the write itself (Project),
 // which skips a part with a bad name fail-open (SkippedParts reports
 // those for the caller to log).

@@ -14,21 +14,21 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/projection"
-	"github.com/stratusflow/stratus/internal/sharedtest"
 	sinkfs "github.com/stratusflow/stratus/internal/sink/fs"
+	"github.com/stratusflow/stratus/internal/testenv"
 )
 
 // fsTempSuffix is how many bytes the fs sink adds to a base name for its
 // temporary file: "." + name + ".tmp-" + 16 hex digits.
 const fsTempSuffix = len(".") + len(".tmp-") + 16
 
-// seed 000 § Files are the server's job (vectors ../shared/cases/partnames):
+// seed 000 § Files are the server's job (vectors testdata/cases/partnames):
 // CheckPartName never panics; a name it accepts holds no "/", "\", NUL or
 // "..", is not "." or "", and projects to exactly one file directly inside
 // <root>/ctx; a name it refuses is skipped fail-open. Either way nothing is
 // written outside the sink's root.
 func FuzzCheckPartName(f *testing.F) {
-	raw, err := os.ReadFile(sharedtest.Path(f, "cases", "partnames", "cases.json"))
+	raw, err := os.ReadFile(testenv.Cases(f, "partnames", "cases.json"))
 	if err != nil {
 		f.Fatal(err)
 	}

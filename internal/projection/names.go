@@ -15,7 +15,7 @@ const MaxNameBytes = 255
 
 // CheckPartName reports whether name can be a staged part's file name in
 // the ctx dir: a plain file name (seed 000 § Files are the server's job;
-// vectors ../shared/cases/partnames). It refuses, with a *stratus.Error
+// vectors testdata/cases/partnames). It refuses, with a *stratus.Error
 // EINVALID (Field "name") naming the rule broken: the empty name, "." and
 // "..", any name containing "/", "\" or "..", a NUL or other control
 // character, invalid UTF-8, a drive prefix ("C:") and names over

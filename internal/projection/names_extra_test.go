@@ -3,7 +3,7 @@ package projection
 import "testing"
 
 // Stratus also refuses names no portable file system can hold
-// (../shared/cases/partnames/README.md), and invisible format characters.
+// (testdata/cases/partnames/README.md), and invisible format characters.
 func TestCheckPartName_PortableNames(t *testing.T) {
 	t.Parallel()
 	for _, bad := range []string{"con", "NUL.txt", "com1.md", "lpt9", "a:b", "what?", "x*", "trailing.", "trailing ", "evil\u202egnp.md", "zero\u200bwidth"} {

@@ -14,8 +14,8 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/projection"
-	"github.com/stratusflow/stratus/internal/sharedtest"
 	"github.com/stratusflow/stratus/internal/sink/fs"
+	"github.com/stratusflow/stratus/internal/testenv"
 )
 
 func wantInvalid(t *testing.T, err error, field string) {
@@ -27,10 +27,10 @@ func wantInvalid(t *testing.T, err error, field string) {
 }
 
 // seed 000 § Files are the server's job: every vector of
-// ../shared/cases/partnames.
+// testdata/cases/partnames.
 func TestCheckPartName_SharedVectors(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile(sharedtest.Path(t, "cases", "partnames", "cases.json"))
+	raw, err := os.ReadFile(testenv.Cases(t, "partnames", "cases.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

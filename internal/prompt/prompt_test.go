@@ -8,14 +8,14 @@ import (
 	"testing"
 
 	"github.com/stratusflow/stratus/internal/prompt"
-	"github.com/stratusflow/stratus/internal/sharedtest"
+	"github.com/stratusflow/stratus/internal/testenv"
 )
 
 // seed 004 § Template variables, § Conditional blocks: every vector of
-// ../shared/cases/template.
+// testdata/cases/template.
 func TestRender_SharedVectors(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile(sharedtest.Path(t, "cases", "template", "cases.json"))
+	raw, err := os.ReadFile(testenv.Cases(t, "template", "cases.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

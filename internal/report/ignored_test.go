@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stratusflow/stratus/internal/testenv"
 )
 
 // seed 004 § The summary artifacts: the changed paths come from git status
@@ -15,9 +17,7 @@ import (
 // not a git repository rather than "no uncommitted change".
 func TestChanges_IgnoredWorkDirIsNotAGitRepository(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	testenv.MustHaveCommand(t, "git", "the work dir's git status and diff")
 	outer := t.TempDir()
 	if err := os.WriteFile(filepath.Join(outer, ".gitignore"), []byte("/.scratch/\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratusflow/stratus/internal/testenv"
+
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/findings"
@@ -376,9 +378,7 @@ func TestFirstSentence_SplitsAtTheFirstSentenceEnd(t *testing.T) {
 // own state; a work dir that is not a git work tree says so.
 func TestChanges_GitStatusPathsNeverTheDiff(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	testenv.MustHaveCommand(t, "git", "the work dir's git status and diff")
 	dir := t.TempDir()
 	if c := changedPaths(context.Background(), dir, "workspace/tasks/t1/ctx"); c.Git || !strings.Contains(c.Note, "not a git repository") {
 		t.Errorf("non-git work dir: %+v", c)

@@ -7,12 +7,12 @@ import (
 	"testing"
 
 	"github.com/stratusflow/stratus"
-	"github.com/stratusflow/stratus/internal/sharedtest"
+	"github.com/stratusflow/stratus/internal/testenv"
 )
 
 func TestLoad_MinimalPeerTaskDefaultsToImplementation(t *testing.T) { // SKILL.md § The task contract: task_type omitted ⇒ implementation
 	t.Parallel()
-	path := sharedtest.Path(t, "peers", "worc", "tasks", "task-minimal.md")
+	path := testenv.Peers(t, "worc", "tasks", "task-minimal.md")
 	tk, err := Load(path)
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +30,7 @@ func TestLoad_MinimalPeerTaskDefaultsToImplementation(t *testing.T) { // SKILL.m
 
 func TestLoad_RichPeerTaskKeepsEveryAllowedKey(t *testing.T) { // SKILL.md § The task contract
 	t.Parallel()
-	tk, err := Load(sharedtest.Path(t, "peers", "worc", "tasks", "task-rich.md"))
+	tk, err := Load(testenv.Peers(t, "worc", "tasks", "task-rich.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,13 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stratusflow/stratus/internal/testenv"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/captoken"
@@ -133,9 +134,7 @@ func git(ctx context.Context, dir string, env []string, args ...string) (string,
 // gitInit makes dir a git work tree with one commit of a tracked file.
 func gitInit(t *testing.T, dir string) {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	testenv.MustHaveCommand(t, "git", "the work dir's git status and diff")
 	write(t, filepath.Join(dir, "README.md"), "one\ntwo\n")
 	write(t, filepath.Join(dir, ".gitignore"), "*.log\n")
 	for _, args := range [][]string{

@@ -20,7 +20,7 @@ import (
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/nodeexec"
-	"github.com/stratusflow/stratus/internal/sharedtest"
+	"github.com/stratusflow/stratus/internal/testenv"
 )
 
 // stateLimit is Step Functions' payload limit on a state's input and
@@ -34,7 +34,7 @@ const bigBody = 200 << 10
 // that compiles to more states, then the name) and returns its file.
 func largestPeerFlow(t *testing.T) (string, *flow.Flow) {
 	t.Helper()
-	dir := sharedtest.Path(t, "peers", "worc", "flows")
+	dir := testenv.Peers(t, "worc", "flows")
 	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	type cand struct {
 		file          string

@@ -12,10 +12,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stratusflow/stratus/internal/sharedtest"
+	"github.com/stratusflow/stratus/internal/testenv"
 )
 
-// Vector is one pair of ../shared/cases/contract.
+// Vector is one pair of testdata/cases/contract.
 type Vector struct {
 	// Name is the file name without .sh or .expect.json.
 	Name string `json:"-"`
@@ -69,10 +69,10 @@ type Attempt struct {
 	CostUSD          *float64 `json:"cost_usd"`
 }
 
-// Dir returns the absolute path of ../shared/cases/contract.
+// Dir returns the absolute path of testdata/cases/contract.
 func Dir(tb testing.TB) string {
 	tb.Helper()
-	return sharedtest.Path(tb, "cases", "contract")
+	return testenv.Cases(tb, "contract")
 }
 
 // Vectors loads every pair of [Dir], sorted by name. It fails tb when there

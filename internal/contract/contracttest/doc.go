@@ -1,5 +1,5 @@
 // Package contracttest is test support only: it owns the shared child
-// contract vectors of ../shared/cases/contract (pairs NAME.sh +
+// contract vectors of testdata/cases/contract (pairs NAME.sh +
 // NAME.expect.json, seed 003 §§ 1–6) for every test that runs them.
 //
 // It owns three things:
