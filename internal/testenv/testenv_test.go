@@ -183,3 +183,35 @@ func TestMustHaveCommand_ReturnsThePath(t *testing.T) {
 		t.Errorf("sh: path %q, skipped %v, fatal %q", p, tb.skipped, tb.fatal)
 	}
 }
+
+// issue 10 § 2: a test that needs worc's peer files runs when they are
+// beside the checkout and otherwise skips with one notice, the same for
+// every such test so that `make test` lists them as one group.
+func TestPeers_SkipsWithOneNoticeWhenAbsent(t *testing.T) {
+	logFile := filepath.Join(t.TempDir(), "skips")
+	t.Setenv(SkipLogEnv, logFile)
+	t.Setenv(RequireAllEnv, "")
+	shared := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(shared, "peers", "worc", "flows"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tb := &stopTB{TB: t, name: "TestPresent"}
+	var got string
+	var ok bool
+	run(tb, func(tb testing.TB) { got, ok = peersIn(tb, shared, "worc", "flows") })
+	if want := filepath.Join(shared, "peers", "worc", "flows"); !ok || got != want || tb.skipped || tb.fatal != "" {
+		t.Errorf("present: %q %v (skipped %v, fatal %q), want %q", got, ok, tb.skipped, tb.fatal, want)
+	}
+	for _, elem := range [][]string{{"worc", "tasks", "task-rich.md"}, {"worc", "flows", "merge.yaml"}} {
+		tb := &stopTB{TB: t, name: "TestAbsent"}
+		run(tb, func(tb testing.TB) { got, ok = peersIn(tb, shared, elem...) })
+		if ok || got != "" || tb.skipped || tb.fatal != "" {
+			t.Errorf("absent %v: %q %v (skipped %v, fatal %q); want \"\", false, and the caller decides", elem, got, ok, tb.skipped, tb.fatal)
+		}
+	}
+	b, err := os.ReadFile(logFile)
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if err != nil || len(lines) != 2 || lines[0] != lines[1] || !strings.HasPrefix(lines[0], "../shared/peers\t") || !strings.Contains(lines[0], filepath.Join(shared, "peers")+" not found") {
+		t.Errorf("skip log %q (%v): want two identical lines naming %s", b, err, filepath.Join(shared, "peers"))
+	}
+}

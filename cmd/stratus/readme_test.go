@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stratusflow/stratus/internal/testenv"
+)
+
+// readmeBlock returns the command lines (comments and blank lines dropped)
+// of the first ```sh block after the heading of README.md.
+func readmeBlock(t *testing.T, heading string) [][]string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(testenv.ModuleRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var cmds [][]string
+	seen, in := false, false
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		line := sc.Text()
+		switch {
+		case line == heading:
+			seen = true
+		case seen && !in && line == "```sh":
+			in = true
+		case in && line == "```":
+			return cmds
+		case in:
+			line, _, _ = strings.Cut(line, "#")
+			if fields := strings.Fields(line); len(fields) > 0 {
+				cmds = append(cmds, fields)
+			}
+		}
+	}
+	t.Fatalf("README.md has no ```sh block after %q", heading)
+	return nil
+}
+
+// issue 10 § 5: the README's walkthrough, run as written from the root of
+// a checkout, works, and its run does not count the walkthrough's own
+// files as changes to the repository: its --dir is ignored by the
+// repository's .gitignore, so the summary says the work dir is not a git
+// work tree instead of listing task.md.
+func TestReadme_WalkthroughRunsInADirTheRepositoryIgnores(t *testing.T) {
+	t.Parallel()
+	testenv.MustHaveCommand(t, "git", "the walkthrough runs inside a git checkout")
+	root := testenv.ModuleRoot(t)
+	// A checkout stand-in: a git repository holding what the walkthrough
+	// reads from this one (.gitignore and examples/), committed.
+	repo := t.TempDir()
+	for _, f := range []string{".gitignore", "examples/task.md", "examples/scenario.yaml"} {
+		writeTestFile(t, filepath.Join(repo, f), readFile(t, filepath.Join(root, f)))
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"commit", "-q", "-m", "checkout"}} {
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
+		cmd.Dir = repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	var dir string
+	var last result
+	for _, c := range readmeBlock(t, "## Using it") {
+		switch c[0] {
+		case "go": // builds bin/stratus; the test has its own build
+		case "bin/stratus":
+			for i, a := range c {
+				if a == "--dir" && i+1 < len(c) {
+					dir = c[i+1]
+				}
+			}
+			cmd := exec.Command(stratusBin, c[1:]...)
+			cmd.Dir = repo
+			out, err := cmd.CombinedOutput()
+			last = result{code: cmd.ProcessState.ExitCode(), stderr: string(out)}
+			if err != nil && last.code != ExitManual {
+				t.Fatalf("README command %q: %v\n%s", strings.Join(c, " "), err, out)
+			}
+		case "cp":
+			if len(c) != 3 {
+				t.Fatalf("README command %q: want cp SRC DST", strings.Join(c, " "))
+			}
+			writeTestFile(t, filepath.Join(repo, c[2]), readFile(t, filepath.Join(repo, c[1])))
+		default:
+			t.Fatalf("README command %q: this test does not know how to run %q; teach it or change the README", strings.Join(c, " "), c[0])
+		}
+	}
+	if dir == "" {
+		t.Fatal("the walkthrough names no --dir")
+	}
+	if !strings.Contains(last.stderr, "summary:") {
+		t.Fatalf("the walkthrough's run printed no summary:\n%s", last.stderr)
+	}
+	summaries, _ := filepath.Glob(filepath.Join(repo, dir, ".stratus", "logs", "*", "summary.md"))
+	if len(summaries) != 1 {
+		t.Fatalf("summaries %q, want one", summaries)
+	}
+	summary := readFile(t, summaries[0])
+	changes, _, _ := strings.Cut(summary[strings.Index(summary, "## Changes"):], "\n## Steps")
+	if strings.Contains(changes, "task.md") || !strings.Contains(changes, "ignores it") {
+		t.Errorf("the walkthrough's run lists its own files as changes (is %s/ in .gitignore?):\n%s", dir, changes)
+	}
+}
