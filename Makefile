@@ -56,7 +56,7 @@ test:
 	@mkdir -p $(dir $(SKIP_LOG)) && : > $(SKIP_LOG); failed=; start=$$(date +%s); \
 	for s in $(TEST_STAGES); do \
 	  t0=$$(date +%s); \
-	  STRATUS_SKIP_LOG=$(SKIP_LOG) $(MAKE) --no-print-directory $$s || failed="$$failed $$s"; \
+	  STRATUS_SKIP_LOG=$(SKIP_LOG) $(MAKE) --no-print-directory $(addprefix -f ,$(MAKEFILE_LIST)) $$s || failed="$$failed $$s"; \
 	  echo "   ($$s: $$(( $$(date +%s) - t0 )) s)"; \
 	done; \
 	if [ -s $(SKIP_LOG) ]; then \
@@ -91,8 +91,10 @@ vet:
 	@echo "== vet: gofmt, go vet, staticcheck"
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './node_modules/*')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@echo "   go vet ./... (type-checks every package: a cold cache takes a few minutes)"
 	@$(GO) vet ./...
 	@$(MAKE) --no-print-directory $(STATICCHECK)
+	@echo "   staticcheck ./..."
 	@$(STATICCHECK) ./...
 
 lint-asl:
@@ -102,7 +104,7 @@ lint-asl:
 	fi; \
 	if [ ! -x node_modules/.bin/asl-validator ] || [ package.json -nt node_modules/.bin/asl-validator ]; then \
 	  echo "   npm install (asl-validator, as package-lock.json pins it)"; \
-	  if ! npm install --no-audit --no-fund --loglevel=error; then \
+	  if ! npm install --no-audit --no-fund --loglevel=error --fetch-retries=1 --fetch-timeout=60000; then \
 	    $(call skip,asl-validator,npm install failed: the npm registry must be reachable once); exit 0; \
 	  fi; \
 	  touch node_modules/.bin/asl-validator; \
@@ -125,7 +127,7 @@ SHELL_SCRIPTS = localstack/*.sh localstack/init/ready.d/*.sh
 lint-shell:
 	@echo "== lint-shell: shellcheck on the LocalStack scripts"
 	@if ! command -v shellcheck >/dev/null 2>&1; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  if [ "$$(id -u 2>/dev/null)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "   installing shellcheck with apt-get"; \
 	    apt-get install -y -qq shellcheck >/dev/null 2>&1 || \
 	      { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq shellcheck >/dev/null 2>&1; } || true; \

@@ -3,7 +3,8 @@
 // DynamoDB, S3, SQS, Step Functions (really executing), ECS, IAM and Secrets
 // Manager, started through moto_server.py, which works around moto 5.2.1's
 // StartExecution bug. No test needs AWS credentials or the internet: the SDK
-// gets static test credentials and the server's endpoint.
+// gets static test credentials and the server's endpoint. Without moto a
+// test that needs it is skipped, naming it (internal/testenv).
 package awstest
 
 import (
