@@ -53,16 +53,16 @@ TEST_STAGES := deps vet lint-asl lint-cfn lint-shell test-go fuzz
 SKIP_LOG    := $(CURDIR)/.scratch/test-skips.tsv
 
 test:
-	@mkdir -p $(dir $(SKIP_LOG)) && : > $(SKIP_LOG); failed=; start=$$(date +%s); \
+	@mkdir -p "$$(dirname '$(SKIP_LOG)')" && : > '$(SKIP_LOG)'; failed=; start=$$(date +%s); \
 	for s in $(TEST_STAGES); do \
 	  t0=$$(date +%s); \
-	  STRATUS_SKIP_LOG=$(SKIP_LOG) $(MAKE) --no-print-directory $(addprefix -f ,$(MAKEFILE_LIST)) $$s || failed="$$failed $$s"; \
+	  STRATUS_SKIP_LOG='$(SKIP_LOG)' $(MAKE) --no-print-directory $(addprefix -f ,$(MAKEFILE_LIST)) $$s || failed="$$failed $$s"; \
 	  echo "   ($$s: $$(( $$(date +%s) - t0 )) s)"; \
 	done; \
-	if [ -s $(SKIP_LOG) ]; then \
+	if [ -s '$(SKIP_LOG)' ]; then \
 	  echo "== skipped (not failures; install what is named to run them):"; \
-	  awk -F'\t' '{ k = $$1 ": " $$2; if (!(k in n)) o[++m] = k; n[k]++; if (n[k] <= 3) ex[k] = ex[k] (n[k] > 1 ? ", " : "") $$3 } \
-	    END { for (i = 1; i <= m; i++) { k = o[i]; printf "   %s\n      %d skipped: %s%s\n", k, n[k], ex[k], (n[k] > 3 ? ", ..." : "") } }' $(SKIP_LOG); \
+	  awk -F'\t' '{ if (!($$1 in n)) { o[++m] = $$1; why[$$1] = $$2 } n[$$1]++; if (n[$$1] <= 3) ex[$$1] = ex[$$1] (n[$$1] > 1 ? ", " : "") $$3 } \
+	    END { for (i = 1; i <= m; i++) { k = o[i]; printf "   %s: %s\n      %d skipped: %s%s\n", k, why[k], n[k], ex[k], (n[k] > 3 ? ", ..." : "") } }' '$(SKIP_LOG)'; \
 	fi; \
 	took=$$(( $$(date +%s) - start )); \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed ($$took s)"; exit 1; fi; \
@@ -70,10 +70,11 @@ test:
 
 # $(call skip,TOOL,WHY): this stage cannot run here. Says so in one line,
 # records it for the end of `make test`, and fails only when
-# STRATUS_REQUIRE_ALL=1. WHY must not contain a single quote.
+# STRATUS_REQUIRE_ALL=1. WHY is expanded by the shell (it may name a shell
+# variable) and, being a make argument, holds no comma.
 skip = if [ "$$STRATUS_REQUIRE_ALL" = 1 ]; then echo "   FAILED: needs $(1): $(2) (STRATUS_REQUIRE_ALL=1: nothing may be skipped)" >&2; exit 1; fi; \
 	echo "   SKIPPED: needs $(1): $(2)"; \
-	[ -z "$$STRATUS_SKIP_LOG" ] || printf '%s\t%s\t%s\n' '$(1)' '$(2)' 'make $@' >> "$$STRATUS_SKIP_LOG"
+	[ -z "$$STRATUS_SKIP_LOG" ] || printf '%s\t%s\t%s\n' "$(1)" "$(2)" "make $@" >> "$$STRATUS_SKIP_LOG"
 
 deps:
 	@echo "== deps: go mod download (a cold module cache takes a few minutes; a warm one, none)"
@@ -84,18 +85,22 @@ STATICCHECK := bin/tools/staticcheck-$(STATICCHECK_VERSION)
 
 $(STATICCHECK):
 	@echo "   building staticcheck $(STATICCHECK_VERSION) from source into bin/tools (once: about a minute)"
-	@mkdir -p bin/tools && GOBIN=$(CURDIR)/bin/tools $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	@mkdir -p bin/tools && GOBIN="$(CURDIR)/bin/tools" $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	@mv bin/tools/staticcheck $@
 
+## vet: gofmt, go vet and staticcheck; all three run, and the stage fails
+## when any of them found a problem.
 vet:
 	@echo "== vet: gofmt, go vet, staticcheck"
-	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './node_modules/*')); \
-	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	@echo "   go vet ./... (type-checks every package: a cold cache takes a few minutes)"
-	@$(GO) vet ./...
-	@$(MAKE) --no-print-directory $(STATICCHECK)
-	@echo "   staticcheck ./..."
-	@$(STATICCHECK) ./...
+	@rc=0; \
+	out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './node_modules/*')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; rc=1; fi; \
+	echo "   go vet ./... (type-checks every package: a cold cache takes a few minutes)"; \
+	$(GO) vet ./... || rc=1; \
+	[ -x $(STATICCHECK) ] || $(MAKE) --no-print-directory $(STATICCHECK) || exit 1; \
+	echo "   staticcheck ./..."; \
+	$(STATICCHECK) ./... || rc=1; \
+	exit $$rc
 
 lint-asl:
 	@echo "== lint-asl: asl-validator on statemachine/ (the npm package, installed into node_modules/)"
@@ -104,7 +109,7 @@ lint-asl:
 	fi; \
 	if [ ! -x node_modules/.bin/asl-validator ] || [ package.json -nt node_modules/.bin/asl-validator ]; then \
 	  echo "   npm install (asl-validator, as package-lock.json pins it)"; \
-	  if ! npm install --no-audit --no-fund --loglevel=error --fetch-retries=1 --fetch-timeout=60000; then \
+	  if ! npm install --no-audit --no-fund --no-update-notifier --loglevel=error --fetch-retries=1 --fetch-timeout=60000; then \
 	    $(call skip,asl-validator,npm install failed: the npm registry must be reachable once); exit 0; \
 	  fi; \
 	  touch node_modules/.bin/asl-validator; \
@@ -123,18 +128,18 @@ lint-cfn:
 
 ## lint-shell: shellcheck the LocalStack scripts (they cannot run here: no
 ## Docker). As root with apt-get, a missing shellcheck is installed.
-SHELL_SCRIPTS = localstack/*.sh localstack/init/ready.d/*.sh
+SHELL_SCRIPTS = localstack/*.sh localstack/init/ready.d/*.sh internal/engine/testdata/*.sh
 lint-shell:
-	@echo "== lint-shell: shellcheck on the LocalStack scripts"
-	@if ! command -v shellcheck >/dev/null 2>&1; then \
-	  if [ "$$(id -u 2>/dev/null)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "   installing shellcheck with apt-get"; \
-	    apt-get install -y -qq shellcheck >/dev/null 2>&1 || \
-	      { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq shellcheck >/dev/null 2>&1; } || true; \
-	  fi; \
+	@echo "== lint-shell: shellcheck on the LocalStack scripts and the test scripts"
+	@how="apt-get install shellcheck (make test installs it itself only as root)"; \
+	if ! command -v shellcheck >/dev/null 2>&1 && [ "$$(id -u 2>/dev/null)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "   installing shellcheck with apt-get"; \
+	  apt-get install -y -qq shellcheck >/dev/null 2>&1 || \
+	    { apt-get update -qq >/dev/null && apt-get install -y -qq shellcheck >/dev/null; } || \
+	    how="apt-get install shellcheck failed (its errors are above)"; \
 	fi; \
 	if ! command -v shellcheck >/dev/null 2>&1; then \
-	  $(call skip,shellcheck,not found: apt-get install shellcheck (make test installs it itself only as root)); exit 0; \
+	  $(call skip,shellcheck,not found: $$how); exit 0; \
 	fi; \
 	shellcheck $(SHELL_SCRIPTS)
 

@@ -15,8 +15,13 @@ import (
 // and returns its exit status and combined output.
 func makeRun(t *testing.T, extra string, env []string, args ...string) (int, string) {
 	t.Helper()
+	return makeRunIn(t, testenv.ModuleRoot(t), extra, env, args...)
+}
+
+// makeRunIn is makeRun in root, a directory holding a copy of the Makefile.
+func makeRunIn(t *testing.T, root, extra string, env []string, args ...string) (int, string) {
+	t.Helper()
 	mk := testenv.MustHaveCommand(t, "make", "make test is a Makefile target")
-	root := testenv.ModuleRoot(t)
 	argv := []string{"--no-print-directory", "-C", root, "-f", "Makefile"}
 	if extra != "" {
 		p := filepath.Join(t.TempDir(), "extra.mk")
@@ -25,8 +30,11 @@ func makeRun(t *testing.T, extra string, env []string, args ...string) (int, str
 		}
 		argv = append(argv, "-f", p)
 	}
-	// The nested make must not write the outer `make test`'s skip log.
-	argv = append(argv, "SKIP_LOG="+filepath.Join(t.TempDir(), "skips.tsv"))
+	// A nested make in the module root must not write the outer `make
+	// test`'s skip log; elsewhere it keeps its own default.
+	if root == testenv.ModuleRoot(t) {
+		argv = append(argv, "SKIP_LOG="+filepath.Join(t.TempDir(), "skips.tsv"))
+	}
 	cmd := exec.Command(mk, append(argv, args...)...)
 	cmd.Env = env
 	out, err := cmd.CombinedOutput()
@@ -44,8 +52,11 @@ stage-fails:
 stage-skips:
 	@echo "== stage-skips: a lint whose tool is missing"; \
 	$(call skip,frobnicator,not found: apt-get install frobnicator); exit 0
+stage-skips-too:
+	@echo "== stage-skips-too: a test whose tool is missing"; \
+	$(call skip,frobnicator,not on PATH); exit 0
 stage-passes:
-	@echo "== stage-passes: the Go tests"; echo ran > $(MARK)
+	@echo "== stage-passes: the Go tests"; echo ran > "$(MARK)"
 `
 
 func contains(t *testing.T, out string, want ...string) {
@@ -115,5 +126,46 @@ func TestMakeTest_LintsSkipNamingTheirMissingTool(t *testing.T) {
 		if strings.Contains(out, "Error 127") {
 			t.Errorf("make %s: a bare command-not-found:\n%s", stage, out)
 		}
+	}
+}
+
+// The skips are listed at the end grouped by what is missing, with the
+// first reason given and how many were skipped for it.
+func TestMakeTest_ListsSkipsGroupedByWhatIsMissing(t *testing.T) {
+	t.Parallel()
+	env := []string{"PATH=" + os.Getenv("PATH")}
+	code, out := makeRun(t, stages, env, "test", "TEST_STAGES=stage-skips stage-skips-too stage-passes", "MARK="+filepath.Join(t.TempDir(), "mark"))
+	if code != 0 {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+	contains(t, out, "   frobnicator: not found: apt-get install frobnicator\n      2 skipped: make stage-skips, make stage-skips-too\n")
+}
+
+// A checkout under a path with a space runs its stages like any other.
+func TestMakeTest_RunsInADirectoryWithASpace(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join(t.TempDir(), "with space")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mf, err := os.ReadFile(filepath.Join(testenv.ModuleRoot(t), "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "Makefile"), mf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mark := filepath.Join(root, "mark")
+	cmd := []string{"test", "TEST_STAGES=stage-skips stage-passes", "MARK=" + mark}
+	code, out := makeRunIn(t, root, stages, []string{"PATH=" + os.Getenv("PATH")}, cmd...)
+	if _, err := os.Stat(mark); code != 0 || err != nil {
+		t.Errorf("exit %d, mark %v:\n%s", code, err, out)
+	}
+	contains(t, out, "== stage-passes", "make test: passed (", "   frobnicator: not found")
+	if b, err := os.ReadFile(filepath.Join(root, ".scratch", "test-skips.tsv")); err != nil || !strings.HasPrefix(string(b), "frobnicator\t") {
+		t.Errorf("skip log in the checkout: %q, %v", b, err)
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(root)); len(entries) != 1 {
+		t.Errorf("make left %d entries beside %q, want none", len(entries)-1, root)
 	}
 }

@@ -57,6 +57,7 @@ func TestContractRun_Vectors(t *testing.T) {
 	for _, v := range contracttest.Vectors(t) {
 		t.Run(v.Name, func(t *testing.T) {
 			t.Parallel()
+			v.MustHaveCommands(t)
 			start := time.Now()
 			r := runCLI(t, contractArgs(v)...)
 			wall := time.Since(start)

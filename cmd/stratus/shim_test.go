@@ -17,11 +17,15 @@ func TestShims_PassTheConformanceKit(t *testing.T) {
 	root := testenv.ModuleRoot(t)
 	for _, shim := range []string{"claude", "codex"} {
 		dir := t.TempDir()
-		rec := filepath.Join(root, "internal/engine/testdata/shim", shim+"_success.jsonl")
+		// The fake CLI of the engine package's tests (linked, not written:
+		// see its header), replaying a recorded success.
 		fake := filepath.Join(dir, shim)
-		// The fake CLI reads its prompt, then replays the recording.
-		writeTestFile(t, fake, "#!/bin/sh\ncat >/dev/null\ncat '"+rec+"'\n")
-		os.Chmod(fake, 0o755)
+		writeTestFile(t, fake+".recording", filepath.Join(root, "internal/engine/testdata/shim", shim+"_success.jsonl"))
+		writeTestFile(t, fake+".stderr", "")
+		writeTestFile(t, fake+".end", "exit 0\n")
+		if err := os.Symlink(filepath.Join(root, "internal/engine/testdata/fakecli.sh"), fake); err != nil {
+			t.Fatal(err)
+		}
 		r := runCLI(t, "engine", "conform", "--", stratusBin, "engine", shim, "--binary", fake)
 		if r.code != 0 || strings.Contains(r.stdout, "FAIL") {
 			t.Errorf("%s: exit %d\n%s%s", shim, r.code, r.stdout, r.stderr)

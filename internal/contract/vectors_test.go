@@ -17,6 +17,7 @@ func runVector(t *testing.T, name string) {
 
 func runLoadedVector(t *testing.T, v contracttest.Vector) {
 	t.Helper()
+	v.MustHaveCommands(t)
 	spec := LaunchSpec{
 		Command:       "sh",
 		Args:          []string{v.Script},

@@ -28,28 +28,25 @@ type fakeCLI struct {
 	end       string // the script's last command: "exit 0", "exit 1", "exec sleep 30"
 }
 
-// writeFake writes the fake CLI as dir/name and returns its path and dir.
+// writeFake makes dir/name the fake CLI (testdata/fakecli.sh, linked) set
+// to replay f, and returns its path.
 func writeFake(t *testing.T, dir, name string, f fakeCLI) string {
 	t.Helper()
 	rec, err := filepath.Abs(filepath.Join("testdata", "shim", f.recording))
 	if err != nil {
 		t.Fatal(err)
 	}
-	script := fmt.Sprintf(`#!/bin/sh
-d='%s'
-printf '%%s\n' "$@" > "$d/argv"
-prev=
-for a in "$@"; do
-	if [ "$prev" = "--output-schema" ]; then cp "$a" "$d/schema.json"; fi
-	prev=$a
-done
-cat > "$d/stdin"
-cat '%s'
-printf '%%s' '%s' >&2
-%s
-`, dir, rec, f.stderr, f.end)
+	script, err := filepath.Abs(filepath.Join("testdata", "fakecli.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, body := range map[string]string{name + ".recording": rec, name + ".stderr": f.stderr, name + ".end": f.end + "\n"} {
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	bin := filepath.Join(dir, name)
-	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+	if err := os.Symlink(script, bin); err != nil {
 		t.Fatal(err)
 	}
 	return bin

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stratusflow/stratus/internal/testenv"
+
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/prompt"
@@ -349,6 +351,7 @@ func TestDiffVars_SnapshotOnlyForAStepThatReadsIt(t *testing.T) {
 // paths).
 func TestDiffVars_IgnoredWorkDirIsNotAGitWorkTree(t *testing.T) {
 	t.Parallel()
+	testenv.MustHaveCommand(t, "git", "the work dir sits in a git repository that ignores it")
 	r := newRig(t, rigOptions{flow: chainFlow, roles: map[string]string{"r/impl.md": diffRole}})
 	outer := filepath.Dir(r.dir) // the test's temp root, holding the rig's dirs
 	write(t, filepath.Join(outer, ".gitignore"), "/"+filepath.Base(r.dir)+"/\n")

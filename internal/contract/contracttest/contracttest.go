@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -21,8 +22,11 @@ type Vector struct {
 	Name string `json:"-"`
 	// Script is the absolute path of NAME.sh, run as `sh Script`.
 	Script string `json:"-"`
-	Launch Launch `json:"launch"`
-	Want   Want   `json:"want"`
+	// Needs lists the commands from outside the shell that Script runs
+	// (python3, timeout, …); see [Vector.MustHaveCommands].
+	Needs  []string `json:"-"`
+	Launch Launch   `json:"launch"`
+	Want   Want     `json:"want"`
 }
 
 // Launch is how the vector's engine is launched.
@@ -106,9 +110,11 @@ func Load(tb testing.TB, name string) Vector {
 	tb.Helper()
 	dir := Dir(tb)
 	v := Vector{Name: name, Script: filepath.Join(dir, name+".sh")}
-	if _, err := os.Stat(v.Script); err != nil {
+	script, err := os.ReadFile(v.Script)
+	if err != nil {
 		tb.Fatalf("vector %s: %v", name, err)
 	}
+	v.Needs = needs(script)
 	raw, err := os.ReadFile(filepath.Join(dir, name+".expect.json"))
 	if err != nil {
 		tb.Fatal(err)
@@ -196,4 +202,29 @@ func JSONEqual(a, b []byte) (bool, error) {
 		return false, fmt.Errorf("invalid JSON %q: %w", b, err)
 	}
 	return reflect.DeepEqual(x, y), nil
+}
+
+// outsideCommands are the commands a vector script may run that are not
+// part of sh itself; a script's [Vector.Needs] are those it names.
+var outsideCommands = []string{"python3", "timeout", "sleep", "cat", "jq", "node", "perl"}
+
+// needs returns the outsideCommands named as a word in script.
+func needs(script []byte) []string {
+	var out []string
+	for _, c := range outsideCommands {
+		if regexp.MustCompile(`(^|[^A-Za-z0-9_./-])` + regexp.QuoteMeta(c) + `($|[^A-Za-z0-9_.-])`).Match(script) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// MustHaveCommands skips tb, naming the command, when one of v.Needs is
+// not on PATH (a failure under STRATUS_REQUIRE_ALL=1: internal/testenv).
+// Every test that runs a vector's script calls it first.
+func (v Vector) MustHaveCommands(tb testing.TB) {
+	tb.Helper()
+	for _, c := range v.Needs {
+		testenv.MustHaveCommand(tb, c, "the contract vector "+v.Name+" runs it")
+	}
 }

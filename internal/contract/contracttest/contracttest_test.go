@@ -2,6 +2,7 @@ package contracttest
 
 import (
 	"encoding/json"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -59,5 +60,27 @@ func TestCheck(t *testing.T) {
 				t.Errorf("mismatches %q, want one containing %q", bad, tc.want)
 			}
 		})
+	}
+}
+
+// A vector whose script runs a command from outside the shell says so, so
+// a machine without it skips the vector naming the command instead of
+// failing with "python3: not found" (issue 10 § 3).
+func TestNeeds_NamesTheCommandsAScriptRuns(t *testing.T) {
+	t.Parallel()
+	for script, want := range map[string][]string{
+		"read line\nprintf '{}'\n":                      nil,
+		"printf '%s' \"$line\" | python3 -c 'import x'": {"python3"},
+		"timeout 1 sh -c 'read extra'; sleep 2":         {"timeout", "sleep"},
+		"# concatenate, python3.11, my-timeout, /x/cat": nil,
+	} {
+		if got := needs([]byte(script)); !slices.Equal(got, want) {
+			t.Errorf("needs(%q) = %q, want %q", script, got, want)
+		}
+	}
+	for name, want := range map[string]string{"envelope_checked": "python3", "stdin_kept_open": "timeout"} {
+		if v := Load(t, name); !slices.Contains(v.Needs, want) {
+			t.Errorf("vector %s needs %q, want %s among them", name, v.Needs, want)
+		}
 	}
 }
