@@ -57,6 +57,9 @@ type messageBody struct {
 	TaskToken string `json:"task_token.$"`
 	// SubtaskOrder is "$.subtask.order" in a flow with decomposition.
 	SubtaskOrder string `json:"subtask_order.$,omitempty"`
+	// State is "$": the state's input, which dispatch records on the step
+	// so that a resumed run can enter this state again (ResumeAt).
+	State string `json:"state.$"`
 }
 
 // stopState is a worker's "<node>.stop" Task: ResultPath is always nil
@@ -102,6 +105,19 @@ type choiceState struct {
 	Type    string `json:"Type"`
 	Choices []any  `json:"Choices"`
 	Default string `json:"Default"`
+}
+
+// entryState is the resume entry: a Choice with no Default, so that an
+// unknown $.resume_at fails the execution (States.NoChoiceMatched).
+type entryState struct {
+	Type    string `json:"Type"`
+	Choices []any  `json:"Choices"`
+}
+
+// notRule negates one condition; it carries Next.
+type notRule struct {
+	Not  any    `json:"Not"`
+	Next string `json:"Next"`
 }
 
 type stringRule struct {

@@ -63,6 +63,17 @@ const (
 	ErrInfrastructure = "stratus.InfrastructureFailed"
 
 	maxStateName = flow.MaxStateName // Step Functions limit on a state name
+
+	// ResumeState is the StartAt of every machine ("run.resume" when a
+	// node takes the name): a Choice that sends an execution whose input
+	// has ResumeAtField to the dispatch state it names, and any other to
+	// "init". This is how a stopped run resumes on both runtimes (issue
+	// 11 § 3): moto 5.2.1 has no RedriveExecution and LocalStack answers
+	// it 501, while a new execution entering at a state works everywhere.
+	ResumeState = flow.ResumeState
+	// ResumeAtField is the member of the execution input naming the state
+	// to enter: {"resume_at": "<state>", ...the state's input}.
+	ResumeAtField = "resume_at"
 )
 
 // Outcomes and names the compiled machine shares with the worker that
@@ -285,7 +296,7 @@ type compiler struct {
 	f   *flow.Flow
 	opt Options
 
-	init, done, failed, manual string // fixed state names, renamed on collision
+	resume, init, done, failed, manual string // fixed state names, renamed on collision
 
 	counters []string            // sorted
 	loops    map[[2]string]*loop // (counter, target) → loop
@@ -326,7 +337,7 @@ func (c *compiler) plan() error {
 		}
 		return base
 	}
-	c.init, c.done, c.failed, c.manual = name("init"), name("done"), name("failed"), name("manual_action_required")
+	c.resume, c.init, c.done, c.failed, c.manual = name(ResumeState), name("init"), name("done"), name("failed"), name("manual_action_required")
 
 	sources := map[string]string{}   // counter → what it stands for
 	targets := map[string][]string{} // counter → distinct targets, in edge order
@@ -456,8 +467,9 @@ func (c *compiler) machine() machine {
 	f := c.f
 	m := machine{
 		Comment: fmt.Sprintf("Stratus flow %s (task_type %s)", f.Name, f.TaskType),
-		StartAt: c.init,
+		StartAt: c.resume,
 	}
+	m.States = append(m.States, member{c.resume, nil}) // filled in last: it lists every dispatch state
 	result := make(object, 0, len(c.counters))
 	for _, k := range c.counters {
 		result = append(result, member{k, 0})
@@ -607,6 +619,15 @@ func (c *compiler) machine() machine {
 			}
 		}
 	}
+	// The resume entry: a fresh execution goes on to init; one started with
+	// $.resume_at enters that dispatch state with the input it carries.
+	entry := entryState{Type: "Choice", Choices: []any{notRule{Not: presentCond{Variable: "$." + ResumeAtField, IsPresent: true}, Next: c.init}}}
+	for _, s := range m.States {
+		if t, ok := s.Value.(taskState); ok && t.Resource == DispatchResource {
+			entry.Choices = append(entry.Choices, stringRule{Variable: "$." + ResumeAtField, StringEquals: s.Key, Next: s.Key})
+		}
+	}
+	m.States[0].Value = entry
 	// Only the terminals some state routes to: Step Functions (and the
 	// embedded executor) reject a definition with an unreachable state.
 	body, _ := json.Marshal(m.States)
@@ -722,6 +743,7 @@ func (c *compiler) taskState(node, kind string, deadline int, heartbeat bool, ca
 				Node:      node,
 				Kind:      kind,
 				TaskToken: "$$.Task.Token",
+				State:     "$",
 			},
 		},
 		ResultPath:     resultPath,

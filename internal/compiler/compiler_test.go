@@ -324,7 +324,8 @@ func taskJSON(id, kind, next string) string {
           "run_id.$": "$.run_id",
           "node": "` + id + `",
           "kind": "` + kind + `",
-          "task_token.$": "$$.Task.Token"
+          "task_token.$": "$$.Task.Token",
+          "state.$": "$"
         }
       },
       "ResultPath": "$.last",
@@ -348,8 +349,45 @@ func TestCompile_GoldenSmallFlow(t *testing.T) { // DESIGN.md § The path of one
 	t.Parallel()
 	want := `{
   "Comment": "Stratus flow small (task_type small)",
-  "StartAt": "init",
+  "StartAt": "resume",
   "States": {
+    "resume": {
+      "Type": "Choice",
+      "Choices": [
+        {
+          "Not": {
+            "Variable": "$.resume_at",
+            "IsPresent": true
+          },
+          "Next": "init"
+        },
+        {
+          "Variable": "$.resume_at",
+          "StringEquals": "planning",
+          "Next": "planning"
+        },
+        {
+          "Variable": "$.resume_at",
+          "StringEquals": "implementation",
+          "Next": "implementation"
+        },
+        {
+          "Variable": "$.resume_at",
+          "StringEquals": "review",
+          "Next": "review"
+        },
+        {
+          "Variable": "$.resume_at",
+          "StringEquals": "fixing",
+          "Next": "fixing"
+        },
+        {
+          "Variable": "$.resume_at",
+          "StringEquals": "publish",
+          "Next": "publish"
+        }
+      ]
+    },
     "init": {
       "Type": "Pass",
       "Result": {
@@ -456,7 +494,7 @@ func TestCompile_StateNamesReadLikeTheFlow(t *testing.T) { // DESIGN.md § The c
 	t.Parallel()
 	d := decode(t, compile(t, peerFlows(t)["implementation"], Options{}))
 	want := []string{
-		"init", "init.subtask",
+		"resume", "init", "init.subtask",
 		"refinement", "refinement.stop", "refinement.human_input", "refinement.hitl", "refinement.hitl.route", "refinement_hitl.budget", "refinement_hitl.count",
 		"planning", "planning.stop", "planning.human_input", "planning.hitl", "planning.hitl.route", "planning_hitl.budget", "planning_hitl.count",
 		"planning.decompose", "decompose.start",
@@ -515,7 +553,7 @@ func TestCompile_InlineExampleFlows(t *testing.T) { // docs/flow-authoring.md §
 	f := parse(t, mdCheck)
 	d := decode(t, compile(t, f, Options{}))
 	checkWellFormed(t, f, d)
-	want := []string{"init", "draft", "draft.stop", "md-check", "md-check.stop", "md-check.route", "md_check_fail.budget", "md_check_fail.count", "fix", "fix.stop", "publish", "done", "failed", "manual_action_required"}
+	want := []string{"resume", "init", "draft", "draft.stop", "md-check", "md-check.stop", "md-check.route", "md_check_fail.budget", "md_check_fail.count", "fix", "fix.stop", "publish", "done", "failed", "manual_action_required"}
 	if !slices.Equal(d.Names, want) {
 		t.Errorf("state names %q\nwant %q", d.Names, want)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,11 +18,12 @@ import (
 // sent is one dispatch message a compiled Task state sent, as the worker
 // receives it.
 type sent struct {
-	State        string
-	Node         string `json:"node"`
-	Kind         string `json:"kind"`
-	SubtaskOrder *int   `json:"subtask_order"`
-	Visit        int    // how many times this Task state was entered so far
+	State        string          `json:"-"`     // the Task state that sent it
+	Input        json.RawMessage `json:"state"` // the state's input, as the message carries it
+	Node         string          `json:"node"`
+	Kind         string          `json:"kind"`
+	SubtaskOrder *int            `json:"subtask_order"`
+	Visit        int             // how many times this Task state was entered so far
 	// Error is what a "<node>.stop" message carries: the caught error.
 	Error *struct{ Error, Cause string } `json:"error"`
 }
@@ -48,6 +50,12 @@ func runFlow(t *testing.T, f *flow.Flow, opt Options, answer func(m sent) reply)
 
 // runFlowStops is runFlow that also returns the stop messages in order.
 func runFlowStops(t *testing.T, f *flow.Flow, opt Options, answer func(m sent) reply) (executor.Execution, []sent, []sent) {
+	t.Helper()
+	return runFlowInput(t, f, opt, `{"run_id":"r-1"}`, answer)
+}
+
+// runFlowInput is runFlowStops with the execution's input given.
+func runFlowInput(t *testing.T, f *flow.Flow, opt Options, input string, answer func(m sent) reply) (executor.Execution, []sent, []sent) {
 	t.Helper()
 	def := compile(t, f, opt)
 	var (
@@ -102,7 +110,7 @@ func runFlowStops(t *testing.T, f *flow.Flow, opt Options, answer func(m sent) r
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ex, err := x.StartExecution(ctx, executor.StartInput{StateMachine: f.TaskType, Definition: def, Name: "r-1", Input: json.RawMessage(`{"run_id":"r-1"}`)})
+	ex, err := x.StartExecution(ctx, executor.StartInput{StateMachine: f.TaskType, Definition: def, Name: "r-1", Input: json.RawMessage(input)})
 	if err != nil {
 		t.Fatalf("start: %v\n%s", err, def)
 	}
@@ -575,5 +583,67 @@ func TestCompile_CatchStopsTheWorkerBeforeRouting(t *testing.T) {
 				t.Errorf("stop messages %+v, want one from %s carrying %s", stops, c.stop, c.errName)
 			}
 		})
+	}
+}
+
+// issue 11 § 3: every dispatch message carries its state's input, and an
+// execution whose input names a dispatch state in resume_at enters the
+// machine there with that input (its loop counters included), where a
+// fresh one starts at init.
+func TestCompile_ResumeEntryEntersTheNamedStateWithItsInput(t *testing.T) {
+	t.Parallel()
+	f := parse(t, fixLoops+"  budgets: { test_fix: 2, review_fix: 2 }\n")
+	answers := outcomes(map[string][]reply{"testing": {out("pass")}, "review": {out("rework"), out("accept")}})
+	_, fresh, _ := runFlowInput(t, f, Options{}, `{"run_id":"r-1"}`, answers)
+	var first struct {
+		RunID string         `json:"run_id"`
+		Loops map[string]int `json:"loops"`
+	}
+	if len(fresh) == 0 || json.Unmarshal(fresh[0].Input, &first) != nil || first.RunID != "r-1" || first.Loops == nil {
+		t.Fatalf("first message's state %s: want the state's input with run_id and loops", fresh[0].Input)
+	}
+	// Resumed at review with review_fix already at 1: one rework round is
+	// left, then accept; the states before review are not entered.
+	x, msgs, _ := runFlowInput(t, f, Options{}, `{"run_id":"r-1","resume_at":"review","loops":{"test_fix":0,"review_fix":1}}`, answers)
+	if got := trail(msgs); got != "review fixing testing review publish" || ending(x) != "done" {
+		t.Errorf("resumed at review: %s → %s, want review fixing testing review publish → done", got, ending(x))
+	}
+	var fixing struct {
+		Loops map[string]int `json:"loops"`
+	}
+	if json.Unmarshal(msgs[1].Input, &fixing) != nil || fixing.Loops["review_fix"] != 2 {
+		t.Errorf("fixing's state %s: want the resumed counter charged once more (review_fix 2)", msgs[1].Input)
+	}
+	// With that counter spent, the rework parks the run.
+	x, msgs, _ = runFlowInput(t, f, Options{}, `{"run_id":"r-1","resume_at":"review","loops":{"test_fix":0,"review_fix":2}}`, answers)
+	if got := trail(msgs); got != "review" || ending(x) != ErrManualActionRequired {
+		t.Errorf("resumed with review_fix spent: %s → %s, want review → %s", got, ending(x), ErrManualActionRequired)
+	}
+	// A state the entry does not list fails the execution.
+	x, msgs, _ = runFlowInput(t, f, Options{}, `{"run_id":"r-1","resume_at":"review.route"}`, answers)
+	if len(msgs) != 0 || x.Error != "States.NoChoiceMatched" {
+		t.Errorf("resume_at a Choice: %s → %s %s, want nothing dispatched and States.NoChoiceMatched", trail(msgs), x.Error, x.Cause)
+	}
+}
+
+// A node named "resume" keeps its name; the entry becomes "run.resume".
+func TestCompile_ResumeEntryKeepsClearOfNodeIDs(t *testing.T) {
+	t.Parallel()
+	f := parse(t, header+`  nodes:
+    - { id: resume, kind: agent, role_file: t/r.md }
+    - { id: publish, kind: publish, policy: pull_request }
+  edges:
+    - { from: resume, to: publish }
+`)
+	d := decode(t, compile(t, f, Options{}))
+	if d.Names[0] != "run.resume" || d.States["run.resume"]["Type"] != "Choice" || d.States["resume"]["Type"] != "Task" {
+		t.Errorf("states %q", d.Names)
+	}
+	if !slices.Contains(flow.StateNames(f), "run.resume") {
+		t.Errorf("flow.StateNames %q lacks run.resume", flow.StateNames(f))
+	}
+	x, msgs, _ := runFlowInput(t, f, Options{}, `{"run_id":"r-1","resume_at":"publish"}`, outcomes(nil))
+	if trail(msgs) != "publish" || ending(x) != "done" {
+		t.Errorf("resumed at publish: %s → %s", trail(msgs), ending(x))
 	}
 }

@@ -16,6 +16,11 @@ import (
 // MaxStateName is the Step Functions limit on a state name, in characters.
 const MaxStateName = 80
 
+// ResumeState is the name of the compiled machine's entry state, a Choice
+// on $.resume_at (internal/compiler.ResumeState); "run.resume" when a node
+// takes the name.
+const ResumeState = "resume"
+
 // GlobalBudget is the budget the global backstop counts in when the flow's
 // decomposition names no shared_budget (worc configuration.md § agents:
 // a hard global fix cap across the whole task and all subtasks).
@@ -147,7 +152,7 @@ func compiledStates(f *Flow) compiledPlan {
 		}
 		return base
 	}
-	for _, base := range []string{"init", "done", "failed", "manual_action_required"} {
+	for _, base := range []string{ResumeState, "init", "done", "failed", "manual_action_required"} {
 		add(fixed(base), f.Pos, "", "")
 	}
 

@@ -211,7 +211,7 @@ func TestDispatch_StopMessageStopsTheTimedOutWorker(t *testing.T) {
 			entered = append(entered, e.State)
 		}
 	}
-	if want := []string{"init", "build", "build.stop", "failed"}; !slices.Equal(entered, want) {
+	if want := []string{"resume", "init", "build", "build.stop", "failed"}; !slices.Equal(entered, want) {
 		t.Errorf("states entered %q, want %q", entered, want)
 	}
 	step, err := r.svc.Store.GetStep(ctx, spec.TaskID)
