@@ -12,11 +12,23 @@ const (
 	RunDone                 = "done"
 	RunFailed               = "failed"
 	RunManualActionRequired = "manual_action_required"
+	// RunInterrupted: the run stopped before a terminal of its flow — it
+	// was cancelled, its process was interrupted or killed — and may be
+	// resumed from the step it was in.
+	RunInterrupted = "interrupted"
 )
 
 // RunTerminal reports whether status is one of the run's terminal states.
+// An interrupted run is ended too (nothing runs it), though resumable.
 func RunTerminal(status string) bool {
-	return status == RunDone || status == RunFailed || status == RunManualActionRequired
+	return status == RunDone || status == RunFailed || status == RunManualActionRequired || status == RunInterrupted
+}
+
+// RunResumable reports whether a run that ended with status may be resumed
+// from the step that stopped it (issue 11 § 3): failed,
+// manual_action_required and interrupted runs may; a done one may not.
+func RunResumable(status string) bool {
+	return status == RunFailed || status == RunManualActionRequired || status == RunInterrupted
 }
 
 // Run is one execution of one flow for one task file.
@@ -28,7 +40,15 @@ type Run struct {
 	Status    string    `json:"status"`     // RunRunning or a terminal
 	WorkDir   string    `json:"work_dir"`   // absolute; the root projections resolve from
 	TaskPath  string    `json:"task_path"`  // absolute path of the task file
-	Execution string    `json:"execution"`  // the state-machine execution id (ARN on AWS)
+	Execution string    `json:"execution"`  // the state-machine execution id (ARN on AWS); the latest one of a resumed run
+	// Owner names the process that runs the run in embedded mode,
+	// "<host>/<pid>/<process start>" (internal/lifecycle.Owner); "" on AWS,
+	// where the execution runs itself. A running run whose owner is gone
+	// was interrupted.
+	Owner string `json:"owner,omitempty"`
+	// Resumes counts how many times the run was resumed; execution n+1 of
+	// the run is named "<run_id>.resume-<n>".
+	Resumes   int       `json:"resumes,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	EndedAt   time.Time `json:"ended_at,omitzero"`
 }
@@ -38,6 +58,8 @@ const (
 	StepRunning   = "running"
 	StepCompleted = "completed"
 	StepFailed    = "failed"
+	// StepCanceled: the step was open when its run was interrupted.
+	StepCanceled = "canceled"
 )
 
 // Step is one visit of one node inside a run, and the dispatch task
@@ -55,6 +77,10 @@ type Step struct {
 	Status    string          `json:"status"`
 	Verdict   string          `json:"verdict,omitempty"`
 	Value     json.RawMessage `json:"value,omitempty"` // the small value the Task state completed with
+	// Input is the input of the Task state the step was dispatched from
+	// (the compiled message's "state"): what a resumed run enters that
+	// state with again.
+	Input     json.RawMessage `json:"-"`
 	CreatedAt time.Time       `json:"created_at"`
 	EndedAt   time.Time       `json:"ended_at,omitzero"`
 }

@@ -17,7 +17,8 @@ type Store interface {
 	// CreateRun inserts a run; ECONFLICT if the id exists.
 	CreateRun(ctx context.Context, r stratus.Run) error
 	GetRun(ctx context.Context, id string) (stratus.Run, error)
-	// UpdateRun replaces the mutable fields (Status, Execution, EndedAt).
+	// UpdateRun replaces the mutable fields (Status, Execution, Owner,
+	// Resumes, EndedAt).
 	UpdateRun(ctx context.Context, r stratus.Run) error
 
 	// CreateStep inserts a step unless one with the same DedupKey exists, in

@@ -34,6 +34,10 @@ type Message struct {
 	// worker state's "<node>.stop" state, no task token) carries: the
 	// error the state's Catch caught ($.error).
 	Error *CaughtError `json:"error,omitempty"`
+	// State is the sending Task state's input ("state.$": "$"), recorded
+	// on the step as stratus.Step.Input: what a resumed run enters the
+	// state with again (internal/lifecycle).
+	State json.RawMessage `json:"state,omitempty"`
 }
 
 // CaughtError is the Catch's view of a failed state: {Error, Cause}.
@@ -112,6 +116,7 @@ func (s *Service) Dispatch(ctx context.Context, m Message) error {
 		TaskToken: m.TaskToken,
 		Status:    stratus.StepRunning,
 		Value:     seed,
+		Input:     m.State,
 		CreatedAt: s.now(),
 	})
 	if err != nil {

@@ -35,6 +35,7 @@ func (s *Store) CreateStep(ctx context.Context, st stratus.Step) (got stratus.St
 		attrRecord: str("step"), attrWID: str(wid),
 		"tid": str(st.TID), "run_id": text(st.RunID), "node": text(st.Node), "kind": text(st.Kind), "visit": num(int64(st.Visit)),
 		"step_ref": text(st.StepRef), "dedup_key": text(st.DedupKey), "task_token": text(st.TaskToken),
+		"input": text(string(st.Input)),
 	}).setAll(stepMutable(st))
 	var existing *stratus.Step
 	err = contend(ctx, what, func() (lost bool, err error) {
@@ -131,6 +132,9 @@ func decodeStep(it item) stratus.Step {
 	}
 	if v := it.str("value"); v != "" {
 		st.Value = json.RawMessage(v)
+	}
+	if v := it.str("input"); v != "" {
+		st.Input = json.RawMessage(v)
 	}
 	return st
 }

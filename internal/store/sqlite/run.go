@@ -9,12 +9,12 @@ import (
 	"github.com/stratusflow/stratus"
 )
 
-const runColumns = "id, task_id, task_title, flow, status, work_dir, task_path, execution, created_at, ended_at"
+const runColumns = "id, task_id, task_title, flow, status, work_dir, task_path, execution, owner, resumes, created_at, ended_at"
 
 // CreateRun inserts r; ECONFLICT if a run with r.ID exists.
 func (s *Store) CreateRun(ctx context.Context, r stratus.Run) error {
-	_, err := s.w.ExecContext(ctx, "INSERT INTO runs ("+runColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		r.ID, r.TaskID, r.TaskTitle, r.Flow, r.Status, r.WorkDir, r.TaskPath, r.Execution,
+	_, err := s.w.ExecContext(ctx, "INSERT INTO runs ("+runColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		r.ID, r.TaskID, r.TaskTitle, r.Flow, r.Status, r.WorkDir, r.TaskPath, r.Execution, r.Owner, r.Resumes,
 		millis(r.CreatedAt), millis(r.EndedAt))
 	if isUniqueViolation(err) {
 		return stratus.Errorf(stratus.ECONFLICT, "run %q already exists", r.ID)
@@ -35,11 +35,11 @@ func (s *Store) GetRun(ctx context.Context, id string) (stratus.Run, error) {
 	return r, nil
 }
 
-// UpdateRun replaces Status, Execution and EndedAt of run r.ID; ENOTFOUND
-// if there is no such run.
+// UpdateRun replaces Status, Execution, Owner, Resumes and EndedAt of run
+// r.ID; ENOTFOUND if there is no such run.
 func (s *Store) UpdateRun(ctx context.Context, r stratus.Run) error {
-	res, err := s.w.ExecContext(ctx, "UPDATE runs SET status = ?, execution = ?, ended_at = ? WHERE id = ?",
-		r.Status, r.Execution, millis(r.EndedAt), r.ID)
+	res, err := s.w.ExecContext(ctx, "UPDATE runs SET status = ?, execution = ?, owner = ?, resumes = ?, ended_at = ? WHERE id = ?",
+		r.Status, r.Execution, r.Owner, r.Resumes, millis(r.EndedAt), r.ID)
 	if err != nil {
 		return fmt.Errorf("update run %q: %w", r.ID, err)
 	}
@@ -49,7 +49,7 @@ func (s *Store) UpdateRun(ctx context.Context, r stratus.Run) error {
 func scanRun(row rowScanner) (stratus.Run, error) {
 	var r stratus.Run
 	var created, ended sql.NullInt64
-	if err := row.Scan(&r.ID, &r.TaskID, &r.TaskTitle, &r.Flow, &r.Status, &r.WorkDir, &r.TaskPath, &r.Execution,
+	if err := row.Scan(&r.ID, &r.TaskID, &r.TaskTitle, &r.Flow, &r.Status, &r.WorkDir, &r.TaskPath, &r.Execution, &r.Owner, &r.Resumes,
 		&created, &ended); err != nil {
 		return stratus.Run{}, err
 	}

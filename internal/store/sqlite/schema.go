@@ -116,6 +116,13 @@ ALTER TABLE outputs ADD COLUMN blob TEXT NOT NULL DEFAULT '';
 	`
 ALTER TABLE attempts ADD COLUMN resolved TEXT NOT NULL DEFAULT '';
 `,
+	// 5: durable runs (issue 11): the owner of a running run, its resume
+	// count, and the state input each step was dispatched with.
+	`
+ALTER TABLE runs ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN resumes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE steps ADD COLUMN input BLOB;
+`,
 }
 
 // schemaVersion is the version this binary writes.

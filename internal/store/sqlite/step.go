@@ -9,7 +9,7 @@ import (
 	"github.com/stratusflow/stratus"
 )
 
-const stepColumns = "tid, run_id, node, kind, visit, step_ref, dedup_key, task_token, status, verdict, value, created_at, ended_at"
+const stepColumns = "tid, run_id, node, kind, visit, step_ref, dedup_key, task_token, status, verdict, value, input, created_at, ended_at"
 
 // CreateStep inserts st unless a step with the same non-empty DedupKey
 // exists, in which case it returns that step and created=false. An empty
@@ -31,9 +31,9 @@ func (s *Store) CreateStep(ctx context.Context, st stratus.Step) (got stratus.St
 			return stratus.Step{}, false, fmt.Errorf("create step %q: look up dedup key: %w", st.TID, err)
 		}
 	}
-	_, err = tx.ExecContext(ctx, "INSERT INTO steps ("+stepColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	_, err = tx.ExecContext(ctx, "INSERT INTO steps ("+stepColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		st.TID, st.RunID, st.Node, st.Kind, st.Visit, st.StepRef, st.DedupKey, st.TaskToken, st.Status, st.Verdict,
-		blob(st.Value), millis(st.CreatedAt), millis(st.EndedAt))
+		blob(st.Value), blob(st.Input), millis(st.CreatedAt), millis(st.EndedAt))
 	if isUniqueViolation(err) {
 		return stratus.Step{}, false, stratus.Errorf(stratus.ECONFLICT, "step %q already exists", st.TID)
 	} else if err != nil {
@@ -107,14 +107,17 @@ func updateStep(ctx context.Context, s querier, st stratus.Step) error {
 
 func scanStep(row rowScanner) (stratus.Step, error) {
 	var st stratus.Step
-	var value []byte
+	var value, input []byte
 	var created, ended sql.NullInt64
 	if err := row.Scan(&st.TID, &st.RunID, &st.Node, &st.Kind, &st.Visit, &st.StepRef, &st.DedupKey, &st.TaskToken,
-		&st.Status, &st.Verdict, &value, &created, &ended); err != nil {
+		&st.Status, &st.Verdict, &value, &input, &created, &ended); err != nil {
 		return stratus.Step{}, err
 	}
 	if len(value) > 0 {
 		st.Value = value
+	}
+	if len(input) > 0 {
+		st.Input = input
 	}
 	st.CreatedAt, st.EndedAt = fromMillis(created), fromMillis(ended)
 	return st, nil

@@ -69,6 +69,8 @@ func (su *suite) testRuns(t *testing.T) {
 			WorkDir:   "/changed",
 			TaskPath:  "/changed/t.md",
 			Execution: "arn:aws:states:us-east-1:123456789012:execution:implementation:run-1",
+			Owner:     "host/4242/1700000000",
+			Resumes:   2,
 			CreatedAt: base.Add(time.Hour),
 			EndedAt:   base.Add(90 * time.Second),
 		}
@@ -76,7 +78,7 @@ func (su *suite) testRuns(t *testing.T) {
 			t.Fatalf("UpdateRun(%q): %v", r.ID, err)
 		}
 		want := r
-		want.Status, want.Execution, want.EndedAt = u.Status, u.Execution, u.EndedAt
+		want.Status, want.Execution, want.Owner, want.Resumes, want.EndedAt = u.Status, u.Execution, u.Owner, u.Resumes, u.EndedAt
 		got, err := b.s.GetRun(b.ctx, r.ID)
 		if err != nil {
 			t.Fatalf("GetRun(%q): %v", r.ID, err)
@@ -84,11 +86,11 @@ func (su *suite) testRuns(t *testing.T) {
 		checkRun(t, got, want)
 
 		// The fields are replaced, not merged: the zero EndedAt clears it.
-		u.Status, u.Execution, u.EndedAt = stratus.RunManualActionRequired, "", time.Time{}
+		u.Status, u.Execution, u.Owner, u.Resumes, u.EndedAt = stratus.RunManualActionRequired, "", "", 3, time.Time{}
 		if err := b.s.UpdateRun(b.ctx, u); err != nil {
 			t.Fatalf("UpdateRun(%q) again: %v", r.ID, err)
 		}
-		want.Status, want.Execution, want.EndedAt = u.Status, u.Execution, u.EndedAt
+		want.Status, want.Execution, want.Owner, want.Resumes, want.EndedAt = u.Status, u.Execution, u.Owner, u.Resumes, u.EndedAt
 		if got, err = b.s.GetRun(b.ctx, r.ID); err != nil {
 			t.Fatalf("GetRun(%q): %v", r.ID, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
@@ -80,6 +81,7 @@ func (b *bundle) run() stratus.Run {
 		WorkDir:   "/home/op/proj",
 		TaskPath:  "/home/op/proj/tasks/t-42.md",
 		Execution: "local:exec-1",
+		Owner:     "laptop/31337/1741962566",
 		CreatedAt: base,
 	}
 }
@@ -105,6 +107,7 @@ func (b *bundle) step(runID, node string, visit int) stratus.Step {
 		DedupKey:  b.key("dedup"),
 		TaskToken: "AAAAKgAAAAIAAAAAAAAAAf-" + tid,
 		Status:    stratus.StepRunning,
+		Input:     json.RawMessage(`{"run_id":"` + runID + `","loops":{"review_fix":1},"last":{"outcome":"rework ✓"}}`),
 		CreatedAt: base.Add(time.Duration(visit) * time.Second),
 	}
 }
@@ -207,7 +210,10 @@ func checkStep(t *testing.T, got, want stratus.Step) {
 	if !bytes.Equal(got.Value, want.Value) {
 		t.Errorf("step %s Value = %q, want %q", want.TID, got.Value, want.Value)
 	}
-	got.CreatedAt, got.EndedAt, got.Value = want.CreatedAt, want.EndedAt, want.Value
+	if !bytes.Equal(got.Input, want.Input) {
+		t.Errorf("step %s Input = %q, want %q (what a resumed run enters its state with)", want.TID, got.Input, want.Input)
+	}
+	got.CreatedAt, got.EndedAt, got.Value, got.Input = want.CreatedAt, want.EndedAt, want.Value, want.Input
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("step:\n got %+v\nwant %+v", got, want)
 	}
