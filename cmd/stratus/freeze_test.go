@@ -183,7 +183,7 @@ echo '{"outcome":"pass"}'
 		t.Errorf("no manifest in the run's bundle: %v", err)
 	}
 	entries, _ := os.ReadDir(filepath.Join(dir, ".stratus/runs", res.RunID))
-	if len(entries) != 1 {
-		t.Errorf(".stratus/runs/%s holds %v after the run; want only bundle/ (the materialized copy is removed)", res.RunID, entries)
+	if len(entries) != 2 || entries[0].Name() != "bundle" || entries[1].Name() != "definition.asl.json" {
+		t.Errorf(".stratus/runs/%s holds %v after the run; want only bundle/ and definition.asl.json (the materialized copy is removed)", res.RunID, entries)
 	}
 }

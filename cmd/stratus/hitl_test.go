@@ -424,7 +424,7 @@ func TestHITL_InterruptedRunSummarySaysInterrupted(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, run.log())
 	}
 	md := readFile(t, filepath.Join(dir, ".stratus/logs/t-gated/summary.md"))
-	for _, s := range []string{"run `" + runID + "`: **failed** (interrupted).", "## Why the run stopped\n\nInterrupted (SIGINT or SIGTERM) while gate#1 was waiting for a human.\n"} {
+	for _, s := range []string{"run `" + runID + "`: **interrupted**.", "## Why the run stopped\n\nInterrupted (SIGINT or SIGTERM) while gate#1 was waiting for a human.\n"} {
 		if !strings.Contains(md, s) {
 			t.Errorf("summary.md lacks %q:\n%s", s, md)
 		}

@@ -79,6 +79,7 @@ func newRootCmd(io IO) *cobra.Command {
 	root.AddCommand(
 		newInstallCmd(io),
 		newRunCmd(io),
+		newResumeCmd(io),
 		newStatusCmd(io),
 		newValidateCmd(io),
 		newCompileCmd(io),
@@ -101,7 +102,7 @@ func subcommandMissing(group string, args []string) error {
 	names := map[string]string{
 		"engine": "echo, script",
 		"worker": "prompt, artifact, submit, result, degradation, stats",
-		"":       "install, validate, compile, run, status, approve, reject, answer, runner, engine, worker",
+		"":       "install, validate, compile, run, resume, status, approve, reject, answer, runner, engine, worker",
 	}[group]
 	if len(args) > 0 {
 		return usageError{fmt.Errorf("unknown command %q; commands: %s (see --help)", args[0], names)}

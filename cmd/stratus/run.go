@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/orchestrator"
 )
 
@@ -88,62 +86,30 @@ func runRun(o *RunOptions) error {
 	// an ignored one would be inherited by them.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	res, err := orchestrator.Run(ctx, orchestrator.Options{Dir: o.Dir, TaskPath: o.Task, Self: o.Self, Progress: o.IO.Err})
+	return endRun(o.IO, o.JSON, res, err)
+}
+
+// endRun reports how an embedded run (or resume) ended and returns its exit
+// status: an interrupted run says so on stderr (ExitInterrupted), bad input
+// is ExitUsage, and a run that ended prints its result (printRun).
+func endRun(io IO, asJSON bool, res *orchestrator.Result, err error) error {
 	if errors.Is(err, context.Canceled) && res != nil {
-		fmt.Fprintf(o.IO.Err, "stratus: interrupted: run %s stopped (workers stopped)\n", res.Run.ID)
+		fmt.Fprintf(io.Err, "stratus: interrupted: run %s stopped (workers stopped); `stratus resume %s` goes on from where it stopped\n", res.Run.ID, res.Run.ID)
 		if res.Cause != "" {
-			fmt.Fprintf(o.IO.Err, "  why:      %s\n", res.Cause)
+			fmt.Fprintf(io.Err, "  why:      %s\n", res.Cause)
 		}
 		for _, s := range res.Summary {
-			fmt.Fprintf(o.IO.Err, "  summary:  %s\n", s)
+			fmt.Fprintf(io.Err, "  summary:  %s\n", s)
 		}
 		if b := budgetsLine(res.Budgets); b != "" {
-			fmt.Fprintf(o.IO.Err, "  budgets spent: %s\n", b)
+			fmt.Fprintf(io.Err, "  budgets spent: %s\n", b)
 		}
 		return &exitError{code: ExitInterrupted}
 	}
 	if err != nil {
-		if stratus.ErrorCode(err) == stratus.EINVALID || stratus.ErrorCode(err) == stratus.ENOTFOUND {
-			return &exitError{code: ExitUsage, err: err}
-		}
-		return err
+		return usageOr(err)
 	}
-	out := RunResult{RunID: res.Run.ID, TaskID: res.Run.TaskID, Flow: res.Run.Flow, Status: res.Status,
-		CtxDir: res.CtxDir, Summary: res.Summary, Budgets: res.Budgets}
-	if res.Status != stratus.RunDone {
-		out.Error, out.Cause = res.Error, res.Cause
-	}
-	if m, ok := median(res.Overhead); ok {
-		ms := float64(m.Microseconds()) / 1000
-		out.OverheadMedianMS = &ms
-	}
-	if o.JSON {
-		enc := json.NewEncoder(o.IO.Out)
-		enc.SetIndent("", "  ")
-		enc.Encode(out)
-	} else {
-		fmt.Fprintf(o.IO.Out, "run %s: %s\n", out.RunID, out.Status)
-		if out.Error != "" {
-			fmt.Fprintf(o.IO.Out, "  why:      %s: %s\n", out.Error, out.Cause)
-		}
-		fmt.Fprintf(o.IO.Out, "  ctx dir:  %s\n", out.CtxDir)
-		for _, s := range out.Summary {
-			fmt.Fprintf(o.IO.Out, "  summary:  %s\n", s)
-		}
-		if b := budgetsLine(out.Budgets); b != "" {
-			fmt.Fprintf(o.IO.Out, "  budgets spent: %s\n", b)
-		}
-		if out.OverheadMedianMS != nil {
-			fmt.Fprintf(o.IO.Out, "  orchestration overhead per step (report -> next engine start): median %.1f ms over %d transitions\n", *out.OverheadMedianMS, len(res.Overhead))
-		}
-	}
-	switch res.Status {
-	case stratus.RunDone:
-		return nil
-	case stratus.RunManualActionRequired:
-		return &exitError{code: ExitManual}
-	default:
-		return &exitError{code: ExitFailed}
-	}
+	return printRun(io, asJSON, res)
 }
 
 // budgetsLine is "name n, name n" in name order; "" when there is none.

@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"os/signal"
-	"slices"
-	"strings"
 	"syscall"
 
 	"github.com/stratusflow/stratus"
@@ -78,12 +75,8 @@ func printRun(io IO, asJSON bool, res *orchestrator.Result) error {
 		for _, s := range out.Summary {
 			fmt.Fprintf(io.Out, "  summary:  %s\n", s)
 		}
-		if len(out.Budgets) > 0 {
-			var spent []string
-			for _, k := range slices.Sorted(maps.Keys(out.Budgets)) {
-				spent = append(spent, fmt.Sprintf("%s %d", k, out.Budgets[k]))
-			}
-			fmt.Fprintf(io.Out, "  budgets spent: %s\n", strings.Join(spent, ", "))
+		if b := budgetsLine(out.Budgets); b != "" {
+			fmt.Fprintf(io.Out, "  budgets spent: %s\n", b)
 		}
 		if out.OverheadMedianMS != nil {
 			fmt.Fprintf(io.Out, "  orchestration overhead per step (report -> next engine start): median %.1f ms over %d transitions\n", *out.OverheadMedianMS, len(res.Overhead))
@@ -94,6 +87,8 @@ func printRun(io IO, asJSON bool, res *orchestrator.Result) error {
 		return nil
 	case stratus.RunManualActionRequired:
 		return &exitError{code: ExitManual}
+	case stratus.RunInterrupted:
+		return &exitError{code: ExitInterrupted}
 	default:
 		return &exitError{code: ExitFailed}
 	}

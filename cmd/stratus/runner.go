@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -27,6 +28,15 @@ its prompt, runs the engine through child contract v1 and submits the report.`,
 			self, err := os.Executable()
 			if err != nil {
 				return err
+			}
+			if v := os.Getenv(launch.EnvParentPID); v != "" {
+				pid, err := strconv.Atoi(v)
+				if err != nil || pid <= 0 {
+					return usageError{fmt.Errorf("%s=%q: want the pid of the process that owns the run", launch.EnvParentPID, v)}
+				}
+				var cancel context.CancelFunc
+				ctx, cancel = runner.WatchParent(ctx, pid, runner.ParentPoll, io.Err)
+				defer cancel()
 			}
 			for _, v := range []string{launch.EnvAPIURL, launch.EnvHandle} {
 				if os.Getenv(v) == "" {

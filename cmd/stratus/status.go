@@ -13,6 +13,7 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/awsrun"
+	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/orchestrator"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runview"
@@ -55,6 +56,10 @@ Exit status: 0 shown, 2 no such run or bad flags.`,
 	addTargetFlags(cmd, &o.Target, &o.AWS)
 	return cmd
 }
+
+// StatusWaiting is the status `stratus status` shows for a running run
+// one of whose steps waits for a human.
+const StatusWaiting = "waiting"
 
 // StatusResult is what `stratus status --json` prints.
 type StatusResult struct {
@@ -113,6 +118,15 @@ func runStatus(o *StatusOptions) error {
 	}
 	res.RunID, res.TaskID, res.Title, res.Flow, res.Status = v.Run.ID, v.Run.TaskID, v.Run.TaskTitle, v.Run.Flow, v.Run.Status
 	res.CreatedAt, res.EndedAt, res.Steps = v.Run.CreatedAt, v.Run.EndedAt, []StepStatus{}
+	if res.Status == stratus.RunRunning {
+		steps := make([]stratus.Step, len(v.Steps))
+		for i, s := range v.Steps {
+			steps[i] = s.Step
+		}
+		if lifecycle.Waiting(steps) {
+			res.Status = StatusWaiting
+		}
+	}
 	if res.Summary == nil {
 		res.Summary = []string{}
 	}
@@ -143,6 +157,13 @@ func embeddedStatus(ctx context.Context, o *StatusOptions) (*runview.View, Statu
 		return nil, res, err
 	}
 	defer st.Close()
+	// A run recorded running whose process is gone was interrupted: say
+	// so, and record it (internal/lifecycle, issue 11 § 5).
+	if run, err := st.GetRun(ctx, o.RunID); err == nil {
+		if _, err := lifecycle.Reconcile(ctx, st, run); err != nil {
+			return nil, res, err
+		}
+	}
 	v, err := runview.Load(ctx, st, o.RunID)
 	if err != nil {
 		return nil, res, err

@@ -15,6 +15,10 @@ const (
 	EnvAPIURL = "STRATUS_API_URL" // base URL of the worker API, no trailing slash
 	EnvHandle = "STRATUS_HANDLE"  // the attempt's wh- handle (Bearer value)
 	EnvTaskID = "STRATUS_TASK_ID" // the dispatch task id
+	// EnvParentPID, when set, is the pid of the process that started the
+	// runner and owns its run (embedded mode): the runner stops its engine
+	// and exits once its parent is no longer that process.
+	EnvParentPID = "STRATUS_PARENT_PID"
 )
 
 // Environment variables the runner always sets for the engine: the

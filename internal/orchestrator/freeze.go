@@ -29,3 +29,14 @@ func freezeRun(ctx context.Context, state, runID, workDir, flowsDir, taskPath st
 	}
 	return b, func() { os.RemoveAll(b.Dir) }, nil
 }
+
+// loadRun materializes the frozen environment of run runID from
+// DIR/.stratus/runs/<run_id>/bundle/ (written by freezeRun when the run
+// started), for a resume; release removes the materialized copy.
+func loadRun(ctx context.Context, state, runID string) (b *runenv.Bundle, release func(), err error) {
+	b, err = runenv.NewCache(filepath.Join(state, RunsDir, runID), 1).Load(ctx, fs.New(state), runID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("load the run's frozen environment: %w", err)
+	}
+	return b, func() { os.RemoveAll(b.Dir) }, nil
+}

@@ -17,27 +17,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/stratusflow/stratus"
-	"github.com/stratusflow/stratus/internal/captoken"
 	"github.com/stratusflow/stratus/internal/compiler"
 	"github.com/stratusflow/stratus/internal/config"
-	"github.com/stratusflow/stratus/internal/executor"
-	"github.com/stratusflow/stratus/internal/executor/embedded"
 	"github.com/stratusflow/stratus/internal/flow"
-	"github.com/stratusflow/stratus/internal/httpapi"
-	"github.com/stratusflow/stratus/internal/launch/local"
+	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/projection"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/sink/fs"
-	"github.com/stratusflow/stratus/internal/store/sqlite"
-	"github.com/stratusflow/stratus/internal/supervisor"
 	"github.com/stratusflow/stratus/internal/task"
 	"github.com/stratusflow/stratus/internal/worker"
 )
@@ -78,7 +70,8 @@ type Result struct {
 
 // Run executes one task file to a terminal. Errors are returned for what
 // prevents the run from starting (missing config, bad task, invalid flow);
-// a run that starts always ends in a Result.
+// a run that starts always ends in a Result. Interrupted (ctx cancelled),
+// the run is recorded interrupted and the Result comes with ctx's error.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	dir, err := filepath.Abs(o.Dir)
 	if err != nil {
@@ -116,99 +109,22 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		return nil, stratus.Errorf(stratus.EINVALID, "task %s cannot run through flow %s:\n  %s", tk.ID, fl.TaskType, strings.Join(lines, "\n  "))
 	}
-	key, err := captoken.LoadOrCreateKey(filepath.Join(state, KeyFile))
+	s, err := open(dir, o)
 	if err != nil {
 		return nil, err
 	}
-	st, err := sqlite.Open(filepath.Join(state, DBFile))
-	if err != nil {
-		return nil, err
-	}
-	defer st.Close()
-	progress := o.Progress
-	if progress == nil {
-		progress = io.Discard
-	}
-
-	printEvent := func(e worker.Event) { fmt.Fprintln(progress, FormatEvent(e)) }
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("listen for the worker API: %w", err)
-	}
-	launcher := &local.Launcher{Executable: o.Self}
-	env := &worker.RunEnv{Flow: fl, FlowDir: flowsDir, Task: tk, Config: cfg}
-	var exec *embedded.Executor
-	sk := fs.New(dir)
-	svc := &worker.Service{
-		Store:    st,
-		Sink:     sk,
-		Launcher: launcher,
-		Minter:   &captoken.Minter{Key: key, TTL: time.Duration(cfg.Worker.TokenTTLSeconds) * time.Second},
-		APIURL:   "http://" + ln.Addr().String(),
-		Env:      func(context.Context, string) (*worker.RunEnv, error) { return env, nil },
-		OnEvent:  printEvent,
-		Warnf: func(format string, args ...any) {
-			fmt.Fprintf(progress, "stratus: warning: "+format+"\n", args...)
-		},
-		ResolveFiles: true,
-		MaxBodyBytes: cfg.Worker.MaxBodyBytes,
-		LocalLogs:    filepath.Join(state, "logs"),
-	}
-	svc.Publish = func(ctx context.Context, run stratus.Run, _ *worker.RunEnv) ([]string, error) {
-		if note := publishNote(ctx, st, run.ID, env.Flow); note != "" {
-			fmt.Fprintf(progress, "stratus: %s\n", note) // issue 5 § 4: said, never silently skipped
-		}
-		f, err := report.Collect(ctx, st, run, stratus.RunDone, worker.ReportEnv(env))
-		if err != nil {
-			return nil, err
-		}
-		return report.Write(ctx, sk, f)
-	}
-	srv := &http.Server{Handler: httpapi.New(svc), ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
-	defer srv.Close()
-
-	var dispatches sync.WaitGroup
-	dctx, cancelDispatch := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelDispatch()
-	exec = embedded.New(embedded.Options{
-		Substitutions: map[string]string{"DispatchQueueUrl": "embedded://dispatch"},
-		Resources: map[string]embedded.TaskHandler{
-			"arn:aws:states:::sqs:sendMessage": func(_ context.Context, call embedded.TaskCall) (json.RawMessage, error) {
-				var p struct {
-					MessageBody worker.Message `json:"MessageBody"`
-				}
-				if err := json.Unmarshal(call.Parameters, &p); err != nil {
-					return nil, fmt.Errorf("dispatch message: %w", err)
-				}
-				// The queue: dispatch runs outside the executor's goroutine.
-				dispatches.Add(1)
-				go func() {
-					defer dispatches.Done()
-					if err := svc.Dispatch(dctx, p.MessageBody); err != nil {
-						fmt.Fprintf(progress, "stratus: dispatch %s: %v\n", p.MessageBody.Node, err)
-						exec.SendTaskFailure(dctx, p.MessageBody.TaskToken, worker.ErrDispatch, err.Error())
-					}
-				}()
-				return json.RawMessage(`{"MessageId":"embedded"}`), nil
-			},
-		},
-	})
-	svc.Tokens = exec
-
+	defer s.close()
 	cd, err := projection.CtxDir(cfg.Projection.Placement, tk.ID)
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := lockTask(state, tk.ID)
-	if err != nil {
+	if err := s.lock(tk.ID); err != nil {
 		return nil, err
 	}
-	defer unlock()
-	if arch, err := prepareCtxDir(filepath.Join(dir, filepath.FromSlash(report.Dir(tk.ID))), sk.Path(cd), cfg.Projection.Placement, tk.ID); err != nil {
+	if arch, err := prepareCtxDir(filepath.Join(dir, filepath.FromSlash(report.Dir(tk.ID))), s.sk.Path(cd), cfg.Projection.Placement, tk.ID); err != nil {
 		return nil, err
 	} else if arch != "" {
-		fmt.Fprintf(progress, "stratus: the previous run's ctx dir and logs of task %s moved to %s\n", tk.ID, arch)
+		fmt.Fprintf(s.progress, "stratus: the previous run's ctx dir and logs of task %s moved to %s\n", tk.ID, arch)
 	}
 	// From here on the run reads its flow, prompts, config and tools from a
 	// snapshot taken now (worc WRI-010); the ctx dir and the work dir stay live.
@@ -217,102 +133,111 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer release()
-	env = bundle.Env
-	// The run compiles its frozen copy once. CheckRun above already applied
-	// every rule the compiler enforces (flow.StateNames mirrors its names).
-	var def []byte
-	if def, err = compiler.Compile(env.Flow, compiler.Options{HITLTimeoutSeconds: env.Config.HITL.TimeoutSeconds, MaxFixCycles: env.Config.Agents.MaxFixCycles}); err != nil {
+	s.defer_(release)
+	s.env = bundle.Env
+	// The run compiles its frozen copy once, and keeps the definition with
+	// the bundle: a resume runs this machine, whatever the flow became.
+	// CheckRun above already applied every rule the compiler enforces
+	// (flow.StateNames mirrors its names).
+	if s.def, err = compiler.Compile(s.env.Flow, CompileOptions(s.env.Config)); err != nil {
 		return nil, err
 	}
-	run := stratus.Run{ID: runID, TaskID: tk.ID, TaskTitle: tk.Title, Flow: fl.TaskType, Status: stratus.RunRunning,
-		WorkDir: dir, TaskPath: taskPath, CreatedAt: time.Now().UTC()}
-	if err := st.CreateRun(ctx, run); err != nil {
+	if err := lifecycle.PutDefinition(ctx, fs.New(state), runID, s.def); err != nil {
 		return nil, err
 	}
-	// While the run runs, `stratus approve|reject|answer` find its API here.
-	removeAddress, err := WriteRunAddress(state, run.ID, svc.APIURL)
-	if err != nil {
+	s.run = stratus.Run{ID: runID, TaskID: tk.ID, TaskTitle: tk.Title, Flow: fl.TaskType, Status: stratus.RunRunning,
+		WorkDir: dir, TaskPath: taskPath, Owner: lifecycle.Owner(), CreatedAt: time.Now().UTC()}
+	if err := s.st.CreateRun(ctx, s.run); err != nil {
 		return nil, err
 	}
-	defer removeAddress()
-	input, _ := json.Marshal(map[string]string{"run_id": run.ID, "task_id": tk.ID})
-	x, err := exec.StartExecution(ctx, executor.StartInput{StateMachine: fl.TaskType, Definition: def, Name: run.ID, Input: input})
-	if err != nil {
-		return nil, fmt.Errorf("start execution: %w", err)
-	}
-	run.Execution = x.ARN
-	fmt.Fprintf(progress, "stratus: run %s: task %s through flow %s\n", run.ID, tk.ID, fl.TaskType)
-	if w := supervisor.NarrowingWarning(cfg.Supervisor, fl); w != "" {
-		svc.Warnf("%s", w) // seed 004 § What observe.mode costs: said once, at the start
-	}
+	fmt.Fprintf(s.progress, "stratus: run %s: task %s through flow %s\n", s.run.ID, tk.ID, fl.TaskType)
+	input, _ := json.Marshal(map[string]string{"run_id": s.run.ID, "task_id": tk.ID})
+	return s.execute(ctx, s.run.ID, input)
+}
 
-	x, err = exec.WaitExecution(ctx, x.ARN)
-	if err != nil {
-		// The caller was cancelled: stop the execution and the workers, and
-		// leave a summary saying where the run stopped.
-		bg := context.WithoutCancel(ctx)
-		exec.StopExecution(bg, run.Execution, "stratus.Cancelled", err.Error())
-		svc.Drain()
-		settleSupervisor(bg, st, run.ID, 0, printEvent) // interrupted: no grace
-		launcher.StopAll()
-		run.Status, run.EndedAt = stratus.RunFailed, time.Now().UTC()
-		st.UpdateRun(bg, run)
-		res := &Result{Run: run, Status: stratus.RunFailed, Error: "stratus.Cancelled", Cause: "the run was interrupted", CtxDir: sk.Path(cd),
-			Budgets: spentBudgets(exec.History(run.Execution))}
-		if f, ferr := report.Collect(bg, st, run, stratus.RunFailed, worker.ReportEnv(env)); ferr == nil {
-			f.Stop = &report.Stop{Interrupted: true}
-			res.Cause = report.Why(f)
-			if keys, werr := report.Write(bg, sk, f); werr == nil {
-				res.Summary = []string{sk.Path(keys[0]), sk.Path(keys[1])}
-			}
-		}
-		return res, err
-	}
-	svc.Drain() // no supervisor observation starts after the workers are stopped
-	// An observation launched for the failure that ended the run is let
-	// finish (bounded); what is left is recorded cut short, then stopped.
-	settleSupervisor(ctx, st, run.ID, ObserveGrace, printEvent)
-	launcher.StopAll()
-	cancelDispatch()
-	dispatches.Wait()
+// CompileOptions are the compiler options config.yaml sets: the hitl
+// timeout and the cap on every loop budget (agents.max_fix_cycles).
+func CompileOptions(cfg *config.Config) compiler.Options {
+	return compiler.Options{HITLTimeoutSeconds: cfg.HITL.TimeoutSeconds, MaxFixCycles: cfg.Agents.MaxFixCycles}
+}
 
-	hist := exec.History(run.Execution)
-	res := &Result{Error: x.Error, Cause: x.Cause, Budgets: spentBudgets(hist)}
-	switch {
-	case x.Status == "SUCCEEDED":
-		res.Status = stratus.RunDone
-	case x.Error == compiler.ErrManualActionRequired:
-		res.Status = stratus.RunManualActionRequired
-	default:
-		res.Status = stratus.RunFailed
-	}
-	run.Status, run.EndedAt = res.Status, time.Now().UTC()
-	if err := st.UpdateRun(ctx, run); err != nil {
-		return nil, err
-	}
-	res.Run = run
-	f, err := report.Collect(ctx, st, run, res.Status, worker.ReportEnv(env))
+// ResumeOptions say which run to resume and how (issue 11 § 3).
+type ResumeOptions struct {
+	Dir      string    // the work dir holding .stratus/
+	RunID    string    // the run to resume
+	Self     string    // the stratus binary workers run as; "" = os.Executable()
+	Progress io.Writer // live progress lines; nil = discard
+	lifecycle.ResumeOptions
+}
+
+// Resume continues a run that ended failed, manual_action_required or
+// interrupted (a run recorded running whose process is gone counts as
+// interrupted: lifecycle.Reconcile) from the step that stopped it
+// (lifecycle.PlanResume), in this process, on the definition and the
+// frozen environment the run started with. Finished steps are not run
+// again; their files, budget counters and costs stay, and the ctx dir is
+// not archived. The new execution is named "<run_id>.resume-<n>".
+//
+// Errors: ENOTFOUND for an unknown run; EINVALID for a run that is done or
+// still running, or whose task another run holds; PlanResume's
+// (*lifecycle.BudgetSpentError included). A resume that starts always ends
+// in a Result, as Run's.
+func Resume(ctx context.Context, o ResumeOptions) (*Result, error) {
+	dir, err := filepath.Abs(o.Dir)
 	if err != nil {
 		return nil, err
 	}
-	res.Overhead = report.Overhead(f)
-	if res.Status != stratus.RunDone {
-		f.Stop = readStop(hist, def, env.Flow, x.Error, x.Cause)
-		if why := report.Why(f); why != "" {
-			res.Cause = why // the summary's "Why the run stopped" says the same
-		}
+	state := filepath.Join(dir, StateDir)
+	if _, err := os.Stat(filepath.Join(state, DBFile)); err != nil {
+		return nil, stratus.Errorf(stratus.ENOTFOUND, "no runs in %s (no %s): resume a run under the --dir it ran in", dir, filepath.Join(state, DBFile))
 	}
-	// The summary is rewritten from the final facts, whatever the terminal:
-	// a failed or manual run gets a real report too (seed 004 § The summary
-	// artifacts), and so does a run whose publish node was disabled.
-	if _, err := report.Write(ctx, sk, f); err != nil {
+	s, err := open(dir, Options{Dir: o.Dir, Self: o.Self, Progress: o.Progress})
+	if err != nil {
 		return nil, err
 	}
-	rd := report.Dir(tk.ID)
-	res.Summary = []string{sk.Path(rd + "/summary.json"), sk.Path(rd + "/summary.md")}
-	res.CtxDir = sk.Path(cd)
-	return res, nil
+	defer s.close()
+	run, err := s.st.GetRun(ctx, o.RunID)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.lock(run.TaskID); err != nil {
+		return nil, err
+	}
+	if run, err = lifecycle.Reconcile(ctx, s.st, run); err != nil {
+		return nil, err
+	}
+	if !stratus.RunResumable(run.Status) {
+		why := "it is done"
+		if !stratus.RunTerminal(run.Status) {
+			why = "it is still running (owner " + run.Owner + ")"
+		}
+		return nil, stratus.Errorf(stratus.EINVALID, "run %s cannot be resumed: %s; a failed, manual_action_required or interrupted run can", run.ID, why)
+	}
+	bundle, release, err := loadRun(ctx, state, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	s.defer_(release)
+	s.env = bundle.Env
+	if s.def, err = lifecycle.GetDefinition(ctx, fs.New(state), run.ID); err != nil {
+		return nil, err
+	}
+	steps, err := s.st.ListSteps(ctx, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := lifecycle.PlanResume(s.def, run.ID, run.TaskID, steps, o.ResumeOptions)
+	if err != nil {
+		return nil, err
+	}
+	run.Resumes++
+	run.Status, run.EndedAt, run.Owner = stratus.RunRunning, time.Time{}, lifecycle.Owner()
+	if err := s.st.UpdateRun(ctx, run); err != nil {
+		return nil, err
+	}
+	s.run = run
+	fmt.Fprintf(s.progress, "stratus: resume run %s: %s\n", run.ID, plan.Describe())
+	return s.execute(ctx, lifecycle.ExecutionName(run.ID, run.Resumes), plan.Input)
 }
 
 // CheckRun is the validation a run needs before it starts (seed 004 § Fatal

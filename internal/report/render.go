@@ -62,7 +62,7 @@ func (f *Facts) markdown(s Summary) []byte {
 		}
 	} else {
 		status := "**" + f.Status + "**"
-		if f.Stop != nil && f.Stop.Interrupted {
+		if f.Stop != nil && f.Stop.Interrupted && f.Status != stratus.RunInterrupted {
 			status += " (interrupted)"
 		}
 		fmt.Fprintf(&b, "Task `%s`, flow `%s`, run `%s`: %s.\n", f.Run.TaskID, f.Run.Flow, f.Run.ID, status)

@@ -65,11 +65,14 @@ func Why(f *Facts) string {
 	case s.Interrupted:
 		var doing []string
 		for _, l := range f.Steps {
-			switch l.Step.Status {
-			case stratus.StepRunning:
-				doing = append(doing, l.Step.StepRef+" was running")
-			case "waiting": // worker.StepWaiting
+			// An interrupted run's open steps are canceled
+			// (internal/lifecycle.Interrupt); a hitl step waited.
+			switch {
+			case l.Step.Status == "waiting", // worker.StepWaiting
+				l.Step.Status == stratus.StepCanceled && l.Step.Kind == flow.KindHITL:
 				doing = append(doing, l.Step.StepRef+" was waiting for a human")
+			case l.Step.Status == stratus.StepRunning, l.Step.Status == stratus.StepCanceled:
+				doing = append(doing, l.Step.StepRef+" was running")
 			}
 		}
 		if len(doing) == 0 {

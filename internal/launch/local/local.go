@@ -19,6 +19,11 @@ import (
 type Launcher struct {
 	Executable string   // the stratus binary; "" = os.Executable()
 	Args       []string // nil = ["runner"]
+	// WatchParent tells each runner this process's pid
+	// (launch.EnvParentPID): a runner whose parent is gone — this process
+	// killed, even with SIGKILL — stops its engine and exits (issue 11 §
+	// 5: nothing outlives its run).
+	WatchParent bool
 
 	mu    sync.Mutex
 	procs map[string]*exec.Cmd
@@ -44,6 +49,9 @@ func (l *Launcher) Launch(ctx context.Context, s launch.Spec) (string, error) {
 	cmd := exec.Command(exe, args...)
 	cmd.Env = append(os.Environ(),
 		launch.EnvAPIURL+"="+s.APIURL, launch.EnvHandle+"="+s.Handle, launch.EnvTaskID+"="+s.TaskID)
+	if l.WatchParent {
+		cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d", launch.EnvParentPID, os.Getpid()))
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var logf *os.File
 	if s.LogPath != "" {

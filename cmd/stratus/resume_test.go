@@ -1,0 +1,258 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// statusOf returns `stratus status RUN --dir DIR --json`.
+func statusOf(t *testing.T, dir, runID string) StatusResult {
+	t.Helper()
+	r := runCLI(t, "status", runID, "--dir", dir, "--json")
+	if r.code != 0 {
+		t.Fatalf("status %s: exit %d\n%s", runID, r.code, r.stderr)
+	}
+	var s StatusResult
+	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, r.stdout)
+	}
+	return s
+}
+
+// stepRefs lists "step_ref:status" of a status, supervisor turns left out.
+func stepRefs(s StatusResult) string {
+	var out []string
+	for _, st := range s.Steps {
+		if st.Kind != "supervisor" {
+			out = append(out, st.StepRef+":"+st.Status)
+		}
+	}
+	return join(out)
+}
+
+// issue 11 § 3: a failed run resumes from the step that failed. The steps
+// before it are not run again (their ctx files stay), the failed step runs
+// as a new visit, and the run goes on to done; its summary counts every
+// step, the failed attempt's included.
+func TestResume_AFailedRunGoesOnFromTheStepThatFailed(t *testing.T) {
+	t.Parallel()
+	dir, task := installScript(t, "implementation", "", `
+nodes:
+  implementation:
+    - fail: the model refused
+    - report: implemented
+  review:
+    - report: {findings: []}
+default:
+  report: ok
+`)
+	r := runCLI(t, "run", task, "--dir", dir, "--json")
+	if r.code != ExitFailed {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	runID := decodeRun(t, r.stdout).RunID
+	planning := readFile(t, filepath.Join(dir, "workspace/tasks/t-implementation/ctx/planning.md"))
+
+	r = runCLI(t, "resume", runID, "--dir", dir, "--json")
+	if r.code != ExitOK {
+		t.Fatalf("resume: exit %d\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "stratus: resume run "+runID+": implementation#1 runs again") {
+		t.Errorf("resume does not say where it goes on:\n%s", r.stderr)
+	}
+	if got := join(steps(r.stderr)); got != "implementation#2:done review#1:accept publish#1:done" {
+		t.Errorf("resumed steps: %s; want implementation#2 review#1 publish#1 (planning not again)", got)
+	}
+	if res := decodeRun(t, r.stdout); res.RunID != runID || res.Status != "done" {
+		t.Errorf("resume result %+v", res)
+	}
+	if got := readFile(t, filepath.Join(dir, "workspace/tasks/t-implementation/ctx/planning.md")); got != planning {
+		t.Errorf("planning's ctx file changed across the resume")
+	}
+	s := statusOf(t, dir, runID)
+	if s.Status != "done" || stepRefs(s) != "planning#1:completed implementation#1:failed implementation#2:completed review#1:completed publish#1:completed" {
+		t.Errorf("status after resume: %s %s", s.Status, stepRefs(s))
+	}
+	md := readFile(t, filepath.Join(dir, ".stratus/logs/t-implementation/summary.md"))
+	if !strings.Contains(md, "implementation#1") || !strings.Contains(md, "implementation#2") {
+		t.Errorf("the summary does not count both attempts at implementation:\n%s", md)
+	}
+	// A done run has nothing to resume.
+	if r := runCLI(t, "resume", runID, "--dir", dir); r.code != ExitUsage || !strings.Contains(r.stderr, "it is done") {
+		t.Errorf("resume of a done run: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// issue 11 § 3: a run parked because its rework budget ran out resumes
+// only with --reset-fix-budget, and then goes on into the loop.
+func TestResume_ASpentBudgetGoesOnWithResetFixBudget(t *testing.T) {
+	t.Parallel()
+	blocking := "    - report: {findings: [{severity: blocking, path: a.go, what: broken, fix: fix it}]}\n"
+	dir, task := installScript(t, "implementation", "", "nodes:\n  review:\n"+strings.Repeat(blocking, 4)+"    - report: {findings: []}\ndefault:\n  report: ok\n")
+	r := runCLI(t, "run", task, "--dir", dir, "--json")
+	if r.code != ExitManual {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	runID := decodeRun(t, r.stdout).RunID
+	r = runCLI(t, "resume", runID, "--dir", dir)
+	if r.code != ExitUsage || !strings.Contains(r.stderr, `budget "review_fix" is spent`) || !strings.Contains(r.stderr, "--reset-fix-budget") {
+		t.Fatalf("resume without --reset-fix-budget: exit %d\n%s", r.code, r.stderr)
+	}
+	if s := statusOf(t, dir, runID); s.Status != "manual_action_required" {
+		t.Errorf("a refused resume changed the run: %s", s.Status)
+	}
+	r = runCLI(t, "resume", runID, "--dir", dir, "--reset-fix-budget", "--json")
+	if r.code != ExitOK {
+		t.Fatalf("resume --reset-fix-budget: exit %d\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "after review#4, at fixing (budgets reset: review_fix 3→0)") {
+		t.Errorf("resume does not say it reset the budget:\n%s", r.stderr)
+	}
+	if got := join(steps(r.stderr)); got != "fixing#4:done review#5:accept publish#1:done" {
+		t.Errorf("resumed steps: %s", got)
+	}
+	if res := decodeRun(t, r.stdout); res.Budgets["review_fix"] != 1 {
+		t.Errorf("budgets spent after the reset: %v, want review_fix 1", res.Budgets)
+	}
+}
+
+// alive reports whether pid is a live process (a zombie is not).
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true // no procfs: kill(0) is all there is
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i < 0 || !strings.HasPrefix(strings.TrimSpace(string(b[i+1:])), "Z")
+}
+
+// issue 11 § 5: killing the process that owns a run (SIGKILL, no chance to
+// clean up) ends its runner and engine within 10 s, `stratus status` says
+// interrupted (its open step canceled), and `stratus resume` takes the run
+// to its end from that step.
+func TestResume_AKilledOwnerLeavesNothingRunningAndTheRunResumes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if r := runCLI(t, "install", "--dir", dir); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	// The engine hangs while "slow" exists, after saying who it is.
+	writeTestFile(t, filepath.Join(dir, "engine.sh"), `read line
+if [ -f slow ]; then
+  echo "$$ $PPID" > engine.pids
+  sleep 300
+fi
+printf '{"subrun_report": "ok"}\n'
+`)
+	path := filepath.Join(dir, ".stratus/config.yaml")
+	cfg := strings.Replace(readFile(t, path), "  providers:\n", "  providers:\n    shx:\n      command: sh\n      args: [engine.sh]\n", 1)
+	writeTestFile(t, path, strings.Replace(cfg, "primary: echo", "primary: shx", 1))
+	writeTestFile(t, filepath.Join(dir, ".stratus/flows/tiny.yaml"), `flow:
+  name: tiny
+  task_type: tiny
+  permission_ceiling: workspace-write
+  output_policy: repository_document
+  publishing: local_artifact
+  nodes:
+    - { id: first, kind: agent, role_file: tiny/first.md }
+    - { id: answer, kind: agent, role_file: tiny/answer.md }
+    - { id: publish, kind: publish, policy: local_artifact }
+  edges:
+    - { from: first, to: answer }
+    - { from: answer, to: publish }
+`)
+	writeTestFile(t, filepath.Join(dir, ".stratus/flows/tiny/first.md"), "First for {task_id}.\n")
+	writeTestFile(t, filepath.Join(dir, ".stratus/flows/tiny/answer.md"), "Answer for {task_id}.\n")
+	task := filepath.Join(dir, "task.md")
+	writeTestFile(t, task, "---\nid: t-kill\ntitle: Killed\ntask_type: tiny\n---\nbody\n")
+
+	run := startRun(t, dir, task)
+	pidsFile := filepath.Join(dir, "engine.pids")
+	// first runs fast; answer hangs once "slow" exists.
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(run.log(), "end   first#1") {
+		if time.Now().After(deadline) {
+			t.Fatalf("first#1 did not end:\n%s", run.log())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	writeTestFile(t, filepath.Join(dir, "slow"), "")
+	var engine, runner int
+	for {
+		if b, err := os.ReadFile(pidsFile); err == nil && strings.Count(string(b), "\n") == 1 {
+			f := strings.Fields(string(b))
+			engine, _ = strconv.Atoi(f[0])
+			runner, _ = strconv.Atoi(f[1])
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the answer engine did not start:\n%s", run.log())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	runID := ""
+	if i := strings.Index(run.log(), "stratus: run "); i >= 0 {
+		runID = strings.Fields(run.log()[i+len("stratus: run "):])[0]
+		runID = strings.TrimSuffix(runID, ":")
+	}
+	if err := run.cmd.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	run.wait(t)
+	gone := time.Now().Add(10 * time.Second)
+	for alive(engine) || alive(runner) {
+		if time.Now().After(gone) {
+			r, e := alive(runner), alive(engine)
+			syscall.Kill(engine, syscall.SIGKILL)
+			syscall.Kill(runner, syscall.SIGKILL)
+			t.Fatalf("10 s after its owner was killed, the runner (pid %d, alive %v) or the engine (pid %d, alive %v) still runs", runner, r, engine, e)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s := statusOf(t, dir, runID)
+	if s.Status != "interrupted" || stepRefs(s) != "first#1:completed answer#1:canceled" {
+		t.Fatalf("status after the owner died: %s %s; want interrupted with answer#1 canceled", s.Status, stepRefs(s))
+	}
+	if err := os.Remove(filepath.Join(dir, "slow")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	r := runCLI(t, "resume", runID, "--dir", dir)
+	if r.code != ExitOK {
+		t.Fatalf("resume: exit %d\n%s", r.code, r.stderr)
+	}
+	if got := join(steps(r.stderr)); got != "answer#2:done publish#1:done" {
+		t.Errorf("resumed steps: %s; want answer#2 then publish (first not again)", got)
+	}
+}
+
+// Bad input to resume is a usage error naming what is wrong.
+func TestResume_BadInput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if r := runCLI(t, "resume", "r-nosuch", "--dir", dir); r.code != ExitUsage || !strings.Contains(r.stderr, "no runs in") {
+		t.Errorf("resume in a dir without runs: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := runCLI(t, "install", "--dir", dir); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	writeTestFile(t, filepath.Join(dir, "task.md"), "---\nid: t-echo\ntitle: Echo\n---\nbody\n")
+	if r := runCLI(t, "run", filepath.Join(dir, "task.md"), "--dir", dir); r.code != ExitManual {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := runCLI(t, "resume", "r-nosuch", "--dir", dir); r.code != ExitUsage || !strings.Contains(r.stderr, `run "r-nosuch" not found`) {
+		t.Errorf("resume of an unknown run: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := runCLI(t, "resume", "--dir", dir); r.code != ExitUsage {
+		t.Errorf("resume without a run: exit %d\n%s", r.code, r.stderr)
+	}
+}

@@ -1,0 +1,79 @@
+package lifecycle
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/store"
+	"github.com/stratusflow/stratus/internal/worker"
+)
+
+// OwnerGone is the reason the steps of a run whose owner died are canceled
+// with.
+const OwnerGone = "the process running the run ended before the run did"
+
+// Interrupt records run as interrupted at now: each step still open
+// (running, or waiting for a human) is canceled, its running attempt failed,
+// both with reason, and the run's status becomes stratus.RunInterrupted
+// (resumable). A run already ended is returned as it is. It writes only to
+// the store: stopping workers and executions is the caller's.
+func Interrupt(ctx context.Context, st store.Store, run stratus.Run, reason string, now time.Time) (stratus.Run, error) {
+	if stratus.RunTerminal(run.Status) {
+		return run, nil
+	}
+	steps, err := st.ListSteps(ctx, run.ID)
+	if err != nil {
+		return run, err
+	}
+	for _, s := range steps {
+		if s.Status != stratus.StepRunning && s.Status != worker.StepWaiting {
+			continue
+		}
+		n := 0
+		if a, err := st.LatestAttempt(ctx, s.TID); err == nil {
+			n = a.N
+			if a.Status == stratus.AttemptRunning {
+				a.Status, a.Terminal, a.Reason, a.EndedAt = stratus.AttemptFailed, "Cancelled", reason, now
+				if err := st.UpdateAttempt(ctx, a); err != nil {
+					return run, err
+				}
+			}
+		} else if stratus.ErrorCode(err) != stratus.ENOTFOUND {
+			return run, err
+		}
+		v, _ := json.Marshal(worker.StepValue{StepRef: s.StepRef, Node: s.Node, Attempt: n, Outcome: stratus.StepCanceled, Reason: reason})
+		s.Status, s.Verdict, s.Value, s.EndedAt = stratus.StepCanceled, stratus.StepCanceled, v, now
+		if err := st.UpdateStep(ctx, s); err != nil {
+			return run, err
+		}
+	}
+	run.Status, run.EndedAt = stratus.RunInterrupted, now
+	return run, st.UpdateRun(ctx, run)
+}
+
+// Reconcile returns run as it truly stands: a run recorded running whose
+// owner is known dead (OwnerAlive) is recorded interrupted first (OwnerGone).
+// A run without an owner this machine can check is returned unchanged.
+func Reconcile(ctx context.Context, st store.Store, run stratus.Run) (stratus.Run, error) {
+	if stratus.RunTerminal(run.Status) {
+		return run, nil
+	}
+	if alive, known := OwnerAlive(run.Owner); !known || alive {
+		return run, nil
+	}
+	return Interrupt(ctx, st, run, OwnerGone, time.Now().UTC())
+}
+
+// Waiting reports whether a running run waits for a human: one of its
+// steps does (worker.StepWaiting). `stratus status` and `stratus runs` show
+// such a run as "waiting".
+func Waiting(steps []stratus.Step) bool {
+	for _, s := range steps {
+		if s.Status == worker.StepWaiting {
+			return true
+		}
+	}
+	return false
+}

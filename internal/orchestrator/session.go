@@ -1,0 +1,244 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/captoken"
+	"github.com/stratusflow/stratus/internal/compiler"
+	"github.com/stratusflow/stratus/internal/executor"
+	"github.com/stratusflow/stratus/internal/executor/embedded"
+	"github.com/stratusflow/stratus/internal/httpapi"
+	"github.com/stratusflow/stratus/internal/launch/local"
+	"github.com/stratusflow/stratus/internal/lifecycle"
+	"github.com/stratusflow/stratus/internal/projection"
+	"github.com/stratusflow/stratus/internal/report"
+	"github.com/stratusflow/stratus/internal/sink/fs"
+	"github.com/stratusflow/stratus/internal/store/sqlite"
+	"github.com/stratusflow/stratus/internal/supervisor"
+	"github.com/stratusflow/stratus/internal/worker"
+)
+
+// session is one process's hold on one embedded run: the work dir's store
+// and sink, the run's frozen environment and compiled definition, and what
+// to release when it ends.
+type session struct {
+	o        Options
+	dir      string // absolute work dir
+	state    string // DIR/.stratus
+	progress io.Writer
+	st       *sqlite.Store
+	sk       *fs.Sink // the work dir: ctx files, logs, summaries
+	key      []byte
+
+	run stratus.Run
+	env *worker.RunEnv
+	def []byte
+
+	releases []func() // run last first by close
+}
+
+// open opens the work dir's store and HMAC key.
+func open(dir string, o Options) (*session, error) {
+	s := &session{o: o, dir: dir, state: filepath.Join(dir, StateDir), progress: progress(o.Progress), sk: fs.New(dir)}
+	key, err := captoken.LoadOrCreateKey(filepath.Join(s.state, KeyFile))
+	if err != nil {
+		return nil, err
+	}
+	s.key = key
+	if s.st, err = sqlite.Open(filepath.Join(s.state, DBFile)); err != nil {
+		return nil, err
+	}
+	s.defer_(func() { s.st.Close() })
+	return s, nil
+}
+
+func (s *session) defer_(f func()) { s.releases = append(s.releases, f) }
+
+func (s *session) close() {
+	for i := len(s.releases) - 1; i >= 0; i-- {
+		s.releases[i]()
+	}
+}
+
+// lock holds the task's lock until close (lockTask).
+func (s *session) lock(taskID string) error {
+	unlock, err := lockTask(s.state, taskID)
+	if err != nil {
+		return err
+	}
+	s.defer_(unlock)
+	return nil
+}
+
+// execute runs s.run on the embedded executor: one execution named name
+// with input, the worker API served on loopback, workers as local
+// `stratus runner` processes, until the execution ends (the run is then
+// finished: its status, its summary) or ctx ends (the run is recorded
+// interrupted: its workers stopped, its open steps canceled, a summary
+// saying where it stopped; the Result comes with ctx's error).
+func (s *session) execute(ctx context.Context, name string, input json.RawMessage) (*Result, error) {
+	env, st, sk, progress, run := s.env, s.st, s.sk, s.progress, s.run
+	printEvent := func(e worker.Event) { fmt.Fprintln(progress, FormatEvent(e)) }
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listen for the worker API: %w", err)
+	}
+	launcher := &local.Launcher{Executable: s.o.Self, WatchParent: true}
+	var exec *embedded.Executor
+	svc := &worker.Service{
+		Store:    st,
+		Sink:     sk,
+		Launcher: launcher,
+		Minter:   &captoken.Minter{Key: s.key, TTL: time.Duration(env.Config.Worker.TokenTTLSeconds) * time.Second},
+		APIURL:   "http://" + ln.Addr().String(),
+		Env:      func(context.Context, string) (*worker.RunEnv, error) { return env, nil },
+		OnEvent:  printEvent,
+		Warnf: func(format string, args ...any) {
+			fmt.Fprintf(progress, "stratus: warning: "+format+"\n", args...)
+		},
+		ResolveFiles: true,
+		MaxBodyBytes: env.Config.Worker.MaxBodyBytes,
+		LocalLogs:    filepath.Join(s.state, "logs"),
+	}
+	svc.Publish = func(ctx context.Context, run stratus.Run, _ *worker.RunEnv) ([]string, error) {
+		if note := publishNote(ctx, st, run.ID, env.Flow); note != "" {
+			fmt.Fprintf(progress, "stratus: %s\n", note) // issue 5 § 4: said, never silently skipped
+		}
+		f, err := report.Collect(ctx, st, run, stratus.RunDone, worker.ReportEnv(env))
+		if err != nil {
+			return nil, err
+		}
+		return report.Write(ctx, sk, f)
+	}
+	srv := &http.Server{Handler: httpapi.New(svc), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	var dispatches sync.WaitGroup
+	dctx, cancelDispatch := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelDispatch()
+	exec = embedded.New(embedded.Options{
+		Substitutions: map[string]string{"DispatchQueueUrl": "embedded://dispatch"},
+		Resources: map[string]embedded.TaskHandler{
+			"arn:aws:states:::sqs:sendMessage": func(_ context.Context, call embedded.TaskCall) (json.RawMessage, error) {
+				var p struct {
+					MessageBody worker.Message `json:"MessageBody"`
+				}
+				if err := json.Unmarshal(call.Parameters, &p); err != nil {
+					return nil, fmt.Errorf("dispatch message: %w", err)
+				}
+				// The queue: dispatch runs outside the executor's goroutine.
+				dispatches.Add(1)
+				go func() {
+					defer dispatches.Done()
+					if err := svc.Dispatch(dctx, p.MessageBody); err != nil {
+						fmt.Fprintf(progress, "stratus: dispatch %s: %v\n", p.MessageBody.Node, err)
+						exec.SendTaskFailure(dctx, p.MessageBody.TaskToken, worker.ErrDispatch, err.Error())
+					}
+				}()
+				return json.RawMessage(`{"MessageId":"embedded"}`), nil
+			},
+		},
+	})
+	svc.Tokens = exec
+
+	cd, err := projection.CtxDir(env.Config.Projection.Placement, run.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	// While the run runs, `stratus approve|reject|answer` find its API here.
+	removeAddress, err := WriteRunAddress(s.state, run.ID, svc.APIURL)
+	if err != nil {
+		return nil, err
+	}
+	defer removeAddress()
+	x, err := exec.StartExecution(ctx, executor.StartInput{StateMachine: run.Flow, Definition: s.def, Name: name, Input: input})
+	if err != nil {
+		return nil, fmt.Errorf("start execution: %w", err)
+	}
+	run.Execution = x.ARN
+	if err := st.UpdateRun(ctx, run); err != nil {
+		return nil, err
+	}
+	if w := supervisor.NarrowingWarning(env.Config.Supervisor, env.Flow); w != "" {
+		svc.Warnf("%s", w) // seed 004 § What observe.mode costs: said once, at the start
+	}
+
+	x, err = exec.WaitExecution(ctx, x.ARN)
+	if err != nil {
+		// The caller was cancelled: stop the execution and the workers,
+		// record the run interrupted (resumable) and leave a summary saying
+		// where it stopped.
+		bg := context.WithoutCancel(ctx)
+		exec.StopExecution(bg, run.Execution, "stratus.Cancelled", err.Error())
+		svc.Drain()
+		settleSupervisor(bg, st, run.ID, 0, printEvent) // interrupted: no grace
+		launcher.StopAll()
+		cancelDispatch()
+		dispatches.Wait()
+		run, _ = lifecycle.Interrupt(bg, st, run, "the run was interrupted", time.Now().UTC())
+		res := &Result{Run: run, Status: stratus.RunInterrupted, Error: "stratus.Cancelled", Cause: "the run was interrupted", CtxDir: sk.Path(cd),
+			Budgets: spentBudgets(exec.History(run.Execution))}
+		if f, ferr := report.Collect(bg, st, run, stratus.RunInterrupted, worker.ReportEnv(env)); ferr == nil {
+			f.Stop = &report.Stop{Interrupted: true}
+			res.Cause = report.Why(f)
+			if keys, werr := report.Write(bg, sk, f); werr == nil {
+				res.Summary = []string{sk.Path(keys[0]), sk.Path(keys[1])}
+			}
+		}
+		return res, err
+	}
+	svc.Drain() // no supervisor observation starts after the workers are stopped
+	// An observation launched for the failure that ended the run is let
+	// finish (bounded); what is left is recorded cut short, then stopped.
+	settleSupervisor(ctx, st, run.ID, ObserveGrace, printEvent)
+	launcher.StopAll()
+	cancelDispatch()
+	dispatches.Wait()
+
+	hist := exec.History(run.Execution)
+	res := &Result{Error: x.Error, Cause: x.Cause, Budgets: spentBudgets(hist)}
+	switch {
+	case x.Status == executor.StatusSucceeded:
+		res.Status = stratus.RunDone
+	case x.Error == compiler.ErrManualActionRequired:
+		res.Status = stratus.RunManualActionRequired
+	default:
+		res.Status = stratus.RunFailed
+	}
+	run.Status, run.EndedAt = res.Status, time.Now().UTC()
+	if err := st.UpdateRun(ctx, run); err != nil {
+		return nil, err
+	}
+	res.Run = run
+	f, err := report.Collect(ctx, st, run, res.Status, worker.ReportEnv(env))
+	if err != nil {
+		return nil, err
+	}
+	res.Overhead = report.Overhead(f)
+	if res.Status != stratus.RunDone {
+		f.Stop = readStop(hist, s.def, env.Flow, x.Error, x.Cause)
+		if why := report.Why(f); why != "" {
+			res.Cause = why // the summary's "Why the run stopped" says the same
+		}
+	}
+	// The summary is rewritten from the final facts, whatever the terminal:
+	// a failed or manual run gets a real report too (seed 004 § The summary
+	// artifacts), and so does a run whose publish node was disabled.
+	if _, err := report.Write(ctx, sk, f); err != nil {
+		return nil, err
+	}
+	rd := report.Dir(run.TaskID)
+	res.Summary = []string{sk.Path(rd + "/summary.json"), sk.Path(rd + "/summary.md")}
+	res.CtxDir = sk.Path(cd)
+	return res, nil
+}
