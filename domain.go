@@ -33,14 +33,14 @@ func RunResumable(status string) bool {
 
 // Run is one execution of one flow for one task file.
 type Run struct {
-	ID        string    `json:"run_id"`
-	TaskID    string    `json:"task_id"`    // the task file's front-matter id: {task_id}
-	TaskTitle string    `json:"task_title"` // the task file's title
-	Flow      string    `json:"flow"`       // the flow's task_type
-	Status    string    `json:"status"`     // RunRunning or a terminal
-	WorkDir   string    `json:"work_dir"`   // absolute; the root projections resolve from
-	TaskPath  string    `json:"task_path"`  // absolute path of the task file
-	Execution string    `json:"execution"`  // the state-machine execution id (ARN on AWS); the latest one of a resumed run
+	ID        string `json:"run_id"`
+	TaskID    string `json:"task_id"`    // the task file's front-matter id: {task_id}
+	TaskTitle string `json:"task_title"` // the task file's title
+	Flow      string `json:"flow"`       // the flow's task_type
+	Status    string `json:"status"`     // RunRunning or a terminal
+	WorkDir   string `json:"work_dir"`   // absolute; the root projections resolve from
+	TaskPath  string `json:"task_path"`  // absolute path of the task file
+	Execution string `json:"execution"`  // the state-machine execution id (ARN on AWS); the latest one of a resumed run
 	// Owner names the process that runs the run in embedded mode,
 	// "<host>/<pid>/<process start>" (internal/lifecycle.Owner); "" on AWS,
 	// where the execution runs itself. A running run whose owner is gone
