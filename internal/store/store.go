@@ -20,6 +20,9 @@ type Store interface {
 	// UpdateRun replaces the mutable fields (Status, Execution, Owner,
 	// Resumes, EndedAt).
 	UpdateRun(ctx context.Context, r stratus.Run) error
+	// ListRuns returns the runs newest first (CreatedAt descending, then
+	// id descending), at most limit of them (0: all).
+	ListRuns(ctx context.Context, limit int) ([]stratus.Run, error)
 
 	// CreateStep inserts a step unless one with the same DedupKey exists, in
 	// which case it returns that one and created=false (a redelivered

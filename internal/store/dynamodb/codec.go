@@ -22,6 +22,7 @@ const (
 // The sort keys and key prefixes (package documentation § Table design).
 const (
 	pkRun    = "run#"
+	pkRuns   = "runs" // the run list: one entry per run, sort key runListKey
 	pkTask   = "task#"
 	pkDedup  = "dedup#"
 	pkHandle = "handle#"

@@ -15,6 +15,7 @@
 // for moto or LocalStack. Items, by partition:
 //
 //	pk                 sk                                  record
+//	runs               <created ms, 15 digits>#<run id>    the run list (ListRuns): one entry per run, newest last
 //	run#<run id>       run                                 the Run
 //	run#<run id>       step#<seq>                          the run's step list: tid and node of each step, seq = creation order
 //	run#<run id>       degradation#<seq>                   the run's degradations in append order

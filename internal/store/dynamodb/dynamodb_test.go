@@ -303,11 +303,14 @@ func TestSDKRetry_AfterSuccess_Idempotent(t *testing.T) {
 		}
 	}
 
-	arm("PutItem")
+	arm("TransactWriteItems") // the run and its run-list entry
 	if err := s.CreateRun(ctx, stratus.Run{ID: "run-r", Status: stratus.RunRunning}); err != nil {
 		t.Fatalf("CreateRun retried by the SDK: %v", err)
 	}
 	fired("CreateRun")
+	if runs, err := s.ListRuns(ctx, 0); err != nil || len(runs) != 1 || runs[0].ID != "run-r" {
+		t.Fatalf("ListRuns after the retried CreateRun = %v, %v; want run-r once", runs, err)
+	}
 
 	arm("TransactWriteItems")
 	st := stratus.Step{TID: "tid-r", RunID: "run-r", Node: "impl", Visit: 1, DedupKey: "dk-r", Status: stratus.StepRunning}

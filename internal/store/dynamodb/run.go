@@ -2,6 +2,7 @@ package dynamodb
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/stratusflow/stratus"
 )
@@ -17,13 +18,56 @@ func (s *Store) CreateRun(ctx context.Context, r stratus.Run) error {
 		"owner": text(r.Owner), "resumes": num(int64(r.Resumes)),
 		"created_at": millis(r.CreatedAt), "ended_at": millis(r.EndedAt),
 	})
-	exists, err := s.create(ctx, it)
-	if err != nil {
-		return wrap("create run "+quote(r.ID), err)
-	} else if exists {
+	// The run and its entry in the run list, in one transaction.
+	entry := key(pkRuns, runListKey(r)).setAll(map[string]av{
+		attrRecord: str("run_entry"), attrWID: it[attrWID], "id": str(r.ID),
+	})
+	err := s.transact(ctx, s.createTx(it), s.createTx(entry))
+	codes, olds, canceledTx := canceled(err)
+	switch {
+	case err == nil:
+		return nil
+	case canceledTx && reason(codes, 0) == codeConditionFailed && mine(olds[0], it.str(attrWID)):
+		return nil // the SDK retried this transaction after it had committed
+	case canceledTx && reason(codes, 0) == codeConditionFailed:
 		return stratus.Errorf(stratus.ECONFLICT, "run %q already exists (DynamoDB ConditionalCheckFailedException)", r.ID)
 	}
-	return nil
+	return wrap("create run "+quote(r.ID), err)
+}
+
+// runListKey orders the run list: creation time (UTC milliseconds, padded
+// to 15 digits) then the id, so that a reverse query is newest first.
+func runListKey(r stratus.Run) string {
+	var ms int64
+	if !r.CreatedAt.IsZero() {
+		ms = r.CreatedAt.UnixMilli()
+	}
+	return fmt.Sprintf("%015d#%s", ms, r.ID)
+}
+
+// ListRuns returns the runs newest first (CreatedAt descending, then id
+// descending), at most limit of them (0: all): a query of the run list
+// partition, then a batch read of the runs.
+func (s *Store) ListRuns(ctx context.Context, limit int) ([]stratus.Run, error) {
+	entries, err := s.query(ctx, pkRuns, "0", true, limit) // every key starts with a 0 digit of its padded time
+	if err != nil {
+		return nil, wrap("list runs", err)
+	}
+	keys := make([]item, len(entries))
+	for i, e := range entries {
+		keys[i] = runKey(e.str("id"))
+	}
+	found, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return nil, wrap("list runs", err)
+	}
+	runs := make([]stratus.Run, 0, len(entries))
+	for _, e := range entries {
+		if it, ok := found[pkRun+e.str("id")]; ok {
+			runs = append(runs, decodeRun(it))
+		}
+	}
+	return runs, nil
 }
 
 // GetRun returns the run with id; ENOTFOUND if there is none.
@@ -34,12 +78,16 @@ func (s *Store) GetRun(ctx context.Context, id string) (stratus.Run, error) {
 	} else if it == nil {
 		return stratus.Run{}, stratus.Errorf(stratus.ENOTFOUND, "run %q not found", id)
 	}
+	return decodeRun(it), nil
+}
+
+func decodeRun(it item) stratus.Run {
 	return stratus.Run{
 		ID: it.str("id"), TaskID: it.str("task_id"), TaskTitle: it.str("task_title"), Flow: it.str("flow"),
 		Status: it.str("status"), WorkDir: it.str("work_dir"), TaskPath: it.str("task_path"), Execution: it.str("execution"),
 		Owner: it.str("owner"), Resumes: int(it.int("resumes")),
 		CreatedAt: it.time("created_at"), EndedAt: it.time("ended_at"),
-	}, nil
+	}
 }
 
 // UpdateRun replaces Status, Execution, Owner, Resumes and EndedAt of run

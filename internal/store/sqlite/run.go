@@ -46,6 +46,29 @@ func (s *Store) UpdateRun(ctx context.Context, r stratus.Run) error {
 	return mustAffect(res, stratus.Errorf(stratus.ENOTFOUND, "run %q not found", r.ID))
 }
 
+// ListRuns returns the runs newest first (CreatedAt descending, then id
+// descending), at most limit of them (0: all).
+func (s *Store) ListRuns(ctx context.Context, limit int) ([]stratus.Run, error) {
+	q := "SELECT " + runColumns + " FROM runs ORDER BY created_at DESC, id DESC"
+	if limit > 0 {
+		q += fmt.Sprintf(" LIMIT %d", limit)
+	}
+	rows, err := s.r.QueryContext(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	defer rows.Close()
+	var runs []stratus.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		runs = append(runs, r)
+	}
+	return runs, rows.Err()
+}
+
 func scanRun(row rowScanner) (stratus.Run, error) {
 	var r stratus.Run
 	var created, ended sql.NullInt64

@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,6 +97,53 @@ func (su *suite) testRuns(t *testing.T) {
 			t.Fatalf("GetRun(%q): %v", r.ID, err)
 		}
 		checkRun(t, got, want)
+	})
+
+	t.Run("ListRuns_NewestFirst", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		// Far in the future, so that these are the newest runs even in a
+		// backend other tests share.
+		future := time.Date(2999, 1, 1, 0, 0, 0, 0, time.UTC)
+		var ids []string
+		for _, h := range []int{1, 3, 2} {
+			r := b.run()
+			r.CreatedAt = future.Add(time.Duration(h) * time.Hour)
+			if err := b.s.CreateRun(b.ctx, r); err != nil {
+				t.Fatalf("CreateRun: %v", err)
+			}
+			ids = append(ids, r.ID)
+		}
+		mine := func(runs []stratus.Run) []string {
+			var out []string
+			for _, r := range runs {
+				if strings.Contains(r.ID, b.prefix) {
+					out = append(out, r.ID)
+				}
+			}
+			return out
+		}
+		all, err := b.s.ListRuns(b.ctx, 0)
+		if err != nil {
+			t.Fatalf("ListRuns(0): %v", err)
+		}
+		if got, want := mine(all), []string{ids[1], ids[2], ids[0]}; !slices.Equal(got, want) {
+			t.Errorf("ListRuns(0) = %q, want newest first %q", got, want)
+		}
+		for _, r := range all {
+			if r.ID == ids[1] {
+				want := b.run()
+				want.ID, want.CreatedAt = ids[1], future.Add(3*time.Hour)
+				checkRun(t, r, want)
+			}
+		}
+		two, err := b.s.ListRuns(b.ctx, 2)
+		if err != nil {
+			t.Fatalf("ListRuns(2): %v", err)
+		}
+		if got, want := mine(two), []string{ids[1], ids[2]}; len(two) != 2 || !slices.Equal(got, want) {
+			t.Errorf("ListRuns(2) = %q (%d runs), want %q", got, len(two), want)
+		}
 	})
 
 	t.Run("UpdateRun_Missing_NotFound", func(t *testing.T) {
