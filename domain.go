@@ -60,6 +60,9 @@ const (
 	StepFailed    = "failed"
 	// StepCanceled: the step was open when its run was interrupted.
 	StepCanceled = "canceled"
+	// StepWaiting: the step waits for a human (a hitl node, or an agent's
+	// hitl request).
+	StepWaiting = "waiting"
 )
 
 // Step is one visit of one node inside a run, and the dispatch task

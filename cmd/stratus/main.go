@@ -81,6 +81,8 @@ func newRootCmd(io IO) *cobra.Command {
 		newRunCmd(io),
 		newResumeCmd(io),
 		newStatusCmd(io),
+		newRunsCmd(io),
+		newCancelCmd(io),
 		newValidateCmd(io),
 		newCompileCmd(io),
 		newRunnerCmd(io),
@@ -102,7 +104,7 @@ func subcommandMissing(group string, args []string) error {
 	names := map[string]string{
 		"engine": "echo, script",
 		"worker": "prompt, artifact, submit, result, degradation, stats",
-		"":       "install, validate, compile, run, resume, status, approve, reject, answer, runner, engine, worker",
+		"":       "install, validate, compile, run, resume, status, runs, cancel, approve, reject, answer, runner, engine, worker",
 	}[group]
 	if len(args) > 0 {
 		return usageError{fmt.Errorf("unknown command %q; commands: %s (see --help)", args[0], names)}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/orchestrator"
 )
 
@@ -24,6 +25,10 @@ type RunOptions struct {
 	Dir  string
 	JSON bool
 	Self string // the stratus binary workers run as ("" = this one)
+	// Detach starts the run in a process of its own and returns at once
+	// (detach.go); RunID is the id that process gives the run (hidden).
+	Detach bool
+	RunID  string
 	// Target and AWS: --target aws runs on a deployed stack (runaws.go).
 	Target string
 	AWS    AWSOptions
@@ -40,21 +45,40 @@ ASL, and executes it on the embedded executor. With --target aws it freezes
 the run into a deployed stack's bucket, starts an execution of the stack's
 state machine and follows it. Progress goes to stderr.
 
-Exit status: 0 done, 1 failed, 3 manual_action_required, 2 bad input.`,
+With --detach the run goes on in a process of its own, apart from this
+terminal: run prints its id on stdout (--json: {"run_id": ...}) and returns once
+the run is recorded. Its progress goes to DIR/.stratus/runs/<run_id>/run.log;
+stratus status RUN --follow streams it, stratus cancel RUN stops the run,
+stratus approve|reject|answer reach it. With --target aws, --detach starts
+the execution and does not follow it.
+
+Exit status: 0 done (with --detach: started), 1 failed, 3
+manual_action_required, 130 interrupted, 2 bad input.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Task = args[0]
 			if err := checkTarget(c, o.Target); err != nil {
 				return err
 			}
+			if o.RunID != "" {
+				if err := lifecycle.CheckRunID(o.RunID); err != nil {
+					return usageError{err}
+				}
+			}
 			if o.Target == TargetAWS {
 				return runRunAWS(o)
+			}
+			if o.Detach {
+				return runDetached(o)
 			}
 			return runRun(o)
 		},
 	}
 	cmd.Flags().StringVar(&o.Dir, "dir", ".", "work directory holding .stratus/")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON on stdout")
+	cmd.Flags().BoolVar(&o.Detach, "detach", false, "start the run in the background, print its id and return at once")
+	cmd.Flags().StringVar(&o.RunID, "run-id", "", "the id to give the new run (r-<yyyymmddThhmmss>-<6 hex>)")
+	cmd.Flags().MarkHidden("run-id")
 	addTargetFlags(cmd, &o.Target, &o.AWS)
 	return cmd
 }
@@ -85,7 +109,7 @@ func runRun(o *RunOptions) error {
 	// reset to its default in the runners and engines this process starts,
 	// an ignored one would be inherited by them.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	res, err := orchestrator.Run(ctx, orchestrator.Options{Dir: o.Dir, TaskPath: o.Task, Self: o.Self, Progress: o.IO.Err})
+	res, err := orchestrator.Run(ctx, orchestrator.Options{Dir: o.Dir, TaskPath: o.Task, Self: o.Self, Progress: o.IO.Err, RunID: o.RunID})
 	return endRun(o.IO, o.JSON, res, err)
 }
 

@@ -26,9 +26,12 @@ func runRunAWS(o *RunOptions) error {
 	if err != nil {
 		return usageOr(err)
 	}
-	st, err := tg.Start(ctx, awsrun.StartOptions{Dir: o.Dir, TaskPath: o.Task, Progress: o.IO.Err})
+	st, err := tg.Start(ctx, awsrun.StartOptions{Dir: o.Dir, TaskPath: o.Task, Progress: o.IO.Err, RunID: o.RunID})
 	if err != nil {
 		return usageOr(err)
+	}
+	if o.Detach {
+		return printDetached(o.IO, o.JSON, st.Run.ID, "--target aws")
 	}
 	res, err := tg.Follow(ctx, st.Run, st.Env, awsrun.FollowOptions{Progress: o.IO.Err, Poll: o.AWS.Poll})
 	if errors.Is(err, context.Canceled) {

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,6 +28,7 @@ type StatusOptions struct {
 	RunID  string
 	Dir    string
 	JSON   bool
+	Follow bool
 	Target string
 	AWS    AWSOptions
 }
@@ -41,6 +44,11 @@ the run's summary is. An embedded run is read from DIR/.stratus/stratus.db; with
 --target aws, from the deployed stack's table, and the execution's own status is
 shown beside the run's (a run nobody followed to its end still reads running).
 
+With --follow, status first streams the run's progress lines (those it already
+made, then each as it happens) to stderr until the run ends, then prints its
+status, and exits as run does: 0 done, 1 failed, 3 manual_action_required,
+130 interrupted.
+
 Exit status: 0 shown, 2 no such run or bad flags.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -53,6 +61,7 @@ Exit status: 0 shown, 2 no such run or bad flags.`,
 	}
 	cmd.Flags().StringVar(&o.Dir, "dir", ".", "work directory holding .stratus/ (embedded runs)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the status as JSON on stdout")
+	cmd.Flags().BoolVar(&o.Follow, "follow", false, "stream the run's progress lines to stderr until it ends, then print its status; exit as `run` does")
 	addTargetFlags(cmd, &o.Target, &o.AWS)
 	return cmd
 }
@@ -103,6 +112,11 @@ type StepStatus struct {
 
 func runStatus(o *StatusOptions) error {
 	ctx := awsContext()
+	if o.Follow {
+		if err := followRun(ctx, o); err != nil {
+			return err
+		}
+	}
 	var (
 		v   *runview.View
 		res StatusResult
@@ -139,20 +153,97 @@ func runStatus(o *StatusOptions) error {
 		return enc.Encode(res)
 	}
 	printStatus(o.IO, res)
+	if o.Follow {
+		return runExit(res.Status)
+	}
 	return nil
+}
+
+// runExit is the exit status `run` gives a run that ended with status.
+func runExit(status string) error {
+	switch status {
+	case stratus.RunDone:
+		return nil
+	case stratus.RunManualActionRequired:
+		return &exitError{code: ExitManual}
+	case stratus.RunInterrupted:
+		return &exitError{code: ExitInterrupted}
+	default:
+		return &exitError{code: ExitFailed}
+	}
+}
+
+// FollowPoll is how often `status --follow` reads an embedded run's records.
+var FollowPoll = 300 * time.Millisecond
+
+// followRun streams the run's progress lines to stderr until it ends: an
+// embedded run from its records (its owner's death counts as its end:
+// lifecycle.Reconcile), a run on AWS as `run --target aws` follows it.
+func followRun(ctx context.Context, o *StatusOptions) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if o.Target == TargetAWS {
+		tg, err := o.AWS.open(ctx)
+		if err != nil {
+			return usageOr(err)
+		}
+		run, err := tg.Store.GetRun(ctx, o.RunID)
+		if err != nil {
+			return usageOr(err)
+		}
+		if _, err := tg.Follow(ctx, run, nil, awsrun.FollowOptions{Progress: o.IO.Err, Poll: o.AWS.Poll}); err != nil {
+			return followStopped(o, err)
+		}
+		return nil
+	}
+	st, err := openRuns(o.Dir)
+	if err != nil {
+		return usageOr(err)
+	}
+	defer st.Close()
+	if _, err := st.GetRun(ctx, o.RunID); err != nil {
+		return usageOr(err)
+	}
+	tr := runview.NewTracker(st, o.RunID)
+	for {
+		run, err := st.GetRun(ctx, o.RunID)
+		if err == nil {
+			run, err = lifecycle.Reconcile(ctx, st, run)
+		}
+		if err != nil {
+			return followStopped(o, err)
+		}
+		evs, err := tr.Poll(ctx)
+		if err != nil {
+			return followStopped(o, err)
+		}
+		for _, e := range evs {
+			fmt.Fprintln(o.IO.Err, orchestrator.FormatEvent(e))
+		}
+		if stratus.RunTerminal(run.Status) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return followStopped(o, ctx.Err())
+		case <-time.After(FollowPoll):
+		}
+	}
+}
+
+// followStopped is the exit of a follow that ended before the run: Ctrl-C
+// stops following (the run goes on), anything else is the error.
+func followStopped(o *StatusOptions, err error) error {
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintf(o.IO.Err, "stratus: stopped following run %s; it goes on\n", o.RunID)
+		return &exitError{code: ExitInterrupted}
+	}
+	return err
 }
 
 func embeddedStatus(ctx context.Context, o *StatusOptions) (*runview.View, StatusResult, error) {
 	res := StatusResult{Target: TargetEmbedded}
-	dir, err := filepath.Abs(o.Dir)
-	if err != nil {
-		return nil, res, err
-	}
-	db := filepath.Join(dir, orchestrator.StateDir, orchestrator.DBFile)
-	if _, err := os.Stat(db); errors.Is(err, os.ErrNotExist) {
-		return nil, res, stratus.FieldErrorf(stratus.ENOTFOUND, "dir", "no run was made in %s (no %s); give the work dir with --dir, or --target aws for a run on a stack", dir, db)
-	}
-	st, err := sqlite.Open(db)
+	st, err := openRuns(o.Dir)
 	if err != nil {
 		return nil, res, err
 	}
@@ -179,6 +270,20 @@ func embeddedStatus(ctx context.Context, o *StatusOptions) (*runview.View, Statu
 	return v, res, nil
 }
 
+// openRuns opens the store of the embedded runs made in work dir dir.
+// Errors: ENOTFOUND (field "dir") when no run was ever made there.
+func openRuns(dir string) (*sqlite.Store, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	db := filepath.Join(dir, orchestrator.StateDir, orchestrator.DBFile)
+	if _, err := os.Stat(db); errors.Is(err, os.ErrNotExist) {
+		return nil, stratus.FieldErrorf(stratus.ENOTFOUND, "dir", "no run was made in %s (no %s); give the work dir with --dir, or --target aws for a run on a stack", dir, db)
+	}
+	return sqlite.Open(db)
+}
+
 func awsStatus(ctx context.Context, o *StatusOptions) (*runview.View, StatusResult, error) {
 	res := StatusResult{Target: TargetAWS}
 	tg, err := o.AWS.open(ctx)
@@ -198,7 +303,7 @@ func awsStatus(ctx context.Context, o *StatusOptions) (*runview.View, StatusResu
 		if x.Done() && v.Run.Status == stratus.RunRunning {
 			// Nobody followed the run to its end: say what the execution's
 			// end makes it, without recording it (that is `run`'s part).
-			v.Run.Status = awsrun.Status(x)
+			v.Run.Status = lifecycle.ExecutionStatus(x)
 		}
 	}
 	for _, name := range []string{"summary.json", "summary.md"} {

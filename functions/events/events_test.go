@@ -197,7 +197,7 @@ func executionARN(runID string) string {
 }
 
 // Issue 6 (a run nobody follows): the end of its execution, as EventBridge
-// reports it, makes the run terminal by awsrun.Status's mapping, fails the
+// reports it, makes the run terminal by lifecycle.ExecutionStatus's mapping, fails the
 // step still waiting for a human with its reason, writes the summary to
 // the bucket; a replay of the event (or an event after Finish) changes
 // nothing.
@@ -274,8 +274,9 @@ func TestEvents_ExecutionEndRecordsTerminalFailsWaitingStepWritesSummary(t *test
 	}
 }
 
-// The run's terminal follows awsrun.Status: SUCCEEDED is done, any other
-// end failed (manual_action_required is checked above).
+// The run's terminal follows lifecycle.ExecutionStatus: SUCCEEDED is done, ABORTED
+// (stratus cancel, StopExecution) interrupted and resumable, any other end
+// failed (manual_action_required is checked above).
 func TestEvents_TerminalIsAwsrunStatusOfTheExecution(t *testing.T) {
 	s := newEventsStack(t)
 	ctx := context.Background()
@@ -283,7 +284,7 @@ func TestEvents_TerminalIsAwsrunStatusOfTheExecution(t *testing.T) {
 	for i, c := range []struct{ status, errName, want string }{
 		{"SUCCEEDED", "", stratus.RunDone},
 		{"TIMED_OUT", "", stratus.RunFailed},
-		{"ABORTED", "", stratus.RunFailed},
+		{"ABORTED", "", stratus.RunInterrupted},
 		{"FAILED", "States.TaskFailed", stratus.RunFailed},
 	} {
 		runID := fmt.Sprintf("r-20260101T00000%d-abc123", i)

@@ -13,8 +13,8 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/stratusflow/stratus"
-	"github.com/stratusflow/stratus/internal/awsrun"
 	"github.com/stratusflow/stratus/internal/executor"
+	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runenv"
 	s3sink "github.com/stratusflow/stratus/internal/sink/s3"
@@ -81,9 +81,9 @@ func NewEvents(cfg Config, awsCfg aws.Config, o Options) (*App, error) {
 }
 
 // ExecutionEnded records the end of execution x of a stack's state machine
-// for the run it belongs to (the execution is named by the run id:
-// awsrun.Start), as awsrun.Finish does for a followed run: the run's
-// terminal is awsrun.Status(x) (done, failed or manual_action_required by
+// for the run it belongs to (the execution is named by the run id, and a
+// resume's "<run_id>.resume-<n>": lifecycle.ExecutionName), as awsrun.Finish does for a followed run: the run's
+// terminal is lifecycle.ExecutionStatus(x) (done, failed or manual_action_required by
 // the execution's error name) and its summary (report.Collect, report.Write
 // to the bucket) is written from its final records (seed 004 § The summary
 // artifacts: a failed or manual run gets a report too). A step still
@@ -101,7 +101,7 @@ func (a *App) ExecutionEnded(ctx context.Context, x executor.Execution) error {
 	if !x.Done() {
 		return nil
 	}
-	runID := x.Name
+	runID := lifecycle.RunIDOf(x.Name) // "<run_id>" or "<run_id>.resume-<n>"
 	run, err := a.Store.GetRun(ctx, runID)
 	if stratus.ErrorCode(err) == stratus.ENOTFOUND {
 		logf(a.Log, "execution %s ended %s: no run %q is recorded; ignored", x.ARN, x.Status, runID)
@@ -131,7 +131,7 @@ func (a *App) ExecutionEnded(ctx context.Context, x executor.Execution) error {
 	} else if err != nil {
 		return err
 	}
-	status := awsrun.Status(x)
+	status := lifecycle.ExecutionStatus(x)
 	run.Status, run.EndedAt = status, end
 	if run.Execution == "" {
 		run.Execution = x.ARN

@@ -21,8 +21,6 @@ import (
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/awsrun"
 	"github.com/stratusflow/stratus/internal/awstest"
-	"github.com/stratusflow/stratus/internal/compiler"
-	"github.com/stratusflow/stratus/internal/executor"
 	"github.com/stratusflow/stratus/internal/store/dynamodb"
 	"github.com/stratusflow/stratus/internal/testenv"
 )
@@ -171,24 +169,5 @@ func TestStart_RefusesABadTaskBeforeWriting(t *testing.T) {
 	out, err := s3c.ListObjectsV2(ctx, &awss3.ListObjectsV2Input{Bucket: aws.String(name)})
 	if err != nil || len(out.Contents) != 0 {
 		t.Errorf("the bucket holds %d objects (%v); want none", len(out.Contents), err)
-	}
-}
-
-// An execution's end maps to a run status as an embedded run's does.
-func TestStatus_MapsTheExecutionsEnd(t *testing.T) {
-	t.Parallel()
-	for _, c := range []struct {
-		x    executor.Execution
-		want string
-	}{
-		{executor.Execution{Status: executor.StatusSucceeded}, stratus.RunDone},
-		{executor.Execution{Status: executor.StatusFailed, Error: compiler.ErrManualActionRequired}, stratus.RunManualActionRequired},
-		{executor.Execution{Status: executor.StatusFailed, Error: compiler.ErrFailed}, stratus.RunFailed},
-		{executor.Execution{Status: executor.StatusTimedOut}, stratus.RunFailed},
-		{executor.Execution{Status: executor.StatusAborted, Error: "stratus.Cancelled"}, stratus.RunFailed},
-	} {
-		if got := awsrun.Status(c.x); got != c.want {
-			t.Errorf("Status(%+v) = %s; want %s", c.x, got, c.want)
-		}
 	}
 }

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/stratusflow/stratus"
-	"github.com/stratusflow/stratus/internal/compiler"
 	"github.com/stratusflow/stratus/internal/executor"
+	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/orchestrator"
 	"github.com/stratusflow/stratus/internal/projection"
 	"github.com/stratusflow/stratus/internal/report"
@@ -85,7 +85,7 @@ func (t *Target) Finish(ctx context.Context, run stratus.Run, env *worker.RunEnv
 			return nil, err
 		}
 	}
-	res := &orchestrator.Result{Error: x.Error, Cause: x.Cause, Status: Status(x)}
+	res := &orchestrator.Result{Error: x.Error, Cause: x.Cause, Status: lifecycle.ExecutionStatus(x)}
 	var out struct {
 		Loops map[string]int `json:"loops"`
 	}
@@ -114,17 +114,4 @@ func (t *Target) Finish(ctx context.Context, run stratus.Run, env *worker.RunEnv
 		res.CtxDir = t.URL(cd)
 	}
 	return res, nil
-}
-
-// Status is the run status of an ended execution, as an embedded run
-// maps it: SUCCEEDED is done, the manual_action_required terminal is
-// manual_action_required, anything else failed.
-func Status(x executor.Execution) string {
-	switch {
-	case x.Status == executor.StatusSucceeded:
-		return stratus.RunDone
-	case x.Error == compiler.ErrManualActionRequired:
-		return stratus.RunManualActionRequired
-	}
-	return stratus.RunFailed
 }

@@ -2,8 +2,6 @@ package awsrun
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +13,7 @@ import (
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/executor"
 	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/orchestrator"
 	"github.com/stratusflow/stratus/internal/runenv"
 	"github.com/stratusflow/stratus/internal/supervisor"
@@ -90,7 +89,7 @@ func (t *Target) Start(ctx context.Context, o StartOptions) (*Started, error) {
 	}
 	runID := o.RunID
 	if runID == "" {
-		runID = NewRunID()
+		runID = lifecycle.NewRunID()
 	}
 	if _, err := runenv.Freeze(ctx, t.Sink, runID, dir, flowsDir, taskPath, nil); err != nil {
 		return nil, fmt.Errorf("freeze the run's environment to %s: %w", t.URL(runenv.BundlePrefix(runID)), err)
@@ -118,11 +117,4 @@ func (t *Target) Start(ctx context.Context, o StartOptions) (*Started, error) {
 		fmt.Fprintf(progress, "stratus: warning: %s\n", w)
 	}
 	return &Started{Run: run, Env: env}, nil
-}
-
-// NewRunID returns a fresh run id: r-<UTC yyyymmddThhmmss>-<6 hex digits>.
-func NewRunID() string {
-	b := make([]byte, 3)
-	rand.Read(b)
-	return "r-" + time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b)
 }

@@ -7,8 +7,18 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/store"
-	"github.com/stratusflow/stratus/internal/worker"
 )
+
+// canceledValue is the value of a step an interrupt canceled: the fields
+// of worker.StepValue a failed step carries (this package sits below the
+// worker, which reads run spend from it).
+type canceledValue struct {
+	StepRef string `json:"step_ref"`
+	Node    string `json:"node"`
+	Attempt int    `json:"attempt,omitempty"`
+	Outcome string `json:"outcome"`
+	Reason  string `json:"reason,omitempty"`
+}
 
 // OwnerGone is the reason the steps of a run whose owner died are canceled
 // with.
@@ -28,7 +38,7 @@ func Interrupt(ctx context.Context, st store.Store, run stratus.Run, reason stri
 		return run, err
 	}
 	for _, s := range steps {
-		if s.Status != stratus.StepRunning && s.Status != worker.StepWaiting {
+		if s.Status != stratus.StepRunning && s.Status != stratus.StepWaiting {
 			continue
 		}
 		n := 0
@@ -43,7 +53,7 @@ func Interrupt(ctx context.Context, st store.Store, run stratus.Run, reason stri
 		} else if stratus.ErrorCode(err) != stratus.ENOTFOUND {
 			return run, err
 		}
-		v, _ := json.Marshal(worker.StepValue{StepRef: s.StepRef, Node: s.Node, Attempt: n, Outcome: stratus.StepCanceled, Reason: reason})
+		v, _ := json.Marshal(canceledValue{StepRef: s.StepRef, Node: s.Node, Attempt: n, Outcome: stratus.StepCanceled, Reason: reason})
 		s.Status, s.Verdict, s.Value, s.EndedAt = stratus.StepCanceled, stratus.StepCanceled, v, now
 		if err := st.UpdateStep(ctx, s); err != nil {
 			return run, err
@@ -67,11 +77,11 @@ func Reconcile(ctx context.Context, st store.Store, run stratus.Run) (stratus.Ru
 }
 
 // Waiting reports whether a running run waits for a human: one of its
-// steps does (worker.StepWaiting). `stratus status` and `stratus runs` show
+// steps does (stratus.StepWaiting). `stratus status` and `stratus runs` show
 // such a run as "waiting".
 func Waiting(steps []stratus.Step) bool {
 	for _, s := range steps {
-		if s.Status == worker.StepWaiting {
+		if s.Status == stratus.StepWaiting {
 			return true
 		}
 	}

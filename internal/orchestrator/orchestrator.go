@@ -12,8 +12,6 @@ package orchestrator
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -50,6 +48,9 @@ type Options struct {
 	TaskPath string    // the task file
 	Self     string    // the stratus binary workers run as; "" = os.Executable()
 	Progress io.Writer // live progress lines; nil = discard
+	// RunID names the new run; "" = a fresh one (lifecycle.NewRunID). `stratus run
+	// --detach` picks it before it starts the process that runs it.
+	RunID string
 }
 
 // Result is the outcome of a run.
@@ -128,7 +129,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	// From here on the run reads its flow, prompts, config and tools from a
 	// snapshot taken now (worc WRI-010); the ctx dir and the work dir stay live.
-	runID := newRunID()
+	runID := o.RunID
+	if runID == "" {
+		runID = lifecycle.NewRunID()
+	} else if err := lifecycle.CheckRunID(runID); err != nil {
+		return nil, err
+	}
 	bundle, release, err := freezeRun(ctx, state, runID, dir, flowsDir, taskPath)
 	if err != nil {
 		return nil, err
@@ -286,12 +292,6 @@ func fatalError(fl *flow.Flow, probs []flow.Problem) error {
 		return stratus.Errorf(stratus.EINVALID, "flow %s is invalid:%s", fl.TaskType, msg)
 	}
 	return nil
-}
-
-func newRunID() string {
-	b := make([]byte, 3)
-	rand.Read(b)
-	return "r-" + time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b)
 }
 
 // FormatEvent renders one progress line.

@@ -182,10 +182,13 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 		exec.StopExecution(bg, run.Execution, "stratus.Cancelled", err.Error())
 		svc.Drain()
 		settleSupervisor(bg, st, run.ID, 0, printEvent) // interrupted: no grace
+		// The open steps are canceled before their workers are stopped, so
+		// a worker's last report is refused rather than taken for the
+		// step's failure.
+		run, _ = lifecycle.Interrupt(bg, st, run, "the run was interrupted", time.Now().UTC())
 		launcher.StopAll()
 		cancelDispatch()
 		dispatches.Wait()
-		run, _ = lifecycle.Interrupt(bg, st, run, "the run was interrupted", time.Now().UTC())
 		res := &Result{Run: run, Status: stratus.RunInterrupted, Error: "stratus.Cancelled", Cause: "the run was interrupted", CtxDir: sk.Path(cd),
 			Budgets: spentBudgets(exec.History(run.Execution))}
 		if f, ferr := report.Collect(bg, st, run, stratus.RunInterrupted, worker.ReportEnv(env)); ferr == nil {

@@ -23,7 +23,7 @@ import (
 // /v1/runs/{run_id}/nodes/{node}/hitl, both ending in Service.Human.
 
 // StepWaiting is the status of a hitl step while it waits for its human.
-const StepWaiting = "waiting"
+const StepWaiting = stratus.StepWaiting
 
 // EventStepWaiting is the progress event of a step that waits for a human:
 // Reason holds the request and the commands that answer it.

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/lifecycle"
+	"github.com/stratusflow/stratus/internal/orchestrator"
+)
+
+// DetachWait bounds how long `run --detach` waits for the run it started
+// to be recorded (the checks before a run starts are quick; a cold
+// filesystem or a large bundle is not).
+var DetachWait = 60 * time.Second
+
+// runDetached is `stratus run --detach`: it starts `stratus run` again, in a
+// session of its own (no terminal: Ctrl-C and a closed terminal do not
+// reach it) with its output in DIR/.stratus/runs/<run_id>/run.log and the
+// run id chosen here, waits until that process has recorded the run (or
+// has failed before it could: its error is this command's), and prints the
+// run id. The run then lives as long as that process; `stratus cancel`
+// stops it.
+func runDetached(o *RunOptions) error {
+	dir, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return err
+	}
+	self := o.Self
+	if self == "" {
+		if self, err = os.Executable(); err != nil {
+			return err
+		}
+	}
+	runID := lifecycle.NewRunID()
+	logDir := filepath.Join(dir, orchestrator.StateDir, orchestrator.RunsDir, runID)
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return usageOr(stratus.FieldErrorf(stratus.EINVALID, "dir", "%s: %v", dir, err))
+	}
+	logPath := filepath.Join(logDir, "run.log")
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	task, err := filepath.Abs(o.Task)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(self, "run", task, "--dir", dir, "--run-id", runID)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start the run's process: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	deadline := time.Now().Add(DetachWait)
+	for {
+		select {
+		case err := <-exited:
+			// It ended before (or right after) the run was recorded: a run
+			// that ended this fast still printed its result to the log.
+			b, _ := os.ReadFile(logPath)
+			if recorded(dir, runID) {
+				return printDetached(o.IO, o.JSON, runID, "")
+			}
+			code := ExitFailed
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			}
+			return &exitError{code: code, err: fmt.Errorf("the run did not start:\n%s", strings.TrimSpace(string(b)))}
+		case <-time.After(100 * time.Millisecond):
+		}
+		if recorded(dir, runID) {
+			return printDetached(o.IO, o.JSON, runID, "")
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the run's process (pid %d) has not recorded run %s within %s; see %s", cmd.Process.Pid, runID, DetachWait, logPath)
+		}
+	}
+}
+
+// recorded reports whether run runID is in dir's store.
+func recorded(dir, runID string) bool {
+	st, err := openRuns(dir)
+	if err != nil {
+		return false
+	}
+	defer st.Close()
+	_, err = st.GetRun(context.Background(), runID)
+	return err == nil
+}
+
+// printDetached prints a started run's id (stdout) and how to reach it
+// (stderr).
+func printDetached(io IO, asJSON bool, runID, target string) error {
+	if asJSON {
+		json.NewEncoder(io.Out).Encode(map[string]string{"run_id": runID})
+	} else {
+		fmt.Fprintln(io.Out, runID)
+	}
+	flags := ""
+	if target != "" {
+		flags = " " + target
+	}
+	fmt.Fprintf(io.Err, "stratus: run %s started in the background; follow it: stratus status %s%s --follow; stop it: stratus cancel %s%s\n", runID, runID, flags, runID, flags)
+	return nil
+}

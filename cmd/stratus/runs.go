@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/lifecycle"
+	"github.com/stratusflow/stratus/internal/store"
+)
+
+// RunsOptions are the flags of `stratus runs`.
+type RunsOptions struct {
+	IO     IO
+	Dir    string
+	JSON   bool
+	Limit  int
+	Target string
+	AWS    AWSOptions
+}
+
+func newRunsCmd(io IO) *cobra.Command {
+	o := &RunsOptions{IO: io}
+	cmd := &cobra.Command{
+		Use:   "runs [--dir DIR | --target aws ...] [--limit N]",
+		Short: "List runs, newest first: status, task, flow, when, cost",
+		Long: `runs lists the runs made in DIR (or on a deployed stack with --target aws),
+newest first: run id, status, task, flow, when it started, how long it ran and
+what it cost. A run whose process is gone shows interrupted (and is recorded so);
+one that waits for a human shows waiting.
+
+Exit status: 0 listed, 2 no runs were ever made under DIR, or bad flags.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := checkTarget(c, o.Target); err != nil {
+				return err
+			}
+			if o.Limit < 0 {
+				return usageError{fmt.Errorf("--limit %d: want a number of runs >= 0 (0: all)", o.Limit)}
+			}
+			return runRuns(o)
+		},
+	}
+	cmd.Flags().StringVar(&o.Dir, "dir", ".", "work directory holding .stratus/ (embedded runs)")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the runs as a JSON array on stdout")
+	cmd.Flags().IntVar(&o.Limit, "limit", 50, "list at most this many runs (0: all)")
+	addTargetFlags(cmd, &o.Target, &o.AWS)
+	return cmd
+}
+
+// RunLine is one run of `stratus runs --json`.
+type RunLine struct {
+	RunID      string    `json:"run_id"`
+	Status     string    `json:"status"`
+	TaskID     string    `json:"task_id"`
+	Flow       string    `json:"flow"`
+	CreatedAt  time.Time `json:"created_at"`
+	EndedAt    time.Time `json:"ended_at,omitzero"`
+	DurationMS int64     `json:"duration_ms"`
+	Resumes    int       `json:"resumes,omitempty"`
+	lifecycle.Spend
+}
+
+func runRuns(o *RunsOptions) error {
+	ctx := awsContext()
+	var st store.Store
+	if o.Target == TargetAWS {
+		tg, err := o.AWS.open(ctx)
+		if err != nil {
+			return usageOr(err)
+		}
+		st = tg.Store
+	} else {
+		s, err := openRuns(o.Dir)
+		if err != nil {
+			return usageOr(err)
+		}
+		defer s.Close()
+		st = s
+	}
+	lines, err := listRuns(ctx, st, o.Limit)
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		enc := json.NewEncoder(o.IO.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(lines)
+	}
+	if len(lines) == 0 {
+		fmt.Fprintln(o.IO.Out, "no runs yet")
+		return nil
+	}
+	w := tabwriter.NewWriter(o.IO.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "RUN\tSTATUS\tTASK\tFLOW\tSTARTED\tDURATION\tTOKENS\tCOST")
+	for _, l := range lines {
+		cost := fmt.Sprintf("$%.4f", l.CostUSD)
+		if l.Unpriced > 0 {
+			cost += fmt.Sprintf(" + %d unpriced", l.Unpriced)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", l.RunID, l.Status, l.TaskID, l.Flow,
+			l.CreatedAt.Local().Format("2006-01-02 15:04:05"), (time.Duration(l.DurationMS) * time.Millisecond).Round(time.Second), l.Tokens, cost)
+	}
+	return w.Flush()
+}
+
+// listRuns reads the newest limit runs with their true status (a dead
+// owner reconciled to interrupted; a running run waiting for a human shown
+// waiting) and spend.
+func listRuns(ctx context.Context, st store.Store, limit int) ([]RunLine, error) {
+	runs, err := st.ListRuns(ctx, limit)
+	if err != nil {
+		return nil, err
+	}
+	lines := []RunLine{}
+	for _, r := range runs {
+		if r, err = lifecycle.Reconcile(ctx, st, r); err != nil {
+			return nil, err
+		}
+		l := RunLine{RunID: r.ID, Status: r.Status, TaskID: r.TaskID, Flow: r.Flow, CreatedAt: r.CreatedAt, EndedAt: r.EndedAt, Resumes: r.Resumes}
+		end := r.EndedAt
+		if end.IsZero() {
+			end = time.Now()
+		}
+		l.DurationMS = end.Sub(r.CreatedAt).Milliseconds()
+		if r.Status == stratus.RunRunning {
+			steps, err := st.ListSteps(ctx, r.ID)
+			if err != nil {
+				return nil, err
+			}
+			if lifecycle.Waiting(steps) {
+				l.Status = StatusWaiting
+			}
+		}
+		if l.Spend, err = lifecycle.RunSpend(ctx, st, r.ID); err != nil {
+			return nil, err
+		}
+		lines = append(lines, l)
+	}
+	return lines, nil
+}

@@ -1,0 +1,48 @@
+package functions_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stratusflow/stratus/internal/testenv"
+)
+
+// STYLE.md § Ports and wiring: each main builds only what it uses. A Lambda
+// reaches runs through the ports (DynamoDB store, S3 sink, Step Functions)
+// and the run lifecycle (internal/lifecycle), never through the embedded
+// runtime: not the orchestrator, its executor, its launcher, nor SQLite
+// (issue 11: "go list -deps of the Lambdas shows no embedded
+// orchestrator").
+func TestLambdas_LinkNoEmbeddedRuntime(t *testing.T) {
+	t.Parallel()
+	goCmd := testenv.MustHaveCommand(t, "go", "go list -deps reads what each function links")
+	forbidden := []string{
+		"github.com/stratusflow/stratus/internal/orchestrator",
+		"github.com/stratusflow/stratus/internal/executor/embedded",
+		"github.com/stratusflow/stratus/internal/launch/local",
+		"github.com/stratusflow/stratus/internal/store/sqlite",
+		"github.com/stratusflow/stratus/internal/awsrun", // the operator's CLI side
+		"modernc.org/sqlite",
+	}
+	for _, name := range functionDirs(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			out, err := exec.Command(goCmd, "list", "-deps", "./"+name).CombinedOutput()
+			if err != nil {
+				t.Fatalf("go list -deps ./%s: %v\n%s", name, err, out)
+			}
+			deps := strings.Fields(string(out))
+			for _, f := range forbidden {
+				for _, d := range deps {
+					if d == f {
+						t.Errorf("functions/%s links %s", name, f)
+					}
+				}
+			}
+			if !strings.Contains(string(out), "github.com/stratusflow/stratus/internal/lifecycle") && name == "events" {
+				t.Errorf("functions/events does not link internal/lifecycle: who records a run's end?")
+			}
+		})
+	}
+}

@@ -1,0 +1,60 @@
+package lifecycle
+
+import (
+	"context"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/store"
+)
+
+// Spend is what a run has spent so far, summed over every attempt of every
+// step (supervisor turns included) from the usage its runner relayed
+// (seed 003 § 3; relayed on every terminal, § 5).
+type Spend struct {
+	CostUSD float64 `json:"cost_usd"` // the attempts whose cost is known
+	Tokens  int64   `json:"tokens"`   // prompt + completion
+	// Unpriced counts the attempts that used a provider (tokens reported)
+	// without a cost: their cost is unknown, never free (seed 004), and
+	// CostUSD leaves it out.
+	Unpriced int `json:"unpriced_attempts,omitempty"`
+}
+
+// RunSpend reads run runID's spend from the store: its steps, and every
+// attempt of each.
+func RunSpend(ctx context.Context, st store.Store, runID string) (Spend, error) {
+	var sp Spend
+	steps, err := st.ListSteps(ctx, runID)
+	if err != nil {
+		return sp, err
+	}
+	for _, s := range steps {
+		last, err := st.LatestAttempt(ctx, s.TID)
+		if stratus.ErrorCode(err) == stratus.ENOTFOUND {
+			continue // a step no worker ran
+		} else if err != nil {
+			return sp, err
+		}
+		for n := 1; n <= last.N; n++ {
+			a := last
+			if n < last.N {
+				if a, err = st.GetAttempt(ctx, s.TID, n); stratus.ErrorCode(err) == stratus.ENOTFOUND {
+					continue
+				} else if err != nil {
+					return sp, err
+				}
+			}
+			sp.add(a)
+		}
+	}
+	return sp, nil
+}
+
+func (sp *Spend) add(a stratus.Attempt) {
+	sp.Tokens += a.PromptTokens + a.CompletionTokens
+	switch {
+	case a.CostUSD != nil:
+		sp.CostUSD += *a.CostUSD
+	case a.PromptTokens > 0 || a.CompletionTokens > 0:
+		sp.Unpriced++
+	}
+}
