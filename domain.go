@@ -48,9 +48,14 @@ type Run struct {
 	Owner string `json:"owner,omitempty"`
 	// Resumes counts how many times the run was resumed; execution n+1 of
 	// the run is named "<run_id>.resume-<n>".
-	Resumes   int       `json:"resumes,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-	EndedAt   time.Time `json:"ended_at,omitzero"`
+	Resumes int `json:"resumes,omitempty"`
+	// MaxCostUSD and MaxTokens cap the run's spend (0: no cap): the task's
+	// max_cost_usd / max_tokens, else config.yaml limits; a resume may
+	// raise them (issue 11 § 7).
+	MaxCostUSD float64   `json:"max_cost_usd,omitempty"`
+	MaxTokens  int64     `json:"max_tokens,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
+	EndedAt    time.Time `json:"ended_at,omitzero"`
 }
 
 // Step states.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -20,7 +21,11 @@ type ResumeOptions struct {
 	Dir            string
 	JSON           bool
 	ResetFixBudget bool
+	MaxCostUSD     float64
+	MaxTokens      int64
 	Self           string // the stratus binary workers run as ("" = this one)
+
+	costSet, tokensSet bool
 }
 
 func newResumeCmd(io IO) *cobra.Command {
@@ -37,7 +42,8 @@ completed step the run goes on to what follows it.
 
 A run parked because a loop budget ran out goes on only with --reset-fix-budget,
 which gives every loop (and the global backstop, and each agent's hitl rounds)
-its whole budget back.
+its whole budget back. A run parked at its cost or token cap goes on with a
+higher one: --max-cost-usd N, --max-tokens N (0: no cap).
 
 Progress goes to stderr, the result to stdout, as for run.
 
@@ -45,14 +51,20 @@ Exit status: 0 done, 1 failed, 3 manual_action_required, 130 interrupted,
 2 bad input (unknown run, a run that is done or still running, a spent budget
 without --reset-fix-budget).`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(c *cobra.Command, args []string) error {
 			o.RunID = args[0]
+			o.costSet, o.tokensSet = c.Flags().Changed("max-cost-usd"), c.Flags().Changed("max-tokens")
+			if o.MaxCostUSD < 0 || o.MaxTokens < 0 {
+				return usageError{fmt.Errorf("--max-cost-usd %v / --max-tokens %d: want a cap >= 0 (0: no cap)", o.MaxCostUSD, o.MaxTokens)}
+			}
 			return runResume(o)
 		},
 	}
 	cmd.Flags().StringVar(&o.Dir, "dir", ".", "work directory holding .stratus/ (the one the run ran in)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON on stdout")
 	cmd.Flags().BoolVar(&o.ResetFixBudget, "reset-fix-budget", false, "give every loop budget back (a run parked because a budget ran out)")
+	cmd.Flags().Float64Var(&o.MaxCostUSD, "max-cost-usd", 0, "the run's new cost cap in US dollars (0: none)")
+	cmd.Flags().Int64Var(&o.MaxTokens, "max-tokens", 0, "the run's new token cap (0: none)")
 	return cmd
 }
 
@@ -60,8 +72,15 @@ func runResume(o *ResumeOptions) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE) // as runRun: a closed pipe must not kill the run
-	res, err := orchestrator.Resume(ctx, orchestrator.ResumeOptions{Dir: o.Dir, RunID: o.RunID, Self: o.Self, Progress: o.IO.Err,
-		ResumeOptions: lifecycle.ResumeOptions{ResetFixBudget: o.ResetFixBudget}})
+	ro := orchestrator.ResumeOptions{Dir: o.Dir, RunID: o.RunID, Self: o.Self, Progress: o.IO.Err,
+		ResumeOptions: lifecycle.ResumeOptions{ResetFixBudget: o.ResetFixBudget}}
+	if o.costSet {
+		ro.MaxCostUSD = &o.MaxCostUSD
+	}
+	if o.tokensSet {
+		ro.MaxTokens = &o.MaxTokens
+	}
+	res, err := orchestrator.Resume(ctx, ro)
 	var spent *lifecycle.BudgetSpentError
 	if errors.As(err, &spent) {
 		return &exitError{code: ExitUsage, err: err}

@@ -256,3 +256,79 @@ func TestResume_BadInput(t *testing.T) {
 		t.Errorf("resume without a run: exit %d\n%s", r.code, r.stderr)
 	}
 }
+
+// issue 11 § 7: a cost cap (the task's max_cost_usd over config.yaml's
+// limits) parks the run once a step ends with the run at the cap — no
+// further step starts — says so on stdout and in the summary, warns at
+// 80 %, and resume --max-cost-usd raises it and goes on. A cap not above
+// what was spent is refused.
+func TestResume_ACostCapParksTheRunAndResumeRaisesIt(t *testing.T) {
+	t.Parallel()
+	dir, task := installScript(t, "implementation", "", `
+nodes:
+  planning:
+    - report: planned
+      cost_usd: 0.50
+  implementation:
+    - report: implemented
+      cost_usd: 0.35
+  review:
+    - report: {findings: []}
+      cost_usd: 0.10
+default:
+  report: ok
+  cost_usd: 0.01
+`)
+	path := filepath.Join(dir, ".stratus/config.yaml")
+	writeTestFile(t, path, readFile(t, path)+"limits:\n  max_cost_usd: 100\n")
+	writeTestFile(t, task, strings.Replace(readFile(t, task), "task_type: implementation\n", "task_type: implementation\nmax_cost_usd: 0.8\n", 1))
+	r := runCLI(t, "run", task, "--dir", dir, "--json")
+	if r.code != ExitManual {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	res := decodeRun(t, r.stdout)
+	if got := join(steps(r.stderr)); got != "planning#1:done implementation#1:done review#1:failed" {
+		t.Errorf("steps: %s; want review#1 refused at the cap (0.85 of 0.80)", got)
+	}
+	if !strings.Contains(res.Cause, "cost cap reached: $0.8500 of $0.8000") {
+		t.Errorf("why: %q", res.Cause)
+	}
+	md := readFile(t, filepath.Join(dir, ".stratus/logs/t-implementation/summary.md"))
+	if !strings.Contains(md, "cost cap reached: $0.8500 of $0.8000") || !strings.Contains(md, "Capped at $0.80.") {
+		t.Errorf("summary.md does not say the cap stopped the run:\n%s", md)
+	}
+	if r := runCLI(t, "resume", res.RunID, "--dir", dir, "--max-cost-usd", "0.85"); r.code != ExitUsage || !strings.Contains(r.stderr, "would stop again at once") {
+		t.Errorf("resume with a cap already spent: exit %d\n%s", r.code, r.stderr)
+	}
+	r = runCLI(t, "resume", res.RunID, "--dir", dir, "--max-cost-usd", "2")
+	if r.code != ExitOK {
+		t.Fatalf("resume --max-cost-usd 2: exit %d\n%s", r.code, r.stderr)
+	}
+	if got := join(steps(r.stderr)); got != "review#2:accept publish#1:done" {
+		t.Errorf("resumed steps: %s", got)
+	}
+}
+
+// The 80 % line comes once, before the cap is reached.
+func TestRun_ACostCapWarnsAt80Percent(t *testing.T) {
+	t.Parallel()
+	dir, task := installScript(t, "implementation", "", `
+nodes:
+  planning:
+    - report: planned
+      cost_usd: 0.85
+  review:
+    - report: {findings: []}
+default:
+  report: ok
+  cost_usd: 0.01
+`)
+	writeTestFile(t, task, strings.Replace(readFile(t, task), "task_type: implementation\n", "task_type: implementation\nmax_cost_usd: 1\n", 1))
+	r := runCLI(t, "run", task, "--dir", dir)
+	if r.code != ExitOK {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	if n := strings.Count(r.stderr, "of its $1.0000 cost cap"); n != 1 {
+		t.Errorf("the 80%% warning came %d times, want once:\n%s", n, r.stderr)
+	}
+}

@@ -96,6 +96,7 @@ func (t *Target) Start(ctx context.Context, o StartOptions) (*Started, error) {
 	}
 	run := stratus.Run{ID: runID, TaskID: tk.ID, TaskTitle: tk.Title, Flow: fl.TaskType, Status: stratus.RunRunning,
 		WorkDir: dir, TaskPath: taskPath, CreatedAt: time.Now().UTC()}
+	run.MaxCostUSD, run.MaxTokens = lifecycle.Caps(cfg, tk)
 	if err := t.Store.CreateRun(ctx, run); err != nil {
 		return nil, err
 	}

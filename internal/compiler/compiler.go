@@ -61,6 +61,13 @@ const (
 	// infrastructure failure, caught straight to manual_action_required
 	// (there is no worker to stop) and never charged to a rework budget.
 	ErrInfrastructure = "stratus.InfrastructureFailed"
+	// ErrCapReached is the error a worker state fails with when the run
+	// has reached its cost or token cap (config.yaml limits, the task's
+	// max_cost_usd / max_tokens) before the step's worker starts: caught
+	// straight to "manual_action_required" on every worker state, a
+	// best_effort agent's included, so no further step runs; a resume
+	// with a higher cap goes on from there (issue 11 § 7).
+	ErrCapReached = "stratus.CapReached"
 
 	maxStateName = flow.MaxStateName // Step Functions limit on a state name
 
@@ -155,7 +162,9 @@ type Options struct {
 //     continues the run (a best_effort agent), a worker state also catches
 //     ErrInfrastructure first, straight to "manual_action_required": the
 //     worker was never started, and an infrastructure failure parks the
-//     task rather than failing it or charging a loop.
+//     task rather than failing it or charging a loop. Every worker state
+//     catches ErrCapReached first the same way (a reached cost or token
+//     cap parks the run, best_effort or not).
 //   - "<id>.route" (Choice on $.last.outcome): one StringEquals rule per
 //     outcome edge in flow order; Default the unconditional edge's target,
 //     else "manual_action_required" (fail closed: an outcome no edge names,
@@ -566,7 +575,9 @@ func (c *compiler) machine() machine {
 			st := c.stopState(n.ID, target)
 			task.Catch[0].Next = stop
 			if target == c.failed || target == c.manual {
-				task.Catch = append([]catcher{{ErrorEquals: []string{ErrInfrastructure}, ResultPath: "$.error", Next: c.manual}}, task.Catch...)
+				task.Catch = append([]catcher{{ErrorEquals: []string{ErrInfrastructure, ErrCapReached}, ResultPath: "$.error", Next: c.manual}}, task.Catch...)
+			} else {
+				task.Catch = append([]catcher{{ErrorEquals: []string{ErrCapReached}, ResultPath: "$.error", Next: c.manual}}, task.Catch...)
 			}
 			m.States = append(m.States, member{n.ID, task}, member{stop, st})
 		} else {

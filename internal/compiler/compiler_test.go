@@ -196,7 +196,8 @@ func allCatch(s map[string]any) map[string]any {
 // have gone; a node without a worker has no stop state. And issue 6 §
 // Build 4: unless the failure continues the run (best_effort), an
 // infrastructure failure (ErrInfrastructure) is caught first, straight to
-// manual_action_required: no worker to stop, no loop charged.
+// manual_action_required: no worker to stop, no loop charged; so is a
+// reached cap (ErrCapReached), best_effort or not.
 func checkStop(t *testing.T, d definition, n flow.Node) {
 	t.Helper()
 	stop, ok := d.States[n.ID+StopSuffix]
@@ -212,18 +213,18 @@ func checkStop(t *testing.T, d definition, n flow.Node) {
 		t.Errorf("worker node %q: catch %v, want States.ALL to %q with ResultPath $.error", n.ID, catch, n.ID+StopSuffix)
 		return
 	}
+	// Issue 11 § 7: a reached cost or token cap parks the run from every
+	// worker state, best_effort or not.
 	parks := stop["Next"] == "failed" || stop["Next"] == "manual_action_required" || stop["Next"] == "run.failed" || stop["Next"] == "run.manual_action_required"
-	switch {
-	case parks && len(catches) != 2:
-		t.Errorf("worker node %q: catches %v, want %s caught first", n.ID, catches, ErrInfrastructure)
-	case parks:
-		infra := catches[0].(map[string]any)
-		if eq := infra["ErrorEquals"].([]any); len(eq) != 1 || eq[0] != ErrInfrastructure || infra["ResultPath"] != "$.error" ||
-			!strings.HasSuffix(infra["Next"].(string), "manual_action_required") {
-			t.Errorf("worker node %q: infrastructure catch %v, want %s → manual_action_required", n.ID, infra, ErrInfrastructure)
-		}
-	case len(catches) != 1:
-		t.Errorf("worker node %q whose failure continues the run to %v: catches %v, want States.ALL only", n.ID, stop["Next"], catches)
+	want := []any{ErrInfrastructure, ErrCapReached}
+	if !parks {
+		want = []any{ErrCapReached}
+	}
+	if len(catches) != 2 {
+		t.Errorf("worker node %q: catches %v, want %v caught first, then States.ALL", n.ID, catches, want)
+	} else if first := catches[0].(map[string]any); !slices.Equal(first["ErrorEquals"].([]any), want) || first["ResultPath"] != "$.error" ||
+		!strings.HasSuffix(first["Next"].(string), "manual_action_required") {
+		t.Errorf("worker node %q: first catch %v, want %v → manual_action_required", n.ID, first, want)
 	}
 	if stop["Type"] != "Task" || stop["Resource"] != "arn:aws:states:::sqs:sendMessage" || stop["ResultPath"] != nil ||
 		stop["TimeoutSeconds"] != float64(StopTimeoutSeconds) || stop["HeartbeatSeconds"] != nil {
@@ -282,7 +283,8 @@ func taskJSON(id, kind, next string) string {
 		catch = id + ".stop"
 		infra = `        {
           "ErrorEquals": [
-            "stratus.InfrastructureFailed"
+            "stratus.InfrastructureFailed",
+            "stratus.CapReached"
           ],
           "ResultPath": "$.error",
           "Next": "manual_action_required"

@@ -297,6 +297,14 @@ func TestCompile_BestEffortAgentFailureContinues(t *testing.T) {
 	if !strings.Contains(string(x.Output), `"error":{"Error":"stratus.WorkerFailed"`) {
 		t.Errorf("output %s: the failure is not recorded in $.error", x.Output)
 	}
+	// A reached cap is no infrastructure failure to tolerate: even a
+	// best_effort agent parks the run (issue 11 § 7), and no stop is sent
+	// (no worker was started).
+	capped := outcomes(map[string][]reply{"summary": {{fail: ErrCapReached}}})
+	x, msgs, stops = runFlowStops(t, parse(t, yaml), Options{}, capped)
+	if got := trail(msgs); got != "build summary" || ending(x) != ErrManualActionRequired || len(stops) != 0 {
+		t.Errorf("best_effort at the cap: %s → %s, stops %+v; want build summary → %s, none", got, ending(x), stops, ErrManualActionRequired)
+	}
 	x, msgs = runFlow(t, parse(t, strings.Replace(yaml, ", best_effort: true", "", 1)), Options{}, fails)
 	if got := trail(msgs); got != "build summary" || ending(x) != ErrFailed {
 		t.Errorf("not best_effort: %s → %s, want build summary → %s", got, ending(x), ErrFailed)

@@ -88,6 +88,16 @@ type Phase struct {
 	Reasoning string `yaml:"reasoning,omitempty"`
 }
 
+// Limits caps one run's spend, summed over every attempt from the usage
+// its runners relay (seed 003 § 3). When a step ends with the run at or
+// over a cap, no further worker step starts: the run parks
+// manual_action_required, and `stratus resume RUN --max-cost-usd N` raises
+// the cap and goes on. 0 = no cap.
+type Limits struct {
+	MaxCostUSD float64 `yaml:"max_cost_usd,omitempty"` // US dollars
+	MaxTokens  int64   `yaml:"max_tokens,omitempty"`   // prompt + completion tokens
+}
+
 // HITL configures human-in-the-loop waits.
 type HITL struct {
 	TimeoutSeconds int `yaml:"timeout_seconds,omitempty"` // wait for a human, s, when a node sets none (86400)
@@ -195,6 +205,12 @@ func (c *Config) blocks(ps *problems) {
 	}
 	if c.HITL.TimeoutSeconds < 0 {
 		bad("hitl.timeout_seconds", "%d is negative; valid: seconds > 0", c.HITL.TimeoutSeconds)
+	}
+	if c.Limits.MaxCostUSD < 0 {
+		bad("limits.max_cost_usd", "%v is negative; valid: a cost in US dollars > 0, or 0 for no cap", c.Limits.MaxCostUSD)
+	}
+	if c.Limits.MaxTokens < 0 {
+		bad("limits.max_tokens", "%d is negative; valid: a token count > 0, or 0 for no cap", c.Limits.MaxTokens)
 	}
 	if c.Agents.MaxFixCycles < 0 {
 		bad("agents.max_fix_cycles", "%d is negative; valid: a cap > 0 on every loop budget, or 0 for none", c.Agents.MaxFixCycles)

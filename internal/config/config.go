@@ -44,6 +44,9 @@ type Config struct {
 	Security      Security   `yaml:"security,omitempty"`
 	Supervisor    Supervisor `yaml:"supervisor,omitempty"`
 	HITL          HITL       `yaml:"hitl,omitempty"`
+	// Limits caps what one run may spend (issue 11 § 7); a task's front
+	// matter max_cost_usd / max_tokens win.
+	Limits Limits `yaml:"limits,omitempty"`
 	// PromptAudit records who received what prompt per step (seed 004 §
 	// prompt_audit); a task's front matter prompt_audit overrides it.
 	PromptAudit bool `yaml:"prompt_audit,omitempty"`

@@ -65,10 +65,18 @@ func (e Emitter) line(v any) {
 func (e Emitter) Step(n int) { e.line(map[string]any{"event": "agent_step", "step": n}) }
 
 // Usage emits usage with all five fields (seed 003 § 3).
-func (e Emitter) Usage(prompt, completion int64) {
-	e.line(map[string]any{"event": "usage", "usage": map[string]int64{
+func (e Emitter) Usage(prompt, completion int64) { e.UsageCost(prompt, completion, nil) }
+
+// UsageCost emits usage with all five fields and, when cost is not nil,
+// cost_usd (seed 003 § 3: absent means unknown).
+func (e Emitter) UsageCost(prompt, completion int64, cost *float64) {
+	u := map[string]any{
 		"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
-		"prompt_cache_hit_tokens": 0, "prompt_cache_miss_tokens": prompt}})
+		"prompt_cache_hit_tokens": 0, "prompt_cache_miss_tokens": prompt}
+	if cost != nil {
+		u["cost_usd"] = *cost
+	}
+	e.line(map[string]any{"event": "usage", "usage": u})
 }
 
 // CommandError emits command_error.

@@ -37,6 +37,7 @@ type Answer struct {
 	Steps            int               `yaml:"steps"`             // agent_step events 1..Steps (default 1)
 	PromptTokens     int64             `yaml:"prompt_tokens"`     // one usage event (default 100)
 	CompletionTokens int64             `yaml:"completion_tokens"` // (default 20)
+	CostUSD          *float64          `yaml:"cost_usd"`          // reported with the usage; absent: unknown
 	SleepMS          int               `yaml:"sleep_ms"`          // before answering
 	Fail             string            `yaml:"fail"`              // emit turn_failed with this error and no report
 	NoReport         bool              `yaml:"no_report"`         // exit cleanly without a report
@@ -53,8 +54,8 @@ func LoadScenario(path string) (*Scenario, error) {
 		return nil, fmt.Errorf("%s: %s", path, yaml.FormatError(err, false, true))
 	}
 	check := func(where string, a Answer) error {
-		if a.Steps < 0 || a.SleepMS < 0 || a.PromptTokens < 0 || a.CompletionTokens < 0 {
-			return fmt.Errorf("%s: %s: steps, sleep_ms, prompt_tokens and completion_tokens must not be negative", path, where)
+		if a.Steps < 0 || a.SleepMS < 0 || a.PromptTokens < 0 || a.CompletionTokens < 0 || (a.CostUSD != nil && *a.CostUSD < 0) {
+			return fmt.Errorf("%s: %s: steps, sleep_ms, prompt_tokens, completion_tokens and cost_usd must not be negative", path, where)
 		}
 		return nil
 	}
@@ -130,7 +131,7 @@ func Script(ctx context.Context, s *Scenario, stdin io.Reader, stdout io.Writer)
 	if pt == 0 && ct == 0 {
 		pt, ct = 100, 20
 	}
-	em.Usage(pt, ct)
+	em.UsageCost(pt, ct, a.CostUSD)
 	if a.Fail != "" {
 		em.TurnFailed(a.Fail)
 		return nil

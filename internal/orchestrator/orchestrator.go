@@ -153,6 +153,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	s.run = stratus.Run{ID: runID, TaskID: tk.ID, TaskTitle: tk.Title, Flow: fl.TaskType, Status: stratus.RunRunning,
 		WorkDir: dir, TaskPath: taskPath, Owner: lifecycle.Owner(), CreatedAt: time.Now().UTC()}
+	s.run.MaxCostUSD, s.run.MaxTokens = lifecycle.Caps(s.env.Config, s.env.Task)
 	if err := s.st.CreateRun(ctx, s.run); err != nil {
 		return nil, err
 	}
@@ -174,6 +175,10 @@ type ResumeOptions struct {
 	Self     string    // the stratus binary workers run as; "" = os.Executable()
 	Progress io.Writer // live progress lines; nil = discard
 	lifecycle.ResumeOptions
+	// MaxCostUSD and MaxTokens, when set, replace the run's caps (0: no
+	// cap); a cap the run has already reached is refused (EINVALID).
+	MaxCostUSD *float64
+	MaxTokens  *int64
 }
 
 // Resume continues a run that ended failed, manual_action_required or
@@ -235,6 +240,21 @@ func Resume(ctx context.Context, o ResumeOptions) (*Result, error) {
 	plan, err := lifecycle.PlanResume(s.def, run.ID, run.TaskID, steps, o.ResumeOptions)
 	if err != nil {
 		return nil, err
+	}
+	if o.MaxCostUSD != nil {
+		run.MaxCostUSD = *o.MaxCostUSD
+	}
+	if o.MaxTokens != nil {
+		run.MaxTokens = *o.MaxTokens
+	}
+	if o.MaxCostUSD != nil || o.MaxTokens != nil {
+		sp, err := lifecycle.RunSpend(ctx, s.st, run.ID)
+		if err != nil {
+			return nil, err
+		}
+		if why := lifecycle.CapReached(run, sp); why != "" {
+			return nil, stratus.Errorf(stratus.EINVALID, "run %s would stop again at once: %s; give a cap above what it has spent", run.ID, why)
+		}
 	}
 	run.Resumes++
 	run.Status, run.EndedAt, run.Owner = stratus.RunRunning, time.Time{}, lifecycle.Owner()

@@ -408,6 +408,21 @@ func (f *Facts) cost(b *bytes.Buffer, s Summary) {
 	if s.SupervisorUsage != nil {
 		fmt.Fprintf(b, " The supervisor layer made %s of them.", plural(s.SupervisorUsage.Calls, "call"))
 	}
+	// issue 11 § 7: the caps the run ran under; a cost cap cannot see the
+	// calls whose cost is unknown, and says so.
+	if r := f.Run; r.MaxCostUSD > 0 || r.MaxTokens > 0 {
+		var caps []string
+		if r.MaxCostUSD > 0 {
+			caps = append(caps, fmt.Sprintf("$%.2f", r.MaxCostUSD))
+		}
+		if r.MaxTokens > 0 {
+			caps = append(caps, tokens(r.MaxTokens)+" tokens")
+		}
+		fmt.Fprintf(b, " Capped at %s.", strings.Join(caps, " and "))
+		if r.MaxCostUSD > 0 && len(s.CostNotAccounted) > 0 {
+			b.WriteString(" The cost cap counts only known costs: the calls above whose cost is not accounted may have passed it.")
+		}
+	}
 	b.WriteString("\n")
 }
 

@@ -18,7 +18,7 @@ type Store interface {
 	CreateRun(ctx context.Context, r stratus.Run) error
 	GetRun(ctx context.Context, id string) (stratus.Run, error)
 	// UpdateRun replaces the mutable fields (Status, Execution, Owner,
-	// Resumes, EndedAt).
+	// Resumes, MaxCostUSD, MaxTokens, EndedAt).
 	UpdateRun(ctx context.Context, r stratus.Run) error
 	// ListRuns returns the runs newest first (CreatedAt descending, then
 	// id descending), at most limit of them (0: all).

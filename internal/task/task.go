@@ -37,6 +37,9 @@ var AllowedKeys = []string{
 	"id", "title", "task_type", "branch_name", "branch_mode", "branch_ref", "publish",
 	"trust_level", "auto_merge", "prompt_audit", "decomposition", "contacts", "depends_on",
 	"subtasks", "priority", "queue", "nodes",
+	// Stratus's own: caps on the run's spend (config.yaml limits; the
+	// task's win).
+	"max_cost_usd", "max_tokens",
 }
 
 // nodeOverrideKeys are the sub-keys of nodes.<id> (SKILL.md § nodes).
@@ -207,6 +210,8 @@ func (t *Task) check() error {
 		{"depends_on", isStringList, "a list of task ids"},
 		{"subtasks", isStringList, "a list of strings"},
 		{"queue", nonEmptyString, "a non-empty string"},
+		{"max_cost_usd", isNonNegativeNumber, "a cost in US dollars >= 0 (0: no cap)"},
+		{"max_tokens", isNonNegativeInt, "a token count >= 0 (0: no cap)"},
 	} {
 		v, ok := t.Front[c.key]
 		if !ok || (v == nil && c.key == "branch_name") {
@@ -361,6 +366,48 @@ func isStringList(v any) bool {
 		}
 	}
 	return true
+}
+
+func isNonNegativeNumber(v any) bool {
+	switch n := v.(type) {
+	case uint64:
+		return true
+	case int64:
+		return n >= 0
+	case float64:
+		return n >= 0
+	}
+	return false
+}
+
+func isNonNegativeInt(v any) bool {
+	switch n := v.(type) {
+	case uint64:
+		return true
+	case int64:
+		return n >= 0
+	}
+	return false
+}
+
+// Caps returns the task's caps on its run's spend: front matter
+// max_cost_usd and max_tokens, each 0 when absent.
+func (t *Task) Caps() (maxCostUSD float64, maxTokens int64) {
+	switch n := t.Front["max_cost_usd"].(type) {
+	case uint64:
+		maxCostUSD = float64(n)
+	case int64:
+		maxCostUSD = float64(n)
+	case float64:
+		maxCostUSD = n
+	}
+	switch n := t.Front["max_tokens"].(type) {
+	case uint64:
+		maxTokens = int64(n)
+	case int64:
+		maxTokens = n
+	}
+	return maxCostUSD, maxTokens
 }
 
 func oneOf(allowed ...string) func(any) bool {

@@ -16,6 +16,7 @@ import (
 	"github.com/stratusflow/stratus/internal/compiler"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/launch"
+	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/prompt"
 )
 
@@ -59,6 +60,9 @@ const (
 	// capacity or under throttling (launch.ErrInfrastructure); the machine
 	// parks the run at manual_action_required.
 	ErrInfrastructure = compiler.ErrInfrastructure
+	// ErrCapReached: the run reached its cost or token cap before the
+	// step's worker started; the machine parks the run.
+	ErrCapReached = compiler.ErrCapReached
 )
 
 // Dispatch handles one dispatch message (DESIGN.md § The path of one step,
@@ -146,6 +150,11 @@ func (s *Service) Dispatch(ctx context.Context, m Message) error {
 	if skip, why := s.admitNode(ctx, run, env, node); skip {
 		return s.skipStep(ctx, step, node, why)
 	}
+	if node.Kind == "agent" || node.Kind == "evaluator" || isExec(node.Kind) {
+		if stopped, err := s.checkCaps(ctx, run, step); stopped || err != nil {
+			return err
+		}
+	}
 	switch node.Kind {
 	case "agent", "evaluator":
 		return s.launchAttempt(ctx, run, env, step, 1)
@@ -171,6 +180,30 @@ func (s *Service) Dispatch(ctx context.Context, m Message) error {
 		why := fmt.Sprintf("node %q: kind %q is not supported by this build of Stratus yet; supported: agent, evaluator, checks, tool, hitl, publish", node.ID, node.Kind)
 		return s.failStep(ctx, step, 0, ErrUnsupported, why)
 	}
+}
+
+// checkCaps enforces the run's cost and token caps (issue 11 § 7) before a
+// worker step starts: a run at or over a cap fails step with
+// ErrCapReached, which parks the run at manual_action_required (stopped is
+// true); a run near a cap, or whose spend includes attempts of unknown
+// cost, is warned about once. A run without caps reads nothing.
+func (s *Service) checkCaps(ctx context.Context, run stratus.Run, step stratus.Step) (stopped bool, err error) {
+	if run.MaxCostUSD == 0 && run.MaxTokens == 0 {
+		return false, nil
+	}
+	sp, err := lifecycle.RunSpend(ctx, s.Store, run.ID)
+	if err != nil {
+		return false, err
+	}
+	if why := lifecycle.CapReached(run, sp); why != "" {
+		return true, s.failStep(ctx, step, 0, ErrCapReached, why)
+	}
+	for _, n := range lifecycle.CapNotes(run, sp) {
+		if s.noteOnce(run.ID, n.Kind) {
+			s.warnf("%s", n.Text)
+		}
+	}
+	return false, nil
 }
 
 // stopNode handles a "stop" message (DESIGN.md § The path of one step, 5:

@@ -74,6 +74,8 @@ type Service struct {
 	OnEvent func(Event)
 	// Warnf, when set, receives warnings (an unknown submit_format, ...).
 	Warnf func(format string, args ...any)
+
+	notes sync.Map // run id + "\x00" + note kind → said (noteOnce)
 	// ResolveFiles lets the server resolve an `@file:<abs-path>` body itself,
 	// for paths inside the run's work dir only (embedded mode). When false
 	// (AWS) such a body is refused: the worker resolves the sentinel.
@@ -97,6 +99,13 @@ func (s *Service) now() time.Time {
 		return s.Now().UTC()
 	}
 	return time.Now().UTC()
+}
+
+// noteOnce reports whether note kind of run runID is said for the first
+// time by this Service.
+func (s *Service) noteOnce(runID, kind string) bool {
+	_, seen := s.notes.LoadOrStore(runID+"\x00"+kind, true)
+	return !seen
 }
 
 func (s *Service) warnf(format string, args ...any) {

@@ -16,6 +16,7 @@ func (s *Store) CreateRun(ctx context.Context, r stratus.Run) error {
 		"id": str(r.ID), "task_id": text(r.TaskID), "task_title": text(r.TaskTitle), "flow": text(r.Flow),
 		"status": text(r.Status), "work_dir": text(r.WorkDir), "task_path": text(r.TaskPath), "execution": text(r.Execution),
 		"owner": text(r.Owner), "resumes": num(int64(r.Resumes)),
+		"max_cost_usd": capCost(r.MaxCostUSD), "max_tokens": num(r.MaxTokens),
 		"created_at": millis(r.CreatedAt), "ended_at": millis(r.EndedAt),
 	})
 	// The run and its entry in the run list, in one transaction.
@@ -82,12 +83,25 @@ func (s *Store) GetRun(ctx context.Context, id string) (stratus.Run, error) {
 }
 
 func decodeRun(it item) stratus.Run {
-	return stratus.Run{
+	r := stratus.Run{
 		ID: it.str("id"), TaskID: it.str("task_id"), TaskTitle: it.str("task_title"), Flow: it.str("flow"),
 		Status: it.str("status"), WorkDir: it.str("work_dir"), TaskPath: it.str("task_path"), Execution: it.str("execution"),
 		Owner: it.str("owner"), Resumes: int(it.int("resumes")),
+		MaxTokens: it.int("max_tokens"),
 		CreatedAt: it.time("created_at"), EndedAt: it.time("ended_at"),
 	}
+	if c := it.float("max_cost_usd"); c != nil {
+		r.MaxCostUSD = *c
+	}
+	return r
+}
+
+// capCost is a cost cap attribute: a Number, absent for 0 (no cap).
+func capCost(c float64) av {
+	if c == 0 {
+		return nil
+	}
+	return float(&c)
 }
 
 // UpdateRun replaces Status, Execution, Owner, Resumes and EndedAt of run
@@ -95,6 +109,7 @@ func decodeRun(it item) stratus.Run {
 func (s *Store) UpdateRun(ctx context.Context, r stratus.Run) error {
 	missing, err := s.apply(ctx, update{runKey(r.ID), map[string]av{
 		"status": text(r.Status), "execution": text(r.Execution), "owner": text(r.Owner), "resumes": num(int64(r.Resumes)),
+		"max_cost_usd": capCost(r.MaxCostUSD), "max_tokens": num(r.MaxTokens),
 		"ended_at": millis(r.EndedAt),
 	}})
 	if err != nil {

@@ -9,12 +9,12 @@ import (
 	"github.com/stratusflow/stratus"
 )
 
-const runColumns = "id, task_id, task_title, flow, status, work_dir, task_path, execution, owner, resumes, created_at, ended_at"
+const runColumns = "id, task_id, task_title, flow, status, work_dir, task_path, execution, owner, resumes, max_cost_usd, max_tokens, created_at, ended_at"
 
 // CreateRun inserts r; ECONFLICT if a run with r.ID exists.
 func (s *Store) CreateRun(ctx context.Context, r stratus.Run) error {
-	_, err := s.w.ExecContext(ctx, "INSERT INTO runs ("+runColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		r.ID, r.TaskID, r.TaskTitle, r.Flow, r.Status, r.WorkDir, r.TaskPath, r.Execution, r.Owner, r.Resumes,
+	_, err := s.w.ExecContext(ctx, "INSERT INTO runs ("+runColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		r.ID, r.TaskID, r.TaskTitle, r.Flow, r.Status, r.WorkDir, r.TaskPath, r.Execution, r.Owner, r.Resumes, r.MaxCostUSD, r.MaxTokens,
 		millis(r.CreatedAt), millis(r.EndedAt))
 	if isUniqueViolation(err) {
 		return stratus.Errorf(stratus.ECONFLICT, "run %q already exists", r.ID)
@@ -35,11 +35,11 @@ func (s *Store) GetRun(ctx context.Context, id string) (stratus.Run, error) {
 	return r, nil
 }
 
-// UpdateRun replaces Status, Execution, Owner, Resumes and EndedAt of run
-// r.ID; ENOTFOUND if there is no such run.
+// UpdateRun replaces Status, Execution, Owner, Resumes, MaxCostUSD,
+// MaxTokens and EndedAt of run r.ID; ENOTFOUND if there is no such run.
 func (s *Store) UpdateRun(ctx context.Context, r stratus.Run) error {
-	res, err := s.w.ExecContext(ctx, "UPDATE runs SET status = ?, execution = ?, owner = ?, resumes = ?, ended_at = ? WHERE id = ?",
-		r.Status, r.Execution, r.Owner, r.Resumes, millis(r.EndedAt), r.ID)
+	res, err := s.w.ExecContext(ctx, "UPDATE runs SET status = ?, execution = ?, owner = ?, resumes = ?, max_cost_usd = ?, max_tokens = ?, ended_at = ? WHERE id = ?",
+		r.Status, r.Execution, r.Owner, r.Resumes, r.MaxCostUSD, r.MaxTokens, millis(r.EndedAt), r.ID)
 	if err != nil {
 		return fmt.Errorf("update run %q: %w", r.ID, err)
 	}
@@ -73,7 +73,7 @@ func scanRun(row rowScanner) (stratus.Run, error) {
 	var r stratus.Run
 	var created, ended sql.NullInt64
 	if err := row.Scan(&r.ID, &r.TaskID, &r.TaskTitle, &r.Flow, &r.Status, &r.WorkDir, &r.TaskPath, &r.Execution, &r.Owner, &r.Resumes,
-		&created, &ended); err != nil {
+		&r.MaxCostUSD, &r.MaxTokens, &created, &ended); err != nil {
 		return stratus.Run{}, err
 	}
 	r.CreatedAt, r.EndedAt = fromMillis(created), fromMillis(ended)

@@ -117,10 +117,12 @@ ALTER TABLE outputs ADD COLUMN blob TEXT NOT NULL DEFAULT '';
 ALTER TABLE attempts ADD COLUMN resolved TEXT NOT NULL DEFAULT '';
 `,
 	// 5: durable runs (issue 11): the owner of a running run, its resume
-	// count, and the state input each step was dispatched with.
+	// count and caps, and the state input each step was dispatched with.
 	`
 ALTER TABLE runs ADD COLUMN owner TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN resumes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN max_cost_usd REAL NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN max_tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE steps ADD COLUMN input BLOB;
 `,
 }

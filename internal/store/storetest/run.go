@@ -63,24 +63,27 @@ func (su *suite) testRuns(t *testing.T) {
 		r := b.createRun(t)
 
 		u := stratus.Run{
-			ID:        r.ID,
-			TaskID:    "T-changed",
-			TaskTitle: "changed",
-			Flow:      "changed",
-			Status:    stratus.RunDone,
-			WorkDir:   "/changed",
-			TaskPath:  "/changed/t.md",
-			Execution: "arn:aws:states:us-east-1:123456789012:execution:implementation:run-1",
-			Owner:     "host/4242/1700000000",
-			Resumes:   2,
-			CreatedAt: base.Add(time.Hour),
-			EndedAt:   base.Add(90 * time.Second),
+			ID:         r.ID,
+			TaskID:     "T-changed",
+			TaskTitle:  "changed",
+			Flow:       "changed",
+			Status:     stratus.RunDone,
+			WorkDir:    "/changed",
+			TaskPath:   "/changed/t.md",
+			Execution:  "arn:aws:states:us-east-1:123456789012:execution:implementation:run-1",
+			Owner:      "host/4242/1700000000",
+			Resumes:    2,
+			MaxCostUSD: 12.5,
+			MaxTokens:  2_000_000,
+			CreatedAt:  base.Add(time.Hour),
+			EndedAt:    base.Add(90 * time.Second),
 		}
 		if err := b.s.UpdateRun(b.ctx, u); err != nil {
 			t.Fatalf("UpdateRun(%q): %v", r.ID, err)
 		}
 		want := r
 		want.Status, want.Execution, want.Owner, want.Resumes, want.EndedAt = u.Status, u.Execution, u.Owner, u.Resumes, u.EndedAt
+		want.MaxCostUSD, want.MaxTokens = u.MaxCostUSD, u.MaxTokens
 		got, err := b.s.GetRun(b.ctx, r.ID)
 		if err != nil {
 			t.Fatalf("GetRun(%q): %v", r.ID, err)
@@ -89,10 +92,12 @@ func (su *suite) testRuns(t *testing.T) {
 
 		// The fields are replaced, not merged: the zero EndedAt clears it.
 		u.Status, u.Execution, u.Owner, u.Resumes, u.EndedAt = stratus.RunManualActionRequired, "", "", 3, time.Time{}
+		u.MaxCostUSD, u.MaxTokens = 0, 0
 		if err := b.s.UpdateRun(b.ctx, u); err != nil {
 			t.Fatalf("UpdateRun(%q) again: %v", r.ID, err)
 		}
 		want.Status, want.Execution, want.Owner, want.Resumes, want.EndedAt = u.Status, u.Execution, u.Owner, u.Resumes, u.EndedAt
+		want.MaxCostUSD, want.MaxTokens = u.MaxCostUSD, u.MaxTokens
 		if got, err = b.s.GetRun(b.ctx, r.ID); err != nil {
 			t.Fatalf("GetRun(%q): %v", r.ID, err)
 		}

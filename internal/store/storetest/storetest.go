@@ -73,16 +73,18 @@ var base = time.Date(2025, 3, 14, 15, 9, 26, 535_897_932, time.FixedZone("IST", 
 
 func (b *bundle) run() stratus.Run {
 	return stratus.Run{
-		ID:        b.key("run"),
-		TaskID:    "T-42",
-		TaskTitle: "Add «retry» to the fetcher ✓",
-		Flow:      "implementation",
-		Status:    stratus.RunRunning,
-		WorkDir:   "/home/op/proj",
-		TaskPath:  "/home/op/proj/tasks/t-42.md",
-		Execution: "local:exec-1",
-		Owner:     "laptop/31337/1741962566",
-		CreatedAt: base,
+		ID:         b.key("run"),
+		TaskID:     "T-42",
+		TaskTitle:  "Add «retry» to the fetcher ✓",
+		Flow:       "implementation",
+		Status:     stratus.RunRunning,
+		WorkDir:    "/home/op/proj",
+		TaskPath:   "/home/op/proj/tasks/t-42.md",
+		Execution:  "local:exec-1",
+		Owner:      "laptop/31337/1741962566",
+		MaxCostUSD: 3.25,
+		MaxTokens:  500_000,
+		CreatedAt:  base,
 	}
 }
 
