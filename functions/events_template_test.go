@@ -1,9 +1,11 @@
 package functions_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/stratusflow/stratus/functions/handler"
@@ -80,17 +82,21 @@ func TestTemplate_EventsFunctionHearsEveryStateMachineEndAndTheHourlySweep(t *te
 	if got := strs(detail["status"]); !slices.Equal(got, []string{"ABORTED", "FAILED", "SUCCEEDED", "TIMED_OUT"}) {
 		t.Errorf("pattern detail.status %v; want the four terminal statuses", got)
 	}
-	var machines []string
-	for _, v := range asList(detail["stateMachineArn"]) {
-		if id := refTarget(v); str(tp.raw[id]["Type"]) == "AWS::Serverless::StateMachine" && asMap(v)["Ref"] != nil {
-			machines = append(machines, id)
-		} else {
-			t.Errorf("pattern detail.stateMachineArn lists %v, not a !Ref of a state machine of the stack", v)
-		}
+	// issue 11 § 2: runs create state machines of their own under the
+	// stack's prefix, so the rule matches that prefix, which the stack's
+	// own machines share and the StateMachinePrefix output names.
+	const wantPrefix = "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:stateMachine:${AWS::StackName}-"
+	arns := asList(detail["stateMachineArn"])
+	if len(arns) != 1 || fmt.Sprint(asMap(asMap(arns[0])["prefix"])["Fn::Sub"]) != wantPrefix {
+		t.Errorf("pattern detail.stateMachineArn %v; want one prefix match %q", arns, wantPrefix)
 	}
-	sort.Strings(machines)
-	if want := tp.ofType("AWS::Serverless::StateMachine"); !slices.Equal(machines, want) {
-		t.Errorf("pattern detail.stateMachineArn %v; want every state machine of the stack %v", machines, want)
+	if out := fmt.Sprint(asMap(asMap(tp.outputs["StateMachinePrefix"])["Value"])["Fn::Sub"]); out != "${AWS::StackName}-" {
+		t.Errorf("Outputs.StateMachinePrefix = %v; want ${AWS::StackName}-", out)
+	}
+	for _, id := range tp.ofType("AWS::Serverless::StateMachine") {
+		if name := fmt.Sprint(asMap(tp.props(id)["Name"])["Fn::Sub"]); !strings.HasPrefix(name, "${AWS::StackName}-") {
+			t.Errorf("%s is named %q, outside the prefix the events rule hears", id, name)
+		}
 	}
 	if s := str(schedule["Schedule"]); s != "rate(1 hour)" {
 		t.Errorf("schedule %q; want rate(1 hour)", s)

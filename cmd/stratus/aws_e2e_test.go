@@ -432,7 +432,7 @@ func deployStack(t *testing.T, ctx context.Context, moto *awstest.Server, dir st
 		t.Fatalf("the compiled definition has a substitution template.yaml does not define: %.40s", sub[i:])
 	}
 	sm, err := awssfn.NewFromConfig(st.cfg).CreateStateMachine(ctx, &awssfn.CreateStateMachineInput{Name: aws.String(st.name + "-implementation"),
-		Definition: aws.String(sub), RoleArn: aws.String("arn:aws:iam::123456789012:role/stratus-e2e")})
+		Definition: aws.String(sub), RoleArn: aws.String(e2eRole)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,6 +447,9 @@ func deployStack(t *testing.T, ctx context.Context, moto *awstest.Server, dir st
 	return st
 }
 
+// e2eRole is the execution role of the test stacks' state machines.
+const e2eRole = "arn:aws:iam::123456789012:role/stratus-e2e"
+
 // createStack makes a CloudFormation stack on moto whose outputs name the
 // resources as template.yaml's do, for --stack.
 func (st *stack) createStack(t *testing.T, ctx context.Context) string {
@@ -457,6 +460,10 @@ func (st *stack) createStack(t *testing.T, ctx context.Context) string {
 			awsrun.OutputTable:  map[string]string{"Value": st.table},
 			awsrun.OutputBucket: map[string]string{"Value": st.bucket},
 			"Implementation" + awsrun.StateMachineOutputSuffix: map[string]string{"Value": st.stateMachine},
+			// What lets a run create the state machine of its own flow.
+			awsrun.OutputQueueURL:           map[string]string{"Value": st.queueURL},
+			awsrun.OutputStateMachineRole:   map[string]string{"Value": e2eRole},
+			awsrun.OutputStateMachinePrefix: map[string]string{"Value": st.name + "-"},
 		},
 	})
 	name := st.name + "-stack"

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/aws/smithy-go"
 	"github.com/spf13/cobra"
 
 	"github.com/stratusflow/stratus"
@@ -57,6 +58,9 @@ func Main(args []string, io IO) int {
 		return ee.code
 	}
 	fmt.Fprintf(io.Err, "stratus: %v\n", err)
+	if hint := deniedHint(err); hint != "" {
+		fmt.Fprintf(io.Err, "stratus: %s\n", hint)
+	}
 	if code := stratus.ErrorCode(err); code == stratus.EINVALID || code == stratus.ENOTFOUND || isUsage(err) || cobraUsage(err) {
 		return ExitUsage
 	}
@@ -126,4 +130,19 @@ func cobraUsage(err error) bool {
 func isUsage(err error) bool {
 	var u usageError
 	return errors.As(err, &u)
+}
+
+// deniedHint says what to do about an AWS call the caller's credentials
+// may not make (issue 11 § 2): the error itself names the action and the
+// resource; the stack's operator policy grants what the CLI needs.
+func deniedHint(err error) string {
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		return ""
+	}
+	switch ae.ErrorCode() {
+	case "AccessDeniedException", "AccessDenied", "UnauthorizedOperation", "AuthorizationError":
+		return "your AWS credentials may not make that call: attach the managed policy the stack's OperatorPolicyArn output names (aws cloudformation describe-stacks --stack-name STACK), which grants what stratus --target aws needs on that stack"
+	}
+	return ""
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stratusflow/stratus/internal/awsrun"
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/orchestrator"
 )
@@ -24,6 +25,8 @@ type ResumeOptions struct {
 	MaxCostUSD     float64
 	MaxTokens      int64
 	Self           string // the stratus binary workers run as ("" = this one)
+	Target         string
+	AWS            AWSOptions
 
 	costSet, tokensSet bool
 }
@@ -45,7 +48,10 @@ which gives every loop (and the global backstop, and each agent's hitl rounds)
 its whole budget back. A run parked at its cost or token cap goes on with a
 higher one: --max-cost-usd N, --max-tokens N (0: no cap).
 
-Progress goes to stderr, the result to stdout, as for run.
+Progress goes to stderr, the result to stdout, as for run. With --target aws the
+run resumes on the deployed stack: a new execution of the run's own state machine
+enters the stopped step's state, and this command follows it as run --target aws
+does (Ctrl-C stops following, not the execution).
 
 Exit status: 0 done, 1 failed, 3 manual_action_required, 130 interrupted,
 2 bad input (unknown run, a run that is done or still running, a spent budget
@@ -53,6 +59,9 @@ without --reset-fix-budget).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.RunID = args[0]
+			if err := checkTarget(c, o.Target); err != nil {
+				return err
+			}
 			o.costSet, o.tokensSet = c.Flags().Changed("max-cost-usd"), c.Flags().Changed("max-tokens")
 			if o.MaxCostUSD < 0 || o.MaxTokens < 0 {
 				return usageError{fmt.Errorf("--max-cost-usd %v / --max-tokens %d: want a cap >= 0 (0: no cap)", o.MaxCostUSD, o.MaxTokens)}
@@ -65,25 +74,61 @@ without --reset-fix-budget).`,
 	cmd.Flags().BoolVar(&o.ResetFixBudget, "reset-fix-budget", false, "give every loop budget back (a run parked because a budget ran out)")
 	cmd.Flags().Float64Var(&o.MaxCostUSD, "max-cost-usd", 0, "the run's new cost cap in US dollars (0: none)")
 	cmd.Flags().Int64Var(&o.MaxTokens, "max-tokens", 0, "the run's new token cap (0: none)")
+	addTargetFlags(cmd, &o.Target, &o.AWS)
 	return cmd
 }
 
 func runResume(o *ResumeOptions) error {
+	r := lifecycle.Resume{ResumeOptions: lifecycle.ResumeOptions{ResetFixBudget: o.ResetFixBudget}}
+	if o.costSet {
+		r.MaxCostUSD = &o.MaxCostUSD
+	}
+	if o.tokensSet {
+		r.MaxTokens = &o.MaxTokens
+	}
+	if o.Target == TargetAWS {
+		return resumeAWS(o, r)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE) // as runRun: a closed pipe must not kill the run
-	ro := orchestrator.ResumeOptions{Dir: o.Dir, RunID: o.RunID, Self: o.Self, Progress: o.IO.Err,
-		ResumeOptions: lifecycle.ResumeOptions{ResetFixBudget: o.ResetFixBudget}}
-	if o.costSet {
-		ro.MaxCostUSD = &o.MaxCostUSD
-	}
-	if o.tokensSet {
-		ro.MaxTokens = &o.MaxTokens
-	}
-	res, err := orchestrator.Resume(ctx, ro)
-	var spent *lifecycle.BudgetSpentError
-	if errors.As(err, &spent) {
+	res, err := orchestrator.Resume(ctx, orchestrator.ResumeOptions{Dir: o.Dir, RunID: o.RunID, Self: o.Self, Progress: o.IO.Err, Resume: r})
+	if spentBudget(err) {
 		return &exitError{code: ExitUsage, err: err}
 	}
 	return endRun(o.IO, o.JSON, res, err)
+}
+
+// spentBudget reports whether err refuses a resume for a spent budget
+// (a usage error: the flag that allows it was not given).
+func spentBudget(err error) bool {
+	var spent *lifecycle.BudgetSpentError
+	return errors.As(err, &spent)
+}
+
+// resumeAWS resumes a run on the deployed stack and follows it as
+// `run --target aws` does.
+func resumeAWS(o *ResumeOptions, r lifecycle.Resume) error {
+	ctx, stop := signal.NotifyContext(awsContext(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	tg, err := o.AWS.open(ctx)
+	if err != nil {
+		return usageOr(err)
+	}
+	st, err := tg.Resume(ctx, awsrun.ResumeOptions{RunID: o.RunID, Progress: o.IO.Err, Resume: r})
+	if spentBudget(err) {
+		return &exitError{code: ExitUsage, err: err}
+	}
+	if err != nil {
+		return usageOr(err)
+	}
+	res, err := tg.Follow(ctx, st.Run, st.Env, awsrun.FollowOptions{Progress: o.IO.Err, Poll: o.AWS.Poll, Skip: st.Before})
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintf(o.IO.Err, "stratus: interrupted: stopped following run %s; its execution goes on (stratus status %s --target aws shows it)\n", st.Run.ID, st.Run.ID)
+		return &exitError{code: ExitInterrupted}
+	}
+	if err != nil {
+		return err
+	}
+	return printRun(o.IO, o.JSON, res)
 }

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/aws/smithy-go"
 )
 
 // Bad --target aws flags are usage errors (exit 2) caught before anything
@@ -19,5 +23,19 @@ func TestRunTargetAWS_MalformedEndpointOrARNRefusedFirst(t *testing.T) {
 		if r.code != ExitUsage || !strings.Contains(r.stderr, c.want) {
 			t.Errorf("%s %s: exit %d, stderr %q", c.flag, c.value, r.code, r.stderr)
 		}
+	}
+}
+
+// issue 11 § 2: a call the operator's credentials may not make is named by
+// the AWS error, and the CLI says which policy grants it.
+func TestMain_AccessDeniedNamesTheOperatorPolicy(t *testing.T) {
+	t.Parallel()
+	err := fmt.Errorf("start an execution: %w", &smithy.GenericAPIError{Code: "AccessDeniedException",
+		Message: "User: arn:aws:iam::1:user/op is not authorized to perform: states:CreateStateMachine on resource: arn:aws:states:us-east-1:1:stateMachine:s-implementation-abc"})
+	if h := deniedHint(err); !strings.Contains(h, "OperatorPolicyArn") {
+		t.Errorf("hint %q", h)
+	}
+	if h := deniedHint(errors.New("something else")); h != "" {
+		t.Errorf("hint for another error: %q", h)
 	}
 }

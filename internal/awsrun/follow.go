@@ -26,6 +26,9 @@ const DefaultPoll = 2 * time.Second
 type FollowOptions struct {
 	Progress io.Writer     // progress lines; nil = discard
 	Poll     time.Duration // 0 = DefaultPoll
+	// Skip lists the steps (by tid) whose progress is not printed: those a
+	// resumed run had before its new execution (Started.Before).
+	Skip []string
 }
 
 // Follow prints run's progress lines (orchestrator.FormatEvent of the
@@ -45,6 +48,7 @@ func (t *Target) Follow(ctx context.Context, run stratus.Run, env *worker.RunEnv
 		poll = DefaultPoll
 	}
 	tr := runview.NewTracker(t.Store, run.ID)
+	tr.Skip(o.Skip...)
 	print := func() error {
 		evs, err := tr.Poll(ctx)
 		for _, e := range evs {

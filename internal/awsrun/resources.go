@@ -23,6 +23,12 @@ const (
 	OutputBucket             = "DataBucketName"
 	OutputAPIURL             = "ApiUrl"
 	StateMachineOutputSuffix = "StateMachineArn"
+	// The outputs that let a run create its own state machine (issue 11 §
+	// 2): the queue its Task states send to, the execution role, and the
+	// name prefix the stack's events rule and operator policy cover.
+	OutputQueueURL           = "DispatchQueueUrl"
+	OutputStateMachineRole   = "StateMachineRoleArn"
+	OutputStateMachinePrefix = "StateMachinePrefix"
 )
 
 // EnvStateMachine and EnvStack are the environment variables `stratus run
@@ -49,6 +55,18 @@ type Resources struct {
 	Bucket        string
 	BucketPrefix  string
 	APIURL        string // the worker API's URL (shown only)
+	// QueueURL, StateMachineRole and StateMachinePrefix, all three set,
+	// make each run execute a state machine of its own compiled
+	// definition (RunStateMachine) rather than a deployed one.
+	QueueURL           string
+	StateMachineRole   string
+	StateMachinePrefix string
+}
+
+// OwnMachines reports whether runs create their own state machines: the
+// three resources it takes are known and no --state-machine overrides them.
+func (r Resources) OwnMachines() bool {
+	return r.StateMachine == "" && r.QueueURL != "" && r.StateMachineRole != "" && r.StateMachinePrefix != ""
 }
 
 // StateMachineFor returns the ARN of the state machine of flow taskType:
@@ -118,6 +136,12 @@ func FromStack(ctx context.Context, api DescribeStacksAPI, stack string) (Resour
 			r.Bucket = v
 		case k == OutputAPIURL:
 			r.APIURL = v
+		case k == OutputQueueURL:
+			r.QueueURL = v
+		case k == OutputStateMachineRole:
+			r.StateMachineRole = v
+		case k == OutputStateMachinePrefix:
+			r.StateMachinePrefix = v
 		case strings.HasSuffix(k, StateMachineOutputSuffix):
 			r.StateMachines[k] = v
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/compiler"
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/executor"
 	"github.com/stratusflow/stratus/internal/flow"
@@ -35,6 +36,9 @@ type StartOptions struct {
 type Started struct {
 	Run stratus.Run
 	Env *worker.RunEnv // the run's environment as read here (what was frozen)
+	// Before lists the tids of the steps a resumed run had before its new
+	// execution started (FollowOptions.Skip).
+	Before []string
 }
 
 // Start starts one run of a task on the stack (issue 6 § Build 8). The task
@@ -83,9 +87,19 @@ func (t *Target) Start(ctx context.Context, o StartOptions) (*Started, error) {
 		}
 		return nil, stratus.Errorf(stratus.EINVALID, "task %s cannot run through flow %s:\n  %s", tk.ID, fl.TaskType, strings.Join(lines, "\n  "))
 	}
-	sm, err := t.StateMachineFor(fl.TaskType)
+	// The run is compiled once, with the config, here: what runs is what
+	// was validated (issue 11 § 2).
+	def, err := compiler.Compile(fl, lifecycle.CompileOptions(cfg))
 	if err != nil {
 		return nil, err
+	}
+	sm, err := t.RunStateMachine(fl.TaskType, def)
+	if err != nil {
+		return nil, err
+	}
+	if !t.OwnMachines() {
+		fmt.Fprintf(progress, "stratus: warning: %s runs the deployed state machine %s, not this run's compiled flow: the stack predates per-run state machines (outputs %s, %s, %s), or --state-machine was given\n",
+			fl.TaskType, sm, OutputQueueURL, OutputStateMachineRole, OutputStateMachinePrefix)
 	}
 	runID := o.RunID
 	if runID == "" {
@@ -94,6 +108,9 @@ func (t *Target) Start(ctx context.Context, o StartOptions) (*Started, error) {
 	if _, err := runenv.Freeze(ctx, t.Sink, runID, dir, flowsDir, taskPath, nil); err != nil {
 		return nil, fmt.Errorf("freeze the run's environment to %s: %w", t.URL(runenv.BundlePrefix(runID)), err)
 	}
+	if err := lifecycle.PutDefinition(ctx, t.Sink, runID, def); err != nil {
+		return nil, err
+	}
 	run := stratus.Run{ID: runID, TaskID: tk.ID, TaskTitle: tk.Title, Flow: fl.TaskType, Status: stratus.RunRunning,
 		WorkDir: dir, TaskPath: taskPath, CreatedAt: time.Now().UTC()}
 	run.MaxCostUSD, run.MaxTokens = lifecycle.Caps(cfg, tk)
@@ -101,7 +118,7 @@ func (t *Target) Start(ctx context.Context, o StartOptions) (*Started, error) {
 		return nil, err
 	}
 	input, _ := json.Marshal(map[string]string{"run_id": run.ID, "task_id": tk.ID})
-	x, err := t.Exec.StartExecution(ctx, executor.StartInput{StateMachine: sm, Name: run.ID, Input: input})
+	x, err := t.Exec.StartExecution(ctx, executor.StartInput{StateMachine: sm, Definition: def, Name: run.ID, Input: input})
 	if err != nil {
 		run.Status, run.EndedAt = stratus.RunFailed, time.Now().UTC()
 		t.Store.UpdateRun(context.WithoutCancel(ctx), run)
@@ -118,4 +135,88 @@ func (t *Target) Start(ctx context.Context, o StartOptions) (*Started, error) {
 		fmt.Fprintf(progress, "stratus: warning: %s\n", w)
 	}
 	return &Started{Run: run, Env: env}, nil
+}
+
+// ResumeOptions say which run to resume and how.
+type ResumeOptions struct {
+	RunID    string
+	Progress io.Writer // the resume line and warnings; nil = discard
+	lifecycle.Resume
+}
+
+// Resume continues a run of the stack that ended failed,
+// manual_action_required or interrupted from the step that stopped it
+// (lifecycle.PrepareResume, as an embedded resume does): a new execution
+// named "<run_id>.resume-<n>" of the run's own compiled definition (kept
+// with its bundle; the same state machine as its first execution when the
+// stack creates them per run) enters that step's state through the resume
+// entry with the input recorded for it. A run still recorded running whose
+// execution has ended is finished first (Finish), as the events function
+// would have. Follow it as a started run.
+//
+// Errors: ENOTFOUND for an unknown run; PrepareResume's; the AWS errors.
+func (t *Target) Resume(ctx context.Context, o ResumeOptions) (*Started, error) {
+	progress := o.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	run, err := t.Store.GetRun(ctx, o.RunID)
+	if err != nil {
+		return nil, err
+	}
+	if !stratus.RunTerminal(run.Status) && run.Execution != "" {
+		x, err := t.Exec.DescribeExecution(ctx, run.Execution)
+		if err != nil {
+			return nil, err
+		}
+		if x.Done() {
+			res, err := t.Finish(ctx, run, nil, x)
+			if err != nil {
+				return nil, err
+			}
+			run = res.Run
+		}
+	}
+	if !stratus.RunResumable(run.Status) {
+		_, _, err := lifecycle.PrepareResume(ctx, t.Store, run, nil, o.Resume)
+		return nil, err
+	}
+	env, err := runenv.Load(ctx, t.Sink, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	def, err := lifecycle.GetDefinition(ctx, t.Sink, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	sm, err := t.RunStateMachine(run.Flow, def)
+	if err != nil {
+		return nil, err
+	}
+	steps, err := t.Store.ListSteps(ctx, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	var before []string
+	for _, s := range steps {
+		before = append(before, s.TID)
+	}
+	o.Owner = ""
+	run, plan, err := lifecycle.PrepareResume(ctx, t.Store, run, def, o.Resume)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(progress, "stratus: resume run %s: %s\n", run.ID, plan.Describe())
+	x, err := t.Exec.StartExecution(ctx, executor.StartInput{StateMachine: sm, Definition: def, Name: lifecycle.ExecutionName(run.ID, run.Resumes), Input: plan.Input})
+	if err != nil {
+		run.Status, run.EndedAt = stratus.RunFailed, time.Now().UTC()
+		t.Store.UpdateRun(context.WithoutCancel(ctx), run)
+		return nil, fmt.Errorf("start an execution of %s: %w", sm, err)
+	}
+	run.Execution = x.ARN
+	if err := t.Store.UpdateRun(ctx, run); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(progress, "stratus: execution %s\n", x.ARN)
+	return &Started{Run: run, Env: env, Before: before}, nil
 }

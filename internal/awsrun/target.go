@@ -1,12 +1,17 @@
 package awsrun
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsdynamodb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/executor/sfn"
 	s3sink "github.com/stratusflow/stratus/internal/sink/s3"
 	"github.com/stratusflow/stratus/internal/store/dynamodb"
@@ -19,6 +24,8 @@ type Target struct {
 	Store *dynamodb.Store
 	Sink  *s3sink.Sink
 	Exec  *sfn.Executor
+
+	region string
 }
 
 // Open opens r through cfg. A custom endpoint (cfg.BaseEndpoint: moto,
@@ -45,7 +52,38 @@ func Open(cfg aws.Config, r Resources) (*Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Target{Resources: r, Store: st, Sink: sk, Exec: sfn.New(sfn.NewClient(cfg), sfn.Options{PollInterval: 2 * time.Second})}, nil
+	opts := sfn.Options{PollInterval: 2 * time.Second}
+	if r.OwnMachines() {
+		// A run's definition is deployed as its own state machine, with
+		// the template's DefinitionSubstitutions applied here.
+		opts.RoleARN, opts.Substitutions = r.StateMachineRole, map[string]string{"DispatchQueueUrl": r.QueueURL}
+	}
+	return &Target{Resources: r, Store: st, Sink: sk, Exec: sfn.New(sfn.NewClient(cfg), opts), region: cfg.Region}, nil
+}
+
+// RunStateMachine returns the ARN of the state machine that runs the
+// compiled definition def of flow taskType (issue 11 § 2: what runs is what
+// was validated). With OwnMachines it is the stack's machine of that very
+// definition, "<prefix><task type>-<first 12 hex of its SHA-256>" in the
+// account of the execution role — StartExecution with the definition
+// creates it the first time and reuses it after (an edited flow gets a new
+// one); otherwise the deployed machine of the flow (StateMachineFor), and
+// the definition is not used.
+func (t *Target) RunStateMachine(taskType string, def []byte) (string, error) {
+	if !t.OwnMachines() {
+		return t.StateMachineFor(taskType)
+	}
+	role := strings.Split(t.StateMachineRole, ":")
+	if len(role) < 6 || role[0] != "arn" || role[4] == "" {
+		return "", stratus.FieldErrorf(stratus.EINVALID, "state_machine_role", "%q is not an IAM role ARN (arn:aws:iam::<account>:role/<name>)", t.StateMachineRole)
+	}
+	sum := sha256.Sum256(def)
+	hash := hex.EncodeToString(sum[:])[:12]
+	name := t.StateMachinePrefix + taskType
+	if max := 80 - len(hash) - 1; len(name) > max {
+		name = name[:max]
+	}
+	return fmt.Sprintf("arn:%s:states:%s:%s:stateMachine:%s-%s", role[1], t.region, role[4], name, hash), nil
 }
 
 // URL is the s3:// address of sink key key.

@@ -145,7 +145,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// the bundle: a resume runs this machine, whatever the flow became.
 	// CheckRun above already applied every rule the compiler enforces
 	// (flow.StateNames mirrors its names).
-	if s.def, err = compiler.Compile(s.env.Flow, CompileOptions(s.env.Config)); err != nil {
+	if s.def, err = compiler.Compile(s.env.Flow, lifecycle.CompileOptions(s.env.Config)); err != nil {
 		return nil, err
 	}
 	if err := lifecycle.PutDefinition(ctx, fs.New(state), runID, s.def); err != nil {
@@ -162,23 +162,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return s.execute(ctx, s.run.ID, input)
 }
 
-// CompileOptions are the compiler options config.yaml sets: the hitl
-// timeout and the cap on every loop budget (agents.max_fix_cycles).
-func CompileOptions(cfg *config.Config) compiler.Options {
-	return compiler.Options{HITLTimeoutSeconds: cfg.HITL.TimeoutSeconds, MaxFixCycles: cfg.Agents.MaxFixCycles}
-}
-
 // ResumeOptions say which run to resume and how (issue 11 § 3).
 type ResumeOptions struct {
-	Dir      string    // the work dir holding .stratus/
-	RunID    string    // the run to resume
-	Self     string    // the stratus binary workers run as; "" = os.Executable()
-	Progress io.Writer // live progress lines; nil = discard
-	lifecycle.ResumeOptions
-	// MaxCostUSD and MaxTokens, when set, replace the run's caps (0: no
-	// cap); a cap the run has already reached is refused (EINVALID).
-	MaxCostUSD *float64
-	MaxTokens  *int64
+	Dir              string    // the work dir holding .stratus/
+	RunID            string    // the run to resume
+	Self             string    // the stratus binary workers run as; "" = os.Executable()
+	Progress         io.Writer // live progress lines; nil = discard
+	lifecycle.Resume           // where and with which caps (Owner is set here)
 }
 
 // Resume continues a run that ended failed, manual_action_required or
@@ -218,11 +208,8 @@ func Resume(ctx context.Context, o ResumeOptions) (*Result, error) {
 		return nil, err
 	}
 	if !stratus.RunResumable(run.Status) {
-		why := "it is done"
-		if !stratus.RunTerminal(run.Status) {
-			why = "it is still running (owner " + run.Owner + ")"
-		}
-		return nil, stratus.Errorf(stratus.EINVALID, "run %s cannot be resumed: %s; a failed, manual_action_required or interrupted run can", run.ID, why)
+		_, _, err := lifecycle.PrepareResume(ctx, s.st, run, nil, o.Resume)
+		return nil, err // says why not, before the bundle is read
 	}
 	bundle, release, err := loadRun(ctx, state, run.ID)
 	if err != nil {
@@ -233,32 +220,9 @@ func Resume(ctx context.Context, o ResumeOptions) (*Result, error) {
 	if s.def, err = lifecycle.GetDefinition(ctx, fs.New(state), run.ID); err != nil {
 		return nil, err
 	}
-	steps, err := s.st.ListSteps(ctx, run.ID)
+	o.Owner = lifecycle.Owner()
+	run, plan, err := lifecycle.PrepareResume(ctx, s.st, run, s.def, o.Resume)
 	if err != nil {
-		return nil, err
-	}
-	plan, err := lifecycle.PlanResume(s.def, run.ID, run.TaskID, steps, o.ResumeOptions)
-	if err != nil {
-		return nil, err
-	}
-	if o.MaxCostUSD != nil {
-		run.MaxCostUSD = *o.MaxCostUSD
-	}
-	if o.MaxTokens != nil {
-		run.MaxTokens = *o.MaxTokens
-	}
-	if o.MaxCostUSD != nil || o.MaxTokens != nil {
-		sp, err := lifecycle.RunSpend(ctx, s.st, run.ID)
-		if err != nil {
-			return nil, err
-		}
-		if why := lifecycle.CapReached(run, sp); why != "" {
-			return nil, stratus.Errorf(stratus.EINVALID, "run %s would stop again at once: %s; give a cap above what it has spent", run.ID, why)
-		}
-	}
-	run.Resumes++
-	run.Status, run.EndedAt, run.Owner = stratus.RunRunning, time.Time{}, lifecycle.Owner()
-	if err := s.st.UpdateRun(ctx, run); err != nil {
 		return nil, err
 	}
 	s.run = run

@@ -38,6 +38,14 @@ func NewTracker(st store.Store, runID string) *Tracker {
 	return &Tracker{store: st, runID: runID, seen: map[string]*seen{}}
 }
 
+// Skip makes Poll pass over the steps tids (say, those a resumed run had
+// before its new execution began): their events are not reported.
+func (t *Tracker) Skip(tids ...string) {
+	for _, id := range tids {
+		t.seen[id] = &seen{ended: true}
+	}
+}
+
 // Poll reads the run's steps (and the latest attempt of each worker step
 // not yet seen ending) and returns the events that happened since the
 // previous Poll, in step creation order. Errors: the store's.

@@ -33,9 +33,9 @@ type StepView struct {
 	Job, For string
 }
 
-// Ended reports whether the step has ended.
+// Ended reports whether the step has ended (a canceled step too).
 func (s StepView) Ended() bool {
-	return s.Step.Status == stratus.StepCompleted || s.Step.Status == stratus.StepFailed
+	return s.Step.Status == stratus.StepCompleted || s.Step.Status == stratus.StepFailed || s.Step.Status == stratus.StepCanceled
 }
 
 // Load reads run runID and its steps, each with its latest attempt.
