@@ -104,11 +104,21 @@ func TestTemplate_EventsFunctionHearsEveryStateMachineEndAndTheHourlySweep(t *te
 }
 
 // Least privilege: the events function reads and writes the table and the
-// bucket's prefix (TestTemplate_LeastPrivilege checks those grants) and is
-// granted nothing else: no secret, no ECS, no token.
+// bucket's prefix (TestTemplate_LeastPrivilege checks those grants), stops
+// the cluster's tasks (issue 11 § 6: the workers of an execution that ended
+// under them) and is granted nothing else: no secret, no RunTask, no token.
 func TestTemplate_EventsFunctionGetsTableAndBucketOnly(t *testing.T) {
 	tp := loadTemplate(t)
-	allowed := []string{"s3:GetObject", "s3:PutObject", "s3:ListBucket"}
+	allowed := []string{"s3:GetObject", "s3:PutObject", "s3:ListBucket", "ecs:StopTask", "ecs:ListTasks"}
+	for _, a := range []string{"ecs:StopTask", "ecs:ListTasks"} {
+		found := false
+		for _, st := range statements(tp, eventsFunction) {
+			found = found || slices.Contains(actionsOf(st), a)
+		}
+		if !found {
+			t.Errorf("%s is not granted %s, which stopping a worker calls", eventsFunction, a)
+		}
+	}
 	for _, pol := range asList(tp.props(eventsFunction)["Policies"]) {
 		for kind := range asMap(pol) {
 			if kind != "DynamoDBCrudPolicy" && kind != "Statement" {

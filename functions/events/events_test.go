@@ -12,7 +12,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -354,5 +356,69 @@ func TestEvents_ScheduleSweepsExpiredHandles(t *testing.T) {
 	}
 	if _, err := s.app.Store.GetHandle(ctx, "h-live"); err != nil {
 		t.Errorf("the live handle after the sweep: %v", err)
+	}
+}
+
+// stopper records the task ids whose workers it was asked to stop.
+type stopper struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (s *stopper) StopTask(_ context.Context, taskID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ids = append(s.ids, taskID)
+	return nil
+}
+
+// issue 11 § 6: an execution aborted (stratus cancel, the console) or timed
+// out runs no Catch: its run's steps still running are canceled, their
+// running attempts failed, and their ECS tasks stopped; the run ends
+// interrupted (aborted) or failed (timed out). A resumed execution
+// ("<run_id>.resume-<n>") belongs to its run.
+func TestEvents_AnExecutionEndedUnderItsWorkersStopsThem(t *testing.T) {
+	for i, c := range []struct{ status, name, want string }{
+		{"ABORTED", "%s", stratus.RunInterrupted},
+		{"TIMED_OUT", "%s.resume-2", stratus.RunFailed},
+	} {
+		t.Run(c.status, func(t *testing.T) {
+			s := newEventsStack(t)
+			stop := &stopper{}
+			s.app.Stopper = stop
+			ctx := context.Background()
+			runID := fmt.Sprintf("r-20260102T00000%d-abc123", i)
+			execName := fmt.Sprintf(c.name, runID)
+			execARN := "arn:aws:states:us-east-1:123456789012:execution:stack-implementation:" + execName
+			s.startRun(t, runID, execARN)
+			done := s.createStep(t, stratus.Step{TID: runID + ".planning.1", RunID: runID, Node: "planning", Kind: "agent", Visit: 1, StepRef: "planning#1",
+				DedupKey: runID + "-p", Status: stratus.StepCompleted, CreatedAt: time.Now().UTC()})
+			open := s.createStep(t, stratus.Step{TID: runID + ".implementation.1", RunID: runID, Node: "implementation", Kind: "agent", Visit: 1,
+				StepRef: "implementation#1", DedupKey: runID + "-i", Status: stratus.StepRunning, CreatedAt: time.Now().UTC()})
+			if err := s.app.Store.CreateAttempt(ctx, stratus.Attempt{TID: open.TID, N: 1, Agent: "implementation", Status: stratus.AttemptRunning, StartedAt: time.Now().UTC()}); err != nil {
+				t.Fatal(err)
+			}
+			h := handler.Events(s.app.ExecutionEnded, s.app.Sweep)
+			if err := h(ctx, statusChange(t, execARN, execName, c.status, "", time.Now())); err != nil {
+				t.Fatal(err)
+			}
+			run, err := s.app.Store.GetRun(ctx, runID)
+			if err != nil || run.Status != c.want {
+				t.Fatalf("run %+v %v; want %s", run, err, c.want)
+			}
+			got, _ := s.app.Store.GetStep(ctx, open.TID)
+			att, _ := s.app.Store.LatestAttempt(ctx, open.TID)
+			if got.Status != stratus.StepCanceled || att.Status != stratus.AttemptFailed || !strings.Contains(att.Reason, c.status) {
+				t.Errorf("the open step after %s: step %s, attempt %s %q; want canceled, failed with why", c.status, got.Status, att.Status, att.Reason)
+			}
+			if g, _ := s.app.Store.GetStep(ctx, done.TID); g.Status != stratus.StepCompleted {
+				t.Errorf("a finished step was touched: %s", g.Status)
+			}
+			stop.mu.Lock()
+			defer stop.mu.Unlock()
+			if !slices.Equal(stop.ids, []string{open.TID}) {
+				t.Errorf("workers stopped %v; want only %s's", stop.ids, open.TID)
+			}
+		})
 	}
 }

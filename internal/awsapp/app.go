@@ -36,7 +36,10 @@ type App struct {
 	Sink     *s3sink.Sink
 	Tokens   *sfn.Executor
 	Launcher launch.Launcher
-	Log      io.Writer
+	// Stopper stops the workers of a step by its task id (the events
+	// function's part of the launcher); nil when no cluster is configured.
+	Stopper launch.TaskStopper
+	Log     io.Writer
 
 	apiURLOnce sync.Once
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/executor"
+	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runenv"
@@ -48,11 +49,13 @@ func LoadEvents(ctx context.Context, getenv func(string) string, o Options) (*Ap
 }
 
 // NewEvents builds the part of an App the events function uses: the
-// DynamoDB store, the S3 sink and the runs' environments from their
-// bundles. It reads no secret and launches nothing, so the function needs
-// no permission beyond the table and the bucket's prefix (template.yaml,
-// least privilege); its Service has no Tokens, Launcher or Minter and
-// serves only ExecutionEnded and Sweep. Nothing is called.
+// DynamoDB store, the S3 sink, the runs' environments from their bundles
+// and, when the ECS cluster is configured (or o.Launcher given), what stops
+// a worker (Stopper). It reads no secret and launches nothing, so the
+// function needs no permission beyond the table, the bucket's prefix and
+// stopping the cluster's tasks (template.yaml, least privilege); its
+// Service has no Tokens, Launcher or Minter and serves only ExecutionEnded
+// and Sweep. Nothing is called.
 //
 // Required: Table and Bucket. Errors: EINVALID naming the variable that
 // is missing.
@@ -77,6 +80,17 @@ func NewEvents(cfg Config, awsCfg aws.Config, o Options) (*App, error) {
 		return nil, err
 	}
 	a.Service = &worker.Service{Store: a.Store, Sink: sk, Env: runenv.EnvFunc(sk)}
+	switch {
+	case o.Launcher != nil:
+		a.Stopper, _ = o.Launcher.(launch.TaskStopper)
+	case cfg.ECS.Cluster != "":
+		// Only to stop the workers of an execution that ended under them.
+		l, err := ecsLauncher(awsCfg, cfg.ECS)
+		if err != nil {
+			return nil, err
+		}
+		a.Stopper, _ = l.(launch.TaskStopper)
+	}
 	return a, nil
 }
 
@@ -122,6 +136,22 @@ func (a *App) ExecutionEnded(ctx context.Context, x executor.Execution) error {
 	}
 	if err := a.failWaiting(ctx, run.ID, end); err != nil {
 		return err
+	}
+	// An aborted or timed-out execution ran no Catch: the workers of its
+	// steps still running would run on, spending (issue 11 § 6).
+	canceled, err := lifecycle.CancelOpen(ctx, a.Store, run.ID, fmt.Sprintf("the run's execution ended %s while this step ran", x.Status), end, false)
+	if err != nil {
+		return err
+	}
+	for _, s := range canceled {
+		if a.Stopper == nil {
+			logf(a.Log, "run %s: %s canceled; no ECS cluster is configured to stop its worker", run.ID, s.StepRef)
+			continue
+		}
+		if err := a.Stopper.StopTask(ctx, s.TID); err != nil {
+			return fmt.Errorf("stop the worker of %s: %w", s.StepRef, err)
+		}
+		logf(a.Log, "run %s: %s canceled and its worker stopped (execution %s)", run.ID, s.StepRef, x.Status)
 	}
 	env, err := a.Service.Env(ctx, run.ID)
 	if stratus.ErrorCode(err) == stratus.ENOTFOUND {

@@ -26,19 +26,33 @@ const OwnerGone = "the process running the run ended before the run did"
 
 // Interrupt records run as interrupted at now: each step still open
 // (running, or waiting for a human) is canceled, its running attempt failed,
-// both with reason, and the run's status becomes stratus.RunInterrupted
-// (resumable). A run already ended is returned as it is. It writes only to
-// the store: stopping workers and executions is the caller's.
+// both with reason (CancelOpen), and the run's status becomes
+// stratus.RunInterrupted (resumable). A run already ended is returned as it
+// is. It writes only to the store: stopping workers and executions is the
+// caller's.
 func Interrupt(ctx context.Context, st store.Store, run stratus.Run, reason string, now time.Time) (stratus.Run, error) {
 	if stratus.RunTerminal(run.Status) {
 		return run, nil
 	}
-	steps, err := st.ListSteps(ctx, run.ID)
-	if err != nil {
+	if _, err := CancelOpen(ctx, st, run.ID, reason, now, true); err != nil {
 		return run, err
 	}
+	run.Status, run.EndedAt = stratus.RunInterrupted, now
+	return run, st.UpdateRun(ctx, run)
+}
+
+// CancelOpen cancels each step of run runID still running (and, with
+// waiting, each step waiting for a human) at now: the step canceled with
+// reason, its running attempt failed with terminal Cancelled. It returns
+// the steps it canceled, so the caller can stop their workers.
+func CancelOpen(ctx context.Context, st store.Store, runID, reason string, now time.Time, waiting bool) ([]stratus.Step, error) {
+	steps, err := st.ListSteps(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	var canceled []stratus.Step
 	for _, s := range steps {
-		if s.Status != stratus.StepRunning && s.Status != stratus.StepWaiting {
+		if s.Status != stratus.StepRunning && !(waiting && s.Status == stratus.StepWaiting) {
 			continue
 		}
 		n := 0
@@ -47,20 +61,20 @@ func Interrupt(ctx context.Context, st store.Store, run stratus.Run, reason stri
 			if a.Status == stratus.AttemptRunning {
 				a.Status, a.Terminal, a.Reason, a.EndedAt = stratus.AttemptFailed, "Cancelled", reason, now
 				if err := st.UpdateAttempt(ctx, a); err != nil {
-					return run, err
+					return canceled, err
 				}
 			}
 		} else if stratus.ErrorCode(err) != stratus.ENOTFOUND {
-			return run, err
+			return canceled, err
 		}
 		v, _ := json.Marshal(canceledValue{StepRef: s.StepRef, Node: s.Node, Attempt: n, Outcome: stratus.StepCanceled, Reason: reason})
 		s.Status, s.Verdict, s.Value, s.EndedAt = stratus.StepCanceled, stratus.StepCanceled, v, now
 		if err := st.UpdateStep(ctx, s); err != nil {
-			return run, err
+			return canceled, err
 		}
+		canceled = append(canceled, s)
 	}
-	run.Status, run.EndedAt = stratus.RunInterrupted, now
-	return run, st.UpdateRun(ctx, run)
+	return canceled, nil
 }
 
 // Reconcile returns run as it truly stands: a run recorded running whose

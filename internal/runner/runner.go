@@ -101,8 +101,13 @@ func Run(ctx context.Context, o Options) error {
 	if err := c.Stats(ctx, worker.Stats{EngineStartedAt: &started}); err != nil {
 		fmt.Fprintf(o.Log, "runner: stats: %v\n", err)
 	}
-	relay := newRelay(ctx, c, o.StatsInterval, o.HeartbeatInterval, o.Log)
-	res, err := contract.NewRunner().Run(ctx, spec, req, relay.progress)
+	// A stats post the server refuses with 409 means the step is gone (its
+	// run cancelled or its execution ended): the engine is stopped.
+	ectx, stopEngine := context.WithCancel(ctx)
+	defer stopEngine()
+	relay := newRelay(ectx, c, o.StatsInterval, o.HeartbeatInterval, o.Log)
+	relay.gone = stopEngine
+	res, err := contract.NewRunner().Run(ectx, spec, req, relay.progress)
 	relay.close()
 	if err != nil {
 		return err // cancelled: no terminal to report (seed 003 § 1)
@@ -232,6 +237,7 @@ type relay struct {
 	c        *workerclient.Client
 	interval time.Duration
 	log      io.Writer
+	gone     func() // called when the server says the step is gone (409)
 
 	mu     sync.Mutex
 	latest contract.Progress
@@ -289,6 +295,11 @@ func (r *relay) post(p contract.Progress) {
 	s := worker.Stats{Steps: &p.Steps, PromptTokens: &p.PromptTokens, CompletionTokens: &p.CompletionTokens, CostUSD: p.CostUSD}
 	if err := r.c.Stats(r.ctx, s); err != nil {
 		fmt.Fprintf(r.log, "runner: stats: %v\n", err)
+		var ae *workerclient.APIError
+		if errors.As(err, &ae) && ae.Status == 409 && r.gone != nil {
+			fmt.Fprintf(r.log, "runner: the step is gone (its run was cancelled or its execution ended): stopping the engine\n")
+			r.gone()
+		}
 	}
 }
 

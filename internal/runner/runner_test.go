@@ -28,6 +28,7 @@ type fakeAPI struct {
 	stats     []worker.Stats
 	auth      []string
 	submitErr int // status to answer submit with (0 = 200)
+	statsErr  int // status to answer stats with after the first (0 = 204)
 }
 
 func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -53,6 +54,11 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var s worker.Stats
 		json.Unmarshal(body, &s)
 		f.stats = append(f.stats, s)
+		if f.statsErr != 0 && len(f.stats) > 1 {
+			w.WriteHeader(f.statsErr)
+			w.Write([]byte(`{"error":{"code":"conflict","message":"step a#1: its state no longer waits for it"}}`))
+			return
+		}
 		w.WriteHeader(204)
 	default:
 		w.WriteHeader(404)
@@ -251,5 +257,29 @@ func TestLaunchSpec_ResolvedOverridesAlwaysInEngineEnv(t *testing.T) {
 				t.Errorf("%s: env %s = %q (set %v), want %q", tc.name, k, got, ok, v)
 			}
 		}
+	}
+}
+
+// issue 11 § 6: a worker whose step is gone — the server answers its stats
+// with 409 (its run cancelled, its execution aborted or timed out) — stops
+// its engine and exits, rather than run on and spend.
+func TestRun_AStepGoneStopsTheEngine(t *testing.T) {
+	t.Parallel()
+	f, o := setup(t, `read l
+i=0
+while [ $i -lt 600 ]; do
+  printf '{"event":"agent_step","step":%d}\n' $((i+1))
+  i=$((i+1)); sleep 0.1
+done
+printf '{"subrun_report":"too late"}\n'
+`)
+	f.statsErr = 409
+	o.StatsInterval, o.HeartbeatInterval = 50*time.Millisecond, time.Hour
+	err := Run(context.Background(), o)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Run = %v; want the engine's run cancelled", err)
+	}
+	if len(f.submitted) != 0 {
+		t.Errorf("a gone step's report was submitted: %q", f.submitted)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/captoken"
 	"github.com/stratusflow/stratus/internal/compiler"
+	"github.com/stratusflow/stratus/internal/executor"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/fold"
 	"github.com/stratusflow/stratus/internal/projection"
@@ -479,7 +480,18 @@ func (s *Service) RecordStats(ctx context.Context, authorization string, st Stat
 	if err := s.Store.UpdateAttempt(ctx, att); err != nil {
 		return err
 	}
-	// A heartbeat whose state already moved on is not the worker's error.
-	_ = s.Tokens.SendTaskHeartbeat(ctx, c.Step.TaskToken)
+	// A state that no longer waits for this step (its execution aborted or
+	// timed out, its task timed out) tells the worker to stop: 409, on which
+	// the runner stops its engine (issue 11 § 6). Other heartbeat failures
+	// (throttling, the network) are not the worker's.
+	// An observation turn of the supervisor waits on no state (no token).
+	if c.Step.TaskToken == "" {
+		return nil
+	}
+	if err := s.Tokens.SendTaskHeartbeat(ctx, c.Step.TaskToken); err != nil {
+		if name := executor.APIErrorName(err); name == executor.ErrTaskTimedOut || name == executor.ErrTaskDoesNotExist || name == executor.ErrInvalidToken {
+			return stratus.Errorf(stratus.ECONFLICT, "step %s: its state no longer waits for it (%s); stop", c.Step.StepRef, name)
+		}
+	}
 	return nil
 }

@@ -24,6 +24,8 @@ type FakeTokens struct {
 	mu        sync.Mutex
 	successes map[string]json.RawMessage
 	failures  map[string]string
+	// HeartbeatErr is what SendTaskHeartbeat answers (nil: success).
+	HeartbeatErr error
 }
 
 // SendTaskSuccess records out as tok's output.
@@ -48,8 +50,12 @@ func (t *FakeTokens) SendTaskFailure(_ context.Context, tok, name, cause string)
 	return nil
 }
 
-// SendTaskHeartbeat does nothing.
-func (t *FakeTokens) SendTaskHeartbeat(context.Context, string) error { return nil }
+// SendTaskHeartbeat answers HeartbeatErr.
+func (t *FakeTokens) SendTaskHeartbeat(context.Context, string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.HeartbeatErr
+}
 
 // Successes returns a copy of the outputs of the tokens succeeded so far.
 func (t *FakeTokens) Successes() map[string]json.RawMessage {
