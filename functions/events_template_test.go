@@ -109,8 +109,8 @@ func TestTemplate_EventsFunctionHearsEveryStateMachineEndAndTheHourlySweep(t *te
 // under them) and is granted nothing else: no secret, no RunTask, no token.
 func TestTemplate_EventsFunctionGetsTableAndBucketOnly(t *testing.T) {
 	tp := loadTemplate(t)
-	allowed := []string{"s3:GetObject", "s3:PutObject", "s3:ListBucket", "ecs:StopTask", "ecs:ListTasks"}
-	for _, a := range []string{"ecs:StopTask", "ecs:ListTasks"} {
+	allowed := []string{"s3:GetObject", "s3:PutObject", "s3:ListBucket", "ecs:StopTask", "ecs:ListTasks", "states:GetExecutionHistory"}
+	for _, a := range []string{"ecs:StopTask", "ecs:ListTasks", "states:GetExecutionHistory"} {
 		found := false
 		for _, st := range statements(tp, eventsFunction) {
 			found = found || slices.Contains(actionsOf(st), a)

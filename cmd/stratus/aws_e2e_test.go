@@ -293,6 +293,29 @@ func TestAWS_FailedRunExitsAsEmbeddedOnMoto(t *testing.T) {
 	if err != nil || run.Status != stratus.RunFailed {
 		t.Errorf("the store's run %s: %+v %v; want failed", runID, run, err)
 	}
+	// issue 11 § 1: one owner of a run's end — the AWS summary says why the
+	// run stopped as the embedded one does, from the execution's history.
+	why := func(md string) string {
+		_, rest, _ := strings.Cut(md, "## Why the run stopped\n\n")
+		line, _, _ := strings.Cut(rest, "\n")
+		return line
+	}
+	awsMD := st.objects(t, ctx, "stratus/.stratus/logs/")["demo-greeting/summary.md"]
+	embMD := readFile(t, filepath.Join(embDir, ".stratus/logs/demo-greeting/summary.md"))
+	if w := why(awsMD); w == "" || w != why(embMD) {
+		t.Errorf("why the run stopped\n on AWS:   %q\nembedded: %q", w, why(embMD))
+	}
+	whyLine := func(out string) string {
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "  why:") {
+				return l
+			}
+		}
+		return ""
+	}
+	if a, b := whyLine(r.stdout), whyLine(emb.stdout); a == "" || a != b {
+		t.Errorf("the why line\n on AWS:   %q\nembedded: %q", a, b)
+	}
 	// The stop message reached the dispatch function.
 	fns.mu.Lock()
 	inv := slices.Clone(fns.invocations)

@@ -14,9 +14,9 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/executor"
+	"github.com/stratusflow/stratus/internal/executor/sfn"
 	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/lifecycle"
-	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runenv"
 	s3sink "github.com/stratusflow/stratus/internal/sink/s3"
 	"github.com/stratusflow/stratus/internal/store/dynamodb"
@@ -80,6 +80,9 @@ func NewEvents(cfg Config, awsCfg aws.Config, o Options) (*App, error) {
 		return nil, err
 	}
 	a.Service = &worker.Service{Store: a.Store, Sink: sk, Env: runenv.EnvFunc(sk)}
+	// Only to read an ended execution's history (why the run stopped, the
+	// budgets it spent): no token is completed here.
+	a.Tokens = sfn.New(sfn.NewClient(awsCfg), sfn.Options{})
 	switch {
 	case o.Launcher != nil:
 		a.Stopper, _ = o.Launcher.(launch.TaskStopper)
@@ -161,21 +164,15 @@ func (a *App) ExecutionEnded(ctx context.Context, x executor.Execution) error {
 	} else if err != nil {
 		return err
 	}
-	status := lifecycle.ExecutionStatus(x)
-	run.Status, run.EndedAt = status, end
 	if run.Execution == "" {
 		run.Execution = x.ARN
 	}
-	f, err := report.Collect(ctx, a.Store, run, status, worker.ReportEnv(env))
+	def, _ := lifecycle.GetDefinition(ctx, a.Sink, run.ID) // none: the stop line names the error only
+	res, err := lifecycle.Finish(ctx, lifecycle.Ports{Store: a.Store, Sink: a.Sink, Exec: a.Tokens}, run, worker.ReportEnv(env), def, x)
 	if err != nil {
 		return err
 	}
-	if _, err := report.Write(ctx, a.Sink, f); err != nil {
-		return err
-	}
-	if err := a.Store.UpdateRun(ctx, run); err != nil {
-		return err
-	}
+	status := res.Status
 	logf(a.Log, "run %s: execution %s ended %s; run %s", run.ID, x.ARN, x.Status, status)
 	return nil
 }

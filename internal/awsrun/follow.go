@@ -2,7 +2,6 @@ package awsrun
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -11,8 +10,6 @@ import (
 	"github.com/stratusflow/stratus/internal/executor"
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/orchestrator"
-	"github.com/stratusflow/stratus/internal/projection"
-	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runenv"
 	"github.com/stratusflow/stratus/internal/runview"
 	"github.com/stratusflow/stratus/internal/worker"
@@ -77,11 +74,11 @@ func (t *Target) Follow(ctx context.Context, run stratus.Run, env *worker.RunEnv
 	}
 }
 
-// Finish records the terminal of run's ended execution x in the store and
-// writes the run's summary from its final records, as an embedded run
-// does once its execution ends (seed 004 § The summary artifacts: a
-// failed or manual run gets a report too). The result's paths are s3://
-// URLs. env is the run's environment (nil = read from its bundle).
+// Finish records the end of run's ended execution x as every runtime does
+// (lifecycle.Finish: its status, the budgets it spent and why it stopped,
+// read from the execution's history and the run's compiled definition, and
+// its summary); the result's paths are s3:// URLs. env is the run's
+// environment (nil = read from its bundle).
 func (t *Target) Finish(ctx context.Context, run stratus.Run, env *worker.RunEnv, x executor.Execution) (*orchestrator.Result, error) {
 	if env == nil {
 		var err error
@@ -89,33 +86,16 @@ func (t *Target) Finish(ctx context.Context, run stratus.Run, env *worker.RunEnv
 			return nil, err
 		}
 	}
-	res := &orchestrator.Result{Error: x.Error, Cause: x.Cause, Status: lifecycle.ExecutionStatus(x)}
-	var out struct {
-		Loops map[string]int `json:"loops"`
-	}
-	if json.Unmarshal(x.Output, &out) == nil {
-		res.Budgets = out.Loops
-	}
-	run.Status, run.EndedAt = res.Status, x.StopDate.UTC()
-	if run.EndedAt.IsZero() {
-		run.EndedAt = time.Now().UTC()
-	}
-	if err := t.Store.UpdateRun(ctx, run); err != nil {
-		return nil, err
-	}
-	res.Run = run
-	f, err := report.Collect(ctx, t.Store, run, res.Status, worker.ReportEnv(env))
+	def, _ := lifecycle.GetDefinition(ctx, t.Sink, run.ID) // a run from before definitions were kept: its stop line names the error only
+	res, err := lifecycle.Finish(ctx, lifecycle.Ports{Store: t.Store, Sink: t.Sink, Exec: t.Exec}, run, worker.ReportEnv(env), def, x)
 	if err != nil {
 		return nil, err
 	}
-	res.Overhead = report.Overhead(f)
-	if _, err := report.Write(ctx, t.Sink, f); err != nil {
-		return nil, err
+	for i, k := range res.Summary {
+		res.Summary[i] = t.URL(k)
 	}
-	rd := report.Dir(run.TaskID)
-	res.Summary = []string{t.URL(rd + "/summary.json"), t.URL(rd + "/summary.md")}
-	if cd, err := projection.CtxDir(env.Config.Projection.Placement, run.TaskID); err == nil {
-		res.CtxDir = t.URL(cd)
+	if res.CtxDir != "" {
+		res.CtxDir = t.URL(res.CtxDir)
 	}
 	return res, nil
 }

@@ -24,6 +24,11 @@ type Executor interface {
 	// StopExecution aborts a running execution with an error name and a
 	// cause; stopping a closed execution does nothing.
 	StopExecution(ctx context.Context, arn, errName, cause string) error
+	// GetExecutionHistory returns the execution's history, oldest first
+	// (Step Functions GetExecutionHistory): what a run's end is read from
+	// (the state a Fail was reached from, the budgets spent). ENOTFOUND
+	// (ExecutionDoesNotExist) for an unknown ARN.
+	GetExecutionHistory(ctx context.Context, arn string) ([]HistoryEvent, error)
 	TaskTokens
 }
 

@@ -53,21 +53,9 @@ type Options struct {
 	RunID string
 }
 
-// Result is the outcome of a run.
-type Result struct {
-	Run      stratus.Run
-	Status   string          // done, failed, manual_action_required
-	Summary  []string        // absolute paths of summary.json and summary.md
-	CtxDir   string          // absolute ctx-dir
-	Overhead []time.Duration // per step transition: report -> next engine start
-	Error    string          // the execution's error name, when not done
-	Cause    string
-	// Budgets is what the run spent of each budget, whatever its terminal:
-	// per $.loops counter (loops, inline budgets, hitl rounds, the global
-	// backstop), the charges read from the execution's history
-	// (spentBudgets; a Fail state has no output to read them from).
-	Budgets map[string]int
-}
+// Result is the outcome of a run: lifecycle.Result, its Summary and
+// CtxDir as paths in the work dir.
+type Result = lifecycle.Result
 
 // Run executes one task file to a terminal. Errors are returned for what
 // prevents the run from starting (missing config, bad task, invalid flow);

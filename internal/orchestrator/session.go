@@ -13,13 +13,11 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/captoken"
-	"github.com/stratusflow/stratus/internal/compiler"
 	"github.com/stratusflow/stratus/internal/executor"
 	"github.com/stratusflow/stratus/internal/executor/embedded"
 	"github.com/stratusflow/stratus/internal/httpapi"
 	"github.com/stratusflow/stratus/internal/launch/local"
 	"github.com/stratusflow/stratus/internal/lifecycle"
-	"github.com/stratusflow/stratus/internal/projection"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/sink/fs"
 	"github.com/stratusflow/stratus/internal/store/sqlite"
@@ -151,10 +149,6 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 	})
 	svc.Tokens = exec
 
-	cd, err := projection.CtxDir(env.Config.Projection.Placement, run.TaskID)
-	if err != nil {
-		return nil, err
-	}
 	// While the run runs, `stratus approve|reject|answer` find its API here.
 	removeAddress, err := WriteRunAddress(s.state, run.ID, svc.APIURL)
 	if err != nil {
@@ -174,6 +168,7 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 	}
 
 	x, err = exec.WaitExecution(ctx, x.ARN)
+	ports := lifecycle.Ports{Store: st, Sink: sk, Exec: exec}
 	if err != nil {
 		// The caller was cancelled: stop the execution and the workers,
 		// record the run interrupted (resumable) and leave a summary saying
@@ -189,13 +184,10 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 		launcher.StopAll()
 		cancelDispatch()
 		dispatches.Wait()
-		res := &Result{Run: run, Status: stratus.RunInterrupted, Error: "stratus.Cancelled", Cause: "the run was interrupted", CtxDir: sk.Path(cd),
-			Budgets: spentBudgets(exec.History(run.Execution))}
-		if f, ferr := report.Collect(bg, st, run, stratus.RunInterrupted, worker.ReportEnv(env)); ferr == nil {
-			f.Stop = &report.Stop{Interrupted: true}
-			res.Cause = report.Why(f)
-			if keys, werr := report.Write(bg, sk, f); werr == nil {
-				res.Summary = []string{sk.Path(keys[0]), sk.Path(keys[1])}
+		res := &Result{Run: run, Status: stratus.RunInterrupted, Error: "stratus.Cancelled", Cause: "the run was interrupted"}
+		if x, derr := exec.DescribeExecution(bg, run.Execution); derr == nil {
+			if fin, ferr := lifecycle.Finish(bg, ports, run, worker.ReportEnv(env), s.def, x); ferr == nil {
+				res = s.paths(fin)
 			}
 		}
 		return res, err
@@ -207,41 +199,20 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 	launcher.StopAll()
 	cancelDispatch()
 	dispatches.Wait()
-
-	hist := exec.History(run.Execution)
-	res := &Result{Error: x.Error, Cause: x.Cause, Budgets: spentBudgets(hist)}
-	switch {
-	case x.Status == executor.StatusSucceeded:
-		res.Status = stratus.RunDone
-	case x.Error == compiler.ErrManualActionRequired:
-		res.Status = stratus.RunManualActionRequired
-	default:
-		res.Status = stratus.RunFailed
-	}
-	run.Status, run.EndedAt = res.Status, time.Now().UTC()
-	if err := st.UpdateRun(ctx, run); err != nil {
-		return nil, err
-	}
-	res.Run = run
-	f, err := report.Collect(ctx, st, run, res.Status, worker.ReportEnv(env))
+	fin, err := lifecycle.Finish(ctx, ports, run, worker.ReportEnv(env), s.def, x)
 	if err != nil {
 		return nil, err
 	}
-	res.Overhead = report.Overhead(f)
-	if res.Status != stratus.RunDone {
-		f.Stop = readStop(hist, s.def, env.Flow, x.Error, x.Cause)
-		if why := report.Why(f); why != "" {
-			res.Cause = why // the summary's "Why the run stopped" says the same
-		}
+	return s.paths(fin), nil
+}
+
+// paths turns a Finish result's sink keys into the work dir's paths.
+func (s *session) paths(r *lifecycle.Result) *Result {
+	for i, k := range r.Summary {
+		r.Summary[i] = s.sk.Path(k)
 	}
-	// The summary is rewritten from the final facts, whatever the terminal:
-	// a failed or manual run gets a real report too (seed 004 § The summary
-	// artifacts), and so does a run whose publish node was disabled.
-	if _, err := report.Write(ctx, sk, f); err != nil {
-		return nil, err
+	if r.CtxDir != "" {
+		r.CtxDir = s.sk.Path(r.CtxDir)
 	}
-	rd := report.Dir(run.TaskID)
-	res.Summary = []string{sk.Path(rd + "/summary.json"), sk.Path(rd + "/summary.md")}
-	res.CtxDir = sk.Path(cd)
-	return res, nil
+	return r
 }

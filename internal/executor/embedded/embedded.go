@@ -260,6 +260,15 @@ func (e *Executor) StopExecution(_ context.Context, arn, errName, cause string) 
 
 // History returns a copy of an execution's history so far, or nil for an
 // unknown ARN.
+// GetExecutionHistory is History on the port: ENOTFOUND
+// (ExecutionDoesNotExist) for an unknown ARN.
+func (e *Executor) GetExecutionHistory(_ context.Context, arn string) ([]executor.HistoryEvent, error) {
+	if _, err := e.lookup(arn); err != nil {
+		return nil, err
+	}
+	return e.History(arn), nil
+}
+
 func (e *Executor) History(arn string) []executor.HistoryEvent {
 	x, err := e.lookup(arn)
 	if err != nil {

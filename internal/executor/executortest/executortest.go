@@ -65,6 +65,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"TokenErrors", testTokenErrors},
 		{"StopExecution", testStopExecution},
 		{"CatchSendsBeforeRouting", testCatchSendsBeforeRouting},
+		{"HistoryReadsTheRun", testHistoryReadsTheRun},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -342,5 +343,48 @@ func testCatchSendsBeforeRouting(t *testing.T, h Harness) {
 	}
 	if got.Status != executor.StatusSucceeded || json.Unmarshal(got.Output, &out) != nil || out.RunID != runID || out.Error.Error != "worker.Crashed" || out.Last != nil {
 		t.Fatalf("%s %s: want SUCCEEDED through the stop state with $.error kept and nothing else added", got.Status, got.Output)
+	}
+}
+
+// GetExecutionHistory gives, on both runtimes, what a run's end is read
+// from (internal/lifecycle.ReadStop, SpentBudgets): the execution's start
+// and end, and each state entered with its input and exited with its
+// output, the Fail state last entered; an unknown execution is ENOTFOUND.
+func testHistoryReadsTheRun(t *testing.T, h Harness) {
+	def := `{"StartAt":"init","States":{
+		"init":{"Type":"Pass","Result":{"fix":0},"ResultPath":"$.loops","Next":"count"},
+		"count":{"Type":"Pass","Parameters":{"fix.$":"States.MathAdd($.loops.fix, 1)"},"ResultPath":"$.loops","Next":"budget"},
+		"budget":{"Type":"Choice","Choices":[{"Variable":"$.loops.fix","NumericGreaterThanEquals":1,"Next":"manual"}],"Default":"count"},
+		"manual":{"Type":"Fail","Error":"stratus.ManualActionRequired","Cause":"spent"}}}`
+	x := start(t, h, def, `{"run_id":"r"}`)
+	wait(t, h, x.ARN)
+	hist, err := h.Executor.GetExecutionHistory(context.Background(), x.ARN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entered []string
+	var countOut json.RawMessage
+	for _, e := range hist {
+		if e.IsStateEntered() {
+			entered = append(entered, e.State)
+		}
+		if e.IsStateExited() && e.State == "count" {
+			countOut = e.Output
+		}
+	}
+	if len(hist) == 0 || hist[0].Type != executor.EventExecutionStarted || hist[len(hist)-1].Type != executor.EventExecutionFailed ||
+		strings.Join(entered, " ") != "init count budget manual" || !sameJSON(countOut, []byte(`{"run_id":"r","loops":{"fix":1}}`)) {
+		types := make([]string, len(hist))
+		for i, e := range hist {
+			types[i] = e.Type + "(" + e.State + ")"
+		}
+		t.Errorf("history %v; entered %v; count's output %s", types, entered, countOut)
+	}
+	if last := hist[len(hist)-1]; last.Error != "stratus.ManualActionRequired" {
+		t.Errorf("last event %+v; want the execution failed with the Fail state's error", last)
+	}
+	arn := strings.Replace(x.ARN, x.Name, uniqueName("nope"), 1)
+	if _, err := h.Executor.GetExecutionHistory(context.Background(), arn); stratus.ErrorCode(err) != stratus.ENOTFOUND {
+		t.Errorf("GetExecutionHistory of an unknown execution: %v", err)
 	}
 }

@@ -36,6 +36,7 @@ type API interface {
 	CreateStateMachine(ctx context.Context, in *awssfn.CreateStateMachineInput, optFns ...func(*awssfn.Options)) (*awssfn.CreateStateMachineOutput, error)
 	DescribeStateMachine(ctx context.Context, in *awssfn.DescribeStateMachineInput, optFns ...func(*awssfn.Options)) (*awssfn.DescribeStateMachineOutput, error)
 	UpdateStateMachine(ctx context.Context, in *awssfn.UpdateStateMachineInput, optFns ...func(*awssfn.Options)) (*awssfn.UpdateStateMachineOutput, error)
+	GetExecutionHistory(ctx context.Context, in *awssfn.GetExecutionHistoryInput, optFns ...func(*awssfn.Options)) (*awssfn.GetExecutionHistoryOutput, error)
 }
 
 var _ API = (*awssfn.Client)(nil)
@@ -364,4 +365,64 @@ func newUUID() string {
 	b[8] = b[8]&0x3f | 0x80
 	h := hex.EncodeToString(b[:])
 	return fmt.Sprintf("%s-%s-%s-%s-%s", h[0:8], h[8:12], h[12:16], h[16:20], h[20:32])
+}
+
+// GetExecutionHistory reads the execution's whole history (page by page,
+// oldest first) into executor.HistoryEvent: the type, the state's name on
+// state events (and, as the embedded executor records it, on the task
+// events inside a state), inputs, outputs, errors and causes.
+// Errors: ExecutionDoesNotExist (ENOTFOUND), InvalidArn (EINVALID).
+func (e *Executor) GetExecutionHistory(ctx context.Context, arn string) ([]executor.HistoryEvent, error) {
+	var out []executor.HistoryEvent
+	in := &awssfn.GetExecutionHistoryInput{ExecutionArn: aws.String(arn), MaxResults: 1000}
+	state := ""
+	for {
+		page, err := e.api.GetExecutionHistory(ctx, in)
+		if err != nil {
+			return nil, mapError("GetExecutionHistory", "ExecutionArn", err)
+		}
+		for _, ev := range page.Events {
+			h := executor.HistoryEvent{ID: ev.Id, Timestamp: aws.ToTime(ev.Timestamp), Type: string(ev.Type), State: state}
+			switch d := ev; {
+			case d.StateEnteredEventDetails != nil:
+				state = aws.ToString(d.StateEnteredEventDetails.Name)
+				h.State, h.Input = state, raw(d.StateEnteredEventDetails.Input)
+			case d.StateExitedEventDetails != nil:
+				h.State, h.Output = aws.ToString(d.StateExitedEventDetails.Name), raw(d.StateExitedEventDetails.Output)
+			case d.ExecutionStartedEventDetails != nil:
+				h.Input = raw(d.ExecutionStartedEventDetails.Input)
+			case d.ExecutionSucceededEventDetails != nil:
+				h.Output = raw(d.ExecutionSucceededEventDetails.Output)
+			case d.ExecutionFailedEventDetails != nil:
+				h.Error, h.Cause = aws.ToString(d.ExecutionFailedEventDetails.Error), aws.ToString(d.ExecutionFailedEventDetails.Cause)
+			case d.ExecutionAbortedEventDetails != nil:
+				h.Error, h.Cause = aws.ToString(d.ExecutionAbortedEventDetails.Error), aws.ToString(d.ExecutionAbortedEventDetails.Cause)
+			case d.ExecutionTimedOutEventDetails != nil:
+				h.Error, h.Cause = aws.ToString(d.ExecutionTimedOutEventDetails.Error), aws.ToString(d.ExecutionTimedOutEventDetails.Cause)
+			case d.TaskScheduledEventDetails != nil:
+				h.Resource, h.Input = aws.ToString(d.TaskScheduledEventDetails.Resource), raw(d.TaskScheduledEventDetails.Parameters)
+			case d.TaskSucceededEventDetails != nil:
+				h.Resource, h.Output = aws.ToString(d.TaskSucceededEventDetails.Resource), raw(d.TaskSucceededEventDetails.Output)
+			case d.TaskSubmittedEventDetails != nil:
+				h.Resource, h.Output = aws.ToString(d.TaskSubmittedEventDetails.Resource), raw(d.TaskSubmittedEventDetails.Output)
+			case d.TaskFailedEventDetails != nil:
+				h.Resource, h.Error, h.Cause = aws.ToString(d.TaskFailedEventDetails.Resource), aws.ToString(d.TaskFailedEventDetails.Error), aws.ToString(d.TaskFailedEventDetails.Cause)
+			case d.TaskTimedOutEventDetails != nil:
+				h.Resource, h.Error, h.Cause = aws.ToString(d.TaskTimedOutEventDetails.Resource), aws.ToString(d.TaskTimedOutEventDetails.Error), aws.ToString(d.TaskTimedOutEventDetails.Cause)
+			}
+			out = append(out, h)
+		}
+		if page.NextToken == nil {
+			return out, nil
+		}
+		in.NextToken = page.NextToken
+	}
+}
+
+// raw is a JSON text of the history as a RawMessage; nil when empty.
+func raw(s *string) json.RawMessage {
+	if s == nil || *s == "" {
+		return nil
+	}
+	return json.RawMessage(*s)
 }

@@ -1,4 +1,4 @@
-package orchestrator
+package lifecycle
 
 import (
 	"encoding/json"
@@ -44,14 +44,14 @@ type definition struct {
 	} `json:"States"`
 }
 
-// readStop reads how an execution reached a Fail terminal from its history
+// ReadStop reads how an execution reached a Fail terminal from its history
 // and its definition: the state whose exit led to the terminal is a budget
 // Choice ("<loop>.budget", internal/compiler: a spent loop parks the run),
 // a route Choice ("<node>.route", "<node>.hitl.route": no edge takes the
 // outcome, fail closed), or a Task whose Catch caught an error. errName and
 // cause are the execution's. It returns nil when the history holds no Fail
 // state (a done, aborted or timed-out execution).
-func readStop(hist []executor.HistoryEvent, def []byte, fl *flow.Flow, errName, cause string) *report.Stop {
+func ReadStop(hist []executor.HistoryEvent, def []byte, fl *flow.Flow, errName, cause string) *report.Stop {
 	fail := -1
 	for i := len(hist) - 1; i >= 0; i-- {
 		if hist[i].Type == executor.EventFailStateEntered {
@@ -136,7 +136,7 @@ func budgetName(fl *flow.Flow, counter string) string {
 	return fmt.Sprintf("budget %q", counter)
 }
 
-// spentBudgets is what a run spent of each loop budget, from its
+// SpentBudgets is what a run spent of each loop budget, from its
 // execution's history: for every $.loops counter (internal/compiler: one
 // per loop, inline budget, agent hitl grant and the global backstop), the
 // sum of the charges its counting states made. It reads every terminal —
@@ -144,7 +144,7 @@ func budgetName(fl *flow.Flow, counter string) string {
 // only for a done run — and counts across a decomposition's subtasks,
 // whose per-subtask reset zeroes a counter but takes nothing back. nil
 // when the history holds no $.loops.
-func spentBudgets(hist []executor.HistoryEvent) map[string]int {
+func SpentBudgets(hist []executor.HistoryEvent) map[string]int {
 	var spent, prev map[string]int
 	for _, ev := range hist {
 		raw := ev.Output

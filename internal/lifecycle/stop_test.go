@@ -1,4 +1,4 @@
-package orchestrator
+package lifecycle
 
 import (
 	"context"
@@ -144,7 +144,7 @@ func TestReadStop_BudgetSpentVersusNoEdgeTakesTheOutcome(t *testing.T) {
 			t.Parallel()
 			src := loopFlow[:len(loopFlow)-len("BUDGETS\n")] + tc.budgets + "\n"
 			ex, hist, def, fl := execute(t, src, tc.answer)
-			got := readStop(hist, def, fl, ex.Error, ex.Cause)
+			got := ReadStop(hist, def, fl, ex.Error, ex.Cause)
 			if got == nil {
 				t.Fatalf("no stop read from %s", ex.Status)
 			}
@@ -155,7 +155,7 @@ func TestReadStop_BudgetSpentVersusNoEdgeTakesTheOutcome(t *testing.T) {
 			if *got != tc.want {
 				t.Errorf("stop\n got %+v\nwant %+v", *got, tc.want)
 			}
-			if spent := spentBudgets(hist); !maps.Equal(spent, tc.spent) {
+			if spent := SpentBudgets(hist); !maps.Equal(spent, tc.spent) {
 				t.Errorf("spent = %v, want %v", spent, tc.spent)
 			}
 		})
@@ -170,10 +170,10 @@ func TestReadStop_BudgetSpentVersusNoEdgeTakesTheOutcome(t *testing.T) {
 		}
 		return "done"
 	})
-	if s := readStop(hist, def, fl, ex.Error, ex.Cause); s != nil || ex.Status != executor.StatusSucceeded {
+	if s := ReadStop(hist, def, fl, ex.Error, ex.Cause); s != nil || ex.Status != executor.StatusSucceeded {
 		t.Errorf("done run: status %s, stop %+v", ex.Status, s)
 	}
-	if spent := spentBudgets(hist); !maps.Equal(spent, map[string]int{"fix": 1}) {
+	if spent := SpentBudgets(hist); !maps.Equal(spent, map[string]int{"fix": 1}) {
 		t.Errorf("done run spent %v", spent)
 	}
 }
@@ -201,10 +201,10 @@ func TestSpentBudgets_CountsChargesAcrossAReset(t *testing.T) {
 		ev(executor.EventPassStateExited, "fix.count", `{"fix":1,"global_fix_iterations":2}`),
 		ev(executor.EventTaskStateEntered, "review", `{"fix":1,"global_fix_iterations":2}`),
 	}
-	if got, want := spentBudgets(hist), map[string]int{"fix": 2, "global_fix_iterations": 2}; !maps.Equal(got, want) {
+	if got, want := SpentBudgets(hist), map[string]int{"fix": 2, "global_fix_iterations": 2}; !maps.Equal(got, want) {
 		t.Errorf("spent = %v, want %v", got, want)
 	}
-	if got := spentBudgets(nil); got != nil {
+	if got := SpentBudgets(nil); got != nil {
 		t.Errorf("no history: %v", got)
 	}
 }

@@ -1,0 +1,92 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/executor"
+	"github.com/stratusflow/stratus/internal/projection"
+	"github.com/stratusflow/stratus/internal/report"
+	"github.com/stratusflow/stratus/internal/sink"
+	"github.com/stratusflow/stratus/internal/store"
+)
+
+// Ports are what Finish reads and writes through: the run's store, the
+// sink its files and summary go to, and the executor that ran it.
+type Ports struct {
+	Store store.Store
+	Sink  sink.Sink
+	Exec  executor.Executor
+}
+
+// Result is how a run ended, the same on both runtimes.
+type Result struct {
+	Run    stratus.Run
+	Status string // done, failed, manual_action_required, interrupted
+	// Error and Cause are the execution's, Cause rewritten to say why the
+	// run stopped when it did not end done (report.Why: the summary's
+	// "Why the run stopped").
+	Error, Cause string
+	// Budgets is what the run spent of each budget, whatever its terminal
+	// (SpentBudgets of the execution's history; a resumed run's counters
+	// carry over).
+	Budgets  map[string]int
+	Overhead []time.Duration // per step transition: report -> next engine start
+	// Summary holds the sink keys of summary.json and summary.md, CtxDir
+	// the sink key of the ctx dir ("" when its placement cannot resolve).
+	Summary []string
+	CtxDir  string
+}
+
+// Finish records the end of run's ended execution x, as every runtime
+// does once a run's execution ends (issue 11 § 1: one owner of a run's
+// end): the run's status (ExecutionStatus), what it spent of each budget
+// and why it stopped (SpentBudgets and ReadStop over the execution's
+// history, def its compiled definition; nil def: the stop line names the
+// error only), and its summary, written to the sink from the final records
+// whatever the terminal (seed 004 § The summary artifacts) — before the
+// run is recorded terminal, so a Finish that fails part-way can be run
+// again. env is the run's environment (its flow and config; zero when its
+// bundle is gone). A history that cannot be read is not fatal: the budgets
+// and the stop line are then left out.
+func Finish(ctx context.Context, p Ports, run stratus.Run, env report.Env, def []byte, x executor.Execution) (*Result, error) {
+	res := &Result{Error: x.Error, Cause: x.Cause, Status: ExecutionStatus(x)}
+	hist, _ := p.Exec.GetExecutionHistory(ctx, x.ARN)
+	res.Budgets = SpentBudgets(hist)
+	run.Status, run.EndedAt = res.Status, x.StopDate.UTC()
+	if x.StopDate.IsZero() {
+		run.EndedAt = time.Now().UTC()
+	}
+	f, err := report.Collect(ctx, p.Store, run, res.Status, env)
+	if err != nil {
+		return nil, err
+	}
+	res.Overhead = report.Overhead(f)
+	switch {
+	case res.Status == stratus.RunInterrupted:
+		f.Stop = &report.Stop{Interrupted: true}
+	case res.Status != stratus.RunDone:
+		f.Stop = ReadStop(hist, def, env.Flow, x.Error, x.Cause)
+	}
+	if res.Status != stratus.RunDone {
+		if why := report.Why(f); why != "" {
+			res.Cause = why // the summary's "Why the run stopped" says the same
+		}
+	}
+	keys, err := report.Write(ctx, p.Sink, f)
+	if err != nil {
+		return nil, fmt.Errorf("write the summary of run %s: %w", run.ID, err)
+	}
+	if err := p.Store.UpdateRun(ctx, run); err != nil {
+		return nil, err
+	}
+	res.Run, res.Summary = run, keys
+	if env.Config != nil {
+		if cd, err := projection.CtxDir(env.Config.Projection.Placement, run.TaskID); err == nil {
+			res.CtxDir = cd
+		}
+	}
+	return res, nil
+}
