@@ -295,10 +295,16 @@ func TestAWS_FailedRunExitsAsEmbeddedOnMoto(t *testing.T) {
 	}
 	// issue 11 § 1: one owner of a run's end — the AWS summary says why the
 	// run stopped as the embedded one does, from the execution's history.
+	// An embedded step's failure also names its runner's local log (on
+	// AWS the log is CloudWatch's): that tail aside, the same words.
+	noLog := func(s string) string {
+		s, _, _ = strings.Cut(s, "; log: ")
+		return strings.TrimSuffix(s, ".")
+	}
 	why := func(md string) string {
 		_, rest, _ := strings.Cut(md, "## Why the run stopped\n\n")
 		line, _, _ := strings.Cut(rest, "\n")
-		return line
+		return noLog(line)
 	}
 	awsMD := st.objects(t, ctx, "stratus/.stratus/logs/")["demo-greeting/summary.md"]
 	embMD := readFile(t, filepath.Join(embDir, ".stratus/logs/demo-greeting/summary.md"))
@@ -308,7 +314,7 @@ func TestAWS_FailedRunExitsAsEmbeddedOnMoto(t *testing.T) {
 	whyLine := func(out string) string {
 		for _, l := range strings.Split(out, "\n") {
 			if strings.HasPrefix(l, "  why:") {
-				return l
+				return noLog(l)
 			}
 		}
 		return ""
