@@ -5,7 +5,7 @@ BIN     := bin/stratus
 SCRATCH ?= .scratch/demo
 
 
-.PHONY: all build demo test deps test-go fuzz vet lint-asl lint-cfn lint-shell statemachines bench clean
+.PHONY: all build demo demo-aws test deps test-go fuzz vet lint-asl lint-cfn lint-shell statemachines bench clean
 
 all: build
 
@@ -25,6 +25,36 @@ demo: build
 	@find $(SCRATCH)/workspace -type f ! -name .stratus-ctx | sort | sed 's/^/  /'
 	@echo "summary:"
 	@ls $(SCRATCH)/.stratus/logs/*/summary.* | sed 's/^/  /'
+
+## demo-aws: the main job on a local AWS stand-in, with no account (stratus
+## dev aws: moto, the Lambdas and Fargate played on this machine): a run of
+## examples/task.md with --target aws; a second run interrupted (stratus
+## cancel) and resumed (stratus resume); then status and runs. The stand-in
+## stops at the end. Needs moto: pip install 'moto[server]==5.2.1'.
+DEMO_AWS ?= .scratch/demo-aws
+demo-aws: build
+	@python3 -c 'import moto, flask_cors' 2>/dev/null || { echo "demo-aws needs moto (python3 with moto and flask_cors): pip install 'moto[server]==5.2.1'"; exit 1; }
+	rm -rf $(DEMO_AWS) && mkdir -p $(DEMO_AWS)
+	$(BIN) install --dir $(DEMO_AWS)/main --primary script --scenario examples/scenario.yaml
+	cp examples/task.md $(DEMO_AWS)/main/task.md
+	@printf 'nodes:\n  implementation:\n    - sleep_ms: 4000\n      report: implemented\n  review:\n    - report: {findings: []}\ndefault:\n  report: ok\n' > $(DEMO_AWS)/slow.yaml
+	$(BIN) install --dir $(DEMO_AWS)/interrupted --primary script --scenario "$(CURDIR)/$(DEMO_AWS)/slow.yaml"
+	sed 's/^id: demo-greeting/id: demo-interrupted/' examples/task.md > $(DEMO_AWS)/interrupted/task.md
+	@$(BIN) dev aws > $(DEMO_AWS)/dev.out 2> $(DEMO_AWS)/dev.log & pid=$$!; \
+	trap 'kill -INT $$pid 2>/dev/null; wait $$pid' EXIT; \
+	for i in $$(seq 1 300); do [ -s $(DEMO_AWS)/dev.out ] && break; sleep 0.2; done; \
+	flags="$$(head -1 $(DEMO_AWS)/dev.out) --poll-interval 500ms"; \
+	case "$$flags" in --target*) ;; *) echo "stratus dev aws did not start:"; cat $(DEMO_AWS)/dev.log; exit 1;; esac; \
+	echo "== the stand-in (stratus dev aws): $$flags"; \
+	echo "== 1. stratus run examples/task.md --target aws"; \
+	$(BIN) run $(DEMO_AWS)/main/task.md --dir $(DEMO_AWS)/main $$flags || exit 1; \
+	echo "== 2. a run interrupted (stratus cancel) and resumed (stratus resume)"; \
+	id=$$($(BIN) run $(DEMO_AWS)/interrupted/task.md --dir $(DEMO_AWS)/interrupted --detach $$flags) || exit 1; \
+	for i in $$(seq 1 200); do $(BIN) status $$id $$flags 2>/dev/null | grep -q 'implementation#1 .* running' && break; sleep 0.3; done; \
+	$(BIN) cancel $$id $$flags || exit 1; \
+	$(BIN) resume $$id $$flags || exit 1; \
+	echo "== 3. stratus status and runs --target aws"; \
+	$(BIN) status $$id $$flags && $(BIN) runs $$flags
 
 ## statemachines: regenerate statemachine/<flow>.asl.json from the built-in
 ## flows and statemachine/worc/<task_type>.asl.json from worc's peer flows

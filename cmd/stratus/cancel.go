@@ -14,6 +14,7 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/awsrun"
+	"github.com/stratusflow/stratus/internal/executor"
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/store"
 )
@@ -176,9 +177,22 @@ func cancelAWS(ctx context.Context, tg *awsrun.Target, runID string) (CancelResu
 	if err := tg.Exec.StopExecution(ctx, run.Execution, "stratus.Cancelled", "cancelled by the operator (stratus cancel)"); err != nil {
 		return res, err
 	}
-	x, err := tg.Exec.DescribeExecution(ctx, run.Execution)
-	if err != nil {
+	// StopExecution may answer before the execution reads ABORTED.
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	x, err := tg.Exec.WaitExecution(wctx, run.Execution)
+	cancel()
+	if err != nil && ctx.Err() != nil {
 		return res, err
+	}
+	// The stop ended the execution, whatever it reads (moto 5.2.1 aborts a
+	// waiting execution only when its task wakes, and then reports it
+	// FAILED with States.Timeout): unless it succeeded first, the run was
+	// cancelled, hence interrupted.
+	if !x.Done() || x.Status != executor.StatusSucceeded {
+		x.Status, x.Error, x.Cause = executor.StatusAborted, "stratus.Cancelled", "cancelled by the operator (stratus cancel)"
+		if x.StopDate.IsZero() {
+			x.StopDate = time.Now().UTC()
+		}
 	}
 	out, err := tg.Finish(ctx, run, nil, x)
 	if err != nil {

@@ -87,6 +87,7 @@ func newRootCmd(io IO) *cobra.Command {
 		newStatusCmd(io),
 		newRunsCmd(io),
 		newCancelCmd(io),
+		newDevCmd(io),
 		newValidateCmd(io),
 		newCompileCmd(io),
 		newRunnerCmd(io),
@@ -107,8 +108,9 @@ type usageError struct{ error }
 func subcommandMissing(group string, args []string) error {
 	names := map[string]string{
 		"engine": "echo, script",
+		"dev":    "aws",
 		"worker": "prompt, artifact, submit, result, degradation, stats",
-		"":       "install, validate, compile, run, resume, status, runs, cancel, approve, reject, answer, runner, engine, worker",
+		"":       "install, validate, compile, run, resume, status, runs, cancel, dev, approve, reject, answer, runner, engine, worker",
 	}[group]
 	if len(args) > 0 {
 		return usageError{fmt.Errorf("unknown command %q; commands: %s (see --help)", args[0], names)}

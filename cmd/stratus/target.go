@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/spf13/cobra"
 
@@ -113,6 +114,12 @@ func (o *AWSOptions) open(ctx context.Context) (*awsrun.Target, error) {
 	}
 	if cfg.Region == "" && cfg.BaseEndpoint != nil {
 		cfg.Region = "us-east-1" // moto and LocalStack answer in any region
+	}
+	if cfg.BaseEndpoint != nil && os.Getenv("AWS_ACCESS_KEY_ID") == "" && os.Getenv("AWS_PROFILE") == "" {
+		// A stand-in (stratus dev aws, moto, LocalStack) takes any
+		// credentials: without any given, test ones are used (rather than
+		// the SDK probing for an instance role).
+		cfg.Credentials = credentials.NewStaticCredentialsProvider("test", "test", "")
 	}
 	if cfg.Region == "" {
 		return nil, usageError{fmt.Errorf("no AWS region: give --region or set AWS_REGION")}

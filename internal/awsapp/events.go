@@ -126,9 +126,6 @@ func (a *App) ExecutionEnded(ctx context.Context, x executor.Execution) error {
 	} else if err != nil {
 		return err
 	}
-	if stratus.RunTerminal(run.Status) {
-		return nil
-	}
 	if run.Execution != "" && x.ARN != "" && run.Execution != x.ARN {
 		logf(a.Log, "execution %s ended %s, but run %s is execution %s; ignored", x.ARN, x.Status, run.ID, run.Execution)
 		return nil
@@ -137,24 +134,24 @@ func (a *App) ExecutionEnded(ctx context.Context, x executor.Execution) error {
 	if x.StopDate.IsZero() {
 		end = time.Now().UTC()
 	}
-	if err := a.failWaiting(ctx, run.ID, end); err != nil {
+	if !stratus.RunTerminal(run.Status) {
+		if err := a.failWaiting(ctx, run.ID, end); err != nil {
+			return err
+		}
+		// An aborted or timed-out execution ran no Catch: a step still
+		// running is canceled (issue 11 § 6; Finish would too).
+		if _, err := lifecycle.CancelOpen(ctx, a.Store, run.ID, lifecycle.EndedUnder(x), end, false); err != nil {
+			return err
+		}
+	}
+	// The workers of the canceled steps would run on, spending: stopped,
+	// whoever canceled the step (this function, or `stratus cancel`, which
+	// cannot reach ECS). Stopping a stopped worker does nothing.
+	if err := a.stopCanceled(ctx, run.ID, x); err != nil {
 		return err
 	}
-	// An aborted or timed-out execution ran no Catch: the workers of its
-	// steps still running would run on, spending (issue 11 § 6).
-	canceled, err := lifecycle.CancelOpen(ctx, a.Store, run.ID, fmt.Sprintf("the run's execution ended %s while this step ran", x.Status), end, false)
-	if err != nil {
-		return err
-	}
-	for _, s := range canceled {
-		if a.Stopper == nil {
-			logf(a.Log, "run %s: %s canceled; no ECS cluster is configured to stop its worker", run.ID, s.StepRef)
-			continue
-		}
-		if err := a.Stopper.StopTask(ctx, s.TID); err != nil {
-			return fmt.Errorf("stop the worker of %s: %w", s.StepRef, err)
-		}
-		logf(a.Log, "run %s: %s canceled and its worker stopped (execution %s)", run.ID, s.StepRef, x.Status)
+	if stratus.RunTerminal(run.Status) {
+		return nil // recorded already (a follower's Finish, or a replay)
 	}
 	env, err := a.Service.Env(ctx, run.ID)
 	if stratus.ErrorCode(err) == stratus.ENOTFOUND {
@@ -221,5 +218,27 @@ func (a *App) Sweep(ctx context.Context, now time.Time) error {
 		return err
 	}
 	logf(a.Log, "swept %d expired handle(s)", n)
+	return nil
+}
+
+// stopCanceled stops the workers of run runID's canceled steps.
+func (a *App) stopCanceled(ctx context.Context, runID string, x executor.Execution) error {
+	steps, err := a.Store.ListSteps(ctx, runID)
+	if err != nil {
+		return err
+	}
+	for _, s := range steps {
+		if s.Status != stratus.StepCanceled {
+			continue
+		}
+		if a.Stopper == nil {
+			logf(a.Log, "run %s: %s canceled; no ECS cluster is configured to stop its worker", runID, s.StepRef)
+			continue
+		}
+		if err := a.Stopper.StopTask(ctx, s.TID); err != nil {
+			return fmt.Errorf("stop the worker of %s: %w", s.StepRef, err)
+		}
+		logf(a.Log, "run %s: the worker of %s stopped (execution %s)", runID, s.StepRef, x.Status)
+	}
 	return nil
 }

@@ -53,12 +53,20 @@ type Result struct {
 // and the stop line are then left out.
 func Finish(ctx context.Context, p Ports, run stratus.Run, env report.Env, def []byte, x executor.Execution) (*Result, error) {
 	res := &Result{Error: x.Error, Cause: x.Cause, Status: ExecutionStatus(x)}
+	// No step runs past its execution's end: one still recorded running
+	// (an aborted or timed-out execution ran no Catch) is canceled. Its
+	// worker is the caller's to stop (the events function stops every
+	// canceled step's; a worker also stops when its stats are refused).
+	end := x.StopDate.UTC()
+	if x.StopDate.IsZero() {
+		end = time.Now().UTC()
+	}
+	if _, err := CancelOpen(ctx, p.Store, run.ID, EndedUnder(x), end, false); err != nil {
+		return nil, err
+	}
 	hist, _ := p.Exec.GetExecutionHistory(ctx, x.ARN)
 	res.Budgets = SpentBudgets(hist)
-	run.Status, run.EndedAt = res.Status, x.StopDate.UTC()
-	if x.StopDate.IsZero() {
-		run.EndedAt = time.Now().UTC()
-	}
+	run.Status, run.EndedAt = res.Status, end
 	f, err := report.Collect(ctx, p.Store, run, res.Status, env)
 	if err != nil {
 		return nil, err
@@ -89,4 +97,10 @@ func Finish(ctx context.Context, p Ports, run stratus.Run, env report.Env, def [
 		}
 	}
 	return res, nil
+}
+
+// EndedUnder is the reason a step still running when its execution ended
+// is canceled with.
+func EndedUnder(x executor.Execution) string {
+	return fmt.Sprintf("the run's execution ended %s while this step ran", x.Status)
 }

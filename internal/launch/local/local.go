@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -19,6 +20,13 @@ import (
 type Launcher struct {
 	Executable string   // the stratus binary; "" = os.Executable()
 	Args       []string // nil = ["runner"]
+	// Env, when not nil, is the whole environment of each runner besides
+	// the worker's variables (nil: this process's environment). The AWS
+	// stand-in gives a runner only what a Fargate task would have.
+	Env []string
+	// Dir, when set, returns the working directory of a runner (created
+	// if absent); "" or unset: this process's.
+	Dir func(launch.Spec) string
 	// WatchParent tells each runner this process's pid
 	// (launch.EnvParentPID): a runner whose parent is gone — this process
 	// killed, even with SIGKILL — stops its engine and exits (issue 11 §
@@ -47,8 +55,19 @@ func (l *Launcher) Launch(ctx context.Context, s launch.Spec) (string, error) {
 		args = []string{"runner"}
 	}
 	cmd := exec.Command(exe, args...)
-	cmd.Env = append(os.Environ(),
+	base := l.Env
+	if base == nil {
+		base = os.Environ()
+	}
+	cmd.Env = append(slices.Clone(base),
 		launch.EnvAPIURL+"="+s.APIURL, launch.EnvHandle+"="+s.Handle, launch.EnvTaskID+"="+s.TaskID)
+	if l.Dir != nil {
+		if cmd.Dir = l.Dir(s); cmd.Dir != "" {
+			if err := os.MkdirAll(cmd.Dir, 0o755); err != nil {
+				return "", fmt.Errorf("runner directory: %w", err)
+			}
+		}
+	}
 	if l.WatchParent {
 		cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d", launch.EnvParentPID, os.Getpid()))
 	}

@@ -1,4 +1,4 @@
-package awstest
+package moto
 
 import (
 	"encoding/json"

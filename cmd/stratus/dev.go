@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/stratusflow/stratus/internal/devstack/moto"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stratusflow/stratus/internal/devstack"
+)
+
+// DevAWSOptions are the flags of `stratus dev aws`.
+type DevAWSOptions struct {
+	IO          IO
+	EndpointURL string
+	Port        int
+	Name        string
+	Self        string // the stratus binary workers run as ("" = this one)
+
+	// ready, when set, is called with the flags line once serving (tests).
+	ready func(flags string)
+	// stop, when set, ends the serving instead of SIGINT/SIGTERM (tests).
+	stop <-chan struct{}
+}
+
+func newDevCmd(io IO) *cobra.Command {
+	dev := &cobra.Command{
+		Use:   "dev",
+		Short: "Local stand-ins for development: dev aws",
+		Args:  cobra.ArbitraryArgs,
+		RunE:  func(_ *cobra.Command, args []string) error { return subcommandMissing("dev", args) },
+	}
+	o := &DevAWSOptions{IO: io}
+	aws := &cobra.Command{
+		Use:   "aws [--endpoint-url URL] [--port N] [--name NAME]",
+		Short: "Serve a Stratus stack on a local AWS stand-in (moto): run --target aws without an account",
+		Long: `dev aws serves a Stratus stack on this machine, with no AWS account: it starts a
+moto server (through the launcher the tests use: real Step Functions execution,
+moto 5.2.1's fixes; moto comes with pip install 'moto[server]') or uses the one
+--endpoint-url names, creates there what template.yaml deploys (table, bucket,
+dispatch queue, HMAC key secret, ECS cluster and task definition, and a
+CloudFormation stack whose outputs name them), and plays the parts moto cannot:
+the Lambdas (the worker API on 127.0.0.1, dispatch consuming the queue, events
+recording each ended execution) and Fargate (each ecs:RunTask also starts a local
+stratus runner in a fresh directory of its own, with the environment RunTask gives
+it and a PATH, nothing else of yours).
+
+It prints one line on stdout, starting with --target aws, holding the flags
+stratus run, resume, status, runs and cancel need; then it serves until Ctrl-C.
+
+Exit status: 0 stopped by Ctrl-C, 1 the stand-in could not start, 2 bad flags.`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if o.EndpointURL != "" {
+				if u, err := url.Parse(o.EndpointURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+					return usageError{fmt.Errorf("--endpoint-url %q: want an http:// or https:// URL such as http://127.0.0.1:5000", o.EndpointURL)}
+				}
+			}
+			if o.Port < 0 || o.Port > 65535 {
+				return usageError{fmt.Errorf("--port %d: want a TCP port, 1-65535, or 0 for any", o.Port)}
+			}
+			return runDevAWS(o)
+		},
+	}
+	aws.Flags().StringVar(&o.EndpointURL, "endpoint-url", "", "use this AWS stand-in instead of starting moto")
+	aws.Flags().IntVar(&o.Port, "port", 0, "the port moto listens on (0: any)")
+	aws.Flags().StringVar(&o.Name, "name", "", "the stack's name (default stratus-dev-<6 hex>)")
+	dev.AddCommand(aws)
+	return dev
+}
+
+func runDevAWS(o *DevAWSOptions) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	dir, err := os.MkdirTemp("", "stratus-dev-aws-")
+	if err != nil {
+		return err
+	}
+	endpoint := o.EndpointURL
+	if endpoint == "" {
+		m, err := moto.Start(o.Port, dir)
+		if err != nil {
+			return err
+		}
+		defer m.Stop()
+		endpoint = m.URL
+		fmt.Fprintf(o.IO.Err, "stratus dev aws: moto serves on %s (its log: %s)\n", endpoint, m.Log)
+	}
+	name := o.Name
+	if name == "" {
+		b := make([]byte, 3)
+		rand.Read(b)
+		name = "stratus-dev-" + hex.EncodeToString(b)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("listen for the worker API: %w", err)
+	}
+	cfg := moto.Config(endpoint)
+	st, err := devstack.Create(ctx, cfg, name, "http://"+ln.Addr().String())
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("create the stack on %s: %w", endpoint, err)
+	}
+	logPath := filepath.Join(dir, "functions.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	f, err := devstack.Serve(ctx, cfg, st, ln, devstack.ServeOptions{Self: o.Self, WorkRoot: filepath.Join(dir, "workers"), Log: logf})
+	if err != nil {
+		return err
+	}
+	defer f.Stop()
+	flags := fmt.Sprintf("--target aws --endpoint-url %s --region %s --stack %s", endpoint, moto.Region, name)
+	fmt.Fprintln(o.IO.Out, flags)
+	fmt.Fprintf(o.IO.Err, "stratus dev aws: stack %s, worker API %s, functions' log %s, workers in %s\n", name, st.APIURL, logPath, filepath.Join(dir, "workers"))
+	fmt.Fprintf(o.IO.Err, "stratus dev aws: try: stratus run TASK.md --dir DIR %s   (Ctrl-C stops the stand-in)\n", flags)
+	if o.ready != nil {
+		o.ready(flags)
+	}
+	select {
+	case <-ctx.Done():
+	case <-o.stop:
+	}
+	fmt.Fprintf(o.IO.Err, "stratus dev aws: stopping\n")
+	return nil
+}

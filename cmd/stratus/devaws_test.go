@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stratusflow/stratus/internal/devstack/moto"
+	"github.com/stratusflow/stratus/internal/testenv"
+)
+
+// devAWS starts `stratus dev aws` and returns the flags line it prints.
+func devAWS(t *testing.T, env ...string) []string {
+	t.Helper()
+	if why := moto.Missing(); why != "" {
+		testenv.Missing(t, "moto", why)
+	}
+	cmd := exec.Command(stratusBin, "dev", "aws")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb syncBuffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Errorf("stratus dev aws ended with %v after Ctrl-C:\n%s", err, errb.String())
+			}
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			t.Errorf("stratus dev aws did not stop within 30 s of Ctrl-C")
+		}
+	})
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		if sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	select {
+	case l, ok := <-lines:
+		if !ok || !strings.HasPrefix(l, "--target aws ") {
+			t.Fatalf("stratus dev aws printed %q; want a line starting with --target aws\n%s", l, errb.String())
+		}
+		return append(strings.Fields(l), "--poll-interval", "200ms")
+	case <-time.After(60 * time.Second):
+		t.Fatalf("stratus dev aws printed no flags within 60 s:\n%s", errb.String())
+	}
+	return nil
+}
+
+// issue 11 § 8: `stratus dev aws` is AWS without an account. The line it
+// prints is all `stratus run --target aws` needs; a run goes to its end on
+// the stand-in with the same steps as embedded; its workers run with the
+// environment RunTask gives them and nothing else of the operator's; a
+// detached run is cancelled (its worker stopped) and resumed to its end;
+// runs lists both. No AWS credential is set.
+func TestDevAWS_RunCancelAndResumeWithoutAnAccount(t *testing.T) {
+	flags := devAWS(t, "STRATUS_OPERATOR_ONLY=the operator's", "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=")
+	dir := t.TempDir()
+	if r := runCLI(t, "install", "--dir", dir); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	// The engine leaves its environment behind, and hangs while "slow"
+	// exists.
+	writeTestFile(t, filepath.Join(dir, "engine.sh"), `read line
+env > "env-$STRATUS_TASK_ID.txt"
+if [ -f slow ]; then sleep 300; fi
+printf '{"subrun_report": "ok"}\n'
+`)
+	path := filepath.Join(dir, ".stratus/config.yaml")
+	cfg := strings.Replace(readFile(t, path), "  providers:\n", "  providers:\n    shx:\n      command: sh\n      args: [engine.sh]\n", 1)
+	writeTestFile(t, path, strings.Replace(cfg, "primary: echo", "primary: shx", 1))
+	writeTestFile(t, filepath.Join(dir, ".stratus/flows/tiny.yaml"), `flow:
+  name: tiny
+  task_type: tiny
+  permission_ceiling: workspace-write
+  output_policy: repository_document
+  publishing: local_artifact
+  nodes:
+    - { id: first, kind: agent, role_file: tiny/first.md }
+    - { id: answer, kind: agent, role_file: tiny/answer.md }
+    - { id: publish, kind: publish, policy: local_artifact }
+  edges:
+    - { from: first, to: answer }
+    - { from: answer, to: publish }
+`)
+	writeTestFile(t, filepath.Join(dir, ".stratus/flows/tiny/first.md"), "First for {task_id}.\n")
+	writeTestFile(t, filepath.Join(dir, ".stratus/flows/tiny/answer.md"), "Answer for {task_id}.\n")
+	task := filepath.Join(dir, "task.md")
+	writeTestFile(t, task, "---\nid: t-dev\ntitle: Dev\ntask_type: tiny\n---\nbody\n")
+
+	r := runCLI(t, append([]string{"run", task, "--dir", dir, "--json"}, flags...)...)
+	if r.code != ExitOK || join(steps(r.stderr)) != "first#1:done answer#1:done publish#1:done" {
+		t.Fatalf("run on dev aws: exit %d, steps %s\n%s", r.code, join(steps(r.stderr)), r.stderr)
+	}
+	envs, _ := filepath.Glob(filepath.Join(dir, "env-*.txt"))
+	if len(envs) != 2 {
+		t.Fatalf("engine environments %v; want one per agent step", envs)
+	}
+	for _, e := range envs {
+		env := readFile(t, e)
+		if strings.Contains(env, "STRATUS_OPERATOR_ONLY") || !strings.Contains(env, "STRATUS_HANDLE=wh-") || !strings.Contains(env, "STRATUS_API_URL=http://127.0.0.1:") {
+			t.Errorf("a worker's environment (%s) holds the operator's or lacks RunTask's:\n%s", e, env)
+		}
+	}
+
+	writeTestFile(t, filepath.Join(dir, "slow"), "")
+	r = runCLI(t, append([]string{"run", task, "--dir", dir, "--detach", "--json"}, flags...)...)
+	var started struct {
+		RunID string `json:"run_id"`
+	}
+	if r.code != ExitOK || json.Unmarshal([]byte(r.stdout), &started) != nil || started.RunID == "" {
+		t.Fatalf("run --detach on dev aws: exit %d %q\n%s", r.code, r.stdout, r.stderr)
+	}
+	var last result
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		last = runCLI(t, append([]string{"status", started.RunID}, flags...)...)
+		if strings.Contains(last.stdout, "first#1          first          running") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the second run's first step does not run within 60 s:\n%s%s", last.stdout, last.stderr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if r := runCLI(t, append([]string{"cancel", started.RunID}, flags...)...); r.code != ExitOK || !strings.Contains(r.stdout, ": interrupted (was running)") {
+		t.Fatalf("cancel on dev aws: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	os.Remove(filepath.Join(dir, "slow"))
+	r = runCLI(t, append([]string{"resume", started.RunID}, flags...)...)
+	if r.code != ExitOK || join(steps(r.stderr)) != "first#2:done answer#1:done publish#1:done" {
+		t.Errorf("resume on dev aws: exit %d, steps %s\n%s", r.code, join(steps(r.stderr)), r.stderr)
+	}
+	r = runCLI(t, append([]string{"runs", "--json"}, flags...)...)
+	var lines []RunLine
+	if r.code != ExitOK || json.Unmarshal([]byte(r.stdout), &lines) != nil || len(lines) != 2 || lines[0].RunID != started.RunID || lines[0].Status != "done" || lines[0].Resumes != 1 {
+		t.Errorf("runs on dev aws: exit %d %s", r.code, r.stdout)
+	}
+}

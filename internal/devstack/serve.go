@@ -1,0 +1,275 @@
+package devstack
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/stratusflow/stratus/internal/devstack/moto"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsecs "github.com/aws/aws-sdk-go-v2/service/ecs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/awsapp"
+	"github.com/stratusflow/stratus/internal/launch"
+	"github.com/stratusflow/stratus/internal/launch/ecs"
+	"github.com/stratusflow/stratus/internal/launch/local"
+)
+
+// ServeOptions configure Serve.
+type ServeOptions struct {
+	// Self is the stratus binary the Fargate stand-in runs as `stratus
+	// runner` ("" = this process's executable).
+	Self string
+	// WorkRoot holds one fresh directory per worker (its working
+	// directory and home, as a Fargate task's would be).
+	WorkRoot string
+	// Log receives what the functions log; nil = discard.
+	Log io.Writer
+	// EventsPoll is how often the events stand-in looks for ended
+	// executions; 0 = 1 s.
+	EventsPoll time.Duration
+}
+
+// Functions plays, on this machine, what a stand-in such as moto cannot
+// run (issue 11 § 8): the Lambdas — the worker API served on ln, the
+// dispatch function consuming the dispatch queue, the events function
+// recording each ended execution (moto sends no EventBridge events: the
+// running runs' executions are polled) — and Fargate: each ecs:RunTask,
+// sent to the stand-in as the dispatch function sends it, also starts a
+// local `stratus runner` in a fresh directory of its own, with the
+// environment RunTask gives it (the API URL, the handle, the task id) and
+// a PATH, nothing else of the operator's.
+type Functions struct {
+	st      *Stack
+	cfg     aws.Config
+	app     *awsapp.App // worker API and dispatch
+	events  *awsapp.App
+	Fargate *Fargate
+	srv     *http.Server
+	serving sync.Mutex
+	log     io.Writer
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// Serve starts the functions of stack st on the stand-in cfg points at,
+// the worker API on ln (whose address st.APIURL names). Stop ends them.
+func Serve(ctx context.Context, cfg aws.Config, st *Stack, ln net.Listener, o ServeOptions) (*Functions, error) {
+	log := o.Log
+	if log == nil {
+		log = io.Discard
+	}
+	self := o.Self
+	if self == "" {
+		var err error
+		if self, err = os.Executable(); err != nil {
+			return nil, err
+		}
+	}
+	ecsCfg := cfg.Copy()
+	ecsCfg.HTTPClient = &moto.ECSClient{}
+	el, err := ecs.New(awsecs.NewFromConfig(ecsCfg), ecs.Config{Cluster: st.Cluster, TaskDefinition: st.TaskDef,
+		Offline: ecs.NetworkProfile{Subnets: []string{"subnet-dev-offline"}, SecurityGroups: []string{"sg-dev-offline"}},
+		Online:  ecs.NetworkProfile{Subnets: []string{"subnet-dev-online"}, SecurityGroups: []string{"sg-dev-online"}}})
+	if err != nil {
+		return nil, err
+	}
+	fg := &Fargate{ecs: el, root: o.WorkRoot}
+	// A worker's directory is where Launch put its log.
+	fg.local = &local.Launcher{Executable: self, WatchParent: true, Env: fargateEnv(), Dir: func(s launch.Spec) string { return filepath.Dir(s.LogPath) }}
+	env := map[string]string{
+		awsapp.EnvTable: st.Table, awsapp.EnvBucket: st.Bucket, awsapp.EnvBucketPrefix: "stratus/",
+		awsapp.EnvQueueURL: st.QueueURL, awsapp.EnvSecretID: st.SecretARN, awsapp.EnvAPIURL: st.APIURL,
+	}
+	c, err := awsapp.FromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		return nil, err
+	}
+	f := &Functions{st: st, cfg: cfg, Fargate: fg, log: log}
+	if f.app, err = awsapp.New(ctx, c, cfg, awsapp.Options{Launcher: fg, Log: log}); err != nil {
+		return nil, err
+	}
+	if f.events, err = awsapp.NewEvents(c, cfg, awsapp.Options{Launcher: fg, Log: log}); err != nil {
+		return nil, err
+	}
+	handler := f.app.HTTPHandler()
+	f.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// As the worker API function does: the request's background work
+		// is drained before the answer returns.
+		f.serving.Lock()
+		defer f.serving.Unlock()
+		handler.ServeHTTP(w, r)
+		f.app.Drain()
+	})}
+	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	f.cancel = cancel
+	poll := o.EventsPoll
+	if poll <= 0 {
+		poll = time.Second
+	}
+	f.wg.Add(3)
+	go func() { defer f.wg.Done(); f.srv.Serve(ln) }()
+	go func() { defer f.wg.Done(); f.dispatch(lctx) }()
+	go func() { defer f.wg.Done(); f.watchExecutions(lctx, poll) }()
+	return f, nil
+}
+
+// fargateEnv is the environment a Fargate task of the runner image has
+// besides what RunTask overrides: a PATH (the engines the operator
+// configured must be found), nothing else of the operator's.
+func fargateEnv() []string {
+	return []string{"PATH=" + os.Getenv("PATH")}
+}
+
+// dispatch is the dispatch function's SQS event source: each message is
+// one invocation, deleted once handled; a failed one is left for
+// redelivery (and, after five, the DLQ).
+func (f *Functions) dispatch(ctx context.Context) {
+	q := sqs.NewFromConfig(f.cfg)
+	for ctx.Err() == nil {
+		out, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(f.st.QueueURL), MaxNumberOfMessages: 5, WaitTimeSeconds: 1})
+		if err != nil {
+			if ctx.Err() == nil {
+				fmt.Fprintf(f.log, "dispatch: ReceiveMessage: %v\n", err)
+				time.Sleep(200 * time.Millisecond)
+			}
+			continue
+		}
+		for _, m := range out.Messages {
+			err := f.app.HandleMessage(ctx, aws.ToString(m.Body))
+			f.app.Drain()
+			if err != nil {
+				fmt.Fprintf(f.log, "dispatch: %v (left for redelivery)\n", err)
+				continue
+			}
+			q.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(f.st.QueueURL), ReceiptHandle: m.ReceiptHandle})
+		}
+	}
+}
+
+// watchExecutions is the events function's EventBridge rule: every poll
+// it describes the execution of each run recorded running, and hands one
+// that has ended to ExecutionEnded.
+func (f *Functions) watchExecutions(ctx context.Context, poll time.Duration) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(poll):
+		}
+		runs, err := f.events.Store.ListRuns(ctx, 200)
+		if err != nil {
+			continue
+		}
+		for _, r := range runs {
+			if stratus.RunTerminal(r.Status) || r.Execution == "" {
+				continue
+			}
+			x, err := f.app.Tokens.DescribeExecution(ctx, r.Execution)
+			if err != nil || !x.Done() {
+				continue
+			}
+			if err := f.events.ExecutionEnded(ctx, x); err != nil {
+				fmt.Fprintf(f.log, "events: run %s: %v\n", r.ID, err)
+			}
+		}
+	}
+}
+
+// Stop stops the workers still running, then the functions.
+func (f *Functions) Stop() {
+	f.Fargate.local.StopAll()
+	f.cancel()
+	f.srv.Close()
+	f.wg.Wait()
+}
+
+// Fargate is the stand-in for Fargate: RunTask goes to the stand-in (which
+// starts nothing), then the worker runs as a local `stratus runner` in a
+// fresh directory.
+type Fargate struct {
+	ecs   *ecs.Launcher
+	local *local.Launcher
+	root  string
+
+	mu    sync.Mutex
+	tasks map[string]task // local id → the task it runs
+	n     int
+}
+
+// task is one worker the stand-in started.
+type task struct {
+	arn    string // its ECS task on the stand-in
+	taskID string // the dispatch task it works for
+}
+
+var _ launch.TaskStopper = (*Fargate)(nil)
+
+// dir is a worker's fresh directory: <root>/<task id>-<attempt>-<n>.
+func (l *Fargate) dir(s launch.Spec) string {
+	l.mu.Lock()
+	l.n++
+	n := l.n
+	l.mu.Unlock()
+	return filepath.Join(l.root, fmt.Sprintf("%s-%d-%d", s.TaskID, s.Attempt, n))
+}
+
+// Launch sends RunTask to the stand-in, then starts the runner in a fresh
+// directory, its log that directory's runner.log (a Fargate task's goes to
+// CloudWatch).
+func (l *Fargate) Launch(ctx context.Context, s launch.Spec) (string, error) {
+	arn, err := l.ecs.Launch(ctx, s)
+	if err != nil {
+		return "", err
+	}
+	s.LogPath = filepath.Join(l.dir(s), "runner.log")
+	id, err := l.local.Launch(ctx, s)
+	if err != nil {
+		return "", err
+	}
+	l.mu.Lock()
+	if l.tasks == nil {
+		l.tasks = map[string]task{}
+	}
+	l.tasks[id] = task{arn: arn, taskID: s.TaskID}
+	l.mu.Unlock()
+	return id, nil
+}
+
+// Stop stops the task on the stand-in and the local runner.
+func (l *Fargate) Stop(ctx context.Context, id string) error {
+	l.mu.Lock()
+	tk := l.tasks[id]
+	l.mu.Unlock()
+	if tk.arn != "" {
+		l.ecs.Stop(ctx, tk.arn)
+	}
+	return l.local.Stop(ctx, id)
+}
+
+// StopTask stops the workers of a dispatch task (the stop message, the
+// events function): on the stand-in, found by startedBy, and locally.
+func (l *Fargate) StopTask(ctx context.Context, taskID string) error {
+	err := l.ecs.StopTask(ctx, taskID)
+	l.mu.Lock()
+	var ids []string
+	for id, tk := range l.tasks {
+		if tk.taskID == taskID {
+			ids = append(ids, id)
+		}
+	}
+	l.mu.Unlock()
+	for _, id := range ids {
+		l.local.Stop(ctx, id)
+	}
+	return err
+}
