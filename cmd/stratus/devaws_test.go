@@ -68,9 +68,9 @@ func devAWS(t *testing.T, env ...string) []string {
 // issue 11 § 8: `stratus dev aws` is AWS without an account. The line it
 // prints is all `stratus run --target aws` needs; a run goes to its end on
 // the stand-in with the same steps as embedded; its workers run with the
-// environment RunTask gives them and nothing else of the operator's; a
-// detached run is cancelled (its worker stopped) and resumed to its end;
-// runs lists both. No AWS credential is set.
+// environment RunTask gives them and nothing else of the operator's; the
+// engine's script is the run's frozen copy; a detached run is cancelled
+// (its worker stopped) and resumed to its end; runs lists both. No AWS credential is set.
 func TestDevAWS_RunCancelAndResumeWithoutAnAccount(t *testing.T) {
 	flags := devAWS(t, "STRATUS_OPERATOR_ONLY=the operator's", "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=")
 	dir := t.TempDir()
@@ -81,6 +81,7 @@ func TestDevAWS_RunCancelAndResumeWithoutAnAccount(t *testing.T) {
 	// exists.
 	writeTestFile(t, filepath.Join(dir, "engine.sh"), `read line
 env > "env-$STRATUS_TASK_ID.txt"
+echo "$0" > "self-$STRATUS_TASK_ID.txt"
 if [ -f slow ]; then sleep 300; fi
 printf '{"subrun_report": "ok"}\n'
 `)
@@ -115,6 +116,12 @@ printf '{"subrun_report": "ok"}\n'
 		t.Fatalf("engine environments %v; want one per agent step", envs)
 	}
 	for _, e := range envs {
+		// The engine script is the run's frozen copy the payload carried,
+		// not the operator's file (issue 11 § 2).
+		self := strings.TrimSpace(readFile(t, strings.Replace(e, "env-", "self-", 1)))
+		if self == "engine.sh" || strings.HasPrefix(self, dir) || !filepath.IsAbs(self) {
+			t.Errorf("the engine ran the operator's script %q, not the run's frozen copy", self)
+		}
 		env := readFile(t, e)
 		if strings.Contains(env, "STRATUS_OPERATOR_ONLY") || !strings.Contains(env, "STRATUS_HANDLE=wh-") || !strings.Contains(env, "STRATUS_API_URL=http://127.0.0.1:") {
 			t.Errorf("a worker's environment (%s) holds the operator's or lacks RunTask's:\n%s", e, env)

@@ -234,8 +234,15 @@ func materialize(ctx context.Context, sk sink.Sink, m *Manifest, dir string) (*B
 	if err != nil {
 		return nil, err
 	}
+	var engineFiles map[string]string
+	for _, f := range m.EngineFiles {
+		if engineFiles == nil {
+			engineFiles = map[string]string{}
+		}
+		engineFiles[f.Ref] = local(f.Path)
+	}
 	return &Bundle{
-		Env:      &worker.RunEnv{Flow: fl, FlowDir: local(FlowsDir), Task: tk, Config: cfg, ToolsDir: local(ToolsDir)},
+		Env:      &worker.RunEnv{Flow: fl, FlowDir: local(FlowsDir), Task: tk, Config: cfg, ToolsDir: local(ToolsDir), EngineFiles: engineFiles},
 		Dir:      dir,
 		TaskPath: local(m.TaskFile),
 		ToolsDir: local(ToolsDir),

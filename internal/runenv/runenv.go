@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	iofs "io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -31,6 +32,7 @@ const (
 	TaskDir      = "task"
 	FlowsDir     = "flows"
 	ToolsDir     = "tools"
+	EngineDir    = "engine" // the files providers' launch specs name
 )
 
 // Limits on what Freeze uploads: a run's environment is prompts, YAML and
@@ -51,6 +53,17 @@ type Manifest struct {
 	TaskType string `json:"task_type"` // the flow: flows/<task_type>.yaml
 	TaskFile string `json:"task_file"` // bundle path of the task file: task/<name>
 	Files    []File `json:"files"`     // sorted by Path
+	// EngineFiles are the files providers' launch specs name (an arg or an
+	// env value that is the path of a regular file: the script engine's
+	// scenario, a shell engine's script), frozen under engine/ so that a
+	// worker needs nothing from the operator's disk (issue 11 § 2).
+	EngineFiles []EngineFile `json:"engine_files,omitempty"`
+}
+
+// EngineFile is one file a provider's launch spec names.
+type EngineFile struct {
+	Ref  string `json:"ref"`  // the arg or env value as config.yaml writes it
+	Path string `json:"path"` // its bundle path: engine/<n>-<base name>
 }
 
 // File is one file of a bundle.
@@ -139,7 +152,11 @@ func Freeze(ctx context.Context, sk sink.Sink, runID, workDir, flowsDir, taskPat
 	if err := b.addDir(ToolsDir, filepath.Join(state, ToolsDir), false); err != nil {
 		return nil, err
 	}
-	m := &Manifest{Version: ManifestVersion, RunID: runID, TaskType: tk.TaskType, TaskFile: taskKey, Files: b.manifestFiles()}
+	engineFiles, err := b.addEngineFiles(workDir, cfg)
+	if err != nil {
+		return nil, err
+	}
+	m := &Manifest{Version: ManifestVersion, RunID: runID, TaskType: tk.TaskType, TaskFile: taskKey, Files: b.manifestFiles(), EngineFiles: engineFiles}
 	mb, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return nil, err
@@ -267,8 +284,13 @@ func ReadManifest(ctx context.Context, sk sink.Sink, runID string) (*Manifest, e
 	}
 	for _, f := range m.Files {
 		top, _, _ := strings.Cut(f.Path, "/")
-		if sink.CheckKey(f.Path) != nil || !(f.Path == ConfigFile || top == TaskDir || top == FlowsDir || top == ToolsDir) {
-			return nil, stratus.Errorf(stratus.EINVALID, "%s lists %q, which is not a bundle path (config.yaml, task/, flows/, tools/)", key, f.Path)
+		if sink.CheckKey(f.Path) != nil || !(f.Path == ConfigFile || top == TaskDir || top == FlowsDir || top == ToolsDir || top == EngineDir) {
+			return nil, stratus.Errorf(stratus.EINVALID, "%s lists %q, which is not a bundle path (config.yaml, task/, flows/, tools/, engine/)", key, f.Path)
+		}
+	}
+	for _, e := range m.EngineFiles {
+		if !slices.ContainsFunc(m.Files, func(f File) bool { return f.Path == e.Path }) || path.Dir(e.Path) != EngineDir {
+			return nil, stratus.Errorf(stratus.EINVALID, "%s names engine file %q for %q, which it does not list under %s/", key, e.Path, e.Ref, EngineDir)
 		}
 	}
 	if path.Dir(m.TaskFile) != TaskDir {
@@ -280,4 +302,61 @@ func ReadManifest(ctx context.Context, sk sink.Sink, runID string) (*Manifest, e
 		}
 	}
 	return &m, nil
+}
+
+// MaxEngineFileBytes bounds one file a provider's launch spec names (it
+// travels to every worker in its prompt payload).
+const MaxEngineFileBytes = 1 << 20
+
+// addEngineFiles freezes the files the providers' launch specs name: the
+// command when it is a path, and every arg and env value of every provider
+// that is the path of a regular file,
+// absolute or relative to the provider's dir (the engine's working
+// directory: dir under the work dir, else the work dir), up to
+// MaxEngineFileBytes each. Placeholders and "$VAR" values name no file.
+func (b *builder) addEngineFiles(workDir string, cfgBytes []byte) ([]EngineFile, error) {
+	cfg, err := config.Parse("config.yaml", cfgBytes)
+	if err != nil {
+		return nil, err
+	}
+	var out []EngineFile
+	seen := map[string]bool{}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Agents.Providers)) {
+		p := cfg.Agents.Providers[name]
+		var refs []string
+		if strings.Contains(p.Command, "/") {
+			refs = append(refs, p.Command) // a path, not a name looked up in PATH
+		}
+		refs = append(refs, p.Args...)
+		for _, k := range slices.Sorted(maps.Keys(p.Env)) {
+			refs = append(refs, p.Env[k])
+		}
+		for _, ref := range refs {
+			if ref == "" || seen[ref] || strings.ContainsAny(ref, "{}$") {
+				continue
+			}
+			path := ref
+			if !filepath.IsAbs(path) {
+				path = filepath.Join(workDir, p.Dir, path)
+			}
+			fi, err := os.Stat(path)
+			if err != nil || !fi.Mode().IsRegular() {
+				continue
+			}
+			if fi.Size() > MaxEngineFileBytes {
+				return nil, stratus.FieldErrorf(stratus.ETOOLARGE, "agents.providers."+name, "%s names %s, %d bytes; a file a launch spec names travels to every worker and may be at most %d bytes", ref, path, fi.Size(), MaxEngineFileBytes)
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return nil, fmt.Errorf("read %s (named by provider %s): %w", path, name, err)
+			}
+			seen[ref] = true
+			rel := fmt.Sprintf("%s/%d-%s", EngineDir, len(out)+1, filepath.Base(path))
+			if err := b.add(rel, data, fi.Mode()&0o111 != 0); err != nil {
+				return nil, err
+			}
+			out = append(out, EngineFile{Ref: ref, Path: rel})
+		}
+	}
+	return out, nil
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -515,5 +516,84 @@ func TestEnvFunc_LoadsThroughDefaultCache(t *testing.T) {
 	again, err := runenv.Load(ctx, sk, id)
 	if err != nil || again != env {
 		t.Errorf("Load after EnvFunc = %p, %v; want the cached %p", again, err, env)
+	}
+}
+
+// Issue 11 § 2 (a worker needs nothing from the operator's disk): the files
+// a provider's launch spec names — its command when that is a path, an arg,
+// an env value — are frozen under engine/ and come back from the sink byte
+// for byte, executable bits kept, keyed by the value as config.yaml writes
+// it; names looked up in PATH, placeholders and "$VAR" values are not
+// files; one over MaxEngineFileBytes is ETOOLARGE naming the provider.
+func TestFreeze_EngineFilesTravelWithTheRun(t *testing.T) {
+	for name, newSink := range sinks {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			w := newWorkDir(t)
+			write(t, filepath.Join(w.dir, "engines", "run.sh"), []byte("#!/bin/sh\necho engine\n"), 0o755)
+			write(t, filepath.Join(w.dir, "engines", "scenario.json"), []byte(`{"turns":[]}`), 0o644)
+			write(t, filepath.Join(w.dir, "abs.txt"), []byte("absolute"), 0o644)
+			cfg := config.Default()
+			cfg.Agents.Providers["shell"] = config.Provider{Command: "./run.sh", Dir: "engines",
+				Args: []string{"scenario.json", "{kind}", "--flag"},
+				Env:  map[string]string{"NOTES": filepath.Join(w.dir, "abs.txt"), "KEY": "$SECRET"}}
+			cfgBytes, err := config.Marshal(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sk := newSink(t)
+			m, err := runenv.Freeze(ctx, sk, "run-ef", w.dir, "", w.task, cfgBytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			refs := map[string]bool{}
+			for _, f := range m.EngineFiles {
+				refs[f.Ref] = true
+			}
+			want := map[string]bool{"./run.sh": true, "scenario.json": true, filepath.Join(w.dir, "abs.txt"): true}
+			if !reflect.DeepEqual(refs, want) {
+				t.Errorf("engine files for %v, want %v", refs, want)
+			}
+			b, err := runenv.NewCache(t.TempDir(), 0).Load(ctx, sk, "run-ef")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for ref, src := range map[string]string{
+				"./run.sh":                      filepath.Join(w.dir, "engines", "run.sh"),
+				"scenario.json":                 filepath.Join(w.dir, "engines", "scenario.json"),
+				filepath.Join(w.dir, "abs.txt"): filepath.Join(w.dir, "abs.txt"),
+			} {
+				got, ok := b.Env.EngineFiles[ref]
+				if !ok {
+					t.Errorf("RunEnv.EngineFiles has no %q: %v", ref, b.Env.EngineFiles)
+					continue
+				}
+				if !strings.HasPrefix(got, b.Dir) {
+					t.Errorf("%q maps to %s, outside the bundle %s", ref, got, b.Dir)
+				}
+				gb, _ := os.ReadFile(got)
+				wb, _ := os.ReadFile(src)
+				if !bytes.Equal(gb, wb) {
+					t.Errorf("%q: frozen copy %q, want %q", ref, gb, wb)
+				}
+			}
+			if fi, err := os.Stat(b.Env.EngineFiles["./run.sh"]); err != nil || fi.Mode()&0o100 == 0 {
+				t.Errorf("the engine script lost its executable bit: %v %v", fi, err)
+			}
+
+			// Too large: refused before anything is written, naming the provider.
+			big := filepath.Join(w.dir, "engines", "big.bin")
+			write(t, big, make([]byte, runenv.MaxEngineFileBytes+1), 0o644)
+			cfg.Agents.Providers["shell"] = config.Provider{Command: "sh", Args: []string{big}}
+			cfgBytes, _ = config.Marshal(cfg)
+			_, err = runenv.Freeze(ctx, sk, "run-ef-big", w.dir, "", w.task, cfgBytes)
+			if stratus.ErrorCode(err) != stratus.ETOOLARGE || !strings.Contains(err.Error(), "agents.providers.shell") {
+				t.Errorf("a %d-byte engine file: %v, want ETOOLARGE naming agents.providers.shell", runenv.MaxEngineFileBytes+1, err)
+			}
+			if _, err := runenv.ReadManifest(ctx, sk, "run-ef-big"); err == nil {
+				t.Errorf("a refused freeze left a manifest behind")
+			}
+		})
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,6 +84,12 @@ func Run(ctx context.Context, o Options) error {
 		c.Fail(ctx, p.TaskID, string(contract.Failed), err.Error())
 		return err
 	}
+	cleanup, err := placeEngineFiles(p.Engine, &spec)
+	if err != nil {
+		c.Fail(ctx, p.TaskID, string(contract.Failed), err.Error())
+		return err
+	}
+	defer cleanup()
 	req := contract.Request{Kind: p.Engine.Kind, Input: p.Engine.Input, Schema: p.Engine.Schema}
 	var schema *outputschema.Schema
 	if len(p.Engine.Schema) > 0 {
@@ -341,4 +348,52 @@ func Reason(res contract.Result, deadlineMS int) string {
 		return "the engine yielded its context without a report"
 	}
 	return string(res.Terminal)
+}
+
+// placeEngineFiles writes the files the launch spec names (e.Files: frozen
+// with the run, carried by the payload) to a directory of the runner's own
+// and makes spec's command, args and env name those copies instead: a worker needs
+// nothing from the operator's disk (issue 11 § 2). cleanup removes them.
+func placeEngineFiles(e *worker.EngineSpec, spec *contract.LaunchSpec) (cleanup func(), err error) {
+	if len(e.Files) == 0 {
+		return func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "stratus-engine-files-")
+	if err != nil {
+		return nil, fmt.Errorf("engine files: %w", err)
+	}
+	cleanup = func() { os.RemoveAll(dir) }
+	local := map[string]string{}
+	for i, f := range e.Files {
+		name := filepath.Base(f.Name)
+		if name == "." || name == ".." || name == "/" || name == "" {
+			name = "file"
+		}
+		p := filepath.Join(dir, fmt.Sprintf("%d-%s", i+1, name))
+		mode := os.FileMode(0o644)
+		if f.Executable {
+			mode = 0o755
+		}
+		if err := os.WriteFile(p, f.Body, mode); err != nil {
+			cleanup()
+			return nil, fmt.Errorf("engine file %s: %w", f.Ref, err)
+		}
+		local[f.Ref] = p
+	}
+	if p, ok := local[spec.Command]; ok {
+		spec.Command = p
+	}
+	args := slices.Clone(spec.Args)
+	for i, a := range args {
+		if p, ok := local[a]; ok {
+			args[i] = p
+		}
+	}
+	spec.Args = args
+	for k, v := range spec.Env {
+		if p, ok := local[v]; ok {
+			spec.Env[k] = p
+		}
+	}
+	return cleanup, nil
 }

@@ -283,3 +283,38 @@ printf '{"subrun_report":"too late"}\n'
 		t.Errorf("a gone step's report was submitted: %q", f.submitted)
 	}
 }
+
+// Issue 11 § 2: the files a launch spec names arrive in the payload; the
+// runner writes them to a directory of its own, runs the engine with its
+// copies in their place (command, args and env alike), and removes them
+// when the attempt ends. Nothing is read from where config.yaml said.
+func TestRun_EngineFilesArePlacedAndNamed(t *testing.T) {
+	t.Parallel()
+	f, o := setup(t, "")
+	engine := "#!/bin/sh\nread l\nprintf '{\"subrun_report\":\"%s|%s|%s\"}\\n' \"$0\" \"$(cat \"$1\")\" \"$(cat \"$NOTES\")\"\n"
+	f.engine.Command = "./missing/engine.sh"
+	f.engine.Args = []string{"scenario.txt"}
+	f.engine.Env = map[string]string{"NOTES": "/nowhere/notes.txt"}
+	f.engine.Files = []worker.EngineFile{
+		{Ref: "./missing/engine.sh", Name: "engine.sh", Body: []byte(engine), Executable: true},
+		{Ref: "scenario.txt", Name: "scenario.txt", Body: []byte("the scenario")},
+		{Ref: "/nowhere/notes.txt", Name: "notes.txt", Body: []byte("the notes")},
+	}
+	if err := Run(context.Background(), o); err != nil {
+		t.Fatal(err, f.failed)
+	}
+	if len(f.submitted) != 1 {
+		t.Fatalf("submitted %q failed %q", f.submitted, f.failed)
+	}
+	parts := strings.Split(f.submitted[0], "|")
+	if len(parts) != 3 || parts[1] != "the scenario" || parts[2] != "the notes" {
+		t.Fatalf("engine saw %q, want its $0|the scenario|the notes", f.submitted[0])
+	}
+	self := parts[0]
+	if !strings.HasSuffix(self, "engine.sh") || strings.HasPrefix(self, "./missing") {
+		t.Errorf("engine ran as %q, want the runner's copy", self)
+	}
+	if _, err := os.Stat(filepath.Dir(self)); !os.IsNotExist(err) {
+		t.Errorf("the engine files' dir %s outlived the attempt: %v", filepath.Dir(self), err)
+	}
+}

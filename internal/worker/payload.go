@@ -3,7 +3,11 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -78,6 +82,49 @@ type EngineSpec struct {
 	Reasoning         string `json:"reasoning,omitempty"`
 	PermissionProfile string `json:"permission_profile"`
 	NetworkAccess     bool   `json:"network_access"`
+	// Files are the files Command, Args and Env name, frozen with the run
+	// (RunEnv.EngineFiles): the runner writes them to a directory of its
+	// own and names its copies instead, so a worker needs nothing from the
+	// operator's disk (issue 11 § 2).
+	Files []EngineFile `json:"files,omitempty"`
+}
+
+// EngineFile is one file a launch spec names.
+type EngineFile struct {
+	Ref        string `json:"ref"`  // the arg or env value that names it, as written
+	Name       string `json:"name"` // its base name
+	Body       []byte `json:"body"` // base64 in JSON
+	Executable bool   `json:"executable,omitempty"`
+}
+
+// engineFiles reads the frozen files e's args and env values name.
+func engineFiles(env *RunEnv, e *EngineSpec) ([]EngineFile, error) {
+	if len(env.EngineFiles) == 0 {
+		return nil, nil
+	}
+	refs := append([]string{e.Command}, e.Args...)
+	for _, k := range slices.Sorted(maps.Keys(e.Env)) {
+		refs = append(refs, e.Env[k])
+	}
+	var out []EngineFile
+	seen := map[string]bool{}
+	for _, ref := range refs {
+		p, ok := env.EngineFiles[ref]
+		if !ok || seen[ref] {
+			continue
+		}
+		seen[ref] = true
+		body, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("the run's frozen copy of %s: %w", ref, err)
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, EngineFile{Ref: ref, Name: filepath.Base(ref), Body: body, Executable: fi.Mode()&0o111 != 0})
+	}
+	return out, nil
 }
 
 // FetchPrompt serves GET /v1/worker/prompt for an authorized caller (verb
@@ -161,6 +208,9 @@ func (s *Service) FetchPrompt(ctx context.Context, authorization, tid string) (*
 	}
 	if node.OutputSchema != "" {
 		eng.Schema = json.RawMessage(node.OutputSchema)
+	}
+	if eng.Files, err = engineFiles(env, eng); err != nil {
+		return nil, err
 	}
 	return &Payload{TaskID: step.TID, Attempt: att.N, Agent: att.Agent, System: att.System, SystemRef: systemRef(step.TID, att.N, att.System), Prompt: att.Prompt,
 		Context: cx, StepRef: step.StepRef, Engine: eng}, nil

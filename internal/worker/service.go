@@ -32,6 +32,11 @@ type RunEnv struct {
 	// per run, so an edit mid-run, or by a workspace-write agent, does not
 	// reach a later step); "" = <work dir>/.stratus/tools, read live.
 	ToolsDir string
+	// EngineFiles maps each arg or env value of a provider's launch spec
+	// that names a file (runenv: frozen with the run) to the frozen copy's
+	// path here; the prompt payload carries those files to the worker
+	// (EngineSpec.Files), which needs nothing from the operator's disk.
+	EngineFiles map[string]string
 }
 
 // Event types reported to Service.OnEvent.

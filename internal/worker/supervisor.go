@@ -321,6 +321,9 @@ func (s *Service) supervisorPayload(ctx context.Context, c *Caller) (*Payload, e
 	if prov.Dir != "" {
 		eng.Dir = path.Join(run.WorkDir, prov.Dir)
 	}
+	if eng.Files, err = engineFiles(env, eng); err != nil {
+		return nil, err
+	}
 	return &Payload{TaskID: step.TID, Attempt: att.N, Agent: att.Agent, System: att.System, SystemRef: systemRef(step.TID, att.N, att.System),
 		Prompt: att.Prompt, Context: cx, StepRef: step.StepRef, Engine: eng}, nil
 }
