@@ -52,10 +52,44 @@ type Run struct {
 	// MaxCostUSD and MaxTokens cap the run's spend (0: no cap): the task's
 	// max_cost_usd / max_tokens, else config.yaml limits; a resume may
 	// raise them (issue 11 § 7).
-	MaxCostUSD float64   `json:"max_cost_usd,omitempty"`
-	MaxTokens  int64     `json:"max_tokens,omitempty"`
-	CreatedAt  time.Time `json:"created_at"`
-	EndedAt    time.Time `json:"ended_at,omitzero"`
+	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
+	MaxTokens  int64   `json:"max_tokens,omitempty"`
+	// Workspace is the run's repository as it travels to its workers
+	// (issue 12); nil when the engines work in WorkDir itself.
+	Workspace *Workspace `json:"workspace,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+	EndedAt   time.Time  `json:"ended_at,omitzero"`
+}
+
+// Workspace is a run's repository as it travels to workers that have no
+// disk of the operator's (issue 12 § 1-2; DESIGN.md § Workspaces): the
+// base snapshot commit frozen at run start and the head its
+// workspace-write steps advance, every commit carried by a git bundle in
+// the sink. Root, Base, Origin and Prefix never change; Head and Bundles
+// change only through the store's fenced AdvanceWorkspace.
+type Workspace struct {
+	// Root is the path a payload names the workspace by; each worker puts
+	// its own checkout in its place, so no payload carries the operator's
+	// path.
+	Root string `json:"root"`
+	// Base is the base snapshot commit: one parentless commit of the work
+	// dir's content (full SHA-1 hex).
+	Base string `json:"base"`
+	// Origin is the operator's HEAD commit at run start ("" when the work
+	// dir is not in a git repository or it had no commit): stratus pull
+	// builds the run's branch on it.
+	Origin string `json:"origin,omitempty"`
+	// Prefix is the work dir's path inside its repository ("sub/dir/"; ""
+	// at the top level).
+	Prefix string `json:"prefix,omitempty"`
+	// Exclude lists the work-dir-relative paths that are Stratus's own
+	// (its state dir, the run's ctx dir): never in a snapshot or a commit.
+	Exclude []string `json:"exclude,omitempty"`
+	// Head is the run's latest commit: Base until a step writes.
+	Head string `json:"head"`
+	// Bundles are the sink keys of the bundles that carry Base..Head: the
+	// base bundle, then one per advancing step, in order.
+	Bundles []string `json:"bundles"`
 }
 
 // Step states.

@@ -105,7 +105,11 @@ func runCancel(o *CancelOptions) error {
 	case stratus.RunTerminal(res.Was):
 		fmt.Fprintf(o.IO.Out, "run %s already ended: %s\n", res.RunID, res.Status)
 	case err == nil:
-		fmt.Fprintf(o.IO.Out, "run %s: %s (was %s); `stratus resume %s` goes on from where it stopped\n", res.RunID, res.Status, res.Was, res.RunID)
+		hint := ""
+		if o.Target == TargetAWS {
+			hint = o.AWS.flagsHint()
+		}
+		fmt.Fprintf(o.IO.Out, "run %s: %s (was %s); `stratus resume %s%s` goes on from where it stopped\n", res.RunID, res.Status, res.Was, res.RunID, hint)
 	}
 	return err
 }

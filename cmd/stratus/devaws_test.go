@@ -79,14 +79,20 @@ func TestDevAWS_RunCancelAndResumeWithoutAnAccount(t *testing.T) {
 	}
 	// The engine leaves its environment behind, and hangs while "slow"
 	// exists.
+	// The engine leaves its environment, its script's path and its
+	// working directory in a spy dir outside the work dir (a worker has
+	// none of the operator's: its own checkout is its cwd), and hangs while
+	// the spy dir holds "slow".
+	spy := t.TempDir()
 	writeTestFile(t, filepath.Join(dir, "engine.sh"), `read line
-env > "env-$STRATUS_TASK_ID.txt"
-echo "$0" > "self-$STRATUS_TASK_ID.txt"
-if [ -f slow ]; then sleep 300; fi
+env > "$SPY/env-$STRATUS_TASK_ID.txt"
+echo "$0" > "$SPY/self-$STRATUS_TASK_ID.txt"
+pwd > "$SPY/pwd-$STRATUS_TASK_ID.txt"
+if [ -f "$SPY/slow" ]; then sleep 300; fi
 printf '{"subrun_report": "ok"}\n'
 `)
 	path := filepath.Join(dir, ".stratus/config.yaml")
-	cfg := strings.Replace(readFile(t, path), "  providers:\n", "  providers:\n    shx:\n      command: sh\n      args: [engine.sh]\n", 1)
+	cfg := strings.Replace(readFile(t, path), "  providers:\n", "  providers:\n    shx:\n      command: sh\n      args: [engine.sh]\n      env: {SPY: "+spy+"}\n", 1)
 	writeTestFile(t, path, strings.Replace(cfg, "primary: echo", "primary: shx", 1))
 	writeTestFile(t, filepath.Join(dir, ".stratus/flows/tiny.yaml"), `flow:
   name: tiny
@@ -111,7 +117,7 @@ printf '{"subrun_report": "ok"}\n'
 	if r.code != ExitOK || join(steps(r.stderr)) != "first#1:done answer#1:done publish#1:done" {
 		t.Fatalf("run on dev aws: exit %d, steps %s\n%s", r.code, join(steps(r.stderr)), r.stderr)
 	}
-	envs, _ := filepath.Glob(filepath.Join(dir, "env-*.txt"))
+	envs, _ := filepath.Glob(filepath.Join(spy, "env-*.txt"))
 	if len(envs) != 2 {
 		t.Fatalf("engine environments %v; want one per agent step", envs)
 	}
@@ -122,13 +128,16 @@ printf '{"subrun_report": "ok"}\n'
 		if self == "engine.sh" || strings.HasPrefix(self, dir) || !filepath.IsAbs(self) {
 			t.Errorf("the engine ran the operator's script %q, not the run's frozen copy", self)
 		}
+		if pwd := strings.TrimSpace(readFile(t, strings.Replace(e, "env-", "pwd-", 1))); strings.HasPrefix(pwd, dir) {
+			t.Errorf("the engine worked in %s, under the operator's work dir %s", pwd, dir)
+		}
 		env := readFile(t, e)
 		if strings.Contains(env, "STRATUS_OPERATOR_ONLY") || !strings.Contains(env, "STRATUS_HANDLE=wh-") || !strings.Contains(env, "STRATUS_API_URL=http://127.0.0.1:") {
 			t.Errorf("a worker's environment (%s) holds the operator's or lacks RunTask's:\n%s", e, env)
 		}
 	}
 
-	writeTestFile(t, filepath.Join(dir, "slow"), "")
+	writeTestFile(t, filepath.Join(spy, "slow"), "")
 	r = runCLI(t, append([]string{"run", task, "--dir", dir, "--detach", "--json"}, flags...)...)
 	var started struct {
 		RunID string `json:"run_id"`
@@ -151,7 +160,7 @@ printf '{"subrun_report": "ok"}\n'
 	if r := runCLI(t, append([]string{"cancel", started.RunID}, flags...)...); r.code != ExitOK || !strings.Contains(r.stdout, ": interrupted (was running)") {
 		t.Fatalf("cancel on dev aws: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	os.Remove(filepath.Join(dir, "slow"))
+	os.Remove(filepath.Join(spy, "slow"))
 	r = runCLI(t, append([]string{"resume", started.RunID}, flags...)...)
 	if r.code != ExitOK || join(steps(r.stderr)) != "first#2:done answer#1:done publish#1:done" {
 		t.Errorf("resume on dev aws: exit %d, steps %s\n%s", r.code, join(steps(r.stderr)), r.stderr)

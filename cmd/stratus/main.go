@@ -86,6 +86,7 @@ func newRootCmd(io IO) *cobra.Command {
 		newResumeCmd(io),
 		newStatusCmd(io),
 		newRunsCmd(io),
+		newPullCmd(io),
 		newCancelCmd(io),
 		newDevCmd(io),
 		newValidateCmd(io),

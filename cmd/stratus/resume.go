@@ -124,7 +124,7 @@ func resumeAWS(o *ResumeOptions, r lifecycle.Resume) error {
 	}
 	res, err := tg.Follow(ctx, st.Run, st.Env, awsrun.FollowOptions{Progress: o.IO.Err, Poll: o.AWS.Poll, Skip: st.Before})
 	if errors.Is(err, context.Canceled) {
-		fmt.Fprintf(o.IO.Err, "stratus: interrupted: stopped following run %s; its execution goes on (stratus status %s --target aws shows it)\n", st.Run.ID, st.Run.ID)
+		fmt.Fprintf(o.IO.Err, "stratus: interrupted: stopped following run %s; its execution goes on (stratus status %s%s shows it)\n", st.Run.ID, st.Run.ID, o.AWS.flagsHint())
 		return &exitError{code: ExitInterrupted}
 	}
 	if err != nil {

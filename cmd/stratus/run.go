@@ -32,6 +32,8 @@ type RunOptions struct {
 	// Target and AWS: --target aws runs on a deployed stack (runaws.go).
 	Target string
 	AWS    AWSOptions
+	// NoPull: --target aws does not pull the run's commits at its end.
+	NoPull bool
 }
 
 func newRunCmd(io IO) *cobra.Command {
@@ -76,6 +78,7 @@ manual_action_required, 130 interrupted, 2 bad input.`,
 	}
 	cmd.Flags().StringVar(&o.Dir, "dir", ".", "work directory holding .stratus/")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON on stdout")
+	cmd.Flags().BoolVar(&o.NoPull, "no-pull", false, "with --target aws: do not bring the run's commits back as branch stratus/<task_id> at its end")
 	cmd.Flags().BoolVar(&o.Detach, "detach", false, "start the run in the background, print its id and return at once")
 	cmd.Flags().StringVar(&o.RunID, "run-id", "", "the id to give the new run (r-<yyyymmddThhmmss>-<6 hex>)")
 	cmd.Flags().MarkHidden("run-id")

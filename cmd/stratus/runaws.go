@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/stratusflow/stratus"
@@ -31,15 +32,22 @@ func runRunAWS(o *RunOptions) error {
 		return usageOr(err)
 	}
 	if o.Detach {
-		return printDetached(o.IO, o.JSON, st.Run.ID, "--target aws")
+		return printDetached(o.IO, o.JSON, st.Run.ID, strings.TrimPrefix(o.AWS.flagsHint(), " "))
 	}
 	res, err := tg.Follow(ctx, st.Run, st.Env, awsrun.FollowOptions{Progress: o.IO.Err, Poll: o.AWS.Poll})
 	if errors.Is(err, context.Canceled) {
-		fmt.Fprintf(o.IO.Err, "stratus: interrupted: stopped following run %s; its execution goes on (stratus status %s --target aws shows it)\n", st.Run.ID, st.Run.ID)
+		fmt.Fprintf(o.IO.Err, "stratus: interrupted: stopped following run %s; its execution goes on (stratus status %s%s shows it)\n", st.Run.ID, st.Run.ID, o.AWS.flagsHint())
 		return &exitError{code: ExitInterrupted}
 	}
 	if err != nil {
 		return err
+	}
+	if !o.NoPull && res.Run.Workspace != nil {
+		// The run's commits come back as a branch (issue 12 § 4); a pull
+		// that cannot be made is said, and the run's status stands.
+		if _, err := pull(ctx, o.IO, tg.Sink, res.Run, o.Dir); err != nil {
+			fmt.Fprintf(o.IO.Err, "stratus: warning: the run's commits were not pulled: %v (stratus pull %s --dir DIR%s tries again)\n", err, res.Run.ID, o.AWS.flagsHint())
+		}
 	}
 	return printRun(o.IO, o.JSON, res)
 }

@@ -43,6 +43,20 @@ type AWSOptions struct {
 	Poll         time.Duration
 }
 
+// flagsHint is " --target aws" and the flags o was given, as a hint
+// printed for the operator to copy (a region, stack or endpoint that came
+// from the environment is not repeated: the same environment gives it).
+func (o AWSOptions) flagsHint() string {
+	h := " --target aws"
+	for _, f := range []struct{ name, v string }{{"endpoint-url", o.EndpointURL}, {"region", o.Region}, {"stack", o.Stack},
+		{"state-machine", o.StateMachine}, {"table", o.Table}, {"table-prefix", o.TablePrefix}, {"bucket", o.Bucket}, {"bucket-prefix", o.BucketPrefix}} {
+		if f.v != "" {
+			h += " --" + f.name + " " + f.v
+		}
+	}
+	return h
+}
+
 // awsFlags are the names addTargetFlags registers besides --target.
 var awsFlags = []string{"endpoint-url", "region", "stack", "state-machine", "table", "table-prefix", "bucket", "bucket-prefix", "poll-interval"}
 

@@ -111,8 +111,16 @@ func (t *Target) Start(ctx context.Context, o StartOptions) (*Started, error) {
 	if err := lifecycle.PutDefinition(ctx, t.Sink, runID, def); err != nil {
 		return nil, err
 	}
+	// A worker on AWS has no disk of the operator's: the work dir travels
+	// with the run as its base snapshot (issue 12 § 1).
+	fz, err := lifecycle.FreezeWorkspace(ctx, t.Sink, worker.WorkspaceKeys("", runID), worker.WorkspaceRoot(runID), dir, cfg, tk.ID)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(progress, "stratus: workspace %s: %d files, %d bytes, bundle %d bytes, frozen in %d ms (base %s)\n",
+		dir, fz.Files, fz.Bytes, fz.BundleBytes, fz.Took.Milliseconds(), fz.Workspace.Base[:12])
 	run := stratus.Run{ID: runID, TaskID: tk.ID, TaskTitle: tk.Title, Flow: fl.TaskType, Status: stratus.RunRunning,
-		WorkDir: dir, TaskPath: taskPath, CreatedAt: time.Now().UTC()}
+		WorkDir: dir, TaskPath: taskPath, Workspace: fz.Workspace, CreatedAt: time.Now().UTC()}
 	run.MaxCostUSD, run.MaxTokens = lifecycle.Caps(cfg, tk)
 	if err := t.Store.CreateRun(ctx, run); err != nil {
 		return nil, err

@@ -96,7 +96,21 @@ type Phase struct {
 type Limits struct {
 	MaxCostUSD float64 `yaml:"max_cost_usd,omitempty"` // US dollars
 	MaxTokens  int64   `yaml:"max_tokens,omitempty"`   // prompt + completion tokens
+	// MaxSnapshotBytes caps a run's workspace snapshot (the sum of its
+	// files' sizes) and each step's bundle, bytes; 0 = 256 MiB (issue 12 § 6).
+	MaxSnapshotBytes int64 `yaml:"max_snapshot_bytes,omitempty"`
 }
+
+// Workspace modes (config `workspace`, a task's `workspace`; issue 12 § 5).
+const (
+	// WorkspaceWorkDir: embedded engines work in the work dir itself.
+	WorkspaceWorkDir = "workdir"
+	// WorkspaceWorktree: the run's repository travels as on AWS (a base
+	// snapshot, a commit per workspace-write step); engines work in a
+	// checkout of their own, never in the operator's, and the run's
+	// commits come back as branch stratus/<task_id> in a git worktree.
+	WorkspaceWorktree = "worktree"
+)
 
 // HITL configures human-in-the-loop waits.
 type HITL struct {
@@ -211,6 +225,12 @@ func (c *Config) blocks(ps *problems) {
 	}
 	if c.Limits.MaxTokens < 0 {
 		bad("limits.max_tokens", "%d is negative; valid: a token count > 0, or 0 for no cap", c.Limits.MaxTokens)
+	}
+	if c.Limits.MaxSnapshotBytes < 0 {
+		bad("limits.max_snapshot_bytes", "%d is negative; valid: a size in bytes > 0, or 0 for the default 256 MiB", c.Limits.MaxSnapshotBytes)
+	}
+	if c.Workspace != "" && c.Workspace != WorkspaceWorkDir && c.Workspace != WorkspaceWorktree {
+		bad("workspace", "%q is not a workspace mode; valid: %s (engines work in the work dir) or %s (a checkout of their own; commits come back as branch stratus/<task_id>)", c.Workspace, WorkspaceWorkDir, WorkspaceWorktree)
 	}
 	if c.Agents.MaxFixCycles < 0 {
 		bad("agents.max_fix_cycles", "%d is negative; valid: a cap > 0 on every loop budget, or 0 for none", c.Agents.MaxFixCycles)

@@ -47,6 +47,10 @@ type Config struct {
 	// Limits caps what one run may spend (issue 11 § 7); a task's front
 	// matter max_cost_usd / max_tokens win.
 	Limits Limits `yaml:"limits,omitempty"`
+	// Workspace is where embedded engines work: WorkspaceWorkDir (""
+	// too) or WorkspaceWorktree; a task's front matter workspace wins. On
+	// AWS the repository always travels (issue 12).
+	Workspace string `yaml:"workspace,omitempty"`
 	// PromptAudit records who received what prompt per step (seed 004 §
 	// prompt_audit); a task's front matter prompt_audit overrides it.
 	PromptAudit bool `yaml:"prompt_audit,omitempty"`

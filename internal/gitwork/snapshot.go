@@ -46,7 +46,7 @@ func (t *Tree) Snapshot(ctx context.Context, base string, exclude []string) (*Sn
 		return nil, err
 	}
 	add := []string{"add", "--all", "--", "."}
-	for _, x := range exclude {
+	for _, x := range notIgnored(ctx, t.Dir, exclude) {
 		add = append(add, ":(exclude)"+x)
 	}
 	if _, err := Run(ctx, t.Dir, env, add...); err != nil {
@@ -62,6 +62,28 @@ func (t *Tree) Snapshot(ctx context.Context, base string, exclude []string) (*Sn
 		return nil, err
 	}
 	return &Snapshot{Base: base, Paths: paths, Diff: patch}, nil
+}
+
+// notIgnored returns the paths of exclude that git does not ignore in dir:
+// `git add` refuses a pathspec, even an exclude one, that names an ignored
+// path (a .gitignore listing .stratus/), and an ignored path is left out
+// anyway.
+func notIgnored(ctx context.Context, dir string, exclude []string) []string {
+	if len(exclude) == 0 {
+		return nil
+	}
+	out, _ := Run(ctx, dir, nil, append([]string{"check-ignore", "--"}, exclude...)...) // exit 1: none ignored
+	ignored := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		ignored[strings.TrimSuffix(l, "/")] = true
+	}
+	var keep []string
+	for _, x := range exclude {
+		if !ignored[strings.TrimSuffix(x, "/")] {
+			keep = append(keep, x)
+		}
+	}
+	return keep
 }
 
 // parseDiff reads `git diff --raw --numstat --patch -z`: the raw records,
@@ -161,4 +183,58 @@ func parseNumstat(r *records) map[string][2]int {
 		m[name] = [2]int{a, d}
 	}
 	return m
+}
+
+// MaxOverviewPaths bounds the paths change-overview.txt lists (seed 004 §
+// Template variables: at most 200 paths, then a count of the rest).
+const MaxOverviewPaths = 200
+
+// Overview renders change-overview.txt (seed 004 § Template
+// variables): a header with the totals, the base and the full diff's size
+// and path, then one line per changed path — kind, path (old → new for a
+// rename), +added -deleted or "binary" — at most MaxOverviewPaths, then a
+// count of the rest.
+func (snap *Snapshot) Overview(diffPath string) []byte {
+	added, deleted := 0, 0
+	for _, p := range snap.Paths {
+		if p.Added > 0 {
+			added += p.Added
+		}
+		if p.Deleted > 0 {
+			deleted += p.Deleted
+		}
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "Change overview: %s, +%d -%d lines, against base %s\n", plural(len(snap.Paths), "path"), added, deleted, snap.Base)
+	fmt.Fprintf(&b, "Full diff: %s (%d bytes)\n\n", diffPath, len(snap.Diff))
+	for i, p := range snap.Paths {
+		if i == MaxOverviewPaths {
+			fmt.Fprintf(&b, "… and %s\n", morePaths(len(snap.Paths)-i))
+			break
+		}
+		name := p.Path
+		if p.Kind == "R" {
+			name = p.Old + " → " + p.Path
+		}
+		lines := fmt.Sprintf("+%d -%d", p.Added, p.Deleted)
+		if p.Added < 0 {
+			lines = "binary"
+		}
+		fmt.Fprintf(&b, "%s %s %s\n", p.Kind, name, lines)
+	}
+	return b.Bytes()
+}
+
+func morePaths(n int) string {
+	if n == 1 {
+		return "1 more path"
+	}
+	return fmt.Sprintf("%d more paths", n)
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }

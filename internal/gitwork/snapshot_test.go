@@ -157,3 +157,33 @@ func TestParseDiff_RecordsThenPatch(t *testing.T) {
 		t.Errorf("empty output: %v %q %v", p, patch, err)
 	}
 }
+
+// A .gitignore that lists an excluded path (an operator ignoring .stratus/)
+// does not break the snapshot: git add refuses a pathspec naming an
+// ignored path, so ignored excludes are dropped from it.
+func TestSnapshot_ExcludeThatIsIgnored(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	git(t, dir, "init", "-q")
+	os.WriteFile(filepath.Join(dir, ".gitignore"), []byte(".stratus/\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a\n"), 0o644)
+	git(t, dir, "add", "-A")
+	git(t, dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
+	os.MkdirAll(filepath.Join(dir, ".stratus"), 0o755)
+	os.WriteFile(filepath.Join(dir, ".stratus", "x"), []byte("x\n"), 0o644)
+	os.MkdirAll(filepath.Join(dir, "ctx"), 0o755)
+	os.WriteFile(filepath.Join(dir, "ctx", "y"), []byte("y\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("b\n"), 0o644)
+	tree, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, _ := tree.Head(ctx)
+	snap, err := tree.Snapshot(ctx, base, []string{".stratus", "ctx"})
+	if err != nil {
+		t.Fatalf("Snapshot with an ignored exclude: %v", err)
+	}
+	if len(snap.Paths) != 1 || snap.Paths[0].Path != "a.txt" {
+		t.Errorf("paths %+v, want only a.txt", snap.Paths)
+	}
+}

@@ -94,6 +94,9 @@ func New(s *worker.Service) *Handler {
 	h.mux.HandleFunc("POST /v1/worker/stats", h.wrap(h.stats))
 	h.mux.HandleFunc("GET /v1/worker/prompt/system", h.wrap(h.system))
 	h.mux.HandleFunc("POST /v1/worker/degradation", h.wrap(h.degradation))
+	h.mux.HandleFunc("GET /v1/worker/workspace/blob", h.wrap(h.readBlob))
+	h.mux.HandleFunc("PUT /v1/worker/workspace/blob", h.wrap(h.writeBlob))
+	h.mux.HandleFunc("POST /v1/worker/workspace/head", h.wrap(h.advanceHead))
 	h.mux.HandleFunc("GET /v1/agents/{name}/render-size", h.wrap(h.renderSize))
 	h.registerHITL() // hitl.go
 	h.mux.HandleFunc("/", h.wrap(func(w http.ResponseWriter, r *http.Request) error {
@@ -269,6 +272,47 @@ func (h *Handler) system(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Write(b)
+	return nil
+}
+
+// GET /v1/worker/workspace/blob?key= (issue 12 § 1): the bytes of a file of
+// the caller's run's workspace, ctx or report dir, for a sink that does
+// not presign URLs.
+func (h *Handler) readBlob(w http.ResponseWriter, r *http.Request) error {
+	b, err := h.Service.ReadBlob(r.Context(), r.Header.Get("Authorization"), r.URL.Query().Get("key"))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Write(b)
+	return nil
+}
+
+// PUT /v1/worker/workspace/blob?key= (issue 12 § 1): the caller's step
+// bundle, to the upload key its payload named.
+func (h *Handler) writeBlob(w http.ResponseWriter, r *http.Request) error {
+	body, err := h.readBody(r)
+	if err != nil {
+		return err
+	}
+	if err := h.Service.WriteBlob(r.Context(), r.Header.Get("Authorization"), r.URL.Query().Get("key"), body); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// POST /v1/worker/workspace/head {from, to} (issue 12 § 2): advance the
+// run's workspace head to the caller's commit.
+func (h *Handler) advanceHead(w http.ResponseWriter, r *http.Request) error {
+	var a worker.HeadAdvance
+	if err := h.decodeStrict(r, &a); err != nil {
+		return err
+	}
+	if err := h.Service.AdvanceHead(r.Context(), r.Header.Get("Authorization"), a); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 

@@ -333,6 +333,9 @@ func TestOpenAPI_SchemasMatchGoTypes(t *testing.T) {
 		"ResultBody":      worker.ResultBody{},
 		"Stats":           worker.Stats{},
 		"DegradationBody": worker.DegradationBody{},
+		"WorkspaceSpec":   worker.WorkspaceSpec{},
+		"Blob":            worker.Blob{},
+		"HeadAdvance":     worker.HeadAdvance{},
 		"RenderSize":      stratus.RenderSize{},
 		"Error":           httpapi.ErrorBody{},
 	} {

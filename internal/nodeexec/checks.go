@@ -47,6 +47,9 @@ func RunChecks(ctx context.Context, s Spec, progress func(done int)) (*ChecksRes
 		return res, nil
 	}
 	changed, tree, why := ChangedPaths(ctx, s.Dir, s.Checks.Exclude)
+	if s.Checks.Base != "" {
+		changed, tree, why = ChangedSince(ctx, s.Dir, s.Checks.Base, s.Checks.Exclude)
+	}
 	sets := s.Checks.CommandSets
 	if tree {
 		res.Selection = SelectedByDiff
@@ -165,6 +168,32 @@ func matchAny(globs, paths []string) bool {
 		}
 	}
 	return false
+}
+
+// ChangedSince lists the paths that differ between commit base and the
+// work tree dir is in (its commits since base and anything uncommitted),
+// both sides of a rename, minus those under an exclude directory: the
+// change of a run whose repository travels (issue 12 § 3). tree and why as
+// ChangedPaths's.
+func ChangedSince(ctx context.Context, dir, base string, exclude []string) (changed []string, tree bool, why string) {
+	t, err := gitwork.Open(ctx, dir)
+	if errors.Is(err, gitwork.ErrNotTree) {
+		return nil, false, dir + " is not a git work tree (" + gitwork.Reason(err) + ")"
+	} else if err != nil {
+		return nil, false, "git could not run (" + err.Error() + "), so the diff is unknown"
+	}
+	snap, err := t.Snapshot(ctx, base, exclude)
+	if err != nil {
+		return nil, false, "git diff against " + base + " failed in " + t.Root + " (" + err.Error() + "), so the diff is unknown"
+	}
+	changed = []string{}
+	for _, p := range snap.Paths {
+		changed = append(changed, p.Path)
+		if p.Old != "" {
+			changed = append(changed, p.Old)
+		}
+	}
+	return changed, true, ""
 }
 
 // ChangedPaths lists the changes of the git work tree dir is in: `git

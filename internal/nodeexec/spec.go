@@ -67,6 +67,10 @@ type ChecksSpec struct {
 	// Stratus's own (its state dir, the run's ctx dir): they never select a
 	// command set.
 	Exclude []string `json:"exclude,omitempty"`
+	// Base, when set, is the commit the change is measured from (a run
+	// whose repository travels: base..HEAD of the runner's checkout plus
+	// anything uncommitted); "" = the work tree's status.
+	Base string `json:"base,omitempty"`
 	// Manifest is the absolute path of the citation manifest (citation).
 	Manifest string `json:"manifest,omitempty"`
 }

@@ -40,9 +40,13 @@ type Options struct {
 	TaskID   string // STRATUS_TASK_ID (optional: the prompt fetch resolves it from the handle)
 	Self     string // the stratus binary, substituted for "{stratus}"
 	SpoolDir string // where an undeliverable report goes ("" = os.TempDir())
+	// WorkRoot is where a run's workspace is checked out ("" =
+	// os.TempDir()): the runner's own directory, never the operator's.
+	WorkRoot string
 	Log      io.Writer
 	// StatsInterval bounds stats posts to one per interval (default 1 s).
 	StatsInterval time.Duration
+	checkout      *checkout // set by Run for a run whose repository travels
 	// HeartbeatInterval is how often the counters are re-posted while the
 	// engine is silent, so the state's HeartbeatSeconds does not lapse
 	// (default 60 s).
@@ -72,6 +76,17 @@ func Run(ctx context.Context, o Options) error {
 	p, err := c.Prompt(ctx, o.TaskID)
 	if err != nil {
 		return fmt.Errorf("fetch prompt: %w", err)
+	}
+	if p.Workspace != nil {
+		// The run's repository travels (issue 12 § 2): check it out here,
+		// and make every path of the payload point into the checkout.
+		ws, err := materialize(ctx, c, p, o)
+		if err != nil {
+			c.Fail(ctx, p.TaskID, string(contract.Failed), err.Error())
+			return err
+		}
+		defer ws.cleanup()
+		o.checkout = ws
 	}
 	if p.Exec != nil {
 		return runExec(ctx, c, p, o) // a checks or tool node: no engine (exec.go)
@@ -144,6 +159,15 @@ func Run(ctx context.Context, o Options) error {
 		// engine's failure, not an undeliverable report.
 		reason := "report: " + err.Error()
 		return deliver(o, p, "failure", []byte(reason), func() error { return c.Fail(ctx, p.TaskID, string(contract.Failed), reason) })
+	}
+	if o.checkout != nil {
+		// The change goes in before the report: a step is done only with
+		// its commit on the run's head.
+		if err := o.checkout.commit(ctx, c, p, o); err != nil {
+			reason := err.Error()
+			fmt.Fprintf(o.Log, "runner: %s\n", reason)
+			return deliver(o, p, "failure", []byte(reason), func() error { return c.Fail(ctx, p.TaskID, string(contract.Failed), reason) })
+		}
 	}
 	return deliver(o, p, "report", body, func() error {
 		_, err := c.Submit(ctx, p.TaskID, body)

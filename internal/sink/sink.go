@@ -3,6 +3,7 @@ package sink
 import (
 	"context"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/stratusflow/stratus"
@@ -23,6 +24,24 @@ type Sink interface {
 	// *stratus.Error ENOTFOUND when nothing is stored under key, EINVALID
 	// (Field "key") for a key CheckKey refuses; a wrapped I/O error otherwise.
 	Get(ctx context.Context, key string) ([]byte, error)
+	// List returns every key stored under dir (the keys that start with
+	// dir+"/", at any depth), sorted; none is not an error. Errors:
+	// *stratus.Error EINVALID (Field "key") for a dir CheckKey refuses; a
+	// wrapped I/O error otherwise.
+	List(ctx context.Context, dir string) ([]string, error)
+}
+
+// Presigner is a sink whose keys a holder of a URL may read or write with
+// plain HTTP and no credentials (S3 presigned URLs): how a worker on AWS
+// moves bodies larger than the worker API carries (DESIGN.md § Limits;
+// issue 12 § 1). A sink without it (the fs sink) has its bytes carried by
+// the worker API itself.
+type Presigner interface {
+	// PresignGet returns a URL that reads key with a plain GET for ttl.
+	PresignGet(ctx context.Context, key string, ttl time.Duration) (string, error)
+	// PresignPut returns a URL that stores one body under key with a plain
+	// PUT (no extra headers) for ttl.
+	PresignPut(ctx context.Context, key string, ttl time.Duration) (string, error)
 }
 
 // CheckKey reports whether key is a valid sink key: a non-empty,

@@ -20,6 +20,13 @@ type Store interface {
 	// UpdateRun replaces the mutable fields (Status, Execution, Owner,
 	// Resumes, MaxCostUSD, MaxTokens, EndedAt).
 	UpdateRun(ctx context.Context, r stratus.Run) error
+	// AdvanceWorkspace moves run runID's workspace head from `from` to `to`
+	// and appends bundle (the sink key of the bundle carrying from..to) to
+	// its bundles, if and only if the head is still `from`: the fence that
+	// keeps a rekicked or late attempt from writing over another's commit
+	// (issue 12 § 2). Errors: ECONFLICT when the head is no longer from;
+	// ENOTFOUND when there is no such run or it has no workspace.
+	AdvanceWorkspace(ctx context.Context, runID, from, to, bundle string) error
 	// ListRuns returns the runs newest first (CreatedAt descending, then
 	// id descending), at most limit of them (0: all).
 	ListRuns(ctx context.Context, limit int) ([]stratus.Run, error)

@@ -102,7 +102,7 @@ func manifestName(node *flow.Node) string {
 // execSpec builds the `exec` field of a checks or tool node's payload.
 func (s *Service) execSpec(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step) (*nodeexec.Spec, error) {
 	node := env.Flow.Node(step.Node)
-	spec := &nodeexec.Spec{Kind: node.Kind, Dir: run.WorkDir, AllowedEnvironment: env.Config.Security.AllowedEnvironment}
+	spec := &nodeexec.Spec{Kind: node.Kind, Dir: rootOf(run), AllowedEnvironment: env.Config.Security.AllowedEnvironment}
 	if spec.AllowedEnvironment == nil {
 		spec.AllowedEnvironment = []string{}
 	}
@@ -115,6 +115,9 @@ func (s *Service) execSpec(ctx context.Context, run stratus.Run, env *RunEnv, st
 		return spec, err
 	}
 	cs := &nodeexec.ChecksSpec{Checker: node.Checker, Exclude: []string{StateDirName, dir}}
+	if ws := run.Workspace; ws != nil {
+		cs.Base = ws.Base // the change is base..head, committed in the runner's checkout
+	}
 	switch node.Checker {
 	case nodeexec.CommandProfile:
 		names := make([]string, 0, len(env.Config.Checks.CommandSets))

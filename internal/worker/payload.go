@@ -15,6 +15,7 @@ import (
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/captoken"
 	"github.com/stratusflow/stratus/internal/config"
+	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/nodeexec"
 )
 
@@ -36,6 +37,9 @@ type Payload struct {
 	// Exec replaces Engine for a checks or tool node: what the runner runs
 	// itself (internal/nodeexec), submitting a nodeexec.Result.
 	Exec *nodeexec.Spec `json:"exec,omitempty"`
+	// Workspace is the run's repository for a runner to materialize (a run
+	// whose repository travels; issue 12 § 2); nil: it works in the work dir.
+	Workspace *WorkspaceSpec `json:"workspace,omitempty"`
 }
 
 // Context is the AgentContextView (seed 000 § Why IN is an HTTP fetch),
@@ -146,7 +150,7 @@ func (s *Service) FetchPrompt(ctx context.Context, authorization, tid string) (*
 	if err != nil {
 		return nil, err
 	}
-	cx := &Context{ProjectRoot: run.WorkDir, WorkDir: run.WorkDir, CtxDir: abs(run, dir), TaskMetadata: env.Task.Front, Steps: []StepPointer{}}
+	cx := &Context{ProjectRoot: rootOf(run), WorkDir: rootOf(run), CtxDir: abs(run, dir), TaskMetadata: env.Task.Front, Steps: []StepPointer{}}
 	node := env.Flow.Node(step.Node)
 	for _, st := range prior {
 		if node.Context != nil && !slices.Contains(node.Context.Steps, st.Node) {
@@ -165,7 +169,11 @@ func (s *Service) FetchPrompt(ctx context.Context, authorization, tid string) (*
 		if err != nil {
 			return nil, err
 		}
-		return &Payload{TaskID: step.TID, Attempt: att.N, Agent: att.Agent, Prompt: att.Prompt, Context: cx, StepRef: step.StepRef, Exec: spec}, nil
+		ws, err := s.workspaceSpec(ctx, c, false, node.Kind == flow.KindTool)
+		if err != nil {
+			return nil, err
+		}
+		return &Payload{TaskID: step.TID, Attempt: att.N, Agent: att.Agent, Prompt: att.Prompt, Context: cx, StepRef: step.StepRef, Exec: spec, Workspace: ws}, nil
 	}
 	res, prov, err := Resolve(env.Config, env.Flow, node, env.Task.Front)
 	if err != nil {
@@ -200,11 +208,11 @@ func (s *Service) FetchPrompt(ctx context.Context, authorization, tid string) (*
 	}
 	eng := &EngineSpec{
 		Provider: res.Provider, Command: prov.Command, Args: withExtraArgs(prov.Command, expandArgs(prov.Args, argValues(kind, prov.MaxSteps, res)), res.ExtraArgs),
-		Env: prov.Env, Dir: run.WorkDir, DeadlineMS: res.TimeoutSeconds * 1000, Kind: kind, MaxSteps: prov.MaxSteps, Input: input,
+		Env: prov.Env, Dir: rootOf(run), DeadlineMS: res.TimeoutSeconds * 1000, Kind: kind, MaxSteps: prov.MaxSteps, Input: input,
 		Model: res.Model, Reasoning: res.Reasoning, PermissionProfile: res.PermissionProfile, NetworkAccess: res.NetworkAccess,
 	}
 	if prov.Dir != "" {
-		eng.Dir = path.Join(run.WorkDir, prov.Dir)
+		eng.Dir = path.Join(rootOf(run), prov.Dir)
 	}
 	if node.OutputSchema != "" {
 		eng.Schema = json.RawMessage(node.OutputSchema)
@@ -212,8 +220,12 @@ func (s *Service) FetchPrompt(ctx context.Context, authorization, tid string) (*
 	if eng.Files, err = engineFiles(env, eng); err != nil {
 		return nil, err
 	}
+	ws, err := s.workspaceSpec(ctx, c, writesWorkspace(node, res.PermissionProfile), false)
+	if err != nil {
+		return nil, err
+	}
 	return &Payload{TaskID: step.TID, Attempt: att.N, Agent: att.Agent, System: att.System, SystemRef: systemRef(step.TID, att.N, att.System), Prompt: att.Prompt,
-		Context: cx, StepRef: step.StepRef, Engine: eng}, nil
+		Context: cx, StepRef: step.StepRef, Engine: eng, Workspace: ws}, nil
 }
 
 // withExtraArgs appends a node's extra_args after the provider's args (worc

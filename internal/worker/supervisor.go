@@ -268,7 +268,7 @@ func (s *Service) startFinalize(ctx context.Context, run stratus.Run, env *RunEn
 	}
 	text := supervisor.FinalizePrompt(supervisor.FinalizeInput{
 		Role: s.supervisorRole(ctx, run, env, step, roleRel), Emphasis: s.supervisorRole(ctx, run, env, step, finRel),
-		TaskID: run.TaskID, TaskTitle: run.TaskTitle, TaskPath: run.TaskPath, WorkDir: run.WorkDir,
+		TaskID: run.TaskID, TaskTitle: run.TaskTitle, TaskPath: taskPathOf(run), WorkDir: rootOf(run),
 		Flow: env.Flow.TaskType, RunID: run.ID, PacketPath: abs(run, packetKey), EmitFollowUps: emit,
 	})
 	if err := s.launchSupervisor(ctx, run, env, step, report.JobFinalize, text); err != nil {
@@ -291,7 +291,7 @@ func (s *Service) supervisorPayload(ctx context.Context, c *Caller) (*Payload, e
 	if err != nil {
 		return nil, err
 	}
-	cx := &Context{ProjectRoot: run.WorkDir, WorkDir: run.WorkDir, CtxDir: abs(run, dir), TaskMetadata: env.Task.Front, Steps: []StepPointer{}}
+	cx := &Context{ProjectRoot: rootOf(run), WorkDir: rootOf(run), CtxDir: abs(run, dir), TaskMetadata: env.Task.Front, Steps: []StepPointer{}}
 	for _, st := range prior {
 		cx.Steps = append(cx.Steps, StepPointer{Step: st.Node, StepRef: st.StepRef, Path: abs(run, path.Join(dir, st.Node+".md")), Outcome: st.Verdict})
 	}
@@ -315,17 +315,21 @@ func (s *Service) supervisorPayload(ctx context.Context, c *Caller) (*Payload, e
 	}
 	eng := &EngineSpec{
 		Provider: res.Provider, Command: prov.Command, Args: expandArgs(prov.Args, argValues(kind, prov.MaxSteps, res)),
-		Env: prov.Env, Dir: run.WorkDir, DeadlineMS: res.TimeoutSeconds * 1000, Kind: kind, MaxSteps: prov.MaxSteps, Input: input,
+		Env: prov.Env, Dir: rootOf(run), DeadlineMS: res.TimeoutSeconds * 1000, Kind: kind, MaxSteps: prov.MaxSteps, Input: input,
 		Model: res.Model, Reasoning: res.Reasoning, PermissionProfile: res.PermissionProfile, NetworkAccess: res.NetworkAccess,
 	}
 	if prov.Dir != "" {
-		eng.Dir = path.Join(run.WorkDir, prov.Dir)
+		eng.Dir = path.Join(rootOf(run), prov.Dir)
 	}
 	if eng.Files, err = engineFiles(env, eng); err != nil {
 		return nil, err
 	}
+	ws, err := s.workspaceSpec(ctx, c, false, false)
+	if err != nil {
+		return nil, err
+	}
 	return &Payload{TaskID: step.TID, Attempt: att.N, Agent: att.Agent, System: att.System, SystemRef: systemRef(step.TID, att.N, att.System),
-		Prompt: att.Prompt, Context: cx, StepRef: step.StepRef, Engine: eng}, nil
+		Prompt: att.Prompt, Context: cx, StepRef: step.StepRef, Engine: eng, Workspace: ws}, nil
 }
 
 // supervisorSubmit records a supervisor turn's final body (seed 004 § What
@@ -576,7 +580,7 @@ func (s *Service) startObserve(ctx context.Context, env *RunEnv, observed stratu
 	}
 	text := supervisor.ObservePrompt(supervisor.ObserveInput{
 		Role: s.supervisorRole(ctx, run, env, step, roleRel), TaskID: run.TaskID, TaskTitle: run.TaskTitle,
-		TaskPath: run.TaskPath, WorkDir: run.WorkDir, StepRef: observed.StepRef, Node: observed.Node, Kind: observed.Kind,
+		TaskPath: taskPathOf(run), WorkDir: rootOf(run), StepRef: observed.StepRef, Node: observed.Node, Kind: observed.Kind,
 		Outcome: outcome, Reason: v.Reason, Why: why, OutputPath: out,
 	})
 	if err := s.launchSupervisor(ctx, run, env, step, report.JobObserve, text); err != nil {

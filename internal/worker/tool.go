@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path"
 	"path/filepath"
 	"strconv"
 
@@ -75,7 +76,9 @@ func (s *Service) toolSpec(ctx context.Context, run stratus.Run, env *RunEnv, st
 		return nil, err
 	}
 	dir := env.ToolsDir
-	if dir == "" {
+	if run.Workspace != nil {
+		dir = path.Join(run.Workspace.Root, StateDirName, "tools") // WorkspaceSpec.Files carries them
+	} else if dir == "" {
 		dir = filepath.Join(run.WorkDir, StateDirName, "tools")
 	}
 	return &nodeexec.ToolSpec{Name: node.Tool, Dir: dir,

@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -41,7 +40,7 @@ const (
 
 // maxOverviewPaths bounds the paths change-overview.txt lists (seed 004 §
 // Template variables: at most 200 paths, then a count of the rest).
-const maxOverviewPaths = 200
+const maxOverviewPaths = gitwork.MaxOverviewPaths
 
 // ctxDir returns the run's ctx-dir as a sink key prefix (seed 000 § Files
 // are the server's job: placement default workspace/tasks/{task_id}/ctx).
@@ -64,9 +63,33 @@ func reportDir(f *flow.Flow, taskID string) string {
 	return ""
 }
 
-// abs turns a sink key into the absolute path a local engine reads.
+// abs turns a sink key into the absolute path a local engine reads: under
+// the work dir, or under the workspace's Root for a run whose repository
+// travels (each runner puts its own checkout there; issue 12 § 2).
 func abs(run stratus.Run, key string) string {
+	if run.Workspace != nil {
+		return path.Join(run.Workspace.Root, key)
+	}
 	return filepath.Join(run.WorkDir, filepath.FromSlash(key))
+}
+
+// taskPathOf is the task file as payloads name it: the operator's path,
+// or, for a run whose repository travels, the run's frozen copy placed
+// under the workspace's Root (WorkspaceSpec.Files).
+func taskPathOf(run stratus.Run) string {
+	if run.Workspace != nil {
+		return path.Join(run.Workspace.Root, StateDirName, "task", path.Base(filepath.ToSlash(run.TaskPath)))
+	}
+	return run.TaskPath
+}
+
+// rootOf is the directory engines work in, as payloads name it: the work
+// dir, or the workspace's Root.
+func rootOf(run stratus.Run) string {
+	if run.Workspace != nil {
+		return run.Workspace.Root
+	}
+	return run.WorkDir
 }
 
 // outputNodes lists the nodes whose output is exposed as {<node_id>_path}
@@ -144,9 +167,9 @@ func (s *Service) templateVars(ctx context.Context, run stratus.Run, env *RunEnv
 	vars := map[string]string{
 		"task_id":    run.TaskID,
 		"stage":      step.Node,
-		"repo_path":  run.WorkDir,
-		"repo":       run.WorkDir,
-		"task_path":  run.TaskPath,
+		"repo_path":  rootOf(run),
+		"repo":       rootOf(run),
+		"task_path":  taskPathOf(run),
 		"report_dir": abs(run, rd),
 	}
 	prior, err := s.latestSteps(ctx, run.ID, step.TID)
@@ -162,6 +185,14 @@ func (s *Service) templateVars(ctx context.Context, run stratus.Run, env *RunEnv
 	}
 	if run.WorkDir == "" {
 		return vars, nil // nothing on disk to point at
+	}
+	if ws := run.Workspace; ws != nil {
+		// The runner writes base..head where these point (WorkspaceSpec
+		// DiffPath), before the engine starts: empty until the first edit.
+		if ws.Head != ws.Base {
+			vars["diff_path"], vars["change_overview_path"], vars["diff_base"] = abs(run, path.Join(dir, DiffFile)), abs(run, path.Join(dir, ChangeOverviewFile)), ws.Base
+		}
+		return vars, s.subtaskVars(ctx, run, env, step, nil, vars)
 	}
 	var snap *snapshot
 	need := s.needsDiff(env, step)
@@ -452,7 +483,7 @@ func diffBaseKey(taskID string) string {
 // commit yet): there is no diff, and nothing to warn about. The answer is
 // kept for the run's life in this process, so later dispatches run no git.
 func (s *Service) diffBase(ctx context.Context, run stratus.Run) (*gitwork.Tree, string, error) {
-	if run.WorkDir == "" {
+	if run.WorkDir == "" || run.Workspace != nil {
 		return nil, "", nil
 	}
 	k := treeKey{s, run.ID}
@@ -556,41 +587,8 @@ func (s *Service) diffVars(ctx context.Context, run stratus.Run, env *RunEnv, va
 	return snap, nil
 }
 
-// changeOverview renders change-overview.txt (seed 004 § Template
-// variables): a header with the totals, the base and the full diff's size
-// and path, then one line per changed path — kind, path (old → new for a
-// rename), +added -deleted or "binary" — at most maxOverviewPaths, then a
-// count of the rest.
-func changeOverview(snap *snapshot, diffPath string) []byte {
-	added, deleted := 0, 0
-	for _, p := range snap.Paths {
-		if p.Added > 0 {
-			added += p.Added
-		}
-		if p.Deleted > 0 {
-			deleted += p.Deleted
-		}
-	}
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "Change overview: %s, +%d -%d lines, against base %s\n", plural(len(snap.Paths), "path"), added, deleted, snap.Base)
-	fmt.Fprintf(&b, "Full diff: %s (%d bytes)\n\n", diffPath, len(snap.Diff))
-	for i, p := range snap.Paths {
-		if i == maxOverviewPaths {
-			fmt.Fprintf(&b, "… and %s\n", morePaths(len(snap.Paths)-i))
-			break
-		}
-		name := p.Path
-		if p.Kind == "R" {
-			name = p.Old + " → " + p.Path
-		}
-		lines := fmt.Sprintf("+%d -%d", p.Added, p.Deleted)
-		if p.Added < 0 {
-			lines = "binary"
-		}
-		fmt.Fprintf(&b, "%s %s %s\n", p.Kind, name, lines)
-	}
-	return b.Bytes()
-}
+// changeOverview renders change-overview.txt (gitwork.Snapshot.Overview).
+func changeOverview(snap *snapshot, diffPath string) []byte { return snap.Overview(diffPath) }
 
 func morePaths(n int) string {
 	if n == 1 {

@@ -58,6 +58,37 @@ func (e *APIError) Error() string {
 // Transient reports whether the answer may succeed on retry.
 func (e *APIError) Transient() bool { return e.Status == 429 || e.Status >= 500 }
 
+// Blob reads one file of the workspace transport (issue 12 § 1): its
+// presigned URL as is, or the worker API path with the credential.
+func (c *Client) Blob(ctx context.Context, b worker.Blob) ([]byte, error) {
+	if b.URL == "" {
+		return b.Body, nil
+	}
+	var out []byte
+	err := c.do(ctx, "GET", b.URL, "", nil, &out)
+	return out, err
+}
+
+// PutBlob stores body at b (a presigned PUT URL, or PUT
+// /v1/worker/workspace/blob with the credential).
+func (c *Client) PutBlob(ctx context.Context, b worker.Blob, body []byte) error {
+	ctype := "application/octet-stream"
+	if strings.HasPrefix(b.URL, "http") {
+		ctype = "" // a presigned PUT is signed without a content type
+	}
+	return c.do(ctx, "PUT", b.URL, ctype, body, nil)
+}
+
+// AdvanceHead moves the run's workspace head (POST
+// /v1/worker/workspace/head, issue 12 § 2).
+func (c *Client) AdvanceHead(ctx context.Context, h worker.HeadAdvance) error {
+	body, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	return c.do(ctx, "POST", "/v1/worker/workspace/head", "application/json", body, nil)
+}
+
 // Prompt fetches the prompt payload (GET /v1/worker/prompt?task_id=).
 func (c *Client) Prompt(ctx context.Context, taskID string) (*worker.Payload, error) {
 	var p worker.Payload
@@ -169,11 +200,19 @@ func (c *Client) do(ctx context.Context, method, path, ctype string, body []byte
 			case <-time.After(d):
 			}
 		}
-		req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.BaseURL, "/")+path, bytes.NewReader(body))
+		target, presigned := strings.TrimRight(c.BaseURL, "/")+path, strings.HasPrefix(path, "https://") || strings.HasPrefix(path, "http://")
+		if presigned {
+			target = path
+		}
+		req, err := http.NewRequestWithContext(ctx, method, target, bytes.NewReader(body))
 		if err != nil {
 			return err
 		}
-		req.Header.Set("Authorization", "Bearer "+c.Credential)
+		if !presigned {
+			// A presigned URL carries its own authorization; S3 refuses a
+			// request that carries two.
+			req.Header.Set("Authorization", "Bearer "+c.Credential)
+		}
 		if ctype != "" {
 			req.Header.Set("Content-Type", ctype)
 		}

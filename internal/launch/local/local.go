@@ -25,7 +25,9 @@ type Launcher struct {
 	// stand-in gives a runner only what a Fargate task would have.
 	Env []string
 	// Dir, when set, returns the working directory of a runner (created
-	// if absent); "" or unset: this process's.
+	// if absent), which is also its TMPDIR (where it checks a run's
+	// workspace out: a Fargate task's scratch space is its own); "" or
+	// unset: this process's.
 	Dir func(launch.Spec) string
 	// WatchParent tells each runner this process's pid
 	// (launch.EnvParentPID): a runner whose parent is gone — this process
@@ -63,6 +65,7 @@ func (l *Launcher) Launch(ctx context.Context, s launch.Spec) (string, error) {
 		launch.EnvAPIURL+"="+s.APIURL, launch.EnvHandle+"="+s.Handle, launch.EnvTaskID+"="+s.TaskID)
 	if l.Dir != nil {
 		if cmd.Dir = l.Dir(s); cmd.Dir != "" {
+			cmd.Env = append(cmd.Env, "TMPDIR="+cmd.Dir)
 			if err := os.MkdirAll(cmd.Dir, 0o755); err != nil {
 				return "", fmt.Errorf("runner directory: %w", err)
 			}

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sort"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -191,6 +193,42 @@ func (s *Sink) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, s.ioErr("get", key, err)
 	}
 	return b, nil
+}
+
+// List returns the keys of the files under <root>/<dir>, sorted (the
+// sink.Sink contract); a missing dir lists nothing. Temporary files of a
+// Put in progress are not keys. Symbolic links are not followed.
+func (s *Sink) List(ctx context.Context, dir string) ([]string, error) {
+	if err := sink.CheckKey(dir); err != nil {
+		return nil, err
+	}
+	var keys []string
+	top := filepath.Join(s.root, filepath.FromSlash(dir))
+	err := filepath.WalkDir(top, func(p string, d iofs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, iofs.ErrNotExist) && p == top {
+				return iofs.SkipAll
+			}
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if !d.Type().IsRegular() || strings.HasPrefix(d.Name(), ".stratus-tmp-") {
+			return nil
+		}
+		rel, err := filepath.Rel(s.root, p)
+		if err != nil {
+			return err
+		}
+		keys = append(keys, filepath.ToSlash(rel))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fs sink: list %q: %w", dir, err)
+	}
+	sort.Strings(keys)
+	return keys, nil
 }
 
 // createTemp creates an exclusive temporary file in the directory r. os.Root

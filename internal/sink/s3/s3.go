@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"time"
 
@@ -31,7 +32,10 @@ type Sink struct {
 	prefix  string
 }
 
-var _ sink.Sink = (*Sink)(nil)
+var (
+	_ sink.Sink      = (*Sink)(nil)
+	_ sink.Presigner = (*Sink)(nil)
+)
 
 // New returns a Sink on bucket whose objects live under prefix. A non-empty
 // prefix is a relative slash-separated path (sink.CheckKey's rules) and is
@@ -148,6 +152,50 @@ func (s *Sink) PresignPut(ctx context.Context, key string, ttl time.Duration) (s
 		return "", fmt.Errorf("s3 sink: presign put %q: %w", key, err)
 	}
 	return req.URL, nil
+}
+
+// PresignGet returns a URL that reads key with a plain GET (no
+// credentials) for ttl: sink.Presigner. Errors as PresignPut's.
+func (s *Sink) PresignGet(ctx context.Context, key string, ttl time.Duration) (string, error) {
+	if err := sink.CheckKey(key); err != nil {
+		return "", err
+	}
+	if ttl <= 0 || ttl > MaxPresignTTL {
+		return "", stratus.FieldErrorf(stratus.EINVALID, "ttl",
+			"presigned URL lifetime %v is out of range; valid: more than 0 and at most %v", ttl, MaxPresignTTL)
+	}
+	req, err := s.presign.PresignGetObject(ctx, &awss3.GetObjectInput{
+		Bucket: aws.String(s.bucket),
+		Key:    aws.String(s.prefix + key),
+	}, awss3.WithPresignExpires(ttl))
+	if err != nil {
+		return "", fmt.Errorf("s3 sink: presign get %q: %w", key, err)
+	}
+	return req.URL, nil
+}
+
+// List returns the keys of the objects under Prefix()+dir+"/", sorted
+// (ListObjectsV2, every page): sink.Sink.
+func (s *Sink) List(ctx context.Context, dir string) ([]string, error) {
+	if err := sink.CheckKey(dir); err != nil {
+		return nil, err
+	}
+	var keys []string
+	p := awss3.NewListObjectsV2Paginator(s.client, &awss3.ListObjectsV2Input{
+		Bucket: aws.String(s.bucket),
+		Prefix: aws.String(s.prefix + dir + "/"),
+	})
+	for p.HasMorePages() {
+		out, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("s3 sink: list %q in s3://%s/%s: %w", dir, s.bucket, s.prefix+dir+"/", err)
+		}
+		for _, o := range out.Contents {
+			keys = append(keys, strings.TrimPrefix(aws.ToString(o.Key), s.prefix))
+		}
+	}
+	sort.Strings(keys)
+	return keys, nil
 }
 
 // mapErr turns an SDK error into the sink's: a missing object is

@@ -3,6 +3,7 @@ package sinktest
 import (
 	"bytes"
 	"context"
+	"slices"
 	"sync"
 	"testing"
 
@@ -46,6 +47,30 @@ func Run(t *testing.T, newSink func(t *testing.T) sink.Sink) {
 			if got := mustGet(t, s, key); !bytes.Equal(got, body) {
 				t.Errorf("Get(%q) = %q, want %q", key, got, body)
 			}
+		}
+	})
+
+	// List: every key under a dir, at any depth, sorted; nothing beside
+	// it or sharing its name's prefix; a missing dir lists nothing.
+	t.Run("ListUnderDir", func(t *testing.T) {
+		t.Parallel()
+		s := newSink(t)
+		for _, key := range []string{"w/t/ctx/b.md", "w/t/ctx/a.md", "w/t/ctx/tools/x/stdout.txt", "w/t/ctx2/c.md", "w/t/other.md"} {
+			mustPut(t, s, key, []byte(key))
+		}
+		got, err := s.List(ctx, "w/t/ctx")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"w/t/ctx/a.md", "w/t/ctx/b.md", "w/t/ctx/tools/x/stdout.txt"}
+		if !slices.Equal(got, want) {
+			t.Errorf("List(w/t/ctx) = %q, want %q", got, want)
+		}
+		if got, err := s.List(ctx, "nothing/here"); err != nil || len(got) != 0 {
+			t.Errorf("List of a missing dir = %q, %v; want nothing", got, err)
+		}
+		if _, err := s.List(ctx, "../up"); stratus.ErrorCode(err) != stratus.EINVALID {
+			t.Errorf("List(../up) = %v, want EINVALID", err)
 		}
 	})
 

@@ -2,7 +2,11 @@ package dynamodb
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/stratusflow/stratus"
 )
@@ -19,6 +23,14 @@ func (s *Store) CreateRun(ctx context.Context, r stratus.Run) error {
 		"max_cost_usd": capCost(r.MaxCostUSD), "max_tokens": num(r.MaxTokens),
 		"created_at": millis(r.CreatedAt), "ended_at": millis(r.EndedAt),
 	})
+	if w := r.Workspace; w != nil {
+		b, err := json.Marshal(w)
+		if err != nil {
+			return err
+		}
+		it.set("workspace", str(string(b)))
+		it.set("ws_head", str(w.Head))
+	}
 	// The run and its entry in the run list, in one transaction.
 	entry := key(pkRuns, runListKey(r)).setAll(map[string]av{
 		attrRecord: str("run_entry"), attrWID: it[attrWID], "id": str(r.ID),
@@ -93,7 +105,51 @@ func decodeRun(it item) stratus.Run {
 	if c := it.float("max_cost_usd"); c != nil {
 		r.MaxCostUSD = *c
 	}
+	if ws := it.str("workspace"); ws != "" {
+		r.Workspace = new(stratus.Workspace)
+		if json.Unmarshal([]byte(ws), r.Workspace) != nil {
+			r.Workspace = nil // written by this package only; unreadable means none
+		}
+	}
 	return r
+}
+
+// AdvanceWorkspace moves the workspace head of run runID from `from` to
+// `to` and appends bundle if the head is still from: a read, then an
+// UpdateItem conditioned on the ws_head attribute (store.Store; issue 12 §
+// 2). ECONFLICT when the head moved; ENOTFOUND for no such run or a run
+// without a workspace.
+func (s *Store) AdvanceWorkspace(ctx context.Context, runID, from, to, bundle string) error {
+	it, err := s.get(ctx, runKey(runID))
+	if err != nil {
+		return wrap("advance workspace of run "+quote(runID), err)
+	}
+	r := decodeRun(it)
+	if it == nil || r.Workspace == nil {
+		return stratus.Errorf(stratus.ENOTFOUND, "run %q has no workspace", runID)
+	}
+	w := *r.Workspace
+	if w.Head != from {
+		return stratus.Errorf(stratus.ECONFLICT, "run %q: the workspace head is %s, not %s: another attempt advanced it", runID, w.Head, from)
+	}
+	w.Head, w.Bundles = to, append(w.Bundles, bundle)
+	b, err := json.Marshal(w)
+	if err != nil {
+		return err
+	}
+	_, err = s.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.table), Key: runKey(runID),
+		UpdateExpression:          aws.String("SET #ws = :ws, #head = :to"),
+		ConditionExpression:       aws.String("#head = :from"),
+		ExpressionAttributeNames:  map[string]string{"#ws": "workspace", "#head": "ws_head"},
+		ExpressionAttributeValues: map[string]av{":ws": str(string(b)), ":to": str(to), ":from": str(from)},
+	})
+	if _, ok := conditionFailed(err); ok {
+		return stratus.Errorf(stratus.ECONFLICT, "run %q: the workspace head is no longer %s: another attempt advanced it (DynamoDB ConditionalCheckFailedException)", runID, from)
+	} else if err != nil {
+		return wrap("advance workspace of run "+quote(runID), err)
+	}
+	return nil
 }
 
 // capCost is a cost cap attribute: a Number, absent for 0 (no cap).

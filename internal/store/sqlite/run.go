@@ -3,19 +3,24 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/stratusflow/stratus"
 )
 
-const runColumns = "id, task_id, task_title, flow, status, work_dir, task_path, execution, owner, resumes, max_cost_usd, max_tokens, created_at, ended_at"
+const runColumns = "id, task_id, task_title, flow, status, work_dir, task_path, execution, owner, resumes, max_cost_usd, max_tokens, workspace, created_at, ended_at"
 
 // CreateRun inserts r; ECONFLICT if a run with r.ID exists.
 func (s *Store) CreateRun(ctx context.Context, r stratus.Run) error {
-	_, err := s.w.ExecContext(ctx, "INSERT INTO runs ("+runColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	ws, err := encodeWorkspace(r.Workspace)
+	if err != nil {
+		return err
+	}
+	_, err = s.w.ExecContext(ctx, "INSERT INTO runs ("+runColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		r.ID, r.TaskID, r.TaskTitle, r.Flow, r.Status, r.WorkDir, r.TaskPath, r.Execution, r.Owner, r.Resumes, r.MaxCostUSD, r.MaxTokens,
-		millis(r.CreatedAt), millis(r.EndedAt))
+		ws, millis(r.CreatedAt), millis(r.EndedAt))
 	if isUniqueViolation(err) {
 		return stratus.Errorf(stratus.ECONFLICT, "run %q already exists", r.ID)
 	} else if err != nil {
@@ -46,6 +51,53 @@ func (s *Store) UpdateRun(ctx context.Context, r stratus.Run) error {
 	return mustAffect(res, stratus.Errorf(stratus.ENOTFOUND, "run %q not found", r.ID))
 }
 
+// encodeWorkspace is the workspace column: JSON, or "" for none.
+func encodeWorkspace(w *stratus.Workspace) (string, error) {
+	if w == nil {
+		return "", nil
+	}
+	b, err := json.Marshal(w)
+	return string(b), err
+}
+
+// AdvanceWorkspace moves the workspace head of run runID from `from` to
+// `to` and appends bundle, in one transaction, if the head is still from
+// (store.Store.AdvanceWorkspace; issue 12 § 2). ECONFLICT otherwise;
+// ENOTFOUND for no such run or a run without a workspace.
+func (s *Store) AdvanceWorkspace(ctx context.Context, runID, from, to, bundle string) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("advance workspace of run %q: %w", runID, err)
+	}
+	defer tx.Rollback()
+	var ws string
+	err = tx.QueryRowContext(ctx, "SELECT workspace FROM runs WHERE id = ?", runID).Scan(&ws)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && ws == "") {
+		return stratus.Errorf(stratus.ENOTFOUND, "run %q has no workspace", runID)
+	} else if err != nil {
+		return fmt.Errorf("advance workspace of run %q: %w", runID, err)
+	}
+	var w stratus.Workspace
+	if err := json.Unmarshal([]byte(ws), &w); err != nil {
+		return fmt.Errorf("run %q: workspace column: %w", runID, err)
+	}
+	if w.Head != from {
+		return stratus.Errorf(stratus.ECONFLICT, "run %q: the workspace head is %s, not %s: another attempt advanced it", runID, w.Head, from)
+	}
+	w.Head, w.Bundles = to, append(w.Bundles, bundle)
+	enc, err := encodeWorkspace(&w)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE runs SET workspace = ? WHERE id = ?", enc, runID); err != nil {
+		return fmt.Errorf("advance workspace of run %q: %w", runID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("advance workspace of run %q: %w", runID, err)
+	}
+	return nil
+}
+
 // ListRuns returns the runs newest first (CreatedAt descending, then id
 // descending), at most limit of them (0: all).
 func (s *Store) ListRuns(ctx context.Context, limit int) ([]stratus.Run, error) {
@@ -72,11 +124,18 @@ func (s *Store) ListRuns(ctx context.Context, limit int) ([]stratus.Run, error) 
 func scanRun(row rowScanner) (stratus.Run, error) {
 	var r stratus.Run
 	var created, ended sql.NullInt64
+	var ws string
 	if err := row.Scan(&r.ID, &r.TaskID, &r.TaskTitle, &r.Flow, &r.Status, &r.WorkDir, &r.TaskPath, &r.Execution, &r.Owner, &r.Resumes,
-		&r.MaxCostUSD, &r.MaxTokens, &created, &ended); err != nil {
+		&r.MaxCostUSD, &r.MaxTokens, &ws, &created, &ended); err != nil {
 		return stratus.Run{}, err
 	}
 	r.CreatedAt, r.EndedAt = fromMillis(created), fromMillis(ended)
+	if ws != "" {
+		r.Workspace = new(stratus.Workspace)
+		if err := json.Unmarshal([]byte(ws), r.Workspace); err != nil {
+			return stratus.Run{}, fmt.Errorf("run %q: workspace column: %w", r.ID, err)
+		}
+	}
 	return r, nil
 }
 

@@ -125,6 +125,11 @@ ALTER TABLE runs ADD COLUMN max_cost_usd REAL NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN max_tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE steps ADD COLUMN input BLOB;
 `,
+	// 6: workspaces (issue 12): a run's workspace as JSON ('' = none),
+	// whose head and bundles AdvanceWorkspace changes.
+	`
+ALTER TABLE runs ADD COLUMN workspace TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // schemaVersion is the version this binary writes.

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -102,6 +103,55 @@ func (su *suite) testRuns(t *testing.T) {
 			t.Fatalf("GetRun(%q): %v", r.ID, err)
 		}
 		checkRun(t, got, want)
+	})
+
+	// issue 12 § 2: a run's workspace round-trips; its head moves only
+	// from the head it is at (one of two racing advances wins, the other
+	// is ECONFLICT); UpdateRun leaves it alone; a run without one is
+	// ENOTFOUND.
+	t.Run("AdvanceWorkspace_FencedOnTheHead", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		r := b.run()
+		base := strings.Repeat("b", 40)
+		r.Workspace = &stratus.Workspace{Root: "/stratus/workspace/" + r.ID, Base: base, Origin: strings.Repeat("o", 40), Prefix: "sub/",
+			Head: base, Bundles: []string{"runs/" + r.ID + "/workspace/base.bundle"}}
+		if err := b.s.CreateRun(b.ctx, r); err != nil {
+			t.Fatalf("CreateRun: %v", err)
+		}
+		got, err := b.s.GetRun(b.ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkRun(t, got, r)
+
+		one, two := strings.Repeat("1", 40), strings.Repeat("2", 40)
+		errs := make([]error, 6)
+		concurrently(len(errs), func(i int) {
+			errs[i] = b.s.AdvanceWorkspace(b.ctx, r.ID, base, one, fmt.Sprintf("runs/%s/workspace/step-%d.bundle", r.ID, i))
+		})
+		oneWins(t, "AdvanceWorkspace from the same head", errs)
+		wantCode(t, "AdvanceWorkspace from a stale head", b.s.AdvanceWorkspace(b.ctx, r.ID, base, two, "x.bundle"), stratus.ECONFLICT)
+		if err := b.s.AdvanceWorkspace(b.ctx, r.ID, one, two, "runs/"+r.ID+"/workspace/last.bundle"); err != nil {
+			t.Fatalf("AdvanceWorkspace from the head: %v", err)
+		}
+		u := got
+		u.Status = stratus.RunDone
+		u.Workspace = nil
+		if err := b.s.UpdateRun(b.ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		got, err = b.s.GetRun(b.ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Workspace == nil || got.Workspace.Head != two || len(got.Workspace.Bundles) != 3 || got.Workspace.Bundles[2] != "runs/"+r.ID+"/workspace/last.bundle" ||
+			got.Workspace.Base != base || got.Workspace.Prefix != "sub/" {
+			t.Errorf("workspace after two advances and an UpdateRun: %+v", got.Workspace)
+		}
+		plain := b.createRun(t)
+		wantCode(t, "AdvanceWorkspace of a run without a workspace", b.s.AdvanceWorkspace(b.ctx, plain.ID, "", one, "x.bundle"), stratus.ENOTFOUND)
+		wantCode(t, "AdvanceWorkspace of a missing run", b.s.AdvanceWorkspace(b.ctx, b.key("none"), "", one, "x.bundle"), stratus.ENOTFOUND)
 	})
 
 	t.Run("ListRuns_NewestFirst", func(t *testing.T) {

@@ -1,0 +1,120 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"time"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/config"
+	"github.com/stratusflow/stratus/internal/projection"
+	"github.com/stratusflow/stratus/internal/sink"
+	"github.com/stratusflow/stratus/internal/workspace"
+)
+
+// stateDirName is the work dir's Stratus state dir (worker.StateDirName).
+const stateDirName = ".stratus"
+
+// Frozen is what FreezeWorkspace did: the run's workspace record and the
+// figures of its base snapshot.
+type Frozen struct {
+	Workspace   *stratus.Workspace
+	Files       int
+	Bytes       int64 // the sum of the snapshot's file sizes
+	BundleBytes int64
+	Took        time.Duration
+}
+
+// FreezeWorkspace freezes a run's work dir as its base snapshot (issue 12
+// § 1; DESIGN.md § Workspaces): one parentless commit of its tracked and
+// untracked files, .gitignore honoured, the state dir and the run's ctx
+// dir left out, stored as a git bundle at <keys>/base.bundle in sk (keys:
+// worker.WorkspaceKeys). The returned record names root (the path
+// payloads render the workspace under; worker.WorkspaceRoot) and starts
+// with its head at the base. The snapshot is capped by config
+// limits.max_snapshot_bytes (0 = 256 MiB).
+//
+// Errors: workspace.Freeze's (ETOOLARGE naming the biggest paths;
+// EINVALID for a submodule or a symlink leaving the tree); the sink's.
+func FreezeWorkspace(ctx context.Context, sk sink.Sink, keys, root, workDir string, cfg *config.Config, taskID string) (*Frozen, error) {
+	ctxDir, err := projection.CtxDir(cfg.Projection.Placement, taskID)
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "stratus-freeze-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	started := time.Now()
+	exclude := []string{stateDirName, ctxDir}
+	bundle := filepath.Join(tmp, "base.bundle")
+	base, err := workspace.Freeze(ctx, workDir, bundle, workspace.FreezeOptions{Exclude: exclude, MaxBytes: cfg.Limits.MaxSnapshotBytes,
+		Message: "stratus: workspace of task " + taskID})
+	if err != nil {
+		return nil, fmt.Errorf("freeze the workspace %s: %w", workDir, err)
+	}
+	body, err := os.ReadFile(bundle)
+	if err != nil {
+		return nil, err
+	}
+	key := path.Join(keys, "base.bundle")
+	if err := sk.Put(ctx, key, body); err != nil {
+		return nil, fmt.Errorf("store the workspace's base bundle: %w", err)
+	}
+	ws := &stratus.Workspace{Root: root, Base: base.Commit, Origin: base.Origin, Prefix: base.Prefix, Exclude: exclude,
+		Head: base.Commit, Bundles: []string{key}}
+	return &Frozen{Workspace: ws, Files: base.Files, Bytes: base.Bytes, BundleBytes: int64(len(body)), Took: time.Since(started)}, nil
+}
+
+// Pulled is what PullWorkspace did.
+type Pulled struct {
+	Branch  string
+	Tip     string
+	Commits []string // oldest first
+}
+
+// PullBranch is the branch a run's commits come back as: stratus/<task id>.
+func PullBranch(run stratus.Run) string { return "stratus/" + run.TaskID }
+
+// PullWorkspace brings a run's workspace back into the repository at
+// repoDir as branch PullBranch(run) (issue 12 § 4): the run's bundles are
+// read from sk and the branch is recreated on the operator's HEAD at run
+// start (workspace.Pull: the uncommitted changes the snapshot took first,
+// then one commit per step). The checked-out branch, the index and the
+// work tree are never touched.
+//
+// Errors: EINVALID for a run without a workspace or a repoDir in no git
+// repository; workspace.Pull's; the sink's.
+func PullWorkspace(ctx context.Context, sk sink.Sink, run stratus.Run, repoDir string) (*Pulled, error) {
+	ws := run.Workspace
+	if ws == nil {
+		return nil, stratus.Errorf(stratus.EINVALID, "run %s has no workspace to pull: its engines worked in %s itself", run.ID, run.WorkDir)
+	}
+	tmp, err := os.MkdirTemp("", "stratus-pull-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	var files []string
+	for i, k := range ws.Bundles {
+		body, err := sk.Get(ctx, k)
+		if err != nil {
+			return nil, fmt.Errorf("read the run's bundle %s: %w", k, err)
+		}
+		f := filepath.Join(tmp, fmt.Sprintf("%03d.bundle", i))
+		if err := os.WriteFile(f, body, 0o600); err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	branch := PullBranch(run)
+	tip, commits, err := workspace.Pull(ctx, repoDir, workspace.Base{Commit: ws.Base, Origin: ws.Origin, Prefix: ws.Prefix}, files, ws.Head, branch, ws.Exclude)
+	if err != nil {
+		return nil, err
+	}
+	return &Pulled{Branch: branch, Tip: tip, Commits: commits}, nil
+}

@@ -1,0 +1,341 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/captoken"
+	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/sink"
+)
+
+// A run with a workspace (stratus.Run.Workspace; issue 12, DESIGN.md §
+// Workspaces) has no disk of the operator's on the worker's side: every
+// path a payload names is under the workspace's Root, which each runner
+// replaces with a checkout of its own, and the repository travels as git
+// bundles in the sink, read and written through presigned URLs (S3) or
+// this API (the fs sink).
+
+// WorkspaceSpec is the `workspace` field of a prompt payload: what the
+// runner materializes before the engine (or a checks or tool command)
+// starts, and what it does after (issue 12 § 2).
+type WorkspaceSpec struct {
+	// Root is the path every other path of the payload is rendered under;
+	// the runner puts its own directory in its place (in the prompt, the
+	// envelope, the launch spec, the exec spec).
+	Root string `json:"root"`
+	// Base is the base snapshot commit; Head the run's head at fetch time,
+	// which the runner checks out (detached).
+	Base string `json:"base"`
+	Head string `json:"head"`
+	// Bundles carry Base..Head: fetched in order into the runner's
+	// repository.
+	Bundles []Blob `json:"bundles"`
+	// Files are the run's ctx and report files (fetched by URL) and, for a
+	// tool node, the run's frozen tools (inline Body), placed at Root/Path.
+	Files []Blob `json:"files,omitempty"`
+	// Exclude lists Root-relative paths that are Stratus's own (its state
+	// dir, the ctx dir): never part of a commit, never a change.
+	Exclude []string `json:"exclude"`
+	// DiffPath and OverviewPath, when set (Head differs from Base), are
+	// where the runner writes Base..Head as {diff_path} and
+	// {change_overview_path} (seed 004 § Template variables), Root-relative.
+	DiffPath     string `json:"diff_path,omitempty"`
+	OverviewPath string `json:"overview_path,omitempty"`
+	// Write is set for a workspace-write agent node: after its engine ends
+	// with a report, the runner commits the change (one commit, message
+	// the step ref, author Stratus), uploads the bundle Head..commit to
+	// Upload, and advances the head (POST /v1/worker/workspace/head).
+	Write  bool  `json:"write,omitempty"`
+	Upload *Blob `json:"upload,omitempty"`
+	// MaxBytes caps the step's bundle, bytes.
+	MaxBytes int64 `json:"max_bytes,omitempty"`
+}
+
+// Blob is one file of the workspace transport. URL is an absolute
+// presigned URL (no credentials sent), or a worker API path starting with
+// "/v1/" used with the runner's handle; Body carries small files inline.
+type Blob struct {
+	Path       string `json:"path,omitempty"` // Root-relative, slash-separated (Files)
+	Key        string `json:"key"`            // the sink key
+	URL        string `json:"url,omitempty"`
+	Body       []byte `json:"body,omitempty"`
+	Executable bool   `json:"executable,omitempty"`
+}
+
+// WorkspaceRoot is the Root of a run's workspace: a path no worker has,
+// unique to the run, so that replacing it can touch nothing else.
+func WorkspaceRoot(runID string) string { return "/stratus-workspace/" + runID }
+
+// WorkspaceKeys returns the sink key prefix of a run's workspace bundles
+// beside its run bundle (stateDir "" on AWS, where the sink's keys start at
+// runs/; ".stratus" embedded, where the worker's sink is the work dir).
+func WorkspaceKeys(stateDir, runID string) string {
+	return path.Join(stateDir, "runs", runID, "workspace")
+}
+
+// WorkspaceBlobTTL is how long a presigned workspace URL lives: the
+// longest step (hours) plus margin.
+const WorkspaceBlobTTL = 12 * time.Hour
+
+// workspaceExclude lists a run's Root-relative paths that are Stratus's
+// own: the state dir and the ctx dir (as recorded when it was frozen).
+func workspaceExclude(env *RunEnv, run stratus.Run) ([]string, error) {
+	dir, err := ctxDir(env, run)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{StateDirName, dir}
+	for _, x := range run.Workspace.Exclude {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out, nil
+}
+
+// workspaceSpec builds a payload's workspace field for the caller's step
+// (nil for a run without a workspace). write: the step may advance the
+// head (a workspace-write agent node; never an evaluator, checks or tool).
+func (s *Service) workspaceSpec(ctx context.Context, c *Caller, write bool, tools bool) (*WorkspaceSpec, error) {
+	run, env := c.Run, c.Env
+	ws := run.Workspace
+	if ws == nil {
+		return nil, nil
+	}
+	exclude, err := workspaceExclude(env, run)
+	if err != nil {
+		return nil, err
+	}
+	spec := &WorkspaceSpec{Root: ws.Root, Base: ws.Base, Head: ws.Head, Exclude: exclude}
+	for _, k := range ws.Bundles {
+		b, err := s.blob(ctx, k, false)
+		if err != nil {
+			return nil, err
+		}
+		spec.Bundles = append(spec.Bundles, b)
+	}
+	dirs := []string{exclude[1]}
+	if rd := reportDir(env.Flow, run.TaskID); rd != "" && rd != exclude[1] {
+		dirs = append(dirs, rd)
+	}
+	for _, d := range dirs {
+		keys, err := s.Sink.List(ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range keys {
+			b, err := s.blob(ctx, k, false)
+			if err != nil {
+				return nil, err
+			}
+			b.Path = k
+			spec.Files = append(spec.Files, b)
+		}
+	}
+	if env.Task != nil && env.Task.Path != "" {
+		body, err := os.ReadFile(env.Task.Path)
+		if err != nil {
+			return nil, fmt.Errorf("the run's task file: %w", err)
+		}
+		rel := strings.TrimPrefix(taskPathOf(run), ws.Root+"/")
+		spec.Files = append(spec.Files, Blob{Path: rel, Body: body})
+	}
+	if tools {
+		if err := addTools(env, spec); err != nil {
+			return nil, err
+		}
+	}
+	if ws.Head != ws.Base {
+		spec.DiffPath, spec.OverviewPath = path.Join(exclude[1], DiffFile), path.Join(exclude[1], ChangeOverviewFile)
+	}
+	if write {
+		key := uploadKey(ws, c)
+		up, err := s.blob(ctx, key, true)
+		if err != nil {
+			return nil, err
+		}
+		spec.Write, spec.Upload, spec.MaxBytes = true, &up, s.workspaceMaxBytes(env)
+	}
+	return spec, nil
+}
+
+// workspaceMaxBytes is the cap on one step's bundle: config
+// limits.max_snapshot_bytes (the snapshot's cap); 0 = the default.
+func (s *Service) workspaceMaxBytes(env *RunEnv) int64 {
+	if env.Config != nil {
+		return env.Config.Limits.MaxSnapshotBytes
+	}
+	return 0
+}
+
+// uploadKey is where the caller's attempt uploads its bundle: one key per
+// attempt, beside the run's other bundles.
+func uploadKey(ws *stratus.Workspace, c *Caller) string {
+	return path.Join(path.Dir(ws.Bundles[0]), fmt.Sprintf("%s.a%d.bundle", c.Step.TID, c.Attempt.N))
+}
+
+// blob addresses key for the runner: a presigned URL when the sink signs
+// them, else this API's /v1/worker/workspace/blob route.
+func (s *Service) blob(ctx context.Context, key string, put bool) (Blob, error) {
+	if p, ok := s.Sink.(sink.Presigner); ok {
+		sign := p.PresignGet
+		if put {
+			sign = p.PresignPut
+		}
+		u, err := sign(ctx, key, WorkspaceBlobTTL)
+		if err != nil {
+			return Blob{}, err
+		}
+		return Blob{Key: key, URL: u}, nil
+	}
+	return Blob{Key: key, URL: "/v1/worker/workspace/blob?key=" + url.QueryEscape(key)}, nil
+}
+
+// addTools inlines the run's frozen tools (RunEnv.ToolsDir) under
+// .stratus/tools: a tool node runs them from the runner's own checkout.
+func addTools(env *RunEnv, spec *WorkspaceSpec) error {
+	if env.ToolsDir == "" {
+		return nil
+	}
+	return filepath.WalkDir(env.ToolsDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if os.IsNotExist(err) && p == env.ToolsDir {
+				return fs.SkipAll
+			}
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		body, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(env.ToolsDir, p)
+		spec.Files = append(spec.Files, Blob{Path: path.Join(StateDirName, "tools", filepath.ToSlash(rel)), Body: body, Executable: fi.Mode()&0o111 != 0})
+		return nil
+	})
+}
+
+// writesWorkspace reports whether a step of node may advance the run's
+// head: an agent node resolved to the workspace-write profile.
+func writesWorkspace(node *flow.Node, profile string) bool {
+	return node.Kind == flow.KindAgent && profile == "workspace-write"
+}
+
+// readableKey reports whether the caller may read key through the API: a
+// key of its run's workspace bundles, ctx dir or report dir.
+func readableKey(c *Caller, key string) bool {
+	ws := c.Run.Workspace
+	if ws == nil || len(ws.Bundles) == 0 || sink.CheckKey(key) != nil {
+		return false
+	}
+	under := func(dir string) bool { return dir != "" && strings.HasPrefix(key, dir+"/") }
+	dir, _ := ctxDir(c.Env, c.Run)
+	return under(path.Dir(ws.Bundles[0])) || under(dir) || under(reportDir(c.Env.Flow, c.Run.TaskID))
+}
+
+// ReadBlob serves GET /v1/worker/workspace/blob?key= for a sink that does
+// not presign (issue 12 § 1): the bytes of one of the caller's run's
+// workspace bundles, ctx or report files. Errors: see Authorize; EINVALID
+// for a key outside those; ENOTFOUND when nothing is stored there.
+func (s *Service) ReadBlob(ctx context.Context, authorization, key string) ([]byte, error) {
+	c, err := s.Authorize(ctx, authorization, captoken.FetchPrompt, "")
+	if err != nil {
+		return nil, err
+	}
+	if !readableKey(c, key) {
+		return nil, stratus.FieldErrorf(stratus.EINVALID, "key", "%q is not a file of run %s's workspace, ctx dir or report dir", key, c.Run.ID)
+	}
+	return s.Sink.Get(ctx, key)
+}
+
+// WriteBlob serves PUT /v1/worker/workspace/blob?key= for a sink that does
+// not presign: the caller's attempt stores its step bundle under the one
+// key its payload named (Upload). Errors: see Authorize; ECONFLICT when
+// the attempt can no longer count (fence); EINVALID for any other key.
+func (s *Service) WriteBlob(ctx context.Context, authorization, key string, body []byte) error {
+	c, err := s.Authorize(ctx, authorization, captoken.EmitOutput, "")
+	if err != nil {
+		return err
+	}
+	if err := s.fence(ctx, c); err != nil {
+		return err
+	}
+	if c.Run.Workspace == nil || len(c.Run.Workspace.Bundles) == 0 || key != uploadKey(c.Run.Workspace, c) {
+		return stratus.FieldErrorf(stratus.EINVALID, "key", "%q is not this attempt's upload key", key)
+	}
+	return s.Sink.Put(ctx, key, body)
+}
+
+// HeadAdvance is the body of POST /v1/worker/workspace/head.
+type HeadAdvance struct {
+	From string `json:"from"` // the head the attempt started from (its payload's Head)
+	To   string `json:"to"`   // the commit it made on top of From
+}
+
+// AdvanceHead serves POST /v1/worker/workspace/head (issue 12 § 2): after
+// uploading its bundle, a workspace-write attempt moves the run's head from
+// the head it started from to its commit. Fenced twice: the attempt must
+// still count (a rekicked or late attempt gets ECONFLICT), and the head
+// must still be From (store AdvanceWorkspace). Errors: see Authorize;
+// ECONFLICT as said; EINVALID for a node that may not write, a malformed
+// commit id, or a bundle not uploaded.
+func (s *Service) AdvanceHead(ctx context.Context, authorization string, h HeadAdvance) error {
+	c, err := s.Authorize(ctx, authorization, captoken.EmitOutput, "")
+	if err != nil {
+		return err
+	}
+	if err := s.fence(ctx, c); err != nil {
+		return err
+	}
+	ws := c.Run.Workspace
+	if ws == nil || len(ws.Bundles) == 0 {
+		return stratus.Errorf(stratus.EINVALID, "run %s has no workspace to advance", c.Run.ID)
+	}
+	node := c.Env.Flow.Node(c.Step.Node)
+	if node == nil || !writesWorkspace(node, c.Attempt.Resolved.PermissionProfile) {
+		return stratus.Errorf(stratus.EINVALID, "step %s is not a workspace-write agent node; it may not change the run's workspace", c.Step.StepRef)
+	}
+	for field, v := range map[string]string{"from": h.From, "to": h.To} {
+		if !isCommitID(v) {
+			return stratus.FieldErrorf(stratus.EINVALID, field, "%q is not a commit id; valid: 40 lowercase hex digits", v)
+		}
+	}
+	key := uploadKey(ws, c)
+	keys, err := s.Sink.List(ctx, path.Dir(key))
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(keys, key) {
+		return stratus.FieldErrorf(stratus.EINVALID, "to", "no bundle was uploaded to %s; upload it before advancing the head", key)
+	}
+	return s.Store.AdvanceWorkspace(ctx, c.Run.ID, h.From, h.To, key)
+}
+
+// isCommitID reports whether s is a full SHA-1 commit id in lowercase hex.
+func isCommitID(s string) bool {
+	if len(s) != 40 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,37 @@
+// Package workspace carries a run's repository — its workspace — between
+// the operator's machine and the workers that cannot see its disk (issue
+// 12; ../shared/DESIGN.md § Workspaces: the repository travels with the
+// run). What travels is git bundles, nothing else:
+//
+//   - Freeze (issue 12 § 1) snapshots the operator's work dir — tracked and
+//     untracked files, .gitignore honoured, Stratus's own paths excluded —
+//     into ONE parentless commit and writes a full bundle of it: the base.
+//     The operator's repository is read, never written: the snapshot is
+//     staged in a throwaway git dir that borrows the repository's objects
+//     through objects/info/alternates and a copy of its index.
+//   - Materialize (issue 12 § 2) makes a fresh dir a detached checkout of
+//     the run's head from the base bundle and the step bundles, in order.
+//   - CommitStep (issue 12 § 2) turns a workspace-writing step's changes into
+//     one commit on top of the run's head and an incremental bundle
+//     (parent..commit) that the next worker fetches after the others.
+//   - Pull (issue 12 § 4) brings the run back into the operator's repository
+//     as a branch on top of the commit the operator had checked out: first
+//     the changes that were uncommitted when the run started, then one
+//     commit per step, each with exactly that step's change.
+//
+// The limits (issue 12 § 6) are checked where content enters a bundle
+// (Freeze, and CommitStep among the changed paths): a snapshot larger than
+// its cap is refused (ETOOLARGE, naming the biggest paths), and so are
+// submodules and nested repositories (they are refused, not flattened) and
+// symlinks whose target is absolute or resolves outside the work dir
+// (EINVALID). Symlinks inside the tree stay symlinks; binary files travel
+// as they are.
+//
+// Every commit Stratus makes is authored by AuthorName <AuthorEmail>, and
+// git runs with the operator's hooks, commit signing and autocrlf turned
+// off, so a machine's git configuration cannot change what a commit holds.
+//
+// It does not upload or download bundles (callers move the files), advance
+// the run's workspace head in the store, or compute {diff_path} (gitwork's
+// Snapshot does, against the base commit).
+package workspace
