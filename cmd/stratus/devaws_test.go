@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -88,7 +90,7 @@ func TestDevAWS_RunCancelAndResumeWithoutAnAccount(t *testing.T) {
 env > "$SPY/env-$STRATUS_TASK_ID.txt"
 echo "$0" > "$SPY/self-$STRATUS_TASK_ID.txt"
 pwd > "$SPY/pwd-$STRATUS_TASK_ID.txt"
-if [ -f "$SPY/slow" ]; then sleep 300; fi
+if [ -f "$SPY/slow" ]; then echo $$ > "$SPY/pid-$STRATUS_TASK_ID.txt"; sleep 300; fi
 printf '{"subrun_report": "ok"}\n'
 `)
 	path := filepath.Join(dir, ".stratus/config.yaml")
@@ -159,6 +161,21 @@ printf '{"subrun_report": "ok"}\n'
 	}
 	if r := runCLI(t, append([]string{"cancel", started.RunID}, flags...)...); r.code != ExitOK || !strings.Contains(r.stdout, ": interrupted (was running)") {
 		t.Fatalf("cancel on dev aws: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// The cancelled step's worker and engine are stopped (issue 11 § 5),
+	// and following the run says interrupted, as cancel did.
+	pids, _ := filepath.Glob(filepath.Join(spy, "pid-*.txt"))
+	if len(pids) != 1 {
+		t.Fatalf("slow engines %v; want the one of the cancelled step", pids)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(readFile(t, pids[0])))
+	for deadline := time.Now().Add(30 * time.Second); syscall.Kill(pid, 0) == nil; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the cancelled step's engine (pid %d) still runs 30 s after cancel", pid)
+		}
+	}
+	if r := runCLI(t, append([]string{"status", started.RunID, "--follow"}, flags...)...); r.code != ExitInterrupted || !strings.Contains(r.stdout, "interrupted") {
+		t.Errorf("status --follow of the cancelled run: exit %d, want %d (interrupted)\n%s%s", r.code, ExitInterrupted, r.stdout, r.stderr)
 	}
 	os.Remove(filepath.Join(spy, "slow"))
 	r = runCLI(t, append([]string{"resume", started.RunID}, flags...)...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"syscall"
@@ -63,8 +64,11 @@ without --reset-fix-budget).`,
 				return err
 			}
 			o.costSet, o.tokensSet = c.Flags().Changed("max-cost-usd"), c.Flags().Changed("max-tokens")
-			if o.MaxCostUSD < 0 || o.MaxTokens < 0 {
-				return usageError{fmt.Errorf("--max-cost-usd %v / --max-tokens %d: want a cap >= 0 (0: no cap)", o.MaxCostUSD, o.MaxTokens)}
+			if o.MaxCostUSD < 0 || math.IsNaN(o.MaxCostUSD) || math.IsInf(o.MaxCostUSD, 0) {
+				return usageError{fmt.Errorf("--max-cost-usd %v: want a cost in US dollars >= 0 (0: no cap)", o.MaxCostUSD)}
+			}
+			if o.MaxTokens < 0 {
+				return usageError{fmt.Errorf("--max-tokens %d: want a token count >= 0 (0: no cap)", o.MaxTokens)}
 			}
 			return runResume(o)
 		},

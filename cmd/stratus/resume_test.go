@@ -297,8 +297,15 @@ default:
 	if !strings.Contains(md, "cost cap reached: $0.8500 of $0.8000") || !strings.Contains(md, "Capped at $0.80.") {
 		t.Errorf("summary.md does not say the cap stopped the run:\n%s", md)
 	}
-	if r := runCLI(t, "resume", res.RunID, "--dir", dir, "--max-cost-usd", "0.85"); r.code != ExitUsage || !strings.Contains(r.stderr, "would stop again at once") {
-		t.Errorf("resume with a cap already spent: exit %d\n%s", r.code, r.stderr)
+	for _, args := range [][]string{{"--max-cost-usd", "0.85"}, nil} {
+		if r := runCLI(t, append([]string{"resume", res.RunID, "--dir", dir}, args...)...); r.code != ExitUsage || !strings.Contains(r.stderr, "would stop again at once") {
+			t.Errorf("resume %v with a cap already spent: exit %d\n%s", args, r.code, r.stderr)
+		}
+	}
+	for _, v := range []string{"NaN", "Inf", "-1"} {
+		if r := runCLI(t, "resume", res.RunID, "--dir", dir, "--max-cost-usd", v); r.code != ExitUsage || !strings.Contains(r.stderr, "--max-cost-usd") {
+			t.Errorf("resume --max-cost-usd %s: exit %d, want %d naming the flag\n%s", v, r.code, ExitUsage, r.stderr)
+		}
 	}
 	r = runCLI(t, "resume", res.RunID, "--dir", dir, "--max-cost-usd", "2")
 	if r.code != ExitOK {

@@ -66,6 +66,11 @@ func (t *Target) Follow(ctx context.Context, run stratus.Run, env *worker.RunEnv
 		if x.Done() {
 			return t.Finish(ctx, run, env, x)
 		}
+		// A run cancelled while followed is recorded interrupted before
+		// its execution reports the stop (a stand-in may report it late).
+		if cur, err := t.Store.GetRun(ctx, run.ID); err == nil && cur.Status == stratus.RunInterrupted {
+			return &orchestrator.Result{Run: cur, Status: cur.Status}, nil
+		}
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -220,8 +221,8 @@ func (c *Config) blocks(ps *problems) {
 	if c.HITL.TimeoutSeconds < 0 {
 		bad("hitl.timeout_seconds", "%d is negative; valid: seconds > 0", c.HITL.TimeoutSeconds)
 	}
-	if c.Limits.MaxCostUSD < 0 {
-		bad("limits.max_cost_usd", "%v is negative; valid: a cost in US dollars > 0, or 0 for no cap", c.Limits.MaxCostUSD)
+	if c.Limits.MaxCostUSD < 0 || math.IsNaN(c.Limits.MaxCostUSD) || math.IsInf(c.Limits.MaxCostUSD, 0) {
+		bad("limits.max_cost_usd", "%v is not a cap; valid: a cost in US dollars > 0, or 0 for no cap", c.Limits.MaxCostUSD)
 	}
 	if c.Limits.MaxTokens < 0 {
 		bad("limits.max_tokens", "%d is negative; valid: a token count > 0, or 0 for no cap", c.Limits.MaxTokens)

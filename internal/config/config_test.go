@@ -34,6 +34,10 @@ func TestParse_Errors(t *testing.T) {
 		"empty command":    {strings.Replace(base, "{command: x}", "{command: \"\"}", 1), "command"},
 		"negative ttl":     {base + "worker: {token_ttl_seconds: -1}\n", "token_ttl_seconds"},
 		"negative timeout": {strings.Replace(base, "{command: x}", "{command: x, timeout_seconds: -5}", 1), "timeout_seconds"},
+		"NaN cost cap":     {base + "limits: {max_cost_usd: .nan}\n", "limits.max_cost_usd: NaN"},
+		"infinite cap":     {base + "limits: {max_cost_usd: .inf}\n", "limits.max_cost_usd: +Inf"},
+		"negative snap":    {base + "limits: {max_snapshot_bytes: -1}\n", "limits.max_snapshot_bytes"},
+		"workspace mode":   {base + "workspace: cloud\n", `workspace: "cloud" is not a workspace mode`},
 	} {
 		_, err := Parse("config.yaml", []byte(tc.yaml))
 		if stratus.ErrorCode(err) != stratus.EINVALID || !strings.Contains(err.Error(), tc.want) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stratusflow/stratus/internal/devstack/moto"
+	"github.com/stratusflow/stratus/internal/executor"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsecs "github.com/aws/aws-sdk-go-v2/service/ecs"
@@ -59,6 +60,7 @@ type Functions struct {
 	log     io.Writer
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
+	aborted map[string]bool // executions delivered ABORTED for a cancel (watchExecutions only)
 }
 
 // Serve starts the functions of stack st on the stand-in cfg points at,
@@ -160,6 +162,7 @@ func (f *Functions) dispatch(ctx context.Context) {
 // it describes the execution of each run recorded running, and hands one
 // that has ended to ExecutionEnded.
 func (f *Functions) watchExecutions(ctx context.Context, poll time.Duration) {
+	f.aborted = map[string]bool{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -171,11 +174,24 @@ func (f *Functions) watchExecutions(ctx context.Context, poll time.Duration) {
 			continue
 		}
 		for _, r := range runs {
-			if stratus.RunTerminal(r.Status) || r.Execution == "" {
+			// A run cancelled (recorded interrupted) whose execution moto
+			// still reports running — moto aborts a waiting execution only
+			// when its task wakes — is delivered as AWS delivers it: ABORTED.
+			stopped := r.Status == stratus.RunInterrupted && !f.aborted[r.Execution]
+			if (stratus.RunTerminal(r.Status) && !stopped) || r.Execution == "" {
 				continue
 			}
 			x, err := f.app.Tokens.DescribeExecution(ctx, r.Execution)
-			if err != nil || !x.Done() {
+			if err != nil {
+				continue
+			}
+			if stopped {
+				f.aborted[r.Execution] = true
+				if x.Done() {
+					continue // it ended by itself; the cancel ran its Finish
+				}
+				x.Status, x.StopDate = executor.StatusAborted, time.Now()
+			} else if !x.Done() {
 				continue
 			}
 			if err := f.events.ExecutionEnded(ctx, x); err != nil {

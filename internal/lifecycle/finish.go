@@ -53,6 +53,12 @@ type Result struct {
 // and the stop line are then left out.
 func Finish(ctx context.Context, p Ports, run stratus.Run, env report.Env, def []byte, x executor.Execution) (*Result, error) {
 	res := &Result{Error: x.Error, Cause: x.Cause, Status: ExecutionStatus(x)}
+	if run.Status == stratus.RunInterrupted && res.Status != stratus.RunDone {
+		// The operator's cancel recorded it interrupted before its
+		// execution ended; how the stop ended the execution (ABORTED, or a
+		// task failed by it) does not change that.
+		res.Status = stratus.RunInterrupted
+	}
 	// No step runs past its execution's end: one still recorded running
 	// (an aborted or timed-out execution ran no Catch) is canceled. Its
 	// worker is the caller's to stop (the events function stops every

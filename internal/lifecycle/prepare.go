@@ -64,13 +64,15 @@ func PrepareResume(ctx context.Context, st store.Store, run stratus.Run, def []b
 	if o.MaxTokens != nil {
 		run.MaxTokens = *o.MaxTokens
 	}
-	if o.MaxCostUSD != nil || o.MaxTokens != nil {
+	if run.MaxCostUSD > 0 || run.MaxTokens > 0 {
+		// A run at its cap, raised or not, would park again before its
+		// first step: refused, naming the flags that raise it.
 		sp, err := RunSpend(ctx, st, run.ID)
 		if err != nil {
 			return run, nil, err
 		}
 		if why := CapReached(run, sp); why != "" {
-			return run, nil, stratus.Errorf(stratus.EINVALID, "run %s would stop again at once: %s; give a cap above what it has spent", run.ID, why)
+			return run, nil, stratus.Errorf(stratus.EINVALID, "run %s would stop again at once: %s; give a cap above what it has spent (--max-cost-usd N, --max-tokens N; 0: no cap)", run.ID, why)
 		}
 	}
 	run.Resumes++
