@@ -134,5 +134,6 @@ func resumeAWS(o *ResumeOptions, r lifecycle.Resume) error {
 	if err != nil {
 		return err
 	}
+	pullAtEnd(ctx, o.IO, tg, res.Run.ID, "", o.AWS.flagsHint())
 	return printRun(o.IO, o.JSON, res)
 }

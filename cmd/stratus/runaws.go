@@ -42,12 +42,8 @@ func runRunAWS(o *RunOptions) error {
 	if err != nil {
 		return err
 	}
-	if !o.NoPull && res.Run.Workspace != nil {
-		// The run's commits come back as a branch (issue 12 § 4); a pull
-		// that cannot be made is said, and the run's status stands.
-		if _, err := pull(ctx, o.IO, tg.Sink, res.Run, o.Dir); err != nil {
-			fmt.Fprintf(o.IO.Err, "stratus: warning: the run's commits were not pulled: %v (stratus pull %s --dir DIR%s tries again)\n", err, res.Run.ID, o.AWS.flagsHint())
-		}
+	if !o.NoPull {
+		pullAtEnd(ctx, o.IO, tg, res.Run.ID, o.Dir, o.AWS.flagsHint())
 	}
 	return printRun(o.IO, o.JSON, res)
 }

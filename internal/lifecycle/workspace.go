@@ -12,6 +12,7 @@ import (
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/projection"
 	"github.com/stratusflow/stratus/internal/sink"
+	"github.com/stratusflow/stratus/internal/task"
 	"github.com/stratusflow/stratus/internal/workspace"
 )
 
@@ -68,6 +69,21 @@ func FreezeWorkspace(ctx context.Context, sk sink.Sink, keys, root, workDir stri
 	ws := &stratus.Workspace{Root: root, Base: base.Commit, Origin: base.Origin, Prefix: base.Prefix, Exclude: exclude,
 		Head: base.Commit, Bundles: []string{key}}
 	return &Frozen{Workspace: ws, Files: base.Files, Bytes: base.Bytes, BundleBytes: int64(len(body)), Took: time.Since(started)}, nil
+}
+
+// WorkspaceMode is where an embedded run's engines work (issue 12 § 5):
+// the task's front matter workspace, else config.yaml's, else
+// config.WorkspaceWorkDir.
+func WorkspaceMode(cfg *config.Config, tk *task.Task) string {
+	if tk != nil {
+		if m, ok := tk.Front["workspace"].(string); ok && m != "" {
+			return m
+		}
+	}
+	if cfg != nil && cfg.Workspace != "" {
+		return cfg.Workspace
+	}
+	return config.WorkspaceWorkDir
 }
 
 // Pulled is what PullWorkspace did.

@@ -142,6 +142,17 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	s.run = stratus.Run{ID: runID, TaskID: tk.ID, TaskTitle: tk.Title, Flow: fl.TaskType, Status: stratus.RunRunning,
 		WorkDir: dir, TaskPath: taskPath, Owner: lifecycle.Owner(), CreatedAt: time.Now().UTC()}
 	s.run.MaxCostUSD, s.run.MaxTokens = lifecycle.Caps(s.env.Config, s.env.Task)
+	if lifecycle.WorkspaceMode(s.env.Config, s.env.Task) == config.WorkspaceWorktree {
+		// The repository travels as on AWS (issue 12 § 5): engines work in
+		// checkouts of their own, never in the operator's.
+		fz, err := lifecycle.FreezeWorkspace(ctx, s.sk, worker.WorkspaceKeys(StateDir, runID), worker.WorkspaceRoot(runID), dir, s.env.Config, tk.ID)
+		if err != nil {
+			return nil, err
+		}
+		s.run.Workspace = fz.Workspace
+		fmt.Fprintf(s.progress, "stratus: workspace %s: %d files, %d bytes, bundle %d bytes, frozen in %d ms (base %s)\n",
+			dir, fz.Files, fz.Bytes, fz.BundleBytes, fz.Took.Milliseconds(), fz.Workspace.Base[:12])
+	}
 	if err := s.st.CreateRun(ctx, s.run); err != nil {
 		return nil, err
 	}

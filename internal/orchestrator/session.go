@@ -203,7 +203,24 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 	if err != nil {
 		return nil, err
 	}
+	s.pull(ctx, fin.Run.ID)
 	return s.paths(fin), nil
+}
+
+// pull brings the commits of a run whose repository travelled back as
+// branch stratus/<task_id> (issue 12 § 4-5); a pull that cannot be made
+// is a warning: the run's status stands, and stratus pull tries again.
+func (s *session) pull(ctx context.Context, runID string) {
+	run, err := s.st.GetRun(ctx, runID)
+	if err != nil || run.Workspace == nil {
+		return
+	}
+	p, err := lifecycle.PullWorkspace(ctx, s.sk, run, s.dir)
+	if err != nil {
+		fmt.Fprintf(s.progress, "stratus: warning: the run's commits were not pulled: %v (stratus pull %s tries again)\n", err, runID)
+		return
+	}
+	fmt.Fprintf(s.progress, "stratus: pulled run %s: branch %s at %.12s (%d commits); see it with git log --stat %s\n", runID, p.Branch, p.Tip, len(p.Commits), p.Branch)
 }
 
 // paths turns a Finish result's sink keys into the work dir's paths.

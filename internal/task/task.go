@@ -40,6 +40,8 @@ var AllowedKeys = []string{
 	// Stratus's own: caps on the run's spend (config.yaml limits; the
 	// task's win).
 	"max_cost_usd", "max_tokens",
+	// Where embedded engines work (config.yaml workspace; the task's wins).
+	"workspace",
 }
 
 // nodeOverrideKeys are the sub-keys of nodes.<id> (SKILL.md § nodes).
@@ -212,6 +214,7 @@ func (t *Task) check() error {
 		{"queue", nonEmptyString, "a non-empty string"},
 		{"max_cost_usd", isNonNegativeNumber, "a cost in US dollars >= 0 (0: no cap)"},
 		{"max_tokens", isNonNegativeInt, "a token count >= 0 (0: no cap)"},
+		{"workspace", oneOf("workdir", "worktree"), "workdir (engines work in the work dir) or worktree (a checkout of their own; commits come back as branch stratus/<task_id>)"},
 	} {
 		v, ok := t.Front[c.key]
 		if !ok || (v == nil && c.key == "branch_name") {
