@@ -28,7 +28,8 @@ demo: build
 
 ## demo-aws: the main job on a local AWS stand-in, with no account (stratus
 ## dev aws: moto, the Lambdas and Fargate played on this machine): a run of
-## examples/task.md with --target aws; a second run interrupted (stratus
+## examples/task.md with --target aws, whose file change travels through the
+## steps and comes back as a branch; a second run interrupted (stratus
 ## cancel) and resumed (stratus resume); then status and runs. The stand-in
 ## stops at the end. Needs moto: pip install 'moto[server]==5.2.1'.
 DEMO_AWS ?= .scratch/demo-aws
@@ -37,9 +38,14 @@ demo-aws: build
 	rm -rf $(DEMO_AWS) && mkdir -p $(DEMO_AWS)
 	$(BIN) install --dir $(DEMO_AWS)/main --primary script --scenario examples/scenario.yaml
 	cp examples/task.md $(DEMO_AWS)/main/task.md
+	@# The project is a git repository: the run's change comes back as a branch.
+	git -C $(DEMO_AWS)/main init -q -b main && git -C $(DEMO_AWS)/main add -A && \
+	  git -C $(DEMO_AWS)/main -c user.name=demo -c user.email=demo@example.invalid commit -qm "the project before the run"
 	@printf 'nodes:\n  implementation:\n    - sleep_ms: 4000\n      report: implemented\n  review:\n    - report: {findings: []}\ndefault:\n  report: ok\n' > $(DEMO_AWS)/slow.yaml
 	$(BIN) install --dir $(DEMO_AWS)/interrupted --primary script --scenario "$(CURDIR)/$(DEMO_AWS)/slow.yaml"
 	sed 's/^id: demo-greeting/id: demo-interrupted/' examples/task.md > $(DEMO_AWS)/interrupted/task.md
+	git -C $(DEMO_AWS)/interrupted init -q -b main && git -C $(DEMO_AWS)/interrupted add -A && \
+	  git -C $(DEMO_AWS)/interrupted -c user.name=demo -c user.email=demo@example.invalid commit -qm "the project before the run"
 	@$(BIN) dev aws > $(DEMO_AWS)/dev.out 2> $(DEMO_AWS)/dev.log & pid=$$!; \
 	trap 'kill -INT $$pid 2>/dev/null; wait $$pid' EXIT; \
 	for i in $$(seq 1 300); do [ -s $(DEMO_AWS)/dev.out ] && break; sleep 0.2; done; \
@@ -48,6 +54,8 @@ demo-aws: build
 	echo "== the stand-in (stratus dev aws): $$flags"; \
 	echo "== 1. stratus run examples/task.md --target aws"; \
 	$(BIN) run $(DEMO_AWS)/main/task.md --dir $(DEMO_AWS)/main $$flags || exit 1; \
+	echo "== the engines' change travelled implementation -> review -> fixing in bundles, and came back as branch stratus/demo-greeting:"; \
+	git -C $(DEMO_AWS)/main log --format='%h %s (%an)' --stat main..stratus/demo-greeting || exit 1; \
 	echo "== 2. a run interrupted (stratus cancel) and resumed (stratus resume)"; \
 	id=$$($(BIN) run $(DEMO_AWS)/interrupted/task.md --dir $(DEMO_AWS)/interrupted --detach $$flags) || exit 1; \
 	for i in $$(seq 1 200); do $(BIN) status $$id $$flags 2>/dev/null | grep -q 'implementation#1 .* running' && break; sleep 0.3; done; \

@@ -181,6 +181,13 @@ func cancelAWS(ctx context.Context, tg *awsrun.Target, runID string) (CancelResu
 	if err := tg.Exec.StopExecution(ctx, run.Execution, "stratus.Cancelled", "cancelled by the operator (stratus cancel)"); err != nil {
 		return res, err
 	}
+	// The execution is stopping: the run is interrupted now, its open steps
+	// canceled, so a worker still running has its next stats and its report
+	// refused (409) and stops its engine, whenever the execution reads
+	// ABORTED (the events function then stops its task).
+	if run, err = lifecycle.Interrupt(ctx, tg.Store, run, "cancelled by the operator (stratus cancel)", time.Now().UTC()); err != nil {
+		return res, err
+	}
 	// StopExecution may answer before the execution reads ABORTED.
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	x, err := tg.Exec.WaitExecution(wctx, run.Execution)

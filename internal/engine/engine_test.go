@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -116,5 +118,30 @@ func TestScript_FailEmitsTurnFailedWithoutReport(t *testing.T) {
 	Script(context.Background(), s, strings.NewReader(`{"workflow_contract":1,"input":{"node":"x","visit":1}}`+"\n"), &out)
 	if !strings.Contains(out.String(), `no answer for node \"x\"`) {
 		t.Errorf("no answer: %s", out.String())
+	}
+}
+
+// A scenario's files are written, relative to the engine's working
+// directory, before the report: the change a coding agent makes (what a
+// run's workspace carries to the next step). A path leaving the directory
+// is refused when the scenario is read.
+func TestScript_FilesAreWrittenInTheWorkingDirectory(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	s := &Scenario{Default: &Answer{Report: "ok", Files: map[string]string{"cmd/hello/main.go": "package main\n", "README.md": "hi\n"}}}
+	var out bytes.Buffer
+	Script(context.Background(), s, strings.NewReader(`{"workflow_contract":1,"input":{"node":"x","visit":1}}`+"\n"), &out)
+	for f, want := range s.Default.Files {
+		if got, err := os.ReadFile(filepath.Join(dir, f)); err != nil || string(got) != want {
+			t.Errorf("%s = %q, %v; want %q", f, got, err, want)
+		}
+	}
+	if !strings.Contains(out.String(), `"subrun_report":"ok"`) {
+		t.Errorf("out = %s", out.String())
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("default:\n  report: ok\n  files: {../escape.txt: x}\n"), 0o644)
+	if _, err := LoadScenario(bad); err == nil || !strings.Contains(err.Error(), "../escape.txt") {
+		t.Errorf("LoadScenario of a file leaving the dir: %v", err)
 	}
 }

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -41,6 +44,9 @@ type Answer struct {
 	SleepMS          int               `yaml:"sleep_ms"`          // before answering
 	Fail             string            `yaml:"fail"`              // emit turn_failed with this error and no report
 	NoReport         bool              `yaml:"no_report"`         // exit cleanly without a report
+	// Files are written before the report, each path relative to the
+	// engine's working directory (the change a coding agent makes).
+	Files map[string]string `yaml:"files"`
 }
 
 // LoadScenario reads a scenario file strictly.
@@ -56,6 +62,11 @@ func LoadScenario(path string) (*Scenario, error) {
 	check := func(where string, a Answer) error {
 		if a.Steps < 0 || a.SleepMS < 0 || a.PromptTokens < 0 || a.CompletionTokens < 0 || (a.CostUSD != nil && *a.CostUSD < 0) {
 			return fmt.Errorf("%s: %s: steps, sleep_ms, prompt_tokens, completion_tokens and cost_usd must not be negative", path, where)
+		}
+		for f := range a.Files {
+			if !filepath.IsLocal(filepath.FromSlash(f)) {
+				return fmt.Errorf("%s: %s: files: %q is not a relative path inside the working directory", path, where, f)
+			}
 		}
 		return nil
 	}
@@ -132,6 +143,17 @@ func Script(ctx context.Context, s *Scenario, stdin io.Reader, stdout io.Writer)
 		pt, ct = 100, 20
 	}
 	em.UsageCost(pt, ct, a.CostUSD)
+	for _, f := range slices.Sorted(maps.Keys(a.Files)) {
+		p := filepath.FromSlash(f)
+		err := os.MkdirAll(filepath.Dir(p), 0o755)
+		if err == nil {
+			err = os.WriteFile(p, []byte(a.Files[f]), 0o644)
+		}
+		if err != nil {
+			em.TurnFailed(fmt.Sprintf("write %s: %v", f, err))
+			return nil
+		}
+	}
 	if a.Fail != "" {
 		em.TurnFailed(a.Fail)
 		return nil

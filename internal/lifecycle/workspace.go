@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/config"
+	"github.com/stratusflow/stratus/internal/gitwork"
 	"github.com/stratusflow/stratus/internal/projection"
 	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/task"
@@ -109,6 +111,13 @@ func PullWorkspace(ctx context.Context, sk sink.Sink, run stratus.Run, repoDir s
 	ws := run.Workspace
 	if ws == nil {
 		return nil, stratus.Errorf(stratus.EINVALID, "run %s has no workspace to pull: its engines worked in %s itself", run.ID, run.WorkDir)
+	}
+	// A dir its enclosing repository ignores (a scratch dir inside another
+	// project) is not that repository's to get a branch.
+	if _, err := gitwork.Open(ctx, repoDir); errors.Is(err, gitwork.ErrNotTree) {
+		return nil, stratus.FieldErrorf(stratus.EINVALID, "dir", "%s is not a git work tree (%s): run `git init` there first, then pull again", repoDir, gitwork.Reason(err))
+	} else if err != nil {
+		return nil, err
 	}
 	tmp, err := os.MkdirTemp("", "stratus-pull-")
 	if err != nil {

@@ -47,7 +47,13 @@ type rigOptions struct {
 	config func(*config.Config)
 	git    bool
 	roles  map[string]string // role_file → template; default "Role of {stage}."
+	// workspace gives the run a workspace (issue 12): base = head = A
+	// (baseCommit), its base bundle a placeholder in the sink.
+	workspace bool
 }
+
+// baseCommit is the base of a rig's workspace.
+var baseCommit = strings.Repeat("a", 40)
 
 func newRig(t *testing.T, o rigOptions) *rig {
 	t.Helper()
@@ -100,6 +106,12 @@ func newRig(t *testing.T, o rigOptions) *rig {
 		}}
 	r.run = stratus.Run{ID: "r1", TaskID: "t1", TaskTitle: "A task", Flow: fl.Name, Status: stratus.RunRunning,
 		WorkDir: dir, TaskPath: filepath.Join(dir, "task.md"), CreatedAt: time.Now()}
+	if o.workspace {
+		key := WorkspaceKeys(StateDirName, "r1") + "/base.bundle"
+		write(t, filepath.Join(dir, filepath.FromSlash(key)), "placeholder bundle")
+		r.run.Workspace = &stratus.Workspace{Root: WorkspaceRoot("r1"), Base: baseCommit, Head: baseCommit, Bundles: []string{key},
+			Exclude: []string{StateDirName, "workspace/tasks/t1/ctx"}}
+	}
 	if err := st.CreateRun(context.Background(), r.run); err != nil {
 		t.Fatal(err)
 	}

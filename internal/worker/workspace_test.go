@@ -1,0 +1,138 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/stratusflow/stratus"
+)
+
+const wsFlow = `flow:
+  name: f
+  task_type: f
+  permission_ceiling: workspace-write
+  output_policy: code_change
+  publishing: none
+  nodes:
+    - {id: impl, kind: agent, role_file: f/impl.md, permission_profile: workspace-write}
+    - {id: rev, kind: evaluator, role_file: f/rev.md, permission_profile: read-only}
+    - {id: p, kind: publish, policy: none}
+  edges:
+    - {from: impl, to: rev}
+    - {from: rev, to: p, outcome: accept}
+`
+
+// issue 12 § 2: the payload of a run whose repository travels names no
+// path of the operator's: everything is under the workspace's Root; a
+// workspace-write agent is told to commit and where to upload its bundle,
+// an evaluator is not; the bundles and ctx files are addressed through
+// this API (an fs sink does not presign).
+func TestFetchPrompt_WorkspacePayloadNamesOnlyTheRoot(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, rigOptions{flow: wsFlow, workspace: true, roles: map[string]string{"f/impl.md": "Work in {repo_path} on {task_path}; ctx {plan_path}.\n"}})
+	r.dispatch(t, "impl")
+	sp := r.launcher.Launched()[0]
+	p, err := r.svc.FetchPrompt(ctx, "Bearer "+sp.Handle, sp.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(p)
+	if strings.Contains(string(raw), r.dir) {
+		t.Errorf("the payload carries the operator's work dir %s:\n%s", r.dir, raw)
+	}
+	ws := p.Workspace
+	if ws == nil || ws.Root != WorkspaceRoot("r1") || ws.Head != baseCommit || !ws.Write || ws.Upload == nil || len(ws.Bundles) != 1 {
+		t.Fatalf("workspace = %+v", ws)
+	}
+	if !strings.HasPrefix(p.Engine.Dir, ws.Root) || !strings.Contains(p.Prompt, "Work in "+ws.Root+" on "+ws.Root+"/.stratus/task/task.md") {
+		t.Errorf("engine dir %q, prompt %q: want both under the root", p.Engine.Dir, p.Prompt)
+	}
+	if !strings.HasPrefix(ws.Bundles[0].URL, "/v1/worker/workspace/blob?key=") || !strings.HasPrefix(ws.Upload.URL, "/v1/worker/workspace/blob?key=") {
+		t.Errorf("blob URLs %q, %q: want the API's route", ws.Bundles[0].URL, ws.Upload.URL)
+	}
+	var task bool
+	for _, f := range ws.Files {
+		task = task || (f.Path == ".stratus/task/task.md" && strings.Contains(string(f.Body), "id: t1"))
+	}
+	if !task {
+		t.Errorf("the task file is not among the payload's files: %+v", ws.Files)
+	}
+}
+
+// issue 12 § 2: the head moves only for the attempt that may write it,
+// from the head it started at, after its bundle is uploaded under its own
+// key; the API reads only the run's own workspace, ctx and report files.
+func TestAdvanceHead_FencedAndKeyed(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, rigOptions{flow: wsFlow, workspace: true})
+	r.dispatch(t, "impl")
+	sp := r.launcher.Launched()[0]
+	auth := "Bearer " + sp.Handle
+	p, err := r.svc.FetchPrompt(ctx, auth, sp.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(p.Workspace.Upload.URL)
+	key := u.Query().Get("key")
+	one, two := strings.Repeat("1", 40), strings.Repeat("2", 40)
+
+	if err := r.svc.AdvanceHead(ctx, auth, HeadAdvance{From: baseCommit, To: one}); stratus.ErrorCode(err) != stratus.EINVALID {
+		t.Errorf("advance before the upload: %v, want EINVALID", err)
+	}
+	if err := r.svc.WriteBlob(ctx, auth, ".stratus/runs/r1/workspace/other.bundle", []byte("x")); stratus.ErrorCode(err) != stratus.EINVALID {
+		t.Errorf("upload to another key: %v, want EINVALID", err)
+	}
+	if err := r.svc.WriteBlob(ctx, auth, key, []byte("step bundle")); err != nil {
+		t.Fatalf("upload to the attempt's key: %v", err)
+	}
+	for _, bad := range []HeadAdvance{{From: "HEAD", To: one}, {From: baseCommit, To: "../x"}} {
+		if err := r.svc.AdvanceHead(ctx, auth, bad); stratus.ErrorCode(err) != stratus.EINVALID {
+			t.Errorf("advance %+v: %v, want EINVALID", bad, err)
+		}
+	}
+	if err := r.svc.AdvanceHead(ctx, auth, HeadAdvance{From: two, To: one}); stratus.ErrorCode(err) != stratus.ECONFLICT {
+		t.Errorf("advance from a head that is not the run's: %v, want ECONFLICT", err)
+	}
+	if err := r.svc.AdvanceHead(ctx, auth, HeadAdvance{From: baseCommit, To: one}); err != nil {
+		t.Fatalf("advance: %v", err)
+	}
+	run, _ := r.svc.Store.GetRun(ctx, "r1")
+	if run.Workspace.Head != one || len(run.Workspace.Bundles) != 2 || run.Workspace.Bundles[1] != key {
+		t.Errorf("workspace after the advance: %+v", run.Workspace)
+	}
+
+	// Reads: the run's bundles and ctx files, nothing else.
+	if b, err := r.svc.ReadBlob(ctx, auth, key); err != nil || string(b) != "step bundle" {
+		t.Errorf("read the step bundle: %q, %v", b, err)
+	}
+	for _, k := range []string{".stratus/hmac.key", ".stratus/stratus.db", "task.md", "../x", ".stratus/runs/r2/workspace/base.bundle"} {
+		if _, err := r.svc.ReadBlob(ctx, auth, k); stratus.ErrorCode(err) != stratus.EINVALID {
+			t.Errorf("read %q: %v, want EINVALID", k, err)
+		}
+	}
+
+	// The attempt ended: it may write nothing more.
+	if _, err := r.submit(t, "done"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.svc.AdvanceHead(ctx, auth, HeadAdvance{From: one, To: two}); stratus.ErrorCode(err) != stratus.ECONFLICT {
+		t.Errorf("advance after the attempt ended: %v, want ECONFLICT", err)
+	}
+
+	// An evaluator (read-only) never advances the head.
+	r.dispatch(t, "rev")
+	sp = r.launcher.Launched()[1]
+	p, err = r.svc.FetchPrompt(ctx, "Bearer "+sp.Handle, sp.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Workspace.Write || p.Workspace.Upload != nil || p.Workspace.Head != one || p.Workspace.DiffPath == "" {
+		t.Errorf("review's workspace: %+v; want read-only at the new head with the diff to write", p.Workspace)
+	}
+	if err := r.svc.AdvanceHead(ctx, "Bearer "+sp.Handle, HeadAdvance{From: one, To: two}); stratus.ErrorCode(err) != stratus.EINVALID {
+		t.Errorf("an evaluator's advance: %v, want EINVALID", err)
+	}
+}
