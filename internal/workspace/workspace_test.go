@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -786,4 +787,60 @@ func BenchmarkAnchorGitArchive(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkMaterialize checks this repository's snapshot out into a fresh
+// dir from its base bundle: what every worker does before its engine
+// starts (anchor: BenchmarkAnchorGitArchive).
+func BenchmarkMaterialize(b *testing.B) {
+	top := repoTop(b)
+	tmp := b.TempDir()
+	bundle := filepath.Join(tmp, "base.bundle")
+	base, err := Freeze(context.Background(), top, bundle, FreezeOptions{Exclude: []string{".stratus"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	for b.Loop() {
+		n++
+		if err := Materialize(context.Background(), filepath.Join(tmp, fmt.Sprintf("w%d", n)), []string{bundle}, base.Commit, []string{".stratus"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCommitStep commits a one-line change to a checkout of this
+// repository and writes its incremental bundle: what a workspace-write
+// step adds after its engine ends.
+func BenchmarkCommitStep(b *testing.B) {
+	top := repoTop(b)
+	tmp := b.TempDir()
+	bundle := filepath.Join(tmp, "base.bundle")
+	base, err := Freeze(context.Background(), top, bundle, FreezeOptions{Exclude: []string{".stratus"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "w")
+	if err := Materialize(context.Background(), dir, []string{bundle}, base.Commit, []string{".stratus"}); err != nil {
+		b.Fatal(err)
+	}
+	head, n := base.Commit, 0
+	var size int64
+	for b.Loop() {
+		n++
+		f, err := os.OpenFile(filepath.Join(dir, "README.md"), os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fmt.Fprintf(f, "line %d\n", n)
+		f.Close()
+		step := filepath.Join(tmp, fmt.Sprintf("step%d.bundle", n))
+		sha, changed, err := CommitStep(context.Background(), dir, head, fmt.Sprintf("s#%d", n), step, 0)
+		if err != nil || !changed {
+			b.Fatal(err, changed)
+		}
+		fi, _ := os.Stat(step)
+		size, head = fi.Size(), sha
+	}
+	b.ReportMetric(float64(size), "bundle-bytes")
 }
