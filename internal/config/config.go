@@ -241,13 +241,16 @@ func (c *Config) ProviderNames() []string {
 }
 
 // Provider resolves which provider runs a node: pinned (if non-empty) else
-// the primary. EINVALID when the provider is not allowed or has no launch spec.
+// the primary. EINVALID when the provider is not allowed (the primary always
+// is) or has no launch spec.
 func (c *Config) Provider(pinned string) (string, Provider, error) {
 	name := pinned
 	if name == "" {
 		name = c.Agents.Primary
 	}
-	if pinned != "" && len(c.Agents.Allowed) > 0 && !contains(c.Agents.Allowed, name) {
+	// The primary runs every node that pins nothing, so naming it (a
+	// record of an attempt resolved to it) is always allowed.
+	if pinned != "" && name != c.Agents.Primary && len(c.Agents.Allowed) > 0 && !contains(c.Agents.Allowed, name) {
 		return "", Provider{}, stratus.FieldErrorf(stratus.EINVALID, "provider", "provider %q is not in agents.allowed; valid: %s", name, strings.Join(c.Agents.Allowed, ", "))
 	}
 	p, ok := c.Agents.Providers[name]

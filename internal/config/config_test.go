@@ -52,6 +52,12 @@ func TestProvider_PinnedMustBeAllowed(t *testing.T) {
 	if name, _, err := c.Provider(""); err != nil || name != "echo" {
 		t.Errorf("primary: %s %v", name, err)
 	}
+	c.Agents.Allowed = []string{"script"}
+	// The primary, named (an attempt's record of it: a supervisor turn
+	// resolved to it), is allowed though the list leaves it out.
+	if name, _, err := c.Provider("echo"); err != nil || name != "echo" {
+		t.Errorf("the primary named: %s %v", name, err)
+	}
 	c.Agents.Allowed = []string{"echo"}
 	if _, _, err := c.Provider("script"); stratus.ErrorCode(err) != stratus.EINVALID || !strings.Contains(err.Error(), "agents.allowed") {
 		t.Errorf("pinned outside allowed: %v", err)

@@ -70,6 +70,9 @@ func Finish(ctx context.Context, p Ports, run stratus.Run, env report.Env, def [
 	if _, err := CancelOpen(ctx, p.Store, run.ID, EndedUnder(x), end, false); err != nil {
 		return nil, err
 	}
+	if cur, err := p.Store.GetRun(ctx, run.ID); err == nil {
+		run.Workspace = cur.Workspace // its head moved while it ran
+	}
 	hist, _ := p.Exec.GetExecutionHistory(ctx, x.ARN)
 	res.Budgets = SpentBudgets(hist)
 	run.Status, run.EndedAt = res.Status, end

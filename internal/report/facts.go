@@ -137,6 +137,9 @@ type Changes struct {
 	// DiffPath is the absolute path of the run's current.diff in the ctx
 	// dir, when one was written: the report points at it, never inlines it.
 	DiffPath string
+	// Branch, for a run whose repository travelled (stratus.Run.Workspace),
+	// is the branch its commits come back as; Base and Head bound them.
+	Branch, Base, Head string
 }
 
 // Facts are what the report is rendered from.
@@ -295,6 +298,12 @@ func Collect(ctx context.Context, st store.Store, run stratus.Run, status string
 	}
 	if f.Degradations, err = st.ListDegradations(ctx, run.ID); err != nil {
 		return nil, err
+	}
+	if ws := run.Workspace; ws != nil {
+		// The engines worked in checkouts of their own: the work dir's
+		// status is not the run's change (issue 12 § 4).
+		f.Changes = Changes{Branch: "stratus/" + run.TaskID, Base: ws.Base, Head: ws.Head}
+		return f, nil
 	}
 	f.Changes = changedPaths(ctx, run.WorkDir, f.CtxDir)
 	if run.WorkDir != "" && f.CtxDir != "" {

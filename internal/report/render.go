@@ -97,7 +97,11 @@ func (f *Facts) degradedWhy() string {
 
 func (f *Facts) changes(b *bytes.Buffer) {
 	b.WriteString("\n## Changes\n\n")
-	switch {
+	switch c := f.Changes; {
+	case c.Branch != "" && c.Head == c.Base:
+		fmt.Fprintf(b, "No step changed the workspace (base %.12s).\n", c.Base)
+	case c.Branch != "":
+		fmt.Fprintf(b, "The engines worked in checkouts of their own; the run's change is %.12s..%.12s, the commits of branch `%s` (`stratus pull` brings them into the repository; `git log --stat %s` lists them).\n", c.Base, c.Head, c.Branch, c.Branch)
 	case !f.Changes.Git:
 		fmt.Fprintf(b, "Not known: %s.\n", f.Changes.Note)
 	case len(f.Changes.Paths) == 0:
