@@ -789,17 +789,24 @@ func BenchmarkAnchorGitArchive(b *testing.B) {
 	}
 }
 
-// BenchmarkMaterialize checks this repository's snapshot out into a fresh
-// dir from its base bundle: what every worker does before its engine
-// starts (anchor: BenchmarkAnchorGitArchive).
-func BenchmarkMaterialize(b *testing.B) {
+// frozenRepo freezes this repository into a temporary dir: the dir, the
+// base bundle and what Freeze returned.
+func frozenRepo(b *testing.B) (tmp, bundle string, base *Base) {
 	top := repoTop(b)
-	tmp := b.TempDir()
-	bundle := filepath.Join(tmp, "base.bundle")
+	tmp = b.TempDir()
+	bundle = filepath.Join(tmp, "base.bundle")
 	base, err := Freeze(context.Background(), top, bundle, FreezeOptions{Exclude: []string{".stratus"}})
 	if err != nil {
 		b.Fatal(err)
 	}
+	return tmp, bundle, base
+}
+
+// BenchmarkMaterialize checks this repository's snapshot out into a fresh
+// dir from its base bundle: what every worker does before its engine
+// starts (anchor: BenchmarkAnchorGitArchive).
+func BenchmarkMaterialize(b *testing.B) {
+	tmp, bundle, base := frozenRepo(b)
 	n := 0
 	for b.Loop() {
 		n++
@@ -813,13 +820,7 @@ func BenchmarkMaterialize(b *testing.B) {
 // repository and writes its incremental bundle: what a workspace-write
 // step adds after its engine ends.
 func BenchmarkCommitStep(b *testing.B) {
-	top := repoTop(b)
-	tmp := b.TempDir()
-	bundle := filepath.Join(tmp, "base.bundle")
-	base, err := Freeze(context.Background(), top, bundle, FreezeOptions{Exclude: []string{".stratus"}})
-	if err != nil {
-		b.Fatal(err)
-	}
+	tmp, bundle, base := frozenRepo(b)
 	dir := filepath.Join(tmp, "w")
 	if err := Materialize(context.Background(), dir, []string{bundle}, base.Commit, []string{".stratus"}); err != nil {
 		b.Fatal(err)

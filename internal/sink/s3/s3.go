@@ -137,12 +137,8 @@ func (s *Sink) Get(ctx context.Context, key string) ([]byte, error) {
 // Errors: EINVALID with Field "key" for a key sink.CheckKey refuses, Field
 // "ttl" for a ttl outside (0, MaxPresignTTL].
 func (s *Sink) PresignPut(ctx context.Context, key string, ttl time.Duration) (string, error) {
-	if err := sink.CheckKey(key); err != nil {
+	if err := checkPresign(key, ttl); err != nil {
 		return "", err
-	}
-	if ttl <= 0 || ttl > MaxPresignTTL {
-		return "", stratus.FieldErrorf(stratus.EINVALID, "ttl",
-			"presigned URL lifetime %v is out of range; valid: more than 0 and at most %v", ttl, MaxPresignTTL)
 	}
 	req, err := s.presign.PresignPutObject(ctx, &awss3.PutObjectInput{
 		Bucket: aws.String(s.bucket),
@@ -157,12 +153,8 @@ func (s *Sink) PresignPut(ctx context.Context, key string, ttl time.Duration) (s
 // PresignGet returns a URL that reads key with a plain GET (no
 // credentials) for ttl: sink.Presigner. Errors as PresignPut's.
 func (s *Sink) PresignGet(ctx context.Context, key string, ttl time.Duration) (string, error) {
-	if err := sink.CheckKey(key); err != nil {
+	if err := checkPresign(key, ttl); err != nil {
 		return "", err
-	}
-	if ttl <= 0 || ttl > MaxPresignTTL {
-		return "", stratus.FieldErrorf(stratus.EINVALID, "ttl",
-			"presigned URL lifetime %v is out of range; valid: more than 0 and at most %v", ttl, MaxPresignTTL)
 	}
 	req, err := s.presign.PresignGetObject(ctx, &awss3.GetObjectInput{
 		Bucket: aws.String(s.bucket),
@@ -196,6 +188,19 @@ func (s *Sink) List(ctx context.Context, dir string) ([]string, error) {
 	}
 	sort.Strings(keys)
 	return keys, nil
+}
+
+// checkPresign refuses what no URL is signed for: a key sink.CheckKey
+// refuses (Field "key"), a ttl outside (0, MaxPresignTTL] (Field "ttl").
+func checkPresign(key string, ttl time.Duration) error {
+	if err := sink.CheckKey(key); err != nil {
+		return err
+	}
+	if ttl <= 0 || ttl > MaxPresignTTL {
+		return stratus.FieldErrorf(stratus.EINVALID, "ttl",
+			"presigned URL lifetime %v is out of range; valid: more than 0 and at most %v", ttl, MaxPresignTTL)
+	}
+	return nil
 }
 
 // mapErr turns an SDK error into the sink's: a missing object is
