@@ -252,3 +252,42 @@ func TestPresignPut_RefusesBadKeyAndTTL(t *testing.T) {
 		t.Errorf("PresignPut(ttl MaxPresignTTL) = %v, want a URL", err)
 	}
 }
+
+// issue 12 § 1: a presigned GET reads an object with a plain HTTP GET and
+// no credentials (how a worker fetches its run's bundles); the same key
+// and lifetime rules as PresignPut.
+func TestPresignGet_PlainHTTPGetReadsObjectOnMoto(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := motoS3(t)
+	s, err := s3sink.New(c, newBucket(t, c), "stratus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "runs/r1/workspace/base.bundle"
+	body := []byte("# v2 git bundle\nnot really\n")
+	if err := s.Put(ctx, key, body); err != nil {
+		t.Fatal(err)
+	}
+	u, err := s.PresignGet(ctx, key, 5*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !bytes.Equal(got, body) {
+		t.Errorf("GET the presigned URL: %d %q, want 200 %q", resp.StatusCode, got, body)
+	}
+	for _, key := range sinktest.EscapingKeys {
+		if _, err := s.PresignGet(ctx, key, time.Minute); stratus.ErrorCode(err) != stratus.EINVALID {
+			t.Errorf("PresignGet(%q): %v, want EINVALID", key, err)
+		}
+	}
+	if _, err := s.PresignGet(ctx, "k", 0); stratus.ErrorCode(err) != stratus.EINVALID {
+		t.Errorf("PresignGet(ttl 0): %v, want EINVALID", err)
+	}
+}
