@@ -54,7 +54,11 @@ func runDetached(o *RunOptions) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(self, "run", task, "--dir", dir, "--run-id", runID)
+	args := []string{"run", task, "--dir", dir, "--run-id", runID}
+	if o.NoPull {
+		args = append(args, "--no-pull")
+	}
+	cmd := exec.Command(self, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -120,6 +121,7 @@ printf '{"subrun_report": "ok"}\n'
 		t.Fatalf("run on dev aws: exit %d, steps %s\n%s", r.code, join(steps(r.stderr)), r.stderr)
 	}
 	envs, _ := filepath.Glob(filepath.Join(spy, "env-*.txt"))
+	envs = slices.DeleteFunc(envs, func(e string) bool { return strings.Contains(e, "_supervisor") })
 	if len(envs) != 2 {
 		t.Fatalf("engine environments %v; want one per agent step", envs)
 	}

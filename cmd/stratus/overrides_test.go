@@ -26,10 +26,11 @@ func TestRun_PerNodeOverridesReachEngineAndAttempt(t *testing.T) {
 	if r := runCLI(t, "install", "--dir", dir); r.code != 0 {
 		t.Fatal(r.stderr)
 	}
-	// The engine records its argv and the four variables, then reports.
+	// The engine records its argv and the four variables, then reports
+	// (the first turn only: the answer node's, not the supervisor's after it).
 	writeTestFile(t, filepath.Join(dir, "engine.sh"), `read line
-printf '%s\n' "$@" > argv.txt
-printf 'model=%s\nreasoning=%s\nprofile=%s\nnetwork=%s\n' "$STRATUS_MODEL" "$STRATUS_REASONING" "$STRATUS_PERMISSION_PROFILE" "$STRATUS_NETWORK_ACCESS" > env.txt
+[ -f argv.txt ] || printf '%s\n' "$@" > argv.txt
+[ -f env.txt ] || printf 'model=%s\nreasoning=%s\nprofile=%s\nnetwork=%s\n' "$STRATUS_MODEL" "$STRATUS_REASONING" "$STRATUS_PERMISSION_PROFILE" "$STRATUS_NETWORK_ACCESS" > env.txt
 printf '{"subrun_report": "ok"}\n'
 `)
 	path := filepath.Join(dir, ".stratus/config.yaml")

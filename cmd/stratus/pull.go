@@ -23,6 +23,7 @@ type PullOptions struct {
 	RunID  string
 	Dir    string
 	JSON   bool
+	Force  bool
 	Target string
 	AWS    AWSOptions
 }
@@ -41,7 +42,9 @@ that changed the workspace, authored by Stratus, with the step ref as its
 message. The branch merges cleanly and can become a pull request. pull never
 touches the checked-out branch, the index or uncommitted work, and refuses
 when stratus/<task_id> is the branch checked out. Pulling again recreates the
-branch.
+branch; a branch holding commits of yours is not moved without --force (an
+earlier run's result is replaced: the reflog keeps it). A run that changed
+nothing makes no branch.
 
 Exit status: 0 pulled, 2 bad input (no such run, no workspace, not a git
 repository), 1 anything else.`,
@@ -56,6 +59,7 @@ repository), 1 anything else.`,
 	}
 	cmd.Flags().StringVar(&o.Dir, "dir", ".", "the work directory (its git repository gets the branch)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print {run_id, branch, tip, commits} as JSON on stdout")
+	cmd.Flags().BoolVar(&o.Force, "force", false, "move stratus/<task_id> even over commits that are not Stratus's (they stay in the reflog)")
 	addTargetFlags(cmd, &o.Target, &o.AWS)
 	return cmd
 }
@@ -94,7 +98,7 @@ func runPull(o *PullOptions) error {
 	if err != nil {
 		return usageOr(err)
 	}
-	pr, err := pull(ctx, o.IO, sk, run, dir)
+	pr, err := pull(ctx, o.IO, sk, run, dir, o.Force)
 	if err != nil {
 		return usageOr(err)
 	}
@@ -108,13 +112,15 @@ func runPull(o *PullOptions) error {
 
 // pull brings run's workspace into the repository at dir and says so on
 // io.Err (issue 12 § 4).
-func pull(ctx context.Context, io IO, sk sink.Sink, run stratus.Run, dir string) (*PullResult, error) {
-	p, err := lifecycle.PullWorkspace(ctx, sk, run, dir)
+func pull(ctx context.Context, io IO, sk sink.Sink, run stratus.Run, dir string, force bool) (*PullResult, error) {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	p, err := lifecycle.PullWorkspace(ctx, sk, run, dir, force)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(io.Err, "stratus: pulled run %s into %s: branch %s at %s (%d commits)\n", run.ID, dir, p.Branch, short12(p.Tip), len(p.Commits))
-	fmt.Fprintf(io.Err, "stratus: see it with: git log --stat %s; merge it with: git merge %s\n", p.Branch, p.Branch)
+	fmt.Fprintln(io.Err, "stratus: "+lifecycle.PulledLine(run, dir, p))
 	if p.Commits == nil {
 		p.Commits = []string{}
 	}
@@ -138,14 +144,7 @@ func pullAtEnd(ctx context.Context, io IO, tg *awsrun.Target, runID, dir, hint s
 			}
 		}
 	}
-	if _, err := pull(ctx, io, tg.Sink, run, dir); err != nil {
+	if _, err := pull(ctx, io, tg.Sink, run, dir, false); err != nil {
 		fmt.Fprintf(io.Err, "stratus: warning: the run's commits were not pulled: %v (stratus pull %s --dir DIR%s tries again)\n", err, runID, hint)
 	}
-}
-
-func short12(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
 }

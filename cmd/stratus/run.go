@@ -32,7 +32,8 @@ type RunOptions struct {
 	// Target and AWS: --target aws runs on a deployed stack (runaws.go).
 	Target string
 	AWS    AWSOptions
-	// NoPull: --target aws does not pull the run's commits at its end.
+	// NoPull: a run whose repository travelled (--target aws, workspace:
+	// worktree) does not pull its commits at its end.
 	NoPull bool
 }
 
@@ -78,7 +79,7 @@ manual_action_required, 130 interrupted, 2 bad input.`,
 	}
 	cmd.Flags().StringVar(&o.Dir, "dir", ".", "work directory holding .stratus/")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON on stdout")
-	cmd.Flags().BoolVar(&o.NoPull, "no-pull", false, "with --target aws: do not bring the run's commits back as branch stratus/<task_id> at its end")
+	cmd.Flags().BoolVar(&o.NoPull, "no-pull", false, "do not bring the commits of a run whose repository travels (--target aws, workspace: worktree) back as branch stratus/<task_id> at its end")
 	cmd.Flags().BoolVar(&o.Detach, "detach", false, "start the run in the background, print its id and return at once")
 	cmd.Flags().StringVar(&o.RunID, "run-id", "", "the id to give the new run (r-<yyyymmddThhmmss>-<6 hex>)")
 	cmd.Flags().MarkHidden("run-id")
@@ -112,7 +113,7 @@ func runRun(o *RunOptions) error {
 	// reset to its default in the runners and engines this process starts,
 	// an ignored one would be inherited by them.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	res, err := orchestrator.Run(ctx, orchestrator.Options{Dir: o.Dir, TaskPath: o.Task, Self: o.Self, Progress: o.IO.Err, RunID: o.RunID})
+	res, err := orchestrator.Run(ctx, orchestrator.Options{Dir: o.Dir, TaskPath: o.Task, Self: o.Self, Progress: o.IO.Err, RunID: o.RunID, NoPull: o.NoPull})
 	return endRun(o.IO, o.JSON, res, err)
 }
 

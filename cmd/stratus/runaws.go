@@ -48,10 +48,11 @@ func runRunAWS(o *RunOptions) error {
 	return printRun(o.IO, o.JSON, res)
 }
 
-// usageOr makes a bad-input error (EINVALID, ENOTFOUND) exit with
+// usageOr makes a bad-input error (EINVALID, ENOTFOUND, ETOOLARGE: a
+// workspace over its cap) exit with
 // ExitUsage, as `stratus run` does.
 func usageOr(err error) error {
-	if code := stratus.ErrorCode(err); code == stratus.EINVALID || code == stratus.ENOTFOUND {
+	if code := stratus.ErrorCode(err); code == stratus.EINVALID || code == stratus.ENOTFOUND || code == stratus.ETOOLARGE {
 		return &exitError{code: ExitUsage, err: err}
 	}
 	return err

@@ -52,8 +52,14 @@ func (t *Tree) Snapshot(ctx context.Context, base string, exclude []string) (*Sn
 	if _, err := Run(ctx, t.Dir, env, add...); err != nil {
 		return nil, err
 	}
-	out, err := Run(ctx, t.Dir, env, "diff", "--cached", "--relative", "-M", "--no-color", "--no-ext-diff",
-		"--raw", "--no-abbrev", "--numstat", "--patch", "-z", base)
+	// The excludes bound the diff too: a tracked file under an excluded
+	// path that .gitignore also ignores was staged above.
+	diff := []string{"diff", "--cached", "--relative", "-M", "--no-color", "--no-ext-diff",
+		"--raw", "--no-abbrev", "--numstat", "--patch", "-z", base, "--", "."}
+	for _, x := range exclude {
+		diff = append(diff, ":(exclude,literal)"+x)
+	}
+	out, err := Run(ctx, t.Dir, env, diff...)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +78,7 @@ func notIgnored(ctx context.Context, dir string, exclude []string) []string {
 	if len(exclude) == 0 {
 		return nil
 	}
-	out, _ := Run(ctx, dir, nil, append([]string{"check-ignore", "--"}, exclude...)...) // exit 1: none ignored
+	out, _ := Run(ctx, dir, nil, append([]string{"check-ignore", "--no-index", "--"}, exclude...)...) // exit 1: none ignored
 	ignored := map[string]bool{}
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		ignored[strings.TrimSuffix(l, "/")] = true

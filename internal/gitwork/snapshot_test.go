@@ -165,11 +165,14 @@ func TestSnapshot_ExcludeThatIsIgnored(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	git(t, dir, "init", "-q")
-	os.WriteFile(filepath.Join(dir, ".gitignore"), []byte(".stratus/\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a\n"), 0o644)
+	os.MkdirAll(filepath.Join(dir, ".stratus"), 0o755)
+	os.WriteFile(filepath.Join(dir, ".stratus", "config.yaml"), []byte("c: 1\n"), 0o644)
 	git(t, dir, "add", "-A")
 	git(t, dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
-	os.MkdirAll(filepath.Join(dir, ".stratus"), 0o755)
+	// .stratus/ tracked, then ignored, its tracked file edited.
+	os.WriteFile(filepath.Join(dir, ".gitignore"), []byte(".stratus/\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, ".stratus", "config.yaml"), []byte("c: 2\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, ".stratus", "x"), []byte("x\n"), 0o644)
 	os.MkdirAll(filepath.Join(dir, "ctx"), 0o755)
 	os.WriteFile(filepath.Join(dir, "ctx", "y"), []byte("y\n"), 0o644)
@@ -183,7 +186,11 @@ func TestSnapshot_ExcludeThatIsIgnored(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Snapshot with an ignored exclude: %v", err)
 	}
-	if len(snap.Paths) != 1 || snap.Paths[0].Path != "a.txt" {
-		t.Errorf("paths %+v, want only a.txt", snap.Paths)
+	var got []string
+	for _, p := range snap.Paths {
+		got = append(got, p.Path)
+	}
+	if strings.Join(got, " ") != ".gitignore a.txt" {
+		t.Errorf("paths %q, want .gitignore and a.txt", got)
 	}
 }

@@ -95,6 +95,19 @@ type Pulled struct {
 	Commits []string // oldest first
 }
 
+// PulledLine says what a pull did, for a progress line: the branch, its
+// tip and commits, or that the run changed nothing.
+func PulledLine(run stratus.Run, dir string, p *Pulled) string {
+	if len(p.Commits) == 0 {
+		return fmt.Sprintf("run %s changed nothing in its workspace: no branch %s made", run.ID, p.Branch)
+	}
+	n := "1 commit"
+	if len(p.Commits) != 1 {
+		n = fmt.Sprintf("%d commits", len(p.Commits))
+	}
+	return fmt.Sprintf("pulled run %s into %s: branch %s at %.12s (%s); see it with git log --stat %s, take it with git merge %s", run.ID, dir, p.Branch, p.Tip, n, p.Branch, p.Branch)
+}
+
 // PullBranch is the branch a run's commits come back as: stratus/<task id>.
 func PullBranch(run stratus.Run) string { return "stratus/" + run.TaskID }
 
@@ -103,11 +116,13 @@ func PullBranch(run stratus.Run) string { return "stratus/" + run.TaskID }
 // read from sk and the branch is recreated on the operator's HEAD at run
 // start (workspace.Pull: the uncommitted changes the snapshot took first,
 // then one commit per step). The checked-out branch, the index and the
-// work tree are never touched.
+// work tree are never touched; a run that changed nothing makes no branch
+// (Pulled.Commits empty); a branch holding commits of the operator's is
+// not moved unless force (ECONFLICT).
 //
 // Errors: EINVALID for a run without a workspace or a repoDir in no git
 // repository; workspace.Pull's; the sink's.
-func PullWorkspace(ctx context.Context, sk sink.Sink, run stratus.Run, repoDir string) (*Pulled, error) {
+func PullWorkspace(ctx context.Context, sk sink.Sink, run stratus.Run, repoDir string, force bool) (*Pulled, error) {
 	ws := run.Workspace
 	if ws == nil {
 		return nil, stratus.Errorf(stratus.EINVALID, "run %s has no workspace to pull: its engines worked in %s itself", run.ID, run.WorkDir)
@@ -137,7 +152,8 @@ func PullWorkspace(ctx context.Context, sk sink.Sink, run stratus.Run, repoDir s
 		files = append(files, f)
 	}
 	branch := PullBranch(run)
-	tip, commits, err := workspace.Pull(ctx, repoDir, workspace.Base{Commit: ws.Base, Origin: ws.Origin, Prefix: ws.Prefix}, files, ws.Head, branch, ws.Exclude)
+	tip, commits, err := workspace.PullWith(ctx, repoDir, workspace.Base{Commit: ws.Base, Origin: ws.Origin, Prefix: ws.Prefix}, files, ws.Head, branch, ws.Exclude,
+		workspace.PullOptions{Force: force})
 	if err != nil {
 		return nil, err
 	}

@@ -30,7 +30,7 @@ func TestPullWorkspace_RefusesAnIgnoredDirAndARunWithoutWorkspace(t *testing.T) 
 	dir := filepath.Join(top, "scratch", "w")
 	os.MkdirAll(dir, 0o755)
 	run := stratus.Run{ID: "r1", TaskID: "t1", WorkDir: dir, Workspace: &stratus.Workspace{Base: strings.Repeat("a", 40), Head: strings.Repeat("a", 40), Bundles: []string{"x.bundle"}}}
-	_, err := PullWorkspace(ctx, fs.New(t.TempDir()), run, dir)
+	_, err := PullWorkspace(ctx, fs.New(t.TempDir()), run, dir, false)
 	if stratus.ErrorCode(err) != stratus.EINVALID || !strings.Contains(err.Error(), "ignores it") {
 		t.Errorf("pull into an ignored dir: %v, want EINVALID saying the repository ignores it", err)
 	}
@@ -38,7 +38,7 @@ func TestPullWorkspace_RefusesAnIgnoredDirAndARunWithoutWorkspace(t *testing.T) 
 		t.Errorf("the enclosing repository got a branch: %s", out)
 	}
 	run.Workspace = nil
-	if _, err := PullWorkspace(ctx, fs.New(t.TempDir()), run, top); stratus.ErrorCode(err) != stratus.EINVALID {
+	if _, err := PullWorkspace(ctx, fs.New(t.TempDir()), run, top, false); stratus.ErrorCode(err) != stratus.EINVALID {
 		t.Errorf("pull of a run without a workspace: %v, want EINVALID", err)
 	}
 }

@@ -51,6 +51,9 @@ type Options struct {
 	// RunID names the new run; "" = a fresh one (lifecycle.NewRunID). `stratus run
 	// --detach` picks it before it starts the process that runs it.
 	RunID string
+	// NoPull: a run whose repository travelled (workspace: worktree) does
+	// not bring its commits back as branch stratus/<task_id> at its end.
+	NoPull bool
 }
 
 // Result is the outcome of a run: lifecycle.Result, its Summary and
@@ -110,6 +113,25 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := s.lock(tk.ID); err != nil {
 		return nil, err
 	}
+	runID := o.RunID
+	if runID == "" {
+		runID = lifecycle.NewRunID()
+	} else if err := lifecycle.CheckRunID(runID); err != nil {
+		return nil, err
+	}
+	// The repository travels as on AWS (issue 12 § 5): engines work in
+	// checkouts of their own, never in the operator's. Frozen first: a
+	// workspace refused (over its cap, a submodule) leaves nothing behind.
+	var ws *stratus.Workspace
+	if lifecycle.WorkspaceMode(cfg, tk) == config.WorkspaceWorktree {
+		fz, err := lifecycle.FreezeWorkspace(ctx, s.sk, worker.WorkspaceKeys(StateDir, runID), worker.WorkspaceRoot(runID), dir, cfg, tk.ID)
+		if err != nil {
+			return nil, err
+		}
+		ws = fz.Workspace
+		fmt.Fprintf(s.progress, "stratus: workspace %s: %d files, %d bytes, bundle %d bytes, frozen in %d ms (base %s)\n",
+			dir, fz.Files, fz.Bytes, fz.BundleBytes, fz.Took.Milliseconds(), fz.Workspace.Base[:12])
+	}
 	if arch, err := prepareCtxDir(filepath.Join(dir, filepath.FromSlash(report.Dir(tk.ID))), s.sk.Path(cd), cfg.Projection.Placement, tk.ID); err != nil {
 		return nil, err
 	} else if arch != "" {
@@ -117,12 +139,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	// From here on the run reads its flow, prompts, config and tools from a
 	// snapshot taken now (worc WRI-010); the ctx dir and the work dir stay live.
-	runID := o.RunID
-	if runID == "" {
-		runID = lifecycle.NewRunID()
-	} else if err := lifecycle.CheckRunID(runID); err != nil {
-		return nil, err
-	}
 	bundle, release, err := freezeRun(ctx, state, runID, dir, flowsDir, taskPath)
 	if err != nil {
 		return nil, err
@@ -142,17 +158,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	s.run = stratus.Run{ID: runID, TaskID: tk.ID, TaskTitle: tk.Title, Flow: fl.TaskType, Status: stratus.RunRunning,
 		WorkDir: dir, TaskPath: taskPath, Owner: lifecycle.Owner(), CreatedAt: time.Now().UTC()}
 	s.run.MaxCostUSD, s.run.MaxTokens = lifecycle.Caps(s.env.Config, s.env.Task)
-	if lifecycle.WorkspaceMode(s.env.Config, s.env.Task) == config.WorkspaceWorktree {
-		// The repository travels as on AWS (issue 12 § 5): engines work in
-		// checkouts of their own, never in the operator's.
-		fz, err := lifecycle.FreezeWorkspace(ctx, s.sk, worker.WorkspaceKeys(StateDir, runID), worker.WorkspaceRoot(runID), dir, s.env.Config, tk.ID)
-		if err != nil {
-			return nil, err
-		}
-		s.run.Workspace = fz.Workspace
-		fmt.Fprintf(s.progress, "stratus: workspace %s: %d files, %d bytes, bundle %d bytes, frozen in %d ms (base %s)\n",
-			dir, fz.Files, fz.Bytes, fz.BundleBytes, fz.Took.Milliseconds(), fz.Workspace.Base[:12])
-	}
+	s.run.Workspace = ws
 	if err := s.st.CreateRun(ctx, s.run); err != nil {
 		return nil, err
 	}

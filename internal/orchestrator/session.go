@@ -215,12 +215,16 @@ func (s *session) pull(ctx context.Context, runID string) {
 	if err != nil || run.Workspace == nil {
 		return
 	}
-	p, err := lifecycle.PullWorkspace(ctx, s.sk, run, s.dir)
+	if s.o.NoPull {
+		fmt.Fprintf(s.progress, "stratus: the run's commits were not pulled (--no-pull); stratus pull %s brings them back as branch %s\n", runID, lifecycle.PullBranch(run))
+		return
+	}
+	p, err := lifecycle.PullWorkspace(ctx, s.sk, run, s.dir, false)
 	if err != nil {
 		fmt.Fprintf(s.progress, "stratus: warning: the run's commits were not pulled: %v (stratus pull %s tries again)\n", err, runID)
 		return
 	}
-	fmt.Fprintf(s.progress, "stratus: pulled run %s: branch %s at %.12s (%d commits); see it with git log --stat %s\n", runID, p.Branch, p.Tip, len(p.Commits), p.Branch)
+	fmt.Fprintln(s.progress, "stratus: "+lifecycle.PulledLine(run, s.dir, p))
 }
 
 // paths turns a Finish result's sink keys into the work dir's paths.

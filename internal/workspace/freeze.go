@@ -119,7 +119,11 @@ func Freeze(ctx context.Context, workDir, bundlePath string, o FreezeOptions) (*
 	}
 	env = append(env, "GIT_WORK_TREE="+top)
 
-	add := append([]string{"add", "--all", "--", "."}, pathspecs("exclude", exclude)...)
+	// git add refuses a pathspec, even an exclude one, that names a path
+	// .gitignore ignores (an operator ignoring .stratus/): such a path is
+	// left out of the add anyway, and the rm below takes out what the
+	// index tracks under it.
+	add := append([]string{"add", "--all", "--", "."}, pathspecs("exclude", notIgnored(ctx, cwd, env, exclude))...)
 	if _, err := git(ctx, cwd, env, add...); err != nil {
 		if m := noCommitRe.FindAllStringSubmatch(err.Error(), -1); m != nil {
 			var paths []string
@@ -127,7 +131,7 @@ func Freeze(ctx context.Context, workDir, bundlePath string, o FreezeOptions) (*
 				paths = append(paths, s[1])
 			}
 			return nil, stratus.FieldErrorf(stratus.EINVALID, "work_dir",
-				"submodules are refused, not flattened (issue 12 § 6): %s %s a nested git repository (without a commit); remove it, or exclude it from the workspace",
+				"submodules are refused, not flattened (issue 12 § 6): %s %s a nested git repository (without a commit), whose content cannot travel with the run; remove it or list it in .gitignore (embedded, workspace: workdir works in the work dir itself)",
 				strings.Join(paths, ", "), isAre(len(paths)))
 		}
 		return nil, err
@@ -135,7 +139,9 @@ func Freeze(ctx context.Context, workDir, bundlePath string, o FreezeOptions) (*
 	if len(exclude) > 0 {
 		// Tracked files under an excluded path stay in the copied index:
 		// take them out.
-		rm := append([]string{"rm", "-r", "--cached", "--quiet", "--ignore-unmatch", "--"}, pathspecs("", exclude)...)
+		// -f: a tracked file edited since its commit (a config.yaml just
+		// changed) is taken out of the copied index all the same.
+		rm := append([]string{"rm", "-r", "-f", "--cached", "--quiet", "--ignore-unmatch", "--"}, pathspecs("", exclude)...)
 		if _, err := git(ctx, cwd, env, rm...); err != nil {
 			return nil, err
 		}
@@ -159,7 +165,7 @@ func Freeze(ctx context.Context, workDir, bundlePath string, o FreezeOptions) (*
 	}
 	if base.Bytes > limit {
 		return nil, stratus.FieldErrorf(stratus.ETOOLARGE, "work_dir",
-			"the workspace snapshot of %s is %s, over the cap of %s (issue 12 § 6); biggest paths: %s; exclude them or raise the cap",
+			"the workspace snapshot of %s is %s, over the cap of %s (config.yaml limits.max_snapshot_bytes; issue 12 § 6); biggest paths: %s; list them in .gitignore, or raise limits.max_snapshot_bytes",
 			workDir, human(base.Bytes), human(limit), biggest(sizes, 5))
 	}
 
@@ -180,6 +186,26 @@ func Freeze(ctx context.Context, workDir, bundlePath string, o FreezeOptions) (*
 
 // noCommitRe finds the nested repositories `git add` cannot record.
 var noCommitRe = regexp.MustCompile(`error: '([^']*)' does not have a commit checked out`)
+
+// notIgnored returns the paths of exclude that git does not ignore, in the
+// repository env and cwd name.
+func notIgnored(ctx context.Context, cwd string, env []string, exclude []string) []string {
+	if len(exclude) == 0 {
+		return nil
+	}
+	out, _ := git(ctx, cwd, env, append([]string{"check-ignore", "--no-index", "--"}, exclude...)...) // exit 1: none ignored
+	ignored := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		ignored[strings.TrimSuffix(l, "/")] = true
+	}
+	var keep []string
+	for _, x := range exclude {
+		if !ignored[strings.TrimSuffix(x, "/")] {
+			keep = append(keep, x)
+		}
+	}
+	return keep
+}
 
 // writeTree writes the index as a tree and returns the tree at prefix (the
 // empty tree when nothing is under it).

@@ -152,7 +152,7 @@ func CommitStep(ctx context.Context, dir, parent, message, bundlePath string, ma
 	}
 	if b, err := os.ReadFile(filepath.Join(gitDir, excludeList)); err == nil && len(strings.TrimSpace(string(b))) > 0 {
 		paths := strings.Split(strings.TrimSpace(string(b)), "\n")
-		rm := append([]string{"rm", "-r", "--cached", "--quiet", "--ignore-unmatch", "--"}, pathspecs("top", paths)...)
+		rm := append([]string{"rm", "-r", "-f", "--cached", "--quiet", "--ignore-unmatch", "--"}, pathspecs("top", paths)...)
 		if _, err := git(ctx, dir, nil, rm...); err != nil {
 			return "", false, err
 		}
@@ -243,6 +243,6 @@ func tooLargeStep(ctx context.Context, dir string, size, limit int64, cs []chang
 		}
 	}
 	return stratus.FieldErrorf(stratus.ETOOLARGE, "dir",
-		"the step's workspace bundle is %s, over the cap of %s (issue 12 § 6); biggest changed files: %s; remove them or add them to .gitignore",
+		"the step's workspace bundle is %s (compressed, with git's own framing), over the cap of %s (config.yaml limits.max_snapshot_bytes; issue 12 § 6); biggest changed files: %s; remove them or list them in .gitignore",
 		human(size), human(limit), biggest(sizes, 5))
 }

@@ -50,6 +50,21 @@ const uncommittedMessage = "stratus: uncommitted changes at run start\n"
 // found (a repository other than the run's, or a missing bundle); git's
 // error when a bundle cannot be fetched.
 func Pull(ctx context.Context, repoDir string, base Base, bundles []string, head string, branch string, exclude []string) (tip string, commits []string, err error) {
+	return PullWith(ctx, repoDir, base, bundles, head, branch, exclude, PullOptions{})
+}
+
+// PullOptions shape PullWith.
+type PullOptions struct {
+	// Force moves the branch even over commits Stratus did not make.
+	Force bool
+}
+
+// PullWith is Pull with options. An existing branch is moved only when the
+// commits it would lose (those it holds that the new tip does not) are all
+// Stratus's own — a previous run's result, which the reflog keeps — unless
+// o.Force: a commit of the operator's on the branch makes it ECONFLICT,
+// naming the commit.
+func PullWith(ctx context.Context, repoDir string, base Base, bundles []string, head string, branch string, exclude []string, o PullOptions) (tip string, commits []string, err error) {
 	exclude, err = cleanExcludes("exclude", exclude)
 	if err != nil {
 		return "", nil, err
@@ -81,7 +96,7 @@ func Pull(ctx context.Context, repoDir string, base Base, bundles []string, head
 		return "", nil, err
 	} else if wt != "" {
 		return "", nil, stratus.FieldErrorf(stratus.ECONFLICT, "branch",
-			"branch %s is checked out in %s; pull never moves a checked-out branch: pull into another branch, or switch away from it first", branch, wt)
+			"branch %s is checked out in %s; pull never moves a checked-out branch: switch away from it first (git switch -), then pull again", branch, wt)
 	}
 
 	tmp, err := os.MkdirTemp("", "stratus-pull-")
@@ -190,6 +205,24 @@ func Pull(ctx context.Context, repoDir string, base Base, bundles []string, head
 		}
 		commits = append(commits, cur)
 		prev = s
+	}
+	if len(commits) == 0 {
+		return cur, nil, nil // nothing changed: no branch is made or moved
+	}
+	if old, err := gitLine(ctx, top, nil, "rev-parse", "--verify", "--quiet", ref); err == nil && old != "" && old != cur && !o.Force {
+		// The commits the move would take off the branch: none may be the
+		// operator's.
+		out, err := gitLine(ctx, top, nil, "log", "--format=%H %ae", cur+".."+old)
+		if err != nil {
+			return "", nil, err
+		}
+		for _, l := range strings.Split(out, "\n") {
+			if sha, email, ok := strings.Cut(l, " "); ok && email != AuthorEmail {
+				return "", nil, stratus.FieldErrorf(stratus.ECONFLICT, "branch",
+					"branch %s holds commit %.12s by %s, which the run's commits do not contain; it was not moved: keep it with `git branch -m %s <other name>` and pull again, or replace it with `stratus pull RUN --force`",
+					branch, sha, email, branch)
+			}
+		}
 	}
 	if _, err := git(ctx, top, nil, "update-ref", "-m", "stratus pull", ref, cur); err != nil {
 		return "", nil, err

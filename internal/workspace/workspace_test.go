@@ -845,3 +845,105 @@ func BenchmarkCommitStep(b *testing.B) {
 	}
 	b.ReportMetric(float64(size), "bundle-bytes")
 }
+
+// A newcomer's repository: .stratus/ listed in .gitignore (its key and
+// store live there) with tracked files under it, one of them edited since
+// its commit (workspace: worktree just added to config.yaml). The
+// snapshot leaves .stratus/ out and fails on neither.
+func TestFreeze_StateDirIgnoredTrackedAndEdited(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for p, body := range map[string]string{".stratus/config.yaml": "a: 1\n", "src/a.go": "package a\n"} {
+		os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755)
+		os.WriteFile(filepath.Join(dir, p), []byte(body), 0o644)
+	}
+	mustGit := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	mustGit("init", "-q")
+	mustGit("add", "-A")
+	mustGit("commit", "-qm", "base")
+	os.WriteFile(filepath.Join(dir, ".gitignore"), []byte(".stratus/\nworkspace/\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, ".stratus/config.yaml"), []byte("a: 1\nworkspace: worktree\n"), 0o644)
+	mustGit("add", "-f", ".stratus/config.yaml") // staged, and different from HEAD
+	os.WriteFile(filepath.Join(dir, ".stratus/config.yaml"), []byte("a: 2\n"), 0o644)
+	os.MkdirAll(filepath.Join(dir, "workspace/tasks/t1/ctx"), 0o755)
+	os.WriteFile(filepath.Join(dir, "workspace/tasks/t1/ctx/x.md"), []byte("x\n"), 0o644)
+	bundle := filepath.Join(t.TempDir(), "b.bundle")
+	base, err := Freeze(ctx, dir, bundle, FreezeOptions{Exclude: []string{".stratus", "workspace/tasks/t1/ctx"}})
+	if err != nil {
+		t.Fatalf("Freeze: %v", err)
+	}
+	w := filepath.Join(t.TempDir(), "w")
+	if err := Materialize(ctx, w, []string{bundle}, base.Commit, nil); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("git", "-C", w, "ls-tree", "-r", "--name-only", base.Commit).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if got := strings.Fields(string(out)); strings.Join(got, " ") != ".gitignore src/a.go" {
+		t.Errorf("snapshot files %q, want .gitignore src/a.go", got)
+	}
+}
+
+// A branch is never moved over a commit of the operator's without Force
+// (an earlier run's result, all Stratus's, is replaced: the reflog keeps
+// it); a run that changed nothing makes no branch.
+func TestPullWith_KeepsTheOperatorsCommitsAndMakesNoEmptyBranch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := newRepo(t, map[string]string{"a.txt": "a\n"})
+	tmp := t.TempDir()
+	bundle := filepath.Join(tmp, "0.bundle")
+	base, err := Freeze(ctx, repo, bundle, FreezeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nothing uncommitted, no step: nothing to pull.
+	if _, commits, err := Pull(ctx, repo, *base, []string{bundle}, base.Commit, "stratus/t1", nil); err != nil || len(commits) != 0 {
+		t.Fatalf("pull of an unchanged run: %v, %v; want no commits", commits, err)
+	}
+	if out, _ := exec.Command("git", "-C", repo, "branch", "--list", "stratus/t1").Output(); len(out) != 0 {
+		t.Errorf("an unchanged run made branch stratus/t1")
+	}
+	// One step, pulled; then pulled again after a different run: replaced.
+	step := func(body string) (string, []string) {
+		dir := filepath.Join(tmp, "w-"+strings.TrimSpace(body))
+		if err := Materialize(ctx, dir, []string{bundle}, base.Commit, nil); err != nil {
+			t.Fatal(err)
+		}
+		write(t, dir, map[string]string{"a.txt": body})
+		b := filepath.Join(tmp, strings.TrimSpace(body)+".bundle")
+		sha, _, err := CommitStep(ctx, dir, base.Commit, "s#1", b, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sha, []string{bundle, b}
+	}
+	h1, b1 := step("one\n")
+	if _, _, err := Pull(ctx, repo, *base, b1, h1, "stratus/t1", nil); err != nil {
+		t.Fatal(err)
+	}
+	h2, b2 := step("two\n")
+	tip2, _, err := Pull(ctx, repo, *base, b2, h2, "stratus/t1", nil)
+	if err != nil {
+		t.Fatalf("pull over an earlier run's result: %v", err)
+	}
+	// The operator commits on the branch: the next pull refuses, Force moves it.
+	gitT(t, repo, "update-ref", "refs/heads/stratus/t1", gitT(t, repo, "commit-tree", "-p", tip2, "-m", "mine", tip2+"^{tree}"))
+	mine := gitT(t, repo, "rev-parse", "stratus/t1")
+	if _, _, err := Pull(ctx, repo, *base, b1, h1, "stratus/t1", nil); stratus.ErrorCode(err) != stratus.ECONFLICT || !strings.Contains(err.Error(), mine[:12]) {
+		t.Errorf("pull over the operator's commit: %v, want ECONFLICT naming %.12s", err, mine)
+	}
+	if got := gitT(t, repo, "rev-parse", "stratus/t1"); got != mine {
+		t.Errorf("the refused pull moved the branch to %s", got)
+	}
+	if _, _, err := PullWith(ctx, repo, *base, b1, h1, "stratus/t1", nil, PullOptions{Force: true}); err != nil {
+		t.Errorf("pull --force: %v", err)
+	}
+}
