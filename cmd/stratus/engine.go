@@ -54,6 +54,7 @@ Arguments after -- (a node's extra_args) are accepted and ignored.`,
 	script.MarkFlagRequired("scenario")
 	cmd.AddCommand(script)
 	cmd.AddCommand(newEngineConformCmd(io))
+	cmd.AddCommand(newEngineModelServerCmd(io))
 	for _, shim := range []struct {
 		name, short string
 		run         func(context.Context, engine.ShimOptions, stdio.Reader, stdio.Writer) error

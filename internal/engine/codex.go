@@ -13,7 +13,7 @@ import (
 // reads kind, max_steps and schema from the envelope (seed 003 § 7.1) and
 // runs
 //
-//	codex exec --json [--output-schema FILE] SETTINGS… EXTRA… -
+//	codex exec --json --skip-git-repo-check [--output-schema FILE] SETTINGS… EXTRA… -
 //
 // with the prompt on stdin (the "-" prompt argument; argv is visible in
 // ps). SETTINGS are the attempt's model, reasoning effort, sandbox and
@@ -44,7 +44,11 @@ import (
 func Codex(ctx context.Context, opts ShimOptions, stdin io.Reader, stdout io.Writer) error {
 	return runShim(ctx, "codex", opts, stdin, stdout, func(env Envelope, in shimInput, set Settings) (cliRun, error) {
 		run := cliRun{name: "codex", prompt: in.prompt(), tr: &codexTranslator{}}
-		run.args = []string{"exec", "--json"}
+		// --skip-git-repo-check: Stratus chose the dir the engine works in
+		// (the work dir, or a checkout of the run's workspace); codex 0.169
+		// otherwise refuses any dir it has not been told to trust, and a
+		// non-git work dir outright ("Not inside a trusted directory").
+		run.args = []string{"exec", "--json", "--skip-git-repo-check"}
 		if hasSchema(env) {
 			f, err := os.CreateTemp("", "stratus-codex-schema-*.json")
 			if err != nil {

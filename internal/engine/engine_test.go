@@ -24,11 +24,12 @@ func lines(t *testing.T, out string) []map[string]any {
 }
 
 // seed 003 § 7.3: echo emits one agent_step (step 1), one usage (7/3/10,
-// all five fields), then the input echoed back verbatim as the last line.
+// all five fields), then the input echoed back as the last line (compact,
+// its number literals as sent: reference_test.go pins the bytes).
 func TestEcho_StepUsageThenInput(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
-	Echo(strings.NewReader(`{"workflow_contract":1,"id":"cr-1","kind":"echo","input":{"q":[1,2.50]}}`+"\n"), &out)
+	Echo(strings.NewReader(`{"workflow_contract":1,"id":"cr-1","kind":"echo","input":{"q": [1, 2.50]}}`+"\n"), &out)
 	got := lines(t, out.String())
 	if len(got) != 3 || got[0]["event"] != "agent_step" || got[0]["step"] != float64(1) {
 		t.Fatalf("events = %v", got)
@@ -41,7 +42,7 @@ func TestEcho_StepUsageThenInput(t *testing.T) {
 		}
 	}
 	if last := strings.TrimSpace(out.String()[strings.LastIndex(strings.TrimSpace(out.String()), "\n")+1:]); last != `{"subrun_report":{"q":[1,2.50]}}` {
-		t.Errorf("report line = %s (the input must be echoed verbatim)", last)
+		t.Errorf("report line = %s (the input must be echoed, compact, literals as sent)", last)
 	}
 }
 

@@ -53,11 +53,16 @@ type ShimOptions struct {
 //   - reasoning: claude --effort R; codex -c model_reasoning_effort="R"
 //     (max clamps to xhigh)
 //   - read-only: claude --permission-mode plan; codex --sandbox read-only
-//   - workspace-write: claude --permission-mode acceptEdits; codex --sandbox
+//   - workspace-write: claude --permission-mode acceptEdits --allowedTools
+//     Bash (print mode refuses an unlisted shell command); codex --sandbox
 //     workspace-write
-//   - network true/false: claude --allowedTools or --disallowedTools
-//     "WebFetch WebSearch"; codex -c sandbox_workspace_write.network_access=
-//     true/false under workspace-write
+//   - network true/false: claude --allowedTools (with Bash when it writes)
+//     or --disallowedTools "WebFetch WebSearch"; codex -c
+//     sandbox_workspace_write.network_access=true/false under
+//     workspace-write
+//
+// Both as root and not: claude 2.1.328 refuses bypassPermissions as root,
+// and codex 0.169.0 no longer accepts --full-auto, so neither is used.
 //
 // Codex's read-only sandbox has no network switch; the flow validator
 // already refuses a Codex workspace-write node with network.
@@ -114,18 +119,27 @@ func (s Settings) claudeArgs() []string {
 	if s.Reasoning != "" {
 		a = append(a, "--effort", s.Reasoning)
 	}
+	var allowed []string
 	switch s.PermissionProfile {
 	case "read-only":
 		a = append(a, "--permission-mode", "plan")
 	case "workspace-write":
+		// acceptEdits approves file edits only: in print mode a shell
+		// command the model runs is otherwise refused, and the change is
+		// never made (claude 2.1.328). As root, bypassPermissions is
+		// refused, so Bash is granted by name.
 		a = append(a, "--permission-mode", "acceptEdits")
+		allowed = append(allowed, "Bash")
 	}
 	if s.NetworkAccess != nil {
-		flag := "--disallowedTools"
 		if *s.NetworkAccess {
-			flag = "--allowedTools"
+			allowed = append(allowed, "WebFetch", "WebSearch")
+		} else {
+			a = append(a, "--disallowedTools", "WebFetch WebSearch")
 		}
-		a = append(a, flag, "WebFetch WebSearch")
+	}
+	if len(allowed) > 0 {
+		a = append(a, "--allowedTools", strings.Join(allowed, " "))
 	}
 	return a
 }

@@ -224,7 +224,7 @@ func TestShims_Seed003S9_SuccessStepsUsageThenOneReport(t *testing.T) {
 		{
 			name: "codex", shim: Codex, rec: "codex_success.jsonl",
 			wantArgv: func(schemaFile string) []string {
-				return []string{"exec", "--json", "--output-schema", schemaFile, "--model", "sonnet", "-"}
+				return []string{"exec", "--json", "--skip-git-repo-check", "--output-schema", schemaFile, "--model", "sonnet", "-"}
 			},
 			want: []string{ // codex reports no cost: no cost_usd
 				`{"event":"agent_step","step":1}`,
@@ -243,8 +243,8 @@ func TestShims_Seed003S9_SuccessStepsUsageThenOneReport(t *testing.T) {
 
 			argv := readLines(t, filepath.Join(dir, "argv"))
 			schemaFile := ""
-			if tc.name == "codex" && len(argv) > 3 {
-				schemaFile = argv[3]
+			if tc.name == "codex" && len(argv) > 4 {
+				schemaFile = argv[4]
 			}
 			if want := tc.wantArgv(schemaFile); !reflect.DeepEqual(argv, want) {
 				t.Errorf("argv = %q, want %q", argv, want)
@@ -499,7 +499,7 @@ func TestShims_Seed004_OverridesMappedToCLIFlags(t *testing.T) {
 		}
 		return func(k string) string { return m[k] }
 	}
-	base := map[string][]string{"claude": {"-p", "--output-format", "stream-json", "--verbose"}, "codex": {"exec", "--json"}}
+	base := map[string][]string{"claude": {"-p", "--output-format", "stream-json", "--verbose"}, "codex": {"exec", "--json", "--skip-git-repo-check"}}
 	for _, tc := range []struct {
 		name   string
 		shim   string
@@ -510,7 +510,9 @@ func TestShims_Seed004_OverridesMappedToCLIFlags(t *testing.T) {
 		{"claude/ReadOnlyOffline", "claude", env("STRATUS_MODEL", "claude-opus-5", "STRATUS_REASONING", "xhigh", "STRATUS_PERMISSION_PROFILE", "read-only", "STRATUS_NETWORK_ACCESS", "false"),
 			[]string{"--model", "claude-opus-5", "--effort", "xhigh", "--permission-mode", "plan", "--disallowedTools", "WebFetch WebSearch"}},
 		{"claude/WorkspaceWriteOnline", "claude", env("STRATUS_PERMISSION_PROFILE", "workspace-write", "STRATUS_NETWORK_ACCESS", "true"),
-			[]string{"--permission-mode", "acceptEdits", "--allowedTools", "WebFetch WebSearch"}},
+			[]string{"--permission-mode", "acceptEdits", "--allowedTools", "Bash WebFetch WebSearch"}},
+		{"claude/WorkspaceWriteOffline", "claude", env("STRATUS_PERMISSION_PROFILE", "workspace-write", "STRATUS_NETWORK_ACCESS", "false"),
+			[]string{"--permission-mode", "acceptEdits", "--disallowedTools", "WebFetch WebSearch", "--allowedTools", "Bash"}},
 		{"codex/NothingSet_NoFlags", "codex", env(), nil},
 		{"codex/ReadOnly_MaxClampsToXhigh_NoNetworkSwitch", "codex", env("STRATUS_MODEL", "gpt-6-codex", "STRATUS_REASONING", "max", "STRATUS_PERMISSION_PROFILE", "read-only", "STRATUS_NETWORK_ACCESS", "true"),
 			[]string{"-m", "gpt-6-codex", "-c", `model_reasoning_effort="xhigh"`, "--sandbox", "read-only"}},

@@ -182,3 +182,16 @@ func testID(tb testing.TB) string {
 	}
 	return pkg + "." + tb.Name()
 }
+
+// NodeBin returns the path of the npm package binary name under the
+// module's node_modules/.bin (package.json pins it; `npm install`, which
+// make test runs, installs it), or skips (fails under
+// STRATUS_REQUIRE_ALL=1) naming the package to install.
+func NodeBin(tb testing.TB, name, pkg string) string {
+	tb.Helper()
+	p := filepath.Join(ModuleRoot(tb), "node_modules", ".bin", name)
+	if fi, err := os.Stat(p); err != nil || fi.Mode()&0o111 == 0 {
+		Missing(tb, name, fmt.Sprintf("%s is not installed under node_modules/.bin: run npm install (package.json pins %s)", name, pkg))
+	}
+	return p
+}

@@ -1,0 +1,360 @@
+// Package modelserver is a scripted model server on 127.0.0.1 (issue 13 §
+// 1): it answers the real coding-agent CLIs — Claude Code through the
+// Anthropic Messages API, Codex through the OpenAI Responses API — from a
+// script instead of a model, so that Stratus runs the real binaries with
+// no key and no network. It speaks only the subset those CLIs use
+// (streaming server-sent events, usage on every answer) and logs every
+// request it receives.
+//
+// A script lists conversations. Each conversation's first request is
+// matched, by a substring of its text, to a rule; each match is one visit
+// of the rule (the last visit's answers repeat); the turn is the number
+// of assistant turns the request already carries. A turn answers with
+// text, with a tool call (a shell command, mapped to each CLI's own shell
+// tool), or with an API error.
+package modelserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/goccy/go-yaml"
+)
+
+// Script is what the server answers.
+type Script struct {
+	Rules []Rule `yaml:"rules"`
+	// Default answers a conversation no rule matches ("" = an API error
+	// naming the unmatched text).
+	Default string `yaml:"default"`
+}
+
+// Rule answers the conversations whose text contains Match.
+type Rule struct {
+	Match  string  `yaml:"match"`
+	Visits []Visit `yaml:"visits"`
+}
+
+// Visit is one conversation: its turns in order (the last repeats).
+type Visit struct {
+	Turns []Turn `yaml:"turns"`
+}
+
+// Turn is one model answer.
+type Turn struct {
+	Text  string `yaml:"text"`  // the assistant's text (the final answer)
+	Shell string `yaml:"shell"` // a shell command the model calls its shell tool with
+	// Error answers with this HTTP status and an API error body instead.
+	Error        int   `yaml:"error"`
+	InputTokens  int64 `yaml:"input_tokens"`  // default 100
+	OutputTokens int64 `yaml:"output_tokens"` // default 20
+	CachedTokens int64 `yaml:"cached_tokens"` // read from the prompt cache (counted within input)
+}
+
+// Load reads a script file strictly.
+func Load(path string) (*Script, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var s Script
+	if err := yaml.UnmarshalWithOptions(b, &s, yaml.Strict()); err != nil {
+		return nil, fmt.Errorf("%s: %s", path, yaml.FormatError(err, false, true))
+	}
+	for i, r := range s.Rules {
+		if r.Match == "" || len(r.Visits) == 0 {
+			return nil, fmt.Errorf("%s: rules[%d]: match and at least one visit are required", path, i)
+		}
+	}
+	return &s, nil
+}
+
+// Request is one request the server received, as logged.
+type Request struct {
+	Method, Path string
+	Header       http.Header
+	Body         json.RawMessage
+	Rule         string // the matched rule's Match ("" = none)
+	Visit, Turn  int    // 1-based visit, 0-based turn
+}
+
+// Server answers from a script. It is safe for concurrent use.
+type Server struct {
+	Script *Script
+	Log    io.Writer // one JSON line per request; nil = none
+
+	mu     sync.Mutex
+	visits map[int]int // rule index → visits so far
+	reqs   []Request
+	ids    atomic.Int64
+}
+
+// Requests returns the requests received so far.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.reqs...)
+}
+
+// ServeHTTP answers POST /v1/messages (Anthropic) and POST /v1/responses
+// (OpenAI); any other request is logged and answered 404.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	rec := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: rawJSON(body)}
+	var api string
+	switch {
+	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/v1/messages"):
+		api = "anthropic"
+	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/responses"):
+		api = "openai"
+	}
+	if api == "" {
+		s.record(rec)
+		http.Error(w, `{"error":{"type":"not_found","message":"the scripted model server answers POST /v1/messages and POST /v1/responses"}}`, http.StatusNotFound)
+		return
+	}
+	text, turn := conversation(api, body)
+	t, rule, visit := s.pick(text, turn)
+	rec.Rule, rec.Visit, rec.Turn = rule, visit, turn
+	s.record(rec)
+	if t == nil {
+		writeError(w, api, http.StatusBadRequest, fmt.Sprintf("the script has no rule matching this conversation (turn %d): %.200q", turn, text))
+		return
+	}
+	if t.Error != 0 {
+		writeError(w, api, t.Error, "scripted error")
+		return
+	}
+	id := s.ids.Add(1)
+	if api == "anthropic" {
+		anthropicStream(w, *t, id)
+	} else {
+		openaiStream(w, *t, id)
+	}
+}
+
+func (s *Server) record(r Request) {
+	s.mu.Lock()
+	s.reqs = append(s.reqs, r)
+	s.mu.Unlock()
+	if s.Log != nil {
+		b, _ := json.Marshal(map[string]any{"method": r.Method, "path": r.Path, "rule": r.Rule, "visit": r.Visit, "turn": r.Turn, "bytes": len(r.Body)})
+		s.mu.Lock()
+		fmt.Fprintf(s.Log, "%s\n", b)
+		s.mu.Unlock()
+	}
+}
+
+// pick finds the turn for a conversation's text at turn: a turn-0 request
+// starts a new visit of the first rule whose Match it contains.
+func (s *Server) pick(text string, turn int) (*Turn, string, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.visits == nil {
+		s.visits = map[int]int{}
+	}
+	for i, r := range s.Script.Rules {
+		if !strings.Contains(text, r.Match) {
+			continue
+		}
+		if turn == 0 || s.visits[i] == 0 {
+			s.visits[i]++
+		}
+		v := r.Visits[min(s.visits[i], len(r.Visits))-1]
+		if len(v.Turns) == 0 {
+			return nil, r.Match, s.visits[i]
+		}
+		t := v.Turns[min(turn, len(v.Turns)-1)]
+		return &t, r.Match, s.visits[i]
+	}
+	if s.Script.Default != "" {
+		return &Turn{Text: s.Script.Default}, "", 0
+	}
+	return nil, "", 0
+}
+
+// conversation returns the text a request's rules are matched against
+// (its system prompt and first user message) and its turn: how many
+// assistant turns it already carries.
+func conversation(api string, body []byte) (string, int) {
+	var req struct {
+		System       json.RawMessage   `json:"system"`       // anthropic: string or blocks
+		Messages     []json.RawMessage `json:"messages"`     // anthropic
+		Instructions string            `json:"instructions"` // openai
+		Input        json.RawMessage   `json:"input"`        // openai: string or items
+	}
+	json.Unmarshal(body, &req)
+	var text strings.Builder
+	turn := 0
+	if api == "anthropic" {
+		text.WriteString(flatten(req.System))
+		for _, m := range req.Messages {
+			var msg struct {
+				Role    string          `json:"role"`
+				Content json.RawMessage `json:"content"`
+			}
+			json.Unmarshal(m, &msg)
+			if msg.Role == "assistant" {
+				turn++
+			} else if turn == 0 {
+				text.WriteString("\n" + flatten(msg.Content))
+			}
+		}
+		return text.String(), turn
+	}
+	text.WriteString(req.Instructions)
+	var items []json.RawMessage
+	if json.Unmarshal(req.Input, &items) != nil {
+		text.WriteString("\n" + flatten(req.Input))
+		return text.String(), 0
+	}
+	for _, it := range items {
+		var item struct {
+			Type    string          `json:"type"`
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		}
+		json.Unmarshal(it, &item)
+		switch {
+		case item.Type == "function_call" || item.Type == "custom_tool_call" || item.Type == "local_shell_call" || (item.Role == "assistant" && item.Type == "message"):
+			turn++
+		case turn == 0:
+			text.WriteString("\n" + flatten(item.Content))
+		}
+	}
+	return text.String(), turn
+}
+
+// flatten is the text of a JSON string, or of every "text" field in it.
+func flatten(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return ""
+	}
+	var b strings.Builder
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if t, ok := x["text"].(string); ok {
+				b.WriteString(t + "\n")
+			}
+			for k, c := range x {
+				if k != "text" {
+					walk(c)
+				}
+			}
+		case []any:
+			for _, c := range x {
+				walk(c)
+			}
+		}
+	}
+	walk(v)
+	return b.String()
+}
+
+func rawJSON(b []byte) json.RawMessage {
+	if json.Valid(b) {
+		return b
+	}
+	q, _ := json.Marshal(string(b))
+	return q
+}
+
+func usageOf(t Turn) (in, out, cached int64) {
+	in, out = t.InputTokens, t.OutputTokens
+	if in == 0 && out == 0 {
+		in, out = 100, 20
+	}
+	return in, out, t.CachedTokens
+}
+
+// sse writes one server-sent event.
+func sse(w io.Writer, event string, data any) {
+	b, _ := json.Marshal(data)
+	fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func writeError(w http.ResponseWriter, api string, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	var b []byte
+	if api == "anthropic" {
+		b, _ = json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error", "message": msg}})
+	} else {
+		b, _ = json.Marshal(map[string]any{"error": map[string]any{"type": "invalid_request_error", "message": msg, "code": nil}})
+	}
+	w.Write(b)
+}
+
+// anthropicStream answers a Messages request with a stream (Anthropic
+// Messages API, streaming: message_start, content blocks, message_delta
+// with the usage, message_stop).
+func anthropicStream(w http.ResponseWriter, t Turn, id int64) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	in, out, cached := usageOf(t)
+	msgID := fmt.Sprintf("msg_scripted_%d", id)
+	sse(w, "message_start", map[string]any{"type": "message_start", "message": map[string]any{
+		"id": msgID, "type": "message", "role": "assistant", "model": "scripted", "content": []any{},
+		"stop_reason": nil, "stop_sequence": nil,
+		"usage": map[string]any{"input_tokens": in - cached, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": cached},
+	}})
+	stop := "end_turn"
+	if t.Shell != "" {
+		input, _ := json.Marshal(map[string]any{"command": t.Shell, "description": "scripted command"})
+		sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 0,
+			"content_block": map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_scripted_%d", id), "name": "Bash", "input": map[string]any{}}})
+		sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
+			"delta": map[string]any{"type": "input_json_delta", "partial_json": string(input)}})
+		sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+		stop = "tool_use"
+	} else {
+		sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
+		sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": t.Text}})
+		sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+	}
+	sse(w, "message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
+		"usage": map[string]any{"input_tokens": in - cached, "output_tokens": out, "cache_creation_input_tokens": 0, "cache_read_input_tokens": cached}})
+	sse(w, "message_stop", map[string]any{"type": "message_stop"})
+}
+
+// openaiStream answers a Responses request with a stream (OpenAI
+// Responses API, streaming: response.created, one output item, and
+// response.completed with the usage).
+func openaiStream(w http.ResponseWriter, t Turn, id int64) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	in, out, cached := usageOf(t)
+	respID := fmt.Sprintf("resp_scripted_%d", id)
+	sse(w, "response.created", map[string]any{"type": "response.created", "response": map[string]any{"id": respID, "object": "response", "status": "in_progress", "output": []any{}}})
+	var item map[string]any
+	if t.Shell != "" {
+		args, _ := json.Marshal(map[string]any{"cmd": t.Shell})
+		item = map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_scripted_%d", id), "call_id": fmt.Sprintf("call_scripted_%d", id),
+			"name": "exec_command", "arguments": string(args), "status": "completed"}
+	} else {
+		item = map[string]any{"type": "message", "id": fmt.Sprintf("msg_scripted_%d", id), "role": "assistant", "status": "completed",
+			"content": []any{map[string]any{"type": "output_text", "text": t.Text, "annotations": []any{}}}}
+	}
+	sse(w, "response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": 0, "item": item})
+	sse(w, "response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": 0, "item": item})
+	sse(w, "response.completed", map[string]any{"type": "response.completed", "response": map[string]any{
+		"id": respID, "object": "response", "status": "completed", "output": []any{item},
+		"usage": map[string]any{"input_tokens": in, "input_tokens_details": map[string]any{"cached_tokens": cached},
+			"output_tokens": out, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": in + out},
+	}})
+}
+
