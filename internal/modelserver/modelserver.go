@@ -357,4 +357,3 @@ func openaiStream(w http.ResponseWriter, t Turn, id int64) {
 			"output_tokens": out, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": in + out},
 	}})
 }
-
