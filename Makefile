@@ -5,7 +5,7 @@ BIN     := bin/stratus
 SCRATCH ?= .scratch/demo
 
 
-.PHONY: all build demo demo-aws test deps test-go fuzz vet lint-asl lint-cfn lint-shell statemachines bench clean
+.PHONY: all build demo demo-aws demo-claude demo-codex test deps test-go fuzz vet lint-asl lint-cfn lint-shell statemachines bench clean
 
 all: build
 
@@ -25,6 +25,14 @@ demo: build
 	@find $(SCRATCH)/workspace -type f ! -name .stratus-ctx | sort | sed 's/^/  /'
 	@echo "summary:"
 	@ls $(SCRATCH)/.stratus/logs/*/summary.* | sed 's/^/  /'
+
+## demo-claude, demo-codex: the example task through the built-in
+## implementation flow with the real Claude Code / Codex CLI (npm, as
+## package.json pins them) against the scripted model server on 127.0.0.1
+## (stratus engine modelserver --script examples/modelserver.yaml): no key,
+## no network. The CLIs' own tool calls write cmd/hello/main.go.
+demo-claude demo-codex: build
+	examples/demo-cli.sh $(patsubst demo-%,%,$@) .scratch/$@ $(BIN)
 
 ## demo-aws: the main job on a local AWS stand-in, with no account (stratus
 ## dev aws: moto, the Lambdas and Fargate played on this machine): a run of
@@ -166,7 +174,7 @@ lint-cfn:
 
 ## lint-shell: shellcheck the LocalStack scripts (they cannot run here: no
 ## Docker). As root with apt-get, a missing shellcheck is installed.
-SHELL_SCRIPTS = localstack/*.sh localstack/init/ready.d/*.sh internal/engine/testdata/*.sh
+SHELL_SCRIPTS = localstack/*.sh localstack/init/ready.d/*.sh internal/engine/testdata/*.sh examples/*.sh
 lint-shell:
 	@echo "== lint-shell: shellcheck on the LocalStack scripts and the test scripts"
 	@how="apt-get install shellcheck (make test installs it itself only as root)"; \
