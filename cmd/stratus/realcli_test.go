@@ -1,0 +1,104 @@
+package main
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stratusflow/stratus/internal/modelserver"
+	"github.com/stratusflow/stratus/internal/testenv"
+)
+
+// issue 13 § 3: the built-in implementation flow runs end to end with each
+// real CLI (Claude Code, Codex) against the scripted model server of
+// examples/modelserver.yaml — the script `make demo-claude` and `make
+// demo-codex` use — and ends done: the CLI's own tool calls write the file,
+// review sends the change back once, the summary carries the tokens (and
+// Claude's cost; Codex's is said to be not accounted), and a node's
+// overrides reach the flags the CLI was started with.
+func TestRealCLIs_ImplementationFlowEndToEnd(t *testing.T) {
+	for _, tc := range []struct {
+		cli, pkg  string
+		wantFlags []string // in the implementation step's argv
+		cost      string   // in summary.md's Run cost
+	}{
+		{"claude", "@anthropic-ai/claude-code", []string{"--model scripted-large", "--effort high", "--permission-mode acceptEdits", "--allowedTools Bash", "--disallowedTools WebFetch WebSearch"}, "$0.09 over 7 provider calls"},
+		{"codex", "@openai/codex", []string{"-m scripted-large", `-c model_reasoning_effort="high"`, "--sandbox workspace-write", "-c sandbox_workspace_write.network_access=false", "--skip-git-repo-check"}, "Codex cost not accounted"},
+	} {
+		t.Run(tc.cli, func(t *testing.T) {
+			bin := testenv.NodeBin(t, tc.cli, tc.pkg)
+			s, err := modelserver.Load(filepath.Join(testenv.ModuleRoot(t), "examples", "modelserver.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(&modelserver.Server{Script: s})
+			defer srv.Close()
+
+			dir := t.TempDir()
+			if r := runCLI(t, "install", "--dir", dir, "--primary", tc.cli); r.code != 0 {
+				t.Fatal(r.stderr)
+			}
+			// The CLI runs through a wrapper that records its argv.
+			spy := t.TempDir()
+			wrapper := filepath.Join(spy, tc.cli)
+			writeTestFile(t, wrapper, fmt.Sprintf("#!/bin/sh\nprintf '%%s\\n' \"$@\" > %q/argv-$$\nexec %q \"$@\"\n", spy, bin))
+			os.Chmod(wrapper, 0o755)
+			cfgPath := filepath.Join(dir, ".stratus/config.yaml")
+			cfg := strings.Replace(readFile(t, cfgPath), "      - engine\n      - "+tc.cli+"\n", "      - engine\n      - "+tc.cli+"\n      - --binary\n      - "+wrapper+"\n", 1)
+			if cfg == readFile(t, cfgPath) {
+				t.Fatalf("config.yaml has no %s provider to point at the wrapper:\n%s", tc.cli, cfg)
+			}
+			writeTestFile(t, cfgPath, cfg)
+			// Per-node overrides on implementation.
+			flowPath := filepath.Join(dir, ".stratus/flows/implementation.yaml")
+			flow := strings.Replace(readFile(t, flowPath), "      role_file: implementation/implementation.md\n", "      role_file: implementation/implementation.md\n      model: scripted-large\n      reasoning: high\n", 1)
+			writeTestFile(t, flowPath, flow)
+			task := filepath.Join(dir, "task.md")
+			writeTestFile(t, task, readFile(t, filepath.Join(testenv.ModuleRoot(t), "examples", "task.md")))
+
+			if tc.cli == "claude" {
+				t.Setenv("ANTHROPIC_BASE_URL", srv.URL)
+				t.Setenv("ANTHROPIC_API_KEY", "sk-scripted")
+				t.Setenv("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+				t.Setenv("CLAUDE_CONFIG_DIR", t.TempDir())
+			} else {
+				home := t.TempDir()
+				writeTestFile(t, filepath.Join(home, "config.toml"), fmt.Sprintf("model = \"gpt-5-codex\"\nmodel_provider = \"scripted\"\n\n[model_providers.scripted]\nname = \"scripted\"\nbase_url = %q\nwire_api = \"responses\"\nenv_key = \"OPENAI_API_KEY\"\n", srv.URL+"/v1"))
+				t.Setenv("CODEX_HOME", home)
+				t.Setenv("OPENAI_API_KEY", "scripted")
+			}
+			r := runCLI(t, "run", task, "--dir", dir)
+			if r.code != ExitOK || join(steps(r.stderr)) != exampleSteps {
+				t.Fatalf("run with the real %s: exit %d, steps %s; want %s\n%s", tc.cli, r.code, join(steps(r.stderr)), exampleSteps, r.stderr)
+			}
+			if got := readFile(t, filepath.Join(dir, "cmd/hello/main.go")); !strings.Contains(got, `"flag --name: empty value"`) {
+				t.Errorf("cmd/hello/main.go after the run is not the fixer's:\n%s", got)
+			}
+			md := readFile(t, filepath.Join(dir, ".stratus/logs/demo-greeting/summary.md"))
+			if !strings.Contains(md, "14.6 k input tokens, 1820 output tokens") || !strings.Contains(md, tc.cost) {
+				t.Errorf("summary.md's Run cost does not carry the tokens and %q:\n%s", tc.cost, md)
+			}
+			// The implementation step's argv (the only one with the model override).
+			argvs, _ := filepath.Glob(filepath.Join(spy, "argv-*"))
+			found := false
+			for _, f := range argvs {
+				argv := strings.Join(strings.Split(strings.TrimSpace(readFile(t, f)), "\n"), " ")
+				if !strings.Contains(argv, "scripted-large") {
+					continue
+				}
+				found = true
+				for _, w := range tc.wantFlags {
+					if !strings.Contains(argv, w) {
+						t.Errorf("the implementation step's %s argv lacks %q:\n%s", tc.cli, w, argv)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("no %s invocation carried the implementation node's model override (%d recorded)", tc.cli, len(argvs))
+			}
+		})
+	}
+}
