@@ -90,6 +90,7 @@ func newRootCmd(io IO) *cobra.Command {
 		newCancelCmd(io),
 		newDevCmd(io),
 		newValidateCmd(io),
+		newDoctorCmd(io),
 		newCompileCmd(io),
 		newRunnerCmd(io),
 		newEngineCmd(io),
@@ -111,7 +112,7 @@ func subcommandMissing(group string, args []string) error {
 		"engine": "echo, script",
 		"dev":    "aws",
 		"worker": "prompt, artifact, submit, result, degradation, stats",
-		"":       "install, validate, compile, run, resume, status, runs, cancel, dev, approve, reject, answer, runner, engine, worker",
+		"":       "install, validate, doctor, compile, run, resume, status, runs, cancel, dev, approve, reject, answer, runner, engine, worker",
 	}[group]
 	if len(args) > 0 {
 		return usageError{fmt.Errorf("unknown command %q; commands: %s (see --help)", args[0], names)}

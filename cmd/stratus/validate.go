@@ -43,8 +43,10 @@ sorted by position: the graph-integrity and security-ceiling layers always;
 the config-consistency layer when DIR/.stratus/config.yaml exists (providers,
 reasoning, Codex network, skills, supervisor.observe.mode); the tool registry
 (every tool node's executable in DIR/.stratus/tools/, or --tools); and the
-warnings (anti-drift lint of role files, missing role files, loop budgets).
-Exit status 1 when any problem is fatal.`,
+warnings (anti-drift lint of role files, missing role files, loop budgets, and
+what ` + "`stratus doctor`" + ` finds wrong with the providers the flow uses on this
+machine: a command that does not resolve, an unset "$NAME"). Exit status 1 when
+any problem is fatal.`,
 		RunE: func(_ *cobra.Command, args []string) error {
 			o.Names = args
 			return runValidate(o)
@@ -122,6 +124,9 @@ func runValidate(o *ValidateOptions) error {
 	default:
 		return err
 	}
+	if n := keyModeNote(filepath.Join(state, orchestrator.KeyFile)); n != "" {
+		rep.Notes = append(rep.Notes, n)
+	}
 	opt := flow.ValidateOptions{RoleFileRoot: dir, Config: cfg, ToolsDir: rep.ToolsDir}
 	for _, name := range names {
 		r := FlowReport{Flow: name, Problems: []flow.Problem{}}
@@ -147,6 +152,8 @@ func runValidate(o *ValidateOptions) error {
 			}
 			// A pull-request policy Stratus does not act on: said, never silent.
 			r.Problems = append(r.Problems, orchestrator.PublishingWarnings(f)...)
+			// What `stratus doctor` says of the providers this flow uses.
+			r.Problems = append(r.Problems, providerWarnings(o.Dir, cfgPath, cfg, f)...)
 		}
 		r.Problems = append(append([]flow.Problem{}, parsed...), flow.WithoutCascades(pe, r.Problems)...)
 		flow.SortProblems(filepath.Join(dir, name+".yaml"), r.Problems)

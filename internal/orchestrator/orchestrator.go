@@ -94,7 +94,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := CheckRun(fl, flowsDir, filepath.Join(state, ToolsDir), cfg, tk, progress(o.Progress)); err != nil {
 		return nil, err
 	}
-	if probs := Preflight(fl, cfg, tk); len(probs) > 0 {
+	if probs := append(Preflight(fl, cfg, tk), LaunchPreflight(dir, fl, cfg, tk)...); len(probs) > 0 {
 		var lines []string
 		for _, p := range probs {
 			lines = append(lines, p.String())
