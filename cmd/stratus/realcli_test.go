@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -98,6 +99,50 @@ func TestRealCLIs_ImplementationFlowEndToEnd(t *testing.T) {
 			}
 			if !found {
 				t.Errorf("no %s invocation carried the implementation node's model override (%d recorded)", tc.cli, len(argvs))
+			}
+		})
+	}
+}
+
+// issue 13 Done when: the conformance kit (seed 003 § 9) passes on both
+// shims wrapping the real CLIs, answered by the scripted model server.
+func TestRealCLIs_ConformanceKitPassesOnTheShims(t *testing.T) {
+	for _, tc := range []struct{ cli, pkg string }{{"claude", "@anthropic-ai/claude-code"}, {"codex", "@openai/codex"}} {
+		t.Run(tc.cli, func(t *testing.T) {
+			bin := testenv.NodeBin(t, tc.cli, tc.pkg)
+			srv := httptest.NewServer(&modelserver.Server{Script: &modelserver.Script{Default: "a conformance answer"}})
+			defer srv.Close()
+			if tc.cli == "claude" {
+				t.Setenv("ANTHROPIC_BASE_URL", srv.URL)
+				t.Setenv("ANTHROPIC_API_KEY", "sk-scripted")
+				t.Setenv("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+				t.Setenv("CLAUDE_CONFIG_DIR", t.TempDir())
+			} else {
+				home := t.TempDir()
+				writeTestFile(t, filepath.Join(home, "config.toml"), fmt.Sprintf("model = \"gpt-5-codex\"\nmodel_provider = \"scripted\"\n\n[model_providers.scripted]\nname = \"scripted\"\nbase_url = %q\nwire_api = \"responses\"\nenv_key = \"OPENAI_API_KEY\"\n", srv.URL+"/v1"))
+				t.Setenv("CODEX_HOME", home)
+				t.Setenv("OPENAI_API_KEY", "scripted")
+			}
+			r := runCLI(t, "engine", "conform", "--json", "--", stratusBin, "engine", tc.cli, "--binary", bin)
+			var out struct {
+				Passed  bool `json:"passed"`
+				Results []struct{ Check, Status, Detail string }
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 0 || !out.Passed {
+				t.Fatalf("conform on the %s shim: exit %d, %v\n%s%s", tc.cli, r.code, err, r.stdout, r.stderr)
+			}
+			passed := 0
+			for _, c := range out.Results {
+				switch c.Status {
+				case "PASS", "pass":
+					passed++
+				case "SKIP", "skip":
+				default:
+					t.Errorf("%s: %s %s: %s", tc.cli, c.Check, c.Status, c.Detail)
+				}
+			}
+			if passed < 6 {
+				t.Errorf("%s: %d checks passed, want the 6 the kit can run on any engine:\n%s", tc.cli, passed, r.stdout)
 			}
 		})
 	}
