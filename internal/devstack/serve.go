@@ -186,11 +186,13 @@ func (f *Functions) watchExecutions(ctx context.Context, poll time.Duration) {
 				continue
 			}
 			if stopped {
+				// Delivered either way: the events function stops the
+				// workers of the run's canceled steps even when the run
+				// is recorded ended already.
 				f.aborted[r.Execution] = true
-				if x.Done() {
-					continue // it ended by itself; the cancel ran its Finish
+				if !x.Done() {
+					x.Status, x.StopDate = executor.StatusAborted, time.Now()
 				}
-				x.Status, x.StopDate = executor.StatusAborted, time.Now()
 			} else if !x.Done() {
 				continue
 			}
