@@ -60,17 +60,7 @@ func TestRealCLIs_ImplementationFlowEndToEnd(t *testing.T) {
 			task := filepath.Join(dir, "task.md")
 			writeTestFile(t, task, readFile(t, filepath.Join(testenv.ModuleRoot(t), "examples", "task.md")))
 
-			if tc.cli == "claude" {
-				t.Setenv("ANTHROPIC_BASE_URL", srv.URL)
-				t.Setenv("ANTHROPIC_API_KEY", "sk-scripted")
-				t.Setenv("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-				t.Setenv("CLAUDE_CONFIG_DIR", t.TempDir())
-			} else {
-				home := t.TempDir()
-				writeTestFile(t, filepath.Join(home, "config.toml"), fmt.Sprintf("model = \"gpt-5-codex\"\nmodel_provider = \"scripted\"\n\n[model_providers.scripted]\nname = \"scripted\"\nbase_url = %q\nwire_api = \"responses\"\nenv_key = \"OPENAI_API_KEY\"\n", srv.URL+"/v1"))
-				t.Setenv("CODEX_HOME", home)
-				t.Setenv("OPENAI_API_KEY", "scripted")
-			}
+			pointAtModelServer(t, tc.cli, srv.URL)
 			r := runCLI(t, "run", task, "--dir", dir)
 			if r.code != ExitOK || join(steps(r.stderr)) != exampleSteps {
 				t.Fatalf("run with the real %s: exit %d, steps %s; want %s\n%s", tc.cli, r.code, join(steps(r.stderr)), exampleSteps, r.stderr)
@@ -112,17 +102,7 @@ func TestRealCLIs_ConformanceKitPassesOnTheShims(t *testing.T) {
 			bin := testenv.NodeBin(t, tc.cli, tc.pkg)
 			srv := httptest.NewServer(&modelserver.Server{Script: &modelserver.Script{Default: "a conformance answer"}})
 			defer srv.Close()
-			if tc.cli == "claude" {
-				t.Setenv("ANTHROPIC_BASE_URL", srv.URL)
-				t.Setenv("ANTHROPIC_API_KEY", "sk-scripted")
-				t.Setenv("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-				t.Setenv("CLAUDE_CONFIG_DIR", t.TempDir())
-			} else {
-				home := t.TempDir()
-				writeTestFile(t, filepath.Join(home, "config.toml"), fmt.Sprintf("model = \"gpt-5-codex\"\nmodel_provider = \"scripted\"\n\n[model_providers.scripted]\nname = \"scripted\"\nbase_url = %q\nwire_api = \"responses\"\nenv_key = \"OPENAI_API_KEY\"\n", srv.URL+"/v1"))
-				t.Setenv("CODEX_HOME", home)
-				t.Setenv("OPENAI_API_KEY", "scripted")
-			}
+			pointAtModelServer(t, tc.cli, srv.URL)
 			r := runCLI(t, "engine", "conform", "--json", "--", stratusBin, "engine", tc.cli, "--binary", bin)
 			var out struct {
 				Passed  bool `json:"passed"`
@@ -146,4 +126,23 @@ func TestRealCLIs_ConformanceKitPassesOnTheShims(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pointAtModelServer sets this process's environment (which the runners
+// and engines inherit) so that cli talks to the scripted model server at
+// url: Claude Code through ANTHROPIC_BASE_URL, Codex through a model
+// provider in a CODEX_HOME of its own.
+func pointAtModelServer(t *testing.T, cli, url string) {
+	t.Helper()
+	if cli == "claude" {
+		t.Setenv("ANTHROPIC_BASE_URL", url)
+		t.Setenv("ANTHROPIC_API_KEY", "sk-scripted")
+		t.Setenv("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+		t.Setenv("CLAUDE_CONFIG_DIR", t.TempDir())
+		return
+	}
+	home := t.TempDir()
+	writeTestFile(t, filepath.Join(home, "config.toml"), fmt.Sprintf("model = \"gpt-5-codex\"\nmodel_provider = \"scripted\"\n\n[model_providers.scripted]\nname = \"scripted\"\nbase_url = %q\nwire_api = \"responses\"\nenv_key = \"OPENAI_API_KEY\"\n", url+"/v1"))
+	t.Setenv("CODEX_HOME", home)
+	t.Setenv("OPENAI_API_KEY", "scripted")
 }

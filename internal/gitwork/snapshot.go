@@ -46,7 +46,7 @@ func (t *Tree) Snapshot(ctx context.Context, base string, exclude []string) (*Sn
 		return nil, err
 	}
 	add := []string{"add", "--all", "--", "."}
-	for _, x := range notIgnored(ctx, t.Dir, exclude) {
+	for _, x := range NotIgnored(ctx, t.Dir, nil, exclude) {
 		add = append(add, ":(exclude)"+x)
 	}
 	if _, err := Run(ctx, t.Dir, env, add...); err != nil {
@@ -70,15 +70,17 @@ func (t *Tree) Snapshot(ctx context.Context, base string, exclude []string) (*Sn
 	return &Snapshot{Base: base, Paths: paths, Diff: patch}, nil
 }
 
-// notIgnored returns the paths of exclude that git does not ignore in dir:
+// NotIgnored returns the paths of exclude (relative to dir) that git
+// does not ignore there, in the repository env names (nil: dir's own):
 // `git add` refuses a pathspec, even an exclude one, that names an ignored
 // path (a .gitignore listing .stratus/), and an ignored path is left out
-// anyway.
-func notIgnored(ctx context.Context, dir string, exclude []string) []string {
+// anyway. --no-index: a directory ignored by a pattern counts as ignored
+// though the index tracks files under it.
+func NotIgnored(ctx context.Context, dir string, env []string, exclude []string) []string {
 	if len(exclude) == 0 {
 		return nil
 	}
-	out, _ := Run(ctx, dir, nil, append([]string{"check-ignore", "--no-index", "--"}, exclude...)...) // exit 1: none ignored
+	out, _ := Run(ctx, dir, env, append([]string{"check-ignore", "--no-index", "--"}, exclude...)...) // exit 1: none ignored
 	ignored := map[string]bool{}
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		ignored[strings.TrimSuffix(l, "/")] = true

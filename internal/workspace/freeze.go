@@ -123,7 +123,7 @@ func Freeze(ctx context.Context, workDir, bundlePath string, o FreezeOptions) (*
 	// .gitignore ignores (an operator ignoring .stratus/): such a path is
 	// left out of the add anyway, and the rm below takes out what the
 	// index tracks under it.
-	add := append([]string{"add", "--all", "--", "."}, pathspecs("exclude", notIgnored(ctx, cwd, env, exclude))...)
+	add := append([]string{"add", "--all", "--", "."}, pathspecs("exclude", gitwork.NotIgnored(ctx, cwd, gitEnv(env), exclude))...)
 	if _, err := git(ctx, cwd, env, add...); err != nil {
 		if m := noCommitRe.FindAllStringSubmatch(err.Error(), -1); m != nil {
 			var paths []string
@@ -186,26 +186,6 @@ func Freeze(ctx context.Context, workDir, bundlePath string, o FreezeOptions) (*
 
 // noCommitRe finds the nested repositories `git add` cannot record.
 var noCommitRe = regexp.MustCompile(`error: '([^']*)' does not have a commit checked out`)
-
-// notIgnored returns the paths of exclude that git does not ignore, in the
-// repository env and cwd name.
-func notIgnored(ctx context.Context, cwd string, env []string, exclude []string) []string {
-	if len(exclude) == 0 {
-		return nil
-	}
-	out, _ := git(ctx, cwd, env, append([]string{"check-ignore", "--no-index", "--"}, exclude...)...) // exit 1: none ignored
-	ignored := map[string]bool{}
-	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		ignored[strings.TrimSuffix(l, "/")] = true
-	}
-	var keep []string
-	for _, x := range exclude {
-		if !ignored[strings.TrimSuffix(x, "/")] {
-			keep = append(keep, x)
-		}
-	}
-	return keep
-}
 
 // writeTree writes the index as a tree and returns the tree at prefix (the
 // empty tree when nothing is under it).
