@@ -290,3 +290,43 @@ func TestRealCLIs_StdinEOFStopsTheCLI(t *testing.T) {
 func settingsEnv(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
 }
+
+// issue 13 § 4: with the envelope's schema (an evaluator's findings), each
+// real CLI is told the shape — Claude Code through --json-schema and its
+// StructuredOutput tool, Codex through --output-schema — and the report is
+// the JSON object, not text.
+func TestRealCLIs_SchemaReportIsTheObject(t *testing.T) {
+	for _, cli := range realCLIs(t) {
+		t.Run(cli.name, func(t *testing.T) {
+			ms, url := scriptedServer(t, `rules:
+  - match: "review this"
+    visits:
+      - turns:
+          - text: '{"findings": [{"severity": "high", "what": "empty name accepted"}]}'
+`)
+			env := map[string]any{"workflow_contract": 1, "id": "cr-schema", "kind": "evaluator",
+				"input":  map[string]any{"query": "please review this", "node": "review"},
+				"schema": json.RawMessage(`{"type":"object","required":["findings"],"properties":{"findings":{"type":"array"}}}`)}
+			req, _ := json.Marshal(env)
+			evs, _ := runReal(t, cli, url, string(req), ShimOptions{})
+			rep, ok := last(evs)["subrun_report"].(map[string]any)
+			if !ok {
+				t.Fatalf("report %v, want the findings object; events %v", last(evs)["subrun_report"], evs)
+			}
+			if f, _ := rep["findings"].([]any); len(f) != 1 {
+				t.Errorf("report %v, want one finding", rep)
+			}
+			// The schema reached the CLI: Claude Code offers the model its
+			// StructuredOutput tool (--json-schema), Codex a json_schema
+			// text format (--output-schema).
+			offered := false
+			for _, r := range ms.Requests() {
+				b := string(r.Body)
+				offered = offered || (cli.name == "claude" && strings.Contains(b, `"name":"StructuredOutput"`)) || (cli.name == "codex" && strings.Contains(b, `"json_schema"`))
+			}
+			if !offered {
+				t.Errorf("the model was not asked for the schema's shape: the envelope's schema did not reach the %s CLI", cli.name)
+			}
+		})
+	}
+}

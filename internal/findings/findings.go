@@ -17,6 +17,12 @@ import (
 // Severities from least to most severe (reference.md § evaluator node).
 var Severities = []string{"low", "medium", "high", "critical", "blocking"}
 
+// JSONSchema is the JSON Schema of an evaluator's report, sent as the
+// envelope's `schema` (seed 003 § 2) so that an engine knows what it must
+// return: {"findings": [{severity, what, path?, fix?}]}. Severity is a
+// string (Parse takes the Severities in any letter case).
+const JSONSchema = `{"type":"object","required":["findings"],"properties":{"findings":{"type":"array","items":{"type":"object","required":["severity","what"],"properties":{"severity":{"type":"string","description":"one of low, medium, high, critical, blocking"},"path":{"type":"string"},"what":{"type":"string"},"fix":{"type":"string"}}}}}}`
+
 // DefaultGate is the gate_severity of an evaluator that sets none.
 const DefaultGate = "high"
 

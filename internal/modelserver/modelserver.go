@@ -133,7 +133,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	id := s.ids.Add(1)
 	if api == "anthropic" {
-		anthropicStream(w, *t, id)
+		anthropicStream(w, *t, id, structuredOutput(body))
 	} else {
 		openaiStream(w, *t, id)
 	}
@@ -301,10 +301,43 @@ func writeError(w http.ResponseWriter, api string, status int, msg string) {
 	w.Write(b)
 }
 
+// structuredTool is the tool Claude Code offers for --json-schema.
+const structuredTool = "StructuredOutput"
+
+// structuredOutput reports whether an Anthropic request offers the
+// StructuredOutput tool and has not called it yet.
+func structuredOutput(body []byte) bool {
+	var req struct {
+		Tools    []struct{ Name string } `json:"tools"`
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return false
+	}
+	offered := false
+	for _, t := range req.Tools {
+		offered = offered || t.Name == structuredTool
+	}
+	for _, m := range req.Messages {
+		var blocks []struct{ Type, Name string }
+		if m.Role == "assistant" && json.Unmarshal(m.Content, &blocks) == nil {
+			for _, b := range blocks {
+				if b.Type == "tool_use" && b.Name == structuredTool {
+					return false
+				}
+			}
+		}
+	}
+	return offered
+}
+
 // anthropicStream answers a Messages request with a stream (Anthropic
 // Messages API, streaming: message_start, content blocks, message_delta
 // with the usage, message_stop).
-func anthropicStream(w http.ResponseWriter, t Turn, id int64) {
+func anthropicStream(w http.ResponseWriter, t Turn, id int64, structured bool) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	in, out, cached := usageOf(t)
 	msgID := fmt.Sprintf("msg_scripted_%d", id)
@@ -314,7 +347,16 @@ func anthropicStream(w http.ResponseWriter, t Turn, id int64) {
 		"usage": map[string]any{"input_tokens": in - cached, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": cached},
 	}})
 	stop := "end_turn"
-	if t.Shell != "" {
+	if structured && t.Shell == "" && json.Valid([]byte(t.Text)) {
+		// Claude Code with --json-schema offers a StructuredOutput tool and
+		// takes the answer from its call: a JSON answer is that call.
+		sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 0,
+			"content_block": map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_scripted_%d", id), "name": structuredTool, "input": map[string]any{}}})
+		sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
+			"delta": map[string]any{"type": "input_json_delta", "partial_json": t.Text}})
+		sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+		stop = "tool_use"
+	} else if t.Shell != "" {
 		input, _ := json.Marshal(map[string]any{"command": t.Shell, "description": "scripted command"})
 		sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 0,
 			"content_block": map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_scripted_%d", id), "name": "Bash", "input": map[string]any{}}})

@@ -107,7 +107,7 @@ func Run(ctx context.Context, o Options) error {
 	defer cleanup()
 	req := contract.Request{Kind: p.Engine.Kind, Input: p.Engine.Input, Schema: p.Engine.Schema}
 	var schema *outputschema.Schema
-	if len(p.Engine.Schema) > 0 {
+	if len(p.Engine.Schema) > 0 && !p.Engine.SchemaAdvisory {
 		if schema, err = outputschema.Compile(p.Engine.Schema); err != nil {
 			c.Fail(ctx, p.TaskID, string(contract.Failed), err.Error())
 			return err

@@ -15,6 +15,7 @@ import (
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/captoken"
 	"github.com/stratusflow/stratus/internal/config"
+	"github.com/stratusflow/stratus/internal/findings"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/nodeexec"
 )
@@ -74,9 +75,13 @@ type EngineSpec struct {
 	Kind       string            `json:"kind"`
 	MaxSteps   int               `json:"max_steps,omitempty"`
 	Input      json.RawMessage   `json:"input"`
-	// Schema is the node's output_schema: sent in the envelope (seed 003 §
-	// 2) and checked by the runner against the report.
-	Schema json.RawMessage `json:"schema,omitempty"`
+	// Schema is the node's output_schema, or an evaluator's findings
+	// schema: sent in the envelope (seed 003 § 2). The runner checks the
+	// report against an output_schema; an advisory schema (the findings')
+	// only tells the engine what to return: the worker's own parse of an
+	// evaluator report fails closed (manual_action_required), as before.
+	Schema         json.RawMessage `json:"schema,omitempty"`
+	SchemaAdvisory bool            `json:"schema_advisory,omitempty"`
 	// The attempt's resolved per-node overrides (seed 004 § Per-node
 	// overrides in flows; Resolve). The runner always hands them to the
 	// engine as STRATUS_MODEL, STRATUS_REASONING ("" = the engine's default),
@@ -189,9 +194,13 @@ func (s *Service) FetchPrompt(ctx context.Context, authorization, tid string) (*
 	if att.Resolved.Provider != "" {
 		res = att.Resolved
 	}
+	// The envelope's kind follows the node (agent, evaluator) unless the
+	// provider maps it (openseek's subrun kinds); an evaluator's request
+	// carries the findings schema, any node's its output_schema (seed 003
+	// § 2: the engine learns what it must return).
 	kind := prov.Kind
 	if kind == "" {
-		kind = "agent"
+		kind = node.Kind
 	}
 	input, err := json.Marshal(map[string]any{
 		"query":    att.Prompt,
@@ -214,8 +223,11 @@ func (s *Service) FetchPrompt(ctx context.Context, authorization, tid string) (*
 	if prov.Dir != "" {
 		eng.Dir = path.Join(rootOf(run), prov.Dir)
 	}
-	if node.OutputSchema != "" {
+	switch {
+	case node.OutputSchema != "":
 		eng.Schema = json.RawMessage(node.OutputSchema)
+	case node.Kind == flow.KindEvaluator:
+		eng.Schema, eng.SchemaAdvisory = json.RawMessage(findings.JSONSchema), true
 	}
 	if eng.Files, err = engineFiles(env, eng); err != nil {
 		return nil, err

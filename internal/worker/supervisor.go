@@ -304,7 +304,7 @@ func (s *Service) supervisorPayload(ctx context.Context, c *Caller) (*Payload, e
 	prov = prov.Resolved()
 	kind := prov.Kind
 	if kind == "" {
-		kind = "agent"
+		kind = "supervisor." + v.Job // supervisor.observe | supervisor.finalize
 	}
 	input, err := json.Marshal(map[string]any{
 		"query": att.Prompt, "system": att.System, "task_id": step.TID, "attempt": att.N,

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/findings"
 )
 
 const wsFlow = `flow:
@@ -134,5 +135,39 @@ func TestAdvanceHead_FencedAndKeyed(t *testing.T) {
 	}
 	if err := r.svc.AdvanceHead(ctx, "Bearer "+sp.Handle, HeadAdvance{From: one, To: two}); stratus.ErrorCode(err) != stratus.EINVALID {
 		t.Errorf("an evaluator's advance: %v, want EINVALID", err)
+	}
+}
+
+// issue 13 § 4 (seed 003 § 2): the envelope tells the engine what it must
+// return: kind follows the node (agent, evaluator), an evaluator's request
+// carries the findings schema (advisory: the worker's parse fails closed),
+// a provider's own kind (openseek's) wins.
+func TestFetchPrompt_KindAndSchemaFollowTheNode(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, rigOptions{flow: wsFlow})
+	for i, node := range []string{"impl", "rev"} {
+		r.dispatch(t, node)
+		sp := r.launcher.Launched()[i]
+		p, err := r.svc.FetchPrompt(ctx, "Bearer "+sp.Handle, sp.TaskID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var in map[string]any
+		json.Unmarshal(p.Engine.Input, &in)
+		switch node {
+		case "impl":
+			if p.Engine.Kind != "agent" || len(p.Engine.Schema) != 0 {
+				t.Errorf("agent node: kind %q schema %s; want agent and none", p.Engine.Kind, p.Engine.Schema)
+			}
+		case "rev":
+			if p.Engine.Kind != "evaluator" || string(p.Engine.Schema) != findings.JSONSchema || !p.Engine.SchemaAdvisory {
+				t.Errorf("evaluator node: kind %q schema %s advisory %v; want evaluator and the findings schema", p.Engine.Kind, p.Engine.Schema, p.Engine.SchemaAdvisory)
+			}
+		}
+		if node == "impl" {
+			if _, err := r.submit(t, "done"); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
