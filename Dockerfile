@@ -10,9 +10,9 @@
 # (template.yaml's WorkerCpuArchitecture, ARM64 by default, must match the
 # platform built for.)
 #
-# The image carries Stratus and its bundled engines (echo, script). Agent
-# CLIs (Claude Code, Codex, openseek) are not in it: build FROM this image
-# and install the engine your config names.
+# The default image carries Stratus and its bundled engines (echo,
+# script); the runner-claude and runner-codex targets add the Claude Code
+# and Codex CLIs; for openseek, build FROM this image and install it.
 
 ARG GO_VERSION=1.26
 ARG ALPINE_VERSION=3.22
@@ -30,11 +30,37 @@ RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
     go build -trimpath -ldflags="-s -w" -o /out/stratus ./cmd/stratus
 
 # alpine rather than distroless: checks and tool nodes run shell commands
-# and git in the worker.
-FROM alpine:${ALPINE_VERSION}
+# and git in the worker (git also checks the run's workspace out).
+FROM alpine:${ALPINE_VERSION} AS runner-base
 RUN apk add --no-cache ca-certificates git \
  && adduser -D -u 10001 -h /home/stratus stratus
 COPY --from=build /out/stratus /usr/local/bin/stratus
 USER 10001:10001
 WORKDIR /home/stratus
 ENTRYPOINT ["/usr/local/bin/stratus", "runner"]
+
+# The runner with an agent CLI, at the versions package.json pins and the
+# tests run (issue 13 § 7):
+#
+#   docker buildx build --platform linux/arm64 --target runner-claude -t stratus-runner:claude .
+#   docker buildx build --platform linux/arm64 --target runner-codex -t stratus-runner:codex .
+#
+# The provider's key comes from the task definition's secrets
+# (template.yaml: AnthropicApiKeySecretArn, OpenAIApiKeySecretArn), never
+# from the image.
+FROM runner-base AS runner-claude
+USER root
+RUN apk add --no-cache nodejs npm ripgrep \
+ && npm install -g --no-audit --no-fund @anthropic-ai/claude-code@2.1.328 \
+ && npm cache clean --force
+USER 10001:10001
+
+FROM runner-base AS runner-codex
+USER root
+RUN apk add --no-cache nodejs npm \
+ && npm install -g --no-audit --no-fund @openai/codex@0.169.0 \
+ && npm cache clean --force
+USER 10001:10001
+
+# The default target (no --target): the runner with the bundled engines.
+FROM runner-base AS runner

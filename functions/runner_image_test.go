@@ -91,3 +91,41 @@ func TestRunnerImage_DockerignoreKeepsTheSources(t *testing.T) {
 		}
 	}
 }
+
+// issue 13 § 7: the runner-claude and runner-codex targets install the
+// agent CLIs at the versions package.json pins (the versions the tests
+// run), as the non-root user; the default target (the last stage) is the
+// plain runner.
+func TestRunnerImage_CLITargetsPinTheTestedVersions(t *testing.T) {
+	var pkg struct {
+		Dev map[string]string `json:"devDependencies"`
+	}
+	b, err := os.ReadFile("../package.json")
+	if err != nil || json.Unmarshal(b, &pkg) != nil {
+		t.Fatalf("package.json: %v", err)
+	}
+	ins := dockerfile(t)
+	stage, stages := "", map[string][]string{}
+	var last string
+	for _, in := range ins {
+		word, rest, _ := strings.Cut(in, " ")
+		if strings.EqualFold(word, "FROM") {
+			f := strings.Fields(rest)
+			stage = f[len(f)-1]
+			last = stage
+		}
+		stages[stage] = append(stages[stage], in)
+	}
+	for target, npmPkg := range map[string]string{"runner-claude": "@anthropic-ai/claude-code", "runner-codex": "@openai/codex"} {
+		body := strings.Join(stages[target], "\n")
+		if want := npmPkg + "@" + pkg.Dev[npmPkg]; pkg.Dev[npmPkg] == "" || !strings.Contains(body, want) {
+			t.Errorf("stage %s does not install %s (package.json's pin):\n%s", target, want, body)
+		}
+		if !strings.HasSuffix(strings.TrimSpace(stages[target][len(stages[target])-1]), "USER 10001:10001") {
+			t.Errorf("stage %s does not end as the non-root user", target)
+		}
+	}
+	if last != "runner" || strings.Contains(strings.Join(stages["runner"], "\n"), "npm") {
+		t.Errorf("the default target is %q; want the plain runner last", last)
+	}
+}

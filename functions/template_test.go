@@ -3,6 +3,7 @@ package functions_test
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -755,5 +756,52 @@ func TestTemplate_OutputsTheAPIURL(t *testing.T) {
 	}
 	if fmt.Sprint(asMap(tp.env("DispatchFunction")[awsapp.EnvAPIURL])["Fn::Sub"]) != sub {
 		t.Errorf("the dispatch function's %s differs from Outputs.ApiUrl", awsapp.EnvAPIURL)
+	}
+}
+
+// issue 13 § 7: a model provider's key reaches a worker only as a task
+// definition secret from a parameter (one per engine variable the
+// installed providers name: ANTHROPIC_API_KEY, OPENAI_API_KEY, DEEPSEEK),
+// each dropped when its parameter is empty; the execution role may read
+// exactly those secrets and nothing else.
+func TestTemplate_EngineKeysAreTaskDefinitionSecrets(t *testing.T) {
+	tp := loadTemplate(t)
+	want := map[string]string{"ANTHROPIC_API_KEY": "AnthropicApiKeySecretArn", "OPENAI_API_KEY": "OpenAIApiKeySecretArn", "DEEPSEEK": "DeepseekSecretArn"}
+	c := asMap(asList(tp.props("RunnerTaskDefinition")["ContainerDefinitions"])[0])
+	got := map[string]string{}
+	for _, s := range asList(c["Secrets"]) {
+		// !If [Condition, {Name, ValueFrom}, !Ref AWS::NoValue]
+		branches := asList(asMap(s)["Fn::If"])
+		if len(branches) != 3 || !refTo(branches[2], "AWS::NoValue") {
+			t.Errorf("secret %v is not dropped when its parameter is empty", s)
+			continue
+		}
+		sec := asMap(branches[1])
+		got[str(sec["Name"])] = refTarget(sec["ValueFrom"])
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("runner secrets %v, want %v", got, want)
+	}
+	for name, param := range want {
+		if p, ok := tp.params[param]; !ok || p["Default"] != "" {
+			t.Errorf("parameter %s (for %s) is missing or not empty by default", param, name)
+		}
+	}
+	// The execution role reads those ARNs only.
+	var read []string
+	for _, pol := range asList(tp.props("RunnerExecutionRole")["Policies"]) {
+		doc := asMap(asMap(asList(asMap(pol)["Fn::If"])[1])["PolicyDocument"])
+		for _, st := range asList(doc["Statement"]) {
+			if str(asMap(st)["Action"]) != "secretsmanager:GetSecretValue" {
+				t.Errorf("the runner's execution role may also %v", asMap(st)["Action"])
+			}
+			for _, r := range asList(asMap(st)["Resource"]) {
+				read = append(read, refTarget(asList(asMap(r)["Fn::If"])[1]))
+			}
+		}
+	}
+	slices.Sort(read)
+	if w := slices.Sorted(maps.Values(want)); !slices.Equal(read, w) {
+		t.Errorf("the execution role reads %v, want exactly %v", read, w)
 	}
 }

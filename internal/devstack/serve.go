@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -125,11 +126,30 @@ func Serve(ctx context.Context, cfg aws.Config, st *Stack, ln net.Listener, o Se
 	return f, nil
 }
 
+// EngineSecrets are the variables the stack's task definition fills from
+// Secrets Manager (template.yaml: AnthropicApiKeySecretArn,
+// OpenAIApiKeySecretArn, DeepseekSecretArn); EngineSettings are what a
+// runner image built for an engine would set (its model endpoint, its
+// config dir). The stand-in passes both from the operator's environment
+// when set, so an engine — a real CLI against the scripted model server
+// included — runs on it as on Fargate (issue 13 § 7).
+var (
+	EngineSecrets  = []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "DEEPSEEK"}
+	EngineSettings = []string{"ANTHROPIC_BASE_URL", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "CLAUDE_CONFIG_DIR", "CODEX_HOME"}
+)
+
 // fargateEnv is the environment a Fargate task of the runner image has
 // besides what RunTask overrides: a PATH (the engines the operator
-// configured must be found), nothing else of the operator's.
+// configured must be found), the engine secrets and settings that are set
+// (EngineSecrets, EngineSettings), nothing else of the operator's.
 func fargateEnv() []string {
-	return []string{"PATH=" + os.Getenv("PATH")}
+	env := []string{"PATH=" + os.Getenv("PATH")}
+	for _, k := range append(slices.Clone(EngineSecrets), EngineSettings...) {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
 }
 
 // dispatch is the dispatch function's SQS event source: each message is
