@@ -116,7 +116,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if api == "" {
 		s.record(rec)
-		http.Error(w, `{"error":{"type":"not_found","message":"the scripted model server answers POST /v1/messages and POST /v1/responses"}}`, http.StatusNotFound)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprintf(w, `{"error":{"type":"not_found","message":%q}}`, "the scripted model server answers POST /v1/messages and POST /v1/responses, not "+r.Method+" "+r.URL.Path)
 		return
 	}
 	text, turn := conversation(api, body)

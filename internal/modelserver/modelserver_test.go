@@ -1,0 +1,76 @@
+package modelserver
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// issue 13 § 1: the server answers only the two APIs, from the script;
+// anything else is a JSON 4xx, never a crash; turns and visits count as
+// documented.
+func TestServer_AnswersFromTheScriptAndRefusesTheRest(t *testing.T) {
+	srv := httptest.NewServer(&Server{Script: &Script{Rules: []Rule{{Match: "hello", Visits: []Visit{
+		{Turns: []Turn{{Text: "first visit"}}},
+		{Turns: []Turn{{Shell: "true"}, {Text: "second visit, turn 1"}}},
+	}}}}})
+	defer srv.Close()
+	post := func(path, body string) (int, string) {
+		resp, err := http.Post(srv.URL+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	user := `{"messages":[{"role":"user","content":"hello there"}]}`
+	if code, body := post("/v1/messages", user); code != 200 || !strings.Contains(body, `"text":"first visit"`) || !strings.Contains(body, "event: message_stop") {
+		t.Errorf("visit 1: %d %s", code, body)
+	}
+	if code, body := post("/v1/messages", user); code != 200 || !strings.Contains(body, `"name":"Bash"`) {
+		t.Errorf("visit 2 turn 0 (a shell call): %d %s", code, body)
+	}
+	withTurn := `{"messages":[{"role":"user","content":"hello there"},{"role":"assistant","content":[{"type":"tool_use","name":"Bash"}]},{"role":"user","content":[{"type":"tool_result"}]}]}`
+	if code, body := post("/v1/messages", withTurn); code != 200 || !strings.Contains(body, "second visit, turn 1") {
+		t.Errorf("visit 2 turn 1: %d %s", code, body)
+	}
+	if code, body := post("/v1/responses", `{"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"hello"}]}]}`); code != 200 || !strings.Contains(body, "response.completed") {
+		t.Errorf("responses: %d %s", code, body)
+	}
+	for _, bad := range []struct{ method, path, body string }{
+		{"GET", "/v1/messages", ""}, {"POST", "/v1/messages", "not json"}, {"POST", "/v1/responses", "{}"}, {"POST", "/other", "{}"},
+		{"POST", "/v1/messages", strings.Repeat("x", 10<<20)},
+	} {
+		req, _ := http.NewRequest(bad.method, srv.URL+bad.path, strings.NewReader(bad.body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", bad.method, bad.path, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode < 400 || resp.StatusCode >= 500 || !json.Valid(b) {
+			t.Errorf("%s %s: %d %q; want a JSON 4xx", bad.method, bad.path, resp.StatusCode, b)
+		}
+	}
+}
+
+// Load refuses a script with a rule that cannot answer, naming it.
+func TestLoad_RefusesBadScripts(t *testing.T) {
+	for name, body := range map[string]string{
+		"no visits": "rules:\n  - match: x\n",
+		"no match":  "rules:\n  - visits: [{turns: [{text: a}]}]\n",
+		"unknown":   "rules: []\nbogus: 1\n",
+	} {
+		f := filepath.Join(t.TempDir(), "s.yaml")
+		os.WriteFile(f, []byte(body), 0o644)
+		if _, err := Load(f); err == nil {
+			t.Errorf("%s: Load accepted it", name)
+		}
+	}
+}
