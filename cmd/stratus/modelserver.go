@@ -39,7 +39,7 @@ Codex with a model provider whose base_url is URL/v1 and wire_api "responses".`,
 		RunE: func(_ *cobra.Command, _ []string) error {
 			s, err := modelserver.Load(script)
 			if err != nil {
-				return usageError{err}
+				return usageError{fmt.Errorf("--script %s: %w", script, err)}
 			}
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {

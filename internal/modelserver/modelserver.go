@@ -67,9 +67,34 @@ func Load(path string) (*Script, error) {
 	if err := yaml.UnmarshalWithOptions(b, &s, yaml.Strict()); err != nil {
 		return nil, fmt.Errorf("%s: %s", path, yaml.FormatError(err, false, true))
 	}
+	if len(s.Rules) == 0 && s.Default == "" {
+		return nil, fmt.Errorf("%s: no rules and no default: the script would answer nothing", path)
+	}
 	for i, r := range s.Rules {
 		if r.Match == "" || len(r.Visits) == 0 {
 			return nil, fmt.Errorf("%s: rules[%d]: match and at least one visit are required", path, i)
+		}
+		for j, v := range r.Visits {
+			if len(v.Turns) == 0 {
+				return nil, fmt.Errorf("%s: rules[%d].visits[%d]: at least one turn is required", path, i, j)
+			}
+			for k, t := range v.Turns {
+				where := fmt.Sprintf("%s: rules[%d].visits[%d].turns[%d]", path, i, j, k)
+				set := 0
+				for _, on := range []bool{t.Text != "", t.Shell != "", t.Error != 0} {
+					if on {
+						set++
+					}
+				}
+				switch {
+				case set != 1:
+					return nil, fmt.Errorf("%s: give exactly one of text, shell, error", where)
+				case t.Error != 0 && (t.Error < 400 || t.Error > 599):
+					return nil, fmt.Errorf("%s: error %d is not an HTTP error status; valid: 400-599", where, t.Error)
+				case t.InputTokens < 0 || t.OutputTokens < 0 || t.CachedTokens < 0 || t.CachedTokens > inputOf(t):
+					return nil, fmt.Errorf("%s: token counts must be >= 0 and cached_tokens at most input_tokens", where)
+				}
+			}
 		}
 	}
 	return &s, nil
@@ -105,7 +130,7 @@ func (s *Server) Requests() []Request {
 // ServeHTTP answers POST /v1/messages (Anthropic) and POST /v1/responses
 // (OpenAI); any other request is logged and answered 404.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	body, _ := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
 	rec := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: rawJSON(body)}
 	var api string
 	switch {
@@ -119,6 +144,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)
 		fmt.Fprintf(w, `{"error":{"type":"not_found","message":%q}}`, "the scripted model server answers POST /v1/messages and POST /v1/responses, not "+r.Method+" "+r.URL.Path)
+		return
+	}
+	switch {
+	case len(body) > MaxBodyBytes:
+		s.record(rec)
+		writeError(w, api, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", MaxBodyBytes))
+		return
+	case !json.Valid(body):
+		s.record(rec)
+		writeError(w, api, http.StatusBadRequest, "the request body is not JSON")
 		return
 	}
 	text, turn := conversation(api, body)
@@ -141,12 +176,28 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// MaxBodyBytes bounds a request body (larger: 413); KeptBodyBytes and
+// KeptRequests bound what Requests keeps, so a long-running server does
+// not grow: a larger body is kept as null, the oldest requests dropped.
+const (
+	MaxBodyBytes  = 64 << 20
+	KeptBodyBytes = 1 << 20
+	KeptRequests  = 1000
+)
+
 func (s *Server) record(r Request) {
+	n := len(r.Body)
+	if n > KeptBodyBytes {
+		r.Body = json.RawMessage("null")
+	}
 	s.mu.Lock()
+	if len(s.reqs) >= KeptRequests {
+		s.reqs = append(s.reqs[:0:0], s.reqs[len(s.reqs)-KeptRequests+1:]...)
+	}
 	s.reqs = append(s.reqs, r)
 	s.mu.Unlock()
 	if s.Log != nil {
-		b, _ := json.Marshal(map[string]any{"method": r.Method, "path": r.Path, "rule": r.Rule, "visit": r.Visit, "turn": r.Turn, "bytes": len(r.Body)})
+		b, _ := json.Marshal(map[string]any{"method": r.Method, "path": r.Path, "rule": r.Rule, "visit": r.Visit, "turn": r.Turn, "bytes": n})
 		s.mu.Lock()
 		fmt.Fprintf(s.Log, "%s\n", b)
 		s.mu.Unlock()
@@ -272,6 +323,12 @@ func rawJSON(b []byte) json.RawMessage {
 	}
 	q, _ := json.Marshal(string(b))
 	return q
+}
+
+// inputOf is the input tokens a turn reports (100 when it sets none).
+func inputOf(t Turn) int64 {
+	in, _, _ := usageOf(t)
+	return in
 }
 
 func usageOf(t Turn) (in, out, cached int64) {

@@ -63,9 +63,15 @@ func TestServer_AnswersFromTheScriptAndRefusesTheRest(t *testing.T) {
 // Load refuses a script with a rule that cannot answer, naming it.
 func TestLoad_RefusesBadScripts(t *testing.T) {
 	for name, body := range map[string]string{
-		"no visits": "rules:\n  - match: x\n",
-		"no match":  "rules:\n  - visits: [{turns: [{text: a}]}]\n",
-		"unknown":   "rules: []\nbogus: 1\n",
+		"no visits":  "rules:\n  - match: x\n",
+		"no match":   "rules:\n  - visits: [{turns: [{text: a}]}]\n",
+		"unknown":    "rules: []\nbogus: 1\n",
+		"empty":      "rules: []\n",
+		"no turns":   "rules:\n  - match: x\n    visits: [{turns: []}]\n",
+		"empty turn": "rules:\n  - match: x\n    visits: [{turns: [{}]}]\n",
+		"two kinds":  "rules:\n  - match: x\n    visits: [{turns: [{text: a, shell: b}]}]\n",
+		"status 42":  "rules:\n  - match: x\n    visits: [{turns: [{error: 42}]}]\n",
+		"cached":     "rules:\n  - match: x\n    visits: [{turns: [{text: a, input_tokens: 10, cached_tokens: 50}]}]\n",
 	} {
 		f := filepath.Join(t.TempDir(), "s.yaml")
 		os.WriteFile(f, []byte(body), 0o644)
