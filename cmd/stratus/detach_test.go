@@ -112,9 +112,7 @@ if [ -f slow ]; then
 fi
 printf '{"subrun_report": "ok"}\n'
 `)
-	path := filepath.Join(dir, ".stratus/config.yaml")
-	cfg := strings.Replace(readFile(t, path), "  providers:\n", "  providers:\n    shx:\n      command: sh\n      args: [engine.sh]\n", 1)
-	writeTestFile(t, path, strings.Replace(cfg, "primary: echo", "primary: shx", 1))
+	usePrimaryShellEngine(t, dir, "shx")
 	writeTestFile(t, filepath.Join(dir, ".stratus/flows/tiny.yaml"), `flow:
   name: tiny
   task_type: tiny

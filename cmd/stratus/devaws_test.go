@@ -94,25 +94,8 @@ pwd > "$SPY/pwd-$STRATUS_TASK_ID.txt"
 if [ -f "$SPY/slow" ]; then echo $$ > "$SPY/pid-$STRATUS_TASK_ID.txt"; sleep 300; fi
 printf '{"subrun_report": "ok"}\n'
 `)
-	path := filepath.Join(dir, ".stratus/config.yaml")
-	cfg := strings.Replace(readFile(t, path), "  providers:\n", "  providers:\n    shx:\n      command: sh\n      args: [engine.sh]\n      env: {SPY: "+spy+"}\n", 1)
-	writeTestFile(t, path, strings.Replace(cfg, "primary: echo", "primary: shx", 1))
-	writeTestFile(t, filepath.Join(dir, ".stratus/flows/tiny.yaml"), `flow:
-  name: tiny
-  task_type: tiny
-  permission_ceiling: workspace-write
-  output_policy: repository_document
-  publishing: local_artifact
-  nodes:
-    - { id: first, kind: agent, role_file: tiny/first.md }
-    - { id: answer, kind: agent, role_file: tiny/answer.md }
-    - { id: publish, kind: publish, policy: local_artifact }
-  edges:
-    - { from: first, to: answer }
-    - { from: answer, to: publish }
-`)
-	writeTestFile(t, filepath.Join(dir, ".stratus/flows/tiny/first.md"), "First for {task_id}.\n")
-	writeTestFile(t, filepath.Join(dir, ".stratus/flows/tiny/answer.md"), "Answer for {task_id}.\n")
+	usePrimaryShellEngineEnv(t, dir, "shx", "{SPY: "+spy+"}")
+	writeTwoStepFlow(t, dir)
 	task := filepath.Join(dir, "task.md")
 	writeTestFile(t, task, "---\nid: t-dev\ntitle: Dev\ntask_type: tiny\n---\nbody\n")
 

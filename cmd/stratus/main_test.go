@@ -98,9 +98,40 @@ func join(s []string) string { return strings.Join(s, " ") }
 // work dir and makes it the primary of an installed DIR/.stratus/config.yaml.
 func usePrimaryShellEngine(t *testing.T, dir, name string) {
 	t.Helper()
+	usePrimaryShellEngineEnv(t, dir, name, "")
+}
+
+// usePrimaryShellEngineEnv is usePrimaryShellEngine with the provider's
+// env overlay (a YAML flow map such as "{SPY: /tmp/x}"; "" = none).
+func usePrimaryShellEngineEnv(t *testing.T, dir, name, env string) {
+	t.Helper()
 	path := filepath.Join(dir, ".stratus/config.yaml")
-	cfg := readFile(t, path)
-	cfg = strings.Replace(cfg, "  providers:\n", "  providers:\n    "+name+":\n      command: sh\n      args: [engine.sh]\n", 1)
-	cfg = strings.Replace(cfg, "primary: echo", "primary: "+name, 1)
-	writeTestFile(t, path, cfg)
+	provider := "    " + name + ":\n      command: sh\n      args: [engine.sh]\n"
+	if env != "" {
+		provider += "      env: " + env + "\n"
+	}
+	cfg := strings.Replace(readFile(t, path), "  providers:\n", "  providers:\n"+provider, 1)
+	writeTestFile(t, path, strings.Replace(cfg, "primary: echo", "primary: "+name, 1))
+}
+
+// writeTwoStepFlow installs flow "tiny" in DIR: agents first, then answer,
+// then publish, with their role files.
+func writeTwoStepFlow(t *testing.T, dir string) {
+	t.Helper()
+	writeTestFile(t, filepath.Join(dir, ".stratus/flows/tiny.yaml"), `flow:
+  name: tiny
+  task_type: tiny
+  permission_ceiling: workspace-write
+  output_policy: repository_document
+  publishing: local_artifact
+  nodes:
+    - { id: first, kind: agent, role_file: tiny/first.md }
+    - { id: answer, kind: agent, role_file: tiny/answer.md }
+    - { id: publish, kind: publish, policy: local_artifact }
+  edges:
+    - { from: first, to: answer }
+    - { from: answer, to: publish }
+`)
+	writeTestFile(t, filepath.Join(dir, ".stratus/flows/tiny/first.md"), "First for {task_id}.\n")
+	writeTestFile(t, filepath.Join(dir, ".stratus/flows/tiny/answer.md"), "Answer for {task_id}.\n")
 }

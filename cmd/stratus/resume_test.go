@@ -154,25 +154,8 @@ if [ -f slow ]; then
 fi
 printf '{"subrun_report": "ok"}\n'
 `)
-	path := filepath.Join(dir, ".stratus/config.yaml")
-	cfg := strings.Replace(readFile(t, path), "  providers:\n", "  providers:\n    shx:\n      command: sh\n      args: [engine.sh]\n", 1)
-	writeTestFile(t, path, strings.Replace(cfg, "primary: echo", "primary: shx", 1))
-	writeTestFile(t, filepath.Join(dir, ".stratus/flows/tiny.yaml"), `flow:
-  name: tiny
-  task_type: tiny
-  permission_ceiling: workspace-write
-  output_policy: repository_document
-  publishing: local_artifact
-  nodes:
-    - { id: first, kind: agent, role_file: tiny/first.md }
-    - { id: answer, kind: agent, role_file: tiny/answer.md }
-    - { id: publish, kind: publish, policy: local_artifact }
-  edges:
-    - { from: first, to: answer }
-    - { from: answer, to: publish }
-`)
-	writeTestFile(t, filepath.Join(dir, ".stratus/flows/tiny/first.md"), "First for {task_id}.\n")
-	writeTestFile(t, filepath.Join(dir, ".stratus/flows/tiny/answer.md"), "Answer for {task_id}.\n")
+	usePrimaryShellEngine(t, dir, "shx")
+	writeTwoStepFlow(t, dir)
 	task := filepath.Join(dir, "task.md")
 	writeTestFile(t, task, "---\nid: t-kill\ntitle: Killed\ntask_type: tiny\n---\nbody\n")
 

@@ -56,9 +56,7 @@ func wsProject(t *testing.T, spy string) (dir, taskPath string) {
 		t.Fatal(r.stderr)
 	}
 	writeTestFile(t, filepath.Join(dir, "engine.sh"), wsEngine)
-	path := filepath.Join(dir, ".stratus/config.yaml")
-	cfg := strings.Replace(readFile(t, path), "  providers:\n", "  providers:\n    shx:\n      command: sh\n      args: [engine.sh]\n      env: {SPY: "+spy+"}\n", 1)
-	writeTestFile(t, path, strings.Replace(cfg, "primary: echo", "primary: shx", 1))
+	usePrimaryShellEngineEnv(t, dir, "shx", "{SPY: "+spy+"}")
 	writeTestFile(t, filepath.Join(dir, "README.md"), "readme\n")
 	writeTestFile(t, filepath.Join(dir, ".gitignore"), "build/\n.stratus/stratus.db*\n")
 	writeTestFile(t, filepath.Join(dir, "build/out.bin"), "ignored\n")
