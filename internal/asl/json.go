@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/stratusflow/stratus/internal/jsonstr"
 )
 
 // Value is one decoded JSON value: nil (null), bool, json.Number, string,
@@ -217,7 +218,7 @@ func appendValue(b []byte, v Value) []byte {
 	case json.Number:
 		return append(b, t...)
 	case string:
-		return appendString(b, t)
+		return jsonstr.Append(b, t)
 	case []Value:
 		b = append(b, '[')
 		for i, e := range t {
@@ -233,7 +234,7 @@ func appendValue(b []byte, v Value) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, m.Key)
+			b = jsonstr.Append(b, m.Key)
 			b = append(b, ':')
 			b = appendValue(b, m.Value)
 		}
@@ -241,55 +242,6 @@ func appendValue(b []byte, v Value) []byte {
 	default:
 		panic(fmt.Sprintf("asl: not a JSON value: %T", v))
 	}
-}
-
-const hexDigits = "0123456789abcdef"
-
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			if c < utf8.RuneSelf {
-				i++
-				continue
-			}
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				b = append(b, s[start:i]...)
-				b = append(b, "\ufffd"...)
-				i += size
-				start = i
-				continue
-			}
-			i += size
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"':
-			b = append(b, '\\', '"')
-		case '\\':
-			b = append(b, '\\', '\\')
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\b':
-			b = append(b, '\\', 'b')
-		case '\f':
-			b = append(b, '\\', 'f')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		i++
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
 
 // Equal reports whether a and b are the same JSON value: numbers compare by

@@ -10,7 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/stratusflow/stratus/internal/jsonstr"
 )
 
 // Envelope is the v1 request line (seed 003 § 2).
@@ -150,7 +151,7 @@ func (e Emitter) Report(v json.RawMessage) {
 }
 
 // appendValue appends v as compact JSON: an object in its order, a
-// map[string]any in wireOrder, strings escaped by appendString, a
+// map[string]any in wireOrder, strings escaped by jsonstr.Append, a
 // json.RawMessage through appendCompact, anything else as encoding/json
 // writes it, re-escaped by appendCompact.
 func appendValue(b []byte, v any) ([]byte, error) {
@@ -161,7 +162,7 @@ func appendValue(b []byte, v any) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = append(appendString(b, m.key), ':')
+			b = append(jsonstr.Append(b, m.key), ':')
 			var err error
 			if b, err = appendValue(b, m.val); err != nil {
 				return nil, err
@@ -186,7 +187,7 @@ func appendValue(b []byte, v any) ([]byte, error) {
 		}
 		return appendValue(b, o)
 	case string:
-		return appendString(b, v), nil
+		return jsonstr.Append(b, v), nil
 	case int:
 		return strconv.AppendInt(b, int64(v), 10), nil
 	case int64:
@@ -208,44 +209,8 @@ func rank(key string) int {
 	return len(wireOrder) + 1
 }
 
-// appendString appends s as a JSON string escaped the way the reference
-// engine's writer (MoonBit's Json::stringify) escapes: `"` and `\` with a
-// backslash, \n \r \b \t \f by name, other characters below U+0020 as
-// \u00xx, everything else as it is. Bytes that are not UTF-8 become U+FFFD,
-// as encoding/json makes them.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	for _, r := range s {
-		switch r {
-		case '"':
-			b = append(b, '\\', '"')
-		case '\\':
-			b = append(b, '\\', '\\')
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\b':
-			b = append(b, '\\', 'b')
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\f':
-			b = append(b, '\\', 'f')
-		default:
-			if r < 0x20 {
-				b = append(b, '\\', 'u', '0', '0', hexDigits[r>>4], hexDigits[r&0xf])
-			} else {
-				b = utf8.AppendRune(b, r)
-			}
-		}
-	}
-	return append(b, '"')
-}
-
-const hexDigits = "0123456789abcdef"
-
 // appendCompact appends the one JSON value in raw, compact: no whitespace,
-// strings re-escaped by appendString, object keys in raw's order, numbers as
+// strings re-escaped by jsonstr.Append, object keys in raw's order, numbers as
 // raw spells them.
 func appendCompact(b []byte, raw []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -288,7 +253,7 @@ func appendCompact(b []byte, raw []byte) ([]byte, error) {
 			b = append(b, byte(t))
 			stack = append(stack, frame{obj: t == '{'})
 		case string:
-			b = appendString(b, t)
+			b = jsonstr.Append(b, t)
 		case json.Number:
 			b = append(b, t...)
 		case bool:

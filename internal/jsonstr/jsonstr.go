@@ -1,0 +1,60 @@
+// Package jsonstr writes JSON strings byte for byte (see Append).
+package jsonstr
+
+import "unicode/utf8"
+
+const hexDigits = "0123456789abcdef"
+
+// Append appends s to b as a JSON string, the one escaping every writer of
+// JSON text in Stratus uses where the bytes matter (the compiled ASL, the
+// bundled engines' lines, which match openseek's reference engine byte for
+// byte: seed 003): `"` and `\` with a backslash, \n \r \t \b \f by
+// name, other bytes below 0x20 as \u00xx, everything else as it is (no
+// HTML escaping, unlike encoding/json); bytes that are not UTF-8 become
+// U+FFFD, as encoding/json makes them.
+func Append(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			if c < utf8.RuneSelf {
+				i++
+				continue
+			}
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				b = append(b, s[start:i]...)
+				b = append(b, "\ufffd"...)
+				i += size
+				start = i
+				continue
+			}
+			i += size
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"':
+			b = append(b, '\\', '"')
+		case '\\':
+			b = append(b, '\\', '\\')
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		case '\b':
+			b = append(b, '\\', 'b')
+		case '\f':
+			b = append(b, '\\', 'f')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		i++
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
