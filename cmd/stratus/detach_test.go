@@ -105,13 +105,7 @@ func TestDetach_CancelStopsTheRunAndItsWorkers(t *testing.T) {
 	if r := runCLI(t, "install", "--dir", dir); r.code != 0 {
 		t.Fatal(r.stderr)
 	}
-	writeTestFile(t, filepath.Join(dir, "engine.sh"), `read line
-if [ -f slow ]; then
-  echo "$$ $PPID" > engine.pids
-  sleep 300
-fi
-printf '{"subrun_report": "ok"}\n'
-`)
+	writeTestFile(t, filepath.Join(dir, "engine.sh"), slowEngine)
 	usePrimaryShellEngine(t, dir, "shx")
 	writeTestFile(t, filepath.Join(dir, ".stratus/flows/tiny.yaml"), `flow:
   name: tiny

@@ -135,3 +135,13 @@ func writeTwoStepFlow(t *testing.T, dir string) {
 	writeTestFile(t, filepath.Join(dir, ".stratus/flows/tiny/first.md"), "First for {task_id}.\n")
 	writeTestFile(t, filepath.Join(dir, ".stratus/flows/tiny/answer.md"), "Answer for {task_id}.\n")
 }
+
+// slowEngine is an engine.sh that answers "ok", or, while the work dir
+// holds "slow", writes its pid and its parent's to engine.pids and hangs.
+const slowEngine = `read line
+if [ -f slow ]; then
+  echo "$$ $PPID" > engine.pids
+  sleep 300
+fi
+printf '{"subrun_report": "ok"}\n'
+`

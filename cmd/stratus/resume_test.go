@@ -147,13 +147,7 @@ func TestResume_AKilledOwnerLeavesNothingRunningAndTheRunResumes(t *testing.T) {
 		t.Fatal(r.stderr)
 	}
 	// The engine hangs while "slow" exists, after saying who it is.
-	writeTestFile(t, filepath.Join(dir, "engine.sh"), `read line
-if [ -f slow ]; then
-  echo "$$ $PPID" > engine.pids
-  sleep 300
-fi
-printf '{"subrun_report": "ok"}\n'
-`)
+	writeTestFile(t, filepath.Join(dir, "engine.sh"), slowEngine)
 	usePrimaryShellEngine(t, dir, "shx")
 	writeTwoStepFlow(t, dir)
 	task := filepath.Join(dir, "task.md")
