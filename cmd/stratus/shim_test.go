@@ -21,6 +21,7 @@ func TestShims_PassTheConformanceKit(t *testing.T) {
 		// see its header), replaying a recorded success.
 		fake := filepath.Join(dir, shim)
 		writeTestFile(t, fake+".recording", filepath.Join(root, "internal/engine/testdata/shim", shim+"_success.jsonl"))
+		writeTestFile(t, fake+".lines", "")
 		writeTestFile(t, fake+".stderr", "")
 		writeTestFile(t, fake+".end", "exit 0\n")
 		if err := os.Symlink(filepath.Join(root, "internal/engine/testdata/fakecli.sh"), fake); err != nil {

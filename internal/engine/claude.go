@@ -31,14 +31,17 @@ import (
 //
 //   - each distinct assistant message.id is one agent_step (the CLI prints
 //     one line per content block of the same message, so lines are not
-//     steps); past max_steps the shim stops the CLI and emits
-//     max_steps_exhausted;
+//     steps; the message it makes up to show an API error, model
+//     "<synthetic>", is none); past max_steps the shim stops the CLI and
+//     emits max_steps_exhausted;
 //   - the result's usage becomes one usage event: prompt_tokens =
 //     input_tokens + cache_creation_input_tokens + cache_read_input_tokens
 //     (Anthropic's input_tokens excludes cached input), hit =
 //     cache_read_input_tokens, completion = output_tokens, cost_usd =
 //     total_cost_usd. A run stopped before its result reports the sum of
-//     the per-message usage it saw, without a cost;
+//     the per-message usage it saw, without a cost (each assistant line
+//     carries the usage of the stream's message_start: its output_tokens
+//     undercount what the model wrote, as 2.1.328 prints them);
 //   - subtype error_max_turns is max_steps_exhausted (the CLI enforced the
 //     ceiling the shim passed it); is_error or another non-success subtype
 //     is turn_failed with the CLI's text;
@@ -85,8 +88,12 @@ type claudeLine struct {
 	Subtype string `json:"subtype"`
 	Message *struct {
 		ID    string          `json:"id"`
+		Model string          `json:"model"`
 		Usage json.RawMessage `json:"usage"`
 	} `json:"message"`
+	// IsAPIErrorMessage marks the message the CLI makes up to show an API
+	// error (model "<synthetic>"): not a model turn.
+	IsAPIErrorMessage bool `json:"is_api_error_message"`
 	IsError          bool            `json:"is_error"`
 	Result           *string         `json:"result"`
 	Errors           []any           `json:"errors"`
@@ -102,7 +109,7 @@ func (t *claudeTranslator) line(b []byte, s *session) {
 	}
 	switch ev.Type {
 	case "assistant":
-		if ev.Message == nil {
+		if ev.Message == nil || ev.IsAPIErrorMessage || ev.Message.Model == "<synthetic>" {
 			return
 		}
 		if t.byID == nil {

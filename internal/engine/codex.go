@@ -37,7 +37,8 @@ import (
 //     input_tokens (OpenAI counts cached input inside it), hit =
 //     cached_input_tokens, completion = output_tokens. Codex reports no
 //     cost, so cost_usd is never sent (absent means unknown, seed 003 § 3);
-//   - turn.failed is turn_failed with its error.message; a top-level error
+//   - turn.failed is turn_failed with its error.message (an API error body
+//     in it read as "message (type)"); a top-level error
 //     event is the failure when no turn completes after it;
 //   - a completed turn is the report: the last agent_message text, parsed
 //     as JSON when the call carried a schema and the text is JSON.
@@ -146,11 +147,30 @@ func (t *codexTranslator) line(b []byte, s *session) {
 		s.finished, t.errPending = false, false
 		s.failure = "codex turn failed"
 		if ev.Error != nil && ev.Error.Message != "" {
-			s.failure = "codex turn failed: " + ev.Error.Message
+			s.failure = "codex turn failed: " + apiErrorText(ev.Error.Message)
 		}
 	case "error":
 		if s.failure == "" && !s.finished && ev.Message != "" {
-			s.failure, t.errPending = "codex error: "+ev.Message, true
+			s.failure, t.errPending = "codex error: "+apiErrorText(ev.Message), true
 		}
 	}
+}
+
+// apiErrorText makes the error body codex 0.169 passes on verbatim
+// ({"error":{"message":M,"type":T,…}}) read as "M (T)"; any other
+// message is returned as it is.
+func apiErrorText(msg string) string {
+	var body struct {
+		Error *struct {
+			Message string `json:"message"`
+			Type    string `json:"type"`
+		} `json:"error"`
+	}
+	if json.Unmarshal([]byte(msg), &body) != nil || body.Error == nil || body.Error.Message == "" {
+		return msg
+	}
+	if body.Error.Type == "" {
+		return body.Error.Message
+	}
+	return body.Error.Message + " (" + body.Error.Type + ")"
 }

@@ -15,15 +15,16 @@ import (
 	"time"
 )
 
-// The fake CLIs replay recordings from testdata/shim (shaped like the real
-// CLIs' output: Claude Code's stream-json, codex exec --json) and record
-// what they were given: argv one per line, stdin, and the file passed to
-// --output-schema.
+// The fake CLIs replay recordings from testdata/shim — what the real CLIs
+// printed (recording_test.go makes and checks them: Claude Code's
+// stream-json, codex exec --json) — and record what they were given: argv
+// one per line, stdin, and the file passed to --output-schema.
 
 type shimFunc func(context.Context, ShimOptions, io.Reader, io.Writer) error
 
 type fakeCLI struct {
-	recording string // file under testdata/shim replayed on stdout
+	recording string // file under testdata/shim (or an absolute path) replayed on stdout
+	lines     int    // replay only the first lines (0 = all): the CLI still at work
 	stderr    string // written to stderr before ending
 	end       string // the script's last command: "exit 0", "exit 1", "exec sleep 30"
 }
@@ -32,15 +33,22 @@ type fakeCLI struct {
 // to replay f, and returns its path.
 func writeFake(t *testing.T, dir, name string, f fakeCLI) string {
 	t.Helper()
-	rec, err := filepath.Abs(filepath.Join("testdata", "shim", f.recording))
-	if err != nil {
-		t.Fatal(err)
+	rec := f.recording
+	if !filepath.IsAbs(rec) {
+		var err error
+		if rec, err = filepath.Abs(filepath.Join("testdata", "shim", f.recording)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	script, err := filepath.Abs(filepath.Join("testdata", "fakecli.sh"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for file, body := range map[string]string{name + ".recording": rec, name + ".stderr": f.stderr, name + ".end": f.end + "\n"} {
+	lines := ""
+	if f.lines > 0 {
+		lines = fmt.Sprint(f.lines)
+	}
+	for file, body := range map[string]string{name + ".recording": rec, name + ".lines": lines, name + ".stderr": f.stderr, name + ".end": f.end + "\n"} {
 		if err := os.WriteFile(filepath.Join(dir, file), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -217,7 +225,7 @@ func TestShims_Seed003S9_SuccessStepsUsageThenOneReport(t *testing.T) {
 			want: []string{
 				`{"event":"agent_step","step":1}`,
 				`{"event":"agent_step","step":2}`,
-				`{"event":"usage","usage":{"prompt_tokens":2448,"completion_tokens":42,"total_tokens":2490,"prompt_cache_hit_tokens":1200,"prompt_cache_miss_tokens":1248,"cost_usd":0.0123}}`,
+				`{"event":"usage","usage":{"prompt_tokens":2448,"completion_tokens":42,"total_tokens":2490,"prompt_cache_hit_tokens":1200,"prompt_cache_miss_tokens":1248,"cost_usd":0.006072}}`,
 				`{"subrun_report":{"answer":"nil map write in a.go:3"}}`,
 			},
 		},
@@ -229,7 +237,7 @@ func TestShims_Seed003S9_SuccessStepsUsageThenOneReport(t *testing.T) {
 			want: []string{ // codex reports no cost: no cost_usd
 				`{"event":"agent_step","step":1}`,
 				`{"event":"agent_step","step":2}`,
-				`{"event":"usage","usage":{"prompt_tokens":24763,"completion_tokens":122,"total_tokens":24885,"prompt_cache_hit_tokens":24448,"prompt_cache_miss_tokens":315}}`,
+				`{"event":"usage","usage":{"prompt_tokens":2448,"completion_tokens":42,"total_tokens":2490,"prompt_cache_hit_tokens":1200,"prompt_cache_miss_tokens":1248}}`,
 				`{"subrun_report":{"answer":"nil map write in a.go:3"}}`,
 			},
 		},
@@ -276,7 +284,7 @@ func TestShims_Seed003S4_ReportIsTextWithoutSchema(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			bin := writeFake(t, dir, name, fakeCLI{recording: name + "_success.jsonl", end: "exit 0"})
+			bin := writeFake(t, dir, name, fakeCLI{recording: name + "_text.jsonl", end: "exit 0"})
 			out := runShimOnce(t, shim, ShimOptions{Binary: bin}, request(t, 0, ""))
 			lines := strings.Split(strings.TrimSpace(out), "\n")
 			if last := lines[len(lines)-1]; last != `{"subrun_report":"{\"answer\":\"nil map write in a.go:3\"}"}` {
@@ -304,10 +312,9 @@ func TestShims_Seed003S9_5_FailureIsTurnFailedWithoutReport(t *testing.T) {
 		{
 			name: "claude is_error result", cli: "claude", shim: Claude,
 			fake: fakeCLI{recording: "claude_failure.jsonl", end: "exit 1"},
-			want: []string{
-				`{"event":"agent_step","step":1}`,
+			want: []string{ // the message the CLI made up to show the error is no step
 				`{"event":"usage","usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0,"prompt_cache_hit_tokens":0,"prompt_cache_miss_tokens":0,"cost_usd":0}}`,
-				`{"event":"turn_failed","error":"claude: API Error: 529 Overloaded"}`,
+				`{"event":"turn_failed","error":"claude: API Error: 400 scripted error"}`,
 			},
 		},
 		{
@@ -318,7 +325,7 @@ func TestShims_Seed003S9_5_FailureIsTurnFailedWithoutReport(t *testing.T) {
 		{
 			name: "codex turn.failed", cli: "codex", shim: Codex,
 			fake: fakeCLI{recording: "codex_failure.jsonl", end: "exit 1"},
-			want: []string{`{"event":"turn_failed","error":"codex turn failed: stream disconnected before completion: error sending request for url (https://api.openai.com/v1/responses)"}`},
+			want: []string{`{"event":"turn_failed","error":"codex turn failed: scripted error (invalid_request_error)"}`},
 		},
 		{
 			name: "codex exits zero without a turn", cli: "codex", shim: Codex,
@@ -356,7 +363,7 @@ func TestShims_Seed003S7_1_MaxStepsEnforcedByTheShim(t *testing.T) {
 				`{"event":"agent_step","step":1}`,
 				`{"event":"agent_step","step":2}`,
 				`{"event":"agent_step","step":3}`,
-				`{"event":"usage","usage":{"prompt_tokens":440,"completion_tokens":20,"total_tokens":460,"prompt_cache_hit_tokens":400,"prompt_cache_miss_tokens":40}}`,
+				`{"event":"usage","usage":{"prompt_tokens":440,"completion_tokens":4,"total_tokens":444,"prompt_cache_hit_tokens":400,"prompt_cache_miss_tokens":40}}`,
 				`{"event":"max_steps_exhausted","steps":3}`,
 			},
 		},
@@ -366,7 +373,7 @@ func TestShims_Seed003S7_1_MaxStepsEnforcedByTheShim(t *testing.T) {
 			want: []string{
 				`{"event":"agent_step","step":1}`,
 				`{"event":"agent_step","step":2}`,
-				`{"event":"usage","usage":{"prompt_tokens":220,"completion_tokens":10,"total_tokens":230,"prompt_cache_hit_tokens":200,"prompt_cache_miss_tokens":20,"cost_usd":0.004}}`,
+				`{"event":"usage","usage":{"prompt_tokens":220,"completion_tokens":10,"total_tokens":230,"prompt_cache_hit_tokens":200,"prompt_cache_miss_tokens":20,"cost_usd":0.00032}}`,
 				`{"event":"max_steps_exhausted","steps":2}`,
 			},
 		},
@@ -405,23 +412,24 @@ func TestShims_Seed003S7_1_MaxStepsEnforcedByTheShim(t *testing.T) {
 func TestShims_Seed003S9_2_StdinEOFStopsTheCLIWithoutReport(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		cli  string
-		shim shimFunc
-		want []string
+		cli   string
+		shim  shimFunc
+		lines int // the recording up to the fifth step's result
+		want  []string
 	}{
-		{"claude", Claude, []string{
+		{"claude", Claude, 11, []string{
 			`{"event":"agent_step","step":1}`, `{"event":"agent_step","step":2}`, `{"event":"agent_step","step":3}`,
 			`{"event":"agent_step","step":4}`, `{"event":"agent_step","step":5}`,
-			`{"event":"usage","usage":{"prompt_tokens":550,"completion_tokens":25,"total_tokens":575,"prompt_cache_hit_tokens":500,"prompt_cache_miss_tokens":50}}`,
+			`{"event":"usage","usage":{"prompt_tokens":550,"completion_tokens":5,"total_tokens":555,"prompt_cache_hit_tokens":500,"prompt_cache_miss_tokens":50}}`,
 		}},
-		{"codex", Codex, []string{
+		{"codex", Codex, 13, []string{
 			`{"event":"agent_step","step":1}`, `{"event":"agent_step","step":2}`, `{"event":"agent_step","step":3}`,
 			`{"event":"agent_step","step":4}`, `{"event":"agent_step","step":5}`,
 		}},
 	} {
 		t.Run(tc.cli, func(t *testing.T) {
 			t.Parallel()
-			bin := writeFake(t, t.TempDir(), tc.cli, fakeCLI{recording: tc.cli + "_many_steps.jsonl", end: "exec sleep 30"})
+			bin := writeFake(t, t.TempDir(), tc.cli, fakeCLI{recording: tc.cli + "_many_steps.jsonl", lines: tc.lines, end: "exec sleep 30"})
 			out, closeStdin, wait := start(t, tc.shim, ShimOptions{Binary: bin}, request(t, 0, ""))
 			deadline := time.Now().Add(10 * time.Second)
 			for !strings.Contains(out.String(), `"step":5`) {
@@ -566,5 +574,28 @@ func TestShims_Seed004_BadSettingIsSetupFailed(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// seed 003 § 3: a line on the CLI's stdout that is not JSON (a tool that
+// leaked to the CLI's stdout) is skipped; the lines around it still count.
+func TestShims_Seed003S3_NonJSONLinesAreSkipped(t *testing.T) {
+	t.Parallel()
+	for name, shim := range map[string]shimFunc{"claude": Claude, "codex": Codex} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			real := readLines(t, filepath.Join("testdata", "shim", name+"_text.jsonl"))
+			leaky := append(append(append([]string{}, real[:3]...), "not json: a leaky tool wrote this line", "{"), real[3:]...)
+			rec := filepath.Join(t.TempDir(), "leaky.jsonl")
+			if err := os.WriteFile(rec, []byte(strings.Join(leaky, "\n")+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			bin := writeFake(t, t.TempDir(), name, fakeCLI{recording: rec, end: "exit 0"})
+			out := runShimOnce(t, shim, ShimOptions{Binary: bin}, request(t, 0, ""))
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if last := lines[len(lines)-1]; last != `{"subrun_report":"{\"answer\":\"nil map write in a.go:3\"}"}` || !strings.Contains(out, `"step":2`) {
+				t.Errorf("out:\n%s\nwant two steps and the report despite the non-JSON lines", out)
+			}
+		})
 	}
 }

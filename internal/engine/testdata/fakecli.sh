@@ -3,7 +3,8 @@
 # (a link, not a copy: an executable written by a test process that forks
 # concurrently can fail to start with "text file busy") and writes beside it
 # <cli>.recording (the path of the recording to replay on stdout),
-# <cli>.stderr (bytes for stderr) and <cli>.end (the script's last command).
+# <cli>.lines (replay only that many lines; empty = all), <cli>.stderr
+# (bytes for stderr) and <cli>.end (the script's last command).
 # It records its argv (one per line), its stdin, and the file passed to
 # --output-schema in DIR.
 d=$(dirname "$0") n=$(basename "$0")
@@ -14,7 +15,12 @@ for a in "$@"; do
 	prev=$a
 done
 cat > "$d/stdin"
-cat "$(cat "$d/$n.recording")"
+lines=$(cat "$d/$n.lines")
+if [ -n "$lines" ]; then
+	head -n "$lines" "$(cat "$d/$n.recording")"
+else
+	cat "$(cat "$d/$n.recording")"
+fi
 cat "$d/$n.stderr" >&2
 # shellcheck source=/dev/null
 . "$d/$n.end"
