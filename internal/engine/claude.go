@@ -93,13 +93,13 @@ type claudeLine struct {
 	} `json:"message"`
 	// IsAPIErrorMessage marks the message the CLI makes up to show an API
 	// error (model "<synthetic>"): not a model turn.
-	IsAPIErrorMessage bool `json:"is_api_error_message"`
-	IsError          bool            `json:"is_error"`
-	Result           *string         `json:"result"`
-	Errors           []any           `json:"errors"`
-	TotalCostUSD     *float64        `json:"total_cost_usd"`
-	Usage            json.RawMessage `json:"usage"`
-	StructuredOutput json.RawMessage `json:"structured_output"`
+	IsAPIErrorMessage bool            `json:"is_api_error_message"`
+	IsError           bool            `json:"is_error"`
+	Result            *string         `json:"result"`
+	Errors            []any           `json:"errors"`
+	TotalCostUSD      *float64        `json:"total_cost_usd"`
+	Usage             json.RawMessage `json:"usage"`
+	StructuredOutput  json.RawMessage `json:"structured_output"`
 }
 
 func (t *claudeTranslator) line(b []byte, s *session) {
