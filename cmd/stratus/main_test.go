@@ -83,13 +83,34 @@ func writeTestFile(t *testing.T, path, body string) {
 	}
 }
 
+// decodeRun reads `run --json` (or resume's) stdout: JSON lines, one
+// object per event (issue 13 § 8), the last the run's end with its result.
 func decodeRun(t testing.TB, stdout string) RunResult {
 	t.Helper()
+	evs := jsonLines(t, stdout)
+	if len(evs) == 0 || evs[len(evs)-1]["event"] != "run_ended" {
+		t.Fatalf("run --json output does not end with the run_ended line:\n%s", stdout)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
 	var r RunResult
-	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
 		t.Fatalf("run --json output: %v\n%s", err, stdout)
 	}
 	return r
+}
+
+// jsonLines parses stdout as JSON lines, each an object with an "event".
+func jsonLines(t testing.TB, stdout string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil || m["event"] == nil {
+			t.Fatalf("--json line %q is not an event object (%v); output:\n%s", l, err, stdout)
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 func join(s []string) string { return strings.Join(s, " ") }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -81,10 +80,7 @@ printf '{"subrun_report": "ok"}\n'
 		t.Errorf("engine environment:\n%s\nwant:\n%s", got, want)
 	}
 
-	var res RunResult
-	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
-		t.Fatalf("run --json: %v\n%s", err, r.stdout)
-	}
+	res := decodeRun(t, r.stdout)
 	st, err := sqlite.Open(filepath.Join(dir, ".stratus/stratus.db"))
 	if err != nil {
 		t.Fatal(err)

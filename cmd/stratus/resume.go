@@ -96,11 +96,13 @@ func runResume(o *ResumeOptions) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE) // as runRun: a closed pipe must not kill the run
-	res, err := orchestrator.Resume(ctx, orchestrator.ResumeOptions{Dir: o.Dir, RunID: o.RunID, Self: o.Self, Progress: o.IO.Err, Resume: r})
+	d := newDisplay(o.IO, o.JSON)
+	defer d.Close()
+	res, err := orchestrator.Resume(ctx, orchestrator.ResumeOptions{Dir: o.Dir, RunID: o.RunID, Self: o.Self, Progress: d, Resume: r})
 	if spentBudget(err) {
 		return &exitError{code: ExitUsage, err: err}
 	}
-	return endRun(o.IO, o.JSON, res, err)
+	return endRun(o.IO, d, o.JSON, res, err)
 }
 
 // spentBudget reports whether err refuses a resume for a spent budget
@@ -119,14 +121,17 @@ func resumeAWS(o *ResumeOptions, r lifecycle.Resume) error {
 	if err != nil {
 		return usageOr(err)
 	}
-	st, err := tg.Resume(ctx, awsrun.ResumeOptions{RunID: o.RunID, Progress: o.IO.Err, Resume: r})
+	d := newDisplay(o.IO, o.JSON)
+	defer d.Close()
+	st, err := tg.Resume(ctx, awsrun.ResumeOptions{RunID: o.RunID, Progress: d, Resume: r})
 	if spentBudget(err) {
 		return &exitError{code: ExitUsage, err: err}
 	}
 	if err != nil {
 		return usageOr(err)
 	}
-	res, err := tg.Follow(ctx, st.Run, st.Env, awsrun.FollowOptions{Progress: o.IO.Err, Poll: o.AWS.Poll, Skip: st.Before})
+	res, err := tg.Follow(ctx, st.Run, st.Env, awsrun.FollowOptions{Progress: d, Poll: o.AWS.Poll, Skip: st.Before})
+	d.Close()
 	if errors.Is(err, context.Canceled) {
 		fmt.Fprintf(o.IO.Err, "stratus: interrupted: stopped following run %s; its execution goes on (stratus status %s%s shows it)\n", st.Run.ID, st.Run.ID, o.AWS.flagsHint())
 		return &exitError{code: ExitInterrupted}
@@ -135,5 +140,5 @@ func resumeAWS(o *ResumeOptions, r lifecycle.Resume) error {
 		return err
 	}
 	pullAtEnd(ctx, o.IO, tg, res.Run.ID, "", o.AWS.flagsHint())
-	return printRun(o.IO, o.JSON, res)
+	return printRun(o.IO, d, o.JSON, res)
 }

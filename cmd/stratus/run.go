@@ -16,6 +16,7 @@ import (
 
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/orchestrator"
+	"github.com/stratusflow/stratus/internal/progress"
 )
 
 // RunOptions are the flags of `stratus run`.
@@ -113,15 +114,46 @@ func runRun(o *RunOptions) error {
 	// reset to its default in the runners and engines this process starts,
 	// an ignored one would be inherited by them.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	res, err := orchestrator.Run(ctx, orchestrator.Options{Dir: o.Dir, TaskPath: o.Task, Self: o.Self, Progress: o.IO.Err, RunID: o.RunID, NoPull: o.NoPull})
-	return endRun(o.IO, o.JSON, res, err)
+	d := newDisplay(o.IO, o.JSON)
+	defer d.Close()
+	res, err := orchestrator.Run(ctx, orchestrator.Options{Dir: o.Dir, TaskPath: o.Task, Self: o.Self, Progress: d, RunID: o.RunID, NoPull: o.NoPull})
+	return endRun(o.IO, d, o.JSON, res, err)
 }
+
+// newDisplay is the progress display of a command that runs or follows a
+// run (issue 13 § 8): its lines on stderr, with a ticking line per
+// running step when stderr is a terminal (else a busy line per running
+// step every $STRATUS_PROGRESS_INTERVAL, default 30 s), and with asJSON
+// one JSON object per event on stdout, the run's end last (printRun).
+func newDisplay(io IO, asJSON bool) *progress.Display {
+	o := progress.Options{Out: io.Err, Live: progress.Terminal(io.Err)}
+	if asJSON {
+		o.JSON = io.Out
+	}
+	if v := os.Getenv(EnvProgressInterval); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 100*time.Millisecond {
+			fmt.Fprintf(io.Err, "stratus: warning: %s=%q: want a duration of at least 100ms (e.g. 10s, 2m); using %s\n", EnvProgressInterval, v, progress.DefaultEvery)
+		} else {
+			o.Every = d
+		}
+	}
+	return progress.New(o)
+}
+
+// EnvProgressInterval sets how often a running step gets a busy line where
+// stderr is not a terminal (a log, a pipe, a detached run's run.log).
+const EnvProgressInterval = "STRATUS_PROGRESS_INTERVAL"
 
 // endRun reports how an embedded run (or resume) ended and returns its exit
 // status: an interrupted run says so on stderr (ExitInterrupted), bad input
 // is ExitUsage, and a run that ended prints its result (printRun).
-func endRun(io IO, asJSON bool, res *orchestrator.Result, err error) error {
+func endRun(io IO, d *progress.Display, asJSON bool, res *orchestrator.Result, err error) error {
+	d.Close()
 	if errors.Is(err, context.Canceled) && res != nil {
+		if asJSON {
+			d.RunEnded(runResult(res))
+		}
 		fmt.Fprintf(io.Err, "stratus: interrupted: run %s stopped (workers stopped); `stratus resume %s` goes on from where it stopped\n", res.Run.ID, res.Run.ID)
 		if res.Cause != "" {
 			fmt.Fprintf(io.Err, "  why:      %s\n", res.Cause)
@@ -137,7 +169,7 @@ func endRun(io IO, asJSON bool, res *orchestrator.Result, err error) error {
 	if err != nil {
 		return usageOr(err)
 	}
-	return printRun(io, asJSON, res)
+	return printRun(io, d, asJSON, res)
 }
 
 // budgetsLine is "name n, name n" in name order; "" when there is none.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/awsrun"
 	"github.com/stratusflow/stratus/internal/orchestrator"
+	"github.com/stratusflow/stratus/internal/progress"
 )
 
 // runRunAWS is `stratus run --target aws`: the run starts on a deployed
@@ -27,14 +27,17 @@ func runRunAWS(o *RunOptions) error {
 	if err != nil {
 		return usageOr(err)
 	}
-	st, err := tg.Start(ctx, awsrun.StartOptions{Dir: o.Dir, TaskPath: o.Task, Progress: o.IO.Err, RunID: o.RunID})
+	d := newDisplay(o.IO, o.JSON && !o.Detach)
+	defer d.Close()
+	st, err := tg.Start(ctx, awsrun.StartOptions{Dir: o.Dir, TaskPath: o.Task, Progress: d, RunID: o.RunID})
 	if err != nil {
 		return usageOr(err)
 	}
 	if o.Detach {
 		return printDetached(o.IO, o.JSON, st.Run.ID, strings.TrimPrefix(o.AWS.flagsHint(), " "))
 	}
-	res, err := tg.Follow(ctx, st.Run, st.Env, awsrun.FollowOptions{Progress: o.IO.Err, Poll: o.AWS.Poll})
+	res, err := tg.Follow(ctx, st.Run, st.Env, awsrun.FollowOptions{Progress: d, Poll: o.AWS.Poll})
+	d.Close()
 	if errors.Is(err, context.Canceled) {
 		fmt.Fprintf(o.IO.Err, "stratus: interrupted: stopped following run %s; its execution goes on (stratus status %s%s shows it)\n", st.Run.ID, st.Run.ID, o.AWS.flagsHint())
 		return &exitError{code: ExitInterrupted}
@@ -45,7 +48,21 @@ func runRunAWS(o *RunOptions) error {
 	if !o.NoPull {
 		pullAtEnd(ctx, o.IO, tg, res.Run.ID, o.Dir, o.AWS.flagsHint())
 	}
-	return printRun(o.IO, o.JSON, res)
+	return printRun(o.IO, d, o.JSON, res)
+}
+
+// runResult is what `stratus run --json` prints of res, last.
+func runResult(res *orchestrator.Result) RunResult {
+	out := RunResult{RunID: res.Run.ID, TaskID: res.Run.TaskID, Flow: res.Run.Flow, Status: res.Status,
+		CtxDir: res.CtxDir, Summary: res.Summary, Budgets: res.Budgets}
+	if res.Status != stratus.RunDone {
+		out.Error, out.Cause = res.Error, res.Cause
+	}
+	if m, ok := median(res.Overhead); ok {
+		ms := float64(m.Microseconds()) / 1000
+		out.OverheadMedianMS = &ms
+	}
+	return out
 }
 
 // usageOr makes a bad-input error (EINVALID, ENOTFOUND, ETOOLARGE: a
@@ -60,20 +77,11 @@ func usageOr(err error) error {
 
 // printRun prints a run's result as `stratus run` does and returns its
 // exit status (done 0, manual_action_required 3, failed 1).
-func printRun(io IO, asJSON bool, res *orchestrator.Result) error {
-	out := RunResult{RunID: res.Run.ID, TaskID: res.Run.TaskID, Flow: res.Run.Flow, Status: res.Status,
-		CtxDir: res.CtxDir, Summary: res.Summary, Budgets: res.Budgets}
-	if res.Status != stratus.RunDone {
-		out.Error, out.Cause = res.Error, res.Cause
-	}
-	if m, ok := median(res.Overhead); ok {
-		ms := float64(m.Microseconds()) / 1000
-		out.OverheadMedianMS = &ms
-	}
+func printRun(io IO, d *progress.Display, asJSON bool, res *orchestrator.Result) error {
+	d.Close() // the ticking lines go before the result is printed
+	out := runResult(res)
 	if asJSON {
-		enc := json.NewEncoder(io.Out)
-		enc.SetIndent("", "  ")
-		enc.Encode(out)
+		d.RunEnded(out)
 	} else {
 		fmt.Fprintf(io.Out, "run %s: %s\n", out.RunID, out.Status)
 		if out.Error != "" {

@@ -17,6 +17,7 @@ import (
 	"github.com/stratusflow/stratus/internal/awsrun"
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/orchestrator"
+	"github.com/stratusflow/stratus/internal/progress"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runview"
 	"github.com/stratusflow/stratus/internal/store/sqlite"
@@ -112,8 +113,12 @@ type StepStatus struct {
 
 func runStatus(o *StatusOptions) error {
 	ctx := awsContext()
+	var d *progress.Display
 	if o.Follow {
-		if err := followRun(ctx, o); err != nil {
+		d = newDisplay(o.IO, o.JSON)
+		err := followRun(ctx, o, d)
+		d.Close()
+		if err != nil {
 			return err
 		}
 	}
@@ -147,7 +152,11 @@ func runStatus(o *StatusOptions) error {
 	for _, s := range v.Steps {
 		res.Steps = append(res.Steps, stepStatus(s))
 	}
-	if o.JSON {
+	switch {
+	case o.JSON && o.Follow: // the last of the JSON lines
+		d.RunEnded(res)
+		return runExit(res.Status)
+	case o.JSON:
 		enc := json.NewEncoder(o.IO.Out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
@@ -179,7 +188,7 @@ var FollowPoll = 300 * time.Millisecond
 // followRun streams the run's progress lines to stderr until it ends: an
 // embedded run from its records (its owner's death counts as its end:
 // lifecycle.Reconcile), a run on AWS as `run --target aws` follows it.
-func followRun(ctx context.Context, o *StatusOptions) error {
+func followRun(ctx context.Context, o *StatusOptions, d *progress.Display) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if o.Target == TargetAWS {
@@ -191,8 +200,8 @@ func followRun(ctx context.Context, o *StatusOptions) error {
 		if err != nil {
 			return usageOr(err)
 		}
-		if _, err := tg.Follow(ctx, run, nil, awsrun.FollowOptions{Progress: o.IO.Err, Poll: o.AWS.Poll}); err != nil {
-			return followStopped(o, err)
+		if _, err := tg.Follow(ctx, run, nil, awsrun.FollowOptions{Progress: d, Poll: o.AWS.Poll}); err != nil {
+			return followStopped(o, d, err)
 		}
 		return nil
 	}
@@ -211,21 +220,21 @@ func followRun(ctx context.Context, o *StatusOptions) error {
 			run, err = lifecycle.Reconcile(ctx, st, run)
 		}
 		if err != nil {
-			return followStopped(o, err)
+			return followStopped(o, d, err)
 		}
 		evs, err := tr.Poll(ctx)
 		if err != nil {
-			return followStopped(o, err)
+			return followStopped(o, d, err)
 		}
 		for _, e := range evs {
-			fmt.Fprintln(o.IO.Err, orchestrator.FormatEvent(e))
+			d.Event(e)
 		}
 		if stratus.RunTerminal(run.Status) {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return followStopped(o, ctx.Err())
+			return followStopped(o, d, ctx.Err())
 		case <-time.After(FollowPoll):
 		}
 	}
@@ -233,9 +242,9 @@ func followRun(ctx context.Context, o *StatusOptions) error {
 
 // followStopped is the exit of a follow that ended before the run: Ctrl-C
 // stops following (the run goes on), anything else is the error.
-func followStopped(o *StatusOptions, err error) error {
+func followStopped(o *StatusOptions, d *progress.Display, err error) error {
 	if errors.Is(err, context.Canceled) {
-		fmt.Fprintf(o.IO.Err, "stratus: stopped following run %s; it goes on\n", o.RunID)
+		fmt.Fprintf(d, "stratus: stopped following run %s; it goes on\n", o.RunID)
 		return &exitError{code: ExitInterrupted}
 	}
 	return err

@@ -2,7 +2,6 @@ package awsrun
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/stratusflow/stratus/internal/executor"
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/orchestrator"
+	"github.com/stratusflow/stratus/internal/progress"
 	"github.com/stratusflow/stratus/internal/runenv"
 	"github.com/stratusflow/stratus/internal/runview"
 	"github.com/stratusflow/stratus/internal/worker"
@@ -21,25 +21,23 @@ const DefaultPoll = 2 * time.Second
 
 // FollowOptions configure Follow.
 type FollowOptions struct {
-	Progress io.Writer     // progress lines; nil = discard
+	Progress io.Writer     // as orchestrator.Options.Progress
 	Poll     time.Duration // 0 = DefaultPoll
 	// Skip lists the steps (by tid) whose progress is not printed: those a
 	// resumed run had before its new execution (Started.Before).
 	Skip []string
 }
 
-// Follow prints run's progress lines (orchestrator.FormatEvent of the
-// events runview.Tracker reads back) until its execution ends, then
+// Follow shows run's progress (the events runview.Tracker reads back,
+// through a progress.Display) until its execution ends, then
 // Finish-es it. env is the run's environment (nil = read from its bundle).
 //
 // When ctx ends first, Follow returns ctx.Err() and leaves the execution
 // running: the run lives on the stack, not in this process (`stratus
 // status RUN --target aws` shows it).
 func (t *Target) Follow(ctx context.Context, run stratus.Run, env *worker.RunEnv, o FollowOptions) (*orchestrator.Result, error) {
-	progress := o.Progress
-	if progress == nil {
-		progress = io.Discard
-	}
+	progress, release := progress.For(o.Progress)
+	defer release()
 	poll := o.Poll
 	if poll <= 0 {
 		poll = DefaultPoll
@@ -49,7 +47,7 @@ func (t *Target) Follow(ctx context.Context, run stratus.Run, env *worker.RunEnv
 	print := func() error {
 		evs, err := tr.Poll(ctx)
 		for _, e := range evs {
-			fmt.Fprintln(progress, orchestrator.FormatEvent(e))
+			progress.Event(e)
 		}
 		return err
 	}

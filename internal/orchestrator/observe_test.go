@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/progress"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/store/sqlite"
 	"github.com/stratusflow/stratus/internal/worker"
@@ -70,7 +71,7 @@ func TestSettleSupervisor_RecordsTurnsLeftCutShort(t *testing.T) {
 	if len(events) != 1 || events[0].Type != worker.EventSupervisorEnded || events[0].Reason != CutShortReason || events[0].Node != report.JobObserve {
 		t.Errorf("events = %+v", events)
 	}
-	if line := FormatEvent(events[0]); line != `stratus: supervisor supervisor#1 observe ended: failed reason="cut short by the end of the run"` {
+	if line := progress.Line(events[0]); line != `stratus: supervisor supervisor#1 observe ended: failed reason="cut short by the end of the run"` {
 		t.Errorf("progress line %q", line)
 	}
 	// Nothing is left running: a second settle cuts nothing.

@@ -44,10 +44,13 @@ const (
 
 // Options configure one embedded run.
 type Options struct {
-	Dir      string    // the work dir holding .stratus/ (absolute or relative)
-	TaskPath string    // the task file
-	Self     string    // the stratus binary workers run as; "" = os.Executable()
-	Progress io.Writer // live progress lines; nil = discard
+	Dir      string // the work dir holding .stratus/ (absolute or relative)
+	TaskPath string // the task file
+	Self     string // the stratus binary workers run as; "" = os.Executable()
+	// Progress gets the run's progress: a *progress.Display renders its
+	// events its own way (ticking lines, JSON lines); any other writer
+	// gets the lines (progress.Line); nil = discard.
+	Progress io.Writer
 	// RunID names the new run; "" = a fresh one (lifecycle.NewRunID). `stratus run
 	// --detach` picks it before it starts the process that runs it.
 	RunID string
@@ -91,7 +94,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	} else if err != nil {
 		return nil, err
 	}
-	if err := CheckRun(fl, flowsDir, filepath.Join(state, ToolsDir), cfg, tk, progress(o.Progress)); err != nil {
+	if err := CheckRun(fl, flowsDir, filepath.Join(state, ToolsDir), cfg, tk, orDiscard(o.Progress)); err != nil {
 		return nil, err
 	}
 	if probs := append(Preflight(fl, cfg, tk), LaunchPreflight(dir, fl, cfg, tk)...); len(probs) > 0 {
@@ -172,7 +175,7 @@ type ResumeOptions struct {
 	Dir              string    // the work dir holding .stratus/
 	RunID            string    // the run to resume
 	Self             string    // the stratus binary workers run as; "" = os.Executable()
-	Progress         io.Writer // live progress lines; nil = discard
+	Progress         io.Writer // as Options.Progress
 	lifecycle.Resume           // where and with which caps (Owner is set here)
 }
 
@@ -256,7 +259,7 @@ func CheckRun(fl *flow.Flow, flowsDir, toolsDir string, cfg *config.Config, tk *
 	return fatalError(fl, probs)
 }
 
-func progress(w io.Writer) io.Writer {
+func orDiscard(w io.Writer) io.Writer {
 	if w == nil {
 		return io.Discard
 	}
@@ -281,36 +284,4 @@ func fatalError(fl *flow.Flow, probs []flow.Problem) error {
 		return stratus.Errorf(stratus.EINVALID, "flow %s is invalid:%s", fl.TaskType, msg)
 	}
 	return nil
-}
-
-// FormatEvent renders one progress line.
-func FormatEvent(e worker.Event) string {
-	switch e.Type {
-	case worker.EventSupervisorStarted:
-		return fmt.Sprintf("stratus: supervisor %s %s (%s)", e.StepRef, e.Node, orDash(e.Reason))
-	case worker.EventSupervisorEnded:
-		line := fmt.Sprintf("stratus: supervisor %s %s ended: %s", e.StepRef, e.Node, orDash(e.Outcome))
-		if e.Reason != "" && e.Outcome == "failed" {
-			line += fmt.Sprintf(" reason=%q", e.Reason)
-		}
-		return line
-	case worker.EventStepStarted:
-		return fmt.Sprintf("stratus: start %-16s node=%s attempt=%d", e.StepRef, e.Node, e.Attempt)
-	case worker.EventStepWaiting:
-		return fmt.Sprintf("stratus: wait  %-16s node=%s %s", e.StepRef, e.Node, e.Reason)
-	default:
-		line := fmt.Sprintf("stratus: end   %-16s node=%s attempt=%d terminal=%s verdict=%s duration=%s tokens=%d/%d",
-			e.StepRef, e.Node, e.Attempt, orDash(e.Terminal), orDash(e.Outcome), e.Duration.Round(time.Millisecond), e.PromptTokens, e.CompletionTokens)
-		if e.Reason != "" && e.Outcome != "done" {
-			line += fmt.Sprintf(" reason=%q", e.Reason)
-		}
-		return line
-	}
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"github.com/stratusflow/stratus/internal/httpapi"
 	"github.com/stratusflow/stratus/internal/launch/local"
 	"github.com/stratusflow/stratus/internal/lifecycle"
+	"github.com/stratusflow/stratus/internal/progress"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/sink/fs"
 	"github.com/stratusflow/stratus/internal/store/sqlite"
@@ -30,9 +30,9 @@ import (
 // to release when it ends.
 type session struct {
 	o        Options
-	dir      string // absolute work dir
-	state    string // DIR/.stratus
-	progress io.Writer
+	dir      string            // absolute work dir
+	state    string            // DIR/.stratus
+	progress *progress.Display // lines and events (Options.Progress)
 	st       *sqlite.Store
 	sk       *fs.Sink // the work dir: ctx files, logs, summaries
 	key      []byte
@@ -46,7 +46,10 @@ type session struct {
 
 // open opens the work dir's store and HMAC key.
 func open(dir string, o Options) (*session, error) {
-	s := &session{o: o, dir: dir, state: filepath.Join(dir, StateDir), progress: progress(o.Progress), sk: fs.New(dir)}
+	s := &session{o: o, dir: dir, state: filepath.Join(dir, StateDir), sk: fs.New(dir)}
+	var release func()
+	s.progress, release = progress.For(o.Progress)
+	s.defer_(release)
 	key, err := captoken.LoadOrCreateKey(filepath.Join(s.state, KeyFile))
 	if err != nil {
 		return nil, err
@@ -85,7 +88,7 @@ func (s *session) lock(taskID string) error {
 // saying where it stopped; the Result comes with ctx's error).
 func (s *session) execute(ctx context.Context, name string, input json.RawMessage) (*Result, error) {
 	env, st, sk, progress, run := s.env, s.st, s.sk, s.progress, s.run
-	printEvent := func(e worker.Event) { fmt.Fprintln(progress, FormatEvent(e)) }
+	printEvent := progress.Event
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("listen for the worker API: %w", err)

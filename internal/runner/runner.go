@@ -261,7 +261,9 @@ func launchSpec(e *worker.EngineSpec, o Options) (contract.LaunchSpec, error) {
 	return contract.LaunchSpec{Command: cmd, Args: e.Args, Env: env, Dir: e.Dir, DeadlineMS: e.DeadlineMS}, nil
 }
 
-// relay posts progress as stats at most once per interval, and re-posts
+// relay posts progress as stats at most once per interval — counters that
+// arrive within it are posted when it is up, so the operator's display
+// lags the engine by at most one interval (issue 13 § 8) — and re-posts
 // the latest counters every heartbeat interval while the engine is silent.
 type relay struct {
 	ctx      context.Context
@@ -270,11 +272,12 @@ type relay struct {
 	log      io.Writer
 	gone     func() // called when the server says the step is gone (409)
 
-	mu     sync.Mutex
-	latest contract.Progress
-	last   time.Time
-	wg     sync.WaitGroup
-	stop   chan struct{}
+	mu      sync.Mutex
+	latest  contract.Progress
+	last    time.Time
+	pending *time.Timer // posts latest when the interval is up
+	wg      sync.WaitGroup
+	stop    chan struct{}
 }
 
 func newRelay(ctx context.Context, c *workerclient.Client, interval, heartbeat time.Duration, log io.Writer) *relay {
@@ -311,8 +314,19 @@ func (r *relay) progress(p contract.Progress) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.latest = p
-	if time.Since(r.last) < r.interval {
-		return // the final stats post carries the totals
+	if wait := r.interval - time.Since(r.last); wait > 0 {
+		if r.pending == nil {
+			r.wg.Add(1)
+			r.pending = time.AfterFunc(wait, func() {
+				defer r.wg.Done()
+				r.mu.Lock()
+				p := r.latest
+				r.pending, r.last = nil, time.Now()
+				r.mu.Unlock()
+				r.post(p)
+			})
+		}
+		return
 	}
 	r.last = time.Now()
 	r.wg.Add(1)
@@ -334,8 +348,16 @@ func (r *relay) post(p contract.Progress) {
 	}
 }
 
+// close stops the relay; a post still pending is dropped (the final stats
+// post carries the totals).
 func (r *relay) close() {
 	close(r.stop)
+	r.mu.Lock()
+	if r.pending != nil && r.pending.Stop() {
+		r.pending = nil
+		r.wg.Done()
+	}
+	r.mu.Unlock()
 	r.wg.Wait()
 }
 

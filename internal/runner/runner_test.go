@@ -318,3 +318,31 @@ func TestRun_EngineFilesArePlacedAndNamed(t *testing.T) {
 		t.Errorf("the engine files' dir %s outlived the attempt: %v", filepath.Dir(self), err)
 	}
 }
+
+// issue 13 § 8: counters that arrive within the stats interval are posted
+// when it is up, not held until the heartbeat: an engine that reports two
+// steps and then works silently shows both steps while it works.
+func TestRun_LatestCountersPostedWhenTheIntervalIsUp(t *testing.T) {
+	t.Parallel()
+	f, o := setup(t, `read l
+printf '{"event":"agent_step","step":1}\n'
+printf '{"event":"agent_step","step":2}\n'
+sleep 1.5
+printf '{"subrun_report":"done"}\n'
+`)
+	o.StatsInterval, o.HeartbeatInterval = 300*time.Millisecond, time.Hour
+	if err := Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	twos := 0
+	for _, s := range f.stats {
+		if s.Steps != nil && *s.Steps == 2 {
+			twos++
+		}
+	}
+	if twos != 2 {
+		t.Errorf("%d stats posts carried steps=2, want 2 (one while the engine worked, the final one): %+v", twos, f.stats)
+	}
+}

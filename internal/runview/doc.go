@@ -4,8 +4,9 @@
 // emitted, reconstructed from successive reads of its steps and attempts
 // (Tracker, what `stratus run --target aws` prints while it follows an
 // execution it does not host). The events are worker.Events, so the
-// lines printed through orchestrator.FormatEvent read as an embedded
-// run's (issue 6 § Build 8: "follows it with the same progress lines").
+// lines a progress.Display prints read as an embedded run's (issue 6 §
+// Build 8: "follows it with the same progress lines"), a running attempt's
+// counters included as they move (issue 13 § 8).
 //
 // It reads through store.Store only: the SQLite store of an embedded work
 // dir and the DynamoDB store of a deployed stack alike.

@@ -31,6 +31,15 @@ type seen struct {
 	started  bool
 	waiting  bool
 	ended    bool
+	counters counters // of the latest attempt, as last returned
+}
+
+// counters are what a running attempt's progress event reports.
+type counters struct {
+	attempt, steps     int
+	prompt, completion int64
+	cost               float64
+	costKnown          bool
 }
 
 // NewTracker returns a tracker of run runID's records in st.
@@ -100,6 +109,9 @@ func (t *Tracker) step(sn *seen, v StepView) []worker.Event {
 				out = append(out, e)
 			}
 			sn.attempts = max(sn.attempts, att.N)
+			if e, ok := progressed(sn, base, *att); ok {
+				out = append(out, e)
+			}
 		}
 	case s.Kind == flow.KindPublish:
 		if !sn.started && !(v.Ended() && v.Outcome == worker.OutcomeSkipped) {
@@ -118,6 +130,27 @@ func (t *Tracker) step(sn *seen, v StepView) []worker.Event {
 		out = append(out, ended(base, v))
 	}
 	return out
+}
+
+// progressed is the progress event of a running attempt whose counters
+// moved since the last one returned (the runner posted stats: issue 13 §
+// 8); elapsed is measured to now.
+func progressed(sn *seen, e worker.Event, att stratus.Attempt) (worker.Event, bool) {
+	if att.Status != stratus.AttemptRunning {
+		return e, false
+	}
+	c := counters{attempt: att.N, steps: att.Steps, prompt: att.PromptTokens, completion: att.CompletionTokens}
+	if att.CostUSD != nil {
+		c.cost, c.costKnown = *att.CostUSD, true
+	}
+	if c == sn.counters || (c.steps == 0 && c.prompt == 0 && c.completion == 0 && !c.costKnown) {
+		return e, false
+	}
+	sn.counters = c
+	e.Type, e.At, e.Attempt = worker.EventStepProgress, time.Now(), att.N
+	e.Duration = e.At.Sub(att.StartedAt)
+	e.Steps, e.PromptTokens, e.CompletionTokens, e.CostUSD = att.Steps, att.PromptTokens, att.CompletionTokens, att.CostUSD
+	return e, true
 }
 
 // ended is the end event of a step that ended, as the worker service

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/stratusflow/stratus"
-	"github.com/stratusflow/stratus/internal/orchestrator"
+	"github.com/stratusflow/stratus/internal/progress"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runview"
 	"github.com/stratusflow/stratus/internal/store"
@@ -86,13 +86,13 @@ func lines(t *testing.T, tr *runview.Tracker) []string {
 	}
 	var out []string
 	for _, e := range evs {
-		out = append(out, orchestrator.FormatEvent(e))
+		out = append(out, progress.Line(e))
 	}
 	return out
 }
 
 // The lines a follower prints are the lines the worker service's events
-// print (orchestrator.FormatEvent), each once, in step order: a start per
+// print (progress.Line), each once, in step order: a start per
 // attempt of a worker step, its end with the attempt's terminal, duration
 // and tokens; a publish step's start and end; a skipped node's end alone;
 // a supervisor turn's start and end (issue 6 § Build 8).
@@ -102,7 +102,7 @@ func TestTracker_SameProgressLinesAsTheWorkerService(t *testing.T) {
 
 	plan := r.step("planning", "agent", 1)
 	a1 := r.attempt(plan, 1)
-	if got, want := lines(t, tr), []string{orchestrator.FormatEvent(worker.Event{Type: worker.EventStepStarted, StepRef: "planning#1", Node: "planning", Attempt: 1})}; !slices.Equal(got, want) {
+	if got, want := lines(t, tr), []string{progress.Line(worker.Event{Type: worker.EventStepStarted, StepRef: "planning#1", Node: "planning", Attempt: 1})}; !slices.Equal(got, want) {
 		t.Fatalf("after the first attempt:\n got %q\nwant %q", got, want)
 	}
 	if got := lines(t, tr); len(got) != 0 {
@@ -129,15 +129,15 @@ func TestTracker_SameProgressLinesAsTheWorkerService(t *testing.T) {
 	r.end(pub, stratus.StepCompleted, "done", worker.StepValue{StepRef: "publish#1", Node: "publish", Outcome: "done"})
 
 	want := []string{
-		orchestrator.FormatEvent(worker.Event{Type: worker.EventStepEnded, StepRef: "planning#1", Node: "planning", Attempt: 1, Terminal: "Captured", Outcome: "done", Duration: 1500 * time.Millisecond, PromptTokens: 1200, CompletionTokens: 300}),
-		orchestrator.FormatEvent(worker.Event{Type: worker.EventStepStarted, StepRef: "review#1", Node: "review", Attempt: 1}),
-		orchestrator.FormatEvent(worker.Event{Type: worker.EventStepStarted, StepRef: "review#1", Node: "review", Attempt: 2}),
-		orchestrator.FormatEvent(worker.Event{Type: worker.EventStepEnded, StepRef: "review#1", Node: "review", Attempt: 2, Terminal: "Captured", Outcome: "rework", Reason: "1 high finding", Duration: 2 * time.Second, PromptTokens: 1800, CompletionTokens: 200}),
-		orchestrator.FormatEvent(worker.Event{Type: worker.EventStepEnded, StepRef: "docs#1", Node: "docs", Outcome: "skipped", Reason: "disabled by the task"}),
-		orchestrator.FormatEvent(worker.Event{Type: worker.EventStepStarted, StepRef: "publish#1", Node: "publish"}),
-		orchestrator.FormatEvent(worker.Event{Type: worker.EventStepEnded, StepRef: "publish#1", Node: "publish", Outcome: "done"}),
-		orchestrator.FormatEvent(worker.Event{Type: worker.EventSupervisorStarted, StepRef: "supervisor#1", Node: report.JobFinalize, Attempt: 1, Reason: "publish#1"}),
-		orchestrator.FormatEvent(worker.Event{Type: worker.EventSupervisorEnded, StepRef: "supervisor#1", Node: report.JobFinalize, Attempt: 1, Terminal: "Captured", Outcome: "done"}),
+		progress.Line(worker.Event{Type: worker.EventStepEnded, StepRef: "planning#1", Node: "planning", Attempt: 1, Terminal: "Captured", Outcome: "done", Duration: 1500 * time.Millisecond, PromptTokens: 1200, CompletionTokens: 300}),
+		progress.Line(worker.Event{Type: worker.EventStepStarted, StepRef: "review#1", Node: "review", Attempt: 1}),
+		progress.Line(worker.Event{Type: worker.EventStepStarted, StepRef: "review#1", Node: "review", Attempt: 2}),
+		progress.Line(worker.Event{Type: worker.EventStepEnded, StepRef: "review#1", Node: "review", Attempt: 2, Terminal: "Captured", Outcome: "rework", Reason: "1 high finding", Duration: 2 * time.Second, PromptTokens: 1800, CompletionTokens: 200}),
+		progress.Line(worker.Event{Type: worker.EventStepEnded, StepRef: "docs#1", Node: "docs", Outcome: "skipped", Reason: "disabled by the task"}),
+		progress.Line(worker.Event{Type: worker.EventStepStarted, StepRef: "publish#1", Node: "publish"}),
+		progress.Line(worker.Event{Type: worker.EventStepEnded, StepRef: "publish#1", Node: "publish", Outcome: "done"}),
+		progress.Line(worker.Event{Type: worker.EventSupervisorStarted, StepRef: "supervisor#1", Node: report.JobFinalize, Attempt: 1, Reason: "publish#1"}),
+		progress.Line(worker.Event{Type: worker.EventSupervisorEnded, StepRef: "supervisor#1", Node: report.JobFinalize, Attempt: 1, Terminal: "Captured", Outcome: "done"}),
 	}
 	if got := lines(t, tr); !slices.Equal(got, want) {
 		t.Fatalf("lines:\n got %s\nwant %s", strings.Join(got, "\n     "), strings.Join(want, "\n     "))
@@ -208,5 +208,55 @@ func TestLoad_StepsWithVerdicts(t *testing.T) {
 	}
 	if _, err := runview.Load(r.ctx, r.st, "r-none"); stratus.ErrorCode(err) != stratus.ENOTFOUND {
 		t.Errorf("unknown run: %v, want ENOTFOUND", err)
+	}
+}
+
+// issue 13 § 8: a follower sees a running attempt's counters as its runner
+// posts them: a step_progress event each time they move, none while they
+// stay, none before the first post or after the end.
+func TestTracker_ProgressWhenARunningAttemptsCountersMove(t *testing.T) {
+	r := setup(t)
+	tr := runview.NewTracker(r.st, r.run.ID)
+	impl := r.step("implementation", "agent", 1)
+	a := r.attempt(impl, 1)
+	poll := func() []worker.Event {
+		t.Helper()
+		evs, err := tr.Poll(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []worker.Event
+		for _, e := range evs {
+			if e.Type == worker.EventStepProgress {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	if got := poll(); len(got) != 0 {
+		t.Fatalf("progress before any stats: %+v", got)
+	}
+	cost := 0.5
+	a.Steps, a.PromptTokens, a.CompletionTokens, a.CostUSD = 4, 9000, 700, &cost
+	if err := r.st.UpdateAttempt(r.ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	got := poll()
+	if len(got) != 1 || got[0].Steps != 4 || got[0].PromptTokens != 9000 || got[0].CompletionTokens != 700 || got[0].CostUSD == nil || *got[0].CostUSD != 0.5 ||
+		got[0].StepRef != "implementation#1" || got[0].Attempt != 1 || got[0].Duration <= 0 {
+		t.Fatalf("progress %+v; want one event with the posted counters", got)
+	}
+	if got := poll(); len(got) != 0 {
+		t.Fatalf("unchanged counters reported again: %+v", got)
+	}
+	a.Steps = 5
+	r.st.UpdateAttempt(r.ctx, a)
+	if got := poll(); len(got) != 1 || got[0].Steps != 5 {
+		t.Fatalf("progress %+v; want steps 5", got)
+	}
+	r.submit(a, time.Minute, 9500, 800)
+	r.end(impl, stratus.StepCompleted, "done", worker.StepValue{StepRef: "implementation#1", Node: "implementation", Attempt: 1, Outcome: "done"})
+	if got := poll(); len(got) != 0 {
+		t.Fatalf("progress of an ended step: %+v", got)
 	}
 }

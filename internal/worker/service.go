@@ -43,6 +43,12 @@ type RunEnv struct {
 const (
 	EventStepStarted = "step_started"
 	EventStepEnded   = "step_ended"
+	// EventStepProgress is a running attempt's counters as its runner
+	// posts them (POST /v1/worker/stats: as the engine's agent_step and
+	// usage lines stream, and every heartbeat interval while it is
+	// silent): Steps, the tokens and cost so far, Duration = elapsed since
+	// the attempt started (issue 13 § 8).
+	EventStepProgress = "step_progress"
 )
 
 // Event is one line of live progress (issue 2 § 4).
@@ -57,6 +63,7 @@ type Event struct {
 	Outcome          string // accept/rework for evaluators, done/skipped otherwise
 	Reason           string
 	Duration         time.Duration
+	Steps            int // agent steps so far (progress)
 	PromptTokens     int64
 	CompletionTokens int64
 	CostUSD          *float64

@@ -36,3 +36,33 @@ func TestRecordStats_AStateThatNoLongerWaitsIs409(t *testing.T) {
 		}
 	}
 }
+
+// issue 13 § 8: a worker's stats are the step's live progress: each post
+// is reported as a step_progress event with the attempt's counters so far
+// and the time since it started.
+func TestRecordStats_ReportsProgress(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOptions{flow: chainFlow})
+	var events []Event
+	r.svc.OnEvent = func(e Event) { events = append(events, e) }
+	r.dispatch(t, "planning")
+	sp := r.launcher.Launched()[0]
+	steps, in, out, cost := 3, int64(1200), int64(34), 0.02
+	if err := r.svc.RecordStats(context.Background(), "Bearer "+sp.Handle, Stats{Steps: &steps, PromptTokens: &in, CompletionTokens: &out, CostUSD: &cost}); err != nil {
+		t.Fatal(err)
+	}
+	var got []Event
+	for _, e := range events {
+		if e.Type == EventStepProgress {
+			got = append(got, e)
+		}
+	}
+	if len(got) != 1 {
+		t.Fatalf("progress events %+v; want one", got)
+	}
+	e := got[0]
+	if e.StepRef != "planning#1" || e.Node != "planning" || e.Attempt != 1 || e.Steps != 3 || e.PromptTokens != 1200 || e.CompletionTokens != 34 ||
+		e.CostUSD == nil || *e.CostUSD != 0.02 || e.Duration < 0 || e.RunID == "" {
+		t.Errorf("progress event %+v", e)
+	}
+}

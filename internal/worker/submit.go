@@ -445,8 +445,9 @@ func (st Stats) check() error {
 }
 
 // RecordStats serves POST /v1/worker/stats: it updates the attempt's
-// counters and sends the state machine a heartbeat (DESIGN.md § The path of
-// one step, 3). An all-empty body is accepted and dropped.
+// counters, reports them to OnEvent (EventStepProgress) and sends the state
+// machine a heartbeat (DESIGN.md § The path of one step, 3). An all-empty
+// body is accepted and dropped.
 func (s *Service) RecordStats(ctx context.Context, authorization string, st Stats) error {
 	c, err := s.Authorize(ctx, authorization, captoken.EmitOutput, "")
 	if err != nil {
@@ -479,6 +480,11 @@ func (s *Service) RecordStats(ctx context.Context, authorization string, st Stat
 	}
 	if err := s.Store.UpdateAttempt(ctx, att); err != nil {
 		return err
+	}
+	if s.OnEvent != nil && (st.Steps != nil || st.PromptTokens != nil || st.CompletionTokens != nil || st.CostUSD != nil) {
+		now := s.now()
+		s.OnEvent(Event{Type: EventStepProgress, At: now, RunID: c.Step.RunID, Node: c.Step.Node, StepRef: c.Step.StepRef, Attempt: att.N,
+			Duration: now.Sub(att.StartedAt), Steps: att.Steps, PromptTokens: att.PromptTokens, CompletionTokens: att.CompletionTokens, CostUSD: att.CostUSD})
 	}
 	// A state that no longer waits for this step (its execution aborted or
 	// timed out, its task timed out) tells the worker to stop: 409, on which

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// issue 13 § 8: a long step is never silent. While an engine works without
+// a word, `stratus run` (stderr not a terminal) prints a busy line for its
+// step every STRATUS_PROGRESS_INTERVAL with the elapsed time and the
+// counters its runner posted; `--json` streams one JSON object per event
+// on stdout — step start, progress with the engine's steps and tokens as
+// they stream, end — and the run's end last.
+func TestRun_ProgressOfALongStep(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if r := runCLI(t, "install", "--dir", dir); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	writeTestFile(t, filepath.Join(dir, "engine.sh"), `read line
+printf '{"event":"agent_step","step":1}\n'
+printf '{"event":"usage","usage":{"prompt_tokens":1200,"completion_tokens":34,"total_tokens":1234,"prompt_cache_hit_tokens":0,"prompt_cache_miss_tokens":1200,"cost_usd":0.02}}\n'
+case "$line" in *first*) sleep 3 ;; esac
+printf '{"subrun_report": "ok"}\n'
+`)
+	usePrimaryShellEngine(t, dir, "shx")
+	writeTwoStepFlow(t, dir)
+	task := filepath.Join(dir, "task.md")
+	writeTestFile(t, task, "---\nid: t-progress\ntitle: Progress\ntask_type: tiny\n---\nbody\n")
+
+	r := runWorkerCLI(t, map[string]string{EnvProgressInterval: "700ms"}, "", "run", task, "--dir", dir, "--json")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	busy := regexp.MustCompile(`(?m)^stratus: busy  first#1 +node=first attempt=1 elapsed=(\d+)s 1 step, 1200/34 tokens, \$0\.0200$`).FindAllStringSubmatch(r.stderr, -1)
+	if len(busy) < 2 {
+		t.Errorf("%d busy lines for first#1 during its 3 s of silence, want at least 2 (one per 700ms):\n%s", len(busy), r.stderr)
+	}
+
+	evs := jsonLines(t, r.stdout)
+	var seq []string
+	for _, e := range evs {
+		if e["step_ref"] == "first#1" || e["event"] == "run_ended" {
+			seq = append(seq, e["event"].(string))
+		}
+	}
+	if got := strings.Join(seq, " "); !strings.HasPrefix(got, "step_started step_progress") || !strings.HasSuffix(got, "step_ended run_ended") {
+		t.Errorf("first#1's events: %s; want step_started, step_progress…, step_ended, and run_ended last\n%s", got, r.stdout)
+	}
+	for _, e := range evs {
+		if e["event"] == "step_progress" && e["step_ref"] == "first#1" {
+			if e["steps"] != float64(1) || e["prompt_tokens"] != float64(1200) || e["completion_tokens"] != float64(34) || e["cost_usd"] != 0.02 || e["run_id"] == "" {
+				t.Errorf("progress event %v; want the engine's step, tokens and cost", e)
+			}
+			break
+		}
+	}
+	if res := decodeRun(t, r.stdout); res.Status != "done" {
+		t.Errorf("run ended %s", res.Status)
+	}
+}
