@@ -292,6 +292,10 @@ func CheckProvider(env Env, workDir, name string, p config.Provider) []Result {
 			how := "install it" + installHint(cli)
 			if flag {
 				how = "fix the --binary in " + field + ".args"
+			} else if local := filepath.Join(workDir, "node_modules", ".bin", cli); isExecutable(local) {
+				// `npm install` without -g (as this repository's package.json
+				// pins them) puts the CLIs here, off PATH.
+				how = fmt.Sprintf("it is installed at %s (npm install without -g): add %s to PATH, or give --binary %s in %s.args", local, filepath.Dir(local), local, field)
 			} else if KnownCLIs[cli] != "" {
 				how = KnownCLIs[cli] + ", or give its path with --binary PATH in " + field + ".args"
 			}
@@ -517,6 +521,11 @@ func subject(provider string) string { return "provider " + provider }
 // work dir.
 func providerDir(workDir string, p config.Provider) string {
 	return filepath.Join(workDir, filepath.FromSlash(p.Dir))
+}
+
+func isExecutable(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
 }
 
 func installHint(command string) string {

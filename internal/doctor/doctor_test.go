@@ -98,6 +98,14 @@ func TestDoctor_CheckProvider(t *testing.T) {
 			t.Errorf("%s: the detail shows a secret's value: %s", tc.name, r.Detail)
 		}
 	}
+	// A CLI that `npm install` put under the work dir's node_modules/.bin
+	// (off PATH) is pointed at.
+	local := t.TempDir()
+	write(t, filepath.Join(local, "node_modules/.bin/claude"), "#!/bin/sh\n", 0o755)
+	r := find(t, CheckProvider(e, local, "cc", config.Provider{Command: config.StratusCommand, Args: []string{"engine", "claude"}}), "provider cc", CheckCLI)
+	if want := filepath.Join(local, "node_modules/.bin"); r.Status != Fail || !strings.Contains(r.Detail, "add "+want+" to PATH") {
+		t.Errorf("claude under node_modules/.bin: %s %s; want a failure saying to add %s to PATH", r.Status, r.Detail, want)
+	}
 	// A literal env value is not looked up.
 	if rs := CheckProvider(e, work, "lit", config.Provider{Command: "sh", Env: map[string]string{"MODE": "fast"}}); len(rs) != 1 {
 		t.Errorf("literal env: %+v", rs)
