@@ -16,6 +16,7 @@ import (
 
 	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/workerclient"
+	"github.com/stratusflow/stratus/internal/yamlast"
 )
 
 // Scenario is the script engine's answer book: per node id, one Answer per
@@ -56,6 +57,9 @@ func LoadScenario(path string) (*Scenario, error) {
 		return nil, err
 	}
 	var s Scenario
+	if err := yamlast.Check(data, yamlast.DefaultLimits); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
 	if err := yaml.UnmarshalWithOptions(data, &s, yaml.Strict()); err != nil {
 		return nil, fmt.Errorf("%s: %s", path, yaml.FormatError(err, false, true))
 	}

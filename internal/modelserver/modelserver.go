@@ -25,6 +25,8 @@ import (
 	"sync/atomic"
 
 	"github.com/goccy/go-yaml"
+
+	"github.com/stratusflow/stratus/internal/yamlast"
 )
 
 // Script is what the server answers.
@@ -64,6 +66,9 @@ func Load(path string) (*Script, error) {
 		return nil, err
 	}
 	var s Script
+	if err := yamlast.Check(b, yamlast.DefaultLimits); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
 	if err := yaml.UnmarshalWithOptions(b, &s, yaml.Strict()); err != nil {
 		return nil, fmt.Errorf("%s: %s", path, yaml.FormatError(err, false, true))
 	}

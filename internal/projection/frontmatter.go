@@ -11,6 +11,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/yamlast"
 )
 
 // FrontMatter heads <ctx-dir>/<step>.md: who produced the body and its
@@ -85,7 +86,7 @@ func Decode(doc []byte) (FrontMatter, []byte, error) {
 	} else {
 		return bad("front matter has no closing %q line", "---")
 	}
-	if err := yaml.Unmarshal(y, &fm); err != nil {
+	if err := yamlast.Unmarshal(y, &fm); err != nil {
 		return bad("front matter is not valid YAML: %v", err)
 	}
 	return fm, body, nil

@@ -9,6 +9,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/yamlast"
 )
 
 // RoleMeta is what a role file may declare about its agent in an optional
@@ -42,6 +43,9 @@ func SplitRoleFile(data string) (RoleMeta, string, error) {
 		block, body = strings.TrimSuffix(rest, "\n---"), ""
 	default:
 		return meta, data, nil
+	}
+	if err := yamlast.Check([]byte(block), yamlast.DefaultLimits); err != nil {
+		return meta, data, stratus.Errorf(stratus.EINVALID, "role-file front matter: %v", err)
 	}
 	var m map[string]any
 	if err := yaml.Unmarshal([]byte(block), &m); err != nil || m == nil {

@@ -29,6 +29,9 @@ type Task struct {
 	Body     string         // everything after the closing `---` line
 	Path     string         // the path given to Parse or Load
 	Front    map[string]any // the whole front matter as decoded YAML
+	// written is each top-level key's plain scalar as written in the
+	// front matter (for messages: "0123" that YAML read as 83).
+	written map[string]string
 }
 
 // AllowedKeys are the front-matter keys worc accepts (SKILL.md § The task
@@ -110,6 +113,9 @@ func Parse(path string, data []byte) (*Task, error) {
 		return nil, err
 	}
 	m := map[string]any{}
+	if p := yamlast.Bounds(front, yamlast.DefaultLimits); p != nil {
+		return nil, stratus.Errorf(stratus.EINVALID, "%s:%d:%d: front matter: %s", path, p.Pos.Line+1, p.Pos.Col, p.Message)
+	}
 	if len(bytes.TrimSpace(front)) > 0 {
 		// YAML aliases can expand a few bytes into gigabytes (a "billion
 		// laughs"); a task's front matter has no use for them.
@@ -132,7 +138,7 @@ func Parse(path string, data []byte) (*Task, error) {
 			m = map[string]any{}
 		}
 	}
-	t := &Task{Path: path, Body: body, Front: m, TaskType: DefaultTaskType}
+	t := &Task{Path: path, Body: body, Front: m, TaskType: DefaultTaskType, written: writtenScalars(front)}
 	if err := t.check(); err != nil {
 		return nil, err
 	}
@@ -221,7 +227,7 @@ func (t *Task) check() error {
 			continue
 		}
 		if !c.check(v) {
-			return t.invalid(c.key, "%s is %v; want %s", c.key, quote(v), c.expect)
+			return t.invalid(c.key, "%s is %v; want %s", c.key, t.show(c.key, v), c.expect)
 		}
 	}
 	// priority is fail-open in worc: anything unrecognised folds to mid.
@@ -241,7 +247,7 @@ func (t *Task) requiredString(key string) (string, error) {
 	}
 	s, isStr := v.(string)
 	if !isStr || strings.TrimSpace(s) == "" {
-		return "", t.invalid(key, "%s is %v; want a non-empty string", key, quote(v))
+		return "", t.invalid(key, "%s is %v; want a non-empty string", key, t.show(key, v))
 	}
 	return s, nil
 }
@@ -327,6 +333,37 @@ func (t *Task) checkInjection() error {
 		}
 	}
 	return nil
+}
+
+// plainScalar is a top-level "key: value" line whose value is an unquoted
+// scalar.
+var plainScalar = regexp.MustCompile(`(?m)^([A-Za-z_][A-Za-z0-9_-]*):[ \t]+([^\s#'"\[{|>&*!][^#\r\n]*?)[ \t]*(?:#.*)?\r?$`)
+
+// writtenScalars maps each top-level key of front to its plain scalar as
+// written.
+func writtenScalars(front []byte) map[string]string {
+	out := map[string]string{}
+	for _, m := range plainScalar.FindAllSubmatch(front, -1) {
+		out[string(m[1])] = string(m[2])
+	}
+	return out
+}
+
+// show is quote(v) for top-level key, saying how YAML read a number
+// written otherwise ("0123" is the octal 83) and how to keep the text.
+func (t *Task) show(key string, v any) string {
+	q := quote(v)
+	w, ok := t.written[key]
+	if _, isStr := v.(string); !ok || isStr || v == nil || fmt.Sprint(v) == w {
+		return q
+	}
+	how := fmt.Sprintf("YAML read %s as %s", w, q)
+	if len(w) > 1 && w[0] == '0' && strings.Trim(w, "01234567") == "" {
+		how = fmt.Sprintf("%v (YAML read %s as an octal number", v, w)
+	} else if i := strings.LastIndexByte(q, ')'); i > 0 {
+		how = fmt.Sprintf("%s; YAML read %s so", q[:i], w)
+	}
+	return fmt.Sprintf("%s; quote it to keep the text: %s: %q)", how, key, w)
 }
 
 // quote shows a front-matter value as YAML would name it: a string

@@ -92,6 +92,10 @@ func TestParse_Rejections(t *testing.T) { // SKILL.md § Hard rules
 		{"argv-shaped value", "---\nid: a\ntitle: '--force'\n---\n", "title", "may not start with '-'"},
 		{"shell token in a list", "---\nid: a\ntitle: t\ncontacts: ['@a', 'x; rm -rf /']\n---\n", "contacts[1]", "';'"},
 		{"not UTF-8", "---\nid: a\ntitle: caf\xe9\n---\n", "", "not valid UTF-8: byte 0xe9 at byte offset 20 (line 3)"}, // issue 5 L3
+		// issue 14: a number written with a leading zero is octal to YAML.
+		{"octal id", "---\nid: 0123\ntitle: t\n---\n", "id", `id is 83 (YAML read 0123 as an octal number; quote it to keep the text: id: "0123")`},
+		// issue 14 § 1: nesting is refused before any parse, at its line.
+		{"nested 100,000 deep", "---\nid: a\ntitle: t\nx: " + strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + "\n---\n", "", "tasks/x.md:4:67: front matter: nesting depth 65 is over the limit of 64"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

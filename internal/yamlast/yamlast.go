@@ -48,8 +48,26 @@ func Join(path, key string) string {
 // Parse parses data and returns the bodies of its non-empty documents.
 // Duplicate keys are left to Entries, so that one problem each is reported
 // and the rest of the file is still read (goccy would stop at the first).
-// Invalid YAML is one problem "invalid YAML: ...", at goccy's position.
+// Invalid YAML is one problem "invalid YAML: ...", at goccy's position;
+// an input over DefaultLimits (Bounds, before parsing; Expanded, after) is
+// one problem naming the limit.
 func Parse(data []byte) ([]ast.Node, *Problem) {
+	if p := Bounds(data, DefaultLimits); p != nil {
+		return nil, p
+	}
+	bodies, p := parse(data)
+	if p != nil {
+		return nil, p
+	}
+	for _, b := range bodies {
+		if p := Expanded(b, DefaultLimits); p != nil {
+			return nil, p
+		}
+	}
+	return bodies, nil
+}
+
+func parse(data []byte) ([]ast.Node, *Problem) {
 	af, err := parser.ParseBytes(data, 0, parser.AllowDuplicateMapKey())
 	if err != nil {
 		var ye interface {
