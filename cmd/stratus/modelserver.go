@@ -9,10 +9,10 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/stratusflow/stratus/internal/httpapi"
 	"github.com/stratusflow/stratus/internal/modelserver"
 )
 
@@ -46,7 +46,7 @@ Codex with a model provider whose base_url is URL/v1 and wire_api "responses".`,
 				return usageError{fmt.Errorf("--addr %s: %w", addr, err)}
 			}
 			fmt.Fprintf(io.Out, "http://%s\n", ln.Addr())
-			srv := &http.Server{Handler: &modelserver.Server{Script: s, Log: io.Err}, ReadHeaderTimeout: 10 * time.Second}
+			srv := httpapi.NewServer(&modelserver.Server{Script: s, Log: io.Err})
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			go func() { <-ctx.Done(); srv.Close() }()

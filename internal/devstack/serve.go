@@ -14,6 +14,7 @@ import (
 
 	"github.com/stratusflow/stratus/internal/devstack/moto"
 	"github.com/stratusflow/stratus/internal/executor"
+	"github.com/stratusflow/stratus/internal/httpapi"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsecs "github.com/aws/aws-sdk-go-v2/service/ecs"
@@ -105,14 +106,14 @@ func Serve(ctx context.Context, cfg aws.Config, st *Stack, ln net.Listener, o Se
 		return nil, err
 	}
 	handler := f.app.HTTPHandler()
-	f.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	f.srv = httpapi.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// As the worker API function does: the request's background work
 		// is drained before the answer returns.
 		f.serving.Lock()
 		defer f.serving.Unlock()
 		handler.ServeHTTP(w, r)
 		f.app.Drain()
-	})}
+	}))
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	f.cancel = cancel
 	poll := o.EventsPoll

@@ -114,6 +114,31 @@ func TestWorkerAPI_DegradationGoesToTheRunRecordOnly(t *testing.T) {
 	if sv.Bytes != len("planned") || len(sv.Parts) != 0 {
 		t.Errorf("a degradation leaked into the step value: %s", b.tokens.Success("tok-1"))
 	}
+	// issue 14 § 4: after the attempt's final submit, a degradation gets
+	// the 409 every other write gets, naming why, and nothing is stored.
+	if code, body := b.do(t, "POST", "/v1/worker/degradation", "Bearer "+h, `{"tool":"t","error":"e","fallback":"f"}`); code != 409 || !strings.Contains(body, "already ended") {
+		t.Errorf("degradation after the final submit: %d %s; want 409", code, body)
+	}
+	// issue 14 § 5: the credential is checked before the body.
+	if code, body := b.do(t, "POST", "/v1/worker/degradation", "", `{}`); code != 401 {
+		t.Errorf("degradation without a credential: %d %s; want 401", code, body)
+	}
+	if ds, _ := b.svc.Store.ListDegradations(context.Background(), "r1"); len(ds) != 1 {
+		t.Errorf("%d degradations stored; want the one accepted", len(ds))
+	}
+}
+
+// issue 14 § 4: a rekicked attempt's handle is fenced for degradations too.
+func TestWorkerAPI_DegradationOfASupersededAttemptIs409(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := b.dispatch(t, "planning", "tok-1")
+	if _, err := b.svc.Rekick(context.Background(), "r1.planning.1"); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := b.do(t, "POST", "/v1/worker/degradation", "Bearer "+h, `{"tool":"t","error":"e","fallback":"f"}`); code != 409 || !strings.Contains(body, "superseded") {
+		t.Errorf("degradation of a superseded attempt: %d %s; want 409", code, body)
+	}
 }
 
 // seed 001 § Bearer authentication: role × verb gate, TTL, case-insensitive
@@ -392,6 +417,73 @@ func TestSubmit_NoRootSkipsFilesOrFailsUnderStrict(t *testing.T) {
 		}
 		if !strict && (code != 200 || !succeeded || len(warned) == 0) {
 			t.Errorf("lenient: %d %s, succeeded=%v warnings=%v", code, body, succeeded, warned)
+		}
+	}
+}
+
+// issue 14 § 3: a hard link in the work dir to .stratus/hmac.key (the
+// key that mints every token) is refused, as is a name under .stratus and
+// the ctx dir's marker as a part name — each a 400 naming the rule, and
+// nothing of the key reaches the ctx dir.
+func TestWorkerAPI_FileSentinelRefusesTheKeyAndReservedNames(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.svc.ResolveFiles = true
+	key := filepath.Join(b.dir, ".stratus", "hmac.key")
+	os.MkdirAll(filepath.Dir(key), 0o700)
+	os.WriteFile(key, []byte("KEY-BYTES"), 0o600)
+	link := filepath.Join(b.dir, "innocent.md")
+	if err := os.Link(key, link); err != nil {
+		t.Fatal(err)
+	}
+	h := b.dispatch(t, "planning", "tok-1")
+	for _, c := range []struct{ path, name, why string }{
+		{"/v1/worker/artifact?name=x.md", "@file:" + link, "has 2 hard links"},
+		{"/v1/worker/artifact?name=y.md", "@file:" + key, "Stratus's own state"},
+		{"/v1/worker/artifact?name=.stratus-ctx", "overwritten", "is reserved"},
+		{"/v1/worker/artifact?name=%252e%252e", "x", `contains \"%\"`},
+		{"/v1/worker/artifact?name=%EF%BC%8E%EF%BC%8E", "x", "NFKC"},
+	} {
+		if code, body := b.do(t, "POST", c.path, "Bearer "+h, c.name); code != 400 || !strings.Contains(body, c.why) {
+			t.Errorf("%s %s: %d %s; want 400 saying %s", c.path, c.name, code, body, c.why)
+		}
+	}
+	filepath.Walk(filepath.Join(b.dir, "workspace"), func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			if got, _ := os.ReadFile(p); strings.Contains(string(got), "KEY-BYTES") {
+				t.Errorf("the key reached %s", p)
+			}
+		}
+		return nil
+	})
+	if got, _ := os.ReadFile(filepath.Join(b.dir, "workspace/tasks/t1/ctx/.stratus-ctx")); string(got) == "overwritten" {
+		t.Errorf("the ctx marker was overwritten")
+	}
+}
+
+// issue 14 § 5: on every authenticated route the credential is checked
+// before the parameters and the body: a caller without one gets 401,
+// whatever else is wrong with the request.
+func TestWorkerAPI_CredentialBeforeParameters(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.dispatch(t, "planning", "tok-1")
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/v1/worker/prompt?task_id=../x&attempt=-1", ""},
+		{"POST", "/v1/worker/submit?part=%00", "x"},
+		{"POST", "/v1/worker/result", "{not json"},
+		{"POST", "/v1/worker/artifact?name=../../etc", "x"},
+		{"POST", "/v1/worker/stats", `{"steps":-5}`},
+		{"GET", "/v1/worker/prompt/system", ""},
+		{"GET", "/v1/worker/prompt/system?task_id=x&attempt=zero", ""},
+		{"POST", "/v1/worker/degradation", `{}`},
+		{"GET", "/v1/worker/workspace/blob?key=../../.stratus/hmac.key", ""},
+		{"PUT", "/v1/worker/workspace/blob?key=", "x"},
+		{"POST", "/v1/worker/workspace/head", "{"},
+		{"POST", "/v1/runs/r1/nodes/x/hitl", "{"},
+	} {
+		if code, body := b.do(t, c.method, c.path, "", c.body); code != 401 {
+			t.Errorf("%s %s without a credential: %d %s; want 401", c.method, c.path, code, body)
 		}
 	}
 }

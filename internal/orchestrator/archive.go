@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/projection"
 )
 
 // CtxMarker is the file Stratus writes into every ctx dir it creates,
@@ -15,8 +16,8 @@ import (
 // moved by a rerun: a placement such as "{task_id}" with task id "src"
 // resolves to the user's own src/, which holds no marker and is never
 // touched (seed 000 § Files are the server's job: the ctx dir is Stratus's;
-// nothing else is).
-const CtxMarker = ".stratus-ctx"
+// nothing else is). No part may take its name (projection.CheckPartName).
+const CtxMarker = projection.CtxMarker
 
 // prepareCtxDir readies a task's ctx dir for a new run: it refuses a ctx
 // dir Stratus did not create (checkCtxDir), moves what the previous run

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/http"
 	"path/filepath"
 	"sync"
 	"time"
@@ -120,7 +119,7 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 		}
 		return report.Write(ctx, sk, f)
 	}
-	srv := &http.Server{Handler: httpapi.New(svc), ReadHeaderTimeout: 10 * time.Second}
+	srv := httpapi.NewServer(httpapi.New(svc))
 	go srv.Serve(ln)
 	defer srv.Close()
 

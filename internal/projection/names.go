@@ -6,6 +6,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/stratusflow/stratus"
 )
 
@@ -19,10 +21,28 @@ const MaxNameBytes = 255
 // EINVALID (Field "name") naming the rule broken: the empty name, "." and
 // "..", any name containing "/", "\" or "..", a NUL or other control
 // character, invalid UTF-8, a drive prefix ("C:") and names over
-// MaxNameBytes bytes. Unicode letters, spaces and dotfiles are accepted.
+// MaxNameBytes bytes; a '%' (names are percent-decoded once: one left over
+// was encoded twice, "%252e%252e"); a name whose NFKC form breaks those
+// rules ("．．", "／": issue 14 § 6); and the names Stratus keeps for its
+// own files in a ctx dir (ReservedPrefix: CtxMarker, issue 14 § 3).
+// Unicode letters, spaces and dotfiles are accepted.
 func CheckPartName(name string) error {
-	return checkName("name", "part name", name)
+	if err := checkName("name", "part name", name); err != nil {
+		return err
+	}
+	if len(name) >= len(ReservedPrefix) && strings.EqualFold(name[:len(ReservedPrefix)], ReservedPrefix) {
+		return stratus.FieldErrorf(stratus.EINVALID, "name", "part name %q is reserved: names starting %q are Stratus's own files in a ctx dir (its marker %s); want another name", name, ReservedPrefix, CtxMarker)
+	}
+	return nil
 }
+
+// CtxMarker is the file Stratus writes into every ctx dir it creates, so
+// that a later run knows the directory is its own to archive.
+const CtxMarker = ".stratus-ctx"
+
+// ReservedPrefix starts every name Stratus writes into a ctx dir of its
+// own accord; no part may take one (matched case-insensitively).
+const ReservedPrefix = ".stratus"
 
 // checkName applies the part-name rule to any value that becomes one path
 // segment (a part name, a step id, a task id).
@@ -48,6 +68,23 @@ func checkName(field, what, name string) error {
 		return bad("is not valid UTF-8")
 	case len(name) >= 2 && name[1] == ':' && (name[0]|0x20 >= 'a' && name[0]|0x20 <= 'z'):
 		return bad(`starts with a drive prefix such as "C:"`)
+	case strings.Contains(name, "%"):
+		return bad(`contains "%": names are percent-decoded once, so a "%" left over was encoded twice`)
+	}
+	// A file system or a reader that folds compatibility characters sees
+	// "．．" as "..", "／" as "/": the rules apply to the NFKC form too.
+	if n := norm.NFKC.String(name); n != name {
+		if n == "." {
+			return bad(`reads as "." once normalized (NFKC)`)
+		}
+		for _, r := range []struct{ bad, rule string }{{"/", `"/"`}, {`\`, `"\"`}, {"..", `".."`}} {
+			if strings.Contains(n, r.bad) {
+				return bad(fmt.Sprintf("reads as %q once normalized (NFKC), which contains %s", n, r.rule))
+			}
+		}
+		if len(n) >= 2 && n[1] == ':' {
+			return bad(fmt.Sprintf("reads as %q once normalized (NFKC), which starts with a drive prefix", n))
+		}
 	}
 	for _, r := range name {
 		if r == 0 {

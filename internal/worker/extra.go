@@ -31,16 +31,21 @@ func systemRef(tid string, attempt int, system string) *SystemRef {
 // that attempt's. Errors: see Authorize; EINVALID for a missing or
 // malformed attempt; EFORBIDDEN for another attempt.
 func (s *Service) FetchSystem(ctx context.Context, authorization, tid, attempt string) ([]byte, error) {
+	// The credential before the parameters (issue 14 § 5): a caller
+	// without one learns nothing of what the route takes.
+	c, err := s.Authorize(ctx, authorization, captoken.FetchPrompt, "")
+	if err != nil {
+		return nil, err
+	}
 	if tid == "" {
-		return nil, stratus.FieldErrorf(stratus.EINVALID, "task_id", "missing")
+		return nil, stratus.FieldErrorf(stratus.EINVALID, "task_id", "missing; valid: the task_id of the credential's dispatch task")
+	}
+	if tid != c.Step.TID {
+		return nil, stratus.FieldErrorf(stratus.EFORBIDDEN, "task_id", "%q is not the task this credential was issued for", tid)
 	}
 	var n int
 	if _, err := fmt.Sscan(attempt, &n); err != nil || n < 1 || fmt.Sprint(n) != attempt {
 		return nil, stratus.FieldErrorf(stratus.EINVALID, "attempt", "%q is not a positive integer", attempt)
-	}
-	c, err := s.Authorize(ctx, authorization, captoken.FetchPrompt, tid)
-	if err != nil {
-		return nil, err
 	}
 	if c.Attempt.N != n {
 		return nil, stratus.FieldErrorf(stratus.EFORBIDDEN, "attempt", "%d is not the attempt this credential was issued for (%d)", n, c.Attempt.N)
@@ -63,15 +68,21 @@ type DegradationBody struct {
 // written and no error is returned (fail-open, seed 001). Errors: see
 // Authorize; EINVALID naming a missing required field.
 func (s *Service) RecordDegradation(ctx context.Context, authorization string, d DegradationBody) error {
-	for field, v := range map[string]string{"tool": d.Tool, "error": d.Error, "fallback": d.Fallback} {
-		if strings.TrimSpace(v) == "" {
-			return stratus.FieldErrorf(stratus.EINVALID, field, "missing or empty; the body is {tool, error, fallback, note?}")
+	// The credential first, then the body (issue 14 § 5), then the same
+	// fence as every other write (§ 4).
+	c, err := s.Authorize(ctx, authorization, captoken.EmitOutput, "")
+	if err != nil && stratus.ErrorCode(err) != stratus.ENOTFOUND {
+		return err
+	}
+	for _, f := range []struct{ field, v string }{{"tool", d.Tool}, {"error", d.Error}, {"fallback", d.Fallback}} {
+		if strings.TrimSpace(f.v) == "" {
+			return stratus.FieldErrorf(stratus.EINVALID, f.field, "missing or empty; the body is {tool, error, fallback, note?}")
 		}
 	}
-	c, err := s.Authorize(ctx, authorization, captoken.EmitOutput, "")
-	if stratus.ErrorCode(err) == stratus.ENOTFOUND {
-		return nil // no run linkage: nowhere to record it
-	} else if err != nil {
+	if err != nil {
+		return nil // ENOTFOUND: no run linkage, nowhere to record it
+	}
+	if err := s.fence(ctx, c); err != nil {
 		return err
 	}
 	return s.Store.AppendDegradation(ctx, stratus.Degradation{RunID: c.Run.ID, StepRef: c.Step.StepRef, Attempt: c.Attempt.N,

@@ -167,3 +167,23 @@ func TestClient_4xxIsAPIErrorWithField(t *testing.T) {
 		t.Errorf("a 4xx was retried: %d requests", len(f.reqs))
 	}
 }
+
+// issue 14 § 3: the worker side (runner, `stratus worker`) refuses what
+// the server does: Stratus's state, and a second name for a file.
+func TestResolveFileSentinel_RefusesStateAndHardLinks(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	key := filepath.Join(dir, ".stratus", "hmac.key")
+	os.MkdirAll(filepath.Dir(key), 0o700)
+	os.WriteFile(key, []byte("KEY"), 0o600)
+	link := filepath.Join(dir, "report.md")
+	if err := os.Link(key, link); err != nil {
+		t.Fatal(err)
+	}
+	for path, why := range map[string]string{key: "Stratus's own state", link: "has 2 hard links"} {
+		b, err := workerclient.ResolveFileSentinel([]byte("@file:" + path))
+		if err == nil || !strings.Contains(err.Error(), why) || b != nil {
+			t.Errorf("@file:%s = %q, %v; want refused: %s", path, b, err, why)
+		}
+	}
+}

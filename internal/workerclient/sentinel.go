@@ -2,10 +2,10 @@ package workerclient
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/worker"
 )
 
 // FileSentinelPrefix starts a body that stands for a file's contents (seed
@@ -22,7 +22,9 @@ const FileSentinelPrefix = "@file:"
 //
 // Errors: *stratus.Error EINVALID (Field "body") when the path is empty or
 // relative (the rule is an absolute path, so the file a worker means never
-// depends on the directory it ran in), or when the file cannot be read.
+// depends on the directory it ran in), or when worker.ReadOutputFile
+// refuses the file (Stratus's state, a second hard link, another user's
+// file) or cannot read it.
 func ResolveFileSentinel(body []byte) ([]byte, error) {
 	line := bytes.TrimSuffix(body, []byte("\n"))
 	line = bytes.TrimSuffix(line, []byte("\r"))
@@ -38,9 +40,5 @@ func ResolveFileSentinel(body []byte) ([]byte, error) {
 		return nil, stratus.FieldErrorf(stratus.EINVALID, "body",
 			"@file: sentinel path %q is relative; the sentinel is @file:<absolute path> (seed 000 § Why OUT is a tool call)", path)
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, stratus.FieldErrorf(stratus.EINVALID, "body", "@file: sentinel: %v", err)
-	}
-	return b, nil
+	return worker.ReadOutputFile(path, 0)
 }
