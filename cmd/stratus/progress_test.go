@@ -1,10 +1,14 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // issue 13 § 8: a long step is never silent. While an engine works without
@@ -22,7 +26,7 @@ func TestRun_ProgressOfALongStep(t *testing.T) {
 	writeTestFile(t, filepath.Join(dir, "engine.sh"), `read line
 printf '{"event":"agent_step","step":1}\n'
 printf '{"event":"usage","usage":{"prompt_tokens":1200,"completion_tokens":34,"total_tokens":1234,"prompt_cache_hit_tokens":0,"prompt_cache_miss_tokens":1200,"cost_usd":0.02}}\n'
-case "$line" in *first*) sleep 3 ;; esac
+case "$line" in *first*) sleep 4 ;; esac
 printf '{"subrun_report": "ok"}\n'
 `)
 	usePrimaryShellEngine(t, dir, "shx")
@@ -30,13 +34,13 @@ printf '{"subrun_report": "ok"}\n'
 	task := filepath.Join(dir, "task.md")
 	writeTestFile(t, task, "---\nid: t-progress\ntitle: Progress\ntask_type: tiny\n---\nbody\n")
 
-	r := runWorkerCLI(t, map[string]string{EnvProgressInterval: "700ms"}, "", "run", task, "--dir", dir, "--json")
+	r := runWorkerCLI(t, map[string]string{EnvProgressInterval: "1s"}, "", "run", task, "--dir", dir, "--json")
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
 	busy := regexp.MustCompile(`(?m)^stratus: busy  first#1 +node=first attempt=1 elapsed=(\d+)s 1 step, 1200/34 tokens, \$0\.0200$`).FindAllStringSubmatch(r.stderr, -1)
 	if len(busy) < 2 {
-		t.Errorf("%d busy lines for first#1 during its 3 s of silence, want at least 2 (one per 700ms):\n%s", len(busy), r.stderr)
+		t.Errorf("%d busy lines for first#1 during its 4 s of silence, want at least 2 (one per second):\n%s", len(busy), r.stderr)
 	}
 
 	evs := jsonLines(t, r.stdout)
@@ -59,5 +63,48 @@ printf '{"subrun_report": "ok"}\n'
 	}
 	if res := decodeRun(t, r.stdout); res.Status != "done" {
 		t.Errorf("run ended %s", res.Status)
+	}
+}
+
+// issue 13 § 8: an interrupted run's --json stream closes each open step
+// with its step_ended (canceled) before run_ended, as status --follow
+// shows it.
+func TestRun_JSONOfAnInterruptedRunEndsItsOpenStep(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if r := runCLI(t, "install", "--dir", dir); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	writeTestFile(t, filepath.Join(dir, "engine.sh"), "read line\nsleep 300\n")
+	usePrimaryShellEngine(t, dir, "shx")
+	writeTwoStepFlow(t, dir)
+	task := filepath.Join(dir, "task.md")
+	writeTestFile(t, task, "---\nid: t-int\ntitle: Interrupted\ntask_type: tiny\n---\nbody\n")
+
+	cmd := exec.Command(stratusBin, "run", task, "--dir", dir, "--json")
+	var out, errb syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(out.String(), `"event":"step_started"`) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("no step started:\n%s%s", out.String(), errb.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	cmd.Wait()
+	var seq []string
+	for _, e := range jsonLines(t, out.String()) {
+		seq = append(seq, fmt.Sprint(e["event"], ":", e["step_ref"], ":", e["outcome"]))
+	}
+	if got := strings.Join(seq, " "); !strings.HasSuffix(got, "step_ended:first#1:canceled run_ended:<nil>:<nil>") {
+		t.Errorf("events: %s\nwant first#1's step_ended (canceled), then run_ended", got)
+	}
+	if res := decodeRun(t, out.String()); res.Status != "interrupted" {
+		t.Errorf("run_ended status %s, want interrupted", res.Status)
 	}
 }

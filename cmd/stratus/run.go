@@ -129,11 +129,13 @@ func newDisplay(io IO, asJSON bool) *progress.Display {
 	o := progress.Options{Out: io.Err, Live: progress.Terminal(io.Err)}
 	if asJSON {
 		o.JSON = io.Out
+		// JSON lines on the same terminal would be erased by the redraw.
+		o.Live = o.Live && !progress.Terminal(io.Out)
 	}
 	if v := os.Getenv(EnvProgressInterval); v != "" {
 		d, err := time.ParseDuration(v)
-		if err != nil || d < 100*time.Millisecond {
-			fmt.Fprintf(io.Err, "stratus: warning: %s=%q: want a duration of at least 100ms (e.g. 10s, 2m); using %s\n", EnvProgressInterval, v, progress.DefaultEvery)
+		if err != nil || d < time.Second || d > 24*time.Hour {
+			fmt.Fprintf(io.Err, "stratus: warning: %s=%q: want a duration from 1s to 24h (e.g. 10s, 2m); using %s\n", EnvProgressInterval, v, progress.DefaultEvery)
 		} else {
 			o.Every = d
 		}

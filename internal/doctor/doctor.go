@@ -292,7 +292,7 @@ func CheckProvider(env Env, workDir, name string, p config.Provider) []Result {
 			how := "install it" + installHint(cli)
 			if flag {
 				how = "fix the --binary in " + field + ".args"
-			} else if local := filepath.Join(workDir, "node_modules", ".bin", cli); isExecutable(local) {
+			} else if local := localCLI(workDir, cli); local != "" {
 				// `npm install` without -g (as this repository's package.json
 				// pins them) puts the CLIs here, off PATH.
 				how = fmt.Sprintf("it is installed at %s (npm install without -g): add %s to PATH, or give --binary %s in %s.args", local, filepath.Dir(local), local, field)
@@ -333,14 +333,14 @@ type LaunchProblem struct {
 
 // LaunchProblems are the problems that stop an embedded run of fl before it
 // starts: a provider the run uses (FlowProviders) whose command does not
-// resolve, or whose env overlay reads an unset or malformed "$NAME". In
-// provider name order.
+// resolve, whose Claude/Codex shim has no CLI to run (CheckCLI), or whose
+// env overlay reads an unset or malformed "$NAME". In provider name order.
 func LaunchProblems(env Env, workDir string, cfg *config.Config, fl *flow.Flow, front map[string]any) []LaunchProblem {
 	uses := FlowProviders(cfg, fl, front)
 	var out []LaunchProblem
 	for _, name := range sortedKeys(uses) {
 		for _, r := range CheckProvider(env, workDir, name, cfg.Agents.Providers[name]) {
-			if r.Status == Fail && (r.Check == CheckCommand || strings.HasPrefix(r.Check, checkEnvPrefix)) {
+			if r.Status == Fail && (r.Check == CheckCommand || r.Check == CheckCLI || strings.HasPrefix(r.Check, checkEnvPrefix)) {
 				out = append(out, LaunchProblem{Provider: name, Users: uses[name], Result: r})
 			}
 		}
@@ -521,6 +521,26 @@ func subject(provider string) string { return "provider " + provider }
 // work dir.
 func providerDir(workDir string, p config.Provider) string {
 	return filepath.Join(workDir, filepath.FromSlash(p.Dir))
+}
+
+// localCLI is cli under node_modules/.bin of workDir or of the nearest
+// directory above it that has one ("" = none): where `npm install`
+// without -g puts it.
+func localCLI(workDir, cli string) string {
+	dir, err := filepath.Abs(workDir)
+	if err != nil {
+		return ""
+	}
+	for {
+		if p := filepath.Join(dir, "node_modules", ".bin", cli); isExecutable(p) {
+			return p
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
 }
 
 func isExecutable(path string) bool {

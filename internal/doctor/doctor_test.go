@@ -98,11 +98,12 @@ func TestDoctor_CheckProvider(t *testing.T) {
 			t.Errorf("%s: the detail shows a secret's value: %s", tc.name, r.Detail)
 		}
 	}
-	// A CLI that `npm install` put under the work dir's node_modules/.bin
-	// (off PATH) is pointed at.
+	// A CLI that `npm install` put under node_modules/.bin of the work dir
+	// or a directory above it (off PATH) is pointed at.
 	local := t.TempDir()
 	write(t, filepath.Join(local, "node_modules/.bin/claude"), "#!/bin/sh\n", 0o755)
-	r := find(t, CheckProvider(e, local, "cc", config.Provider{Command: config.StratusCommand, Args: []string{"engine", "claude"}}), "provider cc", CheckCLI)
+	project := filepath.Join(local, "projects", "one")
+	r := find(t, CheckProvider(e, project, "cc", config.Provider{Command: config.StratusCommand, Args: []string{"engine", "claude"}}), "provider cc", CheckCLI)
 	if want := filepath.Join(local, "node_modules/.bin"); r.Status != Fail || !strings.Contains(r.Detail, "add "+want+" to PATH") {
 		t.Errorf("claude under node_modules/.bin: %s %s; want a failure saying to add %s to PATH", r.Status, r.Detail, want)
 	}
@@ -275,8 +276,10 @@ func TestDoctor_Version(t *testing.T) {
 	}
 }
 
-// LaunchProblems (an embedded run's preflight) keep only the command and
-// env failures of the providers the run uses.
+// LaunchProblems (an embedded run's preflight) keep only the command, CLI
+// and env failures of the providers the run uses (issue 13 § 5: a shim
+// whose CLI is not installed is refused before the run, not at its first
+// step).
 func TestPreflight_LaunchProblems(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -287,12 +290,13 @@ func TestPreflight_LaunchProblems(t *testing.T) {
 	}
 	cfg := config.Default()
 	cfg.Agents.Providers["pinned"] = config.Provider{Command: "sh", Env: map[string]string{"TOKEN": "$STRATUS_DOCTOR_UNSET"}}
-	cfg.Agents.Providers["echo"] = config.Provider{Command: config.StratusCommand, Args: []string{"engine", "claude"}} // CLI missing: not a launch problem
+	cfg.Agents.Providers["echo"] = config.Provider{Command: config.StratusCommand, Args: []string{"engine", "claude"}} // its CLI missing
 	e := env(map[string]string{"sh": "/bin/sh"}, nil)
 	ps := LaunchProblems(e, dir, cfg, fl, nil)
-	if len(ps) != 1 || ps[0].Provider != "pinned" || ps[0].Field != "agents.providers.pinned.env.TOKEN" || strings.Join(ps[0].Users, ",") != "node review" {
+	if len(ps) != 2 || ps[0].Provider != "echo" || ps[0].Check != CheckCLI || ps[1].Provider != "pinned" || ps[1].Field != "agents.providers.pinned.env.TOKEN" || strings.Join(ps[1].Users, ",") != "node review" {
 		t.Fatalf("problems %+v", ps)
 	}
+	cfg.Agents.Providers["echo"] = config.Provider{Command: config.StratusCommand, Args: []string{"engine", "echo"}}
 	// The task turns the node off: nothing uses the provider.
 	if ps := LaunchProblems(e, dir, cfg, fl, map[string]any{"nodes": map[string]any{"review": map[string]any{"enabled": false}}}); len(ps) != 0 {
 		t.Errorf("disabled node: %+v", ps)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"os/exec"
@@ -284,6 +285,9 @@ type shimInput struct {
 // parseShimInput reads query (required, non-blank), system, hints and
 // ctx_dir. A bare JSON string is taken as the query.
 func parseShimInput(raw json.RawMessage) (shimInput, error) {
+	if t := strings.TrimSpace(string(raw)); t == "" || t == "null" {
+		return shimInput{}, errors.New(`input: got null; want an object with a non-blank "query" string (or the query itself as a string)`)
+	}
 	var q string
 	if json.Unmarshal(raw, &q) == nil {
 		if strings.TrimSpace(q) == "" {
@@ -345,16 +349,30 @@ func runShim(ctx context.Context, name string, opts ShimOptions, stdin io.Reader
 	em := Emitter{W: stdout}
 	env, err := ReadRequest(stdin)
 	if err != nil {
-		em.CommandError(err.Error())
+		msg := err.Error()
+		if strings.HasPrefix(msg, "unsupported workflow_contract version") {
+			msg += "; valid: 1"
+		}
+		em.CommandError(msg)
 		return nil
 	}
 	if env.MaxSteps != nil && *env.MaxSteps < 1 {
 		em.CommandError(fmt.Sprintf("max_steps: got %d; want a positive integer, or no max_steps for no ceiling", *env.MaxSteps))
 		return nil
 	}
+	if hasSchema(env) && !isObject(env.Schema) {
+		em.CommandError(fmt.Sprintf("schema: got %s; want a JSON Schema object, or no schema", clip(string(env.Schema), 80)))
+		return nil
+	}
 	in, err := parseShimInput(env.Input)
 	if err != nil {
-		em.CommandError(err.Error())
+		msg := err.Error()
+		if len(env.WorkflowContract) == 0 && strings.HasPrefix(msg, "input") && isObject(env.Input) {
+			// ReadRequest took a line without workflow_contract as the
+			// bare input (seed 003 § 7.1).
+			msg += ` (a request line without "workflow_contract" is taken as the input itself; send {"workflow_contract": 1, "id": …, "kind": …, "input": {"query": …}} for an envelope)`
+		}
+		em.CommandError(msg)
 		return nil
 	}
 	set, err := ReadSettings(opts.Getenv)
@@ -367,8 +385,11 @@ func runShim(ctx context.Context, name string, opts ShimOptions, stdin io.Reader
 		binary = name
 	}
 	path, err := exec.LookPath(binary)
-	if err != nil {
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 		em.setupFailed(fmt.Sprintf("%s CLI not found: %v (install it, put it on PATH, or give its path)", name, err))
+		return nil
+	} else if err != nil {
+		em.setupFailed(fmt.Sprintf("%s CLI %q cannot be run: %v (give the path of an executable file)", name, binary, err))
 		return nil
 	}
 	run, err := build(env, in, set)
@@ -471,6 +492,7 @@ func drive(ctx context.Context, run cliRun, stdin io.Reader, stderr io.Writer, s
 			return
 		}
 		cancelled.Store(true)
+		fmt.Fprintf(stderr, "stratus engine %s: stdin closed: the call is cancelled (seed 003 § 1); stopping the CLI. Keep stdin open while the engine works.\n", run.name)
 		stop()
 	}()
 
@@ -527,6 +549,11 @@ func (s *session) report() json.RawMessage {
 	}
 	b, _ := json.Marshal(s.finalText)
 	return b
+}
+
+func isObject(raw json.RawMessage) bool {
+	b := bytes.TrimSpace(raw)
+	return len(b) > 0 && b[0] == '{' && json.Valid(b)
 }
 
 func hasSchema(env Envelope) bool {

@@ -454,10 +454,13 @@ func TestShims_Seed003S9_2_StdinEOFStopsTheCLIWithoutReport(t *testing.T) {
 func TestShims_Seed003S9_1_RefusedRequestsAreCommandErrors(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ name, req, want string }{
-		{"major 2", `{"workflow_contract":2,"id":"cr-1","kind":"review","input":{"query":"q"}}`, `{"event":"command_error","error":"unsupported workflow_contract version 2"}`},
+		{"major 2", `{"workflow_contract":2,"id":"cr-1","kind":"review","input":{"query":"q"}}`, `{"event":"command_error","error":"unsupported workflow_contract version 2; valid: 1"}`},
 		{"no query", `{"workflow_contract":1,"id":"cr-1","kind":"review","input":{"task":"q"}}`, `{"event":"command_error","error":"input.query: got nothing; want a non-blank string"}`},
 		{"query not a string", `{"workflow_contract":1,"id":"cr-1","kind":"review","input":{"query":7}}`, `{"event":"command_error","error":"input.query: got 7; want a string"}`},
 		{"max_steps zero", `{"workflow_contract":1,"id":"cr-1","kind":"review","max_steps":0,"input":{"query":"q"}}`, `{"event":"command_error","error":"max_steps: got 0; want a positive integer, or no max_steps for no ceiling"}`},
+		{"input null", `{"workflow_contract":1,"id":"cr-1","kind":"review","input":null}`, `{"event":"command_error","error":"input: got null; want an object with a non-blank \"query\" string (or the query itself as a string)"}`},
+		{"schema not an object", `{"workflow_contract":1,"id":"cr-1","kind":"review","schema":"notaschema","input":{"query":"q"}}`, `{"event":"command_error","error":"schema: got \"notaschema\"; want a JSON Schema object, or no schema"}`},
+		{"envelope without workflow_contract", `{"id":"cr-1","kind":"review","input":{"query":"q"}}`, `{"event":"command_error","error":"input.query: got nothing; want a non-blank string (a request line without \"workflow_contract\" is taken as the input itself; send {\"workflow_contract\": 1, \"id\": …, \"kind\": …, \"input\": {\"query\": …}} for an envelope)"}`},
 	} {
 		for name, shim := range map[string]shimFunc{"claude": Claude, "codex": Codex} {
 			t.Run(tc.name+"/"+name, func(t *testing.T) {
@@ -491,6 +494,15 @@ func TestShims_Seed003S7_4_CLIFromPATHOrAgentSetupFailed(t *testing.T) {
 	for name, shim := range map[string]shimFunc{"claude": Claude, "codex": Codex} {
 		assertEvents(t, runShimOnce(t, shim, ShimOptions{}, request(t, 3, "")),
 			fmt.Sprintf(`{"event":"agent_setup_failed","error":"%s CLI not found: exec: \"%s\": executable file not found in $PATH (install it, put it on PATH, or give its path)"}`, name, name))
+	}
+	// A binary that is there but cannot be run is said to be so, not "not found".
+	plain := filepath.Join(t.TempDir(), "cli")
+	os.WriteFile(plain, []byte("#!/bin/sh\n"), 0o644)
+	for name, shim := range map[string]shimFunc{"claude": Claude, "codex": Codex} {
+		out := runShimOnce(t, shim, ShimOptions{Binary: plain}, request(t, 3, ""))
+		if !strings.Contains(out, `"agent_setup_failed"`) || !strings.Contains(out, "cannot be run") || strings.Contains(out, "not found") {
+			t.Errorf("%s with a non-executable binary: %s", name, out)
+		}
 	}
 }
 

@@ -96,8 +96,17 @@ func Load(path string) (*Script, error) {
 					return nil, fmt.Errorf("%s: give exactly one of text, shell, error", where)
 				case t.Error != 0 && (t.Error < 400 || t.Error > 599):
 					return nil, fmt.Errorf("%s: error %d is not an HTTP error status; valid: 400-599", where, t.Error)
-				case t.InputTokens < 0 || t.OutputTokens < 0 || t.CachedTokens < 0 || t.CachedTokens > inputOf(t):
-					return nil, fmt.Errorf("%s: token counts must be >= 0 and cached_tokens at most input_tokens", where)
+				}
+				for _, c := range []struct {
+					field string
+					v     int64
+				}{{"input_tokens", t.InputTokens}, {"output_tokens", t.OutputTokens}, {"cached_tokens", t.CachedTokens}} {
+					if c.v < 0 {
+						return nil, fmt.Errorf("%s.%s: %d is negative; valid: a token count >= 0", where, c.field, c.v)
+					}
+				}
+				if t.CachedTokens > inputOf(t) {
+					return nil, fmt.Errorf("%s.cached_tokens: %d is more than the turn's input_tokens (%d); valid: 0 to input_tokens (the cached part of the input)", where, t.CachedTokens, inputOf(t))
 				}
 			}
 		}
@@ -135,15 +144,20 @@ func (s *Server) Requests() []Request {
 // ServeHTTP answers POST /v1/messages (Anthropic) and POST /v1/responses
 // (OpenAI); any other request is logged and answered 404.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
-	rec := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: rawJSON(body)}
 	var api string
 	switch {
 	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/v1/messages"):
 		api = "anthropic"
-	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/responses"):
+	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/v1/responses"):
 		api = "openai"
 	}
+	if api != "" && r.ContentLength > MaxBodyBytes { // declared too large: not read
+		s.record(Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: json.RawMessage("null")})
+		writeError(w, api, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is over %d bytes", r.ContentLength, MaxBodyBytes))
+		return
+	}
+	body, _ := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	rec := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: rawJSON(body)}
 	if api == "" {
 		s.record(rec)
 		w.Header().Set("Content-Type", "application/json")
@@ -158,7 +172,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case !json.Valid(body):
 		s.record(rec)
-		writeError(w, api, http.StatusBadRequest, "the request body is not JSON")
+		writeError(w, api, http.StatusBadRequest, "the request body is not JSON (or nests deeper than 10,000 levels)")
+		return
+	case !isObject(body):
+		s.record(rec)
+		writeError(w, api, http.StatusBadRequest, fmt.Sprintf("the request body is %s; want a JSON object (a Messages or Responses API request)", clip(body)))
 		return
 	}
 	text, turn := conversation(api, body)
@@ -462,4 +480,23 @@ func openaiStream(w http.ResponseWriter, t Turn, id int64) {
 		"usage": map[string]any{"input_tokens": in, "input_tokens_details": map[string]any{"cached_tokens": cached},
 			"output_tokens": out, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": in + out},
 	}})
+}
+
+func isObject(b []byte) bool {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		return c == '{'
+	}
+	return false
+}
+
+// clip shows a body in a message: at most 40 bytes of it.
+func clip(b []byte) string {
+	if len(b) > 40 {
+		return string(b[:40]) + "…"
+	}
+	return string(b)
 }

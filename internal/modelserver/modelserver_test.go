@@ -46,6 +46,8 @@ func TestServer_AnswersFromTheScriptAndRefusesTheRest(t *testing.T) {
 	for _, bad := range []struct{ method, path, body string }{
 		{"GET", "/v1/messages", ""}, {"POST", "/v1/messages", "not json"}, {"POST", "/v1/responses", "{}"}, {"POST", "/other", "{}"},
 		{"POST", "/v1/messages", strings.Repeat("x", 10<<20)},
+		{"POST", "/v1/messages", "null"}, {"POST", "/v1/messages", "[]"}, {"POST", "/v1/responses", `"x"`},
+		{"POST", "/foo/bar/responses", "{}"},
 	} {
 		req, _ := http.NewRequest(bad.method, srv.URL+bad.path, strings.NewReader(bad.body))
 		resp, err := http.DefaultClient.Do(req)
@@ -57,7 +59,29 @@ func TestServer_AnswersFromTheScriptAndRefusesTheRest(t *testing.T) {
 		if resp.StatusCode < 400 || resp.StatusCode >= 500 || !json.Valid(b) {
 			t.Errorf("%s %s: %d %q; want a JSON 4xx", bad.method, bad.path, resp.StatusCode, b)
 		}
+		if (bad.body == "null" || bad.body == "[]" || bad.body == `"x"`) && !strings.Contains(string(b), "want a JSON object") {
+			t.Errorf("%s %s %s: %s; want it to say the body is not an object", bad.method, bad.path, bad.body, b)
+		}
 	}
+	// A body declared over the limit is refused before it is read.
+	req, _ := http.NewRequest("POST", srv.URL+"/v1/messages", io.LimitReader(zeros{}, MaxBodyBytes+1))
+	req.ContentLength = MaxBodyBytes + 1
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("declared %d bytes: %v %v; want 413", MaxBodyBytes+1, resp, err)
+	}
+	if resp != nil {
+		resp.Body.Close()
+	}
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = '0'
+	}
+	return len(p), nil
 }
 
 // Load refuses a script with a rule that cannot answer, naming it.
@@ -72,11 +96,14 @@ func TestLoad_RefusesBadScripts(t *testing.T) {
 		"two kinds":  "rules:\n  - match: x\n    visits: [{turns: [{text: a, shell: b}]}]\n",
 		"status 42":  "rules:\n  - match: x\n    visits: [{turns: [{error: 42}]}]\n",
 		"cached":     "rules:\n  - match: x\n    visits: [{turns: [{text: a, input_tokens: 10, cached_tokens: 50}]}]\n",
+		"negative":   "rules:\n  - match: x\n    visits: [{turns: [{text: a, input_tokens: -5}]}]\n",
 	} {
 		f := filepath.Join(t.TempDir(), "s.yaml")
 		os.WriteFile(f, []byte(body), 0o644)
 		if _, err := Load(f); err == nil {
 			t.Errorf("%s: Load accepted it", name)
+		} else if name == "negative" && !strings.Contains(err.Error(), "turns[0].input_tokens: -5 is negative") {
+			t.Errorf("negative: %v; want the field and the value named", err)
 		}
 	}
 }

@@ -18,7 +18,9 @@ import (
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/progress"
 	"github.com/stratusflow/stratus/internal/report"
+	"github.com/stratusflow/stratus/internal/runview"
 	"github.com/stratusflow/stratus/internal/sink/fs"
+	"github.com/stratusflow/stratus/internal/store"
 	"github.com/stratusflow/stratus/internal/store/sqlite"
 	"github.com/stratusflow/stratus/internal/supervisor"
 	"github.com/stratusflow/stratus/internal/worker"
@@ -181,8 +183,10 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 		settleSupervisor(bg, st, run.ID, 0, printEvent) // interrupted: no grace
 		// The open steps are canceled before their workers are stopped, so
 		// a worker's last report is refused rather than taken for the
-		// step's failure.
+		// step's failure; each one's end is shown.
+		open, _ := runview.Open(bg, st, run.ID)
 		run, _ = lifecycle.Interrupt(bg, st, run, "the run was interrupted", time.Now().UTC())
+		endEvents(bg, st, run.ID, open, printEvent)
 		launcher.StopAll()
 		cancelDispatch()
 		dispatches.Wait()
@@ -201,12 +205,26 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 	launcher.StopAll()
 	cancelDispatch()
 	dispatches.Wait()
+	open, _ := runview.Open(ctx, st, run.ID)
 	fin, err := lifecycle.Finish(ctx, ports, run, worker.ReportEnv(env), s.def, x)
 	if err != nil {
 		return nil, err
 	}
+	endEvents(ctx, st, run.ID, open, printEvent) // the steps Finish canceled
 	s.pull(ctx, fin.Run.ID)
 	return s.paths(fin), nil
+}
+
+// endEvents shows the end of each step of open that has ended without
+// the worker service (canceled by lifecycle.Interrupt or Finish).
+func endEvents(ctx context.Context, st store.Store, runID string, open map[string]bool, show func(worker.Event)) {
+	if len(open) == 0 {
+		return
+	}
+	evs, _ := runview.EndEvents(ctx, st, runID, open)
+	for _, e := range evs {
+		show(e)
+	}
 }
 
 // pull brings the commits of a run whose repository travelled back as

@@ -236,7 +236,7 @@ func (d *Display) RunEnded(result any) {
 	if err != nil || len(b) < 2 || b[0] != '{' {
 		return
 	}
-	line := `{"event":"run_ended"`
+	line := `{"event":"run_ended","at":"` + d.o.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00") + `"`
 	if len(b) > 2 {
 		line += ","
 	}
@@ -292,9 +292,14 @@ func (d *Display) erase() {
 
 var spinner = []string{"|", "/", "-", "\\"}
 
-// ticking is the live line of a running step.
+// ticking is the live line of a running step: what changes first, so a
+// narrow terminal cuts the attempt number rather than the figures.
 func (d *Display) ticking(r *running, now time.Time) string {
-	return fmt.Sprintf("  %s %s node=%s attempt=%d  %s  %s", spinner[d.frame%len(spinner)], r.StepRef, r.Node, r.Attempt, Elapsed(now.Sub(r.started)), counters(r.Event))
+	who := r.StepRef
+	if node, _, _ := strings.Cut(r.StepRef, "#"); r.Node != "" && r.Node != node {
+		who += " " + r.Node // a supervisor turn: its job
+	}
+	return fmt.Sprintf("  %s %s  %s  %s  (attempt %d)", spinner[d.frame%len(spinner)], who, Elapsed(now.Sub(r.started)), counters(r.Event), r.Attempt)
 }
 
 // counters is "N steps, P/C tokens[, $X]" of a progress event (tokens:

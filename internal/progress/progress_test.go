@@ -121,10 +121,10 @@ func TestDisplay_Terminal_TickingLinesRedrawnInPlace(t *testing.T) {
 
 	const up = "\x1b[1A\x1b[2K"
 	want := "stratus: start implementation#1 node=implementation attempt=1\n" +
-		"  | implementation#1 node=implementation attempt=1  0s  0 steps, 0/0 tokens\n" +
-		up + "  | implementation#1 node=implementation attempt=1  1m05s  2 steps, 1200/34 tokens, $0.0125\n" +
+		"  | implementation#1  0s  0 steps, 0/0 tokens  (attempt 1)\n" +
+		up + "  | implementation#1  1m05s  2 steps, 1200/34 tokens, $0.0125  (attempt 1)\n" +
 		up + "stratus: warning: something\n" +
-		"  | implementation#1 node=implementation attempt=1  1m05s  2 steps, 1200/34 tokens, $0.0125\n" +
+		"  | implementation#1  1m05s  2 steps, 1200/34 tokens, $0.0125  (attempt 1)\n" +
 		up + "stratus: end   implementation#1 node=implementation attempt=1 terminal=Captured verdict=done duration=1m0s tokens=1200/34\n"
 	if got := out.String(); got != want {
 		t.Errorf("output:\n%q\nwant:\n%q", got, want)
@@ -149,7 +149,7 @@ func TestDisplay_Terminal_LinesCutToTheWidth(t *testing.T) {
 // issue 13 § 8: --json is one JSON object per event, the run's end last.
 func TestDisplay_JSONLines(t *testing.T) {
 	var out, js buffer
-	d := New(Options{Out: &out, JSON: &js, Tick: time.Hour})
+	d := New(Options{Out: &out, JSON: &js, Tick: time.Hour, Now: func() time.Time { return t0.Add(2 * time.Minute) }})
 	d.Event(started("review#1"))
 	d.Event(progressed("review#1", 1, 1500*time.Millisecond))
 	d.Event(ended("review#1"))
@@ -162,7 +162,7 @@ func TestDisplay_JSONLines(t *testing.T) {
 		`{"event":"step_started","at":"2026-12-02T10:00:00.000Z","run_id":"r-1","node":"implementation","step_ref":"review#1","attempt":1}`,
 		`{"event":"step_progress","at":"2026-12-02T10:00:01.500Z","run_id":"r-1","node":"implementation","step_ref":"review#1","attempt":1,"steps":1,"prompt_tokens":1200,"completion_tokens":34,"cost_usd":0.0125,"elapsed_ms":1500}`,
 		`{"event":"step_ended","at":"2026-12-02T10:01:00.000Z","run_id":"r-1","node":"implementation","step_ref":"review#1","attempt":1,"terminal":"Captured","outcome":"done","prompt_tokens":1200,"completion_tokens":34,"duration_ms":60000}`,
-		`{"event":"run_ended","run_id":"r-1","status":"done"}`,
+		`{"event":"run_ended","at":"2026-12-02T10:02:00.000Z","run_id":"r-1","status":"done"}`,
 	}
 	got := strings.Split(strings.TrimSpace(js.String()), "\n")
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

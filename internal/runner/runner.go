@@ -135,7 +135,7 @@ func Run(ctx context.Context, o Options) error {
 		return err // cancelled: no terminal to report (seed 003 § 1)
 	}
 	final := worker.Stats{Steps: &res.Attempt.Steps, PromptTokens: &res.Attempt.PromptTokens,
-		CompletionTokens: &res.Attempt.CompletionTokens, CostUSD: res.Attempt.CostUSD}
+		CompletionTokens: &res.Attempt.CompletionTokens, CostUSD: plausible(res.Attempt.CostUSD, o.Log)}
 	if err := c.Stats(ctx, final); err != nil {
 		fmt.Fprintf(o.Log, "runner: stats: %v\n", err)
 	}
@@ -337,7 +337,7 @@ func (r *relay) progress(p contract.Progress) {
 }
 
 func (r *relay) post(p contract.Progress) {
-	s := worker.Stats{Steps: &p.Steps, PromptTokens: &p.PromptTokens, CompletionTokens: &p.CompletionTokens, CostUSD: p.CostUSD}
+	s := worker.Stats{Steps: &p.Steps, PromptTokens: &p.PromptTokens, CompletionTokens: &p.CompletionTokens, CostUSD: plausible(p.CostUSD, r.log)}
 	if err := r.c.Stats(r.ctx, s); err != nil {
 		fmt.Fprintf(r.log, "runner: stats: %v\n", err)
 		var ae *workerclient.APIError
@@ -359,6 +359,19 @@ func (r *relay) close() {
 	}
 	r.mu.Unlock()
 	r.wg.Wait()
+}
+
+// plausible is c when the worker API takes it as a cost (worker.
+// PlausibleCost), else nil — the attempt's tokens are posted all the
+// same, the attempt counted as unpriced rather than lose its tokens
+// with a refused post (issue 13 newcomer: an engine reporting 2e9 per
+// turn ran a capped run to done as if it spent nothing).
+func plausible(c *float64, log io.Writer) *float64 {
+	if c == nil || worker.PlausibleCost(*c) {
+		return c
+	}
+	fmt.Fprintf(log, "runner: the engine reported cost_usd %v, not a plausible cost (0 to %g US dollars): posting its tokens without a cost\n", *c, worker.MaxCostUSD)
+	return nil
 }
 
 // spool writes body to the spool dir and returns the file's path.

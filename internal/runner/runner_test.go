@@ -346,3 +346,46 @@ printf '{"subrun_report":"done"}\n'
 		t.Errorf("%d stats posts carried steps=2, want 2 (one while the engine worked, the final one): %+v", twos, f.stats)
 	}
 }
+
+// An engine reporting a cost the worker API refuses (over 1e9 US dollars)
+// still has its tokens posted, without the cost (the attempt is
+// unpriced), instead of the whole post refused and its tokens lost.
+func TestRun_ImplausibleCostDroppedTokensKept(t *testing.T) {
+	t.Parallel()
+	f, o := setup(t, `read l
+printf '{"event":"usage","usage":{"prompt_tokens":100,"completion_tokens":10,"total_tokens":110,"prompt_cache_hit_tokens":0,"prompt_cache_miss_tokens":100,"cost_usd":2e9}}\n'
+printf '{"subrun_report":"done"}\n'
+`)
+	log := &lockedLog{}
+	o.Log = log
+	if err := Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	last := f.stats[len(f.stats)-1]
+	if last.PromptTokens == nil || *last.PromptTokens != 100 || last.CostUSD != nil {
+		t.Errorf("final stats %+v; want the tokens without the cost", last)
+	}
+	if !strings.Contains(log.String(), "not a plausible cost") {
+		t.Errorf("runner log does not say why the cost was dropped:\n%s", log.String())
+	}
+}
+
+// lockedLog is a runner log written from the relay's goroutines.
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

@@ -210,3 +210,46 @@ func oneLine(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// Open returns the tids of run runID's steps still running or waiting.
+func Open(ctx context.Context, st store.Store, runID string) (map[string]bool, error) {
+	steps, err := st.ListSteps(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	open := map[string]bool{}
+	for _, s := range steps {
+		if s.Status == stratus.StepRunning || s.Status == worker.StepWaiting {
+			open[s.TID] = true
+		}
+	}
+	return open, nil
+}
+
+// EndEvents returns the end events, as a Tracker reports them, of the
+// steps among tids that have been canceled since (a run's open steps
+// canceled when it is interrupted or ends: lifecycle.CancelOpen records
+// them without the worker service, which emits no event for them; a step
+// that ended otherwise had its event from the service).
+func EndEvents(ctx context.Context, st store.Store, runID string, tids map[string]bool) ([]worker.Event, error) {
+	steps, err := st.ListSteps(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	var out []worker.Event
+	for _, s := range steps {
+		if !tids[s.TID] || s.Status != stratus.StepCanceled {
+			continue
+		}
+		var att *stratus.Attempt
+		if RunsWorker(s.Kind) {
+			if att, err = latest(ctx, st, s.TID); err != nil {
+				return nil, err
+			}
+		}
+		if v := describe(s, att); v.Ended() {
+			out = append(out, ended(worker.Event{RunID: s.RunID, Node: s.Node, StepRef: s.StepRef}, v))
+		}
+	}
+	return out, nil
+}

@@ -435,13 +435,22 @@ func (st Stats) check() error {
 	if st.Steps != nil && *st.Steps < 0 {
 		return stratus.FieldErrorf(stratus.EINVALID, "steps", "%d is negative; valid: a step count >= 0", *st.Steps)
 	}
-	if c := st.CostUSD; c != nil && (*c < 0 || math.IsInf(*c, 0) || math.IsNaN(*c) || *c > 1e9) {
-		return stratus.FieldErrorf(stratus.EINVALID, "cost_usd", "%v is not a plausible cost; valid: a finite number of US dollars >= 0", *c)
+	if c := st.CostUSD; c != nil && !PlausibleCost(*c) {
+		return stratus.FieldErrorf(stratus.EINVALID, "cost_usd", "%v is not a plausible cost; valid: US dollars from 0 to %g", *c, MaxCostUSD)
 	}
 	if e := st.EngineStartedAt; e != nil && *e < 0 {
 		return stratus.FieldErrorf(stratus.EINVALID, "engine_started_at_ms", "%d is negative; valid: unix milliseconds", *e)
 	}
 	return nil
+}
+
+// MaxCostUSD is the largest cost one attempt may report, US dollars.
+const MaxCostUSD = 1e9
+
+// PlausibleCost reports whether c is a cost an attempt may report: finite,
+// from 0 to MaxCostUSD.
+func PlausibleCost(c float64) bool {
+	return c >= 0 && c <= MaxCostUSD && !math.IsNaN(c) && !math.IsInf(c, 0)
 }
 
 // RecordStats serves POST /v1/worker/stats: it updates the attempt's
@@ -483,7 +492,11 @@ func (s *Service) RecordStats(ctx context.Context, authorization string, st Stat
 	}
 	if s.OnEvent != nil && (st.Steps != nil || st.PromptTokens != nil || st.CompletionTokens != nil || st.CostUSD != nil) {
 		now := s.now()
-		s.OnEvent(Event{Type: EventStepProgress, At: now, RunID: c.Step.RunID, Node: c.Step.Node, StepRef: c.Step.StepRef, Attempt: att.N,
+		node := c.Step.Node
+		if c.Step.Kind == supervisorKind {
+			node = supervisorValue(c.Step).Job // as its start and end events name it
+		}
+		s.OnEvent(Event{Type: EventStepProgress, At: now, RunID: c.Step.RunID, Node: node, StepRef: c.Step.StepRef, Attempt: att.N,
 			Duration: now.Sub(att.StartedAt), Steps: att.Steps, PromptTokens: att.PromptTokens, CompletionTokens: att.CompletionTokens, CostUSD: att.CostUSD})
 	}
 	// A state that no longer waits for this step (its execution aborted or

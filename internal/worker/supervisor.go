@@ -370,16 +370,27 @@ func (s *Service) supervisorSubmit(ctx context.Context, c *Caller, body []byte, 
 			emit = *c.Env.Flow.Supervisor.EmitFollowUps
 		}
 		syn := supervisor.ParseFinal(body, emit)
-		s.emit(Event{Type: EventSupervisorEnded, RunID: c.Run.ID, Node: v.Job, StepRef: step.StepRef, Attempt: att.N, Terminal: att.Terminal, Outcome: syn.Outcome})
+		s.emit(s.supervisorEnded(c, att, Event{Node: v.Job, StepRef: step.StepRef, Terminal: att.Terminal, Outcome: syn.Outcome}))
 		s.finishFinalize(bg, c, att.N, v, syn)
 	case report.JobObserve:
-		s.emit(Event{Type: EventSupervisorEnded, RunID: c.Run.ID, Node: v.Job, StepRef: step.StepRef, Attempt: att.N, Terminal: att.Terminal, Outcome: "done", Reason: v.ForRef})
+		s.emit(s.supervisorEnded(c, att, Event{Node: v.Job, StepRef: step.StepRef, Terminal: att.Terminal, Outcome: "done", Reason: v.ForRef}))
 		note := fmt.Sprintf("# Observation of %s\n\n%s\n", v.ForRef, strings.TrimSpace(string(body)))
 		if err := s.Sink.Put(bg, observationKey(c.Run, v), []byte(redact(note))); err != nil {
 			s.warnf("supervisor observation of %s: %v", v.ForRef, err)
 		}
 	}
 	return &StepValue{StepRef: step.StepRef, Node: step.Node, Attempt: att.N, Outcome: "done", Bytes: len(body)}, nil
+}
+
+// supervisorEnded completes e as the end of the caller's supervisor turn
+// att: its run, attempt, tokens, cost and duration.
+func (s *Service) supervisorEnded(c *Caller, att stratus.Attempt, e Event) Event {
+	e.Type, e.RunID, e.Attempt = EventSupervisorEnded, c.Run.ID, att.N
+	e.PromptTokens, e.CompletionTokens, e.CostUSD = att.PromptTokens, att.CompletionTokens, att.CostUSD
+	if !att.StartedAt.IsZero() {
+		e.Duration = s.now().Sub(att.StartedAt)
+	}
+	return e
 }
 
 // observationKey is where an observation's note is recorded:
@@ -406,7 +417,7 @@ func (s *Service) supervisorFailed(ctx context.Context, c *Caller, att stratus.A
 	if err := s.finishStep(ctx, c.Step, stratus.StepFailed, "failed", raw); err != nil {
 		return nil, err
 	}
-	s.emit(Event{Type: EventSupervisorEnded, RunID: c.Run.ID, Node: v.Job, StepRef: c.Step.StepRef, Attempt: att.N, Terminal: terminal, Outcome: "failed", Reason: reason})
+	s.emit(s.supervisorEnded(c, att, Event{Node: v.Job, StepRef: c.Step.StepRef, Terminal: terminal, Outcome: "failed", Reason: reason}))
 	bg := context.WithoutCancel(ctx)
 	switch v.Job {
 	case report.JobFinalize:

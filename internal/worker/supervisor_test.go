@@ -153,12 +153,28 @@ func TestFinalize_ProseReachesSummaryThenPublishCompletes(t *testing.T) {
 		t.Errorf("a supervisor turn staged a part: %v", err)
 	}
 	in64, out64 := int64(900), int64(300)
+	var events []Event
+	r.svc.OnEvent = func(e Event) { events = append(events, e) }
 	if err := r.svc.RecordStats(context.Background(), "Bearer "+sups[0].Handle, Stats{PromptTokens: &in64, CompletionTokens: &out64}); err != nil {
 		t.Fatal(err)
 	}
 	sv := r.submitTo(t, sups[0], "<summary>"+longProse+"</summary><follow_ups>[]</follow_ups>", true)
 	if sv.Outcome != "done" {
 		t.Errorf("finalize submit = %+v", sv)
+	}
+	// issue 13 § 8: the turn's live events name it by its job and carry
+	// what it spent.
+	for _, e := range events {
+		switch e.Type {
+		case EventStepProgress:
+			if e.Node != report.JobFinalize {
+				t.Errorf("progress of the finalize turn names node %q", e.Node)
+			}
+		case EventSupervisorEnded:
+			if e.PromptTokens != 900 || e.CompletionTokens != 300 || e.Duration <= 0 || e.Node != report.JobFinalize {
+				t.Errorf("supervisor_ended %+v; want its 900/300 tokens and duration", e)
+			}
+		}
 	}
 	done, failures := r.tokenCounts()
 	if !done[pubTok] || len(done) != 3 || failures != 0 {
