@@ -3,6 +3,8 @@ package stratus
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"syscall"
 )
 
 // Error codes. Each maps to one HTTP status in internal/httpapi (ErrorStatus).
@@ -16,6 +18,10 @@ const (
 	ETOOLARGE      = "too_large"          // 413
 	EUNPROCESSABLE = "unprocessable"      // 422: contract violation (verdict, submit_format json)
 	EINTERNAL      = "internal"           // 500
+	// ENOSPACE: the server's storage is full (ENOSPC, a disk quota,
+	// SQLite's "database or disk is full"): 507. Nothing accepted before
+	// is lost; the request may succeed once space is freed.
+	ENOSPACE = "insufficient_storage"
 )
 
 // Error is the one error type Stratus returns across layers: a code for
@@ -46,15 +52,34 @@ func FieldErrorf(code, field, format string, args ...any) *Error {
 }
 
 // ErrorCode returns the code of err if it is (or wraps) an *Error,
-// EINTERNAL for any other non-nil error, and "" for nil.
+// ENOSPACE for a full disk (StorageFull), EINTERNAL for any other non-nil
+// error, and "" for nil.
 func ErrorCode(err error) string {
 	var e *Error
 	if err == nil {
 		return ""
 	} else if errors.As(err, &e) {
 		return e.Code
+	} else if StorageFull(err) {
+		return ENOSPACE
 	}
 	return EINTERNAL
+}
+
+// StorageFull reports whether err is a full disk: ENOSPC or EDQUOT from
+// the file system, or SQLite's SQLITE_FULL ("database or disk is full").
+func StorageFull(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return true
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code == ENOSPACE
+	}
+	return strings.Contains(err.Error(), "database or disk is full")
 }
 
 // ErrorMessage returns the human message of err if it is an *Error, and a
@@ -65,6 +90,8 @@ func ErrorMessage(err error) string {
 		return ""
 	} else if errors.As(err, &e) {
 		return e.Message
+	} else if StorageFull(err) {
+		return "the server's disk is full; what it accepted before is kept: free space and send this again"
 	}
 	return "internal error"
 }

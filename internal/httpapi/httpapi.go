@@ -44,6 +44,8 @@ func ErrorStatus(code string) int {
 		return http.StatusRequestEntityTooLarge
 	case stratus.EUNPROCESSABLE:
 		return http.StatusUnprocessableEntity
+	case stratus.ENOSPACE:
+		return http.StatusInsufficientStorage
 	}
 	return http.StatusInternalServerError
 }

@@ -5,14 +5,18 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/captoken"
+	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/worker"
 )
 
@@ -485,5 +489,32 @@ func TestWorkerAPI_CredentialBeforeParameters(t *testing.T) {
 		if code, body := b.do(t, c.method, c.path, "", c.body); code != 401 {
 			t.Errorf("%s %s without a credential: %d %s; want 401", c.method, c.path, code, body)
 		}
+	}
+}
+
+// fullSink is a sink on a disk that just filled up.
+type fullSink struct{ sink.Sink }
+
+func (fullSink) Put(context.Context, string, []byte) error {
+	return fmt.Errorf("fs sink: put: %w", &fs.PathError{Op: "write", Path: "/work/ctx/.stratus-tmp-1", Err: syscall.ENOSPC})
+}
+
+// issue 14 § 2: a write the disk refuses is a 507 whose JSON says the disk
+// is full (a bare 500 "internal" before), the server's OnError sees it (an
+// embedded run stops on it), and what was accepted before stays.
+func TestWorkerAPI_FullDiskIs507(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := b.dispatch(t, "planning", "tok-1")
+	if code, body := b.do(t, "POST", "/v1/worker/artifact?name=first.md", "Bearer "+h, "kept"); code != 204 && code != 200 {
+		t.Fatalf("first artifact: %d %s", code, body)
+	}
+	b.svc.Sink = fullSink{b.svc.Sink}
+	code, body := b.do(t, "POST", "/v1/worker/artifact?name=second.md", "Bearer "+h, "lost to the full disk")
+	if code != 507 || !strings.Contains(body, `"code":"insufficient_storage"`) || !strings.Contains(body, "disk is full") || strings.Contains(body, "/work/ctx") {
+		t.Errorf("artifact on a full disk: %d %s; want 507 saying the disk is full, no path", code, body)
+	}
+	if got, _ := os.ReadFile(filepath.Join(b.dir, "workspace/tasks/t1/ctx/first.md")); string(got) != "kept" {
+		t.Errorf("the artifact accepted before holds %q", got)
 	}
 }

@@ -3,8 +3,10 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"path/filepath"
 	"sync"
 	"time"
@@ -121,7 +123,19 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 		}
 		return report.Write(ctx, sk, f)
 	}
-	srv := httpapi.NewServer(httpapi.New(svc))
+	// A write the disk refuses (ENOSPC, SQLite full) answers the worker 507
+	// and stops the run (issue 14 § 2): interrupted, resumable once space
+	// is freed, with its result said, rather than left waiting for a step
+	// whose report cannot be kept.
+	waitCtx, stopWait := context.WithCancelCause(ctx)
+	defer stopWait(nil)
+	api := httpapi.New(svc)
+	api.OnError = func(_ *http.Request, err error) {
+		if stratus.StorageFull(err) {
+			stopWait(&diskFullError{err})
+		}
+	}
+	srv := httpapi.NewServer(api)
 	go srv.Serve(ln)
 	defer srv.Close()
 
@@ -171,30 +185,53 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 		svc.Warnf("%s", w) // seed 004 § What observe.mode costs: said once, at the start
 	}
 
-	x, err = exec.WaitExecution(ctx, x.ARN)
+	x, err = exec.WaitExecution(waitCtx, x.ARN)
 	ports := lifecycle.Ports{Store: st, Sink: sk, Exec: exec}
+	var full *diskFullError
+	if err != nil && ctx.Err() == nil && errors.As(context.Cause(waitCtx), &full) {
+		fmt.Fprintf(progress, "stratus: %v: stopping the run\n", full)
+	} else {
+		full = nil
+	}
 	if err != nil {
-		// The caller was cancelled: stop the execution and the workers,
-		// record the run interrupted (resumable) and leave a summary saying
-		// where it stopped.
+		// The caller was cancelled (or the disk is full): stop the
+		// execution and the workers, record the run interrupted
+		// (resumable) and leave a summary saying where it stopped.
 		bg := context.WithoutCancel(ctx)
-		exec.StopExecution(bg, run.Execution, "stratus.Cancelled", err.Error())
+		why, cause := "stratus.Cancelled", "the run was interrupted"
+		if full != nil {
+			why, cause = "stratus.DiskFull", full.Error()+"; free space, then `stratus resume "+run.ID+"` goes on"
+		}
+		exec.StopExecution(bg, run.Execution, why, cause)
 		svc.Drain()
 		settleSupervisor(bg, st, run.ID, 0, printEvent) // interrupted: no grace
 		// The open steps are canceled before their workers are stopped, so
 		// a worker's last report is refused rather than taken for the
 		// step's failure; each one's end is shown.
 		open, _ := runview.Open(bg, st, run.ID)
-		run, _ = lifecycle.Interrupt(bg, st, run, "the run was interrupted", time.Now().UTC())
+		if r, ierr := lifecycle.Interrupt(bg, st, run, cause, time.Now().UTC()); ierr == nil {
+			run = r
+		} else {
+			// Not recorded (a full disk): once this process is gone the run
+			// reads interrupted all the same (lifecycle.Reconcile).
+			run.Status = stratus.RunInterrupted
+			fmt.Fprintf(progress, "stratus: warning: the run's end could not be recorded: %v\n", ierr)
+		}
 		endEvents(bg, st, run.ID, open, printEvent)
 		launcher.StopAll()
 		cancelDispatch()
 		dispatches.Wait()
-		res := &Result{Run: run, Status: stratus.RunInterrupted, Error: "stratus.Cancelled", Cause: "the run was interrupted"}
+		res := &Result{Run: run, Status: stratus.RunInterrupted, Error: why, Cause: cause}
 		if x, derr := exec.DescribeExecution(bg, run.Execution); derr == nil {
 			if fin, ferr := lifecycle.Finish(bg, ports, run, worker.ReportEnv(env), s.def, x); ferr == nil {
 				res = s.paths(fin)
+			} else if full != nil {
+				fmt.Fprintf(progress, "stratus: warning: the run's summary could not be written: %v\n", ferr)
 			}
+		}
+		if full != nil {
+			res.Error, res.Cause = why, cause
+			return res, nil // the run ended (interrupted): its result is said
 		}
 		return res, err
 	}
@@ -214,6 +251,11 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 	s.pull(ctx, fin.Run.ID)
 	return s.paths(fin), nil
 }
+
+// diskFullError is why a run stopped on a full disk.
+type diskFullError struct{ err error }
+
+func (e *diskFullError) Error() string { return "the disk is full (" + e.err.Error() + ")" }
 
 // endEvents shows the end of each step of open that has ended without
 // the worker service (canceled by lifecycle.Interrupt or Finish).

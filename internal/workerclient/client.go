@@ -55,8 +55,12 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("worker API %d %s: %s", e.Status, e.Code, e.Message)
 }
 
-// Transient reports whether the answer may succeed on retry.
-func (e *APIError) Transient() bool { return e.Status == 429 || e.Status >= 500 }
+// Transient reports whether the answer may succeed on retry: 429 and 5xx,
+// but not 507 (the server's disk is full: retrying at once only fills the
+// logs; issue 14 § 2).
+func (e *APIError) Transient() bool {
+	return e.Status == 429 || (e.Status >= 500 && e.Status != http.StatusInsufficientStorage)
+}
 
 // Blob reads one file of the workspace transport (issue 12 § 1): its
 // presigned URL as is, or the worker API path with the credential.
