@@ -9,4 +9,10 @@ const (
 	// ExitInterrupted: `run` was interrupted (SIGINT/SIGTERM); its workers
 	// were stopped and a summary written. 128 + SIGINT, as shells report it.
 	ExitInterrupted = 130
+	// ExitRefused: `runner`'s late report or failure was refused (409): the
+	// step moved on without it.
+	ExitRefused = 4
+	// ExitSpooled: `runner` could not deliver its report; it is kept in a
+	// spool file (named on stderr).
+	ExitSpooled = 5
 )

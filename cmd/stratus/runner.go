@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -20,7 +21,11 @@ func newRunnerCmd(io IO) *cobra.Command {
 		Short: "Worker entrypoint: fetch the prompt, drive the engine, return the report",
 		Long: `runner is what a worker runs (an ECS task, or a local subprocess in embedded
 mode). It reads STRATUS_API_URL and STRATUS_HANDLE from the environment, fetches
-its prompt, runs the engine through child contract v1 and submits the report.`,
+its prompt, runs the engine through child contract v1 and submits the report.
+
+Exit status: 0 the result was delivered, 4 it was refused (409: the step
+moved on without it), 5 it could not be delivered and is kept in a spool file
+(named on stderr), 1 any other failure.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -43,10 +48,17 @@ its prompt, runs the engine through child contract v1 and submits the report.`,
 					return usageError{fmt.Errorf("%s is not set; `stratus runner` is started by Stratus with %s and %s", v, launch.EnvAPIURL, launch.EnvHandle)}
 				}
 			}
-			return runner.Run(ctx, runner.Options{
+			err = runner.Run(ctx, runner.Options{
 				APIURL: os.Getenv(launch.EnvAPIURL), Handle: os.Getenv(launch.EnvHandle), TaskID: os.Getenv(launch.EnvTaskID),
 				Self: self, Log: io.Err,
 			})
+			switch {
+			case errors.Is(err, runner.ErrRefused):
+				return &exitError{code: ExitRefused, err: err}
+			case errors.Is(err, runner.ErrSpooled):
+				return &exitError{code: ExitSpooled, err: err}
+			}
+			return err
 		},
 	}
 }

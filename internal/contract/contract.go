@@ -102,6 +102,11 @@ type Attempt struct {
 	ExitCode *int `json:"exit_code"`
 	// WallMS is the wall time of the whole Run call in milliseconds.
 	WallMS int64 `json:"wall_ms"`
+	// DroppedLines counts stdout lines over MaxLineBytes, skipped unread
+	// (a report among them is lost: issue 14); DroppedMaxBytes is the
+	// longest, in bytes without its newline.
+	DroppedLines    int   `json:"dropped_lines,omitempty"`
+	DroppedMaxBytes int64 `json:"dropped_max_bytes,omitempty"`
 }
 
 // Yield carries the fields of the last valid context_yield event

@@ -290,18 +290,22 @@ func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // readLines reads r line by line without a token limit (seed 003 § 3): each
 // complete line, and a final line without newline, is passed to handle
-// without its '\n'. A line longer than max bytes is skipped. It returns nil
-// at EOF and the read error otherwise. handle must not retain the slice.
-func readLines(r io.Reader, max int, handle func([]byte)) error {
+// without its '\n'. A line longer than max bytes is skipped, its size
+// (bytes, without the newline) passed to dropped when not nil. It returns
+// nil at EOF and the read error otherwise. handle must not retain the
+// slice.
+func readLines(r io.Reader, max int, handle func([]byte), dropped func(size int64)) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var line []byte
 	over := false
+	var size int64 // of the current line
 	for {
 		chunk, err := br.ReadSlice('\n')
 		n := len(chunk)
 		if err == nil {
 			n-- // drop the '\n'
 		}
+		size += int64(n)
 		if !over {
 			if len(line)+n > max {
 				over, line = true, line[:0]
@@ -313,7 +317,10 @@ func readLines(r io.Reader, max int, handle func([]byte)) error {
 		case err == nil:
 			if !over {
 				handle(line)
+			} else if dropped != nil {
+				dropped(size)
 			}
+			size = 0
 			if cap(line) > 1<<20 {
 				line = nil // do not pin a huge buffer for the rest of the run
 			}
@@ -323,6 +330,8 @@ func readLines(r io.Reader, max int, handle func([]byte)) error {
 		case errors.Is(err, io.EOF):
 			if !over && len(line) > 0 {
 				handle(line)
+			} else if over && dropped != nil {
+				dropped(size)
 			}
 			return nil
 		default:

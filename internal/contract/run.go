@@ -66,6 +66,10 @@ type launch struct {
 	start      time.Time
 	onProgress func(Progress)
 	obs        observed // written by the reader goroutine until it is joined
+	// droppedLines and droppedMax: stdout lines over the line limit (the
+	// reader goroutine's, like obs).
+	droppedLines int
+	droppedMax   int64
 
 	cmd      *exec.Cmd
 	killed   bool   // the runner sent SIGKILL to the group
@@ -94,6 +98,8 @@ func (l *launch) attempt() Attempt {
 		CompletionTokens: l.obs.completionTokens,
 		ExitCode:         l.exitCode,
 		WallMS:           time.Since(l.start).Milliseconds(),
+		DroppedLines:     l.droppedLines,
+		DroppedMaxBytes:  l.droppedMax,
 	}
 	if l.obs.costKnown {
 		c := l.obs.cost
@@ -198,6 +204,9 @@ func (l *launch) run(ctx context.Context, spec LaunchSpec, req Request) (Result,
 			if l.obs.apply(b) && l.onProgress != nil {
 				l.onProgress(l.obs.progress())
 			}
+		}, func(size int64) {
+			l.droppedLines++
+			l.droppedMax = max(l.droppedMax, size)
 		})
 	}()
 	waitDone := make(chan error, 1)

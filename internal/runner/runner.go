@@ -57,6 +57,12 @@ type Options struct {
 // because the worker API did not take it.
 var ErrSpooled = errors.New("report spooled")
 
+// ErrRefused is returned when the worker API refused the attempt's late
+// report or failure with 409: the step moved on without it (its run
+// cancelled, a newer attempt, its state no longer waiting). Nothing is
+// lost that the run still wants.
+var ErrRefused = errors.New("the step no longer takes this attempt's result")
+
 // Run executes one attempt end to end. It returns nil once the result
 // (report or failure) is delivered.
 func Run(ctx context.Context, o Options) error {
@@ -141,6 +147,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	fmt.Fprintf(o.Log, "runner: terminal %s (steps %d, tokens %d/%d, wall %d ms, runner peak RSS %d KiB)\n", res.Terminal,
 		res.Attempt.Steps, res.Attempt.PromptTokens, res.Attempt.CompletionTokens, res.Attempt.WallMS, peakRSSKiB())
+	if res.Attempt.DroppedLines > 0 {
+		fmt.Fprintf(o.Log, "runner: %d stdout line(s) of the engine were over the line limit and skipped (the longest %d bytes)\n", res.Attempt.DroppedLines, res.Attempt.DroppedMaxBytes)
+	}
 
 	if res.Terminal != contract.Captured {
 		reason := Reason(res, spec.DeadlineMS)
@@ -206,7 +215,7 @@ func deliver(o Options, p *worker.Payload, what string, body []byte, send func()
 	}
 	var ae *workerclient.APIError
 	if errors.As(err, &ae) && ae.Status == 409 {
-		return fmt.Errorf("%s of %s not accepted: %w", what, p.StepRef, err)
+		return fmt.Errorf("%w: %s of %s: %v", ErrRefused, what, p.StepRef, err)
 	}
 	path, werr := spool(o, p, what, body)
 	if werr != nil {
@@ -396,6 +405,9 @@ func Reason(res contract.Result, deadlineMS int) string {
 		return res.Failure
 	case res.Terminal == contract.TimedOut:
 		return fmt.Sprintf("the engine did not finish within its deadline of %d ms", deadlineMS)
+	case res.Terminal == contract.NoReport && res.Attempt.DroppedLines > 0:
+		return fmt.Sprintf("the engine exited without a report it could read: %d stdout line(s) over the %d-byte line limit were skipped (the longest %d bytes), a subrun_report among them is lost; stage a large report as a part or an @file: body",
+			res.Attempt.DroppedLines, contract.DefaultMaxLineBytes, res.Attempt.DroppedMaxBytes)
 	case res.Terminal == contract.NoReport:
 		return "the engine exited without a report (no subrun_report line)"
 	case res.Terminal == contract.MaxSteps:

@@ -207,6 +207,11 @@ func TestReason_SaysWhatTheTerminalMeans(t *testing.T) {
 	if got := Reason(contract.Result{Terminal: contract.Failed, Failure: "model refused"}, 0); got != "model refused" {
 		t.Errorf("Failed: %q", got)
 	}
+	// issue 14: a NoReport after an overlong line says the report may be it.
+	res := contract.Result{Terminal: contract.NoReport, Attempt: contract.Attempt{DroppedLines: 1, DroppedMaxBytes: 70 << 20}}
+	if got := Reason(res, 0); !strings.Contains(got, "1 stdout line(s) over the 67108864-byte line limit were skipped (the longest 73400320 bytes)") {
+		t.Errorf("NoReport after a dropped line: %q", got)
+	}
 }
 
 // issue 4 § 4: with an output_schema the report is validated; a mismatch
@@ -388,4 +393,20 @@ func (l *lockedLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// issue 14: a late report the API refuses with 409 (the step moved on) is
+// ErrRefused — not spooled, not ErrSpooled — so `stratus runner` exits 4
+// for it and 5 for a report it could not deliver.
+func TestRun_RefusedReportIsErrRefused(t *testing.T) {
+	t.Parallel()
+	f, o := setup(t, `read l; printf '{"subrun_report":"late"}\n'`)
+	f.submitErr = 409
+	err := Run(context.Background(), o)
+	if !errors.Is(err, ErrRefused) || errors.Is(err, ErrSpooled) {
+		t.Fatalf("err = %v; want ErrRefused", err)
+	}
+	if files, _ := filepath.Glob(filepath.Join(o.SpoolDir, "stratus-spool-*")); len(files) != 0 {
+		t.Errorf("a refused report was spooled: %v", files)
+	}
 }

@@ -282,7 +282,7 @@ func classify(out *awsecs.RunTaskOutput, err error) (arn, why string, retryable 
 		code := ae.ErrorCode()
 		why = code + ": " + ae.ErrorMessage()
 		_, throttled := retry.DefaultThrottleErrorCodes[code]
-		return "", why, throttled || code == "ServerException" || capacity(ae.ErrorMessage())
+		return "", why, throttled || serverSide[code] || capacity(ae.ErrorMessage())
 	}
 	for _, t := range out.Tasks {
 		if a := aws.ToString(t.TaskArn); a != "" {
@@ -307,13 +307,20 @@ func classify(out *awsecs.RunTaskOutput, err error) (arn, why string, retryable 
 	return "", strings.Join(reasons, "; "), retryable
 }
 
+// serverSide are the error codes of an ECS that could not answer now.
+var serverSide = map[string]bool{"ServerException": true, "ServiceUnavailableException": true, "InternalFailure": true, "ServiceUnavailable": true}
+
 // capacity reports whether a RunTask failure reason means "no capacity
 // now": RESOURCE:CPU / RESOURCE:MEMORY / RESOURCE:ENI ..., Fargate's
-// "Capacity is unavailable at this time", or throttling text.
+// "Capacity is unavailable at this time", throttling text, and EC2's
+// throttling behind awsvpc, which ECS passes on inside another code
+// ("InvalidParameterException: … Request limit exceeded
+// (RequestLimitExceeded)", issue 14 § 7).
 func capacity(reason string) bool {
 	r := strings.ToLower(reason)
 	return strings.HasPrefix(r, "resource:") || strings.Contains(r, "capacity is unavailable") ||
-		strings.Contains(r, "throttl") || strings.Contains(r, "rate exceeded")
+		strings.Contains(r, "throttl") || strings.Contains(r, "rate exceeded") ||
+		strings.Contains(r, "request limit exceeded") || strings.Contains(r, "requestlimitexceeded")
 }
 
 // backoff is the full-jitter delay before retry n (1-based).

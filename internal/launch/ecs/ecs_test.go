@@ -346,6 +346,10 @@ func TestLaunch_RetriesThrottlingAndCapacityThenLabelsThem(t *testing.T) {
 		{"throttled then started", []answer{throttled, throttled, ok}, 3, false, true, ""},
 		{"capacity then started", []answer{cpu, fargate, ok}, 3, false, true, ""},
 		{"server error then started", []answer{{err: apiErr("ServerException", "oops")}, ok}, 2, false, true, ""},
+		// issue 14 § 7: EC2's throttling behind awsvpc, as ECS passes it on.
+		{"EC2 request limit then started", []answer{{err: apiErr("InvalidParameterException", "Error retrieving subnet information for [subnet-1]: Request limit exceeded. (Service: AmazonEC2; Status Code: 503; Error Code: RequestLimitExceeded)")}, ok}, 2, false, true, ""},
+		{"always the EC2 request limit", []answer{{err: apiErr("InvalidParameterException", "Request limit exceeded (RequestLimitExceeded)")}}, attempts, true, false, "RequestLimitExceeded"},
+		{"service unavailable then started", []answer{{err: apiErr("ServiceUnavailableException", "try later")}, ok}, 2, false, true, ""},
 		{"always throttled", []answer{throttled}, attempts, true, false, "ThrottlingException"},
 		{"never capacity", []answer{cpu}, attempts, true, false, "RESOURCE:CPU"},
 		{"fargate capacity", []answer{fargate}, attempts, true, false, "Capacity is unavailable"},

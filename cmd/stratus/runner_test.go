@@ -1,0 +1,46 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stratusflow/stratus/internal/launch"
+	"github.com/stratusflow/stratus/internal/worker"
+)
+
+// issue 14: `stratus runner` tells its ends apart by exit status: 0 the
+// report was delivered, 4 it was refused (409: the step moved on), 5 it
+// could not be delivered and sits in a spool file, named on stderr.
+func TestRunner_ExitStatusSaysWhatBecameOfTheReport(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		submit int
+		code   int
+		say    string
+	}{{200, ExitOK, ""}, {409, ExitRefused, "no longer takes this attempt's result"}, {503, ExitSpooled, "spooled to"}} {
+		api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case "/v1/worker/prompt":
+				json.NewEncoder(w).Encode(worker.Payload{TaskID: "r1.a.1", Attempt: 1, Agent: "a", Prompt: "p", StepRef: "a#1",
+					Engine: &worker.EngineSpec{Command: "sh", Args: []string{"-c", `read l; printf '{"subrun_report":"r"}\n'`}, DeadlineMS: 10000, Kind: "agent", Input: json.RawMessage(`{"query":"p"}`)}})
+			case "/v1/worker/submit":
+				w.WriteHeader(c.submit)
+				if c.submit == 200 {
+					w.Write([]byte(`{}`))
+				} else {
+					w.Write([]byte(`{"error":{"code":"x","message":"no"}}`))
+				}
+			default:
+				w.WriteHeader(204)
+			}
+		}))
+		defer api.Close()
+		r := runWorkerCLI(t, map[string]string{launch.EnvAPIURL: api.URL, launch.EnvHandle: "wh-abcdefgh", "TMPDIR": t.TempDir()}, "", "runner")
+		if r.code != c.code || !strings.Contains(r.stderr, c.say) {
+			t.Errorf("submit answered %d: exit %d, want %d saying %q\n%s", c.submit, r.code, c.code, c.say, r.stderr)
+		}
+	}
+}
