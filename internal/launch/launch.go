@@ -48,6 +48,11 @@ type Spec struct {
 	// worker died without a result, instead of waiting for the heartbeat to
 	// lapse (on AWS the ECS task-stopped event plays this part).
 	OnExit func(err error)
+	// Waiting, when set, is called each time a launch waits to try again
+	// (throttling, capacity): the dispatcher heartbeats the step's task
+	// token, so a launch that retries for minutes does not time the step
+	// out (issue 14 § 9).
+	Waiting func()
 }
 
 // ErrInfrastructure marks (errors.Is) a Launch that failed for want of

@@ -44,7 +44,8 @@ type Options struct {
 	// os.TempDir()): the runner's own directory, never the operator's.
 	WorkRoot string
 	Log      io.Writer
-	// StatsInterval bounds stats posts to one per interval (default 1 s).
+	// StatsInterval bounds stats posts to one per interval (default
+	// DefaultStatsInterval); the first goes within FirstStatsDelay.
 	StatsInterval time.Duration
 	checkout      *checkout // set by Run for a run whose repository travels
 	// HeartbeatInterval is how often the counters are re-posted while the
@@ -52,6 +53,17 @@ type Options struct {
 	// (default 60 s).
 	HeartbeatInterval time.Duration
 }
+
+// DefaultStatsInterval and FirstStatsDelay pace a worker's stats (issue 14
+// § 9): the first post within 200 ms of the engine's first progress (lines
+// that arrive together go together), then at most one per 10 s carrying
+// the latest totals, and the final one. With the silent-engine heartbeat
+// (HeartbeatInterval, 60 s) a live worker makes at most 0.1 stats calls a
+// second, sustained.
+const (
+	DefaultStatsInterval = 10 * time.Second
+	FirstStatsDelay      = 200 * time.Millisecond
+)
 
 // ErrSpooled is returned when the report was written to a spool file
 // because the worker API did not take it.
@@ -73,7 +85,7 @@ func Run(ctx context.Context, o Options) error {
 		o.Log = io.Discard
 	}
 	if o.StatsInterval == 0 {
-		o.StatsInterval = time.Second
+		o.StatsInterval = DefaultStatsInterval
 	}
 	if o.HeartbeatInterval == 0 {
 		o.HeartbeatInterval = 60 * time.Second
@@ -290,7 +302,8 @@ type relay struct {
 }
 
 func newRelay(ctx context.Context, c *workerclient.Client, interval, heartbeat time.Duration, log io.Writer) *relay {
-	r := &relay{ctx: ctx, c: c, interval: interval, log: log, stop: make(chan struct{}), last: time.Now()}
+	// The first post waits FirstStatsDelay, not a whole interval.
+	r := &relay{ctx: ctx, c: c, interval: interval, log: log, stop: make(chan struct{}), last: time.Now().Add(min(FirstStatsDelay-interval, 0))}
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()

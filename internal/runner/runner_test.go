@@ -410,3 +410,30 @@ func TestRun_RefusedReportIsErrRefused(t *testing.T) {
 		t.Errorf("a refused report was spooled: %v", files)
 	}
 }
+
+// issue 14 § 9: with the default pacing (one post per 10 s) the first
+// progress is still posted at once (within FirstStatsDelay), not 10 s
+// later: a one-second step shows its step while it runs.
+func TestRun_FirstStatsAtOnceThenPaced(t *testing.T) {
+	t.Parallel()
+	f, o := setup(t, `read l
+printf '{"event":"agent_step","step":1}\n'
+printf '{"event":"agent_step","step":1}\n'
+sleep 1
+printf '{"subrun_report":"done"}\n'
+`)
+	if err := Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ones := 0
+	for _, s := range f.stats {
+		if s.Steps != nil && *s.Steps == 1 {
+			ones++
+		}
+	}
+	if ones != 2 {
+		t.Errorf("%d stats posts with steps=1, want 2 (one while the engine worked, the final one): %+v", ones, f.stats)
+	}
+}

@@ -374,7 +374,15 @@ func (s *Service) launchAttempt(ctx context.Context, run stratus.Run, env *RunEn
 	spec := launch.Spec{APIURL: s.APIURL, Handle: h.Handle, TaskID: step.TID, Attempt: n, NetworkAccess: res.NetworkAccess}
 	spec.LogPath = s.runnerLog(run, step)
 	spec.OnExit = func(err error) { s.workerExited(step.TID, n, err, spec.LogPath) }
+	// HeartbeatSeconds runs from the dispatch message, and the runner's
+	// first stats come only once its task runs (Fargate: 30-90 s and the
+	// image pull): the step's task token is heartbeaten while RunTask
+	// retries and once it succeeds (issue 14 § 9).
+	spec.Waiting = func() { s.heartbeat(ctx, step) }
 	id, err := s.Launcher.Launch(ctx, spec)
+	if err == nil {
+		s.heartbeat(ctx, step)
+	}
 	if err != nil {
 		att.Status, att.Reason, att.EndedAt = stratus.AttemptFailed, err.Error(), s.now()
 		s.Store.UpdateAttempt(ctx, att)
@@ -386,6 +394,17 @@ func (s *Service) launchAttempt(ctx context.Context, run stratus.Run, env *RunEn
 	}
 	s.rememberWorker(step.TID, id)
 	return nil
+}
+
+// heartbeat sends the step's task token a heartbeat (none for a step
+// without one); a failure is a warning: the runner's stats heartbeat too.
+func (s *Service) heartbeat(ctx context.Context, step stratus.Step) {
+	if step.TaskToken == "" || s.Tokens == nil {
+		return
+	}
+	if err := s.Tokens.SendTaskHeartbeat(ctx, step.TaskToken); err != nil {
+		s.warnf("heartbeat of %s after its launch: %v", step.StepRef, err)
+	}
 }
 
 // renderPrompt renders the node's role file with the run's variables.

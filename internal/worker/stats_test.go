@@ -66,3 +66,15 @@ func TestRecordStats_ReportsProgress(t *testing.T) {
 		t.Errorf("progress event %+v", e)
 	}
 }
+
+// issue 14 § 9: HeartbeatSeconds runs from the dispatch message, so the
+// step's task token is heartbeaten as soon as its worker is launched (a
+// Fargate task takes 30-90 s before its runner posts any stats).
+func TestDispatch_HeartbeatsOnceTheWorkerIsLaunched(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOptions{flow: chainFlow})
+	st := r.dispatch(t, "planning")
+	if n := r.tokens.Heartbeats(st.TaskToken); n != 1 {
+		t.Errorf("%d heartbeats of %s after its launch; want 1", n, st.TaskToken)
+	}
+}

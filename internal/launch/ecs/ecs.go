@@ -246,6 +246,9 @@ func (l *Launcher) Launch(ctx context.Context, s launch.Spec) (string, error) {
 		if try >= r.Attempts {
 			return "", &InfrastructureError{TaskID: s.TaskID, Attempts: try, Reason: last}
 		}
+		if s.Waiting != nil {
+			s.Waiting()
+		}
 		if err := r.Sleep(ctx, backoff(r, try)); err != nil {
 			return "", fmt.Errorf("ecs:RunTask for %s: %w (last answer: %s)", s.TaskID, err, last)
 		}

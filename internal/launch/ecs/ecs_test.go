@@ -369,7 +369,11 @@ func TestLaunch_RetriesThrottlingAndCapacityThenLabelsThem(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			arn, err := l.Launch(context.Background(), launch.Spec{APIURL: "https://api", Handle: "wh-1", TaskID: "r1.build.1"})
+			waits := 0
+			arn, err := l.Launch(context.Background(), launch.Spec{APIURL: "https://api", Handle: "wh-1", TaskID: "r1.build.1", Waiting: func() { waits++ }})
+			if waits != len(delays) {
+				t.Errorf("Waiting called %d times for %d waits: the task token is not heartbeaten while RunTask retries", waits, len(delays))
+			}
 			if len(f.calls) != c.calls {
 				t.Errorf("%d RunTask calls, want %d", len(f.calls), c.calls)
 			}

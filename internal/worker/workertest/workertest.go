@@ -26,6 +26,7 @@ type FakeTokens struct {
 	failures  map[string]string
 	// HeartbeatErr is what SendTaskHeartbeat answers (nil: success).
 	HeartbeatErr error
+	heartbeats   map[string]int
 }
 
 // SendTaskSuccess records out as tok's output.
@@ -50,11 +51,22 @@ func (t *FakeTokens) SendTaskFailure(_ context.Context, tok, name, cause string)
 	return nil
 }
 
-// SendTaskHeartbeat answers HeartbeatErr.
-func (t *FakeTokens) SendTaskHeartbeat(context.Context, string) error {
+// SendTaskHeartbeat counts tok's heartbeats and answers HeartbeatErr.
+func (t *FakeTokens) SendTaskHeartbeat(_ context.Context, tok string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.heartbeats == nil {
+		t.heartbeats = map[string]int{}
+	}
+	t.heartbeats[tok]++
 	return t.HeartbeatErr
+}
+
+// Heartbeats returns how many heartbeats tok got.
+func (t *FakeTokens) Heartbeats(tok string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.heartbeats[tok]
 }
 
 // Successes returns a copy of the outputs of the tokens succeeded so far.
