@@ -805,3 +805,55 @@ func TestTemplate_EngineKeysAreTaskDefinitionSecrets(t *testing.T) {
 		t.Errorf("the execution role reads %v, want exactly %v", read, w)
 	}
 }
+
+// issue 14 § 9 and § 12: the stack survives real traffic and its own
+// recreation — no fixed table name, throttles and dispatch concurrency as
+// parameters sized for bursts, the worker size refused unless Fargate takes
+// it, current objects that expire, and alarms on what goes wrong unseen.
+func TestTemplate_HardenedForRealTraffic(t *testing.T) {
+	tp := loadTemplate(t)
+	table := tp.props(tp.ofType("AWS::DynamoDB::Table")[0])
+	if _, fixed := table["TableName"]; fixed {
+		t.Errorf("the table has a fixed TableName: a stack deleted (table retained) cannot be created again")
+	}
+	if d := fmt.Sprint(tp.params["DispatchConcurrency"]["Default"]); d != "20" {
+		t.Errorf("DispatchConcurrency defaults to %s; want 20 (RunTask's 20 calls a second)", d)
+	}
+	api := asMap(tp.props("WorkerApi")["DefaultRouteSettings"])
+	if fmt.Sprint(api["ThrottlingRateLimit"]) != "map[Ref:WorkerApiRateLimit]" || fmt.Sprint(api["ThrottlingBurstLimit"]) != "map[Ref:WorkerApiBurstLimit]" {
+		t.Errorf("the worker API throttle is %v; want the WorkerApiRateLimit/WorkerApiBurstLimit parameters", api)
+	}
+	data, _ := os.ReadFile(templatePath)
+	raw, err := intrinsics.ProcessYAML(data, &intrinsics.ProcessorOptions{NoProcess: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	json.Unmarshal(raw, &doc)
+	rule, _ := json.Marshal(asMap(asMap(doc["Rules"])["WorkerSize"]))
+	for _, cpu := range asList(tp.params["WorkerCpu"]["AllowedValues"]) {
+		if !strings.Contains(string(rule), fmt.Sprintf(`"WorkerCpu %s takes WorkerMemory`, str(cpu))) {
+			t.Errorf("the WorkerSize rule says nothing of WorkerCpu %s", str(cpu))
+		}
+	}
+	if !strings.Contains(string(rule), `WorkerCpu 1024 takes WorkerMemory 2048, 3072`) {
+		t.Errorf("the default size (1024 CPU, 2048 MiB) is not a pair the rule takes: %s", rule)
+	}
+	lifecycle, _ := json.Marshal(tp.props("DataBucket")["LifecycleConfiguration"])
+	if !strings.Contains(string(lifecycle), `"expire-current-objects"`) || !strings.Contains(string(lifecycle), "DataExpirationDays") {
+		t.Errorf("no expiry of current objects: %s", lifecycle)
+	}
+	alarms := map[string]bool{}
+	for _, id := range tp.ofType("AWS::CloudWatch::Alarm") {
+		p := tp.props(id)
+		alarms[str(p["Namespace"])+"/"+str(p["MetricName"])] = true
+		if len(asList(p["AlarmActions"])) == 0 {
+			t.Errorf("alarm %s notifies no one", id)
+		}
+	}
+	for _, want := range []string{"AWS/SQS/ApproximateNumberOfMessagesVisible", "AWS/Events/TriggeredRules", "AWS/Lambda/Errors"} {
+		if !alarms[want] {
+			t.Errorf("no alarm on %s (have %v)", want, alarms)
+		}
+	}
+}

@@ -24,7 +24,7 @@
 //	task#<tid>         output#<n>#<seq>                    attempt n's output tail, seq = append order
 //	task#<tid>         final#<n>                           attempt n's final marker (the seq of its one Final)
 //	dedup#<dedup key>  dedup                               the tid of the step created for a DedupKey
-//	handle#<handle>    handle                              a worker Handle; "ttl" and "ttl_bucket" when it expires
+//	handle#<handle>    handle                              a worker Handle; "ttl" and "ttl_bucket" (its shard) when it expires
 //	agent#<agent>      render_size                         the latest RenderSize
 //
 // Numbers in sort keys (<n>, <seq>) are zero-padded to 10 digits so that
@@ -34,7 +34,7 @@
 // run's step list, then a BatchGetItem of the steps; CountVisits counts
 // the list entries of a node), so a dispatch counting visits or a fence
 // reading the latest attempt sees every write before it. The index,
-// handles_by_ttl (partition "ttl_bucket" = "handle", sort "ttl", keys
+// handles_by_ttl (partition "ttl_bucket" = "handle#00".."handle#15", sort "ttl", keys
 // only), holds only handles with an expiry and serves Sweep alone.
 //
 // Times are UTC unix milliseconds (Number), absent for the zero time;

@@ -261,8 +261,23 @@ func TestSweep_ManyHandles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n, err := s.Sweep(f.ctx, now); err != nil || n != 60 {
-		t.Errorf("Sweep = %d, %v; want 60", n, err)
+	// issue 14 § 12: the handles are spread over the index's shards, not
+	// one hot partition.
+	shards := map[string]bool{}
+	for i := range 60 {
+		shards[f.raw(t, pkHandle+fmt.Sprintf("wh-%08d", i), skHandle).str(TTLBucketAttribute)] = true
+	}
+	if len(shards) < TTLShards/2 {
+		t.Errorf("60 handles in %d index partitions %v; want them spread over the %d shards", len(shards), shards, TTLShards)
+	}
+	// One written before the index was sharded is swept all the same.
+	legacy := key(pkHandle+"wh-legacy01", skHandle).setAll(map[string]av{attrRecord: str("handle"), attrWID: str(newWID()), "handle": str("wh-legacy01"),
+		"tid": text("t"), "attempt": num(1), "expires_at": millis(now.Add(-time.Minute)), TTLAttribute: num(now.Add(-time.Minute).Unix()), TTLBucketAttribute: str(legacyTTLBucket)})
+	if _, err := s.create(f.ctx, legacy); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Sweep(f.ctx, now); err != nil || n != 61 {
+		t.Errorf("Sweep = %d, %v; want 61 (60 sharded, 1 legacy)", n, err)
 	}
 }
 

@@ -3,6 +3,7 @@ package dynamodb
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -14,8 +15,31 @@ import (
 
 func handleKey(h string) item { return key(pkHandle+h, skHandle) }
 
-// ttlBucket is the one partition of the HandlesByTTL index.
-const ttlBucket = "handle"
+// TTLShards is how many partitions of the HandlesByTTL index handles are
+// spread over (issue 14 § 12: one constant partition key made every
+// handle write hit one hot partition of the index).
+const TTLShards = 16
+
+// legacyTTLBucket is the one partition handles used before the index was
+// sharded; Sweep still reads it.
+const legacyTTLBucket = "handle"
+
+// ttlBucket is handle's partition of the HandlesByTTL index:
+// "handle#00" … "handle#15" by an FNV-1a hash of the handle.
+func ttlBucket(handle string) string {
+	h := fnv.New32a()
+	h.Write([]byte(handle))
+	return fmt.Sprintf("handle#%02d", h.Sum32()%TTLShards)
+}
+
+// ttlBuckets are the partitions Sweep reads.
+func ttlBuckets() []string {
+	out := []string{legacyTTLBucket}
+	for i := range TTLShards {
+		out = append(out, fmt.Sprintf("handle#%02d", i))
+	}
+	return out
+}
 
 // ttlSeconds is the TTL attribute of a handle expiring at t: epoch seconds
 // rounded up, so DynamoDB never deletes a handle before it expires.
@@ -37,7 +61,7 @@ func (s *Store) PutHandle(ctx context.Context, h stratus.Handle) error {
 		"handle": str(h.Handle), "tid": text(h.TID), "attempt": num(int64(h.Attempt)), "expires_at": millis(h.ExpiresAt),
 	})
 	if !h.ExpiresAt.IsZero() {
-		it[TTLAttribute], it[TTLBucketAttribute] = num(ttlSeconds(h.ExpiresAt)), str(ttlBucket)
+		it[TTLAttribute], it[TTLBucketAttribute] = num(ttlSeconds(h.ExpiresAt)), str(ttlBucket(h.Handle))
 	}
 	exists, err := s.create(ctx, it)
 	if err != nil {
@@ -68,12 +92,25 @@ func (s *Store) GetHandle(ctx context.Context, handle string) (stratus.Handle, e
 // deletion, which is eventual (and which moto never does); run it from a
 // scheduled cleanup. A handle without an expiry is never swept.
 func (s *Store) Sweep(ctx context.Context, now time.Time) (int, error) {
+	deleted := 0
+	for _, b := range ttlBuckets() {
+		n, err := s.sweep(ctx, b, now)
+		deleted += n
+		if err != nil {
+			return deleted, err
+		}
+	}
+	return deleted, nil
+}
+
+// sweep deletes the expired handles of one partition of the index.
+func (s *Store) sweep(ctx context.Context, bucket string, now time.Time) (int, error) {
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
 		IndexName:                 aws.String(HandlesByTTL),
 		KeyConditionExpression:    aws.String("#b = :b AND #ttl < :now"),
 		ExpressionAttributeNames:  map[string]string{"#b": TTLBucketAttribute, "#ttl": TTLAttribute},
-		ExpressionAttributeValues: map[string]av{":b": str(ttlBucket), ":now": num(now.Unix())},
+		ExpressionAttributeValues: map[string]av{":b": str(bucket), ":now": num(now.Unix())},
 	}
 	deleted := 0
 	for {

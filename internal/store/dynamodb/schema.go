@@ -19,7 +19,7 @@ const (
 	PartitionKey       = "pk"
 	SortKey            = "sk"
 	TTLAttribute       = "ttl"        // epoch seconds (Number): DynamoDB TTL deletes the item some time after
-	TTLBucketAttribute = "ttl_bucket" // "handle" on every handle with an expiry: the index's one partition
+	TTLBucketAttribute = "ttl_bucket" // "handle#NN" on every handle with an expiry: its partition of the index (TTLShards)
 	HandlesByTTL       = "handles_by_ttl"
 	TableBaseName      = "stratus" // the table is prefix + TableBaseName
 )
