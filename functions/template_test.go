@@ -526,8 +526,13 @@ func TestTemplate_FunctionEnvironmentIsAwsapps(t *testing.T) {
 	if _, ok := tp.env("DispatchFunction")[awsapp.EnvAPIURL]; !ok {
 		t.Errorf("DispatchFunction has no %s: workers would not know where to call", awsapp.EnvAPIURL)
 	}
-	if _, ok := tp.env("WorkerApiFunction")[awsapp.EnvAPIURL]; ok {
-		t.Errorf("WorkerApiFunction sets %s: the HttpApi depends on the function, so it cannot", awsapp.EnvAPIURL)
+	// The worker API function may take STRATUS_API_URL only from
+	// ApiUrlOverride: the HttpApi depends on the function, so its own
+	// address cannot be given to it.
+	if v, ok := tp.env("WorkerApiFunction")[awsapp.EnvAPIURL]; ok {
+		if b, _ := json.Marshal(v); strings.Contains(string(b), "WorkerApi") || !strings.Contains(string(b), "ApiUrlOverride") {
+			t.Errorf("WorkerApiFunction sets %s to %s: only ApiUrlOverride may be given to it", awsapp.EnvAPIURL, b)
+		}
 	}
 }
 
@@ -750,12 +755,12 @@ func TestTemplate_LeastPrivilege(t *testing.T) {
 func TestTemplate_OutputsTheAPIURL(t *testing.T) {
 	tp := loadTemplate(t)
 	v := asMap(tp.outputs["ApiUrl"])["Value"]
-	sub := fmt.Sprint(asMap(v)["Fn::Sub"])
-	if !strings.HasPrefix(sub, "https://${WorkerApi}.execute-api.") {
-		t.Errorf("Outputs.ApiUrl = %v; want the HttpApi's https URL", v)
+	b, _ := json.Marshal(v)
+	if !strings.Contains(string(b), `"https://${WorkerApi}.execute-api.`) || !strings.Contains(string(b), "ApiUrlOverride") {
+		t.Errorf("Outputs.ApiUrl = %s; want ApiUrlOverride, else the HttpApi's https URL", b)
 	}
-	if fmt.Sprint(asMap(tp.env("DispatchFunction")[awsapp.EnvAPIURL])["Fn::Sub"]) != sub {
-		t.Errorf("the dispatch function's %s differs from Outputs.ApiUrl", awsapp.EnvAPIURL)
+	if d, _ := json.Marshal(tp.env("DispatchFunction")[awsapp.EnvAPIURL]); string(d) != string(b) {
+		t.Errorf("the dispatch function's %s is %s, Outputs.ApiUrl %s: they must agree", awsapp.EnvAPIURL, d, b)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
@@ -55,6 +56,20 @@ func HTTPAPI(h http.Handler, after func()) HTTPFunc {
 					"the request is marked base64-encoded but its body is not standard base64: %v", err))
 			}
 			ev.Body, ev.IsBase64Encoded = string(b), false
+		}
+		// The address workers are told to call (awsapp: HTTPHandler) is the
+		// domain API Gateway records the request came to, not a header the
+		// client wrote.
+		if d := ev.RequestContext.DomainName; d != "" {
+			if ev.Headers == nil {
+				ev.Headers = map[string]string{}
+			}
+			for k := range ev.Headers {
+				if strings.EqualFold(k, "host") {
+					delete(ev.Headers, k)
+				}
+			}
+			ev.Headers["host"] = d
 		}
 		return adapter.ProxyWithContext(ctx, ev)
 	}

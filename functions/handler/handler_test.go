@@ -271,3 +271,21 @@ func TestLambda_AfterRunsBeforeReturn(t *testing.T) {
 		t.Fatalf("after ran %d times in all; want 2", calls)
 	}
 }
+
+// issue 14 § 12: the host the worker API sees — which, without
+// STRATUS_API_URL, becomes the address workers are told to call — is the
+// domain API Gateway recorded the request came to, never a Host header
+// the client wrote.
+func TestHTTPAPI_HostIsTheDomainAPIGatewayRecorded(t *testing.T) {
+	var host string
+	h := handler.HTTPAPI(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { host = r.Host; w.WriteHeader(204) }), nil)
+	ev := events.APIGatewayV2HTTPRequest{RawPath: "/v1/healthz", Headers: map[string]string{"Host": "evil.example"},
+		RequestContext: events.APIGatewayV2HTTPRequestContext{DomainName: "abc123.execute-api.eu-west-1.amazonaws.com",
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "GET", Path: "/v1/healthz"}}}
+	if _, err := h(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	if host != "abc123.execute-api.eu-west-1.amazonaws.com" {
+		t.Errorf("the handler saw host %q; want the domain API Gateway recorded", host)
+	}
+}
