@@ -57,6 +57,7 @@ func TestFromStack_ReadsTheTemplateOutputs(t *testing.T) {
 			"ImplementationStateMachineArn": map[string]string{"Value": "arn:aws:states:us-east-1:123456789012:stateMachine:impl"},
 			"BugFixStateMachineArn":         map[string]string{"Value": "arn:aws:states:us-east-1:123456789012:stateMachine:bugfix"},
 			"DispatchDeadLetterQueueUrl":    map[string]string{"Value": "https://sqs/dlq"},
+			awsrun.OutputHeartbeatSeconds:   map[string]string{"Value": "600"},
 		},
 	})
 	if _, err := cf.CreateStack(ctx, &cloudformation.CreateStackInput{StackName: aws.String(name), TemplateBody: aws.String(string(tpl))}); err != nil {
@@ -66,7 +67,8 @@ func TestFromStack_ReadsTheTemplateOutputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Stack != name || r.Table != "s-stratus" || r.Bucket != "s-data" || r.BucketPrefix != awsrun.DefaultBucketPrefix || r.APIURL == "" {
+	if r.Stack != name || r.Table != "s-stratus" || r.Bucket != "s-data" || r.BucketPrefix != awsrun.DefaultBucketPrefix || r.APIURL == "" ||
+		r.HeartbeatSeconds != 600 { // issue 14 § 9: the stack's heartbeat window
 		t.Errorf("resources = %+v", r)
 	}
 	for taskType, want := range map[string]string{"implementation": "impl", "bug_fix": "bugfix", "bug-fix": "bugfix"} {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -29,6 +30,10 @@ const (
 	OutputQueueURL           = "DispatchQueueUrl"
 	OutputStateMachineRole   = "StateMachineRoleArn"
 	OutputStateMachinePrefix = "StateMachinePrefix"
+	// OutputHeartbeatSeconds is the stack's HeartbeatSeconds parameter:
+	// the heartbeat window every worker Task state of a run compiled for
+	// the stack gets (issue 14 § 9).
+	OutputHeartbeatSeconds = "HeartbeatSeconds"
 )
 
 // EnvStateMachine and EnvStack are the environment variables `stratus run
@@ -61,6 +66,9 @@ type Resources struct {
 	QueueURL           string
 	StateMachineRole   string
 	StateMachinePrefix string
+	// HeartbeatSeconds is the stack's heartbeat window (0 = the
+	// compiler's default, 300 s).
+	HeartbeatSeconds int
 }
 
 // OwnMachines reports whether runs create their own state machines: the
@@ -142,6 +150,12 @@ func FromStack(ctx context.Context, api DescribeStacksAPI, stack string) (Resour
 			r.StateMachineRole = v
 		case k == OutputStateMachinePrefix:
 			r.StateMachinePrefix = v
+		case k == OutputHeartbeatSeconds:
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return r, stratus.FieldErrorf(stratus.EINVALID, "stack", "stack %q output %s is %q; want a positive number of seconds", stack, OutputHeartbeatSeconds, v)
+			}
+			r.HeartbeatSeconds = n
 		case strings.HasSuffix(k, StateMachineOutputSuffix):
 			r.StateMachines[k] = v
 		}

@@ -89,7 +89,9 @@ func (t *Target) Start(ctx context.Context, o StartOptions) (*Started, error) {
 	}
 	// The run is compiled once, with the config, here: what runs is what
 	// was validated (issue 11 § 2).
-	def, err := compiler.Compile(fl, lifecycle.CompileOptions(cfg))
+	opts := lifecycle.CompileOptions(cfg)
+	opts.HeartbeatSeconds = t.HeartbeatSeconds // the stack's (0: the compiler's default)
+	def, err := compiler.Compile(fl, opts)
 	if err != nil {
 		return nil, err
 	}
