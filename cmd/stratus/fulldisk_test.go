@@ -20,11 +20,10 @@ func TestRun_FullDiskEndsTheRunWithItsResult(t *testing.T) {
 		t.Skipf("cannot mount a tmpfs to fill (%v: %s)", err, strings.TrimSpace(string(out)))
 	}
 	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
-	if r := runCLI(t, "install", "--dir", dir); r.code != 0 {
-		t.Fatal(r.stderr)
-	}
 	// Ten 600 kB artifacts through the worker API: the sixth fills the disk.
-	writeTestFile(t, filepath.Join(dir, "engine.sh"), `read line
+	art := t.TempDir()
+	writeTestFile(t, filepath.Join(art, "bin"), stratusBin)
+	_, task := tinyRun(t, dir, `read line
 head -c 600000 /dev/zero | tr '\0' x > "$TMPDIR_ART/art.txt"
 i=0
 while [ $i -lt 10 ]; do
@@ -32,13 +31,7 @@ while [ $i -lt 10 ]; do
   i=$((i+1))
 done
 printf '{"subrun_report": "ok"}\n'
-`)
-	art := t.TempDir()
-	writeTestFile(t, filepath.Join(art, "bin"), stratusBin)
-	usePrimaryShellEngineEnv(t, dir, "shx", "{TMPDIR_ART: "+art+"}")
-	writeTwoStepFlow(t, dir)
-	task := filepath.Join(dir, "task.md")
-	writeTestFile(t, task, "---\nid: t-full\ntitle: Full\ntask_type: tiny\n---\nbody\n")
+`, "{TMPDIR_ART: "+art+"}", "t-full")
 
 	r := runCLI(t, "run", task, "--dir", dir)
 	if r.code != ExitInterrupted || !strings.Contains(r.stdout, ": interrupted") || !strings.Contains(r.stdout, "why:      stratus.DiskFull: the disk is full") ||

@@ -135,6 +135,26 @@ func usePrimaryShellEngineEnv(t *testing.T, dir, name, env string) {
 	writeTestFile(t, path, strings.Replace(cfg, "primary: echo", "primary: "+name, 1))
 }
 
+// tinyRun readies an installed work dir dir (made by install, or t.TempDir
+// when dir is "") for a run of flow "tiny" (writeTwoStepFlow) whose
+// primary engine is engine.sh holding engine, with the provider's env
+// overlay env ("" = none); it returns dir and the task file, id taskID.
+func tinyRun(t *testing.T, dir, engine, env, taskID string) (string, string) {
+	t.Helper()
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	if r := runCLI(t, "install", "--dir", dir); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	writeTestFile(t, filepath.Join(dir, "engine.sh"), engine)
+	usePrimaryShellEngineEnv(t, dir, "shx", env)
+	writeTwoStepFlow(t, dir)
+	task := filepath.Join(dir, "task.md")
+	writeTestFile(t, task, "---\nid: "+taskID+"\ntitle: "+taskID+"\ntask_type: tiny\n---\nbody\n")
+	return dir, task
+}
+
 // writeTwoStepFlow installs flow "tiny" in DIR: agents first, then answer,
 // then publish, with their role files.
 func writeTwoStepFlow(t *testing.T, dir string) {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -19,20 +18,12 @@ import (
 // they stream, end — and the run's end last.
 func TestRun_ProgressOfALongStep(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	if r := runCLI(t, "install", "--dir", dir); r.code != 0 {
-		t.Fatal(r.stderr)
-	}
-	writeTestFile(t, filepath.Join(dir, "engine.sh"), `read line
+	dir, task := tinyRun(t, "", `read line
 printf '{"event":"agent_step","step":1}\n'
 printf '{"event":"usage","usage":{"prompt_tokens":1200,"completion_tokens":34,"total_tokens":1234,"prompt_cache_hit_tokens":0,"prompt_cache_miss_tokens":1200,"cost_usd":0.02}}\n'
 case "$line" in *first*) sleep 4 ;; esac
 printf '{"subrun_report": "ok"}\n'
-`)
-	usePrimaryShellEngine(t, dir, "shx")
-	writeTwoStepFlow(t, dir)
-	task := filepath.Join(dir, "task.md")
-	writeTestFile(t, task, "---\nid: t-progress\ntitle: Progress\ntask_type: tiny\n---\nbody\n")
+`, "", "t-progress")
 
 	r := runWorkerCLI(t, map[string]string{EnvProgressInterval: "1s"}, "", "run", task, "--dir", dir, "--json")
 	if r.code != 0 {
@@ -71,15 +62,7 @@ printf '{"subrun_report": "ok"}\n'
 // shows it.
 func TestRun_JSONOfAnInterruptedRunEndsItsOpenStep(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	if r := runCLI(t, "install", "--dir", dir); r.code != 0 {
-		t.Fatal(r.stderr)
-	}
-	writeTestFile(t, filepath.Join(dir, "engine.sh"), "read line\nsleep 300\n")
-	usePrimaryShellEngine(t, dir, "shx")
-	writeTwoStepFlow(t, dir)
-	task := filepath.Join(dir, "task.md")
-	writeTestFile(t, task, "---\nid: t-int\ntitle: Interrupted\ntask_type: tiny\n---\nbody\n")
+	dir, task := tinyRun(t, "", "read line\nsleep 300\n", "", "t-int")
 
 	cmd := exec.Command(stratusBin, "run", task, "--dir", dir, "--json")
 	var out, errb syncBuffer

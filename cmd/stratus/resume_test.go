@@ -142,16 +142,8 @@ func alive(pid int) bool {
 // to its end from that step.
 func TestResume_AKilledOwnerLeavesNothingRunningAndTheRunResumes(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	if r := runCLI(t, "install", "--dir", dir); r.code != 0 {
-		t.Fatal(r.stderr)
-	}
 	// The engine hangs while "slow" exists, after saying who it is.
-	writeTestFile(t, filepath.Join(dir, "engine.sh"), slowEngine)
-	usePrimaryShellEngine(t, dir, "shx")
-	writeTwoStepFlow(t, dir)
-	task := filepath.Join(dir, "task.md")
-	writeTestFile(t, task, "---\nid: t-kill\ntitle: Killed\ntask_type: tiny\n---\nbody\n")
+	dir, task := tinyRun(t, "", slowEngine, "", "t-kill")
 
 	run := startRun(t, dir, task)
 	pidsFile := filepath.Join(dir, "engine.pids")
