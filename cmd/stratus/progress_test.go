@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -89,5 +91,27 @@ func TestRun_JSONOfAnInterruptedRunEndsItsOpenStep(t *testing.T) {
 	}
 	if res := decodeRun(t, out.String()); res.Status != "interrupted" {
 		t.Errorf("run_ended status %s, want interrupted", res.Status)
+	}
+}
+
+// A run interrupted before its execution started (while it was frozen or
+// recorded) exits 130, as any interrupted run does, and --json still ends
+// with run_ended (a newcomer saw exit 1 and no run_ended).
+func TestEndRun_InterruptedBeforeTheRunStarted(t *testing.T) {
+	t.Parallel()
+	var out, errb syncBuffer
+	io := IO{Out: &out, Err: &errb}
+	d := newDisplay(io, true)
+	err := endRun(io, d, true, nil, fmt.Errorf("freeze the run's flow: %w", context.Canceled))
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != ExitInterrupted {
+		t.Fatalf("endRun = %v; want exit %d", err, ExitInterrupted)
+	}
+	evs := jsonLines(t, out.String())
+	if last := evs[len(evs)-1]; last["event"] != "run_ended" || last["status"] != "interrupted" {
+		t.Errorf("stdout %s; want run_ended interrupted", out.String())
+	}
+	if !strings.Contains(errb.String(), "interrupted before the run started") {
+		t.Errorf("stderr %q", errb.String())
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/orchestrator"
 	"github.com/stratusflow/stratus/internal/progress"
@@ -165,6 +166,20 @@ func endRun(io IO, d *progress.Display, asJSON bool, res *orchestrator.Result, e
 		}
 		if b := budgetsLine(res.Budgets); b != "" {
 			fmt.Fprintf(io.Err, "  budgets spent: %s\n", b)
+		}
+		return &exitError{code: ExitInterrupted}
+	}
+	if errors.Is(err, context.Canceled) {
+		// Interrupted before its execution started (while the run was
+		// being frozen or recorded): nothing ran; a run recorded by then
+		// reads interrupted (lifecycle.Reconcile).
+		fmt.Fprintf(io.Err, "stratus: interrupted before the run started (%v)\n", err)
+		if asJSON {
+			d.RunEnded(struct {
+				Status string `json:"status"`
+				Error  string `json:"error"`
+				Cause  string `json:"cause"`
+			}{stratus.RunInterrupted, "stratus.Cancelled", "interrupted before the run started"})
 		}
 		return &exitError{code: ExitInterrupted}
 	}

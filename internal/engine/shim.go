@@ -350,8 +350,11 @@ func runShim(ctx context.Context, name string, opts ShimOptions, stdin io.Reader
 	env, err := ReadRequest(stdin)
 	if err != nil {
 		msg := err.Error()
-		if strings.HasPrefix(msg, "unsupported workflow_contract version") {
+		switch {
+		case strings.HasPrefix(msg, "unsupported workflow_contract version"):
 			msg += "; valid: 1"
+		case msg == "request line is not JSON":
+			msg += `; want one line of JSON: {"workflow_contract": 1, "id": …, "kind": …, "input": {"query": …}}`
 		}
 		em.CommandError(msg)
 		return nil

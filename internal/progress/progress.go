@@ -299,7 +299,11 @@ func (d *Display) ticking(r *running, now time.Time) string {
 	if node, _, _ := strings.Cut(r.StepRef, "#"); r.Node != "" && r.Node != node {
 		who += " " + r.Node // a supervisor turn: its job
 	}
-	return fmt.Sprintf("  %s %s  %s  %s  (attempt %d)", spinner[d.frame%len(spinner)], who, Elapsed(now.Sub(r.started)), counters(r.Event), r.Attempt)
+	line := fmt.Sprintf("  %s %s  %s  %s", spinner[d.frame%len(spinner)], who, Elapsed(now.Sub(r.started)), counters(r.Event))
+	if r.Attempt > 0 { // a publish step has none
+		line += fmt.Sprintf("  (attempt %d)", r.Attempt)
+	}
+	return line
 }
 
 // counters is "N steps, P/C tokens[, $X]" of a progress event (tokens:

@@ -33,6 +33,11 @@ func CheckPartName(name string) error {
 	if len(name) >= len(ReservedPrefix) && strings.EqualFold(name[:len(ReservedPrefix)], ReservedPrefix) {
 		return stratus.FieldErrorf(stratus.EINVALID, "name", "part name %q is reserved: names starting %q are Stratus's own files in a ctx dir (its marker %s); want another name", name, ReservedPrefix, CtxMarker)
 	}
+	if strings.EqualFold(name, ".git") {
+		// A ".git" file is a gitdir pointer: git run in the ctx dir (inside
+		// the work dir's repository) would follow it to another repository.
+		return stratus.FieldErrorf(stratus.EINVALID, "name", `part name %q is reserved: a ".git" file points git at another repository; want another name`, name)
+	}
 	return nil
 }
 

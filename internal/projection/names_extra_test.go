@@ -41,6 +41,8 @@ func TestCheckPartName_DecodedOnceNormalizedAndReserved(t *testing.T) {
 		".stratus-ctx":      "is reserved",
 		".STRATUS-CTX":      "is reserved",
 		".stratus-anything": "is reserved",
+		".git":              "points git at another repository",
+		".GIT":              "points git at another repository",
 	} {
 		err := CheckPartName(bad)
 		if err == nil || !strings.Contains(err.Error(), why) {

@@ -384,15 +384,21 @@ func (r *relay) close() {
 }
 
 // plausible is c when the worker API takes it as a cost (worker.
-// PlausibleCost), else nil — the attempt's tokens are posted all the
-// same, the attempt counted as unpriced rather than lose its tokens
-// with a refused post (issue 13 newcomer: an engine reporting 2e9 per
-// turn ran a capped run to done as if it spent nothing).
+// PlausibleCost). A cost over worker.MaxCostUSD (or infinite) is posted
+// as MaxCostUSD — any cost cap then stops the run — rather than refused
+// with the whole post, which lost the attempt's tokens and let a capped
+// run go on as if free (issue 13 newcomers: 2e9 per turn ended done). A
+// negative or NaN cost is not a cost: nil, the attempt unpriced.
 func plausible(c *float64, log io.Writer) *float64 {
 	if c == nil || worker.PlausibleCost(*c) {
 		return c
 	}
-	fmt.Fprintf(log, "runner: the engine reported cost_usd %v, not a plausible cost (0 to %g US dollars): posting its tokens without a cost\n", *c, worker.MaxCostUSD)
+	if *c > worker.MaxCostUSD {
+		fmt.Fprintf(log, "runner: the engine reported cost_usd %v, over the %g US dollars one attempt may cost: posting %g, which any cost cap stops at\n", *c, worker.MaxCostUSD, worker.MaxCostUSD)
+		m := worker.MaxCostUSD
+		return &m
+	}
+	fmt.Fprintf(log, "runner: the engine reported cost_usd %v, not a cost (0 to %g US dollars): posting its tokens without one\n", *c, worker.MaxCostUSD)
 	return nil
 }
 

@@ -353,9 +353,9 @@ printf '{"subrun_report":"done"}\n'
 }
 
 // An engine reporting a cost the worker API refuses (over 1e9 US dollars)
-// still has its tokens posted, without the cost (the attempt is
-// unpriced), instead of the whole post refused and its tokens lost.
-func TestRun_ImplausibleCostDroppedTokensKept(t *testing.T) {
+// still has its tokens posted, its cost as the 1e9 ceiling (which any cap
+// stops at), instead of the whole post refused and its tokens lost.
+func TestRun_ImplausibleCostClampedTokensKept(t *testing.T) {
 	t.Parallel()
 	f, o := setup(t, `read l
 printf '{"event":"usage","usage":{"prompt_tokens":100,"completion_tokens":10,"total_tokens":110,"prompt_cache_hit_tokens":0,"prompt_cache_miss_tokens":100,"cost_usd":2e9}}\n'
@@ -369,10 +369,10 @@ printf '{"subrun_report":"done"}\n'
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	last := f.stats[len(f.stats)-1]
-	if last.PromptTokens == nil || *last.PromptTokens != 100 || last.CostUSD != nil {
-		t.Errorf("final stats %+v; want the tokens without the cost", last)
+	if last.PromptTokens == nil || *last.PromptTokens != 100 || last.CostUSD == nil || *last.CostUSD != worker.MaxCostUSD {
+		t.Errorf("final stats %+v; want the tokens and the cost at the 1e9 ceiling", last)
 	}
-	if !strings.Contains(log.String(), "not a plausible cost") {
+	if !strings.Contains(log.String(), "over the 1e+09 US dollars one attempt may cost") {
 		t.Errorf("runner log does not say why the cost was dropped:\n%s", log.String())
 	}
 }
