@@ -262,6 +262,10 @@ default:
 	if !strings.Contains(res.Cause, "cost cap reached: $0.8500 of $0.8000") {
 		t.Errorf("why: %q", res.Cause)
 	}
+	// A supervisor turn is an engine turn: none starts past the cap.
+	if strings.Contains(r.stderr, "stratus: supervisor supervisor#") || !strings.Contains(r.stderr, "supervisor observations not started from here on: cost cap reached") {
+		t.Errorf("a supervisor turn started past the cap, or the skip was not said:\n%s", r.stderr)
+	}
 	md := readFile(t, filepath.Join(dir, ".stratus/logs/t-implementation/summary.md"))
 	if !strings.Contains(md, "cost cap reached: $0.8500 of $0.8000") || !strings.Contains(md, "Capped at $0.80.") {
 		t.Errorf("summary.md does not say the cap stopped the run:\n%s", md)
@@ -306,5 +310,36 @@ default:
 	}
 	if n := strings.Count(r.stderr, "of its $1.0000 cost cap"); n != 1 {
 		t.Errorf("the 80%% warning came %d times, want once:\n%s", n, r.stderr)
+	}
+}
+
+// A run whose last worker step takes it past its cap ends done, but the
+// supervisor's finalize turn — an engine turn — is not started: the
+// deterministic summary is written instead (issue 13 newcomers: $8 spent
+// of a $5 cap).
+func TestRun_NoSupervisorFinalizePastTheCap(t *testing.T) {
+	t.Parallel()
+	dir, task := installScript(t, "implementation", "", `
+nodes:
+  planning:
+    - report: planned
+      cost_usd: 0.10
+  implementation:
+    - report: implemented
+      cost_usd: 0.10
+  review:
+    - report: {findings: []}
+      cost_usd: 0.70
+default:
+  report: ok
+  cost_usd: 0.01
+`)
+	writeTestFile(t, task, strings.Replace(readFile(t, task), "task_type: implementation\n", "task_type: implementation\nmax_cost_usd: 0.8\n", 1))
+	r := runCLI(t, "run", task, "--dir", dir)
+	if r.code != ExitOK {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stderr, "finalize (publish#1)") || !strings.Contains(r.stderr, "supervisor finalize not started: cost cap reached") {
+		t.Errorf("the finalize turn started past the cap, or its skip was not said:\n%s", r.stderr)
 	}
 }

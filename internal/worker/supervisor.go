@@ -18,6 +18,7 @@ import (
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/fold"
 	"github.com/stratusflow/stratus/internal/launch"
+	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/prompt"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/supervisor"
@@ -192,6 +193,21 @@ func (s *Service) launchSupervisor(ctx context.Context, run stratus.Run, env *Ru
 	return nil
 }
 
+// capReached is why run may spend no more (its cost or token cap reached:
+// lifecycle.CapReached), "" when it may or has no cap. A supervisor turn
+// is an engine turn like any other: none starts past a cap (issue 13
+// newcomers: a finalize after the cap took $8 of a $5 run).
+func (s *Service) capReached(ctx context.Context, run stratus.Run) string {
+	if run.MaxCostUSD == 0 && run.MaxTokens == 0 {
+		return ""
+	}
+	sp, err := lifecycle.RunSpend(ctx, s.Store, run.ID)
+	if err != nil {
+		return ""
+	}
+	return lifecycle.CapReached(run, sp)
+}
+
 func supervisorSystem(env *RunEnv, step stratus.Step, job string) string {
 	return fmt.Sprintf("You are the read-only supervisor layer (%s turn, %s) above the Stratus flow %q for task %q.\n"+
 		"You never edit files, never request rework and never change the route.\n"+
@@ -233,6 +249,10 @@ func (s *Service) supervisorRole(ctx context.Context, run stratus.Run, env *RunE
 // degraded — and the caller publishes at once (situation 3).
 func (s *Service) startFinalize(ctx context.Context, run stratus.Run, env *RunEnv, pub stratus.Step) bool {
 	if !env.Config.Supervisor.On() {
+		return false
+	}
+	if why := s.capReached(ctx, run); why != "" {
+		s.warnf("supervisor finalize not started: %s; the deterministic report takes over", why)
 		return false
 	}
 	step, created, err := s.createSupervisorStep(ctx, run, report.JobFinalize, pub, pub.TaskToken)
@@ -573,6 +593,12 @@ func (s *Service) startObserve(ctx context.Context, env *RunEnv, observed stratu
 		return err
 	}
 	if stratus.RunTerminal(run.Status) {
+		return nil
+	}
+	if why := s.capReached(ctx, run); why != "" {
+		if s.noteOnce(run.ID, "observe-capped") {
+			s.warnf("supervisor observations not started from here on: %s", why)
+		}
 		return nil
 	}
 	step, created, err := s.createSupervisorStep(ctx, run, report.JobObserve, observed, "")
