@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -107,8 +108,10 @@ func New(ctx context.Context, cfg Config, awsCfg aws.Config, o Options) (*App, e
 			return nil, err
 		}
 	}
-	// The one call New makes, once the configuration is known to be whole.
-	key, err := secretKey(ctx, awsCfg, cfg.SecretID)
+	// The one read New makes, once the configuration is known to be whole:
+	// the current key and, during a rotation, the previous one.
+	keys := newKeyring(secretsmanagerSource(awssm.NewFromConfig(awsCfg), cfg.SecretID))
+	key, previous, err := keys.load(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +120,7 @@ func New(ctx context.Context, cfg Config, awsCfg aws.Config, o Options) (*App, e
 		Sink:         sk,
 		Tokens:       a.Tokens,
 		Launcher:     a.Launcher,
-		Minter:       &captoken.Minter{Key: key, TTL: cfg.TokenTTL},
+		Minter:       &captoken.Minter{Key: key, Previous: previous, Lookup: keys.lookup, TTL: cfg.TokenTTL},
 		APIURL:       cfg.APIURL,
 		Env:          runenv.EnvFunc(sk),
 		OnEvent:      a.logEvent,
@@ -135,8 +138,61 @@ func New(ctx context.Context, cfg Config, awsCfg aws.Config, o Options) (*App, e
 	return a, nil
 }
 
-func secretKey(ctx context.Context, awsCfg aws.Config, id string) ([]byte, error) {
-	return secretsmanagerSource(awssm.NewFromConfig(awsCfg), id).Key(ctx)
+// keyring reads the HMAC secret's versions, and again — at most once per
+// KeyReloadInterval — when a token names a key this process does not hold
+// (the secret was rotated after it read it).
+type keyring struct {
+	src interface {
+		Versions(ctx context.Context) ([]byte, []byte, error)
+	}
+	mu   sync.Mutex
+	last time.Time
+	keys map[string][]byte // by captoken.KeyID
+}
+
+// KeyReloadInterval bounds how often a token naming an unknown key makes
+// the process read the secret again.
+const KeyReloadInterval = 30 * time.Second
+
+func newKeyring(src interface {
+	Versions(ctx context.Context) ([]byte, []byte, error)
+}) *keyring {
+	return &keyring{src: src, keys: map[string][]byte{}}
+}
+
+func (k *keyring) load(ctx context.Context) (current []byte, previous [][]byte, err error) {
+	cur, prev, err := k.src.Versions(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.last = time.Now()
+	k.keys[captoken.KeyID(cur)] = cur
+	if prev != nil {
+		k.keys[captoken.KeyID(prev)] = prev
+		previous = [][]byte{prev}
+	}
+	return cur, previous, nil
+}
+
+// lookup is captoken.Minter.Lookup: the key named kid, read again from the
+// secret when it is not known and the last read is KeyReloadInterval old.
+func (k *keyring) lookup(kid string) ([]byte, bool) {
+	k.mu.Lock()
+	key, ok := k.keys[kid]
+	stale := time.Since(k.last) >= KeyReloadInterval
+	k.mu.Unlock()
+	if ok || !stale {
+		return key, ok
+	}
+	if _, _, err := k.load(context.Background()); err != nil {
+		return nil, false
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	key, ok = k.keys[kid]
+	return key, ok
 }
 
 // HandleMessage runs one dispatch-queue message body (see the function

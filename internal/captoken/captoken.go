@@ -66,16 +66,34 @@ type Claims struct {
 	Verbs   []string `json:"verbs"`
 	Exp     int64    `json:"exp"` // unix seconds
 	Nonce   string   `json:"nonce"`
+	// Kid names the key that signed the token (KeyID), so that two keys
+	// can be valid while the HMAC secret is rotated; a token without one
+	// is tried with every key the Minter knows.
+	Kid string `json:"kid,omitempty"`
+}
+
+// KeyID names key in a token's kid claim: the first 8 hex digits of its
+// SHA-256 (it reveals nothing of the key).
+func KeyID(key []byte) string {
+	sum := sha256.Sum256(key)
+	return fmt.Sprintf("%x", sum[:4])
 }
 
 // Allows reports whether the claims include verb.
 func (c Claims) Allows(verb string) bool { return slices.Contains(c.Verbs, verb) }
 
-// Minter mints and verifies tokens with one HMAC key.
+// Minter mints tokens with Key and verifies them with Key or, during a
+// rotation of the HMAC secret, with a Previous key (issue 14 § 12): a
+// token names its key (Claims.Kid), and one naming a key the Minter does
+// not know is given to Lookup, which may return it (a process that cached
+// the secret before it was rotated reads it again).
 type Minter struct {
-	Key []byte
-	TTL time.Duration    // 0 = DefaultTTL
-	Now func() time.Time // nil = time.Now
+	Key      []byte
+	Previous [][]byte // keys still accepted, not minted with
+	// Lookup, when set, returns the key named kid, or false (nil = none).
+	Lookup func(kid string) ([]byte, bool)
+	TTL    time.Duration    // 0 = DefaultTTL
+	Now    func() time.Time // nil = time.Now
 }
 
 func (m *Minter) now() time.Time {
@@ -96,7 +114,7 @@ func (m *Minter) TTLOrDefault() time.Duration {
 // Mint returns a worker token for one attempt of dispatch task tid.
 func (m *Minter) Mint(tid string, attempt int) (string, Claims, error) {
 	c := Claims{TaskID: tid, Attempt: attempt, Role: RoleWorker, Verbs: WorkerVerbs,
-		Exp: m.now().Add(m.TTLOrDefault()).Unix(), Nonce: randomString(12, nonceAlphabet)}
+		Exp: m.now().Add(m.TTLOrDefault()).Unix(), Nonce: randomString(12, nonceAlphabet), Kid: KeyID(m.Key)}
 	body, err := json.Marshal(c)
 	if err != nil {
 		return "", Claims{}, err
@@ -108,7 +126,7 @@ func (m *Minter) Mint(tid string, attempt int) (string, Claims, error) {
 // verb ReplyHuman), valid for OperatorTTL.
 func (m *Minter) MintOperator(runID string) (string, Claims, error) {
 	c := Claims{RunID: runID, Role: RoleOperator, Verbs: []string{ReplyHuman},
-		Exp: m.now().Add(OperatorTTL).Unix(), Nonce: randomString(12, nonceAlphabet)}
+		Exp: m.now().Add(OperatorTTL).Unix(), Nonce: randomString(12, nonceAlphabet), Kid: KeyID(m.Key)}
 	body, err := json.Marshal(c)
 	if err != nil {
 		return "", Claims{}, err
@@ -129,12 +147,19 @@ func (m *Minter) Verify(token string) (Claims, error) {
 	if err1 != nil || err2 != nil {
 		return Claims{}, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "malformed capability token: not URL-safe base64")
 	}
-	if !hmac.Equal(mac, m.sign(body)) {
-		return Claims{}, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "capability token signature does not verify")
-	}
 	var c Claims
 	if err := json.Unmarshal(body, &c); err != nil {
 		return Claims{}, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "malformed capability token claims")
+	}
+	verified := false
+	for _, k := range m.keysFor(c.Kid) {
+		if hmac.Equal(mac, signWith(k, body)) {
+			verified = true
+			break
+		}
+	}
+	if !verified {
+		return Claims{}, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "capability token signature does not verify")
 	}
 	if m.now().After(time.Unix(c.Exp, 0).Add(Leeway)) {
 		return Claims{}, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "capability token expired at %s", time.Unix(c.Exp, 0).UTC().Format(time.RFC3339))
@@ -142,10 +167,33 @@ func (m *Minter) Verify(token string) (Claims, error) {
 	return c, nil
 }
 
-func (m *Minter) sign(body []byte) []byte {
-	h := hmac.New(sha256.New, m.Key)
+func (m *Minter) sign(body []byte) []byte { return signWith(m.Key, body) }
+
+func signWith(key, body []byte) []byte {
+	h := hmac.New(sha256.New, key)
 	h.Write(body)
 	return h.Sum(nil)
+}
+
+// keysFor are the keys a token naming kid may be signed with: the one of
+// Key and Previous it names (else Lookup's), or all of them for a token
+// that names none.
+func (m *Minter) keysFor(kid string) [][]byte {
+	all := append([][]byte{m.Key}, m.Previous...)
+	if kid == "" {
+		return all
+	}
+	for _, k := range all {
+		if KeyID(k) == kid {
+			return [][]byte{k}
+		}
+	}
+	if m.Lookup != nil {
+		if k, ok := m.Lookup(kid); ok && KeyID(k) == kid {
+			return [][]byte{k}
+		}
+	}
+	return nil
 }
 
 func enc(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }

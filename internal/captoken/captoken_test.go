@@ -1,6 +1,7 @@
 package captoken
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,4 +88,50 @@ func TestVerify_NonCanonicalSpellingRefused(t *testing.T) {
 	if _, err := m.Verify(bad); err == nil {
 		t.Fatalf("respelled token %q verifies", bad)
 	}
+}
+
+// issue 14 § 12: rotating the HMAC secret. A token names its key (kid); a
+// Minter verifies with Key or a Previous key, so tokens minted before a
+// rotation keep working while both are held; a token naming a key it does
+// not know goes to Lookup (a process that cached the old secret reads the
+// new one); a key it does not hold at all refuses the token.
+func TestVerify_RotationKeepsBothKeysValid(t *testing.T) {
+	t.Parallel()
+	oldKey, newKey := []byte(strings.Repeat("o", 32)), []byte(strings.Repeat("n", 32))
+	before := &Minter{Key: oldKey}
+	tokOld, c, err := before.Mint("r1.a.1", 1)
+	if err != nil || c.Kid != KeyID(oldKey) || len(c.Kid) != 8 {
+		t.Fatalf("Mint: %+v, %v; want kid %s", c, err, KeyID(oldKey))
+	}
+	after := &Minter{Key: newKey, Previous: [][]byte{oldKey}}
+	tokNew, _, _ := after.Mint("r1.a.1", 1)
+	if _, err := after.Verify(tokOld); err != nil {
+		t.Errorf("a token minted before the rotation: %v", err)
+	}
+	if _, err := after.Verify(tokNew); err != nil {
+		t.Errorf("a token minted after: %v", err)
+	}
+	// A process still on the old key meets a token of the new one.
+	lookups := 0
+	stale := &Minter{Key: oldKey, Lookup: func(kid string) ([]byte, bool) {
+		lookups++
+		return newKey, kid == KeyID(newKey)
+	}}
+	if _, err := stale.Verify(tokNew); err != nil || lookups != 1 {
+		t.Errorf("a stale process verifying a new token: %v after %d lookups", err, lookups)
+	}
+	if _, err := before.Verify(tokNew); stratus.ErrorCode(err) != stratus.EUNAUTHORIZED {
+		t.Errorf("a key the Minter does not hold verified a token: %v", err)
+	}
+	// A token without kid (minted before kids) is tried with every key.
+	legacy := mintWithoutKid(t, oldKey)
+	if _, err := after.Verify(legacy); err != nil {
+		t.Errorf("a token without kid: %v", err)
+	}
+}
+
+func mintWithoutKid(t *testing.T, key []byte) string {
+	t.Helper()
+	body, _ := json.Marshal(Claims{TaskID: "r1.a.1", Attempt: 1, Role: RoleWorker, Verbs: WorkerVerbs, Exp: time.Now().Add(time.Minute).Unix(), Nonce: "n"})
+	return enc(body) + "." + enc(signWith(key, body))
 }

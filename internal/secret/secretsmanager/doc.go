@@ -11,5 +11,7 @@
 // CreateKeySecret makes such a secret for tests and for stratus itself.
 //
 // It does not create the secret on demand (a missing one is ENOTFOUND) and
-// does not rotate it.
+// does not rotate it; Versions reads the current and the previous key of a
+// rotated secret, which a process verifying tokens holds both of while
+// the rotation settles (issue 14 § 12).
 package secretsmanager

@@ -70,11 +70,34 @@ func (s *Source) Key(ctx context.Context) ([]byte, error) {
 	return append([]byte(nil), s.key...), nil
 }
 
-func (s *Source) fetch(ctx context.Context) ([]byte, error) {
+// Versions reads the secret again, uncached: its current key and, when
+// the secret has one (it was rotated), its previous key (AWSPREVIOUS;
+// nil when there is none). A process verifying tokens during a rotation
+// holds both (issue 14 § 12). Errors: as Key's.
+func (s *Source) Versions(ctx context.Context) (current, previous []byte, err error) {
+	current, err = s.fetchStage(ctx, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	previous, err = s.fetchStage(ctx, "AWSPREVIOUS")
+	if stratus.ErrorCode(err) == stratus.ENOTFOUND {
+		return current, nil, nil
+	}
+	return current, previous, err
+}
+
+func (s *Source) fetch(ctx context.Context) ([]byte, error) { return s.fetchStage(ctx, "") }
+
+// fetchStage reads the version at stage ("" = AWSCURRENT).
+func (s *Source) fetchStage(ctx context.Context, stage string) ([]byte, error) {
 	if s.id == "" {
 		return nil, stratus.FieldErrorf(stratus.EINVALID, "secret_id", "the HMAC key secret id is empty; valid: the secret's name or ARN")
 	}
-	out, err := s.client.GetSecretValue(ctx, &sm.GetSecretValueInput{SecretId: aws.String(s.id)})
+	in := &sm.GetSecretValueInput{SecretId: aws.String(s.id)}
+	if stage != "" {
+		in.VersionStage = aws.String(stage)
+	}
+	out, err := s.client.GetSecretValue(ctx, in)
 	if err != nil {
 		var nf *types.ResourceNotFoundException
 		if errors.As(err, &nf) {

@@ -196,3 +196,28 @@ func TestCreateKeySecret_ExistingNameIsConflict(t *testing.T) {
 		t.Errorf("the key changed after a refused second CreateKeySecret")
 	}
 }
+
+// issue 14 § 12: a rotated secret has a current and a previous key;
+// Versions reads both (uncached), a secret never rotated has no previous.
+func TestSource_VersionsAfterARotation(t *testing.T) {
+	t.Parallel()
+	c := client(t)
+	ctx := context.Background()
+	arn, err := secretsmanager.CreateKeySecret(ctx, c, uniqueName(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := secretsmanager.New(c, arn)
+	first, prev, err := s.Versions(ctx)
+	if err != nil || len(first) < 32 || prev != nil {
+		t.Fatalf("Versions before a rotation = %x, %x, %v; want the key and no previous", first, prev, err)
+	}
+	next := bytes.Repeat([]byte{7}, 32)
+	if _, err := c.PutSecretValue(ctx, &sm.PutSecretValueInput{SecretId: aws.String(arn), SecretString: aws.String(base64.StdEncoding.EncodeToString(next))}); err != nil {
+		t.Fatal(err)
+	}
+	cur, prev, err := s.Versions(ctx)
+	if err != nil || !bytes.Equal(cur, next) || !bytes.Equal(prev, first) {
+		t.Errorf("Versions after a rotation = %x, %x, %v; want the new key, the old one previous", cur, prev, err)
+	}
+}
