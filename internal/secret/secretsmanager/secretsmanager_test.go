@@ -149,10 +149,7 @@ func TestSource_CachesTheKeyNotFailures(t *testing.T) {
 	t.Parallel()
 	c := client(t)
 	ctx := context.Background()
-	arn, err := secretsmanager.CreateKeySecret(ctx, c, uniqueName(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	arn := keySecret(t, c)
 	cc := &counting{GetSecretValueAPI: c}
 	s := secretsmanager.New(cc, arn)
 	cc.fail.Store(true)
@@ -203,10 +200,7 @@ func TestSource_VersionsAfterARotation(t *testing.T) {
 	t.Parallel()
 	c := client(t)
 	ctx := context.Background()
-	arn, err := secretsmanager.CreateKeySecret(ctx, c, uniqueName(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	arn := keySecret(t, c)
 	s := secretsmanager.New(c, arn)
 	first, prev, err := s.Versions(ctx)
 	if err != nil || len(first) < 32 || prev != nil {
@@ -220,4 +214,14 @@ func TestSource_VersionsAfterARotation(t *testing.T) {
 	if err != nil || !bytes.Equal(cur, next) || !bytes.Equal(prev, first) {
 		t.Errorf("Versions after a rotation = %x, %x, %v; want the new key, the old one previous", cur, prev, err)
 	}
+}
+
+// keySecret creates a fresh key secret and returns its ARN.
+func keySecret(t *testing.T, c secretsmanager.CreateSecretAPI) string {
+	t.Helper()
+	arn, err := secretsmanager.CreateKeySecret(context.Background(), c, uniqueName(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return arn
 }
