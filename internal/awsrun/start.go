@@ -89,9 +89,7 @@ func (t *Target) Start(ctx context.Context, o StartOptions) (*Started, error) {
 	}
 	// The run is compiled once, with the config, here: what runs is what
 	// was validated (issue 11 § 2).
-	opts := lifecycle.CompileOptions(cfg)
-	opts.HeartbeatSeconds = t.HeartbeatSeconds // the stack's (0: the compiler's default)
-	def, err := compiler.Compile(fl, opts)
+	def, err := compiler.Compile(fl, t.compileOptions(cfg))
 	if err != nil {
 		return nil, err
 	}
@@ -229,4 +227,13 @@ func (t *Target) Resume(ctx context.Context, o ResumeOptions) (*Started, error) 
 	}
 	fmt.Fprintf(progress, "stratus: execution %s\n", x.ARN)
 	return &Started{Run: run, Env: env, Before: before}, nil
+}
+
+// compileOptions are the options a run on the stack is compiled with:
+// config.yaml's (lifecycle.CompileOptions) and the stack's heartbeat
+// window (its HeartbeatSeconds output; 0: the compiler's default).
+func (t *Target) compileOptions(cfg *config.Config) compiler.Options {
+	opts := lifecycle.CompileOptions(cfg)
+	opts.HeartbeatSeconds = t.HeartbeatSeconds
+	return opts
 }
