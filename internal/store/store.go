@@ -67,6 +67,11 @@ type Store interface {
 	// GetHandle returns a handle; ENOTFOUND when absent (expiry is the
 	// caller's check, so a 401 can say "expired" rather than "unknown").
 	GetHandle(ctx context.Context, handle string) (stratus.Handle, error)
+	// TakeHandle returns a handle and makes it unusable, atomically and
+	// once: a second TakeHandle, or a GetHandle after, is ENOTFOUND, as is
+	// an absent handle. A worker's one-time bootstrap value is such a
+	// handle (issue 14 § 11).
+	TakeHandle(ctx context.Context, handle string) (stratus.Handle, error)
 
 	// AppendDegradation appends d to its run's degradation record.
 	AppendDegradation(ctx context.Context, d stratus.Degradation) error

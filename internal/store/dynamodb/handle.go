@@ -80,9 +80,35 @@ func (s *Store) GetHandle(ctx context.Context, handle string) (stratus.Handle, e
 	it, err := s.get(ctx, handleKey(handle))
 	if err != nil {
 		return stratus.Handle{}, wrap("get handle "+quote(handle), err)
-	} else if it == nil {
+	} else if it == nil || it[attrTaken] != nil {
 		return stratus.Handle{}, stratus.Errorf(stratus.ENOTFOUND, "handle %q not found", handle)
 	}
+	return stratus.Handle{Handle: it.str("handle"), TID: it.str("tid"), Attempt: int(it.int("attempt")), ExpiresAt: it.time("expires_at")}, nil
+}
+
+// attrTaken marks a handle TakeHandle took (Sweep deletes it once it
+// expires): marking is one conditional UpdateItem, which the functions'
+// policy already allows, where a delete would need DeleteItem.
+const attrTaken = "taken"
+
+// TakeHandle marks the handle taken and returns it, once: a conditional
+// update on its not being taken; ENOTFOUND when it is absent or taken.
+func (s *Store) TakeHandle(ctx context.Context, handle string) (stratus.Handle, error) {
+	out, err := s.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       handleKey(handle),
+		UpdateExpression:          aws.String("SET #t = :t"),
+		ConditionExpression:       aws.String("attribute_exists(#pk) AND attribute_not_exists(#t)"),
+		ExpressionAttributeNames:  map[string]string{"#t": attrTaken, "#pk": PartitionKey},
+		ExpressionAttributeValues: map[string]av{":t": num(1)},
+		ReturnValues:              types.ReturnValueAllOld,
+	})
+	if awsCode(err) == "ConditionalCheckFailedException" {
+		return stratus.Handle{}, stratus.Errorf(stratus.ENOTFOUND, "handle %q not found (or already taken)", handle)
+	} else if err != nil {
+		return stratus.Handle{}, wrap("take handle "+quote(handle), err)
+	}
+	it := item(out.Attributes)
 	return stratus.Handle{Handle: it.str("handle"), TID: it.str("tid"), Attempt: int(it.int("attempt")), ExpiresAt: it.time("expires_at")}, nil
 }
 

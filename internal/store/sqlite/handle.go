@@ -21,6 +21,22 @@ func (s *Store) PutHandle(ctx context.Context, h stratus.Handle) error {
 	return nil
 }
 
+// TakeHandle deletes the handle and returns it; ENOTFOUND if it is
+// absent (or was taken).
+func (s *Store) TakeHandle(ctx context.Context, handle string) (stratus.Handle, error) {
+	h := stratus.Handle{Handle: handle}
+	var expires sql.NullInt64
+	err := s.w.QueryRowContext(ctx, "DELETE FROM handles WHERE handle = ? RETURNING tid, attempt, expires_at", handle).
+		Scan(&h.TID, &h.Attempt, &expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return stratus.Handle{}, stratus.Errorf(stratus.ENOTFOUND, "handle %q not found (or already taken)", handle)
+	} else if err != nil {
+		return stratus.Handle{}, fmt.Errorf("take handle %q: %w", handle, err)
+	}
+	h.ExpiresAt = fromMillis(expires)
+	return h, nil
+}
+
 // GetHandle returns the handle; ENOTFOUND if it is absent. An expired
 // handle is returned like any other: expiry is the caller's check.
 func (s *Store) GetHandle(ctx context.Context, handle string) (stratus.Handle, error) {

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -79,5 +80,45 @@ func (su *suite) testHandles(t *testing.T) {
 			t.Fatalf("GetHandle(%q) of an expired handle: %v", h.Handle, err)
 		}
 		checkHandle(t, got, h)
+	})
+}
+
+func (su *suite) testTakeHandle(t *testing.T) {
+	t.Parallel()
+	// issue 14 § 11: a one-time value is taken once: the first TakeHandle
+	// returns it, every later Take or Get is ENOTFOUND — concurrent takers
+	// included, exactly one of which wins.
+	t.Run("TakeHandle_Once", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		_, a := b.parents(t, 1)
+		h := b.handle(a.TID, a.N)
+		if err := b.s.PutHandle(b.ctx, h); err != nil {
+			t.Fatal(err)
+		}
+		const n = 6
+		wins := make(chan stratus.Handle, n)
+		var wg sync.WaitGroup
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if got, err := b.s.TakeHandle(b.ctx, h.Handle); err == nil {
+					wins <- got
+				} else if stratus.ErrorCode(err) != stratus.ENOTFOUND {
+					t.Errorf("TakeHandle: %v; want the handle or ENOTFOUND", err)
+				}
+			}()
+		}
+		wg.Wait()
+		close(wins)
+		if len(wins) != 1 {
+			t.Fatalf("%d of %d concurrent takers got the handle; want exactly 1", len(wins), n)
+		}
+		checkHandle(t, <-wins, h)
+		_, err := b.s.GetHandle(b.ctx, h.Handle)
+		wantCode(t, "GetHandle of a taken handle", err, stratus.ENOTFOUND)
+		_, err = b.s.TakeHandle(b.ctx, "wh-"+b.key("absent"))
+		wantCode(t, "TakeHandle of an absent handle", err, stratus.ENOTFOUND)
 	})
 }

@@ -32,6 +32,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Attempt", su.testAttempts)
 	t.Run("Output", su.testOutput)
 	t.Run("Handle", su.testHandles)
+	t.Run("TakeHandle", su.testTakeHandle)
 	t.Run("Time", su.testTimes)
 	t.Run("CompleteAttempt", su.testCompleteAttempt)
 	t.Run("Degradation", su.testDegradations)
