@@ -38,6 +38,7 @@ import (
 	"github.com/stratusflow/stratus/internal/awsapp"
 	"github.com/stratusflow/stratus/internal/awsrun"
 	"github.com/stratusflow/stratus/internal/awstest"
+	"github.com/stratusflow/stratus/internal/captoken"
 	"github.com/stratusflow/stratus/internal/compiler"
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/flow"
@@ -115,6 +116,7 @@ func TestAWS_ImplementationFlowEndToEndOnMoto(t *testing.T) {
 		"--poll-interval", "200ms"}, IO{In: strings.NewReader(""), Out: &out, Err: &errb})
 	runWall := time.Since(start)
 	cliOps := cli.snapshot() // before the status commands below add theirs
+	checkBootstrapsSpent(t, fns)
 	fns.stop()
 	if code != ExitOK {
 		t.Fatalf("stratus run --target aws: exit %d\nstderr:\n%s\nfunctions' log:\n%s\nrunner logs:\n%s", code, errb.String(), fns.log.String(), fns.launcher.logs())
@@ -742,6 +744,36 @@ func (f *functions) checkRunTask(t *testing.T, l workerLaunch) {
 	}
 	if !strings.HasPrefix(l.ARN, "arn:aws:ecs:") {
 		t.Errorf("RunTask of %s answered task %q", l.Spec.TaskID, l.ARN)
+	}
+	// issue 14 § 11: what RunTask carried (ecs:DescribeTasks, CloudTrail)
+	// is a one-time bootstrap value, worthless once the worker started.
+	if !strings.HasPrefix(l.Spec.Handle, captoken.BootstrapPrefix) {
+		t.Errorf("RunTask of %s carries %q; want a one-time %s… bootstrap value, never the handle", l.Spec.TaskID, l.Spec.Handle, captoken.BootstrapPrefix)
+	}
+}
+
+// checkBootstrapsSpent tries, while the worker API still serves, the value
+// each RunTask carried: a one-time bootstrap value its worker exchanged
+// when it started, so every use is a 401 (issue 14 § 11).
+func checkBootstrapsSpent(t *testing.T, f *functions) {
+	t.Helper()
+	f.launcher.mu.Lock()
+	runs := slices.Clone(f.launcher.runs)
+	f.launcher.mu.Unlock()
+	for _, l := range runs {
+		for _, c := range []struct{ method, path string }{{"POST", "/v1/worker/bootstrap"}, {"GET", "/v1/worker/prompt?task_id=" + l.Spec.TaskID}} {
+			req, _ := http.NewRequest(c.method, f.apiURL+c.path, nil)
+			req.Header.Set("Authorization", "Bearer "+l.Spec.Handle)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Errorf("%s %s: %v", c.method, c.path, err)
+				continue
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("%s %s with the value RunTask carried for %s: %d; want 401 (it was exchanged when the worker started)", c.method, c.path, l.Spec.TaskID, resp.StatusCode)
+			}
+		}
 	}
 }
 

@@ -67,6 +67,10 @@ func setup(t *testing.T) *fixture {
 		Minter: &captoken.Minter{Key: []byte("0123456789abcdef0123456789abcdef")},
 		APIURL: "https://api.example.test",
 		Env:    func(context.Context, string) (*worker.RunEnv, error) { return env, nil }}
+	f.launch.Exchange = func(ctx context.Context, v string) (string, error) { // the runner's exchange
+		b, err := f.svc.ExchangeBootstrap(ctx, "Bearer "+v)
+		return b.Handle, err
+	}
 	run := stratus.Run{ID: "r1", TaskID: "t1", TaskTitle: "A task", Flow: "implementation", Status: stratus.RunRunning,
 		WorkDir: dir, TaskPath: filepath.Join(dir, "task.md"), CreatedAt: time.Now()}
 	if err := st.CreateRun(context.Background(), run); err != nil {

@@ -232,9 +232,26 @@ func TestApp_DispatchThenWorkerAPIOnMoto(t *testing.T) {
 		t.Errorf("no s3://%s/%s: %v", s.env[awsapp.EnvBucket], key, err)
 	}
 
+	// issue 14 § 11: the launch carried a one-time bootstrap value; the
+	// worker exchanges it for its handle (and it works only once).
+	exchange := func() *httptest.ResponseRecorder {
+		req := httptest.NewRequest("POST", "https://abc123.execute-api.us-east-1.amazonaws.com/v1/worker/bootstrap", nil)
+		req.Header.Set("authorization", "Bearer "+specs[0].Handle)
+		w := httptest.NewRecorder()
+		api.HTTPHandler().ServeHTTP(w, req)
+		return w
+	}
+	w := exchange()
+	var boot worker.Bootstrapped
+	if w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), &boot) != nil || !strings.HasPrefix(boot.Handle, "wh-") || boot.TaskID != specs[0].TaskID {
+		t.Fatalf("bootstrap = %d %s", w.Code, w.Body)
+	}
+	if w := exchange(); w.Code != http.StatusUnauthorized {
+		t.Errorf("a second exchange of the bootstrap value = %d %s; want 401", w.Code, w.Body)
+	}
 	req := httptest.NewRequest("GET", "https://abc123.execute-api.us-east-1.amazonaws.com/v1/worker/prompt?task_id="+specs[0].TaskID, nil)
-	req.Header.Set("authorization", "Bearer "+specs[0].Handle)
-	w := httptest.NewRecorder()
+	req.Header.Set("authorization", "Bearer "+boot.Handle)
+	w = httptest.NewRecorder()
 	api.HTTPHandler().ServeHTTP(w, req)
 	if w.Code != http.StatusOK {
 		t.Fatalf("prompt = %d %s", w.Code, w.Body)

@@ -210,6 +210,15 @@ const (
 // HandlePrefix starts every short handle.
 const HandlePrefix = "wh-"
 
+// BootstrapPrefix starts a worker's one-time bootstrap value: what its
+// launch carries (RunTask's environment, readable with ecs:DescribeTasks)
+// in place of the handle, exchanged once for it (issue 14 § 11).
+const BootstrapPrefix = "wb-"
+
+// NewBootstrap returns a fresh bootstrap value: "wb-" and 24 characters
+// of [a-z0-9] (124 bits).
+func NewBootstrap() string { return BootstrapPrefix + randomString(24, handleAlphabet) }
+
 // NewHandle returns a fresh short handle: "wh-" + 8 characters of [a-z0-9].
 func NewHandle() string { return HandlePrefix + randomString(8, handleAlphabet) }
 

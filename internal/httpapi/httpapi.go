@@ -94,6 +94,7 @@ func New(s *worker.Service) *Handler {
 	h.mux.HandleFunc("POST /v1/worker/result", h.wrap(h.result))
 	h.mux.HandleFunc("POST /v1/worker/artifact", h.wrap(h.artifact))
 	h.mux.HandleFunc("POST /v1/worker/stats", h.wrap(h.stats))
+	h.mux.HandleFunc("POST /v1/worker/bootstrap", h.wrap(h.bootstrap))
 	h.mux.HandleFunc("GET /v1/worker/prompt/system", h.wrap(h.system))
 	h.mux.HandleFunc("POST /v1/worker/degradation", h.wrap(h.degradation))
 	h.mux.HandleFunc("GET /v1/worker/workspace/blob", h.wrap(h.readBlob))
@@ -342,6 +343,17 @@ func (h *Handler) renderSize(w http.ResponseWriter, r *http.Request) error {
 }
 
 // POST /v1/worker/stats (seed 001 § StatsBody; every field optional).
+// POST /v1/worker/bootstrap (issue 14 § 11): the worker's one-time
+// bootstrap value, exchanged for its step's handle.
+func (h *Handler) bootstrap(w http.ResponseWriter, r *http.Request) error {
+	b, err := h.Service.ExchangeBootstrap(r.Context(), r.Header.Get("Authorization"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, b)
+	return nil
+}
+
 func (h *Handler) stats(w http.ResponseWriter, r *http.Request) error {
 	var st worker.Stats
 	if err := h.decodeJSON(r, &st); err != nil {

@@ -74,6 +74,10 @@ func setupFlow(tb testing.TB, files map[string]string) *bundle {
 	b.svc = &worker.Service{Store: st, Sink: fs.New(dir), Tokens: b.tokens, Launcher: b.launch,
 		Minter: &captoken.Minter{Key: []byte("0123456789abcdef0123456789abcdef")},
 		Env:    func(context.Context, string) (*worker.RunEnv, error) { return env, nil }}
+	b.launch.Exchange = func(ctx context.Context, v string) (string, error) { // the runner's exchange
+		b, err := b.svc.ExchangeBootstrap(ctx, "Bearer "+v)
+		return b.Handle, err
+	}
 	b.handler = httpapi.New(b.svc)
 	b.srv = httptest.NewServer(b.handler)
 	tb.Cleanup(b.srv.Close)

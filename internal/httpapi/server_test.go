@@ -27,7 +27,7 @@ func TestBodyIdle_AStalledBodyIsCutSlowOneIsRead(t *testing.T) {
 		}
 		got <- string(b)
 		w.Write([]byte("ok"))
-	}), 300*time.Millisecond)
+	}), time.Second)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -57,19 +57,19 @@ func TestBodyIdle_AStalledBodyIsCutSlowOneIsRead(t *testing.T) {
 	}
 	// Stalled: 1 of 100 bytes, then nothing.
 	line, took := send([]string{"x"}, 0)
-	if took > 3*time.Second || strings.Contains(line, "200") {
+	if took > 4*time.Second || strings.Contains(line, "200") {
 		t.Errorf("a stalled body: %q after %v; want the connection cut within the idle timeout", line, took)
 	}
 	if g := <-got; g != "error" {
 		t.Errorf("the handler read %q from a stalled body", g)
 	}
-	// Slow but steady: 10 chunks of 10 bytes, 100 ms apart (1 s in all,
-	// over three idle timeouts).
+	// Slow but steady: 10 chunks of 10 bytes, 300 ms apart (3 s in all,
+	// three idle timeouts).
 	chunks := make([]string, 10)
 	for i := range chunks {
 		chunks[i] = strings.Repeat("y", 10)
 	}
-	if line, _ := send(chunks, 100*time.Millisecond); !strings.Contains(line, "200") {
+	if line, _ := send(chunks, 300*time.Millisecond); !strings.Contains(line, "200") {
 		t.Errorf("a slow, steady body: %q; want 200", line)
 	}
 	if g := <-got; g != strings.Repeat("y", 100) {

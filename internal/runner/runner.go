@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stratusflow/stratus/internal/captoken"
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/contract"
 	"github.com/stratusflow/stratus/internal/launch"
@@ -91,6 +92,19 @@ func Run(ctx context.Context, o Options) error {
 		o.HeartbeatInterval = 60 * time.Second
 	}
 	c := &workerclient.Client{BaseURL: o.APIURL, Credential: o.Handle}
+	if strings.HasPrefix(o.Handle, captoken.BootstrapPrefix) {
+		// Launched with a one-time bootstrap value (what RunTask's
+		// environment shows): exchange it for the step's handle, which
+		// the engine gets (STRATUS_HANDLE) and nothing outside sees.
+		b, err := c.Bootstrap(ctx)
+		if err != nil {
+			return fmt.Errorf("exchange the bootstrap value: %w", err)
+		}
+		o.Handle = b.Handle
+		if o.TaskID == "" {
+			o.TaskID = b.TaskID
+		}
+	}
 	p, err := c.Prompt(ctx, o.TaskID)
 	if err != nil {
 		return fmt.Errorf("fetch prompt: %w", err)

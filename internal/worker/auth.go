@@ -38,6 +38,9 @@ func (s *Service) Authorize(ctx context.Context, authorization, verb, tid string
 	if cred == "" {
 		return nil, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "Bearer without a credential; valid: Bearer <wh- handle or capability token>")
 	}
+	if strings.HasPrefix(cred, captoken.BootstrapPrefix) {
+		return nil, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "a bootstrap value (%s…) is no credential: exchange it once at POST /v1/worker/bootstrap for the step's handle", captoken.BootstrapPrefix)
+	}
 	var owner string
 	var attempt int
 	if strings.HasPrefix(cred, captoken.HandlePrefix) {
@@ -81,6 +84,43 @@ func (s *Service) Authorize(ctx context.Context, authorization, verb, tid string
 		}
 	}
 	return &Caller{Step: st, Attempt: att, Latest: latest.N, Run: run, Env: env}, nil
+}
+
+// Bootstrapped is what POST /v1/worker/bootstrap answers: the step's
+// handle and the attempt it is for.
+type Bootstrapped struct {
+	Handle  string `json:"handle"`
+	TaskID  string `json:"task_id"`
+	Attempt int    `json:"attempt"`
+}
+
+// ExchangeBootstrap serves POST /v1/worker/bootstrap (issue 14 § 11): the
+// one-time value a worker was launched with (Authorization: Bearer wb-…)
+// is taken — it never works again — and a fresh handle for the same
+// attempt, expiring when the value would have, is returned. A launch's
+// environment (RunTask overrides: ecs:DescribeTasks, CloudTrail) thus
+// holds nothing of use once its worker has started. Errors: EUNAUTHORIZED
+// for a missing, unknown, already exchanged or expired value.
+func (s *Service) ExchangeBootstrap(ctx context.Context, authorization string) (Bootstrapped, error) {
+	scheme, cred, _ := strings.Cut(strings.TrimSpace(authorization), " ")
+	cred = strings.TrimSpace(cred)
+	if !strings.EqualFold(scheme, "Bearer") || !strings.HasPrefix(cred, captoken.BootstrapPrefix) {
+		return Bootstrapped{}, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "want Bearer %s<value>, the bootstrap value the worker was launched with", captoken.BootstrapPrefix)
+	}
+	b, err := s.Store.TakeHandle(ctx, cred)
+	if stratus.ErrorCode(err) == stratus.ENOTFOUND {
+		return Bootstrapped{}, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "bootstrap value unknown or already exchanged (it works once)")
+	} else if err != nil {
+		return Bootstrapped{}, err
+	}
+	if !b.ExpiresAt.IsZero() && s.now().After(b.ExpiresAt) {
+		return Bootstrapped{}, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "bootstrap value expired at %s", b.ExpiresAt.Format("2006-01-02T15:04:05Z07:00"))
+	}
+	h := stratus.Handle{Handle: newHandle(), TID: b.TID, Attempt: b.Attempt, ExpiresAt: b.ExpiresAt}
+	if err := s.Store.PutHandle(ctx, h); err != nil {
+		return Bootstrapped{}, err
+	}
+	return Bootstrapped{Handle: h.Handle, TaskID: h.TID, Attempt: h.Attempt}, nil
 }
 
 // fence refuses a write that can no longer count: the run is terminal, a

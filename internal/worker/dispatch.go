@@ -363,7 +363,10 @@ func (s *Service) launchAttempt(ctx context.Context, run stratus.Run, env *RunEn
 	if res.TimeoutSeconds > 0 {
 		ttl = max(ttl, time.Duration(res.TimeoutSeconds+compiler.TimeoutGraceSeconds)*time.Second)
 	}
-	h := stratus.Handle{Handle: newHandle(), TID: step.TID, Attempt: n, ExpiresAt: s.now().Add(ttl)}
+	// The worker starts with a one-time bootstrap value, exchanged for its
+	// handle (ExchangeBootstrap): what its launch carries is worthless
+	// once it has started.
+	h := stratus.Handle{Handle: newBootstrap(), TID: step.TID, Attempt: n, ExpiresAt: s.now().Add(ttl)}
 	if err := s.Store.PutHandle(ctx, h); err != nil {
 		return err
 	}

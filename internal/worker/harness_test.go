@@ -104,6 +104,10 @@ func newRig(t *testing.T, o rigOptions) *rig {
 			defer r.mu.Unlock()
 			r.warnings = append(r.warnings, fmt.Sprintf(format, args...))
 		}}
+	r.launcher.Exchange = func(ctx context.Context, v string) (string, error) { // the runner's exchange
+		b, err := r.svc.ExchangeBootstrap(ctx, "Bearer "+v)
+		return b.Handle, err
+	}
 	r.run = stratus.Run{ID: "r1", TaskID: "t1", TaskTitle: "A task", Flow: fl.Name, Status: stratus.RunRunning,
 		WorkDir: dir, TaskPath: filepath.Join(dir, "task.md"), CreatedAt: time.Now()}
 	if o.workspace {

@@ -134,7 +134,14 @@ func (p *playWorker) play(s launch.Spec) {
 	p.seen[node.ID]++
 	visit := p.seen[node.ID]
 	p.mu.Unlock()
-	auth := "Bearer " + s.Handle
+	b, err := p.svc.ExchangeBootstrap(ctx, "Bearer "+s.Handle) // as its runner does first
+	if err != nil {
+		p.mu.Lock()
+		p.errs = append(p.errs, err)
+		p.mu.Unlock()
+		return
+	}
+	auth := "Bearer " + b.Handle
 	var body []byte
 	ok := true
 	switch {

@@ -113,9 +113,17 @@ type stopLauncher struct {
 	mu       sync.Mutex
 	launched []launch.Spec
 	stopped  []string
+	svc      *Service // set: the launched worker's bootstrap value is exchanged, as its runner does
 }
 
-func (l *stopLauncher) Launch(_ context.Context, s launch.Spec) (string, error) {
+func (l *stopLauncher) Launch(ctx context.Context, s launch.Spec) (string, error) {
+	if l.svc != nil {
+		b, err := l.svc.ExchangeBootstrap(ctx, "Bearer "+s.Handle)
+		if err != nil {
+			return "", err
+		}
+		s.Handle = b.Handle
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.launched = append(l.launched, s)
@@ -157,7 +165,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // is refused.
 func TestDispatch_StopMessageStopsTheTimedOutWorker(t *testing.T) {
 	r := newRig(t, rigOptions{flow: buildPublishFlow})
-	launcher := &stopLauncher{}
+	launcher := &stopLauncher{svc: r.svc}
 	r.svc.Launcher = launcher
 	clock := &manualClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	var dispatches sync.WaitGroup
@@ -238,7 +246,7 @@ func TestDispatch_StopMessageStopsTheTimedOutWorker(t *testing.T) {
 // message needs no task token.
 func TestDispatch_StopMessageKeepsAnEndedStep(t *testing.T) {
 	r := newRig(t, rigOptions{flow: buildPublishFlow})
-	launcher := &stopLauncher{}
+	launcher := &stopLauncher{svc: r.svc}
 	r.svc.Launcher = launcher
 	ctx := context.Background()
 	if err := r.svc.Dispatch(ctx, Message{RunID: "r1", Node: "publish", Kind: compiler.KindStop}); err != nil {

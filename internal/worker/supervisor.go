@@ -173,7 +173,7 @@ func (s *Service) launchSupervisor(ctx context.Context, run stratus.Run, env *Ru
 	if err := s.Sink.Put(ctx, path.Join(logDir, "rendered-prompt.md"), []byte(redact(rendered))); err != nil {
 		return fmt.Errorf("save rendered prompt: %w", err)
 	}
-	h := stratus.Handle{Handle: newHandle(), TID: step.TID, Attempt: 1, ExpiresAt: s.now().Add(s.Minter.TTLOrDefault())}
+	h := stratus.Handle{Handle: newBootstrap(), TID: step.TID, Attempt: 1, ExpiresAt: s.now().Add(s.Minter.TTLOrDefault())}
 	if err := s.Store.PutHandle(ctx, h); err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ import (
 	"github.com/stratusflow/stratus/internal/task"
 )
 
-var newHandle = captoken.NewHandle
+var newHandle, newBootstrap = captoken.NewHandle, captoken.NewBootstrap
 
 // Files of the ctx dir the variables point at (seed 004 § Template
 // variables, worc flow-authoring.md § Where a node's output goes). Each is

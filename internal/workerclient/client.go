@@ -168,6 +168,19 @@ func (c *Client) Fail(ctx context.Context, taskID, terminal, reason string) erro
 }
 
 // Stats relays counters (POST /v1/worker/stats).
+// Bootstrap exchanges the client's credential, the one-time bootstrap
+// value a worker is launched with, for the step's handle (POST
+// /v1/worker/bootstrap, issue 14 § 11) and makes the handle the client's
+// credential. The value works once: a second call is a 401.
+func (c *Client) Bootstrap(ctx context.Context) (worker.Bootstrapped, error) {
+	var b worker.Bootstrapped
+	if err := c.do(ctx, "POST", "/v1/worker/bootstrap", "", nil, &b); err != nil {
+		return b, err
+	}
+	c.Credential = b.Handle
+	return b, nil
+}
+
 func (c *Client) Stats(ctx context.Context, s worker.Stats) error {
 	body, _ := json.Marshal(s)
 	return c.do(ctx, "POST", "/v1/worker/stats", "application/json", body, nil)

@@ -7,10 +7,12 @@ package workertest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -110,10 +112,22 @@ func (t *FakeTokens) Counts() (successes, failures int) {
 type FakeLauncher struct {
 	mu    sync.Mutex
 	specs []launch.Spec
+	// Exchange, when set, plays the worker's runner: a spec launched with
+	// a one-time bootstrap value has it exchanged for the step's handle
+	// (worker.Service.ExchangeBootstrap) and is recorded with the handle,
+	// as the tests then use it.
+	Exchange func(ctx context.Context, bootstrap string) (handle string, err error)
 }
 
 // Launch records s.
-func (l *FakeLauncher) Launch(_ context.Context, s launch.Spec) (string, error) {
+func (l *FakeLauncher) Launch(ctx context.Context, s launch.Spec) (string, error) {
+	if l.Exchange != nil && strings.HasPrefix(s.Handle, "wb-") {
+		h, err := l.Exchange(ctx, s.Handle)
+		if err != nil {
+			return "", fmt.Errorf("exchange the bootstrap value: %w", err)
+		}
+		s.Handle = h
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.specs = append(l.specs, s)
