@@ -24,30 +24,27 @@ func (s *Store) PutHandle(ctx context.Context, h stratus.Handle) error {
 // TakeHandle deletes the handle and returns it; ENOTFOUND if it is
 // absent (or was taken).
 func (s *Store) TakeHandle(ctx context.Context, handle string) (stratus.Handle, error) {
-	h := stratus.Handle{Handle: handle}
-	var expires sql.NullInt64
-	err := s.w.QueryRowContext(ctx, "DELETE FROM handles WHERE handle = ? RETURNING tid, attempt, expires_at", handle).
-		Scan(&h.TID, &h.Attempt, &expires)
-	if errors.Is(err, sql.ErrNoRows) {
-		return stratus.Handle{}, stratus.Errorf(stratus.ENOTFOUND, "handle %q not found (or already taken)", handle)
-	} else if err != nil {
-		return stratus.Handle{}, fmt.Errorf("take handle %q: %w", handle, err)
-	}
-	h.ExpiresAt = fromMillis(expires)
-	return h, nil
+	row := s.w.QueryRowContext(ctx, "DELETE FROM handles WHERE handle = ? RETURNING tid, attempt, expires_at", handle)
+	return scanHandle(row, handle, "take", " (or already taken)")
 }
 
 // GetHandle returns the handle; ENOTFOUND if it is absent. An expired
 // handle is returned like any other: expiry is the caller's check.
 func (s *Store) GetHandle(ctx context.Context, handle string) (stratus.Handle, error) {
+	row := s.r.QueryRowContext(ctx, "SELECT tid, attempt, expires_at FROM handles WHERE handle = ?", handle)
+	return scanHandle(row, handle, "get", "")
+}
+
+// scanHandle reads handle's (tid, attempt, expires_at) row; verb and
+// absent word its errors.
+func scanHandle(row *sql.Row, handle, verb, absent string) (stratus.Handle, error) {
 	h := stratus.Handle{Handle: handle}
 	var expires sql.NullInt64
-	err := s.r.QueryRowContext(ctx, "SELECT tid, attempt, expires_at FROM handles WHERE handle = ?", handle).
-		Scan(&h.TID, &h.Attempt, &expires)
+	err := row.Scan(&h.TID, &h.Attempt, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
-		return stratus.Handle{}, stratus.Errorf(stratus.ENOTFOUND, "handle %q not found", handle)
+		return stratus.Handle{}, stratus.Errorf(stratus.ENOTFOUND, "handle %q not found%s", handle, absent)
 	} else if err != nil {
-		return stratus.Handle{}, fmt.Errorf("get handle %q: %w", handle, err)
+		return stratus.Handle{}, fmt.Errorf("%s handle %q: %w", verb, handle, err)
 	}
 	h.ExpiresAt = fromMillis(expires)
 	return h, nil
