@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -24,6 +25,13 @@ type Envelope struct {
 	Input            json.RawMessage `json:"input"`
 }
 
+// ReadRequest's refusals, whose text is the reference engine's
+// command_error (a caller may add to it: errors.Is).
+var (
+	ErrNotJSON = errors.New("request line is not JSON")
+	ErrVersion = errors.New("unsupported workflow_contract version")
+)
+
 // ReadRequest reads the one request line and returns the call's input. A
 // bare input line without the envelope is accepted (seed 003 § 7.1). A
 // workflow_contract other than 1 is refused with the error text the
@@ -38,7 +46,7 @@ func ReadRequest(r io.Reader) (Envelope, error) {
 	if err := json.Unmarshal([]byte(line), &probe); err != nil {
 		// Not an object: a bare non-object input line.
 		if !json.Valid([]byte(line)) {
-			return Envelope{}, fmt.Errorf("request line is not JSON")
+			return Envelope{}, ErrNotJSON
 		}
 		return Envelope{Input: json.RawMessage(line)}, nil
 	}
@@ -51,7 +59,7 @@ func ReadRequest(r io.Reader) (Envelope, error) {
 		return Envelope{}, fmt.Errorf("request line: %v", err)
 	}
 	if strings.TrimSpace(string(v)) != "1" {
-		return env, fmt.Errorf("unsupported workflow_contract version %s", strings.TrimSpace(string(v)))
+		return env, fmt.Errorf("%w %s", ErrVersion, strings.TrimSpace(string(v)))
 	}
 	if env.Input == nil {
 		env.Input = json.RawMessage("null")

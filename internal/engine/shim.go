@@ -351,9 +351,9 @@ func runShim(ctx context.Context, name string, opts ShimOptions, stdin io.Reader
 	if err != nil {
 		msg := err.Error()
 		switch {
-		case strings.HasPrefix(msg, "unsupported workflow_contract version"):
+		case errors.Is(err, ErrVersion):
 			msg += "; valid: 1"
-		case msg == "request line is not JSON":
+		case errors.Is(err, ErrNotJSON):
 			msg += `; want one line of JSON: {"workflow_contract": 1, "id": …, "kind": …, "input": {"query": …}}`
 		}
 		em.CommandError(msg)

@@ -27,16 +27,9 @@ type Caller struct {
 // Errors: EUNAUTHORIZED for a missing, malformed, unknown or expired
 // credential; EFORBIDDEN for another task's credential or a verb outside it.
 func (s *Service) Authorize(ctx context.Context, authorization, verb, tid string) (*Caller, error) {
-	scheme, cred, _ := strings.Cut(strings.TrimSpace(authorization), " ")
-	cred = strings.TrimSpace(cred)
-	if authorization == "" {
-		return nil, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "missing; valid: Bearer <wh- handle or capability token>")
-	}
-	if !strings.EqualFold(scheme, "Bearer") {
-		return nil, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "scheme %q is not supported; valid: Bearer <wh- handle or capability token>", scheme)
-	}
-	if cred == "" {
-		return nil, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "Bearer without a credential; valid: Bearer <wh- handle or capability token>")
+	cred, err := bearer(authorization, "wh- handle or capability token")
+	if err != nil {
+		return nil, err
 	}
 	if strings.HasPrefix(cred, captoken.BootstrapPrefix) {
 		return nil, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "a bootstrap value (%s…) is no credential: exchange it once at POST /v1/worker/bootstrap for the step's handle", captoken.BootstrapPrefix)
@@ -86,6 +79,24 @@ func (s *Service) Authorize(ctx context.Context, authorization, verb, tid string
 	return &Caller{Step: st, Attempt: att, Latest: latest.N, Run: run, Env: env}, nil
 }
 
+// bearer is the credential of an "Authorization: Bearer <credential>"
+// value (the scheme in any letter case); valid names what it should hold
+// in the error. Errors: EUNAUTHORIZED for a missing value, another
+// scheme, or no credential.
+func bearer(authorization, valid string) (string, error) {
+	scheme, cred, _ := strings.Cut(strings.TrimSpace(authorization), " ")
+	cred = strings.TrimSpace(cred)
+	switch {
+	case authorization == "":
+		return "", stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "missing; valid: Bearer <%s>", valid)
+	case !strings.EqualFold(scheme, "Bearer"):
+		return "", stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "scheme %q is not supported; valid: Bearer <%s>", scheme, valid)
+	case cred == "":
+		return "", stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "Bearer without a credential; valid: Bearer <%s>", valid)
+	}
+	return cred, nil
+}
+
 // Bootstrapped is what POST /v1/worker/bootstrap answers: the step's
 // handle and the attempt it is for.
 type Bootstrapped struct {
@@ -102,9 +113,11 @@ type Bootstrapped struct {
 // holds nothing of use once its worker has started. Errors: EUNAUTHORIZED
 // for a missing, unknown, already exchanged or expired value.
 func (s *Service) ExchangeBootstrap(ctx context.Context, authorization string) (Bootstrapped, error) {
-	scheme, cred, _ := strings.Cut(strings.TrimSpace(authorization), " ")
-	cred = strings.TrimSpace(cred)
-	if !strings.EqualFold(scheme, "Bearer") || !strings.HasPrefix(cred, captoken.BootstrapPrefix) {
+	cred, err := bearer(authorization, captoken.BootstrapPrefix+"<value>, the bootstrap value the worker was launched with")
+	if err != nil {
+		return Bootstrapped{}, err
+	}
+	if !strings.HasPrefix(cred, captoken.BootstrapPrefix) {
 		return Bootstrapped{}, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "want Bearer %s<value>, the bootstrap value the worker was launched with", captoken.BootstrapPrefix)
 	}
 	b, err := s.Store.TakeHandle(ctx, cred)
