@@ -44,7 +44,7 @@ func runLoadedVector(t *testing.T, v contracttest.Vector) {
 }
 
 // loadSlack is added to a vector's max_wall_ms (see runVector).
-const loadSlack = 3 * time.Second
+const loadSlack = 10 * time.Second
 
 // checked is res in the shape contracttest checks.
 func checked(res Result) contracttest.Result {
