@@ -135,12 +135,15 @@ printf '{"subrun_report": "ok"}\n'
 	var last result
 	deadline := time.Now().Add(60 * time.Second)
 	for {
+		// Running, and its engine started (the worker exchanged its
+		// bootstrap value and fetched its prompt first): cancel then.
 		last = runCLI(t, append([]string{"status", started.RunID}, flags...)...)
-		if strings.Contains(last.stdout, "first#1          first          running") {
+		pids, _ := filepath.Glob(filepath.Join(spy, "pid-*.txt"))
+		if strings.Contains(last.stdout, "first#1          first          running") && len(pids) > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the second run's first step does not run within 60 s:\n%s%s", last.stdout, last.stderr)
+			t.Fatalf("the second run's first step does not run its engine within 60 s:\n%s%s", last.stdout, last.stderr)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
