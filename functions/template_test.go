@@ -17,6 +17,7 @@ import (
 
 	"github.com/stratusflow/stratus/internal/awsapp"
 	"github.com/stratusflow/stratus/internal/store/dynamodb"
+	"github.com/stratusflow/stratus/internal/worker"
 )
 
 const templatePath = "../template.yaml"
@@ -230,8 +231,15 @@ func TestTemplate_EveryCodeUriIsAFunctionDir(t *testing.T) {
 		if a := asList(tp.fnProp(id, "Architectures")); len(a) != 1 || str(a[0]) != "arm64" {
 			t.Errorf("%s: Architectures = %v; want [arm64]", id, a)
 		}
-		if m, ok := tp.fnProp(id, "MemorySize").(float64); !ok || m > 256 {
-			t.Errorf("%s: MemorySize = %v; want at most 256", id, tp.fnProp(id, "MemorySize"))
+		// The worker API holds an uploaded body of up to MaxUploadBytes
+		// (at most 64 MiB) and its copies in memory (issue 14 § 8); the
+		// other functions move references.
+		limit := 256.0
+		if id == "WorkerApiFunction" {
+			limit = 512
+		}
+		if m, ok := tp.fnProp(id, "MemorySize").(float64); !ok || m > limit {
+			t.Errorf("%s: MemorySize = %v; want at most %v", id, tp.fnProp(id, "MemorySize"), limit)
 		}
 	}
 	for _, name := range functionDirs(t) {
@@ -847,6 +855,19 @@ func TestTemplate_HardenedForRealTraffic(t *testing.T) {
 	lifecycle, _ := json.Marshal(tp.props("DataBucket")["LifecycleConfiguration"])
 	if !strings.Contains(string(lifecycle), `"expire-current-objects"`) || !strings.Contains(string(lifecycle), "DataExpirationDays") {
 		t.Errorf("no expiry of current objects: %s", lifecycle)
+	}
+	// issue 14 § 8: uploads, bounded as the worker API's configuration
+	// allows, and never kept past a day.
+	up := tp.params["MaxUploadBytes"]
+	if up["Default"] != float64(worker.DefaultMaxUploadBytes) || up["MaxValue"] != float64(awsapp.MaxUploadBytes) {
+		t.Errorf("MaxUploadBytes default %v, max %v; want %d (as embedded) and %d (awsapp.MaxUploadBytes)", up["Default"], up["MaxValue"], worker.DefaultMaxUploadBytes, awsapp.MaxUploadBytes)
+	}
+	env, _ := json.Marshal(tp.fnProp("WorkerApiFunction", "Environment"))
+	if !strings.Contains(string(env), awsapp.EnvMaxUploadBytes) || !strings.Contains(string(env), "MaxUploadBytes") {
+		t.Errorf("the worker API is not given %s from MaxUploadBytes: %s", awsapp.EnvMaxUploadBytes, env)
+	}
+	if !strings.Contains(string(lifecycle), `"expire-uploads"`) || !strings.Contains(string(lifecycle), "stratus/.stratus/uploads/") {
+		t.Errorf("no expiry of uploads: %s", lifecycle)
 	}
 	alarms := map[string]bool{}
 	for _, id := range tp.ofType("AWS::CloudWatch::Alarm") {

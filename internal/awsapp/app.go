@@ -116,17 +116,18 @@ func New(ctx context.Context, cfg Config, awsCfg aws.Config, o Options) (*App, e
 		return nil, err
 	}
 	a.Service = &worker.Service{
-		Store:        a.Store,
-		Sink:         sk,
-		Tokens:       a.Tokens,
-		Launcher:     a.Launcher,
-		Minter:       &captoken.Minter{Key: key, Previous: previous, Lookup: keys.lookup, TTL: cfg.TokenTTL},
-		APIURL:       cfg.APIURL,
-		Env:          runenv.EnvFunc(sk),
-		OnEvent:      a.logEvent,
-		Warnf:        func(format string, args ...any) { logf(a.Log, "warning: "+format, args...) },
-		ResolveFiles: false, // the worker resolves an @file: body (DESIGN.md § Limits)
-		MaxBodyBytes: cfg.MaxBodyBytes,
+		Store:          a.Store,
+		Sink:           sk,
+		Tokens:         a.Tokens,
+		Launcher:       a.Launcher,
+		Minter:         &captoken.Minter{Key: key, Previous: previous, Lookup: keys.lookup, TTL: cfg.TokenTTL},
+		APIURL:         cfg.APIURL,
+		Env:            runenv.EnvFunc(sk),
+		OnEvent:        a.logEvent,
+		Warnf:          func(format string, args ...any) { logf(a.Log, "warning: "+format, args...) },
+		ResolveFiles:   false, // the worker resolves an @file: body (DESIGN.md § Limits)
+		MaxBodyBytes:   cfg.MaxBodyBytes,
+		MaxUploadBytes: cfg.MaxUploadBytes,
 	}
 	a.Service.Publish = func(ctx context.Context, run stratus.Run, env *worker.RunEnv) ([]string, error) {
 		f, err := report.Collect(ctx, a.Store, run, stratus.RunDone, worker.ReportEnv(env))

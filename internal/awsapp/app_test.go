@@ -38,6 +38,7 @@ import (
 	smsecret "github.com/stratusflow/stratus/internal/secret/secretsmanager"
 	"github.com/stratusflow/stratus/internal/store/dynamodb"
 	"github.com/stratusflow/stratus/internal/worker"
+	"github.com/stratusflow/stratus/internal/workerclient"
 )
 
 // launcher records worker specs instead of starting tasks; fail, when set,
@@ -449,5 +450,79 @@ func TestNew_RequiresTableBucketSecretAndECS(t *testing.T) {
 		if !errors.As(err, &se) || se.Code != stratus.EINVALID || se.Field != missing {
 			t.Errorf("New without %s = %v; want EINVALID naming %s", missing, err, missing)
 		}
+	}
+}
+
+// issue 14 § 8: results of any size on AWS. A 20 MiB part and a 20 MiB
+// final body, five times the 4 MiB inline limit, go from the worker client
+// through presigned S3 PUTs (moto) and arrive whole: the part's ctx file,
+// the store's tail (the Final spilled to the bucket) and the projection
+// hold every byte, and the uploads are deleted once recorded. Before the
+// fix the worker API answered 413 and the runner never uploaded.
+func TestApp_TwentyMiBResultThroughAPresignedUploadOnMoto(t *testing.T) {
+	s := newStack(t)
+	l := &launcher{}
+	dispatch := s.app(t, awsapp.Options{Launcher: l}, awsapp.EnvAPIURL, "https://api.example.test")
+	api := s.app(t, awsapp.Options{Launcher: &launcher{}})
+	api.Service.Tokens = &tokens{failures: map[string]string{}}
+	srv := httptest.NewServer(api.HTTPHandler())
+	defer srv.Close()
+	run := startRun(t, dispatch, "r-moto-upload")
+	ctx := context.Background()
+	if err := dispatch.HandleMessage(ctx, message(run.ID, "planning", "tok-1")); err != nil {
+		t.Fatal(err)
+	}
+	spec := l.launched()[0]
+	c := &workerclient.Client{BaseURL: srv.URL, Credential: spec.Handle}
+	if _, err := c.Bootstrap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const size = 20 << 20
+	part, final := bytes.Repeat([]byte("p"), size), bytes.Repeat([]byte("f"), size)
+	req, _ := http.NewRequest("POST", srv.URL+"/v1/worker/submit", bytes.NewReader(final))
+	req.Header.Set("Authorization", "Bearer "+c.Credential)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 413 || !strings.Contains(string(msg), "4194304 bytes for a body sent inline") || !strings.Contains(string(msg), "up to 33554432 bytes") {
+		t.Fatalf("20 MiB inline = %d %s; want 413 naming the 4 MiB inline limit and the 32 MiB upload limit", resp.StatusCode, msg)
+	}
+
+	start := time.Now()
+	if err := c.Artifact(ctx, "plan.md", part); err != nil {
+		t.Fatalf("Artifact(20 MiB): %v", err)
+	}
+	sv, err := c.Submit(ctx, spec.TaskID, final)
+	if err != nil {
+		t.Fatalf("Submit(20 MiB): %v", err)
+	}
+	t.Logf("a 20 MiB part and a 20 MiB final body through presigned uploads on moto: %v", time.Since(start).Round(time.Millisecond))
+	if sv.Bytes != size || sv.Outcome != "done" {
+		t.Errorf("step value %+v; want %d bytes, done", sv, size)
+	}
+	tail, err := api.Store.ListOutput(ctx, spec.TaskID, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]byte{}
+	for _, e := range tail {
+		got[e.Kind] = e.Body
+	}
+	if !bytes.Equal(got[stratus.OutputFinal], final) || !bytes.Equal(got[stratus.OutputArtifact], part) {
+		t.Errorf("the tail holds a Final of %d and a part of %d bytes; want %d each", len(got[stratus.OutputFinal]), len(got[stratus.OutputArtifact]), size)
+	}
+	ctxPart, err := api.Sink.Get(ctx, "workspace/tasks/t1/ctx/plan.md")
+	if err != nil || !bytes.Equal(ctxPart, part) {
+		t.Errorf("ctx plan.md in the bucket: %d bytes (%v); want the part", len(ctxPart), err)
+	}
+	proj, err := api.Sink.Get(ctx, "workspace/tasks/t1/ctx/planning.md")
+	if err != nil || !bytes.HasSuffix(bytes.TrimRight(proj, "\n"), final) {
+		t.Errorf("projection planning.md: %d bytes (%v); want it to end with the final body", len(proj), err)
+	}
+	if left, err := api.Sink.List(ctx, ".stratus/uploads"); err != nil || len(left) != 0 {
+		t.Errorf("uploads left in the bucket: %v (%v)", left, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/launch/ecs"
+	"github.com/stratusflow/stratus/internal/worker"
 )
 
 // Environment variables the Lambda functions read (template.yaml sets them;
@@ -31,6 +32,7 @@ const (
 	EnvNetworkSecurityGroups = "STRATUS_ECS_NETWORK_SECURITY_GROUPS"
 	EnvAssignPublicIP        = "STRATUS_ECS_ASSIGN_PUBLIC_IP" // ENABLED | DISABLED (default)
 	EnvMaxBodyBytes          = "STRATUS_MAX_BODY_BYTES"       // default DefaultMaxBodyBytes
+	EnvMaxUploadBytes        = "STRATUS_MAX_UPLOAD_BYTES"     // default worker.DefaultMaxUploadBytes, at most MaxUploadBytes
 	EnvTokenTTLSeconds       = "STRATUS_TOKEN_TTL_SECONDS"    // default captoken.DefaultTTL
 )
 
@@ -40,13 +42,18 @@ var Vars = []string{
 	EnvTable, EnvBucket, EnvBucketPrefix, EnvQueueURL, EnvSecretID, EnvAPIURL,
 	EnvCluster, EnvTaskDefinition, EnvContainer, EnvSubnets, EnvSecurityGroups,
 	EnvNetworkSubnets, EnvNetworkSecurityGroups, EnvAssignPublicIP,
-	EnvMaxBodyBytes, EnvTokenTTLSeconds,
+	EnvMaxBodyBytes, EnvMaxUploadBytes, EnvTokenTTLSeconds,
 }
 
 // DefaultMaxBodyBytes bounds a worker body on AWS: 4 MiB, which API Gateway
 // base64-encodes to under Lambda's 6 MB synchronous payload (DESIGN.md §
 // Limits). Larger bodies go through a presigned S3 upload.
 const DefaultMaxBodyBytes = 4 << 20
+
+// MaxUploadBytes is the most STRATUS_MAX_UPLOAD_BYTES may be: the worker
+// API function reads an uploaded body into memory (template.yaml gives it
+// 512 MB; a submit holds the body, its projection and the store's copy).
+const MaxUploadBytes = 64 << 20
 
 // DefaultContainer is the runner's container name in template.yaml.
 const DefaultContainer = ecs.DefaultContainer
@@ -61,7 +68,9 @@ type Config struct {
 	APIURL       string // "" in the worker API function
 	ECS          ECS
 	MaxBodyBytes int64
-	TokenTTL     time.Duration // 0 = captoken.DefaultTTL
+	// MaxUploadBytes bounds a body sent through an upload (issue 14 § 8).
+	MaxUploadBytes int64
+	TokenTTL       time.Duration // 0 = captoken.DefaultTTL
 }
 
 // ECS is where workers run: the runner's task definition on a cluster, in
@@ -100,7 +109,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			NetworkSubnets:        list(get(EnvNetworkSubnets)),
 			NetworkSecurityGroups: list(get(EnvNetworkSecurityGroups)),
 		},
-		MaxBodyBytes: DefaultMaxBodyBytes,
+		MaxBodyBytes:   DefaultMaxBodyBytes,
+		MaxUploadBytes: worker.DefaultMaxUploadBytes,
 	}
 	if c.ECS.Container == "" {
 		c.ECS.Container = DefaultContainer
@@ -127,6 +137,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			return c, stratus.FieldErrorf(stratus.EINVALID, EnvMaxBodyBytes, "%q is not valid; valid: a positive number of bytes (default %d)", v, DefaultMaxBodyBytes)
 		}
 		c.MaxBodyBytes = n
+	}
+	if v := get(EnvMaxUploadBytes); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 || n > MaxUploadBytes {
+			return c, stratus.FieldErrorf(stratus.EINVALID, EnvMaxUploadBytes, "%q is not valid; valid: 1 to %d bytes (default %d)", v, MaxUploadBytes, worker.DefaultMaxUploadBytes)
+		}
+		c.MaxUploadBytes = n
 	}
 	if v := get(EnvTokenTTLSeconds); v != "" {
 		n, err := strconv.Atoi(v)

@@ -95,6 +95,7 @@ func New(s *worker.Service) *Handler {
 	h.mux.HandleFunc("POST /v1/worker/artifact", h.wrap(h.artifact))
 	h.mux.HandleFunc("POST /v1/worker/stats", h.wrap(h.stats))
 	h.mux.HandleFunc("POST /v1/worker/bootstrap", h.wrap(h.bootstrap))
+	h.mux.HandleFunc("POST /v1/worker/upload", h.wrap(h.upload))
 	h.mux.HandleFunc("GET /v1/worker/prompt/system", h.wrap(h.system))
 	h.mux.HandleFunc("POST /v1/worker/degradation", h.wrap(h.degradation))
 	h.mux.HandleFunc("GET /v1/worker/workspace/blob", h.wrap(h.readBlob))
@@ -147,6 +148,12 @@ func (h *Handler) wrap(f func(http.ResponseWriter, *http.Request) error) http.Ha
 // readBody reads the whole body, refusing one over the limit with a 413
 // before anything is stored.
 func (h *Handler) readBody(r *http.Request) ([]byte, error) {
+	return h.readBodyUpTo(r, 0)
+}
+
+// readBodyUpTo is readBody with a limit of its own (0: the inline limit):
+// the blob route carries uploads, bounded by the upload limit.
+func (h *Handler) readBodyUpTo(r *http.Request, max int64) ([]byte, error) {
 	// A request without a usable credential is answered 401 before its
 	// body is read, however large it is.
 	if a := strings.TrimSpace(r.Header.Get("Authorization")); a == "" || !strings.EqualFold(strings.SplitN(a, " ", 2)[0], "Bearer") {
@@ -157,15 +164,27 @@ func (h *Handler) readBody(r *http.Request) ([]byte, error) {
 	if limit <= 0 {
 		limit = DefaultMaxBodyBytes
 	}
+	// The limits, stated once (worker/upload.go): inline up to limit, a
+	// larger body through an upload.
+	over := func(size string) error {
+		return stratus.FieldErrorf(stratus.ETOOLARGE, "body", "%s over the limit of %d bytes for a body sent inline; send a larger one through POST /v1/worker/upload (up to %d bytes)",
+			size, limit, h.Service.MaxUpload())
+	}
+	if max > 0 {
+		limit = max
+		over = func(size string) error {
+			return stratus.FieldErrorf(stratus.ETOOLARGE, "body", "%s over the limit of %d bytes", size, limit)
+		}
+	}
 	if r.ContentLength > limit {
-		return nil, stratus.FieldErrorf(stratus.ETOOLARGE, "body", "%d bytes is over the limit of %d bytes", r.ContentLength, limit)
+		return nil, over(strconv.FormatInt(r.ContentLength, 10) + " bytes is")
 	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
 		return nil, stratus.Errorf(stratus.EINVALID, "read body: %v", err)
 	}
 	if int64(len(b)) > limit {
-		return nil, stratus.FieldErrorf(stratus.ETOOLARGE, "body", "body is over the limit of %d bytes", limit)
+		return nil, over("the body is")
 	}
 	return b, nil
 }
@@ -216,7 +235,8 @@ func (h *Handler) prompt(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// POST /v1/worker/submit[?ok=false] with a raw body (seed 001 § worker_submit).
+// POST /v1/worker/submit[?ok=false] with a raw body (seed 001 §
+// worker_submit), or with ?upload=<key> and no body (issue 14 § 8).
 func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 	ok := true
 	if v := r.URL.Query().Get("ok"); v != "" {
@@ -230,7 +250,8 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sv, err := h.Service.Submit(r.Context(), r.Header.Get("Authorization"), r.URL.Query().Get("task_id"), body, ok)
+	b := worker.Body{Bytes: body, Upload: r.URL.Query().Get("upload")}
+	sv, err := h.Service.SubmitBody(r.Context(), r.Header.Get("Authorization"), r.URL.Query().Get("task_id"), b, ok)
 	if err != nil {
 		return err
 	}
@@ -252,16 +273,33 @@ func (h *Handler) result(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// POST /v1/worker/artifact?name= with a raw body (seed 000 § Why OUT is a tool call).
+// POST /v1/worker/artifact?name= with a raw body (seed 000 § Why OUT is a
+// tool call), or with &upload=<key> and no body (issue 14 § 8).
 func (h *Handler) artifact(w http.ResponseWriter, r *http.Request) error {
 	body, err := h.readBody(r)
 	if err != nil {
 		return err
 	}
-	if err := h.Service.Artifact(r.Context(), r.Header.Get("Authorization"), r.URL.Query().Get("name"), body); err != nil {
+	q := r.URL.Query()
+	if err := h.Service.StageArtifact(r.Context(), r.Header.Get("Authorization"), q.Get("name"), worker.Body{Bytes: body, Upload: q.Get("upload")}); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// POST /v1/worker/upload {bytes} (issue 14 § 8): where to PUT a body too
+// large to send inline.
+func (h *Handler) upload(w http.ResponseWriter, r *http.Request) error {
+	var u worker.UploadRequest
+	if err := h.decodeStrict(r, &u); err != nil {
+		return err
+	}
+	up, err := h.Service.NewUpload(r.Context(), r.Header.Get("Authorization"), u)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, up)
 	return nil
 }
 
@@ -294,7 +332,7 @@ func (h *Handler) readBlob(w http.ResponseWriter, r *http.Request) error {
 // PUT /v1/worker/workspace/blob?key= (issue 12 § 1): the caller's step
 // bundle, to the upload key its payload named.
 func (h *Handler) writeBlob(w http.ResponseWriter, r *http.Request) error {
-	body, err := h.readBody(r)
+	body, err := h.readBodyUpTo(r, max(h.Service.MaxBodyBytes, h.Service.MaxUpload()))
 	if err != nil {
 		return err
 	}

@@ -111,7 +111,9 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 		},
 		ResolveFiles: true,
 		MaxBodyBytes: env.Config.Worker.MaxBodyBytes,
-		LocalLogs:    filepath.Join(s.state, "logs"),
+		// Embedded, the inline limit is the upload limit (worker/upload.go).
+		MaxUploadBytes: env.Config.Worker.MaxBodyBytes,
+		LocalLogs:      filepath.Join(s.state, "logs"),
 	}
 	svc.Publish = func(ctx context.Context, run stratus.Run, _ *worker.RunEnv) ([]string, error) {
 		if note := publishNote(ctx, st, run.ID, env.Flow); note != "" {

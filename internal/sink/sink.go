@@ -1,7 +1,10 @@
 package sink
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -24,6 +27,15 @@ type Sink interface {
 	// *stratus.Error ENOTFOUND when nothing is stored under key, EINVALID
 	// (Field "key") for a key CheckKey refuses; a wrapped I/O error otherwise.
 	Get(ctx context.Context, key string) ([]byte, error)
+	// GetMax is Get of a body that may be at most max bytes: a larger one
+	// is refused with *stratus.Error ETOOLARGE (Field "bytes") having read
+	// at most max+1 of its bytes, so memory stays bounded whatever a
+	// holder of a presigned URL stored there. Other errors as Get's.
+	GetMax(ctx context.Context, key string, max int64) ([]byte, error)
+	// Delete removes what is stored under key; nothing stored there is not
+	// an error. Errors: *stratus.Error EINVALID (Field "key") for a key
+	// CheckKey refuses; a wrapped I/O error otherwise.
+	Delete(ctx context.Context, key string) error
 	// List returns every key stored under dir (the keys that start with
 	// dir+"/", at any depth), sorted; none is not an error. Errors:
 	// *stratus.Error EINVALID (Field "key") for a dir CheckKey refuses; a
@@ -88,4 +100,33 @@ func CheckKey(key string) error {
 func hasDrivePrefix(s string) bool {
 	return len(s) >= 2 && s[1] == ':' &&
 		(s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z')
+}
+
+// TooLarge is GetMax's refusal of the body under key: over max bytes
+// (size, when known; -1 when only "more than max" is).
+func TooLarge(key string, size, max int64) error {
+	if size < 0 {
+		return stratus.FieldErrorf(stratus.ETOOLARGE, "bytes", "the body under %q is over the limit of %d bytes", key, max)
+	}
+	return stratus.FieldErrorf(stratus.ETOOLARGE, "bytes", "the body under %q is %d bytes, over the limit of %d bytes", key, size, max)
+}
+
+// ReadMax reads r to its end, refusing (TooLarge) a body over max bytes
+// having read at most max+1 of them. size is the body's announced length
+// (-1: unknown), checked first so a known-large body is never read.
+func ReadMax(r io.Reader, key string, size, max int64) ([]byte, error) {
+	if size > max {
+		return nil, TooLarge(key, size, max)
+	}
+	var buf bytes.Buffer
+	if size > 0 {
+		buf.Grow(int(size))
+	}
+	if _, err := io.Copy(&buf, io.LimitReader(r, max+1)); err != nil {
+		return nil, fmt.Errorf("read %q: %w", key, err)
+	}
+	if int64(buf.Len()) > max {
+		return nil, TooLarge(key, -1, max)
+	}
+	return buf.Bytes(), nil
 }

@@ -95,7 +95,10 @@ type Service struct {
 	// MaxBodyBytes bounds a submitted body or part, bytes (0 = no bound here;
 	// the HTTP layer enforces its own limit before reading further).
 	MaxBodyBytes int64
-	Now          func() time.Time
+	// MaxUploadBytes bounds a body sent through an upload, bytes (0:
+	// DefaultMaxUploadBytes); see upload.go for the limits of each runtime.
+	MaxUploadBytes int64
+	Now            func() time.Time
 	// LocalLogs, when set, is the directory (absolute) under which runner logs
 	// are written in embedded mode: <LocalLogs>/<task_id>/stages/<node>/run-NNNNNN/runner.log.
 	LocalLogs string

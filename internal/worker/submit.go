@@ -126,10 +126,23 @@ func truncate(s string, n int) string {
 // 001 § Routes). Errors: EINVALID for a bad part name (nothing staged),
 // ECONFLICT when fenced.
 func (s *Service) Artifact(ctx context.Context, authorization, name string, body []byte) error {
+	return s.StageArtifact(ctx, authorization, name, Body{Bytes: body})
+}
+
+// StageArtifact is Artifact of a body inline or uploaded (POST
+// /v1/worker/artifact?name=&upload=, issue 14 § 8). Errors: Artifact's;
+// bodyOf's for the upload.
+func (s *Service) StageArtifact(ctx context.Context, authorization, name string, b Body) error {
 	c, err := s.Authorize(ctx, authorization, captoken.EmitOutput, "")
 	if err != nil {
 		return err
 	}
+	err = s.stageArtifact(ctx, c, name, b)
+	s.settleUpload(ctx, c, b, err)
+	return err
+}
+
+func (s *Service) stageArtifact(ctx context.Context, c *Caller, name string, b Body) error {
 	if c.Step.Kind == supervisorKind {
 		return stratus.Errorf(stratus.EFORBIDDEN, "%s is a supervisor turn: the layer is read-only and stages no part; return the text as the final report", c.Step.StepRef)
 	}
@@ -146,11 +159,14 @@ func (s *Service) Artifact(ctx context.Context, authorization, name string, body
 			return stratus.FieldErrorf(stratus.EINVALID, "name", "part %q would overwrite the projection of node %s (<ctx-dir>/%s.md); choose another name", name, n.ID, n.ID)
 		}
 	}
-	body, err = s.resolveFileSentinel(c, body)
+	if err := s.fence(ctx, c); err != nil {
+		return err
+	}
+	body, err := s.bodyOf(ctx, c, b)
 	if err != nil {
 		return err
 	}
-	if err := s.fence(ctx, c); err != nil {
+	if body, err = s.resolveFileSentinel(c, body); err != nil {
 		return err
 	}
 	if _, err := s.Store.AppendOutput(ctx, stratus.OutputEvent{TID: c.Step.TID, Attempt: c.Attempt.N,
@@ -177,18 +193,49 @@ func (s *Service) Artifact(ctx context.Context, authorization, name string, body
 // breaks the step's submit_format (nothing appended), ECONFLICT when fenced
 // or for a second Final.
 func (s *Service) Submit(ctx context.Context, authorization, tid string, body []byte, ok bool) (*StepValue, error) {
+	return s.SubmitBody(ctx, authorization, tid, Body{Bytes: body}, ok)
+}
+
+// SubmitBody is Submit of a body inline or uploaded (POST
+// /v1/worker/submit?upload=, issue 14 § 8). Errors: Submit's; bodyOf's
+// for the upload.
+func (s *Service) SubmitBody(ctx context.Context, authorization, tid string, b Body, ok bool) (*StepValue, error) {
 	c, err := s.Authorize(ctx, authorization, captoken.EmitOutput, tid)
 	if err != nil {
 		return nil, err
 	}
-	return s.submit(ctx, c, body, ok, "")
+	return s.submitBody(ctx, c, b, ok, "")
+}
+
+// submitBody reads b (bodyOf) and submits it; the upload, if any, is
+// settled (settleUpload) with the outcome.
+func (s *Service) submitBody(ctx context.Context, c *Caller, b Body, ok bool, terminal string) (sv *StepValue, err error) {
+	defer func() { s.settleUpload(ctx, c, b, err) }()
+	body, err := s.bodyOf(ctx, c, b)
+	if err != nil {
+		return nil, err
+	}
+	return s.submit(ctx, c, body, ok, terminal)
 }
 
 // ResultBody is the body of POST /v1/worker/result.
 type ResultBody struct {
 	TaskID string          `json:"task_id"`
-	Value  json.RawMessage `json:"value"`
+	Value  json.RawMessage `json:"value,omitempty"`
 	OK     *bool           `json:"ok"`
+	// Upload names an upload holding the body (issue 14 § 8); the value is
+	// then absent (or null): the uploaded bytes are the body as is.
+	Upload string `json:"upload,omitempty"`
+}
+
+// Body is the final body a result stands for: a JSON string value as is,
+// any other value as its JSON text.
+func (rb ResultBody) Body() []byte {
+	var str string
+	if err := json.Unmarshal(rb.Value, &str); err == nil {
+		return []byte(str)
+	}
+	return bytes.TrimSpace(rb.Value)
 }
 
 // Result serves POST /v1/worker/result {task_id, value, ok} (seed 001 §
@@ -207,13 +254,13 @@ func (s *Service) Result(ctx context.Context, authorization string, rb ResultBod
 	if err != nil {
 		return nil, err
 	}
-	var body []byte
-	var str string
-	if err := json.Unmarshal(rb.Value, &str); err == nil {
-		body = []byte(str)
-	} else {
-		body = bytes.TrimSpace(rb.Value)
+	if rb.Upload != "" {
+		if v := bytes.TrimSpace(rb.Value); len(v) > 0 && string(v) != "null" {
+			return nil, stratus.FieldErrorf(stratus.EINVALID, "value", "a result naming an upload has no value (the uploaded bytes are the body); drop value or upload")
+		}
+		return s.submitBody(ctx, c, Body{Upload: rb.Upload}, *rb.OK, "")
 	}
+	body := rb.Body()
 	terminal := ""
 	if !*rb.OK {
 		var f struct {

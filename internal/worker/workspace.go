@@ -198,7 +198,12 @@ func (s *Service) blob(ctx context.Context, key string, put bool) (Blob, error) 
 		}
 		return Blob{Key: key, URL: u}, nil
 	}
-	return Blob{Key: key, URL: "/v1/worker/workspace/blob?key=" + url.QueryEscape(key)}, nil
+	return Blob{Key: key, URL: blobRoute(key)}, nil
+}
+
+// blobRoute is this API's route to key for a sink that does not presign.
+func blobRoute(key string) string {
+	return "/v1/worker/workspace/blob?key=" + url.QueryEscape(key)
 }
 
 // addTools inlines the run's frozen tools (RunEnv.ToolsDir) under
@@ -266,7 +271,8 @@ func (s *Service) ReadBlob(ctx context.Context, authorization, key string) ([]by
 
 // WriteBlob serves PUT /v1/worker/workspace/blob?key= for a sink that does
 // not presign: the caller's attempt stores its step bundle under the one
-// key its payload named (Upload). Errors: see Authorize; ECONFLICT when
+// key its payload named (Upload), or a body under one of its upload keys
+// (NewUpload, issue 14 § 8). Errors: see Authorize; ECONFLICT when
 // the attempt can no longer count (fence); EINVALID for any other key.
 func (s *Service) WriteBlob(ctx context.Context, authorization, key string, body []byte) error {
 	c, err := s.Authorize(ctx, authorization, captoken.EmitOutput, "")
@@ -276,8 +282,9 @@ func (s *Service) WriteBlob(ctx context.Context, authorization, key string, body
 	if err := s.fence(ctx, c); err != nil {
 		return err
 	}
-	if c.Run.Workspace == nil || len(c.Run.Workspace.Bundles) == 0 || key != uploadKey(c.Run.Workspace, c) {
-		return stratus.FieldErrorf(stratus.EINVALID, "key", "%q is not this attempt's upload key", key)
+	ws := c.Run.Workspace
+	if !isUploadKey(c, key) && (ws == nil || len(ws.Bundles) == 0 || key != uploadKey(ws, c)) {
+		return stratus.FieldErrorf(stratus.EINVALID, "key", "%q is not this attempt's bundle key or one of its uploads (POST /v1/worker/upload)", key)
 	}
 	return s.Sink.Put(ctx, key, body)
 }

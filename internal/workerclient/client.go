@@ -5,7 +5,8 @@
 // errors, 429, 5xx) are retried with exponential backoff and full jitter;
 // 4xx answers are returned at once as *APIError.
 //
-// Bodies are sent exactly as given. The `@file:<abs-path>` sentinel (seed
+// Bodies are sent exactly as given: inline up to InlineBytes, larger ones
+// through an upload (issue 14 § 8). The `@file:<abs-path>` sentinel (seed
 // 000 § Why OUT is a tool call) is resolved on the worker side, by the
 // caller, with ResolveFileSentinel (DESIGN.md § Limits: the server never
 // reads the worker's disk); the client methods themselves never look inside
@@ -16,6 +17,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -37,6 +39,11 @@ type Client struct {
 	Retries int
 	// Backoff is the first retry's upper bound (default 200 ms), doubling.
 	Backoff time.Duration
+	// InlineBytes is the largest body sent inside a request (default
+	// worker.DefaultInlineBytes, 4 MiB, the AWS limit); a larger one, or
+	// one the API refuses inline with 413, goes through an upload (Upload,
+	// issue 14 § 8), so a caller never needs to know the runtime's limits.
+	InlineBytes int64
 }
 
 // APIError is a non-2xx answer.
@@ -112,9 +119,59 @@ func (c *Client) System(ctx context.Context, taskID string, attempt int) ([]byte
 }
 
 // Artifact stages a named part (POST /v1/worker/artifact?name=, seed 000 §
-// Why OUT is a tool call); the body is sent verbatim.
+// Why OUT is a tool call); the body is sent verbatim, inline or through an
+// upload (postBody).
 func (c *Client) Artifact(ctx context.Context, name string, body []byte) error {
-	return c.do(ctx, "POST", "/v1/worker/artifact?name="+url.QueryEscape(name), "application/octet-stream", body, nil)
+	return c.postBody(ctx, "/v1/worker/artifact?name="+url.QueryEscape(name), body, nil)
+}
+
+// Upload stores body where POST /v1/worker/upload says (a presigned S3 PUT
+// on AWS, the API's blob route embedded) and returns the key to name as
+// ?upload= or "upload" (issue 14 § 8). Errors: the API's (413 over the
+// upload limit, 409 when fenced) or the PUT's.
+func (c *Client) Upload(ctx context.Context, body []byte) (string, error) {
+	req, _ := json.Marshal(worker.UploadRequest{Bytes: int64(len(body))})
+	var u worker.Upload
+	if err := c.do(ctx, "POST", "/v1/worker/upload", "application/json", req, &u); err != nil {
+		return "", err
+	}
+	if err := c.PutBlob(ctx, worker.Blob{Key: u.Key, URL: u.URL}, body); err != nil {
+		return "", fmt.Errorf("upload %d bytes to %s: %w", len(body), u.Key, err)
+	}
+	return u.Key, nil
+}
+
+func (c *Client) inlineBytes() int64 {
+	if c.InlineBytes > 0 {
+		return c.InlineBytes
+	}
+	return worker.DefaultInlineBytes
+}
+
+// tooLarge reports whether err is the API refusing a body inline.
+func tooLarge(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.Status == http.StatusRequestEntityTooLarge
+}
+
+// postBody POSTs body to path (a route that takes ?upload=): inline when
+// it is at most InlineBytes and the API takes it, else through an upload
+// with no body of its own.
+func (c *Client) postBody(ctx context.Context, path string, body []byte, out any) error {
+	if int64(len(body)) <= c.inlineBytes() {
+		if err := c.do(ctx, "POST", path, "application/octet-stream", body, out); !tooLarge(err) {
+			return err
+		}
+	}
+	key, err := c.Upload(ctx, body)
+	if err != nil {
+		return err
+	}
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	return c.do(ctx, "POST", path+sep+"upload="+url.QueryEscape(key), "", nil, out)
 }
 
 // Submit posts the final body (POST /v1/worker/submit): SubmitOK with ok=true.
@@ -139,15 +196,17 @@ func (c *Client) SubmitOK(ctx context.Context, taskID string, body []byte, ok bo
 		path += "?" + q.Encode()
 	}
 	var sv worker.StepValue
-	err := c.do(ctx, "POST", path, "application/octet-stream", body, &sv)
+	err := c.postBody(ctx, path, body, &sv)
 	return &sv, err
 }
 
 // Result posts {task_id, value, ok} (POST /v1/worker/result, seed 001 §
 // worker_result). A JSON string value is the body as is; any other value is
-// its JSON text. A nil Value is sent as null.
+// its JSON text. A nil Value is sent as null. A successful result whose
+// body is over InlineBytes (or refused inline with 413) is sent as an
+// upload of that body (issue 14 § 8).
 func (c *Client) Result(ctx context.Context, rb worker.ResultBody) (*worker.StepValue, error) {
-	if rb.Value == nil {
+	if rb.Value == nil && rb.Upload == "" {
 		rb.Value = json.RawMessage("null")
 	}
 	body, err := json.Marshal(rb)
@@ -155,6 +214,19 @@ func (c *Client) Result(ctx context.Context, rb worker.ResultBody) (*worker.Step
 		return nil, fmt.Errorf("result body: %w", err)
 	}
 	var sv worker.StepValue
+	ok := rb.OK != nil && *rb.OK
+	if !ok || rb.Upload != "" || int64(len(body)) <= c.inlineBytes() {
+		err = c.do(ctx, "POST", "/v1/worker/result", "application/json", body, &sv)
+		if !ok || rb.Upload != "" || !tooLarge(err) {
+			return &sv, err
+		}
+	}
+	key, err := c.Upload(ctx, rb.Body())
+	if err != nil {
+		return nil, err
+	}
+	up := worker.ResultBody{TaskID: rb.TaskID, OK: rb.OK, Upload: key}
+	body, _ = json.Marshal(up)
 	err = c.do(ctx, "POST", "/v1/worker/result", "application/json", body, &sv)
 	return &sv, err
 }

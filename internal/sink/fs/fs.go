@@ -195,6 +195,69 @@ func (s *Sink) Get(ctx context.Context, key string) ([]byte, error) {
 	return b, nil
 }
 
+// GetMax is Get refusing a file over max bytes (sink.Sink): the size is
+// read from the open file, and at most max+1 bytes are read whatever it
+// says.
+func (s *Sink) GetMax(ctx context.Context, key string, max int64) ([]byte, error) {
+	if err := sink.CheckKey(key); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r, err := os.OpenRoot(s.root)
+	if err != nil {
+		if errors.Is(err, iofs.ErrNotExist) {
+			return nil, notFound(key)
+		}
+		return nil, fmt.Errorf("fs sink: open root: %w", err)
+	}
+	defer r.Close()
+	f, err := r.Open(filepath.FromSlash(key))
+	if err != nil {
+		return nil, s.ioErr("get", key, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, s.ioErr("get", key, err)
+	}
+	if fi.IsDir() {
+		return nil, notFound(key)
+	}
+	b, err := sink.ReadMax(f, key, fi.Size(), max)
+	if err != nil && stratus.ErrorCode(err) != stratus.ETOOLARGE {
+		return nil, fmt.Errorf("fs sink: %w", err)
+	}
+	return b, err
+}
+
+// Delete removes <root>/<key> (sink.Sink); a missing file is no error.
+func (s *Sink) Delete(ctx context.Context, key string) error {
+	if err := sink.CheckKey(key); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r, err := os.OpenRoot(s.root)
+	if err != nil {
+		if errors.Is(err, iofs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("fs sink: open root: %w", err)
+	}
+	defer r.Close()
+	name := filepath.FromSlash(key)
+	if fi, err := r.Lstat(name); err == nil && fi.IsDir() {
+		return nil // a directory is not a stored key
+	}
+	if err := r.Remove(name); err != nil && !errors.Is(err, iofs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+		return s.ioErr("delete", key, err)
+	}
+	return nil
+}
+
 // List returns the keys of the files under <root>/<dir>, sorted (the
 // sink.Sink contract); a missing dir lists nothing. Temporary files of a
 // Put in progress are not keys. Symbolic links are not followed.

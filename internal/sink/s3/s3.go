@@ -126,6 +126,47 @@ func (s *Sink) Get(ctx context.Context, key string) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// GetMax is Get refusing an object over max bytes (sink.Sink): the
+// object's Content-Length is checked before its body is read, and at most
+// max+1 bytes are read whatever it says.
+func (s *Sink) GetMax(ctx context.Context, key string, max int64) ([]byte, error) {
+	if err := sink.CheckKey(key); err != nil {
+		return nil, err
+	}
+	out, err := s.client.GetObject(ctx, &awss3.GetObjectInput{
+		Bucket: aws.String(s.bucket),
+		Key:    aws.String(s.prefix + key),
+	})
+	if err != nil {
+		return nil, s.mapErr("get", key, err)
+	}
+	defer out.Body.Close()
+	size := int64(-1)
+	if out.ContentLength != nil {
+		size = *out.ContentLength
+	}
+	b, err := sink.ReadMax(out.Body, key, size, max)
+	if err != nil && stratus.ErrorCode(err) != stratus.ETOOLARGE {
+		return nil, fmt.Errorf("s3 sink: get from s3://%s/%s: %w", s.bucket, s.prefix+key, err)
+	}
+	return b, err
+}
+
+// Delete removes the object Prefix()+key (DeleteObject; S3 answers a
+// missing key as deleted). Errors as Put's.
+func (s *Sink) Delete(ctx context.Context, key string) error {
+	if err := sink.CheckKey(key); err != nil {
+		return err
+	}
+	if _, err := s.client.DeleteObject(ctx, &awss3.DeleteObjectInput{
+		Bucket: aws.String(s.bucket),
+		Key:    aws.String(s.prefix + key),
+	}); err != nil {
+		return s.mapErr("delete", key, err)
+	}
+	return nil
+}
+
 // PresignPut returns a URL that lets its holder store one body under key
 // with a plain HTTP PUT (no credentials, no extra headers) for ttl; the
 // stored bytes are then read with Get(key) like any other. It is how a

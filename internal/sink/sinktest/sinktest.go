@@ -3,7 +3,9 @@ package sinktest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -47,6 +49,58 @@ func Run(t *testing.T, newSink func(t *testing.T) sink.Sink) {
 			if got := mustGet(t, s, key); !bytes.Equal(got, body) {
 				t.Errorf("Get(%q) = %q, want %q", key, got, body)
 			}
+		}
+	})
+
+	// GetMax: a body up to max is returned whole; a larger one is
+	// ETOOLARGE on field bytes; a missing key is ENOTFOUND; a bad key
+	// EINVALID (issue 14 § 8: an upload is read bounded, whatever a
+	// presigned URL's holder stored).
+	t.Run("GetMax", func(t *testing.T) {
+		t.Parallel()
+		s := newSink(t)
+		body := bytes.Repeat([]byte("x"), 1000)
+		mustPut(t, s, "up/a", body)
+		if got, err := s.GetMax(ctx, "up/a", 1000); err != nil || !bytes.Equal(got, body) {
+			t.Errorf("GetMax(up/a, 1000) = %d bytes, %v; want the 1000 bytes", len(got), err)
+		}
+		_, err := s.GetMax(ctx, "up/a", 999)
+		var se *stratus.Error
+		if stratus.ErrorCode(err) != stratus.ETOOLARGE || !errors.As(err, &se) || se.Field != "bytes" || !strings.Contains(err.Error(), "999") {
+			t.Errorf("GetMax(up/a, 999) = %v; want ETOOLARGE on field bytes naming the limit", err)
+		}
+		if _, err := s.GetMax(ctx, "up/missing", 10); stratus.ErrorCode(err) != stratus.ENOTFOUND {
+			t.Errorf("GetMax(missing) = %v; want ENOTFOUND", err)
+		}
+		if _, err := s.GetMax(ctx, "../x", 10); stratus.ErrorCode(err) != stratus.EINVALID {
+			t.Errorf("GetMax(../x) = %v; want EINVALID", err)
+		}
+	})
+
+	// Delete: the key is gone (Get ENOTFOUND, List omits it), its
+	// neighbours stay; deleting a missing key is no error; a bad key is
+	// EINVALID.
+	t.Run("Delete", func(t *testing.T) {
+		t.Parallel()
+		s := newSink(t)
+		mustPut(t, s, "d/a", []byte("a"))
+		mustPut(t, s, "d/b", []byte("b"))
+		if err := s.Delete(ctx, "d/a"); err != nil {
+			t.Fatalf("Delete(d/a): %v", err)
+		}
+		if _, err := s.Get(ctx, "d/a"); stratus.ErrorCode(err) != stratus.ENOTFOUND {
+			t.Errorf("Get after Delete = %v; want ENOTFOUND", err)
+		}
+		if keys, err := s.List(ctx, "d"); err != nil || !slices.Equal(keys, []string{"d/b"}) {
+			t.Errorf("List(d) after Delete = %v, %v; want [d/b]", keys, err)
+		}
+		for _, key := range []string{"d/a", "nothing/here"} {
+			if err := s.Delete(ctx, key); err != nil {
+				t.Errorf("Delete(%s) of nothing = %v; want nil", key, err)
+			}
+		}
+		if err := s.Delete(ctx, "../x"); stratus.ErrorCode(err) != stratus.EINVALID {
+			t.Errorf("Delete(../x) = %v; want EINVALID", err)
 		}
 	})
 
