@@ -15,12 +15,14 @@ import (
 	awsdynamodb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	awssm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/captoken"
 	"github.com/stratusflow/stratus/internal/executor/sfn"
 	"github.com/stratusflow/stratus/internal/httpapi"
 	"github.com/stratusflow/stratus/internal/launch"
+	sqsqueue "github.com/stratusflow/stratus/internal/queue/sqs"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runenv"
 	s3sink "github.com/stratusflow/stratus/internal/sink/s3"
@@ -128,6 +130,13 @@ func New(ctx context.Context, cfg Config, awsCfg aws.Config, o Options) (*App, e
 		ResolveFiles:   false, // the worker resolves an @file: body (DESIGN.md § Limits)
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		MaxUploadBytes: cfg.MaxUploadBytes,
+	}
+	if cfg.QueueURL != "" {
+		// Observation turns leave the request through the dispatch queue
+		// (issue 14 § 10).
+		if a.Service.Queue, err = sqsqueue.New(awssqs.NewFromConfig(awsCfg), cfg.QueueURL); err != nil {
+			return nil, err
+		}
 	}
 	a.Service.Publish = func(ctx context.Context, run stratus.Run, env *worker.RunEnv) ([]string, error) {
 		f, err := report.Collect(ctx, a.Store, run, stratus.RunDone, worker.ReportEnv(env))

@@ -19,6 +19,7 @@ import (
 	"github.com/stratusflow/stratus/internal/launch/local"
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/progress"
+	localqueue "github.com/stratusflow/stratus/internal/queue/local"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runview"
 	"github.com/stratusflow/stratus/internal/sink/fs"
@@ -115,6 +116,16 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 		MaxUploadBytes: env.Config.Worker.MaxBodyBytes,
 		LocalLogs:      filepath.Join(s.state, "logs"),
 	}
+	// Observation turns go through a queue as on AWS (issue 14 § 10), here
+	// one of this process, handled as the dispatch function would.
+	svc.Queue = localqueue.New(func(ctx context.Context, body []byte) {
+		var m worker.Message
+		if err := json.Unmarshal(body, &m); err == nil {
+			if err := svc.Dispatch(ctx, m); err != nil {
+				fmt.Fprintf(progress, "stratus: warning: %s of %s: %v\n", m.Kind, m.StepRef, err)
+			}
+		}
+	})
 	svc.Publish = func(ctx context.Context, run stratus.Run, _ *worker.RunEnv) ([]string, error) {
 		if note := publishNote(ctx, st, run.ID, env.Flow); note != "" {
 			fmt.Fprintf(progress, "stratus: %s\n", note) // issue 5 § 4: said, never silently skipped

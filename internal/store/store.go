@@ -6,6 +6,7 @@ package store
 
 import (
 	"context"
+	"time"
 
 	"github.com/stratusflow/stratus"
 )
@@ -72,6 +73,10 @@ type Store interface {
 	// an absent handle. A worker's one-time bootstrap value is such a
 	// handle (issue 14 § 11).
 	TakeHandle(ctx context.Context, handle string) (stratus.Handle, error)
+	// RenewHandle sets a handle's expiry to expiresAt (the runner's
+	// heartbeat renews its lease, issue 14 § 11). ENOTFOUND when the handle
+	// is absent or taken.
+	RenewHandle(ctx context.Context, handle string, expiresAt time.Time) error
 
 	// AppendDegradation appends d to its run's degradation record.
 	AppendDegradation(ctx context.Context, d stratus.Degradation) error

@@ -6,11 +6,15 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/captoken"
+	"github.com/stratusflow/stratus/internal/flow"
 )
 
 // Caller is an authorized worker request: the attempt its credential names,
 // with the step, run and run environment around it.
 type Caller struct {
+	// Handle is the handle the request came with (nil for a capability
+	// token): what a heartbeat renews.
+	Handle  *stratus.Handle
 	Step    stratus.Step
 	Attempt stratus.Attempt
 	Latest  int // the dispatch task's latest attempt number when authorized
@@ -36,6 +40,7 @@ func (s *Service) Authorize(ctx context.Context, authorization, verb, tid string
 	}
 	var owner string
 	var attempt int
+	var handle *stratus.Handle
 	if strings.HasPrefix(cred, captoken.HandlePrefix) {
 		h, err := s.Store.GetHandle(ctx, cred)
 		if stratus.ErrorCode(err) == stratus.ENOTFOUND {
@@ -46,7 +51,7 @@ func (s *Service) Authorize(ctx context.Context, authorization, verb, tid string
 		if s.now().After(h.ExpiresAt) {
 			return nil, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "handle %s expired at %s", cred, h.ExpiresAt.Format("2006-01-02T15:04:05Z07:00"))
 		}
-		owner, attempt = h.TID, h.Attempt
+		owner, attempt, handle = h.TID, h.Attempt, &h
 	} else {
 		c, err := s.Minter.Verify(cred)
 		if err != nil {
@@ -76,7 +81,7 @@ func (s *Service) Authorize(ctx context.Context, authorization, verb, tid string
 			return nil, err
 		}
 	}
-	return &Caller{Step: st, Attempt: att, Latest: latest.N, Run: run, Env: env}, nil
+	return &Caller{Handle: handle, Step: st, Attempt: att, Latest: latest.N, Run: run, Env: env}, nil
 }
 
 // bearer is the credential of an "Authorization: Bearer <credential>"
@@ -108,7 +113,9 @@ type Bootstrapped struct {
 // ExchangeBootstrap serves POST /v1/worker/bootstrap (issue 14 § 11): the
 // one-time value a worker was launched with (Authorization: Bearer wb-…)
 // is taken — it never works again — and a fresh handle for the same
-// attempt, expiring when the value would have, is returned. A launch's
+// attempt is returned, living one HandleLease (never past the value's own
+// expiry, the step's handleLifetime) and renewed by the worker's
+// heartbeats (RecordStats, renewHandle). A launch's
 // environment (RunTask overrides: ecs:DescribeTasks, CloudTrail) thus
 // holds nothing of use once its worker has started. Errors: EUNAUTHORIZED
 // for a missing, unknown, already exchanged or expired value.
@@ -129,7 +136,11 @@ func (s *Service) ExchangeBootstrap(ctx context.Context, authorization string) (
 	if !b.ExpiresAt.IsZero() && s.now().After(b.ExpiresAt) {
 		return Bootstrapped{}, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "bootstrap value expired at %s", b.ExpiresAt.Format("2006-01-02T15:04:05Z07:00"))
 	}
-	h := stratus.Handle{Handle: newHandle(), TID: b.TID, Attempt: b.Attempt, ExpiresAt: b.ExpiresAt}
+	exp := s.now().Add(s.HandleLease())
+	if !b.ExpiresAt.IsZero() && b.ExpiresAt.Before(exp) {
+		exp = b.ExpiresAt
+	}
+	h := stratus.Handle{Handle: newHandle(), TID: b.TID, Attempt: b.Attempt, ExpiresAt: exp}
 	if err := s.Store.PutHandle(ctx, h); err != nil {
 		return Bootstrapped{}, err
 	}
@@ -150,4 +161,33 @@ func (s *Service) fence(_ context.Context, c *Caller) error {
 		return stratus.Errorf(stratus.ECONFLICT, "attempt %d of %s already ended (%s)", c.Attempt.N, c.Step.TID, c.Attempt.Status)
 	}
 	return nil
+}
+
+// renewHandle extends the caller's handle to one HandleLease from now,
+// never past its attempt's handleLifetime; the store is written only when
+// that moves the expiry by a tenth of a lease or more (a worker's stats
+// come every 10 s, its heartbeat every 60 s). A failure is warned about:
+// the lease has time for the next heartbeat.
+func (s *Service) renewHandle(ctx context.Context, c *Caller) {
+	h := c.Handle
+	if h == nil {
+		return
+	}
+	lease := s.HandleLease()
+	var node *flow.Node
+	if c.Step.Kind != supervisorKind {
+		node = c.Env.Flow.Node(c.Step.Node)
+	}
+	exp := s.now().Add(lease)
+	if limit := c.Attempt.StartedAt.Add(s.handleLifetime(c.Env, node, c.Attempt.Resolved)); !c.Attempt.StartedAt.IsZero() && limit.Before(exp) {
+		exp = limit
+	}
+	if exp.Sub(h.ExpiresAt) < lease/10 {
+		return
+	}
+	if err := s.Store.RenewHandle(ctx, h.Handle, exp); err != nil {
+		s.warnf("%s: renew the worker's handle: %v", c.Step.StepRef, err)
+		return
+	}
+	h.ExpiresAt = exp
 }

@@ -347,8 +347,27 @@ func (s *Service) attemptPrompt(ctx context.Context, run stratus.Run, env *RunEn
 // suite may run for hours; its submit must still be accepted).
 func (s *Service) handleTTL(env *RunEnv, node *flow.Node) time.Duration {
 	ttl := s.Minter.TTLOrDefault()
-	if isExec(node.Kind) {
+	if node != nil && isExec(node.Kind) {
 		ttl = max(ttl, execTTL(env, node))
 	}
 	return ttl
 }
+
+// handleLifetime is the longest an attempt's credential may live, from the
+// attempt's start: the engine's deadline plus the submit grace (an engine
+// that reports near its deadline must still be able to submit), and at
+// least handleTTL. node is nil for a supervisor turn.
+func (s *Service) handleLifetime(env *RunEnv, node *flow.Node, res stratus.Resolved) time.Duration {
+	ttl := s.handleTTL(env, node)
+	if res.TimeoutSeconds > 0 {
+		ttl = max(ttl, time.Duration(res.TimeoutSeconds+compiler.TimeoutGraceSeconds)*time.Second)
+	}
+	return ttl
+}
+
+// HandleLease is how long a worker's handle lives past its last renewal
+// (issue 14 § 11): the capability token TTL (worker.token_ttl_seconds,
+// default 600 s). The runner's stats and its silent-engine heartbeat
+// (every 60 s) renew it, never past handleLifetime; a handle whose worker
+// died stops working within one lease, not hours later.
+func (s *Service) HandleLease() time.Duration { return s.Minter.TTLOrDefault() }

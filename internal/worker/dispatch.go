@@ -39,7 +39,16 @@ type Message struct {
 	// on the step as stratus.Step.Input: what a resumed run enters the
 	// state with again (internal/lifecycle).
 	State json.RawMessage `json:"state,omitempty"`
+	// StepRef and Why are what an observation message (kind KindObserve,
+	// sent by the worker API through Service.Queue, issue 14 § 10)
+	// carries: the step to observe (Node is its node) and why.
+	StepRef string `json:"step_ref,omitempty"`
+	Why     string `json:"why,omitempty"`
 }
+
+// KindObserve is the kind of a dispatch message that starts a supervisor
+// observation turn of a step that ended (seed 004 § What the layer does).
+const KindObserve = "supervisor.observe"
 
 // CaughtError is the Catch's view of a failed state: {Error, Cause}.
 type CaughtError struct {
@@ -80,8 +89,11 @@ const (
 // every failure that belongs to the run is reported to the state machine
 // with SendTaskFailure instead.
 func (s *Service) Dispatch(ctx context.Context, m Message) error {
-	if m.Kind == compiler.KindStop {
+	switch m.Kind {
+	case compiler.KindStop:
 		return s.stopNode(ctx, m)
+	case KindObserve:
+		return s.observe(ctx, m) // supervisor.go
 	}
 	if m.RunID == "" || m.Node == "" || m.TaskToken == "" {
 		return stratus.Errorf(stratus.EINVALID, "dispatch message needs run_id, node and task_token; got %+v", m)
@@ -359,10 +371,7 @@ func (s *Service) launchAttempt(ctx context.Context, run stratus.Run, env *RunEn
 	}
 	// The handle outlives the engine's own deadline (plus the submit grace):
 	// an engine that reports near its deadline must still be able to submit.
-	ttl := s.handleTTL(env, node)
-	if res.TimeoutSeconds > 0 {
-		ttl = max(ttl, time.Duration(res.TimeoutSeconds+compiler.TimeoutGraceSeconds)*time.Second)
-	}
+	ttl := s.handleLifetime(env, node, res)
 	// The worker starts with a one-time bootstrap value, exchanged for its
 	// handle (ExchangeBootstrap): what its launch carries is worthless
 	// once it has started.

@@ -14,6 +14,7 @@ import (
 	"github.com/stratusflow/stratus/internal/executor"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/launch"
+	"github.com/stratusflow/stratus/internal/queue"
 	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/store"
 	"github.com/stratusflow/stratus/internal/task"
@@ -84,6 +85,13 @@ type Service struct {
 	// paths written (sink keys).
 	Publish func(ctx context.Context, run stratus.Run, env *RunEnv) ([]string, error)
 	OnEvent func(Event)
+	// Queue takes the work a request must not wait for — a supervisor
+	// observation turn, whose launch may retry for minutes (issue 14 §
+	// 10) — as a KindObserve dispatch message: on AWS the dispatch queue,
+	// whose function runs it (Dispatch); embedded, a queue/local whose
+	// handler calls Dispatch. nil: a goroutine of this process, which
+	// Drain waits for.
+	Queue queue.Queue
 	// Warnf, when set, receives warnings (an unknown submit_format, ...).
 	Warnf func(format string, args ...any)
 

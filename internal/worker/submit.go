@@ -518,6 +518,8 @@ func (s *Service) RecordStats(ctx context.Context, authorization string, st Stat
 	if err := s.fence(ctx, c); err != nil {
 		return err
 	}
+	// The stats are the worker's heartbeat: its handle's lease is renewed.
+	s.renewHandle(ctx, c)
 	att := c.Attempt
 	if st.Steps != nil && *st.Steps > att.Steps {
 		att.Steps = *st.Steps

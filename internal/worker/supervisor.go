@@ -55,10 +55,16 @@ type supervisorState struct {
 	warned sync.Map       // role files already warned about
 }
 
-// Drain waits until no observation turn is being launched. An embedded
+// Drain waits until no observation turn is being launched (by this
+// process: a goroutine, or a message of a local queue). An embedded
 // run calls it once its execution ended, before it stops the workers, so no
 // worker is launched after that.
-func (s *Service) Drain() { s.sup.hooks.Wait() }
+func (s *Service) Drain() {
+	s.sup.hooks.Wait()
+	if q, ok := s.Queue.(interface{ Drain() }); ok {
+		q.Drain() // queue/local: the messages of this process
+	}
+}
 
 // ReportEnv is what the report reads of a run's environment.
 func ReportEnv(env *RunEnv) report.Env {
@@ -173,7 +179,10 @@ func (s *Service) launchSupervisor(ctx context.Context, run stratus.Run, env *Ru
 	if err := s.Sink.Put(ctx, path.Join(logDir, "rendered-prompt.md"), []byte(redact(rendered))); err != nil {
 		return fmt.Errorf("save rendered prompt: %w", err)
 	}
-	h := stratus.Handle{Handle: newBootstrap(), TID: step.TID, Attempt: 1, ExpiresAt: s.now().Add(s.Minter.TTLOrDefault())}
+	// As long as the turn's engine deadline allows (it was the token TTL,
+	// 600 s, whatever the supervisor's timeout: a longer turn lost its
+	// credential mid-way).
+	h := stratus.Handle{Handle: newBootstrap(), TID: step.TID, Attempt: 1, ExpiresAt: s.now().Add(s.handleLifetime(env, nil, res))}
 	if err := s.Store.PutHandle(ctx, h); err != nil {
 		return err
 	}
@@ -538,6 +547,15 @@ func (s *Service) stepEnded(e Event) {
 	if !observe {
 		return
 	}
+	if s.Queue != nil {
+		// Off the request (issue 14 § 10): the submit that ended the step
+		// returns once it is recorded; the dispatch function launches.
+		body, _ := json.Marshal(Message{RunID: run.ID, Node: step.Node, Kind: KindObserve, StepRef: step.StepRef, Why: why})
+		if err := s.Queue.Send(ctx, body); err != nil {
+			s.warnf("supervisor observation of %s could not be queued (it is advisory; the run goes on): %v", step.StepRef, err)
+		}
+		return
+	}
 	s.sup.hooks.Add(1)
 	go func() {
 		defer s.sup.hooks.Done()
@@ -545,6 +563,35 @@ func (s *Service) stepEnded(e Event) {
 			s.warnf("supervisor observation of %s could not start (it is advisory; the run goes on): %v", step.StepRef, err)
 		}
 	}()
+}
+
+// observe handles a KindObserve dispatch message: the observation turn of
+// the step it names starts (once: a redelivered message finds the turn
+// created and starts nothing). Errors: EINVALID for a message without a
+// run or step, ENOTFOUND for a step the run does not have, the store's
+// while reading them (the queue delivers the message again). A turn that
+// cannot start is warned about and dropped: the layer is advisory (seed
+// 004 § What the layer does), and its step already says it failed.
+func (s *Service) observe(ctx context.Context, m Message) error {
+	if m.RunID == "" || m.StepRef == "" {
+		return stratus.Errorf(stratus.EINVALID, "an observation message needs run_id and step_ref; got %+v", m)
+	}
+	env, err := s.Env(ctx, m.RunID)
+	if err != nil {
+		return err
+	}
+	steps, err := s.Store.ListSteps(ctx, m.RunID)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(steps, func(st stratus.Step) bool { return st.StepRef == m.StepRef && st.Kind != report.Kind })
+	if i < 0 {
+		return stratus.Errorf(stratus.ENOTFOUND, "run %s has no step %s to observe", m.RunID, m.StepRef)
+	}
+	if err := s.startObserve(ctx, env, steps[i], m.Why); err != nil {
+		s.warnf("supervisor observation of %s could not start (it is advisory; the run goes on): %v", m.StepRef, err)
+	}
+	return nil
 }
 
 // stepEnd reads what the observe decision needs of a step that ended.

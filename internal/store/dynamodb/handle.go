@@ -112,6 +112,26 @@ func (s *Store) TakeHandle(ctx context.Context, handle string) (stratus.Handle, 
 	return stratus.Handle{Handle: it.str("handle"), TID: it.str("tid"), Attempt: int(it.int("attempt")), ExpiresAt: it.time("expires_at")}, nil
 }
 
+// RenewHandle sets the handle's expiry and its TTL attribute (one
+// conditional UpdateItem: the handle exists and is not taken); ENOTFOUND
+// otherwise. Its partition of the HandlesByTTL index stays.
+func (s *Store) RenewHandle(ctx context.Context, handle string, expiresAt time.Time) error {
+	_, err := s.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       handleKey(handle),
+		UpdateExpression:          aws.String("SET #e = :e, #ttl = :ttl, #b = :b"),
+		ConditionExpression:       aws.String("attribute_exists(#pk) AND attribute_not_exists(#t)"),
+		ExpressionAttributeNames:  map[string]string{"#e": "expires_at", "#ttl": TTLAttribute, "#b": TTLBucketAttribute, "#t": attrTaken, "#pk": PartitionKey},
+		ExpressionAttributeValues: map[string]av{":e": millis(expiresAt), ":ttl": num(ttlSeconds(expiresAt)), ":b": str(ttlBucket(handle))},
+	})
+	if awsCode(err) == "ConditionalCheckFailedException" {
+		return stratus.Errorf(stratus.ENOTFOUND, "handle %q not found (or already taken)", handle)
+	} else if err != nil {
+		return wrap("renew handle "+quote(handle), err)
+	}
+	return nil
+}
+
 // Sweep deletes the handles that expired before now (every handle whose
 // TTL, its expiry rounded up to the second, is before now's second) and
 // returns how many it deleted. It does not rely on DynamoDB's TTL

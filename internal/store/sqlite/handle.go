@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/stratusflow/stratus"
 )
@@ -48,4 +49,19 @@ func scanHandle(row *sql.Row, handle, verb, absent string) (stratus.Handle, erro
 	}
 	h.ExpiresAt = fromMillis(expires)
 	return h, nil
+}
+
+// RenewHandle sets the handle's expiry; ENOTFOUND if it is absent (or
+// was taken).
+func (s *Store) RenewHandle(ctx context.Context, handle string, expiresAt time.Time) error {
+	res, err := s.w.ExecContext(ctx, "UPDATE handles SET expires_at = ? WHERE handle = ?", millis(expiresAt), handle)
+	if err != nil {
+		return fmt.Errorf("renew handle %q: %w", handle, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("renew handle %q: %w", handle, err)
+	} else if n == 0 {
+		return stratus.Errorf(stratus.ENOTFOUND, "handle %q not found (or already taken)", handle)
+	}
+	return nil
 }

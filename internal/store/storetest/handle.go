@@ -85,6 +85,33 @@ func (su *suite) testHandles(t *testing.T) {
 
 func (su *suite) testTakeHandle(t *testing.T) {
 	t.Parallel()
+	// issue 14 § 11: a heartbeat renews a handle's lease: the new expiry
+	// is what GetHandle returns; a missing or taken handle is ENOTFOUND.
+	t.Run("RenewHandle", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		_, a := b.parents(t, 1)
+		h := b.handle(a.TID, a.N)
+		if err := b.s.PutHandle(b.ctx, h); err != nil {
+			t.Fatal(err)
+		}
+		later := h.ExpiresAt.Add(90 * time.Minute)
+		if err := b.s.RenewHandle(b.ctx, h.Handle, later); err != nil {
+			t.Fatalf("RenewHandle: %v", err)
+		}
+		got, err := b.s.GetHandle(b.ctx, h.Handle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := h
+		want.ExpiresAt = later
+		checkHandle(t, got, want)
+		wantCode(t, "RenewHandle of a missing handle", b.s.RenewHandle(b.ctx, "wh-"+b.key("none"), later), stratus.ENOTFOUND)
+		if _, err := b.s.TakeHandle(b.ctx, h.Handle); err != nil {
+			t.Fatal(err)
+		}
+		wantCode(t, "RenewHandle of a taken handle", b.s.RenewHandle(b.ctx, h.Handle, later), stratus.ENOTFOUND)
+	})
 	// issue 14 § 11: a one-time value is taken once: the first TakeHandle
 	// returns it, every later Take or Get is ENOTFOUND — concurrent takers
 	// included, exactly one of which wins.

@@ -1,0 +1,106 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stratusflow/stratus/internal/launch"
+)
+
+// recordingQueue keeps what was sent, for the test to deliver.
+type recordingQueue struct {
+	mu   sync.Mutex
+	sent [][]byte
+}
+
+func (q *recordingQueue) Send(_ context.Context, body []byte) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.sent = append(q.sent, append([]byte(nil), body...))
+	return nil
+}
+
+func (q *recordingQueue) messages() [][]byte {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return append([][]byte(nil), q.sent...)
+}
+
+// blockingLauncher holds every supervisor launch until released, as a
+// RunTask retrying through throttling would.
+type blockingLauncher struct {
+	launch.Launcher
+	release chan struct{}
+}
+
+func (l *blockingLauncher) Launch(ctx context.Context, s launch.Spec) (string, error) {
+	if strings.Contains(s.TaskID, "."+SupervisorNode+".") {
+		<-l.release
+	}
+	return l.Launcher.Launch(ctx, s)
+}
+
+// issue 14 § 10: the submit that ends a step returns as soon as the
+// attempt is recorded; the observation turn it earns leaves through the
+// queue as a dispatch message, and only its handling (the dispatch
+// function's) launches — once, however often the queue delivers it.
+// Before, the worker API ran the launch, retries and all, inside the
+// request (and the Lambda drained it before answering).
+func TestObserve_GoesThroughTheQueueNotTheRequest(t *testing.T) {
+	t.Parallel()
+	r := supRig(t, supFlow(""), nil)
+	q := &recordingQueue{}
+	r.svc.Queue = q
+	bl := &blockingLauncher{Launcher: r.svc.Launcher, release: make(chan struct{})}
+	r.svc.Launcher = bl
+	r.visit(t, "implementation", "did it")
+
+	done := make(chan error, 1)
+	go func() { _, err := r.submitAfterDispatch(t, "review", oneHigh); done <- err }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("submit: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		close(bl.release)
+		t.Fatal("the submit waited for the observation's launch")
+	}
+	r.svc.Drain() // nothing of the request's is left running
+	msgs := q.messages()
+	if len(msgs) != 1 {
+		t.Fatalf("%d messages queued; want the one observation of review#1", len(msgs))
+	}
+	var m Message
+	if err := json.Unmarshal(msgs[0], &m); err != nil || m.Kind != KindObserve || m.StepRef != "review#1" || m.RunID != "r1" || !strings.Contains(m.Why, "rework") {
+		t.Fatalf("queued %s (%v); want a %s message for review#1 saying why", msgs[0], err, KindObserve)
+	}
+	if n := len(r.supervisorLaunches()); n != 0 {
+		t.Fatalf("%d supervisor turns launched before the message was handled", n)
+	}
+
+	close(bl.release)
+	for range 2 { // at-least-once delivery: the second finds the turn made
+		if err := r.svc.Dispatch(context.Background(), m); err != nil {
+			t.Fatalf("Dispatch(%s): %v", msgs[0], err)
+		}
+	}
+	if n := len(r.supervisorLaunches()); n != 1 {
+		t.Errorf("two deliveries launched %d observation turns; want 1", n)
+	}
+	for _, bad := range []Message{{Kind: KindObserve, RunID: "r1"}, {Kind: KindObserve, RunID: "r1", StepRef: "nosuch#9"}} {
+		if err := r.svc.Dispatch(context.Background(), bad); err == nil {
+			t.Errorf("Dispatch(%+v) = nil; want the message refused", bad)
+		}
+	}
+}
+
+// submitAfterDispatch dispatches node and submits body for it.
+func (r *rig) submitAfterDispatch(t *testing.T, node, body string) (*StepValue, error) {
+	r.dispatch(t, node)
+	return r.submit(t, body)
+}
