@@ -27,7 +27,7 @@ func TestBodyIdle_AStalledBodyIsCutSlowOneIsRead(t *testing.T) {
 		}
 		got <- string(b)
 		w.Write([]byte("ok"))
-	}), time.Second)
+	}), time.Second, 20)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -63,8 +63,22 @@ func TestBodyIdle_AStalledBodyIsCutSlowOneIsRead(t *testing.T) {
 	if g := <-got; g != "error" {
 		t.Errorf("the handler read %q from a stalled body", g)
 	}
+	// A trickle: one byte every 300 ms (3 bytes a second, each read within
+	// the idle timeout, under the 20 bytes a second minimum): cut once its
+	// grace is spent (about 1.2 s), not after the 30 s the 100 bytes take.
+	// Before, every byte moved the deadline and it was held for good.
+	trickle := make([]string, 100)
+	for i := range trickle {
+		trickle[i] = "z"
+	}
+	if line, took := send(trickle[:20], 300*time.Millisecond); strings.Contains(line, "200") || took > 8*time.Second {
+		t.Errorf("a trickling body: %q after %v; want the connection cut", line, took)
+	}
+	if g := <-got; g != "error" {
+		t.Errorf("the handler read %q from a trickling body", g)
+	}
 	// Slow but steady: 10 chunks of 10 bytes, 300 ms apart (3 s in all,
-	// three idle timeouts).
+	// three idle timeouts; 33 bytes a second).
 	chunks := make([]string, 10)
 	for i := range chunks {
 		chunks[i] = strings.Repeat("y", 10)
