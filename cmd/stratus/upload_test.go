@@ -12,7 +12,7 @@ import (
 // by itself, so an engine writes nothing different: here a 6 MiB report
 // (the @file: sentinel, resolved by the runner) and a 5 MiB part staged
 // with `stratus worker artifact`. The ctx dir holds every byte and no
-// upload is left behind.
+// upload is left behind, not even one the engine stored and never named.
 func TestRun_ReportAndPartOverTheInlineLimitTravelThroughAnUpload(t *testing.T) {
 	t.Parallel()
 	dir, task := tinyRun(t, "", `read line
@@ -20,6 +20,9 @@ f=$(mktemp); p=$(mktemp)
 head -c 6291456 /dev/zero | tr '\0' r > "$f"
 head -c 5242880 /dev/zero | tr '\0' p > "$p"
 case "$line" in *'"kind":"agent"'*) "$SBINDIR/stratus" worker artifact --name big.md "$p" || exit 3 ;; esac
+# An upload asked for and stored, never named: gone once the run ends.
+k=$(curl -sf -H "Authorization: Bearer $STRATUS_HANDLE" -d '{"bytes":3}' "$STRATUS_API_URL/v1/worker/upload" | sed 's/.*"url":"\([^"]*\)".*/\1/')
+[ -n "$k" ] && curl -sf -X PUT -H "Authorization: Bearer $STRATUS_HANDLE" --data-binary abc "$STRATUS_API_URL$k" || exit 4
 rm -f "$p"
 printf '{"subrun_report": "@file:%s"}\n' "$f"
 `, "{SBINDIR: "+filepath.Dir(stratusBin)+"}", "t-upload")

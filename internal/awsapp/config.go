@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/launch/ecs"
 	"github.com/stratusflow/stratus/internal/worker"
@@ -147,8 +148,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	if v := get(EnvTokenTTLSeconds); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			return c, stratus.FieldErrorf(stratus.EINVALID, EnvTokenTTLSeconds, "%q is not valid; valid: a positive number of seconds", v)
+		if err != nil || n < config.MinTokenTTLSeconds {
+			return c, stratus.FieldErrorf(stratus.EINVALID, EnvTokenTTLSeconds, "%q is not valid; valid: %d seconds or more (twice the runner's 60 s heartbeat, which renews a worker's handle)", v, config.MinTokenTTLSeconds)
 		}
 		c.TokenTTL = time.Duration(n) * time.Second
 	}

@@ -23,6 +23,10 @@ import (
 	"github.com/stratusflow/stratus/internal/yamlast"
 )
 
+// MinTokenTTLSeconds is the shortest worker.token_ttl_seconds: twice the
+// runner's silent-engine heartbeat (60 s), which renews a handle's lease.
+const MinTokenTTLSeconds = 120
+
 // DefaultMaxBodyBytes is the default bound on a worker body or part (32 MiB).
 const DefaultMaxBodyBytes = 32 << 20
 
@@ -167,6 +171,11 @@ func Parse(file string, data []byte) (*Config, error) {
 	}
 	if c.Worker.TokenTTLSeconds < 0 {
 		ps.add("worker.token_ttl_seconds", "%d is negative; valid: a positive number of seconds", c.Worker.TokenTTLSeconds)
+	} else if c.Worker.TokenTTLSeconds < MinTokenTTLSeconds {
+		// A worker's handle lives one TTL past its last heartbeat (issue 14
+		// § 11): shorter than two of the runner's silent-engine heartbeats,
+		// a live worker loses it.
+		ps.add("worker.token_ttl_seconds", "%d is too short; valid: %d seconds or more (twice the runner's 60 s heartbeat, which renews a worker's handle)", c.Worker.TokenTTLSeconds, MinTokenTTLSeconds)
 	}
 	if c.Projection.Placement == "" {
 		c.Projection.Placement = "workspace/tasks/{task_id}/ctx"

@@ -33,6 +33,7 @@ func TestParse_Errors(t *testing.T) {
 		"missing primary":  {strings.Replace(base, "primary: echo", "primary: nope", 1), `provider "nope"`},
 		"empty command":    {strings.Replace(base, "{command: x}", "{command: \"\"}", 1), "command"},
 		"negative ttl":     {base + "worker: {token_ttl_seconds: -1}\n", "token_ttl_seconds"},
+		"short ttl":        {base + "worker: {token_ttl_seconds: 20}\n", "token_ttl_seconds: 20 is too short; valid: 120 seconds or more"},
 		"negative timeout": {strings.Replace(base, "{command: x}", "{command: x, timeout_seconds: -5}", 1), "timeout_seconds"},
 		"NaN cost cap":     {base + "limits: {max_cost_usd: .nan}\n", "limits.max_cost_usd: NaN"},
 		"infinite cap":     {base + "limits: {max_cost_usd: .inf}\n", "limits.max_cost_usd: +Inf"},

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -167,8 +168,11 @@ func (h *Handler) readBodyUpTo(r *http.Request, max int64) ([]byte, error) {
 	// The limits, stated once (worker/upload.go): inline up to limit, a
 	// larger body through an upload.
 	over := func(size string) error {
-		return stratus.FieldErrorf(stratus.ETOOLARGE, "body", "%s over the limit of %d bytes for a body sent inline; send a larger one through POST /v1/worker/upload (up to %d bytes)",
-			size, limit, h.Service.MaxUpload())
+		if up := h.Service.MaxUpload(); up > limit {
+			return stratus.FieldErrorf(stratus.ETOOLARGE, "body", "%s over the limit of %d bytes for a body sent inline; send a larger one through POST /v1/worker/upload (up to %d bytes)",
+				size, limit, up)
+		}
+		return stratus.FieldErrorf(stratus.ETOOLARGE, "body", "%s over the limit of %d bytes for a body, inline or uploaded", size, limit)
 	}
 	if max > 0 {
 		limit = max
@@ -180,8 +184,10 @@ func (h *Handler) readBodyUpTo(r *http.Request, max int64) ([]byte, error) {
 		return nil, over(strconv.FormatInt(r.ContentLength, 10) + " bytes is")
 	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
-	if err != nil {
-		return nil, stratus.Errorf(stratus.EINVALID, "read body: %v", err)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, stratus.FieldErrorf(stratus.EINVALID, "body", "stopped arriving: each piece must come within %v, and on average %d bytes a second or faster", BodyIdleTimeout, MinBodyRate)
+	} else if err != nil {
+		return nil, stratus.FieldErrorf(stratus.EINVALID, "body", "could not be read: the connection failed")
 	}
 	if int64(len(b)) > limit {
 		return nil, over("the body is")
@@ -209,9 +215,16 @@ func (h *Handler) decodeStrict(r *http.Request, v any) error {
 	if err != nil {
 		return err
 	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return stratus.FieldErrorf(stratus.EINVALID, "body", "empty; valid: a JSON object")
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return stratus.FieldErrorf(stratus.EINVALID, te.Field, "a JSON %s is not valid here; valid: a JSON %s", te.Value, jsonKind(te.Type.Kind().String()))
+		}
 		return stratus.Errorf(stratus.EINVALID, "body: %v", err)
 	}
 	if dec.More() {
@@ -250,7 +263,11 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	b := worker.Body{Bytes: body, Upload: r.URL.Query().Get("upload")}
+	up, err := uploadParam(r)
+	if err != nil {
+		return err
+	}
+	b := worker.Body{Bytes: body, Upload: up}
 	sv, err := h.Service.SubmitBody(r.Context(), r.Header.Get("Authorization"), r.URL.Query().Get("task_id"), b, ok)
 	if err != nil {
 		return err
@@ -280,12 +297,25 @@ func (h *Handler) artifact(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q := r.URL.Query()
-	if err := h.Service.StageArtifact(r.Context(), r.Header.Get("Authorization"), q.Get("name"), worker.Body{Bytes: body, Upload: q.Get("upload")}); err != nil {
+	up, err := uploadParam(r)
+	if err != nil {
+		return err
+	}
+	if err := h.Service.StageArtifact(r.Context(), r.Header.Get("Authorization"), r.URL.Query().Get("name"), worker.Body{Bytes: body, Upload: up}); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// uploadParam is the ?upload= of a request: absent is "", present and
+// empty is refused (it would submit an empty body).
+func uploadParam(r *http.Request) (string, error) {
+	q := r.URL.Query()
+	if q.Has("upload") && q.Get("upload") == "" {
+		return "", stratus.FieldErrorf(stratus.EINVALID, "upload", "empty; valid: a key from POST /v1/worker/upload, or no upload parameter")
+	}
+	return q.Get("upload"), nil
 }
 
 // POST /v1/worker/upload {bytes} (issue 14 § 8): where to PUT a body too
@@ -402,4 +432,21 @@ func (h *Handler) stats(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// jsonKind names a Go kind as the JSON value it decodes from.
+func jsonKind(kind string) string {
+	switch {
+	case strings.HasPrefix(kind, "int"), strings.HasPrefix(kind, "uint"):
+		return "integer"
+	case strings.HasPrefix(kind, "float"):
+		return "number"
+	case kind == "struct" || kind == "map":
+		return "object"
+	case kind == "slice" || kind == "array":
+		return "array"
+	case kind == "bool":
+		return "boolean"
+	}
+	return kind
 }

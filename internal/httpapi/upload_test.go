@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/worker"
@@ -95,6 +96,7 @@ func TestUpload_LargeResultGoesThroughAnUpload(t *testing.T) {
 func TestUpload_Refusals(t *testing.T) {
 	b := setup(t)
 	b.svc.MaxUploadBytes = 1000
+	b.svc.Minter.TTL = time.Hour // the handle outlives the upload's 15 minutes
 	spec := b.dispatchSpec(t, "planning", "tok-1")
 	auth := "Bearer " + spec.Handle
 	ask := func(n int) worker.Upload {
@@ -114,6 +116,10 @@ func TestUpload_Refusals(t *testing.T) {
 		{"zero bytes", `{"bytes":0}`, 400, `"field":"bytes"`},
 		{"over the limit", `{"bytes":1001}`, 413, "over the limit of 1000 bytes for a body sent through an upload"},
 		{"unknown field", `{"bytes":10,"name":"x"}`, 400, "unknown field"},
+		{"a string", `{"bytes":"abc"}`, 400, `"message":"a JSON string is not valid here; valid: a JSON integer","field":"bytes"`},
+		{"a fraction", `{"bytes":1.5}`, 400, `"field":"bytes"`},
+		{"missing", `{}`, 400, `(or missing) is not a body size; valid: 1 to 1000 bytes","field":"bytes"`},
+		{"an empty body", ``, 400, `"message":"empty; valid: a JSON object","field":"body"`},
 	} {
 		if code, body := b.do(t, "POST", "/v1/worker/upload", auth, c.body); code != c.code || !strings.Contains(body, c.want) {
 			t.Errorf("%s: %d %s; want %d containing %q", c.name, code, body, c.code, c.want)
@@ -133,15 +139,34 @@ func TestUpload_Refusals(t *testing.T) {
 		{"another attempt's key", "/v1/worker/submit?upload=" + strings.Replace(u.Key, ".a1.", ".a2.", 1), "", 400, "is not an upload of attempt 1"},
 		{"a key outside uploads", "/v1/worker/artifact?name=x.md&upload=workspace/tasks/t1/ctx/x.md", "", 400, `"field":"upload"`},
 		{"a body beside the upload", "/v1/worker/submit?upload=" + u.Key, "inline too", 400, "carries no body"},
+		{"an empty upload parameter", "/v1/worker/submit?upload=", "", 400, `"field":"upload"`},
+		{"an empty upload parameter on a part", "/v1/worker/artifact?name=p.md&upload=", "", 400, `"field":"upload"`},
+		{"a key never issued", "/v1/worker/submit?upload=" + u.Key[:len(u.Key)-1] + flip(u.Key[len(u.Key)-1:]), "", 400, "was not issued by this API"},
+		{"a path under the attempt's prefix", "/v1/worker/artifact?name=p.md&upload=" + strings.TrimSuffix(u.Key, u.Key[strings.LastIndex(u.Key, ".a1.")+4:]) + "s/dummy-secret12", "", 400, "is not an upload of attempt 1"},
 	} {
 		if code, body := b.do(t, "POST", c.path, auth, c.body); code != c.code || !strings.Contains(body, c.want) {
 			t.Errorf("%s: %d %s; want %d containing %q", c.name, code, body, c.code, c.want)
 		}
 	}
-	// A PUT to another key than the attempt's is refused.
+	// A PUT to another key than the attempt's, or of another size than
+	// the upload was asked for, is refused.
 	if code, body := b.do(t, "PUT", "/v1/worker/workspace/blob?key=.stratus/uploads/r1/other", auth, "x"); code != 400 {
 		t.Errorf("PUT to a key that is no upload of the attempt = %d %s; want 400", code, body)
 	}
+	if code, body := b.do(t, "PUT", u.URL, auth, "eleven byte"); code != 400 || !strings.Contains(body, "11 bytes came; the upload was asked for 10") {
+		t.Errorf("PUT of 11 bytes to a 10-byte upload = %d %s; want 400", code, body)
+	}
+	// An attempt holds at most worker.MaxPendingUploads stored and unnamed.
+	for range worker.MaxPendingUploads {
+		p := ask(1)
+		if code, body := b.do(t, "PUT", p.URL, auth, "x"); code != 204 {
+			t.Fatalf("PUT %s = %d %s", p.URL, code, body)
+		}
+	}
+	if code, body := b.do(t, "POST", "/v1/worker/upload", auth, `{"bytes":1}`); code != 409 || !strings.Contains(body, "not yet named") {
+		t.Errorf("upload past the pending limit = %d %s; want 409", code, body)
+	}
+	os.RemoveAll(filepath.Join(b.dir, ".stratus/uploads"))
 
 	// Whatever a URL's holder stored, the server reads at most the limit:
 	// an upload over it is 413 and is deleted.
@@ -152,7 +177,7 @@ func TestUpload_Refusals(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(b.dir, big.Key), bytes.Repeat([]byte("x"), 5000), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, body := b.do(t, "POST", "/v1/worker/submit?upload="+big.Key, auth, ""); code != 413 || !strings.Contains(body, "over the limit of 1000 bytes") {
+	if code, body := b.do(t, "POST", "/v1/worker/submit?upload="+big.Key, auth, ""); code != 413 || !strings.Contains(body, "holds more than the 1000 bytes it was asked for") {
 		t.Errorf("submit of a 5000-byte upload = %d %s; want 413", code, body)
 	}
 	if _, err := os.Stat(filepath.Join(b.dir, big.Key)); !os.IsNotExist(err) {
@@ -174,13 +199,37 @@ func TestUpload_Refusals(t *testing.T) {
 	if code, body := b.do(t, "PUT", u.URL, auth, "final body"); code != 204 {
 		t.Fatalf("PUT %s = %d %s", u.URL, code, body)
 	}
+	// An expired key is refused.
+	now := time.Now()
+	b.svc.Now = func() time.Time { return now.Add(worker.UploadTTL + time.Minute) }
+	if code, body := b.do(t, "POST", "/v1/worker/submit?upload="+u.Key, auth, ""); code != 400 || !strings.Contains(body, "expired at") {
+		t.Errorf("submit of an expired upload = %d %s; want 400", code, body)
+	}
+	b.svc.Now = nil
+	u = ask(10)
+	if code, body := b.do(t, "PUT", u.URL, auth, "final body"); code != 204 {
+		t.Fatalf("PUT %s = %d %s", u.URL, code, body)
+	}
 	if code, body := b.do(t, "POST", "/v1/worker/submit?upload="+u.Key, auth, ""); code != 200 || !strings.Contains(body, `"bytes":10`) {
 		t.Fatalf("submit of the upload = %d %s", code, body)
+	}
+	// The same request again (a client retry after a lost answer) is the
+	// 409 of a recorded attempt, as inline, not a missing upload.
+	if code, body := b.do(t, "POST", "/v1/worker/submit?upload="+u.Key, auth, ""); code != 409 {
+		t.Errorf("a retried submit of an upload = %d %s; want 409", code, body)
 	}
 	// Fenced like every write once the attempt ended.
 	if code, body := b.do(t, "POST", "/v1/worker/upload", auth, `{"bytes":10}`); code != 409 {
 		t.Errorf("upload after the Final = %d %s; want 409", code, body)
 	}
+}
+
+// flip changes one hex digit.
+func flip(d string) string {
+	if d == "0" {
+		return "1"
+	}
+	return "0"
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -186,6 +186,13 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 		return nil, err
 	}
 	defer removeAddress()
+	// What is left of the run's uploads once it ends was never named (each
+	// is deleted when it is): deleted with the run's end (issue 14 § 8).
+	defer func() {
+		if err := worker.DropUploads(context.WithoutCancel(ctx), sk, run.ID); err != nil {
+			fmt.Fprintf(progress, "stratus: warning: delete the run's leftover uploads: %v\n", err)
+		}
+	}()
 	x, err := exec.StartExecution(ctx, executor.StartInput{StateMachine: run.Flow, Definition: s.def, Name: name, Input: input})
 	if err != nil {
 		return nil, fmt.Errorf("start execution: %w", err)

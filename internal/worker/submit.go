@@ -211,6 +211,11 @@ func (s *Service) SubmitBody(ctx context.Context, authorization, tid string, b B
 // settled (settleUpload) with the outcome.
 func (s *Service) submitBody(ctx context.Context, c *Caller, b Body, ok bool, terminal string) (sv *StepValue, err error) {
 	defer func() { s.settleUpload(ctx, c, b, err) }()
+	// Fenced before the upload is read: a retried submit of a recorded
+	// attempt is the same 409 whether its body came inline or uploaded.
+	if err := s.fence(ctx, c); err != nil {
+		return nil, err
+	}
 	body, err := s.bodyOf(ctx, c, b)
 	if err != nil {
 		return nil, err
@@ -256,7 +261,9 @@ func (s *Service) Result(ctx context.Context, authorization string, rb ResultBod
 	}
 	if rb.Upload != "" {
 		if v := bytes.TrimSpace(rb.Value); len(v) > 0 && string(v) != "null" {
-			return nil, stratus.FieldErrorf(stratus.EINVALID, "value", "a result naming an upload has no value (the uploaded bytes are the body); drop value or upload")
+			err := stratus.FieldErrorf(stratus.EINVALID, "value", "a result naming an upload has no value (the uploaded bytes are the body); drop value or upload")
+			s.settleUpload(ctx, c, Body{Upload: rb.Upload}, err)
+			return nil, err
 		}
 		return s.submitBody(ctx, c, Body{Upload: rb.Upload}, *rb.OK, "")
 	}

@@ -2,10 +2,13 @@ package worker
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -88,14 +91,20 @@ func (s *Service) NewUpload(ctx context.Context, authorization string, req Uploa
 	}
 	switch max := s.MaxUpload(); {
 	case req.Bytes <= 0:
-		return Upload{}, stratus.FieldErrorf(stratus.EINVALID, "bytes", "%d is not a body size; valid: 1 to %d bytes", req.Bytes, max)
+		return Upload{}, stratus.FieldErrorf(stratus.EINVALID, "bytes", "%d (or missing) is not a body size; valid: 1 to %d bytes", req.Bytes, max)
 	case req.Bytes > max:
 		return Upload{}, stratus.FieldErrorf(stratus.ETOOLARGE, "bytes", "%d bytes is over the limit of %d bytes for a body sent through an upload", req.Bytes, max)
 	}
-	var rnd [8]byte
-	rand.Read(rnd[:])
-	key := uploadPrefix(c) + hex.EncodeToString(rnd[:])
-	u := Upload{Key: key, MaxBytes: s.MaxUpload(), ExpiresAt: s.now().Add(UploadTTL).UTC()}
+	// Bounded storage: an attempt holds at most MaxPendingUploads bodies
+	// stored and not yet named.
+	if keys, err := s.Sink.List(ctx, path.Dir(uploadPrefix(c))); err != nil {
+		return Upload{}, err
+	} else if n := countPrefix(keys, uploadPrefix(c)); n >= MaxPendingUploads {
+		return Upload{}, stratus.Errorf(stratus.ECONFLICT, "attempt %d of %s has %d uploads stored and not yet named (at most %d); name them first", c.Attempt.N, c.Step.TID, n, MaxPendingUploads)
+	}
+	exp := s.now().Add(UploadTTL).Truncate(time.Second).UTC()
+	key := s.uploadKey(c, req.Bytes, exp)
+	u := Upload{Key: key, MaxBytes: s.MaxUpload(), ExpiresAt: exp}
 	if p, ok := s.Sink.(sink.Presigner); ok {
 		if u.URL, err = p.PresignPut(ctx, key, UploadTTL); err != nil {
 			return Upload{}, err
@@ -106,16 +115,108 @@ func (s *Service) NewUpload(ctx context.Context, authorization string, req Uploa
 	return u, nil
 }
 
+// MaxPendingUploads bounds the uploads an attempt holds stored and not
+// yet named (each deleted once named): 8 × MaxUpload of storage at most.
+const MaxPendingUploads = 8
+
 // uploadPrefix starts every upload key of the caller's attempt: a key
 // names its run, task and attempt, so it is checked without a lookup.
 func uploadPrefix(c *Caller) string {
 	return path.Join(StateDirName, "uploads", c.Run.ID, fmt.Sprintf("%s.a%d", c.Step.TID, c.Attempt.N)) + "."
 }
 
-// isUploadKey reports whether key is one of the caller attempt's uploads.
-func isUploadKey(c *Caller, key string) bool {
+// uploadKey is an upload key of the caller's attempt for a body of size
+// bytes, usable until exp: <prefix><size>.<exp unix s>.<nonce>.<mac>, the
+// MAC (HMAC-SHA256 with the service's key, 16 hex digits) over the rest. It
+// needs no record: a key this service did not issue, one for another
+// attempt, size or time, or one that reaches outside its directory is
+// refused by parseUpload.
+func (s *Service) uploadKey(c *Caller, size int64, exp time.Time) string {
+	var nonce [4]byte
+	rand.Read(nonce[:]) // two uploads of one size asked in one second differ
+	body := fmt.Sprintf("%s%d.%d.%s", uploadPrefix(c), size, exp.Unix(), hex.EncodeToString(nonce[:]))
+	return body + "." + uploadMAC(s.Minter.Key, body)
+}
+
+func uploadMAC(key []byte, body string) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(body))
+	return hex.EncodeToString(m.Sum(nil)[:8])
+}
+
+// uploadRef is what a valid upload key says.
+type uploadRef struct {
+	size int64
+	exp  time.Time
+}
+
+// parseUpload checks key as an upload of the caller's attempt. Errors:
+// EINVALID (field) for a key not of the caller's attempt or not issued by
+// this service (under its key or a previous one, during a rotation).
+// Whether it expired is liveUpload's check.
+func (s *Service) parseUpload(c *Caller, key, field string) (uploadRef, error) {
+	bad := func(why string) (uploadRef, error) {
+		return uploadRef{}, stratus.FieldErrorf(stratus.EINVALID, field, "%q %s; ask POST /v1/worker/upload for one", key, why)
+	}
 	p := uploadPrefix(c)
-	return strings.HasPrefix(key, p) && len(key) == len(p)+16 && sink.CheckKey(key) == nil
+	rest, ok := strings.CutPrefix(key, p)
+	parts := strings.Split(rest, ".")
+	if !ok || len(parts) != 4 || sink.CheckKey(key) != nil {
+		return bad(fmt.Sprintf("is not an upload of attempt %d of %s", c.Attempt.N, c.Step.TID))
+	}
+	size, err1 := strconv.ParseInt(parts[0], 10, 64)
+	unix, err2 := strconv.ParseInt(parts[1], 10, 64)
+	if err1 != nil || err2 != nil || size <= 0 || !s.uploadSigned(strings.TrimSuffix(key, "."+parts[3]), parts[3]) {
+		return bad("was not issued by this API")
+	}
+	return uploadRef{size: size, exp: time.Unix(unix, 0).UTC()}, nil
+}
+
+// liveUpload is parseUpload of a key that has not expired. Errors:
+// parseUpload's; EINVALID (field) for an expired key.
+func (s *Service) liveUpload(c *Caller, key, field string) (uploadRef, error) {
+	ref, err := s.parseUpload(c, key, field)
+	if err == nil && s.now().After(ref.exp) {
+		err = stratus.FieldErrorf(stratus.EINVALID, field, "%q expired at %s; ask POST /v1/worker/upload for another", key, ref.exp.Format(time.RFC3339))
+	}
+	return ref, err
+}
+
+// uploadSigned reports whether mac is body's MAC under the service's key
+// or a previous one.
+func (s *Service) uploadSigned(body, mac string) bool {
+	for _, k := range append([][]byte{s.Minter.Key}, s.Minter.Previous...) {
+		if hmac.Equal([]byte(uploadMAC(k, body)), []byte(mac)) {
+			return true
+		}
+	}
+	return false
+}
+
+func countPrefix(keys []string, prefix string) int {
+	n := 0
+	for _, k := range keys {
+		if strings.HasPrefix(k, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// DropUploads deletes what is left of a run's uploads (each is deleted
+// once named; a leftover was never named): an embedded run calls it when
+// it ends. On AWS the bucket's expire-uploads rule does it.
+func DropUploads(ctx context.Context, sk sink.Sink, runID string) error {
+	keys, err := sk.List(ctx, path.Join(StateDirName, "uploads", runID))
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := sk.Delete(ctx, k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // bodyOf returns the bytes of b: inline, or read (bounded by MaxUpload)
@@ -129,19 +230,38 @@ func (s *Service) bodyOf(ctx context.Context, c *Caller, b Body) ([]byte, error)
 	if len(b.Bytes) > 0 {
 		return nil, stratus.FieldErrorf(stratus.EINVALID, "body", "a request naming an upload carries no body (%d bytes came); the bytes are the upload's", len(b.Bytes))
 	}
-	if !isUploadKey(c, b.Upload) {
-		return nil, stratus.FieldErrorf(stratus.EINVALID, "upload", "%q is not an upload of attempt %d of %s; ask POST /v1/worker/upload for one", b.Upload, c.Attempt.N, c.Step.TID)
+	ref, err := s.liveUpload(c, b.Upload, "upload")
+	if err != nil {
+		return nil, err
 	}
-	body, err := s.Sink.GetMax(ctx, b.Upload, s.MaxUpload())
+	body, err := s.Sink.GetMax(ctx, b.Upload, min(ref.size, s.MaxUpload()))
 	switch stratus.ErrorCode(err) {
 	case "":
+		if int64(len(body)) != ref.size {
+			return nil, stratus.FieldErrorf(stratus.EINVALID, "upload", "the upload holds %d bytes; it was asked for %d", len(body), ref.size)
+		}
 		return body, nil
 	case stratus.ENOTFOUND:
 		return nil, stratus.FieldErrorf(stratus.EINVALID, "upload", "nothing was uploaded to %q; PUT the body to the upload's url first", b.Upload)
 	case stratus.ETOOLARGE:
-		return nil, stratus.FieldErrorf(stratus.ETOOLARGE, "upload", "the upload %q is over the limit of %d bytes for a body sent through an upload", b.Upload, s.MaxUpload())
+		return nil, stratus.FieldErrorf(stratus.ETOOLARGE, "upload", "the upload %q holds more than the %d bytes it was asked for", b.Upload, ref.size)
 	}
 	return nil, err
+}
+
+// checkUploadPut refuses a PUT of body to key (the blob route, for a
+// sink that does not presign) unless key is a live upload of the
+// caller's attempt asked for exactly len(body) bytes. Errors: EINVALID
+// (field key or body).
+func (s *Service) checkUploadPut(c *Caller, key string, body []byte) error {
+	ref, err := s.liveUpload(c, key, "key")
+	if err != nil {
+		return err
+	}
+	if int64(len(body)) != ref.size {
+		return stratus.FieldErrorf(stratus.EINVALID, "body", "%d bytes came; the upload was asked for %d", len(body), ref.size)
+	}
+	return nil
 }
 
 // settleUpload deletes b's upload once the request naming it is settled:
@@ -149,6 +269,9 @@ func (s *Service) bodyOf(ctx context.Context, c *Caller, b Body) ([]byte, error)
 // worker asks for a new upload to try again). After a transient failure
 // (5xx) it stays, for the client's retry of the same request.
 func (s *Service) settleUpload(ctx context.Context, c *Caller, b Body, err error) {
+	if b.Upload == "" {
+		return
+	}
 	switch stratus.ErrorCode(err) {
 	case stratus.EINTERNAL, stratus.ENOSPACE:
 		return
@@ -160,8 +283,8 @@ func (s *Service) settleUpload(ctx context.Context, c *Caller, b Body, err error
 // store's tail, the projection); a failure is warned about — the bucket's
 // expiry rule removes it later.
 func (s *Service) dropUpload(ctx context.Context, c *Caller, b Body) {
-	if b.Upload == "" || !isUploadKey(c, b.Upload) {
-		return // never another attempt's, never a key outside uploads
+	if _, err := s.parseUpload(c, b.Upload, "upload"); err != nil {
+		return // never another attempt's, never a key this API did not issue
 	}
 	if err := s.Sink.Delete(ctx, b.Upload); err != nil {
 		s.warnf("%s: delete upload %s: %v", c.Step.StepRef, b.Upload, err)

@@ -283,10 +283,19 @@ func (s *Service) WriteBlob(ctx context.Context, authorization, key string, body
 		return err
 	}
 	ws := c.Run.Workspace
-	if !isUploadKey(c, key) && (ws == nil || len(ws.Bundles) == 0 || key != uploadKey(ws, c)) {
-		return stratus.FieldErrorf(stratus.EINVALID, "key", "%q is not this attempt's bundle key or one of its uploads (POST /v1/worker/upload)", key)
+	if ws != nil && len(ws.Bundles) > 0 && key == uploadKey(ws, c) {
+		if node := c.Env.Flow.Node(c.Step.Node); node == nil || !writesWorkspace(node, c.Attempt.Resolved.PermissionProfile) {
+			return stratus.FieldErrorf(stratus.EINVALID, "key", "step %s is not a workspace-write agent node; it uploads no bundle", c.Step.StepRef)
+		}
+		return s.Sink.Put(ctx, key, body)
 	}
-	return s.Sink.Put(ctx, key, body)
+	if strings.HasPrefix(key, path.Join(StateDirName, "uploads")+"/") {
+		if err := s.checkUploadPut(c, key, body); err != nil {
+			return err
+		}
+		return s.Sink.Put(ctx, key, body)
+	}
+	return stratus.FieldErrorf(stratus.EINVALID, "key", "%q is not this attempt's bundle key or one of its uploads (POST /v1/worker/upload)", key)
 }
 
 // HeadAdvance is the body of POST /v1/worker/workspace/head.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
+	"path"
 	"strings"
 	"testing"
 
@@ -135,6 +136,12 @@ func TestAdvanceHead_FencedAndKeyed(t *testing.T) {
 	}
 	if err := r.svc.AdvanceHead(ctx, "Bearer "+sp.Handle, HeadAdvance{From: one, To: two}); stratus.ErrorCode(err) != stratus.EINVALID {
 		t.Errorf("an evaluator's advance: %v, want EINVALID", err)
+	}
+	// Nor stores a bundle under its attempt's key (issue 14 newcomers: a
+	// read-only node's junk bundle was kept).
+	revKey := path.Join(path.Dir(key), sp.TaskID+".a1.bundle")
+	if err := r.svc.WriteBlob(ctx, "Bearer "+sp.Handle, revKey, []byte("junk")); stratus.ErrorCode(err) != stratus.EINVALID {
+		t.Errorf("an evaluator's bundle upload: %v, want EINVALID", err)
 	}
 }
 
