@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -167,6 +168,62 @@ func TestUpload_Refusals(t *testing.T) {
 		t.Errorf("upload past the pending limit = %d %s; want 409", code, body)
 	}
 	os.RemoveAll(filepath.Join(b.dir, ".stratus/uploads"))
+	// Keys asked for first and stored after are counted at the PUT too.
+	var asked []worker.Upload
+	for range worker.MaxPendingUploads + 1 {
+		asked = append(asked, ask(1))
+	}
+	for i, p := range asked {
+		code, body := b.do(t, "PUT", p.URL, auth, "x")
+		if want := map[bool]int{true: 409, false: 204}[i == worker.MaxPendingUploads]; code != want {
+			t.Errorf("PUT %d of %d asked = %d %s; want %d", i+1, len(asked), code, body, want)
+		}
+	}
+	os.RemoveAll(filepath.Join(b.dir, ".stratus/uploads"))
+
+	// Nothing outside the attempt's uploads is read, written or deleted
+	// through a link planted there (issue 14 newcomers), and a FIFO at a
+	// key never blocks a request: each is a 400.
+	secret := filepath.Join(b.dir, ".stratus", "secret.txt")
+	os.WriteFile(secret, []byte("0123456789"), 0o600)
+	runDir := filepath.Join(b.dir, ".stratus", "uploads", "r1")
+	os.MkdirAll(runDir, 0o755)
+	leak := ask(10)
+	if err := os.Symlink(secret, filepath.Join(b.dir, leak.Key)); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := b.do(t, "POST", "/v1/worker/artifact?name=leak.md&upload="+leak.Key, auth, ""); code != 400 || !strings.Contains(body, "symbolic link") {
+		t.Errorf("naming an upload that is a link to a secret = %d %s; want 400", code, body)
+	}
+	fifo := ask(10)
+	if err := syscall.Mkfifo(filepath.Join(b.dir, fifo.Key), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := b.do(t, "POST", "/v1/worker/artifact?name=fifo.md&upload="+fifo.Key, auth, ""); code != 400 || !strings.Contains(body, "not a regular file") {
+		t.Errorf("naming an upload that is a FIFO = %d %s; want 400", code, body)
+	}
+	dirKey := ask(4)
+	os.MkdirAll(filepath.Join(b.dir, dirKey.Key), 0o755)
+	if code, body := b.do(t, "PUT", dirKey.URL, auth, "abcd"); code != 400 {
+		t.Errorf("PUT onto a directory = %d %s; want 400", code, body)
+	}
+	os.RemoveAll(runDir)
+	elsewhere := filepath.Join(b.dir, "elsewhere")
+	os.MkdirAll(elsewhere, 0o755)
+	if err := os.Symlink(elsewhere, runDir); err != nil {
+		t.Fatal(err)
+	}
+	out := ask(5)
+	if code, body := b.do(t, "PUT", out.URL, auth, "hello"); code != 400 || !strings.Contains(body, "symbolic link") {
+		t.Errorf("PUT through a linked uploads dir = %d %s; want 400", code, body)
+	}
+	if left, _ := os.ReadDir(elsewhere); len(left) != 0 {
+		t.Errorf("a PUT wrote outside the uploads: %v", left)
+	}
+	os.Remove(runDir)
+	if b, err := os.ReadFile(secret); err != nil || string(b) != "0123456789" {
+		t.Errorf("the secret: %q %v; want it untouched", b, err)
+	}
 
 	// Whatever a URL's holder stored, the server reads at most the limit:
 	// an upload over it is 413 and is deleted.

@@ -50,7 +50,8 @@ type session struct {
 
 // open opens the work dir's store and HMAC key.
 func open(dir string, o Options) (*session, error) {
-	s := &session{o: o, dir: dir, state: filepath.Join(dir, StateDir), sk: fs.New(dir)}
+	// Stratus's state (.stratus/) is reached through no link an engine planted.
+	s := &session{o: o, dir: dir, state: filepath.Join(dir, StateDir), sk: fs.New(dir).Private(StateDir)}
 	var release func()
 	s.progress, release = progress.For(o.Progress)
 	s.defer_(release)

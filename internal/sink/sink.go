@@ -54,6 +54,9 @@ type Presigner interface {
 	// PresignPut returns a URL that stores one body under key with a plain
 	// PUT (no extra headers) for ttl.
 	PresignPut(ctx context.Context, key string, ttl time.Duration) (string, error)
+	// PresignPutSize is PresignPut of a body of exactly size bytes: the
+	// length is signed, so the store refuses any other (issue 14 § 8).
+	PresignPutSize(ctx context.Context, key string, size int64, ttl time.Duration) (string, error)
 }
 
 // CheckKey reports whether key is a valid sink key: a non-empty,

@@ -96,17 +96,15 @@ func (s *Service) NewUpload(ctx context.Context, authorization string, req Uploa
 		return Upload{}, stratus.FieldErrorf(stratus.ETOOLARGE, "bytes", "%d bytes is over the limit of %d bytes for a body sent through an upload", req.Bytes, max)
 	}
 	// Bounded storage: an attempt holds at most MaxPendingUploads bodies
-	// stored and not yet named.
-	if keys, err := s.Sink.List(ctx, path.Dir(uploadPrefix(c))); err != nil {
+	// stored and not yet named (checked again at a PUT through this API).
+	if err := s.pendingUploads(ctx, c, ""); err != nil {
 		return Upload{}, err
-	} else if n := countPrefix(keys, uploadPrefix(c)); n >= MaxPendingUploads {
-		return Upload{}, stratus.Errorf(stratus.ECONFLICT, "attempt %d of %s has %d uploads stored and not yet named (at most %d); name them first", c.Attempt.N, c.Step.TID, n, MaxPendingUploads)
 	}
 	exp := s.now().Add(UploadTTL).Truncate(time.Second).UTC()
 	key := s.uploadKey(c, req.Bytes, exp)
 	u := Upload{Key: key, MaxBytes: s.MaxUpload(), ExpiresAt: exp}
 	if p, ok := s.Sink.(sink.Presigner); ok {
-		if u.URL, err = p.PresignPut(ctx, key, UploadTTL); err != nil {
+		if u.URL, err = p.PresignPutSize(ctx, key, req.Bytes, UploadTTL); err != nil {
 			return Upload{}, err
 		}
 	} else {
@@ -193,14 +191,24 @@ func (s *Service) uploadSigned(body, mac string) bool {
 	return false
 }
 
-func countPrefix(keys []string, prefix string) int {
+// pendingUploads refuses (ECONFLICT) one more upload of the caller's
+// attempt when it holds MaxPendingUploads stored and not yet named, key
+// (the one being stored, when it is) aside.
+func (s *Service) pendingUploads(ctx context.Context, c *Caller, key string) error {
+	keys, err := s.Sink.List(ctx, path.Dir(uploadPrefix(c)))
+	if err != nil {
+		return err
+	}
 	n := 0
 	for _, k := range keys {
-		if strings.HasPrefix(k, prefix) {
+		if strings.HasPrefix(k, uploadPrefix(c)) && k != key {
 			n++
 		}
 	}
-	return n
+	if n >= MaxPendingUploads {
+		return stratus.Errorf(stratus.ECONFLICT, "attempt %d of %s has %d uploads stored and not yet named (at most %d); name them first", c.Attempt.N, c.Step.TID, n, MaxPendingUploads)
+	}
+	return nil
 }
 
 // DropUploads deletes what is left of a run's uploads (each is deleted

@@ -293,6 +293,9 @@ func (s *Service) WriteBlob(ctx context.Context, authorization, key string, body
 		if err := s.checkUploadPut(c, key, body); err != nil {
 			return err
 		}
+		if err := s.pendingUploads(ctx, c, key); err != nil {
+			return err
+		}
 		return s.Sink.Put(ctx, key, body)
 	}
 	return stratus.FieldErrorf(stratus.EINVALID, "key", "%q is not this attempt's bundle key or one of its uploads (POST /v1/worker/upload)", key)

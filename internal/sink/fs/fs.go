@@ -31,7 +31,8 @@ const (
 // costs a few syscalls instead of a walk of every path component; a cached
 // handle is used only while the path still names that same directory.
 type Sink struct {
-	root string // absolute, cleaned
+	root    string // absolute, cleaned
+	private string // first segment of the keys that follow no link (Private)
 
 	mu   sync.Mutex
 	dirs map[string]*os.Root // parent dir key ("." for the root) → open handle
@@ -102,6 +103,49 @@ func New(root string) *Sink {
 	return &Sink{root: filepath.Clean(root)}
 }
 
+// Private makes the keys under the top-level directory dir (Stratus's
+// state dir, ".stratus") the sink's own: a Put, Get or Delete of such a key
+// reaches nothing through a symbolic link below dir (dir itself may be
+// one) and reads only a regular file — EINVALID otherwise (issue 14
+// newcomers: a link planted in .stratus/uploads/ made uploads read and
+// write outside it). It returns s.
+func (s *Sink) Private(dir string) *Sink {
+	s.private = dir
+	return s
+}
+
+// plain refuses (EINVALID) a key one of whose existing components below
+// its first segment is a symbolic link or, short of the last, not a
+// directory; with regular, an existing last component must be a regular
+// file. A missing component ends the check (Put creates it).
+func (s *Sink) plain(key string, regular bool) error {
+	segs := strings.Split(key, "/")
+	p := filepath.Join(s.root, segs[0])
+	for i := 1; i < len(segs); i++ {
+		p = filepath.Join(p, segs[i])
+		fi, err := os.Lstat(p)
+		if errors.Is(err, iofs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("fs sink: %q: %w", key, err)
+		}
+		last := i == len(segs)-1
+		switch {
+		case fi.Mode()&os.ModeSymlink != 0:
+			return stratus.FieldErrorf(stratus.EINVALID, "key", "sink key %q reaches a symbolic link at %s; Stratus's state follows none", key, path.Join(segs[:i+1]...))
+		case !last && !fi.IsDir():
+			return stratus.FieldErrorf(stratus.EINVALID, "key", "sink key %q: %s is not a directory", key, path.Join(segs[:i+1]...))
+		case last && regular && !fi.Mode().IsRegular():
+			return stratus.FieldErrorf(stratus.EINVALID, "key", "sink key %q is not a regular file (%s)", key, fi.Mode().Type())
+		}
+	}
+	return nil
+}
+
+func (s *Sink) isPrivate(key string) bool {
+	return s.private != "" && strings.HasPrefix(key, s.private+"/")
+}
+
 // Root returns the absolute root directory.
 func (s *Sink) Root() string { return s.root }
 
@@ -125,6 +169,14 @@ func (s *Sink) Put(ctx context.Context, key string, body []byte) error {
 	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if s.isPrivate(key) {
+		if err := s.plain(key, false); err != nil {
+			return err
+		}
+		if fi, err := os.Lstat(filepath.Join(s.root, filepath.FromSlash(key))); err == nil && fi.IsDir() {
+			return stratus.FieldErrorf(stratus.EINVALID, "key", "sink key %q is a directory", key)
+		}
 	}
 	dir, base := path.Split(key)
 	dir = path.Clean(dir)
@@ -172,6 +224,11 @@ func (s *Sink) Get(ctx context.Context, key string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if s.isPrivate(key) {
+		if err := s.plain(key, true); err != nil {
+			return nil, err
+		}
+	}
 	r, err := os.OpenRoot(s.root)
 	if err != nil {
 		if errors.Is(err, iofs.ErrNotExist) {
@@ -213,8 +270,16 @@ func (s *Sink) GetMax(ctx context.Context, key string, max int64) ([]byte, error
 		return nil, fmt.Errorf("fs sink: open root: %w", err)
 	}
 	defer r.Close()
-	f, err := r.Open(filepath.FromSlash(key))
+	// Never through a link, never a FIFO or device (whose open or read
+	// would block): an upload is a plain file.
+	if err := s.plain(key, true); err != nil {
+		return nil, err
+	}
+	f, err := r.OpenFile(filepath.FromSlash(key), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
 	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, stratus.FieldErrorf(stratus.EINVALID, "key", "sink key %q is a symbolic link", key)
+		}
 		return nil, s.ioErr("get", key, err)
 	}
 	defer f.Close()
@@ -224,6 +289,9 @@ func (s *Sink) GetMax(ctx context.Context, key string, max int64) ([]byte, error
 	}
 	if fi.IsDir() {
 		return nil, notFound(key)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, stratus.FieldErrorf(stratus.EINVALID, "key", "sink key %q is not a regular file (%s)", key, fi.Mode().Type())
 	}
 	b, err := sink.ReadMax(f, key, fi.Size(), max)
 	if err != nil && stratus.ErrorCode(err) != stratus.ETOOLARGE {
@@ -248,6 +316,9 @@ func (s *Sink) Delete(ctx context.Context, key string) error {
 		return fmt.Errorf("fs sink: open root: %w", err)
 	}
 	defer r.Close()
+	if err := s.plain(path.Dir(key)+"/x", false); err != nil && path.Dir(key) != "." {
+		return err // the entry is removed, never what a link on the way points at
+	}
 	name := filepath.FromSlash(key)
 	if fi, err := r.Lstat(name); err == nil && fi.IsDir() {
 		return nil // a directory is not a stored key

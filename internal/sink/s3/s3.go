@@ -191,6 +191,28 @@ func (s *Sink) PresignPut(ctx context.Context, key string, ttl time.Duration) (s
 	return req.URL, nil
 }
 
+// PresignPutSize is PresignPut of a body of exactly size bytes: the
+// URL signs Content-Length (X-Amz-SignedHeaders content-length;host), so
+// S3 refuses a PUT of any other length (SignatureDoesNotMatch). Errors as
+// PresignPut's; EINVALID (Field "size") for a size below 1.
+func (s *Sink) PresignPutSize(ctx context.Context, key string, size int64, ttl time.Duration) (string, error) {
+	if err := checkPresign(key, ttl); err != nil {
+		return "", err
+	}
+	if size < 1 {
+		return "", stratus.FieldErrorf(stratus.EINVALID, "size", "%d is not a body size; valid: 1 byte or more", size)
+	}
+	req, err := s.presign.PresignPutObject(ctx, &awss3.PutObjectInput{
+		Bucket:        aws.String(s.bucket),
+		Key:           aws.String(s.prefix + key),
+		ContentLength: aws.Int64(size),
+	}, awss3.WithPresignExpires(ttl))
+	if err != nil {
+		return "", fmt.Errorf("s3 sink: presign put %q: %w", key, err)
+	}
+	return req.URL, nil
+}
+
 // PresignGet returns a URL that reads key with a plain GET (no
 // credentials) for ttl: sink.Presigner. Errors as PresignPut's.
 func (s *Sink) PresignGet(ctx context.Context, key string, ttl time.Duration) (string, error) {
