@@ -3,6 +3,8 @@
 GO      ?= go
 BIN     := bin/stratus
 SCRATCH ?= .scratch/demo
+# What `stratus --version` names: the commit (and "+dirty") built from.
+COMMIT  := $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +dirty)
 
 
 .PHONY: all build demo demo-aws demo-claude demo-codex test deps test-go fuzz vet lint-asl lint-cfn lint-shell statemachines bench clean
@@ -11,7 +13,7 @@ all: build
 
 build:
 	@echo "== build: $(BIN) (a cold Go cache downloads the modules first: a few minutes)"
-	$(GO) build -o $(BIN) ./cmd/stratus
+	$(GO) build -ldflags "-X main.commit=$(COMMIT)" -o $(BIN) ./cmd/stratus
 
 ## demo: install into a scratch dir and run the example task through the
 ## built-in implementation flow with the script engine (review loop runs twice).

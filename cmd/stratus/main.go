@@ -73,7 +73,9 @@ func newRootCmd(io IO) *cobra.Command {
 		Short:         "Run worc-format agent flows on Step Functions, or embedded on one machine",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionLine(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetIn(io.In)
 	root.SetOut(io.Out)
 	root.SetErr(io.Err)
@@ -92,6 +94,7 @@ func newRootCmd(io IO) *cobra.Command {
 		newValidateCmd(io),
 		newDoctorCmd(io),
 		newCompileCmd(io),
+		newGraphCmd(io),
 		newRunnerCmd(io),
 		newEngineCmd(io),
 		newWorkerCmd(io),
