@@ -1,23 +1,17 @@
 package main
 
 import (
-	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/stratusflow/stratus"
-	"github.com/stratusflow/stratus/internal/captoken"
-	"github.com/stratusflow/stratus/internal/httpapi"
 	"github.com/stratusflow/stratus/internal/orchestrator"
 	"github.com/stratusflow/stratus/internal/worker"
 )
@@ -59,59 +53,15 @@ func runHITL(o *HITLOptions) error {
 	case o.Decision == worker.DecisionAnswer && strings.TrimSpace(o.Text) == "":
 		return &exitError{code: ExitUsage, err: fmt.Errorf("answer %s of run %s: the answer is empty; valid: any non-empty text", o.Node, o.RunID)}
 	}
-	state := filepath.Join(o.Dir, orchestrator.StateDir)
-	addr, err := orchestrator.ReadRunAddress(state, o.RunID)
-	switch stratus.ErrorCode(err) {
-	case "":
-	case stratus.EINVALID:
+	v, err := orchestrator.Reply(context.Background(), o.Dir, o.RunID, o.Node, worker.Reply{Decision: o.Decision, Text: o.Text}, runProcessAlive)
+	var re *orchestrator.ReplyError
+	switch {
+	case errors.As(err, &re):
+		return &exitError{code: hitlExit(re.Status, re.Field), err: err}
+	case stratus.ErrorCode(err) == stratus.EINVALID:
 		return &exitError{code: ExitUsage, err: err}
-	default:
+	case err != nil:
 		return &exitError{code: ExitFailed, err: err}
-	}
-	if !runProcessAlive(addr.PID) {
-		return &exitError{code: ExitFailed, err: fmt.Errorf("run %s is not running: its process %d is gone (stale %s)",
-			o.RunID, addr.PID, filepath.Join(state, orchestrator.RunsDir, o.RunID+".json"))}
-	}
-	keyPath := filepath.Join(state, orchestrator.KeyFile)
-	if _, err := os.Stat(keyPath); err != nil {
-		return &exitError{code: ExitFailed, err: fmt.Errorf("no HMAC key to mint an operator token with: %w", err)}
-	}
-	key, err := captoken.LoadOrCreateKey(keyPath)
-	if err != nil {
-		return &exitError{code: ExitFailed, err: err}
-	}
-	tok, _, err := (&captoken.Minter{Key: key}).MintOperator(o.RunID)
-	if err != nil {
-		return err
-	}
-	body, _ := json.Marshal(worker.Reply{Decision: o.Decision, Text: o.Text})
-	target := strings.TrimSuffix(addr.APIURL, "/") + "/v1/runs/" + url.PathEscape(o.RunID) + "/nodes/" + url.PathEscape(o.Node) + "/hitl"
-	req, err := http.NewRequest(http.MethodPost, target, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
-	if err != nil {
-		return &exitError{code: ExitFailed, err: fmt.Errorf("run %s is not running: its API at %s does not answer (%v)", o.RunID, addr.APIURL, err)}
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode/100 != 2 {
-		var eb httpapi.ErrorBody
-		msg := strings.TrimSpace(string(data))
-		if json.Unmarshal(data, &eb) == nil && eb.Error.Message != "" {
-			msg = eb.Error.Message
-			if eb.Error.Field != "" {
-				msg = eb.Error.Field + ": " + msg
-			}
-		}
-		return &exitError{code: hitlExit(resp.StatusCode, eb.Error.Field), err: fmt.Errorf("%s %s of run %s: %s", o.Decision, o.Node, o.RunID, msg)}
-	}
-	var v worker.HITLValue
-	if err := json.Unmarshal(data, &v); err != nil {
-		return fmt.Errorf("reply recorded, but the answer is unreadable: %v", err)
 	}
 	if o.JSON {
 		enc := json.NewEncoder(o.IO.Out)

@@ -95,6 +95,7 @@ func newRootCmd(io IO) *cobra.Command {
 		newDoctorCmd(io),
 		newCompileCmd(io),
 		newGraphCmd(io),
+		newUICmd(io),
 		newRunnerCmd(io),
 		newEngineCmd(io),
 		newWorkerCmd(io),

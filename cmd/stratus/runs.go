@@ -9,8 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/stratusflow/stratus"
-	"github.com/stratusflow/stratus/internal/lifecycle"
+	"github.com/stratusflow/stratus/internal/runview"
 	"github.com/stratusflow/stratus/internal/store"
 )
 
@@ -53,18 +52,8 @@ Exit status: 0 listed, 2 no runs were ever made under DIR, or bad flags.`,
 	return cmd
 }
 
-// RunLine is one run of `stratus runs --json`.
-type RunLine struct {
-	RunID      string    `json:"run_id"`
-	Status     string    `json:"status"`
-	TaskID     string    `json:"task_id"`
-	Flow       string    `json:"flow"`
-	CreatedAt  time.Time `json:"created_at"`
-	EndedAt    time.Time `json:"ended_at,omitzero"`
-	DurationMS int64     `json:"duration_ms"`
-	Resumes    int       `json:"resumes,omitempty"`
-	lifecycle.Spend
-}
+// RunLine is one run of `stratus runs --json` (runview.RunLine).
+type RunLine = runview.RunLine
 
 func runRuns(o *RunsOptions) error {
 	ctx := awsContext()
@@ -109,38 +98,8 @@ func runRuns(o *RunsOptions) error {
 	return w.Flush()
 }
 
-// listRuns reads the newest limit runs with their true status (a dead
-// owner reconciled to interrupted; a running run waiting for a human shown
-// waiting) and spend.
+// listRuns reads the newest limit runs with their true status and spend
+// (runview.List).
 func listRuns(ctx context.Context, st store.Store, limit int) ([]RunLine, error) {
-	runs, err := st.ListRuns(ctx, limit)
-	if err != nil {
-		return nil, err
-	}
-	lines := []RunLine{}
-	for _, r := range runs {
-		if r, err = lifecycle.Reconcile(ctx, st, r); err != nil {
-			return nil, err
-		}
-		l := RunLine{RunID: r.ID, Status: r.Status, TaskID: r.TaskID, Flow: r.Flow, CreatedAt: r.CreatedAt, EndedAt: r.EndedAt, Resumes: r.Resumes}
-		end := r.EndedAt
-		if end.IsZero() {
-			end = time.Now()
-		}
-		l.DurationMS = end.Sub(r.CreatedAt).Milliseconds()
-		if r.Status == stratus.RunRunning {
-			steps, err := st.ListSteps(ctx, r.ID)
-			if err != nil {
-				return nil, err
-			}
-			if lifecycle.Waiting(steps) {
-				l.Status = StatusWaiting
-			}
-		}
-		if l.Spend, err = lifecycle.RunSpend(ctx, st, r.ID); err != nil {
-			return nil, err
-		}
-		lines = append(lines, l)
-	}
-	return lines, nil
+	return runview.List(ctx, st, limit)
 }

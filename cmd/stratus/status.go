@@ -69,7 +69,7 @@ Exit status: 0 shown, 2 no such run or bad flags.`,
 
 // StatusWaiting is the status `stratus status` shows for a running run
 // one of whose steps waits for a human.
-const StatusWaiting = "waiting"
+const StatusWaiting = runview.StatusWaiting
 
 // StatusResult is what `stratus status --json` prints.
 type StatusResult struct {

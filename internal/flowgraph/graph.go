@@ -212,6 +212,7 @@ type Routed struct {
 	Edge
 	Path           string
 	LabelX, LabelY float64
+	Anchor         string // the label's text-anchor: start, or end for an edge going left
 }
 
 // Box sizes and gaps of a layout, px.
@@ -221,7 +222,10 @@ const (
 	GapX   = 44.0
 	GapY   = 64.0
 	Margin = 24.0
-	LaneW  = 26.0
+	// LabelRoom is the room left of the nodes for a label of an edge
+	// going left.
+	LabelRoom = 150.0
+	LaneW     = 26.0
 )
 
 // Layout lays the graph out (see Layout).
@@ -266,8 +270,8 @@ func (g *Graph) Layout() *Layout {
 	}
 	contentW := float64(widest)*NodeW + float64(widest-1)*GapX
 	lo := &Layout{
-		Width:  2*Margin + contentW + float64(back)*LaneW + 90, // lanes, and room for their labels
-		Height: 2*Margin + float64(maxLayer+1)*NodeH + float64(maxLayer)*GapY,
+		Width:  2*Margin + LabelRoom + contentW + float64(back)*LaneW + 90,             // lanes, and room for their labels
+		Height: 2*Margin + float64(maxLayer+1)*NodeH + float64(maxLayer)*GapY + GapY/2, // a lane below the last row
 	}
 	pos := map[string]Placed{}
 	layers := make([]int, 0, len(rows))
@@ -278,7 +282,7 @@ func (g *Graph) Layout() *Layout {
 	for _, l := range layers {
 		ids := rows[l]
 		rowW := float64(len(ids))*NodeW + float64(len(ids)-1)*GapX
-		x0 := Margin + (contentW-rowW)/2
+		x0 := Margin + LabelRoom + (contentW-rowW)/2
 		for i, id := range ids {
 			p := Placed{Node: g.Nodes[index[id]], X: x0 + float64(i)*(NodeW+GapX), Y: Margin + float64(l)*(NodeH+GapY), W: NodeW, H: NodeH, Layer: l}
 			pos[id] = p
@@ -294,21 +298,29 @@ func (g *Graph) Layout() *Layout {
 		if !okA || !okB {
 			continue
 		}
-		r := Routed{Edge: e}
+		r := Routed{Edge: e, Anchor: "start"}
 		if e.Back {
 			// Out of the source's right side, up a lane right of every
 			// node, into the target's right side.
+			// Down out of the source first, below its row, so the lane
+			// never crosses a node beside it.
 			lane++
-			x := Margin + contentW + float64(lane)*LaneW
-			y1, y2 := a.Y+a.H/2, b.Y+b.H/2
-			r.Path = fmt.Sprintf("M%.1f,%.1f L%.1f,%.1f L%.1f,%.1f L%.1f,%.1f", a.X+a.W, y1, x, y1, x, y2, b.X+b.W+6, y2)
-			r.LabelX, r.LabelY = x+4, (y1+y2)/2
+			x := Margin + LabelRoom + contentW + float64(lane)*LaneW
+			below := a.Y + a.H + GapY/3 + float64(lane-1)*6
+			y2 := b.Y + b.H/2
+			r.Path = fmt.Sprintf("M%.1f,%.1f L%.1f,%.1f L%.1f,%.1f L%.1f,%.1f L%.1f,%.1f", a.X+a.W/2, a.Y+a.H, a.X+a.W/2, below, x, below, x, y2, b.X+b.W+6, y2)
+			r.LabelX, r.LabelY = x+4, (below+y2)/2
 		} else {
 			x1, y1 := a.X+a.W/2, a.Y+a.H
 			x2, y2 := b.X+b.W/2, b.Y-6
 			my := (y1 + y2) / 2
 			r.Path = fmt.Sprintf("M%.1f,%.1f C%.1f,%.1f %.1f,%.1f %.1f,%.1f", x1, y1, x1, my, x2, my, x2, y2)
-			r.LabelX, r.LabelY = (x1+x2)/2+4, my
+			// Near the target, so two edges out of one node keep their
+			// labels apart.
+			r.LabelX, r.LabelY = x1+(x2-x1)*0.8+4, y1+(y2-y1)*0.72
+			if x2 < x1 {
+				r.LabelX, r.Anchor = x1+(x2-x1)*0.8-4, "end"
+			}
 		}
 		lo.Edges = append(lo.Edges, r)
 	}

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stratusflow/stratus/internal/testenv"
+)
+
+// serveUI runs `stratus ui --dir dir` in process on a free loopback port
+// and returns its base URL; it stops with the test.
+func serveUI(t *testing.T, dir string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	o := &UIOptions{IO: IO{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard}, Dir: dir, Addr: "127.0.0.1:0", ready: func(a string) { addr <- a }}
+	go func() { done <- runUI(ctx, o) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case a := <-addr:
+		return "http://" + a
+	case err := <-done:
+		t.Fatalf("stratus ui: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("stratus ui did not listen within 10 s")
+	}
+	return ""
+}
+
+func get(t *testing.T, u string) (int, string, http.Header) {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header
+}
+
+// demoRun makes the demo's run (the example task through the built-in
+// flow with the script engine: review reworks once) in a fresh work dir.
+func demoRun(t *testing.T) (dir, runID string) {
+	t.Helper()
+	dir = installExample(t, testenv.ModuleRoot(t))
+	r := runCLI(t, "run", filepath.Join(dir, "task.md"), "--dir", dir, "--json")
+	if r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	return dir, decodeRun(t, r.stdout).RunID
+}
+
+// issue 15 § 1: the viewer's pages, without JavaScript. The list shows the
+// demo run and filters by status; the run page draws the flow with every
+// node coloured by its latest visit, the loop with its spend, the
+// timeline and the summary; a step page shows the prompt beside the
+// outputs and an evaluator's findings; unknown runs and steps are 404,
+// a bad visit 400; the pages keep to their own origin.
+func TestUI_DemoRunWithoutJavaScript(t *testing.T) {
+	t.Parallel()
+	dir, runID := demoRun(t)
+	base := serveUI(t, dir)
+
+	code, body, hdr := get(t, base+"/")
+	if code != 200 || !strings.Contains(body, `data-run="`+runID+`" data-status="done"`) || !strings.Contains(body, "demo-greeting") {
+		t.Fatalf("runs page: %d\n%s", code, body)
+	}
+	if csp := hdr.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || !strings.Contains(csp, "frame-ancestors 'none'") {
+		t.Errorf("Content-Security-Policy %q", csp)
+	}
+	if _, body, _ := get(t, base+"/?status=failed"); strings.Contains(body, `data-run="`+runID+`"`) {
+		t.Errorf("?status=failed lists the done run")
+	}
+
+	code, body, _ = get(t, base+"/runs/"+runID)
+	if code != 200 {
+		t.Fatalf("run page: %d\n%s", code, body)
+	}
+	for _, n := range []string{"planning", "implementation", "review", "fixing", "publish"} {
+		if !strings.Contains(body, `id="node-`+n+`" data-node="`+n+`" data-status="done"`) {
+			t.Errorf("the graph has no done node %s", n)
+		}
+	}
+	for _, want := range []string{"review ×2", "rework · review_fix ≤3 · spent 1/3", "kind-evaluator", "class=\"edge back\"",
+		"supervisor#1 observe", `href="/runs/` + runID + `/steps/review/2"`, "<h1>Add a --name flag to the greeting command</h1>", "12310 tokens"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the run page lacks %q", want)
+		}
+	}
+	if n := len(regexp.MustCompile(`class="bar st-done" data-left="[0-9.]+" data-width="[0-9.]+"`).FindAllString(body, -1)); n != 8 {
+		t.Errorf("%d timeline bars; want 8 (6 steps and 2 supervisor turns)", n)
+	}
+
+	code, body, _ = get(t, base+"/runs/"+runID+"/steps/review/1")
+	if code != 200 || !strings.Contains(body, `class="sev-high gating"`) || !strings.Contains(body, "gate severity: high") ||
+		!strings.Contains(body, "<h2>Prompt</h2>") || !strings.Contains(body, "<h3>review.md</h3>") {
+		t.Errorf("review#1's page: %d\n%s", code, body)
+	}
+	if code, body, _ := get(t, base+"/runs/"+runID+"/steps/planning/1"); code != 200 || !strings.Contains(body, "<h3>plan.md</h3>") || !strings.Contains(body, "runner: terminal Captured") ||
+		!strings.Contains(body, `<pre class="front">task_id: demo-greeting`) {
+		t.Errorf("planning#1's page: %d\n%s", code, body)
+	}
+	for path, want := range map[string]int{"/runs/nope": 404, "/runs/" + runID + "/steps/review/9": 404, "/runs/" + runID + "/steps/review/x": 400, "/static/style.css": 200, "/nowhere": 404} {
+		if code, _, _ := get(t, base+path); code != want {
+			t.Errorf("GET %s = %d; want %d", path, code, want)
+		}
+	}
+	// The event stream of an ended run: one snapshot, then it closes.
+	code, body, hdr = get(t, base+"/runs/"+runID+"/events")
+	if code != 200 || hdr.Get("Content-Type") != "text/event-stream" || !strings.Contains(body, `"review":"done"`) || !strings.Contains(body, `"ended":true`) {
+		t.Errorf("events: %d %s\n%s", code, hdr.Get("Content-Type"), body)
+	}
+}
+
+// issue 15 § 1: a waiting hitl node shows its question's context and the
+// reply forms; a reply is taken only from the viewer's own form (same
+// origin, its CSRF token), then the run goes on as with `stratus approve`.
+func TestUI_GateAnsweredFromTheForm(t *testing.T) {
+	t.Parallel()
+	dir, task := setupHITLRun(t, "gated", strings.Replace(approvalFlow, " GATE_TIMEOUT", "", 1), "default:\n  report: ok\n")
+	run := startRun(t, dir, task)
+	runID, ref := run.waiting(t)
+	if ref != "gate#1" {
+		t.Fatalf("waiting %s; want gate#1", ref)
+	}
+	base := serveUI(t, dir)
+	code, body, _ := get(t, base+"/runs/"+runID)
+	csrf := regexp.MustCompile(`name="csrf" value="([0-9a-f]{64})"`).FindStringSubmatch(body)
+	if code != 200 || csrf == nil || !strings.Contains(body, "gate#1 waits for you") || !strings.Contains(body, `data-node="gate" data-status="waiting"`) || !strings.Contains(body, "draft#1: draft.md") {
+		t.Fatalf("the run page of a waiting gate: %d\n%s", code, body)
+	}
+	post := func(form url.Values, origin string) int {
+		req, _ := http.NewRequest("POST", base+"/runs/"+runID+"/nodes/gate/hitl", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for name, c := range map[string]struct {
+		form   url.Values
+		origin string
+	}{
+		"no token":     {url.Values{"decision": {"approve"}}, base},
+		"wrong token":  {url.Values{"decision": {"approve"}, "csrf": {strings.Repeat("0", 64)}}, base},
+		"cross origin": {url.Values{"decision": {"approve"}, "csrf": {csrf[1]}}, "http://evil.example"},
+		"no origin":    {url.Values{"decision": {"approve"}, "csrf": {csrf[1]}}, ""},
+	} {
+		if got := post(c.form, c.origin); got != 403 {
+			t.Errorf("%s: %d; want 403", name, got)
+		}
+	}
+	if got := post(url.Values{"decision": {"answer"}, "text": {"yes"}, "csrf": {csrf[1]}}, base); got != 400 {
+		t.Errorf("an answer to an approval: %d; want 400 (the page says why)", got)
+	}
+	if got := post(url.Values{"decision": {"reject"}, "text": {"not yet"}, "csrf": {csrf[1]}}, base); got != 303 {
+		t.Fatalf("reject from the form: %d; want 303 back to the run", got)
+	}
+	if code := run.wait(t); code != ExitOK {
+		t.Fatalf("run exit %d\n%s", code, run.log())
+	}
+	if got := join(steps(run.log())); got != "draft#1:done gate#1:route:deny revise#1:done publish#1:done" {
+		t.Errorf("steps %s", got)
+	}
+}
+
+// issue 15 § 1: headless Chromium opens the demo run's page; the script
+// places the timeline and the DOM holds every node done. The screenshot
+// is the test's artifact ($STRATUS_UI_SCREENSHOT, or the test's temp dir;
+// the README's docs/ui-run.png is one).
+func TestUI_ChromiumRendersTheDemoRun(t *testing.T) {
+	t.Parallel()
+	chromium := testenv.MustHaveCommand(t, "chromium", "the run viewer's browser test")
+	dir, runID := demoRun(t)
+	base := serveUI(t, dir)
+	profile := t.TempDir()
+	args := func(extra ...string) []string {
+		return append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--user-data-dir=" + profile, "--virtual-time-budget=3000"}, extra...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	dom, err := exec.CommandContext(ctx, chromium, args("--dump-dom", base+"/runs/"+runID)...).Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom: %v", err)
+	}
+	for _, n := range []string{"planning", "implementation", "review", "fixing", "publish"} {
+		if !strings.Contains(string(dom), `id="node-`+n+`" data-node="`+n+`" data-status="done"`) {
+			t.Errorf("the DOM has no done node %s", n)
+		}
+	}
+	if !regexp.MustCompile(`class="bar st-done" data-left="[0-9.]+" data-width="[0-9.]+" title="[^"]*" style="left: [0-9.]+%; width: [0-9.]+%;"`).Match(dom) {
+		t.Errorf("the script did not place the timeline:\n%.2000s", dom)
+	}
+	shot := os.Getenv("STRATUS_UI_SCREENSHOT")
+	if shot == "" {
+		shot = filepath.Join(t.TempDir(), "ui-run.png")
+	}
+	if out, err := exec.CommandContext(ctx, chromium, args("--window-size=1000,680", "--screenshot="+shot, base+"/runs/"+runID)...).CombinedOutput(); err != nil {
+		t.Fatalf("chromium --screenshot: %v\n%s", err, out)
+	}
+	if fi, err := os.Stat(shot); err != nil || fi.Size() < 10_000 {
+		t.Errorf("screenshot %s: %v", shot, err)
+	}
+	t.Logf("screenshot: %s", shot)
+}

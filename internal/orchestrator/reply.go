@@ -1,0 +1,90 @@
+package orchestrator
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/captoken"
+	"github.com/stratusflow/stratus/internal/httpapi"
+	"github.com/stratusflow/stratus/internal/worker"
+)
+
+// ReplyError is a reply the run's API refused: its status and field.
+type ReplyError struct {
+	Status int
+	Field  string
+	Err    error
+}
+
+func (e *ReplyError) Error() string { return e.Err.Error() }
+func (e *ReplyError) Unwrap() error { return e.Err }
+
+// Reply answers node of a running embedded run for a human (issue 5 § 4):
+// it finds the run's API in DIR/.stratus/runs/<run>.json, mints an
+// operator token with DIR/.stratus/hmac.key and posts r to
+// /v1/runs/<run>/nodes/<node>/hitl. alive says whether the run's process
+// still lives. Errors: ReadRunAddress's (EINVALID for a bad run id,
+// ENOTFOUND when the run is not running here); ECONFLICT when its process
+// is gone or its API does not answer; *ReplyError for a refusal.
+func Reply(ctx context.Context, dir, runID, node string, r worker.Reply, alive func(pid int) bool) (*worker.HITLValue, error) {
+	state := filepath.Join(dir, StateDir)
+	addr, err := ReadRunAddress(state, runID)
+	if err != nil {
+		return nil, err
+	}
+	if alive != nil && !alive(addr.PID) {
+		return nil, stratus.Errorf(stratus.ECONFLICT, "run %s is not running: its process %d is gone (stale %s)", runID, addr.PID, filepath.Join(state, RunsDir, runID+".json"))
+	}
+	keyPath := filepath.Join(state, KeyFile)
+	if _, err := os.Stat(keyPath); err != nil {
+		return nil, stratus.Errorf(stratus.ECONFLICT, "no HMAC key to mint an operator token with: %v", err)
+	}
+	key, err := captoken.LoadOrCreateKey(keyPath)
+	if err != nil {
+		return nil, err
+	}
+	tok, _, err := (&captoken.Minter{Key: key}).MintOperator(runID)
+	if err != nil {
+		return nil, err
+	}
+	body, _ := json.Marshal(r)
+	target := strings.TrimSuffix(addr.APIURL, "/") + "/v1/runs/" + url.PathEscape(runID) + "/nodes/" + url.PathEscape(node) + "/hitl"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		return nil, stratus.Errorf(stratus.ECONFLICT, "run %s is not running: its API at %s does not answer (%v)", runID, addr.APIURL, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode/100 != 2 {
+		var eb httpapi.ErrorBody
+		msg := strings.TrimSpace(string(data))
+		if json.Unmarshal(data, &eb) == nil && eb.Error.Message != "" {
+			msg = eb.Error.Message
+			if eb.Error.Field != "" {
+				msg = eb.Error.Field + ": " + msg
+			}
+		}
+		return nil, &ReplyError{Status: resp.StatusCode, Field: eb.Error.Field, Err: stratus.Errorf(eb.Error.Code, "%s %s of run %s: %s", r.Decision, node, runID, msg)}
+	}
+	var v worker.HITLValue
+	if err := json.Unmarshal(data, &v); err != nil {
+		return nil, fmt.Errorf("reply recorded, but the answer is unreadable: %v", err)
+	}
+	return &v, nil
+}

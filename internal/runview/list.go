@@ -1,0 +1,67 @@
+package runview
+
+import (
+	"context"
+	"time"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/lifecycle"
+	"github.com/stratusflow/stratus/internal/store"
+)
+
+// StatusWaiting is the status a running run one of whose steps waits for
+// a human is shown with.
+const StatusWaiting = "waiting"
+
+// RunLine is one run as `stratus runs` and the run viewer list it.
+type RunLine struct {
+	RunID      string    `json:"run_id"`
+	Status     string    `json:"status"`
+	TaskID     string    `json:"task_id"`
+	Title      string    `json:"-"`
+	Flow       string    `json:"flow"`
+	CreatedAt  time.Time `json:"created_at"`
+	EndedAt    time.Time `json:"ended_at,omitzero"`
+	DurationMS int64     `json:"duration_ms"`
+	Resumes    int       `json:"resumes,omitempty"`
+	lifecycle.Spend
+}
+
+// Duration is how long the run ran (until now, for a running run).
+func (l RunLine) Duration() time.Duration { return time.Duration(l.DurationMS) * time.Millisecond }
+
+// List reads the newest limit runs (0: all) with their true status (a
+// dead owner reconciled to interrupted; a running run waiting for a human
+// shown waiting) and spend. Errors: the store's.
+func List(ctx context.Context, st store.Store, limit int) ([]RunLine, error) {
+	runs, err := st.ListRuns(ctx, limit)
+	if err != nil {
+		return nil, err
+	}
+	lines := []RunLine{}
+	for _, r := range runs {
+		if r, err = lifecycle.Reconcile(ctx, st, r); err != nil {
+			return nil, err
+		}
+		l := RunLine{RunID: r.ID, Status: r.Status, TaskID: r.TaskID, Title: r.TaskTitle, Flow: r.Flow, CreatedAt: r.CreatedAt, EndedAt: r.EndedAt, Resumes: r.Resumes}
+		end := r.EndedAt
+		if end.IsZero() {
+			end = time.Now()
+		}
+		l.DurationMS = end.Sub(r.CreatedAt).Milliseconds()
+		if r.Status == stratus.RunRunning {
+			steps, err := st.ListSteps(ctx, r.ID)
+			if err != nil {
+				return nil, err
+			}
+			if lifecycle.Waiting(steps) {
+				l.Status = StatusWaiting
+			}
+		}
+		if l.Spend, err = lifecycle.RunSpend(ctx, st, r.ID); err != nil {
+			return nil, err
+		}
+		lines = append(lines, l)
+	}
+	return lines, nil
+}

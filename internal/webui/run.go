@@ -1,0 +1,320 @@
+package webui
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/flowgraph"
+	"github.com/stratusflow/stratus/internal/lifecycle"
+	"github.com/stratusflow/stratus/internal/projection"
+	"github.com/stratusflow/stratus/internal/report"
+	"github.com/stratusflow/stratus/internal/runview"
+	"github.com/stratusflow/stratus/internal/store"
+	"github.com/stratusflow/stratus/internal/worker"
+)
+
+// RunLine is a run of the list.
+type RunLine = runview.RunLine
+
+func listRuns(ctx context.Context, st store.Store, limit int) ([]RunLine, error) {
+	return runview.List(ctx, st, limit)
+}
+
+// NodeState is a node as the run's graph colours it: the status of its
+// latest visit and how many visits it had.
+type NodeState struct {
+	flowgraph.Placed
+	Status string // pending | running | waiting | done | failed | canceled | skipped
+	Label  string // the latest visit's outcome, or its status
+	Visits int
+	Latest string // step_ref of the latest visit
+}
+
+// EdgeState is an edge with its loop's spend.
+type EdgeState struct {
+	flowgraph.Routed
+	Spent int // times the loop edge was taken (a loop edge only)
+}
+
+// Bar is one visit on the timeline: its offset and width, percent of the
+// run's span.
+type Bar struct {
+	StepRef, Status, Outcome string
+	Left, Width              float64
+	Duration                 time.Duration
+	Supervisor               bool
+}
+
+// Gate is a hitl node waiting for a human.
+type Gate struct {
+	Node, StepRef, CSRF string
+	Upstream            Doc // the latest upstream output
+}
+
+// RunPage is what the run page shows.
+type RunPage struct {
+	Target   string
+	Run      stratus.Run
+	Status   string
+	Spend    lifecycle.Spend
+	Duration time.Duration
+	Graph    *flowgraph.Layout
+	Nodes    []NodeState
+	Edges    []EdgeState
+	Steps    []runview.StepView
+	Bars     []Bar
+	Gates    []Gate
+	ReadOnly bool
+	Summary  Doc
+	FlowNote string // why there is no graph
+	Ended    bool   // the run is terminal
+}
+
+// loadRun reads everything the run page shows.
+func (s *Server) loadRun(ctx context.Context, runID string) (*RunPage, error) {
+	v, err := runview.Load(ctx, s.src.Store, runID)
+	if err != nil {
+		return nil, err
+	}
+	run, err := lifecycle.Reconcile(ctx, s.src.Store, v.Run)
+	if err != nil {
+		return nil, err
+	}
+	p := &RunPage{Target: s.src.Target, Run: run, Status: run.Status, Steps: v.Steps, ReadOnly: s.src.Reply == nil, Ended: stratus.RunTerminal(run.Status)}
+	if p.Spend, err = lifecycle.RunSpend(ctx, s.src.Store, runID); err != nil {
+		return nil, err
+	}
+	end := run.EndedAt
+	if end.IsZero() {
+		end = time.Now()
+	}
+	p.Duration = end.Sub(run.CreatedAt)
+	var raw []stratus.Step
+	for _, sv := range v.Steps {
+		raw = append(raw, sv.Step)
+	}
+	if run.Status == stratus.RunRunning && lifecycle.Waiting(raw) {
+		p.Status = runview.StatusWaiting
+	}
+	env, err := s.src.Env(ctx, runID)
+	if err != nil || env == nil || env.Flow == nil {
+		p.FlowNote = fmt.Sprintf("the run's frozen flow cannot be read (%v)", err)
+	} else {
+		s.drawGraph(p, env.Flow)
+	}
+	p.Bars = bars(run, v.Steps, end)
+	for _, sv := range v.Steps {
+		if sv.Step.Kind == flow.KindHITL && sv.Step.Status == stratus.StepWaiting {
+			g := Gate{Node: sv.Step.Node, StepRef: sv.Step.StepRef, CSRF: s.csrfToken(runID, sv.Step.Node)}
+			g.Upstream = s.upstream(ctx, run, env, v.Steps, sv)
+			p.Gates = append(p.Gates, g)
+		}
+	}
+	p.Summary = s.readDoc(ctx, "summary.md", keyOf(report.Dir(run.TaskID), "summary.md"), 4<<20)
+	return p, nil
+}
+
+// drawGraph lays out f and colours each node by its latest visit.
+func (s *Server) drawGraph(p *RunPage, f *flow.Flow) {
+	g := flowgraph.Build(f)
+	p.Graph = g.Layout()
+	latest := map[string]runview.StepView{}
+	visits := map[string]int{}
+	taken := map[[2]string]int{} // node, outcome → times
+	for _, sv := range p.Steps {
+		if sv.Step.Kind == report.Kind {
+			continue
+		}
+		latest[sv.Step.Node] = sv
+		visits[sv.Step.Node]++
+		if sv.Outcome != "" {
+			taken[[2]string{sv.Step.Node, sv.Outcome}]++
+		}
+	}
+	for _, n := range p.Graph.Nodes {
+		ns := NodeState{Placed: n, Status: "pending", Visits: visits[n.ID]}
+		if sv, ok := latest[n.ID]; ok {
+			ns.Status, ns.Label, ns.Latest = nodeStatus(sv), sv.Outcome, sv.Step.StepRef
+			if ns.Label == "" {
+				ns.Label = ns.Status
+			}
+		}
+		p.Nodes = append(p.Nodes, ns)
+	}
+	for _, e := range p.Graph.Edges {
+		es := EdgeState{Routed: e}
+		if e.Loop != "" {
+			es.Spent = taken[[2]string{e.From, e.Outcome}]
+		}
+		p.Edges = append(p.Edges, es)
+	}
+}
+
+// nodeStatus is the colour of a visit.
+func nodeStatus(sv runview.StepView) string {
+	switch sv.Step.Status {
+	case stratus.StepWaiting:
+		return "waiting"
+	case stratus.StepFailed:
+		return "failed"
+	case stratus.StepCanceled:
+		return "canceled"
+	case stratus.StepCompleted:
+		switch sv.Outcome {
+		case "failed", "invalid":
+			return "failed"
+		case "skipped":
+			return "skipped"
+		}
+		return "done"
+	}
+	return "running"
+}
+
+// bars places each visit on the run's span.
+func bars(run stratus.Run, steps []runview.StepView, end time.Time) []Bar {
+	span := end.Sub(run.CreatedAt)
+	if span <= 0 {
+		span = time.Millisecond
+	}
+	var out []Bar
+	for _, sv := range steps {
+		start, stop := sv.Step.CreatedAt, sv.Step.EndedAt
+		if sv.Attempt != nil && !sv.Attempt.StartedAt.IsZero() {
+			start = sv.Attempt.StartedAt
+		}
+		if stop.IsZero() {
+			stop = end
+		}
+		b := Bar{StepRef: sv.Step.StepRef, Status: nodeStatus(sv), Outcome: sv.Outcome, Duration: stop.Sub(start), Supervisor: sv.Step.Kind == report.Kind}
+		if b.Supervisor && sv.Job != "" {
+			b.StepRef = sv.Step.StepRef + " " + sv.Job
+		}
+		b.Left = 100 * float64(start.Sub(run.CreatedAt)) / float64(span)
+		b.Width = max(100*float64(stop.Sub(start))/float64(span), 0.4)
+		b.Left = min(max(b.Left, 0), 99.6)
+		b.Width = min(b.Width, 100-b.Left)
+		out = append(out, b)
+	}
+	return out
+}
+
+// upstream is the output of the latest step that ended before gate.
+func (s *Server) upstream(ctx context.Context, run stratus.Run, env *worker.RunEnv, steps []runview.StepView, gate runview.StepView) Doc {
+	if env == nil || env.Config == nil {
+		return Doc{Note: "the run's config cannot be read"}
+	}
+	dir, err := projection.CtxDir(env.Config.Projection.Placement, run.TaskID)
+	if err != nil {
+		return Doc{Note: err.Error()}
+	}
+	var prev *runview.StepView
+	for i := range steps {
+		sv := steps[i]
+		if sv.Step.TID == gate.Step.TID {
+			break
+		}
+		if sv.Step.Kind != report.Kind && sv.Step.Status == stratus.StepCompleted && runview.RunsWorker(sv.Step.Kind) {
+			prev = &steps[i]
+		}
+	}
+	if prev == nil {
+		return Doc{Note: "no step ran before it"}
+	}
+	return s.readDoc(ctx, prev.Step.StepRef+": "+prev.Step.Node+".md", keyOf(dir, prev.Step.Node+".md"), 1<<20)
+}
+
+// run serves GET /runs/{run}.
+func (s *Server) run(w http.ResponseWriter, r *http.Request) {
+	p, err := s.loadRun(r.Context(), r.PathValue("run"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	s.page(w, http.StatusOK, "run.html", p)
+}
+
+// Snapshot is one message of a run's event stream: the run's status and
+// each node's colour; a client reloads when Steps changes.
+type Snapshot struct {
+	Status string            `json:"status"`
+	Steps  int               `json:"steps"`
+	Nodes  map[string]string `json:"nodes"`
+	Labels map[string]string `json:"labels"`
+	Ended  bool              `json:"ended"`
+}
+
+func (s *Server) snapshot(ctx context.Context, runID string) (Snapshot, error) {
+	p, err := s.loadRun(ctx, runID)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	sn := Snapshot{Status: p.Status, Steps: len(p.Steps), Nodes: map[string]string{}, Labels: map[string]string{}, Ended: stratus.RunTerminal(p.Run.Status)}
+	for _, n := range p.Nodes {
+		sn.Nodes[n.ID] = n.Status
+		sn.Labels[n.ID] = n.Label
+	}
+	return sn, nil
+}
+
+// events serves GET /runs/{run}/events: server-sent events, one
+// "snapshot" whenever the run changes (read every Poll), until the run
+// ends or the client goes.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	runID := r.PathValue("run")
+	first, err := s.snapshot(r.Context(), runID)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	send := func(sn Snapshot) {
+		b, _ := json.Marshal(sn)
+		fmt.Fprintf(w, "event: snapshot\ndata: %s\n\n", b)
+		fl.Flush()
+	}
+	send(first)
+	last, _ := json.Marshal(first)
+	t := time.NewTicker(s.src.Poll)
+	defer t.Stop()
+	for !first.Ended {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-t.C:
+		}
+		sn, err := s.snapshot(r.Context(), runID)
+		if err != nil {
+			return
+		}
+		if b, _ := json.Marshal(sn); string(b) != string(last) {
+			send(sn)
+			last = b
+		}
+		first.Ended = sn.Ended
+	}
+}
+
+// visitOf parses a step URL's visit.
+func visitOf(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return 0, stratus.FieldErrorf(stratus.EINVALID, "visit", "%q is not a visit number; valid: 1, 2, ...", s)
+	}
+	return n, nil
+}
+
+// shortRef is a step's node and visit, for titles.
+func shortRef(node string, visit int) string { return node + "#" + strconv.Itoa(visit) }

@@ -1,0 +1,293 @@
+// Package webui is the run viewer `stratus ui` serves (issue 15 § 1): the
+// runs, each run's flow drawn as a graph coloured by its steps, a
+// timeline of its visits, its summary, each step's prompt, outputs,
+// findings, attempts and log, and forms that answer a waiting human gate.
+// Pages are HTML rendered on the server (html/template); the script
+// (static/ui.js) only updates a run's page live from its event stream
+// (server-sent events), so every page works, and is tested, without it.
+// Everything is read through the store and sink ports, so the same pages
+// show an embedded run and one on AWS.
+package webui
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/extension"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/sink"
+	"github.com/stratusflow/stratus/internal/store"
+	"github.com/stratusflow/stratus/internal/worker"
+)
+
+//go:embed templates/*.html static/*
+var assets embed.FS
+
+// Source is where the viewer reads runs from, and how it answers a gate.
+type Source struct {
+	// Target names where the runs live, for the page header ("embedded
+	// DIR", "aws STACK").
+	Target string
+	Store  store.Store
+	// Sink holds the runs' files: ctx dirs, rendered prompts, runner logs,
+	// summaries (the work dir's fs sink, or the stack's bucket).
+	Sink sink.Sink
+	// Env returns a run's frozen environment (flow, config, task).
+	Env func(ctx context.Context, runID string) (*worker.RunEnv, error)
+	// Reply answers a waiting hitl node with an operator's capability;
+	// nil makes the viewer read-only.
+	Reply func(ctx context.Context, runID, node string, r worker.Reply) (*worker.HITLValue, error)
+	// Poll is how often a run's event stream reads the store (default 1 s).
+	Poll time.Duration
+}
+
+// Server serves the viewer.
+type Server struct {
+	src  Source
+	tmpl *template.Template
+	md   goldmark.Markdown
+	csrf []byte // per process: a form is good while this server runs
+	mux  *http.ServeMux
+}
+
+// New returns the viewer over src. Errors: a template that does not parse
+// (a build defect).
+func New(src Source) (*Server, error) {
+	if src.Poll <= 0 {
+		src.Poll = time.Second
+	}
+	s := &Server{src: src, md: goldmark.New(goldmark.WithExtensions(extension.GFM)), mux: http.NewServeMux()}
+	s.csrf = make([]byte, 32)
+	rand.Read(s.csrf)
+	t, err := template.New("").Funcs(template.FuncMap{
+		"dur":     fmtDuration,
+		"when":    func(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") },
+		"cost":    func(c float64) string { return fmt.Sprintf("$%.4f", c) },
+		"stepURL": stepURL,
+		"pct":     func(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) },
+		"px":      func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
+		"add":     func(a, b float64) float64 { return a + b },
+		"half":    func(a float64) float64 { return a / 2 },
+		"nodeID":  func(id string) string { return "node-" + id },
+		"urlq":    url.QueryEscape,
+	}).ParseFS(assets, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	s.tmpl = t
+	static, _ := fs.Sub(assets, "static")
+	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	s.mux.HandleFunc("GET /{$}", s.runs)
+	s.mux.HandleFunc("GET /runs/{run}", s.run)
+	s.mux.HandleFunc("GET /runs/{run}/events", s.events)
+	s.mux.HandleFunc("GET /runs/{run}/steps/{node}/{visit}", s.step)
+	s.mux.HandleFunc("POST /runs/{run}/nodes/{node}/hitl", s.hitl)
+	return s, nil
+}
+
+// ServeHTTP serves the viewer, with headers that keep its pages in their
+// own origin (no framing, no inline script, no third-party fetch).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	s.mux.ServeHTTP(w, r)
+}
+
+// page renders template name with data, or the error page.
+func (s *Server) page(w http.ResponseWriter, status int, name string, data any) {
+	var buf bytes.Buffer
+	if err := s.tmpl.ExecuteTemplate(&buf, name, data); err != nil {
+		http.Error(w, "render "+name+": "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+// fail renders the error page: 404 for an unknown run or step, 400 for
+// bad input, 500 otherwise.
+func (s *Server) fail(w http.ResponseWriter, err error) {
+	status := http.StatusInternalServerError
+	switch stratus.ErrorCode(err) {
+	case stratus.ENOTFOUND:
+		status = http.StatusNotFound
+	case stratus.EINVALID, stratus.EUNPROCESSABLE:
+		status = http.StatusBadRequest
+	case stratus.ECONFLICT:
+		status = http.StatusConflict
+	}
+	s.page(w, status, "error.html", map[string]any{"Target": s.src.Target, "Status": status, "Message": stratus.ErrorMessage(err)})
+}
+
+// markdown renders text as HTML (GFM; raw HTML in the text is escaped,
+// never passed through).
+func (s *Server) markdown(text string) template.HTML {
+	var buf bytes.Buffer
+	if err := s.md.Convert([]byte(text), &buf); err != nil {
+		return template.HTML(template.HTMLEscapeString(text))
+	}
+	return template.HTML(buf.String()) // goldmark escapes raw HTML unless WithUnsafe
+}
+
+// Doc is a file shown on a page: Markdown rendered, JSON pretty-printed,
+// anything else as text.
+type Doc struct {
+	Name  string
+	Front string        // a projection's YAML front matter, as text
+	HTML  template.HTML // rendered Markdown, or nil
+	Text  string        // JSON or plain text
+	Note  string        // why it is missing
+}
+
+func (s *Server) doc(name string, body []byte) Doc {
+	d := Doc{Name: name}
+	trimmed := bytes.TrimSpace(body)
+	if json.Valid(trimmed) && len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
+		var out bytes.Buffer
+		json.Indent(&out, trimmed, "", "  ")
+		d.Text = out.String()
+		return d
+	}
+	if strings.HasSuffix(name, ".md") || strings.HasSuffix(name, ".markdown") {
+		text := string(body)
+		// A projection's front matter (seed 000 § Files are the server's
+		// job) is data, not prose: shown as is above the body.
+		if rest, ok := strings.CutPrefix(text, "---\n"); ok {
+			if fm, md, ok := strings.Cut(rest, "\n---\n"); ok {
+				d.Front, text = fm, md
+			}
+		}
+		d.HTML = s.markdown(text)
+		return d
+	}
+	d.Text = string(body)
+	return d
+}
+
+// readDoc reads key from the sink as a Doc; a missing file says so.
+func (s *Server) readDoc(ctx context.Context, name, key string, limit int64) Doc {
+	b, err := s.src.Sink.GetMax(ctx, key, limit)
+	switch {
+	case stratus.ErrorCode(err) == stratus.ENOTFOUND:
+		return Doc{Name: name, Note: "not written"}
+	case stratus.ErrorCode(err) == stratus.ETOOLARGE:
+		return Doc{Name: name, Note: fmt.Sprintf("over %d bytes: read it at %s", limit, key)}
+	case err != nil:
+		return Doc{Name: name, Note: err.Error()}
+	}
+	return s.doc(name, b)
+}
+
+// csrfToken is the hidden field of a form that replies to node of run.
+func (s *Server) csrfToken(run, node string) string {
+	m := hmac.New(sha256.New, s.csrf)
+	m.Write([]byte(run + "\x00" + node))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// sameOrigin reports whether a form post came from this viewer: its
+// Origin (or, without one, its Referer) is the request's own host.
+func sameOrigin(r *http.Request) bool {
+	src := r.Header.Get("Origin")
+	if src == "" {
+		src = r.Header.Get("Referer")
+	}
+	u, err := url.Parse(src)
+	return err == nil && src != "" && u.Host == r.Host
+}
+
+func stepURL(runID, stepRef string) string {
+	node, visit, _ := strings.Cut(stepRef, "#")
+	return "/runs/" + url.PathEscape(runID) + "/steps/" + url.PathEscape(node) + "/" + url.PathEscape(visit)
+}
+
+func fmtDuration(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "–"
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	}
+	return d.Round(time.Second).String()
+}
+
+// hitl serves POST /runs/{run}/nodes/{node}/hitl: a form's reply to a
+// waiting gate, same-origin and with its CSRF token, answered with the
+// operator's capability (Source.Reply); back to the run's page.
+func (s *Server) hitl(w http.ResponseWriter, r *http.Request) {
+	runID, node := r.PathValue("run"), r.PathValue("node")
+	if s.src.Reply == nil {
+		s.fail(w, stratus.Errorf(stratus.EINVALID, "this viewer is read-only: answer with `stratus approve|reject|answer %s %s`", runID, node))
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := r.ParseForm(); err != nil {
+		s.fail(w, stratus.Errorf(stratus.EINVALID, "the form: %v", err))
+		return
+	}
+	tok := r.PostForm.Get("csrf")
+	if !sameOrigin(r) || !hmac.Equal([]byte(tok), []byte(s.csrfToken(runID, node))) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprintln(w, "forbidden: a reply comes from this viewer's own form (same origin, its token)")
+		return
+	}
+	rep := worker.Reply{Decision: r.PostForm.Get("decision"), Text: strings.TrimSpace(r.PostForm.Get("text"))}
+	if _, err := s.src.Reply(r.Context(), runID, node, rep); err != nil {
+		s.fail(w, err)
+		return
+	}
+	http.Redirect(w, r, "/runs/"+url.PathEscape(runID), http.StatusSeeOther)
+}
+
+// runs serves GET /?status=: the runs, newest first.
+func (s *Server) runs(w http.ResponseWriter, r *http.Request) {
+	lines, err := listRuns(r.Context(), s.src.Store, 200)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	filter := r.URL.Query().Get("status")
+	counts := map[string]int{}
+	var shown []RunLine
+	for _, l := range lines {
+		counts[l.Status]++
+		if filter == "" || l.Status == filter {
+			shown = append(shown, l)
+		}
+	}
+	statuses := make([]string, 0, len(counts))
+	for st := range counts {
+		statuses = append(statuses, st)
+	}
+	sort.Strings(statuses)
+	s.page(w, http.StatusOK, "runs.html", map[string]any{"Target": s.src.Target, "Runs": shown, "Filter": filter, "Statuses": statuses, "Counts": counts, "All": len(lines)})
+}
+
+// keyOf joins sink key parts.
+func keyOf(parts ...string) string { return path.Join(parts...) }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
