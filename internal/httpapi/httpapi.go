@@ -90,6 +90,7 @@ type Handler struct {
 func New(s *worker.Service) *Handler {
 	h := &Handler{Service: s, mux: http.NewServeMux()}
 	h.mux.HandleFunc("GET /v1/healthz", h.wrap(h.healthz))
+	h.mux.HandleFunc("GET /v1/openapi.yaml", h.wrap(h.openapi))
 	h.mux.HandleFunc("GET /v1/worker/prompt", h.wrap(h.prompt))
 	h.mux.HandleFunc("POST /v1/worker/submit", h.wrap(h.submit))
 	h.mux.HandleFunc("POST /v1/worker/result", h.wrap(h.result))
@@ -235,6 +236,13 @@ func (h *Handler) decodeStrict(r *http.Request, v any) error {
 
 func (h *Handler) healthz(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}
+
+// GET /v1/openapi.yaml: the API's own contract, as committed.
+func (h *Handler) openapi(w http.ResponseWriter, r *http.Request) error {
+	w.Header().Set("Content-Type", "application/yaml")
+	w.Write(stratus.OpenAPI)
 	return nil
 }
 

@@ -290,3 +290,16 @@ func flip(d string) string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// issue 15 § 5: the worker API serves its own contract, byte for byte.
+func TestOpenAPI_ServedByTheAPI(t *testing.T) {
+	b := setup(t)
+	code, body := b.do(t, "GET", "/v1/openapi.yaml", "", "")
+	want, err := os.ReadFile("../../openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != 200 || body != string(want) {
+		t.Errorf("GET /v1/openapi.yaml = %d, %d bytes; want 200 and openapi.yaml (%d bytes)", code, len(body), len(want))
+	}
+}
