@@ -37,3 +37,24 @@ func TestVersion(t *testing.T) {
 		t.Errorf("--version: exit %d %q", r.code, r.stdout)
 	}
 }
+
+// issue 15 § 2: `stratus logs RUN [NODE]` prints each worker step's
+// runner log tail under a header naming the step, its attempt and
+// terminal; an unknown run or node is a usage error (exit 2).
+func TestLogs_TailPerStep(t *testing.T) {
+	t.Parallel()
+	dir, runID := demoRun(t)
+	r := runCLI(t, "logs", runID, "review", "--dir", dir, "--lines", "1")
+	if r.code != 0 || strings.Count(r.stdout, "== review#") != 2 || !strings.Contains(r.stdout, "== review#1 attempt 1 Captured\n") ||
+		!strings.Contains(r.stdout, "lines before (.stratus/logs/demo-greeting/stages/review/run-000001/runner.log)") || !strings.Contains(r.stdout, "runner: terminal Captured") {
+		t.Errorf("logs RUN review: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if all := runCLI(t, "logs", runID, "--dir", dir); all.code != 0 || !strings.Contains(all.stdout, "== planning#1") || !strings.Contains(all.stdout, "== supervisor#2 (finalize of publish#1)") {
+		t.Errorf("logs RUN: exit %d\n%s", all.code, all.stdout)
+	}
+	for _, args := range [][]string{{"logs", "nope", "--dir", dir}, {"logs", runID, "nosuch", "--dir", dir}, {"logs", runID, "--lines", "0", "--dir", dir}} {
+		if r := runCLI(t, args...); r.code != ExitUsage {
+			t.Errorf("%v: exit %d %s; want %d", args, r.code, r.stderr, ExitUsage)
+		}
+	}
+}

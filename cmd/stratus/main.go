@@ -96,6 +96,7 @@ func newRootCmd(io IO) *cobra.Command {
 		newCompileCmd(io),
 		newGraphCmd(io),
 		newUICmd(io),
+		newLogsCmd(io),
 		newRunnerCmd(io),
 		newEngineCmd(io),
 		newWorkerCmd(io),
