@@ -20,7 +20,7 @@ a hitl node with signal question (the run goes on), or an agent that asked a
 question (it runs again, the answer appended to its prompt as "## Human
 answer"). TEXT "-" reads the answer from stdin. An empty answer is refused.
 
-` + hitlExitHelp,
+` + hitlAskHelp + hitlExitHelp,
 		Args: cobra.ExactArgs(3),
 		RunE: func(_ *cobra.Command, args []string) error {
 			o.RunID, o.Node, o.Text = args[0], args[1], args[2]

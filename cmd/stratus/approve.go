@@ -16,7 +16,7 @@ for: a hitl node with signal approval (the run takes its route:approve edge), or
 an agent that asked for an approval (the run goes on past it). The run must be
 running under DIR (stratus run writes DIR/.stratus/runs/RUN.json while it runs).
 
-` + hitlExitHelp,
+` + hitlAskHelp + hitlExitHelp,
 		Args: cobra.ExactArgs(2),
 		RunE: func(_ *cobra.Command, args []string) error {
 			o.RunID, o.Node = args[0], args[1]

@@ -16,7 +16,7 @@ for: a hitl node with signal approval (the run takes its route:deny edge), or an
 agent that asked for an approval (it runs again, the reason appended to its
 prompt as "## Approval denied: REASON"). The reason is required.
 
-` + hitlExitHelp,
+` + hitlAskHelp + hitlExitHelp,
 		Args: cobra.ExactArgs(2),
 		RunE: func(_ *cobra.Command, args []string) error {
 			o.RunID, o.Node = args[0], args[1]

@@ -127,16 +127,23 @@ func TestUI_DemoRunWithoutJavaScript(t *testing.T) {
 // origin, its CSRF token), then the run goes on as with `stratus approve`.
 func TestUI_GateAnsweredFromTheForm(t *testing.T) {
 	t.Parallel()
-	dir, task := setupHITLRun(t, "gated", strings.Replace(approvalFlow, " GATE_TIMEOUT", "", 1), "default:\n  report: ok\n")
+	// issue 15 § 3: the gate says what it asks, rendered with the run's
+	// variables, in the wait line and on the page.
+	gated := strings.Replace(approvalFlow, " GATE_TIMEOUT}", `, question: "Ship {task_id} as drafted?"}`, 1)
+	dir, task := setupHITLRun(t, "gated", gated, "default:\n  report: ok\n")
 	run := startRun(t, dir, task)
 	runID, ref := run.waiting(t)
 	if ref != "gate#1" {
 		t.Fatalf("waiting %s; want gate#1", ref)
 	}
+	if !strings.Contains(run.log(), "approval: task t-gated (Human in the loop): Ship t-gated as drafted?") {
+		t.Errorf("the wait line does not ask the node's question:\n%s", run.log())
+	}
 	base := serveUI(t, dir)
 	code, body, _ := get(t, base+"/runs/"+runID)
 	csrf := regexp.MustCompile(`name="csrf" value="([0-9a-f]{64})"`).FindStringSubmatch(body)
-	if code != 200 || csrf == nil || !strings.Contains(body, "gate#1 waits for you") || !strings.Contains(body, `data-node="gate" data-status="waiting"`) || !strings.Contains(body, "draft#1: draft.md") {
+	if code != 200 || csrf == nil || !strings.Contains(body, "gate#1 waits for you (approval)") || !strings.Contains(body, `data-node="gate" data-status="waiting"`) ||
+		!strings.Contains(body, "draft#1: draft.md") || !strings.Contains(body, "Ship t-gated as drafted?") || strings.Contains(body, `value="answer"`) {
 		t.Fatalf("the run page of a waiting gate: %d\n%s", code, body)
 	}
 	post := func(form url.Values, origin string) int {

@@ -43,7 +43,7 @@ var (
 			"provider", "model", "reasoning", "submit_format", "verdicts", "context"},
 		KindChecks:  {"checker", "manifest"},
 		KindTool:    {"tool", "args", "timeout_seconds"},
-		KindHITL:    {"signal", "timeout_s"},
+		KindHITL:    {"signal", "timeout_s", "question"},
 		KindPublish: {"policy"},
 	}
 )
@@ -723,6 +723,8 @@ func (d *decoder) node(i int, n ast.Node) Node {
 			nd.Args = d.args(&nd, fl)
 		case "signal":
 			nd.Signal = d.str(v, p)
+		case "question":
+			nd.Question = d.str(v, p)
 		case "timeout_s":
 			nd.TimeoutS = d.intp(v, p)
 		case "policy":

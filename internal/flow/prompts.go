@@ -99,6 +99,7 @@ func (v *validator) prompts() {
 	for _, name := range prompt.Allowlist(outputNodes(v.f)) {
 		valid[name] = true
 	}
+	v.questions(valid)
 	for _, r := range promptRefs(v.f) {
 		if !contained(r.file) {
 			v.add(r.pos, r.path, true, "%s %q must be a relative path inside the flows directory (no absolute path, no \"..\")", r.what, r.file)
@@ -221,4 +222,35 @@ func tokenColumn(line, name string) (int, string) {
 		}
 	}
 	return best + 1, tok
+}
+
+// MaxQuestionBytes bounds a hitl node's question.
+const MaxQuestionBytes = 4 << 10
+
+// questions checks each hitl node's question (issue 15 § 3): not blank and
+// at most MaxQuestionBytes (fatal), and its {name} tokens in the flow's
+// variable set (the anti-drift lint of role files, a warning).
+func (v *validator) questions(valid map[string]bool) {
+	for i := range v.f.Nodes {
+		n := &v.f.Nodes[i]
+		pos, ok := n.Fields["question"]
+		if n.Kind != KindHITL || !ok {
+			continue
+		}
+		path := fmt.Sprintf("nodes[%d].question", i)
+		switch {
+		case strings.TrimSpace(n.Question) == "":
+			v.add(pos, path, true, "hitl node %s: question is empty; valid: the text a human is asked (or no question key)", n.ID)
+			continue
+		case len(n.Question) > MaxQuestionBytes:
+			v.add(pos, path, true, "hitl node %s: question is %d bytes; valid: at most %d", n.ID, len(n.Question), MaxQuestionBytes)
+			continue
+		}
+		for _, name := range prompt.Tokens(n.Question) {
+			if !valid[name] {
+				_, tok := tokenColumn(n.Question, name)
+				v.add(pos, path, false, "hitl node %s: %s in its question is not a prompt variable of flow %q, so the human reads it verbatim", n.ID, tok, v.f.TaskType)
+			}
+		}
+	}
 }

@@ -119,7 +119,7 @@ func TestParse_AcceptsEveryReferenceField(t *testing.T) { // reference.md § Flo
       context: { steps: [author] }
     - { id: gate, kind: checks, checker: citation, manifest: sources.json, when: { fact: config.external_research } }
     - { id: lint, kind: tool, tool: check_length, args: { min: 1, ratio: 0.5, strict: true, name: x }, timeout_seconds: 30, when: { fact: config.external_research } }
-    - { id: ask, kind: hitl, signal: question, timeout_s: 60, when: { fact: config.external_research } }
+    - { id: ask, kind: hitl, signal: question, question: "Which one for {task_id}?", timeout_s: 60, when: { fact: config.external_research } }
     - { id: ship, kind: publish, policy: pull_request, when: { fact: config.external_research } }
   edges:
     - { from: author, to: judge, outcome: null }

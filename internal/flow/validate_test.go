@@ -378,3 +378,26 @@ func TestFlow_EntryNodeOut(t *testing.T) {
 		t.Error("Entry() with two entry nodes should be nil")
 	}
 }
+
+// issue 15 § 3: a hitl node may say what it asks (a Stratus extension):
+// a blank or oversized question is fatal, a {name} outside the flow's
+// variables a warning (the human would read it verbatim).
+func TestValidate_HITLQuestion(t *testing.T) {
+	t.Parallel()
+	runRuleCases(t, []ruleCase{
+		{"blank question", graph([]string{`{ id: a, kind: hitl, signal: question, question: "  " }`}, nil, ""), []string{"nodes[0].question"}, "question is empty"},
+		{"long question", graph([]string{`{ id: a, kind: hitl, signal: question, question: "` + strings.Repeat("q", MaxQuestionBytes+1) + `" }`}, nil, ""), []string{"nodes[0].question"}, "at most 4096"},
+	})
+	f := mustParse(t, "  nodes:\n    - { id: a, kind: hitl, signal: question, question: \"Which of {task_id} or {nope}?\" }\n")
+	if f.Nodes[0].Question != "Which of {task_id} or {nope}?" {
+		t.Fatalf("question parsed as %q", f.Nodes[0].Question)
+	}
+	ps := Validate(f, ValidateOptions{})
+	text := problemsText(ps)
+	if len(Fatal(ps)) != 0 || !strings.Contains(text, "{nope} in its question is not a prompt variable") || strings.Contains(text, "{task_id} in its") {
+		t.Errorf("problems:\n%s", text)
+	}
+	if _, err := Parse("t.yaml", []byte(header+"  nodes:\n    - { id: a, kind: agent, role_file: a.md, question: x }\n")); err == nil {
+		t.Error("question on an agent node parsed; it is a hitl key")
+	}
+}

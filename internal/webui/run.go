@@ -54,7 +54,8 @@ type Bar struct {
 // Gate is a hitl node waiting for a human.
 type Gate struct {
 	Node, StepRef, CSRF string
-	Upstream            Doc // the latest upstream output
+	Signal, Request     string // approval | question, and what is asked
+	Upstream            Doc    // the latest upstream output
 }
 
 // RunPage is what the run page shows.
@@ -112,6 +113,10 @@ func (s *Server) loadRun(ctx context.Context, runID string) (*RunPage, error) {
 	for _, sv := range v.Steps {
 		if sv.Step.Kind == flow.KindHITL && sv.Step.Status == stratus.StepWaiting {
 			g := Gate{Node: sv.Step.Node, StepRef: sv.Step.StepRef, CSRF: s.csrfToken(runID, sv.Step.Node)}
+			var hv worker.HITLValue
+			if json.Unmarshal(sv.Step.Value, &hv) == nil {
+				g.Signal, g.Request = hv.Signal, hv.Request
+			}
 			g.Upstream = s.upstream(ctx, run, env, v.Steps, sv)
 			p.Gates = append(p.Gates, g)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/fold"
 	"github.com/stratusflow/stratus/internal/projection"
+	"github.com/stratusflow/stratus/internal/prompt"
 )
 
 // Human-in-the-loop (worc reference.md § hitl node and § agent node: hitl;
@@ -204,6 +205,14 @@ func (s *Service) nodeRequest(ctx context.Context, run stratus.Run, env *RunEnv,
 	what := "answer the question of node " + node.ID
 	if node.Signal == SignalApproval {
 		what = "approve or reject the work so far at node " + node.ID
+	}
+	if q := strings.TrimSpace(node.Question); q != "" {
+		// The node's own question (issue 15 § 3), rendered like a role
+		// file with the step's variables.
+		if vars, err := s.templateVars(ctx, run, env, step); err == nil {
+			q = prompt.Render(q, vars, outputNodes(env.Flow))
+		}
+		what = strings.TrimSpace(q)
 	}
 	req := fmt.Sprintf("task %s (%s): %s", run.TaskID, run.TaskTitle, what)
 	prior, err := s.latestSteps(ctx, run.ID, step.TID)
