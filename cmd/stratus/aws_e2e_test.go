@@ -287,7 +287,7 @@ func TestAWS_FailedRunExitsAsEmbeddedOnMoto(t *testing.T) {
 	if a, b := stepLines(r.stderr), stepLines(emb.stderr); !slices.Equal(a, b) || len(a) == 0 {
 		t.Errorf("progress lines differ (durations aside)\n on AWS:   %s\nembedded: %s", strings.Join(a, "\n          "), strings.Join(b, "\n          "))
 	}
-	if !strings.Contains(r.stdout, ": failed\n") || !strings.Contains(r.stdout, "why:      "+compiler.ErrFailed) {
+	if !strings.Contains(r.stdout, ": failed\n") || !strings.Contains(r.stdout, "why:      planning#1 failed: the model refused") {
 		t.Errorf("stdout %q; want the run failed and why", r.stdout)
 	}
 	runID := strings.TrimSuffix(strings.Fields(r.stdout)[1], ":")
@@ -301,6 +301,7 @@ func TestAWS_FailedRunExitsAsEmbeddedOnMoto(t *testing.T) {
 	// AWS the log is CloudWatch's): that tail aside, the same words.
 	noLog := func(s string) string {
 		s, _, _ = strings.Cut(s, "; log: ")
+		s, _, _ = strings.Cut(s, " (log: ")
 		return strings.TrimSuffix(s, ".")
 	}
 	why := func(md string) string {
@@ -989,7 +990,9 @@ func (s *syncBuffer) String() string {
 
 var (
 	durationField = regexp.MustCompile(` duration=\S+`)
-	runnerLogTail = regexp.MustCompile(`; log: .*"$`)
+	// The embedded runner's log tail and path (on AWS the log is
+	// CloudWatch's): the same words without them.
+	runnerLogTail = regexp.MustCompile(`(; log: .*| \(log: [^)]*\))"$`)
 )
 
 // stepLines are a run's start and end lines, durations masked and a

@@ -34,7 +34,7 @@ printf '{"subrun_report": "ok"}\n'
 `, "{TMPDIR_ART: "+art+"}", "t-full")
 
 	r := runCLI(t, "run", task, "--dir", dir)
-	if r.code != ExitInterrupted || !strings.Contains(r.stdout, ": interrupted") || !strings.Contains(r.stdout, "why:      stratus.DiskFull: the disk is full") ||
+	if r.code != ExitInterrupted || !strings.Contains(r.stdout, ": interrupted") || !strings.Contains(r.stdout, "why:      the disk is full") ||
 		!strings.Contains(r.stdout, "summary:") {
 		t.Fatalf("exit %d; want 130 with the result line saying the disk is full\n%s%s", r.code, r.stdout, r.stderr)
 	}

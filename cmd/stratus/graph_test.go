@@ -58,3 +58,17 @@ func TestLogs_TailPerStep(t *testing.T) {
 		}
 	}
 }
+
+// issue 15 § 2: install counts flows, not files; a second install says
+// what it kept.
+func TestInstall_SaysFlowsAndFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	r := runCLI(t, "install", "--dir", dir)
+	if r.code != 0 || !regexp.MustCompile(`config\.yaml \(primary echo\), 1 flow \(implementation; \d+ files\) under flows/\n$`).MatchString(r.stdout) {
+		t.Errorf("install: exit %d %q", r.code, r.stdout)
+	}
+	if again := runCLI(t, "install", "--dir", dir); again.code != 0 || !strings.Contains(again.stdout, "the flows under flows/ kept as they are (--force replaces them)") {
+		t.Errorf("second install: exit %d %q", again.code, again.stdout)
+	}
+}

@@ -273,7 +273,9 @@ default:
 	}
 }
 
-// A run that is not running cannot be replied to: a clear error, exit 1.
+// A run that is not running cannot be replied to: a clear error, exit 1;
+// a run that was never made is unknown, exit 2 as for every command
+// (issue 15 § 2).
 func TestHITL_ReplyToARunThatIsNotRunning(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -281,7 +283,7 @@ func TestHITL_ReplyToARunThatIsNotRunning(t *testing.T) {
 		t.Fatal(r.stderr)
 	}
 	r := runCLI(t, "approve", "r-20260101T000000-abcdef", "gate", "--dir", dir)
-	if r.code != ExitFailed || !strings.Contains(r.stderr, "run r-20260101T000000-abcdef is not running") {
+	if r.code != ExitUsage || !strings.Contains(r.stderr, `run "r-20260101T000000-abcdef" not found`) {
 		t.Errorf("exit %d %s", r.code, r.stderr)
 	}
 	// A stale address file (its process gone) says so.

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -84,6 +85,7 @@ func runInstall(o *InstallOptions) error {
 	}
 	flowsDir := filepath.Join(state, orchestrator.FlowsDir)
 	n := 0
+	var flows []string
 	err := fs.WalkDir(builtin.Flows, "flows", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -98,12 +100,24 @@ func runInstall(o *InstallOptions) error {
 			return nil
 		}
 		n++
+		if filepath.Dir(rel) == "." && strings.HasSuffix(rel, ".yaml") {
+			flows = append(flows, strings.TrimSuffix(rel, ".yaml"))
+		}
 		return writeFile(dst, data, true)
 	})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(o.IO.Out, "installed into %s: config.yaml (primary %s), %d flow files under flows/\n", state, cfg.Agents.Primary, n)
+	what := fmt.Sprintf("%d flows", len(flows))
+	if len(flows) == 1 {
+		what = "1 flow"
+	}
+	if len(flows) == 0 {
+		fmt.Fprintf(o.IO.Out, "installed into %s: config.yaml (primary %s); the flows under flows/ kept as they are (--force replaces them)\n", state, cfg.Agents.Primary)
+		return nil
+	}
+	what += " (" + strings.Join(flows, ", ") + fmt.Sprintf("; %d files)", n)
+	fmt.Fprintf(o.IO.Out, "installed into %s: config.yaml (primary %s), %s under flows/\n", state, cfg.Agents.Primary, what)
 	return nil
 }
 

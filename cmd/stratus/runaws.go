@@ -84,8 +84,13 @@ func printRun(io IO, d *progress.Display, asJSON bool, res *orchestrator.Result)
 		d.RunEnded(out)
 	} else {
 		fmt.Fprintf(io.Out, "run %s: %s\n", out.RunID, out.Status)
-		if out.Error != "" {
-			fmt.Fprintf(io.Out, "  why:      %s: %s\n", out.Error, out.Cause)
+		// The why in words; the error's name (stratus.Failed, …) is the
+		// JSON's "error" for scripts, never prose for a reader (issue 15 § 2).
+		switch {
+		case out.Cause != "":
+			fmt.Fprintf(io.Out, "  why:      %s\n", out.Cause)
+		case out.Error != "":
+			fmt.Fprintf(io.Out, "  why:      %s\n", out.Error)
 		}
 		fmt.Fprintf(io.Out, "  ctx dir:  %s\n", out.CtxDir)
 		for _, s := range out.Summary {

@@ -49,7 +49,7 @@ default:
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
 	const why = `review#4 returned "rework", and loop "review_fix" has spent its budget of 3`
-	if !strings.Contains(r.stdout, "why:      stratus.ManualActionRequired: "+why+"\n") || strings.Contains(r.stdout, "(or ") {
+	if !strings.Contains(r.stdout, "why:      "+why+"\n") || strings.Contains(r.stdout, "(or ") {
 		t.Errorf("stdout does not say which budget:\n%s", r.stdout)
 	}
 	if !strings.Contains(r.stdout, "budgets spent: review_fix 3\n") {

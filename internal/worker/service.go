@@ -232,7 +232,9 @@ func logTail(path string, n int) string {
 	}
 	var lines []string
 	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if l = strings.TrimSpace(l); l != "" {
+		// The runner's own lines ("runner: …") say what the step's reason
+		// already says; the engine's stderr is what is new.
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "runner: ") {
 			lines = append(lines, l)
 		}
 	}

@@ -276,7 +276,12 @@ func (s *Service) Result(ctx context.Context, authorization string, rb ResultBod
 		}
 		if json.Unmarshal(rb.Value, &f) == nil && f.Terminal != "" {
 			terminal = f.Terminal
+			// "draft#1 failed: the model refused", never "failed: Failed: …";
+			// another terminal (TimedOut, NoReport) says what happened.
 			body = []byte(f.Terminal + ": " + f.Reason)
+			if f.Terminal == "Failed" && f.Reason != "" {
+				body = []byte(f.Reason)
+			}
 		}
 	}
 	return s.submit(ctx, c, body, *rb.OK, terminal)
@@ -302,7 +307,8 @@ func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, t
 		}
 		reason := string(body)
 		if log := s.runnerLog(c.Run, c.Step); log != "" {
-			// The engine's stderr went to the runner's log: point at it.
+			// The engine's stderr went to the runner's log: its last
+			// lines (not the runner's own) and where the log is.
 			if tail := logTail(log, 2); tail != "" {
 				reason += "; log: " + tail
 			}
