@@ -6,7 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/engine"
 	"github.com/stratusflow/stratus/internal/orchestrator"
+	"github.com/stratusflow/stratus/internal/worcimport"
 )
 
 // InstallOptions are the flags of `stratus install`.
@@ -23,6 +26,12 @@ type InstallOptions struct {
 	Primary  string
 	Scenario string
 	Force    bool
+	// FromWorc is a worc home (.worc) to import (issue 15 § 4).
+	FromWorc string
+	// Reconfigure refreshes the built-in flows after snapshotting flows/
+	// and tools/ (seed 004 § Flows).
+	Reconfigure bool
+	now         func() time.Time
 }
 
 func newInstallCmd(io IO) *cobra.Command {
@@ -32,18 +41,44 @@ func newInstallCmd(io IO) *cobra.Command {
 		Short: "Write DIR/.stratus/config.yaml and editable copies of the built-in flows",
 		Long: `install writes DIR/.stratus/config.yaml and DIR/.stratus/flows/ with Stratus's
 built-in flows and their role files as editable copies: the only copies a run
-reads. Existing files are kept unless --force is given.`,
+reads. Existing files are kept unless --force is given.
+
+--from-worc PATH/.worc imports an existing worc setup: its flows and role files
+(unchanged; a worc flow named like a built-in replaces it, as worc's own rule
+says), its tools/, and a config.yaml mapped from worc's (agents.allowed and the
+primary, each provider's model, reasoning, timeout and turn cap, max_fix_cycles,
+the decomposition gate, checks command sets, security allowed_environment and
+strict_isolation, supervisor, hitl, prompt_audit). Every worc key it could not
+map is listed with why.
+
+--reconfigure refreshes the built-in flows to this binary's version, after
+moving flows/ and tools/ aside to flows.bak-<UTC> and tools.bak-<UTC>; the
+newest three snapshots of each are kept (a directory named otherwise is never
+removed). config.yaml is kept.`,
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error { return runInstall(o) },
+		RunE: func(*cobra.Command, []string) error {
+			if o.FromWorc != "" && o.Reconfigure {
+				return usageError{fmt.Errorf("--from-worc and --reconfigure are exclusive; give one")}
+			}
+			return runInstall(o)
+		},
 	}
 	cmd.Flags().StringVar(&o.Dir, "dir", ".", "work directory to install into")
 	cmd.Flags().StringVar(&o.Primary, "primary", "", "provider every node runs on (echo, script, openseek, or one you added to config.yaml); rewrites config.yaml")
 	cmd.Flags().StringVar(&o.Scenario, "scenario", "", "scenario file for the script engine, copied to .stratus/scenario.yaml")
 	cmd.Flags().BoolVar(&o.Force, "force", false, "overwrite existing config and flow files")
+	cmd.Flags().StringVar(&o.FromWorc, "from-worc", "", "import a worc home (PATH/.worc): its flows, tools and a mapped config.yaml")
+	cmd.Flags().BoolVar(&o.Reconfigure, "reconfigure", false, "refresh the built-in flows, snapshotting flows/ and tools/ first")
 	return cmd
 }
 
 func runInstall(o *InstallOptions) error {
+	if o.FromWorc != "" {
+		return runInstallFromWorc(o)
+	}
+	if o.Reconfigure {
+		return runReconfigure(o)
+	}
 	state := filepath.Join(o.Dir, orchestrator.StateDir)
 	cfgPath := filepath.Join(state, orchestrator.ConfigFile)
 	cfg := config.Default()
@@ -133,4 +168,144 @@ func writeFile(path string, data []byte, overwrite bool) error {
 		}
 	}
 	return os.WriteFile(path, data, 0o644)
+}
+
+// runInstallFromWorc imports a worc home (issue 15 § 4): the built-in
+// flows first, then worc's flows over them and its tools, and config.yaml
+// mapped from worc's (worcimport), validated before it is written.
+func runInstallFromWorc(o *InstallOptions) error {
+	state := filepath.Join(o.Dir, orchestrator.StateDir)
+	cfgPath := filepath.Join(state, orchestrator.ConfigFile)
+	if _, err := os.Stat(cfgPath); err == nil && !o.Force {
+		return usageError{fmt.Errorf("%s exists; --from-worc writes a new one: give --force to replace it (its flows are replaced only where worc has a flow of the same file)", cfgPath)}
+	}
+	res, err := worcimport.Import(o.FromWorc, config.Default(), builtin.Names)
+	if err != nil {
+		return usageError{err}
+	}
+	if o.Primary != "" {
+		res.Config.Agents.Primary = o.Primary
+	}
+	data, err := config.Marshal(res.Config)
+	if err != nil {
+		return err
+	}
+	if _, err := config.Parse(cfgPath, data); err != nil {
+		return usageError{fmt.Errorf("the config mapped from %s is not valid: %w", o.FromWorc, err)}
+	}
+	if err := installBuiltins(state, false); err != nil {
+		return err
+	}
+	for _, f := range res.Flows {
+		if err := writeFile(filepath.Join(state, orchestrator.FlowsDir, filepath.FromSlash(f.Path)), f.Body, true); err != nil {
+			return err
+		}
+	}
+	for _, f := range res.Tools {
+		p := filepath.Join(state, "tools", filepath.FromSlash(f.Path))
+		if err := writeFile(p, f.Body, true); err != nil {
+			return err
+		}
+		if f.Executable {
+			if err := os.Chmod(p, 0o755); err != nil {
+				return err
+			}
+		}
+	}
+	if err := writeFile(cfgPath, data, true); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.IO.Out, "installed into %s from %s: config.yaml (primary %s)\n%s", state, o.FromWorc, res.Config.Agents.Primary, res.Summary())
+	return nil
+}
+
+// installBuiltins writes the built-in flows under state/flows (replacing
+// existing files when overwrite) and returns their count.
+func installBuiltins(state string, overwrite bool) error {
+	return fs.WalkDir(builtin.Flows, "flows", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel("flows", p)
+		data, err := builtin.Flows.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return writeFile(filepath.Join(state, orchestrator.FlowsDir, rel), data, overwrite)
+	})
+}
+
+// snapshotStamp is the fixed-width UTC stamp of a snapshot's name.
+const snapshotStamp = "20060102T150405Z"
+
+// KeepSnapshots is how many flows.bak-* and tools.bak-* snapshots
+// --reconfigure keeps of each.
+const KeepSnapshots = 3
+
+// runReconfigure refreshes the built-in flows (seed 004 § Flows; worc's
+// install --reconfigure): flows/ and tools/ move to <dir>.bak-<UTC>, the
+// newest KeepSnapshots of each are kept, and the built-ins are written
+// afresh. config.yaml is kept.
+func runReconfigure(o *InstallOptions) error {
+	state := filepath.Join(o.Dir, orchestrator.StateDir)
+	if _, err := os.Stat(filepath.Join(state, orchestrator.ConfigFile)); err != nil {
+		return usageError{fmt.Errorf("nothing to reconfigure: %s has no config.yaml (stratus install first)", state)}
+	}
+	now := time.Now
+	if o.now != nil {
+		now = o.now
+	}
+	stamp := now().UTC().Format(snapshotStamp)
+	var moved []string
+	for _, name := range []string{orchestrator.FlowsDir, "tools"} {
+		src := filepath.Join(state, name)
+		if _, err := os.Stat(src); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		dst := src + ".bak-" + stamp
+		if _, err := os.Stat(dst); err == nil {
+			return fmt.Errorf("%s exists: a reconfigure ran this second; try again", dst)
+		}
+		if err := os.Rename(src, dst); err != nil {
+			return err
+		}
+		moved = append(moved, dst)
+		if err := pruneSnapshots(state, name); err != nil {
+			return err
+		}
+	}
+	if err := installBuiltins(state, true); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.IO.Out, "reconfigured %s: built-in flows (%s) refreshed; snapshots: %s (the newest %d of each kept)\n", state, strings.Join(builtin.Names, ", "), strings.Join(moved, ", "), KeepSnapshots)
+	return nil
+}
+
+// pruneSnapshots removes all but the newest KeepSnapshots <name>.bak-<UTC>
+// directories of state; a name that is not exactly that shape (one an
+// operator made by hand) is never removed.
+func pruneSnapshots(state, name string) error {
+	entries, err := os.ReadDir(state)
+	if err != nil {
+		return err
+	}
+	var snaps []string
+	for _, e := range entries {
+		stamp, ok := strings.CutPrefix(e.Name(), name+".bak-")
+		if !ok || !e.IsDir() {
+			continue
+		}
+		if _, err := time.Parse(snapshotStamp, stamp); err != nil || len(stamp) != len(snapshotStamp) {
+			continue
+		}
+		snaps = append(snaps, e.Name())
+	}
+	sort.Strings(snaps) // the fixed-width stamp sorts by time
+	for len(snaps) > KeepSnapshots {
+		if err := os.RemoveAll(filepath.Join(state, snaps[0])); err != nil {
+			return err
+		}
+		snaps = snaps[1:]
+	}
+	return nil
 }
