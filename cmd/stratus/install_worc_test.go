@@ -68,10 +68,10 @@ prompt_audit: true
 telegram:
   enabled: false
 `,
-		"flows/implementation.yaml":  strings.Replace(string(impl), "review_fix: 3", "review_fix: 2", 1),
-		"flows/notes.yaml":           "flow:\n  name: notes\n  task_type: notes\n  permission_ceiling: read-only\n  output_policy: repository_document\n  publishing: local_artifact\n  nodes:\n    - { id: write, kind: agent, role_file: notes/write.md }\n    - { id: publish, kind: publish, policy: local_artifact }\n  edges:\n    - { from: write, to: publish }\n",
-		"flows/notes/write.md":       "Write notes on {task_id}.\n",
-		"tools/count_words.sh":       "#!/bin/sh\nwc -w \"$1\"\n",
+		"flows/implementation.yaml": strings.Replace(string(impl), "review_fix: 3", "review_fix: 2", 1),
+		"flows/notes.yaml":          "flow:\n  name: notes\n  task_type: notes\n  permission_ceiling: read-only\n  output_policy: repository_document\n  publishing: local_artifact\n  nodes:\n    - { id: write, kind: agent, role_file: notes/write.md }\n    - { id: publish, kind: publish, policy: local_artifact }\n  edges:\n    - { from: write, to: publish }\n",
+		"flows/notes/write.md":      "Write notes on {task_id}.\n",
+		"tools/count_words.sh":      "#!/bin/sh\nwc -w \"$1\"\n",
 	} {
 		writeTestFile(t, filepath.Join(home, path), body)
 	}
