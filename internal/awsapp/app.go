@@ -2,9 +2,9 @@ package awsapp
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"sync"
@@ -43,6 +43,10 @@ type App struct {
 	// function's part of the launcher); nil when no cluster is configured.
 	Stopper launch.TaskStopper
 	Log     io.Writer
+	// Logger is the functions' structured log (issue 15 § 5): JSON lines on
+	// Log, which CloudWatch Logs reads, each with the run_id, step_ref and
+	// attempt it concerns.
+	Logger *slog.Logger
 
 	apiURLOnce sync.Once
 }
@@ -91,6 +95,7 @@ func New(ctx context.Context, cfg Config, awsCfg aws.Config, o Options) (*App, e
 	if a.Log == nil {
 		a.Log = os.Stderr
 	}
+	a.Logger = NewLogger(a.Log)
 	// A custom endpoint (moto, LocalStack) serves buckets by path, not by
 	// virtual host.
 	pathStyle := awsCfg.BaseEndpoint != nil
@@ -126,7 +131,7 @@ func New(ctx context.Context, cfg Config, awsCfg aws.Config, o Options) (*App, e
 		APIURL:         cfg.APIURL,
 		Env:            runenv.EnvFunc(sk),
 		OnEvent:        a.logEvent,
-		Warnf:          func(format string, args ...any) { logf(a.Log, "warning: "+format, args...) },
+		Warnf:          func(format string, args ...any) { a.Logger.Warn(fmt.Sprintf(format, args...)) },
 		ResolveFiles:   false, // the worker resolves an @file: body (DESIGN.md § Limits)
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		MaxUploadBytes: cfg.MaxUploadBytes,
@@ -208,7 +213,7 @@ func (k *keyring) lookup(kid string) ([]byte, bool) {
 // HandleMessage runs one dispatch-queue message body (see the function
 // HandleMessage).
 func (a *App) HandleMessage(ctx context.Context, body string) error {
-	return HandleMessage(ctx, a.Service, body, a.Log)
+	return HandleMessage(ctx, a.Service, body, a.Logger)
 }
 
 // Drain waits for the work a request started in the background (the
@@ -225,7 +230,7 @@ func (a *App) HTTPHandler() http.Handler {
 	api := httpapi.New(a.Service)
 	api.OnError = func(r *http.Request, err error) {
 		if stratus.ErrorCode(err) == stratus.EINTERNAL {
-			logf(a.Log, "worker API %s %s: %v", r.Method, r.URL.Path, err)
+			a.Logger.Error("worker API request failed", "method", r.Method, "path", r.URL.Path, "err", err.Error())
 		}
 	}
 	if a.Config.APIURL != "" {
@@ -241,11 +246,20 @@ func (a *App) HTTPHandler() http.Handler {
 
 // logEvent writes one progress event as a JSON line.
 func (a *App) logEvent(e worker.Event) {
-	b, err := json.Marshal(struct {
-		Msg string `json:"msg"`
-		worker.Event
-	}{"stratus.event", e})
-	if err == nil {
-		fmt.Fprintf(a.Log, "%s\n", b)
+	attrs := []any{"type", e.Type, "run_id", e.RunID, "node", e.Node, "step_ref", e.StepRef, "attempt", e.Attempt}
+	for k, v := range map[string]string{"terminal": e.Terminal, "outcome": e.Outcome, "reason": e.Reason} {
+		if v != "" {
+			attrs = append(attrs, k, v)
+		}
 	}
+	if e.Duration > 0 {
+		attrs = append(attrs, "duration_ms", e.Duration.Milliseconds())
+	}
+	if e.PromptTokens > 0 || e.CompletionTokens > 0 {
+		attrs = append(attrs, "prompt_tokens", e.PromptTokens, "completion_tokens", e.CompletionTokens)
+	}
+	if e.CostUSD != nil {
+		attrs = append(attrs, "cost_usd", *e.CostUSD)
+	}
+	a.Logger.Info("stratus.event", attrs...)
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	iofs "io/fs"
 	"net/http"
@@ -524,5 +525,35 @@ func TestApp_TwentyMiBResultThroughAPresignedUploadOnMoto(t *testing.T) {
 	}
 	if left, err := api.Sink.List(ctx, ".stratus/uploads"); err != nil || len(left) != 0 {
 		t.Errorf("uploads left in the bucket: %v (%v)", left, err)
+	}
+}
+
+// issue 15 § 5: the functions log JSON lines (slog), each event with the
+// run_id, step_ref and attempt it concerns, as CloudWatch Logs Insights
+// queries them; a warning is a line of level WARN.
+func TestApp_LogsStructuredJSON(t *testing.T) {
+	s := newStack(t)
+	var log bytes.Buffer
+	a := s.app(t, awsapp.Options{Launcher: &launcher{}, Log: &log}, awsapp.EnvAPIURL, "https://api.example.test")
+	run := startRun(t, a, "r-moto-log")
+	if err := a.HandleMessage(context.Background(), message(run.ID, "planning", "tok-log")); err != nil {
+		t.Fatal(err)
+	}
+	a.HandleMessage(context.Background(), "not json")
+	var started, warned bool
+	for _, line := range strings.Split(strings.TrimSpace(log.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("a log line is not JSON: %q", line)
+		}
+		if m["msg"] == "stratus.event" && m["type"] == worker.EventStepStarted {
+			started = m["run_id"] == run.ID && m["step_ref"] == "planning#1" && m["attempt"] == float64(1) && m["level"] == "INFO" && m["time"] != nil
+		}
+		if m["level"] == "WARN" && strings.Contains(fmt.Sprint(m["msg"]), "not a dispatch message") {
+			warned = true
+		}
+	}
+	if !started || !warned {
+		t.Errorf("log (step_started with run_id/step_ref/attempt: %v; the dropped body a WARN: %v):\n%s", started, warned, log.String())
 	}
 }

@@ -67,6 +67,7 @@ func NewEvents(cfg Config, awsCfg aws.Config, o Options) (*App, error) {
 	if a.Log == nil {
 		a.Log = os.Stderr
 	}
+	a.Logger = NewLogger(a.Log)
 	pathStyle := awsCfg.BaseEndpoint != nil
 	sk, err := s3sink.New(awss3.NewFromConfig(awsCfg, func(so *awss3.Options) {
 		so.UsePathStyle = pathStyle
@@ -121,13 +122,13 @@ func (a *App) ExecutionEnded(ctx context.Context, x executor.Execution) error {
 	runID := lifecycle.RunIDOf(x.Name) // "<run_id>" or "<run_id>.resume-<n>"
 	run, err := a.Store.GetRun(ctx, runID)
 	if stratus.ErrorCode(err) == stratus.ENOTFOUND {
-		logf(a.Log, "execution %s ended %s: no run %q is recorded; ignored", x.ARN, x.Status, runID)
+		a.Logger.Warn(fmt.Sprintf("execution %s ended %s: no run %q is recorded; ignored", x.ARN, x.Status, runID), "run_id", runID)
 		return nil
 	} else if err != nil {
 		return err
 	}
 	if run.Execution != "" && x.ARN != "" && run.Execution != x.ARN {
-		logf(a.Log, "execution %s ended %s, but run %s is execution %s; ignored", x.ARN, x.Status, run.ID, run.Execution)
+		a.Logger.Warn(fmt.Sprintf("execution %s ended %s, but run %s is execution %s; ignored", x.ARN, x.Status, run.ID, run.Execution), "run_id", run.ID)
 		return nil
 	}
 	end := x.StopDate.UTC()
@@ -156,7 +157,7 @@ func (a *App) ExecutionEnded(ctx context.Context, x executor.Execution) error {
 	env, err := a.Service.Env(ctx, run.ID)
 	if stratus.ErrorCode(err) == stratus.ENOTFOUND {
 		// No bundle: the summary goes without the config's facts.
-		logf(a.Log, "run %s: no environment bundle (%v); its summary omits the config's facts", run.ID, err)
+		a.Logger.Warn(fmt.Sprintf("run %s: no environment bundle (%v); its summary omits the config's facts", run.ID, err), "run_id", run.ID)
 		env = nil
 	} else if err != nil {
 		return err
@@ -170,7 +171,7 @@ func (a *App) ExecutionEnded(ctx context.Context, x executor.Execution) error {
 		return err
 	}
 	status := res.Status
-	logf(a.Log, "run %s: execution %s ended %s; run %s", run.ID, x.ARN, x.Status, status)
+	a.Logger.Info(fmt.Sprintf("run %s: execution %s ended %s; run %s", run.ID, x.ARN, x.Status, status), "run_id", run.ID, "status", status)
 	return nil
 }
 
@@ -204,7 +205,7 @@ func (a *App) failWaiting(ctx context.Context, runID string, end time.Time) erro
 		if err := a.Store.UpdateStep(ctx, st); err != nil {
 			return err
 		}
-		logf(a.Log, "run %s: %s failed: %s", runID, st.StepRef, EndedWhileWaiting)
+		a.Logger.Info(fmt.Sprintf("run %s: %s failed: %s", runID, st.StepRef, EndedWhileWaiting), "run_id", runID, "step_ref", st.StepRef)
 	}
 	return nil
 }
@@ -217,7 +218,7 @@ func (a *App) Sweep(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	logf(a.Log, "swept %d expired handle(s)", n)
+	a.Logger.Info(fmt.Sprintf("swept %d expired handle(s)", n), "swept", n)
 	return nil
 }
 
@@ -232,13 +233,13 @@ func (a *App) stopCanceled(ctx context.Context, runID string, x executor.Executi
 			continue
 		}
 		if a.Stopper == nil {
-			logf(a.Log, "run %s: %s canceled; no ECS cluster is configured to stop its worker", runID, s.StepRef)
+			a.Logger.Warn(fmt.Sprintf("run %s: %s canceled; no ECS cluster is configured to stop its worker", runID, s.StepRef), "run_id", runID, "step_ref", s.StepRef)
 			continue
 		}
 		if err := a.Stopper.StopTask(ctx, s.TID); err != nil {
 			return fmt.Errorf("stop the worker of %s: %w", s.StepRef, err)
 		}
-		logf(a.Log, "run %s: the worker of %s stopped (execution %s)", runID, s.StepRef, x.Status)
+		a.Logger.Info(fmt.Sprintf("run %s: the worker of %s stopped (execution %s)", runID, s.StepRef, x.Status), "run_id", runID, "step_ref", s.StepRef)
 	}
 	return nil
 }

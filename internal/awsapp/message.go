@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/worker"
@@ -32,10 +34,10 @@ func Infrastructure(err error) bool {
 // worker.ErrDispatch so the run routes now instead of at the state's
 // timeout. A body that is not a dispatch message is dropped with a log
 // line (it has no task token to fail).
-func HandleMessage(ctx context.Context, svc *worker.Service, body string, log io.Writer) error {
+func HandleMessage(ctx context.Context, svc *worker.Service, body string, log *slog.Logger) error {
 	var m worker.Message
 	if err := json.Unmarshal([]byte(body), &m); err != nil {
-		logf(log, "dispatch: dropped a message that is not a dispatch message (%v): %.200q", err, body)
+		log.Warn(fmt.Sprintf("dispatch: dropped a message that is not a dispatch message (%v): %.200q", err, body))
 		return nil
 	}
 	err := svc.Dispatch(ctx, m)
@@ -45,7 +47,7 @@ func HandleMessage(ctx context.Context, svc *worker.Service, body string, log io
 	case Infrastructure(err):
 		return fmt.Errorf("dispatch %s of run %s: %w", m.Node, m.RunID, err)
 	}
-	logf(log, "dispatch: %s of run %s cannot be dispatched: %v", m.Node, m.RunID, err)
+	log.Warn(fmt.Sprintf("dispatch: %s of run %s cannot be dispatched: %v", m.Node, m.RunID, err), "run_id", m.RunID, "node", m.Node)
 	if m.TaskToken == "" {
 		return nil
 	}
@@ -54,13 +56,16 @@ func HandleMessage(ctx context.Context, svc *worker.Service, body string, log io
 		return fmt.Errorf("dispatch %s of run %s: report %s: %w", m.Node, m.RunID, worker.ErrDispatch, ferr)
 	}
 	if ferr != nil {
-		logf(log, "dispatch: the Task state of %s could not be failed: %v", m.Node, ferr)
+		log.Warn(fmt.Sprintf("dispatch: the Task state of %s could not be failed: %v", m.Node, ferr), "run_id", m.RunID, "node", m.Node)
 	}
 	return nil
 }
 
-func logf(w io.Writer, format string, args ...any) {
-	if w != nil {
-		fmt.Fprintf(w, "stratus: "+format+"\n", args...)
+// NewLogger is the functions' structured log on w: JSON lines, one
+// object each, as CloudWatch Logs Insights queries them (issue 15 § 5).
+func NewLogger(w io.Writer) *slog.Logger {
+	if w == nil {
+		w = os.Stderr
 	}
+	return slog.New(slog.NewJSONHandler(w, nil))
 }
