@@ -101,6 +101,7 @@ func runUI(ctx context.Context, o *UIOptions) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (another stratus ui? give --addr)", o.Addr, err)
 	}
+	h.AllowHosts(ln.Addr().String())
 	srv := httpapi.NewServer(h)
 	srv.WriteTimeout = 0 // event streams stay open
 	fmt.Fprintf(o.IO.Err, "stratus: run viewer at http://%s (%s); Ctrl-C stops it\n", ln.Addr(), src.Target)

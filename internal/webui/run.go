@@ -75,6 +75,7 @@ type RunPage struct {
 	Summary  Doc
 	FlowNote string // why there is no graph
 	Ended    bool   // the run is terminal
+	Why      string // why a run that did not end done stopped: its last failed step's reason, or its status's hint
 }
 
 // loadRun reads everything the run page shows.
@@ -110,6 +111,7 @@ func (s *Server) loadRun(ctx context.Context, runID string) (*RunPage, error) {
 		s.drawGraph(p, env.Flow)
 	}
 	p.Bars = bars(run, v.Steps, end)
+	p.Why = why(run, v.Steps)
 	for _, sv := range v.Steps {
 		if sv.Step.Kind == flow.KindHITL && sv.Step.Status == stratus.StepWaiting {
 			g := Gate{Node: sv.Step.Node, StepRef: sv.Step.StepRef, CSRF: s.csrfToken(runID, sv.Step.Node)}
@@ -144,6 +146,9 @@ func (s *Server) drawGraph(p *RunPage, f *flow.Flow) {
 	}
 	for _, n := range p.Graph.Nodes {
 		ns := NodeState{Placed: n, Status: "pending", Visits: visits[n.ID]}
+		if p.Ended {
+			ns.Status, ns.Label = "skipped", "not reached"
+		}
 		if sv, ok := latest[n.ID]; ok {
 			ns.Status, ns.Label, ns.Latest = nodeStatus(sv), sv.Outcome, sv.Step.StepRef
 			if ns.Label == "" {
@@ -323,3 +328,23 @@ func visitOf(s string) (int, error) {
 
 // shortRef is a step's node and visit, for titles.
 func shortRef(node string, visit int) string { return node + "#" + strconv.Itoa(visit) }
+
+// why is what a run page says beside a status other than done: the last
+// failed step and its reason, or how to go on.
+func why(run stratus.Run, steps []runview.StepView) string {
+	if run.Status == stratus.RunDone || run.Status == stratus.RunRunning {
+		return ""
+	}
+	for i := len(steps) - 1; i >= 0; i-- {
+		if sv := steps[i]; sv.Step.Status == stratus.StepFailed && sv.Reason != "" {
+			return sv.Step.StepRef + " failed: " + sv.Reason
+		}
+	}
+	switch run.Status {
+	case stratus.RunInterrupted:
+		return "interrupted: stratus resume " + run.ID + " goes on from where it stopped"
+	case stratus.RunManualActionRequired:
+		return "it needs a human: see the summary below; stratus resume " + run.ID + " goes on"
+	}
+	return ""
+}

@@ -2,15 +2,16 @@ package webui
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/findings"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/fold"
-	"github.com/stratusflow/stratus/internal/projection"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runview"
 	"github.com/stratusflow/stratus/internal/worker"
@@ -29,6 +30,7 @@ type StepPage struct {
 	Gate         string // the evaluator's gate severity
 	Degradations []stratus.Degradation
 	Log          Doc
+	GateURL      string // a waiting hitl step: where its reply forms are
 }
 
 // MaxShown bounds a file a page shows, bytes; a larger one is named.
@@ -80,7 +82,13 @@ func (s *Server) loadStep(ctx context.Context, runID, node, visitText string) (*
 	if st.Kind == report.Kind {
 		logDir = keyOf(report.Dir(v.Run.TaskID), stage, fmt.Sprintf("run-%06d", st.Visit))
 	}
-	p.Prompt = s.readDoc(ctx, "rendered-prompt.md", keyOf(logDir, "rendered-prompt.md"), MaxShown)
+	// The prompt and the outputs are this visit's own, from the store (a
+	// later visit, or a later run of the same task, rewrites the ctx dir
+	// and the logs' files).
+	p.Prompt = Doc{Name: "rendered prompt", Note: "no prompt recorded"}
+	if a := p.Step.Attempt; a != nil && a.Prompt != "" {
+		p.Prompt = s.doc("prompt.md", []byte(a.Prompt))
+	}
 	p.Log = s.readDoc(ctx, "runner.log", keyOf(logDir, "runner.log"), MaxShown)
 	if p.Log.Text != "" {
 		lines := strings.Split(strings.TrimRight(p.Log.Text, "\n"), "\n")
@@ -89,15 +97,24 @@ func (s *Server) loadStep(ctx context.Context, runID, node, visitText string) (*
 		}
 	}
 	env, _ := s.src.Env(ctx, runID)
-	if env != nil && env.Config != nil && st.Kind != report.Kind {
-		if dir, err := projection.CtxDir(env.Config.Projection.Placement, v.Run.TaskID); err == nil {
-			p.Outputs = append(p.Outputs, s.readDoc(ctx, st.Node+".md", keyOf(dir, st.Node+".md"), MaxShown))
-			if sv, err := decodeValue(st.Value); err == nil {
-				for _, part := range sv.Parts {
-					p.Outputs = append(p.Outputs, s.readDoc(ctx, part, keyOf(dir, part), MaxShown))
-				}
+	if a := p.Step.Attempt; a != nil {
+		p.Outputs = s.tailDocs(ctx, st, a.N)
+	}
+	switch {
+	case st.Kind == flow.KindHITL:
+		var hv worker.HITLValue
+		if json.Unmarshal(st.Value, &hv) == nil && hv.Request != "" {
+			d := Doc{Name: hv.Signal, Text: hv.Request}
+			if hv.Answer != "" {
+				d.Text += "\n\nanswer: " + hv.Answer
 			}
+			p.Outputs = append(p.Outputs, d)
 		}
+		if st.Status == stratus.StepWaiting {
+			p.GateURL = "/runs/" + url.PathEscape(runID) + "#gate-" + st.Node
+		}
+	case st.Kind == flow.KindPublish && env != nil:
+		p.Outputs = append(p.Outputs, s.readDoc(ctx, "summary.md", keyOf(report.Dir(v.Run.TaskID), "summary.md"), MaxShown))
 	}
 	if st.Kind == flow.KindEvaluator && p.Step.Attempt != nil && env != nil && env.Flow != nil {
 		s.loadFindings(ctx, p, env)
@@ -139,11 +156,35 @@ func (s *Server) loadFindings(ctx context.Context, p *StepPage, env *worker.RunE
 	p.Findings = fs
 }
 
-// decodeValue reads a step's value.
-func decodeValue(raw []byte) (worker.StepValue, error) {
-	var v worker.StepValue
-	if len(raw) == 0 {
-		return v, fmt.Errorf("no value")
+// tailDocs are the outputs an attempt recorded: each staged part (the
+// last write of each name) and the final body.
+func (s *Server) tailDocs(ctx context.Context, st stratus.Step, attempt int) []Doc {
+	tail, err := s.src.Store.ListOutput(ctx, st.TID, attempt)
+	if err != nil {
+		return []Doc{{Name: "output", Note: err.Error()}}
 	}
-	return v, jsonUnmarshal(raw, &v)
+	var docs []Doc
+	at := map[string]int{}
+	for _, e := range tail {
+		switch e.Kind {
+		case stratus.OutputArtifact:
+			d := s.doc(e.Name, e.Body)
+			if i, seen := at[e.Name]; seen {
+				docs[i] = d
+			} else {
+				at[e.Name] = len(docs)
+				docs = append(docs, d)
+			}
+		case stratus.OutputFinal:
+			name := st.Node + ".md (final)"
+			if !e.OK {
+				name = "failure"
+			}
+			d := s.doc(st.Node+".md", e.Body)
+			d.Name = name
+			docs = append(docs, d)
+		}
+	}
+	return docs
 }
+

@@ -21,9 +21,11 @@ import (
 	"fmt"
 	"html/template"
 	"io/fs"
+	"net"
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -61,11 +63,12 @@ type Source struct {
 
 // Server serves the viewer.
 type Server struct {
-	src  Source
-	tmpl *template.Template
-	md   goldmark.Markdown
-	csrf []byte // per process: a form is good while this server runs
-	mux  *http.ServeMux
+	hosts []string // Host headers a request may carry (AllowHosts); none = any
+	src   Source
+	tmpl  *template.Template
+	md    goldmark.Markdown
+	csrf  []byte // per process: a form is good while this server runs
+	mux   *http.ServeMux
 }
 
 // New returns the viewer over src. Errors: a template that does not parse
@@ -74,7 +77,7 @@ func New(src Source) (*Server, error) {
 	if src.Poll <= 0 {
 		src.Poll = time.Second
 	}
-	s := &Server{src: src, md: goldmark.New(goldmark.WithExtensions(extension.GFM)), mux: http.NewServeMux()}
+	s := &Server{src: src, md: goldmark.New(goldmark.WithExtensions(extension.GFM), goldmark.WithRendererOptions(rawHTMLAsText())), mux: http.NewServeMux()}
 	s.csrf = make([]byte, 32)
 	rand.Read(s.csrf)
 	t, err := template.New("").Funcs(template.FuncMap{
@@ -94,7 +97,16 @@ func New(src Source) (*Server, error) {
 	}
 	s.tmpl = t
 	static, _ := fs.Sub(assets, "static")
-	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	files := http.StripPrefix("/static/", http.FileServerFS(static))
+	s.mux.HandleFunc("GET /static/", func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/") {
+			http.NotFound(w, r) // files only, never a listing
+			return
+		}
+		files.ServeHTTP(w, r)
+	})
+	s.mux.HandleFunc("GET /runs", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/", http.StatusMovedPermanently) })
+	s.mux.HandleFunc("GET /runs/{$}", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/", http.StatusMovedPermanently) })
 	s.mux.HandleFunc("GET /{$}", s.runs)
 	s.mux.HandleFunc("GET /runs/{run}", s.run)
 	s.mux.HandleFunc("GET /runs/{run}/events", s.events)
@@ -103,9 +115,37 @@ func New(src Source) (*Server, error) {
 	return s, nil
 }
 
+// AllowHosts limits the Host a request may name to the viewer's own
+// listen address: for a loopback one, localhost, 127.0.0.1 and [::1] at
+// its port. A viewer bound elsewhere (--addr 0.0.0.0:P) takes any Host.
+func (s *Server) AllowHosts(listen string) {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		s.hosts = nil
+		return
+	}
+	s.hosts = []string{"localhost:" + port, "127.0.0.1:" + port, "[::1]:" + port}
+	if !slices.Contains(s.hosts, listen) {
+		s.hosts = append(s.hosts, listen)
+	}
+}
+
+func (s *Server) hostAllowed(host string) bool {
+	return len(s.hosts) == 0 || slices.Contains(s.hosts, strings.ToLower(host))
+}
+
 // ServeHTTP serves the viewer, with headers that keep its pages in their
 // own origin (no framing, no inline script, no third-party fetch).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.hostAllowed(r.Host) {
+		// DNS rebinding: a page of another site whose name resolves to
+		// this loopback address must not read runs or post replies.
+		http.Error(w, "misdirected request: this viewer answers to its own address only ("+strings.Join(s.hosts, ", ")+")", http.StatusMisdirectedRequest)
+		return
+	}
 	h := w.Header()
 	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'")
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -177,6 +217,12 @@ func (s *Server) doc(name string, body []byte) Doc {
 			if fm, md, ok := strings.Cut(rest, "\n---\n"); ok {
 				d.Front, text = fm, md
 			}
+		}
+		if t := bytes.TrimSpace([]byte(text)); len(t) > 0 && (t[0] == '{' || t[0] == '[') && json.Valid(t) {
+			var out bytes.Buffer
+			json.Indent(&out, t, "", "  ")
+			d.Text = out.String() // a JSON report is data, pretty-printed
+			return d
 		}
 		d.HTML = s.markdown(text)
 		return d
@@ -289,5 +335,3 @@ func (s *Server) runs(w http.ResponseWriter, r *http.Request) {
 
 // keyOf joins sink key parts.
 func keyOf(parts ...string) string { return path.Join(parts...) }
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -13,9 +13,17 @@ func TestDoc_EscapesHTMLAndShapesJSONAndFrontMatter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := s.doc("out.md", []byte("# Title\n\n<script>alert(1)</script>\n\n<img src=x onerror=alert(2)>\n"))
-	if h := string(d.HTML); strings.Contains(h, "<script>") || strings.Contains(h, "<img") || !strings.Contains(h, "<h1>Title</h1>") {
+	d := s.doc("out.md", []byte("# Title\n\n<script>alert(1)</script>\n\nDone <img src=x onerror=alert(2)> with List<String>.\n"))
+	h := string(d.HTML)
+	if strings.Contains(h, "<script>") || strings.Contains(h, "<img") || !strings.Contains(h, "<h1>Title</h1>") {
 		t.Errorf("markdown rendered to %q; want the heading and no live HTML", h)
+	}
+	// What looked like HTML is shown as text, never dropped.
+	if !strings.Contains(h, "&lt;script&gt;alert(1)&lt;/script&gt;") || !strings.Contains(h, "&lt;img src=x onerror=alert(2)&gt;") || !strings.Contains(h, "List&lt;String&gt;") {
+		t.Errorf("raw HTML was not shown as text: %q", h)
+	}
+	if d := s.doc("review.md", []byte("---\nstep: r\n---\n{\"findings\":[]}\n")); d.Text != "{\n  \"findings\": []\n}" || d.Front != "step: r" {
+		t.Errorf("a JSON report in a .md: front %q, text %q; want it pretty-printed", d.Front, d.Text)
 	}
 	if d := s.doc("v.json", []byte(`{"a":[1,2]}`)); d.Text != "{\n  \"a\": [\n    1,\n    2\n  ]\n}" {
 		t.Errorf("json shown as %q", d.Text)

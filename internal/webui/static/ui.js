@@ -1,16 +1,8 @@
-// Enhancements only: every page works without this script.
-// Timeline bars are placed from their data attributes (no inline styles,
-// which the Content-Security-Policy forbids); a run's page follows the
-// run's event stream, recolouring its graph and reloading when a step
-// starts or the run ends.
+// Enhancements only: every page works without this script. A run's page
+// follows the run's event stream, recolouring its graph and reloading
+// when a step starts or the run ends (not while a reply is being typed).
 (function () {
   "use strict";
-  function placeBars() {
-    document.querySelectorAll(".bar[data-left]").forEach(function (b) {
-      b.style.left = b.dataset.left + "%";
-      b.style.width = b.dataset.width + "%";
-    });
-  }
   function follow() {
     var main = document.getElementById("run");
     if (!main || !window.EventSource) return;
@@ -28,11 +20,12 @@
         var l = g.querySelector(".node-label");
         if (l) l.textContent = s.labels[id];
       });
-      var typing = document.activeElement && document.activeElement.tagName === "INPUT";
+      var el = document.activeElement;
+      var typing = el && (el.tagName === "INPUT" || el.tagName === "TEXTAREA");
       var ended = s.ended && main.dataset.ended !== "true";
       if (s.ended) es.close();
       if ((String(s.steps) !== steps || ended) && !typing) location.reload();
     });
   }
-  document.addEventListener("DOMContentLoaded", function () { placeBars(); follow(); });
+  document.addEventListener("DOMContentLoaded", follow);
 })();
