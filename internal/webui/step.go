@@ -187,4 +187,3 @@ func (s *Server) tailDocs(ctx context.Context, st stratus.Step, attempt int) []D
 	}
 	return docs
 }
-
