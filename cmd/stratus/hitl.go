@@ -67,7 +67,7 @@ func runHITL(o *HITLOptions) error {
 		return &exitError{code: hitlExit(re.Status, re.Field), err: err}
 	case stratus.ErrorCode(err) == stratus.EINVALID:
 		return &exitError{code: ExitUsage, err: err}
-	case stratus.ErrorCode(err) == stratus.ENOTFOUND && !runKnown(o.Dir, o.RunID):
+	case stratus.ErrorCode(err) == stratus.ENOTFOUND && !recorded(o.Dir, o.RunID):
 		// An unknown run is a usage error, as for every command (exit 2);
 		// a known one that is not running is the run's state (exit 1).
 		return &exitError{code: ExitUsage, err: fmt.Errorf("run %q not found under %s", o.RunID, o.Dir)}
@@ -113,15 +113,4 @@ func runProcessAlive(pid int) bool {
 	}
 	err = p.Signal(syscall.Signal(0))
 	return err == nil || errors.Is(err, os.ErrPermission)
-}
-
-// runKnown reports whether the runs made in dir include runID.
-func runKnown(dir, runID string) bool {
-	st, err := openRuns(dir)
-	if err != nil {
-		return false
-	}
-	defer st.Close()
-	_, err = st.GetRun(context.Background(), runID)
-	return err == nil
 }

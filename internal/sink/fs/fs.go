@@ -229,12 +229,9 @@ func (s *Sink) Get(ctx context.Context, key string) ([]byte, error) {
 			return nil, err
 		}
 	}
-	r, err := os.OpenRoot(s.root)
+	r, err := s.openRoot(key)
 	if err != nil {
-		if errors.Is(err, iofs.ErrNotExist) {
-			return nil, notFound(key)
-		}
-		return nil, fmt.Errorf("fs sink: open root: %w", err)
+		return nil, err
 	}
 	defer r.Close()
 	name := filepath.FromSlash(key)
@@ -252,6 +249,18 @@ func (s *Sink) Get(ctx context.Context, key string) ([]byte, error) {
 	return b, nil
 }
 
+// openRoot opens the sink's root for reading key: ENOTFOUND (for key)
+// when the root does not exist yet.
+func (s *Sink) openRoot(key string) (*os.Root, error) {
+	r, err := os.OpenRoot(s.root)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return nil, notFound(key)
+	} else if err != nil {
+		return nil, fmt.Errorf("fs sink: open root: %w", err)
+	}
+	return r, nil
+}
+
 // GetMax is Get refusing a file over max bytes (sink.Sink): the size is
 // read from the open file, and at most max+1 bytes are read whatever it
 // says.
@@ -262,12 +271,9 @@ func (s *Sink) GetMax(ctx context.Context, key string, max int64) ([]byte, error
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	r, err := os.OpenRoot(s.root)
+	r, err := s.openRoot(key)
 	if err != nil {
-		if errors.Is(err, iofs.ErrNotExist) {
-			return nil, notFound(key)
-		}
-		return nil, fmt.Errorf("fs sink: open root: %w", err)
+		return nil, err
 	}
 	defer r.Close()
 	// Never through a link, never a FIFO or device (whose open or read

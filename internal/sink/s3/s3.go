@@ -105,31 +105,18 @@ func (s *Sink) Put(ctx context.Context, key string, body []byte) error {
 // wrapped and named. A missing bucket is such an error, not ENOTFOUND: it
 // is a deployment fault, never "no file yet".
 func (s *Sink) Get(ctx context.Context, key string) ([]byte, error) {
-	if err := sink.CheckKey(key); err != nil {
-		return nil, err
-	}
-	out, err := s.client.GetObject(ctx, &awss3.GetObjectInput{
-		Bucket: aws.String(s.bucket),
-		Key:    aws.String(s.prefix + key),
-	})
-	if err != nil {
-		return nil, s.mapErr("get", key, err)
-	}
-	defer out.Body.Close()
-	var buf bytes.Buffer
-	if n := aws.ToInt64(out.ContentLength); n > 0 {
-		buf.Grow(int(n))
-	}
-	if _, err := io.Copy(&buf, out.Body); err != nil {
-		return nil, fmt.Errorf("s3 sink: get %q from s3://%s/%s: read body: %w", key, s.bucket, s.prefix+key, err)
-	}
-	return buf.Bytes(), nil
+	return s.get(ctx, key, -1)
 }
 
 // GetMax is Get refusing an object over max bytes (sink.Sink): the
 // object's Content-Length is checked before its body is read, and at most
 // max+1 bytes are read whatever it says.
 func (s *Sink) GetMax(ctx context.Context, key string, max int64) ([]byte, error) {
+	return s.get(ctx, key, max)
+}
+
+// get is one GetObject of key, read whole (max < 0) or bounded by max.
+func (s *Sink) get(ctx context.Context, key string, max int64) ([]byte, error) {
 	if err := sink.CheckKey(key); err != nil {
 		return nil, err
 	}
@@ -144,6 +131,16 @@ func (s *Sink) GetMax(ctx context.Context, key string, max int64) ([]byte, error
 	size := int64(-1)
 	if out.ContentLength != nil {
 		size = *out.ContentLength
+	}
+	if max < 0 {
+		var buf bytes.Buffer
+		if size > 0 {
+			buf.Grow(int(size))
+		}
+		if _, err := io.Copy(&buf, out.Body); err != nil {
+			return nil, fmt.Errorf("s3 sink: get %q from s3://%s/%s: read body: %w", key, s.bucket, s.prefix+key, err)
+		}
+		return buf.Bytes(), nil
 	}
 	b, err := sink.ReadMax(out.Body, key, size, max)
 	if err != nil && stratus.ErrorCode(err) != stratus.ETOOLARGE {
