@@ -88,6 +88,9 @@ func runLogs(ctx context.Context, o *LogsOptions) error {
 				head += ": " + oneLineText(a.Reason, 160)
 			}
 		}
+		if (sv.Attempt == nil || sv.Attempt.Reason == "") && sv.Reason != "" {
+			head += " — " + oneLineText(sv.Reason, 160) // the step's own (an evaluator's verdict)
+		}
 		fmt.Fprintln(o.IO.Out, head)
 		b, err := sk.GetMax(ctx, key, 16<<20)
 		switch {

@@ -6,15 +6,18 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/httpapi"
 	"github.com/stratusflow/stratus/internal/orchestrator"
 	"github.com/stratusflow/stratus/internal/runenv"
 	"github.com/stratusflow/stratus/internal/sink/fs"
+	"github.com/stratusflow/stratus/internal/store/sqlite"
 	"github.com/stratusflow/stratus/internal/webui"
 	"github.com/stratusflow/stratus/internal/worker"
 )
@@ -48,8 +51,9 @@ A node waiting for a human shows its upstream output and approve / reject /
 answer forms (embedded runs; on AWS the viewer is read-only). It listens on
 loopback unless --addr says otherwise; the pages work without JavaScript.
 
-Exit status: 0 stopped (Ctrl-C), 1 the address is taken, 2 bad flags or no run
-was ever made under DIR.`,
+Exit status: 0 stopped (Ctrl-C), 1 the address is taken, 2 bad flags or DIR has
+no .stratus/ (stratus install first; an installed DIR with no run yet starts
+empty).`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := checkTarget(c, o.Target); err != nil {
@@ -83,6 +87,13 @@ func runUI(ctx context.Context, o *UIOptions) error {
 			return err
 		}
 		st, err := openRuns(dir)
+		if stratus.ErrorCode(err) == stratus.ENOTFOUND {
+			// Installed but no run yet: the viewer starts empty and shows
+			// the first run as it starts.
+			if _, serr := os.Stat(filepath.Join(dir, orchestrator.StateDir)); serr == nil {
+				st, err = sqlite.Open(filepath.Join(dir, orchestrator.StateDir, orchestrator.DBFile))
+			}
+		}
 		if err != nil {
 			return err
 		}
