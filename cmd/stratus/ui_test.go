@@ -92,7 +92,7 @@ func TestUI_DemoRunWithoutJavaScript(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"review ×2", "rework · review_fix ≤3 · spent 1/3", "kind-evaluator", "class=\"edge back\"",
-		"supervisor#1 observe", `href="/runs/` + runID + `/steps/review/2"`, "<h1>Add a --name flag to the greeting command</h1>", "12310 tokens"} {
+		"supervisor#1 observe", `href="/runs/` + runID + `/steps/review/2"`, "<h1>Add a --name flag to the greeting command</h1>", "12310 tokens", "<th>duration</th>"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the run page lacks %q", want)
 		}
@@ -110,7 +110,10 @@ func TestUI_DemoRunWithoutJavaScript(t *testing.T) {
 		!strings.Contains(body, "<h3>planning.md (final)</h3>") {
 		t.Errorf("planning#1's page: %d\n%s", code, body)
 	}
-	for path, want := range map[string]int{"/runs/nope": 404, "/runs/" + runID + "/steps/review/9": 404, "/runs/" + runID + "/steps/review/x": 400, "/static/style.css": 200, "/nowhere": 404} {
+	if _, body, _ := get(t, base+"/runs/"+runID+"/steps/review/2"); !strings.Contains(body, `← review#1</a>`) {
+		t.Errorf("review#2's page does not link to review#1")
+	}
+	for path, want := range map[string]int{"/runs/" + runID + "/steps/review/01": 400, "/runs/" + runID + "/steps/review/+1": 400, "/runs/nope": 404, "/runs/" + runID + "/steps/review/9": 404, "/runs/" + runID + "/steps/review/x": 400, "/static/style.css": 200, "/nowhere": 404} {
 		if code, _, _ := get(t, base+path); code != want {
 			t.Errorf("GET %s = %d; want %d", path, code, want)
 		}

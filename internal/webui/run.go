@@ -320,7 +320,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 // visitOf parses a step URL's visit.
 func visitOf(s string) (int, error) {
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 {
+	if err != nil || n < 1 || strconv.Itoa(n) != s { // one spelling: no sign, no leading zero
 		return 0, stratus.FieldErrorf(stratus.EINVALID, "visit", "%q is not a visit number; valid: 1, 2, ...", s)
 	}
 	return n, nil

@@ -31,6 +31,7 @@ type StepPage struct {
 	Degradations []stratus.Degradation
 	Log          Doc
 	GateURL      string // a waiting hitl step: where its reply forms are
+	Prev, Next   string // step refs of the node's previous and next visits ("" none)
 }
 
 // MaxShown bounds a file a page shows, bytes; a larger one is named.
@@ -65,6 +66,16 @@ func (s *Server) loadStep(ctx context.Context, runID, node, visitText string) (*
 	}
 	if !found {
 		return nil, stratus.Errorf(stratus.ENOTFOUND, "run %s has no step %s", runID, ref)
+	}
+	for _, sv := range v.Steps {
+		if sv.Step.Node == node && sv.Step.Kind == p.Step.Step.Kind {
+			switch sv.Step.Visit {
+			case visit - 1:
+				p.Prev = sv.Step.StepRef
+			case visit + 1:
+				p.Next = sv.Step.StepRef
+			}
+		}
 	}
 	st := p.Step.Step
 	if p.Step.Attempt != nil {
