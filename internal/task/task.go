@@ -10,6 +10,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/goccy/go-yaml"
@@ -32,6 +33,8 @@ type Task struct {
 	// written is each top-level key's plain scalar as written in the
 	// front matter (for messages: "0123" that YAML read as 83).
 	written map[string]string
+	// lines maps each top-level front-matter key to its line in the file.
+	lines map[string]int
 }
 
 // AllowedKeys are the front-matter keys worc accepts (SKILL.md § The task
@@ -128,7 +131,14 @@ func Parse(path string, data []byte) (*Task, error) {
 		}
 		var v any
 		if err := yaml.Unmarshal(front, &v); err != nil {
-			return nil, stratus.Errorf(stratus.EINVALID, "%s: front matter is not valid YAML: %v", path, err)
+			// "[line:col] message" from goccy, at the file's line (the
+			// opening --- is line 1), without its source excerpt.
+			msg := yaml.FormatError(err, false, false)
+			if m := yamlPos.FindStringSubmatch(msg); m != nil {
+				line, _ := strconv.Atoi(m[1])
+				return nil, stratus.Errorf(stratus.EINVALID, "%s:%d:%s: front matter is not valid YAML: %s", path, line+1, m[2], strings.TrimSpace(m[3]))
+			}
+			return nil, stratus.Errorf(stratus.EINVALID, "%s: front matter is not valid YAML: %s", path, strings.TrimSpace(msg))
 		}
 		var ok bool
 		if m, ok = v.(map[string]any); !ok && v != nil {
@@ -138,7 +148,7 @@ func Parse(path string, data []byte) (*Task, error) {
 			m = map[string]any{}
 		}
 	}
-	t := &Task{Path: path, Body: body, Front: m, TaskType: DefaultTaskType, written: writtenScalars(front)}
+	t := &Task{Path: path, Body: body, Front: m, TaskType: DefaultTaskType, written: writtenScalars(front), lines: keyLines(front)}
 	if err := t.check(); err != nil {
 		return nil, err
 	}
@@ -167,8 +177,37 @@ func split(path string, data []byte) (front []byte, body string, err error) {
 	return nil, "", stratus.Errorf(stratus.EINVALID, "%s: the front matter has no closing `---` line", path)
 }
 
+// invalid is the refusal of front-matter key field: its message starts
+// with the file, line and column of the key, as a flow's problems do
+// (issue 15 § 2), and the error names the field for code that asks
+// (errors.As a *stratus.Error).
 func (t *Task) invalid(field, format string, args ...any) error {
-	return stratus.FieldErrorf(stratus.EINVALID, field, "%s: "+format, append([]any{t.Path}, args...)...)
+	at := t.Path
+	if line, ok := t.lines[strings.SplitN(field, ".", 2)[0]]; ok {
+		at = fmt.Sprintf("%s:%d:1", t.Path, line)
+	}
+	return &positioned{stratus.FieldErrorf(stratus.EINVALID, field, "%s: "+format, append([]any{at}, args...)...)}
+}
+
+// positioned shows a field's error as "file:line:col: message", without
+// the field in front: the message names it.
+type positioned struct{ err *stratus.Error }
+
+func (e *positioned) Error() string { return e.err.Message }
+func (e *positioned) Unwrap() error { return e.err }
+
+// keyLines maps each top-level key of front to its line in the task file
+// (1-based; the opening --- is line 1).
+func keyLines(front []byte) map[string]int {
+	out := map[string]int{}
+	for i, line := range strings.Split(string(front), "\n") {
+		if k, _, ok := strings.Cut(line, ":"); ok && k != "" && !strings.ContainsAny(k[:1], " \t#-") {
+			if _, seen := out[k]; !seen {
+				out[k] = i + 2
+			}
+		}
+	}
+	return out
 }
 
 func (t *Task) check() error {
@@ -338,6 +377,9 @@ func (t *Task) checkInjection() error {
 // plainScalar is a top-level "key: value" line whose value is an unquoted
 // scalar.
 var plainScalar = regexp.MustCompile(`(?m)^([A-Za-z_][A-Za-z0-9_-]*):[ \t]+([^\s#'"\[{|>&*!][^#\r\n]*?)[ \t]*(?:#.*)?\r?$`)
+
+// yamlPos reads goccy's "[line:col] message".
+var yamlPos = regexp.MustCompile(`^\[(\d+):(\d+)\] ([^\n]*)`)
 
 // writtenScalars maps each top-level key of front to its plain scalar as
 // written.

@@ -134,3 +134,23 @@ func TestParse_BodyMayBeEmptyAndHoldFences(t *testing.T) {
 		t.Fatalf("body with a later fence: %q %v", tk.Body, err)
 	}
 }
+
+// issue 15 § 2: a front-matter error reads like a flow's problem,
+// file:line:col first, the field named once; code still finds the field.
+func TestParse_ErrorsCarryFileLineCol(t *testing.T) {
+	for name, c := range map[string]struct{ src, want, field string }{
+		"bad value":   {"---\nid: t1\ntitle: x\nmax_cost_usd: abc\n---\nbody\n", `tasks/x.md:4:1: max_cost_usd is "abc"`, "max_cost_usd"},
+		"unknown key": {"---\nid: t1\ntitle: x\nbogus: 1\n---\n", `tasks/x.md:4:1: unknown front-matter key "bogus"`, "bogus"},
+		"not YAML":    {"---\nid: [t1\n---\n", "tasks/x.md:2:5: front matter is not valid YAML: sequence end token ']' not found", ""},
+	} {
+		_, err := Parse("tasks/x.md", []byte(c.src))
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v; want it to start %q on one line", name, err, c.want)
+			continue
+		}
+		var se *stratus.Error
+		if c.field != "" && (!errors.As(err, &se) || se.Field != c.field || stratus.ErrorCode(err) != stratus.EINVALID) {
+			t.Errorf("%s: %v does not name field %q", name, err, c.field)
+		}
+	}
+}
