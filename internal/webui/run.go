@@ -154,6 +154,10 @@ func (s *Server) drawGraph(p *RunPage, f *flow.Flow) {
 			if ns.Label == "" {
 				ns.Label = ns.Status
 			}
+			if a := sv.Attempt; ns.Status == "running" && a != nil && !a.StartedAt.IsZero() {
+				// Live progress: the stream sends it as it moves.
+				ns.Label = fmt.Sprintf("%s · %d st · %s tok", fmtDuration(time.Since(a.StartedAt).Round(time.Second)), a.Steps, compact(a.PromptTokens+a.CompletionTokens))
+			}
 		}
 		p.Nodes = append(p.Nodes, ns)
 	}
@@ -347,4 +351,15 @@ func why(run stratus.Run, steps []runview.StepView) string {
 		return "it needs a human: see the summary below; stratus resume " + run.ID + " goes on"
 	}
 	return ""
+}
+
+// compact writes a count short enough for a node box: 950, 1.2k, 3.4M.
+func compact(n int64) string {
+	switch {
+	case n < 1000:
+		return strconv.FormatInt(n, 10)
+	case n < 1_000_000:
+		return strconv.FormatFloat(float64(n)/1000, 'f', 1, 64) + "k"
+	}
+	return strconv.FormatFloat(float64(n)/1_000_000, 'f', 1, 64) + "M"
 }
