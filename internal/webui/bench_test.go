@@ -23,18 +23,7 @@ import (
 // (review and fixing looping), each with its attempt.
 func fiftyStepRun(b *testing.B) (*Server, string) {
 	b.Helper()
-	dir := b.TempDir()
-	flows := filepath.Join(dir, "flows")
-	workertest.WriteFiles(b, flows, workertest.ImplementationFlow(b))
-	f, err := flow.Load(flows, "implementation")
-	if err != nil {
-		b.Fatal(err)
-	}
-	st, err := sqlite.Open(filepath.Join(dir, "s.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { st.Close() })
+	s, st, f := testViewer(b)
 	ctx := context.Background()
 	t0 := time.Now().Add(-time.Hour)
 	run := stratus.Run{ID: "r50", TaskID: "t50", TaskTitle: "Fifty steps", Flow: "implementation", Status: stratus.RunDone, CreatedAt: t0, EndedAt: t0.Add(50 * time.Minute)}
@@ -68,12 +57,31 @@ func fiftyStepRun(b *testing.B) (*Server, string) {
 			b.Fatal(err)
 		}
 	}
-	env := &worker.RunEnv{Flow: f, FlowDir: flows, Config: config.Default()}
-	s, err := New(Source{Target: "bench", Store: st, Sink: fs.New(dir), Env: func(context.Context, string) (*worker.RunEnv, error) { return env, nil }})
-	if err != nil {
-		b.Fatal(err)
-	}
 	return s, "/runs/r50"
+}
+
+// testViewer is a viewer over an empty SQLite store and the built-in
+// implementation flow, for a test to fill the store.
+func testViewer(tb testing.TB) (*Server, *sqlite.Store, *flow.Flow) {
+	tb.Helper()
+	dir := tb.TempDir()
+	flows := filepath.Join(dir, "flows")
+	workertest.WriteFiles(tb, flows, workertest.ImplementationFlow(tb))
+	f, err := flow.Load(flows, "implementation")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	st, err := sqlite.Open(filepath.Join(dir, "s.db"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	env := &worker.RunEnv{Flow: f, FlowDir: flows, Config: config.Default()}
+	s, err := New(Source{Target: "test", Store: st, Sink: fs.New(dir), Env: func(context.Context, string) (*worker.RunEnv, error) { return env, nil }})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s, st, f
 }
 
 // The run page of a 50-step run, served (store reads, graph layout,

@@ -2,18 +2,12 @@ package webui
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stratusflow/stratus"
-	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/flow"
-	"github.com/stratusflow/stratus/internal/sink/fs"
-	"github.com/stratusflow/stratus/internal/store/sqlite"
-	"github.com/stratusflow/stratus/internal/worker"
-	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
 
 // A file an engine wrote is shown, never run: raw HTML in Markdown is
@@ -61,28 +55,12 @@ func TestCSRFToken_PerRunAndNode(t *testing.T) {
 // the event stream carries it as it moves (issue 15 newcomers: it showed
 // 0/0 until the step ended).
 func TestRunPage_RunningNodeShowsProgress(t *testing.T) {
-	dir := t.TempDir()
-	flows := filepath.Join(dir, "flows")
-	workertest.WriteFiles(t, flows, workertest.ImplementationFlow(t))
-	f, err := flow.Load(flows, "implementation")
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := sqlite.Open(filepath.Join(dir, "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	s, st, _ := testViewer(t)
 	ctx := context.Background()
 	start := time.Now().Add(-90 * time.Second)
 	st.CreateRun(ctx, stratus.Run{ID: "r1", TaskID: "t1", Flow: "implementation", Status: stratus.RunRunning, CreatedAt: start})
 	st.CreateStep(ctx, stratus.Step{TID: "r1.planning.1", RunID: "r1", Node: "planning", Kind: flow.KindAgent, Visit: 1, StepRef: "planning#1", DedupKey: "d1", Status: stratus.StepRunning, CreatedAt: start})
 	st.CreateAttempt(ctx, stratus.Attempt{TID: "r1.planning.1", N: 1, Agent: "planning", Status: stratus.AttemptRunning, Steps: 3, PromptTokens: 1200, CompletionTokens: 34, StartedAt: start})
-	env := &worker.RunEnv{Flow: f, FlowDir: flows, Config: config.Default()}
-	s, err := New(Source{Store: st, Sink: fs.New(dir), Env: func(context.Context, string) (*worker.RunEnv, error) { return env, nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
 	sn, err := s.snapshot(ctx, "r1")
 	if err != nil {
 		t.Fatal(err)
