@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"text/tabwriter"
@@ -72,7 +71,7 @@ func runRuns(o *RunsOptions) error {
 		defer s.Close()
 		st = s
 	}
-	lines, err := listRuns(ctx, st, o.Limit)
+	lines, err := runview.List(ctx, st, o.Limit)
 	if err != nil {
 		return err
 	}
@@ -96,10 +95,4 @@ func runRuns(o *RunsOptions) error {
 			l.CreatedAt.Local().Format("2006-01-02 15:04:05"), (time.Duration(l.DurationMS) * time.Millisecond).Round(time.Second), l.Tokens, cost)
 	}
 	return w.Flush()
-}
-
-// listRuns reads the newest limit runs with their true status and spend
-// (runview.List).
-func listRuns(ctx context.Context, st store.Store, limit int) ([]RunLine, error) {
-	return runview.List(ctx, st, limit)
 }

@@ -15,16 +15,11 @@ import (
 	"github.com/stratusflow/stratus/internal/projection"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runview"
-	"github.com/stratusflow/stratus/internal/store"
 	"github.com/stratusflow/stratus/internal/worker"
 )
 
 // RunLine is a run of the list.
 type RunLine = runview.RunLine
-
-func listRuns(ctx context.Context, st store.Store, limit int) ([]RunLine, error) {
-	return runview.List(ctx, st, limit)
-}
 
 // NodeState is a node as the run's graph colours it: the status of its
 // latest visit and how many visits it had.
@@ -78,8 +73,11 @@ type RunPage struct {
 	Why      string // why a run that did not end done stopped: its last failed step's reason, or its status's hint
 }
 
-// loadRun reads everything the run page shows.
-func (s *Server) loadRun(ctx context.Context, runID string) (*RunPage, error) {
+// loadRun reads what the run page shows: with page, everything; without
+// (an event stream's poll, every Poll per open page), only the status and
+// the graph's colours — no spend, gates' documents or summary read from
+// the sink.
+func (s *Server) loadRun(ctx context.Context, runID string, page bool) (*RunPage, error) {
 	v, err := runview.Load(ctx, s.src.Store, runID)
 	if err != nil {
 		return nil, err
@@ -89,9 +87,6 @@ func (s *Server) loadRun(ctx context.Context, runID string) (*RunPage, error) {
 		return nil, err
 	}
 	p := &RunPage{Target: s.src.Target, Run: run, Status: run.Status, Steps: v.Steps, ReadOnly: s.src.Reply == nil, Ended: stratus.RunTerminal(run.Status)}
-	if p.Spend, err = lifecycle.RunSpend(ctx, s.src.Store, runID); err != nil {
-		return nil, err
-	}
 	end := run.EndedAt
 	if end.IsZero() {
 		end = time.Now()
@@ -109,6 +104,12 @@ func (s *Server) loadRun(ctx context.Context, runID string) (*RunPage, error) {
 		p.FlowNote = fmt.Sprintf("the run's frozen flow cannot be read (%v)", err)
 	} else {
 		s.drawGraph(p, env.Flow)
+	}
+	if !page {
+		return p, nil
+	}
+	if p.Spend, err = lifecycle.RunSpend(ctx, s.src.Store, runID); err != nil {
+		return nil, err
 	}
 	p.Bars = bars(run, v.Steps, end)
 	p.Why = why(run, v.Steps)
@@ -246,7 +247,7 @@ func (s *Server) upstream(ctx context.Context, run stratus.Run, env *worker.RunE
 
 // run serves GET /runs/{run}.
 func (s *Server) run(w http.ResponseWriter, r *http.Request) {
-	p, err := s.loadRun(r.Context(), r.PathValue("run"))
+	p, err := s.loadRun(r.Context(), r.PathValue("run"), true)
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -265,7 +266,7 @@ type Snapshot struct {
 }
 
 func (s *Server) snapshot(ctx context.Context, runID string) (Snapshot, error) {
-	p, err := s.loadRun(ctx, runID)
+	p, err := s.loadRun(ctx, runID, false)
 	if err != nil {
 		return Snapshot{}, err
 	}

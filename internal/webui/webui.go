@@ -35,6 +35,7 @@ import (
 	"github.com/yuin/goldmark/extension"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/runview"
 	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/store"
 	"github.com/stratusflow/stratus/internal/worker"
@@ -311,7 +312,7 @@ func (s *Server) hitl(w http.ResponseWriter, r *http.Request) {
 
 // runs serves GET /?status=: the runs, newest first.
 func (s *Server) runs(w http.ResponseWriter, r *http.Request) {
-	lines, err := listRuns(r.Context(), s.src.Store, 200)
+	lines, err := runview.List(r.Context(), s.src.Store, 200)
 	if err != nil {
 		s.fail(w, err)
 		return
