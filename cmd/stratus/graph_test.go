@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -48,6 +49,12 @@ func TestLogs_TailPerStep(t *testing.T) {
 	if r.code != 0 || strings.Count(r.stdout, "== review#") != 2 || !strings.Contains(r.stdout, "== review#1 attempt 1 Captured — 1 of 2 findings at or above high\n") ||
 		!strings.Contains(r.stdout, "lines before (.stratus/logs/demo-greeting/stages/review/run-000001/runner.log)") || !strings.Contains(r.stdout, "runner: terminal Captured") {
 		t.Errorf("logs RUN review: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// The file itself holds the runner's JSON records (issue 15 § 5), each
+	// naming its run, step and attempt, as on ECS; logs renders them.
+	raw := readFile(t, filepath.Join(dir, ".stratus/logs/demo-greeting/stages/review/run-000001/runner.log"))
+	if !strings.Contains(raw, `"component":"runner","run_id":"`+runID+`","step_ref":"review#1","attempt":1`) || strings.Contains(r.stdout, `{"time"`) {
+		t.Errorf("runner.log is not the runner's records, or logs did not render them:\n%s", raw)
 	}
 	if all := runCLI(t, "logs", runID, "--dir", dir); all.code != 0 || !strings.Contains(all.stdout, "== planning#1") || !strings.Contains(all.stdout, "== supervisor#2 (finalize of publish#1)") {
 		t.Errorf("logs RUN: exit %d\n%s", all.code, all.stdout)

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/orchestrator"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runview"
@@ -107,7 +108,8 @@ func runLogs(ctx context.Context, o *LogsOptions) error {
 			lines = lines[len(lines)-o.Lines:]
 		}
 		for _, l := range lines {
-			fmt.Fprintln(o.IO.Out, "   "+l)
+			// The runner's JSON records as sentences; the engine's stderr as written.
+			fmt.Fprintln(o.IO.Out, "   "+logging.Render(l))
 		}
 	}
 	if shown == 0 && o.Node != "" {

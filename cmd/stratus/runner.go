@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stratusflow/stratus/internal/launch"
+	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/runner"
 )
 
@@ -30,6 +31,10 @@ moved on without it), 5 it could not be delivered and is kept in a spool file
 		RunE: func(*cobra.Command, []string) error {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			// One logger (issue 15 § 5): JSON records on stderr, which is the
+			// step's runner.log embedded and CloudWatch Logs on ECS; text on a
+			// terminal.
+			log := logging.New(io.Err, "runner")
 			self, err := os.Executable()
 			if err != nil {
 				return err
@@ -40,7 +45,7 @@ moved on without it), 5 it could not be delivered and is kept in a spool file
 					return usageError{fmt.Errorf("%s=%q: want the pid of the process that owns the run", launch.EnvParentPID, v)}
 				}
 				var cancel context.CancelFunc
-				ctx, cancel = runner.WatchParent(ctx, pid, runner.ParentPoll, io.Err)
+				ctx, cancel = runner.WatchParent(ctx, pid, runner.ParentPoll, log)
 				defer cancel()
 			}
 			for _, v := range []string{launch.EnvAPIURL, launch.EnvHandle} {
@@ -50,15 +55,20 @@ moved on without it), 5 it could not be delivered and is kept in a spool file
 			}
 			err = runner.Run(ctx, runner.Options{
 				APIURL: os.Getenv(launch.EnvAPIURL), Handle: os.Getenv(launch.EnvHandle), TaskID: os.Getenv(launch.EnvTaskID),
-				Self: self, Log: io.Err,
+				Self: self, Log: log,
 			})
+			if err == nil {
+				return nil
+			}
+			// Said once, as a record of the runner's log, not again by Main.
+			log.Error(err.Error())
 			switch {
 			case errors.Is(err, runner.ErrRefused):
-				return &exitError{code: ExitRefused, err: err}
+				return &exitError{code: ExitRefused}
 			case errors.Is(err, runner.ErrSpooled):
-				return &exitError{code: ExitSpooled, err: err}
+				return &exitError{code: ExitSpooled}
 			}
-			return err
+			return &exitError{code: ExitFailed}
 		},
 	}
 }

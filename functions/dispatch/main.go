@@ -9,20 +9,20 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/stratusflow/stratus/functions/handler"
 	"github.com/stratusflow/stratus/internal/awsapp"
+	"github.com/stratusflow/stratus/internal/logging"
 )
 
 func main() {
-	app, err := awsapp.Load(context.Background(), os.Getenv, awsapp.Options{})
+	app, err := awsapp.Load(context.Background(), os.Getenv, awsapp.Options{Component: "dispatch"})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "stratus dispatch: %v\n", err)
+		logging.JSON(os.Stderr, "dispatch").Error(err.Error())
 		os.Exit(1)
 	}
-	lambda.Start(handler.SQS(app.HandleMessage, app.Log, app.Drain))
+	lambda.Start(handler.SQS(app.HandleMessage, app.Logger, app.Drain))
 }

@@ -8,19 +8,19 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/stratusflow/stratus/functions/handler"
 	"github.com/stratusflow/stratus/internal/awsapp"
+	"github.com/stratusflow/stratus/internal/logging"
 )
 
 func main() {
-	app, err := awsapp.LoadEvents(context.Background(), os.Getenv, awsapp.Options{})
+	app, err := awsapp.LoadEvents(context.Background(), os.Getenv, awsapp.Options{Component: "events"})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "stratus events: %v\n", err)
+		logging.JSON(os.Stderr, "events").Error(err.Error())
 		os.Exit(1)
 	}
 	lambda.Start(handler.Events(app.ExecutionEnded, app.Sweep))

@@ -20,7 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 
@@ -106,9 +106,9 @@ type SQSFunc func(ctx context.Context, ev events.SQSEvent) (events.SQSEventRespo
 // SQS returns the Lambda handler that runs dispatch on each record of a
 // batch, in order, and reports the message ids of those that failed as
 // batch item failures. It never fails the whole batch: the records that
-// succeeded are deleted. log, when set, receives one line per failed
+// succeeded are deleted. log, when set, gets one warning per failed
 // record; after runs before the handler returns (see HTTPAPI).
-func SQS(dispatch DispatchFunc, log io.Writer, after func()) SQSFunc {
+func SQS(dispatch DispatchFunc, log *slog.Logger, after func()) SQSFunc {
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		if after != nil {
 			defer after()
@@ -117,7 +117,7 @@ func SQS(dispatch DispatchFunc, log io.Writer, after func()) SQSFunc {
 		for _, rec := range ev.Records {
 			if err := dispatch(ctx, rec.Body); err != nil {
 				if log != nil {
-					fmt.Fprintf(log, "stratus: dispatch message %s will be redelivered: %v\n", rec.MessageId, err)
+					log.Warn(fmt.Sprintf("dispatch message %s will be redelivered: %v", rec.MessageId, err), "message_id", rec.MessageId)
 				}
 				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
 			}

@@ -7,19 +7,19 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/stratusflow/stratus/functions/handler"
 	"github.com/stratusflow/stratus/internal/awsapp"
+	"github.com/stratusflow/stratus/internal/logging"
 )
 
 func main() {
-	app, err := awsapp.Load(context.Background(), os.Getenv, awsapp.Options{})
+	app, err := awsapp.Load(context.Background(), os.Getenv, awsapp.Options{Component: "workerapi"})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "stratus workerapi: %v\n", err)
+		logging.JSON(os.Stderr, "workerapi").Error(err.Error())
 		os.Exit(1)
 	}
 	lambda.Start(handler.HTTPAPI(app.HTTPHandler(), app.Drain))

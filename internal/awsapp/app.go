@@ -22,6 +22,7 @@ import (
 	"github.com/stratusflow/stratus/internal/executor/sfn"
 	"github.com/stratusflow/stratus/internal/httpapi"
 	"github.com/stratusflow/stratus/internal/launch"
+	"github.com/stratusflow/stratus/internal/logging"
 	sqsqueue "github.com/stratusflow/stratus/internal/queue/sqs"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runenv"
@@ -56,6 +57,9 @@ type Options struct {
 	// Log receives progress events (one JSON object a line) and warnings;
 	// nil = os.Stderr, which the Lambda runtime sends to CloudWatch Logs.
 	Log io.Writer
+	// Component names the function in each record (internal/logging:
+	// "workerapi", "dispatch", "events"); "" = "stratus".
+	Component string
 	// Launcher replaces the ECS launcher built from Config.ECS: a test, or
 	// a run against moto whose workers are local processes.
 	Launcher launch.Launcher
@@ -95,7 +99,7 @@ func New(ctx context.Context, cfg Config, awsCfg aws.Config, o Options) (*App, e
 	if a.Log == nil {
 		a.Log = os.Stderr
 	}
-	a.Logger = NewLogger(a.Log)
+	a.Logger = logging.JSON(a.Log, component(o))
 	// A custom endpoint (moto, LocalStack) serves buckets by path, not by
 	// virtual host.
 	pathStyle := awsCfg.BaseEndpoint != nil
@@ -131,7 +135,7 @@ func New(ctx context.Context, cfg Config, awsCfg aws.Config, o Options) (*App, e
 		APIURL:         cfg.APIURL,
 		Env:            runenv.EnvFunc(sk),
 		OnEvent:        a.logEvent,
-		Warnf:          func(format string, args ...any) { a.Logger.Warn(fmt.Sprintf(format, args...)) },
+		Log:            a.Logger,
 		ResolveFiles:   false, // the worker resolves an @file: body (DESIGN.md § Limits)
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		MaxUploadBytes: cfg.MaxUploadBytes,
@@ -151,6 +155,13 @@ func New(ctx context.Context, cfg Config, awsCfg aws.Config, o Options) (*App, e
 		return report.Write(ctx, sk, f)
 	}
 	return a, nil
+}
+
+func component(o Options) string {
+	if o.Component == "" {
+		return "stratus"
+	}
+	return o.Component
 }
 
 // keyring reads the HMAC secret's versions, and again — at most once per

@@ -17,6 +17,7 @@ import (
 	"github.com/stratusflow/stratus/internal/executor/sfn"
 	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/lifecycle"
+	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/runenv"
 	s3sink "github.com/stratusflow/stratus/internal/sink/s3"
 	"github.com/stratusflow/stratus/internal/store/dynamodb"
@@ -67,7 +68,7 @@ func NewEvents(cfg Config, awsCfg aws.Config, o Options) (*App, error) {
 	if a.Log == nil {
 		a.Log = os.Stderr
 	}
-	a.Logger = NewLogger(a.Log)
+	a.Logger = logging.JSON(a.Log, component(o))
 	pathStyle := awsCfg.BaseEndpoint != nil
 	sk, err := s3sink.New(awss3.NewFromConfig(awsCfg, func(so *awss3.Options) {
 		so.UsePathStyle = pathStyle

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/worker"
@@ -59,13 +57,4 @@ func HandleMessage(ctx context.Context, svc *worker.Service, body string, log *s
 		log.Warn(fmt.Sprintf("dispatch: the Task state of %s could not be failed: %v", m.Node, ferr), "run_id", m.RunID, "node", m.Node)
 	}
 	return nil
-}
-
-// NewLogger is the functions' structured log on w: JSON lines, one
-// object each, as CloudWatch Logs Insights queries them (issue 15 § 5).
-func NewLogger(w io.Writer) *slog.Logger {
-	if w == nil {
-		w = os.Stderr
-	}
-	return slog.New(slog.NewJSONHandler(w, nil))
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stratusflow/stratus/internal/executor"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/lifecycle"
+	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/orchestrator"
 	"github.com/stratusflow/stratus/internal/runenv"
 	"github.com/stratusflow/stratus/internal/supervisor"
@@ -58,6 +59,7 @@ func (t *Target) Start(ctx context.Context, o StartOptions) (*Started, error) {
 	if progress == nil {
 		progress = io.Discard
 	}
+	log := logging.Human(progress, "stratus")
 	dir, err := filepath.Abs(o.Dir)
 	if err != nil {
 		return nil, err
@@ -77,7 +79,7 @@ func (t *Target) Start(ctx context.Context, o StartOptions) (*Started, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := orchestrator.CheckRun(fl, flowsDir, filepath.Join(state, orchestrator.ToolsDir), cfg, tk, progress); err != nil {
+	if err := orchestrator.CheckRun(fl, flowsDir, filepath.Join(state, orchestrator.ToolsDir), cfg, tk, log); err != nil {
 		return nil, err
 	}
 	if probs := orchestrator.Preflight(fl, cfg, tk); len(probs) > 0 {
@@ -98,8 +100,8 @@ func (t *Target) Start(ctx context.Context, o StartOptions) (*Started, error) {
 		return nil, err
 	}
 	if !t.OwnMachines() {
-		fmt.Fprintf(progress, "stratus: warning: %s runs the deployed state machine %s, not this run's compiled flow: the stack predates per-run state machines (outputs %s, %s, %s), or --state-machine was given\n",
-			fl.TaskType, sm, OutputQueueURL, OutputStateMachineRole, OutputStateMachinePrefix)
+		log.Warn(fmt.Sprintf("%s runs the deployed state machine %s, not this run's compiled flow: the stack predates per-run state machines (outputs %s, %s, %s), or --state-machine was given",
+			fl.TaskType, sm, OutputQueueURL, OutputStateMachineRole, OutputStateMachinePrefix))
 	}
 	runID := o.RunID
 	if runID == "" {
@@ -117,8 +119,8 @@ func (t *Target) Start(ctx context.Context, o StartOptions) (*Started, error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(progress, "stratus: workspace %s: %d files, %d bytes, bundle %d bytes, frozen in %d ms (base %s)\n",
-		dir, fz.Files, fz.Bytes, fz.BundleBytes, fz.Took.Milliseconds(), fz.Workspace.Base[:12])
+	log.Info(fmt.Sprintf("workspace %s: %d files, %d bytes, bundle %d bytes, frozen in %d ms (base %s)",
+		dir, fz.Files, fz.Bytes, fz.BundleBytes, fz.Took.Milliseconds(), fz.Workspace.Base[:12]))
 	run := stratus.Run{ID: runID, TaskID: tk.ID, TaskTitle: tk.Title, Flow: fl.TaskType, Status: stratus.RunRunning,
 		WorkDir: dir, TaskPath: taskPath, Workspace: fz.Workspace, CreatedAt: time.Now().UTC()}
 	run.MaxCostUSD, run.MaxTokens = lifecycle.Caps(cfg, tk)
@@ -136,11 +138,11 @@ func (t *Target) Start(ctx context.Context, o StartOptions) (*Started, error) {
 	if err := t.Store.UpdateRun(ctx, run); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(progress, "stratus: run %s: task %s through flow %s\n", run.ID, tk.ID, fl.TaskType)
-	fmt.Fprintf(progress, "stratus: execution %s\n", x.ARN)
+	log.Info(fmt.Sprintf("run %s: task %s through flow %s", run.ID, tk.ID, fl.TaskType))
+	log.Info("execution " + x.ARN)
 	env := &worker.RunEnv{Flow: fl, FlowDir: flowsDir, Task: tk, Config: cfg}
 	if w := supervisor.NarrowingWarning(cfg.Supervisor, fl); w != "" {
-		fmt.Fprintf(progress, "stratus: warning: %s\n", w)
+		log.Warn(w)
 	}
 	return &Started{Run: run, Env: env}, nil
 }
@@ -168,6 +170,7 @@ func (t *Target) Resume(ctx context.Context, o ResumeOptions) (*Started, error) 
 	if progress == nil {
 		progress = io.Discard
 	}
+	log := logging.Human(progress, "stratus")
 	run, err := t.Store.GetRun(ctx, o.RunID)
 	if err != nil {
 		return nil, err
@@ -214,7 +217,7 @@ func (t *Target) Resume(ctx context.Context, o ResumeOptions) (*Started, error) 
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(progress, "stratus: resume run %s: %s\n", run.ID, plan.Describe())
+	log.Info(fmt.Sprintf("resume run %s: %s", run.ID, plan.Describe()))
 	x, err := t.Exec.StartExecution(ctx, executor.StartInput{StateMachine: sm, Definition: def, Name: lifecycle.ExecutionName(run.ID, run.Resumes), Input: plan.Input})
 	if err != nil {
 		run.Status, run.EndedAt = stratus.RunFailed, time.Now().UTC()
@@ -225,7 +228,7 @@ func (t *Target) Resume(ctx context.Context, o ResumeOptions) (*Started, error) 
 	if err := t.Store.UpdateRun(ctx, run); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(progress, "stratus: execution %s\n", x.ARN)
+	log.Info("execution " + x.ARN)
 	return &Started{Run: run, Env: env, Before: before}, nil
 }
 

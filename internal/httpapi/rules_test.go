@@ -16,6 +16,7 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/captoken"
+	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/worker"
 )
@@ -401,8 +402,8 @@ func TestSubmit_NoRootSkipsFilesOrFailsUnderStrict(t *testing.T) {
 			files["implementation.yaml"] = strings.Replace(files["implementation.yaml"], "  nodes:\n", "  check_policy: strict\n  nodes:\n", 1)
 		}
 		b := setupFlow(t, files)
-		var warned []string
-		b.svc.Warnf = func(f string, a ...any) { warned = append(warned, f) }
+		var rec logging.Recorder
+		b.svc.Log = rec.Logger()
 		run := b.run
 		run.ID, run.WorkDir = "r2", ""
 		if err := b.svc.Store.CreateRun(context.Background(), run); err != nil {
@@ -419,8 +420,8 @@ func TestSubmit_NoRootSkipsFilesOrFailsUnderStrict(t *testing.T) {
 		if strict && (code == 200 || !failed) {
 			t.Errorf("strict: %d %s, failed=%v", code, body, failed)
 		}
-		if !strict && (code != 200 || !succeeded || len(warned) == 0) {
-			t.Errorf("lenient: %d %s, succeeded=%v warnings=%v", code, body, succeeded, warned)
+		if !strict && (code != 200 || !succeeded || len(rec.Messages()) == 0) {
+			t.Errorf("lenient: %d %s, succeeded=%v warnings=%v", code, body, succeeded, rec.Messages())
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,6 +26,7 @@ import (
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/lifecycle"
+	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/projection"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/sink/fs"
@@ -94,7 +96,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	} else if err != nil {
 		return nil, err
 	}
-	if err := CheckRun(fl, flowsDir, filepath.Join(state, ToolsDir), cfg, tk, orDiscard(o.Progress)); err != nil {
+	if err := CheckRun(fl, flowsDir, filepath.Join(state, ToolsDir), cfg, tk, logging.Human(orDiscard(o.Progress), "stratus")); err != nil {
 		return nil, err
 	}
 	if probs := append(Preflight(fl, cfg, tk), LaunchPreflight(dir, fl, cfg, tk)...); len(probs) > 0 {
@@ -132,13 +134,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 		ws = fz.Workspace
-		fmt.Fprintf(s.progress, "stratus: workspace %s: %d files, %d bytes, bundle %d bytes, frozen in %d ms (base %s)\n",
-			dir, fz.Files, fz.Bytes, fz.BundleBytes, fz.Took.Milliseconds(), fz.Workspace.Base[:12])
+		s.log.Info(fmt.Sprintf("workspace %s: %d files, %d bytes, bundle %d bytes, frozen in %d ms (base %s)",
+			dir, fz.Files, fz.Bytes, fz.BundleBytes, fz.Took.Milliseconds(), fz.Workspace.Base[:12]))
 	}
 	if arch, err := prepareCtxDir(filepath.Join(dir, filepath.FromSlash(report.Dir(tk.ID))), s.sk.Path(cd), cfg.Projection.Placement, tk.ID); err != nil {
 		return nil, err
 	} else if arch != "" {
-		fmt.Fprintf(s.progress, "stratus: the previous run's ctx dir and logs of task %s moved to %s\n", tk.ID, arch)
+		s.log.Info(fmt.Sprintf("the previous run's ctx dir and logs of task %s moved to %s", tk.ID, arch))
 	}
 	// From here on the run reads its flow, prompts, config and tools from a
 	// snapshot taken now (worc WRI-010); the ctx dir and the work dir stay live.
@@ -165,7 +167,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := s.st.CreateRun(ctx, s.run); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(s.progress, "stratus: run %s: task %s through flow %s\n", s.run.ID, tk.ID, fl.TaskType)
+	s.log.Info(fmt.Sprintf("run %s: task %s through flow %s", s.run.ID, tk.ID, fl.TaskType))
 	input, _ := json.Marshal(map[string]string{"run_id": s.run.ID, "task_id": tk.ID})
 	return s.execute(ctx, s.run.ID, input)
 }
@@ -234,7 +236,7 @@ func Resume(ctx context.Context, o ResumeOptions) (*Result, error) {
 		return nil, err
 	}
 	s.run = run
-	fmt.Fprintf(s.progress, "stratus: resume run %s: %s\n", run.ID, plan.Describe())
+	s.log.Info(fmt.Sprintf("resume run %s: %s", run.ID, plan.Describe()))
 	return s.execute(ctx, lifecycle.ExecutionName(run.ID, run.Resumes), plan.Input)
 }
 
@@ -243,10 +245,10 @@ func Resume(ctx context.Context, o ResumeOptions) (*Result, error) {
 // the operator config and the tools dir, plus, for every node the task will
 // run (enabled and not gated by a `when` fact), a role file that exists. A
 // missing prompt of a `when`-gated node, a resume_role_file or a supervisor
-// prompt is a warning written to warn: the node fails if it runs, and the
+// prompt is a warning logged on warn: the node fails if it runs, and the
 // supervisor falls back to its built-in instruction. The fatal problems are
 // one EINVALID listing each.
-func CheckRun(fl *flow.Flow, flowsDir, toolsDir string, cfg *config.Config, tk *task.Task, warn io.Writer) error {
+func CheckRun(fl *flow.Flow, flowsDir, toolsDir string, cfg *config.Config, tk *task.Task, warn *slog.Logger) error {
 	probs := flow.Validate(fl, flow.ValidateOptions{RoleFileRoot: flowsDir, Config: cfg, ToolsDir: toolsDir})
 	for _, m := range flow.MissingRoleFiles(fl, flowsDir) {
 		n := fl.Node(m.Node)
@@ -254,7 +256,7 @@ func CheckRun(fl *flow.Flow, flowsDir, toolsDir string, cfg *config.Config, tk *
 			probs = append(probs, m.Problem)
 			continue
 		}
-		fmt.Fprintf(warn, "stratus: warning: %s\n", m.Problem.Message)
+		warn.Warn(m.Problem.Message)
 	}
 	return fatalError(fl, probs)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/stratusflow/stratus/internal/httpapi"
 	"github.com/stratusflow/stratus/internal/launch/local"
 	"github.com/stratusflow/stratus/internal/lifecycle"
+	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/progress"
 	localqueue "github.com/stratusflow/stratus/internal/queue/local"
 	"github.com/stratusflow/stratus/internal/report"
@@ -37,9 +39,12 @@ type session struct {
 	dir      string            // absolute work dir
 	state    string            // DIR/.stratus
 	progress *progress.Display // lines and events (Options.Progress)
-	st       *sqlite.Store
-	sk       *fs.Sink // the work dir: ctx files, logs, summaries
-	key      []byte
+	// log is the run's logger (internal/logging): the operator's sentences
+	// ("stratus: warning: …") among the progress lines.
+	log *slog.Logger
+	st  *sqlite.Store
+	sk  *fs.Sink // the work dir: ctx files, logs, summaries
+	key []byte
 
 	run stratus.Run
 	env *worker.RunEnv
@@ -55,6 +60,7 @@ func open(dir string, o Options) (*session, error) {
 	var release func()
 	s.progress, release = progress.For(o.Progress)
 	s.defer_(release)
+	s.log = logging.Human(s.progress, "stratus")
 	key, err := captoken.LoadOrCreateKey(filepath.Join(s.state, KeyFile))
 	if err != nil {
 		return nil, err
@@ -100,17 +106,16 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 	}
 	launcher := &local.Launcher{Executable: s.o.Self, WatchParent: true}
 	var exec *embedded.Executor
+	log := s.log
 	svc := &worker.Service{
-		Store:    st,
-		Sink:     sk,
-		Launcher: launcher,
-		Minter:   &captoken.Minter{Key: s.key, TTL: time.Duration(env.Config.Worker.TokenTTLSeconds) * time.Second},
-		APIURL:   "http://" + ln.Addr().String(),
-		Env:      func(context.Context, string) (*worker.RunEnv, error) { return env, nil },
-		OnEvent:  printEvent,
-		Warnf: func(format string, args ...any) {
-			fmt.Fprintf(progress, "stratus: warning: "+format+"\n", args...)
-		},
+		Store:        st,
+		Sink:         sk,
+		Launcher:     launcher,
+		Minter:       &captoken.Minter{Key: s.key, TTL: time.Duration(env.Config.Worker.TokenTTLSeconds) * time.Second},
+		APIURL:       "http://" + ln.Addr().String(),
+		Env:          func(context.Context, string) (*worker.RunEnv, error) { return env, nil },
+		OnEvent:      printEvent,
+		Log:          log,
 		ResolveFiles: true,
 		MaxBodyBytes: env.Config.Worker.MaxBodyBytes,
 		// Embedded, the inline limit is the upload limit (worker/upload.go).
@@ -123,13 +128,13 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 		var m worker.Message
 		if err := json.Unmarshal(body, &m); err == nil {
 			if err := svc.Dispatch(ctx, m); err != nil {
-				fmt.Fprintf(progress, "stratus: warning: %s of %s: %v\n", m.Kind, m.StepRef, err)
+				log.Warn(fmt.Sprintf("%s of %s: %v", m.Kind, m.StepRef, err), logging.KeyRunID, m.RunID, logging.KeyStepRef, m.StepRef)
 			}
 		}
 	})
 	svc.Publish = func(ctx context.Context, run stratus.Run, _ *worker.RunEnv) ([]string, error) {
 		if note := publishNote(ctx, st, run.ID, env.Flow); note != "" {
-			fmt.Fprintf(progress, "stratus: %s\n", note) // issue 5 § 4: said, never silently skipped
+			log.Info(note) // issue 5 § 4: said, never silently skipped
 		}
 		f, err := report.Collect(ctx, st, run, stratus.RunDone, worker.ReportEnv(env))
 		if err != nil {
@@ -171,7 +176,7 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 				go func() {
 					defer dispatches.Done()
 					if err := svc.Dispatch(dctx, p.MessageBody); err != nil {
-						fmt.Fprintf(progress, "stratus: dispatch %s: %v\n", p.MessageBody.Node, err)
+						log.Warn(fmt.Sprintf("dispatch %s: %v", p.MessageBody.Node, err), logging.KeyRunID, run.ID)
 						exec.SendTaskFailure(dctx, p.MessageBody.TaskToken, worker.ErrDispatch, err.Error())
 					}
 				}()
@@ -191,7 +196,7 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 	// is deleted when it is): deleted with the run's end (issue 14 § 8).
 	defer func() {
 		if err := worker.DropUploads(context.WithoutCancel(ctx), sk, run.ID); err != nil {
-			fmt.Fprintf(progress, "stratus: warning: delete the run's leftover uploads: %v\n", err)
+			log.Warn(fmt.Sprintf("delete the run's leftover uploads: %v", err))
 		}
 	}()
 	x, err := exec.StartExecution(ctx, executor.StartInput{StateMachine: run.Flow, Definition: s.def, Name: name, Input: input})
@@ -203,14 +208,14 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 		return nil, err
 	}
 	if w := supervisor.NarrowingWarning(env.Config.Supervisor, env.Flow); w != "" {
-		svc.Warnf("%s", w) // seed 004 § What observe.mode costs: said once, at the start
+		svc.Log.Warn(w) // seed 004 § What observe.mode costs: said once, at the start
 	}
 
 	x, err = exec.WaitExecution(waitCtx, x.ARN)
 	ports := lifecycle.Ports{Store: st, Sink: sk, Exec: exec}
 	var full *diskFullError
 	if err != nil && ctx.Err() == nil && errors.As(context.Cause(waitCtx), &full) {
-		fmt.Fprintf(progress, "stratus: %v: stopping the run\n", full)
+		log.Error(fmt.Sprintf("%v: stopping the run", full))
 	} else {
 		full = nil
 	}
@@ -236,7 +241,7 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 			// Not recorded (a full disk): once this process is gone the run
 			// reads interrupted all the same (lifecycle.Reconcile).
 			run.Status = stratus.RunInterrupted
-			fmt.Fprintf(progress, "stratus: warning: the run's end could not be recorded: %v\n", ierr)
+			log.Warn(fmt.Sprintf("the run's end could not be recorded: %v", ierr))
 		}
 		endEvents(bg, st, run.ID, open, printEvent)
 		launcher.StopAll()
@@ -247,7 +252,7 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 			if fin, ferr := lifecycle.Finish(bg, ports, run, worker.ReportEnv(env), s.def, x); ferr == nil {
 				res = s.paths(fin)
 			} else if full != nil {
-				fmt.Fprintf(progress, "stratus: warning: the run's summary could not be written: %v\n", ferr)
+				log.Warn(fmt.Sprintf("the run's summary could not be written: %v", ferr))
 			}
 		}
 		if full != nil {
@@ -299,15 +304,15 @@ func (s *session) pull(ctx context.Context, runID string) {
 		return
 	}
 	if s.o.NoPull {
-		fmt.Fprintf(s.progress, "stratus: the run's commits were not pulled (--no-pull); stratus pull %s brings them back as branch %s\n", runID, lifecycle.PullBranch(run))
+		s.log.Info(fmt.Sprintf("the run's commits were not pulled (--no-pull); stratus pull %s brings them back as branch %s", runID, lifecycle.PullBranch(run)))
 		return
 	}
 	p, err := lifecycle.PullWorkspace(ctx, s.sk, run, s.dir, false)
 	if err != nil {
-		fmt.Fprintf(s.progress, "stratus: warning: the run's commits were not pulled: %v (stratus pull %s tries again)\n", err, runID)
+		s.log.Warn(fmt.Sprintf("the run's commits were not pulled: %v (stratus pull %s tries again)", err, runID))
 		return
 	}
-	fmt.Fprintln(s.progress, "stratus: "+lifecycle.PulledLine(run, s.dir, p))
+	s.log.Info(lifecycle.PulledLine(run, s.dir, p))
 }
 
 // paths turns a Finish result's sink keys into the work dir's paths.

@@ -22,10 +22,10 @@ import (
 // A stopped runner (ctx ended) reports nothing, like a cancelled engine.
 func runExec(ctx context.Context, c *workerclient.Client, p *worker.Payload, o Options) error {
 	spec := *p.Exec
-	fmt.Fprintf(o.Log, "runner: %s attempt %d: %s node in %s\n", p.StepRef, p.Attempt, spec.Kind, spec.Dir)
+	o.Log.Info(fmt.Sprintf("%s attempt %d: %s node in %s", p.StepRef, p.Attempt, spec.Kind, spec.Dir))
 	started := time.Now().UnixMilli()
 	if err := c.Stats(ctx, worker.Stats{EngineStartedAt: &started}); err != nil {
-		fmt.Fprintf(o.Log, "runner: stats: %v\n", err)
+		o.Log.Warn("stats: " + err.Error())
 	}
 	relay := newRelay(ctx, c, o.StatsInterval, o.HeartbeatInterval, o.Log)
 	res := nodeexec.Result{Kind: spec.Kind}
@@ -54,9 +54,9 @@ func runExec(ctx context.Context, c *workerclient.Client, p *worker.Payload, o O
 		return deliver(o, p, "failure", []byte(reason), func() error { return c.Fail(ctx, p.TaskID, string(contract.Failed), reason) })
 	}
 	if err := c.Stats(ctx, worker.Stats{Steps: &done}); err != nil {
-		fmt.Fprintf(o.Log, "runner: stats: %v\n", err)
+		o.Log.Warn("stats: " + err.Error())
 	}
-	fmt.Fprintf(o.Log, "runner: %s node done in %d ms\n", spec.Kind, time.Now().UnixMilli()-started)
+	o.Log.Info(fmt.Sprintf("%s node done", spec.Kind), "wall_ms", time.Now().UnixMilli()-started)
 	body, err := json.Marshal(res)
 	if err != nil {
 		return err
@@ -67,7 +67,7 @@ func runExec(ctx context.Context, c *workerclient.Client, p *worker.Payload, o O
 		if errors.As(err, &ae) && ae.Status != 409 && !ae.Transient() {
 			// Refused (e.g. 422): fail the attempt with the reason, keeping
 			// the result, rather than leave the step to its timeout.
-			fmt.Fprintf(o.Log, "runner: submit refused: %v\n", err)
+			o.Log.Error("submit refused: " + err.Error())
 			reason := "result refused: " + ae.Message
 			if path, serr := spool(o, p, "report", body); serr == nil {
 				reason += " (result kept at " + path + ")"

@@ -16,7 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -29,6 +29,7 @@ import (
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/contract"
 	"github.com/stratusflow/stratus/internal/launch"
+	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/outputschema"
 	"github.com/stratusflow/stratus/internal/worker"
 	"github.com/stratusflow/stratus/internal/workerclient"
@@ -44,7 +45,9 @@ type Options struct {
 	// WorkRoot is where a run's workspace is checked out ("" =
 	// os.TempDir()): the runner's own directory, never the operator's.
 	WorkRoot string
-	Log      io.Writer
+	// Log gets the runner's records (internal/logging); nil = none. Run
+	// adds the step's run_id, step_ref and attempt once it knows them.
+	Log *slog.Logger
 	// StatsInterval bounds stats posts to one per interval (default
 	// DefaultStatsInterval); the first goes within FirstStatsDelay.
 	StatsInterval time.Duration
@@ -83,7 +86,7 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("%s and %s must be set", launch.EnvAPIURL, launch.EnvHandle)
 	}
 	if o.Log == nil {
-		o.Log = io.Discard
+		o.Log = logging.Discard()
 	}
 	if o.StatsInterval == 0 {
 		o.StatsInterval = DefaultStatsInterval
@@ -109,6 +112,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("fetch prompt: %w", err)
 	}
+	o.Log = logging.Step(o.Log, p.RunID, p.StepRef, p.Attempt)
 	if p.Workspace != nil {
 		// The run's repository travels (issue 12 § 2): check it out here,
 		// and make every path of the payload point into the checkout.
@@ -149,11 +153,11 @@ func Run(ctx context.Context, o Options) error {
 		ms := p.Engine.MaxSteps
 		req.MaxSteps = &ms
 	}
-	fmt.Fprintf(o.Log, "runner: %s attempt %d: %s %s\n", p.StepRef, p.Attempt, spec.Command, strings.Join(spec.Args, " "))
+	o.Log.Info(fmt.Sprintf("%s attempt %d: starting the engine", p.StepRef, p.Attempt), "command", strings.Join(append([]string{spec.Command}, spec.Args...), " "))
 
 	started := time.Now().UnixMilli()
 	if err := c.Stats(ctx, worker.Stats{EngineStartedAt: &started}); err != nil {
-		fmt.Fprintf(o.Log, "runner: stats: %v\n", err)
+		o.Log.Warn("stats: " + err.Error())
 	}
 	// A stats post the server refuses with 409 means the step is gone (its
 	// run cancelled or its execution ended): the engine is stopped.
@@ -169,12 +173,14 @@ func Run(ctx context.Context, o Options) error {
 	final := worker.Stats{Steps: &res.Attempt.Steps, PromptTokens: &res.Attempt.PromptTokens,
 		CompletionTokens: &res.Attempt.CompletionTokens, CostUSD: plausible(res.Attempt.CostUSD, o.Log)}
 	if err := c.Stats(ctx, final); err != nil {
-		fmt.Fprintf(o.Log, "runner: stats: %v\n", err)
+		o.Log.Warn("stats: " + err.Error())
 	}
-	fmt.Fprintf(o.Log, "runner: terminal %s (steps %d, tokens %d/%d, wall %d ms, runner peak RSS %d KiB)\n", res.Terminal,
-		res.Attempt.Steps, res.Attempt.PromptTokens, res.Attempt.CompletionTokens, res.Attempt.WallMS, peakRSSKiB())
+	o.Log.Info("terminal "+string(res.Terminal), "terminal", string(res.Terminal), "steps", res.Attempt.Steps,
+		"prompt_tokens", res.Attempt.PromptTokens, "completion_tokens", res.Attempt.CompletionTokens,
+		"wall_ms", res.Attempt.WallMS, "runner_peak_rss_kib", peakRSSKiB())
 	if res.Attempt.DroppedLines > 0 {
-		fmt.Fprintf(o.Log, "runner: %d stdout line(s) of the engine were over the line limit and skipped (the longest %d bytes)\n", res.Attempt.DroppedLines, res.Attempt.DroppedMaxBytes)
+		o.Log.Warn(fmt.Sprintf("%d stdout line(s) of the engine were over the line limit and skipped (the longest %d bytes)", res.Attempt.DroppedLines, res.Attempt.DroppedMaxBytes),
+			"dropped_lines", res.Attempt.DroppedLines, "dropped_max_bytes", res.Attempt.DroppedMaxBytes)
 	}
 
 	if res.Terminal != contract.Captured {
@@ -200,7 +206,7 @@ func Run(ctx context.Context, o Options) error {
 		// its commit on the run's head.
 		if err := o.checkout.commit(ctx, c, p, o); err != nil {
 			reason := err.Error()
-			fmt.Fprintf(o.Log, "runner: %s\n", reason)
+			o.Log.Error(reason)
 			return deliver(o, p, "failure", []byte(reason), func() error { return c.Fail(ctx, p.TaskID, string(contract.Failed), reason) })
 		}
 	}
@@ -210,7 +216,7 @@ func Run(ctx context.Context, o Options) error {
 		if errors.As(err, &ae) && ae.Status != 409 && !ae.Transient() {
 			// The server refused the report (e.g. 422): fail the attempt with
 			// its reason rather than leave the step waiting for its timeout.
-			fmt.Fprintf(o.Log, "runner: submit refused: %v\n", err)
+			o.Log.Error("submit refused: " + err.Error())
 			// Keep the refused report: the worker API will not have it.
 			reason := "report refused: " + ae.Message
 			if path, serr := spool(o, p, "report", body); serr == nil {
@@ -247,7 +253,7 @@ func deliver(o Options, p *worker.Payload, what string, body []byte, send func()
 	if werr != nil {
 		return fmt.Errorf("deliver %s: %v; spool: %v", what, err, werr)
 	}
-	fmt.Fprintf(os.Stderr, "stratus runner: %s of %s spooled to %s (%v)\n", what, p.StepRef, path, err)
+	o.Log.Error(fmt.Sprintf("%s of %s spooled to %s (%v)", what, p.StepRef, path, err), "spool", path)
 	return fmt.Errorf("%w to %s: %v", ErrSpooled, path, err)
 }
 
@@ -304,7 +310,7 @@ type relay struct {
 	ctx      context.Context
 	c        *workerclient.Client
 	interval time.Duration
-	log      io.Writer
+	log      *slog.Logger
 	gone     func() // called when the server says the step is gone (409)
 
 	mu      sync.Mutex
@@ -315,7 +321,7 @@ type relay struct {
 	stop    chan struct{}
 }
 
-func newRelay(ctx context.Context, c *workerclient.Client, interval, heartbeat time.Duration, log io.Writer) *relay {
+func newRelay(ctx context.Context, c *workerclient.Client, interval, heartbeat time.Duration, log *slog.Logger) *relay {
 	// The first post waits FirstStatsDelay, not a whole interval.
 	r := &relay{ctx: ctx, c: c, interval: interval, log: log, stop: make(chan struct{}), last: time.Now().Add(min(FirstStatsDelay-interval, 0))}
 	r.wg.Add(1)
@@ -375,10 +381,10 @@ func (r *relay) progress(p contract.Progress) {
 func (r *relay) post(p contract.Progress) {
 	s := worker.Stats{Steps: &p.Steps, PromptTokens: &p.PromptTokens, CompletionTokens: &p.CompletionTokens, CostUSD: plausible(p.CostUSD, r.log)}
 	if err := r.c.Stats(r.ctx, s); err != nil {
-		fmt.Fprintf(r.log, "runner: stats: %v\n", err)
+		r.log.Warn("stats: " + err.Error())
 		var ae *workerclient.APIError
 		if errors.As(err, &ae) && ae.Status == 409 && r.gone != nil {
-			fmt.Fprintf(r.log, "runner: the step is gone (its run was cancelled or its execution ended): stopping the engine\n")
+			r.log.Warn("the step is gone (its run was cancelled or its execution ended): stopping the engine")
 			r.gone()
 		}
 	}
@@ -403,16 +409,16 @@ func (r *relay) close() {
 // with the whole post, which lost the attempt's tokens and let a capped
 // run go on as if free (issue 13 newcomers: 2e9 per turn ended done). A
 // negative or NaN cost is not a cost: nil, the attempt unpriced.
-func plausible(c *float64, log io.Writer) *float64 {
+func plausible(c *float64, log *slog.Logger) *float64 {
 	if c == nil || worker.PlausibleCost(*c) {
 		return c
 	}
 	if *c > worker.MaxCostUSD {
-		fmt.Fprintf(log, "runner: the engine reported cost_usd %v, over the %g US dollars one attempt may cost: posting %g, which any cost cap stops at\n", *c, worker.MaxCostUSD, worker.MaxCostUSD)
+		log.Warn(fmt.Sprintf("the engine reported cost_usd %v, over the %g US dollars one attempt may cost: posting %g, which any cost cap stops at", *c, worker.MaxCostUSD, worker.MaxCostUSD))
 		m := worker.MaxCostUSD
 		return &m
 	}
-	fmt.Fprintf(log, "runner: the engine reported cost_usd %v, not a cost (0 to %g US dollars): posting its tokens without one\n", *c, worker.MaxCostUSD)
+	log.Warn(fmt.Sprintf("the engine reported cost_usd %v, not a cost (0 to %g US dollars): posting its tokens without one", *c, worker.MaxCostUSD))
 	return nil
 }
 

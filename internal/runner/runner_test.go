@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stratusflow/stratus/internal/contract"
+	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/worker"
 )
 
@@ -362,7 +363,7 @@ printf '{"event":"usage","usage":{"prompt_tokens":100,"completion_tokens":10,"to
 printf '{"subrun_report":"done"}\n'
 `)
 	log := &lockedLog{}
-	o.Log = log
+	o.Log = logging.JSON(log, "runner")
 	if err := Run(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
@@ -372,8 +373,20 @@ printf '{"subrun_report":"done"}\n'
 	if last.PromptTokens == nil || *last.PromptTokens != 100 || last.CostUSD == nil || *last.CostUSD != worker.MaxCostUSD {
 		t.Errorf("final stats %+v; want the tokens and the cost at the 1e9 ceiling", last)
 	}
-	if !strings.Contains(log.String(), "over the 1e+09 US dollars one attempt may cost") {
-		t.Errorf("runner log does not say why the cost was dropped:\n%s", log.String())
+	// issue 15 § 5: the runner's log is JSON records, each naming its step.
+	var said bool
+	for _, l := range strings.Split(strings.TrimSpace(log.String()), "\n") {
+		var r struct{ Level, Msg, Component string }
+		if err := json.Unmarshal([]byte(l), &r); err != nil || r.Component != "runner" {
+			t.Errorf("runner log line %q is not a runner record (%v)", l, err)
+			continue
+		}
+		if strings.Contains(r.Msg, "over the 1e+09 US dollars one attempt may cost") {
+			said = r.Level == "WARN" && strings.Contains(l, `"step_ref":"`)
+		}
+	}
+	if !said {
+		t.Errorf("runner log does not warn, naming the step, why the cost was dropped:\n%s", log.String())
 	}
 }
 

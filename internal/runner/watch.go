@@ -3,7 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
-	"io"
+	"log/slog"
 	"os"
 	"time"
 )
@@ -18,14 +18,14 @@ const ParentPoll = 500 * time.Millisecond
 // checked every poll; cancelling it stops the engine as SIGTERM would
 // (issue 11 § 5: killing the process that owns a run ends its runners and
 // engines). It says so on log.
-func WatchParent(ctx context.Context, pid int, poll time.Duration, log io.Writer) (context.Context, context.CancelFunc) {
+func WatchParent(ctx context.Context, pid int, poll time.Duration, log *slog.Logger) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)
 	go func() {
 		t := time.NewTicker(poll)
 		defer t.Stop()
 		for {
 			if os.Getppid() != pid {
-				fmt.Fprintf(log, "stratus runner: the process that owns this run (pid %d) is gone: stopping\n", pid)
+				log.Warn(fmt.Sprintf("the process that owns this run (pid %d) is gone: stopping", pid))
 				cancel()
 				return
 			}

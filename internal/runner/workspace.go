@@ -83,7 +83,7 @@ func materialize(ctx context.Context, c *workerclient.Client, p *worker.Payload,
 	if err := rewriteRoot(p, spec.Root, w.Dir); err != nil {
 		return fail(err)
 	}
-	fmt.Fprintf(o.Log, "runner: workspace at %s: head %s (%d bundles, %d files)\n", w.Dir, short(spec.Head), len(spec.Bundles), len(spec.Files))
+	o.Log.Info(fmt.Sprintf("workspace at %s: head %s", w.Dir, short(spec.Head)), "bundles", len(spec.Bundles), "files", len(spec.Files))
 	return w, nil
 }
 
@@ -123,7 +123,7 @@ func (w *checkout) commit(ctx context.Context, c *workerclient.Client, p *worker
 		return fmt.Errorf("workspace: commit %s: %w", p.StepRef, err)
 	}
 	if !changed {
-		fmt.Fprintf(o.Log, "runner: workspace: %s changed nothing\n", p.StepRef)
+		o.Log.Info(fmt.Sprintf("workspace: %s changed nothing", p.StepRef))
 		return nil
 	}
 	body, err := os.ReadFile(bundle)
@@ -136,7 +136,7 @@ func (w *checkout) commit(ctx context.Context, c *workerclient.Client, p *worker
 	if err := c.AdvanceHead(ctx, worker.HeadAdvance{From: w.spec.Head, To: sha}); err != nil {
 		return fmt.Errorf("workspace: advance the head to %s: %w", short(sha), err)
 	}
-	fmt.Fprintf(o.Log, "runner: workspace: %s committed %s (bundle %d bytes)\n", p.StepRef, short(sha), len(body))
+	o.Log.Info(fmt.Sprintf("workspace: %s committed %s", p.StepRef, short(sha)), "bundle_bytes", len(body))
 	return nil
 }
 

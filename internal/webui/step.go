@@ -12,6 +12,7 @@ import (
 	"github.com/stratusflow/stratus/internal/findings"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/fold"
+	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runview"
 	"github.com/stratusflow/stratus/internal/worker"
@@ -103,6 +104,10 @@ func (s *Server) loadStep(ctx context.Context, runID, node, visitText string) (*
 	p.Log = s.readDoc(ctx, "runner.log", keyOf(logDir, "runner.log"), MaxShown)
 	if p.Log.Text != "" {
 		lines := strings.Split(strings.TrimRight(p.Log.Text, "\n"), "\n")
+		for i, l := range lines {
+			lines[i] = logging.Render(l) // the runner's JSON records as sentences
+		}
+		p.Log.Text = strings.Join(lines, "\n")
 		if len(lines) > 60 {
 			p.Log.Text = "… " + fmt.Sprint(len(lines)-60) + " lines before\n" + strings.Join(lines[len(lines)-60:], "\n")
 		}

@@ -186,7 +186,7 @@ func (s *Service) renewHandle(ctx context.Context, c *Caller) {
 		return
 	}
 	if err := s.Store.RenewHandle(ctx, h.Handle, exp); err != nil {
-		s.warnf("%s: renew the worker's handle: %v", c.Step.StepRef, err)
+		s.warnCall(c, "%s: renew the worker's handle: %v", c.Step.StepRef, err)
 		return
 	}
 	h.ExpiresAt = exp

@@ -314,7 +314,7 @@ func (s *Service) execDir(c *Caller) (string, error) {
 	case c.Run.WorkDir == "" && c.Env.Flow.CheckPolicy == "strict":
 		return "", fmt.Errorf("no work dir resolves for run %s, and the flow's check_policy is strict", c.Run.ID)
 	case c.Run.WorkDir == "":
-		s.warnf("%s: no work dir resolves for run %s; its files are skipped", c.Step.StepRef, c.Run.ID)
+		s.warnCall(c, "%s: no work dir resolves for run %s; its files are skipped", c.Step.StepRef, c.Run.ID)
 		return "", nil
 	}
 	return ctxDir(c.Env, c.Run)

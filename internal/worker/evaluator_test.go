@@ -143,7 +143,7 @@ func TestEvaluator_NonBlockingAcceptsWhenReworkBudgetExhausted(t *testing.T) {
 				t.Errorf("after %d reworks: outcome %q exhausted %v reason %q", tc.reworks, sv.Outcome, sv.Exhausted, sv.Reason)
 			}
 			if !r.warned("review#") || !r.warned("accept (rework budget exhausted): 1 finding at or above high still open") {
-				t.Errorf("no exhaustion warning: %q", r.warnings)
+				t.Errorf("no exhaustion warning: %q", r.warnings.Messages())
 			}
 			// A clean report after exhaustion is an ordinary accept.
 			if sv := r.visit(t, "review", clean); sv.Outcome != "accept" || sv.Exhausted {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/testenv"
 
 	"github.com/stratusflow/stratus"
@@ -36,7 +37,7 @@ type rig struct {
 	n        int // dispatches so far (task tokens)
 
 	mu       sync.Mutex
-	warnings []string
+	warnings logging.Recorder
 }
 
 // rigOptions shape a rig: the flow YAML (role files are generated for every
@@ -99,11 +100,7 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	r.svc = &Service{Store: st, Sink: fs.New(dir), Tokens: r.tokens, Launcher: r.launcher,
 		Minter: &captoken.Minter{Key: []byte("0123456789abcdef0123456789abcdef")},
 		Env:    func(context.Context, string) (*RunEnv, error) { return r.env, nil },
-		Warnf: func(format string, args ...any) {
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			r.warnings = append(r.warnings, fmt.Sprintf(format, args...))
-		}}
+		Log:    r.warnings.Logger()}
 	r.launcher.Exchange = func(ctx context.Context, v string) (string, error) { // the runner's exchange
 		b, err := r.svc.ExchangeBootstrap(ctx, "Bearer "+v)
 		return b.Handle, err
@@ -220,7 +217,7 @@ func (r *rig) ctx(name string) string {
 func (r *rig) warned(sub string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return slices.ContainsFunc(r.warnings, func(w string) bool { return strings.Contains(w, sub) })
+	return slices.ContainsFunc(r.warnings.Messages(), func(w string) bool { return strings.Contains(w, sub) })
 }
 
 func (r *rig) lastPrompt(t *testing.T) string {

@@ -111,7 +111,7 @@ func TestOutputFile_RedactedCopyIsTheChannel(t *testing.T) {
 		t.Errorf("missing file: {draft_path} = %q, want the closing message", got)
 	}
 	if !r2.warned("output_file") {
-		t.Errorf("no warning for a missing output_file: %q", r2.warnings)
+		t.Errorf("no warning for a missing output_file: %q", r2.warnings.Messages())
 	}
 }
 
@@ -128,7 +128,7 @@ func TestOutputFile_LinkOutOfTheReportDirRefused(t *testing.T) {
 		t.Skip(err)
 	}
 	if sv := r.visit(t, "draft", "done"); sv.Output != "" || !r.warned("outside") {
-		t.Errorf("a link out of the report dir was copied: output %q, warnings %q", sv.Output, r.warnings)
+		t.Errorf("a link out of the report dir was copied: output %q, warnings %q", sv.Output, r.warnings.Messages())
 	}
 }
 
@@ -205,7 +205,7 @@ func TestPlanningContract_DecompositionGateAndCount(t *testing.T) {
 				t.Errorf("subtasks/01.md exists = %v, want %v", err == nil, tc.want > 0)
 			}
 			if tc.warn != "" && !r.warned(tc.warn) {
-				t.Errorf("no warning %q: %q", tc.warn, r.warnings)
+				t.Errorf("no warning %q: %q", tc.warn, r.warnings.Messages())
 			}
 			if got := read(t, r.ctx("plan.md")); tc.body != "Just a plan." && got != "p" && got != "The plan." {
 				t.Errorf("plan.md = %q, want the content field", got)

@@ -30,11 +30,14 @@ type Payload struct {
 	Agent   string `json:"agent"`
 	System  string `json:"system,omitempty"`
 	// SystemRef points at the same bytes behind GET /v1/worker/prompt/system.
-	SystemRef *SystemRef  `json:"system_ref,omitempty"`
-	Prompt    string      `json:"prompt"`
-	Context   *Context    `json:"context,omitempty"`
-	StepRef   string      `json:"step_ref"`
-	Engine    *EngineSpec `json:"engine,omitempty"`
+	SystemRef *SystemRef `json:"system_ref,omitempty"`
+	Prompt    string     `json:"prompt"`
+	Context   *Context   `json:"context,omitempty"`
+	StepRef   string     `json:"step_ref"`
+	// RunID is the run the step belongs to: what the runner's log records
+	// carry (internal/logging).
+	RunID  string      `json:"run_id,omitempty"`
+	Engine *EngineSpec `json:"engine,omitempty"`
 	// Exec replaces Engine for a checks or tool node: what the runner runs
 	// itself (internal/nodeexec), submitting a nodeexec.Result.
 	Exec *nodeexec.Spec `json:"exec,omitempty"`
@@ -178,7 +181,7 @@ func (s *Service) FetchPrompt(ctx context.Context, authorization, tid string) (*
 		if err != nil {
 			return nil, err
 		}
-		return &Payload{TaskID: step.TID, Attempt: att.N, Agent: att.Agent, Prompt: att.Prompt, Context: cx, StepRef: step.StepRef, Exec: spec, Workspace: ws}, nil
+		return &Payload{TaskID: step.TID, Attempt: att.N, Agent: att.Agent, Prompt: att.Prompt, Context: cx, StepRef: step.StepRef, RunID: run.ID, Exec: spec, Workspace: ws}, nil
 	}
 	res, prov, err := Resolve(env.Config, env.Flow, node, env.Task.Front)
 	if err != nil {
@@ -237,7 +240,7 @@ func (s *Service) FetchPrompt(ctx context.Context, authorization, tid string) (*
 		return nil, err
 	}
 	return &Payload{TaskID: step.TID, Attempt: att.N, Agent: att.Agent, System: att.System, SystemRef: systemRef(step.TID, att.N, att.System), Prompt: att.Prompt,
-		Context: cx, StepRef: step.StepRef, Engine: eng, Workspace: ws}, nil
+		Context: cx, StepRef: step.StepRef, RunID: run.ID, Engine: eng, Workspace: ws}, nil
 }
 
 // withExtraArgs appends a node's extra_args after the provider's args (worc

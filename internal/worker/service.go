@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/stratusflow/stratus/internal/executor"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/launch"
+	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/queue"
 	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/store"
@@ -92,8 +94,10 @@ type Service struct {
 	// handler calls Dispatch. nil: a goroutine of this process, which
 	// Drain waits for.
 	Queue queue.Queue
-	// Warnf, when set, receives warnings (an unknown submit_format, ...).
-	Warnf func(format string, args ...any)
+	// Log gets the service's warnings (an unknown submit_format, a
+	// supervisor turn that failed, ...) as slog records (internal/logging):
+	// JSON in a Lambda, the operator's sentences embedded. nil: none.
+	Log *slog.Logger
 
 	notes sync.Map // run id + "\x00" + note kind → said (noteOnce)
 	// ResolveFiles lets the server resolve an `@file:<abs-path>` body itself,
@@ -132,8 +136,16 @@ func (s *Service) noteOnce(runID, kind string) bool {
 }
 
 func (s *Service) warnf(format string, args ...any) {
-	if s.Warnf != nil {
-		s.Warnf(format, args...)
+	if s.Log != nil {
+		s.Log.Warn(fmt.Sprintf(format, args...))
+	}
+}
+
+// warnCall is warnf about the step of c: the record carries its run_id,
+// step_ref and attempt.
+func (s *Service) warnCall(c *Caller, format string, args ...any) {
+	if s.Log != nil {
+		logging.Step(s.Log, c.Run.ID, c.Step.StepRef, c.Attempt.N).Warn(fmt.Sprintf(format, args...))
 	}
 }
 
@@ -232,9 +244,9 @@ func logTail(path string, n int) string {
 	}
 	var lines []string
 	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		// The runner's own lines ("runner: …") say what the step's reason
-		// already says; the engine's stderr is what is new.
-		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "runner: ") {
+		// The runner's own records (internal/logging) say what the step's
+		// reason already says; the engine's stderr is what is new.
+		if l = strings.TrimSpace(l); l != "" && !logging.IsRecord(l) {
 			lines = append(lines, l)
 		}
 	}

@@ -176,7 +176,7 @@ func (s *Service) stageArtifact(ctx context.Context, c *Caller, name string, b B
 	if c.Run.WorkDir == "" {
 		// No root to place files under: the part is staged (data plane),
 		// its file is skipped fail-open (seed 000 § Files are the server's job).
-		s.warnf("%s: no work dir resolves for run %s; part %s staged without its file", c.Step.StepRef, c.Run.ID, name)
+		s.warnCall(c, "%s: no work dir resolves for run %s; part %s staged without its file", c.Step.StepRef, c.Run.ID, name)
 		return nil
 	}
 	dir, err := ctxDir(c.Env, c.Run)
@@ -396,7 +396,7 @@ func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, t
 		err = fmt.Errorf("no work dir resolves for run %s, and the flow's check_policy is strict", c.Run.ID)
 	case c.Run.WorkDir == "":
 		// seed 000 § Files are the server's job: skip fail-open, with a warning.
-		s.warnf("%s: no work dir resolves for run %s; its files are skipped", c.Step.StepRef, c.Run.ID)
+		s.warnCall(c, "%s: no work dir resolves for run %s; its files are skipped", c.Step.StepRef, c.Run.ID)
 	default:
 		dir, err = ctxDir(c.Env, c.Run)
 	}
@@ -416,10 +416,10 @@ func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, t
 		return nil, fmt.Errorf("%s", reason)
 	}
 	for _, w := range outs.warnings {
-		s.warnf("%s: %s", c.Step.StepRef, w)
+		s.warnCall(c, "%s: %s", c.Step.StepRef, w)
 	}
 	if ev.Exhausted {
-		s.warnf("%s", exhaustedWarning(c.Step.StepRef, ev))
+		s.warnCall(c, "%s", exhaustedWarning(c.Step.StepRef, ev))
 	}
 	s.emitEnded(c, att, outcome, reason)
 	if err := s.Tokens.SendTaskSuccess(ctx, c.Step.TaskToken, raw); err != nil {

@@ -465,14 +465,14 @@ func (s *Service) finishFinalize(ctx context.Context, c *Caller, attempt int, v 
 	rec, _ := json.Marshal(syn)
 	if _, err := s.Store.AppendOutput(ctx, stratus.OutputEvent{TID: c.Step.TID, Attempt: attempt, Kind: stratus.OutputSidecar,
 		Name: report.SynthesisPart, Body: rec, OK: true, At: s.now()}); err != nil {
-		s.warnf("supervisor finalize (%s): record what reached disk: %v", c.Step.StepRef, err)
+		s.warnCall(c, "supervisor finalize (%s): record what reached disk: %v", c.Step.StepRef, err)
 	}
 	switch syn.Outcome {
 	case report.SynthesisCollapsed:
-		s.warnf("supervisor finalize (%s): the synthesis collapsed (under %d characters of prose) and was discarded; the deterministic report takes over and summary.json says degraded. Discarded text: %q",
+		s.warnCall(c, "supervisor finalize (%s): the synthesis collapsed (under %d characters of prose) and was discarded; the deterministic report takes over and summary.json says degraded. Discarded text: %q",
 			c.Step.StepRef, report.CollapseFloor, syn.Discarded)
 	case report.SynthesisFailed:
-		s.warnf("supervisor finalize (%s) failed: %s; the deterministic report takes over", c.Step.StepRef, syn.Reason)
+		s.warnCall(c, "supervisor finalize (%s) failed: %s; the deterministic report takes over", c.Step.StepRef, syn.Reason)
 	}
 	pub, err := s.Store.GetStep(ctx, v.For)
 	if err != nil || pub.Status != stratus.StepRunning {
@@ -488,7 +488,7 @@ func (s *Service) finishFinalize(ctx context.Context, c *Caller, attempt int, v 
 		return
 	}
 	if err := s.completeNonWorker(ctx, pub, "done", strings.Join(written, ", ")); err != nil {
-		s.warnf("%s: %v", pub.StepRef, err)
+		s.warnCall(c, "%s: %v", pub.StepRef, err)
 	}
 }
 

@@ -219,7 +219,7 @@ func TestFinalize_FailureFallsBackToTheRenderer(t *testing.T) {
 				t.Errorf("summary.json %v\nsummary.md:\n%s", m, md)
 			}
 			if !r.warned("deterministic report takes over") {
-				t.Errorf("no warning: %v", r.warnings)
+				t.Errorf("no warning: %v", r.warnings.Messages())
 			}
 		})
 	}
@@ -238,7 +238,7 @@ func TestFinalize_CollapsedProseIsDiscardedWithAWarning(t *testing.T) {
 		t.Errorf("summary.json %v\nsummary.md:\n%s", m, md)
 	}
 	if !r.warned(`the synthesis collapsed`) || !r.warned(`Discarded text: "Looks good."`) || r.warned(`WARNING`) {
-		t.Errorf("warnings = %v", r.warnings)
+		t.Errorf("warnings = %v", r.warnings.Messages())
 	}
 }
 

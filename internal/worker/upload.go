@@ -295,6 +295,6 @@ func (s *Service) dropUpload(ctx context.Context, c *Caller, b Body) {
 		return // never another attempt's, never a key this API did not issue
 	}
 	if err := s.Sink.Delete(ctx, b.Upload); err != nil {
-		s.warnf("%s: delete upload %s: %v", c.Step.StepRef, b.Upload, err)
+		s.warnCall(c, "%s: delete upload %s: %v", c.Step.StepRef, b.Upload, err)
 	}
 }

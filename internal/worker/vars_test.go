@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/testenv"
 
 	"github.com/stratusflow/stratus"
@@ -238,8 +239,8 @@ func TestSkipNode_WhenFactsAndTaskDisable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var warnings []string
-			s := &Service{Warnf: func(f string, a ...any) { warnings = append(warnings, fmt.Sprintf(f, a...)) }}
+			var rec logging.Recorder
+			s := &Service{Log: rec.Logger()}
 			env := &RunEnv{Flow: fl, Task: tk}
 			skip, why := s.skipNode(fl.Node("n"), env)
 			if skip != tc.skip || !strings.Contains(why, tc.why) {
@@ -250,8 +251,8 @@ func TestSkipNode_WhenFactsAndTaskDisable(t *testing.T) {
 			if strings.Contains(tc.when, "typo") {
 				wantWarnings = 1
 			}
-			if len(warnings) != wantWarnings {
-				t.Errorf("warnings after two evaluations = %q, want %d", warnings, wantWarnings)
+			if len(rec.Messages()) != wantWarnings {
+				t.Errorf("rec.Messages() after two evaluations = %q, want %d", rec.Messages(), wantWarnings)
 			}
 		})
 	}
@@ -369,7 +370,7 @@ func TestDiffVars_IgnoredWorkDirIsNotAGitWorkTree(t *testing.T) {
 		t.Errorf("diff_base recorded in an ignored work dir: %v", err)
 	}
 	if r.warned("diff") {
-		t.Errorf("warned about the diff of an ignored work dir: %q", r.warnings)
+		t.Errorf("warned about the diff of an ignored work dir: %q", r.warnings.Messages())
 	}
 }
 
