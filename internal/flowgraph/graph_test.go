@@ -47,8 +47,8 @@ func TestBuild_FindsTheLoopAndItsBudget(t *testing.T) {
 }
 
 // The layout puts each node below the nodes its forward edges come from,
-// never two nodes on one spot, and routes the loop right of every node.
-func TestLayout_LayersAndLanes(t *testing.T) {
+// never two nodes on one spot, and draws no edge or label over a node.
+func TestLayout_LayersClean(t *testing.T) {
 	g := flowgraph.Build(implementation(t))
 	lo := g.Layout()
 	at := map[string]flowgraph.Placed{}
@@ -69,10 +69,8 @@ func TestLayout_LayersAndLanes(t *testing.T) {
 			t.Errorf("forward edge %s → %s goes from layer %d to %d", e.From, e.To, at[e.From].Layer, at[e.To].Layer)
 		}
 	}
-	for _, r := range lo.Edges {
-		if r.Back && r.LabelX <= at[r.From].X+at[r.From].W {
-			t.Errorf("the loop's label at x=%v overlaps its source", r.LabelX)
-		}
+	for _, p := range faults(lo) {
+		t.Error(p)
 	}
 }
 
