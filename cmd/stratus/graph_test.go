@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -77,5 +78,50 @@ func TestInstall_SaysFlowsAndFiles(t *testing.T) {
 	}
 	if again := runCLI(t, "install", "--dir", dir); again.code != 0 || !strings.Contains(again.stdout, "the flows under flows/ kept as they are (--force replaces them)") {
 		t.Errorf("second install: exit %d %q", again.code, again.stdout)
+	}
+}
+
+// A rerun of a task moves the earlier run's logs into attempt-N/
+// (newcomer, issue 15): logs, status and the viewer read each run's own,
+// never the latest run's under the earlier run's name.
+func TestRerun_EachRunReadsItsOwnLogs(t *testing.T) {
+	t.Parallel()
+	dir, task := tinyRun(t, "", `read line
+n=$(cat pass 2>/dev/null || echo 0); n=$((n+1)); echo $n > pass
+echo "engine pass $n" >&2
+printf '{"subrun_report": "ok"}\n'
+`, "", "t-rerun")
+	var ids []string
+	for range 2 {
+		r := runCLI(t, "run", task, "--dir", dir, "--json")
+		if r.code != 0 {
+			t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+		}
+		ids = append(ids, decodeRun(t, r.stdout).RunID)
+	}
+	base := serveUI(t, dir)
+	pass := regexp.MustCompile(`engine pass \d+\n`)
+	var seen []string
+	for i, id := range ids {
+		r := runCLI(t, "logs", id, "first", "--dir", dir)
+		own := pass.FindAllString(r.stdout, -1)
+		if r.code != 0 || len(own) != 1 || (i == 0 && own[0] != "engine pass 1\n") || (i > 0 && own[0] == seen[0]) {
+			t.Fatalf("logs %s (run %d): exit %d, want its own engine pass (earlier runs': %q):\n%s%s", id, i+1, r.code, seen, r.stdout, r.stderr)
+		}
+		seen = append(seen, own[0])
+		st := runCLI(t, "status", id, "--dir", dir, "--json")
+		var res StatusResult
+		if err := json.Unmarshal([]byte(st.stdout), &res); err != nil || len(res.Summary) == 0 {
+			t.Fatalf("status %s: %v %s", id, err, st.stdout)
+		}
+		if md := readFile(t, res.Summary[len(res.Summary)-1]); !strings.Contains(md, "run `"+id+"`") {
+			t.Errorf("status %s names the summary %s, which is another run's", id, res.Summary[len(res.Summary)-1])
+		}
+		if code, body, _ := get(t, base+"/runs/"+id); code != 200 || !strings.Contains(body, "run <code>"+id+"</code>") {
+			t.Errorf("the viewer's page of %s: %d, its summary is not its own", id, code)
+		}
+		if code, body, _ := get(t, base+"/runs/"+id+"/steps/first/1"); code != 200 || !strings.Contains(body, own[0]) {
+			t.Errorf("the viewer's first#1 of %s: %d, want its own runner log %q", id, code, own[0])
+		}
 	}
 }

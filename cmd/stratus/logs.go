@@ -66,15 +66,21 @@ func runLogs(ctx context.Context, o *LogsOptions) error {
 		return err
 	}
 	sk := fs.New(o.Dir).Private(orchestrator.StateDir)
+	// The run's own logs: a later run of the task moved them into
+	// attempt-N/ (report.RunDir).
+	dir, err := report.RunDir(ctx, sk, v.Run.TaskID, v.Run.ID)
+	if err != nil {
+		return err
+	}
 	shown := 0
 	for _, sv := range v.Steps {
 		if !runview.RunsWorker(sv.Step.Kind) || (o.Node != "" && sv.Step.Node != o.Node) {
 			continue
 		}
 		shown++
-		key := path.Join(report.Dir(v.Run.TaskID), "stages", sv.Step.Node, fmt.Sprintf("run-%06d", sv.Step.Visit), "runner.log")
+		key := path.Join(dir, "stages", sv.Step.Node, fmt.Sprintf("run-%06d", sv.Step.Visit), "runner.log")
 		if sv.Step.Kind == report.Kind {
-			key = path.Join(report.Dir(v.Run.TaskID), "supervisor", fmt.Sprintf("run-%06d", sv.Step.Visit), "runner.log")
+			key = path.Join(dir, "supervisor", fmt.Sprintf("run-%06d", sv.Step.Visit), "runner.log")
 		}
 		head := "== " + sv.Step.StepRef
 		if sv.Job != "" {

@@ -20,6 +20,7 @@ import (
 	"github.com/stratusflow/stratus/internal/progress"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runview"
+	"github.com/stratusflow/stratus/internal/sink/fs"
 	"github.com/stratusflow/stratus/internal/store/sqlite"
 )
 
@@ -268,12 +269,15 @@ func embeddedStatus(ctx context.Context, o *StatusOptions) (*runview.View, Statu
 	if err != nil {
 		return nil, res, err
 	}
-	// The task's summary is the latest run's; a later run of the task moves
-	// this one's into .stratus/logs/<task>/attempt-N/.
-	for _, name := range []string{"summary.json", "summary.md"} {
-		p := filepath.Join(v.Run.WorkDir, filepath.FromSlash(report.Dir(v.Run.TaskID)), name)
-		if _, err := os.Stat(p); err == nil {
-			res.Summary = append(res.Summary, p)
+	// The run's own summary: a later run of the task moved it into
+	// .stratus/logs/<task>/attempt-N/ (report.RunDir).
+	sk := fs.New(v.Run.WorkDir).Private(orchestrator.StateDir)
+	if dir, err := report.RunDir(ctx, sk, v.Run.TaskID, v.Run.ID); err == nil {
+		for _, name := range []string{"summary.json", "summary.md"} {
+			p := filepath.Join(v.Run.WorkDir, filepath.FromSlash(dir), name)
+			if _, err := os.Stat(p); err == nil {
+				res.Summary = append(res.Summary, p)
+			}
 		}
 	}
 	return v, res, nil
@@ -315,8 +319,14 @@ func awsStatus(ctx context.Context, o *StatusOptions) (*runview.View, StatusResu
 			v.Run.Status = lifecycle.ExecutionStatus(x)
 		}
 	}
+	dir, err := report.RunDir(ctx, tg.Sink, v.Run.TaskID, v.Run.ID)
+	if stratus.ErrorCode(err) == stratus.ENOTFOUND {
+		return v, res, nil // a later run of the task wrote over them
+	} else if err != nil {
+		return nil, res, err
+	}
 	for _, name := range []string{"summary.json", "summary.md"} {
-		key := report.Dir(v.Run.TaskID) + "/" + name
+		key := dir + "/" + name
 		if _, err := tg.Sink.Get(ctx, key); err == nil {
 			res.Summary = append(res.Summary, tg.URL(key))
 		} else if stratus.ErrorCode(err) != stratus.ENOTFOUND {

@@ -17,6 +17,7 @@ import (
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/orchestrator"
+	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runenv"
 	"github.com/stratusflow/stratus/internal/supervisor"
 	"github.com/stratusflow/stratus/internal/task"
@@ -125,6 +126,11 @@ func (t *Target) Start(ctx context.Context, o StartOptions) (*Started, error) {
 		WorkDir: dir, TaskPath: taskPath, Workspace: fz.Workspace, CreatedAt: time.Now().UTC()}
 	run.MaxCostUSD, run.MaxTokens = lifecycle.Caps(cfg, tk)
 	if err := t.Store.CreateRun(ctx, run); err != nil {
+		return nil, err
+	}
+	// The task's logs are this run's from here on (report.RunDir: an
+	// earlier run's read as no longer kept, not as this one's).
+	if err := report.MarkRun(ctx, t.Sink, tk.ID, run.ID); err != nil {
 		return nil, err
 	}
 	input, _ := json.Marshal(map[string]string{"run_id": run.ID, "task_id": tk.ID})

@@ -167,6 +167,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := s.st.CreateRun(ctx, s.run); err != nil {
 		return nil, err
 	}
+	// The task's logs dir is this run's from here on: marked, so that
+	// readers of an earlier run find its own in attempt-N/ (report.RunDir).
+	if err := report.MarkRun(ctx, s.sk, tk.ID, s.run.ID); err != nil {
+		return nil, err
+	}
 	s.log.Info(fmt.Sprintf("run %s: task %s through flow %s", s.run.ID, tk.ID, fl.TaskType))
 	input, _ := json.Marshal(map[string]string{"run_id": s.run.ID, "task_id": tk.ID})
 	return s.execute(ctx, s.run.ID, input)

@@ -124,7 +124,7 @@ func (s *Server) loadRun(ctx context.Context, runID string, page bool) (*RunPage
 			p.Gates = append(p.Gates, g)
 		}
 	}
-	p.Summary = s.readDoc(ctx, "summary.md", keyOf(report.Dir(run.TaskID), "summary.md"), 4<<20)
+	p.Summary = s.runDoc(ctx, run, "summary.md", "summary.md", 4<<20)
 	return p, nil
 }
 

@@ -90,9 +90,9 @@ func (s *Server) loadStep(ctx context.Context, runID, node, visitText string) (*
 	if st.Kind == report.Kind {
 		stage = "supervisor"
 	}
-	logDir := keyOf(report.Dir(v.Run.TaskID), stage, st.Node, fmt.Sprintf("run-%06d", st.Visit))
+	logDir := keyOf(stage, st.Node, fmt.Sprintf("run-%06d", st.Visit)) // in the run's logs dir (runDoc)
 	if st.Kind == report.Kind {
-		logDir = keyOf(report.Dir(v.Run.TaskID), stage, fmt.Sprintf("run-%06d", st.Visit))
+		logDir = keyOf(stage, fmt.Sprintf("run-%06d", st.Visit))
 	}
 	// The prompt and the outputs are this visit's own, from the store (a
 	// later visit, or a later run of the same task, rewrites the ctx dir
@@ -101,7 +101,7 @@ func (s *Server) loadStep(ctx context.Context, runID, node, visitText string) (*
 	if a := p.Step.Attempt; a != nil && a.Prompt != "" {
 		p.Prompt = s.doc("prompt.md", []byte(a.Prompt))
 	}
-	p.Log = s.readDoc(ctx, "runner.log", keyOf(logDir, "runner.log"), MaxShown)
+	p.Log = s.runDoc(ctx, v.Run, "runner.log", keyOf(logDir, "runner.log"), MaxShown)
 	if p.Log.Text != "" {
 		lines := strings.Split(strings.TrimRight(p.Log.Text, "\n"), "\n")
 		for i, l := range lines {
@@ -130,7 +130,7 @@ func (s *Server) loadStep(ctx context.Context, runID, node, visitText string) (*
 			p.GateURL = "/runs/" + url.PathEscape(runID) + "#gate-" + st.Node
 		}
 	case st.Kind == flow.KindPublish && env != nil:
-		p.Outputs = append(p.Outputs, s.readDoc(ctx, "summary.md", keyOf(report.Dir(v.Run.TaskID), "summary.md"), MaxShown))
+		p.Outputs = append(p.Outputs, s.runDoc(ctx, v.Run, "summary.md", "summary.md", MaxShown))
 	}
 	if st.Kind == flow.KindEvaluator && p.Step.Attempt != nil && env != nil && env.Flow != nil {
 		s.loadFindings(ctx, p, env)

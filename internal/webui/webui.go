@@ -35,6 +35,7 @@ import (
 	"github.com/yuin/goldmark/extension"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runview"
 	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/store"
@@ -244,6 +245,17 @@ func (s *Server) readDoc(ctx context.Context, name, key string, limit int64) Doc
 		return Doc{Name: name, Note: err.Error()}
 	}
 	return s.doc(name, b)
+}
+
+// runDoc is readDoc of the file at rel in run's own logs dir
+// (report.RunDir: an earlier run of a task reads its attempt-N/ copy, not
+// the latest run's).
+func (s *Server) runDoc(ctx context.Context, run stratus.Run, name, rel string, limit int64) Doc {
+	dir, err := report.RunDir(ctx, s.src.Sink, run.TaskID, run.ID)
+	if err != nil {
+		return Doc{Name: name, Note: stratus.ErrorMessage(err)}
+	}
+	return s.readDoc(ctx, name, keyOf(dir, rel), limit)
 }
 
 // csrfToken is the hidden field of a form that replies to node of run.
