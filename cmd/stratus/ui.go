@@ -29,6 +29,8 @@ type UIOptions struct {
 	Addr   string
 	Target string
 	AWS    AWSOptions
+	// Remote allows a non-loopback Addr; the viewer is then read-only.
+	Remote bool
 	// ready, when set (tests), gets the address the viewer listens on.
 	ready func(addr string)
 }
@@ -48,8 +50,13 @@ each run's flow drawn as a graph coloured by its steps and updated live while
 it runs, a timeline of its visits, its cost and summary; each step's rendered
 prompt beside its outputs, its findings, attempts, degradations and runner log.
 A node waiting for a human shows its upstream output and approve / reject /
-answer forms (embedded runs; on AWS the viewer is read-only). It listens on
-loopback unless --addr says otherwise; the pages work without JavaScript.
+answer forms (embedded runs; on AWS the viewer is read-only). The pages work
+without JavaScript.
+
+It listens on loopback only. A non-loopback --addr (0.0.0.0:7777) needs
+--remote, and the viewer is then read-only: anyone who can reach it reads every
+run's prompts and outputs, and nobody answers a gate through it. To answer gates
+from another machine, tunnel instead: ssh -L 7777:127.0.0.1:7777 HOST.
 
 Exit status: 0 stopped (Ctrl-C), 1 the address is taken, 2 bad flags or DIR has
 no .stratus/ (stratus install first; an installed DIR with no run yet starts
@@ -65,7 +72,8 @@ empty).`,
 		},
 	}
 	cmd.Flags().StringVar(&o.Dir, "dir", ".", "work directory holding .stratus/ (embedded runs)")
-	cmd.Flags().StringVar(&o.Addr, "addr", DefaultUIAddr, "host:port to listen on")
+	cmd.Flags().StringVar(&o.Addr, "addr", DefaultUIAddr, "host:port to listen on (loopback, unless --remote)")
+	cmd.Flags().BoolVar(&o.Remote, "remote", false, "allow a non-loopback --addr; the viewer is then read-only (no gate forms)")
 	addTargetFlags(cmd, &o.Target, &o.AWS)
 	return cmd
 }
@@ -73,6 +81,10 @@ empty).`,
 func runUI(ctx context.Context, o *UIOptions) error {
 	if _, _, err := net.SplitHostPort(o.Addr); err != nil {
 		return usageError{fmt.Errorf("--addr %q: want host:port such as %s", o.Addr, DefaultUIAddr)}
+	}
+	if !webui.Loopback(o.Addr) && !o.Remote {
+		return usageError{fmt.Errorf("--addr %q is not a loopback address: anyone who can reach it would read every run and answer its gates; "+
+			"give --remote to serve it read-only, or keep the default and tunnel (ssh -L 7777:127.0.0.1:7777 HOST)", o.Addr)}
 	}
 	var src webui.Source
 	if o.Target == TargetAWS {
@@ -104,6 +116,9 @@ func runUI(ctx context.Context, o *UIOptions) error {
 				return orchestrator.Reply(ctx, dir, runID, node, r, runProcessAlive)
 			}}
 	}
+	if !webui.Loopback(o.Addr) {
+		src.Reply = nil // read-only: no gate forms for whoever reaches it
+	}
 	h, err := webui.New(src)
 	if err != nil {
 		return err
@@ -115,7 +130,10 @@ func runUI(ctx context.Context, o *UIOptions) error {
 	h.AllowHosts(ln.Addr().String())
 	srv := httpapi.NewServer(h)
 	srv.WriteTimeout = 0 // event streams stay open
-	fmt.Fprintf(o.IO.Err, "stratus: run viewer at http://%s (%s); Ctrl-C stops it\n", ln.Addr(), src.Target)
+	fmt.Fprintf(o.IO.Err, "stratus: run viewer at %s (%s); Ctrl-C stops it\n", viewerURL(ln.Addr().String()), src.Target)
+	if !webui.Loopback(o.Addr) {
+		fmt.Fprintf(o.IO.Err, "stratus: warning: listening on %s, not loopback: anyone who can reach it reads every run's prompts and outputs; it answers no gate\n", ln.Addr())
+	}
 	if o.ready != nil {
 		o.ready(ln.Addr().String())
 	}
@@ -133,4 +151,17 @@ func runUI(ctx context.Context, o *UIOptions) error {
 		}
 		return err
 	}
+}
+
+// viewerURL is the URL to open for a viewer listening on addr: an
+// unspecified host (0.0.0.0, [::]) is reached as localhost from here.
+func viewerURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }

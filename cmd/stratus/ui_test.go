@@ -240,3 +240,42 @@ func TestUI_ChromiumRendersTheDemoRun(t *testing.T) {
 	}
 	t.Logf("screenshot: %s", shot)
 }
+
+// A non-loopback --addr needs --remote, and the viewer is then read-only:
+// whoever reaches it reads runs but answers no gate (newcomer, issue 15).
+func TestUI_RemoteIsExplicitAndReadOnly(t *testing.T) {
+	t.Parallel()
+	dir, runID := demoRun(t)
+	if r := runCLI(t, "ui", "--dir", dir, "--addr", "0.0.0.0:0"); r.code != ExitUsage || !strings.Contains(r.stderr, "--remote") {
+		t.Errorf("ui --addr 0.0.0.0:0: exit %d %q; want %d naming --remote", r.code, r.stderr, ExitUsage)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	addr, done := make(chan string, 1), make(chan error, 1)
+	var stderr syncBuffer
+	o := &UIOptions{IO: IO{In: strings.NewReader(""), Out: io.Discard, Err: &stderr}, Dir: dir, Addr: "0.0.0.0:0", Remote: true, ready: func(a string) { addr <- a }}
+	go func() { done <- runUI(ctx, o) }()
+	defer func() { cancel(); <-done }()
+	var base string
+	select {
+	case a := <-addr:
+		base = "http://127.0.0.1" + a[strings.LastIndex(a, ":"):]
+	case err := <-done:
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr.String(), "http://localhost:") || !strings.Contains(stderr.String(), "warning: listening on") {
+		t.Errorf("stderr %q: want a URL one can open and a warning", stderr.String())
+	}
+	req, _ := http.NewRequest("GET", base+"/runs/"+runID, nil)
+	req.Host = "stratus.example:7777" // any name: it was asked to be reachable
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET the run page: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	post, _ := http.NewRequest("POST", base+"/runs/"+runID+"/nodes/review/hitl", strings.NewReader("action=approve"))
+	post.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	post.Header.Set("Origin", base)
+	if resp, err := http.DefaultClient.Do(post); err != nil || resp.StatusCode < 400 || resp.StatusCode >= 500 {
+		t.Errorf("a gate reply through a remote viewer: %v %v; want a 4xx refusal", resp, err)
+	}
+}

@@ -117,15 +117,27 @@ func New(src Source) (*Server, error) {
 	return s, nil
 }
 
+// Loopback reports whether addr (host:port) names a loopback address
+// (localhost, 127.0.0.0/8, ::1): one only this machine reaches.
+func Loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
+}
+
 // AllowHosts limits the Host a request may name to the viewer's own
 // listen address: for a loopback one, localhost, 127.0.0.1 and [::1] at
-// its port. A viewer bound elsewhere (--addr 0.0.0.0:P) takes any Host.
+// its port. A viewer bound elsewhere (`stratus ui --remote`, read-only)
+// takes any Host.
 func (s *Server) AllowHosts(listen string) {
-	host, port, err := net.SplitHostPort(listen)
+	_, port, err := net.SplitHostPort(listen)
 	if err != nil {
 		return
 	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+	if !Loopback(listen) {
 		s.hosts = nil
 		return
 	}
