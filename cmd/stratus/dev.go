@@ -38,7 +38,7 @@ func newDevCmd(io IO) *cobra.Command {
 		Use:   "dev",
 		Short: "Local stand-ins for development: dev aws",
 		Args:  cobra.ArbitraryArgs,
-		RunE:  func(_ *cobra.Command, args []string) error { return subcommandMissing("dev", args) },
+		RunE:  func(c *cobra.Command, args []string) error { return subcommandMissing(c, args) },
 	}
 	o := &DevAWSOptions{IO: io}
 	aws := &cobra.Command{

@@ -19,7 +19,7 @@ func newEngineCmd(io IO) *cobra.Command {
 		Use:   "engine",
 		Short: "Bundled child-contract v1 engines",
 		Args:  cobra.ArbitraryArgs,
-		RunE:  func(_ *cobra.Command, args []string) error { return subcommandMissing("engine", args) },
+		RunE:  func(c *cobra.Command, args []string) error { return subcommandMissing(c, args) },
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "echo [-- IGNORED…]",

@@ -125,3 +125,27 @@ printf '{"subrun_report": "ok"}\n'
 		}
 	}
 }
+
+// logs prints an engine's control bytes escaped (newcomer, issue 15): a
+// colour code or a carriage return in a runner log does not reach the
+// terminal as itself.
+func TestLogs_ControlBytesEscaped(t *testing.T) {
+	if got, want := visible("\x1b[31mred\x1b[0m\rover\tok\u0085é"), `\x1b[31mred\x1b[0m\x0dover`+"\tok"+`\x85é`; got != want {
+		t.Errorf("visible = %q, want %q", got, want)
+	}
+}
+
+// An unknown command lists every command there is (newcomer, issue 15:
+// the list was written by hand and had lost ui, graph, logs, pull).
+func TestUnknownCommand_ListsEveryCommand(t *testing.T) {
+	t.Parallel()
+	r := runCLI(t, "version")
+	for _, want := range []string{"stratus --version", "ui", "graph", "logs", "pull", "contract", "approve"} {
+		if r.code != ExitUsage || !strings.Contains(r.stderr, want) {
+			t.Errorf("stratus version: exit %d %q; want %d and %q", r.code, r.stderr, ExitUsage, want)
+		}
+	}
+	if r := runCLI(t, "statsu"); !strings.Contains(r.stderr, "did you mean status?") {
+		t.Errorf("stratus statsu: %q", r.stderr)
+	}
+}

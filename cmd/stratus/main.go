@@ -81,7 +81,7 @@ func newRootCmd(io IO) *cobra.Command {
 	root.SetErr(io.Err)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	root.Args = cobra.ArbitraryArgs
-	root.RunE = func(_ *cobra.Command, args []string) error { return subcommandMissing("", args) }
+	root.RunE = func(c *cobra.Command, args []string) error { return subcommandMissing(c, args) }
 	root.AddCommand(
 		newInstallCmd(io),
 		newRunCmd(io),
@@ -111,18 +111,29 @@ func newRootCmd(io IO) *cobra.Command {
 type usageError struct{ error }
 
 // subcommandMissing is the error of a command group run without a known
-// subcommand: a usage error (exit 2) that lists the subcommands.
-func subcommandMissing(group string, args []string) error {
-	names := map[string]string{
-		"engine": "echo, script",
-		"dev":    "aws",
-		"worker": "prompt, artifact, submit, result, degradation, stats",
-		"":       "install, validate, doctor, compile, run, resume, status, runs, cancel, dev, approve, reject, answer, runner, engine, worker",
-	}[group]
-	if len(args) > 0 {
-		return usageError{fmt.Errorf("unknown command %q; commands: %s (see --help)", args[0], names)}
+// subcommand: a usage error (exit 2) that lists the group's subcommands,
+// as cobra knows them (so the list cannot drift from the commands).
+func subcommandMissing(group *cobra.Command, args []string) error {
+	var names []string
+	for _, c := range group.Commands() {
+		if c.IsAvailableCommand() {
+			names = append(names, c.Name())
+		}
 	}
-	return usageError{fmt.Errorf("name a command: %s (see --help)", names)}
+	list := strings.Join(names, ", ")
+	if len(args) > 0 {
+		hint := ""
+		if group.SuggestionsMinimumDistance <= 0 {
+			group.SuggestionsMinimumDistance = 2 // cobra's own default, set where it finds commands
+		}
+		if s := group.SuggestionsFor(args[0]); len(s) > 0 {
+			hint = "; did you mean " + strings.Join(s, " or ") + "?"
+		} else if args[0] == "version" && !group.HasParent() {
+			hint = "; the version is stratus --version"
+		}
+		return usageError{fmt.Errorf("unknown command %q%s; commands: %s (see --help)", args[0], hint, list)}
+	}
+	return usageError{fmt.Errorf("name a command: %s (see --help)", list)}
 }
 
 // cobraUsage recognises the argument errors cobra returns itself.

@@ -70,7 +70,7 @@ JSON answers are printed on stdout. Exit status: 0 done, 1 the API refused
 or could not be reached (the server's message on stderr), 2 bad flags,
 arguments, input files or environment.`,
 		Args: cobra.ArbitraryArgs,
-		RunE: func(_ *cobra.Command, args []string) error { return subcommandMissing("worker", args) },
+		RunE: func(c *cobra.Command, args []string) error { return subcommandMissing(c, args) },
 	}
 	cmd.AddCommand(newWorkerPromptCmd(io), newWorkerArtifactCmd(io), newWorkerSubmitCmd(io),
 		newWorkerResultCmd(io), newWorkerDegradationCmd(io), newWorkerStatsCmd(io))
