@@ -75,7 +75,7 @@ func runDetached(o *RunOptions) error {
 			// that ended this fast still printed its result to the log.
 			b, _ := os.ReadFile(logPath)
 			if recorded(dir, runID) {
-				return printDetached(o.IO, o.JSON, runID, "")
+				return printDetached(o.IO, o.JSON, runID, orchestrator.DirFlag(dir))
 			}
 			code := ExitFailed
 			if ee, ok := err.(*exec.ExitError); ok {
@@ -85,7 +85,7 @@ func runDetached(o *RunOptions) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 		if recorded(dir, runID) {
-			return printDetached(o.IO, o.JSON, runID, "")
+			return printDetached(o.IO, o.JSON, runID, orchestrator.DirFlag(dir))
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("the run's process (pid %d) has not recorded run %s within %s; see %s", cmd.Process.Pid, runID, DetachWait, logPath)

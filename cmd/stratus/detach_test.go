@@ -49,7 +49,9 @@ func detach(t *testing.T, dir, task string) string {
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || out.RunID == "" {
 		t.Fatalf("run --detach --json printed %q: %v", r.stdout, err)
 	}
-	if !strings.Contains(r.stderr, "stratus status "+out.RunID+" --follow") {
+	// Run from elsewhere than dir, the printed commands carry --dir dir
+	// (newcomer, issue 15), or they would look in the wrong place.
+	if !strings.Contains(r.stderr, "stratus status "+out.RunID+" --dir "+dir+" --follow") {
 		t.Errorf("run --detach does not say how to follow the run:\n%s", r.stderr)
 	}
 	t.Cleanup(func() { runCLI(t, "cancel", out.RunID, "--dir", dir) })

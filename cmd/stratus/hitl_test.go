@@ -68,7 +68,9 @@ func startRun(t *testing.T, dir, task string) *background {
 	return b
 }
 
-var waitLine = regexp.MustCompile(`^stratus: wait\s+(\S+)\s+node=(\S+) .*reply with: stratus \w+ (\S+) `)
+// waitLine is a run's wait line; started elsewhere than its work dir (as
+// startRun does), its reply commands carry --dir (newcomer, issue 15).
+var waitLine = regexp.MustCompile(`^stratus: wait\s+(\S+)\s+node=(\S+) .*reply with: stratus \w+ (\S+) \S+ --dir /`)
 
 // waiting blocks until the run says a step waits for a human; it returns
 // the run id and the step ref.

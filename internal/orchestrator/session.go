@@ -121,6 +121,7 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 		// Embedded, the inline limit is the upload limit (worker/upload.go).
 		MaxUploadBytes: env.Config.Worker.MaxBodyBytes,
 		LocalLogs:      filepath.Join(s.state, "logs"),
+		ReplyFlags:     DirFlag(s.dir),
 	}
 	// Observation turns go through a queue as on AWS (issue 14 § 10), here
 	// one of this process, handled as the dispatch function would.

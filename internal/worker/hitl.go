@@ -178,19 +178,22 @@ func (s *Service) dispatchHITL(ctx context.Context, run stratus.Run, env *RunEnv
 		return err
 	}
 	s.emit(Event{Type: EventStepWaiting, RunID: run.ID, Node: step.Node, StepRef: step.StepRef, Outcome: v.Signal,
-		Reason: waitingReason(run.ID, node.ID, v)})
+		Reason: waitingReason(run.ID, node.ID, s.ReplyFlags, v)})
 	tid := step.TID
 	time.AfterFunc(time.Duration(timeout)*time.Second, func() { s.hitlExpired(tid, timeout) })
 	return nil
 }
 
 // waitingReason is the request and the commands that answer it.
-func waitingReason(runID, node string, v HITLValue) string {
+func waitingReason(runID, node, flags string, v HITLValue) string {
 	var how string
+	if flags != "" {
+		flags = " " + flags
+	}
 	if v.Signal == SignalQuestion {
-		how = fmt.Sprintf("stratus answer %s %s TEXT", runID, node)
+		how = fmt.Sprintf("stratus answer %s %s%s TEXT", runID, node, flags)
 	} else {
-		how = fmt.Sprintf("stratus approve %s %s | stratus reject %s %s --reason TEXT", runID, node, runID, node)
+		how = fmt.Sprintf("stratus approve %s %s%s | stratus reject %s %s%s --reason TEXT", runID, node, flags, runID, node, flags)
 	}
 	return fmt.Sprintf("%s: %s — reply with: %s (before %s)", v.Signal, oneLine(v.Request, 300), how, v.Deadline.Format(time.RFC3339))
 }

@@ -111,6 +111,10 @@ type Service struct {
 	// DefaultMaxUploadBytes); see upload.go for the limits of each runtime.
 	MaxUploadBytes int64
 	Now            func() time.Time
+	// ReplyFlags are the flags the reply commands a waiting gate prints
+	// need to reach the run from the operator's shell ("--dir DIR" when
+	// the work dir is not its working directory); "" none.
+	ReplyFlags string
 	// LocalLogs, when set, is the directory (absolute) under which runner logs
 	// are written in embedded mode: <LocalLogs>/<task_id>/stages/<node>/run-NNNNNN/runner.log.
 	LocalLogs string
