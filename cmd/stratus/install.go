@@ -15,6 +15,8 @@ import (
 	"github.com/stratusflow/stratus/internal/builtin"
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/engine"
+	"github.com/stratusflow/stratus/internal/english"
+	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/orchestrator"
 	"github.com/stratusflow/stratus/internal/worcimport"
 )
@@ -56,7 +58,10 @@ moving flows/ and tools/ aside to flows.bak-<UTC> and tools.bak-<UTC>; the
 newest three snapshots of each are kept (a directory named otherwise is never
 removed). config.yaml is kept.`,
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
+		RunE: func(c *cobra.Command, _ []string) error {
+			if c.Flags().Changed("from-worc") && o.FromWorc == "" {
+				return usageError{fmt.Errorf(`--from-worc "": want the path of a worc home (PATH/.worc, holding config.yaml and flows/)`)}
+			}
 			if o.FromWorc != "" && o.Reconfigure {
 				return usageError{fmt.Errorf("--from-worc and --reconfigure are exclusive; give one")}
 			}
@@ -216,6 +221,25 @@ func runInstallFromWorc(o *InstallOptions) error {
 		return err
 	}
 	fmt.Fprintf(o.IO.Out, "installed into %s from %s: config.yaml (primary %s)\n%s", state, o.FromWorc, res.Config.Agents.Primary, res.Summary())
+	// An imported flow that will not run is said now, not at its first run.
+	flowsDir := filepath.Join(state, orchestrator.FlowsDir)
+	opt := flow.ValidateOptions{RoleFileRoot: flowsDir, Config: res.Config, ToolsDir: filepath.Join(state, orchestrator.ToolsDir)}
+	for _, name := range res.Names {
+		f, err := flow.Load(flowsDir, name)
+		fatal := 0
+		if err != nil {
+			fatal = 1
+		} else {
+			for _, p := range flow.Validate(f, opt) {
+				if p.Fatal {
+					fatal++
+				}
+			}
+		}
+		if fatal > 0 {
+			fmt.Fprintf(o.IO.Err, "stratus: warning: imported flow %s does not validate (%s); `stratus validate %s --dir %s` lists each problem\n", name, english.Plural(fatal, "problem"), name, o.Dir)
+		}
+	}
 	return nil
 }
 

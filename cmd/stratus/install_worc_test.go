@@ -91,7 +91,7 @@ func TestInstall_FromWorc(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("install --from-worc: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	for _, want := range []string{"config.yaml (primary claude)", "imported 2 flows (implementation, notes), 1 tool files",
+	for _, want := range []string{"config.yaml (primary claude)", "imported 2 flows (implementation, notes), 1 tool file;",
 		"flow implementation replaces the built-in of that name",
 		"not imported: repo — Stratus runs in the work dir it is given",
 		"not imported: agents.max_stage_attempts —", "not imported: agents.providers.claude.permission_profile —",
@@ -133,6 +133,15 @@ func TestInstall_FromWorc(t *testing.T) {
 	}
 	if bad := runCLI(t, "install", "--dir", t.TempDir(), "--from-worc", t.TempDir()); bad.code != ExitUsage || !strings.Contains(bad.stderr, "holds neither config.yaml nor flows/") {
 		t.Errorf("a directory that is no worc home: exit %d %s", bad.code, bad.stderr)
+	}
+	// Newcomer, issue 15: an empty path is no silent plain install, and a
+	// flow that will not run is said at import.
+	if bad := runCLI(t, "install", "--dir", t.TempDir(), "--from-worc", ""); bad.code != ExitUsage || !strings.Contains(bad.stderr, "worc home") {
+		t.Errorf(`--from-worc "": exit %d %s`, bad.code, bad.stderr)
+	}
+	writeTestFile(t, filepath.Join(home, "flows/broken.yaml"), "flow:\n  name: broken\n  task_type: broken\n  nodes: [\n")
+	if r := runCLI(t, "install", "--dir", t.TempDir(), "--from-worc", home); r.code != 0 || !strings.Contains(r.stderr, "imported flow broken does not validate (1 problem); `stratus validate broken") {
+		t.Errorf("a broken worc flow: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
 

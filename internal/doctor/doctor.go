@@ -29,6 +29,7 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/config"
+	"github.com/stratusflow/stratus/internal/english"
 	"github.com/stratusflow/stratus/internal/flow"
 )
 
@@ -179,7 +180,7 @@ func providers(ctx context.Context, o Options, cfg *config.Config, flows []*flow
 				}
 			}
 			if nodes > 0 {
-				users[name] = append(users[name], fmt.Sprintf("flow %s (%s)", f.TaskType, plural(nodes, "node")))
+				users[name] = append(users[name], fmt.Sprintf("flow %s (%s)", f.TaskType, english.Plural(nodes, "node")))
 			}
 		}
 	}
@@ -573,13 +574,6 @@ func oneLine(s string) string {
 		}
 	}
 	return strings.Join(parts, "; ")
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

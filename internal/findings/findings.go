@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/english"
 )
 
 // Severities from least to most severe (reference.md § evaluator node).
@@ -133,14 +134,7 @@ func Outcome(value []byte, gate string) (outcome, reason string, fs []Finding) {
 	}
 	n := Mark(fs, gate)
 	if n > 0 {
-		return "rework", fmt.Sprintf("%d of %s at or above %s", n, plural(len(fs), "finding"), gate), fs
+		return "rework", fmt.Sprintf("%d of %s at or above %s", n, english.Plural(len(fs), "finding"), gate), fs
 	}
-	return "accept", fmt.Sprintf("%s, none at or above %s", plural(len(fs), "finding"), gate), fs
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return fmt.Sprintf("%d %ss", n, word)
+	return "accept", fmt.Sprintf("%s, none at or above %s", english.Plural(len(fs), "finding"), gate), fs
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/stratusflow/stratus/internal/english"
 )
 
 // ChangedPath is one path of a snapshot.
@@ -213,7 +215,7 @@ func (snap *Snapshot) Overview(diffPath string) []byte {
 		}
 	}
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "Change overview: %s, +%d -%d lines, against base %s\n", plural(len(snap.Paths), "path"), added, deleted, snap.Base)
+	fmt.Fprintf(&b, "Change overview: %s, +%d -%d lines, against base %s\n", english.Plural(len(snap.Paths), "path"), added, deleted, snap.Base)
 	fmt.Fprintf(&b, "Full diff: %s (%d bytes)\n\n", diffPath, len(snap.Diff))
 	for i, p := range snap.Paths {
 		if i == MaxOverviewPaths {
@@ -238,11 +240,4 @@ func morePaths(n int) string {
 		return "1 more path"
 	}
 	return fmt.Sprintf("%d more paths", n)
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return fmt.Sprintf("%d %ss", n, word)
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/stratusflow/stratus/internal/english"
 )
 
 // Outcomes of a checks or tool node that route (reference.md § Edges:
@@ -122,7 +124,7 @@ func ChecksVerdict(r *ChecksResult) Verdict {
 	if len(failed) > 0 {
 		return Verdict{Outcome: Fail, Reason: fmt.Sprintf("%d of %d checks failed: %s%s", len(failed), len(r.Runs), strings.Join(failed, ", "), suffix)}
 	}
-	return Verdict{Outcome: Pass, Reason: fmt.Sprintf("%s passed%s", plural(len(r.Runs)-len(skipped), "check"), suffix)}
+	return Verdict{Outcome: Pass, Reason: fmt.Sprintf("%s passed%s", english.Plural(len(r.Runs)-len(skipped), "check"), suffix)}
 }
 
 func citationName(c CitationEntry) string {
@@ -240,13 +242,6 @@ func ToolOutcome(r *ToolResult) ToolVerdict {
 // ToolVerdict.Digest ("" when it was anything but such a fail).
 func RepeatedFail(prevDigest string, cur ToolVerdict) bool {
 	return cur.Digest != "" && cur.Digest == prevDigest
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return fmt.Sprintf("%d %ss", n, word)
 }
 
 func validOutcome(s string) bool {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/english"
 	"github.com/stratusflow/stratus/internal/findings"
 	"github.com/stratusflow/stratus/internal/flow"
 )
@@ -111,7 +112,7 @@ func (f *Facts) changes(b *bytes.Buffer) {
 			code, name, _ := strings.Cut(p, " ")
 			fmt.Fprintf(b, "- `%s` %s\n", name, code)
 		}
-		fmt.Fprintf(b, "\n%s changed (git status of the work dir); the change itself is its diff, not inlined here", plural(len(f.Changes.Paths), "path"))
+		fmt.Fprintf(b, "\n%s changed (git status of the work dir); the change itself is its diff, not inlined here", english.Plural(len(f.Changes.Paths), "path"))
 		if f.Changes.DiffPath != "" {
 			fmt.Fprintf(b, ": `%s`", f.Changes.DiffPath)
 		}
@@ -292,7 +293,7 @@ func (f *Facts) debt(b *bytes.Buffer) {
 		case l.Step.Kind == flow.KindEvaluator && latest[l.Step.Node] == i && l.AcceptedOpen():
 			n++
 			fmt.Fprintf(b, "- %s accepted with %s at or above %s still open: its rework budget (max_rework_per_stage %d) was spent.\n",
-				l.Step.StepRef, plural(l.GatingCount(), "finding"), l.Gate, l.MaxRework)
+				l.Step.StepRef, english.Plural(l.GatingCount(), "finding"), l.Gate, l.MaxRework)
 		case l.BestEffort && l.Step.Status == stratus.StepFailed:
 			n++
 			fmt.Fprintf(b, "- %s (best effort) failed and the run went on without it", l.Step.StepRef)
@@ -391,9 +392,9 @@ func (f *Facts) cost(b *bytes.Buffer, s Summary) {
 		return
 	}
 	if u.CostUSD != nil {
-		fmt.Fprintf(b, "$%.2f over %s", *u.CostUSD, plural(u.Calls, "provider call"))
+		fmt.Fprintf(b, "$%.2f over %s", *u.CostUSD, english.Plural(u.Calls, "provider call"))
 	} else {
-		fmt.Fprintf(b, "No recorded cost over %s", plural(u.Calls, "provider call"))
+		fmt.Fprintf(b, "No recorded cost over %s", english.Plural(u.Calls, "provider call"))
 	}
 	fmt.Fprintf(b, " (%s input tokens, %s output tokens).", tokens(u.InputTokens), tokens(u.OutputTokens))
 	for p := range u.ByProvider {
@@ -407,10 +408,10 @@ func (f *Facts) cost(b *bytes.Buffer, s Summary) {
 		if name == "" {
 			name = "unknown provider"
 		}
-		fmt.Fprintf(b, " %s cost not accounted (%s, %s input tokens).", capitalize(name), plural(c.Attempts, "attempt"), tokens(c.InputTokens))
+		fmt.Fprintf(b, " %s cost not accounted (%s, %s input tokens).", capitalize(name), english.Plural(c.Attempts, "attempt"), tokens(c.InputTokens))
 	}
 	if s.SupervisorUsage != nil {
-		fmt.Fprintf(b, " The supervisor layer made %s of them.", plural(s.SupervisorUsage.Calls, "call"))
+		fmt.Fprintf(b, " The supervisor layer made %s of them.", english.Plural(s.SupervisorUsage.Calls, "call"))
 	}
 	// issue 11 § 7: the caps the run ran under; a cost cap cannot see the
 	// calls whose cost is unknown, and says so.
@@ -438,13 +439,6 @@ func countList(counts map[string]int, order []string) string {
 		}
 	}
 	return strings.Join(parts, ", ")
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return fmt.Sprintf("%d %ss", n, word)
 }
 
 func capitalize(s string) string {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/config"
+	"github.com/stratusflow/stratus/internal/english"
 	"github.com/stratusflow/stratus/internal/yamlast"
 )
 
@@ -145,6 +146,7 @@ func readTree(root string) ([]File, error) {
 // unmapped explains every worc config key Stratus has no use for.
 var unmapped = map[string]string{
 	"schema_version":                    "worc's config format version; Stratus's config has its own",
+	"agents.primary":                    "not a worc key (worc marks its primary with agents.providers.<name>.primary: true, which is imported); set Stratus's agents.primary, or give install --primary",
 	"repo":                              "Stratus runs in the work dir it is given (--dir); it clones nothing",
 	"paths":                             "Stratus takes a task file per run (stratus run TASK.md); there is no task queue directory",
 	"orchestrator":                      "worc's queue and watch loop; a Stratus run is one task, started by stratus run",
@@ -407,7 +409,11 @@ func firstLine(s string) string {
 // Summary says what the import did, one line per fact, for the CLI.
 func (r *Result) Summary() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "imported %d flows (%s), %d tool files; config keys taken: %d\n", len(r.Names), strings.Join(r.Names, ", "), len(r.Tools), len(r.Mapped))
+	names := ""
+	if len(r.Names) > 0 {
+		names = " (" + strings.Join(r.Names, ", ") + ")"
+	}
+	fmt.Fprintf(&b, "imported %s%s, %s; config keys taken: %d\n", english.Plural(len(r.Names), "flow"), names, english.Plural(len(r.Tools), "tool file"), len(r.Mapped))
 	for _, n := range r.Replaced {
 		fmt.Fprintf(&b, "  flow %s replaces the built-in of that name (worc's rule: an operator flow wins)\n", n)
 	}

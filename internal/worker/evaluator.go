@@ -6,16 +6,10 @@ import (
 	"fmt"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/english"
 	"github.com/stratusflow/stratus/internal/findings"
 	"github.com/stratusflow/stratus/internal/flow"
 )
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return fmt.Sprintf("%d %ss", n, word)
-}
 
 // EvaluatorPolicy is an evaluator node's gate after flow.defaults.evaluator
 // fills the fields it omits (worc reference.md § defaults.evaluator, §
@@ -94,7 +88,7 @@ func (s *Service) evaluate(ctx context.Context, env *RunEnv, step stratus.Step, 
 	if spent >= p.MaxRework {
 		ev.Outcome, ev.Exhausted = "accept", true
 		ev.Reason = fmt.Sprintf("accept (rework budget exhausted): %s still open after %s (max_rework_per_stage %d)",
-			reason, plural(spent, "rework"), p.MaxRework)
+			reason, english.Plural(spent, "rework"), p.MaxRework)
 	}
 	return ev, nil
 }
@@ -126,5 +120,5 @@ func (s *Service) reworksSpent(ctx context.Context, step stratus.Step, subtask i
 // warning, so the operator knows the stage moved on and may need follow-up).
 func exhaustedWarning(stepRef string, ev evaluation) string {
 	return fmt.Sprintf("%s: accept (rework budget exhausted): %s at or above %s still open; they are listed as open follow-ups",
-		stepRef, plural(ev.Open, "finding"), ev.Gate)
+		stepRef, english.Plural(ev.Open, "finding"), ev.Gate)
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/english"
 	"github.com/stratusflow/stratus/internal/flow"
 )
 
@@ -192,7 +193,7 @@ func planSubtasks(env *RunEnv, dir string, obj map[string]json.RawMessage, out *
 		}
 	}
 	if len(specs) < 2 {
-		out.warnings = append(out.warnings, fmt.Sprintf("planning proposed a decomposition into %s; a split needs at least 2, so the task runs as one unit", plural(len(specs), "subtask")))
+		out.warnings = append(out.warnings, fmt.Sprintf("planning proposed a decomposition into %s; a split needs at least 2, so the task runs as one unit", english.Plural(len(specs), "subtask")))
 		return nil
 	}
 	for i, sp := range specs {
