@@ -33,12 +33,20 @@ type Error struct {
 	Message string
 	Field   string
 }
-
+// Error is "field: message", or the message alone when there is no field
+// or the message already opens with it ("node gate is not waiting"; it
+// would read "node: node gate …").
 func (e *Error) Error() string {
-	if e.Field != "" {
+	if e.Field != "" && !opensWith(e.Message, e.Field) {
 		return fmt.Sprintf("%s: %s", e.Field, e.Message)
 	}
 	return e.Message
+}
+
+// opensWith reports whether msg's first word is field.
+func opensWith(msg, field string) bool {
+	rest, ok := strings.CutPrefix(msg, field)
+	return ok && (rest == "" || strings.ContainsRune(" :=\"'", rune(rest[0])))
 }
 
 // Errorf returns an *Error with the given code and formatted message.

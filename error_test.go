@@ -31,3 +31,18 @@ func TestStorageFull(t *testing.T) {
 		}
 	}
 }
+
+// A field is not said twice (newcomer, issue 15: "provider: provider …").
+func TestError_FieldNotRepeated(t *testing.T) {
+	for _, c := range []struct{ field, msg, want string }{
+		{"node", `node gate is not waiting`, `node gate is not waiting`},
+		{"provider", `provider "x" is not allowed`, `provider "x" is not allowed`},
+		{"node", `run r has no step of node "x"`, `node: run r has no step of node "x"`},
+		{"nodes", `node gate`, `nodes: node gate`},
+		{"", `plain`, `plain`},
+	} {
+		if got := FieldErrorf(EINVALID, c.field, "%s", c.msg).Error(); got != c.want {
+			t.Errorf("Error() = %q, want %q", got, c.want)
+		}
+	}
+}

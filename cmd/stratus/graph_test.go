@@ -48,7 +48,7 @@ func TestLogs_TailPerStep(t *testing.T) {
 	dir, runID := demoRun(t)
 	r := runCLI(t, "logs", runID, "review", "--dir", dir, "--lines", "1")
 	if r.code != 0 || strings.Count(r.stdout, "== review#") != 2 || !strings.Contains(r.stdout, "== review#1 attempt 1 Captured — 1 of 2 findings at or above high\n") ||
-		!strings.Contains(r.stdout, "lines before (.stratus/logs/demo-greeting/stages/review/run-000001/runner.log)") || !strings.Contains(r.stdout, "runner: terminal Captured") {
+		!strings.Contains(r.stdout, "1 line before (.stratus/logs/demo-greeting/stages/review/run-000001/runner.log)") || !strings.Contains(r.stdout, "runner: the engine ended ") || !strings.Contains(r.stdout, " terminal=Captured ") {
 		t.Errorf("logs RUN review: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	// The file itself holds the runner's JSON records (issue 15 § 5), each

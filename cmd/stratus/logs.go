@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/english"
 	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/orchestrator"
 	"github.com/stratusflow/stratus/internal/report"
@@ -110,7 +111,7 @@ func runLogs(ctx context.Context, o *LogsOptions) error {
 		}
 		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 		if len(lines) > o.Lines {
-			fmt.Fprintf(o.IO.Out, "   … %d lines before (%s)\n", len(lines)-o.Lines, key)
+			fmt.Fprintf(o.IO.Out, "   … %s before (%s)\n", english.Plural(len(lines)-o.Lines, "line"), key)
 			lines = lines[len(lines)-o.Lines:]
 		}
 		for _, l := range lines {

@@ -106,7 +106,7 @@ func TestUI_DemoRunWithoutJavaScript(t *testing.T) {
 		!strings.Contains(body, "<h2>Prompt</h2>") || !strings.Contains(body, "<h3>review.md (final)</h3>") || !strings.Contains(body, "&#34;severity&#34;: &#34;high&#34;") {
 		t.Errorf("review#1's page: %d\n%s", code, body)
 	}
-	if code, body, _ := get(t, base+"/runs/"+runID+"/steps/planning/1"); code != 200 || !strings.Contains(body, "<h3>plan.md</h3>") || !strings.Contains(body, "runner: terminal Captured") ||
+	if code, body, _ := get(t, base+"/runs/"+runID+"/steps/planning/1"); code != 200 || !strings.Contains(body, "<h3>plan.md</h3>") || !strings.Contains(body, "runner: the engine ended ") ||
 		!strings.Contains(body, "<h3>planning.md (final)</h3>") {
 		t.Errorf("planning#1's page: %d\n%s", code, body)
 	}

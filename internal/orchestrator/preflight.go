@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/doctor"
 	"github.com/stratusflow/stratus/internal/flow"
@@ -42,7 +43,7 @@ func Preflight(fl *flow.Flow, cfg *config.Config, tk *task.Task) []flow.Problem 
 		if n.Provider != "" && cfg != nil {
 			if _, _, err := cfg.Provider(n.Provider); err != nil {
 				p := at(n, "provider")
-				p.Message = fmt.Sprintf("node %s: %v", n.ID, err)
+				p.Message = fmt.Sprintf("node %s: %s", n.ID, stratus.ErrorMessage(err))
 				probs = append(probs, p)
 			}
 		}
@@ -66,7 +67,7 @@ func Preflight(fl *flow.Flow, cfg *config.Config, tk *task.Task) []flow.Problem 
 		if p, ok := o["provider"].(string); ok && p != "" && cfg != nil {
 			if _, _, err := cfg.Provider(p); err != nil {
 				probs = append(probs, flow.Problem{File: tk.Path, Path: "nodes." + id + ".provider", Fatal: true,
-					Message: fmt.Sprintf("nodes.%s.provider: %v", id, err)})
+					Message: fmt.Sprintf("nodes.%s.provider: %s", id, stratus.ErrorMessage(err))})
 			}
 		}
 	}

@@ -175,7 +175,7 @@ func Run(ctx context.Context, o Options) error {
 	if err := c.Stats(ctx, final); err != nil {
 		o.Log.Warn("stats: " + err.Error())
 	}
-	o.Log.Info("terminal "+string(res.Terminal), "terminal", string(res.Terminal), "steps", res.Attempt.Steps,
+	o.Log.Info("the engine ended", "terminal", string(res.Terminal), "steps", res.Attempt.Steps,
 		"prompt_tokens", res.Attempt.PromptTokens, "completion_tokens", res.Attempt.CompletionTokens,
 		"wall_ms", res.Attempt.WallMS, "runner_peak_rss_kib", peakRSSKiB())
 	if res.Attempt.DroppedLines > 0 {

@@ -142,7 +142,7 @@ func Parse(path string, data []byte) (*Task, error) {
 		}
 		var ok bool
 		if m, ok = v.(map[string]any); !ok && v != nil {
-			return nil, stratus.Errorf(stratus.EINVALID, "%s: front matter must be a YAML mapping of keys (id, title, ...), got %T", path, v)
+			return nil, stratus.Errorf(stratus.EINVALID, "%s: front matter must be a YAML mapping of keys (id, title, ...), got %s", path, yamlKind(v))
 		}
 		if m == nil {
 			m = map[string]any{}
@@ -497,4 +497,19 @@ func oneOf(allowed ...string) func(any) bool {
 		s, ok := v.(string)
 		return ok && slices.Contains(allowed, s)
 	}
+}
+
+// yamlKind names the kind of a decoded YAML value as its writer sees it.
+func yamlKind(v any) string {
+	switch v.(type) {
+	case []any:
+		return "a list"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case int, int64, uint64, float64:
+		return "a number"
+	}
+	return "a scalar"
 }

@@ -68,7 +68,7 @@ func TestParse_Rejections(t *testing.T) { // SKILL.md § Hard rules
 		{"no front matter", "# Title\n\nbody\n", "", "must start with a `---` line"},
 		{"blank line before the fence", "\n---\nid: a\ntitle: b\n---\n", "", "must start with a `---` line"},
 		{"unclosed front matter", "---\nid: a\ntitle: b\n", "", "no closing `---` line"},
-		{"front matter not a mapping", "---\n- a\n---\n", "", "must be a YAML mapping"},
+		{"front matter not a mapping", "---\n- a\n---\n", "", "must be a YAML mapping of keys (id, title, ...), got a list"},
 		{"invalid yaml", "---\nid: [\n---\n", "", "not valid YAML"},
 		{"id required", "---\ntitle: b\n---\n", "id", "requires id"},
 		{"title required", "---\nid: a\n---\n", "title", "requires title"},

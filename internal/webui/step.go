@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/english"
 	"github.com/stratusflow/stratus/internal/findings"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/fold"
@@ -109,7 +110,7 @@ func (s *Server) loadStep(ctx context.Context, runID, node, visitText string) (*
 		}
 		p.Log.Text = strings.Join(lines, "\n")
 		if len(lines) > 60 {
-			p.Log.Text = "… " + fmt.Sprint(len(lines)-60) + " lines before\n" + strings.Join(lines[len(lines)-60:], "\n")
+			p.Log.Text = "… " + english.Plural(len(lines)-60, "line") + " before\n" + strings.Join(lines[len(lines)-60:], "\n")
 		}
 	}
 	env, _ := s.src.Env(ctx, runID)
