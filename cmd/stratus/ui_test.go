@@ -113,10 +113,18 @@ func TestUI_DemoRunWithoutJavaScript(t *testing.T) {
 	if _, body, _ := get(t, base+"/runs/"+runID+"/steps/review/2"); !strings.Contains(body, `← review#1</a>`) {
 		t.Errorf("review#2's page does not link to review#1")
 	}
-	for path, want := range map[string]int{"/runs/" + runID + "/steps/review/01": 400, "/runs/" + runID + "/steps/review/+1": 400, "/runs/nope": 404, "/runs/" + runID + "/steps/review/9": 404, "/runs/" + runID + "/steps/review/x": 400, "/static/style.css": 200, "/nowhere": 404} {
+	for path, want := range map[string]int{"/runs/" + runID + "/steps/review/01": 400, "/runs/" + runID + "/steps/review/+1": 400, "/runs/nope": 404, "/runs/" + runID + "/steps/review/9": 404, "/runs/" + runID + "/steps/review/x": 400, "/static/style.css": 200, "/nowhere": 404, "/?status=bogus": 400} {
 		if code, _, _ := get(t, base+path); code != want {
 			t.Errorf("GET %s = %d; want %d", path, code, want)
 		}
+	}
+	// Newcomer, issue 15: a wrong path or filter gets the viewer's page
+	// saying what is valid, not a bare "404 page not found".
+	if _, body, _ := get(t, base+"/runs/"+runID+"/steps/planning"); !strings.Contains(body, "/runs/RUN/steps/NODE/VISIT") {
+		t.Errorf("a step path without its visit: %.300s", body)
+	}
+	if _, body, _ := get(t, base+"/?status=bogus"); !strings.Contains(body, "valid: running, waiting, done, failed, manual_action_required, interrupted") {
+		t.Errorf("an unknown status filter: %.300s", body)
 	}
 	// DNS rebinding: another site's name resolving to this loopback
 	// address gets nothing (issue 15 newcomers).

@@ -114,6 +114,10 @@ func New(src Source) (*Server, error) {
 	s.mux.HandleFunc("GET /runs/{run}/events", s.events)
 	s.mux.HandleFunc("GET /runs/{run}/steps/{node}/{visit}", s.step)
 	s.mux.HandleFunc("POST /runs/{run}/nodes/{node}/hitl", s.hitl)
+	// Any other path: the viewer's own page saying where the pages are.
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, stratus.Errorf(stratus.ENOTFOUND, "no page at %s: the viewer has / (runs), /runs/RUN and /runs/RUN/steps/NODE/VISIT", r.URL.Path))
+	})
 	return s, nil
 }
 
@@ -342,6 +346,11 @@ func (s *Server) runs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	filter := r.URL.Query().Get("status")
+	valid := []string{stratus.RunRunning, runview.StatusWaiting, stratus.RunDone, stratus.RunFailed, stratus.RunManualActionRequired, stratus.RunInterrupted}
+	if filter != "" && !slices.Contains(valid, filter) {
+		s.fail(w, stratus.FieldErrorf(stratus.EINVALID, "status", "status %q is no run status; valid: %s", filter, strings.Join(valid, ", ")))
+		return
+	}
 	counts := map[string]int{}
 	var shown []RunLine
 	for _, l := range lines {
