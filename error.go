@@ -33,6 +33,7 @@ type Error struct {
 	Message string
 	Field   string
 }
+
 // Error is "field: message", or the message alone when there is no field
 // or the message already opens with it ("node gate is not waiting"; it
 // would read "node: node gate …").

@@ -87,8 +87,12 @@ func runRuns(o *RunsOptions) error {
 	w := tabwriter.NewWriter(o.IO.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "RUN\tSTATUS\tTASK\tFLOW\tSTARTED\tDURATION\tTOKENS\tCOST")
 	for _, l := range lines {
+		// As the viewer says it: nothing priced is an unknown cost, not $0.
 		cost := fmt.Sprintf("$%.4f", l.CostUSD)
-		if l.Unpriced > 0 {
+		switch {
+		case l.Unpriced > 0 && l.CostUSD == 0:
+			cost = "unknown"
+		case l.Unpriced > 0:
 			cost += fmt.Sprintf(" + %d unpriced", l.Unpriced)
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", l.RunID, l.Status, l.TaskID, l.Flow,

@@ -35,6 +35,7 @@ import (
 	"github.com/yuin/goldmark/extension"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/english"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runview"
 	"github.com/stratusflow/stratus/internal/sink"
@@ -83,6 +84,7 @@ func New(src Source) (*Server, error) {
 	s.csrf = make([]byte, 32)
 	rand.Read(s.csrf)
 	t, err := template.New("").Funcs(template.FuncMap{
+		"plural":  english.Plural,
 		"dur":     fmtDuration,
 		"when":    func(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") },
 		"cost":    func(c float64) string { return fmt.Sprintf("$%.4f", c) },
