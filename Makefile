@@ -216,6 +216,7 @@ fuzz:
 	$(FUZZ) '^FuzzVerify$$' ./internal/captoken
 	$(FUZZ) '^FuzzWorkerAPI$$' ./internal/httpapi
 	$(FUZZ) '^FuzzEventLine$$' ./internal/contract
+	$(FUZZ) '^FuzzScanObject$$' ./internal/contract
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -50,27 +50,46 @@ func (o *observed) progress() Progress {
 
 // apply classifies one stdout line and reports whether the accounting
 // (steps, tokens, cost) changed. Lines that are not a JSON object, unknown
-// events and invalid known events are ignored.
+// events and invalid known events are ignored. One pass over the line
+// (scanObject) validates it and finds the members § 3 reads.
 func (o *observed) apply(line []byte) (accounting bool) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 || line[0] != '{' {
 		return false
 	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(line, &obj) != nil {
-		return false
-	}
-	if rep, ok := obj["subrun_report"]; ok { // § 4: the last report wins
-		o.hasReport, o.report = true, rep
-		return false
-	}
-	tag, ok := jsonString(obj["event"])
+	var m members
+	ok := scanObject(line, func(key, value []byte) {
+		switch string(key) {
+		case "event":
+			m.event = value
+		case "subrun_report":
+			m.subrunReport = value
+		case "step":
+			m.step = value
+		case "usage":
+			m.usage = value
+		case "to_sequence":
+			m.toSequence = value
+		case "answer":
+			m.answer = value
+		case "error":
+			m.error = value
+		case "reason":
+			m.reason = value
+		}
+	})
 	if !ok {
 		return false
 	}
-	switch tag {
+	if m.subrunReport != nil { // § 4: the last report wins
+		// The line's buffer is reused for the next line: the report keeps a copy.
+		o.hasReport, o.report = true, append(json.RawMessage(nil), m.subrunReport...)
+		return false
+	}
+	tag := eventTag(m.event)
+	switch string(tag) { // compared in place: no copy
 	case "agent_step":
-		step, ok := integral(obj["step"])
+		step, ok := integral(m.step)
 		if !ok {
 			return false
 		}
@@ -79,21 +98,32 @@ func (o *observed) apply(line []byte) (accounting bool) {
 		}
 		return true
 	case "usage":
-		return o.applyUsage(obj["usage"])
+		return o.applyUsage(m.usage)
 	case "max_steps_exhausted":
 		o.maxSteps = true
 	case "context_yield":
-		seq, ok1 := integral(obj["to_sequence"])
-		answer, ok2 := jsonString(obj["answer"])
+		seq, ok1 := integral(m.toSequence)
+		answer, ok2 := jsonString(m.answer)
 		if ok1 && ok2 {
 			o.yield = &Yield{ToSequence: seq, Answer: answer}
 		}
 	case "turn_failed", "agent_setup_failed", "command_error":
-		o.fail(tag, obj["error"])
+		o.fail(string(tag), m.error)
 	case "agent_aborted":
-		o.fail(tag, obj["reason"])
+		o.fail("agent_aborted", m.reason)
 	}
 	return false
+}
+
+// eventTag is the event member's string, nil when it is absent or not a
+// string. A tag written without escapes (every known one) is a slice of
+// the line, read in place.
+func eventTag(raw []byte) []byte {
+	if len(raw) >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 {
+		return raw[1 : len(raw)-1]
+	}
+	s, _ := jsonString(raw)
+	return []byte(s)
 }
 
 func (o *observed) fail(tag string, raw json.RawMessage) {
@@ -109,18 +139,30 @@ func (o *observed) fail(tag string, raw json.RawMessage) {
 
 // applyUsage charges one usage object, or nothing when it is invalid in any
 // way (seed 003 § 3: ignored WHOLE, never partially charged).
-func (o *observed) applyUsage(raw json.RawMessage) bool {
-	raw = bytes.TrimSpace(raw)
+func (o *observed) applyUsage(raw []byte) bool {
 	if len(raw) == 0 || raw[0] != '{' {
 		return false
 	}
-	var u map[string]json.RawMessage
-	if json.Unmarshal(raw, &u) != nil {
-		return false
-	}
+	var u usageMembers
+	scanObject(raw, func(key, value []byte) { // raw is valid: scanned with its line
+		switch string(key) {
+		case "prompt_tokens":
+			u.fields[0] = value
+		case "completion_tokens":
+			u.fields[1] = value
+		case "total_tokens":
+			u.fields[2] = value
+		case "prompt_cache_hit_tokens":
+			u.fields[3] = value
+		case "prompt_cache_miss_tokens":
+			u.fields[4] = value
+		case "cost_usd":
+			u.cost = value
+		}
+	})
 	var vals [len(usageFields)]int64
-	for i, f := range usageFields {
-		v, ok := integral(u[f])
+	for i := range usageFields {
+		v, ok := integral(u.fields[i])
 		if !ok || v < 0 {
 			// A token count is a count: a negative one voids the line
 			// like any other invalid field.
@@ -129,8 +171,8 @@ func (o *observed) applyUsage(raw json.RawMessage) bool {
 		vals[i] = v
 	}
 	cost, hasCost := 0.0, false
-	if c, present := u["cost_usd"]; present {
-		v, ok := nonNegativeFinite(c)
+	if u.cost != nil {
+		v, ok := nonNegativeFinite(u.cost)
 		if !ok {
 			return false // a present but invalid cost voids the whole line
 		}
@@ -208,6 +250,18 @@ func nonNegativeFinite(raw json.RawMessage) (float64, bool) {
 // whole integer representable as int64 (seed 003 § 3: 2.0 and 1e2 are
 // integral, 1.5 is not). The check is exact, without float rounding.
 func integral(raw json.RawMessage) (int64, bool) {
+	if n := len(raw); n > 0 && n <= 18 && (raw[0] != '0' || n == 1) {
+		// The common case, plain digits: read in place, no copy.
+		var v int64
+		for _, c := range raw {
+			if !isDigit(c) {
+				goto general
+			}
+			v = v*10 + int64(c-'0')
+		}
+		return v, true
+	}
+general:
 	s := string(bytes.TrimSpace(raw))
 	if !isNumber([]byte(s)) {
 		return 0, false
