@@ -218,8 +218,12 @@ fuzz:
 	$(FUZZ) '^FuzzEventLine$$' ./internal/contract
 	$(FUZZ) '^FuzzScanObject$$' ./internal/contract
 
+## bench: every benchmark, then the figures (BENCH lines: each next to its
+## anchor measured in the same run, medians of interleaved rounds).
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	@mkdir -p .scratch
+	@$(GO) test -run '^$$' -bench . -benchmem ./... > .scratch/bench.txt 2>&1; status=$$?; \
+	  cat .scratch/bench.txt; echo "== figures"; grep '^BENCH ' .scratch/bench.txt; exit $$status
 
 clean:
 	rm -rf bin .scratch

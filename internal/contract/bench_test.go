@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stratusflow/stratus/internal/benchfig"
 )
 
 // benchLines is a realistic stdout mix of a model-driven engine (seed 003
@@ -136,4 +138,39 @@ func BenchmarkRunnerVsBare(b *testing.B) {
 	b.ReportMetric(runnerMS, "runner_ms")
 	b.ReportMetric(bareMS, "bare_ms")
 	b.ReportMetric(runnerMS/bareMS, "runner/bare")
+}
+
+// BenchmarkFigure_Events prints `make bench`'s events figure (issue 16 §§
+// 4, 8): classifying the benchmark stream's lines, µs a line, next to
+// json.Valid over the same lines; goal: at least half its throughput.
+func BenchmarkFigure_Events(b *testing.B) {
+	lines := benchLines(100)
+	const reps = 200
+	classify := func() float64 {
+		return benchfig.PerItem(reps*len(lines), func() {
+			for range reps {
+				var o observed
+				for _, l := range lines {
+					o.apply(l)
+				}
+			}
+		})
+	}
+	valid := func() float64 {
+		return benchfig.PerItem(reps*len(lines), func() {
+			for range reps {
+				for _, l := range lines {
+					json.Valid(l)
+				}
+			}
+		})
+	}
+	printed := false
+	for b.Loop() {
+		r := benchfig.Measure(benchfig.Figure{Name: "events", Unit: "µs/line", Goal: 0.5, AtLeast: true, Invert: true}, classify, valid)
+		if !printed { // once per run, however many times -benchtime loops
+			r.Print(os.Stdout)
+			printed = true
+		}
+	}
 }
