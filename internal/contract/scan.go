@@ -96,20 +96,28 @@ func (s *scanner) object(depth int, member func(key, value []byte)) bool {
 			}
 			member(key, s.b[v:s.i])
 		}
-		s.space()
-		if s.i >= len(s.b) {
-			return false
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			return true
-		default:
-			return false
+		if more, ok := s.next('}'); !more {
+			return ok
 		}
 	}
+}
+
+// next scans what follows a member or an element: a ',' (more to come) or
+// the closing byte (ok, no more); anything else is not JSON.
+func (s *scanner) next(closing byte) (more, ok bool) {
+	s.space()
+	if s.i >= len(s.b) {
+		return false, false
+	}
+	switch s.b[s.i] {
+	case ',':
+		s.i++
+		return true, true
+	case closing:
+		s.i++
+		return false, true
+	}
+	return false, false
 }
 
 func (s *scanner) value(depth int) bool {
@@ -151,18 +159,8 @@ func (s *scanner) array(depth int) bool {
 		if !s.value(depth + 1) {
 			return false
 		}
-		s.space()
-		if s.i >= len(s.b) {
-			return false
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case ']':
-			s.i++
-			return true
-		default:
-			return false
+		if more, ok := s.next(']'); !more {
+			return ok
 		}
 	}
 }
