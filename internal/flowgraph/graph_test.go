@@ -10,7 +10,7 @@ import (
 	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
 
-func implementation(t *testing.T) *flow.Flow {
+func implementation(t testing.TB) *flow.Flow {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "flows")
 	workertest.WriteFiles(t, dir, workertest.ImplementationFlow(t))
