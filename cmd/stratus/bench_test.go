@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/stratusflow/stratus/internal/benchfig"
 )
 
 // installTen installs Stratus into a temp dir with the 10-step flow and the
@@ -75,4 +77,41 @@ func BenchmarkOrchestrationOverhead(b *testing.B) {
 	b.ReportMetric(spawnMS, "spawn-ms")
 	b.ReportMetric(overhead/spawnMS, "overhead/spawn")
 	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkFigure_Start prints `make bench`'s start figure (issue 16 § 2):
+// `stratus --help` from exec to exit, next to one spawn of the four-line
+// engine (fourLineEngine, seed 003 § 9) answering a request; goal:
+// within 2× of it. Each round is the
+// median of 5 runs of each, interleaved.
+func BenchmarkFigure_Start(b *testing.B) {
+	engine := filepath.Join(b.TempDir(), "engine.sh")
+	if err := os.WriteFile(engine, []byte(fourLineEngine), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	envelope := []byte(`{"workflow_contract":1,"id":"cr-1","kind":"agent","input":{"query":"q"}}` + "\n")
+	run := func(name string, args []string, stdin []byte) float64 {
+		var ms []float64
+		for range 5 {
+			cmd := exec.Command(name, args...)
+			cmd.Stdin = bytes.NewReader(stdin)
+			start := time.Now()
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("%s: %v %s", name, err, out)
+			}
+			ms = append(ms, float64(time.Since(start).Microseconds())/1e3)
+		}
+		slices.Sort(ms)
+		return ms[len(ms)/2]
+	}
+	printed := false
+	for b.Loop() {
+		r := benchfig.Measure(benchfig.Figure{Name: "start", Unit: "ms", Goal: 2},
+			func() float64 { return run(stratusBin, []string{"--help"}, nil) },
+			func() float64 { return run("sh", []string{engine}, envelope) })
+		if !printed {
+			r.Print(os.Stdout)
+			printed = true
+		}
+	}
 }
