@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -147,5 +148,51 @@ func TestUnknownCommand_ListsEveryCommand(t *testing.T) {
 	}
 	if r := runCLI(t, "statsu"); !strings.Contains(r.stderr, "did you mean status?") {
 		t.Errorf("stratus statsu: %q", r.stderr)
+	}
+}
+
+// Resuming an older run of a task after a later run takes its logs back
+// (newcomers, issue 15): the later run's summary, ctx files and runner
+// logs stay its own, and the resumed run writes into its own.
+func TestResume_OlderRunTakesItsLogsBack(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	_, task := tinyRun(t, dir, `read line
+n=$(cat `+dir+`/pass 2>/dev/null || echo 0); n=$((n+1)); echo $n > `+dir+`/pass
+echo "engine pass $n" >&2
+if [ -f `+dir+`/fail ]; then printf '{"event":"turn_failed","error":"told to fail"}\n'; exit 1; fi
+printf '{"subrun_report": "ok"}\n'
+`, "", "t-reclaim")
+	writeTestFile(t, filepath.Join(dir, "fail"), "")
+	first := runCLI(t, "run", task, "--dir", dir, "--json")
+	if first.code == 0 {
+		t.Fatalf("the first run should fail:\n%s", first.stderr)
+	}
+	id1 := decodeRun(t, first.stdout).RunID
+	os.Remove(filepath.Join(dir, "fail"))
+	second := runCLI(t, "run", task, "--dir", dir, "--json")
+	if second.code != 0 {
+		t.Fatalf("second run: exit %d\n%s", second.code, second.stderr)
+	}
+	id2 := decodeRun(t, second.stdout).RunID
+	before := runCLI(t, "logs", id2, "first", "--dir", dir).stdout
+	if r := runCLI(t, "resume", id1, "--dir", dir); r.code != 0 {
+		t.Fatalf("resume %s: exit %d\n%s", id1, r.code, r.stderr)
+	}
+	if after := runCLI(t, "logs", id2, "first", "--dir", dir).stdout; after != before {
+		t.Errorf("resuming %s changed %s's logs:\nbefore\n%s\nafter\n%s", id1, id2, before, after)
+	}
+	for _, id := range []string{id1, id2} {
+		var res StatusResult
+		st := runCLI(t, "status", id, "--dir", dir, "--json")
+		if err := json.Unmarshal([]byte(st.stdout), &res); err != nil || len(res.Summary) == 0 {
+			t.Fatalf("status %s: %v %s", id, err, st.stdout)
+		}
+		if md := readFile(t, res.Summary[len(res.Summary)-1]); !strings.Contains(md, "run `"+id+"`") {
+			t.Errorf("status %s names %s, another run's summary", id, res.Summary[len(res.Summary)-1])
+		}
+	}
+	if r := runCLI(t, "logs", id1, "first", "--dir", dir); r.code != 0 || !strings.Contains(r.stdout, "engine pass") {
+		t.Errorf("logs %s after its resume: exit %d\n%s%s", id1, r.code, r.stdout, r.stderr)
 	}
 }

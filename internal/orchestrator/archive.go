@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/projection"
+	"github.com/stratusflow/stratus/internal/report"
+	"github.com/stratusflow/stratus/internal/sink"
 )
 
 // CtxMarker is the file Stratus writes into every ctx dir it creates,
@@ -33,15 +36,21 @@ func prepareCtxDir(logsDir, ctxDir, placement, taskID string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("archive the previous run of task %s: %w", taskID, err)
 	}
+	return arch, markCtxDir(ctxDir, placement, taskID)
+}
+
+// markCtxDir creates the ctx dir of task taskID when it is missing and
+// writes CtxMarker into it.
+func markCtxDir(ctxDir, placement, taskID string) error {
 	if err := os.MkdirAll(ctxDir, 0o755); err != nil {
-		return arch, fmt.Errorf("create the ctx dir of task %s: %w", taskID, err)
+		return fmt.Errorf("create the ctx dir of task %s: %w", taskID, err)
 	}
 	note := fmt.Sprintf("This directory is the ctx dir of Stratus task %s (projection.placement %q).\n"+
 		"The next run of the task moves it into .stratus/logs/%s/attempt-N/ because this file is here.\n", taskID, placement, taskID)
 	if err := os.WriteFile(filepath.Join(ctxDir, CtxMarker), []byte(note), 0o644); err != nil {
-		return arch, fmt.Errorf("mark the ctx dir of task %s: %w", taskID, err)
+		return fmt.Errorf("mark the ctx dir of task %s: %w", taskID, err)
 	}
-	return arch, nil
+	return nil
 }
 
 // checkCtxDir refuses, touching nothing, a ctx dir path that exists but is
@@ -123,4 +132,55 @@ func archivePrevious(logsDir, ctxDir string) (string, error) {
 		}
 	}
 	return dst, nil
+}
+
+// reclaimLogs makes the task's logs dir, and its ctx dir, run runID's again
+// before the run is resumed (newcomers, issue 15: a resumed older run wrote
+// into the latest run's summary, ctx files and runner logs). When a later
+// run of the task holds them, that run's are archived into attempt-N/ as a
+// rerun would, and this run's are moved back from the attempt-K/ they were
+// archived to; when none are kept, the later run's are archived all the
+// same and this run starts a fresh set. It returns a sentence saying what
+// moved ("" when nothing did). The ctx dir is refused, touching nothing,
+// when it is not one a run made (checkCtxDir).
+func reclaimLogs(ctx context.Context, sk sink.Sink, logsDir, ctxDir, placement, taskID, runID string) (string, error) {
+	key, err := report.RunDir(ctx, sk, taskID, runID)
+	switch {
+	case err == nil && key == report.Dir(taskID):
+		return "", nil // still the latest run's
+	case err != nil && stratus.ErrorCode(err) != stratus.ENOTFOUND:
+		return "", err
+	}
+	if err := checkCtxDir(ctxDir, placement, taskID); err != nil {
+		return "", err
+	}
+	arch, err := archivePrevious(logsDir, ctxDir)
+	if err != nil {
+		return "", fmt.Errorf("archive the later run of task %s: %w", taskID, err)
+	}
+	said := "the later run's ctx dir and logs of task " + taskID + " moved to " + arch
+	if key != "" {
+		own := filepath.Join(logsDir, filepath.Base(key))
+		entries, err := os.ReadDir(own)
+		if err != nil {
+			return "", err
+		}
+		for _, e := range entries {
+			to := filepath.Join(logsDir, e.Name())
+			if e.Name() == "ctx" {
+				to = ctxDir
+				if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+					return "", err
+				}
+			}
+			if err := os.Rename(filepath.Join(own, e.Name()), to); err != nil {
+				return "", fmt.Errorf("move run %s's logs back from %s: %w", runID, own, err)
+			}
+		}
+		if err := os.Remove(own); err != nil {
+			return "", err
+		}
+		said += "; run " + runID + "'s moved back from " + own
+	}
+	return said, markCtxDir(ctxDir, placement, taskID)
 }

@@ -240,6 +240,21 @@ func Resume(ctx context.Context, o ResumeOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The task's logs and ctx dir are this run's again, not a later run's.
+	cd, err := projection.CtxDir(s.env.Config.Projection.Placement, run.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	moved, err := reclaimLogs(ctx, s.sk, filepath.Join(dir, filepath.FromSlash(report.Dir(run.TaskID))), s.sk.Path(cd), s.env.Config.Projection.Placement, run.TaskID, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	if moved != "" {
+		s.log.Info(moved)
+	}
+	if err := report.MarkRun(ctx, s.sk, run.TaskID, run.ID); err != nil {
+		return nil, err
+	}
 	s.run = run
 	s.log.Info(fmt.Sprintf("resume run %s: %s", run.ID, plan.Describe()))
 	return s.execute(ctx, lifecycle.ExecutionName(run.ID, run.Resumes), plan.Input)
