@@ -16,6 +16,7 @@ import (
 	"github.com/stratusflow/stratus/internal/awsrun"
 	"github.com/stratusflow/stratus/internal/executor"
 	"github.com/stratusflow/stratus/internal/lifecycle"
+	"github.com/stratusflow/stratus/internal/orchestrator"
 	"github.com/stratusflow/stratus/internal/store"
 )
 
@@ -108,6 +109,8 @@ func runCancel(o *CancelOptions) error {
 		hint := ""
 		if o.Target == TargetAWS {
 			hint = o.AWS.flagsHint()
+		} else if f := orchestrator.DirFlag(o.Dir); f != "" {
+			hint = " " + f
 		}
 		fmt.Fprintf(o.IO.Out, "run %s: %s (was %s); `stratus resume %s%s` goes on from where it stopped\n", res.RunID, res.Status, res.Was, res.RunID, hint)
 	}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -15,7 +16,6 @@ import (
 	"github.com/stratusflow/stratus/internal/builtin"
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/engine"
-	"github.com/stratusflow/stratus/internal/english"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/orchestrator"
 	"github.com/stratusflow/stratus/internal/worcimport"
@@ -226,18 +226,12 @@ func runInstallFromWorc(o *InstallOptions) error {
 	opt := flow.ValidateOptions{RoleFileRoot: flowsDir, Config: res.Config, ToolsDir: filepath.Join(state, orchestrator.ToolsDir)}
 	for _, name := range res.Names {
 		f, err := flow.Load(flowsDir, name)
-		fatal := 0
-		if err != nil {
-			fatal = 1
-		} else {
-			for _, p := range flow.Validate(f, opt) {
-				if p.Fatal {
-					fatal++
-				}
-			}
+		bad := err != nil
+		if !bad {
+			bad = slices.ContainsFunc(flow.Validate(f, opt), func(p flow.Problem) bool { return p.Fatal })
 		}
-		if fatal > 0 {
-			fmt.Fprintf(o.IO.Err, "stratus: warning: imported flow %s does not validate (%s); `stratus validate %s --dir %s` lists each problem\n", name, english.Plural(fatal, "problem"), name, o.Dir)
+		if bad {
+			fmt.Fprintf(o.IO.Err, "stratus: warning: imported flow %s does not validate; `stratus validate %s --dir %s` lists each problem\n", name, name, o.Dir)
 		}
 	}
 	return nil

@@ -109,7 +109,7 @@ func runLogs(ctx context.Context, o *LogsOptions) error {
 			fmt.Fprintf(o.IO.Out, "   (%s: %v)\n", key, err)
 			continue
 		}
-		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+		lines := logging.Lines(string(b))
 		if len(lines) > o.Lines {
 			fmt.Fprintf(o.IO.Out, "   … %s before (%s)\n", english.Plural(len(lines)-o.Lines, "line"), key)
 			lines = lines[len(lines)-o.Lines:]

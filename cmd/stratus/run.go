@@ -157,7 +157,11 @@ func endRun(io IO, d *progress.Display, asJSON bool, res *orchestrator.Result, e
 		if asJSON {
 			d.RunEnded(runResult(res))
 		}
-		fmt.Fprintf(io.Err, "stratus: interrupted: run %s stopped (workers stopped); `stratus resume %s` goes on from where it stopped\n", res.Run.ID, res.Run.ID)
+		resume := "stratus resume " + res.Run.ID
+		if f := orchestrator.DirFlag(res.Run.WorkDir); f != "" && res.Run.WorkDir != "" {
+			resume += " " + f
+		}
+		fmt.Fprintf(io.Err, "stratus: interrupted: run %s stopped (workers stopped); `%s` goes on from where it stopped\n", res.Run.ID, resume)
 		if res.Cause != "" {
 			fmt.Fprintf(io.Err, "  why:      %s\n", res.Cause)
 		}

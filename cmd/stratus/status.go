@@ -215,6 +215,7 @@ func followRun(ctx context.Context, o *StatusOptions, d *progress.Display) error
 		return usageOr(err)
 	}
 	tr := runview.NewTracker(st, o.RunID)
+	tr.ReplyFlags = orchestrator.DirFlag(o.Dir)
 	for {
 		run, err := st.GetRun(ctx, o.RunID)
 		if err == nil {

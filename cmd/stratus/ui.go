@@ -110,7 +110,7 @@ func runUI(ctx context.Context, o *UIOptions) error {
 			return err
 		}
 		defer st.Close()
-		src = webui.Source{Target: "embedded " + dir, Store: st, Sink: fs.New(dir).Private(orchestrator.StateDir),
+		src = webui.Source{Target: "embedded " + dir, Store: st, Sink: fs.New(dir).Private(orchestrator.StateDir), ShellReplies: true, ReplyFlags: orchestrator.DirFlag(dir),
 			Env: runenv.EnvFunc(fs.New(filepath.Join(dir, orchestrator.StateDir))),
 			Reply: func(ctx context.Context, runID, node string, r worker.Reply) (*worker.HITLValue, error) {
 				return orchestrator.Reply(ctx, dir, runID, node, r, runProcessAlive)

@@ -195,6 +195,12 @@ func TestUI_GateAnsweredFromTheForm(t *testing.T) {
 			t.Errorf("%s: %d; want 403", name, got)
 		}
 	}
+	// A read-only viewer shows the command that replies, for this gate's
+	// kind and with the work dir (helper, issue 15), and no form.
+	remote, _ := serveRemoteUI(t, dir)
+	if _, page, _ := get(t, remote+"/runs/"+runID); !strings.Contains(page, "stratus approve "+runID+" gate --dir "+dir) || strings.Contains(page, "stratus answer") || strings.Contains(page, `name="csrf"`) {
+		t.Errorf("the read-only page of a waiting gate:\n%s", page)
+	}
 	if got := post(url.Values{"decision": {"answer"}, "text": {"yes"}, "csrf": {csrf[1]}}, base); got != 400 {
 		t.Errorf("an answer to an approval: %d; want 400 (the page says why)", got)
 	}
@@ -249,6 +255,25 @@ func TestUI_ChromiumRendersTheDemoRun(t *testing.T) {
 	t.Logf("screenshot: %s", shot)
 }
 
+// serveRemoteUI serves `stratus ui --remote --addr 0.0.0.0:0` over dir
+// until the test ends; it returns its loopback URL and its stderr.
+func serveRemoteUI(t *testing.T, dir string) (string, *syncBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addr, done := make(chan string, 1), make(chan error, 1)
+	stderr := &syncBuffer{}
+	o := &UIOptions{IO: IO{In: strings.NewReader(""), Out: io.Discard, Err: stderr}, Dir: dir, Addr: "0.0.0.0:0", Remote: true, ready: func(a string) { addr <- a }}
+	go func() { done <- runUI(ctx, o) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case a := <-addr:
+		return "http://127.0.0.1" + a[strings.LastIndex(a, ":"):], stderr
+	case err := <-done:
+		t.Fatal(err)
+	}
+	return "", nil
+}
+
 // A non-loopback --addr needs --remote, and the viewer is then read-only:
 // whoever reaches it reads runs but answers no gate (newcomer, issue 15).
 func TestUI_RemoteIsExplicitAndReadOnly(t *testing.T) {
@@ -257,19 +282,7 @@ func TestUI_RemoteIsExplicitAndReadOnly(t *testing.T) {
 	if r := runCLI(t, "ui", "--dir", dir, "--addr", "0.0.0.0:0"); r.code != ExitUsage || !strings.Contains(r.stderr, "--remote") {
 		t.Errorf("ui --addr 0.0.0.0:0: exit %d %q; want %d naming --remote", r.code, r.stderr, ExitUsage)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	addr, done := make(chan string, 1), make(chan error, 1)
-	var stderr syncBuffer
-	o := &UIOptions{IO: IO{In: strings.NewReader(""), Out: io.Discard, Err: &stderr}, Dir: dir, Addr: "0.0.0.0:0", Remote: true, ready: func(a string) { addr <- a }}
-	go func() { done <- runUI(ctx, o) }()
-	defer func() { cancel(); <-done }()
-	var base string
-	select {
-	case a := <-addr:
-		base = "http://127.0.0.1" + a[strings.LastIndex(a, ":"):]
-	case err := <-done:
-		t.Fatal(err)
-	}
+	base, stderr := serveRemoteUI(t, dir)
 	if !strings.Contains(stderr.String(), "http://localhost:") || !strings.Contains(stderr.String(), "warning: listening on") {
 		t.Errorf("stderr %q: want a URL one can open and a warning", stderr.String())
 	}

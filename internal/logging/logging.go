@@ -174,6 +174,21 @@ func parse(line string) (map[string]any, bool) {
 	return m, true
 }
 
+// Lines splits a log's text into its lines, and a line where a record
+// follows text that did not end in a newline (an engine's last stderr
+// write, sharing the runner's log) into that text and the record.
+func Lines(text string) []string {
+	var out []string
+	for _, l := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+		if i := strings.Index(l, `{"time":"`); i > 0 && IsRecord(l[i:]) {
+			out = append(out, l[:i], l[i:])
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
 // Render is line as an operator reads it: a record as
 // "15:04:05 <component>: [warning: ]<msg> key=value…" (UTC; the keys that
 // name the step left out, the others sorted), any other line — an engine's

@@ -83,3 +83,13 @@ func TestRecorder(t *testing.T) {
 		t.Errorf("Messages = %q", got)
 	}
 }
+
+// An engine's stderr that did not end in a newline leaves the runner's
+// next record on its line (helper, issue 15): Lines splits them apart.
+func TestLines_SplitsARecordOffUnfinishedText(t *testing.T) {
+	rec := `{"time":"2026-12-02T10:14:29Z","level":"INFO","msg":"the engine ended","component":"runner"}`
+	got := Lines("one\nx\x1b[2J" + rec + "\n" + rec + "\n")
+	if len(got) != 4 || got[1] != "x\x1b[2J" || got[2] != rec || got[3] != rec {
+		t.Errorf("Lines = %q", got)
+	}
+}

@@ -21,9 +21,13 @@ import (
 // the supervisor's turns. Each event is returned once. A Tracker is not
 // safe for concurrent use.
 type Tracker struct {
-	store store.Store
-	runID string
-	seen  map[string]*seen // by step tid
+	// ReplyFlags are what the reply commands of a wait event need to reach
+	// the run from the operator's shell ("--dir DIR", "--target aws …");
+	// "" none (worker.Service.ReplyFlags words them the same way).
+	ReplyFlags string
+	store      store.Store
+	runID      string
+	seen       map[string]*seen // by step tid
 }
 
 type seen struct {
@@ -42,7 +46,8 @@ type counters struct {
 	costKnown          bool
 }
 
-// NewTracker returns a tracker of run runID's records in st.
+// NewTracker returns a tracker of run runID's records in st. Set
+// ReplyFlags for the flags its wait events' reply commands need.
 func NewTracker(st store.Store, runID string) *Tracker {
 	return &Tracker{store: st, runID: runID, seen: map[string]*seen{}}
 }
@@ -123,7 +128,7 @@ func (t *Tracker) step(sn *seen, v StepView) []worker.Event {
 	}
 	if s.Status == worker.StepWaiting && !sn.waiting {
 		sn.waiting = true
-		out = append(out, waiting(base, s))
+		out = append(out, waiting(base, s, t.ReplyFlags))
 	}
 	if v.Ended() {
 		sn.ended = true
@@ -191,12 +196,15 @@ func ended(e worker.Event, v StepView) worker.Event {
 
 // waiting is a hitl step's wait event: the request and the commands that
 // answer it (as internal/worker words it).
-func waiting(e worker.Event, s stratus.Step) worker.Event {
+func waiting(e worker.Event, s stratus.Step, flags string) worker.Event {
 	var v worker.HITLValue
 	json.Unmarshal(s.Value, &v)
-	how := fmt.Sprintf("stratus approve %s %s | stratus reject %s %s --reason TEXT", s.RunID, s.Node, s.RunID, s.Node)
+	if flags != "" {
+		flags = " " + flags
+	}
+	how := fmt.Sprintf("stratus approve %s %s%s | stratus reject %s %s%s --reason TEXT", s.RunID, s.Node, flags, s.RunID, s.Node, flags)
 	if v.Signal == worker.SignalQuestion {
-		how = fmt.Sprintf("stratus answer %s %s TEXT", s.RunID, s.Node)
+		how = fmt.Sprintf("stratus answer %s %s%s TEXT", s.RunID, s.Node, flags)
 	}
 	e.Type, e.Outcome, e.At = worker.EventStepWaiting, v.Signal, s.CreatedAt
 	e.Reason = fmt.Sprintf("%s: %s — reply with: %s (before %s)", v.Signal, oneLine(v.Request, 300), how, v.Deadline.Format(time.RFC3339))

@@ -51,6 +51,7 @@ type Gate struct {
 	Node, StepRef, CSRF string
 	Signal, Request     string // approval | question, and what is asked
 	Upstream            Doc    // the latest upstream output
+	Command             string // the shell command that replies (a read-only viewer shows it)
 }
 
 // RunPage is what the run page shows.
@@ -121,6 +122,7 @@ func (s *Server) loadRun(ctx context.Context, runID string, page bool) (*RunPage
 				g.Signal, g.Request = hv.Signal, hv.Request
 			}
 			g.Upstream = s.upstream(ctx, run, env, v.Steps, sv)
+			g.Command = s.replyCommand(run.ID, sv.Step.Node, g.Signal)
 			p.Gates = append(p.Gates, g)
 		}
 	}

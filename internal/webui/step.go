@@ -104,7 +104,7 @@ func (s *Server) loadStep(ctx context.Context, runID, node, visitText string) (*
 	}
 	p.Log = s.runDoc(ctx, v.Run, "runner.log", keyOf(logDir, "runner.log"), MaxShown)
 	if p.Log.Text != "" {
-		lines := strings.Split(strings.TrimRight(p.Log.Text, "\n"), "\n")
+		lines := logging.Lines(p.Log.Text)
 		for i, l := range lines {
 			lines[i] = logging.Render(l) // the runner's JSON records as sentences
 		}

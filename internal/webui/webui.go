@@ -62,6 +62,28 @@ type Source struct {
 	Reply func(ctx context.Context, runID, node string, r worker.Reply) (*worker.HITLValue, error)
 	// Poll is how often a run's event stream reads the store (default 1 s).
 	Poll time.Duration
+	// ShellReplies says `stratus approve|reject|answer` reach these runs
+	// (embedded runs); ReplyFlags are what those commands need to ("--dir
+	// DIR"). A read-only viewer shows them.
+	ShellReplies bool
+	ReplyFlags   string
+}
+
+// replyCommand is the command that answers gate node of run runID: the
+// answer to a question, an approval or a rejection otherwise; "" when no
+// command reaches the runs.
+func (s *Server) replyCommand(runID, node, signal string) string {
+	if !s.src.ShellReplies {
+		return ""
+	}
+	flags := ""
+	if s.src.ReplyFlags != "" {
+		flags = " " + s.src.ReplyFlags
+	}
+	if signal == worker.SignalQuestion {
+		return fmt.Sprintf("stratus answer %s %s%s TEXT", runID, node, flags)
+	}
+	return fmt.Sprintf("stratus approve %s %s%s  or  stratus reject %s %s%s --reason TEXT", runID, node, flags, runID, node, flags)
 }
 
 // Server serves the viewer.
@@ -317,7 +339,7 @@ func fmtDuration(d time.Duration) string {
 func (s *Server) hitl(w http.ResponseWriter, r *http.Request) {
 	runID, node := r.PathValue("run"), r.PathValue("node")
 	if s.src.Reply == nil {
-		s.fail(w, stratus.Errorf(stratus.EINVALID, "this viewer is read-only: answer with `stratus approve|reject|answer %s %s`", runID, node))
+		s.fail(w, stratus.Errorf(stratus.EINVALID, "this viewer is read-only: reply from a shell with `stratus approve|reject|answer %s %s%s`", runID, node, prefixed(s.src.ReplyFlags)))
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
@@ -371,3 +393,10 @@ func (s *Server) runs(w http.ResponseWriter, r *http.Request) {
 
 // keyOf joins sink key parts.
 func keyOf(parts ...string) string { return path.Join(parts...) }
+
+func prefixed(flags string) string {
+	if flags == "" {
+		return ""
+	}
+	return " " + flags
+}

@@ -247,7 +247,7 @@ func logTail(path string, n int) string {
 		return ""
 	}
 	var lines []string
-	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+	for _, l := range logging.Lines(strings.TrimSpace(string(b))) {
 		// The runner's own records (internal/logging) say what the step's
 		// reason already says; the engine's stderr is what is new.
 		if l = strings.TrimSpace(l); l != "" && !logging.IsRecord(l) {
