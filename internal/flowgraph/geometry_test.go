@@ -117,6 +117,18 @@ func faults(lo *flowgraph.Layout) []string {
 			}
 		}
 	}
+	for i, a := range lo.Edges {
+		for _, b := range lo.Edges[i+1:] {
+			if a.Label() == "" || b.Label() == "" {
+				continue
+			}
+			ax0, ay0, ax1, ay1 := flowgraph.LabelBox(a)
+			bx0, by0, bx1, by1 := flowgraph.LabelBox(b)
+			if ax0 < bx1 && ax1 > bx0 && ay0 < by1 && ay1 > by0 {
+				out = append(out, fmt.Sprintf("labels of %s→%s and %s→%s overlap", a.From, a.To, b.From, b.To))
+			}
+		}
+	}
 	for i := range lo.Edges {
 		for j := i + 1; j < len(lo.Edges); j++ {
 			if !lo.Edges[i].Back && !lo.Edges[j].Back {

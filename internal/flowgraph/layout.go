@@ -170,7 +170,66 @@ func (g *Graph) Layout() *Layout {
 		}
 		lo.Edges = append(lo.Edges, r)
 	}
+	separateLabels(lo.Edges, lo.Nodes)
 	return lo
+}
+
+// LabelCharW is the width a label's character takes, px (11 px text);
+// a loop's label is drawn with " · spent N/M" after it (LoopSuffix).
+const (
+	LabelCharW = 6.0
+	LoopSuffix = len(" · spent 10/10")
+)
+
+// LabelBox is the box a routed edge's label takes, px.
+func LabelBox(r Routed) (x0, y0, x1, y1 float64) {
+	n := len([]rune(r.Label()))
+	if r.Loop != "" {
+		n += LoopSuffix
+	}
+	w := LabelCharW * float64(n)
+	x0 = r.LabelX
+	if r.Anchor == "end" {
+		x0 -= w
+	}
+	return x0, r.LabelY - 9, x0 + w, r.LabelY + 3
+}
+
+// separateLabels moves a label up or down, a line at a time (the nearest
+// place first), while it overlaps a label placed before it or a node: two
+// loops out of one layer would otherwise print on one line, unreadable.
+func separateLabels(es []Routed, nodes []Placed) {
+	free := func(i int, dy float64) bool {
+		r := es[i]
+		r.LabelY += dy
+		ax0, ay0, ax1, ay1 := LabelBox(r)
+		for j := range i {
+			if es[j].Label() == "" {
+				continue
+			}
+			bx0, by0, bx1, by1 := LabelBox(es[j])
+			if ax0 < bx1 && ax1 > bx0 && ay0 < by1 && ay1 > by0 {
+				return false
+			}
+		}
+		for _, n := range nodes {
+			if ax0 < n.X+n.W && ax1 > n.X && ay0 < n.Y+n.H && ay1 > n.Y {
+				return false
+			}
+		}
+		return true
+	}
+	for i := range es {
+		if es[i].Label() == "" {
+			continue
+		}
+		for _, dy := range []float64{0, 13, -13, 26, -26, 39, -39} {
+			if free(i, dy) {
+				es[i].LabelY += dy
+				break
+			}
+		}
+	}
 }
 
 // portsOf places where each chained edge meets its boxes: the edges on one

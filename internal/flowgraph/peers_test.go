@@ -65,3 +65,25 @@ func TestLayout_ManyBranchesDrawClean(t *testing.T) {
 		t.Error(p)
 	}
 }
+
+// Two loops leaving one layer, a loop back to the first gate's own
+// predecessor, a four-way route with its own re-plan loop (helper, issue
+// 15: two loop labels printed on one line, unreadable).
+func TestLayout_LoopsFromOneLayerDrawClean(t *testing.T) {
+	f := &flow.Flow{Name: "maze"}
+	for _, n := range [][2]string{{"intake", "agent"}, {"design", "agent"}, {"impl", "agent"}, {"lint", "tool"}, {"test", "tool"}, {"review", "evaluator"},
+		{"fix", "agent"}, {"triage", "tool"}, {"doc", "agent"}, {"ask", "hitl"}, {"publish", "publish"}} {
+		f.Nodes = append(f.Nodes, flow.Node{ID: n[0], Kind: n[1]})
+	}
+	for _, e := range [][4]string{
+		{"intake", "design", "", ""}, {"design", "impl", "", ""}, {"impl", "lint", "", ""}, {"lint", "test", "pass", ""}, {"lint", "fix", "fail", "lint_fix"},
+		{"fix", "lint", "", ""}, {"test", "review", "pass", ""}, {"test", "impl", "fail", "test_fix"}, {"review", "triage", "accept", ""},
+		{"review", "fix", "rework", "review_fix"}, {"triage", "publish", "route:small", ""}, {"triage", "doc", "route:big", ""},
+		{"triage", "ask", "route:unsure", ""}, {"triage", "design", "route:redo", "replan"}, {"ask", "doc", "", ""}, {"doc", "publish", "", ""},
+	} {
+		f.Edges = append(f.Edges, flow.Edge{From: e[0], To: e[1], Outcome: e[2], Loop: e[3]})
+	}
+	for _, p := range faults(flowgraph.Build(f).Layout()) {
+		t.Error(p)
+	}
+}
