@@ -14,6 +14,7 @@ all: build
 build:
 	@echo "== build: $(BIN) (a cold Go cache downloads the modules first: a few minutes)"
 	$(GO) build -ldflags "-X main.commit=$(COMMIT)" -o $(BIN) ./cmd/stratus
+	$(GO) build -o $(dir $(BIN))stratus-runner ./cmd/stratus-runner
 
 ## demo: install into a scratch dir and run the example task through the
 ## built-in implementation flow with the script engine (review loop runs twice).

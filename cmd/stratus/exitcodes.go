@@ -1,5 +1,7 @@
 package main
 
+import "github.com/stratusflow/stratus/internal/runner"
+
 // Exit statuses of every stratus command (documented in README.md).
 const (
 	ExitOK     = 0 // success; for `run`: the run ended done
@@ -11,8 +13,8 @@ const (
 	ExitInterrupted = 130
 	// ExitRefused: `runner`'s late report or failure was refused (409): the
 	// step moved on without it.
-	ExitRefused = 4
+	ExitRefused = runner.ExitRefused
 	// ExitSpooled: `runner` could not deliver its report; it is kept in a
 	// spool file (named on stderr).
-	ExitSpooled = 5
+	ExitSpooled = runner.ExitSpooled
 )

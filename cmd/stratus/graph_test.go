@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -194,5 +195,29 @@ printf '{"subrun_report": "ok"}\n'
 	}
 	if r := runCLI(t, "logs", id1, "first", "--dir", dir); r.code != 0 || !strings.Contains(r.stdout, "engine pass") {
 		t.Errorf("logs %s after its resume: exit %d\n%s%s", id1, r.code, r.stdout, r.stderr)
+	}
+}
+
+// issue 16 § 2: embedded runs use the small stratus-runner beside stratus
+// (TestMain builds it there, as make build does); stratus alone still
+// runs its runs with `stratus runner`.
+func TestRun_WithoutTheSmallRunner(t *testing.T) {
+	t.Parallel()
+	dir, _ := demoRun(t)
+	if log := readFile(t, filepath.Join(dir, ".stratus/logs/demo-greeting/stages/review/run-000001/runner.log")); !strings.Contains(log, `"binary":"stratus-runner"`) {
+		t.Errorf("the demo's worker was not the small runner:\n%s", log)
+	}
+	alone := filepath.Join(t.TempDir(), "stratus")
+	if err := os.Link(stratusBin, alone); err != nil {
+		writeTestFile(t, alone, readFile(t, stratusBin))
+	}
+	os.Chmod(alone, 0o755)
+	dir2, task := tinyRun(t, "", "read line\nprintf '{\"subrun_report\": \"ok\"}\\n'\n", "", "t-alone")
+	cmd := exec.Command(alone, "run", task, "--dir", dir2)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("stratus alone: %v\n%s", err, out)
+	}
+	if log := readFile(t, filepath.Join(dir2, ".stratus/logs/t-alone/stages/first/run-000001/runner.log")); !strings.Contains(log, `"binary":"stratus"`) {
+		t.Errorf("stratus alone did not run `stratus runner`:\n%s", log)
 	}
 }

@@ -27,6 +27,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "build stratus: %v\n%s", err, out)
 		os.Exit(2)
 	}
+	// Beside it, as make build puts it: embedded runs use the small runner
+	// (TestRun_WithoutTheSmallRunner runs stratus alone).
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "stratus-runner"), "../stratus-runner").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build stratus-runner: %v\n%s", err, out)
+		os.Exit(2)
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -64,7 +70,7 @@ func steps(stderr string) []string {
 	return out
 }
 
-func readFile(t *testing.T, path string) string {
+func readFile(t testing.TB, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -73,7 +79,7 @@ func readFile(t *testing.T, path string) string {
 	return string(b)
 }
 
-func writeTestFile(t *testing.T, path, body string) {
+func writeTestFile(t testing.TB, path, body string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -124,7 +130,7 @@ func usePrimaryShellEngine(t *testing.T, dir, name string) {
 
 // usePrimaryShellEngineEnv is usePrimaryShellEngine with the provider's
 // env overlay (a YAML flow map such as "{SPY: /tmp/x}"; "" = none).
-func usePrimaryShellEngineEnv(t *testing.T, dir, name, env string) {
+func usePrimaryShellEngineEnv(t testing.TB, dir, name, env string) {
 	t.Helper()
 	path := filepath.Join(dir, ".stratus/config.yaml")
 	provider := "    " + name + ":\n      command: sh\n      args: [engine.sh]\n"

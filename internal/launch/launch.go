@@ -19,6 +19,10 @@ const (
 	// runner and owns its run (embedded mode): the runner stops its engine
 	// and exits once its parent is no longer that process.
 	EnvParentPID = "STRATUS_PARENT_PID"
+	// EnvStratus, when set, is the stratus binary a runner substitutes for
+	// "{stratus}" in an engine's launch spec: the small stratus-runner
+	// binary is not it (unset: the runner's own executable).
+	EnvStratus = "STRATUS_BIN"
 )
 
 // Environment variables the runner always sets for the engine: the

@@ -112,7 +112,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("fetch prompt: %w", err)
 	}
-	o.Log = logging.Step(o.Log, p.RunID, p.StepRef, p.Attempt)
+	o.Log = logging.Step(o.Log, p.RunID, p.StepRef, p.Attempt).With("binary", filepath.Base(os.Args[0]))
 	if p.Workspace != nil {
 		// The run's repository travels (issue 12 § 2): check it out here,
 		// and make every path of the payload point into the checkout.
