@@ -11,9 +11,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stratusflow/stratus/internal/benchfig"
 )
 
 // submitBody returns n bytes of Markdown prose: it folds as a string (the
@@ -46,48 +49,10 @@ func BenchmarkSubmit64KiB(b *testing.B) {
 	h := setup(b)
 	api := h.srv
 
-	bareDir := b.TempDir()
-	var bareSeq atomic.Int64
-	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		data, err := io.ReadAll(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		name := filepath.Join(bareDir, fmt.Sprintf("body-%d.md", bareSeq.Add(1)))
-		if err := os.WriteFile(name, data, 0o644); err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, "{\"bytes\":%d}\n", len(data))
-	}))
-	defer bare.Close()
-
+	bare := bareServer(b)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2}}
 	defer client.CloseIdleConnections()
-	post := func(url, auth string) (time.Duration, error) {
-		req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-		if err != nil {
-			return 0, err
-		}
-		req.Header.Set("Authorization", auth)
-		start := time.Now()
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		out, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		took := time.Since(start)
-		if err != nil {
-			return 0, err
-		}
-		if resp.StatusCode != http.StatusOK {
-			return 0, fmt.Errorf("POST %s: %d %s", url, resp.StatusCode, out)
-		}
-		return took, nil
-	}
+	post := poster(client, body)
 
 	// One running attempt per submit, plus one to warm both servers up.
 	handles := make([]string, b.N+1)
@@ -136,4 +101,105 @@ func BenchmarkSubmit64KiB(b *testing.B) {
 	b.ReportMetric(percentile(submitLat, 99), "submit_p99_ms")
 	b.ReportMetric(percentile(bareLat, 50), "bare_p50_ms")
 	b.ReportMetric(percentile(bareLat, 99), "bare_p99_ms")
+}
+
+// bareServer is the anchor of the submit figures: a bare net/http handler
+// that reads the body and writes the same bytes to a file of its own.
+func bareServer(b *testing.B) *httptest.Server {
+	dir := b.TempDir()
+	var seq atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		name := filepath.Join(dir, fmt.Sprintf("body-%d.md", seq.Add(1)))
+		if err := os.WriteFile(name, data, 0o644); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, "{\"bytes\":%d}\n", len(data))
+	}))
+	b.Cleanup(srv.Close)
+	return srv
+}
+
+// poster POSTs body to a URL with an Authorization value and returns how
+// long the answer took; an answer other than 200 is an error.
+func poster(client *http.Client, body []byte) func(url, auth string) (time.Duration, error) {
+	return func(url, auth string) (time.Duration, error) {
+		req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			return 0, err
+		}
+		req.Header.Set("Authorization", auth)
+		start := time.Now()
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		out, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		took := time.Since(start)
+		if err != nil {
+			return 0, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return 0, fmt.Errorf("POST %s: %d %s", url, resp.StatusCode, out)
+		}
+		return took, nil
+	}
+}
+
+// BenchmarkFigure_Submit prints `make bench`'s submit figure (issue 16 §
+// 3): 64 KiB submits from 8 concurrent loopback clients through the real
+// handler (auth, fencing, tail, fold, projection, task token), ms per
+// submit of a round's wall time, next to the bare handler taking the same
+// bodies from the same 8 clients; goal: at least half its throughput.
+func BenchmarkFigure_Submit(b *testing.B) {
+	const clients, perRound = 8, 64
+	body := submitBody(64 << 10)
+	h := setup(b)
+	bare := bareServer(b)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
+	defer client.CloseIdleConnections()
+	post := poster(client, body)
+	round := func(url string, auths []string) float64 {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		start := time.Now()
+		for range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := next.Add(1) - 1; i < int64(len(auths)); i = next.Add(1) - 1 {
+					if _, err := post(url, auths[i]); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		return float64(time.Since(start).Microseconds()) / 1e3 / float64(len(auths))
+	}
+	fresh := func() []string {
+		auths := make([]string, perRound)
+		for i := range auths {
+			auths[i] = "Bearer " + h.dispatchFresh(b).Handle
+		}
+		return auths
+	}
+	printed := false
+	for b.Loop() {
+		r := benchfig.Measure(benchfig.Figure{Name: "submit", Unit: "ms/submit", Goal: 0.5, AtLeast: true, Invert: true},
+			func() float64 { return round(h.srv.URL+"/v1/worker/submit", fresh()) },
+			func() float64 { return round(bare.URL+"/bare", fresh()) })
+		if !printed {
+			r.Print(os.Stdout)
+			printed = true
+		}
+	}
 }
