@@ -177,7 +177,7 @@ func (s *Service) Dispatch(ctx context.Context, m Message) error {
 		}
 		return s.launchAttempt(ctx, run, env, step, 1)
 	case "publish":
-		s.emit(Event{Type: EventStepStarted, RunID: run.ID, Node: step.Node, StepRef: step.StepRef})
+		s.emit(Event{Type: EventStepStarted, RunID: run.ID, Node: step.Node, StepRef: step.StepRef, TID: step.TID})
 		if s.startFinalize(ctx, run, env, step) {
 			return nil // the finalize turn's end writes the report and completes publish (supervisor.go)
 		}
@@ -260,7 +260,7 @@ func (s *Service) stopNode(ctx context.Context, m Message) error {
 		if err := s.finishStep(ctx, step, stratus.StepFailed, "failed", v); err != nil {
 			return err
 		}
-		s.emit(Event{Type: EventStepEnded, RunID: step.RunID, Node: step.Node, StepRef: step.StepRef, Attempt: att.N, Outcome: "failed", Reason: reason})
+		s.emit(Event{Type: EventStepEnded, RunID: step.RunID, Node: step.Node, StepRef: step.StepRef, TID: step.TID, Attempt: att.N, Outcome: "failed", Reason: reason})
 	}
 	if err := s.StopWorker(ctx, step.TID); err != nil {
 		return err
@@ -279,7 +279,7 @@ func (s *Service) completeNonWorker(ctx context.Context, step stratus.Step, outc
 	if err := s.finishStep(ctx, step, stratus.StepCompleted, outcome, v); err != nil {
 		return err
 	}
-	s.emit(Event{Type: EventStepEnded, RunID: step.RunID, Node: step.Node, StepRef: step.StepRef, Outcome: outcome, Reason: note})
+	s.emit(Event{Type: EventStepEnded, RunID: step.RunID, Node: step.Node, StepRef: step.StepRef, TID: step.TID, Outcome: outcome, Reason: note})
 	return s.Tokens.SendTaskSuccess(ctx, step.TaskToken, v)
 }
 
@@ -295,7 +295,7 @@ func (s *Service) skipStep(ctx context.Context, step stratus.Step, node *flow.No
 	if err := s.finishStep(ctx, step, stratus.StepCompleted, OutcomeSkipped, v); err != nil {
 		return err
 	}
-	s.emit(Event{Type: EventStepEnded, RunID: step.RunID, Node: step.Node, StepRef: step.StepRef, Outcome: OutcomeSkipped, Reason: why})
+	s.emit(Event{Type: EventStepEnded, RunID: step.RunID, Node: step.Node, StepRef: step.StepRef, TID: step.TID, Outcome: OutcomeSkipped, Reason: why})
 	return s.Tokens.SendTaskSuccess(ctx, step.TaskToken, v)
 }
 
@@ -331,7 +331,7 @@ func (s *Service) failStep(ctx context.Context, step stratus.Step, attempt int, 
 	if !step.CreatedAt.IsZero() {
 		took = s.now().Sub(step.CreatedAt)
 	}
-	s.emit(Event{Type: EventStepEnded, RunID: step.RunID, Node: step.Node, StepRef: step.StepRef, Attempt: attempt, Outcome: "failed", Reason: reason, Duration: took})
+	s.emit(Event{Type: EventStepEnded, RunID: step.RunID, Node: step.Node, StepRef: step.StepRef, TID: step.TID, Attempt: attempt, Outcome: "failed", Reason: reason, Duration: took})
 	return s.fail(ctx, step.TaskToken, errName, reason)
 }
 
@@ -382,7 +382,7 @@ func (s *Service) launchAttempt(ctx context.Context, run stratus.Run, env *RunEn
 	if err := s.Store.CreateAttempt(ctx, att); err != nil {
 		return err
 	}
-	s.emit(Event{Type: EventStepStarted, RunID: run.ID, Node: step.Node, StepRef: step.StepRef, Attempt: n})
+	s.emit(Event{Type: EventStepStarted, RunID: run.ID, Node: step.Node, StepRef: step.StepRef, TID: step.TID, Attempt: n})
 	spec := launch.Spec{APIURL: s.APIURL, Handle: h.Handle, TaskID: step.TID, Attempt: n, NetworkAccess: res.NetworkAccess}
 	spec.LogPath = s.runnerLog(run, step)
 	spec.OnExit = func(err error) { s.workerExited(step.TID, n, err, spec.LogPath) }

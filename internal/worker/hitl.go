@@ -177,7 +177,7 @@ func (s *Service) dispatchHITL(ctx context.Context, run stratus.Run, env *RunEnv
 	if err := s.Store.UpdateStep(ctx, step); err != nil {
 		return err
 	}
-	s.emit(Event{Type: EventStepWaiting, RunID: run.ID, Node: step.Node, StepRef: step.StepRef, Outcome: v.Signal,
+	s.emit(Event{Type: EventStepWaiting, RunID: run.ID, Node: step.Node, StepRef: step.StepRef, TID: step.TID, Outcome: v.Signal,
 		Reason: waitingReason(run.ID, node.ID, s.ReplyFlags, v)})
 	tid := step.TID
 	time.AfterFunc(time.Duration(timeout)*time.Second, func() { s.hitlExpired(tid, timeout) })
@@ -364,7 +364,7 @@ func (s *Service) Human(ctx context.Context, runID, node string, r Reply) (*HITL
 	if err := s.Store.UpdateStep(ctx, step); err != nil {
 		return nil, err
 	}
-	s.emit(Event{Type: EventStepEnded, RunID: runID, Node: step.Node, StepRef: step.StepRef, Outcome: outcome, Reason: oneLine(v.Answer, 200),
+	s.emit(Event{Type: EventStepEnded, RunID: runID, Node: step.Node, StepRef: step.StepRef, TID: step.TID, Outcome: outcome, Reason: oneLine(v.Answer, 200),
 		Duration: now.Sub(step.CreatedAt)})
 	small, _ := json.Marshal(StepValue{StepRef: step.StepRef, Node: step.Node, Outcome: outcome, SubtaskOrder: v.SubtaskOrder})
 	if err := s.Tokens.SendTaskSuccess(ctx, step.TaskToken, small); err != nil {

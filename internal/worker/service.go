@@ -61,6 +61,7 @@ type Event struct {
 	RunID            string
 	Node             string
 	StepRef          string
+	TID              string // the step's dispatch task id (a key, not shown)
 	Attempt          int
 	Terminal         string // seed 003 § 5 terminal ("" for non-worker steps)
 	Outcome          string // accept/rework for evaluators, done/skipped otherwise

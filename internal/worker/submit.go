@@ -460,7 +460,7 @@ func (s *Service) failAttempt(ctx context.Context, c *Caller, att stratus.Attemp
 }
 
 func (s *Service) emitEnded(c *Caller, att stratus.Attempt, outcome, reason string) {
-	s.emit(Event{Type: EventStepEnded, RunID: c.Run.ID, Node: c.Step.Node, StepRef: c.Step.StepRef, Attempt: att.N,
+	s.emit(Event{Type: EventStepEnded, RunID: c.Run.ID, Node: c.Step.Node, StepRef: c.Step.StepRef, TID: c.Step.TID, Attempt: att.N,
 		Terminal: att.Terminal, Outcome: outcome, Reason: reason, Duration: att.EndedAt.Sub(att.StartedAt),
 		PromptTokens: att.PromptTokens, CompletionTokens: att.CompletionTokens, CostUSD: att.CostUSD})
 }

@@ -507,26 +507,35 @@ func (s *Service) stepEnded(e Event) {
 	if err != nil {
 		return
 	}
-	steps, err := s.Store.ListSteps(ctx, e.RunID)
-	if err != nil {
-		return
-	}
-	ordinal := 0
+	audit := auditOn(env)
 	var step stratus.Step
-	for _, st := range steps {
-		if st.Kind == report.Kind {
-			continue
+	ordinal := 0
+	if e.TID != "" && !audit {
+		// One read (issue 16 § 3): only the audit needs the step's place
+		// among the run's steps, which is a read of them all.
+		if step, err = s.Store.GetStep(ctx, e.TID); err != nil {
+			return
 		}
-		ordinal++
-		if st.StepRef == e.StepRef {
-			step = st
-			break
+	} else {
+		steps, err := s.Store.ListSteps(ctx, e.RunID)
+		if err != nil {
+			return
+		}
+		for _, st := range steps {
+			if st.Kind == report.Kind {
+				continue
+			}
+			ordinal++
+			if st.StepRef == e.StepRef {
+				step = st
+				break
+			}
 		}
 	}
 	if step.TID == "" || step.Kind == report.Kind {
 		return
 	}
-	if auditOn(env) && (step.Kind == flow.KindAgent || step.Kind == flow.KindEvaluator) {
+	if audit && (step.Kind == flow.KindAgent || step.Kind == flow.KindEvaluator) {
 		if err := s.writeAudit(ctx, run, env, step, ordinal); err != nil {
 			s.warnf("prompt audit of %s: %v", step.StepRef, err)
 		}
