@@ -430,10 +430,13 @@ func (s *Service) renderPrompt(ctx context.Context, run stratus.Run, env *RunEnv
 	if err != nil {
 		return "", err
 	}
-	// An agent that asked a human reads the reply (hitl.go).
-	human, err := s.HumanReplySection(ctx, run.ID, step)
-	if err != nil {
-		return "", err
+	// An agent that asked a human reads the reply (hitl.go); one that may
+	// not ask has none to read (and no need to read the run's steps).
+	human := ""
+	if flow.AsksHuman(node) {
+		if human, err = s.HumanReplySection(ctx, run.ID, step); err != nil {
+			return "", err
+		}
 	}
 	return prompt.Render(tmpl, vars, outputNodes(env.Flow)) + human, nil
 }
