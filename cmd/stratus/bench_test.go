@@ -33,52 +33,6 @@ func installTen(tb testing.TB, dir string) string {
 	return task
 }
 
-// BenchmarkOrchestrationOverhead measures the embedded orchestration
-// overhead per step (from one step's report to the next step's engine
-// start: submit, fold, projection, task-token completion, the next state,
-// dispatch, prompt render, runner start, prompt fetch) against the baseline
-// of spawning the engine itself (`stratus engine echo` to completion), in
-// the same process. Target: overhead within 2x of the spawn.
-func BenchmarkOrchestrationOverhead(b *testing.B) {
-	envelope := []byte(`{"workflow_contract":1,"id":"cr-1","kind":"agent","input":{"query":"q"}}` + "\n")
-	var spawns []time.Duration
-	for range 20 {
-		cmd := exec.Command(stratusBin, "engine", "echo")
-		cmd.Stdin = bytes.NewReader(envelope)
-		start := time.Now()
-		if err := cmd.Run(); err != nil {
-			b.Fatal(err)
-		}
-		spawns = append(spawns, time.Since(start))
-	}
-	slices.Sort(spawns)
-	spawn := spawns[len(spawns)/2]
-
-	var medians []float64
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		dir := b.TempDir()
-		task := installTen(b, dir)
-		out, err := exec.Command(stratusBin, "run", task, "--dir", dir, "--json").Output()
-		if err != nil {
-			b.Fatalf("run: %v", err)
-		}
-		res := decodeRun(b, string(out))
-		if res.Status != "done" || res.OverheadMedianMS == nil {
-			b.Fatalf("run: %+v", res)
-		}
-		medians = append(medians, *res.OverheadMedianMS)
-	}
-	b.StopTimer()
-	slices.Sort(medians)
-	overhead := medians[len(medians)/2]
-	spawnMS := float64(spawn.Microseconds()) / 1000
-	b.ReportMetric(overhead, "overhead-ms/step")
-	b.ReportMetric(spawnMS, "spawn-ms")
-	b.ReportMetric(overhead/spawnMS, "overhead/spawn")
-	b.ReportMetric(0, "ns/op")
-}
-
 // BenchmarkFigure_Start prints `make bench`'s start figure (issue 16 § 2):
 // `stratus --help` from exec to exit, next to one spawn of the four-line
 // engine (fourLineEngine, seed 003 § 9) answering a request; goal:

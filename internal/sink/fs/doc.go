@@ -12,6 +12,6 @@
 // (internal/projection), and it does not fsync: the files are projections
 // of what the store already holds (the output tail keeps the bytes), and an
 // fsync per file was a third of the embedded per-step overhead (about 3 ms
-// of ~21 ms each, measured with BenchmarkOrchestrationOverhead). A reader
+// of ~21 ms each, measured with the overhead benchmark of the day). A reader
 // never sees a half-written file; a power loss may lose the latest Put.
 package fs
