@@ -224,7 +224,7 @@ fuzz:
 bench:
 	@mkdir -p .scratch
 	@$(GO) test -run '^$$' -bench . -benchmem ./... > .scratch/bench.txt 2>&1; status=$$?; \
-	  cat .scratch/bench.txt; echo "== figures"; grep '^BENCH ' .scratch/bench.txt; exit $$status
+	  cat .scratch/bench.txt; echo "== figures"; grep -E '^(BENCH|LAMBDA) ' .scratch/bench.txt; exit $$status
 
 clean:
 	rm -rf bin .scratch
