@@ -104,6 +104,10 @@ func (l *Launcher) Launch(ctx context.Context, s launch.Spec) (string, error) {
 		}
 		logf = f
 		cmd.Stdout, cmd.Stderr = f, f
+		// The runner's log is read back (stratus logs, the viewer, a step's
+		// failure reason) as JSON records, whatever the operator's shell
+		// asks of its terminal.
+		cmd.Env = append(cmd.Env, "STRATUS_LOG_FORMAT=json")
 	}
 	if err := cmd.Start(); err != nil {
 		if logf != nil {
