@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stratusflow/stratus/internal/launch"
+	"github.com/stratusflow/stratus/internal/logging"
 )
 
 // Launcher starts a runner with the worker environment: RunnerBinary
@@ -107,7 +108,7 @@ func (l *Launcher) Launch(ctx context.Context, s launch.Spec) (string, error) {
 		// The runner's log is read back (stratus logs, the viewer, a step's
 		// failure reason) as JSON records, whatever the operator's shell
 		// asks of its terminal.
-		cmd.Env = append(cmd.Env, "STRATUS_LOG_FORMAT=json")
+		cmd.Env = append(cmd.Env, logging.EnvFormat+"=json")
 	}
 	if err := cmd.Start(); err != nil {
 		if logf != nil {
