@@ -158,7 +158,10 @@ func reclaimLogs(ctx context.Context, sk sink.Sink, logsDir, ctxDir, placement, 
 	if err != nil {
 		return "", fmt.Errorf("archive the later run of task %s: %w", taskID, err)
 	}
-	said := "the later run's ctx dir and logs of task " + taskID + " moved to " + arch
+	var said []string
+	if arch != "" {
+		said = append(said, "the later run's ctx dir and logs of task "+taskID+" moved to "+arch)
+	}
 	if key != "" {
 		own := filepath.Join(logsDir, filepath.Base(key))
 		entries, err := os.ReadDir(own)
@@ -180,7 +183,7 @@ func reclaimLogs(ctx context.Context, sk sink.Sink, logsDir, ctxDir, placement, 
 		if err := os.Remove(own); err != nil {
 			return "", err
 		}
-		said += "; run " + runID + "'s moved back from " + own
+		said = append(said, "run "+runID+"'s moved back from "+own)
 	}
-	return said, markCtxDir(ctxDir, placement, taskID)
+	return strings.Join(said, "; "), markCtxDir(ctxDir, placement, taskID)
 }
