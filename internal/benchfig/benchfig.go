@@ -53,7 +53,14 @@ func Measure(f Figure, project, anchor func() float64) Result {
 		p = append(p, project())
 		a = append(a, anchor())
 	}
-	r := Result{Figure: f, Project: median(p), Anchor: median(a)}
+	return FromSamples(f, p, a)
+}
+
+// FromSamples is the figure of samples taken otherwise (a figure whose
+// anchor is the same operation at another point of one run, which cannot
+// be interleaved): the medians of each, their ratio and the verdict.
+func FromSamples(f Figure, project, anchor []float64) Result {
+	r := Result{Figure: f, Project: median(project), Anchor: median(anchor)}
 	r.Ratio = r.Project / r.Anchor
 	if f.Invert {
 		r.Ratio = r.Anchor / r.Project

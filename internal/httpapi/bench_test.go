@@ -203,3 +203,41 @@ func BenchmarkFigure_Submit(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFigure_SubmitFlat prints `make bench`'s submit-flat figure
+// (issue 16 § 3): one client's 64 KiB submit at about step 1,000 of a run,
+// next to the same submit at about step 10 of that run (medians of 41
+// each); goal: at most 1.25× — a step's cost does not grow with the run.
+func BenchmarkFigure_SubmitFlat(b *testing.B) {
+	const samples = 41
+	body := submitBody(64 << 10)
+	h := setup(b)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2}}
+	defer client.CloseIdleConnections()
+	post := poster(client, body)
+	measure := func() []float64 {
+		var ms []float64
+		for range samples {
+			auth := "Bearer " + h.dispatchFresh(b).Handle
+			d, err := post(h.srv.URL+"/v1/worker/submit", auth)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ms = append(ms, float64(d.Microseconds())/1e3)
+		}
+		return ms
+	}
+	printed := false
+	for b.Loop() {
+		if printed {
+			continue
+		}
+		early := measure() // steps 1 to 41 of the run
+		for h.fresh < 1000 {
+			h.dispatchFresh(b) // the run grows to 1,000 steps (left running)
+		}
+		late := measure()
+		benchfig.FromSamples(benchfig.Figure{Name: "submit-flat", Unit: "ms/submit", Goal: 1.25}, late, early).Print(os.Stdout)
+		printed = true
+	}
+}
