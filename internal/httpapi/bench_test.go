@@ -204,9 +204,10 @@ func BenchmarkFigure_Submit(b *testing.B) {
 	}
 }
 
-// BenchmarkFigure_SubmitFlat prints `make bench`'s submit-flat figure
-// (issue 16 § 3): one client's 64 KiB submit at about step 1,000 of a run,
-// next to the same submit at about step 10 of that run (medians of 41
+// BenchmarkFigure_SubmitFlat prints `make bench`'s submit-flat and
+// dispatch-flat figures (issue 16 § 3): one client's 64 KiB submit, and
+// the dispatch (prompt render included) before it, at about step 1,000 of
+// a run, next to the same at about step 10 of that run (medians of 41
 // each); goal: at most 1.25× — a step's cost does not grow with the run.
 func BenchmarkFigure_SubmitFlat(b *testing.B) {
 	const samples = 41
@@ -215,29 +216,31 @@ func BenchmarkFigure_SubmitFlat(b *testing.B) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2}}
 	defer client.CloseIdleConnections()
 	post := poster(client, body)
-	measure := func() []float64 {
-		var ms []float64
+	measure := func() (submits, dispatches []float64) {
 		for range samples {
+			start := time.Now()
 			auth := "Bearer " + h.dispatchFresh(b).Handle
+			dispatches = append(dispatches, float64(time.Since(start).Microseconds())/1e3)
 			d, err := post(h.srv.URL+"/v1/worker/submit", auth)
 			if err != nil {
 				b.Fatal(err)
 			}
-			ms = append(ms, float64(d.Microseconds())/1e3)
+			submits = append(submits, float64(d.Microseconds())/1e3)
 		}
-		return ms
+		return submits, dispatches
 	}
 	printed := false
 	for b.Loop() {
 		if printed {
 			continue
 		}
-		early := measure() // steps 1 to 41 of the run
+		early, earlyD := measure() // steps 1 to 41 of the run
 		for h.fresh < 1000 {
 			h.dispatchFresh(b) // the run grows to 1,000 steps (left running)
 		}
-		late := measure()
+		late, lateD := measure()
 		benchfig.FromSamples(benchfig.Figure{Name: "submit-flat", Unit: "ms/submit", Goal: 1.25}, late, early).Print(os.Stdout)
+		benchfig.FromSamples(benchfig.Figure{Name: "dispatch-flat", Unit: "ms/dispatch", Goal: 1.25}, lateD, earlyD).Print(os.Stdout)
 		printed = true
 	}
 }

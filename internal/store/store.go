@@ -6,6 +6,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/stratusflow/stratus"
@@ -39,6 +40,11 @@ type Store interface {
 	GetStep(ctx context.Context, tid string) (stratus.Step, error)
 	// ListSteps returns a run's steps in creation order.
 	ListSteps(ctx context.Context, runID string) ([]stratus.Step, error)
+	// LatestSteps returns, for each node of a run, its latest step (the
+	// last created) among those q selects, in creation order: what a prompt
+	// reads of the steps before it, without reading the whole run (issue
+	// 16 § 3).
+	LatestSteps(ctx context.Context, runID string, q LatestQuery) ([]stratus.Step, error)
 	// CountVisits returns how many steps of node the run already has.
 	CountVisits(ctx context.Context, runID, node string) (int, error)
 	// UpdateStep replaces the mutable fields (Status, Verdict, Value, EndedAt).
@@ -90,4 +96,37 @@ type Store interface {
 	GetRenderSize(ctx context.Context, agent string) (stratus.RenderSize, error)
 
 	Close() error
+}
+
+// LatestQuery selects the steps LatestSteps picks the latest of: those
+// with Status, none with a verdict in SkipVerdicts or a kind in SkipKinds,
+// and not the step ExceptTID.
+type LatestQuery struct {
+	Status       string
+	ExceptTID    string
+	SkipVerdicts []string
+	SkipKinds    []string
+}
+
+// Selects reports whether q selects st.
+func (q LatestQuery) Selects(st stratus.Step) bool {
+	return st.Status == q.Status && st.TID != q.ExceptTID && !slices.Contains(q.SkipVerdicts, st.Verdict) && !slices.Contains(q.SkipKinds, st.Kind)
+}
+
+// Latest is LatestSteps over steps already read (in creation order): a
+// store that keeps no index of its own answers with it.
+func Latest(steps []stratus.Step, q LatestQuery) []stratus.Step {
+	last := map[string]int{}
+	for i, st := range steps {
+		if q.Selects(st) {
+			last[st.Node] = i
+		}
+	}
+	var out []stratus.Step
+	for i, st := range steps {
+		if j, ok := last[st.Node]; ok && j == i {
+			out = append(out, st)
+		}
+	}
+	return out
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/stratusflow/stratus/internal/gitwork"
 	"github.com/stratusflow/stratus/internal/projection"
 	"github.com/stratusflow/stratus/internal/prompt"
+	"github.com/stratusflow/stratus/internal/store"
 	"github.com/stratusflow/stratus/internal/supervisor"
 	"github.com/stratusflow/stratus/internal/task"
 )
@@ -104,31 +105,12 @@ func outputNodes(f *flow.Flow) []string {
 	return ids
 }
 
-// latestSteps returns, per node, the latest completed step of a run, in
-// order of completion, excluding the step `except`.
+// latestSteps returns, per node, the latest completed step of a run (not
+// skipped, not a supervisor turn), in creation order, excluding the step
+// `except`: one store query, not the whole run (issue 16 § 3).
 func (s *Service) latestSteps(ctx context.Context, runID, except string) ([]stratus.Step, error) {
-	steps, err := s.Store.ListSteps(ctx, runID)
-	if err != nil {
-		return nil, err
-	}
-	idx := map[string]int{}
-	var out []stratus.Step
-	for _, st := range steps {
-		if st.TID == except || st.Status != stratus.StepCompleted || st.Verdict == "skipped" || st.Kind == supervisorKind {
-			continue
-		}
-		if i, ok := idx[st.Node]; ok {
-			out = append(out[:i], out[i+1:]...)
-			for k, v := range idx {
-				if v > i {
-					idx[k] = v - 1
-				}
-			}
-		}
-		idx[st.Node] = len(out)
-		out = append(out, st)
-	}
-	return out, nil
+	return s.Store.LatestSteps(ctx, runID, store.LatestQuery{Status: stratus.StepCompleted, ExceptTID: except,
+		SkipVerdicts: []string{OutcomeSkipped}, SkipKinds: []string{supervisorKind}})
 }
 
 // templateVars builds the role-file variables of one node run (seed 004 §

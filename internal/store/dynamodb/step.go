@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/store"
 )
 
 func stepKey(tid string) item { return key(pkTask+tid, skStep) }
@@ -261,4 +262,15 @@ func hasCode(codes []string, code string) bool {
 		}
 	}
 	return false
+}
+
+// LatestSteps returns, per node of run runID, its latest step among those
+// q selects, in creation order. The table keeps no per-node index: it reads
+// the run's steps (ListSteps) and picks (store.Latest).
+func (s *Store) LatestSteps(ctx context.Context, runID string, q store.LatestQuery) ([]stratus.Step, error) {
+	steps, err := s.ListSteps(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	return store.Latest(steps, q), nil
 }

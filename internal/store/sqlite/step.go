@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/store"
 )
 
 const stepColumns = "tid, run_id, node, kind, visit, step_ref, dedup_key, task_token, status, verdict, value, input, created_at, ended_at"
@@ -121,4 +122,38 @@ func scanStep(row rowScanner) (stratus.Step, error) {
 	}
 	st.CreatedAt, st.EndedAt = fromMillis(created), fromMillis(ended)
 	return st, nil
+}
+
+// LatestSteps returns, per node of run runID, its latest step among those
+// q selects, in creation order: one indexed query (steps_run_node), the
+// chosen rows alone decoded.
+func (s *Store) LatestSteps(ctx context.Context, runID string, q store.LatestQuery) ([]stratus.Step, error) {
+	where := "run_id = ? AND status = ? AND tid <> ?"
+	args := []any{runID, q.Status, q.ExceptTID}
+	for _, set := range []struct {
+		col  string
+		vals []string
+	}{{"verdict", q.SkipVerdicts}, {"kind", q.SkipKinds}} {
+		for _, v := range set.vals {
+			where += " AND " + set.col + " <> ?"
+			args = append(args, v)
+		}
+	}
+	rows, err := s.r.QueryContext(ctx, "SELECT "+stepColumns+" FROM steps WHERE seq IN (SELECT MAX(seq) FROM steps WHERE "+where+" GROUP BY node) ORDER BY seq", args...)
+	if err != nil {
+		return nil, fmt.Errorf("latest steps of run %q: %w", runID, err)
+	}
+	defer rows.Close()
+	var steps []stratus.Step
+	for rows.Next() {
+		st, err := scanStep(rows)
+		if err != nil {
+			return nil, fmt.Errorf("latest steps of run %q: %w", runID, err)
+		}
+		steps = append(steps, st)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("latest steps of run %q: %w", runID, err)
+	}
+	return steps, nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/store"
 )
 
 func (su *suite) testSteps(t *testing.T) {
@@ -27,6 +28,49 @@ func (su *suite) testSteps(t *testing.T) {
 			t.Fatalf("GetStep(%q): %v", st.TID, err)
 		}
 		checkStep(t, got, st)
+	})
+
+	t.Run("LatestSteps_PerNodeInCreationOrder", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		r := b.createRun(t)
+		other := b.createRun(t)
+		var made []stratus.Step
+		for _, s := range []struct {
+			node, kind, status, verdict string
+		}{
+			{"plan", "agent", stratus.StepCompleted, "done"},          // 0: plan's latest
+			{"review", "evaluator", stratus.StepCompleted, "rework"},  // 1
+			{"fix", "agent", stratus.StepCompleted, "done"},           // 2: fix's latest
+			{"review", "evaluator", stratus.StepCompleted, "accept"},  // 3: review's latest selected
+			{"review", "evaluator", stratus.StepCompleted, "skipped"}, // 4: skipped: not selected
+			{"sup", "supervisor", stratus.StepCompleted, "done"},      // 5: a kind left out
+			{"ship", "publish", stratus.StepRunning, ""},              // 6: not completed
+			{"ask", "hitl", stratus.StepCompleted, "done"},            // 7: the step excepted
+		} {
+			st := b.step(r.ID, s.node, len(made)+1)
+			st.Kind, st.Status, st.Verdict = s.kind, s.status, s.verdict
+			made = append(made, b.createStep(t, st))
+		}
+		b.createStep(t, b.step(other.ID, "plan", 9)) // another run's
+		got, err := b.s.LatestSteps(b.ctx, r.ID, store.LatestQuery{Status: stratus.StepCompleted, ExceptTID: made[7].TID,
+			SkipVerdicts: []string{"skipped"}, SkipKinds: []string{"supervisor"}})
+		if err != nil {
+			t.Fatalf("LatestSteps: %v", err)
+		}
+		var refs []string
+		for _, st := range got {
+			refs = append(refs, st.StepRef)
+		}
+		if want := []string{"plan#1", "fix#3", "review#4"}; fmt.Sprint(refs) != fmt.Sprint(want) {
+			t.Errorf("LatestSteps = %v; want %v (per node its latest selected step, in creation order)", refs, want)
+		}
+		if len(got) == 3 {
+			checkStep(t, got[2], made[3])
+		}
+		if got, err := b.s.LatestSteps(b.ctx, "no-such-run", store.LatestQuery{Status: stratus.StepCompleted}); err != nil || len(got) != 0 {
+			t.Errorf("LatestSteps of an unknown run = %v, %v; want none", got, err)
+		}
 	})
 
 	t.Run("CreateStep_SameDedupKey_ReturnsExistingNotCreated", func(t *testing.T) {
