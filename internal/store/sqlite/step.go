@@ -61,21 +61,27 @@ func (s *Store) GetStep(ctx context.Context, tid string) (stratus.Step, error) {
 // ListSteps returns the steps of run runID in creation order; none (and
 // no error) for a run without steps or an unknown run.
 func (s *Store) ListSteps(ctx context.Context, runID string) ([]stratus.Step, error) {
-	rows, err := s.r.QueryContext(ctx, "SELECT "+stepColumns+" FROM steps WHERE run_id = ? ORDER BY seq", runID)
+	return s.querySteps(ctx, fmt.Sprintf("list steps of run %q", runID), "SELECT "+stepColumns+" FROM steps WHERE run_id = ? ORDER BY seq", runID)
+}
+
+// querySteps runs query and decodes its rows, each a step (stepColumns);
+// errors say what was being done.
+func (s *Store) querySteps(ctx context.Context, what, query string, args ...any) ([]stratus.Step, error) {
+	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list steps of run %q: %w", runID, err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	defer rows.Close()
 	var steps []stratus.Step
 	for rows.Next() {
 		st, err := scanStep(rows)
 		if err != nil {
-			return nil, fmt.Errorf("list steps of run %q: %w", runID, err)
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		steps = append(steps, st)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list steps of run %q: %w", runID, err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return steps, nil
 }
@@ -139,21 +145,6 @@ func (s *Store) LatestSteps(ctx context.Context, runID string, q store.LatestQue
 			args = append(args, v)
 		}
 	}
-	rows, err := s.r.QueryContext(ctx, "SELECT "+stepColumns+" FROM steps WHERE seq IN (SELECT MAX(seq) FROM steps WHERE "+where+" GROUP BY node) ORDER BY seq", args...)
-	if err != nil {
-		return nil, fmt.Errorf("latest steps of run %q: %w", runID, err)
-	}
-	defer rows.Close()
-	var steps []stratus.Step
-	for rows.Next() {
-		st, err := scanStep(rows)
-		if err != nil {
-			return nil, fmt.Errorf("latest steps of run %q: %w", runID, err)
-		}
-		steps = append(steps, st)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("latest steps of run %q: %w", runID, err)
-	}
-	return steps, nil
+	return s.querySteps(ctx, fmt.Sprintf("latest steps of run %q", runID),
+		"SELECT "+stepColumns+" FROM steps WHERE seq IN (SELECT MAX(seq) FROM steps WHERE "+where+" GROUP BY node) ORDER BY seq", args...)
 }
