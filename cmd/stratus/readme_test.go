@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stratusflow/stratus/internal/testenv"
 )
@@ -105,5 +106,33 @@ func TestReadme_WalkthroughRunsInADirTheRepositoryIgnores(t *testing.T) {
 	changes, _, _ := strings.Cut(summary[strings.Index(summary, "## Changes"):], "\n## Steps")
 	if strings.Contains(changes, "task.md") || !strings.Contains(changes, "ignores it") {
 		t.Errorf("the walkthrough's run lists its own files as changes (is %s/ in .gitignore?):\n%s", dir, changes)
+	}
+}
+
+// The README's human gate, step by step (newcomer, issue 15: "I had to copy
+// one out of hitl_test.go"): its flow, as written, runs detached, waits at
+// the gate asking its question, takes an approval and ends done.
+func TestReadme_HumanGateStepByStep(t *testing.T) {
+	t.Parallel()
+	readme := readFile(t, filepath.Join(testenv.ModuleRoot(t), "README.md"))
+	_, after, ok := strings.Cut(readme, "#### A human gate, step by step")
+	if !ok {
+		t.Fatal("README.md has no human gate section")
+	}
+	_, block, _ := strings.Cut(after, "```yaml\n")
+	flowYAML, _, _ := strings.Cut(block, "```")
+	dir, task := setupHITLRun(t, "gated", flowYAML, "default:\n  report: ok\n")
+	runID := detach(t, dir, task)
+	eventually(t, 60*time.Second, "the run waits at its gate", func() bool {
+		return strings.Contains(stepRefs(statusOf(t, dir, runID)), "gate#1:waiting")
+	})
+	if r := runCLI(t, "status", runID, "--dir", dir); !strings.Contains(r.stdout+r.stderr, "Ship the draft of t-gated?") {
+		t.Errorf("status does not say what the gate asks:\n%s%s", r.stdout, r.stderr)
+	}
+	if r := runCLI(t, "approve", runID, "gate", "--dir", dir); r.code != ExitOK {
+		t.Fatalf("approve: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := runCLI(t, "status", runID, "--dir", dir, "--follow"); r.code != ExitOK || !strings.Contains(r.stdout, "run "+runID+": done") {
+		t.Errorf("status --follow: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

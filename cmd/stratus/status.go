@@ -22,6 +22,7 @@ import (
 	"github.com/stratusflow/stratus/internal/runview"
 	"github.com/stratusflow/stratus/internal/sink/fs"
 	"github.com/stratusflow/stratus/internal/store/sqlite"
+	"github.com/stratusflow/stratus/internal/worker"
 )
 
 // StatusOptions are the flags of `stratus status`.
@@ -341,6 +342,11 @@ func stepStatus(s runview.StepView) StepStatus {
 	st := StepStatus{StepRef: s.Step.StepRef, Node: s.Step.Node, Kind: s.Step.Kind, Status: s.Step.Status, Verdict: s.Outcome, Reason: s.Reason}
 	if s.Job != "" {
 		st.Node = s.Job
+	}
+	// A gate that waits says what it asks (newcomer, issue 15).
+	var hv worker.HITLValue
+	if s.Step.Status == worker.StepWaiting && st.Reason == "" && json.Unmarshal(s.Step.Value, &hv) == nil && hv.Request != "" {
+		st.Reason = hv.Signal + ": " + oneLineText(hv.Request, 300)
 	}
 	if a := s.Attempt; a != nil {
 		st.Attempt, st.PromptTokens, st.CompletionTokens = a.N, a.PromptTokens, a.CompletionTokens
