@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	stdio "io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,13 +34,30 @@ func runDetached(o *RunOptions) error {
 	if err != nil {
 		return err
 	}
-	self := o.Self
+	task, err := filepath.Abs(o.Task)
+	if err != nil {
+		return err
+	}
+	runID := lifecycle.NewRunID()
+	args := []string{"run", task, "--dir", dir, "--run-id", runID}
+	if o.NoPull {
+		args = append(args, "--no-pull")
+	}
+	return startDetached(o.IO, o.JSON, o.Self, dir, runID, args, "the run did not start", func() bool { return recorded(dir, runID) })
+}
+
+// startDetached starts `stratus ARGS` for run runID of work dir dir in a
+// session of its own, its output appended to DIR/.stratus/runs/<run_id>/
+// run.log, waits (at most DetachWait) until started says the run is under
+// way — or the process ended first: its log is the error, as notStarted —
+// and prints the run id.
+func startDetached(io IO, asJSON bool, self, dir, runID string, args []string, notStarted string, started func() bool) error {
+	var err error
 	if self == "" {
 		if self, err = os.Executable(); err != nil {
 			return err
 		}
 	}
-	runID := lifecycle.NewRunID()
 	logDir := filepath.Join(dir, orchestrator.StateDir, orchestrator.RunsDir, runID)
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return usageOr(stratus.FieldErrorf(stratus.EINVALID, "dir", "%s: %v", dir, err))
@@ -50,14 +68,7 @@ func runDetached(o *RunOptions) error {
 		return err
 	}
 	defer logf.Close()
-	task, err := filepath.Abs(o.Task)
-	if err != nil {
-		return err
-	}
-	args := []string{"run", task, "--dir", dir, "--run-id", runID}
-	if o.NoPull {
-		args = append(args, "--no-pull")
-	}
+	before, _ := logf.Seek(0, stdio.SeekEnd)
 	cmd := exec.Command(self, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -71,24 +82,27 @@ func runDetached(o *RunOptions) error {
 	for {
 		select {
 		case err := <-exited:
-			// It ended before (or right after) the run was recorded: a run
+			// It ended before (or right after) the run was under way: a run
 			// that ended this fast still printed its result to the log.
+			if started() {
+				return printDetached(io, asJSON, runID, orchestrator.DirFlag(dir))
+			}
 			b, _ := os.ReadFile(logPath)
-			if recorded(dir, runID) {
-				return printDetached(o.IO, o.JSON, runID, orchestrator.DirFlag(dir))
+			if int64(len(b)) > before {
+				b = b[before:] // this process's lines, not an earlier run's
 			}
 			code := ExitFailed
 			if ee, ok := err.(*exec.ExitError); ok {
 				code = ee.ExitCode()
 			}
-			return &exitError{code: code, err: fmt.Errorf("the run did not start:\n%s", strings.TrimSpace(string(b)))}
+			return &exitError{code: code, err: fmt.Errorf("%s:\n%s", notStarted, strings.TrimSpace(string(b)))}
 		case <-time.After(100 * time.Millisecond):
 		}
-		if recorded(dir, runID) {
-			return printDetached(o.IO, o.JSON, runID, orchestrator.DirFlag(dir))
+		if started() {
+			return printDetached(io, asJSON, runID, orchestrator.DirFlag(dir))
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the run's process (pid %d) has not recorded run %s within %s; see %s", cmd.Process.Pid, runID, DetachWait, logPath)
+			return fmt.Errorf("the run's process (pid %d) has not got run %s under way within %s; see %s", cmd.Process.Pid, runID, DetachWait, logPath)
 		}
 	}
 }

@@ -202,3 +202,32 @@ func TestDetach_BadInput(t *testing.T) {
 		t.Errorf("runs: %+v", lines)
 	}
 }
+
+// resume --detach (newcomer, issue 15): a failed run goes on in a process
+// of its own and the command returns at once with its id; a run that
+// cannot be resumed says why, exit 2, without a process left behind.
+func TestResume_Detach(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	_, task := tinyRun(t, dir, `read line
+if [ -f `+dir+`/fail ]; then printf '{"event":"turn_failed","error":"told to fail"}\n'; exit 1; fi
+printf '{"subrun_report": "ok"}\n'
+`, "", "t-redetach")
+	writeTestFile(t, filepath.Join(dir, "fail"), "")
+	first := runCLI(t, "run", task, "--dir", dir, "--json")
+	if first.code == 0 {
+		t.Fatalf("the first run should fail:\n%s", first.stderr)
+	}
+	runID := decodeRun(t, first.stdout).RunID
+	os.Remove(filepath.Join(dir, "fail"))
+	r := runCLI(t, "resume", runID, "--dir", dir, "--detach")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != runID || !strings.Contains(r.stderr, "stratus status "+runID+" --dir "+dir+" --follow") {
+		t.Fatalf("resume --detach: exit %d %q\n%s", r.code, r.stdout, r.stderr)
+	}
+	if f := runCLI(t, "status", runID, "--dir", dir, "--follow"); f.code != ExitOK || !strings.Contains(f.stdout, "run "+runID+": done") {
+		t.Errorf("status --follow after resume --detach: exit %d\n%s%s", f.code, f.stdout, f.stderr)
+	}
+	if again := runCLI(t, "resume", runID, "--dir", dir, "--detach"); again.code != ExitUsage || !strings.Contains(again.stderr, "the run did not resume") {
+		t.Errorf("resume --detach of a done run: exit %d\n%s", again.code, again.stderr)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strconv"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -28,6 +30,9 @@ type ResumeOptions struct {
 	Self           string // the stratus binary workers run as ("" = this one)
 	Target         string
 	AWS            AWSOptions
+	// Detach resumes the run in a process of its own and returns once it
+	// is under way, as run --detach does.
+	Detach bool
 
 	costSet, tokensSet bool
 }
@@ -35,7 +40,7 @@ type ResumeOptions struct {
 func newResumeCmd(io IO) *cobra.Command {
 	o := &ResumeOptions{IO: io}
 	cmd := &cobra.Command{
-		Use:   "resume RUN [--dir DIR] [--reset-fix-budget]",
+		Use:   "resume RUN [--dir DIR] [--reset-fix-budget] [--detach]",
 		Short: "Continue a failed, parked or interrupted run from the step that stopped it",
 		Long: `resume continues run RUN, which ended failed, manual_action_required or
 interrupted (Ctrl-C, or its process killed), from the step that stopped it, on the
@@ -49,7 +54,9 @@ which gives every loop (and the global backstop, and each agent's hitl rounds)
 its whole budget back. A run parked at its cost or token cap goes on with a
 higher one: --max-cost-usd N, --max-tokens N (0: no cap).
 
-Progress goes to stderr, the result to stdout, as for run. With --target aws the
+Progress goes to stderr, the result to stdout, as for run; with --detach the
+run goes on in a process of its own, as run --detach starts one, and resume
+prints RUN once the run is under way. With --target aws the
 run resumes on the deployed stack: a new execution of the run's own state machine
 enters the stopped step's state, and this command follows it as run --target aws
 does (Ctrl-C stops following, not the execution).
@@ -75,6 +82,7 @@ without --reset-fix-budget).`,
 	}
 	cmd.Flags().StringVar(&o.Dir, "dir", ".", "work directory holding .stratus/ (the one the run ran in)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON on stdout")
+	cmd.Flags().BoolVar(&o.Detach, "detach", false, "resume the run in the background and return once it is under way (its output goes on in DIR/.stratus/runs/RUN/run.log)")
 	cmd.Flags().BoolVar(&o.ResetFixBudget, "reset-fix-budget", false, "give every loop budget back (a run parked because a budget ran out)")
 	cmd.Flags().Float64Var(&o.MaxCostUSD, "max-cost-usd", 0, "the run's new cost cap in US dollars (0: none)")
 	cmd.Flags().Int64Var(&o.MaxTokens, "max-tokens", 0, "the run's new token cap (0: none)")
@@ -91,7 +99,13 @@ func runResume(o *ResumeOptions) error {
 		r.MaxTokens = &o.MaxTokens
 	}
 	if o.Target == TargetAWS {
+		if o.Detach {
+			return usageError{fmt.Errorf("--detach: a run on AWS runs on the stack already; resume it without --detach and Ctrl-C stops following, not the run")}
+		}
 		return resumeAWS(o, r)
+	}
+	if o.Detach {
+		return resumeDetached(o)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -141,4 +155,41 @@ func resumeAWS(o *ResumeOptions, r lifecycle.Resume) error {
 	}
 	pullAtEnd(ctx, o.IO, tg, res.Run.ID, "", o.AWS.flagsHint())
 	return printRun(o.IO, d, o.JSON, res)
+}
+
+// resumeDetached is `stratus resume --detach`: `stratus resume` again in a
+// session of its own (startDetached), returning once the run's resume is
+// recorded (its resume count went up) or with the reason it was refused.
+func resumeDetached(o *ResumeOptions) error {
+	dir, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return err
+	}
+	resumes := func() (int, error) {
+		st, err := openRuns(dir)
+		if err != nil {
+			return 0, err
+		}
+		defer st.Close()
+		run, err := st.GetRun(context.Background(), o.RunID)
+		return run.Resumes, err
+	}
+	before, err := resumes()
+	if err != nil {
+		return usageOr(err)
+	}
+	args := []string{"resume", o.RunID, "--dir", dir}
+	if o.ResetFixBudget {
+		args = append(args, "--reset-fix-budget")
+	}
+	if o.costSet {
+		args = append(args, "--max-cost-usd", strconv.FormatFloat(o.MaxCostUSD, 'g', -1, 64))
+	}
+	if o.tokensSet {
+		args = append(args, "--max-tokens", strconv.FormatInt(o.MaxTokens, 10))
+	}
+	return startDetached(o.IO, o.JSON, o.Self, dir, o.RunID, args, "the run did not resume", func() bool {
+		n, err := resumes()
+		return err == nil && n > before
+	})
 }
