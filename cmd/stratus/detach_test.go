@@ -208,18 +208,7 @@ func TestDetach_BadInput(t *testing.T) {
 // cannot be resumed says why, exit 2, without a process left behind.
 func TestResume_Detach(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	_, task := tinyRun(t, dir, `read line
-if [ -f `+dir+`/fail ]; then printf '{"event":"turn_failed","error":"told to fail"}\n'; exit 1; fi
-printf '{"subrun_report": "ok"}\n'
-`, "", "t-redetach")
-	writeTestFile(t, filepath.Join(dir, "fail"), "")
-	first := runCLI(t, "run", task, "--dir", dir, "--json")
-	if first.code == 0 {
-		t.Fatalf("the first run should fail:\n%s", first.stderr)
-	}
-	runID := decodeRun(t, first.stdout).RunID
-	os.Remove(filepath.Join(dir, "fail"))
+	dir, _, runID := failedRun(t, "t-redetach")
 	r := runCLI(t, "resume", runID, "--dir", dir, "--detach")
 	if r.code != 0 || strings.TrimSpace(r.stdout) != runID || !strings.Contains(r.stderr, "stratus status "+runID+" --dir "+dir+" --follow") {
 		t.Fatalf("resume --detach: exit %d %q\n%s", r.code, r.stdout, r.stderr)

@@ -157,20 +157,7 @@ func TestUnknownCommand_ListsEveryCommand(t *testing.T) {
 // logs stay its own, and the resumed run writes into its own.
 func TestResume_OlderRunTakesItsLogsBack(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	_, task := tinyRun(t, dir, `read line
-n=$(cat `+dir+`/pass 2>/dev/null || echo 0); n=$((n+1)); echo $n > `+dir+`/pass
-echo "engine pass $n" >&2
-if [ -f `+dir+`/fail ]; then printf '{"event":"turn_failed","error":"told to fail"}\n'; exit 1; fi
-printf '{"subrun_report": "ok"}\n'
-`, "", "t-reclaim")
-	writeTestFile(t, filepath.Join(dir, "fail"), "")
-	first := runCLI(t, "run", task, "--dir", dir, "--json")
-	if first.code == 0 {
-		t.Fatalf("the first run should fail:\n%s", first.stderr)
-	}
-	id1 := decodeRun(t, first.stdout).RunID
-	os.Remove(filepath.Join(dir, "fail"))
+	dir, task, id1 := failedRun(t, "t-reclaim")
 	second := runCLI(t, "run", task, "--dir", dir, "--json")
 	if second.code != 0 {
 		t.Fatalf("second run: exit %d\n%s", second.code, second.stderr)
@@ -220,4 +207,26 @@ func TestRun_WithoutTheSmallRunner(t *testing.T) {
 	if log := readFile(t, filepath.Join(dir2, ".stratus/logs/t-alone/stages/first/run-000001/runner.log")); !strings.Contains(log, `"binary":"stratus"`) {
 		t.Errorf("stratus alone did not run `stratus runner`:\n%s", log)
 	}
+}
+
+// failedRun readies a tiny run (tinyRun) whose engine numbers its passes
+// on stderr ("engine pass N") and fails while DIR/fail exists, runs it
+// once — it fails — and removes DIR/fail, so that a resume or a rerun
+// goes through. It returns the work dir, the task file and the run's id.
+func failedRun(t *testing.T, taskID string) (dir, task, runID string) {
+	t.Helper()
+	dir = t.TempDir()
+	_, task = tinyRun(t, dir, `read line
+n=$(cat `+dir+`/pass 2>/dev/null || echo 0); n=$((n+1)); echo $n > `+dir+`/pass
+echo "engine pass $n" >&2
+if [ -f `+dir+`/fail ]; then printf '{"event":"turn_failed","error":"told to fail"}\n'; exit 1; fi
+printf '{"subrun_report": "ok"}\n'
+`, "", taskID)
+	writeTestFile(t, filepath.Join(dir, "fail"), "")
+	first := runCLI(t, "run", task, "--dir", dir, "--json")
+	if first.code == 0 {
+		t.Fatalf("the first run should fail:\n%s", first.stderr)
+	}
+	os.Remove(filepath.Join(dir, "fail"))
+	return dir, task, decodeRun(t, first.stdout).RunID
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stratusflow/stratus/internal/builtin"
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/engine"
+	"github.com/stratusflow/stratus/internal/english"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/orchestrator"
 	"github.com/stratusflow/stratus/internal/worcimport"
@@ -123,35 +124,11 @@ func runInstall(o *InstallOptions) error {
 			return err
 		}
 	}
-	flowsDir := filepath.Join(state, orchestrator.FlowsDir)
-	n := 0
-	var flows []string
-	err := fs.WalkDir(builtin.Flows, "flows", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel("flows", p)
-		data, err := builtin.Flows.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		dst := filepath.Join(flowsDir, rel)
-		if _, err := os.Stat(dst); err == nil && !o.Force {
-			return nil
-		}
-		n++
-		if filepath.Dir(rel) == "." && strings.HasSuffix(rel, ".yaml") {
-			flows = append(flows, strings.TrimSuffix(rel, ".yaml"))
-		}
-		return writeFile(dst, data, true)
-	})
+	flows, n, err := installBuiltins(state, o.Force)
 	if err != nil {
 		return err
 	}
-	what := fmt.Sprintf("%d flows", len(flows))
-	if len(flows) == 1 {
-		what = "1 flow"
-	}
+	what := english.Plural(len(flows), "flow")
 	if len(flows) == 0 {
 		fmt.Fprintf(o.IO.Out, "installed into %s: config.yaml (primary %s); the flows under flows/ kept as they are (--force replaces them)\n", state, cfg.Agents.Primary)
 		return nil
@@ -198,7 +175,7 @@ func runInstallFromWorc(o *InstallOptions) error {
 	if _, err := config.Parse(cfgPath, data); err != nil {
 		return usageError{fmt.Errorf("the config mapped from %s is not valid: %w", o.FromWorc, err)}
 	}
-	if err := installBuiltins(state, false); err != nil {
+	if _, _, err := installBuiltins(state, false); err != nil {
 		return err
 	}
 	for _, f := range res.Flows {
@@ -237,20 +214,30 @@ func runInstallFromWorc(o *InstallOptions) error {
 	return nil
 }
 
-// installBuiltins writes the built-in flows under state/flows (replacing
-// existing files when overwrite) and returns their count.
-func installBuiltins(state string, overwrite bool) error {
-	return fs.WalkDir(builtin.Flows, "flows", func(p string, d fs.DirEntry, err error) error {
+// installBuiltins writes the built-in flows under state/flows, an existing
+// file only when overwrite, and returns the flows (by name) and the number
+// of files it wrote.
+func installBuiltins(state string, overwrite bool) (flows []string, files int, err error) {
+	err = fs.WalkDir(builtin.Flows, "flows", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
 		rel, _ := filepath.Rel("flows", p)
+		dst := filepath.Join(state, orchestrator.FlowsDir, rel)
+		if _, err := os.Stat(dst); err == nil && !overwrite {
+			return nil
+		}
 		data, err := builtin.Flows.ReadFile(p)
 		if err != nil {
 			return err
 		}
-		return writeFile(filepath.Join(state, orchestrator.FlowsDir, rel), data, overwrite)
+		files++
+		if filepath.Dir(rel) == "." && strings.HasSuffix(rel, ".yaml") {
+			flows = append(flows, strings.TrimSuffix(rel, ".yaml"))
+		}
+		return writeFile(dst, data, true)
 	})
+	return flows, files, err
 }
 
 // snapshotStamp is the fixed-width UTC stamp of a snapshot's name.
@@ -292,7 +279,7 @@ func runReconfigure(o *InstallOptions) error {
 			return err
 		}
 	}
-	if err := installBuiltins(state, true); err != nil {
+	if _, _, err := installBuiltins(state, true); err != nil {
 		return err
 	}
 	fmt.Fprintf(o.IO.Out, "reconfigured %s: built-in flows (%s) refreshed; snapshots: %s (the newest %d of each kept)\n", state, strings.Join(builtin.Names, ", "), strings.Join(moved, ", "), KeepSnapshots)

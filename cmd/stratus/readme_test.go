@@ -136,3 +136,21 @@ func TestReadme_HumanGateStepByStep(t *testing.T) {
 		t.Errorf("status --follow: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// issue 15 "Done when": the README documents every command and shows the
+// run page's screenshot the Chromium test takes.
+func TestReadme_DocumentsEveryCommand(t *testing.T) {
+	t.Parallel()
+	readme := readFile(t, filepath.Join(testenv.ModuleRoot(t), "README.md"))
+	for _, c := range newRootCmd(IO{}).Commands() {
+		if c.IsAvailableCommand() && c.Name() != "completion" && !strings.Contains(readme, "`stratus "+c.Name()) {
+			t.Errorf("README.md does not document `stratus %s`", c.Name())
+		}
+	}
+	if !strings.Contains(readme, "](docs/ui-run.png)") {
+		t.Error("README.md does not show docs/ui-run.png")
+	}
+	if fi, err := os.Stat(filepath.Join(testenv.ModuleRoot(t), "docs/ui-run.png")); err != nil || fi.Size() < 10_000 {
+		t.Errorf("docs/ui-run.png: %v", err)
+	}
+}
