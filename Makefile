@@ -201,7 +201,7 @@ test-go:
 	if [ "$$($(GO) env CGO_ENABLED)" != 1 ]; then \
 	  $(call skip,race detector,cgo is off: no C compiler (install gcc) so the tests run without -race); race=; \
 	fi; \
-	$(GO) test $$race -count=1 ./...
+	$(GO) test $$race -count=1 -timeout 25m ./...
 
 ## fuzz: run each fuzz target for FUZZTIME (seeded from testdata/cases);
 ## go test takes one target per -fuzz run.

@@ -10,9 +10,15 @@ package main
 import (
 	"os"
 
+	"github.com/stratusflow/stratus/internal/reaper"
 	"github.com/stratusflow/stratus/internal/runner"
 )
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == reaper.Arg {
+		// `stratus-runner reap`: the reaper of a stratus process whose
+		// workers run in process (internal/reaper).
+		os.Exit(reaper.Main(os.Stdin))
+	}
 	os.Exit(runner.Main(os.Getenv, os.Stderr))
 }

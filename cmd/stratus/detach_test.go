@@ -131,7 +131,7 @@ func TestDetach_CancelStopsTheRunAndItsWorkers(t *testing.T) {
 	eventually(t, 60*time.Second, "the engine starts", func() bool {
 		b, err := os.ReadFile(filepath.Join(dir, "engine.pids"))
 		pids = strings.Fields(string(b))
-		return err == nil && len(pids) == 2
+		return err == nil && len(pids) == 3
 	})
 	if lines := runsOf(t, dir); len(lines) != 1 || lines[0].Status != "running" {
 		t.Errorf("runs while it runs: %+v", lines)

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/stratusflow/stratus/internal/testenv"
 )
 
 // issue 15 § 2: `stratus graph` prints an installed flow as Mermaid or dot;
@@ -185,12 +187,18 @@ func TestResume_OlderRunTakesItsLogsBack(t *testing.T) {
 	}
 }
 
-// issue 16 § 2: embedded runs use the small stratus-runner beside stratus
-// (TestMain builds it there, as make build does); stratus alone still
-// runs its runs with `stratus runner`.
+// issue 16 § 2: embedded runs whose workers are processes (worker.isolation:
+// process) use the small stratus-runner beside stratus (TestMain builds it
+// there, as make build does); stratus alone still runs its runs, with
+// `stratus runner` for a worker process and `stratus runner reap` as the
+// in-process worker's reaper (issue 16 § 1).
 func TestRun_WithoutTheSmallRunner(t *testing.T) {
 	t.Parallel()
-	dir, _ := demoRun(t)
+	dir := installExample(t, testenv.ModuleRoot(t))
+	useIsolation(t, dir, "process")
+	if r := runCLI(t, "run", filepath.Join(dir, "task.md"), "--dir", dir); r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
 	if log := readFile(t, filepath.Join(dir, ".stratus/logs/demo-greeting/stages/review/run-000001/runner.log")); !strings.Contains(log, `"binary":"stratus-runner"`) {
 		t.Errorf("the demo's worker was not the small runner:\n%s", log)
 	}
@@ -199,13 +207,18 @@ func TestRun_WithoutTheSmallRunner(t *testing.T) {
 		writeTestFile(t, alone, readFile(t, stratusBin))
 	}
 	os.Chmod(alone, 0o755)
-	dir2, task := tinyRun(t, "", "read line\nprintf '{\"subrun_report\": \"ok\"}\\n'\n", "", "t-alone")
-	cmd := exec.Command(alone, "run", task, "--dir", dir2)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("stratus alone: %v\n%s", err, out)
-	}
-	if log := readFile(t, filepath.Join(dir2, ".stratus/logs/t-alone/stages/first/run-000001/runner.log")); !strings.Contains(log, `"binary":"stratus"`) {
-		t.Errorf("stratus alone did not run `stratus runner`:\n%s", log)
+	for _, isolation := range []string{"process", "in-process"} {
+		dir2, task := tinyRun(t, "", "read line\nprintf '{\"subrun_report\": \"ok\"}\\n'\n", "", "t-alone")
+		useIsolation(t, dir2, isolation)
+		cmd := exec.Command(alone, "run", task, "--dir", dir2)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("stratus alone, %s: %v\n%s", isolation, err, out)
+		} else if strings.Contains(string(out), "workers are processes") { // the reaper did not start
+			t.Errorf("stratus alone, %s, warned:\n%s", isolation, out)
+		}
+		if log := readFile(t, filepath.Join(dir2, ".stratus/logs/t-alone/stages/first/run-000001/runner.log")); !strings.Contains(log, `"binary":"stratus"`) {
+			t.Errorf("stratus alone, %s: the worker was not stratus:\n%s", isolation, log)
+		}
 	}
 }
 

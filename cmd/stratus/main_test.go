@@ -141,6 +141,17 @@ func usePrimaryShellEngineEnv(t testing.TB, dir, name, env string) {
 	writeTestFile(t, path, strings.Replace(cfg, "primary: echo", "primary: "+name, 1))
 }
 
+// useIsolation sets worker.isolation in dir's config.yaml (issue 16 § 1).
+func useIsolation(t testing.TB, dir, isolation string) {
+	t.Helper()
+	path := filepath.Join(dir, ".stratus/config.yaml")
+	cfg := readFile(t, path)
+	if !strings.Contains(cfg, "  isolation: in-process\n") {
+		t.Fatalf("%s has no worker.isolation to set", path)
+	}
+	writeTestFile(t, path, strings.Replace(cfg, "  isolation: in-process\n", "  isolation: "+isolation+"\n", 1))
+}
+
 // tinyRun readies an installed work dir dir (made by install, or t.TempDir
 // when dir is "") for a run of flow "tiny" (writeTwoStepFlow) whose
 // primary engine is engine.sh holding engine, with the provider's env
@@ -187,8 +198,9 @@ func writeTwoStepFlow(t *testing.T, dir string) {
 // holds "slow", writes its pid and its parent's to engine.pids and hangs.
 const slowEngine = `read line
 if [ -f slow ]; then
-  echo "$$ $PPID" > engine.pids
-  sleep 300
+  sleep 300 &
+  echo "$$ $PPID $!" > engine.pids
+  wait
 fi
 printf '{"subrun_report": "ok"}\n'
 `

@@ -140,10 +140,24 @@ func alive(pid int) bool {
 // clean up) ends its runner and engine within 10 s, `stratus status` says
 // interrupted (its open step canceled), and `stratus resume` takes the run
 // to its end from that step.
+//
+// Both ways of running workers (issue 16 § 1): in process, where the
+// engine's child is reached by the reaper alone, and a runner process per
+// step, which watches its owner.
 func TestResume_AKilledOwnerLeavesNothingRunningAndTheRunResumes(t *testing.T) {
 	t.Parallel()
+	for _, isolation := range []string{"in-process", "process"} {
+		t.Run(isolation, func(t *testing.T) {
+			t.Parallel()
+			killedOwner(t, isolation)
+		})
+	}
+}
+
+func killedOwner(t *testing.T, isolation string) {
 	// The engine hangs while "slow" exists, after saying who it is.
 	dir, task := tinyRun(t, "", slowEngine, "", "t-kill")
+	useIsolation(t, dir, isolation)
 
 	run := startRun(t, dir, task)
 	pidsFile := filepath.Join(dir, "engine.pids")
@@ -156,12 +170,13 @@ func TestResume_AKilledOwnerLeavesNothingRunningAndTheRunResumes(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	writeTestFile(t, filepath.Join(dir, "slow"), "")
-	var engine, runner int
+	var engine, runner, child int
 	for {
 		if b, err := os.ReadFile(pidsFile); err == nil && strings.Count(string(b), "\n") == 1 {
 			f := strings.Fields(string(b))
 			engine, _ = strconv.Atoi(f[0])
 			runner, _ = strconv.Atoi(f[1])
+			child, _ = strconv.Atoi(f[2])
 			break
 		}
 		if time.Now().After(deadline) {
@@ -179,12 +194,13 @@ func TestResume_AKilledOwnerLeavesNothingRunningAndTheRunResumes(t *testing.T) {
 	}
 	run.wait(t)
 	gone := time.Now().Add(10 * time.Second)
-	for alive(engine) || alive(runner) {
+	for alive(engine) || alive(runner) || alive(child) {
 		if time.Now().After(gone) {
-			r, e := alive(runner), alive(engine)
-			syscall.Kill(engine, syscall.SIGKILL)
-			syscall.Kill(runner, syscall.SIGKILL)
-			t.Fatalf("10 s after its owner was killed, the runner (pid %d, alive %v) or the engine (pid %d, alive %v) still runs", runner, r, engine, e)
+			r, e, c := alive(runner), alive(engine), alive(child)
+			for _, pid := range []int{engine, runner, child} {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+			t.Fatalf("10 s after its owner was killed, the runner (pid %d, alive %v), the engine (pid %d, alive %v) or the engine's child (pid %d, alive %v) still runs", runner, r, engine, e, child, c)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -5,11 +5,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stratusflow/stratus/internal/reaper"
 	"github.com/stratusflow/stratus/internal/runner"
 )
 
 func newRunnerCmd(io IO) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "runner",
 		Short: "Worker entrypoint: fetch the prompt, drive the engine, return the report",
 		Long: `runner is what a worker runs (an ECS task, or a local subprocess in embedded
@@ -29,4 +30,13 @@ moved on without it), 5 it could not be delivered and is kept in a spool file
 			return nil
 		},
 	}
+	cmd.AddCommand(&cobra.Command{
+		Use:    reaper.Arg,
+		Short:  "The reaper of a stratus process whose workers run in process",
+		Long:   "reap reads +PGID and -PGID lines on stdin; once stdin closes (its stratus process ended, even killed) it kills every process group still named (issue 16 § 1).",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		Run:    func(*cobra.Command, []string) { os.Exit(reaper.Main(os.Stdin)) },
+	})
+	return cmd
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -97,7 +98,28 @@ type Worker struct {
 	// MaxBodyBytes bounds a submitted body or staged part, bytes (default
 	// 32 MiB); a larger one is refused with 413 before anything is stored.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// Isolation is how an embedded run's workers run (issue 16 § 1):
+	// IsolationInProcess (the default) drives each engine from inside the
+	// stratus process, through the same worker API handlers without a
+	// socket; IsolationProcess starts a runner process per step, as an ECS
+	// task is one. Runs on AWS always have a process (a task) per step.
+	Isolation string `yaml:"isolation"`
+	// MaxConcurrentEngines bounds the engines (and checks and tool
+	// commands) an embedded process runs at once, across every run it
+	// hosts (issue 16 § 5); a step over it waits its turn, first come
+	// first served. 0 means DefaultMaxConcurrentEngines().
+	MaxConcurrentEngines int `yaml:"max_concurrent_engines,omitempty"`
 }
+
+// DefaultMaxConcurrentEngines is worker.max_concurrent_engines when unset:
+// twice the cores, at least 4 (an engine mostly waits on its model).
+func DefaultMaxConcurrentEngines() int { return max(4, 2*runtime.NumCPU()) }
+
+// The values of worker.isolation (Worker.Isolation).
+const (
+	IsolationInProcess = "in-process"
+	IsolationProcess   = "process"
+)
 
 // Projection holds the ctx-dir placement (seed 000 § Files are the server's job).
 type Projection struct {
@@ -125,7 +147,7 @@ func Default() *Config {
 				"codex":  {Command: StratusCommand, Args: []string{"engine", "codex"}, Env: map[string]string{"OPENAI_API_KEY": "$OPENAI_API_KEY"}, MaxSteps: 100},
 			},
 		},
-		Worker:     Worker{TokenTTLSeconds: 600, MaxBodyBytes: DefaultMaxBodyBytes},
+		Worker:     Worker{TokenTTLSeconds: 600, MaxBodyBytes: DefaultMaxBodyBytes, Isolation: IsolationInProcess},
 		Projection: Projection{Placement: "workspace/tasks/{task_id}/ctx"},
 		Checks:     Checks{TimeoutSeconds: DefaultChecksTimeoutSeconds},
 		Tools:      Tools{DefaultTimeoutSeconds: DefaultToolTimeoutSeconds},
@@ -165,6 +187,14 @@ func Parse(file string, data []byte) (*Config, error) {
 	}
 	if c.Worker.MaxBodyBytes == 0 {
 		c.Worker.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.Worker.Isolation == "" {
+		c.Worker.Isolation = IsolationInProcess
+	} else if c.Worker.Isolation != IsolationInProcess && c.Worker.Isolation != IsolationProcess {
+		ps.add("worker.isolation", "%q; valid: %s (the default: each engine driven from inside stratus) or %s (a runner process per step)", c.Worker.Isolation, IsolationInProcess, IsolationProcess)
+	}
+	if c.Worker.MaxConcurrentEngines < 0 {
+		ps.add("worker.max_concurrent_engines", "%d is negative; valid: a positive number, or 0 for the default (%d here)", c.Worker.MaxConcurrentEngines, DefaultMaxConcurrentEngines())
 	}
 	if c.Worker.MaxBodyBytes < 0 {
 		ps.add("worker.max_body_bytes", "%d is negative; valid: a positive number of bytes", c.Worker.MaxBodyBytes)

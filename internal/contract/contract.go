@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"strconv"
 )
 
@@ -56,6 +57,11 @@ type LaunchSpec struct {
 	Env map[string]string
 	// Dir is the child's working directory; "" means the runner's own.
 	Dir string
+	// Stderr is where the child's stderr goes, never read by the runner
+	// (§ 1); nil means the runner's own stderr, inherited. The in-process
+	// worker (issue 16 § 1) gives the step's runner log here, as a runner
+	// process's stderr would be.
+	Stderr io.Writer
 	// DeadlineMS is the wall deadline in milliseconds, measured from the
 	// start of Run; 0 (or negative) means DefaultDeadlineMS.
 	DeadlineMS int

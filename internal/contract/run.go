@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/stratusflow/stratus/internal/reaper"
 )
 
 // Runner launches engines under the child contract. It numbers its attempts
@@ -164,6 +166,9 @@ func (l *launch) run(ctx context.Context, spec LaunchSpec, req Request) (Result,
 	cmd.Stdin = stdinR
 	cmd.Stdout = stdoutW
 	cmd.Stderr = os.Stderr // inherited, never read (§ 1)
+	if spec.Stderr != nil {
+		cmd.Stderr = spec.Stderr
+	}
 	cmd.SysProcAttr = procAttr()
 	err = cmd.Start()
 	stdinR.Close()
@@ -174,6 +179,7 @@ func (l *launch) run(ctx context.Context, spec LaunchSpec, req Request) (Result,
 		return l.failed("spawn: " + err.Error()), nil
 	}
 	l.cmd = cmd
+	defer reaper.Track(ctx, cmd.Process.Pid)() // the group outlives no owner
 	defer stdoutR.Close()
 
 	var closeStdinOnce sync.Once

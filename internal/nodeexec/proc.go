@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/stratusflow/stratus/internal/reaper"
 )
 
 // Env returns the environment a command or tool gets: the variables named
@@ -205,6 +207,7 @@ func run(ctx context.Context, p proc) (procResult, error) {
 		}
 		return launchErr(err)
 	}
+	defer reaper.Track(ctx, cmd.Process.Pid)() // the group outlives no owner
 	// The child's ends now live in the child (and whatever it starts): the
 	// runner's copies are closed, so the output ends when the last process
 	// holding it does.

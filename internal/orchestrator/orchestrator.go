@@ -25,11 +25,13 @@ import (
 	"github.com/stratusflow/stratus/internal/compiler"
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/launch/inprocess"
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/projection"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/sink/fs"
+	"github.com/stratusflow/stratus/internal/store/sqlite"
 	"github.com/stratusflow/stratus/internal/task"
 	"github.com/stratusflow/stratus/internal/worker"
 )
@@ -59,6 +61,21 @@ type Options struct {
 	// NoPull: a run whose repository travelled (workspace: worktree) does
 	// not bring its commits back as branch stratus/<task_id> at its end.
 	NoPull bool
+	// Shared, when set, is what the runs of one host process share (issue
+	// 16 § 5): the work dir's store and the engine slots. nil: the run has
+	// its own.
+	Shared *Shared
+	// Started, when set, is called once the run is recorded (its id in the
+	// store), before its first step: a host answers its caller then.
+	Started func(runID string)
+}
+
+// Shared is what the runs hosted by one process share (internal/host):
+// one store for the work dir (one SQLite connection pool, not one per
+// run) and one bound on the engines running at once.
+type Shared struct {
+	Store *sqlite.Store
+	Slots *inprocess.Slots
 }
 
 // Result is the outcome of a run: lifecycle.Result, its Summary and
@@ -173,6 +190,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	s.log.Info(fmt.Sprintf("run %s: task %s through flow %s", s.run.ID, tk.ID, fl.TaskType))
+	if o.Started != nil {
+		o.Started(s.run.ID)
+	}
 	input, _ := json.Marshal(map[string]string{"run_id": s.run.ID, "task_id": tk.ID})
 	return s.execute(ctx, s.run.ID, input)
 }

@@ -8,20 +8,25 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/captoken"
+	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/executor"
 	"github.com/stratusflow/stratus/internal/executor/embedded"
 	"github.com/stratusflow/stratus/internal/httpapi"
+	"github.com/stratusflow/stratus/internal/launch"
+	"github.com/stratusflow/stratus/internal/launch/inprocess"
 	"github.com/stratusflow/stratus/internal/launch/local"
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/progress"
 	localqueue "github.com/stratusflow/stratus/internal/queue/local"
+	"github.com/stratusflow/stratus/internal/reaper"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runview"
 	"github.com/stratusflow/stratus/internal/sink/fs"
@@ -66,6 +71,10 @@ func open(dir string, o Options) (*session, error) {
 		return nil, err
 	}
 	s.key = key
+	if o.Shared != nil && o.Shared.Store != nil {
+		s.st = o.Shared.Store // the host's, closed by the host
+		return s, nil
+	}
 	if s.st, err = sqlite.Open(filepath.Join(s.state, DBFile)); err != nil {
 		return nil, err
 	}
@@ -104,7 +113,7 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 	if err != nil {
 		return nil, fmt.Errorf("listen for the worker API: %w", err)
 	}
-	launcher := &local.Launcher{Executable: s.o.Self, WatchParent: true}
+	launcher, inproc := s.launcher()
 	var exec *embedded.Executor
 	log := s.log
 	svc := &worker.Service{
@@ -150,6 +159,9 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 	waitCtx, stopWait := context.WithCancelCause(ctx)
 	defer stopWait(nil)
 	api := httpapi.New(svc)
+	if inproc != nil {
+		inproc.Handler = api
+	}
 	api.OnError = func(_ *http.Request, err error) {
 		if stratus.StorageFull(err) {
 			stopWait(&diskFullError{err})
@@ -278,6 +290,72 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 	s.pull(ctx, fin.Run.ID)
 	return s.paths(fin), nil
 }
+
+// launcher is what runs the workers of s's run (worker.isolation): a
+// goroutine of this process per step (inproc, also returned, whose Handler
+// the caller sets) or a runner process per step. In-process needs the
+// process's reaper; one that cannot start is said, and the run's workers
+// are processes (each watches this one), so that nothing outlives it.
+func (s *session) launcher() (workers interface {
+	launch.Launcher
+	StopAll()
+}, inproc *inprocess.Launcher) {
+	self, err := s.self()
+	process := &local.Launcher{Executable: self, WatchParent: true}
+	if err != nil || s.env.Config.Worker.Isolation == config.IsolationProcess {
+		return process, nil
+	}
+	rp, err := processReaper(self)
+	if err != nil {
+		s.log.Warn(fmt.Sprintf("%v: this run's workers are processes (worker.isolation: %s)", err, config.IsolationProcess))
+		return process, nil
+	}
+	slots := inprocess.NewSlots(engineSlots(s.env.Config))
+	if s.o.Shared != nil && s.o.Shared.Slots != nil {
+		slots = s.o.Shared.Slots
+	}
+	inproc = &inprocess.Launcher{Self: self, Reaper: rp, Slots: slots}
+	return inproc, inproc
+}
+
+// engineSlots is worker.max_concurrent_engines, or its default.
+func engineSlots(cfg *config.Config) int {
+	if n := cfg.Worker.MaxConcurrentEngines; n > 0 {
+		return n
+	}
+	return config.DefaultMaxConcurrentEngines()
+}
+
+// self is the stratus binary: Options.Self, else this executable.
+func (s *session) self() (string, error) {
+	if s.o.Self != "" {
+		return s.o.Self, nil
+	}
+	return os.Executable()
+}
+
+// processReaper is this process's reaper (internal/reaper), started on
+// first use with the runner binary beside self (`stratus-runner reap`, or
+// `stratus runner reap`), and kept until the process ends: one serves
+// every run the process hosts.
+func processReaper(self string) (*reaper.Reaper, error) {
+	reaperMu.Lock()
+	defer reaperMu.Unlock()
+	if theReaper == nil {
+		name, args := local.RunnerFor(self)
+		r, err := reaper.Start(name, append(args, reaper.Arg)...)
+		if err != nil {
+			return nil, err // the next run tries again
+		}
+		theReaper = r
+	}
+	return theReaper, nil
+}
+
+var (
+	reaperMu  sync.Mutex
+	theReaper *reaper.Reaper
+)
 
 // diskFullError is why a run stopped on a full disk.
 type diskFullError struct{ err error }

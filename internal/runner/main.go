@@ -60,11 +60,18 @@ func Main(getenv func(string) string, stderr io.Writer) int {
 		defer cancel()
 	}
 	err := Run(ctx, Options{APIURL: getenv(launch.EnvAPIURL), Handle: getenv(launch.EnvHandle), TaskID: getenv(launch.EnvTaskID), Self: self, Log: log})
-	if err == nil {
-		return ExitOK
+	if err != nil {
+		log.Error(err.Error()) // said once, as a record of the runner's log
 	}
-	log.Error(err.Error()) // said once, as a record of the runner's log
+	return ExitCode(err)
+}
+
+// ExitCode is the exit status a runner process ends with after Run
+// returned err: ExitOK for nil, ExitRefused, ExitSpooled, else ExitFailed.
+func ExitCode(err error) int {
 	switch {
+	case err == nil:
+		return ExitOK
 	case errors.Is(err, ErrRefused):
 		return ExitRefused
 	case errors.Is(err, ErrSpooled):

@@ -16,7 +16,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -52,6 +54,13 @@ type Options struct {
 	// DefaultStatsInterval); the first goes within FirstStatsDelay.
 	StatsInterval time.Duration
 	checkout      *checkout // set by Run for a run whose repository travels
+	// HTTP carries the runner's calls to the worker API (nil: a default
+	// client over the network). The in-process worker (issue 16 § 1) gives
+	// one whose transport calls the API's handler directly.
+	HTTP *http.Client
+	// EngineStderr is where the engine's stderr goes (nil: this process's
+	// own, inherited, as seed 003 § 1 has it for a runner process).
+	EngineStderr io.Writer
 	// HeartbeatInterval is how often the counters are re-posted while the
 	// engine is silent, so the state's HeartbeatSeconds does not lapse
 	// (default 60 s).
@@ -94,7 +103,7 @@ func Run(ctx context.Context, o Options) error {
 	if o.HeartbeatInterval == 0 {
 		o.HeartbeatInterval = 60 * time.Second
 	}
-	c := &workerclient.Client{BaseURL: o.APIURL, Credential: o.Handle}
+	c := &workerclient.Client{BaseURL: o.APIURL, Credential: o.Handle, HTTP: o.HTTP}
 	if strings.HasPrefix(o.Handle, captoken.BootstrapPrefix) {
 		// Launched with a one-time bootstrap value (what RunTask's
 		// environment shows): exchange it for the step's handle, which
@@ -299,7 +308,7 @@ func launchSpec(e *worker.EngineSpec, o Options) (contract.LaunchSpec, error) {
 	}
 	env[launch.EnvModel], env[launch.EnvReasoning] = e.Model, e.Reasoning
 	env[launch.EnvPermissionProfile], env[launch.EnvNetworkAccess] = profile, strconv.FormatBool(e.NetworkAccess)
-	return contract.LaunchSpec{Command: cmd, Args: e.Args, Env: env, Dir: e.Dir, DeadlineMS: e.DeadlineMS}, nil
+	return contract.LaunchSpec{Command: cmd, Args: e.Args, Env: env, Dir: e.Dir, DeadlineMS: e.DeadlineMS, Stderr: o.EngineStderr}, nil
 }
 
 // relay posts progress as stats at most once per interval — counters that

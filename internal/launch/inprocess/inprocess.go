@@ -1,0 +1,226 @@
+// Package inprocess runs an embedded run's workers inside the stratus
+// process (issue 16 § 1, seed 000 § The in-process twin): the runner's
+// work — fetch the payload, drive the engine through child contract v1,
+// stage parts, submit — is internal/runner's Run on a goroutine, calling
+// the worker API's handler directly (Direct: the same handlers, fencing
+// and fold, without a socket). The engine is still a process of its own
+// and still gets STRATUS_API_URL and STRATUS_HANDLE: the loopback API
+// stays up for the `stratus worker` calls an engine makes.
+//
+// What a runner process gave for free is kept: each step's runner log
+// gets the runner's records and the engine's stderr (JSON records, as
+// internal/logging writes them on ECS); an end without a result reaches
+// the service as the runner process's exit status would (Spec.OnExit);
+// and a reaper (internal/reaper) ends every engine's process group if this
+// process dies, SIGKILL included (issue 11 § 5).
+package inprocess
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stratusflow/stratus/internal/launch"
+	"github.com/stratusflow/stratus/internal/logging"
+	"github.com/stratusflow/stratus/internal/reaper"
+	"github.com/stratusflow/stratus/internal/runner"
+)
+
+// Launcher runs each worker as a goroutine of this process.
+type Launcher struct {
+	// Handler is the worker API (internal/httpapi), called directly.
+	Handler http.Handler
+	// Self is the stratus binary an engine's "{stratus}" runs.
+	Self string
+	// Reaper, when set, tracks each engine's and command's process group,
+	// so that none outlives this process.
+	Reaper *reaper.Reaper
+	// Slots, when set, bound the workers running at once (shared by every
+	// run of a process); nil: no bound.
+	Slots *Slots
+	// StopGrace bounds how long Stop waits for a worker once its engine
+	// is stopped (0: 7 s, as the process launcher's).
+	StopGrace time.Duration
+
+	seq     atomic.Uint64
+	mu      sync.Mutex
+	workers map[string]*worker
+	wg      sync.WaitGroup
+}
+
+var _ launch.Launcher = (*Launcher)(nil)
+
+type worker struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// ExitError is how a worker's end without a delivered result reaches
+// Spec.OnExit: the exit status its runner process would have had
+// (runner.ExitCode), so the step's failure reads as it does with
+// worker.isolation: process.
+type ExitError struct {
+	Code int
+	Err  error // what runner.Run returned
+}
+
+func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// Launch starts the worker of one attempt and returns at once with its id
+// ("inproc-N"). It fails only when the step's log file cannot be opened.
+func (l *Launcher) Launch(_ context.Context, s launch.Spec) (string, error) {
+	logf, err := openLog(s.LogPath)
+	if err != nil {
+		return "", err
+	}
+	id := fmt.Sprintf("inproc-%d", l.seq.Add(1))
+	// The worker belongs to the run, not to the call that launched it.
+	ctx, cancel := context.WithCancel(reaper.NewContext(context.Background(), l.Reaper))
+	w := &worker{cancel: cancel, done: make(chan struct{})}
+	l.mu.Lock()
+	if l.workers == nil {
+		l.workers = map[string]*worker{}
+	}
+	l.workers[id] = w
+	l.mu.Unlock()
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		log := logging.Discard()
+		o := runner.Options{APIURL: s.APIURL, Handle: s.Handle, TaskID: s.TaskID, Self: l.Self,
+			HTTP: &http.Client{Transport: Direct(l.Handler)}}
+		if logf != nil {
+			log = logging.JSON(logf, "runner")
+			o.EngineStderr = logf
+		}
+		o.Log = log
+		err := l.run(ctx, s, o)
+		var exit error
+		if err != nil {
+			log.Error(err.Error()) // said once, as a runner process says it
+			exit = &ExitError{Code: runner.ExitCode(err), Err: err}
+		}
+		cancel()
+		if logf != nil {
+			logf.Close()
+		}
+		l.mu.Lock()
+		delete(l.workers, id)
+		l.mu.Unlock()
+		close(w.done)
+		if s.OnExit != nil {
+			s.OnExit(exit)
+		}
+	}()
+	return id, nil
+}
+
+// SlotWaitHeartbeat is how often a worker waiting for a slot says so
+// (Spec.Waiting: the dispatcher heartbeats the step's task token), so a
+// step queued behind others does not time out.
+var SlotWaitHeartbeat = 20 * time.Second
+
+// run is one worker's Run, inside a slot when there are Slots.
+func (l *Launcher) run(ctx context.Context, s launch.Spec, o runner.Options) error {
+	if l.Slots != nil {
+		if err := l.Slots.acquire(ctx, SlotWaitHeartbeat, s.Waiting); err != nil {
+			return err
+		}
+		defer l.Slots.release()
+	}
+	return runner.Run(ctx, o)
+}
+
+func openLog(path string) (*os.File, error) {
+	if path == "" {
+		return nil, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+}
+
+// Stop stops a worker: its engine is stopped as a runner stops it on
+// SIGTERM (seed 003 § 1: the process group killed), and Stop waits for the
+// worker to end, at most StopGrace. An ended worker is not an error.
+func (l *Launcher) Stop(_ context.Context, id string) error {
+	l.mu.Lock()
+	w := l.workers[id]
+	l.mu.Unlock()
+	if w == nil {
+		return nil
+	}
+	w.cancel()
+	grace := l.StopGrace
+	if grace == 0 {
+		grace = 7 * time.Second
+	}
+	select {
+	case <-w.done:
+		return nil
+	case <-time.After(grace):
+		return fmt.Errorf("worker %s did not end within %s of its stop", id, grace)
+	}
+}
+
+// StopAll stops every worker still running and waits for all to end.
+func (l *Launcher) StopAll() {
+	l.mu.Lock()
+	for _, w := range l.workers {
+		w.cancel()
+	}
+	l.mu.Unlock()
+	l.wg.Wait()
+}
+
+// Slots bound how many workers of a process run at once, across every run
+// it hosts (worker.max_concurrent_engines, issue 16 § 5). A worker over
+// the bound waits for a slot, first come first served: the waiting
+// goroutines of a channel send are woken in the order they came.
+type Slots struct{ ch chan struct{} }
+
+// NewSlots returns n slots (n < 1 is 1).
+func NewSlots(n int) *Slots { return &Slots{ch: make(chan struct{}, max(n, 1))} }
+
+// acquire takes a slot, calling waiting every interval while it waits;
+// it returns ctx's error if ctx ends first. The wait is one blocked send
+// from start to end, so its place in the queue is kept.
+func (s *Slots) acquire(ctx context.Context, interval time.Duration, waiting func()) error {
+	select {
+	case s.ch <- struct{}{}:
+		return nil
+	default:
+	}
+	got := make(chan struct{})
+	go func() {
+		s.ch <- struct{}{}
+		close(got)
+	}()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-got:
+			return nil
+		case <-ctx.Done():
+			go func() {
+				<-got // the slot, once it comes, goes to the next in line
+				s.release()
+			}()
+			return ctx.Err()
+		case <-t.C:
+			if waiting != nil {
+				waiting()
+			}
+		}
+	}
+}
+
+func (s *Slots) release() { <-s.ch }
