@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/awsrun"
 	"github.com/stratusflow/stratus/internal/executor"
+	"github.com/stratusflow/stratus/internal/host"
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/orchestrator"
 	"github.com/stratusflow/stratus/internal/store"
@@ -95,7 +97,7 @@ func runCancel(o *CancelOptions) error {
 			return usageOr(oerr)
 		}
 		defer st.Close()
-		res, err = cancelEmbedded(ctx, st, o.RunID, o.Grace)
+		res, err = cancelEmbedded(ctx, st, o.Dir, o.RunID, o.Grace)
 	}
 	if res.RunID == "" {
 		return usageOr(err) // the run could not be read
@@ -117,10 +119,11 @@ func runCancel(o *CancelOptions) error {
 	return err
 }
 
-// cancelEmbedded stops the process that owns run runID: SIGTERM, then
-// SIGKILL after grace; then the run is read (reconciled) once its owner
-// is gone.
-func cancelEmbedded(ctx context.Context, st store.Store, runID string, grace time.Duration) (CancelResult, error) {
+// cancelEmbedded stops run runID of work dir dir: a run hosted by the work
+// dir's host (internal/host) is stopped by the host, which goes on with
+// its other runs; any other run's process is stopped, SIGTERM, then
+// SIGKILL after grace. The run is then read (reconciled).
+func cancelEmbedded(ctx context.Context, st store.Store, dir, runID string, grace time.Duration) (CancelResult, error) {
 	run, err := st.GetRun(ctx, runID)
 	if err != nil {
 		return CancelResult{}, err
@@ -136,9 +139,11 @@ func cancelEmbedded(ctx context.Context, st store.Store, runID string, grace tim
 	if !known {
 		return res, fmt.Errorf("run %s is running in a process this machine cannot reach (owner %q); cancel it where it runs", run.ID, run.Owner)
 	}
-	if alive {
-		parts := strings.Split(run.Owner, "/")
-		pid, _ := strconv.Atoi(parts[1])
+	parts := strings.Split(run.Owner, "/")
+	pid, _ := strconv.Atoi(parts[min(1, len(parts)-1)])
+	if hosted, err := cancelHosted(ctx, dir, run.ID, pid); err != nil {
+		return res, err
+	} else if !hosted && alive {
 		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
 			return res, fmt.Errorf("stop the process of run %s (pid %d): %w", run.ID, pid, err)
 		}
@@ -154,6 +159,27 @@ func cancelEmbedded(ctx context.Context, st store.Store, runID string, grace tim
 	}
 	res.Status = run.Status
 	return res, err
+}
+
+// cancelHosted stops run runID in dir's host when the host is the run's
+// owner (pid) and says whether it was; the host is never signalled, since
+// its other runs go on.
+func cancelHosted(ctx context.Context, dir, runID string, pid int) (bool, error) {
+	c, err := host.Dial(dir)
+	if err != nil {
+		return false, nil // no host: the run has a process of its own
+	}
+	hostPID, runs, err := c.Runs(ctx)
+	if err != nil || hostPID != pid {
+		return false, nil
+	}
+	if !slices.Contains(runs, runID) {
+		return true, nil // it ended meanwhile
+	}
+	if _, err := c.Cancel(ctx, runID); err != nil && stratus.ErrorCode(err) != stratus.ENOTFOUND {
+		return true, fmt.Errorf("stop run %s in its host (pid %d): %w", runID, pid, err)
+	}
+	return true, nil
 }
 
 // waitGone polls until the owner is dead or d has passed.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/host"
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/orchestrator"
 )
@@ -22,13 +23,12 @@ import (
 // filesystem or a large bundle is not).
 var DetachWait = 60 * time.Second
 
-// runDetached is `stratus run --detach`: it starts `stratus run` again, in a
-// session of its own (no terminal: Ctrl-C and a closed terminal do not
-// reach it) with its output in DIR/.stratus/runs/<run_id>/run.log and the
-// run id chosen here, waits until that process has recorded the run (or
-// has failed before it could: its error is this command's), and prints the
-// run id. The run then lives as long as that process; `stratus cancel`
-// stops it.
+// runDetached is `stratus run --detach`: it hands the run, with an id
+// chosen here, to the work dir's host (internal/host; started when none
+// serves it: one process hosts every detached run of a work dir, issue 16
+// § 5), returns once the host has recorded the run (or with the error
+// `stratus run` would have given) and prints the run id. The run's lines
+// go to DIR/.stratus/runs/<run_id>/run.log; `stratus cancel` stops it.
 func runDetached(o *RunOptions) error {
 	dir, err := filepath.Abs(o.Dir)
 	if err != nil {
@@ -38,12 +38,24 @@ func runDetached(o *RunOptions) error {
 	if err != nil {
 		return err
 	}
-	runID := lifecycle.NewRunID()
-	args := []string{"run", task, "--dir", dir, "--run-id", runID}
-	if o.NoPull {
-		args = append(args, "--no-pull")
+	self := o.Self
+	if self == "" {
+		if self, err = os.Executable(); err != nil {
+			return err
+		}
 	}
-	return startDetached(o.IO, o.JSON, o.Self, dir, runID, args, "the run did not start", func() bool { return recorded(dir, runID) })
+	if _, err := os.Stat(filepath.Join(dir, orchestrator.StateDir, orchestrator.ConfigFile)); err != nil {
+		return usageOr(stratus.Errorf(stratus.ENOTFOUND, "%s is not installed (no %s): stratus install --dir %s", dir, filepath.Join(orchestrator.StateDir, orchestrator.ConfigFile), dir))
+	}
+	c, err := host.Ensure(dir, self, DefaultHostIdle, DetachWait)
+	if err != nil {
+		return err
+	}
+	runID, err := c.Start(context.Background(), host.StartRequest{Task: task, RunID: lifecycle.NewRunID(), NoPull: o.NoPull})
+	if err != nil {
+		return usageOr(fmt.Errorf("the run did not start: %w", err))
+	}
+	return printDetached(o.IO, o.JSON, runID, orchestrator.DirFlag(dir))
 }
 
 // startDetached starts `stratus ARGS` for run runID of work dir dir in a

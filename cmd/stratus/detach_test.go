@@ -10,7 +10,7 @@ import (
 )
 
 // eventually polls cond every 50 ms until it holds or d passes.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {
@@ -100,7 +100,8 @@ func TestDetach_AHumanGateWaitsWithoutItsTerminal(t *testing.T) {
 
 // issue 11 § 4, § 5: cancel stops a detached run and its workers; the run
 // ends interrupted, open step canceled; runs and status agree; resume
-// then finishes it.
+// then finishes it. The run's host (issue 16 § 5: the engine's parent)
+// stays up, its other runs untouched.
 func TestDetach_CancelStopsTheRunAndItsWorkers(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -140,9 +141,12 @@ func TestDetach_CancelStopsTheRunAndItsWorkers(t *testing.T) {
 	if r.code != ExitOK || !strings.Contains(r.stdout, "run "+runID+": interrupted (was running)") {
 		t.Fatalf("cancel: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	for _, p := range pids {
+	for _, p := range []string{pids[0], pids[2]} { // the engine and its child
 		pid, _ := json.Number(p).Int64()
 		eventually(t, 10*time.Second, "the worker "+p+" stops", func() bool { return !alive(int(pid)) })
+	}
+	if host, _ := json.Number(pids[1]).Int64(); !alive(int(host)) {
+		t.Errorf("the run's host (pid %d) ended with the run it was asked to stop", host)
 	}
 	s := statusOf(t, dir, runID)
 	if s.Status != "interrupted" || stepRefs(s) != "answer#1:canceled" {

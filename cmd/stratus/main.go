@@ -98,6 +98,7 @@ func newRootCmd(io IO) *cobra.Command {
 		newUICmd(io),
 		newLogsCmd(io),
 		newRunnerCmd(io),
+		newHostCmd(io),
 		newEngineCmd(io),
 		newWorkerCmd(io),
 		newContractCmd(io),

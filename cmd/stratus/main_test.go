@@ -174,7 +174,7 @@ func tinyRun(t *testing.T, dir, engine, env, taskID string) (string, string) {
 
 // writeTwoStepFlow installs flow "tiny" in DIR: agents first, then answer,
 // then publish, with their role files.
-func writeTwoStepFlow(t *testing.T, dir string) {
+func writeTwoStepFlow(t testing.TB, dir string) {
 	t.Helper()
 	writeTestFile(t, filepath.Join(dir, ".stratus/flows/tiny.yaml"), `flow:
   name: tiny

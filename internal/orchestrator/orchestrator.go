@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/stratusflow/stratus"
@@ -72,10 +73,45 @@ type Options struct {
 
 // Shared is what the runs hosted by one process share (internal/host):
 // one store for the work dir (one SQLite connection pool, not one per
-// run) and one bound on the engines running at once.
+// run), opened by the first run that gets under way, and one bound on the
+// engines running at once.
 type Shared struct {
-	Store *sqlite.Store
-	Slots *inprocess.Slots
+	slots *inprocess.Slots
+	db    string
+
+	mu sync.Mutex
+	st *sqlite.Store
+}
+
+// NewShared returns what the runs of work dir dir hosted by one process
+// share, with engineSlots engine slots.
+func NewShared(dir string, engineSlots int) *Shared {
+	return &Shared{slots: inprocess.NewSlots(engineSlots), db: filepath.Join(dir, StateDir, DBFile)}
+}
+
+// store is the shared store, opened on first use: a work dir where no run
+// got under way has none (`stratus runs` says so).
+func (sh *Shared) store() (*sqlite.Store, error) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.st == nil {
+		st, err := sqlite.Open(sh.db)
+		if err != nil {
+			return nil, err
+		}
+		sh.st = st
+	}
+	return sh.st, nil
+}
+
+// Close closes the shared store, once no hosted run uses it.
+func (sh *Shared) Close() error {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.st == nil {
+		return nil
+	}
+	return sh.st.Close()
 }
 
 // Result is the outcome of a run: lifecycle.Result, its Summary and

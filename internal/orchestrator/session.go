@@ -71,9 +71,9 @@ func open(dir string, o Options) (*session, error) {
 		return nil, err
 	}
 	s.key = key
-	if o.Shared != nil && o.Shared.Store != nil {
-		s.st = o.Shared.Store // the host's, closed by the host
-		return s, nil
+	if o.Shared != nil {
+		s.st, err = o.Shared.store() // the host's, closed by the host
+		return s, err
 	}
 	if s.st, err = sqlite.Open(filepath.Join(s.state, DBFile)); err != nil {
 		return nil, err
@@ -311,8 +311,8 @@ func (s *session) launcher() (workers interface {
 		return process, nil
 	}
 	slots := inprocess.NewSlots(engineSlots(s.env.Config))
-	if s.o.Shared != nil && s.o.Shared.Slots != nil {
-		slots = s.o.Shared.Slots
+	if s.o.Shared != nil {
+		slots = s.o.Shared.slots
 	}
 	inproc = &inprocess.Launcher{Self: self, Reaper: rp, Slots: slots}
 	return inproc, inproc

@@ -1,0 +1,287 @@
+// Package host is one stratus process that hosts many embedded runs of
+// one work dir (issue 16 § 5): `stratus run --detach` hands its run to the
+// work dir's host — starting one when none is up — instead of starting a
+// process per run. The runs share the host's store (one SQLite connection
+// pool), its reaper and its engine slots (worker.max_concurrent_engines:
+// across every run, first come first served), so a thousand runs cost a
+// thousand sets of goroutines, not a thousand processes.
+//
+// The host answers on a Unix socket, DIR/.stratus/host.sock, reachable by
+// the work dir's owner alone (mode 0600):
+//
+//	POST /v1/runs              {"task": PATH, "run_id": ID, "no_pull": BOOL}
+//	                           → 201 {"run_id": ID} once the run is recorded;
+//	                             4xx {"error": {"code", "message"}} when it
+//	                             cannot start (the same errors as `stratus run`)
+//	POST /v1/runs/{id}/cancel  → 200 {"status": S} once the run has stopped
+//	                             (interrupted, as a SIGTERM'd `stratus run`)
+//	GET  /v1/runs              → 200 {"pid": PID, "runs": [ID...]} the host's
+//	                             process and the runs under way in it
+//
+// Each run's progress lines go to DIR/.stratus/runs/<run_id>/run.log, as
+// a detached run's do. Every hosted run's owner (stratus.Run.Owner) is the
+// host's process: `stratus status` reads a run whose host died as
+// interrupted, and `stratus resume` goes on with it.
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/config"
+	"github.com/stratusflow/stratus/internal/orchestrator"
+)
+
+// SocketName is the host's socket, in DIR/.stratus/.
+const SocketName = "host.sock"
+
+// SocketPath is the host socket of work dir dir.
+func SocketPath(dir string) string {
+	return filepath.Join(dir, orchestrator.StateDir, SocketName)
+}
+
+// Host hosts the runs of one work dir.
+type Host struct {
+	Dir  string // the work dir (absolute)
+	Self string // the stratus binary ("" = os.Executable())
+	// Idle ends Serve once no run has been under way for this long (0:
+	// never): a host started for `run --detach` goes away with its runs.
+	Idle time.Duration
+	Log  *slog.Logger // the host's own records (nil: none)
+
+	shared *orchestrator.Shared
+	mu     sync.Mutex
+	runs   map[string]*hosted
+	idleAt time.Time // when the last run ended (or the host started)
+	wg     sync.WaitGroup
+}
+
+type hosted struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	status string // the run's end (stratus.RunDone, …), once done
+}
+
+// Serve listens on the work dir's socket and hosts runs until ctx ends (the
+// runs under way are then interrupted, as `stratus run` is on SIGTERM, and
+// Serve waits for them) or the host has been idle for Idle. It refuses to
+// start when another host answers on the socket (EINVALID).
+func (h *Host) Serve(ctx context.Context) error {
+	if h.Log == nil {
+		h.Log = slog.New(slog.DiscardHandler)
+	}
+	state := filepath.Join(h.Dir, orchestrator.StateDir)
+	cfg, err := config.Load(filepath.Join(state, orchestrator.ConfigFile))
+	if err != nil {
+		return err
+	}
+	ln, err := listen(SocketPath(h.Dir))
+	if err != nil {
+		return err
+	}
+	slots := cfg.Worker.MaxConcurrentEngines
+	if slots == 0 {
+		slots = config.DefaultMaxConcurrentEngines()
+	}
+	h.shared = orchestrator.NewShared(h.Dir, slots)
+	defer h.shared.Close()
+	h.runs, h.idleAt = map[string]*hosted{}, time.Now()
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/runs", h.start)
+	mux.HandleFunc("POST /v1/runs/{id}/cancel", h.cancel)
+	mux.HandleFunc("GET /v1/runs", h.list)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	h.Log.Info(fmt.Sprintf("hosting the runs of %s on %s (%d engine slots)", h.Dir, ln.Addr(), slots))
+
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for stop := false; !stop; {
+		select {
+		case <-ctx.Done():
+			stop = true
+		case <-tick.C:
+			h.mu.Lock()
+			stop = h.Idle > 0 && len(h.runs) == 0 && time.Since(h.idleAt) >= h.Idle
+			h.mu.Unlock()
+		}
+	}
+	// No new run from here on; the runs under way stop (interrupted) and
+	// record their end before the store closes.
+	ln.Close()
+	h.mu.Lock()
+	for _, r := range h.runs {
+		r.cancel()
+	}
+	h.mu.Unlock()
+	h.wg.Wait()
+	srv.Close()
+	os.Remove(SocketPath(h.Dir))
+	return nil
+}
+
+// listen opens the socket at path: a socket left by a host that is gone
+// is replaced; one that answers is another host's (EINVALID).
+func listen(path string) (net.Listener, error) {
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return nil, stratus.Errorf(stratus.EINVALID, "a host already serves this work dir (%s)", path)
+	}
+	os.Remove(path)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("host socket %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
+}
+
+// StartRequest is the body of POST /v1/runs.
+type StartRequest struct {
+	Task   string `json:"task"`   // the task file, absolute
+	RunID  string `json:"run_id"` // the new run's id ("" = a fresh one)
+	NoPull bool   `json:"no_pull,omitempty"`
+}
+
+func (h *Host) start(w http.ResponseWriter, r *http.Request) {
+	var req StartRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req); err != nil {
+		writeError(w, stratus.FieldErrorf(stratus.EINVALID, "body", "not a start request: %v", err))
+		return
+	}
+	if !filepath.IsAbs(req.Task) {
+		writeError(w, stratus.FieldErrorf(stratus.EINVALID, "task", "%q is not an absolute path", req.Task))
+		return
+	}
+	logf, err := h.runLog(req.RunID)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	run := &hosted{cancel: cancel, done: make(chan struct{})}
+	started := make(chan string, 1)
+	failed := make(chan error, 1)
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		defer logf.Close()
+		defer cancel()
+		res, err := orchestrator.Run(ctx, orchestrator.Options{Dir: h.Dir, TaskPath: req.Task, Self: h.Self, Progress: logf,
+			RunID: req.RunID, NoPull: req.NoPull, Shared: h.shared, Started: func(id string) {
+				h.mu.Lock()
+				h.runs[id] = run
+				h.mu.Unlock()
+				started <- id
+			}})
+		switch {
+		case res != nil:
+			run.status = res.Status
+			fmt.Fprintf(logf, "run %s: %s\n", res.Run.ID, res.Status)
+		case err != nil:
+			fmt.Fprintf(logf, "stratus: %v\n", err)
+			failed <- err
+		}
+		h.mu.Lock()
+		for id, hr := range h.runs {
+			if hr == run {
+				delete(h.runs, id)
+			}
+		}
+		h.idleAt = time.Now()
+		h.mu.Unlock()
+		close(run.done)
+	}()
+	select {
+	case id := <-started:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		json.NewEncoder(w).Encode(map[string]string{"run_id": id})
+	case err := <-failed:
+		writeError(w, err)
+	}
+}
+
+// runLog opens DIR/.stratus/runs/<run_id>/run.log for appending.
+func (h *Host) runLog(runID string) (*os.File, error) {
+	if runID == "" {
+		return nil, stratus.FieldErrorf(stratus.EINVALID, "run_id", "is empty; the caller names the run (lifecycle.NewRunID)")
+	}
+	dir := filepath.Join(h.Dir, orchestrator.StateDir, orchestrator.RunsDir, runID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, stratus.FieldErrorf(stratus.EINVALID, "run_id", "%q: %v", runID, err)
+	}
+	return os.OpenFile(filepath.Join(dir, "run.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+}
+
+func (h *Host) cancel(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	h.mu.Lock()
+	run := h.runs[id]
+	h.mu.Unlock()
+	if run == nil {
+		writeError(w, stratus.Errorf(stratus.ENOTFOUND, "run %s is not under way in this host", id))
+		return
+	}
+	run.cancel()
+	select {
+	case <-run.done:
+	case <-r.Context().Done():
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]string{"status": run.status})
+}
+
+func (h *Host) list(w http.ResponseWriter, _ *http.Request) {
+	h.mu.Lock()
+	ids := make([]string, 0, len(h.runs))
+	for id := range h.runs {
+		ids = append(ids, id)
+	}
+	h.mu.Unlock()
+	slices.Sort(ids)
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"pid": os.Getpid(), "runs": ids})
+}
+
+// httpStatus maps a stratus error code to its HTTP status (error.go).
+var httpStatus = map[string]int{
+	stratus.EINVALID: 400, stratus.ENOTFOUND: 404, stratus.ECONFLICT: 409,
+	stratus.EUNPROCESSABLE: 422, stratus.ENOSPACE: 507,
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	code := stratus.ErrorCode(err)
+	status, ok := httpStatus[code]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	// The caller is the work dir's owner (the socket is theirs alone):
+	// every error is told whole.
+	msg, field := err.Error(), ""
+	if e := (*stratus.Error)(nil); errors.As(err, &e) {
+		msg, field = e.Message, e.Field
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": code, "message": msg, "field": field}})
+}
