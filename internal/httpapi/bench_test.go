@@ -105,6 +105,11 @@ func BenchmarkSubmit64KiB(b *testing.B) {
 
 // bareServer is the anchor of the submit figures: a bare net/http handler
 // that reads the body and writes the same bytes to a file of its own.
+// Like submit it does not fsync (issue 16 § 3: the anchor does what submit
+// does for durability): the SQLite store commits with synchronous=NORMAL
+// in WAL mode and neither its blob files nor the projection are synced,
+// so an acknowledged submit, like this file, survives a process crash
+// but not a power loss (internal/store/sqlite § Durability).
 func bareServer(b *testing.B) *httptest.Server {
 	dir := b.TempDir()
 	var seq atomic.Int64

@@ -69,6 +69,12 @@ func SlotFile(f *flow.Flow, ctxDir, taskID, slot string) string {
 // the `out` of a fold wrapper {"out", "parts"} — or nil when it is not a
 // JSON object.
 func contractObject(value json.RawMessage) map[string]json.RawMessage {
+	// Only an object decodes into either shape; a text body folds to a
+	// JSON string, and decoding its 64 KiB just to fail was the largest
+	// cost of a submit after the store (issue 16 § 3).
+	if !jsonObject(value) {
+		return nil
+	}
 	var w struct {
 		Out   json.RawMessage `json:"out"`
 		Parts json.RawMessage `json:"parts"`
@@ -76,11 +82,21 @@ func contractObject(value json.RawMessage) map[string]json.RawMessage {
 	if json.Unmarshal(value, &w) == nil && w.Parts != nil {
 		value = w.Out
 	}
+	if !jsonObject(value) {
+		return nil
+	}
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(value, &obj) != nil {
 		return nil
 	}
 	return obj
+}
+
+// jsonObject reports whether b can hold a JSON object: its first byte
+// after white space is '{'.
+func jsonObject(b []byte) bool {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	return len(b) > 0 && b[0] == '{'
 }
 
 // ContractContent is what a node's output slot holds (worc

@@ -503,11 +503,14 @@ func (s *Service) stepEnded(e Event) {
 	if err != nil || env == nil || env.Flow == nil || env.Config == nil || env.Task == nil {
 		return
 	}
+	audit := auditOn(env)
+	if !audit && !env.Config.Supervisor.On() {
+		return // nothing to write or decide: no read (issue 16 § 3)
+	}
 	run, err := s.Store.GetRun(ctx, e.RunID)
 	if err != nil {
 		return
 	}
-	audit := auditOn(env)
 	var step stratus.Step
 	ordinal := 0
 	if e.TID != "" && !audit {

@@ -19,7 +19,7 @@ func (s *Store) CreateAttempt(ctx context.Context, a stratus.Attempt) error {
 	if err != nil {
 		return fmt.Errorf("create attempt %d of task %q: %w", a.N, a.TID, err)
 	}
-	_, err = s.w.ExecContext(ctx, "INSERT INTO attempts ("+attemptColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	_, err = s.wq.ExecContext(ctx, "INSERT INTO attempts ("+attemptColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		a.TID, a.N, a.Agent, a.Status, a.Terminal, a.Reason, a.System, a.Prompt, a.Steps, a.PromptTokens, a.CompletionTokens,
 		cost(a.CostUSD), millis(a.StartedAt), millis(a.EngineStartedAt), millis(a.EndedAt), res)
 	if isUniqueViolation(err) {
@@ -32,7 +32,7 @@ func (s *Store) CreateAttempt(ctx context.Context, a stratus.Attempt) error {
 
 // GetAttempt returns attempt n of tid; ENOTFOUND if there is none.
 func (s *Store) GetAttempt(ctx context.Context, tid string, n int) (stratus.Attempt, error) {
-	a, err := scanAttempt(s.r.QueryRowContext(ctx, "SELECT "+attemptColumns+" FROM attempts WHERE tid = ? AND n = ?", tid, n))
+	a, err := scanAttempt(s.rq.QueryRowContext(ctx, "SELECT "+attemptColumns+" FROM attempts WHERE tid = ? AND n = ?", tid, n))
 	if errors.Is(err, sql.ErrNoRows) {
 		return stratus.Attempt{}, stratus.Errorf(stratus.ENOTFOUND, "attempt %d of task %q not found", n, tid)
 	} else if err != nil {
@@ -44,7 +44,7 @@ func (s *Store) GetAttempt(ctx context.Context, tid string, n int) (stratus.Atte
 // LatestAttempt returns the attempt of tid with the highest N; ENOTFOUND
 // if tid has no attempt.
 func (s *Store) LatestAttempt(ctx context.Context, tid string) (stratus.Attempt, error) {
-	a, err := scanAttempt(s.r.QueryRowContext(ctx, "SELECT "+attemptColumns+" FROM attempts WHERE tid = ? ORDER BY n DESC LIMIT 1", tid))
+	a, err := scanAttempt(s.rq.QueryRowContext(ctx, "SELECT "+attemptColumns+" FROM attempts WHERE tid = ? ORDER BY n DESC LIMIT 1", tid))
 	if errors.Is(err, sql.ErrNoRows) {
 		return stratus.Attempt{}, stratus.Errorf(stratus.ENOTFOUND, "task %q has no attempt", tid)
 	} else if err != nil {
@@ -56,17 +56,21 @@ func (s *Store) LatestAttempt(ctx context.Context, tid string) (stratus.Attempt,
 // UpdateAttempt replaces every field of attempt (a.TID, a.N) but the key;
 // ENOTFOUND if there is no such attempt.
 func (s *Store) UpdateAttempt(ctx context.Context, a stratus.Attempt) error {
-	return updateAttempt(ctx, s.w, a)
+	return updateAttempt(ctx, s.wq, a)
 }
+
+// updateAttemptSQL replaces an attempt's fields; a transaction runs it
+// (txStatements).
+const updateAttemptSQL = `UPDATE attempts SET agent = ?, status = ?, terminal = ?, reason = ?, system = ?, prompt = ?,
+	steps = ?, prompt_tokens = ?, completion_tokens = ?, cost_usd = ?, started_at = ?, engine_started_at = ?, ended_at = ?, resolved = ?
+WHERE tid = ? AND n = ?`
 
 func updateAttempt(ctx context.Context, s querier, a stratus.Attempt) error {
 	resolved, err := resolvedText(a.Resolved)
 	if err != nil {
 		return fmt.Errorf("update attempt %d of task %q: %w", a.N, a.TID, err)
 	}
-	res, err := s.ExecContext(ctx, `UPDATE attempts SET agent = ?, status = ?, terminal = ?, reason = ?, system = ?, prompt = ?,
-	steps = ?, prompt_tokens = ?, completion_tokens = ?, cost_usd = ?, started_at = ?, engine_started_at = ?, ended_at = ?, resolved = ?
-WHERE tid = ? AND n = ?`,
+	res, err := s.ExecContext(ctx, updateAttemptSQL,
 		a.Agent, a.Status, a.Terminal, a.Reason, a.System, a.Prompt, a.Steps, a.PromptTokens, a.CompletionTokens,
 		cost(a.CostUSD), millis(a.StartedAt), millis(a.EngineStartedAt), millis(a.EndedAt), resolved, a.TID, a.N)
 	if err != nil {

@@ -39,6 +39,35 @@
 // separate write. A busy timeout covers a second process (the CLI reading
 // state while `stratus serve` writes).
 //
+// Every statement text is prepared once per connection and kept for the
+// life of the store (prepared.go): on the submit path parsing the SQL
+// cost more than running it (issue 16 § 3). The statements a transaction
+// runs are prepared when the store opens, since the transaction holds
+// the writer's one connection.
+//
+// A large output body is written to its blob file before the write
+// transaction begins, so one submit's 64 KiB never holds the writer.
+// LatestSteps seeks each (node, kind) of a run in an index rather than
+// reading the run's steps: its cost does not grow with the run.
+//
+// # Durability
+//
+// The writer runs with journal_mode=WAL and synchronous=NORMAL: a commit
+// is appended to the WAL, which is synced to disk at each checkpoint, not
+// at each commit. A committed write — a submit answered 200, a step
+// created — survives the crash or kill of any process, Stratus included,
+// since the WAL is in the operating system's cache the moment the commit
+// returns. A crash of the operating system itself or a power loss can
+// undo the commits since the last checkpoint (never corrupt the file:
+// WAL replays whole transactions or none). That is accepted because the
+// embedded store promises what DESIGN.md § Runs asks of it — a run
+// survives the process that started it — and nothing more: the blob
+// files and the projection files a submit writes beside it are not
+// synced either (an fsync per file would cost more than the whole
+// submit), so synchronous=FULL would not make a submit survive a power
+// loss, only slower. The submit benchmark's anchor writes its file
+// without fsync for the same reason (internal/httpapi bench_test.go).
+//
 // # What it deliberately does not do
 //
 //   - It does not enforce references between tables (a step whose run does

@@ -12,7 +12,7 @@ import (
 
 // PutHandle stores h; ECONFLICT if h.Handle exists.
 func (s *Store) PutHandle(ctx context.Context, h stratus.Handle) error {
-	_, err := s.w.ExecContext(ctx, "INSERT INTO handles (handle, tid, attempt, expires_at) VALUES (?, ?, ?, ?)",
+	_, err := s.wq.ExecContext(ctx, "INSERT INTO handles (handle, tid, attempt, expires_at) VALUES (?, ?, ?, ?)",
 		h.Handle, h.TID, h.Attempt, millis(h.ExpiresAt))
 	if isUniqueViolation(err) {
 		return stratus.Errorf(stratus.ECONFLICT, "handle %q already exists", h.Handle)
@@ -25,14 +25,14 @@ func (s *Store) PutHandle(ctx context.Context, h stratus.Handle) error {
 // TakeHandle deletes the handle and returns it; ENOTFOUND if it is
 // absent (or was taken).
 func (s *Store) TakeHandle(ctx context.Context, handle string) (stratus.Handle, error) {
-	row := s.w.QueryRowContext(ctx, "DELETE FROM handles WHERE handle = ? RETURNING tid, attempt, expires_at", handle)
+	row := s.wq.QueryRowContext(ctx, "DELETE FROM handles WHERE handle = ? RETURNING tid, attempt, expires_at", handle)
 	return scanHandle(row, handle, "take", " (or already taken)")
 }
 
 // GetHandle returns the handle; ENOTFOUND if it is absent. An expired
 // handle is returned like any other: expiry is the caller's check.
 func (s *Store) GetHandle(ctx context.Context, handle string) (stratus.Handle, error) {
-	row := s.r.QueryRowContext(ctx, "SELECT tid, attempt, expires_at FROM handles WHERE handle = ?", handle)
+	row := s.rq.QueryRowContext(ctx, "SELECT tid, attempt, expires_at FROM handles WHERE handle = ?", handle)
 	return scanHandle(row, handle, "get", "")
 }
 
@@ -54,7 +54,7 @@ func scanHandle(row *sql.Row, handle, verb, absent string) (stratus.Handle, erro
 // RenewHandle sets the handle's expiry; ENOTFOUND if it is absent (or
 // was taken).
 func (s *Store) RenewHandle(ctx context.Context, handle string, expiresAt time.Time) error {
-	res, err := s.w.ExecContext(ctx, "UPDATE handles SET expires_at = ? WHERE handle = ?", millis(expiresAt), handle)
+	res, err := s.wq.ExecContext(ctx, "UPDATE handles SET expires_at = ? WHERE handle = ?", millis(expiresAt), handle)
 	if err != nil {
 		return fmt.Errorf("renew handle %q: %w", handle, err)
 	}

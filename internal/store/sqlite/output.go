@@ -15,7 +15,11 @@ import (
 // computed inside the INSERT and a partial unique index admits one Final
 // per attempt, so concurrent appends cannot race.
 func (s *Store) AppendOutput(ctx context.Context, e stratus.OutputEvent) (seq int, err error) {
-	return s.appendOutput(ctx, s.w, e)
+	row, err := s.spill(e)
+	if err != nil {
+		return 0, err
+	}
+	return row.insert(ctx, s.wq)
 }
 
 // querier is what a write needs: the writer pool or a transaction on it.
@@ -24,24 +28,47 @@ type querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-func (st *Store) appendOutput(ctx context.Context, s querier, e stratus.OutputEvent) (seq int, err error) {
-	body := e.Body
-	if body == nil {
-		body = []byte{} // the column is NOT NULL; a nil []byte binds as NULL
+// outputRow is an output event as its row stores it: a large body already
+// written to its blob file.
+type outputRow struct {
+	e    stratus.OutputEvent
+	body []byte
+	blob string
+}
+
+// spill returns e's row, writing a large body to its blob file first: the
+// file is written before the writer is taken, so one submit's 64 KiB does
+// not hold every other write back (issue 16 § 3). A blob whose row is
+// never inserted (the append fails) is an orphan file, never read.
+func (s *Store) spill(e stratus.OutputEvent) (outputRow, error) {
+	r := outputRow{e: e, body: e.Body}
+	if r.body == nil {
+		r.body = []byte{} // the column is NOT NULL; a nil []byte binds as NULL
 	}
-	blob := ""
-	if len(body) > SpillBytes {
+	if len(r.body) > SpillBytes {
 		// A large body goes to a content-addressed file, so it neither
 		// bloats the WAL nor makes every checkpoint copy it.
-		if blob, err = st.putBlob(body); err != nil {
-			return 0, fmt.Errorf("append %s output to attempt %d of task %q: %w", e.Kind, e.Attempt, e.TID, err)
+		sum, err := s.putBlob(r.body)
+		if err != nil {
+			return outputRow{}, fmt.Errorf("append %s output to attempt %d of task %q: %w", e.Kind, e.Attempt, e.TID, err)
 		}
-		body = []byte{}
+		r.body, r.blob = []byte{}, sum
 	}
-	err = s.QueryRowContext(ctx, `INSERT INTO outputs (tid, attempt, seq, kind, name, body, ok, at, blob)
+	return r, nil
+}
+
+// insertOutputSQL appends a row to its tail, MAX(seq)+1 computed inside
+// the INSERT; a transaction runs it (txStatements).
+const insertOutputSQL = `INSERT INTO outputs (tid, attempt, seq, kind, name, body, ok, at, blob)
 SELECT ?1, ?2, COALESCE(MAX(seq), 0) + 1, ?3, ?4, ?5, ?6, ?7, ?8 FROM outputs WHERE tid = ?1 AND attempt = ?2
-RETURNING seq`,
-		e.TID, e.Attempt, e.Kind, e.Name, body, boolInt(e.OK), millis(e.At), blob).Scan(&seq)
+RETURNING seq`
+
+// insert appends r to its tail through q (the writer, or a transaction on
+// it) and returns its sequence number.
+func (r outputRow) insert(ctx context.Context, q querier) (seq int, err error) {
+	e := r.e
+	err = q.QueryRowContext(ctx, insertOutputSQL,
+		e.TID, e.Attempt, e.Kind, e.Name, r.body, boolInt(e.OK), millis(e.At), r.blob).Scan(&seq)
 	if isUniqueViolation(err) && e.Kind == stratus.OutputFinal {
 		return 0, stratus.Errorf(stratus.ECONFLICT, "attempt %d of task %q already has a final output", e.Attempt, e.TID)
 	} else if err != nil {
@@ -53,7 +80,7 @@ RETURNING seq`,
 // ListOutput returns the tail of attempt (tid, attempt) in append order;
 // none (and no error) for an empty tail or an unknown attempt.
 func (s *Store) ListOutput(ctx context.Context, tid string, attempt int) ([]stratus.OutputEvent, error) {
-	rows, err := s.r.QueryContext(ctx,
+	rows, err := s.rq.QueryContext(ctx,
 		"SELECT seq, kind, name, body, ok, at, blob FROM outputs WHERE tid = ? AND attempt = ? ORDER BY seq", tid, attempt)
 	if err != nil {
 		return nil, fmt.Errorf("list output of attempt %d of task %q: %w", attempt, tid, err)

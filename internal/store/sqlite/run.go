@@ -18,7 +18,7 @@ func (s *Store) CreateRun(ctx context.Context, r stratus.Run) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.w.ExecContext(ctx, "INSERT INTO runs ("+runColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	_, err = s.wq.ExecContext(ctx, "INSERT INTO runs ("+runColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		r.ID, r.TaskID, r.TaskTitle, r.Flow, r.Status, r.WorkDir, r.TaskPath, r.Execution, r.Owner, r.Resumes, r.MaxCostUSD, r.MaxTokens,
 		ws, millis(r.CreatedAt), millis(r.EndedAt))
 	if isUniqueViolation(err) {
@@ -31,7 +31,7 @@ func (s *Store) CreateRun(ctx context.Context, r stratus.Run) error {
 
 // GetRun returns the run with id; ENOTFOUND if there is none.
 func (s *Store) GetRun(ctx context.Context, id string) (stratus.Run, error) {
-	r, err := scanRun(s.r.QueryRowContext(ctx, "SELECT "+runColumns+" FROM runs WHERE id = ?", id))
+	r, err := scanRun(s.rq.QueryRowContext(ctx, "SELECT "+runColumns+" FROM runs WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return stratus.Run{}, stratus.Errorf(stratus.ENOTFOUND, "run %q not found", id)
 	} else if err != nil {
@@ -43,7 +43,7 @@ func (s *Store) GetRun(ctx context.Context, id string) (stratus.Run, error) {
 // UpdateRun replaces Status, Execution, Owner, Resumes, MaxCostUSD,
 // MaxTokens and EndedAt of run r.ID; ENOTFOUND if there is no such run.
 func (s *Store) UpdateRun(ctx context.Context, r stratus.Run) error {
-	res, err := s.w.ExecContext(ctx, "UPDATE runs SET status = ?, execution = ?, owner = ?, resumes = ?, max_cost_usd = ?, max_tokens = ?, ended_at = ? WHERE id = ?",
+	res, err := s.wq.ExecContext(ctx, "UPDATE runs SET status = ?, execution = ?, owner = ?, resumes = ?, max_cost_usd = ?, max_tokens = ?, ended_at = ? WHERE id = ?",
 		r.Status, r.Execution, r.Owner, r.Resumes, r.MaxCostUSD, r.MaxTokens, millis(r.EndedAt), r.ID)
 	if err != nil {
 		return fmt.Errorf("update run %q: %w", r.ID, err)
@@ -60,6 +60,13 @@ func encodeWorkspace(w *stratus.Workspace) (string, error) {
 	return string(b), err
 }
 
+// selectWorkspaceSQL and updateWorkspaceSQL run in AdvanceWorkspace's
+// transaction (txStatements).
+const (
+	selectWorkspaceSQL = "SELECT workspace FROM runs WHERE id = ?"
+	updateWorkspaceSQL = "UPDATE runs SET workspace = ? WHERE id = ?"
+)
+
 // AdvanceWorkspace moves the workspace head of run runID from `from` to
 // `to` and appends bundle, in one transaction, if the head is still from
 // (store.Store.AdvanceWorkspace; issue 12 § 2). ECONFLICT otherwise;
@@ -71,7 +78,8 @@ func (s *Store) AdvanceWorkspace(ctx context.Context, runID, from, to, bundle st
 	}
 	defer tx.Rollback()
 	var ws string
-	err = tx.QueryRowContext(ctx, "SELECT workspace FROM runs WHERE id = ?", runID).Scan(&ws)
+	q := s.wq.in(tx)
+	err = q.QueryRowContext(ctx, selectWorkspaceSQL, runID).Scan(&ws)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && ws == "") {
 		return stratus.Errorf(stratus.ENOTFOUND, "run %q has no workspace", runID)
 	} else if err != nil {
@@ -89,7 +97,7 @@ func (s *Store) AdvanceWorkspace(ctx context.Context, runID, from, to, bundle st
 	if err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, "UPDATE runs SET workspace = ? WHERE id = ?", enc, runID); err != nil {
+	if _, err := q.ExecContext(ctx, updateWorkspaceSQL, enc, runID); err != nil {
 		return fmt.Errorf("advance workspace of run %q: %w", runID, err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -105,7 +113,7 @@ func (s *Store) ListRuns(ctx context.Context, limit int) ([]stratus.Run, error) 
 	if limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", limit)
 	}
-	rows, err := s.r.QueryContext(ctx, q)
+	rows, err := s.rq.QueryContext(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}

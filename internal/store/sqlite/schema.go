@@ -130,6 +130,12 @@ ALTER TABLE steps ADD COLUMN input BLOB;
 	`
 ALTER TABLE runs ADD COLUMN workspace TEXT NOT NULL DEFAULT '';
 `,
+	// 7: LatestSteps seeks each node's latest step of a kind and status
+	// instead of reading the run's steps (issue 16 § 3); the rowid (seq)
+	// ends every index entry, so "latest" is the last entry of a range.
+	`
+CREATE INDEX steps_run_node_kind_status ON steps (run_id, node, kind, status);
+`,
 }
 
 // schemaVersion is the version this binary writes.

@@ -30,6 +30,8 @@ type Store struct {
 	path string
 	w    *sql.DB // one connection: every write, in a BEGIN IMMEDIATE transaction when it has several statements
 	r    *sql.DB // read-only connections
+
+	wq, rq *prepared // w and r with each statement prepared once
 }
 
 // Open opens the SQLite store at path, creating the file (mode 0600), its
@@ -93,12 +95,24 @@ func Open(path string) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
-	return &Store{path: path, w: w, r: r}, nil
+	wq, err := newPrepared(ctx, w, txStatements...)
+	if err != nil {
+		r.Close()
+		w.Close()
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	}
+	rq, _ := newPrepared(ctx, r)
+	return &Store{path: path, w: w, r: r, wq: wq, rq: rq}, nil
 }
+
+// txStatements are the statements run inside a transaction on the
+// writer, prepared when the store opens (newPrepared says why).
+var txStatements = []string{selectStepByDedupSQL, insertStepSQL, updateStepSQL, updateAttemptSQL, insertOutputSQL,
+	selectWorkspaceSQL, updateWorkspaceSQL}
 
 // Close closes the store's connections. It is safe to call more than once.
 func (s *Store) Close() error {
-	err := errors.Join(s.r.Close(), s.w.Close())
+	err := errors.Join(s.rq.close(), s.wq.close(), s.r.Close(), s.w.Close())
 	if err != nil {
 		return fmt.Errorf("close sqlite store %s: %w", s.path, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/store"
@@ -23,16 +24,17 @@ func (s *Store) CreateStep(ctx context.Context, st stratus.Step) (got stratus.St
 		return stratus.Step{}, false, fmt.Errorf("create step %q: begin: %w", st.TID, err)
 	}
 	defer tx.Rollback()
+	q := s.wq.in(tx)
 
 	if st.DedupKey != "" {
-		got, err := scanStep(tx.QueryRowContext(ctx, "SELECT "+stepColumns+" FROM steps WHERE dedup_key = ?", st.DedupKey))
+		got, err := scanStep(q.QueryRowContext(ctx, selectStepByDedupSQL, st.DedupKey))
 		if err == nil {
 			return got, false, nil
 		} else if !errors.Is(err, sql.ErrNoRows) {
 			return stratus.Step{}, false, fmt.Errorf("create step %q: look up dedup key: %w", st.TID, err)
 		}
 	}
-	_, err = tx.ExecContext(ctx, "INSERT INTO steps ("+stepColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	_, err = q.ExecContext(ctx, insertStepSQL,
 		st.TID, st.RunID, st.Node, st.Kind, st.Visit, st.StepRef, st.DedupKey, st.TaskToken, st.Status, st.Verdict,
 		blob(st.Value), blob(st.Input), millis(st.CreatedAt), millis(st.EndedAt))
 	if isUniqueViolation(err) {
@@ -49,7 +51,7 @@ func (s *Store) CreateStep(ctx context.Context, st stratus.Step) (got stratus.St
 
 // GetStep returns the step with tid; ENOTFOUND if there is none.
 func (s *Store) GetStep(ctx context.Context, tid string) (stratus.Step, error) {
-	st, err := scanStep(s.r.QueryRowContext(ctx, "SELECT "+stepColumns+" FROM steps WHERE tid = ?", tid))
+	st, err := scanStep(s.rq.QueryRowContext(ctx, "SELECT "+stepColumns+" FROM steps WHERE tid = ?", tid))
 	if errors.Is(err, sql.ErrNoRows) {
 		return stratus.Step{}, stratus.Errorf(stratus.ENOTFOUND, "step %q not found", tid)
 	} else if err != nil {
@@ -67,7 +69,7 @@ func (s *Store) ListSteps(ctx context.Context, runID string) ([]stratus.Step, er
 // querySteps runs query and decodes its rows, each a step (stepColumns);
 // errors say what was being done.
 func (s *Store) querySteps(ctx context.Context, what, query string, args ...any) ([]stratus.Step, error) {
-	rows, err := s.r.QueryContext(ctx, query, args...)
+	rows, err := s.rq.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
@@ -90,7 +92,7 @@ func (s *Store) querySteps(ctx context.Context, what, query string, args ...any)
 // unknown run or node).
 func (s *Store) CountVisits(ctx context.Context, runID, node string) (int, error) {
 	var n int
-	err := s.r.QueryRowContext(ctx, "SELECT COUNT(*) FROM steps WHERE run_id = ? AND node = ?", runID, node).Scan(&n)
+	err := s.rq.QueryRowContext(ctx, "SELECT COUNT(*) FROM steps WHERE run_id = ? AND node = ?", runID, node).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count visits of node %q in run %q: %w", node, runID, err)
 	}
@@ -100,11 +102,19 @@ func (s *Store) CountVisits(ctx context.Context, runID, node string) (int, error
 // UpdateStep replaces Status, Verdict, Value and EndedAt of step st.TID;
 // ENOTFOUND if there is no such step.
 func (s *Store) UpdateStep(ctx context.Context, st stratus.Step) error {
-	return updateStep(ctx, s.w, st)
+	return updateStep(ctx, s.wq, st)
 }
 
+// updateStepSQL, selectStepByDedupSQL and insertStepSQL run in
+// transactions (txStatements).
+const (
+	updateStepSQL        = "UPDATE steps SET status = ?, verdict = ?, value = ?, ended_at = ? WHERE tid = ?"
+	selectStepByDedupSQL = "SELECT " + stepColumns + " FROM steps WHERE dedup_key = ?"
+	insertStepSQL        = "INSERT INTO steps (" + stepColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
 func updateStep(ctx context.Context, s querier, st stratus.Step) error {
-	res, err := s.ExecContext(ctx, "UPDATE steps SET status = ?, verdict = ?, value = ?, ended_at = ? WHERE tid = ?",
+	res, err := s.ExecContext(ctx, updateStepSQL,
 		st.Status, st.Verdict, blob(st.Value), millis(st.EndedAt), st.TID)
 	if err != nil {
 		return fmt.Errorf("update step %q: %w", st.TID, err)
@@ -131,20 +141,43 @@ func scanStep(row rowScanner) (stratus.Step, error) {
 }
 
 // LatestSteps returns, per node of run runID, its latest step among those
-// q selects, in creation order: one indexed query (steps_run_node), the
-// chosen rows alone decoded.
+// q selects, in creation order, reading no step it does not return (issue
+// 16 § 3): a skip scan of index steps_run_node_kind_status visits each
+// distinct (node, kind) of the run — a handful, however long the run —
+// and seeks the last entry of q's status in each; only a newer entry that
+// q's verdict or tid excludes is stepped over.
 func (s *Store) LatestSteps(ctx context.Context, runID string, q store.LatestQuery) ([]stratus.Step, error) {
-	where := "run_id = ? AND status = ? AND tid <> ?"
 	args := []any{runID, q.Status, q.ExceptTID}
-	for _, set := range []struct {
-		col  string
-		vals []string
-	}{{"verdict", q.SkipVerdicts}, {"kind", q.SkipKinds}} {
-		for _, v := range set.vals {
-			where += " AND " + set.col + " <> ?"
+	skip := func(col string, vals []string) string {
+		var b strings.Builder
+		for _, v := range vals {
+			b.WriteString(" AND " + col + " <> ?")
 			args = append(args, v)
 		}
+		return b.String()
 	}
-	return s.querySteps(ctx, fmt.Sprintf("latest steps of run %q", runID),
-		"SELECT "+stepColumns+" FROM steps WHERE seq IN (SELECT MAX(seq) FROM steps WHERE "+where+" GROUP BY node) ORDER BY seq", args...)
+	verdicts := skip("verdict", q.SkipVerdicts)
+	kinds := skip("kind", q.SkipKinds)
+	// nodes: the run's distinct nodes, each one index seek past the last;
+	// pairs: each node's distinct kinds, likewise; latest: per pair not
+	// skipped, the last step with the status (newest first, the verdict
+	// and tid filters applied as the seek walks back).
+	query := `WITH RECURSIVE
+nodes(node) AS (
+	SELECT (SELECT MIN(node) FROM steps WHERE run_id = ?1)
+	UNION ALL
+	SELECT (SELECT MIN(node) FROM steps WHERE run_id = ?1 AND node > nodes.node) FROM nodes WHERE nodes.node IS NOT NULL
+),
+pairs(node, kind) AS (
+	SELECT node, (SELECT MIN(kind) FROM steps WHERE run_id = ?1 AND node = nodes.node) FROM nodes WHERE node IS NOT NULL
+	UNION ALL
+	SELECT node, (SELECT MIN(kind) FROM steps WHERE run_id = ?1 AND node = pairs.node AND kind > pairs.kind) FROM pairs WHERE kind IS NOT NULL
+),
+latest(node, seq) AS (
+	SELECT node, (SELECT seq FROM steps WHERE run_id = ?1 AND node = pairs.node AND kind = pairs.kind AND status = ?2 AND tid <> ?3` + verdicts + `
+		ORDER BY seq DESC LIMIT 1)
+	FROM pairs WHERE kind IS NOT NULL` + kinds + `
+)
+SELECT ` + stepColumns + ` FROM steps WHERE seq IN (SELECT MAX(seq) FROM latest GROUP BY node) ORDER BY seq`
+	return s.querySteps(ctx, fmt.Sprintf("latest steps of run %q", runID), query, args...)
 }

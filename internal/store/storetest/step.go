@@ -47,6 +47,10 @@ func (su *suite) testSteps(t *testing.T) {
 			{"sup", "supervisor", stratus.StepCompleted, "done"},      // 5: a kind left out
 			{"ship", "publish", stratus.StepRunning, ""},              // 6: not completed
 			{"ask", "hitl", stratus.StepCompleted, "done"},            // 7: the step excepted
+			{"mix", "agent", stratus.StepCompleted, "done"},           // 8
+			{"mix", "tool", stratus.StepCompleted, "done"},            // 9: mix's latest, across its kinds
+			{"mix", "supervisor", stratus.StepCompleted, "done"},      // 10: a kind left out
+			{"plan", "agent", stratus.StepRunning, ""},                // 11: newer, not completed
 		} {
 			st := b.step(r.ID, s.node, len(made)+1)
 			st.Kind, st.Status, st.Verdict = s.kind, s.status, s.verdict
@@ -62,10 +66,10 @@ func (su *suite) testSteps(t *testing.T) {
 		for _, st := range got {
 			refs = append(refs, st.StepRef)
 		}
-		if want := []string{"plan#1", "fix#3", "review#4"}; fmt.Sprint(refs) != fmt.Sprint(want) {
+		if want := []string{"plan#1", "fix#3", "review#4", "mix#10"}; fmt.Sprint(refs) != fmt.Sprint(want) {
 			t.Errorf("LatestSteps = %v; want %v (per node its latest selected step, in creation order)", refs, want)
 		}
-		if len(got) == 3 {
+		if len(got) == 4 {
 			checkStep(t, got[2], made[3])
 		}
 		if got, err := b.s.LatestSteps(b.ctx, "no-such-run", store.LatestQuery{Status: stratus.StepCompleted}); err != nil || len(got) != 0 {
