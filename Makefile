@@ -7,7 +7,7 @@ SCRATCH ?= .scratch/demo
 COMMIT  := $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +dirty)
 
 
-.PHONY: all build demo demo-aws demo-claude demo-codex test deps test-go fuzz vet lint-asl lint-cfn lint-shell statemachines bench clean
+.PHONY: all build demo demo-aws demo-claude demo-codex test deps test-go fuzz vet lint-asl lint-cfn lint-shell statemachines bench bench-scale clean
 
 all: build
 
@@ -221,6 +221,16 @@ fuzz:
 
 ## bench: every benchmark, then the figures (BENCH lines: each next to its
 ## anchor measured in the same run, medians of interleaved rounds).
+## bench-scale: BENCH_SCALE (1,000) embedded runs of a 2-step flow with the
+## four-line shell engine, handed at once to one host (stratus host; issue 16
+## § 5): the peak RSS of all its processes against 2 GiB, the wall time, runs
+## a minute and the host's CPU per step, as a BENCH line.
+BENCH_SCALE ?= 1000
+bench-scale:
+	@mkdir -p .scratch
+	@STRATUS_BENCH_SCALE=$(BENCH_SCALE) $(GO) test -run '^$$' -bench '^BenchmarkScale$$' -benchtime 1x -timeout 60m ./cmd/stratus > .scratch/bench-scale.txt 2>&1; status=$$?; \
+	  cat .scratch/bench-scale.txt; echo "== figures"; grep -E '^BENCH ' .scratch/bench-scale.txt; exit $$status
+
 bench:
 	@mkdir -p .scratch
 	@$(GO) test -run '^$$' -bench . -benchmem ./... > .scratch/bench.txt 2>&1; status=$$?; \
