@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -100,7 +101,9 @@ var (
 	awsContext    = context.Background
 )
 
-var stateMachineARN = regexp.MustCompile(`^arn:aws[a-z-]*:states:[a-z0-9-]+:\d{12}:stateMachine:[A-Za-z0-9_-]{1,80}$`)
+var stateMachineARN = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^arn:aws[a-z-]*:states:[a-z0-9-]+:\d{12}:stateMachine:[A-Za-z0-9_-]{1,80}$`)
+})
 
 // open loads the SDK configuration and opens the stack's resources.
 func (o *AWSOptions) open(ctx context.Context) (*awsrun.Target, error) {
@@ -112,7 +115,7 @@ func (o *AWSOptions) open(ctx context.Context) (*awsrun.Target, error) {
 			return nil, usageError{fmt.Errorf("--endpoint-url %q: want an http:// or https:// URL such as http://localhost:4566", o.EndpointURL)}
 		}
 	}
-	if o.StateMachine != "" && !stateMachineARN.MatchString(o.StateMachine) {
+	if o.StateMachine != "" && !stateMachineARN().MatchString(o.StateMachine) {
 		return nil, usageError{fmt.Errorf("--state-machine %q: want a state machine ARN, arn:aws:states:<region>:<account>:stateMachine:<name>", o.StateMachine)}
 	}
 	var opts []func(*awsconfig.LoadOptions) error
