@@ -11,9 +11,14 @@ COMMIT  := $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --
 
 all: build
 
+## build: bin/stratus slim (-tags slim: without the AWS SDK and the run
+## viewer, it starts fast: issue 16 § 2), bin/stratus-full beside it (the
+## whole CLI: bin/stratus hands it --target aws, dev aws and ui), and the
+## small runner.
 build:
 	@echo "== build: $(BIN) (a cold Go cache downloads the modules first: a few minutes)"
-	$(GO) build -ldflags "-X main.commit=$(COMMIT)" -o $(BIN) ./cmd/stratus
+	$(GO) build -tags slim -ldflags "-X main.commit=$(COMMIT)" -o $(BIN) ./cmd/stratus
+	$(GO) build -ldflags "-X main.commit=$(COMMIT)" -o $(dir $(BIN))stratus-full ./cmd/stratus
 	$(GO) build -o $(dir $(BIN))stratus-runner ./cmd/stratus-runner
 
 ## demo: install into a scratch dir and run the example task through the
@@ -137,7 +142,8 @@ $(STATICCHECK):
 	@mkdir -p bin/tools && GOBIN="$(CURDIR)/bin/tools" $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	@mv bin/tools/staticcheck $@
 
-## vet: gofmt, go vet and staticcheck; all three run, and the stage fails
+## vet: gofmt, go vet and staticcheck (cmd/stratus also as its slim
+## build, -tags slim); all three run, and the stage fails
 ## when any of them found a problem.
 vet:
 	@echo "== vet: gofmt, go vet, staticcheck"
@@ -146,9 +152,11 @@ vet:
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; rc=1; fi; \
 	echo "   go vet ./... (type-checks every package: a cold cache takes a few minutes)"; \
 	$(GO) vet ./... || rc=1; \
+	$(GO) vet -tags slim ./cmd/stratus || rc=1; \
 	[ -x $(STATICCHECK) ] || $(MAKE) --no-print-directory $(STATICCHECK) || exit 1; \
 	echo "   staticcheck ./..."; \
 	$(STATICCHECK) ./... || rc=1; \
+	$(STATICCHECK) -tags slim ./cmd/stratus || rc=1; \
 	exit $$rc
 
 lint-asl:

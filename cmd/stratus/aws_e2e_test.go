@@ -1,7 +1,10 @@
+//go:build !slim
+
+// The in-process --target aws tests need the AWS code: not in the slim build.
+
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -52,11 +55,6 @@ import (
 	"github.com/stratusflow/stratus/internal/store/dynamodb"
 	"github.com/stratusflow/stratus/internal/testenv"
 )
-
-// The example's steps through the built-in implementation flow (the
-// review loop runs twice), as TestRun_ExampleThroughImplementationFlow
-// has them for an embedded run.
-const exampleSteps = "planning#1:done implementation#1:done review#1:rework fixing#1:done review#2:accept publish#1:done"
 
 // Issue 6 § Build 7 and 8: the built-in implementation flow end to end on
 // moto. What template.yaml deploys is made on the moto server (the
@@ -946,48 +944,6 @@ func mainOut(args ...string) result {
 	return result{code, out.String(), errb.String()}
 }
 
-// ---- helpers ----------------------------------------------------------------
-
-// installExample installs the script engine with the example's scenario
-// and task into a new work dir, as `make demo` does.
-func installExample(t *testing.T, root string) string {
-	t.Helper()
-	return installTask(t, filepath.Join(root, "examples/scenario.yaml"), exampleTask(t))
-}
-
-// installTask installs the script engine with scenario into a new work
-// dir holding task as task.md.
-func installTask(t *testing.T, scenario, task string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if r := runCLI(t, "install", "--dir", dir, "--primary", "script", "--scenario", scenario); r.code != 0 {
-		t.Fatalf("install: %d %s", r.code, r.stderr)
-	}
-	writeTestFile(t, filepath.Join(dir, "task.md"), task)
-	return dir
-}
-
-func exampleTask(t *testing.T) string {
-	return readFile(t, filepath.Join(testenv.ModuleRoot(t), "examples/task.md"))
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 var (
 	durationField = regexp.MustCompile(` duration=\S+`)
 	// The embedded runner's log tail and path (on AWS the log is
@@ -1008,10 +964,6 @@ func stepLines(progress string) []string {
 	}
 	return out
 }
-
-var submittedAt = regexp.MustCompile(`(?m)^submitted_at: .*\n`)
-
-func stripSubmittedAt(s string) string { return submittedAt.ReplaceAllString(s, "") }
 
 // dirFiles reads every file under dir, by slash path relative to it.
 func dirFiles(t *testing.T, dir string) map[string]string {

@@ -1,3 +1,7 @@
+//go:build !slim
+
+// The in-process --target aws tests need the AWS code: not in the slim build.
+
 package main
 
 import (

@@ -14,8 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stratusflow/stratus"
-	"github.com/stratusflow/stratus/internal/awsrun"
-	"github.com/stratusflow/stratus/internal/executor"
 	"github.com/stratusflow/stratus/internal/host"
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/orchestrator"
@@ -86,11 +84,7 @@ func runCancel(o *CancelOptions) error {
 		err error
 	)
 	if o.Target == TargetAWS {
-		tg, oerr := o.AWS.open(ctx)
-		if oerr != nil {
-			return usageOr(oerr)
-		}
-		res, err = cancelAWS(ctx, tg, o.RunID)
+		res, err = cancelOnAWS(ctx, o)
 	} else {
 		st, oerr := openRuns(o.Dir)
 		if oerr != nil {
@@ -194,50 +188,4 @@ func waitGone(owner string, d time.Duration) bool {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// cancelAWS stops run runID's execution and records the run's end as the
-// events function would (awsrun.Finish).
-func cancelAWS(ctx context.Context, tg *awsrun.Target, runID string) (CancelResult, error) {
-	run, err := tg.Store.GetRun(ctx, runID)
-	if err != nil {
-		return CancelResult{}, err
-	}
-	res := CancelResult{RunID: run.ID, Was: run.Status, Status: run.Status}
-	if stratus.RunTerminal(run.Status) {
-		return res, nil
-	}
-	if err := tg.Exec.StopExecution(ctx, run.Execution, "stratus.Cancelled", "cancelled by the operator (stratus cancel)"); err != nil {
-		return res, err
-	}
-	// The execution is stopping: the run is interrupted now, its open steps
-	// canceled, so a worker still running has its next stats and its report
-	// refused (409) and stops its engine, whenever the execution reads
-	// ABORTED (the events function then stops its task).
-	if run, err = lifecycle.Interrupt(ctx, tg.Store, run, "cancelled by the operator (stratus cancel)", time.Now().UTC()); err != nil {
-		return res, err
-	}
-	// StopExecution may answer before the execution reads ABORTED.
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	x, err := tg.Exec.WaitExecution(wctx, run.Execution)
-	cancel()
-	if err != nil && ctx.Err() != nil {
-		return res, err
-	}
-	// The stop ended the execution, whatever it reads (moto 5.2.1 aborts a
-	// waiting execution only when its task wakes, and then reports it
-	// FAILED with States.Timeout): unless it succeeded first, the run was
-	// cancelled, hence interrupted.
-	if !x.Done() || x.Status != executor.StatusSucceeded {
-		x.Status, x.Error, x.Cause = executor.StatusAborted, "stratus.Cancelled", "cancelled by the operator (stratus cancel)"
-		if x.StopDate.IsZero() {
-			x.StopDate = time.Now().UTC()
-		}
-	}
-	out, err := tg.Finish(ctx, run, nil, x)
-	if err != nil {
-		return res, err
-	}
-	res.Status = out.Status
-	return res, nil
 }

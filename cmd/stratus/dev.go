@@ -1,22 +1,10 @@
 package main
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"net"
 	"net/url"
-	"os"
-	"os/signal"
-	"path/filepath"
-	"syscall"
-
-	"github.com/stratusflow/stratus/internal/devstack/moto"
 
 	"github.com/spf13/cobra"
-
-	"github.com/stratusflow/stratus/internal/devstack"
 )
 
 // DevAWSOptions are the flags of `stratus dev aws`.
@@ -28,9 +16,9 @@ type DevAWSOptions struct {
 	Self        string // the stratus binary workers run as ("" = this one)
 
 	// ready, when set, is called with the flags line once serving (tests).
-	ready func(flags string)
+	ready func(flags string) //lint:ignore U1000 read by devaws.go, which the slim build has not
 	// stop, when set, ends the serving instead of SIGINT/SIGTERM (tests).
-	stop <-chan struct{}
+	stop <-chan struct{} //lint:ignore U1000 read by devaws.go, which the slim build has not
 }
 
 func newDevCmd(io IO) *cobra.Command {
@@ -77,63 +65,4 @@ Exit status: 0 stopped by Ctrl-C, 1 the stand-in could not start, 2 bad flags.`,
 	aws.Flags().StringVar(&o.Name, "name", "", "the stack's name (default stratus-dev-<6 hex>)")
 	dev.AddCommand(aws)
 	return dev
-}
-
-func runDevAWS(o *DevAWSOptions) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	dir, err := os.MkdirTemp("", "stratus-dev-aws-")
-	if err != nil {
-		return err
-	}
-	endpoint := o.EndpointURL
-	if endpoint == "" {
-		m, err := moto.Start(o.Port, dir)
-		if err != nil {
-			return err
-		}
-		defer m.Stop()
-		endpoint = m.URL
-		fmt.Fprintf(o.IO.Err, "stratus dev aws: moto serves on %s (its log: %s)\n", endpoint, m.Log)
-	}
-	name := o.Name
-	if name == "" {
-		b := make([]byte, 3)
-		rand.Read(b)
-		name = "stratus-dev-" + hex.EncodeToString(b)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("listen for the worker API: %w", err)
-	}
-	cfg := moto.Config(endpoint)
-	st, err := devstack.Create(ctx, cfg, name, "http://"+ln.Addr().String())
-	if err != nil {
-		ln.Close()
-		return fmt.Errorf("create the stack on %s: %w", endpoint, err)
-	}
-	logPath := filepath.Join(dir, "functions.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	f, err := devstack.Serve(ctx, cfg, st, ln, devstack.ServeOptions{Self: o.Self, WorkRoot: filepath.Join(dir, "workers"), Log: logf})
-	if err != nil {
-		return err
-	}
-	defer f.Stop()
-	flags := fmt.Sprintf("--target aws --endpoint-url %s --region %s --stack %s", endpoint, moto.Region, name)
-	fmt.Fprintln(o.IO.Out, flags)
-	fmt.Fprintf(o.IO.Err, "stratus dev aws: stack %s, worker API %s, functions' log %s, workers in %s\n", name, st.APIURL, logPath, filepath.Join(dir, "workers"))
-	fmt.Fprintf(o.IO.Err, "stratus dev aws: try: stratus run TASK.md --dir DIR %s   (Ctrl-C stops the stand-in)\n", flags)
-	if o.ready != nil {
-		o.ready(flags)
-	}
-	select {
-	case <-ctx.Done():
-	case <-o.stop:
-	}
-	fmt.Fprintf(o.IO.Err, "stratus dev aws: stopping\n")
-	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -111,3 +112,9 @@ func keys[V any](m map[string]V) []string {
 	slices.Sort(ks)
 	return ks
 }
+
+// stripSubmittedAt drops a ctx file's submitted_at line, the one line
+// that differs between two runs of the same steps.
+func stripSubmittedAt(s string) string { return submittedAt.ReplaceAllString(s, "") }
+
+var submittedAt = regexp.MustCompile(`(?m)^submitted_at: .*\n`)

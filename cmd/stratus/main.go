@@ -2,6 +2,11 @@
 // Language, executed by the embedded executor (the default) or by AWS Step
 // Functions. One file per subcommand; each has an options struct and a
 // runX function the tests call directly.
+//
+// Built with -tags slim (make build's bin/stratus), it links neither the
+// AWS SDK nor the run viewer and hands the commands that need them to the
+// build without the tag, stratus-full, beside it (companion.go, slim.go;
+// issue 16 § 2). The files only the full build has say so: //go:build !slim.
 package main
 
 import (
@@ -11,7 +16,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/aws/smithy-go"
 	"github.com/spf13/cobra"
 
 	"github.com/stratusflow/stratus"
@@ -38,6 +42,13 @@ func (e *exitError) Error() string {
 }
 
 func main() {
+	if !fullBuild && wantsFull(os.Args[1:]) {
+		// Before any flag is read: the command runs in FullBinary as a
+		// whole, as if started there (issue 16 § 2).
+		err := handOff()
+		fmt.Fprintf(os.Stderr, "stratus: %v\n", err)
+		os.Exit(ExitFailed)
+	}
 	os.Exit(Main(os.Args[1:], IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
 }
 
@@ -151,19 +162,4 @@ func cobraUsage(err error) bool {
 func isUsage(err error) bool {
 	var u usageError
 	return errors.As(err, &u)
-}
-
-// deniedHint says what to do about an AWS call the caller's credentials
-// may not make (issue 11 § 2): the error itself names the action and the
-// resource; the stack's operator policy grants what the CLI needs.
-func deniedHint(err error) string {
-	var ae smithy.APIError
-	if !errors.As(err, &ae) {
-		return ""
-	}
-	switch ae.ErrorCode() {
-	case "AccessDeniedException", "AccessDenied", "UnauthorizedOperation", "AuthorizationError":
-		return "your AWS credentials may not make that call: attach the managed policy the stack's OperatorPolicyArn output names (aws cloudformation describe-stacks --stack-name STACK), which grants what stratus --target aws needs on that stack"
-	}
-	return ""
 }

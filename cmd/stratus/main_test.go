@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -22,9 +23,15 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	stratusBin = filepath.Join(dir, "stratus")
-	out, err := exec.Command("go", "build", "-o", stratusBin, ".").CombinedOutput()
+	// As make build makes it: the slim stratus, and stratus-full beside
+	// it, to which it hands --target aws, dev aws and ui (issue 16 § 2).
+	out, err := exec.Command("go", "build", "-tags", "slim", "-o", stratusBin, ".").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build stratus: %v\n%s", err, out)
+		os.Exit(2)
+	}
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, FullBinary), ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build %s: %v\n%s", FullBinary, err, out)
 		os.Exit(2)
 	}
 	// Beside it, as make build puts it: embedded runs use the small runner
@@ -204,3 +211,20 @@ if [ -f slow ]; then
 fi
 printf '{"subrun_report": "ok"}\n'
 `
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/stratusflow/stratus"
-	"github.com/stratusflow/stratus/internal/awsrun"
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/sink/fs"
@@ -81,11 +79,10 @@ func runPull(o *PullOptions) error {
 		return err
 	}
 	if o.Target == TargetAWS {
-		tg, err := o.AWS.open(ctx)
-		if err != nil {
+		var err error
+		if st, sk, err = o.AWS.openRecords(ctx); err != nil {
 			return usageOr(err)
 		}
-		st, sk = tg.Store, tg.Sink
 	} else {
 		s, err := openRuns(dir)
 		if err != nil {
@@ -125,26 +122,4 @@ func pull(ctx context.Context, io IO, sk sink.Sink, run stratus.Run, dir string,
 		p.Commits = []string{}
 	}
 	return &PullResult{RunID: run.ID, Branch: p.Branch, Tip: p.Tip, Commits: p.Commits}, nil
-}
-
-// pullAtEnd pulls the run's commits at the end of a run or resume that
-// this process followed on AWS (issue 12 § 4): the run is read again (its
-// head moved while it ran); a pull that cannot be made is a warning, and
-// the run's status stands.
-func pullAtEnd(ctx context.Context, io IO, tg *awsrun.Target, runID, dir, hint string) {
-	run, err := tg.Store.GetRun(ctx, runID)
-	if err != nil || run.Workspace == nil {
-		return
-	}
-	if dir == "" {
-		// A resume: the work dir the run started in, when this machine has it.
-		if dir = "."; run.WorkDir != "" {
-			if fi, err := os.Stat(run.WorkDir); err == nil && fi.IsDir() {
-				dir = run.WorkDir
-			}
-		}
-	}
-	if _, err := pull(ctx, io, tg.Sink, run, dir, false); err != nil {
-		fmt.Fprintf(io.Err, "stratus: warning: the run's commits were not pulled: %v (stratus pull %s --dir DIR%s tries again)\n", err, runID, hint)
-	}
 }

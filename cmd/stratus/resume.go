@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/stratusflow/stratus/internal/awsrun"
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/orchestrator"
 )
@@ -124,37 +123,6 @@ func runResume(o *ResumeOptions) error {
 func spentBudget(err error) bool {
 	var spent *lifecycle.BudgetSpentError
 	return errors.As(err, &spent)
-}
-
-// resumeAWS resumes a run on the deployed stack and follows it as
-// `run --target aws` does.
-func resumeAWS(o *ResumeOptions, r lifecycle.Resume) error {
-	ctx, stop := signal.NotifyContext(awsContext(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	tg, err := o.AWS.open(ctx)
-	if err != nil {
-		return usageOr(err)
-	}
-	d := newDisplay(o.IO, o.JSON)
-	defer d.Close()
-	st, err := tg.Resume(ctx, awsrun.ResumeOptions{RunID: o.RunID, Progress: d, Resume: r})
-	if spentBudget(err) {
-		return &exitError{code: ExitUsage, err: err}
-	}
-	if err != nil {
-		return usageOr(err)
-	}
-	res, err := tg.Follow(ctx, st.Run, st.Env, awsrun.FollowOptions{Progress: d, Poll: o.AWS.Poll, Skip: st.Before})
-	d.Close()
-	if errors.Is(err, context.Canceled) {
-		fmt.Fprintf(o.IO.Err, "stratus: interrupted: stopped following run %s; its execution goes on (stratus status %s%s shows it)\n", st.Run.ID, st.Run.ID, o.AWS.flagsHint())
-		return &exitError{code: ExitInterrupted}
-	}
-	if err != nil {
-		return err
-	}
-	pullAtEnd(ctx, o.IO, tg, res.Run.ID, "", o.AWS.flagsHint())
-	return printRun(o.IO, d, o.JSON, res)
 }
 
 // resumeDetached is `stratus resume --detach`: `stratus resume` again in a

@@ -213,3 +213,67 @@ func median(ds []time.Duration) (time.Duration, bool) {
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2, true
 }
+
+// runResult is what `stratus run --json` prints of res, last.
+func runResult(res *orchestrator.Result) RunResult {
+	out := RunResult{RunID: res.Run.ID, TaskID: res.Run.TaskID, Flow: res.Run.Flow, Status: res.Status,
+		CtxDir: res.CtxDir, Summary: res.Summary, Budgets: res.Budgets}
+	if res.Status != stratus.RunDone {
+		out.Error, out.Cause = res.Error, res.Cause
+	}
+	if m, ok := median(res.Overhead); ok {
+		ms := float64(m.Microseconds()) / 1000
+		out.OverheadMedianMS = &ms
+	}
+	return out
+}
+
+// usageOr makes a bad-input error (EINVALID, ENOTFOUND, ETOOLARGE: a
+// workspace over its cap) exit with
+// ExitUsage, as `stratus run` does.
+func usageOr(err error) error {
+	if code := stratus.ErrorCode(err); code == stratus.EINVALID || code == stratus.ENOTFOUND || code == stratus.ETOOLARGE {
+		return &exitError{code: ExitUsage, err: err}
+	}
+	return err
+}
+
+// printRun prints a run's result as `stratus run` does and returns its
+// exit status (done 0, manual_action_required 3, failed 1).
+func printRun(io IO, d *progress.Display, asJSON bool, res *orchestrator.Result) error {
+	d.Close() // the ticking lines go before the result is printed
+	out := runResult(res)
+	if asJSON {
+		d.RunEnded(out)
+	} else {
+		fmt.Fprintf(io.Out, "run %s: %s\n", out.RunID, out.Status)
+		// The why in words; the error's name (stratus.Failed, …) is the
+		// JSON's "error" for scripts, never prose for a reader (issue 15 § 2).
+		switch {
+		case out.Cause != "":
+			fmt.Fprintf(io.Out, "  why:      %s\n", out.Cause)
+		case out.Error != "":
+			fmt.Fprintf(io.Out, "  why:      %s\n", out.Error)
+		}
+		fmt.Fprintf(io.Out, "  ctx dir:  %s\n", out.CtxDir)
+		for _, s := range out.Summary {
+			fmt.Fprintf(io.Out, "  summary:  %s\n", s)
+		}
+		if b := budgetsLine(out.Budgets); b != "" {
+			fmt.Fprintf(io.Out, "  budgets spent: %s\n", b)
+		}
+		if out.OverheadMedianMS != nil {
+			fmt.Fprintf(io.Out, "  orchestration overhead per step (report -> next engine start): median %.1f ms over %d transitions\n", *out.OverheadMedianMS, len(res.Overhead))
+		}
+	}
+	switch res.Status {
+	case stratus.RunDone:
+		return nil
+	case stratus.RunManualActionRequired:
+		return &exitError{code: ExitManual}
+	case stratus.RunInterrupted:
+		return &exitError{code: ExitInterrupted}
+	default:
+		return &exitError{code: ExitFailed}
+	}
+}

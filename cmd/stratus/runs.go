@@ -58,11 +58,11 @@ func runRuns(o *RunsOptions) error {
 	ctx := awsContext()
 	var st store.Store
 	if o.Target == TargetAWS {
-		tg, err := o.AWS.open(ctx)
+		s, _, err := o.AWS.openRecords(ctx)
 		if err != nil {
 			return usageOr(err)
 		}
-		st = tg.Store
+		st = s
 	} else {
 		s, err := openRuns(o.Dir)
 		if err != nil {

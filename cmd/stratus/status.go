@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stratusflow/stratus"
-	"github.com/stratusflow/stratus/internal/awsrun"
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/orchestrator"
 	"github.com/stratusflow/stratus/internal/progress"
@@ -194,18 +193,7 @@ func followRun(ctx context.Context, o *StatusOptions, d *progress.Display) error
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if o.Target == TargetAWS {
-		tg, err := o.AWS.open(ctx)
-		if err != nil {
-			return usageOr(err)
-		}
-		run, err := tg.Store.GetRun(ctx, o.RunID)
-		if err != nil {
-			return usageOr(err)
-		}
-		if _, err := tg.Follow(ctx, run, nil, awsrun.FollowOptions{Progress: d, Poll: o.AWS.Poll}); err != nil {
-			return followStopped(o, d, err)
-		}
-		return nil
+		return followAWS(ctx, o, d)
 	}
 	st, err := openRuns(o.Dir)
 	if err != nil {
@@ -297,45 +285,6 @@ func openRuns(dir string) (*sqlite.Store, error) {
 		return nil, stratus.FieldErrorf(stratus.ENOTFOUND, "dir", "no run was made in %s (no %s); give the work dir with --dir, or --target aws for a run on a stack", dir, db)
 	}
 	return sqlite.Open(db)
-}
-
-func awsStatus(ctx context.Context, o *StatusOptions) (*runview.View, StatusResult, error) {
-	res := StatusResult{Target: TargetAWS}
-	tg, err := o.AWS.open(ctx)
-	if err != nil {
-		return nil, res, err
-	}
-	v, err := runview.Load(ctx, tg.Store, o.RunID)
-	if err != nil {
-		return nil, res, err
-	}
-	if v.Run.Execution != "" {
-		x, err := tg.Exec.DescribeExecution(ctx, v.Run.Execution)
-		if err != nil {
-			return nil, res, err
-		}
-		res.Execution = &ExecutionStatus{ARN: x.ARN, Status: x.Status, Error: x.Error, Cause: x.Cause}
-		if x.Done() && v.Run.Status == stratus.RunRunning {
-			// Nobody followed the run to its end: say what the execution's
-			// end makes it, without recording it (that is `run`'s part).
-			v.Run.Status = lifecycle.ExecutionStatus(x)
-		}
-	}
-	dir, err := report.RunDir(ctx, tg.Sink, v.Run.TaskID, v.Run.ID)
-	if stratus.ErrorCode(err) == stratus.ENOTFOUND {
-		return v, res, nil // a later run of the task wrote over them
-	} else if err != nil {
-		return nil, res, err
-	}
-	for _, name := range []string{"summary.json", "summary.md"} {
-		key := dir + "/" + name
-		if _, err := tg.Sink.Get(ctx, key); err == nil {
-			res.Summary = append(res.Summary, tg.URL(key))
-		} else if stratus.ErrorCode(err) != stratus.ENOTFOUND {
-			return nil, res, err
-		}
-	}
-	return v, res, nil
 }
 
 func stepStatus(s runview.StepView) StepStatus {

@@ -211,7 +211,7 @@ func (c *Config) blocks(ps *problems) {
 		c.Security.AllowedEnvironment = slices.Clone(DefaultAllowedEnvironment)
 	}
 	for i, k := range c.Security.AllowedEnvironment {
-		if !envName.MatchString(k) {
+		if !envName().MatchString(k) {
 			bad(fmt.Sprintf("security.allowed_environment[%d]", i), "%q is not an environment variable name", k)
 		}
 	}

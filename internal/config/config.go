@@ -17,6 +17,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/goccy/go-yaml"
 
@@ -238,7 +239,7 @@ func Parse(file string, data []byte) (*Config, error) {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			if !envName.MatchString(k) {
+			if !envName().MatchString(k) {
 				ps.add(field+".env."+k, "%q is not an environment variable name; valid: letters, digits and _, not starting with a digit", k)
 			}
 		}
@@ -299,7 +300,7 @@ func (c *Config) Provider(pinned string) (string, Provider, error) {
 	return name, p, nil
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // checkPlacement enforces what a ctx-dir placement may be: a relative path
 // inside the work dir, without "..", that contains {task_id} (so two tasks

@@ -312,7 +312,7 @@ func CheckProvider(env Env, workDir, name string, p config.Provider) []Result {
 		}
 		f := field + ".env." + k
 		switch val, ok := env.lookupEnv(v[1:]); {
-		case !envName.MatchString(v[1:]):
+		case !envName().MatchString(v[1:]):
 			add(checkEnvPrefix+k, Fail, f, fmt.Sprintf("%s: %q does not name an environment variable, so the engine never gets %s; valid: \"$NAME\" (letters, digits and _), or a literal value", f, v, k))
 		case !ok:
 			add(checkEnvPrefix+k, Fail, f, fmt.Sprintf("%s: %s is not set in this environment, so the engine would start without %s; valid: export %s before running stratus (the value is read at launch and never written in config), or drop the entry", f, v, k, v[1:]))
@@ -514,7 +514,7 @@ func KeyMode(path string) Result {
 	return r
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 func subject(provider string) string { return "provider " + provider }
 

@@ -87,7 +87,7 @@ func ReadSettings(getenv func(string) string) (Settings, error) {
 		PermissionProfile: strings.TrimSpace(getenv(launch.EnvPermissionProfile)),
 	}
 	for _, f := range []struct{ name, v string }{{launch.EnvModel, st.Model}, {launch.EnvReasoning, st.Reasoning}} {
-		if f.v != "" && !settingToken.MatchString(f.v) {
+		if f.v != "" && !settingToken().MatchString(f.v) {
 			return Settings{}, fmt.Errorf("%s is %q; want one token of letters, digits and . _ : / @ [ ] -, not starting with '-'", f.name, clip(f.v, 80))
 		}
 	}
@@ -109,7 +109,7 @@ func ReadSettings(getenv func(string) string) (Settings, error) {
 
 // settingToken is what a model id or reasoning level may be: it lands in
 // argv (and in a Codex -c TOML value), so it is one plain token.
-var settingToken = regexp.MustCompile(`^[A-Za-z0-9_.:/@\[\]][A-Za-z0-9_.:/@\[\]-]*$`)
+var settingToken = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.:/@\[\]][A-Za-z0-9_.:/@\[\]-]*$`) })
 
 // claudeArgs maps s onto Claude Code's flags (see Settings).
 func (s Settings) claudeArgs() []string {

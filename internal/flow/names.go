@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // The names of the compiled state machine (internal/compiler), kept here
@@ -26,13 +27,13 @@ const ResumeState = "resume"
 // a hard global fix cap across the whole task and all subtasks).
 const GlobalBudget = "global_fix_iterations"
 
-var unsafeCounter = regexp.MustCompile(`[^A-Za-z0-9_]`)
+var unsafeCounter = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9_]`) })
 
 // CounterName is the $.loops member a loop name (or an inline budget's
 // "<from>_<outcome>", or an agent's "<id>_hitl") counts in: a JSONPath
 // member name, so every character outside [A-Za-z0-9_] becomes '_'. Two
 // loops "a b" and "a_b" therefore share a member, which Validate rejects.
-func CounterName(s string) string { return unsafeCounter.ReplaceAllString(s, "_") }
+func CounterName(s string) string { return unsafeCounter().ReplaceAllString(s, "_") }
 
 // EdgeCounter returns the $.loops member an edge charges — its loop's, or
 // "<from>_<outcome>" for an inline budget — or "" for an edge that is not

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/goccy/go-yaml/ast"
 
@@ -176,12 +177,12 @@ func underPath(path, prefix string) bool {
 	return ok && (rest == "" || rest[0] == '.' || rest[0] == '[')
 }
 
-var portableSegmentRE = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]*$`)
+var portableSegmentRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]*$`) })
 
 // portableSegment reports whether s can name one file or directory on every
 // OS without escaping its parent: no separator, no "..", no leading dot.
 func portableSegment(s string) bool {
-	return portableSegmentRE.MatchString(s) && !strings.Contains(s, "..")
+	return portableSegmentRE().MatchString(s) && !strings.Contains(s, "..")
 }
 
 // decoder walks the goccy/go-yaml AST by hand so that every key is checked

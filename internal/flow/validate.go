@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/config"
@@ -125,8 +126,8 @@ var (
 	// reservedStems are the core prompt variables {<stem>_path}; an agent or
 	// tool node exposes {<id>_path}, so its id may not shadow one.
 	reservedStems = []string{"task", "plan", "diff", "change_overview", "checks", "review", "repo", "skills", "memory", "stage", "conflicts"}
-	deviceNames   = regexp.MustCompile(`^(con|prn|aux|nul|com[1-9]|lpt[1-9])(\..*)?$`)
-	nodeIDRE      = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+	deviceNames   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(con|prn|aux|nul|com[1-9]|lpt[1-9])(\..*)?$`) })
+	nodeIDRE      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`) })
 )
 
 // Validate checks a parsed flow against worc's validation rules (seed 004 §
@@ -311,9 +312,9 @@ func (v *validator) nodes() {
 		switch pos, p := at("id"); {
 		case n.ID == "":
 			v.add(pos, p, true, "%s has no id", path)
-		case !nodeIDRE.MatchString(n.ID):
-			v.add(pos, p, true, "node id %q must match %s", n.ID, nodeIDRE)
-		case deviceNames.MatchString(n.ID):
+		case !nodeIDRE().MatchString(n.ID):
+			v.add(pos, p, true, "node id %q must match %s", n.ID, nodeIDRE())
+		case deviceNames().MatchString(n.ID):
 			v.add(pos, p, true, "node id %q is a Windows device name; it cannot name a directory", n.ID)
 		}
 		if n.ID != "" {

@@ -37,3 +37,26 @@ func TestCompile_RejectsBadSchemas(t *testing.T) {
 		}
 	}
 }
+
+// issue 16 § 2: the jsonschema fork (third_party/jsonschema) compiles the
+// metaschemas on first use instead of at init; a schema the metaschema
+// refuses is still refused, from the first compile on, by every
+// goroutine compiling at once.
+func TestCompile_MetaschemaRefusesAnInvalidSchemaFromTheFirstCompile(t *testing.T) {
+	t.Parallel()
+	errs := make(chan error, 8)
+	for range cap(errs) {
+		go func() {
+			_, err := Compile([]byte(`{"type":5}`))
+			errs <- err
+		}()
+	}
+	for range cap(errs) {
+		if err := <-errs; stratus.ErrorCode(err) != stratus.EINVALID || !strings.Contains(err.Error(), "is not a valid JSON Schema") {
+			t.Errorf(`{"type":5}: err = %v`, err)
+		}
+	}
+	if _, err := Compile([]byte(plan)); err != nil {
+		t.Errorf("a valid schema after: %v", err)
+	}
+}

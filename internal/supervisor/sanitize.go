@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/stratusflow/stratus/internal/report"
 )
@@ -12,10 +13,12 @@ import (
 // machineTag matches an opening or closing tag of the structured fields a
 // finalize turn may leak into its prose (seed 004 § What the layer does:
 // "<summary>…</summary><follow_ups>…<memory_delta>…").
-var machineTag = regexp.MustCompile(`(?i)<\s*/?\s*(summary|follow_ups|follow-ups|followups|memory_delta|memory|lessons|caveats|advisory_caveats|handoff|new_surface_area|locked_decisions|open_edges)\s*/?\s*>`)
+var machineTag = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)<\s*/?\s*(summary|follow_ups|follow-ups|followups|memory_delta|memory|lessons|caveats|advisory_caveats|handoff|new_surface_area|locked_decisions|open_edges)\s*/?\s*>`)
+})
 
 // leadingSummary matches an opening <summary> tag at the very start.
-var leadingSummary = regexp.MustCompile(`(?i)^<\s*summary\s*>`)
+var leadingSummary = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)^<\s*summary\s*>`) })
 
 // Sanitize returns the human prose of a finalize turn's text, as it may
 // reach summary.md (seed 004 § What the layer does):
@@ -35,8 +38,8 @@ var leadingSummary = regexp.MustCompile(`(?i)^<\s*summary\s*>`)
 func Sanitize(text string) string {
 	s := strings.TrimSpace(strings.ReplaceAll(text, "\r\n", "\n"))
 	s = unfence(s)
-	s = strings.TrimSpace(leadingSummary.ReplaceAllString(s, ""))
-	if loc := machineTag.FindStringIndex(s); loc != nil {
+	s = strings.TrimSpace(leadingSummary().ReplaceAllString(s, ""))
+	if loc := machineTag().FindStringIndex(s); loc != nil {
 		s = s[:loc[0]]
 	}
 	s = strings.TrimSpace(s)

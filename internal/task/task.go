@@ -4,14 +4,16 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/goccy/go-yaml/lexer"
-	"github.com/goccy/go-yaml/token"
 	"io"
 	"os"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+
+	"github.com/goccy/go-yaml/lexer"
+	"github.com/goccy/go-yaml/token"
 
 	"github.com/goccy/go-yaml"
 
@@ -53,11 +55,13 @@ var AllowedKeys = []string{
 // nodeOverrideKeys are the sub-keys of nodes.<id> (SKILL.md § nodes).
 var nodeOverrideKeys = []string{"enabled", "model", "reasoning", "provider"}
 
+// The patterns compile on first use: package init is paid by every
+// `stratus` start, whatever the command (issue 16 § 2).
 var (
-	idRE        = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
-	deviceRE    = regexp.MustCompile(`^(con|prn|aux|nul|com[1-9]|lpt[1-9])(\..*)?$`)
-	taskTypeRE  = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]*$`)
-	injectionRE = regexp.MustCompile("[`;|\n]|\\$\\(")
+	idRE        = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`) })
+	deviceRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(con|prn|aux|nul|com[1-9]|lpt[1-9])(\..*)?$`) })
+	taskTypeRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]*$`) })
+	injectionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("[`;|\n]|\\$\\(") })
 )
 
 // Load reads and parses the task file at path. A missing file is
@@ -134,7 +138,7 @@ func Parse(path string, data []byte) (*Task, error) {
 			// "[line:col] message" from goccy, at the file's line (the
 			// opening --- is line 1), without its source excerpt.
 			msg := yaml.FormatError(err, false, false)
-			if m := yamlPos.FindStringSubmatch(msg); m != nil {
+			if m := yamlPos().FindStringSubmatch(msg); m != nil {
 				line, _ := strconv.Atoi(m[1])
 				return nil, stratus.Errorf(stratus.EINVALID, "%s:%d:%s: front matter is not valid YAML: %s", path, line+1, m[2], strings.TrimSpace(m[3]))
 			}
@@ -226,7 +230,7 @@ func (t *Task) check() error {
 	if t.ID, err = t.requiredString("id"); err != nil {
 		return err
 	}
-	if !idRE.MatchString(t.ID) || strings.Contains(t.ID, "..") || strings.HasSuffix(t.ID, ".") || deviceRE.MatchString(t.ID) {
+	if !idRE().MatchString(t.ID) || strings.Contains(t.ID, "..") || strings.HasSuffix(t.ID, ".") || deviceRE().MatchString(t.ID) {
 		return t.invalid("id", "id %q is not a portable token: want ^[a-z0-9][a-z0-9._-]{0,63}$ (lowercase letters, digits, '.', '_', '-'), no \"..\", no trailing '.', not a Windows device name", t.ID)
 	}
 	if t.Title, err = t.requiredString("title"); err != nil {
@@ -234,7 +238,7 @@ func (t *Task) check() error {
 	}
 	if v, ok := t.Front["task_type"]; ok && v != nil {
 		s, isStr := v.(string)
-		if !isStr || !taskTypeRE.MatchString(s) || strings.Contains(s, "..") {
+		if !isStr || !taskTypeRE().MatchString(s) || strings.Contains(s, "..") {
 			return t.invalid("task_type", "task_type %v must name a flow: one file name of letters, digits, '.', '_' or '-' (e.g. implementation)", quote(v))
 		}
 		t.TaskType = s
@@ -338,7 +342,7 @@ func (t *Task) checkInjection() error {
 	bad = func(path string, v any) error {
 		switch x := v.(type) {
 		case string:
-			if strings.HasPrefix(strings.TrimSpace(x), "-") || injectionRE.MatchString(x) {
+			if strings.HasPrefix(strings.TrimSpace(x), "-") || injectionRE().MatchString(x) {
 				return t.invalid(path, "%s is %q: front-matter values are plain text; a value may not start with '-' or hold a backtick, ';', '|', \"$(\" or a newline (put such text in the body)", path, x)
 			}
 		case []any:
@@ -376,16 +380,18 @@ func (t *Task) checkInjection() error {
 
 // plainScalar is a top-level "key: value" line whose value is an unquoted
 // scalar.
-var plainScalar = regexp.MustCompile(`(?m)^([A-Za-z_][A-Za-z0-9_-]*):[ \t]+([^\s#'"\[{|>&*!][^#\r\n]*?)[ \t]*(?:#.*)?\r?$`)
+var plainScalar = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^([A-Za-z_][A-Za-z0-9_-]*):[ \t]+([^\s#'"\[{|>&*!][^#\r\n]*?)[ \t]*(?:#.*)?\r?$`)
+})
 
 // yamlPos reads goccy's "[line:col] message".
-var yamlPos = regexp.MustCompile(`^\[(\d+):(\d+)\] ([^\n]*)`)
+var yamlPos = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\[(\d+):(\d+)\] ([^\n]*)`) })
 
 // writtenScalars maps each top-level key of front to its plain scalar as
 // written.
 func writtenScalars(front []byte) map[string]string {
 	out := map[string]string{}
-	for _, m := range plainScalar.FindAllSubmatch(front, -1) {
+	for _, m := range plainScalar().FindAllSubmatch(front, -1) {
 		out[string(m[1])] = string(m[2])
 	}
 	return out

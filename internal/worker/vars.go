@@ -444,11 +444,13 @@ func NodeEnabled(t *task.Task, id string) bool {
 	return true
 }
 
-var secretLike = regexp.MustCompile(`(?i)\b(sk-[a-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{20,}|xox[baprs]-[A-Za-z0-9-]{10,})`)
+var secretLike = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\b(sk-[a-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{20,}|xox[baprs]-[A-Za-z0-9-]{10,})`)
+})
 
 // redact masks token-shaped secrets in audit copies (seed 004 § Safety:
 // rendered prompts are written redacted).
-func redact(s string) string { return secretLike.ReplaceAllString(s, "[REDACTED]") }
+func redact(s string) string { return secretLike().ReplaceAllString(s, "[REDACTED]") }
 
 // diffBaseKey is the sink key recording a task's diff base: "<run id>
 // <commit sha>\n", written at the run's first dispatch.

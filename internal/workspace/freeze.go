@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/stratusflow/stratus"
@@ -125,7 +126,7 @@ func Freeze(ctx context.Context, workDir, bundlePath string, o FreezeOptions) (*
 	// index tracks under it.
 	add := append([]string{"add", "--all", "--", "."}, pathspecs("exclude", gitwork.NotIgnored(ctx, cwd, gitEnv(env), exclude))...)
 	if _, err := git(ctx, cwd, env, add...); err != nil {
-		if m := noCommitRe.FindAllStringSubmatch(err.Error(), -1); m != nil {
+		if m := noCommitRe().FindAllStringSubmatch(err.Error(), -1); m != nil {
 			var paths []string
 			for _, s := range m {
 				paths = append(paths, s[1])
@@ -185,7 +186,9 @@ func Freeze(ctx context.Context, workDir, bundlePath string, o FreezeOptions) (*
 }
 
 // noCommitRe finds the nested repositories `git add` cannot record.
-var noCommitRe = regexp.MustCompile(`error: '([^']*)' does not have a commit checked out`)
+var noCommitRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`error: '([^']*)' does not have a commit checked out`)
+})
 
 // writeTree writes the index as a tree and returns the tree at prefix (the
 // empty tree when nothing is under it).

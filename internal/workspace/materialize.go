@@ -144,7 +144,7 @@ func CommitStep(ctx context.Context, dir, parent, message, bundlePath string, ma
 		return "", false, err
 	}
 	if _, err := git(ctx, dir, nil, "add", "--all", "--", ":/"); err != nil {
-		if m := noCommitRe.FindAllStringSubmatch(err.Error(), -1); m != nil {
+		if m := noCommitRe().FindAllStringSubmatch(err.Error(), -1); m != nil {
 			return "", false, stratus.FieldErrorf(stratus.EINVALID, "dir",
 				"submodules are refused, not flattened (issue 12 § 6): %s is a nested git repository (without a commit); remove it", m[0][1])
 		}

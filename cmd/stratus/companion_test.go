@@ -1,0 +1,119 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stratusflow/stratus/internal/awsrun"
+	"github.com/stratusflow/stratus/internal/store/dynamodb"
+	"github.com/stratusflow/stratus/internal/testenv"
+)
+
+// Issue 16 § 2 and STYLE.md § Ports and wiring: the stratus that make
+// build makes (-tags slim) links no AWS SDK, none of Stratus's AWS
+// adapters and not the run viewer (goldmark); those are stratus-full's,
+// to which it hands the commands that need them.
+func TestBuildSlim_LinksNoAWSNorTheViewer(t *testing.T) {
+	t.Parallel()
+	goCmd := testenv.MustHaveCommand(t, "go", "go list -deps reads what stratus links")
+	out, err := exec.Command(goCmd, "list", "-tags", "slim", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -tags slim -deps ./cmd/stratus: %v\n%s", err, out)
+	}
+	forbidden := regexp.MustCompile(`^(github\.com/aws/|github\.com/stratusflow/stratus/internal/(awsrun|awsapp|devstack|executor/sfn|launch/ecs|queue/sqs|secret/secretsmanager|sink/s3|store/dynamodb)(/|$))`)
+	for _, d := range strings.Fields(string(out)) {
+		if forbidden.MatchString(d) {
+			t.Errorf("stratus built with -tags slim links %s", d)
+		}
+	}
+}
+
+// make build makes bin/stratus slim and bin/stratus-full beside it.
+func TestMakeBuild_BuildsStratusSlimAndTheFullBeside(t *testing.T) {
+	t.Parallel()
+	mk, err := os.ReadFile(filepath.Join(testenv.ModuleRoot(t), "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`$(GO) build -tags slim -ldflags "-X main.commit=$(COMMIT)" -o $(BIN) ./cmd/stratus`,
+		`$(GO) build -ldflags "-X main.commit=$(COMMIT)" -o $(dir $(BIN))` + FullBinary + ` ./cmd/stratus`,
+	} {
+		if !strings.Contains(string(mk), want) {
+			t.Errorf("the Makefile's build target lacks\n  %s", want)
+		}
+	}
+}
+
+// The --target aws flags' help names the AWS packages' defaults, written
+// out in target.go for the slim build: they must not drift.
+func TestTargetFlags_DefaultsAreTheAWSPackages(t *testing.T) {
+	t.Parallel()
+	if awsTableBaseName != dynamodb.TableBaseName {
+		t.Errorf("awsTableBaseName %q, dynamodb.TableBaseName %q", awsTableBaseName, dynamodb.TableBaseName)
+	}
+	if awsDefaultBucketPrefix != awsrun.DefaultBucketPrefix {
+		t.Errorf("awsDefaultBucketPrefix %q, awsrun.DefaultBucketPrefix %q", awsDefaultBucketPrefix, awsrun.DefaultBucketPrefix)
+	}
+	if awsDefaultPoll != awsrun.DefaultPoll {
+		t.Errorf("awsDefaultPoll %v, awsrun.DefaultPoll %v", awsDefaultPoll, awsrun.DefaultPoll)
+	}
+}
+
+func TestWantsFull_TargetAWSDevAWSAndUI(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"run", "task.md", "--target", "aws", "--stack", "s"}, true},
+		{[]string{"status", "r-1", "--target=aws"}, true},
+		{[]string{"dev", "aws", "--port", "5000"}, true},
+		{[]string{"ui", "--dir", "d"}, true},
+		{[]string{"run", "ui"}, false},
+		{[]string{"run", "task.md", "--dir", "d"}, false},
+		{[]string{"run", "task.md", "--target", "embedded"}, false},
+		{[]string{"run", "task.md", "--target"}, false},
+		{[]string{"dev"}, false},
+		{[]string{"--help"}, false},
+		{[]string{"engine", "x", "--", "--target", "aws"}, false}, // an engine's own arguments
+		{nil, false},
+	} {
+		if got := wantsFull(tc.args); got != tc.want {
+			t.Errorf("wantsFull(%q) = %v, want %v", tc.args, got, tc.want)
+		}
+	}
+}
+
+// The stratus the tests build (as make build does) hands --target aws to
+// stratus-full: the same command, the same answer, from the same stratus
+// on the user's side (issue 16 § 2: the CLI does not change).
+func TestHandOff_TargetAWSRunsInTheFullBuild(t *testing.T) {
+	t.Parallel()
+	// An endpoint no stack answers: a usage error from the AWS side,
+	// which only the AWS code gives.
+	r := runCLI(t, "runs", "--target", "aws", "--state-machine", "not-an-arn")
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "--state-machine \"not-an-arn\": want a state machine ARN") {
+		t.Errorf("runs --target aws with a bad ARN: exit %d, stderr %q", r.code, r.stderr)
+	}
+	// Without the companion, it says what to build.
+	dir := t.TempDir()
+	lone := filepath.Join(dir, "stratus")
+	data, err := os.ReadFile(stratusBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(lone, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(lone, "runs", "--target", "aws")
+	cmd.Env = append(os.Environ(), "PATH="+dir)
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != ExitFailed || !strings.Contains(string(out), "make build puts it beside bin/stratus") {
+		t.Errorf("stratus without %s: %v %s", FullBinary, err, out)
+	}
+}

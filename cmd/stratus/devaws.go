@@ -1,0 +1,77 @@
+//go:build !slim
+
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/stratusflow/stratus/internal/devstack"
+	"github.com/stratusflow/stratus/internal/devstack/moto"
+)
+
+func runDevAWS(o *DevAWSOptions) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	dir, err := os.MkdirTemp("", "stratus-dev-aws-")
+	if err != nil {
+		return err
+	}
+	endpoint := o.EndpointURL
+	if endpoint == "" {
+		m, err := moto.Start(o.Port, dir)
+		if err != nil {
+			return err
+		}
+		defer m.Stop()
+		endpoint = m.URL
+		fmt.Fprintf(o.IO.Err, "stratus dev aws: moto serves on %s (its log: %s)\n", endpoint, m.Log)
+	}
+	name := o.Name
+	if name == "" {
+		b := make([]byte, 3)
+		rand.Read(b)
+		name = "stratus-dev-" + hex.EncodeToString(b)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("listen for the worker API: %w", err)
+	}
+	cfg := moto.Config(endpoint)
+	st, err := devstack.Create(ctx, cfg, name, "http://"+ln.Addr().String())
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("create the stack on %s: %w", endpoint, err)
+	}
+	logPath := filepath.Join(dir, "functions.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	f, err := devstack.Serve(ctx, cfg, st, ln, devstack.ServeOptions{Self: o.Self, WorkRoot: filepath.Join(dir, "workers"), Log: logf})
+	if err != nil {
+		return err
+	}
+	defer f.Stop()
+	flags := fmt.Sprintf("--target aws --endpoint-url %s --region %s --stack %s", endpoint, moto.Region, name)
+	fmt.Fprintln(o.IO.Out, flags)
+	fmt.Fprintf(o.IO.Err, "stratus dev aws: stack %s, worker API %s, functions' log %s, workers in %s\n", name, st.APIURL, logPath, filepath.Join(dir, "workers"))
+	fmt.Fprintf(o.IO.Err, "stratus dev aws: try: stratus run TASK.md --dir DIR %s   (Ctrl-C stops the stand-in)\n", flags)
+	if o.ready != nil {
+		o.ready(flags)
+	}
+	select {
+	case <-ctx.Done():
+	case <-o.stop:
+	}
+	fmt.Fprintf(o.IO.Err, "stratus dev aws: stopping\n")
+	return nil
+}
