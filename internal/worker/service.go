@@ -101,6 +101,11 @@ type Service struct {
 	Log *slog.Logger
 
 	notes sync.Map // run id + "\x00" + note kind → said (noteOnce)
+	// runTrees keeps each run's work tree and diff base (run id →
+	// runTree); warnedFacts the unknown `when` facts already warned about
+	// (factKey). Fields, not package state: a host's services (one per
+	// run) are freed with their runs.
+	runTrees, warnedFacts sync.Map
 	// ResolveFiles lets the server resolve an `@file:<abs-path>` body itself,
 	// for paths inside the run's work dir only (embedded mode). When false
 	// (AWS) such a body is refused: the worker resolves the sentinel.

@@ -338,7 +338,7 @@ func (s *Service) skipNode(n *flow.Node, env *RunEnv) (bool, string) {
 	}
 	v, known := resolveFact(env.Flow, env.Task, n.When.Fact)
 	if !known {
-		if _, dup := warnedFacts.LoadOrStore(factKey{s, env.Flow.Name, n.When.Fact}, true); !dup {
+		if _, dup := s.warnedFacts.LoadOrStore(factKey{env.Flow.Name, n.When.Fact}, true); !dup {
 			s.warnf("flow %s node %s: when.fact %q is not a known fact (known: derived.needs_refinement, config.external_research); it resolves to false", env.Flow.Name, n.ID, n.When.Fact)
 		}
 	}
@@ -348,13 +348,9 @@ func (s *Service) skipNode(n *flow.Node, env *RunEnv) (bool, string) {
 	return false, ""
 }
 
-// warnedFacts remembers which unknown facts a service has warned about.
-var warnedFacts sync.Map
-
-type factKey struct {
-	s          *Service
-	flow, fact string
-}
+// factKey names an unknown fact a service has warned about
+// (Service.warnedFacts).
+type factKey struct{ flow, fact string }
 
 // whenHolds compares a fact's value with the predicate's `equals` (absent
 // means true). A non-boolean equals matches by its text ("true"/"false").
@@ -470,8 +466,7 @@ func (s *Service) diffBase(ctx context.Context, run stratus.Run) (*gitwork.Tree,
 	if run.WorkDir == "" || run.Workspace != nil {
 		return nil, "", nil
 	}
-	k := treeKey{s, run.ID}
-	if v, ok := runTrees.Load(k); ok {
+	if v, ok := s.runTrees.Load(run.ID); ok {
 		rt := v.(runTree)
 		return rt.tree, rt.base, nil
 	}
@@ -482,7 +477,7 @@ func (s *Service) diffBase(ctx context.Context, run stratus.Run) (*gitwork.Tree,
 	if err != nil {
 		return nil, "", err
 	}
-	runTrees.Store(k, runTree{tree, base})
+	s.runTrees.Store(run.ID, runTree{tree, base})
 	return tree, base, nil
 }
 
@@ -507,14 +502,6 @@ func (s *Service) openBase(ctx context.Context, run stratus.Run) (*gitwork.Tree,
 		return nil, "", err
 	}
 	return tree, sha, s.Sink.Put(ctx, key, []byte(run.ID+" "+sha+"\n"))
-}
-
-// runTrees keeps each run's work tree and diff base (treeKey → runTree).
-var runTrees sync.Map
-
-type treeKey struct {
-	s   *Service
-	run string
 }
 
 type runTree struct {
