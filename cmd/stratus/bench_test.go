@@ -76,21 +76,6 @@ func BenchmarkFigure_Start(b *testing.B) {
 // one spawn of that engine — next to that spawn, measured in the same
 // round; goal: within 2× of it.
 func BenchmarkFigure_Overhead(b *testing.B) {
-	envelope := []byte(`{"workflow_contract":1,"id":"cr-1","kind":"agent","input":{"query":"q"}}` + "\n")
-	spawn := func(engine string) float64 {
-		var ms []float64
-		for range 5 {
-			cmd := exec.Command("sh", engine)
-			cmd.Stdin = bytes.NewReader(envelope)
-			start := time.Now()
-			if out, err := cmd.CombinedOutput(); err != nil {
-				b.Fatalf("engine: %v %s", err, out)
-			}
-			ms = append(ms, float64(time.Since(start).Microseconds())/1e3)
-		}
-		slices.Sort(ms)
-		return ms[len(ms)/2]
-	}
 	var anchor float64
 	round := func() float64 {
 		dir := b.TempDir()
@@ -98,7 +83,7 @@ func BenchmarkFigure_Overhead(b *testing.B) {
 		engine := filepath.Join(dir, "engine.sh")
 		writeTestFile(b, engine, fourLineEngine)
 		usePrimaryShellEngineEnv(b, dir, "four", "")
-		anchor = spawn(engine)
+		anchor = spawnMS(b, engine, 5)
 		start := time.Now()
 		if out, err := exec.Command(stratusBin, "run", task, "--dir", dir).CombinedOutput(); err != nil {
 			b.Fatalf("run: %v\n%s", err, out)

@@ -38,11 +38,9 @@ func runDetached(o *RunOptions) error {
 	if err != nil {
 		return err
 	}
-	self := o.Self
-	if self == "" {
-		if self, err = os.Executable(); err != nil {
-			return err
-		}
+	self, err := selfOr(o.Self)
+	if err != nil {
+		return err
 	}
 	if _, err := os.Stat(filepath.Join(dir, orchestrator.StateDir, orchestrator.ConfigFile)); err != nil {
 		return usageOr(stratus.Errorf(stratus.ENOTFOUND, "%s is not installed (no %s): stratus install --dir %s", dir, filepath.Join(orchestrator.StateDir, orchestrator.ConfigFile), dir))
@@ -58,17 +56,24 @@ func runDetached(o *RunOptions) error {
 	return printDetached(o.IO, o.JSON, runID, orchestrator.DirFlag(dir))
 }
 
+// selfOr is self, or this executable when self is "": the stratus binary
+// a run's workers and processes are started from.
+func selfOr(self string) (string, error) {
+	if self != "" {
+		return self, nil
+	}
+	return os.Executable()
+}
+
 // startDetached starts `stratus ARGS` for run runID of work dir dir in a
 // session of its own, its output appended to DIR/.stratus/runs/<run_id>/
 // run.log, waits (at most DetachWait) until started says the run is under
 // way — or the process ended first: its log is the error, as notStarted —
 // and prints the run id.
 func startDetached(io IO, asJSON bool, self, dir, runID string, args []string, notStarted string, started func() bool) error {
-	var err error
-	if self == "" {
-		if self, err = os.Executable(); err != nil {
-			return err
-		}
+	self, err := selfOr(self)
+	if err != nil {
+		return err
 	}
 	logDir := filepath.Join(dir, orchestrator.StateDir, orchestrator.RunsDir, runID)
 	if err := os.MkdirAll(logDir, 0o755); err != nil {

@@ -63,11 +63,9 @@ func runHost(o *HostOptions) error {
 	if err != nil {
 		return err
 	}
-	self := o.Self
-	if self == "" {
-		if self, err = os.Executable(); err != nil {
-			return err
-		}
+	self, err := selfOr(o.Self)
+	if err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
