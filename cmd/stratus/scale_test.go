@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -111,8 +112,20 @@ func scale(b *testing.B, n int) {
 		}()
 	}
 	wg.Wait()
+	// Every run ends; a host that makes no progress for two minutes is
+	// stuck: its goroutines (SIGQUIT) are the failure's evidence.
+	last, lastChange := -1, time.Now()
 	eventually(b, 60*time.Minute, "every run ends", func() bool {
 		_, runs, err := c.Runs(context.Background())
+		if err == nil && len(runs) != last {
+			last, lastChange = len(runs), time.Now()
+		}
+		if time.Since(lastChange) > 2*time.Minute {
+			hostCmd.Process.Signal(syscall.SIGQUIT)
+			time.Sleep(time.Second)
+			log := readFile(b, hostLog.Name())
+			b.Fatalf("the host made no progress for 2 minutes with %d runs under way; its goroutines:\n%s", last, log[max(0, len(log)-20000):])
+		}
 		return err == nil && len(runs) == 0
 	})
 	wall := time.Since(start)
