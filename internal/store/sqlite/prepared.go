@@ -55,17 +55,34 @@ func (p *prepared) in(tx *sql.Tx) *prepared {
 // runs it unprepared, which reports the same error), too many are kept,
 // or p is a transaction's view of a statement not prepared yet (see
 // newPrepared).
+//
+// The lock is never held while a statement is prepared: preparing on the
+// writer waits for its one connection, which a transaction may hold, and
+// that transaction's own statements need the lock to be found (a host's
+// concurrent runs deadlocked so on their first statements).
 func (p *prepared) stmt(ctx context.Context, query string) *sql.Stmt {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if s, ok := p.stmts[query]; ok {
+	s, ok := p.stmts[query]
+	full := p.stmts == nil || len(p.stmts) >= maxPrepared
+	p.mu.Unlock()
+	if ok {
 		return s
 	}
-	if p.tx != nil || p.stmts == nil || len(p.stmts) >= maxPrepared {
+	if p.tx != nil || full {
 		return nil
 	}
 	s, err := p.db.PrepareContext(ctx, query)
 	if err != nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if kept, ok := p.stmts[query]; ok {
+		s.Close() // another caller prepared it meanwhile
+		return kept
+	}
+	if p.stmts == nil { // closed meanwhile
+		s.Close()
 		return nil
 	}
 	p.stmts[query] = s
