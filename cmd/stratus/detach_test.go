@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -222,5 +223,48 @@ func TestResume_Detach(t *testing.T) {
 	}
 	if again := runCLI(t, "resume", runID, "--dir", dir, "--detach"); again.code != ExitUsage || !strings.Contains(again.stderr, "the run did not resume") {
 		t.Errorf("resume --detach of a done run: exit %d\n%s", again.code, again.stderr)
+	}
+}
+
+// issue 16 § 5: worker.max_concurrent_engines bounds the engines of every
+// run a host runs, first come first served, whichever the isolation
+// (newcomer: process isolation ignored it). Three detached runs with one
+// slot: the engines never overlap, and every run ends done.
+func TestDetach_EngineSlotsBoundTheHostsRuns(t *testing.T) {
+	t.Parallel()
+	for _, isolation := range []string{"in-process", "process"} {
+		t.Run(isolation, func(t *testing.T) {
+			t.Parallel()
+			const engine = "read line\necho start >> trace\nsleep 0.5\necho end >> trace\nprintf '{\"subrun_report\": \"ok\"}\\n'\n"
+			dir, _ := tinyRun(t, "", engine, "", "t-slot0")
+			useIsolation(t, dir, isolation)
+			cfg := filepath.Join(dir, ".stratus/config.yaml")
+			writeTestFile(t, cfg, strings.Replace(readFile(t, cfg), "  isolation: ", "  max_concurrent_engines: 1\n  isolation: ", 1))
+			var ids []string
+			for i := range 3 {
+				task := filepath.Join(dir, "slot"+strconv.Itoa(i)+".md")
+				writeTestFile(t, task, "---\nid: t-slot"+strconv.Itoa(i)+"\ntitle: Slot\ntask_type: tiny\n---\nbody\n")
+				ids = append(ids, detach(t, dir, task))
+			}
+			eventually(t, 90*time.Second, "the three runs end", func() bool {
+				for _, id := range ids {
+					if s := statusOf(t, dir, id); s.Status == "running" {
+						return false
+					}
+				}
+				return true
+			})
+			for _, id := range ids {
+				if s := statusOf(t, dir, id); s.Status != "done" {
+					t.Errorf("run %s: %s %s", id, s.Status, stepRefs(s))
+				}
+			}
+			trace := strings.Fields(readFile(t, filepath.Join(dir, "trace")))
+			for i, w := range trace {
+				if want := []string{"start", "end"}[i%2]; w != want {
+					t.Fatalf("engines overlapped with one slot: %v", trace)
+				}
+			}
+		})
 	}
 }

@@ -6,8 +6,9 @@
 // across every run, first come first served), so a thousand runs cost a
 // thousand sets of goroutines, not a thousand processes.
 //
-// The host answers on a Unix socket, DIR/.stratus/host.sock, reachable by
-// the work dir's owner alone (mode 0600):
+// The host answers on a Unix socket, DIR/.stratus/host.sock (SocketPath:
+// elsewhere when that path is too long), reachable by the work dir's
+// owner alone (mode 0600):
 //
 //	POST /v1/runs              {"task": PATH, "run_id": ID, "no_pull": BOOL}
 //	                           → 201 {"run_id": ID} once the run is recorded;
@@ -26,6 +27,8 @@ package host
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,9 +49,22 @@ import (
 // SocketName is the host's socket, in DIR/.stratus/.
 const SocketName = "host.sock"
 
-// SocketPath is the host socket of work dir dir.
+// maxSocketPath is the longest Unix socket path this host uses in the work
+// dir: Linux's sockaddr_un holds 108 bytes with its terminating NUL, and
+// some systems fewer.
+const maxSocketPath = 100
+
+// SocketPath is the host socket of work dir dir (absolute):
+// DIR/.stratus/host.sock, or, when that path is too long for a Unix socket
+// (maxSocketPath), stratus-host-<hash of dir>.sock in the temporary
+// directory, the same for every caller.
 func SocketPath(dir string) string {
-	return filepath.Join(dir, orchestrator.StateDir, SocketName)
+	p := filepath.Join(dir, orchestrator.StateDir, SocketName)
+	if len(p) <= maxSocketPath {
+		return p
+	}
+	sum := sha256.Sum256([]byte(filepath.Clean(dir)))
+	return filepath.Join(os.TempDir(), "stratus-host-"+hex.EncodeToString(sum[:8])+".sock")
 }
 
 // Host hosts the runs of one work dir.
@@ -197,7 +213,8 @@ func (h *Host) start(w http.ResponseWriter, r *http.Request) {
 			run.status = res.Status
 			fmt.Fprintf(logf, "run %s: %s\n", res.Run.ID, res.Status)
 		case err != nil:
-			fmt.Fprintf(logf, "stratus: %v\n", err)
+			// Refused before it was recorded: nothing of it is kept.
+			os.RemoveAll(filepath.Dir(logf.Name()))
 			failed <- err
 		}
 		h.mu.Lock()

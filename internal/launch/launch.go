@@ -8,6 +8,7 @@ package launch
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // Environment variables a worker receives.
@@ -87,3 +88,55 @@ type Launcher interface {
 	// worker is not an error.
 	Stop(ctx context.Context, id string) error
 }
+
+// SlotWaitHeartbeat is how often a worker waiting for a slot says so, so a
+// step queued behind others does not time out.
+var SlotWaitHeartbeat = 20 * time.Second
+
+// Slots bound how many workers of a process run at once, across every run
+// it hosts (worker.max_concurrent_engines, issue 16 § 5), whichever
+// launcher starts them. A worker over
+// the bound waits for a slot, first come first served: the waiting
+// goroutines of a channel send are woken in the order they came.
+type Slots struct{ ch chan struct{} }
+
+// NewSlots returns n slots (n < 1 is 1).
+func NewSlots(n int) *Slots { return &Slots{ch: make(chan struct{}, max(n, 1))} }
+
+// Acquire takes a slot, calling waiting (Spec.Waiting: the dispatcher
+// heartbeats the step's task token) every SlotWaitHeartbeat while it waits;
+// it returns ctx's error if ctx ends first. The wait is one blocked send
+// from start to end, so its place in the queue is kept.
+func (s *Slots) Acquire(ctx context.Context, waiting func()) error {
+	select {
+	case s.ch <- struct{}{}:
+		return nil
+	default:
+	}
+	got := make(chan struct{})
+	go func() {
+		s.ch <- struct{}{}
+		close(got)
+	}()
+	t := time.NewTicker(SlotWaitHeartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-got:
+			return nil
+		case <-ctx.Done():
+			go func() {
+				<-got // the slot, once it comes, goes to the next in line
+				s.Release()
+			}()
+			return ctx.Err()
+		case <-t.C:
+			if waiting != nil {
+				waiting()
+			}
+		}
+	}
+}
+
+// Release gives a slot back.
+func (s *Slots) Release() { <-s.ch }

@@ -26,7 +26,7 @@ import (
 	"github.com/stratusflow/stratus/internal/compiler"
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/flow"
-	"github.com/stratusflow/stratus/internal/launch/inprocess"
+	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/projection"
@@ -76,7 +76,7 @@ type Options struct {
 // run), opened by the first run that gets under way, and one bound on the
 // engines running at once.
 type Shared struct {
-	slots *inprocess.Slots
+	slots *launch.Slots
 	db    string
 
 	mu sync.Mutex
@@ -86,7 +86,7 @@ type Shared struct {
 // NewShared returns what the runs of work dir dir hosted by one process
 // share, with engineSlots engine slots.
 func NewShared(dir string, engineSlots int) *Shared {
-	return &Shared{slots: inprocess.NewSlots(engineSlots), db: filepath.Join(dir, StateDir, DBFile)}
+	return &Shared{slots: launch.NewSlots(engineSlots), db: filepath.Join(dir, StateDir, DBFile)}
 }
 
 // store is the shared store, opened on first use: a work dir where no run

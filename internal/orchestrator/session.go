@@ -301,7 +301,11 @@ func (s *session) launcher() (workers interface {
 	StopAll()
 }, inproc *inprocess.Launcher) {
 	self, err := s.self()
-	process := &local.Launcher{Executable: self, WatchParent: true}
+	slots := launch.NewSlots(engineSlots(s.env.Config))
+	if s.o.Shared != nil {
+		slots = s.o.Shared.slots
+	}
+	process := &local.Launcher{Executable: self, WatchParent: true, Slots: slots}
 	if err != nil || s.env.Config.Worker.Isolation == config.IsolationProcess {
 		return process, nil
 	}
@@ -309,10 +313,6 @@ func (s *session) launcher() (workers interface {
 	if err != nil {
 		s.log.Warn(fmt.Sprintf("%v: this run's workers are processes (worker.isolation: %s)", err, config.IsolationProcess))
 		return process, nil
-	}
-	slots := inprocess.NewSlots(engineSlots(s.env.Config))
-	if s.o.Shared != nil {
-		slots = s.o.Shared.slots
 	}
 	inproc = &inprocess.Launcher{Self: self, Reaper: rp, Slots: slots}
 	return inproc, inproc

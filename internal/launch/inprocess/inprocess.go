@@ -42,7 +42,7 @@ type Launcher struct {
 	Reaper *reaper.Reaper
 	// Slots, when set, bound the workers running at once (shared by every
 	// run of a process); nil: no bound.
-	Slots *Slots
+	Slots *launch.Slots
 	// StopGrace bounds how long Stop waits for a worker once its engine
 	// is stopped (0: 7 s, as the process launcher's).
 	StopGrace time.Duration
@@ -121,18 +121,13 @@ func (l *Launcher) Launch(_ context.Context, s launch.Spec) (string, error) {
 	return id, nil
 }
 
-// SlotWaitHeartbeat is how often a worker waiting for a slot says so
-// (Spec.Waiting: the dispatcher heartbeats the step's task token), so a
-// step queued behind others does not time out.
-var SlotWaitHeartbeat = 20 * time.Second
-
 // run is one worker's Run, inside a slot when there are Slots.
 func (l *Launcher) run(ctx context.Context, s launch.Spec, o runner.Options) error {
 	if l.Slots != nil {
-		if err := l.Slots.acquire(ctx, SlotWaitHeartbeat, s.Waiting); err != nil {
+		if err := l.Slots.Acquire(ctx, s.Waiting); err != nil {
 			return err
 		}
-		defer l.Slots.release()
+		defer l.Slots.Release()
 	}
 	return runner.Run(ctx, o)
 }
@@ -179,48 +174,3 @@ func (l *Launcher) StopAll() {
 	l.mu.Unlock()
 	l.wg.Wait()
 }
-
-// Slots bound how many workers of a process run at once, across every run
-// it hosts (worker.max_concurrent_engines, issue 16 § 5). A worker over
-// the bound waits for a slot, first come first served: the waiting
-// goroutines of a channel send are woken in the order they came.
-type Slots struct{ ch chan struct{} }
-
-// NewSlots returns n slots (n < 1 is 1).
-func NewSlots(n int) *Slots { return &Slots{ch: make(chan struct{}, max(n, 1))} }
-
-// acquire takes a slot, calling waiting every interval while it waits;
-// it returns ctx's error if ctx ends first. The wait is one blocked send
-// from start to end, so its place in the queue is kept.
-func (s *Slots) acquire(ctx context.Context, interval time.Duration, waiting func()) error {
-	select {
-	case s.ch <- struct{}{}:
-		return nil
-	default:
-	}
-	got := make(chan struct{})
-	go func() {
-		s.ch <- struct{}{}
-		close(got)
-	}()
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-got:
-			return nil
-		case <-ctx.Done():
-			go func() {
-				<-got // the slot, once it comes, goes to the next in line
-				s.release()
-			}()
-			return ctx.Err()
-		case <-t.C:
-			if waiting != nil {
-				waiting()
-			}
-		}
-	}
-}
-
-func (s *Slots) release() { <-s.ch }

@@ -39,6 +39,10 @@ type Launcher struct {
 	// killed, even with SIGKILL — stops its engine and exits (issue 11 §
 	// 5: nothing outlives its run).
 	WatchParent bool
+	// Slots, when set, bound the runners alive at once: Launch waits for
+	// a slot (heartbeating through Spec.Waiting), released when the
+	// runner ends.
+	Slots *launch.Slots
 
 	mu    sync.Mutex
 	procs map[string]*exec.Cmd
@@ -62,8 +66,19 @@ func RunnerFor(exe string) (string, []string) {
 	return exe, []string{"runner"}
 }
 
-// Launch starts one runner process and reaps it in the background.
-func (l *Launcher) Launch(ctx context.Context, s launch.Spec) (string, error) {
+// Launch starts one runner process and reaps it in the background; with
+// Slots, once a slot is free.
+func (l *Launcher) Launch(ctx context.Context, s launch.Spec) (id string, err error) {
+	if l.Slots != nil {
+		if err := l.Slots.Acquire(ctx, s.Waiting); err != nil {
+			return "", err
+		}
+		defer func() {
+			if err != nil {
+				l.Slots.Release()
+			}
+		}()
+	}
 	exe := l.Executable
 	if exe == "" {
 		var err error
@@ -116,7 +131,7 @@ func (l *Launcher) Launch(ctx context.Context, s launch.Spec) (string, error) {
 		}
 		return "", fmt.Errorf("start runner: %w", err)
 	}
-	id := fmt.Sprintf("pid-%d", cmd.Process.Pid)
+	id = fmt.Sprintf("pid-%d", cmd.Process.Pid)
 	l.mu.Lock()
 	if l.procs == nil {
 		l.procs, l.done = map[string]*exec.Cmd{}, map[string]chan struct{}{}
@@ -139,6 +154,9 @@ func (l *Launcher) Launch(ctx context.Context, s launch.Spec) (string, error) {
 		delete(l.done, id)
 		l.mu.Unlock()
 		close(done)
+		if l.Slots != nil {
+			l.Slots.Release()
+		}
 		if s.OnExit != nil {
 			s.OnExit(err)
 		}
