@@ -4,12 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	stdio "io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/stratusflow/stratus"
@@ -18,9 +14,8 @@ import (
 	"github.com/stratusflow/stratus/internal/orchestrator"
 )
 
-// DetachWait bounds how long `run --detach` waits for the run it started
-// to be recorded (the checks before a run starts are quick; a cold
-// filesystem or a large bundle is not).
+// DetachWait bounds how long `run --detach` and `resume --detach` wait
+// for a host they started to serve.
 var DetachWait = 60 * time.Second
 
 // runDetached is `stratus run --detach`: it hands the run, with an id
@@ -38,14 +33,10 @@ func runDetached(o *RunOptions) error {
 	if err != nil {
 		return err
 	}
-	self, err := selfOr(o.Self)
-	if err != nil {
-		return err
-	}
 	if _, err := os.Stat(filepath.Join(dir, orchestrator.StateDir, orchestrator.ConfigFile)); err != nil {
 		return usageOr(stratus.Errorf(stratus.ENOTFOUND, "%s is not installed (no %s): stratus install --dir %s", dir, filepath.Join(orchestrator.StateDir, orchestrator.ConfigFile), dir))
 	}
-	c, err := host.Ensure(dir, self, DefaultHostIdle, DetachWait)
+	c, err := ensureHost(dir, o.Self)
 	if err != nil {
 		return err
 	}
@@ -65,63 +56,14 @@ func selfOr(self string) (string, error) {
 	return os.Executable()
 }
 
-// startDetached starts `stratus ARGS` for run runID of work dir dir in a
-// session of its own, its output appended to DIR/.stratus/runs/<run_id>/
-// run.log, waits (at most DetachWait) until started says the run is under
-// way — or the process ended first: its log is the error, as notStarted —
-// and prints the run id.
-func startDetached(io IO, asJSON bool, self, dir, runID string, args []string, notStarted string, started func() bool) error {
+// ensureHost returns a client of work dir dir's host, started (from self,
+// "" = this binary) when none serves it.
+func ensureHost(dir, self string) (*host.Client, error) {
 	self, err := selfOr(self)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	logDir := filepath.Join(dir, orchestrator.StateDir, orchestrator.RunsDir, runID)
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		return usageOr(stratus.FieldErrorf(stratus.EINVALID, "dir", "%s: %v", dir, err))
-	}
-	logPath := filepath.Join(logDir, "run.log")
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	before, _ := logf.Seek(0, stdio.SeekEnd)
-	cmd := exec.Command(self, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start the run's process: %w", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-
-	deadline := time.Now().Add(DetachWait)
-	for {
-		select {
-		case err := <-exited:
-			// It ended before (or right after) the run was under way: a run
-			// that ended this fast still printed its result to the log.
-			if started() {
-				return printDetached(io, asJSON, runID, orchestrator.DirFlag(dir))
-			}
-			b, _ := os.ReadFile(logPath)
-			if int64(len(b)) > before {
-				b = b[before:] // this process's lines, not an earlier run's
-			}
-			code := ExitFailed
-			if ee, ok := err.(*exec.ExitError); ok {
-				code = ee.ExitCode()
-			}
-			return &exitError{code: code, err: fmt.Errorf("%s:\n%s", notStarted, strings.TrimSpace(string(b)))}
-		case <-time.After(100 * time.Millisecond):
-		}
-		if started() {
-			return printDetached(io, asJSON, runID, orchestrator.DirFlag(dir))
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the run's process (pid %d) has not got run %s under way within %s; see %s", cmd.Process.Pid, runID, DetachWait, logPath)
-		}
-	}
+	return host.Ensure(dir, self, DefaultHostIdle, DetachWait)
 }
 
 // recorded reports whether run runID is in dir's store.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stratusflow/stratus/internal/host"
 )
 
 // eventually polls cond every 50 ms until it holds or d passes.
@@ -208,9 +211,10 @@ func TestDetach_BadInput(t *testing.T) {
 	}
 }
 
-// resume --detach (newcomer, issue 15): a failed run goes on in a process
-// of its own and the command returns at once with its id; a run that
-// cannot be resumed says why, exit 2, without a process left behind.
+// resume --detach (newcomer, issue 15): a failed run goes on in the work
+// dir's host (issue 16 § 5: owned by it, sharing its engine slots) and the
+// command returns at once with its id; a run that cannot be resumed says
+// why, exit 2.
 func TestResume_Detach(t *testing.T) {
 	t.Parallel()
 	dir, _, runID := failedRun(t, "t-redetach")
@@ -220,6 +224,19 @@ func TestResume_Detach(t *testing.T) {
 	}
 	if f := runCLI(t, "status", runID, "--dir", dir, "--follow"); f.code != ExitOK || !strings.Contains(f.stdout, "run "+runID+": done") {
 		t.Errorf("status --follow after resume --detach: exit %d\n%s%s", f.code, f.stdout, f.stderr)
+	}
+	c, err := host.Dial(dir)
+	if err != nil {
+		t.Fatalf("no host after resume --detach: %v", err)
+	}
+	pid, _, err := c.Runs(context.Background())
+	st, oerr := openRuns(dir)
+	if err != nil || oerr != nil {
+		t.Fatal(err, oerr)
+	}
+	defer st.Close()
+	if run, err := st.GetRun(context.Background(), runID); err != nil || !strings.Contains(run.Owner, "/"+strconv.Itoa(pid)+"/") {
+		t.Errorf("the resumed run's owner is %q, not the host (pid %d): %v", run.Owner, pid, err)
 	}
 	if again := runCLI(t, "resume", runID, "--dir", dir, "--detach"); again.code != ExitUsage || !strings.Contains(again.stderr, "the run did not resume") {
 		t.Errorf("resume --detach of a done run: exit %d\n%s", again.code, again.stderr)

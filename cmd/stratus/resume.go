@@ -8,11 +8,11 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/stratusflow/stratus/internal/host"
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/orchestrator"
 )
@@ -29,7 +29,7 @@ type ResumeOptions struct {
 	Self           string // the stratus binary workers run as ("" = this one)
 	Target         string
 	AWS            AWSOptions
-	// Detach resumes the run in a process of its own and returns once it
+	// Detach hands the resume to the work dir's host and returns once it
 	// is under way, as run --detach does.
 	Detach bool
 
@@ -54,7 +54,7 @@ its whole budget back. A run parked at its cost or token cap goes on with a
 higher one: --max-cost-usd N, --max-tokens N (0: no cap).
 
 Progress goes to stderr, the result to stdout, as for run; with --detach the
-run goes on in a process of its own, as run --detach starts one, and resume
+run goes on in the work dir's host, as run --detach hands it one, and resume
 prints RUN once the run is under way. With --target aws the
 run resumes on the deployed stack: a new execution of the run's own state machine
 enters the stopped step's state, and this command follows it as run --target aws
@@ -104,7 +104,7 @@ func runResume(o *ResumeOptions) error {
 		return resumeAWS(o, r)
 	}
 	if o.Detach {
-		return resumeDetached(o)
+		return resumeDetached(o, r)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -125,39 +125,27 @@ func spentBudget(err error) bool {
 	return errors.As(err, &spent)
 }
 
-// resumeDetached is `stratus resume --detach`: `stratus resume` again in a
-// session of its own (startDetached), returning once the run's resume is
-// recorded (its resume count went up) or with the reason it was refused.
-func resumeDetached(o *ResumeOptions) error {
+// resumeDetached is `stratus resume --detach`: it hands the resume to the
+// work dir's host (internal/host, started when none serves it: the run
+// shares the host's engine slots, as a detached run does), returning once
+// the resume is recorded or with the reason it was refused.
+func resumeDetached(o *ResumeOptions, r lifecycle.Resume) error {
 	dir, err := filepath.Abs(o.Dir)
 	if err != nil {
 		return err
 	}
-	resumes := func() (int, error) {
-		st, err := openRuns(dir)
-		if err != nil {
-			return 0, err
-		}
-		defer st.Close()
-		run, err := st.GetRun(context.Background(), o.RunID)
-		return run.Resumes, err
-	}
-	before, err := resumes()
+	st, err := openRuns(dir) // no runs here: said before a host starts
 	if err != nil {
 		return usageOr(err)
 	}
-	args := []string{"resume", o.RunID, "--dir", dir}
-	if o.ResetFixBudget {
-		args = append(args, "--reset-fix-budget")
+	st.Close()
+	c, err := ensureHost(dir, o.Self)
+	if err != nil {
+		return err
 	}
-	if o.costSet {
-		args = append(args, "--max-cost-usd", strconv.FormatFloat(o.MaxCostUSD, 'g', -1, 64))
+	req := host.ResumeRequest{ResetFixBudget: r.ResetFixBudget, MaxCostUSD: r.MaxCostUSD, MaxTokens: r.MaxTokens}
+	if err := c.Resume(context.Background(), o.RunID, req); err != nil {
+		return usageOr(fmt.Errorf("the run did not resume: %w", err))
 	}
-	if o.tokensSet {
-		args = append(args, "--max-tokens", strconv.FormatInt(o.MaxTokens, 10))
-	}
-	return startDetached(o.IO, o.JSON, o.Self, dir, o.RunID, args, "the run did not resume", func() bool {
-		n, err := resumes()
-		return err == nil && n > before
-	})
+	return printDetached(o.IO, o.JSON, o.RunID, orchestrator.DirFlag(dir))
 }

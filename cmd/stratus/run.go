@@ -27,7 +27,7 @@ type RunOptions struct {
 	Dir  string
 	JSON bool
 	Self string // the stratus binary workers run as ("" = this one)
-	// Detach starts the run in a process of its own and returns at once
+	// Detach hands the run to the work dir's host and returns at once
 	// (detach.go); RunID is the id that process gives the run (hidden).
 	Detach bool
 	RunID  string
@@ -50,8 +50,9 @@ ASL, and executes it on the embedded executor. With --target aws it freezes
 the run into a deployed stack's bucket, starts an execution of the stack's
 state machine and follows it. Progress goes to stderr.
 
-With --detach the run goes on in a process of its own, apart from this
-terminal: run prints its id on stdout (--json: {"run_id": ...}) and returns once
+With --detach the run goes on in the work dir's host (stratus host: one
+background process for every detached run of the work dir, started when none
+serves it), apart from this terminal: run prints its id on stdout (--json: {"run_id": ...}) and returns once
 the run is recorded. Its progress goes to DIR/.stratus/runs/<run_id>/run.log;
 stratus status RUN --follow streams it, stratus cancel RUN stops the run,
 stratus approve|reject|answer reach it. With --target aws, --detach starts
@@ -266,14 +267,5 @@ func printRun(io IO, d *progress.Display, asJSON bool, res *orchestrator.Result)
 			fmt.Fprintf(io.Out, "  orchestration overhead per step (report -> next engine start): median %.1f ms over %d transitions\n", *out.OverheadMedianMS, len(res.Overhead))
 		}
 	}
-	switch res.Status {
-	case stratus.RunDone:
-		return nil
-	case stratus.RunManualActionRequired:
-		return &exitError{code: ExitManual}
-	case stratus.RunInterrupted:
-		return &exitError{code: ExitInterrupted}
-	default:
-		return &exitError{code: ExitFailed}
-	}
+	return runExit(res.Status)
 }

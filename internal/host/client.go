@@ -101,6 +101,15 @@ func (c *Client) Start(ctx context.Context, req StartRequest) (string, error) {
 	return out.RunID, nil
 }
 
+// Resume hands a stopped run's resume to the host: it returns once the
+// resume is recorded, or with the error `stratus resume` would have given.
+func (c *Client) Resume(ctx context.Context, runID string, req ResumeRequest) error {
+	var out struct {
+		RunID string `json:"run_id"`
+	}
+	return c.call(ctx, "POST", "/v1/runs/"+runID+"/resume", req, &out)
+}
+
 // Cancel stops a run under way in the host and returns its end (its
 // status); ENOTFOUND when the host does not have it.
 func (c *Client) Cancel(ctx context.Context, runID string) (string, error) {

@@ -14,6 +14,9 @@
 //	                           → 201 {"run_id": ID} once the run is recorded;
 //	                             4xx {"error": {"code", "message"}} when it
 //	                             cannot start (the same errors as `stratus run`)
+//	POST /v1/runs/{id}/resume  {"reset_fix_budget", "max_cost_usd", "max_tokens"}
+//	                           → 201 {"run_id": ID} once the resume is
+//	                             recorded, or 4xx as `stratus resume` refuses
 //	POST /v1/runs/{id}/cancel  → 200 {"status": S} once the run has stopped
 //	                             (interrupted, as a SIGTERM'd `stratus run`)
 //	GET  /v1/runs              → 200 {"pid": PID, "runs": [ID...]} the host's
@@ -43,6 +46,7 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/config"
+	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/orchestrator"
 )
 
@@ -116,6 +120,7 @@ func (h *Host) Serve(ctx context.Context) error {
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/runs", h.start)
+	mux.HandleFunc("POST /v1/runs/{id}/resume", h.resume)
 	mux.HandleFunc("POST /v1/runs/{id}/cancel", h.cancel)
 	mux.HandleFunc("GET /v1/runs", h.list)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -187,13 +192,50 @@ func (h *Host) start(w http.ResponseWriter, r *http.Request) {
 		writeError(w, stratus.FieldErrorf(stratus.EINVALID, "task", "%q is not an absolute path", req.Task))
 		return
 	}
-	logf, err := h.runLog(req.RunID)
+	h.host(w, req.RunID, true, func(ctx context.Context, logf *os.File, started func(string)) (*orchestrator.Result, error) {
+		return orchestrator.Run(ctx, orchestrator.Options{Dir: h.Dir, TaskPath: req.Task, Self: h.Self, Progress: logf,
+			RunID: req.RunID, NoPull: req.NoPull, Shared: h.shared, Started: started})
+	})
+}
+
+// ResumeRequest is the body of POST /v1/runs/{id}/resume: `stratus
+// resume`'s flags (lifecycle.Resume).
+type ResumeRequest struct {
+	ResetFixBudget bool     `json:"reset_fix_budget,omitempty"`
+	MaxCostUSD     *float64 `json:"max_cost_usd,omitempty"` // the new cost cap, US dollars (0: none)
+	MaxTokens      *int64   `json:"max_tokens,omitempty"`   // the new token cap (0: none)
+}
+
+func (h *Host) resume(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var req ResumeRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req); err != nil {
+		writeError(w, stratus.FieldErrorf(stratus.EINVALID, "body", "not a resume request: %v", err))
+		return
+	}
+	h.host(w, id, false, func(ctx context.Context, logf *os.File, started func(string)) (*orchestrator.Result, error) {
+		res, err := orchestrator.Resume(ctx, orchestrator.ResumeOptions{Dir: h.Dir, RunID: id, Self: h.Self, Progress: logf,
+			Resume: lifecycle.Resume{ResumeOptions: lifecycle.ResumeOptions{ResetFixBudget: req.ResetFixBudget}, MaxCostUSD: req.MaxCostUSD, MaxTokens: req.MaxTokens},
+			Shared: h.shared, Started: started})
+		if spent := (*lifecycle.BudgetSpentError)(nil); errors.As(err, &spent) {
+			err = stratus.Errorf(stratus.EINVALID, "%s", spent.Error()) // the flag that allows it was not given
+		}
+		return res, err
+	})
+}
+
+// host runs a run (run: orchestrator.Run or Resume, calling started once
+// the run is recorded) as one of the host's, its lines appended to the
+// run's run.log, and answers w once it is recorded (201 {"run_id"}) or
+// refused (its error). A refused new run (fresh) leaves nothing behind.
+func (h *Host) host(w http.ResponseWriter, runID string, fresh bool, run func(ctx context.Context, logf *os.File, started func(string)) (*orchestrator.Result, error)) {
+	logf, err := h.runLog(runID)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	run := &hosted{cancel: cancel, done: make(chan struct{})}
+	hr := &hosted{cancel: cancel, done: make(chan struct{})}
 	started := make(chan string, 1)
 	failed := make(chan error, 1)
 	h.wg.Add(1)
@@ -201,31 +243,31 @@ func (h *Host) start(w http.ResponseWriter, r *http.Request) {
 		defer h.wg.Done()
 		defer logf.Close()
 		defer cancel()
-		res, err := orchestrator.Run(ctx, orchestrator.Options{Dir: h.Dir, TaskPath: req.Task, Self: h.Self, Progress: logf,
-			RunID: req.RunID, NoPull: req.NoPull, Shared: h.shared, Started: func(id string) {
-				h.mu.Lock()
-				h.runs[id] = run
-				h.mu.Unlock()
-				started <- id
-			}})
+		res, err := run(ctx, logf, func(id string) {
+			h.mu.Lock()
+			h.runs[id] = hr
+			h.mu.Unlock()
+			started <- id
+		})
 		switch {
 		case res != nil:
-			run.status = res.Status
+			hr.status = res.Status
 			fmt.Fprintf(logf, "run %s: %s\n", res.Run.ID, res.Status)
 		case err != nil:
-			// Refused before it was recorded: nothing of it is kept.
-			os.RemoveAll(filepath.Dir(logf.Name()))
+			if fresh { // refused before it was recorded: nothing of it is kept
+				os.RemoveAll(filepath.Dir(logf.Name()))
+			}
 			failed <- err
 		}
 		h.mu.Lock()
-		for id, hr := range h.runs {
-			if hr == run {
+		for id, r := range h.runs {
+			if r == hr {
 				delete(h.runs, id)
 			}
 		}
 		h.idleAt = time.Now()
 		h.mu.Unlock()
-		close(run.done)
+		close(hr.done)
 	}()
 	select {
 	case id := <-started:

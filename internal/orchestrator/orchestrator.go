@@ -240,6 +240,10 @@ type ResumeOptions struct {
 	Self             string    // the stratus binary workers run as; "" = os.Executable()
 	Progress         io.Writer // as Options.Progress
 	lifecycle.Resume           // where and with which caps (Owner is set here)
+	Shared           *Shared   // as Options.Shared
+	// Started, when set, is called once the resume is recorded, before
+	// the run's next step: a host answers its caller then.
+	Started func(runID string)
 }
 
 // Resume continues a run that ended failed, manual_action_required or
@@ -263,7 +267,7 @@ func Resume(ctx context.Context, o ResumeOptions) (*Result, error) {
 	if _, err := os.Stat(filepath.Join(state, DBFile)); err != nil {
 		return nil, stratus.Errorf(stratus.ENOTFOUND, "no runs in %s (no %s): resume a run under the --dir it ran in", dir, filepath.Join(state, DBFile))
 	}
-	s, err := open(dir, Options{Dir: o.Dir, Self: o.Self, Progress: o.Progress})
+	s, err := open(dir, Options{Dir: o.Dir, Self: o.Self, Progress: o.Progress, Shared: o.Shared})
 	if err != nil {
 		return nil, err
 	}
@@ -313,6 +317,9 @@ func Resume(ctx context.Context, o ResumeOptions) (*Result, error) {
 	}
 	s.run = run
 	s.log.Info(fmt.Sprintf("resume run %s: %s", run.ID, plan.Describe()))
+	if o.Started != nil {
+		o.Started(run.ID)
+	}
 	return s.execute(ctx, lifecycle.ExecutionName(run.ID, run.Resumes), plan.Input)
 }
 
