@@ -212,39 +212,47 @@ func BenchmarkFigure_Submit(b *testing.B) {
 // BenchmarkFigure_SubmitFlat prints `make bench`'s submit-flat and
 // dispatch-flat figures (issue 16 § 3): one client's 64 KiB submit, and
 // the dispatch (prompt render included) before it, at about step 1,000 of
-// a run, next to the same at about step 10 of that run (medians of 41
-// each); goal: at most 1.25× — a step's cost does not grow with the run.
+// a run, next to the same at about step 10 of another run of the same
+// flow in a work dir of its own; the samples alternate between the two
+// runs, so drift (the machine's load, the file system's state) hits both
+// alike (medians of 41 each); goal: at most 1.25× — a step's cost does
+// not grow with the run.
 func BenchmarkFigure_SubmitFlat(b *testing.B) {
 	const samples = 41
 	body := submitBody(64 << 10)
-	h := setup(b)
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2}}
+	early, late := setup(b), setup(b)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	defer client.CloseIdleConnections()
 	post := poster(client, body)
-	measure := func() (submits, dispatches []float64) {
-		for range samples {
-			start := time.Now()
-			auth := "Bearer " + h.dispatchFresh(b).Handle
-			dispatches = append(dispatches, float64(time.Since(start).Microseconds())/1e3)
-			d, err := post(h.srv.URL+"/v1/worker/submit", auth)
-			if err != nil {
-				b.Fatal(err)
-			}
-			submits = append(submits, float64(d.Microseconds())/1e3)
+	sample := func(h *bundle) (submit, dispatch float64) {
+		start := time.Now()
+		auth := "Bearer " + h.dispatchFresh(b).Handle
+		dispatch = float64(time.Since(start).Microseconds()) / 1e3
+		d, err := post(h.srv.URL+"/v1/worker/submit", auth)
+		if err != nil {
+			b.Fatal(err)
 		}
-		return submits, dispatches
+		return float64(d.Microseconds()) / 1e3, dispatch
 	}
 	printed := false
 	for b.Loop() {
 		if printed {
 			continue
 		}
-		early, earlyD := measure() // steps 1 to 41 of the run
-		for h.fresh < 1000 {
-			h.dispatchFresh(b) // the run grows to 1,000 steps (left running)
+		for early.fresh < 10 {
+			early.dispatchFresh(b) // the early run starts its samples at step 10
 		}
-		late, lateD := measure()
-		benchfig.FromSamples(benchfig.Figure{Name: "submit-flat", Unit: "ms/submit", Goal: 1.25}, late, early).Print(os.Stdout)
+		for late.fresh < 1000 {
+			late.dispatchFresh(b) // the late run grows to 1,000 steps (left running)
+		}
+		var earlyS, earlyD, lateS, lateD []float64
+		for range samples {
+			s, d := sample(early)
+			earlyS, earlyD = append(earlyS, s), append(earlyD, d)
+			s, d = sample(late)
+			lateS, lateD = append(lateS, s), append(lateD, d)
+		}
+		benchfig.FromSamples(benchfig.Figure{Name: "submit-flat", Unit: "ms/submit", Goal: 1.25}, lateS, earlyS).Print(os.Stdout)
 		benchfig.FromSamples(benchfig.Figure{Name: "dispatch-flat", Unit: "ms/dispatch", Goal: 1.25}, lateD, earlyD).Print(os.Stdout)
 		printed = true
 	}

@@ -96,11 +96,11 @@ func (b *bundle) dispatchSpec(tb testing.TB, node, token string) launch.Spec {
 	if err := b.svc.Dispatch(context.Background(), worker.Message{RunID: "r1", Node: node, Kind: "agent", TaskToken: token}); err != nil {
 		tb.Fatal(err)
 	}
-	specs := b.launch.Launched()
-	if len(specs) == 0 {
+	n, last := b.launch.Last()
+	if n == 0 {
 		tb.Fatalf("dispatch of %s launched no worker", node)
 	}
-	return specs[len(specs)-1]
+	return last
 }
 
 // dispatch dispatches node and returns the worker's handle.
@@ -116,7 +116,7 @@ func (b *bundle) dispatchFresh(tb testing.TB) launch.Spec {
 	tb.Helper()
 	b.fresh++
 	spec := b.dispatchSpec(tb, "planning", fmt.Sprintf("tok-%d", b.fresh))
-	if n := len(b.launch.Launched()); n != b.fresh {
+	if n, _ := b.launch.Last(); n != b.fresh {
 		tb.Fatalf("dispatch %d launched %d workers in all", b.fresh, n)
 	}
 	return spec

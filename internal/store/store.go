@@ -45,7 +45,10 @@ type Store interface {
 	// reads of the steps before it, without reading the whole run (issue
 	// 16 § 3).
 	LatestSteps(ctx context.Context, runID string, q LatestQuery) ([]stratus.Step, error)
-	// CountVisits returns how many steps of node the run already has.
+	// CountVisits returns how many steps of node the run already has. A
+	// node's steps are its visits 1 to n in creation order (each TID ends
+	// in its visit, and TIDs are unique: CreateStep), so a store may
+	// answer with the highest Visit, in one read however long the run.
 	CountVisits(ctx context.Context, runID, node string) (int, error)
 	// UpdateStep replaces the mutable fields (Status, Verdict, Value, EndedAt).
 	UpdateStep(ctx context.Context, s stratus.Step) error

@@ -136,6 +136,12 @@ ALTER TABLE runs ADD COLUMN workspace TEXT NOT NULL DEFAULT '';
 	`
 CREATE INDEX steps_run_node_kind_status ON steps (run_id, node, kind, status);
 `,
+	// 8: CountVisits seeks a node's highest visit (issue 16 § 3); this
+	// index's (run_id, node) prefix serves what steps_run_node did.
+	`
+CREATE INDEX steps_run_node_visit ON steps (run_id, node, visit);
+DROP INDEX steps_run_node;
+`,
 }
 
 // schemaVersion is the version this binary writes.

@@ -219,8 +219,8 @@ func TestCreateStep_EmptyDedupKey_NeverMatches(t *testing.T) {
 	t.Parallel()
 	s := openT(t, filepath.Join(t.TempDir(), "stratus.db"))
 	ctx := context.Background()
-	for _, tid := range []string{"tid-1", "tid-2"} {
-		if _, created, err := s.CreateStep(ctx, stratus.Step{TID: tid, RunID: "run-1", Node: "impl"}); err != nil || !created {
+	for i, tid := range []string{"tid-1", "tid-2"} {
+		if _, created, err := s.CreateStep(ctx, stratus.Step{TID: tid, RunID: "run-1", Node: "impl", Visit: i + 1}); err != nil || !created {
 			t.Fatalf("CreateStep(%s) = created %v, err %v; want created", tid, created, err)
 		}
 	}

@@ -297,7 +297,7 @@ func (su *suite) testSteps(t *testing.T) {
 		r := b.createRun(t)
 		sent := make([]stratus.Step, 8)
 		for i := range sent {
-			sent[i] = b.step(r.ID, fmt.Sprintf("n%d", i%3), i+1)
+			sent[i] = b.step(r.ID, fmt.Sprintf("n%d", i%3), i/3+1) // visits 1 to n of each node (store.Store.CountVisits)
 		}
 		errs := make([]error, len(sent))
 		concurrently(len(sent), func(i int) {

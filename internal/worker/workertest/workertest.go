@@ -144,6 +144,18 @@ func (l *FakeLauncher) Launched() []launch.Spec {
 	return slices.Clone(l.specs)
 }
 
+// Last returns how many specs were launched so far and the newest (the
+// zero Spec when none was), without copying the others: a benchmark
+// reading it after each of 1,000 dispatches stays O(1) a dispatch.
+func (l *FakeLauncher) Last() (int, launch.Spec) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.specs) == 0 {
+		return 0, launch.Spec{}
+	}
+	return len(l.specs), l.specs[len(l.specs)-1]
+}
+
 // ImplementationFlow returns the built-in implementation flow's files
 // (path under the flows directory → text): the flow and its role files.
 func ImplementationFlow(tb testing.TB) map[string]string {
