@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/goccy/go-yaml"
@@ -42,8 +44,23 @@ const delim = "---\n"
 // identically (tabs, line breaks, "? x", ".inf", ...) are written
 // double-quoted. Errors: *stratus.Error EINVALID (Field "front_matter")
 // when a field cannot be represented — a string that is not valid UTF-8.
+//
+// Front matter whose strings are all of the common shapes (fastScalar) is
+// written directly, byte for byte what the YAML library writes for it
+// (FuzzEncode_FastPathIsTheLibrarysBytes holds the two equal), so a
+// submit does not pay a YAML marshal and read-back per field (issue 16
+// § 3: they were a quarter of submit's CPU); anything else takes the
+// library and the read-back below.
 func Encode(fm FrontMatter, body []byte) ([]byte, error) {
 	fm.SubmittedAt = fm.SubmittedAt.UTC()
+	if out, ok := encodeFast(fm, body); ok {
+		return out, nil
+	}
+	return encodeSlow(fm, body)
+}
+
+// encodeSlow is Encode through the YAML library, its output read back.
+func encodeSlow(fm FrontMatter, body []byte) ([]byte, error) {
 	y, err := yaml.MarshalWithOptions(fm, yaml.CustomMarshaler[string](yamlString))
 	if err != nil {
 		return nil, fmt.Errorf("projection: encode front matter: %w", err)
@@ -90,6 +107,109 @@ func Decode(doc []byte) (FrontMatter, []byte, error) {
 		return bad("front matter is not valid YAML: %v", err)
 	}
 	return fm, body, nil
+}
+
+// encodeFast is Encode for front matter whose every string fastScalar
+// writes; ok is false (and nothing is returned) for any other. fm's
+// SubmittedAt is in UTC already.
+func encodeFast(fm FrontMatter, body []byte) (out []byte, ok bool) {
+	out = make([]byte, 0, 256+len(body))
+	out = append(out, delim...)
+	for _, f := range [...]struct {
+		key string
+		s   string
+		n   int
+		num bool
+	}{
+		{"task_id", fm.TaskID, 0, false}, {"step", fm.Step, 0, false}, {"step_ref", fm.StepRef, 0, false},
+		{"attempt", "", fm.Attempt, true}, {"agent", fm.Agent, 0, false}, {"format", fm.Format, 0, false},
+		{"sha256", fm.SHA256, 0, false}, {"bytes", "", fm.Bytes, true},
+	} {
+		out = append(out, f.key...)
+		out = append(out, ": "...)
+		if f.num {
+			out = strconv.AppendInt(out, int64(f.n), 10)
+		} else if out, ok = fastScalar(out, f.s); !ok {
+			return nil, false
+		}
+		out = append(out, '\n')
+	}
+	out = append(out, "submitted_at: "...)
+	out = fm.SubmittedAt.AppendFormat(out, time.RFC3339Nano)
+	out = append(out, '\n')
+	out = append(out, delim...)
+	return append(out, body...), true
+}
+
+// fastScalar appends s as the YAML library writes it, for the shapes a
+// front matter's strings take; ok is false for any other string:
+//
+//   - "" → `""`;
+//   - a name: a letter or "_", then letters, digits, "_", "-" or "." (a
+//     task id, node id, agent, format), not a word YAML reads as a bool
+//     or null → plain;
+//   - a name, "#", digits (a step ref "review#2") → double-quoted;
+//   - lowercase hex holding a letter other than "e", not starting "0b" (a
+//     SHA-256: never a number in any YAML schema) → plain.
+func fastScalar(out []byte, s string) ([]byte, bool) {
+	switch {
+	case s == "":
+		return append(out, `""`...), true
+	case isName(s):
+		return append(out, s...), true
+	case isStepRef(s):
+		out = append(out, '"')
+		out = append(out, s...)
+		return append(out, '"'), true
+	case isPlainHex(s):
+		return append(out, s...), true
+	}
+	return out, false
+}
+
+// yamlWords are the words some YAML schema reads as a bool or null (YAML
+// 1.1 and 1.2), compared in lower case: a name equal to one is quoted by
+// the library, so fastScalar leaves it to the slow path.
+var yamlWords = map[string]bool{"y": true, "yes": true, "n": true, "no": true, "true": true, "false": true, "on": true, "off": true, "null": true}
+
+func isName(s string) bool {
+	if s == "" || !(s[0] == '_' || 'a' <= s[0]|0x20 && s[0]|0x20 <= 'z') {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || c == '-' || c == '.' || '0' <= c && c <= '9' || 'a' <= c|0x20 && c|0x20 <= 'z') {
+			return false
+		}
+	}
+	return len(s) > 5 || !yamlWords[strings.ToLower(s)]
+}
+
+func isStepRef(s string) bool {
+	i := strings.LastIndexByte(s, '#')
+	if i <= 0 || i == len(s)-1 || !isName(s[:i]) {
+		return false
+	}
+	for _, c := range []byte(s[i+1:]) {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func isPlainHex(s string) bool {
+	letter := false
+	for _, c := range []byte(s) {
+		switch {
+		case '0' <= c && c <= '9', c == 'e':
+		case 'a' <= c && c <= 'f':
+			letter = true
+		default:
+			return false
+		}
+	}
+	return letter && !strings.HasPrefix(s, "0b")
 }
 
 // yamlString keeps goccy's plain or quoted style when it reads back as

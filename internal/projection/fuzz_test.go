@@ -163,3 +163,62 @@ func FuzzProjection_RoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// Encode's fast path (issue 16 § 3) writes exactly the bytes the YAML
+// library writes: for any front matter, Encode and the library-only
+// encoder agree, in output and in refusal.
+func FuzzEncode_FastPathIsTheLibrarysBytes(f *testing.F) {
+	add := func(strs [6]string, attempt, n int, sec, nsec int64) {
+		f.Add(strs[0], strs[1], strs[2], strs[3], strs[4], strs[5], attempt, n, sec, nsec)
+	}
+	add([6]string{"t1", "planning", "planning#1", "planner", "", "722822fbab"}, 1, 17, 1741064767, 0)
+	add([6]string{"T-17", "s_1", "review#12", "a.b", "json", "1234e5"}, 2, 0, 1741064767, 123456789)
+	add([6]string{"yes", "No", "null#2", "True", "off", "0b1010"}, -1, -5, 0, 120000000)
+	add([6]string{"e10", "inf", "nan", "x#", "#1", "deadbeef"}, 0, 1<<40, -62135596800, 1)
+	add([6]string{"a-", "_", "y", "Y", "on", "0e5"}, 3, 3, 253402300799, 999999999)
+	add([6]string{"a.b.c", "x-1", "x#01", "é", "a b", "abcdef0123"}, 4, 4, 1, 0)
+	f.Fuzz(func(t *testing.T, taskID, step, stepRef, agent, format, sha string, attempt, n int, sec, nsec int64) {
+		fm := projection.FrontMatter{TaskID: taskID, Step: step, StepRef: stepRef, Attempt: attempt, Agent: agent,
+			Format: format, SHA256: sha, Bytes: n, SubmittedAt: time.Unix(sec, nsec)}
+		got, gotErr := projection.Encode(fm, []byte("body"))
+		fm.SubmittedAt = fm.SubmittedAt.UTC()
+		want, wantErr := projection.EncodeSlow(fm, []byte("body"))
+		if (gotErr == nil) != (wantErr == nil) || !bytes.Equal(got, want) {
+			t.Fatalf("Encode(%+v) = %q, %v\nthe library writes %q, %v", fm, got, gotErr, want, wantErr)
+		}
+	})
+}
+
+// The fast path's shapes, exhaustively for short strings: every string of
+// up to 2 characters over letters YAML gives meaning to, digits and the
+// punctuation names hold, in each string field, encodes as the library
+// does (FuzzEncode_FastPathIsTheLibrarysBytes explores the rest).
+func TestEncode_FastPathShortStrings(t *testing.T) {
+	t.Parallel()
+	const alphabet = "aeEnNoOyYxb_-.09#"
+	var strs []string
+	var grow func(prefix string, left int)
+	grow = func(prefix string, left int) {
+		strs = append(strs, prefix)
+		if left == 0 {
+			return
+		}
+		for _, c := range alphabet {
+			grow(prefix+string(c), left-1)
+		}
+	}
+	grow("", 2)
+	strs = append(strs, "aey", "n.b", "x-y", "e10", "E1_", "y#9", "true", "True", "TRUE", "false", "False", "null", "Null", "NULL", "yes", "Yes", "off", "Off", "inf", "nan", "review#2", "0b101", "0b1e", "0e1", "1e1a")
+	for _, s := range strs {
+		for field := range 6 {
+			v := [6]string{"t1", "planning", "planning#1", "planner", "", "722822fbab"}
+			v[field] = s
+			fm := projection.FrontMatter{TaskID: v[0], Step: v[1], StepRef: v[2], Attempt: 1, Agent: v[3], Format: v[4], SHA256: v[5], Bytes: 3, SubmittedAt: time.Unix(1741064767, 5).UTC()}
+			got, gotErr := projection.Encode(fm, nil)
+			want, wantErr := projection.EncodeSlow(fm, nil)
+			if (gotErr == nil) != (wantErr == nil) || !bytes.Equal(got, want) {
+				t.Fatalf("field %d = %q: Encode wrote %q, %v; the library writes %q, %v", field, s, got, gotErr, want, wantErr)
+			}
+		}
+	}
+}
