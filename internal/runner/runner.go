@@ -61,6 +61,11 @@ type Options struct {
 	// EngineStderr is where the engine's stderr goes (nil: this process's
 	// own, inherited, as seed 003 § 1 has it for a runner process).
 	EngineStderr io.Writer
+	// EngineFiles, when set, holds the engine files of every step of this
+	// process (the in-process launcher's, issue 16 § 1): each is written
+	// once, read-only, instead of once a step. nil: the step writes its
+	// own copies and removes them when it ends (a runner process).
+	EngineFiles *EngineFileCache
 	// HeartbeatInterval is how often the counters are re-posted while the
 	// engine is silent, so the state's HeartbeatSeconds does not lapse
 	// (default 60 s).
@@ -144,7 +149,7 @@ func Run(ctx context.Context, o Options) error {
 		c.Fail(ctx, p.TaskID, string(contract.Failed), err.Error())
 		return err
 	}
-	cleanup, err := placeEngineFiles(p.Engine, &spec)
+	cleanup, err := placeEngineFiles(p.Engine, &spec, o.EngineFiles)
 	if err != nil {
 		c.Fail(ctx, p.TaskID, string(contract.Failed), err.Error())
 		return err
@@ -473,31 +478,40 @@ func Reason(res contract.Result, deadlineMS int) string {
 // with the run, carried by the payload) to a directory of the runner's own
 // and makes spec's command, args and env name those copies instead: a worker needs
 // nothing from the operator's disk (issue 11 § 2). cleanup removes them.
-func placeEngineFiles(e *worker.EngineSpec, spec *contract.LaunchSpec) (cleanup func(), err error) {
+// With a cache (Options.EngineFiles) the copies are the cache's, shared
+// by the steps of this process and kept: cleanup does nothing.
+func placeEngineFiles(e *worker.EngineSpec, spec *contract.LaunchSpec, cache *EngineFileCache) (cleanup func(), err error) {
 	if len(e.Files) == 0 {
 		return func() {}, nil
 	}
-	dir, err := os.MkdirTemp("", "stratus-engine-files-")
-	if err != nil {
-		return nil, fmt.Errorf("engine files: %w", err)
-	}
-	cleanup = func() { os.RemoveAll(dir) }
 	local := map[string]string{}
-	for i, f := range e.Files {
-		name := filepath.Base(f.Name)
-		if name == "." || name == ".." || name == "/" || name == "" {
-			name = "file"
+	if cache != nil {
+		cleanup = func() {}
+		for _, f := range e.Files {
+			p, err := cache.place(f)
+			if err != nil {
+				return nil, fmt.Errorf("engine file %s: %w", f.Ref, err)
+			}
+			local[f.Ref] = p
 		}
-		p := filepath.Join(dir, fmt.Sprintf("%d-%s", i+1, name))
-		mode := os.FileMode(0o644)
-		if f.Executable {
-			mode = 0o755
+	} else {
+		dir, err := os.MkdirTemp("", "stratus-engine-files-")
+		if err != nil {
+			return nil, fmt.Errorf("engine files: %w", err)
 		}
-		if err := os.WriteFile(p, f.Body, mode); err != nil {
-			cleanup()
-			return nil, fmt.Errorf("engine file %s: %w", f.Ref, err)
+		cleanup = func() { os.RemoveAll(dir) }
+		for i, f := range e.Files {
+			p := filepath.Join(dir, fmt.Sprintf("%d-%s", i+1, engineFileName(f)))
+			mode := os.FileMode(0o644)
+			if f.Executable {
+				mode = 0o755
+			}
+			if err := os.WriteFile(p, f.Body, mode); err != nil {
+				cleanup()
+				return nil, fmt.Errorf("engine file %s: %w", f.Ref, err)
+			}
+			local[f.Ref] = p
 		}
-		local[f.Ref] = p
 	}
 	if p, ok := local[spec.Command]; ok {
 		spec.Command = p

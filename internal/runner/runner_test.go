@@ -325,6 +325,48 @@ func TestRun_EngineFilesArePlacedAndNamed(t *testing.T) {
 	}
 }
 
+// Issue 16 § 1: with a cache (the in-process launcher's), two steps of
+// the same engine run the same read-only copies, written once and kept
+// after the steps; Close removes them. Other bytes get another copy.
+func TestRun_EngineFilesSharedThroughTheCache(t *testing.T) {
+	t.Parallel()
+	var cache EngineFileCache
+	engine := "#!/bin/sh\nread l\nprintf '{\"subrun_report\":\"%s\"}\\n' \"$0\"\n"
+	run := func(body string) string {
+		f, o := setup(t, "")
+		o.EngineFiles = &cache
+		f.engine.Command = "./missing/engine.sh"
+		f.engine.Files = []worker.EngineFile{{Ref: "./missing/engine.sh", Name: "engine.sh", Body: []byte(body), Executable: true}}
+		if err := Run(context.Background(), o); err != nil {
+			t.Fatal(err, f.failed)
+		}
+		if len(f.submitted) != 1 {
+			t.Fatalf("submitted %q failed %q", f.submitted, f.failed)
+		}
+		return f.submitted[0]
+	}
+	first, second := run(engine), run(engine)
+	if first != second || !strings.HasSuffix(first, "/engine.sh") || strings.HasPrefix(first, "./missing") {
+		t.Fatalf("the two steps ran %q and %q; want one cached copy", first, second)
+	}
+	fi, err := os.Stat(first)
+	if err != nil {
+		t.Fatalf("the cached copy is gone after its steps: %v", err)
+	}
+	if fi.Mode().Perm() != 0o555 {
+		t.Errorf("cached engine mode %v; want read-only 0555", fi.Mode().Perm())
+	}
+	if other := run(engine + "# changed\n"); other == first {
+		t.Errorf("other bytes ran the same copy %s", other)
+	}
+	if err := cache.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Dir(filepath.Dir(first))); !os.IsNotExist(err) {
+		t.Errorf("Close left the cache dir: %v", err)
+	}
+}
+
 // issue 13 § 8: counters that arrive within the stats interval are posted
 // when it is up, not held until the heartbeat: an engine that reports two
 // steps and then works silently shows both steps while it works.

@@ -47,6 +47,7 @@ type Launcher struct {
 	// is stopped (0: 7 s, as the process launcher's).
 	StopGrace time.Duration
 
+	files   runner.EngineFileCache // the engine files of every worker, removed by StopAll
 	seq     atomic.Uint64
 	mu      sync.Mutex
 	workers map[string]*worker
@@ -94,7 +95,7 @@ func (l *Launcher) Launch(_ context.Context, s launch.Spec) (string, error) {
 		defer l.wg.Done()
 		log := logging.Discard()
 		o := runner.Options{APIURL: s.APIURL, Handle: s.Handle, TaskID: s.TaskID, Self: l.Self,
-			HTTP: &http.Client{Transport: Direct(l.Handler)}}
+			HTTP: &http.Client{Transport: Direct(l.Handler)}, EngineFiles: &l.files}
 		if logf != nil {
 			log = logging.JSON(logf, "runner")
 			o.EngineStderr = logf
@@ -165,7 +166,8 @@ func (l *Launcher) Stop(_ context.Context, id string) error {
 	}
 }
 
-// StopAll stops every worker still running and waits for all to end.
+// StopAll stops every worker still running, waits for all to end, and
+// removes the engine files they shared.
 func (l *Launcher) StopAll() {
 	l.mu.Lock()
 	for _, w := range l.workers {
@@ -173,4 +175,5 @@ func (l *Launcher) StopAll() {
 	}
 	l.mu.Unlock()
 	l.wg.Wait()
+	l.files.Close()
 }
