@@ -38,7 +38,10 @@ func installChain(tb testing.TB, dir, flow string) string {
 // `stratus --help` from exec to exit, next to one spawn of the four-line
 // engine (fourLineEngine, seed 003 § 9) answering a request; goal:
 // within 2× of it. Each round is the
-// median of 5 runs of each, interleaved.
+// median of 5 runs of each, interleaved. Beside it, start-floor is the
+// same figure for testdata/sqlitehello, a program that only links the
+// SQLite driver a stratus command reading its store needs: where the
+// goal stands against what linking that driver costs on this machine.
 func BenchmarkFigure_Start(b *testing.B) {
 	engine := filepath.Join(b.TempDir(), "engine.sh")
 	if err := os.WriteFile(engine, []byte(fourLineEngine), 0o644); err != nil {
@@ -59,13 +62,21 @@ func BenchmarkFigure_Start(b *testing.B) {
 		slices.Sort(ms)
 		return ms[len(ms)/2]
 	}
+	floor := filepath.Join(b.TempDir(), "sqlitehello")
+	if out, err := exec.Command("go", "build", "-o", floor, "./testdata/sqlitehello").CombinedOutput(); err != nil {
+		b.Fatalf("build the floor: %v %s", err, out)
+	}
 	printed := false
 	for b.Loop() {
 		r := benchfig.Measure(benchfig.Figure{Name: "start", Unit: "ms", Goal: 2},
 			func() float64 { return run(stratusBin, []string{"--help"}, nil) },
 			func() float64 { return run("sh", []string{engine}, envelope) })
+		f := benchfig.Measure(benchfig.Figure{Name: "start-floor", Unit: "ms", Goal: 2},
+			func() float64 { return run(floor, nil, nil) },
+			func() float64 { return run("sh", []string{engine}, envelope) })
 		if !printed {
 			r.Print(os.Stdout)
+			f.Print(os.Stdout)
 			printed = true
 		}
 	}
