@@ -13,6 +13,7 @@ package queue
 
 import (
 	"context"
+	"time"
 
 	"github.com/stratusflow/stratus"
 )
@@ -41,3 +42,46 @@ func Check(body []byte) error {
 	}
 	return nil
 }
+
+// Polled is a queue its consumers poll (issue 17: a runner pool's
+// assignments, which runners on any host receive): delivery is at least
+// once; a received message is hidden from every other receiver for its
+// visibility timeout, and comes back (Receives one more) unless its
+// receiver deletes it or extends the timeout first; a message received
+// the queue's most times without being deleted moves to its dead-letter
+// queue (SQS's redrive policy, maxReceiveCount). Two implementations, one
+// conformance suite (queuetest.RunPolled): sqs (ReceiveMessage,
+// DeleteMessage, ChangeMessageVisibility) and memory (in this process).
+type Polled interface {
+	Queue
+	// Receive waits up to wait (at most MaxWait) for one message and
+	// returns it hidden for visibility (1 s to MaxVisibility); ok is
+	// false when none came. ctx ending ends the wait with ctx's error.
+	Receive(ctx context.Context, wait, visibility time.Duration) (m Message, ok bool, err error)
+	// Delete removes the message a receipt names. A receipt whose message
+	// came back to the queue and was received again is stale: Delete may
+	// then do nothing (SQS) — the message is the newer receiver's.
+	Delete(ctx context.Context, receipt string) error
+	// Extend hides the message a receipt names for visibility from now
+	// (1 s to MaxVisibility): its receiver is still working on it.
+	Extend(ctx context.Context, receipt string, visibility time.Duration) error
+}
+
+// Message is one received message.
+type Message struct {
+	Body    []byte
+	Receipt string // what Delete and Extend take (SQS's ReceiptHandle)
+	// Receives counts the times the message was received, this one
+	// included (SQS's ApproximateReceiveCount): 2 or more means an earlier
+	// receiver let it come back.
+	Receives int
+}
+
+// MaxWait and MaxVisibility are SQS's bounds on a receive's wait (20 s,
+// WaitTimeSeconds) and a message's visibility timeout (12 hours), which
+// the memory queue applies too (Amazon SQS Developer Guide, "Amazon SQS
+// short and long polling" and "Amazon SQS visibility timeout").
+const (
+	MaxWait       = 20 * time.Second
+	MaxVisibility = 12 * time.Hour
+)
