@@ -7,7 +7,7 @@ SCRATCH ?= .scratch/demo
 COMMIT  := $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +dirty)
 
 
-.PHONY: all build demo demo-aws demo-claude demo-codex test deps test-go fuzz vet lint-asl lint-cfn lint-shell statemachines bench bench-scale clean
+.PHONY: all build demo demo-aws demo-aws-pool demo-claude demo-codex test deps test-go fuzz vet lint-asl lint-cfn lint-shell statemachines bench bench-scale clean
 
 all: build
 
@@ -79,6 +79,16 @@ demo-aws: build
 	$(BIN) resume $$id $$flags || exit 1; \
 	echo "== 3. stratus status and runs --target aws"; \
 	$(BIN) status $$id $$flags && $(BIN) runs $$flags
+
+## demo-aws-pool: the warm runner pool (issue 17) on the same stand-in:
+## examples/task.md once with two pooled runners per network profile polling
+## moto's SQS (stratus dev aws --pool 2), once cold (each step a RunTask on
+## moto, played by a local runner), then per step dispatch -> engine start
+## for both and their medians. Needs moto, as demo-aws does.
+DEMO_AWS_POOL ?= .scratch/demo-aws-pool
+demo-aws-pool: build
+	@python3 -c 'import moto, flask_cors' 2>/dev/null || { echo "demo-aws-pool needs moto (python3 with moto and flask_cors): pip install 'moto[server]==5.2.1'"; exit 1; }
+	examples/demo-aws-pool.sh $(BIN) $(DEMO_AWS_POOL)
 
 ## statemachines: regenerate statemachine/<flow>.asl.json from the built-in
 ## flows and statemachine/worc/<task_type>.asl.json from worc's peer flows

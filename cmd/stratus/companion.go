@@ -20,12 +20,13 @@ import (
 const FullBinary = "stratus-full"
 
 // wantsFull reports whether args (without the program name) name a
-// command the slim build hands to FullBinary: `ui`, `dev aws`, or any
+// command the slim build hands to FullBinary: `ui`, `dev aws`, `runner
+// pool` (its SQS client), or any
 // with `--target aws` (or `--target=aws`) before a "--". A false positive
 // costs only the hand-off; a command it misses is handed off when it
 // reaches what the slim build lacks (slim.go).
 func wantsFull(args []string) bool {
-	if len(args) >= 1 && args[0] == "ui" || len(args) >= 2 && args[0] == "dev" && args[1] == "aws" {
+	if len(args) >= 1 && args[0] == "ui" || len(args) >= 2 && (args[0] == "dev" && args[1] == "aws" || args[0] == "runner" && args[1] == "pool") {
 		return true
 	}
 	for i, a := range args {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/url"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -14,6 +15,11 @@ type DevAWSOptions struct {
 	Port        int
 	Name        string
 	Self        string // the stratus binary workers run as ("" = this one)
+	// Pool is how many pooled runners serve each network profile (issue
+	// 17; 0: no pool, every step a cold RunTask); PoolPickup how long
+	// dispatch waits for one before it goes cold.
+	Pool       int
+	PoolPickup time.Duration
 
 	// ready, when set, is called with the flags line once serving (tests).
 	ready func(flags string) //lint:ignore U1000 read by devaws.go, which the slim build has not
@@ -43,6 +49,12 @@ recording each ended execution) and Fargate (each ecs:RunTask also starts a loca
 stratus runner in a fresh directory of its own, with the environment RunTask gives
 it and a PATH, nothing else of yours).
 
+With --pool N the stack has a warm runner pool (issue 17; template.yaml
+RunnerPool=on): an assignment queue per network profile, and N local
+stratus runner pool processes polling each, in fresh directories; dispatch
+sends each step to the pool of its node's profile and falls back to RunTask
+when no pooled runner takes it within --pool-pickup.
+
 It prints one line on stdout, starting with --target aws, holding the flags
 stratus run, resume, status, runs and cancel need; then it serves until Ctrl-C.
 
@@ -54,6 +66,12 @@ Exit status: 0 stopped by Ctrl-C, 1 the stand-in could not start, 2 bad flags.`,
 					return usageError{fmt.Errorf("--endpoint-url %q: want an http:// or https:// URL such as http://127.0.0.1:5000", o.EndpointURL)}
 				}
 			}
+			if o.Pool < 0 || o.Pool > 16 {
+				return usageError{fmt.Errorf("--pool %d: want 0 (no pool) to 16 runners per network profile", o.Pool)}
+			}
+			if o.PoolPickup != 0 && (o.PoolPickup < time.Second || o.PoolPickup > 600*time.Second) {
+				return usageError{fmt.Errorf("--pool-pickup %s: want 1s to 10m (default 20s)", o.PoolPickup)}
+			}
 			if o.Port < 0 || o.Port > 65535 {
 				return usageError{fmt.Errorf("--port %d: want a TCP port, 1-65535, or 0 for any", o.Port)}
 			}
@@ -63,6 +81,8 @@ Exit status: 0 stopped by Ctrl-C, 1 the stand-in could not start, 2 bad flags.`,
 	aws.Flags().StringVar(&o.EndpointURL, "endpoint-url", "", "use this AWS stand-in instead of starting moto")
 	aws.Flags().IntVar(&o.Port, "port", 0, "the port moto listens on (0: any)")
 	aws.Flags().StringVar(&o.Name, "name", "", "the stack's name (default stratus-dev-<6 hex>)")
+	aws.Flags().IntVar(&o.Pool, "pool", 0, "a warm runner pool: this many pooled runners per network profile (0: none)")
+	aws.Flags().DurationVar(&o.PoolPickup, "pool-pickup", 0, "how long dispatch waits for a pooled runner before RunTask (default 20s)")
 	dev.AddCommand(aws)
 	return dev
 }

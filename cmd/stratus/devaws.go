@@ -50,13 +50,19 @@ func runDevAWS(o *DevAWSOptions) error {
 		ln.Close()
 		return fmt.Errorf("create the stack on %s: %w", endpoint, err)
 	}
+	if o.Pool > 0 {
+		if err := st.CreatePool(ctx, cfg); err != nil {
+			return fmt.Errorf("create the runner pool on %s: %w", endpoint, err)
+		}
+	}
 	logPath := filepath.Join(dir, "functions.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return err
 	}
 	defer logf.Close()
-	f, err := devstack.Serve(ctx, cfg, st, ln, devstack.ServeOptions{Self: o.Self, WorkRoot: filepath.Join(dir, "workers"), Log: logf})
+	f, err := devstack.Serve(ctx, cfg, st, ln, devstack.ServeOptions{Self: o.Self, WorkRoot: filepath.Join(dir, "workers"), Log: logf,
+		PoolRunners: o.Pool, PoolPickup: o.PoolPickup})
 	if err != nil {
 		return err
 	}
@@ -64,6 +70,10 @@ func runDevAWS(o *DevAWSOptions) error {
 	flags := fmt.Sprintf("--target aws --endpoint-url %s --region %s --stack %s", endpoint, moto.Region, name)
 	fmt.Fprintln(o.IO.Out, flags)
 	fmt.Fprintf(o.IO.Err, "stratus dev aws: stack %s, worker API %s, functions' log %s, workers in %s\n", name, st.APIURL, logPath, filepath.Join(dir, "workers"))
+	if o.Pool > 0 {
+		fmt.Fprintf(o.IO.Err, "stratus dev aws: runner pool: %d pooled runners per network profile on %s and %s (their logs: %s)\n",
+			o.Pool, st.PoolQueueURL, st.PoolNetworkQueueURL, filepath.Join(dir, "workers", "pool-*", "pool.log"))
+	}
 	fmt.Fprintf(o.IO.Err, "stratus dev aws: try: stratus run TASK.md --dir DIR %s   (Ctrl-C stops the stand-in)\n", flags)
 	if o.ready != nil {
 		o.ready(flags)

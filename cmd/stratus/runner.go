@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -30,6 +32,7 @@ moved on without it), 5 it could not be delivered and is kept in a spool file
 			return nil
 		},
 	}
+	cmd.AddCommand(newRunnerPoolCmd(io))
 	cmd.AddCommand(&cobra.Command{
 		Use:    reaper.Arg,
 		Short:  "The reaper of a stratus process whose workers run in process",
@@ -39,4 +42,61 @@ moved on without it), 5 it could not be delivered and is kept in a spool file
 		Run:    func(*cobra.Command, []string) { os.Exit(reaper.Main(os.Stdin)) },
 	})
 	return cmd
+}
+
+// RunnerPoolOptions are `stratus runner pool`'s.
+type RunnerPoolOptions struct {
+	IO       IO
+	Queue    string // the pool's assignment queue URL
+	Profile  string // runner.ProfileOffline | runner.ProfileOnline
+	WorkRoot string
+	MaxSteps int
+}
+
+func newRunnerPoolCmd(io IO) *cobra.Command {
+	o := &RunnerPoolOptions{IO: io}
+	cmd := &cobra.Command{
+		Use:   "pool --queue URL [--profile offline|online]",
+		Short: "A warm runner: take step after step from a runner pool's queue",
+		Long: `pool is a warm runner (issue 17): it long-polls a runner pool's SQS queue and
+runs each step assigned to it exactly as a cold worker runs one, one step at a
+time, until SIGTERM or SIGINT. Stacks deployed with RunnerPool=on run it as an
+ECS service per network profile; it runs as well on any host with HTTPS to the
+worker API and AWS credentials (the SDK's usual chain) allowed, on that one
+queue, sqs:ReceiveMessage, sqs:DeleteMessage and sqs:ChangeMessageVisibility —
+nothing else (README: Warm runners).
+
+--profile says which steps the pool serves: offline (nodes without
+network_access, the default) or online; an assignment of the other profile is
+never run. Each step gets a fresh directory under --work-root (its working
+directory, HOME and TMPDIR), removed with every process the step left behind
+before the next is taken. The engine gets the step's handle and none of the
+pool's AWS credentials.`,
+		Example: `  stratus runner pool --queue https://sqs.us-east-1.amazonaws.com/123456789012/stratus-pool
+  stratus runner pool --queue "$QUEUE" --profile online --work-root /scratch`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error { return runRunnerPool(o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Queue, "queue", "", "the pool's SQS queue URL (the stack's RunnerPoolQueueUrl or RunnerPoolNetworkQueueUrl output)")
+	f.StringVar(&o.Profile, "profile", runner.ProfileOffline, "the network profile the pool serves: offline or online")
+	f.StringVar(&o.WorkRoot, "work-root", "", "where each step's directory is made (default: the temporary directory)")
+	f.IntVar(&o.MaxSteps, "max-steps", 0, "stop after taking this many steps (0: never)")
+	return cmd
+}
+
+// check refuses options pool cannot run with: a usage error naming the
+// flag, its value and what is valid.
+func (o *RunnerPoolOptions) check() error {
+	switch {
+	case o.Queue == "":
+		return usageError{fmt.Errorf("--queue is required: the pool's SQS queue URL, such as https://sqs.REGION.amazonaws.com/ACCOUNT/NAME")}
+	case !strings.HasPrefix(o.Queue, "https://") && !strings.HasPrefix(o.Queue, "http://"):
+		return usageError{fmt.Errorf("--queue %q is not a queue URL; valid: https://sqs.REGION.amazonaws.com/ACCOUNT/NAME", o.Queue)}
+	case o.Profile != runner.ProfileOffline && o.Profile != runner.ProfileOnline:
+		return usageError{fmt.Errorf("--profile %q is not valid; valid: %s (nodes without network_access), %s (nodes with it)", o.Profile, runner.ProfileOffline, runner.ProfileOnline)}
+	case o.MaxSteps < 0:
+		return usageError{fmt.Errorf("--max-steps %d is not valid; valid: 0 (never stop) or more", o.MaxSteps)}
+	}
+	return nil
 }

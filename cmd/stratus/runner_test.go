@@ -44,3 +44,24 @@ func TestRunner_ExitStatusSaysWhatBecameOfTheReport(t *testing.T) {
 		}
 	}
 }
+
+// Issue 17 § 3: `stratus runner pool` refuses what it cannot run with as a
+// usage error naming the flag, the value and what is valid — handed from
+// the slim stratus to stratus-full, which has the SQS client.
+func TestRunnerPool_BadFlagsAreUsageErrors(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		say  string
+	}{
+		{nil, "--queue is required"},
+		{[]string{"--queue", "sqs-queue-name"}, `--queue "sqs-queue-name" is not a queue URL`},
+		{[]string{"--queue", "https://sqs.us-east-1.amazonaws.com/1/q", "--profile", "gpu"}, `--profile "gpu" is not valid; valid: offline`},
+		{[]string{"--queue", "https://sqs.us-east-1.amazonaws.com/1/q", "--max-steps", "-1"}, "--max-steps -1 is not valid"},
+	} {
+		r := runCLI(t, append([]string{"runner", "pool"}, c.args...)...)
+		if r.code != ExitUsage || !strings.Contains(r.stderr, c.say) {
+			t.Errorf("runner pool %q: exit %d, want %d saying %q\n%s", c.args, r.code, ExitUsage, c.say, r.stderr)
+		}
+	}
+}

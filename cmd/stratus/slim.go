@@ -34,6 +34,7 @@ func (*AWSOptions) openRecords(context.Context) (store.Store, sink.Sink, error) 
 	return nil, nil, handOff()
 }
 func runDevAWS(*DevAWSOptions) error          { return handOff() }
+func runRunnerPool(*RunnerPoolOptions) error  { return handOff() }
 func runUI(context.Context, *UIOptions) error { return handOff() }
 
 // deniedHint has nothing to say: this build makes no AWS call.

@@ -99,14 +99,18 @@ type ExecutionStatus struct {
 
 // StepStatus is one step of StatusResult.
 type StepStatus struct {
-	StepRef          string  `json:"step_ref"`
-	Node             string  `json:"node"` // a supervisor turn: its job
-	Kind             string  `json:"kind"`
-	Status           string  `json:"status"`
-	Verdict          string  `json:"verdict,omitempty"`
-	Reason           string  `json:"reason,omitempty"`
-	Attempt          int     `json:"attempt,omitempty"`
-	DurationMS       int64   `json:"duration_ms,omitempty"`
+	StepRef    string `json:"step_ref"`
+	Node       string `json:"node"` // a supervisor turn: its job
+	Kind       string `json:"kind"`
+	Status     string `json:"status"`
+	Verdict    string `json:"verdict,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+	Attempt    int    `json:"attempt,omitempty"`
+	DurationMS int64  `json:"duration_ms,omitempty"`
+	// StartMS is the attempt's dispatch to its engine's start, in ms: on
+	// AWS a cold Fargate task's start-up, or a pooled runner's pickup
+	// (issue 17); 0 until the engine started (and for steps no engine runs).
+	StartMS          int64   `json:"start_ms,omitempty"`
 	PromptTokens     int64   `json:"prompt_tokens,omitempty"`
 	CompletionTokens int64   `json:"completion_tokens,omitempty"`
 	CostUSD          float64 `json:"cost_usd,omitempty"`
@@ -301,6 +305,9 @@ func stepStatus(s runview.StepView) StepStatus {
 		st.Attempt, st.PromptTokens, st.CompletionTokens = a.N, a.PromptTokens, a.CompletionTokens
 		if !a.EndedAt.IsZero() {
 			st.DurationMS = a.EndedAt.Sub(a.StartedAt).Milliseconds()
+		}
+		if !a.EngineStartedAt.IsZero() && !a.StartedAt.IsZero() {
+			st.StartMS = max(a.EngineStartedAt.Sub(a.StartedAt).Milliseconds(), 1)
 		}
 		if a.CostUSD != nil {
 			st.CostUSD = *a.CostUSD

@@ -22,11 +22,14 @@ import (
 	"github.com/stratusflow/stratus/internal/executor/sfn"
 	"github.com/stratusflow/stratus/internal/httpapi"
 	"github.com/stratusflow/stratus/internal/launch"
+	"github.com/stratusflow/stratus/internal/launch/pool"
 	"github.com/stratusflow/stratus/internal/logging"
+	"github.com/stratusflow/stratus/internal/queue"
 	sqsqueue "github.com/stratusflow/stratus/internal/queue/sqs"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runenv"
 	s3sink "github.com/stratusflow/stratus/internal/sink/s3"
+	"github.com/stratusflow/stratus/internal/store"
 	"github.com/stratusflow/stratus/internal/store/dynamodb"
 	"github.com/stratusflow/stratus/internal/worker"
 )
@@ -119,6 +122,11 @@ func New(ctx context.Context, cfg Config, awsCfg aws.Config, o Options) (*App, e
 			return nil, err
 		}
 	}
+	if cfg.Pool.QueueURL != "" || cfg.Pool.NetworkQueueURL != "" {
+		if a.Launcher, err = poolLauncher(awsCfg, cfg.Pool, a.Launcher, a.Store, a.Logger); err != nil {
+			return nil, err
+		}
+	}
 	// The one read New makes, once the configuration is known to be whole:
 	// the current key and, during a rotation, the previous one.
 	keys := newKeyring(secretsmanagerSource(awssm.NewFromConfig(awsCfg), cfg.SecretID))
@@ -155,6 +163,35 @@ func New(ctx context.Context, cfg Config, awsCfg aws.Config, o Options) (*App, e
 		return report.Write(ctx, sk, f)
 	}
 	return a, nil
+}
+
+// poolLauncher sends steps to the warm runner pool (issue 17), cold
+// launching those no pooled runner takes in time. A runner has taken a
+// step once its bootstrap value is gone from the store (TakeHandle).
+func poolLauncher(awsCfg aws.Config, p Pool, cold launch.Launcher, st store.Store, log *slog.Logger) (launch.Launcher, error) {
+	c := pool.Config{Cold: cold, Pickup: p.Pickup, Log: log,
+		Taken: func(ctx context.Context, bootstrap string) (bool, error) {
+			_, err := st.GetHandle(ctx, bootstrap)
+			if stratus.ErrorCode(err) == stratus.ENOTFOUND {
+				return true, nil
+			}
+			return false, err
+		}}
+	client := awssqs.NewFromConfig(awsCfg)
+	for _, q := range []struct {
+		url string
+		to  *queue.Queue
+	}{{p.QueueURL, &c.Offline}, {p.NetworkQueueURL, &c.Online}} {
+		if q.url == "" {
+			continue
+		}
+		sq, err := sqsqueue.New(client, q.url)
+		if err != nil {
+			return nil, err
+		}
+		*q.to = sq
+	}
+	return pool.New(c)
 }
 
 func component(o Options) string {

@@ -35,6 +35,13 @@ const (
 	EnvMaxBodyBytes          = "STRATUS_MAX_BODY_BYTES"       // default DefaultMaxBodyBytes
 	EnvMaxUploadBytes        = "STRATUS_MAX_UPLOAD_BYTES"     // default worker.DefaultMaxUploadBytes, at most MaxUploadBytes
 	EnvTokenTTLSeconds       = "STRATUS_TOKEN_TTL_SECONDS"    // default captoken.DefaultTTL
+	// The warm runner pool (issue 17; template.yaml RunnerPool=on): the
+	// assignment queue of each network profile ("" = that profile's steps
+	// go cold, RunTask) and how long dispatch waits for a pooled runner
+	// before it falls back to RunTask.
+	EnvPoolQueueURL        = "STRATUS_POOL_QUEUE_URL"         // nodes without network_access
+	EnvPoolNetworkQueueURL = "STRATUS_POOL_NETWORK_QUEUE_URL" // nodes with network_access
+	EnvPoolPickupSeconds   = "STRATUS_POOL_PICKUP_SECONDS"    // default 20 (pool.DefaultPickup), 1 to 600
 )
 
 // Vars lists every variable Config reads, for checks that the template sets
@@ -44,6 +51,7 @@ var Vars = []string{
 	EnvCluster, EnvTaskDefinition, EnvContainer, EnvSubnets, EnvSecurityGroups,
 	EnvNetworkSubnets, EnvNetworkSecurityGroups, EnvAssignPublicIP,
 	EnvMaxBodyBytes, EnvMaxUploadBytes, EnvTokenTTLSeconds,
+	EnvPoolQueueURL, EnvPoolNetworkQueueURL, EnvPoolPickupSeconds,
 }
 
 // DefaultMaxBodyBytes bounds a worker body on AWS: 4 MiB, which API Gateway
@@ -72,6 +80,15 @@ type Config struct {
 	// MaxUploadBytes bounds a body sent through an upload (issue 14 § 8).
 	MaxUploadBytes int64
 	TokenTTL       time.Duration // 0 = captoken.DefaultTTL
+	Pool           Pool
+}
+
+// Pool is the warm runner pool dispatch sends steps to (issue 17): a
+// queue per network profile; both empty is the cold path alone.
+type Pool struct {
+	QueueURL        string        // nodes without network_access
+	NetworkQueueURL string        // nodes with network_access
+	Pickup          time.Duration // 0 = pool.DefaultPickup
 }
 
 // ECS is where workers run: the runner's task definition on a cluster, in
@@ -112,6 +129,19 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		},
 		MaxBodyBytes:   DefaultMaxBodyBytes,
 		MaxUploadBytes: worker.DefaultMaxUploadBytes,
+		Pool:           Pool{QueueURL: get(EnvPoolQueueURL), NetworkQueueURL: get(EnvPoolNetworkQueueURL)},
+	}
+	for k, v := range map[string]string{EnvPoolQueueURL: c.Pool.QueueURL, EnvPoolNetworkQueueURL: c.Pool.NetworkQueueURL} {
+		if v != "" && !strings.HasPrefix(v, "https://") && !strings.HasPrefix(v, "http://") {
+			return c, stratus.FieldErrorf(stratus.EINVALID, k, "%q is not a queue URL; valid: the pool's SQS queue URL (template.yaml RunnerPoolQueueUrl), or empty for no pool", v)
+		}
+	}
+	if v := get(EnvPoolPickupSeconds); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 600 {
+			return c, stratus.FieldErrorf(stratus.EINVALID, EnvPoolPickupSeconds, "%q is not valid; valid: 1 to 600 seconds (default 20)", v)
+		}
+		c.Pool.Pickup = time.Duration(n) * time.Second
 	}
 	if c.ECS.Container == "" {
 		c.ECS.Container = DefaultContainer

@@ -7,9 +7,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/stratusflow/stratus/internal/devstack/moto"
@@ -40,6 +42,14 @@ type ServeOptions struct {
 	// EventsPoll is how often the events stand-in looks for ended
 	// executions; 0 = 1 s.
 	EventsPoll time.Duration
+	// PoolRunners, when the stack has a pool (Stack.CreatePool), is how
+	// many `stratus runner pool` processes serve each network profile's
+	// queue (issue 17), each in a fresh directory of its own under
+	// WorkRoot with a Fargate task's environment and moto's credentials.
+	PoolRunners int
+	// PoolPickup is how long dispatch waits for a pooled runner before it
+	// falls back to RunTask (0: pool.DefaultPickup, 20 s).
+	PoolPickup time.Duration
 }
 
 // Functions plays, on this machine, what a stand-in such as moto cannot
@@ -63,6 +73,7 @@ type Functions struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	aborted map[string]bool // executions delivered ABORTED for a cancel (watchExecutions only)
+	pool    []*exec.Cmd     // the pooled runners (ServeOptions.PoolRunners)
 }
 
 // Serve starts the functions of stack st on the stand-in cfg points at,
@@ -93,6 +104,10 @@ func Serve(ctx context.Context, cfg aws.Config, st *Stack, ln net.Listener, o Se
 	env := map[string]string{
 		awsapp.EnvTable: st.Table, awsapp.EnvBucket: st.Bucket, awsapp.EnvBucketPrefix: "stratus/",
 		awsapp.EnvQueueURL: st.QueueURL, awsapp.EnvSecretID: st.SecretARN, awsapp.EnvAPIURL: st.APIURL,
+		awsapp.EnvPoolQueueURL: st.PoolQueueURL, awsapp.EnvPoolNetworkQueueURL: st.PoolNetworkQueueURL,
+	}
+	if o.PoolPickup > 0 {
+		env[awsapp.EnvPoolPickupSeconds] = fmt.Sprint(max(int(o.PoolPickup.Seconds()), 1))
 	}
 	c, err := awsapp.FromEnv(func(k string) string { return env[k] })
 	if err != nil {
@@ -119,6 +134,11 @@ func Serve(ctx context.Context, cfg aws.Config, st *Stack, ln net.Listener, o Se
 	poll := o.EventsPoll
 	if poll <= 0 {
 		poll = time.Second
+	}
+	if err := f.startPool(cfg, self, o); err != nil {
+		cancel()
+		f.stopPool()
+		return nil, err
 	}
 	f.wg.Add(3)
 	go func() { defer f.wg.Done(); f.srv.Serve(ln) }()
@@ -224,8 +244,74 @@ func (f *Functions) watchExecutions(ctx context.Context, poll time.Duration) {
 	}
 }
 
+// startPool starts o.PoolRunners pooled runners on each of the stack's
+// pool queues: `self runner pool --queue URL --profile P` in a fresh
+// directory (its working directory, HOME and work root), with what a
+// Fargate task of the pool's service has — fargateEnv, the region and
+// credentials for its queue (moto's: any) — and its log in pool.log there.
+func (f *Functions) startPool(cfg aws.Config, self string, o ServeOptions) error {
+	if o.PoolRunners <= 0 || f.st.PoolQueueURL == "" {
+		return nil
+	}
+	endpoint := aws.ToString(cfg.BaseEndpoint)
+	for _, p := range []struct{ profile, url string }{{"offline", f.st.PoolQueueURL}, {"online", f.st.PoolNetworkQueueURL}} {
+		for i := 1; i <= o.PoolRunners; i++ {
+			dir := filepath.Join(o.WorkRoot, fmt.Sprintf("pool-%s-%d", p.profile, i))
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
+			logf, err := os.Create(filepath.Join(dir, "pool.log"))
+			if err != nil {
+				return err
+			}
+			cmd := exec.Command(self, "runner", "pool", "--queue", p.url, "--profile", p.profile, "--work-root", dir)
+			cmd.Dir, cmd.Stdout, cmd.Stderr = dir, logf, logf
+			cmd.Env = append(fargateEnv(), "HOME="+dir, "AWS_ENDPOINT_URL="+endpoint, "AWS_REGION="+cfg.Region,
+				"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test")
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+			if err := cmd.Start(); err != nil {
+				logf.Close()
+				return fmt.Errorf("start a pooled runner: %w", err)
+			}
+			logf.Close() // the runner holds its own
+			f.pool = append(f.pool, cmd)
+		}
+	}
+	return nil
+}
+
+// stopPool ends the pooled runners as ECS ends a service's tasks: SIGTERM
+// (a step under way is stopped), then SIGKILL to the group after 10 s.
+func (f *Functions) stopPool() {
+	for _, cmd := range f.pool {
+		cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, cmd := range f.pool {
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+	}
+	f.pool = nil
+}
+
+// PoolRunnerDirs are the pooled runners' directories (each holds its
+// pool.log), in start order.
+func (f *Functions) PoolRunnerDirs() []string {
+	var dirs []string
+	for _, cmd := range f.pool {
+		dirs = append(dirs, cmd.Dir)
+	}
+	return dirs
+}
+
 // Stop stops the workers still running, then the functions.
 func (f *Functions) Stop() {
+	f.stopPool()
 	f.Fargate.local.StopAll()
 	f.cancel()
 	f.srv.Close()

@@ -38,6 +38,49 @@ type Stack struct {
 	TaskDef     string // family
 	Role        string // the state machines' execution role (a stand-in takes any)
 	APIURL      string // the worker API, set by Serve's caller before Create
+	// PoolQueueURL and PoolNetworkQueueURL are the warm runner pool's
+	// assignment queues (issue 17), once CreatePool made them.
+	PoolQueueURL        string
+	PoolNetworkQueueURL string
+}
+
+// CreatePool makes what template.yaml's RunnerPool=on adds for dispatch
+// and the pooled runners (issue 17): an assignment queue per network
+// profile, each with a dead-letter queue after 5 receives and a 60 s
+// visibility timeout. Errors: the first AWS call that fails.
+func (st *Stack) CreatePool(ctx context.Context, cfg aws.Config) error {
+	q := sqs.NewFromConfig(cfg)
+	for _, p := range []struct {
+		name string
+		url  *string
+	}{{st.Name + "-pool", &st.PoolQueueURL}, {st.Name + "-pool-network", &st.PoolNetworkQueueURL}} {
+		url, err := createQueueWithDLQ(ctx, q, p.name, "60")
+		if err != nil {
+			return fmt.Errorf("create the pool queue %s: %w", p.name, err)
+		}
+		*p.url = url
+	}
+	return nil
+}
+
+// createQueueWithDLQ creates name and name-dlq, the first redriven to the
+// second after 5 receives, with the visibility timeout given (seconds).
+func createQueueWithDLQ(ctx context.Context, q *sqs.Client, name, visibility string) (string, error) {
+	dlq, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name + "-dlq")})
+	if err != nil {
+		return "", err
+	}
+	attrs, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: dlq.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+	if err != nil {
+		return "", err
+	}
+	redrive, _ := json.Marshal(map[string]string{"deadLetterTargetArn": attrs.Attributes["QueueArn"], "maxReceiveCount": "5"})
+	out, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name),
+		Attributes: map[string]string{"VisibilityTimeout": visibility, "RedrivePolicy": string(redrive)}})
+	if err != nil {
+		return "", err
+	}
+	return aws.ToString(out.QueueUrl), nil
 }
 
 // StackRole is the execution role ARN a stand-in's state machines get.
@@ -57,21 +100,11 @@ func Create(ctx context.Context, cfg aws.Config, name, apiURL string) (*Stack, e
 		return nil, fmt.Errorf("create the bucket: %w", err)
 	}
 	q := sqs.NewFromConfig(cfg)
-	dlq, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name + "-dlq")})
-	if err != nil {
-		return nil, fmt.Errorf("create the dead-letter queue: %w", err)
-	}
-	attrs, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: dlq.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
-	if err != nil {
-		return nil, err
-	}
-	redrive, _ := json.Marshal(map[string]string{"deadLetterTargetArn": attrs.Attributes["QueueArn"], "maxReceiveCount": "5"})
-	dq, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name + "-dispatch"),
-		Attributes: map[string]string{"VisibilityTimeout": "720", "RedrivePolicy": string(redrive)}})
+	dq, err := createQueueWithDLQ(ctx, q, name+"-dispatch", "720")
 	if err != nil {
 		return nil, fmt.Errorf("create the dispatch queue: %w", err)
 	}
-	st.QueueURL = aws.ToString(dq.QueueUrl)
+	st.QueueURL = dq
 	if st.SecretARN, err = smsecret.CreateKeySecret(ctx, awssm.NewFromConfig(cfg), name+"-hmac"); err != nil {
 		return nil, fmt.Errorf("create the HMAC key secret: %w", err)
 	}

@@ -66,6 +66,17 @@ type Options struct {
 	// once, read-only, instead of once a step. nil: the step writes its
 	// own copies and removes them when it ends (a runner process).
 	EngineFiles *EngineFileCache
+	// EngineDir is the engine's working directory when the payload names
+	// none ("" = the runner's own): a pooled runner gives each step a
+	// fresh one (Pool).
+	EngineDir string
+	// EngineEnv overlays the engine's environment under the step's own
+	// variables (a pooled runner's per-step HOME and TMPDIR).
+	EngineEnv map[string]string
+	// OnExchanged, when set, is called once the bootstrap value is
+	// exchanged: this worker owns the step (a pooled runner then keeps
+	// its assignment in flight).
+	OnExchanged func(worker.Bootstrapped)
 	// HeartbeatInterval is how often the counters are re-posted while the
 	// engine is silent, so the state's HeartbeatSeconds does not lapse
 	// (default 60 s).
@@ -93,6 +104,12 @@ var ErrSpooled = errors.New("report spooled")
 // lost that the run still wants.
 var ErrRefused = errors.New("the step no longer takes this attempt's result")
 
+// ErrBootstrap wraps the error of a bootstrap exchange that failed: the
+// worker never owned its step. A refusal (the worker API's 4xx: the value
+// was exchanged already, by a cold task or another pooled runner, or it
+// expired) is a *workerclient.APIError inside.
+var ErrBootstrap = errors.New("exchange the bootstrap value")
+
 // Run executes one attempt end to end. It returns nil once the result
 // (report or failure) is delivered.
 func Run(ctx context.Context, o Options) error {
@@ -115,7 +132,10 @@ func Run(ctx context.Context, o Options) error {
 		// the engine gets (STRATUS_HANDLE) and nothing outside sees.
 		b, err := c.Bootstrap(ctx)
 		if err != nil {
-			return fmt.Errorf("exchange the bootstrap value: %w", err)
+			return fmt.Errorf("%w: %w", ErrBootstrap, err)
+		}
+		if o.OnExchanged != nil {
+			o.OnExchanged(b)
 		}
 		o.Handle = b.Handle
 		if o.TaskID == "" {
@@ -292,7 +312,11 @@ func launchSpec(e *worker.EngineSpec, o Options) (contract.LaunchSpec, error) {
 	if cmd == config.StratusCommand {
 		cmd = o.Self
 	}
-	env := map[string]string{launch.EnvAPIURL: o.APIURL, launch.EnvHandle: o.Handle}
+	env := map[string]string{}
+	for k, v := range o.EngineEnv {
+		env[k] = v
+	}
+	env[launch.EnvAPIURL], env[launch.EnvHandle] = o.APIURL, o.Handle
 	if o.TaskID != "" {
 		env[launch.EnvTaskID] = o.TaskID
 	}
@@ -313,7 +337,11 @@ func launchSpec(e *worker.EngineSpec, o Options) (contract.LaunchSpec, error) {
 	}
 	env[launch.EnvModel], env[launch.EnvReasoning] = e.Model, e.Reasoning
 	env[launch.EnvPermissionProfile], env[launch.EnvNetworkAccess] = profile, strconv.FormatBool(e.NetworkAccess)
-	return contract.LaunchSpec{Command: cmd, Args: e.Args, Env: env, Dir: e.Dir, DeadlineMS: e.DeadlineMS, Stderr: o.EngineStderr}, nil
+	dir := e.Dir
+	if dir == "" {
+		dir = o.EngineDir
+	}
+	return contract.LaunchSpec{Command: cmd, Args: e.Args, Env: env, Dir: dir, DeadlineMS: e.DeadlineMS, Stderr: o.EngineStderr}, nil
 }
 
 // relay posts progress as stats at most once per interval — counters that

@@ -1,0 +1,104 @@
+//go:build !slim
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/stratusflow/stratus/internal/logging"
+	sqsqueue "github.com/stratusflow/stratus/internal/queue/sqs"
+	"github.com/stratusflow/stratus/internal/runner"
+)
+
+// credentialVars are the environment variables through which the AWS SDK
+// finds credentials. A pool runner reads them once, at start, and removes
+// them from its environment, so no engine inherits them (issue 17 § 4:
+// an engine's credential is its step's handle only).
+var credentialVars = []string{
+	"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
+	"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+	"AWS_CONTAINER_AUTHORIZATION_TOKEN", "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+	"AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN", "AWS_ROLE_SESSION_NAME",
+	"AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE",
+}
+
+func runRunnerPool(o *RunnerPoolOptions) error {
+	if err := o.check(); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := logging.New(o.IO.Err, "runner-pool")
+	var opts []func(*awsconfig.LoadOptions) error
+	if os.Getenv("AWS_REGION") == "" && os.Getenv("AWS_DEFAULT_REGION") == "" {
+		if r := queueRegion(o.Queue); r != "" {
+			opts = append(opts, awsconfig.WithRegion(r))
+		}
+	}
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return fmt.Errorf("AWS SDK configuration: %w", err)
+	}
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1" // a stand-in's queue URL names no region; it answers in any
+	}
+	if cfg.BaseEndpoint != nil && os.Getenv("AWS_ACCESS_KEY_ID") == "" && os.Getenv("AWS_PROFILE") == "" {
+		cfg.Credentials = credentials.NewStaticCredentialsProvider("test", "test", "") // a stand-in takes any
+	}
+	if awsConfigHook != nil {
+		awsConfigHook(&cfg)
+	}
+	// The credentials are resolved now, then their variables leave this
+	// process's environment (engines inherit it) and the process becomes
+	// non-dumpable (its original environment and memory unreadable to
+	// another process of its user, an engine included).
+	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
+		return fmt.Errorf("AWS credentials for the queue: %w", err)
+	}
+	for _, v := range credentialVars {
+		os.Unsetenv(v)
+	}
+	if err := runner.ProtectCredentials(); err != nil {
+		log.Warn(fmt.Sprintf("could not make the runner non-dumpable: %v", err))
+	}
+	if err := runner.BecomeSubreaper(); err != nil {
+		log.Warn(fmt.Sprintf("could not become the subreaper of the steps' processes: %v", err))
+	}
+	q, err := sqsqueue.New(awssqs.NewFromConfig(cfg), o.Queue)
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	log.Info(fmt.Sprintf("polling %s for %s steps", o.Queue, o.Profile))
+	err = runner.Pool(ctx, runner.PoolOptions{Queue: q, Profile: o.Profile, WorkRoot: o.WorkRoot, Self: self,
+		Log: log, MaxSteps: o.MaxSteps, Reap: true})
+	log.Info("stopped")
+	return err
+}
+
+// queueRegion is the region an SQS queue URL names
+// (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME), "" for any other.
+func queueRegion(queueURL string) string {
+	u, err := url.Parse(queueURL)
+	if err != nil {
+		return ""
+	}
+	parts := strings.Split(u.Hostname(), ".")
+	if len(parts) >= 4 && parts[0] == "sqs" && parts[2] == "amazonaws" {
+		return parts[1]
+	}
+	return ""
+}

@@ -1,0 +1,13 @@
+//go:build !linux
+
+package runner
+
+// BecomeSubreaper does nothing off Linux: Reap finds only direct children.
+func BecomeSubreaper() error { return nil }
+
+// ProtectCredentials does nothing off Linux.
+func ProtectCredentials() error { return nil }
+
+// Reap does nothing off Linux: a step's engine process group is still
+// killed when the step ends (internal/contract).
+func Reap() {}
