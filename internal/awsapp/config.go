@@ -35,6 +35,13 @@ const (
 	EnvMaxBodyBytes          = "STRATUS_MAX_BODY_BYTES"       // default DefaultMaxBodyBytes
 	EnvMaxUploadBytes        = "STRATUS_MAX_UPLOAD_BYTES"     // default worker.DefaultMaxUploadBytes, at most MaxUploadBytes
 	EnvTokenTTLSeconds       = "STRATUS_TOKEN_TTL_SECONDS"    // default captoken.DefaultTTL
+	// Pool mode (issue 17; template.yaml's RunnerPool): the assignment
+	// queues of the warm runners of nodes without and with network
+	// access, and how long dispatch waits for a runner to take a step
+	// before it runs a cold task. Empty = pool off.
+	EnvPoolQueueURL        = "STRATUS_POOL_QUEUE_URL"
+	EnvPoolNetworkQueueURL = "STRATUS_POOL_NETWORK_QUEUE_URL"
+	EnvPoolPickupSeconds   = "STRATUS_POOL_PICKUP_SECONDS"
 )
 
 // Vars lists every variable Config reads, for checks that the template sets
@@ -44,6 +51,7 @@ var Vars = []string{
 	EnvCluster, EnvTaskDefinition, EnvContainer, EnvSubnets, EnvSecurityGroups,
 	EnvNetworkSubnets, EnvNetworkSecurityGroups, EnvAssignPublicIP,
 	EnvMaxBodyBytes, EnvMaxUploadBytes, EnvTokenTTLSeconds,
+	EnvPoolQueueURL, EnvPoolNetworkQueueURL, EnvPoolPickupSeconds,
 }
 
 // DefaultMaxBodyBytes bounds a worker body on AWS: 4 MiB, which API Gateway
