@@ -22,13 +22,15 @@ import (
 
 const templatePath = "../template.yaml"
 
-// goformationLags lists SAM properties template.yaml uses that goformation
-// v7.14.9's schema does not know (its HttpApi has "AccessLogSetting").
+// goformationLags lists properties template.yaml uses that goformation
+// v7.14.9's schema does not know (its HttpApi has "AccessLogSetting"; its
+// ECS service predates AvailabilityZoneRebalancing).
 // cfn-lint validates them against the real schema (`make lint-cfn`); here
 // they are taken out before goformation's strict decode, and
 // TestTemplate_Parses checks they are still where they belong.
 var goformationLags = map[string][]string{
 	"AWS::Serverless::HttpApi": {"AccessLogSettings"},
+	"AWS::ECS::Service":        {"AvailabilityZoneRebalancing"},
 }
 
 // tmpl is template.yaml three ways: goformation's typed template (intrinsic
@@ -555,12 +557,37 @@ func runnerContainer(t *testing.T, tp *tmpl) string {
 
 // DESIGN.md § The path of one step, 2: "The worker never sees the task
 // token or any AWS credential": the runner's task has no task role, runs
-// on Fargate from the ImageUri parameter, and logs to a log group.
+// on Fargate from the ImageUri parameter, and logs to a log group. Pool
+// mode (issue 17) is the one exception: the task role of a pool service's
+// runners may receive, delete and hide messages of its own assignment
+// queue and nothing else; no other task definition has a role.
 func TestTemplate_WorkersHoldNoAWSCredential(t *testing.T) {
 	tp := loadTemplate(t)
 	p := tp.props("RunnerTaskDefinition")
 	if _, ok := p["TaskRoleArn"]; ok {
 		t.Error("RunnerTaskDefinition has a TaskRoleArn: workers would get AWS credentials")
+	}
+	pooled := map[string]bool{} // task definitions a pool service runs
+	for _, svc := range tp.ofType("AWS::ECS::Service") {
+		pooled[refTarget(tp.props(svc)["TaskDefinition"])] = true
+	}
+	roles := map[string]string{} // task role -> its task definition
+	for _, td := range tp.ofType("AWS::ECS::TaskDefinition") {
+		r, ok := tp.props(td)["TaskRoleArn"]
+		if !ok {
+			continue
+		}
+		queue, _ := poolCommand(tp, td)
+		if !pooled[td] || queue == "" {
+			t.Errorf("%s has a TaskRoleArn but is no pool service's runner (`pool --queue URL`): its workers would hold AWS credentials", td)
+			continue
+		}
+		role := refTarget(r)
+		if other, dup := roles[role]; dup {
+			t.Errorf("%s and %s share the task role %s: each pool's role takes its own queue only", td, other, role)
+		}
+		roles[role] = td
+		checkPoolTaskRole(t, tp, role, queue)
 	}
 	if !slices.Contains(asList(p["RequiresCompatibilities"]), any("FARGATE")) || str(p["NetworkMode"]) != "awsvpc" {
 		t.Errorf("RunnerTaskDefinition is not a Fargate (awsvpc) task: %v %v", p["RequiresCompatibilities"], p["NetworkMode"])
@@ -640,12 +667,20 @@ func TestTemplate_HmacSecretIsABase64Key(t *testing.T) {
 }
 
 // statements returns the inline policy statements of a function or state
-// machine (SAM policy templates are not statements and are skipped).
+// machine (SAM policy templates are not statements and are skipped), those
+// of a policy given under a condition (!If [Cond, policy, AWS::NoValue])
+// included.
 func statements(tp *tmpl, id string) []map[string]any {
 	var out []map[string]any
 	for _, p := range asList(tp.props(id)["Policies"]) {
-		for _, s := range asList(asMap(p)["Statement"]) {
-			out = append(out, asMap(s))
+		policies := []any{p}
+		if b := asList(asMap(p)["Fn::If"]); len(b) == 3 {
+			policies = b[1:]
+		}
+		for _, p := range policies {
+			for _, s := range asList(asMap(p)["Statement"]) {
+				out = append(out, asMap(s))
+			}
 		}
 	}
 	return out

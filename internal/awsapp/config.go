@@ -41,7 +41,7 @@ const (
 	// before it falls back to RunTask.
 	EnvPoolQueueURL        = "STRATUS_POOL_QUEUE_URL"         // nodes without network_access
 	EnvPoolNetworkQueueURL = "STRATUS_POOL_NETWORK_QUEUE_URL" // nodes with network_access
-	EnvPoolPickupSeconds   = "STRATUS_POOL_PICKUP_SECONDS"    // default 20 (pool.DefaultPickup), 1 to 600
+	EnvPoolPickupSeconds   = "STRATUS_POOL_PICKUP_SECONDS"    // default 20 (pool.DefaultPickup), 1 to MaxPoolPickupSeconds
 )
 
 // Vars lists every variable Config reads, for checks that the template sets
@@ -53,6 +53,12 @@ var Vars = []string{
 	EnvMaxBodyBytes, EnvMaxUploadBytes, EnvTokenTTLSeconds,
 	EnvPoolQueueURL, EnvPoolNetworkQueueURL, EnvPoolPickupSeconds,
 }
+
+// MaxPoolPickupSeconds bounds STRATUS_POOL_PICKUP_SECONDS: dispatch waits
+// for a pooled runner inside its invocation, then may RunTask with its
+// retries, all within the dispatch function's 120 s timeout
+// (template.yaml DispatchFunction).
+const MaxPoolPickupSeconds = 90
 
 // DefaultMaxBodyBytes bounds a worker body on AWS: 4 MiB, which API Gateway
 // base64-encodes to under Lambda's 6 MB synchronous payload (DESIGN.md §
@@ -138,8 +144,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	if v := get(EnvPoolPickupSeconds); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 600 {
-			return c, stratus.FieldErrorf(stratus.EINVALID, EnvPoolPickupSeconds, "%q is not valid; valid: 1 to 600 seconds (default 20)", v)
+		if err != nil || n < 1 || n > MaxPoolPickupSeconds {
+			return c, stratus.FieldErrorf(stratus.EINVALID, EnvPoolPickupSeconds, "%q is not valid; valid: 1 to %d seconds (default 20)", v, MaxPoolPickupSeconds)
 		}
 		c.Pool.Pickup = time.Duration(n) * time.Second
 	}
