@@ -9,6 +9,9 @@
 // dispatch queue: SendMessage, at-least-once delivery to the dispatch
 // Lambda) and local (embedded mode: each message handled in a goroutine of
 // the process, Drain waits for them).
+//
+// Polled is the port of a queue its consumers poll instead; its
+// implementations are sqs and memory (queuetest.RunPolled).
 package queue
 
 import (
@@ -85,3 +88,22 @@ const (
 	MaxWait       = 20 * time.Second
 	MaxVisibility = 12 * time.Hour
 )
+
+// CheckWait refuses a receive's wait no Polled queue takes:
+// *stratus.Error EINVALID (Field "wait") unless 0 <= wait <= MaxWait.
+func CheckWait(wait time.Duration) error {
+	if wait < 0 || wait > MaxWait {
+		return stratus.FieldErrorf(stratus.EINVALID, "wait", "a receive's wait of %v is out of range; valid: 0 to %v (SQS WaitTimeSeconds)", wait, MaxWait)
+	}
+	return nil
+}
+
+// CheckVisibility refuses a visibility timeout no Polled queue takes:
+// *stratus.Error EINVALID (Field "visibility") unless 1 s <= visibility
+// <= MaxVisibility.
+func CheckVisibility(visibility time.Duration) error {
+	if visibility < time.Second || visibility > MaxVisibility {
+		return stratus.FieldErrorf(stratus.EINVALID, "visibility", "a visibility timeout of %v is out of range; valid: 1s to %v (SQS VisibilityTimeout)", visibility, MaxVisibility)
+	}
+	return nil
+}

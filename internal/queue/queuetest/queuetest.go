@@ -1,5 +1,6 @@
 // Package queuetest is the one conformance suite every queue.Queue
-// implementation runs (STYLE.md: one suite, both implementations).
+// implementation runs (Run), and every queue.Polled one (RunPolled)
+// (STYLE.md: one suite, both implementations).
 package queuetest
 
 import (
