@@ -21,6 +21,9 @@ serve() {
 	work=$dir/$mode
 	"$bin" install --dir "$work" --primary script --scenario "$here/scenario.yaml" >/dev/null
 	cp "$here/task.md" "$work/task.md"
+	# The project is a git repository: the run's change comes back as a branch.
+	git -C "$work" init -q -b main && git -C "$work" add -A &&
+		git -C "$work" -c user.name=demo -c user.email=demo@example.invalid commit -qm "the project before the run"
 	"$bin" dev aws "$@" >"$dir/$mode.dev.out" 2>"$dir/$mode.dev.log" &
 	pid=$!
 	i=0

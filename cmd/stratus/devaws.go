@@ -45,7 +45,7 @@ func runDevAWS(o *DevAWSOptions) error {
 		return fmt.Errorf("listen for the worker API: %w", err)
 	}
 	cfg := moto.Config(endpoint)
-	st, err := devstack.Create(ctx, cfg, name, "http://"+ln.Addr().String())
+	st, err := devstack.Create(ctx, cfg, name, "http://"+ln.Addr().String(), devstack.CreateOptions{HeartbeatSeconds: o.HeartbeatSeconds})
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("create the stack on %s: %w", endpoint, err)

@@ -20,10 +20,16 @@ import (
 // devAWS starts `stratus dev aws` and returns the flags line it prints.
 func devAWS(t *testing.T, env ...string) []string {
 	t.Helper()
+	return devAWSWith(t, nil, env...)
+}
+
+// devAWSWith is devAWS with more arguments to `stratus dev aws`.
+func devAWSWith(t *testing.T, args []string, env ...string) []string {
+	t.Helper()
 	if why := moto.Missing(); why != "" {
 		testenv.Missing(t, "moto", why)
 	}
-	cmd := exec.Command(stratusBin, "dev", "aws")
+	cmd := exec.Command(stratusBin, append([]string{"dev", "aws"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {

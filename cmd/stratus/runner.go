@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -51,6 +52,7 @@ type RunnerPoolOptions struct {
 	Profile  string // runner.ProfileOffline | runner.ProfileOnline
 	WorkRoot string
 	MaxSteps int
+	Grace    time.Duration
 }
 
 func newRunnerPoolCmd(io IO) *cobra.Command {
@@ -71,17 +73,24 @@ network_access, the default) or online; an assignment of the other profile is
 never run. Each step gets a fresh directory under --work-root (its working
 directory, HOME and TMPDIR), removed with every process the step left behind
 before the next is taken. The engine gets the step's handle and none of the
-pool's AWS credentials.`,
+pool's AWS credentials. On SIGTERM it takes no more steps and gives the one
+under way --grace to end before it stops its engine.`,
 		Example: `  stratus runner pool --queue https://sqs.us-east-1.amazonaws.com/123456789012/stratus-pool
   stratus runner pool --queue "$QUEUE" --profile online --work-root /scratch`,
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error { return runRunnerPool(o) },
+		RunE: func(*cobra.Command, []string) error {
+			if err := o.check(); err != nil {
+				return err
+			}
+			return runRunnerPool(o)
+		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Queue, "queue", "", "the pool's SQS queue URL (the stack's RunnerPoolQueueUrl or RunnerPoolNetworkQueueUrl output)")
 	f.StringVar(&o.Profile, "profile", runner.ProfileOffline, "the network profile the pool serves: offline or online")
 	f.StringVar(&o.WorkRoot, "work-root", "", "where each step's directory is made (default: the temporary directory)")
 	f.IntVar(&o.MaxSteps, "max-steps", 0, "stop after taking this many steps (0: never)")
+	f.DurationVar(&o.Grace, "grace", 100*time.Second, "after SIGTERM, how long a step under way may go on before its engine is stopped (ECS gives a task 120 s)")
 	return cmd
 }
 
@@ -97,6 +106,8 @@ func (o *RunnerPoolOptions) check() error {
 		return usageError{fmt.Errorf("--profile %q is not valid; valid: %s (nodes without network_access), %s (nodes with it)", o.Profile, runner.ProfileOffline, runner.ProfileOnline)}
 	case o.MaxSteps < 0:
 		return usageError{fmt.Errorf("--max-steps %d is not valid; valid: 0 (never stop) or more", o.MaxSteps)}
+	case o.Grace < 0:
+		return usageError{fmt.Errorf("--grace %s is not valid; valid: 0 (stop the engine at once) or more", o.Grace)}
 	}
 	return nil
 }

@@ -32,10 +32,8 @@ var credentialVars = []string{
 	"AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE",
 }
 
+// runRunnerPool is `stratus runner pool` once its flags are checked.
 func runRunnerPool(o *RunnerPoolOptions) error {
-	if err := o.check(); err != nil {
-		return err
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := logging.New(o.IO.Err, "runner-pool")
@@ -84,7 +82,7 @@ func runRunnerPool(o *RunnerPoolOptions) error {
 	}
 	log.Info(fmt.Sprintf("polling %s for %s steps", o.Queue, o.Profile))
 	err = runner.Pool(ctx, runner.PoolOptions{Queue: q, Profile: o.Profile, WorkRoot: o.WorkRoot, Self: self,
-		Log: log, MaxSteps: o.MaxSteps, Reap: true})
+		Log: log, MaxSteps: o.MaxSteps, Grace: o.Grace, Reap: true})
 	log.Info("stopped")
 	return err
 }

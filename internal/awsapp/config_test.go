@@ -41,13 +41,28 @@ func TestFromEnv_ReadsTheTemplatesVariables(t *testing.T) {
 	}
 }
 
+// Issue 17: the pool's queues and pickup window; empty is the cold path.
+func TestFromEnv_Pool(t *testing.T) {
+	c, err := awsapp.FromEnv(envOf(map[string]string{
+		awsapp.EnvPoolQueueURL: "https://sqs.us-east-1.amazonaws.com/1/p", awsapp.EnvPoolPickupSeconds: "90"}))
+	if err != nil || c.Pool.QueueURL != "https://sqs.us-east-1.amazonaws.com/1/p" || c.Pool.NetworkQueueURL != "" || c.Pool.Pickup != 90*time.Second {
+		t.Errorf("FromEnv(pool) = %+v, %v", c.Pool, err)
+	}
+	if c, err := awsapp.FromEnv(envOf(map[string]string{awsapp.EnvPoolQueueURL: "", awsapp.EnvPoolPickupSeconds: ""})); err != nil || c.Pool != (awsapp.Pool{}) {
+		t.Errorf("FromEnv(pool off) = %+v, %v; want the zero Pool", c.Pool, err)
+	}
+}
+
 // A malformed value is refused naming the variable.
 func TestFromEnv_BadValueNamesTheVariable(t *testing.T) {
 	for k, v := range map[string]string{
-		awsapp.EnvAssignPublicIP:  "yes",
-		awsapp.EnvMaxBodyBytes:    "-1",
-		awsapp.EnvTokenTTLSeconds: "ten",
-		awsapp.EnvAPIURL:          "abc.execute-api.amazonaws.com",
+		awsapp.EnvAssignPublicIP:      "yes",
+		awsapp.EnvMaxBodyBytes:        "-1",
+		awsapp.EnvTokenTTLSeconds:     "ten",
+		awsapp.EnvAPIURL:              "abc.execute-api.amazonaws.com",
+		awsapp.EnvPoolQueueURL:        "stratus-pool",
+		awsapp.EnvPoolNetworkQueueURL: "sqs://q",
+		awsapp.EnvPoolPickupSeconds:   "91",
 	} {
 		_, err := awsapp.FromEnv(envOf(map[string]string{k: v}))
 		var se *stratus.Error

@@ -83,13 +83,23 @@ func createQueueWithDLQ(ctx context.Context, q *sqs.Client, name, visibility str
 	return aws.ToString(out.QueueUrl), nil
 }
 
+// CreateOptions are template.yaml parameters a stand-in's stack takes.
+type CreateOptions struct {
+	// HeartbeatSeconds is the stack's HeartbeatSeconds output: the
+	// heartbeat window of every worker Task state of a run compiled for
+	// it (0: none, the compiler's default).
+	HeartbeatSeconds int
+}
+
 // StackRole is the execution role ARN a stand-in's state machines get.
 const StackRole = "arn:aws:iam::123456789012:role/stratus-dev-state-machines"
 
 // Create makes a stack named name on the stand-in cfg points at; apiURL is
 // where the worker API will listen (an output, and what workers are told).
 // Errors: the first AWS call that fails.
-func Create(ctx context.Context, cfg aws.Config, name, apiURL string) (*Stack, error) {
+//
+// o, at most one, sets what template.yaml takes as parameters.
+func Create(ctx context.Context, cfg aws.Config, name, apiURL string, o ...CreateOptions) (*Stack, error) {
 	st := &Stack{Name: name, TablePrefix: name + "-", Bucket: name, TaskDef: name + "-runner", Role: StackRole, APIURL: apiURL}
 	st.Table = dynamodb.TableName(st.TablePrefix)
 	if err := dynamodb.CreateTables(ctx, awsdynamodb.NewFromConfig(cfg), st.TablePrefix); err != nil {
@@ -123,16 +133,20 @@ func Create(ctx context.Context, cfg aws.Config, name, apiURL string) (*Stack, e
 	}); err != nil {
 		return nil, fmt.Errorf("register the runner's task definition: %w", err)
 	}
+	outputs := map[string]any{
+		awsrun.OutputTable:              map[string]string{"Value": st.Table},
+		awsrun.OutputBucket:             map[string]string{"Value": st.Bucket},
+		awsrun.OutputAPIURL:             map[string]string{"Value": apiURL},
+		awsrun.OutputQueueURL:           map[string]string{"Value": st.QueueURL},
+		awsrun.OutputStateMachineRole:   map[string]string{"Value": st.Role},
+		awsrun.OutputStateMachinePrefix: map[string]string{"Value": name + "-"},
+	}
+	if len(o) > 0 && o[0].HeartbeatSeconds > 0 {
+		outputs[awsrun.OutputHeartbeatSeconds] = map[string]string{"Value": fmt.Sprint(o[0].HeartbeatSeconds)}
+	}
 	tpl, _ := json.Marshal(map[string]any{
 		"Resources": map[string]any{"Handle": map[string]any{"Type": "AWS::CloudFormation::WaitConditionHandle"}},
-		"Outputs": map[string]any{
-			awsrun.OutputTable:              map[string]string{"Value": st.Table},
-			awsrun.OutputBucket:             map[string]string{"Value": st.Bucket},
-			awsrun.OutputAPIURL:             map[string]string{"Value": apiURL},
-			awsrun.OutputQueueURL:           map[string]string{"Value": st.QueueURL},
-			awsrun.OutputStateMachineRole:   map[string]string{"Value": st.Role},
-			awsrun.OutputStateMachinePrefix: map[string]string{"Value": name + "-"},
-		},
+		"Outputs":   outputs,
 	})
 	if _, err := cloudformation.NewFromConfig(cfg).CreateStack(ctx, &cloudformation.CreateStackInput{StackName: aws.String(name), TemplateBody: aws.String(string(tpl))}); err != nil {
 		return nil, fmt.Errorf("create the CloudFormation stack: %w", err)

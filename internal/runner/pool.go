@@ -36,8 +36,7 @@ type PoolOptions struct {
 	// Queue is the pool's assignment queue (launch.Assignment messages).
 	Queue queue.Polled
 	// Profile is the pool's network profile, ProfileOffline or
-	// ProfileOnline: an assignment of the other is not run (it is left to
-	// come back, and to reach the dead-letter queue).
+	// ProfileOnline: an assignment of the other is deleted, not run.
 	Profile string
 	// WorkRoot holds each step's fresh directory ("" = os.TempDir()).
 	WorkRoot string
@@ -51,6 +50,10 @@ type PoolOptions struct {
 	// DefaultPoolVisibility); Extend renews it while the step runs (0:
 	// DefaultPoolExtend).
 	Visibility, Extend time.Duration
+	// Grace is how long a step under way may go on once ctx ends (a
+	// SIGTERM: a scale-in, a deployment) before its engine is stopped; no
+	// assignment is taken after ctx ends. 0: stopped at once.
+	Grace time.Duration
 	// MaxSteps ends Pool after that many assignments taken (0: never).
 	MaxSteps int
 	// HTTP carries the runner's calls to the worker API (nil: default).
@@ -69,13 +72,15 @@ type PoolOptions struct {
 // Pool is a warm runner (issue 17 § 1, § 3): it long-polls its pool's
 // queue and runs each assignment it receives exactly as a cold runner runs
 // the environment RunTask gave it (Run), one at a time, until ctx ends (a
-// step under way is stopped as a cold runner's is on SIGTERM) or MaxSteps
-// were taken. For each assignment:
+// step under way may end within Grace, then is stopped as a cold runner's
+// is on SIGTERM) or MaxSteps were taken. For each assignment:
 //
 //   - It is decoded (launch.DecodeAssignment) and checked against the
-//     pool's profile; one that fails either is left in the queue, to come
-//     back and, after the queue's most receives, to reach its dead-letter
-//     queue: never run.
+//     pool's profile; one that fails either is never run here: it is
+//     deleted, with an error record (left in the queue it would keep the
+//     pool's scale-out alarm firing until its dead-letter queue took it),
+//     and its step, never exchanged, goes cold when dispatch's pickup
+//     window ends.
 //   - The step gets a fresh directory under WorkRoot: the engine's working
 //     directory, HOME and TMPDIR, and where a travelling repository is
 //     checked out. The engine's environment holds the step's handle and
@@ -118,6 +123,23 @@ func Pool(ctx context.Context, o PoolOptions) error {
 	if o.WorkRoot == "" {
 		o.WorkRoot = os.TempDir()
 	}
+	// A step runs under stepCtx: it outlives ctx by Grace.
+	stepCtx, stopSteps := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopSteps()
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-stepCtx.Done():
+			return
+		}
+		t := time.NewTimer(o.Grace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			stopSteps()
+		case <-stepCtx.Done():
+		}
+	}()
 	backoff := time.Duration(0)
 	for taken := 0; o.MaxSteps == 0 || taken < o.MaxSteps; {
 		if ctx.Err() != nil {
@@ -141,16 +163,22 @@ func Pool(ctx context.Context, o PoolOptions) error {
 		if !ok {
 			continue
 		}
+		if ctx.Err() != nil { // told to stop as the message came: not this runner's
+			o.handBack(m)
+			return nil
+		}
 		a, err := launch.DecodeAssignment(m.Body)
 		if err != nil {
-			o.Log.Error(fmt.Sprintf("an assignment this runner cannot read is left to the dead-letter queue (receive %d): %v", m.Receives, err))
+			o.Log.Error(fmt.Sprintf("deleted a message that is not an assignment (its step, if any, goes cold when dispatch's pickup window ends): %v; the body: %.300q", err, m.Body))
+			o.delete(m, a)
 			continue
 		}
 		if a.NetworkAccess != (o.Profile == ProfileOnline) {
-			o.Log.Error(fmt.Sprintf("assignment %s has network_access %v, which this %s pool does not serve; it is left to the dead-letter queue", a.TaskID, a.NetworkAccess, o.Profile))
+			o.Log.Error(fmt.Sprintf("deleted assignment %s: its network_access %v is not this %s pool's; it goes cold when dispatch's pickup window ends", a.TaskID, a.NetworkAccess, o.Profile), "task_id", a.TaskID)
+			o.delete(m, a)
 			continue
 		}
-		if o.runAssignment(ctx, m, a) {
+		if o.runAssignment(stepCtx, m, a) {
 			taken++
 		}
 	}
@@ -183,7 +211,7 @@ func (o PoolOptions) runAssignment(ctx context.Context, m queue.Message, a launc
 	keep := make(chan struct{})
 	var kept sync.WaitGroup
 	opts := Options{APIURL: a.APIURL, Handle: a.Handle, TaskID: a.TaskID, Self: o.Self, Log: o.Log, HTTP: o.HTTP,
-		WorkRoot: filepath.Join(dir, "work"), SpoolDir: o.WorkRoot, EngineDir: filepath.Join(dir, "work"),
+		WorkRoot: filepath.Join(dir, "work"), SpoolDir: o.WorkRoot, EngineDir: filepath.Join(dir, "work"), TempDir: filepath.Join(dir, "tmp"),
 		EngineEnv: map[string]string{"HOME": filepath.Join(dir, "home"), "TMPDIR": filepath.Join(dir, "tmp")},
 		OnExchanged: func(worker.Bootstrapped) {
 			took = true

@@ -70,6 +70,9 @@ type Options struct {
 	// none ("" = the runner's own): a pooled runner gives each step a
 	// fresh one (Pool).
 	EngineDir string
+	// TempDir is where the step's engine files are placed ("" =
+	// os.TempDir()): a pooled runner's step has its own.
+	TempDir string
 	// EngineEnv overlays the engine's environment under the step's own
 	// variables (a pooled runner's per-step HOME and TMPDIR).
 	EngineEnv map[string]string
@@ -169,7 +172,7 @@ func Run(ctx context.Context, o Options) error {
 		c.Fail(ctx, p.TaskID, string(contract.Failed), err.Error())
 		return err
 	}
-	cleanup, err := placeEngineFiles(p.Engine, &spec, o.EngineFiles)
+	cleanup, err := placeEngineFiles(p.Engine, &spec, o.EngineFiles, o.TempDir)
 	if err != nil {
 		c.Fail(ctx, p.TaskID, string(contract.Failed), err.Error())
 		return err
@@ -508,7 +511,7 @@ func Reason(res contract.Result, deadlineMS int) string {
 // nothing from the operator's disk (issue 11 § 2). cleanup removes them.
 // With a cache (Options.EngineFiles) the copies are the cache's, shared
 // by the steps of this process and kept: cleanup does nothing.
-func placeEngineFiles(e *worker.EngineSpec, spec *contract.LaunchSpec, cache *EngineFileCache) (cleanup func(), err error) {
+func placeEngineFiles(e *worker.EngineSpec, spec *contract.LaunchSpec, cache *EngineFileCache, tmp string) (cleanup func(), err error) {
 	if len(e.Files) == 0 {
 		return func() {}, nil
 	}
@@ -523,7 +526,7 @@ func placeEngineFiles(e *worker.EngineSpec, spec *contract.LaunchSpec, cache *En
 			local[f.Ref] = p
 		}
 	} else {
-		dir, err := os.MkdirTemp("", "stratus-engine-files-")
+		dir, err := os.MkdirTemp(tmp, "stratus-engine-files-")
 		if err != nil {
 			return nil, fmt.Errorf("engine files: %w", err)
 		}

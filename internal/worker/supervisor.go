@@ -192,6 +192,9 @@ func (s *Service) launchSupervisor(ctx context.Context, run stratus.Run, env *Ru
 		spec.LogPath = filepath.Join(s.LocalLogs, run.TaskID, "supervisor", fmt.Sprintf("run-%06d", step.Visit), "runner.log")
 	}
 	spec.OnExit = func(err error) { s.workerExited(step.TID, 1, err, spec.LogPath) }
+	// A launch that waits (capacity, a busy runner pool) keeps the state
+	// the turn holds alive: the finalize turn holds publish's token.
+	spec.Waiting = func() { s.heartbeat(ctx, step) }
 	id, err := s.Launcher.Launch(ctx, spec)
 	if err != nil {
 		att.Status, att.Terminal, att.Reason, att.EndedAt = stratus.AttemptFailed, "Failed", err.Error(), s.now()

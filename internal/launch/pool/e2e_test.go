@@ -222,6 +222,9 @@ func TestPool_NoRunnerFallsBackToColdAndALateRunnerIsFenced(t *testing.T) {
 	if len(steps) != 0 {
 		t.Errorf("the late pooled runner took %d steps; want none (the bootstrap was exchanged)", len(steps))
 	}
+	if n := len(s.queue.DeadLetters()); n != 0 {
+		t.Errorf("%d assignments dead-lettered; want the late runner to delete the one it was refused", n)
+	}
 	if s.tokens.Success("tok-cold") == nil {
 		t.Error("the cold runner's report did not complete the Task state")
 	}
@@ -262,5 +265,69 @@ func TestPool_ARunnerKilledMidStepIsNotRunTwice(t *testing.T) {
 	}
 	if len(s.queue.DeadLetters()) != 0 {
 		t.Errorf("the assignment reached the dead-letter queue; want it deleted once fenced")
+	}
+}
+
+// Issue 17 § 4: a pool runs only assignments of its own network profile,
+// and a message that is no assignment is never run: both are deleted (left
+// in the queue they would keep the pool's scale-out alarm firing), and
+// their steps, never exchanged, go cold when dispatch's window ends.
+func TestPool_OtherProfilesAndGarbageAreDeletedNotRun(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, time.Second)
+	online := launch.Assignment{APIURL: s.url, Handle: "wb-not-for-this-pool", TaskID: "r1.planning.9", NetworkAccess: true}.Encode()
+	for _, body := range [][]byte{online, []byte(`{"v":1}`), []byte("not json")} {
+		if err := s.queue.Send(context.Background(), body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps, stop := s.pooled(t, time.Second)
+	within(t, 5*time.Second, "the three messages deleted", func() bool { v, f := s.queue.Counts(); return v+f == 0 })
+	stop()
+	if len(steps) != 0 || len(s.queue.DeadLetters()) != 0 {
+		t.Errorf("took %d steps, dead-lettered %d; want nothing run and all three deleted", len(steps), len(s.queue.DeadLetters()))
+	}
+}
+
+// A runner told to stop (SIGTERM: a scale-in, a deployment) takes no more
+// assignments but lets the step under way end within its grace: the
+// step's report completes its Task state; the next assignment waits for
+// another runner.
+func TestPool_AStoppedRunnerFinishesItsStepWithinGrace(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, 10*time.Second)
+	hang := filepath.Join(s.dir, "hang")
+	if err := os.WriteFile(hang, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	ended := make(chan error, 1)
+	go func() {
+		ended <- runner.Pool(ctx, runner.PoolOptions{Queue: s.queue, Profile: runner.ProfileOffline, WorkRoot: t.TempDir(),
+			Wait: 200 * time.Millisecond, Visibility: time.Second, Extend: 300 * time.Millisecond, Grace: 30 * time.Second})
+	}()
+	if err := <-s.dispatch("tok-graceful"); err != nil {
+		t.Fatal(err)
+	}
+	within(t, 5*time.Second, "the step's engine started", func() bool {
+		_, err := os.Stat(filepath.Join(s.dir, "seen.started"))
+		return err == nil
+	})
+	stop()
+	time.Sleep(300 * time.Millisecond)
+	os.Remove(hang) // the step ends after the stop, within the grace
+	select {
+	case err := <-ended:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the stopped runner did not end once its step did")
+	}
+	if s.tokens.Success("tok-graceful") == nil {
+		t.Error("the step under way at the stop did not complete its Task state")
+	}
+	if v, f := s.queue.Counts(); v+f != 0 {
+		t.Errorf("%d assignments left; want the finished step's deleted", v+f)
 	}
 }

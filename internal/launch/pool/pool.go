@@ -7,9 +7,9 @@
 //
 // Nothing is lost in the queue (issue 17 § 2):
 //
-//   - While the assignment waits, Launch calls Spec.Waiting every
-//     Heartbeat (dispatch heartbeats the step's task token), so the step
-//     does not time out queued.
+//   - While the assignment waits, Launch calls Spec.Waiting when the
+//     wait starts and every Heartbeat after (dispatch heartbeats the
+//     step's task token), so the step does not time out queued.
 //   - A runner picks an assignment up by exchanging its bootstrap value
 //     for the step's handle, which works once (worker.Service.
 //     ExchangeBootstrap, store.Store.TakeHandle). Launch watches for the
@@ -45,7 +45,7 @@ import (
 const (
 	DefaultPickup    = 20 * time.Second
 	DefaultPoll      = 200 * time.Millisecond
-	DefaultHeartbeat = 10 * time.Second
+	DefaultHeartbeat = 5 * time.Second
 )
 
 // IDPrefix starts the id Launch returns for a worker a pooled runner took
@@ -123,6 +123,11 @@ func (l *Launcher) Launch(ctx context.Context, s launch.Spec) (string, error) {
 	if err := q.Send(ctx, a.Encode()); err != nil {
 		l.warn(fmt.Sprintf("the assignment of %s could not be queued (%v); a cold worker runs it", s.TaskID, err), s)
 		return l.c.Cold.Launch(ctx, s)
+	}
+	// The wait starts with a heartbeat: the step's state has been waiting
+	// since before this dispatch was delivered.
+	if s.Waiting != nil {
+		s.Waiting()
 	}
 	poll := time.NewTicker(l.c.Poll)
 	defer poll.Stop()

@@ -258,3 +258,21 @@ func (q *Queue) broadcast() {
 	close(q.changed)
 	q.changed = make(chan struct{})
 }
+
+// Counts returns how many messages are queued and receivable now, and how
+// many a receive hides (in flight): SQS's ApproximateNumberOfMessagesVisible
+// and ApproximateNumberOfMessagesNotVisible, the demand a runner pool's
+// scaling reads (issue 17 § 1).
+func (q *Queue) Counts() (visible, inFlight int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := time.Now()
+	for _, m := range q.msgs {
+		if m.visibleAt.After(now) {
+			inFlight++
+		} else {
+			visible++
+		}
+	}
+	return visible, inFlight
+}
