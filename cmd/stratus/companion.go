@@ -59,7 +59,7 @@ func fullBinary() (string, error) {
 		return p, nil
 	}
 	looked = append(looked, "PATH")
-	return "", fmt.Errorf("this stratus is the slim build, and %s, which runs --target aws, dev aws and ui, is not in %v: "+
+	return "", fmt.Errorf("this stratus is the slim build, and %s, which runs --target aws, dev aws, runner pool and ui, is not in %v: "+
 		"make build puts it beside bin/stratus (or: go build -o bin/%s ./cmd/stratus)", FullBinary, looked, FullBinary)
 }
 

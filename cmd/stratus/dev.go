@@ -72,11 +72,11 @@ Exit status: 0 stopped by Ctrl-C, 1 the stand-in could not start, 2 bad flags.`,
 			if o.Pool < 0 || o.Pool > 16 {
 				return usageError{fmt.Errorf("--pool %d: want 0 (no pool) to 16 runners per network profile", o.Pool)}
 			}
-			if o.PoolPickup != 0 && (o.PoolPickup < time.Second || o.PoolPickup > 600*time.Second) {
-				return usageError{fmt.Errorf("--pool-pickup %s: want 1s to 10m (default 20s)", o.PoolPickup)}
+			if o.PoolPickup != 0 && (o.PoolPickup < time.Second || o.PoolPickup > 90*time.Second) {
+				return usageError{fmt.Errorf("--pool-pickup %s: want 1s to 90s (default 20s; dispatch waits inside its 120 s invocation)", o.PoolPickup)}
 			}
-			if o.HeartbeatSeconds < 0 || o.HeartbeatSeconds > 3600 {
-				return usageError{fmt.Errorf("--heartbeat-seconds %d: want 1 to 3600 seconds, or 0 for the default (300)", o.HeartbeatSeconds)}
+			if o.HeartbeatSeconds != 0 && (o.HeartbeatSeconds < 10 || o.HeartbeatSeconds > 3600) {
+				return usageError{fmt.Errorf("--heartbeat-seconds %d: want 10 to 3600 seconds, or 0 for the default (300)", o.HeartbeatSeconds)}
 			}
 			if o.Port < 0 || o.Port > 65535 {
 				return usageError{fmt.Errorf("--port %d: want a TCP port, 1-65535, or 0 for any", o.Port)}
@@ -89,7 +89,7 @@ Exit status: 0 stopped by Ctrl-C, 1 the stand-in could not start, 2 bad flags.`,
 	aws.Flags().StringVar(&o.Name, "name", "", "the stack's name (default stratus-dev-<6 hex>)")
 	aws.Flags().IntVar(&o.Pool, "pool", 0, "a warm runner pool: this many pooled runners per network profile (0: none)")
 	aws.Flags().DurationVar(&o.PoolPickup, "pool-pickup", 0, "how long dispatch waits for a pooled runner before RunTask (default 20s)")
-	aws.Flags().IntVar(&o.HeartbeatSeconds, "heartbeat-seconds", 0, "the stack's HeartbeatSeconds: a worker silent this long is taken for dead (default 300)")
+	aws.Flags().IntVar(&o.HeartbeatSeconds, "heartbeat-seconds", 0, "the stack's HeartbeatSeconds: a worker silent this long is taken for dead (default 300; the template's least is 60, and under 60 an engine that prints nothing times out: its runner heartbeats every 60 s)")
 	dev.AddCommand(aws)
 	return dev
 }

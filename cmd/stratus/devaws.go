@@ -15,6 +15,7 @@ import (
 
 	"github.com/stratusflow/stratus/internal/devstack"
 	"github.com/stratusflow/stratus/internal/devstack/moto"
+	"github.com/stratusflow/stratus/internal/english"
 )
 
 func runDevAWS(o *DevAWSOptions) error {
@@ -71,8 +72,8 @@ func runDevAWS(o *DevAWSOptions) error {
 	fmt.Fprintln(o.IO.Out, flags)
 	fmt.Fprintf(o.IO.Err, "stratus dev aws: stack %s, worker API %s, functions' log %s, workers in %s\n", name, st.APIURL, logPath, filepath.Join(dir, "workers"))
 	if o.Pool > 0 {
-		fmt.Fprintf(o.IO.Err, "stratus dev aws: runner pool: %d pooled runners per network profile on %s and %s (their logs: %s)\n",
-			o.Pool, st.PoolQueueURL, st.PoolNetworkQueueURL, filepath.Join(dir, "workers", "pool-*", "pool.log"))
+		fmt.Fprintf(o.IO.Err, "stratus dev aws: runner pool: %s per network profile on %s and %s (their logs: %s)\n",
+			english.Plural(o.Pool, "pooled runner"), st.PoolQueueURL, st.PoolNetworkQueueURL, filepath.Join(dir, "workers", "pool-*", "pool.log"))
 	}
 	fmt.Fprintf(o.IO.Err, "stratus dev aws: try: stratus run TASK.md --dir DIR %s   (Ctrl-C stops the stand-in)\n", flags)
 	if o.ready != nil {

@@ -66,7 +66,8 @@ time, until SIGTERM or SIGINT. Stacks deployed with RunnerPool=on run it as an
 ECS service per network profile; it runs as well on any host with HTTPS to the
 worker API and AWS credentials (the SDK's usual chain) allowed, on that one
 queue, sqs:ReceiveMessage, sqs:DeleteMessage and sqs:ChangeMessageVisibility —
-nothing else (README: Warm runners).
+nothing else (README: Warm runners). A queue URL outside AWS (moto, LocalStack)
+is reached at its own host unless AWS_ENDPOINT_URL says otherwise.
 
 --profile says which steps the pool serves: offline (nodes without
 network_access, the default) or online; an assignment of the other profile is
@@ -86,7 +87,7 @@ under way --grace to end before it stops its engine.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Queue, "queue", "", "the pool's SQS queue URL (the stack's RunnerPoolQueueUrl or RunnerPoolNetworkQueueUrl output)")
+	f.StringVar(&o.Queue, "queue", "", "the pool's SQS queue URL (the stack's PoolQueueUrl or NetworkPoolQueueUrl output)")
 	f.StringVar(&o.Profile, "profile", runner.ProfileOffline, "the network profile the pool serves: offline or online")
 	f.StringVar(&o.WorkRoot, "work-root", "", "where each step's directory is made (default: the temporary directory)")
 	f.IntVar(&o.MaxSteps, "max-steps", 0, "stop after taking this many steps (0: never)")

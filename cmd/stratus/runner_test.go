@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -63,5 +64,18 @@ func TestRunnerPool_BadFlagsAreUsageErrors(t *testing.T) {
 		if r.code != ExitUsage || !strings.Contains(r.stderr, c.say) {
 			t.Errorf("runner pool %q: exit %d, want %d saying %q\n%s", c.args, r.code, ExitUsage, c.say, r.stderr)
 		}
+	}
+}
+
+// A pooled runner whose --work-root cannot hold a step's directory does not
+// start (it would bounce every assignment into the dead-letter queue): a
+// usage error naming the work root, before it receives anything.
+func TestRunnerPool_AWorkRootItCannotWriteIsAUsageError(t *testing.T) {
+	t.Parallel()
+	missing := filepath.Join(t.TempDir(), "missing", "root")
+	r := runWorkerCLI(t, map[string]string{"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": ""},
+		"", "runner", "pool", "--queue", "http://127.0.0.1:1/123456789012/q", "--work-root", missing)
+	if r.code != ExitUsage || !strings.Contains(r.stderr, missing) {
+		t.Errorf("runner pool --work-root %s: exit %d, want %d naming it\n%s", missing, r.code, ExitUsage, r.stderr)
 	}
 }

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -15,8 +16,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/stratusflow/stratus/internal/launch/local"
 	"github.com/stratusflow/stratus/internal/logging"
 	sqsqueue "github.com/stratusflow/stratus/internal/queue/sqs"
+	"github.com/stratusflow/stratus/internal/reaper"
 	"github.com/stratusflow/stratus/internal/runner"
 )
 
@@ -34,10 +37,27 @@ var credentialVars = []string{
 
 // runRunnerPool is `stratus runner pool` once its flags are checked.
 func runRunnerPool(o *RunnerPoolOptions) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first SIGTERM or Ctrl-C stops taking steps (the one under way
+	// has --grace); a second ends it at once.
+	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
+	force := make(chan struct{})
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		<-sigs
+		stop()
+		<-sigs
+		close(force)
+	}()
 	log := logging.New(o.IO.Err, "runner-pool")
 	var opts []func(*awsconfig.LoadOptions) error
+	if ep := queueEndpoint(o.Queue); ep != "" && os.Getenv("AWS_ENDPOINT_URL") == "" && os.Getenv("AWS_ENDPOINT_URL_SQS") == "" {
+		// A queue outside AWS (moto, LocalStack) is reached where its URL
+		// says, as the URL of an AWS queue names its Region's endpoint.
+		opts = append(opts, awsconfig.WithBaseEndpoint(ep))
+	}
 	if os.Getenv("AWS_REGION") == "" && os.Getenv("AWS_DEFAULT_REGION") == "" {
 		if r := queueRegion(o.Queue); r != "" {
 			opts = append(opts, awsconfig.WithRegion(r))
@@ -80,11 +100,35 @@ func runRunnerPool(o *RunnerPoolOptions) error {
 	if err != nil {
 		return err
 	}
+	// The reaper ends every engine's process group should this process
+	// die, SIGKILL included (on ECS the task's end does; on another host
+	// nothing else would): the same reaper an embedded run has.
+	name, args := local.RunnerFor(self)
+	rp, err := reaper.Start(name, append(args, reaper.Arg)...)
+	if err != nil {
+		log.Warn(fmt.Sprintf("no reaper (%v): an engine's children may outlive this runner if it is killed", err))
+	} else {
+		defer rp.Close()
+		ctx = reaper.NewContext(ctx, rp)
+	}
 	log.Info(fmt.Sprintf("polling %s for %s steps", o.Queue, o.Profile))
 	err = runner.Pool(ctx, runner.PoolOptions{Queue: q, Profile: o.Profile, WorkRoot: o.WorkRoot, Self: self,
-		Log: log, MaxSteps: o.MaxSteps, Grace: o.Grace, Reap: true})
+		Log: log, MaxSteps: o.MaxSteps, Grace: o.Grace, Force: force, Reap: true})
 	log.Info("stopped")
+	if errors.Is(err, runner.ErrPoolSetup) {
+		return usageError{err}
+	}
 	return err
+}
+
+// queueEndpoint is the scheme and host of a queue URL outside AWS (moto,
+// LocalStack: http://127.0.0.1:5000/123456789012/q), "" for an AWS one.
+func queueEndpoint(queueURL string) string {
+	u, err := url.Parse(queueURL)
+	if err != nil || u.Host == "" || strings.HasSuffix(u.Hostname(), ".amazonaws.com") || strings.HasSuffix(u.Hostname(), ".amazonaws.com.cn") {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 // queueRegion is the region an SQS queue URL names

@@ -139,7 +139,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	for k, v := range map[string]string{EnvPoolQueueURL: c.Pool.QueueURL, EnvPoolNetworkQueueURL: c.Pool.NetworkQueueURL} {
 		if v != "" && !strings.HasPrefix(v, "https://") && !strings.HasPrefix(v, "http://") {
-			return c, stratus.FieldErrorf(stratus.EINVALID, k, "%q is not a queue URL; valid: the pool's SQS queue URL (template.yaml RunnerPoolQueueUrl), or empty for no pool", v)
+			return c, stratus.FieldErrorf(stratus.EINVALID, k, "%q is not a queue URL; valid: the pool's SQS queue URL (template.yaml PoolQueueUrl or NetworkPoolQueueUrl), or empty for no pool", v)
 		}
 	}
 	if v := get(EnvPoolPickupSeconds); v != "" {

@@ -73,7 +73,61 @@ type Functions struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	aborted map[string]bool // executions delivered ABORTED for a cancel (watchExecutions only)
-	pool    []*exec.Cmd     // the pooled runners (ServeOptions.PoolRunners)
+	pool    []*pooled       // the pooled runners (ServeOptions.PoolRunners)
+}
+
+// pooled is one pooled runner: its process, restarted when it exits
+// until stop (an exited runner is waited for: no zombie while the
+// stand-in serves on).
+type pooled struct {
+	dir   string
+	start func() (*exec.Cmd, error)
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	stopped bool
+	done    chan struct{} // closed once the last process exited after stop
+}
+
+// run starts the runner and keeps it running until stop.
+func (p *pooled) run(log io.Writer) error {
+	cmd, err := p.start()
+	if err != nil {
+		return err
+	}
+	p.cmd, p.done = cmd, make(chan struct{})
+	go func() {
+		for {
+			err := cmd.Wait()
+			p.mu.Lock()
+			if p.stopped {
+				p.mu.Unlock()
+				close(p.done)
+				return
+			}
+			fmt.Fprintf(log, "pool: the pooled runner in %s exited (%v); another takes its place, as an ECS service's would\n", p.dir, err)
+			time.Sleep(time.Second)
+			next, serr := p.start()
+			if serr != nil {
+				p.stopped = true
+				p.mu.Unlock()
+				fmt.Fprintf(log, "pool: the pooled runner in %s could not be replaced: %v\n", p.dir, serr)
+				close(p.done)
+				return
+			}
+			p.cmd, cmd = next, next
+			p.mu.Unlock()
+		}
+	}()
+	return nil
+}
+
+// stop sends the runner SIGTERM (its step under way gets its grace).
+func (p *pooled) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stopped = true
+	p.cmd.Process.Signal(syscall.SIGTERM)
 }
 
 // Serve starts the functions of stack st on the stand-in cfg points at,
@@ -249,6 +303,8 @@ func (f *Functions) watchExecutions(ctx context.Context, poll time.Duration) {
 // directory (its working directory, HOME and work root), with what a
 // Fargate task of the pool's service has — fargateEnv, the region and
 // credentials for its queue (moto's: any) — and its log in pool.log there.
+// As an ECS service does, a runner that exits while the stand-in serves is
+// replaced (its exit said in the functions' log).
 func (f *Functions) startPool(cfg aws.Config, self string, o ServeOptions) error {
 	if o.PoolRunners <= 0 || f.st.PoolQueueURL == "" {
 		return nil
@@ -260,21 +316,26 @@ func (f *Functions) startPool(cfg aws.Config, self string, o ServeOptions) error
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return err
 			}
-			logf, err := os.Create(filepath.Join(dir, "pool.log"))
-			if err != nil {
-				return err
-			}
-			cmd := exec.Command(self, "runner", "pool", "--queue", p.url, "--profile", p.profile, "--work-root", dir)
-			cmd.Dir, cmd.Stdout, cmd.Stderr = dir, logf, logf
-			cmd.Env = append(fargateEnv(), "HOME="+dir, "AWS_ENDPOINT_URL="+endpoint, "AWS_REGION="+cfg.Region,
+			// The stand-in stops its runners within 10 s: a step under way
+			// gets 5 of them (a Fargate runner's --grace is 100 s of 120).
+			args := []string{"runner", "pool", "--queue", p.url, "--profile", p.profile, "--work-root", dir, "--grace", "5s"}
+			env := append(fargateEnv(), "HOME="+dir, "AWS_ENDPOINT_URL="+endpoint, "AWS_REGION="+cfg.Region,
 				"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test")
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-			if err := cmd.Start(); err != nil {
-				logf.Close()
+			r := &pooled{dir: dir, start: func() (*exec.Cmd, error) {
+				logf, err := os.OpenFile(filepath.Join(dir, "pool.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+				if err != nil {
+					return nil, err
+				}
+				defer logf.Close() // the runner holds its own
+				cmd := exec.Command(self, args...)
+				cmd.Dir, cmd.Stdout, cmd.Stderr, cmd.Env = dir, logf, logf, env
+				cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+				return cmd, cmd.Start()
+			}}
+			if err := r.run(f.log); err != nil {
 				return fmt.Errorf("start a pooled runner: %w", err)
 			}
-			logf.Close() // the runner holds its own
-			f.pool = append(f.pool, cmd)
+			f.pool = append(f.pool, r)
 		}
 	}
 	return nil
@@ -283,30 +344,20 @@ func (f *Functions) startPool(cfg aws.Config, self string, o ServeOptions) error
 // stopPool ends the pooled runners as ECS ends a service's tasks: SIGTERM
 // (a step under way is stopped), then SIGKILL to the group after 10 s.
 func (f *Functions) stopPool() {
-	for _, cmd := range f.pool {
-		cmd.Process.Signal(syscall.SIGTERM)
+	for _, p := range f.pool {
+		p.stop()
 	}
-	for _, cmd := range f.pool {
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
+	for _, p := range f.pool {
 		select {
-		case <-done:
+		case <-p.done:
 		case <-time.After(10 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
+			p.mu.Lock()
+			syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+			p.mu.Unlock()
+			<-p.done
 		}
 	}
 	f.pool = nil
-}
-
-// PoolRunnerDirs are the pooled runners' directories (each holds its
-// pool.log), in start order.
-func (f *Functions) PoolRunnerDirs() []string {
-	var dirs []string
-	for _, cmd := range f.pool {
-		dirs = append(dirs, cmd.Dir)
-	}
-	return dirs
 }
 
 // Stop stops the workers still running, then the functions.

@@ -53,11 +53,14 @@ type Spec struct {
 	// worker died without a result, instead of waiting for the heartbeat to
 	// lapse (on AWS the ECS task-stopped event plays this part).
 	OnExit func(err error)
-	// Waiting, when set, is called each time a launch waits to try again
-	// (throttling, capacity): the dispatcher heartbeats the step's task
-	// token, so a launch that retries for minutes does not time the step
-	// out (issue 14 § 9).
-	Waiting func()
+	// Waiting, when set, is called each time a launch waits (to try again
+	// under throttling or for capacity, for a slot, for a pooled runner):
+	// the dispatcher heartbeats the step's task token, so a launch that
+	// waits for minutes does not time the step out (issue 14 § 9). An
+	// error says the step no longer waits for a worker (its state timed
+	// out, its execution ended): a launcher that can stops launching and
+	// returns ErrStepGone.
+	Waiting func() error
 }
 
 // ErrInfrastructure marks (errors.Is) a Launch that failed for want of
@@ -67,6 +70,10 @@ type Spec struct {
 // manual_action_required and is never charged to a rework budget (issue 6
 // § Build 4).
 var ErrInfrastructure = errors.New("infrastructure failure")
+
+// ErrStepGone marks (errors.Is) a Launch given up because Spec.Waiting
+// said the step no longer waits for a worker: nothing is started for it.
+var ErrStepGone = errors.New("the step no longer waits for a worker")
 
 // TaskStopper is implemented by a Launcher that can find and stop the
 // worker of a dispatch task by its id alone, without the id Launch
@@ -87,6 +94,16 @@ type Launcher interface {
 	// stop its engine), then a kill after a grace. Best effort; a finished
 	// worker is not an error.
 	Stop(ctx context.Context, id string) error
+}
+
+// Heartbeat is waiting (a Spec.Waiting) as a plain call, its error
+// dropped, for a wait that cannot be given up (a slot's, whose place in
+// line is kept); nil stays nil.
+func Heartbeat(waiting func() error) func() {
+	if waiting == nil {
+		return nil
+	}
+	return func() { _ = waiting() }
 }
 
 // SlotWaitHeartbeat is how often a worker waiting for a slot says so, so a

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/queue"
@@ -24,6 +25,11 @@ const (
 	ProfileOffline = "offline" // nodes without network_access
 	ProfileOnline  = "online"  // nodes with network_access
 )
+
+// ErrPoolSetup wraps why Pool cannot run, or stopped: a work root it
+// cannot write, an assignment of the other network profile (the runner
+// polls the wrong queue). The command exits with a usage status.
+var ErrPoolSetup = errors.New("runner pool")
 
 // Defaults of PoolOptions.
 const (
@@ -54,6 +60,9 @@ type PoolOptions struct {
 	// SIGTERM: a scale-in, a deployment) before its engine is stopped; no
 	// assignment is taken after ctx ends. 0: stopped at once.
 	Grace time.Duration
+	// Force, when it closes after ctx ended (a second SIGTERM or Ctrl-C),
+	// ends the grace at once.
+	Force <-chan struct{}
 	// MaxSteps ends Pool after that many assignments taken (0: never).
 	MaxSteps int
 	// HTTP carries the runner's calls to the worker API (nil: default).
@@ -96,11 +105,19 @@ type PoolOptions struct {
 //     Extend), so the queue counts this runner busy; once the step ended
 //     — delivered, refused, or failed — the message is deleted, the
 //     directory removed and (PoolOptions.Reap) every process the step
-//     left behind killed, before the next receive. A runner stopped
-//     mid-step leaves the message to come back, as a killed one does.
+//     left behind killed, before the next receive. A step still under
+//     way when ctx ends has Grace to end; then its engine is stopped and
+//     the step reported failed (the run stops there, to be resumed).
 //
-// Errors: ctx's end is not one (nil); a receive error is retried with
-// backoff; Pool returns an error only for options it cannot run with.
+// Pool does not start with a work root it cannot write, and stops at a
+// step directory it cannot make or an assignment of the other profile
+// (the wrong queue): each would otherwise bounce every assignment it
+// took. These errors wrap ErrPoolSetup.
+//
+// Errors: ctx's end is not one (nil); ErrPoolSetup's; a receive error
+// that will not pass (a coded *stratus.Error: a queue that does not
+// exist, credentials refused); other receive errors are retried with
+// backoff.
 func Pool(ctx context.Context, o PoolOptions) error {
 	if o.Queue == nil {
 		return errors.New("runner pool: no queue")
@@ -123,6 +140,14 @@ func Pool(ctx context.Context, o PoolOptions) error {
 	if o.WorkRoot == "" {
 		o.WorkRoot = os.TempDir()
 	}
+	// A runner that cannot make a step's directory would take assignment
+	// after assignment only to hand each back, until the queue's
+	// dead-letter queue held them all: it does not start.
+	probe, err := os.MkdirTemp(o.WorkRoot, "probe-")
+	if err != nil {
+		return fmt.Errorf("%w: the work root %s cannot hold a step's directory: %v", ErrPoolSetup, o.WorkRoot, err)
+	}
+	os.Remove(probe)
 	// A step runs under stepCtx: it outlives ctx by Grace.
 	stepCtx, stopSteps := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopSteps()
@@ -132,10 +157,16 @@ func Pool(ctx context.Context, o PoolOptions) error {
 		case <-stepCtx.Done():
 			return
 		}
+		if o.Grace > 0 {
+			o.Log.Info(fmt.Sprintf("stopping: no more assignments; a step under way has %s to end (stop again to end it now)", o.Grace))
+		}
 		t := time.NewTimer(o.Grace)
 		defer t.Stop()
 		select {
 		case <-t.C:
+			stopSteps()
+		case <-o.Force:
+			o.Log.Info("stopping now: a step under way is stopped")
 			stopSteps()
 		case <-stepCtx.Done():
 		}
@@ -149,6 +180,9 @@ func Pool(ctx context.Context, o PoolOptions) error {
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
+			}
+			if stratus.ErrorCode(err) != "" {
+				return fmt.Errorf("receive from the pool's queue: %w", err)
 			}
 			backoff = min(max(2*backoff, time.Second), 30*time.Second)
 			o.Log.Warn(fmt.Sprintf("receive: %v; polling again in %s", err, backoff))
@@ -174,11 +208,22 @@ func Pool(ctx context.Context, o PoolOptions) error {
 			continue
 		}
 		if a.NetworkAccess != (o.Profile == ProfileOnline) {
-			o.Log.Error(fmt.Sprintf("deleted assignment %s: its network_access %v is not this %s pool's; it goes cold when dispatch's pickup window ends", a.TaskID, a.NetworkAccess, o.Profile), "task_id", a.TaskID)
-			o.delete(m, a)
-			continue
+			// The queue is the other profile's: this runner is pointed at
+			// the wrong queue. The assignment goes back to the runners it
+			// is for, and this one stops rather than keep taking theirs.
+			o.handBack(m)
+			want := ProfileOffline
+			if a.NetworkAccess {
+				want = ProfileOnline
+			}
+			return fmt.Errorf("%w: %s has network_access %v, a step for the %s pool, but this runner serves --profile %s: is --queue the %s pool's queue? (the assignment was handed back)",
+				ErrPoolSetup, a.TaskID, a.NetworkAccess, want, o.Profile, o.Profile)
 		}
-		if o.runAssignment(stepCtx, m, a) {
+		took, err := o.runAssignment(stepCtx, m, a)
+		if err != nil {
+			return err
+		}
+		if took {
 			taken++
 		}
 	}
@@ -186,13 +231,14 @@ func Pool(ctx context.Context, o PoolOptions) error {
 }
 
 // runAssignment runs one received assignment; it reports whether this
-// runner took the step (exchanged its bootstrap value).
-func (o PoolOptions) runAssignment(ctx context.Context, m queue.Message, a launch.Assignment) (took bool) {
+// runner took the step (exchanged its bootstrap value). An error (a step
+// directory it cannot make: a full disk, a work root gone) stops the pool,
+// the assignment handed back.
+func (o PoolOptions) runAssignment(ctx context.Context, m queue.Message, a launch.Assignment) (took bool, _ error) {
 	dir, err := os.MkdirTemp(o.WorkRoot, "step-")
 	if err != nil {
-		o.Log.Error(fmt.Sprintf("assignment %s: a directory for the step: %v; handed back", a.TaskID, err))
 		o.handBack(m)
-		return false
+		return false, fmt.Errorf("%w: a directory for step %s under %s: %v (the assignment was handed back)", ErrPoolSetup, a.TaskID, o.WorkRoot, err)
 	}
 	defer func() {
 		os.RemoveAll(dir)
@@ -202,19 +248,19 @@ func (o PoolOptions) runAssignment(ctx context.Context, m queue.Message, a launc
 	}()
 	for _, d := range []string{"home", "tmp", "work"} {
 		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
-			o.Log.Error(fmt.Sprintf("assignment %s: %v; handed back", a.TaskID, err))
 			o.handBack(m)
-			return false
+			return false, fmt.Errorf("%w: a directory for step %s: %v (the assignment was handed back)", ErrPoolSetup, a.TaskID, err)
 		}
 	}
 	var pickup time.Duration
+	var handle string
 	keep := make(chan struct{})
 	var kept sync.WaitGroup
 	opts := Options{APIURL: a.APIURL, Handle: a.Handle, TaskID: a.TaskID, Self: o.Self, Log: o.Log, HTTP: o.HTTP,
 		WorkRoot: filepath.Join(dir, "work"), SpoolDir: o.WorkRoot, EngineDir: filepath.Join(dir, "work"), TempDir: filepath.Join(dir, "tmp"),
 		EngineEnv: map[string]string{"HOME": filepath.Join(dir, "home"), "TMPDIR": filepath.Join(dir, "tmp")},
-		OnExchanged: func(worker.Bootstrapped) {
-			took = true
+		OnExchanged: func(b worker.Bootstrapped) {
+			took, handle = true, b.Handle
 			pickup = time.Since(time.UnixMilli(a.SentAtMS))
 			o.Log.Info(fmt.Sprintf("took %s (attempt %d) %d ms after dispatch sent it", a.TaskID, a.Attempt, pickup.Milliseconds()),
 				"task_id", a.TaskID, "pickup_ms", pickup.Milliseconds(), "receives", m.Receives)
@@ -247,12 +293,21 @@ func (o PoolOptions) runAssignment(ctx context.Context, m queue.Message, a launc
 		o.Log.Error(fmt.Sprintf("%s: %v; handed back to the queue", a.TaskID, err), "task_id", a.TaskID)
 		o.handBack(m)
 	case ctx.Err() != nil:
-		// Stopped mid-step (SIGTERM: a scale-in, a redeploy): as if the
-		// runner had died, the assignment is left to come back after its
-		// visibility timeout, when the next runner is refused its used
-		// bootstrap value and deletes it. The step's Task state times out
-		// on its heartbeat and is retried, as a cold task's would be.
-		o.Log.Warn(fmt.Sprintf("stopped during %s; the step is left to its heartbeat", a.TaskID), "task_id", a.TaskID)
+		// Stopped mid-step (SIGTERM and its grace ran out: a scale-in, a
+		// deployment): the step fails now, said by its own handle — a
+		// cold runner's end is reported by ECS's task-stopped event, a
+		// pooled runner's by nobody else — rather than when its heartbeat
+		// window lapses.
+		reason := fmt.Sprintf("the pooled runner was stopped (SIGTERM) before %s ended, and its grace ran out", a.TaskID)
+		c := &workerclient.Client{BaseURL: a.APIURL, Credential: handle, HTTP: o.HTTP, Retries: 1}
+		fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if ferr := c.Fail(fctx, a.TaskID, "Failed", reason); ferr != nil {
+			o.Log.Warn(fmt.Sprintf("%s; its failure could not be reported (%v): the step ends when its heartbeat window lapses", reason, ferr), "task_id", a.TaskID)
+		} else {
+			o.Log.Warn(reason+"; reported failed", "task_id", a.TaskID)
+		}
+		cancel()
+		o.delete(m, a)
 	default:
 		if err != nil {
 			o.Log.Error(err.Error(), "task_id", a.TaskID)
@@ -262,7 +317,7 @@ func (o PoolOptions) runAssignment(ctx context.Context, m queue.Message, a launc
 	if o.OnStep != nil && took {
 		o.OnStep(a, pickup, err)
 	}
-	return took
+	return took, nil
 }
 
 func (o PoolOptions) delete(m queue.Message, a launch.Assignment) {

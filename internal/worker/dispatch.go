@@ -390,7 +390,7 @@ func (s *Service) launchAttempt(ctx context.Context, run stratus.Run, env *RunEn
 	// first stats come only once its task runs (Fargate: 30-90 s and the
 	// image pull): the step's task token is heartbeaten while RunTask
 	// retries and once it succeeds (issue 14 § 9).
-	spec.Waiting = func() { s.heartbeat(ctx, step) }
+	spec.Waiting = func() error { return s.heartbeat(ctx, step) }
 	id, err := s.Launcher.Launch(ctx, spec)
 	if err == nil {
 		s.heartbeat(ctx, step)
@@ -410,13 +410,24 @@ func (s *Service) launchAttempt(ctx context.Context, run stratus.Run, env *RunEn
 
 // heartbeat sends the step's task token a heartbeat (none for a step
 // without one); a failure is a warning: the runner's stats heartbeat too.
-func (s *Service) heartbeat(ctx context.Context, step stratus.Step) {
+//
+// It returns the heartbeat's error when it is final (coded: the task timed
+// out, its token is no longer valid, its execution ended), which tells a
+// launch that still waits to give up (launch.Spec.Waiting); a transient
+// one is logged and nil.
+func (s *Service) heartbeat(ctx context.Context, step stratus.Step) error {
 	if step.TaskToken == "" || s.Tokens == nil {
-		return
+		return nil
 	}
-	if err := s.Tokens.SendTaskHeartbeat(ctx, step.TaskToken); err != nil {
-		s.warnf("heartbeat of %s after its launch: %v", step.StepRef, err)
+	err := s.Tokens.SendTaskHeartbeat(ctx, step.TaskToken)
+	if err == nil {
+		return nil
 	}
+	s.warnf("heartbeat of %s after its launch: %v", step.StepRef, err)
+	if stratus.ErrorCode(err) != "" {
+		return err
+	}
+	return nil
 }
 
 // renderPrompt renders the node's role file with the run's variables.

@@ -194,7 +194,7 @@ func (s *Service) launchSupervisor(ctx context.Context, run stratus.Run, env *Ru
 	spec.OnExit = func(err error) { s.workerExited(step.TID, 1, err, spec.LogPath) }
 	// A launch that waits (capacity, a busy runner pool) keeps the state
 	// the turn holds alive: the finalize turn holds publish's token.
-	spec.Waiting = func() { s.heartbeat(ctx, step) }
+	spec.Waiting = func() error { return s.heartbeat(ctx, step) }
 	id, err := s.Launcher.Launch(ctx, spec)
 	if err != nil {
 		att.Status, att.Terminal, att.Reason, att.EndedAt = stratus.AttemptFailed, "Failed", err.Error(), s.now()

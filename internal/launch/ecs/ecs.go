@@ -247,7 +247,9 @@ func (l *Launcher) Launch(ctx context.Context, s launch.Spec) (string, error) {
 			return "", &InfrastructureError{TaskID: s.TaskID, Attempts: try, Reason: last}
 		}
 		if s.Waiting != nil {
-			s.Waiting()
+			if err := s.Waiting(); err != nil {
+				return "", fmt.Errorf("ecs:RunTask for %s: %w (%v; last answer: %s)", s.TaskID, launch.ErrStepGone, err, last)
+			}
 		}
 		if err := r.Sleep(ctx, backoff(r, try)); err != nil {
 			return "", fmt.Errorf("ecs:RunTask for %s: %w (last answer: %s)", s.TaskID, err, last)

@@ -370,7 +370,7 @@ func TestLaunch_RetriesThrottlingAndCapacityThenLabelsThem(t *testing.T) {
 				t.Fatal(err)
 			}
 			waits := 0
-			arn, err := l.Launch(context.Background(), launch.Spec{APIURL: "https://api", Handle: "wh-1", TaskID: "r1.build.1", Waiting: func() { waits++ }})
+			arn, err := l.Launch(context.Background(), launch.Spec{APIURL: "https://api", Handle: "wh-1", TaskID: "r1.build.1", Waiting: func() error { waits++; return nil }})
 			if waits != len(delays) {
 				t.Errorf("Waiting called %d times for %d waits: the task token is not heartbeaten while RunTask retries", waits, len(delays))
 			}

@@ -125,7 +125,7 @@ func (l *Launcher) Launch(_ context.Context, s launch.Spec) (string, error) {
 // run is one worker's Run, inside a slot when there are Slots.
 func (l *Launcher) run(ctx context.Context, s launch.Spec, o runner.Options) error {
 	if l.Slots != nil {
-		if err := l.Slots.Acquire(ctx, s.Waiting); err != nil {
+		if err := l.Slots.Acquire(ctx, launch.Heartbeat(s.Waiting)); err != nil {
 			return err
 		}
 		defer l.Slots.Release()

@@ -70,7 +70,7 @@ func RunnerFor(exe string) (string, []string) {
 // Slots, once a slot is free.
 func (l *Launcher) Launch(ctx context.Context, s launch.Spec) (id string, err error) {
 	if l.Slots != nil {
-		if err := l.Slots.Acquire(ctx, s.Waiting); err != nil {
+		if err := l.Slots.Acquire(ctx, launch.Heartbeat(s.Waiting)); err != nil {
 			return "", err
 		}
 		defer func() {

@@ -2,6 +2,7 @@ package pool_test
 
 import (
 	"context"
+	"errors"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/stratusflow/stratus/internal/httpapi"
 	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/launch/pool"
+	"github.com/stratusflow/stratus/internal/queue"
 	"github.com/stratusflow/stratus/internal/queue/memory"
 	"github.com/stratusflow/stratus/internal/runner"
 	"github.com/stratusflow/stratus/internal/sink/fs"
@@ -24,6 +26,7 @@ import (
 	"github.com/stratusflow/stratus/internal/task"
 	"github.com/stratusflow/stratus/internal/worker"
 	"github.com/stratusflow/stratus/internal/worker/workertest"
+	"github.com/stratusflow/stratus/internal/workerclient"
 )
 
 // stack is a worker API (the real service and handlers over SQLite) whose
@@ -230,35 +233,43 @@ func TestPool_NoRunnerFallsBackToColdAndALateRunnerIsFenced(t *testing.T) {
 	}
 }
 
-// Issue 17 § 2: a runner killed mid-step (its context ended: the process
-// gone) leaves its assignment in flight; once the visibility timeout
-// lapses the assignment comes back, and the next runner, refused by the
-// single-use bootstrap, deletes it: the step is not run twice. (Its Task
-// state then times out on its heartbeat and is retried, as a cold task's
-// would be.)
+// Issue 17 § 2: a runner killed mid-step (SIGKILL: nothing of it runs
+// on) leaves its assignment in flight, its bootstrap value exchanged. Once
+// the visibility timeout lapses the assignment comes back; the next runner
+// is refused the used bootstrap value and deletes it: the step is not run
+// twice. (Its Task state times out on its heartbeat: TestDevAWS_WarmRunnerPool.)
 func TestPool_ARunnerKilledMidStepIsNotRunTwice(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, 10*time.Second)
-	if err := os.WriteFile(filepath.Join(s.dir, "hang"), nil, 0o644); err != nil {
+	done := s.dispatch("tok-killed")
+	// The runner that dies: it receives the assignment, hidden for 1 s,
+	// and exchanges its bootstrap value (the step is its), then is gone.
+	var m queue.Message
+	within(t, 5*time.Second, "the assignment was queued", func() bool {
+		var ok bool
+		var err error
+		m, ok, err = s.queue.Receive(context.Background(), 0, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	})
+	a, err := launch.DecodeAssignment(m.Body)
+	if err != nil {
 		t.Fatal(err)
 	}
-	_, kill := s.pooled(t, time.Second)
-	done := s.dispatch("tok-killed")
+	c := &workerclient.Client{BaseURL: a.APIURL, Credential: a.Handle}
+	if _, err := c.Bootstrap(context.Background()); err != nil {
+		t.Fatalf("the dying runner's exchange: %v", err)
+	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	within(t, 5*time.Second, "the step's engine started", func() bool {
-		_, err := os.Stat(filepath.Join(s.dir, "seen.started"))
-		_, f := s.queue.Counts()
-		return err == nil && f == 1
-	})
-	kill() // the runner dies with the step under way
-	os.Remove(filepath.Join(s.dir, "hang"))
 	steps, stop := s.pooled(t, time.Second)
 	within(t, 10*time.Second, "the assignment came back and was deleted", func() bool { v, f := s.queue.Counts(); return v+f == 0 })
 	stop()
 	if len(steps) != 0 {
-		t.Errorf("the second runner took the killed step again")
+		t.Errorf("the next runner took the killed runner's step again")
 	}
 	if got := s.tokens.Success("tok-killed"); got != nil {
 		t.Errorf("the killed step completed (%s); want it left to its heartbeat", got)
@@ -268,45 +279,18 @@ func TestPool_ARunnerKilledMidStepIsNotRunTwice(t *testing.T) {
 	}
 }
 
-// Issue 17 § 4: a pool runs only assignments of its own network profile,
-// and a message that is no assignment is never run: both are deleted (left
-// in the queue they would keep the pool's scale-out alarm firing), and
-// their steps, never exchanged, go cold when dispatch's window ends.
-func TestPool_OtherProfilesAndGarbageAreDeletedNotRun(t *testing.T) {
-	t.Parallel()
-	s := newStack(t, time.Second)
-	online := launch.Assignment{APIURL: s.url, Handle: "wb-not-for-this-pool", TaskID: "r1.planning.9", NetworkAccess: true}.Encode()
-	for _, body := range [][]byte{online, []byte(`{"v":1}`), []byte("not json")} {
-		if err := s.queue.Send(context.Background(), body); err != nil {
-			t.Fatal(err)
-		}
-	}
-	steps, stop := s.pooled(t, time.Second)
-	within(t, 5*time.Second, "the three messages deleted", func() bool { v, f := s.queue.Counts(); return v+f == 0 })
-	stop()
-	if len(steps) != 0 || len(s.queue.DeadLetters()) != 0 {
-		t.Errorf("took %d steps, dead-lettered %d; want nothing run and all three deleted", len(steps), len(s.queue.DeadLetters()))
-	}
-}
-
-// A runner told to stop (SIGTERM: a scale-in, a deployment) takes no more
-// assignments but lets the step under way end within its grace: the
-// step's report completes its Task state; the next assignment waits for
-// another runner.
-func TestPool_AStoppedRunnerFinishesItsStepWithinGrace(t *testing.T) {
+// Issue 17: a runner stopped with a step under way and no grace left
+// reports the step failed by the step's own handle (a pooled runner has no
+// ECS task-stopped event to say it), so the run stops there at once, not
+// when the step's heartbeat window lapses; the assignment is deleted.
+func TestPool_AStoppedRunnerReportsItsStepFailed(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, 10*time.Second)
-	hang := filepath.Join(s.dir, "hang")
-	if err := os.WriteFile(hang, nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(s.dir, "hang"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	ended := make(chan error, 1)
-	go func() {
-		ended <- runner.Pool(ctx, runner.PoolOptions{Queue: s.queue, Profile: runner.ProfileOffline, WorkRoot: t.TempDir(),
-			Wait: 200 * time.Millisecond, Visibility: time.Second, Extend: 300 * time.Millisecond, Grace: 30 * time.Second})
-	}()
-	if err := <-s.dispatch("tok-graceful"); err != nil {
+	_, stop := s.pooled(t, time.Second)
+	if err := <-s.dispatch("tok-stopped"); err != nil {
 		t.Fatal(err)
 	}
 	within(t, 5*time.Second, "the step's engine started", func() bool {
@@ -314,20 +298,58 @@ func TestPool_AStoppedRunnerFinishesItsStepWithinGrace(t *testing.T) {
 		return err == nil
 	})
 	stop()
-	time.Sleep(300 * time.Millisecond)
-	os.Remove(hang) // the step ends after the stop, within the grace
-	select {
-	case err := <-ended:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the stopped runner did not end once its step did")
-	}
-	if s.tokens.Success("tok-graceful") == nil {
-		t.Error("the step under way at the stop did not complete its Task state")
+	within(t, 10*time.Second, "the step reported failed", func() bool { return s.tokens.Failure("tok-stopped") != "" })
+	if f := s.tokens.Failure("tok-stopped"); !strings.Contains(f, "stopped") {
+		t.Errorf("the step failed with %q; want it to say the runner was stopped", f)
 	}
 	if v, f := s.queue.Counts(); v+f != 0 {
-		t.Errorf("%d assignments left; want the finished step's deleted", v+f)
+		t.Errorf("%d assignments left; want the stopped step's deleted", v+f)
+	}
+}
+
+// Issue 17 § 4: a message that is no assignment is never run: it is
+// deleted (left in the queue it would keep the pool's scale-out alarm
+// firing), and the runner goes on. An assignment of the other network
+// profile means the runner polls the wrong queue: it is handed back, for
+// the runners it is for, and the runner stops (ErrPoolSetup) rather than
+// keep taking their work.
+func TestPool_GarbageIsDeletedAndTheWrongProfileStopsTheRunner(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, time.Second)
+	for _, body := range [][]byte{[]byte(`{"v":1}`), []byte("not json")} {
+		if err := s.queue.Send(context.Background(), body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ended := make(chan error, 1)
+	run := func() {
+		ended <- runner.Pool(context.Background(), runner.PoolOptions{Queue: s.queue, Profile: runner.ProfileOffline, WorkRoot: t.TempDir(),
+			Wait: 200 * time.Millisecond, Visibility: 2 * time.Second})
+	}
+	go run()
+	within(t, 5*time.Second, "the garbage deleted", func() bool { v, f := s.queue.Counts(); return v+f == 0 })
+	online := launch.Assignment{APIURL: s.url, Handle: "wb-not-for-this-pool", TaskID: "r1.planning.9", NetworkAccess: true}.Encode()
+	if err := s.queue.Send(context.Background(), online); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-ended:
+		if !errors.Is(err, runner.ErrPoolSetup) || !strings.Contains(err.Error(), "--profile offline") {
+			t.Errorf("Pool on the wrong queue = %v; want ErrPoolSetup naming the profile", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the runner on the wrong queue did not stop")
+	}
+	within(t, 5*time.Second, "the other profile's assignment back in the queue", func() bool { v, _ := s.queue.Counts(); return v == 1 })
+	if len(s.queue.DeadLetters()) != 0 {
+		t.Errorf("dead-lettered %d; want the garbage deleted and the assignment handed back", len(s.queue.DeadLetters()))
+	}
+	// A work root it cannot write stops a runner before it takes anything.
+	err := runner.Pool(context.Background(), runner.PoolOptions{Queue: s.queue, Profile: runner.ProfileOnline, WorkRoot: filepath.Join(t.TempDir(), "missing", "x")})
+	if !errors.Is(err, runner.ErrPoolSetup) {
+		t.Errorf("Pool with a missing work root = %v; want ErrPoolSetup", err)
+	}
+	if v, _ := s.queue.Counts(); v != 1 {
+		t.Errorf("the runner without a work root took an assignment")
 	}
 }

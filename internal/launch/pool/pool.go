@@ -109,7 +109,9 @@ func New(c Config) (*Launcher, error) {
 // IDPrefix+s.TaskID once a pooled runner took it; after Pickup without a
 // taker, or when the profile has no pool or its queue refuses the send, it
 // returns the cold launcher's Launch of s. Errors: the cold launcher's;
-// Taken's when the pickup cannot be checked; ctx's.
+// Taken's when the pickup cannot be checked; launch.ErrStepGone when
+// Spec.Waiting says the step no longer waits (its execution ended while
+// the assignment waited: nothing is started for it); ctx's.
 func (l *Launcher) Launch(ctx context.Context, s launch.Spec) (string, error) {
 	q := l.c.Offline
 	if s.NetworkAccess {
@@ -126,8 +128,8 @@ func (l *Launcher) Launch(ctx context.Context, s launch.Spec) (string, error) {
 	}
 	// The wait starts with a heartbeat: the step's state has been waiting
 	// since before this dispatch was delivered.
-	if s.Waiting != nil {
-		s.Waiting()
+	if err := waiting(s); err != nil {
+		return "", err
 	}
 	poll := time.NewTicker(l.c.Poll)
 	defer poll.Stop()
@@ -140,8 +142,8 @@ func (l *Launcher) Launch(ctx context.Context, s launch.Spec) (string, error) {
 		case <-ctx.Done():
 			return "", ctx.Err()
 		case <-beat.C:
-			if s.Waiting != nil {
-				s.Waiting()
+			if err := waiting(s); err != nil {
+				return "", err
 			}
 		case <-poll.C:
 			taken, err := l.c.Taken(ctx, s.Handle)
@@ -160,6 +162,19 @@ func (l *Launcher) Launch(ctx context.Context, s launch.Spec) (string, error) {
 			return l.c.Cold.Launch(ctx, s)
 		}
 	}
+}
+
+// waiting heartbeats s's step; an error means it no longer waits for a
+// worker: no cold task is started for it (a late pooled runner is refused
+// its state's end all the same).
+func waiting(s launch.Spec) error {
+	if s.Waiting == nil {
+		return nil
+	}
+	if err := s.Waiting(); err != nil {
+		return fmt.Errorf("pool: %s: %w (%v)", s.TaskID, launch.ErrStepGone, err)
+	}
+	return nil
 }
 
 func (l *Launcher) warn(msg string, s launch.Spec) {

@@ -123,7 +123,7 @@ func TestLaunch_NoTakerFallsBackToColdHeartbeatingMeanwhile(t *testing.T) {
 		Taken: func(context.Context, string) (bool, error) { return false, nil }})
 	var beats atomic.Int32
 	s := spec(false)
-	s.Waiting = func() { beats.Add(1) }
+	s.Waiting = func() error { beats.Add(1); return nil }
 	id, err := l.Launch(context.Background(), s)
 	if err != nil || id != "cold-r1.review.2" {
 		t.Fatalf("Launch = %q, %v; want the cold launcher's id", id, err)
@@ -212,4 +212,28 @@ func TestDecodeAssignment_RefusesWhatIsNotOne(t *testing.T) {
 func containsField(err error, field string) bool {
 	var se *stratus.Error
 	return errors.As(err, &se) && se.Code == stratus.EINVALID && se.Field == field
+}
+
+// A step whose state stopped waiting while its assignment did (its
+// execution ended, its heartbeat refused) gets no cold task: Launch gives
+// up with launch.ErrStepGone.
+func TestLaunch_AStepGoneWhileWaitingGetsNoColdTask(t *testing.T) {
+	t.Parallel()
+	cold := &fakeCold{}
+	l := newPool(t, pool.Config{Offline: &fakeQueue{}, Cold: cold, Pickup: time.Hour, Heartbeat: 20 * time.Millisecond,
+		Taken: func(context.Context, string) (bool, error) { return false, nil }})
+	var beats atomic.Int32
+	s := spec(false)
+	s.Waiting = func() error {
+		if beats.Add(1) >= 3 {
+			return stratus.Errorf(stratus.ECONFLICT, "TaskTimedOut: the task has timed out")
+		}
+		return nil
+	}
+	if _, err := l.Launch(context.Background(), s); !errors.Is(err, launch.ErrStepGone) {
+		t.Fatalf("Launch of a step gone = %v; want launch.ErrStepGone", err)
+	}
+	if len(cold.specs) != 0 {
+		t.Errorf("a cold task was started for a step gone: %+v", cold.specs)
+	}
 }

@@ -92,7 +92,7 @@ func (q *Queue) Receive(ctx context.Context, wait, visibility time.Duration) (qu
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount},
 	})
 	if err != nil {
-		return queue.Message{}, false, fmt.Errorf("sqs queue: receive from %s: %w", q.url, err)
+		return queue.Message{}, false, q.receiveError(err)
 	}
 	if len(out.Messages) == 0 {
 		return queue.Message{}, false, nil
@@ -177,4 +177,23 @@ func (q *Queue) receiptError(op string, err error) error {
 // seconds is d in whole seconds, rounded up.
 func seconds(d time.Duration) int32 {
 	return int32((d + time.Second - 1) / time.Second)
+}
+
+// receiveError says a ReceiveMessage failure. What no retry changes is
+// coded, so a poller stops on it rather than poll forever: ENOTFOUND
+// (Field "queue_url") for a queue that does not exist, EUNAUTHORIZED for
+// credentials SQS refuses or that may not receive from it. Anything else
+// (throttling after the SDK's retries, a network error) is wrapped,
+// naming the queue.
+func (q *Queue) receiveError(err error) error {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		switch api.ErrorCode() {
+		case "AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist", "NonExistentQueue":
+			return stratus.FieldErrorf(stratus.ENOTFOUND, "queue_url", "sqs queue %s does not exist (%s)", q.url, api.ErrorCode())
+		case "AccessDenied", "AccessDeniedException", "InvalidClientTokenId", "UnrecognizedClientException", "SignatureDoesNotMatch", "ExpiredToken", "InvalidSecurity":
+			return stratus.Errorf(stratus.EUNAUTHORIZED, "sqs queue %s refused the receive: %s: %s; its credentials need sqs:ReceiveMessage, sqs:DeleteMessage and sqs:ChangeMessageVisibility on it", q.url, api.ErrorCode(), api.ErrorMessage())
+		}
+	}
+	return fmt.Errorf("sqs queue: receive from %s: %w", q.url, err)
 }

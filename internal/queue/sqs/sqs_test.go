@@ -181,6 +181,23 @@ func TestPolled_Requests(t *testing.T) {
 			t.Errorf("Extend when SQS says %v = %v; want %s on %s naming the queue", c.err, err, c.code, c.field)
 		}
 	}
+	// What no retry changes stops a poller: a queue that is not there,
+	// credentials refused.
+	for _, c := range []struct {
+		err  error
+		code string
+	}{
+		{&types.QueueDoesNotExist{Message: aws.String("no such queue")}, stratus.ENOTFOUND},
+		{&smithy.GenericAPIError{Code: "AWS.SimpleQueueService.NonExistentQueue", Message: "gone"}, stratus.ENOTFOUND},
+		{&smithy.GenericAPIError{Code: "AccessDenied", Message: "not allowed"}, stratus.EUNAUTHORIZED},
+		{&smithy.GenericAPIError{Code: "InvalidClientTokenId", Message: "who"}, stratus.EUNAUTHORIZED},
+	} {
+		f.err = c.err
+		_, _, err := q.Receive(ctx, 0, time.Second)
+		if stratus.ErrorCode(err) != c.code || !strings.Contains(err.Error(), "https://sqs.example/q") {
+			t.Errorf("Receive when SQS says %v = %v; want %s naming the queue", c.err, err, c.code)
+		}
+	}
 	f.err = errors.New("connection reset")
 	for name, err := range map[string]error{
 		"Delete":  q.Delete(ctx, "rh"),
