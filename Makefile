@@ -232,6 +232,8 @@ fuzz:
 	$(FUZZ) '^FuzzFold_Value$$' ./internal/fold
 	$(FUZZ) '^FuzzCheckPartName$$' ./internal/projection
 	$(FUZZ) '^FuzzProjection_RoundTrip$$' ./internal/projection
+	$(FUZZ) '^FuzzEncode_FastPathIsTheLibrarysBytes$$' ./internal/projection
+	$(FUZZ) '^FuzzAppendEncodingJSON$$' ./internal/jsonstr
 	$(FUZZ) '^FuzzVerify$$' ./internal/captoken
 	$(FUZZ) '^FuzzWorkerAPI$$' ./internal/httpapi
 	$(FUZZ) '^FuzzEventLine$$' ./internal/contract

@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/jsonstr"
 )
 
 // submit_format values (seed 000 § Structured worker output). Any other
@@ -111,62 +112,10 @@ func parse(b []byte, containersOnly bool) (json.RawMessage, bool) {
 }
 
 // jsonString encodes b as a JSON string without HTML escaping, so the
-// folded string reads as submitted: byte for byte what encoding/json's
-// Encoder with SetEscapeHTML(false) writes (FuzzJSONString holds them
-// equal) — `"` and `\` escaped, \b \f \n \r \t by name, other bytes
-// below 0x20 as \u00XX, U+2028 and U+2029 as \u2028 and \u2029, each
-// invalid UTF-8 byte as \ufffd — in one pass into one allocation, where
-// the Encoder copied the body to a string and grew its buffer (issue 16
-// § 3: a 64 KiB submit's fold was a sixth of its CPU).
+// folded string reads as submitted, byte for byte what encoding/json
+// writes (jsonstr.AppendEncodingJSON).
 func jsonString(b []byte) json.RawMessage {
-	const hex = "0123456789abcdef"
-	out := make([]byte, 0, len(b)+len(b)/16+2)
-	out = append(out, '"')
-	start := 0
-	for i := 0; i < len(b); {
-		if c := b[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			out = append(out, b[start:i]...)
-			switch c {
-			case '"', '\\':
-				out = append(out, '\\', c)
-			case '\b':
-				out = append(out, '\\', 'b')
-			case '\f':
-				out = append(out, '\\', 'f')
-			case '\n':
-				out = append(out, '\\', 'n')
-			case '\r':
-				out = append(out, '\\', 'r')
-			case '\t':
-				out = append(out, '\\', 't')
-			default:
-				out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRune(b[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			out = append(out, b[start:i]...)
-			out = append(out, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			out = append(out, b[start:i]...)
-			out = append(out, '\\', 'u', '2', '0', '2', hex[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	out = append(out, b[start:]...)
-	return append(out, '"')
+	return jsonstr.AppendEncodingJSON(make([]byte, 0, len(b)+len(b)/16+2), b)
 }
 
 // echo returns at most echoMax bytes of b, cut on a rune boundary.
