@@ -89,7 +89,7 @@ Exit status: 0 stopped by Ctrl-C, 1 the stand-in could not start, 2 bad flags.`,
 	aws.Flags().StringVar(&o.Name, "name", "", "the stack's name (default stratus-dev-<6 hex>)")
 	aws.Flags().IntVar(&o.Pool, "pool", 0, "a warm runner pool: this many pooled runners per network profile (0: none)")
 	aws.Flags().DurationVar(&o.PoolPickup, "pool-pickup", 0, "how long dispatch waits for a pooled runner before RunTask (default 20s)")
-	aws.Flags().IntVar(&o.HeartbeatSeconds, "heartbeat-seconds", 0, "the stack's HeartbeatSeconds: a worker silent this long is taken for dead (default 300; the template's least is 60, and under 60 an engine that prints nothing times out: its runner heartbeats every 60 s)")
+	aws.Flags().IntVar(&o.HeartbeatSeconds, "heartbeat-seconds", 0, "the stack's HeartbeatSeconds: a worker silent this long is taken for dead (default 300; the template's least is 60; under 20 an engine that prints nothing times out: its runner heartbeats every 20 s)")
 	dev.AddCommand(aws)
 	return dev
 }

@@ -185,7 +185,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if v := get(EnvTokenTTLSeconds); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < config.MinTokenTTLSeconds {
-			return c, stratus.FieldErrorf(stratus.EINVALID, EnvTokenTTLSeconds, "%q is not valid; valid: %d seconds or more (twice the runner's 60 s heartbeat, which renews a worker's handle)", v, config.MinTokenTTLSeconds)
+			return c, stratus.FieldErrorf(stratus.EINVALID, EnvTokenTTLSeconds, "%q is not valid; valid: %d seconds or more (six times the runner's 20 s heartbeat, which renews a worker's handle)", v, config.MinTokenTTLSeconds)
 		}
 		c.TokenTTL = time.Duration(n) * time.Second
 	}

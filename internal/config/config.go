@@ -25,8 +25,9 @@ import (
 	"github.com/stratusflow/stratus/internal/yamlast"
 )
 
-// MinTokenTTLSeconds is the shortest worker.token_ttl_seconds: twice the
-// runner's silent-engine heartbeat (60 s), which renews a handle's lease.
+// MinTokenTTLSeconds is the shortest worker.token_ttl_seconds: six times
+// the runner's silent-engine heartbeat (20 s), which renews a handle's
+// lease.
 const MinTokenTTLSeconds = 120
 
 // DefaultMaxBodyBytes is the default bound on a worker body or part (32 MiB).
@@ -206,7 +207,7 @@ func Parse(file string, data []byte) (*Config, error) {
 		// A worker's handle lives one TTL past its last heartbeat (issue 14
 		// § 11): shorter than two of the runner's silent-engine heartbeats,
 		// a live worker loses it.
-		ps.add("worker.token_ttl_seconds", "%d is too short; valid: %d seconds or more (twice the runner's 60 s heartbeat, which renews a worker's handle)", c.Worker.TokenTTLSeconds, MinTokenTTLSeconds)
+		ps.add("worker.token_ttl_seconds", "%d is too short; valid: %d seconds or more (six times the runner's 20 s heartbeat, which renews a worker's handle)", c.Worker.TokenTTLSeconds, MinTokenTTLSeconds)
 	}
 	if c.Projection.Placement == "" {
 		c.Projection.Placement = "workspace/tasks/{task_id}/ctx"

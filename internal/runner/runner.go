@@ -82,7 +82,7 @@ type Options struct {
 	OnExchanged func(worker.Bootstrapped)
 	// HeartbeatInterval is how often the counters are re-posted while the
 	// engine is silent, so the state's HeartbeatSeconds does not lapse
-	// (default 60 s).
+	// (default DefaultHeartbeatInterval, 20 s).
 	HeartbeatInterval time.Duration
 }
 
@@ -90,11 +90,17 @@ type Options struct {
 // § 9): the first post within 200 ms of the engine's first progress (lines
 // that arrive together go together), then at most one per 10 s carrying
 // the latest totals, and the final one. With the silent-engine heartbeat
-// (HeartbeatInterval, 60 s) a live worker makes at most 0.1 stats calls a
+// (HeartbeatInterval, 20 s) a live worker makes at most 0.1 stats calls a
 // second, sustained.
 const (
 	DefaultStatsInterval = 10 * time.Second
 	FirstStatsDelay      = 200 * time.Millisecond
+	// DefaultHeartbeatInterval is a silent engine's heartbeat: a third of
+	// the shortest heartbeat window a stack takes (template.yaml
+	// HeartbeatSeconds, at least 60 s), so a worker alive is never taken
+	// for dead (it was 60 s: at the minimum window a silent engine raced
+	// its own timeout).
+	DefaultHeartbeatInterval = 20 * time.Second
 )
 
 // ErrSpooled is returned when the report was written to a spool file
@@ -126,7 +132,7 @@ func Run(ctx context.Context, o Options) error {
 		o.StatsInterval = DefaultStatsInterval
 	}
 	if o.HeartbeatInterval == 0 {
-		o.HeartbeatInterval = 60 * time.Second
+		o.HeartbeatInterval = DefaultHeartbeatInterval
 	}
 	c := &workerclient.Client{BaseURL: o.APIURL, Credential: o.Handle, HTTP: o.HTTP}
 	if strings.HasPrefix(o.Handle, captoken.BootstrapPrefix) {

@@ -166,7 +166,7 @@ func (s *Service) fence(_ context.Context, c *Caller) error {
 // renewHandle extends the caller's handle to one HandleLease from now,
 // never past its attempt's handleLifetime; the store is written only when
 // that moves the expiry by a tenth of a lease or more (a worker's stats
-// come every 10 s, its heartbeat every 60 s). A failure is warned about:
+// come every 10 s, its heartbeat every 20 s). A failure is warned about:
 // the lease has time for the next heartbeat.
 func (s *Service) renewHandle(ctx context.Context, c *Caller) {
 	h := c.Handle
