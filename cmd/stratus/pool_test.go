@@ -14,9 +14,14 @@ import (
 
 // poolEngine leaves, per dispatch task, its working directory, its
 // environment and its pid and parent's (the runner) in the spy dir; its
+// first step leaves a process of its own session (out of the engine's
+// process group, which the step's end kills), its pid in the spy dir; its
 // answer step hangs while the spy dir holds "hang", saying it is alive
 // (an agent step a second: the runner's stats heartbeat its state).
 const poolEngine = `read line
+case "$STRATUS_TASK_ID" in
+*.first.*) setsid sleep 300 & echo $! > "$SPY/escaped-$STRATUS_TASK_ID.txt" ;;
+esac
 pwd > "$SPY/pwd-$STRATUS_TASK_ID.txt"
 env > "$SPY/env-$STRATUS_TASK_ID.txt"
 case "$STRATUS_TASK_ID" in
@@ -69,16 +74,6 @@ func detachRun(t *testing.T, task, dir string, flags []string) string {
 	return started.RunID
 }
 
-func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, d)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
 
 // Issue 17 on the stand-in (stratus dev aws --pool 2): pooled runners
 // are `stratus runner pool` processes polling moto's SQS, as the pool's
@@ -87,8 +82,9 @@ func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
 //
 //  1. A run's steps run on the pool: each engine works in a step directory
 //     of a pooled runner, its environment holds the step's handle and no
-//     AWS credential of the runner's, and status says each step's
-//     dispatch → engine start (start_ms).
+//     AWS credential of the runner's, a process the step left outside its
+//     engine's group is killed, and status says each step's dispatch →
+//     engine start (start_ms).
 //  2. Backlog over the heartbeat window: while both offline runners are
 //     busy (two runs' hanging steps), a third run's step waits out the
 //     pickup window — longer than its state's heartbeat window —
@@ -120,6 +116,14 @@ func TestDevAWS_WarmRunnerPool(t *testing.T) {
 			t.Errorf("a pooled engine's environment holds the runner's AWS credentials or no handle:\n%s", env)
 		}
 	}
+	// What escaped the engine's process group is gone before the runner
+	// takes its next step (issue 17 § 4: the runner reaps its steps).
+	escaped, _ := filepath.Glob(filepath.Join(spy, "escaped-*.txt"))
+	if len(escaped) != 1 {
+		t.Fatalf("escaped pids %v; want the first step's", escaped)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(readFile(t, escaped[0])))
+	eventually(t, 10*time.Second, "the process that left the engine's group is gone", func() bool { return pid > 0 && !alive(pid) })
 	runID := strings.TrimSuffix(strings.Fields(strings.SplitN(r.stderr, "stratus: run ", 2)[1])[0], ":")
 	for _, st := range statusJSON(t, runID, flags).Steps {
 		if st.Kind == "agent" && st.StartMS <= 0 {
@@ -132,7 +136,7 @@ func TestDevAWS_WarmRunnerPool(t *testing.T) {
 	writeTestFile(t, filepath.Join(spy, "hang"), "")
 	hung := []string{detachRun(t, task, dir, flags), detachRun(t, task, dir, flags)}
 	pids := map[string][]string{}
-	waitFor(t, 90*time.Second, "both hung answers' engines started", func() bool {
+	eventually(t, 90*time.Second, "both hung answers' engines started", func() bool {
 		for _, id := range hung {
 			if m, _ := filepath.Glob(filepath.Join(spy, "pids-"+id+".answer.1.txt")); len(m) == 1 {
 				if f := strings.Fields(readFile(t, m[0])); len(f) == 2 {
@@ -145,7 +149,7 @@ func TestDevAWS_WarmRunnerPool(t *testing.T) {
 	dir2, task2, spy2 := poolRun(t, "t-backlog")
 	start := time.Now()
 	backlog := detachRun(t, task2, dir2, flags)
-	waitFor(t, 60*time.Second, "the backlogged run's first step ended", func() bool {
+	eventually(t, 60*time.Second, "the backlogged run's first step ended", func() bool {
 		for _, st := range statusJSON(t, backlog, flags).Steps {
 			if st.StepRef == "first#1" {
 				return st.Status != "running"
@@ -168,13 +172,13 @@ func TestDevAWS_WarmRunnerPool(t *testing.T) {
 	if err := syscall.Kill(runner, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill the pooled runner %d: %v", runner, err)
 	}
-	waitFor(t, 10*time.Second, "the killed runner's engine ended", func() bool { return !alive(engine) })
+	eventually(t, 10*time.Second, "the killed runner's engine ended", func() bool { return !alive(engine) })
 	os.Remove(filepath.Join(spy, "hang"))
 	// A run has ended once its status and every step's say so (status
 	// reads the execution's end before the events function records it).
 	ended := func(id string) StatusResult {
 		var s StatusResult
-		waitFor(t, 90*time.Second, "run "+id+" ended, no step left running", func() bool {
+		eventually(t, 90*time.Second, "run "+id+" ended, no step left running", func() bool {
 			s = statusJSON(t, id, flags)
 			open := slices.ContainsFunc(s.Steps, func(st StepStatus) bool { return st.Status == "running" })
 			return s.Status != "running" && !open

@@ -115,7 +115,7 @@ func parse(b []byte, containersOnly bool) (json.RawMessage, bool) {
 // folded string reads as submitted, byte for byte what encoding/json
 // writes (jsonstr.AppendEncodingJSON).
 func jsonString(b []byte) json.RawMessage {
-	return jsonstr.AppendEncodingJSON(make([]byte, 0, len(b)+len(b)/16+2), b)
+	return jsonstr.AppendEncodingJSON(make([]byte, 0, len(b)+len(b)/16+2), string(b))
 }
 
 // echo returns at most echoMax bytes of b, cut on a rune boundary.

@@ -21,7 +21,7 @@ func FuzzAppendEncodingJSON(f *testing.F) {
 		if err := enc.Encode(string(b)); err != nil {
 			t.Fatal(err)
 		}
-		if got := AppendEncodingJSON([]byte("x"), b); !bytes.Equal(got[1:], bytes.TrimSuffix(want.Bytes(), []byte("\n"))) || got[0] != 'x' {
+		if got := AppendEncodingJSON([]byte("x"), string(b)); !bytes.Equal(got[1:], bytes.TrimSuffix(want.Bytes(), []byte("\n"))) || got[0] != 'x' {
 			t.Fatalf("AppendEncodingJSON(%q) = %s; encoding/json writes %s", b, got, want.Bytes())
 		}
 	})

@@ -12,7 +12,20 @@ const hexDigits = "0123456789abcdef"
 // name, other bytes below 0x20 as \u00xx, everything else as it is (no
 // HTML escaping, unlike encoding/json); bytes that are not UTF-8 become
 // U+FFFD, as encoding/json makes them.
-func Append(b []byte, s string) []byte {
+func Append(b []byte, s string) []byte { return appendString(b, s, false) }
+
+// AppendEncodingJSON appends s to b as a JSON string, byte for byte as
+// encoding/json's Encoder with SetEscapeHTML(false) writes it
+// (FuzzAppendEncodingJSON holds them equal): for text that must read as
+// encoding/json wrote it before (the fold's strings, seed 002). It is
+// Append but for two things: U+2028 and U+2029 are written \u2028 and
+// \u2029, and each invalid UTF-8 byte \ufffd, escaped. One pass (issue 16
+// § 3: the Encoder's buffer growth and checks made a 64 KiB submit's fold
+// a sixth of its CPU).
+func AppendEncodingJSON(b []byte, s string) []byte { return appendString(b, s, true) }
+
+// appendString is Append, or with encodingJSON AppendEncodingJSON.
+func appendString(b []byte, s string, encodingJSON bool) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -23,12 +36,19 @@ func Append(b []byte, s string) []byte {
 				continue
 			}
 			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
+			switch {
+			case r == utf8.RuneError && size == 1:
 				b = append(b, s[start:i]...)
-				b = append(b, "\ufffd"...)
-				i += size
-				start = i
-				continue
+				if encodingJSON {
+					b = append(b, `\ufffd`...)
+				} else {
+					b = append(b, "\ufffd"...)
+				}
+				start = i + size
+			case encodingJSON && (r == '\u2028' || r == '\u2029'):
+				b = append(b, s[start:i]...)
+				b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+				start = i + size
 			}
 			i += size
 			continue
@@ -57,63 +77,4 @@ func Append(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
-}
-
-// AppendEncodingJSON appends b to out as a JSON string, byte for byte as
-// encoding/json's Encoder with SetEscapeHTML(false) writes it
-// (FuzzAppendEncodingJSON holds them equal): for text that must read as
-// encoding/json wrote it before (the fold's strings, seed 002). `"` and
-// `\` are escaped, \b \f \n \r \t by name, other bytes below 0x20 as
-// \u00XX; unlike Append, U+2028 and U+2029 are written \u2028 and
-// \u2029 and each invalid UTF-8 byte \ufffd, escaped. One pass, no copy of
-// b (issue 16 § 3: the Encoder's string copy and buffer growth made a
-// 64 KiB submit's fold a sixth of its CPU).
-func AppendEncodingJSON(out, b []byte) []byte {
-	const hex = hexDigits
-	out = append(out, '"')
-	start := 0
-	for i := 0; i < len(b); {
-		if c := b[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			out = append(out, b[start:i]...)
-			switch c {
-			case '"', '\\':
-				out = append(out, '\\', c)
-			case '\b':
-				out = append(out, '\\', 'b')
-			case '\f':
-				out = append(out, '\\', 'f')
-			case '\n':
-				out = append(out, '\\', 'n')
-			case '\r':
-				out = append(out, '\\', 'r')
-			case '\t':
-				out = append(out, '\\', 't')
-			default:
-				out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRune(b[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			out = append(out, b[start:i]...)
-			out = append(out, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			out = append(out, b[start:i]...)
-			out = append(out, '\\', 'u', '2', '0', '2', hex[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	out = append(out, b[start:]...)
-	return append(out, '"')
 }
