@@ -74,7 +74,6 @@ func detachRun(t *testing.T, task, dir string, flags []string) string {
 	return started.RunID
 }
 
-
 // Issue 17 on the stand-in (stratus dev aws --pool 2): pooled runners
 // are `stratus runner pool` processes polling moto's SQS, as the pool's
 // ECS service's tasks are; the stack's heartbeat window is 15 s, the
