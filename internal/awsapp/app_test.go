@@ -37,6 +37,7 @@ import (
 	"github.com/stratusflow/stratus/internal/launch/ecs"
 	"github.com/stratusflow/stratus/internal/runenv"
 	smsecret "github.com/stratusflow/stratus/internal/secret/secretsmanager"
+	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/store/dynamodb"
 	"github.com/stratusflow/stratus/internal/worker"
 	"github.com/stratusflow/stratus/internal/workerclient"
@@ -69,11 +70,26 @@ func (l *launcher) launched() []launch.Spec {
 
 // tokens records task-token failures and successes.
 type tokens struct {
-	mu       sync.Mutex
-	failures map[string]string // token -> error name
+	mu        sync.Mutex
+	failures  map[string]string // token -> error name
+	successes map[string]bool
 }
 
-func (t *tokens) SendTaskSuccess(context.Context, string, json.RawMessage) error { return nil }
+func (t *tokens) SendTaskSuccess(_ context.Context, tok string, _ json.RawMessage) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.successes == nil {
+		t.successes = map[string]bool{}
+	}
+	t.successes[tok] = true
+	return nil
+}
+
+func (t *tokens) succeeded(tok string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.successes[tok]
+}
 func (t *tokens) SendTaskFailure(_ context.Context, tok, name, _ string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -555,5 +571,68 @@ func TestApp_LogsStructuredJSON(t *testing.T) {
 	}
 	if !started || !warned {
 		t.Errorf("log (step_started with run_id/step_ref/attempt: %v; the dropped body a WARN: %v):\n%s", started, warned, log.String())
+	}
+}
+
+// refusingSink is the bucket refusing the PutObject of keys ending in
+// suffix (S3 answering 503 SlowDown after the SDK's retries).
+type refusingSink struct {
+	sink.Sink
+	suffix string
+}
+
+func (s refusingSink) Put(ctx context.Context, key string, body []byte) error {
+	if strings.HasSuffix(key, s.suffix) {
+		return fmt.Errorf("s3 sink: put %q: operation error S3: PutObject, https response error StatusCode: 503, api error SlowDown: Please reduce your request rate", key)
+	}
+	return s.Sink.Put(ctx, key, body)
+}
+
+// docs/security.md § Output that did not persist, on AWS: a submit whose
+// projection the bucket refuses fails its step in DynamoDB and its Task
+// state (SendTaskFailure stratus.ProjectionFailed, never SendTaskSuccess),
+// and the worker's answer names the step but not the bucket's error.
+func TestApp_UnpersistedProjectionFailsTheTaskStateOnMoto(t *testing.T) {
+	s := newStack(t)
+	l := &launcher{}
+	dispatch := s.app(t, awsapp.Options{Launcher: l}, awsapp.EnvAPIURL, "https://api.example.test")
+	api := s.app(t, awsapp.Options{Launcher: &launcher{}})
+	tk := &tokens{failures: map[string]string{}}
+	api.Service.Tokens = tk
+	api.Service.Sink = refusingSink{api.Service.Sink, "/planning.md"}
+	srv := httptest.NewServer(api.HTTPHandler())
+	defer srv.Close()
+	run := startRun(t, dispatch, "r-moto-unpersisted")
+	ctx := context.Background()
+	if err := dispatch.HandleMessage(ctx, message(run.ID, "planning", "tok-1")); err != nil {
+		t.Fatal(err)
+	}
+	spec := l.launched()[0]
+	c := &workerclient.Client{BaseURL: srv.URL, Credential: spec.Handle}
+	if _, err := c.Bootstrap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("POST", srv.URL+"/v1/worker/submit", strings.NewReader("# Plan\n"))
+	req.Header.Set("Authorization", "Bearer "+c.Credential)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 500 || !strings.Contains(string(msg), "planning#1") || strings.Contains(string(msg), "SlowDown") {
+		t.Errorf("submit = %d %s; want 500 naming planning#1, not the bucket's error", resp.StatusCode, msg)
+	}
+	if got := tk.failure("tok-1"); got != worker.ErrProjection || tk.succeeded("tok-1") {
+		t.Errorf("the Task state: failure %q, success %v; want %s only", got, tk.succeeded("tok-1"), worker.ErrProjection)
+	}
+	st, err := api.Store.GetStep(ctx, spec.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v worker.StepValue
+	json.Unmarshal(st.Value, &v)
+	if st.Status != stratus.StepFailed || !strings.Contains(v.Reason, "its output did not persist") || !strings.Contains(v.Reason, "SlowDown") {
+		t.Errorf("step %s in DynamoDB, reason %q; want failed, saying the output did not persist and why", st.Status, v.Reason)
 	}
 }

@@ -163,7 +163,11 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 		inproc.Handler = api
 	}
 	api.OnError = func(_ *http.Request, err error) {
-		if stratus.StorageFull(err) {
+		// A submit whose output did not persist has failed its step and
+		// told the execution, which ends the run failed with that step's
+		// reason (docs/security.md § Output that did not persist):
+		// stopping it here too would race that end.
+		if stratus.StorageFull(err) && !errors.Is(err, worker.ErrNotPersisted) {
 			stopWait(&diskFullError{err})
 		}
 	}

@@ -246,9 +246,9 @@ func (s *Service) submitExec(ctx context.Context, c *Caller, final stratus.Outpu
 	att := c.Attempt
 	att.EndedAt = final.At
 	att.Status, att.Terminal = stratus.AttemptSubmitted, "Captured"
-	step := c.Step
-	step.Status, step.Verdict, step.Value, step.EndedAt = status, outcome, raw, final.At
-	if _, err := s.Store.CompleteAttempt(ctx, final, att, step); err != nil {
+	// The step stays open until its files persisted (submit's rule:
+	// docs/security.md § Output that did not persist).
+	if _, err := s.Store.CompleteAttempt(ctx, final, att, c.Step); err != nil {
 		return nil, secondFinal(c, err)
 	}
 
@@ -280,10 +280,12 @@ func (s *Service) submitExec(ctx context.Context, c *Caller, final stratus.Outpu
 		}
 	}
 	if err != nil {
-		reason := fmt.Sprintf("project %s: %v", c.Step.StepRef, err)
-		s.emitEnded(c, att, "failed", reason)
-		s.Tokens.SendTaskFailure(ctx, c.Step.TaskToken, ErrProjection, reason)
-		return nil, fmt.Errorf("%s", reason)
+		return nil, s.notPersisted(ctx, c, att, err)
+	}
+	step := c.Step
+	step.Status, step.Verdict, step.Value, step.EndedAt = status, outcome, raw, final.At
+	if err := s.Store.UpdateStep(ctx, step); err != nil {
+		return nil, s.notPersisted(ctx, c, att, fmt.Errorf("record %s %s: %w", c.Step.StepRef, outcome, err))
 	}
 	s.emitEnded(c, att, outcome, v.Reason)
 	sv := ev.StepValue

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"path"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/stratusflow/stratus"
@@ -123,8 +125,11 @@ func truncate(s string, n int) string {
 // Artifact stages one named part (POST /v1/worker/artifact?name=, seed 000 §
 // Why OUT is a tool call): appended to the attempt's tail (last write wins at
 // the fold) and materialized raw at <ctx-dir>/<name> at staging time (seed
-// 001 § Routes). Errors: EINVALID for a bad part name (nothing staged),
-// ECONFLICT when fenced.
+// 001 § Routes), the file first: a part is staged only once its file
+// persisted (docs/security.md § Output that did not persist). Errors:
+// EINVALID for a bad part name (nothing staged), ECONFLICT when fenced,
+// the sink's error when it refuses the file (nothing staged; ENOSPACE for
+// a full disk).
 func (s *Service) Artifact(ctx context.Context, authorization, name string, body []byte) error {
 	return s.StageArtifact(ctx, authorization, name, Body{Bytes: body})
 }
@@ -169,29 +174,37 @@ func (s *Service) stageArtifact(ctx context.Context, c *Caller, name string, b B
 	if body, err = s.resolveFileSentinel(c, body); err != nil {
 		return err
 	}
-	if _, err := s.Store.AppendOutput(ctx, stratus.OutputEvent{TID: c.Step.TID, Attempt: c.Attempt.N,
-		Kind: stratus.OutputArtifact, Name: name, Body: body, OK: true, At: s.now()}); err != nil {
-		return err
-	}
+	// The file first, then the tail: a part is staged (listed in the step's
+	// parts) only once its file persisted, so a write the disk refuses
+	// stages nothing (docs/security.md § Output that did not persist).
 	if c.Run.WorkDir == "" {
 		// No root to place files under: the part is staged (data plane),
 		// its file is skipped fail-open (seed 000 § Files are the server's job).
 		s.warnCall(c, "%s: no work dir resolves for run %s; part %s staged without its file", c.Step.StepRef, c.Run.ID, name)
-		return nil
+	} else {
+		dir, err := ctxDir(c.Env, c.Run)
+		if err != nil {
+			return err
+		}
+		if err := s.Sink.Put(ctx, path.Join(dir, name), body); err != nil {
+			return err
+		}
 	}
-	dir, err := ctxDir(c.Env, c.Run)
-	if err != nil {
-		return err
-	}
-	return s.Sink.Put(ctx, path.Join(dir, name), body)
+	_, err = s.Store.AppendOutput(ctx, stratus.OutputEvent{TID: c.Step.TID, Attempt: c.Attempt.N,
+		Kind: stratus.OutputArtifact, Name: name, Body: body, OK: true, At: s.now()})
+	return err
 }
 
 // Submit records the final body of an attempt (POST /v1/worker/submit, seed
 // 000 § The shape) and completes its step: fold, project, decide the
 // outcome, SendTaskSuccess. ok=false records a failed Final and fails the
-// step instead (the body is the reason). Errors: EUNPROCESSABLE when the body
-// breaks the step's submit_format (nothing appended), ECONFLICT when fenced
-// or for a second Final.
+// step instead (the body is the reason). The step reads done, and its Task
+// state succeeds, only once its files and its record persisted; when they
+// did not, the step fails (docs/security.md § Output that did not
+// persist). Errors: EUNPROCESSABLE when the body breaks the step's
+// submit_format (nothing appended), ECONFLICT when fenced or for a second
+// Final; an error wrapping ErrNotPersisted (ENOSPACE for a full disk, else
+// EINTERNAL) when the output did not persist.
 func (s *Service) Submit(ctx context.Context, authorization, tid string, body []byte, ok bool) (*StepValue, error) {
 	return s.SubmitBody(ctx, authorization, tid, Body{Bytes: body}, ok)
 }
@@ -382,10 +395,11 @@ func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, t
 		return nil, err
 	}
 	att.Status, att.Terminal = stratus.AttemptSubmitted, "Captured"
-	step := c.Step
-	step.Status, step.Verdict, step.Value, step.EndedAt = stratus.StepCompleted, outcome, raw, final.At
-	// The Final, the attempt and the step change together.
-	if _, err := s.Store.CompleteAttempt(ctx, final, att, step); err != nil {
+	// The Final and the attempt are recorded together (a second Final is
+	// fenced here); the step stays open until its files persisted, so it
+	// never reads done without them (docs/security.md § Output that did
+	// not persist).
+	if _, err := s.Store.CompleteAttempt(ctx, final, att, c.Step); err != nil {
 		return nil, secondFinal(c, err)
 	}
 
@@ -409,11 +423,12 @@ func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, t
 		}
 	}
 	if err != nil {
-		// The output is recorded, but the next step could not read it.
-		reason := fmt.Sprintf("project %s: %v", c.Step.StepRef, err)
-		s.emitEnded(c, att, "failed", reason)
-		s.Tokens.SendTaskFailure(ctx, c.Step.TaskToken, ErrProjection, reason)
-		return nil, fmt.Errorf("%s", reason)
+		return nil, s.notPersisted(ctx, c, att, err)
+	}
+	step := c.Step
+	step.Status, step.Verdict, step.Value, step.EndedAt = stratus.StepCompleted, outcome, raw, final.At
+	if err := s.Store.UpdateStep(ctx, step); err != nil {
+		return nil, s.notPersisted(ctx, c, att, fmt.Errorf("record %s done: %w", c.Step.StepRef, err))
 	}
 	for _, w := range outs.warnings {
 		s.warnCall(c, "%s: %s", c.Step.StepRef, w)
@@ -426,6 +441,65 @@ func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, t
 		return nil, stratus.Errorf(stratus.ECONFLICT, "output of %s was recorded, but its state no longer waits for it: %v", c.Step.StepRef, err)
 	}
 	return sv, nil
+}
+
+// ErrNotPersisted is wrapped by the error of a submit whose Final was
+// recorded but whose output did not persist (notPersisted): its step has
+// failed and its Task state was told so (SendTaskFailure), so the run
+// routes the failure itself; whoever serves the request must not stop the
+// run over it as over a write refused mid-step.
+var ErrNotPersisted = errors.New("the step's output did not persist")
+
+// notPersisted ends a step whose Final was recorded (CompleteAttempt) but
+// whose output did not persist — a projection file, an output file or the
+// step's own completed record refused by the sink or the store (err) —
+// the way docs/security.md § Output that did not persist says: the attempt
+// and the step are recorded failed, the reason naming the step, the cause
+// (for a full disk: "the disk is full", ENOSPC or EDQUOT, and the file) and
+// that a resume runs it again; the Task state fails with ErrProjection,
+// never succeeds. A record the store refuses too is warned about: the step
+// then stays open (running), which the run's end cancels, and a resume
+// runs a canceled step again all the same.
+//
+// The error returned is a *stratus.Error for the worker — ENOSPACE (507)
+// for a full disk, else EINTERNAL — whose message leaks no path, wrapping
+// ErrNotPersisted and err for the server's logs.
+func (s *Service) notPersisted(ctx context.Context, c *Caller, att stratus.Attempt, err error) error {
+	ctx = context.WithoutCancel(ctx) // a worker gone away does not leave the step open
+	cause, public, code, fix := err.Error(), "its files could not be written", stratus.EINTERNAL, "fix that"
+	if stratus.StorageFull(err) {
+		cause = "the disk is full (" + fullErrno(err) + "): " + cause
+		public, code, fix = "the server's disk is full", stratus.ENOSPACE, "free space"
+	}
+	reason := fmt.Sprintf("its output did not persist: %s; %s, then resume the run: %s runs again", cause, fix, c.Step.StepRef)
+	att.Status, att.Reason = stratus.AttemptFailed, reason
+	if uerr := s.Store.UpdateAttempt(ctx, att); uerr != nil {
+		s.warnCall(c, "%s: record the attempt failed: %v", c.Step.StepRef, uerr)
+	}
+	v, _ := json.Marshal(StepValue{StepRef: c.Step.StepRef, Node: c.Step.Node, Attempt: att.N, Outcome: "failed", Reason: reason})
+	if ferr := s.finishStep(ctx, c.Step, stratus.StepFailed, "failed", v); ferr != nil {
+		s.warnCall(c, "%s: record the step failed: %v; it stays open until the run ends", c.Step.StepRef, ferr)
+	}
+	s.emitEnded(c, att, "failed", reason)
+	if terr := s.Tokens.SendTaskFailure(ctx, c.Step.TaskToken, ErrProjection, c.Step.StepRef+" failed: "+reason); terr != nil {
+		s.warnCall(c, "%s: tell its state it failed: %v", c.Step.StepRef, terr)
+	}
+	pub := stratus.Errorf(code, "the output of %s was recorded, but %s: the step failed; %s, then resume the run", c.Step.StepRef, public, fix)
+	return fmt.Errorf("%w (%w: %w)", pub, ErrNotPersisted, err)
+}
+
+// fullErrno names what says a disk is full in err: ENOSPC, EDQUOT, or
+// SQLITE_FULL (stratus.StorageFull).
+func fullErrno(err error) string {
+	switch {
+	case errors.Is(err, syscall.ENOSPC):
+		return "ENOSPC"
+	case errors.Is(err, syscall.EDQUOT):
+		return "EDQUOT"
+	case strings.Contains(err.Error(), "database or disk is full"):
+		return "SQLITE_FULL"
+	}
+	return "ENOSPACE"
 }
 
 // secondFinal words the conflict of a second Final for the caller.

@@ -189,13 +189,16 @@ func (s *Sink) Put(ctx context.Context, key string, body []byte) error {
 	}
 	tmp, f, err := createTemp(r)
 	if err != nil {
-		return s.ioErr("put", key, err)
+		return s.putErr(key, err)
 	}
 	cleanup := func(err error) error {
 		f.Close()
 		r.Remove(tmp)
-		return s.ioErr("put", key, err)
+		return s.putErr(key, err)
 	}
+	// Every error is checked, Close's included (a file system may report
+	// a failed write only there): a Put that returns nil left the whole
+	// body under key (docs/security.md § Output that did not persist).
 	if _, err := f.Write(body); err != nil {
 		return cleanup(err)
 	}
@@ -205,13 +208,33 @@ func (s *Sink) Put(ctx context.Context, key string, body []byte) error {
 	}
 	if err := f.Close(); err != nil {
 		r.Remove(tmp)
-		return s.ioErr("put", key, err)
+		return s.putErr(key, err)
 	}
 	if err := r.Rename(tmp, base); err != nil {
 		r.Remove(tmp)
-		return s.ioErr("put", key, err)
+		return s.putErr(key, err)
 	}
 	return nil
+}
+
+// putErr is the error of a Put that failed writing key: it names the
+// file the key maps to, never the temporary file the bytes went to first
+// ("fs sink: write /root/a/b.md: no space left on device"), and keeps the
+// system error for errors.Is (stratus.StorageFull: ENOSPC, EDQUOT). An
+// escape through a symbolic link is ioErr's EINVALID.
+func (s *Sink) putErr(key string, err error) error {
+	if escapes(err) {
+		return s.ioErr("put", key, err)
+	}
+	var pe *iofs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		err = pe.Err
+	case errors.As(err, &le):
+		err = le.Err
+	}
+	return fmt.Errorf("fs sink: write %s: %w", s.Path(key), err)
 }
 
 // Get returns the bytes of <root>/<key>. Errors: ENOTFOUND when no file is

@@ -1,10 +1,15 @@
 package fs_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stratusflow/stratus"
@@ -88,5 +93,36 @@ func TestSink_SymlinkOutOfRootRefused(t *testing.T) {
 	}
 	if _, err := s.Get(context.Background(), "link/x"); stratus.ErrorCode(err) != stratus.EINVALID {
 		t.Errorf("Get through escaping symlink: %v, want EINVALID", err)
+	}
+}
+
+// docs/security.md § Output that did not persist: a Put the disk refuses
+// returns an error — a full disk (stratus.StorageFull) naming the file
+// the key maps to, never the temporary file — leaves no temporary file,
+// and leaves what the key held before whole. The root is a 1 MiB tmpfs
+// (mounting one needs root and CAP_SYS_ADMIN: without them the test is
+// skipped).
+func TestSink_PutOnAFullDiskFailsAndKeepsTheOldBytes(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", root).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs to fill (%v: %s)", err, strings.TrimSpace(string(out)))
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", root).Run() })
+	s := fs.New(root)
+	ctx := context.Background()
+	key := "workspace/tasks/T1/ctx/plan.md"
+	if err := s.Put(ctx, key, []byte("# Plan\n")); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Put(ctx, key, bytes.Repeat([]byte("x"), 1500000))
+	if !stratus.StorageFull(err) || !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), s.Path(key)+":") || strings.Contains(err.Error(), ".stratus-tmp-") {
+		t.Fatalf("Put of 1.5 MB on a 1 MiB disk: %v; want ENOSPC naming %s", err, s.Path(key))
+	}
+	if got, _ := os.ReadFile(s.Path(key)); string(got) != "# Plan\n" {
+		t.Errorf("the key holds %d bytes after the refused Put; want the old body", len(got))
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(s.Path(key))); len(entries) != 1 {
+		t.Errorf("the dir holds %d entries; want plan.md alone (a temporary file left behind?)", len(entries))
 	}
 }

@@ -1,0 +1,226 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/nodeexec"
+	"github.com/stratusflow/stratus/internal/sink"
+	"github.com/stratusflow/stratus/internal/store"
+)
+
+// persistFlow is an agent, a checks node and a publish.
+const persistFlow = `flow:
+  name: f
+  task_type: f
+  permission_ceiling: workspace-write
+  output_policy: code_change
+  publishing: none
+  nodes:
+    - { id: draft, kind: agent, role_file: r/a.md }
+    - { id: testing, kind: checks, checker: command_profile }
+    - { id: publish, kind: publish, policy: none }
+  edges:
+    - { from: draft, to: testing }
+    - { from: testing, to: publish }
+`
+
+// refusingSink is a sink whose Put of a key ending in suffix fails with
+// err, as an fs sink on a disk that filled up names the file; onPut, when
+// set, sees every Put first.
+type refusingSink struct {
+	sink.Sink
+	suffix string
+	err    error
+	onPut  func(key string)
+}
+
+func (s *refusingSink) Put(ctx context.Context, key string, body []byte) error {
+	if s.onPut != nil {
+		s.onPut(key)
+	}
+	if strings.HasSuffix(key, s.suffix) {
+		return fmt.Errorf("fs sink: write /work/%s: %w", key, s.err)
+	}
+	return s.Sink.Put(ctx, key, body)
+}
+
+// checksBody is a passing checks result.
+func checksBody() string {
+	b, _ := json.Marshal(nodeexec.Result{Kind: flow.KindChecks, Checks: &nodeexec.ChecksResult{
+		Checker: nodeexec.CommandProfile, Selection: nodeexec.SelectedAll, Runs: []nodeexec.CheckRun{{
+			Set: "go", Name: "test", Argv: []string{"go", "test", "./..."}, Status: nodeexec.StatusExited}}}})
+	return string(b)
+}
+
+// docs/security.md § Output that did not persist: a submit whose file the
+// sink refuses — an agent's <node>.md, a checks node's — fails its step
+// (never done), its attempt, and its Task state (never SendTaskSuccess);
+// the reason names the step and the cause: for a full disk "the disk is
+// full (ENOSPC)" and the file. The worker gets 507 for a full disk (500
+// otherwise) with no path, and the Final stays in the tail: what the
+// engine reported is not lost.
+func TestSubmit_OutputThatDidNotPersistFailsTheStep(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, node, file, body string
+		err                    error
+		code, cause            string
+	}{
+		{"agent, disk full", "draft", "draft.md", "# Draft\n", syscall.ENOSPC, stratus.ENOSPACE, "the disk is full (ENOSPC): "},
+		{"agent, quota", "draft", "draft.md", "# Draft\n", syscall.EDQUOT, stratus.ENOSPACE, "the disk is full (EDQUOT): "},
+		{"agent, I/O error", "draft", "draft.md", "# Draft\n", syscall.EIO, stratus.EINTERNAL, "input/output error"},
+		{"checks, disk full", "testing", "testing.md", checksBody(), syscall.ENOSPC, stratus.ENOSPACE, "the disk is full (ENOSPC): "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, rigOptions{flow: persistFlow})
+			if tc.node == "testing" {
+				r.visit(t, "draft", "# Draft\n")
+			}
+			step := r.dispatch(t, tc.node)
+			r.svc.Sink = &refusingSink{Sink: r.svc.Sink, suffix: "/" + tc.file, err: tc.err}
+			before, _ := r.tokens.Counts()
+			sv, err := r.submit(t, tc.body)
+			if sv != nil || stratus.ErrorCode(err) != tc.code || !errors.Is(err, ErrNotPersisted) || !errors.Is(err, tc.err) {
+				t.Fatalf("submit: %+v, %v (code %q); want %s wrapping ErrNotPersisted and %v", sv, err, stratus.ErrorCode(err), tc.code, tc.err)
+			}
+			if msg := stratus.ErrorMessage(err); strings.Contains(msg, "/work/") || !strings.Contains(msg, step.StepRef) {
+				t.Errorf("the worker is told %q; want the step named and no path", msg)
+			}
+			if fail := r.tokens.Failure(step.TaskToken); !strings.HasPrefix(fail, ErrProjection+": "+step.StepRef+" failed: ") {
+				t.Errorf("the Task state got failure %q; want %s naming %s", fail, ErrProjection, step.StepRef)
+			}
+			if after, _ := r.tokens.Counts(); after != before {
+				t.Errorf("SendTaskSuccess was called for the failed step")
+			}
+			got, err := r.svc.Store.GetStep(context.Background(), step.TID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var v StepValue
+			json.Unmarshal(got.Value, &v)
+			if got.Status != stratus.StepFailed || got.Verdict != "failed" || v.Outcome != "failed" {
+				t.Errorf("step %s is %s/%s (value outcome %q); want failed", step.StepRef, got.Status, got.Verdict, v.Outcome)
+			}
+			for _, want := range []string{"its output did not persist: ", tc.cause, "/work/workspace/tasks/t1/ctx/" + tc.file, step.StepRef + " runs again"} {
+				if !strings.Contains(v.Reason, want) {
+					t.Errorf("the step's reason %q does not say %q", v.Reason, want)
+				}
+			}
+			att, err := r.svc.Store.LatestAttempt(context.Background(), step.TID)
+			if err != nil || att.Status != stratus.AttemptFailed || att.Reason != v.Reason {
+				t.Errorf("attempt %+v, %v; want failed with the step's reason", att, err)
+			}
+			tail, err := r.svc.Store.ListOutput(context.Background(), step.TID, att.N)
+			if err != nil || len(tail) == 0 || tail[len(tail)-1].Kind != stratus.OutputFinal {
+				t.Errorf("the tail %v, %v; want the Final kept", tail, err)
+			}
+			if _, err := os.Stat(r.ctx(tc.file)); err == nil {
+				t.Errorf("%s exists though the sink refused it", tc.file)
+			}
+		})
+	}
+}
+
+// docs/security.md § Output that did not persist: a step reads done only
+// once its files persisted — while its submit writes them, its record is
+// still running — so a process that dies between the two leaves a step a
+// resume runs again, never a done step without its files.
+func TestSubmit_StepReadsDoneOnlyAfterItsFiles(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOptions{flow: persistFlow})
+	step := r.dispatch(t, "draft")
+	var mu sync.Mutex
+	var seen []string
+	r.svc.Sink = &refusingSink{Sink: r.svc.Sink, suffix: "\x00", onPut: func(key string) {
+		st, err := r.svc.Store.GetStep(context.Background(), step.TID)
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, fmt.Sprintf("%s:%s:%v", key, st.Status, err))
+	}}
+	if _, err := r.submit(t, "# Draft\n"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) == 0 {
+		t.Fatal("the submit wrote no file")
+	}
+	for _, s := range seen {
+		if !strings.HasSuffix(s, ":"+stratus.StepRunning+":<nil>") {
+			t.Errorf("while the submit wrote a file the step was %s; want running", s)
+		}
+	}
+	if got, _ := r.svc.Store.GetStep(context.Background(), step.TID); got.Status != stratus.StepCompleted || r.tokens.Success(step.TaskToken) == nil {
+		t.Errorf("after the submit the step is %s (success %s); want completed, its state told", got.Status, r.tokens.Success(step.TaskToken))
+	}
+}
+
+// refusingStore is a store that refuses to record a step completed (a
+// SQLite database on a disk that filled up).
+type refusingStore struct{ store.Store }
+
+func (s refusingStore) UpdateStep(ctx context.Context, st stratus.Step) error {
+	if st.Status == stratus.StepCompleted {
+		return fmt.Errorf("update step %s: database or disk is full (13)", st.StepRef)
+	}
+	return s.Store.UpdateStep(ctx, st)
+}
+
+// docs/security.md § Output that did not persist: the step's own completed
+// record is part of what must persist before its Task state succeeds: a
+// store that refuses it fails the step's state instead.
+func TestSubmit_UnrecordedCompletionIsNotSuccess(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOptions{flow: persistFlow})
+	step := r.dispatch(t, "draft")
+	r.svc.Store = refusingStore{r.svc.Store}
+	_, err := r.submit(t, "# Draft\n")
+	if stratus.ErrorCode(err) != stratus.ENOSPACE || !errors.Is(err, ErrNotPersisted) {
+		t.Fatalf("submit: %v; want ENOSPACE wrapping ErrNotPersisted", err)
+	}
+	if r.tokens.Success(step.TaskToken) != nil || !strings.Contains(r.tokens.Failure(step.TaskToken), "the disk is full (SQLITE_FULL)") {
+		t.Errorf("the Task state: success %s, failure %q; want it failed, saying the disk is full", r.tokens.Success(step.TaskToken), r.tokens.Failure(step.TaskToken))
+	}
+	if got, _ := r.svc.Store.GetStep(context.Background(), step.TID); got.Status != stratus.StepFailed {
+		t.Errorf("step %s; want failed", got.Status)
+	}
+}
+
+// docs/security.md § Output that did not persist: a part whose file the
+// disk refuses is not staged — the worker gets 507 and the step's parts do
+// not list it — while a part staged before stays listed and on disk.
+func TestArtifact_RefusedFileStagesNothing(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOptions{flow: persistFlow})
+	step := r.dispatch(t, "draft")
+	sp := r.launcher.Launched()[0]
+	auth := "Bearer " + sp.Handle
+	if err := r.svc.Artifact(context.Background(), auth, "kept.md", []byte("kept")); err != nil {
+		t.Fatal(err)
+	}
+	r.svc.Sink = &refusingSink{Sink: r.svc.Sink, suffix: "/lost.md", err: syscall.ENOSPC}
+	if err := r.svc.Artifact(context.Background(), auth, "lost.md", []byte("lost")); stratus.ErrorCode(err) != stratus.ENOSPACE {
+		t.Fatalf("artifact on a full disk: %v; want ENOSPACE", err)
+	}
+	sv, err := r.submit(t, "# Draft\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(sv.Parts, ",") != "kept.md" {
+		t.Errorf("%s lists parts %v; want only kept.md (lost.md never persisted)", step.StepRef, sv.Parts)
+	}
+	if got := read(t, r.ctx("kept.md")); got != "kept" {
+		t.Errorf("kept.md holds %q", got)
+	}
+}
