@@ -103,7 +103,7 @@ printf '{"subrun_report": "ok"}\n'
 		}
 		ids = append(ids, decodeRun(t, r.stdout).RunID)
 	}
-	base := serveUI(t, dir)
+	v := serveUI(t, dir)
 	pass := regexp.MustCompile(`engine pass \d+\n`)
 	var seen []string
 	for i, id := range ids {
@@ -121,10 +121,10 @@ printf '{"subrun_report": "ok"}\n'
 		if md := readFile(t, res.Summary[len(res.Summary)-1]); !strings.Contains(md, "run `"+id+"`") {
 			t.Errorf("status %s names the summary %s, which is another run's", id, res.Summary[len(res.Summary)-1])
 		}
-		if code, body, _ := get(t, base+"/runs/"+id); code != 200 || !strings.Contains(body, "run <code>"+id+"</code>") {
+		if code, body, _ := v.get(t, "/runs/"+id); code != 200 || !strings.Contains(body, "run <code>"+id+"</code>") {
 			t.Errorf("the viewer's page of %s: %d, its summary is not its own", id, code)
 		}
-		if code, body, _ := get(t, base+"/runs/"+id+"/steps/first/1"); code != 200 || !strings.Contains(body, own[0]) {
+		if code, body, _ := v.get(t, "/runs/"+id+"/steps/first/1"); code != 200 || !strings.Contains(body, own[0]) {
 			t.Errorf("the viewer's first#1 of %s: %d, want its own runner log %q", id, code, own[0])
 		}
 	}

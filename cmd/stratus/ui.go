@@ -13,6 +13,9 @@ type UIOptions struct {
 	AWS    AWSOptions
 	// Remote allows a non-loopback Addr; the viewer is then read-only.
 	Remote bool
+	// TokenFile, when set, holds the viewer's secret (mode 0600, at least
+	// webui.MinSecretLen characters); otherwise one is drawn at start.
+	TokenFile string
 	// ready, when set (tests), gets the address the viewer listens on.
 	ready func(addr string)
 }
@@ -24,7 +27,7 @@ const DefaultUIAddr = "127.0.0.1:7777"
 func newUICmd(io IO) *cobra.Command {
 	o := &UIOptions{IO: io}
 	cmd := &cobra.Command{
-		Use:   "ui [--dir DIR | --target aws ...] [--addr 127.0.0.1:7777]",
+		Use:   "ui [--dir DIR | --target aws ...] [--addr 127.0.0.1:7777] [--token-file FILE]",
 		Short: "Serve the run viewer: runs, each run's graph and timeline, steps, gates",
 		Long: `ui serves a web viewer of the runs made in DIR (or on a deployed stack with
 --target aws) at http://ADDR: the runs, newest first and filtered by status;
@@ -35,13 +38,24 @@ A node waiting for a human shows its upstream output and approve / reject /
 answer forms (embedded runs; on AWS the viewer is read-only). The pages work
 without JavaScript.
 
-It listens on loopback only. A non-loopback --addr (0.0.0.0:7777) needs
---remote, and the viewer is then read-only: anyone who can reach it reads every
-run's prompts and outputs, and nobody answers a gate through it. To answer gates
-from another machine, tunnel instead: ssh -L 7777:127.0.0.1:7777 HOST.
+It opens to its user only. At start it draws a secret and prints the URL to
+open, http://127.0.0.1:7777/?token=SECRET; that visit sets a cookie (and
+drops the token from the address bar), and every page, event stream, file and
+form needs it. Anything else gets 401: loopback is not a user boundary, and
+another user of the machine must not read runs or answer gates. A script
+sends Authorization: Bearer SECRET. --token-file FILE takes the secret from
+a file only its owner reads (mode 0600, at least 32 characters) instead of
+drawing one.
 
-Exit status: 0 stopped (Ctrl-C), 1 the address is taken, 2 bad flags or DIR has
-no .stratus/ (stratus install first; an installed DIR with no run yet starts
+It listens on loopback only. A non-loopback --addr (0.0.0.0:7777) needs
+--remote, and the viewer is then read-only: whoever has the URL reads every
+run's prompts and outputs, and nobody answers a gate through it (the secret
+crosses the network in clear: prefer a tunnel). To answer gates from another
+machine, tunnel instead: ssh -L 7777:127.0.0.1:7777 HOST.
+
+Exit status: 0 stopped (Ctrl-C), 1 the address is taken, 2 bad flags, a
+--token-file that others may read or that is too short, or DIR has no
+.stratus/ (stratus install first; an installed DIR with no run yet starts
 empty).`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -56,6 +70,7 @@ empty).`,
 	cmd.Flags().StringVar(&o.Dir, "dir", ".", "work directory holding .stratus/ (embedded runs)")
 	cmd.Flags().StringVar(&o.Addr, "addr", DefaultUIAddr, "host:port to listen on (loopback, unless --remote)")
 	cmd.Flags().BoolVar(&o.Remote, "remote", false, "allow a non-loopback --addr; the viewer is then read-only (no gate forms)")
+	cmd.Flags().StringVar(&o.TokenFile, "token-file", "", "read the viewer's secret from FILE (mode 0600, >= 32 characters) instead of drawing one")
 	addTargetFlags(cmd, &o.Target, &o.AWS)
 	return cmd
 }

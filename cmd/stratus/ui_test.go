@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"io"
+	"maps"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"os/exec"
@@ -16,30 +18,82 @@ import (
 	"github.com/stratusflow/stratus/internal/testenv"
 )
 
-// serveUI runs `stratus ui --dir dir` in process on a free loopback port
-// and returns its base URL; it stops with the test.
-func serveUI(t *testing.T, dir string) string {
+// uiViewer is a `stratus ui` a test started: its loopback base URL, the
+// URL it printed (with its secret), the secret, and a client logged in
+// through that URL as a browser is (its cookie jar holds the cookie).
+type uiViewer struct {
+	base, printed, secret string
+	stderr                *syncBuffer
+	client                *http.Client
+}
+
+// printedURL is the URL `stratus ui` prints: the viewer's, with its secret.
+var printedURL = regexp.MustCompile(`run viewer at (http://\S+/\?token=(\S+)) \(`)
+
+// startUI runs `stratus ui` with o in process until the test ends; its
+// base URL is http://127.0.0.1:PORT whatever host it listens on. The
+// client is logged in by visiting base/?token=SECRET.
+func startUI(t *testing.T, o *UIOptions) *uiViewer {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	addr := make(chan string, 1)
-	done := make(chan error, 1)
-	o := &UIOptions{IO: IO{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard}, Dir: dir, Addr: "127.0.0.1:0", ready: func(a string) { addr <- a }}
+	addr, done := make(chan string, 1), make(chan error, 1)
+	v := &uiViewer{stderr: &syncBuffer{}}
+	o.IO = IO{In: strings.NewReader(""), Out: io.Discard, Err: v.stderr}
+	o.ready = func(a string) { addr <- a }
 	go func() { done <- runUI(ctx, o) }()
 	t.Cleanup(func() { cancel(); <-done })
 	select {
 	case a := <-addr:
-		return "http://" + a
+		v.base = "http://127.0.0.1" + a[strings.LastIndex(a, ":"):]
 	case err := <-done:
 		t.Fatalf("stratus ui: %v", err)
 	case <-time.After(10 * time.Second):
 		t.Fatal("stratus ui did not listen within 10 s")
 	}
-	return ""
+	m := printedURL.FindStringSubmatch(v.stderr.String())
+	if m == nil {
+		t.Fatalf("stratus ui printed no URL with its secret:\n%s", v.stderr)
+	}
+	v.printed, v.secret = m[1], m[2]
+	jar, _ := cookiejar.New(nil)
+	v.client = &http.Client{Jar: jar}
+	resp, err := v.client.Get(v.base + "/?token=" + v.secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Request.URL.RawQuery != "" {
+		t.Fatalf("logging in at %s/?token=…: %d at %s", v.base, resp.StatusCode, resp.Request.URL)
+	}
+	return v
 }
 
+// serveUI runs `stratus ui --dir dir` on a free loopback port.
+func serveUI(t *testing.T, dir string) *uiViewer {
+	t.Helper()
+	return startUI(t, &UIOptions{Dir: dir, Addr: "127.0.0.1:0"})
+}
+
+// get is a GET of path through the logged-in client.
+func (v *uiViewer) get(t *testing.T, path string) (int, string, http.Header) {
+	t.Helper()
+	return do(t, v.client, "GET", v.base+path, nil)
+}
+
+// get is a GET of u with no credential: another user's.
 func get(t *testing.T, u string) (int, string, http.Header) {
 	t.Helper()
-	resp, err := http.Get(u)
+	return do(t, http.DefaultClient, "GET", u, nil)
+}
+
+func do(t *testing.T, c *http.Client, method, u string, hdr http.Header) (int, string, http.Header) {
+	t.Helper()
+	req, err := http.NewRequest(method, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	maps.Copy(req.Header, hdr)
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,20 +123,21 @@ func demoRun(t *testing.T) (dir, runID string) {
 func TestUI_DemoRunWithoutJavaScript(t *testing.T) {
 	t.Parallel()
 	dir, runID := demoRun(t)
-	base := serveUI(t, dir)
+	v := serveUI(t, dir)
+	base := v.base
 
-	code, body, hdr := get(t, base+"/")
+	code, body, hdr := v.get(t, "/")
 	if code != 200 || !strings.Contains(body, `data-run="`+runID+`" data-status="done"`) || !strings.Contains(body, "demo-greeting") {
 		t.Fatalf("runs page: %d\n%s", code, body)
 	}
 	if csp := hdr.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || !strings.Contains(csp, "frame-ancestors 'none'") {
 		t.Errorf("Content-Security-Policy %q", csp)
 	}
-	if _, body, _ := get(t, base+"/?status=failed"); strings.Contains(body, `data-run="`+runID+`"`) {
+	if _, body, _ := v.get(t, "/?status=failed"); strings.Contains(body, `data-run="`+runID+`"`) {
 		t.Errorf("?status=failed lists the done run")
 	}
 
-	code, body, _ = get(t, base+"/runs/"+runID)
+	code, body, _ = v.get(t, "/runs/"+runID)
 	if code != 200 {
 		t.Fatalf("run page: %d\n%s", code, body)
 	}
@@ -101,29 +156,29 @@ func TestUI_DemoRunWithoutJavaScript(t *testing.T) {
 		t.Errorf("%d timeline bars; want 8 (6 steps and 2 supervisor turns)", n)
 	}
 
-	code, body, _ = get(t, base+"/runs/"+runID+"/steps/review/1")
+	code, body, _ = v.get(t, "/runs/"+runID+"/steps/review/1")
 	if code != 200 || !strings.Contains(body, `class="sev-high gating"`) || !strings.Contains(body, "gate severity: high") ||
 		!strings.Contains(body, "<h2>Prompt</h2>") || !strings.Contains(body, "<h3>review.md (final)</h3>") || !strings.Contains(body, "&#34;severity&#34;: &#34;high&#34;") {
 		t.Errorf("review#1's page: %d\n%s", code, body)
 	}
-	if code, body, _ := get(t, base+"/runs/"+runID+"/steps/planning/1"); code != 200 || !strings.Contains(body, "<h3>plan.md</h3>") || !strings.Contains(body, "runner: the engine ended ") ||
+	if code, body, _ := v.get(t, "/runs/"+runID+"/steps/planning/1"); code != 200 || !strings.Contains(body, "<h3>plan.md</h3>") || !strings.Contains(body, "runner: the engine ended ") ||
 		!strings.Contains(body, "<h3>planning.md (final)</h3>") {
 		t.Errorf("planning#1's page: %d\n%s", code, body)
 	}
-	if _, body, _ := get(t, base+"/runs/"+runID+"/steps/review/2"); !strings.Contains(body, `← review#1</a>`) {
+	if _, body, _ := v.get(t, "/runs/"+runID+"/steps/review/2"); !strings.Contains(body, `← review#1</a>`) {
 		t.Errorf("review#2's page does not link to review#1")
 	}
 	for path, want := range map[string]int{"/runs/" + runID + "/steps/review/01": 400, "/runs/" + runID + "/steps/review/+1": 400, "/runs/nope": 404, "/runs/" + runID + "/steps/review/9": 404, "/runs/" + runID + "/steps/review/x": 400, "/static/style.css": 200, "/nowhere": 404, "/?status=bogus": 400} {
-		if code, _, _ := get(t, base+path); code != want {
+		if code, _, _ := v.get(t, path); code != want {
 			t.Errorf("GET %s = %d; want %d", path, code, want)
 		}
 	}
 	// Newcomer, issue 15: a wrong path or filter gets the viewer's page
 	// saying what is valid, not a bare "404 page not found".
-	if _, body, _ := get(t, base+"/runs/"+runID+"/steps/planning"); !strings.Contains(body, "/runs/RUN/steps/NODE/VISIT") {
+	if _, body, _ := v.get(t, "/runs/"+runID+"/steps/planning"); !strings.Contains(body, "/runs/RUN/steps/NODE/VISIT") {
 		t.Errorf("a step path without its visit: %.300s", body)
 	}
-	if _, body, _ := get(t, base+"/?status=bogus"); !strings.Contains(body, "valid: running, waiting, done, failed, manual_action_required, interrupted") {
+	if _, body, _ := v.get(t, "/?status=bogus"); !strings.Contains(body, "valid: running, waiting, done, failed, manual_action_required, interrupted") {
 		t.Errorf("an unknown status filter: %.300s", body)
 	}
 	// DNS rebinding: another site's name resolving to this loopback
@@ -135,11 +190,11 @@ func TestUI_DemoRunWithoutJavaScript(t *testing.T) {
 	} else {
 		resp.Body.Close()
 	}
-	if code, _, _ := get(t, strings.Replace(base, "127.0.0.1", "localhost", 1)+"/"); code != 200 {
-		t.Errorf("localhost at the viewer's port: %d; want 200", code)
+	if code, _, _ := do(t, http.DefaultClient, "GET", strings.Replace(base, "127.0.0.1", "localhost", 1)+"/", http.Header{"Authorization": {"Bearer " + v.secret}}); code != 200 {
+		t.Errorf("localhost at the viewer's port, with the secret: %d; want 200", code)
 	}
 	// The event stream of an ended run: one snapshot, then it closes.
-	code, body, hdr = get(t, base+"/runs/"+runID+"/events")
+	code, body, hdr = v.get(t, "/runs/"+runID+"/events")
 	if code != 200 || hdr.Get("Content-Type") != "text/event-stream" || !strings.Contains(body, `"review":"done"`) || !strings.Contains(body, `"ended":true`) {
 		t.Errorf("events: %d %s\n%s", code, hdr.Get("Content-Type"), body)
 	}
@@ -162,8 +217,9 @@ func TestUI_GateAnsweredFromTheForm(t *testing.T) {
 	if !strings.Contains(run.log(), "approval: task t-gated (Human in the loop): Ship t-gated as drafted?") {
 		t.Errorf("the wait line does not ask the node's question:\n%s", run.log())
 	}
-	base := serveUI(t, dir)
-	code, body, _ := get(t, base+"/runs/"+runID)
+	v := serveUI(t, dir)
+	base := v.base
+	code, body, _ := v.get(t, "/runs/"+runID)
 	csrf := regexp.MustCompile(`name="csrf" value="([0-9a-f]{64})"`).FindStringSubmatch(body)
 	if code != 200 || csrf == nil || !strings.Contains(body, "gate#1 waits for you (approval)") || !strings.Contains(body, `data-node="gate" data-status="waiting"`) ||
 		!strings.Contains(body, "draft#1: draft.md") || !strings.Contains(body, "Ship t-gated as drafted?") || strings.Contains(body, `value="answer"`) {
@@ -175,7 +231,7 @@ func TestUI_GateAnsweredFromTheForm(t *testing.T) {
 		if origin != "" {
 			req.Header.Set("Origin", origin)
 		}
-		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		resp, err := (&http.Client{Jar: v.client.Jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,8 +253,8 @@ func TestUI_GateAnsweredFromTheForm(t *testing.T) {
 	}
 	// A read-only viewer shows the command that replies, for this gate's
 	// kind and with the work dir (helper, issue 15), and no form.
-	remote, _ := serveRemoteUI(t, dir)
-	if _, page, _ := get(t, remote+"/runs/"+runID); !strings.Contains(page, "stratus approve "+runID+" gate --dir "+dir) || strings.Contains(page, "stratus answer") || strings.Contains(page, `name="csrf"`) {
+	remote := serveRemoteUI(t, dir)
+	if _, page, _ := remote.get(t, "/runs/"+runID); !strings.Contains(page, "stratus approve "+runID+" gate --dir "+dir) || strings.Contains(page, "stratus answer") || strings.Contains(page, `name="csrf"`) {
 		t.Errorf("the read-only page of a waiting gate:\n%s", page)
 	}
 	if got := post(url.Values{"decision": {"answer"}, "text": {"yes"}, "csrf": {csrf[1]}}, base); got != 400 {
@@ -215,7 +271,111 @@ func TestUI_GateAnsweredFromTheForm(t *testing.T) {
 	}
 }
 
-// issue 15 § 1: headless Chromium opens the demo run's page; the DOM
+// The hardening finding, as the attacker did it (docs/security.md § The
+// run viewer's secret): another local user fetches the run page of a
+// waiting gate, copies its CSRF token and posts approve; the run went on
+// to done. Now that user, without the URL `stratus ui` printed, gets a 401
+// page with no form and no token, the approve POST — even with the real
+// form token and the viewer's own Origin — is 401, and the gate still
+// waits: its owner's reject through the viewer is what decides it.
+func TestUI_AnotherUserCannotApproveAGate(t *testing.T) {
+	t.Parallel()
+	dir, task := setupHITLRun(t, "gated", strings.Replace(approvalFlow, " GATE_TIMEOUT}", "}", 1), "default:\n  report: ok\n")
+	run := startRun(t, dir, task)
+	runID, ref := run.waiting(t)
+	if ref != "gate#1" {
+		t.Fatalf("waiting %s; want gate#1", ref)
+	}
+	v := serveUI(t, dir)
+
+	code, body, _ := get(t, v.base+"/runs/"+runID)
+	if code != http.StatusUnauthorized || strings.Contains(body, `name="csrf"`) || strings.Contains(body, runID) || strings.Contains(body, "gate#1") {
+		t.Errorf("another user's GET of the run page: %d\n%s\nwant 401 with no form, no token, nothing of the run", code, body)
+	}
+	_, page, _ := v.get(t, "/runs/"+runID) // the owner's page: the real token
+	csrf := regexp.MustCompile(`name="csrf" value="([0-9a-f]{64})"`).FindStringSubmatch(page)
+	if csrf == nil {
+		t.Fatalf("the owner's page has no reply form:\n%s", page)
+	}
+	for name, tok := range map[string]string{"a made-up token": strings.Repeat("0", 64), "the form's own token": csrf[1]} {
+		form := url.Values{"decision": {"approve"}, "csrf": {tok}}
+		req, _ := http.NewRequest("POST", v.base+"/runs/"+runID+"/nodes/gate/hitl", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", v.base)
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("another user's approve with %s: %d; want 401", name, resp.StatusCode)
+		}
+	}
+	if _, page, _ := v.get(t, "/runs/"+runID); !strings.Contains(page, "gate#1 waits for you (approval)") {
+		t.Fatalf("after another user's approve the gate no longer waits:\n%s", page)
+	}
+	form := url.Values{"decision": {"reject"}, "text": {"not yet"}, "csrf": {csrf[1]}}
+	req, _ := http.NewRequest("POST", v.base+"/runs/"+runID+"/nodes/gate/hitl", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", v.base)
+	resp, err := (&http.Client{Jar: v.client.Jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+	if err != nil || resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the owner's reject: %v %v; want 303", resp, err)
+	}
+	resp.Body.Close()
+	if code := run.wait(t); code != ExitOK {
+		t.Fatalf("run exit %d\n%s", code, run.log())
+	}
+	if got := join(steps(run.log())); got != "draft#1:done gate#1:route:deny revise#1:done publish#1:done" {
+		t.Errorf("steps %s; want the owner's reject to decide the gate", got)
+	}
+}
+
+// `stratus ui --token-file FILE` takes its secret from a file only its
+// owner reads (docs/security.md § The run viewer's secret): a file others
+// may read, or a short secret, is a usage error before anything listens;
+// a good one is the secret of the URL it prints and of a script's Bearer.
+func TestUI_TokenFileMustBePrivateAndLong(t *testing.T) {
+	t.Parallel()
+	dir, runID := demoRun(t)
+	long := strings.Repeat("5e", 20)
+	for name, c := range map[string]struct {
+		body string
+		mode os.FileMode
+		want string
+	}{
+		"readable by others": {long, 0o644, "chmod 600"},
+		"short":              {"hunter2", 0o600, "at least 32 characters"},
+		"missing":            {"", 0, "no such file"},
+	} {
+		f := filepath.Join(t.TempDir(), "token")
+		if c.mode != 0 {
+			if err := os.WriteFile(f, []byte(c.body+"\n"), c.mode); err != nil {
+				t.Fatal(err)
+			}
+			os.Chmod(f, c.mode) // past the umask
+		}
+		if r := runCLI(t, "ui", "--dir", dir, "--addr", "127.0.0.1:0", "--token-file", f); r.code != ExitUsage || !strings.Contains(r.stderr, c.want) || strings.Contains(r.stderr, long) {
+			t.Errorf("%s: exit %d %q; want %d naming %q, never the secret", name, r.code, r.stderr, ExitUsage, c.want)
+		}
+	}
+	f := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(f, []byte(long+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	v := startUI(t, &UIOptions{Dir: dir, Addr: "127.0.0.1:0", TokenFile: f})
+	if v.secret != long {
+		t.Errorf("the printed URL %s; want the file's secret", v.printed)
+	}
+	if code, _, _ := do(t, http.DefaultClient, "GET", v.base+"/runs/"+runID, http.Header{"Authorization": {"Bearer " + long}}); code != 200 {
+		t.Errorf("a script with the file's secret: %d; want 200", code)
+	}
+}
+
+// issue 15 § 1: headless Chromium opens the demo run's page as a user
+// does, through the URL with the viewer's secret (docs/security.md § The
+// run viewer's secret): the visit sets the cookie and lands on the page,
+// whose stylesheet, script and event stream the cookie opens; the DOM
 // holds every node done and the timeline's bars. The screenshot
 // is the test's artifact ($STRATUS_UI_SCREENSHOT, or the test's temp dir;
 // the README's docs/ui-run.png is one).
@@ -223,14 +383,15 @@ func TestUI_ChromiumRendersTheDemoRun(t *testing.T) {
 	t.Parallel()
 	chromium := testenv.MustHaveCommand(t, "chromium", "the run viewer's browser test")
 	dir, runID := demoRun(t)
-	base := serveUI(t, dir)
+	v := serveUI(t, dir)
+	page := v.base + "/runs/" + runID + "?token=" + v.secret
 	profile := t.TempDir()
 	args := func(extra ...string) []string {
 		return append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--user-data-dir=" + profile, "--virtual-time-budget=3000"}, extra...)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	dom, err := exec.CommandContext(ctx, chromium, args("--dump-dom", base+"/runs/"+runID)...).Output()
+	dom, err := exec.CommandContext(ctx, chromium, args("--dump-dom", page)...).Output()
 	if err != nil {
 		t.Fatalf("chromium --dump-dom: %v", err)
 	}
@@ -246,7 +407,7 @@ func TestUI_ChromiumRendersTheDemoRun(t *testing.T) {
 	if shot == "" {
 		shot = filepath.Join(t.TempDir(), "ui-run.png")
 	}
-	if out, err := exec.CommandContext(ctx, chromium, args("--window-size=1000,680", "--screenshot="+shot, base+"/runs/"+runID)...).CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, chromium, args("--window-size=1000,680", "--screenshot="+shot, page)...).CombinedOutput(); err != nil {
 		t.Fatalf("chromium --screenshot: %v\n%s", err, out)
 	}
 	if fi, err := os.Stat(shot); err != nil || fi.Size() < 10_000 {
@@ -256,47 +417,48 @@ func TestUI_ChromiumRendersTheDemoRun(t *testing.T) {
 }
 
 // serveRemoteUI serves `stratus ui --remote --addr 0.0.0.0:0` over dir
-// until the test ends; it returns its loopback URL and its stderr.
-func serveRemoteUI(t *testing.T, dir string) (string, *syncBuffer) {
+// until the test ends.
+func serveRemoteUI(t *testing.T, dir string) *uiViewer {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	addr, done := make(chan string, 1), make(chan error, 1)
-	stderr := &syncBuffer{}
-	o := &UIOptions{IO: IO{In: strings.NewReader(""), Out: io.Discard, Err: stderr}, Dir: dir, Addr: "0.0.0.0:0", Remote: true, ready: func(a string) { addr <- a }}
-	go func() { done <- runUI(ctx, o) }()
-	t.Cleanup(func() { cancel(); <-done })
-	select {
-	case a := <-addr:
-		return "http://127.0.0.1" + a[strings.LastIndex(a, ":"):], stderr
-	case err := <-done:
-		t.Fatal(err)
-	}
-	return "", nil
+	return startUI(t, &UIOptions{Dir: dir, Addr: "0.0.0.0:0", Remote: true})
 }
 
 // A non-loopback --addr needs --remote, and the viewer is then read-only:
-// whoever reaches it reads runs but answers no gate (newcomer, issue 15).
+// whoever reaches it with its secret reads runs but answers no gate
+// (newcomer, issue 15); without the secret, nothing.
 func TestUI_RemoteIsExplicitAndReadOnly(t *testing.T) {
 	t.Parallel()
 	dir, runID := demoRun(t)
 	if r := runCLI(t, "ui", "--dir", dir, "--addr", "0.0.0.0:0"); r.code != ExitUsage || !strings.Contains(r.stderr, "--remote") {
 		t.Errorf("ui --addr 0.0.0.0:0: exit %d %q; want %d naming --remote", r.code, r.stderr, ExitUsage)
 	}
-	base, stderr := serveRemoteUI(t, dir)
-	if !strings.Contains(stderr.String(), "http://localhost:") || !strings.Contains(stderr.String(), "warning: listening on") {
-		t.Errorf("stderr %q: want a URL one can open and a warning", stderr.String())
+	v := serveRemoteUI(t, dir)
+	if !strings.HasPrefix(v.printed, "http://localhost:") || !strings.Contains(v.stderr.String(), "warning: listening on") {
+		t.Errorf("stderr %q: want a URL one can open and a warning", v.stderr)
 	}
-	req, _ := http.NewRequest("GET", base+"/runs/"+runID, nil)
+	req, _ := http.NewRequest("GET", v.base+"/runs/"+runID, nil)
 	req.Host = "stratus.example:7777" // any name: it was asked to be reachable
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 401 {
+		t.Errorf("GET the run page without the secret: %v %v; want 401", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	req, _ = http.NewRequest("GET", v.base+"/runs/"+runID, nil)
+	req.Host = "stratus.example:7777"
+	for _, c := range v.client.Jar.Cookies(req.URL) { // the cookie a login at that name would set
+		req.AddCookie(c)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("GET the run page: %v %v", resp, err)
+		t.Fatalf("GET the run page with the cookie: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	post, _ := http.NewRequest("POST", base+"/runs/"+runID+"/nodes/review/hitl", strings.NewReader("action=approve"))
+	post, _ := http.NewRequest("POST", v.base+"/runs/"+runID+"/nodes/review/hitl", strings.NewReader("action=approve"))
 	post.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	post.Header.Set("Origin", base)
-	if resp, err := http.DefaultClient.Do(post); err != nil || resp.StatusCode < 400 || resp.StatusCode >= 500 {
+	post.Header.Set("Origin", v.base)
+	if resp, err := v.client.Do(post); err != nil || resp.StatusCode < 400 || resp.StatusCode >= 500 {
 		t.Errorf("a gate reply through a remote viewer: %v %v; want a 4xx refusal", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/stratusflow/stratus"
@@ -30,9 +31,12 @@ func runUI(ctx context.Context, o *UIOptions) error {
 		return usageError{fmt.Errorf("--addr %q is not a loopback address: anyone who can reach it would read every run and answer its gates; "+
 			"give --remote to serve it read-only, or keep the default and tunnel (ssh -L 7777:127.0.0.1:7777 HOST)", o.Addr)}
 	}
+	secret, err := uiSecret(o.TokenFile)
+	if err != nil {
+		return err
+	}
 	var src webui.Source
 	if o.Target == TargetAWS {
-		var err error
 		if src, err = o.AWS.uiSource(awsContext()); err != nil {
 			return usageOr(err)
 		}
@@ -62,6 +66,7 @@ func runUI(ctx context.Context, o *UIOptions) error {
 	if !webui.Loopback(o.Addr) {
 		src.Reply = nil // read-only: no gate forms for whoever reaches it
 	}
+	src.Secret = secret
 	h, err := webui.New(src)
 	if err != nil {
 		return err
@@ -73,9 +78,11 @@ func runUI(ctx context.Context, o *UIOptions) error {
 	h.AllowHosts(ln.Addr().String())
 	srv := httpapi.NewServer(h)
 	srv.WriteTimeout = 0 // event streams stay open
-	fmt.Fprintf(o.IO.Err, "stratus: run viewer at %s (%s); Ctrl-C stops it\n", viewerURL(ln.Addr().String()), src.Target)
+	// The URL carries the secret (docs/security.md § The run viewer's
+	// secret): it goes to this user's terminal only, never to a log.
+	fmt.Fprintf(o.IO.Err, "stratus: run viewer at %s (%s); Ctrl-C stops it\n", h.LoginURL(viewerURL(ln.Addr().String())), src.Target)
 	if !webui.Loopback(o.Addr) {
-		fmt.Fprintf(o.IO.Err, "stratus: warning: listening on %s, not loopback: anyone who can reach it reads every run's prompts and outputs; it answers no gate\n", ln.Addr())
+		fmt.Fprintf(o.IO.Err, "stratus: warning: listening on %s, not loopback: whoever has the URL reads every run's prompts and outputs, and the secret crosses the network in clear over http; it answers no gate\n", ln.Addr())
 	}
 	if o.ready != nil {
 		o.ready(ln.Addr().String())
@@ -107,4 +114,29 @@ func viewerURL(addr string) string {
 		host = "localhost"
 	}
 	return "http://" + net.JoinHostPort(host, port)
+}
+
+// uiSecret is the viewer's secret: read from path when given, else "" (New
+// draws one). Errors (usage): a file that cannot be read, that its group
+// or others may read or write, or whose secret is too short.
+func uiSecret(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", usageError{fmt.Errorf("--token-file: %w", err)}
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return "", usageError{fmt.Errorf("--token-file %s has mode %o: another user could read the viewer's secret; valid: 0600 (chmod 600 %s)", path, fi.Mode().Perm(), path)}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", usageError{fmt.Errorf("--token-file: %w", err)}
+	}
+	secret := strings.TrimSpace(string(b))
+	if len(secret) < webui.MinSecretLen || strings.ContainsAny(secret, " \t\r\n") {
+		return "", usageError{fmt.Errorf("--token-file %s holds %d characters; valid: one line of at least %d characters without spaces (openssl rand -hex 32 makes one)", path, len(secret), webui.MinSecretLen)}
+	}
+	return secret, nil
 }

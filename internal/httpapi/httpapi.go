@@ -408,9 +408,10 @@ func (h *Handler) degradation(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// GET /v1/agents/{name}/render-size (seed 001 § agent_render_size; no credential).
+// GET /v1/agents/{name}/render-size (seed 001 § agent_render_size), with
+// the credential of a worker of that agent (worker.Service.RenderSize).
 func (h *Handler) renderSize(w http.ResponseWriter, r *http.Request) error {
-	rs, err := h.Service.RenderSize(r.Context(), r.PathValue("name"))
+	rs, err := h.Service.RenderSize(r.Context(), r.Header.Get("Authorization"), r.PathValue("name"))
 	if err != nil {
 		return err
 	}

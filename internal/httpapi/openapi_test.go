@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -15,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/goccy/go-yaml"
 
@@ -153,15 +151,11 @@ func readText(t *testing.T, path string) string {
 	return string(b)
 }
 
-// probeStore is the only store the probes may reach: render-size (the one
-// unauthenticated route that reads state) gets an answer; anything else
-// panics on the nil embedded Store, which probe reports, because a request
-// without a credential must be refused before the store is touched.
+// probeStore is the store the probes run against: every method panics on
+// the nil embedded Store, which probe reports, because a request without a
+// credential must be refused before the store is touched (no route that
+// reads state is public).
 type probeStore struct{ store.Store }
-
-func (probeStore) GetRenderSize(_ context.Context, agent string) (stratus.RenderSize, error) {
-	return stratus.RenderSize{Agent: agent, Bytes: 42, At: time.Unix(0, 0).UTC()}, nil
-}
 
 // probe sends method+path with no credential and no body to the real
 // router and returns the status and, for an error answer, its body.

@@ -77,20 +77,41 @@ func TestWorkerAPI_SystemPromptBySystemRef(t *testing.T) {
 	}
 }
 
-// seed 001 § agent_render_size: no credential; the last observed size.
-func TestWorkerAPI_RenderSizeNeedsNoCredential(t *testing.T) {
+// seed 001 § agent_render_size, hardened (docs/security.md § Who is
+// trusted): the last observed size goes to a worker of that agent — its
+// handle or capability token — and to no one else. The hardening finding:
+// the route answered anyone who reached the API, credential or not.
+func TestWorkerAPI_RenderSizeNeedsTheAgentsCredential(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	if code, _ := b.do(t, "GET", "/v1/agents/planning/render-size", "", ""); code != 404 {
-		t.Errorf("never rendered: %d, want 404", code)
-	}
 	h := b.dispatch(t, "planning", "tok-1")
 	p := payload(t, b, h, "r1.planning.1")
-	code, body := b.do(t, "GET", "/v1/agents/planning/render-size", "", "")
-	var rs stratus.RenderSize
-	json.Unmarshal([]byte(body), &rs)
-	if code != 200 || rs.Agent != "planning" || rs.Bytes != len(p.System) {
-		t.Errorf("%d %s (system is %d bytes)", code, body, len(p.System))
+	tok, _, err := b.svc.Minter.Mint("r1.planning.1", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, agent, auth string
+		want              int
+	}{
+		{"no credential", "planning", "", 401},
+		{"another scheme", "planning", "Basic " + h, 401},
+		{"unknown handle", "planning", "Bearer wh-unknown1", 401},
+		{"no credential, unknown agent", "nobody", "", 401},
+		{"another agent", "implementation", "Bearer " + h, 403},
+		{"its handle", "planning", "Bearer " + h, 200},
+		{"its capability token", "planning", "Bearer " + tok, 200},
+	} {
+		code, body := b.do(t, "GET", "/v1/agents/"+c.agent+"/render-size", c.auth, "")
+		if code != c.want {
+			t.Errorf("%s: %d %s; want %d", c.name, code, body, c.want)
+			continue
+		}
+		var rs stratus.RenderSize
+		json.Unmarshal([]byte(body), &rs)
+		if ok := rs.Agent == "planning" && rs.Bytes == len(p.System); ok != (code == 200) {
+			t.Errorf("%s: %d %s (the system prompt is %d bytes)", c.name, code, body, len(p.System))
+		}
 	}
 }
 

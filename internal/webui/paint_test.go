@@ -29,7 +29,9 @@ func BenchmarkRunPage_FirstPaint(b *testing.B) {
 		b.Skip("chromium is not installed")
 	}
 	s, path := fiftyStepRun(b)
-	viewer := httptest.NewServer(s)
+	// The browser holds the viewer's cookie, as after its login; the
+	// Bearer header stands for it, so the page loads without a redirect.
+	viewer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.ServeHTTP(w, authed(s, r)) }))
 	defer viewer.Close()
 	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("<!doctype html><title>anchor</title><h1>hello</h1>"))

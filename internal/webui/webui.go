@@ -6,14 +6,15 @@
 // (static/ui.js) only updates a run's page live from its event stream
 // (server-sent events), so every page works, and is tested, without it.
 // Everything is read through the store and sink ports, so the same pages
-// show an embedded run and one on AWS.
+// show an embedded run and one on AWS. Nothing is served to a request
+// without the viewer's secret (auth.go; docs/security.md § The run
+// viewer's secret).
 package webui
 
 import (
 	"bytes"
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
@@ -67,6 +68,10 @@ type Source struct {
 	// DIR"). A read-only viewer shows them.
 	ShellReplies bool
 	ReplyFlags   string
+	// Secret is what every request must present (docs/security.md § The
+	// run viewer's secret): at least MinSecretLen characters. Empty: New
+	// draws one (NewSecret); Server.Secret and Server.LoginURL give it.
+	Secret string
 }
 
 // replyCommand is the command that answers gate node of run runID: the
@@ -88,23 +93,30 @@ func (s *Server) replyCommand(runID, node, signal string) string {
 
 // Server serves the viewer.
 type Server struct {
-	hosts []string // Host headers a request may carry (AllowHosts); none = any
-	src   Source
-	tmpl  *template.Template
-	md    goldmark.Markdown
-	csrf  []byte // per process: a form is good while this server runs
-	mux   *http.ServeMux
+	hosts  []string // Host headers a request may carry (AllowHosts); none = any
+	src    Source
+	tmpl   *template.Template
+	md     goldmark.Markdown
+	csrf   []byte // per process: a form is good while this server runs
+	secret string // what a request presents to get anything (auth.go)
+	mux    *http.ServeMux
 }
 
-// New returns the viewer over src. Errors: a template that does not parse
-// (a build defect).
+// New returns the viewer over src. Errors: EINVALID for a src.Secret
+// shorter than MinSecretLen or holding white space; a template that does
+// not parse (a build defect).
 func New(src Source) (*Server, error) {
 	if src.Poll <= 0 {
 		src.Poll = time.Second
 	}
-	s := &Server{src: src, md: goldmark.New(goldmark.WithExtensions(extension.GFM), goldmark.WithRendererOptions(rawHTMLAsText())), mux: http.NewServeMux()}
-	s.csrf = make([]byte, 32)
-	rand.Read(s.csrf)
+	if src.Secret == "" {
+		src.Secret = NewSecret()
+	}
+	if err := checkSecret(src.Secret); err != nil {
+		return nil, err
+	}
+	s := &Server{src: src, secret: src.Secret, md: goldmark.New(goldmark.WithExtensions(extension.GFM), goldmark.WithRendererOptions(rawHTMLAsText())), mux: http.NewServeMux()}
+	s.csrf = randomBytes(32)
 	t, err := template.New("").Funcs(template.FuncMap{
 		"plural":  english.Plural,
 		"dur":     fmtDuration,
@@ -180,7 +192,9 @@ func (s *Server) hostAllowed(host string) bool {
 }
 
 // ServeHTTP serves the viewer, with headers that keep its pages in their
-// own origin (no framing, no inline script, no third-party fetch).
+// own origin (no framing, no inline script, no third-party fetch), to a
+// request that carries the viewer's secret (auth.go): anything else, a
+// static file included, is 401 with a page saying how to get in.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.hostAllowed(r.Host) {
 		// DNS rebinding: a page of another site whose name resolves to
@@ -192,6 +206,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
+	if r.Method == http.MethodGet && r.URL.Query().Has("token") {
+		s.login(w, r)
+		return
+	}
+	if !s.authenticated(r) {
+		s.unauthorized(w, "This request carries neither the viewer's cookie nor its secret.")
+		return
+	}
 	s.mux.ServeHTTP(w, r)
 }
 
