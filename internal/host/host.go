@@ -35,6 +35,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -188,6 +189,13 @@ func (h *Host) start(w http.ResponseWriter, r *http.Request) {
 		writeError(w, stratus.FieldErrorf(stratus.EINVALID, "body", "not a start request: %v", err))
 		return
 	}
+	// Everything the request names is checked before anything is written
+	// (docs/security.md § Files under .stratus): the run id names a
+	// directory, and a refused run removes the one it made.
+	if err := lifecycle.CheckRunID(req.RunID); err != nil {
+		writeError(w, err)
+		return
+	}
 	if !filepath.IsAbs(req.Task) {
 		writeError(w, stratus.FieldErrorf(stratus.EINVALID, "task", "%q is not an absolute path", req.Task))
 		return
@@ -208,6 +216,10 @@ type ResumeRequest struct {
 
 func (h *Host) resume(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	if err := lifecycle.CheckRunID(id); err != nil {
+		writeError(w, err)
+		return
+	}
 	var req ResumeRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req); err != nil {
 		writeError(w, stratus.FieldErrorf(stratus.EINVALID, "body", "not a resume request: %v", err))
@@ -227,9 +239,11 @@ func (h *Host) resume(w http.ResponseWriter, r *http.Request) {
 // host runs a run (run: orchestrator.Run or Resume, calling started once
 // the run is recorded) as one of the host's, its lines appended to the
 // run's run.log, and answers w once it is recorded (201 {"run_id"}) or
-// refused (its error). A refused new run (fresh) leaves nothing behind.
+// refused (its error). A refused new run (fresh) leaves nothing behind,
+// and never takes anything of another run with it: its directory is one
+// it made (runLog).
 func (h *Host) host(w http.ResponseWriter, runID string, fresh bool, run func(ctx context.Context, logf *os.File, started func(string)) (*orchestrator.Result, error)) {
-	logf, err := h.runLog(runID)
+	logf, err := h.runLog(runID, fresh)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -279,16 +293,26 @@ func (h *Host) host(w http.ResponseWriter, runID string, fresh bool, run func(ct
 	}
 }
 
-// runLog opens DIR/.stratus/runs/<run_id>/run.log for appending.
-func (h *Host) runLog(runID string) (*os.File, error) {
-	if runID == "" {
-		return nil, stratus.FieldErrorf(stratus.EINVALID, "run_id", "is empty; the caller names the run (lifecycle.NewRunID)")
-	}
+// runLog opens DIR/.stratus/runs/<run_id>/run.log for appending (runID
+// checked: lifecycle.CheckRunID). For a new run (fresh) the directory must
+// not exist yet and is made here, so that removing it on refusal removes
+// nothing but what this request wrote: an existing run's id is ECONFLICT
+// (field run_id), its files untouched.
+func (h *Host) runLog(runID string, fresh bool) (*os.File, error) {
 	dir := filepath.Join(h.Dir, orchestrator.StateDir, orchestrator.RunsDir, runID)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, stratus.FieldErrorf(stratus.EINVALID, "run_id", "%q: %v", runID, err)
+	if fresh {
+		if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+			return nil, err
+		}
+		if err := os.Mkdir(dir, 0o700); errors.Is(err, fs.ErrExist) {
+			return nil, stratus.FieldErrorf(stratus.ECONFLICT, "run_id", "run %s already exists (%s); a new run takes a fresh id", runID, dir)
+		} else if err != nil {
+			return nil, err
+		}
+	} else if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
 	}
-	return os.OpenFile(filepath.Join(dir, "run.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	return os.OpenFile(filepath.Join(dir, "run.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 }
 
 func (h *Host) cancel(w http.ResponseWriter, r *http.Request) {
