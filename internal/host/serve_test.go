@@ -82,7 +82,7 @@ func TestHost_ARefusedStartLeavesAnExistingRunAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := map[string]string{
-		filepath.Join(state, orchestrator.RunsDir, id, "run.log"):                "run " + id + ": done\n",
+		filepath.Join(state, orchestrator.RunsDir, id, "run.log"):                 "run " + id + ": done\n",
 		filepath.Join(state, orchestrator.RunsDir, id, "bundle", "manifest.json"): "{}\n",
 	}
 	for p, body := range files {
