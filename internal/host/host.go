@@ -6,9 +6,11 @@
 // across every run, first come first served), so a thousand runs cost a
 // thousand sets of goroutines, not a thousand processes.
 //
-// The host answers on a Unix socket, DIR/.stratus/host.sock (SocketPath:
-// elsewhere when that path is too long), reachable by the work dir's
-// owner alone (mode 0600):
+// The host answers on a Unix socket, DIR/.stratus/host/host.sock
+// (SocketPath: elsewhere when that path is too long), to the work dir's
+// owner alone: the socket's directory is theirs with mode 0700, and the
+// host answers a client of another uid 403 (docs/security.md § The host
+// socket):
 //
 //	POST /v1/runs              {"task": PATH, "run_id": ID, "no_pull": BOOL}
 //	                           → 201 {"run_id": ID} once the run is recorded;
@@ -30,8 +32,6 @@ package host
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,27 +50,6 @@ import (
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/orchestrator"
 )
-
-// SocketName is the host's socket, in DIR/.stratus/.
-const SocketName = "host.sock"
-
-// maxSocketPath is the longest Unix socket path this host uses in the work
-// dir: Linux's sockaddr_un holds 108 bytes with its terminating NUL, and
-// some systems fewer.
-const maxSocketPath = 100
-
-// SocketPath is the host socket of work dir dir (absolute):
-// DIR/.stratus/host.sock, or, when that path is too long for a Unix socket
-// (maxSocketPath), stratus-host-<hash of dir>.sock in the temporary
-// directory, the same for every caller.
-func SocketPath(dir string) string {
-	p := filepath.Join(dir, orchestrator.StateDir, SocketName)
-	if len(p) <= maxSocketPath {
-		return p
-	}
-	sum := sha256.Sum256([]byte(filepath.Clean(dir)))
-	return filepath.Join(os.TempDir(), "stratus-host-"+hex.EncodeToString(sum[:8])+".sock")
-}
 
 // Host hosts the runs of one work dir.
 type Host struct {
@@ -124,7 +103,11 @@ func (h *Host) Serve(ctx context.Context) error {
 	mux.HandleFunc("POST /v1/runs/{id}/resume", h.resume)
 	mux.HandleFunc("POST /v1/runs/{id}/cancel", h.cancel)
 	mux.HandleFunc("GET /v1/runs", h.list)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: h.sameUser(mux), ReadHeaderTimeout: 10 * time.Second,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			uid, known, err := peerUID(c)
+			return context.WithValue(ctx, peerKey{}, peer{uid: uid, known: known, err: err})
+		}}
 	go srv.Serve(ln)
 	h.Log.Info(fmt.Sprintf("hosting the runs of %s on %s (%d engine slots)", h.Dir, ln.Addr(), slots))
 
@@ -154,17 +137,23 @@ func (h *Host) Serve(ctx context.Context) error {
 	return nil
 }
 
-// listen opens the socket at path: a socket left by a host that is gone
-// is replaced; one that answers is another host's (EINVALID).
+// listen opens the socket at path, in a directory made and checked first
+// (makeSocketDir: this user's, mode 0700, or EFORBIDDEN): a socket left by
+// a host that is gone is replaced; one that answers is another host's
+// (EINVALID).
 func listen(path string) (net.Listener, error) {
-	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-		c.Close()
-		return nil, stratus.Errorf(stratus.EINVALID, "a host already serves this work dir (%s)", path)
-	}
-	os.Remove(path)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := makeSocketDir(path); err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if c, err := dialHost(ctx, path); err == nil {
+		c.Close()
+		return nil, stratus.Errorf(stratus.EINVALID, "a host already serves this work dir (%s)", path)
+	} else if stratus.ErrorCode(err) == stratus.EFORBIDDEN {
+		return nil, err
+	}
+	os.Remove(path)
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		return nil, fmt.Errorf("host socket %s: %w", path, err)
@@ -174,6 +163,34 @@ func listen(path string) (net.Listener, error) {
 		return nil, err
 	}
 	return ln, nil
+}
+
+// peer is what the kernel says of a connection's client (peerUID).
+type peer struct {
+	uid   int
+	known bool
+	err   error
+}
+
+type peerKey struct{}
+
+// sameUser answers 403 (EFORBIDDEN) to a client running as another uid
+// than the host, whatever reached the socket (docs/security.md § The
+// host socket: the directory keeps them out; this holds if it did not).
+func (h *Host) sameUser(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := r.Context().Value(peerKey{}).(peer)
+		switch {
+		case p.err != nil:
+			writeError(w, stratus.Errorf(stratus.EFORBIDDEN, "the host cannot tell who the client is (%v): refused (docs/security.md § The host socket)", p.err))
+			return
+		case p.known && p.uid != os.Geteuid():
+			h.Log.Warn(fmt.Sprintf("refused %s %s from uid %d (the host serves uid %d alone)", r.Method, r.URL.Path, p.uid, os.Geteuid()))
+			writeError(w, stratus.Errorf(stratus.EFORBIDDEN, "this host serves uid %d alone, not uid %d (docs/security.md § The host socket)", os.Geteuid(), p.uid))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // StartRequest is the body of POST /v1/runs.
@@ -348,7 +365,7 @@ func (h *Host) list(w http.ResponseWriter, _ *http.Request) {
 
 // httpStatus maps a stratus error code to its HTTP status (error.go).
 var httpStatus = map[string]int{
-	stratus.EINVALID: 400, stratus.ENOTFOUND: 404, stratus.ECONFLICT: 409,
+	stratus.EINVALID: 400, stratus.EFORBIDDEN: 403, stratus.ENOTFOUND: 404, stratus.ECONFLICT: 409,
 	stratus.EUNPROCESSABLE: 422, stratus.ENOSPACE: 507,
 }
 

@@ -21,9 +21,15 @@ type served struct {
 
 // serve installs a config into a fresh work dir, starts its host in this
 // process and returns a client of it; the host stops when the test ends.
+// The work dir is directly in the temporary directory, so that its socket
+// is DIR/.stratus/host/host.sock.
 func serve(t *testing.T) served {
 	t.Helper()
-	dir := t.TempDir()
+	dir, err := os.MkdirTemp("", "stratus-host-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
 	cfg, err := config.Marshal(config.Default())
 	if err != nil {
 		t.Fatal(err)
