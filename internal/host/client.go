@@ -16,6 +16,7 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/orchestrator"
+	"github.com/stratusflow/stratus/internal/statedir"
 )
 
 // Client reaches the host of one work dir over its socket.
@@ -68,10 +69,10 @@ func Ensure(dir, self string, idle, wait time.Duration) (*Client, error) {
 		return c, err
 	}
 	logPath := filepath.Join(dir, orchestrator.StateDir, LogName)
-	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+	if err := statedir.Secure(filepath.Dir(logPath)); err != nil {
 		return nil, err
 	}
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, statedir.FilePerm)
 	if err != nil {
 		return nil, err
 	}

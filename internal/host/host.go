@@ -49,6 +49,7 @@ import (
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/orchestrator"
+	"github.com/stratusflow/stratus/internal/statedir"
 )
 
 // Host hosts the runs of one work dir.
@@ -84,6 +85,9 @@ func (h *Host) Serve(ctx context.Context) error {
 	state := filepath.Join(h.Dir, orchestrator.StateDir)
 	cfg, err := config.Load(filepath.Join(state, orchestrator.ConfigFile))
 	if err != nil {
+		return err
+	}
+	if err := statedir.Secure(state); err != nil {
 		return err
 	}
 	ln, err := listen(SocketPath(h.Dir))
@@ -318,18 +322,18 @@ func (h *Host) host(w http.ResponseWriter, runID string, fresh bool, run func(ct
 func (h *Host) runLog(runID string, fresh bool) (*os.File, error) {
 	dir := filepath.Join(h.Dir, orchestrator.StateDir, orchestrator.RunsDir, runID)
 	if fresh {
-		if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		if err := os.MkdirAll(filepath.Dir(dir), statedir.DirPerm); err != nil {
 			return nil, err
 		}
-		if err := os.Mkdir(dir, 0o700); errors.Is(err, fs.ErrExist) {
+		if err := os.Mkdir(dir, statedir.DirPerm); errors.Is(err, fs.ErrExist) {
 			return nil, stratus.FieldErrorf(stratus.ECONFLICT, "run_id", "run %s already exists (%s); a new run takes a fresh id", runID, dir)
 		} else if err != nil {
 			return nil, err
 		}
-	} else if err := os.MkdirAll(dir, 0o700); err != nil {
+	} else if err := os.MkdirAll(dir, statedir.DirPerm); err != nil {
 		return nil, err
 	}
-	return os.OpenFile(filepath.Join(dir, "run.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	return os.OpenFile(filepath.Join(dir, "run.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, statedir.FilePerm)
 }
 
 func (h *Host) cancel(w http.ResponseWriter, r *http.Request) {

@@ -218,7 +218,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if s.def, err = compiler.Compile(s.env.Flow, lifecycle.CompileOptions(s.env.Config)); err != nil {
 		return nil, err
 	}
-	if err := lifecycle.PutDefinition(ctx, fs.New(state), runID, s.def); err != nil {
+	if err := lifecycle.PutDefinition(ctx, fs.New(state).OwnerOnly(), runID, s.def); err != nil {
 		return nil, err
 	}
 	s.run = stratus.Run{ID: runID, TaskID: tk.ID, TaskTitle: tk.Title, Flow: fl.TaskType, Status: stratus.RunRunning,
@@ -300,7 +300,7 @@ func Resume(ctx context.Context, o ResumeOptions) (*Result, error) {
 	}
 	s.defer_(release)
 	s.env = bundle.Env
-	if s.def, err = lifecycle.GetDefinition(ctx, fs.New(state), run.ID); err != nil {
+	if s.def, err = lifecycle.GetDefinition(ctx, fs.New(state).OwnerOnly(), run.ID); err != nil {
 		return nil, err
 	}
 	o.Owner = lifecycle.Owner()
