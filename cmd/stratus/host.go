@@ -38,9 +38,11 @@ once, in one process: they share its store, its engine slots
 first served) and its reaper. ` + "`run --detach`" + ` starts a host when none serves the
 work dir, so you seldom start one yourself.
 
-The host listens on DIR/.stratus/host.sock (yours alone), writes each run's
-lines to DIR/.stratus/runs/<run_id>/run.log, and ends once it has had no run
-under way for --idle (0: never). SIGTERM or Ctrl-C interrupts the runs under
+The host listens on DIR/.stratus/host/host.sock (its directory yours alone,
+mode 0700; in $XDG_RUNTIME_DIR or in a directory of yours in the temporary
+directory when that path is too long for a Unix socket), answers no process
+of another user, writes each run's lines to DIR/.stratus/runs/<run_id>/run.log,
+and ends once it has had no run under way for --idle (0: never). SIGTERM or Ctrl-C interrupts the runs under
 way (each is recorded interrupted; ` + "`stratus resume`" + ` goes on) and ends it;
 ` + "`stratus cancel RUN`" + ` stops one run and leaves the others running.
 

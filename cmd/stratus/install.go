@@ -19,6 +19,7 @@ import (
 	"github.com/stratusflow/stratus/internal/english"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/orchestrator"
+	"github.com/stratusflow/stratus/internal/statedir"
 	"github.com/stratusflow/stratus/internal/worcimport"
 )
 
@@ -79,6 +80,13 @@ removed). config.yaml is kept.`,
 }
 
 func runInstall(o *InstallOptions) error {
+	// An existing state dir is tightened first; a new one is made 0700
+	// by writeFile (docs/security.md § Files under .stratus).
+	if state := filepath.Join(o.Dir, orchestrator.StateDir); exists(state) {
+		if err := statedir.Secure(state); err != nil {
+			return err
+		}
+	}
 	if o.FromWorc != "" {
 		return runInstallFromWorc(o)
 	}
@@ -138,8 +146,11 @@ func runInstall(o *InstallOptions) error {
 	return nil
 }
 
+// writeFile writes a file of the state dir, the owner's alone, as are the
+// directories it makes (docs/security.md § Files under .stratus); an
+// existing file only when overwrite.
 func writeFile(path string, data []byte, overwrite bool) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), statedir.DirPerm); err != nil {
 		return err
 	}
 	if !overwrite {
@@ -149,7 +160,12 @@ func writeFile(path string, data []byte, overwrite bool) error {
 			return err
 		}
 	}
-	return os.WriteFile(path, data, 0o644)
+	return os.WriteFile(path, data, statedir.FilePerm)
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // runInstallFromWorc imports a worc home (issue 15 § 4): the built-in
@@ -189,7 +205,7 @@ func runInstallFromWorc(o *InstallOptions) error {
 			return err
 		}
 		if f.Executable {
-			if err := os.Chmod(p, 0o755); err != nil {
+			if err := os.Chmod(p, statedir.ExecPerm); err != nil {
 				return err
 			}
 		}

@@ -256,7 +256,7 @@ func LoadOrCreateKey(path string) ([]byte, error) {
 		if _, err := rand.Read(key); err != nil {
 			return nil, err
 		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil { // the state dir: docs/security.md § Files under .stratus
 			return nil, err
 		}
 		// Write a temporary file, then link it into place: another process

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/orchestrator"
+	"github.com/stratusflow/stratus/internal/statedir"
 )
 
 // Client reaches the host of one work dir over its socket.
@@ -25,17 +26,32 @@ type Client struct {
 }
 
 // Dial returns a client of dir's host, or ENOTFOUND when none answers.
+// The socket's directory, the socket and the process answering on it must
+// all be this user's (docs/security.md § The host socket): EFORBIDDEN
+// otherwise, naming what was refused; nothing is sent to such a host.
 func Dial(dir string) (*Client, error) {
 	path := SocketPath(dir)
-	c, err := net.DialTimeout("unix", path, time.Second)
-	if err != nil {
+	if err := checkSocketDir(filepath.Dir(path)); stratus.ErrorCode(err) == stratus.ENOTFOUND {
+		return nil, stratus.Errorf(stratus.ENOTFOUND, "no host serves %s (no %s)", dir, filepath.Dir(path))
+	} else if err != nil {
+		return nil, err
+	}
+	if err := checkSocketFile(path); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	c, err := dialHost(ctx, path)
+	if stratus.ErrorCode(err) == stratus.EFORBIDDEN {
+		return nil, err
+	} else if err != nil {
 		return nil, stratus.Errorf(stratus.ENOTFOUND, "no host serves %s (%v)", dir, err)
 	}
 	c.Close()
 	return &Client{dir: dir, hc: &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", path)
-		},
+		// Every connection is checked: the host that answered Dial may
+		// have gone, and its socket been taken since.
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return dialHost(ctx, path) },
 	}}}, nil
 }
 
@@ -49,14 +65,14 @@ const LogName = "host.log"
 // host finds the first's socket and exits, and both callers reach the
 // first.
 func Ensure(dir, self string, idle, wait time.Duration) (*Client, error) {
-	if c, err := Dial(dir); err == nil {
-		return c, nil
+	if c, err := Dial(dir); err == nil || stratus.ErrorCode(err) == stratus.EFORBIDDEN {
+		return c, err
 	}
 	logPath := filepath.Join(dir, orchestrator.StateDir, LogName)
-	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+	if err := statedir.Secure(filepath.Dir(logPath)); err != nil {
 		return nil, err
 	}
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, statedir.FilePerm)
 	if err != nil {
 		return nil, err
 	}
@@ -71,8 +87,8 @@ func Ensure(dir, self string, idle, wait time.Duration) (*Client, error) {
 	go func() { exited <- cmd.Wait() }()
 	deadline := time.Now().Add(wait)
 	for {
-		if c, err := Dial(dir); err == nil {
-			return c, nil
+		if c, err := Dial(dir); err == nil || stratus.ErrorCode(err) == stratus.EFORBIDDEN {
+			return c, err
 		}
 		select {
 		case err := <-exited:

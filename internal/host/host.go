@@ -6,9 +6,11 @@
 // across every run, first come first served), so a thousand runs cost a
 // thousand sets of goroutines, not a thousand processes.
 //
-// The host answers on a Unix socket, DIR/.stratus/host.sock (SocketPath:
-// elsewhere when that path is too long), reachable by the work dir's
-// owner alone (mode 0600):
+// The host answers on a Unix socket, DIR/.stratus/host/host.sock
+// (SocketPath: elsewhere when that path is too long), to the work dir's
+// owner alone: the socket's directory is theirs with mode 0700, and the
+// host answers a client of another uid 403 (docs/security.md § The host
+// socket):
 //
 //	POST /v1/runs              {"task": PATH, "run_id": ID, "no_pull": BOOL}
 //	                           → 201 {"run_id": ID} once the run is recorded;
@@ -30,11 +32,10 @@ package host
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -48,28 +49,8 @@ import (
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/orchestrator"
+	"github.com/stratusflow/stratus/internal/statedir"
 )
-
-// SocketName is the host's socket, in DIR/.stratus/.
-const SocketName = "host.sock"
-
-// maxSocketPath is the longest Unix socket path this host uses in the work
-// dir: Linux's sockaddr_un holds 108 bytes with its terminating NUL, and
-// some systems fewer.
-const maxSocketPath = 100
-
-// SocketPath is the host socket of work dir dir (absolute):
-// DIR/.stratus/host.sock, or, when that path is too long for a Unix socket
-// (maxSocketPath), stratus-host-<hash of dir>.sock in the temporary
-// directory, the same for every caller.
-func SocketPath(dir string) string {
-	p := filepath.Join(dir, orchestrator.StateDir, SocketName)
-	if len(p) <= maxSocketPath {
-		return p
-	}
-	sum := sha256.Sum256([]byte(filepath.Clean(dir)))
-	return filepath.Join(os.TempDir(), "stratus-host-"+hex.EncodeToString(sum[:8])+".sock")
-}
 
 // Host hosts the runs of one work dir.
 type Host struct {
@@ -106,6 +87,9 @@ func (h *Host) Serve(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := statedir.Secure(state); err != nil {
+		return err
+	}
 	ln, err := listen(SocketPath(h.Dir))
 	if err != nil {
 		return err
@@ -123,7 +107,11 @@ func (h *Host) Serve(ctx context.Context) error {
 	mux.HandleFunc("POST /v1/runs/{id}/resume", h.resume)
 	mux.HandleFunc("POST /v1/runs/{id}/cancel", h.cancel)
 	mux.HandleFunc("GET /v1/runs", h.list)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: h.sameUser(mux), ReadHeaderTimeout: 10 * time.Second,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			uid, known, err := peerUID(c)
+			return context.WithValue(ctx, peerKey{}, peer{uid: uid, known: known, err: err})
+		}}
 	go srv.Serve(ln)
 	h.Log.Info(fmt.Sprintf("hosting the runs of %s on %s (%d engine slots)", h.Dir, ln.Addr(), slots))
 
@@ -153,17 +141,23 @@ func (h *Host) Serve(ctx context.Context) error {
 	return nil
 }
 
-// listen opens the socket at path: a socket left by a host that is gone
-// is replaced; one that answers is another host's (EINVALID).
+// listen opens the socket at path, in a directory made and checked first
+// (makeSocketDir: this user's, mode 0700, or EFORBIDDEN): a socket left by
+// a host that is gone is replaced; one that answers is another host's
+// (EINVALID).
 func listen(path string) (net.Listener, error) {
-	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-		c.Close()
-		return nil, stratus.Errorf(stratus.EINVALID, "a host already serves this work dir (%s)", path)
-	}
-	os.Remove(path)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := makeSocketDir(path); err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if c, err := dialHost(ctx, path); err == nil {
+		c.Close()
+		return nil, stratus.Errorf(stratus.EINVALID, "a host already serves this work dir (%s)", path)
+	} else if stratus.ErrorCode(err) == stratus.EFORBIDDEN {
+		return nil, err
+	}
+	os.Remove(path)
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		return nil, fmt.Errorf("host socket %s: %w", path, err)
@@ -173,6 +167,34 @@ func listen(path string) (net.Listener, error) {
 		return nil, err
 	}
 	return ln, nil
+}
+
+// peer is what the kernel says of a connection's client (peerUID).
+type peer struct {
+	uid   int
+	known bool
+	err   error
+}
+
+type peerKey struct{}
+
+// sameUser answers 403 (EFORBIDDEN) to a client running as another uid
+// than the host, whatever reached the socket (docs/security.md § The
+// host socket: the directory keeps them out; this holds if it did not).
+func (h *Host) sameUser(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := r.Context().Value(peerKey{}).(peer)
+		switch {
+		case p.err != nil:
+			writeError(w, stratus.Errorf(stratus.EFORBIDDEN, "the host cannot tell who the client is (%v): refused (docs/security.md § The host socket)", p.err))
+			return
+		case p.known && p.uid != os.Geteuid():
+			h.Log.Warn(fmt.Sprintf("refused %s %s from uid %d (the host serves uid %d alone)", r.Method, r.URL.Path, p.uid, os.Geteuid()))
+			writeError(w, stratus.Errorf(stratus.EFORBIDDEN, "this host serves uid %d alone, not uid %d (docs/security.md § The host socket)", os.Geteuid(), p.uid))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // StartRequest is the body of POST /v1/runs.
@@ -186,6 +208,13 @@ func (h *Host) start(w http.ResponseWriter, r *http.Request) {
 	var req StartRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req); err != nil {
 		writeError(w, stratus.FieldErrorf(stratus.EINVALID, "body", "not a start request: %v", err))
+		return
+	}
+	// Everything the request names is checked before anything is written
+	// (docs/security.md § Files under .stratus): the run id names a
+	// directory, and a refused run removes the one it made.
+	if err := lifecycle.CheckRunID(req.RunID); err != nil {
+		writeError(w, err)
 		return
 	}
 	if !filepath.IsAbs(req.Task) {
@@ -208,6 +237,10 @@ type ResumeRequest struct {
 
 func (h *Host) resume(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	if err := lifecycle.CheckRunID(id); err != nil {
+		writeError(w, err)
+		return
+	}
 	var req ResumeRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req); err != nil {
 		writeError(w, stratus.FieldErrorf(stratus.EINVALID, "body", "not a resume request: %v", err))
@@ -227,9 +260,11 @@ func (h *Host) resume(w http.ResponseWriter, r *http.Request) {
 // host runs a run (run: orchestrator.Run or Resume, calling started once
 // the run is recorded) as one of the host's, its lines appended to the
 // run's run.log, and answers w once it is recorded (201 {"run_id"}) or
-// refused (its error). A refused new run (fresh) leaves nothing behind.
+// refused (its error). A refused new run (fresh) leaves nothing behind,
+// and never takes anything of another run with it: its directory is one
+// it made (runLog).
 func (h *Host) host(w http.ResponseWriter, runID string, fresh bool, run func(ctx context.Context, logf *os.File, started func(string)) (*orchestrator.Result, error)) {
-	logf, err := h.runLog(runID)
+	logf, err := h.runLog(runID, fresh)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -279,16 +314,26 @@ func (h *Host) host(w http.ResponseWriter, runID string, fresh bool, run func(ct
 	}
 }
 
-// runLog opens DIR/.stratus/runs/<run_id>/run.log for appending.
-func (h *Host) runLog(runID string) (*os.File, error) {
-	if runID == "" {
-		return nil, stratus.FieldErrorf(stratus.EINVALID, "run_id", "is empty; the caller names the run (lifecycle.NewRunID)")
-	}
+// runLog opens DIR/.stratus/runs/<run_id>/run.log for appending (runID
+// checked: lifecycle.CheckRunID). For a new run (fresh) the directory must
+// not exist yet and is made here, so that removing it on refusal removes
+// nothing but what this request wrote: an existing run's id is ECONFLICT
+// (field run_id), its files untouched.
+func (h *Host) runLog(runID string, fresh bool) (*os.File, error) {
 	dir := filepath.Join(h.Dir, orchestrator.StateDir, orchestrator.RunsDir, runID)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, stratus.FieldErrorf(stratus.EINVALID, "run_id", "%q: %v", runID, err)
+	if fresh {
+		if err := os.MkdirAll(filepath.Dir(dir), statedir.DirPerm); err != nil {
+			return nil, err
+		}
+		if err := os.Mkdir(dir, statedir.DirPerm); errors.Is(err, fs.ErrExist) {
+			return nil, stratus.FieldErrorf(stratus.ECONFLICT, "run_id", "run %s already exists (%s); a new run takes a fresh id", runID, dir)
+		} else if err != nil {
+			return nil, err
+		}
+	} else if err := os.MkdirAll(dir, statedir.DirPerm); err != nil {
+		return nil, err
 	}
-	return os.OpenFile(filepath.Join(dir, "run.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	return os.OpenFile(filepath.Join(dir, "run.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, statedir.FilePerm)
 }
 
 func (h *Host) cancel(w http.ResponseWriter, r *http.Request) {
@@ -324,7 +369,7 @@ func (h *Host) list(w http.ResponseWriter, _ *http.Request) {
 
 // httpStatus maps a stratus error code to its HTTP status (error.go).
 var httpStatus = map[string]int{
-	stratus.EINVALID: 400, stratus.ENOTFOUND: 404, stratus.ECONFLICT: 409,
+	stratus.EINVALID: 400, stratus.EFORBIDDEN: 403, stratus.ENOTFOUND: 404, stratus.ECONFLICT: 409,
 	stratus.EUNPROCESSABLE: 422, stratus.ENOSPACE: 507,
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"github.com/stratusflow/stratus/internal/projection"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/sink"
+	"github.com/stratusflow/stratus/internal/sink/fs"
+	"github.com/stratusflow/stratus/internal/statedir"
 )
 
 // CtxMarker is the file Stratus writes into every ctx dir it creates,
@@ -118,7 +121,7 @@ func archivePrevious(logsDir, ctxDir string) (string, error) {
 		n++
 		dst = filepath.Join(logsDir, fmt.Sprintf("attempt-%d", n))
 	}
-	if err := os.MkdirAll(dst, 0o755); err != nil {
+	if err := os.MkdirAll(dst, statedir.DirPerm); err != nil {
 		return "", err
 	}
 	for _, name := range move {
@@ -128,6 +131,12 @@ func archivePrevious(logsDir, ctxDir string) (string, error) {
 	}
 	if ctxErr == nil {
 		if err := os.Rename(ctxDir, filepath.Join(dst, "ctx")); err != nil {
+			return "", err
+		}
+		// Made for the user's project (fs.DirPerm, fs.FilePerm), the ctx
+		// files are now in the state dir: the owner's alone there
+		// (docs/security.md § Files under .stratus).
+		if err := statedir.Tighten(filepath.Join(dst, "ctx")); err != nil {
 			return "", err
 		}
 	}
@@ -179,6 +188,13 @@ func reclaimLogs(ctx context.Context, sk sink.Sink, logsDir, ctxDir, placement, 
 			if err := os.Rename(filepath.Join(own, e.Name()), to); err != nil {
 				return "", fmt.Errorf("move run %s's logs back from %s: %w", runID, own, err)
 			}
+			if to == ctxDir {
+				// Back in the user's project: the modes the ctx files were
+				// made with there (archivePrevious tightened them).
+				if err := projectModes(ctxDir); err != nil {
+					return "", err
+				}
+			}
 		}
 		if err := os.Remove(own); err != nil {
 			return "", err
@@ -186,4 +202,26 @@ func reclaimLogs(ctx context.Context, sk sink.Sink, logsDir, ctxDir, placement, 
 		said = append(said, "run "+runID+"'s moved back from "+own)
 	}
 	return strings.Join(said, "; "), markCtxDir(ctxDir, placement, taskID)
+}
+
+// projectModes gives a ctx dir moved back out of the state dir the modes
+// the sink makes the work dir's files with (fs.DirPerm, fs.FilePerm),
+// following no link.
+func projectModes(ctxDir string) error {
+	r, err := os.OpenRoot(ctxDir)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	return iofs.WalkDir(r.FS(), ".", func(p string, d iofs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir():
+			return r.Chmod(p, fs.DirPerm)
+		case d.Type().IsRegular():
+			return r.Chmod(p, fs.FilePerm)
+		}
+		return nil
+	})
 }

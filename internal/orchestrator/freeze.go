@@ -19,7 +19,7 @@ import (
 // rewriting a tool, never reaches a later step). The bundle stays as the
 // record of what the run used; release removes the materialized copy.
 func freezeRun(ctx context.Context, state, runID, workDir, flowsDir, taskPath string) (b *runenv.Bundle, release func(), err error) {
-	sk := fs.New(state)
+	sk := fs.New(state).OwnerOnly()
 	if _, err := runenv.Freeze(ctx, sk, runID, workDir, flowsDir, taskPath, nil); err != nil {
 		return nil, nil, fmt.Errorf("freeze the run's flow, prompts, config and tools: %w", err)
 	}
@@ -34,7 +34,7 @@ func freezeRun(ctx context.Context, state, runID, workDir, flowsDir, taskPath st
 // DIR/.stratus/runs/<run_id>/bundle/ (written by freezeRun when the run
 // started), for a resume; release removes the materialized copy.
 func loadRun(ctx context.Context, state, runID string) (b *runenv.Bundle, release func(), err error) {
-	b, err = runenv.NewCache(filepath.Join(state, RunsDir, runID), 1).Load(ctx, fs.New(state), runID)
+	b, err = runenv.NewCache(filepath.Join(state, RunsDir, runID), 1).Load(ctx, fs.New(state).OwnerOnly(), runID)
 	if err != nil {
 		return nil, nil, fmt.Errorf("load the run's frozen environment: %w", err)
 	}

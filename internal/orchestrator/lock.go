@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/statedir"
 )
 
 // lockTask takes an exclusive lock on one task id in this work dir, so two
@@ -17,10 +18,10 @@ import (
 // another run of the task holds it.
 func lockTask(state, taskID string) (func(), error) {
 	dir := filepath.Join(state, "locks")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, statedir.DirPerm); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(dir, taskID+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := os.OpenFile(filepath.Join(dir, taskID+".lock"), os.O_CREATE|os.O_RDWR, statedir.FilePerm)
 	if err != nil {
 		return nil, err
 	}

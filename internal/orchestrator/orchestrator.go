@@ -159,22 +159,30 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		return nil, stratus.Errorf(stratus.EINVALID, "task %s cannot run through flow %s:\n  %s", tk.ID, fl.TaskType, strings.Join(lines, "\n  "))
 	}
+	runID := o.RunID
+	if runID == "" {
+		runID = lifecycle.NewRunID()
+	} else if err := lifecycle.CheckRunID(runID); err != nil {
+		return nil, err
+	}
 	s, err := open(dir, o)
 	if err != nil {
 		return nil, err
 	}
 	defer s.close()
+	// A new run never takes an existing run's id: from here on the run
+	// writes under its id (workspace, bundle, definition), and the ctx dir
+	// of the task is archived, all before CreateRun would refuse the id.
+	if _, err := s.st.GetRun(ctx, runID); err == nil {
+		return nil, stratus.FieldErrorf(stratus.ECONFLICT, "run_id", "run %s already exists; a new run takes a fresh id", runID)
+	} else if stratus.ErrorCode(err) != stratus.ENOTFOUND {
+		return nil, err
+	}
 	cd, err := projection.CtxDir(cfg.Projection.Placement, tk.ID)
 	if err != nil {
 		return nil, err
 	}
 	if err := s.lock(tk.ID); err != nil {
-		return nil, err
-	}
-	runID := o.RunID
-	if runID == "" {
-		runID = lifecycle.NewRunID()
-	} else if err := lifecycle.CheckRunID(runID); err != nil {
 		return nil, err
 	}
 	// The repository travels as on AWS (issue 12 § 5): engines work in
@@ -210,7 +218,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if s.def, err = compiler.Compile(s.env.Flow, lifecycle.CompileOptions(s.env.Config)); err != nil {
 		return nil, err
 	}
-	if err := lifecycle.PutDefinition(ctx, fs.New(state), runID, s.def); err != nil {
+	if err := lifecycle.PutDefinition(ctx, fs.New(state).OwnerOnly(), runID, s.def); err != nil {
 		return nil, err
 	}
 	s.run = stratus.Run{ID: runID, TaskID: tk.ID, TaskTitle: tk.Title, Flow: fl.TaskType, Status: stratus.RunRunning,
@@ -292,7 +300,7 @@ func Resume(ctx context.Context, o ResumeOptions) (*Result, error) {
 	}
 	s.defer_(release)
 	s.env = bundle.Env
-	if s.def, err = lifecycle.GetDefinition(ctx, fs.New(state), run.ID); err != nil {
+	if s.def, err = lifecycle.GetDefinition(ctx, fs.New(state).OwnerOnly(), run.ID); err != nil {
 		return nil, err
 	}
 	o.Owner = lifecycle.Owner()

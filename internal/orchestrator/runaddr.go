@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/statedir"
 )
 
 // RunsDir holds one address file per running embedded run:
@@ -27,7 +28,7 @@ type RunAddress struct {
 // that removes it when the run ends.
 func WriteRunAddress(state, runID, apiURL string) (remove func(), err error) {
 	dir := filepath.Join(state, RunsDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, statedir.DirPerm); err != nil {
 		return nil, fmt.Errorf("run address: %w", err)
 	}
 	b, _ := json.Marshal(RunAddress{APIURL: apiURL, PID: os.Getpid()})

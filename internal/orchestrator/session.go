@@ -30,6 +30,7 @@ import (
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runview"
 	"github.com/stratusflow/stratus/internal/sink/fs"
+	"github.com/stratusflow/stratus/internal/statedir"
 	"github.com/stratusflow/stratus/internal/store"
 	"github.com/stratusflow/stratus/internal/store/sqlite"
 	"github.com/stratusflow/stratus/internal/supervisor"
@@ -66,6 +67,9 @@ func open(dir string, o Options) (*session, error) {
 	s.progress, release = progress.For(o.Progress)
 	s.defer_(release)
 	s.log = logging.Human(s.progress, "stratus")
+	if err := statedir.Secure(s.state); err != nil {
+		return nil, err
+	}
 	key, err := captoken.LoadOrCreateKey(filepath.Join(s.state, KeyFile))
 	if err != nil {
 		return nil, err

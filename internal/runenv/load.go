@@ -14,6 +14,7 @@ import (
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/sink"
+	"github.com/stratusflow/stratus/internal/statedir"
 	"github.com/stratusflow/stratus/internal/task"
 	"github.com/stratusflow/stratus/internal/worker"
 )
@@ -177,7 +178,9 @@ func (c *Cache) read(ctx context.Context, sk sink.Sink, runID string) (*Bundle, 
 	if parent == "" {
 		parent = os.TempDir()
 	}
-	if err := os.MkdirAll(parent, 0o755); err != nil {
+	// In the state dir embedded (runs/<run_id>/): the owner's alone, as
+	// MkdirTemp makes dir (docs/security.md § Files under .stratus).
+	if err := os.MkdirAll(parent, statedir.DirPerm); err != nil {
 		return nil, err
 	}
 	dir, err := os.MkdirTemp(parent, "stratus-run-"+runID+"-")
@@ -251,7 +254,8 @@ func materialize(ctx context.Context, sk sink.Sink, m *Manifest, dir string) (*B
 }
 
 // fetch reads one bundle file, checks it against the manifest and writes
-// it under root (0755 for an executable, 0644 otherwise).
+// it under root, the owner's alone (0700 for an executable, 0600
+// otherwise: docs/security.md § Files under .stratus).
 func fetch(ctx context.Context, sk sink.Sink, root *os.Root, prefix string, f File) error {
 	data, err := sk.Get(ctx, prefix+f.Path)
 	if stratus.ErrorCode(err) == stratus.ENOTFOUND {
@@ -264,12 +268,12 @@ func fetch(ctx context.Context, sk sink.Sink, root *os.Root, prefix string, f Fi
 		return stratus.Errorf(stratus.EINVALID, "bundle file %s%s (%d bytes) does not match its manifest entry (%d bytes, sha256 %s)", prefix, f.Path, len(data), f.Size, f.SHA256)
 	}
 	rel := filepath.FromSlash(f.Path)
-	if err := root.MkdirAll(filepath.Dir(rel), 0o755); err != nil {
+	if err := root.MkdirAll(filepath.Dir(rel), statedir.DirPerm); err != nil {
 		return fmt.Errorf("materialize %s: %w", f.Path, err)
 	}
-	mode := os.FileMode(0o644)
+	mode := statedir.FilePerm
 	if f.Executable {
-		mode = 0o755
+		mode = statedir.ExecPerm
 	}
 	if err := root.WriteFile(rel, data, mode); err != nil {
 		return fmt.Errorf("materialize %s: %w", f.Path, err)

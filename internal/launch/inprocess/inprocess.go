@@ -29,6 +29,7 @@ import (
 	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/reaper"
 	"github.com/stratusflow/stratus/internal/runner"
+	"github.com/stratusflow/stratus/internal/statedir"
 )
 
 // Launcher runs each worker as a goroutine of this process.
@@ -137,10 +138,11 @@ func openLog(path string) (*os.File, error) {
 	if path == "" {
 		return nil, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	// In the state dir: the owner's alone (docs/security.md § Files under .stratus).
+	if err := os.MkdirAll(filepath.Dir(path), statedir.DirPerm); err != nil {
 		return nil, err
 	}
-	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, statedir.FilePerm)
 }
 
 // Stop stops a worker: its engine is stopped as a runner stops it on

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/logging"
+	"github.com/stratusflow/stratus/internal/statedir"
 )
 
 // Launcher starts a runner with the worker environment: RunnerBinary
@@ -100,7 +101,7 @@ func (l *Launcher) Launch(ctx context.Context, s launch.Spec) (id string, err er
 	if l.Dir != nil {
 		if cmd.Dir = l.Dir(s); cmd.Dir != "" {
 			cmd.Env = append(cmd.Env, "TMPDIR="+cmd.Dir)
-			if err := os.MkdirAll(cmd.Dir, 0o755); err != nil {
+			if err := os.MkdirAll(cmd.Dir, statedir.DirPerm); err != nil {
 				return "", fmt.Errorf("runner directory: %w", err)
 			}
 		}
@@ -111,10 +112,12 @@ func (l *Launcher) Launch(ctx context.Context, s launch.Spec) (id string, err er
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var logf *os.File
 	if s.LogPath != "" {
-		if err := os.MkdirAll(filepath.Dir(s.LogPath), 0o755); err != nil {
+		// Embedded, the log is in the state dir: the owner's alone
+		// (docs/security.md § Files under .stratus).
+		if err := os.MkdirAll(filepath.Dir(s.LogPath), statedir.DirPerm); err != nil {
 			return "", err
 		}
-		f, err := os.OpenFile(s.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		f, err := os.OpenFile(s.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, statedir.FilePerm)
 		if err != nil {
 			return "", err
 		}

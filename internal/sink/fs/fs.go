@@ -17,9 +17,14 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/sink"
+	"github.com/stratusflow/stratus/internal/statedir"
 )
 
-// Permissions of what Put creates (before the process umask).
+// Permissions of what Put creates (before the process umask) outside the
+// state dir: the ctx files are the user's project files. Under the private
+// dir (Private), and everywhere in an owner-only sink (OwnerOnly), Put
+// creates with statedir.DirPerm and statedir.FilePerm (0700 and 0600:
+// docs/security.md § Files under .stratus).
 const (
 	DirPerm  os.FileMode = 0o755
 	FilePerm os.FileMode = 0o644
@@ -31,8 +36,9 @@ const (
 // costs a few syscalls instead of a walk of every path component; a cached
 // handle is used only while the path still names that same directory.
 type Sink struct {
-	root    string // absolute, cleaned
-	private string // first segment of the keys that follow no link (Private)
+	root      string // absolute, cleaned
+	private   string // first segment of the keys that follow no link (Private)
+	ownerOnly bool   // every key is the owner's alone (OwnerOnly)
 
 	mu   sync.Mutex
 	dirs map[string]*os.Root // parent dir key ("." for the root) → open handle
@@ -44,7 +50,7 @@ const maxCachedDirs = 64
 // dirRoot returns an open handle on <root>/<dir>, creating the directory
 // when missing. The handle was opened through the sink's root, so nothing
 // done through it leaves the root.
-func (s *Sink) dirRoot(dir string) (*os.Root, error) {
+func (s *Sink) dirRoot(dir string, perm os.FileMode) (*os.Root, error) {
 	full := filepath.Join(s.root, filepath.FromSlash(dir))
 	s.mu.Lock()
 	d := s.dirs[dir]
@@ -65,7 +71,11 @@ func (s *Sink) dirRoot(dir string) (*os.Root, error) {
 		// Not closed: another Put may still be using it; the GC's
 		// finalizer on the file releases it.
 	}
-	if err := os.MkdirAll(s.root, DirPerm); err != nil {
+	rootPerm := DirPerm
+	if s.ownerOnly {
+		rootPerm = statedir.DirPerm
+	}
+	if err := os.MkdirAll(s.root, rootPerm); err != nil {
 		return nil, fmt.Errorf("fs sink: create root: %w", err)
 	}
 	r, err := os.OpenRoot(s.root)
@@ -76,7 +86,7 @@ func (s *Sink) dirRoot(dir string) (*os.Root, error) {
 		d = r
 	} else {
 		defer r.Close()
-		if err := r.MkdirAll(filepath.FromSlash(dir), DirPerm); err != nil {
+		if err := r.MkdirAll(filepath.FromSlash(dir), perm); err != nil {
 			return nil, err
 		}
 		if d, err = r.OpenRoot(filepath.FromSlash(dir)); err != nil {
@@ -108,10 +118,28 @@ func New(root string) *Sink {
 // reaches nothing through a symbolic link below dir (dir itself may be
 // one) and reads only a regular file — EINVALID otherwise (issue 14
 // newcomers: a link planted in .stratus/uploads/ made uploads read and
-// write outside it). It returns s.
+// write outside it) — and a Put creates its file 0600 and its missing
+// directories 0700 (docs/security.md § Files under .stratus). It returns s.
 func (s *Sink) Private(dir string) *Sink {
 	s.private = dir
 	return s
+}
+
+// OwnerOnly makes every file a Put creates 0600 and every directory 0700,
+// the root included: for a sink rooted in the state dir (docs/security.md
+// § Files under .stratus). It returns s.
+func (s *Sink) OwnerOnly() *Sink {
+	s.ownerOnly = true
+	return s
+}
+
+// perms returns the modes a Put of key creates its directories and its
+// file with.
+func (s *Sink) perms(key string) (dir, file os.FileMode) {
+	if s.ownerOnly || s.isPrivate(key) {
+		return statedir.DirPerm, statedir.FilePerm
+	}
+	return DirPerm, FilePerm
 }
 
 // plain refuses (EINVALID) a key one of whose existing components below
@@ -183,7 +211,8 @@ func (s *Sink) Put(ctx context.Context, key string, body []byte) error {
 	if dir == "" {
 		dir = "."
 	}
-	r, err := s.dirRoot(dir)
+	dirPerm, filePerm := s.perms(key)
+	r, err := s.dirRoot(dir, dirPerm)
 	if err != nil {
 		return s.ioErr("put", key, err)
 	}
@@ -202,8 +231,8 @@ func (s *Sink) Put(ctx context.Context, key string, body []byte) error {
 	if _, err := f.Write(body); err != nil {
 		return cleanup(err)
 	}
-	// OpenFile's mode is filtered by the umask; the contract is 0644.
-	if err := f.Chmod(FilePerm); err != nil {
+	// OpenFile's mode is filtered by the umask; the contract is filePerm.
+	if err := f.Chmod(filePerm); err != nil {
 		return cleanup(err)
 	}
 	if err := f.Close(); err != nil {
@@ -407,7 +436,7 @@ func createTemp(r *os.Root) (string, *os.File, error) {
 		}
 		tmp := ".stratus-tmp-" + hex.EncodeToString(rnd[:])
 		var f *os.File
-		f, err = r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, FilePerm)
+		f, err = r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, statedir.FilePerm) // Put sets its mode once written
 		if err == nil {
 			return tmp, f, nil
 		}

@@ -57,6 +57,50 @@ func TestSink_PutWritesFileUnderRootWithModes(t *testing.T) {
 	}
 }
 
+// docs/security.md § Files under .stratus: under the private dir, and
+// everywhere in an owner-only sink, Put creates files 0600 and every
+// missing directory 0700; the work dir's other files keep 0644 and 0755
+// (the ctx files are the user's project files).
+func TestSink_StateDirKeysAreTheOwnersAlone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	work := fs.New(dir).Private(".stratus")
+	state := fs.New(filepath.Join(dir, "elsewhere", "state")).OwnerOnly()
+	for _, tc := range []struct {
+		s                 *fs.Sink
+		key               string
+		top               string // the first directory Put creates
+		wantFile, wantDir os.FileMode
+	}{
+		{work, ".stratus/logs/t1/stages/a/run-000001/rendered-prompt.md", ".stratus", 0o600, 0o700},
+		{work, "workspace/tasks/t1/ctx/plan.md", "workspace", 0o644, 0o755},
+		{state, "runs/r1/bundle/config.yaml", "", 0o600, 0o700},
+	} {
+		if err := tc.s.Put(ctx, tc.key, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		p := tc.s.Path(tc.key)
+		if fi, _ := os.Stat(p); fi.Mode().Perm() != tc.wantFile {
+			t.Errorf("%s: file mode %v, want %v", tc.key, fi.Mode().Perm(), tc.wantFile)
+		}
+		stop := tc.s.Root()
+		if tc.top != "" {
+			stop = filepath.Join(stop, tc.top)
+		} else {
+			stop = filepath.Dir(stop) // the root too
+		}
+		for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+			if fi, _ := os.Stat(d); fi.Mode().Perm()&^0o022 != tc.wantDir&^0o022 {
+				t.Errorf("%s: dir %s mode %v, want %v", tc.key, d, fi.Mode().Perm(), tc.wantDir)
+			}
+			if d == stop {
+				break
+			}
+		}
+	}
+}
+
 // seed 000 § Files are the server's job: Path is absolute and refuses keys
 // the sink would refuse.
 func TestSink_PathIsAbsoluteAndEmptyForInvalidKeys(t *testing.T) {
