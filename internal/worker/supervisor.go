@@ -182,7 +182,7 @@ func (s *Service) launchSupervisor(ctx context.Context, run stratus.Run, env *Ru
 	// As long as the turn's engine deadline allows (it was the token TTL,
 	// 600 s, whatever the supervisor's timeout: a longer turn lost its
 	// credential mid-way).
-	h := stratus.Handle{Handle: newBootstrap(), TID: step.TID, Attempt: 1, ExpiresAt: s.now().Add(s.handleLifetime(env, nil, res))}
+	h := stratus.Handle{Handle: newBootstrap(), RunID: run.ID, TID: step.TID, Attempt: 1, ExpiresAt: s.now().Add(s.handleLifetime(env, nil, res))}
 	if err := s.Store.PutHandle(ctx, h); err != nil {
 		return err
 	}
