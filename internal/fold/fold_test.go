@@ -272,6 +272,18 @@ func TestFold_StagedPartsWrapTheFinal(t *testing.T) {
 			`{"out":"[1]","parts":{"m.json":"{\"a\":1}"}}`,
 		},
 		{
+			// docs/security.md § Part names: only a tail written before the
+			// rule holds such a name; the fold leaves it out.
+			"a part name NFKC changes is left out", "",
+			[]stratus.OutputEvent{
+				ev(stratus.OutputArtifact, "pl\u2024an.md", "spoof"),
+				ev(stratus.OutputArtifact, "plan.md", "# Plan"),
+				ev(stratus.OutputArtifact, "../x", "escape"),
+				ev(stratus.OutputFinal, "", "ok"),
+			},
+			`{"out":"ok","parts":{"plan.md":"# Plan"}}`,
+		},
+		{
 			"first final wins", "",
 			[]stratus.OutputEvent{ev(stratus.OutputFinal, "", "first"), ev(stratus.OutputFinal, "", "second")},
 			`"first"`,
@@ -310,5 +322,25 @@ func TestFold_NoFinalOrBadJSONBodyIsUnprocessable(t *testing.T) {
 	_, err := fold.Fold("planner", []stratus.OutputEvent{ev(stratus.OutputFinal, "", "I could not finish.")}, "json")
 	if stratus.ErrorCode(err) != stratus.EUNPROCESSABLE {
 		t.Errorf("json body prose: err %v, want EUNPROCESSABLE", err)
+	}
+}
+
+// docs/security.md § Part names: Parts lists the names the fold folds, in
+// first-staging order, and says once why each other name is left out.
+func TestParts_NamesFoldedAndRefused(t *testing.T) {
+	t.Parallel()
+	names, refused := fold.Parts([]stratus.OutputEvent{
+		ev(stratus.OutputArtifact, "plan.md", "a"),
+		ev(stratus.OutputArtifact, "pl\u2024an.md", "b"),
+		ev(stratus.OutputSidecar, "audit:x", "c"),
+		ev(stratus.OutputArtifact, "pl\u2024an.md", "d"),
+		ev(stratus.OutputArtifact, "notes.md", "e"),
+		ev(stratus.OutputFinal, "", "f"),
+	})
+	if strings.Join(names, ",") != "plan.md,notes.md" {
+		t.Errorf("names = %q, want plan.md, notes.md", names)
+	}
+	if len(refused) != 1 || stratus.ErrorCode(refused[0]) != stratus.EINVALID || !strings.Contains(refused[0].Error(), `"pl\u2024an.md" is not NFKC-stable`) {
+		t.Errorf("refused = %v, want one EINVALID for the dot-leader name", refused)
 	}
 }

@@ -339,13 +339,12 @@ func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, t
 	if err != nil {
 		return nil, err
 	}
-	var parts []string
-	seen := map[string]bool{}
-	for _, e := range tail {
-		if e.Kind == stratus.OutputArtifact && !seen[e.Name] {
-			seen[e.Name] = true
-			parts = append(parts, e.Name)
-		}
+	// The parts the fold took; a name the part-name rule refuses (only a
+	// tail staged before the rule holds one) is left out, said, and kept
+	// in the tail (docs/security.md § Part names).
+	parts, refused := fold.Parts(tail)
+	for _, err := range refused {
+		s.warnCall(c, "%s: a staged part is left out of the step's value: %s", c.Step.StepRef, stratus.ErrorMessage(err))
 	}
 	subtask, _, err := s.subtaskOf(ctx, c.Env, c.Step)
 	if err != nil {
