@@ -436,6 +436,7 @@ func observationKey(run stratus.Run, v report.SupervisorValue) string {
 // failure never fails the run: the deterministic report takes over
 // (situation 3). An observation's failure is logged and swallowed.
 func (s *Service) supervisorFailed(ctx context.Context, c *Caller, att stratus.Attempt, terminal, reason string) (*StepValue, error) {
+	reason = clipReason(reason, MaxReasonBytes, " [cut]") // see MaxReasonBytes
 	if terminal == "" {
 		terminal = "Failed"
 	}
