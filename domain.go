@@ -206,8 +206,14 @@ type OutputEvent struct {
 
 // Handle is a short worker handle (`wh-` + 8 characters) mapped server
 // side to one attempt of one dispatch task (seed 001 § Bearer authentication).
+// It names its run: a handle is refused by every API that does not serve
+// that run, and once the run has ended (docs/security.md § Handles).
 type Handle struct {
-	Handle    string    `json:"handle"`
+	Handle string `json:"handle"`
+	// RunID is the run the handle was minted for; "" only for a handle
+	// stored before handles named their run (its task's run is then its
+	// run).
+	RunID     string    `json:"run_id,omitempty"`
 	TID       string    `json:"task_id"`
 	Attempt   int       `json:"attempt"`
 	ExpiresAt time.Time `json:"expires_at"`

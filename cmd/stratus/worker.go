@@ -200,7 +200,8 @@ func newWorkerArtifactCmd(io IO) *cobra.Command {
 		Long: `artifact stages one named part of this attempt's output (seed 000 § Why OUT is
 a tool call). The server writes it raw as <ctx-dir>/<name>; staging the same
 name again overwrites it. Staging never ends the attempt: submit does.
-The name is a plain file name (plan.md), never a path.
+The name is a plain file name (plan.md), never a path, and one NFKC
+normalization leaves unchanged (docs/security.md § Part names).
 
 ` + bodyArgHelp,
 		Args: usageArgs(cobra.ExactArgs(1)),

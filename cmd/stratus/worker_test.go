@@ -93,8 +93,10 @@ func TestWorker_BadInputExitsUsage(t *testing.T) {
 //
 //   - gather fetches its prompt (and the system bytes), stages a part from a
 //     file and one through an @file: sentinel on stdin, is refused a part
-//     named ../escape.md (exit 1 with the server's message) and a foreign
-//     --task-id (exit 1, 403), records a degradation and stats, and reports;
+//     named ../escape.md (exit 2: the client refuses the name before
+//     sending it, with the server's message; docs/security.md § Part names)
+//     and a foreign --task-id (exit 1, 403), records a degradation and
+//     stats, and reports;
 //   - final ends its attempt itself with `worker submit -` fed an @file:
 //     sentinel naming a file outside the work dir (which only the worker
 //     side may read: DESIGN.md § Limits), and prints no report;
@@ -173,7 +175,7 @@ esac
 	res := decodeRun(t, r.stdout)
 	ctxDir := filepath.Join(dir, "workspace/tasks/t-wk/ctx")
 
-	for name, want := range map[string]int{"prompt": 0, "system": 0, "foreign": 1, "artifact": 0, "sentinel": 0, "escape": 1,
+	for name, want := range map[string]int{"prompt": 0, "system": 0, "foreign": 1, "artifact": 0, "sentinel": 0, "escape": 2,
 		"degradation": 0, "stats": 0, "submit": 0, "result": 0} {
 		if got := strings.TrimSpace(readFile(t, filepath.Join(out, name+".code"))); got != string(rune('0'+want)) {
 			t.Errorf("worker %s exit %s, want %d; stderr: %s", name, got, want, readFile(t, filepath.Join(out, name+".err")))
@@ -196,7 +198,7 @@ esac
 	if e := readFile(t, filepath.Join(out, "foreign.err")); !strings.Contains(e, "403 forbidden") || !strings.Contains(e, `"not-mine" is not the task this credential was issued for`) {
 		t.Errorf("foreign --task-id stderr: %s", e)
 	}
-	if e := readFile(t, filepath.Join(out, "escape.err")); !strings.Contains(e, "400 invalid: name:") || !strings.Contains(e, `"../escape.md"`) {
+	if e := readFile(t, filepath.Join(out, "escape.err")); !strings.Contains(e, `name: part name "../escape.md" contains "/"`) {
 		t.Errorf("../escape.md stderr: %s", e)
 	}
 

@@ -40,7 +40,7 @@ func TestKeyring_ReadsARotatedSecretAgainAtMostOncePerInterval(t *testing.T) {
 	src.mu.Lock()
 	src.cur, src.prev = newKey, oldKey // rotated
 	src.mu.Unlock()
-	tok, _, _ := (&captoken.Minter{Key: newKey}).Mint("r1.a.1", 1)
+	tok, _, _ := (&captoken.Minter{Key: newKey}).Mint("r1", "r1.a.1", 1)
 	if _, err := m.Verify(tok); err == nil {
 		t.Errorf("a new-key token verified within the reload interval of the last read")
 	}

@@ -59,8 +59,11 @@ const Leeway = 5 * time.Second
 
 // Claims are what a token grants.
 type Claims struct {
-	TaskID  string   `json:"task_id"`
-	RunID   string   `json:"run_id,omitempty"` // an operator token's run
+	TaskID string `json:"task_id"`
+	// RunID is the run the token is for: an operator token's run, and a
+	// worker token's (its task's run; docs/security.md § Handles: a worker
+	// token naming no run is refused).
+	RunID   string   `json:"run_id,omitempty"`
 	Attempt int      `json:"attempt"`
 	Role    string   `json:"role"`
 	Verbs   []string `json:"verbs"`
@@ -111,9 +114,10 @@ func (m *Minter) TTLOrDefault() time.Duration {
 	return DefaultTTL
 }
 
-// Mint returns a worker token for one attempt of dispatch task tid.
-func (m *Minter) Mint(tid string, attempt int) (string, Claims, error) {
-	c := Claims{TaskID: tid, Attempt: attempt, Role: RoleWorker, Verbs: WorkerVerbs,
+// Mint returns a worker token for one attempt of dispatch task tid of run
+// runID: fenced to that run, as a handle is (docs/security.md § Handles).
+func (m *Minter) Mint(runID, tid string, attempt int) (string, Claims, error) {
+	c := Claims{RunID: runID, TaskID: tid, Attempt: attempt, Role: RoleWorker, Verbs: WorkerVerbs,
 		Exp: m.now().Add(m.TTLOrDefault()).Unix(), Nonce: randomString(12, nonceAlphabet), Kid: KeyID(m.Key)}
 	body, err := json.Marshal(c)
 	if err != nil {

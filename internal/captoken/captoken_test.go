@@ -15,7 +15,7 @@ import (
 func TestVerify_RoundTripAndRejections(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	m := &Minter{Key: []byte("0123456789abcdef0123456789abcdef"), Now: func() time.Time { return now }}
-	tok, c, err := m.Mint("t-1", 2)
+	tok, c, err := m.Mint("r1", "t-1", 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestVerify_RoundTripAndRejections(t *testing.T) {
 	for name, bad := range map[string]string{
 		"no dot":         "abc",
 		"bad base64":     "!!.!!",
-		"other key":      func() string { s, _, _ := other.Mint("t-1", 2); return s }(),
+		"other key":      func() string { s, _, _ := other.Mint("r1", "t-1", 2); return s }(),
 		"tampered claim": enc([]byte(`{"task_id":"t-2"}`)) + tok[strings.Index(tok, "."):],
 	} {
 		if _, err := m.Verify(bad); stratus.ErrorCode(err) != stratus.EUNAUTHORIZED {
@@ -80,7 +80,7 @@ func TestLoadOrCreateKey_Mode0600(t *testing.T) {
 // (unused low bits of the last character set) does not verify.
 func TestVerify_NonCanonicalSpellingRefused(t *testing.T) {
 	m := &Minter{Key: []byte("0123456789abcdef0123456789abcdef")}
-	tok, _, _ := m.Mint("t-1", 1)
+	tok, _, _ := m.Mint("r1", "t-1", 1)
 	last := tok[len(tok)-1]
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 	i := strings.IndexByte(alphabet, last)
@@ -99,12 +99,12 @@ func TestVerify_RotationKeepsBothKeysValid(t *testing.T) {
 	t.Parallel()
 	oldKey, newKey := []byte(strings.Repeat("o", 32)), []byte(strings.Repeat("n", 32))
 	before := &Minter{Key: oldKey}
-	tokOld, c, err := before.Mint("r1.a.1", 1)
+	tokOld, c, err := before.Mint("r1", "r1.a.1", 1)
 	if err != nil || c.Kid != KeyID(oldKey) || len(c.Kid) != 8 {
 		t.Fatalf("Mint: %+v, %v; want kid %s", c, err, KeyID(oldKey))
 	}
 	after := &Minter{Key: newKey, Previous: [][]byte{oldKey}}
-	tokNew, _, _ := after.Mint("r1.a.1", 1)
+	tokNew, _, _ := after.Mint("r1", "r1.a.1", 1)
 	if _, err := after.Verify(tokOld); err != nil {
 		t.Errorf("a token minted before the rotation: %v", err)
 	}

@@ -87,7 +87,7 @@ func FuzzVerify(f *testing.F) {
 		}
 
 		// A freshly minted token verifies to its claims.
-		tok, mc, err := m.Mint(tid, attempt)
+		tok, mc, err := m.Mint("r1", tid, attempt)
 		if err != nil {
 			t.Fatalf("Mint(%q, %d): %v", tid, attempt, err)
 		}

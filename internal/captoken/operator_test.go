@@ -27,7 +27,7 @@ func TestMintOperator_OneRunReplyOnly(t *testing.T) {
 			t.Errorf("an operator token grants the worker verb %s", v)
 		}
 	}
-	worker, _, _ := m.Mint("t-1", 1)
+	worker, _, _ := m.Mint("r1", "t-1", 1)
 	if wc, _ := m.Verify(worker); wc.Allows(ReplyHuman) || wc.Role == RoleOperator {
 		t.Errorf("a worker token grants the operator's reply: %+v", wc)
 	}

@@ -55,8 +55,10 @@ func KnownFormat(s string) bool {
 //
 //   - default (and any unknown format, and parts under "json"): raw folds
 //     structured only when, ASCII white space aside, it is a JSON object or
-//     array, or one whole fenced block (``` + optional info string …
-//     matching ```) whose content is one; otherwise it stays the string.
+//     array, or one whole fenced block (``` or ~~~ + optional info string …
+//     a closing fence at least as long as the opening one, of the same
+//     character: CommonMark § Fenced code blocks) whose content is one;
+//     otherwise it stays the string.
 //   - "json", RoleBody: raw (or the content of one whole fenced block) must
 //     be a JSON value of any kind, scalars included; otherwise the error is
 //     a *stratus.Error EUNPROCESSABLE (Field "body") whose message names
@@ -145,43 +147,53 @@ func trimSpace(b []byte) []byte {
 }
 
 // unfence returns the content of b when b, ASCII white space aside, is
-// exactly one fenced code block: an opening line of n ≥ 3 backticks and an
-// optional info string (without backticks), then content lines, then a
-// closing line of exactly n backticks. A content line made only of ≥ n
-// backticks would close the block early, so such a body is not one block.
+// exactly one fenced code block (CommonMark § Fenced code blocks): an
+// opening line of n ≥ 3 backticks or n ≥ 3 tildes and an optional info
+// string (without backticks after backticks), then content lines, then a
+// closing line of at least n of the same character. A line that would
+// close the block earlier makes the body more than one block; a line of
+// fewer than n fence characters, or of the other one, is content.
 func unfence(b []byte) ([]byte, bool) {
 	b = trimSpace(b)
+	if len(b) == 0 || (b[0] != '`' && b[0] != '~') {
+		return nil, false
+	}
+	c := b[0]
 	n := 0
-	for n < len(b) && b[n] == '`' {
+	for n < len(b) && b[n] == c {
 		n++
 	}
 	if n < 3 {
 		return nil, false
 	}
 	nl := bytes.IndexByte(b, '\n')
-	if nl < 0 || bytes.IndexByte(b[n:nl], '`') >= 0 {
+	if nl < 0 || (c == '`' && bytes.IndexByte(b[n:nl], '`') >= 0) {
 		return nil, false
 	}
 	rest := b[nl+1:] // content lines, then the closing fence (no white space after it)
 	last := bytes.LastIndexByte(rest, '\n')
 	closing, content := rest[last+1:], rest[:last+1]
-	if !isFence(closing, n, true) {
+	if !closes(closing, c, n) {
 		return nil, false
 	}
 	for line := range bytes.Lines(content) {
-		if isFence(line, n, false) {
+		if closes(line, c, n) {
 			return nil, false
 		}
 	}
 	return content, true
 }
 
-// isFence reports whether line (line ending and trailing blanks aside) is
-// made only of backticks: exactly n of them when exact, else at least n.
-func isFence(line []byte, n int, exact bool) bool {
-	line = bytes.TrimRight(line, " \t\r\n")
-	if len(line) < n || (exact && len(line) != n) {
-		return false
+// closes reports whether line closes a block opened by n fence characters
+// c (CommonMark § Fenced code blocks): up to three spaces of indentation,
+// at least n of c, then nothing but spaces and tabs (and the line ending).
+func closes(line []byte, c byte, n int) bool {
+	for i := 0; i < 3 && len(line) > 0 && line[0] == ' '; i++ {
+		line = line[1:]
 	}
-	return len(bytes.Trim(line, "`")) == 0
+	run := 0
+	for run < len(line) && line[run] == c {
+		run++
+	}
+	return run >= n && len(bytes.TrimRight(line[run:], " \t\r\n")) == 0
 }

@@ -117,7 +117,10 @@ func TestValue_NumbersKeepExactDigits(t *testing.T) {
 }
 
 // seed 000 § Structured worker output (cases README: a fence is stripped
-// only when the whole body is one fenced block).
+// only when the whole body is one fenced block). A fence is CommonMark's
+// (§ Fenced code blocks): three or more backticks or tildes, closed by a
+// line of at least as many of the same character, indented by up to three
+// spaces, followed by nothing but spaces.
 func TestValue_FenceStrippedOnlyWhenBodyIsOneFencedBlock(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -128,8 +131,18 @@ func TestValue_FenceStrippedOnlyWhenBodyIsOneFencedBlock(t *testing.T) {
 		{"four backticks", "````json\n{\"a\":1}\n````", `{"a":1}`},
 		{"crlf lines", "```json\r\n{\"a\":1}\r\n```\r\n", `{"a":1}`},
 		{"info string with spaces", "```json title=x\n[1]\n```", `[1]`},
-		{"closing shorter than opening", "````\n{\"a\":1}\n```", ""},
-		{"closing longer than opening", "```\n{\"a\":1}\n````", ""},
+		{"closing shorter than opening is content: no close", "````\n{\"a\":1}\n```", ""},
+		{"closing longer than opening", "```\n{\"a\":1}\n````", `{"a":1}`},
+		{"closing much longer than opening", "```json\n[1, 2]\n``````````", `[1,2]`},
+		{"closing fence indented three spaces", "```\n{\"a\":1}\n   ```", `{"a":1}`},
+		{"closing fence indented four spaces is content", "```\n{\"a\":1}\n    ```", ""},
+		{"closing fence followed by text is content", "```\n{\"a\":1}\n``` end", ""},
+		{"tildes", "~~~\n{\"a\":1}\n~~~", `{"a":1}`},
+		{"tildes, info string, longer close", "~~~json\n{\"a\":1}\n~~~~~", `{"a":1}`},
+		{"tildes allow backticks in the info string", "~~~js`on\n{\"a\":1}\n~~~", `{"a":1}`},
+		{"backticks opened, tildes closed", "```\n{\"a\":1}\n~~~", ""},
+		{"tildes opened, backticks closed", "~~~\n{\"a\":1}\n```", ""},
+		{"two tildes only", "~~\n{\"a\":1}\n~~", ""},
 		{"text after closing fence", "```json\n{\"a\":1}\n```\nDone.", ""},
 		{"two fenced blocks", "```json\n{\"a\":1}\n```\n```json\n{\"b\":2}\n```", ""},
 		{"no closing fence", "```json\n{\"a\":1}\n", ""},
@@ -166,6 +179,13 @@ func TestValue_JSONModeStrictBodyRejectsWith422(t *testing.T) {
 	got, err := fold.Value("planner", []byte("```json\n\"pass\"\n```"), "json", fold.RoleBody)
 	if err != nil || string(got) != `"pass"` {
 		t.Errorf("fenced scalar under json = %s, %v; want \"pass\"", got, err)
+	}
+	// A closing fence longer than the opening one closes it (CommonMark §
+	// Fenced code blocks): no 422.
+	for _, in := range []string{"```json\n{\"a\":1}\n````", "~~~\n{\"a\":1}\n~~~~"} {
+		if got, err := fold.Value("planner", []byte(in), "json", fold.RoleBody); err != nil || string(got) != `{"a":1}` {
+			t.Errorf("Value(%q) under json = %s, %v; want {\"a\":1}", in, got, err)
+		}
 	}
 
 	long := strings.Repeat("é", 150) // 300 bytes
@@ -272,6 +292,18 @@ func TestFold_StagedPartsWrapTheFinal(t *testing.T) {
 			`{"out":"[1]","parts":{"m.json":"{\"a\":1}"}}`,
 		},
 		{
+			// docs/security.md § Part names: only a tail written before the
+			// rule holds such a name; the fold leaves it out.
+			"a part name NFKC changes is left out", "",
+			[]stratus.OutputEvent{
+				ev(stratus.OutputArtifact, "pl\u2024an.md", "spoof"),
+				ev(stratus.OutputArtifact, "plan.md", "# Plan"),
+				ev(stratus.OutputArtifact, "../x", "escape"),
+				ev(stratus.OutputFinal, "", "ok"),
+			},
+			`{"out":"ok","parts":{"plan.md":"# Plan"}}`,
+		},
+		{
 			"first final wins", "",
 			[]stratus.OutputEvent{ev(stratus.OutputFinal, "", "first"), ev(stratus.OutputFinal, "", "second")},
 			`"first"`,
@@ -310,5 +342,25 @@ func TestFold_NoFinalOrBadJSONBodyIsUnprocessable(t *testing.T) {
 	_, err := fold.Fold("planner", []stratus.OutputEvent{ev(stratus.OutputFinal, "", "I could not finish.")}, "json")
 	if stratus.ErrorCode(err) != stratus.EUNPROCESSABLE {
 		t.Errorf("json body prose: err %v, want EUNPROCESSABLE", err)
+	}
+}
+
+// docs/security.md § Part names: Parts lists the names the fold folds, in
+// first-staging order, and says once why each other name is left out.
+func TestParts_NamesFoldedAndRefused(t *testing.T) {
+	t.Parallel()
+	names, refused := fold.Parts([]stratus.OutputEvent{
+		ev(stratus.OutputArtifact, "plan.md", "a"),
+		ev(stratus.OutputArtifact, "pl\u2024an.md", "b"),
+		ev(stratus.OutputSidecar, "audit:x", "c"),
+		ev(stratus.OutputArtifact, "pl\u2024an.md", "d"),
+		ev(stratus.OutputArtifact, "notes.md", "e"),
+		ev(stratus.OutputFinal, "", "f"),
+	})
+	if strings.Join(names, ",") != "plan.md,notes.md" {
+		t.Errorf("names = %q, want plan.md, notes.md", names)
+	}
+	if len(refused) != 1 || stratus.ErrorCode(refused[0]) != stratus.EINVALID || !strings.Contains(refused[0].Error(), `"pl\u2024an.md" is not NFKC-stable`) {
+		t.Errorf("refused = %v, want one EINVALID for the dot-leader name", refused)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/projection"
 )
 
 // Fold returns the step value of one attempt from its output tail (in
@@ -14,6 +15,10 @@ import (
 //   - at least one OutputArtifact: {"out": <final>, "parts": {<name>: <value>}},
 //     each part folded with Value(RolePart); re-staging a name replaces its
 //     value (last write wins) but keeps the position of its first staging.
+//     A part whose name breaks the part-name rule (projection.CheckPartName,
+//     e.g. one NFKC changes: docs/security.md § Part names) is left out, as
+//     if never staged: the artifact route refuses such names, so only a
+//     tail written before the rule holds one (Parts reports them).
 //
 // OutputSidecar events (another producer's audit appendix) and unknown
 // kinds are invisible. The store refuses a second Final, so the tail has at
@@ -34,6 +39,9 @@ func Fold(agent string, tail []stratus.OutputEvent, format string) (json.RawMess
 				final = e
 			}
 		case stratus.OutputArtifact:
+			if projection.CheckPartName(e.Name) != nil {
+				continue
+			}
 			if _, seen := parts[e.Name]; !seen {
 				names = append(names, e.Name)
 			}
@@ -69,4 +77,24 @@ func Fold(agent string, tail []stratus.OutputEvent, format string) (json.RawMess
 	}
 	b.WriteString("}}")
 	return b.Bytes(), nil
+}
+
+// Parts returns the names of the parts tail stages that Fold folds, in
+// first-staging order, and one error per name it leaves out (its
+// projection.CheckPartName error, once per name), for the caller to warn
+// about.
+func Parts(tail []stratus.OutputEvent) (names []string, refused []error) {
+	seen := map[string]bool{}
+	for _, e := range tail {
+		if e.Kind != stratus.OutputArtifact || seen[e.Name] {
+			continue
+		}
+		seen[e.Name] = true
+		if err := projection.CheckPartName(e.Name); err != nil {
+			refused = append(refused, err)
+			continue
+		}
+		names = append(names, e.Name)
+	}
+	return names, refused
 }

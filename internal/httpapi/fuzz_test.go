@@ -122,7 +122,7 @@ func FuzzWorkerAPI(f *testing.F) {
 		case 4:
 			auth = "Bearer " + cur.Handle + cred
 		case 5:
-			tok, _, err := h.svc.Minter.Mint(tid, cur.Attempt)
+			tok, _, err := h.svc.Minter.Mint("r1", tid, cur.Attempt)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -62,7 +62,7 @@ func TestHITLRoute_OperatorTokenOnly(t *testing.T) {
 	b := setupHITL(t)
 	specs := b.launch.Launched()
 	handle := specs[len(specs)-1].Handle
-	workerTok, _, _ := b.svc.Minter.Mint(specs[len(specs)-1].TaskID, 1)
+	workerTok, _, _ := b.svc.Minter.Mint("r1", specs[len(specs)-1].TaskID, 1)
 	other := &captoken.Minter{Key: []byte("ffffffffffffffffffffffffffffffff")}
 	forged, _, _ := other.MintOperator("r1")
 	const path, body = "/v1/runs/r1/nodes/gate/hitl", `{"decision":"approve"}`

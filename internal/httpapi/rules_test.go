@@ -86,7 +86,7 @@ func TestWorkerAPI_RenderSizeNeedsTheAgentsCredential(t *testing.T) {
 	b := setup(t)
 	h := b.dispatch(t, "planning", "tok-1")
 	p := payload(t, b, h, "r1.planning.1")
-	tok, _, err := b.svc.Minter.Mint("r1.planning.1", 1)
+	tok, _, err := b.svc.Minter.Mint("r1", "r1.planning.1", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestWorkerAPI_CapabilityTokens(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.dispatch(t, "planning", "tok-1")
-	tok, _, err := b.svc.Minter.Mint("r1.planning.1", 1)
+	tok, _, err := b.svc.Minter.Mint("r1", "r1.planning.1", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestWorkerAPI_CapabilityTokens(t *testing.T) {
 		t.Errorf("another task's token: %d, want 403", code)
 	}
 	expired := &captoken.Minter{Key: b.svc.Minter.Key, Now: func() time.Time { return time.Now().Add(-time.Hour) }}
-	old, _, _ := expired.Mint("r1.planning.1", 1)
+	old, _, _ := expired.Mint("r1", "r1.planning.1", 1)
 	if code, body := b.do(t, "GET", "/v1/worker/prompt?task_id=r1.planning.1", "Bearer "+old, ""); code != 401 || !strings.Contains(body, "expired") {
 		t.Errorf("expired token: %d %s", code, body)
 	}

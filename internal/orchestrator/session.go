@@ -121,12 +121,16 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 	var exec *embedded.Executor
 	log := s.log
 	svc := &worker.Service{
+		// The work dir's store and key are shared by its runs (a host's,
+		// or two `stratus run`s): this API serves this run's credentials
+		// only (docs/security.md § Handles).
+		RunID:        run.ID,
 		Store:        st,
 		Sink:         sk,
 		Launcher:     launcher,
 		Minter:       &captoken.Minter{Key: s.key, TTL: time.Duration(env.Config.Worker.TokenTTLSeconds) * time.Second},
 		APIURL:       "http://" + ln.Addr().String(),
-		Env:          func(context.Context, string) (*worker.RunEnv, error) { return env, nil },
+		Env:          runEnv(run.ID, env),
 		OnEvent:      printEvent,
 		Log:          log,
 		ResolveFiles: true,
@@ -297,6 +301,17 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 	endEvents(ctx, st, run.ID, open, printEvent) // the steps Finish canceled
 	s.pull(ctx, fin.Run.ID)
 	return s.paths(fin), nil
+}
+
+// runEnv is the Env of a service serving run runID alone: env for that
+// run, ENOTFOUND for any other (whose flow, task and config env is not).
+func runEnv(runID string, env *worker.RunEnv) func(context.Context, string) (*worker.RunEnv, error) {
+	return func(_ context.Context, id string) (*worker.RunEnv, error) {
+		if id != runID {
+			return nil, stratus.Errorf(stratus.ENOTFOUND, "run %s is not served here (this process serves run %s)", id, runID)
+		}
+		return env, nil
+	}
 }
 
 // launcher is what runs the workers of s's run (worker.isolation): a

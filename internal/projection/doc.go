@@ -4,8 +4,10 @@
 // and each staged part raw and verbatim as <ctx-dir>/<name>.
 //
 // It owns the front-matter format (Encode / Decode, exact inverses), the
-// part-name rule (CheckPartName: a plain file name, per seed 000 and
-// testdata/cases/partnames), the placement of the ctx dir (CtxDir,
+// part-name rule (CheckPartName: a plain, NFKC-stable file name, per seed
+// 000, testdata/cases/partnames and docs/security.md § Part names), which
+// the artifact route, the runner's client and the fold apply too, the
+// placement of the ctx dir (CtxDir,
 // default "workspace/tasks/{task_id}/ctx") and the write itself (Project),
 // which skips a part with a bad name fail-open (SkippedParts reports
 // those for the caller to log).

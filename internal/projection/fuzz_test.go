@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/projection"
 	sinkfs "github.com/stratusflow/stratus/internal/sink/fs"
@@ -24,7 +26,7 @@ const fsTempSuffix = len(".") + len(".tmp-") + 16
 
 // seed 000 § Files are the server's job (vectors testdata/cases/partnames):
 // CheckPartName never panics; a name it accepts holds no "/", "\", NUL or
-// "..", is not "." or "", and projects to exactly one file directly inside
+// "..", is not "." or "", is NFKC-stable, and projects to exactly one file directly inside
 // <root>/ctx; a name it refuses is skipped fail-open. Either way nothing is
 // written outside the sink's root.
 func FuzzCheckPartName(f *testing.F) {
@@ -57,6 +59,8 @@ func FuzzCheckPartName(f *testing.F) {
 				t.Fatalf("CheckPartName(%q) accepted a name that is not a plain file name", name)
 			case len(name) > projection.MaxNameBytes:
 				t.Fatalf("CheckPartName accepted a %d-byte name; the limit is %d", len(name), projection.MaxNameBytes)
+			case norm.NFKC.String(name) != name:
+				t.Fatalf("CheckPartName accepted %+q, which NFKC changes (docs/security.md § Part names)", name)
 			}
 		}
 

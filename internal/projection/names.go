@@ -23,12 +23,21 @@ const MaxNameBytes = 255
 // character, invalid UTF-8, a drive prefix ("C:") and names over
 // MaxNameBytes bytes; a '%' (names are percent-decoded once: one left over
 // was encoded twice, "%252e%252e"); a name whose NFKC form breaks those
-// rules ("．．", "／": issue 14 § 6); and the names Stratus keeps for its
-// own files in a ctx dir (ReservedPrefix: CtxMarker, issue 14 § 3).
-// Unicode letters, spaces and dotfiles are accepted.
+// rules ("．．", "／": issue 14 § 6); a name NFKC changes at all
+// ("pl\u2024an.md", full-width letters, ligatures, a decomposed "é":
+// docs/security.md § Part names); and the names Stratus keeps for its own
+// files in a ctx dir (ReservedPrefix: CtxMarker, issue 14 § 3). Unicode
+// letters (NFC-composed), spaces and dotfiles are accepted.
 func CheckPartName(name string) error {
 	if err := checkName("name", "part name", name); err != nil {
 		return err
+	}
+	// Two names NFKC folds together read as one ("pl\u2024an.md" beside
+	// "pl.an.md") to a reviewer, a $.parts["…"] lookup typed by hand, or a
+	// tool that normalizes: only the one spelling NFKC keeps is a name.
+	if n := norm.NFKC.String(name); n != name {
+		return stratus.FieldErrorf(stratus.EINVALID, "name",
+			"part name %+q is not NFKC-stable: NFKC normalization reads it as %+q, so it could pass for another part's name; want a name NFKC leaves unchanged (docs/security.md § Part names)", name, n)
 	}
 	if len(name) >= len(ReservedPrefix) && strings.EqualFold(name[:len(ReservedPrefix)], ReservedPrefix) {
 		return stratus.FieldErrorf(stratus.EINVALID, "name", "part name %q is reserved: names starting %q are Stratus's own files in a ctx dir (its marker %s); want another name", name, ReservedPrefix, CtxMarker)

@@ -1,8 +1,14 @@
 package projection
 
 import (
+	"errors"
+	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/stratusflow/stratus"
 )
 
 // Stratus also refuses names no portable file system can hold
@@ -49,9 +55,45 @@ func TestCheckPartName_DecodedOnceNormalizedAndReserved(t *testing.T) {
 			t.Errorf("CheckPartName(%q) = %v; want it refused: %s", bad, err, why)
 		}
 	}
-	for _, ok := range []string{"résumé.md", "ｒｅｐｏｒｔ.md", "stratus-ctx", "a.b.c"} {
+	for _, ok := range []string{"résumé.md", "stratus-ctx", "a.b.c"} {
 		if err := CheckPartName(ok); err != nil {
 			t.Errorf("CheckPartName(%q) = %v", ok, err)
+		}
+	}
+}
+
+// docs/security.md § Part names: a part name is NFKC-stable (NFKC leaves it
+// unchanged), so no two accepted names read as one: "pl\u2024an.md" (ONE
+// DOT LEADER) is refused beside "pl.an.md", as are full-width, ligature,
+// superscript, compatibility-symbol and decomposed spellings. The error is
+// EINVALID on field "name", with the value escaped, its NFKC form and the
+// rule.
+func TestCheckPartName_RefusesNamesNFKCChanges(t *testing.T) {
+	t.Parallel()
+	for bad, escaped := range map[string]string{
+		"pl\u2024an.md":   `"pl\u2024an.md"`,                           // ONE DOT LEADER
+		"ｒｅｐｏｒｔ.md":       `"\uff52\uff45\uff50\uff4f\uff52\uff54.md"`, // full-width letters
+		"\ufb01le.md":     `"\ufb01le.md"`,                             // LATIN SMALL LIGATURE FI
+		"x\u00b2.txt":     `"x\u00b2.txt"`,                             // SUPERSCRIPT TWO
+		"\u2126.md":       `"\u2126.md"`,                               // OHM SIGN (NFKC: GREEK CAPITAL OMEGA)
+		"re\u0301sume.md": `"re\u0301sume.md"`,                         // decomposed é (NFD, as macOS may spell it)
+		"a\u00a0b.md":     `"a\u00a0b.md"`,                             // NO-BREAK SPACE
+	} {
+		err := CheckPartName(bad)
+		var se *stratus.Error
+		if !errors.As(err, &se) || se.Code != stratus.EINVALID || se.Field != "name" {
+			t.Errorf("CheckPartName(%+q) = %v; want EINVALID on field name", bad, err)
+			continue
+		}
+		for _, want := range []string{escaped, "not NFKC-stable", strconv.QuoteToASCII(norm.NFKC.String(bad))} {
+			if !strings.Contains(se.Message, want) {
+				t.Errorf("CheckPartName(%+q): %q does not say %s", bad, se.Message, want)
+			}
+		}
+	}
+	for _, ok := range []string{"plan.md", "pl.an.md", "r\u00e9sum\u00e9.md", "日本語.md", "\u03a9.md", "notes v2.md"} {
+		if err := CheckPartName(ok); err != nil {
+			t.Errorf("CheckPartName(%+q) = %v; an NFKC-stable name is accepted", ok, err)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/stratusflow/stratus"
@@ -26,10 +27,16 @@ type Caller struct {
 // Bearer authentication). The scheme is "Bearer" in any letter case; the
 // credential is a wh- handle (mapped server side) or a full capability
 // token (HMAC, TTL and role × verb checked). When tid is non-empty it must
-// name the credential's own dispatch task.
+// name the credential's own dispatch task. A credential is fenced to its
+// run (docs/security.md § Handles): it names its run, which must be the
+// run this API serves (Service.RunID) and its task's run, and which must
+// not have ended.
 //
 // Errors: EUNAUTHORIZED for a missing, malformed, unknown or expired
-// credential; EFORBIDDEN for another task's credential or a verb outside it.
+// credential, or a token naming no run; EFORBIDDEN for another task's
+// credential, a verb outside it, or another run's credential (one this
+// API does not serve); ECONFLICT once the credential's run has ended
+// ("run R ended done").
 func (s *Service) Authorize(ctx context.Context, authorization, verb, tid string) (*Caller, error) {
 	cred, err := bearer(authorization, "wh- handle or capability token")
 	if err != nil {
@@ -38,7 +45,7 @@ func (s *Service) Authorize(ctx context.Context, authorization, verb, tid string
 	if strings.HasPrefix(cred, captoken.BootstrapPrefix) {
 		return nil, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "a bootstrap value (%s…) is no credential: exchange it once at POST /v1/worker/bootstrap for the step's handle", captoken.BootstrapPrefix)
 	}
-	var owner string
+	var owner, runID string
 	var attempt int
 	var handle *stratus.Handle
 	if strings.HasPrefix(cred, captoken.HandlePrefix) {
@@ -51,7 +58,7 @@ func (s *Service) Authorize(ctx context.Context, authorization, verb, tid string
 		if s.now().After(h.ExpiresAt) {
 			return nil, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "handle %s expired at %s", cred, h.ExpiresAt.Format("2006-01-02T15:04:05Z07:00"))
 		}
-		owner, attempt, handle = h.TID, h.Attempt, &h
+		owner, runID, attempt, handle = h.TID, h.RunID, h.Attempt, &h
 	} else {
 		c, err := s.Minter.Verify(cred)
 		if err != nil {
@@ -60,14 +67,26 @@ func (s *Service) Authorize(ctx context.Context, authorization, verb, tid string
 		if c.Role != captoken.RoleWorker || !c.Allows(verb) {
 			return nil, stratus.Errorf(stratus.EFORBIDDEN, "token (role %q, verbs %v) does not grant %s", c.Role, c.Verbs, verb)
 		}
-		owner, attempt = c.TaskID, c.Attempt
+		if c.RunID == "" {
+			return nil, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "capability token names no run; valid: a token minted for one run (docs/security.md § Handles)")
+		}
+		owner, runID, attempt = c.TaskID, c.RunID, c.Attempt
+	}
+	// Another run's credential learns nothing here, not even whether its
+	// task exists.
+	if err := s.serves(runID); err != nil {
+		return nil, err
 	}
 	if tid != "" && tid != owner {
 		return nil, stratus.FieldErrorf(stratus.EFORBIDDEN, "task_id", "%q is not the task this credential was issued for", tid)
 	}
-	st, run, env, err := s.stepContext(ctx, owner)
+	st, run, err := s.fenceRun(ctx, runID, owner)
 	if err != nil {
 		return nil, err
+	}
+	env, err := s.Env(ctx, run.ID)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", run.ID, err)
 	}
 	// The latest attempt is what a fetch shows and what fencing compares
 	// against; in the common case it is the caller's own.
@@ -82,6 +101,51 @@ func (s *Service) Authorize(ctx context.Context, authorization, verb, tid string
 		}
 	}
 	return &Caller{Handle: handle, Step: st, Attempt: att, Latest: latest.N, Run: run, Env: env}, nil
+}
+
+// serves refuses a credential of run runID unless this API serves that run
+// (docs/security.md § Handles: embedded, each run serves its own API over
+// the work dir's shared store and key). "" (a handle stored before handles
+// named their run) is checked once its task's run is known. Errors:
+// EFORBIDDEN.
+func (s *Service) serves(runID string) error {
+	if s.RunID == "" || runID == "" || runID == s.RunID {
+		return nil
+	}
+	return stratus.FieldErrorf(stratus.EFORBIDDEN, "Authorization", "the credential is for run %s; this API serves run %s only (docs/security.md § Handles)", runID, s.RunID)
+}
+
+// fenceRun returns the step of dispatch task tid and its run, for a
+// credential naming run runID ("": the task's run), once the credential
+// holds for them (docs/security.md § Handles): this API serves the run
+// (serves), the task is of that run, and the run has not ended. Errors:
+// EFORBIDDEN for another run's credential; ECONFLICT "run R ended S" once
+// the run is terminal (done, failed, manual_action_required, interrupted:
+// cancelled runs are interrupted); the store's (ENOTFOUND for a task
+// without a step).
+func (s *Service) fenceRun(ctx context.Context, runID, tid string) (stratus.Step, stratus.Run, error) {
+	if err := s.serves(runID); err != nil {
+		return stratus.Step{}, stratus.Run{}, err
+	}
+	st, err := s.Store.GetStep(ctx, tid)
+	if err != nil {
+		return st, stratus.Run{}, err
+	}
+	if runID == "" {
+		if err := s.serves(st.RunID); err != nil {
+			return st, stratus.Run{}, err
+		}
+	} else if st.RunID != runID {
+		return st, stratus.Run{}, stratus.FieldErrorf(stratus.EFORBIDDEN, "Authorization", "the credential is for run %s, but its task %s is of run %s (docs/security.md § Handles)", runID, tid, st.RunID)
+	}
+	run, err := s.Store.GetRun(ctx, st.RunID)
+	if err != nil {
+		return st, run, err
+	}
+	if stratus.RunTerminal(run.Status) {
+		return st, run, stratus.Errorf(stratus.ECONFLICT, "run %s ended %s: its handles and tokens are refused (docs/security.md § Handles)", run.ID, run.Status)
+	}
+	return st, run, nil
 }
 
 // bearer is the credential of an "Authorization: Bearer <credential>"
@@ -127,7 +191,20 @@ func (s *Service) ExchangeBootstrap(ctx context.Context, authorization string) (
 	if !strings.HasPrefix(cred, captoken.BootstrapPrefix) {
 		return Bootstrapped{}, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "want Bearer %s<value>, the bootstrap value the worker was launched with", captoken.BootstrapPrefix)
 	}
-	b, err := s.Store.TakeHandle(ctx, cred)
+	// Fenced to its run before it is taken: a value sent to another run's
+	// API, or once its run has ended, is refused and not spent
+	// (docs/security.md § Handles).
+	b, err := s.Store.GetHandle(ctx, cred)
+	if err == nil {
+		_, _, err = s.fenceRun(ctx, b.RunID, b.TID)
+		if stratus.ErrorCode(err) == stratus.ENOTFOUND {
+			err = nil // no step: the take below says what there is to say
+		}
+		if err != nil {
+			return Bootstrapped{}, err
+		}
+		b, err = s.Store.TakeHandle(ctx, cred)
+	}
 	if stratus.ErrorCode(err) == stratus.ENOTFOUND {
 		return Bootstrapped{}, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "bootstrap value unknown or already exchanged (it works once)")
 	} else if err != nil {
@@ -140,7 +217,7 @@ func (s *Service) ExchangeBootstrap(ctx context.Context, authorization string) (
 	if !b.ExpiresAt.IsZero() && b.ExpiresAt.Before(exp) {
 		exp = b.ExpiresAt
 	}
-	h := stratus.Handle{Handle: newHandle(), TID: b.TID, Attempt: b.Attempt, ExpiresAt: exp}
+	h := stratus.Handle{Handle: newHandle(), RunID: b.RunID, TID: b.TID, Attempt: b.Attempt, ExpiresAt: exp}
 	if err := s.Store.PutHandle(ctx, h); err != nil {
 		return Bootstrapped{}, err
 	}

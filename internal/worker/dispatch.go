@@ -375,7 +375,7 @@ func (s *Service) launchAttempt(ctx context.Context, run stratus.Run, env *RunEn
 	// The worker starts with a one-time bootstrap value, exchanged for its
 	// handle (ExchangeBootstrap): what its launch carries is worthless
 	// once it has started.
-	h := stratus.Handle{Handle: newBootstrap(), TID: step.TID, Attempt: n, ExpiresAt: s.now().Add(ttl)}
+	h := stratus.Handle{Handle: newBootstrap(), RunID: run.ID, TID: step.TID, Attempt: n, ExpiresAt: s.now().Add(ttl)}
 	if err := s.Store.PutHandle(ctx, h); err != nil {
 		return err
 	}

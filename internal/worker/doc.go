@@ -4,7 +4,9 @@
 // worker), assembles the prompt payload at fetch time, stages parts, folds
 // and projects a submit, verifies evaluator findings, parks a hitl step
 // until a human's reply (hitl.go), and completes the state machine's Task
-// state through its task token.
+// state through its task token. Every call is authorized (auth.go) by a
+// credential fenced to its run: the run the Service serves, while it is
+// under way (docs/security.md § Handles).
 //
 // It is transport-free: internal/httpapi maps HTTP onto it, and the same
 // Service runs in embedded mode and behind the workerapi/dispatch Lambdas.

@@ -76,6 +76,12 @@ type Event struct {
 // Service implements the worker side of a run. All fields are required
 // except OnEvent, Publish and Now.
 type Service struct {
+	// RunID is the one run this service's API serves (embedded: each run
+	// serves its own worker API, though the runs of a work dir share its
+	// store and HMAC key); "" serves every run of the store (AWS: one API
+	// for all runs). A credential of another run is refused
+	// (docs/security.md § Handles).
+	RunID    string
 	Store    store.Store
 	Sink     sink.Sink
 	Tokens   executor.TaskTokens

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/captoken"
@@ -302,7 +303,11 @@ func (s *Service) Result(ctx context.Context, authorization string, rb ResultBod
 
 func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, terminal string) (*StepValue, error) {
 	if c.Step.Kind == supervisorKind {
-		return s.supervisorSubmit(ctx, c, body, ok, terminal) // supervisor.go
+		sv, err := s.supervisorSubmit(ctx, c, body, ok, terminal) // supervisor.go
+		if !ok {
+			sv = failureAnswer(sv, len(body))
+		}
+		return sv, err
 	}
 	if err := s.fence(ctx, c); err != nil {
 		return nil, err
@@ -318,16 +323,19 @@ func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, t
 		if _, err := s.Store.AppendOutput(ctx, final); err != nil {
 			return nil, secondFinal(c, err)
 		}
-		reason := string(body)
+		// The worker's words, bounded: the whole text is the Final just
+		// appended; half of MaxReasonBytes leaves room for the log's.
+		reason := clipReason(string(body), MaxReasonBytes/2, " [cut; the whole text is the attempt's failed Final]")
 		if log := s.runnerLog(c.Run, c.Step); log != "" {
 			// The engine's stderr went to the runner's log: its last
 			// lines (not the runner's own) and where the log is.
 			if tail := logTail(log, 2); tail != "" {
-				reason += "; log: " + tail
+				reason += "; log: " + clipReason(tail, MaxReasonBytes/4, "")
 			}
 			reason += " (log: " + log + ")"
 		}
-		return s.failAttempt(ctx, c, att, terminal, reason)
+		sv, err := s.failAttempt(ctx, c, att, terminal, reason)
+		return failureAnswer(sv, len(body)), err
 	}
 	if isExec(c.Env.Flow.Node(c.Step.Node).Kind) {
 		return s.submitExec(ctx, c, final) // checks, tool: a nodeexec result (checks.go)
@@ -352,13 +360,12 @@ func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, t
 	if err != nil {
 		return nil, err
 	}
-	var parts []string
-	seen := map[string]bool{}
-	for _, e := range tail {
-		if e.Kind == stratus.OutputArtifact && !seen[e.Name] {
-			seen[e.Name] = true
-			parts = append(parts, e.Name)
-		}
+	// The parts the fold took; a name the part-name rule refuses (only a
+	// tail staged before the rule holds one) is left out, said, and kept
+	// in the tail (docs/security.md § Part names).
+	parts, refused := fold.Parts(tail)
+	for _, err := range refused {
+		s.warnCall(c, "%s: a staged part is left out of the step's value: %s", c.Step.StepRef, stratus.ErrorMessage(err))
 	}
 	subtask, _, err := s.subtaskOf(ctx, c.Env, c.Step)
 	if err != nil {
@@ -510,10 +517,58 @@ func secondFinal(c *Caller, err error) error {
 	return err
 }
 
+// MaxReasonBytes bounds the reason Stratus keeps for a failed attempt, in
+// bytes: the attempt's reason, its step's value, the step-ended event and
+// the state machine's task failure cause (Step Functions keeps 32,768
+// characters of a cause, and the value travels in a 256 KiB state:
+// DESIGN.md § Limits). A worker's longer reason (POST /v1/worker/result or
+// /v1/worker/submit with ok=false, up to the body limit) is kept whole only
+// as the attempt's failed Final in its output tail.
+const MaxReasonBytes = 4 << 10
+
+// AnswerReasonBytes bounds the reason in the answer to a failed result or
+// submit, in bytes: the answer acknowledges the failure (step ref,
+// outcome, Bytes = the size of the reason received, a preview), it does
+// not send the worker its text back.
+const AnswerReasonBytes = 256
+
+// clipReason returns s when it is at most max bytes, else its first bytes,
+// cut on a rune boundary, then "…" and more, in at most max bytes in all.
+func clipReason(s string, max int, more string) string {
+	if len(s) <= max {
+		return s
+	}
+	suffix := "…" + more
+	cut := max - len(suffix)
+	if cut < 0 {
+		cut, suffix = max, ""
+	}
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + suffix
+}
+
+// failureAnswer is what a failed result or submit answers for sv, the
+// failed step's value: sv with Bytes, the size of the reason the worker
+// sent, and its reason cut to AnswerReasonBytes.
+func failureAnswer(sv *StepValue, bytes int) *StepValue {
+	if sv == nil {
+		return nil
+	}
+	a := *sv
+	a.Bytes = bytes
+	a.Reason = clipReason(a.Reason, AnswerReasonBytes, "")
+	return &a
+}
+
 func (s *Service) failAttempt(ctx context.Context, c *Caller, att stratus.Attempt, terminal, reason string) (*StepValue, error) {
 	if c.Step.Kind == supervisorKind {
 		return s.supervisorFailed(ctx, c, att, terminal, reason) // supervisor.go
 	}
+	// Bounded whatever its source (a worker's report, a runner log's
+	// lines, a launch error): see MaxReasonBytes.
+	reason = clipReason(reason, MaxReasonBytes, " [cut]")
 	if terminal == "" {
 		terminal = "Failed"
 	}

@@ -182,7 +182,7 @@ func (s *Service) launchSupervisor(ctx context.Context, run stratus.Run, env *Ru
 	// As long as the turn's engine deadline allows (it was the token TTL,
 	// 600 s, whatever the supervisor's timeout: a longer turn lost its
 	// credential mid-way).
-	h := stratus.Handle{Handle: newBootstrap(), TID: step.TID, Attempt: 1, ExpiresAt: s.now().Add(s.handleLifetime(env, nil, res))}
+	h := stratus.Handle{Handle: newBootstrap(), RunID: run.ID, TID: step.TID, Attempt: 1, ExpiresAt: s.now().Add(s.handleLifetime(env, nil, res))}
 	if err := s.Store.PutHandle(ctx, h); err != nil {
 		return err
 	}
@@ -436,6 +436,7 @@ func observationKey(run stratus.Run, v report.SupervisorValue) string {
 // failure never fails the run: the deterministic report takes over
 // (situation 3). An observation's failure is logged and swallowed.
 func (s *Service) supervisorFailed(ctx context.Context, c *Caller, att stratus.Attempt, terminal, reason string) (*StepValue, error) {
+	reason = clipReason(reason, MaxReasonBytes, " [cut]") // see MaxReasonBytes
 	if terminal == "" {
 		terminal = "Failed"
 	}

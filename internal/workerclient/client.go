@@ -27,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stratusflow/stratus/internal/projection"
 	"github.com/stratusflow/stratus/internal/worker"
 )
 
@@ -120,8 +121,14 @@ func (c *Client) System(ctx context.Context, taskID string, attempt int) ([]byte
 
 // Artifact stages a named part (POST /v1/worker/artifact?name=, seed 000 §
 // Why OUT is a tool call); the body is sent verbatim, inline or through an
-// upload (postBody).
+// upload (postBody). A name the part-name rule refuses
+// (projection.CheckPartName: docs/security.md § Part names) is refused here
+// with the server's error, EINVALID on field "name", before anything is
+// sent or uploaded; the server checks it again.
 func (c *Client) Artifact(ctx context.Context, name string, body []byte) error {
+	if err := projection.CheckPartName(name); err != nil {
+		return err
+	}
 	return c.postBody(ctx, "/v1/worker/artifact?name="+url.QueryEscape(name), body, nil)
 }
 

@@ -187,3 +187,27 @@ func TestResolveFileSentinel_RefusesStateAndHardLinks(t *testing.T) {
 		}
 	}
 }
+
+// docs/security.md § Part names: the runner's staging refuses a part name
+// the server would (here one NFKC changes: ONE DOT LEADER for the dot)
+// with the server's error, before anything is sent or uploaded; a valid
+// name is sent.
+func TestClient_ArtifactRefusesABadPartNameBeforeSending(t *testing.T) {
+	t.Parallel()
+	f, c := setup(t, nil)
+	c.InlineBytes = 4 // the body would go through an upload
+	ctx := context.Background()
+	for _, name := range []string{"pl\u2024an.md", "../plan.md", ""} {
+		err := c.Artifact(ctx, name, []byte("# the plan\n"))
+		var se *stratus.Error
+		if !errors.As(err, &se) || se.Code != stratus.EINVALID || se.Field != "name" {
+			t.Errorf("Artifact(%+q) = %v; want EINVALID on field name", name, err)
+		}
+	}
+	if len(f.reqs) != 0 {
+		t.Fatalf("refused names were sent: %+v", f.reqs)
+	}
+	if err := c.Artifact(ctx, "plan.md", []byte("ok")); err != nil || len(f.reqs) != 1 || f.reqs[0].uri != "/v1/worker/artifact?name=plan.md" {
+		t.Errorf("Artifact(plan.md) = %v, requests %+v", err, f.reqs)
+	}
+}

@@ -45,7 +45,7 @@ func Run(t *testing.T, newBacking Backing) {
 		open := newBacking(t)
 		minting, verifying := open(), open()
 		m := &captoken.Minter{Key: mustKey(t, minting)}
-		tok, _, err := m.Mint("tid-1", 1)
+		tok, _, err := m.Mint("r1", "tid-1", 1)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -58,7 +58,7 @@ func ttlSeconds(t time.Time) int64 {
 func (s *Store) PutHandle(ctx context.Context, h stratus.Handle) error {
 	it := handleKey(h.Handle).setAll(map[string]av{
 		attrRecord: str("handle"), attrWID: str(newWID()),
-		"handle": str(h.Handle), "tid": text(h.TID), "attempt": num(int64(h.Attempt)), "expires_at": millis(h.ExpiresAt),
+		"handle": str(h.Handle), "run_id": text(h.RunID), "tid": text(h.TID), "attempt": num(int64(h.Attempt)), "expires_at": millis(h.ExpiresAt),
 	})
 	if !h.ExpiresAt.IsZero() {
 		it[TTLAttribute], it[TTLBucketAttribute] = num(ttlSeconds(h.ExpiresAt)), str(ttlBucket(h.Handle))
@@ -83,7 +83,13 @@ func (s *Store) GetHandle(ctx context.Context, handle string) (stratus.Handle, e
 	} else if it == nil || it[attrTaken] != nil {
 		return stratus.Handle{}, stratus.Errorf(stratus.ENOTFOUND, "handle %q not found", handle)
 	}
-	return stratus.Handle{Handle: it.str("handle"), TID: it.str("tid"), Attempt: int(it.int("attempt")), ExpiresAt: it.time("expires_at")}, nil
+	return handleOf(it), nil
+}
+
+// handleOf is the Handle an item holds; an item stored before handles
+// named their run has no run_id ("").
+func handleOf(it item) stratus.Handle {
+	return stratus.Handle{Handle: it.str("handle"), RunID: it.str("run_id"), TID: it.str("tid"), Attempt: int(it.int("attempt")), ExpiresAt: it.time("expires_at")}
 }
 
 // attrTaken marks a handle TakeHandle took (Sweep deletes it once it
@@ -109,7 +115,7 @@ func (s *Store) TakeHandle(ctx context.Context, handle string) (stratus.Handle, 
 		return stratus.Handle{}, wrap("take handle "+quote(handle), err)
 	}
 	it := item(out.Attributes)
-	return stratus.Handle{Handle: it.str("handle"), TID: it.str("tid"), Attempt: int(it.int("attempt")), ExpiresAt: it.time("expires_at")}, nil
+	return handleOf(it), nil
 }
 
 // RenewHandle sets the handle's expiry and its TTL attribute (one

@@ -12,8 +12,8 @@ import (
 
 // PutHandle stores h; ECONFLICT if h.Handle exists.
 func (s *Store) PutHandle(ctx context.Context, h stratus.Handle) error {
-	_, err := s.wq.ExecContext(ctx, "INSERT INTO handles (handle, tid, attempt, expires_at) VALUES (?, ?, ?, ?)",
-		h.Handle, h.TID, h.Attempt, millis(h.ExpiresAt))
+	_, err := s.wq.ExecContext(ctx, "INSERT INTO handles (handle, run_id, tid, attempt, expires_at) VALUES (?, ?, ?, ?, ?)",
+		h.Handle, h.RunID, h.TID, h.Attempt, millis(h.ExpiresAt))
 	if isUniqueViolation(err) {
 		return stratus.Errorf(stratus.ECONFLICT, "handle %q already exists", h.Handle)
 	} else if err != nil {
@@ -25,23 +25,23 @@ func (s *Store) PutHandle(ctx context.Context, h stratus.Handle) error {
 // TakeHandle deletes the handle and returns it; ENOTFOUND if it is
 // absent (or was taken).
 func (s *Store) TakeHandle(ctx context.Context, handle string) (stratus.Handle, error) {
-	row := s.wq.QueryRowContext(ctx, "DELETE FROM handles WHERE handle = ? RETURNING tid, attempt, expires_at", handle)
+	row := s.wq.QueryRowContext(ctx, "DELETE FROM handles WHERE handle = ? RETURNING run_id, tid, attempt, expires_at", handle)
 	return scanHandle(row, handle, "take", " (or already taken)")
 }
 
 // GetHandle returns the handle; ENOTFOUND if it is absent. An expired
 // handle is returned like any other: expiry is the caller's check.
 func (s *Store) GetHandle(ctx context.Context, handle string) (stratus.Handle, error) {
-	row := s.rq.QueryRowContext(ctx, "SELECT tid, attempt, expires_at FROM handles WHERE handle = ?", handle)
+	row := s.rq.QueryRowContext(ctx, "SELECT run_id, tid, attempt, expires_at FROM handles WHERE handle = ?", handle)
 	return scanHandle(row, handle, "get", "")
 }
 
-// scanHandle reads handle's (tid, attempt, expires_at) row; verb and
+// scanHandle reads handle's (run_id, tid, attempt, expires_at) row; verb and
 // absent word its errors.
 func scanHandle(row *sql.Row, handle, verb, absent string) (stratus.Handle, error) {
 	h := stratus.Handle{Handle: handle}
 	var expires sql.NullInt64
-	err := row.Scan(&h.TID, &h.Attempt, &expires)
+	err := row.Scan(&h.RunID, &h.TID, &h.Attempt, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return stratus.Handle{}, stratus.Errorf(stratus.ENOTFOUND, "handle %q not found%s", handle, absent)
 	} else if err != nil {

@@ -142,6 +142,11 @@ CREATE INDEX steps_run_node_kind_status ON steps (run_id, node, kind, status);
 CREATE INDEX steps_run_node_visit ON steps (run_id, node, visit);
 DROP INDEX steps_run_node;
 `,
+	// 9: a handle names its run (docs/security.md § Handles); '' for a
+	// handle stored before version 9.
+	`
+ALTER TABLE handles ADD COLUMN run_id TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // schemaVersion is the version this binary writes.

@@ -26,6 +26,31 @@ func (su *suite) testHandles(t *testing.T) {
 		checkHandle(t, got, h)
 	})
 
+	// docs/security.md § Handles: a handle names its run, and every read
+	// returns it (Get and the one-time Take alike); a handle stored
+	// without one reads back without one.
+	t.Run("Handle_NamesItsRun", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		st, a := b.parents(t, 1)
+		h := b.handle(a.TID, a.N)
+		h.RunID = st.RunID
+		legacy := b.handle(a.TID, a.N)
+		legacy.RunID = ""
+		for _, h := range []stratus.Handle{h, legacy} {
+			if err := b.s.PutHandle(b.ctx, h); err != nil {
+				t.Fatalf("PutHandle(%q): %v", h.Handle, err)
+			}
+			got, err := b.s.GetHandle(b.ctx, h.Handle)
+			if err != nil || got.RunID != h.RunID {
+				t.Errorf("GetHandle(%q) = run %q, %v; want run %q", h.Handle, got.RunID, err, h.RunID)
+			}
+			if got, err = b.s.TakeHandle(b.ctx, h.Handle); err != nil || got.RunID != h.RunID {
+				t.Errorf("TakeHandle(%q) = run %q, %v; want run %q", h.Handle, got.RunID, err, h.RunID)
+			}
+		}
+	})
+
 	t.Run("PutHandle_Duplicate_Conflict", func(t *testing.T) {
 		t.Parallel()
 		b := su.setup(t)

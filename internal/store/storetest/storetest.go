@@ -162,6 +162,7 @@ func (b *bundle) parents(t *testing.T, n int) (stratus.Step, stratus.Attempt) {
 func (b *bundle) handle(tid string, attempt int) stratus.Handle {
 	return stratus.Handle{
 		Handle:    "wh-" + b.key("h"),
+		RunID:     b.key("run"),
 		TID:       tid,
 		Attempt:   attempt,
 		ExpiresAt: base.Add(10 * time.Minute),

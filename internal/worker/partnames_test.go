@@ -1,0 +1,99 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stratusflow/stratus"
+)
+
+const onePlanFlow = `flow:
+  name: f
+  task_type: f
+  permission_ceiling: workspace-write
+  output_policy: code_change
+  publishing: none
+  nodes:
+    - { id: planning, kind: agent, role_file: r/a.md }
+    - { id: publish, kind: publish, policy: none }
+  edges:
+    - { from: planning, to: publish }
+`
+
+// docs/security.md § Part names: a part name NFKC changes ("pl\u2024an.md",
+// ONE DOT LEADER for the dot) is refused at staging — EINVALID on field
+// name, the value escaped, the rule said — nothing staged and no file
+// written, while "pl.an.md" beside it is staged.
+func TestArtifact_RefusesAPartNameNFKCChanges(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOptions{flow: onePlanFlow})
+	st := r.dispatch(t, "planning")
+	h := "Bearer " + r.launcher.Launched()[0].Handle
+	ctx := context.Background()
+	for _, name := range []string{"pl\u2024an.md", "ｐｌａｎ.md", "pl\ufb01le.md"} {
+		err := r.svc.Artifact(ctx, h, name, []byte("spoof"))
+		var se *stratus.Error
+		if !errors.As(err, &se) || se.Code != stratus.EINVALID || se.Field != "name" ||
+			!strings.Contains(se.Message, "not NFKC-stable") || !strings.Contains(se.Message, strings.Trim(escaped(name), `"`)) {
+			t.Errorf("Artifact(%+q) = %v; want EINVALID on field name, the value escaped and the rule", name, err)
+		}
+		if _, err := os.Stat(r.ctx(name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a file was written for the refused part %+q: %v", name, err)
+		}
+	}
+	if err := r.svc.Artifact(ctx, h, "pl.an.md", []byte("the plan")); err != nil {
+		t.Fatalf("Artifact(pl.an.md): %v", err)
+	}
+	tail, err := r.svc.Store.ListOutput(ctx, st.TID, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tail) != 1 || tail[0].Name != "pl.an.md" {
+		t.Errorf("tail = %+v; want only pl.an.md staged", tail)
+	}
+}
+
+// docs/security.md § Part names: a tail staged before the rule (by an
+// older build) may hold a name NFKC changes; the submit folds and lists
+// the parts without it, says so, and keeps it in the tail.
+func TestSubmit_LeavesOutAStagedPartNameNFKCChanges(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOptions{flow: onePlanFlow})
+	st := r.dispatch(t, "planning")
+	ctx := context.Background()
+	for _, name := range []string{"plan.md", "pl\u2024an.md"} {
+		if _, err := r.svc.Store.AppendOutput(ctx, stratus.OutputEvent{TID: st.TID, Attempt: 1, Kind: stratus.OutputArtifact,
+			Name: name, Body: []byte("body of " + name), OK: true, At: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sv, err := r.submit(t, "done")
+	if err != nil {
+		t.Fatalf("submit: %v", err)
+	}
+	if strings.Join(sv.Parts, ",") != "plan.md" {
+		t.Errorf("step value parts = %q; want plan.md alone", sv.Parts)
+	}
+	got, err := r.svc.Store.GetStep(ctx, st.TID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(got.Value), "2024") || strings.Contains(string(got.Value), "\u2024") {
+		t.Errorf("the step's value names the refused part: %s", got.Value)
+	}
+	if !r.warned(`"pl\u2024an.md" is not NFKC-stable`) {
+		t.Errorf("no warning about the part left out: %q", r.warnings.Messages())
+	}
+	tail, _ := r.svc.Store.ListOutput(ctx, st.TID, 1)
+	if len(tail) != 3 {
+		t.Errorf("tail has %d events; want both parts and the Final kept", len(tail))
+	}
+}
+
+// escaped is name as the part-name errors quote it: Go syntax, ASCII only.
+func escaped(name string) string { return strconv.QuoteToASCII(name) }
