@@ -104,3 +104,47 @@ type historyExec struct {
 func (h historyExec) GetExecutionHistory(context.Context, string) ([]executor.HistoryEvent, error) {
 	return h.hist, nil
 }
+
+// README § Durable runs: a run's duration is the sum of its active spans.
+// A resume adds the span that ended at the stop to what the run ran and
+// begins a new one, so the days a run stood stopped before its resume
+// are not counted.
+func TestPrepareResume_TheIdleTimeBeforeAResumeIsNotTheRuns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "stratus.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	start := time.Now().UTC().Add(-72 * time.Hour).Truncate(time.Millisecond)
+	run := stratus.Run{ID: "r-1", TaskID: "t1", Flow: "implementation", Status: stratus.RunFailed, CreatedAt: start, EndedAt: start.Add(10 * time.Minute)}
+	if err := st.CreateRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range []stratus.Step{
+		step("planning", 1, stratus.StepCompleted, 0, `{"node":"planning","outcome":"done"}`),
+		step("implementation", 1, stratus.StepFailed, 0, `{"node":"implementation","outcome":"failed"}`),
+	} {
+		s.TID, s.RunID, s.DedupKey, s.CreatedAt = "r-1.s"+string(rune('0'+i)), "r-1", s.Node, start
+		if _, _, err := st.CreateStep(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resumed, _, err := PrepareResume(ctx, st, run, builtinDef(t), Resume{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.GetRun(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ActiveMS != (10*time.Minute).Milliseconds() || got.ResumedAt.IsZero() || !got.EndedAt.IsZero() || resumed.ActiveMS != got.ActiveMS {
+		t.Fatalf("resumed run: active %d ms, resumed at %s, ended %s; want the first span's 600000 ms kept, a new span begun", got.ActiveMS, got.ResumedAt, got.EndedAt)
+	}
+	// It stops again after a minute: 11 minutes, not three days.
+	got.Status, got.EndedAt = stratus.RunFailed, got.ResumedAt.Add(time.Minute)
+	if d := got.Duration(time.Now()); d != 11*time.Minute {
+		t.Errorf("duration %s, want 11m0s (10m, then 1m after the resume)", d)
+	}
+}

@@ -142,6 +142,12 @@ CREATE INDEX steps_run_node_kind_status ON steps (run_id, node, kind, status);
 CREATE INDEX steps_run_node_visit ON steps (run_id, node, visit);
 DROP INDEX steps_run_node;
 `,
+	// 9: a run's duration is the sum of its active spans (README § Durable
+	// runs): when its latest resume began, and what the spans before it ran.
+	`
+ALTER TABLE runs ADD COLUMN resumed_at INTEGER;
+ALTER TABLE runs ADD COLUMN active_ms INTEGER NOT NULL DEFAULT 0;
+`,
 }
 
 // schemaVersion is the version this binary writes.
