@@ -62,6 +62,13 @@ func TestJSONFlag_AnErrorIsAJSONObjectOnStdout(t *testing.T) {
 	dir := t.TempDir() // no .stratus: nothing was installed or run here
 	bad := t.TempDir() // a store that is not a database (exit 1)
 	writeTestFile(t, filepath.Join(bad, ".stratus/stratus.db"), "not a database")
+	installed := t.TempDir() // installed, with a task whose flow does not exist
+	if code := Main([]string{"install", "--dir", installed}, IO{In: strings.NewReader(""), Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}); code != ExitOK {
+		t.Fatalf("install: exit %d", code)
+	}
+	writeTestFile(t, filepath.Join(installed, "nosuch.md"), "---\nid: t1\ntitle: T\ntask_type: nosuch\n---\nbody\n")
+	writeTestFile(t, filepath.Join(installed, "broken.md"), "---\nid: t2\ntitle: T\ntask_type: broken\n---\nbody\n")
+	writeTestFile(t, filepath.Join(installed, ".stratus/flows/broken.yaml"), "flow:\n  name: broken\n  nodes: [\n")
 	const run = "r-20250101T000000-abcdef"
 	type jsonCase struct {
 		name  string
@@ -74,6 +81,9 @@ func TestJSONFlag_AnErrorIsAJSONObjectOnStdout(t *testing.T) {
 		{"run: no config", []string{"run", filepath.Join(dir, "task.md"), "--dir", dir, "--json"}, ExitUsage, stratus.ENOTFOUND, ""},
 		{"run: bad --target", []string{"run", "task.md", "--target", "mars", "--json"}, ExitUsage, stratus.EINVALID, ""},
 		{"run: no task", []string{"run", "--json"}, ExitUsage, stratus.EINVALID, ""},
+		{"run: missing task file", []string{"run", filepath.Join(installed, "missing.md"), "--dir", installed, "--json"}, ExitUsage, stratus.ENOTFOUND, ""},
+		{"run: no such flow", []string{"run", filepath.Join(installed, "nosuch.md"), "--dir", installed, "--json"}, ExitUsage, stratus.ENOTFOUND, ""},
+		{"run: a flow that does not load", []string{"run", filepath.Join(installed, "broken.md"), "--dir", installed, "--json"}, ExitUsage, stratus.EINVALID, ""},
 		{"resume: no runs", []string{"resume", run, "--dir", dir, "--json"}, ExitUsage, stratus.ENOTFOUND, ""},
 		{"status: no runs", []string{"status", run, "--dir", dir, "--json"}, ExitUsage, stratus.ENOTFOUND, "dir"},
 		{"status: broken store", []string{"status", run, "--dir", bad, "--json"}, ExitFailed, stratus.EINTERNAL, ""},
