@@ -59,6 +59,48 @@ type Run struct {
 	Workspace *Workspace `json:"workspace,omitempty"`
 	CreatedAt time.Time  `json:"created_at"`
 	EndedAt   time.Time  `json:"ended_at,omitzero"`
+	// ResumedAt is when the run's latest resume began; zero for a run
+	// never resumed (its one span began at CreatedAt). ActiveMS is what
+	// the spans before it ran, in ms: each from a start or resume to its
+	// stop, the idle time between a stop and the next resume left out.
+	ResumedAt time.Time `json:"resumed_at,omitzero"`
+	ActiveMS  int64     `json:"active_ms,omitempty"`
+}
+
+// SpanStart is when the run's latest span began: its latest resume, else
+// its start.
+func (r Run) SpanStart() time.Time {
+	if !r.ResumedAt.IsZero() {
+		return r.ResumedAt
+	}
+	return r.CreatedAt
+}
+
+// Duration is how long the run has run: the sum of its active spans, each
+// from a start or resume to its stop (the latest to EndedAt, or to now
+// while it runs), without the idle time between a stop and a resume
+// (README § Durable runs).
+func (r Run) Duration(now time.Time) time.Duration {
+	end := r.EndedAt
+	if end.IsZero() {
+		end = now
+	}
+	d := time.Duration(r.ActiveMS) * time.Millisecond
+	if span := end.Sub(r.SpanStart()); span > 0 {
+		d += span
+	}
+	return d
+}
+
+// Resumed records a resume of the run beginning at now: the span that
+// ended at EndedAt joins ActiveMS and a new one begins (ResumedAt).
+func (r *Run) Resumed(now time.Time) {
+	if !r.EndedAt.IsZero() {
+		if span := r.EndedAt.Sub(r.SpanStart()); span > 0 {
+			r.ActiveMS += span.Milliseconds()
+		}
+	}
+	r.ResumedAt, r.EndedAt = now, time.Time{}
 }
 
 // Workspace is a run's repository as it travels to workers that have no

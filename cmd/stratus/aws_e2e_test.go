@@ -624,7 +624,7 @@ func startFunctions(t *testing.T, ctx context.Context, st *stack) *functions {
 	lctx, cancel := context.WithCancel(ctx)
 	f.cancel = cancel
 	go f.poll(lctx)
-	t.Cleanup(func() { f.stop(); f.launcher.local.StopAll() })
+	t.Cleanup(func() { f.stop(); f.launcher.local.StopAll("") })
 	return f
 }
 

@@ -285,3 +285,34 @@ func TestDetach_EngineSlotsBoundTheHostsRuns(t *testing.T) {
 		})
 	}
 }
+
+// A step its run's end stops says in its runner log what stopped it (the
+// run was cancelled, interrupted or ended), in-process and as a runner
+// process, never a bare "context canceled" (what its log said before).
+func TestCancel_AStoppedStepsLogSaysWhatStoppedIt(t *testing.T) {
+	t.Parallel()
+	for _, isolation := range []string{"in-process", "process"} {
+		t.Run(isolation, func(t *testing.T) {
+			t.Parallel()
+			dir, task := tinyRun(t, "", slowEngine, "", "t-why")
+			useIsolation(t, dir, isolation)
+			writeTestFile(t, filepath.Join(dir, "slow"), "")
+			runID := detach(t, dir, task)
+			eventually(t, 60*time.Second, "the engine starts", func() bool {
+				b, err := os.ReadFile(filepath.Join(dir, "engine.pids"))
+				return err == nil && len(strings.Fields(string(b))) == 3
+			})
+			if r := runCLI(t, "cancel", runID, "--dir", dir); r.code != ExitOK {
+				t.Fatalf("cancel: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			var log string
+			eventually(t, 30*time.Second, "the runner log says the step stopped", func() bool {
+				log = runCLI(t, "logs", runID, "first", "--dir", dir).stdout
+				return strings.Contains(log, "stopped before its result")
+			})
+			if strings.Contains(log, "error: context canceled") || !strings.Contains(log, "the run was interrupted") {
+				t.Errorf("the stopped step's log does not say what stopped it:\n%s", log)
+			}
+		})
+	}
+}

@@ -25,6 +25,10 @@ func runDevAWS(o *DevAWSOptions) error {
 	if err != nil {
 		return err
 	}
+	// Its moto data, logs and workers' directories go with the stand-in,
+	// however it ends (Ctrl-C and SIGTERM end ctx): deferred first, so it
+	// runs after moto, the functions and the runners have stopped.
+	defer os.RemoveAll(dir)
 	endpoint := o.EndpointURL
 	if endpoint == "" {
 		m, err := moto.Start(o.Port, dir)
@@ -83,6 +87,6 @@ func runDevAWS(o *DevAWSOptions) error {
 	case <-ctx.Done():
 	case <-o.stop:
 	}
-	fmt.Fprintf(o.IO.Err, "stratus dev aws: stopping\n")
+	fmt.Fprintf(o.IO.Err, "stratus dev aws: stopping; removing %s\n", dir)
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -180,5 +181,57 @@ printf '{"subrun_report": "ok"}\n'
 	var lines []RunLine
 	if r.code != ExitOK || json.Unmarshal([]byte(r.stdout), &lines) != nil || len(lines) != 2 || lines[0].RunID != started.RunID || lines[0].Status != "done" || lines[0].Resumes != 1 {
 		t.Errorf("runs on dev aws: exit %d %s", r.code, r.stdout)
+	}
+}
+
+// `stratus dev aws` keeps its moto data, logs and workers' directories in
+// one stratus-dev-aws-* directory, removed when it stops, on Ctrl-C and on
+// SIGTERM (README § Without an account). It was left behind.
+func TestDevAWS_RemovesItsDirectoryWhenItStops(t *testing.T) {
+	t.Parallel()
+	if why := moto.Missing(); why != "" {
+		testenv.Missing(t, "moto", why)
+	}
+	for _, sig := range []os.Signal{os.Interrupt, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.Command(stratusBin, "dev", "aws")
+			var errb syncBuffer
+			cmd.Stderr = &errb
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			defer cmd.Process.Kill()
+			workers := regexp.MustCompile(`workers in (\S+)/workers\n`)
+			var dir string
+			deadline := time.Now().Add(60 * time.Second)
+			for dir == "" && time.Now().Before(deadline) {
+				if m := workers.FindStringSubmatch(errb.String()); m != nil {
+					dir = m[1]
+				} else {
+					time.Sleep(50 * time.Millisecond) // polling its stderr for the line
+				}
+			}
+			if dir == "" || !strings.Contains(filepath.Base(dir), "stratus-dev-aws-") {
+				t.Fatalf("no stratus-dev-aws-* directory named within 60 s:\n%s", errb.String())
+			}
+			if _, err := os.Stat(dir); err != nil {
+				t.Fatalf("its directory %s while it serves: %v", dir, err)
+			}
+			cmd.Process.Signal(sig)
+			select {
+			case err := <-exited:
+				if err != nil {
+					t.Fatalf("ended with %v after %s:\n%s", err, sig, errb.String())
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("did not stop within 30 s of %s", sig)
+			}
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Errorf("%s left behind after %s (%v)", dir, sig, err)
+			}
+		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/doctor"
 	"github.com/stratusflow/stratus/internal/flow"
@@ -60,7 +61,7 @@ func runDoctor(o *DoctorOptions) error {
 	}
 	state := filepath.Join(dir, orchestrator.StateDir)
 	if st, err := os.Stat(state); err != nil || !st.IsDir() {
-		return usageError{fmt.Errorf("no %s: run `stratus install --dir %s` first, or give the --dir that holds it", state, o.Dir)}
+		return stratus.Errorf(stratus.ENOTFOUND, "no %s: run `stratus install --dir %s` first, or give the --dir that holds it", state, o.Dir)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

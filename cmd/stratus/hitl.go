@@ -70,7 +70,7 @@ func runHITL(o *HITLOptions) error {
 	case stratus.ErrorCode(err) == stratus.ENOTFOUND && !recorded(o.Dir, o.RunID):
 		// An unknown run is a usage error, as for every command (exit 2);
 		// a known one that is not running is the run's state (exit 1).
-		return &exitError{code: ExitUsage, err: fmt.Errorf("run %q not found under %s", o.RunID, o.Dir)}
+		return &exitError{code: ExitUsage, err: stratus.Errorf(stratus.ENOTFOUND, "run %q not found under %s", o.RunID, o.Dir)}
 	case err != nil:
 		return &exitError{code: ExitFailed, err: err}
 	}

@@ -47,35 +47,61 @@ func main() {
 		// whole, as if started there (issue 16 § 2).
 		err := handOff()
 		fmt.Fprintf(os.Stderr, "stratus: %v\n", err)
+		if argsAskJSON(os.Args[1:]) {
+			writeJSONError(os.Stdout, err, ExitFailed)
+		}
 		os.Exit(ExitFailed)
 	}
 	os.Exit(Main(os.Args[1:], IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
 }
 
 // Main runs the CLI with args and returns the process exit status (see
-// exitcodes.go).
+// exitcodes.go). With --json, an error the command did not report itself
+// is also a JSON object on stdout (jsonerror.go).
 func Main(args []string, io IO) int {
-	root := newRootCmd(io)
+	return execute(newRootCmd, args, io)
+}
+
+// execute runs the command tree newRoot builds on io: each error once on
+// stderr, and as JSON on stdout when the command was asked for --json and
+// has not printed its result (writeJSONError).
+func execute(newRoot func(IO) *cobra.Command, args []string, io IO) int {
+	out := &stdoutWatch{w: io.Out}
+	io.Out = out
+	root := newRoot(io)
 	root.SetArgs(args)
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
 	if err == nil {
 		return ExitOK
 	}
+	code, report := exitStatus(err)
+	if report == nil {
+		return code // the command said why (its result, or on stderr)
+	}
+	fmt.Fprintf(io.Err, "stratus: %v\n", report)
+	var ee *exitError
+	if !errors.As(err, &ee) {
+		if hint := deniedHint(err); hint != "" {
+			fmt.Fprintf(io.Err, "stratus: %s\n", hint)
+		}
+	}
+	if wantsJSON(cmd, args) && !out.resultWritten() {
+		writeJSONError(out, report, code)
+	}
+	return code
+}
+
+// exitStatus is err's exit status and the error to report: nil when the
+// command already reported it (an *exitError without its error).
+func exitStatus(err error) (int, error) {
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.err != nil {
-			fmt.Fprintf(io.Err, "stratus: %v\n", ee.err)
-		}
-		return ee.code
-	}
-	fmt.Fprintf(io.Err, "stratus: %v\n", err)
-	if hint := deniedHint(err); hint != "" {
-		fmt.Fprintf(io.Err, "stratus: %s\n", hint)
+		return ee.code, ee.err
 	}
 	if code := stratus.ErrorCode(err); code == stratus.EINVALID || code == stratus.ENOTFOUND || isUsage(err) || cobraUsage(err) {
-		return ExitUsage
+		return ExitUsage, err
 	}
-	return ExitFailed
+	return ExitFailed, err
 }
 
 func newRootCmd(io IO) *cobra.Command {

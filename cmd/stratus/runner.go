@@ -75,7 +75,15 @@ never run. Each step gets a fresh directory under --work-root (its working
 directory, HOME and TMPDIR), removed with every process the step left behind
 before the next is taken. The engine gets the step's handle and none of the
 pool's AWS credentials. On SIGTERM it takes no more steps and gives the one
-under way --grace to end before it stops its engine.`,
+under way --grace to end before it stops its engine.
+
+A step whose report the worker API does not take (out of reach through its
+retries) has the report kept in a spool file under --work-root; the pool then
+stops taking steps, since every further one would end the same way.
+
+Exit status: 0 stopped by a signal (or after --max-steps), 5 a report could not
+be delivered (the spool file is named on stderr), 2 bad flags or a work root it
+cannot use, 1 any other failure.`,
 		Example: `  stratus runner pool --queue https://sqs.us-east-1.amazonaws.com/123456789012/stratus-pool
   stratus runner pool --queue "$QUEUE" --profile online --work-root /scratch`,
 		Args: cobra.NoArgs,

@@ -115,8 +115,21 @@ func runRunnerPool(o *RunnerPoolOptions) error {
 	err = runner.Pool(ctx, runner.PoolOptions{Queue: q, Profile: o.Profile, WorkRoot: o.WorkRoot, Self: self,
 		Log: log, MaxSteps: o.MaxSteps, Grace: o.Grace, Force: force, Reap: true})
 	log.Info("stopped")
-	if errors.Is(err, runner.ErrPoolSetup) {
+	return poolExit(err)
+}
+
+// poolExit is the exit of `stratus runner pool` after runner.Pool
+// returned err: 2 for a setup it cannot run with, 5 (ExitSpooled, as a
+// runner's) once a report could not be delivered and was spooled (the
+// pool stops: README § Warm runners), 1 for any other error.
+func poolExit(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, runner.ErrPoolSetup):
 		return usageError{err}
+	case errors.Is(err, runner.ErrSpooled):
+		return &exitError{code: ExitSpooled, err: err}
 	}
 	return err
 }

@@ -28,8 +28,9 @@ func newRunsCmd(io IO) *cobra.Command {
 		Use:   "runs [--dir DIR | --target aws ...] [--limit N]",
 		Short: "List runs, newest first: status, task, flow, when, cost",
 		Long: `runs lists the runs made in DIR (or on a deployed stack with --target aws),
-newest first: run id, status, task, flow, when it started, how long it ran and
-what it cost. A run whose process is gone shows interrupted (and is recorded so);
+newest first: run id, status, task, flow, when it started, how long it ran (the
+sum of its active spans: the idle time before a resume is not counted) and what
+it cost. A run whose process is gone shows interrupted (and is recorded so);
 one that waits for a human shows waiting.
 
 Exit status: 0 listed, 2 no runs were ever made under DIR, or bad flags.`,

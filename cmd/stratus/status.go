@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/english"
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/orchestrator"
 	"github.com/stratusflow/stratus/internal/progress"
@@ -83,7 +84,12 @@ type StatusResult struct {
 	Execution *ExecutionStatus `json:"execution,omitempty"`
 	CreatedAt time.Time        `json:"created_at"`
 	EndedAt   time.Time        `json:"ended_at,omitzero"`
-	Steps     []StepStatus     `json:"steps"`
+	// DurationMS is how long the run has run, in ms: the sum of its
+	// active spans (its start and each resume, to its stop; to now while
+	// it runs), the idle time before a resume left out.
+	DurationMS int64        `json:"duration_ms"`
+	Resumes    int          `json:"resumes,omitempty"`
+	Steps      []StepStatus `json:"steps"`
 	// Summary lists the run's summary files (paths, or s3:// URLs);
 	// empty until it has one.
 	Summary []string `json:"summary"`
@@ -107,6 +113,9 @@ type StepStatus struct {
 	Reason     string `json:"reason,omitempty"`
 	Attempt    int    `json:"attempt,omitempty"`
 	DurationMS int64  `json:"duration_ms,omitempty"`
+	// ElapsedMS is a running attempt's time so far, in ms (its
+	// DurationMS is known once it ends).
+	ElapsedMS int64 `json:"elapsed_ms,omitempty"`
 	// StartMS is the attempt's dispatch to its engine's start, in ms: on
 	// AWS a cold Fargate task's start-up, or a pooled runner's pickup
 	// (issue 17); 0 until the engine started (and for steps no engine runs).
@@ -142,6 +151,8 @@ func runStatus(o *StatusOptions) error {
 	}
 	res.RunID, res.TaskID, res.Title, res.Flow, res.Status = v.Run.ID, v.Run.TaskID, v.Run.TaskTitle, v.Run.Flow, v.Run.Status
 	res.CreatedAt, res.EndedAt, res.Steps = v.Run.CreatedAt, v.Run.EndedAt, []StepStatus{}
+	now := time.Now()
+	res.DurationMS, res.Resumes = v.Run.Duration(now).Milliseconds(), v.Run.Resumes
 	if res.Status == stratus.RunRunning {
 		steps := make([]stratus.Step, len(v.Steps))
 		for i, s := range v.Steps {
@@ -155,7 +166,7 @@ func runStatus(o *StatusOptions) error {
 		res.Summary = []string{}
 	}
 	for _, s := range v.Steps {
-		res.Steps = append(res.Steps, stepStatus(s))
+		res.Steps = append(res.Steps, stepStatus(s, now))
 	}
 	switch {
 	case o.JSON && o.Follow: // the last of the JSON lines
@@ -291,7 +302,8 @@ func openRuns(dir string) (*sqlite.Store, error) {
 	return sqlite.Open(db)
 }
 
-func stepStatus(s runview.StepView) StepStatus {
+// stepStatus is step s as status shows it at now.
+func stepStatus(s runview.StepView, now time.Time) StepStatus {
 	st := StepStatus{StepRef: s.Step.StepRef, Node: s.Step.Node, Kind: s.Step.Kind, Status: s.Step.Status, Verdict: s.Outcome, Reason: s.Reason}
 	if s.Job != "" {
 		st.Node = s.Job
@@ -303,8 +315,11 @@ func stepStatus(s runview.StepView) StepStatus {
 	}
 	if a := s.Attempt; a != nil {
 		st.Attempt, st.PromptTokens, st.CompletionTokens = a.N, a.PromptTokens, a.CompletionTokens
-		if !a.EndedAt.IsZero() {
+		switch {
+		case !a.EndedAt.IsZero():
 			st.DurationMS = a.EndedAt.Sub(a.StartedAt).Milliseconds()
+		case a.Status == stratus.AttemptRunning && !a.StartedAt.IsZero():
+			st.ElapsedMS = max(now.Sub(a.StartedAt).Milliseconds(), 1)
 		}
 		if !a.EngineStartedAt.IsZero() && !a.StartedAt.IsZero() {
 			st.StartMS = max(a.EngineStartedAt.Sub(a.StartedAt).Milliseconds(), 1)
@@ -327,10 +342,17 @@ func printStatus(io IO, r StatusResult) {
 		fmt.Fprintln(io.Out)
 	}
 	fmt.Fprintf(io.Out, "  started:  %s", r.CreatedAt.Format(time.RFC3339))
-	if !r.EndedAt.IsZero() {
-		fmt.Fprintf(io.Out, ", ended %s (%s)", r.EndedAt.Format(time.RFC3339), r.EndedAt.Sub(r.CreatedAt).Round(time.Second))
+	ran := (time.Duration(r.DurationMS) * time.Millisecond).Round(time.Second)
+	switch {
+	case !r.EndedAt.IsZero():
+		fmt.Fprintf(io.Out, ", ended %s (ran %s)", r.EndedAt.Format(time.RFC3339), ran)
+	default:
+		fmt.Fprintf(io.Out, " (running %s)", ran)
 	}
 	fmt.Fprintln(io.Out)
+	if r.Resumes > 0 {
+		fmt.Fprintf(io.Out, "  resumed:  %s; its time is the sum of its active spans (start and each resume to its stop), the idle time before a resume not counted\n", english.Plural(r.Resumes, "time"))
+	}
 	fmt.Fprintf(io.Out, "  steps:\n")
 	if len(r.Steps) == 0 {
 		fmt.Fprintf(io.Out, "    (none yet)\n")
@@ -342,7 +364,11 @@ func printStatus(io IO, r StatusResult) {
 		}
 		line := fmt.Sprintf("    %-16s %-14s %-10s", s.StepRef, s.Node, verdict)
 		if s.Attempt > 0 {
-			line += fmt.Sprintf(" attempt=%d duration=%s tokens=%d/%d", s.Attempt, (time.Duration(s.DurationMS) * time.Millisecond).String(), s.PromptTokens, s.CompletionTokens)
+			took := "duration=" + (time.Duration(s.DurationMS) * time.Millisecond).String()
+			if s.ElapsedMS > 0 {
+				took = "running " + progress.Elapsed(time.Duration(s.ElapsedMS)*time.Millisecond)
+			}
+			line += fmt.Sprintf(" attempt=%d %s tokens=%d/%d", s.Attempt, took, s.PromptTokens, s.CompletionTokens)
 		}
 		if s.Reason != "" && verdict != "done" && verdict != "accept" {
 			line += fmt.Sprintf(" reason=%q", s.Reason)

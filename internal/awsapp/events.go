@@ -142,7 +142,9 @@ func (a *App) ExecutionEnded(ctx context.Context, x executor.Execution) error {
 		}
 		// An aborted or timed-out execution ran no Catch: a step still
 		// running is canceled (issue 11 § 6; Finish would too).
-		if _, err := lifecycle.CancelOpen(ctx, a.Store, run.ID, lifecycle.EndedUnder(x), end, false); err != nil {
+		hist, _ := a.Tokens.GetExecutionHistory(ctx, x.ARN) // unreadable: the reason says less
+		def, _ := lifecycle.GetDefinition(ctx, a.Sink, run.ID)
+		if _, err := lifecycle.CancelOpenWith(ctx, a.Store, run.ID, lifecycle.EndedUnder(x, hist, def), end, false); err != nil {
 			return err
 		}
 	}

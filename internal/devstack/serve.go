@@ -363,7 +363,7 @@ func (f *Functions) stopPool() {
 // Stop stops the workers still running, then the functions.
 func (f *Functions) Stop() {
 	f.stopPool()
-	f.Fargate.local.StopAll()
+	f.Fargate.local.StopAll("the stand-in stopped (stratus dev aws ended)")
 	f.cancel()
 	f.srv.Close()
 	f.wg.Wait()

@@ -92,9 +92,33 @@ type Launcher interface {
 	Launch(ctx context.Context, s Spec) (id string, err error)
 	// Stop ends a worker: a graceful stop first (SIGTERM, so the runner can
 	// stop its engine), then a kill after a grace. Best effort; a finished
-	// worker is not an error.
+	// worker is not an error. Why it is stopped rides on ctx
+	// (WithStopCause), for the worker's log to say.
 	Stop(ctx context.Context, id string) error
 }
+
+type stopCauseKey struct{}
+
+// WithStopCause returns ctx carrying why a worker is stopped ("the run
+// was interrupted", "the run's execution ended FAILED"), for
+// Launcher.Stop to hand on: the step's runner log then says what stopped
+// it, never a bare "context canceled".
+func WithStopCause(ctx context.Context, why string) context.Context {
+	return context.WithValue(ctx, stopCauseKey{}, why)
+}
+
+// StopCause is the why WithStopCause put on ctx; DefaultStopCause when
+// there is none.
+func StopCause(ctx context.Context) string {
+	if why, _ := ctx.Value(stopCauseKey{}).(string); why != "" {
+		return why
+	}
+	return DefaultStopCause
+}
+
+// DefaultStopCause is what a worker stopped without a stated cause is
+// told.
+const DefaultStopCause = "its worker was stopped"
 
 // Heartbeat is waiting (a Spec.Waiting) as a plain call, its error
 // dropped, for a wait that cannot be given up (a slot's, whose place in

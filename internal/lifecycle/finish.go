@@ -2,10 +2,12 @@ package lifecycle
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/asl"
 	"github.com/stratusflow/stratus/internal/executor"
 	"github.com/stratusflow/stratus/internal/projection"
 	"github.com/stratusflow/stratus/internal/report"
@@ -67,13 +69,13 @@ func Finish(ctx context.Context, p Ports, run stratus.Run, env report.Env, def [
 	if x.StopDate.IsZero() {
 		end = time.Now().UTC()
 	}
-	if _, err := CancelOpen(ctx, p.Store, run.ID, EndedUnder(x), end, false); err != nil {
+	hist, _ := p.Exec.GetExecutionHistory(ctx, x.ARN)
+	if _, err := CancelOpenWith(ctx, p.Store, run.ID, EndedUnder(x, hist, def), end, false); err != nil {
 		return nil, err
 	}
 	if cur, err := p.Store.GetRun(ctx, run.ID); err == nil {
 		run.Workspace = cur.Workspace // its head moved while it ran
 	}
-	hist, _ := p.Exec.GetExecutionHistory(ctx, x.ARN)
 	res.Budgets = SpentBudgets(hist)
 	run.Status, run.EndedAt = res.Status, end
 	f, err := report.Collect(ctx, p.Store, run, res.Status, env)
@@ -108,8 +110,73 @@ func Finish(ctx context.Context, p Ports, run stratus.Run, env report.Env, def [
 	return res, nil
 }
 
-// EndedUnder is the reason a step still running when its execution ended
-// is canceled with.
-func EndedUnder(x executor.Execution) string {
-	return fmt.Sprintf("the run's execution ended %s while this step ran", x.Status)
+// EndedUnder returns the terminal and the reason each step still open
+// when execution x ended is canceled with (CancelOpenWith). A step whose
+// own Task state timed out — the state's last task event in hist is
+// TaskTimedOut — ends TimedOut and says how: no heartbeat within the
+// state's HeartbeatSeconds (States.HeartbeatTimeout; on AWS States.Timeout
+// before the state's TimeoutSeconds), or past its TimeoutSeconds, each
+// window read from def, the run's compiled definition (DESIGN.md § The
+// path of one step). Any other step was cancelled because the execution
+// ended under it. hist and def may be empty (not readable): the reason
+// then says less.
+func EndedUnder(x executor.Execution, hist []executor.HistoryEvent, def []byte) func(stratus.Step) (terminal, reason string) {
+	type lapse struct {
+		err string
+		ran time.Duration // TaskStarted to TaskTimedOut; 0 unknown
+	}
+	lapsed := map[string]lapse{} // by state
+	began := map[string]time.Time{}
+	for _, e := range hist {
+		switch e.Type {
+		case executor.EventTaskScheduled, executor.EventTaskStarted:
+			delete(lapsed, e.State)
+			began[e.State] = e.Timestamp
+		case executor.EventTaskSucceeded, executor.EventTaskFailed:
+			delete(lapsed, e.State)
+		case executor.EventTaskTimedOut:
+			l := lapse{err: e.Error}
+			if b := began[e.State]; !b.IsZero() && !e.Timestamp.IsZero() {
+				l.ran = e.Timestamp.Sub(b)
+			}
+			lapsed[e.State] = l
+		}
+	}
+	var d struct {
+		States map[string]struct {
+			TimeoutSeconds, HeartbeatSeconds int
+		}
+	}
+	json.Unmarshal(def, &d)
+	ended := fmt.Sprintf("the run's execution ended %s while this step ran", x.Status)
+	return func(s stratus.Step) (string, string) {
+		l, ok := lapsed[s.Node]
+		if !ok {
+			return TerminalCancelled, ended
+		}
+		w := d.States[s.Node]
+		heartbeat := fmt.Sprintf("the state's HeartbeatSeconds (%s)", l.err)
+		if w.HeartbeatSeconds > 0 {
+			heartbeat = fmt.Sprintf("HeartbeatSeconds %d s (%s)", w.HeartbeatSeconds, l.err)
+		}
+		deadline := fmt.Sprintf("its state's TimeoutSeconds (%s)", l.err)
+		if w.TimeoutSeconds > 0 {
+			deadline = fmt.Sprintf("its TimeoutSeconds %d s (%s)", w.TimeoutSeconds, l.err)
+		}
+		var why string
+		switch {
+		case l.err == asl.ErrHeartbeatTimeout,
+			l.err == asl.ErrTimeout && w.HeartbeatSeconds > 0 && l.ran > 0 && l.ran < time.Duration(w.TimeoutSeconds)*time.Second:
+			why = "timed out on its heartbeat: its worker sent none within " + heartbeat
+		case l.err == asl.ErrTimeout && w.HeartbeatSeconds > 0 && l.ran == 0:
+			why = fmt.Sprintf("timed out: no heartbeat from its worker within HeartbeatSeconds %d s, or it ran past %s", w.HeartbeatSeconds, deadline)
+		default:
+			why = "timed out: it ran past " + deadline
+		}
+		return TerminalTimedOut, fmt.Sprintf("%s; the run's execution then ended %s", why, x.Status)
+	}
 }
+
+// TerminalTimedOut is the terminal of an attempt whose Task state timed
+// out (EndedUnder) before its worker reported.
+const TerminalTimedOut = "TimedOut"

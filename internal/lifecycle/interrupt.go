@@ -9,17 +9,6 @@ import (
 	"github.com/stratusflow/stratus/internal/store"
 )
 
-// canceledValue is the value of a step an interrupt canceled: the fields
-// of worker.StepValue a failed step carries (this package sits below the
-// worker, which reads run spend from it).
-type canceledValue struct {
-	StepRef string `json:"step_ref"`
-	Node    string `json:"node"`
-	Attempt int    `json:"attempt,omitempty"`
-	Outcome string `json:"outcome"`
-	Reason  string `json:"reason,omitempty"`
-}
-
 // OwnerGone is the reason the steps of a run whose owner died are canceled
 // with.
 const OwnerGone = "the process running the run ended before the run did"
@@ -46,6 +35,20 @@ func Interrupt(ctx context.Context, st store.Store, run stratus.Run, reason stri
 // reason, its running attempt failed with terminal Cancelled. It returns
 // the steps it canceled, so the caller can stop their workers.
 func CancelOpen(ctx context.Context, st store.Store, runID, reason string, now time.Time, waiting bool) ([]stratus.Step, error) {
+	return CancelOpenWith(ctx, st, runID, func(stratus.Step) (string, string) { return TerminalCancelled, reason }, now, waiting)
+}
+
+// TerminalCancelled is the terminal of an attempt that was running when
+// its step was canceled.
+const TerminalCancelled = "Cancelled"
+
+// CancelOpenWith is CancelOpen with a terminal and a reason per step
+// (why): a step whose own task timed out says so (EndedUnder). The
+// step's value keeps what it held (a supervisor turn's job and the step
+// it is about) with its outcome and reason set. An attempt that began
+// after now (a supervisor turn started once the execution had stopped)
+// ends when it is canceled, never before it began.
+func CancelOpenWith(ctx context.Context, st store.Store, runID string, why func(stratus.Step) (terminal, reason string), now time.Time, waiting bool) ([]stratus.Step, error) {
 	steps, err := st.ListSteps(ctx, runID)
 	if err != nil {
 		return nil, err
@@ -55,11 +58,16 @@ func CancelOpen(ctx context.Context, st store.Store, runID, reason string, now t
 		if s.Status != stratus.StepRunning && !(waiting && s.Status == stratus.StepWaiting) {
 			continue
 		}
+		terminal, reason := why(s)
+		end := now
 		n := 0
 		if a, err := st.LatestAttempt(ctx, s.TID); err == nil {
 			n = a.N
 			if a.Status == stratus.AttemptRunning {
-				a.Status, a.Terminal, a.Reason, a.EndedAt = stratus.AttemptFailed, "Cancelled", reason, now
+				if end.Before(a.StartedAt) {
+					end = later(time.Now().UTC(), a.StartedAt)
+				}
+				a.Status, a.Terminal, a.Reason, a.EndedAt = stratus.AttemptFailed, terminal, reason, end
 				if err := st.UpdateAttempt(ctx, a); err != nil {
 					return canceled, err
 				}
@@ -67,14 +75,51 @@ func CancelOpen(ctx context.Context, st store.Store, runID, reason string, now t
 		} else if stratus.ErrorCode(err) != stratus.ENOTFOUND {
 			return canceled, err
 		}
-		v, _ := json.Marshal(canceledValue{StepRef: s.StepRef, Node: s.Node, Attempt: n, Outcome: stratus.StepCanceled, Reason: reason})
-		s.Status, s.Verdict, s.Value, s.EndedAt = stratus.StepCanceled, stratus.StepCanceled, v, now
+		if end.Before(s.CreatedAt) {
+			end = later(time.Now().UTC(), s.CreatedAt)
+		}
+		s.Status, s.Verdict, s.Value, s.EndedAt = stratus.StepCanceled, stratus.StepCanceled, canceledValue(s, n, reason), end
 		if err := st.UpdateStep(ctx, s); err != nil {
 			return canceled, err
 		}
 		canceled = append(canceled, s)
 	}
 	return canceled, nil
+}
+
+func later(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return b
+	}
+	return a
+}
+
+// canceledValue is the value of step s canceled after n attempts: the
+// fields of worker.StepValue a failed step carries (this package sits
+// below the worker, which reads run spend from it) over whatever else the
+// value held, kept (report.SupervisorValue's job and for_ref name what a
+// supervisor turn was doing).
+func canceledValue(s stratus.Step, n int, reason string) json.RawMessage {
+	v := map[string]any{}
+	if len(s.Value) > 0 {
+		var held map[string]json.RawMessage
+		if json.Unmarshal(s.Value, &held) == nil {
+			for k, x := range held {
+				v[k] = x
+			}
+		}
+	}
+	v["step_ref"], v["node"], v["outcome"] = s.StepRef, s.Node, stratus.StepCanceled
+	delete(v, "attempt")
+	if n > 0 {
+		v["attempt"] = n
+	}
+	delete(v, "reason")
+	if reason != "" {
+		v["reason"] = reason
+	}
+	b, _ := json.Marshal(v)
+	return b
 }
 
 // Reconcile returns run as it truly stands: a run recorded running whose

@@ -76,7 +76,8 @@ func PrepareResume(ctx context.Context, st store.Store, run stratus.Run, def []b
 		}
 	}
 	run.Resumes++
-	run.Status, run.EndedAt, run.Owner = stratus.RunRunning, time.Time{}, o.Owner
+	run.Resumed(time.Now().UTC()) // the idle time since its stop is not the run's
+	run.Status, run.Owner = stratus.RunRunning, o.Owner
 	if err := st.UpdateRun(ctx, run); err != nil {
 		return run, nil, err
 	}

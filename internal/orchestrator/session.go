@@ -269,7 +269,7 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 			log.Warn(fmt.Sprintf("the run's end could not be recorded: %v", ierr))
 		}
 		endEvents(bg, st, run.ID, open, printEvent)
-		launcher.StopAll()
+		launcher.StopAll(cause) // each step's runner log says what stopped it
 		cancelDispatch()
 		dispatches.Wait()
 		res := &Result{Run: run, Status: stratus.RunInterrupted, Error: why, Cause: cause}
@@ -290,7 +290,7 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 	// An observation launched for the failure that ended the run is let
 	// finish (bounded); what is left is recorded cut short, then stopped.
 	settleSupervisor(ctx, st, run.ID, ObserveGrace, printEvent)
-	launcher.StopAll()
+	launcher.StopAll(fmt.Sprintf("the run ended: its execution ended %s", x.Status))
 	cancelDispatch()
 	dispatches.Wait()
 	open, _ := runview.Open(ctx, st, run.ID)
@@ -321,7 +321,7 @@ func runEnv(runID string, env *worker.RunEnv) func(context.Context, string) (*wo
 // are processes (each watches this one), so that nothing outlives it.
 func (s *session) launcher() (workers interface {
 	launch.Launcher
-	StopAll()
+	StopAll(why string)
 }, inproc *inprocess.Launcher) {
 	self, err := s.self()
 	slots := launch.NewSlots(engineSlots(s.env.Config))

@@ -57,9 +57,10 @@ type Options struct {
 }
 
 // Terminal reports whether w is a terminal the display may draw on: a
-// character device, with TERM not "dumb".
+// character device, with TERM not "dumb". w is an *os.File, or a writer
+// that wraps one and says its descriptor (Fd).
 func Terminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := w.(interface{ Fd() uintptr })
 	return ok && term.IsTerminal(int(f.Fd())) && os.Getenv("TERM") != "dumb"
 }
 

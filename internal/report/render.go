@@ -386,6 +386,7 @@ func (f *Facts) fallbacks(b *bytes.Buffer) {
 
 func (f *Facts) cost(b *bytes.Buffer, s Summary) {
 	b.WriteString("\n" + FactHeadings[2] + "\n\n")
+	defer f.ranFor(b)
 	u := s.TaskUsage
 	if u == nil {
 		b.WriteString("No provider call was made.\n")
@@ -429,6 +430,21 @@ func (f *Facts) cost(b *bytes.Buffer, s Summary) {
 		}
 	}
 	b.WriteString("\n")
+}
+
+// ranFor writes how long the run ran: the sum of its active spans (its
+// start and each resume, to its stop), the idle time before a resume left
+// out (stratus.Run.Duration); nothing for a run not ended.
+func (f *Facts) ranFor(b *bytes.Buffer) {
+	r := f.Run
+	if r.CreatedAt.IsZero() || r.EndedAt.IsZero() {
+		return
+	}
+	fmt.Fprintf(b, "\nThe run ran %s", r.Duration(r.EndedAt).Round(time.Second))
+	if r.Resumes > 0 && !r.ResumedAt.IsZero() {
+		fmt.Fprintf(b, " over %d spans (its start and %s, each to its stop; the time it stood stopped before a resume is not counted)", r.Resumes+1, english.Plural(r.Resumes, "resume"))
+	}
+	b.WriteString(".\n")
 }
 
 func countList(counts map[string]int, order []string) string {

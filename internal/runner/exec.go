@@ -47,7 +47,7 @@ func runExec(ctx context.Context, c *workerclient.Client, p *worker.Payload, o O
 	}
 	relay.close()
 	if ctx.Err() != nil {
-		return ctx.Err() // stopped: no result to report
+		return stopped(ctx) // no result to report
 	}
 	if err != nil {
 		reason := err.Error()

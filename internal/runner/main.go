@@ -61,7 +61,7 @@ func Main(getenv func(string) string, stderr io.Writer) int {
 	}
 	err := Run(ctx, Options{APIURL: getenv(launch.EnvAPIURL), Handle: getenv(launch.EnvHandle), TaskID: getenv(launch.EnvTaskID), Self: self, Log: log})
 	if err != nil {
-		log.Error(err.Error()) // said once, as a record of the runner's log
+		LogEnd(log, err) // said once, as a record of the runner's log
 	}
 	return ExitCode(err)
 }

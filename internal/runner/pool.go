@@ -114,7 +114,12 @@ type PoolOptions struct {
 // (the wrong queue): each would otherwise bounce every assignment it
 // took. These errors wrap ErrPoolSetup.
 //
-// Errors: ctx's end is not one (nil); ErrPoolSetup's; a receive error
+// A step whose report could not be delivered (spooled: Run's ErrSpooled)
+// stops the pool: its worker API is out of reach, and every further step
+// would end the same way.
+//
+// Errors: ctx's end is not one (nil); ErrPoolSetup's; ErrSpooled (wrapped,
+// naming the spool file) after a spooled report; a receive error
 // that will not pass (a coded *stratus.Error: a queue that does not
 // exist, credentials refused); other receive errors are retried with
 // backoff.
@@ -316,6 +321,12 @@ func (o PoolOptions) runAssignment(ctx context.Context, m queue.Message, a launc
 	}
 	if o.OnStep != nil && took {
 		o.OnStep(a, pickup, err)
+	}
+	if took && errors.Is(err, ErrSpooled) {
+		// The worker API did not take this step's report: the next
+		// step's would go the same way, each spooled on this host and its
+		// step left to time out. The pool stops (README § Warm runners).
+		return took, fmt.Errorf("stopped taking steps: %s's %w", a.TaskID, err)
 	}
 	return took, nil
 }

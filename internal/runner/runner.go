@@ -119,9 +119,57 @@ var ErrRefused = errors.New("the step no longer takes this attempt's result")
 // expired) is a *workerclient.APIError inside.
 var ErrBootstrap = errors.New("exchange the bootstrap value")
 
+// StoppedError is Run's error when the runner was stopped before its
+// result: Why says what stopped it — the run cancelled, interrupted or
+// ended, the step gone, the runner's owner gone, a signal — never a bare
+// "context canceled". It unwraps to context.Canceled.
+type StoppedError struct{ Why string }
+
+func (e *StoppedError) Error() string { return "stopped before its result: " + e.Why }
+func (e *StoppedError) Unwrap() error { return context.Canceled }
+
+// errStepGone is why the engine of a step the worker API no longer knows
+// is stopped.
+var errStepGone = errors.New("the step is gone: the worker API refused its stats (409), its run cancelled or its execution ended")
+
+// stopped is the StoppedError of ctx, cancelled: its cause in words.
+func stopped(ctx context.Context) *StoppedError {
+	cause := context.Cause(ctx)
+	switch {
+	case cause == nil || cause == context.Canceled:
+		return &StoppedError{Why: "its runner was stopped (no reason was given)"}
+	case errors.Is(cause, context.DeadlineExceeded):
+		return &StoppedError{Why: "its deadline passed"}
+	case strings.HasSuffix(cause.Error(), " signal received"): // os/signal.NotifyContext's cause
+		return &StoppedError{Why: fmt.Sprintf("the runner was told to stop (%s): its run was cancelled, interrupted or ended, or its step was stopped", cause)}
+	}
+	return &StoppedError{Why: cause.Error()}
+}
+
+// LogEnd says on log how a runner's Run ended with err (not nil): a stop
+// as a warning naming what stopped it, anything else as an error.
+func LogEnd(log *slog.Logger, err error) {
+	var se *StoppedError
+	if errors.As(err, &se) {
+		log.Warn(err.Error())
+		return
+	}
+	log.Error(err.Error())
+}
+
 // Run executes one attempt end to end. It returns nil once the result
-// (report or failure) is delivered.
+// (report or failure) is delivered; a *StoppedError saying why when ctx
+// ends (or the step is gone) before then.
 func Run(ctx context.Context, o Options) error {
+	err := run(ctx, o)
+	var se *StoppedError
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) && !errors.As(err, &se) {
+		return stopped(ctx)
+	}
+	return err
+}
+
+func run(ctx context.Context, o Options) error {
 	if o.APIURL == "" || o.Handle == "" {
 		return fmt.Errorf("%s and %s must be set", launch.EnvAPIURL, launch.EnvHandle)
 	}
@@ -204,14 +252,16 @@ func Run(ctx context.Context, o Options) error {
 	}
 	// A stats post the server refuses with 409 means the step is gone (its
 	// run cancelled or its execution ended): the engine is stopped.
-	ectx, stopEngine := context.WithCancel(ctx)
-	defer stopEngine()
+	ectx, stopEngine := context.WithCancelCause(ctx)
+	defer stopEngine(nil)
 	relay := newRelay(ectx, c, o.StatsInterval, o.HeartbeatInterval, o.Log)
-	relay.gone = stopEngine
+	relay.gone = func() { stopEngine(errStepGone) }
 	res, err := contract.NewRunner().Run(ectx, spec, req, relay.progress)
 	relay.close()
-	if err != nil {
-		return err // cancelled: no terminal to report (seed 003 § 1)
+	if err != nil && ectx.Err() != nil {
+		return stopped(ectx) // cancelled: no terminal to report (seed 003 § 1)
+	} else if err != nil {
+		return err
 	}
 	final := worker.Stats{Steps: &res.Attempt.Steps, PromptTokens: &res.Attempt.PromptTokens,
 		CompletionTokens: &res.Attempt.CompletionTokens, CostUSD: plausible(res.Attempt.CostUSD, o.Log)}

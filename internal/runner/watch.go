@@ -19,14 +19,15 @@ const ParentPoll = 500 * time.Millisecond
 // (issue 11 § 5: killing the process that owns a run ends its runners and
 // engines). It says so on log.
 func WatchParent(ctx context.Context, pid int, poll time.Duration, log *slog.Logger) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancelCause(ctx)
 	go func() {
 		t := time.NewTicker(poll)
 		defer t.Stop()
 		for {
 			if os.Getppid() != pid {
-				log.Warn(fmt.Sprintf("the process that owns this run (pid %d) is gone: stopping", pid))
-				cancel()
+				why := fmt.Errorf("the process that owns this run (pid %d) is gone: the run was interrupted", pid)
+				log.Warn(why.Error() + "; stopping")
+				cancel(why)
 				return
 			}
 			select {
@@ -36,5 +37,5 @@ func WatchParent(ctx context.Context, pid int, poll time.Duration, log *slog.Log
 			}
 		}
 	}()
-	return ctx, cancel
+	return ctx, func() { cancel(nil) }
 }

@@ -44,11 +44,7 @@ func List(ctx context.Context, st store.Store, limit int) ([]RunLine, error) {
 			return nil, err
 		}
 		l := RunLine{RunID: r.ID, Status: r.Status, TaskID: r.TaskID, Title: r.TaskTitle, Flow: r.Flow, CreatedAt: r.CreatedAt, EndedAt: r.EndedAt, Resumes: r.Resumes}
-		end := r.EndedAt
-		if end.IsZero() {
-			end = time.Now()
-		}
-		l.DurationMS = end.Sub(r.CreatedAt).Milliseconds()
+		l.DurationMS = r.Duration(time.Now()).Milliseconds()
 		if r.Status == stratus.RunRunning {
 			steps, err := st.ListSteps(ctx, r.ID)
 			if err != nil {

@@ -260,3 +260,26 @@ func TestTracker_ProgressWhenARunningAttemptsCountersMove(t *testing.T) {
 		t.Fatalf("progress of an ended step: %+v", got)
 	}
 }
+
+// README § Durable runs: `stratus runs` (List) shows a run's duration as
+// the sum of its active spans: a run resumed two days after it failed ran
+// its first span and its second, not the two days between.
+func TestList_DurationIsTheRunsActiveSpans(t *testing.T) {
+	t.Parallel()
+	r := setup(t)
+	run := r.run
+	run.Status, run.ActiveMS = stratus.RunDone, (5 * time.Minute).Milliseconds()
+	run.ResumedAt = r.t0.Add(48 * time.Hour)
+	run.EndedAt = run.ResumedAt.Add(2 * time.Minute)
+	run.Resumes = 1
+	if err := r.st.UpdateRun(r.ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := runview.List(r.ctx, r.st, 0)
+	if err != nil || len(ls) != 1 {
+		t.Fatalf("List: %v %v", ls, err)
+	}
+	if got := ls[0].Duration(); got != 7*time.Minute {
+		t.Errorf("duration %s, want 7m0s (5m, then 2m after the resume)", got)
+	}
+}

@@ -60,7 +60,8 @@ type RunPage struct {
 	Run      stratus.Run
 	Status   string
 	Spend    lifecycle.Spend
-	Duration time.Duration
+	Duration time.Duration // its active time (stratus.Run.Duration)
+	Wall     time.Duration // its start to its end (or now): the timeline's span
 	Graph    *flowgraph.Layout
 	Nodes    []NodeState
 	Edges    []EdgeState
@@ -92,7 +93,7 @@ func (s *Server) loadRun(ctx context.Context, runID string, page bool) (*RunPage
 	if end.IsZero() {
 		end = time.Now()
 	}
-	p.Duration = end.Sub(run.CreatedAt)
+	p.Duration, p.Wall = run.Duration(end), end.Sub(run.CreatedAt)
 	var raw []stratus.Step
 	for _, sv := range v.Steps {
 		raw = append(raw, sv.Step)

@@ -262,7 +262,11 @@ func (s *Service) stopNode(ctx context.Context, m Message) error {
 		}
 		s.emit(Event{Type: EventStepEnded, RunID: step.RunID, Node: step.Node, StepRef: step.StepRef, TID: step.TID, Attempt: att.N, Outcome: "failed", Reason: reason})
 	}
-	if err := s.StopWorker(ctx, step.TID); err != nil {
+	why := "its state was caught"
+	if e := m.Error; e != nil {
+		why = fmt.Sprintf("its state was caught with %s", e.Error)
+	}
+	if err := s.StopWorker(launch.WithStopCause(ctx, why), step.TID); err != nil {
 		return err
 	}
 	// On AWS another invocation launched the worker: find it by the task id.

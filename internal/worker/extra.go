@@ -10,6 +10,7 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/captoken"
+	"github.com/stratusflow/stratus/internal/launch"
 )
 
 // SystemRef points at an attempt's baked system prompt (seed 001 §
@@ -126,6 +127,6 @@ func (s *Service) Rekick(ctx context.Context, tid string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	s.StopWorker(ctx, tid)
+	s.StopWorker(launch.WithStopCause(ctx, fmt.Sprintf("attempt %d of the step replaced it (rekicked)", latest.N+1)), tid)
 	return latest.N + 1, s.launchAttempt(ctx, run, env, st, latest.N+1)
 }

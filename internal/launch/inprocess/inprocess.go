@@ -17,6 +17,7 @@ package inprocess
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -58,7 +59,7 @@ type Launcher struct {
 var _ launch.Launcher = (*Launcher)(nil)
 
 type worker struct {
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc // with why it is stopped: the runner's log says it
 	done   chan struct{}
 }
 
@@ -83,7 +84,7 @@ func (l *Launcher) Launch(_ context.Context, s launch.Spec) (string, error) {
 	}
 	id := fmt.Sprintf("inproc-%d", l.seq.Add(1))
 	// The worker belongs to the run, not to the call that launched it.
-	ctx, cancel := context.WithCancel(reaper.NewContext(context.Background(), l.Reaper))
+	ctx, cancel := context.WithCancelCause(reaper.NewContext(context.Background(), l.Reaper))
 	w := &worker{cancel: cancel, done: make(chan struct{})}
 	l.mu.Lock()
 	if l.workers == nil {
@@ -105,10 +106,10 @@ func (l *Launcher) Launch(_ context.Context, s launch.Spec) (string, error) {
 		err := l.run(ctx, s, o)
 		var exit error
 		if err != nil {
-			log.Error(err.Error()) // said once, as a runner process says it
+			runner.LogEnd(log, err) // said once, as a runner process says it
 			exit = &ExitError{Code: runner.ExitCode(err), Err: err}
 		}
-		cancel()
+		cancel(nil)
 		if logf != nil {
 			logf.Close()
 		}
@@ -146,16 +147,17 @@ func openLog(path string) (*os.File, error) {
 }
 
 // Stop stops a worker: its engine is stopped as a runner stops it on
-// SIGTERM (seed 003 § 1: the process group killed), and Stop waits for the
-// worker to end, at most StopGrace. An ended worker is not an error.
-func (l *Launcher) Stop(_ context.Context, id string) error {
+// SIGTERM (seed 003 § 1: the process group killed), told why
+// (launch.StopCause of ctx), and Stop waits for the worker to end, at most
+// StopGrace. An ended worker is not an error.
+func (l *Launcher) Stop(ctx context.Context, id string) error {
 	l.mu.Lock()
 	w := l.workers[id]
 	l.mu.Unlock()
 	if w == nil {
 		return nil
 	}
-	w.cancel()
+	w.cancel(errors.New(launch.StopCause(ctx)))
 	grace := l.StopGrace
 	if grace == 0 {
 		grace = 7 * time.Second
@@ -168,12 +170,16 @@ func (l *Launcher) Stop(_ context.Context, id string) error {
 	}
 }
 
-// StopAll stops every worker still running, waits for all to end, and
-// removes the engine files they shared.
-func (l *Launcher) StopAll() {
+// StopAll stops every worker still running, telling each why ("" is
+// launch.DefaultStopCause), waits for all to end, and removes the engine
+// files they shared.
+func (l *Launcher) StopAll(why string) {
+	if why == "" {
+		why = launch.DefaultStopCause
+	}
 	l.mu.Lock()
 	for _, w := range l.workers {
-		w.cancel()
+		w.cancel(errors.New(why))
 	}
 	l.mu.Unlock()
 	l.wg.Wait()

@@ -87,5 +87,5 @@ func TestLauncher_EndWithoutResultReachesOnExit(t *testing.T) {
 	if err := l.Stop(context.Background(), id); err != nil {
 		t.Errorf("Stop of an ended worker: %v", err)
 	}
-	l.StopAll()
+	l.StopAll("")
 }

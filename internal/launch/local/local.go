@@ -48,6 +48,7 @@ type Launcher struct {
 	mu    sync.Mutex
 	procs map[string]*exec.Cmd
 	done  map[string]chan struct{}
+	logs  map[string]*os.File // each runner's log, for Stop to say why
 	wg    sync.WaitGroup
 }
 
@@ -137,9 +138,12 @@ func (l *Launcher) Launch(ctx context.Context, s launch.Spec) (id string, err er
 	id = fmt.Sprintf("pid-%d", cmd.Process.Pid)
 	l.mu.Lock()
 	if l.procs == nil {
-		l.procs, l.done = map[string]*exec.Cmd{}, map[string]chan struct{}{}
+		l.procs, l.done, l.logs = map[string]*exec.Cmd{}, map[string]chan struct{}{}, map[string]*os.File{}
 	}
 	l.procs[id] = cmd
+	if logf != nil {
+		l.logs[id] = logf
+	}
 	l.mu.Unlock()
 	l.wg.Add(1)
 	done := make(chan struct{})
@@ -149,12 +153,13 @@ func (l *Launcher) Launch(ctx context.Context, s launch.Spec) (id string, err er
 	go func() {
 		defer l.wg.Done()
 		err := cmd.Wait()
+		l.mu.Lock()
 		if logf != nil {
 			logf.Close()
 		}
-		l.mu.Lock()
 		delete(l.procs, id)
 		delete(l.done, id)
+		delete(l.logs, id)
 		l.mu.Unlock()
 		close(done)
 		if l.Slots != nil {
@@ -173,10 +178,15 @@ var StopGrace = 7 * time.Second
 
 // Stop sends SIGTERM to the runner's process group, so the runner cancels
 // its engine (which lives in a process group of its own), and SIGKILL to
-// the runner's group after StopGrace if it is still alive.
-func (l *Launcher) Stop(_ context.Context, id string) error {
+// the runner's group after StopGrace if it is still alive. A signal
+// carries no reason: why it is stopped (launch.StopCause of ctx) is
+// written to the runner's log first, as a record of this launcher.
+func (l *Launcher) Stop(ctx context.Context, id string) error {
 	l.mu.Lock()
 	cmd, done := l.procs[id], l.done[id]
+	if logf := l.logs[id]; logf != nil {
+		logging.JSON(logf, "launcher").Warn("stopping the runner: " + launch.StopCause(ctx))
+	}
 	l.mu.Unlock()
 	if cmd == nil || cmd.Process == nil {
 		return nil
@@ -190,9 +200,13 @@ func (l *Launcher) Stop(_ context.Context, id string) error {
 	}
 }
 
-// StopAll stops every runner still alive (in parallel) and waits for them
-// to be reaped.
-func (l *Launcher) StopAll() {
+// StopAll stops every runner still alive (in parallel), telling each why
+// ("" is launch.DefaultStopCause), and waits for them to be reaped.
+func (l *Launcher) StopAll(why string) {
+	ctx := context.Background()
+	if why != "" {
+		ctx = launch.WithStopCause(ctx, why)
+	}
 	l.mu.Lock()
 	ids := make([]string, 0, len(l.procs))
 	for id := range l.procs {
@@ -204,7 +218,7 @@ func (l *Launcher) StopAll() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			l.Stop(context.Background(), id)
+			l.Stop(ctx, id)
 		}()
 	}
 	wg.Wait()

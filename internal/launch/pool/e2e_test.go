@@ -3,6 +3,7 @@ package pool_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -351,5 +352,39 @@ func TestPool_GarbageIsDeletedAndTheWrongProfileStopsTheRunner(t *testing.T) {
 	}
 	if v, _ := s.queue.Counts(); v != 1 {
 		t.Errorf("the runner without a work root took an assignment")
+	}
+}
+
+// failSubmit is a transport that cannot reach the worker API's submit
+// route (the API went away after the step began) and passes the rest.
+type failSubmit struct{}
+
+func (failSubmit) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(r.URL.Path, "/v1/worker/submit") {
+		return nil, errors.New("connection refused (test)")
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// README § Warm runners: a pooled runner whose report cannot be delivered
+// keeps it in a spool file and stops taking steps (its worker API is out
+// of reach: every further step would end the same way), with
+// runner.ErrSpooled, which `stratus runner pool` exits 5 with. Before,
+// it spooled the report and polled on.
+func TestPool_AnUndeliverableReportStopsThePool(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, 10*time.Second)
+	s.dispatch("tok-spooled")
+	root := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err := runner.Pool(ctx, runner.PoolOptions{Queue: s.queue, Profile: runner.ProfileOffline, WorkRoot: root,
+		Wait: 200 * time.Millisecond, Visibility: 5 * time.Second, HTTP: &http.Client{Transport: failSubmit{}}})
+	if ctx.Err() != nil || !errors.Is(err, runner.ErrSpooled) {
+		t.Fatalf("Pool: %v (deadline passed: %v); want it stopped with ErrSpooled once the report was spooled", err, ctx.Err())
+	}
+	spooled, _ := filepath.Glob(filepath.Join(root, "stratus-spool-*.report"))
+	if len(spooled) != 1 || !strings.Contains(err.Error(), spooled[0]) {
+		t.Errorf("spool files %v; the error %q should name the one kept", spooled, err)
 	}
 }

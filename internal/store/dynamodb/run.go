@@ -22,6 +22,7 @@ func (s *Store) CreateRun(ctx context.Context, r stratus.Run) error {
 		"owner": text(r.Owner), "resumes": num(int64(r.Resumes)),
 		"max_cost_usd": capCost(r.MaxCostUSD), "max_tokens": num(r.MaxTokens),
 		"created_at": millis(r.CreatedAt), "ended_at": millis(r.EndedAt),
+		"resumed_at": millis(r.ResumedAt), "active_ms": num(r.ActiveMS),
 	})
 	if w := r.Workspace; w != nil {
 		b, err := json.Marshal(w)
@@ -101,6 +102,7 @@ func decodeRun(it item) stratus.Run {
 		Owner: it.str("owner"), Resumes: int(it.int("resumes")),
 		MaxTokens: it.int("max_tokens"),
 		CreatedAt: it.time("created_at"), EndedAt: it.time("ended_at"),
+		ResumedAt: it.time("resumed_at"), ActiveMS: it.int("active_ms"),
 	}
 	if c := it.float("max_cost_usd"); c != nil {
 		r.MaxCostUSD = *c
@@ -160,13 +162,13 @@ func capCost(c float64) av {
 	return float(&c)
 }
 
-// UpdateRun replaces Status, Execution, Owner, Resumes and EndedAt of run
-// r.ID; ENOTFOUND if there is no such run.
+// UpdateRun replaces Status, Execution, Owner, Resumes, the caps, EndedAt,
+// ResumedAt and ActiveMS of run r.ID; ENOTFOUND if there is no such run.
 func (s *Store) UpdateRun(ctx context.Context, r stratus.Run) error {
 	missing, err := s.apply(ctx, update{runKey(r.ID), map[string]av{
 		"status": text(r.Status), "execution": text(r.Execution), "owner": text(r.Owner), "resumes": num(int64(r.Resumes)),
 		"max_cost_usd": capCost(r.MaxCostUSD), "max_tokens": num(r.MaxTokens),
-		"ended_at": millis(r.EndedAt),
+		"ended_at": millis(r.EndedAt), "resumed_at": millis(r.ResumedAt), "active_ms": num(r.ActiveMS),
 	}})
 	if err != nil {
 		return wrap("update run "+quote(r.ID), err)

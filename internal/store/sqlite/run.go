@@ -10,7 +10,7 @@ import (
 	"github.com/stratusflow/stratus"
 )
 
-const runColumns = "id, task_id, task_title, flow, status, work_dir, task_path, execution, owner, resumes, max_cost_usd, max_tokens, workspace, created_at, ended_at"
+const runColumns = "id, task_id, task_title, flow, status, work_dir, task_path, execution, owner, resumes, max_cost_usd, max_tokens, workspace, created_at, ended_at, resumed_at, active_ms"
 
 // CreateRun inserts r; ECONFLICT if a run with r.ID exists.
 func (s *Store) CreateRun(ctx context.Context, r stratus.Run) error {
@@ -18,9 +18,9 @@ func (s *Store) CreateRun(ctx context.Context, r stratus.Run) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.wq.ExecContext(ctx, "INSERT INTO runs ("+runColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	_, err = s.wq.ExecContext(ctx, "INSERT INTO runs ("+runColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		r.ID, r.TaskID, r.TaskTitle, r.Flow, r.Status, r.WorkDir, r.TaskPath, r.Execution, r.Owner, r.Resumes, r.MaxCostUSD, r.MaxTokens,
-		ws, millis(r.CreatedAt), millis(r.EndedAt))
+		ws, millis(r.CreatedAt), millis(r.EndedAt), millis(r.ResumedAt), r.ActiveMS)
 	if isUniqueViolation(err) {
 		return stratus.Errorf(stratus.ECONFLICT, "run %q already exists", r.ID)
 	} else if err != nil {
@@ -41,10 +41,11 @@ func (s *Store) GetRun(ctx context.Context, id string) (stratus.Run, error) {
 }
 
 // UpdateRun replaces Status, Execution, Owner, Resumes, MaxCostUSD,
-// MaxTokens and EndedAt of run r.ID; ENOTFOUND if there is no such run.
+// MaxTokens, EndedAt, ResumedAt and ActiveMS of run r.ID; ENOTFOUND if
+// there is no such run.
 func (s *Store) UpdateRun(ctx context.Context, r stratus.Run) error {
-	res, err := s.wq.ExecContext(ctx, "UPDATE runs SET status = ?, execution = ?, owner = ?, resumes = ?, max_cost_usd = ?, max_tokens = ?, ended_at = ? WHERE id = ?",
-		r.Status, r.Execution, r.Owner, r.Resumes, r.MaxCostUSD, r.MaxTokens, millis(r.EndedAt), r.ID)
+	res, err := s.wq.ExecContext(ctx, "UPDATE runs SET status = ?, execution = ?, owner = ?, resumes = ?, max_cost_usd = ?, max_tokens = ?, ended_at = ?, resumed_at = ?, active_ms = ? WHERE id = ?",
+		r.Status, r.Execution, r.Owner, r.Resumes, r.MaxCostUSD, r.MaxTokens, millis(r.EndedAt), millis(r.ResumedAt), r.ActiveMS, r.ID)
 	if err != nil {
 		return fmt.Errorf("update run %q: %w", r.ID, err)
 	}
@@ -131,13 +132,13 @@ func (s *Store) ListRuns(ctx context.Context, limit int) ([]stratus.Run, error) 
 
 func scanRun(row rowScanner) (stratus.Run, error) {
 	var r stratus.Run
-	var created, ended sql.NullInt64
+	var created, ended, resumed sql.NullInt64
 	var ws string
 	if err := row.Scan(&r.ID, &r.TaskID, &r.TaskTitle, &r.Flow, &r.Status, &r.WorkDir, &r.TaskPath, &r.Execution, &r.Owner, &r.Resumes,
-		&r.MaxCostUSD, &r.MaxTokens, &ws, &created, &ended); err != nil {
+		&r.MaxCostUSD, &r.MaxTokens, &ws, &created, &ended, &resumed, &r.ActiveMS); err != nil {
 		return stratus.Run{}, err
 	}
-	r.CreatedAt, r.EndedAt = fromMillis(created), fromMillis(ended)
+	r.CreatedAt, r.EndedAt, r.ResumedAt = fromMillis(created), fromMillis(ended), fromMillis(resumed)
 	if ws != "" {
 		r.Workspace = new(stratus.Workspace)
 		if err := json.Unmarshal([]byte(ws), r.Workspace); err != nil {

@@ -147,6 +147,12 @@ DROP INDEX steps_run_node;
 	`
 ALTER TABLE handles ADD COLUMN run_id TEXT NOT NULL DEFAULT '';
 `,
+	// 10: a run's duration is the sum of its active spans (README § Durable
+	// runs): when its latest resume began, and what the spans before it ran.
+	`
+ALTER TABLE runs ADD COLUMN resumed_at INTEGER;
+ALTER TABLE runs ADD COLUMN active_ms INTEGER NOT NULL DEFAULT 0;
+`,
 }
 
 // schemaVersion is the version this binary writes.

@@ -78,13 +78,15 @@ func (su *suite) testRuns(t *testing.T) {
 			MaxTokens:  2_000_000,
 			CreatedAt:  base.Add(time.Hour),
 			EndedAt:    base.Add(90 * time.Second),
+			ResumedAt:  base.Add(60 * time.Second),
+			ActiveMS:   42_000,
 		}
 		if err := b.s.UpdateRun(b.ctx, u); err != nil {
 			t.Fatalf("UpdateRun(%q): %v", r.ID, err)
 		}
 		want := r
 		want.Status, want.Execution, want.Owner, want.Resumes, want.EndedAt = u.Status, u.Execution, u.Owner, u.Resumes, u.EndedAt
-		want.MaxCostUSD, want.MaxTokens = u.MaxCostUSD, u.MaxTokens
+		want.MaxCostUSD, want.MaxTokens, want.ResumedAt, want.ActiveMS = u.MaxCostUSD, u.MaxTokens, u.ResumedAt, u.ActiveMS
 		got, err := b.s.GetRun(b.ctx, r.ID)
 		if err != nil {
 			t.Fatalf("GetRun(%q): %v", r.ID, err)
@@ -93,12 +95,12 @@ func (su *suite) testRuns(t *testing.T) {
 
 		// The fields are replaced, not merged: the zero EndedAt clears it.
 		u.Status, u.Execution, u.Owner, u.Resumes, u.EndedAt = stratus.RunManualActionRequired, "", "", 3, time.Time{}
-		u.MaxCostUSD, u.MaxTokens = 0, 0
+		u.MaxCostUSD, u.MaxTokens, u.ResumedAt, u.ActiveMS = 0, 0, time.Time{}, 0
 		if err := b.s.UpdateRun(b.ctx, u); err != nil {
 			t.Fatalf("UpdateRun(%q) again: %v", r.ID, err)
 		}
 		want.Status, want.Execution, want.Owner, want.Resumes, want.EndedAt = u.Status, u.Execution, u.Owner, u.Resumes, u.EndedAt
-		want.MaxCostUSD, want.MaxTokens = u.MaxCostUSD, u.MaxTokens
+		want.MaxCostUSD, want.MaxTokens, want.ResumedAt, want.ActiveMS = u.MaxCostUSD, u.MaxTokens, u.ResumedAt, u.ActiveMS
 		if got, err = b.s.GetRun(b.ctx, r.ID); err != nil {
 			t.Fatalf("GetRun(%q): %v", r.ID, err)
 		}
