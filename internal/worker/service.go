@@ -121,6 +121,12 @@ type Service struct {
 	// need to reach the run from the operator's shell ("--dir DIR" when
 	// the work dir is not its working directory); "" none.
 	ReplyFlags string
+	// Commits checks every move of a run's workspace head before it is
+	// recorded (docs/security.md § Workspace commits); nil refuses every
+	// move (EINTERNAL). The worker API sets it (workspace/bundlecheck);
+	// what serves no worker API (the dispatch and events functions) need
+	// not link it.
+	Commits CommitChecker
 	// LocalLogs, when set, is the directory (absolute) under which runner logs
 	// are written in embedded mode: <LocalLogs>/<task_id>/stages/<node>/run-NNNNNN/runner.log.
 	LocalLogs string
