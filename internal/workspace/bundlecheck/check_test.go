@@ -5,15 +5,22 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/awstest"
+	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/sink/fs"
+	s3sink "github.com/stratusflow/stratus/internal/sink/s3"
 	"github.com/stratusflow/stratus/internal/workspace"
 	"github.com/stratusflow/stratus/internal/workspace/bundlecheck"
 	wt "github.com/stratusflow/stratus/internal/workspace/workspacetest"
@@ -23,7 +30,7 @@ import (
 // and one step bundle in an fs sink, built by hand in repo.
 type fixture struct {
 	repo     *wt.Repo
-	sink     *fs.Sink
+	sink     sink.Sink
 	tmp      string
 	keys     []string // the run's bundles
 	base, s1 string   // the base commit, the head (step 1)
@@ -42,8 +49,13 @@ func lines(n int, tag string) string {
 
 func setup(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{repo: wt.NewRepo(t), tmp: t.TempDir()}
-	f.sink = fs.New(t.TempDir())
+	return setupOn(t, fs.New(t.TempDir()))
+}
+
+// setupOn is setup with the run's bundles in sk.
+func setupOn(t *testing.T, sk sink.Sink) *fixture {
+	t.Helper()
+	f := &fixture{repo: wt.NewRepo(t), tmp: t.TempDir(), sink: sk}
 	r := f.repo
 	src := r.Tree(wt.File("main.go", r.Blob("package main\n")))
 	baseTree := r.Tree(wt.File("big.txt", r.Blob(lines(400, ""))), wt.Link("link", r.Blob("src/main.go")), wt.Dir("src", src))
@@ -220,5 +232,38 @@ func TestCheckAdvance_RefusesBadBundlesWith4xx(t *testing.T) {
 				t.Errorf("advance: %v (code %q); want %s saying %q", err, stratus.ErrorCode(err), c.code, c.says)
 			}
 		})
+	}
+}
+
+// docs/security.md § Workspace commits: on AWS the worker API runs in a
+// Lambda with no git binary and the bundles are objects in S3; the check
+// needs neither git nor a disk of the run's (S3 sink on moto, PATH
+// without git).
+func TestCheckAdvance_OnS3WithoutGit(t *testing.T) {
+	c := awss3.NewFromConfig(awstest.Moto(t).Config(), func(o *awss3.Options) { o.UsePathStyle = true })
+	bucket := fmt.Sprintf("bundlecheck-%d", time.Now().UnixNano())
+	if _, err := c.CreateBucket(context.Background(), &awss3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	sk, err := s3sink.New(c, bucket, "stratus/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := setupOn(t, sk)
+	r := f.repo
+	good := r.Commit(r.Tree(append(append([]wt.Entry(nil), f.s1Tree...), wt.File("new.txt", r.Blob("new\n")))...), "step 2", f.s1)
+	goodBundle := r.Bundle(filepath.Join(f.tmp, "good.bundle"), good, f.s1)
+	bad := r.Commit(r.Tree(append(append([]wt.Entry(nil), f.s1Tree...), wt.Link("leak", r.Blob("/etc/passwd")))...), "hostile", f.s1)
+	badBundle := r.Bundle(filepath.Join(f.tmp, "bad.bundle"), bad, f.s1)
+
+	t.Setenv("PATH", t.TempDir()) // no git from here on
+	if _, err := exec.LookPath("git"); err == nil {
+		t.Fatal("git is still on PATH")
+	}
+	if err := f.advance(goodBundle, good, 0); err != nil {
+		t.Errorf("a clean step from S3 without git: %v", err)
+	}
+	if err := f.advance(badBundle, bad, 0); stratus.ErrorCode(err) != stratus.EUNPROCESSABLE || !strings.Contains(err.Error(), "leak -> /etc/passwd") {
+		t.Errorf("a hostile step from S3 without git: %v; want EUNPROCESSABLE naming leak", err)
 	}
 }
