@@ -314,3 +314,65 @@ func TestWorkspace_EngineCannotMoveTheHeadToAHandBuiltCommit(t *testing.T) {
 		t.Errorf("HEAD moved: %s, was %s", got, head)
 	}
 }
+
+// strayEngine works in its checkout as told, except that the node named
+// in $STRAY also writes into the operator's work dir ($OPDIR) by absolute
+// path: a new file and a line appended to a tracked one.
+const strayEngine = `read line
+node=$(printf '%s' "$line" | sed -n 's/.*"node":"\([^"]*\)".*/\1/p')
+if [ "$node" = "$STRAY" ]; then
+  printf 'written by %s\n' "$node" > "$OPDIR/stray.txt"
+  printf 'appended by %s\n' "$node" >> "$OPDIR/README.md"
+fi
+case "$node" in
+implementation) printf 'hello world\n' > hello.txt; echo '{"subrun_report": "wrote hello.txt"}' ;;
+review) echo '{"subrun_report": {"findings": []}}' ;;
+*) echo '{"subrun_report": "ok"}' ;;
+esac
+`
+
+// docs/security.md § Workspace commits (finding 9a of a hardening review,
+// reproduced): with workspace: worktree an engine works in a checkout of
+// its own, yet nothing keeps it from writing into the operator's work dir
+// by absolute path; the run said its step changed nothing. Now the work
+// dir is stamped before each worker starts and compared when it reports:
+// the step fails naming the files — whether the engine also changed its
+// checkout (the head move is refused, its commit not taken) or not (its
+// report is turned into a failure) — and the run does not end done.
+func TestWorkspace_EngineWritingIntoTheWorkDirFailsItsStep(t *testing.T) {
+	for _, node := range []string{"planning", "implementation"} {
+		t.Run(node, func(t *testing.T) {
+			spy := t.TempDir()
+			dir, task := wsProject(t, spy)
+			writeTestFile(t, filepath.Join(dir, "engine.sh"), strayEngine)
+			cfgPath := filepath.Join(dir, ".stratus/config.yaml")
+			cfg := readFile(t, cfgPath)
+			withEnv := strings.Replace(cfg, "{SPY: "+spy+"}", "{SPY: "+spy+", OPDIR: "+dir+", STRAY: "+node+"}", 1)
+			if withEnv == cfg {
+				t.Fatalf("no provider env to extend in %s:\n%s", cfgPath, cfg)
+			}
+			writeTestFile(t, cfgPath, withEnv)
+			r := runCLI(t, "run", task, "--dir", dir)
+			if readFile(t, filepath.Join(dir, "stray.txt")) != "written by "+node+"\n" {
+				t.Fatal("the engine did not write into the work dir: the test reproduces nothing")
+			}
+			if r.code == ExitOK {
+				t.Fatalf("the run ended done although %s wrote into the work dir:\n%s", node, r.stderr)
+			}
+			if testing.Verbose() {
+				t.Log(r.stderr)
+			}
+			for _, want := range []string{node + "#1", "stray.txt", "README.md", "of the operator's work dir", "docs/security.md § Workspace commits"} {
+				if !strings.Contains(r.stderr, want) {
+					t.Errorf("the run's output does not say %q:\n%s", want, r.stderr)
+				}
+			}
+			if strings.Contains(r.stderr, "changed nothing") {
+				t.Errorf("the run says something changed nothing:\n%s", r.stderr)
+			}
+			if out, err := exec.Command("git", "-C", dir, "show", "stratus/t-ws:hello.txt").CombinedOutput(); err == nil {
+				t.Errorf("the failed step's commit was pulled: hello.txt = %q", out)
+			}
+		})
+	}
+}

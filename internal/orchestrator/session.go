@@ -135,6 +135,9 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 		// The same check of a head move as on AWS (docs/security.md §
 		// Workspace commits): an engine holds its step's handle here too.
 		Commits: bundlecheck.Checker{},
+		// Its engines run on this machine: with workspace: worktree, one
+		// that writes into the work dir fails its step.
+		WatchWorkDir: true,
 	}
 	// Observation turns go through a queue as on AWS (issue 14 § 10), here
 	// one of this process, handled as the dispatch function would.

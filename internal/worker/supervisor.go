@@ -195,6 +195,7 @@ func (s *Service) launchSupervisor(ctx context.Context, run stratus.Run, env *Ru
 	// A launch that waits (capacity, a busy runner pool) keeps the state
 	// the turn holds alive: the finalize turn holds publish's token.
 	spec.Waiting = func() error { return s.heartbeat(ctx, step) }
+	s.watchStarted(ctx, run, env, step.TID, 1)
 	id, err := s.Launcher.Launch(ctx, spec)
 	if err != nil {
 		att.Status, att.Terminal, att.Reason, att.EndedAt = stratus.AttemptFailed, "Failed", err.Error(), s.now()

@@ -364,6 +364,11 @@ func (s *Service) AdvanceHead(ctx context.Context, authorization string, h HeadA
 			return stratus.FieldErrorf(stratus.EINVALID, field, "%q is not a commit id; valid: 40 lowercase hex digits", v)
 		}
 	}
+	if why := s.watchReason(ctx, c); why != "" {
+		// Its engine wrote into the operator's work dir: the step fails,
+		// and its commit is not taken (watch.go).
+		return stratus.Errorf(stratus.EUNPROCESSABLE, "%s", why)
+	}
 	if h.From != ws.Head {
 		// The store fences this too; said first, before a costly check.
 		return stratus.FieldErrorf(stratus.ECONFLICT, "from", "run %s: the workspace head is %s, not %s: another attempt advanced it", c.Run.ID, ws.Head, h.From)
