@@ -39,7 +39,9 @@ func TestReadWorkDir_SeesWhatAnEngineWroteIntoTheWorkDir(t *testing.T) {
 		}, []string{"README.md"}},
 		{"an untracked file removed", true, func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "notes.txt")) }, []string{"notes.txt"}},
 		{"a symlink made", true, func(t *testing.T, dir string) { write(t, dir, map[string]string{"l": "-> /etc/passwd"}) }, []string{"l"}},
-		{"a hook installed", true, func(t *testing.T, dir string) { write(t, dir, map[string]string{".git/hooks/pre-commit": "#!/bin/sh\n"}) }, []string{".git/hooks/pre-commit"}},
+		{"a hook installed", true, func(t *testing.T, dir string) {
+			write(t, dir, map[string]string{".git/hooks/pre-commit": "#!/bin/sh\n"})
+		}, []string{".git/hooks/pre-commit"}},
 		{"the repository's config changed", true, func(t *testing.T, dir string) {
 			f, _ := os.OpenFile(filepath.Join(dir, ".git/config"), os.O_APPEND|os.O_WRONLY, 0)
 			f.WriteString("[core]\n\tfsmonitor = /tmp/x\n")
@@ -48,7 +50,9 @@ func TestReadWorkDir_SeesWhatAnEngineWroteIntoTheWorkDir(t *testing.T) {
 		{"ignored and Stratus's own files are not watched", true, func(t *testing.T, dir string) {
 			write(t, dir, map[string]string{"build/out.bin": "o", "debug.log": "l", ".stratus/stratus.db": "db", "workspace/tasks/t1/ctx/plan.md": "p"})
 		}, nil},
-		{"a dir in no repository", false, func(t *testing.T, dir string) { write(t, dir, map[string]string{"stray.txt": "x", "build/out.bin": "o"}) }, []string{"stray.txt"}},
+		{"a dir in no repository", false, func(t *testing.T, dir string) {
+			write(t, dir, map[string]string{"stray.txt": "x", "build/out.bin": "o"})
+		}, []string{"stray.txt"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
