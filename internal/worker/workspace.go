@@ -341,8 +341,10 @@ func acceptedKey(ws *stratus.Workspace, to string) string {
 // Errors: see Authorize; ECONFLICT as said; EINVALID for a node that may
 // not write, a malformed commit id, or a bundle not uploaded;
 // EUNPROCESSABLE (naming the commit, the paths and the rules) or ETOOLARGE
-// for a bundle the check refuses; EINTERNAL when the service has no
-// CommitChecker. A refused move leaves the head where it was.
+// for a bundle the check refuses, and EUNPROCESSABLE naming the files when
+// the attempt's engine wrote into the operator's work dir (WatchWorkDir);
+// EINTERNAL when the service has no CommitChecker. A refused move leaves
+// the head where it was.
 func (s *Service) AdvanceHead(ctx context.Context, authorization string, h HeadAdvance) error {
 	c, err := s.Authorize(ctx, authorization, captoken.EmitOutput, "")
 	if err != nil {

@@ -62,9 +62,11 @@ type Base struct {
 //
 // Errors (issue 12 § 6): ETOOLARGE when the sum of the file sizes exceeds
 // MaxBytes, naming the total, the cap and the five biggest paths; EINVALID
-// when the snapshot holds a submodule or nested git repository (refused,
-// not flattened) or a symlink whose target is absolute or resolves outside
-// workDir, naming the paths; EINVALID for a workDir that is not a
+// when the snapshot breaks the workspace commit rules (TreeCheck;
+// docs/security.md § Workspace commits: a submodule or nested git
+// repository, refused and not flattened, a .git component, a symlink whose
+// target is absolute or resolves outside workDir or into a .git dir),
+// naming the paths; EINVALID for a workDir that is not a
 // directory or a malformed exclude path. Symlinks inside the tree are kept
 // as symlinks; binary files are kept as they are.
 func Freeze(ctx context.Context, workDir, bundlePath string, o FreezeOptions) (*Base, error) {

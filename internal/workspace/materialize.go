@@ -121,9 +121,10 @@ func escapePattern(p string) string {
 // When nothing changed it returns parent and changed=false, writes no
 // bundle, and leaves HEAD at parent.
 //
-// Errors: EINVALID when the change brings a submodule or nested
-// repository, or a symlink that is absolute or resolves outside dir (issue
-// 12 § 6; the tree's other symlinks are followed); ETOOLARGE when the
+// Errors: EINVALID when the change breaks the workspace commit rules
+// (TreeCheck; docs/security.md § Workspace commits: a submodule or nested
+// repository, a .git component, a symlink that is absolute, resolves
+// outside dir or into a .git dir), naming the paths; ETOOLARGE when the
 // bundle is larger than maxBytes (0 = DefaultMaxBytes), naming the
 // biggest changed files — then no bundle is left and HEAD is not moved;
 // ENOTFOUND when parent is not in dir's repository.

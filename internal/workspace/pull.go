@@ -47,8 +47,11 @@ const uncommittedMessage = "stratus: uncommitted changes at run start\n"
 // first), or for a malformed branch name, prefix or exclude path;
 // ECONFLICT when branch is checked out (in any work tree of the
 // repository); ENOTFOUND when Origin, the base commit or head cannot be
-// found (a repository other than the run's, or a missing bundle); git's
-// error when a bundle cannot be fetched.
+// found (a repository other than the run's, or a missing bundle);
+// EUNPROCESSABLE when the base or a step commit breaks the workspace
+// commit rules (TreeCheck; docs/security.md § Workspace commits), naming
+// the commit, the paths and the rules — nothing is pulled; git's error
+// when a bundle cannot be fetched.
 func Pull(ctx context.Context, repoDir string, base Base, bundles []string, head string, branch string, exclude []string) (tip string, commits []string, err error) {
 	return PullWith(ctx, repoDir, base, bundles, head, branch, exclude, PullOptions{})
 }
