@@ -175,6 +175,9 @@ func (s *Service) warnCall(c *Caller, format string, args ...any) {
 }
 
 func (s *Service) emit(e Event) {
+	if e.Type == EventStepEnded || e.Type == EventSupervisorEnded {
+		s.watchDone(e.TID)
+	}
 	if s.OnEvent != nil {
 		if e.At.IsZero() {
 			e.At = s.now()

@@ -418,7 +418,7 @@ func (s *Service) supervisorSubmit(ctx context.Context, c *Caller, body []byte, 
 // supervisorEnded completes e as the end of the caller's supervisor turn
 // att: its run, attempt, tokens, cost and duration.
 func (s *Service) supervisorEnded(c *Caller, att stratus.Attempt, e Event) Event {
-	e.Type, e.RunID, e.Attempt = EventSupervisorEnded, c.Run.ID, att.N
+	e.Type, e.RunID, e.TID, e.Attempt = EventSupervisorEnded, c.Run.ID, c.Step.TID, att.N
 	e.PromptTokens, e.CompletionTokens, e.CostUSD = att.PromptTokens, att.CompletionTokens, att.CostUSD
 	if !att.StartedAt.IsZero() {
 		e.Duration = s.now().Sub(att.StartedAt)

@@ -81,6 +81,20 @@ func (s *Service) watchReason(ctx context.Context, c *Caller) string {
 		c.Step.StepRef, len(changed), plural(len(changed), "file", "files"), c.Run.WorkDir, strings.Join(shown, ", "), c.Run.ID)
 }
 
+// watchDone forgets the stamps taken for the attempts of step tid once it
+// has ended: each holds a listing of the work dir.
+func (s *Service) watchDone(tid string) {
+	if tid == "" || !s.WatchWorkDir {
+		return
+	}
+	s.watched.Range(func(k, _ any) bool {
+		if strings.HasPrefix(k.(string), tid+"#") {
+			s.watched.Delete(k)
+		}
+		return true
+	})
+}
+
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return one
