@@ -2,6 +2,7 @@ package functions_test
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -42,6 +43,18 @@ func TestLambdas_LinkNoEmbeddedRuntime(t *testing.T) {
 			}
 			if !strings.Contains(string(out), "github.com/stratusflow/stratus/internal/lifecycle") && name == "events" {
 				t.Errorf("functions/events does not link internal/lifecycle: who records a run's end?")
+			}
+			// docs/security.md § Workspace commits: the worker API checks
+			// each workspace head move, reading bundles with go-git (its
+			// Lambda has no git binary); no other function moves a head,
+			// so none other links go-git.
+			checks := slices.Contains(deps, "github.com/stratusflow/stratus/internal/workspace/bundlecheck")
+			goGit := slices.ContainsFunc(deps, func(d string) bool { return strings.HasPrefix(d, "github.com/go-git/") })
+			switch {
+			case name == "workerapi" && !checks:
+				t.Errorf("functions/workerapi does not link internal/workspace/bundlecheck: who checks a workspace head move?")
+			case name != "workerapi" && (checks || goGit):
+				t.Errorf("functions/%s links go-git or internal/workspace/bundlecheck; only the worker API checks head moves", name)
 			}
 		})
 	}

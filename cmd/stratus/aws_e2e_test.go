@@ -54,6 +54,7 @@ import (
 	s3sink "github.com/stratusflow/stratus/internal/sink/s3"
 	"github.com/stratusflow/stratus/internal/store/dynamodb"
 	"github.com/stratusflow/stratus/internal/testenv"
+	"github.com/stratusflow/stratus/internal/workspace/bundlecheck"
 )
 
 // Issue 6 § Build 7 and 8: the built-in implementation flow end to end on
@@ -612,7 +613,7 @@ func startFunctions(t *testing.T, ctx context.Context, st *stack) *functions {
 	app := func(ops *opCounter) *awsapp.App {
 		c := st.cfg.Copy()
 		c.APIOptions = append(c.APIOptions, ops.option())
-		a, err := awsapp.New(ctx, cfg, c, awsapp.Options{Launcher: f.launcher, Log: &f.log})
+		a, err := awsapp.New(ctx, cfg, c, awsapp.Options{Launcher: f.launcher, Log: &f.log, Commits: bundlecheck.Checker{}})
 		if err != nil {
 			t.Fatal(err)
 		}

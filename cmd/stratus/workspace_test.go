@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/stratusflow/stratus/internal/store/sqlite"
 	"github.com/stratusflow/stratus/internal/testenv"
 )
 
@@ -196,5 +199,180 @@ func TestWorkspace_TravelsOnAWSAndMatchesEmbedded(t *testing.T) {
 	}
 	if strings.Join(aws.diffs, "\n====\n") != strings.Join(emb.diffs, "\n====\n") {
 		t.Errorf("per-step diffs differ:\nAWS:\n%s\nembedded:\n%s", strings.Join(aws.diffs, "\n====\n"), strings.Join(emb.diffs, "\n====\n"))
+	}
+}
+
+// attackEngine is wsEngine's implementation node turned hostile (finding 1
+// of a hardening review): holding its step's handle it builds a commit by
+// hand in its checkout — an absolute symlink `leak -> /etc/passwd` and a
+// gitlink — uploads its bundle to its upload key through the worker API
+// and posts the head move, then does its real work. It records each
+// answer's status and body in $SPY/attack.txt.
+const attackEngine = `read line
+node=$(printf '%s' "$line" | sed -n 's/.*"node":"\([^"]*\)".*/\1/p')
+case "$node" in
+implementation)
+  python3 - > "$SPY/attack.txt" 2>&1 <<'PY'
+import json, os, subprocess, urllib.error, urllib.request
+api, handle = os.environ["STRATUS_API_URL"], os.environ["STRATUS_HANDLE"]
+def call(method, path, body=None):
+    req = urllib.request.Request(api + path, data=body, method=method, headers={"Authorization": "Bearer " + handle})
+    try:
+        with urllib.request.urlopen(req) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+def git(*args, stdin=None):
+    return subprocess.run(["git", *args], input=stdin, capture_output=True, check=True).stdout.decode().strip()
+status, body = call("GET", "/v1/worker/prompt")
+upload = json.loads(body)["workspace"]["upload"]["url"]
+head = git("rev-parse", "HEAD")
+leak = git("hash-object", "-w", "--stdin", stdin=b"/etc/passwd")
+entries = git("ls-tree", head) + "\n120000 blob %s\tleak\n160000 commit %s\tsub\n" % (leak, head)
+commit = git("commit-tree", git("mktree", stdin=entries.encode()), "-p", head, "-m", "hand-built")
+git("update-ref", "refs/heads/evil", commit)
+bundle = os.path.join(os.environ["SPY"], "evil.bundle")
+git("bundle", "create", "-q", bundle, "refs/heads/evil", "^" + head)
+git("update-ref", "-d", "refs/heads/evil")
+print("upload", *call("PUT", upload, open(bundle, "rb").read()))
+status, body = call("POST", "/v1/worker/workspace/head", json.dumps({"from": head, "to": commit}).encode())
+try:
+    body = json.loads(body)["error"]["message"]
+except Exception:
+    pass
+print("advance", status, body)
+print("evil", commit)
+PY
+  printf 'hello world\n' > hello.txt; echo '{"subrun_report": "wrote hello.txt"}' ;;
+review) echo '{"subrun_report": {"findings": []}}' ;;
+*) echo '{"subrun_report": "ok"}' ;;
+esac
+`
+
+// docs/security.md § Workspace commits (finding 1 of a hardening review,
+// reproduced as the attacker did it): an engine of a workspace: worktree
+// run posts a head move to a commit it built by hand with a symlink to
+// /etc/passwd and a gitlink. The worker API answers 422 naming the paths,
+// the head stays, the run goes on with the step's real change, and the
+// branch pulled holds neither entry. Then the run's records are doctored
+// (the head moved to that commit in the store, its bundle in the sink):
+// `stratus pull` refuses it and makes no branch.
+func TestWorkspace_EngineCannotMoveTheHeadToAHandBuiltCommit(t *testing.T) {
+	spy := t.TempDir()
+	dir, task := wsProject(t, spy)
+	writeTestFile(t, filepath.Join(dir, "engine.sh"), attackEngine)
+	head := gitIn(t, dir, "rev-parse", "HEAD")
+	r := runCLI(t, "run", task, "--dir", dir)
+	attack := readFile(t, filepath.Join(spy, "attack.txt"))
+	if r.code != ExitOK {
+		t.Fatalf("run: exit %d\n%s\nattack:\n%s", r.code, r.stderr, attack)
+	}
+	if !strings.Contains(attack, "upload 200") && !strings.Contains(attack, "upload 204") {
+		t.Fatalf("the engine could not even upload its bundle:\n%s", attack)
+	}
+	if !strings.Contains(attack, "advance 422") || !strings.Contains(attack, "leak -> /etc/passwd: absolute symlink target") ||
+		!strings.Contains(attack, "sub: a submodule or nested git repository") {
+		t.Errorf("the head move to the hand-built commit was not refused with 422 naming both entries:\n%s", attack)
+	}
+	files := gitIn(t, dir, "ls-tree", "-r", "--name-only", "stratus/t-ws")
+	if strings.Contains(files, "leak") || strings.Contains(files, "sub") || !strings.Contains(files, "hello.txt") {
+		t.Errorf("branch stratus/t-ws holds:\n%s\nwant hello.txt and neither leak nor sub", files)
+	}
+
+	// The records doctored as if the move had been accepted.
+	evil := strings.TrimSpace(strings.TrimPrefix(attack[strings.LastIndex(attack, "evil "):], "evil "))
+	st, err := sqlite.Open(filepath.Join(dir, ".stratus/stratus.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := st.ListRuns(context.Background(), 1)
+	if err != nil || len(runs) != 1 || runs[0].Workspace == nil {
+		t.Fatalf("runs %+v, %v", runs, err)
+	}
+	ws := runs[0].Workspace
+	key := path.Join(path.Dir(ws.Bundles[0]), "doctored.bundle")
+	evilBundle, err := os.ReadFile(filepath.Join(spy, "evil.bundle"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dir, filepath.FromSlash(key)), string(evilBundle))
+	err = st.AdvanceWorkspace(context.Background(), runs[0].ID, ws.Head, evil, key)
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := gitIn(t, dir, "rev-parse", "stratus/t-ws")
+	gitIn(t, dir, "branch", "-q", "-D", "stratus/t-ws")
+	p := runCLI(t, "pull", runs[0].ID, "--dir", dir)
+	if p.code == ExitOK || !strings.Contains(p.stderr, "leak -> /etc/passwd: absolute symlink target") || !strings.Contains(p.stderr, "docs/security.md § Workspace commits") {
+		t.Errorf("pull of the doctored run: exit %d\n%s", p.code, p.stderr)
+	}
+	if out, err := exec.Command("git", "-C", dir, "rev-parse", "--verify", "--quiet", "stratus/t-ws").Output(); err == nil {
+		t.Errorf("the refused pull made branch stratus/t-ws at %s (it was %s before)", out, before)
+	}
+	if got := gitIn(t, dir, "rev-parse", "HEAD"); got != head {
+		t.Errorf("HEAD moved: %s, was %s", got, head)
+	}
+}
+
+// strayEngine works in its checkout as told, except that the node named
+// in $STRAY also writes into the operator's work dir ($OPDIR) by absolute
+// path: a new file and a line appended to a tracked one.
+const strayEngine = `read line
+node=$(printf '%s' "$line" | sed -n 's/.*"node":"\([^"]*\)".*/\1/p')
+if [ "$node" = "$STRAY" ]; then
+  printf 'written by %s\n' "$node" > "$OPDIR/stray.txt"
+  printf 'appended by %s\n' "$node" >> "$OPDIR/README.md"
+fi
+case "$node" in
+implementation) printf 'hello world\n' > hello.txt; echo '{"subrun_report": "wrote hello.txt"}' ;;
+review) echo '{"subrun_report": {"findings": []}}' ;;
+*) echo '{"subrun_report": "ok"}' ;;
+esac
+`
+
+// docs/security.md § Workspace commits (finding 9a of a hardening review,
+// reproduced): with workspace: worktree an engine works in a checkout of
+// its own, yet nothing keeps it from writing into the operator's work dir
+// by absolute path; the run said its step changed nothing. Now the work
+// dir is stamped before each worker starts and compared when it reports:
+// the step fails naming the files — whether the engine also changed its
+// checkout (the head move is refused, its commit not taken) or not (its
+// report is turned into a failure) — and the run does not end done.
+func TestWorkspace_EngineWritingIntoTheWorkDirFailsItsStep(t *testing.T) {
+	for _, node := range []string{"planning", "implementation"} {
+		t.Run(node, func(t *testing.T) {
+			spy := t.TempDir()
+			dir, task := wsProject(t, spy)
+			writeTestFile(t, filepath.Join(dir, "engine.sh"), strayEngine)
+			cfgPath := filepath.Join(dir, ".stratus/config.yaml")
+			cfg := readFile(t, cfgPath)
+			withEnv := strings.Replace(cfg, "{SPY: "+spy+"}", "{SPY: "+spy+", OPDIR: "+dir+", STRAY: "+node+"}", 1)
+			if withEnv == cfg {
+				t.Fatalf("no provider env to extend in %s:\n%s", cfgPath, cfg)
+			}
+			writeTestFile(t, cfgPath, withEnv)
+			r := runCLI(t, "run", task, "--dir", dir)
+			if readFile(t, filepath.Join(dir, "stray.txt")) != "written by "+node+"\n" {
+				t.Fatal("the engine did not write into the work dir: the test reproduces nothing")
+			}
+			if r.code == ExitOK {
+				t.Fatalf("the run ended done although %s wrote into the work dir:\n%s", node, r.stderr)
+			}
+			if testing.Verbose() {
+				t.Log(r.stderr)
+			}
+			for _, want := range []string{node + "#1", "stray.txt", "README.md", "of the operator's work dir", "docs/security.md § Workspace commits"} {
+				if !strings.Contains(r.stderr, want) {
+					t.Errorf("the run's output does not say %q:\n%s", want, r.stderr)
+				}
+			}
+			if strings.Contains(r.stderr, "changed nothing") {
+				t.Errorf("the run says something changed nothing:\n%s", r.stderr)
+			}
+			if out, err := exec.Command("git", "-C", dir, "show", "stratus/t-ws:hello.txt").CombinedOutput(); err == nil {
+				t.Errorf("the failed step's commit was pulled: hello.txt = %q", out)
+			}
+		})
 	}
 }

@@ -14,10 +14,11 @@ import (
 	"github.com/stratusflow/stratus/functions/handler"
 	"github.com/stratusflow/stratus/internal/awsapp"
 	"github.com/stratusflow/stratus/internal/logging"
+	"github.com/stratusflow/stratus/internal/workspace/bundlecheck"
 )
 
 func main() {
-	app, err := awsapp.Load(context.Background(), os.Getenv, awsapp.Options{Component: "workerapi"})
+	app, err := awsapp.Load(context.Background(), os.Getenv, awsapp.Options{Component: "workerapi", Commits: bundlecheck.Checker{}})
 	if err != nil {
 		logging.JSON(os.Stderr, "workerapi").Error(err.Error())
 		os.Exit(1)

@@ -66,6 +66,11 @@ type Options struct {
 	// Launcher replaces the ECS launcher built from Config.ECS: a test, or
 	// a run against moto whose workers are local processes.
 	Launcher launch.Launcher
+	// Commits checks each move of a run's workspace head
+	// (worker.Service.Commits): the worker API function gives
+	// workspace/bundlecheck; a function that serves no worker API (dispatch)
+	// gives none and does not link it.
+	Commits worker.CommitChecker
 }
 
 // Load is what a function's main calls: Config from the environment, the
@@ -147,6 +152,7 @@ func New(ctx context.Context, cfg Config, awsCfg aws.Config, o Options) (*App, e
 		ResolveFiles:   false, // the worker resolves an @file: body (DESIGN.md § Limits)
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		MaxUploadBytes: cfg.MaxUploadBytes,
+		Commits:        o.Commits,
 	}
 	if cfg.QueueURL != "" {
 		// Observation turns leave the request through the dispatch queue

@@ -27,6 +27,7 @@ import (
 	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/launch/ecs"
 	"github.com/stratusflow/stratus/internal/launch/local"
+	"github.com/stratusflow/stratus/internal/workspace/bundlecheck"
 )
 
 // ServeOptions configure Serve.
@@ -168,7 +169,7 @@ func Serve(ctx context.Context, cfg aws.Config, st *Stack, ln net.Listener, o Se
 		return nil, err
 	}
 	f := &Functions{st: st, cfg: cfg, Fargate: fg, log: log}
-	if f.app, err = awsapp.New(ctx, c, cfg, awsapp.Options{Launcher: fg, Log: log}); err != nil {
+	if f.app, err = awsapp.New(ctx, c, cfg, awsapp.Options{Launcher: fg, Log: log, Commits: bundlecheck.Checker{}}); err != nil {
 		return nil, err
 	}
 	if f.events, err = awsapp.NewEvents(c, cfg, awsapp.Options{Launcher: fg, Log: log}); err != nil {

@@ -99,7 +99,7 @@ type Pulled struct {
 // tip and commits, or that the run changed nothing.
 func PulledLine(run stratus.Run, dir string, p *Pulled) string {
 	if len(p.Commits) == 0 {
-		return fmt.Sprintf("run %s changed nothing in its workspace: no branch %s made", run.ID, p.Branch)
+		return fmt.Sprintf("run %s made no commit in its workspace: no branch %s made", run.ID, p.Branch)
 	}
 	n := "1 commit"
 	if len(p.Commits) != 1 {

@@ -35,6 +35,7 @@ import (
 	"github.com/stratusflow/stratus/internal/store/sqlite"
 	"github.com/stratusflow/stratus/internal/supervisor"
 	"github.com/stratusflow/stratus/internal/worker"
+	"github.com/stratusflow/stratus/internal/workspace/bundlecheck"
 )
 
 // session is one process's hold on one embedded run: the work dir's store
@@ -139,6 +140,12 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 		MaxUploadBytes: env.Config.Worker.MaxBodyBytes,
 		LocalLogs:      filepath.Join(s.state, "logs"),
 		ReplyFlags:     DirFlag(s.dir),
+		// The same check of a head move as on AWS (docs/security.md §
+		// Workspace commits): an engine holds its step's handle here too.
+		Commits: bundlecheck.Checker{},
+		// Its engines run on this machine: with workspace: worktree, one
+		// that writes into the work dir fails its step.
+		WatchWorkDir: true,
 	}
 	// Observation turns go through a queue as on AWS (issue 14 § 10), here
 	// one of this process, handled as the dispatch function would.

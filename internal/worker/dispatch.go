@@ -395,6 +395,7 @@ func (s *Service) launchAttempt(ctx context.Context, run stratus.Run, env *RunEn
 	// image pull): the step's task token is heartbeaten while RunTask
 	// retries and once it succeeds (issue 14 § 9).
 	spec.Waiting = func() error { return s.heartbeat(ctx, step) }
+	s.watchStarted(ctx, run, env, step.TID, n)
 	id, err := s.Launcher.Launch(ctx, spec)
 	if err == nil {
 		s.heartbeat(ctx, step)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,6 +24,8 @@ import (
 	"github.com/stratusflow/stratus/internal/store/sqlite"
 	"github.com/stratusflow/stratus/internal/task"
 	"github.com/stratusflow/stratus/internal/worker/workertest"
+	"github.com/stratusflow/stratus/internal/workspace/bundlecheck"
+	"github.com/stratusflow/stratus/internal/workspace/workspacetest"
 )
 
 // rig is a worker service over SQLite and an fs sink rooted at the run's
@@ -38,6 +41,12 @@ type rig struct {
 
 	mu       sync.Mutex
 	warnings logging.Recorder
+
+	// repo holds the objects of the run's workspace (rigOptions.workspace):
+	// base is its base commit, baseTree the base's entries.
+	repo     *workspacetest.Repo
+	base     string
+	baseTree []workspacetest.Entry
 }
 
 // rigOptions shape a rig: the flow YAML (role files are generated for every
@@ -48,13 +57,10 @@ type rigOptions struct {
 	config func(*config.Config)
 	git    bool
 	roles  map[string]string // role_file → template; default "Role of {stage}."
-	// workspace gives the run a workspace (issue 12): base = head = A
-	// (baseCommit), its base bundle a placeholder in the sink.
+	// workspace gives the run a workspace (issue 12): base = head = the
+	// commit of a README (rig.base), its base bundle in the sink.
 	workspace bool
 }
-
-// baseCommit is the base of a rig's workspace.
-var baseCommit = strings.Repeat("a", 40)
 
 func newRig(t *testing.T, o rigOptions) *rig {
 	t.Helper()
@@ -98,9 +104,10 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	r := &rig{dir: dir, tokens: &workertest.FakeTokens{}, launcher: &workertest.FakeLauncher{}}
 	r.env = &RunEnv{Flow: fl, FlowDir: flowsDir, Task: tk, Config: cfg}
 	r.svc = &Service{Store: st, Sink: fs.New(dir), Tokens: r.tokens, Launcher: r.launcher,
-		Minter: &captoken.Minter{Key: []byte("0123456789abcdef0123456789abcdef")},
-		Env:    func(context.Context, string) (*RunEnv, error) { return r.env, nil },
-		Log:    r.warnings.Logger()}
+		Minter:  &captoken.Minter{Key: []byte("0123456789abcdef0123456789abcdef")},
+		Env:     func(context.Context, string) (*RunEnv, error) { return r.env, nil },
+		Log:     r.warnings.Logger(),
+		Commits: bundlecheck.Checker{TempDir: t.TempDir()}}
 	r.launcher.Exchange = func(ctx context.Context, v string) (string, error) { // the runner's exchange
 		b, err := r.svc.ExchangeBootstrap(ctx, "Bearer "+v)
 		return b.Handle, err
@@ -109,8 +116,14 @@ func newRig(t *testing.T, o rigOptions) *rig {
 		WorkDir: dir, TaskPath: filepath.Join(dir, "task.md"), CreatedAt: time.Now()}
 	if o.workspace {
 		key := WorkspaceKeys(StateDirName, "r1") + "/base.bundle"
-		write(t, filepath.Join(dir, filepath.FromSlash(key)), "placeholder bundle")
-		r.run.Workspace = &stratus.Workspace{Root: WorkspaceRoot("r1"), Base: baseCommit, Head: baseCommit, Bundles: []string{key},
+		r.repo = workspacetest.NewRepo(t)
+		r.baseTree = []workspacetest.Entry{workspacetest.File("README.md", r.repo.Blob("readme\n"))}
+		r.base = r.repo.Commit(r.repo.Tree(r.baseTree...), "stratus: workspace base")
+		if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(path.Dir(key))), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		r.repo.Bundle(filepath.Join(dir, filepath.FromSlash(key)), r.base)
+		r.run.Workspace = &stratus.Workspace{Root: WorkspaceRoot("r1"), Base: r.base, Head: r.base, Bundles: []string{key},
 			Exclude: []string{StateDirName, "workspace/tasks/t1/ctx"}}
 	}
 	if err := st.CreateRun(context.Background(), r.run); err != nil {

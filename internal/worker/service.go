@@ -127,6 +127,21 @@ type Service struct {
 	// need to reach the run from the operator's shell ("--dir DIR" when
 	// the work dir is not its working directory); "" none.
 	ReplyFlags string
+	// Commits checks every move of a run's workspace head before it is
+	// recorded (docs/security.md § Workspace commits); nil refuses every
+	// move (EINTERNAL). The worker API sets it (workspace/bundlecheck);
+	// what serves no worker API (the dispatch and events functions) need
+	// not link it.
+	Commits CommitChecker
+	// WatchWorkDir: for a run whose repository travels (Run.Workspace)
+	// while its engines run on this machine (embedded, workspace:
+	// worktree), the operator's work dir is stamped before each worker
+	// starts, and a worker that reports after a file of it changed fails
+	// its step naming the files (docs/security.md § Workspace commits): its
+	// engine works in a checkout of its own and must not write there. Off
+	// on AWS, where no worker has that disk.
+	WatchWorkDir bool
+	watched      sync.Map // watchKey → watchStart
 	// LocalLogs, when set, is the directory (absolute) under which runner logs
 	// are written in embedded mode: <LocalLogs>/<task_id>/stages/<node>/run-NNNNNN/runner.log.
 	LocalLogs string
@@ -166,6 +181,9 @@ func (s *Service) warnCall(c *Caller, format string, args ...any) {
 }
 
 func (s *Service) emit(e Event) {
+	if e.Type == EventStepEnded || e.Type == EventSupervisorEnded {
+		s.watchDone(e.TID)
+	}
 	if s.OnEvent != nil {
 		if e.At.IsZero() {
 			e.At = s.now()

@@ -302,6 +302,13 @@ func (s *Service) Result(ctx context.Context, authorization string, rb ResultBod
 }
 
 func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, terminal string) (*StepValue, error) {
+	if ok {
+		// An engine that wrote into the operator's work dir fails its step
+		// whatever it reports (docs/security.md § Workspace commits).
+		if why := s.watchReason(ctx, c); why != "" {
+			ok, terminal, body = false, "Failed", []byte(why)
+		}
+	}
 	if c.Step.Kind == supervisorKind {
 		sv, err := s.supervisorSubmit(ctx, c, body, ok, terminal) // supervisor.go
 		if !ok {

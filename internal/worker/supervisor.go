@@ -195,6 +195,7 @@ func (s *Service) launchSupervisor(ctx context.Context, run stratus.Run, env *Ru
 	// A launch that waits (capacity, a busy runner pool) keeps the state
 	// the turn holds alive: the finalize turn holds publish's token.
 	spec.Waiting = func() error { return s.heartbeat(ctx, step) }
+	s.watchStarted(ctx, run, env, step.TID, 1)
 	id, err := s.Launcher.Launch(ctx, spec)
 	if err != nil {
 		att.Status, att.Terminal, att.Reason, att.EndedAt = stratus.AttemptFailed, "Failed", err.Error(), s.now()
@@ -417,7 +418,7 @@ func (s *Service) supervisorSubmit(ctx context.Context, c *Caller, body []byte, 
 // supervisorEnded completes e as the end of the caller's supervisor turn
 // att: its run, attempt, tokens, cost and duration.
 func (s *Service) supervisorEnded(c *Caller, att stratus.Attempt, e Event) Event {
-	e.Type, e.RunID, e.Attempt = EventSupervisorEnded, c.Run.ID, att.N
+	e.Type, e.RunID, e.TID, e.Attempt = EventSupervisorEnded, c.Run.ID, c.Step.TID, att.N
 	e.PromptTokens, e.CompletionTokens, e.CostUSD = att.PromptTokens, att.CompletionTokens, att.CostUSD
 	if !att.StartedAt.IsZero() {
 		e.Duration = s.now().Sub(att.StartedAt)

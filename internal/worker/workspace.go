@@ -16,6 +16,7 @@ import (
 	"github.com/stratusflow/stratus/internal/captoken"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/sink"
+	"github.com/stratusflow/stratus/internal/workspace"
 )
 
 // A run with a workspace (stratus.Run.Workspace; issue 12, DESIGN.md §
@@ -307,13 +308,43 @@ type HeadAdvance struct {
 	To   string `json:"to"`   // the commit it made on top of From
 }
 
+// CommitChecker checks a move of a run's workspace head before the store
+// records it (docs/security.md § Workspace commits): the uploaded bundle
+// carries To, To descends from From, and every commit it brings passes
+// the workspace commit rules. workspace/bundlecheck is the one
+// implementation (it reads bundles without git, as the worker API's
+// Lambda must); a port so that only what serves the worker API links it.
+type CommitChecker interface {
+	// CheckAdvance returns nil for a move that may be recorded; errors as
+	// bundlecheck.Checker.CheckAdvance (4xx for whatever the bundle is to
+	// blame for).
+	CheckAdvance(ctx context.Context, a workspace.Advance) error
+}
+
+// acceptedKey is where AdvanceHead keeps the bundle it checked, under a
+// key no attempt may write (WriteBlob takes its upload key only, and a
+// presigned URL names that key), so that what the run's head is made of
+// is what was checked, whatever is written to the upload key later.
+func acceptedKey(ws *stratus.Workspace, to string) string {
+	return path.Join(path.Dir(ws.Bundles[0]), "step-"+to+".bundle")
+}
+
 // AdvanceHead serves POST /v1/worker/workspace/head (issue 12 § 2): after
 // uploading its bundle, a workspace-write attempt moves the run's head from
 // the head it started from to its commit. Fenced twice: the attempt must
 // still count (a rekicked or late attempt gets ECONFLICT), and the head
-// must still be From (store AdvanceWorkspace). Errors: see Authorize;
-// ECONFLICT as said; EINVALID for a node that may not write, a malformed
-// commit id, or a bundle not uploaded.
+// must still be From (store AdvanceWorkspace). An engine holds the handle
+// too, so the bundle is checked here as the runner checks its own commit
+// (docs/security.md § Workspace commits: s.Commits), and the head moves
+// to a copy of exactly the bytes checked (acceptedKey).
+//
+// Errors: see Authorize; ECONFLICT as said; EINVALID for a node that may
+// not write, a malformed commit id, or a bundle not uploaded;
+// EUNPROCESSABLE (naming the commit, the paths and the rules) or ETOOLARGE
+// for a bundle the check refuses, and EUNPROCESSABLE naming the files when
+// the attempt's engine wrote into the operator's work dir (WatchWorkDir);
+// EINTERNAL when the service has no CommitChecker. A refused move leaves
+// the head where it was.
 func (s *Service) AdvanceHead(ctx context.Context, authorization string, h HeadAdvance) error {
 	c, err := s.Authorize(ctx, authorization, captoken.EmitOutput, "")
 	if err != nil {
@@ -335,15 +366,35 @@ func (s *Service) AdvanceHead(ctx context.Context, authorization string, h HeadA
 			return stratus.FieldErrorf(stratus.EINVALID, field, "%q is not a commit id; valid: 40 lowercase hex digits", v)
 		}
 	}
+	if why := s.watchReason(ctx, c); why != "" {
+		// Its engine wrote into the operator's work dir: the step fails,
+		// and its commit is not taken (watch.go).
+		return stratus.Errorf(stratus.EUNPROCESSABLE, "%s", why)
+	}
+	if h.From != ws.Head {
+		// The store fences this too; said first, before a costly check.
+		return stratus.FieldErrorf(stratus.ECONFLICT, "from", "run %s: the workspace head is %s, not %s: another attempt advanced it", c.Run.ID, ws.Head, h.From)
+	}
 	key := uploadKey(ws, c)
-	keys, err := s.Sink.List(ctx, path.Dir(key))
-	if err != nil {
+	max := s.workspaceMaxBytes(c.Env)
+	upload, err := s.Sink.GetMax(ctx, key, workspace.BundleReadMax(max))
+	if stratus.ErrorCode(err) == stratus.ENOTFOUND {
+		return stratus.FieldErrorf(stratus.EINVALID, "to", "no bundle was uploaded to %s; upload it before advancing the head", key)
+	} else if err != nil {
 		return err
 	}
-	if !slices.Contains(keys, key) {
-		return stratus.FieldErrorf(stratus.EINVALID, "to", "no bundle was uploaded to %s; upload it before advancing the head", key)
+	if s.Commits == nil {
+		return stratus.Errorf(stratus.EINTERNAL, "this worker API checks no workspace commit (no CommitChecker); the head of run %s is not moved", c.Run.ID)
 	}
-	return s.Store.AdvanceWorkspace(ctx, c.Run.ID, h.From, h.To, key)
+	if err := s.Commits.CheckAdvance(ctx, workspace.Advance{Sink: s.Sink, Bundles: ws.Bundles, Upload: upload,
+		From: h.From, To: h.To, MaxBytes: max}); err != nil {
+		return err
+	}
+	accepted := acceptedKey(ws, h.To)
+	if err := s.Sink.Put(ctx, accepted, upload); err != nil {
+		return err
+	}
+	return s.Store.AdvanceWorkspace(ctx, c.Run.ID, h.From, h.To, accepted)
 }
 
 // isCommitID reports whether s is a full SHA-1 commit id in lowercase hex.

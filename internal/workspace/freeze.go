@@ -62,9 +62,11 @@ type Base struct {
 //
 // Errors (issue 12 § 6): ETOOLARGE when the sum of the file sizes exceeds
 // MaxBytes, naming the total, the cap and the five biggest paths; EINVALID
-// when the snapshot holds a submodule or nested git repository (refused,
-// not flattened) or a symlink whose target is absolute or resolves outside
-// workDir, naming the paths; EINVALID for a workDir that is not a
+// when the snapshot breaks the workspace commit rules (TreeCheck;
+// docs/security.md § Workspace commits: a submodule or nested git
+// repository, refused and not flattened, a .git component, a symlink whose
+// target is absolute or resolves outside workDir or into a .git dir),
+// naming the paths; EINVALID for a workDir that is not a
 // directory or a malformed exclude path. Symlinks inside the tree are kept
 // as symlinks; binary files are kept as they are.
 func Freeze(ctx context.Context, workDir, bundlePath string, o FreezeOptions) (*Base, error) {
@@ -132,10 +134,10 @@ func Freeze(ctx context.Context, workDir, bundlePath string, o FreezeOptions) (*
 				paths = append(paths, s[1])
 			}
 			return nil, stratus.FieldErrorf(stratus.EINVALID, "work_dir",
-				"submodules are refused, not flattened (issue 12 § 6): %s %s a nested git repository (without a commit), whose content cannot travel with the run; remove it or list it in .gitignore (embedded, workspace: workdir works in the work dir itself)",
+				"submodules are refused, not flattened (docs/security.md § Workspace commits): %s %s a nested git repository (without a commit), whose content cannot travel with the run; remove it or list it in .gitignore (embedded, workspace: workdir works in the work dir itself)",
 				strings.Join(paths, ", "), isAre(len(paths)))
 		}
-		return nil, err
+		return nil, invalidPath(err, "work_dir", "the workspace snapshot of "+workDir)
 	}
 	if len(exclude) > 0 {
 		// Tracked files under an excluded path stay in the copied index:
@@ -155,7 +157,7 @@ func Freeze(ctx context.Context, workDir, bundlePath string, o FreezeOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	if err := checkTree(ctx, cwd, env, es, "work_dir"); err != nil {
+	if err := checkTree(ctx, cwd, env, es, "work_dir", "the workspace snapshot of "+workDir); err != nil {
 		return nil, err
 	}
 	var sizes []sized
@@ -189,6 +191,30 @@ func Freeze(ctx context.Context, workDir, bundlePath string, o FreezeOptions) (*
 var noCommitRe = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`error: '([^']*)' does not have a commit checked out`)
 })
+
+// invalidPathRe finds the paths `git add` refuses (verify_path: a .git
+// component in any case, a name no file system should hold).
+var invalidPathRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`error: invalid path '([^']*)'`)
+})
+
+// invalidPath is the EINVALID error of a `git add` that refused paths
+// (invalidPathRe), naming them with the rule they break, or err as it is.
+func invalidPath(err error, field, what string) error {
+	m := invalidPathRe().FindAllStringSubmatch(err.Error(), -1)
+	if m == nil {
+		return err
+	}
+	var vs []Violation
+	for _, s := range m {
+		rule := pathRule(s[1])
+		if rule == "" {
+			rule = "git refuses the path"
+		}
+		vs = append(vs, Violation{Path: s[1], Rule: rule})
+	}
+	return RulesError(stratus.EINVALID, field, what, vs, "remove or rename it")
+}
 
 // writeTree writes the index as a tree and returns the tree at prefix (the
 // empty tree when nothing is under it).

@@ -240,53 +240,48 @@ func catBlobs(ctx context.Context, dir string, env []string, shas []string) (map
 	return m, nil
 }
 
-// checkTree applies the content rules of issue 12 § 6 to the files of a
-// tree: no gitlink (submodule or nested repository), and no symlink whose
-// target is absolute or resolves outside the tree (other symlinks of the
-// tree are followed). field names the input in errors.
-func checkTree(ctx context.Context, dir string, env []string, es []entry, field string) error {
-	var gitlinks, linkShas []string
-	links := map[string]string{} // path → blob, then → target
-	for _, e := range es {
-		switch e.Mode {
-		case modeGitlink:
-			gitlinks = append(gitlinks, e.Path)
-		case modeSymlink:
-			links[e.Path] = e.Sha
-			linkShas = append(linkShas, e.Sha)
-		}
-	}
-	if len(gitlinks) > 0 {
-		return stratus.FieldErrorf(stratus.EINVALID, field,
-			"submodules are refused, not flattened (issue 12 § 6): %s %s a nested git repository (gitlink, mode 160000); "+
-				"remove it, or exclude it from the workspace", strings.Join(gitlinks, ", "), isAre(len(gitlinks)))
-	}
-	if len(links) == 0 {
-		return nil
-	}
-	targets, err := catBlobs(ctx, dir, env, linkShas)
+// checkTree applies the workspace commit rules (TreeCheck;
+// docs/security.md § Workspace commits) to the files of a tree as `git
+// ls-tree -r` lists them, reading the targets of its symlinks. field and
+// what name the input in the EINVALID error.
+func checkTree(ctx context.Context, dir string, env []string, es []entry, field, what string) error {
+	vs, err := treeViolations(ctx, dir, env, es)
 	if err != nil {
 		return err
 	}
-	for p, sha := range links {
-		links[p] = targets[sha]
-	}
-	var bad []string
-	for p, t := range links {
-		switch {
-		case path.IsAbs(t):
-			bad = append(bad, fmt.Sprintf("%s -> %s (absolute target)", p, t))
-		case !resolvesInside(links, p):
-			bad = append(bad, fmt.Sprintf("%s -> %s (resolves outside the work dir)", p, t))
+	return RulesError(stratus.EINVALID, field, what, vs,
+		"make symlinks relative and inside, remove submodules and nested repositories (or list them in .gitignore)")
+}
+
+// treeViolations is what TreeCheck finds in es, the symlinks' targets
+// read from dir's repository.
+func treeViolations(ctx context.Context, dir string, env []string, es []entry) ([]Violation, error) {
+	var linkShas []string
+	for _, e := range es {
+		if e.Mode == modeSymlink {
+			linkShas = append(linkShas, e.Sha)
 		}
 	}
-	if len(bad) > 0 {
-		sort.Strings(bad)
-		return stratus.FieldErrorf(stratus.EINVALID, field,
-			"symlinks must stay inside the work dir (issue 12 § 6): %s; make the target relative and inside, or remove the link",
-			strings.Join(bad, ", "))
+	targets := map[string]string{}
+	if len(linkShas) > 0 {
+		var err error
+		if targets, err = catBlobs(ctx, dir, env, linkShas); err != nil {
+			return nil, err
+		}
 	}
-	return nil
+	var c TreeCheck
+	for _, e := range es {
+		mode, err := strconv.ParseUint(e.Mode, 8, 32)
+		if err != nil {
+			return nil, fmt.Errorf("git ls-tree: mode %q of %s: %w", e.Mode, e.Path, err)
+		}
+		te := TreeEntry{Path: e.Path, Mode: uint32(mode)}
+		if e.Mode == modeSymlink {
+			te.Target = targets[e.Sha]
+		}
+		c.Add(te)
+	}
+	return c.Violations(), nil
 }
 
 func isAre(n int) string {
@@ -294,46 +289,6 @@ func isAre(n int) string {
 		return "is"
 	}
 	return "are"
-}
-
-// resolvesInside reports whether the symlink at link stays inside the tree
-// when resolved as the OS would, following the tree's symlinks (links:
-// path → target). Lexical cleaning alone is not enough: with s -> ".",
-// "s/.." leaves the tree although it cleans to ".". A loop never leaves.
-func resolvesInside(links map[string]string, link string) bool {
-	var cur []string
-	if d := path.Dir(link); d != "." {
-		cur = strings.Split(d, "/")
-	}
-	pending := strings.Split(links[link], "/")
-	for hops := 0; len(pending) > 0; {
-		c := pending[0]
-		pending = pending[1:]
-		switch c {
-		case "", ".":
-			continue
-		case "..":
-			if len(cur) == 0 {
-				return false
-			}
-			cur = cur[:len(cur)-1]
-			continue
-		}
-		cur = append(cur, c)
-		t, ok := links[strings.Join(cur, "/")]
-		if !ok {
-			continue
-		}
-		if hops++; hops > 40 {
-			return true // ELOOP: the link resolves nowhere
-		}
-		if path.IsAbs(t) {
-			return false
-		}
-		cur = cur[:len(cur)-1]
-		pending = append(strings.Split(t, "/"), pending...)
-	}
-	return true
 }
 
 // sized is a path and its size in bytes.

@@ -121,9 +121,10 @@ func escapePattern(p string) string {
 // When nothing changed it returns parent and changed=false, writes no
 // bundle, and leaves HEAD at parent.
 //
-// Errors: EINVALID when the change brings a submodule or nested
-// repository, or a symlink that is absolute or resolves outside dir (issue
-// 12 § 6; the tree's other symlinks are followed); ETOOLARGE when the
+// Errors: EINVALID when the change breaks the workspace commit rules
+// (TreeCheck; docs/security.md § Workspace commits: a submodule or nested
+// repository, a .git component, a symlink that is absolute, resolves
+// outside dir or into a .git dir), naming the paths; ETOOLARGE when the
 // bundle is larger than maxBytes (0 = DefaultMaxBytes), naming the
 // biggest changed files — then no bundle is left and HEAD is not moved;
 // ENOTFOUND when parent is not in dir's repository.
@@ -146,9 +147,9 @@ func CommitStep(ctx context.Context, dir, parent, message, bundlePath string, ma
 	if _, err := git(ctx, dir, nil, "add", "--all", "--", ":/"); err != nil {
 		if m := noCommitRe().FindAllStringSubmatch(err.Error(), -1); m != nil {
 			return "", false, stratus.FieldErrorf(stratus.EINVALID, "dir",
-				"submodules are refused, not flattened (issue 12 § 6): %s is a nested git repository (without a commit); remove it", m[0][1])
+				"submodules are refused, not flattened (docs/security.md § Workspace commits): %s is a nested git repository (without a commit); remove it", m[0][1])
 		}
-		return "", false, err
+		return "", false, invalidPath(err, "dir", "the step's change")
 	}
 	if b, err := os.ReadFile(filepath.Join(gitDir, excludeList)); err == nil && len(strings.TrimSpace(string(b))) > 0 {
 		paths := strings.Split(strings.TrimSpace(string(b)), "\n")
@@ -199,26 +200,26 @@ func CommitStep(ctx context.Context, dir, parent, message, bundlePath string, ma
 	return sha, true, nil
 }
 
-// checkChanges applies issue 12 § 6 to a step's changes: no gitlink among
-// them and, when a symlink was added, changed or removed (a removal can
-// change where another link resolves), every symlink of the new tree stays
-// inside it.
+// checkChanges applies the workspace commit rules (docs/security.md §
+// Workspace commits) to a step's changes: each added or changed entry
+// and, when a symlink was added, changed or removed (a removal can change
+// where another link resolves), every entry of the new tree.
 func checkChanges(ctx context.Context, dir, tree string, cs []change) error {
 	var es []entry
 	links := false
 	for _, c := range cs {
-		if c.Status != "D" && c.NewMode == modeGitlink {
-			es = append(es, entry{Mode: modeGitlink, Path: c.Path})
+		if c.Status != "D" {
+			es = append(es, entry{Mode: c.NewMode, Sha: c.NewSha, Path: c.Path})
 		}
 		links = links || c.NewMode == modeSymlink || c.OldMode == modeSymlink
 	}
-	if len(es) == 0 && links {
+	if links {
 		var err error
 		if es, err = lsTree(ctx, dir, nil, tree); err != nil {
 			return err
 		}
 	}
-	return checkTree(ctx, dir, nil, es, "dir")
+	return checkTree(ctx, dir, nil, es, "dir", "the step's change")
 }
 
 // tooLargeStep is the ETOOLARGE error of a step bundle, naming the

@@ -47,8 +47,11 @@ const uncommittedMessage = "stratus: uncommitted changes at run start\n"
 // first), or for a malformed branch name, prefix or exclude path;
 // ECONFLICT when branch is checked out (in any work tree of the
 // repository); ENOTFOUND when Origin, the base commit or head cannot be
-// found (a repository other than the run's, or a missing bundle); git's
-// error when a bundle cannot be fetched.
+// found (a repository other than the run's, or a missing bundle);
+// EUNPROCESSABLE when the base or a step commit breaks the workspace
+// commit rules (TreeCheck; docs/security.md § Workspace commits), naming
+// the commit, the paths and the rules — nothing is pulled; git's error
+// when a bundle cannot be fetched.
 func Pull(ctx context.Context, repoDir string, base Base, bundles []string, head string, branch string, exclude []string) (tip string, commits []string, err error) {
 	return PullWith(ctx, repoDir, base, bundles, head, branch, exclude, PullOptions{})
 }
@@ -119,6 +122,9 @@ func PullWith(ctx context.Context, repoDir string, base Base, bundles []string, 
 	}
 	steps, err := Steps(ctx, top, baseSha, head)
 	if err != nil {
+		return "", nil, err
+	}
+	if err := checkCommits(ctx, top, append([]string{baseSha}, steps...)); err != nil {
 		return "", nil, err
 	}
 	raw, err := catBlobs(ctx, top, nil, append([]string{baseSha}, steps...))
@@ -228,6 +234,30 @@ func PullWith(ctx context.Context, repoDir string, base Base, bundles []string, 
 		return "", nil, err
 	}
 	return cur, commits, nil
+}
+
+// checkCommits applies the workspace commit rules (docs/security.md §
+// Workspace commits) again to the tree of each commit Pull brings back:
+// the worker API checked them when the head moved, but the bundles come
+// from a sink an engine could write to, and what lands in the operator's
+// repository is checked where it lands. EUNPROCESSABLE names the commit,
+// the paths and the rules.
+func checkCommits(ctx context.Context, top string, commits []string) error {
+	for _, c := range commits {
+		es, err := lsTree(ctx, top, nil, c)
+		if err != nil {
+			return err
+		}
+		vs, err := treeViolations(ctx, top, nil, es)
+		if err != nil {
+			return err
+		}
+		if err := RulesError(stratus.EUNPROCESSABLE, "head", fmt.Sprintf("the run's commit %.12s", c), vs,
+			"nothing was pulled: Stratus never accepts such a commit, so the run's workspace bundles were changed after it ran; do not use them"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkedOutIn is the work tree that has ref checked out, or "".

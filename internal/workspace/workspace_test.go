@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/workspace/workspacetest"
 )
 
 // gitT runs git in dir as an operator would (their identity, no hooks),
@@ -568,6 +569,10 @@ func TestCommitStep_Limits(t *testing.T) {
 		{name: "symlink leaving the tree", files: map[string]string{"x/up": "-> ../../etc"}, code: stratus.EINVALID, mentions: []string{"x/up -> ../../etc"}},
 		{name: "symlink turning an old one outward", files: map[string]string{"s": "-> ."}, code: stratus.EINVALID, mentions: []string{"old -> s/.."}},
 		{name: "nested repository", nested: true, code: stratus.EINVALID, mentions: []string{"nested", "submodules are refused"}},
+		{name: ".GIT dir", files: map[string]string{".GIT/config": "[core]\n"}, code: stratus.EINVALID,
+			mentions: []string{`.GIT/config: path component ".GIT" is a git dir`, "docs/security.md § Workspace commits"}},
+		{name: "symlink into .git", files: map[string]string{"cfg": "-> .git/config"}, code: stratus.EINVALID,
+			mentions: []string{"cfg -> .git/config: symlink resolves into a .git dir"}},
 		{name: "bundle over the cap", files: map[string]string{"big.bin": noise(32 << 10)}, max: 500,
 			code: stratus.ETOOLARGE, mentions: []string{"big.bin", "500 bytes"}},
 	}
@@ -945,5 +950,49 @@ func TestPullWith_KeepsTheOperatorsCommitsAndMakesNoEmptyBranch(t *testing.T) {
 	}
 	if _, _, err := PullWith(ctx, repo, *base, b1, h1, "stratus/t1", nil, PullOptions{Force: true}); err != nil {
 		t.Errorf("pull --force: %v", err)
+	}
+}
+
+// TestPull_RefusesACommitThatBreaksTheRules: docs/security.md § Workspace
+// commits — pull checks again each commit it brings back: a run whose
+// bundles were doctored to hold a hand-built commit (an absolute symlink,
+// a gitlink, a .GIT dir) makes no branch, and the error names the commit,
+// the paths and the rules.
+func TestPull_RefusesACommitThatBreaksTheRules(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := newRepo(t, map[string]string{"a.txt": "a\n"})
+	tmp := t.TempDir()
+	baseBundle := filepath.Join(tmp, "0.bundle")
+	base, err := Freeze(ctx, repo, baseBundle, FreezeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The engine's side: the run's objects, and a commit made by hand.
+	eng := workspacetest.NewRepo(t)
+	eng.Fetch(baseBundle)
+	x := eng.Blob("x\n")
+	clean := eng.Commit(eng.Tree(workspacetest.File("a.txt", eng.Blob("a\n")), workspacetest.File("b.txt", x)), "step 1", base.Commit)
+	bad := eng.Commit(eng.Tree(
+		workspacetest.File("a.txt", eng.Blob("a\n")),
+		workspacetest.Link("leak", eng.Blob("/etc/passwd")),
+		workspacetest.Entry{Mode: "160000", Name: "sub", ID: base.Commit},
+		workspacetest.Dir(".GIT", eng.Tree(workspacetest.File("config", x))),
+	), "step 2", clean)
+	bundles := []string{baseBundle, filepath.Join(tmp, "1.bundle"), filepath.Join(tmp, "2.bundle")}
+	eng.Bundle(bundles[1], clean, base.Commit)
+	eng.Bundle(bundles[2], bad, clean)
+
+	before := stateOf(t, repo)
+	_, _, err = Pull(ctx, repo, *base, bundles, bad, "stratus/t1", nil)
+	wantCode(t, err, stratus.EUNPROCESSABLE, "the run's commit "+bad[:12], "docs/security.md § Workspace commits",
+		"leak -> /etc/passwd: absolute symlink target", "sub: a submodule", `.GIT/config: path component ".GIT" is a git dir`, "nothing was pulled")
+	after := stateOf(t, repo)
+	before.Objects, after.Objects = "", "" // the fetched objects stay, unreferenced
+	if !reflect.DeepEqual(before, after) {
+		t.Errorf("a refused pull changed the repository:\nbefore %+v\nafter  %+v", before, after)
+	}
+	if tip, _, err := Pull(ctx, repo, *base, bundles[:2], clean, "stratus/t1", nil); err != nil || gitT(t, repo, "show", tip+":b.txt") != "x" {
+		t.Errorf("pull of the clean step = %s, %v", tip, err)
 	}
 }

@@ -1,0 +1,14 @@
+package workspace
+
+import (
+	"io/fs"
+	"syscall"
+)
+
+// sysStamp is a file's change time (ns) and inode.
+func sysStamp(fi fs.FileInfo) (ctime int64, ino uint64) {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Ctim.Sec*1e9 + st.Ctim.Nsec, st.Ino
+	}
+	return 0, 0
+}
