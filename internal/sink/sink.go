@@ -32,6 +32,11 @@ type Sink interface {
 	// at most max+1 of its bytes, so memory stays bounded whatever a
 	// holder of a presigned URL stored there. Other errors as Get's.
 	GetMax(ctx context.Context, key string, max int64) ([]byte, error)
+	// Size returns the length in bytes of what is stored under key,
+	// without reading it: how the worker API checks a step bundle a
+	// worker stored through a URL against its limit before it uses it
+	// (docs/security.md § Upload size limits). Errors as Get's.
+	Size(ctx context.Context, key string) (int64, error)
 	// Delete removes what is stored under key; nothing stored there is not
 	// an error. Errors: *stratus.Error EINVALID (Field "key") for a key
 	// CheckKey refuses; a wrapped I/O error otherwise.

@@ -149,6 +149,22 @@ func (s *Sink) get(ctx context.Context, key string, max int64) ([]byte, error) {
 	return b, err
 }
 
+// Size returns the length of the object Prefix()+key (HeadObject's
+// Content-Length), without reading it: sink.Sink. Errors as Get's.
+func (s *Sink) Size(ctx context.Context, key string) (int64, error) {
+	if err := sink.CheckKey(key); err != nil {
+		return 0, err
+	}
+	out, err := s.client.HeadObject(ctx, &awss3.HeadObjectInput{
+		Bucket: aws.String(s.bucket),
+		Key:    aws.String(s.prefix + key),
+	})
+	if err != nil {
+		return 0, s.mapErr("size", key, err)
+	}
+	return aws.ToInt64(out.ContentLength), nil
+}
+
 // Delete removes the object Prefix()+key (DeleteObject; S3 answers a
 // missing key as deleted). Errors as Put's.
 func (s *Sink) Delete(ctx context.Context, key string) error {
@@ -270,6 +286,12 @@ func (s *Sink) mapErr(op, key string, err error) error {
 	var nsk *types.NoSuchKey
 	if op == "get" && errors.As(err, &nsk) {
 		return stratus.FieldErrorf(stratus.ENOTFOUND, "key", "nothing stored under sink key %q (s3://%s/%s: NoSuchKey)", key, s.bucket, s.prefix+key)
+	}
+	// HeadObject has no body to name the error: a missing object is a
+	// bare 404 (NotFound).
+	var nf *types.NotFound
+	if op == "size" && (errors.As(err, &nf) || errors.As(err, &nsk)) {
+		return stratus.FieldErrorf(stratus.ENOTFOUND, "key", "nothing stored under sink key %q (s3://%s/%s: NotFound)", key, s.bucket, s.prefix+key)
 	}
 	var api smithy.APIError
 	if errors.As(err, &api) {

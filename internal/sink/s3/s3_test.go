@@ -313,3 +313,53 @@ func TestPresignGet_PlainHTTPGetReadsObjectOnMoto(t *testing.T) {
 		t.Errorf("PresignGet(ttl 0): %v, want EINVALID", err)
 	}
 }
+
+// docs/security.md § Upload size limits: a URL signed for a body of N
+// bytes (PresignPutSize) stores exactly N bytes; S3 refuses a PUT of any
+// other length (the signature covers Content-Length) and stores nothing.
+// moto checks no presigned signature itself; the project's launcher
+// (internal/devstack/moto) checks this one as S3 does.
+func TestPresignPutSize_OtherLengthRefusedAndNothingStoredOnMoto(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := motoS3(t)
+	s, err := s3sink.New(c, newBucket(t, c), "stratus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(u string, body []byte) (int, string) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPut, u, bytes.NewReader(body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(msg)
+	}
+	const size = 4096
+	for _, tc := range []struct {
+		name string
+		n    int
+	}{{"larger", size + 1}, {"much larger", 3 * size}, {"smaller", size - 1}} {
+		key := "runs/r1/workspace/T1.a1.bundle." + strings.ReplaceAll(tc.name, " ", "-")
+		u, err := s.PresignPutSize(ctx, key, size, 5*time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code, msg := put(u, bytes.Repeat([]byte("x"), tc.n)); code != http.StatusForbidden || !strings.Contains(msg, "SignatureDoesNotMatch") {
+			t.Errorf("%s: PUT of %d bytes to a URL signed for %d: %d %s; want 403 SignatureDoesNotMatch", tc.name, tc.n, size, code, msg)
+		}
+		if _, err := s.Get(ctx, key); stratus.ErrorCode(err) != stratus.ENOTFOUND {
+			t.Errorf("%s: after the refused PUT, Get = %v; want ENOTFOUND (nothing stored)", tc.name, err)
+		}
+		// The same URL takes the body of the length it was signed for.
+		body := bytes.Repeat([]byte("y"), size)
+		if code, msg := put(u, body); code != http.StatusOK {
+			t.Fatalf("%s: PUT of the signed %d bytes: %d %s", tc.name, size, code, msg)
+		}
+		if got, err := s.Get(ctx, key); err != nil || !bytes.Equal(got, body) {
+			t.Errorf("%s: Get after the signed PUT: %d bytes, %v; want the %d put", tc.name, len(got), err, size)
+		}
+	}
+}
