@@ -56,11 +56,12 @@ type Sink interface {
 type Presigner interface {
 	// PresignGet returns a URL that reads key with a plain GET for ttl.
 	PresignGet(ctx context.Context, key string, ttl time.Duration) (string, error)
-	// PresignPut returns a URL that stores one body under key with a plain
-	// PUT (no extra headers) for ttl.
-	PresignPut(ctx context.Context, key string, ttl time.Duration) (string, error)
-	// PresignPutSize is PresignPut of a body of exactly size bytes: the
-	// length is signed, so the store refuses any other (issue 14 § 8).
+	// PresignPutSize returns a URL that stores one body of exactly size
+	// bytes under key with a plain PUT (no header but Content-Length) for
+	// ttl: the length is signed, so the store refuses any other (issue 14
+	// § 8). There is no URL for a body of any size: its holder could
+	// store up to the store's own limit (5 GB on S3), whatever the rule
+	// (docs/security.md § Upload size limits).
 	PresignPutSize(ctx context.Context, key string, size int64, ttl time.Duration) (string, error)
 }
 

@@ -180,34 +180,21 @@ func (s *Sink) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
-// PresignPut returns a URL that lets its holder store one body under key
-// with a plain HTTP PUT (no credentials, no extra headers) for ttl; the
-// stored bytes are then read with Get(key) like any other. It is how a
-// worker uploads a body larger than the worker API accepts (DESIGN.md §
-// Limits: API Gateway 10 MB, Lambda 6 MB). The URL is a bearer secret for
+// PresignPutSize returns a URL that lets its holder store one body of
+// exactly size bytes under key with a plain HTTP PUT (no credentials, no
+// header but Content-Length) for ttl; the stored bytes are then read with
+// Get(key) like any other. It is how a worker uploads a body larger than
+// the worker API accepts (DESIGN.md § Limits: API Gateway 10 MB, Lambda
+// 6 MB) and its step bundle. The URL signs Content-Length
+// (X-Amz-SignedHeaders content-length;host), so S3 refuses a PUT of any
+// other length (403 SignatureDoesNotMatch) and stores nothing
+// (docs/security.md § Upload size limits). The URL is a bearer secret for
 // that one object: hand it only to the worker that owns the key. Signing
 // happens locally; no request is sent.
 //
 // Errors: EINVALID with Field "key" for a key sink.CheckKey refuses, Field
-// "ttl" for a ttl outside (0, MaxPresignTTL].
-func (s *Sink) PresignPut(ctx context.Context, key string, ttl time.Duration) (string, error) {
-	if err := checkPresign(key, ttl); err != nil {
-		return "", err
-	}
-	req, err := s.presign.PresignPutObject(ctx, &awss3.PutObjectInput{
-		Bucket: aws.String(s.bucket),
-		Key:    aws.String(s.prefix + key),
-	}, awss3.WithPresignExpires(ttl))
-	if err != nil {
-		return "", fmt.Errorf("s3 sink: presign put %q: %w", key, err)
-	}
-	return req.URL, nil
-}
-
-// PresignPutSize is PresignPut of a body of exactly size bytes: the
-// URL signs Content-Length (X-Amz-SignedHeaders content-length;host), so
-// S3 refuses a PUT of any other length (SignatureDoesNotMatch). Errors as
-// PresignPut's; EINVALID (Field "size") for a size below 1.
+// "ttl" for a ttl outside (0, MaxPresignTTL], Field "size" for a size
+// below 1.
 func (s *Sink) PresignPutSize(ctx context.Context, key string, size int64, ttl time.Duration) (string, error) {
 	if err := checkPresign(key, ttl); err != nil {
 		return "", err
@@ -227,7 +214,8 @@ func (s *Sink) PresignPutSize(ctx context.Context, key string, size int64, ttl t
 }
 
 // PresignGet returns a URL that reads key with a plain GET (no
-// credentials) for ttl: sink.Presigner. Errors as PresignPut's.
+// credentials) for ttl: sink.Presigner. Errors as PresignPutSize's
+// (without "size").
 func (s *Sink) PresignGet(ctx context.Context, key string, ttl time.Duration) (string, error) {
 	if err := checkPresign(key, ttl); err != nil {
 		return "", err
