@@ -10,7 +10,7 @@ import (
 	"github.com/stratusflow/stratus"
 )
 
-const runColumns = "id, task_id, task_title, flow, status, work_dir, task_path, execution, owner, resumes, max_cost_usd, max_tokens, workspace, created_at, ended_at"
+const runColumns = "id, task_id, task_title, flow, status, work_dir, task_path, execution, owner, resumes, max_cost_usd, max_tokens, workspace, created_at, ended_at, pruned_at"
 
 // CreateRun inserts r; ECONFLICT if a run with r.ID exists.
 func (s *Store) CreateRun(ctx context.Context, r stratus.Run) error {
@@ -18,9 +18,9 @@ func (s *Store) CreateRun(ctx context.Context, r stratus.Run) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.wq.ExecContext(ctx, "INSERT INTO runs ("+runColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	_, err = s.wq.ExecContext(ctx, "INSERT INTO runs ("+runColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		r.ID, r.TaskID, r.TaskTitle, r.Flow, r.Status, r.WorkDir, r.TaskPath, r.Execution, r.Owner, r.Resumes, r.MaxCostUSD, r.MaxTokens,
-		ws, millis(r.CreatedAt), millis(r.EndedAt))
+		ws, millis(r.CreatedAt), millis(r.EndedAt), millis(r.PrunedAt))
 	if isUniqueViolation(err) {
 		return stratus.Errorf(stratus.ECONFLICT, "run %q already exists", r.ID)
 	} else if err != nil {
@@ -131,13 +131,13 @@ func (s *Store) ListRuns(ctx context.Context, limit int) ([]stratus.Run, error) 
 
 func scanRun(row rowScanner) (stratus.Run, error) {
 	var r stratus.Run
-	var created, ended sql.NullInt64
+	var created, ended, pruned sql.NullInt64
 	var ws string
 	if err := row.Scan(&r.ID, &r.TaskID, &r.TaskTitle, &r.Flow, &r.Status, &r.WorkDir, &r.TaskPath, &r.Execution, &r.Owner, &r.Resumes,
-		&r.MaxCostUSD, &r.MaxTokens, &ws, &created, &ended); err != nil {
+		&r.MaxCostUSD, &r.MaxTokens, &ws, &created, &ended, &pruned); err != nil {
 		return stratus.Run{}, err
 	}
-	r.CreatedAt, r.EndedAt = fromMillis(created), fromMillis(ended)
+	r.CreatedAt, r.EndedAt, r.PrunedAt = fromMillis(created), fromMillis(ended), fromMillis(pruned)
 	if ws != "" {
 		r.Workspace = new(stratus.Workspace)
 		if err := json.Unmarshal([]byte(ws), r.Workspace); err != nil {

@@ -27,7 +27,7 @@ CREATE TABLE runs (
 ) STRICT;
 
 CREATE TABLE steps (
-	seq        INTEGER PRIMARY KEY, -- rowid: creation order (nothing is ever deleted)
+	seq        INTEGER PRIMARY KEY, -- rowid: creation order
 	tid        TEXT NOT NULL UNIQUE,
 	run_id     TEXT NOT NULL,
 	node       TEXT NOT NULL,
@@ -141,6 +141,13 @@ CREATE INDEX steps_run_node_kind_status ON steps (run_id, node, kind, status);
 	`
 CREATE INDEX steps_run_node_visit ON steps (run_id, node, visit);
 DROP INDEX steps_run_node;
+`,
+	// 9: retention (docs/security.md § Retention): when a run was pruned
+	// (NULL: kept), and the outputs naming each blob file, so that a blob
+	// no output names any more is found without reading every output.
+	`
+ALTER TABLE runs ADD COLUMN pruned_at INTEGER;
+CREATE INDEX outputs_blob ON outputs (blob) WHERE blob <> '';
 `,
 }
 

@@ -200,7 +200,8 @@ func checkRun(t *testing.T, got, want stratus.Run) {
 	t.Helper()
 	checkTime(t, "run "+want.ID+" CreatedAt", got.CreatedAt, want.CreatedAt)
 	checkTime(t, "run "+want.ID+" EndedAt", got.EndedAt, want.EndedAt)
-	got.CreatedAt, got.EndedAt = want.CreatedAt, want.EndedAt
+	checkTime(t, "run "+want.ID+" PrunedAt", got.PrunedAt, want.PrunedAt)
+	got.CreatedAt, got.EndedAt, got.PrunedAt = want.CreatedAt, want.EndedAt, want.PrunedAt
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("run:\n got %+v\nwant %+v", got, want)
 	}
