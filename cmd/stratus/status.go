@@ -45,6 +45,7 @@ func newStatusCmd(io IO) *cobra.Command {
 the run's summary is. An embedded run is read from DIR/.stratus/stratus.db; with
 --target aws, from the deployed stack's table, and the execution's own status is
 shown beside the run's (a run nobody followed to its end still reads running).
+A run pruned after retention_days says so: its steps went with its files.
 
 With --follow, status first streams the run's progress lines (those it already
 made, then each as it happens) to stderr until the run ends, then prints its
@@ -83,7 +84,10 @@ type StatusResult struct {
 	Execution *ExecutionStatus `json:"execution,omitempty"`
 	CreatedAt time.Time        `json:"created_at"`
 	EndedAt   time.Time        `json:"ended_at,omitzero"`
-	Steps     []StepStatus     `json:"steps"`
+	// PrunedAt is when retention removed the run's steps and files
+	// (docs/security.md § Retention): Steps is then empty.
+	PrunedAt time.Time    `json:"pruned_at,omitzero"`
+	Steps    []StepStatus `json:"steps"`
 	// Summary lists the run's summary files (paths, or s3:// URLs);
 	// empty until it has one.
 	Summary []string `json:"summary"`
@@ -141,7 +145,7 @@ func runStatus(o *StatusOptions) error {
 		return usageOr(err)
 	}
 	res.RunID, res.TaskID, res.Title, res.Flow, res.Status = v.Run.ID, v.Run.TaskID, v.Run.TaskTitle, v.Run.Flow, v.Run.Status
-	res.CreatedAt, res.EndedAt, res.Steps = v.Run.CreatedAt, v.Run.EndedAt, []StepStatus{}
+	res.CreatedAt, res.EndedAt, res.PrunedAt, res.Steps = v.Run.CreatedAt, v.Run.EndedAt, v.Run.PrunedAt, []StepStatus{}
 	if res.Status == stratus.RunRunning {
 		steps := make([]stratus.Step, len(v.Steps))
 		for i, s := range v.Steps {
@@ -318,6 +322,9 @@ func stepStatus(s runview.StepView) StepStatus {
 
 func printStatus(io IO, r StatusResult) {
 	fmt.Fprintf(io.Out, "run %s: %s\n", r.RunID, r.Status)
+	if !r.PrunedAt.IsZero() {
+		fmt.Fprintf(io.Out, "  pruned:   %s: its steps and files were removed after retention_days (docs/security.md § Retention)\n", r.PrunedAt.Format(time.RFC3339))
+	}
 	fmt.Fprintf(io.Out, "  task:     %s (%s) through flow %s\n", r.TaskID, r.Title, r.Flow)
 	if x := r.Execution; x != nil {
 		fmt.Fprintf(io.Out, "  execution: %s %s", x.ARN, x.Status)
@@ -332,8 +339,10 @@ func printStatus(io IO, r StatusResult) {
 	}
 	fmt.Fprintln(io.Out)
 	fmt.Fprintf(io.Out, "  steps:\n")
-	if len(r.Steps) == 0 {
+	if len(r.Steps) == 0 && r.PrunedAt.IsZero() {
 		fmt.Fprintf(io.Out, "    (none yet)\n")
+	} else if len(r.Steps) == 0 {
+		fmt.Fprintf(io.Out, "    (pruned)\n")
 	}
 	for _, s := range r.Steps {
 		verdict := s.Verdict
