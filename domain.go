@@ -65,6 +65,11 @@ type Run struct {
 	// stop, the idle time between a stop and the next resume left out.
 	ResumedAt time.Time `json:"resumed_at,omitzero"`
 	ActiveMS  int64     `json:"active_ms,omitempty"`
+	// PrunedAt is when retention removed the run's files and step records
+	// (docs/security.md § Retention; zero while they are kept): the run
+	// record stays, so the run is still listed and says it was pruned,
+	// and nothing that needs its files (resume, pull, logs) runs on it.
+	PrunedAt time.Time `json:"pruned_at,omitzero"`
 }
 
 // SpanStart is when the run's latest span began: its latest resume, else
@@ -101,6 +106,14 @@ func (r *Run) Resumed(now time.Time) {
 		}
 	}
 	r.ResumedAt, r.EndedAt = now, time.Time{}
+}
+
+// PrunedError is the refusal of what needs a pruned run's files or steps:
+// ENOTFOUND naming the run, when it ended and when it was pruned
+// (docs/security.md § Retention). what says what was asked ("resume it").
+func PrunedError(r Run, what string) error {
+	return Errorf(ENOTFOUND, "run %s (task %s) ended %s and was pruned %s: its files and step records were removed after retention_days; cannot %s",
+		r.ID, r.TaskID, r.EndedAt.UTC().Format(time.RFC3339), r.PrunedAt.UTC().Format(time.RFC3339), what)
 }
 
 // Workspace is a run's repository as it travels to workers that have no

@@ -66,6 +66,9 @@ func runLogs(ctx context.Context, o *LogsOptions) error {
 	if err != nil {
 		return err
 	}
+	if !v.Run.PrunedAt.IsZero() {
+		return stratus.PrunedError(v.Run, "show its logs")
+	}
 	sk := fs.New(o.Dir).Private(orchestrator.StateDir)
 	// The run's own logs: a later run of the task moved them into
 	// attempt-N/ (report.RunDir).

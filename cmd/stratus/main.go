@@ -134,6 +134,7 @@ func newRootCmd(io IO) *cobra.Command {
 		newGraphCmd(io),
 		newUICmd(io),
 		newLogsCmd(io),
+		newPruneCmd(io),
 		newRunnerCmd(io),
 		newHostCmd(io),
 		newEngineCmd(io),

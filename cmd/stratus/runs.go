@@ -31,7 +31,8 @@ func newRunsCmd(io IO) *cobra.Command {
 newest first: run id, status, task, flow, when it started, how long it ran (the
 sum of its active spans: the idle time before a resume is not counted) and what
 it cost. A run whose process is gone shows interrupted (and is recorded so);
-one that waits for a human shows waiting.
+one that waits for a human shows waiting; one pruned after retention_days shows
+"(pruned)" beside its status, with no tokens or cost (they went with its steps).
 
 Exit status: 0 listed, 2 no runs were ever made under DIR, or bad flags.`,
 		Args: cobra.NoArgs,
@@ -96,8 +97,12 @@ func runRuns(o *RunsOptions) error {
 		case l.Unpriced > 0:
 			cost += fmt.Sprintf(" + %d unpriced", l.Unpriced)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", l.RunID, l.Status, l.TaskID, l.Flow,
-			l.CreatedAt.Local().Format("2006-01-02 15:04:05"), (time.Duration(l.DurationMS) * time.Millisecond).Round(time.Second), l.Tokens, cost)
+		status, tokens := l.Status, fmt.Sprint(l.Tokens)
+		if !l.PrunedAt.IsZero() { // its steps, and so its spend, are gone (docs/security.md § Retention)
+			status, tokens, cost = l.Status+" (pruned)", "-", "-"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.RunID, status, l.TaskID, l.Flow,
+			l.CreatedAt.Local().Format("2006-01-02 15:04:05"), (time.Duration(l.DurationMS) * time.Millisecond).Round(time.Second), tokens, cost)
 	}
 	return w.Flush()
 }

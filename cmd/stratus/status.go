@@ -46,6 +46,7 @@ func newStatusCmd(io IO) *cobra.Command {
 the run's summary is. An embedded run is read from DIR/.stratus/stratus.db; with
 --target aws, from the deployed stack's table, and the execution's own status is
 shown beside the run's (a run nobody followed to its end still reads running).
+A run pruned after retention_days says so: its steps went with its files.
 
 With --follow, status first streams the run's progress lines (those it already
 made, then each as it happens) to stderr until the run ends, then prints its
@@ -87,9 +88,12 @@ type StatusResult struct {
 	// DurationMS is how long the run has run, in ms: the sum of its
 	// active spans (its start and each resume, to its stop; to now while
 	// it runs), the idle time before a resume left out.
-	DurationMS int64        `json:"duration_ms"`
-	Resumes    int          `json:"resumes,omitempty"`
-	Steps      []StepStatus `json:"steps"`
+	DurationMS int64 `json:"duration_ms"`
+	Resumes    int   `json:"resumes,omitempty"`
+	// PrunedAt is when retention removed the run's steps and files
+	// (docs/security.md § Retention): Steps is then empty.
+	PrunedAt time.Time    `json:"pruned_at,omitzero"`
+	Steps    []StepStatus `json:"steps"`
 	// Summary lists the run's summary files (paths, or s3:// URLs);
 	// empty until it has one.
 	Summary []string `json:"summary"`
@@ -150,7 +154,7 @@ func runStatus(o *StatusOptions) error {
 		return usageOr(err)
 	}
 	res.RunID, res.TaskID, res.Title, res.Flow, res.Status = v.Run.ID, v.Run.TaskID, v.Run.TaskTitle, v.Run.Flow, v.Run.Status
-	res.CreatedAt, res.EndedAt, res.Steps = v.Run.CreatedAt, v.Run.EndedAt, []StepStatus{}
+	res.CreatedAt, res.EndedAt, res.PrunedAt, res.Steps = v.Run.CreatedAt, v.Run.EndedAt, v.Run.PrunedAt, []StepStatus{}
 	now := time.Now()
 	res.DurationMS, res.Resumes = v.Run.Duration(now).Milliseconds(), v.Run.Resumes
 	if res.Status == stratus.RunRunning {
@@ -333,6 +337,9 @@ func stepStatus(s runview.StepView, now time.Time) StepStatus {
 
 func printStatus(io IO, r StatusResult) {
 	fmt.Fprintf(io.Out, "run %s: %s\n", r.RunID, r.Status)
+	if !r.PrunedAt.IsZero() {
+		fmt.Fprintf(io.Out, "  pruned:   %s: its steps and files were removed after retention_days (docs/security.md § Retention)\n", r.PrunedAt.Format(time.RFC3339))
+	}
 	fmt.Fprintf(io.Out, "  task:     %s (%s) through flow %s\n", r.TaskID, r.Title, r.Flow)
 	if x := r.Execution; x != nil {
 		fmt.Fprintf(io.Out, "  execution: %s %s", x.ARN, x.Status)
@@ -354,8 +361,10 @@ func printStatus(io IO, r StatusResult) {
 		fmt.Fprintf(io.Out, "  resumed:  %s; its time is the sum of its active spans (start and each resume to its stop), the idle time before a resume not counted\n", english.Plural(r.Resumes, "time"))
 	}
 	fmt.Fprintf(io.Out, "  steps:\n")
-	if len(r.Steps) == 0 {
+	if len(r.Steps) == 0 && r.PrunedAt.IsZero() {
 		fmt.Fprintf(io.Out, "    (none yet)\n")
+	} else if len(r.Steps) == 0 {
+		fmt.Fprintf(io.Out, "    (pruned)\n")
 	}
 	for _, s := range r.Steps {
 		verdict := s.Verdict

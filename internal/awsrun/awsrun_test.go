@@ -173,3 +173,35 @@ func TestStart_RefusesABadTaskBeforeWriting(t *testing.T) {
 		t.Errorf("the bucket holds %d objects (%v); want none", len(out.Contents), err)
 	}
 }
+
+// docs/security.md § Retention: on AWS the bucket's rule removes a run's
+// files RetentionDays after they were written, while the table keeps the
+// run; a resume of such a run says its files are gone and why, rather
+// than failing on a missing manifest.
+func TestResume_ARunWhoseFilesExpiredSaysSo(t *testing.T) {
+	t.Parallel()
+	cfg := motoConfig(t)
+	ctx := context.Background()
+	name := uniqueName(t)
+	if err := dynamodb.CreateTables(ctx, awsdynamodb.NewFromConfig(cfg), name+"-"); err != nil {
+		t.Fatal(err)
+	}
+	s3c := awss3.NewFromConfig(cfg, func(o *awss3.Options) { o.UsePathStyle = true })
+	if _, err := s3c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+		t.Fatal(err)
+	}
+	tg, err := awsrun.Open(cfg, awsrun.Resources{Table: dynamodb.TableName(name + "-"), Bucket: name, StateMachine: "arn:aws:states:us-east-1:123456789012:stateMachine:none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := stratus.Run{ID: "r-20250101T000000-abcdef", TaskID: "t1", Flow: "implementation", Status: stratus.RunFailed,
+		CreatedAt: time.Now().Add(-40 * 24 * time.Hour), EndedAt: time.Now().Add(-39 * 24 * time.Hour)}
+	if err := tg.Store.CreateRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	_, err = tg.Resume(ctx, awsrun.ResumeOptions{RunID: run.ID})
+	if stratus.ErrorCode(err) != stratus.ENOTFOUND || !strings.Contains(err.Error(), "no longer has its file runs/"+run.ID+"/bundle/manifest.json") ||
+		!strings.Contains(err.Error(), "RetentionDays") || !strings.Contains(err.Error(), "cannot resume it") {
+		t.Errorf("resume of a run whose files expired: %v; want ENOTFOUND naming the file and the retention period", err)
+	}
+}

@@ -199,7 +199,11 @@ func (t *Target) Resume(ctx context.Context, o ResumeOptions) (*Started, error) 
 		return nil, err
 	}
 	env, err := runenv.Load(ctx, t.Sink, run.ID)
-	if err != nil {
+	if stratus.ErrorCode(err) == stratus.ENOTFOUND {
+		// The bucket's retention rule removed the run's files
+		// (docs/security.md § Retention).
+		return nil, lifecycle.FilesGone(run, runenv.BundlePrefix(run.ID)+runenv.ManifestFile, "resume it")
+	} else if err != nil {
 		return nil, err
 	}
 	def, err := lifecycle.GetDefinition(ctx, t.Sink, run.ID)

@@ -61,6 +61,28 @@ type Config struct {
 	// PromptAudit records who received what prompt per step (seed 004 §
 	// prompt_audit); a task's front matter prompt_audit overrides it.
 	PromptAudit bool `yaml:"prompt_audit,omitempty"`
+	// RetentionDays is how long an ended embedded run keeps its files
+	// (run bundle, workspace bundles, archived ctx dir and logs) and its
+	// step records, days after its end (docs/security.md § Retention):
+	// unset (nil) = DefaultRetentionDays, 0 = for ever, 1 to
+	// MaxRetentionDays otherwise. Read through Retention.
+	RetentionDays *int `yaml:"retention_days,omitempty"`
+}
+
+// DefaultRetentionDays is retention_days when config.yaml does not set it.
+const DefaultRetentionDays = 30
+
+// MaxRetentionDays is the largest retention_days (a hundred years; 0
+// keeps runs for ever).
+const MaxRetentionDays = 36500
+
+// Retention returns how many days after its end a run is kept
+// (retention_days, or DefaultRetentionDays when unset); 0 means for ever.
+func (c *Config) Retention() int {
+	if c.RetentionDays == nil {
+		return DefaultRetentionDays
+	}
+	return *c.RetentionDays
 }
 
 // Agents selects and describes the engines.
@@ -156,6 +178,8 @@ func Default() *Config {
 		Security:   Security{AllowedEnvironment: slices.Clone(DefaultAllowedEnvironment)},
 		Supervisor: Supervisor{RoleFile: "roles/supervisor.md", Observe: Observe{Mode: "events", Triggers: slices.Clone(ObserveTriggers)}},
 		HITL:       HITL{TimeoutSeconds: DefaultHITLTimeoutSeconds},
+		// Written out, so that config.yaml shows the setting.
+		RetentionDays: new(DefaultRetentionDays),
 	}
 }
 
@@ -216,6 +240,10 @@ func Parse(file string, data []byte) (*Config, error) {
 		ps.add("projection.placement", "%q %s", c.Projection.Placement, err)
 	}
 	c.blocks(ps)
+	if d := c.RetentionDays; d != nil && (*d < 0 || *d > MaxRetentionDays) {
+		ps.add("retention_days", "%d is not a retention; valid: 1 to %d (days after a run ended that its files and step records are kept; default %d), or 0 to keep every run for ever",
+			*d, MaxRetentionDays, DefaultRetentionDays)
+	}
 	if _, ok := c.Agents.Providers[c.Agents.Primary]; !ok {
 		ps.add("agents.primary", "provider %q has no launch spec; valid: %s", c.Agents.Primary, strings.Join(c.ProviderNames(), ", "))
 	}

@@ -39,6 +39,10 @@ func TestParse_Errors(t *testing.T) {
 		"infinite cap":     {base + "limits: {max_cost_usd: .inf}\n", "limits.max_cost_usd: +Inf"},
 		"negative snap":    {base + "limits: {max_snapshot_bytes: -1}\n", "limits.max_snapshot_bytes"},
 		"workspace mode":   {base + "workspace: cloud\n", `workspace: "cloud" is not a workspace mode`},
+		"negative retention": {base + "retention_days: -1\n",
+			"retention_days: -1 is not a retention; valid: 1 to 36500 (days after a run ended that its files and step records are kept; default 30), or 0 to keep every run for ever"},
+		"huge retention": {base + "retention_days: 36501\n", "retention_days: 36501 is not a retention"},
+		"text retention": {base + "retention_days: month\n", "retention_days: must be an integer"},
 	} {
 		_, err := Parse("config.yaml", []byte(tc.yaml))
 		if stratus.ErrorCode(err) != stratus.EINVALID || !strings.Contains(err.Error(), tc.want) {
@@ -165,5 +169,32 @@ func TestParse_BOMUTF8AndMergeKeys(t *testing.T) {
 	off := len(base) + len("projection: {placement: \"caf")
 	if stratus.ErrorCode(err) != stratus.EINVALID || !strings.Contains(err.Error(), fmt.Sprintf("config.yaml:7: the config file is not valid UTF-8: byte 0xe9 at byte offset %d", off)) {
 		t.Errorf("invalid UTF-8: %v", err)
+	}
+}
+
+// docs/security.md § Retention: retention_days unset is 30 days, 0 keeps
+// runs for ever, a number of days is taken as written; install writes the
+// default out.
+func TestRetention_DefaultZeroAndDays(t *testing.T) {
+	t.Parallel()
+	base := "schema_version: 1\nagents:\n  primary: echo\n  providers:\n    echo: {command: x}\n"
+	for _, tc := range []struct {
+		yaml string
+		want int
+	}{{"", DefaultRetentionDays}, {"retention_days: null\n", DefaultRetentionDays}, {"retention_days: 0\n", 0}, {"retention_days: 7\n", 7}, {"retention_days: 36500\n", 36500}} {
+		c, err := Parse("config.yaml", []byte(base+tc.yaml))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.yaml, err)
+		}
+		if got := c.Retention(); got != tc.want {
+			t.Errorf("%q: Retention() = %d, want %d", tc.yaml, got, tc.want)
+		}
+	}
+	b, err := Marshal(Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "\nretention_days: 30\n") {
+		t.Errorf("the default config does not write retention_days: 30:\n%s", b)
 	}
 }

@@ -102,6 +102,7 @@ func New(s *worker.Service) *Handler {
 	h.mux.HandleFunc("POST /v1/worker/degradation", h.wrap(h.degradation))
 	h.mux.HandleFunc("GET /v1/worker/workspace/blob", h.wrap(h.readBlob))
 	h.mux.HandleFunc("PUT /v1/worker/workspace/blob", h.wrap(h.writeBlob))
+	h.mux.HandleFunc("POST /v1/worker/workspace/upload", h.wrap(h.workspaceUpload))
 	h.mux.HandleFunc("POST /v1/worker/workspace/head", h.wrap(h.advanceHead))
 	h.mux.HandleFunc("GET /v1/agents/{name}/render-size", h.wrap(h.renderSize))
 	h.registerHITL() // hitl.go
@@ -368,16 +369,53 @@ func (h *Handler) readBlob(w http.ResponseWriter, r *http.Request) error {
 }
 
 // PUT /v1/worker/workspace/blob?key= (issue 12 § 1): the caller's step
-// bundle, to the upload key its payload named.
+// bundle, to the upload key its payload named, or a body to an upload
+// key. The service says the key's limit once the caller is authorized; a
+// longer body is refused (413) having read at most one byte past it
+// (docs/security.md § Upload size limits).
 func (h *Handler) writeBlob(w http.ResponseWriter, r *http.Request) error {
-	body, err := h.readBodyUpTo(r, max(h.Service.MaxBodyBytes, h.Service.MaxUpload()))
-	if err != nil {
-		return err
-	}
-	if err := h.Service.WriteBlob(r.Context(), r.Header.Get("Authorization"), r.URL.Query().Get("key"), body); err != nil {
+	read := func(limit int64) ([]byte, error) { return readLimited(w, r, limit) }
+	if err := h.Service.WriteBlobFrom(r.Context(), r.Header.Get("Authorization"), r.URL.Query().Get("key"), read); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// readLimited reads r's body through http.MaxBytesReader: ETOOLARGE (field
+// bytes) for a body over limit bytes, announced (Content-Length, nothing
+// read) or found (at most limit+1 bytes read, and the connection is
+// closed after the answer rather than drained).
+func readLimited(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	over := stratus.FieldErrorf(stratus.ETOOLARGE, "bytes", "the body is over the limit of %d bytes", limit)
+	if r.ContentLength > limit {
+		return nil, over
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return nil, over
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, stratus.FieldErrorf(stratus.EINVALID, "body", "stopped arriving: each piece must come within %v, and on average %d bytes a second or faster", BodyIdleTimeout, MinBodyRate)
+	case err != nil:
+		return nil, stratus.FieldErrorf(stratus.EINVALID, "body", "could not be read: the connection failed")
+	}
+	return b, nil
+}
+
+// POST /v1/worker/workspace/upload {bytes} (docs/security.md § Upload size
+// limits): where the caller's step bundle of that size goes.
+func (h *Handler) workspaceUpload(w http.ResponseWriter, r *http.Request) error {
+	var u worker.UploadRequest
+	if err := h.decodeStrict(r, &u); err != nil {
+		return err
+	}
+	up, err := h.Service.WorkspaceUpload(r.Context(), r.Header.Get("Authorization"), u)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, up)
 	return nil
 }
 

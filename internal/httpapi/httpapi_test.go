@@ -51,6 +51,13 @@ func setup(tb testing.TB) *bundle {
 // the flow loaded is "implementation".
 func setupFlow(tb testing.TB, files map[string]string) *bundle {
 	tb.Helper()
+	return setupRun(tb, files, nil)
+}
+
+// setupRun is setupFlow with the run "r1" changed by edit before it is
+// stored (nil: as is).
+func setupRun(tb testing.TB, files map[string]string, edit func(*stratus.Run)) *bundle {
+	tb.Helper()
 	dir := tb.TempDir()
 	flowsDir := filepath.Join(dir, "flows")
 	workertest.WriteFiles(tb, flowsDir, files)
@@ -83,6 +90,9 @@ func setupFlow(tb testing.TB, files map[string]string) *bundle {
 	tb.Cleanup(b.srv.Close)
 	b.svc.APIURL = b.srv.URL
 	b.run = stratus.Run{ID: "r1", TaskID: "t1", TaskTitle: "A task", Flow: "implementation", Status: stratus.RunRunning, WorkDir: dir, TaskPath: filepath.Join(dir, "task.md"), CreatedAt: time.Now()}
+	if edit != nil {
+		edit(&b.run)
+	}
 	if err := st.CreateRun(context.Background(), b.run); err != nil {
 		tb.Fatal(err)
 	}

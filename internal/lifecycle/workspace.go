@@ -124,6 +124,9 @@ func PullBranch(run stratus.Run) string { return "stratus/" + run.TaskID }
 // repository; workspace.Pull's; the sink's.
 func PullWorkspace(ctx context.Context, sk sink.Sink, run stratus.Run, repoDir string, force bool) (*Pulled, error) {
 	ws := run.Workspace
+	if !run.PrunedAt.IsZero() {
+		return nil, stratus.PrunedError(run, "pull its commits")
+	}
 	if ws == nil {
 		return nil, stratus.Errorf(stratus.EINVALID, "run %s has no workspace to pull: its engines worked in %s itself", run.ID, run.WorkDir)
 	}
@@ -142,7 +145,9 @@ func PullWorkspace(ctx context.Context, sk sink.Sink, run stratus.Run, repoDir s
 	var files []string
 	for i, k := range ws.Bundles {
 		body, err := sk.Get(ctx, k)
-		if err != nil {
+		if stratus.ErrorCode(err) == stratus.ENOTFOUND {
+			return nil, FilesGone(run, k, "pull its commits")
+		} else if err != nil {
 			return nil, fmt.Errorf("read the run's bundle %s: %w", k, err)
 		}
 		f := filepath.Join(tmp, fmt.Sprintf("%03d.bundle", i))

@@ -178,6 +178,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	} else if stratus.ErrorCode(err) != stratus.ENOTFOUND {
 		return nil, err
 	}
+	// Before the task's lock is taken: the prune takes each task's lock in
+	// turn (docs/security.md § Retention).
+	autoPrune(ctx, dir, s.st, cfg.Retention(), s.log)
 	cd, err := projection.CtxDir(cfg.Projection.Placement, tk.ID)
 	if err != nil {
 		return nil, err
@@ -262,7 +265,8 @@ type ResumeOptions struct {
 // again; their files, budget counters and costs stay, and the ctx dir is
 // not archived. The new execution is named "<run_id>.resume-<n>".
 //
-// Errors: ENOTFOUND for an unknown run; EINVALID for a run that is done or
+// Errors: ENOTFOUND for an unknown run or one pruned (stratus.PrunedError,
+// docs/security.md § Retention); EINVALID for a run that is done or
 // still running, or whose task another run holds; PlanResume's
 // (*lifecycle.BudgetSpentError included). A resume that starts always ends
 // in a Result, as Run's.
@@ -286,6 +290,13 @@ func Resume(ctx context.Context, o ResumeOptions) (*Result, error) {
 	}
 	if err := s.lock(run.TaskID); err != nil {
 		return nil, err
+	}
+	// Read again under the lock: a prune holds it while it removes a run.
+	if run, err = s.st.GetRun(ctx, o.RunID); err != nil {
+		return nil, err
+	}
+	if !run.PrunedAt.IsZero() {
+		return nil, stratus.PrunedError(run, "resume it")
 	}
 	if run, err = lifecycle.Reconcile(ctx, s.st, run); err != nil {
 		return nil, err

@@ -109,8 +109,8 @@ func (w *checkout) writeDiff(ctx context.Context) error {
 
 // commit ends a workspace-write attempt (issue 12 § 2): its change becomes
 // one commit on the head it started from (message: the step ref, author
-// Stratus), uploaded as an incremental bundle, and the run's head moves to
-// it. Nothing changed: nothing is uploaded and the head stays. The head
+// Stratus), uploaded as an incremental bundle where the worker API says
+// once its size is known, and the run's head moves to it. Nothing changed: nothing is uploaded and the head stays. The head
 // move is fenced by the worker API (409 when another attempt moved it or
 // this one no longer counts).
 func (w *checkout) commit(ctx context.Context, c *workerclient.Client, p *worker.Payload, o Options) error {
@@ -130,7 +130,13 @@ func (w *checkout) commit(ctx context.Context, c *workerclient.Client, p *worker
 	if err != nil {
 		return fmt.Errorf("workspace: %w", err)
 	}
-	if err := c.PutBlob(ctx, *w.spec.Upload, body); err != nil {
+	// The URL is asked for now that the size is known: it takes exactly
+	// this bundle (docs/security.md § Upload size limits).
+	up, err := c.WorkspaceUpload(ctx, int64(len(body)))
+	if err != nil {
+		return fmt.Errorf("workspace: upload the bundle of %s: %w", p.StepRef, err)
+	}
+	if err := c.PutBlob(ctx, worker.Blob{Key: up.Key, URL: up.URL}, body); err != nil {
 		return fmt.Errorf("workspace: upload the bundle of %s: %w", p.StepRef, err)
 	}
 	if err := c.AdvanceHead(ctx, worker.HeadAdvance{From: w.spec.Head, To: sha}); err != nil {

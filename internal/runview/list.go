@@ -24,6 +24,9 @@ type RunLine struct {
 	EndedAt    time.Time `json:"ended_at,omitzero"`
 	DurationMS int64     `json:"duration_ms"`
 	Resumes    int       `json:"resumes,omitempty"`
+	// PrunedAt is when retention removed the run's steps and files
+	// (docs/security.md § Retention); its spend went with them.
+	PrunedAt time.Time `json:"pruned_at,omitzero"`
 	lifecycle.Spend
 }
 
@@ -43,7 +46,7 @@ func List(ctx context.Context, st store.Store, limit int) ([]RunLine, error) {
 		if r, err = lifecycle.Reconcile(ctx, st, r); err != nil {
 			return nil, err
 		}
-		l := RunLine{RunID: r.ID, Status: r.Status, TaskID: r.TaskID, Title: r.TaskTitle, Flow: r.Flow, CreatedAt: r.CreatedAt, EndedAt: r.EndedAt, Resumes: r.Resumes}
+		l := RunLine{RunID: r.ID, Status: r.Status, TaskID: r.TaskID, Title: r.TaskTitle, Flow: r.Flow, CreatedAt: r.CreatedAt, EndedAt: r.EndedAt, Resumes: r.Resumes, PrunedAt: r.PrunedAt}
 		l.DurationMS = r.Duration(time.Now()).Milliseconds()
 		if r.Status == stratus.RunRunning {
 			steps, err := st.ListSteps(ctx, r.ID)

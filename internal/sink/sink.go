@@ -32,6 +32,11 @@ type Sink interface {
 	// at most max+1 of its bytes, so memory stays bounded whatever a
 	// holder of a presigned URL stored there. Other errors as Get's.
 	GetMax(ctx context.Context, key string, max int64) ([]byte, error)
+	// Size returns the length in bytes of what is stored under key,
+	// without reading it: how the worker API checks a step bundle a
+	// worker stored through a URL against its limit before it uses it
+	// (docs/security.md § Upload size limits). Errors as Get's.
+	Size(ctx context.Context, key string) (int64, error)
 	// Delete removes what is stored under key; nothing stored there is not
 	// an error. Errors: *stratus.Error EINVALID (Field "key") for a key
 	// CheckKey refuses; a wrapped I/O error otherwise.
@@ -51,11 +56,12 @@ type Sink interface {
 type Presigner interface {
 	// PresignGet returns a URL that reads key with a plain GET for ttl.
 	PresignGet(ctx context.Context, key string, ttl time.Duration) (string, error)
-	// PresignPut returns a URL that stores one body under key with a plain
-	// PUT (no extra headers) for ttl.
-	PresignPut(ctx context.Context, key string, ttl time.Duration) (string, error)
-	// PresignPutSize is PresignPut of a body of exactly size bytes: the
-	// length is signed, so the store refuses any other (issue 14 § 8).
+	// PresignPutSize returns a URL that stores one body of exactly size
+	// bytes under key with a plain PUT (no header but Content-Length) for
+	// ttl: the length is signed, so the store refuses any other (issue 14
+	// § 8). There is no URL for a body of any size: its holder could
+	// store up to the store's own limit (5 GB on S3), whatever the rule
+	// (docs/security.md § Upload size limits).
 	PresignPutSize(ctx context.Context, key string, size int64, ttl time.Duration) (string, error)
 }
 

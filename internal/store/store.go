@@ -20,7 +20,7 @@ type Store interface {
 	CreateRun(ctx context.Context, r stratus.Run) error
 	GetRun(ctx context.Context, id string) (stratus.Run, error)
 	// UpdateRun replaces the mutable fields (Status, Execution, Owner,
-	// Resumes, MaxCostUSD, MaxTokens, EndedAt).
+	// Resumes, MaxCostUSD, MaxTokens, EndedAt); PrunedAt only PruneRun sets.
 	UpdateRun(ctx context.Context, r stratus.Run) error
 	// AdvanceWorkspace moves run runID's workspace head from `from` to `to`
 	// and appends bundle (the sink key of the bundle carrying from..to) to
@@ -29,6 +29,15 @@ type Store interface {
 	// (issue 12 § 2). Errors: ECONFLICT when the head is no longer from;
 	// ENOTFOUND when there is no such run or it has no workspace.
 	AdvanceWorkspace(ctx context.Context, runID, from, to, bundle string) error
+	// PruneRun removes what run runID recorded besides the run itself —
+	// its steps, attempts, output tails and degradations — and marks the
+	// run pruned at `at` (Run.PrunedAt; a run pruned before keeps its
+	// first mark), for retention (docs/security.md § Retention). The run
+	// record stays, so the run is still listed and says it was pruned.
+	// Errors: ENOTFOUND for no such run; ECONFLICT, removing nothing,
+	// when the run's status is not terminal (it runs, or was resumed
+	// since the caller read it).
+	PruneRun(ctx context.Context, runID string, at time.Time) error
 	// ListRuns returns the runs newest first (CreatedAt descending, then
 	// id descending), at most limit of them (0: all).
 	ListRuns(ctx context.Context, limit int) ([]stratus.Run, error)

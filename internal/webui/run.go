@@ -102,7 +102,9 @@ func (s *Server) loadRun(ctx context.Context, runID string, page bool) (*RunPage
 		p.Status = runview.StatusWaiting
 	}
 	env, err := s.src.Env(ctx, runID)
-	if err != nil || env == nil || env.Flow == nil {
+	if !run.PrunedAt.IsZero() {
+		p.FlowNote = "the run was pruned (docs/security.md § Retention): its frozen flow is gone"
+	} else if err != nil || env == nil || env.Flow == nil {
 		p.FlowNote = fmt.Sprintf("the run's frozen flow cannot be read (%v)", err)
 	} else {
 		s.drawGraph(p, env.Flow)
@@ -340,6 +342,9 @@ func shortRef(node string, visit int) string { return node + "#" + strconv.Itoa(
 // why is what a run page says beside a status other than done: the last
 // failed step and its reason, or how to go on.
 func why(run stratus.Run, steps []runview.StepView) string {
+	if !run.PrunedAt.IsZero() {
+		return "pruned " + run.PrunedAt.Format("2006-01-02 15:04") + ": its steps and files were removed after retention_days (it ended " + run.EndedAt.Format("2006-01-02 15:04") + ")"
+	}
 	if run.Status == stratus.RunDone || run.Status == stratus.RunRunning {
 		return ""
 	}

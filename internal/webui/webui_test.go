@@ -69,3 +69,14 @@ func TestRunPage_RunningNodeShowsProgress(t *testing.T) {
 		t.Errorf("planning: %s %q; want running with its elapsed time, steps and tokens", sn.Nodes["planning"], sn.Labels["planning"])
 	}
 }
+
+// docs/security.md § Retention: the run page of a pruned run says it was
+// pruned and when, not why a step failed (its steps are gone).
+func TestWhy_APrunedRunSaysSo(t *testing.T) {
+	t.Parallel()
+	ended := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	run := stratus.Run{ID: "r-20250101T000000-abcdef", Status: stratus.RunFailed, EndedAt: ended, PrunedAt: ended.Add(31 * 24 * time.Hour)}
+	if got := why(run, nil); !strings.Contains(got, "pruned 2025-02-01") || !strings.Contains(got, "retention_days") || !strings.Contains(got, "ended 2025-01-01") {
+		t.Errorf("why = %q; want it to say the run was pruned, when, and when it ended", got)
+	}
+}

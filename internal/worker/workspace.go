@@ -54,11 +54,15 @@ type WorkspaceSpec struct {
 	OverviewPath string `json:"overview_path,omitempty"`
 	// Write is set for a workspace-write agent node: after its engine ends
 	// with a report, the runner commits the change (one commit, message
-	// the step ref, author Stratus), uploads the bundle Head..commit to
-	// Upload, and advances the head (POST /v1/worker/workspace/head).
+	// the step ref, author Stratus), stores the bundle Head..commit where
+	// POST /v1/worker/workspace/upload says (under Upload.Key), and
+	// advances the head (POST /v1/worker/workspace/head). Upload.URL is
+	// never a presigned URL (docs/security.md § Upload size limits): it is
+	// empty, or this API's blob route for a sink that does not presign.
 	Write  bool  `json:"write,omitempty"`
 	Upload *Blob `json:"upload,omitempty"`
-	// MaxBytes caps the step's bundle, bytes.
+	// MaxBytes caps the step's bundle, bytes (limits.max_snapshot_bytes);
+	// the worker API refuses a larger one wherever it is stored.
 	MaxBytes int64 `json:"max_bytes,omitempty"`
 }
 
@@ -119,7 +123,7 @@ func (s *Service) workspaceSpec(ctx context.Context, c *Caller, write bool, tool
 	}
 	spec := &WorkspaceSpec{Root: ws.Root, Base: ws.Base, Head: ws.Head, Exclude: exclude}
 	for _, k := range ws.Bundles {
-		b, err := s.blob(ctx, k, false)
+		b, err := s.blob(ctx, k)
 		if err != nil {
 			return nil, err
 		}
@@ -135,7 +139,7 @@ func (s *Service) workspaceSpec(ctx context.Context, c *Caller, write bool, tool
 			return nil, err
 		}
 		for _, k := range keys {
-			b, err := s.blob(ctx, k, false)
+			b, err := s.blob(ctx, k)
 			if err != nil {
 				return nil, err
 			}
@@ -160,23 +164,16 @@ func (s *Service) workspaceSpec(ctx context.Context, c *Caller, write bool, tool
 		spec.DiffPath, spec.OverviewPath = path.Join(exclude[1], DiffFile), path.Join(exclude[1], ChangeOverviewFile)
 	}
 	if write {
-		key := uploadKey(ws, c)
-		up, err := s.blob(ctx, key, true)
-		if err != nil {
-			return nil, err
+		// Never a presigned PUT here: it would store a body of any size
+		// (docs/security.md § Upload size limits). The runner asks
+		// WorkspaceUpload for a URL signed for its bundle's size.
+		up := Blob{Key: uploadKey(ws, c)}
+		if _, ok := s.Sink.(sink.Presigner); !ok {
+			up.URL = blobRoute(up.Key)
 		}
 		spec.Write, spec.Upload, spec.MaxBytes = true, &up, s.workspaceMaxBytes(env)
 	}
 	return spec, nil
-}
-
-// workspaceMaxBytes is the cap on one step's bundle: config
-// limits.max_snapshot_bytes (the snapshot's cap); 0 = the default.
-func (s *Service) workspaceMaxBytes(env *RunEnv) int64 {
-	if env.Config != nil {
-		return env.Config.Limits.MaxSnapshotBytes
-	}
-	return 0
 }
 
 // uploadKey is where the caller's attempt uploads its bundle: one key per
@@ -185,15 +182,11 @@ func uploadKey(ws *stratus.Workspace, c *Caller) string {
 	return path.Join(path.Dir(ws.Bundles[0]), fmt.Sprintf("%s.a%d.bundle", c.Step.TID, c.Attempt.N))
 }
 
-// blob addresses key for the runner: a presigned URL when the sink signs
-// them, else this API's /v1/worker/workspace/blob route.
-func (s *Service) blob(ctx context.Context, key string, put bool) (Blob, error) {
+// blob addresses key for the runner to read: a presigned GET when the
+// sink signs URLs, else this API's /v1/worker/workspace/blob route.
+func (s *Service) blob(ctx context.Context, key string) (Blob, error) {
 	if p, ok := s.Sink.(sink.Presigner); ok {
-		sign := p.PresignGet
-		if put {
-			sign = p.PresignPut
-		}
-		u, err := sign(ctx, key, WorkspaceBlobTTL)
+		u, err := p.PresignGet(ctx, key, WorkspaceBlobTTL)
 		if err != nil {
 			return Blob{}, err
 		}
@@ -274,8 +267,25 @@ func (s *Service) ReadBlob(ctx context.Context, authorization, key string) ([]by
 // not presign: the caller's attempt stores its step bundle under the one
 // key its payload named (Upload), or a body under one of its upload keys
 // (NewUpload, issue 14 § 8). Errors: see Authorize; ECONFLICT when
-// the attempt can no longer count (fence); EINVALID for any other key.
+// the attempt can no longer count (fence); EINVALID for any other key;
+// ETOOLARGE for a bundle over the limit (WriteBlobFrom).
 func (s *Service) WriteBlob(ctx context.Context, authorization, key string, body []byte) error {
+	return s.WriteBlobFrom(ctx, authorization, key, func(limit int64) ([]byte, error) {
+		if int64(len(body)) > limit {
+			return nil, sink.TooLarge(key, int64(len(body)), limit)
+		}
+		return body, nil
+	})
+}
+
+// WriteBlobFrom is WriteBlob of a body not read yet: once the caller and
+// the key are accepted, read is called with the most bytes the key takes
+// (a step bundle: the bundle limit; an upload: MaxUpload) and returns the
+// body, or an ETOOLARGE error having read at most limit+1 bytes of it
+// (docs/security.md § Upload size limits: a body over the limit is never
+// buffered whole). Errors: WriteBlob's; ETOOLARGE (field bytes) naming the
+// limit for a bundle over it.
+func (s *Service) WriteBlobFrom(ctx context.Context, authorization, key string, read func(limit int64) ([]byte, error)) error {
 	c, err := s.Authorize(ctx, authorization, captoken.EmitOutput, "")
 	if err != nil {
 		return err
@@ -288,9 +298,23 @@ func (s *Service) WriteBlob(ctx context.Context, authorization, key string, body
 		if node := c.Env.Flow.Node(c.Step.Node); node == nil || !writesWorkspace(node, c.Attempt.Resolved.PermissionProfile) {
 			return stratus.FieldErrorf(stratus.EINVALID, "key", "step %s is not a workspace-write agent node; it uploads no bundle", c.Step.StepRef)
 		}
+		max := s.workspaceMaxBytes(c.Env)
+		body, err := read(max)
+		switch {
+		case stratus.ErrorCode(err) == stratus.ETOOLARGE:
+			return bundleTooLarge(c, -1, max)
+		case err != nil:
+			return err
+		case int64(len(body)) > max:
+			return bundleTooLarge(c, int64(len(body)), max)
+		}
 		return s.Sink.Put(ctx, key, body)
 	}
 	if strings.HasPrefix(key, path.Join(StateDirName, "uploads")+"/") {
+		body, err := read(s.MaxUpload())
+		if err != nil {
+			return err
+		}
 		if err := s.checkUploadPut(c, key, body); err != nil {
 			return err
 		}
@@ -341,7 +365,8 @@ func acceptedKey(ws *stratus.Workspace, to string) string {
 // Errors: see Authorize; ECONFLICT as said; EINVALID for a node that may
 // not write, a malformed commit id, or a bundle not uploaded;
 // EUNPROCESSABLE (naming the commit, the paths and the rules) or ETOOLARGE
-// for a bundle the check refuses, and EUNPROCESSABLE naming the files when
+// for a bundle the check refuses (ETOOLARGE, and the bundle deleted, for a
+// stored bundle over the limit: checkBundleSize), and EUNPROCESSABLE naming the files when
 // the attempt's engine wrote into the operator's work dir (WatchWorkDir);
 // EINTERNAL when the service has no CommitChecker. A refused move leaves
 // the head where it was.
@@ -376,6 +401,9 @@ func (s *Service) AdvanceHead(ctx context.Context, authorization string, h HeadA
 		return stratus.FieldErrorf(stratus.ECONFLICT, "from", "run %s: the workspace head is %s, not %s: another attempt advanced it", c.Run.ID, ws.Head, h.From)
 	}
 	key := uploadKey(ws, c)
+	if err := s.checkBundleSize(ctx, c, key); err != nil { // docs/security.md § Upload size limits
+		return err
+	}
 	max := s.workspaceMaxBytes(c.Env)
 	upload, err := s.Sink.GetMax(ctx, key, workspace.BundleReadMax(max))
 	if stratus.ErrorCode(err) == stratus.ENOTFOUND {
@@ -394,7 +422,15 @@ func (s *Service) AdvanceHead(ctx context.Context, authorization string, h HeadA
 	if err := s.Sink.Put(ctx, accepted, upload); err != nil {
 		return err
 	}
-	return s.Store.AdvanceWorkspace(ctx, c.Run.ID, h.From, h.To, accepted)
+	if err := s.Store.AdvanceWorkspace(ctx, c.Run.ID, h.From, h.To, accepted); err != nil {
+		return err
+	}
+	// The accepted copy is what the run reads from now on; the upload
+	// would only be a second copy an engine can still overwrite.
+	if err := s.Sink.Delete(ctx, key); err != nil && stratus.ErrorCode(err) != stratus.ENOTFOUND {
+		s.warnCall(c, "%s: delete the uploaded bundle %s once accepted: %v", c.Step.StepRef, key, err)
+	}
+	return nil
 }
 
 // isCommitID reports whether s is a full SHA-1 commit id in lowercase hex.

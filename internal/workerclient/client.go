@@ -91,6 +91,17 @@ func (c *Client) PutBlob(ctx context.Context, b worker.Blob, body []byte) error 
 	return c.do(ctx, "PUT", b.URL, ctype, body, nil)
 }
 
+// WorkspaceUpload asks where the attempt's step bundle of size bytes goes
+// (POST /v1/worker/workspace/upload): a URL that takes exactly that many
+// bytes (docs/security.md § Upload size limits). Errors: the API's (413
+// over the bundle limit, 409 when fenced).
+func (c *Client) WorkspaceUpload(ctx context.Context, size int64) (worker.Upload, error) {
+	req, _ := json.Marshal(worker.UploadRequest{Bytes: size})
+	var u worker.Upload
+	err := c.do(ctx, "POST", "/v1/worker/workspace/upload", "application/json", req, &u)
+	return u, err
+}
+
 // AdvanceHead moves the run's workspace head (POST
 // /v1/worker/workspace/head, issue 12 § 2).
 func (c *Client) AdvanceHead(ctx context.Context, h worker.HeadAdvance) error {

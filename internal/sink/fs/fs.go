@@ -301,6 +301,35 @@ func (s *Sink) Get(ctx context.Context, key string) ([]byte, error) {
 	return b, nil
 }
 
+// Size returns the length of the file <root>/<key> without reading it
+// (sink.Sink). Errors as Get's.
+func (s *Sink) Size(ctx context.Context, key string) (int64, error) {
+	if err := sink.CheckKey(key); err != nil {
+		return 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if s.isPrivate(key) {
+		if err := s.plain(key, true); err != nil {
+			return 0, err
+		}
+	}
+	r, err := s.openRoot(key)
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	fi, err := r.Stat(filepath.FromSlash(key))
+	if err != nil {
+		return 0, s.ioErr("size", key, err)
+	}
+	if fi.IsDir() {
+		return 0, notFound(key)
+	}
+	return fi.Size(), nil
+}
+
 // openRoot opens the sink's root for reading key: ENOTFOUND (for key)
 // when the root does not exist yet.
 func (s *Sink) openRoot(key string) (*os.Root, error) {
@@ -457,7 +486,7 @@ func notFound(key string) error {
 // os does not export its escape error, so it is matched by its text.
 func (s *Sink) ioErr(op, key string, err error) error {
 	switch {
-	case op == "get" && (errors.Is(err, iofs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)):
+	case (op == "get" || op == "size") && (errors.Is(err, iofs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)):
 		return notFound(key)
 	case escapes(err):
 		return stratus.FieldErrorf(stratus.EINVALID, "key",

@@ -149,6 +149,22 @@ func (s *Sink) get(ctx context.Context, key string, max int64) ([]byte, error) {
 	return b, err
 }
 
+// Size returns the length of the object Prefix()+key (HeadObject's
+// Content-Length), without reading it: sink.Sink. Errors as Get's.
+func (s *Sink) Size(ctx context.Context, key string) (int64, error) {
+	if err := sink.CheckKey(key); err != nil {
+		return 0, err
+	}
+	out, err := s.client.HeadObject(ctx, &awss3.HeadObjectInput{
+		Bucket: aws.String(s.bucket),
+		Key:    aws.String(s.prefix + key),
+	})
+	if err != nil {
+		return 0, s.mapErr("size", key, err)
+	}
+	return aws.ToInt64(out.ContentLength), nil
+}
+
 // Delete removes the object Prefix()+key (DeleteObject; S3 answers a
 // missing key as deleted). Errors as Put's.
 func (s *Sink) Delete(ctx context.Context, key string) error {
@@ -164,34 +180,21 @@ func (s *Sink) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
-// PresignPut returns a URL that lets its holder store one body under key
-// with a plain HTTP PUT (no credentials, no extra headers) for ttl; the
-// stored bytes are then read with Get(key) like any other. It is how a
-// worker uploads a body larger than the worker API accepts (DESIGN.md §
-// Limits: API Gateway 10 MB, Lambda 6 MB). The URL is a bearer secret for
+// PresignPutSize returns a URL that lets its holder store one body of
+// exactly size bytes under key with a plain HTTP PUT (no credentials, no
+// header but Content-Length) for ttl; the stored bytes are then read with
+// Get(key) like any other. It is how a worker uploads a body larger than
+// the worker API accepts (DESIGN.md § Limits: API Gateway 10 MB, Lambda
+// 6 MB) and its step bundle. The URL signs Content-Length
+// (X-Amz-SignedHeaders content-length;host), so S3 refuses a PUT of any
+// other length (403 SignatureDoesNotMatch) and stores nothing
+// (docs/security.md § Upload size limits). The URL is a bearer secret for
 // that one object: hand it only to the worker that owns the key. Signing
 // happens locally; no request is sent.
 //
 // Errors: EINVALID with Field "key" for a key sink.CheckKey refuses, Field
-// "ttl" for a ttl outside (0, MaxPresignTTL].
-func (s *Sink) PresignPut(ctx context.Context, key string, ttl time.Duration) (string, error) {
-	if err := checkPresign(key, ttl); err != nil {
-		return "", err
-	}
-	req, err := s.presign.PresignPutObject(ctx, &awss3.PutObjectInput{
-		Bucket: aws.String(s.bucket),
-		Key:    aws.String(s.prefix + key),
-	}, awss3.WithPresignExpires(ttl))
-	if err != nil {
-		return "", fmt.Errorf("s3 sink: presign put %q: %w", key, err)
-	}
-	return req.URL, nil
-}
-
-// PresignPutSize is PresignPut of a body of exactly size bytes: the
-// URL signs Content-Length (X-Amz-SignedHeaders content-length;host), so
-// S3 refuses a PUT of any other length (SignatureDoesNotMatch). Errors as
-// PresignPut's; EINVALID (Field "size") for a size below 1.
+// "ttl" for a ttl outside (0, MaxPresignTTL], Field "size" for a size
+// below 1.
 func (s *Sink) PresignPutSize(ctx context.Context, key string, size int64, ttl time.Duration) (string, error) {
 	if err := checkPresign(key, ttl); err != nil {
 		return "", err
@@ -211,7 +214,8 @@ func (s *Sink) PresignPutSize(ctx context.Context, key string, size int64, ttl t
 }
 
 // PresignGet returns a URL that reads key with a plain GET (no
-// credentials) for ttl: sink.Presigner. Errors as PresignPut's.
+// credentials) for ttl: sink.Presigner. Errors as PresignPutSize's
+// (without "size").
 func (s *Sink) PresignGet(ctx context.Context, key string, ttl time.Duration) (string, error) {
 	if err := checkPresign(key, ttl); err != nil {
 		return "", err
@@ -270,6 +274,12 @@ func (s *Sink) mapErr(op, key string, err error) error {
 	var nsk *types.NoSuchKey
 	if op == "get" && errors.As(err, &nsk) {
 		return stratus.FieldErrorf(stratus.ENOTFOUND, "key", "nothing stored under sink key %q (s3://%s/%s: NoSuchKey)", key, s.bucket, s.prefix+key)
+	}
+	// HeadObject has no body to name the error: a missing object is a
+	// bare 404 (NotFound).
+	var nf *types.NotFound
+	if op == "size" && (errors.As(err, &nf) || errors.As(err, &nsk)) {
+		return stratus.FieldErrorf(stratus.ENOTFOUND, "key", "nothing stored under sink key %q (s3://%s/%s: NotFound)", key, s.bucket, s.prefix+key)
 	}
 	var api smithy.APIError
 	if errors.As(err, &api) {

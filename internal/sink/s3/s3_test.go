@@ -184,9 +184,9 @@ func TestSink_MissingBucketIsNotNotFound(t *testing.T) {
 }
 
 // DESIGN.md § Limits: a body larger than the Lambda payload limit goes
-// through a presigned S3 upload — a plain HTTP PUT with no credentials,
-// read back with Get.
-func TestPresignPut_PlainHTTPPutStoresObjectOnMoto(t *testing.T) {
+// through a presigned S3 upload — a plain HTTP PUT with no credentials and
+// no header but its length, read back with Get.
+func TestPresignPutSize_PlainHTTPPutStoresObjectOnMoto(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := motoS3(t)
@@ -195,7 +195,8 @@ func TestPresignPut_PlainHTTPPutStoresObjectOnMoto(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := "runs/r1/uploads/T1/1/out.md"
-	u, err := s.PresignPut(ctx, key, 5*time.Minute)
+	body := bytes.Repeat([]byte("large worker body line\n"), (7<<20)/23) // over the 6 MB Lambda limit
+	u, err := s.PresignPutSize(ctx, key, int64(len(body)), 5*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,15 +204,15 @@ func TestPresignPut_PlainHTTPPutStoresObjectOnMoto(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A plain PUT: the signature covers the host alone, so the worker
-	// sends no header it would have to be told about.
-	if q := pu.Query(); q.Get("X-Amz-Expires") != "300" || q.Get("X-Amz-Signature") == "" || q.Get("X-Amz-SignedHeaders") != "host" {
-		t.Errorf("presigned URL query %v: want X-Amz-Expires=300, SignedHeaders=host and a signature", q)
+	// A plain PUT: the signature covers the host and the length, which
+	// every HTTP client sends, so the worker sends no header it would have
+	// to be told about.
+	if q := pu.Query(); q.Get("X-Amz-Expires") != "300" || q.Get("X-Amz-Signature") == "" || q.Get("X-Amz-SignedHeaders") != "content-length;host" {
+		t.Errorf("presigned URL query %v: want X-Amz-Expires=300, SignedHeaders=content-length;host and a signature", q)
 	}
 	if !strings.HasSuffix(pu.Path, "/stratus/"+key) {
 		t.Errorf("presigned URL path %q does not end with the object key stratus/%s", pu.Path, key)
 	}
-	body := bytes.Repeat([]byte("large worker body line\n"), (7<<20)/23) // over the 6 MB Lambda limit
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPut, u, bytes.NewReader(body))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -232,8 +233,8 @@ func TestPresignPut_PlainHTTPPutStoresObjectOnMoto(t *testing.T) {
 }
 
 // issue 14 § 8: an upload's URL signs its length, so S3 itself refuses a
-// body of any other size (moto does not check signatures: the test reads
-// the URL's signed headers).
+// body of any other size (the signed headers, read here; refused on the
+// stand-in: TestPresignPutSize_OtherLengthRefusedAndNothingStoredOnMoto).
 func TestPresignPutSize_SignsTheLength(t *testing.T) {
 	t.Parallel()
 	c := fakeS3(t) // signing happens locally
@@ -253,31 +254,31 @@ func TestPresignPutSize_SignsTheLength(t *testing.T) {
 	}
 }
 
-// PresignPut checks its input like Put: an escaping key or an out-of-range
-// lifetime is EINVALID naming the field.
-func TestPresignPut_RefusesBadKeyAndTTL(t *testing.T) {
+// PresignPutSize checks its input like Put: an escaping key or an
+// out-of-range lifetime is EINVALID naming the field.
+func TestPresignPutSize_RefusesBadKeyAndTTL(t *testing.T) {
 	t.Parallel()
 	s, _ := s3sink.New(fakeS3(t), "b", "")
 	ctx := context.Background()
 	for _, key := range sinktest.EscapingKeys {
-		if _, err := s.PresignPut(ctx, key, time.Minute); stratus.ErrorCode(err) != stratus.EINVALID {
-			t.Errorf("PresignPut(%q): %v, want EINVALID", key, err)
+		if _, err := s.PresignPutSize(ctx, key, 1, time.Minute); stratus.ErrorCode(err) != stratus.EINVALID {
+			t.Errorf("PresignPutSize(%q): %v, want EINVALID", key, err)
 		}
 	}
 	for _, ttl := range []time.Duration{0, -time.Second, s3sink.MaxPresignTTL + time.Second} {
-		_, err := s.PresignPut(ctx, "k", ttl)
+		_, err := s.PresignPutSize(ctx, "k", 1, ttl)
 		if stratus.ErrorCode(err) != stratus.EINVALID || err.(*stratus.Error).Field != "ttl" {
-			t.Errorf("PresignPut(ttl %v) = %v, want EINVALID on field ttl", ttl, err)
+			t.Errorf("PresignPutSize(ttl %v) = %v, want EINVALID on field ttl", ttl, err)
 		}
 	}
-	if _, err := s.PresignPut(ctx, "k", s3sink.MaxPresignTTL); err != nil {
-		t.Errorf("PresignPut(ttl MaxPresignTTL) = %v, want a URL", err)
+	if _, err := s.PresignPutSize(ctx, "k", 1, s3sink.MaxPresignTTL); err != nil {
+		t.Errorf("PresignPutSize(ttl MaxPresignTTL) = %v, want a URL", err)
 	}
 }
 
 // issue 12 § 1: a presigned GET reads an object with a plain HTTP GET and
 // no credentials (how a worker fetches its run's bundles); the same key
-// and lifetime rules as PresignPut.
+// and lifetime rules as PresignPutSize.
 func TestPresignGet_PlainHTTPGetReadsObjectOnMoto(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -311,5 +312,55 @@ func TestPresignGet_PlainHTTPGetReadsObjectOnMoto(t *testing.T) {
 	}
 	if _, err := s.PresignGet(ctx, "k", 0); stratus.ErrorCode(err) != stratus.EINVALID {
 		t.Errorf("PresignGet(ttl 0): %v, want EINVALID", err)
+	}
+}
+
+// docs/security.md § Upload size limits: a URL signed for a body of N
+// bytes (PresignPutSize) stores exactly N bytes; S3 refuses a PUT of any
+// other length (the signature covers Content-Length) and stores nothing.
+// moto checks no presigned signature itself; the project's launcher
+// (internal/devstack/moto) checks this one as S3 does.
+func TestPresignPutSize_OtherLengthRefusedAndNothingStoredOnMoto(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := motoS3(t)
+	s, err := s3sink.New(c, newBucket(t, c), "stratus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(u string, body []byte) (int, string) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPut, u, bytes.NewReader(body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(msg)
+	}
+	const size = 4096
+	for _, tc := range []struct {
+		name string
+		n    int
+	}{{"larger", size + 1}, {"much larger", 3 * size}, {"smaller", size - 1}} {
+		key := "runs/r1/workspace/T1.a1.bundle." + strings.ReplaceAll(tc.name, " ", "-")
+		u, err := s.PresignPutSize(ctx, key, size, 5*time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code, msg := put(u, bytes.Repeat([]byte("x"), tc.n)); code != http.StatusForbidden || !strings.Contains(msg, "SignatureDoesNotMatch") {
+			t.Errorf("%s: PUT of %d bytes to a URL signed for %d: %d %s; want 403 SignatureDoesNotMatch", tc.name, tc.n, size, code, msg)
+		}
+		if _, err := s.Get(ctx, key); stratus.ErrorCode(err) != stratus.ENOTFOUND {
+			t.Errorf("%s: after the refused PUT, Get = %v; want ENOTFOUND (nothing stored)", tc.name, err)
+		}
+		// The same URL takes the body of the length it was signed for.
+		body := bytes.Repeat([]byte("y"), size)
+		if code, msg := put(u, body); code != http.StatusOK {
+			t.Fatalf("%s: PUT of the signed %d bytes: %d %s", tc.name, size, code, msg)
+		}
+		if got, err := s.Get(ctx, key); err != nil || !bytes.Equal(got, body) {
+			t.Errorf("%s: Get after the signed PUT: %d bytes, %v; want the %d put", tc.name, len(got), err, size)
+		}
 	}
 }

@@ -77,6 +77,30 @@ func Run(t *testing.T, newSink func(t *testing.T) sink.Sink) {
 		}
 	})
 
+	// Size: the stored length, whatever it is, without reading the
+	// body; a missing key (or a mere prefix of stored keys) is ENOTFOUND;
+	// a bad key EINVALID (docs/security.md § Upload size limits).
+	t.Run("Size", func(t *testing.T) {
+		t.Parallel()
+		s := newSink(t)
+		for key, n := range map[string]int{"up/empty": 0, "up/one": 1, "up/big/bundle": 70000} {
+			mustPut(t, s, key, bytes.Repeat([]byte("b"), n))
+			if got, err := s.Size(ctx, key); err != nil || got != int64(n) {
+				t.Errorf("Size(%q) = %d, %v; want %d", key, got, err, n)
+			}
+		}
+		for _, key := range []string{"up/missing", "up/big"} {
+			if _, err := s.Size(ctx, key); stratus.ErrorCode(err) != stratus.ENOTFOUND {
+				t.Errorf("Size(%q) = %v; want ENOTFOUND", key, err)
+			}
+		}
+		for _, key := range EscapingKeys {
+			if _, err := s.Size(ctx, key); stratus.ErrorCode(err) != stratus.EINVALID {
+				t.Errorf("Size(%q) = %v; want EINVALID", key, err)
+			}
+		}
+	})
+
 	// Delete: the key is gone (Get ENOTFOUND, List omits it), its
 	// neighbours stay; deleting a missing key is no error; a bad key is
 	// EINVALID.

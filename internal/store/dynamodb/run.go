@@ -21,7 +21,7 @@ func (s *Store) CreateRun(ctx context.Context, r stratus.Run) error {
 		"status": text(r.Status), "work_dir": text(r.WorkDir), "task_path": text(r.TaskPath), "execution": text(r.Execution),
 		"owner": text(r.Owner), "resumes": num(int64(r.Resumes)),
 		"max_cost_usd": capCost(r.MaxCostUSD), "max_tokens": num(r.MaxTokens),
-		"created_at": millis(r.CreatedAt), "ended_at": millis(r.EndedAt),
+		"created_at": millis(r.CreatedAt), "ended_at": millis(r.EndedAt), "pruned_at": millis(r.PrunedAt),
 		"resumed_at": millis(r.ResumedAt), "active_ms": num(r.ActiveMS),
 	})
 	if w := r.Workspace; w != nil {
@@ -101,7 +101,7 @@ func decodeRun(it item) stratus.Run {
 		Status: it.str("status"), WorkDir: it.str("work_dir"), TaskPath: it.str("task_path"), Execution: it.str("execution"),
 		Owner: it.str("owner"), Resumes: int(it.int("resumes")),
 		MaxTokens: it.int("max_tokens"),
-		CreatedAt: it.time("created_at"), EndedAt: it.time("ended_at"),
+		CreatedAt: it.time("created_at"), EndedAt: it.time("ended_at"), PrunedAt: it.time("pruned_at"),
 		ResumedAt: it.time("resumed_at"), ActiveMS: it.int("active_ms"),
 	}
 	if c := it.float("max_cost_usd"); c != nil {

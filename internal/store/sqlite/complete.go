@@ -22,6 +22,9 @@ func (s *Store) CompleteAttempt(ctx context.Context, final stratus.OutputEvent, 
 	}
 	defer tx.Rollback()
 	q := s.wq.in(tx)
+	if err := s.keepBlob(row); err != nil {
+		return 0, err
+	}
 	seq, err := row.insert(ctx, q)
 	if err != nil {
 		return 0, err

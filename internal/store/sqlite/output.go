@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 
 	"github.com/stratusflow/stratus"
 )
@@ -19,7 +20,31 @@ func (s *Store) AppendOutput(ctx context.Context, e stratus.OutputEvent) (seq in
 	if err != nil {
 		return 0, err
 	}
-	return row.insert(ctx, s.wq)
+	return s.appendRow(ctx, row)
+}
+
+// appendRow inserts a spilled row: a row naming a blob inside a
+// transaction that first makes sure the blob is there (keepBlob).
+func (s *Store) appendRow(ctx context.Context, row outputRow) (seq int, err error) {
+	e := row.e
+	if row.blob == "" {
+		return row.insert(ctx, s.wq)
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("append %s output to attempt %d of task %q: begin: %w", e.Kind, e.Attempt, e.TID, err)
+	}
+	defer tx.Rollback()
+	if err := s.keepBlob(row); err != nil {
+		return 0, err
+	}
+	if seq, err = row.insert(ctx, s.wq.in(tx)); err != nil {
+		return 0, err
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("append %s output to attempt %d of task %q: commit: %w", e.Kind, e.Attempt, e.TID, err)
+	}
+	return seq, nil
 }
 
 // querier is what a write needs: the writer pool or a transaction on it.
@@ -31,9 +56,28 @@ type querier interface {
 // outputRow is an output event as its row stores it: a large body already
 // written to its blob file.
 type outputRow struct {
-	e    stratus.OutputEvent
-	body []byte
-	blob string
+	e       stratus.OutputEvent
+	body    []byte
+	blob    string
+	spilled []byte // the body its blob file holds
+}
+
+// keepBlob makes sure r's blob file is there, writing it again when it is
+// not: called inside the transaction that inserts r, it cannot interleave
+// with PruneRun, which removes a blob no output names inside its own
+// (spill wrote the file before the writer was taken, and an identical
+// body found there was kept rather than written).
+func (s *Store) keepBlob(r outputRow) error {
+	if r.blob == "" {
+		return nil
+	}
+	if _, err := os.Stat(s.blobPath(r.blob)); err == nil {
+		return nil
+	}
+	if _, err := s.putBlob(r.spilled); err != nil {
+		return fmt.Errorf("append %s output to attempt %d of task %q: %w", r.e.Kind, r.e.Attempt, r.e.TID, err)
+	}
+	return nil
 }
 
 // spill returns e's row, writing a large body to its blob file first: the
@@ -52,7 +96,7 @@ func (s *Store) spill(e stratus.OutputEvent) (outputRow, error) {
 		if err != nil {
 			return outputRow{}, fmt.Errorf("append %s output to attempt %d of task %q: %w", e.Kind, e.Attempt, e.TID, err)
 		}
-		r.body, r.blob = []byte{}, sum
+		r.body, r.blob, r.spilled = []byte{}, sum, r.body
 	}
 	return r, nil
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/stratusflow/stratus"
 )
 
-const runColumns = "id, task_id, task_title, flow, status, work_dir, task_path, execution, owner, resumes, max_cost_usd, max_tokens, workspace, created_at, ended_at, resumed_at, active_ms"
+const runColumns = "id, task_id, task_title, flow, status, work_dir, task_path, execution, owner, resumes, max_cost_usd, max_tokens, workspace, created_at, ended_at, resumed_at, active_ms, pruned_at"
 
 // CreateRun inserts r; ECONFLICT if a run with r.ID exists.
 func (s *Store) CreateRun(ctx context.Context, r stratus.Run) error {
@@ -18,9 +18,9 @@ func (s *Store) CreateRun(ctx context.Context, r stratus.Run) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.wq.ExecContext(ctx, "INSERT INTO runs ("+runColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	_, err = s.wq.ExecContext(ctx, "INSERT INTO runs ("+runColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		r.ID, r.TaskID, r.TaskTitle, r.Flow, r.Status, r.WorkDir, r.TaskPath, r.Execution, r.Owner, r.Resumes, r.MaxCostUSD, r.MaxTokens,
-		ws, millis(r.CreatedAt), millis(r.EndedAt), millis(r.ResumedAt), r.ActiveMS)
+		ws, millis(r.CreatedAt), millis(r.EndedAt), millis(r.ResumedAt), r.ActiveMS, millis(r.PrunedAt))
 	if isUniqueViolation(err) {
 		return stratus.Errorf(stratus.ECONFLICT, "run %q already exists", r.ID)
 	} else if err != nil {
@@ -132,13 +132,13 @@ func (s *Store) ListRuns(ctx context.Context, limit int) ([]stratus.Run, error) 
 
 func scanRun(row rowScanner) (stratus.Run, error) {
 	var r stratus.Run
-	var created, ended, resumed sql.NullInt64
+	var created, ended, resumed, pruned sql.NullInt64
 	var ws string
 	if err := row.Scan(&r.ID, &r.TaskID, &r.TaskTitle, &r.Flow, &r.Status, &r.WorkDir, &r.TaskPath, &r.Execution, &r.Owner, &r.Resumes,
-		&r.MaxCostUSD, &r.MaxTokens, &ws, &created, &ended, &resumed, &r.ActiveMS); err != nil {
+		&r.MaxCostUSD, &r.MaxTokens, &ws, &created, &ended, &resumed, &r.ActiveMS, &pruned); err != nil {
 		return stratus.Run{}, err
 	}
-	r.CreatedAt, r.EndedAt, r.ResumedAt = fromMillis(created), fromMillis(ended), fromMillis(resumed)
+	r.CreatedAt, r.EndedAt, r.ResumedAt, r.PrunedAt = fromMillis(created), fromMillis(ended), fromMillis(resumed), fromMillis(pruned)
 	if ws != "" {
 		r.Workspace = new(stratus.Workspace)
 		if err := json.Unmarshal([]byte(ws), r.Workspace); err != nil {

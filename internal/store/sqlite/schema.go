@@ -27,7 +27,7 @@ CREATE TABLE runs (
 ) STRICT;
 
 CREATE TABLE steps (
-	seq        INTEGER PRIMARY KEY, -- rowid: creation order (nothing is ever deleted)
+	seq        INTEGER PRIMARY KEY, -- rowid: creation order
 	tid        TEXT NOT NULL UNIQUE,
 	run_id     TEXT NOT NULL,
 	node       TEXT NOT NULL,
@@ -152,6 +152,13 @@ ALTER TABLE handles ADD COLUMN run_id TEXT NOT NULL DEFAULT '';
 	`
 ALTER TABLE runs ADD COLUMN resumed_at INTEGER;
 ALTER TABLE runs ADD COLUMN active_ms INTEGER NOT NULL DEFAULT 0;
+`,
+	// 11: retention (docs/security.md § Retention): when a run was pruned
+	// (NULL: kept), and the outputs naming each blob file, so that a blob
+	// no output names any more is found without reading every output.
+	`
+ALTER TABLE runs ADD COLUMN pruned_at INTEGER;
+CREATE INDEX outputs_blob ON outputs (blob) WHERE blob <> '';
 `,
 }
 

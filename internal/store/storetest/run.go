@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -201,6 +202,120 @@ func (su *suite) testRuns(t *testing.T) {
 		if got, want := mine(two), []string{ids[1], ids[2]}; len(two) != 2 || !slices.Equal(got, want) {
 			t.Errorf("ListRuns(2) = %q (%d runs), want %q", got, len(two), want)
 		}
+	})
+
+	// docs/security.md § Retention: pruning an ended run removes its
+	// steps, attempts, output tails (large bodies too) and degradations,
+	// and keeps the run record, marked when it was pruned (the first mark
+	// stays), so the run is still listed and says so. Another run's
+	// records, one holding the same large body among them, are untouched.
+	t.Run("PruneRun_RemovesStepsKeepsTheRunMarked", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		large := bytes.Repeat([]byte("the same large body, in both runs\n"), 4096) // over both stores' spill threshold
+		fill := func(r stratus.Run) (stratus.Step, stratus.Attempt) {
+			if err := b.s.CreateRun(b.ctx, r); err != nil {
+				t.Fatalf("CreateRun: %v", err)
+			}
+			var st stratus.Step
+			var a stratus.Attempt
+			for visit := 1; visit <= 2; visit++ {
+				st = b.createStep(t, b.step(r.ID, "impl", visit))
+				a = b.createAttempt(t, b.attempt(st.TID, 1))
+				for _, body := range [][]byte{[]byte("small"), large} {
+					if _, err := b.s.AppendOutput(b.ctx, stratus.OutputEvent{TID: st.TID, Attempt: 1, Kind: stratus.OutputArtifact, Name: "p.md", Body: body, OK: true, At: base}); err != nil {
+						t.Fatalf("AppendOutput: %v", err)
+					}
+				}
+			}
+			if err := b.s.AppendDegradation(b.ctx, stratus.Degradation{RunID: r.ID, StepRef: "impl#1", Attempt: 1, Tool: "t", Error: "e", Fallback: "f", At: base}); err != nil {
+				t.Fatal(err)
+			}
+			return st, a
+		}
+		r := b.run()
+		r.Status, r.EndedAt = stratus.RunDone, base.Add(time.Hour)
+		st, a := fill(r)
+		other := b.run()
+		other.Status = stratus.RunFailed
+		ost, _ := fill(other)
+
+		at := base.Add(31 * 24 * time.Hour)
+		if err := b.s.PruneRun(b.ctx, r.ID, at); err != nil {
+			t.Fatalf("PruneRun: %v", err)
+		}
+		got, err := b.s.GetRun(b.ctx, r.ID)
+		if err != nil {
+			t.Fatalf("GetRun of a pruned run: %v", err)
+		}
+		want := r
+		want.PrunedAt = at
+		checkRun(t, got, want)
+		if steps, err := b.s.ListSteps(b.ctx, r.ID); err != nil || len(steps) != 0 {
+			t.Errorf("ListSteps of a pruned run = %d steps, %v; want none", len(steps), err)
+		}
+		_, err = b.s.GetStep(b.ctx, st.TID)
+		wantCode(t, "GetStep of a pruned run's step", err, stratus.ENOTFOUND)
+		_, err = b.s.GetAttempt(b.ctx, a.TID, a.N)
+		wantCode(t, "GetAttempt of a pruned run's attempt", err, stratus.ENOTFOUND)
+		if tail, err := b.s.ListOutput(b.ctx, st.TID, 1); err != nil || len(tail) != 0 {
+			t.Errorf("ListOutput of a pruned run's attempt = %d events, %v; want none", len(tail), err)
+		}
+		if ds, err := b.s.ListDegradations(b.ctx, r.ID); err != nil || len(ds) != 0 {
+			t.Errorf("ListDegradations of a pruned run = %d, %v; want none", len(ds), err)
+		}
+		runs, err := b.s.ListRuns(b.ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(runs, func(x stratus.Run) bool { return x.ID == r.ID && !x.PrunedAt.IsZero() }) {
+			t.Errorf("ListRuns does not list the pruned run, marked")
+		}
+
+		// The other run keeps everything, its large body included.
+		if steps, err := b.s.ListSteps(b.ctx, other.ID); err != nil || len(steps) != 2 {
+			t.Errorf("ListSteps of the other run = %d, %v; want 2", len(steps), err)
+		}
+		tail, err := b.s.ListOutput(b.ctx, ost.TID, 1)
+		if err != nil || len(tail) != 2 || !bytes.Equal(tail[1].Body, large) {
+			t.Errorf("the other run's tail: %d events, %v; want 2, the large body whole", len(tail), err)
+		}
+		if got, _ := b.s.GetRun(b.ctx, other.ID); !got.PrunedAt.IsZero() {
+			t.Errorf("the other run is marked pruned at %v", got.PrunedAt)
+		}
+
+		// Again: nothing left to remove, the first mark kept.
+		if err := b.s.PruneRun(b.ctx, r.ID, at.Add(time.Hour)); err != nil {
+			t.Fatalf("PruneRun again: %v", err)
+		}
+		if got, _ := b.s.GetRun(b.ctx, r.ID); got.PrunedAt.Sub(at).Abs() >= time.Millisecond {
+			t.Errorf("PrunedAt after a second PruneRun = %v, want the first %v", got.PrunedAt, at.UTC())
+		}
+		// UpdateRun (a status written later) leaves the mark alone.
+		got.Status = stratus.RunFailed
+		if err := b.s.UpdateRun(b.ctx, got); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := b.s.GetRun(b.ctx, r.ID); got.PrunedAt.IsZero() {
+			t.Errorf("UpdateRun cleared PrunedAt")
+		}
+	})
+
+	// docs/security.md § Retention: a run that has not ended (running, or
+	// resumed since it was read) is never pruned: ECONFLICT, and nothing
+	// is removed; a missing run is ENOTFOUND.
+	t.Run("PruneRun_NotEndedConflictRemovesNothing", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		st, _ := b.parents(t, 1)
+		wantCode(t, "PruneRun of a running run", b.s.PruneRun(b.ctx, st.RunID, base), stratus.ECONFLICT)
+		if steps, err := b.s.ListSteps(b.ctx, st.RunID); err != nil || len(steps) != 1 {
+			t.Errorf("ListSteps after a refused PruneRun = %d, %v; want its step", len(steps), err)
+		}
+		if got, _ := b.s.GetRun(b.ctx, st.RunID); !got.PrunedAt.IsZero() {
+			t.Errorf("a refused PruneRun marked the run pruned at %v", got.PrunedAt)
+		}
+		wantCode(t, "PruneRun of a missing run", b.s.PruneRun(b.ctx, b.key("run"), base), stratus.ENOTFOUND)
 	})
 
 	t.Run("UpdateRun_Missing_NotFound", func(t *testing.T) {

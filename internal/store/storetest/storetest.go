@@ -202,7 +202,8 @@ func checkRun(t *testing.T, got, want stratus.Run) {
 	checkTime(t, "run "+want.ID+" CreatedAt", got.CreatedAt, want.CreatedAt)
 	checkTime(t, "run "+want.ID+" EndedAt", got.EndedAt, want.EndedAt)
 	checkTime(t, "run "+want.ID+" ResumedAt", got.ResumedAt, want.ResumedAt)
-	got.CreatedAt, got.EndedAt, got.ResumedAt = want.CreatedAt, want.EndedAt, want.ResumedAt
+	checkTime(t, "run "+want.ID+" PrunedAt", got.PrunedAt, want.PrunedAt)
+	got.CreatedAt, got.EndedAt, got.ResumedAt, got.PrunedAt = want.CreatedAt, want.EndedAt, want.ResumedAt, want.PrunedAt
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("run:\n got %+v\nwant %+v", got, want)
 	}
