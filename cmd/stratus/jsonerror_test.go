@@ -98,6 +98,7 @@ func TestJSONFlag_AnErrorIsAJSONObjectOnStdout(t *testing.T) {
 		{"approve: unknown run", []string{"approve", run, "gate", "--dir", dir, "--json"}, ExitUsage, stratus.ENOTFOUND, ""},
 		{"reject: no reason", []string{"reject", run, "gate", "--dir", dir, "--json"}, ExitUsage, stratus.EINVALID, ""},
 		{"answer: unknown run", []string{"answer", run, "gate", "yes", "--dir", dir, "--json"}, ExitUsage, stratus.ENOTFOUND, ""},
+		{"prune: nothing installed", []string{"prune", "--dir", dir, "--json"}, ExitUsage, stratus.ENOTFOUND, ""},
 	}
 	covered := map[string]bool{}
 	for _, c := range cases {
