@@ -220,7 +220,7 @@ func Render(line string) string {
 	case "ERROR":
 		b.WriteString("error: ")
 	}
-	b.WriteString(safetext.Line(fmt.Sprint(m[slog.MessageKey])))
+	fmt.Fprint(&b, m[slog.MessageKey])
 	var keys []string
 	for k := range m {
 		switch k {
