@@ -14,6 +14,7 @@ import (
 	"github.com/stratusflow/stratus/internal/orchestrator"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runview"
+	"github.com/stratusflow/stratus/internal/safetext"
 	"github.com/stratusflow/stratus/internal/sink/fs"
 )
 
@@ -102,7 +103,7 @@ func runLogs(ctx context.Context, o *LogsOptions) error {
 		if (sv.Attempt == nil || sv.Attempt.Reason == "") && sv.Reason != "" {
 			head += " — " + oneLineText(sv.Reason, 160) // the step's own (an evaluator's verdict)
 		}
-		fmt.Fprintln(o.IO.Out, visible(head))
+		fmt.Fprintln(o.IO.Out, safetext.Line(head))
 		b, err := sk.GetMax(ctx, key, 16<<20)
 		switch {
 		case stratus.ErrorCode(err) == stratus.ENOTFOUND:
@@ -118,8 +119,11 @@ func runLogs(ctx context.Context, o *LogsOptions) error {
 			lines = lines[len(lines)-o.Lines:]
 		}
 		for _, l := range lines {
-			// The runner's JSON records as sentences; the engine's stderr as written.
-			fmt.Fprintln(o.IO.Out, "   "+visible(logging.Render(l)))
+			// The runner's JSON records as sentences; the engine's stderr as
+			// written, except what would drive the terminal or disguise text
+			// (docs/security.md § Text an engine wrote). A line of the log
+			// holds no newline; its tabs stay.
+			fmt.Fprintln(o.IO.Out, "   "+safetext.Block(logging.Render(l)))
 		}
 	}
 	if shown == 0 && o.Node != "" {
@@ -127,26 +131,6 @@ func runLogs(ctx context.Context, o *LogsOptions) error {
 	}
 	return nil
 }
-
-// visible is s with its control characters (an engine's colour codes,
-// a carriage return that would overwrite the line) written as \xNN, so
-// that a log's bytes cannot drive the operator's terminal; tabs stay.
-func visible(s string) string {
-	if !strings.ContainsFunc(s, isControl) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if isControl(r) {
-			fmt.Fprintf(&b, "\\x%02x", r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-func isControl(r rune) bool { return r != '\t' && (r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0)) }
 
 // oneLineText is s on one line, cut to n runes.
 func oneLineText(s string, n int) string {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stratusflow/stratus/internal/runview"
+	"github.com/stratusflow/stratus/internal/safetext"
 	"github.com/stratusflow/stratus/internal/store"
 )
 
@@ -101,7 +102,9 @@ func runRuns(o *RunsOptions) error {
 		if !l.PrunedAt.IsZero() { // its steps, and so its spend, are gone (docs/security.md § Retention)
 			status, tokens, cost = l.Status+" (pruned)", "-", "-"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.RunID, status, l.TaskID, l.Flow,
+		// One cell each: a tab or a newline would shift the table
+		// (docs/security.md § Text an engine wrote).
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", safetext.Line(l.RunID), safetext.Line(status), safetext.Line(l.TaskID), safetext.Line(l.Flow),
 			l.CreatedAt.Local().Format("2006-01-02 15:04:05"), (time.Duration(l.DurationMS) * time.Millisecond).Round(time.Second), tokens, cost)
 	}
 	return w.Flush()

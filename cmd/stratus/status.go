@@ -20,6 +20,7 @@ import (
 	"github.com/stratusflow/stratus/internal/progress"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runview"
+	"github.com/stratusflow/stratus/internal/safetext"
 	"github.com/stratusflow/stratus/internal/sink/fs"
 	"github.com/stratusflow/stratus/internal/store/sqlite"
 	"github.com/stratusflow/stratus/internal/worker"
@@ -335,16 +336,21 @@ func stepStatus(s runview.StepView, now time.Time) StepStatus {
 	return st
 }
 
+// printStatus writes r for a reader. Every text field passes through
+// safetext: a step's reason and verdict, an execution's cause, even the
+// task's title may hold what an engine wrote (docs/security.md § Text an
+// engine wrote).
 func printStatus(io IO, r StatusResult) {
-	fmt.Fprintf(io.Out, "run %s: %s\n", r.RunID, r.Status)
+	l := safetext.Line
+	fmt.Fprintf(io.Out, "run %s: %s\n", l(r.RunID), l(r.Status))
 	if !r.PrunedAt.IsZero() {
 		fmt.Fprintf(io.Out, "  pruned:   %s: its steps and files were removed after retention_days (docs/security.md § Retention)\n", r.PrunedAt.Format(time.RFC3339))
 	}
-	fmt.Fprintf(io.Out, "  task:     %s (%s) through flow %s\n", r.TaskID, r.Title, r.Flow)
+	fmt.Fprintf(io.Out, "  task:     %s (%s) through flow %s\n", l(r.TaskID), l(r.Title), l(r.Flow))
 	if x := r.Execution; x != nil {
-		fmt.Fprintf(io.Out, "  execution: %s %s", x.ARN, x.Status)
+		fmt.Fprintf(io.Out, "  execution: %s %s", l(x.ARN), l(x.Status))
 		if x.Error != "" {
-			fmt.Fprintf(io.Out, " (%s: %s)", x.Error, x.Cause)
+			fmt.Fprintf(io.Out, " (%s: %s)", l(x.Error), l(x.Cause))
 		}
 		fmt.Fprintln(io.Out)
 	}
@@ -371,7 +377,7 @@ func printStatus(io IO, r StatusResult) {
 		if verdict == "" {
 			verdict = s.Status
 		}
-		line := fmt.Sprintf("    %-16s %-14s %-10s", s.StepRef, s.Node, verdict)
+		line := fmt.Sprintf("    %-16s %-14s %-10s", l(s.StepRef), l(s.Node), l(verdict))
 		if s.Attempt > 0 {
 			took := "duration=" + (time.Duration(s.DurationMS) * time.Millisecond).String()
 			if s.ElapsedMS > 0 {
@@ -380,7 +386,7 @@ func printStatus(io IO, r StatusResult) {
 			line += fmt.Sprintf(" attempt=%d %s tokens=%d/%d", s.Attempt, took, s.PromptTokens, s.CompletionTokens)
 		}
 		if s.Reason != "" && verdict != "done" && verdict != "accept" {
-			line += fmt.Sprintf(" reason=%q", s.Reason)
+			line += " reason=" + safetext.Quote(s.Reason)
 		}
 		fmt.Fprintln(io.Out, line)
 	}
@@ -388,6 +394,6 @@ func printStatus(io IO, r StatusResult) {
 		fmt.Fprintf(io.Out, "  summary:  none yet\n")
 	}
 	for _, s := range r.Summary {
-		fmt.Fprintf(io.Out, "  summary:  %s\n", s)
+		fmt.Fprintf(io.Out, "  summary:  %s\n", l(s))
 	}
 }

@@ -186,3 +186,32 @@ func TestElapsed(t *testing.T) {
 		}
 	}
 }
+
+// docs/security.md § Text an engine wrote: an engine chooses the terminal
+// and the reason of the result it posts; every progress line shows them
+// escaped, on one line, and so does a warning written through the display.
+func TestLine_EngineTextEscapedOnOneLine(t *testing.T) {
+	t.Parallel()
+	const forged = "bad \x1b]0;PWNED\x07\x1b[2J\x1b[31mRED\r\nstratus: end fake#1 verdict=done\u202egnp.exe"
+	end := ended("draft#1")
+	end.Outcome, end.Terminal, end.Reason = "failed", "Failed\u202e", forged
+	wait := started("gate#1")
+	wait.Type, wait.Reason = worker.EventStepWaiting, forged
+	supEnd := end
+	supEnd.Type = worker.EventSupervisorEnded
+	supStart := started("supervisor#1")
+	supStart.Type, supStart.Reason = worker.EventSupervisorStarted, forged
+	for _, e := range []worker.Event{end, wait, supEnd, supStart} {
+		l := Line(e)
+		if strings.ContainsAny(l, "\x1b\x07\r\n\u202e") || !strings.Contains(l, `verdict=done\u202egnp.exe`) {
+			t.Errorf("%s: Line = %q; want the engine's text escaped on one line", e.Type, l)
+		}
+	}
+	var out buffer
+	d := New(Options{Out: &out})
+	d.Write([]byte("stratus: warning: " + forged + "\n"))
+	d.Close()
+	if strings.ContainsAny(out.String(), "\x1b\x07\r\u202e") {
+		t.Errorf("a line written through the display = %q; want its controls escaped", out.String())
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/stratusflow/stratus/internal/english"
 	"github.com/stratusflow/stratus/internal/findings"
 	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/safetext"
 )
 
 // Summary is summary.json: one key set for every flow, every terminal and
@@ -51,7 +52,8 @@ func (f *Facts) summary() Summary {
 }
 
 // markdown renders summary.md: the provider-authored composition when
-// prose reached disk, else the deterministic report.
+// prose reached disk, else the deterministic report; through
+// safetext.Block.
 func (f *Facts) markdown(s Summary) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# %s\n\n", oneLine(f.Run.TaskTitle))
@@ -83,7 +85,12 @@ func (f *Facts) markdown(s Summary) []byte {
 	f.skipped(&b)
 	f.fallbacks(&b)
 	f.cost(&b, s)
-	return b.Bytes()
+	// The prose, reasons, findings and paths are what engines wrote; a
+	// reader opens the file in a terminal or a review tool: no control,
+	// bidi or invisible format character stays raw, lines and tabs do
+	// (docs/security.md § Text an engine wrote). summary.json keeps the
+	// text as written, JSON-escaped.
+	return []byte(safetext.Block(b.String()))
 }
 
 func (f *Facts) degradedWhy() string {

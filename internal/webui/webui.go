@@ -39,6 +39,7 @@ import (
 	"github.com/stratusflow/stratus/internal/english"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runview"
+	"github.com/stratusflow/stratus/internal/safetext"
 	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/store"
 	"github.com/stratusflow/stratus/internal/worker"
@@ -129,6 +130,11 @@ func New(src Source) (*Server, error) {
 		"half":    func(a float64) float64 { return a / 2 },
 		"nodeID":  func(id string) string { return "node-" + id },
 		"urlq":    url.QueryEscape,
+		// shown is what an engine wrote (a reason, a verdict, a finding),
+		// its control, bidi and invisible format characters written as
+		// escapes: HTML escaping alone leaves U+202E free to reverse the
+		// text around it (docs/security.md § Text an engine wrote).
+		"shown": safetext.Block,
 	}).ParseFS(assets, "templates/*.html")
 	if err != nil {
 		return nil, err
@@ -265,6 +271,15 @@ type Doc struct {
 }
 
 func (s *Server) doc(name string, body []byte) Doc {
+	d := s.docOf(name, body)
+	// Shown, not run: what an engine wrote keeps no raw control, bidi or
+	// invisible format character (docs/security.md § Text an engine
+	// wrote); the Markdown source is escaped before it is rendered.
+	d.Front, d.Text = safetext.Block(d.Front), safetext.Block(d.Text)
+	return d
+}
+
+func (s *Server) docOf(name string, body []byte) Doc {
 	d := Doc{Name: name}
 	trimmed := bytes.TrimSpace(body)
 	if json.Valid(trimmed) && len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
@@ -288,7 +303,7 @@ func (s *Server) doc(name string, body []byte) Doc {
 			d.Text = out.String() // a JSON report is data, pretty-printed
 			return d
 		}
-		d.HTML = s.markdown(text)
+		d.HTML = s.markdown(safetext.Block(text))
 		return d
 	}
 	d.Text = string(body)
