@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stratusflow/stratus/internal/english"
 	"github.com/stratusflow/stratus/internal/runview"
 	"github.com/stratusflow/stratus/internal/store"
 )
@@ -102,7 +103,7 @@ func runRuns(o *RunsOptions) error {
 			status, tokens, cost = l.Status+" (pruned)", "-", "-"
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.RunID, status, l.TaskID, l.Flow,
-			l.CreatedAt.Local().Format("2006-01-02 15:04:05"), (time.Duration(l.DurationMS) * time.Millisecond).Round(time.Second), tokens, cost)
+			l.CreatedAt.Local().Format("2006-01-02 15:04:05"), english.Duration(time.Duration(l.DurationMS)*time.Millisecond), tokens, cost)
 	}
 	return w.Flush()
 }

@@ -317,14 +317,17 @@ func stepStatus(s runview.StepView, now time.Time) StepStatus {
 	if s.Step.Status == worker.StepWaiting && st.Reason == "" && json.Unmarshal(s.Step.Value, &hv) == nil && hv.Request != "" {
 		st.Reason = hv.Signal + ": " + oneLineText(hv.Request, 300)
 	}
+	// The step's duration as the viewer's step table and timeline show it
+	// (runview.StepView.Span: its latest attempt's, else its own span).
+	start, end := s.Span()
+	switch {
+	case !end.IsZero():
+		st.DurationMS = max(end.Sub(start), 0).Milliseconds()
+	case s.Attempt != nil && s.Attempt.Status == stratus.AttemptRunning && !s.Attempt.StartedAt.IsZero():
+		st.ElapsedMS = max(now.Sub(start).Milliseconds(), 1)
+	}
 	if a := s.Attempt; a != nil {
 		st.Attempt, st.PromptTokens, st.CompletionTokens = a.N, a.PromptTokens, a.CompletionTokens
-		switch {
-		case !a.EndedAt.IsZero():
-			st.DurationMS = a.EndedAt.Sub(a.StartedAt).Milliseconds()
-		case a.Status == stratus.AttemptRunning && !a.StartedAt.IsZero():
-			st.ElapsedMS = max(now.Sub(a.StartedAt).Milliseconds(), 1)
-		}
 		if !a.EngineStartedAt.IsZero() && !a.StartedAt.IsZero() {
 			st.StartMS = max(a.EngineStartedAt.Sub(a.StartedAt).Milliseconds(), 1)
 		}
@@ -349,7 +352,7 @@ func printStatus(io IO, r StatusResult) {
 		fmt.Fprintln(io.Out)
 	}
 	fmt.Fprintf(io.Out, "  started:  %s", r.CreatedAt.Format(time.RFC3339))
-	ran := (time.Duration(r.DurationMS) * time.Millisecond).Round(time.Second)
+	ran := english.Duration(time.Duration(r.DurationMS) * time.Millisecond)
 	switch {
 	case !r.EndedAt.IsZero():
 		fmt.Fprintf(io.Out, ", ended %s (ran %s)", r.EndedAt.Format(time.RFC3339), ran)
@@ -372,12 +375,15 @@ func printStatus(io IO, r StatusResult) {
 			verdict = s.Status
 		}
 		line := fmt.Sprintf("    %-16s %-14s %-10s", s.StepRef, s.Node, verdict)
-		if s.Attempt > 0 {
-			took := "duration=" + (time.Duration(s.DurationMS) * time.Millisecond).String()
-			if s.ElapsedMS > 0 {
-				took = "running " + progress.Elapsed(time.Duration(s.ElapsedMS)*time.Millisecond)
-			}
+		took := "duration=" + english.Duration(time.Duration(s.DurationMS)*time.Millisecond)
+		if s.ElapsedMS > 0 {
+			took = "running " + english.Duration(time.Duration(s.ElapsedMS)*time.Millisecond)
+		}
+		switch {
+		case s.Attempt > 0:
 			line += fmt.Sprintf(" attempt=%d %s tokens=%d/%d", s.Attempt, took, s.PromptTokens, s.CompletionTokens)
+		case s.DurationMS > 0: // a step no worker ran (a hitl wait, a publish) that ended
+			line += " " + took
 		}
 		if s.Reason != "" && verdict != "done" && verdict != "accept" {
 			line += fmt.Sprintf(" reason=%q", s.Reason)

@@ -163,7 +163,7 @@ func TestTracker_FailedDispatchAndHITLWait(t *testing.T) {
 	}
 	got := lines(t, tr)
 	want := []string{
-		`stratus: end   build#1          node=build attempt=0 terminal=- verdict=failed duration=0s tokens=0/0 reason="no provider x"`,
+		`stratus: end   build#1          node=build attempt=0 terminal=- verdict=failed duration=0ms tokens=0/0 reason="no provider x"`,
 		"stratus: wait  approve#1        node=approve approval: Ship it? — reply with: stratus approve r-1 approve | stratus reject r-1 approve --reason TEXT (before " + deadline.Format(time.RFC3339) + ")",
 	}
 	if !slices.Equal(got, want) {
@@ -171,7 +171,7 @@ func TestTracker_FailedDispatchAndHITLWait(t *testing.T) {
 	}
 	r.end(gate, stratus.StepCompleted, "approved", worker.HITLValue{StepRef: "approve#1", Node: "approve", Signal: worker.SignalApproval, Outcome: "approved", Answer: "yes,\n  ship"})
 	got = lines(t, tr)
-	if len(got) != 1 || !strings.HasPrefix(got[0], "stratus: end   approve#1        node=approve attempt=0 terminal=- verdict=approved duration=1m0s") ||
+	if len(got) != 1 || !strings.HasPrefix(got[0], "stratus: end   approve#1        node=approve attempt=0 terminal=- verdict=approved duration=1m00s") ||
 		!strings.HasSuffix(got[0], `reason="yes, ship"`) {
 		t.Fatalf("hitl end = %q", got)
 	}
