@@ -93,8 +93,8 @@ func runRuns(o *RunsOptions) error {
 		// As the viewer says it: nothing priced is an unknown cost, not $0.
 		cost := fmt.Sprintf("$%.4f", l.CostUSD)
 		switch {
-		case l.Unpriced > 0 && l.CostUSD == 0:
-			cost = "unknown"
+		case !l.CostKnown():
+			cost = fmt.Sprintf("unknown (%s reporting none)", english.Plural(l.Unpriced, "attempt"))
 		case l.Unpriced > 0:
 			cost += fmt.Sprintf(" + %d unpriced", l.Unpriced)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runview"
 	"github.com/stratusflow/stratus/internal/sink/fs"
+	"github.com/stratusflow/stratus/internal/store"
 	"github.com/stratusflow/stratus/internal/store/sqlite"
 	"github.com/stratusflow/stratus/internal/worker"
 )
@@ -90,6 +91,14 @@ type StatusResult struct {
 	// it runs), the idle time before a resume left out.
 	DurationMS int64 `json:"duration_ms"`
 	Resumes    int   `json:"resumes,omitempty"`
+	// CostUSD is what the run's attempts cost, as `runs --json` gives it:
+	// null when unknown (no attempt reported a cost and some used a
+	// provider: lifecycle.Spend.CostKnown), never a 0 that reads as free;
+	// with UnpricedAttempts > 0 beside a figure, a lower bound. Tokens is
+	// prompt + completion over every attempt.
+	CostUSD          *float64 `json:"cost_usd"`
+	Tokens           int64    `json:"tokens"`
+	UnpricedAttempts int      `json:"unpriced_attempts,omitempty"`
 	// PrunedAt is when retention removed the run's steps and files
 	// (docs/security.md § Retention): Steps is then empty.
 	PrunedAt time.Time    `json:"pruned_at,omitzero"`
@@ -123,10 +132,13 @@ type StepStatus struct {
 	// StartMS is the attempt's dispatch to its engine's start, in ms: on
 	// AWS a cold Fargate task's start-up, or a pooled runner's pickup
 	// (issue 17); 0 until the engine started (and for steps no engine runs).
-	StartMS          int64   `json:"start_ms,omitempty"`
-	PromptTokens     int64   `json:"prompt_tokens,omitempty"`
-	CompletionTokens int64   `json:"completion_tokens,omitempty"`
-	CostUSD          float64 `json:"cost_usd,omitempty"`
+	StartMS          int64 `json:"start_ms,omitempty"`
+	PromptTokens     int64 `json:"prompt_tokens,omitempty"`
+	CompletionTokens int64 `json:"completion_tokens,omitempty"`
+	// CostUSD is the cost the attempt reported (0 included); absent when
+	// it reported none, which is unknown, not free (the run's
+	// unpriced_attempts counts it when it used tokens).
+	CostUSD *float64 `json:"cost_usd,omitempty"`
 }
 
 func runStatus(o *StatusOptions) error {
@@ -278,6 +290,9 @@ func embeddedStatus(ctx context.Context, o *StatusOptions) (*runview.View, Statu
 	if err != nil {
 		return nil, res, err
 	}
+	if err := res.readSpend(ctx, st, o.RunID); err != nil {
+		return nil, res, err
+	}
 	// The run's own summary: a later run of the task moved it into
 	// .stratus/logs/<task>/attempt-N/ (report.RunDir).
 	sk := fs.New(v.Run.WorkDir).Private(orchestrator.StateDir)
@@ -290,6 +305,17 @@ func embeddedStatus(ctx context.Context, o *StatusOptions) (*runview.View, Statu
 		}
 	}
 	return v, res, nil
+}
+
+// readSpend sets r's cost and tokens from every attempt of run runID
+// (lifecycle.RunSpend), as `runs` reads them.
+func (r *StatusResult) readSpend(ctx context.Context, st store.Store, runID string) error {
+	sp, err := lifecycle.RunSpend(ctx, st, runID)
+	if err != nil {
+		return err
+	}
+	r.CostUSD, r.Tokens, r.UnpricedAttempts = sp.Cost(), sp.Tokens, sp.Unpriced
+	return nil
 }
 
 // openRuns opens the store of the embedded runs made in work dir dir.
@@ -331,9 +357,7 @@ func stepStatus(s runview.StepView, now time.Time) StepStatus {
 		if !a.EngineStartedAt.IsZero() && !a.StartedAt.IsZero() {
 			st.StartMS = max(a.EngineStartedAt.Sub(a.StartedAt).Milliseconds(), 1)
 		}
-		if a.CostUSD != nil {
-			st.CostUSD = *a.CostUSD
-		}
+		st.CostUSD = a.CostUSD
 	}
 	return st
 }

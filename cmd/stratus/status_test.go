@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -83,5 +85,30 @@ func TestStatus_AStepsDurationIsItsSpan(t *testing.T) {
 	}
 	if got := stepStatus(worker, t0).DurationMS; got != 57 {
 		t.Errorf("planning#1: duration_ms %d, want 57 (the attempt's)", got)
+	}
+}
+
+// README § Cost and token caps: a run whose engines reported tokens and no
+// cost has an unknown cost, never $0. runs says "unknown (N attempts
+// reporting none)" as the viewer does, and runs --json and status --json
+// give cost_usd null beside unpriced_attempts (runs --json printed 0).
+func TestRuns_AnUnpricedRunsCostIsUnknown(t *testing.T) {
+	t.Parallel()
+	dir, runID := demoRun(t) // the script engine reports tokens, no cost
+	r := runCLI(t, "runs", "--dir", dir)
+	if r.code != 0 || !regexp.MustCompile(`unknown \(\d+ attempts reporting none\)\n$`).MatchString(r.stdout) || strings.Contains(r.stdout, "$0.0000") {
+		t.Errorf("runs: exit %d, want the cost unknown:\n%s", r.code, r.stdout)
+	}
+	for _, args := range [][]string{{"runs", "--dir", dir, "--json"}, {"status", runID, "--dir", dir, "--json"}} {
+		r := runCLI(t, args...)
+		out := strings.TrimPrefix(strings.TrimSpace(r.stdout), "[")
+		var got map[string]any
+		if err := json.NewDecoder(strings.NewReader(out)).Decode(&got); err != nil || r.code != 0 {
+			t.Fatalf("%v: exit %d %v\n%s", args, r.code, err, r.stdout)
+		}
+		cost, has := got["cost_usd"]
+		if !has || cost != nil || got["unpriced_attempts"] == nil || got["tokens"] == float64(0) {
+			t.Errorf("%v: cost_usd %v (present %v), unpriced_attempts %v, tokens %v; want null beside the unpriced attempts", args, cost, has, got["unpriced_attempts"], got["tokens"])
+		}
 	}
 }
