@@ -177,6 +177,9 @@ func awsStatus(ctx context.Context, o *StatusOptions) (*runview.View, StatusResu
 	if err != nil {
 		return nil, res, err
 	}
+	if err := res.readSpend(ctx, tg.Store, o.RunID); err != nil {
+		return nil, res, err
+	}
 	if v.Run.Execution != "" {
 		x, err := tg.Exec.DescribeExecution(ctx, v.Run.Execution)
 		if err != nil {

@@ -32,6 +32,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/stratusflow/stratus/internal/english"
 	"github.com/stratusflow/stratus/internal/safetext"
 	"github.com/stratusflow/stratus/internal/worker"
 )
@@ -305,7 +306,7 @@ func (d *Display) ticking(r *running, now time.Time) string {
 		who += " " + r.Node // a supervisor turn: its job
 	}
 	who = safetext.Line(who)
-	line := fmt.Sprintf("  %s %s  %s  %s", spinner[d.frame%len(spinner)], who, Elapsed(now.Sub(r.started)), counters(r.Event))
+	line := fmt.Sprintf("  %s %s  %s  %s", spinner[d.frame%len(spinner)], who, english.Duration(now.Sub(r.started)), counters(r.Event))
 	if r.Attempt > 0 { // a publish step has none
 		line += fmt.Sprintf("  (attempt %d)", r.Attempt)
 	}
@@ -324,22 +325,6 @@ func counters(e worker.Event) string {
 		s += fmt.Sprintf(", $%.4f", *e.CostUSD)
 	}
 	return s
-}
-
-// Elapsed is d in whole seconds: "42s", "2m05s", "1h02m05s".
-func Elapsed(d time.Duration) string {
-	d = d.Round(time.Second)
-	if d < 0 {
-		d = 0
-	}
-	h, m, s := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
-	switch {
-	case h > 0:
-		return fmt.Sprintf("%dh%02dm%02ds", h, m, s)
-	case m > 0:
-		return fmt.Sprintf("%dm%02ds", m, s)
-	}
-	return fmt.Sprintf("%ds", s)
 }
 
 // cut shortens s to n runes, ending in "…" when cut.
@@ -371,10 +356,10 @@ func Line(e worker.Event) string {
 	case worker.EventStepWaiting:
 		return fmt.Sprintf("stratus: wait  %-16s node=%s %s", e.StepRef, e.Node, safetext.Line(e.Reason))
 	case worker.EventStepProgress:
-		return fmt.Sprintf("stratus: busy  %-16s node=%s attempt=%d elapsed=%s %s", e.StepRef, e.Node, e.Attempt, Elapsed(e.Duration), counters(e))
+		return fmt.Sprintf("stratus: busy  %-16s node=%s attempt=%d elapsed=%s %s", e.StepRef, e.Node, e.Attempt, english.Duration(e.Duration), counters(e))
 	default:
 		line := fmt.Sprintf("stratus: end   %-16s node=%s attempt=%d terminal=%s verdict=%s duration=%s tokens=%d/%d",
-			e.StepRef, e.Node, e.Attempt, orDash(e.Terminal), orDash(e.Outcome), e.Duration.Round(time.Millisecond), e.PromptTokens, e.CompletionTokens)
+			e.StepRef, e.Node, e.Attempt, orDash(e.Terminal), orDash(e.Outcome), english.Duration(e.Duration), e.PromptTokens, e.CompletionTokens)
 		if e.Reason != "" && e.Outcome != "done" {
 			line += " reason=" + safetext.Quote(e.Reason)
 		}

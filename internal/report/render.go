@@ -158,7 +158,7 @@ func (f *Facts) steps(b *bytes.Buffer) {
 			// pending while the report is written; that is expected.
 			outcome = "pending (it writes this report)"
 		}
-		fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %d/%d |\n", l.Step.StepRef, outcome, len(l.Attempts), dash(term), dur.Round(time.Millisecond), in, out)
+		fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %d/%d |\n", l.Step.StepRef, outcome, len(l.Attempts), dash(term), english.Duration(dur), in, out)
 	}
 }
 
@@ -447,7 +447,7 @@ func (f *Facts) ranFor(b *bytes.Buffer) {
 	if r.CreatedAt.IsZero() || r.EndedAt.IsZero() {
 		return
 	}
-	fmt.Fprintf(b, "\nThe run ran %s", r.Duration(r.EndedAt).Round(time.Second))
+	fmt.Fprintf(b, "\nThe run ran %s", english.Duration(r.Duration(r.EndedAt)))
 	if r.Resumes > 0 && !r.ResumedAt.IsZero() {
 		fmt.Fprintf(b, " over %d spans (its start and %s, each to its stop; the time it stood stopped before a resume is not counted)", r.Resumes+1, english.Plural(r.Resumes, "resume"))
 	}

@@ -121,6 +121,7 @@ func New(src Source) (*Server, error) {
 	t, err := template.New("").Funcs(template.FuncMap{
 		"plural":  english.Plural,
 		"dur":     fmtDuration,
+		"took":    func(sv runview.StepView) string { return fmtDuration(sv.Took(time.Now())) },
 		"when":    func(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") },
 		"cost":    func(c float64) string { return fmt.Sprintf("$%.4f", c) },
 		"stepURL": stepURL,
@@ -358,16 +359,13 @@ func stepURL(runID, stepRef string) string {
 	return "/runs/" + url.PathEscape(runID) + "/steps/" + url.PathEscape(node) + "/" + url.PathEscape(visit)
 }
 
+// fmtDuration is english.Duration, the one format of a duration, with
+// "–" for none.
 func fmtDuration(d time.Duration) string {
-	switch {
-	case d <= 0:
+	if d <= 0 {
 		return "–"
-	case d < time.Second:
-		return fmt.Sprintf("%dms", d.Milliseconds())
-	case d < time.Minute:
-		return fmt.Sprintf("%.1fs", d.Seconds())
 	}
-	return d.Round(time.Second).String()
+	return english.Duration(d)
 }
 
 // hitl serves POST /runs/{run}/nodes/{node}/hitl: a form's reply to a
