@@ -36,7 +36,8 @@ type Caller struct {
 // credential, or a token naming no run; EFORBIDDEN for another task's
 // credential, a verb outside it, or another run's credential (one this
 // API does not serve); ECONFLICT once the credential's run has ended
-// ("run R ended done").
+// ("run R ended done"), or once its attempt ended or a newer attempt of
+// its step exists (fence), for a read as for a write.
 func (s *Service) Authorize(ctx context.Context, authorization, verb, tid string) (*Caller, error) {
 	cred, err := bearer(authorization, "wh- handle or capability token")
 	if err != nil {
@@ -100,7 +101,19 @@ func (s *Service) Authorize(ctx context.Context, authorization, verb, tid string
 			return nil, err
 		}
 	}
-	return &Caller{Handle: handle, Step: st, Attempt: att, Latest: latest.N, Run: run, Env: env}, nil
+	c := &Caller{Handle: handle, Step: st, Attempt: att, Latest: latest.N, Run: run, Env: env}
+	// A credential holds while its attempt is its step's live attempt:
+	// reads too (docs/security.md § Handles). Once the attempt ended or
+	// was superseded — and so across a cancel and a resume, which close
+	// every running attempt — the prompt, the system prompt, the blobs and
+	// the render size are refused like any write. What the runner does
+	// after its engine ended (its last stats, the workspace upload and
+	// head move, the submit or failure) happens while its attempt still
+	// runs: the attempt ends with the submit.
+	if err := s.fence(ctx, c); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // serves refuses a credential of run runID unless this API serves that run
@@ -224,18 +237,23 @@ func (s *Service) ExchangeBootstrap(ctx context.Context, authorization string) (
 	return Bootstrapped{Handle: h.Handle, TaskID: h.TID, Attempt: h.Attempt}, nil
 }
 
-// fence refuses a write that can no longer count: the run is terminal, a
-// newer attempt exists, or this attempt already ended. Errors: ECONFLICT.
+// fence refuses a call that can no longer count (docs/security.md §
+// Handles): the run is terminal, a newer attempt exists, or this attempt
+// already ended. Authorize applies it to every call, reads included;
+// writes call it again before they write. Errors: ECONFLICT naming the
+// run, the step and the attempt.
 func (s *Service) fence(_ context.Context, c *Caller) error {
 	// The records were read when the caller was authorized, in this request.
 	if stratus.RunTerminal(c.Run.Status) {
 		return stratus.Errorf(stratus.ECONFLICT, "run %s is %s; it accepts no more output", c.Run.ID, c.Run.Status)
 	}
 	if c.Latest > c.Attempt.N {
-		return stratus.Errorf(stratus.ECONFLICT, "attempt %d of %s is superseded by attempt %d", c.Attempt.N, c.Step.TID, c.Latest)
+		return stratus.Errorf(stratus.ECONFLICT, "run %s: attempt %d of %s (task %s) is superseded by attempt %d: its handle and tokens are refused (docs/security.md § Handles)",
+			c.Run.ID, c.Attempt.N, c.Step.StepRef, c.Step.TID, c.Latest)
 	}
 	if c.Attempt.Status != stratus.AttemptRunning {
-		return stratus.Errorf(stratus.ECONFLICT, "attempt %d of %s already ended (%s)", c.Attempt.N, c.Step.TID, c.Attempt.Status)
+		return stratus.Errorf(stratus.ECONFLICT, "run %s: attempt %d of %s (task %s) already ended (%s): its handle and tokens are refused (docs/security.md § Handles)",
+			c.Run.ID, c.Attempt.N, c.Step.StepRef, c.Step.TID, c.Attempt.Status)
 	}
 	return nil
 }
