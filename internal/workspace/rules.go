@@ -95,10 +95,10 @@ type TreeCheck struct {
 	// CleanExcludes returns them. Set it before the first Add.
 	Exclude []string
 
-	excl    [][]string        // Exclude, each split and folded (foldName); set by the first Add
+	excl    [][]string        // Exclude, each split and folded (foldName): folded()
 	prep    bool              // excl is set
 	links   map[string]string // symlink path → target
-	refused map[string]bool   // links refused by their target alone
+	refused map[string]bool   // links already refused (by their target or their place)
 	bad     []Violation
 	dropped int // violations over maxViolations, counted
 }
@@ -109,10 +109,7 @@ func (c *TreeCheck) Add(e TreeEntry) {
 		c.refuse(Violation{Path: e.Path, Rule: rule})
 		return
 	}
-	if !c.prep {
-		c.excl, c.prep = foldPaths(c.Exclude), true
-	}
-	if rule := excludedRule(c.excl, c.Exclude, e); rule != "" {
+	if rule := excludedRule(c.folded(), c.Exclude, e); rule != "" {
 		c.refuse(Violation{Path: e.Path, Target: e.Target, Rule: rule})
 		if e.Mode == ModeSymlink {
 			// Kept, refused: links through it resolve where it points.
@@ -144,6 +141,15 @@ func (c *TreeCheck) Add(e TreeEntry) {
 	}
 }
 
+// folded is Exclude, each path split and its components folded
+// (foldName), computed once.
+func (c *TreeCheck) folded() [][]string {
+	if !c.prep {
+		c.excl, c.prep = foldPaths(c.Exclude), true
+	}
+	return c.excl
+}
+
 // keepLink keeps the symlink at p for the link rules; refused: a rule
 // already refused it, so Violations names it no more.
 func (c *TreeCheck) keepLink(p, target string, refused bool) {
@@ -165,16 +171,13 @@ func (c *TreeCheck) keepLink(p, target string, refused bool) {
 func (c *TreeCheck) Violations() []Violation {
 	out := append([]Violation(nil), c.bad...)
 	dropped := c.dropped
-	if !c.prep {
-		c.excl, c.prep = foldPaths(c.Exclude), true
-	}
 	r := newResolver(c.links)
 	for p, t := range c.links {
 		if c.refused[p] {
 			continue
 		}
 		var rule string
-		switch x := r.reachesExcluded(p, c.excl); {
+		switch x := r.reachesExcluded(p, c.folded()); {
 		case !r.inside(p):
 			rule = "symlink resolves outside the tree"
 		case r.reachesGitDir(p):
