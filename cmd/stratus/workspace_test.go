@@ -266,6 +266,7 @@ git("update-ref", "-d", "refs/heads/own")
 call("PUT", upload, open(bundle, "rb").read())
 status, body = call("POST", "/v1/worker/workspace/head", json.dumps({"from": head, "to": own}).encode())
 print("advance-own", status, message(body))
+print("own", own)
 # A clean commit in a bundle whose only ref is HEAD: no worker fetches it.
 blob = git("hash-object", "-w", "--stdin", stdin=b"clean")
 clean = git("commit-tree", git("mktree", stdin=(git("ls-tree", head) + "\n100644 blob %s\tclean.txt\n" % blob).encode()), "-p", head, "-m", "HEAD only")
@@ -292,8 +293,9 @@ esac
 // which no worker fetches. The worker API answers 422 naming the paths
 // (or what a valid step bundle is), the head stays, the run goes on with
 // the step's real change, and the branch pulled holds none of them. Then the run's records are doctored
-// (the head moved to that commit in the store, its bundle in the sink):
-// `stratus pull` refuses it and makes no branch.
+// (the head moved to that commit in the store, its bundle in the sink),
+// then again to the commit into .stratus: `stratus pull` refuses each and
+// makes no branch.
 func TestWorkspace_EngineCannotMoveTheHeadToAHandBuiltCommit(t *testing.T) {
 	spy := t.TempDir()
 	dir, task := wsProject(t, spy)
@@ -362,6 +364,33 @@ func TestWorkspace_EngineCannotMoveTheHeadToAHandBuiltCommit(t *testing.T) {
 	}
 	if got := gitIn(t, dir, "rev-parse", "HEAD"); got != head {
 		t.Errorf("HEAD moved: %s, was %s", got, head)
+	}
+
+	// Doctored again, to the commit into .stratus: pull refuses it rather
+	// than bring it back with Stratus's paths dropped.
+	_, own, _ := strings.Cut(attack, "\nown ")
+	own, _, _ = strings.Cut(own, "\n")
+	ownBundle, err := os.ReadFile(filepath.Join(spy, "own.bundle"))
+	if err != nil || own == "" {
+		t.Fatalf("the engine's commit into .stratus: %q, %v", own, err)
+	}
+	key = path.Join(path.Dir(ws.Bundles[0]), "doctored-own.bundle")
+	writeTestFile(t, filepath.Join(dir, filepath.FromSlash(key)), string(ownBundle))
+	if st, err = sqlite.Open(filepath.Join(dir, ".stratus/stratus.db")); err != nil {
+		t.Fatal(err)
+	}
+	err = st.AdvanceWorkspace(context.Background(), runs[0].ID, evil, own, key)
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = runCLI(t, "pull", runs[0].ID, "--dir", dir)
+	if p.code == ExitOK || !strings.Contains(p.stderr, `.stratus/task/task.md: inside ".stratus"`) ||
+		!strings.Contains(p.stderr, `notes.txt -> .stratus/config.yaml: symlink resolves into ".stratus"`) {
+		t.Errorf("pull of the run doctored into .stratus: exit %d\n%s", p.code, p.stderr)
+	}
+	if out, err := exec.Command("git", "-C", dir, "rev-parse", "--verify", "--quiet", "stratus/t-ws").Output(); err == nil {
+		t.Errorf("the refused pull made branch stratus/t-ws at %s", out)
 	}
 }
 
