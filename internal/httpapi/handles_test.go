@@ -206,7 +206,8 @@ func readCalls(tid string) []workerCall {
 // its attempt is its step's live attempt and the run runs: once the run
 // was cancelled and resumed — as once its attempt ended (submitted) or was
 // superseded (rekicked) — every route, reads included, answers 409 naming
-// the run and the attempt, while the live attempt's handle reads and
+// the run and the attempt, and the attempt's bootstrap value is not
+// exchanged (nor spent), while the live attempt's handle reads and
 // submits as before.
 func TestHandle_RefusedOnceItsAttemptEndedAndAcrossAResume(t *testing.T) {
 	t.Parallel()
@@ -222,6 +223,11 @@ func TestHandle_RefusedOnceItsAttemptEndedAndAcrossAResume(t *testing.T) {
 			}
 			if code, body := b.do(t, "GET", "/v1/worker/prompt?task_id=r1.planning.1", "Bearer "+h, ""); code != 200 {
 				t.Fatalf("prompt of the live attempt: %d %s", code, body)
+			}
+			// A bootstrap value of attempt 1 never exchanged (a launch
+			// still waiting for capacity).
+			if err := b.svc.Store.PutHandle(ctx, stratus.Handle{Handle: "wb-stale", RunID: "r1", TID: "r1.planning.1", Attempt: 1, ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+				t.Fatal(err)
 			}
 			live, want := "", ""
 			switch how {
@@ -266,6 +272,12 @@ func TestHandle_RefusedOnceItsAttemptEndedAndAcrossAResume(t *testing.T) {
 						t.Errorf("%s %s with the old %.6s…: %d %s; want 409 %q", c.method, c.path, cred, code, body, want)
 					}
 				}
+			}
+			if code, body := b.do(t, "POST", "/v1/worker/bootstrap", "Bearer wb-stale", ""); code != 409 || !strings.Contains(body, want) {
+				t.Errorf("bootstrap exchange of the old attempt's value: %d %s; want 409 %q", code, body, want)
+			}
+			if _, err := b.svc.Store.GetHandle(ctx, "wb-stale"); err != nil {
+				t.Errorf("the refused bootstrap value was spent: %v", err)
 			}
 			if live != "" {
 				// The live attempt's own reads and its submit still work.

@@ -89,19 +89,11 @@ func (s *Service) Authorize(ctx context.Context, authorization, verb, tid string
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", run.ID, err)
 	}
-	// The latest attempt is what a fetch shows and what fencing compares
-	// against; in the common case it is the caller's own.
-	latest, err := s.Store.LatestAttempt(ctx, owner)
+	att, latest, err := s.attempt(ctx, owner, attempt)
 	if err != nil {
 		return nil, err
 	}
-	att := latest
-	if latest.N != attempt {
-		if att, err = s.Store.GetAttempt(ctx, owner, attempt); err != nil {
-			return nil, err
-		}
-	}
-	c := &Caller{Handle: handle, Step: st, Attempt: att, Latest: latest.N, Run: run, Env: env}
+	c := &Caller{Handle: handle, Step: st, Attempt: att, Latest: latest, Run: run, Env: env}
 	// A credential holds while its attempt is its step's live attempt:
 	// reads too (docs/security.md § Handles). Once the attempt ended or
 	// was superseded — and so across a cancel and a resume, which close
@@ -114,6 +106,19 @@ func (s *Service) Authorize(ctx context.Context, authorization, verb, tid string
 		return nil, err
 	}
 	return c, nil
+}
+
+// attempt returns attempt n of task tid and the number of the task's
+// latest attempt: what a fetch shows and what fence compares against (in
+// the common case they are one). Errors: the store's (ENOTFOUND for a
+// task with no attempt n).
+func (s *Service) attempt(ctx context.Context, tid string, n int) (stratus.Attempt, int, error) {
+	latest, err := s.Store.LatestAttempt(ctx, tid)
+	if err != nil || latest.N == n {
+		return latest, latest.N, err
+	}
+	att, err := s.Store.GetAttempt(ctx, tid, n)
+	return att, latest.N, err
 }
 
 // serves refuses a credential of run runID unless this API serves that run
@@ -204,14 +209,15 @@ func (s *Service) ExchangeBootstrap(ctx context.Context, authorization string) (
 	if !strings.HasPrefix(cred, captoken.BootstrapPrefix) {
 		return Bootstrapped{}, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "want Bearer %s<value>, the bootstrap value the worker was launched with", captoken.BootstrapPrefix)
 	}
-	// Fenced to its run before it is taken: a value sent to another run's
-	// API, or once its run has ended, is refused and not spent
+	// Fenced before it is taken, as a handle is on every call: a value
+	// sent to another run's API, once its run has ended, or once its
+	// attempt ended or was superseded is refused and not spent
 	// (docs/security.md § Handles).
 	b, err := s.Store.GetHandle(ctx, cred)
 	if err == nil {
-		_, _, err = s.fenceRun(ctx, b.RunID, b.TID)
+		err = s.fenceBootstrap(ctx, b)
 		if stratus.ErrorCode(err) == stratus.ENOTFOUND {
-			err = nil // no step: the take below says what there is to say
+			err = nil // no step or no attempt: the take below says what there is to say
 		}
 		if err != nil {
 			return Bootstrapped{}, err
@@ -235,6 +241,22 @@ func (s *Service) ExchangeBootstrap(ctx context.Context, authorization string) (
 		return Bootstrapped{}, err
 	}
 	return Bootstrapped{Handle: h.Handle, TaskID: h.TID, Attempt: h.Attempt}, nil
+}
+
+// fenceBootstrap refuses bootstrap value b where its handle would be
+// refused (fenceRun, then fence): another run's, its run ended, its
+// attempt ended or superseded. Errors: EFORBIDDEN, ECONFLICT; the store's
+// (ENOTFOUND for a step or attempt not found).
+func (s *Service) fenceBootstrap(ctx context.Context, b stratus.Handle) error {
+	st, run, err := s.fenceRun(ctx, b.RunID, b.TID)
+	if err != nil {
+		return err
+	}
+	att, latest, err := s.attempt(ctx, b.TID, b.Attempt)
+	if err != nil {
+		return err
+	}
+	return s.fence(ctx, &Caller{Step: st, Attempt: att, Latest: latest, Run: run})
 }
 
 // fence refuses a call that can no longer count (docs/security.md §
