@@ -200,7 +200,9 @@ type Bootstrapped struct {
 // heartbeats (RecordStats, renewHandle). A launch's
 // environment (RunTask overrides: ecs:DescribeTasks, CloudTrail) thus
 // holds nothing of use once its worker has started. Errors: EUNAUTHORIZED
-// for a missing, unknown, already exchanged or expired value.
+// for a missing, unknown, already exchanged or expired value; EFORBIDDEN
+// for another run's value; ECONFLICT once its run ended or its attempt
+// ended or was superseded (fenceBootstrap) — a refused value is not spent.
 func (s *Service) ExchangeBootstrap(ctx context.Context, authorization string) (Bootstrapped, error) {
 	cred, err := bearer(authorization, captoken.BootstrapPrefix+"<value>, the bootstrap value the worker was launched with")
 	if err != nil {
