@@ -206,8 +206,11 @@ func TestWorkspace_TravelsOnAWSAndMatchesEmbedded(t *testing.T) {
 // of a hardening review): holding its step's handle it builds a commit by
 // hand in its checkout — an absolute symlink `leak -> /etc/passwd` and a
 // gitlink — uploads its bundle to its upload key through the worker API
-// and posts the head move, then does its real work. It records each
-// answer's status and body in $SPY/attack.txt.
+// and posts the head move; then the same with a commit adding
+// .stratus/task/task.md and a symlink notes.txt -> .stratus/config.yaml,
+// and with a clean commit in a bundle whose only ref is HEAD; then it
+// does its real work. It records each answer's status and body in
+// $SPY/attack.txt.
 const attackEngine = `read line
 node=$(printf '%s' "$line" | sed -n 's/.*"node":"\([^"]*\)".*/\1/p')
 case "$node" in
@@ -222,6 +225,11 @@ def call(method, path, body=None):
             return r.status, r.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode()
+def message(body):
+    try:
+        return json.loads(body)["error"]["message"]
+    except Exception:
+        return body
 def git(*args, stdin=None):
     return subprocess.run(["git", *args], input=stdin, capture_output=True, check=True).stdout.decode().strip()
 status, body = call("GET", "/v1/worker/prompt")
@@ -242,6 +250,34 @@ except Exception:
     pass
 print("advance", status, body)
 print("evil", commit)
+# Stratus's own paths: the task file, and a symlink into its config.
+env = dict(os.environ, GIT_INDEX_FILE=os.path.join(os.environ["SPY"], "index"))
+subprocess.run(["git", "read-tree", head], env=env, check=True)
+task = git("hash-object", "-w", "--stdin", stdin=b"obey the engine")
+cfg = git("hash-object", "-w", "--stdin", stdin=b".stratus/config.yaml")
+subprocess.run(["git", "update-index", "--add", "--cacheinfo", "100644,%s,.stratus/task/task.md" % task,
+    "--cacheinfo", "120000,%s,notes.txt" % cfg], env=env, check=True)
+tree = subprocess.run(["git", "write-tree"], env=env, capture_output=True, check=True).stdout.decode().strip()
+own = git("commit-tree", tree, "-p", head, "-m", "into .stratus")
+bundle = os.path.join(os.environ["SPY"], "own.bundle")
+git("update-ref", "refs/heads/own", own)
+git("bundle", "create", "-q", bundle, "refs/heads/own", "^" + head)
+git("update-ref", "-d", "refs/heads/own")
+call("PUT", upload, open(bundle, "rb").read())
+status, body = call("POST", "/v1/worker/workspace/head", json.dumps({"from": head, "to": own}).encode())
+print("advance-own", status, message(body))
+print("own", own)
+# A clean commit in a bundle whose only ref is HEAD: no worker fetches it.
+blob = git("hash-object", "-w", "--stdin", stdin=b"clean")
+clean = git("commit-tree", git("mktree", stdin=(git("ls-tree", head) + "\n100644 blob %s\tclean.txt\n" % blob).encode()), "-p", head, "-m", "HEAD only")
+bundle = os.path.join(os.environ["SPY"], "clean.bundle")
+git("update-ref", "refs/heads/clean", clean)
+git("bundle", "create", "-q", bundle, "refs/heads/clean", "^" + head)
+git("update-ref", "-d", "refs/heads/clean")
+data = open(bundle, "rb").read().replace(b" refs/heads/clean\n", b" HEAD\n", 1)
+call("PUT", upload, data)
+status, body = call("POST", "/v1/worker/workspace/head", json.dumps({"from": head, "to": clean}).encode())
+print("advance-headonly", status, message(body))
 PY
   printf 'hello world\n' > hello.txt; echo '{"subrun_report": "wrote hello.txt"}' ;;
 review) echo '{"subrun_report": {"findings": []}}' ;;
@@ -252,11 +288,14 @@ esac
 // docs/security.md § Workspace commits (finding 1 of a hardening review,
 // reproduced as the attacker did it): an engine of a workspace: worktree
 // run posts a head move to a commit it built by hand with a symlink to
-// /etc/passwd and a gitlink. The worker API answers 422 naming the paths,
-// the head stays, the run goes on with the step's real change, and the
-// branch pulled holds neither entry. Then the run's records are doctored
-// (the head moved to that commit in the store, its bundle in the sink):
-// `stratus pull` refuses it and makes no branch.
+// /etc/passwd and a gitlink; then (later findings) to a commit into
+// Stratus's own state dir and to a clean commit in a bundle of HEAD alone,
+// which no worker fetches. The worker API answers 422 naming the paths
+// (or what a valid step bundle is), the head stays, the run goes on with
+// the step's real change, and the branch pulled holds none of them. Then the run's records are doctored
+// (the head moved to that commit in the store, its bundle in the sink),
+// then again to the commit into .stratus: `stratus pull` refuses each and
+// makes no branch.
 func TestWorkspace_EngineCannotMoveTheHeadToAHandBuiltCommit(t *testing.T) {
 	spy := t.TempDir()
 	dir, task := wsProject(t, spy)
@@ -274,13 +313,26 @@ func TestWorkspace_EngineCannotMoveTheHeadToAHandBuiltCommit(t *testing.T) {
 		!strings.Contains(attack, "sub: a submodule or nested git repository") {
 		t.Errorf("the head move to the hand-built commit was not refused with 422 naming both entries:\n%s", attack)
 	}
+	// Stratus's own paths, and a bundle no worker can fetch (hardening
+	// findings): 422 naming the path and the rule, or what a valid step
+	// bundle is.
+	if !strings.Contains(attack, "advance-own 422") || !strings.Contains(attack, `.stratus/task/task.md: inside ".stratus"`) ||
+		!strings.Contains(attack, `notes.txt -> .stratus/config.yaml: symlink resolves into ".stratus"`) {
+		t.Errorf("the head move to a commit into .stratus was not refused with 422 naming both entries:\n%s", attack)
+	}
+	if !strings.Contains(attack, "advance-headonly 422") || !strings.Contains(attack, "a valid step bundle lists exactly one ref") {
+		t.Errorf("the head move with a bundle of HEAD alone was not refused with 422 saying what a valid step bundle is:\n%s", attack)
+	}
 	files := gitIn(t, dir, "ls-tree", "-r", "--name-only", "stratus/t-ws")
-	if strings.Contains(files, "leak") || strings.Contains(files, "sub") || !strings.Contains(files, "hello.txt") {
-		t.Errorf("branch stratus/t-ws holds:\n%s\nwant hello.txt and neither leak nor sub", files)
+	if strings.Contains(files, "leak") || strings.Contains(files, "sub") || strings.Contains(files, "clean.txt") || !strings.Contains(files, "hello.txt") {
+		t.Errorf("branch stratus/t-ws holds:\n%s\nwant hello.txt and none of leak, sub, clean.txt", files)
+	}
+	if notes := gitIn(t, dir, "ls-tree", "stratus/t-ws", "notes.txt"); !strings.HasPrefix(notes, "100644 ") {
+		t.Errorf("notes.txt on branch stratus/t-ws: %q; want the operator's file, not a symlink into .stratus", notes)
 	}
 
 	// The records doctored as if the move had been accepted.
-	evil := strings.TrimSpace(strings.TrimPrefix(attack[strings.LastIndex(attack, "evil "):], "evil "))
+	evil, _, _ := strings.Cut(attack[strings.LastIndex(attack, "evil ")+len("evil "):], "\n")
 	st, err := sqlite.Open(filepath.Join(dir, ".stratus/stratus.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -312,6 +364,33 @@ func TestWorkspace_EngineCannotMoveTheHeadToAHandBuiltCommit(t *testing.T) {
 	}
 	if got := gitIn(t, dir, "rev-parse", "HEAD"); got != head {
 		t.Errorf("HEAD moved: %s, was %s", got, head)
+	}
+
+	// Doctored again, to the commit into .stratus: pull refuses it rather
+	// than bring it back with Stratus's paths dropped.
+	_, own, _ := strings.Cut(attack, "\nown ")
+	own, _, _ = strings.Cut(own, "\n")
+	ownBundle, err := os.ReadFile(filepath.Join(spy, "own.bundle"))
+	if err != nil || own == "" {
+		t.Fatalf("the engine's commit into .stratus: %q, %v", own, err)
+	}
+	key = path.Join(path.Dir(ws.Bundles[0]), "doctored-own.bundle")
+	writeTestFile(t, filepath.Join(dir, filepath.FromSlash(key)), string(ownBundle))
+	if st, err = sqlite.Open(filepath.Join(dir, ".stratus/stratus.db")); err != nil {
+		t.Fatal(err)
+	}
+	err = st.AdvanceWorkspace(context.Background(), runs[0].ID, evil, own, key)
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = runCLI(t, "pull", runs[0].ID, "--dir", dir)
+	if p.code == ExitOK || !strings.Contains(p.stderr, `.stratus/task/task.md: inside ".stratus"`) ||
+		!strings.Contains(p.stderr, `notes.txt -> .stratus/config.yaml: symlink resolves into ".stratus"`) {
+		t.Errorf("pull of the run doctored into .stratus: exit %d\n%s", p.code, p.stderr)
+	}
+	if out, err := exec.Command("git", "-C", dir, "rev-parse", "--verify", "--quiet", "stratus/t-ws").Output(); err == nil {
+		t.Errorf("the refused pull made branch stratus/t-ws at %s", out)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/captoken"
 	"github.com/stratusflow/stratus/internal/httpapi"
+	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/worker"
 	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
@@ -184,5 +185,113 @@ func TestHandle_NamesItsRunOnAnAPIServingAllRuns(t *testing.T) {
 	}
 	if p := payload(t, b, "wh-legacy0", "r1.planning.1"); p.TaskID != "r1.planning.1" {
 		t.Errorf("legacy handle: payload of %s", p.TaskID)
+	}
+}
+
+// readCalls are the worker routes that only read, for task tid's attempt 1
+// of agent planning.
+func readCalls(tid string) []workerCall {
+	return []workerCall{
+		{"GET", "/v1/worker/prompt?task_id=" + tid, ""},
+		{"GET", "/v1/worker/prompt", ""},
+		{"GET", "/v1/worker/prompt/system?task_id=" + tid + "&attempt=1", ""},
+		{"GET", "/v1/worker/workspace/blob?key=x", ""},
+		{"GET", "/v1/agents/planning/render-size", ""},
+	}
+}
+
+// docs/security.md § Handles (a hardening finding): the planning#1 handle
+// from before `stratus cancel` got GET /v1/worker/prompt 200 on the
+// resumed run's API (its writes got 409). A credential is good only while
+// its attempt is its step's live attempt and the run runs: once the run
+// was cancelled and resumed — as once its attempt ended (submitted) or was
+// superseded (rekicked) — every route, reads included, answers 409 naming
+// the run and the attempt, and the attempt's bootstrap value is not
+// exchanged (nor spent), while the live attempt's handle reads and
+// submits as before.
+func TestHandle_RefusedOnceItsAttemptEndedAndAcrossAResume(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, how := range []string{"cancelled and resumed", "submitted", "rekicked"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			h := b.dispatch(t, "planning", "tok-1")
+			tok, _, err := b.svc.Minter.Mint("r1", "r1.planning.1", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if code, body := b.do(t, "GET", "/v1/worker/prompt?task_id=r1.planning.1", "Bearer "+h, ""); code != 200 {
+				t.Fatalf("prompt of the live attempt: %d %s", code, body)
+			}
+			// A bootstrap value of attempt 1 never exchanged (a launch
+			// still waiting for capacity).
+			if err := b.svc.Store.PutHandle(ctx, stratus.Handle{Handle: "wb-stale", RunID: "r1", TID: "r1.planning.1", Attempt: 1, ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+				t.Fatal(err)
+			}
+			live, want := "", ""
+			switch how {
+			case "cancelled and resumed":
+				run, err := b.svc.Store.GetRun(ctx, "r1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				// stratus cancel, then stratus resume (lifecycle.PrepareResume
+				// records the run running again; the step runs again as a new
+				// visit, planning#2, with a handle of its own).
+				if run, err = lifecycle.Interrupt(ctx, b.svc.Store, run, "cancelled by the operator (stratus cancel)", time.Now().UTC()); err != nil {
+					t.Fatal(err)
+				}
+				run.Resumes++
+				run.Resumed(time.Now().UTC())
+				run.Status = stratus.RunRunning
+				if err := b.svc.Store.UpdateRun(ctx, run); err != nil {
+					t.Fatal(err)
+				}
+				live = b.dispatch(t, "planning", "tok-2")
+				if code, body := b.do(t, "GET", "/v1/worker/prompt?task_id=r1.planning.2", "Bearer "+live, ""); code != 200 {
+					t.Fatalf("prompt of the resumed run's new step: %d %s", code, body)
+				}
+				want = "run r1: attempt 1 of planning#1 (task r1.planning.1) already ended (failed)"
+			case "submitted":
+				if code, body := b.do(t, "POST", "/v1/worker/submit", "Bearer "+h, "planned"); code != 200 {
+					t.Fatalf("submit of the live attempt: %d %s", code, body)
+				}
+				want = "run r1: attempt 1 of planning#1 (task r1.planning.1) already ended (submitted)"
+			case "rekicked":
+				if _, err := b.svc.Rekick(ctx, "r1.planning.1"); err != nil {
+					t.Fatal(err)
+				}
+				specs := b.launch.Launched()
+				live = specs[len(specs)-1].Handle
+				want = "run r1: attempt 1 of planning#1 (task r1.planning.1) is superseded by attempt 2"
+			}
+			for _, cred := range []string{h, tok} {
+				for _, c := range append(readCalls("r1.planning.1"), workerCalls("r1.planning.1")...) {
+					if code, body := b.do(t, c.method, c.path, "Bearer "+cred, c.body); code != 409 || !strings.Contains(body, want) || !strings.Contains(body, "docs/security.md § Handles") {
+						t.Errorf("%s %s with the old %.6s…: %d %s; want 409 %q", c.method, c.path, cred, code, body, want)
+					}
+				}
+			}
+			if code, body := b.do(t, "POST", "/v1/worker/bootstrap", "Bearer wb-stale", ""); code != 409 || !strings.Contains(body, want) {
+				t.Errorf("bootstrap exchange of the old attempt's value: %d %s; want 409 %q", code, body, want)
+			}
+			if _, err := b.svc.Store.GetHandle(ctx, "wb-stale"); err != nil {
+				t.Errorf("the refused bootstrap value was spent: %v", err)
+			}
+			if live != "" {
+				// The live attempt's own reads and its submit still work.
+				tid := "r1.planning.2"
+				if how == "rekicked" {
+					tid = "r1.planning.1"
+				}
+				if code, body := b.do(t, "GET", "/v1/worker/prompt?task_id="+tid, "Bearer "+live, ""); code != 200 {
+					t.Errorf("prompt of the live attempt: %d %s", code, body)
+				}
+				if code, body := b.do(t, "POST", "/v1/worker/submit", "Bearer "+live, "planned"); code != 200 {
+					t.Errorf("submit of the live attempt: %d %s", code, body)
+				}
+			}
+		})
 	}
 }

@@ -36,7 +36,8 @@ type Caller struct {
 // credential, or a token naming no run; EFORBIDDEN for another task's
 // credential, a verb outside it, or another run's credential (one this
 // API does not serve); ECONFLICT once the credential's run has ended
-// ("run R ended done").
+// ("run R ended done"), or once its attempt ended or a newer attempt of
+// its step exists (fence), for a read as for a write.
 func (s *Service) Authorize(ctx context.Context, authorization, verb, tid string) (*Caller, error) {
 	cred, err := bearer(authorization, "wh- handle or capability token")
 	if err != nil {
@@ -88,19 +89,36 @@ func (s *Service) Authorize(ctx context.Context, authorization, verb, tid string
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", run.ID, err)
 	}
-	// The latest attempt is what a fetch shows and what fencing compares
-	// against; in the common case it is the caller's own.
-	latest, err := s.Store.LatestAttempt(ctx, owner)
+	att, latest, err := s.attempt(ctx, owner, attempt)
 	if err != nil {
 		return nil, err
 	}
-	att := latest
-	if latest.N != attempt {
-		if att, err = s.Store.GetAttempt(ctx, owner, attempt); err != nil {
-			return nil, err
-		}
+	c := &Caller{Handle: handle, Step: st, Attempt: att, Latest: latest, Run: run, Env: env}
+	// A credential holds while its attempt is its step's live attempt:
+	// reads too (docs/security.md § Handles). Once the attempt ended or
+	// was superseded — and so across a cancel and a resume, which close
+	// every running attempt — the prompt, the system prompt, the blobs and
+	// the render size are refused like any write. What the runner does
+	// after its engine ended (its last stats, the workspace upload and
+	// head move, the submit or failure) happens while its attempt still
+	// runs: the attempt ends with the submit.
+	if err := s.fence(ctx, c); err != nil {
+		return nil, err
 	}
-	return &Caller{Handle: handle, Step: st, Attempt: att, Latest: latest.N, Run: run, Env: env}, nil
+	return c, nil
+}
+
+// attempt returns attempt n of task tid and the number of the task's
+// latest attempt: what a fetch shows and what fence compares against (in
+// the common case they are one). Errors: the store's (ENOTFOUND for a
+// task with no attempt n).
+func (s *Service) attempt(ctx context.Context, tid string, n int) (stratus.Attempt, int, error) {
+	latest, err := s.Store.LatestAttempt(ctx, tid)
+	if err != nil || latest.N == n {
+		return latest, latest.N, err
+	}
+	att, err := s.Store.GetAttempt(ctx, tid, n)
+	return att, latest.N, err
 }
 
 // serves refuses a credential of run runID unless this API serves that run
@@ -182,7 +200,9 @@ type Bootstrapped struct {
 // heartbeats (RecordStats, renewHandle). A launch's
 // environment (RunTask overrides: ecs:DescribeTasks, CloudTrail) thus
 // holds nothing of use once its worker has started. Errors: EUNAUTHORIZED
-// for a missing, unknown, already exchanged or expired value.
+// for a missing, unknown, already exchanged or expired value; EFORBIDDEN
+// for another run's value; ECONFLICT once its run ended or its attempt
+// ended or was superseded (fenceBootstrap) — a refused value is not spent.
 func (s *Service) ExchangeBootstrap(ctx context.Context, authorization string) (Bootstrapped, error) {
 	cred, err := bearer(authorization, captoken.BootstrapPrefix+"<value>, the bootstrap value the worker was launched with")
 	if err != nil {
@@ -191,14 +211,15 @@ func (s *Service) ExchangeBootstrap(ctx context.Context, authorization string) (
 	if !strings.HasPrefix(cred, captoken.BootstrapPrefix) {
 		return Bootstrapped{}, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "want Bearer %s<value>, the bootstrap value the worker was launched with", captoken.BootstrapPrefix)
 	}
-	// Fenced to its run before it is taken: a value sent to another run's
-	// API, or once its run has ended, is refused and not spent
+	// Fenced before it is taken, as a handle is on every call: a value
+	// sent to another run's API, once its run has ended, or once its
+	// attempt ended or was superseded is refused and not spent
 	// (docs/security.md § Handles).
 	b, err := s.Store.GetHandle(ctx, cred)
 	if err == nil {
-		_, _, err = s.fenceRun(ctx, b.RunID, b.TID)
+		err = s.fenceBootstrap(ctx, b)
 		if stratus.ErrorCode(err) == stratus.ENOTFOUND {
-			err = nil // no step: the take below says what there is to say
+			err = nil // no step or no attempt: the take below says what there is to say
 		}
 		if err != nil {
 			return Bootstrapped{}, err
@@ -224,18 +245,39 @@ func (s *Service) ExchangeBootstrap(ctx context.Context, authorization string) (
 	return Bootstrapped{Handle: h.Handle, TaskID: h.TID, Attempt: h.Attempt}, nil
 }
 
-// fence refuses a write that can no longer count: the run is terminal, a
-// newer attempt exists, or this attempt already ended. Errors: ECONFLICT.
+// fenceBootstrap refuses bootstrap value b where its handle would be
+// refused (fenceRun, then fence): another run's, its run ended, its
+// attempt ended or superseded. Errors: EFORBIDDEN, ECONFLICT; the store's
+// (ENOTFOUND for a step or attempt not found).
+func (s *Service) fenceBootstrap(ctx context.Context, b stratus.Handle) error {
+	st, run, err := s.fenceRun(ctx, b.RunID, b.TID)
+	if err != nil {
+		return err
+	}
+	att, latest, err := s.attempt(ctx, b.TID, b.Attempt)
+	if err != nil {
+		return err
+	}
+	return s.fence(ctx, &Caller{Step: st, Attempt: att, Latest: latest, Run: run})
+}
+
+// fence refuses a call that can no longer count (docs/security.md §
+// Handles): the run is terminal, a newer attempt exists, or this attempt
+// already ended. Authorize applies it to every call, reads included;
+// writes call it again before they write. Errors: ECONFLICT naming the
+// run, the step and the attempt.
 func (s *Service) fence(_ context.Context, c *Caller) error {
 	// The records were read when the caller was authorized, in this request.
 	if stratus.RunTerminal(c.Run.Status) {
 		return stratus.Errorf(stratus.ECONFLICT, "run %s is %s; it accepts no more output", c.Run.ID, c.Run.Status)
 	}
 	if c.Latest > c.Attempt.N {
-		return stratus.Errorf(stratus.ECONFLICT, "attempt %d of %s is superseded by attempt %d", c.Attempt.N, c.Step.TID, c.Latest)
+		return stratus.Errorf(stratus.ECONFLICT, "run %s: attempt %d of %s (task %s) is superseded by attempt %d: its handle and tokens are refused (docs/security.md § Handles)",
+			c.Run.ID, c.Attempt.N, c.Step.StepRef, c.Step.TID, c.Latest)
 	}
 	if c.Attempt.Status != stratus.AttemptRunning {
-		return stratus.Errorf(stratus.ECONFLICT, "attempt %d of %s already ended (%s)", c.Attempt.N, c.Step.TID, c.Attempt.Status)
+		return stratus.Errorf(stratus.ECONFLICT, "run %s: attempt %d of %s (task %s) already ended (%s): its handle and tokens are refused (docs/security.md § Handles)",
+			c.Run.ID, c.Attempt.N, c.Step.StepRef, c.Step.TID, c.Attempt.Status)
 	}
 	return nil
 }

@@ -359,13 +359,15 @@ func acceptedKey(ws *stratus.Workspace, to string) string {
 // still count (a rekicked or late attempt gets ECONFLICT), and the head
 // must still be From (store AdvanceWorkspace). An engine holds the handle
 // too, so the bundle is checked here as the runner checks its own commit
-// (docs/security.md § Workspace commits: s.Commits), and the head moves
-// to a copy of exactly the bytes checked (acceptedKey).
+// (docs/security.md § Workspace commits: s.Commits, with the run's
+// exclude list, workspaceExclude: no commit touches Stratus's own paths),
+// and the head moves to a copy of exactly the bytes checked
+// (acceptedKey).
 //
 // Errors: see Authorize; ECONFLICT as said; EINVALID for a node that may
 // not write, a malformed commit id, or a bundle not uploaded;
-// EUNPROCESSABLE (naming the commit, the paths and the rules) or ETOOLARGE
-// for a bundle the check refuses (ETOOLARGE, and the bundle deleted, for a
+// EUNPROCESSABLE (naming the commit, the paths and the rules, or what a
+// valid step bundle is) or ETOOLARGE for a bundle the check refuses (ETOOLARGE, and the bundle deleted, for a
 // stored bundle over the limit: checkBundleSize), and EUNPROCESSABLE naming the files when
 // the attempt's engine wrote into the operator's work dir (WatchWorkDir);
 // EINTERNAL when the service has no CommitChecker. A refused move leaves
@@ -414,8 +416,12 @@ func (s *Service) AdvanceHead(ctx context.Context, authorization string, h HeadA
 	if s.Commits == nil {
 		return stratus.Errorf(stratus.EINTERNAL, "this worker API checks no workspace commit (no CommitChecker); the head of run %s is not moved", c.Run.ID)
 	}
+	exclude, err := workspaceExclude(c.Env, c.Run)
+	if err != nil {
+		return err
+	}
 	if err := s.Commits.CheckAdvance(ctx, workspace.Advance{Sink: s.Sink, Bundles: ws.Bundles, Upload: upload,
-		From: h.From, To: h.To, MaxBytes: max}); err != nil {
+		From: h.From, To: h.To, MaxBytes: max, Exclude: exclude}); err != nil {
 		return err
 	}
 	accepted := acceptedKey(ws, h.To)

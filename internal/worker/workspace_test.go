@@ -1,8 +1,10 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"path"
 	"path/filepath"
@@ -271,5 +273,102 @@ func TestAdvanceHead_RefusesAHandBuiltCommitThatBreaksTheRules(t *testing.T) {
 	}
 	if b, err := r.svc.Sink.Get(ctx, run.Workspace.Bundles[1]); err != nil || string(b) != string(goodBundle) {
 		t.Errorf("the run's step bundle %s is not the bundle checked (%d bytes, %v)", run.Workspace.Bundles[1], len(b), err)
+	}
+}
+
+// docs/security.md § Workspace commits (a hardening finding): the head
+// check applies the run's exclude list (WorkspaceSpec.Exclude: the state
+// dir, the ctx dir). An engine's commits adding .stratus/task/task.md or
+// .stratus/hooks/x were accepted (204) and the next worker's checkout held
+// them; a symlink notes.txt -> .stratus/config.yaml was accepted and
+// landed in the operator's branch. Each is refused (422) naming the path
+// and the rule, and the head stays. So is a bundle whose only ref is HEAD,
+// which no worker fetches (the next step failed, and the run with it).
+func TestAdvanceHead_RefusesCommitsTouchingStratusOwnPaths(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, rigOptions{flow: wsFlow, workspace: true})
+	r.dispatch(t, "impl")
+	sp := r.launcher.Launched()[0]
+	auth := "Bearer " + sp.Handle
+	p, err := r.svc.FetchPrompt(ctx, auth, sp.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{StateDirName, "workspace/tasks/t1/ctx"}; strings.Join(p.Workspace.Exclude, ",") != strings.Join(want, ",") {
+		t.Fatalf("the payload's exclude list %q, want %q", p.Workspace.Exclude, want)
+	}
+	u, _ := url.Parse(p.Workspace.Upload.URL)
+	key := u.Query().Get("key")
+	repo, tmp := r.repo, t.TempDir()
+	x := repo.Blob("x\n")
+	state := func(sub string, e workspacetest.Entry) workspacetest.Entry {
+		return workspacetest.Dir(".stratus", repo.Tree(workspacetest.Dir(sub, repo.Tree(e))))
+	}
+	cases := []struct {
+		name  string
+		entry workspacetest.Entry
+		says  string
+	}{
+		{"the task file", state("task", workspacetest.File("task.md", x)), `.stratus/task/task.md: inside ".stratus", Stratus's own path`},
+		{"a hook", state("hooks", workspacetest.Entry{Mode: "100755", Name: "x", ID: x}), `.stratus/hooks/x: inside ".stratus"`},
+		{"a symlink into the config", workspacetest.Link("notes.txt", repo.Blob(".stratus/config.yaml")), `notes.txt -> .stratus/config.yaml: symlink resolves into ".stratus"`},
+	}
+	for i, c := range cases {
+		sha := repo.Commit(repo.Tree(append(append([]workspacetest.Entry(nil), r.baseTree...), c.entry)...), "impl#1", r.base)
+		bundle := repo.Bundle(filepath.Join(tmp, fmt.Sprintf("%d.bundle", i)), sha, r.base)
+		if err := r.svc.WriteBlob(ctx, auth, key, bundle); err != nil {
+			t.Fatalf("%s: upload: %v", c.name, err)
+		}
+		err := r.svc.AdvanceHead(ctx, auth, HeadAdvance{From: r.base, To: sha})
+		if stratus.ErrorCode(err) != stratus.EUNPROCESSABLE || !strings.Contains(err.Error(), c.says) || !strings.Contains(err.Error(), "docs/security.md § Workspace commits") {
+			t.Errorf("%s: advance: %v (code %s); want EUNPROCESSABLE saying %q", c.name, err, stratus.ErrorCode(err), c.says)
+		}
+	}
+
+	if run, _ := r.svc.Store.GetRun(ctx, "r1"); run.Workspace.Head != r.base || len(run.Workspace.Bundles) != 1 {
+		t.Fatalf("refused moves changed the workspace: %+v", run.Workspace)
+	}
+}
+
+// docs/security.md § Workspace commits (a hardening finding): a bundle
+// whose only ref is HEAD (git bundle create FILE <from>..HEAD) was
+// accepted (204), but workers fetch refs/* only: the next step failed
+// ("commit … is in none of the 2 bundles"), the run ended failed and pull
+// failed. It is refused (422) saying what a valid step bundle is; the same
+// commit in a bundle naming it under refs/ is taken.
+func TestAdvanceHead_RefusesABundleNoWorkerCanFetch(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, rigOptions{flow: wsFlow, workspace: true})
+	r.dispatch(t, "impl")
+	sp := r.launcher.Launched()[0]
+	auth := "Bearer " + sp.Handle
+	p, err := r.svc.FetchPrompt(ctx, auth, sp.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(p.Workspace.Upload.URL)
+	key := u.Query().Get("key")
+	repo := r.repo
+	good := repo.Commit(repo.Tree(append(append([]workspacetest.Entry(nil), r.baseTree...), workspacetest.File("hello.txt", repo.Blob("hello\n")))...), "impl#1", r.base)
+	bundle := repo.Bundle(filepath.Join(t.TempDir(), "good.bundle"), good, r.base)
+	headOnly := bytes.Replace(bundle, []byte(" refs/heads/tip-"+good+"\n"), []byte(" HEAD\n"), 1)
+	if bytes.Equal(headOnly, bundle) {
+		t.Fatal("the bundle's ref line was not found")
+	}
+	if err := r.svc.WriteBlob(ctx, auth, key, headOnly); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.svc.AdvanceHead(ctx, auth, HeadAdvance{From: r.base, To: good}); stratus.ErrorCode(err) != stratus.EUNPROCESSABLE ||
+		!strings.Contains(err.Error(), `ref "HEAD", which is not a well-formed name under refs/`) || !strings.Contains(err.Error(), "a valid step bundle lists exactly one ref") {
+		t.Errorf("a bundle of HEAD alone: advance: %v (code %s); want EUNPROCESSABLE saying what a valid step bundle is", err, stratus.ErrorCode(err))
+	}
+	if run, _ := r.svc.Store.GetRun(ctx, "r1"); run.Workspace.Head != r.base || len(run.Workspace.Bundles) != 1 {
+		t.Fatalf("refused moves changed the workspace: %+v", run.Workspace)
+	}
+	if err := r.svc.WriteBlob(ctx, auth, key, bundle); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.svc.AdvanceHead(ctx, auth, HeadAdvance{From: r.base, To: good}); err != nil {
+		t.Errorf("a clean commit: %v", err)
 	}
 }

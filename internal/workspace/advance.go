@@ -4,9 +4,9 @@ import "github.com/stratusflow/stratus/internal/sink"
 
 // Advance is a proposed move of a run's workspace head, as the worker API
 // checks it before the store records it (docs/security.md § Workspace
-// commits): the bundle an attempt uploaded must carry To, To must descend
-// from From, and every commit it brings must pass the workspace commit
-// rules. workspace/bundlecheck checks one without git.
+// commits): the bundle an attempt uploaded must be a step bundle the
+// workers can fetch, carrying To, To must descend from From, and every
+// commit it brings must pass the workspace commit rules. workspace/bundlecheck checks one without git.
 type Advance struct {
 	// Sink holds Bundles.
 	Sink sink.Sink
@@ -23,6 +23,10 @@ type Advance struct {
 	// ETOOLARGE), and, times InflateFactor, what the step bundles may
 	// inflate to. 0 = DefaultMaxBytes.
 	MaxBytes int64
+	// Exclude is the run's exclude list (stratus.Workspace.Exclude, the
+	// state dir and the ctx dir first): TreeCheck.Exclude of every commit
+	// checked.
+	Exclude []string
 }
 
 // InflateFactor bounds what the objects of a run's step bundles may

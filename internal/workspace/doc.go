@@ -23,9 +23,11 @@
 // a snapshot larger than its cap is refused (ETOOLARGE, naming the biggest
 // paths). The workspace commit rules (docs/security.md § Workspace
 // commits: no .git component in any spelling, only the modes git writes,
-// no gitlink — submodules are refused, not flattened — and no symlink that
-// is absolute, leaves the tree or reaches into a .git dir) have one owner,
-// TreeCheck, a pure function of a tree's entries, applied by Freeze and
+// no gitlink — submodules are refused, not flattened — no symlink that is
+// absolute, leaves the tree or reaches into a .git dir or one of the run's
+// excluded paths, and nothing at or under an excluded path: Stratus's own
+// state dir and ctx dir) have one owner, TreeCheck, a pure function of a
+// tree's entries and the run's exclude list, applied by Freeze and
 // CommitStep (EINVALID), by Pull to every commit it brings back
 // (EUNPROCESSABLE), and by the worker API to every head move
 // (workspace/bundlecheck, which reads bundles without git). Symlinks

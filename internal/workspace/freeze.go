@@ -65,8 +65,8 @@ type Base struct {
 // when the snapshot breaks the workspace commit rules (TreeCheck;
 // docs/security.md § Workspace commits: a submodule or nested git
 // repository, refused and not flattened, a .git component, a symlink whose
-// target is absolute or resolves outside workDir or into a .git dir),
-// naming the paths; EINVALID for a workDir that is not a
+// target is absolute or resolves outside workDir, into a .git dir or into
+// an Exclude path), naming the paths; EINVALID for a workDir that is not a
 // directory or a malformed exclude path. Symlinks inside the tree are kept
 // as symlinks; binary files are kept as they are.
 func Freeze(ctx context.Context, workDir, bundlePath string, o FreezeOptions) (*Base, error) {
@@ -157,7 +157,7 @@ func Freeze(ctx context.Context, workDir, bundlePath string, o FreezeOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	if err := checkTree(ctx, cwd, env, es, "work_dir", "the workspace snapshot of "+workDir); err != nil {
+	if err := checkTree(ctx, cwd, env, es, exclude, "work_dir", "the workspace snapshot of "+workDir); err != nil {
 		return nil, err
 	}
 	var sizes []sized

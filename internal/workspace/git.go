@@ -100,8 +100,16 @@ func commitEnv(t time.Time) []string {
 	}
 }
 
-// cleanExcludes checks exclude paths (relative to the work dir,
-// slash-separated) and returns them cleaned, without trailing slashes.
+// CleanExcludes checks a run's exclude paths (relative to the work dir,
+// slash-separated: ".stratus", "workspace/tasks/t1/ctx") and returns them
+// cleaned, without trailing slashes, as TreeCheck.Exclude takes them.
+// Errors: EINVALID (field exclude) naming a path that is empty, absolute,
+// leaves the work dir or holds a newline or a backslash.
+func CleanExcludes(exclude []string) ([]string, error) {
+	return cleanExcludes("exclude", exclude)
+}
+
+// cleanExcludes is CleanExcludes with the error's field.
 func cleanExcludes(field string, exclude []string) ([]string, error) {
 	var out []string
 	for _, x := range exclude {
@@ -242,20 +250,21 @@ func catBlobs(ctx context.Context, dir string, env []string, shas []string) (map
 
 // checkTree applies the workspace commit rules (TreeCheck;
 // docs/security.md § Workspace commits) to the files of a tree as `git
-// ls-tree -r` lists them, reading the targets of its symlinks. field and
-// what name the input in the EINVALID error.
-func checkTree(ctx context.Context, dir string, env []string, es []entry, field, what string) error {
-	vs, err := treeViolations(ctx, dir, env, es)
+// ls-tree -r` lists them, reading the targets of its symlinks, with
+// exclude (cleaned) as the run's exclude list. field and what name the
+// input in the EINVALID error.
+func checkTree(ctx context.Context, dir string, env []string, es []entry, exclude []string, field, what string) error {
+	vs, err := treeViolations(ctx, dir, env, es, exclude)
 	if err != nil {
 		return err
 	}
 	return RulesError(stratus.EINVALID, field, what, vs,
-		"make symlinks relative and inside, remove submodules and nested repositories (or list them in .gitignore)")
+		"make symlinks relative and inside, pointing nowhere into Stratus's own paths, remove submodules and nested repositories (or list them in .gitignore)")
 }
 
-// treeViolations is what TreeCheck finds in es, the symlinks' targets
-// read from dir's repository.
-func treeViolations(ctx context.Context, dir string, env []string, es []entry) ([]Violation, error) {
+// treeViolations is what TreeCheck, with exclude as its Exclude, finds in
+// es, the symlinks' targets read from dir's repository.
+func treeViolations(ctx context.Context, dir string, env []string, es []entry, exclude []string) ([]Violation, error) {
 	var linkShas []string
 	for _, e := range es {
 		if e.Mode == modeSymlink {
@@ -269,7 +278,7 @@ func treeViolations(ctx context.Context, dir string, env []string, es []entry) (
 			return nil, err
 		}
 	}
-	var c TreeCheck
+	c := TreeCheck{Exclude: exclude}
 	for _, e := range es {
 		mode, err := strconv.ParseUint(e.Mode, 8, 32)
 		if err != nil {

@@ -124,7 +124,9 @@ func escapePattern(p string) string {
 // Errors: EINVALID when the change breaks the workspace commit rules
 // (TreeCheck; docs/security.md § Workspace commits: a submodule or nested
 // repository, a .git component, a symlink that is absolute, resolves
-// outside dir or into a .git dir), naming the paths; ETOOLARGE when the
+// outside dir, into a .git dir or into an excluded path, a path a
+// case-insensitive file system folds into an excluded one), naming the
+// paths; ETOOLARGE when the
 // bundle is larger than maxBytes (0 = DefaultMaxBytes), naming the
 // biggest changed files — then no bundle is left and HEAD is not moved;
 // ENOTFOUND when parent is not in dir's repository.
@@ -151,9 +153,10 @@ func CommitStep(ctx context.Context, dir, parent, message, bundlePath string, ma
 		}
 		return "", false, invalidPath(err, "dir", "the step's change")
 	}
+	var exclude []string
 	if b, err := os.ReadFile(filepath.Join(gitDir, excludeList)); err == nil && len(strings.TrimSpace(string(b))) > 0 {
-		paths := strings.Split(strings.TrimSpace(string(b)), "\n")
-		rm := append([]string{"rm", "-r", "-f", "--cached", "--quiet", "--ignore-unmatch", "--"}, pathspecs("top", paths)...)
+		exclude = strings.Split(strings.TrimSpace(string(b)), "\n")
+		rm := append([]string{"rm", "-r", "-f", "--cached", "--quiet", "--ignore-unmatch", "--"}, pathspecs("top", exclude)...)
 		if _, err := git(ctx, dir, nil, rm...); err != nil {
 			return "", false, err
 		}
@@ -173,7 +176,7 @@ func CommitStep(ctx context.Context, dir, parent, message, bundlePath string, ma
 		}
 		return parent, false, nil
 	}
-	if err := checkChanges(ctx, dir, tree, cs); err != nil {
+	if err := checkChanges(ctx, dir, tree, cs, exclude); err != nil {
 		return "", false, err
 	}
 	sha, err = gitLine(ctx, dir, commitEnv(time.Time{}), "commit-tree", "-p", parent, "-m", message, tree)
@@ -201,10 +204,13 @@ func CommitStep(ctx context.Context, dir, parent, message, bundlePath string, ma
 }
 
 // checkChanges applies the workspace commit rules (docs/security.md §
-// Workspace commits) to a step's changes: each added or changed entry
-// and, when a symlink was added, changed or removed (a removal can change
-// where another link resolves), every entry of the new tree.
-func checkChanges(ctx context.Context, dir, tree string, cs []change) error {
+// Workspace commits), with the run's exclude list, to a step's changes:
+// each added or changed entry and, when a symlink was added, changed or
+// removed (a removal can change where another link resolves), every entry
+// of the new tree. The excluded paths themselves were taken out of the
+// index: only a spelling a case-insensitive file system folds into one
+// (".STRATUS/x") is left to refuse here.
+func checkChanges(ctx context.Context, dir, tree string, cs []change, exclude []string) error {
 	var es []entry
 	links := false
 	for _, c := range cs {
@@ -219,7 +225,7 @@ func checkChanges(ctx context.Context, dir, tree string, cs []change) error {
 			return err
 		}
 	}
-	return checkTree(ctx, dir, nil, es, "dir", "the step's change")
+	return checkTree(ctx, dir, nil, es, exclude, "dir", "the step's change")
 }
 
 // tooLargeStep is the ETOOLARGE error of a step bundle, naming the

@@ -49,8 +49,10 @@ const uncommittedMessage = "stratus: uncommitted changes at run start\n"
 // repository); ENOTFOUND when Origin, the base commit or head cannot be
 // found (a repository other than the run's, or a missing bundle);
 // EUNPROCESSABLE when the base or a step commit breaks the workspace
-// commit rules (TreeCheck; docs/security.md § Workspace commits), naming
-// the commit, the paths and the rules — nothing is pulled; git's error
+// commit rules (TreeCheck with exclude; docs/security.md § Workspace
+// commits: a step commit touching an exclude path is refused, not pulled
+// without it), naming the commit, the paths and the rules — nothing is
+// pulled; git's error
 // when a bundle cannot be fetched.
 func Pull(ctx context.Context, repoDir string, base Base, bundles []string, head string, branch string, exclude []string) (tip string, commits []string, err error) {
 	return PullWith(ctx, repoDir, base, bundles, head, branch, exclude, PullOptions{})
@@ -124,7 +126,7 @@ func PullWith(ctx context.Context, repoDir string, base Base, bundles []string, 
 	if err != nil {
 		return "", nil, err
 	}
-	if err := checkCommits(ctx, top, append([]string{baseSha}, steps...)); err != nil {
+	if err := checkCommits(ctx, top, append([]string{baseSha}, steps...), exclude); err != nil {
 		return "", nil, err
 	}
 	raw, err := catBlobs(ctx, top, nil, append([]string{baseSha}, steps...))
@@ -237,23 +239,24 @@ func PullWith(ctx context.Context, repoDir string, base Base, bundles []string, 
 }
 
 // checkCommits applies the workspace commit rules (docs/security.md §
-// Workspace commits) again to the tree of each commit Pull brings back:
-// the worker API checked them when the head moved, but the bundles come
-// from a sink an engine could write to, and what lands in the operator's
-// repository is checked where it lands. EUNPROCESSABLE names the commit,
-// the paths and the rules.
-func checkCommits(ctx context.Context, top string, commits []string) error {
+// Workspace commits), with the run's exclude list, again to the tree of
+// each commit Pull brings back: the worker API checked them when the head
+// moved, but the bundles come from a sink an engine could write to, and
+// what lands in the operator's repository is checked where it lands. A
+// commit touching an excluded path is refused, not pulled without that
+// part. EUNPROCESSABLE names the commit, the paths and the rules.
+func checkCommits(ctx context.Context, top string, commits []string, exclude []string) error {
 	for _, c := range commits {
 		es, err := lsTree(ctx, top, nil, c)
 		if err != nil {
 			return err
 		}
-		vs, err := treeViolations(ctx, top, nil, es)
+		vs, err := treeViolations(ctx, top, nil, es, exclude)
 		if err != nil {
 			return err
 		}
 		if err := RulesError(stratus.EUNPROCESSABLE, "head", fmt.Sprintf("the run's commit %.12s", c), vs,
-			"nothing was pulled: Stratus never accepts such a commit, so the run's workspace bundles were changed after it ran; do not use them"); err != nil {
+			"nothing was pulled: the worker API refuses such a commit where the run's head moves, so the run's workspace bundles were changed after it ran or the run's head moved before that check existed; do not use them"); err != nil {
 			return err
 		}
 	}

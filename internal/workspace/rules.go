@@ -11,10 +11,10 @@ import (
 
 // The rules every tree of a run's workspace must pass (docs/security.md §
 // Workspace commits). They have one owner, TreeCheck, a pure function of a
-// tree's entries: Freeze and CommitStep apply it to the trees the git CLI
-// lists, the worker API to the trees of an uploaded bundle (read without
-// git, workspace/bundlecheck) before it moves a run's head, and Pull to
-// every commit it brings back.
+// tree's entries and the run's exclude list: Freeze and CommitStep apply
+// it to the trees the git CLI lists, the worker API to the trees of an
+// uploaded bundle (read without git, workspace/bundlecheck) before it
+// moves a run's head, and Pull to every commit it brings back.
 
 // Git's modes of the entries a workspace tree may hold. A gitlink
 // (submodule or nested repository) is refused; anything else is not a
@@ -77,14 +77,28 @@ const maxViolations = 20
 //     symlink or a tree; a gitlink (submodule, nested repository) is
 //     refused, not flattened;
 //   - a symlink's target is relative, without a backslash, at most
-//     MaxLinkTarget bytes, and resolves inside the tree and outside any
-//     .git, followed through the tree's other symlinks as the OS would,
-//     both on a case-sensitive file system and on a case-insensitive one.
+//     MaxLinkTarget bytes, and resolves inside the tree, outside any .git
+//     and outside every Exclude path, followed through the tree's other
+//     symlinks as the OS would, both on a case-sensitive file system and
+//     on a case-insensitive one;
+//   - nothing lies at or under an Exclude path (Stratus's own: the state
+//     dir, the ctx dir), and no file or symlink stands where a dir holding
+//     one is: a step may not add, change or remove Stratus's own files,
+//     and the base snapshot leaves them out, so no tree of a run holds
+//     one. Names are compared as a case-insensitive file system would
+//     (".STRATUS" is ".stratus"), with git's NTFS and HFS+ foldings.
 //
-// The zero value is ready to use.
+// The zero value is ready to use: it checks no exclude paths.
 type TreeCheck struct {
+	// Exclude lists the run's excluded paths (stratus.Workspace.Exclude,
+	// WorkspaceSpec.Exclude): slash-separated from the tree's root, as
+	// CleanExcludes returns them. Set it before the first Add.
+	Exclude []string
+
+	excl    [][]string        // Exclude, each split and folded (foldName): folded()
+	prep    bool              // excl is set
 	links   map[string]string // symlink path → target
-	refused map[string]bool   // links refused by their target alone
+	refused map[string]bool   // links already refused (by their target or their place)
 	bad     []Violation
 	dropped int // violations over maxViolations, counted
 }
@@ -95,6 +109,14 @@ func (c *TreeCheck) Add(e TreeEntry) {
 		c.refuse(Violation{Path: e.Path, Rule: rule})
 		return
 	}
+	if rule := excludedRule(c.folded(), c.Exclude, e); rule != "" {
+		c.refuse(Violation{Path: e.Path, Target: e.Target, Rule: rule})
+		if e.Mode == ModeSymlink {
+			// Kept, refused: links through it resolve where it points.
+			c.keepLink(e.Path, e.Target, true)
+		}
+		return
+	}
 	switch e.Mode {
 	case ModeRegular, ModeExecutable, ModeTree:
 	case ModeGitlink:
@@ -102,10 +124,7 @@ func (c *TreeCheck) Add(e TreeEntry) {
 	case ModeSymlink:
 		// Every link is kept, a refused one too: where it points decides
 		// where the links through it resolve.
-		if c.links == nil {
-			c.links = map[string]string{}
-		}
-		c.links[e.Path] = e.Target
+		c.keepLink(e.Path, e.Target, false)
 		switch t := e.Target; {
 		case strings.HasPrefix(t, "/"):
 			c.refuse(Violation{e.Path, t, "absolute symlink target"})
@@ -116,12 +135,33 @@ func (c *TreeCheck) Add(e TreeEntry) {
 		default:
 			return
 		}
+		c.keepLink(e.Path, e.Target, true)
+	default:
+		c.refuse(Violation{Path: e.Path, Rule: fmt.Sprintf("mode %06o is not one git writes (valid: 100644 file, 100755 executable, 120000 symlink, 040000 tree)", e.Mode)})
+	}
+}
+
+// folded is Exclude, each path split and its components folded
+// (foldName), computed once.
+func (c *TreeCheck) folded() [][]string {
+	if !c.prep {
+		c.excl, c.prep = foldPaths(c.Exclude), true
+	}
+	return c.excl
+}
+
+// keepLink keeps the symlink at p for the link rules; refused: a rule
+// already refused it, so Violations names it no more.
+func (c *TreeCheck) keepLink(p, target string, refused bool) {
+	if c.links == nil {
+		c.links = map[string]string{}
+	}
+	c.links[p] = target
+	if refused {
 		if c.refused == nil {
 			c.refused = map[string]bool{}
 		}
-		c.refused[e.Path] = true
-	default:
-		c.refuse(Violation{Path: e.Path, Rule: fmt.Sprintf("mode %06o is not one git writes (valid: 100644 file, 100755 executable, 120000 symlink, 040000 tree)", e.Mode)})
+		c.refused[p] = true
 	}
 }
 
@@ -137,11 +177,13 @@ func (c *TreeCheck) Violations() []Violation {
 			continue
 		}
 		var rule string
-		switch {
+		switch x := r.reachesExcluded(p, c.folded()); {
 		case !r.inside(p):
 			rule = "symlink resolves outside the tree"
 		case r.reachesGitDir(p):
 			rule = "symlink resolves into a .git dir"
+		case x >= 0:
+			rule = fmt.Sprintf("symlink resolves into %q, Stratus's own path (on the run's exclude list): writing through it would rewrite Stratus's files", c.Exclude[x])
 		default:
 			continue
 		}
@@ -166,9 +208,10 @@ func (c *TreeCheck) refuse(v Violation) {
 	}
 }
 
-// CheckEntries is TreeCheck over es: the violations of one tree.
-func CheckEntries(es []TreeEntry) []Violation {
-	var c TreeCheck
+// CheckEntries is TreeCheck over es, with exclude (cleaned, CleanExcludes)
+// as its Exclude: the violations of one tree.
+func CheckEntries(es []TreeEntry, exclude ...string) []Violation {
+	c := TreeCheck{Exclude: exclude}
 	for _, e := range es {
 		c.Add(e)
 	}
@@ -216,6 +259,15 @@ func pathRule(p string) string {
 // stream (":..."), as the NTFS short name "git~1", or with code points
 // HFS+ ignores (git's is_hfs_dotgit and is_ntfs_dotgit).
 func IsDotGit(c string) bool {
+	c = foldName(c)
+	return c == ".git" || c == "git~1"
+}
+
+// foldName is the name a path component opens on the most lenient file
+// system: without the code points HFS+ ignores, lower-cased (macOS's and
+// Windows's defaults), without an NTFS stream (":...") and without the
+// trailing dots and spaces NTFS drops.
+func foldName(c string) string {
 	c = strings.Map(func(r rune) rune {
 		if hfsIgnored(r) {
 			return -1
@@ -226,8 +278,71 @@ func IsDotGit(c string) bool {
 	if i := strings.IndexByte(c, ':'); i >= 0 {
 		c = c[:i]
 	}
-	c = strings.TrimRight(c, ". ")
-	return c == ".git" || c == "git~1"
+	return strings.TrimRight(c, ". ")
+}
+
+// foldPaths splits each slash-separated path and folds its components
+// (foldName).
+func foldPaths(ps []string) [][]string {
+	out := make([][]string, len(ps))
+	for i, p := range ps {
+		out[i] = foldComponents(strings.Split(path.Clean(p), "/"))
+	}
+	return out
+}
+
+func foldComponents(cs []string) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = foldName(c)
+	}
+	return out
+}
+
+// hasPrefix reports whether the components p start with those of x.
+func hasPrefix(p, x []string) bool {
+	if len(p) < len(x) {
+		return false
+	}
+	for i := range x {
+		if p[i] != x[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// excludedIndex is the index in excl (folded exclude paths) of the one p
+// (folded components) lies at or under, or -1.
+func excludedIndex(excl [][]string, p []string) int {
+	for i, x := range excl {
+		if hasPrefix(p, x) {
+			return i
+		}
+	}
+	return -1
+}
+
+// excludedRule is the rule e breaks against the exclude paths (excl
+// folded, names as given), or "": it lies at or under one, or it is a
+// file or symlink where a dir holding one must be.
+func excludedRule(excl [][]string, names []string, e TreeEntry) string {
+	if len(excl) == 0 {
+		return ""
+	}
+	p := foldComponents(strings.Split(e.Path, "/"))
+	if i := excludedIndex(excl, p); i >= 0 {
+		return fmt.Sprintf("inside %q, Stratus's own path (on the run's exclude list: its state dir, the ctx dir): a step may not add, change or remove anything there", names[i])
+	}
+	if e.Mode == ModeTree {
+		return ""
+	}
+	for i, x := range excl {
+		if hasPrefix(x, p) {
+			return fmt.Sprintf("a file or symlink where the dir holding %q, Stratus's own path (on the run's exclude list), must be", names[i])
+		}
+	}
+	return ""
 }
 
 // hfsIgnored reports the code points HFS+ drops when comparing names
@@ -285,6 +400,24 @@ func (r *resolver) reachesGitDir(link string) bool {
 		}
 	}
 	return false
+}
+
+// reachesExcluded is the index in excl (folded exclude paths) of the one
+// the symlink at link resolves, inside the tree, at or under, or -1: a
+// link to .stratus/config.yaml lets whoever writes through it rewrite
+// Stratus's configuration.
+func (r *resolver) reachesExcluded(link string, excl [][]string) int {
+	if len(excl) == 0 {
+		return -1
+	}
+	for _, fold := range []bool{false, true} {
+		if p, inside := r.resolve(link, fold); inside {
+			if i := excludedIndex(excl, foldComponents(p)); i >= 0 {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // maxResolveSteps bounds the path components one resolution walks (40

@@ -93,3 +93,62 @@ func TestTreeCheck_KeepsAFewViolationsOfAHostileTree(t *testing.T) {
 		t.Errorf("%d violations, last %q", len(vs), vs[len(vs)-1])
 	}
 }
+
+// TestTreeCheck_RefusesStratusOwnPaths: docs/security.md § Workspace
+// commits — with the run's exclude list (the state dir, the ctx dir), a
+// tree holds nothing at or under one, in any spelling a file system folds
+// into it, no file or symlink where a dir holding one must be, and no
+// symlink resolving into one (notes.txt -> .stratus/config.yaml: writing
+// notes.txt would rewrite Stratus's config). Links to a dir above one,
+// and paths that only look alike, pass; without an exclude list nothing
+// is Stratus's own.
+func TestTreeCheck_RefusesStratusOwnPaths(t *testing.T) {
+	t.Parallel()
+	exclude := []string{".stratus", "workspace/tasks/t1/ctx"}
+	cases := []struct {
+		name    string
+		entries []TreeEntry
+		bad     []string
+	}{
+		{"the task file in the state dir", []TreeEntry{dir(".stratus"), dir(".stratus/task"), file(".stratus/task/task.md")},
+			[]string{`.stratus: inside ".stratus", Stratus's own path`, ".stratus/task: inside", ".stratus/task/task.md: inside"}},
+		{"a hook in the state dir", []TreeEntry{exe(".stratus/hooks/x")}, []string{`.stratus/hooks/x: inside ".stratus"`}},
+		{"a file in the ctx dir", []TreeEntry{file("workspace/tasks/t1/ctx/plan.md")}, []string{`inside "workspace/tasks/t1/ctx"`}},
+		{"the state dir in capitals", []TreeEntry{file(".STRATUS/config.yaml")}, []string{`.STRATUS/config.yaml: inside ".stratus"`}},
+		{"the state dir with an NTFS trailing dot", []TreeEntry{file(".stratus./config.yaml")}, []string{`inside ".stratus"`}},
+		{"the ctx dir with a code point HFS+ ignores", []TreeEntry{file("workspace/Tasks/t1/c\u200ctx/x")}, []string{`inside "workspace/tasks/t1/ctx"`}},
+		{"a symlink standing as the state dir", []TreeEntry{link(".stratus", "docs")}, []string{`.stratus -> docs: inside ".stratus"`}},
+		{"a symlink into the state dir's config", []TreeEntry{link("notes.txt", ".stratus/config.yaml")},
+			[]string{`notes.txt -> .stratus/config.yaml: symlink resolves into ".stratus", Stratus's own path`}},
+		{"a symlink to the state dir", []TreeEntry{link("s", "./.stratus")}, []string{`s -> ./.stratus: symlink resolves into ".stratus"`}},
+		{"a symlink into the state dir on a case-insensitive file system", []TreeEntry{link("n", ".Stratus/config.yaml")}, []string{`symlink resolves into ".stratus"`}},
+		{"a symlink into the ctx dir through another link", []TreeEntry{link("d", "workspace/tasks"), link("n", "d/t1/ctx/plan.md")},
+			[]string{`n -> d/t1/ctx/plan.md: symlink resolves into "workspace/tasks/t1/ctx"`}},
+		{"a symlink where a dir above the ctx dir must be", []TreeEntry{link("workspace/tasks", "../elsewhere")},
+			[]string{`workspace/tasks -> ../elsewhere: a file or symlink where the dir holding "workspace/tasks/t1/ctx"`}},
+		{"a file where a dir above the ctx dir must be", []TreeEntry{file("workspace")}, []string{`workspace: a file or symlink where the dir holding "workspace/tasks/t1/ctx"`}},
+
+		{"paths that only look alike, links above, pass", []TreeEntry{
+			file(".stratusrc"), file("stratus/x"), dir("workspace"), dir("workspace/tasks"), file("workspace/tasks/t1/ctx2/keep.md"),
+			file("workspace/tasks/t2/ctx/x"), file("workspace/tasks/t1/out.md"), link("up", "workspace/tasks"), link("root", "."),
+			file("docs/.stratus.md"),
+		}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			vs := CheckEntries(c.entries, exclude...)
+			if len(vs) != len(c.bad) {
+				t.Fatalf("violations %q, want %d matching %q", vs, len(c.bad), c.bad)
+			}
+			for i, want := range c.bad {
+				if !strings.Contains(vs[i].String(), want) {
+					t.Errorf("violation %d = %q, want it to say %q", i, vs[i], want)
+				}
+			}
+		})
+	}
+	if vs := CheckEntries([]TreeEntry{file(".stratus/x"), link("n", ".stratus/config.yaml")}); len(vs) != 0 {
+		t.Errorf("no exclude list: violations %q, want none", vs)
+	}
+}

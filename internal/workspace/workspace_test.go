@@ -996,3 +996,104 @@ func TestPull_RefusesACommitThatBreaksTheRules(t *testing.T) {
 		t.Errorf("pull of the clean step = %s, %v", tip, err)
 	}
 }
+
+// TestPull_RefusesAStepCommitTouchingStratusOwnPaths: docs/security.md §
+// Workspace commits (a hardening finding) — a run whose head holds a
+// hand-built commit adding .stratus/task/task.md and .stratus/hooks/x, or
+// a symlink notes.txt -> .stratus/config.yaml, was pulled: the first as
+// an empty commit (the paths dropped without a word), the second into the
+// operator's branch, where writing notes.txt rewrites Stratus's config.
+// Pull now refuses each, naming the commit, the path and the rule, and
+// makes no branch; the clean step before them still pulls.
+func TestPull_RefusesAStepCommitTouchingStratusOwnPaths(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := newRepo(t, map[string]string{"a.txt": "a\n", ".stratus/config.yaml": "providers: {}\n"})
+	tmp := t.TempDir()
+	baseBundle := filepath.Join(tmp, "0.bundle")
+	base, err := Freeze(ctx, repo, baseBundle, FreezeOptions{Exclude: runExclude})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := workspacetest.NewRepo(t)
+	eng.Fetch(baseBundle)
+	a := workspacetest.File("a.txt", eng.Blob("a\n"))
+	clean := eng.Commit(eng.Tree(a, workspacetest.File("b.txt", eng.Blob("b\n"))), "step 1", base.Commit)
+	cleanBundle := filepath.Join(tmp, "1.bundle")
+	eng.Bundle(cleanBundle, clean, base.Commit)
+	x := eng.Blob("x\n")
+	cases := []struct {
+		name  string
+		entry workspacetest.Entry
+		says  string
+	}{
+		{"the task file", workspacetest.Dir(".stratus", eng.Tree(workspacetest.Dir("task", eng.Tree(workspacetest.File("task.md", x))))),
+			`.stratus/task/task.md: inside ".stratus", Stratus's own path`},
+		{"a hook", workspacetest.Dir(".stratus", eng.Tree(workspacetest.Dir("hooks", eng.Tree(workspacetest.Entry{Mode: "100755", Name: "x", ID: x})))),
+			`.stratus/hooks/x: inside ".stratus"`},
+		{"a file of the ctx dir", workspacetest.Dir("workspace", eng.Tree(workspacetest.Dir("tasks", eng.Tree(workspacetest.Dir("t1", eng.Tree(workspacetest.Dir("ctx", eng.Tree(workspacetest.File("plan.md", x))))))))),
+			`workspace/tasks/t1/ctx/plan.md: inside "workspace/tasks/t1/ctx"`},
+		{"a symlink into the config", workspacetest.Link("notes.txt", eng.Blob(".stratus/config.yaml")),
+			`notes.txt -> .stratus/config.yaml: symlink resolves into ".stratus"`},
+	}
+	for i, c := range cases {
+		bad := eng.Commit(eng.Tree(a, workspacetest.File("b.txt", eng.Blob("b\n")), c.entry), "step 2", clean)
+		badBundle := filepath.Join(tmp, fmt.Sprintf("bad%d.bundle", i))
+		eng.Bundle(badBundle, bad, clean)
+		before := stateOf(t, repo)
+		_, _, err := Pull(ctx, repo, *base, []string{baseBundle, cleanBundle, badBundle}, bad, "stratus/t1", runExclude)
+		if stratus.ErrorCode(err) != stratus.EUNPROCESSABLE || !strings.Contains(err.Error(), c.says) ||
+			!strings.Contains(err.Error(), "the run's commit "+bad[:12]) || !strings.Contains(err.Error(), "nothing was pulled") {
+			t.Errorf("%s: pull = %v; want EUNPROCESSABLE naming commit %.12s and saying %q", c.name, err, bad, c.says)
+		}
+		after := stateOf(t, repo)
+		before.Objects, after.Objects = "", ""
+		if !reflect.DeepEqual(before, after) {
+			t.Errorf("%s: a refused pull changed the repository:\nbefore %+v\nafter  %+v", c.name, before, after)
+		}
+	}
+	if tip, _, err := Pull(ctx, repo, *base, []string{baseBundle, cleanBundle}, clean, "stratus/t1", runExclude); err != nil ||
+		gitT(t, repo, "show", tip+":b.txt") != "b" || gitT(t, repo, "show", tip+":.stratus/config.yaml") != "providers: {}" {
+		t.Errorf("pull of the clean step = %s, %v; want b.txt added and the operator's tracked config kept", tip, err)
+	}
+}
+
+// TestCommitStep_StratusOwnPathsStayOut: docs/security.md § Workspace
+// commits — the runner's own commit leaves the excluded paths out, as it
+// did (a file under .stratus or the ctx dir is not committed, not
+// refused), and refuses what would break the rule at the worker API: a
+// spelling a case-insensitive file system folds into .stratus, a symlink
+// into .stratus. Freeze refuses an operator's symlink into .stratus.
+func TestCommitStep_StratusOwnPathsStayOut(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := setupRun(t, map[string]string{"a.txt": "a\n"})
+	write(t, r.dir, map[string]string{
+		"a.txt":                        "a, by step 1\n",
+		".stratus/task/task.md":        "the task\n",
+		"workspace/tasks/t1/ctx/in.md": "context\n",
+	})
+	s1, changed, err := CommitStep(ctx, r.dir, r.base.Commit, "step 1", filepath.Join(r.tmp, "1.bundle"), 0)
+	if err != nil || !changed {
+		t.Fatalf("CommitStep = %s, %v, %v", s1, changed, err)
+	}
+	if files := gitT(t, r.dir, "ls-tree", "-r", "--name-only", s1); files != "a.txt" {
+		t.Errorf("step tree %q, want a.txt alone", files)
+	}
+	for name, files := range map[string]map[string]string{
+		"capitals": {".STRATUS/hooks/x": "x\n"},
+		"symlink":  {"notes.txt": "-> .stratus/config.yaml"},
+	} {
+		dir := filepath.Join(r.tmp, name)
+		if err := Materialize(ctx, dir, []string{r.bundles[0], filepath.Join(r.tmp, "1.bundle")}, s1, runExclude); err != nil {
+			t.Fatal(err)
+		}
+		write(t, dir, files)
+		_, _, err := CommitStep(ctx, dir, s1, "step 2", filepath.Join(r.tmp, name+".bundle"), 0)
+		wantCode(t, err, stratus.EINVALID, `Stratus's own path`, "docs/security.md § Workspace commits")
+	}
+
+	repo := newRepo(t, map[string]string{"a.txt": "a\n", "notes.txt": "-> .stratus/config.yaml"})
+	_, err = Freeze(ctx, repo, filepath.Join(t.TempDir(), "b.bundle"), FreezeOptions{Exclude: runExclude})
+	wantCode(t, err, stratus.EINVALID, `notes.txt -> .stratus/config.yaml: symlink resolves into ".stratus"`)
+}

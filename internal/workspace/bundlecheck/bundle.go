@@ -10,9 +10,15 @@ import (
 
 // header is what a bundle's header says.
 type header struct {
-	prereqs []plumbing.Hash          // commits the pack's objects may build on
-	refs    map[plumbing.Hash]string // commit → a ref that names it
-	pack    int                      // offset of the packfile
+	prereqs []plumbing.Hash // commits the pack's objects may build on
+	refs    []ref           // the refs the header lists, in order
+	pack    int             // offset of the packfile
+}
+
+// ref is one ref line of a bundle's header.
+type ref struct {
+	hash plumbing.Hash
+	name string
 }
 
 // maxHeader bounds a bundle's header, bytes: thousands of refs.
@@ -24,7 +30,7 @@ const maxHeader = 1 << 20
 // [comment]") and refs ("<sha> <refname>"), then an empty line before the
 // packfile. The error says what is wrong, for an EUNPROCESSABLE.
 func parseHeader(data []byte) (*header, error) {
-	h := &header{refs: map[plumbing.Hash]string{}}
+	h := &header{}
 	first := true
 	v3 := false
 	for off := 0; ; {
@@ -65,7 +71,7 @@ func parseHeader(data []byte) (*header, error) {
 			if !ok || !isSHA(sha) || name == "" {
 				return nil, fmt.Errorf("ref line %q is not \"<sha> <refname>\"", clip(line))
 			}
-			h.refs[plumbing.NewHash(sha)] = name
+			h.refs = append(h.refs, ref{plumbing.NewHash(sha), name})
 		}
 	}
 }

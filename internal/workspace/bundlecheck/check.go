@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/go-git/go-billy/v5/osfs"
@@ -45,16 +46,19 @@ type Checker struct {
 }
 
 // CheckAdvance checks a: it loads a.Bundles from a.Sink and then a.Upload,
-// and checks that a.Upload names and holds a.To, that a.To descends from
-// a.From by commits of one parent each (at most MaxCommits), and that the
-// tree of each of them passes workspace.TreeCheck (docs/security.md §
-// Workspace commits).
+// and checks that a.Upload is a step bundle the workers can fetch — one
+// ref, a well-formed name under refs/, naming a.To, which its pack holds
+// (stepRef) — that a.To descends from a.From by commits of one parent
+// each (at most MaxCommits), and that the tree of each of them passes
+// workspace.TreeCheck with a.Exclude (docs/security.md § Workspace
+// commits).
 //
 // Errors: EUNPROCESSABLE naming the bundle, the commit, the paths and the
-// rules (an unreadable, truncated or thin-without-its-base bundle, a
-// commit missing, a tree breaking the rules, a move that is not a
-// descent); EINVALID for a.From or a.To that is not a commit id or a.To ==
-// a.From; ETOOLARGE for a bundle over a.MaxBytes or bundles inflating to
+// rules (an unreadable, truncated or thin-without-its-base bundle, refs
+// the workers cannot use, a commit missing, a tree breaking the rules or
+// touching an excluded path, a move that is not a descent); EINVALID for
+// a.From or a.To that is not a commit id or a.To == a.From, or a
+// malformed a.Exclude; ETOOLARGE for a bundle over a.MaxBytes or bundles inflating to
 // more than workspace.InflateFactor × a.MaxBytes; the sink's errors and
 // local I/O errors (ENOSPACE for a full disk) as they are.
 func (c Checker) CheckAdvance(ctx context.Context, a workspace.Advance) error {
@@ -62,6 +66,10 @@ func (c Checker) CheckAdvance(ctx context.Context, a workspace.Advance) error {
 		if !isSHA(v) {
 			return stratus.FieldErrorf(stratus.EINVALID, field, "%q is not a commit id; valid: 40 lowercase hex digits", v)
 		}
+	}
+	exclude, err := workspace.CleanExcludes(a.Exclude)
+	if err != nil {
+		return err
 	}
 	if a.From == a.To {
 		return stratus.FieldErrorf(stratus.EINVALID, "to", "%s is the run's head already; a step that changed nothing advances nothing", a.To)
@@ -105,11 +113,57 @@ func (c Checker) CheckAdvance(ctx context.Context, a workspace.Advance) error {
 		return err
 	}
 	to, from := plumbing.NewHash(a.To), plumbing.NewHash(a.From)
-	if _, ok := up.refs[to]; !ok || !up.objects[to] {
-		return stratus.FieldErrorf(stratus.EUNPROCESSABLE, "to",
-			"the uploaded bundle does not carry commit %s: it must name it in a ref of its header and hold it in its pack (git bundle create FILE <ref> ^%s)", a.To, a.From)
+	if err := stepRef(up.refs, a.To, a.From); err != nil {
+		return err
 	}
-	return walk(ctx, st, from, to)
+	if !up.objects[to] {
+		return stratus.FieldErrorf(stratus.EUNPROCESSABLE, "to",
+			"the uploaded bundle does not carry commit %s: it names it in its ref but does not hold it in its pack; %s", a.To, validStepBundle(a.From))
+	}
+	return walk(ctx, st, from, to, exclude)
+}
+
+// validStepBundle says what a valid step bundle is, for an error.
+func validStepBundle(from string) string {
+	return "a valid step bundle lists exactly one ref, a well-formed name under refs/ (refs/heads/step, refs/stratus/head) naming the new head, and holds that commit in its pack: " +
+		"git bundle create FILE refs/heads/step ^" + from + " (docs/security.md § Workspace commits); the workers and stratus pull fetch refs/* from it, so HEAD or any other name is never fetched"
+}
+
+// stepRef checks the refs of an uploaded bundle's header (docs/security.md
+// § Workspace commits): what the workers fetch from it (Materialize,
+// `+refs/*:...`) and pull must bring the new head to, and nothing that
+// fails their fetch. Exactly one ref, then: a well-formed name under
+// refs/ (git check-ref-format) naming to. HEAD alone is not fetched; a
+// second ref may share the first one's name (the last wins), stand where
+// its dir would be (refs/x and refs/x/y), or name an object no bundle
+// holds (the fetch fails). Errors: EUNPROCESSABLE saying what a valid
+// step bundle is.
+func stepRef(refs []ref, to, from string) error {
+	bad := func(format string, args ...any) error {
+		return stratus.FieldErrorf(stratus.EUNPROCESSABLE, "bundle", "the uploaded bundle %s; %s", fmt.Sprintf(format, args...), validStepBundle(from))
+	}
+	switch {
+	case len(refs) == 0:
+		return bad("lists no ref")
+	case len(refs) > 1:
+		names := make([]string, 0, 4)
+		for i, r := range refs {
+			if i == 3 {
+				names = append(names, "…")
+				break
+			}
+			names = append(names, strconv.Quote(clip(r.name)))
+		}
+		return bad("lists %d refs (%s)", len(refs), strings.Join(names, ", "))
+	}
+	r := refs[0]
+	if !strings.HasPrefix(r.name, "refs/") || plumbing.ReferenceName(r.name).Validate() != nil {
+		return bad("names its commit in ref %q, which is not a well-formed name under refs/: the workers would not fetch it", clip(r.name))
+	}
+	if r.hash.String() != to {
+		return stratus.FieldErrorf(stratus.EUNPROCESSABLE, "to", "the uploaded bundle does not carry commit %s: its ref %s names %s; %s", to, r.name, r.hash, validStepBundle(from))
+	}
+	return nil
 }
 
 // loader loads bundles, in order, into one object store.
@@ -121,7 +175,7 @@ type loader struct {
 
 // loaded is what load read of a bundle.
 type loaded struct {
-	refs    map[plumbing.Hash]string
+	refs    []ref
 	objects map[plumbing.Hash]bool // the pack's objects, when asked for
 }
 
@@ -267,8 +321,8 @@ func (o observer) OnInflatedObjectContent(h plumbing.Hash, _ int64, _ uint32, _ 
 func (observer) OnFooter(plumbing.Hash) error { return nil }
 
 // walk checks the commits from to back to from, by first parent: each
-// has one parent, and a tree that passes the rules.
-func walk(ctx context.Context, st *filesystem.Storage, from, to plumbing.Hash) error {
+// has one parent, and a tree that passes the rules with exclude.
+func walk(ctx context.Context, st *filesystem.Storage, from, to plumbing.Hash, exclude []string) error {
 	cur := to
 	for n := 0; cur != from; n++ {
 		if err := ctx.Err(); err != nil {
@@ -291,7 +345,7 @@ func walk(ctx context.Context, st *filesystem.Storage, from, to plumbing.Hash) e
 				"commit %s has %d parents; the commits a step brings have one each, and lead back to the run's head %s (%s does not descend from it)",
 				cur, len(c.ParentHashes), from, to)
 		}
-		vs, err := treeViolations(ctx, st, c.TreeHash)
+		vs, err := treeViolations(ctx, st, c.TreeHash, exclude)
 		if err != nil {
 			return err
 		}
@@ -314,10 +368,11 @@ func missing(err error, format string, args ...any) error {
 }
 
 // treeViolations walks the tree root, every entry given to a
-// workspace.TreeCheck with its mode as the tree object stores it and, for
-// a symlink, its target; every blob must be in the store.
-func treeViolations(ctx context.Context, st *filesystem.Storage, root plumbing.Hash) ([]workspace.Violation, error) {
-	var tc workspace.TreeCheck
+// workspace.TreeCheck (Exclude: exclude) with its mode as the tree object
+// stores it and, for a symlink, its target; every blob must be in the
+// store.
+func treeViolations(ctx context.Context, st *filesystem.Storage, root plumbing.Hash, exclude []string) ([]workspace.Violation, error) {
+	tc := workspace.TreeCheck{Exclude: exclude}
 	entries := 0
 	var walkTree func(prefix string, h plumbing.Hash, depth int) error
 	walkTree = func(prefix string, h plumbing.Hash, depth int) error {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -33,6 +34,7 @@ type fixture struct {
 	sink     sink.Sink
 	tmp      string
 	keys     []string // the run's bundles
+	files    []string // the run's bundles as local files, for Materialize
 	base, s1 string   // the base commit, the head (step 1)
 	s1Tree   []wt.Entry
 	big      string // the content of big.txt at s1
@@ -63,9 +65,10 @@ func setupOn(t *testing.T, sk sink.Sink) *fixture {
 	f.big = lines(400, "") + "one more line\n"
 	f.s1Tree = []wt.Entry{wt.File("big.txt", r.Blob(f.big)), wt.Link("link", r.Blob("src/main.go")), wt.Dir("src", src)}
 	f.s1 = r.Commit(r.Tree(f.s1Tree...), "step 1", f.base)
+	f.files = []string{filepath.Join(f.tmp, "base.bundle"), filepath.Join(f.tmp, "s1.bundle")}
 	for i, b := range [][]byte{
-		r.Bundle(filepath.Join(f.tmp, "base.bundle"), f.base),
-		r.Bundle(filepath.Join(f.tmp, "s1.bundle"), f.s1, f.base),
+		r.Bundle(f.files[0], f.base),
+		r.Bundle(f.files[1], f.s1, f.base),
 	} {
 		key := fmt.Sprintf("runs/r1/workspace/%d.bundle", i)
 		if err := f.sink.Put(context.Background(), key, b); err != nil {
@@ -79,8 +82,11 @@ func setupOn(t *testing.T, sk sink.Sink) *fixture {
 // advance checks the move from the head to `to`, upload bringing it.
 func (f *fixture) advance(upload []byte, to string, max int64) error {
 	return bundlecheck.Checker{TempDir: f.tmp}.CheckAdvance(context.Background(), workspace.Advance{
-		Sink: f.sink, Bundles: f.keys, Upload: upload, From: f.s1, To: to, MaxBytes: max})
+		Sink: f.sink, Bundles: f.keys, Upload: upload, From: f.s1, To: to, MaxBytes: max, Exclude: runExclude})
 }
+
+// runExclude is the run's exclude list: its state dir and its ctx dir.
+var runExclude = []string{".stratus", "workspace/tasks/t1/ctx"}
 
 // externalDeltas counts the objects of a bundle's pack stored as deltas
 // by object id (git bundle create stores a delta on an object of the pack
@@ -265,5 +271,102 @@ func TestCheckAdvance_OnS3WithoutGit(t *testing.T) {
 	}
 	if err := f.advance(badBundle, bad, 0); stratus.ErrorCode(err) != stratus.EUNPROCESSABLE || !strings.Contains(err.Error(), "leak -> /etc/passwd") {
 		t.Errorf("a hostile step from S3 without git: %v; want EUNPROCESSABLE naming leak", err)
+	}
+}
+
+// docs/security.md § Workspace commits (a hardening finding): the head
+// check applies the run's exclude list — an engine's commit adding
+// .stratus/task/task.md or .stratus/hooks/x, a file of the ctx dir, or a
+// symlink notes.txt -> .stratus/config.yaml was accepted, and the next
+// worker's checkout held it. Each is refused, naming the path and the rule.
+func TestCheckAdvance_RefusesCommitsTouchingStratusOwnPaths(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	r := f.repo
+	x := r.Blob("x\n")
+	state := func(sub string, e wt.Entry) wt.Entry { return wt.Dir(".stratus", r.Tree(wt.Dir(sub, r.Tree(e)))) }
+	cases := []struct {
+		name  string
+		entry wt.Entry
+		says  string
+	}{
+		{"the task file", state("task", wt.File("task.md", x)), `.stratus/task/task.md: inside ".stratus", Stratus's own path`},
+		{"a hook", state("hooks", wt.Entry{Mode: "100755", Name: "x", ID: x}), `.stratus/hooks/x: inside ".stratus"`},
+		{"the state dir in capitals", wt.Dir(".STRATUS", r.Tree(wt.File("config.yaml", x))), `.STRATUS/config.yaml: inside ".stratus"`},
+		{"a file of the ctx dir", wt.Dir("workspace", r.Tree(wt.Dir("tasks", r.Tree(wt.Dir("t1", r.Tree(wt.Dir("ctx", r.Tree(wt.File("plan.md", x))))))))),
+			`workspace/tasks/t1/ctx/plan.md: inside "workspace/tasks/t1/ctx"`},
+		{"a symlink into the config", wt.Link("notes.txt", r.Blob(".stratus/config.yaml")), `notes.txt -> .stratus/config.yaml: symlink resolves into ".stratus"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			bad := r.Commit(r.Tree(append(append([]wt.Entry(nil), f.s1Tree...), c.entry)...), "hostile", f.s1)
+			err := f.advance(r.Bundle(filepath.Join(t.TempDir(), "up.bundle"), bad, f.s1), bad, 0)
+			if stratus.ErrorCode(err) != stratus.EUNPROCESSABLE || !strings.Contains(err.Error(), c.says) || !strings.Contains(err.Error(), bad) {
+				t.Errorf("advance: %v (code %s); want EUNPROCESSABLE naming commit %s and saying %q", err, stratus.ErrorCode(err), bad, c.says)
+			}
+		})
+	}
+}
+
+// docs/security.md § Workspace commits (a hardening finding): the server
+// and the workers agree on what a step bundle is. A bundle whose only ref
+// is HEAD (git bundle create FILE <from>..HEAD) was accepted, but workers
+// fetch refs/* only: the next step failed ("commit … is in none of the 2
+// bundles"), and so did pull. The check now takes one shape, what the
+// runner makes — one well-formed ref under refs/ naming the new head —
+// and refuses the rest, saying what a valid step bundle is: every bundle
+// it accepts, the next worker checks out (Materialize, as it runs), and
+// every bundle a worker cannot use is refused.
+func TestCheckAdvance_TakesOnlyABundleTheWorkersCanFetch(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	r := f.repo
+	s2 := r.Commit(r.Tree(append(append([]wt.Entry(nil), f.s1Tree...), wt.File("new.txt", r.Blob("new\n")))...), "step 2", f.s1)
+	good := r.Bundle(filepath.Join(f.tmp, "s2.bundle"), s2, f.s1)
+	refLine := s2 + " refs/heads/tip-" + s2 + "\n"
+	if !bytes.Contains(good, []byte(refLine)) {
+		t.Fatalf("the bundle's header lacks %q", refLine)
+	}
+	// header rewrites the good bundle's ref lines.
+	header := func(lines string) []byte { return bytes.Replace(good, []byte(refLine), []byte(lines), 1) }
+	ghost := strings.Repeat("1", 40)
+	cases := []struct {
+		name     string
+		upload   []byte
+		says     string // "": accepted
+		workerOK bool   // a worker checks the new head out of it
+	}{
+		{"one ref under refs/", good, "", true},
+		{"one ref under refs/stratus", header(s2 + " refs/stratus/head\n"), "", true},
+		{"HEAD alone", header(s2 + " HEAD\n"), `names its commit in ref "HEAD", which is not a well-formed name under refs/`, false},
+		{"a name git refuses", header(s2 + " refs/heads/a..b\n"), `ref "refs/heads/a..b", which is not a well-formed name`, false},
+		{"a second ref of the same name", header(refLine + f.s1 + " refs/heads/tip-" + s2 + "\n"), "lists 2 refs", false},
+		{"a ref where the other's dir is", header(refLine + f.s1 + " refs/heads/tip-" + s2 + "/x\n"), "lists 2 refs", false},
+		{"a ref to an object no bundle holds", header(refLine + ghost + " refs/heads/ghost\n"), "lists 2 refs", false},
+		{"no ref", header(""), "lists no ref", false},
+		// Stricter than the workers: one shape, said in one sentence.
+		{"HEAD and a ref", header(s2 + " HEAD\n" + refLine), "lists 2 refs", true},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			err := f.advance(c.upload, s2, 0)
+			if c.says == "" && err != nil {
+				t.Errorf("advance: %v; want it accepted", err)
+			} else if c.says != "" && (stratus.ErrorCode(err) != stratus.EUNPROCESSABLE || !strings.Contains(err.Error(), c.says) ||
+				!strings.Contains(err.Error(), "a valid step bundle lists exactly one ref")) {
+				t.Errorf("advance: %v (code %s); want EUNPROCESSABLE saying %q and what a valid step bundle is", err, stratus.ErrorCode(err), c.says)
+			}
+			// What the next worker does with the run's bundles and this one.
+			up := filepath.Join(t.TempDir(), fmt.Sprintf("up%d.bundle", i))
+			if err := os.WriteFile(up, c.upload, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			werr := workspace.Materialize(context.Background(), filepath.Join(t.TempDir(), "w"), append(append([]string(nil), f.files...), up), s2, runExclude)
+			if (werr == nil) != c.workerOK {
+				t.Errorf("a worker's checkout: %v; want it to work: %v", werr, c.workerOK)
+			}
+		})
 	}
 }

@@ -10,11 +10,12 @@
 // directory, removed on return: the base bundle's pack is indexed as it
 // is; a step bundle's objects are written loose, its deltas rebuilt from
 // the objects of the bundles before it. Then it checks that the uploaded
-// bundle carries the new head (a ref of its header names it and its pack
-// holds it), that the new head descends from the run's head through
-// commits of one parent each, and that every such commit's tree passes
-// workspace.TreeCheck — the rule's one owner, which the runner's git-CLI
-// path and `stratus pull` apply too.
+// bundle is one the workers can fetch and carries the new head (its one
+// ref, under refs/, names it and its pack holds it), that the new head
+// descends from the run's head through commits of one parent each, and
+// that every such commit's tree passes workspace.TreeCheck with the run's
+// exclude list — the rule's one owner, which the runner's git-CLI path
+// and `stratus pull` apply too.
 //
 // Bounds (a bundle is an engine's input): each bundle is read whole into
 // memory, at most Advance.MaxBytes of it; the step bundles' objects may
