@@ -41,10 +41,10 @@ import (
 
 // Options configure one runner invocation.
 type Options struct {
-	APIURL   string // STRATUS_API_URL
-	Handle   string // STRATUS_HANDLE
-	TaskID   string // STRATUS_TASK_ID (optional: the prompt fetch resolves it from the handle)
-	Self     string // the stratus binary, substituted for "{stratus}"
+	APIURL string // STRATUS_API_URL
+	Handle string // STRATUS_HANDLE
+	TaskID string // STRATUS_TASK_ID (optional: the prompt fetch resolves it from the handle)
+	Self   string // the stratus binary, substituted for "{stratus}"
 	// SpoolDir is where a report the worker API did not take is kept: a
 	// directory only this user may enter, made 0700 when missing and
 	// checked before each use ("" = SpoolDirFor the temporary directory;
