@@ -18,6 +18,7 @@ import (
 	"github.com/stratusflow/stratus/internal/engine"
 	"github.com/stratusflow/stratus/internal/english"
 	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/inputfile"
 	"github.com/stratusflow/stratus/internal/orchestrator"
 	"github.com/stratusflow/stratus/internal/statedir"
 	"github.com/stratusflow/stratus/internal/worcimport"
@@ -113,7 +114,7 @@ func runInstall(o *InstallOptions) error {
 		if _, err := engine.LoadScenario(o.Scenario); err != nil {
 			return usageError{fmt.Errorf("--scenario: %w", err)}
 		}
-		data, err := os.ReadFile(o.Scenario)
+		data, err := inputfile.ReadFile("--scenario", o.Scenario)
 		if err != nil {
 			return usageError{fmt.Errorf("--scenario: %w", err)}
 		}
