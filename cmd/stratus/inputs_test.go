@@ -3,12 +3,20 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stratusflow/stratus"
 )
 
 // runCLIWithin runs the built binary as runCLI does, but kills it after
@@ -55,5 +63,67 @@ func TestRun_ATaskFileThatIsAFIFOIsRefusedAtOnce(t *testing.T) {
 		if r.code != ExitUsage || !strings.Contains(r.stderr, fifo+" is a named pipe (FIFO), not a regular file") {
 			t.Errorf("stratus %v: exit %d\n%s; want %d naming the FIFO", args, r.code, r.stderr, ExitUsage)
 		}
+	}
+}
+
+// `stratus runs --json --dir /etc/passwd` answered {"code":"internal"}
+// "mkdir /etc/passwd: not a directory", exit 1. A --dir that is not a
+// directory, or that does not exist (for every command but install, which
+// makes it), is bad input: `invalid` on field "dir" (as status's "no run
+// was made" is), naming the value and what --dir takes, exit 2, for every
+// command with a --dir, checked in one place (the root's
+// PersistentPreRunE, which no subcommand overrides). README § Exit status.
+func TestDirFlag_NotADirectoryIsInvalidForEveryCommand(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "passwd")
+	if err := os.WriteFile(file, []byte("root:x:0:0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(t.TempDir(), "nope")
+	root := newRootCmd(IO{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard})
+	if root.PersistentPreRunE == nil {
+		t.Fatal("the root command has no PersistentPreRunE: nothing checks --dir")
+	}
+	n := 0
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c != root && (c.PersistentPreRunE != nil || c.PersistentPreRun != nil) {
+			t.Errorf("%s has its own PersistentPreRun: the --dir check would not run for it", c.CommandPath())
+		}
+		if c.Flags().Lookup("dir") != nil {
+			n++
+			for _, dir := range []string{file, filepath.Join(file, "sub"), missing} {
+				if err := c.Flags().Set("dir", dir); err != nil {
+					t.Fatal(err)
+				}
+				err := root.PersistentPreRunE(c, nil)
+				if dir == missing && c.Name() == "install" {
+					if err != nil {
+						t.Errorf("install --dir %s (missing, made by install): %v", dir, err)
+					}
+					continue
+				}
+				var se *stratus.Error
+				if !errors.As(err, &se) || se.Code != stratus.EINVALID || se.Field != "dir" || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "valid for --dir: ") {
+					t.Errorf("%s --dir %s: %v; want EINVALID on dir naming the value and what --dir takes", c.CommandPath(), dir, err)
+				}
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	if n < 15 {
+		t.Errorf("%d commands have a --dir; want the ~18 that do", n)
+	}
+	// End to end, as the tester ran it.
+	r := runCLI(t, "runs", "--json", "--dir", file)
+	var je JSONError
+	if json.Unmarshal([]byte(r.stdout), &je) != nil || r.code != ExitUsage || je.Error.Code != stratus.EINVALID || je.Error.Field != "dir" || !strings.Contains(je.Error.Message, file+`" is not a directory (a regular file)`) {
+		t.Errorf("runs --json --dir FILE: exit %d\nstdout %s\nstderr %s; want %d and an invalid error on dir", r.code, r.stdout, r.stderr, ExitUsage)
+	}
+	if r := runCLI(t, "status", "r-x", "--dir", missing); r.code != ExitUsage || !strings.Contains(r.stderr, "--dir") || !strings.Contains(r.stderr, "does not exist") {
+		t.Errorf("status --dir MISSING: exit %d %s", r.code, r.stderr)
 	}
 }

@@ -60,7 +60,8 @@ map is listed with why.
 moving flows/ and tools/ aside to flows.bak-<UTC> and tools.bak-<UTC>; the
 newest three snapshots of each are kept (a directory named otherwise is never
 removed). config.yaml is kept.`,
-		Args: cobra.NoArgs,
+		Args:        cobra.NoArgs,
+		Annotations: map[string]string{dirMayBeMade: "yes"},
 		RunE: func(c *cobra.Command, _ []string) error {
 			if c.Flags().Changed("from-worc") && o.FromWorc == "" {
 				return usageError{fmt.Errorf(`--from-worc "": want the path of a worc home (PATH/.worc, holding config.yaml and flows/)`)}

@@ -70,12 +70,15 @@ func regular(what, path string, fi fs.FileInfo) error {
 	if fi.Mode().IsRegular() {
 		return nil
 	}
-	return stratus.Errorf(stratus.EINVALID, "%s %s is %s, not a regular file; valid: a regular file", what, path, kind(fi.Mode()))
+	return stratus.Errorf(stratus.EINVALID, "%s %s is %s, not a regular file; valid: a regular file", what, path, Kind(fi.Mode()))
 }
 
-// kind is a file type in words.
-func kind(m fs.FileMode) string {
+// Kind is a file type in words, for a message: "a regular file", "a
+// directory", "a named pipe (FIFO)"…
+func Kind(m fs.FileMode) string {
 	switch {
+	case m.IsRegular():
+		return "a regular file"
 	case m.IsDir():
 		return "a directory"
 	case m&fs.ModeNamedPipe != 0:
