@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -126,4 +127,53 @@ func TestDirFlag_NotADirectoryIsInvalidForEveryCommand(t *testing.T) {
 	if r := runCLI(t, "status", "r-x", "--dir", missing); r.code != ExitUsage || !strings.Contains(r.stderr, "--dir") || !strings.Contains(r.stderr, "does not exist") {
 		t.Errorf("status --dir MISSING: exit %d %s", r.code, r.stderr)
 	}
+}
+
+// `stratus install --dir myproject` made myproject itself (and its missing
+// parents) 0700. The work dir is the user's project: a missing one, and
+// its missing parents, are made 0755 before the umask, as mkdir -p makes
+// them; .stratus/ and everything install writes in it are the owner's
+// alone (directories 0700, files 0600). docs/security.md § Files under
+// .stratus.
+func TestInstall_MakesAMissingWorkDirAsAProjectDirectory(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "parent", "myproject")
+	if r := runCLI(t, "install", "--dir", dir); r.code != 0 {
+		t.Fatalf("install: %d %s", r.code, r.stderr)
+	}
+	// The binary runs with the test's umask, which may take bits away
+	// from 0755 (read, not set: tests run in parallel).
+	umask := processUmask(t)
+	for path, want := range map[string]os.FileMode{
+		filepath.Dir(dir):              0o755 &^ os.FileMode(umask),
+		dir:                            0o755 &^ os.FileMode(umask),
+		filepath.Join(dir, ".stratus"): 0o700,
+	} {
+		if fi, err := os.Stat(path); err != nil {
+			t.Error(err)
+		} else if fi.Mode().Perm() != want {
+			t.Errorf("%s: mode %04o, want %04o", path, fi.Mode().Perm(), want)
+		}
+	}
+	if open := openEntries(t, filepath.Join(dir, ".stratus")); len(open) > 0 {
+		t.Errorf("open to other users under .stratus/:\n%s", strings.Join(open, "\n"))
+	}
+}
+
+// processUmask is this process's umask, as Linux reports it.
+func processUmask(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skip("no /proc/self/status to read the umask from")
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Umask:"); ok {
+			if u, err := strconv.ParseInt(strings.TrimSpace(v), 8, 32); err == nil {
+				return int(u)
+			}
+		}
+	}
+	t.Skip("no Umask line in /proc/self/status")
+	return 0
 }

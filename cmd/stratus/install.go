@@ -82,6 +82,12 @@ removed). config.yaml is kept.`,
 }
 
 func runInstall(o *InstallOptions) error {
+	// The work dir is the user's project: made as any project directory
+	// is (0755 before the umask), only .stratus/ in it is private
+	// (docs/security.md § Files under .stratus).
+	if err := os.MkdirAll(o.Dir, projectDirPerm); err != nil {
+		return fmt.Errorf("make the work dir: %w", err)
+	}
 	// An existing state dir is tightened first; a new one is made 0700
 	// by writeFile (docs/security.md § Files under .stratus).
 	if state := filepath.Join(o.Dir, orchestrator.StateDir); exists(state) {
@@ -147,6 +153,9 @@ func runInstall(o *InstallOptions) error {
 	fmt.Fprintf(o.IO.Out, "installed into %s: config.yaml (primary %s), %s under flows/\n", state, cfg.Agents.Primary, what)
 	return nil
 }
+
+// projectDirPerm is the mode install makes a missing work dir with.
+const projectDirPerm os.FileMode = 0o755
 
 // writeFile writes a file of the state dir, the owner's alone, as are the
 // directories it makes (docs/security.md § Files under .stratus); an
