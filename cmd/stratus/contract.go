@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/stratusflow/stratus/internal/contract"
+	"github.com/stratusflow/stratus/internal/inputfile"
 )
 
 // ContractRunOptions are the flags of `stratus contract run`.
@@ -127,7 +127,7 @@ func contractRequest(o *ContractRunOptions) (contract.LaunchSpec, contract.Reque
 	}
 	var schema json.RawMessage
 	if o.Schema != "" {
-		raw, err := os.ReadFile(o.Schema)
+		raw, err := inputfile.ReadFile("--schema", o.Schema)
 		if err != nil {
 			return spec, req, fmt.Errorf("--schema %s: %w", o.Schema, err)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/stratusflow/stratus/internal/engine"
 	"github.com/stratusflow/stratus/internal/english"
 	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/inputfile"
 	"github.com/stratusflow/stratus/internal/orchestrator"
 	"github.com/stratusflow/stratus/internal/statedir"
 	"github.com/stratusflow/stratus/internal/worcimport"
@@ -59,7 +60,8 @@ map is listed with why.
 moving flows/ and tools/ aside to flows.bak-<UTC> and tools.bak-<UTC>; the
 newest three snapshots of each are kept (a directory named otherwise is never
 removed). config.yaml is kept.`,
-		Args: cobra.NoArgs,
+		Args:        cobra.NoArgs,
+		Annotations: map[string]string{dirMayBeMade: "yes"},
 		RunE: func(c *cobra.Command, _ []string) error {
 			if c.Flags().Changed("from-worc") && o.FromWorc == "" {
 				return usageError{fmt.Errorf(`--from-worc "": want the path of a worc home (PATH/.worc, holding config.yaml and flows/)`)}
@@ -80,6 +82,12 @@ removed). config.yaml is kept.`,
 }
 
 func runInstall(o *InstallOptions) error {
+	// The work dir is the user's project: made as any project directory
+	// is (0755 before the umask), only .stratus/ in it is private
+	// (docs/security.md § Files under .stratus).
+	if err := os.MkdirAll(o.Dir, projectDirPerm); err != nil {
+		return fmt.Errorf("make the work dir: %w", err)
+	}
 	// An existing state dir is tightened first; a new one is made 0700
 	// by writeFile (docs/security.md § Files under .stratus).
 	if state := filepath.Join(o.Dir, orchestrator.StateDir); exists(state) {
@@ -113,7 +121,7 @@ func runInstall(o *InstallOptions) error {
 		if _, err := engine.LoadScenario(o.Scenario); err != nil {
 			return usageError{fmt.Errorf("--scenario: %w", err)}
 		}
-		data, err := os.ReadFile(o.Scenario)
+		data, err := inputfile.ReadFile("--scenario", o.Scenario)
 		if err != nil {
 			return usageError{fmt.Errorf("--scenario: %w", err)}
 		}
@@ -145,6 +153,9 @@ func runInstall(o *InstallOptions) error {
 	fmt.Fprintf(o.IO.Out, "installed into %s: config.yaml (primary %s), %s under flows/\n", state, cfg.Agents.Primary, what)
 	return nil
 }
+
+// projectDirPerm is the mode install makes a missing work dir with.
+const projectDirPerm os.FileMode = 0o755
 
 // writeFile writes a file of the state dir, the owner's alone, as are the
 // directories it makes (docs/security.md § Files under .stratus); an

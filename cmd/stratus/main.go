@@ -13,12 +13,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/inputfile"
 	"github.com/stratusflow/stratus/internal/safetext"
 )
 
@@ -122,6 +125,8 @@ func newRootCmd(io IO) *cobra.Command {
 	root.SetErr(io.Err)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	root.Args = cobra.ArbitraryArgs
+	// Every subcommand's (none has its own PersistentPreRunE).
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error { return checkDirFlag(c) }
 	root.RunE = func(c *cobra.Command, args []string) error { return subcommandMissing(c, args) }
 	root.AddCommand(
 		newInstallCmd(io),
@@ -152,6 +157,47 @@ func newRootCmd(io IO) *cobra.Command {
 }
 
 type usageError struct{ error }
+
+// dirMayBeMade is the annotation of a command whose --dir may not exist
+// yet (install makes it).
+const dirMayBeMade = "stratus.dir-may-be-made"
+
+// checkDirFlag refuses, for every command with a --dir, a --dir that is
+// not a directory (a file; a path through a file) or, for every command
+// but one annotated dirMayBeMade, that does not exist: bad input, before
+// the command reads or writes anything. Errors: EINVALID, field "dir" (as
+// status's ENOTFOUND for a dir with no run), naming the value and what
+// --dir takes (exit 2).
+func checkDirFlag(c *cobra.Command) error {
+	f := c.Flags().Lookup("dir")
+	if f == nil {
+		return nil
+	}
+	dir := f.Value.String()
+	mayBeMade := c.Annotations[dirMayBeMade] != ""
+	valid := "valid for --dir: a work directory holding .stratus/ (stratus install --dir DIR makes one)"
+	if mayBeMade {
+		valid = "valid for --dir: a directory, or a path to make one at"
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && mayBeMade:
+		return nil
+	case errors.Is(err, fs.ErrNotExist):
+		return stratus.FieldErrorf(stratus.EINVALID, "dir", "%q does not exist; %s", dir, valid)
+	case errors.Is(err, syscall.ENOTDIR):
+		return stratus.FieldErrorf(stratus.EINVALID, "dir", "%q is not a directory: a file is on its path; %s", dir, valid)
+	case err != nil:
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is said already
+		}
+		return stratus.FieldErrorf(stratus.EINVALID, "dir", "%q cannot be looked up: %v; %s", dir, err, valid)
+	case !fi.IsDir():
+		return stratus.FieldErrorf(stratus.EINVALID, "dir", "%q is not a directory (%s); %s", dir, inputfile.Kind(fi.Mode()), valid)
+	}
+	return nil
+}
 
 // subcommandMissing is the error of a command group run without a known
 // subcommand: a usage error (exit 2) that lists the group's subcommands,

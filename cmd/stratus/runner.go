@@ -78,7 +78,8 @@ pool's AWS credentials. On SIGTERM it takes no more steps and gives the one
 under way --grace to end before it stops its engine.
 
 A step whose report the worker API does not take (out of reach through its
-retries) has the report kept in a spool file under --work-root; the pool then
+retries) has the report kept in a spool file in stratus-spool-<uid>/ under
+--work-root, a directory only this user may enter; the pool then
 stops taking steps, since every further one would end the same way.
 
 Exit status: 0 stopped by a signal (or after --max-steps), 5 a report could not

@@ -13,7 +13,8 @@ type UIOptions struct {
 	AWS    AWSOptions
 	// Remote allows a non-loopback Addr; the viewer is then read-only.
 	Remote bool
-	// TokenFile, when set, holds the viewer's secret (mode 0600, at least
+	// TokenFile, when set, holds the viewer's secret (a file only the
+	// user could have read or written: private.ReadFile; at least
 	// webui.MinSecretLen characters); otherwise one is drawn at start.
 	TokenFile string
 	// ready, when set (tests), gets the address the viewer listens on.
@@ -44,8 +45,10 @@ drops the token from the address bar), and every page, event stream, file and
 form needs it. Anything else gets 401: loopback is not a user boundary, and
 another user of the machine must not read runs or answer gates. A script
 sends Authorization: Bearer SECRET. --token-file FILE takes the secret from
-a file only its owner reads (mode 0600, at least 32 characters) instead of
-drawing one.
+a file no other user could have read or written instead of drawing one, as
+ssh takes a key file: a regular file of yours (not a symbolic link), mode
+0600, in a directory of yours or root's that no one else may write, holding
+at least 32 characters.
 
 It listens on loopback only. A non-loopback --addr (0.0.0.0:7777) needs
 --remote, and the viewer is then read-only: whoever has the URL reads every
@@ -54,8 +57,8 @@ crosses the network in clear: prefer a tunnel). To answer gates from another
 machine, tunnel instead: ssh -L 7777:127.0.0.1:7777 HOST.
 
 Exit status: 0 stopped (Ctrl-C), 1 the address is taken, 2 bad flags, a
---token-file that others may read or that is too short, or DIR has no
-.stratus/ (stratus install first; an installed DIR with no run yet starts
+--token-file that breaks that rule or is too short, a --dir that is not a
+directory, or DIR has no .stratus/ (stratus install first; an installed DIR with no run yet starts
 empty).`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -70,7 +73,7 @@ empty).`,
 	cmd.Flags().StringVar(&o.Dir, "dir", ".", "work directory holding .stratus/ (embedded runs)")
 	cmd.Flags().StringVar(&o.Addr, "addr", DefaultUIAddr, "host:port to listen on (loopback, unless --remote)")
 	cmd.Flags().BoolVar(&o.Remote, "remote", false, "allow a non-loopback --addr; the viewer is then read-only (no gate forms)")
-	cmd.Flags().StringVar(&o.TokenFile, "token-file", "", "read the viewer's secret from FILE (mode 0600, >= 32 characters) instead of drawing one")
+	cmd.Flags().StringVar(&o.TokenFile, "token-file", "", "read the viewer's secret from FILE (yours, mode 0600, in a directory only you may write; >= 32 characters) instead of drawing one")
 	addTargetFlags(cmd, &o.Target, &o.AWS)
 	return cmd
 }

@@ -332,37 +332,100 @@ func TestUI_AnotherUserCannotApproveAGate(t *testing.T) {
 }
 
 // `stratus ui --token-file FILE` takes its secret from a file only its
-// owner reads (docs/security.md § The run viewer's secret): a file others
-// may read, or a short secret, is a usage error before anything listens;
-// a good one is the secret of the URL it prints and of a script's Bearer.
+// owner could have written or read, as ssh takes a key file
+// (docs/security.md § The run viewer's secret): a file others may read, a
+// short secret, a file of another uid (as root it took one with mode
+// 0600), a symbolic link, a file in a directory another user owns or
+// others may write (its owner could swap the file) is a usage error naming
+// the file and the rule, before anything listens; a good one is the
+// secret of the URL it prints and of a script's Bearer. The cases of
+// another uid need root, to play that user.
 func TestUI_TokenFileMustBePrivateAndLong(t *testing.T) {
 	t.Parallel()
 	dir, runID := demoRun(t)
 	long := strings.Repeat("5e", 20)
+	// private is a directory of the user's that no one else may write.
+	private := func(t *testing.T) string {
+		d := filepath.Join(t.TempDir(), "d")
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	write := func(t *testing.T, f, body string, mode os.FileMode) {
+		if err := os.WriteFile(f, []byte(body+"\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(f, mode); err != nil { // past the umask
+			t.Fatal(err)
+		}
+	}
+	asNobody := func(t *testing.T, path string) {
+		if os.Geteuid() != 0 {
+			t.Skip("playing another user needs root")
+		}
+		if err := os.Lchown(path, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for name, c := range map[string]struct {
-		body string
-		mode os.FileMode
+		make func(t *testing.T) string // the --token-file
 		want string
 	}{
-		"readable by others": {long, 0o644, "chmod 600"},
-		"short":              {"hunter2", 0o600, "at least 32 characters"},
-		"missing":            {"", 0, "no such file"},
-	} {
-		f := filepath.Join(t.TempDir(), "token")
-		if c.mode != 0 {
-			if err := os.WriteFile(f, []byte(c.body+"\n"), c.mode); err != nil {
+		"readable by others": {func(t *testing.T) string {
+			f := filepath.Join(private(t), "token")
+			write(t, f, long, 0o644)
+			return f
+		}, "chmod 600"},
+		"short": {func(t *testing.T) string {
+			f := filepath.Join(private(t), "token")
+			write(t, f, "hunter2", 0o600)
+			return f
+		}, "at least 32 characters"},
+		"missing": {func(t *testing.T) string { return filepath.Join(private(t), "token") }, "does not exist"},
+		"another user's file, 0600": {func(t *testing.T) string {
+			f := filepath.Join(private(t), "token")
+			write(t, f, long, 0o600)
+			asNobody(t, f)
+			return f
+		}, "belongs to uid 65534, not to you"},
+		"a symbolic link, even the user's own, to a good file": {func(t *testing.T) string {
+			d := private(t)
+			write(t, filepath.Join(d, "real"), long, 0o600)
+			f := filepath.Join(d, "token")
+			if err := os.Symlink(filepath.Join(d, "real"), f); err != nil {
 				t.Fatal(err)
 			}
-			os.Chmod(f, c.mode) // past the umask
-		}
-		if r := runCLI(t, "ui", "--dir", dir, "--addr", "127.0.0.1:0", "--token-file", f); r.code != ExitUsage || !strings.Contains(r.stderr, c.want) || strings.Contains(r.stderr, long) {
-			t.Errorf("%s: exit %d %q; want %d naming %q, never the secret", name, r.code, r.stderr, ExitUsage, c.want)
-		}
+			return f
+		}, "is a symbolic link"},
+		"in a directory another user owns": {func(t *testing.T) string {
+			d := private(t)
+			f := filepath.Join(d, "token")
+			write(t, f, long, 0o600)
+			asNobody(t, d)
+			return f
+		}, "which belongs to uid 65534"},
+		"in a directory others may write": {func(t *testing.T) string {
+			d := private(t)
+			f := filepath.Join(d, "token")
+			write(t, f, long, 0o600)
+			if err := os.Chmod(d, 0o1777); err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}, "other users may write it"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := c.make(t)
+			// Refused at once: a viewer that starts is killed, and fails.
+			if r := runCLIWithin(t, 30*time.Second, "ui", "--dir", dir, "--addr", "127.0.0.1:0", "--token-file", f); r.code != ExitUsage || !strings.Contains(r.stderr, c.want) || !strings.Contains(r.stderr, f) || strings.Contains(r.stderr, long) {
+				t.Errorf("exit %d %q; want %d naming %s and %q, never the secret", r.code, r.stderr, ExitUsage, f, c.want)
+			}
+		})
 	}
-	f := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(f, []byte(long+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	f := filepath.Join(private(t), "token")
+	write(t, f, long, 0o600)
 	v := startUI(t, &UIOptions{Dir: dir, Addr: "127.0.0.1:0", TokenFile: f})
 	if v.secret != long {
 		t.Errorf("the printed URL %s; want the file's secret", v.printed)

@@ -16,6 +16,7 @@ import (
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/httpapi"
 	"github.com/stratusflow/stratus/internal/orchestrator"
+	"github.com/stratusflow/stratus/internal/private"
 	"github.com/stratusflow/stratus/internal/runenv"
 	"github.com/stratusflow/stratus/internal/sink/fs"
 	"github.com/stratusflow/stratus/internal/store/sqlite"
@@ -103,6 +104,9 @@ func runUI(ctx context.Context, o *UIOptions) error {
 	}
 }
 
+// maxTokenFileBytes bounds what --token-file reads: a secret is one line.
+const maxTokenFileBytes = 4096
+
 // viewerURL is the URL to open for a viewer listening on addr: an
 // unspecified host (0.0.0.0, [::]) is reached as localhost from here.
 func viewerURL(addr string) string {
@@ -117,22 +121,19 @@ func viewerURL(addr string) string {
 }
 
 // uiSecret is the viewer's secret: read from path when given, else "" (New
-// draws one). Errors (usage): a file that cannot be read, that its group
-// or others may read or write, or whose secret is too short.
+// draws one). Errors (usage, exit 2, naming the file and the rule): a file
+// that cannot be read, that is a symbolic link, that is not the user's
+// own, that its group or others may read or write, in a directory that is
+// neither the user's nor root's or that others may write
+// (private.ReadFile, as ssh checks a key file), or whose secret is too
+// short (docs/security.md § The run viewer's secret).
 func uiSecret(path string) (string, error) {
 	if path == "" {
 		return "", nil
 	}
-	fi, err := os.Stat(path)
+	b, err := private.ReadFile("--token-file", path, maxTokenFileBytes)
 	if err != nil {
-		return "", usageError{fmt.Errorf("--token-file: %w", err)}
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return "", usageError{fmt.Errorf("--token-file %s has mode %o: another user could read the viewer's secret; valid: 0600 (chmod 600 %s)", path, fi.Mode().Perm(), path)}
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", usageError{fmt.Errorf("--token-file: %w", err)}
+		return "", usageError{err}
 	}
 	secret := strings.TrimSpace(string(b))
 	if len(secret) < webui.MinSecretLen || strings.ContainsAny(secret, " \t\r\n") {

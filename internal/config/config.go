@@ -22,6 +22,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/inputfile"
 	"github.com/stratusflow/stratus/internal/yamlast"
 )
 
@@ -279,11 +280,15 @@ func Parse(file string, data []byte) (*Config, error) {
 	return &c, nil
 }
 
-// Load reads the config file at path.
+// Load reads the config file at path. Errors: ENOTFOUND when it is
+// missing; EINVALID when it is not a regular file (inputfile.ReadFile);
+// Parse's.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.ReadFile("config", path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, stratus.Errorf(stratus.ENOTFOUND, "no config at %s; run `stratus install` first", path)
+	} else if stratus.ErrorCode(err) == stratus.EINVALID {
+		return nil, err // not a regular file
 	} else if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/stratusflow/stratus/internal/inputfile"
 	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/workerclient"
 	"github.com/stratusflow/stratus/internal/yamlast"
@@ -50,9 +51,10 @@ type Answer struct {
 	Files map[string]string `yaml:"files"`
 }
 
-// LoadScenario reads a scenario file strictly.
+// LoadScenario reads a scenario file strictly: a regular file
+// (inputfile.ReadFile: EINVALID otherwise).
 func LoadScenario(path string) (*Scenario, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.ReadFile("scenario file", path)
 	if err != nil {
 		return nil, err
 	}

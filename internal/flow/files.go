@@ -3,9 +3,9 @@ package flow
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/inputfile"
 	"github.com/stratusflow/stratus/internal/yamlast"
 )
 
@@ -36,11 +36,12 @@ func tooLarge(what, path string, size int64, limit int) error {
 // validation and for a run: at most MaxRoleFileBytes, checked before the
 // file is read (ETOOLARGE naming the size and the cap), valid UTF-8
 // (EINVALID naming the file and the byte offset of the first bad byte),
-// with a leading byte order mark removed. Opening errors are returned as
-// the os package gives them (errors.Is(err, os.ErrNotExist) holds for a
-// missing file).
+// with a leading byte order mark removed. A path that is not a regular
+// file (a FIFO, a device, a directory) is EINVALID (inputfile.Open); other
+// opening errors are returned as the os package gives them
+// (errors.Is(err, os.ErrNotExist) holds for a missing file).
 func ReadRoleFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open("role file", path)
 	if err != nil {
 		return nil, err
 	}
@@ -62,10 +63,10 @@ func ReadRoleFile(path string) ([]byte, error) {
 	return StripBOM(data), nil
 }
 
-// readFlowFile reads a flow file for Load: at most MaxFlowBytes, checked
-// before the file is read.
+// readFlowFile reads a flow file for Load: a regular file
+// (inputfile.Open), at most MaxFlowBytes, checked before the file is read.
 func readFlowFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open("flow file", path)
 	if err != nil {
 		return nil, err
 	}

@@ -4,17 +4,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/orchestrator"
+	"github.com/stratusflow/stratus/internal/private"
 )
 
 // SocketName is the host's socket, in its directory (SocketPath).
@@ -76,39 +74,20 @@ func makeSocketDir(path string) error {
 			return err
 		}
 	}
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("host socket directory %s: %w", dir, err)
-	}
-	return checkSocketDir(dir)
+	return private.MakeDir("host socket directory", dir, socketDirFix)
 }
 
 // checkSocketDir refuses a host socket directory that someone else could
-// have placed a socket in: it must be a directory (not a symbolic link:
-// Lstat), owned by this process's effective uid, with no group or other
-// permission bits. Errors: ENOTFOUND when it does not exist; EFORBIDDEN
-// naming the path and what is wrong otherwise.
+// have placed a socket in (private.CheckDir): it must be a directory (not
+// a symbolic link), owned by this process's effective uid, with no group
+// or other permission bits. Errors: ENOTFOUND when it does not exist;
+// EFORBIDDEN naming the path and what is wrong otherwise.
 func checkSocketDir(dir string) error {
-	fi, err := os.Lstat(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return stratus.Errorf(stratus.ENOTFOUND, "host socket directory %s does not exist", dir)
-	} else if err != nil {
-		return fmt.Errorf("host socket directory %s: %w", dir, err)
-	}
-	const fix = "stratus never uses it (docs/security.md § The host socket); remove it, or set XDG_RUNTIME_DIR to a directory of yours with mode 0700"
-	switch {
-	case fi.Mode()&fs.ModeSymlink != 0:
-		return stratus.Errorf(stratus.EFORBIDDEN, "host socket directory %s is a symbolic link; %s", dir, fix)
-	case !fi.IsDir():
-		return stratus.Errorf(stratus.EFORBIDDEN, "host socket directory %s is not a directory (%s); %s", dir, fi.Mode().Type(), fix)
-	}
-	if uid, ok := ownerOf(fi); ok && uid != os.Geteuid() {
-		return stratus.Errorf(stratus.EFORBIDDEN, "host socket directory %s belongs to uid %d, not to you (uid %d): another user may have made it to receive your runs; %s", dir, uid, os.Geteuid(), fix)
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return stratus.Errorf(stratus.EFORBIDDEN, "host socket directory %s has mode %04o: other users may enter it (want 0700); %s", dir, perm, fix)
-	}
-	return nil
+	return private.CheckDir("host socket directory", dir, socketDirFix)
 }
+
+// socketDirFix ends a refusal of the socket directory.
+const socketDirFix = "stratus never uses it (docs/security.md § The host socket); remove it, or set XDG_RUNTIME_DIR to a directory of yours with mode 0700"
 
 // checkSocketFile refuses a socket file at path owned by another uid
 // (EFORBIDDEN); a missing file is no error.
@@ -117,19 +96,10 @@ func checkSocketFile(path string) error {
 	if err != nil {
 		return nil
 	}
-	if uid, ok := ownerOf(fi); ok && uid != os.Geteuid() {
+	if uid, ok := private.Owner(fi); ok && uid != os.Geteuid() {
 		return stratus.Errorf(stratus.EFORBIDDEN, "host socket %s belongs to uid %d, not to you (uid %d); stratus never talks to it (docs/security.md § The host socket)", path, uid, os.Geteuid())
 	}
 	return nil
-}
-
-// ownerOf returns the uid owning a file, when the system says.
-func ownerOf(fi fs.FileInfo) (int, bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0, false
-	}
-	return int(st.Uid), true
 }
 
 // checkPeer refuses (EFORBIDDEN) a connection whose other end runs as

@@ -24,6 +24,10 @@ const (
 	// "{stratus}" in an engine's launch spec: the small stratus-runner
 	// binary is not it (unset: the runner's own executable).
 	EnvStratus = "STRATUS_BIN"
+	// EnvSpoolDir, when set, is where the runner keeps a report the
+	// worker API did not take (Spec.SpoolDir); unset, a directory of the
+	// runner's user under the temporary directory.
+	EnvSpoolDir = "STRATUS_SPOOL_DIR"
 )
 
 // Environment variables the runner always sets for the engine: the
@@ -43,6 +47,11 @@ type Spec struct {
 	TaskID  string // dispatch task id
 	Attempt int
 	LogPath string // embedded mode: where the runner's stdout/stderr go ("" = discard)
+	// SpoolDir, embedded, is a directory of the state dir, the operator's
+	// alone, where the runner keeps a report the worker API did not take
+	// (docs/security.md § Files under .stratus); "" = the runner's own
+	// per-user spool directory (ECS and pooled runners, with no state dir).
+	SpoolDir string
 	// NetworkAccess is the node's resolved network grant (seed 004 §
 	// Per-node overrides: network_access). On AWS it chooses the ECS
 	// network profile: online subnets and security group, or the offline

@@ -19,13 +19,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/stratusflow/stratus/internal/inputfile"
 	"github.com/stratusflow/stratus/internal/yamlast"
 )
 
@@ -59,9 +59,10 @@ type Turn struct {
 	CachedTokens int64 `yaml:"cached_tokens"` // read from the prompt cache (counted within input)
 }
 
-// Load reads a script file strictly.
+// Load reads a script file strictly: a regular file (inputfile.ReadFile:
+// EINVALID otherwise).
 func Load(path string) (*Script, error) {
-	b, err := os.ReadFile(path)
+	b, err := inputfile.ReadFile("script file", path)
 	if err != nil {
 		return nil, err
 	}

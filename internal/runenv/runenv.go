@@ -20,6 +20,7 @@ import (
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/inputfile"
 	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/task"
 	"github.com/stratusflow/stratus/internal/worker"
@@ -115,9 +116,11 @@ func Freeze(ctx context.Context, sk sink.Sink, runID, workDir, flowsDir, taskPat
 		flowsDir = filepath.Join(state, FlowsDir)
 	}
 	if cfg == nil {
-		b, err := os.ReadFile(filepath.Join(state, ConfigFile))
+		b, err := inputfile.ReadFile("config", filepath.Join(state, ConfigFile))
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, stratus.Errorf(stratus.ENOTFOUND, "no config at %s; run `stratus install` first", filepath.Join(state, ConfigFile))
+		} else if stratus.ErrorCode(err) == stratus.EINVALID {
+			return nil, err // not a regular file
 		} else if err != nil {
 			return nil, fmt.Errorf("read config: %w", err)
 		}
@@ -130,8 +133,10 @@ func Freeze(ctx context.Context, sk sink.Sink, runID, workDir, flowsDir, taskPat
 	if err != nil {
 		return nil, err
 	}
-	taskBytes, err := os.ReadFile(taskPath)
-	if err != nil {
+	taskBytes, err := inputfile.ReadFile("task file", taskPath)
+	if stratus.ErrorCode(err) == stratus.EINVALID {
+		return nil, err // swapped for what is not a regular file since Load
+	} else if err != nil {
 		return nil, fmt.Errorf("read task file: %w", err)
 	}
 	if _, err := flow.Load(flowsDir, tk.TaskType); err != nil {

@@ -60,7 +60,7 @@ func execSetup(t *testing.T, spec nodeexec.Spec) (*execAPI, Options) {
 	f := &execAPI{spec: spec}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	return f, Options{APIURL: srv.URL, Handle: "wh-abcdefgh", SpoolDir: t.TempDir()}
+	return f, Options{APIURL: srv.URL, Handle: "wh-abcdefgh", SpoolDir: filepath.Join(t.TempDir(), "spool")}
 }
 
 // Heartbeats: while a check command runs silently, the runner re-posts its

@@ -24,7 +24,8 @@ const (
 )
 
 // Main is a runner process: it reads STRATUS_API_URL, STRATUS_HANDLE,
-// STRATUS_TASK_ID, STRATUS_PARENT_PID and STRATUS_BIN through getenv, runs
+// STRATUS_TASK_ID, STRATUS_PARENT_PID, STRATUS_BIN and STRATUS_SPOOL_DIR
+// through getenv, runs
 // one attempt (Run) until SIGINT or SIGTERM, logs to stderr (one record a
 // line: internal/logging) and returns the process's exit status. Both
 // `stratus runner` and the small stratus-runner binary (which links no
@@ -59,7 +60,7 @@ func Main(getenv func(string) string, stderr io.Writer) int {
 		ctx, cancel = WatchParent(ctx, pid, ParentPoll, log)
 		defer cancel()
 	}
-	err := Run(ctx, Options{APIURL: getenv(launch.EnvAPIURL), Handle: getenv(launch.EnvHandle), TaskID: getenv(launch.EnvTaskID), Self: self, Log: log})
+	err := Run(ctx, Options{APIURL: getenv(launch.EnvAPIURL), Handle: getenv(launch.EnvHandle), TaskID: getenv(launch.EnvTaskID), Self: self, Log: log, SpoolDir: getenv(launch.EnvSpoolDir)})
 	if err != nil {
 		LogEnd(log, err) // said once, as a record of the runner's log
 	}

@@ -262,7 +262,7 @@ func (o PoolOptions) runAssignment(ctx context.Context, m queue.Message, a launc
 	keep := make(chan struct{})
 	var kept sync.WaitGroup
 	opts := Options{APIURL: a.APIURL, Handle: a.Handle, TaskID: a.TaskID, Self: o.Self, Log: o.Log, HTTP: o.HTTP,
-		WorkRoot: filepath.Join(dir, "work"), SpoolDir: o.WorkRoot, EngineDir: filepath.Join(dir, "work"), TempDir: filepath.Join(dir, "tmp"),
+		WorkRoot: filepath.Join(dir, "work"), SpoolDir: SpoolDirFor(o.WorkRoot), EngineDir: filepath.Join(dir, "work"), TempDir: filepath.Join(dir, "tmp"),
 		EngineEnv: map[string]string{"HOME": filepath.Join(dir, "home"), "TMPDIR": filepath.Join(dir, "tmp")},
 		OnExchanged: func(b worker.Bootstrapped) {
 			took, handle = true, b.Handle

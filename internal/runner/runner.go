@@ -27,23 +27,29 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/captoken"
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/contract"
 	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/outputschema"
+	"github.com/stratusflow/stratus/internal/private"
 	"github.com/stratusflow/stratus/internal/worker"
 	"github.com/stratusflow/stratus/internal/workerclient"
 )
 
 // Options configure one runner invocation.
 type Options struct {
-	APIURL   string // STRATUS_API_URL
-	Handle   string // STRATUS_HANDLE
-	TaskID   string // STRATUS_TASK_ID (optional: the prompt fetch resolves it from the handle)
-	Self     string // the stratus binary, substituted for "{stratus}"
-	SpoolDir string // where an undeliverable report goes ("" = os.TempDir())
+	APIURL string // STRATUS_API_URL
+	Handle string // STRATUS_HANDLE
+	TaskID string // STRATUS_TASK_ID (optional: the prompt fetch resolves it from the handle)
+	Self   string // the stratus binary, substituted for "{stratus}"
+	// SpoolDir is where a report the worker API did not take is kept: a
+	// directory only this user may enter, made 0700 when missing and
+	// checked before each use ("" = SpoolDirFor the temporary directory;
+	// embedded, the step's log directory in the state dir: STRATUS_SPOOL_DIR).
+	SpoolDir string
 	// WorkRoot is where a run's workspace is checked out ("" =
 	// os.TempDir()): the runner's own directory, never the operator's.
 	WorkRoot string
@@ -523,14 +529,57 @@ func plausible(c *float64, log *slog.Logger) *float64 {
 	return nil
 }
 
-// spool writes body to the spool dir and returns the file's path.
+// SpoolDirFor is the spool directory a runner without one given makes for
+// its user under root ("" = os.TempDir()): root/stratus-spool-<euid>,
+// 0700 (docs/security.md § Files under .stratus).
+func SpoolDirFor(root string) string {
+	if root == "" {
+		root = os.TempDir()
+	}
+	return filepath.Join(root, "stratus-spool-"+strconv.Itoa(os.Geteuid()))
+}
+
+// spoolFix ends a refusal of the spool directory.
+const spoolFix = "no report is kept there (docs/security.md § Files under .stratus)"
+
+// spool keeps body, which the worker API did not take, in a new file of
+// the spool dir and returns the file's path (docs/security.md § Report
+// spool files): the dir is one only this user may enter (Options.SpoolDir,
+// else SpoolDirFor the temporary directory), the file is created anew with
+// mode 0600 and never through a symbolic link (private.CreateIn). A
+// spool dir someone else made first, or opened up, is not used: the
+// report goes to a new directory of a name no one can guess, beside it,
+// and the log says why.
 func spool(o Options, p *worker.Payload, what string, body []byte) (string, error) {
 	dir := o.SpoolDir
 	if dir == "" {
-		dir = os.TempDir()
+		dir = SpoolDirFor("")
 	}
-	path := filepath.Join(dir, fmt.Sprintf("stratus-spool-%s-%d.%s", safe(p.TaskID), p.Attempt, what))
-	return path, os.WriteFile(path, body, 0o600)
+	name := fmt.Sprintf("stratus-spool-%s-%d.%s", safe(p.TaskID), p.Attempt, what)
+	f, path, err := private.CreateIn("spool directory", dir, spoolFix, name)
+	if stratus.ErrorCode(err) == stratus.EFORBIDDEN {
+		alt, aerr := os.MkdirTemp(filepath.Dir(dir), "stratus-spool-")
+		if aerr != nil {
+			return "", fmt.Errorf("%v; and a directory of its own beside it: %v", err, aerr)
+		}
+		if o.Log != nil {
+			o.Log.Warn(err.Error() + "; it goes to " + alt)
+		}
+		f, path, err = private.CreateIn("spool directory", alt, spoolFix, name)
+	}
+	if err != nil {
+		return "", err
+	}
+	if _, err := f.Write(body); err != nil {
+		f.Close()
+		os.Remove(path)
+		return "", fmt.Errorf("spool file %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(path)
+		return "", fmt.Errorf("spool file %s: %w", path, err)
+	}
+	return path, nil
 }
 
 // Reason is the human reason a terminal other than Captured is reported

@@ -73,7 +73,7 @@ func setup(t *testing.T, script string) (*fakeAPI, Options) {
 	f := &fakeAPI{engine: worker.EngineSpec{Command: "sh", Args: []string{filepath.Join(dir, "engine.sh")}, Dir: dir, DeadlineMS: 5000, Kind: "agent", Input: json.RawMessage(`{"query":"p"}`)}}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	return f, Options{APIURL: srv.URL, Handle: "wh-abcdefgh", SpoolDir: dir}
+	return f, Options{APIURL: srv.URL, Handle: "wh-abcdefgh", SpoolDir: filepath.Join(dir, "spool")}
 }
 
 // A string report is submitted as its raw text; any other report as its

@@ -18,6 +18,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/inputfile"
 	"github.com/stratusflow/stratus/internal/yamlast"
 )
 
@@ -65,18 +66,19 @@ var (
 )
 
 // Load reads and parses the task file at path. A missing file is
-// ENOTFOUND; other errors are Parse's.
+// ENOTFOUND; one that is not a regular file (a FIFO, a device, a
+// directory: inputfile.Open) or cannot be read is EINVALID; other errors
+// are Parse's.
 func Load(path string) (*Task, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open("task file", path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, stratus.Errorf(stratus.ENOTFOUND, "task file not found: %s", path)
+	} else if stratus.ErrorCode(err) == stratus.EINVALID {
+		return nil, err // not a regular file
 	} else if err != nil {
 		return nil, stratus.Errorf(stratus.EINVALID, "task file %s cannot be opened: %v", path, err)
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, stratus.Errorf(stratus.EINVALID, "task file %s is not a regular file", path)
-	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
 	if err != nil {
 		return nil, stratus.Errorf(stratus.EINVALID, "task file %s cannot be read: %v", path, err)

@@ -389,6 +389,7 @@ func (s *Service) launchAttempt(ctx context.Context, run stratus.Run, env *RunEn
 	s.emit(Event{Type: EventStepStarted, RunID: run.ID, Node: step.Node, StepRef: step.StepRef, TID: step.TID, Attempt: n})
 	spec := launch.Spec{APIURL: s.APIURL, Handle: h.Handle, TaskID: step.TID, Attempt: n, NetworkAccess: res.NetworkAccess}
 	spec.LogPath = s.runnerLog(run, step)
+	spec.SpoolDir = spoolDir(spec.LogPath)
 	spec.OnExit = func(err error) { s.workerExited(step.TID, n, err, spec.LogPath) }
 	// HeartbeatSeconds runs from the dispatch message, and the runner's
 	// first stats come only once its task runs (Fargate: 30-90 s and the
@@ -466,6 +467,16 @@ func systemPrompt(env *RunEnv, step stratus.Step) string {
 		"To hand over a named file, stage it as a part: POST $STRATUS_API_URL/v1/worker/artifact?name=<file name> "+
 		"with the header `Authorization: Bearer $STRATUS_HANDLE` and the file's bytes as the body.\n",
 		step.Node, step.StepRef, env.Flow.Name, env.Task.ID)
+}
+
+// spoolDir is where the runner whose log is logPath keeps a report it
+// could not deliver: embedded, beside its log, in the state dir
+// (docs/security.md § Files under .stratus); "" without a log (on AWS).
+func spoolDir(logPath string) string {
+	if logPath == "" {
+		return ""
+	}
+	return filepath.Dir(logPath)
 }
 
 // runnerLog is where a step's runner writes its log in embedded mode ("" on

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -365,5 +366,29 @@ func TestDispatch_StopMessageReachesAWorkerLaunchedElsewhere(t *testing.T) {
 	}
 	if st, _ := r.svc.Store.GetStep(context.Background(), step.TID); st.Status != stratus.StepFailed {
 		t.Errorf("step %s, want failed", st.Status)
+	}
+}
+
+// Embedded, a step's runner keeps a report it could not deliver beside its
+// log, in the state dir (the operator's alone), not in the shared
+// temporary directory; on AWS (no local logs) the runner picks its own
+// private directory. docs/security.md § Files under .stratus.
+func TestDispatch_SpoolDirIsTheStepsLogDirInTheStateDir(t *testing.T) {
+	r := newRig(t, rigOptions{flow: buildPublishFlow})
+	logs := filepath.Join(t.TempDir(), ".stratus", "logs")
+	r.svc.LocalLogs = logs
+	r.dispatch(t, "build")
+	specs := r.launches()
+	if len(specs) != 1 {
+		t.Fatalf("launches %+v", specs)
+	}
+	s := specs[0]
+	if s.LogPath == "" || s.SpoolDir != filepath.Dir(s.LogPath) || !strings.HasPrefix(s.SpoolDir, logs+string(filepath.Separator)) {
+		t.Errorf("SpoolDir %q, LogPath %q: want the log's directory, under %s", s.SpoolDir, s.LogPath, logs)
+	}
+	aws := newRig(t, rigOptions{flow: buildPublishFlow})
+	aws.dispatch(t, "build")
+	if s := aws.launches()[0]; s.SpoolDir != "" {
+		t.Errorf("without local logs SpoolDir = %q, want \"\" (the runner's own)", s.SpoolDir)
 	}
 }

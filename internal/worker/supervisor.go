@@ -191,6 +191,7 @@ func (s *Service) launchSupervisor(ctx context.Context, run stratus.Run, env *Ru
 	if s.LocalLogs != "" {
 		spec.LogPath = filepath.Join(s.LocalLogs, run.TaskID, "supervisor", fmt.Sprintf("run-%06d", step.Visit), "runner.log")
 	}
+	spec.SpoolDir = spoolDir(spec.LogPath)
 	spec.OnExit = func(err error) { s.workerExited(step.TID, 1, err, spec.LogPath) }
 	// A launch that waits (capacity, a busy runner pool) keeps the state
 	// the turn holds alive: the finalize turn holds publish's token.

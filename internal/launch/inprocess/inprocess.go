@@ -96,7 +96,7 @@ func (l *Launcher) Launch(_ context.Context, s launch.Spec) (string, error) {
 	go func() {
 		defer l.wg.Done()
 		log := logging.Discard()
-		o := runner.Options{APIURL: s.APIURL, Handle: s.Handle, TaskID: s.TaskID, Self: l.Self,
+		o := runner.Options{APIURL: s.APIURL, Handle: s.Handle, TaskID: s.TaskID, Self: l.Self, SpoolDir: s.SpoolDir,
 			HTTP: &http.Client{Transport: Direct(l.Handler)}, EngineFiles: &l.files}
 		if logf != nil {
 			log = logging.JSON(logf, "runner")

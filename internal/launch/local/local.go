@@ -99,6 +99,9 @@ func (l *Launcher) Launch(ctx context.Context, s launch.Spec) (id string, err er
 	}
 	cmd.Env = append(slices.Clone(base),
 		launch.EnvAPIURL+"="+s.APIURL, launch.EnvHandle+"="+s.Handle, launch.EnvTaskID+"="+s.TaskID, launch.EnvStratus+"="+exe)
+	if s.SpoolDir != "" {
+		cmd.Env = append(cmd.Env, launch.EnvSpoolDir+"="+s.SpoolDir)
+	}
 	if l.Dir != nil {
 		if cmd.Dir = l.Dir(s); cmd.Dir != "" {
 			cmd.Env = append(cmd.Env, "TMPDIR="+cmd.Dir)

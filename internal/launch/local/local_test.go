@@ -13,13 +13,15 @@ import (
 )
 
 // A worker gets the API URL, handle and task id in its environment (DESIGN.md
-// § The path of one step, 2), writes to its log, and OnExit reports its end.
+// § The path of one step, 2), and its spool directory when the spec names
+// one (docs/security.md § Files under .stratus), writes to its log, and
+// OnExit reports its end.
 func TestLaunch_EnvironmentLogAndExit(t *testing.T) {
 	t.Parallel()
 	log := filepath.Join(t.TempDir(), "sub", "runner.log")
-	l := &Launcher{Executable: "sh", Args: []string{"-c", `echo "$STRATUS_API_URL $STRATUS_HANDLE $STRATUS_TASK_ID"; exit 3`}}
+	l := &Launcher{Executable: "sh", Args: []string{"-c", `echo "$STRATUS_API_URL $STRATUS_HANDLE $STRATUS_TASK_ID $STRATUS_SPOOL_DIR"; exit 3`}}
 	exited := make(chan error, 1)
-	if _, err := l.Launch(context.Background(), launch.Spec{APIURL: "http://127.0.0.1:1", Handle: "wh-abcdefgh", TaskID: "r1.a.1", LogPath: log,
+	if _, err := l.Launch(context.Background(), launch.Spec{APIURL: "http://127.0.0.1:1", Handle: "wh-abcdefgh", TaskID: "r1.a.1", LogPath: log, SpoolDir: filepath.Dir(log),
 		OnExit: func(err error) { exited <- err }}); err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +34,7 @@ func TestLaunch_EnvironmentLogAndExit(t *testing.T) {
 		t.Fatal("OnExit not called")
 	}
 	got, _ := os.ReadFile(log)
-	if strings.TrimSpace(string(got)) != "http://127.0.0.1:1 wh-abcdefgh r1.a.1" {
+	if strings.TrimSpace(string(got)) != "http://127.0.0.1:1 wh-abcdefgh r1.a.1 "+filepath.Dir(log) {
 		t.Errorf("log = %q", got)
 	}
 }

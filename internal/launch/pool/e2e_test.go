@@ -383,7 +383,9 @@ func TestPool_AnUndeliverableReportStopsThePool(t *testing.T) {
 	if ctx.Err() != nil || !errors.Is(err, runner.ErrSpooled) {
 		t.Fatalf("Pool: %v (deadline passed: %v); want it stopped with ErrSpooled once the report was spooled", err, ctx.Err())
 	}
-	spooled, _ := filepath.Glob(filepath.Join(root, "stratus-spool-*.report"))
+	// In the runner's own directory under the work root
+	// (docs/security.md § Files under .stratus).
+	spooled, _ := filepath.Glob(filepath.Join(runner.SpoolDirFor(root), "stratus-spool-*.report"))
 	if len(spooled) != 1 || !strings.Contains(err.Error(), spooled[0]) {
 		t.Errorf("spool files %v; the error %q should name the one kept", spooled, err)
 	}
