@@ -16,10 +16,7 @@ import (
 func TestRun_FullDiskEndsTheRunWithItsResult(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs to fill (%v: %s)", err, strings.TrimSpace(string(out)))
-	}
-	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+	mountTmpfs(t, dir, "4m")
 	// Ten 600 kB artifacts through the worker API: the sixth fills the disk.
 	art := t.TempDir()
 	writeTestFile(t, filepath.Join(art, "bin"), stratusBin)
@@ -48,5 +45,71 @@ printf '{"subrun_report": "ok"}\n'
 	}
 	if s := runCLI(t, "status", strings.Fields(r.stdout)[1][:len(strings.Fields(r.stdout)[1])-1], "--dir", dir); !strings.Contains(s.stdout, "interrupted") {
 		t.Errorf("status after the full disk:\n%s%s", s.stdout, s.stderr)
+	}
+}
+
+// mountTmpfs mounts a tmpfs of size (as mount's -o size=) on dir, which
+// exists, until the test ends; mounting one needs root and CAP_SYS_ADMIN:
+// without them the test is skipped.
+func mountTmpfs(t *testing.T, dir, size string) {
+	t.Helper()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs to fill (%v: %s)", err, strings.TrimSpace(string(out)))
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+}
+
+// docs/security.md § Output that did not persist: a summary the disk
+// refuses at the publish step stops the run interrupted (exit 130), not
+// failed: its why names the publish step, the summary's file, the disk
+// full and the command that resumes it; publish#1 reads canceled, never
+// done. Once space is freed, resume publishes again and the run is done,
+// its summary written. The task's logs dir (where the summary goes) is a
+// 1 MiB tmpfs that answer's engine fills.
+func TestRun_ASummaryTheDiskRefusesStopsTheRunAndResumePublishesAgain(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	logs := filepath.Join(dir, ".stratus/logs/t-pub")
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, task := tinyRun(t, dir, `read line
+case "$line" in *Answer*) head -c 4000000 /dev/zero > "$LOGS/filler" 2>/dev/null ;; esac
+printf '{"subrun_report": "ok"}\n'
+`, "{LOGS: "+logs+"}", "t-pub")
+	mountTmpfs(t, logs, "1m")
+
+	r := runCLI(t, "run", task, "--dir", dir, "--json")
+	res := decodeRun(t, r.stdout)
+	if r.code != ExitInterrupted || res.Status != "interrupted" {
+		t.Fatalf("run: exit %d, status %s; want interrupted (exit %d)\n%s", r.code, res.Status, ExitInterrupted, r.stderr)
+	}
+	for _, want := range []string{"the disk is full (publish#1: write the summary: ", filepath.Join(logs, "summary.json"), "no space left on device", "`stratus resume " + res.RunID} {
+		if !strings.Contains(res.Cause, want) {
+			t.Errorf("the run's why %q does not say %q", res.Cause, want)
+		}
+	}
+	if !strings.Contains(res.SummaryError, "it would have been "+filepath.Join(logs, "summary.json")) {
+		t.Errorf("the result's summary_error %q; want it saying where the summary would have been", res.SummaryError)
+	}
+	if s := statusOf(t, dir, res.RunID); s.Status != "interrupted" || stepRefs(s) != "first#1:completed answer#1:completed publish#1:canceled" {
+		t.Errorf("status: %s %s; want interrupted, publish#1 canceled", s.Status, stepRefs(s))
+	}
+
+	if err := os.Remove(filepath.Join(logs, "filler")); err != nil {
+		t.Fatal(err)
+	}
+	r = runCLI(t, "resume", res.RunID, "--dir", dir, "--json")
+	if r.code != ExitOK {
+		t.Fatalf("resume: exit %d\n%s", r.code, r.stderr)
+	}
+	if got := join(steps(r.stderr)); got != "publish#2:done" {
+		t.Errorf("resumed steps: %s; want publish again, alone", got)
+	}
+	if res := decodeRun(t, r.stdout); res.Status != "done" || res.SummaryError != "" || len(res.Summary) != 2 {
+		t.Errorf("resume result %+v; want done, its summary written", res)
+	}
+	if _, err := os.Stat(filepath.Join(logs, "summary.md")); err != nil {
+		t.Errorf("the summary after the resume: %v", err)
 	}
 }

@@ -174,15 +174,21 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 	// whose report cannot be kept.
 	waitCtx, stopWait := context.WithCancelCause(ctx)
 	defer stopWait(nil)
+	// So does a step's output or a summary the disk refuses, where the
+	// service would fail the step and so the run (worker.Service.DiskFull,
+	// docs/security.md § Output that did not persist).
+	svc.DiskFull = func(err error) { stopWait(&diskFullError{err}) }
 	api := httpapi.New(svc)
 	if inproc != nil {
 		inproc.Handler = api
 	}
 	api.OnError = func(_ *http.Request, err error) {
 		// A submit whose output did not persist has failed its step and
-		// told the execution, which ends the run failed with that step's
-		// reason (docs/security.md § Output that did not persist):
-		// stopping it here too would race that end.
+		// either stopped the run itself (a full disk: svc.DiskFull, whose
+		// cause names the step) or, for another write error, told the
+		// execution, which ends the run failed with that step's reason
+		// (docs/security.md § Output that did not persist): stopping it
+		// here would race that end.
 		if stratus.StorageFull(err) && !errors.Is(err, worker.ErrNotPersisted) {
 			stopWait(&diskFullError{err})
 		}
