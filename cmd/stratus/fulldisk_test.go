@@ -1,10 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -112,4 +114,111 @@ printf '{"subrun_report": "ok"}\n'
 	if _, err := os.Stat(filepath.Join(logs, "summary.md")); err != nil {
 		t.Errorf("the summary after the resume: %v", err)
 	}
+}
+
+// fillDisk takes all the free space of the file system holding dir but
+// leave bytes, in file dir/filler, and returns what frees it again.
+func fillDisk(t *testing.T, dir string, leave int64) (free func()) {
+	t.Helper()
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(dir, &fs); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "filler")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if n := int64(fs.Bavail)*fs.Bsize - leave; n > 0 {
+		if err := syscall.Fallocate(int(f.Fd()), 0, 0, n); err != nil {
+			t.Fatalf("fill %s but %d bytes: %v", dir, leave, err)
+		}
+	}
+	return func() {
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// docs/security.md § Output that did not persist: reading a run needs no
+// write. A run whose owner was killed reads interrupted — in `status`, its
+// open step canceled, and in `runs`, text and --json — even on a disk too
+// full to record that: each exits 0 and says, in a note, that it could not
+// be recorded. Once space is freed, the next `status` records it and the
+// note is gone. (Before: both failed, "database or disk is full".)
+func TestStatus_AFullDiskStillShowsAKilledRunInterrupted(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mountTmpfs(t, dir, "8m")
+	_, task := tinyRun(t, dir, secondHangsEngine, "", "t-read")
+	writeTestFile(t, filepath.Join(dir, "slow"), "")
+	runID := killOwner(t, dir, startRun(t, dir, task))
+	free := fillDisk(t, dir, 0)
+
+	s := statusOf(t, dir, runID)
+	if s.Status != "interrupted" || stepRefs(s) != "first#1:completed answer#1:canceled" {
+		t.Errorf("status --json on the full disk: %s %s; want interrupted with answer#1 canceled", s.Status, stepRefs(s))
+	}
+	if !strings.Contains(s.Note, "could not be recorded") || !strings.Contains(s.Note, "database or disk is full") {
+		t.Errorf("status --json: note %q; want it saying the interruption could not be recorded, and why", s.Note)
+	}
+	txt := runCLI(t, "status", runID, "--dir", dir)
+	if txt.code != ExitOK || !strings.Contains(txt.stdout, "run "+runID+": interrupted\n  note:     ") {
+		t.Errorf("status on the full disk: exit %d\n%s%s", txt.code, txt.stdout, txt.stderr)
+	}
+	l := runCLI(t, "runs", "--dir", dir)
+	if l.code != ExitOK || !strings.Contains(lineWith(l.stdout, runID), " interrupted ") || !strings.Contains(l.stdout, "note: run "+runID+": ") {
+		t.Errorf("runs on the full disk: exit %d\n%s%s", l.code, l.stdout, l.stderr)
+	}
+	l = runCLI(t, "runs", "--dir", dir, "--json")
+	var lines []struct{ RunID, Status, Note string }
+	if err := json.Unmarshal([]byte(l.stdout), &lines); err != nil || l.code != ExitOK || len(lines) != 1 ||
+		lines[0].Status != "interrupted" || !strings.Contains(lines[0].Note, "could not be recorded") {
+		t.Errorf("runs --json on the full disk: exit %d, %+v (%v)\n%s", l.code, lines, err, l.stderr)
+	}
+
+	free()
+	if s := statusOf(t, dir, runID); s.Status != "interrupted" || s.Note != "" {
+		t.Errorf("status once space is freed: %s, note %q; want interrupted, recorded", s.Status, s.Note)
+	}
+	if l := runCLI(t, "runs", "--dir", dir); strings.Contains(l.stdout, "note:") {
+		t.Errorf("runs once the run is recorded still has a note:\n%s", l.stdout)
+	}
+}
+
+// docs/security.md § Output that did not persist: a store last closed
+// cleanly opens to be read on a disk that has filled up since — `runs` and
+// `status` of a done run work with no byte free. (Before: both failed,
+// "open sqlite store: disk I/O error": SQLite had deleted the store's -shm
+// file at its close, and could not allocate it again.)
+func TestRuns_AFullDiskStillReadsTheStore(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mountTmpfs(t, dir, "8m")
+	_, task := tinyRun(t, dir, "read line\nprintf '{\"subrun_report\": \"ok\"}\\n'\n", "", "t-closed")
+	r := runCLI(t, "run", task, "--dir", dir)
+	runID, status := firstRunLine(r.stdout)
+	if r.code != ExitOK || status != "done" {
+		t.Fatalf("run: exit %d, %q\n%s%s", r.code, status, r.stdout, r.stderr)
+	}
+	fillDisk(t, dir, 0)
+	if l := runCLI(t, "runs", "--dir", dir); l.code != ExitOK || !strings.Contains(lineWith(l.stdout, runID), " done ") {
+		t.Errorf("runs on the full disk: exit %d\n%s%s", l.code, l.stdout, l.stderr)
+	}
+	if s := statusOf(t, dir, runID); s.Status != "done" || s.Note != "" {
+		t.Errorf("status on the full disk: %s, note %q; want done", s.Status, s.Note)
+	}
+}
+
+// firstRunLine is the run id of "run <id>: <status>", the result line of
+// `stratus run`, and that status ("", "" when stdout has none).
+func firstRunLine(stdout string) (runID, status string) {
+	for _, l := range strings.Split(stdout, "\n") {
+		if id, st, ok := strings.Cut(strings.TrimPrefix(l, "run "), ": "); ok && strings.HasPrefix(l, "run r-") {
+			return id, st
+		}
+	}
+	return "", ""
 }
