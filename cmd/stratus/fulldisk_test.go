@@ -142,6 +142,43 @@ func fillDisk(t *testing.T, dir string, leave int64) (free func()) {
 	}
 }
 
+// docs/security.md § Output that did not persist: a run whose summary the
+// disk refuses once its execution has ended is recorded ended all the same
+// — `run` prints its result, its summary line saying the summary could not
+// be written and where it would have been, and `runs` shows it failed.
+// (Before: `run` failed with the bare write error and the run stayed
+// recorded running, read interrupted.) The task's logs dir is a 1 MiB
+// tmpfs that the failing engine fills.
+func TestRun_ASummaryTheDiskRefusesAtTheEndStillRecordsTheRunsEnd(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	logs := filepath.Join(dir, ".stratus/logs/t-end")
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, task := tinyRun(t, dir, `read line
+head -c 4000000 /dev/zero > "$LOGS/filler" 2>/dev/null
+echo "the engine broke" >&2
+exit 3
+`, "{LOGS: "+logs+"}", "t-end")
+	mountTmpfs(t, logs, "1m")
+
+	r := runCLI(t, "run", task, "--dir", dir)
+	runID, status := firstRunLine(r.stdout)
+	if r.code != ExitFailed || status != "failed" {
+		t.Fatalf("run: exit %d, %q; want the run's result, failed\n%s%s", r.code, status, r.stdout, r.stderr)
+	}
+	want := "  summary:  the summary could not be written (fs sink: write " + filepath.Join(logs, "summary.json") + ": no space left on device); it would have been " +
+		filepath.Join(logs, "summary.json") + " and " + filepath.Join(logs, "summary.md")
+	if !strings.Contains(r.stdout, want+"\n") || strings.Contains(r.stdout, "record:") {
+		t.Errorf("the result does not say %q alone:\n%s", want, r.stdout)
+	}
+	l := runCLI(t, "runs", "--dir", dir)
+	if line := lineWith(l.stdout, runID); !strings.Contains(line, " failed ") || strings.Contains(l.stdout, "note:") {
+		t.Errorf("runs: the run's line %q; want it recorded failed\n%s%s", line, l.stdout, l.stderr)
+	}
+}
+
 // docs/security.md § Output that did not persist: reading a run needs no
 // write. A run whose owner was killed reads interrupted — in `status`, its
 // open step canceled, and in `runs`, text and --json — even on a disk too
