@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 )
@@ -59,6 +61,87 @@ func mountTmpfs(t *testing.T, dir, size string) {
 		t.Skipf("cannot mount a tmpfs to fill (%v: %s)", err, strings.TrimSpace(string(out)))
 	}
 	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+}
+
+// docs/security.md § Output that did not persist: wherever the disk fills
+// during a run — as the run starts, as a step is dispatched, as a step's
+// output is kept, as the summary is written — `stratus run` ends it the
+// same way: interrupted (exit 130) with its result (why: the disk is full,
+// and the command that resumes it; its ctx dir; its summary, or where it
+// would have been), and `runs` shows it interrupted, on the full disk and
+// once space is freed. A disk too full to record the run at all fails
+// `run` with the disk's error and keeps no run; one with room for all of
+// it ends the run done (read interrupted only if the store refused to
+// record that end, as its result says). The work dir is a tmpfs filled
+// before the run but for a level; the levels step 8 KiB at a time through
+// all that a run writes. (Before: at most levels, `run` failed with the
+// bare write error, exit 1, the run left recorded running.)
+func TestRun_AFullDiskAtEveryFillLevelEndsTheRunInterrupted(t *testing.T) {
+	t.Parallel()
+	mountTmpfs(t, t.TempDir(), "1m") // skips the test where no tmpfs mounts
+	const step, top = 8 << 10, 800 << 10
+	var mu sync.Mutex
+	ends := map[string]int{}
+	t.Cleanup(func() {
+		if ends["done"] == 0 || ends["interrupted"] == 0 || ends["refused"] == 0 {
+			t.Errorf("the levels ended %v; want some refused, some interrupted and some done: they no longer span a run", ends)
+		}
+	})
+	diskError := func(s string) bool {
+		// SQLITE_IOERR_SHMSIZE: a new store's -shm file did not fit.
+		return strings.Contains(s, "no space left on device") || strings.Contains(s, "database or disk is full") || strings.Contains(s, "disk I/O error (4874)")
+	}
+	for leave := int64(0); leave <= top; leave += step {
+		t.Run(fmt.Sprintf("%dKiB", leave>>10), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			mountTmpfs(t, dir, "8m")
+			_, task := tinyRun(t, dir, "read line\nprintf '{\"subrun_report\": \"ok\"}\\n'\n", "", "t-fill")
+			free := fillDisk(t, dir, leave)
+			r := runCLI(t, "run", task, "--dir", dir)
+			runID, status := firstRunLine(r.stdout)
+			end, reads := status, status
+			if strings.Contains(r.stdout, "\n  record:   the run's end could not be recorded") {
+				reads = "interrupted"
+			}
+			switch {
+			case r.code == ExitOK && status == "done":
+			case r.code == ExitInterrupted && status == "interrupted":
+				for _, want := range []string{"\n  why:      the disk is full (", "; free space, then `stratus resume " + runID + " --dir " + dir + "` goes on\n",
+					"\n  ctx dir:  " + filepath.Join(dir, "workspace/tasks/t-fill/ctx") + "\n", "\n  summary:  "} {
+					if !strings.Contains(r.stdout, want) {
+						t.Errorf("the result of the interrupted run does not say %q:\n%s", want, r.stdout)
+					}
+				}
+				t.Logf("%s", lineWith(r.stdout, "why:"))
+			case r.code == ExitFailed && runID == "" && diskError(r.stderr):
+				end = "refused"
+			default:
+				t.Fatalf("run on a disk with %d KiB left: exit %d, %q; want done (0), interrupted (130), or refused before the run was recorded\n%s%s", leave>>10, r.code, status, r.stdout, r.stderr)
+			}
+			mu.Lock()
+			ends[end]++
+			mu.Unlock()
+			for _, full := range []bool{true, false} {
+				l := runCLI(t, "runs", "--dir", dir)
+				switch {
+				case end == "refused":
+					// On the full disk, a store the refused run began may
+					// not open either.
+					if none := strings.Contains(l.stdout, "no runs yet") || strings.Contains(l.stderr, "no run was made"); !none && !(full && diskError(l.stderr)) {
+						t.Errorf("runs after a refused run (disk full: %v): exit %d\n%s%s; want no run", full, l.code, l.stdout, l.stderr)
+					}
+				case l.code != ExitOK || !strings.Contains(lineWith(l.stdout, runID), " "+reads+" "):
+					t.Errorf("runs (disk full: %v): exit %d, the run's line %q; want it %s\n%s", full, l.code, lineWith(l.stdout, runID), reads, l.stderr)
+				case !full && strings.Contains(l.stdout, "note:"):
+					t.Errorf("runs once space is freed still says the run could not be recorded:\n%s", l.stdout)
+				}
+				if full {
+					free()
+				}
+			}
+		})
+	}
 }
 
 // docs/security.md § Output that did not persist: a summary the disk
