@@ -11,11 +11,12 @@ import (
 // docs/security.md § Output that did not persist: a step whose file the
 // disk refused (ENOSPC while its submit projects a 1.5 MB body to
 // first.md) never reads done — not in `status`, not in `status --json` —
-// and the run's error names the step, the file and says the disk is full;
-// once space is freed, resume runs that step again, its file is written,
-// and the run goes on to done. (Before: the step read done, the run failed
-// with a projection error `status` never showed, and resume skipped the
-// step, going on without its file.)
+// and the run stops at once, interrupted (exit 130), its why naming the
+// step, the file, the disk full and the resume; once space is freed,
+// resume runs that step again, its file is written, and the run goes on
+// to done. (Before: the step read done, the run failed with a projection
+// error `status` never showed, and resume skipped the step, going on
+// without its file.)
 // The task's workspace is a 1 MiB tmpfs (mounting one needs root and
 // CAP_SYS_ADMIN: without them the test is skipped); the store is not on
 // it, so it is the projection, not the record of the report, that the
@@ -27,10 +28,7 @@ func TestRun_OutputThatDidNotPersistIsNotDone(t *testing.T) {
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", ws).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs to fill (%v: %s)", err, strings.TrimSpace(string(out)))
-	}
-	t.Cleanup(func() { exec.Command("umount", "-l", ws).Run() })
+	mountTmpfs(t, ws, "1m")
 	// Every step reports a 1.5 MB body: first.md does not fit in 1 MiB.
 	_, task := tinyRun(t, dir, `read line
 printf '{"subrun_report": "'
@@ -41,15 +39,18 @@ printf '"}\n'
 
 	r := runCLI(t, "run", task, "--dir", dir, "--json")
 	res := decodeRun(t, r.stdout)
-	if r.code != ExitFailed || res.Status != "failed" {
-		t.Fatalf("run: exit %d, status %s; want the run failed\n%s", r.code, res.Status, r.stderr)
+	if r.code != ExitInterrupted || res.Status != "interrupted" {
+		t.Fatalf("run: exit %d, status %s; want the run interrupted (exit %d)\n%s", r.code, res.Status, ExitInterrupted, r.stderr)
 	}
-	for _, want := range []string{"first#1", "the disk is full", "ENOSPC", filepath.Join(ctx, "first.md")} {
+	for _, want := range []string{"first#1", "the disk is full", "ENOSPC", filepath.Join(ctx, "first.md"), "`stratus resume " + res.RunID} {
 		if !strings.Contains(res.Cause, want) {
 			t.Errorf("the run's error %q / %q does not say %q", res.Error, res.Cause, want)
 		}
 	}
 	s := statusOf(t, dir, res.RunID)
+	if s.Status != "interrupted" {
+		t.Errorf("status --json: the run is %s; want interrupted", s.Status)
+	}
 	if got := stepRefs(s); got != "first#1:failed" {
 		t.Errorf("status --json steps %s; want first#1 failed (its output did not persist)", got)
 	}

@@ -172,7 +172,29 @@ func killedOwner(t *testing.T, isolation string) {
 	useIsolation(t, dir, isolation)
 	writeTestFile(t, filepath.Join(dir, "slow"), "")
 
-	run := startRun(t, dir, task)
+	runID := killOwner(t, dir, startRun(t, dir, task))
+	s := statusOf(t, dir, runID)
+	if s.Status != "interrupted" || stepRefs(s) != "first#1:completed answer#1:canceled" {
+		t.Fatalf("status after the owner died: %s %s; want interrupted with answer#1 canceled", s.Status, stepRefs(s))
+	}
+	if err := os.Remove(filepath.Join(dir, "slow")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	r := runCLI(t, "resume", runID, "--dir", dir)
+	if r.code != ExitOK {
+		t.Fatalf("resume: exit %d\n%s", r.code, r.stderr)
+	}
+	if got := join(steps(r.stderr)); got != "answer#2:done publish#1:done" {
+		t.Errorf("resumed steps: %s; want answer#2 then publish (first not again)", got)
+	}
+}
+
+// killOwner waits until run, started in dir by startRun, hangs in its
+// second step (secondHangsEngine with "slow" in dir), kills its process
+// (SIGKILL: no chance to clean up), and waits until its runner, engine and
+// the engine's child are gone (10 s at most). It returns the run's id.
+func killOwner(t *testing.T, dir string, run *background) string {
+	t.Helper()
 	pidsFile := filepath.Join(dir, "engine.pids")
 	// first runs; answer hangs.
 	deadline := time.Now().Add(60 * time.Second)
@@ -210,20 +232,7 @@ func killedOwner(t *testing.T, isolation string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	s := statusOf(t, dir, runID)
-	if s.Status != "interrupted" || stepRefs(s) != "first#1:completed answer#1:canceled" {
-		t.Fatalf("status after the owner died: %s %s; want interrupted with answer#1 canceled", s.Status, stepRefs(s))
-	}
-	if err := os.Remove(filepath.Join(dir, "slow")); err != nil && !errors.Is(err, os.ErrNotExist) {
-		t.Fatal(err)
-	}
-	r := runCLI(t, "resume", runID, "--dir", dir)
-	if r.code != ExitOK {
-		t.Fatalf("resume: exit %d\n%s", r.code, r.stderr)
-	}
-	if got := join(steps(r.stderr)); got != "answer#2:done publish#1:done" {
-		t.Errorf("resumed steps: %s; want answer#2 then publish (first not again)", got)
-	}
+	return runID
 }
 
 // Bad input to resume is a usage error naming what is wrong.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/signal"
@@ -106,6 +107,13 @@ type RunResult struct {
 	// its terminal: per loop, inline budget, hitl rounds and the global
 	// backstop, summed over a decomposition's subtasks.
 	Budgets map[string]int `json:"budgets_spent,omitempty"`
+	// SummaryError says the summary could not be written (a full disk)
+	// and where it would have been; Summary is then empty. RecordError
+	// says the run's end could not be recorded: until the store takes it,
+	// the run reads interrupted (docs/security.md § Output that did not
+	// persist).
+	SummaryError string `json:"summary_error,omitempty"`
+	RecordError  string `json:"record_error,omitempty"`
 }
 
 func runRun(o *RunOptions) error {
@@ -164,15 +172,11 @@ func endRun(io IO, d *progress.Display, asJSON bool, res *orchestrator.Result, e
 			resume += " " + f
 		}
 		fmt.Fprintf(io.Err, "stratus: interrupted: run %s stopped (workers stopped); `%s` goes on from where it stopped\n", res.Run.ID, resume)
-		if res.Cause != "" {
-			fmt.Fprintf(io.Err, "  why:      %s\n", safetext.Line(res.Cause))
+		out := runResult(res)
+		if out.Cause != "" {
+			fmt.Fprintf(io.Err, "  why:      %s\n", safetext.Line(out.Cause))
 		}
-		for _, s := range res.Summary {
-			fmt.Fprintf(io.Err, "  summary:  %s\n", safetext.Line(s))
-		}
-		if b := budgetsLine(res.Budgets); b != "" {
-			fmt.Fprintf(io.Err, "  budgets spent: %s\n", b)
-		}
+		printEnd(io.Err, out)
 		return &exitError{code: ExitInterrupted}
 	}
 	if errors.Is(err, context.Canceled) {
@@ -193,6 +197,27 @@ func endRun(io IO, d *progress.Display, asJSON bool, res *orchestrator.Result, e
 		return usageOr(err)
 	}
 	return printRun(io, d, asJSON, res)
+}
+
+// printEnd prints the lines of a run's result after its why: its ctx dir,
+// its summary (or why it was not written, and where it would have been),
+// whether its end was recorded, and the budgets it spent.
+func printEnd(w io.Writer, out RunResult) {
+	if out.CtxDir != "" {
+		fmt.Fprintf(w, "  ctx dir:  %s\n", safetext.Line(out.CtxDir))
+	}
+	for _, s := range out.Summary {
+		fmt.Fprintf(w, "  summary:  %s\n", safetext.Line(s))
+	}
+	if out.SummaryError != "" {
+		fmt.Fprintf(w, "  summary:  %s\n", safetext.Line(out.SummaryError))
+	}
+	if out.RecordError != "" {
+		fmt.Fprintf(w, "  record:   %s\n", safetext.Line(out.RecordError))
+	}
+	if b := budgetsLine(out.Budgets); b != "" {
+		fmt.Fprintf(w, "  budgets spent: %s\n", b)
+	}
 }
 
 // budgetsLine is "name n, name n" in name order; "" when there is none.
@@ -220,8 +245,17 @@ func median(ds []time.Duration) (time.Duration, bool) {
 func runResult(res *orchestrator.Result) RunResult {
 	out := RunResult{RunID: res.Run.ID, TaskID: res.Run.TaskID, Flow: res.Run.Flow, Status: res.Status,
 		CtxDir: res.CtxDir, Summary: res.Summary, Budgets: res.Budgets}
+	if out.Summary == nil {
+		out.Summary = []string{}
+	}
 	if res.Status != stratus.RunDone {
 		out.Error, out.Cause = res.Error, res.Cause
+	}
+	if res.SummaryErr != nil {
+		out.SummaryError = res.SummaryErr.Error()
+	}
+	if res.RecordErr != nil {
+		out.RecordError = fmt.Sprintf("the run's end could not be recorded (%v); until the store takes it, the run reads interrupted, and the next `stratus status %s` records that", res.RecordErr, res.Run.ID)
 	}
 	if m, ok := median(res.Overhead); ok {
 		ms := float64(m.Microseconds()) / 1000
@@ -259,13 +293,7 @@ func printRun(io IO, d *progress.Display, asJSON bool, res *orchestrator.Result)
 		case out.Error != "":
 			fmt.Fprintf(io.Out, "  why:      %s\n", safetext.Line(out.Error))
 		}
-		fmt.Fprintf(io.Out, "  ctx dir:  %s\n", safetext.Line(out.CtxDir))
-		for _, s := range out.Summary {
-			fmt.Fprintf(io.Out, "  summary:  %s\n", safetext.Line(s))
-		}
-		if b := budgetsLine(out.Budgets); b != "" {
-			fmt.Fprintf(io.Out, "  budgets spent: %s\n", b)
-		}
+		printEnd(io.Out, out)
 		if out.OverheadMedianMS != nil {
 			fmt.Fprintf(io.Out, "  orchestration overhead per step (report -> next engine start): median %.1f ms over %d transitions\n", *out.OverheadMedianMS, len(res.Overhead))
 		}

@@ -32,7 +32,8 @@ func newRunsCmd(io IO) *cobra.Command {
 		Long: `runs lists the runs made in DIR (or on a deployed stack with --target aws),
 newest first: run id, status, task, flow, when it started, how long it ran (the
 sum of its active spans: the idle time before a resume is not counted) and what
-it cost. A run whose process is gone shows interrupted (and is recorded so);
+it cost. A run whose process is gone shows interrupted (and is recorded so; when
+the disk is too full to record it, it shows interrupted all the same, with a note);
 one that waits for a human shows waiting; one pruned after retention_days shows
 "(pruned)" beside its status, with no tokens or cost (they went with its steps).
 
@@ -108,5 +109,15 @@ func runRuns(o *RunsOptions) error {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", safetext.Line(l.RunID), safetext.Line(status), safetext.Line(l.TaskID), safetext.Line(l.Flow),
 			l.CreatedAt.Local().Format("2006-01-02 15:04:05"), english.Duration(time.Duration(l.DurationMS)*time.Millisecond), tokens, cost)
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	// A run read interrupted that its store would not record says so
+	// (docs/security.md § Output that did not persist).
+	for _, l := range lines {
+		if l.Note != "" {
+			fmt.Fprintf(o.IO.Out, "note: run %s: %s\n", l.RunID, l.Note)
+		}
+	}
+	return nil
 }

@@ -107,6 +107,10 @@ type StatusResult struct {
 	// Summary lists the run's summary files (paths, or s3:// URLs);
 	// empty until it has one.
 	Summary []string `json:"summary"`
+	// Note says the run reads interrupted (its owner is gone) though that
+	// could not be recorded (a full disk): the next status records it
+	// (docs/security.md § Output that did not persist).
+	Note string `json:"note,omitempty"`
 }
 
 // ExecutionStatus is a run's execution as Step Functions reports it.
@@ -240,7 +244,10 @@ func followRun(ctx context.Context, o *StatusOptions, d *progress.Display) error
 	for {
 		run, err := st.GetRun(ctx, o.RunID)
 		if err == nil {
-			run, err = lifecycle.Reconcile(ctx, st, run)
+			// Not recorded (a full disk): the run has ended all the same.
+			if run, err = lifecycle.Reconcile(ctx, st, run); errors.Is(err, lifecycle.ErrNotRecorded) {
+				err = nil
+			}
 		}
 		if err != nil {
 			return followStopped(o, d, err)
@@ -281,18 +288,18 @@ func embeddedStatus(ctx context.Context, o *StatusOptions) (*runview.View, Statu
 	}
 	defer st.Close()
 	// A run recorded running whose process is gone was interrupted: say
-	// so, and record it (internal/lifecycle, issue 11 § 5).
-	if run, err := st.GetRun(ctx, o.RunID); err == nil {
-		if _, err := lifecycle.Reconcile(ctx, st, run); err != nil {
-			return nil, res, err
-		}
-	}
-	v, err := runview.Load(ctx, st, o.RunID)
+	// so, and record it (internal/lifecycle, issue 11 § 5) — said even
+	// when the disk is too full to record it (docs/security.md § Output
+	// that did not persist).
+	v, err := runview.LoadReconciled(ctx, st, o.RunID)
 	if err != nil {
 		return nil, res, err
 	}
 	if err := res.readSpend(ctx, st, o.RunID); err != nil {
 		return nil, res, err
+	}
+	if v.NotRecorded != nil {
+		res.Note = runview.NotRecordedNote(v.NotRecorded)
 	}
 	// The run's own summary: a later run of the task moved it into
 	// .stratus/logs/<task>/attempt-N/ (report.RunDir).
@@ -370,6 +377,9 @@ func stepStatus(s runview.StepView, now time.Time) StepStatus {
 func printStatus(io IO, r StatusResult) {
 	l := safetext.Line
 	fmt.Fprintf(io.Out, "run %s: %s\n", l(r.RunID), l(r.Status))
+	if r.Note != "" {
+		fmt.Fprintf(io.Out, "  note:     %s\n", l(r.Note))
+	}
 	if !r.PrunedAt.IsZero() {
 		fmt.Fprintf(io.Out, "  pruned:   %s: its steps and files were removed after retention_days (docs/security.md § Retention)\n", r.PrunedAt.Format(time.RFC3339))
 	}

@@ -288,6 +288,13 @@ func (h *Host) host(w http.ResponseWriter, runID string, fresh bool, run func(ct
 		case res != nil:
 			hr.status = res.Status
 			fmt.Fprintf(logf, "run %s: %s\n", res.Run.ID, res.Status)
+			// A run that ended before it said it started (a full disk
+			// stopped it once recorded) is answered as started: its end
+			// is in its run.log.
+			select {
+			case started <- res.Run.ID:
+			default:
+			}
 		case err != nil:
 			if fresh { // refused before it was recorded: nothing of it is kept
 				os.RemoveAll(filepath.Dir(logf.Name()))

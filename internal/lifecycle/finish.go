@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/stratusflow/stratus"
@@ -38,9 +39,32 @@ type Result struct {
 	Overhead []time.Duration // per step transition: report -> next engine start
 	// Summary holds the sink keys of summary.json and summary.md, CtxDir
 	// the sink key of the ctx dir ("" when its placement cannot resolve).
+	// Summary is empty when the summary could not be written (SummaryErr).
 	Summary []string
 	CtxDir  string
+	// SummaryErr, when set, says the summary could not be written and
+	// where it would have been (docs/security.md § Output that did not
+	// persist).
+	SummaryErr *SummaryError
+	// RecordErr, when set, is why the run's end could not be recorded
+	// (the store refused it): its records read running until a reader
+	// reconciles it (Reconcile: interrupted, resumable).
+	RecordErr error
 }
+
+// SummaryError is Finish's error when the sink refused the run's summary
+// (a full disk, an unreachable bucket). Keys are the sink keys it would
+// have been written to.
+type SummaryError struct {
+	Keys []string
+	Err  error
+}
+
+func (e *SummaryError) Error() string {
+	return fmt.Sprintf("the summary could not be written (%v); it would have been %s", e.Err, strings.Join(e.Keys, " and "))
+}
+
+func (e *SummaryError) Unwrap() error { return e.Err }
 
 // Finish records the end of run's ended execution x, as every runtime
 // does once a run's execution ends (issue 11 § 1: one owner of a run's
@@ -50,9 +74,19 @@ type Result struct {
 // error only), and its summary, written to the sink from the final records
 // whatever the terminal (seed 004 § The summary artifacts) — before the
 // run is recorded terminal, so a Finish that fails part-way can be run
-// again. env is the run's environment (its flow and config; zero when its
-// bundle is gone). A history that cannot be read is not fatal: the budgets
-// and the stop line are then left out.
+// again. env is the run's environment (zero when its bundle is gone). A
+// history that cannot be read is not fatal: the budgets and the stop line
+// are then left out.
+//
+// Errors: a store read's, with a nil Result. Once the records are read,
+// the Result is returned whatever fails after, with the run's true status
+// and why it stopped, so that a caller can say how the run ended even when
+// that end did not persist (docs/security.md § Output that did not
+// persist): the store's error when the open steps or the run could not be
+// recorded (the run is then not recorded terminal), or *SummaryError when
+// the sink refused the summary (the run is then not recorded terminal
+// either: a runtime that runs Finish again on an error does so; one that
+// does not records it with RecordEnd).
 func Finish(ctx context.Context, p Ports, run stratus.Run, env report.Env, def []byte, x executor.Execution) (*Result, error) {
 	res := &Result{Error: x.Error, Cause: x.Cause, Status: ExecutionStatus(x)}
 	if run.Status == stratus.RunInterrupted && res.Status != stratus.RunDone {
@@ -70,9 +104,7 @@ func Finish(ctx context.Context, p Ports, run stratus.Run, env report.Env, def [
 		end = time.Now().UTC()
 	}
 	hist, _ := p.Exec.GetExecutionHistory(ctx, x.ARN)
-	if _, err := CancelOpenWith(ctx, p.Store, run.ID, EndedUnder(x, hist, def), end, false); err != nil {
-		return nil, err
-	}
+	_, cancelErr := CancelOpenWith(ctx, p.Store, run.ID, EndedUnder(x, hist, def), end, false)
 	if cur, err := p.Store.GetRun(ctx, run.ID); err == nil {
 		run.Workspace = cur.Workspace // its head moved while it ran
 	}
@@ -80,8 +112,12 @@ func Finish(ctx context.Context, p Ports, run stratus.Run, env report.Env, def [
 	run.Status, run.EndedAt = res.Status, end
 	f, err := report.Collect(ctx, p.Store, run, res.Status, env)
 	if err != nil {
+		if cancelErr != nil {
+			return nil, cancelErr
+		}
 		return nil, err
 	}
+	res.Run = run
 	res.Overhead = report.Overhead(f)
 	switch {
 	case res.Status == stratus.RunInterrupted:
@@ -94,20 +130,43 @@ func Finish(ctx context.Context, p Ports, run stratus.Run, env report.Env, def [
 			res.Cause = why // the summary's "Why the run stopped" says the same
 		}
 	}
-	keys, err := report.Write(ctx, p.Sink, f)
-	if err != nil {
-		return nil, fmt.Errorf("write the summary of run %s: %w", run.ID, err)
-	}
-	if err := p.Store.UpdateRun(ctx, run); err != nil {
-		return nil, err
-	}
-	res.Run, res.Summary = run, keys
 	if env.Config != nil {
 		if cd, err := projection.CtxDir(env.Config.Projection.Placement, run.TaskID); err == nil {
 			res.CtxDir = cd
 		}
 	}
+	if cancelErr != nil {
+		// The summary would list a step still running that is not: it
+		// waits for the records (the next Finish, or a reader's Reconcile).
+		res.RecordErr = cancelErr
+		res.SummaryErr = &SummaryError{Keys: report.Keys(run.TaskID), Err: fmt.Errorf("the run's open steps could not be recorded first: %w", cancelErr)}
+		return res, fmt.Errorf("record the end of run %s: %w", run.ID, cancelErr)
+	}
+	keys, err := report.Write(ctx, p.Sink, f)
+	if err != nil {
+		res.SummaryErr = &SummaryError{Keys: report.Keys(run.TaskID), Err: err}
+		return res, fmt.Errorf("run %s: %w", run.ID, res.SummaryErr)
+	}
+	res.Summary = keys
+	if err := p.Store.UpdateRun(ctx, run); err != nil {
+		res.RecordErr = err
+		return res, fmt.Errorf("record the end of run %s: %w", run.ID, err)
+	}
 	return res, nil
+}
+
+// RecordEnd records the end Finish returned with a *SummaryError: the
+// run's status stands without its summary. A runtime that runs Finish
+// again on an error (the AWS events function, retried) does not call it;
+// one that does not (an embedded run: nothing else would end it, and it
+// would read interrupted) does. A store error is kept in res.RecordErr
+// and returned.
+func RecordEnd(ctx context.Context, st store.Store, res *Result) error {
+	if err := st.UpdateRun(ctx, res.Run); err != nil {
+		res.RecordErr = err
+		return err
+	}
+	return nil
 }
 
 // EndedUnder returns the terminal and the reason each step still open

@@ -3,15 +3,20 @@ package lifecycle
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/compiler"
+	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/executor"
 	"github.com/stratusflow/stratus/internal/report"
+	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/sink/fs"
 	"github.com/stratusflow/stratus/internal/store/sqlite"
 )
@@ -146,5 +151,55 @@ func TestPrepareResume_TheIdleTimeBeforeAResumeIsNotTheRuns(t *testing.T) {
 	got.Status, got.EndedAt = stratus.RunFailed, got.ResumedAt.Add(time.Minute)
 	if d := got.Duration(time.Now()); d != 11*time.Minute {
 		t.Errorf("duration %s, want 11m0s (10m, then 1m after the resume)", d)
+	}
+}
+
+// fullSink is a sink on a disk that filled up: every Put is refused.
+type fullSink struct{ sink.Sink }
+
+func (fullSink) Put(_ context.Context, key string, _ []byte) error {
+	return fmt.Errorf("fs sink: write /work/%s: %w", key, syscall.ENOSPC)
+}
+
+// docs/security.md § Output that did not persist: a summary the disk
+// refuses does not lose how the run ended. Finish returns its Result all
+// the same — the execution's status, its ctx dir — with a SummaryError
+// naming where the summary would have been, and leaves the run unrecorded
+// so that a runtime that runs Finish again can; RecordEnd records that
+// end without the summary, so the run does not stay recorded running.
+func TestFinish_ASummaryTheDiskRefusedStillEndsTheRun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "stratus.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	start := time.Now().UTC().Add(-time.Minute)
+	run := stratus.Run{ID: "r-1", TaskID: "t1", Flow: "f", Status: stratus.RunRunning, Execution: "x-1", CreatedAt: start}
+	if err := st.CreateRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	x := executor.Execution{ARN: "x-1", Status: executor.StatusFailed, Error: "stratus.Failed", Cause: "answer#1 failed", StartDate: start, StopDate: start.Add(time.Second)}
+	res, err := Finish(ctx, Ports{Store: st, Sink: fullSink{fs.New(t.TempDir())}, Exec: historyExec{}}, run, report.Env{Config: cfg}, nil, x)
+	var sum *SummaryError
+	if !errors.As(err, &sum) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Finish: %v; want a *SummaryError wrapping ENOSPC", err)
+	}
+	if res == nil || res.Status != stratus.RunFailed || res.Run.Status != stratus.RunFailed || res.CtxDir == "" || len(res.Summary) != 0 {
+		t.Fatalf("Finish's Result %+v; want the run failed, its ctx dir, no summary", res)
+	}
+	if res.SummaryErr == nil || strings.Join(res.SummaryErr.Keys, " ") != ".stratus/logs/t1/summary.json .stratus/logs/t1/summary.md" {
+		t.Errorf("SummaryErr %+v; want it naming summary.json and summary.md", res.SummaryErr)
+	}
+	if got, _ := st.GetRun(ctx, run.ID); got.Status != stratus.RunRunning {
+		t.Errorf("after Finish the run reads %s; want it not yet recorded (Finish can run again)", got.Status)
+	}
+	if err := RecordEnd(ctx, st, res); err != nil || res.RecordErr != nil {
+		t.Fatalf("RecordEnd: %v (RecordErr %v)", err, res.RecordErr)
+	}
+	if got, _ := st.GetRun(ctx, run.ID); got.Status != stratus.RunFailed || got.EndedAt.IsZero() {
+		t.Errorf("after RecordEnd the run reads %s (ended %v); want failed, ended", got.Status, got.EndedAt)
 	}
 }

@@ -3,6 +3,9 @@ package lifecycle
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/stratusflow/stratus"
@@ -59,32 +62,51 @@ func CancelOpenWith(ctx context.Context, st store.Store, runID string, why func(
 			continue
 		}
 		terminal, reason := why(s)
-		end := now
-		n := 0
+		var att *stratus.Attempt
 		if a, err := st.LatestAttempt(ctx, s.TID); err == nil {
-			n = a.N
-			if a.Status == stratus.AttemptRunning {
-				if end.Before(a.StartedAt) {
-					end = later(time.Now().UTC(), a.StartedAt)
-				}
-				a.Status, a.Terminal, a.Reason, a.EndedAt = stratus.AttemptFailed, terminal, reason, end
-				if err := st.UpdateAttempt(ctx, a); err != nil {
-					return canceled, err
-				}
-			}
+			att = &a
 		} else if stratus.ErrorCode(err) != stratus.ENOTFOUND {
 			return canceled, err
 		}
-		if end.Before(s.CreatedAt) {
-			end = later(time.Now().UTC(), s.CreatedAt)
+		s, a := CanceledStep(s, att, terminal, reason, now)
+		if a != nil && att.Status == stratus.AttemptRunning {
+			if err := st.UpdateAttempt(ctx, *a); err != nil {
+				return canceled, err
+			}
 		}
-		s.Status, s.Verdict, s.Value, s.EndedAt = stratus.StepCanceled, stratus.StepCanceled, canceledValue(s, n, reason), end
 		if err := st.UpdateStep(ctx, s); err != nil {
 			return canceled, err
 		}
 		canceled = append(canceled, s)
 	}
 	return canceled, nil
+}
+
+// CanceledStep returns open step s and its latest attempt a (nil: none)
+// as CancelOpenWith records them canceled at now with terminal and
+// reason: the step canceled, its value saying why (canceledValue), a
+// running attempt failed. It writes nothing: a reader that cannot record
+// a reconcile shows what it would have recorded (ReconciledSteps). An
+// attempt that began after now ends when it is canceled, never before it
+// began.
+func CanceledStep(s stratus.Step, a *stratus.Attempt, terminal, reason string, now time.Time) (stratus.Step, *stratus.Attempt) {
+	end, n := now, 0
+	if a != nil {
+		c := *a
+		n = c.N
+		if c.Status == stratus.AttemptRunning {
+			if end.Before(c.StartedAt) {
+				end = later(time.Now().UTC(), c.StartedAt)
+			}
+			c.Status, c.Terminal, c.Reason, c.EndedAt = stratus.AttemptFailed, terminal, reason, end
+		}
+		a = &c
+	}
+	if end.Before(s.CreatedAt) {
+		end = later(time.Now().UTC(), s.CreatedAt)
+	}
+	s.Status, s.Verdict, s.Value, s.EndedAt = stratus.StepCanceled, stratus.StepCanceled, canceledValue(s, n, reason), end
+	return s, a
 }
 
 func later(a, b time.Time) time.Time {
@@ -122,17 +144,59 @@ func canceledValue(s stratus.Step, n int, reason string) json.RawMessage {
 	return b
 }
 
+// ErrNotRecorded is wrapped by Reconcile's error when the run it found
+// interrupted could not be recorded so (docs/security.md § Output that did
+// not persist).
+var ErrNotRecorded = errors.New("the run's owner is gone, but its interruption could not be recorded")
+
 // Reconcile returns run as it truly stands: a run recorded running whose
 // owner is known dead (OwnerAlive) is recorded interrupted first (OwnerGone).
 // A run without an owner this machine can check is returned unchanged.
+//
+// When the store refuses the record (a full disk, any write error), the
+// run is returned as it truly stands all the same — interrupted, ended now
+// — with an error wrapping ErrNotRecorded and the store's: a command that
+// only reads shows it so (ReconciledSteps gives its steps), one that would
+// go on from the record stops. Nothing is lost: Interrupt records the
+// run's status last, so the run still reads running, and the next reader
+// reconciles it again.
 func Reconcile(ctx context.Context, st store.Store, run stratus.Run) (stratus.Run, error) {
+	if !OwnerGoneOf(run) {
+		return run, nil
+	}
+	now := time.Now().UTC()
+	r, err := Interrupt(ctx, st, run, OwnerGone, now)
+	if err != nil {
+		run.Status, run.EndedAt = stratus.RunInterrupted, now
+		return run, fmt.Errorf("%w: %w", ErrNotRecorded, err)
+	}
+	return r, nil
+}
+
+// OwnerGoneOf reports whether run is recorded running (or waiting) while
+// its owner is known dead: Reconcile records such a run interrupted.
+func OwnerGoneOf(run stratus.Run) bool {
 	if stratus.RunTerminal(run.Status) {
-		return run, nil
+		return false
 	}
-	if alive, known := OwnerAlive(run.Owner); !known || alive {
-		return run, nil
+	alive, known := OwnerAlive(run.Owner)
+	return known && !alive
+}
+
+// ReconciledSteps returns steps (each with its latest attempt, attempts[i]
+// for steps[i], nil when it has none) as Reconcile records them for a run
+// whose owner is gone, interrupted at end: each step still running or
+// waiting canceled (CanceledStep, reason OwnerGone), the others as they
+// are. It writes nothing: it is what a reader shows when Reconcile could
+// not record it (ErrNotRecorded).
+func ReconciledSteps(steps []stratus.Step, attempts []*stratus.Attempt, end time.Time) ([]stratus.Step, []*stratus.Attempt) {
+	outS, outA := slices.Clone(steps), slices.Clone(attempts)
+	for i, s := range steps {
+		if s.Status == stratus.StepRunning || s.Status == stratus.StepWaiting {
+			outS[i], outA[i] = CanceledStep(s, attempts[i], TerminalCancelled, OwnerGone, end)
+		}
 	}
-	return Interrupt(ctx, st, run, OwnerGone, time.Now().UTC())
+	return outS, outA
 }
 
 // Waiting reports whether a running run waits for a human: one of its

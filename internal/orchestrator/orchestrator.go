@@ -234,7 +234,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// The task's logs dir is this run's from here on: marked, so that
 	// readers of an earlier run find its own in attempt-N/ (report.RunDir).
 	if err := report.MarkRun(ctx, s.sk, tk.ID, s.run.ID); err != nil {
-		return nil, err
+		return s.stoppedEarly(ctx, err)
 	}
 	s.log.Info(fmt.Sprintf("run %s: task %s through flow %s", s.run.ID, tk.ID, fl.TaskType))
 	if o.Started != nil {
@@ -319,6 +319,7 @@ func Resume(ctx context.Context, o ResumeOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.run = run // recorded running again: a full disk from here on ends it (stoppedEarly)
 	// The task's logs and ctx dir are this run's again, not a later run's.
 	cd, err := projection.CtxDir(s.env.Config.Projection.Placement, run.TaskID)
 	if err != nil {
@@ -326,15 +327,14 @@ func Resume(ctx context.Context, o ResumeOptions) (*Result, error) {
 	}
 	moved, err := reclaimLogs(ctx, s.sk, filepath.Join(dir, filepath.FromSlash(report.Dir(run.TaskID))), s.sk.Path(cd), s.env.Config.Projection.Placement, run.TaskID, run.ID)
 	if err != nil {
-		return nil, err
+		return s.stoppedEarly(ctx, err)
 	}
 	if moved != "" {
 		s.log.Info(moved)
 	}
 	if err := report.MarkRun(ctx, s.sk, run.TaskID, run.ID); err != nil {
-		return nil, err
+		return s.stoppedEarly(ctx, err)
 	}
-	s.run = run
 	s.log.Info(fmt.Sprintf("resume run %s: %s", run.ID, plan.Describe()))
 	if o.Started != nil {
 		o.Started(run.ID)

@@ -25,6 +25,7 @@ import (
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/progress"
+	"github.com/stratusflow/stratus/internal/projection"
 	localqueue "github.com/stratusflow/stratus/internal/queue/local"
 	"github.com/stratusflow/stratus/internal/reaper"
 	"github.com/stratusflow/stratus/internal/report"
@@ -173,15 +174,21 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 	// whose report cannot be kept.
 	waitCtx, stopWait := context.WithCancelCause(ctx)
 	defer stopWait(nil)
+	// So does a step's output or a summary the disk refuses, where the
+	// service would fail the step and so the run (worker.Service.DiskFull,
+	// docs/security.md § Output that did not persist).
+	svc.DiskFull = func(err error) { stopWait(&diskFullError{err}) }
 	api := httpapi.New(svc)
 	if inproc != nil {
 		inproc.Handler = api
 	}
 	api.OnError = func(_ *http.Request, err error) {
 		// A submit whose output did not persist has failed its step and
-		// told the execution, which ends the run failed with that step's
-		// reason (docs/security.md § Output that did not persist):
-		// stopping it here too would race that end.
+		// either stopped the run itself (a full disk: svc.DiskFull, whose
+		// cause names the step) or, for another write error, told the
+		// execution, which ends the run failed with that step's reason
+		// (docs/security.md § Output that did not persist): stopping it
+		// here would race that end.
 		if stratus.StorageFull(err) && !errors.Is(err, worker.ErrNotPersisted) {
 			stopWait(&diskFullError{err})
 		}
@@ -209,6 +216,15 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 					defer dispatches.Done()
 					if err := svc.Dispatch(dctx, p.MessageBody); err != nil {
 						log.Warn(fmt.Sprintf("dispatch %s: %v", p.MessageBody.Node, err), logging.KeyRunID, run.ID)
+						if stratus.StorageFull(err) {
+							// A step the disk will not let start stops the
+							// run, as a write refused mid-step does; failing
+							// its state would race that stop and end the
+							// run failed (docs/security.md § Output that did
+							// not persist).
+							stopWait(&diskFullError{err})
+							return
+						}
 						exec.SendTaskFailure(dctx, p.MessageBody.TaskToken, worker.ErrDispatch, err.Error())
 					}
 				}()
@@ -221,7 +237,7 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 	// While the run runs, `stratus approve|reject|answer` find its API here.
 	removeAddress, err := WriteRunAddress(s.state, run.ID, svc.APIURL)
 	if err != nil {
-		return nil, err
+		return s.stoppedEarly(ctx, err)
 	}
 	defer removeAddress()
 	// What is left of the run's uploads once it ends was never named (each
@@ -233,10 +249,12 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 	}()
 	x, err := exec.StartExecution(ctx, executor.StartInput{StateMachine: run.Flow, Definition: s.def, Name: name, Input: input})
 	if err != nil {
-		return nil, fmt.Errorf("start execution: %w", err)
+		return s.stoppedEarly(ctx, fmt.Errorf("start execution: %w", err))
 	}
 	run.Execution = x.ARN
-	if err := st.UpdateRun(ctx, run); err != nil {
+	if err := st.UpdateRun(ctx, run); stratus.StorageFull(err) {
+		stopWait(&diskFullError{err}) // the execution runs: stopped below
+	} else if err != nil {
 		return nil, err
 	}
 	if w := supervisor.NarrowingWarning(env.Config.Supervisor, env.Flow); w != "" {
@@ -258,7 +276,7 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 		bg := context.WithoutCancel(ctx)
 		why, cause := "stratus.Cancelled", "the run was interrupted"
 		if full != nil {
-			why, cause = "stratus.DiskFull", full.Error()+"; free space, then `stratus resume "+run.ID+"` goes on"
+			why, cause = "stratus.DiskFull", s.fullCause(full)
 		}
 		exec.StopExecution(bg, run.Execution, why, cause)
 		svc.Drain()
@@ -267,24 +285,30 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 		// a worker's last report is refused rather than taken for the
 		// step's failure; each one's end is shown.
 		open, _ := runview.Open(bg, st, run.ID)
-		if r, ierr := lifecycle.Interrupt(bg, st, run, cause, time.Now().UTC()); ierr == nil {
+		now := time.Now().UTC()
+		var notRecorded error
+		if r, ierr := lifecycle.Interrupt(bg, st, run, cause, now); ierr == nil {
 			run = r
 		} else {
 			// Not recorded (a full disk): once this process is gone the run
 			// reads interrupted all the same (lifecycle.Reconcile).
-			run.Status = stratus.RunInterrupted
-			log.Warn(fmt.Sprintf("the run's end could not be recorded: %v", ierr))
+			run.Status, run.EndedAt, notRecorded = stratus.RunInterrupted, now, ierr
 		}
 		endEvents(bg, st, run.ID, open, printEvent)
 		launcher.StopAll(cause) // each step's runner log says what stopped it
 		cancelDispatch()
 		dispatches.Wait()
-		res := &Result{Run: run, Status: stratus.RunInterrupted, Error: why, Cause: cause}
+		res := s.interrupted(run, why, cause)
+		res.RecordErr = notRecorded
 		if x, derr := exec.DescribeExecution(bg, run.Execution); derr == nil {
-			if fin, ferr := lifecycle.Finish(bg, ports, run, worker.ReportEnv(env), s.def, x); ferr == nil {
-				res = s.paths(fin)
-			} else if full != nil {
-				log.Warn(fmt.Sprintf("the run's summary could not be written: %v", ferr))
+			fin, ferr := lifecycle.Finish(bg, ports, run, worker.ReportEnv(env), s.def, x)
+			if fin != nil {
+				res = s.ended(bg, fin, ferr)
+			} else {
+				res.SummaryErr = &lifecycle.SummaryError{Keys: s.summaryPaths(run.TaskID), Err: ferr}
+			}
+			if res.RecordErr == nil {
+				res.RecordErr = notRecorded
 			}
 		}
 		if full != nil {
@@ -302,12 +326,84 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 	dispatches.Wait()
 	open, _ := runview.Open(ctx, st, run.ID)
 	fin, err := lifecycle.Finish(ctx, ports, run, worker.ReportEnv(env), s.def, x)
-	if err != nil {
+	if fin == nil {
 		return nil, err
 	}
+	res := s.ended(ctx, fin, err)
 	endEvents(ctx, st, run.ID, open, printEvent) // the steps Finish canceled
-	s.pull(ctx, fin.Run.ID)
-	return s.paths(fin), nil
+	s.pull(ctx, res.Run.ID)
+	return res, nil
+}
+
+// ended is the Result of a run whose Finish returned fin with err: a run
+// that ended says how, with its true status and why it stopped, even when
+// that end did not persist (docs/security.md § Output that did not
+// persist). A summary the disk refused does not keep the run from being
+// recorded: nothing would run Finish again, and the run would read
+// interrupted. What did not persist is said in fin (SummaryErr,
+// RecordErr); paths are the work dir's.
+func (s *session) ended(ctx context.Context, fin *Result, err error) *Result {
+	var sum *lifecycle.SummaryError
+	if errors.As(err, &sum) && fin.RecordErr == nil {
+		lifecycle.RecordEnd(ctx, s.st, fin)
+	} else if err != nil && fin.RecordErr == nil {
+		fin.RecordErr = err
+	}
+	return s.paths(fin)
+}
+
+// interrupted is the Result of run stopped with why and cause before
+// Finish could say more: its ctx dir, no summary yet.
+func (s *session) interrupted(run stratus.Run, why, cause string) *Result {
+	res := &Result{Run: run, Status: stratus.RunInterrupted, Error: why, Cause: cause}
+	if cd, err := projection.CtxDir(s.env.Config.Projection.Placement, run.TaskID); err == nil {
+		res.CtxDir = s.sk.Path(cd)
+	}
+	return res
+}
+
+// fullCause is why a run stopped on a full disk, and how it goes on.
+func (s *session) fullCause(full *diskFullError) string {
+	resume := "stratus resume " + s.run.ID
+	if f := DirFlag(s.dir); f != "" {
+		resume += " " + f
+	}
+	return full.Error() + "; free space, then `" + resume + "` goes on"
+}
+
+// stoppedEarly ends s.run, recorded but stopped by err before its
+// execution ran: a full disk (stratus.StorageFull) ends it as one met
+// mid-run does — interrupted, resumable, recorded so when the store takes
+// it, its result said (docs/security.md § Output that did not persist).
+// Any other err is returned as it is.
+func (s *session) stoppedEarly(ctx context.Context, err error) (*Result, error) {
+	if !stratus.StorageFull(err) {
+		return nil, err
+	}
+	full := &diskFullError{err}
+	s.log.Error(fmt.Sprintf("%v: stopping the run", full))
+	why, cause := "stratus.DiskFull", s.fullCause(full)
+	now := time.Now().UTC()
+	run := s.run
+	r, ierr := lifecycle.Interrupt(context.WithoutCancel(ctx), s.st, run, cause, now)
+	if ierr == nil {
+		run = r
+	} else {
+		run.Status, run.EndedAt = stratus.RunInterrupted, now
+	}
+	res := s.interrupted(run, why, cause)
+	res.RecordErr = ierr
+	res.SummaryErr = &lifecycle.SummaryError{Keys: s.summaryPaths(run.TaskID), Err: errors.New("the run stopped before its first step")}
+	return res, nil
+}
+
+// summaryPaths are where the summary of task taskID is written.
+func (s *session) summaryPaths(taskID string) []string {
+	keys := report.Keys(taskID)
+	for i, k := range keys {
+		keys[i] = s.sk.Path(k)
+	}
+	return keys
 }
 
 // runEnv is the Env of a service serving run runID alone: env for that
@@ -428,6 +524,9 @@ func (s *session) pull(ctx context.Context, runID string) {
 func (s *session) paths(r *lifecycle.Result) *Result {
 	for i, k := range r.Summary {
 		r.Summary[i] = s.sk.Path(k)
+	}
+	if r.SummaryErr != nil {
+		r.SummaryErr.Keys = s.summaryPaths(r.Run.TaskID)
 	}
 	if r.CtxDir != "" {
 		r.CtxDir = s.sk.Path(r.CtxDir)

@@ -47,6 +47,13 @@ import (
 // Dir is the sink key prefix of a task's logs.
 func Dir(taskID string) string { return path.Join(".stratus/logs", taskID) }
 
+// Keys are the sink keys of a task's summary.json and summary.md, as
+// Write writes them.
+func Keys(taskID string) []string {
+	dir := Dir(taskID)
+	return []string{path.Join(dir, "summary.json"), path.Join(dir, "summary.md")}
+}
+
 // Write renders and stores summary.json and summary.md; it returns their
 // keys. A render without prose never replaces a summary.json whose summary
 // is non-empty prose for the same done run (seed 004 § What the layer does:
@@ -55,8 +62,7 @@ func Dir(taskID string) string { return path.Join(".stratus/logs", taskID) }
 // returned.
 func Write(ctx context.Context, sk sink.Sink, f *Facts) ([]string, error) {
 	js, md := Render(f)
-	dir := Dir(f.Run.TaskID)
-	keys := []string{path.Join(dir, "summary.json"), path.Join(dir, "summary.md")}
+	keys := Keys(f.Run.TaskID)
 	if f.Status == stratus.RunDone && f.prose() == "" {
 		if old, err := sk.Get(ctx, keys[0]); err == nil {
 			var prev Summary

@@ -97,7 +97,9 @@ func Why(f *Facts) string {
 		return fmt.Sprintf("%s returned %q, and %s has spent its budget of %d", orStep(s.StepRef, last), s.Outcome, s.Budget, s.Limit)
 	case s.Node != "":
 		return fmt.Sprintf("%s returned outcome %q, and no edge of node %s takes it", orStep(s.StepRef, last), s.Outcome, s.Node)
-	case last != nil && last.Step.Status == stratus.StepRunning:
+	case last != nil && last.Step.Status == stratus.StepRunning && s.Cause == "":
+		// A step still recorded running whose state failed with a cause
+		// (its end refused by a full store) is said by that cause, below.
 		return fmt.Sprintf("%s was still running: its state timed out or lost its worker", last.Step.StepRef)
 	case s.Error != "":
 		if s.Cause != "" {

@@ -28,6 +28,9 @@ type RunLine struct {
 	// PrunedAt is when retention removed the run's steps and files
 	// (docs/security.md § Retention); its spend went with them.
 	PrunedAt time.Time `json:"pruned_at,omitzero"`
+	// Note says the run reads interrupted (its owner gone) though the
+	// store refused to record it (NotRecordedNote).
+	Note string `json:"note,omitempty"`
 	lifecycle.Spend
 }
 
@@ -47,7 +50,9 @@ func (l RunLine) Duration() time.Duration { return time.Duration(l.DurationMS) *
 
 // List reads the newest limit runs (0: all) with their true status (a
 // dead owner reconciled to interrupted; a running run waiting for a human
-// shown waiting) and spend. Errors: the store's.
+// shown waiting) and spend. A run whose reconcile the store refused (a
+// full disk) is listed interrupted all the same, with a Note saying so.
+// Errors: the store's reads.
 func List(ctx context.Context, st store.Store, limit int) ([]RunLine, error) {
 	runs, err := st.ListRuns(ctx, limit)
 	if err != nil {
@@ -55,10 +60,11 @@ func List(ctx context.Context, st store.Store, limit int) ([]RunLine, error) {
 	}
 	lines := []RunLine{}
 	for _, r := range runs {
-		if r, err = lifecycle.Reconcile(ctx, st, r); err != nil {
-			return nil, err
-		}
+		r, rerr := lifecycle.Reconcile(ctx, st, r)
 		l := RunLine{RunID: r.ID, Status: r.Status, TaskID: r.TaskID, Title: r.TaskTitle, Flow: r.Flow, CreatedAt: r.CreatedAt, EndedAt: r.EndedAt, Resumes: r.Resumes, PrunedAt: r.PrunedAt}
+		if rerr != nil {
+			l.Note = NotRecordedNote(rerr)
+		}
 		l.DurationMS = r.Duration(time.Now()).Milliseconds()
 		if r.Status == stratus.RunRunning {
 			steps, err := st.ListSteps(ctx, r.ID)

@@ -3,7 +3,10 @@ package runview_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -312,5 +315,92 @@ func TestRunLine_JSONCostNullWhenUnknown(t *testing.T) {
 		if c.spend.Unpriced > 0 && !strings.Contains(string(b), fmt.Sprintf(`"unpriced_attempts":%d`, c.spend.Unpriced)) {
 			t.Errorf("%s: %s; want unpriced_attempts", c.name, b)
 		}
+	}
+}
+
+// fullStore is a store on a disk that filled up: it reads, and refuses
+// every update as SQLite then does.
+type fullStore struct{ store.Store }
+
+var errStoreFull = errors.New("database or disk is full (13)")
+
+func (fullStore) UpdateRun(context.Context, stratus.Run) error         { return errStoreFull }
+func (fullStore) UpdateStep(context.Context, stratus.Step) error       { return errStoreFull }
+func (fullStore) UpdateAttempt(context.Context, stratus.Attempt) error { return errStoreFull }
+
+// deadOwner is the owner of a process that has exited (lifecycle.Owner's
+// form: host/pid/start).
+func deadOwner(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Skipf("no process to outlive: %v", err)
+	}
+	host, _ := os.Hostname()
+	owner := fmt.Sprintf("%s/%d/", host, cmd.Process.Pid)
+	if alive, known := lifecycle.OwnerAlive(owner); alive || !known {
+		t.Skipf("cannot tell that owner %s is gone on this machine", owner)
+	}
+	return owner
+}
+
+// docs/security.md § Output that did not persist: a reader shows a run
+// whose owner is gone as it truly stands — interrupted, its open step
+// canceled, its running attempt failed — even when the store refuses to
+// record that (a full disk): LoadReconciled and List say so (NotRecorded,
+// Note) rather than fail, and leave the records as they were; the next
+// reader whose store takes the record records it, and says nothing more.
+func TestLoadReconciled_AKilledRunReadsInterruptedWhenItsRecordIsRefused(t *testing.T) {
+	t.Parallel()
+	r := setup(t)
+	r.run.Owner = deadOwner(t)
+	if err := r.st.UpdateRun(r.ctx, r.run); err != nil {
+		t.Fatal(err)
+	}
+	first := r.step("first", "agent", 1)
+	r.submit(r.attempt(first, 1), time.Second, 1, 1)
+	r.end(first, stratus.StepCompleted, "done", worker.StepValue{StepRef: "first#1", Outcome: "done"})
+	answer := r.step("answer", "agent", 1)
+	r.attempt(answer, 1)
+	full := fullStore{r.st}
+
+	v, err := runview.LoadReconciled(r.ctx, full, r.run.ID)
+	if err != nil {
+		t.Fatalf("LoadReconciled on a full store: %v; want the run shown", err)
+	}
+	if v.Run.Status != stratus.RunInterrupted || v.Run.EndedAt.IsZero() || !errors.Is(v.NotRecorded, lifecycle.ErrNotRecorded) || !stratus.StorageFull(v.NotRecorded) {
+		t.Errorf("the run reads %s (ended %v), NotRecorded %v; want interrupted, ended, not recorded because the store is full", v.Run.Status, v.Run.EndedAt, v.NotRecorded)
+	}
+	var got []string
+	for _, s := range v.Steps {
+		a := "-"
+		if s.Attempt != nil {
+			a = s.Attempt.Status
+		}
+		got = append(got, s.Step.StepRef+":"+s.Step.Status+"/"+a)
+	}
+	if want := "first#1:completed/submitted answer#1:canceled/failed"; strings.Join(got, " ") != want {
+		t.Errorf("steps %s; want %s", strings.Join(got, " "), want)
+	}
+	ls, err := runview.List(r.ctx, full, 0)
+	if err != nil || len(ls) != 1 {
+		t.Fatalf("List on a full store: %v, %v; want the run listed", ls, err)
+	}
+	if ls[0].Status != stratus.RunInterrupted || !strings.Contains(ls[0].Note, "could not be recorded") || !strings.Contains(ls[0].Note, "database or disk is full") {
+		t.Errorf("List: %s, note %q; want interrupted, the note saying it could not be recorded and why", ls[0].Status, ls[0].Note)
+	}
+	if run, _ := r.st.GetRun(r.ctx, r.run.ID); run.Status != stratus.RunRunning {
+		t.Errorf("the refused record reads %s; want it left running for the next reader", run.Status)
+	}
+
+	v, err = runview.LoadReconciled(r.ctx, r.st, r.run.ID)
+	if err != nil || v.Run.Status != stratus.RunInterrupted || v.NotRecorded != nil {
+		t.Fatalf("LoadReconciled once the store takes it: %v, %v, NotRecorded %v; want interrupted, recorded", err, v.Run.Status, v.NotRecorded)
+	}
+	if run, _ := r.st.GetRun(r.ctx, r.run.ID); run.Status != stratus.RunInterrupted {
+		t.Errorf("the record reads %s once the store takes it; want interrupted", run.Status)
+	}
+	if ls, _ := runview.List(r.ctx, r.st, 0); len(ls) != 1 || ls[0].Note != "" {
+		t.Errorf("List once recorded: %+v; want no note", ls)
 	}
 }

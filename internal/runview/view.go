@@ -3,10 +3,12 @@ package runview
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/store"
 	"github.com/stratusflow/stratus/internal/worker"
@@ -16,6 +18,10 @@ import (
 type View struct {
 	Run   stratus.Run
 	Steps []StepView // creation order; supervisor turns included (Step.Kind == report.Kind)
+	// NotRecorded, set by LoadReconciled, says the run was found
+	// interrupted (its owner gone) but the store refused to record it: Run
+	// and Steps show it interrupted all the same.
+	NotRecorded error
 }
 
 // StepView is one step with what its records say of its end.
@@ -91,6 +97,45 @@ func Load(ctx context.Context, st store.Store, runID string) (*View, error) {
 		v.Steps = append(v.Steps, describe(s, att))
 	}
 	return v, nil
+}
+
+// LoadReconciled is Load of run runID as it truly stands
+// (lifecycle.Reconcile): a run whose owner is gone reads interrupted, its
+// open steps canceled, and is recorded so. When the store refuses that
+// record (a full disk), the view shows it reconciled all the same and
+// NotRecorded says why; the records are left for the next reader to
+// reconcile (docs/security.md § Output that did not persist). Errors: the
+// store's reads (ENOTFOUND for an unknown run).
+func LoadReconciled(ctx context.Context, st store.Store, runID string) (*View, error) {
+	run, err := st.GetRun(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	run, rerr := lifecycle.Reconcile(ctx, st, run)
+	v, err := Load(ctx, st, runID)
+	if err != nil {
+		return nil, err
+	}
+	if rerr == nil {
+		return v, nil
+	}
+	v.Run.Status, v.Run.EndedAt, v.NotRecorded = run.Status, run.EndedAt, rerr
+	steps := make([]stratus.Step, len(v.Steps))
+	atts := make([]*stratus.Attempt, len(v.Steps))
+	for i, s := range v.Steps {
+		steps[i], atts[i] = s.Step, s.Attempt
+	}
+	steps, atts = lifecycle.ReconciledSteps(steps, atts, run.EndedAt)
+	for i := range v.Steps {
+		v.Steps[i] = describe(steps[i], atts[i])
+	}
+	return v, nil
+}
+
+// NotRecordedNote is what a reader says of a run it shows reconciled that
+// its store would not record (LoadReconciled's NotRecorded, List's).
+func NotRecordedNote(err error) string {
+	return fmt.Sprintf("%v; it reads interrupted all the same, and the next command that reads it records that once the store takes it (free space)", err)
 }
 
 // RunsWorker reports whether steps of kind launch a worker (and so have

@@ -71,6 +71,7 @@ type RunPage struct {
 	ReadOnly bool
 	Summary  Doc
 	FlowNote string // why there is no graph
+	Note     string // the run reads interrupted, but that could not be recorded (runview.NotRecordedNote)
 	Ended    bool   // the run is terminal
 	Why      string // why a run that did not end done stopped: its last failed step's reason, or its status's hint
 }
@@ -80,15 +81,17 @@ type RunPage struct {
 // the graph's colours — no spend, gates' documents or summary read from
 // the sink.
 func (s *Server) loadRun(ctx context.Context, runID string, page bool) (*RunPage, error) {
-	v, err := runview.Load(ctx, s.src.Store, runID)
+	// A run whose owner is gone reads interrupted even when the disk is
+	// too full to record it (docs/security.md § Output that did not persist).
+	v, err := runview.LoadReconciled(ctx, s.src.Store, runID)
 	if err != nil {
 		return nil, err
 	}
-	run, err := lifecycle.Reconcile(ctx, s.src.Store, v.Run)
-	if err != nil {
-		return nil, err
-	}
+	run := v.Run
 	p := &RunPage{Target: s.src.Target, Run: run, Status: run.Status, Steps: v.Steps, ReadOnly: s.src.Reply == nil, Ended: stratus.RunTerminal(run.Status)}
+	if v.NotRecorded != nil {
+		p.Note = runview.NotRecordedNote(v.NotRecorded)
+	}
 	end := run.EndedAt
 	if end.IsZero() {
 		end = time.Now()

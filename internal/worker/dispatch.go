@@ -183,9 +183,15 @@ func (s *Service) Dispatch(ctx context.Context, m Message) error {
 		}
 		written, err := s.Publish(ctx, run, env)
 		if err != nil {
+			if s.diskFull(fmt.Errorf("%s: write the summary: %w", step.StepRef, err)) {
+				return nil // the run stops, its publish open: a resume publishes again
+			}
 			return s.failStep(ctx, step, 0, ErrPublish, err.Error())
 		}
-		return s.completeNonWorker(ctx, step, "done", strings.Join(written, ", "))
+		if err := s.completeNonWorker(ctx, step, "done", strings.Join(written, ", ")); err != nil && !s.diskFull(fmt.Errorf("%s: record it done: %w", step.StepRef, err)) {
+			return err
+		}
+		return nil
 	case "hitl":
 		return s.dispatchHITL(ctx, run, env, step, node)
 	default:

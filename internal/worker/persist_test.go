@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -222,5 +223,142 @@ func TestArtifact_RefusedFileStagesNothing(t *testing.T) {
 	}
 	if got := read(t, r.ctx("kept.md")); got != "kept" {
 		t.Errorf("kept.md holds %q", got)
+	}
+}
+
+// diskFullSpy records what a Service tells its DiskFull.
+type diskFullSpy struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (d *diskFullSpy) hook(err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.errs = append(d.errs, err)
+}
+
+func (d *diskFullSpy) told() []error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.errs)
+}
+
+// docs/security.md § Output that did not persist: embedded (DiskFull set),
+// a step whose output the disk refused still fails — never done, the
+// worker told 507, the same reason — but its Task state is not told:
+// DiskFull is, naming the step, the errno and the file, and stops the run
+// (interrupted, resumable). Another write error fails the state as before,
+// and DiskFull hears nothing of it.
+func TestSubmit_OutputAFullDiskRefusedStopsTheRun(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		sink  error // the sink's error for draft.md; nil: the store refuses the step's completed record
+		full  bool
+		wants []string // in DiskFull's error
+	}{
+		{"file, disk full", syscall.ENOSPC, true, []string{"draft#1: its output did not persist (ENOSPC)", "/work/workspace/tasks/t1/ctx/draft.md"}},
+		{"file, quota", syscall.EDQUOT, true, []string{"draft#1: its output did not persist (EDQUOT)"}},
+		{"record, SQLite full", nil, true, []string{"draft#1: its output did not persist (SQLITE_FULL)", "record draft#1 done"}},
+		{"file, I/O error", syscall.EIO, false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, rigOptions{flow: persistFlow})
+			spy := &diskFullSpy{}
+			r.svc.DiskFull = spy.hook
+			step := r.dispatch(t, "draft")
+			if tc.sink != nil {
+				r.svc.Sink = &refusingSink{Sink: r.svc.Sink, suffix: "/draft.md", err: tc.sink}
+			} else {
+				r.svc.Store = refusingStore{r.svc.Store}
+			}
+			_, err := r.submit(t, "# Draft\n")
+			if !errors.Is(err, ErrNotPersisted) {
+				t.Fatalf("submit: %v; want it wrapping ErrNotPersisted", err)
+			}
+			if got, _ := r.svc.Store.GetStep(context.Background(), step.TID); got.Status != stratus.StepFailed {
+				t.Errorf("step %s is %s; want failed, never done", step.StepRef, got.Status)
+			}
+			told := spy.told()
+			if !tc.full {
+				if len(told) != 0 || !strings.HasPrefix(r.tokens.Failure(step.TaskToken), ErrProjection+": ") {
+					t.Errorf("DiskFull told %v, the state's failure %q; want DiskFull told nothing and the state failed", told, r.tokens.Failure(step.TaskToken))
+				}
+				return
+			}
+			if stratus.ErrorCode(err) != stratus.ENOSPACE {
+				t.Errorf("the worker is answered %q; want %s", stratus.ErrorCode(err), stratus.ENOSPACE)
+			}
+			if len(told) != 1 || !stratus.StorageFull(told[0]) {
+				t.Fatalf("DiskFull told %v; want one full-disk error", told)
+			}
+			for _, want := range tc.wants {
+				if !strings.Contains(told[0].Error(), want) {
+					t.Errorf("DiskFull told %q; want it to say %q", told[0], want)
+				}
+			}
+			if s, f := r.tokens.Counts(); s != 0 || f != 0 {
+				t.Errorf("the Task state was told (%d successes, %d failures: %q); want it left to the run's stop", s, f, r.tokens.Failure(step.TaskToken))
+			}
+		})
+	}
+}
+
+// docs/security.md § Output that did not persist: a publish whose summary
+// the disk refuses — or whose completed record the store refuses — stops
+// the run (DiskFull) with the publish step left open, which the stop
+// cancels and a resume publishes again; it is never failed nor done, its
+// state never told. Without DiskFull (AWS), a refused summary fails the
+// step with stratus.PublishFailed as before.
+func TestPublish_SummaryAFullDiskRefusedStopsTheRun(t *testing.T) {
+	t.Parallel()
+	full := fmt.Errorf("fs sink: write /work/.stratus/logs/t1/summary.json: %w", syscall.ENOSPC)
+	for _, tc := range []struct {
+		name     string
+		publish  error // Publish's error; nil: it writes, and the store refuses the step done
+		diskFull bool
+		status   string // the publish step's after the dispatch
+		wants    string // in DiskFull's error
+	}{
+		{"summary, embedded", full, true, stratus.StepRunning, "publish#1: write the summary: fs sink: write /work/.stratus/logs/t1/summary.json"},
+		{"record, embedded", nil, true, stratus.StepRunning, "publish#1: record it done: "},
+		{"summary, AWS", full, false, stratus.StepFailed, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, rigOptions{flow: persistFlow})
+			spy := &diskFullSpy{}
+			if tc.diskFull {
+				r.svc.DiskFull = spy.hook
+			}
+			r.svc.Publish = func(context.Context, stratus.Run, *RunEnv) ([]string, error) {
+				if tc.publish != nil {
+					return nil, tc.publish
+				}
+				return []string{".stratus/logs/t1/summary.json", ".stratus/logs/t1/summary.md"}, nil
+			}
+			if tc.publish == nil {
+				r.svc.Store = refusingStore{r.svc.Store}
+			}
+			step := r.dispatch(t, "publish")
+			if got, _ := r.svc.Store.GetStep(context.Background(), step.TID); got.Status != tc.status {
+				t.Errorf("publish#1 is %s; want %s", got.Status, tc.status)
+			}
+			told := spy.told()
+			if !tc.diskFull {
+				if !strings.HasPrefix(r.tokens.Failure(step.TaskToken), ErrPublish+": ") {
+					t.Errorf("the state's failure %q; want %s", r.tokens.Failure(step.TaskToken), ErrPublish)
+				}
+				return
+			}
+			if len(told) != 1 || !stratus.StorageFull(told[0]) || !strings.Contains(told[0].Error(), tc.wants) {
+				t.Fatalf("DiskFull told %v; want one full-disk error saying %q", told, tc.wants)
+			}
+			if s, f := r.tokens.Counts(); s != 0 || f != 0 {
+				t.Errorf("the Task state was told (%d successes, %d failures); want it left to the run's stop", s, f)
+			}
+		})
 	}
 }

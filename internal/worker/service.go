@@ -94,6 +94,16 @@ type Service struct {
 	// paths written (sink keys).
 	Publish func(ctx context.Context, run stratus.Run, env *RunEnv) ([]string, error)
 	OnEvent func(Event)
+	// DiskFull, when set, is told of a write the disk refused
+	// (stratus.StorageFull) where the service would otherwise fail the
+	// step's Task state: a submit's output that did not persist
+	// (notPersisted), a publish's summary or its completed record. err
+	// names the step and the write. The step's state is then not told:
+	// the caller stops the run — embedded, interrupted and resumable once
+	// space is freed, the step run again (docs/security.md § Output that
+	// did not persist). nil (AWS, whose store and sink are not a disk): the
+	// step fails and its state is told so.
+	DiskFull func(err error)
 	// Queue takes the work a request must not wait for — a supervisor
 	// observation turn, whose launch may retry for minutes (issue 14 §
 	// 10) — as a KindObserve dispatch message: on AWS the dispatch queue,
@@ -169,6 +179,17 @@ func (s *Service) now() time.Time {
 func (s *Service) noteOnce(runID, kind string) bool {
 	_, seen := s.notes.LoadOrStore(runID+"\x00"+kind, true)
 	return !seen
+}
+
+// diskFull tells DiskFull of err when it is a write the disk refused, and
+// reports whether it did (false: DiskFull is nil, or err is another
+// error, which the caller handles as before).
+func (s *Service) diskFull(err error) bool {
+	if s.DiskFull == nil || !stratus.StorageFull(err) {
+		return false
+	}
+	s.DiskFull(err)
+	return true
 }
 
 func (s *Service) warnf(format string, args ...any) {

@@ -505,9 +505,9 @@ func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, t
 
 // ErrNotPersisted is wrapped by the error of a submit whose Final was
 // recorded but whose output did not persist (notPersisted): its step has
-// failed and its Task state was told so (SendTaskFailure), so the run
-// routes the failure itself; whoever serves the request must not stop the
-// run over it as over a write refused mid-step.
+// failed, and either its Task state was told so (SendTaskFailure), so the
+// run routes the failure itself, or, for a full disk, DiskFull was told
+// and stops the run. Whoever serves the request has nothing left to stop.
 var ErrNotPersisted = errors.New("the step's output did not persist")
 
 // notPersisted ends a step whose Final was recorded (CompleteAttempt) but
@@ -516,10 +516,12 @@ var ErrNotPersisted = errors.New("the step's output did not persist")
 // the way docs/security.md § Output that did not persist says: the attempt
 // and the step are recorded failed, the reason naming the step, the cause
 // (for a full disk: "the disk is full", ENOSPC or EDQUOT, and the file) and
-// that a resume runs it again; the Task state fails with ErrProjection,
-// never succeeds. A record the store refuses too is warned about: the step
-// then stays open (running), which the run's end cancels, and a resume
-// runs a canceled step again all the same.
+// that a resume runs it again. The Task state never succeeds: it fails
+// with ErrProjection, or, for a full disk where DiskFull is set
+// (embedded), it is not told and DiskFull stops the run, interrupted. A
+// record the store refuses too is warned about: the step then stays open
+// (running), which the run's end cancels, and a resume runs a canceled
+// step again all the same.
 //
 // The error returned is a *stratus.Error for the worker — ENOSPACE (507)
 // for a full disk, else EINTERNAL — whose message leaks no path, wrapping
@@ -541,8 +543,13 @@ func (s *Service) notPersisted(ctx context.Context, c *Caller, att stratus.Attem
 		s.warnCall(c, "%s: record the step failed: %v; it stays open until the run ends", c.Step.StepRef, ferr)
 	}
 	s.emitEnded(c, att, "failed", reason)
-	if terr := s.Tokens.SendTaskFailure(ctx, c.Step.TaskToken, ErrProjection, c.Step.StepRef+" failed: "+reason); terr != nil {
-		s.warnCall(c, "%s: tell its state it failed: %v", c.Step.StepRef, terr)
+	// A full disk stops the run wherever it is met (DiskFull): the state
+	// is not told then, so that nothing routes the failure while the run
+	// stops.
+	if !s.diskFull(fmt.Errorf("%s: its output did not persist (%s): %w", c.Step.StepRef, fullErrno(err), err)) {
+		if terr := s.Tokens.SendTaskFailure(ctx, c.Step.TaskToken, ErrProjection, c.Step.StepRef+" failed: "+reason); terr != nil {
+			s.warnCall(c, "%s: tell its state it failed: %v", c.Step.StepRef, terr)
+		}
 	}
 	pub := stratus.Errorf(code, "the output of %s was recorded, but %s: the step failed; %s, then resume the run", c.Step.StepRef, public, fix)
 	return fmt.Errorf("%w (%w: %w)", pub, ErrNotPersisted, err)

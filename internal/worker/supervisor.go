@@ -490,10 +490,13 @@ func (s *Service) finishFinalize(ctx context.Context, c *Caller, attempt int, v 
 	}
 	written, err := s.Publish(ctx, run, c.Env)
 	if err != nil {
+		if s.diskFull(fmt.Errorf("%s: write the summary: %w", pub.StepRef, err)) {
+			return // the run stops, its publish open: a resume publishes again
+		}
 		s.failStep(ctx, pub, 0, ErrPublish, err.Error())
 		return
 	}
-	if err := s.completeNonWorker(ctx, pub, "done", strings.Join(written, ", ")); err != nil {
+	if err := s.completeNonWorker(ctx, pub, "done", strings.Join(written, ", ")); err != nil && !s.diskFull(fmt.Errorf("%s: record it done: %w", pub.StepRef, err)) {
 		s.warnCall(c, "%s: %v", pub.StepRef, err)
 	}
 }

@@ -10,9 +10,11 @@
 // Open(path) uses one SQLite database file, normally DIR/.stratus/<name>.db,
 // created with mode 0600 (it holds task tokens and worker handles) inside
 // a directory created with mode 0700 when missing. SQLite keeps two
-// companions next to it while the store is open, path-wal and path-shm
-// (write-ahead log mode); copy or delete the three together. The file holds
-// these tables:
+// companions next to it, path-wal and path-shm (write-ahead log mode),
+// which stay when the store closes, the WAL emptied: the next Open then
+// allocates nothing, so a reader opens the store on a disk that has filled
+// up since (docs/security.md § Output that did not persist). Copy or
+// delete the three together. The file holds these tables:
 //
 //	schema_version  one row: the number of migrations applied
 //	runs            one row per Run, keyed by id

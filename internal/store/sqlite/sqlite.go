@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"os"
@@ -57,8 +58,8 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
 
-	pragmas := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)", busyTimeout.Milliseconds())
-	w, err := sql.Open("sqlite", path+"?"+pragmas+"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
+	pragmas := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)&_pragma=journal_size_limit(%d)", busyTimeout.Milliseconds(), walSizeLimit)
+	w, err := openDB(path + "?" + pragmas + "&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
@@ -82,7 +83,7 @@ func Open(path string) (*Store, error) {
 
 	// The readers open after the writer has switched the file to WAL
 	// (a persistent property of the file), so they need not set it.
-	r, err := sql.Open("sqlite", path+"?"+pragmas+"&_pragma=query_only(1)")
+	r, err := openDB(path + "?" + pragmas + "&_pragma=query_only(1)")
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
@@ -104,6 +105,49 @@ func Open(path string) (*Store, error) {
 	rq, _ := newPrepared(ctx, r)
 	return &Store{path: path, w: w, r: r, wq: wq, rq: rq}, nil
 }
+
+// openDB opens a pool of connections to dsn, each in persistent-WAL mode
+// (persistWAL).
+func openDB(dsn string) (*sql.DB, error) {
+	c, err := msqlite.NewConnector(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(persistWAL{c}), nil
+}
+
+// persistWAL opens connections with SQLITE_FCNTL_PERSIST_WAL set: the last
+// one to close empties the -wal file (journal_size_limit) and keeps it and
+// the -shm file rather than delete them. Without that, the next connection
+// must create the -shm file and allocate its 32 KiB, which a disk that has
+// filled up since refuses ("disk I/O error", SQLITE_IOERR_SHMSIZE): even
+// `stratus status` could not read a run (docs/security.md § Output that did
+// not persist). With them kept, opening the store to read allocates
+// nothing.
+type persistWAL struct{ driver.Connector }
+
+func (p persistWAL) Connect(ctx context.Context) (driver.Conn, error) {
+	c, err := p.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fc, ok := c.(msqlite.FileControl)
+	if !ok {
+		c.Close()
+		return nil, fmt.Errorf("the sqlite driver's connection %T has no file control", c)
+	}
+	if _, err := fc.FileControlPersistWAL("main", 1); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("persist the WAL: %w", err)
+	}
+	return c, nil
+}
+
+// walSizeLimit is journal_size_limit, in bytes: a WAL that grew past it is
+// cut back to it once checkpointed, and the last connection to close
+// empties it (persistWAL). Above what the default auto-checkpoint (1000
+// pages) lets the WAL reach, so that it only takes effect at that close.
+const walSizeLimit = 16 << 20
 
 // txStatements are the statements run inside a transaction on the
 // writer, prepared when the store opens (newPrepared says why).

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -86,6 +87,45 @@ func TestOpen_Pragmas(t *testing.T) {
 	}
 	check("reader", "query_only", "1")
 	check("writer", "query_only", "0")
+}
+
+// docs/security.md § Output that did not persist: once the store closes,
+// its -wal file is kept empty and its -shm file kept whole (persistWAL), so
+// that opening it again to read allocates nothing on a disk that has filled
+// up since; what was written is in the database file itself.
+func TestClose_KeepsTheWALFilesForTheNextReader(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "stratus.db")
+	ctx := context.Background()
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if err := s.CreateRun(ctx, stratus.Run{ID: fmt.Sprintf("run-%d", i), Status: stratus.RunRunning, CreatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.ListRuns(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path + "-wal"); err != nil || fi.Size() != 0 {
+		t.Errorf("-wal after Close: %v; want it kept, empty", err)
+	} else if fi.Mode().Perm() != 0o600 {
+		t.Errorf("-wal mode %v; want 0600", fi.Mode().Perm())
+	}
+	if fi, err := os.Stat(path + "-shm"); err != nil || fi.Size() == 0 {
+		t.Errorf("-shm after Close: %v; want it kept", err)
+	} else if fi.Mode().Perm() != 0o600 {
+		t.Errorf("-shm mode %v; want 0600", fi.Mode().Perm())
+	}
+	runs, err := openT(t, path).ListRuns(ctx, 0)
+	if err != nil || len(runs) != 50 {
+		t.Errorf("after reopening: %d runs, %v; want 50", len(runs), err)
+	}
 }
 
 func TestOpen_SchemaVersionRecorded(t *testing.T) {
