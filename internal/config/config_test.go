@@ -211,7 +211,7 @@ func TestParse_RetryBlockErrorsNameKeyValueAndRange(t *testing.T) {
 			"config.yaml:6:11: agents.retry.max_attempts: -1 is negative; valid: 0 (no same-provider retry) or more"},
 		"fractional max_attempts": {base + "  retry: {max_attempts: 2.5}\n", "agents.retry.max_attempts: must be an integer, got number 2.5"},
 		"text max_attempts":       {base + "  retry: {max_attempts: twice}\n", `agents.retry.max_attempts: must be an integer, got string "twice"`},
-		"negative base":           {base + "  retry: {base_delay_s: -0.5}\n", "agents.retry.base_delay_s: -0.5 is negative; valid: 0 to 99999999 seconds (default 2)"},
+		"negative base":           {base + "  retry: {base_delay_s: -0.5}\n", "agents.retry.base_delay_s: -0.5 is negative; valid: 0 to 31622401 seconds (default 2)"},
 		"text base":               {base + "  retry: {base_delay_s: soon}\n", `agents.retry.base_delay_s: must be a number, got string "soon"`},
 		"negative max delay":      {base + "  retry: {max_delay_s: -1, base_delay_s: 0}\n", "agents.retry.max_delay_s: -1 is negative"},
 		"max below base": {base + "  retry: {base_delay_s: 10, max_delay_s: 5}\n",

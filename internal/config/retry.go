@@ -21,9 +21,10 @@ const (
 	// MaxRetryBlockedS bounds max_blocked_s, s: a year, a Standard
 	// execution's longest run (developer guide § Quotas).
 	MaxRetryBlockedS = 31536000.0
-	// maxRetryDelayS bounds base_delay_s and max_delay_s, s: the range of
-	// a Retrier's IntervalSeconds (ASL spec § Retrying after error).
-	maxRetryDelayS = 99999999.0
+	// maxRetryDelayS bounds base_delay_s and max_delay_s, s: the largest
+	// MaxDelaySeconds of a Retrier (ASL spec § Retrying after error; Step
+	// Functions developer guide § Handling errors: 31622401).
+	maxRetryDelayS = 31622401.0
 )
 
 // Retry is agents.retry: how a step recovers from a transient provider
