@@ -226,7 +226,7 @@ func TestParse_RetryBlockErrorsNameKeyValueAndRange(t *testing.T) {
 		"too many attempts per cycle": {base + "  max_stage_attempts: 40\n  retry: {max_attempts: 4}\n",
 			"config.yaml:6:3: agents.max_stage_attempts: agents.max_stage_attempts 40 with agents.retry.max_attempts 4 gives (4 + 1) × 40 attempts of one step before it parks; valid: at most 100 in all"},
 		"huge max_attempts": {base + "  retry: {max_attempts: 9223372036854775807}\n", "agents.retry.max_attempts: agents.max_stage_attempts 3 with agents.retry.max_attempts 9223372036854775807"},
-		"unknown retry key":  {base + "  retry: {jitter: full}\n", `unknown key "jitter" in agents.retry; allowed: base_delay_s, max_attempts, max_blocked_s, max_delay_s`},
+		"unknown retry key": {base + "  retry: {jitter: full}\n", `unknown key "jitter" in agents.retry; allowed: base_delay_s, max_attempts, max_blocked_s, max_delay_s`},
 	} {
 		_, err := Parse("config.yaml", []byte(tc.yaml))
 		if stratus.ErrorCode(err) != stratus.EINVALID || !strings.Contains(err.Error(), tc.want) {
