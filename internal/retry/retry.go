@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/stratusflow/stratus/internal/asl"
@@ -521,4 +522,18 @@ func orNone(c Class) string {
 		return "unclassified"
 	}
 	return string(c)
+}
+
+// Notes says what a valid but surprising configuration means, one line
+// each: a max_stage_attempts above the providers a step can run on
+// (agents.allowed, the stand-ins left out) leaves the extra hops unused.
+func (p Policy) Notes() []string {
+	q := p
+	q.MaxStageAttempts = math.MaxInt
+	can := q.Order("")
+	if p.MaxStageAttempts <= len(can) {
+		return nil
+	}
+	return []string{fmt.Sprintf("agents.max_stage_attempts %d is more than the %d provider(s) a step can run on (%s: agents.primary and agents.allowed, the bundled echo and script engines left out): a step runs on each of them at most once between two parks, and the other %d hop(s) go unused",
+		p.MaxStageAttempts, len(can), strings.Join(can, ", "), p.MaxStageAttempts-len(can))}
 }

@@ -450,3 +450,22 @@ func TestSimulate_RecoversWhenTheProviderComesBack(t *testing.T) {
 		t.Errorf("waits %v, want %v", waits, want)
 	}
 }
+
+// A max_stage_attempts above what agents.allowed can give is valid, and
+// said: the extra hops go unused.
+func TestNotes_MoreHopsThanProviders(t *testing.T) {
+	t.Parallel()
+	cfg := config.Default()
+	cfg.Agents.Primary = "claude"
+	cfg.Agents.Allowed = []string{"echo", "claude", "codex"}
+	cfg.Agents.MaxStageAttempts = new(5)
+	notes := FromConfig(cfg).Notes()
+	if len(notes) != 1 || !strings.Contains(notes[0], "agents.max_stage_attempts 5 is more than the 2 provider(s) a step can run on (claude, codex:") ||
+		!strings.Contains(notes[0], "the other 3 hop(s) go unused") {
+		t.Errorf("notes %q", notes)
+	}
+	cfg.Agents.MaxStageAttempts = new(2)
+	if notes := FromConfig(cfg).Notes(); len(notes) != 0 {
+		t.Errorf("notes %q for a max_stage_attempts the providers can give", notes)
+	}
+}
