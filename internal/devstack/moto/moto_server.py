@@ -3,8 +3,8 @@
 DESIGN.md § Testing stand-ins: turn on real Step Functions execution, and
 patch StateMachine.__deepcopy__ so that every StartExecution after the first
 does not fail with a 500 (upstream moto issue 10077): the copy shares the
-backend and leaves the live executions behind; serve DynamoDB requests one at
-a time; check the signature of a presigned S3 request that signs its
+backend and leaves the live executions behind; keep SendTaskFailure's cause;
+serve DynamoDB requests one at a time; check the signature of a presigned S3 request that signs its
 Content-Length (see below).
 
 Usage: python3 moto_server.py -H 127.0.0.1 -p PORT
@@ -34,6 +34,23 @@ def _deepcopy(self, memo):
 
 
 StateMachine.__deepcopy__ = _deepcopy
+
+# moto 5.2.1's SendTaskFailure drops the cause (its response handler hands
+# the backend the error only), so a Catch sees {"Error": ..., "Cause": null}.
+# Step Functions keeps it, and a compiled "<node>.park" state reads the
+# wait from the cause of stratus.Blocked: the cause is passed on.
+from moto.core.responses import EmptyResult  # noqa: E402
+from moto.stepfunctions.responses import StepFunctionResponse  # noqa: E402
+
+
+def _send_task_failure(self):
+    self.stepfunction_backend.send_task_failure(
+        self._get_param("taskToken"), error=self._get_param("error"), cause=self._get_param("cause")
+    )
+    return EmptyResult()
+
+
+StepFunctionResponse.send_task_failure = _send_task_failure
 
 # moto 5.2.1's DynamoDB is not safe under concurrent requests: a conditional
 # write checks, then writes, without a lock, and a cancelled transaction
