@@ -223,8 +223,8 @@ func TestParse_RetryBlockErrorsNameKeyValueAndRange(t *testing.T) {
 		"zero stage attempts": {base + "  max_stage_attempts: 0\n",
 			"agents.max_stage_attempts: 0; valid: 1 (no fallback to another provider) or more providers one step may run on before it parks (default 3)"},
 		"fractional stage attempts": {base + "  max_stage_attempts: 1.5\n", "agents.max_stage_attempts: must be an integer, got number 1.5"},
-		"too many attempts per cycle": {base + "  max_stage_attempts: 40\n  retry: {max_attempts: 4}\n",
-			"config.yaml:6:3: agents.max_stage_attempts: agents.max_stage_attempts 40 with agents.retry.max_attempts 4 gives (4 + 1) × 40 attempts of one step before it parks; valid: at most 100 in all"},
+		"too many attempts per cycle": {base + "  max_stage_attempts: 8\n  retry: {max_attempts: 4}\n",
+			"config.yaml:6:3: agents.max_stage_attempts: agents.max_stage_attempts 8 with agents.retry.max_attempts 4 gives (4 + 1) × 8 attempts of one step before it parks; valid: at most 30 in all"},
 		"huge max_attempts": {base + "  retry: {max_attempts: 9223372036854775807}\n", "agents.retry.max_attempts: agents.max_stage_attempts 3 with agents.retry.max_attempts 9223372036854775807"},
 		"unknown retry key": {base + "  retry: {jitter: full}\n", `unknown key "jitter" in agents.retry; allowed: base_delay_s, max_attempts, max_blocked_s, max_delay_s`},
 	} {

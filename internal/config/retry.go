@@ -14,10 +14,10 @@ const (
 	DefaultRetryMaxBlockedS = 21600.0 // agents.retry.max_blocked_s, s (6 h)
 	DefaultMaxStageAttempts = 3       // agents.max_stage_attempts
 	// MaxStepAttemptsPerCycle bounds (max_attempts + 1) × max_stage_attempts,
-	// the attempts of one step between two parks: each costs about 5 of an
+	// the attempts of one step between two parks: each costs 4 of an
 	// execution's 25,000 history events (Step Functions developer guide §
-	// Quotas).
-	MaxStepAttemptsPerCycle = 100
+	// Quotas; internal/retry Policy.WorstCase), worc's defaults 9.
+	MaxStepAttemptsPerCycle = 30
 	// MaxRetryBlockedS bounds max_blocked_s, s: a year, a Standard
 	// execution's longest run (developer guide § Quotas).
 	MaxRetryBlockedS = 31536000.0
@@ -142,7 +142,7 @@ func (c *Config) retryBlock(ps *problems) {
 			if _, written := ps.pos[field]; !written {
 				field = "agents.retry.max_attempts"
 			}
-			bad(field, "agents.max_stage_attempts %d with agents.retry.max_attempts %d gives (%d + 1) × %d attempts of one step before it parks; valid: at most %d in all (each costs about 5 of an execution's 25,000 Step Functions history events)",
+			bad(field, "agents.max_stage_attempts %d with agents.retry.max_attempts %d gives (%d + 1) × %d attempts of one step before it parks; valid: at most %d in all (each costs 4 of an execution's 25,000 Step Functions history events)",
 				s.MaxStageAttempts, s.MaxAttempts, s.MaxAttempts, s.MaxStageAttempts, MaxStepAttemptsPerCycle)
 		}
 	}

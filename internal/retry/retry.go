@@ -13,7 +13,7 @@ import (
 )
 
 // Class is an attempt's failure class, the strings internal/failclass
-// uses (DESIGN-28: provider_unavailable, rate_limited,
+// uses (provider_unavailable, rate_limited,
 // network_unavailable, timeout, quality, infrastructure). "" is an
 // attempt that did not fail, or was not classified.
 type Class string
@@ -47,9 +47,16 @@ type Attempt struct {
 }
 
 // MaxParkInterval caps the park interval's doubling, unless max_delay_s
-// is longer: an outage that outlasts an hour is re-tried hourly, and a
-// rate limit whose reset is known is waited out to the second anyway.
+// is longer or max_blocked_s is more than MaxParksAtCap hours: an outage
+// that outlasts an hour is re-tried hourly, and a rate limit whose reset
+// is known is waited out to the second anyway.
 const MaxParkInterval = time.Hour
+
+// MaxParksAtCap bounds the parks at the capped interval: the cap grows to
+// max_blocked_s / MaxParksAtCap when that is longer than an hour, so that
+// however long max_blocked_s, a step parks a bounded number of times and
+// its history events stay bounded (Policy.WorstCase).
+const MaxParksAtCap = 16
 
 // Policy is the retry configuration of one run.
 type Policy struct {
@@ -154,7 +161,8 @@ func (r Retrier) ASL() asl.Retrier {
 
 // InfrastructureRetrier is the Retrier every Task state carries for
 // stratus.InfrastructureFailed and the SQS integration's own errors
-// (DESIGN-28 § Compiled shape): 5 s, 10 s, 20 s, three retries.
+// (compiler.Compile documents the shape): 5 s, 10 s, 20 s, three
+// retries.
 var InfrastructureRetrier = Retrier{MaxAttempts: 3, IntervalSeconds: 5, BackoffRate: 2.0, MaxDelaySeconds: 60}
 
 // TransientRetrier returns the Retrier of the transient error names
@@ -188,11 +196,11 @@ func (p Policy) Delay(n int) time.Duration {
 
 // ParkInterval is how long the k-th park of a step (k from 0) waits when
 // no rate-limit reset says otherwise: the compiled MaxDelaySeconds
-// doubled k times, capped at MaxParkInterval (or at that
-// MaxDelaySeconds, if longer).
+// doubled k times, capped at the longest of MaxParkInterval, that
+// MaxDelaySeconds and max_blocked_s / MaxParksAtCap.
 func (p Policy) ParkInterval(k int) time.Duration {
 	base := time.Duration(p.TransientRetrier().MaxDelaySeconds) * time.Second
-	limit := max(MaxParkInterval, base)
+	limit := max(MaxParkInterval, base, p.MaxBlocked/MaxParksAtCap)
 	d := base
 	for range k {
 		if d >= limit {
@@ -201,6 +209,33 @@ func (p Policy) ParkInterval(k int) time.Duration {
 		d *= 2
 	}
 	return min(d, limit)
+}
+
+// History events a step costs in a Step Functions execution (developer
+// guide § Quotas: 25,000 per execution), as the compiled machine spends
+// them: an attempt of a callback Task state is TaskScheduled,
+// TaskStarted, TaskSubmitted and TaskSucceeded or TaskFailed; an entry of
+// the state adds TaskStateEntered and TaskStateExited; a park adds the
+// park Pass's and the Wait's entered and exited events.
+const (
+	EventsPerAttempt = 4
+	EventsPerEntry   = 2
+	EventsPerPark    = 4
+)
+
+// WorstCase is what one step can cost at most under the policy: every
+// attempt failing at once, transiently, on every provider, each state
+// entry also spending the infrastructure Retrier, until the step gives
+// up. Parks is the parks before the give-up; Attempts and Events the
+// attempts made and the history events spent.
+func (p Policy) WorstCase() (parks, attempts, events int) {
+	for blocked := time.Duration(0); blocked < p.MaxBlocked; parks++ {
+		blocked += min(p.ParkInterval(parks), p.MaxBlocked-blocked)
+	}
+	entries := parks + 1
+	perEntry := p.TransientRetrier().MaxAttempts + 1 + InfrastructureRetrier.MaxAttempts
+	attempts = entries * perEntry
+	return parks, attempts, attempts*EventsPerAttempt + entries*EventsPerEntry + parks*EventsPerPark
 }
 
 // Action is what a failed attempt leads to.

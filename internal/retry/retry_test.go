@@ -469,3 +469,31 @@ func TestNotes_MoreHopsThanProviders(t *testing.T) {
 		t.Errorf("notes %q for a max_stage_attempts the providers can give", notes)
 	}
 }
+
+// Step Functions holds 25,000 history events per execution (developer
+// guide § Quotas): one step, failing transiently at once forever, costs a
+// bounded number of them — with worc's defaults 698 (12 parks, 13 state
+// entries of 9 transient and 3 infrastructure attempts); at the config's
+// limits (30 attempts a cycle, a year blocked, no delay) the park cap
+// grows with max_blocked_s, so the parks stay few.
+func TestWorstCase_BoundsAStepsHistory(t *testing.T) {
+	t.Parallel()
+	parks, attempts, events := Default("claude", "codex", "openseek").WorstCase()
+	if parks != 12 || attempts != 13*12 || events != 698 {
+		t.Errorf("defaults: %d parks, %d attempts, %d events; want 12, 156, 698", parks, attempts, events)
+	}
+	// The simulation agrees on the transient attempts (13 × 9).
+	p := Default("claude", "codex", "openseek")
+	if got, _ := simulate(t, p, "", failing(ProviderUnavailable, 0)); len(got) != 13*9 {
+		t.Errorf("simulated %d attempts, want 117", len(got))
+	}
+	max := Default("claude", "codex", "openseek")
+	max.MaxAttempts, max.MaxStageAttempts = 9, 3 // (9 + 1) × 3 = config.MaxStepAttemptsPerCycle
+	max.BaseDelay, max.MaxDelay = 0, 0
+	max.MaxBlocked = time.Duration(config.MaxRetryBlockedS) * time.Second
+	parks, attempts, events = max.WorstCase()
+	if parks > 40 || events > 6000 {
+		t.Errorf("at the config's limits: %d parks, %d attempts, %d events; want at most 40 parks and 6,000 events", parks, attempts, events)
+	}
+	t.Logf("at the config's limits: %d parks, %d attempts, %d events", parks, attempts, events)
+}

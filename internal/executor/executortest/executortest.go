@@ -464,7 +464,7 @@ func testRetryPerRetrierThenCatch(t *testing.T, h Harness) {
 	}
 }
 
-// The compiled park loop (DESIGN-28 § Compiled shape): a callback state's
+// The compiled park loop (internal/compiler, Compile): a callback state's
 // Catch of stratus.Blocked goes to a Pass that parses the cause
 // (States.StringToJson) and a Wait on its wait_s (SecondsPath), then
 // enters the state again — afresh: $$.State.RetryCount and each
