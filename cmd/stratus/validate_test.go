@@ -174,7 +174,7 @@ func TestValidate_RetrySettings(t *testing.T) {
 	}
 	writeTestFile(t, cfgPath, strings.Replace(orig, "  max_stage_attempts: 3\n", "  max_stage_attempts: 7\n", 1))
 	r = runCLI(t, "validate", "implementation", "--dir", dir)
-	if r.code != 0 || !strings.Contains(r.stdout, "note: agents.max_stage_attempts 7 is more than the 4 provider(s) a step can run on (echo, openseek, claude, codex:") {
+	if r.code != 0 || !strings.Contains(r.stdout, "note: agents.max_stage_attempts 7 is more than the 4 provider(s) a step on the primary can run on (echo, openseek, claude, codex:") {
 		t.Errorf("max_stage_attempts 7: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

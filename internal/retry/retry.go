@@ -569,6 +569,6 @@ func (p Policy) Notes() []string {
 	if p.MaxStageAttempts <= len(can) {
 		return nil
 	}
-	return []string{fmt.Sprintf("agents.max_stage_attempts %d is more than the %d provider(s) a step can run on (%s: agents.primary and agents.allowed, the bundled echo and script engines left out): a step runs on each of them at most once between two parks, and the other %d hop(s) go unused",
+	return []string{fmt.Sprintf("agents.max_stage_attempts %d is more than the %d provider(s) a step on the primary can run on (%s: agents.primary, then as fallbacks agents.allowed without the bundled echo and script engines): a step runs on each of them at most once between two parks, and the other %d hop(s) go unused",
 		p.MaxStageAttempts, len(can), strings.Join(can, ", "), p.MaxStageAttempts-len(can))}
 }

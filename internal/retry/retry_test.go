@@ -460,7 +460,7 @@ func TestNotes_MoreHopsThanProviders(t *testing.T) {
 	cfg.Agents.Allowed = []string{"echo", "claude", "codex"}
 	cfg.Agents.MaxStageAttempts = new(5)
 	notes := FromConfig(cfg).Notes()
-	if len(notes) != 1 || !strings.Contains(notes[0], "agents.max_stage_attempts 5 is more than the 2 provider(s) a step can run on (claude, codex:") ||
+	if len(notes) != 1 || !strings.Contains(notes[0], "agents.max_stage_attempts 5 is more than the 2 provider(s) a step on the primary can run on (claude, codex:") ||
 		!strings.Contains(notes[0], "the other 3 hop(s) go unused") {
 		t.Errorf("notes %q", notes)
 	}
