@@ -160,6 +160,13 @@ ALTER TABLE runs ADD COLUMN active_ms INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN pruned_at INTEGER;
 CREATE INDEX outputs_blob ON outputs (blob) WHERE blob <> '';
 `,
+	// 12: a failed attempt's failure class and the reset its failure
+	// named (internal/failclass); '' and NULL for an attempt recorded
+	// before version 12.
+	`
+ALTER TABLE attempts ADD COLUMN class TEXT NOT NULL DEFAULT '';
+ALTER TABLE attempts ADD COLUMN retry_at INTEGER;
+`,
 }
 
 // schemaVersion is the version this binary writes.
