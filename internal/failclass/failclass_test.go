@@ -27,6 +27,11 @@ var rowExamples = map[string][]struct {
 		{reason: "codex turn failed: You've hit your usage limit. Visit https://chatgpt.com/settings/usage to purchase more credits or try again at Dec 7th, 2026 5:00 PM.", retryAt: time.Date(2026, 12, 7, 17, 0, 0, 0, time.UTC)},
 		{reason: "codex turn failed: You’ve hit your usage limit."},
 	},
+	"stratus/report-refused": {
+		{reason: "report refused: verdict contract: ENGINE said 429 Too Many Requests (report kept at /tmp/stratus-spool-t1-1.report)"},
+		{reason: "result refused: checks result: unknown status"},
+		{reason: "report: @file:/tmp/out.md: open /tmp/out.md: no such file or directory"},
+	},
 	"codex/quota":           {{reason: "codex turn failed: Quota exceeded. Check your plan and billing details."}},
 	"codex/429-retries":     {{reason: "codex turn failed: exceeded retry limit, last status: 429 Too Many Requests"}},
 	"claude/api-429":        {{reason: "claude: API Error: Request rejected (429) · This request would exceed the rate limit for your organization of 50,000 input tokens per minute."}},

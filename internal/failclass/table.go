@@ -36,6 +36,11 @@ type Row struct {
 // message that could match two rows matches the first (rate limits
 // before server errors: a 429's text may say "server").
 var table = []Row{
+	// quality, first: a report refused says so whatever it quotes (an
+	// older runner posted these without a class).
+	{Rule: "stratus/report-refused", Who: "stratus", Class: Quality,
+		Pattern: `^(?:report|result) refused: |^report: `, Source: "the runner's failure for a report the worker API refused, or an unreadable @file: report (internal/runner)"},
+
 	// rate_limited: worc's usage-window and quota messages, and 429s.
 	{Rule: "codex/usage-limit", Who: "codex", Status: 429, ErrorType: "usage_limit_reached", Class: RateLimited,
 		Pattern: `You[’']ve hit your usage limit`, Source: "recorded: codex_usage_limit, codex_usage_limit_days"},
