@@ -203,7 +203,8 @@ type Attempt struct {
 	// Class is a failed attempt's failure class (internal/failclass:
 	// provider_unavailable, rate_limited, network_unavailable, timeout,
 	// quality, infrastructure); "" for an attempt that did not fail, that
-	// its run's cancel ended, or that was recorded before classes were.
+	// its run's end or cancel cut short (it failed of nothing itself), or
+	// that was recorded before classes were.
 	Class string `json:"class,omitempty"`
 	// RetryAt is when the provider takes requests again, when the failure
 	// said (a rate limit's reset); zero when unknown.

@@ -39,7 +39,11 @@
 // # The rules, in order (Classify)
 //
 //  1. A report came (Evidence.Report) but was refused (schema, verdict
-//     contract, an unreadable @file: body): quality.
+//     contract, an unreadable @file: body, a write into the operator's
+//     work dir): quality, whatever its text quotes — an engine does not
+//     make its failure transient by naming a file "ECONNREFUSED". (An
+//     older runner's "report refused: ..." without a class is the table's
+//     first row, to the same effect.)
 //  2. Terminal MaxSteps, ContextYield or NoReport (seed 003 § 5): the
 //     engine ended without the report it owed: quality.
 //  3. Terminal TimedOut: timeout — unless the last lines of the engine's
@@ -82,6 +86,30 @@
 // CLI prints the reset headers of a plain 429 (retry-after,
 // anthropic-ratelimit-*-reset, x-ratelimit-reset-*): they use them for
 // their own retries, so RetryAt is then zero (unknown).
+//
+// # What the CLIs do before they fail
+//
+// Both retry on their own, so a failure that reaches the runner is one
+// they gave up on (measured against the scripted model server):
+//
+//   - Claude Code 2.1.328 retries an API error 10 times by default
+//     (CLAUDE_CODE_MAX_RETRIES, clamped to 15), from about 0.6 s doubling
+//     to about 35 s between tries, honouring retry-after: some 3 minutes
+//     against a provider that keeps answering 503. Each retry is a
+//     {"type":"system","subtype":"api_retry"} line (attempt, retry_delay_ms,
+//     error_status); the result line carries api_error_status and
+//     api_error_type beside its text.
+//   - Codex 0.169.0 retries a request request_max_retries times (default
+//     4) and reconnects a stream stream_max_retries times (default 5), both
+//     settings of its model provider in config.toml: 30 requests in about
+//     25 s against a provider answering 503 ("Reconnecting... 1/5 (...)"),
+//     6 against one answering 429. A provider it cannot reach (connection
+//     refused, a host that does not resolve) it waits for without end,
+//     whatever those settings ("Reconnecting... waiting for network",
+//     every 5, 10, 20, ... s): the attempt ends at its deadline (rule 3).
+//
+// The recordings are made with both set to 1 (CLAUDE_CODE_MAX_RETRIES=1;
+// request_max_retries = 1, stream_max_retries = 1), so each takes seconds.
 //
 // It does not decide what a failure leads to (retry, provider fallback,
 // parking): that is the retry policy's (internal/retry), over the classes
