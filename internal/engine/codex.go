@@ -39,7 +39,9 @@ import (
 //     cost, so cost_usd is never sent (absent means unknown, seed 003 § 3);
 //   - turn.failed is turn_failed with its error.message (an API error body
 //     in it read as "message (type)"); a top-level error
-//     event is the failure when no turn completes after it;
+//     event is the failure when no turn completes after it, and is written
+//     to stderr as "codex: MESSAGE" (a retry, "Reconnecting... waiting for
+//     network", says why a run stalled: internal/failclass);
 //   - a completed turn is the report: the last agent_message text, parsed
 //     as JSON when the call carried a schema and the text is JSON.
 func Codex(ctx context.Context, opts ShimOptions, stdin io.Reader, stdout io.Writer) error {
@@ -150,6 +152,13 @@ func (t *codexTranslator) line(b []byte, s *session) {
 			s.failure = "codex turn failed: " + apiErrorText(ev.Error.Message)
 		}
 	case "error":
+		if ev.Message != "" && s.say != nil {
+			// On stderr too: codex 0.169 reports a provider it cannot reach
+			// only as these ("Reconnecting... waiting for network"), and
+			// waits for it past any deadline; the runner's stderr tail is
+			// then the evidence of why the attempt timed out.
+			s.say("codex: " + ev.Message)
+		}
 		if s.failure == "" && !s.finished && ev.Message != "" {
 			s.failure, t.errPending = "codex error: "+apiErrorText(ev.Message), true
 		}

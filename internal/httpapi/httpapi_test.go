@@ -240,6 +240,65 @@ func TestWorkerAPI_FailedResultFailsTheState(t *testing.T) {
 	}
 }
 
+// internal/failclass: a failed result records the runner's class and reset
+// on the attempt; a class that is none of the six (or a reset that is no
+// RFC 3339 time) is a 400 naming the field and what is valid, and records
+// nothing; a result without a class (an older runner's, or a bare reason)
+// is classified here by the same rules. What follows the failure does not
+// change: the Task state fails with ErrWorkerFailed whatever the class.
+func TestWorkerAPI_FailedResultRecordsItsClass(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		value     string
+		wantCode  int
+		wantField string // of a 400
+		wantClass string
+		wantRetry time.Time
+	}{
+		{"the runner's class and reset", `{"terminal":"Failed","reason":"codex turn failed: You've hit your usage limit.","class":"rate_limited","retry_at":"2026-12-04T18:00:00+01:00"}`,
+			200, "", "rate_limited", time.Date(2026, 12, 4, 17, 0, 0, 0, time.UTC)},
+		{"the runner's class is kept", `{"terminal":"Failed","reason":"the model refused","class":"provider_unavailable"}`, 200, "", "provider_unavailable", time.Time{}},
+		{"an unknown class", `{"terminal":"Failed","reason":"x","class":"overloaded"}`, 400, "class", "", time.Time{}},
+		{"a class that is no string", `{"terminal":"Failed","reason":"x","class":7}`, 400, "class", "", time.Time{}},
+		{"a class without a terminal", `{"reason":"x","class":"Quality"}`, 400, "class", "", time.Time{}},
+		{"a reset that is no time", `{"terminal":"Failed","reason":"x","class":"rate_limited","retry_at":"in an hour"}`, 400, "retry_at", "", time.Time{}},
+		{"an older runner's value: classified here", `{"terminal":"Failed","reason":"claude: API Error: 529 Overloaded. This is a server-side issue."}`, 200, "", "provider_unavailable", time.Time{}},
+		{"a null class: classified here", `{"terminal":"Failed","reason":"claude: API Error: Request rejected (429) · slow down","class":null}`, 200, "", "rate_limited", time.Time{}},
+		{"a deadline: classified here", `{"terminal":"TimedOut","reason":"the engine did not finish within its deadline of 600000 ms"}`, 200, "", "timeout", time.Time{}},
+		{"a bare reason: classified here", `"codex turn failed: You’ve hit your usage limit. Try again at Dec 7th, 2026 5:00 PM."`, 200, "", "rate_limited", time.Date(2026, 12, 7, 17, 0, 0, 0, time.Local)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			h := b.dispatch(t, "planning", "tok-1")
+			code, body := b.do(t, "POST", "/v1/worker/result", "Bearer "+h, `{"task_id":"r1.planning.1","ok":false,"value":`+tc.value+`}`)
+			if code != tc.wantCode {
+				t.Fatalf("%d %s; want %d", code, body, tc.wantCode)
+			}
+			att, err := b.svc.Store.GetAttempt(context.Background(), "r1.planning.1", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantCode == 400 {
+				if !strings.Contains(body, `"field":"`+tc.wantField+`"`) || (tc.wantField == "class" && !strings.Contains(body, "provider_unavailable, rate_limited, network_unavailable, timeout, quality, infrastructure")) {
+					t.Errorf("400 %s; want the field %s named, and what is valid", body, tc.wantField)
+				}
+				if att.Status != stratus.AttemptRunning || b.tokens.Failure("tok-1") != "" {
+					t.Errorf("a refused result recorded something: attempt %s, task failure %q", att.Status, b.tokens.Failure("tok-1"))
+				}
+				return
+			}
+			if att.Status != stratus.AttemptFailed || att.Class != tc.wantClass || !att.RetryAt.Equal(tc.wantRetry) {
+				t.Errorf("attempt %s class %q retry_at %v; want failed, %q, %v", att.Status, att.Class, att.RetryAt, tc.wantClass, tc.wantRetry)
+			}
+			if f := b.tokens.Failure("tok-1"); !strings.HasPrefix(f, worker.ErrWorkerFailed+": ") {
+				t.Errorf("task failure %q; want %s whatever the class", f, worker.ErrWorkerFailed)
+			}
+		})
+	}
+}
+
 // A redelivered dispatch message does not create a second step or worker.
 func TestDispatch_RedeliveryIsIdempotent(t *testing.T) {
 	t.Parallel()

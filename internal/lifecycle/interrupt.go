@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/failclass"
 	"github.com/stratusflow/stratus/internal/store"
 )
 
@@ -68,6 +69,13 @@ func CancelOpenWith(ctx context.Context, st store.Store, runID string, why func(
 					end = later(time.Now().UTC(), a.StartedAt)
 				}
 				a.Status, a.Terminal, a.Reason, a.EndedAt = stratus.AttemptFailed, terminal, reason, end
+				if terminal == TerminalTimedOut {
+					// Its Task state timed out before its worker reported
+					// (internal/failclass: a deadline or heartbeat lapse);
+					// a step canceled with its run failed of nothing
+					// itself: no class.
+					a.Class = failclass.Timeout
+				}
 				if err := st.UpdateAttempt(ctx, a); err != nil {
 					return canceled, err
 				}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/compiler"
+	"github.com/stratusflow/stratus/internal/failclass"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/lifecycle"
@@ -252,6 +253,7 @@ func (s *Service) stopNode(ctx context.Context, m Message) error {
 			// Recorded before the stop, so the worker's exit is not taken
 			// for a crash (workerExited skips an attempt no longer running).
 			att.Status, att.Terminal, att.Reason, att.EndedAt = stratus.AttemptFailed, "Failed", reason, s.now()
+			att.Class, att.RetryAt = caughtClass(m.Error), time.Time{}
 			if err := s.Store.UpdateAttempt(ctx, att); err != nil {
 				return err
 			}
@@ -402,6 +404,7 @@ func (s *Service) launchAttempt(ctx context.Context, run stratus.Run, env *RunEn
 	}
 	if err != nil {
 		att.Status, att.Reason, att.EndedAt = stratus.AttemptFailed, err.Error(), s.now()
+		att.Class = failclass.Infrastructure // the launch failed
 		s.Store.UpdateAttempt(ctx, att)
 		name := ErrLaunchFailed
 		if errors.Is(err, launch.ErrInfrastructure) {

@@ -13,6 +13,7 @@ import (
 	"github.com/stratusflow/stratus/internal/captoken"
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/executor"
+	"github.com/stratusflow/stratus/internal/failclass"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/logging"
@@ -264,7 +265,7 @@ func (s *Service) workerExited(tid string, n int, exitErr error, logPath string)
 	}
 	c := &Caller{Step: st, Attempt: att, Run: run, Env: env}
 	att.EndedAt = s.now()
-	s.failAttempt(ctx, c, att, "Failed", reason)
+	s.failAttempt(ctx, c, att, seen(failclass.Infrastructure, "worker exited without a result"), reason)
 }
 
 // logTail returns the last n non-empty lines of a log file, joined by " | ".
