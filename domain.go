@@ -157,6 +157,12 @@ const (
 	// StepWaiting: the step waits for a human (a hitl node, or an agent's
 	// hitl request).
 	StepWaiting = "waiting"
+	// StepParked: every provider the step may run on was unavailable or
+	// rate-limited; its state machine waits in "<node>.wait" and enters the
+	// node again at the time its value names (internal/retry), when the
+	// step goes on with a new attempt. A run with a parked step reads
+	// waiting.
+	StepParked = "parked"
 )
 
 // Step is one visit of one node inside a run, and the dispatch task

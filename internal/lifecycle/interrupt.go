@@ -56,7 +56,7 @@ func CancelOpenWith(ctx context.Context, st store.Store, runID string, why func(
 	}
 	var canceled []stratus.Step
 	for _, s := range steps {
-		if s.Status != stratus.StepRunning && !(waiting && s.Status == stratus.StepWaiting) {
+		if s.Status != stratus.StepRunning && s.Status != stratus.StepParked && !(waiting && s.Status == stratus.StepWaiting) {
 			continue
 		}
 		terminal, reason := why(s)
@@ -143,12 +143,13 @@ func Reconcile(ctx context.Context, st store.Store, run stratus.Run) (stratus.Ru
 	return Interrupt(ctx, st, run, OwnerGone, time.Now().UTC())
 }
 
-// Waiting reports whether a running run waits for a human: one of its
-// steps does (stratus.StepWaiting). `stratus status` and `stratus runs` show
-// such a run as "waiting".
+// Waiting reports whether a running run waits: for a human (a step is
+// stratus.StepWaiting), or for a provider to take requests again (a step
+// is stratus.StepParked: internal/retry). `stratus status` and `stratus
+// runs` show such a run as "waiting".
 func Waiting(steps []stratus.Step) bool {
 	for _, s := range steps {
-		if s.Status == stratus.StepWaiting {
+		if s.Status == stratus.StepWaiting || s.Status == stratus.StepParked {
 			return true
 		}
 	}

@@ -34,6 +34,7 @@ type seen struct {
 	attempts int // attempts whose start was returned
 	started  bool
 	waiting  bool
+	parked   string // the value of the park last returned (internal/retry)
 	ended    bool
 	counters counters // of the latest attempt, as last returned
 }
@@ -129,6 +130,18 @@ func (t *Tracker) step(sn *seen, v StepView) []worker.Event {
 	if s.Status == worker.StepWaiting && !sn.waiting {
 		sn.waiting = true
 		out = append(out, waiting(base, s, t.ReplyFlags))
+	}
+	if s.Status == stratus.StepParked {
+		// Once per park (a step parks again after a later attempt).
+		if key := string(s.Value); sn.parked != key {
+			sn.parked = key
+			e := base
+			e.Type, e.Reason, e.At = worker.EventStepParked, v.Reason, s.CreatedAt
+			if att != nil {
+				e.Attempt, e.Terminal, e.At = att.N, att.Terminal, att.EndedAt
+			}
+			out = append(out, e)
+		}
 	}
 	if v.Ended() {
 		sn.ended = true
@@ -227,7 +240,7 @@ func Open(ctx context.Context, st store.Store, runID string) (map[string]bool, e
 	}
 	open := map[string]bool{}
 	for _, s := range steps {
-		if s.Status == stratus.StepRunning || s.Status == worker.StepWaiting {
+		if s.Status == stratus.StepRunning || s.Status == worker.StepWaiting || s.Status == stratus.StepParked {
 			open[s.TID] = true
 		}
 	}

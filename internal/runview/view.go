@@ -128,7 +128,7 @@ func describe(s stratus.Step, att *stratus.Attempt) StepView {
 		var sv worker.StepValue
 		json.Unmarshal(s.Value, &sv)
 		v.Reason = sv.Reason
-		if v.Outcome == "" && s.Status != stratus.StepRunning && s.Status != worker.StepWaiting {
+		if v.Outcome == "" && s.Status != stratus.StepRunning && s.Status != worker.StepWaiting && s.Status != stratus.StepParked {
 			v.Outcome = sv.Outcome
 		}
 		if s.Kind == flow.KindHITL {

@@ -2,9 +2,12 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/compiler"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/retry"
 )
@@ -14,6 +17,16 @@ import (
 // leads to. The compiled state machine does the waiting (the worker
 // state's Retry, and "<node>.park"/"<node>.wait"); the decisions here and
 // the compiled numbers come from the same retry.Policy, so they agree.
+
+// Progress events of the retry policy.
+const (
+	// EventStepRetrying: an attempt failed transiently and the step goes
+	// on with another attempt (Reason says on which provider, and when).
+	EventStepRetrying = "step_retrying"
+	// EventStepParked: every provider the step may run on is unavailable
+	// or rate-limited; the step waits (Reason says why and until when).
+	EventStepParked = "step_parked"
+)
 
 // retryProvider resolves attempt n (> 1) of step on the provider the
 // retry policy names after the step's attempts before it: the same one
@@ -52,4 +65,68 @@ func historyOf(a stratus.Attempt) retry.Attempt {
 	return retry.Attempt{Provider: a.Resolved.Provider, Class: retry.Class(a.Class), RetryAt: a.RetryAt, Started: a.StartedAt, Ended: a.EndedAt}
 }
 
-var _ = time.Now
+// retryFailure applies the retry policy to att, an attempt of an agent or
+// evaluator step just recorded failed with a transient class: the step
+// stays running and its Task state fails with the policy's error name,
+// which the state's Retry retries after the policy's delay (on the same
+// or the next provider: reenter, retryProvider); or the step parks until
+// the time the policy names (stratus.Blocked: "<node>.park" and
+// "<node>.wait" wait it out and enter the node again); or, parked
+// max_blocked_s in all, it fails with stratus.BlockedTimeout (the run ends
+// manual_action_required, resumable). handled is false for a failure the
+// policy does not take (not transient, or another kind of step).
+func (s *Service) retryFailure(ctx context.Context, c *Caller, att stratus.Attempt, reason string) (sv *StepValue, handled bool, err error) {
+	node := c.Env.Flow.Node(c.Step.Node)
+	if node == nil || (node.Kind != "agent" && node.Kind != "evaluator") || !retry.Class(att.Class).Transient() {
+		return nil, false, nil
+	}
+	history, err := s.attemptHistory(ctx, c.Step.TID, att.N-1)
+	if err != nil {
+		return nil, true, err
+	}
+	history = append(history, historyOf(att))
+	now := s.now()
+	d := retry.FromConfig(c.Env.Config).Decide(Pinned(node, c.Env.Task.Front), history, now)
+	name, cause, ok := compiler.TaskFailure(d)
+	if !ok {
+		return nil, false, nil
+	}
+	sv = &StepValue{StepRef: c.Step.StepRef, Node: c.Step.Node, Attempt: att.N, Reason: reason}
+	status, event := stratus.StepRunning, EventStepRetrying
+	switch d.Action {
+	case retry.Retry, retry.Hop:
+		sv.Outcome = "retrying"
+		sv.Reason = fmt.Sprintf("attempt %d on %s failed (%s): attempt %d runs on %s in %s; %s",
+			att.N, att.Resolved.Provider, att.Class, att.N+1, d.Provider, d.Delay.Round(time.Second), reason)
+	case retry.Park:
+		status, event, sv.Outcome, sv.RetryAt = stratus.StepParked, EventStepParked, "parked", d.Until.UTC()
+		sv.Reason = fmt.Sprintf("%s; tries again at %s (parked %s of max_blocked_s so far)", d.Reason,
+			d.Until.UTC().Format(time.RFC3339), d.Blocked.Round(time.Second))
+	case retry.GiveUp:
+		status, event, sv.Outcome = stratus.StepFailed, EventStepEnded, "failed"
+		sv.Reason = d.Reason + "; " + reason
+	}
+	sv.Reason = clipReason(sv.Reason, MaxReasonBytes, " [cut]")
+	raw, _ := json.Marshal(sv)
+	if status == stratus.StepFailed {
+		err = s.finishStep(ctx, c.Step, status, "failed", raw)
+	} else {
+		st := c.Step
+		st.Status, st.Value = status, raw // open: no EndedAt
+		err = s.Store.UpdateStep(ctx, st)
+	}
+	if err != nil {
+		return nil, true, err
+	}
+	if event == EventStepEnded {
+		s.emitEnded(c, att, "failed", sv.Reason)
+	} else {
+		s.emit(Event{Type: event, RunID: c.Run.ID, Node: c.Step.Node, StepRef: c.Step.StepRef, TID: c.Step.TID, Attempt: att.N,
+			Terminal: att.Terminal, Outcome: sv.Outcome, Reason: sv.Reason, Duration: att.EndedAt.Sub(att.StartedAt),
+			PromptTokens: att.PromptTokens, CompletionTokens: att.CompletionTokens, CostUSD: att.CostUSD})
+	}
+	if err := s.Tokens.SendTaskFailure(ctx, c.Step.TaskToken, name, cause); err != nil {
+		return nil, true, stratus.Errorf(stratus.ECONFLICT, "failure of %s was recorded, but its state no longer waits for it: %v", c.Step.StepRef, err)
+	}
+	return sv, true, nil
+}

@@ -48,6 +48,9 @@ type StepValue struct {
 	// Output is the ctx-relative file {<node>_path} carries when it is not
 	// <node>.md: the output_file copy <node>.out/<file>.
 	Output string `json:"output,omitempty"`
+	// RetryAt is when a parked step's node is entered again (Outcome
+	// "parked": internal/retry), UTC.
+	RetryAt time.Time `json:"retry_at,omitzero"`
 }
 
 func decodeStepValue(raw json.RawMessage) (StepValue, error) {
@@ -613,6 +616,9 @@ func (s *Service) failAttempt(ctx context.Context, c *Caller, att stratus.Attemp
 	att.Class, att.RetryAt = f.verdict.Class, f.verdict.RetryAt
 	if err := s.Store.UpdateAttempt(ctx, att); err != nil {
 		return nil, err
+	}
+	if sv, handled, err := s.retryFailure(ctx, c, att, reason); handled {
+		return sv, err // retry.go: a transient failure the retry policy takes
 	}
 	sv := &StepValue{StepRef: c.Step.StepRef, Node: c.Step.Node, Attempt: att.N, Outcome: "failed", Reason: reason}
 	raw, _ := json.Marshal(sv)
