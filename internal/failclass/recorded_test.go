@@ -164,8 +164,8 @@ headers:
 		{file: "codex_reset", cli: "codex", what: "the API's server resets the connection", endpoint: "reset", retries: 1, wantClass: failclass.ProviderUnavailable, wantRule: "codex/stream-disconnected"},
 		// Codex waits for an unreachable provider past any retry setting:
 		// the attempt ends at its deadline.
-		{file: "codex_refused", cli: "codex", what: "nothing listens on the API's port (codex waits; the deadline ends it)", endpoint: "closed", retries: 1, deadlineMS: 6000, wantClass: failclass.NetworkUnavailable, wantRule: "codex/waiting-for-network"},
-		{file: "codex_dns", cli: "codex", what: "the API's host does not resolve (codex waits; the deadline ends it)", endpoint: "dns", retries: 1, deadlineMS: 6000, wantClass: failclass.NetworkUnavailable, wantRule: "codex/waiting-for-network"},
+		{file: "codex_refused", cli: "codex", what: "nothing listens on the API's port (codex waits; the deadline ends it)", endpoint: "closed", retries: 1, deadlineMS: 15000, wantClass: failclass.NetworkUnavailable, wantRule: "codex/waiting-for-network"},
+		{file: "codex_dns", cli: "codex", what: "the API's host does not resolve (codex waits; the deadline ends it)", endpoint: "dns", retries: 1, deadlineMS: 15000, wantClass: failclass.NetworkUnavailable, wantRule: "codex/waiting-for-network"},
 	}
 }
 

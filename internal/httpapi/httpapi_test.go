@@ -265,6 +265,8 @@ func TestWorkerAPI_FailedResultRecordsItsClass(t *testing.T) {
 		{"a reset that is no time", `{"terminal":"Failed","reason":"x","class":"rate_limited","retry_at":"in an hour"}`, 400, "retry_at", "", time.Time{}},
 		{"an older runner's value: classified here", `{"terminal":"Failed","reason":"claude: API Error: 529 Overloaded. This is a server-side issue."}`, 200, "", "provider_unavailable", time.Time{}},
 		{"a null class: classified here", `{"terminal":"Failed","reason":"claude: API Error: Request rejected (429) · slow down","class":null}`, 200, "", "rate_limited", time.Time{}},
+		{"a reset without a class: classified here, the reset kept", `{"terminal":"Failed","reason":"claude: API Error: Request rejected (429) · slow down","retry_at":"2026-12-04T18:00:00Z"}`,
+			200, "", "rate_limited", time.Date(2026, 12, 4, 18, 0, 0, 0, time.UTC)},
 		{"a deadline: classified here", `{"terminal":"TimedOut","reason":"the engine did not finish within its deadline of 600000 ms"}`, 200, "", "timeout", time.Time{}},
 		{"a bare reason: classified here", `"codex turn failed: You’ve hit your usage limit. Try again at Dec 7th, 2026 5:00 PM."`, 200, "", "rate_limited", time.Date(2026, 12, 7, 17, 0, 0, 0, time.Local)},
 	} {

@@ -337,7 +337,11 @@ func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, f
 			// route itself) that did not classify its failure. A clock
 			// time in its words is read in this machine's zone: on it, or
 			// beside it (AWS: UTC both), the engine ran.
+			sent := f.verdict.RetryAt
 			f.verdict = failclass.Classify(failclass.Evidence{Terminal: f.terminal, Reason: string(body), Stderr: strings.ReplaceAll(logTailText, " | ", "\n"), Now: s.now().Local()})
+			if f.verdict.RetryAt.IsZero() {
+				f.verdict.RetryAt = sent // a reset sent without a class is kept
+			}
 		}
 	}
 	if c.Step.Kind == supervisorKind {
