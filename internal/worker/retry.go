@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/stratusflow/stratus"
@@ -28,6 +29,18 @@ const (
 	EventStepParked = "step_parked"
 )
 
+// policy is the run's retry policy, its fallbacks cut to the providers
+// that can start here (CanLaunch): a step never hops to an engine that
+// cannot launch, which would fail it for want of a command rather than of
+// a provider.
+func (s *Service) policy(env *RunEnv) retry.Policy {
+	p := retry.FromConfig(env.Config)
+	if s.CanLaunch != nil {
+		p.Fallbacks = slices.DeleteFunc(p.Fallbacks, func(name string) bool { return !s.CanLaunch(env.Config, name) })
+	}
+	return p
+}
+
 // retryProvider resolves attempt n (> 1) of step on the provider the
 // retry policy names after the step's attempts before it: the same one
 // after a retry, the next of the fallback order after a hop, the first
@@ -37,7 +50,7 @@ func (s *Service) retryProvider(ctx context.Context, env *RunEnv, node *flow.Nod
 	if err != nil {
 		return res, err
 	}
-	p := retry.FromConfig(env.Config).Provider(Pinned(node, env.Task.Front), history, s.now())
+	p := s.policy(env).Provider(Pinned(node, env.Task.Front), history, s.now())
 	if p == "" || p == res.Provider {
 		return res, nil
 	}
@@ -86,7 +99,7 @@ func (s *Service) retryFailure(ctx context.Context, c *Caller, att stratus.Attem
 	}
 	history = append(history, historyOf(att))
 	now := s.now()
-	d := retry.FromConfig(c.Env.Config).Decide(Pinned(node, c.Env.Task.Front), history, now)
+	d := s.policy(c.Env).Decide(Pinned(node, c.Env.Task.Front), history, now)
 	name, cause, ok := compiler.TaskFailure(d)
 	if !ok {
 		return nil, false, nil

@@ -77,6 +77,13 @@ type Event struct {
 // Service implements the worker side of a run. All fields are required
 // except OnEvent, Publish and Now.
 type Service struct {
+	// CanLaunch, when set, reports whether a provider of cfg can start an
+	// engine where this service launches workers (embedded: this
+	// machine); the retry policy falls back only to one that can
+	// (Service.policy). nil: every allowed provider can (AWS: the runner
+	// image holds the engines).
+	CanLaunch func(cfg *config.Config, provider string) bool
+
 	// RunID is the one run this service's API serves (embedded: each run
 	// serves its own worker API, though the runs of a work dir share its
 	// store and HMAC key); "" serves every run of the store (AWS: one API
