@@ -113,8 +113,7 @@ func (s *Service) retryFailure(ctx context.Context, c *Caller, att stratus.Attem
 			att.N, att.Resolved.Provider, att.Class, att.N+1, d.Provider, d.Delay.Round(time.Second), reason)
 	case retry.Park:
 		status, event, sv.Outcome, sv.RetryAt = stratus.StepParked, EventStepParked, "parked", d.Until.UTC()
-		sv.Reason = fmt.Sprintf("%s; tries again at %s (parked %s of max_blocked_s so far)", d.Reason,
-			d.Until.UTC().Format(time.RFC3339), d.Blocked.Round(time.Second))
+		sv.Reason = fmt.Sprintf("%s; parked %s in all so far", d.Reason, d.Blocked.Round(time.Second))
 	case retry.GiveUp:
 		status, event, sv.Outcome = stratus.StepFailed, EventStepEnded, "failed"
 		sv.Reason = d.Reason + "; " + reason
