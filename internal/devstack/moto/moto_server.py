@@ -4,6 +4,7 @@ DESIGN.md § Testing stand-ins: turn on real Step Functions execution, and
 patch StateMachine.__deepcopy__ so that every StartExecution after the first
 does not fail with a 500 (upstream moto issue 10077): the copy shares the
 backend and leaves the live executions behind; keep SendTaskFailure's cause;
+give a retried callback state a new task token;
 serve DynamoDB requests one at a time; check the signature of a presigned S3 request that signs its
 Content-Length (see below).
 
@@ -51,6 +52,29 @@ def _send_task_failure(self):
 
 
 StepFunctionResponse.send_task_failure = _send_task_failure
+
+# moto 5.2.1 retries a .waitForTaskToken state with the task token of its
+# first try, whose callback endpoint keeps that try's failure: the retry
+# fails again at once with it, whatever the worker sends. Step Functions
+# gives every try its own token ($$.Task.Token), so a retried callback
+# state gets a new one here before it runs again.
+from moto.stepfunctions.parser.asl.component.state.exec.execute_state import ExecutionState  # noqa: E402
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.resource import ResourceCondition  # noqa: E402
+
+_evaluate_with_timeout = ExecutionState._evaluate_with_timeout
+
+
+def _evaluate_with_new_token(self, env):
+    resource = getattr(self, "resource", None)
+    if (
+        getattr(resource, "condition", None) == ResourceCondition.WaitForTaskToken
+        and env.states.context_object.context_object_data["State"].get("RetryCount", 0) > 0
+    ):
+        env.callback_pool_manager.add(env.states.context_object.update_task_token())
+    return _evaluate_with_timeout(self, env)
+
+
+ExecutionState._evaluate_with_timeout = _evaluate_with_new_token
 
 # moto 5.2.1's DynamoDB is not safe under concurrent requests: a conditional
 # write checks, then writes, without a lock, and a cancelled transaction

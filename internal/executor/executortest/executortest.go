@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -53,13 +54,6 @@ type Quirks struct {
 	// succeeds, where AWS answers TaskTimedOut); the execution then ends
 	// ABORTED. (moto 5.2.1)
 	StopAwaitsCallback bool
-	// RetriedCallbackLatchesFailure: a retried .waitForTaskToken state
-	// reuses its task token, which keeps its first failure: the retry
-	// fails again at once with it, whatever the worker sends. Retry of a
-	// callback state cannot be observed; the suite checks Retry on a
-	// request-response state instead, and enters a callback state again
-	// only through a Catch. (moto 5.2.1)
-	RetriedCallbackLatchesFailure bool
 	// RuntimeCausePrefixed: a States.Runtime failure's cause starts with
 	// "An error occurred while executing the state 'NAME' (entered at
 	// the event id #N). " (moto 5.2.1, as AWS words it; the embedded
@@ -415,12 +409,22 @@ func retryBody(h Harness) string {
 	return `"Parameters":{"QueueUrl":"` + h.QueueURL + `","MessageBody":{"run_id.$":"$.run_id","task_token.$":"$$.Task.Token","retry_count.$":"$$.State.RetryCount"}}`
 }
 
+// spentTokens are the tokens failNext has failed (string → true): no two
+// tries share one.
+var spentTokens sync.Map
+
 // failNext fails the next callback of runID with errName and returns the
 // message's retry_count.
+
 func failNext(t *testing.T, h Harness, runID, errName, cause string) float64 {
 	t.Helper()
 	m := nextBody(t, h, runID)
 	token, _ := m["task_token"].(string)
+	// Every try of a callback state, a retry too, has its own task token
+	// (developer guide § Wait for a callback with task token).
+	if _, spent := spentTokens.LoadOrStore(token, true); spent {
+		t.Fatalf("a retried callback state was given the token of an earlier try (%s)", token)
+	}
 	if err := h.Executor.SendTaskFailure(context.Background(), token, errName, cause); err != nil {
 		t.Fatalf("SendTaskFailure %s: %v", errName, err)
 	}
@@ -437,9 +441,6 @@ func failNext(t *testing.T, h Harness, runID, errName, cause string) float64 {
 // retriers are not consulted), which puts the error output at its
 // ResultPath. Intervals are 1 s here to keep the test short.
 func testRetryPerRetrierThenCatch(t *testing.T, h Harness) {
-	if h.Quirks.RetriedCallbackLatchesFailure {
-		t.Skip("this stand-in latches a retried callback's first failure (Quirks.RetriedCallbackLatchesFailure); RetryFirstMatchingRetrierOnly checks Retry on it")
-	}
 	runID := uniqueName("run")
 	def := `{"StartAt":"work","States":{
 		"work":{"Type":"Task","Resource":"arn:aws:states:::sqs:sendMessage.waitForTaskToken",` + retryBody(h) + `,
@@ -484,18 +485,11 @@ func testParkLoopWaitsAndEntersAfresh(t *testing.T, h Harness) {
 		"done":{"Type":"Succeed"}}}`
 	x := start(t, h, def, `{"run_id":"`+runID+`"}`)
 	cause := `{"wait_s":1,"retry_at":"2026-03-01T09:00:01Z","reason":"every provider unavailable"}`
-	want := "[0 1 0 1]"
-	var counts []float64
-	if h.Quirks.RetriedCallbackLatchesFailure {
-		// No retry inside an entry: park, enter again, succeed.
-		want = "[0 0]"
-		counts = append(counts, failNext(t, h, runID, "stratus.Blocked", cause))
-	} else {
-		counts = append(counts,
-			failNext(t, h, runID, "stratus.ProviderUnavailable", "503"),
-			failNext(t, h, runID, "stratus.Blocked", cause),
-			failNext(t, h, runID, "stratus.ProviderUnavailable", "503"), // entered again: the retrier has its attempt back
-		)
+	const want = "[0 1 0 1]"
+	counts := []float64{
+		failNext(t, h, runID, "stratus.ProviderUnavailable", "503"),
+		failNext(t, h, runID, "stratus.Blocked", cause),
+		failNext(t, h, runID, "stratus.ProviderUnavailable", "503"), // entered again: the retrier has its attempt back
 	}
 	m := nextBody(t, h, runID)
 	counts = append(counts, m["retry_count"].(float64))

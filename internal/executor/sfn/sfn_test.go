@@ -123,7 +123,7 @@ func TestConformance(t *testing.T) {
 			QueueURL:     q.url,
 			NextMessage:  q.next,
 			Quirks: executortest.Quirks{SpentTokenInvalid: true, StopAwaitsCallback: true,
-				RetriedCallbackLatchesFailure: true, RuntimeCausePrefixed: true},
+				RuntimeCausePrefixed: true},
 		}
 	})
 }
