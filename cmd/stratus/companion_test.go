@@ -89,6 +89,35 @@ func TestWantsFull_TargetAWSDevAWSAndUI(t *testing.T) {
 	}
 }
 
+// Every README passage saying what bin/stratus hands to bin/stratus-full
+// names the same commands wantsFull hands off: they once disagreed ("…
+// dev aws, ui" in one, "… runner pool and ui" in another).
+func TestReadme_HandOffListsAreWantsFulls(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"run", "t.md", "--target", "aws"}, {"dev", "aws"}, {"runner", "pool"}, {"ui"}} {
+		if !wantsFull(args) {
+			t.Fatalf("wantsFull(%q) = false; update this test and the README together", args)
+		}
+	}
+	readme := readFile(t, filepath.Join(testenv.ModuleRoot(t), "README.md"))
+	n := 0
+	for _, para := range strings.Split(readme, "\n\n") {
+		para = strings.Join(strings.Fields(para), " ")
+		if !regexp.MustCompile(`hands (it )?(--target|every|`+"`"+`--target)`).MatchString(para) || !strings.Contains(para, "stratus-full") {
+			continue
+		}
+		n++
+		for _, cmd := range []string{"--target aws", "dev aws", "runner pool", "ui"} {
+			if !strings.Contains(para, cmd) {
+				t.Errorf("README passage on the hand-off to stratus-full does not name %q:\n%s", cmd, para)
+			}
+		}
+	}
+	if n < 2 {
+		t.Errorf("found %d README passages on the hand-off to stratus-full, want the build section's and the layout's (and Performance's)", n)
+	}
+}
+
 // The stratus the tests build (as make build does) hands --target aws to
 // stratus-full: the same command, the same answer, from the same stratus
 // on the user's side (issue 16 § 2: the CLI does not change).

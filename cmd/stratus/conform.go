@@ -15,6 +15,7 @@ import (
 
 	"github.com/stratusflow/stratus/internal/conform"
 	"github.com/stratusflow/stratus/internal/contract"
+	"github.com/stratusflow/stratus/internal/safetext"
 )
 
 // EngineConformOptions are the flags and arguments of
@@ -109,7 +110,9 @@ func runEngineConform(o *EngineConformOptions) error {
 		counts := map[conform.Status]int{}
 		for _, r := range results {
 			counts[r.Status]++
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Check, r.Section, r.Status, r.Detail)
+			// A detail quotes what the engine under test wrote: one cell,
+			// escaped (docs/security.md § Text an engine wrote).
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Check, r.Section, r.Status, safetext.Line(r.Detail))
 		}
 		tw.Flush()
 		fmt.Fprintf(o.IO.Out, "%d passed, %d failed, %d skipped\n", counts[conform.Pass], counts[conform.Fail], counts[conform.Skip])

@@ -18,6 +18,7 @@ import (
 	"github.com/stratusflow/stratus/internal/doctor"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/orchestrator"
+	"github.com/stratusflow/stratus/internal/safetext"
 )
 
 // DoctorOptions are the flags of `stratus doctor`.
@@ -84,7 +85,9 @@ func runDoctor(o *DoctorOptions) error {
 		counts := map[string]int{}
 		for _, r := range results {
 			counts[r.Status]++
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Subject, r.Check, r.Status, r.Detail)
+			// A detail may quote an engine's own output (its --version
+			// line): one cell, escaped (docs/security.md § Text an engine wrote).
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", safetext.Line(r.Subject), r.Check, r.Status, safetext.Line(r.Detail))
 		}
 		tw.Flush()
 		fmt.Fprintf(o.IO.Out, "%d ok, %d warnings, %d failed\n", counts[doctor.OK], counts[doctor.Warn], counts[doctor.Fail])

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stratusflow/stratus/internal/logging"
+	"github.com/stratusflow/stratus/internal/safetext"
 	"github.com/stratusflow/stratus/internal/testenv"
 )
 
@@ -68,6 +71,52 @@ func TestLogs_TailPerStep(t *testing.T) {
 		if r := runCLI(t, args...); r.code != ExitUsage {
 			t.Errorf("%v: exit %d %s; want %d", args, r.code, r.stderr, ExitUsage)
 		}
+	}
+}
+
+// README § Exit status: logs has --json like the other inspection commands
+// (status, runs): one indented JSON array, one object per step that ran a
+// worker, with its step_ref, attempt, terminal and reason and its log's
+// tail as lines, each its text and, for a runner record, the record
+// decoded. Before, `logs RUN --json` failed with "unknown flag: --json".
+func TestLogs_JSONOneObjectPerStep(t *testing.T) {
+	t.Parallel()
+	dir, runID := demoRun(t)
+	r := runCLI(t, "logs", runID, "review", "--dir", dir, "--lines", "1", "--json")
+	if r.code != 0 {
+		t.Fatalf("logs --json: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var steps []LogsStep
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&steps); err != nil {
+		t.Fatalf("stdout is not a JSON array of steps: %v\n%s", err, r.stdout)
+	}
+	if len(steps) != 2 {
+		t.Fatalf("logs review --json lists %d steps, want review#1 and review#2:\n%s", len(steps), r.stdout)
+	}
+	first := steps[0]
+	if first.StepRef != "review#1" || first.Node != "review" || first.Attempt != 1 || first.Terminal != "Captured" ||
+		first.Reason != "1 of 2 findings at or above high" || first.LogError != "" || first.LinesBefore != 1 ||
+		first.Log != ".stratus/logs/demo-greeting/stages/review/run-000001/runner.log" {
+		t.Errorf("review#1 = %+v", first)
+	}
+	if len(first.Lines) != 1 {
+		t.Fatalf("review#1 has %d lines, want the 1 of --lines 1", len(first.Lines))
+	}
+	var rec struct {
+		Msg      string `json:"msg"`
+		StepRef  string `json:"step_ref"`
+		Terminal string `json:"terminal"`
+	}
+	var compact bytes.Buffer
+	if l := first.Lines[0]; json.Unmarshal(l.Record, &rec) != nil || rec.StepRef != "review#1" || rec.Terminal != "Captured" ||
+		json.Compact(&compact, l.Record) != nil || l.Text != compact.String() {
+		t.Errorf("review#1's last line = %+v; want the runner's record, as text and decoded", l)
+	}
+	// The text form is unchanged by the flag's arrival.
+	if plain := runCLI(t, "logs", runID, "review", "--dir", dir, "--lines", "1"); plain.code != 0 || !strings.HasPrefix(plain.stdout, "== review#1 attempt 1 Captured — 1 of 2 findings at or above high\n") {
+		t.Errorf("logs without --json: exit %d\n%s", plain.code, plain.stdout)
 	}
 }
 
@@ -132,10 +181,11 @@ printf '{"subrun_report": "ok"}\n'
 
 // logs prints an engine's control bytes escaped (newcomer, issue 15): a
 // colour code or a carriage return in a runner log does not reach the
-// terminal as itself.
+// terminal as itself; a tab stays (docs/security.md § Text an engine
+// wrote).
 func TestLogs_ControlBytesEscaped(t *testing.T) {
-	if got, want := visible("\x1b[31mred\x1b[0m\rover\tok\u0085é"), `\x1b[31mred\x1b[0m\x0dover`+"\tok"+`\x85é`; got != want {
-		t.Errorf("visible = %q, want %q", got, want)
+	if got, want := safetext.Block(logging.Render("\x1b[31mred\x1b[0m\rover\tok\u0085é\u202e")), `\x1b[31mred\x1b[0m\rover`+"\tok"+`\u0085é\u202e`; got != want {
+		t.Errorf("a log line shows as %q, want %q", got, want)
 	}
 }
 

@@ -400,7 +400,7 @@ func TestHITL_TimeoutSummarySaysWhyAndTheWait(t *testing.T) {
 	if !strings.Contains(md, "**manual_action_required**.\n\n## Why the run stopped\n\nGate#1: no human reply within 1 s (hitl timeout).\n") {
 		t.Errorf("summary.md does not say why after its lead:\n%s", md)
 	}
-	if m := regexp.MustCompile(`\| gate#1 \| failed \| 0 \| - \| (\S+) \|`).FindStringSubmatch(md); m == nil || m[1] == "0s" {
+	if m := regexp.MustCompile(`\| gate#1 \| failed \| 0 \| - \| (\S+) \|`).FindStringSubmatch(md); m == nil || m[1] == "0ms" {
 		t.Errorf("the timed-out hitl step does not show its wait:\n%s", md)
 	}
 	var wait string
@@ -409,7 +409,7 @@ func TestHITL_TimeoutSummarySaysWhyAndTheWait(t *testing.T) {
 			wait = m[6]
 		}
 	}
-	if wait == "" || wait == "0s" {
+	if wait == "" || wait == "0ms" {
 		t.Errorf("the progress line of the timed-out hitl step shows no wait (%q):\n%s", wait, r.stderr)
 	}
 }

@@ -99,6 +99,8 @@ func TestJSONFlag_AnErrorIsAJSONObjectOnStdout(t *testing.T) {
 		{"reject: no reason", []string{"reject", run, "gate", "--dir", dir, "--json"}, ExitUsage, stratus.EINVALID, ""},
 		{"answer: unknown run", []string{"answer", run, "gate", "yes", "--dir", dir, "--json"}, ExitUsage, stratus.ENOTFOUND, ""},
 		{"prune: nothing installed", []string{"prune", "--dir", dir, "--json"}, ExitUsage, stratus.ENOTFOUND, ""},
+		{"logs: no runs", []string{"logs", run, "--dir", dir, "--json"}, ExitUsage, stratus.ENOTFOUND, "dir"},
+		{"logs: bad --lines", []string{"logs", run, "--dir", dir, "--lines", "0", "--json"}, ExitUsage, stratus.EINVALID, ""},
 	}
 	covered := map[string]bool{}
 	for _, c := range cases {

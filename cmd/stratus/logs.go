@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/stratusflow/stratus/internal/orchestrator"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runview"
+	"github.com/stratusflow/stratus/internal/safetext"
 	"github.com/stratusflow/stratus/internal/sink/fs"
 )
 
@@ -24,12 +26,13 @@ type LogsOptions struct {
 	Node  string
 	Dir   string
 	Lines int
+	JSON  bool
 }
 
 func newLogsCmd(io IO) *cobra.Command {
 	o := &LogsOptions{IO: io}
 	cmd := &cobra.Command{
-		Use:   "logs RUN [NODE] [--dir DIR] [--lines N]",
+		Use:   "logs RUN [NODE] [--dir DIR] [--lines N] [--json]",
 		Short: "Print the tail of each step's runner log (with its engine's stderr)",
 		Long: `logs prints, for each step of run RUN that ran a worker (or only NODE's
 visits), a header naming the step, its attempt, terminal and reason, then the
@@ -37,6 +40,11 @@ last N lines of its runner log, where the runner writes what it did and the
 engine's stderr goes. Embedded runs keep them under
 DIR/.stratus/logs/<task>/stages/<node>/run-NNNNNN/runner.log; on AWS they are
 in the runner's CloudWatch log group.
+
+With --json, logs prints a JSON array, one object per step: step_ref, node,
+kind, attempt, terminal, reason, log (the file), log_error when it could not
+be read, lines_before (the lines before the tail) and lines, each {"text": the
+line as written, "record": the line decoded, when it is a runner record}.
 
 Exit status: 0 printed, 2 no such run or node, or bad flags.`,
 		Args: usageArgs(cobra.RangeArgs(1, 2)),
@@ -53,7 +61,40 @@ Exit status: 0 printed, 2 no such run or node, or bad flags.`,
 	}
 	cmd.Flags().StringVar(&o.Dir, "dir", ".", "work directory holding .stratus/")
 	cmd.Flags().IntVar(&o.Lines, "lines", 40, "lines of each log to print (its tail)")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the steps and their log tails as a JSON array on stdout")
 	return cmd
+}
+
+// LogsStep is one step of `stratus logs --json` (an array of them, in
+// the run's step order): the step, its latest attempt, and the tail of
+// its runner log.
+type LogsStep struct {
+	StepRef string `json:"step_ref"`
+	Node    string `json:"node"` // a supervisor turn: its job
+	Kind    string `json:"kind"`
+	// For is the step a supervisor turn is about.
+	For      string `json:"for,omitempty"`
+	Attempt  int    `json:"attempt,omitempty"`
+	Terminal string `json:"terminal,omitempty"`
+	// Reason is the attempt's reason, else the step's own (an evaluator's
+	// verdict), whole.
+	Reason string `json:"reason,omitempty"`
+	// Log is the runner log's path under DIR; LogError says why it was
+	// not read ("no runner log" when it does not exist), Lines is then
+	// empty.
+	Log      string `json:"log"`
+	LogError string `json:"log_error,omitempty"`
+	// LinesBefore counts the log's lines before the tail (--lines).
+	LinesBefore int       `json:"lines_before,omitempty"`
+	Lines       []LogLine `json:"lines"`
+}
+
+// LogLine is one line of a runner log: Text as written, and Record, the
+// same line decoded, when it is one of the runner's JSON records
+// (logging.IsRecord) rather than the engine's stderr.
+type LogLine struct {
+	Text   string          `json:"text"`
+	Record json.RawMessage `json:"record,omitempty"`
 }
 
 func runLogs(ctx context.Context, o *LogsOptions) error {
@@ -76,34 +117,71 @@ func runLogs(ctx context.Context, o *LogsOptions) error {
 	if err != nil {
 		return err
 	}
-	shown := 0
+	steps := []LogsStep{}
 	for _, sv := range v.Steps {
 		if !runview.RunsWorker(sv.Step.Kind) || (o.Node != "" && sv.Step.Node != o.Node) {
 			continue
 		}
-		shown++
 		key := path.Join(dir, "stages", sv.Step.Node, fmt.Sprintf("run-%06d", sv.Step.Visit), "runner.log")
 		if sv.Step.Kind == report.Kind {
 			key = path.Join(dir, "supervisor", fmt.Sprintf("run-%06d", sv.Step.Visit), "runner.log")
 		}
+		ls := LogsStep{StepRef: sv.Step.StepRef, Node: sv.Step.Node, Kind: sv.Step.Kind, For: sv.For, Log: key, Lines: []LogLine{}}
+		if sv.Job != "" {
+			ls.Node = sv.Job
+		}
+		attReason := ""
+		if a := sv.Attempt; a != nil {
+			ls.Attempt, ls.Terminal, attReason = a.N, a.Terminal, a.Reason
+		}
+		if ls.Reason = attReason; ls.Reason == "" {
+			ls.Reason = sv.Reason // the step's own (an evaluator's verdict)
+		}
+		b, err := sk.GetMax(ctx, key, 16<<20)
+		switch {
+		case stratus.ErrorCode(err) == stratus.ENOTFOUND:
+			ls.LogError = "no runner log"
+		case err != nil:
+			ls.LogError = err.Error()
+		}
+		var lines []string
+		if err == nil {
+			lines = logging.Lines(string(b))
+			if len(lines) > o.Lines {
+				ls.LinesBefore = len(lines) - o.Lines
+				lines = lines[len(lines)-o.Lines:]
+			}
+		}
+		if o.JSON {
+			for _, l := range lines {
+				ll := LogLine{Text: l}
+				if logging.IsRecord(l) {
+					ll.Record = json.RawMessage(l)
+				}
+				ls.Lines = append(ls.Lines, ll)
+			}
+			steps = append(steps, ls)
+			continue
+		}
+		steps = append(steps, ls) // counted: a NODE with no step is refused below
+
 		head := "== " + sv.Step.StepRef
 		if sv.Job != "" {
 			head += " (" + sv.Job + " of " + sv.For + ")"
 		}
-		if a := sv.Attempt; a != nil {
-			head += fmt.Sprintf(" attempt %d", a.N)
-			if a.Terminal != "" {
-				head += " " + a.Terminal
+		if ls.Attempt > 0 {
+			head += fmt.Sprintf(" attempt %d", ls.Attempt)
+			if ls.Terminal != "" {
+				head += " " + ls.Terminal
 			}
-			if a.Reason != "" {
-				head += ": " + oneLineText(a.Reason, 160)
+			if attReason != "" {
+				head += ": " + oneLineText(attReason, 160)
 			}
 		}
-		if (sv.Attempt == nil || sv.Attempt.Reason == "") && sv.Reason != "" {
-			head += " — " + oneLineText(sv.Reason, 160) // the step's own (an evaluator's verdict)
+		if attReason == "" && sv.Reason != "" {
+			head += " — " + oneLineText(sv.Reason, 160)
 		}
-		fmt.Fprintln(o.IO.Out, visible(head))
-		b, err := sk.GetMax(ctx, key, 16<<20)
+		fmt.Fprintln(o.IO.Out, safetext.Line(head))
 		switch {
 		case stratus.ErrorCode(err) == stratus.ENOTFOUND:
 			fmt.Fprintf(o.IO.Out, "   (no runner log at %s)\n", key)
@@ -112,41 +190,28 @@ func runLogs(ctx context.Context, o *LogsOptions) error {
 			fmt.Fprintf(o.IO.Out, "   (%s: %v)\n", key, err)
 			continue
 		}
-		lines := logging.Lines(string(b))
-		if len(lines) > o.Lines {
-			fmt.Fprintf(o.IO.Out, "   … %s before (%s)\n", english.Plural(len(lines)-o.Lines, "line"), key)
-			lines = lines[len(lines)-o.Lines:]
+		if ls.LinesBefore > 0 {
+			fmt.Fprintf(o.IO.Out, "   … %s before (%s)\n", english.Plural(ls.LinesBefore, "line"), key)
 		}
 		for _, l := range lines {
-			// The runner's JSON records as sentences; the engine's stderr as written.
-			fmt.Fprintln(o.IO.Out, "   "+visible(logging.Render(l)))
+			// The runner's JSON records as sentences; the engine's stderr as
+			// written, except what would drive the terminal or disguise text
+			// (docs/security.md § Text an engine wrote). A line of the log
+			// holds no newline; its tabs stay.
+			fmt.Fprintln(o.IO.Out, "   "+safetext.Block(logging.Render(l)))
 		}
 	}
-	if shown == 0 && o.Node != "" {
+	if len(steps) == 0 && o.Node != "" {
 		return stratus.FieldErrorf(stratus.ENOTFOUND, "node", "run %s has no step of node %q that ran a worker", o.RunID, o.Node)
+	}
+	if o.JSON {
+		enc := json.NewEncoder(o.IO.Out)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		return enc.Encode(steps)
 	}
 	return nil
 }
-
-// visible is s with its control characters (an engine's colour codes,
-// a carriage return that would overwrite the line) written as \xNN, so
-// that a log's bytes cannot drive the operator's terminal; tabs stay.
-func visible(s string) string {
-	if !strings.ContainsFunc(s, isControl) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if isControl(r) {
-			fmt.Fprintf(&b, "\\x%02x", r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-func isControl(r rune) bool { return r != '\t' && (r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0)) }
 
 // oneLineText is s on one line, cut to n runes.
 func oneLineText(s string, n int) string {

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/safetext"
 )
 
 // IO is where a command reads and writes, so tests can capture it.
@@ -78,7 +79,10 @@ func execute(newRoot func(IO) *cobra.Command, args []string, io IO) int {
 	if report == nil {
 		return code // the command said why (its result, or on stderr)
 	}
-	fmt.Fprintf(io.Err, "stratus: %v\n", report)
+	// An error may quote what an engine wrote (a reason, a path of its
+	// commit): its lines stay, nothing in them drives the terminal
+	// (docs/security.md § Text an engine wrote).
+	fmt.Fprintf(io.Err, "stratus: %s\n", safetext.Block(report.Error()))
 	var ee *exitError
 	if !errors.As(err, &ee) {
 		if hint := deniedHint(err); hint != "" {

@@ -31,7 +31,7 @@ printf '{"subrun_report": "ok"}\n'
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
-	busy := regexp.MustCompile(`(?m)^stratus: busy  first#1 +node=first attempt=1 elapsed=(\d+)s 1 step, 1200/34 tokens, \$0\.0200$`).FindAllStringSubmatch(r.stderr, -1)
+	busy := regexp.MustCompile(`(?m)^stratus: busy  first#1 +node=first attempt=1 elapsed=(\d+(?:\.\d)?s) 1 step, 1200/34 tokens, \$0\.0200$`).FindAllStringSubmatch(r.stderr, -1)
 	if len(busy) < 2 {
 		t.Errorf("%d busy lines for first#1 during its 4 s of silence, want at least 2 (one per second):\n%s", len(busy), r.stderr)
 	}

@@ -154,3 +154,22 @@ func TestReadme_DocumentsEveryCommand(t *testing.T) {
 		t.Errorf("docs/ui-run.png: %v", err)
 	}
 }
+
+// README § Exit status lists the commands whose --json errors are JSON
+// too; the list names every command with a --json flag (logs was missing
+// when it gained one).
+func TestReadme_JSONErrorListNamesEveryJSONCommand(t *testing.T) {
+	t.Parallel()
+	readme := readFile(t, filepath.Join(testenv.ModuleRoot(t), "README.md"))
+	_, after, ok := strings.Cut(readme, "With `--json` (")
+	list, _, ok2 := strings.Cut(after, ")")
+	if !ok || !ok2 {
+		t.Fatal("README.md § Exit status has no \"With `--json` (…)\" list")
+	}
+	list = strings.Join(strings.Fields(list), " ")
+	for _, path := range jsonCommands() {
+		if !strings.Contains(list, "`"+path+"`") {
+			t.Errorf("README.md § Exit status's --json list (%s) does not name `%s`", list, path)
+		}
+	}
+}

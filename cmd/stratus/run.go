@@ -18,6 +18,7 @@ import (
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/orchestrator"
 	"github.com/stratusflow/stratus/internal/progress"
+	"github.com/stratusflow/stratus/internal/safetext"
 )
 
 // RunOptions are the flags of `stratus run`.
@@ -164,10 +165,10 @@ func endRun(io IO, d *progress.Display, asJSON bool, res *orchestrator.Result, e
 		}
 		fmt.Fprintf(io.Err, "stratus: interrupted: run %s stopped (workers stopped); `%s` goes on from where it stopped\n", res.Run.ID, resume)
 		if res.Cause != "" {
-			fmt.Fprintf(io.Err, "  why:      %s\n", res.Cause)
+			fmt.Fprintf(io.Err, "  why:      %s\n", safetext.Line(res.Cause))
 		}
 		for _, s := range res.Summary {
-			fmt.Fprintf(io.Err, "  summary:  %s\n", s)
+			fmt.Fprintf(io.Err, "  summary:  %s\n", safetext.Line(s))
 		}
 		if b := budgetsLine(res.Budgets); b != "" {
 			fmt.Fprintf(io.Err, "  budgets spent: %s\n", b)
@@ -250,15 +251,17 @@ func printRun(io IO, d *progress.Display, asJSON bool, res *orchestrator.Result)
 		fmt.Fprintf(io.Out, "run %s: %s\n", out.RunID, out.Status)
 		// The why in words; the error's name (stratus.Failed, …) is the
 		// JSON's "error" for scripts, never prose for a reader (issue 15 § 2).
+		// It quotes what an engine wrote: one line, escaped
+		// (docs/security.md § Text an engine wrote).
 		switch {
 		case out.Cause != "":
-			fmt.Fprintf(io.Out, "  why:      %s\n", out.Cause)
+			fmt.Fprintf(io.Out, "  why:      %s\n", safetext.Line(out.Cause))
 		case out.Error != "":
-			fmt.Fprintf(io.Out, "  why:      %s\n", out.Error)
+			fmt.Fprintf(io.Out, "  why:      %s\n", safetext.Line(out.Error))
 		}
-		fmt.Fprintf(io.Out, "  ctx dir:  %s\n", out.CtxDir)
+		fmt.Fprintf(io.Out, "  ctx dir:  %s\n", safetext.Line(out.CtxDir))
 		for _, s := range out.Summary {
-			fmt.Fprintf(io.Out, "  summary:  %s\n", s)
+			fmt.Fprintf(io.Out, "  summary:  %s\n", safetext.Line(s))
 		}
 		if b := budgetsLine(out.Budgets); b != "" {
 			fmt.Fprintf(io.Out, "  budgets spent: %s\n", b)

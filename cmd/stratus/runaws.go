@@ -22,6 +22,7 @@ import (
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runenv"
 	"github.com/stratusflow/stratus/internal/runview"
+	"github.com/stratusflow/stratus/internal/safetext"
 	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/store"
 	"github.com/stratusflow/stratus/internal/webui"
@@ -162,7 +163,7 @@ func pullAtEnd(ctx context.Context, io IO, tg *awsrun.Target, runID, dir, hint s
 		}
 	}
 	if _, err := pull(ctx, io, tg.Sink, run, dir, false); err != nil {
-		fmt.Fprintf(io.Err, "stratus: warning: the run's commits were not pulled: %v (stratus pull %s --dir DIR%s tries again)\n", err, runID, hint)
+		fmt.Fprintf(io.Err, "stratus: warning: the run's commits were not pulled: %s (stratus pull %s --dir DIR%s tries again)\n", safetext.Line(err.Error()), runID, hint)
 	}
 }
 
@@ -174,6 +175,9 @@ func awsStatus(ctx context.Context, o *StatusOptions) (*runview.View, StatusResu
 	}
 	v, err := runview.Load(ctx, tg.Store, o.RunID)
 	if err != nil {
+		return nil, res, err
+	}
+	if err := res.readSpend(ctx, tg.Store, o.RunID); err != nil {
 		return nil, res, err
 	}
 	if v.Run.Execution != "" {

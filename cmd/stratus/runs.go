@@ -8,7 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stratusflow/stratus/internal/english"
 	"github.com/stratusflow/stratus/internal/runview"
+	"github.com/stratusflow/stratus/internal/safetext"
 	"github.com/stratusflow/stratus/internal/store"
 )
 
@@ -92,8 +94,8 @@ func runRuns(o *RunsOptions) error {
 		// As the viewer says it: nothing priced is an unknown cost, not $0.
 		cost := fmt.Sprintf("$%.4f", l.CostUSD)
 		switch {
-		case l.Unpriced > 0 && l.CostUSD == 0:
-			cost = "unknown"
+		case !l.CostKnown():
+			cost = fmt.Sprintf("unknown (%s reporting none)", english.Plural(l.Unpriced, "attempt"))
 		case l.Unpriced > 0:
 			cost += fmt.Sprintf(" + %d unpriced", l.Unpriced)
 		}
@@ -101,8 +103,10 @@ func runRuns(o *RunsOptions) error {
 		if !l.PrunedAt.IsZero() { // its steps, and so its spend, are gone (docs/security.md § Retention)
 			status, tokens, cost = l.Status+" (pruned)", "-", "-"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.RunID, status, l.TaskID, l.Flow,
-			l.CreatedAt.Local().Format("2006-01-02 15:04:05"), (time.Duration(l.DurationMS) * time.Millisecond).Round(time.Second), tokens, cost)
+		// One cell each: a tab or a newline would shift the table
+		// (docs/security.md § Text an engine wrote).
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", safetext.Line(l.RunID), safetext.Line(status), safetext.Line(l.TaskID), safetext.Line(l.Flow),
+			l.CreatedAt.Local().Format("2006-01-02 15:04:05"), english.Duration(time.Duration(l.DurationMS)*time.Millisecond), tokens, cost)
 	}
 	return w.Flush()
 }

@@ -20,7 +20,9 @@ import (
 	"github.com/stratusflow/stratus/internal/progress"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runview"
+	"github.com/stratusflow/stratus/internal/safetext"
 	"github.com/stratusflow/stratus/internal/sink/fs"
+	"github.com/stratusflow/stratus/internal/store"
 	"github.com/stratusflow/stratus/internal/store/sqlite"
 	"github.com/stratusflow/stratus/internal/worker"
 )
@@ -91,6 +93,14 @@ type StatusResult struct {
 	// it runs), the idle time before a resume left out.
 	DurationMS int64 `json:"duration_ms"`
 	Resumes    int   `json:"resumes,omitempty"`
+	// CostUSD is what the run's attempts cost, as `runs --json` gives it:
+	// null when unknown (no attempt reported a cost and some used a
+	// provider: lifecycle.Spend.CostKnown), never a 0 that reads as free;
+	// with UnpricedAttempts > 0 beside a figure, a lower bound. Tokens is
+	// prompt + completion over every attempt.
+	CostUSD          *float64 `json:"cost_usd"`
+	Tokens           int64    `json:"tokens"`
+	UnpricedAttempts int      `json:"unpriced_attempts,omitempty"`
 	// PrunedAt is when retention removed the run's steps and files
 	// (docs/security.md § Retention): Steps is then empty.
 	PrunedAt time.Time    `json:"pruned_at,omitzero"`
@@ -124,10 +134,13 @@ type StepStatus struct {
 	// StartMS is the attempt's dispatch to its engine's start, in ms: on
 	// AWS a cold Fargate task's start-up, or a pooled runner's pickup
 	// (issue 17); 0 until the engine started (and for steps no engine runs).
-	StartMS          int64   `json:"start_ms,omitempty"`
-	PromptTokens     int64   `json:"prompt_tokens,omitempty"`
-	CompletionTokens int64   `json:"completion_tokens,omitempty"`
-	CostUSD          float64 `json:"cost_usd,omitempty"`
+	StartMS          int64 `json:"start_ms,omitempty"`
+	PromptTokens     int64 `json:"prompt_tokens,omitempty"`
+	CompletionTokens int64 `json:"completion_tokens,omitempty"`
+	// CostUSD is the cost the attempt reported (0 included); absent when
+	// it reported none, which is unknown, not free (the run's
+	// unpriced_attempts counts it when it used tokens).
+	CostUSD *float64 `json:"cost_usd,omitempty"`
 	// Class and RetryAt are the latest attempt's failure class and the
 	// reset its failure named (internal/failclass), when it failed.
 	Class   string    `json:"class,omitempty"`
@@ -316,6 +329,9 @@ func embeddedStatus(ctx context.Context, o *StatusOptions) (*runview.View, Statu
 	if err != nil {
 		return nil, res, err
 	}
+	if err := res.readSpend(ctx, st, o.RunID); err != nil {
+		return nil, res, err
+	}
 	// The run's own summary: a later run of the task moved it into
 	// .stratus/logs/<task>/attempt-N/ (report.RunDir).
 	sk := fs.New(v.Run.WorkDir).Private(orchestrator.StateDir)
@@ -328,6 +344,17 @@ func embeddedStatus(ctx context.Context, o *StatusOptions) (*runview.View, Statu
 		}
 	}
 	return v, res, nil
+}
+
+// readSpend sets r's cost and tokens from every attempt of run runID
+// (lifecycle.RunSpend), as `runs` reads them.
+func (r *StatusResult) readSpend(ctx context.Context, st store.Store, runID string) error {
+	sp, err := lifecycle.RunSpend(ctx, st, runID)
+	if err != nil {
+		return err
+	}
+	r.CostUSD, r.Tokens, r.UnpricedAttempts = sp.Cost(), sp.Tokens, sp.Unpriced
+	return nil
 }
 
 // openRuns opens the store of the embedded runs made in work dir dir.
@@ -355,20 +382,21 @@ func stepStatus(s runview.StepView, now time.Time) StepStatus {
 	if s.Step.Status == worker.StepWaiting && st.Reason == "" && json.Unmarshal(s.Step.Value, &hv) == nil && hv.Request != "" {
 		st.Reason = hv.Signal + ": " + oneLineText(hv.Request, 300)
 	}
+	// The step's duration as the viewer's step table and timeline show it
+	// (runview.StepView.Span: its latest attempt's, else its own span).
+	start, end := s.Span()
+	switch {
+	case !end.IsZero():
+		st.DurationMS = max(end.Sub(start), 0).Milliseconds()
+	case s.Attempt != nil && s.Attempt.Status == stratus.AttemptRunning && !s.Attempt.StartedAt.IsZero():
+		st.ElapsedMS = max(now.Sub(start).Milliseconds(), 1)
+	}
 	if a := s.Attempt; a != nil {
 		st.Attempt, st.PromptTokens, st.CompletionTokens = a.N, a.PromptTokens, a.CompletionTokens
-		switch {
-		case !a.EndedAt.IsZero():
-			st.DurationMS = a.EndedAt.Sub(a.StartedAt).Milliseconds()
-		case a.Status == stratus.AttemptRunning && !a.StartedAt.IsZero():
-			st.ElapsedMS = max(now.Sub(a.StartedAt).Milliseconds(), 1)
-		}
 		if !a.EngineStartedAt.IsZero() && !a.StartedAt.IsZero() {
 			st.StartMS = max(a.EngineStartedAt.Sub(a.StartedAt).Milliseconds(), 1)
 		}
-		if a.CostUSD != nil {
-			st.CostUSD = *a.CostUSD
-		}
+		st.CostUSD = a.CostUSD
 		st.Class, st.RetryAt = a.Class, a.RetryAt
 	}
 	for _, a := range s.Attempts {
@@ -382,21 +410,26 @@ func stepStatus(s runview.StepView, now time.Time) StepStatus {
 	return st
 }
 
+// printStatus writes r for a reader. Every text field passes through
+// safetext: a step's reason and verdict, an execution's cause, even the
+// task's title may hold what an engine wrote (docs/security.md § Text an
+// engine wrote).
 func printStatus(io IO, r StatusResult) {
-	fmt.Fprintf(io.Out, "run %s: %s\n", r.RunID, r.Status)
+	l := safetext.Line
+	fmt.Fprintf(io.Out, "run %s: %s\n", l(r.RunID), l(r.Status))
 	if !r.PrunedAt.IsZero() {
 		fmt.Fprintf(io.Out, "  pruned:   %s: its steps and files were removed after retention_days (docs/security.md § Retention)\n", r.PrunedAt.Format(time.RFC3339))
 	}
-	fmt.Fprintf(io.Out, "  task:     %s (%s) through flow %s\n", r.TaskID, r.Title, r.Flow)
+	fmt.Fprintf(io.Out, "  task:     %s (%s) through flow %s\n", l(r.TaskID), l(r.Title), l(r.Flow))
 	if x := r.Execution; x != nil {
-		fmt.Fprintf(io.Out, "  execution: %s %s", x.ARN, x.Status)
+		fmt.Fprintf(io.Out, "  execution: %s %s", l(x.ARN), l(x.Status))
 		if x.Error != "" {
-			fmt.Fprintf(io.Out, " (%s: %s)", x.Error, x.Cause)
+			fmt.Fprintf(io.Out, " (%s: %s)", l(x.Error), l(x.Cause))
 		}
 		fmt.Fprintln(io.Out)
 	}
 	fmt.Fprintf(io.Out, "  started:  %s", r.CreatedAt.Format(time.RFC3339))
-	ran := (time.Duration(r.DurationMS) * time.Millisecond).Round(time.Second)
+	ran := english.Duration(time.Duration(r.DurationMS) * time.Millisecond)
 	switch {
 	case !r.EndedAt.IsZero():
 		fmt.Fprintf(io.Out, ", ended %s (ran %s)", r.EndedAt.Format(time.RFC3339), ran)
@@ -418,17 +451,20 @@ func printStatus(io IO, r StatusResult) {
 		if verdict == "" {
 			verdict = s.Status
 		}
-		line := fmt.Sprintf("    %-16s %-14s %-10s", s.StepRef, s.Node, verdict)
-		if s.Attempt > 0 {
-			took := "duration=" + (time.Duration(s.DurationMS) * time.Millisecond).String()
-			if s.ElapsedMS > 0 {
-				took = "running " + progress.Elapsed(time.Duration(s.ElapsedMS)*time.Millisecond)
-			}
+		line := fmt.Sprintf("    %-16s %-14s %-10s", l(s.StepRef), l(s.Node), l(verdict))
+		took := "duration=" + english.Duration(time.Duration(s.DurationMS)*time.Millisecond)
+		if s.ElapsedMS > 0 {
+			took = "running " + english.Duration(time.Duration(s.ElapsedMS)*time.Millisecond)
+		}
+		switch {
+		case s.Attempt > 0:
 			line += fmt.Sprintf(" attempt=%d %s tokens=%d/%d", s.Attempt, took, s.PromptTokens, s.CompletionTokens)
+		case s.DurationMS > 0: // a step no worker ran (a hitl wait, a publish) that ended
+			line += " " + took
 		}
 		line += classText(s.Class, s.RetryAt)
 		if s.Reason != "" && verdict != "done" && verdict != "accept" {
-			line += fmt.Sprintf(" reason=%q", s.Reason)
+			line += " reason=" + safetext.Quote(s.Reason)
 		}
 		fmt.Fprintln(io.Out, line)
 		if len(s.Attempts) > 1 {
@@ -451,6 +487,6 @@ func printStatus(io IO, r StatusResult) {
 		fmt.Fprintf(io.Out, "  summary:  none yet\n")
 	}
 	for _, s := range r.Summary {
-		fmt.Fprintf(io.Out, "  summary:  %s\n", s)
+		fmt.Fprintf(io.Out, "  summary:  %s\n", l(s))
 	}
 }

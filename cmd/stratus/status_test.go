@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -31,12 +32,12 @@ func TestStatus_ARunningStepShowsItsTimeSoFar(t *testing.T) {
 	}
 	var out bytes.Buffer
 	printStatus(IO{Out: &out}, StatusResult{RunID: "r-1", Status: stratus.RunRunning, CreatedAt: t0, DurationMS: 42_000, Steps: []StepStatus{ended, running}})
-	for _, want := range []string{"attempt=1 duration=3s", "attempt=1 running 42s", "(running 42s)"} {
+	for _, want := range []string{"attempt=1 duration=3.0s", "attempt=1 running 42s", "(running 42s)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("status lacks %q:\n%s", want, out.String())
 		}
 	}
-	if strings.Contains(out.String(), "duration=0s") {
+	if strings.Contains(out.String(), "duration=0") {
 		t.Errorf("a running step shows duration=0s:\n%s", out.String())
 	}
 }
@@ -49,9 +50,70 @@ func TestStatus_ARunsDurationIsItsActiveSpans(t *testing.T) {
 	var out bytes.Buffer
 	printStatus(IO{Out: &out}, StatusResult{RunID: "r-1", Status: stratus.RunDone, CreatedAt: t0, EndedAt: t0.Add(48 * time.Hour),
 		DurationMS: (7 * time.Minute).Milliseconds(), Resumes: 1})
-	for _, want := range []string{"(ran 7m0s)", "resumed:  1 time; its time is the sum of its active spans"} {
+	for _, want := range []string{"(ran 7m00s)", "resumed:  1 time; its time is the sum of its active spans"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("status lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// A duration under a second prints in ms (english.Duration): a 333 ms run
+// once read "ran 0s", a 57 ms step "duration=57.123456ms".
+func TestStatus_DurationsUnderASecondInMilliseconds(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	step := stepStatus(runview.StepView{Step: stratus.Step{StepRef: "planning#1", Node: "planning", Kind: "agent", Status: stratus.StepCompleted, CreatedAt: t0, EndedAt: t0.Add(112 * time.Millisecond)},
+		Outcome: "done", Attempt: &stratus.Attempt{N: 1, Status: stratus.AttemptSubmitted, StartedAt: t0.Add(55 * time.Millisecond), EndedAt: t0.Add(112*time.Millisecond + 123*time.Microsecond)}}, t0.Add(time.Second))
+	var out bytes.Buffer
+	printStatus(IO{Out: &out}, StatusResult{RunID: "r-1", Status: stratus.RunDone, CreatedAt: t0, EndedAt: t0.Add(333 * time.Millisecond), DurationMS: 333, Steps: []StepStatus{step}})
+	for _, want := range []string{"(ran 333ms)", "attempt=1 duration=57ms "} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// A step's duration is runview.StepView.Span's, the one the viewer's step
+// table and timeline show: its latest attempt's start to its end, not the
+// step's creation (before its worker was dispatched) to its end; a step
+// no worker ran, its own span.
+func TestStatus_AStepsDurationIsItsSpan(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	worker := runview.StepView{Step: stratus.Step{StepRef: "planning#1", Kind: "agent", Status: stratus.StepCompleted, CreatedAt: t0, EndedAt: t0.Add(112 * time.Millisecond)},
+		Attempt: &stratus.Attempt{N: 1, Status: stratus.AttemptSubmitted, StartedAt: t0.Add(55 * time.Millisecond), EndedAt: t0.Add(112 * time.Millisecond)}}
+	gate := runview.StepView{Step: stratus.Step{StepRef: "gate#1", Kind: "hitl", Status: stratus.StepCompleted, CreatedAt: t0, EndedAt: t0.Add(3 * time.Second)}}
+	for _, sv := range []runview.StepView{worker, gate} {
+		if got, want := stepStatus(sv, t0.Add(time.Hour)).DurationMS, sv.Took(t0.Add(time.Hour)).Milliseconds(); got != want {
+			t.Errorf("%s: duration_ms %d, want the span's %d", sv.Step.StepRef, got, want)
+		}
+	}
+	if got := stepStatus(worker, t0).DurationMS; got != 57 {
+		t.Errorf("planning#1: duration_ms %d, want 57 (the attempt's)", got)
+	}
+}
+
+// README § Cost and token caps: a run whose engines reported tokens and no
+// cost has an unknown cost, never $0. runs says "unknown (N attempts
+// reporting none)" as the viewer does, and runs --json and status --json
+// give cost_usd null beside unpriced_attempts (runs --json printed 0).
+func TestRuns_AnUnpricedRunsCostIsUnknown(t *testing.T) {
+	t.Parallel()
+	dir, runID := demoRun(t) // the script engine reports tokens, no cost
+	r := runCLI(t, "runs", "--dir", dir)
+	if r.code != 0 || !regexp.MustCompile(`unknown \(\d+ attempts reporting none\)\n$`).MatchString(r.stdout) || strings.Contains(r.stdout, "$0.0000") {
+		t.Errorf("runs: exit %d, want the cost unknown:\n%s", r.code, r.stdout)
+	}
+	for _, args := range [][]string{{"runs", "--dir", dir, "--json"}, {"status", runID, "--dir", dir, "--json"}} {
+		r := runCLI(t, args...)
+		out := strings.TrimPrefix(strings.TrimSpace(r.stdout), "[")
+		var got map[string]any
+		if err := json.NewDecoder(strings.NewReader(out)).Decode(&got); err != nil || r.code != 0 {
+			t.Fatalf("%v: exit %d %v\n%s", args, r.code, err, r.stdout)
+		}
+		cost, has := got["cost_usd"]
+		if !has || cost != nil || got["unpriced_attempts"] == nil || got["tokens"] == float64(0) {
+			t.Errorf("%v: cost_usd %v (present %v), unpriced_attempts %v, tokens %v; want null beside the unpriced attempts", args, cost, has, got["unpriced_attempts"], got["tokens"])
 		}
 	}
 }
@@ -96,7 +158,7 @@ func TestStatus_EachAttemptShowsItsFailureClass(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"attempt=2 duration=1m0s tokens=0/0 class=provider_unavailable",
+		"attempt=2 duration=1m00s tokens=0/0 class=provider_unavailable",
 		`      attempt 1: failed provider=codex class=rate_limited retry_at=2026-12-04T21:00:00Z reason="codex turn failed: You’ve hit your usage limit."`,
 	} {
 		if !strings.Contains(out.String(), want) {

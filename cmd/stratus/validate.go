@@ -16,6 +16,7 @@ import (
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/orchestrator"
 	"github.com/stratusflow/stratus/internal/retry"
+	"github.com/stratusflow/stratus/internal/safetext"
 )
 
 // toolsDirName is the tool registry under DIR/.stratus/ (worc's
@@ -176,7 +177,7 @@ func runValidate(o *ValidateOptions) error {
 		}
 	} else {
 		for _, n := range rep.Notes {
-			fmt.Fprintf(o.IO.Out, "note: %s\n", n)
+			fmt.Fprintf(o.IO.Out, "note: %s\n", safetext.Line(n))
 		}
 		for _, r := range rep.Flows {
 			for _, p := range r.Problems {
@@ -184,7 +185,9 @@ func runValidate(o *ValidateOptions) error {
 				if p.Fatal {
 					sev = "error"
 				}
-				fmt.Fprintf(o.IO.Out, "%s: %s\n", sev, p.String())
+				// A problem quotes the flow's files, which an engine working
+				// in the work dir can write (docs/security.md § Text an engine wrote).
+				fmt.Fprintf(o.IO.Out, "%s: %s\n", sev, safetext.Line(p.String()))
 			}
 			status := "ok"
 			if r.Fatal > 0 {

@@ -19,6 +19,23 @@ type Spend struct {
 	Unpriced int `json:"unpriced_attempts,omitempty"`
 }
 
+// CostKnown reports whether the run's cost can be given as a figure: not
+// when no attempt reported a cost and some used a provider without one
+// (Unpriced > 0, CostUSD 0). Such a cost is unknown, never $0 (seed 004):
+// `stratus runs`, `status --json` and the viewer all say so. With
+// Unpriced > 0 and some cost known, CostUSD is a lower bound.
+func (sp Spend) CostKnown() bool { return sp.Unpriced == 0 || sp.CostUSD != 0 }
+
+// Cost is CostUSD, or nil when it is not known (CostKnown): what the
+// --json outputs print as cost_usd (null for unknown).
+func (sp Spend) Cost() *float64 {
+	if !sp.CostKnown() {
+		return nil
+	}
+	c := sp.CostUSD
+	return &c
+}
+
 // RunSpend reads run runID's spend from the store: its steps, and every
 // attempt of each.
 func RunSpend(ctx context.Context, st store.Store, runID string) (Spend, error) {

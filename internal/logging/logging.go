@@ -23,8 +23,11 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/term"
+
+	"github.com/stratusflow/stratus/internal/safetext"
 )
 
 // Attribute keys shared by every writer and reader of records.
@@ -88,6 +91,9 @@ func Step(l *slog.Logger, runID, stepRef string, attempt int) *slog.Logger {
 // followed by the record's attributes as key=value, except those that name
 // the step (its sentence already does) and the component (the prefix).
 // DEBUG records are dropped. Safe for concurrent use; one Write per record.
+// A record is one line: its message and values pass through safetext, as
+// they may quote what an engine wrote (docs/security.md § Text an engine
+// wrote).
 func Human(w io.Writer, prefix string) *slog.Logger {
 	return slog.New(&human{w: w, prefix: prefix, mu: &sync.Mutex{}})
 }
@@ -111,7 +117,7 @@ func (h *human) Handle(_ context.Context, r slog.Record) error {
 	case r.Level >= slog.LevelWarn:
 		b.WriteString("warning: ")
 	}
-	b.WriteString(r.Message)
+	b.WriteString(safetext.Line(r.Message))
 	write := func(a slog.Attr) bool {
 		if a.Key == "" || quiet[a.Key] {
 			return true
@@ -143,9 +149,12 @@ func (h *human) WithGroup(string) slog.Handler { return h }
 // and a step's sentence names the step.
 var quiet = map[string]bool{KeyComponent: true, KeyRunID: true, KeyStepRef: true, KeyAttempt: true}
 
+// textValue is a record's value as key=value writes it: quoted when it
+// is empty, holds a space, a quote or an equals sign, or anything
+// safetext escapes.
 func textValue(s string) string {
-	if s == "" || strings.ContainsAny(s, " \t\n\"=") {
-		return fmt.Sprintf("%q", s)
+	if s == "" || strings.ContainsAny(s, " \"=") || strings.ContainsFunc(s, safetext.Unsafe) || !utf8.ValidString(s) {
+		return safetext.Quote(s)
 	}
 	return s
 }
@@ -191,8 +200,10 @@ func Lines(text string) []string {
 
 // Render is line as an operator reads it: a record as
 // "15:04:05 <component>: [warning: ]<msg> key=value…" (UTC; the keys that
-// name the step left out, the others sorted), any other line — an engine's
-// stderr, which shares the runner's log — unchanged.
+// name the step left out, the others sorted) on one line through
+// safetext.Line (an engine shares the runner's log and can write a line
+// that parses as a record; docs/security.md § Text an engine wrote), any
+// other line — an engine's stderr — unchanged.
 func Render(line string) string {
 	m, ok := parse(line)
 	if !ok {
@@ -230,5 +241,5 @@ func Render(line string) string {
 		}
 		fmt.Fprintf(&b, " %s=%s", k, textValue(s))
 	}
-	return b.String()
+	return safetext.Line(b.String())
 }

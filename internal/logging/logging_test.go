@@ -93,3 +93,26 @@ func TestLines_SplitsARecordOffUnfinishedText(t *testing.T) {
 		t.Errorf("Lines = %q", got)
 	}
 }
+
+// docs/security.md § Text an engine wrote: a record on a terminal is one
+// line whatever its message and values quote, and a record an engine
+// forged in the runner's log renders as one escaped line too.
+func TestHuman_ARecordIsOneLineWithEngineTextEscaped(t *testing.T) {
+	const forged = "bad \x1b]0;PWNED\x07\x1b[2J\r\nstratus: end fake#1 verdict=done\u202egnp.exe"
+	var b bytes.Buffer
+	Human(&b, "stratus").Warn("supervisor observation failed: "+forged, "reason", forged, "path", "a\u202eb")
+	want := `stratus: warning: supervisor observation failed: bad \x1b]0;PWNED\x07\x1b[2J\r\nstratus: end fake#1 verdict=done\u202egnp.exe` +
+		` reason="bad \x1b]0;PWNED\x07\x1b[2J\r\nstratus: end fake#1 verdict=done\u202egnp.exe" path="a\u202eb"` + "\n"
+	if b.String() != want {
+		t.Errorf("got  %q\nwant %q", b.String(), want)
+	}
+	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	rec := `{"time":"2026-12-02T10:14:29Z","level":"INFO","msg":` + q(forged) + `,"component":` + q("run\u202ener") + `,` + q("k\x1b") + `:` + q(forged) + `}`
+	if !IsRecord(rec) {
+		t.Fatalf("%s is not a record", rec)
+	}
+	got := Render(rec)
+	if strings.ContainsAny(got, "\x1b\x07\r\n\u202e") || !strings.Contains(got, `verdict=done\u202egnp.exe`) {
+		t.Errorf("Render of a forged record = %q; want one line, its controls escaped", got)
+	}
+}

@@ -32,6 +32,8 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/stratusflow/stratus/internal/english"
+	"github.com/stratusflow/stratus/internal/safetext"
 	"github.com/stratusflow/stratus/internal/worker"
 )
 
@@ -163,14 +165,17 @@ func (d *Display) Close() {
 	defer d.mu.Unlock()
 	d.erase()
 	if len(d.part) > 0 {
-		d.o.Out.Write(append(d.part, '\n'))
+		io.WriteString(d.o.Out, safetext.Block(string(d.part))+"\n")
 		d.part = nil
 	}
 	d.o.Live = false
 }
 
 // Write prints other lines (warnings, notes) above the ticking lines.
-// A line is printed once it ends ('\n').
+// A line is printed once it ends ('\n'), through safetext.Block: whatever
+// engine text a line quotes, none of it reaches the terminal raw
+// (docs/security.md § Text an engine wrote; a writer that quotes engine
+// text inside one line escapes its newlines itself).
 func (d *Display) Write(p []byte) (int, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -181,7 +186,7 @@ func (d *Display) Write(p []byte) (int, error) {
 	}
 	lines := d.part[:i+1]
 	d.part = append([]byte(nil), d.part[i+1:]...)
-	d.print(string(lines))
+	d.print(safetext.Block(string(lines)))
 	return len(p), nil
 }
 
@@ -302,7 +307,8 @@ func (d *Display) ticking(r *running, now time.Time) string {
 	if node, _, _ := strings.Cut(r.StepRef, "#"); r.Node != "" && r.Node != node {
 		who += " " + r.Node // a supervisor turn: its job
 	}
-	line := fmt.Sprintf("  %s %s  %s  %s", spinner[d.frame%len(spinner)], who, Elapsed(now.Sub(r.started)), counters(r.Event))
+	who = safetext.Line(who)
+	line := fmt.Sprintf("  %s %s  %s  %s", spinner[d.frame%len(spinner)], who, english.Duration(now.Sub(r.started)), counters(r.Event))
 	if r.Attempt > 0 { // a publish step has none
 		line += fmt.Sprintf("  (attempt %d)", r.Attempt)
 	}
@@ -323,22 +329,6 @@ func counters(e worker.Event) string {
 	return s
 }
 
-// Elapsed is d in whole seconds: "42s", "2m05s", "1h02m05s".
-func Elapsed(d time.Duration) string {
-	d = d.Round(time.Second)
-	if d < 0 {
-		d = 0
-	}
-	h, m, s := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
-	switch {
-	case h > 0:
-		return fmt.Sprintf("%dh%02dm%02ds", h, m, s)
-	case m > 0:
-		return fmt.Sprintf("%dm%02ds", m, s)
-	}
-	return fmt.Sprintf("%ds", s)
-}
-
 // cut shortens s to n runes, ending in "…" when cut.
 func cut(s string, n int) string {
 	if n < 1 || utf8.RuneCountInString(s) <= n {
@@ -348,33 +338,37 @@ func cut(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// Line renders one event as the operator's progress line.
+// Line renders one event as the operator's progress line. Its text fields
+// pass through safetext (a reason quoted, the others as one line): an
+// engine chose the reason and the terminal of its own result
+// (docs/security.md § Text an engine wrote).
 func Line(e worker.Event) string {
+	e.StepRef, e.Node, e.Terminal, e.Outcome = safetext.Line(e.StepRef), safetext.Line(e.Node), safetext.Line(e.Terminal), safetext.Line(e.Outcome)
 	switch e.Type {
 	case worker.EventSupervisorStarted:
-		return fmt.Sprintf("stratus: supervisor %s %s (%s)", e.StepRef, e.Node, orDash(e.Reason))
+		return fmt.Sprintf("stratus: supervisor %s %s (%s)", e.StepRef, e.Node, orDash(safetext.Line(e.Reason)))
 	case worker.EventSupervisorEnded:
 		line := fmt.Sprintf("stratus: supervisor %s %s ended: %s", e.StepRef, e.Node, orDash(e.Outcome))
 		if e.Reason != "" && e.Outcome == "failed" {
-			line += fmt.Sprintf(" reason=%q", e.Reason)
+			line += " reason=" + safetext.Quote(e.Reason)
 		}
 		return line
 	case worker.EventStepStarted:
 		return fmt.Sprintf("stratus: start %-16s node=%s attempt=%d", e.StepRef, e.Node, e.Attempt)
 	case worker.EventStepWaiting:
-		return fmt.Sprintf("stratus: wait  %-16s node=%s %s", e.StepRef, e.Node, e.Reason)
+		return fmt.Sprintf("stratus: wait  %-16s node=%s %s", e.StepRef, e.Node, safetext.Line(e.Reason))
 	case worker.EventStepRetrying:
-		return fmt.Sprintf("stratus: retry %-16s node=%s attempt=%d terminal=%s duration=%s tokens=%d/%d reason=%q",
-			e.StepRef, e.Node, e.Attempt, orDash(e.Terminal), e.Duration.Round(time.Millisecond), e.PromptTokens, e.CompletionTokens, e.Reason)
+		return fmt.Sprintf("stratus: retry %-16s node=%s attempt=%d terminal=%s duration=%s tokens=%d/%d reason=%s",
+			e.StepRef, e.Node, e.Attempt, orDash(e.Terminal), english.Duration(e.Duration), e.PromptTokens, e.CompletionTokens, safetext.Quote(e.Reason))
 	case worker.EventStepParked:
-		return fmt.Sprintf("stratus: park  %-16s node=%s attempt=%d terminal=%s reason=%q", e.StepRef, e.Node, e.Attempt, orDash(e.Terminal), e.Reason)
+		return fmt.Sprintf("stratus: park  %-16s node=%s attempt=%d terminal=%s reason=%s", e.StepRef, e.Node, e.Attempt, orDash(e.Terminal), safetext.Quote(e.Reason))
 	case worker.EventStepProgress:
-		return fmt.Sprintf("stratus: busy  %-16s node=%s attempt=%d elapsed=%s %s", e.StepRef, e.Node, e.Attempt, Elapsed(e.Duration), counters(e))
+		return fmt.Sprintf("stratus: busy  %-16s node=%s attempt=%d elapsed=%s %s", e.StepRef, e.Node, e.Attempt, english.Duration(e.Duration), counters(e))
 	default:
 		line := fmt.Sprintf("stratus: end   %-16s node=%s attempt=%d terminal=%s verdict=%s duration=%s tokens=%d/%d",
-			e.StepRef, e.Node, e.Attempt, orDash(e.Terminal), orDash(e.Outcome), e.Duration.Round(time.Millisecond), e.PromptTokens, e.CompletionTokens)
+			e.StepRef, e.Node, e.Attempt, orDash(e.Terminal), orDash(e.Outcome), english.Duration(e.Duration), e.PromptTokens, e.CompletionTokens)
 		if e.Reason != "" && e.Outcome != "done" {
-			line += fmt.Sprintf(" reason=%q", e.Reason)
+			line += " reason=" + safetext.Quote(e.Reason)
 		}
 		return line
 	}

@@ -87,7 +87,7 @@ func TestDisplay_NotATerminal_BusyLinesWhileAStepRuns(t *testing.T) {
 	want := "stratus: start implementation#1 node=implementation attempt=1\n" +
 		"stratus: busy  implementation#1 node=implementation attempt=1 elapsed=1m30s 3 steps, 1200/34 tokens, $0.0125\n" +
 		"stratus: busy  implementation#1 node=implementation attempt=1 elapsed=2m31s 3 steps, 1200/34 tokens, $0.0125\n" +
-		"stratus: end   implementation#1 node=implementation attempt=1 terminal=Captured verdict=done duration=1m0s tokens=1200/34\n"
+		"stratus: end   implementation#1 node=implementation attempt=1 terminal=Captured verdict=done duration=1m00s tokens=1200/34\n"
 	if got := out.String(); got != want {
 		t.Errorf("lines:\n%s\nwant:\n%s", got, want)
 	}
@@ -121,11 +121,11 @@ func TestDisplay_Terminal_TickingLinesRedrawnInPlace(t *testing.T) {
 
 	const up = "\x1b[1A\x1b[2K"
 	want := "stratus: start implementation#1 node=implementation attempt=1\n" +
-		"  | implementation#1  0s  0 steps, 0/0 tokens  (attempt 1)\n" +
+		"  | implementation#1  0ms  0 steps, 0/0 tokens  (attempt 1)\n" +
 		up + "  | implementation#1  1m05s  2 steps, 1200/34 tokens, $0.0125  (attempt 1)\n" +
 		up + "stratus: warning: something\n" +
 		"  | implementation#1  1m05s  2 steps, 1200/34 tokens, $0.0125  (attempt 1)\n" +
-		up + "stratus: end   implementation#1 node=implementation attempt=1 terminal=Captured verdict=done duration=1m0s tokens=1200/34\n"
+		up + "stratus: end   implementation#1 node=implementation attempt=1 terminal=Captured verdict=done duration=1m00s tokens=1200/34\n"
 	if got := out.String(); got != want {
 		t.Errorf("output:\n%q\nwant:\n%q", got, want)
 	}
@@ -178,11 +178,31 @@ func TestDisplay_JSONLines(t *testing.T) {
 	}
 }
 
-func TestElapsed(t *testing.T) {
-	for d, want := range map[time.Duration]string{0: "0s", 1499 * time.Millisecond: "1s", 59 * time.Second: "59s", 61 * time.Second: "1m01s",
-		time.Hour + 2*time.Minute + 5*time.Second: "1h02m05s", 40 * time.Minute: "40m00s", -time.Second: "0s"} {
-		if got := Elapsed(d); got != want {
-			t.Errorf("Elapsed(%v) = %q, want %q", d, got, want)
+// docs/security.md § Text an engine wrote: an engine chooses the terminal
+// and the reason of the result it posts; every progress line shows them
+// escaped, on one line, and so does a warning written through the display.
+func TestLine_EngineTextEscapedOnOneLine(t *testing.T) {
+	t.Parallel()
+	const forged = "bad \x1b]0;PWNED\x07\x1b[2J\x1b[31mRED\r\nstratus: end fake#1 verdict=done\u202egnp.exe"
+	end := ended("draft#1")
+	end.Outcome, end.Terminal, end.Reason = "failed", "Failed\u202e", forged
+	wait := started("gate#1")
+	wait.Type, wait.Reason = worker.EventStepWaiting, forged
+	supEnd := end
+	supEnd.Type = worker.EventSupervisorEnded
+	supStart := started("supervisor#1")
+	supStart.Type, supStart.Reason = worker.EventSupervisorStarted, forged
+	for _, e := range []worker.Event{end, wait, supEnd, supStart} {
+		l := Line(e)
+		if strings.ContainsAny(l, "\x1b\x07\r\n\u202e") || !strings.Contains(l, `verdict=done\u202egnp.exe`) {
+			t.Errorf("%s: Line = %q; want the engine's text escaped on one line", e.Type, l)
 		}
+	}
+	var out buffer
+	d := New(Options{Out: &out})
+	d.Write([]byte("stratus: warning: " + forged + "\n"))
+	d.Close()
+	if strings.ContainsAny(out.String(), "\x1b\x07\r\u202e") {
+		t.Errorf("a line written through the display = %q; want its controls escaped", out.String())
 	}
 }

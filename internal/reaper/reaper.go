@@ -1,6 +1,9 @@
-// Package reaper keeps the promise that nothing a run started outlives the
-// process that owns it (issue 11 § 5), when engines are children of that
-// process itself: the in-process worker (issue 16 § 1). An engine and a
+// Package reaper keeps the promise that no process group a run started
+// outlives the process that owns it (issue 11 § 5), when engines are
+// children of that process itself: the in-process worker (issue 16 § 1).
+// A process that leaves its group (setsid, a daemon's double fork) is in
+// no group named here and is not stopped (docs/security.md § Who is
+// trusted). An engine and a
 // checks or tool command each lead a process group of their own (seed 003
 // § 1), and Pdeathsig ends the group's leader when its parent dies, but not
 // what the leader started. So the owner starts one small reaper process and

@@ -44,7 +44,7 @@ func TestRunCost_SaysHowLongTheRunRanInActiveSpans(t *testing.T) {
 	f.Run.ResumedAt = t0.Add(48 * time.Hour)
 	f.Run.EndedAt = f.Run.ResumedAt.Add(2 * time.Minute)
 	_, md := Render(f)
-	want := "The run ran 7m0s over 2 spans (its start and 1 resume, each to its stop; the time it stood stopped before a resume is not counted).\n"
+	want := "The run ran 7m00s over 2 spans (its start and 1 resume, each to its stop; the time it stood stopped before a resume is not counted).\n"
 	if _, cost, _ := bytes.Cut(md, []byte(FactHeadings[2])); !bytes.HasSuffix(cost, []byte(want)) {
 		t.Errorf("Run cost does not end with %q:\n%s", want, cost)
 	}

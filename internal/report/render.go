@@ -12,6 +12,7 @@ import (
 	"github.com/stratusflow/stratus/internal/english"
 	"github.com/stratusflow/stratus/internal/findings"
 	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/safetext"
 )
 
 // Summary is summary.json: one key set for every flow, every terminal and
@@ -104,7 +105,8 @@ func (f *Facts) summary() Summary {
 }
 
 // markdown renders summary.md: the provider-authored composition when
-// prose reached disk, else the deterministic report.
+// prose reached disk, else the deterministic report; through
+// safetext.Block.
 func (f *Facts) markdown(s Summary) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# %s\n\n", oneLine(f.Run.TaskTitle))
@@ -136,7 +138,12 @@ func (f *Facts) markdown(s Summary) []byte {
 	f.skipped(&b)
 	f.fallbacks(&b)
 	f.cost(&b, s)
-	return b.Bytes()
+	// The prose, reasons, findings and paths are what engines wrote; a
+	// reader opens the file in a terminal or a review tool: no control,
+	// bidi or invisible format character stays raw, lines and tabs do
+	// (docs/security.md § Text an engine wrote). summary.json keeps the
+	// text as written, JSON-escaped.
+	return []byte(safetext.Block(b.String()))
 }
 
 func (f *Facts) degradedWhy() string {
@@ -204,7 +211,7 @@ func (f *Facts) steps(b *bytes.Buffer) {
 			// pending while the report is written; that is expected.
 			outcome = "pending (it writes this report)"
 		}
-		fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %d/%d |\n", l.Step.StepRef, outcome, len(l.Attempts), dash(term), dur.Round(time.Millisecond), in, out)
+		fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %d/%d |\n", l.Step.StepRef, outcome, len(l.Attempts), dash(term), english.Duration(dur), in, out)
 	}
 }
 
@@ -524,7 +531,7 @@ func (f *Facts) ranFor(b *bytes.Buffer) {
 	if r.CreatedAt.IsZero() || r.EndedAt.IsZero() {
 		return
 	}
-	fmt.Fprintf(b, "\nThe run ran %s", r.Duration(r.EndedAt).Round(time.Second))
+	fmt.Fprintf(b, "\nThe run ran %s", english.Duration(r.Duration(r.EndedAt)))
 	if r.Resumes > 0 && !r.ResumedAt.IsZero() {
 		fmt.Fprintf(b, " over %d spans (its start and %s, each to its stop; the time it stood stopped before a resume is not counted)", r.Resumes+1, english.Plural(r.Resumes, "resume"))
 	}

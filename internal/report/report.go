@@ -27,7 +27,9 @@
 // SupervisorValue, Synthesis) are defined here because the report reads
 // them; internal/supervisor and internal/worker write them. The report
 // does not run any turn, sanitize prose (the layer records what reached
-// disk, already sanitized) or decide observation.
+// disk, already sanitized) or decide observation; it only escapes, in
+// summary.md, the control and format characters of what engines wrote
+// (safetext.Block; docs/security.md § Text an engine wrote).
 package report
 
 import (

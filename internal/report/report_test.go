@@ -496,3 +496,31 @@ func TestRender_ChecksVisitsLinkTheirOwnReports(t *testing.T) {
 		t.Errorf("a checks visit links the ctx file, which only the latest visit owns:\n%s", md)
 	}
 }
+
+// docs/security.md § Text an engine wrote: summary.md — the prose, a
+// step's reason, a finding, a changed path — keeps no raw control, bidi or
+// invisible format character of what an engine wrote; its lines and tabs
+// stay. summary.json keeps the text as written (JSON escapes it).
+func TestRender_SummaryMDShowsEngineTextEscaped(t *testing.T) {
+	t.Parallel()
+	const forged = "bad \x1b]0;PWNED\x07\x1b[2J\x1b[31mRED\r\nstratus: end fake#1 verdict=done\u202egnp.exe"
+	failed := withSynthesis(facts(), nil)
+	failed.Status = stratus.RunFailed
+	failed.Steps[1].Reason = forged // an evaluator's reason, under Gates
+	failed.Changes.Paths = append(failed.Changes.Paths, "?? evil\u202etxt.exe")
+	prosed := withSynthesis(facts(), &Synthesis{Outcome: SynthesisWritten, Prose: prose + "\n\n\t" + forged})
+	for name, f := range map[string]*Facts{"deterministic": failed, "prose": prosed} {
+		js, md := Render(f)
+		for _, raw := range []string{"\x1b", "\x07", "\r", "\u202e"} {
+			if bytes.Contains(md, []byte(raw)) {
+				t.Errorf("%s: summary.md holds %q raw:\n%s", name, raw, md)
+			}
+		}
+		if !bytes.Contains(md, []byte(`verdict=done\u202egnp.exe`)) {
+			t.Errorf("%s: summary.md does not show the engine's text escaped:\n%s", name, md)
+		}
+		if name == "prose" && (!bytes.Contains(md, []byte("\n\n\tbad \\x1b]0;PWNED\\x07")) || decode(t, js)["summary"] != prose+"\n\n\t"+forged) {
+			t.Errorf("prose: its lines and tab are not kept, or summary.json lost the text as written:\n%s\n%s", md, js)
+		}
+	}
+}

@@ -147,7 +147,7 @@ func TestOverhead_ExcludesHITLWaitsAndHITLShowsItsWait(t *testing.T) {
 		t.Errorf("Overhead = %v, want no transition across the hitl wait", got)
 	}
 	_, md := Render(f)
-	if !bytes.Contains(md, []byte("| gate#1 | failed | 0 | - | 3s | 0/0 |")) {
+	if !bytes.Contains(md, []byte("| gate#1 | failed | 0 | - | 3.0s | 0/0 |")) {
 		t.Errorf("the hitl step does not show its wait:\n%s", md)
 	}
 	// A skipped hitl node waited for nobody: the transition counts.

@@ -2,6 +2,7 @@ package runview
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/stratusflow/stratus"
@@ -28,6 +29,17 @@ type RunLine struct {
 	// (docs/security.md § Retention); its spend went with them.
 	PrunedAt time.Time `json:"pruned_at,omitzero"`
 	lifecycle.Spend
+}
+
+// MarshalJSON is the line as `stratus runs --json` prints it: cost_usd
+// is null when the run's cost is unknown (lifecycle.Spend.Cost), never a 0
+// that would read as free.
+func (l RunLine) MarshalJSON() ([]byte, error) {
+	type plain RunLine // without this method
+	return json.Marshal(struct {
+		plain
+		CostUSD *float64 `json:"cost_usd"` // shallower: wins over Spend's
+	}{plain(l), l.Spend.Cost()})
 }
 
 // Duration is how long the run ran (until now, for a running run).

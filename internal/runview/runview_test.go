@@ -3,6 +3,7 @@ package runview_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/progress"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runview"
@@ -163,7 +165,7 @@ func TestTracker_FailedDispatchAndHITLWait(t *testing.T) {
 	}
 	got := lines(t, tr)
 	want := []string{
-		`stratus: end   build#1          node=build attempt=0 terminal=- verdict=failed duration=0s tokens=0/0 reason="no provider x"`,
+		`stratus: end   build#1          node=build attempt=0 terminal=- verdict=failed duration=0ms tokens=0/0 reason="no provider x"`,
 		"stratus: wait  approve#1        node=approve approval: Ship it? — reply with: stratus approve r-1 approve | stratus reject r-1 approve --reason TEXT (before " + deadline.Format(time.RFC3339) + ")",
 	}
 	if !slices.Equal(got, want) {
@@ -171,7 +173,7 @@ func TestTracker_FailedDispatchAndHITLWait(t *testing.T) {
 	}
 	r.end(gate, stratus.StepCompleted, "approved", worker.HITLValue{StepRef: "approve#1", Node: "approve", Signal: worker.SignalApproval, Outcome: "approved", Answer: "yes,\n  ship"})
 	got = lines(t, tr)
-	if len(got) != 1 || !strings.HasPrefix(got[0], "stratus: end   approve#1        node=approve attempt=0 terminal=- verdict=approved duration=1m0s") ||
+	if len(got) != 1 || !strings.HasPrefix(got[0], "stratus: end   approve#1        node=approve attempt=0 terminal=- verdict=approved duration=1m00s") ||
 		!strings.HasSuffix(got[0], `reason="yes, ship"`) {
 		t.Fatalf("hitl end = %q", got)
 	}
@@ -281,6 +283,35 @@ func TestList_DurationIsTheRunsActiveSpans(t *testing.T) {
 	}
 	if got := ls[0].Duration(); got != 7*time.Minute {
 		t.Errorf("duration %s, want 7m0s (5m, then 2m after the resume)", got)
+	}
+}
+
+// README § Cost and token caps: a cost no attempt reported, while some
+// used a provider, is unknown, never free. runs --json gives it as
+// cost_usd null (it printed 0); a known cost, 0 included, as a number,
+// with unpriced_attempts beside a partial one.
+func TestRunLine_JSONCostNullWhenUnknown(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name  string
+		spend lifecycle.Spend
+		want  string
+	}{
+		{"none reported", lifecycle.Spend{Tokens: 12310, Unpriced: 4}, `"cost_usd":null`},
+		{"all reported", lifecycle.Spend{CostUSD: 0.75, Tokens: 24}, `"cost_usd":0.75`},
+		{"nothing used", lifecycle.Spend{}, `"cost_usd":0`},
+		{"some reported", lifecycle.Spend{CostUSD: 0.5, Tokens: 30, Unpriced: 1}, `"cost_usd":0.5`},
+	} {
+		b, err := json.Marshal(runview.RunLine{RunID: "r-1", Spend: c.spend})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), c.want) || strings.Count(string(b), `"cost_usd"`) != 1 {
+			t.Errorf("%s: %s; want one %s", c.name, b, c.want)
+		}
+		if c.spend.Unpriced > 0 && !strings.Contains(string(b), fmt.Sprintf(`"unpriced_attempts":%d`, c.spend.Unpriced)) {
+			t.Errorf("%s: %s; want unpriced_attempts", c.name, b)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package runview
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/flow"
@@ -40,6 +41,36 @@ type StepView struct {
 // Ended reports whether the step has ended (a canceled step too).
 func (s StepView) Ended() bool {
 	return s.Step.Status == stratus.StepCompleted || s.Step.Status == stratus.StepFailed || s.Step.Status == stratus.StepCanceled
+}
+
+// Span is when the step ran: the one definition of a step's duration
+// that `stratus status`, the run viewer's step table and its timeline
+// all show (the table once measured from the step's creation, before its
+// worker was dispatched, to the step's end, and read twice the others'
+// figure for a short step). For a step a worker ran it is its latest
+// attempt's: the attempt's start (its dispatch) to its end, or to the
+// step's end when the attempt has none (canceled, or its process gone);
+// for a step no worker ran (publish, a hitl wait), the step's own span,
+// created to ended. end is zero while the step runs.
+func (s StepView) Span() (start, end time.Time) {
+	start, end = s.Step.CreatedAt, s.Step.EndedAt
+	if a := s.Attempt; a != nil && !a.StartedAt.IsZero() {
+		start = a.StartedAt
+		if !a.EndedAt.IsZero() {
+			end = a.EndedAt
+		}
+	}
+	return start, end
+}
+
+// Took is the length of Span, measured to now while the step runs;
+// never negative.
+func (s StepView) Took(now time.Time) time.Duration {
+	start, end := s.Span()
+	if end.IsZero() {
+		end = now
+	}
+	return max(end.Sub(start), 0)
 }
 
 // Load reads run runID and its steps, each with its attempts (a step's

@@ -88,6 +88,12 @@ type Store interface {
 	CompleteAttempt(ctx context.Context, final stratus.OutputEvent, a stratus.Attempt, s stratus.Step) (seq int, err error)
 	// ListOutput returns the tail of one attempt in append order.
 	ListOutput(ctx context.Context, tid string, attempt int) ([]stratus.OutputEvent, error)
+	// ListPartNames returns the distinct names of the staged parts
+	// (OutputArtifact events) in the tail of one attempt, in the order each
+	// was first staged, without reading any body: what a staging compares
+	// its name with (docs/security.md § Part names). None, and no error,
+	// for an empty tail or an unknown attempt.
+	ListPartNames(ctx context.Context, tid string, attempt int) ([]string, error)
 
 	// PutHandle stores a handle; ECONFLICT if the handle string exists.
 	PutHandle(ctx context.Context, h stratus.Handle) error

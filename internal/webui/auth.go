@@ -125,7 +125,8 @@ func (s *Server) unauthorized(w http.ResponseWriter, why string) {
 <body><h1>401: this viewer needs its secret</h1>
 <p>%s</p>
 <p>Open the URL <code>stratus ui</code> printed when it started: it ends in <code>/?token=…</code>.
-A script sends <code>Authorization: Bearer &lt;that token&gt;</code> instead.</p>
+A script reads the viewer with <code>Authorization: Bearer &lt;that token&gt;</code> instead,
+and answers a gate with <code>stratus approve|reject|answer</code>.</p>
 </body></html>
 `, html.EscapeString(why))
 }

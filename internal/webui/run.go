@@ -162,7 +162,7 @@ func (s *Server) drawGraph(p *RunPage, f *flow.Flow) {
 			}
 			if a := sv.Attempt; ns.Status == "running" && a != nil && !a.StartedAt.IsZero() {
 				// Live progress: the stream sends it as it moves.
-				ns.Label = fmt.Sprintf("%s · %d st · %s tok", fmtDuration(time.Since(a.StartedAt).Round(time.Second)), a.Steps, compact(a.PromptTokens+a.CompletionTokens))
+				ns.Label = fmt.Sprintf("%s · %d st · %s tok", fmtDuration(time.Since(a.StartedAt)), a.Steps, compact(a.PromptTokens+a.CompletionTokens))
 			}
 		}
 		p.Nodes = append(p.Nodes, ns)
@@ -205,10 +205,7 @@ func bars(run stratus.Run, steps []runview.StepView, end time.Time) []Bar {
 	}
 	var out []Bar
 	for _, sv := range steps {
-		start, stop := sv.Step.CreatedAt, sv.Step.EndedAt
-		if sv.Attempt != nil && !sv.Attempt.StartedAt.IsZero() {
-			start = sv.Attempt.StartedAt
-		}
+		start, stop := sv.Span() // the step table's and status's duration too
 		if stop.IsZero() {
 			stop = end
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runview"
+	"github.com/stratusflow/stratus/internal/safetext"
 	"github.com/stratusflow/stratus/internal/worker"
 )
 
@@ -125,6 +126,7 @@ func (s *Server) loadStep(ctx context.Context, runID, node, visitText string) (*
 			if hv.Answer != "" {
 				d.Text += "\n\nanswer: " + hv.Answer
 			}
+			d.Text = safetext.Block(d.Text) // docs/security.md § Text an engine wrote
 			p.Outputs = append(p.Outputs, d)
 		}
 		if st.Status == stratus.StepWaiting {

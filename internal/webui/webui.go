@@ -39,6 +39,7 @@ import (
 	"github.com/stratusflow/stratus/internal/english"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runview"
+	"github.com/stratusflow/stratus/internal/safetext"
 	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/store"
 	"github.com/stratusflow/stratus/internal/worker"
@@ -120,6 +121,7 @@ func New(src Source) (*Server, error) {
 	t, err := template.New("").Funcs(template.FuncMap{
 		"plural":  english.Plural,
 		"dur":     fmtDuration,
+		"took":    func(sv runview.StepView) string { return fmtDuration(sv.Took(time.Now())) },
 		"when":    func(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") },
 		"cost":    func(c float64) string { return fmt.Sprintf("$%.4f", c) },
 		"stepURL": stepURL,
@@ -129,6 +131,11 @@ func New(src Source) (*Server, error) {
 		"half":    func(a float64) float64 { return a / 2 },
 		"nodeID":  func(id string) string { return "node-" + id },
 		"urlq":    url.QueryEscape,
+		// shown is what an engine wrote (a reason, a verdict, a finding),
+		// its control, bidi and invisible format characters written as
+		// escapes: HTML escaping alone leaves U+202E free to reverse the
+		// text around it (docs/security.md § Text an engine wrote).
+		"shown": safetext.Block,
 	}).ParseFS(assets, "templates/*.html")
 	if err != nil {
 		return nil, err
@@ -265,6 +272,15 @@ type Doc struct {
 }
 
 func (s *Server) doc(name string, body []byte) Doc {
+	d := s.docOf(name, body)
+	// Shown, not run: what an engine wrote keeps no raw control, bidi or
+	// invisible format character (docs/security.md § Text an engine
+	// wrote); the Markdown source is escaped before it is rendered.
+	d.Front, d.Text = safetext.Block(d.Front), safetext.Block(d.Text)
+	return d
+}
+
+func (s *Server) docOf(name string, body []byte) Doc {
 	d := Doc{Name: name}
 	trimmed := bytes.TrimSpace(body)
 	if json.Valid(trimmed) && len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
@@ -288,7 +304,7 @@ func (s *Server) doc(name string, body []byte) Doc {
 			d.Text = out.String() // a JSON report is data, pretty-printed
 			return d
 		}
-		d.HTML = s.markdown(text)
+		d.HTML = s.markdown(safetext.Block(text))
 		return d
 	}
 	d.Text = string(body)
@@ -343,16 +359,13 @@ func stepURL(runID, stepRef string) string {
 	return "/runs/" + url.PathEscape(runID) + "/steps/" + url.PathEscape(node) + "/" + url.PathEscape(visit)
 }
 
+// fmtDuration is english.Duration, the one format of a duration, with
+// "–" for none.
 func fmtDuration(d time.Duration) string {
-	switch {
-	case d <= 0:
+	if d <= 0 {
 		return "–"
-	case d < time.Second:
-		return fmt.Sprintf("%dms", d.Milliseconds())
-	case d < time.Minute:
-		return fmt.Sprintf("%.1fs", d.Seconds())
 	}
-	return d.Round(time.Second).String()
+	return english.Duration(d)
 }
 
 // hitl serves POST /runs/{run}/nodes/{node}/hitl: a form's reply to a

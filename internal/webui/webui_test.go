@@ -2,6 +2,7 @@ package webui
 
 import (
 	"context"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -78,5 +79,34 @@ func TestWhy_APrunedRunSaysSo(t *testing.T) {
 	run := stratus.Run{ID: "r-20250101T000000-abcdef", Status: stratus.RunFailed, EndedAt: ended, PrunedAt: ended.Add(31 * 24 * time.Hour)}
 	if got := why(run, nil); !strings.Contains(got, "pruned 2025-02-01") || !strings.Contains(got, "retention_days") || !strings.Contains(got, "ended 2025-01-01") {
 		t.Errorf("why = %q; want it to say the run was pruned, when, and when it ended", got)
+	}
+}
+
+// The step table, the timeline and `stratus status` show one duration for
+// a step (runview.StepView.Span): planning#1, created 55 ms before its
+// attempt started, read 112 ms in the table (created to ended) and 57 ms
+// on the timeline and in status.
+func TestRunPage_StepTableAndTimelineShowOneDuration(t *testing.T) {
+	s, st, _ := testViewer(t)
+	ctx := context.Background()
+	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	st.CreateRun(ctx, stratus.Run{ID: "r1", TaskID: "t1", Flow: "implementation", Status: stratus.RunDone, CreatedAt: t0, EndedAt: t0.Add(333 * time.Millisecond)})
+	st.CreateStep(ctx, stratus.Step{TID: "r1.planning.1", RunID: "r1", Node: "planning", Kind: flow.KindAgent, Visit: 1, StepRef: "planning#1", DedupKey: "d1",
+		Status: stratus.StepCompleted, Verdict: "done", CreatedAt: t0, EndedAt: t0.Add(112 * time.Millisecond)})
+	st.CreateAttempt(ctx, stratus.Attempt{TID: "r1.planning.1", N: 1, Agent: "planning", Status: stratus.AttemptSubmitted, Terminal: "Captured",
+		StartedAt: t0.Add(55 * time.Millisecond), EndedAt: t0.Add(112 * time.Millisecond)})
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, authed(s, httptest.NewRequest("GET", "/runs/r1", nil)))
+	body := rec.Body.String()
+	if rec.Code != 200 {
+		t.Fatalf("run page: %d %s", rec.Code, body)
+	}
+	_, row, _ := strings.Cut(body, `<tr><td><a href="/runs/r1/steps/planning/1">`)
+	table, _, _ := strings.Cut(row, "</tr>")
+	if !strings.Contains(table, "<td>57ms</td>") || !strings.Contains(body, `<span class="dur">57ms`) || strings.Contains(body, "112ms") {
+		t.Errorf("planning#1 does not read 57ms in both the table and the timeline:\ntable row: %s\npage: %s", table, body)
+	}
+	if !strings.Contains(body, "· 333ms ·") {
+		t.Errorf("the run's 333 ms do not read 333ms:\n%s", body)
 	}
 }

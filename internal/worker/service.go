@@ -158,6 +158,11 @@ type Service struct {
 	workers  map[string]string // tid -> launcher id
 	roleMeta sync.Map          // flowDir\x00role_file -> the role file's submit_format
 	sup      supervisorState   // the supervisor layer's in-flight work (supervisor.go)
+	// staging serializes the stagings of one attempt in this process
+	// (striped by task id, so it needs no cleanup): the case check reads
+	// the names staged so far and must not interleave with another
+	// staging of the same attempt (stageArtifact).
+	staging [32]sync.Mutex
 }
 
 func (s *Service) now() time.Time {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"path"
 	"slices"
@@ -13,6 +14,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"golang.org/x/text/cases"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/captoken"
@@ -169,7 +172,12 @@ func (s *Service) stageArtifact(ctx context.Context, c *Caller, name string, b B
 			return stratus.FieldErrorf(stratus.EINVALID, "name", "part %q would overwrite the projection of node %s (<ctx-dir>/%s.md); choose another name", name, n.ID, n.ID)
 		}
 	}
+	unlock := s.lockStaging(c.Step.TID)
+	defer unlock()
 	if err := s.fence(ctx, c); err != nil {
+		return err
+	}
+	if err := s.checkPartCase(ctx, c, name); err != nil {
 		return err
 	}
 	body, err := s.bodyOf(ctx, c, b)
@@ -198,6 +206,44 @@ func (s *Service) stageArtifact(ctx context.Context, c *Caller, name string, b B
 	_, err = s.Store.AppendOutput(ctx, stratus.OutputEvent{TID: c.Step.TID, Attempt: c.Attempt.N,
 		Kind: stratus.OutputArtifact, Name: name, Body: body, OK: true, At: s.now()})
 	return err
+}
+
+// lockStaging takes the staging lock of task tid's stripe and returns
+// its release.
+func (s *Service) lockStaging(tid string) (unlock func()) {
+	h := fnv.New32a()
+	h.Write([]byte(tid))
+	mu := &s.staging[h.Sum32()%uint32(len(s.staging))]
+	mu.Lock()
+	return mu.Unlock
+}
+
+// foldName is name under Unicode full case folding (CaseFolding.txt, C
+// and F), what case-insensitive file systems and object-store-to-disk
+// copies compare: "PLAN.md", "Plan.MD" and "plan.md" are one file there.
+func foldName(name string) string { return cases.Fold().String(name) }
+
+// checkPartCase refuses name when it equals a part already staged by c's
+// attempt under Unicode case folding without being byte-equal
+// (docs/security.md § Part names): on a case-insensitive checkout, and
+// when an S3 ctx dir is copied to such a disk, the two are one file, and
+// which body survives depends on the order of the writes. Restaging the
+// same name is last write wins (seed 000), so it passes. Errors:
+// EINVALID (field name) naming both names; the store's error.
+func (s *Service) checkPartCase(ctx context.Context, c *Caller, name string) error {
+	staged, err := s.Store.ListPartNames(ctx, c.Step.TID, c.Attempt.N)
+	if err != nil {
+		return err
+	}
+	key := foldName(name)
+	for _, n := range staged {
+		if n != name && foldName(n) == key {
+			return stratus.FieldErrorf(stratus.EINVALID, "name",
+				"part %q differs only by case from the part %q this step already staged: case-insensitive file systems (macOS, Windows) hold them as one file; stage %q again to replace it, or choose another name (docs/security.md § Part names)",
+				name, n, n)
+		}
+	}
+	return nil
 }
 
 // Submit records the final body of an attempt (POST /v1/worker/submit, seed

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/stratusflow/stratus"
@@ -125,6 +127,41 @@ func (s *Store) appendOutput(ctx context.Context, e stratus.OutputEvent, c *comp
 		return 0, wrap(what, err)
 	}
 	return seq, nil
+}
+
+// ListPartNames returns the distinct names of the OutputArtifact items of
+// attempt (tid, attempt), in the order first staged; none for an empty
+// tail or an unknown attempt. It reads the tail's kind and name
+// attributes only: no inline body travels and no spilled body is read.
+func (s *Store) ListPartNames(ctx context.Context, tid string, attempt int) ([]string, error) {
+	what := fmt.Sprintf("list part names of attempt %d of task %q", attempt, tid)
+	if _, err := attemptKey(tid, attempt); err != nil {
+		return nil, err
+	}
+	in := &dynamodb.QueryInput{
+		TableName:                aws.String(s.table),
+		KeyConditionExpression:   aws.String("#pk = :pk AND begins_with(#sk, :prefix)"),
+		ProjectionExpression:     aws.String("#kind, #name"),
+		ExpressionAttributeNames: map[string]string{"#pk": PartitionKey, "#sk": SortKey, "#kind": "kind", "#name": "name"},
+		ExpressionAttributeValues: map[string]av{
+			":pk": str(pkTask + tid), ":prefix": str(tailPrefix(attempt)),
+		},
+		ConsistentRead:   aws.Bool(true),
+		ScanIndexForward: aws.Bool(true),
+	}
+	items, err := s.queryAll(ctx, in, 0)
+	if err != nil {
+		return nil, wrap(what, err)
+	}
+	var names []string
+	seen := map[string]bool{}
+	for _, it := range items {
+		if n := it.str("name"); it.str("kind") == stratus.OutputArtifact && !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	return names, nil
 }
 
 // ListOutput returns the tail of attempt (tid, attempt) in append order;

@@ -378,6 +378,12 @@ func (s *Store) query(ctx context.Context, pk, prefix string, reverse bool, limi
 	if limit > 0 {
 		in.Limit = aws.Int32(int32(limit))
 	}
+	return s.queryAll(ctx, in, limit)
+}
+
+// queryAll runs in page after page until the last, or until limit (> 0)
+// items were read.
+func (s *Store) queryAll(ctx context.Context, in *dynamodb.QueryInput, limit int) ([]item, error) {
 	var items []item
 	for {
 		out, err := s.c.Query(ctx, in)

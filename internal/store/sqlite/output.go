@@ -121,6 +121,29 @@ func (r outputRow) insert(ctx context.Context, q querier) (seq int, err error) {
 	return seq, nil
 }
 
+// ListPartNames is store.Store's: one indexed read of the names (the
+// primary key's (tid, attempt) prefix), no body or blob read.
+func (s *Store) ListPartNames(ctx context.Context, tid string, attempt int) ([]string, error) {
+	rows, err := s.rq.QueryContext(ctx,
+		"SELECT name FROM outputs WHERE tid = ? AND attempt = ? AND kind = ? GROUP BY name ORDER BY MIN(seq)", tid, attempt, stratus.OutputArtifact)
+	if err != nil {
+		return nil, fmt.Errorf("list part names of attempt %d of task %q: %w", attempt, tid, err)
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, fmt.Errorf("list part names of attempt %d of task %q: %w", attempt, tid, err)
+		}
+		names = append(names, n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list part names of attempt %d of task %q: %w", attempt, tid, err)
+	}
+	return names, nil
+}
+
 // ListOutput returns the tail of attempt (tid, attempt) in append order;
 // none (and no error) for an empty tail or an unknown attempt.
 func (s *Store) ListOutput(ctx context.Context, tid string, attempt int) ([]stratus.OutputEvent, error) {

@@ -101,6 +101,43 @@ func (su *suite) testOutput(t *testing.T) {
 		}
 	})
 
+	t.Run("ListPartNames_DistinctArtifactNamesInFirstStagedOrder", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		_, a := b.parents(t, 1)
+		other := b.createAttempt(t, b.attempt(a.TID, 2))
+		if got, err := b.s.ListPartNames(b.ctx, a.TID, a.N); err != nil || len(got) != 0 {
+			t.Fatalf("ListPartNames(%s/%d) of a new attempt = %q, %v; want none", a.TID, a.N, got, err)
+		}
+		big := bytes.Repeat([]byte("b"), 64<<10) // spilled: still no body read
+		for _, e := range []stratus.OutputEvent{
+			{Kind: stratus.OutputArtifact, Name: "z.md", Body: []byte("1")},
+			{Kind: stratus.OutputSidecar, Name: "audit.json", Body: []byte("{}")},
+			{Kind: stratus.OutputArtifact, Name: "a.md", Body: big},
+			{Kind: stratus.OutputArtifact, Name: "z.md", Body: []byte("2")}, // restaged: listed once, where first staged
+			{Kind: stratus.OutputArtifact, Name: "Z.md", Body: []byte("3")}, // another name, byte for byte
+			{Kind: stratus.OutputFinal, Body: []byte("done"), OK: true},
+		} {
+			e.TID, e.Attempt, e.At = a.TID, a.N, base
+			if _, err := b.s.AppendOutput(b.ctx, e); err != nil {
+				t.Fatalf("AppendOutput(%s %q): %v", e.Kind, e.Name, err)
+			}
+		}
+		if _, err := b.s.AppendOutput(b.ctx, stratus.OutputEvent{TID: other.TID, Attempt: other.N, Kind: stratus.OutputArtifact, Name: "other.md", Body: []byte("o"), At: base}); err != nil {
+			t.Fatalf("AppendOutput(attempt 2): %v", err)
+		}
+		got, err := b.s.ListPartNames(b.ctx, a.TID, a.N)
+		if want := []string{"z.md", "a.md", "Z.md"}; err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("ListPartNames(%s/%d) = %q, %v; want %q", a.TID, a.N, got, err, want)
+		}
+		if got, err := b.s.ListPartNames(b.ctx, other.TID, other.N); err != nil || fmt.Sprint(got) != "[other.md]" {
+			t.Errorf("ListPartNames(%s/%d) = %q, %v; want [other.md]", other.TID, other.N, got, err)
+		}
+		if got, err := b.s.ListPartNames(b.ctx, a.TID, 9); err != nil || len(got) != 0 {
+			t.Errorf("ListPartNames(%s/9) of an unknown attempt = %q, %v; want none", a.TID, got, err)
+		}
+	})
+
 	t.Run("AppendOutput_SecondFinal_ConflictAppendsNothing", func(t *testing.T) {
 		t.Parallel()
 		b := su.setup(t)
