@@ -192,8 +192,12 @@ func TestRealCLIs_AFailedStepShowsItsFailureClass(t *testing.T) {
 				cfg := filepath.Join(home, "config.toml")
 				writeTestFile(t, cfg, readFile(t, cfg)+"request_max_retries = 0\nstream_max_retries = 0\n")
 			}
-			if r := runCLI(t, "run", task, "--dir", dir); r.code != ExitFailed {
-				t.Fatalf("run: exit %d, want %d (failed)\n%s%s", r.code, ExitFailed, r.stdout, r.stderr)
+			// Stratus's retries off too (README § Transient failures): no
+			// retry, no fallback, no park; the step's one attempt is
+			// classified and the run asks for a human.
+			retryConfig(t, dir, []string{tc.cli}, "    max_attempts: 0\n    base_delay_s: 1.0\n    max_delay_s: 1.0\n    max_blocked_s: 0.0\n")
+			if r := runCLI(t, "run", task, "--dir", dir); r.code != ExitManual {
+				t.Fatalf("run: exit %d, want %d (manual_action_required)\n%s%s", r.code, ExitManual, r.stdout, r.stderr)
 			}
 			runs := runsOf(t, dir)
 			if len(runs) != 1 {
