@@ -10,13 +10,16 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/captoken"
+	"github.com/stratusflow/stratus/internal/compiler"
 	"github.com/stratusflow/stratus/internal/config"
+	"github.com/stratusflow/stratus/internal/failclass"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/httpapi"
 	"github.com/stratusflow/stratus/internal/launch"
@@ -244,8 +247,10 @@ func TestWorkerAPI_FailedResultFailsTheState(t *testing.T) {
 // on the attempt; a class that is none of the six (or a reset that is no
 // RFC 3339 time) is a 400 naming the field and what is valid, and records
 // nothing; a result without a class (an older runner's, or a bare reason)
-// is classified here by the same rules. What follows the failure does not
-// change: the Task state fails with ErrWorkerFailed whatever the class.
+// is classified here by the same rules. The Task state then fails with
+// ErrWorkerFailed for a class that is not transient, and with the retry
+// policy's error (internal/retry: a retry, a fallback, a park) for one
+// that is.
 func TestWorkerAPI_FailedResultRecordsItsClass(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -294,8 +299,13 @@ func TestWorkerAPI_FailedResultRecordsItsClass(t *testing.T) {
 			if att.Status != stratus.AttemptFailed || att.Class != tc.wantClass || !att.RetryAt.Equal(tc.wantRetry) {
 				t.Errorf("attempt %s class %q retry_at %v; want failed, %q, %v", att.Status, att.Class, att.RetryAt, tc.wantClass, tc.wantRetry)
 			}
-			if f := b.tokens.Failure("tok-1"); !strings.HasPrefix(f, worker.ErrWorkerFailed+": ") {
-				t.Errorf("task failure %q; want %s whatever the class", f, worker.ErrWorkerFailed)
+			want := []string{worker.ErrWorkerFailed}
+			if failclass.Transient(tc.wantClass) {
+				want = []string{compiler.ErrProviderUnavailable, compiler.ErrRateLimited, compiler.ErrNetworkUnavailable, compiler.ErrBlocked}
+			}
+			f := b.tokens.Failure("tok-1")
+			if !slices.ContainsFunc(want, func(name string) bool { return strings.HasPrefix(f, name+": ") }) {
+				t.Errorf("task failure %q; want one of %v for class %s", f, want, tc.wantClass)
 			}
 		})
 	}
