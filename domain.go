@@ -157,6 +157,12 @@ const (
 	// StepWaiting: the step waits for a human (a hitl node, or an agent's
 	// hitl request).
 	StepWaiting = "waiting"
+	// StepParked: every provider the step may run on was unavailable or
+	// rate-limited; its state machine waits in "<node>.wait" and enters the
+	// node again at the time its value names (internal/retry), when the
+	// step goes on with a new attempt. A run with a parked step reads
+	// waiting.
+	StepParked = "parked"
 )
 
 // Step is one visit of one node inside a run, and the dispatch task
@@ -194,12 +200,21 @@ const (
 // and cost are what the runner relayed (seed 003 § 5: the attempt is
 // attached on every terminal).
 type Attempt struct {
-	TID              string    `json:"task_id"`
-	N                int       `json:"attempt"`
-	Agent            string    `json:"agent"` // the node id whose role the worker plays
-	Status           string    `json:"status"`
-	Terminal         string    `json:"terminal,omitempty"` // seed 003 § 5 terminal, as reported by the runner
-	Reason           string    `json:"reason,omitempty"`
+	TID      string `json:"task_id"`
+	N        int    `json:"attempt"`
+	Agent    string `json:"agent"` // the node id whose role the worker plays
+	Status   string `json:"status"`
+	Terminal string `json:"terminal,omitempty"` // seed 003 § 5 terminal, as reported by the runner
+	Reason   string `json:"reason,omitempty"`
+	// Class is a failed attempt's failure class (internal/failclass:
+	// provider_unavailable, rate_limited, network_unavailable, timeout,
+	// quality, infrastructure); "" for an attempt that did not fail, that
+	// its run's end or cancel cut short (it failed of nothing itself), or
+	// that was recorded before classes were.
+	Class string `json:"class,omitempty"`
+	// RetryAt is when the provider takes requests again, when the failure
+	// said (a rate limit's reset); zero when unknown.
+	RetryAt          time.Time `json:"retry_at,omitzero"`
 	System           string    `json:"-"` // baked system prompt
 	Prompt           string    `json:"-"` // rendered role file
 	Steps            int       `json:"steps"`

@@ -94,16 +94,22 @@ func TestInstall_FromWorc(t *testing.T) {
 	for _, want := range []string{"config.yaml (primary claude)", "imported 2 flows (implementation, notes), 1 tool file;",
 		"flow implementation replaces the built-in of that name",
 		"not imported: repo — Stratus runs in the work dir it is given",
-		"not imported: agents.max_stage_attempts —", "not imported: agents.providers.claude.permission_profile —",
+		"not imported: agents.providers.claude.permission_profile —",
 		"not imported: agents.providers.codex.max_turns: none — no cap in Stratus is max_steps unset",
 		"not imported: security.denied_read_paths —", "not imported: telegram —", "not imported: agents.decomposition.max_subtasks —"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("the report lacks %q:\n%s", want, r.stdout)
 		}
 	}
+	if strings.Contains(r.stdout, "not imported: agents.max_stage_attempts") {
+		t.Errorf("agents.max_stage_attempts is left out:\n%s", r.stdout)
+	}
 	cfg, err := config.Load(filepath.Join(dir, ".stratus/config.yaml"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if s := cfg.Agents.RetrySettings(); s.MaxStageAttempts != 3 || s.MaxAttempts != config.DefaultRetryMaxAttempts {
+		t.Errorf("retry settings %+v: want worc's max_stage_attempts 3 and the default agents.retry", s)
 	}
 	claude, codex := cfg.Agents.Providers["claude"], cfg.Agents.Providers["codex"]
 	if cfg.Agents.Primary != "claude" || claude.Model != "claude-sonnet-5" || claude.Reasoning != "high" || claude.TimeoutSeconds != 5400 || claude.MaxSteps != 250 ||

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stratusflow/stratus/internal/modelserver"
 	"github.com/stratusflow/stratus/internal/testenv"
@@ -145,4 +146,77 @@ func pointAtModelServer(t *testing.T, cli, url string) {
 	writeTestFile(t, filepath.Join(home, "config.toml"), fmt.Sprintf("model = \"gpt-5-codex\"\nmodel_provider = \"scripted\"\n\n[model_providers.scripted]\nname = \"scripted\"\nbase_url = %q\nwire_api = \"responses\"\nenv_key = \"OPENAI_API_KEY\"\n", url+"/v1"))
 	t.Setenv("CODEX_HOME", home)
 	t.Setenv("OPENAI_API_KEY", "scripted")
+}
+
+// internal/failclass, end to end: a step whose real CLI meets a failing
+// provider fails with the class its failure means, carried by the runner
+// to the worker API and the store, and `stratus status` shows it — a 529
+// under Claude Code is provider_unavailable; Codex's usage limit is
+// rate_limited, with the reset it printed. The run fails as before.
+func TestRealCLIs_AFailedStepShowsItsFailureClass(t *testing.T) {
+	resets := time.Now().Add(72 * time.Hour).Truncate(time.Minute)
+	for _, tc := range []struct {
+		cli, pkg, turn, class string
+		retryAt               time.Time
+	}{
+		{"claude", "@anthropic-ai/claude-code", "{error: 529, error_message: Overloaded}", "provider_unavailable", time.Time{}},
+		{"codex", "@openai/codex", fmt.Sprintf("{error: 429, error_type: usage_limit_reached, error_fields: {plan_type: plus, resets_at: %d}}", resets.Unix()), "rate_limited", resets},
+	} {
+		t.Run(tc.cli, func(t *testing.T) {
+			bin := testenv.NodeBin(t, tc.cli, tc.pkg)
+			f := filepath.Join(t.TempDir(), "script.yaml")
+			writeTestFile(t, f, "rules:\n  - match: \"You are the planning step\"\n    visits:\n      - turns:\n          - "+tc.turn+"\n")
+			s, err := modelserver.Load(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(&modelserver.Server{Script: s})
+			defer srv.Close()
+			dir := t.TempDir()
+			if r := runCLI(t, "install", "--dir", dir, "--primary", tc.cli); r.code != 0 {
+				t.Fatal(r.stderr)
+			}
+			// A wrapper: the run freezes the files its launch spec names,
+			// and the npm CLI must run where npm put it.
+			wrapper := filepath.Join(t.TempDir(), tc.cli)
+			writeTestFile(t, wrapper, fmt.Sprintf("#!/bin/sh\nexec %q \"$@\"\n", bin))
+			os.Chmod(wrapper, 0o755)
+			cfgPath := filepath.Join(dir, ".stratus/config.yaml")
+			writeTestFile(t, cfgPath, strings.Replace(readFile(t, cfgPath), "      - engine\n      - "+tc.cli+"\n", "      - engine\n      - "+tc.cli+"\n      - --binary\n      - "+wrapper+"\n", 1))
+			task := filepath.Join(dir, "task.md")
+			writeTestFile(t, task, readFile(t, filepath.Join(testenv.ModuleRoot(t), "examples", "task.md")))
+			pointAtModelServer(t, tc.cli, srv.URL)
+			// The CLIs' own retries off: the failure comes at once.
+			t.Setenv("CLAUDE_CODE_MAX_RETRIES", "0")
+			if home := os.Getenv("CODEX_HOME"); tc.cli == "codex" {
+				cfg := filepath.Join(home, "config.toml")
+				writeTestFile(t, cfg, readFile(t, cfg)+"request_max_retries = 0\nstream_max_retries = 0\n")
+			}
+			// Stratus's retries off too (README § Transient failures): no
+			// retry, no fallback, no park; the step's one attempt is
+			// classified and the run asks for a human.
+			retryConfig(t, dir, []string{tc.cli}, "    max_attempts: 0\n    base_delay_s: 1.0\n    max_delay_s: 1.0\n    max_blocked_s: 0.0\n")
+			if r := runCLI(t, "run", task, "--dir", dir); r.code != ExitManual {
+				t.Fatalf("run: exit %d, want %d (manual_action_required)\n%s%s", r.code, ExitManual, r.stdout, r.stderr)
+			}
+			runs := runsOf(t, dir)
+			if len(runs) != 1 {
+				t.Fatalf("runs %+v", runs)
+			}
+			r := runCLI(t, "status", runs[0].RunID, "--dir", dir, "--json")
+			var res StatusResult
+			if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || len(res.Steps) == 0 {
+				t.Fatalf("status --json: %v\n%s%s", err, r.stdout, r.stderr)
+			}
+			s0 := res.Steps[0]
+			if s0.StepRef != "planning#1" || s0.Class != tc.class || !s0.RetryAt.Equal(tc.retryAt) || len(s0.Attempts) != 1 || s0.Attempts[0].Provider != tc.cli {
+				t.Errorf("status of %s: class %q retry_at %v attempts %+v; want %s, %v, one attempt on %s", s0.StepRef, s0.Class, s0.RetryAt, s0.Attempts, tc.class, tc.retryAt, tc.cli)
+			}
+			if r := runCLI(t, "status", runs[0].RunID, "--dir", dir); !strings.Contains(r.stdout, "class="+tc.class) {
+				t.Errorf("status does not show class=%s:\n%s", tc.class, r.stdout)
+			} else {
+				t.Log(r.stdout)
+			}
+		})
+	}
 }

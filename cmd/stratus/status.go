@@ -44,8 +44,9 @@ func newStatusCmd(io IO) *cobra.Command {
 		Use:   "status RUN [--dir DIR | --target aws ...]",
 		Short: "Show a run: its status, each step with its verdict, where its summary is",
 		Long: `status shows run RUN as its records hold it: the run's status, each step
-(and supervisor turn) with its verdict, attempt, duration and tokens, and where
-the run's summary is. An embedded run is read from DIR/.stratus/stratus.db; with
+(and supervisor turn) with its verdict, attempt, duration and tokens — a failed
+attempt with its failure class and the reset its failure named, a step's earlier
+attempts under it — and where the run's summary is. An embedded run is read from DIR/.stratus/stratus.db; with
 --target aws, from the deployed stack's table, and the execution's own status is
 shown beside the run's (a run nobody followed to its end still reads running).
 A run pruned after retention_days says so: its steps went with its files.
@@ -144,6 +145,30 @@ type StepStatus struct {
 	// it reported none, which is unknown, not free (the run's
 	// unpriced_attempts counts it when it used tokens).
 	CostUSD *float64 `json:"cost_usd,omitempty"`
+	// Class and RetryAt are the latest attempt's failure class and the
+	// reset its failure named (internal/failclass), when it failed.
+	Class   string    `json:"class,omitempty"`
+	RetryAt time.Time `json:"retry_at,omitzero"`
+	// Attempts are the step's attempts, the first first, each with how it
+	// ended; absent for a step no worker ran.
+	Attempts []AttemptStatus `json:"attempts,omitempty"`
+}
+
+// AttemptStatus is one attempt of a StepStatus.
+type AttemptStatus struct {
+	Attempt  int    `json:"attempt"`
+	Status   string `json:"status"`             // running, submitted, failed
+	Terminal string `json:"terminal,omitempty"` // seed 003 § 5, as the runner reported it
+	// Class is a failed attempt's failure class (internal/failclass:
+	// provider_unavailable, rate_limited, network_unavailable, timeout,
+	// quality, infrastructure); RetryAt the reset its failure named.
+	Class    string    `json:"class,omitempty"`
+	RetryAt  time.Time `json:"retry_at,omitzero"`
+	Provider string    `json:"provider,omitempty"`
+	Reason   string    `json:"reason,omitempty"`
+	// DurationMS is the attempt's dispatch to its end, in ms (0 while it
+	// runs).
+	DurationMS int64 `json:"duration_ms,omitempty"`
 }
 
 func runStatus(o *StatusOptions) error {
@@ -203,6 +228,19 @@ func runStatus(o *StatusOptions) error {
 		return runExit(res.Status)
 	}
 	return nil
+}
+
+// classText is " class=C" and " retry_at=T" (RFC 3339) for a failed
+// attempt's class and reset, "" for none.
+func classText(class string, retryAt time.Time) string {
+	t := ""
+	if class != "" {
+		t += " class=" + class
+	}
+	if !retryAt.IsZero() {
+		t += " retry_at=" + retryAt.UTC().Format(time.RFC3339)
+	}
+	return t
 }
 
 // runExit is the exit status `run` gives a run that ended with status.
@@ -366,6 +404,15 @@ func stepStatus(s runview.StepView, now time.Time) StepStatus {
 			st.StartMS = max(a.EngineStartedAt.Sub(a.StartedAt).Milliseconds(), 1)
 		}
 		st.CostUSD = a.CostUSD
+		st.Class, st.RetryAt = a.Class, a.RetryAt
+	}
+	for _, a := range s.Attempts {
+		as := AttemptStatus{Attempt: a.N, Status: a.Status, Terminal: a.Terminal, Class: a.Class, RetryAt: a.RetryAt,
+			Provider: a.Resolved.Provider, Reason: oneLineText(a.Reason, 300)}
+		if !a.EndedAt.IsZero() && !a.StartedAt.IsZero() {
+			as.DurationMS = max(a.EndedAt.Sub(a.StartedAt).Milliseconds(), 0)
+		}
+		st.Attempts = append(st.Attempts, as)
 	}
 	return st
 }
@@ -425,10 +472,26 @@ func printStatus(io IO, r StatusResult) {
 		case s.DurationMS > 0: // a step no worker ran (a hitl wait, a publish) that ended
 			line += " " + took
 		}
+		line += classText(s.Class, s.RetryAt)
 		if s.Reason != "" && verdict != "done" && verdict != "accept" {
 			line += " reason=" + safetext.Quote(s.Reason)
 		}
 		fmt.Fprintln(io.Out, line)
+		if len(s.Attempts) > 1 {
+			// Every attempt but the latest (the line above): how each
+			// ended, and why.
+			for _, a := range s.Attempts[:len(s.Attempts)-1] {
+				al := fmt.Sprintf("      attempt %d: %s", a.Attempt, a.Status)
+				if a.Provider != "" {
+					al += " provider=" + a.Provider
+				}
+				al += classText(a.Class, a.RetryAt)
+				if a.Reason != "" {
+					al += fmt.Sprintf(" reason=%q", a.Reason)
+				}
+				fmt.Fprintln(io.Out, al)
+			}
+		}
 	}
 	if len(r.Summary) == 0 {
 		fmt.Fprintf(io.Out, "  summary:  none yet\n")

@@ -2,14 +2,19 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/orchestrator"
 	"github.com/stratusflow/stratus/internal/runview"
+	"github.com/stratusflow/stratus/internal/store/sqlite"
 )
 
 // A step still running shows the time it has run so far (`running 42s`),
@@ -110,5 +115,74 @@ func TestRuns_AnUnpricedRunsCostIsUnknown(t *testing.T) {
 		if !has || cost != nil || got["unpriced_attempts"] == nil || got["tokens"] == float64(0) {
 			t.Errorf("%v: cost_usd %v (present %v), unpriced_attempts %v, tokens %v; want null beside the unpriced attempts", args, cost, has, got["unpriced_attempts"], got["tokens"])
 		}
+	}
+}
+
+// internal/failclass: status shows each attempt of a step with its
+// failure class and the reset its failure named — the latest on the
+// step's line (and the step's class and retry_at in --json), the earlier
+// ones under it, and every one in the step's attempts in --json.
+func TestStatus_EachAttemptShowsItsFailureClass(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	st, err := sqlite.Open(filepath.Join(dir, orchestrator.StateDir, orchestrator.DBFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	t0 := time.Date(2026, 12, 4, 16, 0, 0, 0, time.UTC)
+	reset := time.Date(2026, 12, 4, 21, 0, 0, 0, time.UTC)
+	run := stratus.Run{ID: "r-1", TaskID: "t1", TaskTitle: "A task", Flow: "implementation", Status: stratus.RunFailed, WorkDir: dir, CreatedAt: t0, EndedAt: t0.Add(time.Hour)}
+	step := stratus.Step{TID: "r-1.implementation.1", RunID: "r-1", Node: "implementation", Kind: "agent", Visit: 1, StepRef: "implementation#1",
+		DedupKey: "k", Status: stratus.StepFailed, Verdict: "failed", CreatedAt: t0}
+	if err := st.CreateRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.CreateStep(ctx, step); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []stratus.Attempt{
+		{TID: step.TID, N: 1, Agent: "implementation", Status: stratus.AttemptFailed, Terminal: "Failed", Reason: "codex turn failed: You’ve hit your usage limit.",
+			Class: "rate_limited", RetryAt: reset, StartedAt: t0, EndedAt: t0.Add(time.Minute), Resolved: stratus.Resolved{Provider: "codex"}},
+		{TID: step.TID, N: 2, Agent: "implementation", Status: stratus.AttemptFailed, Terminal: "Failed", Reason: "claude: API Error: 529 Overloaded.",
+			Class: "provider_unavailable", StartedAt: t0.Add(2 * time.Minute), EndedAt: t0.Add(3 * time.Minute), Resolved: stratus.Resolved{Provider: "claude"}},
+	} {
+		if err := st.CreateAttempt(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+
+	var out bytes.Buffer
+	if err := runStatus(&StatusOptions{IO: IO{Out: &out, Err: io.Discard}, RunID: "r-1", Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"attempt=2 duration=1m00s tokens=0/0 class=provider_unavailable",
+		`      attempt 1: failed provider=codex class=rate_limited retry_at=2026-12-04T21:00:00Z reason="codex turn failed: You’ve hit your usage limit."`,
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if err := runStatus(&StatusOptions{IO: IO{Out: &out, Err: io.Discard}, RunID: "r-1", Dir: dir, JSON: true}); err != nil {
+		t.Fatal(err)
+	}
+	var res StatusResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Steps) != 1 {
+		t.Fatalf("steps %+v", res.Steps)
+	}
+	s := res.Steps[0]
+	if s.Class != "provider_unavailable" || !s.RetryAt.IsZero() || len(s.Attempts) != 2 ||
+		s.Attempts[0].Class != "rate_limited" || !s.Attempts[0].RetryAt.Equal(reset) || s.Attempts[0].Provider != "codex" ||
+		s.Attempts[1].Class != "provider_unavailable" || s.Attempts[1].Attempt != 2 {
+		t.Errorf("step %+v; want class provider_unavailable, attempt 1 rate_limited until %v on codex, attempt 2 provider_unavailable", s, reset)
+	}
+	if !strings.Contains(out.String(), `"retry_at": "2026-12-04T21:00:00Z"`) {
+		t.Errorf("--json has no RFC 3339 retry_at:\n%s", out.String())
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/orchestrator"
+	"github.com/stratusflow/stratus/internal/retry"
 	"github.com/stratusflow/stratus/internal/safetext"
 )
 
@@ -119,6 +120,8 @@ func runValidate(o *ValidateOptions) error {
 	switch {
 	case err == nil:
 		rep.Config = cfgPath
+		// Valid, but worth a word: more provider hops than providers.
+		rep.Notes = append(rep.Notes, retry.FromConfig(cfg).Notes()...)
 	case stratus.ErrorCode(err) == stratus.ENOTFOUND:
 		rep.Notes = append(rep.Notes, fmt.Sprintf("no %s: the config-aware layer (providers, reasoning, Codex network, skills, supervisor.observe.mode, max_fix_cycles) is skipped", cfgPath))
 		cfg = nil

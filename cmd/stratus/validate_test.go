@@ -154,3 +154,27 @@ func TestValidate_InstalledBuiltinsAreClean(t *testing.T) {
 		t.Fatalf("exit %d\n%s", r.code, r.stdout)
 	}
 }
+
+// worc configuration.md § agents.retry: `stratus validate` reports a bad
+// agents.retry as config.Load does, naming the key, the value and what is
+// valid; a max_stage_attempts above the providers a step can run on is
+// valid, and the note says what it means.
+func TestValidate_RetrySettings(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if r := runCLI(t, "install", "--dir", dir); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	cfgPath := filepath.Join(dir, ".stratus/config.yaml")
+	orig := readFile(t, cfgPath)
+	writeTestFile(t, cfgPath, strings.Replace(orig, "    max_delay_s: 30.0\n", "    max_delay_s: 1.5\n", 1))
+	r := runCLI(t, "validate", "implementation", "--dir", dir)
+	if r.code == 0 || !strings.Contains(r.stderr, "agents.retry.max_delay_s: 1.5 is less than agents.retry.base_delay_s 2; valid: a cap of 2 seconds or more") {
+		t.Errorf("max_delay_s < base_delay_s: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	writeTestFile(t, cfgPath, strings.Replace(orig, "  max_stage_attempts: 3\n", "  max_stage_attempts: 7\n", 1))
+	r = runCLI(t, "validate", "implementation", "--dir", dir)
+	if r.code != 0 || !strings.Contains(r.stdout, "note: agents.max_stage_attempts 7 is more than the 4 provider(s) a step on the primary can run on (echo, openseek, claude, codex:") {
+		t.Errorf("max_stage_attempts 7: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

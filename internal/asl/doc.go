@@ -3,14 +3,15 @@
 // checking a definition (Parse), JSONPath (Path.Get, Path.Set), payload
 // templates (Template), intrinsic functions (Intrinsic), Choice Rules
 // (ChoiceRule), input/output processing (State.EffectiveInput,
-// State.ApplyResult, State.ApplyOutputPath), and error-name matching for
-// Retry and Catch (MatchError, Retrier.Delay).
+// State.ApplyResult, State.ApplyOutputPath), when a Wait state ends
+// (State.WaitUntil, ParseTimestamp), and error-name matching for Retry
+// and Catch (MatchError, Retrier.Delay).
 //
 // It implements exactly the subset the compiler emits, as AWS Step
 // Functions does (see ../../shared/DESIGN.md § The compiled state machines
 // and the embedded executor): the JSONPath query language; Pass, Task,
-// Choice, Succeed and Fail states; Retry, Catch, TimeoutSeconds,
-// HeartbeatSeconds; paths without wildcards, filters or slices; the
+// Choice, Wait (Seconds, Timestamp, SecondsPath, TimestampPath), Succeed
+// and Fail states; Retry, Catch, TimeoutSeconds, HeartbeatSeconds; paths without wildcards, filters or slices; the
 // context-object fields $$.Execution.{Id,Input,Name,StartTime},
 // $$.State.{Name,EnteredTime,RetryCount}, $$.StateMachine.{Id,Name} and
 // $$.Task.Token; the intrinsics States.Format, States.StringToJson,
@@ -24,7 +25,10 @@
 // OutputPath is States.Runtime (not States.ParameterPathFailure); a
 // Choice comparison on a missing Variable is States.Runtime, not false;
 // States.Runtime is never retried nor caught; Task TimeoutSeconds has no
-// 60 s default.
+// 60 s default; a Wait's SecondsPath that selects nothing, a negative
+// number or anything but an integer is States.Runtime, and a Timestamp's
+// fractions of a second are dropped (developer guide § Wait workflow
+// state).
 //
 // JSON values (Value) keep number text and key order, so payloads
 // re-encode as they came.
@@ -32,6 +36,6 @@
 // What it deliberately does not do: run anything. Timers, task
 // invocation, task tokens, execution state and history belong to
 // internal/executor/embedded. Nor does it implement JSONata, variables
-// (Assign), Map, Parallel, Wait, timestamp comparisons or the other
-// intrinsics.
+// (Assign), Map, Parallel, timestamp comparisons in Choice Rules or the
+// other intrinsics.
 package asl

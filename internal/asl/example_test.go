@@ -13,7 +13,7 @@ func ExampleParse() {
 		"review":{"Type":"Task","Resource":"arn:aws:states:::sqs:sendMessage.waitForTaskToken","TimeoutSecondsPath":"$.t"}}}`))
 	fmt.Println(err)
 	// Output:
-	// state "fan": field "Type": "Map" is not supported by the embedded executor; supported: Pass, Task, Choice, Succeed, Fail
+	// state "fan": field "Type": "Map" is not supported by the embedded executor; supported: Pass, Task, Choice, Wait, Succeed, Fail
 	// state "review": field "TimeoutSecondsPath": not supported; use TimeoutSeconds
 	// state "review": field "Next": a Task state needs exactly one of "Next" (a state name) or "End": true
 }

@@ -8,12 +8,13 @@ import (
 // StateType is the "Type" of a state.
 type StateType string
 
-// The state types the embedded executor runs. Map, Parallel and Wait are
+// The state types the embedded executor runs. Map and Parallel are
 // rejected by Parse.
 const (
 	TypePass    StateType = "Pass"
 	TypeTask    StateType = "Task"
 	TypeChoice  StateType = "Choice"
+	TypeWait    StateType = "Wait"
 	TypeSucceed StateType = "Succeed"
 	TypeFail    StateType = "Fail"
 )
@@ -78,6 +79,14 @@ type State struct {
 	Choices []*ChoiceRule
 	Default string
 
+	// Wait: exactly one of Seconds (HasSeconds), Timestamp (non-zero),
+	// SecondsPath, TimestampPath (ASL spec § Wait State).
+	Seconds       int
+	HasSeconds    bool
+	Timestamp     time.Time // already truncated to whole seconds, as AWS does
+	SecondsPath   *Path
+	TimestampPath *Path
+
 	// Fail.
 	Error string
 	Cause string
@@ -127,5 +136,6 @@ const (
 	maxIntervalSeconds = 99999999
 	maxMaxAttempts     = 99999999
 	maxMaxDelaySeconds = 31622401
+	maxWaitSeconds     = 99999999
 	maxStateNameLength = 80
 )

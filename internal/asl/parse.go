@@ -11,9 +11,10 @@ import (
 
 // Parse decodes and checks a definition (ASL JSON, JSONPath query
 // language) against the subset the embedded executor runs. Everything
-// outside it — Map, Parallel, Wait, JSONata, variables, *Path variants of
+// outside it — Map, Parallel, JSONata, variables, *Path variants of
 // timeouts, unknown fields, transitions to missing states, a Task with
-// neither Next nor End, unreachable states, ... — is reported, all of it,
+// neither Next nor End, a Wait with not exactly one of its four fields,
+// unreachable states, ... — is reported, all of it,
 // as a *DefinitionError whose lines read
 //
 //	state "X": field "Y": what is supported
@@ -150,11 +151,12 @@ var stateFields = map[StateType][]string{
 	TypePass:    {"Type", "Comment", "QueryLanguage", "InputPath", "OutputPath", "ResultPath", "Parameters", "Result", "Next", "End"},
 	TypeTask:    {"Type", "Comment", "QueryLanguage", "Resource", "InputPath", "OutputPath", "ResultPath", "Parameters", "ResultSelector", "TimeoutSeconds", "HeartbeatSeconds", "Retry", "Catch", "Next", "End"},
 	TypeChoice:  {"Type", "Comment", "QueryLanguage", "Choices", "Default", "InputPath", "OutputPath"},
+	TypeWait:    {"Type", "Comment", "QueryLanguage", "InputPath", "OutputPath", "Seconds", "Timestamp", "SecondsPath", "TimestampPath", "Next", "End"},
 	TypeSucceed: {"Type", "Comment", "QueryLanguage", "InputPath", "OutputPath"},
 	TypeFail:    {"Type", "Comment", "QueryLanguage", "Error", "Cause"},
 }
 
-const supportedTypes = "Pass, Task, Choice, Succeed, Fail"
+const supportedTypes = "Pass, Task, Choice, Wait, Succeed, Fail"
 
 func (c *checker) state(name string, v Value) *State {
 	if len(name) == 0 || len([]rune(name)) > maxStateNameLength {
@@ -242,6 +244,26 @@ func (c *checker) state(name string, v Value) *State {
 			if st.Default != "" {
 				c.refs = append(c.refs, ref{name, f, st.Default})
 			}
+		case "Seconds":
+			st.Seconds, st.HasSeconds = c.integer(name, f, val, 0, maxWaitSeconds), true
+		case "Timestamp":
+			s := c.str(name, f, val)
+			if t, ok := ParseTimestamp(s); ok {
+				st.Timestamp = t
+			} else if _, isString := val.(string); isString {
+				c.add(name, f, "%q is not a timestamp; valid: RFC 3339 with an uppercase T and Z (or a numeric offset), e.g. \"2024-08-18T17:33:00Z\"", s)
+			}
+		case "SecondsPath", "TimestampPath":
+			p := c.path(name, f, val, false)
+			if p == nil {
+				c.add(name, f, "must be a path string, got null")
+				p = RootPath
+			}
+			if f == "SecondsPath" {
+				st.SecondsPath = p
+			} else {
+				st.TimestampPath = p
+			}
 		case "Error":
 			st.Error = c.str(name, f, val)
 		case "Cause":
@@ -249,13 +271,28 @@ func (c *checker) state(name string, v Value) *State {
 		}
 	}
 	switch st.Type {
-	case TypePass, TypeTask:
+	case TypePass, TypeTask, TypeWait:
 		if hasNext == hasEnd {
 			c.add(name, "Next", "a %s state needs exactly one of \"Next\" (a state name) or \"End\": true", ts)
 		}
 	case TypeChoice:
 		if _, ok := obj.Get("Choices"); !ok {
 			c.add(name, "Choices", "required: a non-empty array of Choice Rules")
+		}
+	}
+	if st.Type == TypeWait {
+		var set []string
+		for _, f := range []string{"Seconds", "Timestamp", "SecondsPath", "TimestampPath"} {
+			if _, ok := obj.Get(f); ok {
+				set = append(set, f)
+			}
+		}
+		if len(set) != 1 {
+			field := "Seconds"
+			if len(set) > 1 {
+				field = set[1]
+			}
+			c.add(name, field, "a Wait state needs exactly one of Seconds, Timestamp, SecondsPath or TimestampPath; it has %d%s", len(set), listed(set))
 		}
 	}
 	if st.Type == TypeTask {
@@ -287,6 +324,14 @@ func unknownField(field, where string, allowed []string) string {
 		return h
 	}
 	return fmt.Sprintf("not supported in %s; supported fields: %s", where, strings.Join(allowed, ", "))
+}
+
+// listed renders names as " (A, B)", or "" for none.
+func listed(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(names, ", ") + ")"
 }
 
 func contains(list []string, s string) bool {

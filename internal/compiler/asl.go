@@ -40,8 +40,27 @@ type taskState struct {
 	ResultPath       string         `json:"ResultPath"`
 	TimeoutSeconds   int            `json:"TimeoutSeconds"`
 	HeartbeatSeconds int            `json:"HeartbeatSeconds,omitempty"`
+	Retry            []retrier      `json:"Retry"`
 	Catch            []catcher      `json:"Catch"`
 	Next             string         `json:"Next"`
+}
+
+// retrier is one element of a Task state's Retry (ASL spec § Retrying
+// after error), its numbers from internal/retry.
+type retrier struct {
+	ErrorEquals     []string `json:"ErrorEquals"`
+	IntervalSeconds int      `json:"IntervalSeconds"`
+	BackoffRate     float64  `json:"BackoffRate"`
+	MaxDelaySeconds int      `json:"MaxDelaySeconds"`
+	MaxAttempts     int      `json:"MaxAttempts"`
+}
+
+// waitState is a worker's "<node>.wait": it waits the seconds the park
+// state read from stratus.Blocked's cause.
+type waitState struct {
+	Type        string `json:"Type"`
+	SecondsPath string `json:"SecondsPath"`
+	Next        string `json:"Next"`
 }
 
 type taskParameters struct {
@@ -60,6 +79,9 @@ type messageBody struct {
 	// State is "$": the state's input, which dispatch records on the step
 	// so that a resumed run can enter this state again (ResumeAt).
 	State string `json:"state.$"`
+	// RetryCount is "$$.State.RetryCount": 0 on a state's first attempt,
+	// n on its n-th retry (by either Retrier) since the state was entered.
+	RetryCount string `json:"retry_count.$"`
 }
 
 // stopState is a worker's "<node>.stop" Task: ResultPath is always nil
@@ -70,6 +92,7 @@ type stopState struct {
 	Parameters     stopParameters `json:"Parameters"`
 	ResultPath     *string        `json:"ResultPath"`
 	TimeoutSeconds int            `json:"TimeoutSeconds"`
+	Retry          []retrier      `json:"Retry"`
 	Catch          []stopCatcher  `json:"Catch"`
 	Next           string         `json:"Next"`
 }

@@ -8,7 +8,9 @@ import (
 	"strings"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/retry"
 )
 
 // Defaults and fixed values of the emitted definition.
@@ -69,6 +71,36 @@ const (
 	// with a higher cap goes on from there (issue 11 § 7).
 	ErrCapReached = "stratus.CapReached"
 
+	// The transient error names (worc configuration.md §
+	// agents.retry): a worker state fails with one of them when its
+	// attempt failed transiently and the retry policy (internal/retry)
+	// chose another attempt — the same provider or the next one. Every
+	// worker state's first Retrier matches them, with the policy's
+	// numbers (retry.Policy.TransientRetrier).
+	ErrProviderUnavailable = "stratus.ProviderUnavailable"
+	ErrRateLimited         = "stratus.RateLimited"
+	ErrNetworkUnavailable  = "stratus.NetworkUnavailable"
+	// ErrBlocked is the error a worker state fails with when every
+	// provider it may run on is unavailable or rate-limited: its Cause is
+	// retry.BlockedCause as JSON ({"wait_s": int, "retry_at": RFC3339,
+	// "reason": text}); the state's Catch parks the step in "<node>.park"
+	// and "<node>.wait", then enters the state again.
+	ErrBlocked = "stratus.Blocked"
+	// ErrBlockedTimeout is the error a worker state fails with when its
+	// step has been parked agents.retry.max_blocked_s in all: caught
+	// straight to "manual_action_required".
+	ErrBlockedTimeout = "stratus.BlockedTimeout"
+	// The errors Step Functions' SQS integration reports when
+	// sqs:sendMessage fails (throttled, the queue unreachable): the
+	// infrastructure Retrier of every Task state retries them.
+	ErrSQSClient = "SQS.SdkClientException"
+	ErrSQSAWS    = "SQS.AmazonSQSException"
+	// ParkSuffix and WaitSuffix name a worker's park states: "<node>.park"
+	// (Pass: the Blocked cause parsed into $.last.wait) and "<node>.wait"
+	// (Wait: $.last.wait.wait_s seconds, then the node's state again).
+	ParkSuffix = ".park"
+	WaitSuffix = ".wait"
+
 	maxStateName = flow.MaxStateName // Step Functions limit on a state name
 
 	// ResumeState is the StartAt of every machine ("run.resume" when a
@@ -119,6 +151,10 @@ type Options struct {
 	// MaxFixCycles (config.yaml agents.max_fix_cycles) caps every loop
 	// budget: the machine checks min(flow budget, MaxFixCycles). 0 = no cap.
 	MaxFixCycles int
+	// Retry is the run's retry policy (config.yaml agents.retry and
+	// agents.max_stage_attempts, retry.FromConfig): the numbers of every
+	// worker state's transient Retrier. nil: worc's defaults.
+	Retry *retry.Policy
 }
 
 // Compile turns a flow into an Amazon States Language definition (JSONPath
@@ -165,6 +201,31 @@ type Options struct {
 //     task rather than failing it or charging a loop. Every worker state
 //     catches ErrCapReached first the same way (a reached cost or token
 //     cap parks the run, best_effort or not).
+//   - Retry on every Task state (worc configuration.md § agents.retry; developer
+//     guide § Handling errors): last, the infrastructure Retrier —
+//     ErrInfrastructure, ErrSQSClient, ErrSQSAWS; 5 s doubling to 60 s,
+//     3 retries (retry.InfrastructureRetrier). A worker state has first
+//     the transient Retrier — ErrProviderUnavailable, ErrRateLimited,
+//     ErrNetworkUnavailable; IntervalSeconds ceil(base_delay_s),
+//     BackoffRate 2, MaxDelaySeconds ceil(max_delay_s), MaxAttempts
+//     max_stage_attempts × (max_attempts + 1) − 1
+//     (retry.Policy.TransientRetrier; omitted when that is 0). Every
+//     dispatch message carries retry_count = $$.State.RetryCount.
+//   - A worker state's Catch starts with ErrBlocked (ResultPath $.last) →
+//     "<node>.park" and ErrBlockedTimeout (ResultPath $.error) →
+//     "manual_action_required". "<node>.park" (Pass) sets $.last to
+//     {parked: <node>, wait: States.StringToJson($.last.Cause)};
+//     "<node>.wait" (Wait) waits $.last.wait.wait_s seconds, then enters
+//     the node's state again, whose retries start afresh.
+//
+// History budget (DESIGN.md § Limits: 25,000 events per execution): a
+// worker state visit costs 6 events; a step failing transiently at once,
+// forever, costs at most retry.Policy.WorstCase — with worc's defaults
+// 698 events (13 entries of the state, 12 parks, 156 attempts) before it
+// gives up, so one such step takes under 3% of the budget and a run stays
+// within it unless some 35 step visits each park until
+// agents.retry.max_blocked_s (there is no run-wide bound on parked time;
+// past the budget Step Functions fails the execution).
 //   - "<id>.route" (Choice on $.last.outcome): one StringEquals rule per
 //     outcome edge in flow order; Default the unconditional edge's target,
 //     else "manual_action_required" (fail closed: an outcome no edge names,
@@ -287,8 +348,24 @@ func (o *Options) defaults() error {
 	case o.MaxFixCycles < 0:
 		return stratus.FieldErrorf(stratus.EINVALID, "MaxFixCycles", "%d; want a cap > 0 on every loop budget, or 0 for none", o.MaxFixCycles)
 	}
+	if o.Retry == nil {
+		p := retry.Default()
+		o.Retry = &p
+	}
+	// config.Parse bounds these; a policy built by hand is checked here.
+	switch r := o.Retry.TransientRetrier(); {
+	case o.Retry.MaxAttempts < 0 || o.Retry.MaxStageAttempts < 1 || r.MaxAttempts > config.MaxStepAttemptsPerCycle:
+		return stratus.FieldErrorf(stratus.EINVALID, "Retry", "max_attempts %d, max_stage_attempts %d; want max_attempts >= 0, max_stage_attempts >= 1 and at most %d attempts a park cycle",
+			o.Retry.MaxAttempts, o.Retry.MaxStageAttempts, config.MaxStepAttemptsPerCycle)
+	case o.Retry.BaseDelay < 0 || o.Retry.MaxDelay < o.Retry.BaseDelay || r.MaxDelaySeconds > maxRetrierDelaySeconds:
+		return stratus.FieldErrorf(stratus.EINVALID, "Retry", "base delay %v, max delay %v; want 0 <= base <= max <= %d s", o.Retry.BaseDelay, o.Retry.MaxDelay, maxRetrierDelaySeconds)
+	}
 	return nil
 }
+
+// maxRetrierDelaySeconds is the largest MaxDelaySeconds of a Retrier
+// (ASL spec § Retrying after error).
+const maxRetrierDelaySeconds = 31622401
 
 // loop is one budgeted way into a target: the counter it charges and the
 // pair of states that check and charge it.
@@ -570,7 +647,7 @@ func (c *compiler) machine() machine {
 		}
 		task := c.task(n, next, uncond, len(out) == 0)
 		if isWorker(n.Kind) {
-			stop := n.ID + StopSuffix
+			stop, park, wait := n.ID+StopSuffix, n.ID+ParkSuffix, n.ID+WaitSuffix
 			target := task.Catch[0].Next
 			st := c.stopState(n.ID, target)
 			task.Catch[0].Next = stop
@@ -579,7 +656,22 @@ func (c *compiler) machine() machine {
 			} else {
 				task.Catch = append([]catcher{{ErrorEquals: []string{ErrCapReached}, ResultPath: "$.error", Next: c.manual}}, task.Catch...)
 			}
-			m.States = append(m.States, member{n.ID, task}, member{stop, st})
+			// A parked step waits, then enters the state again; one
+			// parked too long parks the run.
+			task.Catch = append([]catcher{
+				{ErrorEquals: []string{ErrBlocked}, ResultPath: "$.last", Next: park},
+				{ErrorEquals: []string{ErrBlockedTimeout}, ResultPath: "$.error", Next: c.manual},
+			}, task.Catch...)
+			if r := c.opt.Retry.TransientRetrier(); r.MaxAttempts > 0 {
+				task.Retry = append([]retrier{{
+					ErrorEquals:     []string{ErrProviderUnavailable, ErrRateLimited, ErrNetworkUnavailable},
+					IntervalSeconds: r.IntervalSeconds, BackoffRate: r.BackoffRate, MaxDelaySeconds: r.MaxDelaySeconds, MaxAttempts: r.MaxAttempts,
+				}}, task.Retry...)
+			}
+			m.States = append(m.States, member{n.ID, task}, member{stop, st},
+				member{park, passState{Type: "Pass",
+					Parameters: object{{"parked", n.ID}, {"wait.$", "States.StringToJson($.last.Cause)"}}, ResultPath: "$.last", Next: wait}},
+				member{wait, waitState{Type: "Wait", SecondsPath: "$.last.wait.wait_s", Next: n.ID}})
 		} else {
 			m.States = append(m.States, member{n.ID, task})
 		}
@@ -738,6 +830,7 @@ func (c *compiler) stopState(node, next string) stopState {
 		},
 		ResultPath:     nil,
 		TimeoutSeconds: StopTimeoutSeconds,
+		Retry:          []retrier{infrastructureRetrier()},
 		Catch:          []stopCatcher{{ErrorEquals: []string{"States.ALL"}, ResultPath: nil, Next: next}},
 		Next:           next,
 	}
@@ -750,15 +843,17 @@ func (c *compiler) taskState(node, kind string, deadline int, heartbeat bool, ca
 		Parameters: taskParameters{
 			QueueURL: c.opt.QueueURL,
 			MessageBody: messageBody{
-				RunID:     "$.run_id",
-				Node:      node,
-				Kind:      kind,
-				TaskToken: "$$.Task.Token",
-				State:     "$",
+				RunID:      "$.run_id",
+				Node:       node,
+				Kind:       kind,
+				TaskToken:  "$$.Task.Token",
+				State:      "$",
+				RetryCount: "$$.State.RetryCount",
 			},
 		},
 		ResultPath:     resultPath,
 		TimeoutSeconds: deadline + TimeoutGraceSeconds,
+		Retry:          []retrier{infrastructureRetrier()},
 		Catch:          []catcher{{ErrorEquals: []string{"States.ALL"}, ResultPath: "$.error", Next: catch}},
 		Next:           next,
 	}
@@ -769,6 +864,44 @@ func (c *compiler) taskState(node, kind string, deadline int, heartbeat bool, ca
 		st.Parameters.MessageBody.SubtaskOrder = "$.subtask.order"
 	}
 	return st
+}
+
+// TaskFailure returns what a worker fails a worker state's task with
+// (SendTaskFailure) to carry out a retry decision, so that the compiled
+// Retry and Catch do what the decision says: for Retry and Hop, the
+// transient error name of the attempt's class (ErrProviderUnavailable,
+// ErrRateLimited, ErrNetworkUnavailable), which the transient Retrier
+// retries after the decision's Delay; for Park, ErrBlocked with
+// retry.BlockedCause as the cause; for GiveUp, ErrBlockedTimeout with
+// the reason. ok is false for NotTransient: the failure is not the
+// policy's, the caller names it.
+func TaskFailure(d retry.Decision) (errName, cause string, ok bool) {
+	switch d.Action {
+	case retry.Retry, retry.Hop:
+		switch d.Class {
+		case retry.RateLimited:
+			return ErrRateLimited, d.Reason, true
+		case retry.NetworkUnavailable:
+			return ErrNetworkUnavailable, d.Reason, true
+		}
+		return ErrProviderUnavailable, d.Reason, true
+	case retry.Park:
+		return ErrBlocked, d.Cause(), true
+	case retry.GiveUp:
+		return ErrBlockedTimeout, d.Reason, true
+	}
+	return "", "", false
+}
+
+// infrastructureRetrier is every Task state's Retrier of infrastructure
+// errors: stratus.InfrastructureFailed (the worker could not be started
+// for want of capacity or under throttling) and the SQS integration's
+// own errors (the dispatch queue throttled or unreachable), with
+// retry.InfrastructureRetrier's numbers.
+func infrastructureRetrier() retrier {
+	r := retry.InfrastructureRetrier
+	return retrier{ErrorEquals: []string{ErrInfrastructure, ErrSQSClient, ErrSQSAWS},
+		IntervalSeconds: r.IntervalSeconds, BackoffRate: r.BackoffRate, MaxDelaySeconds: r.MaxDelaySeconds, MaxAttempts: r.MaxAttempts}
 }
 
 // count builds the Pass state that charges one loop: it rewrites $.loops

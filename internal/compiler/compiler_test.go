@@ -152,6 +152,21 @@ func checkWellFormed(t *testing.T, f *flow.Flow, d definition) {
 			}
 		}
 	}
+	// Compile § Retry (worc configuration.md § agents.retry): every Task state retries infrastructure
+	// errors; a worker state first retries the transient ones (checkPark).
+	for _, name := range d.Names {
+		if s := d.States[name]; s["Type"] == "Task" {
+			retry, _ := s["Retry"].([]any)
+			if len(retry) == 0 {
+				t.Errorf("Task state %q has no Retry", name)
+				continue
+			}
+			checkInfraRetrier(t, name, retry[len(retry)-1])
+			if body, ok := s["Parameters"].(map[string]any)["MessageBody"].(map[string]any); ok && s["Resource"] == DispatchResource && body["retry_count.$"] != "$$.State.RetryCount" {
+				t.Errorf("Task state %q: message body %v lacks retry_count.$", name, body)
+			}
+		}
+	}
 	for _, n := range f.Nodes {
 		s := d.States[n.ID]
 		if s["Type"] != "Task" || s["Resource"] != DispatchResource {
@@ -220,11 +235,13 @@ func checkStop(t *testing.T, d definition, n flow.Node) {
 	if !parks {
 		want = []any{ErrCapReached}
 	}
-	if len(catches) != 2 {
-		t.Errorf("worker node %q: catches %v, want %v caught first, then States.ALL", n.ID, catches, want)
-	} else if first := catches[0].(map[string]any); !slices.Equal(first["ErrorEquals"].([]any), want) || first["ResultPath"] != "$.error" ||
+	if len(catches) != 4 {
+		t.Errorf("worker node %q: catches %v, want Blocked, BlockedTimeout, %v, then States.ALL", n.ID, catches, want)
+	} else if first := catches[2].(map[string]any); !slices.Equal(first["ErrorEquals"].([]any), want) || first["ResultPath"] != "$.error" ||
 		!strings.HasSuffix(first["Next"].(string), "manual_action_required") {
-		t.Errorf("worker node %q: first catch %v, want %v → manual_action_required", n.ID, first, want)
+		t.Errorf("worker node %q: third catch %v, want %v → manual_action_required", n.ID, first, want)
+	} else {
+		checkPark(t, d, n, catches[0].(map[string]any), catches[1].(map[string]any))
 	}
 	if stop["Type"] != "Task" || stop["Resource"] != "arn:aws:states:::sqs:sendMessage" || stop["ResultPath"] != nil ||
 		stop["TimeoutSeconds"] != float64(StopTimeoutSeconds) || stop["HeartbeatSeconds"] != nil {
@@ -240,6 +257,59 @@ func checkStop(t *testing.T, d definition, n flow.Node) {
 	stopCatch := stop["Catch"].([]any)[0].(map[string]any)
 	if stopCatch["Next"] != stop["Next"] || stopCatch["ResultPath"] != nil {
 		t.Errorf("%s.stop: catch %v, want the stop's own Next %v with ResultPath null", n.ID, stopCatch, stop["Next"])
+	}
+}
+
+// checkPark asserts the park shape (worc configuration.md §
+// agents.retry: a blocked step parks, resumable) on a worker state: its
+// first two catchers send stratus.Blocked (ResultPath $.last) to
+// "<id>.park" and stratus.BlockedTimeout to manual_action_required; the
+// park Pass parses the cause into $.last.wait and goes to "<id>.wait",
+// which waits $.last.wait.wait_s seconds and enters the node again. Its
+// Retry holds the transient Retrier, then the infrastructure one, and
+// its message carries $$.State.RetryCount.
+func checkPark(t *testing.T, d definition, n flow.Node, blocked, timeout map[string]any) {
+	t.Helper()
+	park, wait := n.ID+ParkSuffix, n.ID+WaitSuffix
+	if !slices.Equal(blocked["ErrorEquals"].([]any), []any{ErrBlocked}) || blocked["ResultPath"] != "$.last" || blocked["Next"] != park {
+		t.Errorf("worker node %q: first catch %v, want stratus.Blocked → %s with ResultPath $.last", n.ID, blocked, park)
+	}
+	if !slices.Equal(timeout["ErrorEquals"].([]any), []any{ErrBlockedTimeout}) || timeout["ResultPath"] != "$.error" || !strings.HasSuffix(timeout["Next"].(string), "manual_action_required") {
+		t.Errorf("worker node %q: second catch %v, want stratus.BlockedTimeout → manual_action_required", n.ID, timeout)
+	}
+	p, w := d.States[park], d.States[wait]
+	params, _ := p["Parameters"].(map[string]any)
+	if p["Type"] != "Pass" || p["ResultPath"] != "$.last" || p["Next"] != wait || len(params) != 2 ||
+		params["parked"] != n.ID || params["wait.$"] != "States.StringToJson($.last.Cause)" {
+		t.Errorf("%s: %v", park, p)
+	}
+	if w["Type"] != "Wait" || w["SecondsPath"] != "$.last.wait.wait_s" || w["Next"] != n.ID || len(w) != 3 {
+		t.Errorf("%s: %v", wait, w)
+	}
+	retry, _ := d.States[n.ID]["Retry"].([]any)
+	if len(retry) != 2 {
+		t.Fatalf("worker node %q: Retry %v, want the transient and the infrastructure Retriers", n.ID, retry)
+	}
+	transient := retry[0].(map[string]any)
+	if !slices.Equal(transient["ErrorEquals"].([]any), []any{ErrProviderUnavailable, ErrRateLimited, ErrNetworkUnavailable}) ||
+		transient["IntervalSeconds"] != 2.0 || transient["BackoffRate"] != 2.0 || transient["MaxDelaySeconds"] != 30.0 || transient["MaxAttempts"] != 8.0 {
+		t.Errorf("worker node %q: transient Retrier %v, want worc's defaults (2 s, ×2, 30 s, 3 × 3 − 1)", n.ID, transient)
+	}
+	checkInfraRetrier(t, n.ID, retry[1])
+	if body := d.States[n.ID]["Parameters"].(map[string]any)["MessageBody"].(map[string]any); body["retry_count.$"] != "$$.State.RetryCount" {
+		t.Errorf("worker node %q: message body %v lacks retry_count.$", n.ID, body)
+	}
+}
+
+// checkInfraRetrier asserts the infrastructure Retrier every Task state
+// has: stratus.InfrastructureFailed and the SQS integration's errors, 5 s
+// doubling to 60 s, three retries.
+func checkInfraRetrier(t *testing.T, state string, r any) {
+	t.Helper()
+	infra, _ := r.(map[string]any)
+	if !slices.Equal(infra["ErrorEquals"].([]any), []any{ErrInfrastructure, ErrSQSClient, ErrSQSAWS}) ||
+		infra["IntervalSeconds"] != 5.0 || infra["BackoffRate"] != 2.0 || infra["MaxDelaySeconds"] != 60.0 || infra["MaxAttempts"] != 3.0 {
+		t.Errorf("%s: infrastructure Retrier %v", state, infra)
 	}
 }
 
@@ -275,13 +345,54 @@ const small = `flow:
     review_fix: 3
 `
 
+// infraRetryJSON is every Task state's infrastructure Retrier.
+const infraRetryJSON = `        {
+          "ErrorEquals": [
+            "stratus.InfrastructureFailed",
+            "SQS.SdkClientException",
+            "SQS.AmazonSQSException"
+          ],
+          "IntervalSeconds": 5,
+          "BackoffRate": 2,
+          "MaxDelaySeconds": 60,
+          "MaxAttempts": 3
+        }
+`
+
 // taskJSON is the Task state every node of the small flow compiles to,
-// followed by its stop state when the node runs a worker.
+// followed by its stop, park and wait states when the node runs a worker
+// (Compile's Retry and park shape, with worc's agents.retry defaults).
 func taskJSON(id, kind, next string) string {
-	catch, stop, infra := "failed", "", ""
+	catch, after, transient, parkCatch := "failed", "", "", ""
 	if kind != "publish" {
 		catch = id + ".stop"
-		infra = `        {
+		transient = `        {
+          "ErrorEquals": [
+            "stratus.ProviderUnavailable",
+            "stratus.RateLimited",
+            "stratus.NetworkUnavailable"
+          ],
+          "IntervalSeconds": 2,
+          "BackoffRate": 2,
+          "MaxDelaySeconds": 30,
+          "MaxAttempts": 8
+        },
+`
+		parkCatch = `        {
+          "ErrorEquals": [
+            "stratus.Blocked"
+          ],
+          "ResultPath": "$.last",
+          "Next": "` + id + `.park"
+        },
+        {
+          "ErrorEquals": [
+            "stratus.BlockedTimeout"
+          ],
+          "ResultPath": "$.error",
+          "Next": "manual_action_required"
+        },
+        {
           "ErrorEquals": [
             "stratus.InfrastructureFailed",
             "stratus.CapReached"
@@ -290,7 +401,7 @@ func taskJSON(id, kind, next string) string {
           "Next": "manual_action_required"
         },
 `
-		stop = `    "` + id + `.stop": {
+		after = `    "` + id + `.stop": {
       "Type": "Task",
       "Resource": "arn:aws:states:::sqs:sendMessage",
       "Parameters": {
@@ -304,6 +415,8 @@ func taskJSON(id, kind, next string) string {
       },
       "ResultPath": null,
       "TimeoutSeconds": 60,
+      "Retry": [
+` + infraRetryJSON + `      ],
       "Catch": [
         {
           "ErrorEquals": [
@@ -314,6 +427,20 @@ func taskJSON(id, kind, next string) string {
         }
       ],
       "Next": "failed"
+    },
+    "` + id + `.park": {
+      "Type": "Pass",
+      "Parameters": {
+        "parked": "` + id + `",
+        "wait.$": "States.StringToJson($.last.Cause)"
+      },
+      "ResultPath": "$.last",
+      "Next": "` + id + `.wait"
+    },
+    "` + id + `.wait": {
+      "Type": "Wait",
+      "SecondsPath": "$.last.wait.wait_s",
+      "Next": "` + id + `"
     },
 `
 	}
@@ -327,14 +454,17 @@ func taskJSON(id, kind, next string) string {
           "node": "` + id + `",
           "kind": "` + kind + `",
           "task_token.$": "$$.Task.Token",
-          "state.$": "$"
+          "state.$": "$",
+          "retry_count.$": "$$.State.RetryCount"
         }
       },
       "ResultPath": "$.last",
       "TimeoutSeconds": 21600,
       "HeartbeatSeconds": 300,
+      "Retry": [
+` + transient + infraRetryJSON + `      ],
       "Catch": [
-` + infra + `        {
+` + parkCatch + `        {
           "ErrorEquals": [
             "States.ALL"
           ],
@@ -344,7 +474,7 @@ func taskJSON(id, kind, next string) string {
       ],
       "Next": "` + next + `"
     },
-` + stop
+` + after
 }
 
 func TestCompile_GoldenSmallFlow(t *testing.T) { // DESIGN.md § The path of one step; § The compiled state machines
@@ -497,12 +627,12 @@ func TestCompile_StateNamesReadLikeTheFlow(t *testing.T) { // DESIGN.md § The c
 	d := decode(t, compile(t, peerFlows(t)["implementation"], Options{}))
 	want := []string{
 		"resume", "init", "init.subtask",
-		"refinement", "refinement.stop", "refinement.human_input", "refinement.hitl", "refinement.hitl.route", "refinement_hitl.budget", "refinement_hitl.count",
-		"planning", "planning.stop", "planning.human_input", "planning.hitl", "planning.hitl.route", "planning_hitl.budget", "planning_hitl.count",
+		"refinement", "refinement.stop", "refinement.park", "refinement.wait", "refinement.human_input", "refinement.hitl", "refinement.hitl.route", "refinement_hitl.budget", "refinement_hitl.count",
+		"planning", "planning.stop", "planning.park", "planning.wait", "planning.human_input", "planning.hitl", "planning.hitl.route", "planning_hitl.budget", "planning_hitl.count",
 		"planning.decompose", "decompose.start",
-		"implementation", "implementation.stop", "testing", "testing.stop", "testing.route", "test_fix.budget", "test_fix.count",
-		"review", "review.stop", "review.route", "review_fix.budget", "review_fix.count", "decompose.more", "decompose.next", "decompose.reset",
-		"fixing", "fixing.stop", "documentation", "documentation.stop", "publish", "done", "failed", "manual_action_required",
+		"implementation", "implementation.stop", "implementation.park", "implementation.wait", "testing", "testing.stop", "testing.park", "testing.wait", "testing.route", "test_fix.budget", "test_fix.count",
+		"review", "review.stop", "review.park", "review.wait", "review.route", "review_fix.budget", "review_fix.count", "decompose.more", "decompose.next", "decompose.reset",
+		"fixing", "fixing.stop", "fixing.park", "fixing.wait", "documentation", "documentation.stop", "documentation.park", "documentation.wait", "publish", "done", "failed", "manual_action_required",
 	}
 	if !slices.Equal(d.Names, want) {
 		t.Errorf("state names\n%q\nwant\n%q", d.Names, want)
@@ -555,7 +685,8 @@ func TestCompile_InlineExampleFlows(t *testing.T) { // docs/flow-authoring.md §
 	f := parse(t, mdCheck)
 	d := decode(t, compile(t, f, Options{}))
 	checkWellFormed(t, f, d)
-	want := []string{"resume", "init", "draft", "draft.stop", "md-check", "md-check.stop", "md-check.route", "md_check_fail.budget", "md_check_fail.count", "fix", "fix.stop", "publish", "done", "failed", "manual_action_required"}
+	want := []string{"resume", "init", "draft", "draft.stop", "draft.park", "draft.wait", "md-check", "md-check.stop", "md-check.park", "md-check.wait", "md-check.route",
+		"md_check_fail.budget", "md_check_fail.count", "fix", "fix.stop", "fix.park", "fix.wait", "publish", "done", "failed", "manual_action_required"}
 	if !slices.Equal(d.Names, want) {
 		t.Errorf("state names %q\nwant %q", d.Names, want)
 	}

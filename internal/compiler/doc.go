@@ -20,12 +20,18 @@
 // infrastructure failures of checks, tool and hitl steps, and any outcome
 // but the pass outcome of a gate with no outgoing edge fail closed to
 // manual_action_required; a best_effort agent's failure continues to its
-// successor. Compile documents the exact shape.
+// successor. Every Task state retries infrastructure errors; a worker
+// state also retries transient provider failures with the numbers of
+// the run's retry policy (internal/retry, config.yaml agents.retry and
+// agents.max_stage_attempts), and parks its step — "<node>.park" and
+// "<node>.wait" — when every provider is unavailable or rate-limited.
+// Compile documents the exact shape.
 //
 // Seed and design sections: DESIGN.md § The path of one step (steps 1 and
 // 5), § The compiled state machines and the embedded executor (JSONPath
-// only, the MathAdd intrinsic, readable state names), § Limits (the state
-// carries references and small scalars, never bodies); seed 004 § Flows —
+// only, the MathAdd and StringToJson intrinsics, readable state names),
+// § Limits (the state carries references and small scalars, never
+// bodies; 25,000 history events per execution, see Compile); seed 004 § Flows —
 // Fatal validation (a flow that fails it does not compile; a budget above
 // the config cap is clamped) and § tools (a tool timeout parks the task at
 // manual_action_required); worc reference.md § agent node (best_effort,
@@ -42,7 +48,12 @@
 //     how many subtasks (`subtasks`); the worker applies the config gate.
 //   - Model a non-blocking evaluator's max_rework_per_stage: routing is by
 //     outcome only.
-//   - Emit Retry, or use Parallel/Map (subtasks run one after another).
+//   - Decide a retry: the worker fails a state with the error name the
+//     retry policy's decision calls for (ErrProviderUnavailable and the
+//     other transient names, ErrBlocked with retry.Decision.Cause,
+//     ErrBlockedTimeout); the machine only applies the Retriers and
+//     Catches that name them.
+//   - Use Parallel/Map (subtasks run one after another).
 //   - Apply the ${DispatchQueueUrl} substitution: the SAM template (or the
 //     embedded executor) does.
 package compiler

@@ -13,6 +13,7 @@ import (
 	"github.com/stratusflow/stratus/internal/executor"
 	"github.com/stratusflow/stratus/internal/executor/embedded"
 	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/retry"
 )
 
 // sent is one dispatch message a compiled Task state sent, as the worker
@@ -24,6 +25,7 @@ type sent struct {
 	Kind         string          `json:"kind"`
 	SubtaskOrder *int            `json:"subtask_order"`
 	Visit        int             // how many times this Task state was entered so far
+	RetryCount   int             `json:"retry_count"`
 	// Error is what a "<node>.stop" message carries: the caught error.
 	Error *struct{ Error, Cause string } `json:"error"`
 }
@@ -34,6 +36,7 @@ type reply struct {
 	outcome string
 	extra   map[string]any
 	fail    string // SendTaskFailure with this error name
+	cause   string // and this cause ("the fake worker failed" when empty)
 	hang    bool   // never complete: the state times out
 }
 
@@ -66,6 +69,7 @@ func runFlowInput(t *testing.T, f *flow.Flow, opt Options, input string, answer 
 		x      *embedded.Executor
 	)
 	x = embedded.New(embedded.Options{
+		Clock:         fastClock{},
 		Substitutions: map[string]string{"DispatchQueueUrl": "embedded://dispatch"},
 		Resources: map[string]embedded.TaskHandler{
 			"arn:aws:states:::sqs:sendMessage": func(_ context.Context, call embedded.TaskCall) (json.RawMessage, error) {
@@ -94,7 +98,11 @@ func runFlowInput(t *testing.T, f *flow.Flow, opt Options, input string, answer 
 				}
 				go func() {
 					if r.fail != "" {
-						x.SendTaskFailure(context.Background(), call.Token, r.fail, "the fake worker failed")
+						cause := r.cause
+						if cause == "" {
+							cause = "the fake worker failed"
+						}
+						x.SendTaskFailure(context.Background(), call.Token, r.fail, cause)
 						return
 					}
 					v := map[string]any{"node": m.Node, "outcome": r.outcome}
@@ -122,6 +130,15 @@ func runFlowInput(t *testing.T, f *flow.Flow, opt Options, input string, answer 
 	defer mu.Unlock()
 	return ex, msgs, stops
 }
+
+// fastClock runs the machine's timers a hundred times faster: a
+// Retrier's 5 s wait takes 50 ms, a 1 s heartbeat 10 ms (no test here
+// asserts a duration; each asserts what happens when a timer fires).
+type fastClock struct{}
+
+func (fastClock) Now() time.Time { return time.Now() }
+
+func (fastClock) AfterFunc(d time.Duration, f func()) embedded.Timer { return time.AfterFunc(d/100, f) }
 
 // trail renders messages as "<state>" or "<state>@<subtask order>".
 func trail(msgs []sent) string {
@@ -570,8 +587,9 @@ func TestCompile_CatchStopsTheWorkerBeforeRouting(t *testing.T) {
 		{"publish fails", map[string][]reply{"review": {out("accept")}, "publish": {{fail: "stratus.PublishFailed"}}}, "build testing lint review publish", "", "", ErrFailed, 0},
 		// Issue 6 § Build 4: a worker that could not be started for want of
 		// capacity parks the run (no worker to stop, no loop charged).
-		{"agent infrastructure failure", map[string][]reply{"build": {{fail: ErrInfrastructure}}}, "build", "", "", ErrManualActionRequired, 0},
-		{"evaluator infrastructure failure", map[string][]reply{"review": {{fail: ErrInfrastructure}}}, "build testing lint review", "", "", ErrManualActionRequired, 0},
+		// The infrastructure Retrier tries three more times first.
+		{"agent infrastructure failure", map[string][]reply{"build": {{fail: ErrInfrastructure}}}, "build build build build", "", "", ErrManualActionRequired, 0},
+		{"evaluator infrastructure failure", map[string][]reply{"review": {{fail: ErrInfrastructure}}}, "build testing lint review review review review", "", "", ErrManualActionRequired, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -653,5 +671,128 @@ func TestCompile_ResumeEntryKeepsClearOfNodeIDs(t *testing.T) {
 	x, msgs, _ := runFlowInput(t, f, Options{}, `{"run_id":"r-1","resume_at":"publish"}`, outcomes(nil))
 	if trail(msgs) != "publish" || ending(x) != "done" {
 		t.Errorf("resumed at publish: %s → %s", trail(msgs), ending(x))
+	}
+}
+
+// worc configuration.md § agents.retry, as compiled (Compile § Retry),
+// run on the embedded executor: a worker
+// state failing transiently is retried by its first Retrier (the same
+// dispatch state again, $$.State.RetryCount one up); stratus.Blocked
+// parks the step — "<node>.park" reads the wait from the cause,
+// "<node>.wait" waits it — and enters the state again afresh (retry
+// count 0); stratus.BlockedTimeout parks the run at
+// manual_action_required; an infrastructure failure is retried three
+// times, then parks the run too; a transient error past the Retrier's
+// MaxAttempts fails the step as any other error does.
+func TestCompile_TransientFailuresRetryParkAndGiveUp(t *testing.T) {
+	t.Parallel()
+	const yaml = header + `  nodes:
+    - { id: build, kind: agent, role_file: t/b.md }
+    - { id: publish, kind: publish, policy: pull_request }
+  edges:
+    - { from: build, to: publish }
+`
+	f := parse(t, yaml)
+	blocked := reply{fail: ErrBlocked, cause: `{"wait_s":1,"retry_at":"2026-03-01T09:00:01Z","reason":"every provider unavailable"}`}
+	one := retry.Default()
+	one.MaxAttempts, one.MaxStageAttempts = 1, 1 // MaxAttempts 1: one retry a park cycle
+	none := retry.Default()
+	none.MaxAttempts, none.MaxStageAttempts = 0, 1 // no transient Retrier at all
+	cases := []struct {
+		name    string
+		opt     Options
+		build   []reply
+		trail   string
+		retries string // retry_count of each build message
+		ending  string
+	}{
+		{"retried, then done", Options{}, []reply{{fail: ErrProviderUnavailable}, {fail: ErrRateLimited}, {fail: ErrNetworkUnavailable}, out("done")},
+			"build build build build publish", "0 1 2 3", "done"},
+		{"parked, then entered afresh", Options{}, []reply{{fail: ErrProviderUnavailable}, blocked, {fail: ErrProviderUnavailable}, out("done")},
+			"build build build build publish", "0 1 0 1", "done"},
+		{"parked too long", Options{}, []reply{blocked, {fail: ErrBlockedTimeout, cause: "parked 21600 s in all"}},
+			"build build", "0 0", ErrManualActionRequired},
+		{"infrastructure: three retries, then the run parks", Options{}, []reply{{fail: ErrInfrastructure}},
+			"build build build build", "0 1 2 3", ErrManualActionRequired},
+		{"a transient error past MaxAttempts fails the step", Options{Retry: &one}, []reply{{fail: ErrProviderUnavailable}},
+			"build build", "0 1", ErrFailed},
+		{"no transient Retrier", Options{Retry: &none}, []reply{{fail: ErrProviderUnavailable}},
+			"build", "0", ErrFailed},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			x, msgs := runFlow(t, f, c.opt, outcomes(map[string][]reply{"build": c.build}))
+			var counts []string
+			for _, m := range msgs {
+				if m.State == "build" {
+					counts = append(counts, fmt.Sprint(m.RetryCount))
+				}
+			}
+			if got := trail(msgs); got != c.trail || ending(x) != c.ending || strings.Join(counts, " ") != c.retries {
+				t.Errorf("%s → %s with retry counts %v, want %s → %s with %s", got, ending(x), counts, c.trail, c.ending, c.retries)
+			}
+		})
+	}
+	// The state a parked step enters again carries the park's reading of
+	// the cause in $.last (recorded on the step as its input).
+	_, msgs := runFlow(t, f, Options{}, outcomes(map[string][]reply{"build": {blocked, out("done")}}))
+	if len(msgs) < 2 || !strings.Contains(string(msgs[1].Input), `"last":{"parked":"build","wait":{"wait_s":1,"retry_at":"2026-03-01T09:00:01Z","reason":"every provider unavailable"}}`) {
+		t.Errorf("the state entered again after the park: %s", msgs[1].Input)
+	}
+}
+
+// What the worker sends for each retry decision is what the compiled
+// machine retries, parks or ends on: the run above, driven by the
+// policy's own decisions (an engine that fails at once on every
+// provider), parks until the blocked budget is spent and ends
+// manual_action_required.
+func TestTaskFailure_DrivesTheCompiledMachine(t *testing.T) {
+	t.Parallel()
+	const yaml = header + `  nodes:
+    - { id: build, kind: agent, role_file: t/b.md }
+    - { id: publish, kind: publish, policy: pull_request }
+  edges:
+    - { from: build, to: publish }
+`
+	p := retry.Default("claude", "codex")
+	p.MaxBlocked = 90 * time.Second // parks of 30 s and up to 60 s, then give up
+	var mu sync.Mutex
+	var history []retry.Attempt
+	var names []string
+	start := time.Now()
+	x, msgs := runFlow(t, parse(t, yaml), Options{Retry: &p}, func(m sent) reply {
+		mu.Lock()
+		defer mu.Unlock()
+		now := start.Add(time.Since(start) * 100) // fastClock's time
+		history = append(history, retry.Attempt{Provider: p.Provider("", history, now), Class: retry.ProviderUnavailable, Started: now, Ended: now})
+		d := p.Decide("", history, now)
+		name, cause, ok := TaskFailure(d)
+		if !ok {
+			t.Errorf("decision %v: no task failure", d.Action)
+		}
+		names = append(names, name)
+		return reply{fail: name, cause: cause}
+	})
+	counts := map[string]int{}
+	for _, n := range names {
+		counts[n]++
+	}
+	// Each entry of the state: 2 providers × 3 attempts, the last one
+	// parking (or, the blocked budget spent, giving up). How many parks
+	// the 90 s take depends on the machine's speed, not their shape.
+	entries := counts[ErrBlocked] + 1
+	if ending(x) != ErrManualActionRequired || counts[ErrBlocked] < 1 || counts[ErrBlockedTimeout] != 1 ||
+		len(msgs) != entries*6 || counts[ErrProviderUnavailable] != entries*5 {
+		t.Errorf("%d attempts → %s, failures sent %v; want %d entries of 6 attempts (5 retried, then a park or the give-up) → %s",
+			len(msgs), ending(x), counts, entries, ErrManualActionRequired)
+	}
+	for _, d := range []retry.Decision{{Action: retry.Retry, Class: retry.RateLimited}, {Action: retry.Hop, Class: retry.NetworkUnavailable}} {
+		if name, _, _ := TaskFailure(d); name != map[retry.Class]string{retry.RateLimited: ErrRateLimited, retry.NetworkUnavailable: ErrNetworkUnavailable}[d.Class] {
+			t.Errorf("%v of %s: %s", d.Action, d.Class, name)
+		}
+	}
+	if _, _, ok := TaskFailure(retry.Decision{Action: retry.NotTransient}); ok {
+		t.Error("a failure that is not transient has a transient name")
 	}
 }

@@ -93,8 +93,19 @@ type Agents struct {
 	Providers map[string]Provider `yaml:"providers"` // launch spec per provider
 	// MaxFixCycles caps every loop budget of every flow (the engine clamps
 	// to min(flow, cap)); 0 = no cap.
-	MaxFixCycles  int           `yaml:"max_fix_cycles,omitempty"`
-	Decomposition Decomposition `yaml:"decomposition,omitempty"`
+	MaxFixCycles int `yaml:"max_fix_cycles,omitempty"`
+	// MaxStageAttempts is how many providers one step may run on before
+	// it parks: the node's own, then its fallbacks (worc configuration.md
+	// § agents: "provider hops ... primary + cross-provider fallback");
+	// nil = DefaultMaxStageAttempts. Counted apart from Retry's
+	// same-provider retries. A value above the providers a step can use
+	// (agents.allowed, the bundled echo and script engines left out, see
+	// Provider.StandIn) is valid: the step then runs on each of them once
+	// per park cycle and parks, the extra hops unused.
+	MaxStageAttempts *int          `yaml:"max_stage_attempts,omitempty"`
+	Decomposition    Decomposition `yaml:"decomposition,omitempty"`
+	// Retry is agents.retry (worc configuration.md § agents.retry).
+	Retry Retry `yaml:"retry,omitempty"`
 }
 
 // Provider is one engine's launch spec (seed 003 § 6: argv and environment are
@@ -159,8 +170,10 @@ func Default() *Config {
 	return &Config{
 		SchemaVersion: SchemaVersion,
 		Agents: Agents{
-			Primary: "echo",
-			Allowed: []string{"echo", "script", "openseek", "claude", "codex"},
+			Primary:          "echo",
+			Allowed:          []string{"echo", "script", "openseek", "claude", "codex"},
+			MaxStageAttempts: new(DefaultMaxStageAttempts),
+			Retry:            DefaultRetry(),
 			Providers: map[string]Provider{
 				"echo":   {Command: StratusCommand, Args: []string{"engine", "echo"}},
 				"script": {Command: StratusCommand, Args: []string{"engine", "script", "--scenario", ".stratus/scenario.yaml"}},
@@ -241,6 +254,7 @@ func Parse(file string, data []byte) (*Config, error) {
 		ps.add("projection.placement", "%q %s", c.Projection.Placement, err)
 	}
 	c.blocks(ps)
+	c.retryBlock(ps)
 	if d := c.RetentionDays; d != nil && (*d < 0 || *d > MaxRetentionDays) {
 		ps.add("retention_days", "%d is not a retention; valid: 1 to %d (days after a run ended that its files and step records are kept; default %d), or 0 to keep every run for ever",
 			*d, MaxRetentionDays, DefaultRetentionDays)
@@ -295,13 +309,24 @@ func Load(path string) (*Config, error) {
 	return Parse(path, data)
 }
 
+// header is the comment config.yaml opens with.
+const header = `# Stratus configuration: the environment flows run in.
+# agents.primary picks the engine every node runs on unless the node pins ` + "`provider:`" + `.
+# agents.retry and agents.max_stage_attempts (worc's keys and defaults) bound the
+# recovery from a transient provider failure (unavailable, network, rate limit;
+# never a bad report or a timeout): max_attempts same-provider retries waiting
+# min(base_delay_s * 2^n, max_delay_s) seconds, then the next of up to
+# max_stage_attempts allowed providers, then the step parks and tries again by
+# itself until it has been parked max_blocked_s seconds in all.
+`
+
 // Marshal renders c as YAML with a header comment.
 func Marshal(c *Config) ([]byte, error) {
 	body, err := yaml.Marshal(c)
 	if err != nil {
 		return nil, err
 	}
-	return append([]byte("# Stratus configuration: the environment flows run in.\n# agents.primary picks the engine every node runs on unless the node pins `provider:`.\n"), body...), nil
+	return append([]byte(header), body...), nil
 }
 
 // ProviderNames returns the configured provider names, sorted.

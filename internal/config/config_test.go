@@ -139,7 +139,7 @@ supervisor:
 	}
 	want := []string{
 		`config.yaml:3:3: agents.primary: provider "nope" has no launch spec; valid: echo, other`,
-		`config.yaml:4:3: agents.bogus: unknown key "bogus" in agents; allowed: allowed, decomposition, max_fix_cycles, primary, providers`,
+		`config.yaml:4:3: agents.bogus: unknown key "bogus" in agents; allowed: allowed, decomposition, max_fix_cycles, max_stage_attempts, primary, providers, retry`,
 		`config.yaml:6:35: agents.providers.echo.max_steps: must be an integer, got string "many"`,
 		`config.yaml:8:7: agents.providers.other.command: empty; valid: an executable name or path, or {stratus}`,
 		`config.yaml:9:7: agents.providers.other.timeout_seconds: -5 is negative; valid: seconds > 0, or 0 for 600`,
@@ -196,5 +196,90 @@ func TestRetention_DefaultZeroAndDays(t *testing.T) {
 	}
 	if !strings.Contains(string(b), "\nretention_days: 30\n") {
 		t.Errorf("the default config does not write retention_days: 30:\n%s", b)
+	}
+}
+
+// worc configuration.md § agents.retry: "Validation rejects negative
+// values and max_delay_s < base_delay_s"; an integer setting written as a
+// fraction is refused, not truncated. Each error names the key, the value
+// and what is valid.
+func TestParse_RetryBlockErrorsNameKeyValueAndRange(t *testing.T) {
+	t.Parallel()
+	base := "schema_version: 1\nagents:\n  primary: echo\n  providers:\n    echo: {command: x}\n"
+	for name, tc := range map[string]struct{ yaml, want string }{
+		"negative max_attempts": {base + "  retry: {max_attempts: -1}\n",
+			"config.yaml:6:11: agents.retry.max_attempts: -1 is negative; valid: 0 (no same-provider retry) or more"},
+		"fractional max_attempts": {base + "  retry: {max_attempts: 2.5}\n", "agents.retry.max_attempts: must be an integer, got number 2.5"},
+		"text max_attempts":       {base + "  retry: {max_attempts: twice}\n", `agents.retry.max_attempts: must be an integer, got string "twice"`},
+		"negative base":           {base + "  retry: {base_delay_s: -0.5}\n", "agents.retry.base_delay_s: -0.5 is negative; valid: 0 to 31622401 seconds (default 2)"},
+		"text base":               {base + "  retry: {base_delay_s: soon}\n", `agents.retry.base_delay_s: must be a number, got string "soon"`},
+		"negative max delay":      {base + "  retry: {max_delay_s: -1, base_delay_s: 0}\n", "agents.retry.max_delay_s: -1 is negative"},
+		"max below base": {base + "  retry: {base_delay_s: 10, max_delay_s: 5}\n",
+			"agents.retry.max_delay_s: 5 is less than agents.retry.base_delay_s 10; valid: a cap of 10 seconds or more"},
+		"max below the default base": {base + "  retry: {max_delay_s: 1}\n", "agents.retry.max_delay_s: 1 is less than agents.retry.base_delay_s 2"},
+		"negative blocked":           {base + "  retry: {max_blocked_s: -60}\n", "agents.retry.max_blocked_s: -60 is negative; valid: 0 to 31536000 seconds a step may stay parked"},
+		"NaN blocked":                {base + "  retry: {max_blocked_s: .nan}\n", "agents.retry.max_blocked_s: NaN is not a number of seconds"},
+		"blocked over a year":        {base + "  retry: {max_blocked_s: 40000000}\n", "agents.retry.max_blocked_s: 40000000 is too large; valid: 0 to 31536000"},
+		"zero stage attempts": {base + "  max_stage_attempts: 0\n",
+			"agents.max_stage_attempts: 0; valid: 1 (no fallback to another provider) or more providers one step may run on before it parks (default 3)"},
+		"fractional stage attempts": {base + "  max_stage_attempts: 1.5\n", "agents.max_stage_attempts: must be an integer, got number 1.5"},
+		"too many attempts per cycle": {base + "  max_stage_attempts: 8\n  retry: {max_attempts: 4}\n",
+			"config.yaml:6:3: agents.max_stage_attempts: agents.max_stage_attempts 8 with agents.retry.max_attempts 4 gives (4 + 1) × 8 attempts of one step before it parks; valid: at most 30 in all"},
+		"huge max_attempts": {base + "  retry: {max_attempts: 9223372036854775807}\n", "agents.retry.max_attempts: agents.max_stage_attempts 3 with agents.retry.max_attempts 9223372036854775807"},
+		"unknown retry key": {base + "  retry: {jitter: full}\n", `unknown key "jitter" in agents.retry; allowed: base_delay_s, max_attempts, max_blocked_s, max_delay_s`},
+	} {
+		_, err := Parse("config.yaml", []byte(tc.yaml))
+		if stratus.ErrorCode(err) != stratus.EINVALID || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v\nwant EINVALID mentioning %q", name, err, tc.want)
+		}
+	}
+}
+
+// worc configuration.md § agents.retry: absent → the defaults; 0 is a
+// setting (no same-provider retry, never park), not "unset".
+func TestParse_RetryDefaultsAndZeroes(t *testing.T) {
+	t.Parallel()
+	base := "schema_version: 1\nagents:\n  primary: echo\n  providers:\n    echo: {command: x}\n"
+	c, err := Parse("config.yaml", []byte(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := RetrySettings{MaxAttempts: 2, BaseDelayS: 2, MaxDelayS: 30, MaxBlockedS: 21600, MaxStageAttempts: 3}
+	if got := c.Agents.RetrySettings(); got != want {
+		t.Errorf("absent: %+v, want %+v", got, want)
+	}
+	if c.Agents.Retry.MaxAttempts == nil || c.Agents.MaxStageAttempts == nil {
+		t.Errorf("Parse leaves the retry settings unset: %+v", c.Agents)
+	}
+	c, err = Parse("config.yaml", []byte(base+"  max_stage_attempts: 1\n  retry: {max_attempts: 0, base_delay_s: 0, max_delay_s: 0, max_blocked_s: 0}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Agents.RetrySettings(); got != (RetrySettings{MaxStageAttempts: 1}) {
+		t.Errorf("zeroes: %+v", got)
+	}
+	// `stratus install` writes them out, with the header saying what they do.
+	b, err := Marshal(Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"  max_stage_attempts: 3\n", "  retry:\n    max_attempts: 2\n    base_delay_s: 2.0\n    max_delay_s: 30.0\n    max_blocked_s: 21600.0\n", "# agents.retry and agents.max_stage_attempts"} {
+		if !strings.Contains(string(b), line) {
+			t.Errorf("the default config.yaml lacks %q:\n%s", line, b)
+		}
+	}
+}
+
+// A bundled stand-in engine answers without a model: never a fallback.
+func TestProvider_StandIn(t *testing.T) {
+	t.Parallel()
+	c := Default()
+	for name, want := range map[string]bool{"echo": true, "script": true, "claude": false, "codex": false, "openseek": false} {
+		if got := c.Agents.Providers[name].StandIn(name); got != want {
+			t.Errorf("%s: StandIn %v, want %v", name, got, want)
+		}
+	}
+	if !(Provider{Command: StratusCommand, Args: []string{"engine", "echo"}}).StandIn("fake") {
+		t.Error("a provider running `stratus engine echo` under another name is a stand-in too")
 	}
 }

@@ -163,6 +163,8 @@ func want(t reflect.Type) string {
 		return "true or false"
 	case reflect.Int, reflect.Int64:
 		return "an integer"
+	case reflect.Float64:
+		return "a number"
 	case reflect.Pointer:
 		return want(t.Elem())
 	}
@@ -264,6 +266,12 @@ func (d *decoder) value(n ast.Node, v reflect.Value, path string) {
 	default:
 		switch r.(type) {
 		case *ast.MappingNode, *ast.SequenceNode:
+			d.fail(r, path, "must be %s, got %s", want(v.Type()), yamlast.Describe(r))
+			return
+		}
+		// goccy/go-yaml truncates a number into an integer field (2.5 → 2):
+		// an integer setting written as a fraction is refused instead.
+		if _, frac := r.(*ast.FloatNode); frac && (v.Kind() == reflect.Int || v.Kind() == reflect.Int64) {
 			d.fail(r, path, "must be %s, got %s", want(v.Type()), yamlast.Describe(r))
 			return
 		}

@@ -321,6 +321,52 @@ exit 0
 	waitGone(t, readPid(t, pf))
 }
 
+// A Stderr writer that is no file (the runner keeps a tail of it for
+// internal/failclass) does not let a grandchild that left the group and
+// holds stderr keep Run waiting after the child exited.
+func TestRun_GrandchildHoldingStderrWriterDoesNotHoldRunner(t *testing.T) { // seed 003 § 1, § 6
+	t.Parallel()
+	pf := pidFile(t)
+	spec := engine(t, `read -r line
+setsid sleep 30 >/dev/null </dev/null &
+echo $! > "$PIDFILE"
+echo "the engine's last words" >&2
+printf '{"subrun_report":"done"}\n'
+exit 0
+`)
+	spec.Env = map[string]string{"PIDFILE": pf}
+	var stderr syncWriter
+	spec.Stderr = &stderr
+	res, wall := run(t, spec, queryReq)
+	pid := readPid(t, pf)
+	syscall.Kill(pid, syscall.SIGKILL) // it left the group: the runner's kill does not reach it
+	wantReport(t, res, `"done"`)
+	if wall > (ExitWaitMS+PostExitDrainMS)*time.Millisecond+3*time.Second {
+		t.Fatalf("wall %v: the grandchild's stderr held the runner", wall)
+	}
+	if !strings.Contains(stderr.String(), "the engine's last words") {
+		t.Errorf("stderr %q; want the engine's line", stderr.String())
+	}
+}
+
+// syncWriter is a Stderr that is no *os.File.
+type syncWriter struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
 func TestRun_DeadlineClosesStdinThenKillsGroup(t *testing.T) { // seed 003 § 1.5
 	t.Parallel()
 	pf := pidFile(t)

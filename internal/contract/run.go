@@ -168,6 +168,10 @@ func (l *launch) run(ctx context.Context, spec LaunchSpec, req Request) (Result,
 	cmd.Stderr = os.Stderr // inherited, never read (§ 1)
 	if spec.Stderr != nil {
 		cmd.Stderr = spec.Stderr
+		// A writer that is no file is fed by a goroutine Wait joins: a
+		// grandchild that keeps stderr open must not keep Wait from
+		// returning once the child exited.
+		cmd.WaitDelay = PostExitDrainMS * time.Millisecond
 	}
 	cmd.SysProcAttr = procAttr()
 	err = cmd.Start()

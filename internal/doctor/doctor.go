@@ -341,12 +341,30 @@ func LaunchProblems(env Env, workDir string, cfg *config.Config, fl *flow.Flow, 
 	var out []LaunchProblem
 	for _, name := range sortedKeys(uses) {
 		for _, r := range CheckProvider(env, workDir, name, cfg.Agents.Providers[name]) {
-			if r.Status == Fail && (r.Check == CheckCommand || r.Check == CheckCLI || strings.HasPrefix(r.Check, checkEnvPrefix)) {
+			if launchFailure(r) {
 				out = append(out, LaunchProblem{Provider: name, Users: uses[name], Result: r})
 			}
 		}
 	}
 	return out
+}
+
+// CanLaunch reports whether provider p (named name) can start an engine
+// here: none of the checks LaunchProblems refuses a run for fails. The
+// retry policy falls back only to such a provider (internal/retry).
+func CanLaunch(env Env, workDir, name string, p config.Provider) bool {
+	for _, r := range CheckProvider(env, workDir, name, p) {
+		if launchFailure(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// launchFailure is a check that keeps a provider from starting: its
+// command does not resolve, its CLI is missing, an env "$NAME" is unset.
+func launchFailure(r Result) bool {
+	return r.Status == Fail && (r.Check == CheckCommand || r.Check == CheckCLI || strings.HasPrefix(r.Check, checkEnvPrefix))
 }
 
 // Version runs `<path> --version` in dir, bounded by timeout (0:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 // Codex runs the Codex shim (`stratus engine codex`): a conforming engine of
@@ -39,7 +40,10 @@ import (
 //     cost, so cost_usd is never sent (absent means unknown, seed 003 § 3);
 //   - turn.failed is turn_failed with its error.message (an API error body
 //     in it read as "message (type)"); a top-level error
-//     event is the failure when no turn completes after it;
+//     event is the failure when no turn completes after it; one that says
+//     codex retries ("Reconnecting... 1/5 (...)", "Reconnecting... waiting
+//     for network") is written to stderr as "codex: MESSAGE": it says why
+//     a run stalled (internal/failclass);
 //   - a completed turn is the report: the last agent_message text, parsed
 //     as JSON when the call carried a schema and the text is JSON.
 func Codex(ctx context.Context, opts ShimOptions, stdin io.Reader, stdout io.Writer) error {
@@ -150,6 +154,14 @@ func (t *codexTranslator) line(b []byte, s *session) {
 			s.failure = "codex turn failed: " + apiErrorText(ev.Error.Message)
 		}
 	case "error":
+		if strings.HasPrefix(ev.Message, "Reconnecting") && s.say != nil {
+			// On stderr too: codex 0.169 reports its retries only as these,
+			// a provider it cannot reach among them ("Reconnecting...
+			// waiting for network"), which it waits for past any deadline;
+			// the runner's stderr tail is then the evidence of why the
+			// attempt timed out. (Its final error is turn_failed's.)
+			s.say("codex: " + ev.Message)
+		}
 		if s.failure == "" && !s.finished && ev.Message != "" {
 			s.failure, t.errPending = "codex error: "+apiErrorText(ev.Message), true
 		}

@@ -201,6 +201,11 @@ type session struct {
 
 	usageSent bool
 	fallback  *tokenUsage // usage seen mid-run, emitted when the CLI never reports its total
+
+	// say writes one line to the engine's stderr: what the CLI said on
+	// its stdout that is no event of the contract but is evidence of why
+	// it stopped (the runner keeps the tail: internal/failclass).
+	say func(string)
 }
 
 // step records one agent step: an agent_step event while under the
@@ -404,16 +409,16 @@ func runShim(ctx context.Context, name string, opts ShimOptions, stdin io.Reader
 		defer run.cleanup()
 	}
 	run.binary = path
-	s := &session{em: em, schema: hasSchema(env)}
+	stderr := opts.Stderr
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+	s := &session{em: em, schema: hasSchema(env), say: func(l string) { fmt.Fprintln(stderr, oneLine(l)) }}
 	if env.MaxSteps != nil {
 		s.maxSteps = *env.MaxSteps
 	}
 	// The kind has no per-kind behaviour in a shim; it is logged so a
 	// transcript names the call (seed 003 § 7.1: read from the envelope).
-	stderr := opts.Stderr
-	if stderr == nil {
-		stderr = os.Stderr
-	}
 	fmt.Fprintf(stderr, "stratus engine %s: id=%s kind=%s max_steps=%d model=%s reasoning=%s permission_profile=%s\n",
 		name, env.ID, env.Kind, s.maxSteps, orDefault(set.Model), orDefault(set.Reasoning), orDefault(set.PermissionProfile))
 	return drive(ctx, run, stdin, stderr, s)
@@ -601,6 +606,11 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// oneLine is s on one line, at most 1000 bytes.
+func oneLine(s string) string {
+	return clip(strings.Join(strings.Fields(s), " "), 1000)
 }
 
 func orDefault(s string) string {

@@ -611,3 +611,36 @@ func TestShims_Seed003S3_NonJSONLinesAreSkipped(t *testing.T) {
 		})
 	}
 }
+
+// A Codex error event is written to the engine's stderr too: codex 0.169
+// reports a provider it cannot reach only with these, and waits for it
+// until the runner's deadline stops the attempt (seed 003 § 1); the
+// runner's stderr tail is then the evidence that the network, not the
+// work, ran out the clock (internal/failclass doc, rule 3).
+func TestShims_CodexErrorEventsReachStderr(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "waiting.jsonl")
+	lines := `{"type":"thread.started","thread_id":"t"}
+{"type":"turn.started"}
+{"type":"error","message":"Reconnecting... waiting for network (Connection failed: error sending request)"}
+`
+	if err := os.WriteFile(rec, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := writeFake(t, dir, "codex", fakeCLI{recording: rec, end: "exec sleep 30"})
+	var stderr syncBuffer
+	_, closeStdin, wait := start(t, Codex, ShimOptions{Binary: bin, Stderr: &stderr}, request(t, 0, ""))
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(stderr.String(), "waiting for network") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	closeStdin() // the runner's deadline
+	got := wait()
+	if want := "\ncodex: Reconnecting... waiting for network (Connection failed: error sending request)\n"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr %q; want the error event's line %q", stderr.String(), want)
+	}
+	if strings.Contains(got, "subrun_report") {
+		t.Errorf("a report after stdin EOF: %s", got)
+	}
+}

@@ -44,6 +44,8 @@ const (
 	EventTaskStateExited     = "TaskStateExited"
 	EventChoiceStateEntered  = "ChoiceStateEntered"
 	EventChoiceStateExited   = "ChoiceStateExited"
+	EventWaitStateEntered    = "WaitStateEntered"
+	EventWaitStateExited     = "WaitStateExited"
 	EventSucceedStateEntered = "SucceedStateEntered"
 	EventSucceedStateExited  = "SucceedStateExited"
 	EventFailStateEntered    = "FailStateEntered" // a Fail state has no exit event

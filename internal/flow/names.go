@@ -261,8 +261,8 @@ func compiledStates(f *Flow) compiledPlan {
 		add(count, o.pos, o.path, from)
 	}
 
-	// Per node: its Task, its stop state, its route, its hitl wait, its
-	// decomposition choice.
+	// Per node: its Task, its stop and park states, its route, its hitl
+	// wait, its decomposition choice.
 	outs := map[string][]Edge{}
 	for _, e := range f.Edges {
 		outs[e.From] = append(outs[e.From], e)
@@ -274,6 +274,8 @@ func compiledStates(f *Flow) compiledPlan {
 		switch n.Kind {
 		case KindAgent, KindEvaluator, KindChecks, KindTool:
 			add(n.ID+".stop", pos, path, from)
+			add(n.ID+".park", pos, path, from)
+			add(n.ID+".wait", pos, path, from)
 		}
 		out := outs[n.ID]
 		routed := slices.ContainsFunc(out, func(e Edge) bool { return e.Outcome != "" })

@@ -10,13 +10,16 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/captoken"
+	"github.com/stratusflow/stratus/internal/compiler"
 	"github.com/stratusflow/stratus/internal/config"
+	"github.com/stratusflow/stratus/internal/failclass"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/httpapi"
 	"github.com/stratusflow/stratus/internal/launch"
@@ -237,6 +240,74 @@ func TestWorkerAPI_FailedResultFailsTheState(t *testing.T) {
 	// Any write after the attempt ended is fenced.
 	if code, _ := b.do(t, "POST", "/v1/worker/submit", "Bearer "+h, "late"); code != 409 {
 		t.Errorf("late submit: %d", code)
+	}
+}
+
+// internal/failclass: a failed result records the runner's class and reset
+// on the attempt; a class that is none of the six (or a reset that is no
+// RFC 3339 time) is a 400 naming the field and what is valid, and records
+// nothing; a result without a class (an older runner's, or a bare reason)
+// is classified here by the same rules. The Task state then fails with
+// ErrWorkerFailed for a class that is not transient, and with the retry
+// policy's error (internal/retry: a retry, a fallback, a park) for one
+// that is.
+func TestWorkerAPI_FailedResultRecordsItsClass(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		value     string
+		wantCode  int
+		wantField string // of a 400
+		wantClass string
+		wantRetry time.Time
+	}{
+		{"the runner's class and reset", `{"terminal":"Failed","reason":"codex turn failed: You've hit your usage limit.","class":"rate_limited","retry_at":"2026-12-04T18:00:00+01:00"}`,
+			200, "", "rate_limited", time.Date(2026, 12, 4, 17, 0, 0, 0, time.UTC)},
+		{"the runner's class is kept", `{"terminal":"Failed","reason":"the model refused","class":"provider_unavailable"}`, 200, "", "provider_unavailable", time.Time{}},
+		{"an unknown class", `{"terminal":"Failed","reason":"x","class":"overloaded"}`, 400, "class", "", time.Time{}},
+		{"a class that is no string", `{"terminal":"Failed","reason":"x","class":7}`, 400, "class", "", time.Time{}},
+		{"a class without a terminal", `{"reason":"x","class":"Quality"}`, 400, "class", "", time.Time{}},
+		{"a reset that is no time", `{"terminal":"Failed","reason":"x","class":"rate_limited","retry_at":"in an hour"}`, 400, "retry_at", "", time.Time{}},
+		{"an older runner's value: classified here", `{"terminal":"Failed","reason":"claude: API Error: 529 Overloaded. This is a server-side issue."}`, 200, "", "provider_unavailable", time.Time{}},
+		{"a null class: classified here", `{"terminal":"Failed","reason":"claude: API Error: Request rejected (429) · slow down","class":null}`, 200, "", "rate_limited", time.Time{}},
+		{"a reset without a class: classified here, the reset kept", `{"terminal":"Failed","reason":"claude: API Error: Request rejected (429) · slow down","retry_at":"2026-12-04T18:00:00Z"}`,
+			200, "", "rate_limited", time.Date(2026, 12, 4, 18, 0, 0, 0, time.UTC)},
+		{"a deadline: classified here", `{"terminal":"TimedOut","reason":"the engine did not finish within its deadline of 600000 ms"}`, 200, "", "timeout", time.Time{}},
+		{"a bare reason: classified here", `"codex turn failed: You’ve hit your usage limit. Try again at Dec 7th, 2026 5:00 PM."`, 200, "", "rate_limited", time.Date(2026, 12, 7, 17, 0, 0, 0, time.Local)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			h := b.dispatch(t, "planning", "tok-1")
+			code, body := b.do(t, "POST", "/v1/worker/result", "Bearer "+h, `{"task_id":"r1.planning.1","ok":false,"value":`+tc.value+`}`)
+			if code != tc.wantCode {
+				t.Fatalf("%d %s; want %d", code, body, tc.wantCode)
+			}
+			att, err := b.svc.Store.GetAttempt(context.Background(), "r1.planning.1", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantCode == 400 {
+				if !strings.Contains(body, `"field":"`+tc.wantField+`"`) || (tc.wantField == "class" && !strings.Contains(body, "provider_unavailable, rate_limited, network_unavailable, timeout, quality, infrastructure")) {
+					t.Errorf("400 %s; want the field %s named, and what is valid", body, tc.wantField)
+				}
+				if att.Status != stratus.AttemptRunning || b.tokens.Failure("tok-1") != "" {
+					t.Errorf("a refused result recorded something: attempt %s, task failure %q", att.Status, b.tokens.Failure("tok-1"))
+				}
+				return
+			}
+			if att.Status != stratus.AttemptFailed || att.Class != tc.wantClass || !att.RetryAt.Equal(tc.wantRetry) {
+				t.Errorf("attempt %s class %q retry_at %v; want failed, %q, %v", att.Status, att.Class, att.RetryAt, tc.wantClass, tc.wantRetry)
+			}
+			want := []string{worker.ErrWorkerFailed}
+			if failclass.Transient(tc.wantClass) {
+				want = []string{compiler.ErrProviderUnavailable, compiler.ErrRateLimited, compiler.ErrNetworkUnavailable, compiler.ErrBlocked}
+			}
+			f := b.tokens.Failure("tok-1")
+			if !slices.ContainsFunc(want, func(name string) bool { return strings.HasPrefix(f, name+": ") }) {
+				t.Errorf("task failure %q; want one of %v for class %s", f, want, tc.wantClass)
+			}
+		})
 	}
 }
 

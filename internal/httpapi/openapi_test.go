@@ -18,6 +18,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/failclass"
 	"github.com/stratusflow/stratus/internal/httpapi"
 	"github.com/stratusflow/stratus/internal/store"
 	"github.com/stratusflow/stratus/internal/worker"
@@ -325,6 +326,7 @@ func TestOpenAPI_SchemasMatchGoTypes(t *testing.T) {
 		"EngineSpec":      worker.EngineSpec{},
 		"StepValue":       worker.StepValue{},
 		"ResultBody":      worker.ResultBody{},
+		"FailureValue":    worker.FailureValue{},
 		"Stats":           worker.Stats{},
 		"DegradationBody": worker.DegradationBody{},
 		"WorkspaceSpec":   worker.WorkspaceSpec{},
@@ -352,6 +354,23 @@ func TestOpenAPI_SchemasMatchGoTypes(t *testing.T) {
 				t.Errorf("schema %s requires %q, which it does not define", name, r)
 			}
 		}
+	}
+}
+
+// The FailureValue's class enum is failclass.Classes: what the result
+// route accepts (internal/failclass).
+func TestOpenAPI_FailureClassesAreFailclasses(t *testing.T) {
+	t.Parallel()
+	doc := loadOpenAPI(t)
+	class, _ := doc.Components.Schemas["FailureValue"].Properties["class"].(map[string]any)
+	var got []string
+	if enum, ok := class["enum"].([]any); ok {
+		for _, v := range enum {
+			got = append(got, fmt.Sprint(v))
+		}
+	}
+	if !slices.Equal(got, failclass.Classes) {
+		t.Errorf("FailureValue.class enum %v, want failclass.Classes %v", got, failclass.Classes)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/stratusflow/stratus/internal/compiler"
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/executor"
+	"github.com/stratusflow/stratus/internal/failclass"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/sink/fs"
@@ -81,6 +82,10 @@ func TestFinish_AStepWhoseHeartbeatLapsedSaysSo(t *testing.T) {
 	if a.Terminal != TerminalTimedOut || !strings.Contains(a.Reason, "timed out on its heartbeat") || !strings.Contains(a.Reason, "HeartbeatSeconds 1 s") {
 		t.Errorf("the silent step's attempt: %s %q; want TimedOut, on its heartbeat, naming HeartbeatSeconds 1 s", a.Terminal, a.Reason)
 	}
+	// internal/failclass: a lapsed heartbeat is a timeout.
+	if a.Class != failclass.Timeout {
+		t.Errorf("the silent step's attempt has class %q, want %s", a.Class, failclass.Timeout)
+	}
 	if s, _ := st.GetStep(ctx, write.TID); !strings.Contains(string(s.Value), "heartbeat") {
 		t.Errorf("the silent step's value %s does not say why", s.Value)
 	}
@@ -97,6 +102,9 @@ func TestFinish_AStepWhoseHeartbeatLapsedSaysSo(t *testing.T) {
 	}
 	if ta.Terminal != TerminalCancelled || !strings.Contains(ta.Reason, "execution ended FAILED") {
 		t.Errorf("the turn's attempt: %s %q; want Cancelled because the execution ended", ta.Terminal, ta.Reason)
+	}
+	if ta.Class != "" {
+		t.Errorf("the canceled turn's attempt has class %q; a step canceled with its run failed of nothing itself", ta.Class)
 	}
 }
 

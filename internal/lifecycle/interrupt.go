@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/failclass"
 	"github.com/stratusflow/stratus/internal/store"
 )
 
@@ -58,7 +59,7 @@ func CancelOpenWith(ctx context.Context, st store.Store, runID string, why func(
 	}
 	var canceled []stratus.Step
 	for _, s := range steps {
-		if s.Status != stratus.StepRunning && !(waiting && s.Status == stratus.StepWaiting) {
+		if s.Status != stratus.StepRunning && s.Status != stratus.StepParked && !(waiting && s.Status == stratus.StepWaiting) {
 			continue
 		}
 		terminal, reason := why(s)
@@ -99,6 +100,13 @@ func CanceledStep(s stratus.Step, a *stratus.Attempt, terminal, reason string, n
 				end = later(time.Now().UTC(), c.StartedAt)
 			}
 			c.Status, c.Terminal, c.Reason, c.EndedAt = stratus.AttemptFailed, terminal, reason, end
+			if terminal == TerminalTimedOut {
+				// Its Task state timed out before its worker reported
+				// (internal/failclass: a deadline or heartbeat lapse); a
+				// step canceled with its run failed of nothing itself: no
+				// class.
+				c.Class = failclass.Timeout
+			}
 		}
 		a = &c
 	}
@@ -199,12 +207,13 @@ func ReconciledSteps(steps []stratus.Step, attempts []*stratus.Attempt, end time
 	return outS, outA
 }
 
-// Waiting reports whether a running run waits for a human: one of its
-// steps does (stratus.StepWaiting). `stratus status` and `stratus runs` show
-// such a run as "waiting".
+// Waiting reports whether a running run waits: for a human (a step is
+// stratus.StepWaiting), or for a provider to take requests again (a step
+// is stratus.StepParked: internal/retry). `stratus status` and `stratus
+// runs` show such a run as "waiting".
 func Waiting(steps []stratus.Step) bool {
 	for _, s := range steps {
-		if s.Status == stratus.StepWaiting {
+		if s.Status == stratus.StepWaiting || s.Status == stratus.StepParked {
 			return true
 		}
 	}

@@ -7,15 +7,18 @@ import (
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/compiler"
 	"github.com/stratusflow/stratus/internal/config"
+	"github.com/stratusflow/stratus/internal/retry"
 	"github.com/stratusflow/stratus/internal/store"
 )
 
 // CompileOptions are the compiler options config.yaml sets for every run:
-// the hitl timeout and the cap on every loop budget
-// (agents.max_fix_cycles). A run is compiled once, with them, when it is
-// prepared, on either runtime.
+// the hitl timeout, the cap on every loop budget (agents.max_fix_cycles)
+// and the retry policy whose numbers every worker state's Retry carries
+// (agents.retry, agents.max_stage_attempts). A run is compiled once, with
+// them, when it is prepared, on either runtime.
 func CompileOptions(cfg *config.Config) compiler.Options {
-	return compiler.Options{HITLTimeoutSeconds: cfg.HITL.TimeoutSeconds, MaxFixCycles: cfg.Agents.MaxFixCycles}
+	p := retry.FromConfig(cfg)
+	return compiler.Options{HITLTimeoutSeconds: cfg.HITL.TimeoutSeconds, MaxFixCycles: cfg.Agents.MaxFixCycles, Retry: &p}
 }
 
 // Resume is what a resume may change beside where the run goes on.

@@ -168,6 +168,16 @@ func walk(sm *asl.StateMachine, name string, v asl.Value, ctx *asl.Context) (st 
 				return nil, nil, "", f
 			}
 			name = s.Next
+		case asl.TypeWait:
+			// A wait changes nothing but the time: it passes its input on.
+			eff, f := s.EffectiveInput(v, ctx)
+			if f == nil {
+				v, f = s.ApplyOutputPath(eff)
+			}
+			if f != nil {
+				return nil, nil, "", f
+			}
+			name = s.Next
 		case asl.TypeChoice:
 			eff, f := s.EffectiveInput(v, ctx)
 			if f != nil {

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -52,11 +53,31 @@ type Visit struct {
 type Turn struct {
 	Text  string `yaml:"text"`  // the assistant's text (the final answer)
 	Shell string `yaml:"shell"` // a shell command the model calls its shell tool with
-	// Error answers with this HTTP status and an API error body instead.
-	Error        int   `yaml:"error"`
-	InputTokens  int64 `yaml:"input_tokens"`  // default 100
-	OutputTokens int64 `yaml:"output_tokens"` // default 20
-	CachedTokens int64 `yaml:"cached_tokens"` // read from the prompt cache (counted within input)
+	// Error answers with this HTTP status and an API error body instead:
+	// {"type":"error","error":{"type":T,"message":M}} (Anthropic) or
+	// {"error":{"type":T,"message":M,"code":C}} (OpenAI), T ErrorType or
+	// the API's own type for the status (errorType), M ErrorMessage or
+	// "scripted error".
+	Error int `yaml:"error"`
+	// ErrorType is the error body's type (e.g. overloaded_error,
+	// rate_limit_error); "" = the API's type for the status.
+	ErrorType string `yaml:"error_type"`
+	// ErrorCode is the OpenAI error body's code (e.g.
+	// rate_limit_exceeded); "" = null. Anthropic bodies have none.
+	ErrorCode string `yaml:"error_code"`
+	// ErrorMessage is the error body's message; "" = "scripted error".
+	ErrorMessage string `yaml:"error_message"`
+	// ErrorFields are more fields of the error object, e.g. Codex's
+	// usage_limit_reached error carries resets_at (Unix seconds) and
+	// plan_type. They cannot replace type, message or code.
+	ErrorFields map[string]any `yaml:"error_fields"`
+	// Headers are sent with the error answer, as the real APIs send
+	// retry-after, anthropic-ratelimit-*-reset or x-ratelimit-reset-*
+	// with a 429. Only on an error turn.
+	Headers      map[string]string `yaml:"headers"`
+	InputTokens  int64             `yaml:"input_tokens"`  // default 100
+	OutputTokens int64             `yaml:"output_tokens"` // default 20
+	CachedTokens int64             `yaml:"cached_tokens"` // read from the prompt cache (counted within input)
 }
 
 // Load reads a script file strictly: a regular file (inputfile.ReadFile:
@@ -97,6 +118,18 @@ func Load(path string) (*Script, error) {
 					return nil, fmt.Errorf("%s: give exactly one of text, shell, error", where)
 				case t.Error != 0 && (t.Error < 400 || t.Error > 599):
 					return nil, fmt.Errorf("%s: error %d is not an HTTP error status; valid: 400-599", where, t.Error)
+				case t.Error == 0 && (t.ErrorType != "" || t.ErrorCode != "" || t.ErrorMessage != "" || len(t.Headers) > 0 || len(t.ErrorFields) > 0):
+					return nil, fmt.Errorf("%s: error_type, error_code, error_message, error_fields and headers go with error (an HTTP status); this turn answers with text or shell", where)
+				}
+				for _, k := range []string{"type", "message", "code"} {
+					if _, ok := t.ErrorFields[k]; ok {
+						return nil, fmt.Errorf("%s.error_fields: %q is set by error_type, error_message or error_code; valid: other fields of the error object", where, k)
+					}
+				}
+				for k, v := range t.Headers {
+					if !headerName().MatchString(k) || strings.ContainsFunc(v, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+						return nil, fmt.Errorf("%s.headers: %q: %q is not a valid HTTP header; valid: a token name and a value without control characters", where, k, v)
+					}
 				}
 				for _, c := range []struct {
 					field string
@@ -189,7 +222,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if t.Error != 0 {
-		writeError(w, api, t.Error, "scripted error")
+		for k, v := range t.Headers {
+			w.Header().Set(k, v)
+		}
+		msg := t.ErrorMessage
+		if msg == "" {
+			msg = "scripted error"
+		}
+		writeAPIError(w, api, t.Error, t.ErrorType, t.ErrorCode, msg, t.ErrorFields)
 		return
 	}
 	id := s.ids.Add(1)
@@ -372,16 +412,80 @@ func sse(w io.Writer, event string, data any) {
 	}
 }
 
+// headerName is what a scripted header may be named: letters, digits and
+// hyphens (every header the real APIs send is so named).
+var headerName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*$`) })
+
+// writeError answers a request the server refuses itself (a bad body, no
+// rule): an invalid_request_error.
 func writeError(w http.ResponseWriter, api string, status int, msg string) {
+	writeAPIError(w, api, status, "invalid_request_error", "", msg, nil)
+}
+
+// writeAPIError writes an API error body of type typ ("" = the API's type
+// for status, errorType), with, for OpenAI, code ("" = null), and the
+// extra fields of the error object.
+func writeAPIError(w http.ResponseWriter, api string, status int, typ, code, msg string, extra map[string]any) {
+	if typ == "" {
+		typ = errorType(api, status)
+	}
+	e := map[string]any{}
+	for k, v := range extra {
+		e[k] = v
+	}
+	e["type"], e["message"] = typ, msg
+	var body map[string]any
+	if api == "anthropic" {
+		body = map[string]any{"type": "error", "error": e}
+	} else {
+		e["code"] = nil
+		if code != "" {
+			e["code"] = code
+		}
+		body = map[string]any{"error": e}
+	}
+	b, _ := json.Marshal(body)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	var b []byte
-	if api == "anthropic" {
-		b, _ = json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error", "message": msg}})
-	} else {
-		b, _ = json.Marshal(map[string]any{"error": map[string]any{"type": "invalid_request_error", "message": msg, "code": nil}})
-	}
 	w.Write(b)
+}
+
+// errorType is the error type each API documents for an HTTP status:
+// Anthropic's errors page (docs.anthropic.com/en/api/errors: 400
+// invalid_request_error, 401 authentication_error, 403 permission_error,
+// 404 not_found_error, 413 request_too_large, 429 rate_limit_error, 500
+// api_error, 529 overloaded_error) and OpenAI's error codes page (429
+// requests or tokens, 500 server_error, 503 the same, "the engine is
+// currently overloaded"). A status neither lists is
+// invalid_request_error below 500 and api_error (server_error) above.
+func errorType(api string, status int) string {
+	if api == "anthropic" {
+		switch status {
+		case 401:
+			return "authentication_error"
+		case 403:
+			return "permission_error"
+		case 404:
+			return "not_found_error"
+		case 413:
+			return "request_too_large"
+		case 429:
+			return "rate_limit_error"
+		case 529:
+			return "overloaded_error"
+		}
+		if status >= 500 {
+			return "api_error"
+		}
+		return "invalid_request_error"
+	}
+	switch {
+	case status == 429:
+		return "requests"
+	case status >= 500:
+		return "server_error"
+	}
+	return "invalid_request_error"
 }
 
 // structuredTool is the tool Claude Code offers for --json-schema.

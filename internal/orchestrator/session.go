@@ -16,6 +16,7 @@ import (
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/captoken"
 	"github.com/stratusflow/stratus/internal/config"
+	"github.com/stratusflow/stratus/internal/doctor"
 	"github.com/stratusflow/stratus/internal/executor"
 	"github.com/stratusflow/stratus/internal/executor/embedded"
 	"github.com/stratusflow/stratus/internal/httpapi"
@@ -147,6 +148,11 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 		// Its engines run on this machine: with workspace: worktree, one
 		// that writes into the work dir fails its step.
 		WatchWorkDir: true,
+		// A transient failure falls back only to a provider that can start
+		// here (internal/retry; the preflight's checks of a provider).
+		CanLaunch: func(cfg *config.Config, provider string) bool {
+			return doctor.CanLaunch(doctor.Env{}, s.dir, provider, cfg.Agents.Providers[provider])
+		},
 	}
 	// Observation turns go through a queue as on AWS (issue 14 § 10), here
 	// one of this process, handled as the dispatch function would.

@@ -222,7 +222,9 @@ func (d *Display) Event(e worker.Event) {
 		if d.o.Live {
 			d.redraw(nil)
 		}
-	case worker.EventStepEnded, worker.EventSupervisorEnded:
+	case worker.EventStepEnded, worker.EventSupervisorEnded, worker.EventStepRetrying, worker.EventStepParked:
+		// A retried or parked step runs no attempt until its next one
+		// starts (internal/retry): its ticking line goes too.
 		delete(d.runs, e.StepRef)
 		d.print(Line(e) + "\n")
 	default:
@@ -355,6 +357,11 @@ func Line(e worker.Event) string {
 		return fmt.Sprintf("stratus: start %-16s node=%s attempt=%d", e.StepRef, e.Node, e.Attempt)
 	case worker.EventStepWaiting:
 		return fmt.Sprintf("stratus: wait  %-16s node=%s %s", e.StepRef, e.Node, safetext.Line(e.Reason))
+	case worker.EventStepRetrying:
+		return fmt.Sprintf("stratus: retry %-16s node=%s attempt=%d terminal=%s duration=%s tokens=%d/%d reason=%s",
+			e.StepRef, e.Node, e.Attempt, orDash(e.Terminal), english.Duration(e.Duration), e.PromptTokens, e.CompletionTokens, safetext.Quote(e.Reason))
+	case worker.EventStepParked:
+		return fmt.Sprintf("stratus: park  %-16s node=%s attempt=%d terminal=%s reason=%s", e.StepRef, e.Node, e.Attempt, orDash(e.Terminal), safetext.Quote(e.Reason))
 	case worker.EventStepProgress:
 		return fmt.Sprintf("stratus: busy  %-16s node=%s attempt=%d elapsed=%s %s", e.StepRef, e.Node, e.Attempt, english.Duration(e.Duration), counters(e))
 	default:
@@ -402,7 +409,7 @@ func jsonEvent(e worker.Event) Event {
 	switch e.Type {
 	case worker.EventStepProgress:
 		j.Steps, j.PromptTokens, j.CompletionTokens, j.CostUSD, j.ElapsedMS = &e.Steps, &e.PromptTokens, &e.CompletionTokens, e.CostUSD, &ms
-	case worker.EventStepEnded, worker.EventSupervisorEnded:
+	case worker.EventStepEnded, worker.EventSupervisorEnded, worker.EventStepRetrying, worker.EventStepParked:
 		if e.Attempt > 0 {
 			j.PromptTokens, j.CompletionTokens, j.CostUSD = &e.PromptTokens, &e.CompletionTokens, e.CostUSD
 		}

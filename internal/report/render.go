@@ -26,6 +26,58 @@ type Summary struct {
 	SupervisorUsage  *SupervisorUsage   `json:"supervisor_usage,omitempty"`
 	CostNotAccounted []CostNotAccounted `json:"cost_not_accounted,omitempty"`
 	Degraded         bool               `json:"degraded,omitempty"`
+	// ProviderAttempts is the audit trail of the run's agent and evaluator
+	// attempts (worc configuration.md § agents.retry: "each attempt,
+	// including every retry"), present when one of them failed or a step
+	// took more than one: which provider each ran on, how it ended and
+	// its failure class (internal/failclass).
+	ProviderAttempts []ProviderAttempt `json:"provider_attempts,omitempty"`
+}
+
+// ProviderAttempt is one attempt of summary.json's provider_attempts.
+type ProviderAttempt struct {
+	StepRef  string    `json:"step_ref"`
+	Attempt  int       `json:"attempt"`
+	Provider string    `json:"provider"`
+	Status   string    `json:"status"`            // running | submitted | failed
+	Class    string    `json:"class,omitempty"`   // a failed attempt's failure class
+	Reason   string    `json:"reason,omitempty"`  // a failed attempt's reason, one line
+	RetryAt  time.Time `json:"retry_at,omitzero"` // a rate limit's reset, when its provider said
+	Started  time.Time `json:"started_at"`        // UTC
+	Ended    time.Time `json:"ended_at,omitzero"` // UTC
+}
+
+// providerAttempts is summary.json's provider_attempts: every attempt of
+// the agent and evaluator steps, when one failed or a step took more than
+// one; nil otherwise.
+func (f *Facts) providerAttempts() []ProviderAttempt {
+	var out []ProviderAttempt
+	eventful := false
+	for _, l := range f.Steps {
+		if l.Step.Kind != flow.KindAgent && l.Step.Kind != flow.KindEvaluator {
+			continue
+		}
+		eventful = eventful || len(l.Attempts) > 1
+		for _, a := range l.Attempts {
+			eventful = eventful || a.Status == stratus.AttemptFailed
+			pa := ProviderAttempt{StepRef: l.Step.StepRef, Attempt: a.N, Provider: l.Provider(a), Status: a.Status,
+				Class: a.Class, RetryAt: a.RetryAt.UTC(), Started: a.StartedAt.UTC(), Ended: a.EndedAt.UTC()}
+			if a.Status == stratus.AttemptFailed {
+				pa.Reason = oneLine(a.Reason)
+			}
+			if a.RetryAt.IsZero() {
+				pa.RetryAt = time.Time{}
+			}
+			if a.EndedAt.IsZero() {
+				pa.Ended = time.Time{}
+			}
+			out = append(out, pa)
+		}
+	}
+	if !eventful {
+		return nil
+	}
+	return out
 }
 
 // FactHeadings are the three fact sections that close every summary.md,
@@ -48,6 +100,7 @@ func (f *Facts) AllFollowUps() []FollowUp {
 func (f *Facts) summary() Summary {
 	s := Summary{What: f.Run.TaskTitle, Summary: f.prose(), FollowUps: f.AllFollowUps(), Degraded: f.Degraded()}
 	s.TaskUsage, s.SupervisorUsage, s.CostNotAccounted = f.usage()
+	s.ProviderAttempts = f.providerAttempts()
 	return s
 }
 
@@ -378,9 +431,13 @@ func (f *Facts) skipped(b *bytes.Buffer) {
 
 func (f *Facts) fallbacks(b *bytes.Buffer) {
 	b.WriteString("\n" + FactHeadings[1] + "\n\n")
-	if len(f.Degradations) == 0 {
+	retried := f.retried()
+	if len(f.Degradations) == 0 && len(retried) == 0 {
 		b.WriteString("None.\n")
 		return
+	}
+	for _, r := range retried {
+		b.WriteString("- " + r + "\n")
 	}
 	for _, d := range f.Degradations {
 		fmt.Fprintf(b, "- %s (attempt %d): %s failed (%s); fell back to %s", d.StepRef, d.Attempt, d.Tool, oneLine(d.Error), d.Fallback)
@@ -389,6 +446,33 @@ func (f *Facts) fallbacks(b *bytes.Buffer) {
 		}
 		b.WriteString("\n")
 	}
+}
+
+// retried lists the steps whose attempts failed transiently
+// (internal/retry): "implementation#1: 3 attempts — 1 on claude failed
+// (provider_unavailable), 2 on claude failed (provider_unavailable), 3 on
+// codex submitted".
+func (f *Facts) retried() []string {
+	var out []string
+	for _, l := range f.Steps {
+		if l.Step.Kind != flow.KindAgent && l.Step.Kind != flow.KindEvaluator || len(l.Attempts) < 2 {
+			continue
+		}
+		var parts []string
+		for _, a := range l.Attempts {
+			provider := l.Provider(a)
+			if provider == "" {
+				provider = "-"
+			}
+			p := fmt.Sprintf("%d on %s %s", a.N, provider, a.Status)
+			if a.Class != "" {
+				p += " (" + a.Class + ")"
+			}
+			parts = append(parts, p)
+		}
+		out = append(out, fmt.Sprintf("%s: %d attempts — %s", l.Step.StepRef, len(l.Attempts), strings.Join(parts, ", ")))
+	}
+	return out
 }
 
 func (f *Facts) cost(b *bytes.Buffer, s Summary) {

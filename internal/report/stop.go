@@ -71,6 +71,8 @@ func Why(f *Facts) string {
 			case l.Step.Status == "waiting", // worker.StepWaiting
 				l.Step.Status == stratus.StepCanceled && l.Step.Kind == flow.KindHITL:
 				doing = append(doing, l.Step.StepRef+" was waiting for a human")
+			case l.Step.Status == stratus.StepParked:
+				doing = append(doing, l.Step.StepRef+" was parked (every provider unavailable or rate-limited)")
 			case l.Step.Status == stratus.StepRunning, l.Step.Status == stratus.StepCanceled:
 				doing = append(doing, l.Step.StepRef+" was running")
 			}

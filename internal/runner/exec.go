@@ -51,7 +51,7 @@ func runExec(ctx context.Context, c *workerclient.Client, p *worker.Payload, o O
 	}
 	if err != nil {
 		reason := err.Error()
-		return deliver(o, p, "failure", []byte(reason), func() error { return c.Fail(ctx, p.TaskID, string(contract.Failed), reason) })
+		return deliver(o, p, "failure", []byte(reason), func() error { return c.Fail(ctx, p.TaskID, ownFailure(reason)) })
 	}
 	if err := c.Stats(ctx, worker.Stats{Steps: &done}); err != nil {
 		o.Log.Warn("stats: " + err.Error())
@@ -72,7 +72,7 @@ func runExec(ctx context.Context, c *workerclient.Client, p *worker.Payload, o O
 			if path, serr := spool(o, p, "report", body); serr == nil {
 				reason += " (result kept at " + path + ")"
 			}
-			return c.Fail(ctx, p.TaskID, string(contract.Failed), reason)
+			return c.Fail(ctx, p.TaskID, reportRefused(reason))
 		}
 		return err
 	})

@@ -306,7 +306,7 @@ func (o PoolOptions) runAssignment(ctx context.Context, m queue.Message, a launc
 		reason := fmt.Sprintf("the pooled runner was stopped (SIGTERM) before %s ended, and its grace ran out", a.TaskID)
 		c := &workerclient.Client{BaseURL: a.APIURL, Credential: handle, HTTP: o.HTTP, Retries: 1}
 		fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if ferr := c.Fail(fctx, a.TaskID, "Failed", reason); ferr != nil {
+		if ferr := c.Fail(fctx, a.TaskID, ownFailure(reason)); ferr != nil {
 			o.Log.Warn(fmt.Sprintf("%s; its failure could not be reported (%v): the step ends when its heartbeat window lapses", reason, ferr), "task_id", a.TaskID)
 		} else {
 			o.Log.Warn(reason+"; reported failed", "task_id", a.TaskID)

@@ -31,6 +31,7 @@ import (
 	"github.com/stratusflow/stratus/internal/captoken"
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/contract"
+	"github.com/stratusflow/stratus/internal/failclass"
 	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/outputschema"
@@ -215,7 +216,7 @@ func run(ctx context.Context, o Options) error {
 		// and make every path of the payload point into the checkout.
 		ws, err := materialize(ctx, c, p, o)
 		if err != nil {
-			c.Fail(ctx, p.TaskID, string(contract.Failed), err.Error())
+			c.Fail(ctx, p.TaskID, ownFailure(err.Error()))
 			return err
 		}
 		defer ws.cleanup()
@@ -229,12 +230,12 @@ func run(ctx context.Context, o Options) error {
 	}
 	spec, err := launchSpec(p.Engine, o)
 	if err != nil {
-		c.Fail(ctx, p.TaskID, string(contract.Failed), err.Error())
+		c.Fail(ctx, p.TaskID, ownFailure(err.Error()))
 		return err
 	}
 	cleanup, err := placeEngineFiles(p.Engine, &spec, o.EngineFiles, o.TempDir)
 	if err != nil {
-		c.Fail(ctx, p.TaskID, string(contract.Failed), err.Error())
+		c.Fail(ctx, p.TaskID, ownFailure(err.Error()))
 		return err
 	}
 	defer cleanup()
@@ -242,7 +243,7 @@ func run(ctx context.Context, o Options) error {
 	var schema *outputschema.Schema
 	if len(p.Engine.Schema) > 0 && !p.Engine.SchemaAdvisory {
 		if schema, err = outputschema.Compile(p.Engine.Schema); err != nil {
-			c.Fail(ctx, p.TaskID, string(contract.Failed), err.Error())
+			c.Fail(ctx, p.TaskID, ownFailure(err.Error()))
 			return err
 		}
 	}
@@ -262,6 +263,8 @@ func run(ctx context.Context, o Options) error {
 	defer stopEngine(nil)
 	relay := newRelay(ectx, c, o.StatsInterval, o.HeartbeatInterval, o.Log)
 	relay.gone = func() { stopEngine(errStepGone) }
+	stderr := newStderrTail(spec.Stderr)
+	spec.Stderr = stderr
 	res, err := contract.NewRunner().Run(ectx, spec, req, relay.progress)
 	relay.close()
 	if err != nil && ectx.Err() != nil {
@@ -284,13 +287,16 @@ func run(ctx context.Context, o Options) error {
 
 	if res.Terminal != contract.Captured {
 		reason := Reason(res, spec.DeadlineMS)
-		return deliver(o, p, "failure", []byte(reason), func() error { return c.Fail(ctx, p.TaskID, string(res.Terminal), reason) })
+		fv := Failure(res, reason, stderr.String(), time.Now())
+		o.Log.Info(fmt.Sprintf("%s attempt %d failed (%s): %s", p.StepRef, p.Attempt, fv.Class, oneLine(reason, 300)),
+			"terminal", string(res.Terminal), "class", fv.Class, "retry_at", fv.RetryAt)
+		return deliver(o, p, "failure", []byte(reason), func() error { return c.Fail(ctx, p.TaskID, fv) })
 	}
 	if schema != nil {
 		// issue 4 § 4: the caller validates the report regardless of whether
 		// the engine applied the schema (seed 003 § 2).
 		if err := schema.Validate(res.Report); err != nil {
-			return deliver(o, p, "failure", []byte(err.Error()), func() error { return c.Fail(ctx, p.TaskID, string(contract.Failed), err.Error()) })
+			return deliver(o, p, "failure", []byte(err.Error()), func() error { return c.Fail(ctx, p.TaskID, reportRefused(err.Error())) })
 		}
 	}
 	body, err := workerclient.ResolveFileSentinel(ReportBody(res.Report))
@@ -298,7 +304,7 @@ func run(ctx context.Context, o Options) error {
 		// A report that names a file the runner cannot read is the
 		// engine's failure, not an undeliverable report.
 		reason := "report: " + err.Error()
-		return deliver(o, p, "failure", []byte(reason), func() error { return c.Fail(ctx, p.TaskID, string(contract.Failed), reason) })
+		return deliver(o, p, "failure", []byte(reason), func() error { return c.Fail(ctx, p.TaskID, reportRefused(reason)) })
 	}
 	if o.checkout != nil {
 		// The change goes in before the report: a step is done only with
@@ -306,7 +312,7 @@ func run(ctx context.Context, o Options) error {
 		if err := o.checkout.commit(ctx, c, p, o); err != nil {
 			reason := err.Error()
 			o.Log.Error(reason)
-			return deliver(o, p, "failure", []byte(reason), func() error { return c.Fail(ctx, p.TaskID, string(contract.Failed), reason) })
+			return deliver(o, p, "failure", []byte(reason), func() error { return c.Fail(ctx, p.TaskID, ownFailure(reason)) })
 		}
 	}
 	return deliver(o, p, "report", body, func() error {
@@ -321,10 +327,77 @@ func run(ctx context.Context, o Options) error {
 			if path, serr := spool(o, p, "report", body); serr == nil {
 				reason += " (report kept at " + path + ")"
 			}
-			return c.Fail(ctx, p.TaskID, string(contract.Failed), reason)
+			return c.Fail(ctx, p.TaskID, reportRefused(reason))
 		}
 		return err
 	})
+}
+
+// Failure is the failed result of an engine that ended with res (a
+// terminal other than Captured): its terminal, reason (Reason), and the
+// class and reset failclass.Classify reads from them, the engine's exit
+// code and stderrTail, the last bytes of its stderr, at now.
+func Failure(res contract.Result, reason, stderrTail string, now time.Time) worker.FailureValue {
+	v := failclass.Classify(failclass.Evidence{Terminal: string(res.Terminal), ExitCode: res.Attempt.ExitCode, Reason: reason, Stderr: stderrTail, Now: now})
+	return worker.NewFailureValue(string(res.Terminal), reason, v)
+}
+
+// reportRefused is the failure of an engine whose report the runner or the
+// worker API refused (its schema, the verdict contract, an unreadable
+// @file: body): quality (internal/failclass, rule 1).
+func reportRefused(reason string) worker.FailureValue {
+	v := failclass.Classify(failclass.Evidence{Terminal: string(contract.Captured), Report: true, Reason: reason})
+	return worker.NewFailureValue(string(contract.Failed), reason, v)
+}
+
+// ownFailure is a failure of the runner itself, before or after its
+// engine (a workspace it could not check out or commit, a launch spec it
+// could not place, a node it could not run): infrastructure.
+func ownFailure(reason string) worker.FailureValue {
+	return worker.NewFailureValue(string(contract.Failed), reason, failclass.Verdict{Class: failclass.Infrastructure})
+}
+
+// stderrTail passes an engine's stderr on to w (nil: this process's
+// stderr) and keeps its last failclass.StderrTailBytes: the evidence of
+// why it failed (internal/failclass). A write to w that fails is dropped,
+// never the engine's.
+type stderrTail struct {
+	w   io.Writer
+	mu  sync.Mutex
+	buf []byte
+}
+
+func newStderrTail(w io.Writer) *stderrTail {
+	if w == nil {
+		w = os.Stderr
+	}
+	return &stderrTail{w: w}
+}
+
+func (t *stderrTail) Write(p []byte) (int, error) {
+	t.w.Write(p)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - failclass.StderrTailBytes; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *stderrTail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+// oneLine is s on one line, cut to n bytes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
 }
 
 // ReportBody is what a report is submitted as: a JSON string report as its

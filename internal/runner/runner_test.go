@@ -492,3 +492,71 @@ printf '{"subrun_report":"done"}\n'
 		t.Errorf("%d stats posts with steps=1, want 2 (one while the engine worked, the final one): %+v", ones, f.stats)
 	}
 }
+
+// internal/failclass: the runner classifies a terminal other than Captured
+// from what its engine left — the failure event's text, its exit, the
+// tail of its stderr — and a report it refuses as quality, and posts the
+// class and the reset with the failed result.
+func TestRun_FailedResultCarriesItsClass(t *testing.T) {
+	t.Parallel()
+	dec7 := time.Date(2026, 12, 7, 17, 0, 0, 0, time.Local).UTC().Format(time.RFC3339)
+	for _, tc := range []struct {
+		name, script string
+		schema       string
+		deadlineMS   int
+		class, retry string
+	}{
+		{"a usage limit with its reset", `read l; printf '{"event":"turn_failed","error":"codex turn failed: You’ve hit your usage limit. Visit https://chatgpt.com/settings/usage to purchase more credits or try again at Dec 7th, 2026 5:00 PM."}\n'`,
+			"", 0, "rate_limited", dec7},
+		{"a crash whose stderr names the network", `read l; echo 'Error: connect ECONNREFUSED 127.0.0.1:443' >&2; exit 1`, "", 0, "network_unavailable", ""},
+		{"a crash that says nothing", `read l; exit 3`, "", 0, "infrastructure", ""},
+		{"a deadline while the CLI waits for the network", `read l; echo 'codex: Reconnecting... waiting for network (Connection failed: error sending request)' >&2; cat >/dev/null`,
+			"", 300, "network_unavailable", ""},
+		{"a deadline", `read l; cat >/dev/null`, "", 300, "timeout", ""},
+		{"the engine's own words", `read l; printf '{"event":"turn_failed","error":"the model refused"}\n'`, "", 0, "quality", ""},
+		{"a report its schema refuses", `read l; printf '{"subrun_report":{"steps":"not a list"}}\n'`,
+			`{"type":"object","required":["steps"],"properties":{"steps":{"type":"array"}}}`, 0, "quality", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f, o := setup(t, tc.script)
+			o.EngineStderr = io.Discard
+			if tc.schema != "" {
+				f.engine.Schema = json.RawMessage(tc.schema)
+			}
+			if tc.deadlineMS != 0 {
+				f.engine.DeadlineMS = tc.deadlineMS
+			}
+			if err := Run(context.Background(), o); err != nil {
+				t.Fatal(err)
+			}
+			if len(f.failed) != 1 {
+				t.Fatalf("failed results %q, want one", f.failed)
+			}
+			var rb struct {
+				OK    bool                `json:"ok"`
+				Value worker.FailureValue `json:"value"`
+			}
+			if err := json.Unmarshal([]byte(f.failed[0]), &rb); err != nil {
+				t.Fatal(err)
+			}
+			if rb.OK || rb.Value.Class != tc.class || rb.Value.RetryAt != tc.retry {
+				t.Errorf("posted %s; want class %q, retry_at %q", f.failed[0], tc.class, tc.retry)
+			}
+		})
+	}
+}
+
+// A report the worker API refuses (422: its verdict contract, its output
+// slots) fails the attempt as quality.
+func TestRun_RefusedReportIsQuality(t *testing.T) {
+	t.Parallel()
+	f, o := setup(t, `read l; printf '{"subrun_report":"verdict: maybe"}\n'`)
+	f.submitErr = 422
+	if err := Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.failed) != 1 || !strings.Contains(f.failed[0], `"class":"quality"`) || !strings.Contains(f.failed[0], "report refused") {
+		t.Errorf("failed %q; want one, class quality", f.failed)
+	}
+}

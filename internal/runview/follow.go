@@ -34,6 +34,8 @@ type seen struct {
 	attempts int // attempts whose start was returned
 	started  bool
 	waiting  bool
+	parked   string // the value of the park last returned (internal/retry)
+	retried  int    // the attempt whose retry was last returned (internal/retry)
 	ended    bool
 	counters counters // of the latest attempt, as last returned
 }
@@ -85,13 +87,45 @@ func (t *Tracker) Poll(ctx context.Context) ([]worker.Event, error) {
 			}
 		}
 		v := describe(s, att)
-		out = append(out, t.step(sn, v)...)
+		var r *worker.Event
+		if att != nil {
+			if r, err = t.retried(ctx, sn, s, *att); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, t.step(sn, v, r)...)
 	}
 	return out, nil
 }
 
-// step returns the new events of one step.
-func (t *Tracker) step(sn *seen, v StepView) []worker.Event {
+// retried is the retry event of step s (worker.EventStepRetrying, as the
+// worker service emits it) when its value records an attempt retried
+// since the last one returned (internal/retry: the step stays running,
+// its value's outcome "retrying"), nil otherwise. latest is the step's
+// latest attempt. Errors: the store's.
+func (t *Tracker) retried(ctx context.Context, sn *seen, s stratus.Step, latest stratus.Attempt) (*worker.Event, error) {
+	var sv worker.StepValue
+	if s.Status != stratus.StepRunning || json.Unmarshal(s.Value, &sv) != nil || sv.Outcome != "retrying" || sv.Attempt <= sn.retried || sv.Attempt > latest.N {
+		return nil, nil
+	}
+	att := latest
+	if sv.Attempt != latest.N {
+		a, err := t.store.GetAttempt(ctx, s.TID, sv.Attempt)
+		if err != nil {
+			return nil, err
+		}
+		att = a
+	}
+	sn.retried = sv.Attempt
+	return &worker.Event{Type: worker.EventStepRetrying, RunID: s.RunID, Node: s.Node, StepRef: s.StepRef, TID: s.TID,
+		Attempt: att.N, Terminal: att.Terminal, Outcome: sv.Outcome, Reason: sv.Reason, At: att.EndedAt, Duration: att.EndedAt.Sub(att.StartedAt),
+		PromptTokens: att.PromptTokens, CompletionTokens: att.CompletionTokens, CostUSD: att.CostUSD}, nil
+}
+
+// step returns the new events of one step; retry, when not nil, is the
+// retry of one of its attempts, returned after that attempt's start and
+// before the next one's.
+func (t *Tracker) step(sn *seen, v StepView, retry *worker.Event) []worker.Event {
 	s, att := v.Step, v.Attempt
 	base := worker.Event{RunID: s.RunID, Node: s.Node, StepRef: s.StepRef}
 	var out []worker.Event
@@ -106,12 +140,18 @@ func (t *Tracker) step(sn *seen, v StepView) []worker.Event {
 	case RunsWorker(s.Kind):
 		if att != nil {
 			for n := sn.attempts + 1; n <= att.N; n++ {
+				if retry != nil && n == retry.Attempt+1 {
+					out, retry = append(out, *retry), nil
+				}
 				e := base
 				e.Type, e.Attempt = worker.EventStepStarted, n
 				if n == att.N {
 					e.At = att.StartedAt
 				}
 				out = append(out, e)
+			}
+			if retry != nil {
+				out = append(out, *retry)
 			}
 			sn.attempts = max(sn.attempts, att.N)
 			if e, ok := progressed(sn, base, *att); ok {
@@ -129,6 +169,18 @@ func (t *Tracker) step(sn *seen, v StepView) []worker.Event {
 	if s.Status == worker.StepWaiting && !sn.waiting {
 		sn.waiting = true
 		out = append(out, waiting(base, s, t.ReplyFlags))
+	}
+	if s.Status == stratus.StepParked {
+		// Once per park (a step parks again after a later attempt).
+		if key := string(s.Value); sn.parked != key {
+			sn.parked = key
+			e := base
+			e.Type, e.Reason, e.At = worker.EventStepParked, v.Reason, s.CreatedAt
+			if att != nil {
+				e.Attempt, e.Terminal, e.At = att.N, att.Terminal, att.EndedAt
+			}
+			out = append(out, e)
+		}
 	}
 	if v.Ended() {
 		sn.ended = true
@@ -227,7 +279,7 @@ func Open(ctx context.Context, st store.Store, runID string) (map[string]bool, e
 	}
 	open := map[string]bool{}
 	for _, s := range steps {
-		if s.Status == stratus.StepRunning || s.Status == worker.StepWaiting {
+		if s.Status == stratus.StepRunning || s.Status == worker.StepWaiting || s.Status == stratus.StepParked {
 			open[s.TID] = true
 		}
 	}

@@ -404,3 +404,52 @@ func TestLoadReconciled_AKilledRunReadsInterruptedWhenItsRecordIsRefused(t *test
 		t.Errorf("List once recorded: %+v; want no note", ls)
 	}
 }
+
+// README § Transient failures: a follower prints a retried attempt's
+// retry line between its start and the next attempt's (even when both
+// happened between two polls), a park once per park, and the end.
+func TestTracker_RetryAndParkLinesAsTheWorkerService(t *testing.T) {
+	r := setup(t)
+	tr := runview.NewTracker(r.st, r.run.ID)
+	s := r.step("impl", "agent", 1)
+	fail := func(a stratus.Attempt) stratus.Attempt {
+		a.Status, a.Terminal, a.EndedAt, a.Class = stratus.AttemptFailed, "Failed", a.StartedAt.Add(time.Second), "rate_limited"
+		if err := r.st.UpdateAttempt(r.ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	value := func(status, outcome string, n int, reason string) {
+		raw, _ := json.Marshal(worker.StepValue{StepRef: "impl#1", Node: "impl", Attempt: n, Outcome: outcome, Reason: reason})
+		s.Status, s.Value = status, raw
+		if err := r.st.UpdateStep(r.ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ev := func(typ string, n int, reason string) string {
+		e := worker.Event{Type: typ, StepRef: "impl#1", Node: "impl", Attempt: n, Reason: reason}
+		if typ != worker.EventStepStarted {
+			e.Terminal = "Failed"
+		}
+		if typ == worker.EventStepRetrying {
+			e.Outcome, e.Duration = "retrying", time.Second
+		}
+		return progress.Line(e)
+	}
+	fail(r.attempt(s, 1))
+	value(stratus.StepRunning, "retrying", 1, "attempt 1 on a failed (rate_limited): attempt 2 runs on b in 1s")
+	r.attempt(s, 2) // started before the follower polled
+	want := []string{ev(worker.EventStepStarted, 1, ""), ev(worker.EventStepRetrying, 1, "attempt 1 on a failed (rate_limited): attempt 2 runs on b in 1s"), ev(worker.EventStepStarted, 2, "")}
+	if got := lines(t, tr); !slices.Equal(got, want) {
+		t.Fatalf("a retry:\n got %s\nwant %s", strings.Join(got, "\n     "), strings.Join(want, "\n     "))
+	}
+	a2, _ := r.st.GetAttempt(r.ctx, s.TID, 2)
+	fail(a2)
+	value(stratus.StepParked, "parked", 2, "every provider rate-limited")
+	if got, want := lines(t, tr), []string{ev(worker.EventStepParked, 2, "every provider rate-limited")}; !slices.Equal(got, want) {
+		t.Fatalf("a park:\n got %s\nwant %s", strings.Join(got, "\n     "), strings.Join(want, "\n     "))
+	}
+	if got := lines(t, tr); len(got) != 0 {
+		t.Fatalf("a park was reported again: %q", got)
+	}
+}

@@ -30,6 +30,10 @@ type StepView struct {
 	// Attempt is the step's latest attempt; nil for a step no worker ran
 	// (publish, hitl, a skipped node, a dispatch that failed first).
 	Attempt *stratus.Attempt
+	// Attempts are all the step's attempts, the first first (the latest
+	// is Attempt): each failed one with its failure class
+	// (internal/failclass). Empty when Attempt is nil.
+	Attempts []stratus.Attempt
 	// Outcome is the step's verdict (accept, rework, done, skipped, ...),
 	// "failed" for a failed step, "" while it runs.
 	Outcome string
@@ -75,8 +79,9 @@ func (s StepView) Took(now time.Time) time.Duration {
 	return max(end.Sub(start), 0)
 }
 
-// Load reads run runID and its steps, each with its latest attempt.
-// Errors: the store's (ENOTFOUND for an unknown run).
+// Load reads run runID and its steps, each with its attempts (a step's
+// earlier attempts are read only when it has more than one). Errors: the
+// store's (ENOTFOUND for an unknown run).
 func Load(ctx context.Context, st store.Store, runID string) (*View, error) {
 	run, err := st.GetRun(ctx, runID)
 	if err != nil {
@@ -89,12 +94,18 @@ func Load(ctx context.Context, st store.Store, runID string) (*View, error) {
 	v := &View{Run: run}
 	for _, s := range steps {
 		var att *stratus.Attempt
+		var all []stratus.Attempt
 		if RunsWorker(s.Kind) {
 			if att, err = latest(ctx, st, s.TID); err != nil {
 				return nil, err
 			}
+			if all, err = attempts(ctx, st, att); err != nil {
+				return nil, err
+			}
 		}
-		v.Steps = append(v.Steps, describe(s, att))
+		sv := describe(s, att)
+		sv.Attempts = all
+		v.Steps = append(v.Steps, sv)
 	}
 	return v, nil
 }
@@ -160,6 +171,26 @@ func latest(ctx context.Context, st store.Store, tid string) (*stratus.Attempt, 
 	return &a, nil
 }
 
+// attempts are the attempts 1..latest.N of latest's task, nil for nil; an
+// attempt number no record holds is left out.
+func attempts(ctx context.Context, st store.Store, latest *stratus.Attempt) ([]stratus.Attempt, error) {
+	if latest == nil {
+		return nil, nil
+	}
+	var out []stratus.Attempt
+	for n := 1; n < latest.N; n++ {
+		a, err := st.GetAttempt(ctx, latest.TID, n)
+		switch {
+		case stratus.ErrorCode(err) == stratus.ENOTFOUND:
+			continue
+		case err != nil:
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return append(out, *latest), nil
+}
+
 func describe(s stratus.Step, att *stratus.Attempt) StepView {
 	v := StepView{Step: s, Attempt: att, Outcome: s.Verdict}
 	if s.Kind == report.Kind {
@@ -173,7 +204,7 @@ func describe(s stratus.Step, att *stratus.Attempt) StepView {
 		var sv worker.StepValue
 		json.Unmarshal(s.Value, &sv)
 		v.Reason = sv.Reason
-		if v.Outcome == "" && s.Status != stratus.StepRunning && s.Status != worker.StepWaiting {
+		if v.Outcome == "" && s.Status != stratus.StepRunning && s.Status != worker.StepWaiting && s.Status != stratus.StepParked {
 			v.Outcome = sv.Outcome
 		}
 		if s.Kind == flow.KindHITL {

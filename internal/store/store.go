@@ -61,6 +61,14 @@ type Store interface {
 	CountVisits(ctx context.Context, runID, node string) (int, error)
 	// UpdateStep replaces the mutable fields (Status, Verdict, Value, EndedAt).
 	UpdateStep(ctx context.Context, s stratus.Step) error
+	// ReenterStep makes step tid running again for a new entry of its Task
+	// state (its own Retry, or the node entered again after a park):
+	// TaskToken becomes token, Status running, EndedAt zero, and entry is
+	// recorded, unless the step's latest entry already is entry — a
+	// redelivered message — in which case nothing changes and reentered is
+	// false. The step as it now is comes back either way. Errors:
+	// ENOTFOUND for an unknown tid.
+	ReenterStep(ctx context.Context, tid, token, entry string) (st stratus.Step, reentered bool, err error)
 
 	// CreateAttempt inserts attempt (TID, N); ECONFLICT if it exists.
 	CreateAttempt(ctx context.Context, a stratus.Attempt) error

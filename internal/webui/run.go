@@ -182,7 +182,7 @@ func (s *Server) drawGraph(p *RunPage, f *flow.Flow) {
 // nodeStatus is the colour of a visit.
 func nodeStatus(sv runview.StepView) string {
 	switch sv.Step.Status {
-	case stratus.StepWaiting:
+	case stratus.StepWaiting, stratus.StepParked:
 		return "waiting"
 	case stratus.StepFailed:
 		return "failed"

@@ -110,3 +110,33 @@ func TestRunPage_StepTableAndTimelineShowOneDuration(t *testing.T) {
 		t.Errorf("the run's 333 ms do not read 333ms:\n%s", body)
 	}
 }
+
+// README § Transient failures: a step's page lists each attempt with its
+// failure class, the reset its provider named, and the provider it ran
+// on, so a retried or parked step shows how it got where it is.
+func TestStepPage_AttemptsShowTheirFailureClassAndProvider(t *testing.T) {
+	s, st, _ := testViewer(t)
+	ctx := context.Background()
+	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	reset := time.Date(2026, 3, 1, 14, 0, 0, 0, time.UTC)
+	st.CreateRun(ctx, stratus.Run{ID: "r1", TaskID: "t1", Flow: "implementation", Status: stratus.RunRunning, CreatedAt: t0})
+	st.CreateStep(ctx, stratus.Step{TID: "r1.planning.1", RunID: "r1", Node: "planning", Kind: flow.KindAgent, Visit: 1, StepRef: "planning#1", DedupKey: "d1",
+		Status: stratus.StepParked, CreatedAt: t0})
+	st.CreateAttempt(ctx, stratus.Attempt{TID: "r1.planning.1", N: 1, Agent: "planning", Status: stratus.AttemptFailed, Terminal: "Failed", Class: "provider_unavailable",
+		Resolved: stratus.Resolved{Provider: "claude"}, StartedAt: t0, EndedAt: t0.Add(time.Minute)})
+	st.CreateAttempt(ctx, stratus.Attempt{TID: "r1.planning.1", N: 2, Agent: "planning", Status: stratus.AttemptFailed, Terminal: "Failed", Class: "rate_limited", RetryAt: reset,
+		Resolved: stratus.Resolved{Provider: "codex"}, StartedAt: t0.Add(2 * time.Minute), EndedAt: t0.Add(3 * time.Minute)})
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, authed(s, httptest.NewRequest("GET", "/runs/r1/steps/planning/1", nil)))
+	body := rec.Body.String()
+	if rec.Code != 200 {
+		t.Fatalf("step page: %d %s", rec.Code, body)
+	}
+	_, table, _ := strings.Cut(body, "<h2>Attempts</h2>")
+	table, _, _ = strings.Cut(table, "</table>")
+	for _, want := range []string{"<td>provider_unavailable</td><td>claude</td>", "<td>rate_limited <span class=\"dim\">until ", "</span></td><td>codex</td>"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("the attempts table lacks %q:\n%s", want, table)
+		}
+	}
+}

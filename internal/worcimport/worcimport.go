@@ -156,9 +156,7 @@ var unmapped = map[string]string{
 	"validation":                        "stratus validate runs the same fatal flow validation on demand",
 	"skills":                            "Stratus passes a node's skills to the engine; there is no skills registry to configure",
 	"memory":                            "Stratus has no cross-task memory store",
-	"agents.max_stage_attempts":         "provider hops: Stratus retries a step by its state's retry, not by provider fallback",
 	"agents.max_total_fix_iterations":   "Stratus caps loops per run with flow budgets and agents.max_fix_cycles",
-	"agents.retry":                      "transient provider failures are the engine's and the worker's retries",
 	"agents.routing":                    "removed in worc itself (schema_version 11): routing is per node",
 	"agents.decomposition.max_subtasks": "the flow's decomposition block bounds the split",
 	"security.denied_read_paths":        "Stratus does not sandbox reads; the engines' own sandbox applies",
@@ -284,6 +282,15 @@ func (r *Result) mapAgents(m map[string]any) {
 			if r.decode(full, m[k], &n) {
 				c.Agents.MaxFixCycles = n
 			}
+		case "max_stage_attempts":
+			// worc configuration.md § agents: provider hops, primary +
+			// fallback; internal/retry walks them.
+			var n int
+			if r.decode(full, m[k], &n) {
+				c.Agents.MaxStageAttempts = &n
+			}
+		case "retry":
+			r.mapRetry(asMap(m[k]))
 		case "decomposition":
 			d := asMap(m[k])
 			for _, dk := range sortedKeys(d) {
@@ -295,6 +302,38 @@ func (r *Result) mapAgents(m map[string]any) {
 				} else {
 					r.skip(full + "." + dk)
 				}
+			}
+		default:
+			r.skip(full)
+		}
+	}
+}
+
+// mapRetry maps worc's agents.retry (worc configuration.md §
+// agents.retry) key by key: the same names, units and meaning in
+// Stratus (config.Retry).
+func (r *Result) mapRetry(m map[string]any) {
+	rt := &r.Config.Agents.Retry
+	for _, k := range sortedKeys(m) {
+		full := "agents.retry." + k
+		switch k {
+		case "max_attempts":
+			var n int
+			if r.decode(full, m[k], &n) {
+				rt.MaxAttempts = &n
+			}
+		case "base_delay_s", "max_delay_s", "max_blocked_s":
+			var x float64
+			if !r.decode(full, m[k], &x) {
+				continue
+			}
+			switch k {
+			case "base_delay_s":
+				rt.BaseDelayS = &x
+			case "max_delay_s":
+				rt.MaxDelayS = &x
+			default:
+				rt.MaxBlockedS = &x
 			}
 		default:
 			r.skip(full)
@@ -361,6 +400,15 @@ func (r *Result) mapProviders(m map[string]any) {
 // decode re-reads v (a decoded YAML value) into dst strictly; on failure
 // the key is listed as unmapped with the decoder's reason.
 func (r *Result) decode(key string, v any, dst any) bool {
+	// goccy/go-yaml truncates a number into an integer (2.5 → 2): an
+	// integer setting written as a fraction is not taken, as config.Parse
+	// would refuse it.
+	if f, frac := v.(float64); frac {
+		if _, integer := dst.(*int); integer {
+			r.Unmapped = append(r.Unmapped, Note{key, fmt.Sprintf("not taken: must be an integer, got %v", f)})
+			return false
+		}
+	}
 	data, err := yaml.Marshal(v)
 	if err == nil {
 		err = yaml.UnmarshalWithOptions(data, dst, yaml.Strict())

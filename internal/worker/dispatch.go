@@ -14,6 +14,7 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/compiler"
+	"github.com/stratusflow/stratus/internal/failclass"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/lifecycle"
@@ -39,6 +40,11 @@ type Message struct {
 	// on the step as stratus.Step.Input: what a resumed run enters the
 	// state with again (internal/lifecycle).
 	State json.RawMessage `json:"state,omitempty"`
+	// RetryCount is the sending state's $$.State.RetryCount: above 0 when
+	// its own Retry entered it again after a failure (a transient one the
+	// retry policy retries, or an infrastructure error), and the node's
+	// latest step goes on (reenter).
+	RetryCount int `json:"retry_count,omitempty"`
 	// StepRef and Why are what an observation message (kind KindObserve,
 	// sent by the worker API through Service.Queue, issue 14 § 10)
 	// carries: the step to observe (Node is its node) and why.
@@ -114,6 +120,11 @@ func (s *Service) Dispatch(ctx context.Context, m Message) error {
 	visits, err := s.Store.CountVisits(ctx, run.ID, stepNode)
 	if err != nil {
 		return err
+	}
+	if stepNode == node.ID && visits > 0 && (node.Kind == "agent" || node.Kind == "evaluator" || isExec(node.Kind)) {
+		if handled, err := s.reenter(ctx, run, env, node, m, visits); handled || err != nil {
+			return err
+		}
 	}
 	sum := sha256.Sum256([]byte(m.TaskToken))
 	visit := visits + 1
@@ -200,6 +211,55 @@ func (s *Service) Dispatch(ctx context.Context, m Message) error {
 	}
 }
 
+// reenter continues the node's latest step (visit visits) when the node's
+// Task state is entered again for it — by the state's own Retry
+// (m.RetryCount > 0: a transient failure the retry policy retries on the
+// same or the next provider, or an infrastructure error), or after the
+// step parked (its "<node>.wait" ends and enters the node again) — with a
+// new attempt under the new task token: seed 000's attempt fencing keeps
+// the attempts before it from writing, and the step stays one visit, one
+// step_ref. handled is false when the entry is a new visit (a rework loop,
+// a resume) and Dispatch creates the step as usual.
+//
+// A redelivered message of an entry already recorded launches nothing,
+// unless the delivery that recorded it failed before it launched (the
+// latest attempt is still the failed one of the entry before).
+func (s *Service) reenter(ctx context.Context, run stratus.Run, env *RunEnv, node *flow.Node, m Message, visits int) (handled bool, err error) {
+	tid := fmt.Sprintf("%s.%s.%d", run.ID, node.ID, visits)
+	st, err := s.Store.GetStep(ctx, tid)
+	if err != nil {
+		return false, err
+	}
+	if m.RetryCount == 0 && st.Status != stratus.StepParked {
+		return false, nil
+	}
+	if st.Status == stratus.StepCompleted || st.Status == stratus.StepCanceled {
+		// Not a step that failed for a retry to take over: a new visit.
+		return false, nil
+	}
+	sum := sha256.Sum256([]byte(m.TaskToken))
+	entry := fmt.Sprintf("%x:%d", sum[:12], m.RetryCount)
+	st, reentered, err := s.Store.ReenterStep(ctx, tid, m.TaskToken, entry)
+	if err != nil {
+		return true, err
+	}
+	n := 1
+	latest, err := s.Store.LatestAttempt(ctx, tid)
+	switch {
+	case err == nil:
+		n = latest.N + 1
+	case stratus.ErrorCode(err) != stratus.ENOTFOUND:
+		return true, err
+	}
+	if !reentered && (err != nil || latest.Status != stratus.AttemptFailed || st.TaskToken != m.TaskToken || st.Status != stratus.StepRunning) {
+		return true, nil // a redelivery; the first delivery launched its attempt
+	}
+	if stopped, err := s.checkCaps(ctx, run, st); stopped || err != nil {
+		return true, err
+	}
+	return true, s.launchAttempt(ctx, run, env, st, n)
+}
+
 // checkCaps enforces the run's cost and token caps (issue 11 § 7) before a
 // worker step starts: a run at or over a cap fails step with
 // ErrCapReached, which parks the run at manual_action_required (stopped is
@@ -258,6 +318,7 @@ func (s *Service) stopNode(ctx context.Context, m Message) error {
 			// Recorded before the stop, so the worker's exit is not taken
 			// for a crash (workerExited skips an attempt no longer running).
 			att.Status, att.Terminal, att.Reason, att.EndedAt = stratus.AttemptFailed, "Failed", reason, s.now()
+			att.Class, att.RetryAt = caughtClass(m.Error), time.Time{}
 			if err := s.Store.UpdateAttempt(ctx, att); err != nil {
 				return err
 			}
@@ -359,6 +420,9 @@ func (s *Service) launchAttempt(ctx context.Context, run stratus.Run, env *RunEn
 		// Resolve the engine now, so a bad pin fails the step at once
 		// rather than in the worker; the attempt records the resolution.
 		res, _, err = Resolve(env.Config, env.Flow, node, env.Task.Front)
+		if err == nil && n > 1 {
+			res, err = s.retryProvider(ctx, env, node, step, n, res)
+		}
 	}
 	if err != nil {
 		return s.failStep(ctx, step, n, ErrDispatch, err.Error())
@@ -409,6 +473,7 @@ func (s *Service) launchAttempt(ctx context.Context, run stratus.Run, env *RunEn
 	}
 	if err != nil {
 		att.Status, att.Reason, att.EndedAt = stratus.AttemptFailed, err.Error(), s.now()
+		att.Class = failclass.Infrastructure // the launch failed
 		s.Store.UpdateAttempt(ctx, att)
 		name := ErrLaunchFailed
 		if errors.Is(err, launch.ErrInfrastructure) {

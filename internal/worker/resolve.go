@@ -42,11 +42,47 @@ const DefaultEngineTimeoutSeconds = 600
 // check also covers a task's override and the primary.
 // Errors are *stratus.Error EINVALID naming the field.
 func Resolve(cfg *config.Config, fl *flow.Flow, node *flow.Node, front map[string]any) (stratus.Resolved, config.Provider, error) {
+	return resolve(cfg, fl, node, front, "")
+}
+
+// Pinned is the provider a node is pinned to: the task's
+// nodes.<id>.provider, else the node's provider; "" when it runs on
+// agents.primary (the retry policy's fallback order starts from it:
+// internal/retry Policy.Order).
+func Pinned(node *flow.Node, front map[string]any) string {
+	if p := taskOverrides(front, node.ID)["provider"]; p != "" {
+		return p
+	}
+	return node.Provider
+}
+
+// ResolveOn is Resolve for an attempt the retry policy moved to provider
+// (a fallback after transient failures, internal/retry): the node runs on
+// provider with that provider's own model and reasoning, since the
+// node's and the task's model and reasoning name the pinned provider's.
+// provider equal to what Resolve picks is Resolve.
+func ResolveOn(cfg *config.Config, fl *flow.Flow, node *flow.Node, front map[string]any, provider string) (stratus.Resolved, config.Provider, error) {
+	return resolve(cfg, fl, node, front, provider)
+}
+
+func resolve(cfg *config.Config, fl *flow.Flow, node *flow.Node, front map[string]any, fallback string) (stratus.Resolved, config.Provider, error) {
 	override := taskOverrides(front, node.ID)
 
 	pinned, pinField := node.Provider, "provider"
 	if p := override["provider"]; p != "" {
 		pinned, pinField = p, "nodes."+node.ID+".provider"
+	}
+	if fallback != "" {
+		if cur, _, err := cfg.Provider(pinned); err != nil || cur != fallback {
+			// The node's and the task's model and reasoning name the
+			// pinned provider's; the fallback runs on its own.
+			pinned, pinField = fallback, "agents.allowed"
+			delete(override, "model")
+			delete(override, "reasoning")
+			n := *node
+			n.Model, n.Reasoning = "", ""
+			node = &n
+		}
 	}
 	name, prov, err := cfg.Provider(pinned)
 	if err != nil {

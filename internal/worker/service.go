@@ -13,6 +13,7 @@ import (
 	"github.com/stratusflow/stratus/internal/captoken"
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/executor"
+	"github.com/stratusflow/stratus/internal/failclass"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/logging"
@@ -76,6 +77,13 @@ type Event struct {
 // Service implements the worker side of a run. All fields are required
 // except OnEvent, Publish and Now.
 type Service struct {
+	// CanLaunch, when set, reports whether a provider of cfg can start an
+	// engine where this service launches workers (embedded: this
+	// machine); the retry policy falls back only to one that can
+	// (Service.policy). nil: every allowed provider can (AWS: the runner
+	// image holds the engines).
+	CanLaunch func(cfg *config.Config, provider string) bool
+
 	// RunID is the one run this service's API serves (embedded: each run
 	// serves its own worker API, though the runs of a work dir share its
 	// store and HMAC key); "" serves every run of the store (AWS: one API
@@ -290,7 +298,7 @@ func (s *Service) workerExited(tid string, n int, exitErr error, logPath string)
 	}
 	c := &Caller{Step: st, Attempt: att, Run: run, Env: env}
 	att.EndedAt = s.now()
-	s.failAttempt(ctx, c, att, "Failed", reason)
+	s.failAttempt(ctx, c, att, seen(failclass.Infrastructure, "worker exited without a result"), reason)
 }
 
 // logTail returns the last n non-empty lines of a log file, joined by " | ".

@@ -21,6 +21,7 @@ import (
 	"github.com/stratusflow/stratus/internal/captoken"
 	"github.com/stratusflow/stratus/internal/compiler"
 	"github.com/stratusflow/stratus/internal/executor"
+	"github.com/stratusflow/stratus/internal/failclass"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/fold"
 	"github.com/stratusflow/stratus/internal/projection"
@@ -50,6 +51,9 @@ type StepValue struct {
 	// Output is the ctx-relative file {<node>_path} carries when it is not
 	// <node>.md: the output_file copy <node>.out/<file>.
 	Output string `json:"output,omitempty"`
+	// RetryAt is when a parked step's node is entered again (Outcome
+	// "parked": internal/retry), UTC.
+	RetryAt time.Time `json:"retry_at,omitzero"`
 }
 
 func decodeStepValue(raw json.RawMessage) (StepValue, error) {
@@ -264,12 +268,12 @@ func (s *Service) SubmitBody(ctx context.Context, authorization, tid string, b B
 	if err != nil {
 		return nil, err
 	}
-	return s.submitBody(ctx, c, b, ok, "")
+	return s.submitBody(ctx, c, b, ok, failure{})
 }
 
 // submitBody reads b (bodyOf) and submits it; the upload, if any, is
 // settled (settleUpload) with the outcome.
-func (s *Service) submitBody(ctx context.Context, c *Caller, b Body, ok bool, terminal string) (sv *StepValue, err error) {
+func (s *Service) submitBody(ctx context.Context, c *Caller, b Body, ok bool, f failure) (sv *StepValue, err error) {
 	defer func() { s.settleUpload(ctx, c, b, err) }()
 	// Fenced before the upload is read: a retried submit of a recorded
 	// attempt is the same 409 whether its body came inline or uploaded.
@@ -280,7 +284,7 @@ func (s *Service) submitBody(ctx context.Context, c *Caller, b Body, ok bool, te
 	if err != nil {
 		return nil, err
 	}
-	return s.submit(ctx, c, body, ok, terminal)
+	return s.submit(ctx, c, body, ok, f)
 }
 
 // ResultBody is the body of POST /v1/worker/result.
@@ -306,7 +310,11 @@ func (rb ResultBody) Body() []byte {
 // Result serves POST /v1/worker/result {task_id, value, ok} (seed 001 §
 // Routes). A string value is the body as is; any other value is its JSON
 // text. With ok=false the runner reports a terminal other than Captured:
-// value may be {"terminal", "reason"}.
+// value may be a FailureValue {"terminal", "reason", "class", "retry_at"};
+// the attempt records the class and reset (internal/failclass), classified
+// here from the terminal and reason when the value has no class. Errors:
+// EINVALID naming class or retry_at for a value that is none
+// (failureValue), as Submit otherwise.
 func (s *Service) Result(ctx context.Context, authorization string, rb ResultBody) (*StepValue, error) {
 	if rb.TaskID == "" {
 		return nil, stratus.FieldErrorf(stratus.EINVALID, "task_id", "missing")
@@ -325,38 +333,65 @@ func (s *Service) Result(ctx context.Context, authorization string, rb ResultBod
 			s.settleUpload(ctx, c, Body{Upload: rb.Upload}, err)
 			return nil, err
 		}
-		return s.submitBody(ctx, c, Body{Upload: rb.Upload}, *rb.OK, "")
+		return s.submitBody(ctx, c, Body{Upload: rb.Upload}, *rb.OK, failure{})
 	}
 	body := rb.Body()
-	terminal := ""
+	var f failure
 	if !*rb.OK {
-		var f struct {
-			Terminal string `json:"terminal"`
-			Reason   string `json:"reason"`
+		fv, reset, isValue, err := failureValue(rb.Value)
+		if err != nil {
+			return nil, err
 		}
-		if json.Unmarshal(rb.Value, &f) == nil && f.Terminal != "" {
-			terminal = f.Terminal
+		if isValue {
+			f = failure{terminal: fv.Terminal, verdict: failclass.Verdict{Class: fv.Class, RetryAt: reset, Rule: "runner"}}
 			// "draft#1 failed: the model refused", never "failed: Failed: …";
 			// another terminal (TimedOut, NoReport) says what happened.
-			body = []byte(f.Terminal + ": " + f.Reason)
-			if f.Terminal == "Failed" && f.Reason != "" {
-				body = []byte(f.Reason)
+			switch {
+			case fv.Terminal == "" && fv.Reason != "":
+				body = []byte(fv.Reason)
+			case fv.Terminal == "":
+			case fv.Terminal == "Failed" && fv.Reason != "":
+				body = []byte(fv.Reason)
+			default:
+				body = []byte(fv.Terminal + ": " + fv.Reason)
 			}
 		}
 	}
-	return s.submit(ctx, c, body, *rb.OK, terminal)
+	return s.submit(ctx, c, body, *rb.OK, f)
 }
 
-func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, terminal string) (*StepValue, error) {
+// submit records body as the attempt's Final; with ok=false it fails the
+// attempt with f, classified here (internal/failclass) from its terminal,
+// the body and the engine's stderr in the runner's log when the worker
+// sent no class.
+func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, f failure) (*StepValue, error) {
 	if ok {
 		// An engine that wrote into the operator's work dir fails its step
 		// whatever it reports (docs/security.md § Workspace commits).
 		if why := s.watchReason(ctx, c); why != "" {
-			ok, terminal, body = false, "Failed", []byte(why)
+			ok, body = false, []byte(why)
+			f = failure{terminal: "Failed", verdict: failclass.Classify(failclass.Evidence{Terminal: "Captured", Report: true, Reason: why})}
+		}
+	}
+	var logTailText, log string
+	if !ok {
+		if log = s.runnerLog(c.Run, c.Step); log != "" {
+			logTailText = logTail(log, 2)
+		}
+		if f.verdict.Class == "" {
+			// No class: a worker (an older runner, an engine calling the
+			// route itself) that did not classify its failure. A clock
+			// time in its words is read in this machine's zone: on it, or
+			// beside it (AWS: UTC both), the engine ran.
+			sent := f.verdict.RetryAt
+			f.verdict = failclass.Classify(failclass.Evidence{Terminal: f.terminal, Reason: string(body), Stderr: strings.ReplaceAll(logTailText, " | ", "\n"), Now: s.now().Local()})
+			if f.verdict.RetryAt.IsZero() {
+				f.verdict.RetryAt = sent // a reset sent without a class is kept
+			}
 		}
 	}
 	if c.Step.Kind == supervisorKind {
-		sv, err := s.supervisorSubmit(ctx, c, body, ok, terminal) // supervisor.go
+		sv, err := s.supervisorSubmit(ctx, c, body, ok, f) // supervisor.go
 		if !ok {
 			sv = failureAnswer(sv, len(body))
 		}
@@ -379,15 +414,15 @@ func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, t
 		// The worker's words, bounded: the whole text is the Final just
 		// appended; half of MaxReasonBytes leaves room for the log's.
 		reason := clipReason(string(body), MaxReasonBytes/2, " [cut; the whole text is the attempt's failed Final]")
-		if log := s.runnerLog(c.Run, c.Step); log != "" {
+		if log != "" {
 			// The engine's stderr went to the runner's log: its last
 			// lines (not the runner's own) and where the log is.
-			if tail := logTail(log, 2); tail != "" {
-				reason += "; log: " + clipReason(tail, MaxReasonBytes/4, "")
+			if logTailText != "" {
+				reason += "; log: " + clipReason(logTailText, MaxReasonBytes/4, "")
 			}
 			reason += " (log: " + log + ")"
 		}
-		sv, err := s.failAttempt(ctx, c, att, terminal, reason)
+		sv, err := s.failAttempt(ctx, c, att, f, reason)
 		return failureAnswer(sv, len(body)), err
 	}
 	if isExec(c.Env.Flow.Node(c.Step.Node).Kind) {
@@ -535,6 +570,7 @@ func (s *Service) notPersisted(ctx context.Context, c *Caller, att stratus.Attem
 	}
 	reason := fmt.Sprintf("its output did not persist: %s; %s, then resume the run: %s runs again", cause, fix, c.Step.StepRef)
 	att.Status, att.Reason = stratus.AttemptFailed, reason
+	att.Class, att.RetryAt = failclass.Infrastructure, time.Time{} // the server's own failure
 	if uerr := s.Store.UpdateAttempt(ctx, att); uerr != nil {
 		s.warnCall(c, "%s: record the attempt failed: %v", c.Step.StepRef, uerr)
 	}
@@ -622,19 +658,24 @@ func failureAnswer(sv *StepValue, bytes int) *StepValue {
 	return &a
 }
 
-func (s *Service) failAttempt(ctx context.Context, c *Caller, att stratus.Attempt, terminal, reason string) (*StepValue, error) {
+// failAttempt records att failed as f says (its terminal, class and
+// reset) with reason, fails its step and its Task state (ErrWorkerFailed:
+// what happens next is the state machine's, whatever the class).
+func (s *Service) failAttempt(ctx context.Context, c *Caller, att stratus.Attempt, f failure, reason string) (*StepValue, error) {
+	f = f.complete(reason, s.now().Local())
 	if c.Step.Kind == supervisorKind {
-		return s.supervisorFailed(ctx, c, att, terminal, reason) // supervisor.go
+		return s.supervisorFailed(ctx, c, att, f, reason) // supervisor.go
 	}
 	// Bounded whatever its source (a worker's report, a runner log's
 	// lines, a launch error): see MaxReasonBytes.
 	reason = clipReason(reason, MaxReasonBytes, " [cut]")
-	if terminal == "" {
-		terminal = "Failed"
-	}
-	att.Status, att.Terminal, att.Reason = stratus.AttemptFailed, terminal, reason
+	att.Status, att.Terminal, att.Reason = stratus.AttemptFailed, f.terminal, reason
+	att.Class, att.RetryAt = f.verdict.Class, f.verdict.RetryAt
 	if err := s.Store.UpdateAttempt(ctx, att); err != nil {
 		return nil, err
+	}
+	if sv, handled, err := s.retryFailure(ctx, c, att, reason); handled {
+		return sv, err // retry.go: a transient failure the retry policy takes
 	}
 	sv := &StepValue{StepRef: c.Step.StepRef, Node: c.Step.Node, Attempt: att.N, Outcome: "failed", Reason: reason}
 	raw, _ := json.Marshal(sv)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/config"
+	"github.com/stratusflow/stratus/internal/failclass"
 	"github.com/stratusflow/stratus/internal/findings"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/fold"
@@ -200,6 +201,7 @@ func (s *Service) launchSupervisor(ctx context.Context, run stratus.Run, env *Ru
 	id, err := s.Launcher.Launch(ctx, spec)
 	if err != nil {
 		att.Status, att.Terminal, att.Reason, att.EndedAt = stratus.AttemptFailed, "Failed", err.Error(), s.now()
+		att.Class = failclass.Infrastructure // the launch failed
 		s.Store.UpdateAttempt(ctx, att)
 		return fmt.Errorf("launch the supervisor's worker: %w", err)
 	}
@@ -370,7 +372,7 @@ func (s *Service) supervisorPayload(ctx context.Context, c *Caller) (*Payload, e
 // the layer does): the attempt and its step end, no task token of its own
 // is completed, and the job's end follows — the finalize turn's report and
 // publish, or the observation's note.
-func (s *Service) supervisorSubmit(ctx context.Context, c *Caller, body []byte, ok bool, terminal string) (*StepValue, error) {
+func (s *Service) supervisorSubmit(ctx context.Context, c *Caller, body []byte, ok bool, f failure) (*StepValue, error) {
 	if err := s.fence(ctx, c); err != nil {
 		return nil, err
 	}
@@ -385,7 +387,7 @@ func (s *Service) supervisorSubmit(ctx context.Context, c *Caller, body []byte, 
 		if _, err := s.Store.AppendOutput(ctx, final); err != nil {
 			return nil, secondFinal(c, err)
 		}
-		return s.supervisorFailed(ctx, c, att, terminal, string(body))
+		return s.supervisorFailed(ctx, c, att, f.complete(string(body), s.now().Local()), string(body))
 	}
 	v := supervisorValue(c.Step)
 	v.Attempt, v.Outcome = att.N, "done"
@@ -437,12 +439,11 @@ func observationKey(run stratus.Run, v report.SupervisorValue) string {
 // supervisorFailed ends a supervisor turn that failed. A finalize turn's
 // failure never fails the run: the deterministic report takes over
 // (situation 3). An observation's failure is logged and swallowed.
-func (s *Service) supervisorFailed(ctx context.Context, c *Caller, att stratus.Attempt, terminal, reason string) (*StepValue, error) {
+func (s *Service) supervisorFailed(ctx context.Context, c *Caller, att stratus.Attempt, f failure, reason string) (*StepValue, error) {
 	reason = clipReason(reason, MaxReasonBytes, " [cut]") // see MaxReasonBytes
-	if terminal == "" {
-		terminal = "Failed"
-	}
+	terminal := f.terminal
 	att.Status, att.Terminal, att.Reason = stratus.AttemptFailed, terminal, reason
+	att.Class, att.RetryAt = f.verdict.Class, f.verdict.RetryAt
 	if err := s.Store.UpdateAttempt(ctx, att); err != nil {
 		return nil, err
 	}

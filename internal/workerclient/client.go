@@ -249,10 +249,11 @@ func (c *Client) Result(ctx context.Context, rb worker.ResultBody) (*worker.Step
 	return &sv, err
 }
 
-// Fail posts a failed result (POST /v1/worker/result, ok=false) carrying a
-// seed 003 § 5 terminal and its reason.
-func (c *Client) Fail(ctx context.Context, taskID, terminal, reason string) error {
-	v, _ := json.Marshal(map[string]string{"terminal": terminal, "reason": reason})
+// Fail posts a failed result (POST /v1/worker/result, ok=false) whose
+// value is f: a seed 003 § 5 terminal, its reason, and its failure class
+// and reset (internal/failclass).
+func (c *Client) Fail(ctx context.Context, taskID string, f worker.FailureValue) error {
+	v, _ := json.Marshal(f)
 	body, _ := json.Marshal(map[string]any{"task_id": taskID, "value": json.RawMessage(v), "ok": false})
 	return c.do(ctx, "POST", "/v1/worker/result", "application/json", body, nil)
 }

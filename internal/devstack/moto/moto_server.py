@@ -3,8 +3,9 @@
 DESIGN.md § Testing stand-ins: turn on real Step Functions execution, and
 patch StateMachine.__deepcopy__ so that every StartExecution after the first
 does not fail with a 500 (upstream moto issue 10077): the copy shares the
-backend and leaves the live executions behind; serve DynamoDB requests one at
-a time; check the signature of a presigned S3 request that signs its
+backend and leaves the live executions behind; keep SendTaskFailure's cause;
+give a retried callback state a new task token;
+serve DynamoDB requests one at a time; check the signature of a presigned S3 request that signs its
 Content-Length (see below).
 
 Usage: python3 moto_server.py -H 127.0.0.1 -p PORT
@@ -34,6 +35,46 @@ def _deepcopy(self, memo):
 
 
 StateMachine.__deepcopy__ = _deepcopy
+
+# moto 5.2.1's SendTaskFailure drops the cause (its response handler hands
+# the backend the error only), so a Catch sees {"Error": ..., "Cause": null}.
+# Step Functions keeps it, and a compiled "<node>.park" state reads the
+# wait from the cause of stratus.Blocked: the cause is passed on.
+from moto.core.responses import EmptyResult  # noqa: E402
+from moto.stepfunctions.responses import StepFunctionResponse  # noqa: E402
+
+
+def _send_task_failure(self):
+    self.stepfunction_backend.send_task_failure(
+        self._get_param("taskToken"), error=self._get_param("error"), cause=self._get_param("cause")
+    )
+    return EmptyResult()
+
+
+StepFunctionResponse.send_task_failure = _send_task_failure
+
+# moto 5.2.1 retries a .waitForTaskToken state with the task token of its
+# first try, whose callback endpoint keeps that try's failure: the retry
+# fails again at once with it, whatever the worker sends. Step Functions
+# gives every try its own token ($$.Task.Token), so a retried callback
+# state gets a new one here before it runs again.
+from moto.stepfunctions.parser.asl.component.state.exec.execute_state import ExecutionState  # noqa: E402
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.resource import ResourceCondition  # noqa: E402
+
+_evaluate_with_timeout = ExecutionState._evaluate_with_timeout
+
+
+def _evaluate_with_new_token(self, env):
+    resource = getattr(self, "resource", None)
+    if (
+        getattr(resource, "condition", None) == ResourceCondition.WaitForTaskToken
+        and env.states.context_object.context_object_data["State"].get("RetryCount", 0) > 0
+    ):
+        env.callback_pool_manager.add(env.states.context_object.update_task_token())
+    return _evaluate_with_timeout(self, env)
+
+
+ExecutionState._evaluate_with_timeout = _evaluate_with_new_token
 
 # moto 5.2.1's DynamoDB is not safe under concurrent requests: a conditional
 # write checks, then writes, without a lock, and a cancelled transaction

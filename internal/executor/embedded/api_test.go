@@ -89,8 +89,8 @@ func TestStartExecution_Rejects(t *testing.T) {
 		err  string
 		msg  string
 	}{
-		{"invalid definition lists every problem", executor.StartInput{StateMachine: "sm", Definition: []byte(`{"StartAt":"m","States":{"m":{"Type":"Map","End":true},"w":{"Type":"Wait"}}}`)},
-			executor.ErrInvalidDefinition, `state "m": field "Type": "Map" is not supported by the embedded executor; supported: Pass, Task, Choice, Succeed, Fail` + "\n" + `state "w": field "Type": "Wait" is not supported`},
+		{"invalid definition lists every problem", executor.StartInput{StateMachine: "sm", Definition: []byte(`{"StartAt":"m","States":{"m":{"Type":"Map","End":true},"w":{"Type":"Parallel"}}}`)},
+			executor.ErrInvalidDefinition, `state "m": field "Type": "Map" is not supported by the embedded executor; supported: Pass, Task, Choice, Wait, Succeed, Fail` + "\n" + `state "w": field "Type": "Parallel" is not supported`},
 		{"bad execution name", executor.StartInput{StateMachine: "sm", Definition: []byte(passEnd), Name: "a b"}, executor.ErrInvalidName, `"a b" contains ' '`},
 		{"long execution name", executor.StartInput{StateMachine: "sm", Definition: []byte(passEnd), Name: strings.Repeat("x", 81)}, executor.ErrInvalidName, "1 to 80 characters"},
 		{"bad state machine ARN", executor.StartInput{StateMachine: "arn:aws:lambda:x:y:function:z", Definition: []byte(passEnd)}, executor.ErrInvalidArn, "is not a state machine ARN"},

@@ -3,6 +3,7 @@ package embedded_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stratusflow/stratus/internal/executor/embedded"
@@ -15,9 +16,16 @@ func TestConformance(t *testing.T) {
 		messages := make(chan json.RawMessage, 16)
 		e := embedded.New(embedded.Options{Resources: map[string]embedded.TaskHandler{
 			"arn:aws:states:::sqs:sendMessage": func(_ context.Context, c embedded.TaskCall) (json.RawMessage, error) {
-				var p struct{ MessageBody json.RawMessage }
+				var p struct {
+					QueueURL    string `json:"QueueUrl"`
+					MessageBody json.RawMessage
+				}
 				if err := json.Unmarshal(c.Parameters, &p); err != nil {
 					return nil, err
+				}
+				if strings.HasSuffix(p.QueueURL, executortest.MissingQueueSuffix) {
+					// What Step Functions' SQS integration reports.
+					return nil, embedded.TaskError{Name: "SQS.SdkClientException", Cause: "The specified queue does not exist."}
 				}
 				messages <- p.MessageBody
 				return json.RawMessage(`{"MessageId":"m"}`), nil

@@ -8,7 +8,8 @@
 // resource ARN, the callback pattern (.waitForTaskToken: a fresh task
 // token per attempt, single use, SendTaskSuccess/Failure/Heartbeat),
 // TimeoutSeconds and HeartbeatSeconds, Retry with backoff, jitter and
-// MaxDelaySeconds, Catch, the execution's TimeoutSeconds, StopExecution,
+// MaxDelaySeconds, Catch, Wait states (a Clock timer that closing the
+// execution ends at once), the execution's TimeoutSeconds, StopExecution,
 // and DefinitionSubstitutions (Options.Substitutions). Time goes through
 // a Clock so tests drive timers without waiting.
 //
@@ -18,7 +19,7 @@
 // internal/executor.
 //
 // What it deliberately does not do: persist anything (executions live as
-// long as the process), run Map, Parallel, Wait or JSONata states (Parse
+// long as the process), run Map, Parallel or JSONata states (Parse
 // rejects them), talk to AWS, or implement resources itself — every
 // Resource is a TaskHandler the caller registers; one that has none fails
 // its state with States.Runtime.

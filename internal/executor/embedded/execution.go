@@ -190,6 +190,12 @@ func (x *execution) run() {
 					out, f = st.ApplyOutputPath(eff)
 				}
 			}
+		case asl.TypeWait:
+			var ok bool
+			if out, f, ok = x.wait(st, input, entered); !ok {
+				return // closed from outside while waiting
+			}
+			next = st.Next
 		case asl.TypeSucceed:
 			var eff asl.Value
 			if eff, f = st.EffectiveInput(input, x.context(name, entered, 0)); f == nil {
@@ -226,4 +232,24 @@ func (x *execution) pass(st *asl.State, raw asl.Value, entered time.Time) (asl.V
 		return nil, f
 	}
 	return st.ApplyOutputPath(out)
+}
+
+// wait runs a Wait state (ASL spec § Wait State): its output is its
+// effective input, filtered by OutputPath, once the time it names has
+// come. ok is false when the execution was closed meanwhile — stopped,
+// timed out — which ends the wait at once.
+func (x *execution) wait(st *asl.State, raw asl.Value, entered time.Time) (out asl.Value, f *asl.Failure, ok bool) {
+	eff, f := st.EffectiveInput(raw, x.context(st.Name, entered, 0))
+	if f != nil {
+		return nil, f, true
+	}
+	until, f := st.WaitUntil(eff, entered)
+	if f != nil {
+		return nil, f, true
+	}
+	if d := until.Sub(x.e.clock.Now()); d > 0 && !x.sleep(d) {
+		return nil, nil, false
+	}
+	out, f = st.ApplyOutputPath(eff)
+	return out, f, true
 }

@@ -233,3 +233,131 @@ func TestRuntimeErrors_AreNotCaught(t *testing.T) {
 		})
 	}
 }
+
+// The developer guide's examples (§ Handling errors in Step Functions
+// workflows), with their own intervals, waits checked on the fake clock:
+//   - two retriers; a task failing ErrorA, ErrorB, ErrorC, ErrorB waits
+//     1 s and 2 s (the first retrier), 5 s (the second), and the fourth
+//     error, whose retrier is spent, is caught — a later States.ALL
+//     retrier is not consulted; $$.State.RetryCount is 0, 1, 2, 3;
+//   - a States.Timeout retrier (IntervalSeconds 3, MaxAttempts 2,
+//     BackoffRate 1.5) retries a timed-out task after 3 s and 4.5 s;
+//   - JitterStrategy FULL draws each wait from [0, the capped delay].
+func TestRetry_DeveloperGuideExamples(t *testing.T) {
+	t.Parallel()
+	t.Run("two retriers, then Catch", func(t *testing.T) {
+		t.Parallel()
+		h, calls := failing("ErrorA", "ErrorB", "ErrorC", "ErrorB")
+		var counts []int
+		var mu sync.Mutex
+		b := setup(t, map[string]TaskHandler{flaky: func(ctx context.Context, c TaskCall) (json.RawMessage, error) {
+			var p struct{ RC int }
+			json.Unmarshal(c.Parameters, &p)
+			mu.Lock()
+			counts = append(counts, c.RetryCount, p.RC)
+			mu.Unlock()
+			return h(ctx, c)
+		}})
+		def := `{"StartAt":"X","States":{
+			"X":{"Type":"Task","Resource":"` + flaky + `","Parameters":{"RC.$":"$$.State.RetryCount"},"Next":"Y",
+				"Retry":[{"ErrorEquals":["ErrorA","ErrorB"],"IntervalSeconds":1,"BackoffRate":2.0,"MaxAttempts":2},
+					{"ErrorEquals":["ErrorC"],"IntervalSeconds":5},
+					{"ErrorEquals":["States.ALL"],"MaxAttempts":9}],
+				"Catch":[{"ErrorEquals":["States.ALL"],"Next":"Z"}]},
+			"Y":{"Type":"Succeed"},
+			"Z":{"Type":"Pass","End":true}}}`
+		x := b.start(t, def, `{}`)
+		var delays []time.Duration
+		for range 3 {
+			p := b.clock.waitPending(t, func(p []time.Duration) bool { return len(p) == 1 })
+			delays = append(delays, p[0])
+			b.clock.Advance(p[0])
+		}
+		got := b.wait(t, x.ARN)
+		if want := []time.Duration{time.Second, 2 * time.Second, 5 * time.Second}; !reflect.DeepEqual(delays, want) {
+			t.Errorf("waits %v, want %v", delays, want)
+		}
+		if calls() != 4 || got.Status != executor.StatusSucceeded || string(got.Output) != `{"Error":"ErrorB","Cause":"attempt 4"}` {
+			t.Errorf("%d calls, %s %s", calls(), got.Status, got.Output)
+		}
+		if s := entered(b.exec.History(x.ARN)); strings.Join(s, " ") != "X Z" {
+			t.Errorf("states %v", s)
+		}
+		if want := []int{0, 0, 1, 1, 2, 2, 3, 3}; !reflect.DeepEqual(counts, want) {
+			t.Errorf("TaskCall.RetryCount and $$.State.RetryCount per attempt %v, want %v", counts, want)
+		}
+	})
+	t.Run("States.Timeout retrier", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, nil)
+		x := b.start(t, `{"StartAt":"t","States":{"t":{"Type":"Task","Resource":"arn:aws:lambda:local:0:function:block","TimeoutSeconds":10,"End":true,
+			"Retry":[{"ErrorEquals":["States.Timeout"],"IntervalSeconds":3,"MaxAttempts":2,"BackoffRate":1.5}]}}}`, `{}`)
+		var timers []time.Duration
+		for range 5 {
+			p := b.clock.waitPending(t, func(p []time.Duration) bool { return len(p) == 1 })
+			timers = append(timers, p[0])
+			b.clock.Advance(p[0])
+		}
+		if want := []time.Duration{10 * time.Second, 3 * time.Second, 10 * time.Second, 4500 * time.Millisecond, 10 * time.Second}; !reflect.DeepEqual(timers, want) {
+			t.Errorf("timers %v, want %v (timeout, wait, timeout, wait, timeout)", timers, want)
+		}
+		if got := b.wait(t, x.ARN); got.Status != executor.StatusFailed || got.Error != asl.ErrTimeout {
+			t.Errorf("%+v", got)
+		}
+	})
+	t.Run("FULL jitter under MaxDelaySeconds", func(t *testing.T) {
+		t.Parallel()
+		h, _ := failing("E")
+		b := setup(t, map[string]TaskHandler{flaky: h})
+		x := b.start(t, retryDef(`[{"ErrorEquals":["E"],"IntervalSeconds":4,"MaxAttempts":4,"MaxDelaySeconds":10,"JitterStrategy":"FULL"}]`, `[]`), `{}`)
+		for i, bound := range []time.Duration{4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second} {
+			var d time.Duration
+			b.clock.waitPending(t, func(p []time.Duration) bool {
+				if len(p) == 1 {
+					d = p[0]
+				}
+				return len(p) == 1
+			})
+			if d < 0 || d > bound {
+				t.Errorf("retry %d waits %v, want within [0, %v]", i, d, bound)
+			}
+			b.clock.Advance(d)
+		}
+		if got := b.wait(t, x.ARN); got.Status != executor.StatusFailed || got.Error != "E" {
+			t.Fatalf("%+v", got)
+		}
+	})
+}
+
+// A state entered again (a Catch that loops back, as the compiled park
+// loop does) starts afresh: $$.State.RetryCount and every retrier's count
+// are 0 again.
+func TestRetry_CountsStartAfreshOnReentry(t *testing.T) {
+	t.Parallel()
+	h, calls := failing("E", "E", "Blocked", "E", "E", "")
+	var counts []int
+	var mu sync.Mutex
+	b := setup(t, map[string]TaskHandler{flaky: func(ctx context.Context, c TaskCall) (json.RawMessage, error) {
+		mu.Lock()
+		counts = append(counts, c.RetryCount)
+		mu.Unlock()
+		return h(ctx, c)
+	}})
+	def := `{"StartAt":"work","States":{
+		"work":{"Type":"Task","Resource":"` + flaky + `","ResultPath":"$.r","Next":"done",
+			"Retry":[{"ErrorEquals":["E"],"IntervalSeconds":1,"MaxAttempts":2}],
+			"Catch":[{"ErrorEquals":["Blocked"],"ResultPath":"$.last","Next":"again"}]},
+		"again":{"Type":"Pass","Next":"work"},
+		"done":{"Type":"Succeed"}}}`
+	x := b.start(t, def, `{}`)
+	for range 4 {
+		p := b.clock.waitPending(t, func(p []time.Duration) bool { return len(p) == 1 })
+		b.clock.Advance(p[0])
+	}
+	if got := b.wait(t, x.ARN); got.Status != executor.StatusSucceeded {
+		t.Fatalf("%+v", got)
+	}
+	if calls() != 6 || !reflect.DeepEqual(counts, []int{0, 1, 2, 0, 1, 2}) {
+		t.Errorf("%d calls with RetryCount %v, want 6 with 0 1 2 0 1 2", calls(), counts)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,6 +20,11 @@ import (
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/executor"
 )
+
+// MissingQueueSuffix makes, appended to Harness.QueueURL, the URL of a
+// queue that does not exist: an sqs:sendMessage to it fails with
+// SQS.SdkClientException (or SQS.AmazonSQSException), every time.
+const MissingQueueSuffix = "-missing"
 
 // Harness is what the suite needs from an implementation.
 type Harness struct {
@@ -48,6 +54,11 @@ type Quirks struct {
 	// succeeds, where AWS answers TaskTimedOut); the execution then ends
 	// ABORTED. (moto 5.2.1)
 	StopAwaitsCallback bool
+	// RuntimeCausePrefixed: a States.Runtime failure's cause starts with
+	// "An error occurred while executing the state 'NAME' (entered at
+	// the event id #N). " (moto 5.2.1, as AWS words it; the embedded
+	// executor gives the rest only).
+	RuntimeCausePrefixed bool
 }
 
 // Run runs the suite; newHarness is called once per subtest.
@@ -66,6 +77,10 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"StopExecution", testStopExecution},
 		{"CatchSendsBeforeRouting", testCatchSendsBeforeRouting},
 		{"HistoryReadsTheRun", testHistoryReadsTheRun},
+		{"RetryPerRetrierThenCatch", testRetryPerRetrierThenCatch},
+		{"RetryFirstMatchingRetrierOnly", testRetryFirstMatchingRetrierOnly},
+		{"ParkLoopWaitsAndEntersAfresh", testParkLoopWaitsAndEntersAfresh},
+		{"WaitBadSecondsPath", testWaitBadSecondsPath},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -386,5 +401,186 @@ func testHistoryReadsTheRun(t *testing.T, h Harness) {
 	arn := strings.Replace(x.ARN, x.Name, uniqueName("nope"), 1)
 	if _, err := h.Executor.GetExecutionHistory(context.Background(), arn); stratus.ErrorCode(err) != stratus.ENOTFOUND {
 		t.Errorf("GetExecutionHistory of an unknown execution: %v", err)
+	}
+}
+
+// retryBody is a callback Task's MessageBody carrying $$.State.RetryCount.
+func retryBody(h Harness) string {
+	return `"Parameters":{"QueueUrl":"` + h.QueueURL + `","MessageBody":{"run_id.$":"$.run_id","task_token.$":"$$.Task.Token","retry_count.$":"$$.State.RetryCount"}}`
+}
+
+// spentTokens are the tokens failNext has failed (string → true): no two
+// tries share one.
+var spentTokens sync.Map
+
+// failNext fails the next callback of runID with errName and returns the
+// message's retry_count.
+
+func failNext(t *testing.T, h Harness, runID, errName, cause string) float64 {
+	t.Helper()
+	m := nextBody(t, h, runID)
+	token, _ := m["task_token"].(string)
+	// Every try of a callback state, a retry too, has its own task token
+	// (developer guide § Wait for a callback with task token).
+	if _, spent := spentTokens.LoadOrStore(token, true); spent {
+		t.Fatalf("a retried callback state was given the token of an earlier try (%s)", token)
+	}
+	if err := h.Executor.SendTaskFailure(context.Background(), token, errName, cause); err != nil {
+		t.Fatalf("SendTaskFailure %s: %v", errName, err)
+	}
+	rc, _ := m["retry_count"].(float64)
+	return rc
+}
+
+// The developer guide's example (§ Handling errors in Step Functions
+// workflows, Retry field examples): two retriers, the first for ErrorA
+// and ErrorB (MaxAttempts 2), the second for ErrorC; a task failing
+// ErrorA, ErrorB, ErrorC, ErrorB is retried three times — each retrier
+// counting its own retries, $$.State.RetryCount counting them all — and
+// the fourth error, whose retrier is spent, goes to the Catch (the later
+// retriers are not consulted), which puts the error output at its
+// ResultPath. Intervals are 1 s here to keep the test short.
+func testRetryPerRetrierThenCatch(t *testing.T, h Harness) {
+	runID := uniqueName("run")
+	def := `{"StartAt":"work","States":{
+		"work":{"Type":"Task","Resource":"arn:aws:states:::sqs:sendMessage.waitForTaskToken",` + retryBody(h) + `,
+			"ResultPath":"$.last","TimeoutSeconds":900,
+			"Retry":[{"ErrorEquals":["ErrorA","ErrorB"],"IntervalSeconds":1,"BackoffRate":1.0,"MaxAttempts":2},
+				{"ErrorEquals":["ErrorC"],"IntervalSeconds":1,"MaxAttempts":1},
+				{"ErrorEquals":["States.ALL"],"IntervalSeconds":1,"MaxAttempts":5}],
+			"Catch":[{"ErrorEquals":["States.ALL"],"ResultPath":"$.error","Next":"Z"}],"Next":"done"},
+		"Z":{"Type":"Pass","End":true},
+		"done":{"Type":"Succeed"}}}`
+	x := start(t, h, def, `{"run_id":"`+runID+`"}`)
+	var counts []float64
+	for i, e := range []string{"ErrorA", "ErrorB", "ErrorC", "ErrorB"} {
+		counts = append(counts, failNext(t, h, runID, e, fmt.Sprintf("failure %d", i+1)))
+	}
+	got := wait(t, h, x.ARN)
+	if fmt.Sprint(counts) != "[0 1 2 3]" {
+		t.Errorf("$$.State.RetryCount per attempt %v, want [0 1 2 3]", counts)
+	}
+	if got.Status != executor.StatusSucceeded || !sameJSON(got.Output, []byte(`{"run_id":"`+runID+`","error":{"Error":"ErrorB","Cause":"failure 4"}}`)) {
+		t.Fatalf("%s %s: want the fourth error caught into $.error and the run through Z", got.Status, got.Output)
+	}
+}
+
+// The compiled park loop (internal/compiler, Compile): a callback state's
+// Catch of stratus.Blocked goes to a Pass that parses the cause
+// (States.StringToJson) and a Wait on its wait_s (SecondsPath), then
+// enters the state again — afresh: $$.State.RetryCount and each
+// retrier's count start at 0 again (developer guide § Context object:
+// RetryCount is the current state's).
+func testParkLoopWaitsAndEntersAfresh(t *testing.T, h Harness) {
+	runID := uniqueName("run")
+	def := `{"StartAt":"work","States":{
+		"work":{"Type":"Task","Resource":"arn:aws:states:::sqs:sendMessage.waitForTaskToken",` + retryBody(h) + `,
+			"ResultPath":"$.last","TimeoutSeconds":900,
+			"Retry":[{"ErrorEquals":["stratus.ProviderUnavailable"],"IntervalSeconds":1,"BackoffRate":2.0,"MaxAttempts":1,"MaxDelaySeconds":1}],
+			"Catch":[{"ErrorEquals":["stratus.Blocked"],"ResultPath":"$.last","Next":"work.park"},
+				{"ErrorEquals":["States.ALL"],"ResultPath":"$.error","Next":"failed"}],"Next":"done"},
+		"work.park":{"Type":"Pass","Parameters":{"parked":"work","wait.$":"States.StringToJson($.last.Cause)"},"ResultPath":"$.last","Next":"work.wait"},
+		"work.wait":{"Type":"Wait","SecondsPath":"$.last.wait.wait_s","Next":"work"},
+		"failed":{"Type":"Fail","Error":"stratus.Failed","Cause":"a step failed"},
+		"done":{"Type":"Succeed"}}}`
+	x := start(t, h, def, `{"run_id":"`+runID+`"}`)
+	cause := `{"wait_s":1,"retry_at":"2026-03-01T09:00:01Z","reason":"every provider unavailable"}`
+	const want = "[0 1 0 1]"
+	counts := []float64{
+		failNext(t, h, runID, "stratus.ProviderUnavailable", "503"),
+		failNext(t, h, runID, "stratus.Blocked", cause),
+		failNext(t, h, runID, "stratus.ProviderUnavailable", "503"), // entered again: the retrier has its attempt back
+	}
+	m := nextBody(t, h, runID)
+	counts = append(counts, m["retry_count"].(float64))
+	token, _ := m["task_token"].(string)
+	if err := h.Executor.SendTaskSuccess(context.Background(), token, json.RawMessage(`{"outcome":"done"}`)); err != nil {
+		t.Fatal(err)
+	}
+	got := wait(t, h, x.ARN)
+	if fmt.Sprint(counts) != want {
+		t.Errorf("$$.State.RetryCount per attempt %v, want %s: a state entered again starts its retries afresh", counts, want)
+	}
+	if got.Status != executor.StatusSucceeded || !sameJSON(got.Output, []byte(`{"run_id":"`+runID+`","last":{"outcome":"done"}}`)) {
+		t.Fatalf("%s %s %s", got.Status, got.Error, got.Output)
+	}
+	hist, err := h.Executor.GetExecutionHistory(context.Background(), x.ARN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var waited json.RawMessage
+	for _, e := range hist {
+		if e.Type == "WaitStateEntered" && e.State == "work.wait" {
+			waited = e.Input
+		}
+	}
+	if !sameJSON(waited, []byte(`{"run_id":"`+runID+`","last":{"parked":"work","wait":{"wait_s":1,"retry_at":"2026-03-01T09:00:01Z","reason":"every provider unavailable"}}}`)) {
+		t.Errorf("work.wait entered with %s", waited)
+	}
+}
+
+// developer guide § Wait workflow state: a SecondsPath whose value is not
+// a non-negative integer fails the execution with States.Runtime.
+func testWaitBadSecondsPath(t *testing.T, h Harness) {
+	def := `{"StartAt":"w","States":{"w":{"Type":"Wait","SecondsPath":"$.w","Next":"done"},"done":{"Type":"Succeed"}}}`
+	for _, tc := range []struct{ input, cause string }{
+		{`{"w":"ten"}`, "The SecondsPath parameter cannot be parsed as a long value: $.w == ten"},
+		{`{"w":-1}`, "The SecondsPath parameter references a negative value: $.w == -1"},
+	} {
+		x := start(t, h, def, tc.input)
+		got := wait(t, h, x.ARN)
+		cause := got.Cause
+		if h.Quirks.RuntimeCausePrefixed {
+			_, cause, _ = strings.Cut(cause, "). ")
+		}
+		if got.Status != executor.StatusFailed || got.Error != "States.Runtime" || cause != tc.cause {
+			t.Errorf("input %s: %s %q %q, want FAILED States.Runtime %q", tc.input, got.Status, got.Error, got.Cause, tc.cause)
+		}
+	}
+}
+
+// The developer guide's rules on a request-response state that fails the
+// same way every time (an sqs:sendMessage to a queue that does not exist,
+// which Step Functions names SQS.SdkClientException or
+// SQS.AmazonSQSException — the names the compiled infrastructure Retrier
+// lists): only the first retrier whose ErrorEquals matches applies, and
+// once its MaxAttempts are spent the error goes to the Catch, though a
+// later States.ALL retrier has attempts left; $$.State.RetryCount is 0,
+// 1, 2 in the attempts' Parameters.
+func testRetryFirstMatchingRetrierOnly(t *testing.T, h Harness) {
+	def := `{"StartAt":"t","States":{
+		"t":{"Type":"Task","Resource":"arn:aws:states:::sqs:sendMessage",
+			"Parameters":{"QueueUrl":"` + h.QueueURL + MissingQueueSuffix + `","MessageBody":{"rc.$":"$$.State.RetryCount"}},
+			"Retry":[{"ErrorEquals":["SQS.SdkClientException","SQS.AmazonSQSException"],"IntervalSeconds":1,"BackoffRate":1.0,"MaxAttempts":2},
+				{"ErrorEquals":["States.ALL"],"IntervalSeconds":1,"MaxAttempts":5}],
+			"Catch":[{"ErrorEquals":["States.ALL"],"ResultPath":"$.error","Next":"z"}],"End":true},
+		"z":{"Type":"Pass","End":true}}}`
+	x := start(t, h, def, `{"run_id":"r"}`)
+	got := wait(t, h, x.ARN)
+	var out struct {
+		RunID string `json:"run_id"`
+		Error struct{ Error, Cause string }
+	}
+	if got.Status != executor.StatusSucceeded || json.Unmarshal(got.Output, &out) != nil || out.RunID != "r" ||
+		(out.Error.Error != "SQS.SdkClientException" && out.Error.Error != "SQS.AmazonSQSException") {
+		t.Fatalf("%s %s: want the SQS error caught into $.error", got.Status, got.Output)
+	}
+	hist, err := h.Executor.GetExecutionHistory(context.Background(), x.ARN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var counts []string
+	for _, e := range hist {
+		if e.Type != executor.EventTaskScheduled {
+			continue
+		}
+		var p struct{ MessageBody struct{ RC json.Number } }
+		if json.Unmarshal(e.Input, &p) != nil {
+			t.Fatalf("TaskScheduled input %s", e.Input)
+		}
+		counts = append(counts, p.MessageBody.RC.String())
+	}
+	if strings.Join(counts, " ") != "0 1 2" {
+		t.Errorf("attempts with $$.State.RetryCount %v, want 0 1 2", counts)
 	}
 }

@@ -107,8 +107,10 @@ func stateMachineARN(account, name string) string {
 // subtest gets its own queue and state machine, deployed from the
 // definition it starts. moto 5.2.1 differs from AWS in two places the
 // suite relaxes (executortest.Quirks): a completed token is answered
-// InvalidToken instead of TaskTimedOut, and StopExecution of an execution
-// waiting on a callback takes effect only when that callback arrives.
+// InvalidToken instead of TaskTimedOut, StopExecution of an execution
+// waiting on a callback takes effect only when that callback arrives, a
+// retried callback state keeps its token and that token's first failure,
+// and a States.Runtime cause is prefixed with the state and event id.
 func TestConformance(t *testing.T) {
 	cfg := awstest.Moto(t).Config()
 	x := sfn.New(sfn.NewClient(cfg), sfn.Options{RoleARN: testRole, PollInterval: 200 * time.Millisecond})
@@ -120,7 +122,8 @@ func TestConformance(t *testing.T) {
 			StateMachine: stateMachineARN(q.account(), name),
 			QueueURL:     q.url,
 			NextMessage:  q.next,
-			Quirks:       executortest.Quirks{SpentTokenInvalid: true, StopAwaitsCallback: true},
+			Quirks: executortest.Quirks{SpentTokenInvalid: true, StopAwaitsCallback: true,
+				RuntimeCausePrefixed: true},
 		}
 	})
 }

@@ -25,7 +25,7 @@ func (s *Store) attemptFields(ctx context.Context, a stratus.Attempt) (map[strin
 		"agent": text(a.Agent), "status": text(a.Status), "terminal": text(a.Terminal), "reason": text(a.Reason),
 		"steps": num(int64(a.Steps)), "prompt_tokens": num(a.PromptTokens), "completion_tokens": num(a.CompletionTokens),
 		"cost_usd": float(a.CostUSD), "started_at": millis(a.StartedAt), "engine_started_at": millis(a.EngineStartedAt),
-		"ended_at": millis(a.EndedAt), "resolved": nil,
+		"ended_at": millis(a.EndedAt), "resolved": nil, "class": text(a.Class), "retry_at": millis(a.RetryAt),
 	}
 	if !reflect.ValueOf(a.Resolved).IsZero() {
 		b, err := json.Marshal(a.Resolved)
@@ -135,7 +135,7 @@ func (s *Store) decodeAttempt(ctx context.Context, what string, it item) (stratu
 		TID: it.str("tid"), N: int(it.int("n")), Agent: it.str("agent"), Status: it.str("status"), Terminal: it.str("terminal"),
 		Reason: it.str("reason"), Steps: int(it.int("steps")), PromptTokens: it.int("prompt_tokens"),
 		CompletionTokens: it.int("completion_tokens"), CostUSD: it.float("cost_usd"), StartedAt: it.time("started_at"),
-		EngineStartedAt: it.time("engine_started_at"), EndedAt: it.time("ended_at"),
+		EngineStartedAt: it.time("engine_started_at"), EndedAt: it.time("ended_at"), Class: it.str("class"), RetryAt: it.time("retry_at"),
 	}
 	if r := it.str("resolved"); r != "" {
 		if err := json.Unmarshal([]byte(r), &a.Resolved); err != nil {

@@ -245,6 +245,31 @@ func (s *Store) UpdateStep(ctx context.Context, st stratus.Step) error {
 	return nil
 }
 
+// ReenterStep makes step tid running again for a new entry of its Task
+// state unless entry is already its latest (store.Store): one conditional
+// UpdateItem (the item exists and its entry differs), so two deliveries of
+// one entry cannot both reenter.
+func (s *Store) ReenterStep(ctx context.Context, tid, token, entry string) (stratus.Step, bool, error) {
+	_, err := s.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(s.table),
+		Key:                 stepKey(tid),
+		UpdateExpression:    aws.String("SET #tok = :tok, #st = :st, #entry = :entry REMOVE #ended"),
+		ConditionExpression: aws.String("attribute_exists(#pk) AND (attribute_not_exists(#entry) OR #entry <> :entry)"),
+		ExpressionAttributeNames: map[string]string{"#pk": PartitionKey, "#tok": "task_token", "#st": "status",
+			"#entry": "entry", "#ended": "ended_at"},
+		ExpressionAttributeValues: map[string]av{":tok": text(token), ":st": text(stratus.StepRunning), ":entry": text(entry)},
+	})
+	reentered := true
+	if _, ok := conditionFailed(err); ok {
+		reentered, err = false, nil
+	}
+	if err != nil {
+		return stratus.Step{}, false, wrap("reenter step "+quote(tid), err)
+	}
+	st, err := s.GetStep(ctx, tid)
+	return st, reentered, err
+}
+
 func stepUpdate(st stratus.Step) update {
 	m := stepMutable(st)
 	delete(m, "created_at")

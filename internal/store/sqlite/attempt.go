@@ -11,7 +11,7 @@ import (
 	"github.com/stratusflow/stratus"
 )
 
-const attemptColumns = "tid, n, agent, status, terminal, reason, system, prompt, steps, prompt_tokens, completion_tokens, cost_usd, started_at, engine_started_at, ended_at, resolved"
+const attemptColumns = "tid, n, agent, status, terminal, reason, system, prompt, steps, prompt_tokens, completion_tokens, cost_usd, started_at, engine_started_at, ended_at, resolved, class, retry_at"
 
 // CreateAttempt inserts attempt (a.TID, a.N); ECONFLICT if it exists.
 func (s *Store) CreateAttempt(ctx context.Context, a stratus.Attempt) error {
@@ -19,9 +19,9 @@ func (s *Store) CreateAttempt(ctx context.Context, a stratus.Attempt) error {
 	if err != nil {
 		return fmt.Errorf("create attempt %d of task %q: %w", a.N, a.TID, err)
 	}
-	_, err = s.wq.ExecContext(ctx, "INSERT INTO attempts ("+attemptColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	_, err = s.wq.ExecContext(ctx, "INSERT INTO attempts ("+attemptColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		a.TID, a.N, a.Agent, a.Status, a.Terminal, a.Reason, a.System, a.Prompt, a.Steps, a.PromptTokens, a.CompletionTokens,
-		cost(a.CostUSD), millis(a.StartedAt), millis(a.EngineStartedAt), millis(a.EndedAt), res)
+		cost(a.CostUSD), millis(a.StartedAt), millis(a.EngineStartedAt), millis(a.EndedAt), res, a.Class, millis(a.RetryAt))
 	if isUniqueViolation(err) {
 		return stratus.Errorf(stratus.ECONFLICT, "attempt %d of task %q already exists", a.N, a.TID)
 	} else if err != nil {
@@ -62,7 +62,8 @@ func (s *Store) UpdateAttempt(ctx context.Context, a stratus.Attempt) error {
 // updateAttemptSQL replaces an attempt's fields; a transaction runs it
 // (txStatements).
 const updateAttemptSQL = `UPDATE attempts SET agent = ?, status = ?, terminal = ?, reason = ?, system = ?, prompt = ?,
-	steps = ?, prompt_tokens = ?, completion_tokens = ?, cost_usd = ?, started_at = ?, engine_started_at = ?, ended_at = ?, resolved = ?
+	steps = ?, prompt_tokens = ?, completion_tokens = ?, cost_usd = ?, started_at = ?, engine_started_at = ?, ended_at = ?, resolved = ?,
+	class = ?, retry_at = ?
 WHERE tid = ? AND n = ?`
 
 func updateAttempt(ctx context.Context, s querier, a stratus.Attempt) error {
@@ -72,7 +73,7 @@ func updateAttempt(ctx context.Context, s querier, a stratus.Attempt) error {
 	}
 	res, err := s.ExecContext(ctx, updateAttemptSQL,
 		a.Agent, a.Status, a.Terminal, a.Reason, a.System, a.Prompt, a.Steps, a.PromptTokens, a.CompletionTokens,
-		cost(a.CostUSD), millis(a.StartedAt), millis(a.EngineStartedAt), millis(a.EndedAt), resolved, a.TID, a.N)
+		cost(a.CostUSD), millis(a.StartedAt), millis(a.EngineStartedAt), millis(a.EndedAt), resolved, a.Class, millis(a.RetryAt), a.TID, a.N)
 	if err != nil {
 		return fmt.Errorf("update attempt %d of task %q: %w", a.N, a.TID, err)
 	}
@@ -82,10 +83,10 @@ func updateAttempt(ctx context.Context, s querier, a stratus.Attempt) error {
 func scanAttempt(row rowScanner) (stratus.Attempt, error) {
 	var a stratus.Attempt
 	var costUSD sql.NullFloat64
-	var started, engineStarted, ended sql.NullInt64
+	var started, engineStarted, ended, retryAt sql.NullInt64
 	var resolved string
 	if err := row.Scan(&a.TID, &a.N, &a.Agent, &a.Status, &a.Terminal, &a.Reason, &a.System, &a.Prompt, &a.Steps,
-		&a.PromptTokens, &a.CompletionTokens, &costUSD, &started, &engineStarted, &ended, &resolved); err != nil {
+		&a.PromptTokens, &a.CompletionTokens, &costUSD, &started, &engineStarted, &ended, &resolved, &a.Class, &retryAt); err != nil {
 		return stratus.Attempt{}, err
 	}
 	if resolved != "" {
@@ -96,7 +97,7 @@ func scanAttempt(row rowScanner) (stratus.Attempt, error) {
 	if costUSD.Valid {
 		a.CostUSD = &costUSD.Float64
 	}
-	a.StartedAt, a.EngineStartedAt, a.EndedAt = fromMillis(started), fromMillis(engineStarted), fromMillis(ended)
+	a.StartedAt, a.EngineStartedAt, a.EndedAt, a.RetryAt = fromMillis(started), fromMillis(engineStarted), fromMillis(ended), fromMillis(retryAt)
 	return a, nil
 }
 

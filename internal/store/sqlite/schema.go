@@ -160,6 +160,20 @@ ALTER TABLE runs ADD COLUMN active_ms INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN pruned_at INTEGER;
 CREATE INDEX outputs_blob ON outputs (blob) WHERE blob <> '';
 `,
+	// 12: a failed attempt's failure class and the reset its failure
+	// named (internal/failclass); '' and NULL for an attempt recorded
+	// before version 12.
+	`
+ALTER TABLE attempts ADD COLUMN class TEXT NOT NULL DEFAULT '';
+ALTER TABLE attempts ADD COLUMN retry_at INTEGER;
+`,
+	// 13: the latest entry of a step's Task state (store.ReenterStep): a
+	// retried or unparked node goes on in the same step, and a redelivered
+	// message of that entry finds it already recorded. '' for the entry
+	// that created the step.
+	`
+ALTER TABLE steps ADD COLUMN entry TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // schemaVersion is the version this binary writes.

@@ -108,6 +108,24 @@ func (s *Store) UpdateStep(ctx context.Context, st stratus.Step) error {
 	return updateStep(ctx, s.wq, st)
 }
 
+// ReenterStep makes step tid running again for a new entry of its Task
+// state unless entry is already its latest (store.Store). The update is
+// one conditional statement, so two deliveries of one entry cannot both
+// reenter.
+func (s *Store) ReenterStep(ctx context.Context, tid, token, entry string) (stratus.Step, bool, error) {
+	res, err := s.wq.ExecContext(ctx, "UPDATE steps SET task_token = ?, status = ?, ended_at = NULL, entry = ? WHERE tid = ? AND entry <> ?",
+		token, stratus.StepRunning, entry, tid, entry)
+	if err != nil {
+		return stratus.Step{}, false, fmt.Errorf("reenter step %q: %w", tid, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return stratus.Step{}, false, fmt.Errorf("reenter step %q: %w", tid, err)
+	}
+	st, err := s.GetStep(ctx, tid)
+	return st, n > 0, err
+}
+
 // updateStepSQL, selectStepByDedupSQL and insertStepSQL run in
 // transactions (txStatements).
 const (

@@ -58,6 +58,49 @@ func (su *suite) testAttempts(t *testing.T) {
 		checkAttempt(t, latest, partial)
 	})
 
+	// internal/failclass: a failed attempt's class and the reset its
+	// failure named are recorded with it, kept by an update, and cleared
+	// by one that sets them empty; an attempt that has none reads back
+	// "" and the zero time.
+	t.Run("ClassAndRetryAt_RoundTrip", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		st, _ := b.parents(t, 1)
+		limited := b.attempt(st.TID, 2)
+		limited.Status, limited.Terminal, limited.Reason = stratus.AttemptFailed, "Failed", "codex turn failed: You've hit your usage limit."
+		limited.Class, limited.RetryAt = "rate_limited", limited.StartedAt.Add(5*time.Hour+17*time.Minute)
+		quality := b.attempt(st.TID, 3)
+		quality.Status, quality.Class = stratus.AttemptFailed, "quality"
+		none := b.attempt(st.TID, 4)
+		for _, a := range []stratus.Attempt{limited, quality, none} {
+			b.createAttempt(t, a)
+			got, err := b.s.GetAttempt(b.ctx, a.TID, a.N)
+			if err != nil {
+				t.Fatalf("GetAttempt(%q, %d): %v", a.TID, a.N, err)
+			}
+			checkAttempt(t, got, a)
+		}
+		// Failed later: the update records the class; one that empties it
+		// clears it.
+		none.Status, none.Class, none.RetryAt = stratus.AttemptFailed, "network_unavailable", none.StartedAt.Add(time.Minute)
+		if err := b.s.UpdateAttempt(b.ctx, none); err != nil {
+			t.Fatalf("UpdateAttempt: %v", err)
+		}
+		got, err := b.s.LatestAttempt(b.ctx, st.TID)
+		if err != nil {
+			t.Fatalf("LatestAttempt(%q): %v", st.TID, err)
+		}
+		checkAttempt(t, got, none)
+		limited.Class, limited.RetryAt = "", time.Time{}
+		if err := b.s.UpdateAttempt(b.ctx, limited); err != nil {
+			t.Fatalf("UpdateAttempt: %v", err)
+		}
+		if got, err = b.s.GetAttempt(b.ctx, limited.TID, limited.N); err != nil {
+			t.Fatalf("GetAttempt: %v", err)
+		}
+		checkAttempt(t, got, limited)
+	})
+
 	t.Run("CostUSD_NilAndZeroDistinct", func(t *testing.T) {
 		t.Parallel()
 		b := su.setup(t)

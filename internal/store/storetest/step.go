@@ -3,6 +3,8 @@ package storetest
 import (
 	"encoding/json"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -278,6 +280,62 @@ func (su *suite) testSteps(t *testing.T) {
 			t.Fatalf("GetStep(%q): %v", st.TID, err)
 		}
 		checkStep(t, got, want)
+	})
+
+	// A step whose Task state is entered again (its Retry, or the node
+	// after a park) goes on in the same step: running again under the new
+	// token; the same entry twice (a redelivered message) changes nothing
+	// the second time, and two deliveries at once reenter once.
+	t.Run("ReenterStep_OncePerEntry", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		r := b.createRun(t)
+		st := b.createStep(t, b.step(r.ID, "impl", 1))
+		st.Status, st.EndedAt = stratus.StepFailed, base.Add(time.Minute)
+		if err := b.s.UpdateStep(b.ctx, st); err != nil {
+			t.Fatal(err)
+		}
+		got, reentered, err := b.s.ReenterStep(b.ctx, st.TID, "tok-2", "e2:1")
+		if err != nil || !reentered {
+			t.Fatalf("ReenterStep(e2:1) = %v, %v; want reentered", reentered, err)
+		}
+		want := st
+		want.TaskToken, want.Status, want.EndedAt = "tok-2", stratus.StepRunning, time.Time{}
+		checkStep(t, got, want)
+		if again, _ := b.s.GetStep(b.ctx, st.TID); again.TaskToken != "tok-2" || again.Status != stratus.StepRunning || !again.EndedAt.IsZero() {
+			t.Errorf("GetStep after ReenterStep = %+v", again)
+		}
+		// The same entry again: a redelivery.
+		st2 := got
+		st2.Status = stratus.StepFailed
+		if err := b.s.UpdateStep(b.ctx, st2); err != nil {
+			t.Fatal(err)
+		}
+		if got, reentered, err = b.s.ReenterStep(b.ctx, st.TID, "tok-2", "e2:1"); err != nil || reentered || got.Status != stratus.StepFailed {
+			t.Errorf("ReenterStep of the same entry = %v, %v (status %s); want not reentered, unchanged", reentered, err, got.Status)
+		}
+		// Concurrent deliveries of one new entry: one reenters.
+		var wins atomic.Int32
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, ok, err := b.s.ReenterStep(b.ctx, st.TID, "tok-3", "e3:0")
+				if err != nil {
+					t.Errorf("ReenterStep: %v", err)
+				}
+				if ok {
+					wins.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		if wins.Load() != 1 {
+			t.Errorf("%d concurrent deliveries of one entry reentered; want 1", wins.Load())
+		}
+		_, _, err = b.s.ReenterStep(b.ctx, b.key("missing"), "t", "e")
+		wantCode(t, "ReenterStep of a missing tid", err, stratus.ENOTFOUND)
 	})
 
 	t.Run("UpdateStep_Missing_NotFound", func(t *testing.T) {

@@ -231,10 +231,11 @@ func checkAttempt(t *testing.T, got, want stratus.Attempt) {
 	checkTime(t, what+" StartedAt", got.StartedAt, want.StartedAt)
 	checkTime(t, what+" EngineStartedAt", got.EngineStartedAt, want.EngineStartedAt)
 	checkTime(t, what+" EndedAt", got.EndedAt, want.EndedAt)
+	checkTime(t, what+" RetryAt", got.RetryAt, want.RetryAt)
 	if g, w := costString(got.CostUSD), costString(want.CostUSD); g != w {
 		t.Errorf("%s CostUSD = %s, want %s", what, g, w)
 	}
-	got.StartedAt, got.EngineStartedAt, got.EndedAt = want.StartedAt, want.EngineStartedAt, want.EndedAt
+	got.StartedAt, got.EngineStartedAt, got.EndedAt, got.RetryAt = want.StartedAt, want.EngineStartedAt, want.EndedAt, want.RetryAt
 	got.CostUSD, want.CostUSD = nil, nil
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("%s:\n got %+v\nwant %+v", what, got, want)

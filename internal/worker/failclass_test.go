@@ -1,0 +1,109 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/asl"
+	"github.com/stratusflow/stratus/internal/compiler"
+	"github.com/stratusflow/stratus/internal/failclass"
+	"github.com/stratusflow/stratus/internal/launch"
+)
+
+// internal/failclass doc: the failures the worker API sees itself are
+// classified here — a launch that failed, a worker gone without a result,
+// a Task state caught with another error (its task stopped), output that
+// did not persist: infrastructure; a Task state whose TimeoutSeconds or
+// HeartbeatSeconds lapsed: timeout; a report refused because its engine
+// wrote into the operator's work dir: quality. What follows does not
+// change (the task failure's error name is the one it was).
+func TestFailures_TheWorkerAPISeesAreClassified(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		fail  func(t *testing.T, r *rig, step stratus.Step)
+		class string
+	}{
+		{"a launch that failed", nil, failclass.Infrastructure},
+		{"a launch that failed for want of capacity", nil, failclass.Infrastructure},
+		{"a worker gone without a result", func(t *testing.T, r *rig, _ stratus.Step) {
+			specs := r.launcher.Launched()
+			specs[len(specs)-1].OnExit(errors.New("exit status 2"))
+		}, failclass.Infrastructure},
+		{"a state caught with States.HeartbeatTimeout", func(t *testing.T, r *rig, step stratus.Step) {
+			stop(t, r, step, asl.ErrHeartbeatTimeout)
+		}, failclass.Timeout},
+		{"a state caught with States.Timeout", func(t *testing.T, r *rig, step stratus.Step) {
+			stop(t, r, step, asl.ErrTimeout)
+		}, failclass.Timeout},
+		{"a state caught with States.TaskFailed (its task stopped)", func(t *testing.T, r *rig, step stratus.Step) {
+			stop(t, r, step, asl.ErrTaskFailed)
+		}, failclass.Infrastructure},
+		{"output that did not persist", func(t *testing.T, r *rig, _ stratus.Step) {
+			r.svc.Sink = &refusingSink{Sink: r.svc.Sink, suffix: "/build.md", err: syscall.ENOSPC}
+			if _, err := r.submit(t, "# Built\n"); !errors.Is(err, ErrNotPersisted) {
+				t.Fatalf("submit: %v; want ErrNotPersisted", err)
+			}
+		}, failclass.Infrastructure},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, rigOptions{flow: buildPublishFlow})
+			switch tc.name {
+			case "a launch that failed":
+				r.svc.Launcher = failingLauncher{errors.New("ecs:RunTask: ClusterNotFoundException")}
+			case "a launch that failed for want of capacity":
+				r.svc.Launcher = failingLauncher{fmt.Errorf("ecs:RunTask: RESOURCE:CPU: %w", launch.ErrInfrastructure)}
+			}
+			step := r.dispatch(t, "build")
+			if tc.fail != nil {
+				tc.fail(t, r, step)
+			}
+			att, err := r.svc.Store.LatestAttempt(context.Background(), step.TID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if att.Status != stratus.AttemptFailed || att.Class != tc.class || !att.RetryAt.IsZero() {
+				t.Errorf("attempt %s, class %q, retry_at %v; want failed, %q, no reset", att.Status, att.Class, att.RetryAt, tc.class)
+			}
+		})
+	}
+}
+
+// stop sends the stop message of step's node caught with errName, as the
+// compiled Catch does.
+func stop(t *testing.T, r *rig, step stratus.Step, errName string) {
+	t.Helper()
+	if err := r.svc.Dispatch(context.Background(), Message{RunID: step.RunID, Node: step.Node, Kind: compiler.KindStop,
+		Error: &CaughtError{Error: errName, Cause: "lapsed"}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A report refused because its engine wrote into the operator's work dir
+// (docs/security.md § Workspace commits) is the engine's failure: quality,
+// whatever the names of the files it wrote say (an engine cannot steer
+// its class to a transient one by naming a file "ECONNREFUSED").
+func TestFailures_AWorkDirWriteIsQuality(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOptions{flow: wsFlow, workspace: true})
+	r.svc.WatchWorkDir = true
+	step := r.dispatch(t, "impl")
+	write(t, filepath.Join(r.dir, "ECONNREFUSED-429.txt"), "written by the engine\n")
+	if _, err := r.submit(t, "done"); err != nil {
+		t.Fatalf("submit: %v", err)
+	}
+	att, err := r.svc.Store.LatestAttempt(context.Background(), step.TID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if att.Status != stratus.AttemptFailed || att.Class != failclass.Quality || !strings.Contains(att.Reason, "ECONNREFUSED-429.txt") {
+		t.Errorf("attempt %s, class %q, reason %q; want failed, quality, naming the file", att.Status, att.Class, att.Reason)
+	}
+}
