@@ -75,8 +75,9 @@
 //
 // Read from the same text, for a transient class only:
 //
-//   - Codex's usage limit: "... or try again at 5:00 PM." (today, in the
-//     engine's local time) or "... try again at Dec 7th, 2026 5:00 PM.";
+//   - Codex's usage limit: "... or try again at 5:00 PM." (its next
+//     occurrence: today, or tomorrow once it has passed, in the engine's
+//     local time) or "... try again at Dec 7th, 2026 5:00 PM.";
 //   - a provider message that says "try again in 2.5s" (a Go-style
 //     duration, as OpenAI's 429 bodies give it) or "try again in 20
 //     seconds" (seconds, minutes or hours), from Evidence.Now.

@@ -215,6 +215,13 @@ func TestClassify_RetryAtOnlyForTransientAndInNowsZone(t *testing.T) {
 	if want := time.Date(2026, 12, 4, 17, 0, 0, 0, paris); !v.RetryAt.Equal(want) {
 		t.Errorf("RetryAt %v, want %v (5 PM in the runner's zone)", v.RetryAt, want)
 	}
+	// A time of day that has passed today is tomorrow's: a reset is never
+	// in the past (it was read as today's 3 AM, 17 h gone, and the step
+	// went back to the rate-limited provider after its park interval).
+	v = failclass.Classify(failclass.Evidence{Reason: "codex turn failed: You’ve hit your usage limit. Upgrade to Pro or try again at 3:00 AM.", Now: now.In(paris)})
+	if want := time.Date(2026, 12, 5, 3, 0, 0, 0, paris); !v.RetryAt.Equal(want) {
+		t.Errorf("RetryAt %v, want %v (the next 3 AM)", v.RetryAt, want)
+	}
 }
 
 func TestTransient_TheFirstThreeClasses(t *testing.T) {

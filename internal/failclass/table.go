@@ -159,7 +159,13 @@ func retryAt(text string, now time.Time) time.Time {
 			}
 			y, mo, d = day.Date()
 		}
-		return time.Date(y, mo, d, clock.Hour(), clock.Minute(), 0, 0, now.Location())
+		at := time.Date(y, mo, d, clock.Hour(), clock.Minute(), 0, 0, now.Location())
+		if m[1] == "" && at.Before(now) {
+			// A time of day alone that has passed today is tomorrow's:
+			// a reset is never in the past.
+			at = at.AddDate(0, 0, 1)
+		}
+		return at
 	}
 	if m := resetsAt().FindStringSubmatch(text); m != nil {
 		if t, err := time.Parse(time.RFC3339, m[1]); err == nil {
