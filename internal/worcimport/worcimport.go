@@ -23,6 +23,7 @@ import (
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/english"
+	"github.com/stratusflow/stratus/internal/inputfile"
 	"github.com/stratusflow/stratus/internal/yamlast"
 )
 
@@ -71,7 +72,8 @@ func Import(dir string, base *config.Config, builtins []string) (*Result, error)
 	}
 	r := &Result{Config: base}
 	if cfgErr == nil {
-		data, err := os.ReadFile(cfgPath)
+		// A regular file only: a named pipe would block the import forever.
+		data, err := inputfile.ReadFile("worc config", cfgPath)
 		if err != nil {
 			return nil, err
 		}

@@ -6,7 +6,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/testenv"
@@ -165,5 +167,29 @@ func TestImport_RetryValuesWorcRefuses(t *testing.T) {
 	}
 	if _, err := config.Parse("config.yaml", data); err == nil || !strings.Contains(err.Error(), "agents.retry.max_delay_s: 5 is less than agents.retry.base_delay_s 10") {
 		t.Errorf("max_delay_s < base_delay_s imported without a word: %v", err)
+	}
+}
+
+// A worc config.yaml that is a named pipe is refused at once, naming it,
+// as every other input file is (internal/inputfile): reading it blocked
+// `install --from-worc` forever.
+func TestImport_AConfigThatIsAFIFOIsRefusedAtOnce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "config.yaml"), 0o600); err != nil {
+		t.Skip(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := Import(dir, config.Default(), nil)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "named pipe") || !strings.Contains(err.Error(), "config.yaml") {
+			t.Errorf("Import of a FIFO config: %v; want it refused, naming the file and what it is", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Import blocked on a FIFO config.yaml")
 	}
 }
