@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/stratusflow/stratus/internal/testenv"
 )
 
 // nobody is the uid (and gid) the processes of "another user" run as.
@@ -84,7 +86,7 @@ func asNobody(t *testing.T, role string, args ...string) *exec.Cmd {
 	if os.Geteuid() != 0 {
 		t.Skip("running a process as another uid needs root")
 	}
-	dir := openDir(t)
+	dir := testenv.SharedDir(t)
 	bin := filepath.Join(dir, "host.test")
 	b, err := os.ReadFile(os.Args[0])
 	if err != nil {
@@ -99,26 +101,11 @@ func asNobody(t *testing.T, role string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// openDir is a fresh directory every user may enter and write (as the
-// temporary directory is), removed when the test ends.
-func openDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "stratus-open-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o1777); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 // startSquatter starts the fake host as uid nobody on a socket in an open
 // directory and returns the socket and the file recording its requests.
 func startSquatter(t *testing.T) (socket, record string) {
 	t.Helper()
-	dir := openDir(t)
+	dir := testenv.SharedDir(t)
 	socket, record = filepath.Join(dir, "s.sock"), filepath.Join(dir, "record")
 	cmd := asNobody(t, "squat", socket, record)
 	out, err := cmd.StdoutPipe()

@@ -12,26 +12,12 @@ import (
 	"testing"
 
 	"github.com/stratusflow/stratus/internal/private"
+	"github.com/stratusflow/stratus/internal/testenv"
 	"github.com/stratusflow/stratus/internal/worker"
 )
 
 // nobody is the uid (and gid) of "another local user" in these tests.
 const nobody = 65534
-
-// openTempDir is a fresh directory every user may enter and write, as the
-// shared temporary directory is (mode 1777), removed when the test ends.
-func openTempDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "stratus-open-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o1777); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
 
 // asNobody makes path (a file, a directory or a symbolic link) belong to
 // uid nobody, as if that user had made it.
@@ -98,7 +84,7 @@ func TestSpool_AnotherUserNeitherReadsNorRedirectsTheReport(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			tmp := openTempDir(t)
+			tmp := testenv.SharedDir(t)
 			t.Setenv("TMPDIR", tmp)
 			victim := filepath.Join(t.TempDir(), "victim.txt")
 			if err := os.WriteFile(victim, []byte("root's own"), 0o600); err != nil {

@@ -195,3 +195,19 @@ func NodeBin(tb testing.TB, name, pkg string) string {
 	}
 	return p
 }
+
+// SharedDir is a fresh directory every user may enter and write, as the
+// shared temporary directory is (mode 1777), removed when the test ends:
+// where another local user could plant or squat a file.
+func SharedDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "stratus-open-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
