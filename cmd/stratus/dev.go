@@ -52,8 +52,8 @@ recording each ended execution) and Fargate (each ecs:RunTask also starts a loca
 stratus runner in a fresh directory of its own, with the environment RunTask gives
 it and a PATH, nothing else of yours).
 
-With --pool N the stack has a warm runner pool (issue 17; template.yaml
-RunnerPool=on): an assignment queue per network profile, and N local
+With --pool N the stack has a warm runner pool (README § Warm runners;
+template.yaml RunnerPool=on): an assignment queue per network profile, and N local
 stratus runner pool processes polling each, in fresh directories; dispatch
 sends each step to the pool of its node's profile and falls back to RunTask
 when no pooled runner takes it within --pool-pickup.

@@ -37,7 +37,7 @@ moved on without it), 5 it could not be delivered and is kept in a spool file
 	cmd.AddCommand(&cobra.Command{
 		Use:    reaper.Arg,
 		Short:  "The reaper of a stratus process whose workers run in process",
-		Long:   "reap reads +PGID and -PGID lines on stdin; once stdin closes (its stratus process ended, even killed) it kills every process group still named (issue 16 § 1).",
+		Long:   "reap reads +PGID and -PGID lines on stdin; once stdin closes (its stratus process ended, even killed) it kills every process group still named.",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		Run:    func(*cobra.Command, []string) { os.Exit(reaper.Main(os.Stdin)) },
@@ -60,7 +60,7 @@ func newRunnerPoolCmd(io IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "pool --queue URL [--profile offline|online]",
 		Short: "A warm runner: take step after step from a runner pool's queue",
-		Long: `pool is a warm runner (issue 17): it long-polls a runner pool's SQS queue and
+		Long: `pool is a warm runner (README § Warm runners): it long-polls a runner pool's SQS queue and
 runs each step assigned to it exactly as a cold worker runs one, one step at a
 time, until SIGTERM or SIGINT. Stacks deployed with RunnerPool=on run it as an
 ECS service per network profile; it runs as well on any host with HTTPS to the

@@ -68,7 +68,7 @@ Exit status: 0 shown, 2 no such run or bad flags.`,
 	}
 	cmd.Flags().StringVar(&o.Dir, "dir", ".", "work directory holding .stratus/ (embedded runs)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the status as JSON on stdout")
-	cmd.Flags().BoolVar(&o.Follow, "follow", false, "stream the run's progress lines to stderr until it ends, then print its status; exit as `run` does")
+	cmd.Flags().BoolVar(&o.Follow, "follow", false, "stream the run's progress lines to stderr until it ends, then print its status; exit as run does")
 	addTargetFlags(cmd, &o.Target, &o.AWS)
 	return cmd
 }

@@ -168,7 +168,7 @@ func Freeze(ctx context.Context, workDir, bundlePath string, o FreezeOptions) (*
 	}
 	if base.Bytes > limit {
 		return nil, stratus.FieldErrorf(stratus.ETOOLARGE, "work_dir",
-			"the workspace snapshot of %s is %s, over the cap of %s (config.yaml limits.max_snapshot_bytes; issue 12 § 6); biggest paths: %s; list them in .gitignore, or raise limits.max_snapshot_bytes",
+			"the workspace snapshot of %s is %s, over the cap of %s (config.yaml limits.max_snapshot_bytes: README § Workspaces); biggest paths: %s; list them in .gitignore, or raise limits.max_snapshot_bytes",
 			workDir, human(base.Bytes), human(limit), biggest(sizes, 5))
 	}
 

@@ -58,7 +58,7 @@ func Materialize(ctx context.Context, dir string, bundles []string, head string,
 		return err
 	}
 	var patterns, list strings.Builder
-	patterns.WriteString("# Stratus: paths excluded from the workspace (issue 12 § 2)\n")
+	patterns.WriteString("# Stratus: paths excluded from the workspace (README § Workspaces)\n")
 	for _, x := range exclude {
 		patterns.WriteString("/" + escapePattern(x) + "\n")
 		list.WriteString(x + "\n")
@@ -250,6 +250,6 @@ func tooLargeStep(ctx context.Context, dir string, size, limit int64, cs []chang
 		}
 	}
 	return stratus.FieldErrorf(stratus.ETOOLARGE, "dir",
-		"the step's workspace bundle is %s (compressed, with git's own framing), over the cap of %s (config.yaml limits.max_snapshot_bytes; issue 12 § 6); biggest changed files: %s; remove them or list them in .gitignore",
+		"the step's workspace bundle is %s (compressed, with git's own framing), over the cap of %s (config.yaml limits.max_snapshot_bytes: README § Workspaces); biggest changed files: %s; remove them or list them in .gitignore",
 		human(size), human(limit), biggest(sizes, 5))
 }
