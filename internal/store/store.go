@@ -7,6 +7,7 @@ package store
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/stratusflow/stratus"
@@ -41,6 +42,10 @@ type Store interface {
 	// ListRuns returns the runs newest first (CreatedAt descending, then
 	// id descending), at most limit of them (0: all).
 	ListRuns(ctx context.Context, limit int) ([]stratus.Run, error)
+	// FindRuns returns the runs q selects, newest first as ListRuns: what
+	// a run named on the command line by a prefix of its id or by its
+	// task resolves against (README § Naming a run).
+	FindRuns(ctx context.Context, q RunQuery) ([]stratus.Run, error)
 
 	// CreateStep inserts a step unless one with the same DedupKey exists, in
 	// which case it returns that one and created=false (a redelivered
@@ -122,6 +127,20 @@ type Store interface {
 	GetRenderSize(ctx context.Context, agent string) (stratus.RenderSize, error)
 
 	Close() error
+}
+
+// RunQuery selects runs: those whose id starts with IDPrefix (when not
+// empty) and whose TaskID is TaskID (when not empty), at most Limit of
+// them (0: all). The empty query selects every run.
+type RunQuery struct {
+	IDPrefix string
+	TaskID   string
+	Limit    int
+}
+
+// Selects reports whether q selects r (Limit aside).
+func (q RunQuery) Selects(r stratus.Run) bool {
+	return strings.HasPrefix(r.ID, q.IDPrefix) && (q.TaskID == "" || r.TaskID == q.TaskID)
 }
 
 // LatestQuery selects the steps LatestSteps picks the latest of: those

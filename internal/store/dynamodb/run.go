@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/store"
 )
 
 func runKey(id string) item { return key(pkRun+id, skRun) }
@@ -80,6 +82,48 @@ func (s *Store) ListRuns(ctx context.Context, limit int) ([]stratus.Run, error) 
 		if it, ok := found[pkRun+e.str("id")]; ok {
 			runs = append(runs, decodeRun(it))
 		}
+	}
+	return runs, nil
+}
+
+// FindRuns returns the runs q selects, newest first (CreatedAt descending,
+// then id descending), at most q.Limit of them (0: all): the run list
+// partition's entries, whose id is matched against q.IDPrefix, then the
+// runs of those that match, read in batches until q.Limit matched (the
+// task id is on the run, not its entry).
+func (s *Store) FindRuns(ctx context.Context, q store.RunQuery) ([]stratus.Run, error) {
+	entries, err := s.query(ctx, pkRuns, "0", true, 0)
+	if err != nil {
+		return nil, wrap("find runs", err)
+	}
+	var ids []string
+	for _, e := range entries {
+		if id := e.str("id"); strings.HasPrefix(id, q.IDPrefix) {
+			ids = append(ids, id)
+		}
+	}
+	var runs []stratus.Run
+	for len(ids) > 0 && (q.Limit <= 0 || len(runs) < q.Limit) {
+		n := len(ids)
+		if q.Limit > 0 {
+			n = min(n, max(q.Limit-len(runs), 25))
+		}
+		keys := make([]item, n)
+		for i, id := range ids[:n] {
+			keys[i] = runKey(id)
+		}
+		found, err := s.batchGet(ctx, keys)
+		if err != nil {
+			return nil, wrap("find runs", err)
+		}
+		for _, id := range ids[:n] {
+			if it, ok := found[pkRun+id]; ok {
+				if r := decodeRun(it); q.Selects(r) && (q.Limit <= 0 || len(runs) < q.Limit) {
+					runs = append(runs, r)
+				}
+			}
+		}
+		ids = ids[n:]
 	}
 	return runs, nil
 }

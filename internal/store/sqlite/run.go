@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/store"
 )
 
 const runColumns = "id, task_id, task_title, flow, status, work_dir, task_path, execution, owner, resumes, max_cost_usd, max_tokens, workspace, created_at, ended_at, resumed_at, active_ms, pruned_at"
@@ -124,6 +125,29 @@ func (s *Store) ListRuns(ctx context.Context, limit int) ([]stratus.Run, error) 
 		r, err := scanRun(rows)
 		if err != nil {
 			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		runs = append(runs, r)
+	}
+	return runs, rows.Err()
+}
+
+// FindRuns returns the runs q selects, newest first (CreatedAt descending,
+// then id descending), at most q.Limit of them (0: all).
+func (s *Store) FindRuns(ctx context.Context, q store.RunQuery) ([]stratus.Run, error) {
+	query := "SELECT " + runColumns + " FROM runs WHERE substr(id, 1, length(?)) = ? AND (? = '' OR task_id = ?) ORDER BY created_at DESC, id DESC"
+	if q.Limit > 0 {
+		query += fmt.Sprintf(" LIMIT %d", q.Limit)
+	}
+	rows, err := s.rq.QueryContext(ctx, query, q.IDPrefix, q.IDPrefix, q.TaskID, q.TaskID)
+	if err != nil {
+		return nil, fmt.Errorf("find runs: %w", err)
+	}
+	defer rows.Close()
+	var runs []stratus.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("find runs: %w", err)
 		}
 		runs = append(runs, r)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/store"
 )
 
 func (su *suite) testRuns(t *testing.T) {
@@ -202,6 +203,58 @@ func (su *suite) testRuns(t *testing.T) {
 		if got, want := mine(two), []string{ids[1], ids[2]}; len(two) != 2 || !slices.Equal(got, want) {
 			t.Errorf("ListRuns(2) = %q (%d runs), want %q", got, len(two), want)
 		}
+	})
+
+	// README § Naming a run: a run is found by a prefix of its id and by
+	// its task (the newest first), each alone or both at once; a query
+	// nothing matches is no runs, not an error.
+	t.Run("FindRuns_ByIDPrefixAndTask", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		future := time.Date(2998, 1, 1, 0, 0, 0, 0, time.UTC)
+		taskA, taskB := "task-a-"+b.prefix, "task-b-"+b.prefix
+		var ids []string
+		for i, task := range []string{taskA, taskB, taskA} {
+			r := b.run()
+			r.TaskID, r.CreatedAt = task, future.Add(time.Duration(i)*time.Hour)
+			if err := b.s.CreateRun(b.ctx, r); err != nil {
+				t.Fatalf("CreateRun: %v", err)
+			}
+			ids = append(ids, r.ID)
+		}
+		for _, c := range []struct {
+			name string
+			q    store.RunQuery
+			want []string
+		}{
+			{"every run of the prefix", store.RunQuery{IDPrefix: "run-" + b.prefix + "-"}, []string{ids[2], ids[1], ids[0]}},
+			{"a whole id", store.RunQuery{IDPrefix: ids[1]}, []string{ids[1]}},
+			{"a task", store.RunQuery{TaskID: taskA}, []string{ids[2], ids[0]}},
+			{"a task's newest", store.RunQuery{TaskID: taskA, Limit: 1}, []string{ids[2]}},
+			{"a prefix and a task", store.RunQuery{IDPrefix: "run-" + b.prefix + "-", TaskID: taskB}, []string{ids[1]}},
+			{"a limit", store.RunQuery{IDPrefix: "run-" + b.prefix + "-", Limit: 2}, []string{ids[2], ids[1]}},
+			{"no such prefix", store.RunQuery{IDPrefix: "none-" + b.prefix}, nil},
+			{"no such task", store.RunQuery{TaskID: "none-" + b.prefix}, nil},
+		} {
+			got, err := b.s.FindRuns(b.ctx, c.q)
+			if err != nil {
+				t.Fatalf("%s: FindRuns(%+v): %v", c.name, c.q, err)
+			}
+			var gotIDs []string
+			for _, r := range got {
+				gotIDs = append(gotIDs, r.ID)
+			}
+			if !slices.Equal(gotIDs, c.want) {
+				t.Errorf("%s: FindRuns(%+v) = %q, want %q", c.name, c.q, gotIDs, c.want)
+			}
+		}
+		got, err := b.s.FindRuns(b.ctx, store.RunQuery{IDPrefix: ids[0]})
+		if err != nil || len(got) != 1 {
+			t.Fatalf("FindRuns(id) = %v, %v", got, err)
+		}
+		want := b.run()
+		want.ID, want.TaskID, want.CreatedAt = ids[0], taskA, future
+		checkRun(t, got[0], want)
 	})
 
 	// docs/security.md § Retention: pruning an ended run removes its
