@@ -79,6 +79,11 @@ type CancelResult struct {
 
 func runCancel(o *CancelOptions) error {
 	ctx := awsContext()
+	id, rerr := resolveRunArg(ctx, o.Target, o.Dir, &o.AWS, o.RunID)
+	if rerr != nil {
+		return usageOr(rerr)
+	}
+	o.RunID = id
 	var (
 		res CancelResult
 		err error

@@ -60,6 +60,11 @@ func runHITL(o *HITLOptions) error {
 	case o.Decision == worker.DecisionAnswer && strings.TrimSpace(o.Text) == "":
 		return &exitError{code: ExitUsage, err: fmt.Errorf("answer %s of run %s: the answer is empty; valid: any non-empty text", o.Node, o.RunID)}
 	}
+	id, err := resolveRunArg(context.Background(), TargetEmbedded, o.Dir, nil, o.RunID)
+	if err != nil {
+		return usageOr(err)
+	}
+	o.RunID = id
 	v, err := orchestrator.Reply(context.Background(), o.Dir, o.RunID, o.Node, worker.Reply{Decision: o.Decision, Text: o.Text}, runProcessAlive)
 	var re *orchestrator.ReplyError
 	switch {

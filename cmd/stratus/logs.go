@@ -103,6 +103,11 @@ func runLogs(ctx context.Context, o *LogsOptions) error {
 		return err
 	}
 	defer st.Close()
+	run, err := runview.Resolve(ctx, st, o.RunID)
+	if err != nil {
+		return err
+	}
+	o.RunID = run.ID
 	v, err := runview.Load(ctx, st, o.RunID)
 	if err != nil {
 		return err

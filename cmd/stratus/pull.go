@@ -10,6 +10,7 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/lifecycle"
+	"github.com/stratusflow/stratus/internal/runview"
 	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/sink/fs"
 	"github.com/stratusflow/stratus/internal/store"
@@ -91,7 +92,7 @@ func runPull(o *PullOptions) error {
 		defer s.Close()
 		st, sk = s, fs.New(dir)
 	}
-	run, err := st.GetRun(ctx, o.RunID)
+	run, err := runview.Resolve(ctx, st, o.RunID)
 	if err != nil {
 		return usageOr(err)
 	}

@@ -90,6 +90,11 @@ without --reset-fix-budget).`,
 }
 
 func runResume(o *ResumeOptions) error {
+	id, err := resolveRunArg(awsContext(), o.Target, o.Dir, &o.AWS, o.RunID)
+	if err != nil {
+		return usageOr(err)
+	}
+	o.RunID = id
 	r := lifecycle.Resume{ResumeOptions: lifecycle.ResumeOptions{ResetFixBudget: o.ResetFixBudget}}
 	if o.costSet {
 		r.MaxCostUSD = &o.MaxCostUSD

@@ -173,6 +173,11 @@ type AttemptStatus struct {
 
 func runStatus(o *StatusOptions) error {
 	ctx := awsContext()
+	id, err := resolveRunArg(ctx, o.Target, o.Dir, &o.AWS, o.RunID)
+	if err != nil {
+		return usageOr(err)
+	}
+	o.RunID = id
 	var d *progress.Display
 	if o.Follow {
 		d = newDisplay(o.IO, o.JSON)
@@ -185,7 +190,6 @@ func runStatus(o *StatusOptions) error {
 	var (
 		v   *runview.View
 		res StatusResult
-		err error
 	)
 	if o.Target == TargetAWS {
 		v, res, err = awsStatus(ctx, o)
@@ -391,11 +395,13 @@ func stepStatus(s runview.StepView, now time.Time) StepStatus {
 	}
 	// The step's duration as the viewer's step table and timeline show it
 	// (runview.StepView.Span: its latest attempt's, else its own span).
+	// A step not ended (running, or waiting for a human or its retry)
+	// has its time so far, never a duration of 0.
 	start, end := s.Span()
 	switch {
 	case !end.IsZero():
 		st.DurationMS = max(end.Sub(start), 0).Milliseconds()
-	case s.Attempt != nil && s.Attempt.Status == stratus.AttemptRunning && !s.Attempt.StartedAt.IsZero():
+	case !start.IsZero() && !s.Ended():
 		st.ElapsedMS = max(now.Sub(start).Milliseconds(), 1)
 	}
 	if a := s.Attempt; a != nil {
@@ -464,12 +470,15 @@ func printStatus(io IO, r StatusResult) {
 		line := fmt.Sprintf("    %-16s %-14s %-10s", l(s.StepRef), l(s.Node), l(verdict))
 		took := "duration=" + english.Duration(time.Duration(s.DurationMS)*time.Millisecond)
 		if s.ElapsedMS > 0 {
-			took = "running " + english.Duration(time.Duration(s.ElapsedMS)*time.Millisecond)
+			took = "for " + english.Duration(time.Duration(s.ElapsedMS)*time.Millisecond) // waiting
+			if s.Status == stratus.StepRunning {
+				took = "running " + english.Duration(time.Duration(s.ElapsedMS)*time.Millisecond)
+			}
 		}
 		switch {
 		case s.Attempt > 0:
 			line += fmt.Sprintf(" attempt=%d %s tokens=%d/%d", s.Attempt, took, s.PromptTokens, s.CompletionTokens)
-		case s.DurationMS > 0: // a step no worker ran (a hitl wait, a publish) that ended
+		case s.DurationMS > 0 || s.ElapsedMS > 0: // a step no worker ran (a hitl wait, a publish)
 			line += " " + took
 		}
 		line += classText(s.Class, s.RetryAt)

@@ -186,3 +186,19 @@ func TestStatus_EachAttemptShowsItsFailureClass(t *testing.T) {
 		t.Errorf("--json has no RFC 3339 retry_at:\n%s", out.String())
 	}
 }
+
+// A step that has not ended shows its time so far whatever it waits on: a
+// hitl gate no worker runs reads `waiting  for 42s`, never nothing or 0s.
+func TestStatus_AWaitingGateShowsItsTimeSoFar(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	gate := stepStatus(runview.StepView{Step: stratus.Step{StepRef: "gate#1", Node: "gate", Kind: "hitl", Status: stratus.StepWaiting, CreatedAt: t0}}, t0.Add(42*time.Second))
+	if gate.ElapsedMS != 42_000 || gate.DurationMS != 0 {
+		t.Fatalf("gate %+v", gate)
+	}
+	var out bytes.Buffer
+	printStatus(IO{Out: &out}, StatusResult{RunID: "r-1", Status: StatusWaiting, CreatedAt: t0, Steps: []StepStatus{gate}})
+	if !regexp.MustCompile(`gate#1 +gate +waiting +for 42s`).MatchString(out.String()) || strings.Contains(out.String(), "0s") {
+		t.Errorf("status:\n%s", out.String())
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/flowgraph"
 	"github.com/stratusflow/stratus/internal/lifecycle"
+	"github.com/stratusflow/stratus/internal/nodeexec"
 	"github.com/stratusflow/stratus/internal/projection"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runview"
@@ -179,7 +181,9 @@ func (s *Server) drawGraph(p *RunPage, f *flow.Flow) {
 	}
 }
 
-// nodeStatus is the colour of a visit.
+// nodeStatus is the colour of a visit: a visit that completed with a
+// failing verdict (a checks or tool node's fail, an evaluator's rework, a
+// report that failed or was invalid) takes the failure colour, not done's.
 func nodeStatus(sv runview.StepView) string {
 	switch sv.Step.Status {
 	case stratus.StepWaiting, stratus.StepParked:
@@ -190,7 +194,7 @@ func nodeStatus(sv runview.StepView) string {
 		return "canceled"
 	case stratus.StepCompleted:
 		switch sv.Outcome {
-		case "failed", "invalid":
+		case "failed", "invalid", nodeexec.Fail, "rework":
 			return "failed"
 		case "skipped":
 			return "skipped"
@@ -251,7 +255,20 @@ func (s *Server) upstream(ctx context.Context, run stratus.Run, env *worker.RunE
 }
 
 // run serves GET /runs/{run}.
+// RUN may be a prefix of a run id, a task id or latest, as on the command
+// line (README § Naming a run): the page redirects to the run's own.
 func (s *Server) run(w http.ResponseWriter, r *http.Request) {
+	if ref := r.PathValue("run"); lifecycle.CheckRunID(ref) != nil {
+		run, err := runview.Resolve(r.Context(), s.src.Store, ref)
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		if run.ID != ref {
+			http.Redirect(w, r, "/runs/"+url.PathEscape(run.ID), http.StatusFound)
+			return
+		}
+	}
 	p, err := s.loadRun(r.Context(), r.PathValue("run"), true)
 	if err != nil {
 		s.fail(w, err)
