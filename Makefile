@@ -3,8 +3,13 @@
 GO      ?= go
 BIN     := bin/stratus
 SCRATCH ?= .scratch/demo
-# What `stratus --version` names: the commit (and "+dirty") built from.
+# What `stratus --version` names: the commit (and "+dirty") built from, and
+# the version: the nearest tag (git describe: v1.2.3 at it, v1.2.3-4-gabc…
+# past it, -dirty for uncommitted changes); without a tag, the binary's
+# build info gives one.
 COMMIT  := $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +dirty)
+VERSION := $(shell git describe --tags --dirty 2>/dev/null)
+LDFLAGS := -X main.commit=$(COMMIT) -X main.version=$(VERSION)
 
 
 .PHONY: all build demo demo-aws demo-aws-pool demo-claude demo-codex test deps test-go fuzz vet lint-asl lint-cfn lint-shell statemachines bench bench-scale clean
@@ -17,8 +22,8 @@ all: build
 ## small runner.
 build:
 	@echo "== build: $(BIN) (a cold Go cache downloads the modules first: a few minutes)"
-	$(GO) build -tags slim -ldflags "-X main.commit=$(COMMIT)" -o $(BIN) ./cmd/stratus
-	$(GO) build -ldflags "-X main.commit=$(COMMIT)" -o $(dir $(BIN))stratus-full ./cmd/stratus
+	$(GO) build -tags slim -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/stratus
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(dir $(BIN))stratus-full ./cmd/stratus
 	$(GO) build -o $(dir $(BIN))stratus-runner ./cmd/stratus-runner
 
 ## demo: install into a scratch dir and run the example task through the

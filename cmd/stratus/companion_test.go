@@ -40,8 +40,10 @@ func TestMakeBuild_BuildsStratusSlimAndTheFullBeside(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		`$(GO) build -tags slim -ldflags "-X main.commit=$(COMMIT)" -o $(BIN) ./cmd/stratus`,
-		`$(GO) build -ldflags "-X main.commit=$(COMMIT)" -o $(dir $(BIN))` + FullBinary + ` ./cmd/stratus`,
+		`$(GO) build -tags slim -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/stratus`,
+		`$(GO) build -ldflags "$(LDFLAGS)" -o $(dir $(BIN))` + FullBinary + ` ./cmd/stratus`,
+		`LDFLAGS := -X main.commit=$(COMMIT) -X main.version=$(VERSION)`,
+		`VERSION := $(shell git describe --tags --dirty 2>/dev/null)`,
 	} {
 		if !strings.Contains(string(mk), want) {
 			t.Errorf("the Makefile's build target lacks\n  %s", want)
