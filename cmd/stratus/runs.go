@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -20,6 +21,7 @@ type RunsOptions struct {
 	Dir    string
 	JSON   bool
 	Limit  int
+	Status string
 	Target string
 	AWS    AWSOptions
 }
@@ -27,17 +29,21 @@ type RunsOptions struct {
 func newRunsCmd(io IO) *cobra.Command {
 	o := &RunsOptions{IO: io}
 	cmd := &cobra.Command{
-		Use:   "runs [--dir DIR | --target aws ...] [--limit N]",
+		Use:   "runs [--dir DIR | --target aws ...] [--limit N] [--status S]",
 		Short: "List runs, newest first: status, task, flow, when, cost",
 		Long: `runs lists the runs made in DIR (or on a deployed stack with --target aws),
 newest first: run id, status, task, flow, when it started, how long it ran (the
 sum of its active spans: the idle time before a resume is not counted) and what
-it cost. A run whose process is gone shows interrupted (and is recorded so; when
+it cost (README § Cost and token caps: "unknown" when attempts used tokens and
+none reported a cost, never $0). --status S lists only the runs of status S:
+running, waiting, done, failed, manual_action_required or interrupted. A run
+whose process is gone shows interrupted (and is recorded so; when
 the disk is too full to record it, it shows interrupted all the same, with a note);
 one that waits for a human shows waiting; one pruned after retention_days shows
 "(pruned)" beside its status, with no tokens or cost (they went with its steps).
 
-Exit status: 0 listed, 2 no runs were ever made under DIR, or bad flags.`,
+Exit status: 0 listed, 2 no runs were ever made under DIR, or bad flags (a
+--status that is no run status).`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := checkTarget(c, o.Target); err != nil {
@@ -46,12 +52,16 @@ Exit status: 0 listed, 2 no runs were ever made under DIR, or bad flags.`,
 			if o.Limit < 0 {
 				return usageError{fmt.Errorf("--limit %d: want a number of runs >= 0 (0: all)", o.Limit)}
 			}
+			if c.Flags().Changed("status") && runview.CheckStatus(o.Status) != nil {
+				return usageError{fmt.Errorf("--status %q is no run status; valid: %s", o.Status, strings.Join(runview.Statuses, ", "))}
+			}
 			return runRuns(o)
 		},
 	}
 	cmd.Flags().StringVar(&o.Dir, "dir", ".", "work directory holding .stratus/ (embedded runs)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the runs as a JSON array on stdout")
 	cmd.Flags().IntVar(&o.Limit, "limit", 50, "list at most this many runs (0: all)")
+	cmd.Flags().StringVar(&o.Status, "status", "", "list only the runs of this status: "+strings.Join(runview.Statuses, ", "))
 	addTargetFlags(cmd, &o.Target, &o.AWS)
 	return cmd
 }
@@ -76,7 +86,7 @@ func runRuns(o *RunsOptions) error {
 		defer s.Close()
 		st = s
 	}
-	lines, err := runview.List(ctx, st, o.Limit)
+	lines, err := runview.ListStatus(ctx, st, o.Limit, o.Status)
 	if err != nil {
 		return err
 	}
@@ -85,21 +95,19 @@ func runRuns(o *RunsOptions) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(lines)
 	}
-	if len(lines) == 0 {
+	if len(lines) == 0 && o.Status != "" {
+		fmt.Fprintf(o.IO.Out, "no run is %s\n", o.Status)
+		return nil
+	} else if len(lines) == 0 {
 		fmt.Fprintln(o.IO.Out, "no runs yet")
 		return nil
 	}
 	w := tabwriter.NewWriter(o.IO.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "RUN\tSTATUS\tTASK\tFLOW\tSTARTED\tDURATION\tTOKENS\tCOST")
 	for _, l := range lines {
-		// As the viewer says it: nothing priced is an unknown cost, not $0.
-		cost := fmt.Sprintf("$%.4f", l.CostUSD)
-		switch {
-		case !l.CostKnown():
-			cost = fmt.Sprintf("unknown (%s reporting none)", english.Plural(l.Unpriced, "attempt"))
-		case l.Unpriced > 0:
-			cost += fmt.Sprintf(" + %d unpriced", l.Unpriced)
-		}
+		// As status and the viewer say it: nothing priced is an unknown
+		// cost, not $0 (lifecycle.Spend.CostText).
+		cost := l.CostText()
 		status, tokens := l.Status, fmt.Sprint(l.Tokens)
 		if !l.PrunedAt.IsZero() { // its steps, and so its spend, are gone (docs/security.md § Retention)
 			status, tokens, cost = l.Status+" (pruned)", "-", "-"

@@ -453,6 +453,13 @@ func printStatus(io IO, r StatusResult) {
 		fmt.Fprintf(io.Out, " (running %s)", ran)
 	}
 	fmt.Fprintln(io.Out)
+	if r.PrunedAt.IsZero() { // a pruned run's spend went with its steps
+		sp := lifecycle.Spend{Tokens: r.Tokens, Unpriced: r.UnpricedAttempts}
+		if r.CostUSD != nil {
+			sp.CostUSD = *r.CostUSD
+		}
+		fmt.Fprintf(io.Out, "  cost:     %s, %s\n", sp.CostText(), english.Plural(int(r.Tokens), "token"))
+	}
 	if r.Resumes > 0 {
 		fmt.Fprintf(io.Out, "  resumed:  %s; its time is the sum of its active spans (start and each resume to its stop), the idle time before a resume not counted\n", english.Plural(r.Resumes, "time"))
 	}

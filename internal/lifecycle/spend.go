@@ -2,8 +2,10 @@ package lifecycle
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/english"
 	"github.com/stratusflow/stratus/internal/store"
 )
 
@@ -34,6 +36,22 @@ func (sp Spend) Cost() *float64 {
 	}
 	c := sp.CostUSD
 	return &c
+}
+
+// CostText is the cost as `runs`, `status` and the viewer say it
+// (README § Cost and token caps), one rule for all three: "$0.0123" when
+// every attempt that used tokens reported its cost ("$0.0000" when none
+// called a provider); "unknown (N attempts reporting none)" when some used
+// tokens and none reported a cost; "$0.0123 + N unpriced" when some did
+// and some did not, the figure then a lower bound.
+func (sp Spend) CostText() string {
+	switch {
+	case !sp.CostKnown():
+		return fmt.Sprintf("unknown (%s reporting none)", english.Plural(sp.Unpriced, "attempt"))
+	case sp.Unpriced > 0:
+		return fmt.Sprintf("$%.4f + %d unpriced", sp.CostUSD, sp.Unpriced)
+	}
+	return fmt.Sprintf("$%.4f", sp.CostUSD)
 }
 
 // RunSpend reads run runID's spend from the store: its steps, and every

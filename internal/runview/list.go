@@ -3,6 +3,8 @@ package runview
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/stratusflow/stratus"
@@ -54,12 +56,46 @@ func (l RunLine) Duration() time.Duration { return time.Duration(l.DurationMS) *
 // full disk) is listed interrupted all the same, with a Note saying so.
 // Errors: the store's reads.
 func List(ctx context.Context, st store.Store, limit int) ([]RunLine, error) {
-	runs, err := st.ListRuns(ctx, limit)
+	return ListStatus(ctx, st, limit, "")
+}
+
+// Statuses are the statuses a run is listed with (`runs --status`, the
+// viewer's ?status=): a running run one of whose steps waits reads
+// waiting.
+var Statuses = []string{stratus.RunRunning, StatusWaiting, stratus.RunDone, stratus.RunFailed, stratus.RunManualActionRequired, stratus.RunInterrupted}
+
+// CheckStatus refuses a status no run is listed with: EINVALID (field
+// "status") naming it and the valid ones.
+func CheckStatus(status string) error {
+	if !slices.Contains(Statuses, status) {
+		return stratus.FieldErrorf(stratus.EINVALID, "status", "status %q is no run status; valid: %s", status, strings.Join(Statuses, ", "))
+	}
+	return nil
+}
+
+// ListStatus is List of the runs listed with status (List's status: a
+// dead owner's run interrupted, a waiting one waiting), the newest limit of
+// them (0: all); status "" lists every run. Errors: EINVALID for a status
+// CheckStatus refuses, the store's reads.
+func ListStatus(ctx context.Context, st store.Store, limit int, status string) ([]RunLine, error) {
+	if status != "" {
+		if err := CheckStatus(status); err != nil {
+			return nil, err
+		}
+	}
+	read := limit
+	if status != "" {
+		read = 0 // the newest limit runs of that status may be anywhere in the list
+	}
+	runs, err := st.ListRuns(ctx, read)
 	if err != nil {
 		return nil, err
 	}
 	lines := []RunLine{}
 	for _, r := range runs {
+		if limit > 0 && len(lines) == limit {
+			break
+		}
 		r, rerr := lifecycle.Reconcile(ctx, st, r)
 		l := RunLine{RunID: r.ID, Status: r.Status, TaskID: r.TaskID, Title: r.TaskTitle, Flow: r.Flow, CreatedAt: r.CreatedAt, EndedAt: r.EndedAt, Resumes: r.Resumes, PrunedAt: r.PrunedAt}
 		if rerr != nil {
@@ -74,6 +110,9 @@ func List(ctx context.Context, st store.Store, limit int) ([]RunLine, error) {
 			if lifecycle.Waiting(steps) {
 				l.Status = StatusWaiting
 			}
+		}
+		if status != "" && l.Status != status {
+			continue
 		}
 		if l.Spend, err = lifecycle.RunSpend(ctx, st, r.ID); err != nil {
 			return nil, err

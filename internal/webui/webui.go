@@ -405,10 +405,11 @@ func (s *Server) runs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	filter := r.URL.Query().Get("status")
-	valid := []string{stratus.RunRunning, runview.StatusWaiting, stratus.RunDone, stratus.RunFailed, stratus.RunManualActionRequired, stratus.RunInterrupted}
-	if filter != "" && !slices.Contains(valid, filter) {
-		s.fail(w, stratus.FieldErrorf(stratus.EINVALID, "status", "status %q is no run status; valid: %s", filter, strings.Join(valid, ", ")))
-		return
+	if filter != "" {
+		if err := runview.CheckStatus(filter); err != nil {
+			s.fail(w, err)
+			return
+		}
 	}
 	counts := map[string]int{}
 	var shown []RunLine
