@@ -293,3 +293,39 @@ printf '{"subrun_report": "ok"}\n'
 	os.Remove(filepath.Join(dir, "fail"))
 	return dir, task, decodeRun(t, first.stdout).RunID
 }
+
+// graph --json gives a program the graph: each node with its kind, each
+// edge with its outcome (and loop, budget, back), each loop once with its
+// budget; --json with --format is refused.
+func TestGraph_JSON(t *testing.T) {
+	t.Parallel()
+	var out, errb bytes.Buffer
+	if code := Main([]string{"graph", "implementation", "--builtin", "--json"}, IO{Out: &out, Err: &errb}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var g GraphResult
+	if err := json.Unmarshal(out.Bytes(), &g); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if g.Flow != "implementation" || len(g.Nodes) == 0 || g.Nodes[0] != (GraphNode{ID: "planning", Kind: "agent"}) {
+		t.Errorf("flow %q, nodes %+v", g.Flow, g.Nodes)
+	}
+	var rework *GraphEdge
+	back := false
+	for i, e := range g.Edges {
+		if e.From == "review" && e.Outcome == "rework" {
+			rework = &g.Edges[i]
+		}
+		back = back || e.Back
+	}
+	if rework == nil || rework.Loop != "review_fix" || rework.Budget < 1 || !back {
+		t.Errorf("edges %+v: want review's rework edge in loop review_fix with its budget, and a back edge", g.Edges)
+	}
+	if len(g.Loops) != 1 || g.Loops[0].Name != "review_fix" || g.Loops[0].Budget != rework.Budget {
+		t.Errorf("loops %+v", g.Loops)
+	}
+	errb.Reset()
+	if code := Main([]string{"graph", "implementation", "--builtin", "--json", "--format", "dot"}, IO{Out: &out, Err: &errb}); code != ExitUsage {
+		t.Errorf("--json --format dot: exit %d %s", code, errb.String())
+	}
+}
