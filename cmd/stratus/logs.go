@@ -1,38 +1,48 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"os/signal"
 	"path"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/english"
+	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/orchestrator"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runview"
 	"github.com/stratusflow/stratus/internal/safetext"
+	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/sink/fs"
+	"github.com/stratusflow/stratus/internal/store"
 )
 
 // LogsOptions are the flags of `stratus logs`.
 type LogsOptions struct {
-	IO    IO
-	RunID string
-	Node  string
-	Dir   string
-	Lines int
-	JSON  bool
+	IO     IO
+	RunID  string
+	Node   string
+	Dir    string
+	Lines  int
+	JSON   bool
+	Follow bool
 }
 
 func newLogsCmd(io IO) *cobra.Command {
 	o := &LogsOptions{IO: io}
 	cmd := &cobra.Command{
-		Use:   "logs RUN [NODE] [--dir DIR] [--lines N] [--json]",
+		Use:   "logs RUN [NODE] [--dir DIR] [--lines N] [--json] [--follow]",
 		Short: "Print the tail of each step's runner log (with its engine's stderr)",
 		Long: `logs prints, for each step of run RUN that ran a worker (or only NODE's
 visits), a header naming the step, its attempt, terminal and reason, then the
@@ -45,6 +55,14 @@ With --json, logs prints a JSON array, one object per step: step_ref, node,
 kind, attempt, terminal, reason, log (the file), log_error when it could not
 be read, lines_before (the lines before the tail) and lines, each {"text": the
 line as written, "record": the line decoded, when it is a runner record}.
+
+With --follow, logs streams the logs as the run's steps run, like tail -f:
+each step's header and tail as it starts, then each new line as it is
+written (under the step's header again when the lines switch step), and the
+step's header once more, "(ended)", when it ends; it exits 0 once the run
+ends (Ctrl-C stops following: 130, the run goes on). A run that has ended is
+printed as without --follow. With --json too, each line is one JSON object
+per line: step_ref, node, attempt, text and record.
 
 Exit status: 0 printed, 2 no such run or node, or bad flags.`,
 		Args: usageArgs(cobra.RangeArgs(1, 2)),
@@ -61,7 +79,8 @@ Exit status: 0 printed, 2 no such run or node, or bad flags.`,
 	}
 	cmd.Flags().StringVar(&o.Dir, "dir", ".", "work directory holding .stratus/")
 	cmd.Flags().IntVar(&o.Lines, "lines", 40, "lines of each log to print (its tail)")
-	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the steps and their log tails as a JSON array on stdout")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the steps and their log tails as a JSON array on stdout (with --follow: a JSON object per line)")
+	cmd.Flags().BoolVarP(&o.Follow, "follow", "f", false, "stream the logs as the steps run until the run ends, like tail -f")
 	return cmd
 }
 
@@ -108,41 +127,125 @@ func runLogs(ctx context.Context, o *LogsOptions) error {
 		return err
 	}
 	o.RunID = run.ID
+	if !run.PrunedAt.IsZero() {
+		return stratus.PrunedError(run, "show its logs")
+	}
+	src := &embeddedLogs{sk: fs.New(o.Dir).Private(orchestrator.StateDir)}
+	if o.Follow {
+		return followLogs(ctx, o, st, src)
+	}
+	return printLogs(ctx, o, st, src)
+}
+
+// logSource reads the runner logs of a run's steps: an embedded run's
+// from its files (embeddedLogs); a run on AWS from its log streams.
+type logSource interface {
+	// Log returns where step sv's runner log is (shown to the reader) and
+	// what it holds so far: ENOTFOUND when it has none (yet).
+	Log(ctx context.Context, run stratus.Run, sv runview.StepView) (where string, data []byte, err error)
+}
+
+// embeddedLogs reads an embedded run's runner logs from
+// DIR/.stratus/logs/<task>/ (or the attempt-N/ a later run of the task
+// moved them into: report.RunDir).
+type embeddedLogs struct {
+	sk  sink.Sink
+	dir string // the run's logs directory, once found
+}
+
+func (e *embeddedLogs) Log(ctx context.Context, run stratus.Run, sv runview.StepView) (string, []byte, error) {
+	if e.dir == "" {
+		dir, err := report.RunDir(ctx, e.sk, run.TaskID, run.ID)
+		if err != nil {
+			return "", nil, err
+		}
+		e.dir = dir
+	}
+	key := path.Join(e.dir, "stages", sv.Step.Node, fmt.Sprintf("run-%06d", sv.Step.Visit), "runner.log")
+	if sv.Step.Kind == report.Kind {
+		key = path.Join(e.dir, "supervisor", fmt.Sprintf("run-%06d", sv.Step.Visit), "runner.log")
+	}
+	b, err := e.sk.GetMax(ctx, key, 16<<20)
+	return key, b, err
+}
+
+// logSteps are the steps of v whose logs `logs` shows: those that ran a
+// worker, of node only when it is named.
+func logSteps(v *runview.View, node string) []runview.StepView {
+	var out []runview.StepView
+	for _, sv := range v.Steps {
+		if runview.RunsWorker(sv.Step.Kind) && (node == "" || sv.Step.Node == node) {
+			out = append(out, sv)
+		}
+	}
+	return out
+}
+
+// logsStep is step sv's LogsStep without its lines, and its latest
+// attempt's reason.
+func logsStep(sv runview.StepView, where string) (LogsStep, string) {
+	ls := LogsStep{StepRef: sv.Step.StepRef, Node: sv.Step.Node, Kind: sv.Step.Kind, For: sv.For, Log: where, Lines: []LogLine{}}
+	if sv.Job != "" {
+		ls.Node = sv.Job
+	}
+	attReason := ""
+	if a := sv.Attempt; a != nil {
+		ls.Attempt, ls.Terminal, attReason = a.N, a.Terminal, a.Reason
+	}
+	if ls.Reason = attReason; ls.Reason == "" {
+		ls.Reason = sv.Reason // the step's own (an evaluator's verdict)
+	}
+	return ls, attReason
+}
+
+// logsHeader is the line that names a step above its log.
+func logsHeader(sv runview.StepView, ls LogsStep, attReason string) string {
+	head := "== " + sv.Step.StepRef
+	if sv.Job != "" {
+		head += " (" + sv.Job + " of " + sv.For + ")"
+	}
+	if ls.Attempt > 0 {
+		head += fmt.Sprintf(" attempt %d", ls.Attempt)
+		if ls.Terminal != "" {
+			head += " " + ls.Terminal
+		}
+		if attReason != "" {
+			head += ": " + oneLineText(attReason, 160)
+		}
+	}
+	if attReason == "" && sv.Reason != "" {
+		head += " — " + oneLineText(sv.Reason, 160)
+	}
+	return safetext.Line(head)
+}
+
+// printLogLine prints one line of a runner log: the runner's JSON records
+// as sentences; the engine's stderr as written, except what would drive
+// the terminal or disguise text (docs/security.md § Text an engine
+// wrote). A line of the log holds no newline; its tabs stay.
+func printLogLine(io IO, l string) {
+	fmt.Fprintln(io.Out, "   "+safetext.Block(logging.Render(l)))
+}
+
+// logLine is l as --json gives it.
+func logLine(l string) LogLine {
+	ll := LogLine{Text: l}
+	if logging.IsRecord(l) {
+		ll.Record = json.RawMessage(l)
+	}
+	return ll
+}
+
+// printLogs prints the tail of each step's log once.
+func printLogs(ctx context.Context, o *LogsOptions, st store.Store, src logSource) error {
 	v, err := runview.Load(ctx, st, o.RunID)
 	if err != nil {
 		return err
 	}
-	if !v.Run.PrunedAt.IsZero() {
-		return stratus.PrunedError(v.Run, "show its logs")
-	}
-	sk := fs.New(o.Dir).Private(orchestrator.StateDir)
-	// The run's own logs: a later run of the task moved them into
-	// attempt-N/ (report.RunDir).
-	dir, err := report.RunDir(ctx, sk, v.Run.TaskID, v.Run.ID)
-	if err != nil {
-		return err
-	}
 	steps := []LogsStep{}
-	for _, sv := range v.Steps {
-		if !runview.RunsWorker(sv.Step.Kind) || (o.Node != "" && sv.Step.Node != o.Node) {
-			continue
-		}
-		key := path.Join(dir, "stages", sv.Step.Node, fmt.Sprintf("run-%06d", sv.Step.Visit), "runner.log")
-		if sv.Step.Kind == report.Kind {
-			key = path.Join(dir, "supervisor", fmt.Sprintf("run-%06d", sv.Step.Visit), "runner.log")
-		}
-		ls := LogsStep{StepRef: sv.Step.StepRef, Node: sv.Step.Node, Kind: sv.Step.Kind, For: sv.For, Log: key, Lines: []LogLine{}}
-		if sv.Job != "" {
-			ls.Node = sv.Job
-		}
-		attReason := ""
-		if a := sv.Attempt; a != nil {
-			ls.Attempt, ls.Terminal, attReason = a.N, a.Terminal, a.Reason
-		}
-		if ls.Reason = attReason; ls.Reason == "" {
-			ls.Reason = sv.Reason // the step's own (an evaluator's verdict)
-		}
-		b, err := sk.GetMax(ctx, key, 16<<20)
+	for _, sv := range logSteps(v, o.Node) {
+		key, b, err := src.Log(ctx, v.Run, sv)
+		ls, attReason := logsStep(sv, key)
 		switch {
 		case stratus.ErrorCode(err) == stratus.ENOTFOUND:
 			ls.LogError = "no runner log"
@@ -157,36 +260,14 @@ func runLogs(ctx context.Context, o *LogsOptions) error {
 				lines = lines[len(lines)-o.Lines:]
 			}
 		}
+		steps = append(steps, ls) // counted: a NODE with no step is refused below
 		if o.JSON {
 			for _, l := range lines {
-				ll := LogLine{Text: l}
-				if logging.IsRecord(l) {
-					ll.Record = json.RawMessage(l)
-				}
-				ls.Lines = append(ls.Lines, ll)
+				steps[len(steps)-1].Lines = append(steps[len(steps)-1].Lines, logLine(l))
 			}
-			steps = append(steps, ls)
 			continue
 		}
-		steps = append(steps, ls) // counted: a NODE with no step is refused below
-
-		head := "== " + sv.Step.StepRef
-		if sv.Job != "" {
-			head += " (" + sv.Job + " of " + sv.For + ")"
-		}
-		if ls.Attempt > 0 {
-			head += fmt.Sprintf(" attempt %d", ls.Attempt)
-			if ls.Terminal != "" {
-				head += " " + ls.Terminal
-			}
-			if attReason != "" {
-				head += ": " + oneLineText(attReason, 160)
-			}
-		}
-		if attReason == "" && sv.Reason != "" {
-			head += " — " + oneLineText(sv.Reason, 160)
-		}
-		fmt.Fprintln(o.IO.Out, safetext.Line(head))
+		fmt.Fprintln(o.IO.Out, logsHeader(sv, ls, attReason))
 		switch {
 		case stratus.ErrorCode(err) == stratus.ENOTFOUND:
 			fmt.Fprintf(o.IO.Out, "   (no runner log at %s)\n", key)
@@ -199,11 +280,7 @@ func runLogs(ctx context.Context, o *LogsOptions) error {
 			fmt.Fprintf(o.IO.Out, "   … %s before (%s)\n", english.Plural(ls.LinesBefore, "line"), key)
 		}
 		for _, l := range lines {
-			// The runner's JSON records as sentences; the engine's stderr as
-			// written, except what would drive the terminal or disguise text
-			// (docs/security.md § Text an engine wrote). A line of the log
-			// holds no newline; its tabs stay.
-			fmt.Fprintln(o.IO.Out, "   "+safetext.Block(logging.Render(l)))
+			printLogLine(o.IO, l)
 		}
 	}
 	if len(steps) == 0 && o.Node != "" {
@@ -216,6 +293,129 @@ func runLogs(ctx context.Context, o *LogsOptions) error {
 		return enc.Encode(steps)
 	}
 	return nil
+}
+
+// LogsFollowLine is one line of `stratus logs --follow --json`: a line of
+// a step's runner log as it was written, as LogLine gives it, named by its
+// step.
+type LogsFollowLine struct {
+	StepRef string `json:"step_ref"`
+	Node    string `json:"node"`
+	Attempt int    `json:"attempt,omitempty"`
+	LogLine
+}
+
+// followed is how far `logs --follow` has printed one step's log.
+type followed struct {
+	offset int  // bytes of the log printed (whole lines)
+	ended  bool // its end was said
+}
+
+// followLogs is `logs --follow`: each step's header and tail as it
+// starts, then its log's new lines as they are written, like tail -f,
+// with the step's header again whenever the lines switch step, until
+// the run ends (its owner's death counts: lifecycle.Reconcile). A run
+// that has ended is printed once, whole tails, and the command exits.
+func followLogs(ctx context.Context, o *LogsOptions, st store.Store, src logSource) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	state := map[string]*followed{}
+	last := "" // the step whose lines were printed last
+	enc := json.NewEncoder(o.IO.Out)
+	enc.SetEscapeHTML(false)
+	emit := func(sv runview.StepView, ls LogsStep, attReason string, lines []string) {
+		for _, l := range lines {
+			if o.JSON {
+				enc.Encode(LogsFollowLine{StepRef: ls.StepRef, Node: ls.Node, Attempt: ls.Attempt, LogLine: logLine(l)})
+				continue
+			}
+			if last != sv.Step.TID {
+				fmt.Fprintln(o.IO.Out, logsHeader(sv, ls, attReason))
+				last = sv.Step.TID
+			}
+			printLogLine(o.IO, l)
+		}
+	}
+	for {
+		run, err := st.GetRun(ctx, o.RunID)
+		if err == nil {
+			if run, err = lifecycle.Reconcile(ctx, st, run); errors.Is(err, lifecycle.ErrNotRecorded) {
+				err = nil // not recorded (a full disk): the run has ended all the same
+			}
+		}
+		var v *runview.View
+		if err == nil {
+			v, err = runview.Load(ctx, st, o.RunID)
+		}
+		if err != nil {
+			return followLogsStopped(o, err)
+		}
+		ended := stratus.RunTerminal(run.Status)
+		if ended && len(state) == 0 {
+			return printLogs(ctx, o, st, src) // it had ended: printed once, as without --follow
+		}
+		for _, sv := range logSteps(v, o.Node) {
+			key, b, err := src.Log(ctx, v.Run, sv)
+			if err != nil && stratus.ErrorCode(err) != stratus.ENOTFOUND {
+				return followLogsStopped(o, err)
+			}
+			// Whole lines only while the step runs: the rest comes with its
+			// newline, or once the step or the run ended.
+			upto := len(b)
+			if !ended && !sv.Ended() {
+				upto = bytes.LastIndexByte(b, '\n') + 1
+			}
+			var lines []string
+			if upto > 0 {
+				lines = logging.Lines(string(b[:upto]))
+			}
+			ls, attReason := logsStep(sv, key)
+			f := state[sv.Step.TID]
+			if f == nil { // a step seen for the first time: its header and tail
+				f = &followed{}
+				state[sv.Step.TID] = f
+				if !o.JSON {
+					fmt.Fprintln(o.IO.Out, logsHeader(sv, ls, attReason))
+					last = sv.Step.TID
+				}
+				if len(lines) > o.Lines {
+					if !o.JSON {
+						fmt.Fprintf(o.IO.Out, "   … %s before (%s)\n", english.Plural(len(lines)-o.Lines, "line"), key)
+					}
+					lines = lines[len(lines)-o.Lines:]
+				}
+				emit(sv, ls, attReason, lines)
+			} else if upto > f.offset {
+				emit(sv, ls, attReason, logging.Lines(string(b[f.offset:upto])))
+			}
+			f.offset = max(f.offset, upto)
+			if sv.Ended() && !f.ended {
+				f.ended = true
+				if !o.JSON {
+					fmt.Fprintln(o.IO.Out, logsHeader(sv, ls, attReason)+" (ended)")
+					last = ""
+				}
+			}
+		}
+		if ended {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return followLogsStopped(o, ctx.Err())
+		case <-time.After(FollowPoll):
+		}
+	}
+}
+
+// followLogsStopped is the exit of a follow that ended before the run:
+// Ctrl-C stops following (the run goes on), anything else is the error.
+func followLogsStopped(o *LogsOptions, err error) error {
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintf(o.IO.Err, "stratus: stopped following the logs of run %s; it goes on\n", o.RunID)
+		return &exitError{code: ExitInterrupted}
+	}
+	return err
 }
 
 // oneLineText is s on one line, cut to n runes.
