@@ -49,6 +49,7 @@ the run is recorded interrupted; ` + "`stratus resume RUN`" + ` goes on from whe
 
 A run that already ended is left as it is (exit 0, saying so).
 
+` + runArgHelp + `
 Exit status: 0 stopped (or already ended), 1 the run could not be stopped,
 2 no such run or bad flags.`,
 		Args: cobra.ExactArgs(1),

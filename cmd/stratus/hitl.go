@@ -28,8 +28,10 @@ type HITLOptions struct {
 	JSON     bool
 }
 
-// hitlAskHelp says where a waiting node's question is read.
-const hitlAskHelp = `What NODE asks — a hitl node's question: (rendered with the run's
+// hitlAskHelp says how RUN is named and where a waiting node's question
+// is read.
+const hitlAskHelp = runArgHelp + `
+What NODE asks — a hitl node's question: (rendered with the run's
 variables), or the request of an agent that asked — is in the run's wait line
 ("stratus: wait …"), in stratus status RUN and on the run's page in stratus ui.
 

@@ -64,6 +64,7 @@ ends (Ctrl-C stops following: 130, the run goes on). A run that has ended is
 printed as without --follow. With --json too, each line is one JSON object
 per line: step_ref, node, attempt, text and record.
 
+` + runArgHelp + `
 Exit status: 0 printed, 2 no such run or node, or bad flags.`,
 		Args: usageArgs(cobra.RangeArgs(1, 2)),
 		RunE: func(_ *cobra.Command, args []string) error {

@@ -45,6 +45,7 @@ branch; a branch holding commits of yours is not moved without --force (an
 earlier run's result is replaced: the reflog keeps it). A run that changed
 nothing makes no branch.
 
+` + runArgHelp + `
 Exit status: 0 pulled, 2 bad input (no such run, no workspace, not a git
 repository), 1 anything else.`,
 		Args: cobra.ExactArgs(1),

@@ -60,6 +60,7 @@ run resumes on the deployed stack: a new execution of the run's own state machin
 enters the stopped step's state, and this command follows it as run --target aws
 does (Ctrl-C stops following, not the execution).
 
+` + runArgHelp + `
 Exit status: 0 done, 1 failed, 3 manual_action_required, 130 interrupted,
 2 bad input (unknown run, a run that is done or still running, a spent budget
 without --reset-fix-budget).`,

@@ -9,6 +9,13 @@ import (
 	"github.com/stratusflow/stratus/internal/store"
 )
 
+// runArgHelp is the paragraph of each command taking RUN that says how
+// RUN names a run (resolveRunArg).
+const runArgHelp = `RUN is a run id, a unique prefix of one, a task id (its newest run) or
+latest (the newest run): README § Naming a run. A prefix of several runs
+lists them.
+`
+
 // resolveRunArg is RUN as typed on the command line made a run id
 // (README § Naming a run: a run id, a unique prefix of one, a task id,
 // or latest; runview.Resolve), among the runs of work dir dir or, with

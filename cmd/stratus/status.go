@@ -56,6 +56,7 @@ made, then each as it happens) to stderr until the run ends, then prints its
 status, and exits as run does: 0 done, 1 failed, 3 manual_action_required,
 130 interrupted.
 
+` + runArgHelp + `
 Exit status: 0 shown, 2 no such run or bad flags.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
