@@ -89,6 +89,8 @@ func TestJSONFlag_AnErrorIsAJSONObjectOnStdout(t *testing.T) {
 		{"status: broken store", []string{"status", run, "--dir", bad, "--json"}, ExitFailed, stratus.EINTERNAL, ""},
 		{"status --follow: no runs", []string{"status", run, "--dir", dir, "--follow", "--json"}, ExitUsage, stratus.ENOTFOUND, "dir"},
 		{"runs: bad --limit", []string{"runs", "--dir", dir, "--limit", "-1", "--json"}, ExitUsage, stratus.EINVALID, ""},
+		{"runs: bad --status", []string{"runs", "--dir", dir, "--status", "finished", "--json"}, ExitUsage, stratus.EINVALID, ""},
+		{"graph: no such built-in flow", []string{"graph", "nosuch", "--builtin", "--json"}, ExitUsage, stratus.EINVALID, ""},
 		{"runs: broken store", []string{"runs", "--dir", bad, "--json"}, ExitFailed, stratus.EINTERNAL, ""},
 		{"pull: no runs", []string{"pull", run, "--dir", dir, "--json"}, ExitUsage, stratus.ENOTFOUND, "dir"},
 		{"cancel: no runs", []string{"cancel", run, "--dir", dir, "--json"}, ExitUsage, stratus.ENOTFOUND, "dir"},

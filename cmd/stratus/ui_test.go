@@ -152,8 +152,12 @@ func TestUI_DemoRunWithoutJavaScript(t *testing.T) {
 			t.Errorf("the run page lacks %q", want)
 		}
 	}
-	if n := len(regexp.MustCompile(`<rect class="bar st-done" x="[0-9.]+" y="0" width="[0-9.]+" height="10">`).FindAllString(body, -1)); n != 8 {
-		t.Errorf("%d timeline bars; want 8 (6 steps and 2 supervisor turns)", n)
+	// review#1 asked for rework: its bar takes the failure colour.
+	if n := len(regexp.MustCompile(`<rect class="bar st-done" x="[0-9.]+" y="0" width="[0-9.]+" height="10">`).FindAllString(body, -1)); n != 7 {
+		t.Errorf("%d done timeline bars; want 7 (6 steps and 2 supervisor turns, but review#1's rework)", n)
+	}
+	if !regexp.MustCompile(`<span class="ref">review#1</span><svg[^>]*><rect class="bar st-failed"`).MatchString(body) {
+		t.Errorf("review#1 (rework) is not drawn in the failure colour")
 	}
 
 	code, body, _ = v.get(t, "/runs/"+runID+"/steps/review/1")
