@@ -358,7 +358,19 @@ func followLogs(ctx context.Context, o *LogsOptions, st store.Store, src logSour
 		for _, sv := range logSteps(v, o.Node) {
 			key, b, err := src.Log(ctx, v.Run, sv)
 			if err != nil && stratus.ErrorCode(err) != stratus.ENOTFOUND {
-				return followLogsStopped(o, err)
+				// Said once (a log over the read cap, an unreadable one);
+				// the other steps' logs go on.
+				if state[sv.Step.TID] == nil {
+					state[sv.Step.TID] = &followed{ended: true}
+					if ls, attReason := logsStep(sv, key); !o.JSON {
+						fmt.Fprintf(o.IO.Out, "%s\n   (%s: %v)\n", logsHeader(sv, ls, attReason), key, err)
+						last = ""
+					}
+				}
+				continue
+			}
+			if f := state[sv.Step.TID]; f != nil && len(b) < f.offset {
+				f.offset = 0 // the log was written anew: from its start
 			}
 			// Whole lines only while the step runs: the rest comes with its
 			// newline, or once the step or the run ended.
@@ -373,7 +385,7 @@ func followLogs(ctx context.Context, o *LogsOptions, st store.Store, src logSour
 			ls, attReason := logsStep(sv, key)
 			f := state[sv.Step.TID]
 			if f == nil { // a step seen for the first time: its header and tail
-				f = &followed{}
+				f = &followed{ended: sv.Ended()} // an ended step's header says how it ended
 				state[sv.Step.TID] = f
 				if !o.JSON {
 					fmt.Fprintln(o.IO.Out, logsHeader(sv, ls, attReason))
