@@ -67,3 +67,21 @@ func TestRunPage_NamedByPrefixTaskOrLatest(t *testing.T) {
 		t.Errorf("/runs/no-such: %d %s; want 404 naming it", rec.Code, rec.Body.String())
 	}
 }
+
+// A step not ended reads its time so far in the step table ("running
+// 1m30s"), never a bare "running" or 0s.
+func TestRunPage_ARunningStepReadsItsTimeSoFar(t *testing.T) {
+	s, st, _ := testViewer(t)
+	ctx := context.Background()
+	start := time.Now().Add(-90 * time.Second)
+	st.CreateRun(ctx, stratus.Run{ID: "r1", TaskID: "t1", Flow: "implementation", Status: stratus.RunRunning, CreatedAt: start})
+	st.CreateStep(ctx, stratus.Step{TID: "r1.planning.1", RunID: "r1", Node: "planning", Kind: flow.KindAgent, Visit: 1, StepRef: "planning#1", DedupKey: "d1", Status: stratus.StepRunning, CreatedAt: start})
+	st.CreateAttempt(ctx, stratus.Attempt{TID: "r1.planning.1", N: 1, Agent: "planning", Status: stratus.AttemptRunning, StartedAt: start})
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, authed(s, httptest.NewRequest("GET", "/runs/r1", nil)))
+	_, row, _ := strings.Cut(rec.Body.String(), `<tr><td><a href="/runs/r1/steps/planning/1">`)
+	row, _, _ = strings.Cut(row, "</tr>")
+	if !strings.Contains(row, "<td>running 1m3") {
+		t.Errorf("planning#1's row does not read its time so far: %s", row)
+	}
+}
