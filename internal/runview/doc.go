@@ -6,7 +6,10 @@
 // execution it does not host). The events are worker.Events, so the
 // lines a progress.Display prints read as an embedded run's (issue 6 §
 // Build 8: "follows it with the same progress lines"), a running attempt's
-// counters included as they move (issue 13 § 8).
+// counters included as they move (issue 13 § 8). It also names runs:
+// Resolve reads the RUN every command takes (a run id, a unique prefix of
+// one, a task id, latest; README § Naming a run), and List / ListStatus
+// list them as `stratus runs` and the viewer do.
 //
 // It reads through store.Store only: the SQLite store of an embedded work
 // dir and the DynamoDB store of a deployed stack alike.
