@@ -122,6 +122,36 @@ func TestScript_FailEmitsTurnFailedWithoutReport(t *testing.T) {
 	}
 }
 
+// A supervisor turn the scenario has neither an entry nor a default for
+// gets a built-in answer, never a command_error: the finalize prose is over
+// the layer's 120-character floor and says where it comes from
+// (docs/script-engine.md § Supervisor turns). An entry or a default wins.
+func TestScript_SupervisorTurnsHaveABuiltInAnswer(t *testing.T) {
+	t.Parallel()
+	s := &Scenario{Nodes: map[string][]Answer{"planning": {{Report: "p"}}}}
+	for _, node := range []string{SupervisorObserve, SupervisorFinalize} {
+		a, ok := s.Pick(node, 1)
+		text, _ := a.Report.(string)
+		if !ok || a.Fail != "" || a.NoReport || !strings.Contains(text, "script engine") {
+			t.Errorf("%s: %+v %v", node, a, ok)
+		}
+		if node == SupervisorFinalize && len(text) < 120 {
+			t.Errorf("finalize prose is %d characters, under the layer's 120 floor", len(text))
+		}
+	}
+	if _, ok := s.Pick("implementation", 1); ok {
+		t.Error("a flow node without an entry or a default got an answer")
+	}
+	s.Nodes[SupervisorObserve] = []Answer{{Report: "mine"}}
+	s.Default = &Answer{Report: "default"}
+	if a, _ := s.Pick(SupervisorObserve, 1); a.Report != "mine" {
+		t.Errorf("observe: %v, want the scenario's entry", a.Report)
+	}
+	if a, _ := s.Pick(SupervisorFinalize, 1); a.Report != "default" {
+		t.Errorf("finalize: %v, want the scenario's default", a.Report)
+	}
+}
+
 // A scenario's files are written, relative to the engine's working
 // directory, before the report: the change a coding agent makes (what a
 // run's workspace carries to the next step). A path leaving the directory
