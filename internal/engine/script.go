@@ -135,8 +135,10 @@ func (s *Scenario) Pick(node string, visit int) (Answer, bool) {
 
 // Script runs the script engine: it reads the request, takes `node` and
 // `visit` from the input (the input Stratus's runner sends), and answers from
-// the scenario. Parts are staged with the credentials the runner exports
-// (STRATUS_API_URL, STRATUS_HANDLE).
+// the scenario (docs/script-engine.md). Parts are staged with the
+// credentials the runner exports (STRATUS_API_URL, STRATUS_HANDLE). During
+// an answer's sleep_ms, stdin EOF (the runner's cancel) ends the engine
+// without a report.
 func Script(ctx context.Context, s *Scenario, stdin io.Reader, stdout io.Writer) error {
 	em := Emitter{W: stdout}
 	env, err := ReadRequest(stdin)
@@ -155,9 +157,19 @@ func Script(ctx context.Context, s *Scenario, stdin io.Reader, stdout io.Writer)
 		return nil
 	}
 	if a.SleepMS > 0 {
+		// stdin EOF is the runner's cancel (docs/child-contract.md §
+		// Input): it cuts the sleep short, and the engine ends without a
+		// report, as a cancelled engine does.
+		eof := make(chan struct{})
+		go func() {
+			io.Copy(io.Discard, stdin)
+			close(eof)
+		}()
 		select {
 		case <-time.After(time.Duration(a.SleepMS) * time.Millisecond):
 		case <-ctx.Done():
+			return nil
+		case <-eof:
 			return nil
 		}
 	}
