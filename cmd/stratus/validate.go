@@ -12,9 +12,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/compiler"
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/english"
 	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/orchestrator"
 	"github.com/stratusflow/stratus/internal/retry"
 	"github.com/stratusflow/stratus/internal/safetext"
@@ -167,6 +169,12 @@ func runValidate(o *ValidateOptions) error {
 			// LaunchPreflight), a warning for the rest.
 			r.Problems = append(r.Problems, providerProblems(o.Dir, cfgPath, cfg, f)...)
 		}
+		if f != nil && pe == nil && len(flow.Fatal(r.Problems)) == 0 {
+			// The last thing a run does before it starts: compile the flow
+			// with the config. What the compiler alone refuses (two loop
+			// counters that collide, a state name too long) is an error too.
+			r.Problems = append(r.Problems, compileProblems(f, cfg)...)
+		}
 		r.Problems = append(append([]flow.Problem{}, parsed...), flow.WithoutCascades(pe, r.Problems)...)
 		flow.SortProblems(filepath.Join(dir, name+".yaml"), r.Problems)
 		for _, p := range r.Problems {
@@ -205,6 +213,20 @@ func runValidate(o *ValidateOptions) error {
 	}
 	if rep.Fatal > 0 {
 		return &exitError{code: ExitFailed}
+	}
+	return nil
+}
+
+// compileProblems compiles f as a run would (lifecycle.CompileOptions of
+// the config, the defaults without one) and returns the compiler's refusal
+// as one error located at the flow file; none when it compiles.
+func compileProblems(f *flow.Flow, cfg *config.Config) []flow.Problem {
+	if cfg == nil {
+		cfg = config.Default()
+	}
+	if _, err := compiler.Compile(f, lifecycle.CompileOptions(cfg)); err != nil {
+		return []flow.Problem{{File: f.File, Fatal: true,
+			Message: "the flow does not compile, so `stratus run` refuses it: " + stratus.ErrorMessage(err)}}
 	}
 	return nil
 }

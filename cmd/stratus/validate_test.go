@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stratusflow/stratus/internal/config"
+	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/testenv"
 )
 
@@ -202,5 +204,29 @@ func TestValidate_ZeroBudgetIsAnError(t *testing.T) {
 		!strings.Contains(r.stdout, "budgets.review_fix is 0; valid: an iteration cap of at least 1") ||
 		!strings.Contains(r.stdout, "flow implementation: 1 error, 0 warnings") || strings.Contains(r.stdout, "ok (") {
 		t.Errorf("exit %d\n%s", r.code, r.stdout)
+	}
+}
+
+// validate's last check is the compile a run makes before it starts, with
+// the config's options: what the compiler refuses is an error located at
+// the flow file; a flow that compiles adds nothing.
+func TestValidate_CompileProblems(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if r := runCLI(t, "install", "--dir", dir); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	f, err := flow.Load(filepath.Join(dir, ".stratus/flows"), "implementation")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps := compileProblems(f, nil); len(ps) != 0 {
+		t.Errorf("the built-in flow: %v", ps)
+	}
+	cfg := config.Default()
+	cfg.Agents.MaxFixCycles = -1
+	ps := compileProblems(f, cfg)
+	if len(ps) != 1 || !ps[0].Fatal || ps[0].File != f.File || !strings.Contains(ps[0].Message, "does not compile, so `stratus run` refuses it: ") {
+		t.Errorf("problems %+v", ps)
 	}
 }
