@@ -161,7 +161,7 @@ func runValidate(o *ValidateOptions) error {
 			// What a run's preflight refuses (a checker this build cannot
 			// run, a pinned provider the config does not allow) is an
 			// error here too: validate and run agree.
-			r.Problems = append(r.Problems, orchestrator.Preflight(f, cfg, nil)...)
+			r.Problems = append(r.Problems, notAlreadyFatal(r.Problems, orchestrator.Preflight(f, cfg, nil))...)
 			// A pull-request policy Stratus does not act on: said, never silent.
 			r.Problems = append(r.Problems, orchestrator.PublishingWarnings(f)...)
 			// What `stratus doctor` says of the providers this flow uses:
@@ -229,6 +229,30 @@ func compileProblems(f *flow.Flow, cfg *config.Config) []flow.Problem {
 			Message: "the flow does not compile, so `stratus run` refuses it: " + stratus.ErrorMessage(err)}}
 	}
 	return nil
+}
+
+// notAlreadyFatal drops from more the problems located where probs already
+// has a fatal one (the config layer of flow.Validate and a run's preflight
+// both refuse a pinned provider the config does not allow): one error per
+// key.
+func notAlreadyFatal(probs, more []flow.Problem) []flow.Problem {
+	type at struct {
+		file, path string
+		line, col  int
+	}
+	seen := map[at]bool{}
+	for _, p := range probs {
+		if p.Fatal {
+			seen[at{p.File, p.Path, p.Line, p.Col}] = true
+		}
+	}
+	var out []flow.Problem
+	for _, p := range more {
+		if !seen[at{p.File, p.Path, p.Line, p.Col}] {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // validateStatus is a flow's summary line: "ok" when it has no problem,

@@ -230,3 +230,19 @@ func TestValidate_CompileProblems(t *testing.T) {
 		t.Errorf("problems %+v", ps)
 	}
 }
+
+// A pinned provider the config does not allow is refused by the config
+// layer and by a run's preflight alike: validate reports it once.
+func TestValidate_PinnedProviderRefusedOnce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if r := runCLI(t, "install", "--dir", dir); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	path := filepath.Join(dir, ".stratus/flows/implementation.yaml")
+	writeTestFile(t, path, strings.Replace(readFile(t, path), "role_file: implementation/planning.md\n", "role_file: implementation/planning.md\n      provider: nosuch\n", 1))
+	r := runCLI(t, "validate", "implementation", "--dir", dir)
+	if r.code != ExitFailed || strings.Count(r.stdout, `provider "nosuch" is not in agents.allowed`) != 1 || !strings.Contains(r.stdout, "flow implementation: 1 error, 0 warnings") {
+		t.Errorf("exit %d\n%s", r.code, r.stdout)
+	}
+}
