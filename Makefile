@@ -200,7 +200,7 @@ lint-cfn:
 
 ## lint-shell: shellcheck the LocalStack scripts (they cannot run here: no
 ## Docker). As root with apt-get, a missing shellcheck is installed.
-SHELL_SCRIPTS = localstack/*.sh localstack/init/ready.d/*.sh internal/engine/testdata/*.sh examples/*.sh
+SHELL_SCRIPTS = localstack/*.sh localstack/init/ready.d/*.sh internal/engine/testdata/*.sh examples/*.sh examples/checks/*.sh
 lint-shell:
 	@echo "== lint-shell: shellcheck on the LocalStack scripts and the test scripts"
 	@how="apt-get install shellcheck (make test installs it itself only as root)"; \

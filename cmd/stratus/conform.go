@@ -48,7 +48,13 @@ contract v1 conformance checklist (seed 003 § 9) and prints one row per
 check: its name, the seed sections it enforces, PASS, FAIL or SKIP, and what
 was observed. Exit status 0 when no check fails, 1 when one does, 2 for bad
 usage (the engine command must follow --). The engine is launched four
-times: a model-backed engine spends tokens on each launch.`,
+times: a model-backed engine spends tokens on each launch.
+
+Each launch runs in a fresh scratch directory, removed afterwards, never in
+the current directory: an engine that edits its working directory edits
+nothing of yours. A relative command path, and a relative argument naming a
+file (conform -- python3 engine.py), are resolved against the current
+directory first. The contract the checks enforce is docs/child-contract.md.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			dash := c.ArgsLenAtDash()

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/stratusflow/stratus/internal/testenv"
 )
 
 // fourLineEngine is the smallest engine of seed 003 § 9, verbatim.
@@ -185,5 +187,26 @@ func TestEngineConform_DefaultInputRefused(t *testing.T) {
 	wantRows(t, rows, table, map[string]string{"tolerates-open-stdin": "FAIL", "one-report-last": "FAIL"})
 	if strings.Count(table, "the engine reported a failure instead of a report: command_error") != 2 || !strings.Contains(table, "pass --input the engine accepts") || strings.Contains(table, "stdin open") {
 		t.Errorf("table:\n%s", table)
+	}
+}
+
+// docs/child-contract.md § The smallest engine is the four-line engine
+// the conform tests run, verbatim, so what the page says of it holds.
+func TestChildContractDoc_SmallestEngineIsTheTestedOne(t *testing.T) {
+	t.Parallel()
+	doc := readFile(t, filepath.Join(testenv.ModuleRoot(t), "docs", "child-contract.md"))
+	_, after, ok := strings.Cut(doc, "## The smallest engine\n")
+	if !ok {
+		t.Fatal("docs/child-contract.md has no § The smallest engine")
+	}
+	_, block, _ := strings.Cut(after, "```sh\n")
+	block, _, _ = strings.Cut(block, "```\n")
+	if block != fourLineEngine {
+		t.Errorf("the page's engine:\n%s\nthe tested one:\n%s", block, fourLineEngine)
+	}
+	for _, check := range []string{"rejects-other-major", "tolerates-open-stdin", "stops-on-stdin-eof", "json-only-stdout", "one-report-last", "well-formed-usage", "failure-explained"} {
+		if !strings.Contains(doc, "| `"+check+"` |") {
+			t.Errorf("§ Checking an engine does not describe check %s", check)
+		}
 	}
 }

@@ -98,27 +98,32 @@ func runDoctor(o *DoctorOptions) error {
 	return nil
 }
 
-// providerWarnings are validate's warnings for the providers a run of f
-// would use (doctor.FlowProviders): doctor's provider checks, without the
-// --version probe. Warnings, not errors: the machine that runs the flow
-// may differ from this one (a run's preflight makes them fatal for an
-// embedded run). None without a config.
-func providerWarnings(workDir, cfgPath string, cfg *config.Config, f *flow.Flow) []flow.Problem {
+// providerProblems are validate's problems with the providers a run of f
+// would use (doctor.FlowProviders): errors for what makes an embedded run
+// refuse to start on this machine (orchestrator.LaunchPreflight, the same
+// check), then doctor's other provider checks, without the --version
+// probe, as warnings. None without a config.
+func providerProblems(workDir, cfgPath string, cfg *config.Config, f *flow.Flow) []flow.Problem {
 	if cfg == nil {
 		return nil
 	}
 	if abs, err := filepath.Abs(workDir); err == nil {
 		workDir = abs
 	}
+	out := orchestrator.LaunchPreflight(workDir, f, cfg, nil)
+	fatal := map[string]bool{}
+	for i := range out {
+		fatal[out[i].Path] = true
+		out[i].Message += " (an embedded `stratus run` refuses to start; with --target aws the engines start in the worker's environment instead)"
+	}
 	uses := doctor.FlowProviders(cfg, f, nil)
-	var out []flow.Problem
 	for _, name := range cfg.ProviderNames() {
 		users := uses[name]
 		if len(users) == 0 {
 			continue
 		}
 		for _, r := range doctor.CheckProvider(doctor.Env{}, workDir, name, cfg.Agents.Providers[name]) {
-			if r.Status == doctor.OK {
+			if r.Status == doctor.OK || fatal[r.Field] {
 				continue
 			}
 			who := strings.Join(users, ", ")

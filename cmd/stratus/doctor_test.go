@@ -153,9 +153,10 @@ func TestPreflight_RunRefusesAnEngineThatCannotStart(t *testing.T) {
 	}
 }
 
-// issue 13 § 5: validate reports doctor's provider checks of the providers
-// a flow uses as warnings (exit 0), and an HMAC key others may read as a note.
-func TestValidate_WarnsOfProvidersTheFlowUses(t *testing.T) {
+// validate reports doctor's provider checks of the providers a flow uses:
+// what makes an embedded run refuse to start (an unset "$NAME") as an
+// error, as run does; an HMAC key others may read as a note.
+func TestValidate_ReportsProvidersTheFlowUses(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	if r := runCLI(t, "install", "--dir", dir); r.code != 0 {
@@ -165,14 +166,15 @@ func TestValidate_WarnsOfProvidersTheFlowUses(t *testing.T) {
 	writeTestFile(t, filepath.Join(dir, ".stratus/hmac.key"), "key")
 	r := runWorkerCLI(t, nil, "", "validate", "implementation", "--dir", dir)
 	cfgPath := filepath.Join(dir, ".stratus/config.yaml")
-	if r.code != ExitOK {
+	if r.code != ExitFailed {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	for _, want := range []string{
-		"warning: " + cfgPath + ": provider keyless (used by node planning, ",
+		"error: " + cfgPath + ": provider keyless (used by node planning, ",
 		"agents.providers.keyless.env.TOKEN: $STRATUS_DOCTOR_UNSET is not set",
+		"an embedded `stratus run` refuses to start",
 		"note: " + filepath.Join(dir, ".stratus/hmac.key") + " has mode 0644",
-		"flow implementation: ok (",
+		"flow implementation: 1 error, 0 warnings",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)

@@ -36,7 +36,9 @@ kind). Arguments after -- (a node's extra_args) are accepted and ignored.`,
 	script := &cobra.Command{
 		Use:   "script --scenario FILE [-- IGNORED…]",
 		Short: "Answer per node and visit from a scenario file",
-		Long: `script answers per node and visit from a scenario file (see examples/scenario.yaml).
+		Long: `script answers per node and visit from a scenario file: docs/script-engine.md
+describes every key, examples/scenario.yaml is one. A supervisor turn the
+scenario does not answer (no entry, no default) gets a built-in answer.
 Arguments after -- (a node's extra_args) are accepted and ignored.`,
 		Args: extraArgsOnly,
 		RunE: func(_ *cobra.Command, args []string) error {

@@ -253,10 +253,11 @@ func TestRun_BadInputExitsUsage(t *testing.T) {
 	}
 }
 
-// A missing role file is only a warning for `validate` (worc's own
-// implementation flow names an absent refinement.md behind a `when` fact),
-// but a run refuses to start when a node that will run has none (seed 004 §
-// Fatal validation: "at flow dispatch") — unless the task disables it.
+// A run refuses to start when a node that will run has no role file (seed
+// 004 § Fatal validation: "at flow dispatch") — unless the task disables
+// it — and validate reports the same as an error (worc's own implementation
+// flow names an absent refinement.md behind a `when` fact: that one stays a
+// warning in both).
 func TestRun_MissingRoleFileOfANodeThatWillRunIsFatal(t *testing.T) {
 	t.Parallel()
 	root := testenv.ModuleRoot(t)
@@ -273,7 +274,9 @@ func TestRun_MissingRoleFileOfANodeThatWillRunIsFatal(t *testing.T) {
 	if r.code != ExitUsage || !strings.Contains(r.stderr, "implementation/fixing.md") || strings.Contains(r.stderr, "stratus: start") {
 		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
 	}
-	if r := runCLI(t, "validate", "--dir", dir, "--all"); r.code != 0 || !strings.Contains(r.stdout+r.stderr, "fixing.md") {
+	if r := runCLI(t, "validate", "--dir", dir, "--all"); r.code != ExitFailed || !strings.Contains(r.stdout, `error: `+filepath.Join(dir, ".stratus/flows/implementation.yaml")) ||
+		!strings.Contains(r.stdout, `node "fixing" role_file "implementation/fixing.md" does not exist`) || !strings.Contains(r.stdout, "so `stratus run` refuses the flow") ||
+		!strings.Contains(r.stdout, "flow implementation: 1 error, 0 warnings") {
 		t.Errorf("validate: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -12,8 +12,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/compiler"
 	"github.com/stratusflow/stratus/internal/config"
+	"github.com/stratusflow/stratus/internal/english"
 	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/orchestrator"
 	"github.com/stratusflow/stratus/internal/retry"
 	"github.com/stratusflow/stratus/internal/safetext"
@@ -44,11 +47,16 @@ directory given with --flows, and lists every problem with file:line:column,
 sorted by position: the graph-integrity and security-ceiling layers always;
 the config-consistency layer when DIR/.stratus/config.yaml exists (providers,
 reasoning, Codex network, skills, supervisor.observe.mode); the tool registry
-(every tool node's executable in DIR/.stratus/tools/, or --tools); and the
-warnings (anti-drift lint of role files, missing role files, loop budgets, and
-what ` + "`stratus doctor`" + ` finds wrong with the providers the flow uses on this
-machine: a command that does not resolve, an unset "$NAME"). Exit status 1 when
-any problem is fatal.`,
+(every tool node's executable in DIR/.stratus/tools/, or --tools); and what a
+run checks before it starts: a missing role file of a node not gated by ` + "`when`" + `,
+a checker this build cannot run, a provider the flow uses whose command does not
+resolve on this machine or whose "$NAME" is unset. Whatever makes ` + "`stratus run`" + `
+refuse the flow is an error here. Warnings: the anti-drift lint of role files,
+the missing prompts of ` + "`when`" + `-gated nodes and the supervisor, loop budgets, and
+the rest of what ` + "`stratus doctor`" + ` finds wrong with those providers.
+
+Each flow ends with one line: "flow NAME: ok", or "flow NAME: N errors, M
+warnings". Exit status 1 when there is any error.`,
 		RunE: func(_ *cobra.Command, args []string) error {
 			o.Names = args
 			return runValidate(o)
@@ -69,7 +77,8 @@ type ValidateReport struct {
 	Config   string       `json:"config"`
 	ToolsDir string       `json:"tools_dir"`
 	Notes    []string     `json:"notes"`
-	Fatal    int          `json:"fatal"`
+	Fatal    int          `json:"fatal"`    // errors: what makes run refuse the flow
+	Warnings int          `json:"warnings"` // problems that do not
 	Flows    []FlowReport `json:"flows"`
 }
 
@@ -77,6 +86,7 @@ type ValidateReport struct {
 type FlowReport struct {
 	Flow     string         `json:"flow"`
 	Fatal    int            `json:"fatal"`
+	Warnings int            `json:"warnings"`
 	Problems []flow.Problem `json:"problems"`
 }
 
@@ -147,26 +157,35 @@ func runValidate(o *ValidateOptions) error {
 			return usageError{err}
 		}
 		if f != nil {
-			r.Problems = append(r.Problems, flow.Validate(f, opt)...)
-			// Preflight without a config or task says which checkers this
-			// build cannot run: a warning, the flow itself is valid.
-			for _, p := range orchestrator.Preflight(f, nil, nil) {
-				p.Fatal = !strings.Contains(p.Message, "is not supported by this build")
-				r.Problems = append(r.Problems, p)
-			}
+			r.Problems = append(r.Problems, requiredRoleFiles(f, dir, flow.Validate(f, opt))...)
+			// What a run's preflight refuses (a checker this build cannot
+			// run, a pinned provider the config does not allow) is an
+			// error here too: validate and run agree.
+			r.Problems = append(r.Problems, notAlreadyFatal(r.Problems, orchestrator.Preflight(f, cfg, nil))...)
 			// A pull-request policy Stratus does not act on: said, never silent.
 			r.Problems = append(r.Problems, orchestrator.PublishingWarnings(f)...)
-			// What `stratus doctor` says of the providers this flow uses.
-			r.Problems = append(r.Problems, providerWarnings(o.Dir, cfgPath, cfg, f)...)
+			// What `stratus doctor` says of the providers this flow uses:
+			// an error where an embedded run refuses to start (its
+			// LaunchPreflight), a warning for the rest.
+			r.Problems = append(r.Problems, providerProblems(o.Dir, cfgPath, cfg, f)...)
+		}
+		if f != nil && pe == nil && len(flow.Fatal(r.Problems)) == 0 {
+			// The last thing a run does before it starts: compile the flow
+			// with the config. What the compiler alone refuses (two loop
+			// counters that collide, a state name too long) is an error too.
+			r.Problems = append(r.Problems, compileProblems(f, cfg)...)
 		}
 		r.Problems = append(append([]flow.Problem{}, parsed...), flow.WithoutCascades(pe, r.Problems)...)
 		flow.SortProblems(filepath.Join(dir, name+".yaml"), r.Problems)
 		for _, p := range r.Problems {
 			if p.Fatal {
 				r.Fatal++
+			} else {
+				r.Warnings++
 			}
 		}
 		rep.Fatal += r.Fatal
+		rep.Warnings += r.Warnings
 		rep.Flows = append(rep.Flows, r)
 	}
 	if o.JSON {
@@ -189,11 +208,7 @@ func runValidate(o *ValidateOptions) error {
 				// in the work dir can write (docs/security.md § Text an engine wrote).
 				fmt.Fprintf(o.IO.Out, "%s: %s\n", sev, safetext.Line(p.String()))
 			}
-			status := "ok"
-			if r.Fatal > 0 {
-				status = fmt.Sprintf("%d fatal", r.Fatal)
-			}
-			fmt.Fprintf(o.IO.Out, "flow %s: %s (%s)\n", r.Flow, status, problemCount(len(r.Problems)))
+			fmt.Fprintf(o.IO.Out, "flow %s: %s\n", r.Flow, validateStatus(r.Fatal, r.Warnings))
 		}
 	}
 	if rep.Fatal > 0 {
@@ -202,13 +217,71 @@ func runValidate(o *ValidateOptions) error {
 	return nil
 }
 
-// problemCount is "1 problem", "2 problems", "no problems".
-func problemCount(n int) string {
-	switch n {
-	case 0:
-		return "no problems"
-	case 1:
-		return "1 problem"
+// compileProblems compiles f as a run would (lifecycle.CompileOptions of
+// the config, the defaults without one) and returns the compiler's refusal
+// as one error located at the flow file; none when it compiles.
+func compileProblems(f *flow.Flow, cfg *config.Config) []flow.Problem {
+	if cfg == nil {
+		cfg = config.Default()
 	}
-	return fmt.Sprintf("%d problems", n)
+	if _, err := compiler.Compile(f, lifecycle.CompileOptions(cfg)); err != nil {
+		return []flow.Problem{{File: f.File, Fatal: true,
+			Message: "the flow does not compile, so `stratus run` refuses it: " + stratus.ErrorMessage(err)}}
+	}
+	return nil
+}
+
+// notAlreadyFatal drops from more the problems located where probs already
+// has a fatal one (the config layer of flow.Validate and a run's preflight
+// both refuse a pinned provider the config does not allow): one error per
+// key.
+func notAlreadyFatal(probs, more []flow.Problem) []flow.Problem {
+	type at struct {
+		file, path string
+		line, col  int
+	}
+	seen := map[at]bool{}
+	for _, p := range probs {
+		if p.Fatal {
+			seen[at{p.File, p.Path, p.Line, p.Col}] = true
+		}
+	}
+	var out []flow.Problem
+	for _, p := range more {
+		if !seen[at{p.File, p.Path, p.Line, p.Col}] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// validateStatus is a flow's summary line: "ok" when it has no problem,
+// else "N errors, M warnings" (errors are what makes validate exit 1 and
+// run refuse the flow).
+func validateStatus(errs, warns int) string {
+	if errs == 0 && warns == 0 {
+		return "ok"
+	}
+	return english.Plural(errs, "error") + ", " + english.Plural(warns, "warning")
+}
+
+// requiredRoleFiles turns the missing-role-file warnings of flow.Validate
+// into errors for the prompts a run refuses to start without
+// (orchestrator.RoleFileRequired with no task: every node not gated by
+// `when`), so that validate fails a flow run would refuse.
+func requiredRoleFiles(f *flow.Flow, flowsDir string, probs []flow.Problem) []flow.Problem {
+	fatal := map[string]flow.Problem{}
+	for _, m := range flow.MissingRoleFiles(f, flowsDir) {
+		if orchestrator.RoleFileRequired(f, m, nil) {
+			fatal[m.Problem.Path] = m.Problem
+		}
+	}
+	for i, p := range probs {
+		if m, ok := fatal[p.Path]; ok && !p.Fatal && strings.Contains(p.Message, "does not exist") {
+			p.Fatal = true
+			p.Message = m.Message + "; the node runs on every task that does not disable it, so `stratus run` refuses the flow"
+			probs[i] = p
+		}
+	}
+	return probs
 }

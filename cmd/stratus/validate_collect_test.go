@@ -45,7 +45,7 @@ func TestValidate_ParseProblemsDoNotHideTheOtherLayers(t *testing.T) {
 		"error: " + flowFile + `:10:31: node "gate": tool "nosuch" is not installed`,
 		"error: " + flowFile + `:10:45: duplicate key "tool" (first at line 10, column 31)`,
 		"error: " + flowFile + `:15:21: edge to "nowhere": no node has that id`,
-		"flow mixed: 6 fatal",
+		"flow mixed: 6 errors, ",
 	}
 	var got []string
 	for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {

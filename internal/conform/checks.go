@@ -152,7 +152,11 @@ func checkRejectsOtherMajor(ctx context.Context, s *session) (Status, string) {
 // stdin.
 func checkToleratesOpenStdin(ctx context.Context, s *session) (Status, string) {
 	t := s.t
-	spec := contract.LaunchSpec{Command: t.Command, Args: t.Args, DeadlineMS: t.timeoutMS(), CancelGraceMS: t.graceMS()}
+	dir, err := s.launchDir()
+	if err != nil {
+		return Fail, err.Error()
+	}
+	spec := contract.LaunchSpec{Command: t.Command, Args: t.Args, Dir: dir, DeadlineMS: t.timeoutMS(), CancelGraceMS: t.graceMS()}
 	res, err := contract.NewRunner().Run(ctx, spec, contract.Request{Kind: t.kind(), Input: t.input()}, nil)
 	if err != nil {
 		return Fail, err.Error()
@@ -174,7 +178,8 @@ func checkToleratesOpenStdin(ctx context.Context, s *session) (Status, string) {
 	}
 	switch {
 	case timedOut:
-		return Fail, fmt.Sprintf("still running with stdin open after %d ms (waiting for more input?); terminal %s once the deadline closed stdin", spec.DeadlineMS, describe(res))
+		return Fail, fmt.Sprintf("still running with stdin open after %d ms (waiting for more input?); terminal %s once the deadline closed stdin. "+
+			"An engine reads one line and must not wait for EOF: stdin stays open while it works and closes only to cancel it (docs/child-contract.md § Input)", spec.DeadlineMS, describe(res))
 	case res.Terminal != contract.Captured:
 		return Fail, fmt.Sprintf("ended after %d ms without a report: terminal %s", res.Attempt.WallMS, describe(res)) + note
 	}

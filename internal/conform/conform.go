@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/stratusflow/stratus/internal/contract"
@@ -54,6 +57,14 @@ type Target struct {
 	// own; when it elapses stdin is closed and, after GraceMS, the engine is
 	// killed. 0 (or negative) means DefaultTimeoutMS.
 	TimeoutMS int
+	// Dir is the scratch root: each launch runs in a fresh directory of its
+	// own under it, never in the caller's working directory, so an engine
+	// that edits its working directory edits nothing of the caller's
+	// (docs/child-contract.md § Checking an engine). "" means a temporary
+	// directory that Run removes when it returns. A relative Command or
+	// argument naming a file is resolved against the caller's working
+	// directory before the launches move elsewhere.
+	Dir string
 }
 
 func (t Target) kind() string {
@@ -136,6 +147,7 @@ type Check struct {
 // share, and every raw launch made so far.
 type session struct {
 	t          Target
+	scratch    string // the root the launches' directories are made under
 	normalOnce sync.Once
 	normal     capture
 	normalErr  error // the request could not be built
@@ -146,11 +158,30 @@ type session struct {
 // launch runs launchRaw and records its capture for the checks that look
 // at every run.
 func (s *session) launch(ctx context.Context, name string, request []byte, early bool) capture {
-	c := launchRaw(ctx, s.t, name, request, early)
+	t := s.t
+	dir, err := s.launchDir()
+	if err != nil {
+		c := capture{name: name, closedMS: -1, exitMS: -1, eofMS: -1, endMS: -1, err: err}
+		s.mu.Lock()
+		s.raws = append(s.raws, c)
+		s.mu.Unlock()
+		return c
+	}
+	t.Dir = dir
+	c := launchRaw(ctx, t, name, request, early)
 	s.mu.Lock()
 	s.raws = append(s.raws, c)
 	s.mu.Unlock()
 	return c
+}
+
+// launchDir makes a fresh directory for one launch under the scratch root.
+func (s *session) launchDir() (string, error) {
+	dir, err := os.MkdirTemp(s.scratch, "launch-")
+	if err != nil {
+		return "", fmt.Errorf("scratch directory: %w", err)
+	}
+	return dir, nil
 }
 
 // normalRun is the raw launch with the v1 request and stdin kept open,
@@ -192,7 +223,16 @@ func Run(ctx context.Context, t Target) ([]Result, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
-	s := &session{t: t}
+	t.Command, t.Args = absolute(t.Command, t.Args)
+	scratch := t.Dir
+	if scratch == "" {
+		var err error
+		if scratch, err = os.MkdirTemp("", "stratus-conform-"); err != nil {
+			return nil, fmt.Errorf("scratch directory: %w", err)
+		}
+		defer os.RemoveAll(scratch)
+	}
+	s := &session{t: t, scratch: scratch}
 	checks := Checks()
 	results := make([]Result, len(checks))
 	run := func(i int, c Check) {
@@ -209,6 +249,31 @@ func Run(ctx context.Context, t Target) ([]Result, error) {
 		wg.Wait()
 	}
 	return results, nil
+}
+
+// absolute resolves, against the current working directory, a relative
+// command with a path separator and every relative argument naming an
+// existing regular file, so that they name the same files from a launch's
+// scratch directory (`conform -- python3 engine.py`).
+func absolute(command string, args []string) (string, []string) {
+	if !filepath.IsAbs(command) && strings.ContainsRune(command, filepath.Separator) {
+		if a, err := filepath.Abs(command); err == nil {
+			command = a
+		}
+	}
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if a == "" || filepath.IsAbs(a) || strings.HasPrefix(a, "-") {
+			continue
+		}
+		if st, err := os.Stat(a); err == nil && st.Mode().IsRegular() {
+			if abs, err := filepath.Abs(a); err == nil {
+				out[i] = abs
+			}
+		}
+	}
+	return command, out
 }
 
 // Passed reports whether no result is a Fail.

@@ -342,3 +342,79 @@ func TestConform_InvalidTarget(t *testing.T) {
 		t.Error("bad input: no error")
 	}
 }
+
+// Each launch runs in a fresh scratch directory of its own, never in the
+// caller's working directory, and the scratch is gone when Run returns
+// (docs/child-contract.md § Checking an engine): an engine that writes to
+// its working directory writes nothing of the caller's. A relative script
+// path is resolved against the caller's directory first.
+func TestConform_LaunchesRunInScratchDirectories(t *testing.T) {
+	t.Parallel()
+	log := filepath.Join(t.TempDir(), "pwd.log")
+	script := readLine + "pwd >> '" + log + "'\necho edited > edited-by-engine.txt\n" + versionCheck + stepLine + usageLine + reportLine
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "engine.sh"), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Run from dir with a relative script path, as `conform -- sh engine.sh`
+	// typed in the engine's own directory.
+	here, _ := os.Getwd()
+	cmd, args := absolute("sh", []string{"engine.sh"})
+	if cmd != "sh" || args[0] != "engine.sh" {
+		t.Fatalf("absolute from %s: %s %v", here, cmd, args) // engine.sh is not in the test's directory
+	}
+	target := Target{Command: "sh", Args: []string{filepath.Join(dir, "engine.sh")}, GraceMS: 2000, TimeoutMS: 4000}
+	conformAll(t, target, nil)
+	if _, err := os.Stat(filepath.Join(here, "edited-by-engine.txt")); err == nil {
+		os.Remove(filepath.Join(here, "edited-by-engine.txt"))
+		t.Fatal("the engine ran in the caller's working directory")
+	}
+	raw, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs := strings.Fields(string(raw))
+	seen := map[string]bool{}
+	for _, d := range dirs {
+		if d == here || seen[d] {
+			t.Errorf("launch directory %s: the caller's, or shared with another launch (%q)", d, dirs)
+		}
+		seen[d] = true
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("scratch directory %s left behind", d)
+		}
+	}
+	if len(dirs) != 4 {
+		t.Errorf("%d launches logged (%q), want 4", len(dirs), dirs)
+	}
+}
+
+// A relative command path and a relative argument naming a file resolve
+// against the caller's directory; flags and other words are left alone.
+func TestConform_AbsoluteResolvesFilesOnly(t *testing.T) {
+	t.Parallel()
+	here, _ := os.Getwd()
+	cmd, args := absolute("./engine", []string{"conform_test.go", "-v", "echo", "/abs"})
+	if cmd != filepath.Join(here, "engine") || args[0] != filepath.Join(here, "conform_test.go") || args[1] != "-v" || args[2] != "echo" || args[3] != "/abs" {
+		t.Errorf("absolute: %s %q", cmd, args)
+	}
+}
+
+// An engine that watches stdin for EOF while it works (the cancel signal)
+// and ends after its report conforms; one that reads stdin to EOF before
+// it answers waits for an EOF that only a cancel brings, and fails, the
+// detail saying why (docs/child-contract.md § Input).
+func TestConform_EOFReadingEngines(t *testing.T) {
+	t.Parallel()
+	// sh gives a background job /dev/null as its stdin: the watcher reads
+	// the engine's stdin through fd 3.
+	watcher := readLine + versionCheck + "exec 3<&0\n( cat <&3 >/dev/null; kill $$ 2>/dev/null ) >/dev/null 2>&1 &\n" + stepLine + usageLine + "sleep 0.2\n" + reportLine
+	conformAll(t, engine(t, watcher), nil)
+
+	waiter := engine(t, readLine+versionCheck+"cat >/dev/null\n"+stepLine+usageLine+reportLine)
+	waiter.TimeoutMS = 1000
+	res := conformAll(t, waiter, map[string]Status{"tolerates-open-stdin": Fail})
+	if d := detail(res, "tolerates-open-stdin"); !strings.Contains(d, "must not wait for EOF") || !strings.Contains(d, "docs/child-contract.md") {
+		t.Errorf("detail %q", d)
+	}
+}

@@ -34,6 +34,10 @@
 // A normal run that ends with a failure event and no report (the engine
 // refused the input) fails checks 2 and 5 with a detail saying so.
 //
+// Every launch runs in a fresh scratch directory of its own (Target.Dir),
+// removed when Run returns, never in the caller's working directory
+// (docs/child-contract.md § Checking an engine).
+//
 // It does not: judge the report's content (that is the caller's schema,
 // seed 003 § 4), check agent_step values, read the engine's stderr (it is
 // inherited, § 1), or choose argv for an engine (§ 6: deployment

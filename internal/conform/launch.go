@@ -115,6 +115,7 @@ func launchRaw(ctx context.Context, t Target, name string, request []byte, early
 		return c
 	}
 	cmd := exec.Command(t.Command, t.Args...)
+	cmd.Dir = t.Dir
 	cmd.Stdin = stdinR
 	cmd.Stdout = stdoutW
 	cmd.Stderr = os.Stderr

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func lines(t *testing.T, out string) []map[string]any {
@@ -122,6 +125,36 @@ func TestScript_FailEmitsTurnFailedWithoutReport(t *testing.T) {
 	}
 }
 
+// A supervisor turn the scenario has neither an entry nor a default for
+// gets a built-in answer, never a command_error: the finalize prose is over
+// the layer's 120-character floor and says where it comes from
+// (docs/script-engine.md § Supervisor turns). An entry or a default wins.
+func TestScript_SupervisorTurnsHaveABuiltInAnswer(t *testing.T) {
+	t.Parallel()
+	s := &Scenario{Nodes: map[string][]Answer{"planning": {{Report: "p"}}}}
+	for _, node := range []string{SupervisorObserve, SupervisorFinalize} {
+		a, ok := s.Pick(node, 1)
+		text, _ := a.Report.(string)
+		if !ok || a.Fail != "" || a.NoReport || !strings.Contains(text, "script engine") {
+			t.Errorf("%s: %+v %v", node, a, ok)
+		}
+		if node == SupervisorFinalize && len(text) < 120 {
+			t.Errorf("finalize prose is %d characters, under the layer's 120 floor", len(text))
+		}
+	}
+	if _, ok := s.Pick("implementation", 1); ok {
+		t.Error("a flow node without an entry or a default got an answer")
+	}
+	s.Nodes[SupervisorObserve] = []Answer{{Report: "mine"}}
+	s.Default = &Answer{Report: "default"}
+	if a, _ := s.Pick(SupervisorObserve, 1); a.Report != "mine" {
+		t.Errorf("observe: %v, want the scenario's entry", a.Report)
+	}
+	if a, _ := s.Pick(SupervisorFinalize, 1); a.Report != "default" {
+		t.Errorf("finalize: %v, want the scenario's default", a.Report)
+	}
+}
+
 // A scenario's files are written, relative to the engine's working
 // directory, before the report: the change a coding agent makes (what a
 // run's workspace carries to the next step). A path leaving the directory
@@ -144,5 +177,48 @@ func TestScript_FilesAreWrittenInTheWorkingDirectory(t *testing.T) {
 	os.WriteFile(bad, []byte("default:\n  report: ok\n  files: {../escape.txt: x}\n"), 0o644)
 	if _, err := LoadScenario(bad); err == nil || !strings.Contains(err.Error(), "../escape.txt") {
 		t.Errorf("LoadScenario of a file leaving the dir: %v", err)
+	}
+}
+
+// sleep_ms is cut short by stdin EOF, the runner's cancel
+// (docs/script-engine.md § Answers): the engine ends at once, no report.
+func TestScript_SleepEndsOnStdinEOF(t *testing.T) {
+	t.Parallel()
+	s := &Scenario{Default: &Answer{SleepMS: 60_000, Report: "late"}}
+	r, w := io.Pipe()
+	var out bytes.Buffer
+	done := make(chan struct{})
+	go func() {
+		Script(context.Background(), s, r, &out)
+		close(done)
+	}()
+	w.Write([]byte(`{"workflow_contract":1,"input":{"node":"x","visit":1}}` + "\n"))
+	time.Sleep(50 * time.Millisecond)
+	w.Close()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the engine slept on after stdin closed")
+	}
+	if strings.Contains(out.String(), "subrun_report") {
+		t.Errorf("a cancelled engine reported: %s", out.String())
+	}
+}
+
+// docs/script-engine.md documents every key a scenario file may hold: the
+// yaml names of Scenario and Answer.
+func TestScript_EveryScenarioKeyIsDocumented(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "script-engine.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range []reflect.Type{reflect.TypeFor[Scenario](), reflect.TypeFor[Answer]()} {
+		for f := range typ.Fields() {
+			key, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if key != "" && !strings.Contains(string(doc), "`"+key+"`") {
+				t.Errorf("docs/script-engine.md does not document %s (%s.%s)", key, typ.Name(), f.Name)
+			}
+		}
 	}
 }

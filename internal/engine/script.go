@@ -91,12 +91,36 @@ func LoadScenario(path string) (*Scenario, error) {
 	return &s, nil
 }
 
-// Pick returns the answer for a node's visit (1-based).
+// Supervisor turns reach the engine as these nodes (docs/script-engine.md
+// § Supervisor turns).
+const (
+	SupervisorObserve  = "supervisor.observe"
+	SupervisorFinalize = "supervisor.finalize"
+)
+
+// supervisorAnswers answer a supervisor turn the scenario has neither an
+// entry nor a default for: the layer is advisory and on by default, so a
+// scenario written for a flow's nodes alone must not turn its turns into
+// failed steps of a run that ends done (docs/script-engine.md § Supervisor
+// turns). The finalize prose is over the layer's 120-character floor, so
+// it is written as summary.md, and it says where it comes from.
+var supervisorAnswers = map[string]Answer{
+	SupervisorObserve: {Report: "No note: the script engine's scenario has no supervisor.observe answer."},
+	SupervisorFinalize: {Report: "This summary was written by the script engine, whose scenario has no supervisor.finalize answer. " +
+		"The sections below are the facts the run recorded."},
+}
+
+// Pick returns the answer for a node's visit (1-based): the node's own
+// entries, else the scenario's default, else, for a supervisor turn, a
+// built-in answer (supervisorAnswers).
 func (s *Scenario) Pick(node string, visit int) (Answer, bool) {
 	list := s.Nodes[node]
 	if len(list) == 0 {
 		if s.Default != nil {
 			return *s.Default, true
+		}
+		if a, ok := supervisorAnswers[node]; ok {
+			return a, true
 		}
 		return Answer{}, false
 	}
@@ -111,8 +135,10 @@ func (s *Scenario) Pick(node string, visit int) (Answer, bool) {
 
 // Script runs the script engine: it reads the request, takes `node` and
 // `visit` from the input (the input Stratus's runner sends), and answers from
-// the scenario. Parts are staged with the credentials the runner exports
-// (STRATUS_API_URL, STRATUS_HANDLE).
+// the scenario (docs/script-engine.md). Parts are staged with the
+// credentials the runner exports (STRATUS_API_URL, STRATUS_HANDLE). During
+// an answer's sleep_ms, stdin EOF (the runner's cancel) ends the engine
+// without a report.
 func Script(ctx context.Context, s *Scenario, stdin io.Reader, stdout io.Writer) error {
 	em := Emitter{W: stdout}
 	env, err := ReadRequest(stdin)
@@ -131,9 +157,19 @@ func Script(ctx context.Context, s *Scenario, stdin io.Reader, stdout io.Writer)
 		return nil
 	}
 	if a.SleepMS > 0 {
+		// stdin EOF is the runner's cancel (docs/child-contract.md §
+		// Input): it cuts the sleep short, and the engine ends without a
+		// report, as a cancelled engine does.
+		eof := make(chan struct{})
+		go func() {
+			io.Copy(io.Discard, stdin)
+			close(eof)
+		}()
 		select {
 		case <-time.After(time.Duration(a.SleepMS) * time.Millisecond):
 		case <-ctx.Done():
+			return nil
+		case <-eof:
 			return nil
 		}
 	}

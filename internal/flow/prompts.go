@@ -165,17 +165,29 @@ func inside(root, path string) (string, bool) {
 	return p, true
 }
 
-// outputNodes are the nodes exposing {<id>_path}: agent and tool nodes
-// (seed 004 § Node outputs), as the worker's renderer allowlists them.
-func outputNodes(f *Flow) []string {
+// OutputNodes are the nodes exposing {<id>_path} to later nodes, in flow
+// order: agent and tool nodes (seed 004 § Node outputs), and hitl nodes,
+// whose {<id>_path} is the file holding the human's reply (docs/prompt-variables.md
+// § Node outputs). A hitl node whose id is a reserved stem
+// (prompt.ReservedNodeID) exposes nothing: it would shadow a core variable.
+// The validator's lint and every renderer share this list.
+func OutputNodes(f *Flow) []string {
 	var ids []string
 	for _, n := range f.Nodes {
-		if (n.Kind == KindAgent || n.Kind == KindTool) && n.ID != "" {
+		if n.ID == "" {
+			continue
+		}
+		switch {
+		case n.Kind == KindAgent || n.Kind == KindTool:
+			ids = append(ids, n.ID)
+		case n.Kind == KindHITL && !prompt.ReservedNodeID(n.ID):
 			ids = append(ids, n.ID)
 		}
 	}
 	return ids
 }
+
+func outputNodes(f *Flow) []string { return OutputNodes(f) }
 
 // lint is the anti-drift lint of seed 004 § Anti-drift lint for one role
 // file: every {name}, {?name} or {/name} token whose name is not in the
@@ -193,7 +205,7 @@ func (v *validator) lint(r promptRef, full, data, body string, valid map[string]
 		for _, id := range outputNodes(v.f) {
 			outputs = append(outputs, "{"+id+"_path}")
 		}
-		v.lintExtra = "no agent or tool node outputs"
+		v.lintExtra = "no agent, tool or hitl node outputs"
 		if len(outputs) > 0 {
 			v.lintExtra = strings.Join(outputs, ", ")
 		}

@@ -268,9 +268,9 @@ func (v *validator) header() {
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		if n := f.Budgets[name]; n < 0 {
+		if n := f.Budgets[name]; n < 1 {
 			path := "budgets." + name
-			v.add(f.pos(path), path, true, "budget %q is %d; want an iteration cap >= 0", name, n)
+			v.add(f.pos(path), path, true, "budgets.%s is %d; valid: an iteration cap of at least 1 (%s)", name, n, budgetWhy(n))
 		}
 	}
 	if f.Defaults != nil && f.Defaults.Evaluator != nil {
@@ -636,9 +636,9 @@ func (v *validator) edges() {
 				v.add(pos, p, true, "edge %s -> %s sets both loop %q and an inline budget; use one", e.From, e.To, e.Loop)
 			}
 		}
-		if e.Budget != nil && *e.Budget < 0 {
+		if e.Budget != nil && *e.Budget < 1 {
 			pos, p := at("budget")
-			v.add(pos, p, true, "edge %s -> %s: budget is %d; want an iteration cap >= 0", e.From, e.To, *e.Budget)
+			v.add(pos, p, true, "edge %s -> %s: budget is %d; valid: an iteration cap of at least 1 (%s)", e.From, e.To, *e.Budget, budgetWhy(*e.Budget))
 		}
 	}
 }
@@ -666,6 +666,14 @@ func (v *validator) approvalRoutes() {
 			}
 		}
 	}
+}
+
+// budgetWhy says why a budget below 1 is refused.
+func budgetWhy(n int) string {
+	if n == 0 {
+		return "0 would let the loop run no round at all: its first rework or fail would park the run; to have no loop, remove the edge"
+	}
+	return "a budget counts rounds"
 }
 
 func budgetNames(f *Flow) string {

@@ -206,7 +206,12 @@ func TestValidate_Edges(t *testing.T) { // reference.md § Edges
 			[]string{"{ from: a, to: pub }", "{ from: pub, to: b }"}, ""),
 			[]string{"edges[1].from"}, "a publish node is terminal"},
 		{"budgets are not negative", graph([]string{agentA}, nil, "{ fix: -1 }"),
-			[]string{"budgets.fix"}, "want an iteration cap >= 0"},
+			[]string{"budgets.fix"}, "budgets.fix is -1; valid: an iteration cap of at least 1"},
+		{"a budget of 0 is refused, naming field, value and what is valid", graph([]string{agentA}, nil, "{ review_fix: 0 }"),
+			[]string{"budgets.review_fix"}, "budgets.review_fix is 0; valid: an iteration cap of at least 1 (0 would let the loop run no round at all"},
+		{"an inline budget of 0 is refused", graph([]string{agentA, eval, agentB, publish},
+			[]string{"{ from: a, to: r }", "{ from: r, to: pub, outcome: accept }", "{ from: r, to: b, outcome: rework, budget: 0 }", "{ from: b, to: r }"}, ""),
+			[]string{"edges[2].budget"}, "edge r -> b: budget is 0; valid: an iteration cap of at least 1"},
 	})
 }
 

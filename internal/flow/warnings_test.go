@@ -69,6 +69,19 @@ func TestLint_EachRoleFileOnceAndEvaluatorsAreNotOutputs(t *testing.T) { // seed
 	}
 }
 
+func TestLint_HITLNodeAnswerIsAPromptVariable(t *testing.T) { // docs/prompt-variables.md § Node outputs: a hitl node's reply is {<id>_path}
+	t.Parallel()
+	root := lintSetup(t, map[string]string{"t/a.md": "x\n", "t/b.md": "Answer: {ask_path}\n"})
+	f := mustParse(t, graph([]string{agentA, "{ id: ask, kind: hitl, signal: question }", agentB, publish},
+		[]string{"{ from: a, to: ask }", "{ from: ask, to: b }", "{ from: b, to: pub }"}, ""))
+	if ps := Validate(f, ValidateOptions{RoleFileRoot: root}); len(ps) != 0 {
+		t.Errorf("{ask_path} of hitl node ask should be a prompt variable, got:\n%s", problemsText(ps))
+	}
+	if got := strings.Join(OutputNodes(f), ","); got != "a,ask,b" {
+		t.Errorf("OutputNodes = %s, want a,ask,b", got)
+	}
+}
+
 func TestValidate_NonBlockingReworkLoopShorterThanMaxReworkWarns(t *testing.T) { // seed 004 § Fatal validation: the non-fatal rework-loop warning
 	t.Parallel()
 	flow := func(eval, edge, budgets string) *Flow {

@@ -353,14 +353,24 @@ func Resume(ctx context.Context, o ResumeOptions) (*Result, error) {
 func CheckRun(fl *flow.Flow, flowsDir, toolsDir string, cfg *config.Config, tk *task.Task, warn *slog.Logger) error {
 	probs := flow.Validate(fl, flow.ValidateOptions{RoleFileRoot: flowsDir, Config: cfg, ToolsDir: toolsDir})
 	for _, m := range flow.MissingRoleFiles(fl, flowsDir) {
-		n := fl.Node(m.Node)
-		if n != nil && m.Field == "role_file" && n.When == nil && (tk == nil || worker.NodeEnabled(tk, n.ID)) {
+		if RoleFileRequired(fl, m, tk) {
 			probs = append(probs, m.Problem)
 			continue
 		}
 		warn.Warn(m.Problem.Message)
 	}
 	return fatalError(fl, probs)
+}
+
+// RoleFileRequired reports whether a missing prompt file makes a run
+// refuse to start: the role_file of a node the task will run (not gated by
+// a `when` fact, not disabled by the task's nodes.<id>.enabled: false; tk
+// nil is a task that disables nothing). Any other missing prompt is a
+// warning. CheckRun and `stratus validate` share this rule, so validate
+// reports as an error exactly what run refuses.
+func RoleFileRequired(fl *flow.Flow, m flow.MissingRoleFile, tk *task.Task) bool {
+	n := fl.Node(m.Node)
+	return n != nil && m.Field == "role_file" && n.When == nil && (tk == nil || worker.NodeEnabled(tk, n.ID))
 }
 
 func orDiscard(w io.Writer) io.Writer {

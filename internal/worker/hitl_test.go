@@ -334,3 +334,40 @@ func TestHuman_TerminalRunConflicts(t *testing.T) {
 		t.Errorf("%v, want conflict on run_id", err)
 	}
 }
+
+// A question gate's answer is a prompt variable of the nodes after it
+// (docs/prompt-variables.md § Node outputs): {<hitl node>_path} is the
+// file Human wrote the reply to, and empty until the gate was answered.
+func TestTemplateVars_HITLAnswerIsAPathForLaterNodes(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOptions{flow: `flow:
+  name: f
+  task_type: f
+  permission_ceiling: workspace-write
+  output_policy: code_change
+  publishing: local_artifact
+  nodes:
+    - { id: ask, kind: hitl, signal: question, question: "Which database?" }
+    - { id: build, kind: agent, role_file: f/build.md }
+    - { id: publish, kind: publish, policy: local_artifact }
+  edges:
+    - { from: ask, to: build }
+    - { from: build, to: publish }
+`, roles: map[string]string{"f/build.md": "{?ask_path}The human answered in {ask_path}.{/ask_path}Build it."}})
+	if v := r.vars(t, "build"); v["ask_path"] != "" {
+		t.Errorf("{ask_path} = %q before the gate was answered, want empty", v["ask_path"])
+	}
+	h := &hitlRig{rig: r}
+	h.waitFor(t, "ask")
+	if _, err := r.svc.Human(context.Background(), r.run.ID, "ask", Reply{Decision: DecisionAnswer, Text: "Postgres 16."}); err != nil {
+		t.Fatal(err)
+	}
+	r.dispatch(t, "build")
+	want := "The human answered in " + r.ctx("ask.md") + ".Build it."
+	if got := r.lastPrompt(t); got != want {
+		t.Errorf("prompt = %q, want %q", got, want)
+	}
+	if !strings.Contains(read(t, r.ctx("ask.md")), "Postgres 16.") {
+		t.Error("ask.md lacks the answer")
+	}
+}

@@ -93,17 +93,10 @@ func rootOf(run stratus.Run) string {
 	return run.WorkDir
 }
 
-// outputNodes lists the nodes whose output is exposed as {<node_id>_path}
-// (seed 004 § Node outputs: agent and tool nodes).
-func outputNodes(f *flow.Flow) []string {
-	var ids []string
-	for _, n := range f.Nodes {
-		if n.Kind == "agent" || n.Kind == "tool" {
-			ids = append(ids, n.ID)
-		}
-	}
-	return ids
-}
+// outputNodes lists the nodes whose output is exposed as {<node_id>_path}:
+// flow.OutputNodes, the list the validator's lint checks role files
+// against (agent, tool and hitl nodes).
+func outputNodes(f *flow.Flow) []string { return flow.OutputNodes(f) }
 
 // latestSteps returns, per node, the latest completed step of a run (not
 // skipped, not a supervisor turn), in creation order, excluding the step
@@ -219,6 +212,13 @@ func outputVar(n *flow.Node, st stratus.Step, dir string) (name, key string) {
 		return "review_path", path.Join(dir, n.ID+".md")
 	case "checks":
 		return "checks_path", path.Join(dir, n.ID+".md")
+	case flow.KindHITL:
+		// The human's reply, as Human wrote it (writeReply): the request,
+		// the decision and the answer or the rejection's reason.
+		if prompt.ReservedNodeID(n.ID) {
+			return "", ""
+		}
+		return n.ID + "_path", path.Join(dir, n.ID+".md")
 	}
 	return "", ""
 }
