@@ -73,9 +73,9 @@ func FreezeWorkspace(ctx context.Context, sk sink.Sink, keys, root, workDir stri
 	return &Frozen{Workspace: ws, Files: base.Files, Bytes: base.Bytes, BundleBytes: int64(len(body)), Took: time.Since(started)}, nil
 }
 
-// WorkspaceMode is where an embedded run's engines work (issue 12 § 5):
-// the task's front matter workspace, else config.yaml's, else
-// config.WorkspaceWorkDir.
+// WorkspaceMode is the workspace mode an embedded run's task or config
+// names (issue 12 § 5): the task's front matter workspace, else
+// config.yaml's, else "" (none named: ResolveWorkspace decides).
 func WorkspaceMode(cfg *config.Config, tk *task.Task) string {
 	if tk != nil {
 		if m, ok := tk.Front["workspace"].(string); ok && m != "" {
@@ -85,7 +85,34 @@ func WorkspaceMode(cfg *config.Config, tk *task.Task) string {
 	if cfg != nil && cfg.Workspace != "" {
 		return cfg.Workspace
 	}
-	return config.WorkspaceWorkDir
+	return ""
+}
+
+// ResolveWorkspace is where an embedded run's engines work (README §
+// Workspaces): the mode the task or config names (WorkspaceMode), else
+// config.WorkspaceWorktree when workDir is a git work tree with a commit
+// — the engines get checkouts of their own and the run's commits come
+// back as a branch, the operator's checkout untouched — else
+// config.WorkspaceWorkDir, with note saying, for one line on stderr, that
+// no branch will be made and why (no repository, one that ignores
+// workDir, no commit yet, git not installed). A failure of git itself
+// reads as no work tree: the run still starts, in place, and says so.
+func ResolveWorkspace(ctx context.Context, cfg *config.Config, tk *task.Task, workDir string) (mode, note string) {
+	if m := WorkspaceMode(cfg, tk); m != "" {
+		return m, ""
+	}
+	tree, err := gitwork.Open(ctx, workDir)
+	if err == nil {
+		if _, err = tree.Head(ctx); err == nil {
+			return config.WorkspaceWorktree, ""
+		}
+	}
+	why := gitwork.Reason(err)
+	if why == "" {
+		why = err.Error()
+	}
+	return config.WorkspaceWorkDir, fmt.Sprintf("engines work in %s itself and no branch will be made: it is not a git work tree with a commit (%s); "+
+		"once it is one (git init, a first commit), runs work in checkouts of their own and come back as a branch (README § Workspaces)", workDir, why)
 }
 
 // Pulled is what PullWorkspace did.

@@ -192,7 +192,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// checkouts of their own, never in the operator's. Frozen first: a
 	// workspace refused (over its cap, a submodule) leaves nothing behind.
 	var ws *stratus.Workspace
-	if lifecycle.WorkspaceMode(cfg, tk) == config.WorkspaceWorktree {
+	mode, note := lifecycle.ResolveWorkspace(ctx, cfg, tk, dir)
+	if note != "" {
+		s.log.Info(note)
+	}
+	if mode == config.WorkspaceWorktree {
 		fz, err := lifecycle.FreezeWorkspace(ctx, s.sk, worker.WorkspaceKeys(StateDir, runID), worker.WorkspaceRoot(runID), dir, cfg, tk.ID)
 		if err != nil {
 			return nil, err
