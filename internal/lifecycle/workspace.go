@@ -34,7 +34,9 @@ type Frozen struct {
 // FreezeWorkspace freezes a run's work dir as its base snapshot (issue 12
 // § 1; DESIGN.md § Workspaces): one parentless commit of its tracked and
 // untracked files, .gitignore honoured, the state dir and the run's ctx
-// dir left out, stored as a git bundle at <keys>/base.bundle in sk (keys:
+// dir (resolved from placement: config.yaml's projection.placement, or
+// projection.StatePlacement, which the record then notes as StateCtx)
+// left out, stored as a git bundle at <keys>/base.bundle in sk (keys:
 // worker.WorkspaceKeys). The returned record names root (the path
 // payloads render the workspace under; worker.WorkspaceRoot) and starts
 // with its head at the base. The snapshot is capped by config
@@ -42,8 +44,8 @@ type Frozen struct {
 //
 // Errors: workspace.Freeze's (ETOOLARGE naming the biggest paths;
 // EINVALID for a submodule or a symlink leaving the tree); the sink's.
-func FreezeWorkspace(ctx context.Context, sk sink.Sink, keys, root, workDir string, cfg *config.Config, taskID string) (*Frozen, error) {
-	ctxDir, err := projection.CtxDir(cfg.Projection.Placement, taskID)
+func FreezeWorkspace(ctx context.Context, sk sink.Sink, keys, root, workDir string, cfg *config.Config, taskID, placement string) (*Frozen, error) {
+	ctxDir, err := projection.CtxDir(placement, taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +71,7 @@ func FreezeWorkspace(ctx context.Context, sk sink.Sink, keys, root, workDir stri
 		return nil, fmt.Errorf("store the workspace's base bundle: %w", err)
 	}
 	ws := &stratus.Workspace{Root: root, Base: base.Commit, Origin: base.Origin, Prefix: base.Prefix, Exclude: exclude,
-		Head: base.Commit, Bundles: []string{key}}
+		Head: base.Commit, Bundles: []string{key}, StateCtx: placement == projection.StatePlacement}
 	return &Frozen{Workspace: ws, Files: base.Files, Bytes: base.Bytes, BundleBytes: int64(len(body)), Took: time.Since(started)}, nil
 }
 

@@ -192,7 +192,7 @@ func Collect(ctx context.Context, st store.Store, run stratus.Run, status string
 		for name, p := range cfg.Agents.Providers {
 			f.Families[name] = p.Family(name)
 		}
-		if cd, err := projection.CtxDir(cfg.Projection.Placement, run.TaskID); err == nil {
+		if cd, err := projection.RunCtxDir(cfg.Projection.Placement, run); err == nil {
 			f.CtxDir = cd
 		}
 	}
