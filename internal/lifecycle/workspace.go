@@ -122,6 +122,11 @@ type Pulled struct {
 	Branch  string
 	Tip     string
 	Commits []string // oldest first
+	// Uncommitted: the first commit holds the tracked files' changes the
+	// operator had not committed at run start (workspace.Pull), which the
+	// operator's checkout still holds: set aside, they come back with the
+	// merge.
+	Uncommitted bool
 }
 
 // PulledLine says what a pull did, for a progress line: the branch, its
@@ -134,7 +139,11 @@ func PulledLine(run stratus.Run, dir string, p *Pulled) string {
 	if len(p.Commits) != 1 {
 		n = fmt.Sprintf("%d commits", len(p.Commits))
 	}
-	return fmt.Sprintf("pulled run %s into %s: branch %s at %.12s (%s); see it with git log --stat %s, take it with git merge %s", run.ID, dir, p.Branch, p.Tip, n, p.Branch, p.Branch)
+	line := fmt.Sprintf("pulled run %s into %s: branch %s at %.12s (%s); see it with git log --stat %s, take it with git merge %s", run.ID, dir, p.Branch, p.Tip, n, p.Branch, p.Branch)
+	if p.Uncommitted {
+		line += " (its first commit holds your uncommitted changes at run start: set them aside first, git stash, and the merge brings them back)"
+	}
+	return line
 }
 
 // PullBranch is the branch a run's commits come back as: stratus/<task id>.
@@ -191,5 +200,9 @@ func PullWorkspace(ctx context.Context, sk sink.Sink, run stratus.Run, repoDir s
 	if err != nil {
 		return nil, err
 	}
-	return &Pulled{Branch: branch, Tip: tip, Commits: commits}, nil
+	// One commit per step, and one more before them for the changes
+	// uncommitted at run start (on an Origin: without one, the first is
+	// the root commit of the snapshot).
+	uncommitted := ws.Origin != "" && len(commits) == len(ws.Bundles)
+	return &Pulled{Branch: branch, Tip: tip, Commits: commits, Uncommitted: uncommitted}, nil
 }
