@@ -121,3 +121,32 @@ func TestFirstHour_BranchMergesCleanlyAndCarriesOnlyTheRunsChange(t *testing.T) 
 		}
 	}
 }
+
+// README § Workspaces, bad input: a work dir that is not a git repository
+// keeps in-place mode, and its run says once, on stderr, that no branch
+// will be made and why; naming the mode in config.yaml silences it.
+func TestFirstHour_NoGitWorkDirSaysOnceNoBranchWillBeMade(t *testing.T) {
+	t.Parallel()
+	root := testenv.ModuleRoot(t)
+	dir := t.TempDir()
+	if r := runCLI(t, "install", "--dir", dir, "--primary", "script", "--scenario", filepath.Join(root, "examples/scenario.yaml")); r.code != 0 {
+		t.Fatalf("install: %d %s", r.code, r.stderr)
+	}
+	task := filepath.Join(dir, "task.md")
+	writeTestFile(t, task, readFile(t, filepath.Join(root, "examples/task.md")))
+	r := runCLI(t, "run", task, "--dir", dir)
+	if r.code != ExitOK {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	if n := strings.Count(r.stderr, "no branch will be made"); n != 1 || !strings.Contains(r.stderr, "no git repository contains it") {
+		t.Errorf("stderr says %d times that no branch will be made (want once, with why):\n%s", n, r.stderr)
+	}
+	if !strings.Contains(r.stdout+r.stderr, filepath.Join(dir, "workspace/tasks/demo-greeting/ctx")) {
+		t.Errorf("an in-place run's ctx dir is not at projection.placement:\n%s", r.stderr)
+	}
+	cfgPath := filepath.Join(dir, ".stratus/config.yaml")
+	writeTestFile(t, cfgPath, readFile(t, cfgPath)+"workspace: workdir\n")
+	if r := runCLI(t, "run", task, "--dir", dir); r.code != ExitOK || strings.Contains(r.stderr, "no branch will be made") {
+		t.Errorf("with workspace: workdir named: exit %d\n%s", r.code, r.stderr)
+	}
+}
