@@ -63,6 +63,10 @@ type Base struct {
 // that matches .gitignore is still included, as git treats it — and the
 // Exclude paths left out. A dir in no git repository works too: then it is
 // every file under it that the .gitignore files inside it do not ignore.
+// In a repository, the paths its index does not track are named in
+// Base.Untracked and in the commit's message, so that Pull leaves them
+// out of the branch while the engines still see them (README §
+// Workspaces).
 //
 // The operator's repository is not changed: no index change, no ref or
 // HEAD change, no object written. The snapshot is staged in a temporary
