@@ -145,6 +145,11 @@ type Workspace struct {
 	// Bundles are the sink keys of the bundles that carry Base..Head: the
 	// base bundle, then one per advancing step, in order.
 	Bundles []string `json:"bundles"`
+	// StateCtx: the run's ctx dir is in the state dir
+	// (projection.StatePlacement), out of the repository's tree, instead
+	// of at config.yaml's projection.placement: an embedded run's (README
+	// § Workspaces).
+	StateCtx bool `json:"state_ctx,omitempty"`
 }
 
 // Step states.

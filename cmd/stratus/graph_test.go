@@ -126,11 +126,22 @@ func TestInstall_SaysFlowsAndFiles(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	r := runCLI(t, "install", "--dir", dir)
-	if r.code != 0 || !regexp.MustCompile(`config\.yaml \(primary echo\), 1 flow \(implementation; \d+ files\) under flows/\n$`).MatchString(r.stdout) {
+	if r.code != 0 || !regexp.MustCompile(`config\.yaml \(primary echo\), 1 flow \(implementation; \d+ files\) under flows/\n`).MatchString(r.stdout) {
 		t.Errorf("install: exit %d %q", r.code, r.stdout)
 	}
-	if again := runCLI(t, "install", "--dir", dir); again.code != 0 || !strings.Contains(again.stdout, "the flows under flows/ kept as they are (--force replaces them)") {
+	again := runCLI(t, "install", "--dir", dir)
+	if again.code != 0 || !strings.Contains(again.stdout, "the flows under flows/ kept as they are (--force replaces them)") {
 		t.Errorf("second install: exit %d %q", again.code, again.stdout)
+	}
+	// README § Workspaces: which files of .stratus/ to commit, and the
+	// .gitignore that keeps the rest out, written once.
+	for _, out := range []string{r.stdout, again.stdout} {
+		if !strings.Contains(out, "commit with your project: .stratus/.gitignore, .stratus/config.yaml, .stratus/flows/;") {
+			t.Errorf("install does not say what to commit: %q", out)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, ".stratus", ".gitignore")); err != nil || strings.Count(string(b), "\n/*\n") != 1 {
+		t.Errorf(".stratus/.gitignore after two installs: %v\n%s", err, b)
 	}
 }
 

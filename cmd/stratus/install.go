@@ -48,6 +48,11 @@ func newInstallCmd(io IO) *cobra.Command {
 built-in flows and their role files as editable copies: the only copies a run
 reads. Existing files are kept unless --force is given.
 
+It also writes DIR/.stratus/.gitignore (appended to one that exists, once),
+which keeps Stratus's runtime files out of git: the store, hmac.key, logs,
+locks, runs, uploads, ctx dirs, backups. Commit .stratus/.gitignore,
+config.yaml, flows/ and tools/ (and scenario.yaml) with your project.
+
 --from-worc PATH/.worc imports an existing worc setup: its flows and role files
 (unchanged; a worc flow named like a built-in replaces it, as worc's own rule
 says), its tools/, and a config.yaml mapped from worc's (agents.allowed and the
@@ -147,10 +152,39 @@ func runInstall(o *InstallOptions) error {
 	what := english.Plural(len(flows), "flow")
 	if len(flows) == 0 {
 		fmt.Fprintf(o.IO.Out, "installed into %s: config.yaml (primary %s); the flows under flows/ kept as they are (--force replaces them)\n", state, cfg.Agents.Primary)
-		return nil
+	} else {
+		what += " (" + strings.Join(flows, ", ") + fmt.Sprintf("; %d files)", n)
+		fmt.Fprintf(o.IO.Out, "installed into %s: config.yaml (primary %s), %s under flows/\n", state, cfg.Agents.Primary, what)
 	}
-	what += " (" + strings.Join(flows, ", ") + fmt.Sprintf("; %d files)", n)
-	fmt.Fprintf(o.IO.Out, "installed into %s: config.yaml (primary %s), %s under flows/\n", state, cfg.Agents.Primary, what)
+	return installGitIgnore(o.IO, state)
+}
+
+// installGitIgnore writes .stratus/.gitignore (appended to an existing
+// one, once: statedir.WriteGitIgnore) and says which of the state dir's
+// files to commit (README § Workspaces).
+func installGitIgnore(io IO, state string) error {
+	wrote, err := statedir.WriteGitIgnore(state)
+	if err != nil {
+		return err
+	}
+	var commit []string
+	for _, name := range statedir.Committed() {
+		fi, err := os.Stat(filepath.Join(state, name))
+		if err != nil {
+			continue
+		}
+		name = orchestrator.StateDir + "/" + name
+		if fi.IsDir() {
+			name += "/"
+		}
+		commit = append(commit, name)
+	}
+	how := "has the lines that keep"
+	if wrote {
+		how = "now keeps"
+	}
+	fmt.Fprintf(io.Out, "commit with your project: %s; %s/%s %s the rest (the store, hmac.key, logs, runs) out of git\n",
+		strings.Join(commit, ", "), orchestrator.StateDir, statedir.GitIgnoreName, how)
 	return nil
 }
 
@@ -225,6 +259,9 @@ func runInstallFromWorc(o *InstallOptions) error {
 		return err
 	}
 	fmt.Fprintf(o.IO.Out, "installed into %s from %s: config.yaml (primary %s)\n%s", state, o.FromWorc, res.Config.Agents.Primary, res.Summary())
+	if err := installGitIgnore(o.IO, state); err != nil {
+		return err
+	}
 	// An imported flow that will not run is said now, not at its first run.
 	flowsDir := filepath.Join(state, orchestrator.FlowsDir)
 	opt := flow.ValidateOptions{RoleFileRoot: flowsDir, Config: res.Config, ToolsDir: filepath.Join(state, orchestrator.ToolsDir)}
@@ -310,7 +347,7 @@ func runReconfigure(o *InstallOptions) error {
 		return err
 	}
 	fmt.Fprintf(o.IO.Out, "reconfigured %s: built-in flows (%s) refreshed; snapshots: %s (the newest %d of each kept)\n", state, strings.Join(builtin.Names, ", "), strings.Join(moved, ", "), KeepSnapshots)
-	return nil
+	return installGitIgnore(o.IO, state)
 }
 
 // pruneSnapshots removes all but the newest KeepSnapshots <name>.bak-<UTC>

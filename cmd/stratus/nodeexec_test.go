@@ -80,7 +80,10 @@ func gatedSetup(t *testing.T, fixes bool) string {
 	if !strings.Contains(cfg, "checks:\n  timeout_seconds: 7200\n") {
 		t.Fatalf("config.yaml has no default checks block:\n%s", cfg)
 	}
-	writeTestFile(t, cfgPath, strings.Replace(cfg, "checks:\n  timeout_seconds: 7200\n", sets, 1))
+	// In place, as these tests read the ctx files and the work tree where
+	// the engine wrote them (README § Workspaces: a git work tree would
+	// otherwise get checkouts of their own).
+	writeTestFile(t, cfgPath, strings.Replace(cfg, "checks:\n  timeout_seconds: 7200\n", sets, 1)+"workspace: workdir\n")
 	writeTestFile(t, filepath.Join(dir, "engine.sh"), nodeEngine)
 	writeTestFile(t, filepath.Join(dir, "check.sh"), "echo \"value: $(cat value.txt)\"\ngrep -qx ok value.txt\n")
 	if fixes {

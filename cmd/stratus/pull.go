@@ -33,12 +33,14 @@ func newPullCmd(io IO) *cobra.Command {
 		Use:   "pull RUN [--dir DIR | --target aws ...]",
 		Short: "Bring a run's commits back into the repository as branch stratus/<task_id>",
 		Long: `pull fetches the commits of a run whose repository travelled (every run
-with --target aws; an embedded run with workspace: worktree) into the git
-repository at DIR as the branch stratus/<task_id>, recreated on top of the
-commit that was checked out when the run started: first the changes that were
-uncommitted then (they went into the run's snapshot), then one commit per step
-that changed the workspace, authored by Stratus, with the step ref as its
-message. The branch merges cleanly and can become a pull request. pull never
+with --target aws; an embedded run in worktree mode, the default in a git
+repository) into the git repository at DIR as the branch stratus/<task_id>,
+recreated on top of the commit that was checked out when the run started:
+first the changes to tracked files that were uncommitted then (they went into
+the run's snapshot), then one commit per step that changed the workspace,
+authored by Stratus, with the step ref as its message. Files that were
+untracked at the start (the task file, another run's scratch) are never on
+the branch. The branch merges cleanly and can become a pull request. pull never
 touches the checked-out branch, the index or uncommitted work, and refuses
 when stratus/<task_id> is the branch checked out. Pulling again recreates the
 branch; a branch holding commits of yours is not moved without --force (an

@@ -43,8 +43,8 @@ func openEntries(t *testing.T, root string) []string {
 // earlier ctx dir archived into the logs), every directory in it is 0700
 // and no file has a group or other bit (the finding: they were 0755 and
 // 0644). An install an older stratus left open is tightened by the next
-// command that writes it. The ctx files in the work dir are the user's
-// project files and keep their modes.
+// command that writes it. A worktree run's ctx dir is in the state dir,
+// as private as the rest.
 func TestStateDir_EveryFileIsTheOwnersAlone(t *testing.T) {
 	t.Parallel()
 	dir, task := wsProject(t, t.TempDir())
@@ -73,8 +73,13 @@ func TestStateDir_EveryFileIsTheOwnersAlone(t *testing.T) {
 	if open := openEntries(t, state); len(open) > 0 {
 		t.Errorf("open to other users in %s:\n%s", state, strings.Join(open, "\n"))
 	}
-	if fi, err := os.Stat(filepath.Join(dir, "workspace/tasks/t-ws/ctx/review.md")); err != nil || fi.Mode().Perm() != 0o644 {
-		t.Errorf("a ctx file in the work dir: %v, %v; want it left 0644", fi.Mode(), err)
+	// The run's repository travels: its ctx dir is in the state dir, out
+	// of the repository's tree, the owner's alone (README § Workspaces).
+	if fi, err := os.Stat(filepath.Join(state, "ctx/t-ws/review.md")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("a ctx file of a worktree run: %v; want it in .stratus/ctx/t-ws, 0600", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "workspace")); err == nil {
+		t.Errorf("a worktree run made workspace/ in the operator's repository")
 	}
 
 	// An older stratus's modes, then the next run.

@@ -48,8 +48,8 @@ esac
 `
 
 // wsProject makes a git work dir with Stratus installed and committed,
-// the engine configured, and an uncommitted change (an untracked file),
-// an ignored file and a task file outside it.
+// the engine configured, an uncommitted change (a tracked file edited), an
+// untracked file, an ignored file and a task file outside it.
 func wsProject(t *testing.T, spy string) (dir, taskPath string) {
 	t.Helper()
 	testenv.MustHaveCommand(t, "git", "the workspace travels as git bundles")
@@ -63,10 +63,12 @@ func wsProject(t *testing.T, spy string) (dir, taskPath string) {
 	writeTestFile(t, filepath.Join(dir, "README.md"), "readme\n")
 	writeTestFile(t, filepath.Join(dir, ".gitignore"), "build/\n.stratus/stratus.db*\n")
 	writeTestFile(t, filepath.Join(dir, "build/out.bin"), "ignored\n")
+	writeTestFile(t, filepath.Join(dir, "notes.txt"), "notes, committed\n")
 	gitIn(t, dir, "init", "-q", "-b", "main")
 	gitIn(t, dir, "add", "-A")
 	gitIn(t, dir, "commit", "-qm", "origin")
-	writeTestFile(t, filepath.Join(dir, "notes.txt"), "notes\n") // uncommitted at run start
+	writeTestFile(t, filepath.Join(dir, "notes.txt"), "notes\n")       // uncommitted at run start
+	writeTestFile(t, filepath.Join(dir, "scratch.txt"), "untracked\n") // never on the branch
 	taskPath = filepath.Join(t.TempDir(), "t-ws.md")
 	writeTestFile(t, taskPath, "---\nid: t-ws\ntitle: Say hello\ntask_type: implementation\nworkspace: worktree\n---\n## Description\n\nWrite hello.txt.\n\n## Acceptance criteria\n\n- hello.txt says hello world\n")
 	return dir, taskPath
@@ -151,7 +153,8 @@ func checkWorkspaceRun(t *testing.T, mode, dir, taskDir, spy string, r result, h
 	if got := gitIn(t, dir, "show", "stratus/t-ws:notes.txt"); got != "notes" {
 		t.Errorf("%s: notes.txt on the branch = %q", mode, got)
 	}
-	if got := gitIn(t, dir, "ls-tree", "-r", "--name-only", "stratus/t-ws"); !strings.Contains(got, ".stratus/config.yaml") || strings.Contains(got, "build/out.bin") || strings.Contains(got, "workspace/tasks") {
+	if got := gitIn(t, dir, "ls-tree", "-r", "--name-only", "stratus/t-ws"); !strings.Contains(got, ".stratus/config.yaml") || strings.Contains(got, "build/out.bin") ||
+		strings.Contains(got, "workspace/tasks") || strings.Contains(got, "scratch.txt") || strings.Contains(got, ".stratus/ctx") {
 		t.Errorf("%s: the branch's files are not the operator's plus the change:\n%s", mode, got)
 	}
 	if author := gitIn(t, dir, "log", "-1", "--format=%an <%ae>", "stratus/t-ws"); !strings.HasPrefix(author, "Stratus <") {

@@ -116,7 +116,7 @@ func (t *Target) Start(ctx context.Context, o StartOptions) (*Started, error) {
 	}
 	// A worker on AWS has no disk of the operator's: the work dir travels
 	// with the run as its base snapshot (issue 12 § 1).
-	fz, err := lifecycle.FreezeWorkspace(ctx, t.Sink, worker.WorkspaceKeys("", runID), worker.WorkspaceRoot(runID), dir, cfg, tk.ID)
+	fz, err := lifecycle.FreezeWorkspace(ctx, t.Sink, worker.WorkspaceKeys("", runID), worker.WorkspaceRoot(runID), dir, cfg, tk.ID, cfg.Projection.Placement)
 	if err != nil {
 		return nil, err
 	}

@@ -55,9 +55,11 @@ type Config struct {
 	// Limits caps what one run may spend (issue 11 § 7); a task's front
 	// matter max_cost_usd / max_tokens win.
 	Limits Limits `yaml:"limits,omitempty"`
-	// Workspace is where embedded engines work: WorkspaceWorkDir (""
-	// too) or WorkspaceWorktree; a task's front matter workspace wins. On
-	// AWS the repository always travels (issue 12).
+	// Workspace is where embedded engines work: WorkspaceWorkDir or
+	// WorkspaceWorktree; a task's front matter workspace wins. "": worktree
+	// when the work dir is a git work tree with a commit, else workdir
+	// (lifecycle.ResolveWorkspace; README § Workspaces). On AWS the
+	// repository always travels (issue 12).
 	Workspace string `yaml:"workspace,omitempty"`
 	// PromptAudit records who received what prompt per step (seed 004 §
 	// prompt_audit); a task's front matter prompt_audit overrides it.
@@ -318,6 +320,11 @@ const header = `# Stratus configuration: the environment flows run in.
 # min(base_delay_s * 2^n, max_delay_s) seconds, then the next of up to
 # max_stage_attempts allowed providers, then the step parks and tries again by
 # itself until it has been parked max_blocked_s seconds in all.
+# workspace: where engines work. Unset, a work dir that is a git repository with
+# a commit gets worktree: each engine edits a checkout of its own and the run's
+# commits come back as branch stratus/<task_id>, your checkout untouched; any
+# other dir is edited in place. workspace: workdir makes engines edit your
+# checkout directly, in place: no branch, and no copy to fall back on.
 `
 
 // Marshal renders c as YAML with a header comment.

@@ -131,7 +131,7 @@ func Finish(ctx context.Context, p Ports, run stratus.Run, env report.Env, def [
 		}
 	}
 	if env.Config != nil {
-		if cd, err := projection.CtxDir(env.Config.Projection.Placement, run.TaskID); err == nil {
+		if cd, err := projection.RunCtxDir(env.Config.Projection.Placement, run); err == nil {
 			res.CtxDir = cd
 		}
 	}

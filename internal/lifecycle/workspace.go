@@ -34,7 +34,9 @@ type Frozen struct {
 // FreezeWorkspace freezes a run's work dir as its base snapshot (issue 12
 // § 1; DESIGN.md § Workspaces): one parentless commit of its tracked and
 // untracked files, .gitignore honoured, the state dir and the run's ctx
-// dir left out, stored as a git bundle at <keys>/base.bundle in sk (keys:
+// dir (resolved from placement: config.yaml's projection.placement, or
+// projection.StatePlacement, which the record then notes as StateCtx)
+// left out, stored as a git bundle at <keys>/base.bundle in sk (keys:
 // worker.WorkspaceKeys). The returned record names root (the path
 // payloads render the workspace under; worker.WorkspaceRoot) and starts
 // with its head at the base. The snapshot is capped by config
@@ -42,8 +44,8 @@ type Frozen struct {
 //
 // Errors: workspace.Freeze's (ETOOLARGE naming the biggest paths;
 // EINVALID for a submodule or a symlink leaving the tree); the sink's.
-func FreezeWorkspace(ctx context.Context, sk sink.Sink, keys, root, workDir string, cfg *config.Config, taskID string) (*Frozen, error) {
-	ctxDir, err := projection.CtxDir(cfg.Projection.Placement, taskID)
+func FreezeWorkspace(ctx context.Context, sk sink.Sink, keys, root, workDir string, cfg *config.Config, taskID, placement string) (*Frozen, error) {
+	ctxDir, err := projection.CtxDir(placement, taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -69,13 +71,13 @@ func FreezeWorkspace(ctx context.Context, sk sink.Sink, keys, root, workDir stri
 		return nil, fmt.Errorf("store the workspace's base bundle: %w", err)
 	}
 	ws := &stratus.Workspace{Root: root, Base: base.Commit, Origin: base.Origin, Prefix: base.Prefix, Exclude: exclude,
-		Head: base.Commit, Bundles: []string{key}}
+		Head: base.Commit, Bundles: []string{key}, StateCtx: placement == projection.StatePlacement}
 	return &Frozen{Workspace: ws, Files: base.Files, Bytes: base.Bytes, BundleBytes: int64(len(body)), Took: time.Since(started)}, nil
 }
 
-// WorkspaceMode is where an embedded run's engines work (issue 12 § 5):
-// the task's front matter workspace, else config.yaml's, else
-// config.WorkspaceWorkDir.
+// WorkspaceMode is the workspace mode an embedded run's task or config
+// names (issue 12 § 5): the task's front matter workspace, else
+// config.yaml's, else "" (none named: ResolveWorkspace decides).
 func WorkspaceMode(cfg *config.Config, tk *task.Task) string {
 	if tk != nil {
 		if m, ok := tk.Front["workspace"].(string); ok && m != "" {
@@ -85,7 +87,34 @@ func WorkspaceMode(cfg *config.Config, tk *task.Task) string {
 	if cfg != nil && cfg.Workspace != "" {
 		return cfg.Workspace
 	}
-	return config.WorkspaceWorkDir
+	return ""
+}
+
+// ResolveWorkspace is where an embedded run's engines work (README §
+// Workspaces): the mode the task or config names (WorkspaceMode), else
+// config.WorkspaceWorktree when workDir is a git work tree with a commit
+// — the engines get checkouts of their own and the run's commits come
+// back as a branch, the operator's checkout untouched — else
+// config.WorkspaceWorkDir, with note saying, for one line on stderr, that
+// no branch will be made and why (no repository, one that ignores
+// workDir, no commit yet, git not installed). A failure of git itself
+// reads as no work tree: the run still starts, in place, and says so.
+func ResolveWorkspace(ctx context.Context, cfg *config.Config, tk *task.Task, workDir string) (mode, note string) {
+	if m := WorkspaceMode(cfg, tk); m != "" {
+		return m, ""
+	}
+	tree, err := gitwork.Open(ctx, workDir)
+	if err == nil {
+		if _, err = tree.Head(ctx); err == nil {
+			return config.WorkspaceWorktree, ""
+		}
+	}
+	why := gitwork.Reason(err)
+	if why == "" {
+		why = err.Error()
+	}
+	return config.WorkspaceWorkDir, fmt.Sprintf("engines work in %s itself and no branch will be made: it is not a git work tree with a commit (%s); "+
+		"once it is one (git init, a first commit), runs work in checkouts of their own and come back as a branch (README § Workspaces)", workDir, why)
 }
 
 // Pulled is what PullWorkspace did.
@@ -93,6 +122,11 @@ type Pulled struct {
 	Branch  string
 	Tip     string
 	Commits []string // oldest first
+	// Uncommitted: the first commit holds the tracked files' changes the
+	// operator had not committed at run start (workspace.Pull), which the
+	// operator's checkout still holds: set aside, they come back with the
+	// merge.
+	Uncommitted bool
 }
 
 // PulledLine says what a pull did, for a progress line: the branch, its
@@ -105,7 +139,11 @@ func PulledLine(run stratus.Run, dir string, p *Pulled) string {
 	if len(p.Commits) != 1 {
 		n = fmt.Sprintf("%d commits", len(p.Commits))
 	}
-	return fmt.Sprintf("pulled run %s into %s: branch %s at %.12s (%s); see it with git log --stat %s, take it with git merge %s", run.ID, dir, p.Branch, p.Tip, n, p.Branch, p.Branch)
+	line := fmt.Sprintf("pulled run %s into %s: branch %s at %.12s (%s); see it with git log --stat %s, take it with git merge %s", run.ID, dir, p.Branch, p.Tip, n, p.Branch, p.Branch)
+	if p.Uncommitted {
+		line += " (its first commit holds your uncommitted changes at run start: set them aside first, git stash, and the merge brings them back)"
+	}
+	return line
 }
 
 // PullBranch is the branch a run's commits come back as: stratus/<task id>.
@@ -162,5 +200,9 @@ func PullWorkspace(ctx context.Context, sk sink.Sink, run stratus.Run, repoDir s
 	if err != nil {
 		return nil, err
 	}
-	return &Pulled{Branch: branch, Tip: tip, Commits: commits}, nil
+	// One commit per step, and one more before them for the changes
+	// uncommitted at run start (on an Origin: without one, the first is
+	// the root commit of the snapshot).
+	uncommitted := ws.Origin != "" && len(commits) == len(ws.Bundles)
+	return &Pulled{Branch: branch, Tip: tip, Commits: commits, Uncommitted: uncommitted}, nil
 }

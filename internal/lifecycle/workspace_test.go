@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/sink/fs"
+	"github.com/stratusflow/stratus/internal/task"
 	"github.com/stratusflow/stratus/internal/testenv"
 )
 
@@ -40,5 +42,52 @@ func TestPullWorkspace_RefusesAnIgnoredDirAndARunWithoutWorkspace(t *testing.T) 
 	run.Workspace = nil
 	if _, err := PullWorkspace(ctx, fs.New(t.TempDir()), run, top, false); stratus.ErrorCode(err) != stratus.EINVALID {
 		t.Errorf("pull of a run without a workspace: %v, want EINVALID", err)
+	}
+}
+
+// README § Workspaces: unset, the workspace mode is worktree in a git work
+// tree with a commit, and in-place anywhere else, with one line saying no
+// branch will be made and why; a mode the config or task names wins.
+func TestResolveWorkspace_WorktreeWhereGitCanMakeABranch(t *testing.T) {
+	testenv.MustHaveCommand(t, "git", "the default depends on git")
+	ctx := context.Background()
+	git := func(dir string, args ...string) {
+		t.Helper()
+		if out, err := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	repo := t.TempDir()
+	git(repo, "init", "-q")
+	git(repo, "commit", "-q", "--allow-empty", "-m", "x")
+	os.WriteFile(filepath.Join(repo, ".gitignore"), []byte("scratch/\n"), 0o644)
+	scratch := filepath.Join(repo, "scratch", "demo")
+	os.MkdirAll(scratch, 0o755)
+	empty := t.TempDir()
+	git(empty, "init", "-q")
+	plain := t.TempDir()
+	cfgWorkdir := &config.Config{Workspace: config.WorkspaceWorkDir}
+	taskWorktree := &task.Task{Front: map[string]any{"workspace": config.WorkspaceWorktree}}
+	for _, c := range []struct {
+		name, dir string
+		cfg       *config.Config
+		tk        *task.Task
+		mode      string
+		note      string // "" = none
+	}{
+		{"a repository with a commit", repo, &config.Config{}, nil, config.WorkspaceWorktree, ""},
+		{"config names workdir", repo, cfgWorkdir, nil, config.WorkspaceWorkDir, ""},
+		{"the task names worktree", plain, cfgWorkdir, taskWorktree, config.WorkspaceWorktree, ""},
+		{"no repository", plain, &config.Config{}, nil, config.WorkspaceWorkDir, "no git repository contains it"},
+		{"a repository without a commit", empty, &config.Config{}, nil, config.WorkspaceWorkDir, "has no commit yet"},
+		{"a dir the repository ignores", scratch, &config.Config{}, nil, config.WorkspaceWorkDir, "ignores it"},
+	} {
+		mode, note := ResolveWorkspace(ctx, c.cfg, c.tk, c.dir)
+		if mode != c.mode || (c.note == "") != (note == "") || !strings.Contains(note, c.note) {
+			t.Errorf("%s: mode %q, note %q; want %q, a note saying %q", c.name, mode, note, c.mode, c.note)
+		}
+		if c.note != "" && (strings.Contains(note, "\n") || !strings.Contains(note, "no branch will be made")) {
+			t.Errorf("%s: note %q is not one line saying no branch will be made", c.name, note)
+		}
 	}
 }

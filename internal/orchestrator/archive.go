@@ -45,12 +45,23 @@ func prepareCtxDir(logsDir, ctxDir, placement, taskID string) (string, error) {
 // markCtxDir creates the ctx dir of task taskID when it is missing and
 // writes CtxMarker into it.
 func markCtxDir(ctxDir, placement, taskID string) error {
-	if err := os.MkdirAll(ctxDir, 0o755); err != nil {
+	// In the state dir (projection.StatePlacement) the owner's alone, as
+	// everything there; in the work dir a project's modes
+	// (docs/security.md § Files under .stratus).
+	dirPerm, filePerm := os.FileMode(0o755), os.FileMode(0o644)
+	if projection.InState(placement) {
+		dirPerm, filePerm = statedir.DirPerm, statedir.FilePerm
+	}
+	if err := os.MkdirAll(ctxDir, dirPerm); err != nil {
 		return fmt.Errorf("create the ctx dir of task %s: %w", taskID, err)
 	}
-	note := fmt.Sprintf("This directory is the ctx dir of Stratus task %s (projection.placement %q).\n"+
-		"The next run of the task moves it into .stratus/logs/%s/attempt-N/ because this file is here.\n", taskID, placement, taskID)
-	if err := os.WriteFile(filepath.Join(ctxDir, CtxMarker), []byte(note), 0o644); err != nil {
+	where := fmt.Sprintf("projection.placement %q", placement)
+	if projection.InState(placement) {
+		where = "in the state dir: its run's repository travels"
+	}
+	note := fmt.Sprintf("This directory is the ctx dir of Stratus task %s (%s).\n"+
+		"The next run of the task moves it into .stratus/logs/%s/attempt-N/ because this file is here.\n", taskID, where, taskID)
+	if err := os.WriteFile(filepath.Join(ctxDir, CtxMarker), []byte(note), filePerm); err != nil {
 		return fmt.Errorf("mark the ctx dir of task %s: %w", taskID, err)
 	}
 	return nil
@@ -181,14 +192,18 @@ func reclaimLogs(ctx context.Context, sk sink.Sink, logsDir, ctxDir, placement, 
 			to := filepath.Join(logsDir, e.Name())
 			if e.Name() == "ctx" {
 				to = ctxDir
-				if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+				perm := os.FileMode(0o755)
+				if projection.InState(placement) {
+					perm = statedir.DirPerm
+				}
+				if err := os.MkdirAll(filepath.Dir(to), perm); err != nil {
 					return "", err
 				}
 			}
 			if err := os.Rename(filepath.Join(own, e.Name()), to); err != nil {
 				return "", fmt.Errorf("move run %s's logs back from %s: %w", runID, own, err)
 			}
-			if to == ctxDir {
+			if to == ctxDir && !projection.InState(placement) {
 				// Back in the user's project: the modes the ctx files were
 				// made with there (archivePrevious tightened them).
 				if err := projectModes(ctxDir); err != nil {

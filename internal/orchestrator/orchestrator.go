@@ -181,19 +181,29 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// Before the task's lock is taken: the prune takes each task's lock in
 	// turn (docs/security.md § Retention).
 	autoPrune(ctx, dir, s.st, cfg.Retention(), s.log)
-	cd, err := projection.CtxDir(cfg.Projection.Placement, tk.ID)
+	// The repository travels as on AWS (issue 12 § 5): engines work in
+	// checkouts of their own, never in the operator's, and the ctx dir is
+	// in the state dir, out of the repository's tree (README § Workspaces).
+	mode, note := lifecycle.ResolveWorkspace(ctx, cfg, tk, dir)
+	if note != "" {
+		s.log.Info(note)
+	}
+	placement := cfg.Projection.Placement
+	if mode == config.WorkspaceWorktree {
+		placement = projection.StatePlacement
+	}
+	cd, err := projection.CtxDir(placement, tk.ID)
 	if err != nil {
 		return nil, err
 	}
 	if err := s.lock(tk.ID); err != nil {
 		return nil, err
 	}
-	// The repository travels as on AWS (issue 12 § 5): engines work in
-	// checkouts of their own, never in the operator's. Frozen first: a
-	// workspace refused (over its cap, a submodule) leaves nothing behind.
+	// Frozen first: a workspace refused (over its cap, a submodule) leaves
+	// nothing behind.
 	var ws *stratus.Workspace
-	if lifecycle.WorkspaceMode(cfg, tk) == config.WorkspaceWorktree {
-		fz, err := lifecycle.FreezeWorkspace(ctx, s.sk, worker.WorkspaceKeys(StateDir, runID), worker.WorkspaceRoot(runID), dir, cfg, tk.ID)
+	if mode == config.WorkspaceWorktree {
+		fz, err := lifecycle.FreezeWorkspace(ctx, s.sk, worker.WorkspaceKeys(StateDir, runID), worker.WorkspaceRoot(runID), dir, cfg, tk.ID, placement)
 		if err != nil {
 			return nil, err
 		}
@@ -201,7 +211,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		s.log.Info(fmt.Sprintf("workspace %s: %d files, %d bytes, bundle %d bytes, frozen in %d ms (base %s)",
 			dir, fz.Files, fz.Bytes, fz.BundleBytes, fz.Took.Milliseconds(), fz.Workspace.Base[:12]))
 	}
-	if arch, err := prepareCtxDir(filepath.Join(dir, filepath.FromSlash(report.Dir(tk.ID))), s.sk.Path(cd), cfg.Projection.Placement, tk.ID); err != nil {
+	if arch, err := prepareCtxDir(filepath.Join(dir, filepath.FromSlash(report.Dir(tk.ID))), s.sk.Path(cd), placement, tk.ID); err != nil {
 		return nil, err
 	} else if arch != "" {
 		s.log.Info(fmt.Sprintf("the previous run's ctx dir and logs of task %s moved to %s", tk.ID, arch))
@@ -321,11 +331,12 @@ func Resume(ctx context.Context, o ResumeOptions) (*Result, error) {
 	}
 	s.run = run // recorded running again: a full disk from here on ends it (stoppedEarly)
 	// The task's logs and ctx dir are this run's again, not a later run's.
-	cd, err := projection.CtxDir(s.env.Config.Projection.Placement, run.TaskID)
+	placement := projection.RunPlacement(s.env.Config.Projection.Placement, run)
+	cd, err := projection.CtxDir(placement, run.TaskID)
 	if err != nil {
 		return nil, err
 	}
-	moved, err := reclaimLogs(ctx, s.sk, filepath.Join(dir, filepath.FromSlash(report.Dir(run.TaskID))), s.sk.Path(cd), s.env.Config.Projection.Placement, run.TaskID, run.ID)
+	moved, err := reclaimLogs(ctx, s.sk, filepath.Join(dir, filepath.FromSlash(report.Dir(run.TaskID))), s.sk.Path(cd), placement, run.TaskID, run.ID)
 	if err != nil {
 		return s.stoppedEarly(ctx, err)
 	}

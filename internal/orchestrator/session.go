@@ -362,7 +362,7 @@ func (s *session) ended(ctx context.Context, fin *Result, err error) *Result {
 // Finish could say more: its ctx dir, no summary yet.
 func (s *session) interrupted(run stratus.Run, why, cause string) *Result {
 	res := &Result{Run: run, Status: stratus.RunInterrupted, Error: why, Cause: cause}
-	if cd, err := projection.CtxDir(s.env.Config.Projection.Placement, run.TaskID); err == nil {
+	if cd, err := projection.RunCtxDir(s.env.Config.Projection.Placement, run); err == nil {
 		res.CtxDir = s.sk.Path(cd)
 	}
 	return res

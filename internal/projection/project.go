@@ -15,6 +15,33 @@ import (
 // placeholder.
 const DefaultPlacement = "workspace/tasks/{task_id}/ctx"
 
+// StatePlacement is where an embedded run whose repository travels keeps
+// its ctx dir: in the state dir, which no snapshot or commit holds, so the
+// operator's repository never sees a run's ctx files (README §
+// Workspaces). config.yaml's projection.placement cannot name it.
+const StatePlacement = ".stratus/ctx/{task_id}"
+
+// InState reports whether placement puts the ctx dir in the state dir,
+// whose files are the owner's alone (docs/security.md § Files under
+// .stratus).
+func InState(placement string) bool { return strings.HasPrefix(placement, ".stratus/") }
+
+// RunPlacement is the placement run's ctx dir resolves from:
+// StatePlacement for a run that keeps it in the state dir
+// (Workspace.StateCtx), else placement (config.yaml's).
+func RunPlacement(placement string, run stratus.Run) string {
+	if run.Workspace != nil && run.Workspace.StateCtx {
+		return StatePlacement
+	}
+	return placement
+}
+
+// RunCtxDir is run's ctx dir as a sink key prefix: CtxDir of
+// RunPlacement. Every reader of a run's ctx files resolves it here.
+func RunCtxDir(placement string, run stratus.Run) (string, error) {
+	return CtxDir(RunPlacement(placement, run), run.TaskID)
+}
+
 // CtxDir resolves placement (DefaultPlacement when "") for taskID into a
 // slash-separated relative sink key prefix, e.g. "workspace/tasks/T-17/ctx".
 // Every "{task_id}" is replaced once (the id is never expanded again); a

@@ -138,8 +138,12 @@ type Changes struct {
 	// dir, when one was written: the report points at it, never inlines it.
 	DiffPath string
 	// Branch, for a run whose repository travelled (stratus.Run.Workspace),
-	// is the branch its commits come back as; Base and Head bound them.
-	Branch, Base, Head string
+	// is the branch its commits come back as; Base and Head bound them in
+	// the run's own history (not the branch's: pull rewrites them onto
+	// Origin, the operator's HEAD at run start, "" when it had none);
+	// Commits counts the steps that changed the workspace.
+	Branch, Base, Head, Origin string
+	Commits                    int
 }
 
 // Facts are what the report is rendered from.
@@ -192,7 +196,7 @@ func Collect(ctx context.Context, st store.Store, run stratus.Run, status string
 		for name, p := range cfg.Agents.Providers {
 			f.Families[name] = p.Family(name)
 		}
-		if cd, err := projection.CtxDir(cfg.Projection.Placement, run.TaskID); err == nil {
+		if cd, err := projection.RunCtxDir(cfg.Projection.Placement, run); err == nil {
 			f.CtxDir = cd
 		}
 	}
@@ -302,7 +306,7 @@ func Collect(ctx context.Context, st store.Store, run stratus.Run, status string
 	if ws := run.Workspace; ws != nil {
 		// The engines worked in checkouts of their own: the work dir's
 		// status is not the run's change (issue 12 § 4).
-		f.Changes = Changes{Branch: "stratus/" + run.TaskID, Base: ws.Base, Head: ws.Head}
+		f.Changes = Changes{Branch: "stratus/" + run.TaskID, Base: ws.Base, Head: ws.Head, Origin: ws.Origin, Commits: max(len(ws.Bundles)-1, 0)}
 		return f, nil
 	}
 	f.Changes = changedPaths(ctx, run.WorkDir, f.CtxDir)

@@ -160,9 +160,19 @@ func (f *Facts) changes(b *bytes.Buffer) {
 	b.WriteString("\n## Changes\n\n")
 	switch c := f.Changes; {
 	case c.Branch != "" && c.Head == c.Base:
-		fmt.Fprintf(b, "No step changed the workspace (base %.12s).\n", c.Base)
+		b.WriteString("No step changed the workspace: the engines worked in checkouts of their own, and the run made no commit.\n")
 	case c.Branch != "":
-		fmt.Fprintf(b, "The engines worked in checkouts of their own; the run's change is %.12s..%.12s, the commits of branch `%s` (`stratus pull` brings them into the repository; `git log --stat %s` lists them).\n", c.Base, c.Head, c.Branch, c.Branch)
+		// The run's own commits are rewritten onto the operator's HEAD
+		// when pulled: their hashes are not the branch's, so none is
+		// named; the pull line names the branch's tip (README § Workspaces).
+		on, log := "", "`git log --stat "+c.Branch+"`"
+		if c.Origin != "" {
+			on = fmt.Sprintf(" on top of %.12s, your HEAD at run start", c.Origin)
+			log = fmt.Sprintf("`git log --stat %.12s..%s`", c.Origin, c.Branch)
+		}
+		fmt.Fprintf(b, "The engines worked in checkouts of their own; the run's change comes back as the commits of branch `%s`%s: "+
+			"one per step that changed the workspace (%d, each named by its step), after one holding the uncommitted changes to tracked files when there were any. "+
+			"`stratus pull` makes the branch (an embedded run does when it ends); %s lists its commits.\n", c.Branch, on, c.Commits, log)
 	case !f.Changes.Git:
 		fmt.Fprintf(b, "Not known: %s.\n", f.Changes.Note)
 	case len(f.Changes.Paths) == 0:

@@ -524,3 +524,27 @@ func TestRender_SummaryMDShowsEngineTextEscaped(t *testing.T) {
 		}
 	}
 }
+
+// README § Workspaces: a run whose repository travelled names its branch,
+// the operator's HEAD it is built on and how many step commits it holds,
+// never the run's own commit hashes, which pull rewrites (the branch's
+// differ).
+func TestChanges_WorktreeRunNamesTheBranchNotTheRunsOwnCommits(t *testing.T) {
+	t.Parallel()
+	base, head, origin := strings.Repeat("b", 40), strings.Repeat("c", 40), strings.Repeat("0a", 20)
+	f := facts()
+	f.Changes = Changes{Branch: "stratus/t1", Base: base, Head: head, Origin: origin, Commits: 2}
+	_, md := Render(f)
+	for _, want := range []string{"the commits of branch `stratus/t1` on top of 0a0a0a0a0a0a, your HEAD at run start", "(2, each named by its step)", "`git log --stat 0a0a0a0a0a0a..stratus/t1`"} {
+		if !bytes.Contains(md, []byte(want)) {
+			t.Errorf("Changes section lacks %q:\n%s", want, md)
+		}
+	}
+	if bytes.Contains(md, []byte(base[:12])) || bytes.Contains(md, []byte(head[:12])) {
+		t.Errorf("Changes section names the run's own commits:\n%s", md)
+	}
+	f.Changes.Head = base
+	if _, md := Render(f); bytes.Contains(md, []byte(base[:12])) || !bytes.Contains(md, []byte("the run made no commit")) {
+		t.Errorf("a run without commits:\n%s", md)
+	}
+}

@@ -10,6 +10,10 @@
 // state dir calls first: it makes the dir 0700 and tightens what an older
 // stratus, or the operator's editor, left open.
 //
+// It also owns which of its entries the operator commits (Committed: the
+// inputs) and the .gitignore that keeps the rest out of git
+// (WriteGitIgnore; README § Workspaces).
+//
 // It does not decide what goes where in the state dir (internal/orchestrator
 // and the packages it wires do), and it never touches the work dir around
 // it: the ctx files there are the user's project files.

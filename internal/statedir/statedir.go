@@ -24,6 +24,7 @@ const open os.FileMode = 0o077
 // inputs are the entries of the state dir the operator edits (install
 // writes them; an editor rewrites them with the umask's modes): Secure
 // tightens them every time, however few files they hold.
+// GitIgnore's allow-list is built from them (Committed).
 var inputs = []string{"config.yaml", "scenario.yaml", "flows", "tools"}
 
 // Secure readies the state dir state (DIR/.stratus) for writing: it is

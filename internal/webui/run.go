@@ -234,7 +234,7 @@ func (s *Server) upstream(ctx context.Context, run stratus.Run, env *worker.RunE
 	if env == nil || env.Config == nil {
 		return Doc{Note: "the run's config cannot be read"}
 	}
-	dir, err := projection.CtxDir(env.Config.Projection.Placement, run.TaskID)
+	dir, err := projection.RunCtxDir(env.Config.Projection.Placement, run)
 	if err != nil {
 		return Doc{Note: err.Error()}
 	}

@@ -44,9 +44,11 @@ const (
 const maxOverviewPaths = gitwork.MaxOverviewPaths
 
 // ctxDir returns the run's ctx-dir as a sink key prefix (seed 000 § Files
-// are the server's job: placement default workspace/tasks/{task_id}/ctx).
+// are the server's job: placement default workspace/tasks/{task_id}/ctx;
+// in the state dir for an embedded run whose repository travels:
+// projection.RunCtxDir).
 func ctxDir(env *RunEnv, run stratus.Run) (string, error) {
-	return projection.CtxDir(env.Config.Projection.Placement, run.TaskID)
+	return projection.RunCtxDir(env.Config.Projection.Placement, run)
 }
 
 // reportDir is the sink key prefix of the flow's report directory (worc

@@ -6,6 +6,9 @@
 //   - Freeze (issue 12 § 1) snapshots the operator's work dir — tracked and
 //     untracked files, .gitignore honoured, Stratus's own paths excluded —
 //     into ONE parentless commit and writes a full bundle of it: the base.
+//     Its message names the paths the repository did not track
+//     (Stratus-Untracked trailers). The engines see those files; the
+//     branch never carries them (README § Workspaces).
 //     The operator's repository is read, never written: the snapshot is
 //     staged in a throwaway git dir that borrows the repository's objects
 //     through objects/info/alternates and a copy of its index.
@@ -16,8 +19,9 @@
 //     (parent..commit) that the next worker fetches after the others.
 //   - Pull (issue 12 § 4) brings the run back into the operator's repository
 //     as a branch on top of the commit the operator had checked out: first
-//     the changes that were uncommitted when the run started, then one
-//     commit per step, each with exactly that step's change.
+//     the tracked files' changes that were uncommitted when the run
+//     started (untracked files left out), then one commit per step, each
+//     with exactly that step's change.
 //
 // The size limit (issue 12 § 6) is checked where content enters a bundle:
 // a snapshot larger than its cap is refused (ETOOLARGE, naming the biggest

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -41,6 +43,14 @@ type Base struct {
 	Prefix string // the work dir's path inside its repository, slash-separated with a trailing "/" ("sub/dir/"); "" at the top or outside a repository
 	Files  int    // files in the snapshot, symlinks included
 	Bytes  int64  // the sum of the snapshot's file sizes, in bytes
+	// Untracked are the snapshot's paths that the operator's repository
+	// did not track at freeze time (not in its index), relative to the
+	// work dir, slash-separated, sorted; a dir all of whose files were
+	// untracked is named once ("notes"), and "." means the work dir
+	// itself was untracked. Nil outside a repository. The base commit's
+	// message records them (Stratus-Untracked trailers), so the bundle
+	// alone tells Pull what to leave out of the branch.
+	Untracked []string
 }
 
 // Freeze snapshots the content of workDir into one parentless commit and
@@ -53,6 +63,10 @@ type Base struct {
 // that matches .gitignore is still included, as git treats it — and the
 // Exclude paths left out. A dir in no git repository works too: then it is
 // every file under it that the .gitignore files inside it do not ignore.
+// In a repository, the paths its index does not track are named in
+// Base.Untracked and in the commit's message, so that Pull leaves them
+// out of the branch while the engines still see them (README §
+// Workspaces).
 //
 // The operator's repository is not changed: no index change, no ref or
 // HEAD change, no object written. The snapshot is staged in a temporary
@@ -99,10 +113,11 @@ func Freeze(ctx context.Context, workDir, bundlePath string, o FreezeOptions) (*
 	env := []string{"GIT_DIR=" + gitDir, "GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
 
 	base := &Base{}
-	top, cwd := "", ""
+	top, cwd, inRepo := "", "", false
 	tree, err := gitwork.Open(ctx, workDir)
 	switch {
 	case err == nil:
+		inRepo = true
 		if base.Origin, err = borrow(ctx, tree, gitDir, filepath.Join(tmp, "index")); err != nil {
 			return nil, err
 		}
@@ -121,6 +136,12 @@ func Freeze(ctx context.Context, workDir, bundlePath string, o FreezeOptions) (*
 		return nil, err
 	}
 	env = append(env, "GIT_WORK_TREE="+top)
+	if inRepo {
+		if base.Untracked, err = untracked(ctx, cwd, env, exclude); err != nil {
+			return nil, err
+		}
+		message = withUntracked(message, base.Untracked)
+	}
 
 	// git add refuses a pathspec, even an exclude one, that names a path
 	// .gitignore ignores (an operator ignoring .stratus/): such a path is
@@ -185,6 +206,82 @@ func Freeze(ctx context.Context, workDir, bundlePath string, o FreezeOptions) (*
 		return nil, err
 	}
 	return base, nil
+}
+
+// untrackedTrailer starts each line of a base commit's message that names
+// a path untracked at freeze time: the key, then the path as a Go string
+// literal (a path may hold any byte but NUL).
+const untrackedTrailer = "Stratus-Untracked: "
+
+// untracked lists the work dir's paths that the index in env does not
+// track and .gitignore does not ignore, relative to cwd, outside exclude
+// (Base.Untracked): a wholly untracked dir is named once, "." when cwd
+// itself is one.
+func untracked(ctx context.Context, cwd string, env []string, exclude []string) ([]string, error) {
+	out, err := git(ctx, cwd, env, "ls-files", "-z", "--others", "--exclude-standard", "--directory", "--no-empty-directory", "--", ".")
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, p := range strings.Split(string(out), "\x00") {
+		if p == "" {
+			continue
+		}
+		if p = strings.TrimSuffix(p, "/"); p == "." {
+			return []string{"."}, nil
+		}
+		if !excluded(p, exclude) {
+			paths = append(paths, p)
+		}
+	}
+	sort.Strings(paths)
+	return paths, nil
+}
+
+// withUntracked is message with one Stratus-Untracked trailer per path.
+func withUntracked(message string, paths []string) string {
+	if len(paths) == 0 {
+		return message
+	}
+	var b strings.Builder
+	b.WriteString(strings.TrimRight(message, "\n"))
+	b.WriteString("\n\n")
+	for _, p := range paths {
+		b.WriteString(untrackedTrailer + strconv.Quote(p) + "\n")
+	}
+	return b.String()
+}
+
+// untrackedOf reads the Stratus-Untracked trailers of a base commit's
+// message (withUntracked), and returns the message without them. A line
+// that does not parse is left in the message.
+func untrackedOf(message []byte) (paths []string, rest []byte) {
+	lines := strings.SplitAfter(string(message), "\n")
+	var kept []string
+	for _, l := range lines {
+		if q, ok := strings.CutPrefix(strings.TrimSuffix(l, "\n"), untrackedTrailer); ok {
+			if p, err := strconv.Unquote(q); err == nil && p != "" {
+				paths = append(paths, p)
+				continue
+			}
+		}
+		kept = append(kept, l)
+	}
+	if paths == nil {
+		return nil, message
+	}
+	return paths, []byte(strings.TrimRight(strings.Join(kept, ""), "\n") + "\n")
+}
+
+// untrackedPath reports whether p (relative to the work dir) is one of
+// the untracked paths or under one; "." holds every path.
+func untrackedPath(p string, paths []string) bool {
+	for _, x := range paths {
+		if x == "." || p == x || strings.HasPrefix(p, x+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // noCommitRe finds the nested repositories `git add` cannot record.

@@ -24,9 +24,16 @@ const uncommittedMessage = "stratus: uncommitted changes at run start\n"
 // return, and builds on top of base.Origin:
 //
 //   - when the base snapshot differs from Origin's tree at base.Prefix
-//     outside the exclude paths, a first commit "stratus: uncommitted
-//     changes at run start" (parent Origin, author AuthorName) holds that
-//     difference;
+//     outside the exclude paths and the paths untracked at run start (the
+//     base commit's Stratus-Untracked trailers: Freeze), a first commit
+//     "stratus: uncommitted changes at run start" (parent Origin, author
+//     AuthorName) holds that difference: the tracked files' edits the
+//     operator had not committed, which the run built on. An untracked
+//     file (the task file, another run's scratch, a file not yet added) is
+//     never part of the branch, so `git merge` of it never meets a file
+//     of the operator's checkout it would overwrite (README § Workspaces);
+//     a step that changes such a file brings it in whole, as the run's
+//     own change;
 //   - then one commit per step commit (head back to base.Commit by first
 //     parent, oldest first), with the step's message, author and dates,
 //     whose change is exactly the step's change, moved under base.Prefix.
@@ -35,7 +42,7 @@ const uncommittedMessage = "stratus: uncommitted changes at run start\n"
 //
 // With base.Origin == "" (no commit when the run started) the branch
 // starts with a root commit of the snapshot's content, at base.Prefix,
-// then the steps. The same inputs give the same commits, so pulling again
+// the untracked paths left out as above, then the steps. The same inputs give the same commits, so pulling again
 // recreates the same branch.
 //
 // It never touches the checked-out branch, HEAD, the index or the work
@@ -134,6 +141,8 @@ func PullWith(ctx context.Context, repoDir string, base Base, bundles []string, 
 		return "", nil, err
 	}
 	baseC := parseCommit(raw[baseSha])
+	untracked, msg := untrackedOf(baseC.Message)
+	baseC.Message = msg
 	empty, err := gitLine(ctx, top, nil, "hash-object", "-t", "tree", os.DevNull)
 	if err != nil {
 		return "", nil, err
@@ -141,14 +150,17 @@ func PullWith(ctx context.Context, repoDir string, base Base, bundles []string, 
 
 	// apply moves the changes from a to b (outside the exclude paths)
 	// under prefix in the temporary index and returns its tree.
-	apply := func(a, b string) (string, error) {
+	// skip names the paths whose changes stay out as well: the paths the
+	// operator's repository did not track at run start, for the first
+	// commit.
+	apply := func(a, b string, skip []string) (string, error) {
 		cs, err := diffTree(ctx, top, nil, a, b)
 		if err != nil {
 			return "", err
 		}
 		kept := cs[:0]
 		for _, c := range cs {
-			if !excluded(c.Path, exclude) {
+			if !excluded(c.Path, exclude) && !untrackedPath(c.Path, skip) {
 				kept = append(kept, c)
 			}
 		}
@@ -176,7 +188,7 @@ func PullWith(ctx context.Context, repoDir string, base Base, bundles []string, 
 				from = empty
 			}
 		}
-		tree, err := apply(from, baseSha)
+		tree, err := apply(from, baseSha, untracked)
 		if err != nil {
 			return "", nil, err
 		}
@@ -193,7 +205,7 @@ func PullWith(ctx context.Context, repoDir string, base Base, bundles []string, 
 			commits = append(commits, cur)
 		}
 	} else {
-		tree, err := apply(empty, baseSha)
+		tree, err := apply(empty, baseSha, untracked)
 		if err != nil {
 			return "", nil, err
 		}
@@ -204,7 +216,7 @@ func PullWith(ctx context.Context, repoDir string, base Base, bundles []string, 
 	}
 	prev := baseSha
 	for _, s := range steps {
-		tree, err := apply(prev, s)
+		tree, err := apply(prev, s, nil)
 		if err != nil {
 			return "", nil, err
 		}

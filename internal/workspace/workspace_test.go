@@ -219,6 +219,9 @@ func TestFreeze_WorkTreeAsACommitWouldHoldIt(t *testing.T) {
 	for _, c := range want {
 		bytes += int64(len(strings.TrimPrefix(c, "-> ")))
 	}
+	if want := []string{"bin.dat", "dirlink", "link", "new.txt"}; !reflect.DeepEqual(base.Untracked, want) {
+		t.Errorf("base.Untracked = %q, want %q (staged.txt is tracked; ignored and excluded paths are not in the snapshot)", base.Untracked, want)
+	}
 	origin := gitT(t, repo, "rev-parse", "HEAD")
 	if base.Origin != origin || base.Prefix != "" || base.Files != len(want) || base.Bytes != bytes {
 		t.Errorf("base = %+v, want origin %s, prefix \"\", %d files, %d bytes", base, origin, len(want), bytes)
@@ -343,7 +346,9 @@ func TestFreeze_SubdirectoryPullsBackUnderItsPrefix(t *testing.T) {
 		t.Fatalf("pull made %d commits, want 2 (uncommitted, step 1)", len(commits))
 	}
 	got := gitT(t, repo, "ls-tree", "-r", "--name-only", tip)
-	want := "sub/dir/.stratus/config.yml\nsub/dir/a.txt\nsub/dir/new.txt\nsub/dir/step.txt\nsub/other.txt\ntop.txt"
+	// new.txt was untracked at run start: the engines saw it, the branch
+	// does not carry it (README § Workspaces).
+	want := "sub/dir/.stratus/config.yml\nsub/dir/a.txt\nsub/dir/step.txt\nsub/other.txt\ntop.txt"
 	if got != want {
 		t.Errorf("tip files:\n%s\nwant\n%s", got, want)
 	}
@@ -699,6 +704,7 @@ func TestPull_NoCommitAtRunStart(t *testing.T) {
 	repo := t.TempDir()
 	gitT(t, repo, "init", "-q")
 	write(t, repo, map[string]string{"a.txt": "a\n"})
+	gitT(t, repo, "add", "a.txt") // tracked, though in no commit yet
 	tmp := t.TempDir()
 	bundles := []string{filepath.Join(tmp, "0.bundle")}
 	base, err := Freeze(ctx, repo, bundles[0], FreezeOptions{})
@@ -1096,4 +1102,122 @@ func TestCommitStep_StratusOwnPathsStayOut(t *testing.T) {
 	repo := newRepo(t, map[string]string{"a.txt": "a\n", "notes.txt": "-> .stratus/config.yaml"})
 	_, err = Freeze(ctx, repo, filepath.Join(t.TempDir(), "b.bundle"), FreezeOptions{Exclude: runExclude})
 	wantCode(t, err, stratus.EINVALID, `notes.txt -> .stratus/config.yaml: symlink resolves into ".stratus"`)
+}
+
+// TestPull_UntrackedAtRunStartStayOutOfTheBranch: README § Workspaces —
+// the branch holds the run's changes on top of the operator's HEAD and the
+// tracked files' uncommitted edits; a file untracked at run start (the
+// task file, another run's scratch) is seen by the engines but never
+// committed, so the operator can merge the branch over their checkout.
+func TestPull_UntrackedAtRunStartStayOutOfTheBranch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := newRepo(t, map[string]string{".gitignore": "build/\n", "a.txt": "a\n", "keep.txt": "k\n"})
+	write(t, repo, map[string]string{
+		"a.txt":                          "a, edited before the run\n",
+		"staged.txt":                     "staged, in no commit\n",
+		"task.md":                        "the task\n",
+		"workspace/tasks/prev/ctx/p.md":  "an earlier run's scratch\n",
+		"build/out.bin":                  "ignored\n",
+		".stratus/stratus.db":            "state\n",
+		"workspace/tasks/t1/ctx/plan.md": "this run's ctx\n",
+	})
+	gitT(t, repo, "add", "staged.txt")
+	tmp := t.TempDir()
+	bundles := []string{filepath.Join(tmp, "0.bundle")}
+	base, err := Freeze(ctx, repo, bundles[0], FreezeOptions{Exclude: runExclude, Message: "stratus: workspace of task t1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"task.md", "workspace"}; !reflect.DeepEqual(base.Untracked, want) {
+		t.Errorf("base.Untracked = %q, want %q", base.Untracked, want)
+	}
+	dir := filepath.Join(tmp, "w")
+	if err := Materialize(ctx, dir, bundles, base.Commit, runExclude); err != nil {
+		t.Fatal(err)
+	}
+	if got := readTree(t, dir)["task.md"]; got != "the task\n" {
+		t.Errorf("the engines' checkout holds task.md = %q, want the untracked file", got)
+	}
+	write(t, dir, map[string]string{"a.txt": "a, by the step\n", "new.txt": "new\n"})
+	bundles = append(bundles, filepath.Join(tmp, "1.bundle"))
+	head, _, err := CommitStep(ctx, dir, base.Commit, "implementation#1", bundles[1], 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tip, commits, err := Pull(ctx, repo, *base, bundles, head, "stratus/t1", runExclude)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(commits) != 2 {
+		t.Fatalf("commits %v, want the uncommitted changes and the step", commits)
+	}
+	if got := gitT(t, repo, "diff-tree", "--no-commit-id", "--name-only", "-r", commits[0]); got != "a.txt\nstaged.txt" {
+		t.Errorf("the first commit changes %q, want a.txt and staged.txt (tracked at run start) only", got)
+	}
+	if got := gitT(t, repo, "log", "-1", "--format=%B", commits[0]); got != "stratus: uncommitted changes at run start" {
+		t.Errorf("the first commit's message = %q", got)
+	}
+	if got := gitT(t, repo, "ls-tree", "-r", "--name-only", tip); got != ".gitignore\na.txt\nkeep.txt\nnew.txt\nstaged.txt" {
+		t.Errorf("tip files:\n%s", got)
+	}
+	// The branch carries the operator's edits: set aside, they come back
+	// with the merge, a fast-forward that no untracked file stands in.
+	gitT(t, repo, "stash", "-q")
+	gitT(t, repo, "merge", "-q", "--ff-only", "stratus/t1")
+	if got := readTree(t, repo); got["a.txt"] != "a, by the step\n" || got["new.txt"] != "new\n" || got["task.md"] != "the task\n" {
+		t.Errorf("after the merge: a.txt %q, new.txt %q, task.md %q", got["a.txt"], got["new.txt"], got["task.md"])
+	}
+	if got := gitT(t, repo, "status", "--porcelain", "--untracked-files=no"); got != "" {
+		t.Errorf("after the merge, git status: %s", got)
+	}
+}
+
+// TestPull_WorkDirUntrackedAsAWhole: a work dir its repository does not
+// track at all (a new dir) brings back the run's changes alone.
+func TestPull_WorkDirUntrackedAsAWhole(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := newRepo(t, map[string]string{"top.txt": "top\n"})
+	work := filepath.Join(repo, "new")
+	write(t, work, map[string]string{"task.md": "the task\n"})
+	tmp := t.TempDir()
+	bundles := []string{filepath.Join(tmp, "0.bundle")}
+	base, err := Freeze(ctx, work, bundles[0], FreezeOptions{Exclude: []string{".stratus"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"."}; !reflect.DeepEqual(base.Untracked, want) {
+		t.Errorf("base.Untracked = %q, want %q", base.Untracked, want)
+	}
+	dir := filepath.Join(tmp, "w")
+	if err := Materialize(ctx, dir, bundles, base.Commit, nil); err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, map[string]string{"out.txt": "made by the run\n"})
+	bundles = append(bundles, filepath.Join(tmp, "1.bundle"))
+	head, _, err := CommitStep(ctx, dir, base.Commit, "s#1", bundles[1], 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tip, commits, err := Pull(ctx, repo, *base, bundles, head, "stratus/t1", []string{".stratus"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := gitT(t, repo, "ls-tree", "-r", "--name-only", tip); len(commits) != 1 || got != "new/out.txt\ntop.txt" {
+		t.Errorf("commits %v, tip files %q: want the step alone, adding new/out.txt", commits, got)
+	}
+}
+
+func TestUntrackedTrailers_RoundTrip(t *testing.T) {
+	t.Parallel()
+	paths := []string{"task.md", "a dir/with \"quotes\"", "line\nbreak", "é"}
+	msg := withUntracked("stratus: workspace of task t1", paths)
+	got, rest := untrackedOf([]byte(msg))
+	if !reflect.DeepEqual(got, paths) || string(rest) != "stratus: workspace of task t1\n" {
+		t.Errorf("untrackedOf(%q) = %q, %q", msg, got, rest)
+	}
+	if got, rest := untrackedOf([]byte("plain\n")); got != nil || string(rest) != "plain\n" {
+		t.Errorf("a message without trailers: %q, %q", got, rest)
+	}
 }
