@@ -191,6 +191,34 @@ func TestRun_ChecksMissingToolchainIsIncompleteNotFail(t *testing.T) {
 	}
 }
 
+// docs/runner-image.md § When a check cannot run: a check whose command
+// is not found (exit 127) is the toolchain's environment, not a failing
+// test: the run parks incomplete with no fix round spent, and `status`
+// says what is missing and how to fix it.
+func TestRun_ChecksCommandNotFoundParksAsEnvironment(t *testing.T) {
+	t.Parallel()
+	dir := gatedSetup(t, true)
+	cfgPath := filepath.Join(dir, ".stratus/config.yaml")
+	writeTestFile(t, cfgPath, strings.Replace(readFile(t, cfgPath), "argv: [sh, check.sh]", "argv: [sh, -c, stratus-no-such-toolchain]", 1))
+	r := runCLI(t, "run", filepath.Join(dir, "task.md"), "--dir", dir, "--json")
+	if r.code != ExitManual {
+		t.Fatalf("exit %d, want %d\n%s", r.code, ExitManual, r.stderr)
+	}
+	if got := join(steps(r.stderr)); got != "implementation#1:done testing#1:incomplete" {
+		t.Fatalf("steps: %s\n%s", got, r.stderr)
+	}
+	res := decodeRun(t, r.stdout)
+	if res.Budgets["test_fix"] != 0 {
+		t.Errorf("budgets spent %v, want no fix round", res.Budgets)
+	}
+	st := runCLI(t, "status", res.RunID, "--dir", dir)
+	for _, want := range []string{"the toolchain's environment, not the code", "value/value-ok (exit 127: a command it runs was not found; install it in the runner image"} {
+		if !strings.Contains(st.stdout+st.stderr, want) {
+			t.Errorf("status does not say %q:\n%s%s", want, st.stdout, st.stderr)
+		}
+	}
+}
+
 const routedFlow = `flow:
   name: routed
   task_type: routed
