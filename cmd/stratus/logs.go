@@ -12,11 +12,9 @@ import (
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/english"
 	"github.com/stratusflow/stratus/internal/logging"
-	"github.com/stratusflow/stratus/internal/orchestrator"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runview"
 	"github.com/stratusflow/stratus/internal/safetext"
-	"github.com/stratusflow/stratus/internal/sink/fs"
 )
 
 // LogsOptions are the flags of `stratus logs`.
@@ -27,12 +25,16 @@ type LogsOptions struct {
 	Dir   string
 	Lines int
 	JSON  bool
+	// Target and AWS: --target aws reads a run on a deployed stack
+	// (logs_target.go).
+	Target string
+	AWS    AWSOptions
 }
 
 func newLogsCmd(io IO) *cobra.Command {
 	o := &LogsOptions{IO: io}
 	cmd := &cobra.Command{
-		Use:   "logs RUN [NODE] [--dir DIR] [--lines N] [--json]",
+		Use:   "logs RUN [NODE] [--dir DIR | --target aws ...] [--lines N] [--json]",
 		Short: "Print the tail of each step's runner log (with its engine's stderr)",
 		Long: `logs prints, for each step of run RUN that ran a worker (or only NODE's
 visits), a header naming the step, its attempt, terminal and reason, then the
@@ -41,6 +43,11 @@ engine's stderr goes. Embedded runs keep them under
 DIR/.stratus/logs/<task>/stages/<node>/run-NNNNNN/runner.log; on AWS they are
 in the runner's CloudWatch log group.
 
+With --target aws, logs reads the run from the deployed stack's table and
+bucket (the flags as status takes them): each step's attempt, terminal and
+reason, and for a checks or tool step the report it left in the bucket (what
+each command printed), since a worker's own runner log is in CloudWatch.
+
 With --json, logs prints a JSON array, one object per step: step_ref, node,
 kind, attempt, terminal, reason, log (the file), log_error when it could not
 be read, lines_before (the lines before the tail) and lines, each {"text": the
@@ -48,7 +55,10 @@ line as written, "record": the line decoded, when it is a runner record}.
 
 Exit status: 0 printed, 2 no such run or node, or bad flags.`,
 		Args: usageArgs(cobra.RangeArgs(1, 2)),
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := checkTarget(c, o.Target); err != nil {
+				return err
+			}
 			o.RunID = args[0]
 			if len(args) == 2 {
 				o.Node = args[1]
@@ -62,6 +72,7 @@ Exit status: 0 printed, 2 no such run or node, or bad flags.`,
 	cmd.Flags().StringVar(&o.Dir, "dir", ".", "work directory holding .stratus/")
 	cmd.Flags().IntVar(&o.Lines, "lines", 40, "lines of each log to print (its tail)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the steps and their log tails as a JSON array on stdout")
+	addTargetFlags(cmd, &o.Target, &o.AWS)
 	return cmd
 }
 
@@ -98,11 +109,11 @@ type LogLine struct {
 }
 
 func runLogs(ctx context.Context, o *LogsOptions) error {
-	st, err := openRuns(o.Dir)
+	st, sk, closeRecords, err := o.records()
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer closeRecords()
 	v, err := runview.Load(ctx, st, o.RunID)
 	if err != nil {
 		return err
@@ -110,7 +121,6 @@ func runLogs(ctx context.Context, o *LogsOptions) error {
 	if !v.Run.PrunedAt.IsZero() {
 		return stratus.PrunedError(v.Run, "show its logs")
 	}
-	sk := fs.New(o.Dir).Private(orchestrator.StateDir)
 	// The run's own logs: a later run of the task moved them into
 	// attempt-N/ (report.RunDir).
 	dir, err := report.RunDir(ctx, sk, v.Run.TaskID, v.Run.ID)
@@ -137,7 +147,8 @@ func runLogs(ctx context.Context, o *LogsOptions) error {
 		if ls.Reason = attReason; ls.Reason == "" {
 			ls.Reason = sv.Reason // the step's own (an evaluator's verdict)
 		}
-		b, err := sk.GetMax(ctx, key, 16<<20)
+		key, b, err := readStepLog(ctx, sk, key, sv.Step.Kind)
+		ls.Log = key
 		switch {
 		case stratus.ErrorCode(err) == stratus.ENOTFOUND:
 			ls.LogError = "no runner log"
