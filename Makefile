@@ -7,7 +7,7 @@ SCRATCH ?= .scratch/demo
 COMMIT  := $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +dirty)
 
 
-.PHONY: all build demo demo-aws demo-aws-pool demo-claude demo-codex test deps test-go fuzz vet lint-asl lint-cfn lint-shell statemachines bench bench-scale clean
+.PHONY: all build demo demo-aws demo-aws-pool demo-claude demo-codex test test-image deps test-go fuzz vet lint-asl lint-cfn lint-shell statemachines bench bench-scale clean
 
 all: build
 
@@ -97,6 +97,19 @@ DEMO_AWS_POOL ?= .scratch/demo-aws-pool
 demo-aws-pool: build
 	@python3 -c 'import moto, flask_cors' 2>/dev/null || { echo "demo-aws-pool needs moto (python3 with moto and flask_cors): pip install 'moto[server]==5.2.1'"; exit 1; }
 	examples/demo-aws-pool.sh $(BIN) $(DEMO_AWS_POOL)
+
+## test-image: build a runner image with a Go toolchain with podman, from
+## Debian packages (no registry: mmdebstrap, podman import), and run a run
+## whose checks node runs `go test ./...` inside it as the runner's user
+## with PATH alone (docs/runner-image.md § Checked). Not part of `make
+## test`. Needs podman, runc and mmdebstrap (apt-get install podman runc
+## mmdebstrap) and Debian's mirror; the base is kept in
+## $(TEST_IMAGE)/storage for the next time (rm -rf it to start over).
+TEST_IMAGE ?= .scratch/test-image
+test-image:
+	mkdir -p $(TEST_IMAGE)/bin
+	CGO_ENABLED=0 $(GO) build -o $(TEST_IMAGE)/bin/stratus ./cmd/stratus
+	testdata/runner-image/test-image.sh $(TEST_IMAGE)/bin/stratus $(TEST_IMAGE)
 
 ## statemachines: regenerate statemachine/<flow>.asl.json from the built-in
 ## flows and statemachine/worc/<task_type>.asl.json from worc's peer flows
@@ -203,7 +216,7 @@ lint-cfn:
 
 ## lint-shell: shellcheck the LocalStack scripts (they cannot run here: no
 ## Docker). As root with apt-get, a missing shellcheck is installed.
-SHELL_SCRIPTS = localstack/*.sh localstack/init/ready.d/*.sh internal/engine/testdata/*.sh examples/*.sh examples/*/*.sh
+SHELL_SCRIPTS = localstack/*.sh localstack/init/ready.d/*.sh internal/engine/testdata/*.sh examples/*.sh examples/*/*.sh testdata/runner-image/*.sh
 lint-shell:
 	@echo "== lint-shell: shellcheck on the LocalStack scripts and the test scripts"
 	@how="apt-get install shellcheck (make test installs it itself only as root)"; \
