@@ -219,6 +219,21 @@ func TestRun_ChecksCommandNotFoundParksAsEnvironment(t *testing.T) {
 	}
 }
 
+// docs/runner-image.md § The environment of checks and tools: config
+// checks.env reaches every check command, beside a HOME it may write.
+func TestRun_ChecksEnvReachesTheCommands(t *testing.T) {
+	t.Parallel()
+	dir := gatedSetup(t, true)
+	cfgPath := filepath.Join(dir, ".stratus/config.yaml")
+	cfg := strings.Replace(readFile(t, cfgPath), "checks:\n  timeout_seconds: 60\n", "checks:\n  timeout_seconds: 60\n  env: {STRATUS_CHECK_MODE: strict}\n", 1)
+	cfg = strings.Replace(cfg, "argv: [sh, check.sh]", `argv: [sh, -c, 'test "$STRATUS_CHECK_MODE" = strict && test -w "$HOME" && sh check.sh']`, 1)
+	writeTestFile(t, cfgPath, cfg)
+	r := runCLI(t, "run", filepath.Join(dir, "task.md"), "--dir", dir)
+	if got := join(steps(r.stderr)); r.code != ExitOK || got != "implementation#1:done testing#1:fail fixing#1:done testing#2:pass publish#1:done" {
+		t.Fatalf("exit %d, steps %s\n%s", r.code, got, r.stderr)
+	}
+}
+
 const routedFlow = `flow:
   name: routed
   task_type: routed
