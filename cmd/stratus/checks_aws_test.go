@@ -57,7 +57,8 @@ func goChecksSetup(t *testing.T) string {
 // stand-in a worker's environment is PATH alone (as an ECS task's may
 // be), and a `go test` check still passes there: the check gets a HOME,
 // TMPDIR and cache dir. `logs --target aws` then shows the check's step,
-// its reason and what go test printed, from the stack's table and bucket.
+// its reason and what go test printed, from the stack's table and bucket;
+// a check whose toolchain is missing parks the run, and says so there.
 func TestDevAWS_GoTestCheckPasses(t *testing.T) {
 	flags := devAWS(t, "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=")
 	dir := goChecksSetup(t)
@@ -80,6 +81,25 @@ func TestDevAWS_GoTestCheckPasses(t *testing.T) {
 	for _, s := range ls {
 		if s.StepRef == "testing#1" && !strings.HasSuffix(s.Log, "stages/testing/run-000001/checks.md") {
 			t.Errorf("testing#1's log is %q, want its checks.md", s.Log)
+		}
+	}
+
+	// docs/runner-image.md § When a check cannot run: a toolchain the
+	// worker lacks (exit 127) parks the run with no fix round, and status
+	// and logs --target aws say what is missing.
+	dir = goChecksSetup(t)
+	cfgPath := filepath.Join(dir, ".stratus/config.yaml")
+	writeTestFile(t, cfgPath, strings.Replace(readFile(t, cfgPath), "argv: [go, test, ./...]", "argv: [sh, -c, stratus-no-such-toolchain]", 1))
+	r = runCLI(t, append([]string{"run", filepath.Join(dir, "task.md"), "--dir", dir, "--json"}, flags...)...)
+	if got := join(steps(r.stderr)); r.code != ExitManual || got != "implementation#1:done testing#1:incomplete" {
+		t.Fatalf("run with a missing toolchain on dev aws: exit %d, steps %s\n%s", r.code, got, r.stderr)
+	}
+	res = decodeRun(t, r.stdout)
+	want := "go/test (exit 127: a command it runs was not found; install it in the runner image"
+	for _, args := range [][]string{{"status", res.RunID}, {"logs", res.RunID, "testing"}} {
+		out := runCLI(t, append(args, flags...)...)
+		if !strings.Contains(out.stdout, want) {
+			t.Errorf("%s --target aws does not say %q:\n%s%s", args[0], want, out.stdout, out.stderr)
 		}
 	}
 }
