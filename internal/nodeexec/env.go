@@ -29,11 +29,12 @@ const (
 //     (Env: security.allowed_environment, nothing else of the runner's);
 //  2. then extra (config checks.env, NAME → value), each replacing a
 //     variable of the same name;
-//  3. then the floor: HOME, TMPDIR and XDG_CACHE_HOME, each filled in when
-//     the two above leave it unset or naming no writable directory — HOME
-//     with the runner's own HOME when that is a writable directory, else
-//     with a directory of the runner's user (FallbackHome); TMPDIR with the
-//     system's temporary directory; XDG_CACHE_HOME with $HOME/.cache.
+//  3. then the floor: HOME and TMPDIR, each filled in when the two above
+//     leave it unset or naming no writable directory — HOME with the
+//     runner's own HOME when that is a writable directory, else with a
+//     directory of the runner's user (FallbackHome); TMPDIR with the
+//     system's temporary directory — and XDG_CACHE_HOME, when unset or not
+//     an absolute path, with $HOME/.cache (a toolchain creates it).
 //
 // On AWS the worker's environment is the image's and the task
 // definition's (an ECS task may have PATH alone): the floor is what lets
