@@ -95,7 +95,7 @@ func TestDevAWS_GoTestCheckPasses(t *testing.T) {
 		t.Fatalf("run with a missing toolchain on dev aws: exit %d, steps %s\n%s", r.code, got, r.stderr)
 	}
 	res = decodeRun(t, r.stdout)
-	want := "go/test (exit 127: a command it runs was not found; install it in the runner image"
+	want := "go/test (exit 127: a command it runs was not found (it said: sh: 1: stratus-no-such-toolchain: not found); install it in the runner image"
 	for _, args := range [][]string{{"status", res.RunID}, {"logs", res.RunID, "testing"}} {
 		out := runCLI(t, append(args, flags...)...)
 		if !strings.Contains(out.stdout, want) {

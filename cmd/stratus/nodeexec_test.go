@@ -212,7 +212,7 @@ func TestRun_ChecksCommandNotFoundParksAsEnvironment(t *testing.T) {
 		t.Errorf("budgets spent %v, want no fix round", res.Budgets)
 	}
 	st := runCLI(t, "status", res.RunID, "--dir", dir)
-	for _, want := range []string{"the toolchain's environment, not the code", "value/value-ok (exit 127: a command it runs was not found; install it in the runner image"} {
+	for _, want := range []string{"the toolchain's environment, not the code", "value/value-ok (exit 127: a command it runs was not found (it said: sh: 1: stratus-no-such-toolchain: not found); install it in the runner image"} {
 		if !strings.Contains(st.stdout+st.stderr, want) {
 			t.Errorf("status does not say %q:\n%s%s", want, st.stdout, st.stderr)
 		}

@@ -165,11 +165,15 @@ func EnvironmentFailure(c CheckRun) string {
 	if c.Status != StatusExited || c.ExitCode == 0 {
 		return ""
 	}
+	said := ""
+	if l := lastLine(c.Output); l != "" {
+		said = " (it said: " + truncate(strings.ToValidUTF8(l, "?"), 160) + ")"
+	}
 	switch c.ExitCode {
 	case 127:
-		return "exit 127: a command it runs was not found; install it in the runner image (docs/runner-image.md) or put its directory on the PATH security.allowed_environment passes"
+		return "exit 127: a command it runs was not found" + said + "; install it in the runner image (docs/runner-image.md) or put its directory on the PATH security.allowed_environment passes"
 	case 126:
-		return "exit 126: a command it runs is not executable; check its mode and that it was built for the runner's platform"
+		return "exit 126: a command it runs is not executable" + said + "; check its mode and that it was built for the runner's platform"
 	}
 	for _, m := range toolchainEnvMessages {
 		if strings.Contains(c.Output, m.text) {
@@ -177,6 +181,15 @@ func EnvironmentFailure(c CheckRun) string {
 		}
 	}
 	return ""
+}
+
+// lastLine is the last non-empty line of s, trimmed.
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = strings.TrimSpace(s[i+1:])
+	}
+	return s
 }
 
 func citationName(c CitationEntry) string {

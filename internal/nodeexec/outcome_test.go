@@ -38,6 +38,8 @@ func TestChecksVerdict_RunAllThenAggregate(t *testing.T) {
 		// docs/runner-image.md § When a check cannot run.
 		{"exit 127 is the environment, not a failing test", &ChecksResult{Checker: CommandProfile, Runs: []CheckRun{exited("go", "vet", 0), exited("go", "test", 127)}}, "", true, "go/test (exit 127: a command it runs was not found"},
 		{"exit 126 is the environment", &ChecksResult{Checker: CommandProfile, Runs: []CheckRun{exited("sh", "lint", 126)}}, "", true, "not executable"},
+		{"exit 127 names what the shell said", &ChecksResult{Checker: CommandProfile, Runs: []CheckRun{{Set: "go", Name: "test", Status: StatusExited, ExitCode: 127,
+			Output: "running\nsh: 1: gotest: not found\n"}}}, "", true, `exit 127: a command it runs was not found (it said: sh: 1: gotest: not found); install it`},
 		{"go without a build cache is the environment", &ChecksResult{Checker: CommandProfile, Runs: []CheckRun{{Set: "go", Name: "test", Status: StatusExited, ExitCode: 1,
 			Output: "build cache is required, but could not be located: GOCACHE is not defined and neither $XDG_CACHE_HOME nor $HOME are defined\n"}}}, "", true, "give the runner a HOME"},
 		{"an environment failure beside a failing test still parks", &ChecksResult{Checker: CommandProfile, Runs: []CheckRun{exited("go", "test", 1), exited("js", "test", 127)}}, "", true, "the toolchain's environment, not the code: 1 of 2"},
