@@ -12,7 +12,7 @@ VERSION := $(shell git describe --tags --dirty 2>/dev/null)
 LDFLAGS := -X main.commit=$(COMMIT) -X main.version=$(VERSION)
 
 
-.PHONY: all build demo demo-aws demo-aws-pool demo-claude demo-codex test deps test-go fuzz vet lint-asl lint-cfn lint-shell statemachines bench bench-scale clean
+.PHONY: all build demo demo-aws demo-aws-pool demo-claude demo-codex test test-image deps test-go fuzz vet lint-asl lint-cfn lint-shell statemachines bench bench-scale clean
 
 all: build
 
@@ -51,8 +51,11 @@ demo-claude demo-codex: build
 ## dev aws: moto, the Lambdas and Fargate played on this machine): a run of
 ## examples/task.md with --target aws, whose file change travels through the
 ## steps and comes back as a branch; a second run interrupted (stratus
-## cancel) and resumed (stratus resume); then status and runs. The stand-in
-## stops at the end. Needs moto: pip install 'moto[server]==5.2.1'.
+## cancel) and resumed (stratus resume); then status and runs; then a run
+## of examples/go-check whose checks node runs `go test ./...` on a worker
+## (PATH alone in its environment, as an ECS task may have), and `stratus
+## logs --target aws` of it. The stand-in stops at the end. Needs moto:
+## pip install 'moto[server]==5.2.1', and go on the PATH.
 DEMO_AWS ?= .scratch/demo-aws
 demo-aws: build
 	@python3 -c 'import moto, flask_cors' 2>/dev/null || { echo "demo-aws needs moto (python3 with moto and flask_cors): pip install 'moto[server]==5.2.1'"; exit 1; }
@@ -67,6 +70,7 @@ demo-aws: build
 	sed 's/^id: demo-greeting/id: demo-interrupted/' examples/task.md > $(DEMO_AWS)/interrupted/task.md
 	git -C $(DEMO_AWS)/interrupted init -q -b main && git -C $(DEMO_AWS)/interrupted add -A && \
 	  git -C $(DEMO_AWS)/interrupted -c user.name=demo -c user.email=demo@example.invalid commit -qm "the project before the run"
+	examples/go-check/setup.sh $(BIN) $(DEMO_AWS)/gocheck
 	@$(BIN) dev aws > $(DEMO_AWS)/dev.out 2> $(DEMO_AWS)/dev.log & pid=$$!; \
 	trap 'kill -INT $$pid 2>/dev/null; wait $$pid' EXIT; \
 	for i in $$(seq 1 300); do [ -s $(DEMO_AWS)/dev.out ] && break; sleep 0.2; done; \
@@ -83,7 +87,11 @@ demo-aws: build
 	$(BIN) cancel $$id $$flags || exit 1; \
 	$(BIN) resume $$id $$flags || exit 1; \
 	echo "== 3. stratus status and runs --target aws"; \
-	$(BIN) status $$id $$flags && $(BIN) runs $$flags
+	$(BIN) status $$id $$flags && $(BIN) runs $$flags || exit 1; \
+	echo "== 4. a checks node runs go test ./... on a worker (examples/go-check)"; \
+	id=$$($(BIN) run $(DEMO_AWS)/gocheck/task.md --dir $(DEMO_AWS)/gocheck --detach $$flags) || exit 1; \
+	$(BIN) status $$id --follow $$flags || exit 1; \
+	$(BIN) logs $$id testing $$flags
 
 ## demo-aws-pool: the warm runner pool (issue 17) on the same stand-in:
 ## examples/task.md once with two pooled runners per network profile polling
@@ -94,6 +102,19 @@ DEMO_AWS_POOL ?= .scratch/demo-aws-pool
 demo-aws-pool: build
 	@python3 -c 'import moto, flask_cors' 2>/dev/null || { echo "demo-aws-pool needs moto (python3 with moto and flask_cors): pip install 'moto[server]==5.2.1'"; exit 1; }
 	examples/demo-aws-pool.sh $(BIN) $(DEMO_AWS_POOL)
+
+## test-image: build a runner image with a Go toolchain with podman, from
+## Debian packages (no registry: mmdebstrap, podman import), and run a run
+## whose checks node runs `go test ./...` inside it as the runner's user
+## with PATH alone (docs/runner-image.md § Checked). Not part of `make
+## test`. Needs podman, runc and mmdebstrap (apt-get install podman runc
+## mmdebstrap) and Debian's mirror; the base is kept in
+## $(TEST_IMAGE)/storage for the next time (rm -rf it to start over).
+TEST_IMAGE ?= .scratch/test-image
+test-image:
+	mkdir -p $(TEST_IMAGE)/bin
+	CGO_ENABLED=0 $(GO) build -o $(TEST_IMAGE)/bin/stratus ./cmd/stratus
+	testdata/runner-image/test-image.sh $(TEST_IMAGE)/bin/stratus $(TEST_IMAGE)
 
 ## statemachines: regenerate statemachine/<flow>.asl.json from the built-in
 ## flows and statemachine/worc/<task_type>.asl.json from worc's peer flows
@@ -200,7 +221,7 @@ lint-cfn:
 
 ## lint-shell: shellcheck the LocalStack scripts (they cannot run here: no
 ## Docker). As root with apt-get, a missing shellcheck is installed.
-SHELL_SCRIPTS = localstack/*.sh localstack/init/ready.d/*.sh internal/engine/testdata/*.sh examples/*.sh examples/checks/*.sh
+SHELL_SCRIPTS = localstack/*.sh localstack/init/ready.d/*.sh internal/engine/testdata/*.sh examples/*.sh examples/*/*.sh testdata/runner-image/*.sh
 lint-shell:
 	@echo "== lint-shell: shellcheck on the LocalStack scripts and the test scripts"
 	@how="apt-get install shellcheck (make test installs it itself only as root)"; \

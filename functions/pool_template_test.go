@@ -297,7 +297,8 @@ func TestTemplate_PoolResourcesExistOnlyWhenOn(t *testing.T) {
 }
 
 // issue 17: a pooled runner is the cold runner with a command: the task
-// definition of each pool service equals RunnerTaskDefinition (image,
+// definition of each pool service equals its profile's cold runner,
+// RunnerTaskDefinition or (online) NetworkRunnerTaskDefinition (image,
 // CPU, memory, architecture, execution role, engine keys, log group and
 // everything else) but for its family, its task role, the `pool --queue
 // URL --profile P` command, the log stream prefix and a StopTimeout of up
@@ -320,19 +321,23 @@ func TestTemplate_PoolRunnersAreTheColdRunner(t *testing.T) {
 		container["LogConfiguration"] = lc
 		return props, container
 	}
-	coldProps, coldContainer := strip("RunnerTaskDefinition")
-	coldStop, _ := asMap(asList(tp.props("RunnerTaskDefinition")["ContainerDefinitions"])[0])["StopTimeout"].(float64)
 	for profile, ps := range poolServices(t, tp) {
+		cold := "RunnerTaskDefinition"
+		if profile == "online" {
+			cold = "NetworkRunnerTaskDefinition"
+		}
+		coldProps, coldContainer := strip(cold)
+		coldStop, _ := asMap(asList(tp.props(cold)["ContainerDefinitions"])[0])["StopTimeout"].(float64)
 		if n := len(asList(tp.props(ps.taskDef)["ContainerDefinitions"])); n != 1 {
 			t.Errorf("%s has %d containers; want the runner alone", ps.taskDef, n)
 			continue
 		}
 		props, container := strip(ps.taskDef)
 		if a, b := jsonOf(props), jsonOf(coldProps); a != b {
-			t.Errorf("%s (%s) diverges from RunnerTaskDefinition:\n  pool %s\n  cold %s", ps.taskDef, profile, a, b)
+			t.Errorf("%s (%s) diverges from %s:\n  pool %s\n  cold %s", ps.taskDef, profile, cold, a, b)
 		}
 		if a, b := jsonOf(container), jsonOf(coldContainer); a != b {
-			t.Errorf("%s (%s) runner container diverges from RunnerTaskDefinition's:\n  pool %s\n  cold %s", ps.taskDef, profile, a, b)
+			t.Errorf("%s (%s) runner container diverges from %s's:\n  pool %s\n  cold %s", ps.taskDef, profile, cold, a, b)
 		}
 		c := asMap(asList(tp.props(ps.taskDef)["ContainerDefinitions"])[0])
 		if stop, _ := c["StopTimeout"].(float64); stop < coldStop || stop > 120 {
@@ -750,5 +755,37 @@ func TestTemplate_ReadmeDocumentsThePool(t *testing.T) {
 	actions := slices.Sorted(slices.Values(st.Action))
 	if st.Effect != "Allow" || !slices.Equal(actions, poolTakeActions) || !strings.HasPrefix(st.Resource, "arn:aws:sqs:") || strings.Contains(st.Resource, "*") {
 		t.Errorf("the README's policy %+v; want Allow %v on one queue's ARN", st, poolTakeActions)
+	}
+}
+
+// docs/runner-image.md § One image per network profile: the cold runner
+// of nodes with network_access equals RunnerTaskDefinition but for its
+// family, its log stream prefix and its image, NetworkImageUri when given,
+// else ImageUri; dispatch is told it as STRATUS_ECS_NETWORK_TASK_DEFINITION.
+func TestTemplate_NetworkRunnerIsTheRunnerWithItsOwnImage(t *testing.T) {
+	tp := loadTemplate(t)
+	strip := func(td string) string {
+		props := maps.Clone(tp.props(td))
+		delete(props, "Family")
+		c := maps.Clone(asMap(asList(props["ContainerDefinitions"])[0]))
+		delete(c, "Image")
+		lc := maps.Clone(asMap(c["LogConfiguration"]))
+		opts := maps.Clone(asMap(lc["Options"]))
+		delete(opts, "awslogs-stream-prefix")
+		lc["Options"], c["LogConfiguration"] = opts, lc
+		props["ContainerDefinitions"] = []any{c}
+		return jsonOf(props)
+	}
+	if a, b := strip("NetworkRunnerTaskDefinition"), strip("RunnerTaskDefinition"); a != b {
+		t.Errorf("NetworkRunnerTaskDefinition diverges from RunnerTaskDefinition:\n  network %s\n  runner  %s", a, b)
+	}
+	for _, td := range []string{"NetworkRunnerTaskDefinition", "NetworkPoolTaskDefinition"} {
+		img := asList(asMap(asMap(asList(tp.props(td)["ContainerDefinitions"])[0])["Image"])["Fn::If"])
+		if len(img) != 3 || str(img[0]) != "NetworkImageGiven" || !refTo(img[1], "NetworkImageUri") || !refTo(img[2], "ImageUri") {
+			t.Errorf("%s's image is %v; want !If [NetworkImageGiven, !Ref NetworkImageUri, !Ref ImageUri]", td, img)
+		}
+	}
+	if v := tp.env("DispatchFunction")[awsapp.EnvNetworkTaskDefinition]; !refTo(v, "NetworkRunnerTaskDefinition") {
+		t.Errorf("DispatchFunction's %s is %v; want !Ref NetworkRunnerTaskDefinition", awsapp.EnvNetworkTaskDefinition, v)
 	}
 }

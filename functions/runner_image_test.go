@@ -129,3 +129,38 @@ func TestRunnerImage_CLITargetsPinTheTestedVersions(t *testing.T) {
 		t.Errorf("the default target is %q; want the plain runner last", last)
 	}
 }
+
+// docs/runner-image.md § Adding a toolchain: the runner-go target adds Go
+// for the platform built for (not the build stage's, which is the
+// builder's) with `go` on the PATH every check gets, and ends as the
+// non-root user; every runner has a HOME (§ The environment of checks and
+// tools).
+func TestRunnerImage_GoTargetAddsAToolchainOnThePath(t *testing.T) {
+	stage, stages := "", map[string][]string{}
+	froms := map[string]string{}
+	for _, in := range dockerfile(t) {
+		word, rest, _ := strings.Cut(in, " ")
+		if strings.EqualFold(word, "FROM") {
+			f := strings.Fields(rest)
+			stage = f[len(f)-1]
+			froms[stage] = rest
+		}
+		stages[stage] = append(stages[stage], in)
+	}
+	body := strings.Join(stages["runner-go"], "\n")
+	if !strings.HasPrefix(froms["runner-go"], "runner-base ") {
+		t.Errorf("runner-go is FROM %q; want runner-base", froms["runner-go"])
+	}
+	if strings.Contains(froms["go-toolchain"], "BUILDPLATFORM") || !strings.Contains(body, "COPY --from=go-toolchain /usr/local/go /usr/local/go") {
+		t.Errorf("runner-go does not copy the target platform's toolchain:\n%s\n(go-toolchain: FROM %s)", body, froms["go-toolchain"])
+	}
+	if !strings.Contains(body, "/usr/local/go/bin/go") || !strings.Contains(body, "/usr/local/bin/") {
+		t.Errorf("runner-go does not put go on /usr/local/bin:\n%s", body)
+	}
+	if l := stages["runner-go"]; !strings.HasSuffix(l[len(l)-1], "USER 10001:10001") {
+		t.Errorf("runner-go does not end as the non-root user")
+	}
+	if !strings.Contains(strings.Join(stages["runner-base"], "\n"), "ENV HOME=/home/stratus") {
+		t.Errorf("runner-base sets no HOME")
+	}
+}

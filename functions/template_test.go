@@ -703,7 +703,10 @@ func actionsOf(st map[string]any) []string {
 // allows reports whether an Allow statement of id grants action on resource.
 func allows(tp *tmpl, id, action, resource string) bool {
 	for _, st := range statements(tp, id) {
-		if str(st["Effect"]) == "Allow" && slices.Contains(actionsOf(st), action) && refTo(st["Resource"], resource) {
+		if str(st["Effect"]) != "Allow" || !slices.Contains(actionsOf(st), action) {
+			continue
+		}
+		if refTo(st["Resource"], resource) || slices.ContainsFunc(asList(st["Resource"]), func(r any) bool { return refTo(r, resource) }) {
 			return true
 		}
 	}
@@ -753,6 +756,7 @@ func TestTemplate_LeastPrivilege(t *testing.T) {
 	for _, id := range serviceFunctions {
 		for _, need := range []struct{ action, resource string }{
 			{"ecs:RunTask", "RunnerTaskDefinition"},
+			{"ecs:RunTask", "NetworkRunnerTaskDefinition"},
 			{"iam:PassRole", "RunnerExecutionRole"},
 		} {
 			if !allows(tp, id, need.action, need.resource) {

@@ -19,12 +19,10 @@ import (
 	"github.com/stratusflow/stratus/internal/english"
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/logging"
-	"github.com/stratusflow/stratus/internal/orchestrator"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runview"
 	"github.com/stratusflow/stratus/internal/safetext"
 	"github.com/stratusflow/stratus/internal/sink"
-	"github.com/stratusflow/stratus/internal/sink/fs"
 	"github.com/stratusflow/stratus/internal/store"
 )
 
@@ -37,12 +35,16 @@ type LogsOptions struct {
 	Lines  int
 	JSON   bool
 	Follow bool
+	// Target and AWS: --target aws reads a run on a deployed stack
+	// (logs_target.go).
+	Target string
+	AWS    AWSOptions
 }
 
 func newLogsCmd(io IO) *cobra.Command {
 	o := &LogsOptions{IO: io}
 	cmd := &cobra.Command{
-		Use:   "logs RUN [NODE] [--dir DIR] [--lines N] [--json] [--follow]",
+		Use:   "logs RUN [NODE] [--dir DIR | --target aws ...] [--lines N] [--json] [--follow]",
 		Short: "Print the tail of each step's runner log (with its engine's stderr)",
 		Long: `logs prints, for each step of run RUN that ran a worker (or only NODE's
 visits), a header naming the step, its attempt, terminal and reason, then the
@@ -50,6 +52,11 @@ last N lines of its runner log, where the runner writes what it did and the
 engine's stderr goes. Embedded runs keep them under
 DIR/.stratus/logs/<task>/stages/<node>/run-NNNNNN/runner.log; on AWS they are
 in the runner's CloudWatch log group.
+
+With --target aws, logs reads the run from the deployed stack's table and
+bucket (the flags as status takes them): each step's attempt, terminal and
+reason, and for a checks or tool step the report it left in the bucket (what
+each command printed), since a worker's own runner log is in CloudWatch.
 
 With --json, logs prints a JSON array, one object per step: step_ref, node,
 kind, attempt, terminal, reason, log (the file), log_error when it could not
@@ -67,7 +74,10 @@ per line: step_ref, node, attempt, text and record.
 ` + runArgHelp + `
 Exit status: 0 printed, 2 no such run or node, or bad flags.`,
 		Args: usageArgs(cobra.RangeArgs(1, 2)),
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := checkTarget(c, o.Target); err != nil {
+				return err
+			}
 			o.RunID = args[0]
 			if len(args) == 2 {
 				o.Node = args[1]
@@ -82,6 +92,7 @@ Exit status: 0 printed, 2 no such run or node, or bad flags.`,
 	cmd.Flags().IntVar(&o.Lines, "lines", 40, "lines of each log to print (its tail)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the steps and their log tails as a JSON array on stdout (with --follow: a JSON object per line)")
 	cmd.Flags().BoolVarP(&o.Follow, "follow", "f", false, "stream the logs as the steps run until the run ends, like tail -f")
+	addTargetFlags(cmd, &o.Target, &o.AWS)
 	return cmd
 }
 
@@ -118,11 +129,11 @@ type LogLine struct {
 }
 
 func runLogs(ctx context.Context, o *LogsOptions) error {
-	st, err := openRuns(o.Dir)
+	st, sk, closeRecords, err := o.records()
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer closeRecords()
 	run, err := runview.Resolve(ctx, st, o.RunID)
 	if err != nil {
 		return err
@@ -131,30 +142,32 @@ func runLogs(ctx context.Context, o *LogsOptions) error {
 	if !run.PrunedAt.IsZero() {
 		return stratus.PrunedError(run, "show its logs")
 	}
-	src := &embeddedLogs{sk: fs.New(o.Dir).Private(orchestrator.StateDir)}
+	src := &sinkLogs{sk: sk}
 	if o.Follow {
 		return followLogs(ctx, o, st, src)
 	}
 	return printLogs(ctx, o, st, src)
 }
 
-// logSource reads the runner logs of a run's steps: an embedded run's
-// from its files (embeddedLogs); a run on AWS from its log streams.
+// logSource reads the runner logs of a run's steps from a sink: the work
+// dir's .stratus files, or with --target aws the stack's bucket, where a
+// checks or tool step's report stands in for the runner log kept in
+// CloudWatch (readStepLog).
 type logSource interface {
 	// Log returns where step sv's runner log is (shown to the reader) and
 	// what it holds so far: ENOTFOUND when it has none (yet).
 	Log(ctx context.Context, run stratus.Run, sv runview.StepView) (where string, data []byte, err error)
 }
 
-// embeddedLogs reads an embedded run's runner logs from
-// DIR/.stratus/logs/<task>/ (or the attempt-N/ a later run of the task
-// moved them into: report.RunDir).
-type embeddedLogs struct {
+// sinkLogs reads a run's runner logs from logs/<task>/ in its sink
+// (or the attempt-N/ a later run of the task moved them into:
+// report.RunDir).
+type sinkLogs struct {
 	sk  sink.Sink
 	dir string // the run's logs directory, once found
 }
 
-func (e *embeddedLogs) Log(ctx context.Context, run stratus.Run, sv runview.StepView) (string, []byte, error) {
+func (e *sinkLogs) Log(ctx context.Context, run stratus.Run, sv runview.StepView) (string, []byte, error) {
 	if e.dir == "" {
 		dir, err := report.RunDir(ctx, e.sk, run.TaskID, run.ID)
 		if err != nil {
@@ -166,8 +179,7 @@ func (e *embeddedLogs) Log(ctx context.Context, run stratus.Run, sv runview.Step
 	if sv.Step.Kind == report.Kind {
 		key = path.Join(e.dir, "supervisor", fmt.Sprintf("run-%06d", sv.Step.Visit), "runner.log")
 	}
-	b, err := e.sk.GetMax(ctx, key, 16<<20)
-	return key, b, err
+	return readStepLog(ctx, e.sk, key, sv.Step.Kind)
 }
 
 // logSteps are the steps of v whose logs `logs` shows: those that ran a

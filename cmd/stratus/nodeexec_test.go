@@ -194,6 +194,49 @@ func TestRun_ChecksMissingToolchainIsIncompleteNotFail(t *testing.T) {
 	}
 }
 
+// docs/runner-image.md § When a check cannot run: a check whose command
+// is not found (exit 127) is the toolchain's environment, not a failing
+// test: the run parks incomplete with no fix round spent, and `status`
+// says what is missing and how to fix it.
+func TestRun_ChecksCommandNotFoundParksAsEnvironment(t *testing.T) {
+	t.Parallel()
+	dir := gatedSetup(t, true)
+	cfgPath := filepath.Join(dir, ".stratus/config.yaml")
+	writeTestFile(t, cfgPath, strings.Replace(readFile(t, cfgPath), "argv: [sh, check.sh]", "argv: [sh, -c, stratus-no-such-toolchain]", 1))
+	r := runCLI(t, "run", filepath.Join(dir, "task.md"), "--dir", dir, "--json")
+	if r.code != ExitManual {
+		t.Fatalf("exit %d, want %d\n%s", r.code, ExitManual, r.stderr)
+	}
+	if got := join(steps(r.stderr)); got != "implementation#1:done testing#1:incomplete" {
+		t.Fatalf("steps: %s\n%s", got, r.stderr)
+	}
+	res := decodeRun(t, r.stdout)
+	if res.Budgets["test_fix"] != 0 {
+		t.Errorf("budgets spent %v, want no fix round", res.Budgets)
+	}
+	st := runCLI(t, "status", res.RunID, "--dir", dir)
+	for _, want := range []string{"the toolchain's environment, not the code", "value/value-ok (exit 127: a command it runs was not found (it said: sh: 1: stratus-no-such-toolchain: not found); install it in the runner image"} {
+		if !strings.Contains(st.stdout+st.stderr, want) {
+			t.Errorf("status does not say %q:\n%s%s", want, st.stdout, st.stderr)
+		}
+	}
+}
+
+// docs/runner-image.md § The environment of checks and tools: config
+// checks.env reaches every check command, beside a HOME it may write.
+func TestRun_ChecksEnvReachesTheCommands(t *testing.T) {
+	t.Parallel()
+	dir := gatedSetup(t, true)
+	cfgPath := filepath.Join(dir, ".stratus/config.yaml")
+	cfg := strings.Replace(readFile(t, cfgPath), "checks:\n  timeout_seconds: 60\n", "checks:\n  timeout_seconds: 60\n  env: {STRATUS_CHECK_MODE: strict}\n", 1)
+	cfg = strings.Replace(cfg, "argv: [sh, check.sh]", `argv: [sh, -c, 'test "$STRATUS_CHECK_MODE" = strict && test -w "$HOME" && sh check.sh']`, 1)
+	writeTestFile(t, cfgPath, cfg)
+	r := runCLI(t, "run", filepath.Join(dir, "task.md"), "--dir", dir)
+	if got := join(steps(r.stderr)); r.code != ExitOK || got != "implementation#1:done testing#1:fail fixing#1:done testing#2:pass publish#1:done" {
+		t.Fatalf("exit %d, steps %s\n%s", r.code, got, r.stderr)
+	}
+}
+
 const routedFlow = `flow:
   name: routed
   task_type: routed

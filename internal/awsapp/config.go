@@ -23,11 +23,15 @@ const (
 	// EnvAPIURL is the worker API's base URL, what workers are told to
 	// call (the same variable a worker reads). The worker API function has
 	// none: it takes the address its requests arrive at.
-	EnvAPIURL                = launch.EnvAPIURL
-	EnvCluster               = "STRATUS_ECS_CLUSTER"         // cluster name or ARN
-	EnvTaskDefinition        = "STRATUS_ECS_TASK_DEFINITION" // family[:revision] or ARN of the runner
-	EnvContainer             = "STRATUS_ECS_CONTAINER"       // the runner's container name (default "runner")
-	EnvSubnets               = "STRATUS_ECS_SUBNETS"         // comma-separated; nodes without network access
+	EnvAPIURL         = launch.EnvAPIURL
+	EnvCluster        = "STRATUS_ECS_CLUSTER"         // cluster name or ARN
+	EnvTaskDefinition = "STRATUS_ECS_TASK_DEFINITION" // family[:revision] or ARN of the runner
+	// EnvNetworkTaskDefinition is the runner of nodes with network_access
+	// true (template.yaml NetworkRunnerTaskDefinition: its own image,
+	// NetworkImageUri); default EnvTaskDefinition.
+	EnvNetworkTaskDefinition = "STRATUS_ECS_NETWORK_TASK_DEFINITION"
+	EnvContainer             = "STRATUS_ECS_CONTAINER" // the runner's container name (default "runner")
+	EnvSubnets               = "STRATUS_ECS_SUBNETS"   // comma-separated; nodes without network access
 	EnvSecurityGroups        = "STRATUS_ECS_SECURITY_GROUPS"
 	EnvNetworkSubnets        = "STRATUS_ECS_NETWORK_SUBNETS" // nodes with network_access true (default: EnvSubnets)
 	EnvNetworkSecurityGroups = "STRATUS_ECS_NETWORK_SECURITY_GROUPS"
@@ -48,7 +52,7 @@ const (
 // nothing else.
 var Vars = []string{
 	EnvTable, EnvBucket, EnvBucketPrefix, EnvQueueURL, EnvSecretID, EnvAPIURL,
-	EnvCluster, EnvTaskDefinition, EnvContainer, EnvSubnets, EnvSecurityGroups,
+	EnvCluster, EnvTaskDefinition, EnvNetworkTaskDefinition, EnvContainer, EnvSubnets, EnvSecurityGroups,
 	EnvNetworkSubnets, EnvNetworkSecurityGroups, EnvAssignPublicIP,
 	EnvMaxBodyBytes, EnvMaxUploadBytes, EnvTokenTTLSeconds,
 	EnvPoolQueueURL, EnvPoolNetworkQueueURL, EnvPoolPickupSeconds,
@@ -102,6 +106,7 @@ type Pool struct {
 type ECS struct {
 	Cluster               string
 	TaskDefinition        string
+	NetworkTaskDefinition string // nodes with network_access; "" = TaskDefinition
 	Container             string
 	Subnets               []string
 	SecurityGroups        []string
@@ -127,6 +132,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		ECS: ECS{
 			Cluster:               get(EnvCluster),
 			TaskDefinition:        get(EnvTaskDefinition),
+			NetworkTaskDefinition: get(EnvNetworkTaskDefinition),
 			Container:             get(EnvContainer),
 			Subnets:               list(get(EnvSubnets)),
 			SecurityGroups:        list(get(EnvSecurityGroups)),
@@ -151,6 +157,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	if c.ECS.Container == "" {
 		c.ECS.Container = DefaultContainer
+	}
+	if c.ECS.NetworkTaskDefinition == "" {
+		c.ECS.NetworkTaskDefinition = c.ECS.TaskDefinition
 	}
 	if len(c.ECS.NetworkSubnets) == 0 {
 		c.ECS.NetworkSubnets = c.ECS.Subnets

@@ -36,6 +36,9 @@ func TestFromEnv_ReadsTheTemplatesVariables(t *testing.T) {
 		!slices.Equal(e.NetworkSecurityGroups, []string{"sg-a"}) || !e.AssignPublicIP || e.Container != "runner" {
 		t.Errorf("ECS %+v", e)
 	}
+	if e.TaskDefinition != "arn:td:3" || e.NetworkTaskDefinition != e.TaskDefinition {
+		t.Errorf("task definitions %q, network %q; want the network one to default to the runner's", e.TaskDefinition, e.NetworkTaskDefinition)
+	}
 	if c.MaxBodyBytes != awsapp.DefaultMaxBodyBytes || c.TokenTTL != 900*time.Second {
 		t.Errorf("MaxBodyBytes %d, TokenTTL %v", c.MaxBodyBytes, c.TokenTTL)
 	}

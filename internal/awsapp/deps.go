@@ -26,7 +26,8 @@ func ecsLauncher(awsCfg aws.Config, e ECS) (launch.Launcher, error) {
 		TaskDefinition: e.TaskDefinition,
 		Container:      e.Container,
 		Offline:        ecs.NetworkProfile{Subnets: e.Subnets, SecurityGroups: e.SecurityGroups, AssignPublicIP: e.AssignPublicIP},
-		Online:         ecs.NetworkProfile{Subnets: e.NetworkSubnets, SecurityGroups: e.NetworkSecurityGroups, AssignPublicIP: e.AssignPublicIP},
+		Online: ecs.NetworkProfile{Subnets: e.NetworkSubnets, SecurityGroups: e.NetworkSecurityGroups, AssignPublicIP: e.AssignPublicIP,
+			TaskDefinition: e.NetworkTaskDefinition},
 	})
 }
 

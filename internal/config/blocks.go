@@ -26,6 +26,14 @@ var DefaultAllowedEnvironment = []string{"PATH", "HOME", "LANG", "LC_ALL", "TMPD
 type Checks struct {
 	TimeoutSeconds int                   `yaml:"timeout_seconds,omitempty"` // per-command default, s (7200)
 	CommandSets    map[string]CommandSet `yaml:"command_sets,omitempty"`    // empty = no gate: checks pass vacuously
+	// Env (a Stratus addition to worc's keys) sets variables for every
+	// check command, NAME → value, on top of what
+	// security.allowed_environment passes from the runner's environment:
+	// the one way to give a check a variable on AWS, where the operator's
+	// environment never reaches the worker (docs/runner-image.md § The
+	// environment of checks and tools). Values are written as they are, not
+	// expanded; they are config, not secrets.
+	Env map[string]string `yaml:"env,omitempty"`
 }
 
 // CommandSet is one named set of check commands.
@@ -173,6 +181,11 @@ func (c *Config) blocks(ps *problems) {
 	}
 	if c.Checks.TimeoutSeconds < 0 {
 		bad("checks.timeout_seconds", "%d is negative; valid: seconds > 0", c.Checks.TimeoutSeconds)
+	}
+	for _, k := range sortedKeys(c.Checks.Env) {
+		if !envName().MatchString(k) {
+			bad("checks.env."+k, "%q is not an environment variable name; valid: letters, digits and _, not starting with a digit", k)
+		}
 	}
 	for _, name := range sortedKeys(c.Checks.CommandSets) {
 		set := c.Checks.CommandSets[name]

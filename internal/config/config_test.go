@@ -41,8 +41,9 @@ func TestParse_Errors(t *testing.T) {
 		"workspace mode":   {base + "workspace: cloud\n", `workspace: "cloud" is not a workspace mode`},
 		"negative retention": {base + "retention_days: -1\n",
 			"retention_days: -1 is not a retention; valid: 1 to 36500 (days after a run ended that its files and step records are kept; default 30), or 0 to keep every run for ever"},
-		"huge retention": {base + "retention_days: 36501\n", "retention_days: 36501 is not a retention"},
-		"text retention": {base + "retention_days: month\n", "retention_days: must be an integer"},
+		"huge retention":  {base + "retention_days: 36501\n", "retention_days: 36501 is not a retention"},
+		"text retention":  {base + "retention_days: month\n", "retention_days: must be an integer"},
+		"checks env name": {base + "checks: {env: {\"GO FLAGS\": x}}\n", `checks.env.GO FLAGS: "GO FLAGS" is not an environment variable name`},
 	} {
 		_, err := Parse("config.yaml", []byte(tc.yaml))
 		if stratus.ErrorCode(err) != stratus.EINVALID || !strings.Contains(err.Error(), tc.want) {
@@ -281,5 +282,19 @@ func TestProvider_StandIn(t *testing.T) {
 	}
 	if !(Provider{Command: StratusCommand, Args: []string{"engine", "echo"}}).StandIn("fake") {
 		t.Error("a provider running `stratus engine echo` under another name is a stand-in too")
+	}
+}
+
+// docs/runner-image.md § The environment of checks and tools: checks.env
+// is a mapping of variable names to values, kept as written.
+func TestParse_ChecksEnv(t *testing.T) {
+	t.Parallel()
+	base := "schema_version: 1\nagents:\n  primary: echo\n  providers:\n    echo: {command: x}\n"
+	c, err := Parse("config.yaml", []byte(base+"checks:\n  env: {GOFLAGS: -mod=vendor, CGO_ENABLED: \"0\"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Checks.Env; len(got) != 2 || got["GOFLAGS"] != "-mod=vendor" || got["CGO_ENABLED"] != "0" {
+		t.Errorf("checks.env = %v", got)
 	}
 }

@@ -18,8 +18,9 @@ import (
 // checks). For command_profile it selects the command sets by the work
 // tree's diff (SelectSets), then runs every command of every selected set —
 // all of them, no fail-fast — each as an argv without a shell, in its cwd
-// inside the work dir, with the set's timeout and the allowlisted
-// environment, keeping the last 64 KiB of its combined output. Its exit
+// inside the work dir, with the set's timeout and the environment
+// CommandEnv builds (the allowlisted variables, checks.env, and a HOME,
+// TMPDIR and cache dir), keeping the last 64 KiB of its combined output. Its exit
 // status is its result; when it ends, whatever it left running in its
 // process group is killed (run). A command
 // whose binary is absent in a skip_if_unavailable set is recorded
@@ -67,11 +68,14 @@ func RunChecks(ctx context.Context, s Spec, progress func(done int)) (*ChecksRes
 		res.Selection = SelectedAll
 		res.Note = "every command set ran: " + why
 	}
-	env := Env(s.AllowedEnvironment)
+	env, envErr := CommandEnv(s.AllowedEnvironment, s.Env)
 	done := 0
 	for _, set := range sets {
 		for _, c := range set.Commands {
 			r, err := runCheck(ctx, s.Dir, env, set, c)
+			if envErr != nil {
+				r, err = CheckRun{Set: set.Name, Name: c.Name, Argv: c.Argv, Cwd: c.Cwd, Status: StatusLaunchError, ExitCode: -1, Error: envErr.Error()}, nil
+			}
 			if err != nil {
 				return nil, err
 			}

@@ -14,9 +14,15 @@
 //     every selected command as a bounded argv process (no shell, a
 //     timeout, the allowlisted environment only, the output tail kept);
 //     RunTool runs one contained executable from <work dir>/.stratus/tools
-//     with the JSON context on stdin;
+//     with the JSON context on stdin; both with CommandEnv's environment:
+//     the allowlisted variables, config checks.env, and a writable HOME,
+//     TMPDIR and XDG_CACHE_HOME on every runtime (docs/runner-image.md §
+//     The environment of checks and tools);
 //   - the outcome rules, pure functions the server applies to a Result:
-//     ChecksVerdict, ToolOutcome, RepeatedFail, and the Markdown reports.
+//     ChecksVerdict (with EnvironmentFailure: a check that could not run
+//     for its environment parks the run, docs/runner-image.md § When a
+//     check cannot run), ToolOutcome, RepeatedFail, and the Markdown
+//     reports.
 //
 // It does not write artifacts, complete task tokens or route: the server
 // (internal/worker) does. It never applies a tool's findings or data to

@@ -538,3 +538,90 @@ func TestRunCitation_ClassifiesEachEntry(t *testing.T) {
 		t.Errorf("report:\n%s", md)
 	}
 }
+
+// docs/runner-image.md § The environment of checks and tools: a runner
+// whose environment is PATH alone (an ECS task's) still gives a check a
+// writable HOME, TMPDIR and XDG_CACHE_HOME, so a toolchain finds a cache;
+// checks.env adds its variables on top of the allowlisted ones.
+func TestRunChecks_EnvironmentFloorOnABareRunner(t *testing.T) {
+	t.Setenv("HOME", "")
+	os.Unsetenv("HOME")
+	t.Setenv("TMPDIR", t.TempDir())
+	s := checksSpec(t.TempDir(), CommandSet{Name: "env", TimeoutSeconds: 60, Commands: []Command{
+		sh("env", `touch "$HOME/w" "$TMPDIR/w" && mkdir -p "$XDG_CACHE_HOME" && echo "home=$HOME cache=$XDG_CACHE_HOME flag=$STRATUS_TEST_FLAG"`)}})
+	s.AllowedEnvironment = []string{"PATH", "HOME", "TMPDIR"}
+	s.Env = map[string]string{"STRATUS_TEST_FLAG": "on"}
+	res, err := RunChecks(context.Background(), s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.Runs[0]
+	home, err := FallbackHome()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "home=" + home + " cache=" + filepath.Join(home, ".cache") + " flag=on\n"
+	if r.ExitCode != 0 || r.Output != want {
+		t.Errorf("exit %d output %q, want %q", r.ExitCode, r.Output, want)
+	}
+}
+
+func TestCommandEnv_KeepsAWritableHomeAndReplacesOthers(t *testing.T) {
+	home, tmp := t.TempDir(), t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("TMPDIR", tmp)
+	get := func(env []string, k string) string {
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, k+"="); ok {
+				return v
+			}
+		}
+		return "<unset>"
+	}
+	// HOME not allowlisted: the runner's own, writable, is used.
+	env, err := CommandEnv([]string{"PATH"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if get(env, "HOME") != home || get(env, "TMPDIR") != tmp || get(env, "XDG_CACHE_HOME") != filepath.Join(home, ".cache") {
+		t.Errorf("env %q", env)
+	}
+	// checks.env wins over the allowlist; a HOME it names that is not a
+	// writable directory is replaced, a cache dir it names is kept.
+	env, err = CommandEnv([]string{"PATH", "HOME"}, map[string]string{"HOME": "/nonexistent/stratus", "XDG_CACHE_HOME": "/srv/cache", "GOFLAGS": "-mod=vendor"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if get(env, "HOME") != home || get(env, "XDG_CACHE_HOME") != "/srv/cache" || get(env, "GOFLAGS") != "-mod=vendor" {
+		t.Errorf("env %q", env)
+	}
+	n := 0
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "HOME=") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("HOME set %d times: %q", n, env)
+	}
+}
+
+// The floor is what Go needs: with PATH alone passed, `go env GOCACHE`
+// names a directory under the HOME the check got, not "off".
+func TestRunChecks_GoFindsABuildCacheWithPathAlone(t *testing.T) {
+	testenv.MustHaveCommand(t, "go", "the check runs the go command")
+	t.Setenv("HOME", "")
+	os.Unsetenv("HOME")
+	os.Unsetenv("GOCACHE")
+	os.Unsetenv("XDG_CACHE_HOME")
+	s := checksSpec(t.TempDir(), CommandSet{Name: "go", TimeoutSeconds: 60, Commands: []Command{{Name: "cache", Argv: []string{"go", "env", "GOCACHE"}}}})
+	s.AllowedEnvironment = []string{"PATH"}
+	res, err := RunChecks(context.Background(), s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	home, _ := FallbackHome()
+	if r := res.Runs[0]; r.ExitCode != 0 || !strings.HasPrefix(r.Output, home+"/") {
+		t.Errorf("exit %d output %q, want a cache under %s", r.ExitCode, r.Output, home)
+	}
+}

@@ -57,6 +57,10 @@ type Verdict struct {
 //   - a command that could not launch (a required set's binary absent, a
 //     bad cwd) → incomplete (Manual, ErrChecksIncomplete), even if others
 //     passed: the agent cannot install host toolchains;
+//   - a check that exited for its environment rather than its code
+//     (EnvironmentFailure: exit 126 or 127, or a toolchain's message that
+//     its cache dir or HOME is missing) → incomplete: a fix loop cannot
+//     install a program or give the runner a HOME;
 //   - every selected check skipped (toolchain absent) → incomplete;
 //   - any launched check that exited non-zero or ran past its timeout →
 //     fail;
@@ -91,9 +95,13 @@ func ChecksVerdict(r *ChecksResult) Verdict {
 		}
 		return Verdict{Outcome: Pass, Reason: reason}
 	}
-	var launch, failed, skipped []string
+	var launch, envs, failed, skipped []string
 	for _, c := range r.Runs {
 		name := c.Set + "/" + c.Name
+		if why := EnvironmentFailure(c); why != "" {
+			envs = append(envs, fmt.Sprintf("%s (%s)", name, why))
+			continue
+		}
 		switch c.Status {
 		case StatusLaunchError:
 			launch = append(launch, fmt.Sprintf("%s (%s)", name, c.Error))
@@ -110,6 +118,12 @@ func ChecksVerdict(r *ChecksResult) Verdict {
 		}
 	}
 	switch {
+	case len(envs) > 0:
+		reason := fmt.Sprintf("checks incomplete: the toolchain's environment, not the code: %d of %d could not run: %s", len(envs), len(r.Runs), strings.Join(envs, "; "))
+		if len(launch) > 0 {
+			reason += fmt.Sprintf("; %d could not launch: %s", len(launch), strings.Join(launch, "; "))
+		}
+		return Verdict{Manual: true, Error: ErrChecksIncomplete, Reason: reason}
 	case len(launch) > 0:
 		return Verdict{Manual: true, Error: ErrChecksIncomplete,
 			Reason: fmt.Sprintf("checks incomplete: %d of %d could not launch: %s", len(launch), len(r.Runs), strings.Join(launch, "; "))}
@@ -125,6 +139,57 @@ func ChecksVerdict(r *ChecksResult) Verdict {
 		return Verdict{Outcome: Fail, Reason: fmt.Sprintf("%d of %d checks failed: %s%s", len(failed), len(r.Runs), strings.Join(failed, ", "), suffix)}
 	}
 	return Verdict{Outcome: Pass, Reason: fmt.Sprintf("%s passed%s", english.Plural(len(r.Runs)-len(skipped), "check"), suffix)}
+}
+
+// toolchainEnvMessages are what toolchains print when the environment,
+// not the code, stops them, each with how to fix it. Kept short and
+// exact: a message a failing test could print is not one.
+var toolchainEnvMessages = []struct{ text, fix string }{
+	{"GOCACHE is not defined and neither $XDG_CACHE_HOME nor $HOME are defined",
+		"go found no build cache: give the runner a HOME, or set GOCACHE or XDG_CACHE_HOME in config checks.env"},
+	{"neither GOMODCACHE nor GOPATH is set",
+		"go found no module cache: give the runner a HOME, or set GOMODCACHE or GOPATH in config checks.env"},
+	{"failed to initialize build cache",
+		"go could not create its build cache: make HOME (or GOCACHE, XDG_CACHE_HOME in config checks.env) a writable directory"},
+	{"$HOME is not defined",
+		"the toolchain needs a HOME: give the runner one, or set HOME in config checks.env"},
+}
+
+// EnvironmentFailure says why a check that ran failed for its environment
+// rather than its code (docs/runner-image.md § When a check cannot run),
+// with how to fix it; "" when it did not. It is conservative: exit 127
+// (the shell's "command not found"), exit 126 ("not executable"), and a
+// non-zero exit whose output carries one of a few toolchain messages about
+// a missing cache dir or HOME.
+func EnvironmentFailure(c CheckRun) string {
+	if c.Status != StatusExited || c.ExitCode == 0 {
+		return ""
+	}
+	said := ""
+	if l := lastLine(c.Output); l != "" {
+		said = " (it said: " + truncate(strings.ToValidUTF8(l, "?"), 160) + ")"
+	}
+	switch c.ExitCode {
+	case 127:
+		return "exit 127: a command it runs was not found" + said + "; install it in the runner image (docs/runner-image.md) or put its directory on the PATH security.allowed_environment passes"
+	case 126:
+		return "exit 126: a command it runs is not executable" + said + "; check its mode and that it was built for the runner's platform"
+	}
+	for _, m := range toolchainEnvMessages {
+		if strings.Contains(c.Output, m.text) {
+			return fmt.Sprintf("exit %d, %q: %s", c.ExitCode, m.text, m.fix)
+		}
+	}
+	return ""
+}
+
+// lastLine is the last non-empty line of s, trimmed.
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = strings.TrimSpace(s[i+1:])
+	}
+	return s
 }
 
 func citationName(c CitationEntry) string {

@@ -35,6 +35,17 @@ func TestChecksVerdict_RunAllThenAggregate(t *testing.T) {
 		{"citation: weak and uncheckable do not gate", &ChecksResult{Checker: Citation, Citations: []CitationEntry{{Verdict: Weak}, {Verdict: Uncheckable}}}, Pass, false, "1 weak"},
 		{"citation: a missing manifest does nothing", &ChecksResult{Checker: Citation, Note: "uncheckable: sources.json missing"}, Pass, false, "sources.json missing"},
 		{"no result is incomplete", nil, "", true, "empty"},
+		// docs/runner-image.md § When a check cannot run.
+		{"exit 127 is the environment, not a failing test", &ChecksResult{Checker: CommandProfile, Runs: []CheckRun{exited("go", "vet", 0), exited("go", "test", 127)}}, "", true, "go/test (exit 127: a command it runs was not found"},
+		{"exit 126 is the environment", &ChecksResult{Checker: CommandProfile, Runs: []CheckRun{exited("sh", "lint", 126)}}, "", true, "not executable"},
+		{"exit 127 names what the shell said", &ChecksResult{Checker: CommandProfile, Runs: []CheckRun{{Set: "go", Name: "test", Status: StatusExited, ExitCode: 127,
+			Output: "running\nsh: 1: gotest: not found\n"}}}, "", true, `exit 127: a command it runs was not found (it said: sh: 1: gotest: not found); install it`},
+		{"go without a build cache is the environment", &ChecksResult{Checker: CommandProfile, Runs: []CheckRun{{Set: "go", Name: "test", Status: StatusExited, ExitCode: 1,
+			Output: "build cache is required, but could not be located: GOCACHE is not defined and neither $XDG_CACHE_HOME nor $HOME are defined\n"}}}, "", true, "give the runner a HOME"},
+		{"an environment failure beside a failing test still parks", &ChecksResult{Checker: CommandProfile, Runs: []CheckRun{exited("go", "test", 1), exited("js", "test", 127)}}, "", true, "the toolchain's environment, not the code: 1 of 2"},
+		{"the message in a passing check is not a failure", &ChecksResult{Checker: CommandProfile, Runs: []CheckRun{{Set: "go", Name: "test", Status: StatusExited,
+			Output: "GOCACHE is not defined and neither $XDG_CACHE_HOME nor $HOME are defined"}}}, Pass, false, "1 check passed"},
+		{"exit 2 with ordinary output is a failing test", &ChecksResult{Checker: CommandProfile, Runs: []CheckRun{{Set: "go", Name: "test", Status: StatusExited, ExitCode: 2, Output: "--- FAIL: TestX\nHOME=/root"}}}, Fail, false, "go/test (exit 2)"},
 	} {
 		v := ChecksVerdict(tc.res)
 		if v.Outcome != tc.outcome || v.Manual != tc.manual || !strings.Contains(v.Reason, tc.reason) {

@@ -52,9 +52,13 @@ type Spec struct {
 	// AllowedEnvironment names the variables a command or a tool inherits
 	// from the runner's environment (config security.allowed_environment);
 	// nothing else reaches it.
-	AllowedEnvironment []string    `json:"allowed_environment"`
-	Checks             *ChecksSpec `json:"checks,omitempty"`
-	Tool               *ToolSpec   `json:"tool,omitempty"`
+	AllowedEnvironment []string `json:"allowed_environment"`
+	// Env is config checks.env (a checks node's commands only): variables
+	// set to these values on top of the allowlisted ones. HOME, TMPDIR and
+	// XDG_CACHE_HOME are then filled in when still missing (CommandEnv).
+	Env    map[string]string `json:"env,omitempty"`
+	Checks *ChecksSpec       `json:"checks,omitempty"`
+	Tool   *ToolSpec         `json:"tool,omitempty"`
 }
 
 // ChecksSpec is a checks node's checker and its inputs.

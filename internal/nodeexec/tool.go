@@ -19,7 +19,8 @@ const DefaultToolTimeoutSeconds = 3600
 // tool nodes): the executable flow.ResolveTool finds in the tools dir (the
 // registry rule validation applies: one file name, a contained, regular,
 // executable file — checked again here, on the machine that runs it), argv [path] only, cwd the
-// work dir, the JSON context on stdin, the allowlisted environment only,
+// work dir, the JSON context on stdin, the allowlisted environment only
+// (plus a HOME, TMPDIR and cache dir: CommandEnv),
 // killed (with its process group) at its timeout, and its process group
 // killed when it exits (run). It keeps the first 1 MiB of stdout and, when
 // stdout is longer, its last 64 KiB too (StdoutTail: where a trailing JSON
@@ -50,7 +51,12 @@ func RunTool(ctx context.Context, s Spec) (*ToolResult, error) {
 	if input == nil {
 		input = []byte{}
 	}
-	pr, err := run(ctx, proc{path: p, argv: []string{p}, dir: s.Dir, env: Env(s.AllowedEnvironment),
+	env, err := CommandEnv(s.AllowedEnvironment, s.Env)
+	if err != nil {
+		res.Status, res.ExitCode, res.Error = StatusLaunchError, -1, err.Error()
+		return res, nil
+	}
+	pr, err := run(ctx, proc{path: p, argv: []string{p}, dir: s.Dir, env: env,
 		stdin: input, timeout: time.Duration(timeout) * time.Second, stdout: io.MultiWriter(head, last), stderr: stderr})
 	if err != nil {
 		return nil, err

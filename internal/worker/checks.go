@@ -144,6 +144,7 @@ func (s *Service) execSpec(ctx context.Context, run stratus.Run, env *RunEnv, st
 		return nil, stratus.Errorf(stratus.EUNPROCESSABLE, "%s", why)
 	}
 	spec.Checks = cs
+	spec.Env = env.Config.Checks.Env
 	return spec, nil
 }
 

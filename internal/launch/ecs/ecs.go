@@ -2,6 +2,7 @@ package ecs
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -55,6 +56,10 @@ type NetworkProfile struct {
 	Subnets        []string // subnet ids; at least one
 	SecurityGroups []string // security group ids; at least one
 	AssignPublicIP bool     // a public IP (public subnets without a NAT route)
+	// TaskDefinition is the runner these nodes run, when it is not
+	// Config.TaskDefinition (template.yaml NetworkRunnerTaskDefinition: the
+	// online profile's own image); "" = Config.TaskDefinition.
+	TaskDefinition string
 }
 
 // RetryPolicy bounds the retries of RunTask answers that mean "not now".
@@ -203,7 +208,7 @@ func (l *Launcher) Request(s launch.Spec, try int) (*awsecs.RunTaskInput, error)
 	sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d", s.Handle, try)))
 	in := &awsecs.RunTaskInput{
 		Cluster:        aws.String(l.cfg.Cluster),
-		TaskDefinition: aws.String(l.cfg.TaskDefinition),
+		TaskDefinition: aws.String(cmp.Or(net.TaskDefinition, l.cfg.TaskDefinition)),
 		LaunchType:     types.LaunchTypeFargate,
 		Count:          aws.Int32(1),
 		StartedBy:      aws.String(StartedBy(s.TaskID)),

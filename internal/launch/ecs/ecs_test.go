@@ -482,3 +482,29 @@ func TestNew_RefusesIncompleteConfig(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// template.yaml NetworkRunnerTaskDefinition: a node with network_access
+// runs the online profile's task definition (its own image) when the
+// profile names one; otherwise, and for every other node, the runner's.
+func TestRequest_TheOnlineProfileRunsItsOwnTaskDefinition(t *testing.T) {
+	t.Parallel()
+	on := online
+	on.TaskDefinition = "runner-network"
+	for _, tc := range []struct {
+		online  ecs.NetworkProfile
+		network bool
+		want    string
+	}{{on, true, "runner-network"}, {on, false, "runner"}, {online, true, "runner"}} {
+		l, err := ecs.New(&fakeECS{}, ecs.Config{Cluster: "c", TaskDefinition: "runner", Offline: offline, Online: tc.online})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := l.Request(launch.Spec{APIURL: "https://api", Handle: "wh-1", TaskID: "r1.build.1", NetworkAccess: tc.network}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := aws.ToString(in.TaskDefinition); got != tc.want {
+			t.Errorf("online %q, network_access %v: task definition %q, want %q", tc.online.TaskDefinition, tc.network, got, tc.want)
+		}
+	}
+}
