@@ -40,8 +40,14 @@ func TestExamples_ChecksFlowEndToEnd(t *testing.T) {
 			t.Errorf("the first checks report lacks %q:\n%s", s, report)
 		}
 	}
-	if got := readFile(t, filepath.Join(dir, "greet/greet.go")); !strings.Contains(got, `name = "world"`) {
-		t.Errorf("greet.go is not the fixed one:\n%s", got)
+	// A git work dir runs in a worktree: the fix is on the task's branch,
+	// and the checkout is as it was.
+	fixed, err := exec.Command("git", "-C", dir, "show", "stratus/checked-greeting:greet/greet.go").CombinedOutput()
+	if err != nil || !strings.Contains(string(fixed), `name = "world"`) {
+		t.Errorf("greet.go on branch stratus/checked-greeting is not the fixed one (%v):\n%s", err, fixed)
+	}
+	if got := readFile(t, filepath.Join(dir, "greet/greet.go")); strings.Contains(got, `name = "world"`) {
+		t.Errorf("the run edited the checkout in place; want the fix on its branch only:\n%s", got)
 	}
 }
 

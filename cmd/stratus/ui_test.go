@@ -467,8 +467,13 @@ func TestUI_ChromiumRendersTheDemoRun(t *testing.T) {
 			t.Errorf("the DOM has no done node %s", n)
 		}
 	}
-	if n := len(regexp.MustCompile(`<rect class="bar st-done" x="[0-9.]+" y="0" width="[0-9.]+"`).FindAll(dom, -1)); n != 8 {
-		t.Errorf("the rendered DOM has %d timeline bars; want 8:\n%.2000s", n, dom)
+	// Eight bars: the review's rework is drawn in the failure colour, the
+	// seven others in done's.
+	bars := func(status string) int {
+		return len(regexp.MustCompile(`<rect class="bar st-` + status + `" x="[0-9.]+" y="0" width="[0-9.]+"`).FindAll(dom, -1))
+	}
+	if done, failed := bars("done"), bars("failed"); done != 7 || failed != 1 {
+		t.Errorf("the rendered DOM has %d done and %d failed timeline bars; want 7 and 1:\n%.2000s", done, failed, dom)
 	}
 	shot := os.Getenv("STRATUS_UI_SCREENSHOT")
 	if shot == "" {
