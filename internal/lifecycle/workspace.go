@@ -140,6 +140,12 @@ func PulledLine(run stratus.Run, dir string, p *Pulled) string {
 		n = fmt.Sprintf("%d commits", len(p.Commits))
 	}
 	line := fmt.Sprintf("pulled run %s into %s: branch %s at %.12s (%s); see it with git log --stat %s, take it with git merge %s", run.ID, dir, p.Branch, p.Tip, n, p.Branch, p.Branch)
+	if run.Status != stratus.RunDone {
+		// A run that did not end done (parked, failed, cancelled) left
+		// work its flow never accepted: say so, and never invite the merge.
+		line = fmt.Sprintf("pulled run %s into %s: branch %s at %.12s (%s) holds the work of a run that ended %s, which its flow never accepted; see it with git log --stat %s before you take any of it",
+			run.ID, dir, p.Branch, p.Tip, n, run.Status, p.Branch)
+	}
 	if p.Uncommitted {
 		line += " (its first commit holds your uncommitted changes at run start: set them aside first, git stash, and the merge brings them back)"
 	}

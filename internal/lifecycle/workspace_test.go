@@ -91,3 +91,21 @@ func TestResolveWorkspace_WorktreeWhereGitCanMakeABranch(t *testing.T) {
 		}
 	}
 }
+
+// A run that ended done is offered the merge; one that did not (parked,
+// failed, interrupted) is told its branch holds work its flow never
+// accepted, and is never told to merge it.
+func TestPulledLine_OnlyADoneRunIsOfferedTheMerge(t *testing.T) {
+	p := &Pulled{Branch: "stratus/t1", Tip: "0123456789abcdef", Commits: []string{"a", "b"}}
+	for status, merge := range map[string]bool{
+		stratus.RunDone: true, stratus.RunManualActionRequired: false, stratus.RunFailed: false, stratus.RunInterrupted: false,
+	} {
+		line := PulledLine(stratus.Run{ID: "r1", TaskID: "t1", Status: status}, "/w", p)
+		if got := strings.Contains(line, "git merge"); got != merge {
+			t.Errorf("%s: offers the merge %v, want %v: %s", status, got, merge, line)
+		}
+		if !merge && !strings.Contains(line, "ended "+status) {
+			t.Errorf("%s: the line does not say how the run ended: %s", status, line)
+		}
+	}
+}
