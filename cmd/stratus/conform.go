@@ -42,10 +42,10 @@ func newEngineConformCmd(io IO) *cobra.Command {
 	o := &EngineConformOptions{IO: io}
 	cmd := &cobra.Command{
 		Use:   "conform [--kind K] [--input JSON] [--grace-ms N] [--json] -- CMD [ARGS...]",
-		Short: "Check an engine against the child contract's conformance checklist (seed 003 § 9)",
+		Short: "Check an engine against the child contract's conformance checklist (docs/child-contract.md)",
 		Long: `conform launches the engine CMD ARGS once per check of the workflow child
-contract v1 conformance checklist (seed 003 § 9) and prints one row per
-check: its name, the seed sections it enforces, PASS, FAIL or SKIP, and what
+contract v1 conformance checklist and prints one row per check: its name,
+the section of docs/child-contract.md it enforces, PASS, FAIL or SKIP, and what
 was observed. Exit status 0 when no check fails, 1 when one does, 2 for bad
 usage (the engine command must follow --). The engine is launched four
 times: a model-backed engine spends tokens on each launch.
@@ -112,7 +112,7 @@ func runEngineConform(o *EngineConformOptions) error {
 		enc.Encode(ConformReport{Command: append([]string{o.Command}, o.Args...), Passed: passed, Results: results})
 	} else {
 		tw := tabwriter.NewWriter(o.IO.Out, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "CHECK\tSEED 003\tSTATUS\tDETAIL")
+		fmt.Fprintln(tw, "CHECK\tdocs/child-contract.md\tSTATUS\tDETAIL")
 		counts := map[conform.Status]int{}
 		for _, r := range results {
 			counts[r.Status]++

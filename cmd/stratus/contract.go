@@ -45,7 +45,7 @@ type ContractRunResult struct {
 func newContractCmd(io IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "contract",
-		Short: "Drive an engine through the workflow child contract v1 (seed 003)",
+		Short: "Drive an engine through the workflow child contract v1 (docs/child-contract.md)",
 		Args:  cobra.ArbitraryArgs,
 		RunE: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
@@ -64,7 +64,7 @@ func newContractRunCmd(io IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARG...]",
 		Short: "Run one engine call under the child contract and print its terminal as JSON",
-		Long: `run launches CMD ARG... once as a workflow engine (seed 003): it writes the v1
+		Long: `run launches CMD ARG... once as a workflow engine (docs/child-contract.md): it writes the v1
 request line on the engine's stdin, classifies its stdout, and prints one JSON
 object on stdout:
 

@@ -72,7 +72,7 @@ Arguments after -- (a node's extra_args) are accepted and ignored.`,
 
 Reads the v1 envelope on stdin (kind, max_steps and schema from it), sends the prompt
 to the CLI on stdin (never in argv), enforces max_steps itself, and turns the CLI's
-JSON events into agent_step / usage / failure events and one report (seed 003 § 7.1).
+JSON events into agent_step / usage / failure events and one report (docs/child-contract.md § Output).
 Flags after -- go to the CLI (model, permission mode, ...).`,
 			RunE: func(_ *cobra.Command, args []string) error {
 				ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

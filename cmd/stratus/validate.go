@@ -41,7 +41,7 @@ func newValidateCmd(io IO) *cobra.Command {
 	o := &ValidateOptions{IO: io}
 	cmd := &cobra.Command{
 		Use:   "validate [NAME... | --all]",
-		Short: "Validate flows (seed 004 § Fatal validation) and list every problem",
+		Short: "Validate flows and list every problem that would stop a run",
 		Long: `validate loads each named flow (its task_type) from DIR/.stratus/flows/, or the
 directory given with --flows, and lists every problem with file:line:column,
 sorted by position: the graph-integrity and security-ceiling layers always;

@@ -126,7 +126,7 @@ func (t Target) Validate() error {
 type Result struct {
 	// Check is the check's name, e.g. "rejects-other-major".
 	Check string `json:"check"`
-	// Section is the seed 003 sections it enforces, e.g. "§ 8, § 9.1".
+	// Section is the seed 003 sections it enforces, e.g. "§ Versions".
 	Section string `json:"section"`
 	Status  Status `json:"status"`
 	// Detail says what was sent, observed and measured.
@@ -202,13 +202,13 @@ func (s *session) normalRun(ctx context.Context) (capture, error) {
 // package documentation).
 func Checks() []Check {
 	return []Check{
-		{"rejects-other-major", "§ 8, § 9.1", checkRejectsOtherMajor, false},
-		{"tolerates-open-stdin", "§ 2, § 9.2", checkToleratesOpenStdin, false},
-		{"stops-on-stdin-eof", "§ 1, § 9.2", checkStopsOnStdinEOF, false},
-		{"json-only-stdout", "§ 3, § 9.3", checkJSONOnlyStdout, false},
-		{"one-report-last", "§ 4, § 9.6", checkOneReportLast, false},
-		{"well-formed-usage", "§ 3, § 9.4", checkWellFormedUsage, false},
-		{Name: "failure-explained", Section: "§ 5, § 9.5", run: checkFailureExplained, afterAll: true},
+		{"rejects-other-major", "§ Versions", checkRejectsOtherMajor, false},
+		{"tolerates-open-stdin", "§ Input", checkToleratesOpenStdin, false},
+		{"stops-on-stdin-eof", "§ Ending", checkStopsOnStdinEOF, false},
+		{"json-only-stdout", "§ Output", checkJSONOnlyStdout, false},
+		{"one-report-last", "§ Output", checkOneReportLast, false},
+		{"well-formed-usage", "§ Output", checkWellFormedUsage, false},
+		{Name: "failure-explained", Section: "§ Ending", run: checkFailureExplained, afterAll: true},
 	}
 }
 

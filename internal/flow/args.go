@@ -163,7 +163,7 @@ func ScreenArgs(args []string) []ArgProblem {
 			value = args[i+1]
 			shown = a + " " + value
 		}
-		out = append(out, ArgProblem{Index: i, Arg: shown, Message: fmt.Sprintf("%q %s; %s (seed 004 § Fatal validation: forbidden-args screen)",
+		out = append(out, ArgProblem{Index: i, Arg: shown, Message: fmt.Sprintf("%q %s; %s (docs/security.md § Forbidden engine arguments)",
 			shown, rule.why(value), rule.instead)})
 	}
 	return out

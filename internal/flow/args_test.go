@@ -49,7 +49,7 @@ func TestScreenArgs_RejectsFullAccessAndStratusOwnedFlags(t *testing.T) { // see
 			p := ps[0]
 			if p.Index != 0 || p.Arg != c.arg || !strings.HasPrefix(p.Message, `"`+c.arg+`" `) ||
 				!strings.Contains(p.Message, c.why) || !strings.Contains(p.Message, c.instead) ||
-				!strings.Contains(p.Message, "seed 004 § Fatal validation") {
+				!strings.Contains(p.Message, "docs/security.md § Forbidden engine arguments") {
 				t.Errorf("got %+v\nwant arg %q, why %q, instead %q", p, c.arg, c.why, c.instead)
 			}
 		})

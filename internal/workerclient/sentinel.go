@@ -34,11 +34,11 @@ func ResolveFileSentinel(body []byte) ([]byte, error) {
 	path := string(line[len(FileSentinelPrefix):])
 	if path == "" {
 		return nil, stratus.FieldErrorf(stratus.EINVALID, "body",
-			"%q names no file; the sentinel is @file:<absolute path> (seed 000 § Why OUT is a tool call)", line)
+			"%q names no file; the sentinel is @file:<absolute path> (docs/child-contract.md § Output)", line)
 	}
 	if !filepath.IsAbs(path) {
 		return nil, stratus.FieldErrorf(stratus.EINVALID, "body",
-			"@file: sentinel path %q is relative; the sentinel is @file:<absolute path> (seed 000 § Why OUT is a tool call)", path)
+			"@file: sentinel path %q is relative; the sentinel is @file:<absolute path> (docs/child-contract.md § Output)", path)
 	}
 	return worker.ReadOutputFile(path, 0)
 }
