@@ -470,7 +470,7 @@ func TestUI_ChromiumRendersTheDemoRun(t *testing.T) {
 	// Eight bars: the review's rework is drawn in the failure colour, the
 	// seven others in done's.
 	bars := func(status string) int {
-		return len(regexp.MustCompile(`<rect class="bar st-` + status + `" x="[0-9.]+" y="0" width="[0-9.]+"`).FindAll(dom, -1))
+		return len(regexp.MustCompile(`<rect class="bar st-`+status+`" x="[0-9.]+" y="0" width="[0-9.]+"`).FindAll(dom, -1))
 	}
 	if done, failed := bars("done"), bars("failed"); done != 7 || failed != 1 {
 		t.Errorf("the rendered DOM has %d done and %d failed timeline bars; want 7 and 1:\n%.2000s", done, failed, dom)

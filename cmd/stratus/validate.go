@@ -74,12 +74,16 @@ warnings". Exit status 1 when there is any error.`,
 type ValidateReport struct {
 	// Config is the config.yaml the config-aware layer read; "" when there
 	// was none and that layer was skipped (Notes says so).
-	Config   string       `json:"config"`
-	ToolsDir string       `json:"tools_dir"`
-	Notes    []string     `json:"notes"`
-	Fatal    int          `json:"fatal"`    // errors: what makes run refuse the flow
-	Warnings int          `json:"warnings"` // problems that do not
-	Flows    []FlowReport `json:"flows"`
+	Config string `json:"config"`
+	// ConfigErrors are why config.yaml did not load, one problem each
+	// ("file:line:col: message"); none when it did, or there is none. Each
+	// counts as an error in Fatal.
+	ConfigErrors []string     `json:"config_errors,omitempty"`
+	ToolsDir     string       `json:"tools_dir"`
+	Notes        []string     `json:"notes"`
+	Fatal        int          `json:"fatal"`    // errors: what makes run refuse the flow
+	Warnings     int          `json:"warnings"` // problems that do not
+	Flows        []FlowReport `json:"flows"`
 }
 
 // FlowReport is one flow's result in `validate --json`.
@@ -136,7 +140,17 @@ func runValidate(o *ValidateOptions) error {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("no %s: the config-aware layer (providers, reasoning, Codex network, skills, supervisor.observe.mode, max_fix_cycles) is skipped", cfgPath))
 		cfg = nil
 	default:
-		return err
+		// A config.yaml that does not load is what validate is for: an
+		// error of its own (exit 1, as any error), and the flows are still
+		// checked without the config-aware layer, so one run shows all.
+		for _, l := range strings.Split(stratus.ErrorMessage(err), "\n") {
+			if l = strings.TrimSpace(l); l != "" {
+				rep.ConfigErrors = append(rep.ConfigErrors, l)
+			}
+		}
+		rep.Fatal += len(rep.ConfigErrors)
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%s does not load: the config-aware layer is skipped until it does", cfgPath))
+		cfg = nil
 	}
 	if n := keyModeNote(filepath.Join(state, orchestrator.KeyFile)); n != "" {
 		rep.Notes = append(rep.Notes, n)
@@ -197,6 +211,12 @@ func runValidate(o *ValidateOptions) error {
 	} else {
 		for _, n := range rep.Notes {
 			fmt.Fprintf(o.IO.Out, "note: %s\n", safetext.Line(n))
+		}
+		if len(rep.ConfigErrors) > 0 {
+			for _, e := range rep.ConfigErrors {
+				fmt.Fprintf(o.IO.Out, "error: %s\n", safetext.Line(e))
+			}
+			fmt.Fprintf(o.IO.Out, "config %s: %s\n", cfgPath, validateStatus(len(rep.ConfigErrors), 0))
 		}
 		for _, r := range rep.Flows {
 			for _, p := range r.Problems {

@@ -91,8 +91,11 @@ func TestValidate_ConfigProblemsAllAtOnceWithPositions(t *testing.T) {
 		cfgPath + ":" + strconv.Itoa(lineOf("colour: blue")) + ":3: agents.colour: unknown key \"colour\" in agents",
 		cfgPath + ":" + strconv.Itoa(lineOf("token_ttl_seconds: -1")) + ":3: worker.token_ttl_seconds: -1 is negative",
 	} {
-		if !strings.Contains(r.stderr, want) {
-			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		if !strings.Contains(r.stdout, "error: "+want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
 		}
+	}
+	if r.code != ExitFailed || !strings.Contains(r.stdout, "config "+cfgPath+": 3 errors, 0 warnings\n") {
+		t.Errorf("exit %d; want %d and a summary line of 3 errors:\n%s", r.code, ExitFailed, r.stdout)
 	}
 }

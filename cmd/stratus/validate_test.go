@@ -179,7 +179,7 @@ func TestValidate_RetrySettings(t *testing.T) {
 	orig := readFile(t, cfgPath)
 	writeTestFile(t, cfgPath, strings.Replace(orig, "    max_delay_s: 30.0\n", "    max_delay_s: 1.5\n", 1))
 	r := runCLI(t, "validate", "implementation", "--dir", dir)
-	if r.code == 0 || !strings.Contains(r.stderr, "agents.retry.max_delay_s: 1.5 is less than agents.retry.base_delay_s 2; valid: a cap of 2 seconds or more") {
+	if r.code != ExitFailed || !strings.Contains(r.stdout, "error: "+cfgPath+":") || !strings.Contains(r.stdout, "agents.retry.max_delay_s: 1.5 is less than agents.retry.base_delay_s 2; valid: a cap of 2 seconds or more") {
 		t.Errorf("max_delay_s < base_delay_s: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	writeTestFile(t, cfgPath, strings.Replace(orig, "  max_stage_attempts: 3\n", "  max_stage_attempts: 7\n", 1))
@@ -244,5 +244,29 @@ func TestValidate_PinnedProviderRefusedOnce(t *testing.T) {
 	r := runCLI(t, "validate", "implementation", "--dir", dir)
 	if r.code != ExitFailed || strings.Count(r.stdout, `provider "nosuch" is not in agents.allowed`) != 1 || !strings.Contains(r.stdout, "flow implementation: 1 error, 0 warnings") {
 		t.Errorf("exit %d\n%s", r.code, r.stdout)
+	}
+}
+
+// A config.yaml that does not load is an error of validate's own (exit 1,
+// never the usage exit), said with its position and counted on a summary
+// line; the flows are still checked, without the config-aware layer.
+func TestValidate_BrokenConfigIsAnErrorAndTheFlowsAreStillChecked(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if r := runCLI(t, "install", "--dir", dir); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	cfg := filepath.Join(dir, ".stratus/config.yaml")
+	writeTestFile(t, cfg, readFile(t, cfg)+"agents: [\n")
+	r := runCLI(t, "validate", "--all", "--dir", dir)
+	if r.code != ExitFailed || !strings.Contains(r.stdout, "error: "+cfg+":") ||
+		!strings.Contains(r.stdout, "config "+cfg+": 1 error, 0 warnings\n") ||
+		!strings.Contains(r.stdout, "flow implementation: ok\n") {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	var rep ValidateReport
+	r = runCLI(t, "validate", "--all", "--dir", dir, "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != ExitFailed || rep.Fatal != 1 || len(rep.ConfigErrors) != 1 || !strings.HasPrefix(rep.ConfigErrors[0], cfg+":") {
+		t.Errorf("--json: exit %d %v %+v\n%s", r.code, err, rep, r.stdout)
 	}
 }

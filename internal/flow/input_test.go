@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,6 +83,39 @@ func TestWithoutCascades_DropsWhatIsUnderAParseProblem(t *testing.T) {
 	}
 	if got := strings.Join(kept, " "); got != "nodes[20].id edges[0].to names " {
 		t.Errorf("kept %q", got)
+	}
+}
+
+// A budget whose value did not parse is said once: the edge naming its
+// loop is not told the loop is undeclared (it is, with a bad value).
+func TestWithoutCascades_ABudgetThatFailedIsNotAlsoUndeclared(t *testing.T) {
+	t.Parallel()
+	src := header + `  budgets: {fix: two}
+  nodes:
+    - {id: a, kind: agent, role_file: a.md, permission_profile: workspace-write}
+    - {id: r, kind: evaluator, role: r, role_file: r.md}
+    - {id: p, kind: publish, policy: pull_request}
+  edges:
+    - {from: a, to: r}
+    - {from: r, to: a, outcome: rework, loop: fix}
+    - {from: r, to: p, outcome: accept}
+`
+	_, err := Parse("t.yaml", []byte(src))
+	var pe *ParseError
+	if !errors.As(err, &pe) || pe.Flow == nil {
+		t.Fatalf("err = %v; want a ParseError carrying the parsed flow", err)
+	}
+	if got := fatalPaths(pe.Problems); strings.Join(got, " ") != "budgets.fix" {
+		t.Errorf("parse problems: %v\n%s", got, problemsText(pe.Problems))
+	}
+	all := Validate(pe.Flow, ValidateOptions{RoleFileRoot: t.TempDir()})
+	if !slices.ContainsFunc(all, func(p Problem) bool { return p.Path == "edges[1].loop" }) {
+		t.Fatalf("Validate alone does not flag the edge, so this test shows nothing:\n%s", problemsText(all))
+	}
+	for _, p := range WithoutCascades(pe, all) {
+		if p.Path == "edges[1].loop" {
+			t.Errorf("a cascade of the budget's parse problem was kept: %s", p)
+		}
 	}
 }
 

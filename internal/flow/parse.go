@@ -153,7 +153,8 @@ func Load(flowsDir, taskType string) (*Flow, error) {
 // WithoutCascades returns the problems of more (Validate's, run on the
 // Flow pe carries) that do not restate a problem of pe: one located at or
 // under the path of a value that failed to parse (a node that is not a
-// mapping, a field whose value had the wrong type, left out of the Flow) is
+// mapping, a field whose value had the wrong type, left out of the Flow), or
+// one about such a value (an edge whose loop names a budget that failed), is
 // dropped, since the parse problem already says what to fix there. An
 // unknown or duplicated key drops nothing: the value read stands. A nil pe
 // returns more.
@@ -163,7 +164,9 @@ func WithoutCascades(pe *ParseError, more []Problem) []Problem {
 	}
 	var out []Problem
 	for _, p := range more {
-		if !slices.ContainsFunc(pe.failed, func(f string) bool { return f != "" && underPath(p.Path, f) }) {
+		if !slices.ContainsFunc(pe.failed, func(f string) bool {
+			return f != "" && (underPath(p.Path, f) || p.dependsOn != "" && underPath(p.dependsOn, f))
+		}) {
 			out = append(out, p)
 		}
 	}

@@ -26,6 +26,10 @@ type Problem struct {
 	Path    string `json:"path"`
 	Message string `json:"message"`
 	Fatal   bool   `json:"fatal"`
+	// dependsOn is the path of another value the problem is about (a
+	// budget an edge names): when that value failed to parse, the problem
+	// is its cascade and WithoutCascades drops it.
+	dependsOn string
 }
 
 // String formats p as "file:line:col: message" (without line and column
@@ -630,6 +634,7 @@ func (v *validator) edges() {
 			if _, ok := f.Budgets[e.Loop]; !ok {
 				pos, p := at("loop")
 				v.add(pos, p, true, "edge %s -> %s: loop %q is not declared in budgets (declared: %s)", e.From, e.To, e.Loop, budgetNames(f))
+				v.ps[len(v.ps)-1].dependsOn = "budgets." + e.Loop
 			}
 			if e.Budget != nil {
 				pos, p := at("budget")
@@ -848,6 +853,7 @@ func (v *validator) decomposition() {
 		if _, ok := f.Budgets[d.SharedBudget]; !ok {
 			v.add(f.pos("decomposition.shared_budget"), "decomposition.shared_budget", true,
 				"decomposition.shared_budget %q is not declared in budgets (declared: %s)", d.SharedBudget, budgetNames(f))
+			v.ps[len(v.ps)-1].dependsOn = "budgets." + d.SharedBudget
 		}
 	}
 	v.subFlowRegion(d)
