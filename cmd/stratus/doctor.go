@@ -137,6 +137,26 @@ func providerProblems(workDir, cfgPath string, cfg *config.Config, f *flow.Flow)
 	return out
 }
 
+// checkCommandProblems are validate's warnings for the check commands of
+// config.yaml that do not start on this machine (doctor.CheckCommands),
+// when f has a checks node; none without a config.
+func checkCommandProblems(workDir, cfgPath string, cfg *config.Config, f *flow.Flow) []flow.Problem {
+	if cfg == nil {
+		return nil
+	}
+	if abs, err := filepath.Abs(workDir); err == nil {
+		workDir = abs
+	}
+	var out []flow.Problem
+	for _, r := range doctor.CheckCommands(workDir, cfg, []*flow.Flow{f}) {
+		if r.Status == doctor.OK || strings.Contains(r.Detail, "no node of an installed flow") {
+			continue
+		}
+		out = append(out, flow.Problem{File: cfgPath, Path: r.Field, Message: fmt.Sprintf("%s: %s (with --target aws the runner image's PATH is what counts)", r.Subject, r.Detail)})
+	}
+	return out
+}
+
 // keyModeNote is validate's note on an HMAC key others may read; "" when
 // it is private or absent.
 func keyModeNote(path string) string {

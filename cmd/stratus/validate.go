@@ -182,6 +182,10 @@ func runValidate(o *ValidateOptions) error {
 			// an error where an embedded run refuses to start (its
 			// LaunchPreflight), a warning for the rest.
 			r.Problems = append(r.Problems, providerProblems(o.Dir, cfgPath, cfg, f)...)
+			// A check command that does not start here: a warning (on AWS
+			// the runner image's toolchain runs it), said before the run
+			// parks at the checks node.
+			r.Problems = append(r.Problems, checkCommandProblems(o.Dir, cfgPath, cfg, f)...)
 		}
 		if f != nil && pe == nil && len(flow.Fatal(r.Problems)) == 0 {
 			// The last thing a run does before it starts: compile the flow

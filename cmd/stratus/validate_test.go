@@ -270,3 +270,25 @@ func TestValidate_BrokenConfigIsAnErrorAndTheFlowsAreStillChecked(t *testing.T) 
 		t.Errorf("--json: exit %d %v %+v\n%s", r.code, err, rep, r.stdout)
 	}
 }
+
+// A check command that does not start here is said by validate (a warning:
+// on AWS the runner image's PATH counts) for a flow with a checks node,
+// naming the config field, before a run parks at that node.
+func TestValidate_CheckCommandNotOnPathIsAWarning(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if r := runCLI(t, "install", "--dir", dir); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	copyTree(t, filepath.Join(testenv.ModuleRoot(t), "examples/checks/flows"), filepath.Join(dir, ".stratus/flows"))
+	cfg := filepath.Join(dir, ".stratus/config.yaml")
+	writeTestFile(t, cfg, strings.Replace(readFile(t, cfg), "checks:\n", "checks:\n  command_sets:\n    go:\n      commands:\n        - {name: test, argv: [no-such-go-here, test, ./...]}\n", 1))
+	r := runCLI(t, "validate", "checked", "--dir", dir)
+	if r.code != ExitOK || !strings.Contains(r.stdout, "warning: "+cfg+": check go/test: no-such-go-here: not found on PATH; a run here parks at the checks (flow checked node tests)") ||
+		!strings.Contains(r.stdout, "flow checked: 0 errors, 1 warning\n") {
+		t.Errorf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := runCLI(t, "validate", "implementation", "--dir", dir); r.code != ExitOK || strings.Contains(r.stdout, "no-such-go-here") {
+		t.Errorf("a flow without a checks node: exit %d\n%s", r.code, r.stdout)
+	}
+}

@@ -31,6 +31,7 @@ import (
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/english"
 	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/nodeexec"
 )
 
 // Statuses of a check.
@@ -46,7 +47,7 @@ const (
 	CheckCommand    = "command"    // agents.providers.<p>.command resolves and is executable
 	CheckCLI        = "cli"        // the CLI a Claude/Codex shim drives resolves
 	CheckVersion    = "version"    // `<cli> --version` answers
-	CheckExecutable = "executable" // a registered tool is executable
+	CheckExecutable = "executable" // a registered tool, or a check command's argv[0], is executable
 	CheckMode       = "mode"       // the HMAC key's file mode
 	CheckLoad       = "load"       // config.yaml or a flow loads
 	checkEnvPrefix  = "env."       // env.<K>: the "$NAME" it reads is set
@@ -138,6 +139,9 @@ func Run(ctx context.Context, o Options) []Result {
 		out = append(out, providers(ctx, o, cfg, flows)...)
 	}
 	out = append(out, tools(o.ToolsDir, flows)...)
+	if cfg != nil {
+		out = append(out, CheckCommands(o.WorkDir, cfg, flows)...)
+	}
 	out = append(out, KeyMode(o.KeyPath))
 	return out
 }
@@ -508,6 +512,56 @@ func tools(dir string, flows []*flow.Flow) []Result {
 			r.Detail = path + "; no node of an installed flow runs it"
 		}
 		out = append(out, r)
+	}
+	return out
+}
+
+// CheckCommands checks that each command of config.yaml's checks:
+// command_sets starts here: its argv[0] resolves as a checks node resolves
+// it (nodeexec.Resolve, in the command's cwd under workDir, on this
+// process's PATH). A command that does not fails when a node of flows is
+// a checks node (the run would park there: docs/runner-image.md § The
+// environment of checks and tools), and warns when no flow runs checks or
+// its set has skip_if_unavailable (the set is skipped, never run). One
+// result per command, subject "check SET/NAME", Field its config path.
+func CheckCommands(workDir string, cfg *config.Config, flows []*flow.Flow) []Result {
+	var users []string
+	for _, f := range flows {
+		for _, n := range f.Nodes {
+			if n.Kind == flow.KindChecks {
+				users = append(users, fmt.Sprintf("flow %s node %s", f.TaskType, n.ID))
+			}
+		}
+	}
+	var out []Result
+	for _, set := range sortedKeys(cfg.Checks.CommandSets) {
+		cs := cfg.Checks.CommandSets[set]
+		for i, c := range cs.Commands {
+			r := Result{Subject: "check " + set + "/" + c.Name, Check: CheckExecutable, Status: OK,
+				Field: fmt.Sprintf("checks.command_sets.%s.commands[%d].argv", set, i)}
+			if len(c.Argv) == 0 || c.Argv[0] == "" {
+				r.Status, r.Detail = Fail, "the argv is empty; valid: a command and its arguments, e.g. [go, test, ./...]"
+				out = append(out, r)
+				continue
+			}
+			cwd := workDir
+			if c.Cwd != "" && !filepath.IsAbs(c.Cwd) {
+				cwd = filepath.Join(workDir, c.Cwd)
+			}
+			path, err := nodeexec.Resolve(c.Argv[0], cwd, nil)
+			switch {
+			case err == nil:
+				r.Detail = path
+			case cs.SkipIfUnavailable && errors.Is(err, nodeexec.ErrAbsent):
+				r.Status, r.Detail = Warn, err.Error()+": the set is skipped here (skip_if_unavailable)"
+			case len(users) == 0:
+				r.Status, r.Detail = Warn, err.Error()+"; no node of an installed flow runs checks"
+			default:
+				r.Status, r.Detail = Fail, err.Error()+"; a run here parks at the checks ("+strings.Join(users, ", ")+
+					"): install it, or put it on the PATH stratus runs with"
+			}
+			out = append(out, r)
+		}
 	}
 	return out
 }

@@ -302,3 +302,43 @@ func TestPreflight_LaunchProblems(t *testing.T) {
 		t.Errorf("disabled node: %+v", ps)
 	}
 }
+
+// CheckCommands: a check command whose argv[0] resolves (on PATH, or a
+// path relative to its cwd) is ok; one that does not fails when a flow
+// runs checks, and only warns when none does or its set is skipped when
+// unavailable.
+func TestDoctor_CheckCommands(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "sub/bin/lint"), "#!/bin/sh\n", 0o755)
+	cfg := config.Default()
+	cfg.Checks.CommandSets = map[string]config.CommandSet{
+		"go":   {Commands: []config.CheckCommand{{Name: "test", Argv: []string{"sh", "-c", "true"}}, {Name: "vet", Argv: []string{"no-such-tool-here", "vet"}}}},
+		"lint": {Commands: []config.CheckCommand{{Name: "lint", Argv: []string{"./bin/lint"}, Cwd: "sub"}}},
+		"opt":  {SkipIfUnavailable: true, Commands: []config.CheckCommand{{Name: "x", Argv: []string{"no-such-tool-here"}}}},
+	}
+	checked, err := flow.Parse("checked.yaml", []byte(`flow:
+  name: checked
+  task_type: checked
+  nodes:
+    - {id: tests, kind: checks}
+    - {id: publish, kind: publish, policy: none}
+  edges:
+    - {from: tests, to: publish, outcome: pass}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := CheckCommands(dir, cfg, []*flow.Flow{checked})
+	for subject, want := range map[string]string{"check go/test": OK, "check go/vet": Fail, "check lint/lint": OK, "check opt/x": Warn} {
+		if r := find(t, rs, subject, CheckExecutable); r.Status != want {
+			t.Errorf("%s: %s (%s), want %s", subject, r.Status, r.Detail, want)
+		}
+	}
+	if r := find(t, rs, "check go/vet", CheckExecutable); r.Field != "checks.command_sets.go.commands[1].argv" || !strings.Contains(r.Detail, "node tests") {
+		t.Errorf("go/vet: %+v", r)
+	}
+	if r := find(t, CheckCommands(dir, cfg, nil), "check go/vet", CheckExecutable); r.Status != Warn {
+		t.Errorf("with no flow running checks: %+v", r)
+	}
+}

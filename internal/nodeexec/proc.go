@@ -363,3 +363,16 @@ func (b *headBuffer) String() string {
 	defer b.mu.Unlock()
 	return string(b.buf)
 }
+
+// Resolve finds a check command's argv[0] as a checks node will start it
+// in cwd with env (resolveBinary: a name with a slash relative to cwd, a
+// bare name on env's PATH, this process's PATH when env sets none), for
+// validate and doctor to say before a run what the run would meet.
+//
+// Errors: one wrapping ErrAbsent when there is no such file (a checks node
+// fails with a launch error, or skips the set under skip_if_unavailable);
+// another when the file is there but not executable.
+func Resolve(name, cwd string, env []string) (string, error) { return resolveBinary(name, cwd, env) }
+
+// ErrAbsent is errAbsent for callers outside the package (errors.Is).
+var ErrAbsent = errAbsent
