@@ -21,7 +21,7 @@ question (it runs again, the answer appended to its prompt as "## Human
 answer"). TEXT "-" reads the answer from stdin. An empty answer is refused.
 
 ` + hitlAskHelp + hitlExitHelp,
-		Args: cobra.ExactArgs(3),
+		Args: positional(),
 		RunE: func(_ *cobra.Command, args []string) error {
 			o.RunID, o.Node, o.Text = args[0], args[1], args[2]
 			if o.Text == "-" {

@@ -17,7 +17,7 @@ an agent that asked for an approval (the run goes on past it). The run must be
 running under DIR (stratus run writes DIR/.stratus/runs/RUN.json while it runs).
 
 ` + hitlAskHelp + hitlExitHelp,
-		Args: cobra.ExactArgs(2),
+		Args: positional(),
 		RunE: func(_ *cobra.Command, args []string) error {
 			o.RunID, o.Node = args[0], args[1]
 			return runHITL(o)

@@ -52,7 +52,7 @@ A run that already ended is left as it is (exit 0, saying so).
 ` + runArgHelp + `
 Exit status: 0 stopped (or already ended), 1 the run could not be stopped,
 2 no such run or bad flags.`,
-		Args: cobra.ExactArgs(1),
+		Args: positional(),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.RunID = args[0]
 			if err := checkTarget(c, o.Target); err != nil {

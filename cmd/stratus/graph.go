@@ -41,7 +41,7 @@ edge's outcome "" when it is unconditional, budget 0 for none, back true for
 an edge that closes a loop.
 
 Exit status: 0 printed, 2 no such flow, an invalid one, or bad flags.`,
-		Args: usageArgs(cobra.ExactArgs(1)),
+		Args: positional(),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Name = args[0]
 			if o.JSON && c.Flags().Changed("format") {

@@ -72,6 +72,10 @@ func TestLogs_TailPerStep(t *testing.T) {
 			t.Errorf("%v: exit %d %s; want %d", args, r.code, r.stderr, ExitUsage)
 		}
 	}
+	// A node with no log names the nodes that have one.
+	if r := runCLI(t, "logs", runID, "nosuch", "--dir", dir); !strings.Contains(r.stderr, `has no step of node "nosuch" that ran a worker; nodes with logs: planning, implementation, review, _supervisor, fixing`) {
+		t.Errorf("logs RUN nosuch: %s", r.stderr)
+	}
 }
 
 // README § Exit status: logs has --json like the other inspection commands

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -73,7 +74,7 @@ per line: step_ref, node, attempt, text and record.
 
 ` + runArgHelp + `
 Exit status: 0 printed, 2 no such run or node, or bad flags.`,
-		Args: usageArgs(cobra.RangeArgs(1, 2)),
+		Args: positional(),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := checkTarget(c, o.Target); err != nil {
 				return err
@@ -194,6 +195,21 @@ func logSteps(v *runview.View, node string) []runview.StepView {
 	return out
 }
 
+// workerNodes says which nodes of v ran a worker, for an error naming a
+// node that did not: "nodes with logs: a, b" or that none did yet.
+func workerNodes(v *runview.View) string {
+	var names []string
+	for _, sv := range logSteps(v, "") {
+		if !slices.Contains(names, sv.Step.Node) {
+			names = append(names, sv.Step.Node)
+		}
+	}
+	if len(names) == 0 {
+		return "no step of it has run a worker yet"
+	}
+	return "nodes with logs: " + strings.Join(names, ", ")
+}
+
 // logsStep is step sv's LogsStep without its lines, and its latest
 // attempt's reason.
 func logsStep(sv runview.StepView, where string) (LogsStep, string) {
@@ -297,7 +313,7 @@ func printLogs(ctx context.Context, o *LogsOptions, st store.Store, src logSourc
 		}
 	}
 	if len(steps) == 0 && o.Node != "" {
-		return stratus.FieldErrorf(stratus.ENOTFOUND, "node", "run %s has no step of node %q that ran a worker", o.RunID, o.Node)
+		return stratus.FieldErrorf(stratus.ENOTFOUND, "node", "run %s has no step of node %q that ran a worker; %s", o.RunID, o.Node, workerNodes(v))
 	}
 	if o.JSON {
 		enc := json.NewEncoder(o.IO.Out)

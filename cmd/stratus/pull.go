@@ -50,7 +50,7 @@ nothing makes no branch.
 ` + runArgHelp + `
 Exit status: 0 pulled, 2 bad input (no such run, no workspace, not a git
 repository), 1 anything else.`,
-		Args: cobra.ExactArgs(1),
+		Args: positional(),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.RunID = args[0]
 			if err := checkTarget(c, o.Target); err != nil {

@@ -17,7 +17,7 @@ agent that asked for an approval (it runs again, the reason appended to its
 prompt as "## Approval denied: REASON"). The reason is required.
 
 ` + hitlAskHelp + hitlExitHelp,
-		Args: cobra.ExactArgs(2),
+		Args: positional(),
 		RunE: func(_ *cobra.Command, args []string) error {
 			o.RunID, o.Node = args[0], args[1]
 			return runHITL(o)

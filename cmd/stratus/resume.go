@@ -64,7 +64,7 @@ does (Ctrl-C stops following, not the execution).
 Exit status: 0 done, 1 failed, 3 manual_action_required, 130 interrupted,
 2 bad input (unknown run, a run that is done or still running, a spent budget
 without --reset-fix-budget).`,
-		Args: cobra.ExactArgs(1),
+		Args: positional(),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.RunID = args[0]
 			if err := checkTarget(c, o.Target); err != nil {

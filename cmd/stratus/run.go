@@ -62,7 +62,7 @@ the execution and does not follow it.
 
 Exit status: 0 done (with --detach: started), 1 failed, 3
 manual_action_required, 130 interrupted, 2 bad input.`,
-		Args: cobra.ExactArgs(1),
+		Args: positional(),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Task = args[0]
 			if err := checkTarget(c, o.Target); err != nil {

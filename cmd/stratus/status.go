@@ -58,7 +58,7 @@ status, and exits as run does: 0 done, 1 failed, 3 manual_action_required,
 
 ` + runArgHelp + `
 Exit status: 0 shown, 2 no such run or bad flags.`,
-		Args: cobra.ExactArgs(1),
+		Args: positional(),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.RunID = args[0]
 			if err := checkTarget(c, o.Target); err != nil {

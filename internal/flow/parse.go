@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 
@@ -130,7 +131,7 @@ func Load(flowsDir, taskType string) (*Flow, error) {
 	path := filepath.Join(flowsDir, taskType+".yaml")
 	data, err := readFlowFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, stratus.Errorf(stratus.ENOTFOUND, "flow not found: %s (task_type %q has no flow file)", path, taskType)
+		return nil, stratus.Errorf(stratus.ENOTFOUND, "flow not found: %s (task_type %q has no flow file); %s", path, taskType, flowsIn(flowsDir))
 	} else if _, ok := err.(*ParseError); ok {
 		return nil, err
 	} else if err != nil {
@@ -839,4 +840,19 @@ func (d *decoder) args(nd *Node, kv field) map[string]any {
 		}
 	}
 	return out
+}
+
+// flowsIn says which flows flowsDir holds, for the error naming a flow it
+// does not: "flows there: a, b" or that there are none.
+func flowsIn(flowsDir string) string {
+	matches, _ := filepath.Glob(filepath.Join(flowsDir, "*.yaml"))
+	var names []string
+	for _, m := range matches {
+		names = append(names, strings.TrimSuffix(filepath.Base(m), ".yaml"))
+	}
+	if len(names) == 0 {
+		return "there is no flow (*.yaml) in " + flowsDir
+	}
+	sort.Strings(names)
+	return "flows there: " + strings.Join(names, ", ")
 }

@@ -259,8 +259,15 @@ func TestLoad_MissingFlowIsNotFoundNamingThePath(t *testing.T) { // seed 004: a 
 		t.Fatalf("err %v, want ENOTFOUND", err)
 	}
 	want := filepath.Join(dir, "deep_research.yaml")
-	if !strings.Contains(err.Error(), "flow not found") || !strings.Contains(err.Error(), want) {
-		t.Errorf("error %q should say flow not found and name %s", err, want)
+	if !strings.Contains(err.Error(), "flow not found") || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "there is no flow (*.yaml) in "+dir) {
+		t.Errorf("error %q should say flow not found, name %s and that there is none", err, want)
+	}
+	// With flows there, the error lists them.
+	for _, n := range []string{"b_flow", "a_flow"} {
+		os.WriteFile(filepath.Join(dir, n+".yaml"), []byte(header), 0o644)
+	}
+	if _, err := Load(dir, "deep_research"); err == nil || !strings.HasSuffix(err.Error(), "; flows there: a_flow, b_flow") {
+		t.Errorf("error %v should list the flows there", err)
 	}
 }
 
