@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/stratusflow/stratus"
@@ -19,8 +20,9 @@ const ambiguousShown = 10
 
 // Resolve finds the run that ref names, as every command taking a RUN
 // reads it (README § Naming a run): `latest` is the store's newest run; a
-// whole run id is that run; otherwise ref is a unique prefix of a run id
-// or a task id, which names the newest run of that task. Errors:
+// whole run id is that run; a whole task id names the newest run of that
+// task (before any prefix: a name given whole wins over a partial one);
+// otherwise ref is a unique prefix of a run id. Errors:
 // ENOTFOUND (field "run") naming ref when no run matches; EINVALID (field
 // "run") listing the candidates (id, task, status, start), newest first,
 // when ref matches more than one run; the store's reads.
@@ -44,19 +46,16 @@ func Resolve(ctx context.Context, st store.Store, ref string) (stratus.Run, erro
 	} else if stratus.ErrorCode(err) != stratus.ENOTFOUND {
 		return stratus.Run{}, err
 	}
-	byPrefix, err := st.FindRuns(ctx, store.RunQuery{IDPrefix: ref, Limit: ambiguousShown + 1})
-	if err != nil {
-		return stratus.Run{}, err
-	}
 	byTask, err := st.FindRuns(ctx, store.RunQuery{TaskID: ref, Limit: 1})
 	if err != nil {
 		return stratus.Run{}, err
 	}
-	cands := byPrefix
-	for _, t := range byTask {
-		if !containsRun(cands, t.ID) {
-			cands = append(cands, t)
-		}
+	if len(byTask) == 1 {
+		return byTask[0], nil
+	}
+	cands, err := st.FindRuns(ctx, store.RunQuery{IDPrefix: ref, Limit: ambiguousShown + 1})
+	if err != nil {
+		return stratus.Run{}, err
 	}
 	switch {
 	case len(cands) == 1:
@@ -65,22 +64,15 @@ func Resolve(ctx context.Context, st store.Store, ref string) (stratus.Run, erro
 		return stratus.Run{}, stratus.FieldErrorf(stratus.ENOTFOUND, "run", "run %q not found: no run has that id, or an id starting so, and no task of that id has a run (`stratus runs` lists them)", ref)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "run %q is ambiguous: it names more than one run; give more of the id:", ref)
+	fmt.Fprintf(&b, "run %q is ambiguous: it names more than one run; give more of the id:\n", ref)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	for i, c := range cands {
 		if i == ambiguousShown {
-			b.WriteString("\n  …")
+			fmt.Fprint(tw, "  …\n")
 			break
 		}
-		fmt.Fprintf(&b, "\n  %s  task %s  %s  started %s", c.ID, c.TaskID, c.Status, c.CreatedAt.UTC().Format(time.RFC3339))
+		fmt.Fprintf(tw, "  %s\ttask %s\t%s\tstarted %s\n", c.ID, c.TaskID, c.Status, c.CreatedAt.UTC().Format(time.RFC3339))
 	}
-	return stratus.Run{}, stratus.FieldErrorf(stratus.EINVALID, "run", "%s", b.String())
-}
-
-func containsRun(runs []stratus.Run, id string) bool {
-	for _, r := range runs {
-		if r.ID == id {
-			return true
-		}
-	}
-	return false
+	tw.Flush()
+	return stratus.Run{}, stratus.FieldErrorf(stratus.EINVALID, "run", "%s", strings.TrimSuffix(b.String(), "\n"))
 }

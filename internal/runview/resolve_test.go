@@ -25,6 +25,8 @@ func TestResolve_NamingARun(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for i, r := range []stratus.Run{
+		{ID: "r-20250101T000000-eee444", TaskID: "r-2025"},
+		{ID: "r-20250101T000001-fff555", TaskID: "other"},
 		{ID: "r-20260102T030405-aaa111", TaskID: "fix-login"},
 		{ID: "r-20260102T030406-abc222", TaskID: "add-retry"},
 		{ID: "r-20260102T030407-abd333", TaskID: "fix-login"},
@@ -41,6 +43,8 @@ func TestResolve_NamingARun(t *testing.T) {
 		{"fix-login", "r-20260102T030407-abd333"},
 		{"add-retry", "r-20260102T030406-abc222"},
 		{"latest", "r-20260102T030407-abd333"},
+		// A whole task id wins over a prefix of run ids it also is.
+		{"r-2025", "r-20250101T000000-eee444"},
 	} {
 		r, err := runview.Resolve(ctx, st, c.ref)
 		if err != nil || r.ID != c.want {
@@ -51,7 +55,7 @@ func TestResolve_NamingARun(t *testing.T) {
 	if stratus.ErrorCode(err) != stratus.EINVALID {
 		t.Fatalf("Resolve(ambiguous prefix) = %v, want EINVALID", err)
 	}
-	for _, want := range []string{`"r-2026" is ambiguous`, "r-20260102T030407-abd333  task fix-login  done  started 2026-01-02T03:04:07Z", "r-20260102T030405-aaa111"} {
+	for _, want := range []string{`"r-2026" is ambiguous`, "\n  r-20260102T030407-abd333  task fix-login  done  started 2026-01-02T03:04:09Z\n", "\n  r-20260102T030406-abc222  task add-retry  done  started 2026-01-02T03:04:08Z\n"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("ambiguous: %q lacks %q", err, want)
 		}
