@@ -177,7 +177,9 @@ func TestDevAWS_WarmRunnerPool(t *testing.T) {
 	// reads the execution's end before the events function records it).
 	ended := func(id string) StatusResult {
 		var s StatusResult
-		eventually(t, 90*time.Second, "run "+id+" ended, no step left running", func() bool {
+		// A deadline, not a timing: the killed runner's step ends by its
+		// heartbeat lapse, slower under -race on a loaded machine.
+		eventually(t, 180*time.Second, "run "+id+" ended, no step left running", func() bool {
 			s = statusJSON(t, id, flags)
 			open := slices.ContainsFunc(s.Steps, func(st StepStatus) bool { return st.Status == "running" })
 			return s.Status != "running" && !open
