@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -141,7 +142,7 @@ func providerProblems(workDir, cfgPath string, cfg *config.Config, f *flow.Flow)
 // config.yaml that do not start on this machine (doctor.CheckCommands),
 // when f has a checks node; none without a config.
 func checkCommandProblems(workDir, cfgPath string, cfg *config.Config, f *flow.Flow) []flow.Problem {
-	if cfg == nil {
+	if cfg == nil || !slices.ContainsFunc(f.Nodes, func(n flow.Node) bool { return n.Kind == flow.KindChecks }) {
 		return nil
 	}
 	if abs, err := filepath.Abs(workDir); err == nil {
@@ -149,7 +150,7 @@ func checkCommandProblems(workDir, cfgPath string, cfg *config.Config, f *flow.F
 	}
 	var out []flow.Problem
 	for _, r := range doctor.CheckCommands(workDir, cfg, []*flow.Flow{f}) {
-		if r.Status == doctor.OK || strings.Contains(r.Detail, "no node of an installed flow") {
+		if r.Status == doctor.OK {
 			continue
 		}
 		out = append(out, flow.Problem{File: cfgPath, Path: r.Field, Message: fmt.Sprintf("%s: %s (with --target aws the runner image's PATH is what counts)", r.Subject, r.Detail)})
