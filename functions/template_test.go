@@ -922,3 +922,57 @@ func TestTemplate_HardenedForRealTraffic(t *testing.T) {
 		}
 	}
 }
+
+// A stopped worker task reaches the dispatch function: an EventBridge rule
+// on the cluster's "ECS Task State Change" events of STOPPED tasks targets
+// the queue the function feeds on, and the queue's policy lets that rule,
+// and only it, send there (awsapp.TaskStopped reads the event).
+func TestTemplate_StoppedWorkerTasksReachDispatch(t *testing.T) {
+	tp := loadTemplate(t)
+	var queue string
+	for _, ev := range asMap(tp.props("DispatchFunction")["Events"]) {
+		if e := asMap(ev); str(e["Type"]) == "SQS" {
+			queue = refTarget(asMap(e["Properties"])["Queue"])
+		}
+	}
+	var rule string
+	for _, id := range tp.ofType("AWS::Events::Rule") {
+		p := asMap(tp.props(id)["EventPattern"])
+		if slices.Contains(asList(p["source"]), any("aws.ecs")) {
+			rule = id
+		}
+	}
+	if rule == "" || queue == "" {
+		t.Fatalf("no AWS::Events::Rule on source aws.ecs (%q), or no dispatch queue (%q)", rule, queue)
+	}
+	p := asMap(tp.props(rule)["EventPattern"])
+	d := asMap(p["detail"])
+	if !slices.Contains(asList(p["detail-type"]), any("ECS Task State Change")) || !slices.Contains(asList(d["lastStatus"]), any("STOPPED")) {
+		t.Errorf("%s pattern %v: want detail-type ECS Task State Change, lastStatus STOPPED", rule, p)
+	}
+	if cl := asList(d["clusterArn"]); len(cl) != 1 || !refTo(cl[0], "RunnerCluster") {
+		t.Errorf("%s matches clusters %v; want the RunnerCluster alone", rule, d["clusterArn"])
+	}
+	targets := asList(tp.props(rule)["Targets"])
+	if len(targets) != 1 || !refTo(asMap(targets[0])["Arn"], queue) {
+		t.Errorf("%s targets %v; want the dispatch queue %s", rule, targets, queue)
+	}
+	var allowed bool
+	for _, id := range tp.ofType("AWS::SQS::QueuePolicy") {
+		qs := asList(tp.props(id)["Queues"])
+		if len(qs) != 1 || !refTo(qs[0], queue) {
+			continue
+		}
+		for _, st := range asList(asMap(tp.props(id)["PolicyDocument"])["Statement"]) {
+			s := asMap(st)
+			src := asMap(asMap(s["Condition"])["ArnEquals"])["aws:SourceArn"]
+			if str(s["Effect"]) == "Allow" && str(asMap(s["Principal"])["Service"]) == "events.amazonaws.com" &&
+				str(s["Action"]) == "sqs:SendMessage" && refTo(src, rule) {
+				allowed = true
+			}
+		}
+	}
+	if !allowed {
+		t.Errorf("no queue policy on %s lets events.amazonaws.com send from %s alone", queue, rule)
+	}
+}

@@ -179,7 +179,13 @@ func TestDevAWS_WarmRunnerPool(t *testing.T) {
 		var s StatusResult
 		// A deadline, not a timing: the killed runner's step ends by its
 		// heartbeat lapse, slower under -race on a loaded machine.
-		eventually(t, 180*time.Second, "run "+id+" ended, no step left running", func() bool {
+		role := map[string]string{killed: "the killed runner's", spared: "the spared runner's", backlog: "the backlogged"}[id]
+		defer func() {
+			if t.Failed() {
+				t.Logf("%s run %s: status %s, steps %+v", role, id, s.Status, s.Steps)
+			}
+		}()
+		eventually(t, 180*time.Second, role+" run "+id+" ended, no step left running", func() bool {
 			s = statusJSON(t, id, flags)
 			open := slices.ContainsFunc(s.Steps, func(st StepStatus) bool { return st.Status == "running" })
 			return s.Status != "running" && !open

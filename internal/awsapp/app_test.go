@@ -636,3 +636,71 @@ func TestApp_UnpersistedProjectionFailsTheTaskStateOnMoto(t *testing.T) {
 		t.Errorf("step %s in DynamoDB, reason %q; want failed, saying the output did not persist and why", st.Status, v.Reason)
 	}
 }
+
+// taskStateChange is the "ECS Task State Change" event EventBridge sends to
+// the dispatch queue (the stack's WorkerTaskStoppedRule) for a worker task
+// launched with env as its container overrides.
+func taskStateChange(status string, exitCode int, env map[string]string) string {
+	var kv []map[string]string
+	for k, v := range env {
+		kv = append(kv, map[string]string{"name": k, "value": v})
+	}
+	b, _ := json.Marshal(map[string]any{
+		"version": "0", "source": "aws.ecs", "detail-type": awsapp.DetailTaskStateChange,
+		"detail": map[string]any{
+			"taskArn": "arn:aws:ecs:us-east-1:123456789012:task/runners/0123abcd", "lastStatus": status,
+			"stopCode": "EssentialContainerExited", "stoppedReason": "Essential container in task exited",
+			"containers": []map[string]any{{"name": "runner", "exitCode": exitCode, "reason": "stratus: the API is unreachable"}},
+			"overrides":  map[string]any{"containerOverrides": []map[string]any{{"name": "runner", "environment": kv}}},
+		},
+	})
+	return string(b)
+}
+
+// A worker task that stopped before its prompt fetch fails its step's
+// attempt as the event reaches dispatch, with ECS's reason and the
+// container's exit code, and the Task state fails now (not at its
+// heartbeat's lapse); a state change that is not a stop, and a stopped
+// task that is no worker's, change nothing.
+func TestHandleMessage_AStoppedWorkerTaskFailsItsAttempt(t *testing.T) {
+	s := newStack(t)
+	l := &launcher{}
+	var log bytes.Buffer
+	a := s.app(t, awsapp.Options{Launcher: l, Log: &log}, awsapp.EnvAPIURL, "https://api.example.test")
+	rec := &tokens{failures: map[string]string{}}
+	a.Service.Tokens = rec
+	run := startRun(t, a, "r-moto-stop")
+	ctx := context.Background()
+	if err := a.HandleMessage(ctx, message(run.ID, "planning", "tok-1")); err != nil {
+		t.Fatal(err)
+	}
+	sp := l.launched()[0]
+	env := map[string]string{launch.EnvHandle: sp.Handle, launch.EnvTaskID: sp.TaskID, launch.EnvAttempt: "1", launch.EnvAPIURL: sp.APIURL}
+
+	for _, body := range []string{taskStateChange("RUNNING", 0, env), taskStateChange("STOPPED", 0, map[string]string{"OTHER": "x"})} {
+		if err := a.HandleMessage(ctx, body); err != nil {
+			t.Fatalf("HandleMessage: %v", err)
+		}
+	}
+	if rec.failure("tok-1") != "" {
+		t.Fatalf("a running task's state change, or a stopped task that is no worker's, failed the Task state")
+	}
+	if !strings.Contains(log.String(), "not a worker's") || strings.Contains(log.String(), "not a dispatch message") {
+		t.Errorf("log %q: the foreign task's stop is not said to be dropped as such", log.String())
+	}
+
+	if err := a.HandleMessage(ctx, taskStateChange("STOPPED", 3, env)); err != nil {
+		t.Fatalf("HandleMessage(stopped) = %v", err)
+	}
+	if got := rec.failure("tok-1"); got != worker.ErrWorkerFailed {
+		t.Fatalf("the Task state failed with %q; want %s", got, worker.ErrWorkerFailed)
+	}
+	att, err := a.Store.LatestAttempt(ctx, sp.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if att.Status != stratus.AttemptFailed || !strings.Contains(att.Reason, "before it fetched its prompt") ||
+		!strings.Contains(att.Reason, "exit code 3") || !strings.Contains(att.Reason, "the API is unreachable") {
+		t.Errorf("attempt %s %q; want failed, naming the stop, the exit code and the container's reason", att.Status, att.Reason)
+	}
+}

@@ -2,6 +2,7 @@ package devstack
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -14,19 +15,20 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/stratusflow/stratus/internal/devstack/fargate"
 	"github.com/stratusflow/stratus/internal/devstack/moto"
 	"github.com/stratusflow/stratus/internal/executor"
 	"github.com/stratusflow/stratus/internal/httpapi"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsecs "github.com/aws/aws-sdk-go-v2/service/ecs"
+	awssm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/awsapp"
 	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/launch/ecs"
-	"github.com/stratusflow/stratus/internal/launch/local"
 	"github.com/stratusflow/stratus/internal/workspace/bundlecheck"
 )
 
@@ -54,14 +56,14 @@ type ServeOptions struct {
 }
 
 // Functions plays, on this machine, what a stand-in such as moto cannot
-// run (issue 11 § 8): the Lambdas — the worker API served on ln, the
-// dispatch function consuming the dispatch queue, the events function
-// recording each ended execution (moto sends no EventBridge events: the
-// running runs' executions are polled) — and Fargate: each ecs:RunTask,
-// sent to the stand-in as the dispatch function sends it, also starts a
-// local `stratus runner` in a fresh directory of its own, with the
-// environment RunTask gives it (the API URL, the handle, the task id) and
-// a PATH, nothing else of the operator's.
+// run: the Lambdas — the worker API served on ln, the dispatch function
+// consuming the dispatch queue, the events function recording each ended
+// execution (moto sends no EventBridge events: the running runs'
+// executions are polled) — and Fargate (Fargate.Agent): each task
+// ecs:RunTask placed on the stand-in runs with the environment its task
+// definition and RunTask's overrides give it, nothing else of the
+// operator's, and its stop goes to the dispatch queue as the
+// WorkerTaskStopped rule sends it.
 type Functions struct {
 	st      *Stack
 	cfg     aws.Config
@@ -153,9 +155,18 @@ func Serve(ctx context.Context, cfg aws.Config, st *Stack, ln net.Listener, o Se
 	if err != nil {
 		return nil, err
 	}
-	fg := &Fargate{ecs: el, root: o.WorkRoot}
-	// A worker's directory is where Launch put its log.
-	fg.local = &local.Launcher{Executable: self, WatchParent: true, Env: fargateEnv(), Dir: func(s launch.Spec) string { return filepath.Dir(s.LogPath) }}
+	ecsc := awsecs.NewFromConfig(ecsCfg)
+	fg := &Fargate{ecs: el, Agent: &fargate.Agent{ECS: ecsc, Secrets: awssm.NewFromConfig(cfg), Cluster: st.Cluster, Log: log,
+		OnlineSubnets: []string{"subnet-dev-online"},
+		Backend:       &fargate.ProcessBackend{Self: self, Root: o.WorkRoot, Env: fargateEnv()}}}
+	// EventBridge's WorkerTaskStopped rule: a stopped task's state change
+	// goes to the dispatch queue (template.yaml).
+	q := sqs.NewFromConfig(cfg)
+	fg.Agent.OnStopped = func(ctx context.Context, ev json.RawMessage) {
+		if _, err := q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(st.QueueURL), MessageBody: aws.String(string(ev))}); err != nil {
+			fmt.Fprintf(log, "fargate: the task state change could not be queued: %v\n", err)
+		}
+	}
 	env := map[string]string{
 		awsapp.EnvTable: st.Table, awsapp.EnvBucket: st.Bucket, awsapp.EnvBucketPrefix: "stratus/",
 		awsapp.EnvQueueURL: st.QueueURL, awsapp.EnvSecretID: st.SecretARN, awsapp.EnvAPIURL: st.APIURL,
@@ -195,7 +206,8 @@ func Serve(ctx context.Context, cfg aws.Config, st *Stack, ln net.Listener, o Se
 		f.stopPool()
 		return nil, err
 	}
-	f.wg.Add(3)
+	f.wg.Add(4)
+	go func() { defer f.wg.Done(); fg.Agent.Run(lctx) }()
 	go func() { defer f.wg.Done(); f.srv.Serve(ln) }()
 	go func() { defer f.wg.Done(); f.dispatch(lctx) }()
 	go func() { defer f.wg.Done(); f.watchExecutions(lctx, poll) }()
@@ -364,89 +376,34 @@ func (f *Functions) stopPool() {
 // Stop stops the workers still running, then the functions.
 func (f *Functions) Stop() {
 	f.stopPool()
-	f.Fargate.local.StopAll("the stand-in stopped (stratus dev aws ended)")
-	f.cancel()
+	f.cancel() // the agent stops the tasks still running
 	f.srv.Close()
 	f.wg.Wait()
 }
 
-// Fargate is the stand-in for Fargate: RunTask goes to the stand-in (which
-// starts nothing), then the worker runs as a local `stratus runner` in a
-// fresh directory.
+// Fargate is the dispatch function's launcher on the stand-in: RunTask,
+// StopTask and the rest go to the ECS stand-in as on AWS; Agent plays
+// Fargate and starts what RunTask placed there.
 type Fargate struct {
-	ecs   *ecs.Launcher
-	local *local.Launcher
-	root  string
-
-	mu    sync.Mutex
-	tasks map[string]task // local id → the task it runs
-	n     int
-}
-
-// task is one worker the stand-in started.
-type task struct {
-	arn    string // its ECS task on the stand-in
-	taskID string // the dispatch task it works for
+	ecs *ecs.Launcher
+	// Agent starts the stand-in's tasks (Serve runs it).
+	Agent *fargate.Agent
 }
 
 var _ launch.TaskStopper = (*Fargate)(nil)
 
-// dir is a worker's fresh directory: <root>/<task id>-<attempt>-<n>.
-func (l *Fargate) dir(s launch.Spec) string {
-	l.mu.Lock()
-	l.n++
-	n := l.n
-	l.mu.Unlock()
-	return filepath.Join(l.root, fmt.Sprintf("%s-%d-%d", s.TaskID, s.Attempt, n))
-}
-
-// Launch sends RunTask to the stand-in, then starts the runner in a fresh
-// directory, its log that directory's runner.log (a Fargate task's goes to
-// CloudWatch).
+// Launch sends RunTask to the stand-in; the agent starts the task.
 func (l *Fargate) Launch(ctx context.Context, s launch.Spec) (string, error) {
-	arn, err := l.ecs.Launch(ctx, s)
-	if err != nil {
-		return "", err
-	}
-	s.LogPath = filepath.Join(l.dir(s), "runner.log")
-	id, err := l.local.Launch(ctx, s)
-	if err != nil {
-		return "", err
-	}
-	l.mu.Lock()
-	if l.tasks == nil {
-		l.tasks = map[string]task{}
-	}
-	l.tasks[id] = task{arn: arn, taskID: s.TaskID}
-	l.mu.Unlock()
-	return id, nil
+	return l.ecs.Launch(ctx, s)
 }
 
-// Stop stops the task on the stand-in and the local runner.
+// Stop stops the task on the stand-in; the agent stops what runs it.
 func (l *Fargate) Stop(ctx context.Context, id string) error {
-	l.mu.Lock()
-	tk := l.tasks[id]
-	l.mu.Unlock()
-	if tk.arn != "" {
-		l.ecs.Stop(ctx, tk.arn)
-	}
-	return l.local.Stop(ctx, id)
+	return l.ecs.Stop(ctx, id)
 }
 
 // StopTask stops the workers of a dispatch task (the stop message, the
-// events function): on the stand-in, found by startedBy, and locally.
+// events function), found on the stand-in by startedBy.
 func (l *Fargate) StopTask(ctx context.Context, taskID string) error {
-	err := l.ecs.StopTask(ctx, taskID)
-	l.mu.Lock()
-	var ids []string
-	for id, tk := range l.tasks {
-		if tk.taskID == taskID {
-			ids = append(ids, id)
-		}
-	}
-	l.mu.Unlock()
-	for _, id := range ids {
-		l.local.Stop(ctx, id)
-	}
-	return err
+	return l.ecs.StopTask(ctx, taskID)
 }

@@ -16,6 +16,10 @@ const (
 	EnvAPIURL = "STRATUS_API_URL" // base URL of the worker API, no trailing slash
 	EnvHandle = "STRATUS_HANDLE"  // the attempt's wh- handle (Bearer value)
 	EnvTaskID = "STRATUS_TASK_ID" // the dispatch task id
+	// EnvAttempt is the attempt number a worker task was launched for:
+	// the runner does not read it (its exchange says it); a task's stop
+	// event carries it back (awsapp.TaskStopped).
+	EnvAttempt = "STRATUS_ATTEMPT"
 	// EnvParentPID, when set, is the pid of the process that started the
 	// runner and owns its run (embedded mode): the runner stops its engine
 	// and exits once its parent is no longer that process.

@@ -272,19 +272,6 @@ func (s *Service) StopWorker(ctx context.Context, tid string) error {
 // result (a crash, a refused prompt fetch, a kill), instead of leaving its
 // state to wait for the heartbeat to lapse.
 func (s *Service) workerExited(tid string, n int, exitErr error, logPath string) {
-	ctx := context.Background()
-	att, err := s.Store.GetAttempt(ctx, tid, n)
-	if err != nil || att.Status != stratus.AttemptRunning {
-		return
-	}
-	latest, err := s.Store.LatestAttempt(ctx, tid)
-	if err != nil || latest.N != n {
-		return // superseded by a rekick
-	}
-	st, run, env, err := s.stepContext(ctx, tid)
-	if err != nil || stratus.RunTerminal(run.Status) {
-		return
-	}
 	status := "exit status 0"
 	if exitErr != nil {
 		status = exitErr.Error()
@@ -296,9 +283,72 @@ func (s *Service) workerExited(tid string, n int, exitErr error, logPath string)
 	if logPath != "" {
 		reason += " (log: " + logPath + ")"
 	}
+	s.failEndedWorker(context.Background(), tid, n, reason)
+}
+
+// failEndedWorker fails attempt n of tid for reason, when it is still
+// running and still the step's latest and its run goes on; otherwise it
+// does nothing (the attempt ended some other way first). Errors: reading
+// or writing the records.
+func (s *Service) failEndedWorker(ctx context.Context, tid string, n int, reason string) error {
+	att, err := s.Store.GetAttempt(ctx, tid, n)
+	if stratus.ErrorCode(err) == stratus.ENOTFOUND || err == nil && att.Status != stratus.AttemptRunning {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	latest, err := s.Store.LatestAttempt(ctx, tid)
+	if err != nil {
+		return err
+	}
+	if latest.N != n {
+		return nil // superseded by a rekick
+	}
+	st, run, env, err := s.stepContext(ctx, tid)
+	if stratus.ErrorCode(err) == stratus.ENOTFOUND {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if stratus.RunTerminal(run.Status) {
+		return nil
+	}
 	c := &Caller{Step: st, Attempt: att, Run: run, Env: env}
 	att.EndedAt = s.now()
-	s.failAttempt(ctx, c, att, seen(failclass.Infrastructure, "worker exited without a result"), reason)
+	_, err = s.failAttempt(ctx, c, att, seen(failclass.Infrastructure, "worker exited without a result"), reason)
+	if stratus.ErrorCode(err) == stratus.ECONFLICT {
+		return nil // recorded; its state had already moved on
+	}
+	return err
+}
+
+// WorkerTaskStopped is told that the worker task of attempt n of dispatch
+// task tid, launched with bootstrap value bootstrap, has stopped, and why
+// (ECS's stoppedReason, the container's exit code and last lines: "ECS
+// Task State Change", DESIGN.md § The path of one step). Unless the
+// attempt has ended some other way first, it fails now, as an
+// infrastructure failure the retry policy takes, instead of at its
+// heartbeat's lapse: a worker that stopped before it exchanged its
+// bootstrap value never fetched its prompt (the value is spent here, so a
+// late start of the same task is refused); one that had started stopped
+// without a result. tid and n may be unknown ("", 0: a task launched
+// before the attempt was carried): then only a worker that never started
+// is failed. Errors: reading or writing the records (the event is
+// delivered again).
+func (s *Service) WorkerTaskStopped(ctx context.Context, bootstrap, tid string, n int, why string) error {
+	if strings.HasPrefix(bootstrap, captoken.BootstrapPrefix) {
+		b, err := s.Store.TakeHandle(ctx, bootstrap)
+		if err == nil {
+			return s.failEndedWorker(ctx, b.TID, b.Attempt, "worker task stopped before it fetched its prompt: "+why)
+		}
+		if stratus.ErrorCode(err) != stratus.ENOTFOUND {
+			return err
+		}
+	}
+	if tid == "" || n <= 0 {
+		return nil
+	}
+	return s.failEndedWorker(ctx, tid, n, "worker task stopped without a result: "+why)
 }
 
 // logTail returns the last n non-empty lines of a log file, joined by " | ".

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"time"
 
@@ -140,7 +141,8 @@ func New(api API, cfg Config) (*Launcher, error) {
 }
 
 // Environment returns the worker's environment, as its container
-// overrides carry it: the API URL, the handle and the dispatch task id.
+// overrides carry it: the API URL, the handle, the dispatch task id and
+// the attempt number.
 func Environment(s launch.Spec) []types.KeyValuePair {
 	env := []types.KeyValuePair{
 		{Name: aws.String(launch.EnvAPIURL), Value: aws.String(s.APIURL)},
@@ -148,6 +150,9 @@ func Environment(s launch.Spec) []types.KeyValuePair {
 	}
 	if s.TaskID != "" {
 		env = append(env, types.KeyValuePair{Name: aws.String(launch.EnvTaskID), Value: aws.String(s.TaskID)})
+	}
+	if s.Attempt > 0 {
+		env = append(env, types.KeyValuePair{Name: aws.String(launch.EnvAttempt), Value: aws.String(strconv.Itoa(s.Attempt))})
 	}
 	return env
 }

@@ -1,0 +1,191 @@
+package fargate_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsecs "github.com/aws/aws-sdk-go-v2/service/ecs"
+	ecstypes "github.com/aws/aws-sdk-go-v2/service/ecs/types"
+	awssm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/stratusflow/stratus/internal/awstest"
+	"github.com/stratusflow/stratus/internal/devstack/fargate"
+)
+
+// stopped is one "ECS Task State Change" event's detail.
+type stopped struct {
+	TaskArn       string `json:"taskArn"`
+	LastStatus    string `json:"lastStatus"`
+	StopCode      string `json:"stopCode"`
+	StoppedReason string `json:"stoppedReason"`
+	StartedBy     string `json:"startedBy"`
+	Containers    []struct {
+		Name     string `json:"name"`
+		ExitCode *int   `json:"exitCode"`
+		Reason   string `json:"reason"`
+	} `json:"containers"`
+	Overrides struct {
+		ContainerOverrides []struct {
+			Name        string `json:"name"`
+			Environment []struct{ Name, Value string }
+		} `json:"containerOverrides"`
+	} `json:"overrides"`
+}
+
+type events struct {
+	mu sync.Mutex
+	by map[string]stopped
+}
+
+func (e *events) add(_ context.Context, ev json.RawMessage) {
+	var m struct {
+		DetailType string          `json:"detail-type"`
+		Source     string          `json:"source"`
+		Detail     json.RawMessage `json:"detail"`
+	}
+	json.Unmarshal(ev, &m)
+	if m.DetailType != fargate.DetailTaskStateChange || m.Source != "aws.ecs" {
+		panic("not a task state change: " + string(ev))
+	}
+	var d stopped
+	json.Unmarshal(m.Detail, &d)
+	e.mu.Lock()
+	e.by[d.TaskArn] = d
+	e.mu.Unlock()
+}
+
+func (e *events) wait(t *testing.T, arn string) stopped {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		e.mu.Lock()
+		d, ok := e.by[arn]
+		e.mu.Unlock()
+		if ok {
+			return d
+		}
+	}
+	t.Fatalf("no state change for task %s", arn)
+	return stopped{}
+}
+
+// TestAgent_RunsEachTaskWithItsEnvironmentAndReportsItsStop runs tasks on
+// moto's ECS and checks the agent plays Fargate: the container gets the
+// task definition's environment, its secret resolved from Secrets
+// Manager and the RunTask overrides, and nothing else of this process's;
+// a container that exits stops its task with ECS's reason and its exit
+// code and last lines; StopTask stops a running one; a secret that does
+// not resolve stops the task before it starts.
+func TestAgent_RunsEachTaskWithItsEnvironmentAndReportsItsStop(t *testing.T) {
+	t.Setenv("STRATUS_FARGATE_TEST_LEAK", "operator-only")
+	cfg := awstest.Moto(t).Config()
+	ecsCfg := cfg.Copy()
+	ecsCfg.HTTPClient = &awstest.ECSClient{}
+	ecs := awsecs.NewFromConfig(ecsCfg)
+	sm := awssm.NewFromConfig(cfg)
+	ctx := context.Background()
+	name := strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()) + time.Now().Format("150405.000000")
+	name = strings.ReplaceAll(name, ".", "")
+	cl, err := ecs.CreateCluster(ctx, &awsecs.CreateClusterInput{ClusterName: aws.String(name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec, err := sm.CreateSecret(ctx, &awssm.CreateSecretInput{Name: aws.String(name + "-key"), SecretString: aws.String(`{"key":"s3cret"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := func(family, valueFrom string) {
+		t.Helper()
+		_, err := ecs.RegisterTaskDefinition(ctx, &awsecs.RegisterTaskDefinitionInput{
+			Family: aws.String(family), NetworkMode: ecstypes.NetworkModeBridge, Cpu: aws.String("512"), Memory: aws.String("1024"),
+			ContainerDefinitions: []ecstypes.ContainerDefinition{{Name: aws.String("runner"), Image: aws.String("stratus-runner:test"), Memory: aws.Int32(1024),
+				Essential: aws.Bool(true), StopTimeout: aws.Int32(2),
+				Environment: []ecstypes.KeyValuePair{{Name: aws.String("FROM_DEF"), Value: aws.String("def")}, {Name: aws.String("OVERRIDDEN"), Value: aws.String("def")}},
+				Secrets:     []ecstypes.Secret{{Name: aws.String("API_KEY"), ValueFrom: aws.String(valueFrom)}}}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	def(name, aws.ToString(sec.ARN)+":key::")
+	def(name+"-bad", aws.ToString(sec.ARN)+"-nosuch")
+
+	ev := &events{by: map[string]stopped{}}
+	var started sync.Map
+	a := &fargate.Agent{ECS: ecs, Secrets: sm, Cluster: aws.ToString(cl.Cluster.ClusterArn),
+		Backend: &fargate.ProcessBackend{Self: "/bin/sh", Root: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}},
+		Poll:    50 * time.Millisecond, OnStopped: ev.add,
+		OnStarted: func(c fargate.Container, r fargate.Running) { started.Store(c.TaskARN, c) }}
+	actx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { a.Run(actx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	run := func(family, script string) string {
+		t.Helper()
+		out, err := ecs.RunTask(ctx, &awsecs.RunTaskInput{Cluster: cl.Cluster.ClusterArn, TaskDefinition: aws.String(family), StartedBy: aws.String("stratus-t1"), LaunchType: ecstypes.LaunchTypeFargate,
+			Overrides: &ecstypes.TaskOverride{ContainerOverrides: []ecstypes.ContainerOverride{{Name: aws.String("runner"), Command: []string{"-c", script},
+				Environment: []ecstypes.KeyValuePair{{Name: aws.String("OVERRIDDEN"), Value: aws.String("run")}, {Name: aws.String("STRATUS_HANDLE"), Value: aws.String("wb-1")}}}}}})
+		if err != nil || len(out.Tasks) != 1 {
+			t.Fatalf("RunTask: %v %v", out, err)
+		}
+		return aws.ToString(out.Tasks[0].TaskArn)
+	}
+
+	// Exits on its own.
+	arn := run(name, `echo "def=$FROM_DEF over=$OVERRIDDEN key=$API_KEY handle=$STRATUS_HANDLE leak=${STRATUS_FARGATE_TEST_LEAK:-none}"; echo second; exit 3`)
+	d := ev.wait(t, arn)
+	if d.StoppedReason != fargate.StoppedReasonExited || d.StopCode != "EssentialContainerExited" || d.StartedBy != "stratus-t1" {
+		t.Errorf("stopped %+v; want reason %q, stop code EssentialContainerExited, startedBy stratus-t1", d, fargate.StoppedReasonExited)
+	}
+	if len(d.Containers) != 1 || d.Containers[0].ExitCode == nil || *d.Containers[0].ExitCode != 3 {
+		t.Fatalf("containers %+v; want one with exit code 3", d.Containers)
+	}
+	if want := "def=def over=run key=s3cret handle=wb-1 leak=none | second"; d.Containers[0].Reason != want {
+		t.Errorf("container reason (its last lines) %q; want %q", d.Containers[0].Reason, want)
+	}
+	if len(d.Overrides.ContainerOverrides) != 1 || len(d.Overrides.ContainerOverrides[0].Environment) != 2 {
+		t.Errorf("overrides %+v; want the runner's two variables", d.Overrides)
+	}
+	desc, err := ecs.DescribeTasks(ctx, &awsecs.DescribeTasksInput{Cluster: cl.Cluster.ClusterArn, Tasks: []string{arn}})
+	if err != nil || len(desc.Tasks) != 1 || aws.ToString(desc.Tasks[0].LastStatus) != "STOPPED" || aws.ToString(desc.Tasks[0].StoppedReason) != fargate.StoppedReasonExited {
+		t.Errorf("on the stand-in the task is %+v (%v); want STOPPED, %q", desc, err, fargate.StoppedReasonExited)
+	}
+	if _, ok := started.Load(arn); !ok {
+		t.Error("OnStarted was not told of the task")
+	}
+
+	// Stopped by StopTask while it runs.
+	arn = run(name, `echo up; trap 'echo terminated; exit 143' TERM; while :; do sleep 0.05; done`)
+	for i := 0; ; i++ {
+		if _, ok := started.Load(arn); ok {
+			break
+		}
+		if i > 400 {
+			t.Fatal("the second task never started")
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // its trap is set
+	if _, err := ecs.StopTask(ctx, &awsecs.StopTaskInput{Cluster: cl.Cluster.ClusterArn, Task: aws.String(arn), Reason: aws.String("the run was cancelled")}); err != nil {
+		t.Fatal(err)
+	}
+	d = ev.wait(t, arn)
+	if d.StoppedReason != "the run was cancelled" || d.StopCode != "UserInitiated" || d.Containers[0].ExitCode == nil || *d.Containers[0].ExitCode != 143 {
+		t.Errorf("stopped %+v %+v; want StopTask's reason, UserInitiated, exit 143 (SIGTERM trapped)", d, d.Containers)
+	}
+
+	// A secret that does not resolve: the task never starts.
+	arn = run(name+"-bad", `echo started; exit 0`)
+	d = ev.wait(t, arn)
+	if !strings.HasPrefix(d.StoppedReason, "ResourceInitializationError") || d.StopCode != "TaskFailedToStart" || d.Containers[0].ExitCode != nil {
+		t.Errorf("stopped %+v; want ResourceInitializationError, TaskFailedToStart, no exit code", d)
+	}
+	if _, ok := started.Load(arn); ok {
+		t.Error("a task whose secret does not resolve was started")
+	}
+}

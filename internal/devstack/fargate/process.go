@@ -1,0 +1,131 @@
+package fargate
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ProcessBackend runs a task as a local process: `Self runner` (the
+// image's entrypoint) in a fresh directory of its own under Root (its
+// working directory and HOME), with the task's environment plus Env (a
+// PATH: the process has the operator's file system, where a container
+// has its image's), its output in runner.log there. It is what `dev aws
+// --runners process` uses where no container engine runs; it shares the
+// operator's file system and network, which a container does not.
+type ProcessBackend struct {
+	Self string   // the stratus binary
+	Root string   // a directory per task is made in it
+	Env  []string // added to each task's environment (PATH, engine settings)
+}
+
+// Name is "process".
+func (b *ProcessBackend) Name() string { return "process" }
+
+// Start starts c's runner. Errors: the directory or the process could not
+// be made.
+func (b *ProcessBackend) Start(_ context.Context, c Container) (Running, error) {
+	dir := filepath.Join(b.Root, c.TaskID)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(dir, "runner.log")
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close() // the process holds its own
+	args := c.Command
+	if len(args) == 0 {
+		args = []string{"runner"}
+	}
+	cmd := exec.Command(b.Self, args...)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, logf, logf
+	cmd.Env = append(append([]string{"HOME=" + dir}, b.Env...), c.Env...)
+	// Its own group, so Stop reaches the engine it started; and it dies
+	// with the stand-in.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("CannotStartContainerError: %s runner: %v", b.Self, err)
+	}
+	p := &process{cmd: cmd, dir: dir, log: logPath, done: make(chan struct{}), code: -1}
+	go func() {
+		err := cmd.Wait()
+		p.mu.Lock()
+		if err == nil {
+			p.code = 0
+		} else if ee, ok := err.(*exec.ExitError); ok {
+			p.code = ee.ExitCode()
+		}
+		p.mu.Unlock()
+		// Whatever it left behind in its group goes with it, as a
+		// container's processes do.
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		close(p.done)
+	}()
+	return p, nil
+}
+
+type process struct {
+	cmd  *exec.Cmd
+	dir  string
+	log  string
+	done chan struct{}
+
+	mu   sync.Mutex
+	code int
+}
+
+func (p *process) Stop(grace time.Duration) {
+	pid := p.cmd.Process.Pid
+	syscall.Kill(-pid, syscall.SIGTERM)
+	go func() {
+		select {
+		case <-p.done:
+		case <-time.After(grace):
+			syscall.Kill(-pid, syscall.SIGKILL)
+		}
+	}()
+}
+
+func (p *process) Done() <-chan struct{} { return p.done }
+
+func (p *process) ExitCode() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.code
+}
+
+func (p *process) LastLines(n int) []string { return lastLines(p.log, n) }
+
+func (p *process) Where() string { return "process in " + p.dir }
+
+// lastLines is the last n non-empty lines of the file at path.
+func lastLines(path string, n int) []string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	return tail(b, n)
+}
+
+// tail is the last n non-empty lines of b.
+func tail(b []byte, n int) []string {
+	var out []string
+	for _, l := range strings.Split(string(bytes.TrimSpace(b)), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return out
+}
