@@ -11,11 +11,14 @@
 //     echoing what it received (method, path, query, headers, body,
 //     base64, path parameters) with status 201, a header and a cookie
 //   - {"env": [names]}: returns those environment variables
+//   - an SQS event (Records): reports the records whose body is "fail" as
+//     batch item failures, and the item "bogus" when a body is "bogus"
 package main
 
 import (
 	"context"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
@@ -37,14 +40,29 @@ type request struct {
 	Child   bool            `json:"child"`
 	Big     int             `json:"big"`
 	Env     []string        `json:"env"`
+	Records []struct {
+		MessageID string `json:"messageId"`
+		Body      string `json:"body"`
+	} `json:"Records"`
 }
 
-func handle(ctx context.Context, raw json.RawMessage) (any, error) {
+func handle(_ context.Context, raw json.RawMessage) (any, error) {
 	var r request
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return nil, err
 	}
 	switch {
+	case r.Records != nil:
+		var resp events.SQSEventResponse
+		for _, rec := range r.Records {
+			switch rec.Body {
+			case "fail":
+				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageID})
+			case "bogus":
+				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: "bogus"})
+			}
+		}
+		return resp, nil
 	case r.Version == "2.0":
 		var ev events.APIGatewayV2HTTPRequest
 		if err := json.Unmarshal(raw, &ev); err != nil {
@@ -64,17 +82,15 @@ func handle(ctx context.Context, raw json.RawMessage) (any, error) {
 		out, _ := json.Marshal(map[string]any{
 			"routeKey": ev.RouteKey, "method": ev.RequestContext.HTTP.Method, "path": ev.RawPath,
 			"query": ev.RawQueryString, "headers": ev.Headers, "body": body, "base64": ev.IsBase64Encoded,
-			"pathParameters": ev.PathParameters, "sourceIp": ev.RequestContext.HTTP.SourceIP, "cookies": ev.Cookies,
+			"pathParameters": ev.PathParameters, "bodyHex": hex.EncodeToString([]byte(body)), "sourceIp": ev.RequestContext.HTTP.SourceIP, "cookies": ev.Cookies,
 		})
 		return events.APIGatewayV2HTTPResponse{StatusCode: 201, Headers: map[string]string{"Content-Type": "application/json", "X-Fake": "yes"},
 			Cookies: []string{"a=1; Path=/"}, Body: base64.StdEncoding.EncodeToString(out), IsBase64Encoded: true}, nil
 	case r.Echo != nil:
 		return r.Echo, nil
 	case r.SleepMS > 0:
-		select {
-		case <-time.After(time.Duration(r.SleepMS) * time.Millisecond):
-		case <-ctx.Done():
-		}
+		// Past the deadline in ctx, as a handler that ignores it would.
+		time.Sleep(time.Duration(r.SleepMS) * time.Millisecond)
 		return map[string]int{"slept": r.SleepMS}, nil
 	case r.Fail != "":
 		return nil, errors.New(r.Fail)
