@@ -54,7 +54,8 @@ func build(t *testing.T, name, pkg string, lambda bool) string {
 		b.path = filepath.Join(buildDir, name)
 		args := []string{"build", "-o", b.path}
 		if lambda {
-			args = append(args, "-tags", "lambda.norpc", "-trimpath")
+			// As `make lambdas` builds them.
+			args = append(args, "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s")
 		}
 		cmd := exec.Command("go", append(args, pkg)...)
 		cmd.Dir = testenv.ModuleRoot(t)

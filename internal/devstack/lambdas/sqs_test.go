@@ -104,4 +104,3 @@ func countOf(s []string, v string) int {
 	}
 	return n
 }
-

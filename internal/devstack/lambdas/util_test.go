@@ -2,6 +2,7 @@ package lambdas_test
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -11,7 +12,10 @@ import (
 // syncBuffer is a bytes.Buffer safe for the log writer's goroutines.
 type syncBuffer struct {
 	mu sync.Mutex
-	b  *bytes.Buffer
+	b  interface {
+		io.Writer
+		String() string
+	}
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
