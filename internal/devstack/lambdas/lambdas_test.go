@@ -25,10 +25,10 @@ func invoke(t *testing.T, fn *lambdas.Function, payload string) ([]byte, error) 
 // answers with its handler's result; the first invocation is a cold start
 // whose REPORT has an init duration and the runtime's peak memory.
 func TestInvoke_ReturnsTheHandlersResultWithLambdasEnvironment(t *testing.T) {
-	var logs bytes.Buffer
+	logs := &syncBuffer{b: new(bytes.Buffer)}
 	fn := startFake(t, lambdas.Config{Name: "fake-env", MemoryMB: 256, Timeout: 7 * time.Second,
 		Env: map[string]string{"STRATUS_TABLE": "tbl"}, AccessKeyID: "AKID", SecretAccessKey: "SECRET",
-		Endpoint: "http://127.0.0.1:1", Region: "eu-west-1", LogWriter: &syncBuffer{b: &logs}})
+		Endpoint: "http://127.0.0.1:1", Region: "eu-west-1", LogWriter: logs})
 	out, err := invoke(t, fn, `{"env":["AWS_LAMBDA_FUNCTION_NAME","AWS_LAMBDA_FUNCTION_MEMORY_SIZE","AWS_LAMBDA_FUNCTION_TIMEOUT","AWS_REGION","AWS_ACCESS_KEY_ID","AWS_SECRET_ACCESS_KEY","AWS_ENDPOINT_URL","STRATUS_TABLE","HOME","AWS_LAMBDA_RUNTIME_API"]}`)
 	if err != nil {
 		t.Fatal(err)
