@@ -303,7 +303,10 @@ func (f *Function) tryInstance(ctx context.Context, i int) (*instance, error) {
 	}
 	in := &instance{f: f, n: i, cmd: cmd, exited: make(chan struct{}), pending: map[string]*pending{},
 		url:    "http://" + invokeAddr + "/2015-03-31/functions/function/invocations",
-		client: &http.Client{Transport: &http.Transport{DisableCompression: true, MaxIdleConns: 1}}}
+		// A connection per invocation: a refused one then means the
+		// request never reached the emulator (safe to send again), never
+		// a pooled connection gone stale.
+		client: &http.Client{Transport: &http.Transport{DisableCompression: true, DisableKeepAlives: true}}}
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -486,9 +489,10 @@ func (f *Function) Stop() {
 	}
 	f.stopped = true
 	close(f.done)
+	all := append([]*instance(nil), f.all...)
 	f.mu.Unlock()
 	var wg sync.WaitGroup
-	for _, in := range f.all {
+	for _, in := range all {
 		wg.Add(1)
 		go func() { defer wg.Done(); in.kill() }()
 	}
@@ -521,7 +525,50 @@ func (f *Function) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		return nil, ctx.Err()
 	}
 	defer func() { f.idle <- in }()
-	return in.invoke(ctx, payload)
+	for try := 0; ; try++ {
+		select {
+		case <-in.exited:
+			// The emulator died (killed from outside, out of memory): a
+			// new one takes its place, as Lambda replaces a broken
+			// execution environment.
+			fresh, err := f.replace(ctx, in)
+			if err != nil {
+				return nil, err
+			}
+			in = fresh
+		default:
+		}
+		out, err := in.invoke(ctx, payload)
+		// A request the emulator never took (it is gone) is safe to send
+		// again, once, to its replacement.
+		if errors.Is(err, errEmulatorGone) && try == 0 {
+			continue
+		}
+		return out, err
+	}
+}
+
+// errEmulatorGone is an invocation that did not reach the emulator
+// because it has exited.
+var errEmulatorGone = errors.New("the emulator has exited")
+
+// replace starts a new instance in dead's place.
+func (f *Function) replace(ctx context.Context, dead *instance) (*instance, error) {
+	fresh, err := f.startInstance(ctx, dead.n)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	stopped := f.stopped
+	if !stopped {
+		f.all[dead.n] = fresh
+	}
+	f.mu.Unlock()
+	if stopped {
+		fresh.kill()
+		return nil, ErrStopped
+	}
+	return fresh, nil
 }
 
 var timedOutRE = regexp.MustCompile(`^Task timed out after [0-9.]+ seconds$`)
@@ -552,6 +599,13 @@ func (in *instance) invoke(ctx context.Context, payload []byte) ([]byte, error) 
 		case <-in.f.done:
 			return nil, ErrStopped
 		default:
+		}
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			select {
+			case <-in.exited:
+				return nil, fmt.Errorf("lambdas: %s: %w: %v", in.f.cfg.Name, errEmulatorGone, err)
+			case <-time.After(2 * time.Second):
+			}
 		}
 		return nil, fmt.Errorf("lambdas: %s: invoke: %w; the emulator's output:\n%s", in.f.cfg.Name, err, in.tail())
 	}

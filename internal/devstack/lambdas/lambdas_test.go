@@ -168,3 +168,39 @@ func TestInvoke_ConcurrencyInstancesServeInParallel(t *testing.T) {
 		t.Errorf("two 1.5 s invocations on two instances took %v; want them side by side", d)
 	}
 }
+
+// An emulator that died (killed from outside) is replaced on the next
+// invocation, which is a cold start.
+func TestInvoke_ADeadEmulatorIsReplaced(t *testing.T) {
+	fn := startFake(t, lambdas.Config{})
+	out, err := invoke(t, fn, `{"pids":true}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids struct{ Self, Parent int }
+	if err := json.Unmarshal(out, &pids); err != nil || pids.Parent == 0 {
+		t.Fatalf("%s: %v", out, err)
+	}
+	if err := syscall.Kill(pids.Parent, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(pids.Parent, 0) == nil && !zombie(pids.Parent) {
+		if time.Now().After(deadline) {
+			t.Fatal("the emulator did not die")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	out, err = invoke(t, fn, `{"pids":true}`)
+	if err != nil {
+		t.Fatalf("after the emulator died: %v", err)
+	}
+	var again struct{ Self, Parent int }
+	json.Unmarshal(out, &again)
+	if again.Parent == pids.Parent {
+		t.Errorf("the same emulator %d answered", again.Parent)
+	}
+	if reps := fn.Reports(); len(reps) != 2 || reps[1].Init <= 0 {
+		t.Errorf("reports %v; want the second a cold start", reps)
+	}
+}

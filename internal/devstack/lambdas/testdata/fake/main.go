@@ -6,6 +6,7 @@
 //   - {"fail": "message"}: returns an error (errorType "errorString")
 //   - {"exit": N}: exits with status N mid-invoke
 //   - {"child": true}: starts a `sleep 600` child in its own group, returns its pid
+//   - {"pids": true}: returns its pid and its parent's (the emulator's)
 //   - {"big": N}: returns a string of N bytes
 //   - an API Gateway HTTP API 2.0 event (version "2.0"): returns a response
 //     echoing what it received (method, path, query, headers, body,
@@ -38,6 +39,7 @@ type request struct {
 	Fail    string          `json:"fail"`
 	Exit    *int            `json:"exit"`
 	Child   bool            `json:"child"`
+	Pids    bool            `json:"pids"`
 	Big     int             `json:"big"`
 	Env     []string        `json:"env"`
 	Records []struct {
@@ -103,6 +105,8 @@ func handle(_ context.Context, raw json.RawMessage) (any, error) {
 			return nil, err
 		}
 		return map[string]int{"pid": c.Process.Pid, "self": os.Getpid()}, nil
+	case r.Pids:
+		return map[string]int{"self": os.Getpid(), "parent": os.Getppid()}, nil
 	case r.Big > 0:
 		return strings.Repeat("x", r.Big), nil
 	case r.Env != nil:
