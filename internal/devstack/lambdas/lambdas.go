@@ -302,7 +302,7 @@ func (f *Function) tryInstance(ctx context.Context, i int) (*instance, error) {
 		return nil, err
 	}
 	in := &instance{f: f, n: i, cmd: cmd, exited: make(chan struct{}), pending: map[string]*pending{},
-		url:    "http://" + invokeAddr + "/2015-03-31/functions/function/invocations",
+		url: "http://" + invokeAddr + "/2015-03-31/functions/function/invocations",
 		// A connection per invocation: a refused one then means the
 		// request never reached the emulator (safe to send again), never
 		// a pooled connection gone stale.
