@@ -206,3 +206,18 @@ func TestInvoke_ADeadEmulatorIsReplaced(t *testing.T) {
 		t.Errorf("reports %v; want the second a cold start", reps)
 	}
 }
+
+// Summarize gives the spread and median of the cold starts' init
+// durations and the largest max memory.
+func TestSummarize_ColdStartsAndPeakMemory(t *testing.T) {
+	ms := time.Millisecond
+	s := lambdas.Summarize("F", 256, []lambdas.Report{
+		{Init: 30 * ms, MaxMemoryUsedMB: 18}, {MaxMemoryUsedMB: 19}, {Init: 10 * ms, MaxMemoryUsedMB: 17}, {Init: 20 * ms}, {Init: 40 * ms},
+	})
+	if s.ColdStarts != 4 || s.Invocations != 5 || s.InitMin != 10*ms || s.InitMax != 40*ms || s.InitMedian != 25*ms || s.MaxMemoryUsedMB != 19 {
+		t.Errorf("%+v", s)
+	}
+	if got, want := s.String(), "F: init 10.0–40.0 ms, median 25.0 ms (4 cold starts), max memory 19 MB of 256 MB (5 invocations)"; got != want {
+		t.Errorf("String() = %q; want %q", got, want)
+	}
+}
