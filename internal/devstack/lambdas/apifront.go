@@ -200,6 +200,20 @@ func requestEvent(r *http.Request, route Route, params map[string]string, body [
 		ev.Headers[k] = strings.Join(vs, ",")
 	}
 	ev.Headers["host"] = r.Host
+	// What API Gateway adds in front of the function.
+	proto, port := "http", "80"
+	if r.TLS != nil {
+		proto, port = "https", "443"
+	}
+	if _, p, err := net.SplitHostPort(r.Host); err == nil {
+		port = p
+	}
+	if xff := ev.Headers["x-forwarded-for"]; xff != "" {
+		ev.Headers["x-forwarded-for"] = xff + ", " + sourceIP(r)
+	} else {
+		ev.Headers["x-forwarded-for"] = sourceIP(r)
+	}
+	ev.Headers["x-forwarded-proto"], ev.Headers["x-forwarded-port"] = proto, port
 	if r.ContentLength > 0 || len(body) > 0 {
 		ev.Headers["content-length"] = strconv.Itoa(len(body))
 	}

@@ -62,8 +62,9 @@ func TestAPIFront_TranslatesRequestAndResponse(t *testing.T) {
 	if got.PathParameters["run_id"] != "r-1" || got.PathParameters["node"] != "review" {
 		t.Errorf("path parameters %v", got.PathParameters)
 	}
-	if got.Headers["x-custom"] != "one,two" || got.Headers["content-type"] != "application/json" || got.Headers["host"] == "" {
-		t.Errorf("headers %v; want them lowercased, repeated values comma-joined, host set", got.Headers)
+	if got.Headers["x-custom"] != "one,two" || got.Headers["content-type"] != "application/json" || got.Headers["host"] == "" ||
+		got.Headers["x-forwarded-for"] != "127.0.0.1" || got.Headers["x-forwarded-proto"] != "http" {
+		t.Errorf("headers %v; want them lowercased, repeated values comma-joined, host and x-forwarded-* set", got.Headers)
 	}
 	if strings.Join(got.Cookies, "|") != "c1=v1|c2=v2" {
 		t.Errorf("cookies %v", got.Cookies)

@@ -20,7 +20,10 @@
 //     payload format 2.0, as `sam local start-api` sends it), the dispatch
 //     queue's event source mapping (SQSMappingFromTemplate, RunSQSSource)
 //     and the EventBridge event of an execution's status change
-//     (ExecutionStatusChange).
+//     (ExecutionRuleFromTemplate: which reach the function;
+//     ExecutionStatusChange: the event);
+//   - the figures of a run (Summarize: init durations and max memory
+//     beside the memory size).
 //
 // It does not resolve the functions' environments (the deployed stack's
 // outputs and parameters do that), create AWS resources, enforce the

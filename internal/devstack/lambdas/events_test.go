@@ -49,3 +49,28 @@ func TestExecutionStatusChange_IsWhatTheEventsHandlerReads(t *testing.T) {
 		}
 	}
 }
+
+// The EventsFunction's rule lets through the ended executions of the
+// stack's own state machines, and nothing else.
+func TestExecutionRuleFromTemplate_MatchesEndedExecutionsOfTheStack(t *testing.T) {
+	r, err := lambdas.ExecutionRuleFromTemplate(readTemplate(t), "EventsFunction")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours := "arn:aws:states:us-east-1:123456789012:stateMachine:stratus-impl-abc"
+	for _, c := range []struct {
+		machine, status string
+		want            bool
+	}{
+		{ours, "SUCCEEDED", true},
+		{ours, "FAILED", true},
+		{ours, "TIMED_OUT", true},
+		{ours, "ABORTED", true},
+		{ours, "RUNNING", false},
+		{"arn:aws:states:us-east-1:123456789012:stateMachine:other-impl", "FAILED", false},
+	} {
+		if got := r.Matches(executor.Execution{StateMachine: c.machine, Status: c.status}, "stratus"); got != c.want {
+			t.Errorf("%s %s: %v; want %v (rule %+v)", c.machine, c.status, got, c.want, r)
+		}
+	}
+}
