@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"debug/elf"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -156,6 +157,9 @@ func Start(ctx context.Context, cfg Config) (*Function, error) {
 			return nil, fmt.Errorf("lambdas: %s: the %s %s is not an executable file (%s builds it)", cfg.Name, p.what, p.path, p.make)
 		}
 	}
+	if err := checkArch(cfg.Bootstrap); err != nil {
+		return nil, fmt.Errorf("lambdas: %s: %w", cfg.Name, err)
+	}
 	if cfg.MemoryMB <= 0 {
 		cfg.MemoryMB = DefaultMemoryMB
 	}
@@ -214,8 +218,6 @@ func (f *Function) env() []string {
 		"AWS_SECRET_ACCESS_KEY":           c.SecretAccessKey,
 		"AWS_SESSION_TOKEN":               c.SessionToken,
 		"AWS_ENDPOINT_URL":                c.Endpoint,
-		// The emulator's own chatter (INIT REPORT is at info).
-		"LOG_LEVEL": "info",
 	}
 	for k, v := range c.Env {
 		m[k] = v
@@ -284,6 +286,9 @@ func (f *Function) tryInstance(ctx context.Context, i int) (*instance, error) {
 	}
 	invokeAddr := fmt.Sprintf("127.0.0.1:%d", ports[0])
 	cmd := exec.Command(f.cfg.RIE,
+		// INIT REPORT is logged at info (a flag: the emulator hands its
+		// environment on to the runtime).
+		"--log-level", "info",
 		"--runtime-interface-emulator-address", invokeAddr,
 		"--runtime-api-address", fmt.Sprintf("127.0.0.1:%d", ports[1]),
 		f.cfg.Bootstrap)
@@ -499,8 +504,11 @@ func (f *Function) Stop() {
 	wg.Wait()
 }
 
-// Reports returns the REPORT of every invocation so far, in the order
-// they ended.
+// maxReports bounds what a long-lived function keeps: the most recent.
+const maxReports = 10000
+
+// Reports returns the REPORT of every invocation so far (the last
+// 10,000), in the order they ended.
 func (f *Function) Reports() []Report {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -660,6 +668,9 @@ func (in *instance) record(p *pending, timedOut bool) {
 	}
 	in.f.mu.Lock()
 	in.f.reports = append(in.f.reports, r)
+	if len(in.f.reports) > maxReports {
+		in.f.reports = append(in.f.reports[:0], in.f.reports[len(in.f.reports)-maxReports:]...)
+	}
 	in.f.mu.Unlock()
 }
 
@@ -725,4 +736,21 @@ func (l *lockedWriter) line(prefix, s string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	io.WriteString(l.w, prefix+s+"\n")
+}
+
+// checkArch refuses a bootstrap built for another machine (the emulator
+// would start it only at the first invocation, failing there): an ELF
+// file whose machine is not this one's. A file that is not ELF is left to
+// the emulator.
+func checkArch(path string) error {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	want := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[runtime.GOARCH]
+	if want != 0 && f.Machine != want {
+		return fmt.Errorf("the bootstrap %s is for %v, this machine is %s: build it with `make lambdas` (this machine's architecture unless LAMBDA_ARCH says otherwise)", path, f.Machine, runtime.GOARCH)
+	}
+	return nil
 }

@@ -3,8 +3,13 @@ package lambdas_test
 import (
 	"bytes"
 	"context"
+	"debug/elf"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -219,5 +224,30 @@ func TestSummarize_ColdStartsAndPeakMemory(t *testing.T) {
 	}
 	if got, want := s.String(), "F: init 10.0–40.0 ms, median 25.0 ms (4 cold starts), max memory 19 MB of 256 MB (5 invocations)"; got != want {
 		t.Errorf("String() = %q; want %q", got, want)
+	}
+}
+
+// A bootstrap built for another architecture is refused at Start, naming
+// `make lambdas`.
+func TestStart_RefusesABootstrapOfAnotherArchitecture(t *testing.T) {
+	other := elf.EM_AARCH64
+	if runtime.GOARCH == "arm64" {
+		other = elf.EM_X86_64
+	}
+	// An ELF header of an executable for the other machine, and no more.
+	hdr := elf.Header64{Type: uint16(elf.ET_EXEC), Machine: uint16(other), Version: uint32(elf.EV_CURRENT), Ehsize: 64, Phentsize: 56, Shentsize: 64}
+	copy(hdr.Ident[:], elf.ELFMAG)
+	hdr.Ident[elf.EI_CLASS], hdr.Ident[elf.EI_DATA], hdr.Ident[elf.EI_VERSION] = byte(elf.ELFCLASS64), byte(elf.ELFDATA2LSB), byte(elf.EV_CURRENT)
+	var b bytes.Buffer
+	if err := binary.Write(&b, binary.LittleEndian, hdr); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "bootstrap")
+	if err := os.WriteFile(bin, b.Bytes(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := lambdas.Start(context.Background(), lambdas.Config{Name: "other", Bootstrap: bin, RIE: rie(t)})
+	if err == nil || !strings.Contains(err.Error(), "this machine is "+runtime.GOARCH) || !strings.Contains(err.Error(), "make lambdas") {
+		t.Errorf("Start: %v; want an error naming make lambdas", err)
 	}
 }
