@@ -34,7 +34,7 @@ func TestInvoke_ReturnsTheHandlersResultWithLambdasEnvironment(t *testing.T) {
 	fn := startFake(t, lambdas.Config{Name: "fake-env", MemoryMB: 256, Timeout: 7 * time.Second,
 		Env: map[string]string{"STRATUS_TABLE": "tbl"}, AccessKeyID: "AKID", SecretAccessKey: "SECRET",
 		Endpoint: "http://127.0.0.1:1", Region: "eu-west-1", LogWriter: logs})
-	out, err := invoke(t, fn, `{"env":["AWS_LAMBDA_FUNCTION_NAME","AWS_LAMBDA_FUNCTION_MEMORY_SIZE","AWS_LAMBDA_FUNCTION_TIMEOUT","AWS_REGION","AWS_ACCESS_KEY_ID","AWS_SECRET_ACCESS_KEY","AWS_ENDPOINT_URL","STRATUS_TABLE","HOME","AWS_LAMBDA_RUNTIME_API"]}`)
+	out, err := invoke(t, fn, `{"env":["AWS_LAMBDA_FUNCTION_NAME","AWS_LAMBDA_FUNCTION_MEMORY_SIZE","AWS_LAMBDA_FUNCTION_TIMEOUT","AWS_REGION","AWS_ACCESS_KEY_ID","AWS_SECRET_ACCESS_KEY","AWS_ENDPOINT_URL","STRATUS_TABLE","HOME","LOG_LEVEL","AWS_LAMBDA_RUNTIME_API"]}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestInvoke_ReturnsTheHandlersResultWithLambdasEnvironment(t *testing.T) {
 	}
 	want := map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "fake-env", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "256",
 		"AWS_LAMBDA_FUNCTION_TIMEOUT": "7", "AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "AKID",
-		"AWS_SECRET_ACCESS_KEY": "SECRET", "AWS_ENDPOINT_URL": "http://127.0.0.1:1", "STRATUS_TABLE": "tbl", "HOME": ""}
+		"AWS_SECRET_ACCESS_KEY": "SECRET", "AWS_ENDPOINT_URL": "http://127.0.0.1:1", "STRATUS_TABLE": "tbl", "HOME": "", "LOG_LEVEL": ""}
 	for k, v := range want {
 		if env[k] != v {
 			t.Errorf("%s = %q; want %q", k, env[k], v)
