@@ -481,7 +481,12 @@ func (in *instance) kill() {
 		}
 		_ = syscall.Kill(p, syscall.SIGKILL)
 	}
-	<-in.exited
+	// Its output ends when every holder of its pipes has gone; one that
+	// escaped (a daemon of its own) must not hold Stop for ever.
+	select {
+	case <-in.exited:
+	case <-time.After(5 * time.Second):
+	}
 }
 
 // Stop ends every instance of the function (each emulator, its runtime
