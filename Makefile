@@ -286,27 +286,38 @@ clean:
 	rm -rf bin .scratch
 
 ## ---- AWS: Lambda artifacts, SAM, LocalStack (functions/, template.yaml, localstack/)
-.PHONY: lambdas sam-build deploy localstack-up localstack-deploy localstack-down lint-aws
+.PHONY: lambdas rie sam-build deploy localstack-up localstack-deploy localstack-down lint-aws
 
-## lambdas: build each functions/<name> as $(LAMBDA_DIR)/<name>/bootstrap for
-## provided.al2023 on arm64, statically linked (functions/build_test.go builds
-## them through this target and checks the artifacts).
-LAMBDA_DIR ?= bin/lambda
-LAMBDAS    := $(patsubst functions/%/main.go,%,$(wildcard functions/*/main.go))
-LAMBDA_ENV := GOOS=linux GOARCH=arm64 CGO_ENABLED=0
+## lambdas: build each functions/<name> as $(LAMBDA_DIR)/<name>/bootstrap as
+## `sam build` builds a provided.al2023 function (GOOS=linux, CGO_ENABLED=0,
+## -tags lambda.norpc, -trimpath), statically linked, for LAMBDA_ARCH: this
+## machine's by default (what `stratus dev aws` runs under the emulator);
+## LAMBDA_ARCH=arm64 is the template's Architectures, what `make deploy`
+## ships (functions/build_test.go builds them that way through this target
+## and checks the artifacts).
+LAMBDA_DIR  ?= bin/lambdas
+LAMBDA_ARCH ?= $(shell $(GO) env GOHOSTARCH)
+LAMBDAS     := $(patsubst functions/%/main.go,%,$(wildcard functions/*/main.go))
+LAMBDA_ENV   = GOOS=linux GOARCH=$(LAMBDA_ARCH) CGO_ENABLED=0
 LAMBDA_GOFLAGS := -tags=lambda.norpc -trimpath -ldflags=-s
 lambdas:
 	@for f in $(LAMBDAS); do \
-	  echo "lambdas: functions/$$f -> $(LAMBDA_DIR)/$$f/bootstrap"; \
+	  echo "lambdas: functions/$$f -> $(LAMBDA_DIR)/$$f/bootstrap ($(LAMBDA_ARCH))"; \
 	  $(LAMBDA_ENV) $(GO) build $(LAMBDA_GOFLAGS) -o $(LAMBDA_DIR)/$$f/bootstrap ./functions/$$f || exit 1; \
 	done
+
+## rie: the AWS Lambda Runtime Interface Emulator (the `tool` of go.mod,
+## from the Go module proxy) as bin/aws-lambda-rie: what `stratus dev aws`
+## runs each function's bootstrap under (internal/devstack/lambdas).
+rie:
+	$(GO) build -o bin/aws-lambda-rie github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
 
 ## sam-build: `sam build` (SAM's go1.x builder, one CodeUri per function) with
 ## the same environment and flags as `lambdas`. SAM=samlocal for LocalStack.
 SAM ?= sam
 SAM_BUILD_FLAGS ?=
 sam-build:
-	$(LAMBDA_ENV) GOFLAGS='$(LAMBDA_GOFLAGS)' $(SAM) build --template template.yaml $(SAM_BUILD_FLAGS)
+	$(LAMBDA_ENV) GOARCH=arm64 GOFLAGS='$(LAMBDA_GOFLAGS)' $(SAM) build --template template.yaml $(SAM_BUILD_FLAGS)
 
 ## deploy: build and deploy the stack to the AWS account of your credentials
 ## (guided the first time, then from the samconfig.toml it wrote). The runner

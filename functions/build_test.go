@@ -50,7 +50,7 @@ func functionDirs(t *testing.T) []string {
 func TestLambdaBuild_BootstrapIsStaticArm64ELF(t *testing.T) {
 	testenv.MustHaveCommand(t, "make", "the Lambda artifacts are built by `make lambdas`")
 	out := t.TempDir()
-	cmd := exec.Command("make", "--no-print-directory", "-C", "..", "lambdas", "LAMBDA_DIR="+out)
+	cmd := exec.Command("make", "--no-print-directory", "-C", "..", "lambdas", "LAMBDA_DIR="+out, "LAMBDA_ARCH=arm64")
 	cmd.Env = append(os.Environ(), "GOFLAGS=") // the Makefile's flags alone
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("make lambdas: %v\n%s", err, b)
