@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsdynamodb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awsecs "github.com/aws/aws-sdk-go-v2/service/ecs"
+	ecstypes "github.com/aws/aws-sdk-go-v2/service/ecs/types"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	awssm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
@@ -99,6 +100,17 @@ func TestCreate_DeploysTemplateYAML(t *testing.T) {
 	}
 	if aws.ToString(td.TaskDefinition.Cpu) != "1024" || aws.ToString(td.TaskDefinition.Memory) != "2048" || td.TaskDefinition.NetworkMode != "awsvpc" {
 		t.Errorf("task definition cpu %q memory %q network %q; want 1024, 2048, awsvpc", aws.ToString(td.TaskDefinition.Cpu), aws.ToString(td.TaskDefinition.Memory), td.TaskDefinition.NetworkMode)
+	}
+	// A Fargate RunTask of it works as dispatch sends it: awsvpc, in the
+	// stack's subnet and security group.
+	ecsCfg := cfg.Copy()
+	ecsCfg.HTTPClient = &awstest.ECSClient{}
+	run, err := awsecs.NewFromConfig(ecsCfg).RunTask(ctx, &awsecs.RunTaskInput{
+		Cluster: aws.String(st.Cluster), TaskDefinition: aws.String(st.TaskDef), LaunchType: ecstypes.LaunchTypeFargate,
+		NetworkConfiguration: &ecstypes.NetworkConfiguration{AwsvpcConfiguration: &ecstypes.AwsVpcConfiguration{Subnets: st.Subnets, SecurityGroups: st.SecurityGroups}},
+	})
+	if err != nil || len(run.Tasks) != 1 {
+		t.Fatalf("RunTask on the stack's task definition: %v", err)
 	}
 	// The built-in state machine's definition came from DefinitionUri, its
 	// DispatchQueueUrl substituted.

@@ -341,6 +341,49 @@ def _task_definition_from_cfn(cls, resource_name, cloudformation_json, account_i
 _ecs_models.TaskDefinition.create_from_cloudformation_json = classmethod(_task_definition_from_cfn)
 
 
+# RunTask sums its containers' memory, failing with a TypeError (HTTP 500)
+# on a container that sets none, which a Fargate task definition's may
+# (the task's Memory is what counts): such a container counts 0 here.
+_resource_requirements = _ecs_models.EC2ContainerServiceBackend._calculate_task_resource_requirements
+
+
+def _resource_requirements_fargate(task_definition):
+    saved = task_definition.container_definitions
+    task_definition.container_definitions = [
+        c if any(c.get(k) is not None for k in ("memory", "memoryReservation", "Memory", "MemoryReservation")) else dict(c, memory=0)
+        for c in saved
+    ]
+    try:
+        return _resource_requirements(task_definition)
+    finally:
+        task_definition.container_definitions = saved
+
+
+_ecs_models.EC2ContainerServiceBackend._calculate_task_resource_requirements = staticmethod(_resource_requirements_fargate)
+
+
+# EC2 VPCs: moto's model drops EnableDnsHostnames and EnableDnsSupport. An
+# awsvpc task's network interface needs a DNS name (RunTask otherwise fails
+# with an AttributeError), which moto gives only in a VPC with DNS
+# hostnames on, as a VPC that Fargate tasks use has.
+from moto.ec2.models import vpcs as _ec2_vpcs  # noqa: E402
+
+_vpc_from_cfn = _ec2_vpcs.VPC.create_from_cloudformation_json.__func__
+
+
+def _vpc_with_dns(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs):
+    vpc = _vpc_from_cfn(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs)
+    p = cloudformation_json["Properties"]
+    if "EnableDnsHostnames" in p:
+        vpc.enable_dns_hostnames = _bool(p["EnableDnsHostnames"])
+    if "EnableDnsSupport" in p:
+        vpc.enable_dns_support = _bool(p["EnableDnsSupport"])
+    return vpc
+
+
+_ec2_vpcs.VPC.create_from_cloudformation_json = classmethod(_vpc_with_dns)
+
+
 # DynamoDB tables: moto's model leaves out TimeToLiveSpecification and
 # PointInTimeRecoverySpecification; CloudFormation applies both.
 from moto.dynamodb.models import table as _ddb_table  # noqa: E402
