@@ -59,6 +59,7 @@ demo-claude demo-codex: build
 DEMO_AWS ?= .scratch/demo-aws
 demo-aws: build
 	@python3 -c 'import moto, flask_cors' 2>/dev/null || { echo "demo-aws needs moto (python3 with moto and flask_cors): pip install 'moto[server]==5.2.1'"; exit 1; }
+	@python3 -c 'import samtranslator.translator.transform, yaml' 2>/dev/null || { echo "demo-aws needs the SAM translator (it deploys template.yaml): pip install aws-sam-translator"; exit 1; }
 	rm -rf $(DEMO_AWS) && mkdir -p $(DEMO_AWS)
 	$(BIN) install --dir $(DEMO_AWS)/main --primary script --scenario examples/scenario.yaml
 	cp examples/task.md $(DEMO_AWS)/main/task.md
@@ -101,6 +102,7 @@ demo-aws: build
 DEMO_AWS_POOL ?= .scratch/demo-aws-pool
 demo-aws-pool: build
 	@python3 -c 'import moto, flask_cors' 2>/dev/null || { echo "demo-aws-pool needs moto (python3 with moto and flask_cors): pip install 'moto[server]==5.2.1'"; exit 1; }
+	@python3 -c 'import samtranslator.translator.transform, yaml' 2>/dev/null || { echo "demo-aws-pool needs the SAM translator (it deploys template.yaml): pip install aws-sam-translator"; exit 1; }
 	examples/demo-aws-pool.sh $(BIN) $(DEMO_AWS_POOL)
 
 ## test-image: build a runner image with a Go toolchain with podman, from

@@ -50,15 +50,10 @@ func runDevAWS(o *DevAWSOptions) error {
 		return fmt.Errorf("listen for the worker API: %w", err)
 	}
 	cfg := moto.Config(endpoint)
-	st, err := devstack.Create(ctx, cfg, name, "http://"+ln.Addr().String(), devstack.CreateOptions{HeartbeatSeconds: o.HeartbeatSeconds})
+	st, err := devstack.Create(ctx, cfg, name, "http://"+ln.Addr().String(), devstack.CreateOptions{HeartbeatSeconds: o.HeartbeatSeconds, Pool: o.Pool > 0})
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("create the stack on %s: %w", endpoint, err)
-	}
-	if o.Pool > 0 {
-		if err := st.CreatePool(ctx, cfg); err != nil {
-			return fmt.Errorf("create the runner pool on %s: %w", endpoint, err)
-		}
 	}
 	logPath := filepath.Join(dir, "functions.log")
 	logf, err := os.Create(logPath)

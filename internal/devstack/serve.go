@@ -45,7 +45,7 @@ type ServeOptions struct {
 	// EventsPoll is how often the events stand-in looks for ended
 	// executions; 0 = 1 s.
 	EventsPoll time.Duration
-	// PoolRunners, when the stack has a pool (Stack.CreatePool), is how
+	// PoolRunners, when the stack has a pool (CreateOptions.Pool), is how
 	// many `stratus runner pool` processes serve each network profile's
 	// queue (issue 17), each in a fresh directory of its own under
 	// WorkRoot with a Fargate task's environment and moto's credentials.
@@ -150,8 +150,8 @@ func Serve(ctx context.Context, cfg aws.Config, st *Stack, ln net.Listener, o Se
 	ecsCfg := cfg.Copy()
 	ecsCfg.HTTPClient = &moto.ECSClient{}
 	el, err := ecs.New(awsecs.NewFromConfig(ecsCfg), ecs.Config{Cluster: st.Cluster, TaskDefinition: st.TaskDef,
-		Offline: ecs.NetworkProfile{Subnets: []string{"subnet-dev-offline"}, SecurityGroups: []string{"sg-dev-offline"}},
-		Online:  ecs.NetworkProfile{Subnets: []string{"subnet-dev-online"}, SecurityGroups: []string{"sg-dev-online"}}})
+		Offline: ecs.NetworkProfile{Subnets: st.Subnets, SecurityGroups: st.SecurityGroups},
+		Online:  ecs.NetworkProfile{Subnets: st.NetworkSubnets, SecurityGroups: st.NetworkSecurityGroups}})
 	if err != nil {
 		return nil, err
 	}
