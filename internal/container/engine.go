@@ -56,6 +56,11 @@ const pingTimeout = 5 * time.Second
 // installed (stopped by [Engine.Close]). With none it returns an error
 // wrapping [ErrNoEngine] that names what was tried and [InstallHint].
 func Connect(ctx context.Context) (*Engine, error) {
+	return connect(ctx, SocketCandidates(), exec.LookPath)
+}
+
+// connect is Connect with the sockets to try and the PATH lookup given.
+func connect(ctx context.Context, socks []string, lookPath func(string) (string, error)) (*Engine, error) {
 	if h := os.Getenv("DOCKER_HOST"); h != "" {
 		e, err := dial(ctx, client.FromEnv)
 		if err != nil {
@@ -64,7 +69,7 @@ func Connect(ctx context.Context) (*Engine, error) {
 		return e, nil
 	}
 	var tried []string
-	for _, sock := range SocketCandidates() {
+	for _, sock := range socks {
 		if fi, err := os.Stat(sock); err != nil || fi.Mode()&os.ModeSocket == 0 {
 			tried = append(tried, sock+" (absent)")
 			continue
@@ -75,13 +80,13 @@ func Connect(ctx context.Context) (*Engine, error) {
 		}
 		tried = append(tried, fmt.Sprintf("%s (%v)", sock, err))
 	}
-	podman, err := exec.LookPath("podman")
+	podman, err := lookPath("podman")
 	if err != nil {
 		return nil, fmt.Errorf("%w: no Docker Engine API socket answers (DOCKER_HOST unset; %s) and podman is not on the PATH: %s", ErrNoEngine, strings.Join(tried, ", "), InstallHint)
 	}
 	e, err := startPodman(ctx, podman)
 	if err != nil {
-		return nil, fmt.Errorf("%w: no Docker Engine API socket answers (DOCKER_HOST unset; %s) and %s: %v; %s", ErrNoEngine, strings.Join(tried, ", "), "podman system service did not start", err, InstallHint)
+		return nil, fmt.Errorf("%w: no Docker Engine API socket answers (DOCKER_HOST unset; %s) and podman system service did not start: %v; %s", ErrNoEngine, strings.Join(tried, ", "), err, InstallHint)
 	}
 	return e, nil
 }
@@ -195,13 +200,13 @@ func (e *Engine) Name(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	for _, c := range v.Components {
+		if strings.Contains(c.Name, "Podman") {
+			return c.Name + " " + c.Version, nil // podman's Platform.Name is its OS
+		}
+	}
 	if v.Platform.Name != "" {
 		return v.Platform.Name + " " + v.Version, nil
-	}
-	for _, c := range v.Components {
-		if c.Name != "" {
-			return c.Name + " " + c.Version, nil
-		}
 	}
 	return "engine " + v.Version, nil
 }
