@@ -224,3 +224,19 @@ func (e *Engine) Close() error {
 	}
 	return err
 }
+
+// Arch is the engine's machine architecture in Go's terms (amd64, arm64):
+// what a binary copied into its images must be built for.
+func (e *Engine) Arch(ctx context.Context) (string, error) {
+	v, err := e.cli.ServerVersion(ctx)
+	if err != nil {
+		return "", fmt.Errorf("engine version: %w", err)
+	}
+	switch v.Arch {
+	case "x86_64":
+		return "amd64", nil
+	case "aarch64":
+		return "arm64", nil
+	}
+	return v.Arch, nil
+}
