@@ -72,20 +72,12 @@ FROM build-${STRATUS_BUILD} AS build
 # Debian rather than distroless: checks and tool nodes run shell commands and
 # git in the worker (git also checks the run's workspace out); glibc, for
 # the agent CLIs' native binaries.
-FROM ${BASE_IMAGE} AS runner-base
+FROM ${BASE_IMAGE} AS runner-os
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ca-certificates git \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --gid 10001 stratus \
  && useradd --uid 10001 --gid 10001 --create-home --home-dir /home/stratus --shell /bin/sh stratus
-COPY --from=build /out/stratus /usr/local/bin/stratus
-COPY image/stratus-runner-entrypoint /usr/local/bin/stratus-runner-entrypoint
-# The writable HOME checks and tools get, and their caches under it
-# (docs/runner-image.md § The environment of checks and tools).
-ENV HOME=/home/stratus
-USER 10001:10001
-WORKDIR /home/stratus
-ENTRYPOINT ["/usr/local/bin/stratus-runner-entrypoint"]
 
 # Node.js 22 and npm for installing the agent CLIs, from the npm registry
 # (the node-linux-<arch> package is Node's official build): a build stage
@@ -112,19 +104,45 @@ ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
 
 # The Claude Code CLI at package.json's pin. Its package installs a native
 # binary for the platform (node runs only its install script): the runner
-# keeps that binary alone.
+# keeps that binary alone, with ripgrep.
 FROM node-tools AS claude-install
 RUN pin=$(node -p 'require("/tmp/build/package.json").devDependencies["@anthropic-ai/claude-code"]') \
  && npm install -g --prefix /opt/claude --no-audit --no-fund "@anthropic-ai/claude-code@$pin" \
  && mkdir -p /out && cp -L /opt/claude/bin/claude /out/claude \
  && /out/claude --version
 
-# The Codex CLI at package.json's pin: a node launcher and the native binary
-# of the platform.
+FROM runner-os AS claude-os
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ripgrep \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=claude-install /out/claude /usr/local/bin/claude
+
+# The Codex CLI at package.json's pin: a node launcher (on Debian's nodejs)
+# and the native binary of the platform.
 FROM node-tools AS codex-install
 RUN pin=$(node -p 'require("/tmp/build/package.json").devDependencies["@openai/codex"]') \
  && npm install -g --prefix /opt/codex --no-audit --no-fund "@openai/codex@$pin" \
  && /opt/codex/bin/codex --version
+
+FROM runner-os AS codex-os
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nodejs \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=codex-install /opt/codex /opt/codex
+RUN ln -s /opt/codex/bin/codex /usr/local/bin/codex
+
+# The runners. Each ends with the same lines (a Dockerfile has no include; a
+# test holds them equal): stratus goes in last, so a new stratus rebuilds
+# one small layer and reuses the CLIs' layers above.
+FROM runner-os AS runner-base
+COPY --from=build /out/stratus /usr/local/bin/stratus
+COPY image/stratus-runner-entrypoint /usr/local/bin/stratus-runner-entrypoint
+# The writable HOME checks and tools get, and their caches under it
+# (docs/runner-image.md § The environment of checks and tools).
+ENV HOME=/home/stratus
+USER 10001:10001
+WORKDIR /home/stratus
+ENTRYPOINT ["/usr/local/bin/stratus-runner-entrypoint"]
 
 # The runner with an agent CLI:
 #
@@ -134,22 +152,21 @@ RUN pin=$(node -p 'require("/tmp/build/package.json").devDependencies["@openai/c
 # The provider's key comes from the task definition's secrets
 # (template.yaml: AnthropicApiKeySecretArn, OpenAIApiKeySecretArn), never
 # from the image.
-FROM runner-base AS runner-claude
-USER root
-RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ripgrep \
- && rm -rf /var/lib/apt/lists/*
-COPY --from=claude-install /out/claude /usr/local/bin/claude
+FROM claude-os AS runner-claude
+COPY --from=build /out/stratus /usr/local/bin/stratus
+COPY image/stratus-runner-entrypoint /usr/local/bin/stratus-runner-entrypoint
+ENV HOME=/home/stratus
 USER 10001:10001
+WORKDIR /home/stratus
+ENTRYPOINT ["/usr/local/bin/stratus-runner-entrypoint"]
 
-FROM runner-base AS runner-codex
-USER root
-RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nodejs \
- && rm -rf /var/lib/apt/lists/*
-COPY --from=codex-install /opt/codex /opt/codex
-RUN ln -s /opt/codex/bin/codex /usr/local/bin/codex
+FROM codex-os AS runner-codex
+COPY --from=build /out/stratus /usr/local/bin/stratus
+COPY image/stratus-runner-entrypoint /usr/local/bin/stratus-runner-entrypoint
+ENV HOME=/home/stratus
 USER 10001:10001
+WORKDIR /home/stratus
+ENTRYPOINT ["/usr/local/bin/stratus-runner-entrypoint"]
 
 # The runner with a Go toolchain, for checks such as `go test ./...`
 # (docs/runner-image.md § Adding a toolchain):

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -144,44 +145,69 @@ func TestRunnerImage_DockerignoreKeepsTheSources(t *testing.T) {
 // issue 13 § 7: the runner-claude and runner-codex targets install the
 // agent CLIs at the versions package.json pins (the versions the tests
 // run): their install stages read the pin from package.json, and the
-// targets copy what they installed and end as the non-root user; the
-// default target (the last stage) is the plain runner.
+// targets are built on what they installed; the default target (the last
+// stage) is the plain runner.
 func TestRunnerImage_CLITargetsPinTheTestedVersions(t *testing.T) {
-	ins := dockerfile(t)
-	stage, stages := "", map[string][]string{}
-	var last string
-	for _, in := range ins {
-		word, rest, _ := strings.Cut(in, " ")
-		if strings.EqualFold(word, "FROM") {
-			f := strings.Fields(rest)
-			stage = f[len(f)-1]
-			last = stage
-		}
-		stages[stage] = append(stages[stage], in)
-	}
+	stages, froms, last := dockerStages(t)
 	if tools := strings.Join(stages["node-tools"], "\n"); !strings.Contains(tools, "COPY package.json ") {
 		t.Errorf("stage node-tools does not copy package.json:\n%s", tools)
 	}
-	for _, c := range []struct{ target, install, npmPkg string }{
-		{"runner-claude", "claude-install", "@anthropic-ai/claude-code"},
-		{"runner-codex", "codex-install", "@openai/codex"},
+	for _, c := range []struct{ target, os, install, npmPkg string }{
+		{"runner-claude", "claude-os", "claude-install", "@anthropic-ai/claude-code"},
+		{"runner-codex", "codex-os", "codex-install", "@openai/codex"},
 	} {
 		install := strings.Join(stages[c.install], "\n")
 		readPin := `require("/tmp/build/package.json").devDependencies["` + c.npmPkg + `"]`
 		if !strings.Contains(install, readPin) || !strings.Contains(install, `"`+c.npmPkg+`@$pin"`) {
 			t.Errorf("stage %s does not install %s at package.json's pin (%s):\n%s", c.install, c.npmPkg, readPin, install)
 		}
-		body := strings.Join(stages[c.target], "\n")
-		if !strings.Contains(body, "COPY --from="+c.install+" ") {
-			t.Errorf("stage %s does not copy from %s:\n%s", c.target, c.install, body)
+		if body := strings.Join(stages[c.os], "\n"); !strings.Contains(body, "COPY --from="+c.install+" ") {
+			t.Errorf("stage %s does not copy from %s:\n%s", c.os, c.install, body)
 		}
-		if !strings.HasSuffix(strings.TrimSpace(stages[c.target][len(stages[c.target])-1]), "USER 10001:10001") {
-			t.Errorf("stage %s does not end as the non-root user", c.target)
+		if !strings.HasPrefix(froms[c.target], c.os+" ") {
+			t.Errorf("%s is FROM %q; want %s", c.target, froms[c.target], c.os)
 		}
 	}
 	if last != "runner" || strings.Contains(strings.Join(stages["runner"], "\n"), "npm") {
 		t.Errorf("the default target is %q; want the plain runner last", last)
 	}
+}
+
+// Every runner target ends with runner-base's lines: stratus and the
+// entrypoint copied last (a new stratus rebuilds one layer), HOME, the
+// non-root user, the entrypoint (docs/runner-image.md § Building the
+// images).
+func TestRunnerImage_TargetsEndAlike(t *testing.T) {
+	stages, _, _ := dockerStages(t)
+	base := stages["runner-base"][1:] // less its FROM
+	if len(base) < 3 || !strings.HasPrefix(base[0], "COPY --from=build /out/stratus ") || base[len(base)-3] != "USER 10001:10001" {
+		t.Fatalf("runner-base is not stratus copied onto runner-os, ending as the non-root user:\n%s", strings.Join(base, "\n"))
+	}
+	for _, target := range []string{"runner-claude", "runner-codex"} {
+		body := stages[target][1:]
+		if !slices.Equal(body, base) {
+			t.Errorf("stage %s does not end as runner-base does:\n%s\nwant:\n%s", target, strings.Join(body, "\n"), strings.Join(base, "\n"))
+		}
+	}
+}
+
+// dockerStages returns each stage's instructions (its FROM first) and what
+// it is FROM, by stage name, and the last stage's name.
+func dockerStages(t *testing.T) (stages map[string][]string, froms map[string]string, last string) {
+	t.Helper()
+	stage := ""
+	stages, froms = map[string][]string{}, map[string]string{}
+	for _, in := range dockerfile(t) {
+		word, rest, _ := strings.Cut(in, " ")
+		if strings.EqualFold(word, "FROM") {
+			f := strings.Fields(rest)
+			stage = f[len(f)-1]
+			froms[stage] = rest
+			last = stage
+		}
+		stages[stage] = append(stages[stage], in)
+	}
+	return stages, froms, last
 }
 
 // docs/runner-image.md § Adding a toolchain: the runner-go target adds Go

@@ -118,9 +118,7 @@ func (t *tailWriter) Write(p []byte) (int, error) {
 	s := t.part + string(p)
 	parts := strings.Split(s, "\n")
 	t.part = parts[len(parts)-1]
-	for _, l := range parts[:len(parts)-1] {
-		t.lines = append(t.lines, l)
-	}
+	t.lines = append(t.lines, parts[:len(parts)-1]...)
 	if over := len(t.lines) - t.max; over > 0 {
 		t.lines = t.lines[over:]
 	}
@@ -185,10 +183,22 @@ func (e *Engine) ImageSize(ctx context.Context, ref string) (int64, error) {
 	return inf.Size, nil
 }
 
-// RemoveImage removes image ref (and untags it); a missing image is not an
-// error.
+// ImageID is the id of image ref, "" when the engine has none.
+func (e *Engine) ImageID(ctx context.Context, ref string) (string, error) {
+	inf, err := e.cli.ImageInspect(ctx, ref)
+	if cerrdefs.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("inspect image %s: %w", ref, err)
+	}
+	return inf.ID, nil
+}
+
+// RemoveImage removes image ref, unless a container uses it or it has
+// other names (an error then); a missing image is not an error.
 func (e *Engine) RemoveImage(ctx context.Context, ref string) error {
-	_, err := e.cli.ImageRemove(ctx, ref, image.RemoveOptions{Force: true})
+	_, err := e.cli.ImageRemove(ctx, ref, image.RemoveOptions{PruneChildren: true})
 	if err != nil && !cerrdefs.IsNotFound(err) {
 		return fmt.Errorf("remove image %s: %w", ref, err)
 	}

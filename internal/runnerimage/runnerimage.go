@@ -139,11 +139,23 @@ func Make(ctx context.Context, e *container.Engine, o Options) ([]Result, error)
 		if o.Verbose {
 			progress = o.Out
 		}
-		err := e.BuildImage(ctx, container.BuildSpec{
+		old, err := e.ImageID(ctx, t.Tag)
+		if err != nil {
+			return results, err
+		}
+		err = e.BuildImage(ctx, container.BuildSpec{
 			Context: bytes.NewReader(tarball.Bytes()), Target: t.Stage, Tag: t.Tag, Args: args, Progress: progress,
 		})
 		if err != nil {
 			return results, err
+		}
+		// The image the tag named before is left nameless: remove it (its
+		// layers shared with the new one stay), so builds do not pile up. One a
+		// container still uses stays.
+		if now, err := e.ImageID(ctx, t.Tag); err == nil && old != "" && now != old {
+			if err := e.RemoveImage(ctx, old); err != nil {
+				fmt.Fprintf(o.Out, "   (the previous %s stays: %v)\n", t.Tag, firstLine(err.Error()))
+			}
 		}
 		r, err := Check(ctx, e, o.Repo, t)
 		if err != nil {
@@ -250,12 +262,12 @@ func ensureBase(ctx context.Context, e *container.Engine, o Options) (string, er
 			return ref, nil
 		}
 	}
-	if err := e.PullImage(ctx, DefaultBase); err == nil {
+	err := e.PullImage(ctx, DefaultBase)
+	if err == nil {
 		fmt.Fprintf(o.Out, "== base image %s (pulled)\n", DefaultBase)
 		return DefaultBase, nil
-	} else {
-		fmt.Fprintf(o.Out, "== base image: %s cannot be pulled (%v); making %s from Debian packages\n", DefaultBase, firstLine(err.Error()), DebianBase)
 	}
+	fmt.Fprintf(o.Out, "== base image: %s cannot be pulled (%v); making %s from Debian packages\n", DefaultBase, firstLine(err.Error()), DebianBase)
 	start := time.Now()
 	if err := MakeDebianBase(ctx, e, DebianBase); err != nil {
 		return "", err
