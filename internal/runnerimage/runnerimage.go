@@ -147,6 +147,9 @@ func Make(ctx context.Context, e *container.Engine, o Options) ([]Result, error)
 			Context: bytes.NewReader(tarball.Bytes()), Target: t.Stage, Tag: t.Tag, Args: args, Progress: progress,
 		})
 		if err != nil {
+			if strings.Contains(err.Error(), "certificate") {
+				err = fmt.Errorf("%w\n(a download's TLS certificate was refused: behind a TLS-inspecting proxy, give the machine's CA bundle: make image IMAGE_FLAGS=\"-ca-bundle PEM\")", err)
+			}
 			return results, err
 		}
 		// The image the tag named before is left nameless: remove it (its
