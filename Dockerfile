@@ -32,12 +32,13 @@
 #   BASE_IMAGE     the Debian bookworm image every runner is FROM. `make
 #                  image` makes one with mmdebstrap when the default cannot
 #                  be pulled.
-#   GO_IMAGE       the Go toolchain image: the source build's, and runner-go's
-#                  toolchain.
-#   STRATUS_BUILD  source (default): compile cmd/stratus in GO_IMAGE;
-#                  prebuilt: take the linux binary at STRATUS_BINARY in the
-#                  build context (`make image` cross-compiles it on the host,
-#                  which needs no Go image).
+#   GO_IMAGE       the Go toolchain image: runner-go's toolchain.
+#   BUILD_IMAGE    the image stratus is compiled in (the same Go image by
+#                  default); with STRATUS_BINARY any image with a shell
+#                  (`make image` passes BASE_IMAGE: no Go image needed).
+#   STRATUS_BINARY a linux stratus binary in the build context to use
+#                  instead of compiling one (`make image` cross-compiles it
+#                  on the host); empty by default.
 #   CA_BUNDLE      a PEM file in the build context that downloads made during
 #                  the build (Go modules, npm) must trust beside the system's
 #                  roots: the bundle of a machine behind a TLS-inspecting
@@ -46,28 +47,30 @@
 
 ARG BASE_IMAGE=debian:bookworm-slim
 ARG GO_IMAGE=golang:1.26-bookworm
-ARG STRATUS_BUILD=source
+ARG BUILD_IMAGE=golang:1.26-bookworm
 
-FROM --platform=$BUILDPLATFORM ${GO_IMAGE} AS build-source
+# The stratus binary: compiled for the target platform, or STRATUS_BINARY.
+# One stage either way rather than one stage per way chosen by an argument:
+# builders that skip the stages a target does not need (BuildKit, buildah)
+# do not all resolve a stage named through an argument's default.
+FROM --platform=$BUILDPLATFORM ${BUILD_IMAGE} AS build
 # Set by BuildKit from --platform (the host's by default); empty with a
 # builder that does not set them, which then builds for the host.
 ARG TARGETOS
 ARG TARGETARCH
 ARG CA_BUNDLE=
+ARG STRATUS_BINARY=
 WORKDIR /src
 COPY go.mod go.sum ${CA_BUNDLE} ./
-RUN if [ -n "$CA_BUNDLE" ]; then export SSL_CERT_FILE="/src/$(basename "$CA_BUNDLE")"; fi \
- && go mod download
+RUN if [ -z "$STRATUS_BINARY" ]; then \
+      if [ -n "$CA_BUNDLE" ]; then export SSL_CERT_FILE="/src/$(basename "$CA_BUNDLE")"; fi; \
+      go mod download; \
+    fi
 COPY . .
-RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
-    go build -trimpath -ldflags="-s -w" -o /out/stratus ./cmd/stratus
-
-FROM scratch AS build-prebuilt
-ARG STRATUS_BINARY=.image/stratus
-COPY ${STRATUS_BINARY} /out/stratus
-
-# The stratus binary, from one of the two stages above.
-FROM build-${STRATUS_BUILD} AS build
+RUN mkdir -p /out && if [ -n "$STRATUS_BINARY" ]; then cp "$STRATUS_BINARY" /out/stratus; else \
+      CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
+      go build -trimpath -ldflags="-s -w" -o /out/stratus ./cmd/stratus; \
+    fi
 
 # Debian rather than distroless: checks and tool nodes run shell commands and
 # git in the worker (git also checks the run's workspace out); glibc, for

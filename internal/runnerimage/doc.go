@@ -9,8 +9,8 @@
 // With no registry reachable (this project's machines), the Debian base
 // image is made from Debian packages with mmdebstrap and imported under
 // the name given to the Dockerfile's BASE_IMAGE argument; stratus itself
-// is cross-compiled on the host and handed to the build (STRATUS_BUILD=
-// prebuilt), which needs no Go image. A CA bundle given reaches the
+// is cross-compiled on the host and handed to the build (STRATUS_BINARY,
+// with BUILD_IMAGE the base), which then needs no Go image. A CA bundle given reaches the
 // build's downloads (npm) and no image.
 //
 // It does not push images to a registry (`docker push` to ECR does, see

@@ -122,7 +122,7 @@ func Make(ctx context.Context, e *container.Engine, o Options) ([]Result, error)
 	fmt.Fprintf(o.Out, "== stratus for linux/%s, built on this machine (%s)\n", arch, since(start))
 
 	extra := map[string]string{".image/stratus": bin}
-	args := map[string]string{"BASE_IMAGE": base, "STRATUS_BUILD": "prebuilt", "STRATUS_BINARY": ".image/stratus"}
+	args := map[string]string{"BASE_IMAGE": base, "BUILD_IMAGE": base, "STRATUS_BINARY": ".image/stratus"}
 	if o.CABundle != "" {
 		extra[".image/ca.pem"] = o.CABundle
 		args["CA_BUNDLE"] = ".image/ca.pem"
