@@ -62,6 +62,8 @@ ARG CA_BUNDLE=
 ARG STRATUS_BINARY=
 WORKDIR /src
 COPY go.mod go.sum ${CA_BUNDLE} ./
+# go.mod replaces a module with its copy here.
+COPY third_party ./third_party
 RUN if [ -z "$STRATUS_BINARY" ]; then \
       if [ -n "$CA_BUNDLE" ]; then export SSL_CERT_FILE="/src/$(basename "$CA_BUNDLE")"; fi; \
       go mod download; \

@@ -128,7 +128,7 @@ func TestRunnerImage_DockerignoreKeepsTheSources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	needed := []string{"go.mod", "go.sum", "cmd", "cmd/stratus/main.go", "internal", "internal/worker/service.go", "domain.go", "error.go"}
+	needed := []string{"go.mod", "go.sum", "cmd", "cmd/stratus/main.go", "internal", "internal/worker/service.go", "domain.go", "error.go", "third_party/jsonschema/go.mod", "image/stratus-runner-entrypoint", "package.json"}
 	for _, line := range strings.Split(string(b), "\n") {
 		p := strings.TrimSpace(line)
 		if p == "" || strings.HasPrefix(p, "#") || strings.HasPrefix(p, "!") {
