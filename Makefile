@@ -12,7 +12,7 @@ VERSION := $(shell git describe --tags --dirty 2>/dev/null)
 LDFLAGS := -X main.commit=$(COMMIT) -X main.version=$(VERSION)
 
 
-.PHONY: all build demo demo-aws demo-aws-pool demo-claude demo-codex test test-image deps test-go fuzz vet lint-asl lint-cfn lint-shell statemachines bench bench-scale clean
+.PHONY: all build demo demo-aws demo-aws-pool demo-claude demo-codex image test test-image deps test-go fuzz vet lint-asl lint-cfn lint-shell statemachines bench bench-scale clean
 
 all: build
 
@@ -104,6 +104,18 @@ demo-aws-pool: build
 	@python3 -c 'import moto, flask_cors' 2>/dev/null || { echo "demo-aws-pool needs moto (python3 with moto and flask_cors): pip install 'moto[server]==5.2.1'"; exit 1; }
 	@python3 -c 'import samtranslator.translator.transform, yaml' 2>/dev/null || { echo "demo-aws-pool needs the SAM translator (it deploys template.yaml): pip install aws-sam-translator"; exit 1; }
 	examples/demo-aws-pool.sh $(BIN) $(DEMO_AWS_POOL)
+
+## image: build the runner images stratus-runner:latest, :claude and :codex
+## (the Dockerfile's targets runner, runner-claude, runner-codex) through
+## the Docker Engine API (Docker, or podman's socket: started when podman
+## is installed and no socket answers), check each runs as non-root and
+## prints its CLI's version, and print their sizes (docs/runner-image.md §
+## Building the images). With no registry the Debian base is made with
+## mmdebstrap (apt-get install podman runc mmdebstrap). IMAGE_FLAGS passes
+## more, e.g. IMAGE_FLAGS="-targets codex -v".
+IMAGE_FLAGS ?=
+image:
+	$(GO) run ./internal/runnerimage/cmd/makeimage -ldflags "$(LDFLAGS)" $(IMAGE_FLAGS)
 
 ## test-image: build a runner image with a Go toolchain with podman, from
 ## Debian packages (no registry: mmdebstrap, podman import), and run a run
@@ -223,7 +235,7 @@ lint-cfn:
 
 ## lint-shell: shellcheck the LocalStack scripts (they cannot run here: no
 ## Docker). As root with apt-get, a missing shellcheck is installed.
-SHELL_SCRIPTS = localstack/*.sh localstack/init/ready.d/*.sh internal/engine/testdata/*.sh examples/*.sh examples/*/*.sh testdata/runner-image/*.sh
+SHELL_SCRIPTS = localstack/*.sh localstack/init/ready.d/*.sh internal/engine/testdata/*.sh examples/*.sh examples/*/*.sh testdata/runner-image/*.sh image/stratus-runner-entrypoint .ci/run
 lint-shell:
 	@echo "== lint-shell: shellcheck on the LocalStack scripts and the test scripts"
 	@how="apt-get install shellcheck (make test installs it itself only as root)"; \
