@@ -23,6 +23,16 @@ type DevAWSOptions struct {
 	// HeartbeatSeconds is the stack's HeartbeatSeconds (template.yaml's
 	// parameter; 0: the compiler's default, 300).
 	HeartbeatSeconds int
+	// Runners is what runs each Fargate task: "container" (a container of
+	// the task definition's image, Image) or "process" (a local `stratus
+	// runner`, where no container engine runs).
+	Runners string
+	// Image is the runner image the stack's task definitions name
+	// (ImageUri; make image builds it).
+	Image string
+	// Lambdas is make lambdas' output directory and RIE the Lambda
+	// Runtime Interface Emulator (make rie); "" = beside this binary.
+	Lambdas, RIE string
 
 	// ready, when set, is called with the flags line once serving (tests).
 	ready func(flags string) //lint:ignore U1000 read by devaws.go, which the slim build has not
@@ -39,18 +49,21 @@ func newDevCmd(io IO) *cobra.Command {
 	}
 	o := &DevAWSOptions{IO: io}
 	aws := &cobra.Command{
-		Use:   "aws [--endpoint-url URL] [--port N] [--name NAME]",
+		Use:   "aws [--endpoint-url URL] [--port N] [--name NAME] [--runners container|process] [--image IMAGE]",
 		Short: "Serve a Stratus stack on a local AWS stand-in (moto): run --target aws without an account",
 		Long: `dev aws serves a Stratus stack on this machine, with no AWS account: it starts a
 moto server (through the launcher the tests use: real Step Functions execution,
 moto 5.2.1's fixes; moto comes with pip install 'moto[server]') or uses the one
---endpoint-url names, creates there what template.yaml deploys (table, bucket,
-dispatch queue, HMAC key secret, ECS cluster and task definition, and a
-CloudFormation stack whose outputs name them), and plays the parts moto cannot:
-the Lambdas (the worker API on 127.0.0.1, dispatch consuming the queue, events
-recording each ended execution) and Fargate (each ecs:RunTask also starts a local
-stratus runner in a fresh directory of its own, with the environment RunTask gives
-it and a PATH, nothing else of yours).
+--endpoint-url names, deploys template.yaml there, and plays the parts moto
+cannot run: the Lambda functions as shipped (each bootstrap of make lambdas under
+the Lambda Runtime Interface Emulator of make rie, with the environment, memory
+size and timeout the deployed stack gives it; the worker API function behind the
+HTTP API's routes, served over HTTPS with a certificate of a CA made for the
+stack; dispatch behind its queue; events fed each ended execution) and Fargate
+(each task ecs:RunTask places runs as a container of its task definition's image,
+--image, built by make image, with only the environment and secrets the task
+definition and RunTask give it; --runners process runs a local stratus runner
+instead, where no container engine runs, and says so for every task).
 
 With --pool N the stack has a warm runner pool (README § Warm runners;
 template.yaml RunnerPool=on): an assignment queue per network profile, and N local
@@ -78,6 +91,9 @@ Exit status: 0 stopped by Ctrl-C, 1 the stand-in could not start, 2 bad flags.`,
 			if o.HeartbeatSeconds != 0 && (o.HeartbeatSeconds < 10 || o.HeartbeatSeconds > 3600) {
 				return usageError{fmt.Errorf("--heartbeat-seconds %d: want 10 to 3600 seconds, or 0 for the default (300)", o.HeartbeatSeconds)}
 			}
+			if o.Runners != "container" && o.Runners != "process" {
+				return usageError{fmt.Errorf("--runners %q: want container (each task a container of the runner image) or process (a local stratus runner)", o.Runners)}
+			}
 			if o.Port < 0 || o.Port > 65535 {
 				return usageError{fmt.Errorf("--port %d: want a TCP port, 1-65535, or 0 for any", o.Port)}
 			}
@@ -90,6 +106,10 @@ Exit status: 0 stopped by Ctrl-C, 1 the stand-in could not start, 2 bad flags.`,
 	aws.Flags().IntVar(&o.Pool, "pool", 0, "a warm runner pool: this many pooled runners per network profile (0: none)")
 	aws.Flags().DurationVar(&o.PoolPickup, "pool-pickup", 0, "how long dispatch waits for a pooled runner before RunTask (default 20s)")
 	aws.Flags().IntVar(&o.HeartbeatSeconds, "heartbeat-seconds", 0, "the stack's HeartbeatSeconds: a worker silent this long is taken for dead (default 300; the template's least is 60; under 20 an engine that prints nothing times out: its runner heartbeats every 20 s)")
+	aws.Flags().StringVar(&o.Runners, "runners", "container", "what runs each Fargate task: container (a container of --image on Docker or podman) or process (a local stratus runner, sharing this machine's files and network)")
+	aws.Flags().StringVar(&o.Image, "image", "stratus-runner:latest", "the runner image the task definitions name (make image builds stratus-runner:latest, :claude, :codex)")
+	aws.Flags().StringVar(&o.Lambdas, "lambdas", "", "make lambdas' output directory: <dir>/<function>/bootstrap (default: lambdas beside this binary, as make puts bin/lambdas)")
+	aws.Flags().StringVar(&o.RIE, "rie", "", "the Lambda Runtime Interface Emulator (default: aws-lambda-rie beside this binary, as make rie puts it)")
 	dev.AddCommand(aws)
 	return dev
 }

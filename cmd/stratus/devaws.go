@@ -5,17 +5,24 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 
+	"github.com/stratusflow/stratus/internal/container"
 	"github.com/stratusflow/stratus/internal/devstack"
+	"github.com/stratusflow/stratus/internal/devstack/fargate"
 	"github.com/stratusflow/stratus/internal/devstack/moto"
 	"github.com/stratusflow/stratus/internal/english"
+	"github.com/stratusflow/stratus/internal/launch"
 )
 
 func runDevAWS(o *DevAWSOptions) error {
@@ -29,6 +36,45 @@ func runDevAWS(o *DevAWSOptions) error {
 	// however it ends (Ctrl-C and SIGTERM end ctx): deferred first, so it
 	// runs after moto, the functions and the runners have stopped.
 	defer os.RemoveAll(dir)
+	name := o.Name
+	if name == "" {
+		b := make([]byte, 3)
+		rand.Read(b)
+		name = "stratus-dev-" + hex.EncodeToString(b)
+	}
+	self := o.Self
+	if self == "" {
+		if self, err = os.Executable(); err != nil {
+			return err
+		}
+	}
+	lo := devstack.LambdaOptions{Bootstraps: o.Lambdas, RIE: o.RIE}
+	if lo.Bootstraps == "" {
+		lo.Bootstraps = filepath.Join(filepath.Dir(self), "lambdas")
+	}
+	if lo.RIE == "" {
+		lo.RIE = filepath.Join(filepath.Dir(self), "aws-lambda-rie")
+	}
+	if err := lo.Check(); err != nil {
+		return err
+	}
+	// The worker API listens where every worker reaches it: with
+	// containers, on the host's address on the offline network (the
+	// online one routes there too); with processes, on loopback.
+	host := "127.0.0.1"
+	var cr *devstack.ContainerRunners
+	if o.Runners == "container" {
+		eng, err := container.Connect(ctx)
+		if err != nil {
+			return fmt.Errorf("--runners container: %w; or run each task as a local process: --runners process", err)
+		}
+		defer eng.Close()
+		if cr, err = devstack.StartContainerRunners(ctx, eng, o.Image, name); err != nil {
+			return err
+		}
+		defer cr.Close()
+		host = cr.Gateway
+	}
 	endpoint := o.EndpointURL
 	if endpoint == "" {
 		m, err := moto.Start(o.Port, dir)
@@ -39,18 +85,26 @@ func runDevAWS(o *DevAWSOptions) error {
 		endpoint = m.URL
 		fmt.Fprintf(o.IO.Err, "stratus dev aws: moto serves on %s (its log: %s)\n", endpoint, m.Log)
 	}
-	name := o.Name
-	if name == "" {
-		b := make([]byte, 3)
-		rand.Read(b)
-		name = "stratus-dev-" + hex.EncodeToString(b)
+	// A worker reaches S3 (the presigned URLs of its bundles and ctx
+	// files) at the endpoint the functions sign for: with containers, the
+	// stand-in's address on their network, forwarded to moto.
+	fnEndpoint := endpoint
+	if cr != nil {
+		if fnEndpoint, err = cr.Forward(ctx, endpoint); err != nil {
+			return err
+		}
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ca, err := devstack.NewCA(filepath.Join(dir, "ca"), name, host, "127.0.0.1", "localhost")
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return fmt.Errorf("listen for the worker API: %w", err)
 	}
 	cfg := moto.Config(endpoint)
-	st, err := devstack.Create(ctx, cfg, name, "http://"+ln.Addr().String(), devstack.CreateOptions{HeartbeatSeconds: o.HeartbeatSeconds, Pool: o.Pool > 0})
+	st, err := devstack.Create(ctx, cfg, name, "https://"+ln.Addr().String(), devstack.CreateOptions{HeartbeatSeconds: o.HeartbeatSeconds, Pool: o.Pool > 0,
+		Parameters: map[string]string{"ImageUri": o.Image}})
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("create the stack on %s: %w", endpoint, err)
@@ -61,15 +115,49 @@ func runDevAWS(o *DevAWSOptions) error {
 		return err
 	}
 	defer logf.Close()
-	f, err := devstack.Serve(ctx, cfg, st, ln, devstack.ServeOptions{Self: o.Self, WorkRoot: filepath.Join(dir, "workers"), Log: logf,
-		PoolRunners: o.Pool, PoolPickup: o.PoolPickup})
+	so := devstack.ServeOptions{Self: self, WorkRoot: filepath.Join(dir, "workers"), Log: logf,
+		PoolRunners: o.Pool, PoolPickup: o.PoolPickup, Lambdas: lo, CA: ca, FunctionsEndpoint: fnEndpoint}
+	if cr != nil {
+		so.Runners = cr.Backend(ca)
+	}
+	so.OnTaskStarted = func(c fargate.Container, r fargate.Running) {
+		step := c.TaskID
+		for _, kv := range c.Env {
+			if v, ok := strings.CutPrefix(kv, launch.EnvTaskID+"="); ok {
+				step = v
+			}
+		}
+		how := r.Where()
+		if cr == nil {
+			how += " (--runners process: a local process, not a container of " + c.Image + ")"
+		}
+		fmt.Fprintf(o.IO.Err, "stratus dev aws: task %s of step %s runs in %s\n", c.TaskID, step, how)
+	}
+	f, err := devstack.Serve(ctx, cfg, st, tls.NewListener(ln, ca.TLS), so)
 	if err != nil {
 		return err
 	}
-	defer f.Stop()
+	defer func() {
+		f.Stop()
+		// What the figures are: each function's cold starts and
+		// memory (the emulator's REPORT lines), each task's start to its
+		// first call of the worker API.
+		for _, s := range f.Reports() {
+			fmt.Fprintf(o.IO.Err, "stratus dev aws: lambda %s\n", s)
+		}
+		fetches := f.FirstFetches()
+		for _, step := range slices.Sorted(maps.Keys(fetches)) {
+			fmt.Fprintf(o.IO.Err, "stratus dev aws: step %s: task start to first worker API call %d ms\n", step, fetches[step].Milliseconds())
+		}
+	}()
 	flags := fmt.Sprintf("--target aws --endpoint-url %s --region %s --stack %s", endpoint, moto.Region, name)
 	fmt.Fprintln(o.IO.Out, flags)
-	fmt.Fprintf(o.IO.Err, "stratus dev aws: stack %s, worker API %s, functions' log %s, workers in %s\n", name, st.APIURL, logPath, filepath.Join(dir, "workers"))
+	fmt.Fprintf(o.IO.Err, "stratus dev aws: stack %s, worker API %s (TLS: the stack's CA, %s), functions' log %s, workers in %s\n", name, st.APIURL, ca.CertFile, logPath, filepath.Join(dir, "workers"))
+	if cr != nil {
+		fmt.Fprintf(o.IO.Err, "stratus dev aws: each task runs as a container of its task definition's image (%s) on %s\n", o.Image, eng(cr))
+	} else {
+		fmt.Fprintf(o.IO.Err, "stratus dev aws: --runners process: each task runs as a local stratus runner process, sharing this machine's files and network, not as a container of %s\n", o.Image)
+	}
 	if o.Pool > 0 {
 		fmt.Fprintf(o.IO.Err, "stratus dev aws: runner pool: %s per network profile on %s and %s (their logs: %s)\n",
 			english.Plural(o.Pool, "pooled runner"), st.PoolQueueURL, st.PoolNetworkQueueURL, filepath.Join(dir, "workers", "pool-*", "pool.log"))
@@ -85,3 +173,6 @@ func runDevAWS(o *DevAWSOptions) error {
 	fmt.Fprintf(o.IO.Err, "stratus dev aws: stopping; removing %s\n", dir)
 	return nil
 }
+
+// eng names the engine the containers run on.
+func eng(cr *devstack.ContainerRunners) string { return cr.Engine.Host() }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stratusflow/stratus/internal/devstack/fargate"
+	"github.com/stratusflow/stratus/internal/devstack/lambdas"
 	"github.com/stratusflow/stratus/internal/devstack/moto"
 	"github.com/stratusflow/stratus/internal/executor"
 	"github.com/stratusflow/stratus/internal/httpapi"
@@ -27,9 +28,6 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/awsapp"
-	"github.com/stratusflow/stratus/internal/launch"
-	"github.com/stratusflow/stratus/internal/launch/ecs"
-	"github.com/stratusflow/stratus/internal/workspace/bundlecheck"
 )
 
 // ServeOptions configure Serve.
@@ -53,30 +51,53 @@ type ServeOptions struct {
 	// PoolPickup is how long dispatch waits for a pooled runner before it
 	// falls back to RunTask (0: pool.DefaultPickup, 20 s).
 	PoolPickup time.Duration
+	// Lambdas locate the functions' bootstraps and the emulator.
+	Lambdas LambdaOptions
+	// Runners runs each task RunTask places (nil: a
+	// fargate.ProcessBackend of Self in WorkRoot).
+	Runners fargate.Backend
+	// FunctionsEndpoint is where the functions' SDK calls go (and what
+	// the URLs they presign name): "" = cfg's endpoint.
+	FunctionsEndpoint string
+	// CA, when set, is the CA whose certificate the worker API serves:
+	// runners started as local processes trust it (CA.Env).
+	CA *CA
+	// OnTaskStarted, when set, is told each task the Fargate stand-in
+	// started (the demo prints the image each step ran in).
+	OnTaskStarted func(fargate.Container, fargate.Running)
 }
 
 // Functions plays, on this machine, what a stand-in such as moto cannot
-// run: the Lambdas — the worker API served on ln, the dispatch function
-// consuming the dispatch queue, the events function recording each ended
-// execution (moto sends no EventBridge events: the running runs'
-// executions are polled) — and Fargate (Fargate.Agent): each task
-// ecs:RunTask placed on the stand-in runs with the environment its task
-// definition and RunTask's overrides give it, nothing else of the
-// operator's, and its stop goes to the dispatch queue as the
-// WorkerTaskStopped rule sends it.
+// run, from what the stack deployed: its Lambda functions as shipped —
+// each `bootstrap` under the Lambda Runtime Interface Emulator with the
+// environment, memory size and timeout the stack gives it (functions.go);
+// the worker API function behind the HTTP API's routes (API Gateway
+// payload 2.0), the dispatch function behind its queue's event source
+// mapping, the events function fed each execution's status change (moto
+// sends no EventBridge events: the running runs' executions are polled
+// and matched against the function's rule) — and Fargate (Agent): each
+// task ecs:RunTask places on the stand-in runs, through ServeOptions.Runners,
+// with the environment its task definition and RunTask's overrides give
+// it, nothing else of the operator's, and its stop goes to the dispatch
+// queue as the stack's WorkerTaskStoppedRule sends it. No handler runs in
+// this process.
 type Functions struct {
-	st      *Stack
-	cfg     aws.Config
-	app     *awsapp.App // worker API and dispatch
-	events  *awsapp.App
-	Fargate *Fargate
-	srv     *http.Server
-	serving sync.Mutex
-	log     io.Writer
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	aborted map[string]bool // executions delivered ABORTED for a cancel (watchExecutions only)
-	pool    []*pooled       // the pooled runners (ServeOptions.PoolRunners)
+	st  *Stack
+	cfg aws.Config
+	// reader reads the store and describes executions for the events
+	// rule's stand-in (the events function itself runs under the
+	// emulator).
+	reader *awsapp.App
+	Agent  *fargate.Agent
+	fns    map[string]*lambdas.Function
+	specs  []lambdas.FunctionSpec
+	rule   lambdas.ExecutionRule
+	srv    *http.Server
+	log    io.Writer
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	pool   []*pooled // the pooled runners (ServeOptions.PoolRunners)
+	fetch  *firstFetch
 }
 
 // pooled is one pooled runner: its process, restarted when it exits
@@ -134,7 +155,10 @@ func (p *pooled) stop() {
 }
 
 // Serve starts the functions of stack st on the stand-in cfg points at,
-// the worker API on ln (whose address st.APIURL names). Stop ends them.
+// the worker API on ln (whose address st.APIURL names), and the Fargate
+// stand-in. Stop ends them. Errors: ErrNoLambdas (the bootstraps or the
+// emulator are not built), a function that would not start, the
+// stand-in's API.
 func Serve(ctx context.Context, cfg aws.Config, st *Stack, ln net.Listener, o ServeOptions) (*Functions, error) {
 	log := o.Log
 	if log == nil {
@@ -147,54 +171,57 @@ func Serve(ctx context.Context, cfg aws.Config, st *Stack, ln net.Listener, o Se
 			return nil, err
 		}
 	}
-	ecsCfg := cfg.Copy()
-	ecsCfg.HTTPClient = &moto.ECSClient{}
-	el, err := ecs.New(awsecs.NewFromConfig(ecsCfg), ecs.Config{Cluster: st.Cluster, TaskDefinition: st.TaskDef,
-		Offline: ecs.NetworkProfile{Subnets: st.Subnets, SecurityGroups: st.SecurityGroups},
-		Online:  ecs.NetworkProfile{Subnets: st.NetworkSubnets, SecurityGroups: st.NetworkSecurityGroups}})
+	if err := o.Lambdas.Check(); err != nil {
+		return nil, err
+	}
+	tmpl := o.Lambdas.template()
+	routes, err := lambdas.RoutesFromTemplate(tmpl, WorkerAPIFunction)
 	if err != nil {
 		return nil, err
 	}
-	ecsc := awsecs.NewFromConfig(ecsCfg)
-	fg := &Fargate{ecs: el, Agent: &fargate.Agent{ECS: ecsc, Secrets: awssm.NewFromConfig(cfg), Cluster: st.Cluster, Log: log,
-		OnlineSubnets: []string{"subnet-dev-online"},
-		Backend:       &fargate.ProcessBackend{Self: self, Root: o.WorkRoot, Env: fargateEnv()}}}
-	// EventBridge's WorkerTaskStopped rule: a stopped task's state change
-	// goes to the dispatch queue (template.yaml).
-	q := sqs.NewFromConfig(cfg)
-	fg.Agent.OnStopped = func(ctx context.Context, ev json.RawMessage) {
-		if _, err := q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(st.QueueURL), MessageBody: aws.String(string(ev))}); err != nil {
-			fmt.Fprintf(log, "fargate: the task state change could not be queued: %v\n", err)
-		}
+	mapping, err := lambdas.SQSMappingFromTemplate(tmpl, DispatchFunction)
+	if err != nil {
+		return nil, err
 	}
-	env := map[string]string{
-		awsapp.EnvTable: st.Table, awsapp.EnvBucket: st.Bucket, awsapp.EnvBucketPrefix: "stratus/",
-		awsapp.EnvQueueURL: st.QueueURL, awsapp.EnvSecretID: st.SecretARN, awsapp.EnvAPIURL: st.APIURL,
-		awsapp.EnvPoolQueueURL: st.PoolQueueURL, awsapp.EnvPoolNetworkQueueURL: st.PoolNetworkQueueURL,
+	rule, err := lambdas.ExecutionRuleFromTemplate(tmpl, EventsFunction)
+	if err != nil {
+		return nil, err
 	}
-	if o.PoolPickup > 0 {
-		env[awsapp.EnvPoolPickupSeconds] = fmt.Sprint(max(int(o.PoolPickup.Seconds()), 1))
-	}
+	env := map[string]string{awsapp.EnvTable: st.Table, awsapp.EnvBucket: st.Bucket, awsapp.EnvBucketPrefix: "stratus/"}
 	c, err := awsapp.FromEnv(func(k string) string { return env[k] })
 	if err != nil {
 		return nil, err
 	}
-	f := &Functions{st: st, cfg: cfg, Fargate: fg, log: log}
-	if f.app, err = awsapp.New(ctx, c, cfg, awsapp.Options{Launcher: fg, Log: log, Commits: bundlecheck.Checker{}}); err != nil {
+	f := &Functions{st: st, cfg: cfg, log: log, rule: rule, fetch: &firstFetch{started: map[string]time.Time{}}}
+	if f.reader, err = awsapp.NewEvents(c, cfg, awsapp.Options{Log: io.Discard}); err != nil {
 		return nil, err
 	}
-	if f.events, err = awsapp.NewEvents(c, cfg, awsapp.Options{Launcher: fg, Log: log}); err != nil {
+	backend := o.Runners
+	if backend == nil {
+		backend = &fargate.ProcessBackend{Self: self, Root: o.WorkRoot, Env: o.processEnv()}
+	}
+	ecsCfg := cfg.Copy()
+	ecsCfg.HTTPClient = &moto.ECSClient{}
+	f.Agent = &fargate.Agent{ECS: awsecs.NewFromConfig(ecsCfg), Secrets: awssm.NewFromConfig(cfg), Cluster: st.Cluster, Log: log,
+		OnlineSubnets: st.NetworkSubnets, Backend: backend}
+	// The stack's WorkerTaskStoppedRule: a stopped task's state change
+	// goes to the dispatch queue.
+	q := sqs.NewFromConfig(cfg)
+	f.Agent.OnStopped = func(ctx context.Context, ev json.RawMessage) {
+		if _, err := q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(st.QueueURL), MessageBody: aws.String(string(ev))}); err != nil {
+			fmt.Fprintf(log, "fargate: the task state change could not be queued: %v\n", err)
+		}
+	}
+	f.Agent.OnStarted = func(tc fargate.Container, r fargate.Running) {
+		f.fetch.start(tc)
+		if o.OnTaskStarted != nil {
+			o.OnTaskStarted(tc, r)
+		}
+	}
+	if f.fns, f.specs, err = startFunctions(ctx, cfg, st, o.Lambdas, o.FunctionsEndpoint, log); err != nil {
 		return nil, err
 	}
-	handler := f.app.HTTPHandler()
-	f.srv = httpapi.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// As the worker API function does: the request's background work
-		// is drained before the answer returns.
-		f.serving.Lock()
-		defer f.serving.Unlock()
-		handler.ServeHTTP(w, r)
-		f.app.Drain()
-	}))
+	f.srv = httpapi.NewServer(f.fetch.wrap(lambdas.APIFront(routes, f.fns[WorkerAPIFunction])))
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	f.cancel = cancel
 	poll := o.EventsPoll
@@ -204,12 +231,20 @@ func Serve(ctx context.Context, cfg aws.Config, st *Stack, ln net.Listener, o Se
 	if err := f.startPool(cfg, self, o); err != nil {
 		cancel()
 		f.stopPool()
+		f.stopFunctions()
 		return nil, err
 	}
 	f.wg.Add(4)
-	go func() { defer f.wg.Done(); fg.Agent.Run(lctx) }()
+	go func() { defer f.wg.Done(); f.Agent.Run(lctx) }()
 	go func() { defer f.wg.Done(); f.srv.Serve(ln) }()
-	go func() { defer f.wg.Done(); f.dispatch(lctx) }()
+	go func() {
+		defer f.wg.Done()
+		lambdas.RunSQSSource(lctx, q, st.QueueURL, f.fns[DispatchFunction], mapping, lambdas.SQSOptions{Pollers: 2, OnError: func(err error) {
+			if lctx.Err() == nil {
+				fmt.Fprintf(log, "dispatch: %v\n", err)
+			}
+		}})
+	}()
 	go func() { defer f.wg.Done(); f.watchExecutions(lctx, poll) }()
 	return f, nil
 }
@@ -226,6 +261,15 @@ var (
 	EngineSettings = []string{"ANTHROPIC_BASE_URL", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "CLAUDE_CONFIG_DIR", "CODEX_HOME"}
 )
 
+// processEnv is fargateEnv and what makes a process trust o.CA.
+func (o ServeOptions) processEnv() []string {
+	env := fargateEnv()
+	if o.CA != nil {
+		env = append(env, o.CA.Env())
+	}
+	return env
+}
+
 // fargateEnv is the environment a Fargate task of the runner image has
 // besides what RunTask overrides: a PATH (the engines the operator
 // configured must be found), the engine secrets and settings that are set
@@ -240,73 +284,54 @@ func fargateEnv() []string {
 	return env
 }
 
-// dispatch is the dispatch function's SQS event source: each message is
-// one invocation, deleted once handled; a failed one is left for
-// redelivery (and, after five, the DLQ).
-func (f *Functions) dispatch(ctx context.Context) {
-	q := sqs.NewFromConfig(f.cfg)
-	for ctx.Err() == nil {
-		out, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(f.st.QueueURL), MaxNumberOfMessages: 5, WaitTimeSeconds: 1})
-		if err != nil {
-			if ctx.Err() == nil {
-				fmt.Fprintf(f.log, "dispatch: ReceiveMessage: %v\n", err)
-				time.Sleep(200 * time.Millisecond)
-			}
-			continue
-		}
-		for _, m := range out.Messages {
-			err := f.app.HandleMessage(ctx, aws.ToString(m.Body))
-			f.app.Drain()
-			if err != nil {
-				fmt.Fprintf(f.log, "dispatch: %v (left for redelivery)\n", err)
-				continue
-			}
-			q.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(f.st.QueueURL), ReceiptHandle: m.ReceiptHandle})
-		}
-	}
-}
-
-// watchExecutions is the events function's EventBridge rule: every poll
-// it describes the execution of each run recorded running, and hands one
-// that has ended to ExecutionEnded.
+// watchExecutions is the EventBridge rule of the events function: every
+// poll it describes the execution of each run not yet delivered and, once
+// it has ended and the function's rule matches it, invokes the function
+// with its "Step Functions Execution Status Change" event, once per
+// execution (a failed invocation is tried again next poll).
 func (f *Functions) watchExecutions(ctx context.Context, poll time.Duration) {
-	f.aborted = map[string]bool{}
+	delivered := map[string]bool{} // execution ARNs
+	events := f.fns[EventsFunction]
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(poll):
 		}
-		runs, err := f.events.Store.ListRuns(ctx, 200)
+		runs, err := f.reader.Store.ListRuns(ctx, 200)
 		if err != nil {
 			continue
 		}
 		for _, r := range runs {
-			// A run cancelled (recorded interrupted) whose execution moto
-			// still reports running — moto aborts a waiting execution only
-			// when its task wakes — is delivered as AWS delivers it: ABORTED.
-			stopped := r.Status == stratus.RunInterrupted && !f.aborted[r.Execution]
-			if (stratus.RunTerminal(r.Status) && !stopped) || r.Execution == "" {
+			if r.Execution == "" || delivered[r.Execution] {
 				continue
 			}
-			x, err := f.app.Tokens.DescribeExecution(ctx, r.Execution)
+			x, err := f.reader.Tokens.DescribeExecution(ctx, r.Execution)
 			if err != nil {
 				continue
 			}
-			if stopped {
-				// Delivered either way: the events function stops the
-				// workers of the run's canceled steps even when the run
-				// is recorded ended already.
-				f.aborted[r.Execution] = true
-				if !x.Done() {
-					x.Status, x.StopDate = executor.StatusAborted, time.Now()
-				}
+			// A run cancelled (recorded interrupted) whose execution moto
+			// still reports running — moto aborts a waiting execution only
+			// when its task wakes — is delivered as AWS delivers it: ABORTED.
+			if r.Status == stratus.RunInterrupted && !x.Done() {
+				x.Status, x.StopDate = executor.StatusAborted, time.Now()
 			} else if !x.Done() {
 				continue
 			}
-			if err := f.events.ExecutionEnded(ctx, x); err != nil {
-				fmt.Fprintf(f.log, "events: run %s: %v\n", r.ID, err)
+			if !f.rule.Matches(x, f.st.Name) {
+				delivered[r.Execution] = true
+				fmt.Fprintf(f.log, "events: the %s execution of run %s is not one the events rule matches; not delivered\n", x.Status, r.ID)
+				continue
 			}
+			ev, err := lambdas.ExecutionStatusChange(x, "", f.cfg.Region)
+			if err == nil {
+				_, err = events.Invoke(ctx, ev)
+			}
+			if err != nil {
+				fmt.Fprintf(f.log, "events: run %s: %v (tried again)\n", r.ID, err)
+				continue
+			}
+			delivered[r.Execution] = true
 		}
 	}
 }
@@ -332,7 +357,7 @@ func (f *Functions) startPool(cfg aws.Config, self string, o ServeOptions) error
 			// The stand-in stops its runners within 10 s: a step under way
 			// gets 5 of them (a Fargate runner's --grace is 100 s of 120).
 			args := []string{"runner", "pool", "--queue", p.url, "--profile", p.profile, "--work-root", dir, "--grace", "5s"}
-			env := append(fargateEnv(), "HOME="+dir, "AWS_ENDPOINT_URL="+endpoint, "AWS_REGION="+cfg.Region,
+			env := append(o.processEnv(), "HOME="+dir, "AWS_ENDPOINT_URL="+endpoint, "AWS_REGION="+cfg.Region,
 				"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test")
 			r := &pooled{dir: dir, start: func() (*exec.Cmd, error) {
 				logf, err := os.OpenFile(filepath.Join(dir, "pool.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -379,31 +404,32 @@ func (f *Functions) Stop() {
 	f.cancel() // the agent stops the tasks still running
 	f.srv.Close()
 	f.wg.Wait()
+	f.stopFunctions()
 }
 
-// Fargate is the dispatch function's launcher on the stand-in: RunTask,
-// StopTask and the rest go to the ECS stand-in as on AWS; Agent plays
-// Fargate and starts what RunTask placed there.
-type Fargate struct {
-	ecs *ecs.Launcher
-	// Agent starts the stand-in's tasks (Serve runs it).
-	Agent *fargate.Agent
+// stopFunctions stops the emulators and their runtimes.
+func (f *Functions) stopFunctions() {
+	for _, fn := range f.fns {
+		fn.Stop()
+	}
 }
 
-var _ launch.TaskStopper = (*Fargate)(nil)
-
-// Launch sends RunTask to the stand-in; the agent starts the task.
-func (l *Fargate) Launch(ctx context.Context, s launch.Spec) (string, error) {
-	return l.ecs.Launch(ctx, s)
+// Reports are the figures of each function's invocations so far (the
+// emulator's REPORT lines: init duration, max memory used), beside the
+// memory size the stack gives it.
+func (f *Functions) Reports() []lambdas.Summary {
+	var out []lambdas.Summary
+	for _, s := range f.specs {
+		fn := f.fns[s.LogicalID]
+		if fn == nil {
+			continue
+		}
+		out = append(out, lambdas.Summarize(s.LogicalID, fn.Config().MemoryMB, fn.Reports()))
+	}
+	return out
 }
 
-// Stop stops the task on the stand-in; the agent stops what runs it.
-func (l *Fargate) Stop(ctx context.Context, id string) error {
-	return l.ecs.Stop(ctx, id)
-}
-
-// StopTask stops the workers of a dispatch task (the stop message, the
-// events function), found on the stand-in by startedBy.
-func (l *Fargate) StopTask(ctx context.Context, taskID string) error {
-	return l.ecs.StopTask(ctx, taskID)
-}
+// FirstFetches are, for each task started so far, how long its container
+// took from its start to its runner's first call of the worker API (the
+// bootstrap exchange before its prompt fetch), by task id.
+func (f *Functions) FirstFetches() map[string]time.Duration { return f.fetch.took() }

@@ -61,6 +61,13 @@ func Missing() string {
 // Stop. Errors: moto missing (Missing's words), or not serving within
 // 30 s (its log).
 func Start(port int, dir string) (*Server, error) {
+	return StartOn("127.0.0.1", port, dir)
+}
+
+// StartOn is Start on the address host (an IPv4 address of this machine:
+// the stand-in's containers reach moto at the host's address on their
+// network, as a task reaches S3's endpoint).
+func StartOn(host string, port int, dir string) (*Server, error) {
 	if why := Missing(); why != "" {
 		return nil, fmt.Errorf("cannot start the AWS stand-in: %s", why)
 	}
@@ -70,7 +77,7 @@ func Start(port int, dir string) (*Server, error) {
 	}
 	// With port 0 moto binds a port itself and logs it: choosing a free
 	// port here and handing it over would race with other processes.
-	cmd := exec.Command("python3", script, "-H", "127.0.0.1", "-p", fmt.Sprint(port))
+	cmd := exec.Command("python3", script, "-H", host, "-p", fmt.Sprint(port))
 	logPath := filepath.Join(dir, "moto.log")
 	log, err := os.Create(logPath)
 	if err != nil {
@@ -90,7 +97,7 @@ func Start(port int, dir string) (*Server, error) {
 	}
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
-	running := regexp.MustCompile(`Running on http://127\.0\.0\.1:(\d+)`)
+	running := regexp.MustCompile(`Running on http://` + regexp.QuoteMeta(host) + `:(\d+)`)
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
@@ -101,7 +108,7 @@ func Start(port int, dir string) (*Server, error) {
 		}
 		b, _ := os.ReadFile(logPath)
 		if m := running.FindSubmatch(b); m != nil {
-			s := &Server{URL: "http://127.0.0.1:" + string(m[1]), Log: logPath, cmd: cmd}
+			s := &Server{URL: "http://" + host + ":" + string(m[1]), Log: logPath, cmd: cmd}
 			resp, err := http.Get(s.URL + "/moto-api/")
 			if err == nil {
 				resp.Body.Close()

@@ -752,6 +752,26 @@ class _HttpStage(_Emulated, CloudFormationModel):
         return cls(name, p)
 
 
+
+# ---- ECS: a task's numbers as the ECS API sends them ---------------------
+# moto 5.2.1 answers RunTask, DescribeTasks and StopTask with a task's
+# containers' cpu and memory as JSON numbers (every container gets "cpu":
+# 0), where the ECS API has strings; the Go SDK refuses the whole answer.
+# The functions' own bootstraps call ECS unmended (they run as shipped,
+# under the Lambda emulator), so the model holds strings.
+_container_init = _ecs_models.Container.__init__
+
+
+def _container_init_strings(self, task_def):
+    _container_init(self, task_def)
+    for k in ("cpu", "memory"):
+        v = getattr(self, k, None)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            setattr(self, k, str(int(v)) if float(v).is_integer() else str(v))
+
+
+_ecs_models.Container.__init__ = _container_init_strings
+
 from moto.server import main  # noqa: E402
 
 if __name__ == "__main__":

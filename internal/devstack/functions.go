@@ -1,0 +1,205 @@
+package devstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/devstack/fargate"
+	"github.com/stratusflow/stratus/internal/devstack/lambdas"
+	"github.com/stratusflow/stratus/internal/launch"
+)
+
+// LambdaOptions locate what runs the stack's functions as shipped: each
+// function's `bootstrap` (make lambdas) under the AWS Lambda Runtime
+// Interface Emulator (make rie).
+type LambdaOptions struct {
+	// Bootstraps is make lambdas' output directory: a function's
+	// bootstrap is <Bootstraps>/<name>/bootstrap, name the last element
+	// of its CodeUri (functions/workerapi → workerapi).
+	Bootstraps string
+	// RIE is the emulator's executable (bin/aws-lambda-rie).
+	RIE string
+	// Template is the SAM template the stack was deployed from (nil:
+	// stratus.SAMTemplate): its functions, the HTTP API's routes, the
+	// dispatch queue's event source mapping and the events rule.
+	Template []byte
+}
+
+// ErrNoLambdas is returned (wrapped, naming the file) when a function's
+// bootstrap or the emulator is not built.
+var ErrNoLambdas = errors.New("the Lambda functions are not built")
+
+// template is o.Template, else the repository's.
+func (o LambdaOptions) template() []byte {
+	if o.Template != nil {
+		return o.Template
+	}
+	return stratus.SAMTemplate
+}
+
+// Check says whether every function's bootstrap and the emulator are
+// there. Errors: ErrNoLambdas, naming what is missing and `make lambdas
+// rie`.
+func (o LambdaOptions) Check() error {
+	specs, err := lambdas.FunctionsFromTemplate(o.template())
+	if err != nil {
+		return err
+	}
+	need := []string{o.RIE}
+	for _, s := range specs {
+		need = append(need, o.bootstrap(s))
+	}
+	for _, p := range need {
+		if fi, err := os.Stat(p); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return fmt.Errorf("%w: no executable %s: build them with `make lambdas rie` (the bootstraps as sam build makes them, and the Lambda Runtime Interface Emulator), or point --lambdas and --rie at them", ErrNoLambdas, p)
+		}
+	}
+	return nil
+}
+
+func (o LambdaOptions) bootstrap(s lambdas.FunctionSpec) string {
+	return filepath.Join(o.Bootstraps, path.Base(s.CodeURI), "bootstrap")
+}
+
+// workerAPIInstances is how many instances of the worker API function run
+// at once: Lambda scales a function per concurrent request; runners'
+// heartbeats, output tails and long steps' polls arrive together.
+const workerAPIInstances = 4
+
+// startFunctions starts each function of the stack under the emulator with
+// what the deployed stack gives it — the environment, memory size and
+// timeout GetFunctionConfiguration returns for its physical name — and
+// the credentials of cfg (as its execution role's would be on AWS), its
+// SDK calls going to endpoint ("" = cfg's). Errors: a function the stack lacks,
+// the stand-in's API, or lambdas.Start's.
+func startFunctions(ctx context.Context, cfg aws.Config, st *Stack, o LambdaOptions, endpoint string, log io.Writer) (map[string]*lambdas.Function, []lambdas.FunctionSpec, error) {
+	specs, err := lambdas.FunctionsFromTemplate(o.template())
+	if err != nil {
+		return nil, nil, err
+	}
+	creds, err := cfg.Credentials.Retrieve(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the functions' credentials: %w", err)
+	}
+	if endpoint == "" {
+		endpoint = aws.ToString(cfg.BaseEndpoint)
+	}
+	lc := awslambda.NewFromConfig(cfg)
+	fns := map[string]*lambdas.Function{}
+	stop := func() {
+		for _, fn := range fns {
+			fn.Stop()
+		}
+	}
+	for _, s := range specs {
+		name := st.Functions[s.LogicalID]
+		if name == "" {
+			stop()
+			return nil, nil, fmt.Errorf("the stack %s has no function %s", st.Name, s.LogicalID)
+		}
+		out, err := lc.GetFunctionConfiguration(ctx, &awslambda.GetFunctionConfigurationInput{FunctionName: aws.String(name)})
+		if err != nil {
+			stop()
+			return nil, nil, fmt.Errorf("GetFunctionConfiguration %s (%s): %w", name, s.LogicalID, err)
+		}
+		env := map[string]string{}
+		if out.Environment != nil {
+			env = out.Environment.Variables
+		}
+		n := 1
+		if s.LogicalID == WorkerAPIFunction {
+			n = workerAPIInstances
+		}
+		fn, err := lambdas.Start(ctx, lambdas.Config{Name: name, Bootstrap: o.bootstrap(s), Env: env,
+			MemoryMB: int(aws.ToInt32(out.MemorySize)), Timeout: time.Duration(aws.ToInt32(out.Timeout)) * time.Second,
+			Region: cfg.Region, AccessKeyID: creds.AccessKeyID, SecretAccessKey: creds.SecretAccessKey, SessionToken: creds.SessionToken,
+			Endpoint: endpoint, RIE: o.RIE, Concurrency: n, LogWriter: log})
+		if err != nil {
+			stop()
+			return nil, nil, fmt.Errorf("start %s: %w", s.LogicalID, err)
+		}
+		fns[s.LogicalID] = fn
+	}
+	return fns, specs, nil
+}
+
+// The logical ids of the stack's functions (template.yaml).
+const (
+	WorkerAPIFunction = "WorkerApiFunction"
+	DispatchFunction  = "DispatchFunction"
+	EventsFunction    = "EventsFunction"
+)
+
+// firstFetch measures, for each task the Fargate stand-in starts, the
+// time from its container's start to its runner's first call of the
+// worker API: the exchange of the bootstrap value its environment holds
+// (launch.EnvHandle), the first thing a runner does before it fetches its
+// prompt.
+type firstFetch struct {
+	mu      sync.Mutex
+	started map[string]time.Time     // bootstrap value → when its task started
+	task    map[string]string        // bootstrap value → the step's task id
+	done    map[string]time.Duration // the step's task id → start to first call
+}
+
+// start records task c started now.
+func (m *firstFetch) start(c fargate.Container) {
+	var handle, tid string
+	for _, kv := range c.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case launch.EnvHandle:
+			handle = v
+		case launch.EnvTaskID:
+			tid = v
+		}
+	}
+	if handle == "" {
+		return
+	}
+	if tid == "" {
+		tid = c.TaskID
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.task == nil {
+		m.task, m.done = map[string]string{}, map[string]time.Duration{}
+	}
+	m.started[handle], m.task[handle] = time.Now(), tid
+}
+
+// wrap is h, noting each started task's first call.
+func (m *firstFetch) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+			m.mu.Lock()
+			if t, ok := m.started[v]; ok {
+				m.done[m.task[v]] = time.Since(t)
+				delete(m.started, v)
+			}
+			m.mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// took is what has been measured so far.
+func (m *firstFetch) took() map[string]time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.done)
+}
