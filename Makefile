@@ -48,18 +48,23 @@ demo-claude demo-codex: build
 	examples/demo-cli.sh $(patsubst demo-%,%,$@) .scratch/$@ $(BIN)
 
 ## demo-aws: the main job on a local AWS stand-in, with no account (stratus
-## dev aws: moto, the Lambdas and Fargate played on this machine): a run of
-## examples/task.md with --target aws, whose file change travels through the
-## steps and comes back as a branch; a second run interrupted (stratus
-## cancel) and resumed (stratus resume); then status and runs; then a run
-## of examples/go-check whose checks node runs `go test ./...` on a worker
-## (PATH alone in its environment, as an ECS task may have), and `stratus
-## logs --target aws` of it. The stand-in stops at the end. Needs moto:
-## pip install 'moto[server]==5.2.1', and go on the PATH.
+## dev aws): template.yaml deployed on moto as sam deploy would, the Lambda
+## functions' bootstraps (make lambdas) under the Lambda Runtime Interface
+## Emulator (make rie), and every step a container of the runner image
+## (make image; podman or Docker): a run of examples/task.md with --target
+## aws, whose file change travels through the steps and comes back as a
+## branch; a second run interrupted (stratus cancel) and resumed (stratus
+## resume); then status and runs. It names the container and image of each
+## step, and when the stand-in stops, each function's cold starts and
+## memory (the emulator's REPORT lines) and each task's start to its first
+## worker API call. Needs moto and the SAM translator (pip install
+## 'moto[server]==5.2.1' aws-sam-translator) and a container engine.
 DEMO_AWS ?= .scratch/demo-aws
-demo-aws: build
+demo-aws: build lambdas rie
 	@python3 -c 'import moto, flask_cors' 2>/dev/null || { echo "demo-aws needs moto (python3 with moto and flask_cors): pip install 'moto[server]==5.2.1'"; exit 1; }
 	@python3 -c 'import samtranslator.translator.transform, yaml' 2>/dev/null || { echo "demo-aws needs the SAM translator (it deploys template.yaml): pip install aws-sam-translator"; exit 1; }
+	@echo "== the runner image with this stratus (make image, stratus-runner:latest only)"
+	$(MAKE) --no-print-directory image IMAGE_FLAGS="-targets latest"
 	rm -rf $(DEMO_AWS) && mkdir -p $(DEMO_AWS)
 	$(BIN) install --dir $(DEMO_AWS)/main --primary script --scenario examples/scenario.yaml
 	cp examples/task.md $(DEMO_AWS)/main/task.md
@@ -71,13 +76,13 @@ demo-aws: build
 	sed 's/^id: demo-greeting/id: demo-interrupted/' examples/task.md > $(DEMO_AWS)/interrupted/task.md
 	git -C $(DEMO_AWS)/interrupted init -q -b main && git -C $(DEMO_AWS)/interrupted add -A && \
 	  git -C $(DEMO_AWS)/interrupted -c user.name=demo -c user.email=demo@example.invalid commit -qm "the project before the run"
-	examples/go-check/setup.sh $(BIN) $(DEMO_AWS)/gocheck
 	@$(BIN) dev aws > $(DEMO_AWS)/dev.out 2> $(DEMO_AWS)/dev.log & pid=$$!; \
 	trap 'kill -INT $$pid 2>/dev/null; wait $$pid' EXIT; \
 	for i in $$(seq 1 300); do [ -s $(DEMO_AWS)/dev.out ] && break; sleep 0.2; done; \
 	flags="$$(head -1 $(DEMO_AWS)/dev.out) --poll-interval 500ms"; \
 	case "$$flags" in --target*) ;; *) echo "stratus dev aws did not start:"; cat $(DEMO_AWS)/dev.log; exit 1;; esac; \
 	echo "== the stand-in (stratus dev aws): $$flags"; \
+	grep '^stratus dev aws: \(stack\|each task\)' $(DEMO_AWS)/dev.log; \
 	echo "== 1. stratus run examples/task.md --target aws"; \
 	$(BIN) run $(DEMO_AWS)/main/task.md --dir $(DEMO_AWS)/main $$flags || exit 1; \
 	echo "== the engines' change travelled implementation -> review -> fixing in bundles, and came back as branch stratus/demo-greeting:"; \
@@ -89,10 +94,12 @@ demo-aws: build
 	$(BIN) resume $$id $$flags || exit 1; \
 	echo "== 3. stratus status and runs --target aws"; \
 	$(BIN) status $$id $$flags && $(BIN) runs $$flags || exit 1; \
-	echo "== 4. a checks node runs go test ./... on a worker (examples/go-check)"; \
-	id=$$($(BIN) run $(DEMO_AWS)/gocheck/task.md --dir $(DEMO_AWS)/gocheck --detach $$flags) || exit 1; \
-	$(BIN) status $$id --follow $$flags || exit 1; \
-	$(BIN) logs $$id testing $$flags
+	echo "== where each step ran (a container of the task definition's image)"; \
+	grep ' runs in ' $(DEMO_AWS)/dev.log | sed 's/^stratus dev aws: /  /'; \
+	if grep -q -- '--runners process' $(DEMO_AWS)/dev.log; then echo "a step ran as a host process"; exit 1; fi; \
+	kill -INT $$pid; wait $$pid; trap - EXIT; \
+	echo "== the functions under the emulator (REPORT lines) and each task's start to its first worker API call"; \
+	grep ': lambda \|first worker API call' $(DEMO_AWS)/dev.log | sed 's/^stratus dev aws: /  /'
 
 ## demo-aws-pool: the warm runner pool (issue 17) on the same stand-in:
 ## examples/task.md once with two pooled runners per network profile polling

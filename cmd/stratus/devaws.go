@@ -147,7 +147,7 @@ func runDevAWS(o *DevAWSOptions) error {
 		}
 		fetches := f.FirstFetches()
 		for _, step := range slices.Sorted(maps.Keys(fetches)) {
-			fmt.Fprintf(o.IO.Err, "stratus dev aws: step %s: task start to first worker API call %d ms\n", step, fetches[step].Milliseconds())
+			fmt.Fprintf(o.IO.Err, "stratus dev aws: step %s: container start to first worker API call %d ms\n", step, fetches[step].Milliseconds())
 		}
 	}()
 	flags := fmt.Sprintf("--target aws --endpoint-url %s --region %s --stack %s", endpoint, moto.Region, name)

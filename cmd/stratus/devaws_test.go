@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,8 +28,22 @@ func devAWS(t *testing.T, env ...string) []string {
 // devAWSWith is devAWS with more arguments to `stratus dev aws`.
 func devAWSWith(t *testing.T, args []string, env ...string) []string {
 	t.Helper()
+	flags, _, _ := devAWSLog(t, args, env...)
+	return flags
+}
+
+// devAWSLog is devAWSWith, also returning what `stratus dev aws` writes
+// on stderr as it goes, and a func that stops it (Ctrl-C) and waits for
+// its end (the test's cleanup does too).
+func devAWSLog(t *testing.T, args []string, env ...string) ([]string, *syncBuffer, func()) {
+	t.Helper()
 	if why := moto.Missing(); why != "" {
 		testenv.Missing(t, "moto", why)
+	}
+	// Runners as local processes unless a test asks for containers: the
+	// tests' engines are scripts of this machine.
+	if !slices.Contains(args, "--runners") {
+		args = append(args, "--runners", "process")
 	}
 	cmd := exec.Command(stratusBin, append([]string{"dev", "aws"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
@@ -36,25 +51,29 @@ func devAWSWith(t *testing.T, args []string, env ...string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var errb syncBuffer
-	cmd.Stderr = &errb
+	errb := &syncBuffer{}
+	cmd.Stderr = errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		select {
-		case err := <-exited:
-			if err != nil {
-				t.Errorf("stratus dev aws ended with %v after Ctrl-C:\n%s", err, errb.String())
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cmd.Process.Signal(os.Interrupt)
+			select {
+			case err := <-exited:
+				if err != nil {
+					t.Errorf("stratus dev aws ended with %v after Ctrl-C:\n%s", err, errb.String())
+				}
+			case <-time.After(30 * time.Second):
+				cmd.Process.Kill()
+				t.Errorf("stratus dev aws did not stop within 30 s of Ctrl-C")
 			}
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			t.Errorf("stratus dev aws did not stop within 30 s of Ctrl-C")
-		}
-	})
+		})
+	}
+	t.Cleanup(stop)
 	lines := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -68,11 +87,11 @@ func devAWSWith(t *testing.T, args []string, env ...string) []string {
 		if !ok || !strings.HasPrefix(l, "--target aws ") {
 			t.Fatalf("stratus dev aws printed %q; want a line starting with --target aws\n%s", l, errb.String())
 		}
-		return append(strings.Fields(l), "--poll-interval", "200ms")
+		return append(strings.Fields(l), "--poll-interval", "200ms"), errb, stop
 	case <-time.After(60 * time.Second):
 		t.Fatalf("stratus dev aws printed no flags within 60 s:\n%s", errb.String())
 	}
-	return nil
+	return nil, errb, stop
 }
 
 // issue 11 § 8: `stratus dev aws` is AWS without an account. The line it
@@ -126,7 +145,7 @@ printf '{"subrun_report": "ok"}\n'
 			t.Errorf("the engine worked in %s, under the operator's work dir %s", pwd, dir)
 		}
 		env := readFile(t, e)
-		if strings.Contains(env, "STRATUS_OPERATOR_ONLY") || !strings.Contains(env, "STRATUS_HANDLE=wh-") || !strings.Contains(env, "STRATUS_API_URL=http://127.0.0.1:") {
+		if strings.Contains(env, "STRATUS_OPERATOR_ONLY") || !strings.Contains(env, "STRATUS_HANDLE=wh-") || !strings.Contains(env, "STRATUS_API_URL=https://127.0.0.1:") {
 			t.Errorf("a worker's environment (%s) holds the operator's or lacks RunTask's:\n%s", e, env)
 		}
 	}
@@ -195,7 +214,7 @@ func TestDevAWS_RemovesItsDirectoryWhenItStops(t *testing.T) {
 	for _, sig := range []os.Signal{os.Interrupt, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			t.Parallel()
-			cmd := exec.Command(stratusBin, "dev", "aws")
+			cmd := exec.Command(stratusBin, "dev", "aws", "--runners", "process")
 			var errb syncBuffer
 			cmd.Stderr = &errb
 			if err := cmd.Start(); err != nil {

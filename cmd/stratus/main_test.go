@@ -40,6 +40,22 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "build stratus-runner: %v\n%s", err, out)
 		os.Exit(2)
 	}
+	// And what `stratus dev aws` runs the stack's functions with, where
+	// it looks by default (make lambdas rie puts them in bin/): each
+	// function's bootstrap, as sam build makes it, and the Lambda Runtime
+	// Interface Emulator (go.mod's tool).
+	for _, fn := range []string{"workerapi", "dispatch", "events"} {
+		cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", filepath.Join(dir, "lambdas", fn, "bootstrap"), "../../functions/"+fn)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build the %s function: %v\n%s", fn, err, out)
+			os.Exit(2)
+		}
+	}
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "aws-lambda-rie"), "github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build aws-lambda-rie: %v\n%s", err, out)
+		os.Exit(2)
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

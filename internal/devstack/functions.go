@@ -145,7 +145,8 @@ const (
 )
 
 // firstFetch measures, for each task the Fargate stand-in starts, the
-// time from its container's start to its runner's first call of the
+// time from its start (Container.Starting: before its container is
+// created) to its runner's first call of the
 // worker API: the exchange of the bootstrap value its environment holds
 // (launch.EnvHandle), the first thing a runner does before it fetches its
 // prompt.
@@ -179,7 +180,7 @@ func (m *firstFetch) start(c fargate.Container) {
 	if m.task == nil {
 		m.task, m.done = map[string]string{}, map[string]time.Duration{}
 	}
-	m.started[handle], m.task[handle] = time.Now(), tid
+	m.started[handle], m.task[handle] = c.Starting, tid
 }
 
 // wrap is h, noting each started task's first call.

@@ -72,6 +72,9 @@ type Container struct {
 	// Networked is false for a task of the offline network profile, whose
 	// only reachable endpoint is the worker API.
 	Networked bool
+	// Starting is when the agent asked its Backend to start it (before the
+	// container was created).
+	Starting time.Time
 }
 
 // Backend starts containers.
@@ -229,6 +232,7 @@ func (a *Agent) start(ctx context.Context, arns []string) {
 		c, grace, err := a.container(ctx, tk)
 		if err == nil {
 			var r Running
+			c.Starting = time.Now()
 			if r, err = a.Backend.Start(ctx, c); err == nil {
 				t := &task{arn: arn, c: c, r: r, detail: tk, grace: grace}
 				a.mu.Lock()
