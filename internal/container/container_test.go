@@ -88,6 +88,9 @@ func importTestImage(e *container.Engine, goBin string) error {
 	if err := tw.Close(); err != nil {
 		return err
 	}
+	// The previous run's image goes first, so runs do not pile images up
+	// (one a container still uses stays, nameless).
+	_ = e.RemoveImage(context.Background(), testImage)
 	return e.ImportImage(context.Background(), &rootfs, testImage)
 }
 
@@ -136,6 +139,29 @@ func TestRun_EnvUserAndExitCode(t *testing.T) {
 	want := []string{"GREETING=hello world", "STRATUS_SECRET unset", "uid=10001", "to stderr"}
 	if !slices.Equal(lines, want) {
 		t.Errorf("log %q; want %q", lines, want)
+	}
+}
+
+// A file bound read-only (a CA bundle, say) is readable and not writable
+// in the container, and extra hosts reach its /etc/hosts.
+func TestRun_MountsAndExtraHosts(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, []byte("the bundle\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, code, lines := run(t, e, container.RunSpec{
+		Cmd:         []string{"cat:/etc/stratus/ca.pem", "write:/etc/stratus/ca.pem", "cat:/etc/hosts"},
+		Mounts:      []container.Mount{{Source: ca, Target: "/etc/stratus/ca.pem", ReadOnly: true}},
+		ExtraHosts:  []string{"stratus-api.test:10.1.2.3"},
+		NetworkMode: "bridge",
+	})
+	if code != 0 || len(lines) < 2 || lines[0] != "the bundle" || !strings.Contains(lines[1], "read-only") {
+		t.Errorf("exit %d, log %q; want the bundle, then a read-only write error", code, lines)
+	}
+	if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "10.1.2.3") && strings.Contains(l, "stratus-api.test") }) {
+		t.Errorf("/etc/hosts has no line for stratus-api.test: %q", lines)
 	}
 }
 
