@@ -160,7 +160,9 @@ func TestRun_MountsAndExtraHosts(t *testing.T) {
 	if code != 0 || len(lines) < 2 || lines[0] != "the bundle" || !strings.Contains(lines[1], "read-only") {
 		t.Errorf("exit %d, log %q; want the bundle, then a read-only write error", code, lines)
 	}
-	if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "10.1.2.3") && strings.Contains(l, "stratus-api.test") }) {
+	if !slices.ContainsFunc(lines, func(l string) bool {
+		return strings.HasPrefix(l, "10.1.2.3") && strings.Contains(l, "stratus-api.test")
+	}) {
 		t.Errorf("/etc/hosts has no line for stratus-api.test: %q", lines)
 	}
 }
