@@ -20,8 +20,19 @@ import (
 )
 
 // testImage is the image the tests run: testdata/prog, a static binary,
-// alone in an imported root file system (no registry, no base image).
-const testImage = "localhost/stratus-container-test:latest"
+// alone in an imported root file system (no registry, no base image). It is
+// this test process's own (two runs may share an engine), removed at the
+// end.
+var testImage = fmt.Sprintf("localhost/stratus-container-test:%d", os.Getpid())
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if imported != nil {
+		_ = imported.RemoveImage(context.Background(), testImage)
+		imported.Close()
+	}
+	os.Exit(code)
+}
 
 // connect returns an engine, or skips the test naming what is missing
 // (fails under STRATUS_REQUIRE_ALL=1).
@@ -42,6 +53,7 @@ func connect(t *testing.T) *container.Engine {
 var (
 	imageOnce sync.Once
 	imageErr  error
+	imported  *container.Engine // the engine testImage was imported into
 )
 
 // setup connects and imports the test image once per test binary.
@@ -49,7 +61,15 @@ func setup(t *testing.T) *container.Engine {
 	t.Helper()
 	e := connect(t)
 	goBin := testenv.MustHaveCommand(t, "go", "builds the test image's program")
-	imageOnce.Do(func() { imageErr = importTestImage(e, goBin) })
+	imageOnce.Do(func() {
+		// An engine of its own, which TestMain closes after removing the image.
+		ie, err := container.Connect(context.Background())
+		if err == nil {
+			err = importTestImage(ie, goBin)
+			imported = ie
+		}
+		imageErr = err
+	})
 	if imageErr != nil {
 		t.Fatal(imageErr)
 	}
@@ -88,9 +108,6 @@ func importTestImage(e *container.Engine, goBin string) error {
 	if err := tw.Close(); err != nil {
 		return err
 	}
-	// The previous run's image goes first, so runs do not pile images up
-	// (one a container still uses stays, nameless).
-	_ = e.RemoveImage(context.Background(), testImage)
 	return e.ImportImage(context.Background(), &rootfs, testImage)
 }
 
