@@ -243,4 +243,15 @@ func TestRunnerImage_GoTargetAddsAToolchainOnThePath(t *testing.T) {
 	if !strings.Contains(strings.Join(stages["runner-base"], "\n"), "ENV HOME=/home/stratus") {
 		t.Errorf("runner-base sets no HOME")
 	}
+	// The image stratus is compiled in and runner-go's toolchain are the
+	// same Go release by default.
+	args := map[string]string{}
+	for _, in := range stages[""] {
+		if name, val, ok := strings.Cut(strings.TrimPrefix(in, "ARG "), "="); ok && strings.HasPrefix(in, "ARG ") {
+			args[name] = val
+		}
+	}
+	if args["GO_IMAGE"] == "" || args["GO_IMAGE"] != args["BUILD_IMAGE"] {
+		t.Errorf("ARG GO_IMAGE=%q, BUILD_IMAGE=%q; want the same Go image", args["GO_IMAGE"], args["BUILD_IMAGE"])
+	}
 }

@@ -20,8 +20,19 @@ import (
 )
 
 // testImage is the image the tests run: testdata/prog, a static binary,
-// alone in an imported root file system (no registry, no base image).
-const testImage = "localhost/stratus-container-test:latest"
+// alone in an imported root file system (no registry, no base image). It is
+// this test process's own (two runs may share an engine), removed at the
+// end.
+var testImage = fmt.Sprintf("localhost/stratus-container-test:%d", os.Getpid())
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if imported != nil {
+		_ = imported.RemoveImage(context.Background(), testImage)
+		imported.Close()
+	}
+	os.Exit(code)
+}
 
 // connect returns an engine, or skips the test naming what is missing
 // (fails under STRATUS_REQUIRE_ALL=1).
@@ -42,6 +53,7 @@ func connect(t *testing.T) *container.Engine {
 var (
 	imageOnce sync.Once
 	imageErr  error
+	imported  *container.Engine // the engine testImage was imported into
 )
 
 // setup connects and imports the test image once per test binary.
@@ -49,7 +61,15 @@ func setup(t *testing.T) *container.Engine {
 	t.Helper()
 	e := connect(t)
 	goBin := testenv.MustHaveCommand(t, "go", "builds the test image's program")
-	imageOnce.Do(func() { imageErr = importTestImage(e, goBin) })
+	imageOnce.Do(func() {
+		// An engine of its own, which TestMain closes after removing the image.
+		ie, err := container.Connect(context.Background())
+		if err == nil {
+			err = importTestImage(ie, goBin)
+			imported = ie
+		}
+		imageErr = err
+	})
 	if imageErr != nil {
 		t.Fatal(imageErr)
 	}
@@ -136,6 +156,31 @@ func TestRun_EnvUserAndExitCode(t *testing.T) {
 	want := []string{"GREETING=hello world", "STRATUS_SECRET unset", "uid=10001", "to stderr"}
 	if !slices.Equal(lines, want) {
 		t.Errorf("log %q; want %q", lines, want)
+	}
+}
+
+// A file bound read-only (a CA bundle, say) is readable and not writable
+// in the container, and extra hosts reach its /etc/hosts.
+func TestRun_MountsAndExtraHosts(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, []byte("the bundle\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, code, lines := run(t, e, container.RunSpec{
+		Cmd:         []string{"cat:/etc/stratus/ca.pem", "write:/etc/stratus/ca.pem", "cat:/etc/hosts"},
+		Mounts:      []container.Mount{{Source: ca, Target: "/etc/stratus/ca.pem", ReadOnly: true}},
+		ExtraHosts:  []string{"stratus-api.test:10.1.2.3"},
+		NetworkMode: "bridge",
+	})
+	if code != 0 || len(lines) < 2 || lines[0] != "the bundle" || !strings.Contains(lines[1], "read-only") {
+		t.Errorf("exit %d, log %q; want the bundle, then a read-only write error", code, lines)
+	}
+	if !slices.ContainsFunc(lines, func(l string) bool {
+		return strings.HasPrefix(l, "10.1.2.3") && strings.Contains(l, "stratus-api.test")
+	}) {
+		t.Errorf("/etc/hosts has no line for stratus-api.test: %q", lines)
 	}
 }
 

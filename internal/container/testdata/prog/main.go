@@ -6,6 +6,8 @@
 //	stderr:TEXT print TEXT on stderr
 //	env:NAME    print NAME=value (or NAME unset) on stdout
 //	uid         print uid=N on stdout
+//	cat:PATH    print the file at PATH on stdout
+//	write:PATH  write "x" to PATH, printing "wrote" or the error
 //	lines:N     print "line 1" … "line N" on stdout
 //	waitterm    print "ready", then wait for SIGTERM and print "terminated"
 //	ignoreterm  print "ready", then ignore SIGTERM and sleep
@@ -38,6 +40,19 @@ func main() {
 			}
 		case "uid":
 			fmt.Printf("uid=%d\n", os.Getuid())
+		case "cat":
+			b, err := os.ReadFile(val)
+			if err != nil {
+				fmt.Println(err)
+				continue
+			}
+			fmt.Print(string(b))
+		case "write":
+			if err := os.WriteFile(val, []byte("x"), 0o644); err != nil {
+				fmt.Println("write:", err)
+			} else {
+				fmt.Println("wrote")
+			}
 		case "lines":
 			n, _ := strconv.Atoi(val)
 			for i := 1; i <= n; i++ {
