@@ -58,6 +58,10 @@ func runDevAWS(o *DevAWSOptions) error {
 	if err := lo.Check(); err != nil {
 		return err
 	}
+	code, err := lo.Code()
+	if err != nil {
+		return err
+	}
 	// The worker API listens where every worker reaches it: with
 	// containers, on the host's address on the offline network (the
 	// online one routes there too); with processes, on loopback.
@@ -104,7 +108,7 @@ func runDevAWS(o *DevAWSOptions) error {
 	}
 	cfg := moto.Config(endpoint)
 	st, err := devstack.Create(ctx, cfg, name, "https://"+ln.Addr().String(), devstack.CreateOptions{HeartbeatSeconds: o.HeartbeatSeconds, Pool: o.Pool > 0,
-		Parameters: map[string]string{"ImageUri": o.Image}})
+		Parameters: map[string]string{"ImageUri": o.Image}, Bootstraps: code})
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("create the stack on %s: %w", endpoint, err)

@@ -71,6 +71,21 @@ func (o LambdaOptions) Check() error {
 	return nil
 }
 
+// Code maps each function's logical id to its bootstrap: what Create
+// uploads as its code (CreateOptions.Bootstraps), as sam package does.
+// Errors: the template's functions could not be read.
+func (o LambdaOptions) Code() (map[string]string, error) {
+	specs, err := lambdas.FunctionsFromTemplate(o.template())
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]string{}
+	for _, s := range specs {
+		m[s.LogicalID] = o.bootstrap(s)
+	}
+	return m, nil
+}
+
 func (o LambdaOptions) bootstrap(s lambdas.FunctionSpec) string {
 	return filepath.Join(o.Bootstraps, path.Base(s.CodeURI), "bootstrap")
 }
