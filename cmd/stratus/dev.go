@@ -23,6 +23,9 @@ type DevAWSOptions struct {
 	// HeartbeatSeconds is the stack's HeartbeatSeconds (template.yaml's
 	// parameter; 0: the compiler's default, 300).
 	HeartbeatSeconds int
+	// Template is a SAM template file to deploy instead of the
+	// repository's template.yaml ("": that one, built in).
+	Template string
 
 	// ready, when set, is called with the flags line once serving (tests).
 	ready func(flags string) //lint:ignore U1000 read by devaws.go, which the slim build has not
@@ -44,9 +47,10 @@ func newDevCmd(io IO) *cobra.Command {
 		Long: `dev aws serves a Stratus stack on this machine, with no AWS account: it starts a
 moto server (through the launcher the tests use: real Step Functions execution,
 moto 5.2.1's fixes; moto comes with pip install 'moto[server]') or uses the one
---endpoint-url names, creates there what template.yaml deploys (table, bucket,
-dispatch queue, HMAC key secret, ECS cluster and task definition, and a
-CloudFormation stack whose outputs name them), and plays the parts moto cannot:
+--endpoint-url names, deploys template.yaml there as sam deploy would (the SAM
+translator's transform, created as a CloudFormation stack on moto; README
+"What dev aws emulates"; --template deploys another file), and plays the parts
+moto cannot:
 the Lambdas (the worker API on 127.0.0.1, dispatch consuming the queue, events
 recording each ended execution) and Fargate (each ecs:RunTask also starts a local
 stratus runner in a fresh directory of its own, with the environment RunTask gives
@@ -61,7 +65,8 @@ when no pooled runner takes it within --pool-pickup.
 It prints one line on stdout, starting with --target aws, holding the flags
 stratus run, resume, status, runs and cancel need; then it serves until Ctrl-C.
 
-Exit status: 0 stopped by Ctrl-C, 1 the stand-in could not start, 2 bad flags.`,
+Exit status: 0 stopped by Ctrl-C, 1 the stand-in could not start (a template the
+SAM translator refuses: its message, naming the resource), 2 bad flags.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if o.EndpointURL != "" {
@@ -90,6 +95,7 @@ Exit status: 0 stopped by Ctrl-C, 1 the stand-in could not start, 2 bad flags.`,
 	aws.Flags().IntVar(&o.Pool, "pool", 0, "a warm runner pool: this many pooled runners per network profile (0: none)")
 	aws.Flags().DurationVar(&o.PoolPickup, "pool-pickup", 0, "how long dispatch waits for a pooled runner before RunTask (default 20s)")
 	aws.Flags().IntVar(&o.HeartbeatSeconds, "heartbeat-seconds", 0, "the stack's HeartbeatSeconds: a worker silent this long is taken for dead (default 300; the template's least is 60; under 20 an engine that prints nothing times out: its runner heartbeats every 20 s)")
+	aws.Flags().StringVar(&o.Template, "template", "", "deploy this SAM template file instead of the built-in template.yaml (its DefinitionUri paths are read from the built-in one's)")
 	dev.AddCommand(aws)
 	return dev
 }

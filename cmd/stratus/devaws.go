@@ -19,6 +19,14 @@ import (
 )
 
 func runDevAWS(o *DevAWSOptions) error {
+	co := devstack.CreateOptions{HeartbeatSeconds: o.HeartbeatSeconds, Pool: o.Pool > 0}
+	if o.Template != "" {
+		b, err := os.ReadFile(o.Template)
+		if err != nil {
+			return fmt.Errorf("--template: %w", err)
+		}
+		co.Template = b
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	dir, err := os.MkdirTemp("", "stratus-dev-aws-")
@@ -50,7 +58,7 @@ func runDevAWS(o *DevAWSOptions) error {
 		return fmt.Errorf("listen for the worker API: %w", err)
 	}
 	cfg := moto.Config(endpoint)
-	st, err := devstack.Create(ctx, cfg, name, "http://"+ln.Addr().String(), devstack.CreateOptions{HeartbeatSeconds: o.HeartbeatSeconds, Pool: o.Pool > 0})
+	st, err := devstack.Create(ctx, cfg, name, "http://"+ln.Addr().String(), co)
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("create the stack on %s: %w", endpoint, err)

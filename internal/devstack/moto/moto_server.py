@@ -6,7 +6,10 @@ does not fail with a 500 (upstream moto issue 10077): the copy shares the
 backend and leaves the live executions behind; keep SendTaskFailure's cause;
 give a retried callback state a new task token;
 serve DynamoDB requests one at a time; check the signature of a presigned S3 request that signs its
-Content-Length (see below).
+Content-Length (see below); and give moto's CloudFormation what a stack of the
+SAM-transformed template.yaml needs (models for the nine resource types moto
+lacks, and the fixes listed at "CloudFormation" below; README "What dev aws
+emulates").
 
 Usage: python3 moto_server.py -H 127.0.0.1 -p PORT
 """
