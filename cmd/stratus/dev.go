@@ -95,7 +95,7 @@ SAM translator refuses: its message, naming the resource), 2 bad flags.`,
 	aws.Flags().IntVar(&o.Pool, "pool", 0, "a warm runner pool: this many pooled runners per network profile (0: none)")
 	aws.Flags().DurationVar(&o.PoolPickup, "pool-pickup", 0, "how long dispatch waits for a pooled runner before RunTask (default 20s)")
 	aws.Flags().IntVar(&o.HeartbeatSeconds, "heartbeat-seconds", 0, "the stack's HeartbeatSeconds: a worker silent this long is taken for dead (default 300; the template's least is 60; under 20 an engine that prints nothing times out: its runner heartbeats every 20 s)")
-	aws.Flags().StringVar(&o.Template, "template", "", "deploy this SAM template file instead of the built-in template.yaml (its DefinitionUri paths are read from the built-in one's)")
+	aws.Flags().StringVar(&o.Template, "template", "", "deploy this SAM template file instead of the built-in template.yaml, with the parameter_overrides of a samconfig.toml beside it (its DefinitionUri paths are read from the built-in one's)")
 	dev.AddCommand(aws)
 	return dev
 }

@@ -26,6 +26,10 @@ func runDevAWS(o *DevAWSOptions) error {
 			return fmt.Errorf("--template: %w", err)
 		}
 		co.Template = b
+		// sam deploy reads samconfig.toml from the template's directory.
+		if sc, err := os.ReadFile(filepath.Join(filepath.Dir(o.Template), "samconfig.toml")); err == nil {
+			co.SAMConfig = sc
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -2,6 +2,8 @@ package devstack_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
@@ -54,9 +56,30 @@ func TestCreate_DeploysTemplateYAML(t *testing.T) {
 	t.Parallel()
 	cfg, name := setup(t)
 	ctx := context.Background()
-	st, err := devstack.Create(ctx, cfg, name, "http://127.0.0.1:9", devstack.CreateOptions{HeartbeatSeconds: 90})
+	bootstrap := filepath.Join(t.TempDir(), "bootstrap")
+	if err := os.WriteFile(bootstrap, []byte("#!/bin/sh\necho built\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	st, err := devstack.Create(ctx, cfg, name, "http://127.0.0.1:9", devstack.CreateOptions{HeartbeatSeconds: 90,
+		Bootstraps: map[string]string{"EventsFunction": bootstrap}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A function's code is its bootstrap, zipped, as sam build leaves it;
+	// one without a built bootstrap gets the placeholder.
+	for f, path := range map[string]string{"EventsFunction": bootstrap, "DispatchFunction": ""} {
+		zip, err := devstack.BootstrapZip(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(zip)
+		fn, err := lambda.NewFromConfig(cfg).GetFunction(ctx, &lambda.GetFunctionInput{FunctionName: aws.String(st.Functions[f])})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := aws.ToString(fn.Configuration.CodeSha256), base64.StdEncoding.EncodeToString(sum[:]); got != want {
+			t.Errorf("%s's code sha256 %s; want %s (bootstrap %q zipped)", f, got, want, path)
+		}
 	}
 	if st.APIURL != "http://127.0.0.1:9" || st.Outputs[awsrun.OutputHeartbeatSeconds] != "90" {
 		t.Errorf("ApiUrl %q, HeartbeatSeconds %q; want the worker API's URL and 90", st.APIURL, st.Outputs[awsrun.OutputHeartbeatSeconds])
@@ -203,6 +226,19 @@ func TestCreate_TransformFailureNamesTheResource(t *testing.T) {
 	_, err := devstack.Create(context.Background(), cfg, name, "http://127.0.0.1:9", devstack.CreateOptions{Template: []byte(tpl)})
 	if !errors.Is(err, devstack.ErrTransform) || !strings.Contains(err.Error(), "WorkerApiFunction") || !strings.Contains(err.Error(), "Healthz") {
 		t.Fatalf("Create = %v; want ErrTransform naming WorkerApiFunction's event Healthz", err)
+	}
+}
+
+// README "What dev aws emulates": a resource the stand-in fails to create
+// fails the stack (CREATE_FAILED, not an HTTP 500), and Create's error names
+// it.
+func TestCreate_FailedResourceNamesIt(t *testing.T) {
+	t.Parallel()
+	cfg, name := setup(t)
+	tpl := edit(t, string(stratus.SAMTemplate), 1, "      Bucket: !Ref DataBucket\n", "      Bucket: stratus-no-such-bucket\n")
+	_, err := devstack.Create(context.Background(), cfg, name, "http://127.0.0.1:9", devstack.CreateOptions{Template: []byte(tpl)})
+	if err == nil || !strings.Contains(err.Error(), "CREATE_FAILED") || !strings.Contains(err.Error(), "DataBucketPolicy") {
+		t.Fatalf("Create = %v; want CREATE_FAILED naming DataBucketPolicy", err)
 	}
 }
 
