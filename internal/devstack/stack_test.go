@@ -18,6 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	awssm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/awsrun"
@@ -134,6 +136,28 @@ func TestCreate_DeploysTemplateYAML(t *testing.T) {
 	})
 	if err != nil || len(run.Tasks) != 1 {
 		t.Fatalf("RunTask on the stack's task definition: %v", err)
+	}
+	// The dispatch queue is the dispatch function's event source, played by
+	// dev aws: moto itself does not consume it (a message sent is received
+	// once, by whoever polls it).
+	q := sqs.NewFromConfig(cfg)
+	for i := range 6 {
+		if _, err := q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(st.QueueURL), MessageBody: aws.String(fmt.Sprint(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(st.QueueURL), MaxNumberOfMessages: 10,
+		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameApproximateReceiveCount}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range got.Messages {
+		if n := m.Attributes["ApproximateReceiveCount"]; n != "1" {
+			t.Errorf("dispatch message %s received %s times; want once (nothing else consumes the queue)", aws.ToString(m.Body), n)
+		}
+	}
+	if len(got.Messages) != 6 {
+		t.Errorf("received %d of the 6 dispatch messages sent", len(got.Messages))
 	}
 	// The built-in state machine's definition came from DefinitionUri, its
 	// DispatchQueueUrl substituted.

@@ -443,6 +443,17 @@ def _state_machine_from_cfn(cls, resource_name, cloudformation_json, account_id,
 _sfn_models.StateMachine.create_from_cloudformation_json = classmethod(_state_machine_from_cfn)
 
 
+# Lambda event source mappings on SQS: the mapping is recorded (Get and
+# ListEventSourceMappings show it), but moto does not act on it. dev aws
+# plays the event source itself (it receives from the queue and runs the
+# handler); moto would, on every SendMessage, receive a batch and try to
+# run the function in Docker, and each failed try counts as a receive: a
+# dispatch message would reach the dead-letter queue after five sends.
+from moto.sqs import models as _sqs_models  # noqa: E402
+
+_sqs_models.Queue.lambda_event_source_mappings = property(lambda self: {}, lambda self, value: None)
+
+
 def _model(cfn_type, name_property=None, attrs=()):
     """Registers cls as moto's CloudFormation model of cfn_type."""
 
