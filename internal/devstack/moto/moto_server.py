@@ -351,15 +351,12 @@ _resource_requirements = _ecs_models.EC2ContainerServiceBackend._calculate_task_
 
 
 def _resource_requirements_fargate(task_definition):
-    saved = task_definition.container_definitions
-    task_definition.container_definitions = [
+    counted = copy.copy(task_definition)  # the registered one is left as it is
+    counted.container_definitions = [
         c if any(c.get(k) is not None for k in ("memory", "memoryReservation", "Memory", "MemoryReservation")) else dict(c, memory=0)
-        for c in saved
+        for c in task_definition.container_definitions
     ]
-    try:
-        return _resource_requirements(task_definition)
-    finally:
-        task_definition.container_definitions = saved
+    return _resource_requirements(counted)
 
 
 _ecs_models.EC2ContainerServiceBackend._calculate_task_resource_requirements = staticmethod(_resource_requirements_fargate)
