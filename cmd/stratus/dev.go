@@ -33,6 +33,9 @@ type DevAWSOptions struct {
 	// Lambdas is make lambdas' output directory and RIE the Lambda
 	// Runtime Interface Emulator (make rie); "" = beside this binary.
 	Lambdas, RIE string
+	// Template is a SAM template file to deploy instead of the
+	// repository's template.yaml ("": that one, built in).
+	Template string
 
 	// ready, when set, is called with the flags line once serving (tests).
 	ready func(flags string) //lint:ignore U1000 read by devaws.go, which the slim build has not
@@ -54,7 +57,9 @@ func newDevCmd(io IO) *cobra.Command {
 		Long: `dev aws serves a Stratus stack on this machine, with no AWS account: it starts a
 moto server (through the launcher the tests use: real Step Functions execution,
 moto 5.2.1's fixes; moto comes with pip install 'moto[server]') or uses the one
---endpoint-url names, deploys template.yaml there, and plays the parts moto
+--endpoint-url names, deploys template.yaml there as sam deploy would (the SAM
+translator's transform, created as a CloudFormation stack on moto; README "What
+dev aws emulates"; --template deploys another file), and plays the parts moto
 cannot run: the Lambda functions as shipped (each bootstrap of make lambdas under
 the Lambda Runtime Interface Emulator of make rie, with the environment, memory
 size and timeout the deployed stack gives it; the worker API function behind the
@@ -74,7 +79,8 @@ when no pooled runner takes it within --pool-pickup.
 It prints one line on stdout, starting with --target aws, holding the flags
 stratus run, resume, status, runs and cancel need; then it serves until Ctrl-C.
 
-Exit status: 0 stopped by Ctrl-C, 1 the stand-in could not start, 2 bad flags.`,
+Exit status: 0 stopped by Ctrl-C, 1 the stand-in could not start (a template the
+SAM translator refuses: its message, naming the resource), 2 bad flags.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if o.EndpointURL != "" {
@@ -110,6 +116,7 @@ Exit status: 0 stopped by Ctrl-C, 1 the stand-in could not start, 2 bad flags.`,
 	aws.Flags().StringVar(&o.Image, "image", "stratus-runner:latest", "the runner image the task definitions name (make image builds stratus-runner:latest, :claude, :codex)")
 	aws.Flags().StringVar(&o.Lambdas, "lambdas", "", "make lambdas' output directory: <dir>/<function>/bootstrap (default: lambdas beside this binary, as make puts bin/lambdas)")
 	aws.Flags().StringVar(&o.RIE, "rie", "", "the Lambda Runtime Interface Emulator (default: aws-lambda-rie beside this binary, as make rie puts it)")
+	aws.Flags().StringVar(&o.Template, "template", "", "deploy this SAM template file instead of the built-in template.yaml, with the parameter_overrides of a samconfig.toml beside it (its DefinitionUri paths are read from the built-in one's)")
 	dev.AddCommand(aws)
 	return dev
 }

@@ -26,6 +26,18 @@ import (
 )
 
 func runDevAWS(o *DevAWSOptions) error {
+	co := devstack.CreateOptions{HeartbeatSeconds: o.HeartbeatSeconds, Pool: o.Pool > 0}
+	if o.Template != "" {
+		b, err := os.ReadFile(o.Template)
+		if err != nil {
+			return fmt.Errorf("--template: %w", err)
+		}
+		co.Template = b
+		// sam deploy reads samconfig.toml from the template's directory.
+		if sc, err := os.ReadFile(filepath.Join(filepath.Dir(o.Template), "samconfig.toml")); err == nil {
+			co.SAMConfig = sc
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	dir, err := os.MkdirTemp("", "stratus-dev-aws-")
@@ -48,7 +60,7 @@ func runDevAWS(o *DevAWSOptions) error {
 			return err
 		}
 	}
-	lo := devstack.LambdaOptions{Bootstraps: o.Lambdas, RIE: o.RIE}
+	lo := devstack.LambdaOptions{Bootstraps: o.Lambdas, RIE: o.RIE, Template: co.Template}
 	if lo.Bootstraps == "" {
 		lo.Bootstraps = filepath.Join(filepath.Dir(self), "lambdas")
 	}
@@ -107,8 +119,9 @@ func runDevAWS(o *DevAWSOptions) error {
 		return fmt.Errorf("listen for the worker API: %w", err)
 	}
 	cfg := moto.Config(endpoint)
-	st, err := devstack.Create(ctx, cfg, name, "https://"+ln.Addr().String(), devstack.CreateOptions{HeartbeatSeconds: o.HeartbeatSeconds, Pool: o.Pool > 0,
-		Parameters: map[string]string{"ImageUri": o.Image}, Bootstraps: code})
+	co.Parameters = map[string]string{"ImageUri": o.Image}
+	co.Bootstraps = code
+	st, err := devstack.Create(ctx, cfg, name, "https://"+ln.Addr().String(), co)
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("create the stack on %s: %w", endpoint, err)

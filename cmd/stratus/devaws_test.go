@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/devstack"
 	"github.com/stratusflow/stratus/internal/devstack/moto"
 	"github.com/stratusflow/stratus/internal/testenv"
 )
@@ -252,5 +254,29 @@ func TestDevAWS_RemovesItsDirectoryWhenItStops(t *testing.T) {
 				t.Errorf("%s left behind after %s (%v)", dir, sig, err)
 			}
 		})
+	}
+}
+
+// A template the SAM translator refuses ends `stratus dev aws` with exit 1
+// and the translator's message, which names the resource (README § What dev
+// aws emulates).
+func TestDevAWS_TemplateThatDoesNotTransformExits1NamingTheResource(t *testing.T) {
+	t.Parallel()
+	if why := moto.Missing(); why != "" {
+		testenv.Missing(t, "moto", why)
+	}
+	if why := devstack.MissingTranslator(); why != "" {
+		testenv.Missing(t, "aws-sam-translator", why)
+	}
+	tpl := strings.Replace(string(stratus.SAMTemplate), "            Path: /v1/healthz\n", "            Path: 42\n", 1)
+	path := filepath.Join(t.TempDir(), "template.yaml")
+	if err := os.WriteFile(path, []byte(tpl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(stratusBin, "dev", "aws", "--template", path)
+	out, err := cmd.CombinedOutput()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != ExitFailed || !strings.Contains(string(out), "WorkerApiFunction") || !strings.Contains(string(out), "Healthz") {
+		t.Errorf("stratus dev aws --template (bad): %v; want exit 1 naming WorkerApiFunction's event Healthz:\n%s", err, out)
 	}
 }

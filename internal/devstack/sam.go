@@ -57,15 +57,29 @@ type samRequest struct {
 	Inspect    bool                  `json:"inspect,omitempty"`
 }
 
-// runSAM runs sam_transform.py on req and returns its output. Errors:
-// ErrTransform with the script's message; MissingTranslator's words.
+// runSAM runs sam_transform.py on req and returns its output, from the
+// cache when an earlier run had the same inputs: an answer is kept under
+// the user cache directory (stratus/sam-transform/), keyed by a hash of the
+// script and req, so a stand-in started again with the same template does
+// not run the translator. Errors: ErrTransform with the script's message;
+// MissingTranslator's words.
 func runSAM(ctx context.Context, req samRequest) ([]byte, error) {
-	if why := MissingTranslator(); why != "" {
-		return nil, errors.New(why)
-	}
 	in, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
+	}
+	h := sha256.New()
+	h.Write(samTransformPy)
+	h.Write(in)
+	cached := ""
+	if dir, err := os.UserCacheDir(); err == nil {
+		cached = filepath.Join(dir, "stratus", "sam-transform", hex.EncodeToString(h.Sum(nil))+".json")
+		if b, err := os.ReadFile(cached); err == nil && json.Valid(b) {
+			return b, nil
+		}
+	}
+	if why := MissingTranslator(); why != "" {
+		return nil, errors.New(why)
 	}
 	cmd := exec.CommandContext(ctx, "python3", "-c", string(samTransformPy))
 	cmd.Stdin = bytes.NewReader(in)
@@ -80,7 +94,18 @@ func runSAM(ctx context.Context, req samRequest) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("run the SAM translator (python3): %v: %s", err, msg)
 	}
-	return stdout.Bytes(), nil
+	out := stdout.Bytes()
+	if !json.Valid(out) {
+		return nil, fmt.Errorf("the SAM translator printed no JSON: %.200s", out)
+	}
+	if cached != "" && os.MkdirAll(filepath.Dir(cached), 0o755) == nil {
+		// Written whole, then renamed: a concurrent start never reads half.
+		tmp := fmt.Sprintf("%s.%d.tmp", cached, os.Getpid())
+		if os.WriteFile(tmp, out, 0o644) == nil {
+			os.Rename(tmp, cached)
+		}
+	}
+	return out, nil
 }
 
 // localArtifacts returns the functions and state machines of template
@@ -101,42 +126,11 @@ func localArtifacts(ctx context.Context, template []byte, region string) (map[st
 // Transform transforms the SAM template as `sam deploy` does, with the
 // parameter values given and each CodeUri/DefinitionUri of artifacts
 // (logical id → object) pointed at its S3 object, and returns the
-// CloudFormation template (JSON). An answer is cached under the user cache
-// directory, keyed by a hash of everything it depends on, so a stand-in
-// started again with the same inputs does not run the translator. Errors:
+// CloudFormation template (JSON). Answers are cached (runSAM). Errors:
 // ErrTransform wrapping the translator's message (it names the resource);
 // python3 or samtranslator missing (MissingTranslator's words).
 func Transform(ctx context.Context, template []byte, params map[string]string, artifacts map[string]S3Location, region string) ([]byte, error) {
-	req := samRequest{Template: string(template), Parameters: params, Region: region, Artifacts: artifacts}
-	in, err := json.Marshal(req)
-	if err != nil {
-		return nil, err
-	}
-	h := sha256.New()
-	h.Write(samTransformPy)
-	h.Write(in)
-	cached := ""
-	if dir, err := os.UserCacheDir(); err == nil {
-		cached = filepath.Join(dir, "stratus", "sam-transform", hex.EncodeToString(h.Sum(nil))+".json")
-		if b, err := os.ReadFile(cached); err == nil && json.Valid(b) {
-			return b, nil
-		}
-	}
-	out, err := runSAM(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	if !json.Valid(out) {
-		return nil, fmt.Errorf("the SAM translator printed no JSON template: %.200s", out)
-	}
-	if cached != "" && os.MkdirAll(filepath.Dir(cached), 0o755) == nil {
-		// Written whole, then renamed: a concurrent start never reads half.
-		tmp := fmt.Sprintf("%s.%d.tmp", cached, os.Getpid())
-		if os.WriteFile(tmp, out, 0o644) == nil {
-			os.Rename(tmp, cached)
-		}
-	}
-	return out, nil
+	return runSAM(ctx, samRequest{Template: string(template), Parameters: params, Region: region, Artifacts: artifacts})
 }
 
 // SamconfigParameters returns the parameter overrides samconfig.toml

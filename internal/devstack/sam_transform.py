@@ -53,6 +53,11 @@ def _intrinsic(loader, tag_suffix, node):
 
 
 _Loader.add_multi_constructor("!", _intrinsic)
+# Dates stay strings, as CloudFormation reads them (an unquoted
+# AWSTemplateFormatVersion: 2010-09-09 is common).
+_Loader.yaml_implicit_resolvers = {
+    k: [r for r in v if r[0] != "tag:yaml.org,2002:timestamp"] for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
 
 
 class _StaticPolicies:

@@ -144,9 +144,25 @@ func Create(ctx context.Context, cfg aws.Config, name, apiURL string, o ...Creat
 		params["RunnerPool"] = "on"
 	}
 	maps.Copy(params, opt.Parameters)
-	body, err := Transform(ctx, tpl, params, artifacts, cfg.Region)
+	// The values a stand-in makes up anew each start (its VPC's ids, the
+	// worker API's port) go to the translator as placeholders, put back in
+	// its answer: the transform of an unchanged template is then cached
+	// across starts. The translator treats a parameter value as an opaque
+	// string, so the answer is the one the real values would give.
+	tparams, placeholders := maps.Clone(params), map[string]string{}
+	for _, k := range []string{"ApiUrlOverride", "VpcId", "WorkerSubnetIds", "NetworkWorkerSubnetIds"} {
+		if _, given := opt.Parameters[k]; !given {
+			ph := "https://stratus-dev-placeholder-" + strings.ToLower(k) + ".invalid"
+			tparams[k], placeholders[ph] = ph, params[k]
+		}
+	}
+	body, err := Transform(ctx, tpl, tparams, artifacts, cfg.Region)
 	if err != nil {
 		return nil, err
+	}
+	for ph, v := range placeholders {
+		q, _ := json.Marshal(v)
+		body = bytes.ReplaceAll(body, []byte(ph), q[1:len(q)-1])
 	}
 	// CloudFormation refuses a parameter the template does not declare.
 	var declared struct{ Parameters map[string]any }

@@ -2,6 +2,8 @@ package devstack_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
@@ -16,6 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	awssm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/awsrun"
@@ -54,9 +58,30 @@ func TestCreate_DeploysTemplateYAML(t *testing.T) {
 	t.Parallel()
 	cfg, name := setup(t)
 	ctx := context.Background()
-	st, err := devstack.Create(ctx, cfg, name, "http://127.0.0.1:9", devstack.CreateOptions{HeartbeatSeconds: 90})
+	bootstrap := filepath.Join(t.TempDir(), "bootstrap")
+	if err := os.WriteFile(bootstrap, []byte("#!/bin/sh\necho built\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	st, err := devstack.Create(ctx, cfg, name, "http://127.0.0.1:9", devstack.CreateOptions{HeartbeatSeconds: 90,
+		Bootstraps: map[string]string{"EventsFunction": bootstrap}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A function's code is its bootstrap, zipped, as sam build leaves it;
+	// one without a built bootstrap gets the placeholder.
+	for f, path := range map[string]string{"EventsFunction": bootstrap, "DispatchFunction": ""} {
+		zip, err := devstack.BootstrapZip(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(zip)
+		fn, err := lambda.NewFromConfig(cfg).GetFunction(ctx, &lambda.GetFunctionInput{FunctionName: aws.String(st.Functions[f])})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := aws.ToString(fn.Configuration.CodeSha256), base64.StdEncoding.EncodeToString(sum[:]); got != want {
+			t.Errorf("%s's code sha256 %s; want %s (bootstrap %q zipped)", f, got, want, path)
+		}
 	}
 	if st.APIURL != "http://127.0.0.1:9" || st.Outputs[awsrun.OutputHeartbeatSeconds] != "90" {
 		t.Errorf("ApiUrl %q, HeartbeatSeconds %q; want the worker API's URL and 90", st.APIURL, st.Outputs[awsrun.OutputHeartbeatSeconds])
@@ -111,6 +136,28 @@ func TestCreate_DeploysTemplateYAML(t *testing.T) {
 	})
 	if err != nil || len(run.Tasks) != 1 {
 		t.Fatalf("RunTask on the stack's task definition: %v", err)
+	}
+	// The dispatch queue is the dispatch function's event source, played by
+	// dev aws: moto itself does not consume it (a message sent is received
+	// once, by whoever polls it).
+	q := sqs.NewFromConfig(cfg)
+	for i := range 6 {
+		if _, err := q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(st.QueueURL), MessageBody: aws.String(fmt.Sprint(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(st.QueueURL), MaxNumberOfMessages: 10,
+		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameApproximateReceiveCount}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range got.Messages {
+		if n := m.Attributes["ApproximateReceiveCount"]; n != "1" {
+			t.Errorf("dispatch message %s received %s times; want once (nothing else consumes the queue)", aws.ToString(m.Body), n)
+		}
+	}
+	if len(got.Messages) != 6 {
+		t.Errorf("received %d of the 6 dispatch messages sent", len(got.Messages))
 	}
 	// The built-in state machine's definition came from DefinitionUri, its
 	// DispatchQueueUrl substituted.
@@ -203,6 +250,19 @@ func TestCreate_TransformFailureNamesTheResource(t *testing.T) {
 	_, err := devstack.Create(context.Background(), cfg, name, "http://127.0.0.1:9", devstack.CreateOptions{Template: []byte(tpl)})
 	if !errors.Is(err, devstack.ErrTransform) || !strings.Contains(err.Error(), "WorkerApiFunction") || !strings.Contains(err.Error(), "Healthz") {
 		t.Fatalf("Create = %v; want ErrTransform naming WorkerApiFunction's event Healthz", err)
+	}
+}
+
+// README "What dev aws emulates": a resource the stand-in fails to create
+// fails the stack (CREATE_FAILED, not an HTTP 500), and Create's error names
+// it.
+func TestCreate_FailedResourceNamesIt(t *testing.T) {
+	t.Parallel()
+	cfg, name := setup(t)
+	tpl := edit(t, string(stratus.SAMTemplate), 1, "      Bucket: !Ref DataBucket\n", "      Bucket: stratus-no-such-bucket\n")
+	_, err := devstack.Create(context.Background(), cfg, name, "http://127.0.0.1:9", devstack.CreateOptions{Template: []byte(tpl)})
+	if err == nil || !strings.Contains(err.Error(), "CREATE_FAILED") || !strings.Contains(err.Error(), "DataBucketPolicy") {
+		t.Fatalf("Create = %v; want CREATE_FAILED naming DataBucketPolicy", err)
 	}
 }
 

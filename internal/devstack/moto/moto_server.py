@@ -6,7 +6,10 @@ does not fail with a 500 (upstream moto issue 10077): the copy shares the
 backend and leaves the live executions behind; keep SendTaskFailure's cause;
 give a retried callback state a new task token;
 serve DynamoDB requests one at a time; check the signature of a presigned S3 request that signs its
-Content-Length (see below).
+Content-Length (see below); and give moto's CloudFormation what a stack of the
+SAM-transformed template.yaml needs (models for the nine resource types moto
+lacks, and the fixes listed at "CloudFormation" below; README "What dev aws
+emulates").
 
 Usage: python3 moto_server.py -H 127.0.0.1 -p PORT
 """
@@ -348,15 +351,12 @@ _resource_requirements = _ecs_models.EC2ContainerServiceBackend._calculate_task_
 
 
 def _resource_requirements_fargate(task_definition):
-    saved = task_definition.container_definitions
-    task_definition.container_definitions = [
+    counted = copy.copy(task_definition)  # the registered one is left as it is
+    counted.container_definitions = [
         c if any(c.get(k) is not None for k in ("memory", "memoryReservation", "Memory", "MemoryReservation")) else dict(c, memory=0)
-        for c in saved
+        for c in task_definition.container_definitions
     ]
-    try:
-        return _resource_requirements(task_definition)
-    finally:
-        task_definition.container_definitions = saved
+    return _resource_requirements(counted)
 
 
 _ecs_models.EC2ContainerServiceBackend._calculate_task_resource_requirements = staticmethod(_resource_requirements_fargate)
@@ -438,6 +438,17 @@ def _state_machine_from_cfn(cls, resource_name, cloudformation_json, account_id,
 
 
 _sfn_models.StateMachine.create_from_cloudformation_json = classmethod(_state_machine_from_cfn)
+
+
+# Lambda event source mappings on SQS: the mapping is recorded (Get and
+# ListEventSourceMappings show it), but moto does not act on it. dev aws
+# plays the event source itself (it receives from the queue and runs the
+# handler); moto would, on every SendMessage, receive a batch and try to
+# run the function in Docker, and each failed try counts as a receive: a
+# dispatch message would reach the dead-letter queue after five sends.
+from moto.sqs import models as _sqs_models  # noqa: E402
+
+_sqs_models.Queue.lambda_event_source_mappings = property(lambda self: {}, lambda self, value: None)
 
 
 def _model(cfn_type, name_property=None, attrs=()):

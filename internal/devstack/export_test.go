@@ -1,0 +1,4 @@
+package devstack
+
+// BootstrapZip is bootstrapZip, for the tests' expected code hashes.
+var BootstrapZip = bootstrapZip
