@@ -12,7 +12,7 @@ VERSION := $(shell git describe --tags --dirty 2>/dev/null)
 LDFLAGS := -X main.commit=$(COMMIT) -X main.version=$(VERSION)
 
 
-.PHONY: all build demo demo-aws demo-aws-pool demo-claude demo-codex image test test-image deps test-go fuzz vet lint-asl lint-cfn lint-shell statemachines bench bench-scale clean
+.PHONY: all build demo demo-aws demo-aws-pool demo-aws-claude demo-aws-codex demo-claude demo-codex image test test-image deps test-go fuzz vet lint-asl lint-cfn lint-shell statemachines bench bench-scale clean
 
 all: build
 
@@ -100,6 +100,14 @@ demo-aws: build lambdas rie
 	kill -INT $$pid; wait $$pid; trap - EXIT; \
 	echo "== the functions under the emulator (REPORT lines) and each task's start to its first worker API call"; \
 	grep ': lambda \|first worker API call' $(DEMO_AWS)/dev.log | sed 's/^stratus dev aws: /  /'
+
+## demo-aws-claude, demo-aws-codex: the example task on stratus dev aws
+## with every step a container of stratus-runner:claude (:codex), the real
+## CLI in it against the scripted model server, its provider key delivered
+## through the task definition's secret (examples/demo-aws-cli.sh).
+demo-aws-claude demo-aws-codex: build lambdas rie
+	$(MAKE) --no-print-directory image IMAGE_FLAGS="-targets $(patsubst demo-aws-%,%,$@)"
+	examples/demo-aws-cli.sh $(patsubst demo-aws-%,%,$@) .scratch/$@ $(BIN)
 
 ## demo-aws-pool: the warm runner pool (issue 17) on the same stand-in:
 ## examples/task.md once with two pooled runners per network profile polling

@@ -119,7 +119,18 @@ func runDevAWS(o *DevAWSOptions) error {
 		return fmt.Errorf("listen for the worker API: %w", err)
 	}
 	cfg := moto.Config(endpoint)
-	co.Parameters = map[string]string{"ImageUri": o.Image}
+	// The engine keys set here reach the runners as a deployed stack's
+	// do: a secret each, named by the task definitions.
+	params, err := devstack.CreateEngineSecrets(ctx, cfg, name, os.Getenv)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	for p, arn := range params {
+		fmt.Fprintf(o.IO.Err, "stratus dev aws: %s: the secret %s, delivered by the task definitions\n", p, arn)
+	}
+	params["ImageUri"] = o.Image
+	co.Parameters = params
 	co.Bootstraps = code
 	st, err := devstack.Create(ctx, cfg, name, "https://"+ln.Addr().String(), co)
 	if err != nil {

@@ -10,12 +10,14 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
+	awssm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/devstack/fargate"
@@ -218,4 +220,35 @@ func (m *firstFetch) took() map[string]time.Duration {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return maps.Clone(m.done)
+}
+
+// EngineSecretParameters maps each engine key a runner may need (as its
+// environment variable) to the template parameter naming the Secrets
+// Manager secret the task definitions deliver it from.
+var EngineSecretParameters = map[string]string{
+	"ANTHROPIC_API_KEY": "AnthropicApiKeySecretArn",
+	"OPENAI_API_KEY":    "OpenAIApiKeySecretArn",
+	"DEEPSEEK":          "DeepseekSecretArn",
+}
+
+// CreateEngineSecrets makes, on the stand-in cfg points at, a secret
+// "<stack>/<VAR>" for each engine key getenv gives a value, as an operator
+// stores a provider key before sam deploy, and returns the template
+// parameters that name them: the task definitions then deliver each key
+// to the runners as ECS delivers a secret. Errors: the stand-in's.
+func CreateEngineSecrets(ctx context.Context, cfg aws.Config, stack string, getenv func(string) string) (map[string]string, error) {
+	sm := awssm.NewFromConfig(cfg)
+	params := map[string]string{}
+	for _, v := range slices.Sorted(maps.Keys(EngineSecretParameters)) {
+		val := getenv(v)
+		if val == "" {
+			continue
+		}
+		out, err := sm.CreateSecret(ctx, &awssm.CreateSecretInput{Name: aws.String(stack + "/" + v), SecretString: aws.String(val)})
+		if err != nil {
+			return nil, fmt.Errorf("the secret of %s: %w", v, err)
+		}
+		params[EngineSecretParameters[v]] = aws.ToString(out.ARN)
+	}
+	return params, nil
 }
