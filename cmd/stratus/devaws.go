@@ -8,10 +8,14 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/stratusflow/stratus/internal/devstack"
 	"github.com/stratusflow/stratus/internal/devstack/moto"
@@ -51,21 +55,10 @@ func runDevAWS(o *DevAWSOptions) error {
 		endpoint = m.URL
 		fmt.Fprintf(o.IO.Err, "stratus dev aws: moto serves on %s (its log: %s)\n", endpoint, m.Log)
 	}
-	name := o.Name
-	if name == "" {
-		b := make([]byte, 3)
-		rand.Read(b)
-		name = "stratus-dev-" + hex.EncodeToString(b)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("listen for the worker API: %w", err)
-	}
 	cfg := moto.Config(endpoint)
-	st, err := devstack.Create(ctx, cfg, name, "http://"+ln.Addr().String(), co)
+	name, st, ln, err := devStack(ctx, o, cfg, co)
 	if err != nil {
-		ln.Close()
-		return fmt.Errorf("create the stack on %s: %w", endpoint, err)
+		return fmt.Errorf("%w (on %s)", err, endpoint)
 	}
 	logPath := filepath.Join(dir, "functions.log")
 	logf, err := os.Create(logPath)
@@ -96,4 +89,46 @@ func runDevAWS(o *DevAWSOptions) error {
 	}
 	fmt.Fprintf(o.IO.Err, "stratus dev aws: stopping; removing %s\n", dir)
 	return nil
+}
+
+// devStack deploys the stack dev aws serves (Create) with its worker API's
+// listener, or, with --stack, reads an existing one (Load) and listens
+// where its ApiUrl output says the worker API is: a loopback http URL, as
+// a stack an earlier dev aws deployed has.
+func devStack(ctx context.Context, o *DevAWSOptions, cfg aws.Config, co devstack.CreateOptions) (string, *devstack.Stack, net.Listener, error) {
+	if o.Stack != "" {
+		st, err := devstack.Load(ctx, cfg, o.Stack)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		u, err := url.Parse(st.APIURL)
+		if err != nil || u.Scheme != "http" || !strings.HasPrefix(u.Host, "127.0.0.1:") {
+			return "", nil, nil, fmt.Errorf("the stack %s's ApiUrl output is %q: dev aws --stack serves a stack whose worker API is on this machine (http://127.0.0.1:PORT, the ApiUrlOverride dev aws gives)", o.Stack, st.APIURL)
+		}
+		ln, err := net.Listen("tcp", u.Host)
+		if err != nil {
+			return "", nil, nil, fmt.Errorf("listen for the stack %s's worker API at its ApiUrl %s: %w", o.Stack, st.APIURL, err)
+		}
+		if o.Pool > 0 && st.PoolQueueURL == "" {
+			ln.Close()
+			return "", nil, nil, fmt.Errorf("--pool %d: the stack %s has no runner pool (RunnerPool off)", o.Pool, o.Stack)
+		}
+		return o.Stack, st, ln, nil
+	}
+	name := o.Name
+	if name == "" {
+		b := make([]byte, 3)
+		rand.Read(b)
+		name = "stratus-dev-" + hex.EncodeToString(b)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("listen for the worker API: %w", err)
+	}
+	st, err := devstack.Create(ctx, cfg, name, "http://"+ln.Addr().String(), co)
+	if err != nil {
+		ln.Close()
+		return "", nil, nil, fmt.Errorf("create the stack: %w", err)
+	}
+	return name, st, ln, nil
 }
