@@ -36,6 +36,9 @@ type DevAWSOptions struct {
 	// Template is a SAM template file to deploy instead of the
 	// repository's template.yaml ("": that one, built in).
 	Template string
+	// Stack, with EndpointURL, serves that existing stack (as its outputs
+	// say) instead of deploying one.
+	Stack string
 
 	// ready, when set, is called with the flags line once serving (tests).
 	ready func(flags string) //lint:ignore U1000 read by devaws.go, which the slim build has not
@@ -52,7 +55,7 @@ func newDevCmd(io IO) *cobra.Command {
 	}
 	o := &DevAWSOptions{IO: io}
 	aws := &cobra.Command{
-		Use:   "aws [--endpoint-url URL] [--port N] [--name NAME] [--runners container|process] [--image IMAGE]",
+		Use:   "aws [--endpoint-url URL [--stack NAME]] [--port N] [--name NAME] [--template FILE] [--runners container|process] [--image IMAGE]",
 		Short: "Serve a Stratus stack on a local AWS stand-in (moto): run --target aws without an account",
 		Long: `dev aws serves a Stratus stack on this machine, with no AWS account: it starts a
 moto server (through the launcher the tests use: real Step Functions execution,
@@ -75,6 +78,10 @@ template.yaml RunnerPool=on): an assignment queue per network profile, and N loc
 stratus runner pool processes polling each, in fresh directories; dispatch
 sends each step to the pool of its node's profile and falls back to RunTask
 when no pooled runner takes it within --pool-pickup.
+
+With --endpoint-url URL --stack NAME it deploys nothing: it serves the stack NAME
+that an earlier dev aws deployed on that stand-in, as its outputs and resources say,
+its worker API where the stack's ApiUrl output names it.
 
 It prints one line on stdout, starting with --target aws, holding the flags
 stratus run, resume, status, runs and cancel need; then it serves until Ctrl-C.
@@ -100,6 +107,9 @@ SAM translator refuses: its message, naming the resource), 2 bad flags.`,
 			if o.Runners != "container" && o.Runners != "process" {
 				return usageError{fmt.Errorf("--runners %q: want container (each task a container of the runner image) or process (a local stratus runner)", o.Runners)}
 			}
+			if o.Stack != "" && (o.EndpointURL == "" || o.Name != "" || o.Template != "" || o.HeartbeatSeconds != 0) {
+				return usageError{fmt.Errorf("--stack %s: serves an existing stack of the stand-in --endpoint-url names; it takes no --name, --template or --heartbeat-seconds (the stack has them)", o.Stack)}
+			}
 			if o.Port < 0 || o.Port > 65535 {
 				return usageError{fmt.Errorf("--port %d: want a TCP port, 1-65535, or 0 for any", o.Port)}
 			}
@@ -117,6 +127,7 @@ SAM translator refuses: its message, naming the resource), 2 bad flags.`,
 	aws.Flags().StringVar(&o.Lambdas, "lambdas", "", "make lambdas' output directory: <dir>/<function>/bootstrap (default: lambdas beside this binary, as make puts bin/lambdas)")
 	aws.Flags().StringVar(&o.RIE, "rie", "", "the Lambda Runtime Interface Emulator (default: aws-lambda-rie beside this binary, as make rie puts it)")
 	aws.Flags().StringVar(&o.Template, "template", "", "deploy this SAM template file instead of the built-in template.yaml, with the parameter_overrides of a samconfig.toml beside it (its DefinitionUri paths are read from the built-in one's)")
+	aws.Flags().StringVar(&o.Stack, "stack", "", "with --endpoint-url: serve this existing stack (one an earlier dev aws deployed there), read from its outputs, instead of deploying one")
 	dev.AddCommand(aws)
 	return dev
 }

@@ -10,12 +10,15 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/stratusflow/stratus/internal/container"
 	"github.com/stratusflow/stratus/internal/devstack"
@@ -53,6 +56,9 @@ func runDevAWS(o *DevAWSOptions) error {
 		b := make([]byte, 3)
 		rand.Read(b)
 		name = "stratus-dev-" + hex.EncodeToString(b)
+	}
+	if o.Stack != "" {
+		name = o.Stack
 	}
 	self := o.Self
 	if self == "" {
@@ -114,28 +120,23 @@ func runDevAWS(o *DevAWSOptions) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return fmt.Errorf("listen for the worker API: %w", err)
-	}
 	cfg := moto.Config(endpoint)
-	// The engine keys set here reach the runners as a deployed stack's
-	// do: a secret each, named by the task definitions.
-	params, err := devstack.CreateEngineSecrets(ctx, cfg, name, os.Getenv)
+	ln, err := listenFor(ctx, o, cfg, host)
 	if err != nil {
-		ln.Close()
 		return err
 	}
-	for p, arn := range params {
-		fmt.Fprintf(o.IO.Err, "stratus dev aws: %s: the secret %s, delivered by the task definitions\n", p, arn)
+	var st *devstack.Stack
+	if o.Stack != "" {
+		st, err = loadStack(ctx, o, cfg)
+	} else {
+		st, err = createStack(ctx, o, cfg, name, ln, co, code)
 	}
-	params["ImageUri"] = o.Image
-	co.Parameters = params
-	co.Bootstraps = code
-	st, err := devstack.Create(ctx, cfg, name, "https://"+ln.Addr().String(), co)
 	if err != nil {
 		ln.Close()
-		return fmt.Errorf("create the stack on %s: %w", endpoint, err)
+		return fmt.Errorf("%w (on %s)", err, endpoint)
+	}
+	if err != nil {
+		return fmt.Errorf("%w (on %s)", err, endpoint)
 	}
 	logPath := filepath.Join(dir, "functions.log")
 	logf, err := os.Create(logPath)
@@ -204,3 +205,66 @@ func runDevAWS(o *DevAWSOptions) error {
 
 // eng names the engine the containers run on.
 func eng(cr *devstack.ContainerRunners) string { return cr.Engine.Host() }
+
+// createStack deploys the stack dev aws serves (Create), its worker API
+// listening on ln, with the engine keys of this environment as the task
+// definitions' secrets, the runner image o.Image and the functions' code.
+func createStack(ctx context.Context, o *DevAWSOptions, cfg aws.Config, name string, ln net.Listener, co devstack.CreateOptions, code map[string]string) (*devstack.Stack, error) {
+	// The engine keys set here reach the runners as a deployed stack's
+	// do: a secret each, named by the task definitions.
+	params, err := devstack.CreateEngineSecrets(ctx, cfg, name, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	for p, arn := range params {
+		fmt.Fprintf(o.IO.Err, "stratus dev aws: %s: the secret %s, delivered by the task definitions\n", p, arn)
+	}
+	params["ImageUri"] = o.Image
+	co.Parameters = params
+	co.Bootstraps = code
+	st, err := devstack.Create(ctx, cfg, name, "https://"+ln.Addr().String(), co)
+	if err != nil {
+		return nil, fmt.Errorf("create the stack: %w", err)
+	}
+	return st, nil
+}
+
+// loadStack reads the existing stack o.Stack (Load), one an earlier dev
+// aws deployed on this stand-in: its worker API listens at the address of
+// the stack's ApiUrl output (listenFor).
+func loadStack(ctx context.Context, o *DevAWSOptions, cfg aws.Config) (*devstack.Stack, error) {
+	st, err := devstack.Load(ctx, cfg, o.Stack)
+	if err != nil {
+		return nil, err
+	}
+	if o.Pool > 0 && st.PoolQueueURL == "" {
+		return nil, fmt.Errorf("--pool %d: the stack %s has no runner pool (RunnerPool off)", o.Pool, o.Stack)
+	}
+	return st, nil
+}
+
+// listenFor is where the worker API listens: for a new stack, any port of
+// host; for --stack, the address of the stack's ApiUrl output (an https
+// URL of host, as dev aws deploys it).
+func listenFor(ctx context.Context, o *DevAWSOptions, cfg aws.Config, host string) (net.Listener, error) {
+	if o.Stack == "" {
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return nil, fmt.Errorf("listen for the worker API: %w", err)
+		}
+		return ln, nil
+	}
+	st, err := devstack.Load(ctx, cfg, o.Stack)
+	if err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(st.APIURL)
+	if err != nil || u.Scheme != "https" || u.Hostname() != host {
+		return nil, fmt.Errorf("the stack %s's ApiUrl output is %q: dev aws --stack serves a stack whose worker API is this stand-in's (https://%s:PORT, the ApiUrlOverride dev aws gives with --runners %s)", o.Stack, st.APIURL, host, o.Runners)
+	}
+	ln, err := net.Listen("tcp", u.Host)
+	if err != nil {
+		return nil, fmt.Errorf("listen for the stack %s's worker API at its ApiUrl %s: %w", o.Stack, st.APIURL, err)
+	}
+	return ln, nil
+}

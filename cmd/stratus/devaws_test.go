@@ -280,3 +280,55 @@ func TestDevAWS_TemplateThatDoesNotTransformExits1NamingTheResource(t *testing.T
 		t.Errorf("stratus dev aws --template (bad): %v; want exit 1 naming WorkerApiFunction's event Healthz:\n%s", err, out)
 	}
 }
+
+// `stratus dev aws --endpoint-url URL --stack NAME` deploys nothing: it
+// serves the stack an earlier dev aws deployed on that stand-in, as its
+// outputs say, and a run goes to its end on it (README § What dev aws
+// emulates).
+func TestDevAWS_StackServesAnExistingStack(t *testing.T) {
+	t.Parallel()
+	if why := moto.Missing(); why != "" {
+		testenv.Missing(t, "moto", why)
+	}
+	m, err := moto.Start(0, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Stop)
+	// The first dev aws deploys the stack and stops; the stack stays.
+	first := exec.Command(stratusBin, "dev", "aws", "--endpoint-url", m.URL, "--name", "kept")
+	var errb syncBuffer
+	first.Stderr = &errb
+	out, err := first.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if !strings.HasPrefix(line, "--target aws ") {
+		first.Process.Kill()
+		t.Fatalf("the first dev aws printed %q:\n%s", line, errb.String())
+	}
+	first.Process.Signal(os.Interrupt)
+	if err := first.Wait(); err != nil {
+		t.Fatalf("the first dev aws ended with %v:\n%s", err, errb.String())
+	}
+	flags := devAWSWith(t, []string{"--endpoint-url", m.URL, "--stack", "kept"})
+	if !strings.Contains(strings.Join(flags, " "), "--stack kept") {
+		t.Fatalf("dev aws --stack kept printed %v", flags)
+	}
+	dir := t.TempDir()
+	if r := runCLI(t, "install", "--dir", dir); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	writeTestFile(t, filepath.Join(dir, "engine.sh"), "read line\nprintf '{\"subrun_report\": \"ok\"}\\n'\n")
+	usePrimaryShellEngineEnv(t, dir, "shx", "{}")
+	writeTwoStepFlow(t, dir)
+	task := filepath.Join(dir, "task.md")
+	writeTestFile(t, task, "---\nid: t-kept\ntitle: Kept\ntask_type: tiny\n---\nbody\n")
+	if r := runCLI(t, append([]string{"run", task, "--dir", dir}, flags...)...); r.code != ExitOK {
+		t.Fatalf("run on the kept stack: exit %d\n%s", r.code, r.stderr)
+	}
+}
