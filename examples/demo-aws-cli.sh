@@ -50,7 +50,15 @@ cfg=$project/.stratus/config.yaml
 if [ "$cli" = claude ]; then
   sed -i "s|^        ANTHROPIC_API_KEY: \$ANTHROPIC_API_KEY\$|&\n        ANTHROPIC_BASE_URL: $url\n        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: \"1\"|" "$cfg"
 else
-  sed -i "s|^        OPENAI_API_KEY: \$OPENAI_API_KEY\$|&\n        OPENAI_BASE_URL: $url/v1|" "$cfg"
+  # Codex takes its model provider from config (-c overrides, after the
+  # shim's --), the key from the variable the provider names.
+  extra=""
+  for kv in 'model="gpt-5-codex"' 'model_provider="scripted"' 'model_providers.scripted.name="scripted model server"' \
+    "model_providers.scripted.base_url=\"$url/v1\"" 'model_providers.scripted.wire_api="responses"' \
+    'model_providers.scripted.env_key="OPENAI_API_KEY"'; do
+    extra="$extra\n      - -c\n      - '$kv'"
+  done
+  sed -i "s|^      - codex\$|&\n      - \"--\"$extra|" "$cfg"
 fi
 grep -q "$url" "$cfg" || { echo "could not point the $cli engine at $url in $cfg"; exit 1; }
 git -C "$project" init -q -b main && git -C "$project" add -A &&
