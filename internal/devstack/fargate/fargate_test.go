@@ -14,7 +14,9 @@ import (
 	awssm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/stratusflow/stratus/internal/awstest"
+	"github.com/stratusflow/stratus/internal/container"
 	"github.com/stratusflow/stratus/internal/devstack/fargate"
+	"github.com/stratusflow/stratus/internal/testenv"
 )
 
 // stopped is one "ECS Task State Change" event's detail.
@@ -82,6 +84,33 @@ func (e *events) wait(t *testing.T, arn string) stopped {
 // not resolve stops the task before it starts.
 func TestAgent_RunsEachTaskWithItsEnvironmentAndReportsItsStop(t *testing.T) {
 	t.Setenv("STRATUS_FARGATE_TEST_LEAK", "operator-only")
+	sh := func(script string) []string { return []string{"-c", script} }
+	testAgent(t, &fargate.ProcessBackend{Self: "/bin/sh", Root: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}}, "stratus-runner:test", sh)
+}
+
+// The same with each task a container of the runner image (make image):
+// its entrypoint runs a program given as the command (sh), and sh as the
+// container's first process gets the stop signal.
+func TestAgent_RunsEachTaskAsAContainer(t *testing.T) {
+	t.Setenv("STRATUS_FARGATE_TEST_LEAK", "operator-only")
+	ctx := context.Background()
+	e, err := container.Connect(ctx)
+	if err != nil {
+		testenv.Missing(t, "a container engine", err.Error())
+	}
+	t.Cleanup(func() { e.Close() })
+	const image = "stratus-runner:latest"
+	if ok, err := e.ImageExists(ctx, image); err != nil || !ok {
+		testenv.Missing(t, "the runner image", image+" is not built: make image")
+	}
+	sh := func(script string) []string { return []string{"sh", "-c", script} }
+	testAgent(t, &fargate.ContainerBackend{Engine: e, Labels: map[string]string{"stratus.test": t.Name()}}, image, sh)
+}
+
+// testAgent runs the tasks of TestAgent_RunsEachTaskWithItsEnvironmentAndReportsItsStop
+// on backend, their task definition naming image, each task's command
+// cmd(script).
+func testAgent(t *testing.T, backend fargate.Backend, image string, cmd func(script string) []string) {
 	cfg := awstest.Moto(t).Config()
 	ecsCfg := cfg.Copy()
 	ecsCfg.HTTPClient = &awstest.ECSClient{}
@@ -102,7 +131,7 @@ func TestAgent_RunsEachTaskWithItsEnvironmentAndReportsItsStop(t *testing.T) {
 		t.Helper()
 		_, err := ecs.RegisterTaskDefinition(ctx, &awsecs.RegisterTaskDefinitionInput{
 			Family: aws.String(family), NetworkMode: ecstypes.NetworkModeBridge, Cpu: aws.String("512"), Memory: aws.String("1024"),
-			ContainerDefinitions: []ecstypes.ContainerDefinition{{Name: aws.String("runner"), Image: aws.String("stratus-runner:test"), Memory: aws.Int32(1024),
+			ContainerDefinitions: []ecstypes.ContainerDefinition{{Name: aws.String("runner"), Image: aws.String(image), Memory: aws.Int32(1024),
 				Essential: aws.Bool(true), StopTimeout: aws.Int32(2),
 				Environment: []ecstypes.KeyValuePair{{Name: aws.String("FROM_DEF"), Value: aws.String("def")}, {Name: aws.String("OVERRIDDEN"), Value: aws.String("def")}},
 				Secrets:     []ecstypes.Secret{{Name: aws.String("API_KEY"), ValueFrom: aws.String(valueFrom)}}}},
@@ -117,7 +146,7 @@ func TestAgent_RunsEachTaskWithItsEnvironmentAndReportsItsStop(t *testing.T) {
 	ev := &events{by: map[string]stopped{}}
 	var started sync.Map
 	a := &fargate.Agent{ECS: ecs, Secrets: sm, Cluster: aws.ToString(cl.Cluster.ClusterArn),
-		Backend: &fargate.ProcessBackend{Self: "/bin/sh", Root: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}},
+		Backend: backend,
 		Poll:    50 * time.Millisecond, OnStopped: ev.add,
 		OnStarted: func(c fargate.Container, r fargate.Running) { started.Store(c.TaskARN, c) }}
 	actx, cancel := context.WithCancel(ctx)
@@ -128,7 +157,7 @@ func TestAgent_RunsEachTaskWithItsEnvironmentAndReportsItsStop(t *testing.T) {
 	run := func(family, script string) string {
 		t.Helper()
 		out, err := ecs.RunTask(ctx, &awsecs.RunTaskInput{Cluster: cl.Cluster.ClusterArn, TaskDefinition: aws.String(family), StartedBy: aws.String("stratus-t1"), LaunchType: ecstypes.LaunchTypeFargate,
-			Overrides: &ecstypes.TaskOverride{ContainerOverrides: []ecstypes.ContainerOverride{{Name: aws.String("runner"), Command: []string{"-c", script},
+			Overrides: &ecstypes.TaskOverride{ContainerOverrides: []ecstypes.ContainerOverride{{Name: aws.String("runner"), Command: cmd(script),
 				Environment: []ecstypes.KeyValuePair{{Name: aws.String("OVERRIDDEN"), Value: aws.String("run")}, {Name: aws.String("STRATUS_HANDLE"), Value: aws.String("wb-1")}}}}}})
 		if err != nil || len(out.Tasks) != 1 {
 			t.Fatalf("RunTask: %v %v", out, err)
