@@ -115,7 +115,7 @@ demo-aws-claude demo-aws-codex: build lambdas rie
 ## moto, played by a local runner), then per step dispatch -> engine start
 ## for both and their medians. Needs moto, as demo-aws does.
 DEMO_AWS_POOL ?= .scratch/demo-aws-pool
-demo-aws-pool: build
+demo-aws-pool: build lambdas rie
 	@python3 -c 'import moto, flask_cors' 2>/dev/null || { echo "demo-aws-pool needs moto (python3 with moto and flask_cors): pip install 'moto[server]==5.2.1'"; exit 1; }
 	@python3 -c 'import samtranslator.translator.transform, yaml' 2>/dev/null || { echo "demo-aws-pool needs the SAM translator (it deploys template.yaml): pip install aws-sam-translator"; exit 1; }
 	examples/demo-aws-pool.sh $(BIN) $(DEMO_AWS_POOL)

@@ -24,7 +24,9 @@ serve() {
 	# The project is a git repository: the run's change comes back as a branch.
 	git -C "$work" init -q -b main && git -C "$work" add -A &&
 		git -C "$work" -c user.name=demo -c user.email=demo@example.invalid commit -qm "the project before the run"
-	"$bin" dev aws "$@" >"$dir/$mode.dev.out" 2>"$dir/$mode.dev.log" &
+	# Local processes, pooled and cold alike, so the two are compared on
+	# the same footing (the pooled runners are processes on dev aws).
+	"$bin" dev aws --runners process "$@" >"$dir/$mode.dev.out" 2>"$dir/$mode.dev.log" &
 	pid=$!
 	i=0
 	while [ ! -s "$dir/$mode.dev.out" ] && [ $i -lt 300 ]; do
