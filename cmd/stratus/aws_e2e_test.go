@@ -738,7 +738,8 @@ func (f *functions) checkRunTask(t *testing.T, l workerLaunch) {
 			env = append(env, kv.Name+"="+kv.Value)
 		}
 	}
-	want := []string{launch.EnvAPIURL + "=" + f.apiURL, launch.EnvHandle + "=" + l.Spec.Handle, launch.EnvTaskID + "=" + l.Spec.TaskID}
+	want := []string{launch.EnvAPIURL + "=" + f.apiURL, launch.EnvHandle + "=" + l.Spec.Handle, launch.EnvTaskID + "=" + l.Spec.TaskID,
+		launch.EnvAttempt + "=" + fmt.Sprint(l.Spec.Attempt)}
 	if !slices.Equal(env, want) {
 		t.Errorf("RunTask of %s: environment overrides %v; want %v (and never the task token or a credential)", l.Spec.TaskID, env, want)
 	}

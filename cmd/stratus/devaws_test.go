@@ -296,7 +296,7 @@ func TestDevAWS_StackServesAnExistingStack(t *testing.T) {
 	}
 	t.Cleanup(m.Stop)
 	// The first dev aws deploys the stack and stops; the stack stays.
-	first := exec.Command(stratusBin, "dev", "aws", "--endpoint-url", m.URL, "--name", "kept")
+	first := exec.Command(stratusBin, "dev", "aws", "--endpoint-url", m.URL, "--name", "kept", "--runners", "process")
 	var errb syncBuffer
 	first.Stderr = &errb
 	out, err := first.StdoutPipe()

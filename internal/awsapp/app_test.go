@@ -404,7 +404,7 @@ func TestNew_ECSLauncherFromEnvironmentOnMoto(t *testing.T) {
 		}
 	}
 	slices.Sort(env)
-	want := []string{"STRATUS_API_URL=https://api.example.test", "STRATUS_HANDLE=wh-abcd1234", "STRATUS_TASK_ID=r.planning.1"}
+	want := []string{"STRATUS_API_URL=https://api.example.test", "STRATUS_ATTEMPT=1", "STRATUS_HANDLE=wh-abcd1234", "STRATUS_TASK_ID=r.planning.1"}
 	if !slices.Equal(env, want) {
 		t.Errorf("the task's environment overrides = %v; want %v", env, want)
 	}

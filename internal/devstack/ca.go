@@ -18,14 +18,17 @@ import (
 
 // CA is the certificate authority made for one stand-in stack: the worker
 // API serves TLS with a certificate it signs, as API Gateway's endpoint
-// serves HTTPS, and the workers trust it through their CA bundle (a
-// container gets it as a file of its /etc/ssl/certs, a process through
-// SSL_CERT_DIR). Its key never leaves this process.
+// serves HTTPS, and the workers trust it through their CA bundle,
+// BundleFile: a container gets it as its /etc/ssl/certs/ca-certificates.crt
+// (Debian's bundle, which Go, OpenSSL and so Python and curl read), a
+// process through SSL_CERT_FILE (Env). Its key never leaves this process.
 type CA struct {
-	// Dir holds CertFile alone (a directory for SSL_CERT_DIR).
+	// Dir holds CertFile and BundleFile.
 	Dir string
 	// CertFile is the CA's certificate, PEM.
 	CertFile string
+	// BundleFile is this machine's CA bundle with CertFile appended.
+	BundleFile string
 	// TLS serves the worker API: a certificate for the hosts NewCA was
 	// given, signed by the CA.
 	TLS *tls.Config
@@ -81,13 +84,33 @@ func NewCA(dir, stack string, hosts ...string) (*CA, error) {
 	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o644); err != nil {
 		return nil, fmt.Errorf("write the stack's CA certificate: %w", err)
 	}
+	bundle := filepath.Join(dir, "ca-bundle.crt")
+	var system []byte
+	for _, f := range systemBundles {
+		if system, err = os.ReadFile(f); err == nil {
+			break
+		}
+	}
+	if len(system) > 0 && system[len(system)-1] != '\n' {
+		system = append(system, '\n')
+	}
+	if err := os.WriteFile(bundle, append(system, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})...), 0o644); err != nil {
+		return nil, fmt.Errorf("write the stack's CA bundle: %w", err)
+	}
 	cert := tls.Certificate{Certificate: [][]byte{der, caDER}, PrivateKey: key}
-	return &CA{Dir: dir, CertFile: file, TLS: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}, nil
+	return &CA{Dir: dir, CertFile: file, BundleFile: bundle, TLS: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}, nil
+}
+
+// systemBundles are where Linux distributions keep the CA bundle (Go's
+// crypto/x509 list, Debian's first).
+var systemBundles = []string{
+	"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
+	"/etc/ssl/ca-bundle.pem", "/etc/pki/tls/cacert.pem", "/etc/ssl/cert.pem",
 }
 
 // Env is what makes a process on this machine trust the CA besides the
-// system's: SSL_CERT_DIR (read by Go's crypto/x509 after the system's
-// bundle file).
+// system's: SSL_CERT_FILE, the bundle (read by Go's crypto/x509 and by
+// OpenSSL).
 func (c *CA) Env() string {
-	return "SSL_CERT_DIR=" + c.Dir + ":/etc/ssl/certs"
+	return "SSL_CERT_FILE=" + c.BundleFile
 }

@@ -50,11 +50,12 @@ func StartContainerRunners(ctx context.Context, e *container.Engine, image, stac
 
 // Backend is the Fargate stand-in's backend: each task a container of its
 // task definition's image, offline on OfflineNetwork, online on the
-// engine's default network, trusting ca (its certificate bound into
-// /etc/ssl/certs, which Go's crypto/x509 reads besides the bundle).
+// engine's default network, trusting ca: its bundle (this machine's CAs
+// and the stack's) bound over the image's Debian bundle file, which Go,
+// OpenSSL, Python and curl read.
 func (r *ContainerRunners) Backend(ca *CA) *fargate.ContainerBackend {
 	return &fargate.ContainerBackend{Engine: r.Engine, Offline: OfflineNetwork,
-		Mounts: []container.Mount{{Source: ca.CertFile, Target: "/etc/ssl/certs/" + CertName, ReadOnly: true}},
+		Mounts: []container.Mount{{Source: ca.BundleFile, Target: "/etc/ssl/certs/ca-certificates.crt", ReadOnly: true}},
 		Labels: map[string]string{"stratus.stack": r.stack}}
 }
 
