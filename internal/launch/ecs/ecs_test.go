@@ -128,7 +128,7 @@ func TestLaunch_RunTaskOnMoto(t *testing.T) {
 		}
 		arns = append(arns, arn)
 		task, env := envOf(t, c, cluster, arn)
-		want := map[string]string{launch.EnvAPIURL: s.APIURL, launch.EnvHandle: s.Handle, launch.EnvTaskID: s.TaskID}
+		want := map[string]string{launch.EnvAPIURL: s.APIURL, launch.EnvHandle: s.Handle, launch.EnvTaskID: s.TaskID, launch.EnvAttempt: fmt.Sprint(s.Attempt)}
 		if fmt.Sprint(env) != fmt.Sprint(want) {
 			t.Errorf("%s: environment %v, want exactly %v", s.TaskID, env, want)
 		}
