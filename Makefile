@@ -98,8 +98,8 @@ demo-aws: build lambdas rie
 	grep ' runs in ' $(DEMO_AWS)/dev.log | sed 's/^stratus dev aws: /  /'; \
 	if grep -q -- '--runners process' $(DEMO_AWS)/dev.log; then echo "a step ran as a host process"; exit 1; fi; \
 	kill -INT $$pid; wait $$pid; trap - EXIT; \
-	echo "== the functions under the emulator (REPORT lines) and each task's start to its first worker API call"; \
-	grep ': lambda \|first worker API call' $(DEMO_AWS)/dev.log | sed 's/^stratus dev aws: /  /'
+	echo "== the functions under the emulator (REPORT lines); each task's container start to its first worker API call, beside its anchor"; \
+	grep ': lambda \|first worker API call\|: anchor:' $(DEMO_AWS)/dev.log | sed 's/^stratus dev aws: /  /'
 
 ## demo-aws-claude, demo-aws-codex: the example task on stratus dev aws
 ## with every step a container of stratus-runner:claude (:codex), the real

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
@@ -177,6 +178,16 @@ func runDevAWS(o *DevAWSOptions) error {
 		fetches := f.FirstFetches()
 		for _, step := range slices.Sorted(maps.Keys(fetches)) {
 			fmt.Fprintf(o.IO.Err, "stratus dev aws: step %s: container start to first worker API call %d ms\n", step, fetches[step].Milliseconds())
+		}
+		if cr != nil && len(fetches) > 0 {
+			// Its anchor, measured now: the same engine starting a
+			// container of the same image whose program is `true`.
+			if floor, err := cr.Anchor(context.Background(), o.Image, 3); err == nil {
+				all := slices.Sorted(maps.Values(fetches))
+				med := all[len(all)/2]
+				fmt.Fprintf(o.IO.Err, "stratus dev aws: anchor: a container of %s running true, created to exited: %d ms (median of 3); the tasks' median, %d ms over %d, is %.2fx it\n",
+					o.Image, floor.Milliseconds(), med.Milliseconds(), len(all), float64(med)/float64(max(floor, time.Millisecond)))
+			}
 		}
 	}()
 	flags := fmt.Sprintf("--target aws --endpoint-url %s --region %s --stack %s", endpoint, moto.Region, name)

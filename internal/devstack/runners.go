@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"slices"
+	"time"
 
 	"github.com/stratusflow/stratus/internal/container"
 	"github.com/stratusflow/stratus/internal/devstack/fargate"
@@ -108,4 +110,29 @@ func (r *ContainerRunners) Forward(ctx context.Context, endpoint string) (string
 		}
 	}()
 	return u.Scheme + "://" + ln.Addr().String(), nil
+}
+
+// Anchor is the physical floor of a task's start: the median, over
+// rounds, of creating a container of image on the offline network whose
+// program is `true`, starting it and seeing it exit (the runner's own
+// start-up and its first call of the worker API come on top). Errors: the
+// engine's.
+func (r *ContainerRunners) Anchor(ctx context.Context, image string, rounds int) (time.Duration, error) {
+	var took []time.Duration
+	for range max(rounds, 1) {
+		t0 := time.Now()
+		id, err := r.Engine.Run(ctx, container.RunSpec{Image: image, Entrypoint: []string{"true"}, NetworkMode: OfflineNetwork,
+			Labels: map[string]string{"stratus.stack": r.stack}})
+		if err != nil {
+			return 0, err
+		}
+		_, err = r.Engine.Wait(ctx, id)
+		took = append(took, time.Since(t0))
+		r.Engine.Remove(context.WithoutCancel(ctx), id)
+		if err != nil {
+			return 0, err
+		}
+	}
+	slices.Sort(took)
+	return took[len(took)/2], nil
 }
