@@ -42,8 +42,14 @@ func StartContainerRunners(ctx context.Context, e *container.Engine, image, stac
 	if err != nil {
 		return nil, err
 	}
+	// One a dev aws of the same stack name left when it was killed goes
+	// first (its name is this one's).
+	pause := "stratus-dev-pause-" + stack
+	if err := e.Remove(ctx, pause); err != nil {
+		return nil, err
+	}
 	id, err := e.Run(ctx, container.RunSpec{Image: image, Entrypoint: []string{"sleep"}, Cmd: []string{"infinity"},
-		NetworkMode: OfflineNetwork, Name: "stratus-dev-pause-" + stack, Labels: map[string]string{"stratus.stack": stack}})
+		NetworkMode: OfflineNetwork, Name: pause, Labels: map[string]string{"stratus.stack": stack}})
 	if err != nil {
 		return nil, fmt.Errorf("the offline network's pause container: %w", err)
 	}
