@@ -47,22 +47,8 @@ func needRunnerImage(t *testing.T) {
 func TestDevAWS_StepsRunInContainersOfTheRunnerImage(t *testing.T) {
 	needRunnerImage(t)
 	flags, log, stopDevAWS := devAWSLog(t, []string{"--runners", "container"}, "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=")
-	dir := t.TempDir()
-	root := testenv.ModuleRoot(t)
-	if r := runCLI(t, "install", "--dir", dir, "--primary", "script", "--scenario", filepath.Join(root, "examples", "scenario.yaml")); r.code != 0 {
-		t.Fatal(r.stderr)
-	}
+	dir := demoProject(t)
 	task := filepath.Join(dir, "task.md")
-	b, err := os.ReadFile(filepath.Join(root, "examples", "task.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeTestFile(t, task, string(b))
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "base"}} {
-		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
 	r := runCLI(t, append([]string{"run", task, "--dir", dir}, flags...)...)
 	if r.code != ExitOK || !strings.Contains(r.stderr, "done") {
 		t.Fatalf("the demo task on dev aws with containers: exit %d\n%s\ndev aws:\n%s", r.code, r.stderr, log.String())
@@ -91,6 +77,53 @@ func TestDevAWS_StepsRunInContainersOfTheRunnerImage(t *testing.T) {
 	for _, want := range []string{"lambda WorkerApiFunction: init", "of 512 MB", "lambda DispatchFunction: init", "container start to first worker API call"} {
 		if !waitFor(10*time.Second, func() bool { return strings.Contains(log.String(), want) }) {
 			t.Errorf("dev aws said no %q when it stopped:\n%s", want, log.String())
+		}
+	}
+}
+
+// demoProject is a git work dir with Stratus installed on the script
+// engine of examples/scenario.yaml and examples/task.md in it, as make
+// demo-aws makes it.
+func demoProject(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	root := testenv.ModuleRoot(t)
+	if r := runCLI(t, "install", "--dir", dir, "--primary", "script", "--scenario", filepath.Join(root, "examples", "scenario.yaml")); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(root, "examples", "task.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dir, "task.md"), string(b))
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "base"}} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	return dir
+}
+
+// issue 30 § 4: with --pool and containers, the pool's runners are the
+// tasks of its two ECS services (PoolService, NetworkPoolService), placed
+// on the stand-in as the service scheduler places them and run as
+// containers of the image with their task definition's command and the
+// task role's credentials: the demo task runs on them, no step cold.
+func TestDevAWS_PoolRunnersAreServiceTasksInContainers(t *testing.T) {
+	needRunnerImage(t)
+	flags, log, _ := devAWSLog(t, []string{"--runners", "container", "--pool", "1"}, "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=")
+	dir := demoProject(t)
+	r := runCLI(t, append([]string{"run", filepath.Join(dir, "task.md"), "--dir", dir}, flags...)...)
+	if r.code != ExitOK || !strings.Contains(r.stderr, ": done") {
+		t.Fatalf("the demo task on the pool in containers: exit %d\n%s\ndev aws:\n%s", r.code, r.stderr, log.String())
+	}
+	ran := regexp.MustCompile(`task (\S+) of step (\S+) runs in (.*)`).FindAllStringSubmatch(log.String(), -1)
+	if len(ran) != 2 {
+		t.Errorf("%d tasks ran; want the two pool services' one each (every step on them):\n%s", len(ran), log.String())
+	}
+	for _, m := range ran {
+		if m[1] != m[2] || !strings.HasSuffix(m[3], " of "+runnerImage) {
+			t.Errorf("task %s (step %s) ran in %s; want a pool service's task, a container of %s", m[1], m[2], m[3], runnerImage)
 		}
 	}
 }

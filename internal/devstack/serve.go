@@ -228,7 +228,22 @@ func Serve(ctx context.Context, cfg aws.Config, st *Stack, ln net.Listener, o Se
 	if poll <= 0 {
 		poll = time.Second
 	}
-	if err := f.startPool(cfg, self, o); err != nil {
+	// The pool's runners: with containers, its services' tasks, placed as
+	// ECS places them and run by the Fargate stand-in; with processes,
+	// local `stratus runner pool` processes.
+	_, processes := backend.(*fargate.ProcessBackend)
+	if !processes && o.PoolRunners > 0 {
+		f.Agent.TaskRoleEnv = []string{"AWS_ENDPOINT_URL=" + o.FunctionsEndpoint, "AWS_REGION=" + cfg.Region, "AWS_DEFAULT_REGION=" + cfg.Region,
+			"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test"}
+		if o.FunctionsEndpoint == "" {
+			f.Agent.TaskRoleEnv[0] = "AWS_ENDPOINT_URL=" + aws.ToString(cfg.BaseEndpoint)
+		}
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			runServices(lctx, awsecs.NewFromConfig(ecsCfg), st, o.PoolRunners, time.Second, log)
+		}()
+	} else if err := f.startPool(cfg, self, o); err != nil {
 		cancel()
 		f.stopPool()
 		f.stopFunctions()

@@ -66,7 +66,7 @@ type Container struct {
 	Env []string
 	// User is the task definition's user ("" = the image's own).
 	User    string
-	Command []string // the container's command override ("" = the image's)
+	Command []string // the task definition's command, or RunTask's override of it (none: the image's)
 	// CPU (units of 1/1024 vCPU) and MemoryMiB are the task's size.
 	CPU, MemoryMiB int
 	// Networked is false for a task of the offline network profile, whose
@@ -119,7 +119,13 @@ type Agent struct {
 	// OnlineSubnets are the subnets of the online network profile: a
 	// task placed in one is Networked.
 	OnlineSubnets []string
-	Backend       Backend
+	// TaskRoleEnv is added to the environment of a task whose task
+	// definition has a task role (taskRoleArn): the stand-in's credentials,
+	// region and endpoint, where ECS gives the container its role's
+	// credentials through AWS_CONTAINER_CREDENTIALS_RELATIVE_URI. A task
+	// without a role gets none.
+	TaskRoleEnv []string
+	Backend     Backend
 	// Poll is how often the stand-in's tasks are listed (0: 200 ms).
 	Poll time.Duration
 	// OnStopped receives the "ECS Task State Change" event of each task
@@ -333,7 +339,7 @@ func (a *Agent) container(ctx context.Context, tk ecstypes.Task) (Container, tim
 	}
 	arn := aws.ToString(tk.TaskArn)
 	c := Container{TaskARN: arn, TaskID: arn[strings.LastIndex(arn, "/")+1:], Family: aws.ToString(def.Family), Name: aws.ToString(cd.Name),
-		Image: aws.ToString(cd.Image), User: aws.ToString(cd.User)}
+		Image: aws.ToString(cd.Image), User: aws.ToString(cd.User), Command: cd.Command}
 	fmt.Sscan(aws.ToString(def.Cpu), &c.CPU)
 	fmt.Sscan(aws.ToString(def.Memory), &c.MemoryMiB)
 	env := map[string]string{}
@@ -356,7 +362,16 @@ func (a *Agent) container(ctx context.Context, tk ecstypes.Task) (Container, tim
 			for _, kv := range o.Environment {
 				env[aws.ToString(kv.Name)] = aws.ToString(kv.Value)
 			}
-			c.Command = o.Command
+			if len(o.Command) > 0 {
+				c.Command = o.Command
+			}
+		}
+	}
+	if def.TaskRoleArn != nil {
+		for _, kv := range a.TaskRoleEnv {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				env[k] = v
+			}
 		}
 	}
 	for k, v := range env {
