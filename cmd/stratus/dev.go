@@ -74,10 +74,12 @@ definition and RunTask give it; --runners process runs a local stratus runner
 instead, where no container engine runs, and says so for every task).
 
 With --pool N the stack has a warm runner pool (README § Warm runners;
-template.yaml RunnerPool=on): an assignment queue per network profile, and N local
-stratus runner pool processes polling each, in fresh directories; dispatch
-sends each step to the pool of its node's profile and falls back to RunTask
-when no pooled runner takes it within --pool-pickup.
+template.yaml RunnerPool=on): an assignment queue per network profile, and N
+pooled runners polling each: N tasks of each pool service, as containers (dev aws
+places them as the ECS service scheduler would), or with --runners process N local
+stratus runner pool processes; dispatch sends each step to the pool of its node's
+profile and falls back to RunTask when no pooled runner takes it within
+--pool-pickup.
 
 With --endpoint-url URL --stack NAME it deploys nothing: it serves the stack NAME
 that an earlier dev aws deployed on that stand-in, as its outputs and resources say,
