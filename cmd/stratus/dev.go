@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/url"
+	"regexp"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -45,6 +46,9 @@ type DevAWSOptions struct {
 	// stop, when set, ends the serving instead of SIGINT/SIGTERM (tests).
 	stop <-chan struct{} //lint:ignore U1000 read by devaws.go, which the slim build has not
 }
+
+// stackName is CloudFormation's rule for a stack's name.
+var stackName = regexp.MustCompile(`^[A-Za-z][-A-Za-z0-9]{0,127}$`)
 
 func newDevCmd(io IO) *cobra.Command {
 	dev := &cobra.Command{
@@ -104,13 +108,27 @@ SAM translator refuses: its message, naming the resource), 2 bad flags.`,
 				return usageError{fmt.Errorf("--pool-pickup %s: want 1s to 90s (default 20s; dispatch waits inside its 120 s invocation)", o.PoolPickup)}
 			}
 			if o.HeartbeatSeconds != 0 && (o.HeartbeatSeconds < 10 || o.HeartbeatSeconds > 3600) {
-				return usageError{fmt.Errorf("--heartbeat-seconds %d: want 10 to 3600 seconds, or 0 for the default (300)", o.HeartbeatSeconds)}
+				return usageError{fmt.Errorf("--heartbeat-seconds %d: want 10 to 3600 seconds (template.yaml allows 60 to 3600 on AWS), or 0 for the default (300)", o.HeartbeatSeconds)}
 			}
 			if o.Runners != "container" && o.Runners != "process" {
 				return usageError{fmt.Errorf("--runners %q: want container (each task a container of the runner image) or process (a local stratus runner)", o.Runners)}
 			}
-			if o.Stack != "" && (o.EndpointURL == "" || o.Name != "" || o.Template != "" || o.HeartbeatSeconds != 0) {
-				return usageError{fmt.Errorf("--stack %s: serves an existing stack of the stand-in --endpoint-url names; it takes no --name, --template or --heartbeat-seconds (the stack has them)", o.Stack)}
+			if o.Stack != "" && o.EndpointURL == "" {
+				return usageError{fmt.Errorf("--stack %s: serves an existing stack of a running stand-in; name it with --endpoint-url (a stand-in dev aws starts itself holds no stack yet)", o.Stack)}
+			}
+			if o.Stack != "" && (o.Name != "" || o.Template != "" || o.HeartbeatSeconds != 0) {
+				return usageError{fmt.Errorf("--stack %s: serves an existing stack; it takes no --name, --template or --heartbeat-seconds (the stack has them)", o.Stack)}
+			}
+			for _, f := range []struct{ flag, v string }{{"--name", o.Name}, {"--stack", o.Stack}} {
+				if f.v != "" && !stackName.MatchString(f.v) {
+					return usageError{fmt.Errorf("%s %q: a CloudFormation stack name: a letter, then letters, digits and hyphens, at most 128 characters", f.flag, f.v)}
+				}
+			}
+			if o.Port != 0 && o.EndpointURL != "" {
+				return usageError{fmt.Errorf("--port %d: the port of the moto dev aws starts; with --endpoint-url it starts none", o.Port)}
+			}
+			if o.PoolPickup != 0 && o.Pool == 0 {
+				return usageError{fmt.Errorf("--pool-pickup %s: how long dispatch waits for a pooled runner; give --pool N too", o.PoolPickup)}
 			}
 			if o.Port < 0 || o.Port > 65535 {
 				return usageError{fmt.Errorf("--port %d: want a TCP port, 1-65535, or 0 for any", o.Port)}
@@ -123,7 +141,7 @@ SAM translator refuses: its message, naming the resource), 2 bad flags.`,
 	aws.Flags().StringVar(&o.Name, "name", "", "the stack's name (default stratus-dev-<6 hex>)")
 	aws.Flags().IntVar(&o.Pool, "pool", 0, "a warm runner pool: this many pooled runners per network profile (0: none)")
 	aws.Flags().DurationVar(&o.PoolPickup, "pool-pickup", 0, "how long dispatch waits for a pooled runner before RunTask (default 20s)")
-	aws.Flags().IntVar(&o.HeartbeatSeconds, "heartbeat-seconds", 0, "the stack's HeartbeatSeconds: a worker silent this long is taken for dead (default 300; the template's least is 60; under 20 an engine that prints nothing times out: its runner heartbeats every 20 s)")
+	aws.Flags().IntVar(&o.HeartbeatSeconds, "heartbeat-seconds", 0, "the stack's HeartbeatSeconds: a worker silent this long is taken for dead (default 300; template.yaml allows 60 to 3600 and AWS refuses less, the stand-in takes down to 10 for tests and says so; under 20 an engine that prints nothing times out: its runner heartbeats every 20 s)")
 	aws.Flags().StringVar(&o.Runners, "runners", "container", "what runs each Fargate task: container (a container of --image on Docker or podman) or process (a local stratus runner, sharing this machine's files and network)")
 	aws.Flags().StringVar(&o.Image, "image", "stratus-runner:latest", "the runner image the task definitions name (make image builds stratus-runner:latest, :claude, :codex)")
 	aws.Flags().StringVar(&o.Lambdas, "lambdas", "", "make lambdas' output directory: <dir>/<function>/bootstrap (default: lambdas beside this binary, as make puts bin/lambdas)")

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -31,6 +32,9 @@ import (
 
 func runDevAWS(o *DevAWSOptions) error {
 	co := devstack.CreateOptions{HeartbeatSeconds: o.HeartbeatSeconds, Pool: o.Pool > 0}
+	if o.HeartbeatSeconds > 0 && o.HeartbeatSeconds < 60 {
+		fmt.Fprintf(o.IO.Err, "stratus dev aws: --heartbeat-seconds %d is under template.yaml's MinValue for HeartbeatSeconds (60): AWS would refuse this stack; the stand-in deploys it, for tests\n", o.HeartbeatSeconds)
+	}
 	if o.Template != "" {
 		b, err := os.ReadFile(o.Template)
 		if err != nil {
@@ -75,6 +79,9 @@ func runDevAWS(o *DevAWSOptions) error {
 		lo.RIE = filepath.Join(filepath.Dir(self), "aws-lambda-rie")
 	}
 	if err := lo.Check(); err != nil {
+		if o.Template != "" && !errors.Is(err, devstack.ErrNoLambdas) {
+			return fmt.Errorf("--template %s: %w", o.Template, err)
+		}
 		return err
 	}
 	code, err := lo.Code()
@@ -95,7 +102,11 @@ func runDevAWS(o *DevAWSOptions) error {
 		if cr, err = devstack.StartContainerRunners(ctx, eng, o.Image, name); err != nil {
 			return err
 		}
-		defer cr.Close()
+		defer func() {
+			if err := cr.Close(); err != nil {
+				fmt.Fprintf(o.IO.Err, "stratus dev aws: %v (the next start of stack %s removes it)\n", err, name)
+			}
+		}()
 		host = cr.Gateway
 	}
 	endpoint := o.EndpointURL
@@ -136,9 +147,6 @@ func runDevAWS(o *DevAWSOptions) error {
 		ln.Close()
 		return fmt.Errorf("%w (on %s)", err, endpoint)
 	}
-	if err != nil {
-		return fmt.Errorf("%w (on %s)", err, endpoint)
-	}
 	logPath := filepath.Join(dir, "functions.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
@@ -147,6 +155,7 @@ func runDevAWS(o *DevAWSOptions) error {
 	defer logf.Close()
 	so := devstack.ServeOptions{Self: self, WorkRoot: filepath.Join(dir, "workers"), Log: logf,
 		PoolRunners: o.Pool, PoolPickup: o.PoolPickup, Lambdas: lo, CA: ca, FunctionsEndpoint: fnEndpoint}
+	so.Runners = devstack.ProcessRunners(self, so)
 	if cr != nil {
 		so.Runners = cr.Backend(ca)
 	}
@@ -177,7 +186,7 @@ func runDevAWS(o *DevAWSOptions) error {
 		}
 		fetches := f.FirstFetches()
 		for _, step := range slices.Sorted(maps.Keys(fetches)) {
-			fmt.Fprintf(o.IO.Err, "stratus dev aws: step %s: container start to first worker API call %d ms\n", step, fetches[step].Milliseconds())
+			fmt.Fprintf(o.IO.Err, "stratus dev aws: step %s: %s start to first worker API call %d ms\n", step, so.Runners.Name(), fetches[step].Milliseconds())
 		}
 		if cr != nil && len(fetches) > 0 {
 			// Its anchor, measured now: the same engine starting a

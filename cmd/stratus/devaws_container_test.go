@@ -147,8 +147,18 @@ func TestDevAWS_SaysWhatIsNotBuilt(t *testing.T) {
 		testenv.Missing(t, "moto", why)
 	}
 	r := runCLI(t, "dev", "aws", "--runners", "process", "--lambdas", filepath.Join(t.TempDir(), "nowhere"))
-	if r.code != 1 || !strings.Contains(r.stderr, "make lambdas rie") || !strings.Contains(r.stderr, "nowhere") {
+	if r.code != 1 || !strings.Contains(r.stderr, "make lambdas") || !strings.Contains(r.stderr, "nowhere") {
 		t.Errorf("dev aws without the functions built: exit %d\n%s", r.code, r.stderr)
+	}
+	r = runCLI(t, "dev", "aws", "--runners", "process", "--rie", filepath.Join(t.TempDir(), "no-rie"))
+	if r.code != 1 || !strings.Contains(r.stderr, "make rie") || !strings.Contains(r.stderr, "no-rie") || !strings.Contains(r.stderr, "Emulator") {
+		t.Errorf("dev aws without the emulator built: exit %d\n%s", r.code, r.stderr)
+	}
+	for _, args := range [][]string{{"--name", "bad name!"}, {"--stack", "kept"}, {"--endpoint-url", "http://127.0.0.1:1", "--port", "5000"}, {"--pool-pickup", "5s"}} {
+		r = runCLI(t, append([]string{"dev", "aws"}, args...)...)
+		if r.code != 2 || !strings.Contains(r.stderr, args[0]) {
+			t.Errorf("dev aws %v: exit %d; want 2 naming %s\n%s", args, r.code, args[0], r.stderr)
+		}
 	}
 	needRunnerImage(t)
 	r = runCLI(t, "dev", "aws", "--image", "stratus-runner:no-such-tag")

@@ -10,6 +10,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/pkg/stdcopy"
 )
@@ -167,4 +168,30 @@ func shortID(id string) string {
 		return id[:12]
 	}
 	return id
+}
+
+// Listed is a container as List gives it.
+type Listed struct {
+	ID      string
+	Name    string // without the leading "/"
+	Labels  map[string]string
+	Running bool
+}
+
+// List returns the containers, running or not, that carry the label
+// key=value. Errors: the engine's.
+func (e *Engine) List(ctx context.Context, key, value string) ([]Listed, error) {
+	cs, err := e.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", key+"="+value))})
+	if err != nil {
+		return nil, fmt.Errorf("list the containers labelled %s=%s: %w", key, value, err)
+	}
+	var out []Listed
+	for _, c := range cs {
+		name := ""
+		if len(c.Names) > 0 {
+			name = strings.TrimPrefix(c.Names[0], "/")
+		}
+		out = append(out, Listed{ID: c.ID, Name: name, Labels: c.Labels, Running: c.State == "running"})
+	}
+	return out, nil
 }

@@ -20,6 +20,7 @@ import (
 	awssm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/captoken"
 	"github.com/stratusflow/stratus/internal/devstack/fargate"
 	"github.com/stratusflow/stratus/internal/devstack/lambdas"
 	"github.com/stratusflow/stratus/internal/launch"
@@ -43,7 +44,7 @@ type LambdaOptions struct {
 
 // ErrNoLambdas is returned (wrapped, naming the file) when a function's
 // bootstrap or the emulator is not built.
-var ErrNoLambdas = errors.New("the Lambda functions are not built")
+var ErrNoLambdas = errors.New("the Lambda functions or their emulator are not built")
 
 // template is o.Template, else the repository's.
 func (o LambdaOptions) template() []byte {
@@ -54,21 +55,24 @@ func (o LambdaOptions) template() []byte {
 }
 
 // Check says whether every function's bootstrap and the emulator are
-// there. Errors: ErrNoLambdas, naming what is missing and `make lambdas
-// rie`.
+// there. Errors: the template's functions could not be read; ErrNoLambdas,
+// naming what is missing and the make target that builds it.
 func (o LambdaOptions) Check() error {
 	specs, err := lambdas.FunctionsFromTemplate(o.template())
 	if err != nil {
 		return err
 	}
-	need := []string{o.RIE}
-	for _, s := range specs {
-		need = append(need, o.bootstrap(s))
+	executable := func(p string) bool {
+		fi, err := os.Stat(p)
+		return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
 	}
-	for _, p := range need {
-		if fi, err := os.Stat(p); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-			return fmt.Errorf("%w: no executable %s: build them with `make lambdas rie` (the bootstraps as sam build makes them, and the Lambda Runtime Interface Emulator), or point --lambdas and --rie at them", ErrNoLambdas, p)
+	for _, s := range specs {
+		if p := o.bootstrap(s); !executable(p) {
+			return fmt.Errorf("%w: no executable %s (%s's bootstrap): build them with `make lambdas` (as sam build makes them), or point --lambdas at their directory", ErrNoLambdas, p, s.LogicalID)
 		}
+	}
+	if !executable(o.RIE) {
+		return fmt.Errorf("%w: no executable %s (the Lambda Runtime Interface Emulator): build it with `make rie`, or point --rie at it", ErrNoLambdas, o.RIE)
 	}
 	return nil
 }
@@ -172,6 +176,9 @@ type firstFetch struct {
 	started map[string]time.Time     // bootstrap value → when its task started
 	task    map[string]string        // bootstrap value → the step's task id
 	done    map[string]time.Duration // the step's task id → start to first call
+	// called holds the first call of a bootstrap value not yet known to
+	// start: a runner may call before the agent has told of its start.
+	called map[string]time.Time
 }
 
 // start records task c started now.
@@ -194,20 +201,33 @@ func (m *firstFetch) start(c fargate.Container) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.task == nil {
-		m.task, m.done = map[string]string{}, map[string]time.Duration{}
+	m.init()
+	if t, ok := m.called[handle]; ok {
+		m.done[tid] = t.Sub(c.Starting)
+		delete(m.called, handle)
+		return
 	}
 	m.started[handle], m.task[handle] = c.Starting, tid
+}
+
+func (m *firstFetch) init() {
+	if m.task == nil {
+		m.started, m.task, m.done, m.called = map[string]time.Time{}, map[string]string{}, map[string]time.Duration{}, map[string]time.Time{}
+	}
 }
 
 // wrap is h, noting each started task's first call.
 func (m *firstFetch) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && strings.HasPrefix(v, captoken.BootstrapPrefix) {
+			now := time.Now()
 			m.mu.Lock()
+			m.init()
 			if t, ok := m.started[v]; ok {
-				m.done[m.task[v]] = time.Since(t)
+				m.done[m.task[v]] = now.Sub(t)
 				delete(m.started, v)
+			} else if _, ok := m.called[v]; !ok && len(m.called) < 10000 {
+				m.called[v] = now
 			}
 			m.mu.Unlock()
 		}

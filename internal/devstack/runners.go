@@ -6,7 +6,10 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"os"
 	"slices"
+	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/stratusflow/stratus/internal/container"
@@ -18,6 +21,14 @@ import (
 // the host's address on it — where the worker API listens — and no other
 // network.
 const OfflineNetwork = "stratus-dev-offline"
+
+// LabelStack labels every container the stand-in starts with its stack's
+// name: a later start of the same stack removes what a killed one left.
+const LabelStack = "stratus.stack"
+
+// labelPID labels the pause container with the pid of the dev aws that
+// serves its stack.
+const labelPID = "stratus.pid"
 
 // ContainerRunners is what the Fargate stand-in's containers need on a
 // container engine: OfflineNetwork, and a pause container on it that keeps
@@ -42,14 +53,25 @@ func StartContainerRunners(ctx context.Context, e *container.Engine, image, stac
 	if err != nil {
 		return nil, err
 	}
-	// One a dev aws of the same stack name left when it was killed goes
-	// first (its name is this one's).
-	pause := "stratus-dev-pause-" + stack
-	if err := e.Remove(ctx, pause); err != nil {
+	// What a dev aws of the same stack left when it was killed goes
+	// first; one still serving it is not disturbed.
+	left, err := e.List(ctx, LabelStack, stack)
+	if err != nil {
 		return nil, err
 	}
+	for _, c := range left {
+		if pid, _ := strconv.Atoi(c.Labels[labelPID]); c.Running && pid > 0 && pid != os.Getpid() && syscall.Kill(pid, 0) == nil {
+			return nil, fmt.Errorf("the stack %s is served by another stratus dev aws (pid %d, its container %s): stop it first, or name another stack (--name)", stack, pid, c.Name)
+		}
+	}
+	for _, c := range left {
+		if err := e.Remove(ctx, c.ID); err != nil {
+			return nil, err
+		}
+	}
+	pause := "stratus-dev-pause-" + stack
 	id, err := e.Run(ctx, container.RunSpec{Image: image, Entrypoint: []string{"sleep"}, Cmd: []string{"infinity"},
-		NetworkMode: OfflineNetwork, Name: pause, Labels: map[string]string{"stratus.stack": stack}})
+		NetworkMode: OfflineNetwork, Name: pause, Labels: map[string]string{LabelStack: stack, labelPID: strconv.Itoa(os.Getpid())}})
 	if err != nil {
 		return nil, fmt.Errorf("the offline network's pause container: %w", err)
 	}
@@ -64,15 +86,17 @@ func StartContainerRunners(ctx context.Context, e *container.Engine, image, stac
 func (r *ContainerRunners) Backend(ca *CA) *fargate.ContainerBackend {
 	return &fargate.ContainerBackend{Engine: r.Engine, Offline: OfflineNetwork,
 		Mounts: []container.Mount{{Source: ca.BundleFile, Target: "/etc/ssl/certs/ca-certificates.crt", ReadOnly: true}},
-		Labels: map[string]string{"stratus.stack": r.stack}}
+		Labels: map[string]string{LabelStack: r.stack}}
 }
 
-// Close stops the forwards and removes the pause container.
-func (r *ContainerRunners) Close() {
+// Close stops the forwards and removes the pause container. Errors: the
+// engine's (the container is then left: a later start of the stack
+// removes it).
+func (r *ContainerRunners) Close() error {
 	for _, c := range r.closers {
 		c()
 	}
-	r.Engine.Remove(context.Background(), r.pause)
+	return r.Engine.Remove(context.Background(), r.pause)
 }
 
 // Forward serves, on the stand-in's address on the containers' network,
@@ -128,7 +152,7 @@ func (r *ContainerRunners) Anchor(ctx context.Context, image string, rounds int)
 	for range max(rounds, 1) {
 		t0 := time.Now()
 		id, err := r.Engine.Run(ctx, container.RunSpec{Image: image, Entrypoint: []string{"true"}, NetworkMode: OfflineNetwork,
-			Labels: map[string]string{"stratus.stack": r.stack}})
+			Labels: map[string]string{LabelStack: r.stack}})
 		if err != nil {
 			return 0, err
 		}

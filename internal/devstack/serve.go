@@ -192,13 +192,13 @@ func Serve(ctx context.Context, cfg aws.Config, st *Stack, ln net.Listener, o Se
 	if err != nil {
 		return nil, err
 	}
-	f := &Functions{st: st, cfg: cfg, log: log, rule: rule, fetch: &firstFetch{started: map[string]time.Time{}}}
+	f := &Functions{st: st, cfg: cfg, log: log, rule: rule, fetch: &firstFetch{}}
 	if f.reader, err = awsapp.NewEvents(c, cfg, awsapp.Options{Log: io.Discard}); err != nil {
 		return nil, err
 	}
 	backend := o.Runners
 	if backend == nil {
-		backend = &fargate.ProcessBackend{Self: self, Root: o.WorkRoot, Env: o.processEnv()}
+		backend = ProcessRunners(self, o)
 	}
 	ecsCfg := cfg.Copy()
 	ecsCfg.HTTPClient = &moto.ECSClient{}
@@ -275,6 +275,13 @@ var (
 	EngineSecrets  = []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "DEEPSEEK"}
 	EngineSettings = []string{"ANTHROPIC_BASE_URL", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "CLAUDE_CONFIG_DIR", "CODEX_HOME"}
 )
+
+// ProcessRunners is the Fargate stand-in's backend of --runners process:
+// each task a local `self runner` in a directory of its own under
+// o.WorkRoot, with fargateEnv and what makes it trust o.CA.
+func ProcessRunners(self string, o ServeOptions) *fargate.ProcessBackend {
+	return &fargate.ProcessBackend{Self: self, Root: o.WorkRoot, Env: o.processEnv()}
+}
 
 // processEnv is fargateEnv and what makes a process trust o.CA.
 func (o ServeOptions) processEnv() []string {

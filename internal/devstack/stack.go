@@ -88,6 +88,11 @@ type CreateOptions struct {
 	SAMConfig []byte
 }
 
+// ErrParameter is returned (wrapped, naming the parameter, its value and
+// what is valid) for a parameter value the template's constraints refuse,
+// or a parameter set that the template does not declare.
+var ErrParameter = errors.New("a parameter the template refuses")
+
 // ArtifactsBucket is the stand-in's bucket of the functions' code and the
 // state machine definitions, as `sam package` uploads them.
 const ArtifactsBucket = "stratus-dev-sam-artifacts"
@@ -125,12 +130,16 @@ func Create(ctx context.Context, cfg aws.Config, name, apiURL string, o ...Creat
 		return nil, err
 	}
 	params := map[string]string{}
+	required := map[string]bool{} // what the operator set: a parameter the template lacks is an error
 	if opt.SAMConfig != nil {
 		sc, err := SamconfigParameters(opt.SAMConfig)
 		if err != nil {
 			return nil, err
 		}
 		maps.Copy(params, sc)
+		for k := range sc {
+			required[k] = true
+		}
 	}
 	maps.Copy(params, map[string]string{
 		"ImageUri": DevImage, "VpcId": net["VpcId"],
@@ -164,9 +173,20 @@ func Create(ctx context.Context, cfg aws.Config, name, apiURL string, o ...Creat
 		q, _ := json.Marshal(v)
 		body = bytes.ReplaceAll(body, []byte(ph), q[1:len(q)-1])
 	}
-	// CloudFormation refuses a parameter the template does not declare.
-	var declared struct{ Parameters map[string]any }
+	// CloudFormation refuses a parameter the template does not declare,
+	// and a value outside its constraints.
+	var declared struct{ Parameters map[string]map[string]any }
 	json.Unmarshal(body, &declared)
+	checked := params
+	if opt.HeartbeatSeconds > 0 {
+		// The stand-in's own knob for tests, which may go under the
+		// template's MinValue (its caller says so): the rest is checked.
+		checked = maps.Clone(params)
+		delete(checked, "HeartbeatSeconds")
+	}
+	if err := checkParameters(declared.Parameters, checked, required); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrParameter, err)
+	}
 	var cfParams []cftypes.Parameter
 	for _, k := range slices.Sorted(maps.Keys(params)) {
 		if _, ok := declared.Parameters[k]; ok {

@@ -2,6 +2,7 @@ package lambdas
 
 import (
 	"fmt"
+	"github.com/stratusflow/stratus/internal/english"
 	"slices"
 	"time"
 )
@@ -46,11 +47,11 @@ func Summarize(function string, memorySizeMB int, reports []Report) Summary {
 func (s Summary) String() string {
 	init := "no cold start"
 	if s.ColdStarts > 0 {
-		init = fmt.Sprintf("init %.1f–%.1f ms, median %.1f ms (%d cold starts)", ms(s.InitMin), ms(s.InitMax), ms(s.InitMedian), s.ColdStarts)
+		init = fmt.Sprintf("init %.1f–%.1f ms, median %.1f ms (%s)", ms(s.InitMin), ms(s.InitMax), ms(s.InitMedian), english.Plural(s.ColdStarts, "cold start"))
 	}
 	mem := "max memory not measured"
 	if s.MaxMemoryUsedMB > 0 {
 		mem = fmt.Sprintf("max memory %d MB", s.MaxMemoryUsedMB)
 	}
-	return fmt.Sprintf("%s: %s, %s of %d MB (%d invocations)", s.Function, init, mem, s.MemorySizeMB, s.Invocations)
+	return fmt.Sprintf("%s: %s, %s of %d MB (%s)", s.Function, init, mem, s.MemorySizeMB, english.Plural(s.Invocations, "invocation"))
 }
