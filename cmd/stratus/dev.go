@@ -146,7 +146,7 @@ SAM translator refuses: its message, naming the resource), 2 bad flags.`,
 	aws.Flags().StringVar(&o.Image, "image", "stratus-runner:latest", "the runner image the task definitions name (make image builds stratus-runner:latest, :claude, :codex)")
 	aws.Flags().StringVar(&o.Lambdas, "lambdas", "", "make lambdas' output directory: <dir>/<function>/bootstrap (default: lambdas beside this binary, as make puts bin/lambdas)")
 	aws.Flags().StringVar(&o.RIE, "rie", "", "the Lambda Runtime Interface Emulator (default: aws-lambda-rie beside this binary, as make rie puts it)")
-	aws.Flags().StringVar(&o.Template, "template", "", "deploy this SAM template file instead of the built-in template.yaml, with the parameter_overrides of a samconfig.toml beside it (its DefinitionUri paths are read from the built-in one's)")
+	aws.Flags().StringVar(&o.Template, "template", "", "deploy this SAM template file instead of the built-in template.yaml, with the parameter_overrides of a samconfig.toml beside it (its functions' code is make lambdas' bootstraps, its state machine definitions the built-in statemachine/ files its DefinitionUri names)")
 	aws.Flags().StringVar(&o.Stack, "stack", "", "with --endpoint-url: serve this existing stack (one an earlier dev aws deployed there), read from its outputs, instead of deploying one")
 	dev.AddCommand(aws)
 	return dev
