@@ -211,8 +211,13 @@ func awsStatus(ctx context.Context, o *StatusOptions) (*runview.View, StatusResu
 
 // deniedHint says what to do about an AWS call the caller's credentials
 // may not make (issue 11 § 2): the error itself names the action and the
-// resource; the stack's operator policy grants what the CLI needs.
+// resource; the stack's operator policy grants what the CLI needs. An
+// endpoint that refuses the connection is one that is gone: a stand-in
+// that stopped, its state with it.
 func deniedHint(err error) string {
+	if m := err.Error(); strings.Contains(m, "dial tcp") && strings.Contains(m, "connection refused") {
+		return "nothing answers at that AWS endpoint: a stand-in (stratus dev aws) that has stopped took its stack and its runs with it; start one and run again, or check --endpoint-url"
+	}
 	var ae smithy.APIError
 	if !errors.As(err, &ae) {
 		return ""

@@ -35,6 +35,9 @@ func TestMain_AccessDeniedNamesTheOperatorPolicy(t *testing.T) {
 	if h := deniedHint(err); !strings.Contains(h, "OperatorPolicyArn") {
 		t.Errorf("hint %q", h)
 	}
+	if h := deniedHint(errors.New(`Step Functions DescribeExecution: operation error SFN: DescribeExecution, https response error: Post "http://127.0.0.1:44757/": dial tcp 127.0.0.1:44757: connect: connection refused`)); !strings.Contains(h, "stratus dev aws") {
+		t.Errorf("hint for a stand-in that is gone = %q", h)
+	}
 	if h := deniedHint(errors.New("something else")); h != "" {
 		t.Errorf("hint for another error: %q", h)
 	}
