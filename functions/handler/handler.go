@@ -23,6 +23,8 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
@@ -104,24 +106,84 @@ type DispatchFunc func(ctx context.Context, body string) error
 type SQSFunc func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error)
 
 // SQS returns the Lambda handler that runs dispatch on each record of a
-// batch, in order, and reports the message ids of those that failed as
-// batch item failures. It never fails the whole batch: the records that
-// succeeded are deleted. log, when set, gets one warning per failed
-// record; after runs before the handler returns (see HTTPAPI).
+// batch and reports the message ids of those that failed as batch item
+// failures. It never fails the whole batch: the records that succeeded are
+// deleted. The records of one step (a message's run_id and node) run in
+// their order; those of different steps at once, so no message waits out
+// another's pickup window for a pooled runner inside one invocation. A
+// record not started when the invocation has less than
+// DispatchStartMargin left is reported failed, for redelivery, rather than
+// let the invocation time out with the batch. log, when set, gets one
+// warning per failed record; after runs before the handler returns (see
+// HTTPAPI).
 func SQS(dispatch DispatchFunc, log *slog.Logger, after func()) SQSFunc {
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		if after != nil {
 			defer after()
 		}
-		resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
+		var groups [][]events.SQSMessage
+		index := map[string]int{}
 		for _, rec := range ev.Records {
-			if err := dispatch(ctx, rec.Body); err != nil {
-				if log != nil {
-					log.Warn(fmt.Sprintf("dispatch message %s will be redelivered: %v", rec.MessageId, err), "message_id", rec.MessageId)
+			k := stepKey(rec)
+			i, ok := index[k]
+			if !ok {
+				i = len(groups)
+				index[k] = i
+				groups = append(groups, nil)
+			}
+			groups[i] = append(groups[i], rec)
+		}
+		failed := make([]bool, len(ev.Records))
+		pos := map[string]int{}
+		for i, rec := range ev.Records {
+			pos[rec.MessageId] = i
+		}
+		var wg sync.WaitGroup
+		for _, g := range groups {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for _, rec := range g {
+					err := ctx.Err()
+					if dl, ok := ctx.Deadline(); ok && err == nil && time.Until(dl) < DispatchStartMargin {
+						err = fmt.Errorf("not started: %s left of the invocation", time.Until(dl).Round(time.Millisecond))
+					}
+					if err == nil {
+						err = dispatch(ctx, rec.Body)
+					}
+					if err != nil {
+						if log != nil {
+							log.Warn(fmt.Sprintf("dispatch message %s will be redelivered: %v", rec.MessageId, err), "message_id", rec.MessageId)
+						}
+						failed[pos[rec.MessageId]] = true
+					}
 				}
+			}()
+		}
+		wg.Wait()
+		resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
+		for i, rec := range ev.Records {
+			if failed[i] {
 				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
 			}
 		}
 		return resp, nil
 	}
+}
+
+// DispatchStartMargin is the least time an invocation must have left for
+// SQS to start a record's dispatch (a RunTask with its retries).
+const DispatchStartMargin = 10 * time.Second
+
+// stepKey is what orders a record among the batch's: its step (run_id and
+// node of a dispatch or stop message), or the record alone.
+func stepKey(rec events.SQSMessage) string {
+	var m struct {
+		RunID string `json:"run_id"`
+		Node  string `json:"node"`
+	}
+	if json.Unmarshal([]byte(rec.Body), &m) == nil && m.RunID != "" && m.Node != "" {
+		return m.RunID + "\x00" + m.Node
+	}
+	return "\x01" + rec.MessageId
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -235,9 +236,12 @@ func TestLambda_BadBase64BodyIs400(t *testing.T) {
 // reported, by message id, so SQS redelivers those alone; the handler
 // itself never fails the batch.
 func TestLambda_SQSReportsOnlyFailedRecords(t *testing.T) {
+	var mu sync.Mutex
 	var seen []string
 	fn := handler.SQS(func(_ context.Context, body string) error {
+		mu.Lock()
 		seen = append(seen, body)
+		mu.Unlock()
 		if body == "throttled" {
 			return errors.New("ecs RunTask: ThrottlingException")
 		}
@@ -250,14 +254,74 @@ func TestLambda_SQSReportsOnlyFailedRecords(t *testing.T) {
 	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "m2" {
 		t.Fatalf("batch item failures = %+v; want only m2", resp.BatchItemFailures)
 	}
-	if !slices.Equal(seen, []string{"ok-1", "throttled", "ok-2"}) {
-		t.Fatalf("dispatched %v; want every record, in order", seen)
+	if slices.Sort(seen); !slices.Equal(seen, []string{"ok-1", "ok-2", "throttled"}) {
+		t.Fatalf("dispatched %v; want every record once", seen)
 	}
 	// A batch with no failure answers an empty list, which SQS reads as
 	// "delete them all" (null would too, but the JSON is explicit).
 	resp, _ = fn(context.Background(), sqsEvent("ok-3"))
 	if b, _ := json.Marshal(resp); string(b) != `{"batchItemFailures":[]}` {
 		t.Fatalf("all-ok response = %s", b)
+	}
+}
+
+// The records of different steps are dispatched at once (a record waiting
+// out a pooled runner's pickup window holds up no other step's); those of
+// one step (run_id and node) in their order; a record the invocation has
+// no time left to start is reported for redelivery, not left to time the
+// whole batch out.
+func TestLambda_SQSRunsStepsAtOnceAndEachStepInOrder(t *testing.T) {
+	msg := func(run, node, kind string) string {
+		b, _ := json.Marshal(map[string]string{"run_id": run, "node": node, "kind": kind, "task_token": "tok"})
+		return string(b)
+	}
+	var mu sync.Mutex
+	var order []string
+	started := make(chan string, 4)
+	release := make(chan struct{})
+	fn := handler.SQS(func(_ context.Context, body string) error {
+		var m worker.Message
+		json.Unmarshal([]byte(body), &m)
+		started <- m.RunID + "/" + m.Node + "/" + m.Kind
+		if m.Kind == "agent" {
+			<-release // waits, as for a pooled runner
+		}
+		mu.Lock()
+		order = append(order, m.RunID+"/"+m.Node+"/"+m.Kind)
+		mu.Unlock()
+		return nil
+	}, nil, nil)
+	done := make(chan events.SQSEventResponse)
+	go func() {
+		resp, _ := fn(context.Background(), sqsEvent(msg("r1", "build", "agent"), msg("r2", "build", "agent"), msg("r1", "build", "stop")))
+		done <- resp
+	}()
+	// Both steps' first records start before either ends.
+	got := map[string]bool{<-started: true, <-started: true}
+	if !got["r1/build/agent"] || !got["r2/build/agent"] {
+		t.Fatalf("started %v first; want both steps' dispatches at once", got)
+	}
+	close(release)
+	resp := <-done
+	<-started // r1's stop
+	if len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures %+v", resp.BatchItemFailures)
+	}
+	if i, j := slices.Index(order, "r1/build/agent"), slices.Index(order, "r1/build/stop"); i < 0 || j < i {
+		t.Errorf("order %v: r1's stop ran before its dispatch", order)
+	}
+
+	// No time left: the record is not started, and comes back.
+	ctx, cancel := context.WithTimeout(context.Background(), handler.DispatchStartMargin/2)
+	defer cancel()
+	resp, _ = fn(ctx, sqsEvent(msg("r3", "build", "stop")))
+	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "m1" {
+		t.Errorf("with %s left: failures %+v; want m1 for redelivery", handler.DispatchStartMargin/2, resp.BatchItemFailures)
+	}
+	select {
+	case s := <-started:
+		t.Errorf("%s was dispatched with no time left to", s)
+	default:
 	}
 }
 
