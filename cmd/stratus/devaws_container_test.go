@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,31 +9,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stratusflow/stratus/internal/container"
+	"github.com/stratusflow/stratus/internal/container/containertest"
 	"github.com/stratusflow/stratus/internal/devstack/moto"
 	"github.com/stratusflow/stratus/internal/testenv"
 )
 
 // runnerImage is the image make image builds, which the stand-in's task
 // definitions name by default.
-const runnerImage = "stratus-runner:latest"
+const runnerImage = containertest.RunnerImage
 
-// needRunnerImage skips (fails under STRATUS_REQUIRE_ALL) without a
-// container engine or without the runner image make image builds.
+// needRunnerImage skips (fails under STRATUS_REQUIRE_ALL) without moto, a
+// container engine or the runner image make image builds.
 func needRunnerImage(t *testing.T) {
 	t.Helper()
 	if why := moto.Missing(); why != "" {
 		testenv.Missing(t, "moto", why)
 	}
-	ctx := context.Background()
-	e, err := container.Connect(ctx)
-	if err != nil {
-		testenv.Missing(t, "a container engine", err.Error())
-	}
-	defer e.Close()
-	if ok, err := e.ImageExists(ctx, runnerImage); err != nil || !ok {
-		testenv.Missing(t, "the runner image", runnerImage+" is not built: make image")
-	}
+	containertest.WithImage(t, runnerImage)
 }
 
 // issue 30 § 4, 5: on `stratus dev aws` every step of the demo task runs

@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stratusflow/stratus/internal/container"
+	"github.com/stratusflow/stratus/internal/container/containertest"
 	"github.com/stratusflow/stratus/internal/devstack"
-	"github.com/stratusflow/stratus/internal/testenv"
 )
 
 // The containers' side of the stand-in: the offline network's gateway is
@@ -20,15 +19,8 @@ import (
 // conflict.
 func TestContainerRunners_ForwardAndALeftPauseContainer(t *testing.T) {
 	ctx := context.Background()
-	e, err := container.Connect(ctx)
-	if err != nil {
-		testenv.Missing(t, "a container engine", err.Error())
-	}
-	t.Cleanup(func() { e.Close() })
-	const image = "stratus-runner:latest"
-	if ok, err := e.ImageExists(ctx, image); err != nil || !ok {
-		testenv.Missing(t, "the runner image", image+" is not built: make image")
-	}
+	const image = containertest.RunnerImage
+	e := containertest.WithImage(t, image)
 	stack := fmt.Sprintf("t-runners-%d", time.Now().UnixNano())
 	left, err := devstack.StartContainerRunners(ctx, e, image, stack)
 	if err != nil {

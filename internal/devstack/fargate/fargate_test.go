@@ -14,9 +14,8 @@ import (
 	awssm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/stratusflow/stratus/internal/awstest"
-	"github.com/stratusflow/stratus/internal/container"
+	"github.com/stratusflow/stratus/internal/container/containertest"
 	"github.com/stratusflow/stratus/internal/devstack/fargate"
-	"github.com/stratusflow/stratus/internal/testenv"
 )
 
 // stopped is one "ECS Task State Change" event's detail.
@@ -93,18 +92,9 @@ func TestAgent_RunsEachTaskWithItsEnvironmentAndReportsItsStop(t *testing.T) {
 // container's first process gets the stop signal.
 func TestAgent_RunsEachTaskAsAContainer(t *testing.T) {
 	t.Setenv("STRATUS_FARGATE_TEST_LEAK", "operator-only")
-	ctx := context.Background()
-	e, err := container.Connect(ctx)
-	if err != nil {
-		testenv.Missing(t, "a container engine", err.Error())
-	}
-	t.Cleanup(func() { e.Close() })
-	const image = "stratus-runner:latest"
-	if ok, err := e.ImageExists(ctx, image); err != nil || !ok {
-		testenv.Missing(t, "the runner image", image+" is not built: make image")
-	}
+	e := containertest.WithImage(t, containertest.RunnerImage)
 	sh := func(script string) []string { return []string{"sh", "-c", script} }
-	testAgent(t, &fargate.ContainerBackend{Engine: e, Labels: map[string]string{"stratus.test": t.Name()}}, image, sh)
+	testAgent(t, &fargate.ContainerBackend{Engine: e, Labels: map[string]string{"stratus.test": t.Name()}}, containertest.RunnerImage, sh)
 }
 
 // testAgent runs the tasks of TestAgent_RunsEachTaskWithItsEnvironmentAndReportsItsStop
