@@ -151,8 +151,12 @@ test-image:
 ## here). Without $(PEER_FLOWS) the peer files are left as they are.
 PEER_FLOWS ?= ../shared/peers/worc/flows
 statemachines:
-	rm -f statemachine/*.asl.json
-	$(GO) run ./cmd/stratus compile --builtin --all --out-dir statemachine
+	@# Built into a fresh directory first: the stratus binary embeds
+	@# statemachine/*.asl.json (the SAM template's definitions), so they
+	@# must stay while it compiles.
+	rm -rf .scratch/statemachines && mkdir -p .scratch/statemachines
+	$(GO) run ./cmd/stratus compile --builtin --all --out-dir .scratch/statemachines
+	rm -f statemachine/*.asl.json && cp .scratch/statemachines/*.asl.json statemachine/
 	@if [ -d $(PEER_FLOWS) ]; then \
 	  rm -f statemachine/worc/*.asl.json && \
 	  $(GO) run ./cmd/stratus compile --all --structural --flows $(PEER_FLOWS) --out-dir statemachine/worc; \

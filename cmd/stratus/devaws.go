@@ -32,9 +32,6 @@ import (
 
 func runDevAWS(o *DevAWSOptions) error {
 	co := devstack.CreateOptions{HeartbeatSeconds: o.HeartbeatSeconds, Pool: o.Pool > 0}
-	if o.HeartbeatSeconds > 0 && o.HeartbeatSeconds < 60 {
-		fmt.Fprintf(o.IO.Err, "stratus dev aws: --heartbeat-seconds %d is under template.yaml's MinValue for HeartbeatSeconds (60): AWS would refuse this stack; the stand-in deploys it, for tests\n", o.HeartbeatSeconds)
-	}
 	if o.Template != "" {
 		b, err := os.ReadFile(o.Template)
 		if err != nil {
@@ -146,6 +143,9 @@ func runDevAWS(o *DevAWSOptions) error {
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("%w (on %s)", err, endpoint)
+	}
+	for _, w := range st.Warnings {
+		fmt.Fprintf(o.IO.Err, "stratus dev aws: --heartbeat-seconds: %s\n", w)
 	}
 	logPath := filepath.Join(dir, "functions.log")
 	logf, err := os.Create(logPath)

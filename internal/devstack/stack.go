@@ -60,6 +60,9 @@ type Stack struct {
 	// Outputs every output's key to its value.
 	Resources map[string]string
 	Outputs   map[string]string
+	// Warnings are what Create deployed that AWS would refuse (a
+	// HeartbeatSeconds under the template's MinValue, for tests).
+	Warnings []string
 }
 
 // CreateOptions are what a stand-in's stack is made from.
@@ -178,11 +181,15 @@ func Create(ctx context.Context, cfg aws.Config, name, apiURL string, o ...Creat
 	var declared struct{ Parameters map[string]map[string]any }
 	json.Unmarshal(body, &declared)
 	checked := params
+	var warnings []string
 	if opt.HeartbeatSeconds > 0 {
-		// The stand-in's own knob for tests, which may go under the
-		// template's MinValue (its caller says so): the rest is checked.
+		// The stand-in's own knob for tests may go under the template's
+		// MinValue: deployed, with a warning; the rest is checked.
 		checked = maps.Clone(params)
 		delete(checked, "HeartbeatSeconds")
+		if err := checkParameters(declared.Parameters, map[string]string{"HeartbeatSeconds": params["HeartbeatSeconds"]}, nil); err != nil {
+			warnings = append(warnings, err.Error()+": AWS would refuse this stack; the stand-in deploys it, for tests")
+		}
 	}
 	if err := checkParameters(declared.Parameters, checked, required); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrParameter, err)
@@ -196,7 +203,11 @@ func Create(ctx context.Context, cfg aws.Config, name, apiURL string, o ...Creat
 	if err := createStack(ctx, cf, name, string(body), cfParams); err != nil {
 		return nil, err
 	}
-	return Load(ctx, cfg, name)
+	st, err := Load(ctx, cfg, name)
+	if st != nil {
+		st.Warnings = warnings
+	}
+	return st, err
 }
 
 // createStack creates a stack and checks it ended CREATE_COMPLETE (moto

@@ -39,6 +39,8 @@ import (
 	awsecs "github.com/aws/aws-sdk-go-v2/service/ecs"
 	ecstypes "github.com/aws/aws-sdk-go-v2/service/ecs/types"
 	awssm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/stratusflow/stratus/internal/awsapp"
 )
 
 // ECS is what Agent calls on the ECS stand-in.
@@ -108,8 +110,9 @@ type Running interface {
 const StoppedReasonExited = "Essential container in task exited"
 
 // DetailTaskStateChange is the detail-type of the events ECS sends through
-// EventBridge when a task changes state.
-const DetailTaskStateChange = "ECS Task State Change"
+// EventBridge when a task changes state: the one the dispatch function
+// reads (awsapp.TaskStopped).
+const DetailTaskStateChange = awsapp.DetailTaskStateChange
 
 // Agent is the Fargate stand-in for one cluster. Set its fields, then Run.
 type Agent struct {
