@@ -250,7 +250,7 @@ lint-cfn:
 	@if ! command -v cfn-lint >/dev/null 2>&1; then \
 	  $(call skip,cfn-lint,not found: pip install cfn-lint); exit 0; \
 	fi; \
-	cfn-lint template.yaml
+	cfn-lint --include-checks I3011 I3013 -- template.yaml
 
 ## lint-shell: shellcheck the LocalStack scripts (they cannot run here: no
 ## Docker). As root with apt-get, a missing shellcheck is installed.

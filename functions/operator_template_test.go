@@ -47,7 +47,7 @@ func TestTemplate_OperatorPolicyGrantsWhatTheCLICallsOnTheStackOnly(t *testing.T
 		"states:StartExecution": machines, "states:TagResource": machines,
 		"states:DescribeExecution": executions, "states:StopExecution": executions, "states:GetExecutionHistory": executions,
 		"iam:PassRole":                "StateMachineRole",
-		"dynamodb:TransactWriteItems": "StoreTable", "dynamodb:GetItem": "StoreTable", "dynamodb:UpdateItem": "StoreTable",
+		"dynamodb:ConditionCheckItem": "StoreTable", "dynamodb:GetItem": "StoreTable", "dynamodb:UpdateItem": "StoreTable",
 		"dynamodb:Query": "StoreTable", "dynamodb:BatchGetItem": "StoreTable", "dynamodb:PutItem": "StoreTable",
 		"s3:GetObject": "${DataBucket.Arn}/stratus/*", "s3:PutObject": "${DataBucket.Arn}/stratus/*", "s3:ListBucket": "DataBucket",
 		"cloudformation:DescribeStacks": "AWS::StackId",
