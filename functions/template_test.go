@@ -844,6 +844,18 @@ func TestTemplate_EngineKeysAreTaskDefinitionSecrets(t *testing.T) {
 	for _, pol := range asList(tp.props("RunnerExecutionRole")["Policies"]) {
 		doc := asMap(asMap(asList(asMap(pol)["Fn::If"])[1])["PolicyDocument"])
 		for _, st := range asList(doc["Statement"]) {
+			if br := asList(asMap(st)["Fn::If"]); len(br) == 3 {
+				// Under a customer-managed key: kms:Decrypt on that key,
+				// through Secrets Manager only (issue: engine secrets
+				// under a CMK could not be read).
+				kms := asMap(br[1])
+				via := asMap(asMap(kms["Condition"])["StringEquals"])["kms:ViaService"]
+				if str(br[0]) != "HasEngineSecretsKey" || str(kms["Action"]) != "kms:Decrypt" || !refTo(kms["Resource"], "EngineSecretsKmsKeyArn") ||
+					!strings.Contains(fmt.Sprint(via), "secretsmanager.${AWS::Region}") || !refTo(br[2], "AWS::NoValue") {
+					t.Errorf("the execution role's conditional statement is %v; want kms:Decrypt on EngineSecretsKmsKeyArn via Secrets Manager when it is given", br)
+				}
+				continue
+			}
 			if str(asMap(st)["Action"]) != "secretsmanager:GetSecretValue" {
 				t.Errorf("the runner's execution role may also %v", asMap(st)["Action"])
 			}
@@ -855,6 +867,9 @@ func TestTemplate_EngineKeysAreTaskDefinitionSecrets(t *testing.T) {
 	slices.Sort(read)
 	if w := slices.Sorted(maps.Values(want)); !slices.Equal(read, w) {
 		t.Errorf("the execution role reads %v, want exactly %v", read, w)
+	}
+	if p, ok := tp.params["EngineSecretsKmsKeyArn"]; !ok || p["Default"] != "" {
+		t.Errorf("parameter EngineSecretsKmsKeyArn is missing or not empty by default")
 	}
 }
 
@@ -974,5 +989,23 @@ func TestTemplate_StoppedWorkerTasksReachDispatch(t *testing.T) {
 	}
 	if !allowed {
 		t.Errorf("no queue policy on %s lets events.amazonaws.com send from %s alone", queue, rule)
+	}
+}
+
+// The worker API function ends before API Gateway gives up on it (HTTP
+// APIs' integration timeout is at most 30 s, the default): otherwise the
+// gateway answers 503 while the function goes on writing, and the
+// worker's retry races it. No route may lower its integration timeout
+// under the function's.
+func TestTemplate_WorkerAPIEndsBeforeTheGateway(t *testing.T) {
+	tp := loadTemplate(t)
+	timeout, _ := tp.props("WorkerApiFunction")["Timeout"].(float64)
+	if timeout == 0 || timeout >= 30 {
+		t.Fatalf("WorkerApiFunction's Timeout is %v; want under API Gateway's 30 s integration ceiling", tp.props("WorkerApiFunction")["Timeout"])
+	}
+	for name, ev := range asMap(tp.props("WorkerApiFunction")["Events"]) {
+		if ms, ok := asMap(asMap(ev)["Properties"])["TimeoutInMillis"].(float64); ok && ms <= timeout*1000 {
+			t.Errorf("route %s times out after %v ms, before the function's %v s", name, ms, timeout)
+		}
 	}
 }

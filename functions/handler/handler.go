@@ -45,36 +45,75 @@ type HTTPFunc func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (even
 // the handler returns: the Lambda environment is frozen between
 // invocations, so work h started in the background (the supervisor's
 // observation launches, worker.Service.Drain) must end first.
+//
+// A request ends before the function's own deadline: h's context ends
+// ResponseMargin before it, and a request that failed because its time ran
+// out is answered 503 (retry) instead of the 500 it caused, so the worker
+// API always answers for itself, never the Lambda timeout, and nothing of
+// it goes on after its caller was answered (template.yaml keeps the
+// function's timeout under API Gateway's 30 s integration ceiling).
 func HTTPAPI(h http.Handler, after func()) HTTPFunc {
 	adapter := httpadapter.NewV2(h)
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		if after != nil {
 			defer after()
 		}
-		if ev.IsBase64Encoded {
-			b, err := base64.StdEncoding.DecodeString(ev.Body)
-			if err != nil {
-				return errorResponse(stratus.FieldErrorf(stratus.EINVALID, "body",
-					"the request is marked base64-encoded but its body is not standard base64: %v", err))
-			}
-			ev.Body, ev.IsBase64Encoded = string(b), false
+		if dl, ok := ctx.Deadline(); ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, dl.Add(-ResponseMargin))
+			defer cancel()
 		}
-		// The address workers are told to call (awsapp: HTTPHandler) is the
-		// domain API Gateway records the request came to, not a header the
-		// client wrote.
-		if d := ev.RequestContext.DomainName; d != "" {
-			if ev.Headers == nil {
-				ev.Headers = map[string]string{}
-			}
-			for k := range ev.Headers {
-				if strings.EqualFold(k, "host") {
-					delete(ev.Headers, k)
-				}
-			}
-			ev.Headers["host"] = d
+		resp, err := httpAPI(ctx, adapter, ev)
+		if err == nil && resp.StatusCode >= 500 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return outOfTime(), nil
 		}
-		return adapter.ProxyWithContext(ctx, ev)
+		return resp, err
 	}
+}
+
+// ResponseMargin is how long before the function's deadline a worker API
+// request stops (HTTPAPI): time to answer and to run after.
+const ResponseMargin = 1500 * time.Millisecond
+
+// outOfTime is the answer to a request whose time ran out: 503, which a
+// worker retries (the route's writes are idempotent).
+func outOfTime() events.APIGatewayV2HTTPResponse {
+	var body httpapi.ErrorBody
+	body.Error.Code = stratus.EINTERNAL
+	body.Error.Message = "the worker API function ran out of time for this request (its timeout, under API Gateway's 30 s); retry it"
+	b, _ := json.Marshal(body)
+	return events.APIGatewayV2HTTPResponse{
+		StatusCode: http.StatusServiceUnavailable,
+		Headers:    map[string]string{"Content-Type": "application/json", "Retry-After": "1"},
+		Body:       string(b),
+	}
+}
+
+// httpAPI serves one HTTP API event with adapter.
+func httpAPI(ctx context.Context, adapter *httpadapter.HandlerAdapterV2, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	if ev.IsBase64Encoded {
+		b, err := base64.StdEncoding.DecodeString(ev.Body)
+		if err != nil {
+			return errorResponse(stratus.FieldErrorf(stratus.EINVALID, "body",
+				"the request is marked base64-encoded but its body is not standard base64: %v", err))
+		}
+		ev.Body, ev.IsBase64Encoded = string(b), false
+	}
+	// The address workers are told to call (awsapp: HTTPHandler) is the
+	// domain API Gateway records the request came to, not a header the
+	// client wrote.
+	if d := ev.RequestContext.DomainName; d != "" {
+		if ev.Headers == nil {
+			ev.Headers = map[string]string{}
+		}
+		for k := range ev.Headers {
+			if strings.EqualFold(k, "host") {
+				delete(ev.Headers, k)
+			}
+		}
+		ev.Headers["host"] = d
+	}
+	return adapter.ProxyWithContext(ctx, ev)
 }
 
 // errorResponse answers err in the worker API's JSON error shape.

@@ -357,3 +357,33 @@ func TestHTTPAPI_HostIsTheDomainAPIGatewayRecorded(t *testing.T) {
 		t.Errorf("the handler saw host %q; want the domain API Gateway recorded", host)
 	}
 }
+
+// A request still at work when the function's time runs out (template.yaml:
+// the worker API's timeout is under API Gateway's 30 s ceiling) ends
+// ResponseMargin before the function's deadline and is answered 503, which
+// a worker retries, not the 500 its cancelled work caused; a 500 of its own
+// before then stays a 500.
+func TestHTTPAPI_RequestOutOfTimeIs503(t *testing.T) {
+	var sawDeadline time.Time
+	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sawDeadline, _ = r.Context().Deadline()
+		<-r.Context().Done()
+		httpapi.WriteError(w, r.Context().Err())
+	})
+	dl := time.Now().Add(handler.ResponseMargin + 200*time.Millisecond)
+	ctx, cancel := context.WithDeadline(context.Background(), dl)
+	defer cancel()
+	r, err := handler.HTTPAPI(slow, nil)(ctx, apiEvent("POST", "/v1/worker/submit", "Bearer x", nil, nil, false))
+	if err != nil || r.StatusCode != 503 || !strings.Contains(r.Body, "ran out of time") || r.Headers["Retry-After"] == "" {
+		t.Fatalf("a request past its time: %d %v %s %v; want 503 with Retry-After, saying it ran out of time", r.StatusCode, err, r.Body, r.Headers)
+	}
+	if want := dl.Add(-handler.ResponseMargin); !sawDeadline.Equal(want) {
+		t.Errorf("the request's deadline is %v; want the function's less ResponseMargin, %v", sawDeadline, want)
+	}
+	failing := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { httpapi.WriteError(w, errors.New("boom")) })
+	ctx2, cancel2 := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel2()
+	if r, _ := handler.HTTPAPI(failing, nil)(ctx2, apiEvent("GET", "/v1/healthz", "", nil, nil, false)); r.StatusCode != 500 {
+		t.Errorf("a 500 in time became %d", r.StatusCode)
+	}
+}
