@@ -1009,3 +1009,16 @@ func TestTemplate_WorkerAPIEndsBeforeTheGateway(t *testing.T) {
 		}
 	}
 }
+
+// Between the dispatch's heartbeat at launch and the runner's first stats
+// nothing can heartbeat a worker step: the Fargate task's cold start
+// (provisioning and the image pull: 53-62 s measured for the runner
+// image). A window the template allows must cover it twice over, or a
+// healthy worker times out before it starts.
+func TestTemplate_HeartbeatWindowCoversAColdStart(t *testing.T) {
+	const minWindow = 120 // about twice the longest cold start measured
+	p := loadTemplate(t).params["HeartbeatSeconds"]
+	if min, _ := p["MinValue"].(float64); min < minWindow {
+		t.Errorf("HeartbeatSeconds may be %v; want at least %d s, about twice a cold start", p["MinValue"], minWindow)
+	}
+}
