@@ -1022,3 +1022,27 @@ func TestTemplate_HeartbeatWindowCoversAColdStart(t *testing.T) {
 		t.Errorf("HeartbeatSeconds may be %v; want at least %d s, about twice a cold start", p["MinValue"], minWindow)
 	}
 }
+
+// docs/security.md § Network profiles says what the offline profile
+// reaches on AWS; the template's offline security group must be exactly
+// that (HTTPS only, to any address), so neither the code nor the docs
+// claim a boundary the stack does not give.
+func TestTemplate_OfflineProfileIsWhatTheDocsSay(t *testing.T) {
+	tp := loadTemplate(t)
+	egress := asList(tp.props("WorkerSecurityGroup")["SecurityGroupEgress"])
+	if len(egress) != 1 {
+		t.Fatalf("the offline security group has %d egress rules: %v", len(egress), egress)
+	}
+	e := asMap(egress[0])
+	got := fmt.Sprintf("%v %v-%v %v", e["IpProtocol"], e["FromPort"], e["ToPort"], e["CidrIp"])
+	if got != "tcp 443-443 0.0.0.0/0" {
+		t.Fatalf("the offline security group lets out %s; docs/security.md § Network profiles says HTTPS to anywhere: change both", got)
+	}
+	doc, err := os.ReadFile("../docs/security.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "## Network profiles") || !strings.Contains(string(doc), "HTTPS (tcp 443) to anywhere") {
+		t.Errorf("docs/security.md has no § Network profiles saying the offline profile is HTTPS (tcp 443) to anywhere")
+	}
+}
