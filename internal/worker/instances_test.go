@@ -147,6 +147,9 @@ func TestDispatch_ConcurrentInstances_NumberStepsWithoutGaps(t *testing.T) {
 	if again := steps(report.Kind); len(again) != len(turns) {
 		t.Errorf("redelivered observations made %d turns; want %d", len(again), len(turns))
 	}
+	if got := len(svcs[0].Launcher.(*workertest.FakeLauncher).Launched()); got != 2*n {
+		t.Errorf("%d workers launched; want %d, one per step (none for a redelivery)", got, 2*n)
+	}
 }
 
 // seq is 1..n.
