@@ -20,6 +20,8 @@ import (
 // environment holds them but the runner's. It looks at:
 //
 //   - its own environment: a credential variable, or a value;
+//   - its own privileges: a capability (CAP_SYS_PTRACE reads any
+//     process), or no_new_privs unset (a setuid program could give one);
 //   - /proc/*/environ and /proc/*/cmdline of every process it can read:
 //     a value;
 //   - its runner (the `runner pool` process above it): whether its
@@ -42,6 +44,11 @@ found=
 add() { found="$found; $*"; }
 vars='^(AWS_ACCESS_KEY_ID|AWS_SECRET_ACCESS_KEY|AWS_SESSION_TOKEN|AWS_SECURITY_TOKEN|AWS_CONTAINER_CREDENTIALS_RELATIVE_URI|AWS_CONTAINER_CREDENTIALS_FULL_URI|AWS_CONTAINER_AUTHORIZATION_TOKEN|AWS_WEB_IDENTITY_TOKEN_FILE|AWS_PROFILE)=.'
 for v in $(env | grep -E "$vars" | cut -d= -f1); do add "own environment has $v"; done
+for c in CapPrm CapEff CapAmb; do
+  v=$(awk "/^$c:/ {print \$2}" /proc/$$/status)
+  [ "$v" = 0000000000000000 ] || add "holds capabilities ($c $v)"
+done
+[ "$(awk '/^NoNewPrivs:/ {print $2}' /proc/$$/status)" = 1 ] || add "may gain privileges through a setuid program (NoNewPrivs 0)"
 if env | grep -q -F -f "$pat"; then add "own environment has a credential value"; fi
 for f in $(grep -l -a -F -f "$pat" /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null); do
   p=${f#/proc/}; p=${p%%/*}
@@ -137,8 +144,10 @@ func TestDevAWS_PooledEngineCannotReachTheRunnersCredentials(t *testing.T) {
 
 // As TestDevAWS_PooledEngineCannotReachTheRunnersCredentials, with the
 // pooled runner a container of the runner image, as a pool service's
-// Fargate task runs it (the image's user, its entrypoint, the task role's
-// credentials in its environment).
+// Fargate task runs it: the image's user (uid 10001), its entrypoint (PID
+// 1, where a shell or an init would keep the task's environment), the task
+// role's credentials in its environment. It tests the stratus of the image
+// (make image builds it from this tree).
 func TestDevAWS_PooledEngineCannotReachTheRunnersCredentialsInAContainer(t *testing.T) {
 	needRunnerImage(t)
 	flags := devAWSWith(t, []string{"--runners", "container", "--pool", "1"}, "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=")
