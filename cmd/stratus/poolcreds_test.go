@@ -154,4 +154,7 @@ func TestDevAWS_PooledEngineCannotReachTheRunnersCredentialsInAContainer(t *test
 	report := probeReport(t, flags)
 	t.Logf("%s", report)
 	checkProbe(t, report)
+	if t.Failed() {
+		t.Logf("this tests the stratus in %s: make image rebuilds it from this tree", runnerImage)
+	}
 }
