@@ -3,7 +3,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/x509"
 	"fmt"
 	"net/url"
 	"os"
@@ -47,6 +49,16 @@ func (o *AWSOptions) open(ctx context.Context) (*awsrun.Target, error) {
 	}
 	if o.EndpointURL != "" {
 		opts = append(opts, awsconfig.WithBaseEndpoint(o.EndpointURL))
+	}
+	if o.CABundle != "" {
+		pem, err := os.ReadFile(o.CABundle)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--ca-bundle %s: %w; want a PEM file of certificate authorities", o.CABundle, err)}
+		}
+		if !x509.NewCertPool().AppendCertsFromPEM(pem) {
+			return nil, usageError{fmt.Errorf("--ca-bundle %s holds no PEM certificate; want a PEM file of certificate authorities", o.CABundle)}
+		}
+		opts = append(opts, awsconfig.WithCustomCABundle(bytes.NewReader(pem)))
 	}
 	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
