@@ -31,7 +31,13 @@ type background struct {
 // startRun starts `stratus run TASK --dir DIR` and streams its progress.
 func startRun(t *testing.T, dir, task string) *background {
 	t.Helper()
-	b := &background{cmd: exec.Command(stratusBin, "run", task, "--dir", dir), lines: make(chan string, 256), done: make(chan struct{})}
+	return startCLI(t, "run", task, "--dir", dir)
+}
+
+// startCLI starts `stratus ARGS…` and streams what it writes on stderr.
+func startCLI(t *testing.T, args ...string) *background {
+	t.Helper()
+	b := &background{cmd: exec.Command(stratusBin, args...), lines: make(chan string, 256), done: make(chan struct{})}
 	pipe, err := b.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -76,11 +82,18 @@ var waitLine = regexp.MustCompile(`^stratus: wait\s+(\S+)\s+node=(\S+) .*reply w
 // the run id and the step ref.
 func (b *background) waiting(t *testing.T) (runID, stepRef string) {
 	t.Helper()
+	return b.waitingOn(t, waitLine)
+}
+
+// waitingOn is waiting with the wait line's pattern (submatches: step
+// ref, node, run id).
+func (b *background) waitingOn(t *testing.T, line *regexp.Regexp) (runID, stepRef string) {
+	t.Helper()
 	timeout := time.After(60 * time.Second)
 	for {
 		select {
 		case l := <-b.lines:
-			if m := waitLine.FindStringSubmatch(l); m != nil {
+			if m := line.FindStringSubmatch(l); m != nil {
 				return m[3], m[1]
 			}
 		case <-b.done:
