@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -50,12 +49,6 @@ func (o AWSOptions) flagsHint() string {
 		}
 	}
 	return h
-}
-
-// replyFlags are the flags a reply command needs to reach the stack, as a
-// wait line or the run viewer prints them (flagsHint without its space).
-func (o AWSOptions) replyFlags() string {
-	return strings.TrimPrefix(o.flagsHint(), " ")
 }
 
 // The defaults the --target aws flags name in their help, as

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -118,4 +119,10 @@ func or(s ...string) string {
 		}
 	}
 	return ""
+}
+
+// replyFlags are the flags a reply command needs to reach the stack, as a
+// wait line or the run viewer prints them (flagsHint without its space).
+func (o AWSOptions) replyFlags() string {
+	return strings.TrimPrefix(o.flagsHint(), " ")
 }
