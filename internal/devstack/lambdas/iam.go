@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -141,7 +142,7 @@ func (a *apiFront) authorizeIAM(r *http.Request, body []byte) (*events.APIGatewa
 	}
 	again.Host = r.Host
 	names := strings.Split(signed, ";")
-	if !contains(names, "host") {
+	if !slices.Contains(names, "host") {
 		return nil, refuseSignature
 	}
 	for _, h := range names {
@@ -164,13 +165,4 @@ func (a *apiFront) authorizeIAM(r *http.Request, body []byte) (*events.APIGatewa
 	}
 	return &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{AccessKey: p.AccessKeyID, AccountID: p.AccountID, CallerID: p.UserID,
 		PrincipalOrgID: p.PrincipalOrgID, UserARN: p.UserARN, UserID: p.UserID}, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
