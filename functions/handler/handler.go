@@ -5,7 +5,8 @@
 //
 //   - HTTPAPI: an API Gateway HTTP API event (payload format 2.0) becomes an
 //     *http.Request for the same http.Handler the embedded server runs
-//     (internal/httpapi), through aws-lambda-go-api-proxy's v2 adapter.
+//     (internal/httpapi), through aws-lambda-go-api-proxy's v2 adapter; the
+//     caller an AWS_IAM route's authorizer verified rides in its context.
 //   - SQS: a batch of dispatch-queue records, each handed to a dispatch
 //     function; the records whose dispatch failed for an infrastructure
 //     reason are reported as batch item failures, so SQS redelivers those
@@ -27,6 +28,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/awslabs/aws-lambda-go-api-proxy/core"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/stratusflow/stratus"
@@ -41,7 +43,10 @@ type HTTPFunc func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (even
 // header from API Gateway's lower-cased names through http.Header.Add, so
 // "authorization" reaches h as "Authorization". A body that claims base64
 // but is not is answered 400 in the JSON error shape instead of failing
-// the invocation. after, when set, runs once h has answered and before
+// the invocation. The caller API Gateway's IAM authorizer verified, on an
+// AWS_IAM route (requestContext.authorizer.iam), reaches h in the
+// request's context (httpapi.IAMIdentityFrom); nothing a client sends
+// can put one there. after, when set, runs once h has answered and before
 // the handler returns: the Lambda environment is frozen between
 // invocations, so work h started in the background (the supervisor's
 // observation launches, worker.Service.Drain) must end first.
@@ -53,7 +58,7 @@ type HTTPFunc func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (even
 // it goes on after its caller was answered (template.yaml keeps the
 // function's timeout under API Gateway's 30 s integration ceiling).
 func HTTPAPI(h http.Handler, after func()) HTTPFunc {
-	adapter := httpadapter.NewV2(h)
+	adapter := httpadapter.NewV2(withIAMIdentity(h))
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		if after != nil {
 			defer after()
@@ -114,6 +119,23 @@ func httpAPI(ctx context.Context, adapter *httpadapter.HandlerAdapterV2, ev even
 		ev.Headers["host"] = d
 	}
 	return adapter.ProxyWithContext(ctx, ev)
+}
+
+// withIAMIdentity hands h the identity of an IAM-authorised request: the
+// adapter keeps the event's request context in the request's context
+// (core.GetAPIGatewayV2ContextFromContext), and API Gateway fills its
+// authorizer.iam only once it has verified the SigV4 signature and the
+// caller's execute-api:Invoke permission on the route (API Gateway
+// Developer Guide § Control access to HTTP APIs with IAM authorization).
+func withIAMIdentity(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rc, ok := core.GetAPIGatewayV2ContextFromContext(r.Context()); ok && rc.Authorizer != nil && rc.Authorizer.IAM != nil {
+			iam := rc.Authorizer.IAM
+			r = r.WithContext(httpapi.WithIAMIdentity(r.Context(), httpapi.IAMIdentity{AccessKey: iam.AccessKey, AccountID: iam.AccountID,
+				CallerID: iam.CallerID, UserARN: iam.UserARN, UserID: iam.UserID, PrincipalOrgID: iam.PrincipalOrgID}))
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // errorResponse answers err in the worker API's JSON error shape.

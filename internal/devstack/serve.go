@@ -221,7 +221,13 @@ func Serve(ctx context.Context, cfg aws.Config, st *Stack, ln net.Listener, o Se
 	if f.fns, f.specs, err = startFunctions(ctx, cfg, st, o.Lambdas, o.FunctionsEndpoint, log); err != nil {
 		return nil, err
 	}
-	f.srv = httpapi.NewServer(f.fetch.wrap(lambdas.APIFront(routes, f.fns[WorkerAPIFunction])))
+	operator, err := OperatorPrincipal(ctx, cfg)
+	if err != nil {
+		f.stopFunctions()
+		return nil, err
+	}
+	f.srv = httpapi.NewServer(f.fetch.wrap(lambdas.APIFront(routes, f.fns[WorkerAPIFunction],
+		lambdas.WithIAM(lambdas.IAM{Region: cfg.Region, Principals: []lambdas.IAMPrincipal{operator}}))))
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	f.cancel = cancel
 	poll := o.EventsPoll
@@ -262,6 +268,23 @@ func Serve(ctx context.Context, cfg aws.Config, st *Stack, ln net.Listener, o Se
 	}()
 	go func() { defer f.wg.Done(); f.watchExecutions(lctx, poll) }()
 	return f, nil
+}
+
+// OperatorPrincipal is the AWS identity the stand-in's worker API takes a
+// SigV4-signed request from on an AWS_IAM route (the operator's gate
+// replies): the stand-in's own credentials, cfg's — those moto takes, and
+// those `stratus … --target aws --endpoint-url` signs with when no
+// AWS_ACCESS_KEY_ID or AWS_PROFILE is set (test/test) — named as moto's
+// STS names the caller of a key it did not issue (GetCallerIdentity:
+// arn:aws:sts::123456789012:user/moto, user id AKIAIOSFODNN7EXAMPLE).
+// Errors: cfg's credentials cannot be read.
+func OperatorPrincipal(ctx context.Context, cfg aws.Config) (lambdas.IAMPrincipal, error) {
+	c, err := cfg.Credentials.Retrieve(ctx)
+	if err != nil {
+		return lambdas.IAMPrincipal{}, fmt.Errorf("the stand-in's credentials: %w", err)
+	}
+	return lambdas.IAMPrincipal{AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, SessionToken: c.SessionToken,
+		AccountID: "123456789012", UserARN: "arn:aws:sts::123456789012:user/moto", UserID: "AKIAIOSFODNN7EXAMPLE"}, nil
 }
 
 // EngineSecrets are the variables the stack's task definition fills from

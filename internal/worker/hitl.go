@@ -21,7 +21,9 @@ import (
 // issue 5 § 4): a hitl node, or an agent whose report asks a human, parks
 // its Task state on a task token that only a human's reply completes —
 // `stratus approve|reject|answer RUN NODE` or POST
-// /v1/runs/{run_id}/nodes/{node}/hitl, both ending in Service.Human.
+// /v1/runs/{run_id}/nodes/{node}/hitl (on a stack, its IAM-authorised twin
+// POST /v1/operator/runs/{run_id}/nodes/{node}/hitl), all ending in
+// Service.Human.
 
 // StepWaiting is the status of a hitl step while it waits for its human.
 const StepWaiting = stratus.StepWaiting
@@ -58,11 +60,16 @@ const (
 )
 
 // Reply is a human's reply to a waiting hitl step: the body of POST
-// /v1/runs/{run_id}/nodes/{node}/hitl. Decision is approve, reject or
-// answer; Text is the answer to a question, or the reason of a rejection.
+// /v1/runs/{run_id}/nodes/{node}/hitl (and of its IAM-authorised twin
+// under /v1/operator/). Decision is approve, reject or answer; Text is the
+// answer to a question, or the reason of a rejection. By is who replied,
+// as the server verified it (the ARN of the operator's AWS identity on
+// the IAM-authorised route; "" for an operator token's holder): never
+// read from the body.
 type Reply struct {
 	Decision string `json:"decision"`
 	Text     string `json:"text,omitempty"`
+	By       string `json:"-"`
 }
 
 // HITLValue is the value of a hitl step: while it waits (status
@@ -81,6 +88,7 @@ type HITLValue struct {
 	Decision     string    `json:"decision,omitempty"`
 	Answer       string    `json:"answer,omitempty"` // the answer, or the rejection's reason
 	RepliedAt    time.Time `json:"replied_at,omitzero"`
+	RepliedBy    string    `json:"replied_by,omitempty"` // Reply.By: the AWS identity (ARN) that replied on a stack
 }
 
 // HumanInput is the human_input object of an agent's typed result
@@ -351,7 +359,7 @@ func (s *Service) Human(ctx context.Context, runID, node string, r Reply) (*HITL
 		return nil, err
 	}
 	now := s.now()
-	v.Outcome, v.Decision, v.Answer, v.RepliedAt = outcome, r.Decision, strings.TrimSpace(r.Text), now
+	v.Outcome, v.Decision, v.Answer, v.RepliedAt, v.RepliedBy = outcome, r.Decision, strings.TrimSpace(r.Text), now, r.By
 	if err := s.writeReply(ctx, run, env, *st, v); err != nil {
 		return nil, err
 	}
@@ -364,7 +372,11 @@ func (s *Service) Human(ctx context.Context, runID, node string, r Reply) (*HITL
 	if err := s.Store.UpdateStep(ctx, step); err != nil {
 		return nil, err
 	}
-	s.emit(Event{Type: EventStepEnded, RunID: runID, Node: step.Node, StepRef: step.StepRef, TID: step.TID, Outcome: outcome, Reason: oneLine(v.Answer, 200),
+	reason := oneLine(v.Answer, 200)
+	if v.RepliedBy != "" {
+		reason = strings.TrimSpace(reason + " (replied by " + v.RepliedBy + ")")
+	}
+	s.emit(Event{Type: EventStepEnded, RunID: runID, Node: step.Node, StepRef: step.StepRef, TID: step.TID, Outcome: outcome, Reason: reason,
 		Duration: now.Sub(step.CreatedAt)})
 	small, _ := json.Marshal(StepValue{StepRef: step.StepRef, Node: step.Node, Outcome: outcome, SubtaskOrder: v.SubtaskOrder})
 	if err := s.Tokens.SendTaskSuccess(ctx, step.TaskToken, small); err != nil {
@@ -435,6 +447,9 @@ func (s *Service) writeReply(ctx context.Context, run stratus.Run, env *RunEnv, 
 	fmt.Fprintf(&b, "# Human reply to %s\n\n", st.StepRef)
 	fmt.Fprintf(&b, "%s: %s\n\n", v.Signal, v.Request)
 	fmt.Fprintf(&b, "decision: %s\n", v.Decision)
+	if v.RepliedBy != "" {
+		fmt.Fprintf(&b, "replied by: %s\n", v.RepliedBy)
+	}
 	if v.Answer != "" {
 		fmt.Fprintf(&b, "\n%s\n", v.Answer)
 	}
