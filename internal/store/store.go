@@ -88,6 +88,14 @@ type Store interface {
 	CountVisits(ctx context.Context, runID, node string) (int, error)
 	// UpdateStep replaces the mutable fields (Status, Verdict, Value, EndedAt).
 	UpdateStep(ctx context.Context, s stratus.Step) error
+	// UpdateStepFrom is UpdateStep on condition that the stored step's
+	// Status is still from, in one conditional write: of two writers that
+	// read the same status (two replies to one human gate on two Lambda
+	// instances, a reply and its deadline), one moves the step on and the
+	// other is refused, whatever process each runs in. Errors: ENOTFOUND for
+	// an unknown TID; ECONFLICT naming the status the step has when it is
+	// not from (nothing written).
+	UpdateStepFrom(ctx context.Context, s stratus.Step, from string) error
 	// ReenterStep makes step tid running again for a new entry of its Task
 	// state (its own Retry, or the node entered again after a park):
 	// TaskToken becomes token, Status running, EndedAt zero, and entry is

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/stratusflow/stratus"
@@ -101,11 +100,6 @@ type HumanInput struct {
 
 // maxRequestBytes bounds the request text a step value keeps.
 const maxRequestBytes = 8 << 10
-
-// hitlMu serializes the completion of waiting steps (a reply racing
-// another reply or the deadline): the first one wins, the other finds the
-// step no longer waiting.
-var hitlMu sync.Mutex
 
 // HumanInputRequest returns the human_input request of an agent's typed
 // result, or nil when the node declares no hitl grant or the result asks
@@ -275,8 +269,8 @@ func (s *Service) agentRequest(ctx context.Context, env *RunEnv, step stratus.St
 // hitlExpired fails a hitl step still waiting at its deadline.
 func (s *Service) hitlExpired(tid string, seconds int) {
 	ctx := context.Background()
-	hitlMu.Lock()
-	defer hitlMu.Unlock()
+	s.hitl.Lock()
+	defer s.hitl.Unlock()
 	st, err := s.Store.GetStep(ctx, tid)
 	if err != nil || st.Status != StepWaiting {
 		return
@@ -330,8 +324,8 @@ func (s *Service) Human(ctx context.Context, runID, node string, r Reply) (*HITL
 		return nil, stratus.FieldErrorf(stratus.EINVALID, "decision", "%q; valid: approve, reject, answer", r.Decision)
 	}
 
-	hitlMu.Lock()
-	defer hitlMu.Unlock()
+	s.hitl.Lock()
+	defer s.hitl.Unlock()
 	steps, err := s.Store.ListSteps(ctx, runID)
 	if err != nil {
 		return nil, err
@@ -360,16 +354,26 @@ func (s *Service) Human(ctx context.Context, runID, node string, r Reply) (*HITL
 	}
 	now := s.now()
 	v.Outcome, v.Decision, v.Answer, v.RepliedAt, v.RepliedBy = outcome, r.Decision, strings.TrimSpace(r.Text), now, r.By
-	if err := s.writeReply(ctx, run, env, *st, v); err != nil {
-		return nil, err
-	}
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
+	// The reply takes the step from waiting to completed in one
+	// conditional write, before its file is written: of two replies read
+	// waiting in two processes (two Lambda instances on AWS, where hitlMu
+	// holds nothing), one wins and the other is refused with nothing of it
+	// kept. A reply whose file cannot be written gives the step back.
 	step := *st
 	step.Status, step.Verdict, step.Value, step.EndedAt = stratus.StepCompleted, outcome, raw, now
-	if err := s.Store.UpdateStep(ctx, step); err != nil {
+	if err := s.Store.UpdateStepFrom(ctx, step, StepWaiting); stratus.ErrorCode(err) == stratus.ECONFLICT {
+		return nil, stratus.FieldErrorf(stratus.ECONFLICT, "node", "node %s of run %s is not waiting for a human: another reply to %s came first", n.ID, runID, st.StepRef)
+	} else if err != nil {
+		return nil, err
+	}
+	if err := s.writeReply(ctx, run, env, *st, v); err != nil {
+		if rerr := s.Store.UpdateStepFrom(context.WithoutCancel(ctx), *st, stratus.StepCompleted); rerr != nil {
+			return nil, fmt.Errorf("%w (and the step could not be given back to its waiting: %v)", err, rerr)
+		}
 		return nil, err
 	}
 	reason := oneLine(v.Answer, 200)

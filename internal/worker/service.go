@@ -173,6 +173,10 @@ type Service struct {
 	// the names staged so far and must not interleave with another
 	// staging of the same attempt (stageArtifact).
 	staging [32]sync.Mutex
+	// hitl serialises, in this process, the completion of waiting steps
+	// (a reply racing the deadline's timer); across processes the
+	// conditional write of Human decides (hitl.go).
+	hitl sync.Mutex
 }
 
 func (s *Service) now() time.Time {

@@ -352,6 +352,37 @@ func (s *Store) UpdateStep(ctx context.Context, st stratus.Step) error {
 	return nil
 }
 
+// UpdateStepFrom updates st on condition that its status is still from
+// (store.Store): one UpdateItem whose condition adds the status.
+func (s *Store) UpdateStepFrom(ctx context.Context, st stratus.Step, from string) error {
+	u := stepUpdate(st)
+	if err := checkSize(u.k, u.set); err != nil {
+		return wrap("update step "+quote(st.TID), err)
+	}
+	expr, cond, names, values := u.expr()
+	names["#from_status"] = "status"
+	if values == nil {
+		values = map[string]av{}
+	}
+	values[":from_status"] = text(from)
+	_, err := s.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.table), Key: u.k, UpdateExpression: aws.String(expr),
+		ConditionExpression:      aws.String(cond + " AND #from_status = :from_status"),
+		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+	})
+	if _, ok := conditionFailed(err); ok {
+		cur, gerr := s.GetStep(ctx, st.TID)
+		if gerr != nil {
+			return gerr
+		}
+		return stratus.Errorf(stratus.ECONFLICT, "step %q is %s, no longer %s: another writer moved it on first (DynamoDB ConditionalCheckFailedException)", st.TID, cur.Status, from)
+	}
+	if err != nil {
+		return wrap("update step "+quote(st.TID), err)
+	}
+	return nil
+}
+
 // ReenterStep makes step tid running again for a new entry of its Task
 // state unless entry is already its latest (store.Store): one conditional
 // UpdateItem (the item exists and its entry differs), so two deliveries of

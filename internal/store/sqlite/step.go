@@ -141,6 +141,26 @@ func (s *Store) UpdateStep(ctx context.Context, st stratus.Step) error {
 	return updateStep(ctx, s.wq, st)
 }
 
+// UpdateStepFrom updates st on condition that its status is still from
+// (store.Store): one conditional statement.
+func (s *Store) UpdateStepFrom(ctx context.Context, st stratus.Step, from string) error {
+	res, err := s.wq.ExecContext(ctx, updateStepSQL+" AND status = ?",
+		st.Status, st.Verdict, blob(st.Value), millis(st.EndedAt), st.TID, from)
+	if err != nil {
+		return fmt.Errorf("update step %q: %w", st.TID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("update step %q: %w", st.TID, err)
+	} else if n == 1 {
+		return nil
+	}
+	cur, err := s.GetStep(ctx, st.TID)
+	if err != nil {
+		return err
+	}
+	return stratus.Errorf(stratus.ECONFLICT, "step %q is %s, no longer %s: another writer moved it on first", st.TID, cur.Status, from)
+}
+
 // ReenterStep makes step tid running again for a new entry of its Task
 // state unless entry is already its latest (store.Store). The update is
 // one conditional statement, so two deliveries of one entry cannot both
