@@ -95,8 +95,9 @@ type Running interface {
 	Stop(grace time.Duration)
 	// Done is closed once it has exited.
 	Done() <-chan struct{}
-	// ExitCode is its exit status once Done (-1: killed by a signal, or
-	// not known).
+	// ExitCode is its exit status once Done: 128+N when signal N ended
+	// it, as container engines and ECS report it (137: SIGKILL); -1 when
+	// not known.
 	ExitCode() int
 	// LastLines is the end of its output: at most n lines.
 	LastLines(n int) []string

@@ -3,6 +3,8 @@ package fargate_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -206,5 +208,34 @@ func testAgent(t *testing.T, backend fargate.Backend, image string, cmd func(scr
 	}
 	if _, ok := started.Load(arn); ok {
 		t.Error("a task whose secret does not resolve was started")
+	}
+}
+
+// A task process ended by a signal reports 128+N, as container engines
+// report a container's end and ECS passes it on in containers[].exitCode:
+// 137 for SIGKILL (an OOM kill, a Spot reclaim past its stopTimeout),
+// 143 for SIGTERM untrapped. Where names the pid, so a test can kill it.
+// The stand-in said -1 for any signal.
+func TestProcessBackend_ASignalledTaskExitsWith128PlusTheSignal(t *testing.T) {
+	b := &fargate.ProcessBackend{Self: "/bin/sh", Root: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}}
+	for i, tc := range []struct {
+		script string
+		want   int
+	}{{"kill -KILL $$", 137}, {"kill -TERM $$", 143}, {"exit 3", 3}} {
+		r, err := b.Start(context.Background(), fargate.Container{TaskID: fmt.Sprint("t", i), Command: []string{"-c", tc.script}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !regexp.MustCompile(`^process [1-9][0-9]* in /`).MatchString(r.Where()) {
+			t.Errorf("Where() = %q; want the process's pid and directory", r.Where())
+		}
+		select {
+		case <-r.Done():
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%q did not end", tc.script)
+		}
+		if got := r.ExitCode(); got != tc.want {
+			t.Errorf("%q: exit code %d; want %d", tc.script, got, tc.want)
+		}
 	}
 }
