@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/stratusflow/stratus/internal/logging"
 )
 
 // ProcessBackend runs a task as a local process: `Self runner` (the
@@ -134,11 +136,19 @@ func lastLines(path string, n int) []string {
 	return tail(b, n)
 }
 
-// tail is the last n non-empty lines of b.
+// tail is the last n lines of b that lastOf keeps.
 func tail(b []byte, n int) []string {
+	return lastOf(strings.Split(string(bytes.TrimSpace(b)), "\n"), n)
+}
+
+// lastOf is the last n of lines that are neither empty nor a record of a
+// Stratus logger (logging.IsRecord): what a task's output says beyond the
+// runner's own records — the engine's stderr, a crash — as an embedded
+// worker's exit reason keeps it (worker.Service's log tail).
+func lastOf(lines []string, n int) []string {
 	var out []string
-	for _, l := range strings.Split(string(bytes.TrimSpace(b)), "\n") {
-		if l = strings.TrimSpace(l); l != "" {
+	for _, l := range lines {
+		if l = strings.TrimSpace(l); l != "" && !logging.IsRecord(l) {
 			out = append(out, l)
 		}
 	}
