@@ -91,10 +91,15 @@ default:
 	// The run ends well within the heartbeat: were the stop not noticed,
 	// the step would wait out its 900 s.
 	var st StatusResult
-	eventually(t, 5*time.Minute, "the run to end after its step's task was killed", func() bool {
-		st = statusJSON(t, runID, flags)
-		return st.Status != "running"
-	})
+	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if st = statusJSON(t, runID, flags); st.Status != "running" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s still runs 5 min after its step's task was killed (implementation#1: %+v): the stop was not noticed, and only its heartbeat (900 s) would end the step\ndev aws:\n%s",
+				runID, stepOf(st, "implementation#1"), log.String())
+		}
+	}
 	f := runCLI(t, append([]string{"status", runID, "--follow"}, flags...)...)
 	s := stepOf(st, "implementation#1")
 	if st.Status != "failed" && st.Status != "manual_action_required" || s == nil || s.Status != "failed" || len(s.Attempts) != 1 {
