@@ -56,7 +56,8 @@ func TestDevAWS_AKilledTaskFailsItsStepWithECSStopReason(t *testing.T) {
 // killTaskOfRunningStep runs the example task on `stratus dev aws
 // --runners runners` with its implementation step's engine sleeping an
 // hour on its first visit, kills that step's task with kill once its
-// engine has started, and checks what TestDevAWS_AKilledTaskFailsItsStepWithECSStopReason says.
+// engine has started, and checks the step's failure, the run's end and
+// its resume.
 func killTaskOfRunningStep(t *testing.T, runners string, kill func(t *testing.T, task, where string)) {
 	flags, log, _ := devAWSLog(t, []string{"--runners", runners, "--heartbeat-seconds", "900"}, "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=")
 	scenario := filepath.Join(t.TempDir(), "scenario.yaml")
