@@ -330,9 +330,10 @@ func (s *Service) failEndedWorker(ctx context.Context, tid string, n int, reason
 // task tid, launched with bootstrap value bootstrap, has stopped, and why
 // (ECS's stoppedReason, the container's exit code and last lines: "ECS
 // Task State Change", DESIGN.md § The path of one step). Unless the
-// attempt has ended some other way first, it fails now, as an
-// infrastructure failure the retry policy takes, instead of at its
-// heartbeat's lapse: a worker that stopped before it exchanged its
+// attempt has ended some other way first, it fails now (class
+// infrastructure; its Task state fails with stratus.WorkerFailed, so the
+// run takes the flow's failure path and a resume starts the step again),
+// instead of at its heartbeat's lapse: a worker that stopped before it exchanged its
 // bootstrap value never fetched its prompt (the value is spent here, so a
 // late start of the same task is refused); one that had started stopped
 // without a result. tid and n may be unknown ("", 0: a task launched
