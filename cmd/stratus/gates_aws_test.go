@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -73,18 +70,7 @@ func TestDevAWS_GatesAnsweredWithTheOperatorsAWSIdentity(t *testing.T) {
 	for _, f := range []string{"gated/draft.md", "gated/revise.md", "asking/draft.md"} {
 		writeTestFile(t, filepath.Join(dir, ".stratus/flows", f), "Work on {task_id} as "+f+".\n")
 	}
-	writeTestFile(t, filepath.Join(dir, ".stratus/flows/asking.yaml"), `flow:
-  name: asking
-  task_type: asking
-  permission_ceiling: workspace-write
-  output_policy: code_change
-  publishing: local_artifact
-  nodes:
-    - { id: draft, kind: agent, role_file: asking/draft.md, hitl: { allow_question: true, allow_approval: false } }
-    - { id: publish, kind: publish, policy: local_artifact }
-  edges:
-    - { from: draft, to: publish }
-`)
+	writeTestFile(t, filepath.Join(dir, ".stratus/flows/asking.yaml"), askingFlow)
 	for _, id := range []string{"gated", "asking"} {
 		writeTestFile(t, filepath.Join(dir, id+".md"), "---\nid: t-"+id+"\ntitle: Gates on AWS\ntask_type: "+id+"\n---\nDo it.\n")
 	}
@@ -194,23 +180,6 @@ func TestDevAWS_GatesAnsweredWithTheOperatorsAWSIdentity(t *testing.T) {
 	if len(reqs) != 1 || !strings.Contains(readFile(t, reqs[0]), "## Human answer") || !strings.Contains(readFile(t, reqs[0]), "teal, please") {
 		t.Errorf("the agent's second visit (%v) does not read the answer", reqs)
 	}
-}
-
-// runCLIEnv is runCLI with env added to the test's environment.
-func runCLIEnv(t *testing.T, env []string, args ...string) result {
-	t.Helper()
-	cmd := exec.Command(stratusBin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("run stratus %v: %v", args, err)
-	}
-	return result{code, out.String(), errb.String()}
 }
 
 // flagValue is the value after name in a flags line.

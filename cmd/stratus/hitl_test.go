@@ -247,18 +247,7 @@ func TestHITL_TimeoutIsManualActionRequired(t *testing.T) {
 // carries the answer (issue 5 § 4).
 func TestHITL_AgentQuestionAnsweredReRunsTheAgent(t *testing.T) {
 	t.Parallel()
-	const asking = `flow:
-  name: asking
-  task_type: asking
-  permission_ceiling: workspace-write
-  output_policy: code_change
-  publishing: local_artifact
-  nodes:
-    - { id: draft, kind: agent, role_file: asking/draft.md, hitl: { allow_question: true, allow_approval: false } }
-    - { id: publish, kind: publish, policy: local_artifact }
-  edges:
-    - { from: draft, to: publish }
-`
+	const asking = askingFlow
 	dir, task := setupHITLRun(t, "asking", asking, `
 nodes:
   draft:
@@ -498,3 +487,18 @@ func TestHITL_EmbeddedRunRefusesTheIAMRoute(t *testing.T) {
 		t.Fatalf("run exit %d\n%s", code, run.log())
 	}
 }
+
+// askingFlow is a flow whose one agent may ask a question (hitl), then
+// publishes.
+const askingFlow = `flow:
+  name: asking
+  task_type: asking
+  permission_ceiling: workspace-write
+  output_policy: code_change
+  publishing: local_artifact
+  nodes:
+    - { id: draft, kind: agent, role_file: asking/draft.md, hitl: { allow_question: true, allow_approval: false } }
+    - { id: publish, kind: publish, policy: local_artifact }
+  edges:
+    - { from: draft, to: publish }
+`

@@ -69,7 +69,16 @@ type result struct {
 // stratus runs the built binary.
 func runCLI(t *testing.T, args ...string) result {
 	t.Helper()
+	return runCLIEnv(t, nil, args...)
+}
+
+// runCLIEnv is runCLI with env added to this process's environment.
+func runCLIEnv(t *testing.T, env []string, args ...string) result {
+	t.Helper()
 	cmd := exec.Command(stratusBin, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
