@@ -49,6 +49,8 @@ func TestTemplate_OperatorPolicyGrantsWhatTheCLICallsOnTheStackOnly(t *testing.T
 		"iam:PassRole":                "StateMachineRole",
 		"dynamodb:TransactWriteItems": "StoreTable", "dynamodb:GetItem": "StoreTable", "dynamodb:UpdateItem": "StoreTable",
 		"dynamodb:Query": "StoreTable", "dynamodb:BatchGetItem": "StoreTable", "dynamodb:PutItem": "StoreTable",
+		// A task's lock taken over from a run that ended (dynamodb.Store.CreateRunLocked).
+		"dynamodb:ConditionCheckItem": "StoreTable",
 		"s3:GetObject": "${DataBucket.Arn}/stratus/*", "s3:PutObject": "${DataBucket.Arn}/stratus/*", "s3:ListBucket": "DataBucket",
 		"cloudformation:DescribeStacks": "AWS::StackId",
 	} {

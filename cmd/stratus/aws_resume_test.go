@@ -98,7 +98,7 @@ default:
 	if err != nil || aws.ToString(x2.Name) != runID+".resume-1" || aws.ToString(x2.StateMachineArn) != machine || x2.Status != "SUCCEEDED" {
 		t.Errorf("the resumed execution: %s %s on %s (%v); want %s.resume-1 SUCCEEDED on %s", aws.ToString(x2.Name), x2.Status, aws.ToString(x2.StateMachineArn), err, runID, machine)
 	}
-	awsCtx := st.objects(t, ctx, "stratus/workspace/tasks/demo-greeting/ctx/")
+	awsCtx := st.objects(t, ctx, runFiles(runID)+"workspace/tasks/demo-greeting/ctx/")
 	embCtx := dirFiles(t, decodeRun(t, embResumed.stdout).CtxDir)
 	delete(embCtx, orchestrator.CtxMarker)
 	if !slices.Equal(sortedKeys(awsCtx), sortedKeys(embCtx)) {
