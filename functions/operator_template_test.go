@@ -51,7 +51,7 @@ func TestTemplate_OperatorPolicyGrantsWhatTheCLICallsOnTheStackOnly(t *testing.T
 		"dynamodb:Query": "StoreTable", "dynamodb:BatchGetItem": "StoreTable", "dynamodb:PutItem": "StoreTable",
 		// A task's lock taken over from a run that ended (dynamodb.Store.CreateRunLocked).
 		"dynamodb:ConditionCheckItem": "StoreTable",
-		"s3:GetObject": "${DataBucket.Arn}/stratus/*", "s3:PutObject": "${DataBucket.Arn}/stratus/*", "s3:ListBucket": "DataBucket",
+		"s3:GetObject":                "${DataBucket.Arn}/stratus/*", "s3:PutObject": "${DataBucket.Arn}/stratus/*", "s3:ListBucket": "DataBucket",
 		"cloudformation:DescribeStacks": "AWS::StackId",
 	} {
 		got, ok := granted[action]

@@ -120,7 +120,7 @@ default:
 	}
 }
 
-// README § Running on AWS, a resume and the end of the execution it
+// README § On an AWS account, a resume and the end of the execution it
 // replaces: EventBridge delivers an execution's end at least once, and a
 // retry may come late. The end of a failed run's first execution,
 // delivered to the events function just as `resume --target aws` starts

@@ -22,7 +22,7 @@ import (
 	"github.com/stratusflow/stratus"
 )
 
-// README § Running on AWS: two projects whose tasks share an id, run on
+// README § On an AWS account: two projects whose tasks share an id, run on
 // one stack. The second run is refused while the first runs, as a second
 // run of a task is in one work dir, naming the stack and the run that
 // holds the task's lock, and nothing of it is recorded; once the first has

@@ -330,7 +330,7 @@ func TestEvents_ForeignExecutionIgnoredUnknownDetailTypeInvalid(t *testing.T) {
 	}
 }
 
-// README § Running on AWS: a resume records its new execution in the
+// README § On an AWS account: a resume records its new execution in the
 // write that makes the run running again, before the execution starts;
 // the end of the run's earlier execution, delivered late (EventBridge
 // retries a delivery), is then not the resumed run's: ignored, the run

@@ -10,7 +10,7 @@ import (
 // bucket: internal/sink/s3). It keeps the files of each run's work dir —
 // its ctx dir, its logs and summary, its report dir — under the run, so
 // that two runs of one task id, from two projects or one after another,
-// never share an object (README § Running on AWS, the bucket's layout). A
+// never share an object (README § On an AWS account, the bucket's layout). A
 // sink that is one work dir (internal/sink/fs) is not RunKeyed: there the
 // runs of a task take turns under the task's lock, and a later run
 // archives an earlier one's files.

@@ -14,7 +14,7 @@ import (
 
 // A task's lock keeps two runs of one task id from running on one stack
 // at once, as an embedded run's flock on .stratus/locks/<task_id>.lock
-// keeps them apart in a work dir (README § Running on AWS). It is one
+// keeps them apart in a work dir (README § On an AWS account). It is one
 // item per task id, taken by a conditional write in the same transaction
 // as the run's own write that makes the run running (CreateRunLocked,
 // UpdateRunLocked), and released when the run ends (UnlockTask). It is

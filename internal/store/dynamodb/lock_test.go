@@ -25,7 +25,7 @@ func wantLocked(t *testing.T, err error, task, holder string) {
 	}
 }
 
-// README § Running on AWS: a run of a task whose lock another running run
+// README § On an AWS account: a run of a task whose lock another running run
 // holds is refused and nothing of it is recorded; once the holder's end
 // releases the lock, the next run takes it; the lock then names the
 // latest run.
