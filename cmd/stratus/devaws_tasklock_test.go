@@ -135,6 +135,15 @@ printf '{"subrun_report": "report of project %s"}\n' "$MARK"
 	if latest := objects("stratus/.stratus/logs/t-twin/"); strings.TrimSpace(latest["run_id"]) != b.RunID || len(latest) != 1 {
 		t.Errorf("the task's logs dir in the bucket: %v; want only run_id naming the latest run %s", latest, b.RunID)
 	}
+	// The task id names its latest run, whose own summary status shows.
+	latest := runCLI(t, append([]string{"status", "t-twin", "--json"}, flags...)...)
+	var sl StatusResult
+	if err := json.Unmarshal([]byte(latest.stdout), &sl); err != nil || sl.RunID != b.RunID || !slices.Equal(sl.Summary, b.Summary) {
+		t.Errorf("status t-twin: run %s, summary %v (%v); want the latest run %s and its summary %v", sl.RunID, sl.Summary, err, b.RunID, b.Summary)
+	}
+	if r := runCLI(t, append([]string{"logs", "t-twin", "--json"}, flags...)...); r.code != ExitOK {
+		t.Errorf("logs t-twin: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	if b.Status != stratus.RunDone || sa.Status != stratus.RunDone {
 		t.Errorf("project a's run %s, project b's %s; want both done", sa.Status, b.Status)
 	}
