@@ -9,7 +9,7 @@
 #
 #   docker run --rm stratus-runner:codex codex --version
 #
-# `make image` builds the three targets below through the Docker Engine API
+# `make image` builds the four targets below through the Docker Engine API
 # (Docker, or podman's Docker-compatible socket), from Debian packages when
 # no registry is reachable (docs/runner-image.md § Building the images).
 # With Docker and a registry, directly:
@@ -17,13 +17,15 @@
 #   docker buildx build --platform linux/arm64 -t stratus-runner .
 #   docker buildx build --platform linux/arm64 --target runner-claude -t stratus-runner:claude .
 #   docker buildx build --platform linux/arm64 --target runner-codex -t stratus-runner:codex .
+#   docker buildx build --platform linux/arm64 --target runner-agents -t stratus-runner:agents .
 #
 # (template.yaml's WorkerCpuArchitecture, ARM64 by default, must match the
 # platform built for.)
 #
 # The default image carries Stratus and its bundled engines (echo, script),
 # git and a shell; runner-claude and runner-codex add the Claude Code and
-# Codex CLIs at the versions package.json pins (the versions the tests run);
+# Codex CLIs at the versions package.json pins (the versions the tests run),
+# runner-agents both (for a flow whose nodes name both providers);
 # for openseek, build FROM this image and install it. The runner-go target
 # adds a Go toolchain for a project's checks (`go test`): the recipe to
 # follow for Node or Python is in docs/runner-image.md § Adding a toolchain.
@@ -136,6 +138,15 @@ RUN apt-get update \
 COPY --from=codex-install /opt/codex /opt/codex
 RUN ln -s /opt/codex/bin/codex /usr/local/bin/codex
 
+# Both CLIs, for the runner of a flow whose nodes name more than one
+# provider: one task definition (template.yaml ImageUri) runs every node.
+FROM claude-os AS agents-os
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nodejs \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=codex-install /opt/codex /opt/codex
+RUN ln -s /opt/codex/bin/codex /usr/local/bin/codex
+
 # The runners. Each ends with the same lines (a Dockerfile has no include; a
 # test holds them equal): stratus goes in last, so a new stratus rebuilds
 # one small layer and reuses the CLIs' layers above.
@@ -166,6 +177,17 @@ WORKDIR /home/stratus
 ENTRYPOINT ["/usr/local/bin/stratus-runner-entrypoint"]
 
 FROM codex-os AS runner-codex
+COPY --from=build /out/stratus /usr/local/bin/stratus
+COPY image/stratus-runner-entrypoint /usr/local/bin/stratus-runner-entrypoint
+ENV HOME=/home/stratus
+USER 10001:10001
+WORKDIR /home/stratus
+ENTRYPOINT ["/usr/local/bin/stratus-runner-entrypoint"]
+
+# The runner with every agent CLI (Claude Code and Codex):
+#
+#   docker buildx build --platform linux/arm64 --target runner-agents -t stratus-runner:agents .
+FROM agents-os AS runner-agents
 COPY --from=build /out/stratus /usr/local/bin/stratus
 COPY image/stratus-runner-entrypoint /usr/local/bin/stratus-runner-entrypoint
 ENV HOME=/home/stratus

@@ -12,7 +12,7 @@ VERSION := $(shell git describe --tags --dirty 2>/dev/null)
 LDFLAGS := -X main.commit=$(COMMIT) -X main.version=$(VERSION)
 
 
-.PHONY: all build demo demo-aws demo-aws-pool demo-aws-claude demo-aws-codex demo-claude demo-codex image test test-image deps test-go fuzz vet lint-asl lint-cfn lint-shell statemachines bench bench-scale clean
+.PHONY: all build demo demo-aws demo-aws-pool demo-aws-claude demo-aws-codex demo-aws-agents demo-claude demo-codex image test test-image deps test-go fuzz vet lint-asl lint-cfn lint-shell statemachines bench bench-scale clean
 
 all: build
 
@@ -105,7 +105,10 @@ demo-aws: build lambdas rie
 ## with every step a container of stratus-runner:claude (:codex), the real
 ## CLI in it against the scripted model server, its provider key delivered
 ## through the task definition's secret (examples/demo-aws-cli.sh).
-demo-aws-claude demo-aws-codex: build lambdas rie
+## demo-aws-agents: the same with stratus-runner:agents (both CLIs), review
+## pinned to Codex and every other node on Claude Code: one image for a flow
+## that names both providers.
+demo-aws-claude demo-aws-codex demo-aws-agents: build lambdas rie
 	$(MAKE) --no-print-directory image IMAGE_FLAGS="-targets $(patsubst demo-aws-%,%,$@)"
 	examples/demo-aws-cli.sh $(patsubst demo-aws-%,%,$@) .scratch/$@ $(BIN)
 
@@ -120,8 +123,9 @@ demo-aws-pool: build lambdas rie
 	@python3 -c 'import samtranslator.translator.transform, yaml' 2>/dev/null || { echo "demo-aws-pool needs the SAM translator (it deploys template.yaml): pip install aws-sam-translator"; exit 1; }
 	examples/demo-aws-pool.sh $(BIN) $(DEMO_AWS_POOL)
 
-## image: build the runner images stratus-runner:latest, :claude and :codex
-## (the Dockerfile's targets runner, runner-claude, runner-codex) through
+## image: build the runner images stratus-runner:latest, :claude, :codex and
+## :agents (the Dockerfile's targets runner, runner-claude, runner-codex,
+## runner-agents) through
 ## the Docker Engine API (Docker, or podman's socket: started when podman
 ## is installed and no socket answers), check each runs as non-root and
 ## prints its CLI's version, and print their sizes (docs/runner-image.md §
@@ -250,7 +254,7 @@ lint-cfn:
 	@if ! command -v cfn-lint >/dev/null 2>&1; then \
 	  $(call skip,cfn-lint,not found: pip install cfn-lint); exit 0; \
 	fi; \
-	cfn-lint template.yaml
+	cfn-lint --include-checks I3011 I3013 -- template.yaml
 
 ## lint-shell: shellcheck the LocalStack scripts (they cannot run here: no
 ## Docker). As root with apt-get, a missing shellcheck is installed.

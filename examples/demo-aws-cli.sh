@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# demo-aws-cli.sh claude|codex DIR STRATUS: the example task through the
-# built-in implementation flow on `stratus dev aws`, every step a container
-# of the runner image with the real Claude Code or Codex CLI in it
-# (stratus-runner:claude or :codex, make image), against the scripted model
+# demo-aws-cli.sh claude|codex|agents DIR STRATUS: the example task through
+# the built-in implementation flow on `stratus dev aws`, every step a
+# container of the runner image with the real Claude Code or Codex CLI in it
+# (stratus-runner:claude or :codex, make image) — or, with agents, both CLIs
+# in stratus-runner:agents, Claude Code running every node but review, which
+# the task pins to Codex: one image for a flow that names both providers —
+# against the scripted model
 # server (stratus engine modelserver --script examples/modelserver.yaml) on
 # the stand-in's address on the containers' network. The provider key
 # reaches each container as a deployed stack delivers it: a Secrets Manager
@@ -10,13 +13,18 @@
 # its environment). `make demo-aws-claude` and `make demo-aws-codex` run it.
 set -euo pipefail
 cli=$1 dir=$2 stratus=$3
-case "$cli" in claude|codex) ;; *) echo "usage: $0 claude|codex DIR STRATUS" >&2; exit 2;; esac
+case "$cli" in claude|codex|agents) ;; *) echo "usage: $0 claude|codex|agents DIR STRATUS" >&2; exit 2;; esac
 image=stratus-runner:$cli
 rm -rf "$dir" && mkdir -p "$dir"
 
-# The key the task definition's secret holds: the scripted server takes any.
-if [ "$cli" = claude ]; then key=ANTHROPIC_API_KEY; else key=OPENAI_API_KEY; fi
-env "$key=sk-scripted-$cli" "$stratus" dev aws --image "$image" > "$dir/dev.out" 2> "$dir/dev.log" &
+# The keys the task definition's secrets hold: the scripted server takes any.
+keys=()
+case "$cli" in
+  claude) keys=(ANTHROPIC_API_KEY=sk-scripted-claude) ;;
+  codex) keys=(OPENAI_API_KEY=sk-scripted-codex) ;;
+  agents) keys=(ANTHROPIC_API_KEY=sk-scripted-claude OPENAI_API_KEY=sk-scripted-codex) ;;
+esac
+env "${keys[@]}" "$stratus" dev aws --image "$image" > "$dir/dev.out" 2> "$dir/dev.log" &
 devaws=$!
 server=
 cleanup() {
@@ -42,14 +50,22 @@ url=$(head -1 "$dir/modelserver.url")
 echo "== the scripted model server: $url (its requests: $dir/modelserver.log)"
 
 project=$dir/project
-"$stratus" install --dir "$project" --primary "$cli" >/dev/null
+primary=$cli
+[ "$cli" = agents ] && primary=claude
+"$stratus" install --dir "$project" --primary "$primary" >/dev/null
 cp examples/task.md "$project/task.md"
+if [ "$cli" = agents ]; then
+  # The task pins review to Codex; every other node runs on the primary.
+  sed -i '0,/^title: /s|^title: .*|&\nnodes:\n  review:\n    provider: codex|' "$project/task.md"
+  grep -q 'provider: codex' "$project/task.md" || { echo "could not pin review to codex in $project/task.md"; exit 1; }
+fi
 # The engine's settings travel with the run (the project's config), its key
 # does not: the worker has it from the task definition's secret.
 cfg=$project/.stratus/config.yaml
-if [ "$cli" = claude ]; then
+if [ "$cli" != codex ]; then
   sed -i "s|^        ANTHROPIC_API_KEY: \$ANTHROPIC_API_KEY\$|&\n        ANTHROPIC_BASE_URL: $url\n        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: \"1\"|" "$cfg"
-else
+fi
+if [ "$cli" != claude ]; then
   # Codex takes its model provider from config (-c overrides, after the
   # shim's --), the key from the variable the provider names.
   extra=""
@@ -73,3 +89,11 @@ git -C "$project" show stratus/demo-greeting:cmd/hello/main.go
 echo "== where each step ran"
 grep ' runs in ' "$dir/dev.log" | sed 's/^stratus dev aws: /  /'
 if grep -q -- '--runners process' "$dir/dev.log"; then echo "a step ran as a host process"; exit 1; fi
+if [ "$cli" = agents ]; then
+  # Both CLIs spoke to the model server: Claude Code's Messages API and
+  # Codex's Responses API, from containers of the one image.
+  for api in /v1/messages /v1/responses; do
+    grep -q "$api" "$dir/modelserver.log" || { echo "no request to $api in $dir/modelserver.log: a provider did not run"; exit 1; }
+  done
+  echo "== both CLIs ran from $image: $(grep -c /v1/messages "$dir/modelserver.log") Messages API and $(grep -c /v1/responses "$dir/modelserver.log") Responses API requests"
+fi

@@ -349,6 +349,31 @@ func TestTemplate_PoolRunnersAreTheColdRunner(t *testing.T) {
 	}
 }
 
+// docs/security.md § A pooled runner's AWS credentials: in a pool
+// service's task the runner is the only process that holds the task
+// role's credentials (its environment names the endpoint that hands them
+// out), and it keeps them from its engines as a non-dumpable process
+// without capabilities of the image's unprivileged user. So its container
+// has no init process (InitProcessEnabled: an init would keep that
+// environment in a process the engines could read), no capabilities added
+// and no user of its own (the image's, uid 10001), and the task shares no
+// PID namespace.
+func TestTemplate_PoolRunnerIsTheOnlyProcessWithItsCredentials(t *testing.T) {
+	tp := loadTemplate(t)
+	for profile, ps := range poolServices(t, tp) {
+		if pm, ok := tp.props(ps.taskDef)["PidMode"]; ok {
+			t.Errorf("%s (%s) has PidMode %v; want none (the task's containers each in their own PID namespace)", ps.taskDef, profile, pm)
+		}
+		for _, c := range asList(tp.props(ps.taskDef)["ContainerDefinitions"]) {
+			for _, k := range []string{"LinuxParameters", "User", "Privileged", "DockerSecurityOptions"} {
+				if v, ok := asMap(c)[k]; ok {
+					t.Errorf("%s (%s) container %v sets %s %v; want it unset: an init process, a capability or another user would let an engine read the runner's credentials", ps.taskDef, profile, asMap(c)["Name"], k, jsonOf(v))
+				}
+			}
+		}
+	}
+}
+
 // issue 17: a node's network profile is honoured by routing its step to
 // that profile's pool, so each pool's runners run where RunTask starts the
 // profile's cold tasks (the functions' STRATUS_ECS_* subnets, security

@@ -168,6 +168,11 @@ func TestRunnerImage_CLITargetsPinTheTestedVersions(t *testing.T) {
 			t.Errorf("%s is FROM %q; want %s", c.target, froms[c.target], c.os)
 		}
 	}
+	// runner-agents holds both CLIs: claude-os's, and codex-install's.
+	if !strings.HasPrefix(froms["agents-os"], "claude-os ") || !strings.Contains(strings.Join(stages["agents-os"], "\n"), "COPY --from=codex-install ") ||
+		!strings.HasPrefix(froms["runner-agents"], "agents-os ") {
+		t.Errorf("runner-agents is not both CLIs: agents-os FROM %q:\n%s\nrunner-agents FROM %q", froms["agents-os"], strings.Join(stages["agents-os"], "\n"), froms["runner-agents"])
+	}
 	if last != "runner" || strings.Contains(strings.Join(stages["runner"], "\n"), "npm") {
 		t.Errorf("the default target is %q; want the plain runner last", last)
 	}
@@ -183,7 +188,7 @@ func TestRunnerImage_TargetsEndAlike(t *testing.T) {
 	if len(base) < 3 || !strings.HasPrefix(base[0], "COPY --from=build /out/stratus ") || base[len(base)-3] != "USER 10001:10001" {
 		t.Fatalf("runner-base is not stratus copied onto runner-os, ending as the non-root user:\n%s", strings.Join(base, "\n"))
 	}
-	for _, target := range []string{"runner-claude", "runner-codex"} {
+	for _, target := range []string{"runner-claude", "runner-codex", "runner-agents"} {
 		body := stages[target][1:]
 		if !slices.Equal(body, base) {
 			t.Errorf("stage %s does not end as runner-base does:\n%s\nwant:\n%s", target, strings.Join(body, "\n"), strings.Join(base, "\n"))

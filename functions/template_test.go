@@ -23,13 +23,14 @@ import (
 const templatePath = "../template.yaml"
 
 // goformationLags lists properties template.yaml uses that goformation
-// v7.14.9's schema does not know (its HttpApi has "AccessLogSetting"; its
-// ECS service predates AvailabilityZoneRebalancing).
+// v7.14.9's schema does not know (its HttpApi has "AccessLogSetting" and
+// an Auth without EnableIamAuthorizer; its ECS service predates
+// AvailabilityZoneRebalancing), a nested one as "Outer.Inner".
 // cfn-lint validates them against the real schema (`make lint-cfn`); here
 // they are taken out before goformation's strict decode, and
 // TestTemplate_Parses checks they are still where they belong.
 var goformationLags = map[string][]string{
-	"AWS::Serverless::HttpApi": {"AccessLogSettings"},
+	"AWS::Serverless::HttpApi": {"AccessLogSettings", "Auth.EnableIamAuthorizer"},
 	"AWS::ECS::Service":        {"AvailabilityZoneRebalancing"},
 }
 
@@ -61,7 +62,16 @@ func loadTemplate(t *testing.T) *tmpl {
 	for _, r := range asMap(doc["Resources"]) {
 		res := asMap(r)
 		for _, prop := range goformationLags[str(res["Type"])] {
-			delete(asMap(res["Properties"]), prop)
+			outer, inner, nested := strings.Cut(prop, ".")
+			if !nested {
+				delete(asMap(res["Properties"]), prop)
+				continue
+			}
+			m := asMap(asMap(res["Properties"])[outer])
+			delete(m, inner)
+			if len(m) == 0 {
+				delete(asMap(res["Properties"]), outer)
+			}
 		}
 	}
 	resolved, _ = json.Marshal(doc)
@@ -185,7 +195,12 @@ func TestTemplate_Parses(t *testing.T) {
 		}
 		for _, id := range ids {
 			for _, p := range lagging {
-				if _, ok := tp.props(id)[p]; !ok {
+				props := tp.props(id)
+				outer, inner, nested := strings.Cut(p, ".")
+				if nested {
+					props, p = asMap(props[outer]), inner
+				}
+				if _, ok := props[p]; !ok {
 					t.Errorf("%s (%s) has no %s: drop it from goformationLags", id, typ, p)
 				}
 			}
@@ -844,6 +859,18 @@ func TestTemplate_EngineKeysAreTaskDefinitionSecrets(t *testing.T) {
 	for _, pol := range asList(tp.props("RunnerExecutionRole")["Policies"]) {
 		doc := asMap(asMap(asList(asMap(pol)["Fn::If"])[1])["PolicyDocument"])
 		for _, st := range asList(doc["Statement"]) {
+			if br := asList(asMap(st)["Fn::If"]); len(br) == 3 {
+				// Under a customer-managed key: kms:Decrypt on that key,
+				// through Secrets Manager only (issue: engine secrets
+				// under a CMK could not be read).
+				kms := asMap(br[1])
+				via := asMap(asMap(kms["Condition"])["StringEquals"])["kms:ViaService"]
+				if str(br[0]) != "HasEngineSecretsKey" || str(kms["Action"]) != "kms:Decrypt" || !refTo(kms["Resource"], "EngineSecretsKmsKeyArn") ||
+					!strings.Contains(fmt.Sprint(via), "secretsmanager.${AWS::Region}") || !refTo(br[2], "AWS::NoValue") {
+					t.Errorf("the execution role's conditional statement is %v; want kms:Decrypt on EngineSecretsKmsKeyArn via Secrets Manager when it is given", br)
+				}
+				continue
+			}
 			if str(asMap(st)["Action"]) != "secretsmanager:GetSecretValue" {
 				t.Errorf("the runner's execution role may also %v", asMap(st)["Action"])
 			}
@@ -855,6 +882,9 @@ func TestTemplate_EngineKeysAreTaskDefinitionSecrets(t *testing.T) {
 	slices.Sort(read)
 	if w := slices.Sorted(maps.Values(want)); !slices.Equal(read, w) {
 		t.Errorf("the execution role reads %v, want exactly %v", read, w)
+	}
+	if p, ok := tp.params["EngineSecretsKmsKeyArn"]; !ok || p["Default"] != "" {
+		t.Errorf("parameter EngineSecretsKmsKeyArn is missing or not empty by default")
 	}
 }
 
@@ -974,5 +1004,60 @@ func TestTemplate_StoppedWorkerTasksReachDispatch(t *testing.T) {
 	}
 	if !allowed {
 		t.Errorf("no queue policy on %s lets events.amazonaws.com send from %s alone", queue, rule)
+	}
+}
+
+// The worker API function ends before API Gateway gives up on it (HTTP
+// APIs' integration timeout is at most 30 s, the default): otherwise the
+// gateway answers 503 while the function goes on writing, and the
+// worker's retry races it. No route may lower its integration timeout
+// under the function's.
+func TestTemplate_WorkerAPIEndsBeforeTheGateway(t *testing.T) {
+	tp := loadTemplate(t)
+	timeout, _ := tp.props("WorkerApiFunction")["Timeout"].(float64)
+	if timeout == 0 || timeout >= 30 {
+		t.Fatalf("WorkerApiFunction's Timeout is %v; want under API Gateway's 30 s integration ceiling", tp.props("WorkerApiFunction")["Timeout"])
+	}
+	for name, ev := range asMap(tp.props("WorkerApiFunction")["Events"]) {
+		if ms, ok := asMap(asMap(ev)["Properties"])["TimeoutInMillis"].(float64); ok && ms <= timeout*1000 {
+			t.Errorf("route %s times out after %v ms, before the function's %v s", name, ms, timeout)
+		}
+	}
+}
+
+// Between the dispatch's heartbeat at launch and the runner's first stats
+// nothing can heartbeat a worker step: the Fargate task's cold start
+// (provisioning and the image pull: 53-62 s measured for the runner
+// image). A window the template allows must cover it twice over, or a
+// healthy worker times out before it starts.
+func TestTemplate_HeartbeatWindowCoversAColdStart(t *testing.T) {
+	const minWindow = 120 // about twice the longest cold start measured
+	p := loadTemplate(t).params["HeartbeatSeconds"]
+	if min, _ := p["MinValue"].(float64); min < minWindow {
+		t.Errorf("HeartbeatSeconds may be %v; want at least %d s, about twice a cold start", p["MinValue"], minWindow)
+	}
+}
+
+// docs/security.md § Network profiles says what the offline profile
+// reaches on AWS; the template's offline security group must be exactly
+// that (HTTPS only, to any address), so neither the code nor the docs
+// claim a boundary the stack does not give.
+func TestTemplate_OfflineProfileIsWhatTheDocsSay(t *testing.T) {
+	tp := loadTemplate(t)
+	egress := asList(tp.props("WorkerSecurityGroup")["SecurityGroupEgress"])
+	if len(egress) != 1 {
+		t.Fatalf("the offline security group has %d egress rules: %v", len(egress), egress)
+	}
+	e := asMap(egress[0])
+	got := fmt.Sprintf("%v %v-%v %v", e["IpProtocol"], e["FromPort"], e["ToPort"], e["CidrIp"])
+	if got != "tcp 443-443 0.0.0.0/0" {
+		t.Fatalf("the offline security group lets out %s; docs/security.md § Network profiles says HTTPS to anywhere: change both", got)
+	}
+	doc, err := os.ReadFile("../docs/security.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "## Network profiles") || !strings.Contains(string(doc), "HTTPS (tcp 443) to anywhere") {
+		t.Errorf("docs/security.md has no § Network profiles saying the offline profile is HTTPS (tcp 443) to anywhere")
 	}
 }

@@ -108,7 +108,7 @@ SAM translator refuses: its message, naming the resource), 2 bad flags.`,
 				return usageError{fmt.Errorf("--pool-pickup %s: want 1s to 90s (default 20s; dispatch waits inside its 120 s invocation)", o.PoolPickup)}
 			}
 			if o.HeartbeatSeconds != 0 && (o.HeartbeatSeconds < 10 || o.HeartbeatSeconds > 3600) {
-				return usageError{fmt.Errorf("--heartbeat-seconds %d: want 10 to 3600 seconds (template.yaml allows 60 to 3600 on AWS), or 0 for the default (300)", o.HeartbeatSeconds)}
+				return usageError{fmt.Errorf("--heartbeat-seconds %d: want 10 to 3600 seconds (template.yaml allows 120 to 3600 on AWS), or 0 for the default (300)", o.HeartbeatSeconds)}
 			}
 			if o.Runners != "container" && o.Runners != "process" {
 				return usageError{fmt.Errorf("--runners %q: want container (each task a container of the runner image) or process (a local stratus runner)", o.Runners)}
@@ -141,7 +141,7 @@ SAM translator refuses: its message, naming the resource), 2 bad flags.`,
 	aws.Flags().StringVar(&o.Name, "name", "", "the stack's name (default stratus-dev-<6 hex>)")
 	aws.Flags().IntVar(&o.Pool, "pool", 0, "a warm runner pool: this many pooled runners per network profile (0: none)")
 	aws.Flags().DurationVar(&o.PoolPickup, "pool-pickup", 0, "how long dispatch waits for a pooled runner before RunTask (default 20s)")
-	aws.Flags().IntVar(&o.HeartbeatSeconds, "heartbeat-seconds", 0, "the stack's HeartbeatSeconds: a worker silent this long is taken for dead (default 300; template.yaml allows 60 to 3600 and AWS refuses less, the stand-in takes down to 10 for tests and says so; under 20 an engine that prints nothing times out: its runner heartbeats every 20 s)")
+	aws.Flags().IntVar(&o.HeartbeatSeconds, "heartbeat-seconds", 0, "the stack's HeartbeatSeconds: a worker silent this long is taken for dead (default 300; template.yaml allows 120 to 3600 and AWS refuses less, the stand-in takes down to 10 for tests and says so; under 20 an engine that prints nothing times out: its runner heartbeats every 20 s)")
 	aws.Flags().StringVar(&o.Runners, "runners", "container", "what runs each Fargate task: container (a container of --image on Docker or podman) or process (a local stratus runner, sharing this machine's files and network)")
 	aws.Flags().StringVar(&o.Image, "image", "stratus-runner:latest", "the runner image the task definitions name (make image builds stratus-runner:latest, :claude, :codex)")
 	aws.Flags().StringVar(&o.Lambdas, "lambdas", "", "make lambdas' output directory: <dir>/<function>/bootstrap (default: lambdas beside this binary, as make puts bin/lambdas)")

@@ -199,7 +199,9 @@ func runDevAWS(o *DevAWSOptions) error {
 			}
 		}
 	}()
-	flags := fmt.Sprintf("--target aws --endpoint-url %s --region %s --stack %s", endpoint, moto.Region, name)
+	// The worker API serves TLS with the stand-in's own CA: --ca-bundle
+	// makes the CLI trust it (a gate's reply goes there).
+	flags := fmt.Sprintf("--target aws --endpoint-url %s --region %s --stack %s --ca-bundle %s", endpoint, moto.Region, name, ca.CertFile)
 	fmt.Fprintln(o.IO.Out, flags)
 	fmt.Fprintf(o.IO.Err, "stratus dev aws: stack %s, worker API %s (TLS: the stack's CA, %s), functions' log %s, workers in %s\n", name, st.APIURL, ca.CertFile, logPath, filepath.Join(dir, "workers"))
 	if cr != nil {

@@ -77,9 +77,16 @@ func TestDevAWS_StepsRunInContainersOfTheRunnerImage(t *testing.T) {
 // demo-aws makes it.
 func demoProject(t *testing.T) string {
 	t.Helper()
+	return gitProject(t, filepath.Join(testenv.ModuleRoot(t), "examples", "scenario.yaml"))
+}
+
+// gitProject is demoProject with the script engine's scenario file
+// scenario.
+func gitProject(t *testing.T, scenario string) string {
+	t.Helper()
 	dir := t.TempDir()
 	root := testenv.ModuleRoot(t)
-	if r := runCLI(t, "install", "--dir", dir, "--primary", "script", "--scenario", filepath.Join(root, "examples", "scenario.yaml")); r.code != 0 {
+	if r := runCLI(t, "install", "--dir", dir, "--primary", "script", "--scenario", scenario); r.code != 0 {
 		t.Fatal(r.stderr)
 	}
 	b, err := os.ReadFile(filepath.Join(root, "examples", "task.md"))

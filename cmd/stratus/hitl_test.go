@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -31,7 +33,13 @@ type background struct {
 // startRun starts `stratus run TASK --dir DIR` and streams its progress.
 func startRun(t *testing.T, dir, task string) *background {
 	t.Helper()
-	b := &background{cmd: exec.Command(stratusBin, "run", task, "--dir", dir), lines: make(chan string, 256), done: make(chan struct{})}
+	return startCLI(t, "run", task, "--dir", dir)
+}
+
+// startCLI starts `stratus ARGS…` and streams what it writes on stderr.
+func startCLI(t *testing.T, args ...string) *background {
+	t.Helper()
+	b := &background{cmd: exec.Command(stratusBin, args...), lines: make(chan string, 256), done: make(chan struct{})}
 	pipe, err := b.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -76,11 +84,18 @@ var waitLine = regexp.MustCompile(`^stratus: wait\s+(\S+)\s+node=(\S+) .*reply w
 // the run id and the step ref.
 func (b *background) waiting(t *testing.T) (runID, stepRef string) {
 	t.Helper()
+	return b.waitingOn(t, waitLine)
+}
+
+// waitingOn is waiting with the wait line's pattern (submatches: step
+// ref, node, run id).
+func (b *background) waitingOn(t *testing.T, line *regexp.Regexp) (runID, stepRef string) {
+	t.Helper()
 	timeout := time.After(60 * time.Second)
 	for {
 		select {
 		case l := <-b.lines:
-			if m := waitLine.FindStringSubmatch(l); m != nil {
+			if m := line.FindStringSubmatch(l); m != nil {
 				return m[3], m[1]
 			}
 		case <-b.done:
@@ -435,5 +450,51 @@ func TestHITL_InterruptedRunSummarySaysInterrupted(t *testing.T) {
 	}
 	if !strings.Contains(run.log(), "why:      interrupted (SIGINT or SIGTERM) while gate#1 was waiting for a human") {
 		t.Errorf("stderr does not say why:\n%s", run.log())
+	}
+}
+
+// docs/security.md § Operator replies on AWS: a running embedded run's
+// API never takes the IAM-authorised reply route, even with the run's own
+// operator token — it is not behind API Gateway's authorizer; the 403
+// names the route that takes the token, and the gate still waits for
+// `stratus approve`.
+func TestHITL_EmbeddedRunRefusesTheIAMRoute(t *testing.T) {
+	t.Parallel()
+	dir, task := setupHITLRun(t, "gated", strings.Replace(approvalFlow, " GATE_TIMEOUT", "", 1), "default:\n  report: ok\n")
+	run := startRun(t, dir, task)
+	runID, _ := run.waiting(t)
+	var addr struct {
+		APIURL string `json:"api_url"`
+	}
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(dir, ".stratus/runs", runID+".json"))), &addr); err != nil || addr.APIURL == "" {
+		t.Fatalf("run address: %v %+v", err, addr)
+	}
+	key, err := captoken.LoadOrCreateKey(filepath.Join(dir, ".stratus/hmac.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, _, _ := (&captoken.Minter{Key: key}).MintOperator(runID)
+	req, _ := http.NewRequest("POST", addr.APIURL+"/v1/operator/runs/"+runID+"/nodes/gate/hitl", strings.NewReader(`{"decision":"approve"}`))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), "AWS_IAM") || !strings.Contains(string(body), "/v1/runs/{run_id}/nodes/{node}/hitl") {
+		t.Fatalf("the IAM route on an embedded run: %d %s; want 403 naming the authorizer and the token route", resp.StatusCode, body)
+	}
+	if r := runCLI(t, "approve", runID, "gate", "--dir", dir); r.code != ExitOK || !strings.Contains(r.stdout, "gate#1 → route:approve") {
+		t.Fatalf("approve after the refusal: exit %d %s%s", r.code, r.stdout, r.stderr)
+	}
+	if _, ref := run.waiting(t); ref != "ask#1" {
+		t.Fatalf("second wait %s, want ask#1", ref)
+	}
+	if r := runCLI(t, "answer", runID, "ask", "blue", "--dir", dir); r.code != ExitOK {
+		t.Fatalf("answer: exit %d %s", r.code, r.stderr)
+	}
+	if code := run.wait(t); code != ExitOK {
+		t.Fatalf("run exit %d\n%s", code, run.log())
 	}
 }

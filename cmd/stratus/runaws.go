@@ -26,6 +26,7 @@ import (
 	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/store"
 	"github.com/stratusflow/stratus/internal/webui"
+	"github.com/stratusflow/stratus/internal/worker"
 )
 
 // fullBuild: this build runs every command itself (the slim build hands
@@ -53,7 +54,7 @@ func runRunAWS(o *RunOptions) error {
 	if o.Detach {
 		return printDetached(o.IO, o.JSON, st.Run.ID, strings.TrimPrefix(o.AWS.flagsHint(), " "))
 	}
-	res, err := tg.Follow(ctx, st.Run, st.Env, awsrun.FollowOptions{Progress: d, Poll: o.AWS.Poll})
+	res, err := tg.Follow(ctx, st.Run, st.Env, awsrun.FollowOptions{Progress: d, Poll: o.AWS.Poll, ReplyFlags: o.AWS.replyFlags()})
 	d.Close()
 	if errors.Is(err, context.Canceled) {
 		fmt.Fprintf(o.IO.Err, "stratus: interrupted: stopped following run %s; its execution goes on (stratus status %s%s shows it)\n", st.Run.ID, st.Run.ID, o.AWS.flagsHint())
@@ -86,7 +87,7 @@ func resumeAWS(o *ResumeOptions, r lifecycle.Resume) error {
 	if err != nil {
 		return usageOr(err)
 	}
-	res, err := tg.Follow(ctx, st.Run, st.Env, awsrun.FollowOptions{Progress: d, Poll: o.AWS.Poll, Skip: st.Before})
+	res, err := tg.Follow(ctx, st.Run, st.Env, awsrun.FollowOptions{Progress: d, Poll: o.AWS.Poll, Skip: st.Before, ReplyFlags: o.AWS.replyFlags()})
 	d.Close()
 	if errors.Is(err, context.Canceled) {
 		fmt.Fprintf(o.IO.Err, "stratus: interrupted: stopped following run %s; its execution goes on (stratus status %s%s shows it)\n", st.Run.ID, st.Run.ID, o.AWS.flagsHint())
@@ -260,17 +261,32 @@ func followAWS(ctx context.Context, o *StatusOptions, d *progress.Display) error
 	if err != nil {
 		return usageOr(err)
 	}
-	if _, err := tg.Follow(ctx, run, nil, awsrun.FollowOptions{Progress: d, Poll: o.AWS.Poll}); err != nil {
+	if _, err := tg.Follow(ctx, run, nil, awsrun.FollowOptions{Progress: d, Poll: o.AWS.Poll, ReplyFlags: o.AWS.replyFlags()}); err != nil {
 		return followStopped(o, d, err)
 	}
 	return nil
 }
 
-// uiSource is what `stratus ui --target aws` shows: the stack's records.
+// uiSource is what `stratus ui --target aws` shows: the stack's records,
+// and its gates' forms.
 func (o *AWSOptions) uiSource(ctx context.Context) (webui.Source, error) {
 	tg, err := o.open(ctx)
 	if err != nil {
 		return webui.Source{}, err
 	}
-	return webui.Source{Target: "aws " + tg.Sink.Bucket(), Store: tg.Store, Sink: tg.Sink, Env: runenv.EnvFunc(tg.Sink)}, nil
+	// A gate's form replies as `stratus approve --target aws` does, with
+	// this process's AWS identity (awsrun.Target.Reply).
+	return webui.Source{Target: "aws " + tg.Sink.Bucket(), Store: tg.Store, Sink: tg.Sink, Env: runenv.EnvFunc(tg.Sink),
+		Reply: tg.Reply, ShellReplies: true, ReplyFlags: o.replyFlags()}, nil
+}
+
+// replyAWS is `stratus approve|reject|answer --target aws`: it opens the
+// stack and replies there with the operator's AWS identity
+// (awsrun.Target.Reply).
+func replyAWS(ctx context.Context, o *HITLOptions, r worker.Reply) (*worker.HITLValue, error) {
+	tg, err := o.AWS.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return tg.Reply(ctx, o.RunID, o.Node, r)
 }

@@ -37,6 +37,21 @@ var credentialVars = []string{
 
 // runRunnerPool is `stratus runner pool` once its flags are checked.
 func runRunnerPool(o *RunnerPoolOptions) error {
+	// Before anything else (docs/security.md § A pooled runner's AWS
+	// credentials): no file it inherited reaches an engine; no process of
+	// this runner holds a capability (this one re-executes itself without
+	// any); and its memory and environment — the credentials' variables
+	// are in the latter for its whole life, whatever Unsetenv does — are
+	// unreadable to every process of its user that has none: its engines.
+	if err := runner.CloseInheritedFiles(); err != nil {
+		return fmt.Errorf("%w: %v", runner.ErrPoolSetup, err)
+	}
+	if err := runner.DropPrivileges(); err != nil {
+		return fmt.Errorf("%w: %v", runner.ErrPoolSetup, err)
+	}
+	if err := runner.ProtectCredentials(); err != nil {
+		return fmt.Errorf("%w: make this runner non-dumpable (prctl PR_SET_DUMPABLE), without which its engines could read its AWS credentials: %v", runner.ErrPoolSetup, err)
+	}
 	// The first SIGTERM or Ctrl-C stops taking steps (the one under way
 	// has --grace); a second ends it at once.
 	ctx, stop := context.WithCancel(context.Background())
@@ -52,6 +67,9 @@ func runRunnerPool(o *RunnerPoolOptions) error {
 		close(force)
 	}()
 	log := logging.New(o.IO.Err, "runner-pool")
+	if os.Geteuid() == 0 {
+		log.Warn("this runner runs as root: its engines run as root too, without any capability, so they cannot read its memory or environment, but they can change root's files on this host; run a pool as an unprivileged user (the runner image's is uid 10001)")
+	}
 	var opts []func(*awsconfig.LoadOptions) error
 	if ep := queueEndpoint(o.Queue); ep != "" && os.Getenv("AWS_ENDPOINT_URL") == "" && os.Getenv("AWS_ENDPOINT_URL_SQS") == "" {
 		// A queue outside AWS (moto, LocalStack) is reached where its URL
@@ -77,17 +95,13 @@ func runRunnerPool(o *RunnerPoolOptions) error {
 		awsConfigHook(&cfg)
 	}
 	// The credentials are resolved now, then their variables leave this
-	// process's environment (engines inherit it) and the process becomes
-	// non-dumpable (its original environment and memory unreadable to
-	// another process of its user, an engine included).
+	// process's environment, which engines inherit (the kernel's copy,
+	// /proc/PID/environ, keeps them: ProtectCredentials above guards it).
 	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
 		return fmt.Errorf("AWS credentials for the queue: %w", err)
 	}
 	for _, v := range credentialVars {
 		os.Unsetenv(v)
-	}
-	if err := runner.ProtectCredentials(); err != nil {
-		log.Warn(fmt.Sprintf("could not make the runner non-dumpable: %v", err))
 	}
 	if err := runner.BecomeSubreaper(); err != nil {
 		log.Warn(fmt.Sprintf("could not become the subreaper of the steps' processes: %v", err))

@@ -10,6 +10,7 @@ import (
 	"github.com/stratusflow/stratus/internal/runview"
 	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/store"
+	"github.com/stratusflow/stratus/internal/worker"
 )
 
 // The slim build links neither the AWS SDK nor the run viewer (issue 16
@@ -32,6 +33,9 @@ func awsStatus(context.Context, *StatusOptions) (*runview.View, StatusResult, er
 func followAWS(context.Context, *StatusOptions, *progress.Display) error { return handOff() }
 func (*AWSOptions) openRecords(context.Context) (store.Store, sink.Sink, error) {
 	return nil, nil, handOff()
+}
+func replyAWS(context.Context, *HITLOptions, worker.Reply) (*worker.HITLValue, error) {
+	return nil, handOff()
 }
 func runDevAWS(*DevAWSOptions) error          { return handOff() }
 func runRunnerPool(*RunnerPoolOptions) error  { return handOff() }

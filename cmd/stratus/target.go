@@ -29,7 +29,11 @@ type AWSOptions struct {
 	TablePrefix  string
 	Bucket       string
 	BucketPrefix string
-	Poll         time.Duration
+	// CABundle is a PEM file of the certificate authorities the SDK's
+	// HTTP client trusts (as the AWS CLI's --ca-bundle; default
+	// AWS_CA_BUNDLE): the worker API a reply goes to included.
+	CABundle string
+	Poll     time.Duration
 }
 
 // flagsHint is " --target aws" and the flags o was given, as a hint
@@ -38,7 +42,8 @@ type AWSOptions struct {
 func (o AWSOptions) flagsHint() string {
 	h := " --target aws"
 	for _, f := range []struct{ name, v string }{{"endpoint-url", o.EndpointURL}, {"region", o.Region}, {"stack", o.Stack},
-		{"state-machine", o.StateMachine}, {"table", o.Table}, {"table-prefix", o.TablePrefix}, {"bucket", o.Bucket}, {"bucket-prefix", o.BucketPrefix}} {
+		{"state-machine", o.StateMachine}, {"table", o.Table}, {"table-prefix", o.TablePrefix}, {"bucket", o.Bucket}, {"bucket-prefix", o.BucketPrefix},
+		{"ca-bundle", o.CABundle}} {
 		if f.v != "" {
 			h += " --" + f.name + " " + f.v
 		}
@@ -61,7 +66,7 @@ const (
 var awsContext = context.Background
 
 // awsFlags are the names addTargetFlags registers besides --target.
-var awsFlags = []string{"endpoint-url", "region", "stack", "state-machine", "table", "table-prefix", "bucket", "bucket-prefix", "poll-interval"}
+var awsFlags = []string{"endpoint-url", "region", "stack", "state-machine", "table", "table-prefix", "bucket", "bucket-prefix", "ca-bundle", "poll-interval"}
 
 func addTargetFlags(cmd *cobra.Command, target *string, o *AWSOptions) {
 	f := cmd.Flags()
@@ -74,6 +79,7 @@ func addTargetFlags(cmd *cobra.Command, target *string, o *AWSOptions) {
 	f.StringVar(&o.TablePrefix, "table-prefix", "", "--target aws: the store's table prefix (the table is PREFIX"+awsTableBaseName+"), instead of --table")
 	f.StringVar(&o.Bucket, "bucket", "", "--target aws: the data bucket (default: the stack's, or STRATUS_BUCKET)")
 	f.StringVar(&o.BucketPrefix, "bucket-prefix", "", "--target aws: key prefix in the bucket (default STRATUS_BUCKET_PREFIX, else "+awsDefaultBucketPrefix+")")
+	f.StringVar(&o.CABundle, "ca-bundle", "", "--target aws: PEM file of the certificate authorities to trust for the stack's endpoints and worker API (default AWS_CA_BUNDLE; stratus dev aws prints its own)")
 	f.DurationVar(&o.Poll, "poll-interval", awsDefaultPoll, "--target aws: how often a follower reads the run's records")
 	f.MarkHidden("poll-interval")
 }

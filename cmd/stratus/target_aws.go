@@ -3,11 +3,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/x509"
 	"fmt"
 	"net/url"
 	"os"
 	"regexp"
+	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -47,6 +50,16 @@ func (o *AWSOptions) open(ctx context.Context) (*awsrun.Target, error) {
 	}
 	if o.EndpointURL != "" {
 		opts = append(opts, awsconfig.WithBaseEndpoint(o.EndpointURL))
+	}
+	if o.CABundle != "" {
+		pem, err := os.ReadFile(o.CABundle)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--ca-bundle %s: %w; want a PEM file of certificate authorities", o.CABundle, err)}
+		}
+		if !x509.NewCertPool().AppendCertsFromPEM(pem) {
+			return nil, usageError{fmt.Errorf("--ca-bundle %s holds no PEM certificate; want a PEM file of certificate authorities", o.CABundle)}
+		}
+		opts = append(opts, awsconfig.WithCustomCABundle(bytes.NewReader(pem)))
 	}
 	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
@@ -106,4 +119,10 @@ func or(s ...string) string {
 		}
 	}
 	return ""
+}
+
+// replyFlags are the flags a reply command needs to reach the stack, as a
+// wait line or the run viewer prints them (flagsHint without its space).
+func (o AWSOptions) replyFlags() string {
+	return strings.TrimPrefix(o.flagsHint(), " ")
 }

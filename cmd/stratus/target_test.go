@@ -10,7 +10,8 @@ import (
 )
 
 // Bad --target aws flags are usage errors (exit 2) caught before anything
-// is uploaded or started.
+// is uploaded or started: a --ca-bundle that is not a PEM file of
+// certificates included.
 func TestRunTargetAWS_MalformedEndpointOrARNRefusedFirst(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -18,6 +19,8 @@ func TestRunTargetAWS_MalformedEndpointOrARNRefusedFirst(t *testing.T) {
 	for _, c := range []struct{ flag, value, want string }{
 		{"--endpoint-url", "notaurl", "--endpoint-url"},
 		{"--state-machine", "garbage", "--state-machine"},
+		{"--ca-bundle", dir + "/no-such.pem", "--ca-bundle " + dir + "/no-such.pem"},
+		{"--ca-bundle", dir + "/task.md", "holds no PEM certificate"},
 	} {
 		r := runCLI(t, "run", dir+"/task.md", "--dir", dir, "--target", "aws", "--bucket", "b", "--table", "t", c.flag, c.value)
 		if r.code != ExitUsage || !strings.Contains(r.stderr, c.want) {

@@ -36,8 +36,9 @@ each run's flow drawn as a graph coloured by its steps and updated live while
 it runs, a timeline of its visits, its cost and summary; each step's rendered
 prompt beside its outputs, its findings, attempts, degradations and runner log.
 A node waiting for a human shows its upstream output and approve / reject /
-answer forms (embedded runs; on AWS the viewer is read-only). The pages work
-without JavaScript.
+answer forms; on AWS a form replies as stratus approve --target aws does,
+signed with your AWS credentials (the stack's operator policy grants the
+route). The pages work without JavaScript.
 
 It opens to its user only. At start it draws a secret and prints the URL to
 open, http://127.0.0.1:7777/?token=SECRET; that visit sets a cookie (and

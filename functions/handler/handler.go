@@ -5,7 +5,8 @@
 //
 //   - HTTPAPI: an API Gateway HTTP API event (payload format 2.0) becomes an
 //     *http.Request for the same http.Handler the embedded server runs
-//     (internal/httpapi), through aws-lambda-go-api-proxy's v2 adapter.
+//     (internal/httpapi), through aws-lambda-go-api-proxy's v2 adapter; the
+//     caller an AWS_IAM route's authorizer verified rides in its context.
 //   - SQS: a batch of dispatch-queue records, each handed to a dispatch
 //     function; the records whose dispatch failed for an infrastructure
 //     reason are reported as batch item failures, so SQS redelivers those
@@ -27,6 +28,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/awslabs/aws-lambda-go-api-proxy/core"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/stratusflow/stratus"
@@ -41,40 +43,99 @@ type HTTPFunc func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (even
 // header from API Gateway's lower-cased names through http.Header.Add, so
 // "authorization" reaches h as "Authorization". A body that claims base64
 // but is not is answered 400 in the JSON error shape instead of failing
-// the invocation. after, when set, runs once h has answered and before
+// the invocation. The caller API Gateway's IAM authorizer verified, on an
+// AWS_IAM route (requestContext.authorizer.iam), reaches h in the
+// request's context (httpapi.IAMIdentityFrom); nothing a client sends
+// can put one there. after, when set, runs once h has answered and before
 // the handler returns: the Lambda environment is frozen between
 // invocations, so work h started in the background (the supervisor's
 // observation launches, worker.Service.Drain) must end first.
+//
+// A request ends before the function's own deadline: h's context ends
+// ResponseMargin before it, and a request that failed because its time ran
+// out is answered 503 (retry) instead of the 500 it caused, so the worker
+// API always answers for itself, never the Lambda timeout, and nothing of
+// it goes on after its caller was answered (template.yaml keeps the
+// function's timeout under API Gateway's 30 s integration ceiling).
 func HTTPAPI(h http.Handler, after func()) HTTPFunc {
-	adapter := httpadapter.NewV2(h)
+	adapter := httpadapter.NewV2(withIAMIdentity(h))
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		if after != nil {
 			defer after()
 		}
-		if ev.IsBase64Encoded {
-			b, err := base64.StdEncoding.DecodeString(ev.Body)
-			if err != nil {
-				return errorResponse(stratus.FieldErrorf(stratus.EINVALID, "body",
-					"the request is marked base64-encoded but its body is not standard base64: %v", err))
-			}
-			ev.Body, ev.IsBase64Encoded = string(b), false
+		if dl, ok := ctx.Deadline(); ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, dl.Add(-ResponseMargin))
+			defer cancel()
 		}
-		// The address workers are told to call (awsapp: HTTPHandler) is the
-		// domain API Gateway records the request came to, not a header the
-		// client wrote.
-		if d := ev.RequestContext.DomainName; d != "" {
-			if ev.Headers == nil {
-				ev.Headers = map[string]string{}
-			}
-			for k := range ev.Headers {
-				if strings.EqualFold(k, "host") {
-					delete(ev.Headers, k)
-				}
-			}
-			ev.Headers["host"] = d
+		resp, err := httpAPI(ctx, adapter, ev)
+		if err == nil && resp.StatusCode >= 500 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return outOfTime(), nil
 		}
-		return adapter.ProxyWithContext(ctx, ev)
+		return resp, err
 	}
+}
+
+// ResponseMargin is how long before the function's deadline a worker API
+// request stops (HTTPAPI): time to answer and to run after.
+const ResponseMargin = 1500 * time.Millisecond
+
+// outOfTime is the answer to a request whose time ran out: 503, which a
+// worker retries (the route's writes are idempotent).
+func outOfTime() events.APIGatewayV2HTTPResponse {
+	var body httpapi.ErrorBody
+	body.Error.Code = stratus.EINTERNAL
+	body.Error.Message = "the worker API function ran out of time for this request (its timeout, under API Gateway's 30 s); retry it"
+	b, _ := json.Marshal(body)
+	return events.APIGatewayV2HTTPResponse{
+		StatusCode: http.StatusServiceUnavailable,
+		Headers:    map[string]string{"Content-Type": "application/json", "Retry-After": "1"},
+		Body:       string(b),
+	}
+}
+
+// httpAPI serves one HTTP API event with adapter.
+func httpAPI(ctx context.Context, adapter *httpadapter.HandlerAdapterV2, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	if ev.IsBase64Encoded {
+		b, err := base64.StdEncoding.DecodeString(ev.Body)
+		if err != nil {
+			return errorResponse(stratus.FieldErrorf(stratus.EINVALID, "body",
+				"the request is marked base64-encoded but its body is not standard base64: %v", err))
+		}
+		ev.Body, ev.IsBase64Encoded = string(b), false
+	}
+	// The address workers are told to call (awsapp: HTTPHandler) is the
+	// domain API Gateway records the request came to, not a header the
+	// client wrote.
+	if d := ev.RequestContext.DomainName; d != "" {
+		if ev.Headers == nil {
+			ev.Headers = map[string]string{}
+		}
+		for k := range ev.Headers {
+			if strings.EqualFold(k, "host") {
+				delete(ev.Headers, k)
+			}
+		}
+		ev.Headers["host"] = d
+	}
+	return adapter.ProxyWithContext(ctx, ev)
+}
+
+// withIAMIdentity hands h the identity of an IAM-authorised request: the
+// adapter keeps the event's request context in the request's context
+// (core.GetAPIGatewayV2ContextFromContext), and API Gateway fills its
+// authorizer.iam only once it has verified the SigV4 signature and the
+// caller's execute-api:Invoke permission on the route (API Gateway
+// Developer Guide § Control access to HTTP APIs with IAM authorization).
+func withIAMIdentity(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rc, ok := core.GetAPIGatewayV2ContextFromContext(r.Context()); ok && rc.Authorizer != nil && rc.Authorizer.IAM != nil {
+			iam := rc.Authorizer.IAM
+			r = r.WithContext(httpapi.WithIAMIdentity(r.Context(), httpapi.IAMIdentity{AccessKey: iam.AccessKey, AccountID: iam.AccountID,
+				CallerID: iam.CallerID, UserARN: iam.UserARN, UserID: iam.UserID, PrincipalOrgID: iam.PrincipalOrgID}))
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // errorResponse answers err in the worker API's JSON error shape.

@@ -357,3 +357,92 @@ func TestHTTPAPI_HostIsTheDomainAPIGatewayRecorded(t *testing.T) {
 		t.Errorf("the handler saw host %q; want the domain API Gateway recorded", host)
 	}
 }
+
+// A request still at work when the function's time runs out (template.yaml:
+// the worker API's timeout is under API Gateway's 30 s ceiling) ends
+// ResponseMargin before the function's deadline and is answered 503, which
+// a worker retries, not the 500 its cancelled work caused; a 500 of its own
+// before then stays a 500.
+func TestHTTPAPI_RequestOutOfTimeIs503(t *testing.T) {
+	var sawDeadline time.Time
+	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sawDeadline, _ = r.Context().Deadline()
+		<-r.Context().Done()
+		httpapi.WriteError(w, r.Context().Err())
+	})
+	dl := time.Now().Add(handler.ResponseMargin + 200*time.Millisecond)
+	ctx, cancel := context.WithDeadline(context.Background(), dl)
+	defer cancel()
+	r, err := handler.HTTPAPI(slow, nil)(ctx, apiEvent("POST", "/v1/worker/submit", "Bearer x", nil, nil, false))
+	if err != nil || r.StatusCode != 503 || !strings.Contains(r.Body, "ran out of time") || r.Headers["Retry-After"] == "" {
+		t.Fatalf("a request past its time: %d %v %s %v; want 503 with Retry-After, saying it ran out of time", r.StatusCode, err, r.Body, r.Headers)
+	}
+	if want := dl.Add(-handler.ResponseMargin); !sawDeadline.Equal(want) {
+		t.Errorf("the request's deadline is %v; want the function's less ResponseMargin, %v", sawDeadline, want)
+	}
+	failing := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { httpapi.WriteError(w, errors.New("boom")) })
+	ctx2, cancel2 := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel2()
+	if r, _ := handler.HTTPAPI(failing, nil)(ctx2, apiEvent("GET", "/v1/healthz", "", nil, nil, false)); r.StatusCode != 500 {
+		t.Errorf("a 500 in time became %d", r.StatusCode)
+	}
+}
+
+// docs/security.md § Operator replies on AWS: the caller API Gateway's
+// IAM authorizer verified (requestContext.authorizer.iam) reaches the
+// worker API in the request's context, and with it the operator route
+// takes the reply (here it goes on to the flow, which has no such node:
+// the 404 names the node); without one — no authorizer, or one a client
+// wrote into a header the adapter also uses — the route answers 403.
+func TestLambda_OperatorRouteTakesTheIAMIdentityAPIGatewayVerified(t *testing.T) {
+	f := setup(t)
+	const path = "/v1/operator/runs/r1/nodes/review/hitl"
+	body := []byte(`{"decision":"approve"}`)
+	signed := apiEvent("POST", path, "", map[string]string{"content-type": "application/json"}, body, false)
+	signed.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{
+		AccessKey: "AKIAEXAMPLE", AccountID: "111122223333", CallerID: "AIDAEXAMPLE", UserARN: "arn:aws:iam::111122223333:user/alice", UserID: "AIDAEXAMPLE"}}
+	r, err := f.http(context.Background(), signed)
+	if err != nil || r.StatusCode != http.StatusNotFound || errorCode(t, r.Body) != stratus.ENOTFOUND || !strings.Contains(r.Body, `"field":"node"`) {
+		t.Fatalf("signed reply = %d %s, %v; want it past authorization, to the flow's 404 on field node", r.StatusCode, r.Body, err)
+	}
+	forged, _ := json.Marshal(signed.RequestContext)
+	for name, ev := range map[string]events.APIGatewayV2HTTPRequest{
+		"no authorizer": apiEvent("POST", path, "", map[string]string{"content-type": "application/json"}, body, false),
+		"an authorizer written in a header": apiEvent("POST", path, "", map[string]string{"content-type": "application/json",
+			"x-golambdaproxyapigatewaycontext": string(forged)}, body, false),
+	} {
+		r, err := f.http(context.Background(), ev)
+		if err != nil || r.StatusCode != http.StatusForbidden || errorCode(t, r.Body) != stratus.EFORBIDDEN || !strings.Contains(r.Body, "AWS_IAM") {
+			t.Errorf("%s: %d %s, %v; want 403 naming the AWS_IAM authorizer", name, r.StatusCode, r.Body, err)
+		}
+	}
+}
+
+// The identity reaches any handler the adapter serves as API Gateway
+// recorded it, field by field.
+func TestHTTPAPI_IAMIdentityIsTheEventsAuthorizer(t *testing.T) {
+	var got httpapi.IAMIdentity
+	var ok bool
+	h := handler.HTTPAPI(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok = httpapi.IAMIdentityFrom(r.Context())
+		w.WriteHeader(204)
+	}), nil)
+	ev := apiEvent("POST", "/v1/operator/runs/r1/nodes/gate/hitl", "", nil, nil, false)
+	ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{
+		AccessKey: "ASIAEXAMPLE", AccountID: "111122223333", CallerID: "AROAEXAMPLE:alice", PrincipalOrgID: "o-abc",
+		UserARN: "arn:aws:sts::111122223333:assumed-role/Operator/alice", UserID: "AROAEXAMPLE:alice"}}
+	if _, err := h(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	want := httpapi.IAMIdentity{AccessKey: "ASIAEXAMPLE", AccountID: "111122223333", CallerID: "AROAEXAMPLE:alice",
+		UserARN: "arn:aws:sts::111122223333:assumed-role/Operator/alice", UserID: "AROAEXAMPLE:alice", PrincipalOrgID: "o-abc"}
+	if !ok || got != want {
+		t.Errorf("identity %+v (%v); want %+v", got, ok, want)
+	}
+	if _, err := h(context.Background(), apiEvent("POST", "/v1/runs/r1/nodes/gate/hitl", "", nil, nil, false)); err != nil {
+		t.Fatal(err)
+	}
+	if ok {
+		t.Errorf("a request without an authorizer carries identity %+v", got)
+	}
+}

@@ -6,7 +6,10 @@
 // recorded in the store, an execution of the flow's state machine started
 // — and follows that execution, printing the embedded run's progress
 // lines (internal/runview) until it ends, then records the run's terminal
-// status and writes its summary, as an embedded run does.
+// status and writes its summary, as an embedded run does. It answers a
+// waiting gate for a human (Reply) on the worker API's IAM-authorised
+// route, the request signed with the operator's own AWS credentials: the
+// stack's HMAC key never leaves the stack.
 //
 // The dispatch and worker API functions do the run's work; this package
 // only reads their records. It does not deploy anything (template.yaml

@@ -27,6 +27,9 @@ type FollowOptions struct {
 	// Skip lists the steps (by tid) whose progress is not printed: those a
 	// resumed run had before its new execution (Started.Before).
 	Skip []string
+	// ReplyFlags are what the reply commands of a wait line need to reach
+	// the stack ("--target aws --stack S …"; runview.Tracker.ReplyFlags).
+	ReplyFlags string
 }
 
 // Follow shows run's progress (the events runview.Tracker reads back,
@@ -45,6 +48,7 @@ func (t *Target) Follow(ctx context.Context, run stratus.Run, env *worker.RunEnv
 	}
 	tr := runview.NewTracker(t.Store, run.ID)
 	tr.Skip(o.Skip...)
+	tr.ReplyFlags = o.ReplyFlags
 	print := func() error {
 		evs, err := tr.Poll(ctx)
 		for _, e := range evs {

@@ -26,6 +26,7 @@ type Target struct {
 	Exec  *sfn.Executor
 
 	region string
+	cfg    aws.Config // what signs and sends the operator's replies (Reply)
 }
 
 // Open opens r through cfg. A custom endpoint (cfg.BaseEndpoint: moto,
@@ -58,7 +59,7 @@ func Open(cfg aws.Config, r Resources) (*Target, error) {
 		// the template's DefinitionSubstitutions applied here.
 		opts.RoleARN, opts.Substitutions = r.StateMachineRole, map[string]string{"DispatchQueueUrl": r.QueueURL}
 	}
-	return &Target{Resources: r, Store: st, Sink: sk, Exec: sfn.New(sfn.NewClient(cfg), opts), region: cfg.Region}, nil
+	return &Target{Resources: r, Store: st, Sink: sk, Exec: sfn.New(sfn.NewClient(cfg), opts), region: cfg.Region, cfg: cfg}, nil
 }
 
 // RunStateMachine returns the ARN of the state machine that runs the

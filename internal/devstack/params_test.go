@@ -14,7 +14,7 @@ func TestCheckParameters_TheTemplatesConstraints(t *testing.T) {
 	var declared map[string]map[string]any
 	json.Unmarshal([]byte(`{
 		"WorkerCpu": {"Type": "Number", "AllowedValues": [256, 512, 1024]},
-		"HeartbeatSeconds": {"Type": "Number", "MinValue": 60, "MaxValue": 3600},
+		"HeartbeatSeconds": {"Type": "Number", "MinValue": 120, "MaxValue": 3600},
 		"Name": {"Type": "String", "AllowedPattern": "[a-z]+", "MaxLength": 5, "ConstraintDescription": "lower-case letters"}
 	}`), &declared)
 	for _, tc := range []struct {
@@ -24,7 +24,7 @@ func TestCheckParameters_TheTemplatesConstraints(t *testing.T) {
 	}{
 		{map[string]string{"WorkerCpu": "512", "HeartbeatSeconds": "300", "Name": "abc", "Undeclared": "x"}, nil, ""},
 		{map[string]string{"WorkerCpu": "3"}, nil, `parameter WorkerCpu="3": not one of its AllowedValues 256, 512, 1024`},
-		{map[string]string{"HeartbeatSeconds": "30"}, nil, `parameter HeartbeatSeconds="30": under its MinValue 60`},
+		{map[string]string{"HeartbeatSeconds": "30"}, nil, `parameter HeartbeatSeconds="30": under its MinValue 120`},
 		{map[string]string{"HeartbeatSeconds": "lots"}, nil, `parameter HeartbeatSeconds="lots": not a number`},
 		{map[string]string{"Name": "ABC"}, nil, `parameter Name="ABC": does not match its AllowedPattern [a-z]+ (lower-case letters)`},
 		{map[string]string{"Name": "abcdefg"}, nil, `longer than its MaxLength 5`},

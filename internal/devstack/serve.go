@@ -221,7 +221,13 @@ func Serve(ctx context.Context, cfg aws.Config, st *Stack, ln net.Listener, o Se
 	if f.fns, f.specs, err = startFunctions(ctx, cfg, st, o.Lambdas, o.FunctionsEndpoint, log); err != nil {
 		return nil, err
 	}
-	f.srv = httpapi.NewServer(f.fetch.wrap(lambdas.APIFront(routes, f.fns[WorkerAPIFunction])))
+	operator, err := OperatorPrincipal(ctx, cfg)
+	if err != nil {
+		f.stopFunctions()
+		return nil, err
+	}
+	f.srv = httpapi.NewServer(f.fetch.wrap(lambdas.APIFront(routes, f.fns[WorkerAPIFunction],
+		lambdas.WithIAM(lambdas.IAM{Region: cfg.Region, Principals: []lambdas.IAMPrincipal{operator}}))))
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	f.cancel = cancel
 	poll := o.EventsPoll
@@ -234,7 +240,7 @@ func Serve(ctx context.Context, cfg aws.Config, st *Stack, ln net.Listener, o Se
 	_, processes := backend.(*fargate.ProcessBackend)
 	if !processes && o.PoolRunners > 0 {
 		f.Agent.TaskRoleEnv = []string{"AWS_ENDPOINT_URL=" + o.FunctionsEndpoint, "AWS_REGION=" + cfg.Region, "AWS_DEFAULT_REGION=" + cfg.Region,
-			"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test"}
+			"AWS_ACCESS_KEY_ID=" + PoolAccessKeyID, "AWS_SECRET_ACCESS_KEY=" + PoolSecretAccessKey}
 		if o.FunctionsEndpoint == "" {
 			f.Agent.TaskRoleEnv[0] = "AWS_ENDPOINT_URL=" + aws.ToString(cfg.BaseEndpoint)
 		}
@@ -262,6 +268,23 @@ func Serve(ctx context.Context, cfg aws.Config, st *Stack, ln net.Listener, o Se
 	}()
 	go func() { defer f.wg.Done(); f.watchExecutions(lctx, poll) }()
 	return f, nil
+}
+
+// OperatorPrincipal is the AWS identity the stand-in's worker API takes a
+// SigV4-signed request from on an AWS_IAM route (the operator's gate
+// replies): the stand-in's own credentials, cfg's — those moto takes, and
+// those `stratus … --target aws --endpoint-url` signs with when no
+// AWS_ACCESS_KEY_ID or AWS_PROFILE is set (test/test) — named as moto's
+// STS names the caller of a key it did not issue (GetCallerIdentity:
+// arn:aws:sts::123456789012:user/moto, user id AKIAIOSFODNN7EXAMPLE).
+// Errors: cfg's credentials cannot be read.
+func OperatorPrincipal(ctx context.Context, cfg aws.Config) (lambdas.IAMPrincipal, error) {
+	c, err := cfg.Credentials.Retrieve(ctx)
+	if err != nil {
+		return lambdas.IAMPrincipal{}, fmt.Errorf("the stand-in's credentials: %w", err)
+	}
+	return lambdas.IAMPrincipal{AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, SessionToken: c.SessionToken,
+		AccountID: "123456789012", UserARN: "arn:aws:sts::123456789012:user/moto", UserID: "AKIAIOSFODNN7EXAMPLE"}, nil
 }
 
 // EngineSecrets are the variables the stack's task definition fills from
@@ -358,6 +381,17 @@ func (f *Functions) watchExecutions(ctx context.Context, poll time.Duration) {
 	}
 }
 
+// PoolAccessKeyID and PoolSecretAccessKey are the AWS credentials the
+// stand-in gives its pooled runners, where ECS gives a pool service's task
+// its task role's (the stand-in's services take any). They are found
+// nowhere else — not "test", which every other client of the stand-in
+// uses — so a test can look for them wherever an engine could read them
+// (docs/security.md § A pooled runner's AWS credentials).
+const (
+	PoolAccessKeyID     = "AKIASTRATUSDEVPOOL01"
+	PoolSecretAccessKey = "stratus-dev-pool-runner-secret-7f3a9c1e"
+)
+
 // startPool starts o.PoolRunners pooled runners on each of the stack's
 // pool queues: `self runner pool --queue URL --profile P` in a fresh
 // directory (its working directory, HOME and work root), with what a
@@ -380,7 +414,7 @@ func (f *Functions) startPool(cfg aws.Config, self string, o ServeOptions) error
 			// gets 5 of them (a Fargate runner's --grace is 100 s of 120).
 			args := []string{"runner", "pool", "--queue", p.url, "--profile", p.profile, "--work-root", dir, "--grace", "5s"}
 			env := append(o.processEnv(), "HOME="+dir, "AWS_ENDPOINT_URL="+endpoint, "AWS_REGION="+cfg.Region,
-				"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test")
+				"AWS_ACCESS_KEY_ID="+PoolAccessKeyID, "AWS_SECRET_ACCESS_KEY="+PoolSecretAccessKey)
 			r := &pooled{dir: dir, start: func() (*exec.Cmd, error) {
 				logf, err := os.OpenFile(filepath.Join(dir, "pool.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 				if err != nil {

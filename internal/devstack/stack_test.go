@@ -62,7 +62,7 @@ func TestCreate_DeploysTemplateYAML(t *testing.T) {
 	if err := os.WriteFile(bootstrap, []byte("#!/bin/sh\necho built\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	st, err := devstack.Create(ctx, cfg, name, "http://127.0.0.1:9", devstack.CreateOptions{HeartbeatSeconds: 90,
+	st, err := devstack.Create(ctx, cfg, name, "http://127.0.0.1:9", devstack.CreateOptions{HeartbeatSeconds: 150,
 		Bootstraps: map[string]string{"EventsFunction": bootstrap}})
 	if err != nil {
 		t.Fatal(err)
@@ -83,8 +83,8 @@ func TestCreate_DeploysTemplateYAML(t *testing.T) {
 			t.Errorf("%s's code sha256 %s; want %s (bootstrap %q zipped)", f, got, want, path)
 		}
 	}
-	if st.APIURL != "http://127.0.0.1:9" || st.Outputs[awsrun.OutputHeartbeatSeconds] != "90" {
-		t.Errorf("ApiUrl %q, HeartbeatSeconds %q; want the worker API's URL and 90", st.APIURL, st.Outputs[awsrun.OutputHeartbeatSeconds])
+	if st.APIURL != "http://127.0.0.1:9" || st.Outputs[awsrun.OutputHeartbeatSeconds] != "150" {
+		t.Errorf("ApiUrl %q, HeartbeatSeconds %q; want the worker API's URL and 150", st.APIURL, st.Outputs[awsrun.OutputHeartbeatSeconds])
 	}
 	for _, f := range []string{"WorkerApiFunction", "DispatchFunction", "EventsFunction"} {
 		if st.Functions[f] == "" {

@@ -3,9 +3,15 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/stratusflow/stratus/internal/captoken"
@@ -154,5 +160,81 @@ func TestOpenAPI_HITLSchemasMatchGoTypes(t *testing.T) {
 		if want := jsonFields(reflect.TypeOf(v)); !slices.Equal(got, want) {
 			t.Errorf("schema %s properties %v, want %v", name, got, want)
 		}
+	}
+}
+
+// docs/security.md § Operator replies on AWS: the IAM-authorised reply
+// route answers only behind API Gateway's AWS_IAM authorizer. The
+// embedded server never has a verified identity: it refuses the route
+// (403 naming the authorizer and the route that takes an operator token),
+// an operator token or not, and nothing completes. Behind the authorizer
+// (the Lambda adapter puts the identity in the request's context) the
+// reply is applied and records who gave it, in the step's value and its
+// reply file.
+func TestHITLRoute_IAMRouteAnswersOnlyBehindTheAuthorizer(t *testing.T) {
+	t.Parallel()
+	b := setupHITL(t)
+	const path, body = "/v1/operator/runs/r1/nodes/gate/hitl", `{"decision":"approve"}`
+	for _, auth := range []string{"", "Bearer " + b.operatorToken(t, "r1"), "AWS4-HMAC-SHA256 Credential=AKIAEXAMPLE/20260101/us-east-1/execute-api/aws4_request, SignedHeaders=host, Signature=00"} {
+		code, got := b.do(t, "POST", path, auth, body)
+		var eb httpapi.ErrorBody
+		if code != 403 || json.Unmarshal([]byte(got), &eb) != nil || eb.Error.Code != "forbidden" || !strings.Contains(eb.Error.Message, "AWS_IAM") ||
+			!strings.Contains(eb.Error.Message, "/v1/runs/{run_id}/nodes/{node}/hitl") {
+			t.Errorf("embedded server, Authorization %.20q: %d %s; want 403 naming the AWS_IAM authorizer and the operator token route", auth, code, got)
+		}
+	}
+	if ok, _ := b.tokens.Counts(); ok != 0 {
+		t.Fatalf("a refused reply completed %d task tokens", ok)
+	}
+
+	const arn = "arn:aws:iam::111122223333:user/alice"
+	behind := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b.handler.ServeHTTP(w, r.WithContext(httpapi.WithIAMIdentity(r.Context(), httpapi.IAMIdentity{AccessKey: "AKIAEXAMPLE", AccountID: "111122223333", UserARN: arn})))
+	}))
+	defer behind.Close()
+	// A reply naming its own replier is refused: who replied is what the
+	// authorizer verified, never the body.
+	resp, err := http.Post(behind.URL+path, "application/json", strings.NewReader(`{"decision":"approve","By":"arn:aws:iam::1:user/mallory"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 400 {
+		t.Errorf("a body naming its replier: %d, want 400", resp.StatusCode)
+	}
+	resp, err = http.Post(behind.URL+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v worker.HITLValue
+	if resp.StatusCode != 200 || json.NewDecoder(resp.Body).Decode(&v) != nil || v.Outcome != "route:approve" || v.RepliedBy != arn {
+		t.Fatalf("reply behind the authorizer: %d %+v; want route:approve replied by %s", resp.StatusCode, v, arn)
+	}
+	if sv := b.tokens.Success("tok-gate"); !strings.Contains(string(sv), "route:approve") {
+		t.Errorf("task token completed with %s", sv)
+	}
+	st, err := b.svc.Store.ListSteps(context.Background(), "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recorded bool
+	for _, s := range st {
+		if s.Node == "gate" && strings.Contains(string(s.Value), `"replied_by":"`+arn+`"`) {
+			recorded = true
+		}
+	}
+	if !recorded {
+		t.Errorf("the gate's step value does not record who replied: %+v", st)
+	}
+	var file string
+	filepath.WalkDir(b.dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Name() == "gate.md" {
+			file = p
+		}
+		return nil
+	})
+	if data, err := os.ReadFile(file); err != nil || !strings.Contains(string(data), "replied by: "+arn) {
+		t.Errorf("the reply file %s does not say who replied (%v):\n%s", file, err, data)
 	}
 }

@@ -163,6 +163,12 @@ func (h *Handler) readBodyUpTo(r *http.Request, max int64) ([]byte, error) {
 		_, err := h.Service.Authorize(r.Context(), a, "", "")
 		return nil, err
 	}
+	return h.readLimited(r, max)
+}
+
+// readLimited is readBodyUpTo once the request's credential is known to be
+// usable (the IAM-authorised route's was verified by API Gateway).
+func (h *Handler) readLimited(r *http.Request, max int64) ([]byte, error) {
 	limit := h.Service.MaxBodyBytes
 	if limit <= 0 {
 		limit = DefaultMaxBodyBytes
@@ -217,6 +223,11 @@ func (h *Handler) decodeStrict(r *http.Request, v any) error {
 	if err != nil {
 		return err
 	}
+	return strictJSON(b, v)
+}
+
+// strictJSON decodes body b as decodeStrict does.
+func strictJSON(b []byte, v any) error {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return stratus.FieldErrorf(stratus.EINVALID, "body", "empty; valid: a JSON object")
 	}

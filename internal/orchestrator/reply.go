@@ -71,16 +71,35 @@ func Reply(ctx context.Context, dir, runID, node string, r worker.Reply, alive f
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode/100 != 2 {
+	return DecodeReply(resp.StatusCode, data, runID, node, r)
+}
+
+// DecodeReply reads the worker API's answer to reply r to node of run
+// runID: status and body data. A 2xx is the step's value; anything else
+// is a *ReplyError with the status and the field the API named, its
+// message saying what was replied to and why it was refused — the JSON
+// error shape's message, API Gateway's own {"message": …} (an
+// IAM-authorised route it refused), or the body as sent.
+func DecodeReply(status int, data []byte, runID, node string, r worker.Reply) (*worker.HITLValue, error) {
+	if status/100 != 2 {
 		var eb httpapi.ErrorBody
 		msg := strings.TrimSpace(string(data))
-		if json.Unmarshal(data, &eb) == nil && eb.Error.Message != "" {
+		var gw struct {
+			Message string `json:"message"`
+		}
+		switch {
+		case json.Unmarshal(data, &eb) == nil && eb.Error.Message != "":
 			msg = eb.Error.Message
 			if eb.Error.Field != "" {
 				msg = eb.Error.Field + ": " + msg
 			}
+		case json.Unmarshal(data, &gw) == nil && gw.Message != "":
+			msg = fmt.Sprintf("API Gateway refused the request (%d %s): %s", status, http.StatusText(status), gw.Message)
+			if eb.Error.Code = stratus.EINTERNAL; status == http.StatusForbidden {
+				eb.Error.Code = stratus.EFORBIDDEN
+			}
 		}
-		return nil, &ReplyError{Status: resp.StatusCode, Field: eb.Error.Field, Err: stratus.Errorf(eb.Error.Code, "%s %s of run %s: %s", r.Decision, node, runID, msg)}
+		return nil, &ReplyError{Status: status, Field: eb.Error.Field, Err: stratus.Errorf(eb.Error.Code, "%s %s of run %s: %s", r.Decision, node, runID, msg)}
 	}
 	var v worker.HITLValue
 	if err := json.Unmarshal(data, &v); err != nil {

@@ -21,9 +21,12 @@ func BecomeSubreaper() error {
 }
 
 // ProtectCredentials makes this process non-dumpable (prctl
-// PR_SET_DUMPABLE 0): /proc/<pid>/environ and its memory are then not
-// readable by another process of the same user — an engine cannot read
-// the pool's AWS credentials from its runner.
+// PR_SET_DUMPABLE 0): /proc/<pid>/environ, /proc/<pid>/mem and the rest
+// of what ptrace(2) access mode checking guards are then readable only by
+// a process with CAP_SYS_PTRACE, not by another process of the same user —
+// an engine, once DropPrivileges left it no capability, cannot read the
+// pool's AWS credentials from its runner. It holds for this process image
+// only: execve makes a process dumpable again (prctl(2)).
 func ProtectCredentials() error {
 	const prSetDumpable = 4
 	_, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetDumpable, 0, 0)

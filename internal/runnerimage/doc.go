@@ -1,6 +1,7 @@
 // Package runnerimage makes the runner images a Fargate task runs: the
 // Dockerfile's targets runner (stratus-runner:latest), runner-claude
-// (stratus-runner:claude) and runner-codex (stratus-runner:codex), built
+// (stratus-runner:claude), runner-codex (stratus-runner:codex) and
+// runner-agents (stratus-runner:agents, both CLIs), built
 // through the Docker Engine API of Docker or podman (internal/container),
 // then checked: each runs as a non-root user and prints its CLI's version
 // (docs/runner-image.md § Building the images). `make image` runs it

@@ -20,23 +20,26 @@ import (
 // Target is one image `make image` builds: a stage of the Dockerfile, the
 // name it is tagged with, and the command whose output is its version.
 type Target struct {
-	Name    string   // short name: latest, claude, codex
+	Name    string   // short name: latest, claude, codex, agents
 	Stage   string   // the Dockerfile stage
 	Tag     string   // the image's name
 	Version []string // the command printing the version, run through the entrypoint
-	// NPMPackage is the package whose package.json pin the version printed
-	// must name; "" for stratus itself.
-	NPMPackage string
+	// NPMPackages are the packages whose package.json pins the version
+	// printed must name; none for stratus itself.
+	NPMPackages []string
 }
 
 // Targets are the runner images, in build order.
 var Targets = []Target{
 	{Name: "latest", Stage: "runner", Tag: "stratus-runner:latest", Version: []string{"stratus", "--version"}},
-	{Name: "claude", Stage: "runner-claude", Tag: "stratus-runner:claude", Version: []string{"claude", "--version"}, NPMPackage: "@anthropic-ai/claude-code"},
-	{Name: "codex", Stage: "runner-codex", Tag: "stratus-runner:codex", Version: []string{"codex", "--version"}, NPMPackage: "@openai/codex"},
+	{Name: "claude", Stage: "runner-claude", Tag: "stratus-runner:claude", Version: []string{"claude", "--version"}, NPMPackages: []string{"@anthropic-ai/claude-code"}},
+	{Name: "codex", Stage: "runner-codex", Tag: "stratus-runner:codex", Version: []string{"codex", "--version"}, NPMPackages: []string{"@openai/codex"}},
+	{Name: "agents", Stage: "runner-agents", Tag: "stratus-runner:agents", Version: []string{"sh", "-c", "claude --version && codex --version"},
+		NPMPackages: []string{"@anthropic-ai/claude-code", "@openai/codex"}},
 }
 
-// TargetByName returns the target named name (latest, claude, codex).
+// TargetByName returns the target named name (latest, claude, codex,
+// agents).
 func TargetByName(name string) (Target, bool) {
 	for _, t := range Targets {
 		if t.Name == name {
@@ -172,7 +175,8 @@ func Make(ctx context.Context, e *container.Engine, o Options) ([]Result, error)
 }
 
 // Check runs image t.Tag twice, with no network: its version command,
-// which must print the version package.json pins for t.NPMPackage, and
+// which must print the version package.json pins for each of
+// t.NPMPackages, and
 // `id -u`, which must not be 0. A missing image is an error wrapping
 // container.ErrNoImage.
 func Check(ctx context.Context, e *container.Engine, repo string, t Target) (Result, error) {
@@ -181,14 +185,14 @@ func Check(ctx context.Context, e *container.Engine, repo string, t Target) (Res
 	if err != nil {
 		return r, err
 	}
-	r.Version = firstLine(out)
-	if t.NPMPackage != "" {
-		pin, err := npmPin(repo, t.NPMPackage)
+	r.Version = strings.Join(strings.Fields(strings.ReplaceAll(strings.TrimSpace(out), "\n", "; ")), " ")
+	for _, pkg := range t.NPMPackages {
+		pin, err := npmPin(repo, pkg)
 		if err != nil {
 			return r, err
 		}
-		if !strings.Contains(r.Version, pin) {
-			return r, fmt.Errorf("%s: `%s` printed %q, not package.json's %s@%s", t.Tag, strings.Join(t.Version, " "), r.Version, t.NPMPackage, pin)
+		if !strings.Contains(out, pin) {
+			return r, fmt.Errorf("%s: `%s` printed %q, not package.json's %s@%s", t.Tag, strings.Join(t.Version, " "), r.Version, pkg, pin)
 		}
 	}
 	out, err = runOnce(ctx, e, t.Tag, []string{"id", "-u"})

@@ -7,6 +7,7 @@ package store
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,6 +52,27 @@ type Store interface {
 	// which case it returns that one and created=false (a redelivered
 	// dispatch message must not create two steps).
 	CreateStep(ctx context.Context, s stratus.Step) (got stratus.Step, created bool, err error)
+	// CreateNextStep creates the next visit of node in run runID, numbered
+	// by the store: visit v is one more than the node's highest visit
+	// (CountVisits), and the step number(v) returns is created in the same
+	// atomic write that advances the node's count, conditioned on the
+	// count it read, so callers anywhere — other goroutines, other
+	// processes, other Lambda instances on one table — get distinct visits
+	// 1, 2, 3, … without a gap, and none fails for another's number.
+	//
+	// number must return a step with RunID runID, Node node, Visit v and
+	// DedupKey dedupKey (EINVALID naming the field otherwise); it is
+	// called again with the next number when another caller took v first,
+	// so it must not write to the store (it may read it: every step with
+	// a lower visit of node exists when it is called with v). Its error is
+	// returned as is.
+	//
+	// A step with dedupKey (not "") that exists already is returned with
+	// created=false, the count untouched, as CreateStep does: a
+	// redelivered dispatch message gets the step its first delivery made.
+	// Errors: ECONFLICT when a step with number(v)'s TID exists already
+	// (a TID that does not name its visit).
+	CreateNextStep(ctx context.Context, runID, node, dedupKey string, number func(visit int) (stratus.Step, error)) (got stratus.Step, created bool, err error)
 	GetStep(ctx context.Context, tid string) (stratus.Step, error)
 	// ListSteps returns a run's steps in creation order.
 	ListSteps(ctx context.Context, runID string) ([]stratus.Step, error)
@@ -59,13 +81,21 @@ type Store interface {
 	// reads of the steps before it, without reading the whole run (issue
 	// 16 § 3).
 	LatestSteps(ctx context.Context, runID string, q LatestQuery) ([]stratus.Step, error)
-	// CountVisits returns how many steps of node the run already has. A
-	// node's steps are its visits 1 to n in creation order (each TID ends
-	// in its visit, and TIDs are unique: CreateStep), so a store may
-	// answer with the highest Visit, in one read however long the run.
+	// CountVisits returns how many steps of node the run already has: the
+	// highest Visit among them (a node's steps are its visits 1 to n,
+	// CreateNextStep), which a store keeps where one read finds it,
+	// however long the run.
 	CountVisits(ctx context.Context, runID, node string) (int, error)
 	// UpdateStep replaces the mutable fields (Status, Verdict, Value, EndedAt).
 	UpdateStep(ctx context.Context, s stratus.Step) error
+	// UpdateStepFrom is UpdateStep on condition that the stored step's
+	// Status is still from, in one conditional write: of two writers that
+	// read the same status (two replies to one human gate on two Lambda
+	// instances, a reply and its deadline), one moves the step on and the
+	// other is refused, whatever process each runs in. Errors: ENOTFOUND for
+	// an unknown TID; ECONFLICT naming the status the step has when it is
+	// not from (nothing written).
+	UpdateStepFrom(ctx context.Context, s stratus.Step, from string) error
 	// ReenterStep makes step tid running again for a new entry of its Task
 	// state (its own Retry, or the node entered again after a park):
 	// TaskToken becomes token, Status running, EndedAt zero, and entry is
@@ -174,4 +204,22 @@ func Latest(steps []stratus.Step, q LatestQuery) []stratus.Step {
 		}
 	}
 	return out
+}
+
+// CheckNumbered checks that st, the step a CreateNextStep's number
+// returned for visit, is that visit of node in run runID with dedupKey:
+// EINVALID naming the first field that differs.
+func CheckNumbered(st stratus.Step, runID, node, dedupKey string, visit int) error {
+	for _, f := range []struct {
+		field, got, want string
+	}{
+		{"run_id", st.RunID, runID}, {"node", st.Node, node}, {"dedup_key", st.DedupKey, dedupKey},
+		{"visit", strconv.Itoa(st.Visit), strconv.Itoa(visit)},
+	} {
+		if f.got != f.want {
+			return stratus.FieldErrorf(stratus.EINVALID, f.field, "step %q numbered as visit %d of node %q in run %q has %s %q; want %q",
+				st.TID, visit, node, runID, f.field, f.got, f.want)
+		}
+	}
+	return nil
 }

@@ -126,25 +126,30 @@ func (s *Service) Dispatch(ctx context.Context, m Message) error {
 			return err
 		}
 	}
+	// The store numbers the visit: dispatch instances creating steps of
+	// one node at once each get a visit of their own (CreateNextStep).
 	sum := sha256.Sum256([]byte(m.TaskToken))
-	visit := visits + 1
-	var seed json.RawMessage
-	if m.SubtaskOrder > 0 {
-		seed, _ = json.Marshal(StepValue{StepRef: fmt.Sprintf("%s#%d", stepNode, visit), Node: stepNode, SubtaskOrder: m.SubtaskOrder})
-	}
-	step, created, err := s.Store.CreateStep(ctx, stratus.Step{
-		TID:       fmt.Sprintf("%s.%s.%d", run.ID, stepNode, visit),
-		RunID:     run.ID,
-		Node:      stepNode,
-		Kind:      kind,
-		Visit:     visit,
-		StepRef:   fmt.Sprintf("%s#%d", stepNode, visit),
-		DedupKey:  hex.EncodeToString(sum[:]),
-		TaskToken: m.TaskToken,
-		Status:    stratus.StepRunning,
-		Value:     seed,
-		Input:     m.State,
-		CreatedAt: s.now(),
+	dedup := hex.EncodeToString(sum[:])
+	step, created, err := s.Store.CreateNextStep(ctx, run.ID, stepNode, dedup, func(visit int) (stratus.Step, error) {
+		ref := fmt.Sprintf("%s#%d", stepNode, visit)
+		var seed json.RawMessage
+		if m.SubtaskOrder > 0 {
+			seed, _ = json.Marshal(StepValue{StepRef: ref, Node: stepNode, SubtaskOrder: m.SubtaskOrder})
+		}
+		return stratus.Step{
+			TID:       fmt.Sprintf("%s.%s.%d", run.ID, stepNode, visit),
+			RunID:     run.ID,
+			Node:      stepNode,
+			Kind:      kind,
+			Visit:     visit,
+			StepRef:   ref,
+			DedupKey:  dedup,
+			TaskToken: m.TaskToken,
+			Status:    stratus.StepRunning,
+			Value:     seed,
+			Input:     m.State,
+			CreatedAt: s.now(),
+		}, nil
 	})
 	if err != nil {
 		return err

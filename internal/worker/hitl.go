@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/stratusflow/stratus"
@@ -21,7 +20,9 @@ import (
 // issue 5 § 4): a hitl node, or an agent whose report asks a human, parks
 // its Task state on a task token that only a human's reply completes —
 // `stratus approve|reject|answer RUN NODE` or POST
-// /v1/runs/{run_id}/nodes/{node}/hitl, both ending in Service.Human.
+// /v1/runs/{run_id}/nodes/{node}/hitl (on a stack, its IAM-authorised twin
+// POST /v1/operator/runs/{run_id}/nodes/{node}/hitl), all ending in
+// Service.Human.
 
 // StepWaiting is the status of a hitl step while it waits for its human.
 const StepWaiting = stratus.StepWaiting
@@ -58,11 +59,16 @@ const (
 )
 
 // Reply is a human's reply to a waiting hitl step: the body of POST
-// /v1/runs/{run_id}/nodes/{node}/hitl. Decision is approve, reject or
-// answer; Text is the answer to a question, or the reason of a rejection.
+// /v1/runs/{run_id}/nodes/{node}/hitl (and of its IAM-authorised twin
+// under /v1/operator/). Decision is approve, reject or answer; Text is the
+// answer to a question, or the reason of a rejection. By is who replied,
+// as the server verified it (the ARN of the operator's AWS identity on
+// the IAM-authorised route; "" for an operator token's holder): never
+// read from the body.
 type Reply struct {
 	Decision string `json:"decision"`
 	Text     string `json:"text,omitempty"`
+	By       string `json:"-"`
 }
 
 // HITLValue is the value of a hitl step: while it waits (status
@@ -81,6 +87,7 @@ type HITLValue struct {
 	Decision     string    `json:"decision,omitempty"`
 	Answer       string    `json:"answer,omitempty"` // the answer, or the rejection's reason
 	RepliedAt    time.Time `json:"replied_at,omitzero"`
+	RepliedBy    string    `json:"replied_by,omitempty"` // Reply.By: the AWS identity (ARN) that replied on a stack
 }
 
 // HumanInput is the human_input object of an agent's typed result
@@ -93,11 +100,6 @@ type HumanInput struct {
 
 // maxRequestBytes bounds the request text a step value keeps.
 const maxRequestBytes = 8 << 10
-
-// hitlMu serializes the completion of waiting steps (a reply racing
-// another reply or the deadline): the first one wins, the other finds the
-// step no longer waiting.
-var hitlMu sync.Mutex
 
 // HumanInputRequest returns the human_input request of an agent's typed
 // result, or nil when the node declares no hitl grant or the result asks
@@ -267,8 +269,8 @@ func (s *Service) agentRequest(ctx context.Context, env *RunEnv, step stratus.St
 // hitlExpired fails a hitl step still waiting at its deadline.
 func (s *Service) hitlExpired(tid string, seconds int) {
 	ctx := context.Background()
-	hitlMu.Lock()
-	defer hitlMu.Unlock()
+	s.hitl.Lock()
+	defer s.hitl.Unlock()
 	st, err := s.Store.GetStep(ctx, tid)
 	if err != nil || st.Status != StepWaiting {
 		return
@@ -322,8 +324,8 @@ func (s *Service) Human(ctx context.Context, runID, node string, r Reply) (*HITL
 		return nil, stratus.FieldErrorf(stratus.EINVALID, "decision", "%q; valid: approve, reject, answer", r.Decision)
 	}
 
-	hitlMu.Lock()
-	defer hitlMu.Unlock()
+	s.hitl.Lock()
+	defer s.hitl.Unlock()
 	steps, err := s.Store.ListSteps(ctx, runID)
 	if err != nil {
 		return nil, err
@@ -351,20 +353,34 @@ func (s *Service) Human(ctx context.Context, runID, node string, r Reply) (*HITL
 		return nil, err
 	}
 	now := s.now()
-	v.Outcome, v.Decision, v.Answer, v.RepliedAt = outcome, r.Decision, strings.TrimSpace(r.Text), now
-	if err := s.writeReply(ctx, run, env, *st, v); err != nil {
-		return nil, err
-	}
+	v.Outcome, v.Decision, v.Answer, v.RepliedAt, v.RepliedBy = outcome, r.Decision, strings.TrimSpace(r.Text), now, r.By
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
+	// The reply takes the step from waiting to completed in one
+	// conditional write, before its file is written: of two replies read
+	// waiting in two processes (two Lambda instances on AWS, where hitlMu
+	// holds nothing), one wins and the other is refused with nothing of it
+	// kept. A reply whose file cannot be written gives the step back.
 	step := *st
 	step.Status, step.Verdict, step.Value, step.EndedAt = stratus.StepCompleted, outcome, raw, now
-	if err := s.Store.UpdateStep(ctx, step); err != nil {
+	if err := s.Store.UpdateStepFrom(ctx, step, StepWaiting); stratus.ErrorCode(err) == stratus.ECONFLICT {
+		return nil, stratus.FieldErrorf(stratus.ECONFLICT, "node", "node %s of run %s is not waiting for a human: another reply to %s came first", n.ID, runID, st.StepRef)
+	} else if err != nil {
 		return nil, err
 	}
-	s.emit(Event{Type: EventStepEnded, RunID: runID, Node: step.Node, StepRef: step.StepRef, TID: step.TID, Outcome: outcome, Reason: oneLine(v.Answer, 200),
+	if err := s.writeReply(ctx, run, env, *st, v); err != nil {
+		if rerr := s.Store.UpdateStepFrom(context.WithoutCancel(ctx), *st, stratus.StepCompleted); rerr != nil {
+			return nil, fmt.Errorf("%w (and the step could not be given back to its waiting: %v)", err, rerr)
+		}
+		return nil, err
+	}
+	reason := oneLine(v.Answer, 200)
+	if v.RepliedBy != "" {
+		reason = strings.TrimSpace(reason + " (replied by " + v.RepliedBy + ")")
+	}
+	s.emit(Event{Type: EventStepEnded, RunID: runID, Node: step.Node, StepRef: step.StepRef, TID: step.TID, Outcome: outcome, Reason: reason,
 		Duration: now.Sub(step.CreatedAt)})
 	small, _ := json.Marshal(StepValue{StepRef: step.StepRef, Node: step.Node, Outcome: outcome, SubtaskOrder: v.SubtaskOrder})
 	if err := s.Tokens.SendTaskSuccess(ctx, step.TaskToken, small); err != nil {
@@ -435,6 +451,9 @@ func (s *Service) writeReply(ctx context.Context, run stratus.Run, env *RunEnv, 
 	fmt.Fprintf(&b, "# Human reply to %s\n\n", st.StepRef)
 	fmt.Fprintf(&b, "%s: %s\n\n", v.Signal, v.Request)
 	fmt.Fprintf(&b, "decision: %s\n", v.Decision)
+	if v.RepliedBy != "" {
+		fmt.Fprintf(&b, "replied by: %s\n", v.RepliedBy)
+	}
 	if v.Answer != "" {
 		fmt.Fprintf(&b, "\n%s\n", v.Answer)
 	}

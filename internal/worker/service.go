@@ -173,6 +173,10 @@ type Service struct {
 	// the names staged so far and must not interleave with another
 	// staging of the same attempt (stageArtifact).
 	staging [32]sync.Mutex
+	// hitl serialises, in this process, the completion of waiting steps
+	// (a reply racing the deadline's timer); across processes the
+	// conditional write of Human decides (hitl.go).
+	hitl sync.Mutex
 }
 
 // files returns the sink of run's work-dir files: its ctx dir, its logs
@@ -332,9 +336,10 @@ func (s *Service) failEndedWorker(ctx context.Context, tid string, n int, reason
 // task tid, launched with bootstrap value bootstrap, has stopped, and why
 // (ECS's stoppedReason, the container's exit code and last lines: "ECS
 // Task State Change", DESIGN.md § The path of one step). Unless the
-// attempt has ended some other way first, it fails now, as an
-// infrastructure failure the retry policy takes, instead of at its
-// heartbeat's lapse: a worker that stopped before it exchanged its
+// attempt has ended some other way first, it fails now (class
+// infrastructure; its Task state fails with stratus.WorkerFailed, so the
+// run takes the flow's failure path and a resume starts the step again),
+// instead of at its heartbeat's lapse: a worker that stopped before it exchanged its
 // bootstrap value never fetched its prompt (the value is spent here, so a
 // late start of the same task is refused); one that had started stopped
 // without a result. tid and n may be unknown ("", 0: a task launched

@@ -51,7 +51,7 @@ const (
 
 // supervisorState is the layer's in-flight work within one Service.
 type supervisorState struct {
-	mu     sync.Mutex     // serializes supervisor step creation and timeline appends
+	mu     sync.Mutex     // serializes this process's timeline appends (audit.go)
 	hooks  sync.WaitGroup // observation launches in flight
 	warned sync.Map       // role files already warned about
 }
@@ -121,40 +121,44 @@ func supervisorResolved(cfg *config.Config, job string) (stratus.Resolved, confi
 // createSupervisorStep creates the synthetic step of one supervisor turn
 // for step `of` (the publish step a finalize turn runs for, or the step an
 // observation looks at). created is false when a turn of that job already
-// exists for it.
+// exists for it. The store numbers the turn (store.Store.CreateNextStep:
+// the run's turns are visits 1, 2, … of SupervisorNode), so dispatch
+// instances creating turns of one run at once each get a number of their
+// own; the job's ordinal among the turns before it is counted from the
+// run's steps, all of which exist when the number is given.
 func (s *Service) createSupervisorStep(ctx context.Context, run stratus.Run, job string, of stratus.Step, token string) (stratus.Step, bool, error) {
-	s.sup.mu.Lock()
-	defer s.sup.mu.Unlock()
-	steps, err := s.Store.ListSteps(ctx, run.ID)
-	if err != nil {
-		return stratus.Step{}, false, err
-	}
-	n, jobVisit := 1, 1
-	for _, st := range steps {
-		if st.Kind != report.Kind {
-			continue
-		}
-		n++
-		var v report.SupervisorValue
-		if json.Unmarshal(st.Value, &v) == nil && v.Job == job {
-			jobVisit++
-		}
-	}
 	sum := sha256.Sum256([]byte("supervisor\x00" + job + "\x00" + of.TID))
-	ref := fmt.Sprintf("supervisor#%d", n)
-	v, _ := json.Marshal(report.SupervisorValue{StepRef: ref, Node: SupervisorNode, Job: job, JobVisit: jobVisit, For: of.TID, ForRef: of.StepRef})
-	return s.Store.CreateStep(ctx, stratus.Step{
-		TID:       fmt.Sprintf("%s.%s.%d", run.ID, SupervisorNode, n),
-		RunID:     run.ID,
-		Node:      SupervisorNode,
-		Kind:      report.Kind,
-		Visit:     n,
-		StepRef:   ref,
-		DedupKey:  hex.EncodeToString(sum[:]),
-		TaskToken: token,
-		Status:    stratus.StepRunning,
-		Value:     v,
-		CreatedAt: s.now(),
+	dedup := hex.EncodeToString(sum[:])
+	var turns []stratus.Step // the run's turns read so far
+	return s.Store.CreateNextStep(ctx, run.ID, SupervisorNode, dedup, func(n int) (stratus.Step, error) {
+		if len(turns) < n-1 { // turns created since the last read
+			steps, err := s.Store.ListSteps(ctx, run.ID)
+			if err != nil {
+				return stratus.Step{}, err
+			}
+			turns = slices.DeleteFunc(steps, func(st stratus.Step) bool { return st.Node != SupervisorNode })
+		}
+		jobVisit := 1
+		for _, st := range turns {
+			if st.Visit < n && supervisorValue(st).Job == job {
+				jobVisit++
+			}
+		}
+		ref := fmt.Sprintf("supervisor#%d", n)
+		v, _ := json.Marshal(report.SupervisorValue{StepRef: ref, Node: SupervisorNode, Job: job, JobVisit: jobVisit, For: of.TID, ForRef: of.StepRef})
+		return stratus.Step{
+			TID:       fmt.Sprintf("%s.%s.%d", run.ID, SupervisorNode, n),
+			RunID:     run.ID,
+			Node:      SupervisorNode,
+			Kind:      report.Kind,
+			Visit:     n,
+			StepRef:   ref,
+			DedupKey:  dedup,
+			TaskToken: token,
+			Status:    stratus.StepRunning,
+			Value:     v,
+			CreatedAt: s.now(),
+		}, nil
 	})
 }
 

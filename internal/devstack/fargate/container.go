@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -84,7 +83,7 @@ type containerTask struct {
 func (r *containerTask) wait() {
 	ctx := context.Background()
 	code, err := r.e.Wait(ctx, r.id)
-	lines, _ := r.e.Logs(ctx, r.id, 20)
+	lines, _ := r.e.Logs(ctx, r.id, 50)
 	r.mu.Lock()
 	if err == nil {
 		r.code = code
@@ -110,16 +109,7 @@ func (r *containerTask) ExitCode() int {
 func (r *containerTask) LastLines(n int) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []string
-	for _, l := range r.lines {
-		if l = strings.TrimSpace(l); l != "" {
-			out = append(out, l)
-		}
-	}
-	if len(out) > n {
-		out = out[len(out)-n:]
-	}
-	return out
+	return lastOf(r.lines, n)
 }
 
 func (r *containerTask) Where() string {

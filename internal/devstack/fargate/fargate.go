@@ -19,9 +19,10 @@
 //     Fargate's default);
 //   - a task whose essential container exits on its own is stopped on the
 //     stand-in with ECS's stoppedReason, "Essential container in task
-//     exited", and the container's exit code and last log lines go with
-//     the "ECS Task State Change" event the agent hands to OnStopped, as
-//     EventBridge hands it to the stack's events function.
+//     exited", and the container's exit code and last lines of output go
+//     with the "ECS Task State Change" event the agent hands to
+//     OnStopped, as the stack's WorkerTaskStoppedRule hands it to the
+//     dispatch queue.
 package fargate
 
 import (
@@ -95,10 +96,13 @@ type Running interface {
 	Stop(grace time.Duration)
 	// Done is closed once it has exited.
 	Done() <-chan struct{}
-	// ExitCode is its exit status once Done (-1: killed by a signal, or
-	// not known).
+	// ExitCode is its exit status once Done: 128+N when signal N ended
+	// it, as container engines and ECS report it (137: SIGKILL); -1 when
+	// not known.
 	ExitCode() int
-	// LastLines is the end of its output: at most n lines.
+	// LastLines is the end of its output, at most n lines, the runner's
+	// own log records left out (what is new beside the step's reason: the
+	// engine's stderr, a crash).
 	LastLines(n int) []string
 	// Where says where it runs: the container id, or the process's
 	// directory.
@@ -461,9 +465,10 @@ func (a *Agent) secret(ctx context.Context, valueFrom string) (string, error) {
 // StateChangeEvent is the EventBridge event of task tk's stop: source
 // aws.ecs, detail-type "ECS Task State Change", and the task as ECS
 // describes it in the detail, with its essential container's exit code
-// and, in the container's reason, its last log lines (ECS puts the
-// container's own reason there; the stand-in has the log at hand, where
-// AWS would have it in CloudWatch Logs).
+// and, in the container's reason, its last lines of output (Running's
+// LastLines; ECS puts the container's own reason there, such as
+// "OutOfMemoryError: Container killed due to memory usage"; the stand-in
+// has the output at hand, where AWS would have it in CloudWatch Logs).
 func StateChangeEvent(tk ecstypes.Task, code *int, lines []string) (json.RawMessage, error) {
 	type kv struct {
 		Name  string `json:"name"`

@@ -3,6 +3,8 @@ package fargate_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -79,7 +81,7 @@ func (e *events) wait(t *testing.T, arn string) stopped {
 // task definition's environment, its secret resolved from Secrets
 // Manager and the RunTask overrides, and nothing else of this process's;
 // a container that exits stops its task with ECS's reason and its exit
-// code and last lines; StopTask stops a running one; a secret that does
+// code and last lines (not the runner's log records); StopTask stops a running one; a secret that does
 // not resolve stops the task before it starts.
 func TestAgent_RunsEachTaskWithItsEnvironmentAndReportsItsStop(t *testing.T) {
 	t.Setenv("STRATUS_FARGATE_TEST_LEAK", "operator-only")
@@ -156,7 +158,7 @@ func testAgent(t *testing.T, backend fargate.Backend, image string, cmd func(scr
 	}
 
 	// Exits on its own.
-	arn := run(name, `echo "def=$FROM_DEF over=$OVERRIDDEN key=$API_KEY handle=$STRATUS_HANDLE leak=${STRATUS_FARGATE_TEST_LEAK:-none}"; echo second; exit 3`)
+	arn := run(name, `echo "def=$FROM_DEF over=$OVERRIDDEN key=$API_KEY handle=$STRATUS_HANDLE leak=${STRATUS_FARGATE_TEST_LEAK:-none}"; echo second; echo '{"time":"2026-01-01T00:00:00Z","level":"INFO","msg":"a runner record","component":"runner"}'; exit 3`)
 	d := ev.wait(t, arn)
 	if d.StoppedReason != fargate.StoppedReasonExited || d.StopCode != "EssentialContainerExited" || d.StartedBy != "stratus-t1" {
 		t.Errorf("stopped %+v; want reason %q, stop code EssentialContainerExited, startedBy stratus-t1", d, fargate.StoppedReasonExited)
@@ -164,8 +166,10 @@ func testAgent(t *testing.T, backend fargate.Backend, image string, cmd func(scr
 	if len(d.Containers) != 1 || d.Containers[0].ExitCode == nil || *d.Containers[0].ExitCode != 3 {
 		t.Fatalf("containers %+v; want one with exit code 3", d.Containers)
 	}
+	// The runner's own log records say what the step's reason says: left
+	// out, as an embedded worker's exit reason leaves them.
 	if want := "def=def over=run key=s3cret handle=wb-1 leak=none | second"; d.Containers[0].Reason != want {
-		t.Errorf("container reason (its last lines) %q; want %q", d.Containers[0].Reason, want)
+		t.Errorf("container reason (its last lines but the runner's records) %q; want %q", d.Containers[0].Reason, want)
 	}
 	if len(d.Overrides.ContainerOverrides) != 1 || len(d.Overrides.ContainerOverrides[0].Environment) != 2 {
 		t.Errorf("overrides %+v; want the runner's two variables", d.Overrides)
@@ -206,5 +210,34 @@ func testAgent(t *testing.T, backend fargate.Backend, image string, cmd func(scr
 	}
 	if _, ok := started.Load(arn); ok {
 		t.Error("a task whose secret does not resolve was started")
+	}
+}
+
+// A task process ended by a signal reports 128+N, as container engines
+// report a container's end and ECS passes it on in containers[].exitCode:
+// 137 for SIGKILL (an OOM kill, a Spot reclaim past its stopTimeout),
+// 143 for SIGTERM untrapped. Where names the pid, so a test can kill it.
+// The stand-in said -1 for any signal.
+func TestProcessBackend_ASignalledTaskExitsWith128PlusTheSignal(t *testing.T) {
+	b := &fargate.ProcessBackend{Self: "/bin/sh", Root: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}}
+	for i, tc := range []struct {
+		script string
+		want   int
+	}{{"kill -KILL $$", 137}, {"kill -TERM $$", 143}, {"exit 3", 3}} {
+		r, err := b.Start(context.Background(), fargate.Container{TaskID: fmt.Sprint("t", i), Command: []string{"-c", tc.script}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !regexp.MustCompile(`^process [1-9][0-9]* in /`).MatchString(r.Where()) {
+			t.Errorf("Where() = %q; want the process's pid and directory", r.Where())
+		}
+		select {
+		case <-r.Done():
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%q did not end", tc.script)
+		}
+		if got := r.ExitCode(); got != tc.want {
+			t.Errorf("%q: exit code %d; want %d", tc.script, got, tc.want)
+		}
 	}
 }

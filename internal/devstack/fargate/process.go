@@ -3,6 +3,7 @@ package fargate
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/stratusflow/stratus/internal/logging"
 )
 
 // ProcessBackend runs a task as a local process: `Self runner` (the
@@ -59,11 +62,7 @@ func (b *ProcessBackend) Start(_ context.Context, c Container) (Running, error) 
 	go func() {
 		err := cmd.Wait()
 		p.mu.Lock()
-		if err == nil {
-			p.code = 0
-		} else if ee, ok := err.(*exec.ExitError); ok {
-			p.code = ee.ExitCode()
-		}
+		p.code = exitCode(err)
 		p.mu.Unlock()
 		// Whatever it left behind in its group goes with it, as a
 		// container's processes do.
@@ -105,7 +104,28 @@ func (p *process) ExitCode() int {
 
 func (p *process) LastLines(n int) []string { return lastLines(p.log, n) }
 
-func (p *process) Where() string { return "process in " + p.dir }
+// Where names the process's pid (a test kills it as an OOM kill would)
+// and its directory.
+func (p *process) Where() string { return fmt.Sprintf("process %d in %s", p.cmd.Process.Pid, p.dir) }
+
+// exitCode is the exit code of a process that ended with err (cmd.Wait's):
+// its status, or 128+N when signal N ended it, as container engines
+// report a container's end and ECS passes it on (containers[].exitCode:
+// 137 for SIGKILL, an OOM kill's or a stop past its stopTimeout); -1 when
+// it is not known.
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return -1
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ee.ExitCode()
+}
 
 // lastLines is the last n non-empty lines of the file at path.
 func lastLines(path string, n int) []string {
@@ -116,11 +136,19 @@ func lastLines(path string, n int) []string {
 	return tail(b, n)
 }
 
-// tail is the last n non-empty lines of b.
+// tail is the last n lines of b that lastOf keeps.
 func tail(b []byte, n int) []string {
+	return lastOf(strings.Split(string(bytes.TrimSpace(b)), "\n"), n)
+}
+
+// lastOf is the last n of lines that are neither empty nor a record of a
+// Stratus logger (logging.IsRecord): what a task's output says beyond the
+// runner's own records — the engine's stderr, a crash — as an embedded
+// worker's exit reason keeps it (worker.Service's log tail).
+func lastOf(lines []string, n int) []string {
 	var out []string
-	for _, l := range strings.Split(string(bytes.TrimSpace(b)), "\n") {
-		if l = strings.TrimSpace(l); l != "" {
+	for _, l := range lines {
+		if l = strings.TrimSpace(l); l != "" && !logging.IsRecord(l) {
 			out = append(out, l)
 		}
 	}

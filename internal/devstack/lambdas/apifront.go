@@ -36,21 +36,45 @@ const MaxAPIBodyBytes = 10 << 20
 // matching route 404 "Not Found"; a body over MaxAPIBodyBytes, or an
 // event over Lambda's 6 MB, 413 "Request Entity Too Large"; the
 // function's error or a malformed response 500 "Internal Server Error";
-// its timeout 503 "Service Unavailable".
-func APIFront(routes []Route, fn Invoker) http.Handler {
-	return &apiFront{routes: routes, fn: fn}
+// its timeout 503 "Service Unavailable". A route whose event names the
+// AWS_IAM authorizer (Route.Auth) takes only a request signed with SigV4
+// by a principal WithIAM names, as API Gateway's IAM authorizer does
+// (authorizeIAM): anything else is a 403 before the function runs —
+// "Forbidden" unsigned, "The security token included in the request is
+// invalid." for an unknown key, "The request signature we calculated does
+// not match …" for a bad signature — and the event of a signed one
+// carries the caller in requestContext.authorizer.iam.
+func APIFront(routes []Route, fn Invoker, opts ...FrontOption) http.Handler {
+	a := &apiFront{routes: routes, fn: fn}
+	for _, o := range opts {
+		o(a)
+	}
+	return a
 }
 
 type apiFront struct {
 	routes []Route
 	fn     Invoker
+	iam    *IAM
 }
 
 func apiError(w http.ResponseWriter, status int, msg string) {
+	apiErrorOfType(w, status, "", msg)
+}
+
+// apiErrorOfType is apiError with API Gateway's x-amzn-ErrorType header
+// ("" none).
+func apiErrorOfType(w http.ResponseWriter, status int, errorType, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Apigw-Requestid", newRequestID())
+	if errorType != "" {
+		w.Header().Set("X-Amzn-Errortype", errorType)
+	}
 	w.WriteHeader(status)
-	io.WriteString(w, `{"message":"`+msg+`"}`)
+	b, _ := json.Marshal(struct {
+		Message string `json:"message"`
+	}{msg})
+	w.Write(b)
 }
 
 func (a *apiFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -68,7 +92,16 @@ func (a *apiFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusRequestEntityTooLarge, "Request Entity Too Large")
 		return
 	}
-	payload, err := json.Marshal(requestEvent(r, route, params, body))
+	ev := requestEvent(r, route, params, body)
+	if route.Auth == AuthIAM {
+		iam, refused := a.authorizeIAM(r, body)
+		if refused != nil {
+			apiErrorOfType(w, http.StatusForbidden, refused.errorType, refused.message)
+			return
+		}
+		ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{IAM: iam}
+	}
+	payload, err := json.Marshal(ev)
 	if err != nil {
 		apiError(w, http.StatusInternalServerError, "Internal Server Error")
 		return

@@ -17,7 +17,8 @@
 //     the emulator's REPORT line repeats the memory size);
 //   - the event sources template.yaml wires to the functions: the HTTP API
 //     in front of the worker API function (RoutesFromTemplate, APIFront:
-//     payload format 2.0, as `sam local start-api` sends it), the dispatch
+//     payload format 2.0, as `sam local start-api` sends it; on an AWS_IAM
+//     route, API Gateway's IAM authorizer: WithIAM, iam.go), the dispatch
 //     queue's event source mapping (SQSMappingFromTemplate, RunSQSSource)
 //     and the EventBridge event of an execution's status change
 //     (ExecutionRuleFromTemplate: which reach the function;
@@ -28,5 +29,7 @@
 // It does not resolve the functions' environments (the deployed stack's
 // outputs and parameters do that), create AWS resources, enforce the
 // memory size (the figures say how far under it a function stays), or
-// emulate IAM: every function gets the credentials it is started with.
+// evaluate IAM policies: every function gets the credentials it is
+// started with, and an AWS_IAM route checks a request's SigV4 signature
+// against the principals it is given, not their execute-api:Invoke.
 package lambdas

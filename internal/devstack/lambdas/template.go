@@ -31,6 +31,7 @@ type Route struct {
 	Event  string // the event's name in the template
 	Method string // GET, POST, … or ANY
 	Path   string // /v1/agents/{name}/render-size
+	Auth   string // AuthIAM for API Gateway's IAM authorizer; "" none
 }
 
 // Key is the route key, "GET /v1/healthz".
@@ -160,7 +161,11 @@ func RoutesFromTemplate(templateYAML []byte, function string) ([]Route, error) {
 		if method == "X-AMAZON-APIGATEWAY-ANY-METHOD" {
 			method = "ANY"
 		}
-		routes = append(routes, Route{Event: name, Method: method, Path: path})
+		auth, err := t.routeAuth(function, name, props)
+		if err != nil {
+			return nil, err
+		}
+		routes = append(routes, Route{Event: name, Method: method, Path: path, Auth: auth})
 	}
 	slices.SortFunc(routes, func(a, b Route) int {
 		if c := strings.Compare(a.Path, b.Path); c != 0 {
@@ -169,6 +174,29 @@ func RoutesFromTemplate(templateYAML []byte, function string) ([]Route, error) {
 		return strings.Compare(a.Method, b.Method)
 	})
 	return routes, nil
+}
+
+// routeAuth is the authorizer of HttpApi event name of function: its
+// Auth.Authorizer, else its API's Auth.DefaultAuthorizer, "NONE" or none
+// being ""; AWS_IAM needs the API's Auth.EnableIamAuthorizer, as SAM
+// requires. Errors: an authorizer the front does not emulate (JWT and
+// Lambda authorizers), AWS_IAM on an API that does not enable it.
+func (t *template) routeAuth(function, name string, props map[string]any) (string, error) {
+	api := asMap(t.Resources[refTarget(props["ApiId"])].Properties["Auth"])
+	auth, ok := asMap(props["Auth"])["Authorizer"].(string)
+	if !ok {
+		auth, _ = api["DefaultAuthorizer"].(string)
+	}
+	switch auth {
+	case "", "NONE":
+		return "", nil
+	case AuthIAM:
+		if api["EnableIamAuthorizer"] != true {
+			return "", fmt.Errorf("lambdas: %s event %s: Auth.Authorizer AWS_IAM, but its HttpApi does not set Auth.EnableIamAuthorizer: true (SAM refuses it)", function, name)
+		}
+		return AuthIAM, nil
+	}
+	return "", fmt.Errorf("lambdas: %s event %s: Auth.Authorizer %q is not emulated; valid: AWS_IAM, NONE", function, name, auth)
 }
 
 // SQSMappingFromTemplate returns the function's SQS event. Errors: no

@@ -45,6 +45,66 @@ func TestRoutesFromTemplate_AreTheWorkerAPIFunctionsHttpApiEvents(t *testing.T) 
 	}
 }
 
+// A route's authorizer is its event's Auth.Authorizer over its API's
+// DefaultAuthorizer: in template.yaml the operator's reply route alone is
+// AWS_IAM. An authorizer the front does not emulate, or AWS_IAM on an API
+// that does not enable it, is refused naming the event.
+func TestRoutesFromTemplate_ReadTheIAMAuthorizer(t *testing.T) {
+	routes, err := lambdas.RoutesFromTemplate(readTemplate(t), "WorkerApiFunction")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var iam []string
+	for _, r := range routes {
+		if r.Auth != "" {
+			iam = append(iam, r.Auth+" "+r.Key())
+		}
+	}
+	if !slices.Equal(iam, []string{"AWS_IAM POST /v1/operator/runs/{run_id}/nodes/{node}/hitl"}) {
+		t.Errorf("authorised routes %v; want the operator's reply route alone, AWS_IAM", iam)
+	}
+	const tmpl = `Resources:
+  Api:
+    Type: AWS::Serverless::HttpApi
+    Properties:
+      Auth: API_AUTH
+  Fn:
+    Type: AWS::Serverless::Function
+    Properties:
+      CodeUri: functions/fn
+      Events:
+        Open:
+          Type: HttpApi
+          Properties: {ApiId: !Ref Api, Method: GET, Path: /open, Auth: {Authorizer: NONE}}
+        Default:
+          Type: HttpApi
+          Properties: {ApiId: !Ref Api, Method: GET, Path: /default}
+`
+	for _, c := range []struct {
+		apiAuth, want, err string
+	}{
+		{"{EnableIamAuthorizer: true, DefaultAuthorizer: AWS_IAM}", "GET /default=AWS_IAM GET /open=", ""},
+		{"{EnableIamAuthorizer: true}", "GET /default= GET /open=", ""},
+		{"{DefaultAuthorizer: AWS_IAM}", "", "does not set Auth.EnableIamAuthorizer"},
+		{"{DefaultAuthorizer: MyJwt}", "", `Auth.Authorizer "MyJwt" is not emulated`},
+	} {
+		routes, err := lambdas.RoutesFromTemplate([]byte(strings.Replace(tmpl, "API_AUTH", c.apiAuth, 1)), "Fn")
+		var got []string
+		for _, r := range routes {
+			got = append(got, r.Key()+"="+r.Auth)
+		}
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "event Default") {
+				t.Errorf("API Auth %s: %v; want an error naming event Default and %q", c.apiAuth, err, c.err)
+			}
+			continue
+		}
+		if err != nil || strings.Join(got, " ") != c.want {
+			t.Errorf("API Auth %s: %v %v; want %s", c.apiAuth, got, err, c.want)
+		}
+	}
+}
+
 // The dispatch function's SQS event: the dispatch queue, batches of 5,
 // ReportBatchItemFailures.
 func TestSQSMappingFromTemplate_IsTheDispatchQueuesMapping(t *testing.T) {
@@ -76,7 +136,7 @@ func TestFunctionsFromTemplate_MergeGlobals(t *testing.T) {
 		mem     int
 		timeout time.Duration
 	}{
-		"WorkerApiFunction": {"functions/workerapi", 512, 30 * time.Second},
+		"WorkerApiFunction": {"functions/workerapi", 512, 28 * time.Second}, // its own, under Globals' 30
 		"DispatchFunction":  {"functions/dispatch", 256, 120 * time.Second},
 		"EventsFunction":    {"functions/events", 256, 120 * time.Second},
 	} {

@@ -23,11 +23,13 @@
 //
 // The two network profiles (Config fields, set by the deployment):
 //
-//   - Offline (network_access false, the default of every node): private
-//     subnets without a NAT route to the internet, and a security group
-//     whose only egress is HTTPS to the worker API (its VPC endpoint or
-//     prefix list). The worker can fetch its prompt and submit; nothing
-//     else.
+//   - Offline (network_access false, the default of every node): the
+//     offline subnets and a security group whose only egress is HTTPS —
+//     to any address, since the worker API (a public HTTP API), S3 and
+//     the model provider the engine calls are public addresses. The
+//     node's offline stance is the engine's (docs/security.md § Network
+//     profiles); a boundary at the network is the offline subnets' routes
+//     through a firewall with a domain allow-list.
 //   - Online (network_access true): subnets and a security group with
 //     internet egress (a NAT gateway, or public subnets with
 //     AssignPublicIP), for nodes granted the network.

@@ -83,9 +83,12 @@ type Config struct {
 	Container       string // the runner's container in it; "" = DefaultContainer
 	PlatformVersion string // Fargate platform version; "" = LATEST
 	// Offline is the network of nodes without network access (the
-	// default): private subnets and a security group whose only egress is
-	// the worker API. Online is the network of nodes with network_access
-	// true: subnets and a security group with internet egress.
+	// default): template.yaml's WorkerSubnetIds and a security group whose
+	// only egress is HTTPS (the worker API, S3, the model provider). Online
+	// is the network of nodes with network_access true: subnets and a
+	// security group with any egress. A node's offline stance is its
+	// engine's (docs/security.md § Network profiles); a boundary at the
+	// network is the subnets' routes.
 	Offline, Online NetworkProfile
 	Retry           RetryPolicy
 }

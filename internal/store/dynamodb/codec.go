@@ -17,6 +17,9 @@ type item map[string]av
 const (
 	attrRecord = "record" // the record type: run, step, ...
 	attrWID    = "wid"    // the write id of the create that made the item (newWID)
+	// attrCounted marks a run created with visit counts (its steps'
+	// nodes each have a visits# item once visited; lastVisit).
+	attrCounted = "visit_counts"
 )
 
 // The sort keys and key prefixes (package documentation § Table design).
@@ -31,6 +34,7 @@ const (
 	skRun         = "run"
 	skStep        = "step"
 	skRunStep     = "step#"        // + seq: the run's steps in creation order
+	skVisits      = "visits#"      // + node: the node's visit count
 	skDegradation = "degradation#" // + seq
 	skAttempt     = "attempt#"     // + n
 	skOutput      = "output#"      // + n + "#" + seq

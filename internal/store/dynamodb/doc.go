@@ -16,8 +16,9 @@
 //
 //	pk                 sk                                  record
 //	runs               <created ms, 15 digits>#<run id>    the run list (ListRuns): one entry per run, newest last
-//	run#<run id>       run                                 the Run
+//	run#<run id>       run                                 the Run ("visit_counts": true when created with visit counts)
 //	run#<run id>       step#<seq>                          the run's step list: tid and node of each step, seq = creation order
+//	run#<run id>       visits#<node>                       the node's visit count: its highest visit "n" and that step's "tid"
 //	run#<run id>       degradation#<seq>                   the run's degradations in append order
 //	task#<tid>         step                                the Step
 //	task#<tid>         attempt#<n>                         each Attempt
@@ -32,9 +33,9 @@
 // string order is numeric order; an attempt number outside 0..9999999999
 // is EINVALID. Every read is strongly consistent: GetItem, or a Query of
 // one partition (LatestAttempt is the last attempt# item; ListSteps the
-// run's step list, then a BatchGetItem of the steps; CountVisits counts
-// the list entries of a node), so a dispatch counting visits or a fence
-// reading the latest attempt sees every write before it. The index,
+// run's step list, then a BatchGetItem of the steps; CountVisits reads the
+// node's visits# item), so a dispatch counting visits or a fence reading
+// the latest attempt sees every write before it. The index,
 // handles_by_ttl (partition "ttl_bucket" = "handle#00".."handle#15", sort "ttl", keys
 // only), holds only handles with an expiry and serves Sweep alone.
 //
@@ -48,9 +49,20 @@
 //     degradation) is a put with attribute_not_exists(pk): ECONFLICT when
 //     the key exists (a duplicate run, attempt or handle).
 //   - CreateStep is one TransactWriteItems creating the step, its dedup
-//     item and the next entry of the run's step list. A canceled dedup put
-//     means a redelivered dispatch: the existing step is returned with
+//     item and the next entry of the run's step list, and raising the
+//     node's visit count to the step's visit. A canceled dedup put means
+//     a redelivered dispatch: the existing step is returned with
 //     created=false.
+//   - CreateNextStep numbers the step: it reads the node's visit count
+//     n, and the same transaction sets the count to n+1 on the condition
+//     that it is still n (attribute_not_exists for a node not visited
+//     yet) while it creates visit n+1. A caller whose condition failed —
+//     another dispatcher, in any process, took n+1 — reads the count
+//     again and numbers the next, so visits are 1, 2, … without a gap or
+//     a collision however many Lambda instances dispatch one run. A run
+//     created before visit counts were kept (its run item has no
+//     "visit_counts") has its visits counted from its step list until
+//     its next step of the node writes the count.
 //   - AppendOutput reads the tail's last seq and creates the next item;
 //     when another append took that seq it reads again and retries (a
 //     jittered backoff, bounded). The sequence is thus contiguous and

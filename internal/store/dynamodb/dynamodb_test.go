@@ -9,6 +9,7 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,8 +18,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/awstest"
 	"github.com/stratusflow/stratus/internal/store"
 	"github.com/stratusflow/stratus/internal/store/storetest"
 )
@@ -334,6 +337,15 @@ func TestSDKRetry_AfterSuccess_Idempotent(t *testing.T) {
 	}
 	fired("CreateStep")
 
+	arm("TransactWriteItems") // the count moved, and its condition fails on the retry
+	next, created, err := s.CreateNextStep(ctx, "run-r", "impl", "dk-r2", func(v int) (stratus.Step, error) {
+		return stratus.Step{TID: fmt.Sprintf("tid-r.%d", v), RunID: "run-r", Node: "impl", Visit: v, DedupKey: "dk-r2", Status: stratus.StepRunning}, nil
+	})
+	if err != nil || !created || next.Visit != 2 {
+		t.Fatalf("CreateNextStep retried by the SDK = visit %d, created %v, %v; want visit 2, created", next.Visit, created, err)
+	}
+	fired("CreateNextStep")
+
 	arm("PutItem")
 	a := stratus.Attempt{TID: "tid-r", N: 1, Status: stratus.AttemptRunning}
 	if err := s.CreateAttempt(ctx, a); err != nil {
@@ -367,8 +379,11 @@ func TestSDKRetry_AfterSuccess_Idempotent(t *testing.T) {
 	fired("CompleteAttempt")
 
 	// Nothing was written twice.
-	if steps, err := s.ListSteps(ctx, "run-r"); err != nil || len(steps) != 1 {
-		t.Errorf("ListSteps = %d, %v; want 1", len(steps), err)
+	if steps, err := s.ListSteps(ctx, "run-r"); err != nil || len(steps) != 2 {
+		t.Errorf("ListSteps = %d, %v; want 2", len(steps), err)
+	}
+	if n, err := s.CountVisits(ctx, "run-r", "impl"); err != nil || n != 2 {
+		t.Errorf("CountVisits = %d, %v; want 2", n, err)
 	}
 	if tail, err := s.ListOutput(ctx, "tid-r", 1); err != nil || len(tail) != 2 || tail[1].Kind != stratus.OutputFinal {
 		t.Errorf("ListOutput = %+v, %v; want the artifact and the Final", tail, err)
@@ -385,6 +400,80 @@ func TestSDKRetry_AfterSuccess_Idempotent(t *testing.T) {
 	}
 	if err := s.CreateRun(ctx, stratus.Run{ID: "run-r"}); stratus.ErrorCode(err) != stratus.ECONFLICT {
 		t.Errorf("CreateRun again: %v, want ECONFLICT", err)
+	}
+}
+
+// A run created before visit counts were kept (no visit_counts mark, no
+// visits# items) goes on: its visits are counted from its step list until
+// its next step of the node sets the count, numbered after them. A run
+// created with counts reads one item per count, never its step list.
+func TestVisitCounts_RunCreatedBeforeThem(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	queries := &atomic.Int64{}
+	counting := dynamodb.NewFromConfig(awstest.Moto(t).Config(), func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+			return st.Finalize.Add(middleware.FinalizeMiddlewareFunc("CountQueries",
+				func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+					if middleware.GetOperationName(ctx) == "Query" {
+						queries.Add(1)
+					}
+					return next.HandleFinalize(ctx, in)
+				}), middleware.After)
+		})
+	})
+	s, err := New(counting, Options{Table: f.table, Blobs: f.blobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	number := func(runID string) func(int) (stratus.Step, error) {
+		return func(v int) (stratus.Step, error) {
+			return stratus.Step{TID: fmt.Sprintf("%s.impl.%d", runID, v), RunID: runID, Node: "impl", Visit: v, Status: stratus.StepRunning}, nil
+		}
+	}
+	for _, id := range []string{"old", "new"} {
+		if err := s.CreateRun(f.ctx, stratus.Run{ID: id, Status: stratus.RunRunning}); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if _, _, err := s.CreateNextStep(f.ctx, id, "impl", "", number(id)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// "old" as a run of a release before counts: no mark, no count.
+	if _, err := f.ddb.UpdateItem(f.ctx, &dynamodb.UpdateItemInput{TableName: aws.String(f.table), Key: runKey("old"),
+		UpdateExpression: aws.String("REMOVE visit_counts")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.ddb.DeleteItem(f.ctx, &dynamodb.DeleteItemInput{TableName: aws.String(f.table), Key: visitsKey("old", "impl")}); err != nil {
+		t.Fatal(err)
+	}
+
+	queries.Store(0)
+	if n, err := s.CountVisits(f.ctx, "new", "impl"); err != nil || n != 2 {
+		t.Errorf("CountVisits(new) = %d, %v; want 2", n, err)
+	}
+	if n, err := s.CountVisits(f.ctx, "new", "review"); err != nil || n != 0 {
+		t.Errorf("CountVisits(new, a node not visited) = %d, %v; want 0", n, err)
+	}
+	if q := queries.Load(); q != 0 {
+		t.Errorf("CountVisits of a run with counts ran %d queries; want none (one item each)", q)
+	}
+
+	if n, err := s.CountVisits(f.ctx, "old", "impl"); err != nil || n != 2 {
+		t.Errorf("CountVisits(old) = %d, %v; want 2, counted from its steps", n, err)
+	}
+	st, created, err := s.CreateNextStep(f.ctx, "old", "impl", "", number("old"))
+	if err != nil || !created || st.Visit != 3 {
+		t.Fatalf("CreateNextStep(old) = visit %d, created %v, %v; want visit 3", st.Visit, created, err)
+	}
+	if it := f.raw(t, pkRun+"old", skVisits+"impl"); item(it).int("n") != 3 || item(it).str("tid") != "old.impl.3" {
+		t.Errorf("the old run's count after its next step = %v; want n 3, tid old.impl.3", it)
+	}
+	queries.Store(0)
+	if n, err := s.CountVisits(f.ctx, "old", "impl"); err != nil || n != 3 || queries.Load() != 0 {
+		t.Errorf("CountVisits(old) after = %d, %v (%d queries); want 3 from its count", n, err, queries.Load())
 	}
 }
 

@@ -13,9 +13,9 @@ import (
 
 // PruneRun marks run runID pruned at `at`, then deletes the items it
 // recorded besides the run and its entry in the run list: the run's step
-// list and degradations (partition run#<id>), each step's partition
-// (task#<tid>: the step, its attempts, output tails and final markers) and
-// dedup item (store.Store.PruneRun; docs/security.md § Retention). The
+// list, visit counts and degradations (partition run#<id>), each step's
+// partition (task#<tid>: the step, its attempts, output tails and final
+// markers) and dedup item (store.Store.PruneRun; docs/security.md § Retention). The
 // mark is one UpdateItem conditioned on a terminal status, so a run
 // resumed meanwhile is ECONFLICT and loses nothing; the deletes that
 // follow are idempotent, and a PruneRun cut short is finished by the next
@@ -49,7 +49,7 @@ func (s *Store) PruneRun(ctx context.Context, runID string, at time.Time) error 
 		return wrap(what, err)
 	}
 	var items []item
-	for _, prefix := range []string{skRunStep, skDegradation} {
+	for _, prefix := range []string{skRunStep, skDegradation, skVisits} {
 		got, err := s.query(ctx, pkRun+runID, prefix, false, 0)
 		if err != nil {
 			return wrap(what, err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/store"
@@ -54,6 +55,7 @@ func runItems(r stratus.Run) (it, entry item, err error) {
 		"max_cost_usd": capCost(r.MaxCostUSD), "max_tokens": num(r.MaxTokens),
 		"created_at": millis(r.CreatedAt), "ended_at": millis(r.EndedAt), "pruned_at": millis(r.PrunedAt),
 		"resumed_at": millis(r.ResumedAt), "active_ms": num(r.ActiveMS),
+		attrCounted: &types.AttributeValueMemberBOOL{Value: true},
 	})
 	if w := r.Workspace; w != nil {
 		b, err := json.Marshal(w)

@@ -3,6 +3,7 @@ package dynamodb
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -18,79 +19,174 @@ func stepKey(tid string) item { return key(pkTask+tid, skStep) }
 // CreateStep inserts st unless a step with the same non-empty DedupKey
 // exists, in which case it returns that step and created=false. An empty
 // DedupKey never matches. ECONFLICT if another step already has st.TID.
-//
-// One transaction creates three items, each only if absent: the step, the
-// dedup item naming it, and the next entry of the run's step list (the
-// creation order). When the dedup item exists the step is a redelivery;
-// when only the list entry was taken, another step of the run was created
-// meanwhile and the write tries the next entry.
+// The node's visit count rises to st.Visit when that is higher
+// (createStep).
 func (s *Store) CreateStep(ctx context.Context, st stratus.Step) (got stratus.Step, created bool, err error) {
-	what := "create step " + quote(st.TID)
-	if st.DedupKey != "" {
-		if got, found, err := s.dedupStep(ctx, st.DedupKey); err != nil || found {
+	return s.createStep(ctx, "create step "+quote(st.TID), st.RunID, st.Node, st.DedupKey,
+		func(int) (stratus.Step, error) { return st, nil })
+}
+
+// CreateNextStep creates the next visit of node in run runID
+// (store.Store): it reads the node's visit count v-1 (one item), and
+// creates step number(v) in the transaction that sets the count to v on
+// the condition that it is still v-1. A caller that lost the count to
+// another reads it again and numbers the next visit (createStep).
+func (s *Store) CreateNextStep(ctx context.Context, runID, node, dedupKey string, number func(visit int) (stratus.Step, error)) (stratus.Step, bool, error) {
+	what := fmt.Sprintf("create the next step of node %q in run %q", node, runID)
+	return s.createStep(ctx, what, runID, node, dedupKey, func(last int) (stratus.Step, error) {
+		st, err := number(last + 1)
+		if err != nil {
+			return stratus.Step{}, err
+		}
+		return st, store.CheckNumbered(st, runID, node, dedupKey, last+1)
+	})
+}
+
+// buildErr carries an error of createStep's build out of contend as is.
+type buildErr struct{ error }
+
+// createStep creates the step build returns for the node's visit count
+// (last). One transaction writes, each only if absent, the step, the dedup
+// item naming it and the next entry of the run's step list (the creation
+// order), and — when the step's visit is above last — sets the node's
+// count to that visit, conditioned on it still being last (or absent).
+// When the dedup item exists the step is a redelivery: that step is
+// returned, created=false. When another write took the count or the list
+// entry (or a transaction conflicted), the write reads again and tries the
+// next: a numbered step is built again for the new count.
+func (s *Store) createStep(ctx context.Context, what, runID, node, dedupKey string, build func(last int) (stratus.Step, error)) (got stratus.Step, created bool, err error) {
+	if dedupKey != "" {
+		if got, found, err := s.dedupStep(ctx, dedupKey); err != nil || found {
 			return got, false, err
 		}
 	}
 	wid := newWID()
-	stepIt := stepKey(st.TID).setAll(map[string]av{
-		attrRecord: str("step"), attrWID: str(wid),
-		"tid": str(st.TID), "run_id": text(st.RunID), "node": text(st.Node), "kind": text(st.Kind), "visit": num(int64(st.Visit)),
-		"step_ref": text(st.StepRef), "dedup_key": text(st.DedupKey), "task_token": text(st.TaskToken),
-		"input": text(string(st.Input)),
-	}).setAll(stepMutable(st))
+	var st stratus.Step
 	var existing *stratus.Step
 	err = contend(ctx, what, func() (lost bool, err error) {
-		last, err := s.lastSeq(ctx, pkRun+st.RunID, skRunStep)
+		last, kept, err := s.lastVisit(ctx, runID, node)
 		if err != nil {
 			return false, err
-		} else if last >= maxSeq {
-			return false, fmt.Errorf("run %q has %d steps, the most one run can hold", st.RunID, last)
+		}
+		if st, err = build(last); err != nil {
+			return false, buildErr{err}
+		}
+		seq, err := s.lastSeq(ctx, pkRun+st.RunID, skRunStep)
+		if err != nil {
+			return false, err
+		} else if seq >= maxSeq {
+			return false, fmt.Errorf("run %q has %d steps, the most one run can hold", st.RunID, seq)
 		}
 		items := []types.TransactWriteItem{
-			s.createTx(stepIt),
-			s.createTx(key(pkRun+st.RunID, skRunStep+pad(last+1)).setAll(map[string]av{
+			s.createTx(stepKey(st.TID).setAll(map[string]av{
+				attrRecord: str("step"), attrWID: str(wid),
+				"tid": str(st.TID), "run_id": text(st.RunID), "node": text(st.Node), "kind": text(st.Kind), "visit": num(int64(st.Visit)),
+				"step_ref": text(st.StepRef), "dedup_key": text(st.DedupKey), "task_token": text(st.TaskToken),
+				"input": text(string(st.Input)),
+			}).setAll(stepMutable(st))),
+			s.createTx(key(pkRun+st.RunID, skRunStep+pad(seq+1)).setAll(map[string]av{
 				attrRecord: str("run_step"), attrWID: str(wid), "tid": str(st.TID), "node": text(st.Node),
 			})),
 		}
+		iDedup, iCount := -1, -1
 		if st.DedupKey != "" {
+			iDedup = len(items)
 			items = append(items, s.createTx(key(pkDedup+st.DedupKey, skDedup).setAll(map[string]av{
 				attrRecord: str("dedup"), attrWID: str(wid), "tid": str(st.TID),
 			})))
 		}
+		if st.Visit > last {
+			iCount = len(items)
+			items = append(items, s.countTx(st, last, kept, wid))
+		}
 		err = s.transact(ctx, items...)
 		codes, olds, ok := canceled(err)
+		failed := func(i int) bool { return i >= 0 && reason(codes, i) == codeConditionFailed }
 		switch {
 		case err == nil:
 			return false, nil
 		case !ok:
 			return false, err
-		case reason(codes, 0) == codeConditionFailed && mine(olds[0], wid):
+		case failed(0) && mine(olds[0], wid):
 			return false, nil // the SDK retried this transaction after it had committed
-		case reason(codes, 2) == codeConditionFailed:
+		case failed(iDedup):
 			got, found, err := s.dedupStep(ctx, st.DedupKey)
 			if err == nil && !found {
 				err = fmt.Errorf("dedup key %q was taken, then vanished", st.DedupKey)
 			}
 			existing = &got
 			return false, err
-		case reason(codes, 0) == codeConditionFailed:
-			return false, stratus.Errorf(stratus.ECONFLICT, "step %q already exists (DynamoDB TransactionCanceledException: %s)", st.TID, codeConditionFailed)
-		case reason(codes, 1) == codeConditionFailed || hasCode(codes, codeTransactionConflict):
+		case failed(iCount) || failed(1) || hasCode(codes, codeTransactionConflict):
 			return true, nil
+		case failed(0):
+			return false, stratus.Errorf(stratus.ECONFLICT, "step %q already exists (DynamoDB TransactionCanceledException: %s)", st.TID, codeConditionFailed)
 		}
 		return false, err
 	})
-	if err != nil {
-		if stratus.ErrorCode(err) == stratus.ECONFLICT {
-			return stratus.Step{}, false, err
-		}
+	var be buildErr
+	switch {
+	case errors.As(err, &be):
+		return stratus.Step{}, false, be.error
+	case stratus.ErrorCode(err) == stratus.ECONFLICT:
+		return stratus.Step{}, false, err
+	case err != nil:
 		return stratus.Step{}, false, wrap(what, err)
-	}
-	if existing != nil {
+	case existing != nil:
 		return *existing, false, nil
 	}
 	st.CreatedAt, st.EndedAt = stored(st.CreatedAt), stored(st.EndedAt)
 	return st, true, nil
+}
+
+// visitsKey is the key of the visit count of node in run runID: its
+// highest visit ("n") and that step's tid ("tid").
+func visitsKey(runID, node string) item { return key(pkRun+runID, skVisits+node) }
+
+// countTx sets the visit count of st's node to st.Visit (and its latest
+// tid to st.TID) if it is still last — absent when !kept.
+func (s *Store) countTx(st stratus.Step, last int, kept bool, wid string) types.TransactWriteItem {
+	names := map[string]string{"#n": "n", "#tid": "tid", "#rec": attrRecord, "#wid": attrWID}
+	values := map[string]av{":n": num(int64(st.Visit)), ":tid": str(st.TID), ":rec": str("visits"), ":wid": str(wid)}
+	cond := "#n = :last"
+	if kept {
+		values[":last"] = num(int64(last))
+	} else {
+		cond, names["#pk"] = "attribute_not_exists(#pk)", PartitionKey
+	}
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName: aws.String(s.table), Key: visitsKey(st.RunID, st.Node),
+		UpdateExpression:                    aws.String("SET #n = :n, #tid = :tid, #rec = :rec, #wid = :wid"),
+		ConditionExpression:                 aws.String(cond),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}}
+}
+
+// lastVisit returns the highest visit of node in run runID, and whether
+// it is kept in the node's visit count (one item, read strongly
+// consistent). A run created with counts (CreateRun marks it) has none
+// for a node not visited yet: 0. A run created before counts were kept
+// has its steps counted in its step list instead, until its first new
+// step of the node sets the count.
+func (s *Store) lastVisit(ctx context.Context, runID, node string) (last int, kept bool, err error) {
+	it, err := s.get(ctx, visitsKey(runID, node))
+	if err != nil {
+		return 0, false, err
+	} else if it != nil {
+		return int(it.int("n")), true, nil
+	}
+	out, err := s.c.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.table), Key: runKey(runID), ConsistentRead: aws.Bool(true),
+		ProjectionExpression: aws.String("#counted"), ExpressionAttributeNames: map[string]string{"#counted": attrCounted},
+	})
+	if err != nil {
+		return 0, false, err
+	} else if item(out.Item).bool(attrCounted) {
+		return 0, false, nil
+	}
+	n, err := s.countListed(ctx, runID, node)
+	return n, false, err
 }
 
 // stepMutable is what UpdateStep replaces.
@@ -207,9 +303,20 @@ func toMaps(items []item) []map[string]av {
 }
 
 // CountVisits returns how many steps of node run runID has (0 for an
-// unknown run or node). It reads the run's step list, strongly consistent,
-// so a dispatch counting visits sees every step created before it.
+// unknown run or node): the node's visit count, one item read strongly
+// consistent, so a dispatch counting visits sees every step created
+// before it (lastVisit).
 func (s *Store) CountVisits(ctx context.Context, runID, node string) (int, error) {
+	n, _, err := s.lastVisit(ctx, runID, node)
+	if err != nil {
+		return 0, wrap(fmt.Sprintf("count visits of node %q in run %q", node, runID), err)
+	}
+	return n, nil
+}
+
+// countListed counts the entries of node in the run's step list: the
+// visits of a node of a run created before visit counts were kept.
+func (s *Store) countListed(ctx context.Context, runID, node string) (int, error) {
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
 		KeyConditionExpression:    aws.String("#pk = :pk AND begins_with(#sk, :prefix)"),
@@ -223,7 +330,7 @@ func (s *Store) CountVisits(ctx context.Context, runID, node string) (int, error
 	for {
 		out, err := s.c.Query(ctx, in)
 		if err != nil {
-			return 0, wrap(fmt.Sprintf("count visits of node %q in run %q", node, runID), err)
+			return 0, err
 		}
 		n += int(out.Count)
 		if len(out.LastEvaluatedKey) == 0 {
@@ -241,6 +348,37 @@ func (s *Store) UpdateStep(ctx context.Context, st stratus.Step) error {
 		return wrap("update step "+quote(st.TID), err)
 	} else if missing {
 		return stepNotFound(st.TID)
+	}
+	return nil
+}
+
+// UpdateStepFrom updates st on condition that its status is still from
+// (store.Store): one UpdateItem whose condition adds the status.
+func (s *Store) UpdateStepFrom(ctx context.Context, st stratus.Step, from string) error {
+	u := stepUpdate(st)
+	if err := checkSize(u.k, u.set); err != nil {
+		return wrap("update step "+quote(st.TID), err)
+	}
+	expr, cond, names, values := u.expr()
+	names["#from_status"] = "status"
+	if values == nil {
+		values = map[string]av{}
+	}
+	values[":from_status"] = text(from)
+	_, err := s.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.table), Key: u.k, UpdateExpression: aws.String(expr),
+		ConditionExpression:      aws.String(cond + " AND #from_status = :from_status"),
+		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+	})
+	if _, ok := conditionFailed(err); ok {
+		cur, gerr := s.GetStep(ctx, st.TID)
+		if gerr != nil {
+			return gerr
+		}
+		return stratus.Errorf(stratus.ECONFLICT, "step %q is %s, no longer %s: another writer moved it on first (DynamoDB ConditionalCheckFailedException)", st.TID, cur.Status, from)
+	}
+	if err != nil {
+		return wrap("update step "+quote(st.TID), err)
 	}
 	return nil
 }

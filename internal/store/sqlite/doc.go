@@ -38,8 +38,13 @@
 // conditional write is decided by the database in one statement or one
 // BEGIN IMMEDIATE transaction (a unique index, a partial unique index,
 // MAX(seq)+1 computed inside the INSERT), never by a read followed by a
-// separate write. A busy timeout covers a second process (the CLI reading
-// state while `stratus serve` writes).
+// separate write. CreateNextStep numbers a node's next visit inside its
+// BEGIN IMMEDIATE transaction (the node's highest visit, one seek of
+// steps_run_node_visit, then the insert): the write lock held from the
+// read to the commit is the condition on the count, for every process
+// writing the file, so no table of counts is needed. A busy timeout
+// covers a second process (the CLI reading state while `stratus serve`
+// writes).
 //
 // Every statement text is prepared once per connection and kept for the
 // life of the store (prepared.go): on the submit path parsing the SQL

@@ -151,7 +151,7 @@ const walSizeLimit = 16 << 20
 
 // txStatements are the statements run inside a transaction on the
 // writer, prepared when the store opens (newPrepared says why).
-var txStatements = []string{selectStepByDedupSQL, insertStepSQL, updateStepSQL, updateAttemptSQL, insertOutputSQL,
+var txStatements = []string{selectStepByDedupSQL, insertStepSQL, lastVisitSQL, updateStepSQL, updateAttemptSQL, insertOutputSQL,
 	selectWorkspaceSQL, updateWorkspaceSQL}
 
 // Close closes the store's connections. It is safe to call more than once.

@@ -19,20 +19,53 @@ const stepColumns = "tid, run_id, node, kind, visit, step_ref, dedup_key, task_t
 // The look-up and the insert run in one BEGIN IMMEDIATE transaction, and
 // a unique index on dedup_key backs it.
 func (s *Store) CreateStep(ctx context.Context, st stratus.Step) (got stratus.Step, created bool, err error) {
+	return s.createStep(ctx, fmt.Sprintf("create step %q", st.TID), st.DedupKey, func(*prepared) (stratus.Step, error) { return st, nil })
+}
+
+// CreateNextStep creates the next visit of node in run runID
+// (store.Store). The writer's BEGIN IMMEDIATE transaction is the
+// condition on the node's count: it holds the file's write lock, which
+// every connection of every process writing the file takes in turn, from
+// reading the node's highest visit (one seek of steps_run_node_visit) to
+// the insert of the step numbered one more, so no other step of the
+// node can come between. number is called once.
+func (s *Store) CreateNextStep(ctx context.Context, runID, node, dedupKey string, number func(visit int) (stratus.Step, error)) (stratus.Step, bool, error) {
+	what := fmt.Sprintf("create the next step of node %q in run %q", node, runID)
+	return s.createStep(ctx, what, dedupKey, func(q *prepared) (stratus.Step, error) {
+		var last int
+		if err := q.QueryRowContext(ctx, lastVisitSQL, runID, node).Scan(&last); err != nil {
+			return stratus.Step{}, fmt.Errorf("%s: read its last visit: %w", what, err)
+		}
+		st, err := number(last + 1)
+		if err != nil {
+			return stratus.Step{}, err
+		}
+		return st, store.CheckNumbered(st, runID, node, dedupKey, last+1)
+	})
+}
+
+// createStep inserts the step build returns, in one transaction after
+// the look-up of dedupKey (not when it names a step: that one is
+// returned, created=false).
+func (s *Store) createStep(ctx context.Context, what, dedupKey string, build func(q *prepared) (stratus.Step, error)) (got stratus.Step, created bool, err error) {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		return stratus.Step{}, false, fmt.Errorf("create step %q: begin: %w", st.TID, err)
+		return stratus.Step{}, false, fmt.Errorf("%s: begin: %w", what, err)
 	}
 	defer tx.Rollback()
 	q := s.wq.in(tx)
 
-	if st.DedupKey != "" {
-		got, err := scanStep(q.QueryRowContext(ctx, selectStepByDedupSQL, st.DedupKey))
+	if dedupKey != "" {
+		got, err := scanStep(q.QueryRowContext(ctx, selectStepByDedupSQL, dedupKey))
 		if err == nil {
 			return got, false, nil
 		} else if !errors.Is(err, sql.ErrNoRows) {
-			return stratus.Step{}, false, fmt.Errorf("create step %q: look up dedup key: %w", st.TID, err)
+			return stratus.Step{}, false, fmt.Errorf("%s: look up dedup key: %w", what, err)
 		}
+	}
+	st, err := build(q)
+	if err != nil {
+		return stratus.Step{}, false, err
 	}
 	_, err = q.ExecContext(ctx, insertStepSQL,
 		st.TID, st.RunID, st.Node, st.Kind, st.Visit, st.StepRef, st.DedupKey, st.TaskToken, st.Status, st.Verdict,
@@ -95,7 +128,7 @@ func (s *Store) querySteps(ctx context.Context, what, query string, args ...any)
 // (issue 16 § 3), where COUNT(*) read an entry a visit.
 func (s *Store) CountVisits(ctx context.Context, runID, node string) (int, error) {
 	var n int
-	err := s.rq.QueryRowContext(ctx, "SELECT COALESCE(MAX(visit), 0) FROM steps WHERE run_id = ? AND node = ?", runID, node).Scan(&n)
+	err := s.rq.QueryRowContext(ctx, lastVisitSQL, runID, node).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count visits of node %q in run %q: %w", node, runID, err)
 	}
@@ -106,6 +139,26 @@ func (s *Store) CountVisits(ctx context.Context, runID, node string) (int, error
 // ENOTFOUND if there is no such step.
 func (s *Store) UpdateStep(ctx context.Context, st stratus.Step) error {
 	return updateStep(ctx, s.wq, st)
+}
+
+// UpdateStepFrom updates st on condition that its status is still from
+// (store.Store): one conditional statement.
+func (s *Store) UpdateStepFrom(ctx context.Context, st stratus.Step, from string) error {
+	res, err := s.wq.ExecContext(ctx, updateStepSQL+" AND status = ?",
+		st.Status, st.Verdict, blob(st.Value), millis(st.EndedAt), st.TID, from)
+	if err != nil {
+		return fmt.Errorf("update step %q: %w", st.TID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("update step %q: %w", st.TID, err)
+	} else if n == 1 {
+		return nil
+	}
+	cur, err := s.GetStep(ctx, st.TID)
+	if err != nil {
+		return err
+	}
+	return stratus.Errorf(stratus.ECONFLICT, "step %q is %s, no longer %s: another writer moved it on first", st.TID, cur.Status, from)
 }
 
 // ReenterStep makes step tid running again for a new entry of its Task
@@ -126,9 +179,10 @@ func (s *Store) ReenterStep(ctx context.Context, tid, token, entry string) (stra
 	return st, n > 0, err
 }
 
-// updateStepSQL, selectStepByDedupSQL and insertStepSQL run in
-// transactions (txStatements).
+// updateStepSQL, selectStepByDedupSQL, insertStepSQL and lastVisitSQL
+// run in transactions (txStatements).
 const (
+	lastVisitSQL         = "SELECT COALESCE(MAX(visit), 0) FROM steps WHERE run_id = ? AND node = ?"
 	updateStepSQL        = "UPDATE steps SET status = ?, verdict = ?, value = ?, ended_at = ? WHERE tid = ?"
 	selectStepByDedupSQL = "SELECT " + stepColumns + " FROM steps WHERE dedup_key = ?"
 	insertStepSQL        = "INSERT INTO steps (" + stepColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"

@@ -317,6 +317,12 @@ func (su *suite) testRuns(t *testing.T) {
 		if ds, err := b.s.ListDegradations(b.ctx, r.ID); err != nil || len(ds) != 0 {
 			t.Errorf("ListDegradations of a pruned run = %d, %v; want none", len(ds), err)
 		}
+		if n, err := b.s.CountVisits(b.ctx, r.ID, "impl"); err != nil || n != 0 {
+			t.Errorf("CountVisits of a pruned run = %d, %v; want 0 (its steps are gone)", n, err)
+		}
+		if n, err := b.s.CountVisits(b.ctx, other.ID, "impl"); err != nil || n != 2 {
+			t.Errorf("CountVisits of the other run = %d, %v; want 2", n, err)
+		}
 		runs, err := b.s.ListRuns(b.ctx, 0)
 		if err != nil {
 			t.Fatal(err)

@@ -32,6 +32,54 @@ func (su *suite) testSteps(t *testing.T) {
 		checkStep(t, got, st)
 	})
 
+	// A compare-and-set on the step's status: of writers that all read it
+	// waiting, exactly one moves it on, and the step holds that one's
+	// value; the others get ECONFLICT naming the status it now has.
+	t.Run("UpdateStepFrom_OneOfConcurrentWritersWins", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		r := b.createRun(t)
+		st := b.step(r.ID, "gate", 1)
+		st.Kind, st.Status = "hitl", "waiting"
+		b.createStep(t, st)
+		const n = 8
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				u := st
+				u.Status, u.Verdict, u.Value, u.EndedAt = stratus.StepCompleted, fmt.Sprintf("reply-%d", i), json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)), time.Now().UTC()
+				errs[i] = b.s.UpdateStepFrom(b.ctx, u, "waiting")
+			}()
+		}
+		wg.Wait()
+		won := -1
+		for i, err := range errs {
+			switch {
+			case err == nil && won >= 0:
+				t.Fatalf("writers %d and %d both moved step %s on from waiting", won, i, st.TID)
+			case err == nil:
+				won = i
+			case stratus.ErrorCode(err) != stratus.ECONFLICT:
+				t.Errorf("writer %d: %v; want ECONFLICT", i, err)
+			}
+		}
+		if won < 0 {
+			t.Fatalf("no writer moved step %s on: %v", st.TID, errs)
+		}
+		got, err := b.s.GetStep(b.ctx, st.TID)
+		if err != nil || got.Status != stratus.StepCompleted || got.Verdict != fmt.Sprintf("reply-%d", won) {
+			t.Errorf("step after the race: %+v, %v; want completed with writer %d's reply", got, err, won)
+		}
+		missing := st
+		missing.TID = st.TID + "-none"
+		if err := b.s.UpdateStepFrom(b.ctx, missing, "waiting"); stratus.ErrorCode(err) != stratus.ENOTFOUND {
+			t.Errorf("UpdateStepFrom(unknown tid) = %v; want ENOTFOUND", err)
+		}
+	})
+
 	t.Run("LatestSteps_PerNodeInCreationOrder", func(t *testing.T) {
 		t.Parallel()
 		b := su.setup(t)

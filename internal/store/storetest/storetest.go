@@ -29,6 +29,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	su := &suite{newStore: newStore}
 	t.Run("Run", su.testRuns)
 	t.Run("Step", su.testSteps)
+	t.Run("NextStep", su.testNextSteps)
 	t.Run("Attempt", su.testAttempts)
 	t.Run("Output", su.testOutput)
 	t.Run("Handle", su.testHandles)

@@ -1,9 +1,9 @@
 // Command makeimage builds the runner images (stratus-runner:latest,
-// :claude, :codex) through the Docker Engine API of Docker or podman,
+// :claude, :codex, :agents) through the Docker Engine API of Docker or podman,
 // checks each runs as non-root and prints its CLI's version, and prints
 // their sizes. `make image` runs it from the module root:
 //
-//	go run ./internal/runnerimage/cmd/makeimage [-targets latest,claude,codex] [-base-image REF] [-ca-bundle PEM] [-ldflags FLAGS] [-v]
+//	go run ./internal/runnerimage/cmd/makeimage [-targets latest,claude,codex,agents] [-base-image REF] [-ca-bundle PEM] [-ldflags FLAGS] [-v]
 //
 // See docs/runner-image.md § Building the images.
 package main
@@ -27,7 +27,7 @@ func main() {
 
 func run() int {
 	var (
-		targets = flag.String("targets", "latest,claude,codex", "the images to build, comma-separated")
+		targets = flag.String("targets", "latest,claude,codex,agents", "the images to build, comma-separated")
 		base    = flag.String("base-image", "", "the Debian bookworm base image (BASE_IMAGE); default "+runnerimage.DefaultBase+" when present or pullable, else "+runnerimage.DebianBase+" made with mmdebstrap")
 		ca      = flag.String("ca-bundle", defaultCABundle(), "a PEM bundle the build's downloads trust (CA_BUNDLE); empty for none")
 		ldflags = flag.String("ldflags", "", "extra go build -ldflags for stratus (make image passes the version and commit)")
@@ -38,7 +38,7 @@ func run() int {
 	for _, name := range strings.Split(*targets, ",") {
 		t, ok := runnerimage.TargetByName(strings.TrimSpace(name))
 		if !ok {
-			fmt.Fprintf(os.Stderr, "makeimage: -targets: unknown image %q; valid: latest, claude, codex\n", name)
+			fmt.Fprintf(os.Stderr, "makeimage: -targets: unknown image %q; valid: latest, claude, codex, agents\n", name)
 			return 2
 		}
 		o.Targets = append(o.Targets, t)

@@ -1,0 +1,217 @@
+package worker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	awsddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/awstest"
+	"github.com/stratusflow/stratus/internal/report"
+	"github.com/stratusflow/stratus/internal/sink/fs"
+	"github.com/stratusflow/stratus/internal/store/dynamodb"
+	"github.com/stratusflow/stratus/internal/worker/workertest"
+)
+
+// instances are worker services as separate dispatch Lambda instances
+// are: each its own Service value (its own mutexes and memory), all on
+// one DynamoDB table on the moto server — which applies one request at a
+// time, as DynamoDB makes each request atomic, and nothing more.
+func instances(t *testing.T, r *rig, n int) []*Service {
+	t.Helper()
+	ctx := context.Background()
+	c := awsddb.NewFromConfig(awstest.Moto(t).Config())
+	prefix := "w" + strings.ToLower(rand.Text()[:10]) + "-"
+	if err := dynamodb.CreateTables(ctx, c, prefix); err != nil {
+		t.Fatal(err)
+	}
+	st, err := dynamodb.New(c, dynamodb.Options{Table: dynamodb.TableName(prefix), Blobs: fs.New(t.TempDir())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateRun(ctx, r.run); err != nil {
+		t.Fatal(err)
+	}
+	launcher := &workertest.FakeLauncher{}
+	svcs := make([]*Service, n)
+	for i := range svcs {
+		svcs[i] = &Service{Store: st, Sink: r.svc.Sink, Tokens: r.tokens, Launcher: launcher, Minter: r.svc.Minter,
+			Env: r.svc.Env, Log: r.svc.Log, Commits: r.svc.Commits}
+	}
+	launcher.Exchange = func(ctx context.Context, v string) (string, error) {
+		b, err := svcs[0].ExchangeBootstrap(ctx, "Bearer "+v)
+		return b.Handle, err
+	}
+	return svcs
+}
+
+// allAtOnce runs fn(0..n-1) on n goroutines released together.
+func allAtOnce(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			fn(i)
+		})
+	}
+	close(start)
+	wg.Wait()
+}
+
+// Dispatch messages handled at once by several dispatch instances number
+// their steps without a gap or a collision: a node's visits 1..n and the
+// supervisor layer's turns 1..n, whichever instance handles which message
+// (DESIGN.md § The path of one step, 2: the dispatch function creates
+// with a conditional write; store.Store.CreateNextStep). A redelivered
+// message creates nothing.
+func TestDispatch_ConcurrentInstances_NumberStepsWithoutGaps(t *testing.T) {
+	t.Parallel()
+	r := supRig(t, supFlow(""), nil)
+	const n = 8
+	svcs := instances(t, r, 3)
+	ctx := context.Background()
+	deliver := func(ms []Message) {
+		t.Helper()
+		errs := make([]error, len(ms))
+		allAtOnce(len(ms), func(i int) { errs[i] = svcs[i%len(svcs)].Dispatch(ctx, ms[i]) })
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("Dispatch(%s %s) on instance %d: %v", ms[i].Kind, first(ms[i].TaskToken, ms[i].StepRef), i%len(svcs), err)
+			}
+		}
+	}
+	steps := func(kind string) []stratus.Step {
+		t.Helper()
+		all, err := svcs[0].Store.ListSteps(ctx, r.run.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.DeleteFunc(all, func(st stratus.Step) bool { return st.Kind != kind })
+	}
+	numbered := func(what string, got []stratus.Step, node, ref string) {
+		t.Helper()
+		var visits []int
+		for _, st := range got {
+			visits = append(visits, st.Visit)
+			if want := fmt.Sprintf("%s.%s.%d", r.run.ID, node, st.Visit); st.TID != want {
+				t.Errorf("%s: TID %s; want %s", what, st.TID, want)
+			}
+			if want := fmt.Sprintf("%s#%d", ref, st.Visit); st.StepRef != want {
+				t.Errorf("%s: step_ref %s; want %s", what, st.StepRef, want)
+			}
+		}
+		slices.Sort(visits)
+		if want := fmt.Sprint(seq(n)); fmt.Sprint(visits) != want {
+			t.Errorf("%s: visits %v; want %s, each once", what, visits, want)
+		}
+	}
+
+	var visits []Message
+	for i := range n {
+		visits = append(visits, Message{RunID: r.run.ID, Node: "implementation", Kind: "agent", TaskToken: fmt.Sprintf("tok-%d", i)})
+	}
+	deliver(visits)
+	impl := steps("agent")
+	numbered("implementation steps", impl, "implementation", "implementation")
+	deliver(visits) // every message again: the queue delivers at least once
+	if again := steps("agent"); len(again) != len(impl) {
+		t.Errorf("redelivered messages made %d steps; want %d", len(again), len(impl))
+	}
+
+	var observe []Message
+	for _, st := range impl {
+		observe = append(observe, Message{RunID: r.run.ID, Kind: KindObserve, StepRef: st.StepRef, Why: "a test"})
+	}
+	deliver(observe)
+	turns := steps(report.Kind)
+	numbered("supervisor turns", turns, SupervisorNode, "supervisor")
+	var jobVisits []int
+	for _, st := range turns {
+		jobVisits = append(jobVisits, supervisorValue(st).JobVisit)
+	}
+	slices.Sort(jobVisits)
+	if want := fmt.Sprint(seq(n)); fmt.Sprint(jobVisits) != want {
+		t.Errorf("observation turns' job visits %v; want %s", jobVisits, want)
+	}
+	if msgs := r.warnings.Messages(); len(msgs) > 0 {
+		t.Errorf("warnings: %q", msgs)
+	}
+	deliver(observe)
+	if again := steps(report.Kind); len(again) != len(turns) {
+		t.Errorf("redelivered observations made %d turns; want %d", len(again), len(turns))
+	}
+	if got := len(svcs[0].Launcher.(*workertest.FakeLauncher).Launched()); got != 2*n {
+		t.Errorf("%d workers launched; want %d, one per step (none for a redelivery)", got, 2*n)
+	}
+}
+
+// seq is 1..n.
+func seq(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i + 1
+	}
+	return s
+}
+
+// Replies to one waiting gate that reach several worker API instances at
+// once (two operators, or one retrying on another instance): one is
+// recorded — the step's value, its reply file and the one SendTaskSuccess
+// are that reply's — and every other is refused 409 on field node with
+// nothing of it kept (store.Store.UpdateStepFrom; hitlMu serialises only
+// one process).
+func TestHuman_ConcurrentInstances_OneReplyWins(t *testing.T) {
+	t.Parallel()
+	h := newHITLRig(t, "")
+	svcs := instances(t, h.rig, 4)
+	ctx := context.Background()
+	if err := svcs[0].Dispatch(ctx, Message{RunID: "r1", Node: "ask", Kind: "hitl", TaskToken: "tok-ask"}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
+	vals := make([]*HITLValue, n)
+	errs := make([]error, n)
+	allAtOnce(n, func(i int) {
+		vals[i], errs[i] = svcs[i%len(svcs)].Human(ctx, "r1", "ask", Reply{Decision: DecisionAnswer, Text: fmt.Sprintf("answer %d", i)})
+	})
+	won := -1
+	for i, err := range errs {
+		var se *stratus.Error
+		switch {
+		case err == nil && won >= 0:
+			t.Fatalf("replies %d and %d were both recorded", won, i)
+		case err == nil:
+			won = i
+		case stratus.ErrorCode(err) != stratus.ECONFLICT || !errors.As(err, &se) || se.Field != "node":
+			t.Errorf("reply %d: %v; want ECONFLICT on field node", i, err)
+		}
+	}
+	if won < 0 {
+		t.Fatalf("no reply was recorded: %v", errs)
+	}
+	want := fmt.Sprintf("answer %d", won)
+	st, err := svcs[1].Store.GetStep(ctx, "r1.ask.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v HITLValue
+	json.Unmarshal(st.Value, &v)
+	if st.Status != stratus.StepCompleted || v.Answer != want || vals[won].Answer != want {
+		t.Errorf("step %s %s holds answer %q; want the recorded reply's, %q", st.TID, st.Status, v.Answer, want)
+	}
+	if body := read(t, h.ctx("ask.md")); !strings.Contains(body, want) {
+		t.Errorf("ask.md holds another reply than the recorded one (%q):\n%s", want, body)
+	}
+	if got := len(h.tokens.Successes()); got != 1 {
+		t.Errorf("%d task tokens succeeded; want the gate's, once", got)
+	}
+}
