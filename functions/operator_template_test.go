@@ -47,7 +47,9 @@ func TestTemplate_OperatorPolicyGrantsWhatTheCLICallsOnTheStackOnly(t *testing.T
 		"states:CreateStateMachine": machines, "states:UpdateStateMachine": machines, "states:DescribeStateMachine": machines,
 		"states:StartExecution": machines, "states:TagResource": machines,
 		"states:DescribeExecution": executions, "states:StopExecution": executions, "states:GetExecutionHistory": executions,
-		"iam:PassRole":                "StateMachineRole",
+		"iam:PassRole": "StateMachineRole",
+		// ConditionCheckItem: also a task's lock taken over from a run that
+		// ended (dynamodb.Store.CreateRunLocked).
 		"dynamodb:ConditionCheckItem": "StoreTable", "dynamodb:GetItem": "StoreTable", "dynamodb:UpdateItem": "StoreTable",
 		"dynamodb:Query": "StoreTable", "dynamodb:BatchGetItem": "StoreTable", "dynamodb:PutItem": "StoreTable",
 		"s3:GetObject": "${DataBucket.Arn}/stratus/*", "s3:PutObject": "${DataBucket.Arn}/stratus/*", "s3:ListBucket": "DataBucket",

@@ -124,10 +124,13 @@ func TestAWS_ImplementationFlowEndToEndOnMoto(t *testing.T) {
 	if res.Status != stratus.RunDone || res.TaskID != "demo-greeting" || res.Flow != "implementation" {
 		t.Errorf("result = %+v", res)
 	}
-	wantCtx := "s3://" + st.bucket + "/stratus/workspace/tasks/demo-greeting/ctx"
+	// The run's files are its own, under runs/<run_id>/workdir/ (README §
+	// Running on AWS).
+	files := "s3://" + st.bucket + "/" + runFiles(res.RunID)
+	wantCtx := files + "workspace/tasks/demo-greeting/ctx"
 	if res.CtxDir != wantCtx || !slices.Equal(res.Summary, []string{
-		"s3://" + st.bucket + "/stratus/.stratus/logs/demo-greeting/summary.json", "s3://" + st.bucket + "/stratus/.stratus/logs/demo-greeting/summary.md"}) {
-		t.Errorf("ctx dir %s, summary %v; want %s and the summary under s3://%s/stratus/.stratus/logs/demo-greeting/", res.CtxDir, res.Summary, wantCtx, st.bucket)
+		files + ".stratus/logs/demo-greeting/summary.json", files + ".stratus/logs/demo-greeting/summary.md"}) {
+		t.Errorf("ctx dir %s, summary %v; want %s and the summary under %s.stratus/logs/demo-greeting/", res.CtxDir, res.Summary, wantCtx, files)
 	}
 	if got := join(steps(errb.String())); got != exampleSteps {
 		t.Errorf("the CLI's progress lines give the steps\n got %s\nwant %s\nstderr:\n%s", got, exampleSteps, errb.String())
@@ -184,7 +187,7 @@ func TestAWS_ImplementationFlowEndToEndOnMoto(t *testing.T) {
 	if e.err != nil || e.res.Status != stratus.RunDone {
 		t.Fatalf("embedded run: %+v %v\n%s", e.res, e.err, embProgress.String())
 	}
-	awsCtx := st.objects(t, ctx, "stratus/workspace/tasks/demo-greeting/ctx/")
+	awsCtx := st.objects(t, ctx, runFiles(run.ID)+"workspace/tasks/demo-greeting/ctx/")
 	embCtx := dirFiles(t, e.res.CtxDir)
 	delete(embCtx, orchestrator.CtxMarker) // the embedded ctx dir's marker of ownership (a directory's, not a projection)
 	if !slices.Equal(sortedKeys(awsCtx), sortedKeys(embCtx)) {
@@ -199,7 +202,7 @@ func TestAWS_ImplementationFlowEndToEndOnMoto(t *testing.T) {
 		t.Errorf("ctx files on AWS %v; want %v", sortedKeys(awsCtx), want)
 	}
 	for _, key := range []string{"stratus/runs/" + run.ID + "/bundle/manifest.json", "stratus/runs/" + run.ID + "/bundle/flows/implementation.yaml",
-		"stratus/.stratus/logs/demo-greeting/stages/fixing/run-000001/rendered-prompt.md", "stratus/.stratus/logs/demo-greeting/summary.md"} {
+		runFiles(run.ID) + ".stratus/logs/demo-greeting/stages/fixing/run-000001/rendered-prompt.md", runFiles(run.ID) + ".stratus/logs/demo-greeting/summary.md"} {
 		if _, err := st.s3.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: aws.String(st.bucket), Key: aws.String(key)}); err != nil {
 			t.Errorf("no s3://%s/%s: %v", st.bucket, key, err)
 		}
@@ -243,7 +246,7 @@ func TestAWS_ImplementationFlowEndToEndOnMoto(t *testing.T) {
 	if r := mainOut("status", run.ID, "--json", "--target", "aws", "--endpoint-url", moto.URL, "--region", awstest.Region, "--stack", stackName); r.code == ExitOK {
 		var sr StatusResult
 		if err := json.Unmarshal([]byte(r.stdout), &sr); err != nil || sr.Execution == nil || sr.Execution.Status != "SUCCEEDED" || len(sr.Steps) != 8 ||
-			!slices.Contains(sr.Summary, "s3://"+st.bucket+"/stratus/.stratus/logs/demo-greeting/summary.md") {
+			!slices.Contains(sr.Summary, "s3://"+st.bucket+"/"+runFiles(run.ID)+".stratus/logs/demo-greeting/summary.md") {
 			t.Errorf("status --json = %s (%v); want the execution SUCCEEDED, 8 steps (6 and 2 supervisor turns), the summary in the bucket", r.stdout, err)
 		}
 	}
@@ -308,7 +311,7 @@ func TestAWS_FailedRunExitsAsEmbeddedOnMoto(t *testing.T) {
 		line, _, _ := strings.Cut(rest, "\n")
 		return noLog(line)
 	}
-	awsMD := st.objects(t, ctx, "stratus/.stratus/logs/")["demo-greeting/summary.md"]
+	awsMD := st.objects(t, ctx, runFiles(runID)+".stratus/logs/")["demo-greeting/summary.md"]
 	embMD := readFile(t, filepath.Join(embDir, ".stratus/logs/demo-greeting/summary.md"))
 	if w := why(awsMD); w == "" || w != why(embMD) {
 		t.Errorf("why the run stopped\n on AWS:   %q\nembedded: %q", w, why(embMD))
@@ -530,6 +533,11 @@ func (st *stack) tail(t *testing.T, ctx context.Context, tid string) []string {
 	}
 	return kinds
 }
+
+// runFiles is the object-key prefix of run runID's work-dir files in a
+// test stack's bucket: its ctx dir, logs and summary (sink.ForRun under
+// the functions' prefix, stratus/).
+func runFiles(runID string) string { return "stratus/runs/" + runID + "/workdir/" }
 
 // objects returns the objects under prefix, by key relative to it.
 func (st *stack) objects(t *testing.T, ctx context.Context, prefix string) map[string]string {

@@ -133,7 +133,11 @@ func TestDevAWS_WarmRunnerPool(t *testing.T) {
 	// 2. Both runners busy: a third run's step waits past its heartbeat
 	// window, then goes cold.
 	writeTestFile(t, filepath.Join(spy, "hang"), "")
-	hung := []string{detachRun(t, task, dir, flags), detachRun(t, task, dir, flags)}
+	// Two tasks: a task runs once at a time on a stack (README § On an
+	// AWS account).
+	other := filepath.Join(dir, "task-2.md")
+	writeTestFile(t, other, "---\nid: t-pool-2\ntitle: Pool\ntask_type: tiny\n---\nbody\n")
+	hung := []string{detachRun(t, task, dir, flags), detachRun(t, other, dir, flags)}
 	pids := map[string][]string{}
 	eventually(t, 90*time.Second, "both hung answers' engines started", func() bool {
 		for _, id := range hung {

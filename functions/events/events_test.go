@@ -130,10 +130,11 @@ func (s *eventsStack) createStep(t *testing.T, st stratus.Step) stratus.Step {
 	return got
 }
 
-// summaryKey is the bucket key of a task's summary.md (summary.json holds
-// only the prose; the status and the stop line are in the markdown).
-func (s *eventsStack) summaryKey(taskID string) string {
-	return s.app.Sink.ObjectKey(report.Dir(taskID) + "/summary.md")
+// summaryKey is the bucket key of the summary.md of run runID of task
+// taskID, among the run's own files (sink.ForRun; summary.json holds only
+// the prose; the status and the stop line are in the markdown).
+func (s *eventsStack) summaryKey(runID, taskID string) string {
+	return s.app.Sink.ObjectKey(s.app.Sink.RunKey(runID, report.Dir(taskID)+"/summary.md"))
 }
 
 // getObject returns an object of the bucket, or nil when it does not exist.
@@ -245,9 +246,9 @@ func TestEvents_ExecutionEndRecordsTerminalFailsWaitingStepWritesSummary(t *test
 	if st, _ := s.app.Store.GetStep(ctx, done.TID); st.Status != stratus.StepCompleted || st.Verdict != "done" {
 		t.Errorf("completed step changed: %+v", st)
 	}
-	summary := s.getObject(t, s.summaryKey("t1"))
+	summary := s.getObject(t, s.summaryKey(runID, "t1"))
 	if summary == nil {
-		t.Fatalf("no summary at s3://%s/%s\n%s", s.bucket, s.summaryKey("t1"), s.log)
+		t.Fatalf("no summary at s3://%s/%s\n%s", s.bucket, s.summaryKey(runID, "t1"), s.log)
 	}
 	for _, want := range []string{runID, stratus.RunManualActionRequired, awsapp.EndedWhileWaiting} {
 		if !bytes.Contains(summary, []byte(want)) {
@@ -257,7 +258,7 @@ func TestEvents_ExecutionEndRecordsTerminalFailsWaitingStepWritesSummary(t *test
 
 	// A replay (EventBridge delivers at least once; Finish may have come
 	// first): nothing is written again.
-	if _, err := s.s3.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.summaryKey("t1"))}); err != nil {
+	if _, err := s.s3.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.summaryKey(runID, "t1"))}); err != nil {
 		t.Fatal(err)
 	}
 	replay := statusChange(t, executionARN(runID), runID, "SUCCEEDED", "", stop.Add(time.Minute))
@@ -271,7 +272,7 @@ func TestEvents_ExecutionEndRecordsTerminalFailsWaitingStepWritesSummary(t *test
 	if st2, _ := s.app.Store.GetStep(ctx, waiting.TID); !bytes.Equal(st2.Value, st.Value) || st2.Status != st.Status || !st2.EndedAt.Equal(st.EndedAt) {
 		t.Errorf("a replayed event changed the step: %+v", st2)
 	}
-	if b := s.getObject(t, s.summaryKey("t1")); b != nil {
+	if b := s.getObject(t, s.summaryKey(runID, "t1")); b != nil {
 		t.Errorf("a replayed event wrote the summary again:\n%s", b)
 	}
 }
@@ -326,6 +327,56 @@ func TestEvents_ForeignExecutionIgnoredUnknownDetailTypeInvalid(t *testing.T) {
 	err := h(ctx, events.CloudWatchEvent{DetailType: "EC2 Instance State-change Notification", Source: "aws.ec2", Detail: json.RawMessage(`{}`)})
 	if stratus.ErrorCode(err) != stratus.EINVALID {
 		t.Errorf("an EC2 event: %v; want EINVALID", err)
+	}
+}
+
+// README § On an AWS account: a resume records its new execution in the
+// write that makes the run running again, before the execution starts;
+// the end of the run's earlier execution, delivered late (EventBridge
+// retries a delivery), is then not the resumed run's: ignored, the run
+// running on and its task's lock held. The new execution's end finishes
+// the run and releases the lock. A run recorded without an execution is
+// matched by the name of its current resume's execution.
+func TestEvents_LateEndOfAResumedRunsEarlierExecutionIgnored(t *testing.T) {
+	s := newEventsStack(t)
+	ctx := context.Background()
+	h := handler.Events(s.app.ExecutionEnded, s.app.Sweep)
+	runID := "r-20260101T000000-fed321"
+	run := s.startRun(t, runID, executionARN(runID))
+	run.Resumes, run.Execution = 1, executionARN(runID+".resume-1")
+	if err := s.app.Store.UpdateRunLocked(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	if err := h(ctx, statusChange(t, executionARN(runID), runID, "FAILED", "States.TaskFailed", time.Now())); err != nil {
+		t.Fatalf("the late end: %v", err)
+	}
+	if got, _ := s.app.Store.GetRun(ctx, runID); got.Status != stratus.RunRunning || got.Execution != run.Execution {
+		t.Fatalf("after the late end of its earlier execution the resumed run is %s, execution %s; want running, %s\n%s", got.Status, got.Execution, run.Execution, s.log)
+	}
+	if l, err := s.app.Store.GetTaskLock(ctx, "t1"); err != nil || !l.Held || l.RunID != runID {
+		t.Errorf("lock after the late end: %+v %v; want held by %s", l, err, runID)
+	}
+	if err := h(ctx, statusChange(t, run.Execution, runID+".resume-1", "SUCCEEDED", "", time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.app.Store.GetRun(ctx, runID); got.Status != stratus.RunDone {
+		t.Errorf("after its own execution's end the run is %s; want done", got.Status)
+	}
+	if l, err := s.app.Store.GetTaskLock(ctx, "t1"); err != nil || l.Held || l.RunID != runID {
+		t.Errorf("lock after the run's end: %+v %v; want released, naming %s", l, err, runID)
+	}
+
+	legacy := "r-20260101T000000-fed322"
+	old := s.startRun(t, legacy, "")
+	old.Resumes = 1
+	if err := s.app.Store.UpdateRun(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := h(ctx, statusChange(t, executionARN(legacy), legacy, "FAILED", "States.TaskFailed", time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.app.Store.GetRun(ctx, legacy); got.Status != stratus.RunRunning {
+		t.Errorf("a run resumed once, recorded without its execution, took its first execution's end: %s", got.Status)
 	}
 }
 

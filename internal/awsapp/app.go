@@ -28,6 +28,7 @@ import (
 	sqsqueue "github.com/stratusflow/stratus/internal/queue/sqs"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runenv"
+	"github.com/stratusflow/stratus/internal/sink"
 	s3sink "github.com/stratusflow/stratus/internal/sink/s3"
 	"github.com/stratusflow/stratus/internal/store"
 	"github.com/stratusflow/stratus/internal/store/dynamodb"
@@ -166,7 +167,7 @@ func New(ctx context.Context, cfg Config, awsCfg aws.Config, o Options) (*App, e
 		if err != nil {
 			return nil, err
 		}
-		return report.Write(ctx, sk, f)
+		return report.Write(ctx, sink.ForRun(sk, run.ID), f)
 	}
 	return a, nil
 }

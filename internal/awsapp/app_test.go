@@ -245,7 +245,8 @@ func TestApp_DispatchThenWorkerAPIOnMoto(t *testing.T) {
 		t.Fatalf("the handle is not in the store the worker API reads: %v", err)
 	}
 	s3c := awss3.NewFromConfig(s.aws, func(o *awss3.Options) { o.UsePathStyle = true })
-	key := "stratus/.stratus/logs/t1/stages/planning/run-000001/rendered-prompt.md"
+	// The run's own logs, under runs/<run_id>/ (sink.ForRun).
+	key := "stratus/runs/" + run.ID + "/workdir/.stratus/logs/t1/stages/planning/run-000001/rendered-prompt.md"
 	if _, err := s3c.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: aws.String(s.env[awsapp.EnvBucket]), Key: aws.String(key)}); err != nil {
 		t.Errorf("no s3://%s/%s: %v", s.env[awsapp.EnvBucket], key, err)
 	}
@@ -531,11 +532,12 @@ func TestApp_TwentyMiBResultThroughAPresignedUploadOnMoto(t *testing.T) {
 	if !bytes.Equal(got[stratus.OutputFinal], final) || !bytes.Equal(got[stratus.OutputArtifact], part) {
 		t.Errorf("the tail holds a Final of %d and a part of %d bytes; want %d each", len(got[stratus.OutputFinal]), len(got[stratus.OutputArtifact]), size)
 	}
-	ctxPart, err := api.Sink.Get(ctx, "workspace/tasks/t1/ctx/plan.md")
+	files := sink.ForRun(api.Sink, run.ID) // the run's own ctx dir
+	ctxPart, err := files.Get(ctx, "workspace/tasks/t1/ctx/plan.md")
 	if err != nil || !bytes.Equal(ctxPart, part) {
 		t.Errorf("ctx plan.md in the bucket: %d bytes (%v); want the part", len(ctxPart), err)
 	}
-	proj, err := api.Sink.Get(ctx, "workspace/tasks/t1/ctx/planning.md")
+	proj, err := files.Get(ctx, "workspace/tasks/t1/ctx/planning.md")
 	if err != nil || !bytes.HasSuffix(bytes.TrimRight(proj, "\n"), final) {
 		t.Errorf("projection planning.md: %d bytes (%v); want it to end with the final body", len(proj), err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/runenv"
+	"github.com/stratusflow/stratus/internal/sink"
 	s3sink "github.com/stratusflow/stratus/internal/sink/s3"
 	"github.com/stratusflow/stratus/internal/store/dynamodb"
 	"github.com/stratusflow/stratus/internal/worker"
@@ -101,21 +102,29 @@ func NewEvents(cfg Config, awsCfg aws.Config, o Options) (*App, error) {
 
 // ExecutionEnded records the end of execution x of a stack's state machine
 // for the run it belongs to (the execution is named by the run id, and a
-// resume's "<run_id>.resume-<n>": lifecycle.ExecutionName), as awsrun.Finish does for a followed run: the run's
-// terminal is lifecycle.ExecutionStatus(x) (done, failed or manual_action_required by
-// the execution's error name) and its summary (report.Collect, report.Write
-// to the bucket) is written from its final records (seed 004 § The summary
-// artifacts: a failed or manual run gets a report too). A step still
-// waiting for a human (worker.StepWaiting) fails first with
-// EndedWhileWaiting: its task token died with the execution.
+// resume's "<run_id>.resume-<n>": lifecycle.ExecutionName), as
+// awsrun.Finish does for a followed run: the run's terminal is
+// lifecycle.ExecutionStatus(x) (done, failed or manual_action_required by
+// the execution's error name) and its summary (report.Collect,
+// report.Write to the run's own files in the bucket: sink.ForRun) is
+// written from its final records (seed 004 § The summary artifacts: a
+// failed or manual run gets a report too). A step still waiting for a
+// human (worker.StepWaiting) fails first with EndedWhileWaiting: its task
+// token died with the execution. Once the run is recorded ended, the
+// task's lock it holds is released (dynamodb.Store.UnlockTask).
+//
+// An execution's end is applied only to the run that names it (Run.
+// Execution, recorded before the execution starts; a run recorded without
+// one names the execution of its current resume count): the end of a
+// resumed run's previous execution, delivered late (EventBridge retries),
+// is not the resumed run's. Such an execution, one that is still running,
+// or one no run is recorded for is logged and ignored (nil: a retry would
+// change nothing).
 //
 // Idempotent: a run already terminal — Finish came first, or this event is
-// a replay — is left as it is. The summary is written before the run is
-// marked terminal, so a failure part-way (returned, and EventBridge's
-// invocation is retried) redoes the whole of it. An execution that is
-// still running, one no run is recorded for, or one that is not the run's
-// recorded execution is logged and ignored (nil: a retry would change
-// nothing).
+// a replay — is left as it is (its lock released). The summary is written
+// before the run is marked terminal, so a failure part-way (returned, and
+// EventBridge's invocation is retried) redoes the whole of it.
 func (a *App) ExecutionEnded(ctx context.Context, x executor.Execution) error {
 	if !x.Done() {
 		return nil
@@ -128,8 +137,9 @@ func (a *App) ExecutionEnded(ctx context.Context, x executor.Execution) error {
 	} else if err != nil {
 		return err
 	}
-	if run.Execution != "" && x.ARN != "" && run.Execution != x.ARN {
-		a.Logger.Warn(fmt.Sprintf("execution %s ended %s, but run %s is execution %s; ignored", x.ARN, x.Status, run.ID, run.Execution), "run_id", run.ID)
+	if !names(run, x) {
+		a.Logger.Warn(fmt.Sprintf("execution %s ended %s, but run %s is execution %s; ignored", x.ARN, x.Status, run.ID,
+			or(run.Execution, lifecycle.ExecutionName(run.ID, run.Resumes))), "run_id", run.ID)
 		return nil
 	}
 	end := x.StopDate.UTC()
@@ -155,7 +165,8 @@ func (a *App) ExecutionEnded(ctx context.Context, x executor.Execution) error {
 		return err
 	}
 	if stratus.RunTerminal(run.Status) {
-		return nil // recorded already (a follower's Finish, or a replay)
+		// Recorded already (a follower's Finish, or a replay).
+		return a.Store.UnlockTask(ctx, run.TaskID, run.ID)
 	}
 	env, err := a.Service.Env(ctx, run.ID)
 	if stratus.ErrorCode(err) == stratus.ENOTFOUND {
@@ -169,13 +180,30 @@ func (a *App) ExecutionEnded(ctx context.Context, x executor.Execution) error {
 		run.Execution = x.ARN
 	}
 	def, _ := lifecycle.GetDefinition(ctx, a.Sink, run.ID) // none: the stop line names the error only
-	res, err := lifecycle.Finish(ctx, lifecycle.Ports{Store: a.Store, Sink: a.Sink, Exec: a.Tokens}, run, worker.ReportEnv(env), def, x)
+	res, err := lifecycle.Finish(ctx, lifecycle.Ports{Store: a.Store, Sink: sink.ForRun(a.Sink, run.ID), Exec: a.Tokens}, run, worker.ReportEnv(env), def, x)
 	if err != nil {
 		return err
 	}
 	status := res.Status
 	a.Logger.Info(fmt.Sprintf("run %s: execution %s ended %s; run %s", run.ID, x.ARN, x.Status, status), "run_id", run.ID, "status", status)
-	return nil
+	return a.Store.UnlockTask(ctx, run.TaskID, run.ID)
+}
+
+// names reports whether run names execution x as its own: its recorded
+// execution, or — a run recorded without one — the execution named for
+// its current resume count (lifecycle.ExecutionName).
+func names(run stratus.Run, x executor.Execution) bool {
+	if run.Execution != "" && x.ARN != "" {
+		return run.Execution == x.ARN
+	}
+	return x.Name == "" || x.Name == lifecycle.ExecutionName(run.ID, run.Resumes)
+}
+
+func or(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // failWaiting fails each step of run runID still waiting for a human: its

@@ -16,6 +16,8 @@
 // and `sam deploy` do; tests deploy to moto), does not compare the
 // deployed state machine with the local flow (the bundle's flow drives
 // dispatch, the deployed definition the routing: they must come from the
-// same flow file), and does not archive a previous run's ctx files of the
-// same task in the bucket, as an embedded run archives its ctx dir.
+// same flow file), and archives nothing, as an embedded run archives its
+// task's previous ctx dir: each run's files are its own in the bucket
+// (under runs/<run_id>/: sink.ForRun), and a task's runs take turns under
+// the task's lock (lock.go).
 package awsrun

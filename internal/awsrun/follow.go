@@ -12,6 +12,7 @@ import (
 	"github.com/stratusflow/stratus/internal/progress"
 	"github.com/stratusflow/stratus/internal/runenv"
 	"github.com/stratusflow/stratus/internal/runview"
+	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/worker"
 )
 
@@ -84,9 +85,21 @@ func (t *Target) Follow(ctx context.Context, run stratus.Run, env *worker.RunEnv
 // Finish records the end of run's ended execution x as every runtime does
 // (lifecycle.Finish: its status, the budgets it spent and why it stopped,
 // read from the execution's history and the run's compiled definition, and
-// its summary); the result's paths are s3:// URLs. env is the run's
-// environment (nil = read from its bundle).
+// its summary, among the run's own files: sink.ForRun) and releases the
+// task's lock; the result's paths are s3:// URLs. env is the run's
+// environment (nil = read from its bundle). An execution's end is applied
+// only to the run that names it: a run resumed since names its new
+// execution, and is left to it.
+//
+// Errors: ECONFLICT when the run names another execution now; the
+// store's, the sink's and runenv.Load's.
 func (t *Target) Finish(ctx context.Context, run stratus.Run, env *worker.RunEnv, x executor.Execution) (*orchestrator.Result, error) {
+	if cur, err := t.Store.GetRun(ctx, run.ID); err != nil {
+		return nil, err
+	} else if cur.Execution != "" && x.ARN != "" && cur.Execution != x.ARN {
+		return nil, stratus.Errorf(stratus.ECONFLICT, "run %s is execution %s now, not %s, which ended %s: it was resumed meanwhile (stratus status %s --follow --target aws follows it)",
+			run.ID, cur.Execution, x.ARN, x.Status, run.ID)
+	}
 	if env == nil {
 		var err error
 		if env, err = runenv.Load(ctx, t.Sink, run.ID); err != nil {
@@ -94,15 +107,18 @@ func (t *Target) Finish(ctx context.Context, run stratus.Run, env *worker.RunEnv
 		}
 	}
 	def, _ := lifecycle.GetDefinition(ctx, t.Sink, run.ID) // a run from before definitions were kept: its stop line names the error only
-	res, err := lifecycle.Finish(ctx, lifecycle.Ports{Store: t.Store, Sink: t.Sink, Exec: t.Exec}, run, worker.ReportEnv(env), def, x)
+	res, err := lifecycle.Finish(ctx, lifecycle.Ports{Store: t.Store, Sink: sink.ForRun(t.Sink, run.ID), Exec: t.Exec}, run, worker.ReportEnv(env), def, x)
 	if err != nil {
 		return nil, err
 	}
+	// Released once the run is recorded ended; a release that fails leaves
+	// a lock whose holder has ended, which the task's next run takes over.
+	t.Store.UnlockTask(ctx, run.TaskID, run.ID)
 	for i, k := range res.Summary {
-		res.Summary[i] = t.URL(k)
+		res.Summary[i] = t.RunURL(run.ID, k)
 	}
 	if res.CtxDir != "" {
-		res.CtxDir = t.URL(res.CtxDir)
+		res.CtxDir = t.RunURL(run.ID, res.CtxDir)
 	}
 	return res, nil
 }

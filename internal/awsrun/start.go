@@ -19,6 +19,7 @@ import (
 	"github.com/stratusflow/stratus/internal/orchestrator"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runenv"
+	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/supervisor"
 	"github.com/stratusflow/stratus/internal/task"
 	"github.com/stratusflow/stratus/internal/worker"
@@ -45,16 +46,22 @@ type Started struct {
 
 // Start starts one run of a task on the stack (issue 6 § Build 8). The task
 // is checked as an embedded run checks it before anything is written
-// (config, task and flow parsed; orchestrator.CheckRun and Preflight);
-// then its environment is frozen to the bucket (runenv.Freeze: config,
-// task, flows and tools, which the functions read), the run is recorded
-// in the store (work dir and task path are this machine's: where its
-// ctx files are addressed from) and an execution of the flow's state
+// (config, task and flow parsed; orchestrator.CheckRun and Preflight),
+// and so is the task's lock (a run of the task that has not ended refuses
+// this one); then its environment is frozen to the bucket (runenv.Freeze:
+// config, task, flows and tools, which the functions read), the run is
+// recorded in the store holding the task's lock (work dir and task path
+// are this machine's: where its ctx files are addressed from; its
+// execution is named already) and an execution of the flow's state
 // machine is started, named by the run id, with input {run_id, task_id}.
+// The run's work-dir files — ctx dir, logs, summary — are its own, under
+// runs/<run_id>/ in the bucket (sink.ForRun); the task's logs dir in the
+// bucket names its latest run (report.MarkRun).
 //
-// Errors: the checks' (EINVALID, ENOTFOUND), StateMachineFor's, and the
-// AWS errors of each write; a failed start leaves the run recorded
-// failed.
+// Errors: the checks' (EINVALID, ENOTFOUND), StateMachineFor's, EINVALID
+// when another run of the task holds its lock (lockedError), and the AWS
+// errors of each write; a failed start leaves the run recorded failed,
+// its lock released.
 func (t *Target) Start(ctx context.Context, o StartOptions) (*Started, error) {
 	progress := o.Progress
 	if progress == nil {
@@ -108,6 +115,15 @@ func (t *Target) Start(ctx context.Context, o StartOptions) (*Started, error) {
 	if runID == "" {
 		runID = lifecycle.NewRunID()
 	}
+	// Before anything is frozen: a refused run leaves nothing behind. The
+	// lock is taken with the run's record, below.
+	if err := t.withLock(ctx, func() error { return t.checkLock(ctx, tk.ID, runID) }); err != nil {
+		return nil, err
+	}
+	arn, err := executor.ExecutionARN(sm, runID)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := runenv.Freeze(ctx, t.Sink, runID, dir, flowsDir, taskPath, nil); err != nil {
 		return nil, fmt.Errorf("freeze the run's environment to %s: %w", t.URL(runenv.BundlePrefix(runID)), err)
 	}
@@ -123,25 +139,25 @@ func (t *Target) Start(ctx context.Context, o StartOptions) (*Started, error) {
 	log.Info(fmt.Sprintf("workspace %s: %d files, %d bytes, bundle %d bytes, frozen in %d ms (base %s)",
 		dir, fz.Files, fz.Bytes, fz.BundleBytes, fz.Took.Milliseconds(), fz.Workspace.Base[:12]))
 	run := stratus.Run{ID: runID, TaskID: tk.ID, TaskTitle: tk.Title, Flow: fl.TaskType, Status: stratus.RunRunning,
-		WorkDir: dir, TaskPath: taskPath, Workspace: fz.Workspace, CreatedAt: time.Now().UTC()}
+		WorkDir: dir, TaskPath: taskPath, Workspace: fz.Workspace, Execution: arn, CreatedAt: time.Now().UTC()}
 	run.MaxCostUSD, run.MaxTokens = lifecycle.Caps(cfg, tk)
-	if err := t.Store.CreateRun(ctx, run); err != nil {
+	if err := t.withLock(ctx, func() error { return t.Store.CreateRunLocked(ctx, run) }); err != nil {
 		return nil, err
 	}
-	// The task's logs are this run's from here on (report.RunDir: an
-	// earlier run's read as no longer kept, not as this one's).
+	// The run's logs dir is its own from here on, and the task's names it
+	// as its latest run (report.RunDir).
+	if err := report.MarkRun(ctx, sink.ForRun(t.Sink, run.ID), tk.ID, run.ID); err != nil {
+		return nil, t.failStart(ctx, run, err)
+	}
 	if err := report.MarkRun(ctx, t.Sink, tk.ID, run.ID); err != nil {
-		return nil, err
+		return nil, t.failStart(ctx, run, err)
 	}
 	input, _ := json.Marshal(map[string]string{"run_id": run.ID, "task_id": tk.ID})
 	x, err := t.Exec.StartExecution(ctx, executor.StartInput{StateMachine: sm, Definition: def, Name: run.ID, Input: input})
 	if err != nil {
-		run.Status, run.EndedAt = stratus.RunFailed, time.Now().UTC()
-		t.Store.UpdateRun(context.WithoutCancel(ctx), run)
-		return nil, fmt.Errorf("start an execution of %s: %w", sm, err)
+		return nil, t.failStart(ctx, run, fmt.Errorf("start an execution of %s: %w", sm, err))
 	}
-	run.Execution = x.ARN
-	if err := t.Store.UpdateRun(ctx, run); err != nil {
+	if err := t.renamed(ctx, &run, x); err != nil {
 		return nil, err
 	}
 	log.Info(fmt.Sprintf("run %s: task %s through flow %s", run.ID, tk.ID, fl.TaskType))
@@ -166,11 +182,18 @@ type ResumeOptions struct {
 // named "<run_id>.resume-<n>" of the run's own compiled definition (kept
 // with its bundle; the same state machine as its first execution when the
 // stack creates them per run) enters that step's state through the resume
-// entry with the input recorded for it. A run still recorded running whose
+// entry with the input recorded for it. The one write that makes the run
+// running again names that execution (its ARN is known before it starts)
+// and takes the task's lock, before the execution starts: the end of the
+// run's previous execution, delivered late to the events function, is
+// then not the resumed run's, and a run of the task that took the lock
+// meanwhile refuses the resume. A run still recorded running whose
 // execution has ended is finished first (Finish), as the events function
 // would have. Follow it as a started run.
 //
-// Errors: ENOTFOUND for an unknown run; PrepareResume's; the AWS errors.
+// Errors: ENOTFOUND for an unknown run; PrepareResume's; EINVALID when
+// another run of the task holds its lock (the run is left as it was); the
+// AWS errors.
 func (t *Target) Resume(ctx context.Context, o ResumeOptions) (*Started, error) {
 	progress := o.Progress
 	if progress == nil {
@@ -222,20 +245,30 @@ func (t *Target) Resume(ctx context.Context, o ResumeOptions) (*Started, error) 
 	for _, s := range steps {
 		before = append(before, s.TID)
 	}
+	if err := t.withLock(ctx, func() error { return t.checkLock(ctx, run.TaskID, run.ID) }); err != nil {
+		return nil, err
+	}
+	name := lifecycle.ExecutionName(run.ID, run.Resumes+1) // PrepareResume counts this resume
 	o.Owner = ""
-	run, plan, err := lifecycle.PrepareResume(ctx, t.Store, run, def, o.Resume)
+	if o.Execution, err = executor.ExecutionARN(sm, name); err != nil {
+		return nil, err
+	}
+	prev := run
+	var plan *lifecycle.ResumePoint
+	err = t.withLock(ctx, func() error {
+		var err error
+		run, plan, err = lifecycle.PrepareResume(ctx, lockingStore{t.Store}, prev, def, o.Resume)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
 	log.Info(fmt.Sprintf("resume run %s: %s", run.ID, plan.Describe()))
-	x, err := t.Exec.StartExecution(ctx, executor.StartInput{StateMachine: sm, Definition: def, Name: lifecycle.ExecutionName(run.ID, run.Resumes), Input: plan.Input})
+	x, err := t.Exec.StartExecution(ctx, executor.StartInput{StateMachine: sm, Definition: def, Name: name, Input: plan.Input})
 	if err != nil {
-		run.Status, run.EndedAt = stratus.RunFailed, time.Now().UTC()
-		t.Store.UpdateRun(context.WithoutCancel(ctx), run)
-		return nil, fmt.Errorf("start an execution of %s: %w", sm, err)
+		return nil, t.failStart(ctx, run, fmt.Errorf("start an execution of %s: %w", sm, err))
 	}
-	run.Execution = x.ARN
-	if err := t.Store.UpdateRun(ctx, run); err != nil {
+	if err := t.renamed(ctx, &run, x); err != nil {
 		return nil, err
 	}
 	log.Info("execution " + x.ARN)

@@ -91,3 +91,9 @@ func (t *Target) RunStateMachine(taskType string, def []byte) (string, error) {
 func (t *Target) URL(key string) string {
 	return "s3://" + t.Sink.Bucket() + "/" + t.Sink.ObjectKey(key)
 }
+
+// RunURL is the s3:// address of key of run runID's work-dir files
+// (sink.ForRun: under runs/<run_id>/ in the bucket).
+func (t *Target) RunURL(runID, key string) string {
+	return t.URL(t.Sink.RunKey(runID, key))
+}

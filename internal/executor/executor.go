@@ -3,7 +3,10 @@ package executor
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
+
+	"github.com/stratusflow/stratus"
 )
 
 // Executor runs compiled state machines. Two implementations satisfy it:
@@ -81,3 +84,24 @@ type Execution struct {
 
 // Done reports whether the execution is closed.
 func (e Execution) Done() bool { return e.Status != "" && e.Status != StatusRunning }
+
+// ExecutionARN returns the ARN Step Functions gives the execution named
+// name of state machine stateMachine
+// (arn:<partition>:states:<region>:<account>:stateMachine:<machine>):
+// arn:<partition>:states:<region>:<account>:execution:<machine>:<name>, as
+// the Step Functions API reference documents an execution's ARN. It is
+// known before the execution starts, so that a run can name its execution
+// in the same write that makes it running. Errors: *stratus.Error
+// EINVALID (Field "StateMachine") for an ARN that is not a state
+// machine's, (Field "Name") for an empty name.
+func ExecutionARN(stateMachine, name string) (string, error) {
+	p := strings.Split(stateMachine, ":")
+	if len(p) != 7 || p[0] != "arn" || p[2] != "states" || p[5] != "stateMachine" || p[6] == "" {
+		return "", stratus.FieldErrorf(stratus.EINVALID, "StateMachine", "%q is not a state machine ARN (arn:aws:states:REGION:ACCOUNT:stateMachine:NAME)", stateMachine)
+	}
+	if name == "" {
+		return "", stratus.FieldErrorf(stratus.EINVALID, "Name", "an execution ARN needs the execution's name; got \"\"")
+	}
+	p[5] = "execution"
+	return strings.Join(p, ":") + ":" + name, nil
+}

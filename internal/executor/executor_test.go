@@ -61,3 +61,26 @@ func TestHistoryEvent_StateEvents(t *testing.T) {
 		t.Error("Done")
 	}
 }
+
+// An execution's ARN is its state machine's with "execution" for
+// "stateMachine" and the execution's name appended (Step Functions API
+// reference, DescribeExecution's executionArn): known before it starts.
+func TestExecutionARN_FromTheStateMachineAndName(t *testing.T) {
+	for _, tc := range []struct{ sm, name, want string }{
+		{"arn:aws:states:us-east-1:123456789012:stateMachine:stack-implementation-0a1b2c3d4e5f", "r-20250101T000000-abcdef.resume-1",
+			"arn:aws:states:us-east-1:123456789012:execution:stack-implementation-0a1b2c3d4e5f:r-20250101T000000-abcdef.resume-1"},
+		{"arn:aws-cn:states:cn-north-1:123456789012:stateMachine:m", "x", "arn:aws-cn:states:cn-north-1:123456789012:execution:m:x"},
+	} {
+		if got, err := ExecutionARN(tc.sm, tc.name); err != nil || got != tc.want {
+			t.Errorf("ExecutionARN(%q, %q) = %q, %v; want %q", tc.sm, tc.name, got, err, tc.want)
+		}
+	}
+	for _, sm := range []string{"", "review", "arn:aws:states:us-east-1:123456789012:execution:m:x", "arn:aws:lambda:us-east-1:123456789012:function:f"} {
+		if _, err := ExecutionARN(sm, "x"); stratus.ErrorCode(err) != stratus.EINVALID {
+			t.Errorf("ExecutionARN(%q) = %v; want EINVALID", sm, err)
+		}
+	}
+	if _, err := ExecutionARN("arn:aws:states:us-east-1:123456789012:stateMachine:m", ""); stratus.ErrorCode(err) != stratus.EINVALID {
+		t.Errorf("ExecutionARN without a name = %v; want EINVALID", err)
+	}
+}

@@ -30,6 +30,14 @@ type Resume struct {
 	MaxTokens  *int64
 	// Owner is the new owner of the run (Owner() embedded, "" on AWS).
 	Owner string
+	// Execution, when set, is the ARN of the execution the caller will
+	// start (on AWS it is known before it starts: executor.ExecutionARN of
+	// ExecutionName(run.ID, run.Resumes+1)). It is recorded in the one
+	// write that makes the run running again, so that the end of the
+	// run's previous execution, delivered late, is never taken for the
+	// resumed run's (an execution's end is applied only to the run that
+	// names it).
+	Execution string
 }
 
 // PrepareResume checks that run may resume and records it resumed, on
@@ -37,8 +45,9 @@ type Resume struct {
 // manual_action_required or interrupted; PlanResume says where it goes on
 // from its steps and def (its compiled definition); the new caps, if any,
 // must be above what it has spent. The run is then recorded running again,
-// its resume count one up, its owner o.Owner — the caller starts the new
-// execution, named ExecutionName(run.ID, run.Resumes), with plan.Input.
+// its resume count one up, its owner o.Owner, its execution o.Execution
+// when set — the caller starts the new execution, named
+// ExecutionName(run.ID, run.Resumes), with plan.Input.
 //
 // Errors: EINVALID for a run that is done or still running, or a cap it
 // has reached; PlanResume's (*BudgetSpentError included); the store's.
@@ -81,6 +90,9 @@ func PrepareResume(ctx context.Context, st store.Store, run stratus.Run, def []b
 	run.Resumes++
 	run.Resumed(time.Now().UTC()) // the idle time since its stop is not the run's
 	run.Status, run.Owner = stratus.RunRunning, o.Owner
+	if o.Execution != "" {
+		run.Execution = o.Execution
+	}
 	if err := st.UpdateRun(ctx, run); err != nil {
 		return run, nil, err
 	}

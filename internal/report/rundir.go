@@ -17,20 +17,35 @@ import (
 // the same task moves it, with the rest, into attempt-N/.
 const RunMarker = "run_id"
 
-// MarkRun writes RunMarker for run runID of task taskID.
+// MarkRun writes RunMarker for run runID of task taskID into sk's
+// Dir(taskID). A run on a stack's bucket marks both its own files
+// (sink.ForRun), where RunDir finds its logs, and the bucket's
+// Dir(taskID), which then names the task's latest run.
 func MarkRun(ctx context.Context, sk sink.Sink, taskID, runID string) error {
 	return sk.Put(ctx, path.Join(Dir(taskID), RunMarker), []byte(runID+"\n"))
 }
 
 // RunDir returns the sink key prefix that holds run runID's logs (its
-// summaries, stages/, supervisor/): Dir(taskID) while the run is the
-// task's latest, the attempt-N/ a later run moved them to otherwise
-// (seed 004 § prompt_audit: "archived into attempt-<N>/ on rerun"). The
-// dirs are told apart by RunMarker, or, for logs written before it
-// existed, by the run id summary.md names. Errors: ENOTFOUND when no dir
-// holds them (a later run of the task overwrote them, as on AWS, which
-// keeps one set per task); the sink's errors.
+// summaries, stages/, supervisor/), as a key of sk. In a sink that keeps
+// each run's files apart (sink.RunKeyed: a stack's bucket) that is the
+// run's own Dir(taskID), sink.RunKey(sk, runID, Dir(taskID)), once the
+// run marked it (MarkRun through sink.ForRun). In a work dir it is
+// Dir(taskID) while the run is the task's latest, the attempt-N/ a later
+// run moved them to otherwise (seed 004 § prompt_audit: "archived into
+// attempt-<N>/ on rerun"). The dirs are told apart by RunMarker, or, for
+// logs written before it existed, by the run id summary.md names; logs a
+// bucket kept by task, before runs had their own, are found the same way.
+// Errors: ENOTFOUND when no dir holds them (a later run of the task
+// overwrote them); the sink's errors.
 func RunDir(ctx context.Context, sk sink.Sink, taskID, runID string) (string, error) {
+	if own := sink.RunKey(sk, runID, Dir(taskID)); own != Dir(taskID) {
+		switch o, err := owner(ctx, sk, own, runID); {
+		case err != nil:
+			return "", err
+		case o == ownedBy:
+			return own, nil
+		}
+	}
 	dir := Dir(taskID)
 	latest, err := owner(ctx, sk, dir, runID)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/sink/fs"
 )
 
@@ -37,5 +38,41 @@ func TestRunDir(t *testing.T) {
 	// Logs written before markers, unclaimed: the latest run's.
 	if got, err := RunDir(ctx, sk, "u", "r-any"); err != nil || got != Dir("u") {
 		t.Errorf("RunDir of an unmarked task dir = %q, %v", got, err)
+	}
+}
+
+// byRun is a sink that keeps each run's work-dir files apart, as a
+// stack's bucket does (sink.RunKeyed), on a directory.
+type byRun struct{ *fs.Sink }
+
+func (byRun) RunKey(runID, key string) string { return "runs/" + runID + "/workdir/" + key }
+
+// In a sink that keeps runs apart, each run's logs are its own Dir(task)
+// under the run, whatever run of the task came later; logs a bucket kept
+// by task before (one set, its marker naming the run) are still found.
+func TestRunDir_RunKeyedSink(t *testing.T) {
+	ctx := context.Background()
+	sk := byRun{fs.New(t.TempDir())}
+	for _, run := range []string{"r-1", "r-2"} {
+		if err := MarkRun(ctx, sink.ForRun(sk, run), "t", run); err != nil {
+			t.Fatal(err)
+		}
+		if err := MarkRun(ctx, sk, "t", run); err != nil { // the task's latest run
+			t.Fatal(err)
+		}
+	}
+	for _, run := range []string{"r-1", "r-2"} {
+		if got, err := RunDir(ctx, sk, "t", run); err != nil || got != "runs/"+run+"/workdir/"+Dir("t") {
+			t.Errorf("RunDir(%s) = %q, %v; want the run's own", run, got, err)
+		}
+	}
+	if err := MarkRun(ctx, sk, "old", "r-0"); err != nil { // logs kept by task
+		t.Fatal(err)
+	}
+	if got, err := RunDir(ctx, sk, "old", "r-0"); err != nil || got != Dir("old") {
+		t.Errorf("RunDir of logs kept by task = %q, %v; want %q", got, err, Dir("old"))
+	}
+	if _, err := RunDir(ctx, sk, "t", "r-gone"); stratus.ErrorCode(err) != stratus.ENOTFOUND {
+		t.Errorf("RunDir of a run with no logs: %v; want ENOTFOUND", err)
 	}
 }

@@ -3,7 +3,10 @@
 // of slash-separated relative paths, each holding one opaque byte string.
 //
 // It owns the Sink interface and the one key rule every implementation
-// enforces (CheckKey), so a key refused by one sink is refused by all.
+// enforces (CheckKey), so a key refused by one sink is refused by all, and
+// where a run's work-dir files go (ForRun, RunKey): a sink the runs of
+// many work dirs share (RunKeyed: a stack's bucket) keeps each run's under
+// the run; a work dir's own sink is the work dir.
 // Implementations live in subpackages: fs (a directory on the local disk)
 // and s3 (objects under a prefix of an S3 bucket). sinktest holds the conformance
 // suite every implementation must pass.

@@ -17,6 +17,7 @@ import (
 	"github.com/stratusflow/stratus/internal/projection"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runview"
+	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/worker"
 )
 
@@ -251,7 +252,8 @@ func (s *Server) upstream(ctx context.Context, run stratus.Run, env *worker.RunE
 	if prev == nil {
 		return Doc{Note: "no step ran before it"}
 	}
-	return s.readDoc(ctx, prev.Step.StepRef+": "+prev.Step.Node+".md", keyOf(dir, prev.Step.Node+".md"), 1<<20)
+	// The run's own ctx file: on a stack's bucket, under the run (sink.RunKey).
+	return s.readDoc(ctx, prev.Step.StepRef+": "+prev.Step.Node+".md", sink.RunKey(s.src.Sink, run.ID, keyOf(dir, prev.Step.Node+".md")), 1<<20)
 }
 
 // run serves GET /runs/{run}.

@@ -262,7 +262,7 @@ func (s *Service) submitExec(ctx context.Context, c *Caller, final stratus.Outpu
 	if err == nil {
 		logs[path.Join(logDir, logName)] = doc
 		for key, b := range logs {
-			if err = s.Sink.Put(ctx, key, b); err != nil {
+			if err = s.files(c.Run).Put(ctx, key, b); err != nil {
 				break
 			}
 		}
@@ -272,12 +272,12 @@ func (s *Service) submitExec(ctx context.Context, c *Caller, final stratus.Outpu
 	}
 	if err == nil && dir != "" {
 		for key, b := range files {
-			if err = s.Sink.Put(ctx, key, b); err != nil {
+			if err = s.files(c.Run).Put(ctx, key, b); err != nil {
 				break
 			}
 		}
 		if err == nil {
-			_, err = projection.Project(ctx, s.Sink, dir, c.Step.Node, fm, []byte(redact(report)), nil)
+			_, err = projection.Project(ctx, s.files(c.Run), dir, c.Step.Node, fm, []byte(redact(report)), nil)
 		}
 	}
 	if err != nil {

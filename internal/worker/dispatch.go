@@ -445,7 +445,7 @@ func (s *Service) launchAttempt(ctx context.Context, run stratus.Run, env *RunEn
 	}
 	// Audit copy of the rendered prompt, one per node run (seed 004 § Safety).
 	logDir := path.Join(".stratus/logs", run.TaskID, "stages", step.Node, fmt.Sprintf("run-%06d", step.Visit))
-	if err := s.Sink.Put(ctx, path.Join(logDir, "rendered-prompt.md"), []byte(redact(rendered))); err != nil {
+	if err := s.files(run).Put(ctx, path.Join(logDir, "rendered-prompt.md"), []byte(redact(rendered))); err != nil {
 		return fmt.Errorf("save rendered prompt: %w", err)
 	}
 	// The handle outlives the engine's own deadline (plus the submit grace):

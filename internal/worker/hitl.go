@@ -458,7 +458,7 @@ func (s *Service) writeReply(ctx context.Context, run stratus.Run, env *RunEnv, 
 		fmt.Fprintf(&b, "\n%s\n", v.Answer)
 	}
 	fm := projection.FrontMatter{TaskID: run.TaskID, Step: st.Node, StepRef: st.StepRef, Attempt: 1, Agent: "human", Format: "text", SubmittedAt: v.RepliedAt}
-	_, err = projection.Project(ctx, s.Sink, dir, st.Node, fm, []byte(b.String()), nil)
+	_, err = projection.Project(ctx, s.files(run), dir, st.Node, fm, []byte(b.String()), nil)
 	return err
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/english"
 	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/sink"
 )
 
 // maxSubtasks bounds a decomposition: subtask files are numbered <NN>.
@@ -147,10 +148,11 @@ func (s *Service) planOutputs(c *Caller, node *flow.Node, value json.RawMessage,
 	return out, nil
 }
 
-// writeOutputs writes what planOutputs decided.
-func (s *Service) writeOutputs(ctx context.Context, out *nodeOutput) error {
+// writeOutputs writes what planOutputs decided to files, the run's
+// work-dir files (Service.files).
+func (s *Service) writeOutputs(ctx context.Context, files sink.Sink, out *nodeOutput) error {
 	for _, f := range out.files {
-		if err := s.Sink.Put(ctx, f.key, f.body); err != nil {
+		if err := files.Put(ctx, f.key, f.body); err != nil {
 			return err
 		}
 	}
@@ -423,8 +425,8 @@ func (s *Service) subtaskVars(ctx context.Context, run stratus.Run, env *RunEnv,
 	vars["subtask_spec_path"] = abs(run, subtaskKey(dir, order, ".md"))
 	if snap != nil {
 		key := subtaskKey(dir, order, ".start.txt")
-		if _, err := s.Sink.Get(ctx, key); stratus.ErrorCode(err) == stratus.ENOTFOUND {
-			if err := s.Sink.Put(ctx, key, snapshotLines(snap)); err != nil {
+		if _, err := s.files(run).Get(ctx, key); stratus.ErrorCode(err) == stratus.ENOTFOUND {
+			if err := s.files(run).Put(ctx, key, snapshotLines(snap)); err != nil {
 				return err
 			}
 		} else if err != nil {
@@ -435,7 +437,7 @@ func (s *Service) subtaskVars(ctx context.Context, run stratus.Run, env *RunEnv,
 		return nil
 	}
 	key := subtaskKey(dir, order, ".predecessors.md")
-	if err := s.Sink.Put(ctx, key, s.predecessorBrief(ctx, run, dir, order, count)); err != nil {
+	if err := s.files(run).Put(ctx, key, s.predecessorBrief(ctx, run, dir, order, count)); err != nil {
 		return err
 	}
 	vars["predecessor_context"] = abs(run, key)
@@ -453,8 +455,8 @@ func snapshotLines(snap *snapshot) []byte {
 
 // readSnapshot reads a start snapshot as path → "<kind> <blob>"; ok is
 // false when it was not recorded.
-func (s *Service) readSnapshot(ctx context.Context, key string) (map[string]string, bool) {
-	b, err := s.Sink.Get(ctx, key)
+func (s *Service) readSnapshot(ctx context.Context, run stratus.Run, key string) (map[string]string, bool) {
+	b, err := s.files(run).Get(ctx, key)
 	if err != nil {
 		return nil, false
 	}
@@ -478,11 +480,11 @@ func (s *Service) predecessorBrief(ctx context.Context, run stratus.Run, dir str
 	b.WriteString("Facts Stratus recorded about the subtasks before this one: ground truth for the files changed, the spec for the intent.\n")
 	for j := 1; j < order; j++ {
 		specKey := subtaskKey(dir, j, ".md")
-		spec, _ := s.Sink.Get(ctx, specKey)
+		spec, _ := s.files(run).Get(ctx, specKey)
 		title, criteria := specFacts(string(spec))
 		fmt.Fprintf(&b, "\n## Subtask %d of %d: %s\n\n- Spec: %s\n", j, count, title, abs(run, specKey))
-		from, okFrom := s.readSnapshot(ctx, subtaskKey(dir, j, ".start.txt"))
-		to, okTo := s.readSnapshot(ctx, subtaskKey(dir, j+1, ".start.txt"))
+		from, okFrom := s.readSnapshot(ctx, run, subtaskKey(dir, j, ".start.txt"))
+		to, okTo := s.readSnapshot(ctx, run, subtaskKey(dir, j+1, ".start.txt"))
 		switch changed := changedBetween(from, to); {
 		case !okFrom || !okTo:
 			b.WriteString("- Changed files: not recorded (no diff snapshot: the work dir is not a git work tree with a commit)\n")

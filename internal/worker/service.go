@@ -179,6 +179,12 @@ type Service struct {
 	hitl sync.Mutex
 }
 
+// files returns the sink of run's work-dir files: its ctx dir, its logs
+// and its report dir (sink.ForRun: on a stack's bucket, under the run, so
+// that runs of one task id never share one; embedded, the work dir's sink
+// itself). The run's workspace bundles and uploads are Sink's own keys.
+func (s *Service) files(run stratus.Run) sink.Sink { return sink.ForRun(s.Sink, run.ID) }
+
 func (s *Service) now() time.Time {
 	if s.Now != nil {
 		return s.Now().UTC()

@@ -199,7 +199,7 @@ func (s *Service) stageArtifact(ctx context.Context, c *Caller, name string, b B
 		if err != nil {
 			return err
 		}
-		if err := s.Sink.Put(ctx, path.Join(dir, name), body); err != nil {
+		if err := s.files(c.Run).Put(ctx, path.Join(dir, name), body); err != nil {
 			return err
 		}
 	}
@@ -512,9 +512,9 @@ func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, f
 	if err == nil && dir != "" {
 		fm := projection.FrontMatter{TaskID: c.Run.TaskID, Step: c.Step.Node, StepRef: c.Step.StepRef,
 			Attempt: c.Attempt.N, Agent: c.Attempt.Agent, Format: formatName(format), SubmittedAt: final.At}
-		_, err = projection.Project(ctx, s.Sink, dir, c.Step.Node, fm, body, nil)
+		_, err = projection.Project(ctx, s.files(c.Run), dir, c.Step.Node, fm, body, nil)
 		if err == nil {
-			err = s.writeOutputs(ctx, outs)
+			err = s.writeOutputs(ctx, s.files(c.Run), outs)
 		}
 	}
 	if err != nil {

@@ -181,7 +181,7 @@ func (s *Service) launchSupervisor(ctx context.Context, run stratus.Run, env *Ru
 		return err
 	}
 	logDir := path.Join(report.Dir(run.TaskID), "supervisor", fmt.Sprintf("run-%06d", step.Visit))
-	if err := s.Sink.Put(ctx, path.Join(logDir, "rendered-prompt.md"), []byte(redact(rendered))); err != nil {
+	if err := s.files(run).Put(ctx, path.Join(logDir, "rendered-prompt.md"), []byte(redact(rendered))); err != nil {
 		return fmt.Errorf("save rendered prompt: %w", err)
 	}
 	// As long as the turn's engine deadline allows (it was the token TTL,
@@ -298,7 +298,7 @@ func (s *Service) startFinalize(ctx context.Context, run stratus.Run, env *RunEn
 		return fail(fmt.Errorf("collect the run's facts: %w", err))
 	}
 	packetKey := path.Join(report.Dir(run.TaskID), "supervisor", "packet.json")
-	if err := s.Sink.Put(ctx, packetKey, supervisor.BuildPacket(f).Marshal()); err != nil {
+	if err := s.files(run).Put(ctx, packetKey, supervisor.BuildPacket(f).Marshal()); err != nil {
 		return fail(fmt.Errorf("write the packet: %w", err))
 	}
 	roleRel, finRel := supervisor.RoleFiles(env.Config.Supervisor, env.Flow)
@@ -415,7 +415,7 @@ func (s *Service) supervisorSubmit(ctx context.Context, c *Caller, body []byte, 
 	case report.JobObserve:
 		s.emit(s.supervisorEnded(c, att, Event{Node: v.Job, StepRef: step.StepRef, Terminal: att.Terminal, Outcome: "done", Reason: v.ForRef}))
 		note := fmt.Sprintf("# Observation of %s\n\n%s\n", v.ForRef, strings.TrimSpace(string(body)))
-		if err := s.Sink.Put(bg, observationKey(c.Run, v), []byte(redact(note))); err != nil {
+		if err := s.files(c.Run).Put(bg, observationKey(c.Run, v), []byte(redact(note))); err != nil {
 			s.warnf("supervisor observation of %s: %v", v.ForRef, err)
 		}
 	}

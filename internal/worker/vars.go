@@ -277,7 +277,7 @@ func (s *Service) startDue(ctx context.Context, run stratus.Run, env *RunEnv, st
 	if err != nil {
 		return false, err
 	}
-	_, err = s.Sink.Get(ctx, subtaskKey(dir, order, ".start.txt"))
+	_, err = s.files(run).Get(ctx, subtaskKey(dir, order, ".start.txt"))
 	switch stratus.ErrorCode(err) {
 	case "":
 		return false, nil
@@ -491,7 +491,7 @@ func (s *Service) openBase(ctx context.Context, run stratus.Run) (*gitwork.Tree,
 		return nil, "", err
 	}
 	key := diffBaseKey(run.TaskID)
-	b, err := s.Sink.Get(ctx, key)
+	b, err := s.files(run).Get(ctx, key)
 	if err == nil {
 		if id, sha, ok := strings.Cut(strings.TrimSpace(string(b)), " "); ok && id == run.ID {
 			return tree, sha, nil
@@ -503,7 +503,7 @@ func (s *Service) openBase(ctx context.Context, run stratus.Run) (*gitwork.Tree,
 	if err != nil {
 		return nil, "", err
 	}
-	return tree, sha, s.Sink.Put(ctx, key, []byte(run.ID+" "+sha+"\n"))
+	return tree, sha, s.files(run).Put(ctx, key, []byte(run.ID+" "+sha+"\n"))
 }
 
 type runTree struct {
@@ -549,11 +549,11 @@ func (s *Service) diffVars(ctx context.Context, run stratus.Run, env *RunEnv, va
 		return snap, nil
 	}
 	diffKey := path.Join(dir, DiffFile)
-	if err := s.Sink.Put(ctx, diffKey, snap.Diff); err != nil {
+	if err := s.files(run).Put(ctx, diffKey, snap.Diff); err != nil {
 		return nil, err
 	}
 	ovKey := path.Join(dir, ChangeOverviewFile)
-	if err := s.Sink.Put(ctx, ovKey, changeOverview(snap, abs(run, diffKey))); err != nil {
+	if err := s.files(run).Put(ctx, ovKey, changeOverview(snap, abs(run, diffKey))); err != nil {
 		return nil, err
 	}
 	vars["diff_path"], vars["change_overview_path"], vars["diff_base"] = abs(run, diffKey), abs(run, ovKey), base

@@ -123,7 +123,7 @@ func (s *Service) workspaceSpec(ctx context.Context, c *Caller, write bool, tool
 	}
 	spec := &WorkspaceSpec{Root: ws.Root, Base: ws.Base, Head: ws.Head, Exclude: exclude}
 	for _, k := range ws.Bundles {
-		b, err := s.blob(ctx, k)
+		b, err := blob(ctx, s.Sink, k)
 		if err != nil {
 			return nil, err
 		}
@@ -133,13 +133,14 @@ func (s *Service) workspaceSpec(ctx context.Context, c *Caller, write bool, tool
 	if rd := reportDir(env.Flow, run.TaskID); rd != "" && rd != exclude[1] {
 		dirs = append(dirs, rd)
 	}
+	files := s.files(run)
 	for _, d := range dirs {
-		keys, err := s.Sink.List(ctx, d)
+		keys, err := files.List(ctx, d)
 		if err != nil {
 			return nil, err
 		}
 		for _, k := range keys {
-			b, err := s.blob(ctx, k)
+			b, err := blob(ctx, files, k)
 			if err != nil {
 				return nil, err
 			}
@@ -182,10 +183,12 @@ func uploadKey(ws *stratus.Workspace, c *Caller) string {
 	return path.Join(path.Dir(ws.Bundles[0]), fmt.Sprintf("%s.a%d.bundle", c.Step.TID, c.Attempt.N))
 }
 
-// blob addresses key for the runner to read: a presigned GET when the
-// sink signs URLs, else this API's /v1/worker/workspace/blob route.
-func (s *Service) blob(ctx context.Context, key string) (Blob, error) {
-	if p, ok := s.Sink.(sink.Presigner); ok {
+// blob addresses key of sk (the service's Sink for a workspace bundle,
+// the run's work-dir files for a ctx or report file) for the runner to
+// read: a presigned GET when the sink signs URLs, else this API's
+// /v1/worker/workspace/blob route (ReadBlob).
+func blob(ctx context.Context, sk sink.Sink, key string) (Blob, error) {
+	if p, ok := sk.(sink.Presigner); ok {
 		u, err := p.PresignGet(ctx, key, WorkspaceBlobTTL)
 		if err != nil {
 			return Blob{}, err
@@ -236,16 +239,21 @@ func writesWorkspace(node *flow.Node, profile string) bool {
 	return node.Kind == flow.KindAgent && profile == "workspace-write"
 }
 
-// readableKey reports whether the caller may read key through the API: a
-// key of its run's workspace bundles, ctx dir or report dir.
-func readableKey(c *Caller, key string) bool {
+// readableKey reports whether the caller may read key through the API,
+// and where it is: bundle for a key of its run's workspace bundles (the
+// service's Sink), file for one of its ctx dir or report dir (the run's
+// work-dir files, Service.files).
+func readableKey(c *Caller, key string) (bundle, file bool) {
 	ws := c.Run.Workspace
 	if ws == nil || len(ws.Bundles) == 0 || sink.CheckKey(key) != nil {
-		return false
+		return false, false
 	}
 	under := func(dir string) bool { return dir != "" && strings.HasPrefix(key, dir+"/") }
 	dir, _ := ctxDir(c.Env, c.Run)
-	return under(path.Dir(ws.Bundles[0])) || under(dir) || under(reportDir(c.Env.Flow, c.Run.TaskID))
+	if under(path.Dir(ws.Bundles[0])) {
+		return true, false
+	}
+	return false, under(dir) || under(reportDir(c.Env.Flow, c.Run.TaskID))
 }
 
 // ReadBlob serves GET /v1/worker/workspace/blob?key= for a sink that does
@@ -257,10 +265,13 @@ func (s *Service) ReadBlob(ctx context.Context, authorization, key string) ([]by
 	if err != nil {
 		return nil, err
 	}
-	if !readableKey(c, key) {
-		return nil, stratus.FieldErrorf(stratus.EINVALID, "key", "%q is not a file of run %s's workspace, ctx dir or report dir", key, c.Run.ID)
+	switch bundle, file := readableKey(c, key); {
+	case bundle:
+		return s.Sink.Get(ctx, key)
+	case file:
+		return s.files(c.Run).Get(ctx, key)
 	}
-	return s.Sink.Get(ctx, key)
+	return nil, stratus.FieldErrorf(stratus.EINVALID, "key", "%q is not a file of run %s's workspace, ctx dir or report dir", key, c.Run.ID)
 }
 
 // WriteBlob serves PUT /v1/worker/workspace/blob?key= for a sink that does

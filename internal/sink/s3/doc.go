@@ -3,7 +3,10 @@
 // the next step reads"; seed 000 § Files are the server's job).
 //
 // Each sink key is one object in one bucket under a configured prefix:
-// object key = prefix + sink key ("stratus/" + "workspace/tasks/T1/ctx/plan.md").
+// object key = prefix + sink key ("stratus/" + "runs/<run_id>/bundle/manifest.json").
+// It is sink.RunKeyed: a run's work-dir files (sink.ForRun) are the keys
+// "runs/<run_id>/workdir/<key>", so that every object a run writes is
+// under runs/<run_id>/ and runs of one task id never share one.
 // A PutObject is atomic and the last one wins, which is exactly the
 // sink.Sink contract; S3 has no directories, so a key that only prefixes
 // other keys is not stored (ENOTFOUND), as on the file-system sink.

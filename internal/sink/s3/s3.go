@@ -35,6 +35,7 @@ type Sink struct {
 var (
 	_ sink.Sink      = (*Sink)(nil)
 	_ sink.Presigner = (*Sink)(nil)
+	_ sink.RunKeyed  = (*Sink)(nil)
 )
 
 // New returns a Sink on bucket whose objects live under prefix. A non-empty
@@ -68,6 +69,14 @@ func (s *Sink) Bucket() string { return s.bucket }
 
 // Prefix returns the object-key prefix: "" or a path ending in "/".
 func (s *Sink) Prefix() string { return s.prefix }
+
+// RunKey returns where the sink keeps key of run runID's work dir:
+// "runs/<run_id>/workdir/<key>", beside the run's bundle
+// (runs/<run_id>/bundle/) and workspace bundles (runs/<run_id>/workspace/),
+// so that every object a run writes is under runs/<run_id>/ and two runs
+// of one task id never share one (sink.RunKeyed; the bucket's retention
+// rule expires runs/).
+func (s *Sink) RunKey(runID, key string) string { return "runs/" + runID + "/workdir/" + key }
 
 // ObjectKey returns the S3 object key that sink key maps to (Prefix()+key),
 // or "" when key is not a valid sink key (sink.CheckKey).

@@ -85,6 +85,21 @@ func TestSink_ConformanceOnMoto(t *testing.T) {
 	sinktest.Run(t, freshSinks(c, newBucket(t, c)))
 }
 
+// A run's view of the bucket (sink.ForRun: its work-dir files under
+// runs/<run_id>/workdir/) is a sink that passes the same suite, presigned
+// URLs included.
+func TestSink_RunFilesConformOnGofakes3(t *testing.T) {
+	c := fakeS3(t)
+	fresh := freshSinks(c, newBucket(t, c))
+	sinktest.Run(t, func(t *testing.T) sink.Sink {
+		v := sink.ForRun(fresh(t), "r-20250101T000000-abcdef")
+		if _, ok := v.(sink.Presigner); !ok {
+			t.Fatalf("the run's view of an S3 sink does not presign")
+		}
+		return v
+	})
+}
+
 // The suite is the same one the file-system sink runs (internal/sink/fs);
 // it runs here too so that a case added to it is seen to pass on both sides
 // in one package.
@@ -362,5 +377,40 @@ func TestPresignPutSize_OtherLengthRefusedAndNothingStoredOnMoto(t *testing.T) {
 		if got, err := s.Get(ctx, key); err != nil || !bytes.Equal(got, body) {
 			t.Errorf("%s: Get after the signed PUT: %d bytes, %v; want the %d put", tc.name, len(got), err, size)
 		}
+	}
+}
+
+// A run's view presigns the run's own objects: a URL for a work-dir key
+// addresses runs/<run_id>/workdir/<key> under the prefix, and a plain GET
+// of it reads that run's bytes, not another run's of the same key.
+func TestSink_RunFilesPresignTheRunsObject(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := motoS3(t)
+	s, err := s3sink.New(c, newBucket(t, c), "stratus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = "workspace/tasks/T1/ctx/plan.md"
+	for _, run := range []string{"r-a", "r-b"} {
+		if err := sink.ForRun(s, run).Put(ctx, key, []byte("plan of "+run)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u, err := sink.ForRun(s, "r-a").(sink.Presigner).PresignGet(ctx, key, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pu, _ := url.Parse(u); pu == nil || !strings.HasSuffix(pu.Path, "/stratus/runs/r-a/workdir/"+key) {
+		t.Errorf("presigned URL %s; want the object stratus/runs/r-a/workdir/%s", u, key)
+	}
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(b) != "plan of r-a" {
+		t.Errorf("GET presigned URL: %s %q; want run r-a's plan", resp.Status, b)
 	}
 }

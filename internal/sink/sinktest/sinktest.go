@@ -248,6 +248,54 @@ func Run(t *testing.T, newSink func(t *testing.T) sink.Sink) {
 		}
 	})
 
+	// A run's work-dir files (sink.ForRun): what a run writes reads back
+	// through its view by the same key, and from the sink itself at
+	// sink.RunKey; its view lists work-dir keys and refuses bad ones. In a
+	// sink that keeps runs apart (sink.RunKeyed), one run's file is not
+	// another's, and nothing lands at the bare work-dir key (README §
+	// Running on AWS).
+	t.Run("RunFiles", func(t *testing.T) {
+		t.Parallel()
+		s := newSink(t)
+		a, b := sink.ForRun(s, "r-a"), sink.ForRun(s, "r-b")
+		const key = "workspace/tasks/T1/ctx/plan.md"
+		mustPut(t, a, key, []byte("plan of a"))
+		mustPut(t, a, ".stratus/logs/T1/summary.md", []byte("summary of a"))
+		if got := mustGet(t, a, key); string(got) != "plan of a" {
+			t.Errorf("Get through the run's view = %q", got)
+		}
+		if got := mustGet(t, s, sink.RunKey(s, "r-a", key)); string(got) != "plan of a" {
+			t.Errorf("Get(RunKey) = %q; want the run's file", got)
+		}
+		if keys, err := a.List(ctx, "workspace/tasks/T1"); err != nil || !slices.Equal(keys, []string{key}) {
+			t.Errorf("List through the run's view = %q, %v; want [%s]", keys, err, key)
+		}
+		if n, err := a.Size(ctx, key); err != nil || n != int64(len("plan of a")) {
+			t.Errorf("Size through the run's view = %d, %v", n, err)
+		}
+		for _, bad := range EscapingKeys {
+			if err := a.Put(ctx, bad, []byte("x")); stratus.ErrorCode(err) != stratus.EINVALID {
+				t.Errorf("Put(%q) through the run's view: %v; want EINVALID", bad, err)
+			}
+		}
+		if _, ok := s.(sink.RunKeyed); !ok {
+			return // one work dir: its runs take turns under the task's lock
+		}
+		mustPut(t, b, key, []byte("plan of b"))
+		if got := mustGet(t, a, key); string(got) != "plan of a" {
+			t.Errorf("run a's file after run b wrote the same key = %q; want its own", got)
+		}
+		if _, err := s.Get(ctx, key); stratus.ErrorCode(err) != stratus.ENOTFOUND {
+			t.Errorf("Get of the bare work-dir key = %v; want ENOTFOUND (every run's file is under the run)", err)
+		}
+		if err := b.Delete(ctx, key); err != nil {
+			t.Fatal(err)
+		}
+		if got := mustGet(t, a, key); string(got) != "plan of a" {
+			t.Errorf("run a's file after run b deleted its own = %q", got)
+		}
+	})
+
 	t.Run("ConcurrentPutsNeverTear", func(t *testing.T) {
 		t.Parallel()
 		s := newSink(t)

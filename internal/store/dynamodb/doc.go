@@ -27,6 +27,7 @@
 //	dedup#<dedup key>  dedup                               the tid of the step created for a DedupKey
 //	handle#<handle>    handle                              a worker Handle; "ttl" and "ttl_bucket" (its shard) when it expires
 //	agent#<agent>      render_size                         the latest RenderSize
+//	tasklock#<task id> lock                                the task's lock on the stack (TaskLock): the run holding it, or the latest one
 //
 // Numbers in sort keys (<n>, <seq>) are zero-padded to 10 digits so that
 // string order is numeric order; an attempt number outside 0..9999999999
@@ -74,6 +75,13 @@
 //   - Updates (UpdateRun, UpdateStep, UpdateAttempt) are conditioned on
 //     attribute_exists(pk): ENOTFOUND for a missing record, never an
 //     upsert.
+//   - A task's lock (lock.go, not part of store.Store) is taken in the
+//     transaction of the run's own write that makes it running
+//     (CreateRunLocked, UpdateRunLocked): a put conditioned on the lock
+//     being as read (compare and swap on its "taken" id), and, to take
+//     over the lock of a run that ended without releasing it, a
+//     ConditionCheck that the holder is still terminal. UnlockTask is an
+//     update conditioned on the holder.
 //
 // Fencing (the worker API's fence) needs nothing more of the store: it
 // compares the caller's attempt with LatestAttempt and the run's status,

@@ -18,7 +18,36 @@ func runKey(id string) item { return key(pkRun+id, skRun) }
 
 // CreateRun inserts r; ECONFLICT if a run with r.ID exists.
 func (s *Store) CreateRun(ctx context.Context, r stratus.Run) error {
-	it := runKey(r.ID).setAll(map[string]av{
+	it, entry, err := runItems(r)
+	if err != nil {
+		return err
+	}
+	// The run and its entry in the run list, in one transaction.
+	err = s.transact(ctx, s.createTx(it), s.createTx(entry))
+	return createRunErr(r, it, err)
+}
+
+// createRunErr maps the error of a transaction whose first item created
+// run item it: nil when the run exists because this very write made it
+// (the SDK retried the transaction after it had committed), ECONFLICT when
+// another did.
+func createRunErr(r stratus.Run, it item, err error) error {
+	codes, olds, canceledTx := canceled(err)
+	switch {
+	case err == nil:
+		return nil
+	case canceledTx && reason(codes, 0) == codeConditionFailed && mine(olds[0], it.str(attrWID)):
+		return nil // the SDK retried this transaction after it had committed
+	case canceledTx && reason(codes, 0) == codeConditionFailed:
+		return stratus.Errorf(stratus.ECONFLICT, "run %q already exists (DynamoDB ConditionalCheckFailedException)", r.ID)
+	}
+	return wrap("create run "+quote(r.ID), err)
+}
+
+// runItems are the items CreateRun writes: the run and its entry in the
+// run list.
+func runItems(r stratus.Run) (it, entry item, err error) {
+	it = runKey(r.ID).setAll(map[string]av{
 		attrRecord: str("run"), attrWID: str(newWID()),
 		"id": str(r.ID), "task_id": text(r.TaskID), "task_title": text(r.TaskTitle), "flow": text(r.Flow),
 		"status": text(r.Status), "work_dir": text(r.WorkDir), "task_path": text(r.TaskPath), "execution": text(r.Execution),
@@ -31,26 +60,15 @@ func (s *Store) CreateRun(ctx context.Context, r stratus.Run) error {
 	if w := r.Workspace; w != nil {
 		b, err := json.Marshal(w)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		it.set("workspace", str(string(b)))
 		it.set("ws_head", str(w.Head))
 	}
-	// The run and its entry in the run list, in one transaction.
-	entry := key(pkRuns, runListKey(r)).setAll(map[string]av{
+	entry = key(pkRuns, runListKey(r)).setAll(map[string]av{
 		attrRecord: str("run_entry"), attrWID: it[attrWID], "id": str(r.ID),
 	})
-	err := s.transact(ctx, s.createTx(it), s.createTx(entry))
-	codes, olds, canceledTx := canceled(err)
-	switch {
-	case err == nil:
-		return nil
-	case canceledTx && reason(codes, 0) == codeConditionFailed && mine(olds[0], it.str(attrWID)):
-		return nil // the SDK retried this transaction after it had committed
-	case canceledTx && reason(codes, 0) == codeConditionFailed:
-		return stratus.Errorf(stratus.ECONFLICT, "run %q already exists (DynamoDB ConditionalCheckFailedException)", r.ID)
-	}
-	return wrap("create run "+quote(r.ID), err)
+	return it, entry, nil
 }
 
 // runListKey orders the run list: creation time (UTC milliseconds, padded
@@ -211,15 +229,20 @@ func capCost(c float64) av {
 // UpdateRun replaces Status, Execution, Owner, Resumes, the caps, EndedAt,
 // ResumedAt and ActiveMS of run r.ID; ENOTFOUND if there is no such run.
 func (s *Store) UpdateRun(ctx context.Context, r stratus.Run) error {
-	missing, err := s.apply(ctx, update{runKey(r.ID), map[string]av{
-		"status": text(r.Status), "execution": text(r.Execution), "owner": text(r.Owner), "resumes": num(int64(r.Resumes)),
-		"max_cost_usd": capCost(r.MaxCostUSD), "max_tokens": num(r.MaxTokens),
-		"ended_at": millis(r.EndedAt), "resumed_at": millis(r.ResumedAt), "active_ms": num(r.ActiveMS),
-	}})
+	missing, err := s.apply(ctx, runUpdate(r))
 	if err != nil {
 		return wrap("update run "+quote(r.ID), err)
 	} else if missing {
 		return stratus.Errorf(stratus.ENOTFOUND, "run %q not found (DynamoDB ConditionalCheckFailedException)", r.ID)
 	}
 	return nil
+}
+
+// runUpdate is UpdateRun's update of run r.
+func runUpdate(r stratus.Run) update {
+	return update{runKey(r.ID), map[string]av{
+		"status": text(r.Status), "execution": text(r.Execution), "owner": text(r.Owner), "resumes": num(int64(r.Resumes)),
+		"max_cost_usd": capCost(r.MaxCostUSD), "max_tokens": num(r.MaxTokens),
+		"ended_at": millis(r.EndedAt), "resumed_at": millis(r.ResumedAt), "active_ms": num(r.ActiveMS),
+	}}
 }

@@ -1,0 +1,208 @@
+package dynamodb
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/stratusflow/stratus"
+)
+
+func lockRun(id, task, status string) stratus.Run {
+	return stratus.Run{ID: id, TaskID: task, Flow: "implementation", Status: status, CreatedAt: time.Now().UTC()}
+}
+
+// wantLocked checks that err refuses a run for task's lock held by holder.
+func wantLocked(t *testing.T, err error, task, holder string) {
+	t.Helper()
+	var le *TaskLockedError
+	if !errors.As(err, &le) || le.TaskID != task || le.RunID != holder {
+		t.Fatalf("err = %v; want *TaskLockedError for task %s held by %s", err, task, holder)
+	}
+}
+
+// README § On an AWS account: a run of a task whose lock another running run
+// holds is refused and nothing of it is recorded; once the holder's end
+// releases the lock, the next run takes it; the lock then names the
+// latest run.
+func TestTaskLock_SecondRunRefusedWhileFirstRuns(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s := f.store(t, Options{})
+	ctx := f.ctx
+	a, b := lockRun("r-a", "T1", stratus.RunRunning), lockRun("r-b", "T1", stratus.RunRunning)
+	if err := s.CreateRunLocked(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	wantLocked(t, s.CreateRunLocked(ctx, b), "T1", "r-a")
+	if _, err := s.GetRun(ctx, "r-b"); stratus.ErrorCode(err) != stratus.ENOTFOUND {
+		t.Errorf("the refused run was recorded: %v", err)
+	}
+	// Another task's lock is its own.
+	if err := s.CreateRunLocked(ctx, lockRun("r-c", "T2", stratus.RunRunning)); err != nil {
+		t.Errorf("a run of another task: %v", err)
+	}
+	// A's end releases it; a second release, or one by a run that does
+	// not hold it, changes nothing.
+	if err := s.UnlockTask(ctx, "T1", "r-b"); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := s.GetTaskLock(ctx, "T1"); err != nil || !l.Held || l.RunID != "r-a" {
+		t.Fatalf("lock after a release by a run that does not hold it: %+v %v; want held by r-a", l, err)
+	}
+	a.Status = stratus.RunDone
+	if err := s.UpdateRun(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := s.UnlockTask(ctx, "T1", "r-a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.CreateRunLocked(ctx, b); err != nil {
+		t.Fatalf("a run after the holder released the lock: %v", err)
+	}
+	if l, err := s.GetTaskLock(ctx, "T1"); err != nil || !l.Held || l.RunID != "r-b" || l.At.IsZero() {
+		t.Errorf("lock = %+v, %v; want held by r-b", l, err)
+	}
+	// A late release by the earlier run leaves B's lock alone.
+	if err := s.UnlockTask(ctx, "T1", "r-a"); err != nil {
+		t.Fatal(err)
+	}
+	wantLocked(t, s.CreateRunLocked(ctx, lockRun("r-d", "T1", stratus.RunRunning)), "T1", "r-b")
+	if _, err := s.GetTaskLock(ctx, "T9"); stratus.ErrorCode(err) != stratus.ENOTFOUND {
+		t.Errorf("lock of a task never run: %v; want ENOTFOUND", err)
+	}
+}
+
+// A lock whose holder ended without releasing it (its end was never
+// handled) is taken over; a resume of a run re-takes the lock it holds,
+// and one of a run whose lock another running run took is refused and
+// leaves the run as it was.
+func TestTaskLock_StaleLockTakenOver_ResumeRefusedWhileAnotherRuns(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s := f.store(t, Options{})
+	ctx := f.ctx
+	a := lockRun("r-a", "T1", stratus.RunRunning)
+	if err := s.CreateRunLocked(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	// A resume of the holder itself (its lock re-taken with its write).
+	a.Resumes = 1
+	if err := s.UpdateRunLocked(ctx, a); err != nil {
+		t.Fatalf("the holder's own resume: %v", err)
+	}
+	a.Status = stratus.RunFailed // ended; its end did not release the lock
+	if err := s.UpdateRun(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	b := lockRun("r-b", "T1", stratus.RunRunning)
+	if err := s.CreateRunLocked(ctx, b); err != nil {
+		t.Fatalf("a run of a task whose holder ended: %v", err)
+	}
+	if l, _ := s.GetTaskLock(ctx, "T1"); l.RunID != "r-b" || !l.Held {
+		t.Fatalf("lock %+v; want taken over by r-b", l)
+	}
+	// A resumes while B runs: refused, and A stays failed, resumed once.
+	a.Status, a.Resumes = stratus.RunRunning, 2
+	wantLocked(t, s.UpdateRunLocked(ctx, a), "T1", "r-b")
+	if got, err := s.GetRun(ctx, "r-a"); err != nil || got.Status != stratus.RunFailed || got.Resumes != 1 {
+		t.Errorf("run A after its refused resume: %+v %v; want failed, resumed once", got, err)
+	}
+	if err := s.UpdateRunLocked(ctx, lockRun("r-none", "T3", stratus.RunRunning)); stratus.ErrorCode(err) != stratus.ENOTFOUND {
+		t.Errorf("UpdateRunLocked of no run: %v; want ENOTFOUND", err)
+	}
+	if err := s.CreateRunLocked(ctx, b); stratus.ErrorCode(err) != stratus.ECONFLICT {
+		t.Errorf("CreateRunLocked of an existing run: %v; want ECONFLICT", err)
+	}
+}
+
+// Of runs of one task started at once, exactly one takes the lock; the
+// others are refused naming it, and are not recorded.
+func TestTaskLock_ConcurrentStarts_OneWins(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s := f.store(t, Options{})
+	const n = 6
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			errs[i] = s.CreateRunLocked(f.ctx, lockRun("r-"+string(rune('a'+i)), "T1", stratus.RunRunning))
+		})
+	}
+	wg.Wait()
+	l, err := s.GetTaskLock(f.ctx, "T1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	won := 0
+	for i, err := range errs {
+		id := "r-" + string(rune('a'+i))
+		if err == nil {
+			won++
+			if id != l.RunID {
+				t.Errorf("%s started, but the lock names %s", id, l.RunID)
+			}
+			continue
+		}
+		wantLocked(t, err, "T1", l.RunID)
+		if _, err := s.GetRun(f.ctx, id); stratus.ErrorCode(err) != stratus.ENOTFOUND {
+			t.Errorf("refused run %s was recorded: %v", id, err)
+		}
+	}
+	if won != 1 {
+		t.Errorf("%d runs took the lock; want 1 (%v)", won, errs)
+	}
+}
+
+// interleave is a Client that runs before once, just ahead of the first
+// transaction that checks another item's condition (a takeover).
+type interleave struct {
+	Client
+	once   sync.Once
+	before func()
+}
+
+func (c *interleave) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	for _, it := range in.TransactItems {
+		if it.ConditionCheck != nil {
+			c.once.Do(c.before)
+		}
+	}
+	return c.Client.TransactWriteItems(ctx, in, optFns...)
+}
+
+// A takeover is conditioned on the holder's status, not only on the lock
+// it read: a holder made running again between that read and the
+// takeover (by a writer that did not take the lock with it) keeps it.
+func TestTaskLock_TakeoverLosesToAHolderRunningAgain(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	plain := f.store(t, Options{})
+	ctx := f.ctx
+	a := lockRun("r-a", "T1", stratus.RunRunning)
+	if err := plain.CreateRunLocked(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	a.Status = stratus.RunFailed
+	if err := plain.UpdateRun(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	c := &interleave{Client: f.ddb, before: func() {
+		a.Status = stratus.RunRunning
+		if err := plain.UpdateRun(ctx, a); err != nil {
+			t.Error(err)
+		}
+	}}
+	s, err := New(c, Options{Table: f.table, Blobs: f.blobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLocked(t, s.CreateRunLocked(ctx, lockRun("r-b", "T1", stratus.RunRunning)), "T1", "r-a")
+}
