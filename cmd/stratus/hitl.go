@@ -60,7 +60,8 @@ const hitlExitHelp = `Exit status:
   2  bad input, or NODE does not wait for this reply: an unknown node, a node that
      never asks a human, one that has not asked yet or was already answered, the
      wrong command for what it asks (approve/reject an approval, answer a
-     question), an empty answer, a rejection without --reason, an unknown run`
+     question), an empty answer, a reply over 64 KiB, a rejection without
+     --reason, an unknown run`
 
 // runHITL replies for a human to a run that waits for one (issue 5 § 4).
 // Embedded, it finds the running run's API in DIR/.stratus/runs/<run>.json,
@@ -77,6 +78,9 @@ func runHITL(o *HITLOptions) error {
 		return &exitError{code: ExitUsage, err: fmt.Errorf("reject %s of run %s: a rejection needs its reason: stratus reject %s %s --reason TEXT", o.Node, o.RunID, o.RunID, o.Node)}
 	case o.Decision == worker.DecisionAnswer && strings.TrimSpace(o.Text) == "":
 		return &exitError{code: ExitUsage, err: fmt.Errorf("answer %s of run %s: the answer is empty; valid: any non-empty text", o.Node, o.RunID)}
+	}
+	if err := worker.CheckReplySize(o.Text); err != nil {
+		return &exitError{code: ExitUsage, err: fmt.Errorf("%s %s of run %s: %w", o.Decision, o.Node, o.RunID, err)}
 	}
 	ctx := context.Background()
 	if o.Target == TargetAWS {
@@ -128,7 +132,7 @@ func runHITL(o *HITLOptions) error {
 // or 409 on run_id: no such run, the run has ended) or the server is 1.
 func hitlExit(status int, field string) int {
 	switch {
-	case status == http.StatusBadRequest, status == http.StatusUnprocessableEntity:
+	case status == http.StatusBadRequest, status == http.StatusUnprocessableEntity, status == http.StatusRequestEntityTooLarge:
 		return ExitUsage
 	case (status == http.StatusNotFound || status == http.StatusConflict) && field == "node":
 		return ExitUsage

@@ -335,6 +335,7 @@ func TestHITL_ExitStatusesMatchTheHelp(t *testing.T) {
 	}
 	replyCode(t, dir, runID, ExitUsage, "node ask asks a question; answer it with stratus answer "+runID+" ask TEXT", "approve", "ask")
 	replyCode(t, dir, runID, ExitUsage, "the answer is empty", "answer", "ask", " ")
+	replyCode(t, dir, runID, ExitUsage, "at most 65536 (64 KiB)", "answer", "ask", strings.Repeat("b", 65537))
 	replyCode(t, dir, runID, ExitUsage, "its latest request gate#1 is completed", "approve", "gate")
 	replyCode(t, dir, runID, ExitOK, "", "answer", "ask", "blue")
 	if code := run.wait(t); code != ExitOK {

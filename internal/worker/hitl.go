@@ -71,6 +71,21 @@ type Reply struct {
 	By       string `json:"-"`
 }
 
+// MaxReplyBytes bounds a reply's text (an answer, a rejection's reason),
+// bytes, on every runtime: the step's value keeps it, and a DynamoDB item
+// holds at most 400 KB; the reply file and the next prompts carry it too.
+// A longer text belongs in a file of the repository, named in the reply.
+const MaxReplyBytes = 64 << 10
+
+// CheckReplySize refuses a reply text over MaxReplyBytes: ETOOLARGE on
+// field "text", naming its size and the limit.
+func CheckReplySize(text string) error {
+	if len(text) > MaxReplyBytes {
+		return stratus.FieldErrorf(stratus.ETOOLARGE, "text", "the reply is %d bytes; at most %d (64 KiB) on every runtime: put a longer text in a file of the repository and name it in the reply", len(text), MaxReplyBytes)
+	}
+	return nil
+}
+
 // HITLValue is the value of a hitl step: while it waits (status
 // StepWaiting) the pending request, once answered the reply too. Its
 // step_ref, node, outcome, reason and subtask_order read as a StepValue.
@@ -322,6 +337,9 @@ func (s *Service) Human(ctx context.Context, runID, node string, r Reply) (*HITL
 	case DecisionApprove, DecisionReject, DecisionAnswer:
 	default:
 		return nil, stratus.FieldErrorf(stratus.EINVALID, "decision", "%q; valid: approve, reject, answer", r.Decision)
+	}
+	if err := CheckReplySize(r.Text); err != nil {
+		return nil, err
 	}
 
 	s.hitl.Lock()

@@ -131,6 +131,9 @@ func TestHuman_RefusalsLeaveTheStepWaiting(t *testing.T) {
 	}{
 		{"an approval to a question", "r1", "ask", Reply{Decision: DecisionApprove}, stratus.EUNPROCESSABLE, "decision"},
 		{"an empty answer", "r1", "ask", Reply{Decision: DecisionAnswer, Text: "  \n"}, stratus.EUNPROCESSABLE, "text"},
+		// A step's value keeps the reply; a DynamoDB item holds 400 KB.
+		{"an answer over 64 KiB", "r1", "ask", Reply{Decision: DecisionAnswer, Text: strings.Repeat("a", MaxReplyBytes+1)}, stratus.ETOOLARGE, "text"},
+		{"a reason over 64 KiB", "r1", "gate", Reply{Decision: DecisionReject, Text: strings.Repeat("r", MaxReplyBytes+1)}, stratus.ETOOLARGE, "text"},
 		{"an answer to an approval", "r1", "gate", Reply{Decision: DecisionAnswer, Text: "yes"}, stratus.EUNPROCESSABLE, "decision"},
 		{"an unknown decision", "r1", "gate", Reply{Decision: "maybe"}, stratus.EINVALID, "decision"},
 		{"an unknown run", "r9", "gate", Reply{Decision: DecisionApprove}, stratus.ENOTFOUND, "run_id"},
