@@ -109,6 +109,20 @@ func TestDevAWS_GatesAnsweredWithTheOperatorsAWSIdentity(t *testing.T) {
 			t.Errorf("approve signed with %s: exit %d\n%s%s", name, r.code, r.stdout, r.stderr)
 		}
 	}
+	// Without the stand-in's CA the API answers with a certificate this
+	// machine does not trust: said so, with the flag that fixes it.
+	var noCA []string
+	for i := 0; i < len(flags); i++ {
+		if flags[i] == "--ca-bundle" {
+			i++
+			continue
+		}
+		noCA = append(noCA, flags[i])
+	}
+	if r := runCLIEnv(t, []string{"AWS_CA_BUNDLE="}, append([]string{"approve", runID, "gate"}, noCA...)...); r.code != ExitFailed ||
+		!strings.Contains(r.stderr, "does not trust") || !strings.Contains(r.stderr, "--ca-bundle FILE") {
+		t.Errorf("approve without --ca-bundle: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	// A reply the node does not take, and an unknown run: exit 2, as embedded.
 	if r := reply(nil, "answer", runID, "gate", "yes"); r.code != ExitUsage || !strings.Contains(r.stderr, "approve or reject") {
 		t.Errorf("answer to an approval: exit %d %s", r.code, r.stderr)

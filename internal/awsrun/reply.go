@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -92,7 +93,13 @@ func (t *Target) Reply(ctx context.Context, runID, node string, r worker.Reply) 
 		client = awshttp.NewBuildableClient()
 	}
 	resp, err := client.Do(req)
-	if err != nil {
+	var unknownCA x509.UnknownAuthorityError
+	switch {
+	case errors.As(err, &unknownCA):
+		// It answered, with a certificate this machine does not trust: a
+		// stand-in's own CA (`stratus dev aws` prints its --ca-bundle).
+		return nil, stratus.Errorf(stratus.ECONFLICT, "run %s cannot be replied to: the worker API at %s answers with a certificate signed by an authority this machine does not trust (%v); give that authority's PEM file as --ca-bundle FILE (or AWS_CA_BUNDLE): stratus dev aws prints its own", runID, t.APIURL, err)
+	case err != nil:
 		return nil, stratus.Errorf(stratus.ECONFLICT, "run %s cannot be replied to: its worker API at %s does not answer (%v)", runID, t.APIURL, err)
 	}
 	defer resp.Body.Close()
