@@ -86,15 +86,33 @@ func (s *Store) CreateRunLocked(ctx context.Context, r stratus.Run) error {
 // UpdateRunLocked is UpdateRun of r that also makes r the holder of the
 // lock of task r.TaskID, in one transaction, as CreateRunLocked does: what
 // a resume records when it makes the run running again, so that a run
-// refused the lock stays as it was. Errors: *TaskLockedError; UpdateRun's
-// (ENOTFOUND for no such run); the AWS error, wrapped.
+// refused the lock stays as it was. The write is conditioned on the run's
+// resume count being r.Resumes-1, as the resume read it: of two resumes
+// of one run at once, one makes it running and the other is refused, as
+// the run's lock refuses it embedded. Errors: *TaskLockedError (another
+// run holds the lock, or another resume of r came first); ENOTFOUND for
+// no such run; the AWS error, wrapped.
 func (s *Store) UpdateRunLocked(ctx context.Context, r stratus.Run) error {
 	u := runUpdate(r)
 	if err := checkSize(u.k, u.set); err != nil {
 		return err
 	}
-	return s.takeLock(ctx, r.TaskID, r.ID, []types.TransactWriteItem{s.updateTx(u)}, func(error) error {
-		return stratus.Errorf(stratus.ENOTFOUND, "run %q not found (DynamoDB ConditionalCheckFailedException)", r.ID)
+	tx := s.updateTx(u)
+	tx.Update.ConditionExpression = aws.String(*tx.Update.ConditionExpression + " AND #prev_resumes = :prev_resumes")
+	tx.Update.ExpressionAttributeNames["#prev_resumes"] = "resumes"
+	if tx.Update.ExpressionAttributeValues == nil {
+		tx.Update.ExpressionAttributeValues = map[string]av{}
+	}
+	tx.Update.ExpressionAttributeValues[":prev_resumes"] = num(int64(r.Resumes - 1))
+	return s.takeLock(ctx, r.TaskID, r.ID, []types.TransactWriteItem{tx}, func(error) error {
+		cur, err := s.get(ctx, runKey(r.ID))
+		if err != nil {
+			return wrap("read run "+quote(r.ID), err)
+		} else if cur == nil {
+			return stratus.Errorf(stratus.ENOTFOUND, "run %q not found (DynamoDB ConditionalCheckFailedException)", r.ID)
+		}
+		// Another resume made it running (its count moved on) first.
+		return &TaskLockedError{TaskID: r.TaskID, RunID: r.ID}
 	})
 }
 

@@ -206,3 +206,56 @@ func TestTaskLock_TakeoverLosesToAHolderRunningAgain(t *testing.T) {
 	}
 	wantLocked(t, s.CreateRunLocked(ctx, lockRun("r-b", "T1", stratus.RunRunning)), "T1", "r-a")
 }
+
+// Two resumes of one failed run at once (two operators, or one command
+// run twice): the run's write is conditioned on its resume count as each
+// read it, so one makes it running and names its execution, and the other
+// is refused as a second run of the task is, with nothing of it written.
+func TestTaskLock_ConcurrentResumesOfOneRun_OneWins(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s := f.store(t, Options{})
+	if err := s.CreateRunLocked(f.ctx, lockRun("r-a", "T1", stratus.RunRunning)); err != nil {
+		t.Fatal(err)
+	}
+	failed, err := s.GetRun(f.ctx, "r-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed.Status = stratus.RunFailed
+	if err := s.UpdateRun(f.ctx, failed); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UnlockTask(f.ctx, "T1", "r-a"); err != nil {
+		t.Fatal(err)
+	}
+	const n = 4
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			r := failed
+			r.Status, r.Resumes, r.Execution = stratus.RunRunning, failed.Resumes+1, "exec-"+string(rune('a'+i))
+			errs[i] = s.UpdateRunLocked(f.ctx, r)
+		})
+	}
+	wg.Wait()
+	got, err := s.GetRun(f.ctx, "r-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	won := 0
+	for i, err := range errs {
+		if err == nil {
+			won++
+			if want := "exec-" + string(rune('a'+i)); got.Execution != want {
+				t.Errorf("resume %d won, but the run names execution %s", i, got.Execution)
+			}
+			continue
+		}
+		wantLocked(t, err, "T1", "r-a")
+	}
+	if won != 1 || got.Resumes != failed.Resumes+1 || got.Status != stratus.RunRunning {
+		t.Errorf("%d resumes went ahead, the run is %s after %d resumes; want one, running, %d (%v)", won, got.Status, got.Resumes, failed.Resumes+1, errs)
+	}
+}
