@@ -142,6 +142,10 @@ func (t *Target) Start(ctx context.Context, o StartOptions) (*Started, error) {
 		WorkDir: dir, TaskPath: taskPath, Workspace: fz.Workspace, Execution: arn, CreatedAt: time.Now().UTC()}
 	run.MaxCostUSD, run.MaxTokens = lifecycle.Caps(cfg, tk)
 	if err := t.withLock(ctx, func() error { return t.Store.CreateRunLocked(ctx, run) }); err != nil {
+		// A start that lost the lock to another begun at the same moment
+		// (checkLock let both through) leaves nothing of its own behind:
+		// it was never recorded, so its frozen files are removed.
+		t.removeRunFiles(context.WithoutCancel(ctx), runID)
 		return nil, err
 	}
 	// The run's logs dir is its own from here on, and the task's names it
@@ -282,4 +286,16 @@ func (t *Target) compileOptions(cfg *config.Config) compiler.Options {
 	opts := lifecycle.CompileOptions(cfg)
 	opts.HeartbeatSeconds = t.HeartbeatSeconds
 	return opts
+}
+
+// removeRunFiles deletes, best effort, every file under run runID's
+// prefix (runenv.RunPrefix): what a start froze before its run was refused.
+func (t *Target) removeRunFiles(ctx context.Context, runID string) {
+	keys, err := t.Sink.List(ctx, strings.TrimSuffix(runenv.RunPrefix(runID), "/"))
+	if err != nil {
+		return
+	}
+	for _, k := range keys {
+		t.Sink.Delete(ctx, k)
+	}
 }

@@ -77,7 +77,12 @@ type File struct {
 
 // BundlePrefix returns the sink key prefix of a run's bundle:
 // "runs/<run_id>/bundle/".
-func BundlePrefix(runID string) string { return "runs/" + runID + "/bundle/" }
+func BundlePrefix(runID string) string { return RunPrefix(runID) + "bundle/" }
+
+// RunPrefix is the sink prefix under which every file of run runID is
+// kept on a stack: its bundle, definition, workspace bundles and work-dir
+// files ("runs/<run_id>/"; docs/security.md § Retention).
+func RunPrefix(runID string) string { return "runs/" + runID + "/" }
 
 // checkRunID refuses a run id that is not one sink-key segment: it names a
 // sink prefix and a local directory.
