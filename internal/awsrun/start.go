@@ -141,6 +141,9 @@ func (t *Target) Start(ctx context.Context, o StartOptions) (*Started, error) {
 	run := stratus.Run{ID: runID, TaskID: tk.ID, TaskTitle: tk.Title, Flow: fl.TaskType, Status: stratus.RunRunning,
 		WorkDir: dir, TaskPath: taskPath, Workspace: fz.Workspace, Execution: arn, CreatedAt: time.Now().UTC()}
 	run.MaxCostUSD, run.MaxTokens = lifecycle.Caps(cfg, tk)
+	if testBeforeCreateRun != nil {
+		testBeforeCreateRun(ctx, run)
+	}
 	if err := t.withLock(ctx, func() error { return t.Store.CreateRunLocked(ctx, run) }); err != nil {
 		// A start that lost the lock to another begun at the same moment
 		// (checkLock let both through) leaves nothing of its own behind:
@@ -299,3 +302,7 @@ func (t *Target) removeRunFiles(ctx context.Context, runID string) {
 		t.Sink.Delete(ctx, k)
 	}
 }
+
+// testBeforeCreateRun, set by tests only, runs just before a start records
+// its run: where another start can take the task's lock first.
+var testBeforeCreateRun func(ctx context.Context, run stratus.Run)
