@@ -31,7 +31,7 @@ import (
 )
 
 func runDevAWS(o *DevAWSOptions) error {
-	co := devstack.CreateOptions{HeartbeatSeconds: o.HeartbeatSeconds, Pool: o.Pool > 0}
+	co := devstack.CreateOptions{HeartbeatSeconds: o.HeartbeatSeconds, Pool: o.Pool > 0, PoolPickupSeconds: int((o.PoolPickup + time.Second - 1) / time.Second)}
 	if o.Template != "" {
 		b, err := os.ReadFile(o.Template)
 		if err != nil {
@@ -154,7 +154,7 @@ func runDevAWS(o *DevAWSOptions) error {
 	}
 	defer logf.Close()
 	so := devstack.ServeOptions{Self: self, WorkRoot: filepath.Join(dir, "workers"), Log: logf,
-		PoolRunners: o.Pool, PoolPickup: o.PoolPickup, Lambdas: lo, CA: ca, FunctionsEndpoint: fnEndpoint}
+		PoolRunners: o.Pool, Lambdas: lo, CA: ca, FunctionsEndpoint: fnEndpoint}
 	so.Runners = devstack.ProcessRunners(self, so)
 	if cr != nil {
 		so.Runners = cr.Backend(ca)

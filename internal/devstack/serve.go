@@ -48,9 +48,6 @@ type ServeOptions struct {
 	// queue (issue 17), each in a fresh directory of its own under
 	// WorkRoot with a Fargate task's environment and moto's credentials.
 	PoolRunners int
-	// PoolPickup is how long dispatch waits for a pooled runner before it
-	// falls back to RunTask (0: pool.DefaultPickup, 20 s).
-	PoolPickup time.Duration
 	// Lambdas locate the functions' bootstraps and the emulator.
 	Lambdas LambdaOptions
 	// Runners runs each task RunTask places (nil: a

@@ -61,7 +61,8 @@ type Stack struct {
 	Resources map[string]string
 	Outputs   map[string]string
 	// Warnings are what Create deployed that AWS would refuse (a
-	// HeartbeatSeconds under the template's MinValue, for tests).
+	// HeartbeatSeconds or RunnerPoolPickupSeconds outside the template's
+	// constraints, for tests).
 	Warnings []string
 }
 
@@ -70,6 +71,10 @@ type CreateOptions struct {
 	// HeartbeatSeconds is the stack's HeartbeatSeconds parameter (0: the
 	// template's default).
 	HeartbeatSeconds int
+	// PoolPickupSeconds is the stack's RunnerPoolPickupSeconds parameter
+	// (0: the template's default): how long dispatch waits for a pooled
+	// runner before RunTask.
+	PoolPickupSeconds int
 	// Pool sets RunnerPool on: the warm runners' queues, services and
 	// scaling.
 	Pool bool
@@ -152,6 +157,9 @@ func Create(ctx context.Context, cfg aws.Config, name, apiURL string, o ...Creat
 	if opt.HeartbeatSeconds > 0 {
 		params["HeartbeatSeconds"] = fmt.Sprint(opt.HeartbeatSeconds)
 	}
+	if opt.PoolPickupSeconds > 0 {
+		params["RunnerPoolPickupSeconds"] = fmt.Sprint(opt.PoolPickupSeconds)
+	}
 	if opt.Pool {
 		params["RunnerPool"] = "on"
 	}
@@ -180,17 +188,20 @@ func Create(ctx context.Context, cfg aws.Config, name, apiURL string, o ...Creat
 	// and a value outside its constraints.
 	var declared struct{ Parameters map[string]map[string]any }
 	json.Unmarshal(body, &declared)
-	checked := params
+	checked := maps.Clone(params)
 	var warnings []string
-	if opt.HeartbeatSeconds > 0 {
-		// The stand-in's own knob for tests may go under the template's
-		// MinValue: deployed, with a warning; the rest is checked.
-		checked = maps.Clone(params)
-		delete(checked, "HeartbeatSeconds")
-		if err := checkParameters(declared.Parameters, map[string]string{"HeartbeatSeconds": params["HeartbeatSeconds"]}, nil); err != nil {
+	for knob, set := range map[string]bool{"HeartbeatSeconds": opt.HeartbeatSeconds > 0, "RunnerPoolPickupSeconds": opt.PoolPickupSeconds > 0} {
+		if !set {
+			continue
+		}
+		// The stand-in's own knobs for tests may go outside the template's
+		// constraints: deployed, with a warning; the rest is checked.
+		delete(checked, knob)
+		if err := checkParameters(declared.Parameters, map[string]string{knob: params[knob]}, nil); err != nil {
 			warnings = append(warnings, err.Error()+": AWS would refuse this stack; the stand-in deploys it, for tests")
 		}
 	}
+	slices.Sort(warnings)
 	if err := checkParameters(declared.Parameters, checked, required); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrParameter, err)
 	}

@@ -295,3 +295,27 @@ parameter_overrides = "ImageUri=\"img:1\" WorkerCpu=2048 AlarmEmail='a b@c'"
 		t.Errorf("SamconfigParameters = %v", got)
 	}
 }
+
+// dev aws --pool-pickup reaches the stack as its RunnerPoolPickupSeconds
+// parameter (the dispatch function's STRATUS_POOL_PICKUP_SECONDS); a
+// value under the template's MinValue is deployed for tests and said to
+// be one AWS would refuse.
+func TestCreate_PoolPickupIsTheStacksParameter(t *testing.T) {
+	t.Parallel()
+	cfg, name := setup(t)
+	ctx := context.Background()
+	st, err := devstack.Create(ctx, cfg, name, "http://127.0.0.1:9", devstack.CreateOptions{Pool: true, PoolPickupSeconds: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Warnings) != 1 || !strings.Contains(st.Warnings[0], `RunnerPoolPickupSeconds="2": under its MinValue 5`) {
+		t.Errorf("warnings %q; want one saying RunnerPoolPickupSeconds 2 is under the template's MinValue 5", st.Warnings)
+	}
+	fn, err := lambda.NewFromConfig(cfg).GetFunctionConfiguration(ctx, &lambda.GetFunctionConfigurationInput{FunctionName: aws.String(st.Functions["DispatchFunction"])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fn.Environment.Variables["STRATUS_POOL_PICKUP_SECONDS"]; got != "2" {
+		t.Errorf("the dispatch function waits %q s for a pooled runner; want 2, as asked", got)
+	}
+}
