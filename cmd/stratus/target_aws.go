@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -62,7 +63,13 @@ func (o *AWSOptions) open(ctx context.Context) (*awsrun.Target, error) {
 		opts = append(opts, awsconfig.WithCustomCABundle(bytes.NewReader(pem)))
 	}
 	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
-	if err != nil {
+	var noProfile awsconfig.SharedConfigProfileNotExistError
+	switch {
+	case errors.As(err, &noProfile):
+		// AWS_PROFILE (or AWS_DEFAULT_PROFILE) names a profile the shared
+		// config and credentials files do not hold: the caller's input.
+		return nil, usageError{fmt.Errorf("AWS profile %q (AWS_PROFILE) is in neither the shared config file (AWS_CONFIG_FILE, default ~/.aws/config) nor the credentials file (AWS_SHARED_CREDENTIALS_FILE, default ~/.aws/credentials); valid: a profile one of them holds, or unset AWS_PROFILE", noProfile.Profile)}
+	case err != nil:
 		return nil, fmt.Errorf("AWS SDK configuration: %w", err)
 	}
 	if cfg.Region == "" && cfg.BaseEndpoint != nil {

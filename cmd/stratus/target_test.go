@@ -45,3 +45,15 @@ func TestMain_AccessDeniedNamesTheOperatorPolicy(t *testing.T) {
 		t.Errorf("hint for another error: %q", h)
 	}
 }
+
+// An AWS_PROFILE that no shared file holds is the caller's input: exit 2,
+// naming the profile and where profiles are read, not the SDK's words.
+func TestTargetAWS_UnknownProfileIsAUsageError(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	r := runCLIEnv(t, []string{"AWS_PROFILE=nonexistent", "HOME=" + home, "AWS_CONFIG_FILE=", "AWS_SHARED_CREDENTIALS_FILE="},
+		"runs", "--target", "aws", "--stack", "x", "--endpoint-url", "http://127.0.0.1:9")
+	if r.code != ExitUsage || !strings.Contains(r.stderr, `AWS profile "nonexistent" (AWS_PROFILE) is in neither`) || strings.Contains(r.stderr, "failed to get shared config profile") {
+		t.Errorf("an unknown AWS_PROFILE: exit %d\n%s", r.code, r.stderr)
+	}
+}
