@@ -90,8 +90,10 @@ func DecodeReply(status int, data []byte, runID, node string, r worker.Reply) (*
 		switch {
 		case json.Unmarshal(data, &eb) == nil && eb.Error.Message != "":
 			msg = eb.Error.Message
-			if eb.Error.Field != "" {
-				msg = eb.Error.Field + ": " + msg
+			// The field leads unless the message already starts with what
+			// it names ("node gate of run …", "run R is …").
+			if f := eb.Error.Field; f != "" && !strings.HasPrefix(msg, strings.TrimSuffix(f, "_id")+" ") {
+				msg = f + ": " + msg
 			}
 		case json.Unmarshal(data, &gw) == nil && gw.Message != "":
 			msg = fmt.Sprintf("API Gateway refused the request (%d %s): %s", status, http.StatusText(status), gw.Message)
