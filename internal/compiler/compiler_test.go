@@ -680,7 +680,7 @@ const mdCheck = header + `  nodes:
     - { from: fix, to: md-check }
 `
 
-func TestCompile_InlineExampleFlows(t *testing.T) { // docs/flow-authoring.md § Example — a tool check that routes back to a fixer
+func TestCompile_InlineExampleFlows(t *testing.T) { // ../shared/peers/worc/docs/flow-authoring.md § Example — a tool check that routes back to a fixer
 	t.Parallel()
 	f := parse(t, mdCheck)
 	d := decode(t, compile(t, f, Options{}))

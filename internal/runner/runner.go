@@ -616,13 +616,13 @@ func SpoolDirFor(root string) string {
 const spoolFix = "no report is kept there (docs/security.md § Files under .stratus)"
 
 // spool keeps body, which the worker API did not take, in a new file of
-// the spool dir and returns the file's path (docs/security.md § Report
-// spool files): the dir is one only this user may enter (Options.SpoolDir,
-// else SpoolDirFor the temporary directory), the file is created anew with
-// mode 0600 and never through a symbolic link (private.CreateIn). A
-// spool dir someone else made first, or opened up, is not used: the
-// report goes to a new directory of a name no one can guess, beside it,
-// and the log says why.
+// the spool dir and returns the file's path (docs/security.md § Files
+// under .stratus, the report spool): the dir is one only this user may
+// enter (Options.SpoolDir, else SpoolDirFor the temporary directory), the
+// file is created anew with mode 0600 and never through a symbolic link
+// (private.CreateIn). A spool dir someone else made first, or opened up,
+// is not used: the report goes to a new directory of a name no one can
+// guess, beside it, and the log says why.
 func spool(o Options, p *worker.Payload, what string, body []byte) (string, error) {
 	dir := o.SpoolDir
 	if dir == "" {
