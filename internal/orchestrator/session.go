@@ -30,6 +30,7 @@ import (
 	localqueue "github.com/stratusflow/stratus/internal/queue/local"
 	"github.com/stratusflow/stratus/internal/reaper"
 	"github.com/stratusflow/stratus/internal/report"
+	"github.com/stratusflow/stratus/internal/runner"
 	"github.com/stratusflow/stratus/internal/runview"
 	"github.com/stratusflow/stratus/internal/sink/fs"
 	"github.com/stratusflow/stratus/internal/statedir"
@@ -446,7 +447,7 @@ func (s *session) launcher() (workers interface {
 		s.log.Warn(fmt.Sprintf("%v: this run's workers are processes (worker.isolation: %s)", err, config.IsolationProcess))
 		return process, nil
 	}
-	inproc = &inprocess.Launcher{Self: self, Reaper: rp, Slots: slots}
+	inproc = &inprocess.Launcher{Runner: &runner.InProcess{}, Self: self, Reaper: rp, Slots: slots}
 	return inproc, inproc
 }
 
