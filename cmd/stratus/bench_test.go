@@ -36,12 +36,12 @@ func installChain(tb testing.TB, dir, flow string) string {
 
 // BenchmarkFigure_Start prints `make bench`'s start figure (issue 16 § 2):
 // `stratus --help` from exec to exit, next to one spawn of the four-line
-// engine (fourLineEngine, seed 003 § 9) answering a request; goal:
-// within 2× of it. Each round is the
-// median of 5 runs of each, interleaved. Beside it, start-floor is the
-// same figure for testdata/sqlitehello, a program that only links the
-// SQLite driver a stratus command reading its store needs: where the
-// goal stands against what linking that driver costs on this machine.
+// engine (fourLineEngine, docs/contracts.md § Conformance checklist)
+// answering a request; goal: within 2× of it. Each round is the median of 5
+// runs of each, interleaved. Beside it, start-floor is the same figure for
+// testdata/sqlitehello, a program that only links the SQLite driver a stratus
+// command reading its store needs: where the goal stands against what linking
+// that driver costs on this machine.
 func BenchmarkFigure_Start(b *testing.B) {
 	engine := filepath.Join(b.TempDir(), "engine.sh")
 	if err := os.WriteFile(engine, []byte(fourLineEngine), 0o644); err != nil {

@@ -95,8 +95,9 @@ func TestRealCLIs_ImplementationFlowEndToEnd(t *testing.T) {
 	}
 }
 
-// issue 13 Done when: the conformance kit (seed 003 § 9) passes on both
-// shims wrapping the real CLIs, answered by the scripted model server.
+// issue 13 Done when: the conformance kit
+// (docs/contracts.md § Conformance checklist) passes on both shims wrapping
+// the real CLIs, answered by the scripted model server.
 func TestRealCLIs_ConformanceKitPassesOnTheShims(t *testing.T) {
 	for _, tc := range []struct{ cli, pkg string }{{"claude", "@anthropic-ai/claude-code"}, {"codex", "@openai/codex"}} {
 		t.Run(tc.cli, func(t *testing.T) {

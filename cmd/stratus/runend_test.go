@@ -178,10 +178,10 @@ func TestRun_ExtraArgsIgnoredByTheBundledScriptEngine(t *testing.T) {
 	}
 }
 
-// Issue 5 breaker M6 (seed 004 § What the layer does): an observation
-// launched for the failure that ends the run is let finish — its engine
-// answers after a short sleep — instead of being killed by the end of the
-// run with a warning.
+// Issue 5 breaker M6 (docs/contracts.md § What the supervisor layer does): an
+// observation launched for the failure that ends the run is let finish — its
+// engine answers after a short sleep — instead of being killed by the end of
+// the run with a warning.
 func TestRun_FailureObservationFinishesBeforeTheWorkersStop(t *testing.T) {
 	t.Parallel()
 	dir, task := installScript(t, "implementation", "", `

@@ -159,7 +159,7 @@ type StepStatus struct {
 type AttemptStatus struct {
 	Attempt  int    `json:"attempt"`
 	Status   string `json:"status"`             // running, submitted, failed
-	Terminal string `json:"terminal,omitempty"` // seed 003 § 5, as the runner reported it
+	Terminal string `json:"terminal,omitempty"` // docs/contracts.md § Terminal classification, as the runner reported it
 	// Class is a failed attempt's failure class (internal/failclass:
 	// provider_unavailable, rate_limited, network_unavailable, timeout,
 	// quality, infrastructure); RetryAt the reset its failure named.

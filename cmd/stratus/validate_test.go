@@ -55,7 +55,7 @@ func TestValidate_PeerFlowsReadUnchanged(t *testing.T) {
 
 // validate lists every problem of every layer, not only the first, sorted
 // by position, and exits 1 when any is fatal (issue 5 § Build 2).
-func TestValidate_AllListsEveryErrorAndExitsOne(t *testing.T) { // seed 004 § Fatal validation
+func TestValidate_AllListsEveryErrorAndExitsOne(t *testing.T) { // docs/contracts.md § Fatal validation
 	t.Parallel()
 	dir := t.TempDir()
 	if r := runCLI(t, "install", "--dir", dir); r.code != 0 {

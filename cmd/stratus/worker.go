@@ -24,7 +24,8 @@ import (
 
 // WorkerOptions is what every `stratus worker` subcommand shares: the worker
 // API and the attempt's credential, which the runner exports to its engine
-// as STRATUS_API_URL and STRATUS_HANDLE (seed 001 § Bearer authentication).
+// as STRATUS_API_URL and STRATUS_HANDLE
+// (docs/contracts.md § Bearer authentication).
 type WorkerOptions struct {
 	IO     IO
 	APIURL string // STRATUS_API_URL
@@ -113,8 +114,8 @@ func readSource(in io.Reader, src string) ([]byte, error) {
 }
 
 // readBody reads a submit or artifact body from FILE or "-" and resolves the
-// @file: sentinel (seed 000 § Why OUT is a tool call; resolved on the worker
-// side, DESIGN.md § Limits). A bad sentinel is invalid input: exit 2.
+// @file: sentinel (docs/contracts.md § Output is a tool call; resolved on the
+// worker side, DESIGN.md § Limits). A bad sentinel is invalid input: exit 2.
 func readBody(in io.Reader, src string) ([]byte, error) {
 	b, err := readSource(in, src)
 	if err != nil {

@@ -107,11 +107,11 @@ func NewEvents(cfg Config, awsCfg aws.Config, o Options) (*App, error) {
 // lifecycle.ExecutionStatus(x) (done, failed or manual_action_required by
 // the execution's error name) and its summary (report.Collect,
 // report.Write to the run's own files in the bucket: sink.ForRun) is
-// written from its final records (seed 004 § The summary artifacts: a
-// failed or manual run gets a report too). A step still waiting for a
-// human (worker.StepWaiting) fails first with EndedWhileWaiting: its task
-// token died with the execution. Once the run is recorded ended, the
-// task's lock it holds is released (dynamodb.Store.UnlockTask).
+// written from its final records (docs/contracts.md § The summary artifacts:
+// a failed or manual run gets a report too). A step still waiting for a human
+// (worker.StepWaiting) fails first with EndedWhileWaiting: its task token
+// died with the execution. Once the run is recorded ended, the task's lock it
+// holds is released (dynamodb.Store.UnlockTask).
 //
 // An execution's end is applied only to the run that names it (Run.
 // Execution, recorded before the execution starts; a run recorded without

@@ -11,7 +11,8 @@ import (
 	"github.com/stratusflow/stratus"
 )
 
-// seed 001 § Bearer authentication: HMAC sig + TTL verified, self-contained.
+// docs/contracts.md § Bearer authentication: HMAC sig + TTL verified,
+// self-contained.
 func TestVerify_RoundTripAndRejections(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	m := &Minter{Key: []byte("0123456789abcdef0123456789abcdef"), Now: func() time.Time { return now }}

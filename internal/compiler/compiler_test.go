@@ -755,7 +755,7 @@ func TestCompile_TimeoutsHeartbeatsAndCatches(t *testing.T) { // reference.md §
 	}
 }
 
-func TestCompile_RouteDefaultIsTheUnconditionalEdge(t *testing.T) { // seed 004 § tool node: route:<label> drives an explicit edge
+func TestCompile_RouteDefaultIsTheUnconditionalEdge(t *testing.T) { // docs/contracts.md § Tools: route:<label> drives an explicit edge
 	t.Parallel()
 	f := parse(t, header+`  nodes:
     - { id: triage, kind: tool, tool: triage }

@@ -262,9 +262,9 @@ func TestCompile_SharedBudgetIsTheGlobalBackstop(t *testing.T) {
 }
 
 // agents.max_fix_cycles caps every loop budget: the machine checks
-// min(flow, cap) (reference.md § Flow-level fields: budgets; seed 004 §
-// Fatal validation: "the cap always wins"). The global backstop is the cap
-// across loops, not one loop, and keeps its own budget.
+// min(flow, cap) (reference.md § Flow-level fields: budgets;
+// docs/contracts.md § Fatal validation: "the cap always wins"). The global
+// backstop is the cap across loops, not one loop, and keeps its own budget.
 func TestCompile_MaxFixCyclesClampsEveryLoopBudget(t *testing.T) {
 	t.Parallel()
 	f := parse(t, fixLoops+"  budgets: { test_fix: 15, review_fix: 1, global_fix_iterations: 30 }\n")
@@ -290,9 +290,10 @@ func TestCompile_MaxFixCyclesClampsEveryLoopBudget(t *testing.T) {
 }
 
 // A best_effort agent tolerates an infrastructure failure and the task
-// continues (reference.md § agent node: best_effort; seed 004 § Per-node
-// overrides): its Catch goes to its unconditional successor, $.error still
-// records the failure. Without best_effort the same failure fails the run.
+// continues (reference.md § agent node: best_effort;
+// docs/contracts.md § Per-node overrides): its Catch goes to its
+// unconditional successor, $.error still records the failure. Without
+// best_effort the same failure fails the run.
 func TestCompile_BestEffortAgentFailureContinues(t *testing.T) {
 	t.Parallel()
 	const yaml = header + `  nodes:
@@ -480,11 +481,12 @@ const decomposed = header + `  nodes:
   decomposition: { proposed_by: planning, sub_flow: [implementation, review, fixing], shared_budget: global_fix_iterations }
 `
 
-// Decomposition (reference.md § decomposition; seed 004 § Template
-// variables: {subtask_order}): when the proposed_by node's value carries
-// subtasks > 1 the sub_flow region runs once per subtask, every message
-// carrying its subtask_order; the region's own loop budgets start afresh
-// per subtask while the shared budget counts across all of them.
+// Decomposition (reference.md § decomposition;
+// docs/contracts.md § Template variables: {subtask_order}): when the
+// proposed_by node's value carries subtasks > 1 the sub_flow region runs once
+// per subtask, every message carrying its subtask_order; the region's own
+// loop budgets start afresh per subtask while the shared budget counts across
+// all of them.
 func TestCompile_DecompositionRunsTheRegionPerSubtask(t *testing.T) {
 	t.Parallel()
 	f := parse(t, decomposed)

@@ -1,9 +1,10 @@
 // Package config reads and writes DIR/.stratus/config.yaml: the environment
-// a flow's nodes fall back to (seed 004 § Flows: "the flow owns the graph;
-// the config owns the environment"). It owns the provider launch specs (which
-// engine runs a node: command, args, env overlay, cwd, deadline), the worker
-// token TTL and the projection placement. It does not own flows (internal/flow)
-// and never holds a secret's value: env entries name the variable to read.
+// a flow's nodes fall back to (docs/contracts.md § Flows and task types: "the
+// flow owns the graph; the config owns the environment"). It owns the
+// provider launch specs (which engine runs a node: command, args, env
+// overlay, cwd, deadline), the worker token TTL and the projection placement.
+// It does not own flows (internal/flow) and never holds a secret's value: env
+// entries name the variable to read.
 package config
 
 import (
@@ -61,8 +62,9 @@ type Config struct {
 	// (lifecycle.ResolveWorkspace; README § Workspaces). On AWS the
 	// repository always travels (issue 12).
 	Workspace string `yaml:"workspace,omitempty"`
-	// PromptAudit records who received what prompt per step (seed 004 §
-	// prompt_audit); a task's front matter prompt_audit overrides it.
+	// PromptAudit records who received what prompt per step
+	// (docs/contracts.md § Prompt audit); a task's front matter prompt_audit
+	// overrides it.
 	PromptAudit bool `yaml:"prompt_audit,omitempty"`
 	// RetentionDays is how long an ended embedded run keeps its files
 	// (run bundle, workspace bundles, archived ctx dir and logs) and its
@@ -110,7 +112,8 @@ type Agents struct {
 	Retry Retry `yaml:"retry,omitempty"`
 }
 
-// Provider is one engine's launch spec (seed 003 § 6: argv and environment are
+// Provider is one engine's launch spec
+// (docs/contracts.md § Timing, environment and argv: argv and environment are
 // deployment configuration, not part of the contract).
 type Provider struct {
 	Command string   `yaml:"command"`        // executable; "{stratus}" = this binary
@@ -159,15 +162,17 @@ const (
 	IsolationProcess   = "process"
 )
 
-// Projection holds the ctx-dir placement (seed 000 § Files are the server's job).
+// Projection holds the ctx-dir placement
+// (docs/contracts.md § Files are the server's job).
 type Projection struct {
 	Placement string `yaml:"placement"` // default "workspace/tasks/{task_id}/ctx"
 }
 
 // Default returns the configuration `stratus install` writes: the bundled
 // echo engine as primary (it needs no key), plus launch specs for the script
-// engine, openseek (seed 003 § 7: `openseek subrun <kind> --max-steps N`) and
-// the Claude and Codex shims (`stratus engine claude|codex`).
+// engine, openseek (docs/contracts.md § The reference engine: `openseek
+// subrun <kind> --max-steps N`) and the Claude and Codex shims (`stratus
+// engine claude|codex`).
 func Default() *Config {
 	return &Config{
 		SchemaVersion: SchemaVersion,
@@ -398,7 +403,8 @@ func contains(list []string, s string) bool {
 }
 
 // OpenseekKindDefaults are the per-kind defaults of the reference engine
-// (seed 003 § 7.3): the step ceiling (0: none) and the adapter deadline, s.
+// (docs/contracts.md § The reference engine): the step ceiling (0: none) and
+// the adapter deadline, s.
 var OpenseekKindDefaults = map[string]struct{ MaxSteps, TimeoutSeconds int }{
 	"echo":    {0, 600},
 	"explore": {100, 600},
@@ -407,8 +413,9 @@ var OpenseekKindDefaults = map[string]struct{ MaxSteps, TimeoutSeconds int }{
 }
 
 // Resolved returns p with openseek's per-kind defaults filled in where p
-// leaves max_steps or timeout_seconds unset (seed 003 § 7.3), for a
-// provider whose command is openseek. Other providers are returned as is.
+// leaves max_steps or timeout_seconds unset
+// (docs/contracts.md § The reference engine), for a provider whose command is
+// openseek. Other providers are returned as is.
 func (p Provider) Resolved() Provider {
 	if filepath.Base(p.Command) != "openseek" {
 		return p

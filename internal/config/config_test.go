@@ -90,8 +90,9 @@ func TestParse_PlacementAndProviderRules(t *testing.T) {
 	}
 }
 
-// seed 003 § 7.3: openseek's per-kind step ceilings and adapter deadlines
-// fill what a provider leaves unset; § 7.1: {kind} and {max_steps} mirror onto argv.
+// docs/contracts.md § The reference engine: openseek's per-kind step ceilings
+// and adapter deadlines fill what a provider leaves unset; § 7.1: {kind} and
+// {max_steps} mirror onto argv.
 func TestProvider_OpenseekKindDefaults(t *testing.T) {
 	t.Parallel()
 	for kind, want := range map[string][2]int{"explore": {100, 600}, "review": {100, 900}, "worker": {300, 2700}, "echo": {0, 600}} {

@@ -11,7 +11,8 @@ import (
 	"github.com/stratusflow/stratus/internal/testenv"
 )
 
-// Parts of a conforming sh engine (seed 003 § 9's four-line engine plus the
+// Parts of a conforming sh engine
+// (docs/contracts.md § Conformance checklist's four-line engine plus the
 // version check of § 8); each test swaps one part to break one rule.
 const (
 	readLine     = "IFS= read -r line\n"
@@ -75,8 +76,9 @@ func detail(results []Result, check string) string {
 	return ""
 }
 
-// A shell engine doing everything seed 003 § 9 asks passes every check.
-func TestConform_ConformingShellEnginePasses(t *testing.T) { // seed 003 § 9
+// A shell engine doing everything docs/contracts.md § Conformance checklist
+// asks passes every check.
+func TestConform_ConformingShellEnginePasses(t *testing.T) { // docs/contracts.md § Conformance checklist
 	t.Parallel()
 	res := conformAll(t, engine(t, conforming), nil)
 	if !Passed(res) {
@@ -85,7 +87,7 @@ func TestConform_ConformingShellEnginePasses(t *testing.T) { // seed 003 § 9
 }
 
 // An engine must reject another major with a command_error and no report.
-func TestConform_RejectsOtherMajor(t *testing.T) { // seed 003 § 8, § 9.1
+func TestConform_RejectsOtherMajor(t *testing.T) { // docs/contracts.md § Versioning, § Conformance checklist
 	t.Parallel()
 	for name, tc := range map[string]struct {
 		script, detail string
@@ -114,7 +116,7 @@ func TestConform_RejectsOtherMajor(t *testing.T) { // seed 003 § 8, § 9.1
 }
 
 // An engine must not wait for a second line while stdin stays open.
-func TestConform_ToleratesOpenStdin(t *testing.T) { // seed 003 § 2, § 9.2
+func TestConform_ToleratesOpenStdin(t *testing.T) { // docs/contracts.md § The request line, § Conformance checklist
 	t.Parallel()
 	target := engine(t, readLine+versionCheck+"IFS= read -r more\n"+stepLine+usageLine+reportLine)
 	target.TimeoutMS = 1000
@@ -130,7 +132,7 @@ func TestConform_ToleratesOpenStdin(t *testing.T) { // seed 003 § 2, § 9.2
 
 // On stdin EOF an engine must end within the cancel grace; one that carries
 // on regardless is killed at the end of the grace.
-func TestConform_StopsOnStdinEOF(t *testing.T) { // seed 003 § 1, § 9.2
+func TestConform_StopsOnStdinEOF(t *testing.T) { // docs/contracts.md § Process lifecycle, § Conformance checklist
 	t.Parallel()
 	target := engine(t, readLine+"sleep 2\n"+versionCheck+stepLine+usageLine+reportLine)
 	target.GraceMS = 300
@@ -145,7 +147,7 @@ func TestConform_StopsOnStdinEOF(t *testing.T) { // seed 003 § 1, § 9.2
 // request and then ignores stdin EOF passed. Stdin is now closed only once
 // the engine has had the request, and such an engine is killed at the end
 // of the grace: FAIL.
-func TestConform_StopsOnStdinEOF_ReadsRequestThenIgnoresEOF(t *testing.T) { // seed 003 § 1, § 9.2
+func TestConform_StopsOnStdinEOF_ReadsRequestThenIgnoresEOF(t *testing.T) { // docs/contracts.md § Process lifecycle, § Conformance checklist
 	t.Parallel()
 	py := `import sys, time
 line = sys.stdin.readline()
@@ -189,7 +191,7 @@ print('{"subrun_report":{"answer":42}}', flush=True)
 
 // An engine that stops at stdin EOF without a report, once it has read its
 // request, passes, and the detail says stdin was closed after the request.
-func TestConform_StopsOnStdinEOF_NoReportIsFine(t *testing.T) { // seed 003 § 1, § 9.2
+func TestConform_StopsOnStdinEOF_NoReportIsFine(t *testing.T) { // docs/contracts.md § Process lifecycle, § Conformance checklist
 	t.Parallel()
 	target := engine(t, readLine+versionCheck+"cat >/dev/null\nexit 0\n")
 	res := conformAll(t, target, map[string]Status{"tolerates-open-stdin": Fail, "one-report-last": Fail})
@@ -200,7 +202,7 @@ func TestConform_StopsOnStdinEOF_NoReportIsFine(t *testing.T) { // seed 003 § 1
 
 // A grandchild holding stdout open after the engine exited is named in the
 // details instead of blaming the engine for not ending.
-func TestConform_GrandchildHoldsStdout(t *testing.T) { // seed 003 § 1
+func TestConform_GrandchildHoldsStdout(t *testing.T) { // docs/contracts.md § Process lifecycle
 	t.Parallel()
 	target := engine(t, readLine+versionCheck+stepLine+usageLine+reportLine+"sleep 6 &\nexit 0\n")
 	target.GraceMS, target.TimeoutMS = 500, 4000
@@ -214,7 +216,7 @@ func TestConform_GrandchildHoldsStdout(t *testing.T) { // seed 003 § 1
 
 // A normal run that ends with a failure event and no report is blamed on
 // the input, not on open stdin.
-func TestConform_FailureInsteadOfReport(t *testing.T) { // seed 003 § 5, § 9.2, § 9.6
+func TestConform_FailureInsteadOfReport(t *testing.T) { // docs/contracts.md § Terminal classification, § Conformance checklist
 	t.Parallel()
 	target := engine(t, readLine+versionCheck+printf(`{"event":"command_error","error":"no such node"}`))
 	res := conformAll(t, target, map[string]Status{"tolerates-open-stdin": Fail, "one-report-last": Fail})
@@ -227,7 +229,7 @@ func TestConform_FailureInsteadOfReport(t *testing.T) { // seed 003 § 5, § 9.2
 }
 
 // A failure event followed by a report violates § 9.5.
-func TestConform_FailureExplained(t *testing.T) { // seed 003 § 5, § 9.5
+func TestConform_FailureExplained(t *testing.T) { // docs/contracts.md § Terminal classification, § Conformance checklist
 	t.Parallel()
 	target := engine(t, readLine+versionCheck+printf(`{"event":"turn_failed","error":"model down"}`)+reportLine)
 	res := conformAll(t, target, map[string]Status{"failure-explained": Fail})
@@ -238,7 +240,7 @@ func TestConform_FailureExplained(t *testing.T) { // seed 003 § 5, § 9.5
 }
 
 // Every stdout line must be JSON; noise and blank lines are not.
-func TestConform_JSONOnlyStdout(t *testing.T) { // seed 003 § 3, § 9.3
+func TestConform_JSONOnlyStdout(t *testing.T) { // docs/contracts.md § The event stream, § Conformance checklist
 	t.Parallel()
 	for name, tc := range map[string]struct{ script, detail string }{
 		"a log line":   {readLine + versionCheck + printf("starting up") + stepLine + usageLine + reportLine, `line 1 of 4 is not a JSON object: "starting up"`},
@@ -256,7 +258,7 @@ func TestConform_JSONOnlyStdout(t *testing.T) { // seed 003 § 3, § 9.3
 }
 
 // Exactly one report, and it is the last line.
-func TestConform_OneReportLast(t *testing.T) { // seed 003 § 4, § 9.6
+func TestConform_OneReportLast(t *testing.T) { // docs/contracts.md § The report line, § Conformance checklist
 	t.Parallel()
 	for name, tc := range map[string]struct {
 		script, detail string
@@ -283,7 +285,7 @@ func TestConform_OneReportLast(t *testing.T) { // seed 003 § 4, § 9.6
 
 // Every usage event carries the five fields, integral, and a valid cost_usd
 // when it has one.
-func TestConform_WellFormedUsage(t *testing.T) { // seed 003 § 3, § 9.4
+func TestConform_WellFormedUsage(t *testing.T) { // docs/contracts.md § The event stream, § Conformance checklist
 	t.Parallel()
 	usage := func(fields string) string {
 		return printf(`{"event":"usage","usage":{` + fields + `}}`)
@@ -314,8 +316,9 @@ func TestConform_WellFormedUsage(t *testing.T) { // seed 003 § 3, § 9.4
 	}
 }
 
-// Integral numbers are decided exactly (seed 003 § 3).
-func TestIntegral(t *testing.T) { // seed 003 § 3
+// Integral numbers are decided exactly
+// (docs/contracts.md § The event stream).
+func TestIntegral(t *testing.T) { // docs/contracts.md § The event stream
 	t.Parallel()
 	for in, want := range map[string]bool{
 		"0": true, "-3": true, "2.0": true, "1e2": true, "1E+2": true, "150e-1": true, "-0.0": true,

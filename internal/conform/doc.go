@@ -1,15 +1,16 @@
 // Package conform checks an engine executable against the conformance
-// checklist of the workflow child contract v1 (seed 003 § 9), from the
-// outside, the way a runner sees it.
+// checklist of the workflow child contract v1
+// (docs/contracts.md § Conformance checklist), from the outside, the way a
+// runner sees it.
 //
 // It owns the checks and their verdicts, not the contract: a normal launch
-// goes through [contract.Runner] (seed 003 §§ 1–6), and where a check needs
-// what the runner deliberately hides (the raw stdout lines, a request with
-// another major version) it launches the engine itself with os/exec, timing
-// the engine's exit and its stdout EOF apart (a grandchild holding stdout
-// open is named as such). The launches run concurrently; the checks that
-// read a normal run's stdout share one.
-// The checks, in table order:
+// goes through [contract.Runner] (docs/contracts.md § Child contract v1), and
+// where a check needs what the runner deliberately hides (the raw stdout
+// lines, a request with another major version) it launches the engine itself
+// with os/exec, timing the engine's exit and its stdout EOF apart (a
+// grandchild holding stdout open is named as such). The launches run
+// concurrently; the checks that read a normal run's stdout share one. The
+// checks, in table order:
 //
 //  1. rejects-other-major (§ 8, § 9.1): a request with workflow_contract 2
 //     draws a command_error event and no report;
@@ -39,8 +40,8 @@
 // (docs/child-contract.md § Checking an engine).
 //
 // It does not: judge the report's content (that is the caller's schema,
-// seed 003 § 4), check agent_step values, read the engine's stderr (it is
-// inherited, § 1), or choose argv for an engine (§ 6: deployment
-// configuration). An engine run through these checks is launched four
-// times, so a model-backed one spends tokens on each launch.
+// docs/contracts.md § The report line), check agent_step values, read the
+// engine's stderr (it is inherited, § 1), or choose argv for an engine (§ 6:
+// deployment configuration). An engine run through these checks is launched
+// four times, so a model-backed one spends tokens on each launch.
 package conform

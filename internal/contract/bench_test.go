@@ -16,9 +16,10 @@ import (
 	"github.com/stratusflow/stratus/internal/benchfig"
 )
 
-// benchLines is a realistic stdout mix of a model-driven engine (seed 003
-// §§ 3–4): mostly steps and usage, some extra-field and unknown events, a
-// little non-JSON noise from tool subprocesses, and the report last.
+// benchLines is a realistic stdout mix of a model-driven engine
+// (docs/contracts.md § The event stream, § The report line): mostly steps and
+// usage, some extra-field and unknown events, a little non-JSON noise from
+// tool subprocesses, and the report last.
 func benchLines(steps int) [][]byte {
 	var lines [][]byte
 	add := func(format string, args ...any) { lines = append(lines, fmt.Appendf(nil, format, args...)) }

@@ -18,8 +18,9 @@ import (
 )
 
 // Runner launches engines under the child contract. It numbers its attempts
-// cr-1, cr-2, … (seed 003 § 7.5); the numbering is per Runner value and safe
-// for concurrent Run calls. The zero value is ready to use.
+// cr-1, cr-2, … (docs/contracts.md § The reference engine); the numbering is
+// per Runner value and safe for concurrent Run calls. The zero value is ready
+// to use.
 type Runner struct {
 	seq atomic.Uint64
 }
@@ -32,8 +33,8 @@ func (r *Runner) nextID() string {
 }
 
 // Run spawns the engine described by spec, writes the request line for req,
-// follows the child until it ends (seed 003 § 1) and returns its terminal
-// (§ 5) with the attempt accounting attached.
+// follows the child until it ends (docs/contracts.md § Process lifecycle) and
+// returns its terminal (§ 5) with the attempt accounting attached.
 //
 // Timing (all in milliseconds): the wall deadline spec.DeadlineMS runs from
 // the start of the call and covers the request write; when it elapses, stdin
@@ -339,7 +340,8 @@ func (l *launch) noteExit(waitErr error) {
 	l.exitErr = ps.String() // e.g. "signal: segmentation fault"
 }
 
-// classify applies the precedence table of seed 003 § 5.
+// classify applies the precedence table of
+// docs/contracts.md § Terminal classification.
 func (l *launch) classify() Result {
 	res := Result{Attempt: l.attempt(), Yield: l.obs.yield}
 	switch {

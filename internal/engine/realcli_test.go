@@ -134,9 +134,10 @@ func count(evs []map[string]any, event string) int {
 
 func last(evs []map[string]any) map[string]any { return evs[len(evs)-1] }
 
-// seed 003 § 3, § 4, § 9: a real CLI's answer is one report, after
-// agent_step per model turn and a usage line with all five token fields
-// (and the cost the CLI reports: Claude Code does, Codex does not).
+// docs/contracts.md § The event stream, § The report line, § Conformance checklist:
+// a real CLI's answer is one report, after agent_step per model turn and a
+// usage line with all five token fields (and the cost the CLI reports: Claude
+// Code does, Codex does not).
 func TestRealCLIs_ReportUsageAndSteps(t *testing.T) {
 	for _, cli := range realCLIs(t) {
 		t.Run(cli.name, func(t *testing.T) {
@@ -207,7 +208,8 @@ func TestRealCLIs_ToolCallRunsInTheWorkDir(t *testing.T) {
 	}
 }
 
-// seed 003 § 9.5: a model error is a failure event, never a report.
+// docs/contracts.md § Conformance checklist: a model error is a failure
+// event, never a report.
 func TestRealCLIs_ModelErrorIsAFailure(t *testing.T) {
 	for _, cli := range realCLIs(t) {
 		t.Run(cli.name, func(t *testing.T) {
@@ -228,8 +230,9 @@ func TestRealCLIs_ModelErrorIsAFailure(t *testing.T) {
 	}
 }
 
-// seed 003 § 7.1: max_steps from the envelope is enforced on the real
-// CLI: a model that keeps calling tools is stopped at the ceiling.
+// docs/contracts.md § The reference engine: max_steps from the envelope is
+// enforced on the real CLI: a model that keeps calling tools is stopped at
+// the ceiling.
 func TestRealCLIs_MaxStepsEnforced(t *testing.T) {
 	for _, cli := range realCLIs(t) {
 		t.Run(cli.name, func(t *testing.T) {
@@ -251,8 +254,8 @@ func TestRealCLIs_MaxStepsEnforced(t *testing.T) {
 	}
 }
 
-// seed 003 § 9.2: stdin EOF stops the real CLI within the grace, with no
-// report.
+// docs/contracts.md § Conformance checklist: stdin EOF stops the real CLI
+// within the grace, with no report.
 func TestRealCLIs_StdinEOFStopsTheCLI(t *testing.T) {
 	for _, cli := range realCLIs(t) {
 		t.Run(cli.name, func(t *testing.T) {

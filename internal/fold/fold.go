@@ -9,8 +9,8 @@ import (
 	"github.com/stratusflow/stratus/internal/jsonstr"
 )
 
-// submit_format values (seed 000 § Structured worker output). Any other
-// value, the empty string included, folds like FormatDefault.
+// submit_format values (docs/contracts.md § The fold and submit_format). Any
+// other value, the empty string included, folds like FormatDefault.
 const (
 	FormatDefault = ""     // lenient: JSON containers fold structured
 	FormatJSON    = "json" // strict, final body only: any JSON value or 422

@@ -206,9 +206,10 @@ var pathParam = regexp.MustCompile(`\{[^}]+\}`)
 // concrete fills a path template's parameters.
 func concrete(path string) string { return pathParam.ReplaceAllString(path, "probe-agent") }
 
-// openapi.yaml documents every route of the worker API (seed 001 § Routes)
-// exactly: the set of (method, path) it lists equals the set New registers,
-// a route added to one and not the other fails here.
+// openapi.yaml documents every route of the worker API
+// (docs/contracts.md § Routes) exactly: the set of (method, path) it lists
+// equals the set New registers, a route added to one and not the other fails
+// here.
 func TestOpenAPI_DocumentsEveryRouteTheRouterRegisters(t *testing.T) {
 	t.Parallel()
 	doc := loadOpenAPI(t)

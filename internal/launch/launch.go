@@ -35,8 +35,9 @@ const (
 )
 
 // Environment variables the runner always sets for the engine: the
-// attempt's resolved per-node overrides (seed 004 § Per-node overrides in
-// flows). An empty model or reasoning means the engine's own default.
+// attempt's resolved per-node overrides
+// (docs/contracts.md § Per-node overrides). An empty model or reasoning means
+// the engine's own default.
 const (
 	EnvModel             = "STRATUS_MODEL"
 	EnvReasoning         = "STRATUS_REASONING"
@@ -56,10 +57,10 @@ type Spec struct {
 	// (docs/security.md § Files under .stratus); "" = the runner's own
 	// per-user spool directory (ECS and pooled runners, with no state dir).
 	SpoolDir string
-	// NetworkAccess is the node's resolved network grant (seed 004 §
-	// Per-node overrides: network_access). On AWS it chooses the ECS
-	// network profile: online subnets and security group, or the offline
-	// ones that reach only the worker API.
+	// NetworkAccess is the node's resolved network grant
+	// (docs/contracts.md § Per-node overrides: network_access). On AWS it
+	// chooses the ECS network profile: online subnets and security group, or
+	// the offline ones that reach only the worker API.
 	NetworkAccess bool
 	// OnExit, when set, is called once the worker has ended, with its exit
 	// error (nil for status 0). The server uses it to fail an attempt whose

@@ -11,7 +11,7 @@ import (
 
 // Spend is what a run has spent so far, summed over every attempt of every
 // step (supervisor turns included) from the usage its runner relayed
-// (seed 003 § 3; relayed on every terminal, § 5).
+// (docs/contracts.md § The event stream; relayed on every terminal, § 5).
 type Spend struct {
 	CostUSD float64 `json:"cost_usd"` // the attempts whose cost is known
 	Tokens  int64   `json:"tokens"`   // prompt + completion

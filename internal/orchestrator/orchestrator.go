@@ -353,14 +353,14 @@ func Resume(ctx context.Context, o ResumeOptions) (*Result, error) {
 	return s.execute(ctx, lifecycle.ExecutionName(run.ID, run.Resumes), plan.Input)
 }
 
-// CheckRun is the validation a run needs before it starts (seed 004 § Fatal
-// validation, "at flow dispatch"): all three layers of flow.Validate with
-// the operator config and the tools dir, plus, for every node the task will
-// run (enabled and not gated by a `when` fact), a role file that exists. A
-// missing prompt of a `when`-gated node, a resume_role_file or a supervisor
-// prompt is a warning logged on warn: the node fails if it runs, and the
-// supervisor falls back to its built-in instruction. The fatal problems are
-// one EINVALID listing each.
+// CheckRun is the validation a run needs before it starts
+// (docs/contracts.md § Fatal validation, "at flow dispatch"): all three
+// layers of flow.Validate with the operator config and the tools dir, plus,
+// for every node the task will run (enabled and not gated by a `when` fact),
+// a role file that exists. A missing prompt of a `when`-gated node, a
+// resume_role_file or a supervisor prompt is a warning logged on warn: the
+// node fails if it runs, and the supervisor falls back to its built-in
+// instruction. The fatal problems are one EINVALID listing each.
 func CheckRun(fl *flow.Flow, flowsDir, toolsDir string, cfg *config.Config, tk *task.Task, warn *slog.Logger) error {
 	probs := flow.Validate(fl, flow.ValidateOptions{RoleFileRoot: flowsDir, Config: cfg, ToolsDir: toolsDir})
 	for _, m := range flow.MissingRoleFiles(fl, flowsDir) {

@@ -18,12 +18,13 @@ import (
 // that this build can run every checks node's checker (only the names
 // nodeexec.Supported reports run; dependency_scan is refused), that every
 // provider a node pins (or the task hints, nodes.<id>.provider) is in
-// agents.allowed and has a launch spec (seed 004 § Fatal validation, config consistency), and that
-// the task's nodes overrides name nodes of the flow (worc: "an id absent
-// from the flow ends the task failed"). tk may be nil (validate). It returns
-// every problem found; all are fatal for a run. Every node kind the flow
-// format knows runs, so an unknown kind is flow.Validate's to report (once:
-// "kind ... is not allowed"), never Preflight's.
+// agents.allowed and has a launch spec (docs/contracts.md § Fatal validation,
+// config consistency), and that the task's nodes overrides name nodes of the
+// flow (worc: "an id absent from the flow ends the task failed"). tk may be
+// nil (validate). It returns every problem found; all are fatal for a run.
+// Every node kind the flow format knows runs, so an unknown kind is
+// flow.Validate's to report (once: "kind ... is not allowed"), never
+// Preflight's.
 func Preflight(fl *flow.Flow, cfg *config.Config, tk *task.Task) []flow.Problem {
 	var probs []flow.Problem
 	at := func(n flow.Node, key string) flow.Problem {

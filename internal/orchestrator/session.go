@@ -264,7 +264,7 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 		return nil, err
 	}
 	if w := supervisor.NarrowingWarning(env.Config.Supervisor, env.Flow); w != "" {
-		svc.Log.Warn(w) // seed 004 § What observe.mode costs: said once, at the start
+		svc.Log.Warn(w) // docs/contracts.md § What observe.mode costs: said once, at the start
 	}
 
 	x, err = exec.WaitExecution(waitCtx, x.ARN)

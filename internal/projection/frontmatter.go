@@ -17,7 +17,7 @@ import (
 )
 
 // FrontMatter heads <ctx-dir>/<step>.md: who produced the body and its
-// checksum (seed 000 § Files are the server's job).
+// checksum (docs/contracts.md § Files are the server's job).
 type FrontMatter struct {
 	TaskID      string    `yaml:"task_id"`      // the run's task id ({task_id})
 	Step        string    `yaml:"step"`         // node id; the file is <step>.md

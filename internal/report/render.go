@@ -16,8 +16,8 @@ import (
 )
 
 // Summary is summary.json: one key set for every flow, every terminal and
-// both writers (seed 004 § The summary artifacts). The optional keys are
-// present only when they apply.
+// both writers (docs/contracts.md § The summary artifacts). The optional keys
+// are present only when they apply.
 type Summary struct {
 	What             string             `json:"what"`
 	Summary          string             `json:"summary"`
@@ -81,7 +81,7 @@ func (f *Facts) providerAttempts() []ProviderAttempt {
 }
 
 // FactHeadings are the three fact sections that close every summary.md,
-// whoever wrote the prose (seed 004 § The summary artifacts).
+// whoever wrote the prose (docs/contracts.md § The summary artifacts).
 var FactHeadings = []string{"## Pipeline nodes skipped", "## Provider fallbacks", "## Run cost"}
 
 // FollowUpsHeading heads the follow-ups section.

@@ -21,7 +21,7 @@ type Usage struct {
 }
 
 // SupervisorUsage is supervisor_usage: the layer's calls as a total and
-// split by job (seed 004 § What observe.mode costs).
+// split by job (docs/contracts.md § What observe.mode costs).
 type SupervisorUsage struct {
 	Usage
 	ByJob map[string]*Usage `json:"by_job"`

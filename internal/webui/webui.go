@@ -291,8 +291,9 @@ func (s *Server) docOf(name string, body []byte) Doc {
 	}
 	if strings.HasSuffix(name, ".md") || strings.HasSuffix(name, ".markdown") {
 		text := string(body)
-		// A projection's front matter (seed 000 § Files are the server's
-		// job) is data, not prose: shown as is above the body.
+		// A projection's front matter
+		// (docs/contracts.md § Files are the server's job) is data, not
+		// prose: shown as is above the body.
 		if rest, ok := strings.CutPrefix(text, "---\n"); ok {
 			if fm, md, ok := strings.Cut(rest, "\n---\n"); ok {
 				d.Front, text = fm, md

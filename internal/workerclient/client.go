@@ -1,16 +1,16 @@
-// Package workerclient is the worker's side of the worker API (seed 001 §
-// Routes): fetch the prompt and its baked system bytes, stage parts, submit,
-// post a result, relay stats and degradations. The runner, the bundled
-// engines and `stratus worker` use it. Transient failures (connection
-// errors, 429, 5xx) are retried with exponential backoff and full jitter;
-// 4xx answers are returned at once as *APIError.
+// Package workerclient is the worker's side of the worker API
+// (docs/contracts.md § Routes): fetch the prompt and its baked system bytes,
+// stage parts, submit, post a result, relay stats and degradations. The
+// runner, the bundled engines and `stratus worker` use it. Transient failures
+// (connection errors, 429, 5xx) are retried with exponential backoff and full
+// jitter; 4xx answers are returned at once as *APIError.
 //
 // Bodies are sent exactly as given: inline up to InlineBytes, larger ones
-// through an upload (issue 14 § 8). The `@file:<abs-path>` sentinel (seed
-// 000 § Why OUT is a tool call) is resolved on the worker side, by the
-// caller, with ResolveFileSentinel (DESIGN.md § Limits: the server never
-// reads the worker's disk); the client methods themselves never look inside
-// a body.
+// through an upload (issue 14 § 8). The `@file:<abs-path>` sentinel
+// (docs/contracts.md § Output is a tool call) is resolved on the worker side,
+// by the caller, with ResolveFileSentinel (DESIGN.md § Limits: the server
+// never reads the worker's disk); the client methods themselves never look
+// inside a body.
 package workerclient
 
 import (
@@ -120,9 +120,10 @@ func (c *Client) Prompt(ctx context.Context, taskID string) (*worker.Payload, er
 }
 
 // System fetches the exact baked system bytes of (taskID, attempt) (GET
-// /v1/worker/prompt/system?task_id=&attempt=, seed 001 §
-// worker_prompt_system): the text/plain target of Payload.SystemRef.URI.
-// The bytes are returned unverified; compare them with SystemRef.SHA256.
+// /v1/worker/prompt/system?task_id=&attempt=,
+// docs/contracts.md § Request and response bodies): the text/plain target of
+// Payload.SystemRef.URI. The bytes are returned unverified; compare them with
+// SystemRef.SHA256.
 func (c *Client) System(ctx context.Context, taskID string, attempt int) ([]byte, error) {
 	q := url.Values{"task_id": {taskID}, "attempt": {strconv.Itoa(attempt)}}
 	var b []byte
@@ -130,12 +131,12 @@ func (c *Client) System(ctx context.Context, taskID string, attempt int) ([]byte
 	return b, err
 }
 
-// Artifact stages a named part (POST /v1/worker/artifact?name=, seed 000 §
-// Why OUT is a tool call); the body is sent verbatim, inline or through an
-// upload (postBody). A name the part-name rule refuses
+// Artifact stages a named part (POST /v1/worker/artifact?name=,
+// docs/contracts.md § Output is a tool call); the body is sent verbatim,
+// inline or through an upload (postBody). A name the part-name rule refuses
 // (projection.CheckPartName: docs/security.md § Part names) is refused here
-// with the server's error, EINVALID on field "name", before anything is
-// sent or uploaded; the server checks it again.
+// with the server's error, EINVALID on field "name", before anything is sent
+// or uploaded; the server checks it again.
 func (c *Client) Artifact(ctx context.Context, name string, body []byte) error {
 	if err := projection.CheckPartName(name); err != nil {
 		return err
@@ -197,10 +198,10 @@ func (c *Client) Submit(ctx context.Context, taskID string, body []byte) (*worke
 	return c.SubmitOK(ctx, taskID, body, true)
 }
 
-// SubmitOK posts the final body verbatim (POST /v1/worker/submit, seed 001 §
-// worker_submit). ok=false records a failed Final whose body is the reason.
-// An empty taskID leaves the task to the credential; a non-empty one must
-// be the credential's own (403 otherwise).
+// SubmitOK posts the final body verbatim (POST /v1/worker/submit,
+// docs/contracts.md § Request and response bodies). ok=false records a failed
+// Final whose body is the reason. An empty taskID leaves the task to the
+// credential; a non-empty one must be the credential's own (403 otherwise).
 func (c *Client) SubmitOK(ctx context.Context, taskID string, body []byte, ok bool) (*worker.StepValue, error) {
 	q := url.Values{}
 	if taskID != "" {
@@ -218,11 +219,11 @@ func (c *Client) SubmitOK(ctx context.Context, taskID string, body []byte, ok bo
 	return &sv, err
 }
 
-// Result posts {task_id, value, ok} (POST /v1/worker/result, seed 001 §
-// worker_result). A JSON string value is the body as is; any other value is
-// its JSON text. A nil Value is sent as null. A successful result whose
-// body is over InlineBytes (or refused inline with 413) is sent as an
-// upload of that body (issue 14 § 8).
+// Result posts {task_id, value, ok} (POST /v1/worker/result,
+// docs/contracts.md § Request and response bodies). A JSON string value is
+// the body as is; any other value is its JSON text. A nil Value is sent as
+// null. A successful result whose body is over InlineBytes (or refused inline
+// with 413) is sent as an upload of that body (issue 14 § 8).
 func (c *Client) Result(ctx context.Context, rb worker.ResultBody) (*worker.StepValue, error) {
 	if rb.Value == nil && rb.Upload == "" {
 		rb.Value = json.RawMessage("null")
@@ -250,8 +251,8 @@ func (c *Client) Result(ctx context.Context, rb worker.ResultBody) (*worker.Step
 }
 
 // Fail posts a failed result (POST /v1/worker/result, ok=false) whose
-// value is f: a seed 003 § 5 terminal, its reason, and its failure class
-// and reset (internal/failclass).
+// value is f: a docs/contracts.md § Terminal classification terminal, its
+// reason, and its failure class and reset (internal/failclass).
 func (c *Client) Fail(ctx context.Context, taskID string, f worker.FailureValue) error {
 	v, _ := json.Marshal(f)
 	body, _ := json.Marshal(map[string]any{"task_id": taskID, "value": json.RawMessage(v), "ok": false})
@@ -278,9 +279,10 @@ func (c *Client) Stats(ctx context.Context, s worker.Stats) error {
 }
 
 // Degradation records that a tool degraded to a fallback (POST
-// /v1/worker/degradation {tool, error, fallback, note?}, seed 001 §
-// worker_degradation). It never becomes step output; the server answers
-// 204 even when the task has no run to record it on.
+// /v1/worker/degradation {tool, error, fallback, note?},
+// docs/contracts.md § Request and response bodies). It never becomes step
+// output; the server answers 204 even when the task has no run to record it
+// on.
 func (c *Client) Degradation(ctx context.Context, d worker.DegradationBody) error {
 	body, _ := json.Marshal(d)
 	return c.do(ctx, "POST", "/v1/worker/degradation", "application/json", body, nil)

@@ -176,7 +176,8 @@ func (l *Launcher) Launch(ctx context.Context, s launch.Spec) (id string, err er
 }
 
 // StopGrace is how long Stop waits after SIGTERM before it kills: the
-// runner's own engine cancel grace (seed 003 § 1: 5000 ms) plus a margin.
+// runner's own engine cancel grace (docs/contracts.md § Process lifecycle:
+// 5000 ms) plus a margin.
 var StopGrace = 7 * time.Second
 
 // Stop sends SIGTERM to the runner's process group, so the runner cancels

@@ -71,14 +71,14 @@ func freshSinks(c *awss3.Client, bucket string) func(t *testing.T) sink.Sink {
 	}
 }
 
-// seed 000 § Files are the server's job: the S3 sink passes the one
+// docs/contracts.md § Files are the server's job: the S3 sink passes the one
 // conformance suite on an in-process gofakes3 server.
 func TestSink_ConformanceOnGofakes3(t *testing.T) {
 	c := fakeS3(t)
 	sinktest.Run(t, freshSinks(c, newBucket(t, c)))
 }
 
-// seed 000 § Files are the server's job: the S3 sink passes the one
+// docs/contracts.md § Files are the server's job: the S3 sink passes the one
 // conformance suite on the moto server.
 func TestSink_ConformanceOnMoto(t *testing.T) {
 	c := motoS3(t)

@@ -15,7 +15,7 @@ import (
 
 // EscapingKeys are keys every Sink must refuse with EINVALID on both Put
 // and Get: each could name something outside the sink's root on some
-// platform (seed 000 § Files are the server's job).
+// platform (docs/contracts.md § Files are the server's job).
 var EscapingKeys = []string{
 	"",
 	"/etc/passwd",

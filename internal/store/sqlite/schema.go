@@ -86,7 +86,8 @@ CREATE TABLE handles (
 	expires_at INTEGER
 ) STRICT;
 `,
-	// 2: degradation records and agent render sizes (seed 001).
+	// 2: degradation records and agent render sizes
+	// (docs/contracts.md § Routes).
 	`
 CREATE TABLE degradations (
 	seq      INTEGER PRIMARY KEY AUTOINCREMENT,
