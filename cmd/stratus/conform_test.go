@@ -103,7 +103,8 @@ func TestEngineConform_BundledScriptConforms(t *testing.T) {
 }
 
 // docs/contracts.md § Conformance checklist's four-line shell engine never
-// looks at workflow_contract, so it fails § 8 / § 9.1 and only that (exit 1).
+// looks at workflow_contract, so it fails docs/contracts.md § Versioning and
+// only that (exit 1).
 func TestEngineConform_FourLineEngineFailsOtherMajor(t *testing.T) {
 	t.Parallel()
 	script := filepath.Join(t.TempDir(), "engine.sh")

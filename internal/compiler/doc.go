@@ -32,9 +32,9 @@
 // only, the MathAdd and StringToJson intrinsics, readable state names),
 // § Limits (the state carries references and small scalars, never
 // bodies; 25,000 history events per execution, see Compile);
-// docs/contracts.md § Flows and task types — Fatal validation (a flow that
-// fails it does not compile; a budget above the config cap is clamped) and §
-// tools (a tool timeout parks the task at manual_action_required); worc
+// docs/contracts.md § Flows and task types, § Fatal validation (a flow that
+// fails it does not compile; a budget above the config cap is clamped) and
+// § Tools (a tool timeout parks the task at manual_action_required); worc
 // reference.md § agent node (best_effort, hitl), § hitl node, § Edges, §
 // decomposition, and configuration.md § agents (the global fix cap).
 //

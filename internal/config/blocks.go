@@ -135,8 +135,9 @@ type Decomposition struct {
 	Enabled bool `yaml:"enabled,omitempty"`
 }
 
-// ObserveModes ranks the observe modes from narrowest to widest (seed 004:
-// none < events < selected < all).
+// ObserveModes ranks the observe modes from narrowest to widest
+// (docs/contracts.md § What observe.mode costs: none < events < selected <
+// all).
 var ObserveModes = []string{"none", "events", "selected", "all"}
 
 // ObserveTriggers is the closed set of observe.triggers.

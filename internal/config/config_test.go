@@ -91,7 +91,7 @@ func TestParse_PlacementAndProviderRules(t *testing.T) {
 }
 
 // docs/contracts.md § The reference engine: openseek's per-kind step ceilings
-// and adapter deadlines fill what a provider leaves unset; § 7.1: {kind} and
+// and adapter deadlines fill what a provider leaves unset; {kind} and
 // {max_steps} mirror onto argv.
 func TestProvider_OpenseekKindDefaults(t *testing.T) {
 	t.Parallel()

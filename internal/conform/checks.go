@@ -395,8 +395,10 @@ func abs(n int) int {
 	return n
 }
 
-// checkFailureExplained flags the § 9.5 violation every run can show: a
-// failure event and a report on the same stdout
+// checkFailureExplained flags the violation every run can show of
+// docs/child-contract.md § Ending: when to exit, and what the runner concludes
+// (item 5 of docs/contracts.md § Conformance checklist): a failure event and
+// a report on the same stdout
 // (docs/contracts.md § Terminal classification, § Conformance checklist). It
 // runs after the other checks and reads every raw launch they made. Otherwise
 // it is skipped: docs/contracts.md § Conformance checklist asks that an
@@ -415,9 +417,9 @@ func checkFailureExplained(_ context.Context, s *session) (Status, string) {
 		case f.line == 0 || f.report == 0:
 			continue
 		case f.line < f.report:
-			return Fail, fmt.Sprintf("%s: emitted %s and then a report; § 9.5: never a report after a failure (line %d: %s; report on line %d)", c.name, f.tag, f.line, quote(f.reason), f.report)
+			return Fail, fmt.Sprintf("%s: emitted %s and then a report; § Ending: never a report after a failure (line %d: %s; report on line %d)", c.name, f.tag, f.line, quote(f.reason), f.report)
 		default:
-			return Fail, fmt.Sprintf("%s: emitted a report and then %s; § 9.5: a failed run sends no report (report on line %d; line %d: %s)", c.name, f.tag, f.report, f.line, quote(f.reason))
+			return Fail, fmt.Sprintf("%s: emitted a report and then %s; § Ending: a failed run sends no report (report on line %d; line %d: %s)", c.name, f.tag, f.report, f.line, quote(f.reason))
 		}
 	}
 	return Skip, "no generic way to make an engine fail; check 1 covers the command_error path"

@@ -128,7 +128,8 @@ func (t Target) Validate() error {
 type Result struct {
 	// Check is the check's name, e.g. "rejects-other-major".
 	Check string `json:"check"`
-	// Section is the seed 003 sections it enforces, e.g. "§ Versions".
+	// Section is the docs/child-contract.md section it enforces, e.g.
+	// "§ Versions".
 	Section string `json:"section"`
 	Status  Status `json:"status"`
 	// Detail says what was sent, observed and measured.

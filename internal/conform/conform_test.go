@@ -13,7 +13,8 @@ import (
 
 // Parts of a conforming sh engine
 // (docs/contracts.md § Conformance checklist's four-line engine plus the
-// version check of § 8); each test swaps one part to break one rule.
+// version check of docs/contracts.md § Versioning); each test swaps one part
+// to break one rule.
 const (
 	readLine     = "IFS= read -r line\n"
 	versionCheck = `case "$line" in
@@ -92,7 +93,7 @@ func TestConform_RejectsOtherMajor(t *testing.T) { // docs/contracts.md § Versi
 	for name, tc := range map[string]struct {
 		script, detail string
 	}{
-		"never checks the version (seed 003 § 9's engine)": {readLine + stepLine + usageLine + reportLine, "no command_error event, and a report on line 3"},
+		"never checks the version (the checklist's four-line engine)": {readLine + stepLine + usageLine + reportLine, "no command_error event, and a report on line 3"},
 		"command_error and a report": {readLine + `case "$line" in *'"workflow_contract":1,'*) ;; *) printf '{"event":"command_error","error":"v"}\n' ;; esac` + "\n" + stepLine + usageLine + reportLine,
 			`command_error "v", but also a report on line 4`},
 		"command_error without an error string": {readLine + `case "$line" in *'"workflow_contract":1,'*) ;; *) printf '{"event":"command_error"}\n'; exit 0 ;; esac` + "\n" + stepLine + usageLine + reportLine,
@@ -228,12 +229,13 @@ func TestConform_FailureInsteadOfReport(t *testing.T) { // docs/contracts.md § 
 	}
 }
 
-// A failure event followed by a report violates § 9.5.
+// A failure event followed by a report violates
+// docs/child-contract.md § Ending: when to exit, and what the runner concludes.
 func TestConform_FailureExplained(t *testing.T) { // docs/contracts.md § Terminal classification, § Conformance checklist
 	t.Parallel()
 	target := engine(t, readLine+versionCheck+printf(`{"event":"turn_failed","error":"model down"}`)+reportLine)
 	res := conformAll(t, target, map[string]Status{"failure-explained": Fail})
-	want := `the normal run: emitted turn_failed and then a report; § 9.5: never a report after a failure (line 1: "model down"; report on line 2)`
+	want := `the normal run: emitted turn_failed and then a report; § Ending: never a report after a failure (line 1: "model down"; report on line 2)`
 	if d := detail(res, "failure-explained"); d != want {
 		t.Errorf("detail %q, want %q", d, want)
 	}

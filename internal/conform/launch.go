@@ -247,7 +247,7 @@ loop:
 			kill()
 			stopReading()
 			break loop
-		case <-exitWaitC: // stdout closed but the engine lingers (§ 1.4)
+		case <-exitWaitC: // stdout closed but the engine lingers (docs/contracts.md § Process lifecycle)
 			kill()
 			break loop
 		case readErr = <-readDone:

@@ -61,13 +61,13 @@ type LaunchSpec struct {
 	// Dir is the child's working directory; "" means the runner's own.
 	Dir string
 	// Stderr is where the child's stderr goes, never read by this
-	// package (§ 1); nil means the runner's own stderr, inherited. The
-	// in-process worker (issue 16 § 1) gives the step's runner log here,
-	// as a runner process's stderr would be; the runner keeps the last
-	// bytes of what passes as the evidence of a failure
-	// (internal/failclass). With a writer that is no *os.File, Run waits
-	// at most PostExitDrainMS after the child exited for its stderr to
-	// close (a grandchild may hold it).
+	// package (docs/contracts.md § Process lifecycle); nil means the runner's
+	// own stderr, inherited. The in-process worker (issue 16 § 1) gives the
+	// step's runner log here, as a runner process's stderr would be; the
+	// runner keeps the last bytes of what passes as the evidence of a failure
+	// (internal/failclass). With a writer that is no *os.File, Run waits at
+	// most PostExitDrainMS after the child exited for its stderr to close (a
+	// grandchild may hold it).
 	Stderr io.Writer
 	// DeadlineMS is the wall deadline in milliseconds, measured from the
 	// start of Run; 0 (or negative) means DefaultDeadlineMS.

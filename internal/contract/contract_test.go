@@ -100,7 +100,7 @@ func waitGone(t *testing.T, pid int) {
 	}
 }
 
-// ---- § 2: the request line ----
+// ---- docs/contracts.md § The request line ----
 
 func TestEnvelope_ExactLineWithOptionalFields(t *testing.T) { // docs/contracts.md § The request line
 	t.Parallel()
@@ -207,7 +207,9 @@ func TestRun_RequestWriteInsideDeadline(t *testing.T) { // docs/contracts.md § 
 	}
 }
 
-// ---- § 1 and § 6: process lifecycle, environment, cwd ----
+// ----
+// docs/contracts.md § Process lifecycle and § Timing, environment and argv:
+// environment, cwd ----
 
 func TestRun_EnvOverlayAndCwd(t *testing.T) { // docs/contracts.md § Process lifecycle, § Timing, environment and argv
 	t.Parallel()
@@ -453,7 +455,7 @@ func TestRun_CallerDeadlineIsCancellationNotTimedOut(t *testing.T) { // docs/con
 	}
 }
 
-// ---- § 3: the event stream ----
+// ---- docs/contracts.md § The event stream ----
 
 func TestRun_FinalLineWithoutNewlineCounts(t *testing.T) { // docs/contracts.md § The event stream
 	t.Parallel()
@@ -684,7 +686,7 @@ printf '{"event":"command_error","error":"first"}\n{"event":"turn_failed","error
 	}
 }
 
-// ---- § 4: the report ----
+// ---- docs/contracts.md § The report line ----
 
 func TestRun_LastReportWins(t *testing.T) { // docs/contracts.md § The report line
 	t.Parallel()
@@ -704,7 +706,7 @@ func TestRun_NullReportIsCaptured(t *testing.T) { // docs/contracts.md § The re
 	}
 }
 
-// ---- § 5: terminal classification ----
+// ---- docs/contracts.md § Terminal classification ----
 
 func TestRun_PrecedenceTable(t *testing.T) { // docs/contracts.md § Terminal classification
 	t.Parallel()
@@ -804,7 +806,7 @@ func TestResult_JSONShape(t *testing.T) { // docs/contracts.md § Terminal class
 	}
 }
 
-// ---- § 7.5: attempt ids ----
+// ---- docs/contracts.md § The reference engine: attempt ids ----
 
 func TestRunner_AttemptIDsPerRunnerAndConcurrent(t *testing.T) { // docs/contracts.md § The reference engine
 	t.Parallel()

@@ -52,7 +52,8 @@ func (o *observed) progress() Progress {
 // apply classifies one stdout line and reports whether the accounting
 // (steps, tokens, cost) changed. Lines that are not a JSON object, unknown
 // events and invalid known events are ignored. One pass over the line
-// (scanObject) validates it and finds the members § 3 reads.
+// (scanObject) validates it and finds the members
+// docs/contracts.md § The event stream reads.
 func (o *observed) apply(line []byte) (accounting bool) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 || line[0] != '{' {
@@ -82,7 +83,7 @@ func (o *observed) apply(line []byte) (accounting bool) {
 	if !ok {
 		return false
 	}
-	if m.subrunReport != nil { // § 4: the last report wins
+	if m.subrunReport != nil { // docs/contracts.md § The report line: the last report wins
 		// The line's buffer is reused for the next line: the report keeps a copy.
 		o.hasReport, o.report = true, append(json.RawMessage(nil), m.subrunReport...)
 		return false

@@ -50,8 +50,8 @@ func TestEcho_StepUsageThenInput(t *testing.T) {
 	}
 }
 
-// docs/contracts.md § The reference engine / § 8: any other major is a
-// command_error and no report; a bare input line without the envelope is
+// docs/contracts.md § The reference engine, § Versioning: any other major is
+// a command_error and no report; a bare input line without the envelope is
 // accepted.
 func TestEcho_EnvelopeVersions(t *testing.T) {
 	t.Parallel()

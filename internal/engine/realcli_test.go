@@ -110,7 +110,8 @@ func runReal(t *testing.T, cli realCLI, url, req string, opts ShimOptions) ([]ma
 	return events(t, out), dir
 }
 
-// assertInvariants checks seed 003's line rules on a real run's output.
+// assertInvariants checks the line rules of docs/contracts.md § The event
+// stream on a real run's output.
 func assertInvariants(t *testing.T, out string) {
 	t.Helper()
 	evs := events(t, out)

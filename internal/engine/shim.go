@@ -507,7 +507,7 @@ func drive(ctx context.Context, run cliRun, stdin io.Reader, stderr io.Writer, s
 			return
 		}
 		cancelled.Store(true)
-		fmt.Fprintf(stderr, "stratus engine %s: stdin closed: the call is cancelled (docs/child-contract.md § Ending); stopping the CLI. Keep stdin open while the engine works.\n", run.name)
+		fmt.Fprintf(stderr, "stratus engine %s: stdin closed: the call is cancelled (docs/child-contract.md § Ending: when to exit, and what the runner concludes); stopping the CLI. Keep stdin open while the engine works.\n", run.name)
 		stop()
 	}()
 

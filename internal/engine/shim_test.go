@@ -123,7 +123,7 @@ func start(t *testing.T, shim shimFunc, opts ShimOptions, req string) (out *sync
 		select {
 		case err := <-done:
 			if err != nil {
-				t.Fatalf("shim returned %v; every handled failure must return nil (seed 003 § 7.4)", err)
+				t.Fatalf("shim returned %v; every handled failure must return nil (docs/contracts.md § The reference engine)", err)
 			}
 		case <-time.After(20 * time.Second):
 			t.Fatalf("shim did not end; output so far:\n%s", out.String())
@@ -142,7 +142,8 @@ func runShimOnce(t *testing.T, shim shimFunc, opts ShimOptions, req string) stri
 // assertEvents parses every stdout line and compares it with want (JSON
 // lines), then checks the contract's invariants: usage carries all five
 // fields, integral (docs/contracts.md § The event stream); a report is the
-// single last line and never follows a failure event (§ 4, § 9.5).
+// single last line and never follows a failure event (docs/contracts.md
+// § The report line, § Conformance checklist).
 func assertEvents(t *testing.T, out string, want ...string) {
 	t.Helper()
 	var got []any
@@ -152,7 +153,7 @@ func assertEvents(t *testing.T, out string, want ...string) {
 		}
 		var v any
 		if err := json.Unmarshal([]byte(l), &v); err != nil {
-			t.Fatalf("stdout line %q is not JSON (seed 003 § 9.3): %v", l, err)
+			t.Fatalf("stdout line %q is not JSON (docs/contracts.md § The event stream): %v", l, err)
 		}
 		got = append(got, v)
 	}
@@ -203,7 +204,8 @@ func readLines(t *testing.T, path string) []string {
 	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 }
 
-// docs/contracts.md § Conformance checklist (1, 3, 4, 6) and § 7.1: the shim
+// docs/contracts.md § Conformance checklist (1, 3, 4, 6) and § The reference
+// engine: the shim
 // reads the envelope, runs the CLI with its JSON output mode, the prompt on
 // stdin (never argv), the turn limit and the schema, and answers with
 // agent_step per step, one usage (cost only where the CLI reports one), then

@@ -1,6 +1,6 @@
 // Package fold turns what a worker submitted into the value the flow sees
 // (docs/contracts.md § The fold and submit_format, and the staged-parts fold
-// of § Why OUT is a tool call and § The in-process twin).
+// of § Output is a tool call and § The in-process twin).
 //
 // It owns the three submit_format modes: the default lenient fold (a JSON
 // object or array — bare, or as one whole fenced block — folds as the

@@ -143,10 +143,11 @@ func TestAllowlist_CoreVarsPlusNodePaths(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Allowlist = %q, want %q", got, want)
 	}
-	// seed 004 lists 18; flow-authoring.md § Where a node's output goes
+	// docs/contracts.md § Template variables lists 18;
+	// flow-authoring.md § Where a node's output goes
 	// adds summary_body_path, the summary slot's variable.
 	if len(prompt.CoreVars) != 19 || prompt.CoreVars[18] != "summary_body_path" {
-		t.Errorf("CoreVars = %q, want seed 004's 18 then summary_body_path", prompt.CoreVars)
+		t.Errorf("CoreVars = %q, want the 18 of docs/contracts.md § Template variables then summary_body_path", prompt.CoreVars)
 	}
 }
 

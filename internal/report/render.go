@@ -217,8 +217,9 @@ func (f *Facts) steps(b *bytes.Buffer) {
 			outcome = l.Step.Status
 		}
 		if l.Step.Kind == flow.KindPublish && l.Step.Status == stratus.StepRunning {
-			// seed 004: the publish step writes this report, so it is
-			// pending while the report is written; that is expected.
+			// docs/contracts.md § What the supervisor layer does: the
+			// publish step writes this report, so it is pending while the
+			// report is written; that is expected.
 			outcome = "pending (it writes this report)"
 		}
 		fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %d/%d |\n", l.Step.StepRef, outcome, len(l.Attempts), dash(term), english.Duration(dur), in, out)

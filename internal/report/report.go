@@ -19,7 +19,8 @@
 //     synthesis came back collapsed (prose under CollapseFloor characters) —
 //     and otherwise composes the provider-authored summary.md: the "#
 //     {title}" H1, the sanitized prose, the follow-ups section, then the fact
-//     sections (Publishing when it applies, and the three of seed 004);
+//     sections (Publishing when it applies, and the three of
+//     docs/contracts.md § The summary artifacts);
 //   - summary.json, with worc's one key set {what, summary, follow_ups?,
 //     task_usage?, supervisor_usage?, cost_not_accounted?, degraded?}.
 //

@@ -355,8 +355,9 @@ func TestFollowUps_Composition(t *testing.T) {
 	}
 }
 
-// seed 004: "a title that is the finding's first sentence, with the
-// remainder in rationale (rather than a mid-word truncation)".
+// docs/contracts.md § The summary artifacts: "a title that is the finding's
+// first sentence, with the remainder in rationale (rather than a mid-word
+// truncation)".
 func TestFirstSentence_SplitsAtTheFirstSentenceEnd(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ in, first, rest string }{
@@ -445,7 +446,8 @@ func TestWrite_NeverReplacesProseWithBlank(t *testing.T) {
 	}
 }
 
-// seed 004: the publish step, which writes the report, is shown pending
+// docs/contracts.md § What the supervisor layer does: the publish step, which
+// writes the report, is shown pending
 // while it does; skipped nodes and fallbacks close the report.
 func TestRender_PublishPendingSkippedAndFallbacks(t *testing.T) {
 	t.Parallel()

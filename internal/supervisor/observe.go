@@ -30,8 +30,8 @@ func rank(mode string) int { return slices.Index(config.ObserveModes, mode) }
 
 // EffectiveMode is the observe cadence of a run: the config's
 // supervisor.observe.mode narrowed by the flow's supervisor.observe.mode —
-// the narrower of the two (seed 004: "A flow may narrow the cadence … but
-// never widen it"; refusing a widening flow is flow validation's job, so a
+// the narrower of the two (docs/contracts.md § What observe.mode costs: "A
+// flow may narrow the cadence … but never widen it"; refusing a widening flow is flow validation's job, so a
 // wider flow mode here simply does not widen). An empty or unknown mode on
 // either side leaves the other; both empty is events.
 func EffectiveMode(configMode, flowMode string) string {

@@ -1,7 +1,8 @@
 // Package yamlast is the goccy/go-yaml AST plumbing shared by Stratus's
 // strict YAML decoders, internal/flow (worc flow files, reference.md §
 // "every mapping is a fail-closed allowlist") and internal/config
-// (config.yaml, seed 004 § Configuration): parsing one document, collecting
+// (config.yaml, docs/contracts.md § Flows, prompts and the supervisor):
+// parsing one document, collecting
 // anchors, resolving aliases and tags, expanding YAML 1.1 merge keys
 // (`<<: *a`, `<<: [*a, *b]`, as PyYAML reads them for worc) with duplicate
 // keys reported, naming a node's YAML type for messages, and the UTF-8 and
