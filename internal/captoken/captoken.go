@@ -2,14 +2,14 @@
 // handles (docs/contracts.md § Bearer authentication;
 // docs/contracts.md § Input is a fetch: "the fetch is the trust handshake").
 //
-// A token is `base64url(claims JSON) "." base64url(HMAC-SHA256(claims
-// JSON))`, both without padding; the signature is compared in constant time.
-// A handle is `wh-` plus 8 characters of [a-z0-9]; it carries nothing and
-// maps server side (internal/store) to one attempt. An operator token (role
+// A token is `base64url(claims JSON) "." base64url(HMAC-SHA256(claims JSON))`,
+// both without padding; the signature is compared in constant time. A
+// handle is `wh-` plus 8 characters of [a-z0-9]; it carries nothing and maps
+// server side (internal/store) to one attempt. An operator token (role
 // operator, verb ReplyHuman, claim run_id) lets a human's reply reach one
-// run's waiting hitl step (issue 5 § 4). This package does not store handles
-// and does not decide fencing (stale attempts, terminal runs): the worker
-// service does.
+// run's waiting hitl step (issue 5 § 4). This package does not store
+// handles and does not decide fencing (stale attempts, terminal runs): the
+// worker service does.
 package captoken
 
 import (

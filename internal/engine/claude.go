@@ -15,17 +15,15 @@ import (
 // reads kind, max_steps and schema from the envelope
 // (docs/contracts.md § The reference engine) and runs
 //
-//	claude -p --output-format stream-json --verbose [--max-turns N]
-//	[--json-schema SCHEMA] SETTINGS… EXTRA…
+//	claude -p --output-format stream-json --verbose [--max-turns N] [--json-schema SCHEMA] SETTINGS… EXTRA…
 //
 // with the prompt on stdin (print mode reads the prompt from stdin when no
 // prompt argument is given; argv is visible in ps). SETTINGS are the
-// attempt's model, effort, permission mode and web tools (Settings). Sources:
-// the Claude Code CLI reference and headless docs
-// (code.claude.com/docs/en/cli-reference, …/headless): -p/--print,
-// --output-format stream-json (needs --verbose with -p), --max-turns,
-// --json-schema taking the schema inline and returning it as the result's
-// structured_output.
+// attempt's model, effort, permission mode and web tools (Settings). Sources: the Claude
+// Code CLI reference and headless docs (code.claude.com/docs/en/cli-reference,
+// …/headless): -p/--print, --output-format stream-json (needs --verbose
+// with -p), --max-turns, --json-schema taking the schema inline and
+// returning it as the result's structured_output.
 //
 // Translation of the stream-json lines (`type` system | assistant | user |
 // result; the result carries subtype success | error_max_turns |

@@ -14,17 +14,15 @@ import (
 // around the `codex` CLI. It reads kind, max_steps and schema from the
 // envelope (docs/contracts.md § The reference engine) and runs
 //
-//	codex exec --json --skip-git-repo-check [--output-schema FILE] SETTINGS…
-//	EXTRA… -
+//	codex exec --json --skip-git-repo-check [--output-schema FILE] SETTINGS… EXTRA… -
 //
 // with the prompt on stdin (the "-" prompt argument; argv is visible in
 // ps). SETTINGS are the attempt's model, reasoning effort, sandbox and
-// sandbox network (Settings). The schema is written to a temporary FILE for
-// --output-schema and removed afterwards. `codex exec` has no turn-limit
-// flag, so max_steps is enforced by the shim alone. Sources: openai/codex
-// docs/exec.md ("JSON output mode", "Structured output") and
-// codex-rs/exec/src/exec_events.rs (the ThreadEvent / ThreadItem / Usage
-// types behind --json).
+// sandbox network (Settings). The schema is written to a temporary FILE for --output-schema and
+// removed afterwards. `codex exec` has no turn-limit flag, so max_steps is
+// enforced by the shim alone. Sources: openai/codex docs/exec.md ("JSON
+// output mode", "Structured output") and codex-rs/exec/src/exec_events.rs
+// (the ThreadEvent / ThreadItem / Usage types behind --json).
 //
 // Translation of the JSONL events (`type` thread.started | turn.started |
 // turn.completed {usage} | turn.failed {error.message} | item.started |

@@ -13,14 +13,14 @@
 //     only for a run that did not end done, see Why — / Changes / Steps /
 //     Checks / Gates / Technical debt / Follow-ups / Publishing — only for
 //     a pull-request policy Stratus does not act on — / Pipeline nodes
-//     skipped / Provider fallbacks / Run cost) in the four situations of seed
-//     004 — the layer is disabled, the terminal has no prose by design
-//     (failed / manual_action_required), the synthesis could not run, the
-//     synthesis came back collapsed (prose under CollapseFloor characters) —
-//     and otherwise composes the provider-authored summary.md: the "#
-//     {title}" H1, the sanitized prose, the follow-ups section, then the fact
-//     sections (Publishing when it applies, and the three of
-//     docs/contracts.md § The summary artifacts);
+//     skipped / Provider fallbacks / Run cost) in the four situations of
+//     docs/contracts.md § The summary artifacts — the layer is disabled, the
+//     terminal has no prose by design (failed / manual_action_required), the
+//     synthesis could not run, the synthesis came back collapsed (prose under
+//     CollapseFloor characters) — and otherwise composes the
+//     provider-authored summary.md: the "# {title}" H1, the sanitized prose,
+//     the follow-ups section, then the fact sections (Publishing when it
+//     applies, and the three of that section);
 //   - summary.json, with worc's one key set {what, summary, follow_ups?,
 //     task_usage?, supervisor_usage?, cost_not_accounted?, degraded?}.
 //

@@ -11,8 +11,8 @@
 //	runs/<run_id>/bundle/config.yaml      config.yaml's bytes
 //	runs/<run_id>/bundle/task/<name>      the task file, its base name kept
 //	runs/<run_id>/bundle/flows/<path>     every regular file of the flows dir
-//	runs/<run_id>/bundle/tools/<path> every regular file of DIR/.stratus/tools
-//	runs/<run_id>/bundle/manifest.json written last: the list of files with
+//	runs/<run_id>/bundle/tools/<path>     every regular file of DIR/.stratus/tools
+//	runs/<run_id>/bundle/manifest.json    written last: the list of files with
 //	                                      sizes, SHA-256 digests and exec bits
 //
 // The whole flows dir is frozen, not only the files one flow names, so
@@ -26,9 +26,8 @@
 // directory's flows/ and its ToolsDir that directory's tools/, so the
 // worker reads role files and runs tools from the frozen copy through the
 // same code path as in embedded mode (which freezes into DIR/.stratus/runs/
-// through the fs sink and loads the same way). A Cache keeps the loaded
-// bundles of the last few runs, keyed by run id: a bundle never changes once
-// frozen.
+// through the fs sink and loads the same way). A Cache keeps the loaded bundles of
+// the last few runs, keyed by run id: a bundle never changes once frozen.
 //
 // It does not validate the flow (flow.Validate, orchestrator.CheckRun: the
 // caller does that before freezing), does not run tools, and does not

@@ -9,8 +9,8 @@
 // many work dirs share (RunKeyed: a stack's bucket) keeps each run's under
 // the run; a work dir's own sink is the work dir.
 // Implementations live in subpackages: fs (a directory on the local disk)
-// and s3 (objects under a prefix of an S3 bucket). sinktest holds the
-// conformance suite every implementation must pass.
+// and s3 (objects under a prefix of an S3 bucket). sinktest holds the conformance
+// suite every implementation must pass.
 //
 // It does not know about front matter, part names, placements or task ids:
 // that is internal/projection. It never interprets the bytes it stores.

@@ -7,9 +7,8 @@
 // temporary file beside the target and renames it into place, so a reader
 // never sees a half-written file. Directories are created 0755, files
 // 0644, but 0700 and 0600 under the state dir (Private, OwnerOnly:
-// docs/security.md § Files under .stratus). Every file operation goes through
-// an os.Root, so neither a key nor a symbolic link inside the root can reach
-// outside it.
+// docs/security.md § Files under .stratus). Every file operation goes through an os.Root, so neither a key nor
+// a symbolic link inside the root can reach outside it.
 //
 // It does not decide placement, validate part names or wrap front matter
 // (internal/projection), and it does not fsync: the files are projections

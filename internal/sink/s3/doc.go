@@ -3,13 +3,13 @@
 // the next step reads"; docs/contracts.md § Files are the server's job).
 //
 // Each sink key is one object in one bucket under a configured prefix:
-// object key = prefix + sink key ("stratus/" +
-// "runs/<run_id>/bundle/manifest.json"). It is sink.RunKeyed: a run's
-// work-dir files (sink.ForRun) are the keys "runs/<run_id>/workdir/<key>", so
-// that every object a run writes is under runs/<run_id>/ and runs of one task
-// id never share one. A PutObject is atomic and the last one wins, which is
-// exactly the sink.Sink contract; S3 has no directories, so a key that only
-// prefixes other keys is not stored (ENOTFOUND), as on the file-system sink.
+// object key = prefix + sink key ("stratus/" + "runs/<run_id>/bundle/manifest.json").
+// It is sink.RunKeyed: a run's work-dir files (sink.ForRun) are the keys
+// "runs/<run_id>/workdir/<key>", so that every object a run writes is
+// under runs/<run_id>/ and runs of one task id never share one.
+// A PutObject is atomic and the last one wins, which is exactly the
+// sink.Sink contract; S3 has no directories, so a key that only prefixes
+// other keys is not stored (ENOTFOUND), as on the file-system sink.
 //
 // It also presigns PUT URLs (PresignPut): DESIGN.md § Limits — API Gateway
 // takes 10 MB per request and a synchronous Lambda 6 MB, so a worker body
