@@ -25,7 +25,7 @@ func RunTerminal(status string) bool {
 }
 
 // RunResumable reports whether a run that ended with status may be resumed
-// from the step that stopped it (issue 11 § 3): failed,
+// from the step that stopped it (README.md § Durable runs): failed,
 // manual_action_required and interrupted runs may; a done one may not.
 func RunResumable(status string) bool {
 	return status == RunFailed || status == RunManualActionRequired || status == RunInterrupted
@@ -51,11 +51,11 @@ type Run struct {
 	Resumes int `json:"resumes,omitempty"`
 	// MaxCostUSD and MaxTokens cap the run's spend (0: no cap): the task's
 	// max_cost_usd / max_tokens, else config.yaml limits; a resume may
-	// raise them (issue 11 § 7).
+	// raise them (README.md § Cost and token caps).
 	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
 	MaxTokens  int64   `json:"max_tokens,omitempty"`
-	// Workspace is the run's repository as it travels to its workers
-	// (issue 12); nil when the engines work in WorkDir itself.
+	// Workspace is the run's repository as it travels to its workers; nil
+	// when the engines work in WorkDir itself.
 	Workspace *Workspace `json:"workspace,omitempty"`
 	CreatedAt time.Time  `json:"created_at"`
 	EndedAt   time.Time  `json:"ended_at,omitzero"`
@@ -117,11 +117,11 @@ func PrunedError(r Run, what string) error {
 }
 
 // Workspace is a run's repository as it travels to workers that have no
-// disk of the operator's (issue 12 § 1-2; DESIGN.md § Workspaces): the
-// base snapshot commit frozen at run start and the head its
-// workspace-write steps advance, every commit carried by a git bundle in
-// the sink. Root, Base, Origin and Prefix never change; Head and Bundles
-// change only through the store's fenced AdvanceWorkspace.
+// disk of the operator's (DESIGN.md § Workspaces): the base snapshot commit
+// frozen at run start and the head its workspace-write steps advance, every
+// commit carried by a git bundle in the sink. Root, Base, Origin and Prefix
+// never change; Head and Bundles change only through the store's fenced
+// AdvanceWorkspace.
 type Workspace struct {
 	// Root is the path a payload names the workspace by; each worker puts
 	// its own checkout in its place, so no payload carries the operator's
@@ -210,7 +210,7 @@ type Attempt struct {
 	N        int    `json:"attempt"`
 	Agent    string `json:"agent"` // the node id whose role the worker plays
 	Status   string `json:"status"`
-	Terminal string `json:"terminal,omitempty"` // docs/contracts.md § Terminal classification terminal, as reported by the runner
+	Terminal string `json:"terminal,omitempty"` // the terminal (docs/contracts.md § Terminal classification), as reported by the runner
 	Reason   string `json:"reason,omitempty"`
 	// Class is a failed attempt's failure class (internal/failclass:
 	// provider_unavailable, rate_limited, network_unavailable, timeout,

@@ -31,7 +31,7 @@ type InstallOptions struct {
 	Primary  string
 	Scenario string
 	Force    bool
-	// FromWorc is a worc home (.worc) to import (issue 15 § 4).
+	// FromWorc is a worc home (.worc) to import.
 	FromWorc string
 	// Reconfigure refreshes the built-in flows after snapshotting flows/
 	// and tools/ (docs/contracts.md § Flows and task types).
@@ -213,9 +213,9 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// runInstallFromWorc imports a worc home (issue 15 § 4): the built-in
-// flows first, then worc's flows over them and its tools, and config.yaml
-// mapped from worc's (worcimport), validated before it is written.
+// runInstallFromWorc imports a worc home: the built-in flows first, then
+// worc's flows over them and its tools, and config.yaml mapped from worc's
+// (worcimport), validated before it is written.
 func runInstallFromWorc(o *InstallOptions) error {
 	state := filepath.Join(o.Dir, orchestrator.StateDir)
 	cfgPath := filepath.Join(state, orchestrator.ConfigFile)

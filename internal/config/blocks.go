@@ -108,11 +108,11 @@ type Limits struct {
 	MaxCostUSD float64 `yaml:"max_cost_usd,omitempty"` // US dollars
 	MaxTokens  int64   `yaml:"max_tokens,omitempty"`   // prompt + completion tokens
 	// MaxSnapshotBytes caps a run's workspace snapshot (the sum of its
-	// files' sizes) and each step's bundle, bytes; 0 = 256 MiB (issue 12 § 6).
+	// files' sizes) and each step's bundle, bytes; 0 = 256 MiB.
 	MaxSnapshotBytes int64 `yaml:"max_snapshot_bytes,omitempty"`
 }
 
-// Workspace modes (config `workspace`, a task's `workspace`; issue 12 § 5).
+// Workspace modes (config `workspace`, a task's `workspace`).
 const (
 	// WorkspaceWorkDir: embedded engines work in the work dir itself.
 	WorkspaceWorkDir = "workdir"

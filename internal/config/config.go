@@ -53,14 +53,14 @@ type Config struct {
 	Security      Security   `yaml:"security,omitempty"`
 	Supervisor    Supervisor `yaml:"supervisor,omitempty"`
 	HITL          HITL       `yaml:"hitl,omitempty"`
-	// Limits caps what one run may spend (issue 11 § 7); a task's front
-	// matter max_cost_usd / max_tokens win.
+	// Limits caps what one run may spend (README.md § Cost and token caps); a
+	// task's front matter max_cost_usd / max_tokens win.
 	Limits Limits `yaml:"limits,omitempty"`
 	// Workspace is where embedded engines work: WorkspaceWorkDir or
 	// WorkspaceWorktree; a task's front matter workspace wins. "": worktree
 	// when the work dir is a git work tree with a commit, else workdir
 	// (lifecycle.ResolveWorkspace; README § Workspaces). On AWS the
-	// repository always travels (issue 12).
+	// repository always travels.
 	Workspace string `yaml:"workspace,omitempty"`
 	// PromptAudit records who received what prompt per step
 	// (docs/contracts.md § Prompt audit); a task's front matter prompt_audit
@@ -139,16 +139,17 @@ type Worker struct {
 	// MaxBodyBytes bounds a submitted body or staged part, bytes (default
 	// 32 MiB); a larger one is refused with 413 before anything is stored.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
-	// Isolation is how an embedded run's workers run (issue 16 § 1):
-	// IsolationInProcess (the default) drives each engine from inside the
-	// stratus process, through the same worker API handlers without a
-	// socket; IsolationProcess starts a runner process per step, as an ECS
-	// task is one. Runs on AWS always have a process (a task) per step.
+	// Isolation is how an embedded run's workers run
+	// (docs/contracts.md § The in-process twin): IsolationInProcess (the
+	// default) drives each engine from inside the stratus process, through
+	// the same worker API handlers without a socket; IsolationProcess starts
+	// a runner process per step, as an ECS task is one. Runs on AWS always
+	// have a process (a task) per step.
 	Isolation string `yaml:"isolation"`
 	// MaxConcurrentEngines bounds the engines (and checks and tool
 	// commands) an embedded process runs at once, across every run it
-	// hosts (issue 16 § 5); a step over it waits its turn, first come
-	// first served. 0 means DefaultMaxConcurrentEngines().
+	// hosts; a step over it waits its turn, first come first served. 0 means
+	// DefaultMaxConcurrentEngines().
 	MaxConcurrentEngines int `yaml:"max_concurrent_engines,omitempty"`
 }
 
@@ -249,9 +250,9 @@ func Parse(file string, data []byte) (*Config, error) {
 	if c.Worker.TokenTTLSeconds < 0 {
 		ps.add("worker.token_ttl_seconds", "%d is negative; valid: a positive number of seconds", c.Worker.TokenTTLSeconds)
 	} else if c.Worker.TokenTTLSeconds < MinTokenTTLSeconds {
-		// A worker's handle lives one TTL past its last heartbeat (issue 14
-		// § 11): shorter than two of the runner's silent-engine heartbeats,
-		// a live worker loses it.
+		// A worker's handle lives one TTL past its last heartbeat
+		// (docs/security.md § Handles): shorter than two of the runner's
+		// silent-engine heartbeats, a live worker loses it.
 		ps.add("worker.token_ttl_seconds", "%d is too short; valid: %d seconds or more (six times the runner's 20 s heartbeat, which renews a worker's handle)", c.Worker.TokenTTLSeconds, MinTokenTTLSeconds)
 	}
 	if c.Projection.Placement == "" {

@@ -62,12 +62,13 @@ type LaunchSpec struct {
 	Dir string
 	// Stderr is where the child's stderr goes, never read by this
 	// package (docs/contracts.md § Process lifecycle); nil means the runner's
-	// own stderr, inherited. The in-process worker (issue 16 § 1) gives the
-	// step's runner log here, as a runner process's stderr would be; the
-	// runner keeps the last bytes of what passes as the evidence of a failure
-	// (internal/failclass). With a writer that is no *os.File, Run waits at
-	// most PostExitDrainMS after the child exited for its stderr to close (a
-	// grandchild may hold it).
+	// own stderr, inherited. The in-process worker
+	// (docs/contracts.md § The in-process twin) gives the step's runner log
+	// here, as a runner process's stderr would be; the runner keeps the last
+	// bytes of what passes as the evidence of a failure (internal/failclass).
+	// With a writer that is no *os.File, Run waits at most PostExitDrainMS
+	// after the child exited for its stderr to close (a grandchild may hold
+	// it).
 	Stderr io.Writer
 	// DeadlineMS is the wall deadline in milliseconds, measured from the
 	// start of Run; 0 (or negative) means DefaultDeadlineMS.
@@ -118,7 +119,7 @@ type Attempt struct {
 	// WallMS is the wall time of the whole Run call in milliseconds.
 	WallMS int64 `json:"wall_ms"`
 	// DroppedLines counts stdout lines over MaxLineBytes, skipped unread
-	// (a report among them is lost: issue 14); DroppedMaxBytes is the
+	// (a report among them is lost); DroppedMaxBytes is the
 	// longest, in bytes without its newline.
 	DroppedLines    int   `json:"dropped_lines,omitempty"`
 	DroppedMaxBytes int64 `json:"dropped_max_bytes,omitempty"`

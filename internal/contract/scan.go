@@ -32,7 +32,7 @@ const maxDepth = 10000
 // one pass and allocates only for a key written with escapes.
 //
 // It replaces json.Unmarshal into map[string]json.RawMessage, which built
-// a map and copied every value on every line (issue 16 § 4).
+// a map and copied every value on every line (README.md § Performance).
 func scanObject(line []byte, member func(key, value []byte)) bool {
 	s := scanner{b: line}
 	s.space()

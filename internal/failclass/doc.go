@@ -21,7 +21,7 @@
 //     failure, connection refused, no route, a TLS handshake that failed —
 //     transient;
 //   - timeout: the attempt ran past its deadline
-//     (docs/contracts.md § Terminal classification terminal TimedOut) or its
+//     (terminal TimedOut, docs/contracts.md § Terminal classification) or its
 //     heartbeat window — not transient (worc: "never a timeout");
 //   - quality: the engine ended with a bad or refused report, broke the
 //     verdict contract, ran out of steps, or said in its own words that

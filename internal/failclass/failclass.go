@@ -36,8 +36,8 @@ func Transient(class string) bool {
 	return false
 }
 
-// docs/contracts.md § Terminal classification terminals, as the runner
-// reports them (contract.Terminal's values; this package imports nothing of
+// The terminals of docs/contracts.md § Terminal classification, as the
+// runner reports them (contract.Terminal's values; this package imports nothing of
 // the runner's).
 const (
 	TerminalCaptured     = "Captured"
@@ -53,8 +53,8 @@ const (
 // (docs/contracts.md § The event stream, § The report line, § Terminal classification)
 // and what the runner adds.
 type Evidence struct {
-	// Terminal is the docs/contracts.md § Terminal classification terminal
-	// ("" is read as Failed).
+	// Terminal is the terminal (docs/contracts.md § Terminal classification;
+	// "" is read as Failed).
 	Terminal string
 	// ExitCode is the engine's exit code when it exited on its own; nil
 	// when unknown. A nonzero code the engine explained nothing of is also

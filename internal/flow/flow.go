@@ -177,8 +177,8 @@ type Node struct {
 	Signal string // question | approval
 	// Question is what a hitl node asks, rendered like a role file with
 	// the same variables and shown in the wait line, the run viewer and the
-	// reply commands (issue 15 § 3). A Stratus extension of worc's format
-	// (worc rejects the key); "" words the request as before.
+	// reply commands. A Stratus extension of worc's format (worc rejects the
+	// key); "" words the request as before.
 	Question string
 	TimeoutS *int
 

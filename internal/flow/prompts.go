@@ -239,7 +239,7 @@ func tokenColumn(line, name string) (int, string) {
 // MaxQuestionBytes bounds a hitl node's question.
 const MaxQuestionBytes = 4 << 10
 
-// questions checks each hitl node's question (issue 15 § 3): not blank and
+// questions checks each hitl node's question: not blank and
 // at most MaxQuestionBytes (fatal), and its {name} tokens in the flow's
 // variable set (the anti-drift lint of role files, a warning).
 func (v *validator) questions(valid map[string]bool) {

@@ -270,7 +270,7 @@ func (h *Handler) prompt(w http.ResponseWriter, r *http.Request) error {
 
 // POST /v1/worker/submit[?ok=false] with a raw body
 // (docs/contracts.md § Request and response bodies), or with ?upload=<key>
-// and no body (issue 14 § 8).
+// and no body (docs/security.md § Upload size limits).
 func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 	ok := true
 	if v := r.URL.Query().Get("ok"); v != "" {
@@ -314,7 +314,7 @@ func (h *Handler) result(w http.ResponseWriter, r *http.Request) error {
 
 // POST /v1/worker/artifact?name= with a raw body
 // (docs/contracts.md § Output is a tool call), or with &upload=<key> and no
-// body (issue 14 § 8).
+// body (docs/security.md § Upload size limits).
 func (h *Handler) artifact(w http.ResponseWriter, r *http.Request) error {
 	body, err := h.readBody(r)
 	if err != nil {
@@ -341,8 +341,8 @@ func uploadParam(r *http.Request) (string, error) {
 	return q.Get("upload"), nil
 }
 
-// POST /v1/worker/upload {bytes} (issue 14 § 8): where to PUT a body too
-// large to send inline.
+// POST /v1/worker/upload {bytes} (docs/security.md § Upload size limits):
+// where to PUT a body too large to send inline.
 func (h *Handler) upload(w http.ResponseWriter, r *http.Request) error {
 	var u worker.UploadRequest
 	if err := h.decodeStrict(r, &u); err != nil {
@@ -370,7 +370,7 @@ func (h *Handler) system(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// GET /v1/worker/workspace/blob?key= (issue 12 § 1): the bytes of a file of
+// GET /v1/worker/workspace/blob?key=: the bytes of a file of
 // the caller's run's workspace, ctx or report dir, for a sink that does
 // not presign URLs.
 func (h *Handler) readBlob(w http.ResponseWriter, r *http.Request) error {
@@ -383,10 +383,10 @@ func (h *Handler) readBlob(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// PUT /v1/worker/workspace/blob?key= (issue 12 § 1): the caller's step
-// bundle, to the upload key its payload named, or a body to an upload
-// key. The service says the key's limit once the caller is authorized; a
-// longer body is refused (413) having read at most one byte past it
+// PUT /v1/worker/workspace/blob?key=: the caller's step bundle, to the upload
+// key its payload named, or a body to an upload key. The service says the
+// key's limit once the caller is authorized; a longer body is refused (413)
+// having read at most one byte past it
 // (docs/security.md § Upload size limits).
 func (h *Handler) writeBlob(w http.ResponseWriter, r *http.Request) error {
 	read := func(limit int64) ([]byte, error) { return readLimited(w, r, limit) }
@@ -434,8 +434,8 @@ func (h *Handler) workspaceUpload(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
-// POST /v1/worker/workspace/head {from, to} (issue 12 § 2): advance the
-// run's workspace head to the caller's commit.
+// POST /v1/worker/workspace/head {from, to}: advance the run's workspace head
+// to the caller's commit.
 func (h *Handler) advanceHead(w http.ResponseWriter, r *http.Request) error {
 	var a worker.HeadAdvance
 	if err := h.decodeStrict(r, &a); err != nil {
@@ -475,8 +475,9 @@ func (h *Handler) renderSize(w http.ResponseWriter, r *http.Request) error {
 }
 
 // POST /v1/worker/stats (docs/contracts.md § Request and response bodies;
-// every field optional). POST /v1/worker/bootstrap (issue 14 § 11): the
-// worker's one-time bootstrap value, exchanged for its step's handle.
+// every field optional). POST /v1/worker/bootstrap
+// (docs/security.md § Handles): the worker's one-time bootstrap value,
+// exchanged for its step's handle.
 func (h *Handler) bootstrap(w http.ResponseWriter, r *http.Request) error {
 	b, err := h.Service.ExchangeBootstrap(r.Context(), r.Header.Get("Authorization"))
 	if err != nil {

@@ -21,9 +21,9 @@ func Append(b []byte, s string) []byte { return appendString(b, s, false) }
 // encoding/json wrote it before (the fold's strings,
 // docs/contracts.md § The fold and submit_format). It is
 // Append but for two things: U+2028 and U+2029 are written \u2028 and
-// \u2029, and each invalid UTF-8 byte \ufffd, escaped. One pass (issue 16
-// § 3: the Encoder's buffer growth and checks made a 64 KiB submit's fold
-// a sixth of its CPU).
+// \u2029, and each invalid UTF-8 byte \ufffd, escaped. One pass
+// (README.md § Performance: the Encoder's buffer growth and checks made a 64
+// KiB submit's fold a sixth of its CPU).
 func AppendEncodingJSON(b []byte, s string) []byte { return appendString(b, s, true) }
 
 // appendString is Append, or with encodingJSON AppendEncodingJSON.

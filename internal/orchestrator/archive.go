@@ -156,8 +156,8 @@ func archivePrevious(logsDir, ctxDir string) (string, error) {
 }
 
 // reclaimLogs makes the task's logs dir, and its ctx dir, run runID's again
-// before the run is resumed (newcomers, issue 15: a resumed older run wrote
-// into the latest run's summary, ctx files and runner logs). When a later
+// before the run is resumed (a resumed older run wrote into the latest
+// run's summary, ctx files and runner logs). When a later
 // run of the task holds them, that run's are archived into attempt-N/ as a
 // rerun would, and this run's are moved back from the attempt-K/ they were
 // archived to; when none are kept, the later run's are archived all the

@@ -75,14 +75,14 @@ func Preflight(fl *flow.Flow, cfg *config.Config, tk *task.Task) []flow.Problem 
 	return probs
 }
 
-// LaunchPreflight is an embedded run's check of the engines it will start
-// (issue 13 § 5), on this machine, before anything runs: every provider
-// the run uses (doctor.FlowProviders: each enabled agent and evaluator
-// node's, and the supervisor's) must have a command that resolves (on PATH,
-// as a path relative to the provider's dir under dir, or {stratus}) and
-// every "$NAME" of its env overlay set here. Each problem names the
-// provider, the config field and what is valid; all are fatal. Only for
-// embedded runs: on AWS the engines start in the worker's environment.
+// LaunchPreflight is an embedded run's check of the engines it will start, on
+// this machine, before anything runs: every provider the run uses
+// (doctor.FlowProviders: each enabled agent and evaluator node's, and the
+// supervisor's) must have a command that resolves (on PATH, as a path
+// relative to the provider's dir under dir, or {stratus}) and every "$NAME"
+// of its env overlay set here. Each problem names the provider, the config
+// field and what is valid; all are fatal. Only for embedded runs: on AWS the
+// engines start in the worker's environment.
 func LaunchPreflight(dir string, fl *flow.Flow, cfg *config.Config, tk *task.Task) []flow.Problem {
 	var front map[string]any
 	if tk != nil {

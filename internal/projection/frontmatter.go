@@ -48,9 +48,9 @@ const delim = "---\n"
 // Front matter whose strings are all of the common shapes (fastScalar) is
 // written directly, byte for byte what the YAML library writes for it
 // (FuzzEncode_FastPathIsTheLibrarysBytes holds the two equal), so a
-// submit does not pay a YAML marshal and read-back per field (issue 16
-// § 3: they were a quarter of submit's CPU); anything else takes the
-// library and the read-back below.
+// submit does not pay a YAML marshal and read-back per field
+// (README.md § Performance: they were a quarter of submit's CPU); anything
+// else takes the library and the read-back below.
 func Encode(fm FrontMatter, body []byte) ([]byte, error) {
 	fm.SubmittedAt = fm.SubmittedAt.UTC()
 	if out, ok := encodeFast(fm, body); ok {

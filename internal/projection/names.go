@@ -26,9 +26,8 @@ const MaxNameBytes = 255
 // "%252e%252e"); a name whose NFKC form breaks those rules ("．．", "／": issue
 // 14 § 6); a name NFKC changes at all ("pl\u2024an.md", full-width letters,
 // ligatures, a decomposed "é": docs/security.md § Part names); and the names
-// Stratus keeps for its own files in a ctx dir (ReservedPrefix: CtxMarker,
-// issue 14 § 3). Unicode letters (NFC-composed), spaces and dotfiles are
-// accepted.
+// Stratus keeps for its own files in a ctx dir (ReservedPrefix: CtxMarker).
+// Unicode letters (NFC-composed), spaces and dotfiles are accepted.
 func CheckPartName(name string) error {
 	if err := checkName("name", "part name", name); err != nil {
 		return err

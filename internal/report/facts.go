@@ -309,7 +309,7 @@ func Collect(ctx context.Context, st store.Store, run stratus.Run, status string
 	}
 	if ws := run.Workspace; ws != nil {
 		// The engines worked in checkouts of their own: the work dir's
-		// status is not the run's change (issue 12 § 4).
+		// status is not the run's change.
 		f.Changes = Changes{Branch: "stratus/" + run.TaskID, Base: ws.Base, Head: ws.Head, Origin: ws.Origin, Commits: max(len(ws.Bundles)-1, 0)}
 		return f, nil
 	}

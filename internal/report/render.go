@@ -516,8 +516,8 @@ func (f *Facts) cost(b *bytes.Buffer, s Summary) {
 	if s.SupervisorUsage != nil {
 		fmt.Fprintf(b, " The supervisor layer made %s of them.", english.Plural(s.SupervisorUsage.Calls, "call"))
 	}
-	// issue 11 § 7: the caps the run ran under; a cost cap cannot see the
-	// calls whose cost is unknown, and says so.
+	// README.md § Cost and token caps: the caps the run ran under; a cost cap
+	// cannot see the calls whose cost is unknown, and says so.
 	if r := f.Run; r.MaxCostUSD > 0 || r.MaxTokens > 0 {
 		var caps []string
 		if r.MaxCostUSD > 0 {

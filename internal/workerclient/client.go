@@ -6,11 +6,11 @@
 // jitter; 4xx answers are returned at once as *APIError.
 //
 // Bodies are sent exactly as given: inline up to InlineBytes, larger ones
-// through an upload (issue 14 § 8). The `@file:<abs-path>` sentinel
-// (docs/contracts.md § Output is a tool call) is resolved on the worker side,
-// by the caller, with ResolveFileSentinel (DESIGN.md § Limits: the server
-// never reads the worker's disk); the client methods themselves never look
-// inside a body.
+// through an upload (docs/security.md § Upload size limits). The
+// `@file:<abs-path>` sentinel (docs/contracts.md § Output is a tool call) is
+// resolved on the worker side, by the caller, with ResolveFileSentinel
+// (DESIGN.md § Limits: the server never reads the worker's disk); the client
+// methods themselves never look inside a body.
 package workerclient
 
 import (
@@ -43,7 +43,8 @@ type Client struct {
 	// InlineBytes is the largest body sent inside a request (default
 	// worker.DefaultInlineBytes, 4 MiB, the AWS limit); a larger one, or
 	// one the API refuses inline with 413, goes through an upload (Upload,
-	// issue 14 § 8), so a caller never needs to know the runtime's limits.
+	// docs/security.md § Upload size limits), so a caller never needs to know
+	// the runtime's limits.
 	InlineBytes int64
 }
 
@@ -65,13 +66,13 @@ func (e *APIError) Error() string {
 
 // Transient reports whether the answer may succeed on retry: 429 and 5xx,
 // but not 507 (the server's disk is full: retrying at once only fills the
-// logs; issue 14 § 2).
+// logs; docs/security.md § Output that did not persist).
 func (e *APIError) Transient() bool {
 	return e.Status == 429 || (e.Status >= 500 && e.Status != http.StatusInsufficientStorage)
 }
 
-// Blob reads one file of the workspace transport (issue 12 § 1): its
-// presigned URL as is, or the worker API path with the credential.
+// Blob reads one file of the workspace transport: its presigned URL as is, or
+// the worker API path with the credential.
 func (c *Client) Blob(ctx context.Context, b worker.Blob) ([]byte, error) {
 	if b.URL == "" {
 		return b.Body, nil
@@ -103,7 +104,7 @@ func (c *Client) WorkspaceUpload(ctx context.Context, size int64) (worker.Upload
 }
 
 // AdvanceHead moves the run's workspace head (POST
-// /v1/worker/workspace/head, issue 12 § 2).
+// /v1/worker/workspace/head).
 func (c *Client) AdvanceHead(ctx context.Context, h worker.HeadAdvance) error {
 	body, err := json.Marshal(h)
 	if err != nil {
@@ -146,8 +147,8 @@ func (c *Client) Artifact(ctx context.Context, name string, body []byte) error {
 
 // Upload stores body where POST /v1/worker/upload says (a presigned S3 PUT
 // on AWS, the API's blob route embedded) and returns the key to name as
-// ?upload= or "upload" (issue 14 § 8). Errors: the API's (413 over the
-// upload limit, 409 when fenced) or the PUT's.
+// ?upload= or "upload" (docs/security.md § Upload size limits). Errors: the
+// API's (413 over the upload limit, 409 when fenced) or the PUT's.
 func (c *Client) Upload(ctx context.Context, body []byte) (string, error) {
 	req, _ := json.Marshal(worker.UploadRequest{Bytes: int64(len(body))})
 	var u worker.Upload
@@ -223,7 +224,8 @@ func (c *Client) SubmitOK(ctx context.Context, taskID string, body []byte, ok bo
 // docs/contracts.md § Request and response bodies). A JSON string value is
 // the body as is; any other value is its JSON text. A nil Value is sent as
 // null. A successful result whose body is over InlineBytes (or refused inline
-// with 413) is sent as an upload of that body (issue 14 § 8).
+// with 413) is sent as an upload of that body
+// (docs/security.md § Upload size limits).
 func (c *Client) Result(ctx context.Context, rb worker.ResultBody) (*worker.StepValue, error) {
 	if rb.Value == nil && rb.Upload == "" {
 		rb.Value = json.RawMessage("null")
@@ -251,7 +253,7 @@ func (c *Client) Result(ctx context.Context, rb worker.ResultBody) (*worker.Step
 }
 
 // Fail posts a failed result (POST /v1/worker/result, ok=false) whose
-// value is f: a docs/contracts.md § Terminal classification terminal, its
+// value is f: a terminal (docs/contracts.md § Terminal classification), its
 // reason, and its failure class and reset (internal/failclass).
 func (c *Client) Fail(ctx context.Context, taskID string, f worker.FailureValue) error {
 	v, _ := json.Marshal(f)
@@ -262,8 +264,8 @@ func (c *Client) Fail(ctx context.Context, taskID string, f worker.FailureValue)
 // Stats relays counters (POST /v1/worker/stats).
 // Bootstrap exchanges the client's credential, the one-time bootstrap
 // value a worker is launched with, for the step's handle (POST
-// /v1/worker/bootstrap, issue 14 § 11) and makes the handle the client's
-// credential. The value works once: a second call is a 401.
+// /v1/worker/bootstrap, docs/security.md § Handles) and makes the handle the
+// client's credential. The value works once: a second call is a 401.
 func (c *Client) Bootstrap(ctx context.Context) (worker.Bootstrapped, error) {
 	var b worker.Bootstrapped
 	if err := c.do(ctx, "POST", "/v1/worker/bootstrap", "", nil, &b); err != nil {

@@ -20,9 +20,9 @@ import (
 )
 
 // Launcher starts a runner with the worker environment: RunnerBinary
-// beside Executable when it is there (issue 16 § 2: it starts in a
-// fraction of stratus's time and memory), else `<Executable> runner`. The
-// runner gets Executable as STRATUS_BIN, what it runs for "{stratus}".
+// beside Executable when it is there (it starts in a fraction of stratus's
+// time and memory), else `<Executable> runner`. The runner gets Executable as
+// STRATUS_BIN, what it runs for "{stratus}".
 type Launcher struct {
 	Executable string   // the stratus binary; "" = os.Executable()
 	Args       []string // nil = the runner (above); else Executable with these arguments
@@ -37,8 +37,8 @@ type Launcher struct {
 	Dir func(launch.Spec) string
 	// WatchParent tells each runner this process's pid
 	// (launch.EnvParentPID): a runner whose parent is gone — this process
-	// killed, even with SIGKILL — stops its engine and exits (issue 11 §
-	// 5: nothing outlives its run).
+	// killed, even with SIGKILL — stops its engine and exits
+	// (docs/architecture.md § The run lifecycle: nothing outlives its run).
 	WatchParent bool
 	// Slots, when set, bound the runners alive at once: Launch waits for
 	// a slot (heartbeating through Spec.Waiting), released when the
