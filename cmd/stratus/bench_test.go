@@ -34,7 +34,7 @@ func installChain(tb testing.TB, dir, flow string) string {
 	return task
 }
 
-// BenchmarkFigure_Start prints `make bench`'s start figure (issue 16 § 2):
+// BenchmarkFigure_Start prints `make bench`'s start figure:
 // `stratus --help` from exec to exit, next to one spawn of the four-line
 // engine (fourLineEngine, docs/contracts.md § Conformance checklist)
 // answering a request; goal: within 2× of it. Each round is the median of 5
@@ -82,11 +82,11 @@ func BenchmarkFigure_Start(b *testing.B) {
 	}
 }
 
-// BenchmarkFigure_Overhead prints `make bench`'s overhead figure (issue 16
-// § 1): what Stratus adds per step of an embedded run — as the issue
-// defines it, a 20-step chain whose engine is the four-line engine, its
-// wall time over 20 steps minus one spawn of that engine — next to that
-// spawn, measured in the same round; goal: within 2× of it.
+// BenchmarkFigure_Overhead prints `make bench`'s overhead figure
+// (README.md § Performance): what Stratus adds per step of an embedded run —
+// measured on a 20-step chain whose engine is the four-line engine, its wall
+// time over 20 steps minus one spawn of that engine — next to that spawn,
+// measured in the same round; goal: within 2× of it.
 func BenchmarkFigure_Overhead(b *testing.B) {
 	var anchor float64
 	round := func() float64 {

@@ -13,7 +13,7 @@ import (
 	"github.com/stratusflow/stratus/internal/testenv"
 )
 
-// The walking skeleton's acceptance test (issue 2): the shipped example runs
+// The walking skeleton's acceptance test: the shipped example runs
 // through the built-in implementation flow with the script engine; the
 // review loop runs twice.
 func TestRun_ExampleThroughImplementationFlow(t *testing.T) {

@@ -390,7 +390,7 @@ func stepStatus(s runview.StepView, now time.Time) StepStatus {
 	if s.Job != "" {
 		st.Node = s.Job
 	}
-	// A gate that waits says what it asks (newcomer).
+	// A gate that waits says what it asks.
 	var hv worker.HITLValue
 	if s.Step.Status == worker.StepWaiting && st.Reason == "" && json.Unmarshal(s.Step.Value, &hv) == nil && hv.Request != "" {
 		st.Reason = hv.Signal + ": " + oneLineText(hv.Request, 300)

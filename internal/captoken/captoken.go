@@ -42,7 +42,7 @@ const (
 var WorkerVerbs = []string{FetchPrompt, EmitOutput, PostResult}
 
 // Role and verb of an operator token (README.md § A human gate, step by step:
-// `stratus approve|reject| answer` and POST
+// `stratus approve|reject|answer` and POST
 // /v1/runs/{run_id}/nodes/{node}/hitl): it answers the human-in-the-loop
 // requests of one run, and nothing a worker may do.
 const (

@@ -316,8 +316,8 @@ func TestCompile_BestEffortAgentFailureContinues(t *testing.T) {
 		t.Errorf("output %s: the failure is not recorded in $.error", x.Output)
 	}
 	// A reached cap is no infrastructure failure to tolerate: even a
-	// best_effort agent parks the run (issue 11 § 7), and no stop is sent
-	// (no worker was started).
+	// best_effort agent parks the run (README.md § Cost and token caps), and
+	// no stop is sent (no worker was started).
 	capped := outcomes(map[string][]reply{"summary": {{fail: ErrCapReached}}})
 	x, msgs, stops = runFlowStops(t, parse(t, yaml), Options{}, capped)
 	if got := trail(msgs); got != "build summary" || ending(x) != ErrManualActionRequired || len(stops) != 0 {
@@ -587,9 +587,9 @@ func TestCompile_CatchStopsTheWorkerBeforeRouting(t *testing.T) {
 		{"tool fails", map[string][]reply{"lint": {{fail: "stratus.LaunchFailed"}}}, "build testing lint", "lint.stop", "stratus.LaunchFailed", ErrManualActionRequired, 0},
 		{"evaluator fails", map[string][]reply{"review": {{fail: "stratus.WorkerFailed"}}}, "build testing lint review", "review.stop", "stratus.WorkerFailed", ErrFailed, 0},
 		{"publish fails", map[string][]reply{"review": {out("accept")}, "publish": {{fail: "stratus.PublishFailed"}}}, "build testing lint review publish", "", "", ErrFailed, 0},
-		// Issue 6 § Build 4: a worker that could not be started for want of
-		// capacity parks the run (no worker to stop, no loop charged).
-		// The infrastructure Retrier tries three more times first.
+		// A worker that could not be started for want of capacity parks the
+		// run (no worker to stop, no loop charged). The infrastructure
+		// Retrier tries three more times first.
 		{"agent infrastructure failure", map[string][]reply{"build": {{fail: ErrInfrastructure}}}, "build build build build", "", "", ErrManualActionRequired, 0},
 		{"evaluator infrastructure failure", map[string][]reply{"review": {{fail: ErrInfrastructure}}}, "build testing lint review review review review", "", "", ErrManualActionRequired, 0},
 	}
@@ -614,10 +614,10 @@ func TestCompile_CatchStopsTheWorkerBeforeRouting(t *testing.T) {
 	}
 }
 
-// issue 11 § 3: every dispatch message carries its state's input, and an
-// execution whose input names a dispatch state in resume_at enters the
-// machine there with that input (its loop counters included), where a
-// fresh one starts at init.
+// README.md § Durable runs: every dispatch message carries its state's input,
+// and an execution whose input names a dispatch state in resume_at enters the
+// machine there with that input (its loop counters included), where a fresh
+// one starts at init.
 func TestCompile_ResumeEntryEntersTheNamedStateWithItsInput(t *testing.T) {
 	t.Parallel()
 	f := parse(t, fixLoops+"  budgets: { test_fix: 2, review_fix: 2 }\n")

@@ -501,7 +501,7 @@ func TestRun_OverlongLineSkipped(t *testing.T) { // docs/contracts.md § The eve
 	if res.Attempt.Steps != 2 {
 		t.Fatalf("steps = %d: the line after an overlong one was lost", res.Attempt.Steps)
 	}
-	// issue 14: the skipped lines are counted, with the longest's size, so
+	// The skipped lines are counted, with the longest's size, so
 	// a NoReport they caused can say so.
 	if res.Attempt.DroppedLines != 2 || res.Attempt.DroppedMaxBytes != int64(len(long)) {
 		t.Errorf("dropped %d lines, longest %d bytes; want 2 and %d", res.Attempt.DroppedLines, res.Attempt.DroppedMaxBytes, len(long))

@@ -16,7 +16,7 @@ import (
 
 // The real Claude Code and Codex CLIs (package.json pins them) run through
 // the shims against the scripted model server on 127.0.0.1: no key, no
-// network (issue 13 § 2).
+// network.
 
 // realCLI is one real CLI and how it is pointed at a model server.
 type realCLI struct {
@@ -174,9 +174,9 @@ func TestRealCLIs_ReportUsageAndSteps(t *testing.T) {
 	}
 }
 
-// issue 13 § 2: a tool call the model makes really runs, in the node's
-// work dir (the engine's cwd), with the permission the workspace-write
-// profile grants; its turn and the next are two agent steps.
+// A tool call the model makes really runs, in the node's work dir (the
+// engine's cwd), with the permission the workspace-write profile grants; its
+// turn and the next are two agent steps.
 func TestRealCLIs_ToolCallRunsInTheWorkDir(t *testing.T) {
 	for _, cli := range realCLIs(t) {
 		t.Run(cli.name, func(t *testing.T) {
@@ -295,10 +295,10 @@ func settingsEnv(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
 }
 
-// issue 13 § 4: with the envelope's schema (an evaluator's findings), each
-// real CLI is told the shape — Claude Code through --json-schema and its
-// StructuredOutput tool, Codex through --output-schema — and the report is
-// the JSON object, not text.
+// docs/contracts.md § The request line: with the envelope's schema (an
+// evaluator's findings), each real CLI is told the shape — Claude Code
+// through --json-schema and its StructuredOutput tool, Codex through
+// --output-schema — and the report is the JSON object, not text.
 func TestRealCLIs_SchemaReportIsTheObject(t *testing.T) {
 	for _, cli := range realCLIs(t) {
 		t.Run(cli.name, func(t *testing.T) {

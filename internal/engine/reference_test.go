@@ -56,7 +56,7 @@ func readTranscript(t *testing.T) []transcriptCase {
 }
 
 // The bundled echo engine is openseek's echo subrun kind byte for byte
-// (issue 13 § 6;
+// (docs/contracts.md § The reference engine;
 // docs/contracts.md § The reference engine, § Conformance checklist): on each
 // of the transcript's echo inputs, sent bare (as the transcript does) or in
 // the v1 envelope (docs/contracts.md § The request line), its stdout is

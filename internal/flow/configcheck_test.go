@@ -222,8 +222,8 @@ func TestValidateTools_EveryToolInstalledExecutableAndContained(t *testing.T) { 
 
 // With a config and an empty tool registry, the only fatal problems of the
 // worc flows are their tool nodes, each saying the tool is not installed
-// (issue 5 § Build 2: "where its tools are not installed, the
-// tool-registry error says exactly that").
+// ("where its tools are not installed, the tool-registry error says exactly
+// that").
 func TestValidate_PeerFlowsWithConfigFailOnlyOnUninstalledTools(t *testing.T) { // docs/contracts.md § Fatal validation: config consistency
 	t.Parallel()
 	root := peerFlowsDir(t)

@@ -8,10 +8,9 @@ import (
 	"testing"
 )
 
-// Every worc flow passes the structural layers unchanged (issue 5 § Build
-// 2). The one gap of the peer copy, implementation/refinement.md
-// (peers/worc/README.md § Caveats), is a warning: the node is gated by
-// `when` and fails only if it runs.
+// Every worc flow passes the structural layers unchanged. The one gap of the
+// peer copy, implementation/refinement.md (peers/worc/README.md § Caveats),
+// is a warning: the node is gated by `when` and fails only if it runs.
 func TestValidate_PeerFlowsHaveNoFatalStructuralProblem(t *testing.T) { // docs/contracts.md § Fatal validation
 	t.Parallel()
 	root := peerFlowsDir(t)
@@ -275,7 +274,7 @@ func TestValidate_PermissionProfileAtMostCeiling(t *testing.T) { // docs/contrac
 	}
 }
 
-func TestValidate_MissingRoleFileIsAWarningNotFatal(t *testing.T) { // docs/contracts.md § Prompt templates; issue 5 brief: fatal only in a run's preflight
+func TestValidate_MissingRoleFileIsAWarningNotFatal(t *testing.T) { // docs/contracts.md § Prompt templates; fatal only in a run's preflight
 	t.Parallel()
 	root := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, "t"), 0o755); err != nil {
@@ -384,9 +383,9 @@ func TestFlow_EntryNodeOut(t *testing.T) {
 	}
 }
 
-// issue 15 § 3: a hitl node may say what it asks (a Stratus extension):
-// a blank or oversized question is fatal, a {name} outside the flow's
-// variables a warning (the human would read it verbatim).
+// A hitl node may say what it asks (a Stratus extension): a blank or
+// oversized question is fatal, a {name} outside the flow's variables a
+// warning (the human would read it verbatim).
 func TestValidate_HITLQuestion(t *testing.T) {
 	t.Parallel()
 	runRuleCases(t, []ruleCase{

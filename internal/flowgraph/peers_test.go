@@ -10,8 +10,8 @@ import (
 	"github.com/stratusflow/stratus/internal/testenv"
 )
 
-// issue 15 § 1: every flow worc ships draws with no edge through a node
-// and no loop crossing another edge.
+// Every flow worc ships draws with no edge through a node and no loop
+// crossing another edge.
 func TestLayout_PeerFlowsDrawClean(t *testing.T) {
 	dir := testenv.Peers(t, "worc", "flows")
 	matches, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))

@@ -142,12 +142,12 @@ func TestWorkerAPI_DegradationGoesToTheRunRecordOnly(t *testing.T) {
 	if sv.Bytes != len("planned") || len(sv.Parts) != 0 {
 		t.Errorf("a degradation leaked into the step value: %s", b.tokens.Success("tok-1"))
 	}
-	// issue 14 § 4: after the attempt's final submit, a degradation gets
-	// the 409 every other write gets, naming why, and nothing is stored.
+	// After the attempt's final submit, a degradation gets the 409 every
+	// other write gets, naming why, and nothing is stored.
 	if code, body := b.do(t, "POST", "/v1/worker/degradation", "Bearer "+h, `{"tool":"t","error":"e","fallback":"f"}`); code != 409 || !strings.Contains(body, "already ended") {
 		t.Errorf("degradation after the final submit: %d %s; want 409", code, body)
 	}
-	// issue 14 § 5: the credential is checked before the body.
+	// The credential is checked before the body.
 	if code, body := b.do(t, "POST", "/v1/worker/degradation", "", `{}`); code != 401 {
 		t.Errorf("degradation without a credential: %d %s; want 401", code, body)
 	}
@@ -156,7 +156,7 @@ func TestWorkerAPI_DegradationGoesToTheRunRecordOnly(t *testing.T) {
 	}
 }
 
-// issue 14 § 4: a rekicked attempt's handle is fenced for degradations too.
+// A rekicked attempt's handle is fenced for degradations too.
 func TestWorkerAPI_DegradationOfASupersededAttemptIs409(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -454,10 +454,10 @@ func TestSubmit_NoRootSkipsFilesOrFailsUnderStrict(t *testing.T) {
 	}
 }
 
-// issue 14 § 3: a hard link in the work dir to .stratus/hmac.key (the
-// key that mints every token) is refused, as is a name under .stratus and
-// the ctx dir's marker as a part name — each a 400 naming the rule, and
-// nothing of the key reaches the ctx dir.
+// A hard link in the work dir to .stratus/hmac.key (the key that mints every
+// token) is refused, as is a name under .stratus and the ctx dir's marker as
+// a part name — each a 400 naming the rule, and nothing of the key reaches
+// the ctx dir.
 func TestWorkerAPI_FileSentinelRefusesTheKeyAndReservedNames(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -494,9 +494,9 @@ func TestWorkerAPI_FileSentinelRefusesTheKeyAndReservedNames(t *testing.T) {
 	}
 }
 
-// issue 14 § 5: on every authenticated route the credential is checked
-// before the parameters and the body: a caller without one gets 401,
-// whatever else is wrong with the request.
+// On every authenticated route the credential is checked before the
+// parameters and the body: a caller without one gets 401, whatever else is
+// wrong with the request.
 func TestWorkerAPI_CredentialBeforeParameters(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -528,9 +528,10 @@ func (fullSink) Put(context.Context, string, []byte) error {
 	return fmt.Errorf("fs sink: put: %w", &fs.PathError{Op: "write", Path: "/work/ctx/.stratus-tmp-1", Err: syscall.ENOSPC})
 }
 
-// issue 14 § 2: a write the disk refuses is a 507 whose JSON says the disk
-// is full (a bare 500 "internal" before), the server's OnError sees it (an
-// embedded run stops on it), and what was accepted before stays.
+// docs/security.md § Output that did not persist: a write the disk refuses is
+// a 507 whose JSON says the disk is full (a bare 500 "internal" before), the
+// server's OnError sees it (an embedded run stops on it), and what was
+// accepted before stays.
 func TestWorkerAPI_FullDiskIs507(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

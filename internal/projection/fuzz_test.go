@@ -170,8 +170,8 @@ func FuzzProjection_RoundTrip(f *testing.F) {
 	})
 }
 
-// Encode's fast path (issue 16 § 3) writes exactly the bytes the YAML
-// library writes: for any front matter, Encode and the library-only
+// Encode's fast path (README.md § Performance) writes exactly the bytes the
+// YAML library writes: for any front matter, Encode and the library-only
 // encoder agree, in output and in refusal.
 func FuzzEncode_FastPathIsTheLibrarysBytes(f *testing.F) {
 	add := func(strs [6]string, attempt, n int, sec, nsec int64) {

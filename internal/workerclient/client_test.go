@@ -169,8 +169,8 @@ func TestClient_4xxIsAPIErrorWithField(t *testing.T) {
 	}
 }
 
-// issue 14 § 3: the worker side (runner, `stratus worker`) refuses what
-// the server does: Stratus's state, and a second name for a file.
+// The worker side (runner, `stratus worker`) refuses what the server does:
+// Stratus's state, and a second name for a file.
 func TestResolveFileSentinel_RefusesStateAndHardLinks(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -194,8 +194,8 @@ func TestCreateKeySecret_ExistingNameIsConflict(t *testing.T) {
 	}
 }
 
-// issue 14 § 12: a rotated secret has a current and a previous key;
-// Versions reads both (uncached), a secret never rotated has no previous.
+// A rotated secret has a current and a previous key; Versions reads both
+// (uncached), a secret never rotated has no previous.
 func TestSource_VersionsAfterARotation(t *testing.T) {
 	t.Parallel()
 	c := client(t)
