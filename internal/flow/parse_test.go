@@ -251,7 +251,7 @@ func TestLoad_ReadsTheFlowNamedByTaskType(t *testing.T) { // docs/contracts.md ย
 	}
 }
 
-func TestLoad_MissingFlowIsNotFoundNamingThePath(t *testing.T) { // seed 004: a task_type with no file is a hard "flow not found"
+func TestLoad_MissingFlowIsNotFoundNamingThePath(t *testing.T) { // docs/contracts.md ยง Flows and task types: a task_type with no file is a hard "flow not found"
 	t.Parallel()
 	dir := t.TempDir()
 	_, err := Load(dir, "deep_research")

@@ -67,8 +67,8 @@ func TestLayout_ManyBranchesDrawClean(t *testing.T) {
 }
 
 // Two loops leaving one layer, a loop back to the first gate's own
-// predecessor, a four-way route with its own re-plan loop (helper, issue
-// 15: two loop labels printed on one line, unreadable).
+// predecessor, a four-way route with its own re-plan loop (two loop labels
+// were printed on one line, unreadable).
 func TestLayout_LoopsFromOneLayerDrawClean(t *testing.T) {
 	f := &flow.Flow{Name: "maze"}
 	for _, n := range [][2]string{{"intake", "agent"}, {"design", "agent"}, {"impl", "agent"}, {"lint", "tool"}, {"test", "tool"}, {"review", "evaluator"},

@@ -23,9 +23,9 @@ const MaxNameBytes = 255
 // name containing "/", "\" or "..", a NUL or other control character, invalid
 // UTF-8, a drive prefix ("C:") and names over MaxNameBytes bytes; a '%'
 // (names are percent-decoded once: one left over was encoded twice,
-// "%252e%252e"); a name whose NFKC form breaks those rules ("．．", "／": issue
-// 14 § 6); a name NFKC changes at all ("pl\u2024an.md", full-width letters,
-// ligatures, a decomposed "é": docs/security.md § Part names); and the names
+// "%252e%252e"); a name whose NFKC form breaks those rules ("．．", "／"); a
+// name NFKC changes at all ("pl\u2024an.md", full-width letters, ligatures, a
+// decomposed "é": docs/security.md § Part names); and the names
 // Stratus keeps for its own files in a ctx dir (ReservedPrefix: CtxMarker).
 // Unicode letters (NFC-composed), spaces and dotfiles are accepted.
 func CheckPartName(name string) error {

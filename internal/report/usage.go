@@ -27,9 +27,9 @@ type SupervisorUsage struct {
 	ByJob map[string]*Usage `json:"by_job"`
 }
 
-// CostNotAccounted names the provider calls that reported no cost (seed
-// 004: {provider, attempts, input_tokens}; "absent means unknown, never
-// free").
+// CostNotAccounted names the provider calls that reported no cost
+// (docs/contracts.md § What observe.mode costs: {provider, attempts,
+// input_tokens}; "absent means unknown, never free").
 type CostNotAccounted struct {
 	Provider    string `json:"provider"`
 	Attempts    int    `json:"attempts"`
