@@ -27,7 +27,7 @@
 // "<node>.wait" — when every provider is unavailable or rate-limited.
 // Compile documents the exact shape.
 //
-// Seed and design sections: DESIGN.md § The path of one step (steps 1 and
+// Sections: DESIGN.md § The path of one step (steps 1 and
 // 5), § The compiled state machines and the embedded executor (JSONPath
 // only, the MathAdd and StringToJson intrinsics, readable state names),
 // § Limits (the state carries references and small scalars, never

@@ -41,8 +41,8 @@ const echoMax = 200
 
 // KnownFormat reports whether s is a submit_format value with its own
 // meaning ("", "json", "text"). For any other value Value folds as the
-// default; the seed asks the caller to log a warning, so that a typo
-// degrades visibly.
+// default; docs/contracts.md § The fold and submit_format asks the caller
+// to log a warning, so that a typo degrades visibly.
 func KnownFormat(s string) bool {
 	return s == FormatDefault || s == FormatJSON || s == FormatText
 }

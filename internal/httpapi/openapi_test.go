@@ -293,7 +293,8 @@ func TestOpenAPI_RouterServesExactlyTheDocumentedRoutes(t *testing.T) {
 }
 
 // The document is well formed where a reader relies on it: every $ref
-// resolves, every operation but healthz cites a seed section, every
+// resolves, every operation but healthz cites a section of
+// docs/contracts.md, every
 // operation that takes a credential documents 401, and every one that
 // reaches the service documents 500.
 func TestOpenAPI_RefsResolveAndOperationsAreComplete(t *testing.T) {

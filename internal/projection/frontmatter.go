@@ -65,7 +65,8 @@ func encodeSlow(fm FrontMatter, body []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("projection: encode front matter: %w", err)
 	}
-	// The seed promises a round trip; prove it rather than trust every
+	// docs/contracts.md § Files are the server's job promises a round trip
+	// (the body front-matter wrapped, round-trippable); prove it rather than trust every
 	// corner of the YAML library.
 	var back FrontMatter
 	if err := yaml.Unmarshal(y, &back); err != nil || !sameFrontMatter(back, fm) {

@@ -3,7 +3,7 @@ package prompt
 import "strings"
 
 // CoreVars is the fixed set of template variables of
-// docs/contracts.md § Template variables, in the seed's order, then
+// docs/contracts.md § Template variables, in that section's order, then
 // summary_body_path, the variable of the `summary` output slot (worc
 // flow-authoring.md § Where a node's output goes). Values are metadata and
 // artifact paths only, never content.
