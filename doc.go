@@ -3,5 +3,5 @@
 // API, the runner and the orchestrator (runs, steps, attempts, output
 // events). It imports nothing from AWS or HTTP; adapters depend on it.
 //
-// See ../shared/DESIGN.md § Vocabulary for the words used here.
+// See docs/architecture.md § Vocabulary for the words used here.
 package stratus

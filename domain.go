@@ -6,7 +6,7 @@ import (
 )
 
 // Run states. A run is one execution of one flow for one task file
-// (DESIGN.md § Vocabulary); its terminal names are worc's.
+// (docs/architecture.md § Vocabulary); its terminal names are worc's.
 const (
 	RunRunning              = "running"
 	RunDone                 = "done"
@@ -116,8 +116,8 @@ func PrunedError(r Run, what string) error {
 		r.ID, r.TaskID, r.EndedAt.UTC().Format(time.RFC3339), r.PrunedAt.UTC().Format(time.RFC3339), what)
 }
 
-// Workspace is a run's repository as it travels to workers that have no
-// disk of the operator's (DESIGN.md § Workspaces): the base snapshot commit
+// Workspace is a run's repository as it travels to workers that have no disk of
+// the operator's (docs/architecture.md § Workspaces): the base snapshot commit
 // frozen at run start and the head its workspace-write steps advance, every
 // commit carried by a git bundle in the sink. Root, Base, Origin and Prefix
 // never change; Head and Bundles change only through the store's fenced

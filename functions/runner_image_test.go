@@ -39,7 +39,7 @@ func dockerfile(t *testing.T) []string {
 	return out
 }
 
-// The runner image (DESIGN.md § The path of one step, 3): a
+// The runner image (docs/architecture.md § The path of one step, 4-5): a
 // multi-stage build of cmd/stratus with CGO_ENABLED=0 (or the same binary
 // built on the host, docs/runner-image.md § Building the images), run as a
 // non-root user, whose entrypoint runs `stratus runner`.

@@ -571,13 +571,12 @@ func runnerContainer(t *testing.T, tp *tmpl) string {
 	return str(asMap(defs[0])["Name"])
 }
 
-// DESIGN.md § The path of one step, 2: "The worker never sees the task
-// token or any AWS credential": the runner's task has no task role, runs
-// on Fargate from the ImageUri parameter, and logs to a log group. Pool
+// docs/architecture.md § The path of one step, 4: the worker receives "never
+// the task token nor an AWS credential": the runner's task has no task role,
+// runs on Fargate from the ImageUri parameter, and logs to a log group. Pool
 // mode (README.md § Warm runners (pool mode)) is the one exception: the task
-// role of a pool service's runners may receive, delete and hide messages of
-// its own assignment queue and nothing else; no other task definition has a
-// role.
+// role of a pool service's runners may receive, delete and hide messages of its
+// own assignment queue and nothing else; no other task definition has a role.
 func TestTemplate_WorkersHoldNoAWSCredential(t *testing.T) {
 	tp := loadTemplate(t)
 	p := tp.props("RunnerTaskDefinition")

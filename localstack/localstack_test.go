@@ -1,5 +1,5 @@
 // Package localstack_test checks the LocalStack setup statically: it
-// cannot run here (no Docker, DESIGN.md § Testing stand-ins), so the
+// cannot run here (no Docker, docs/architecture.md § Testing stand-ins), so the
 // compose file and the samconfig are parsed, the scripts are checked for
 // syntax (shellcheck runs in `make lint-aws`), and what they name is
 // checked against template.yaml.

@@ -116,7 +116,8 @@ func readSource(in io.Reader, src string) ([]byte, error) {
 
 // readBody reads a submit or artifact body from FILE or "-" and resolves the
 // @file: sentinel (docs/contracts.md § Output is a tool call; resolved on the
-// worker side, DESIGN.md § Limits). A bad sentinel is invalid input: exit 2.
+// worker side, docs/architecture.md § Limits). A bad sentinel is invalid input:
+// exit 2.
 func readBody(in io.Reader, src string) ([]byte, error) {
 	b, err := readSource(in, src)
 	if err != nil {

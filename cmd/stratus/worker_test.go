@@ -100,7 +100,7 @@ func TestWorker_BadInputExitsUsage(t *testing.T) {
 //     stats, and reports;
 //   - final ends its attempt itself with `worker submit -` fed an @file:
 //     sentinel naming a file outside the work dir (which only the worker
-//     side may read: DESIGN.md § Limits), and prints no report;
+//     side may read: docs/architecture.md § Limits), and prints no report;
 //   - verdict ends its attempt with `worker result --ok=true --value JSON`.
 //
 // Each command's output and exit status land in files the test reads.

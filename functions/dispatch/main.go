@@ -1,10 +1,10 @@
-// Command dispatch is the dispatch Lambda: each message of the dispatch
-// queue (a compiled Task state's {run_id, node, kind, task_token}, or a
-// "<node>.stop" state's stop) runs through worker.Service.Dispatch, which
-// creates the step and attempt and starts the worker with ecs:RunTask
-// (DESIGN.md § The path of one step, 2). Messages that failed for an
-// infrastructure reason are reported back for redelivery
-// (ReportBatchItemFailures); see awsapp.HandleMessage.
+// Command dispatch is the dispatch Lambda: each message of the dispatch queue
+// (a compiled Task state's {run_id, node, kind, task_token}, or a "<node>.stop"
+// state's stop) runs through worker.Service.Dispatch, which creates the step
+// and attempt and starts the worker with ecs:RunTask (docs/architecture.md §
+// The path of one step, 2-4). Messages that failed for an infrastructure reason
+// are reported back for redelivery (ReportBatchItemFailures); see
+// awsapp.HandleMessage.
 package main
 
 import (

@@ -1,7 +1,8 @@
 // Package handler maps Lambda events onto Stratus's own handlers, so each
-// functions/<name>/main.go only wires (DESIGN.md § Layout). It is the one
-// place that imports aws-lambda-go besides those mains: nothing under
-// internal/ does.
+// functions/<name>/main.go only wires (docs/architecture.md § Layout). It is
+// the one place that imports aws-lambda-go's runtime besides those mains: under
+// internal/ only the stand-in, internal/devstack/lambdas, imports its events
+// types.
 //
 //   - HTTPAPI: an API Gateway HTTP API event (payload format 2.0) becomes an
 //     *http.Request for the same http.Handler the embedded server runs

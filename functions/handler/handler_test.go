@@ -132,12 +132,11 @@ func errorCode(t *testing.T, body string) string {
 	return eb.Error.Code
 }
 
-// The whole worker path through both Lambda handlers (DESIGN.md § The path
-// of one step): an SQS record dispatches the node, the worker fetches its
-// prompt with API Gateway's lower-cased "authorization" header, stages a
-// binary part API Gateway delivers base64-encoded, and submits; the Task
-// state completes with the part named and the part's bytes are projected
-// decoded.
+// The whole worker path through both Lambda handlers (docs/architecture.md §
+// The path of one step): an SQS record dispatches the node, the worker fetches
+// its prompt with API Gateway's lower-cased "authorization" header, stages a
+// binary part API Gateway delivers base64-encoded, and submits; the Task state
+// completes with the part named and the part's bytes are projected decoded.
 func TestLambda_SQSDispatchThenWorkerRoutesThroughAPIGateway(t *testing.T) {
 	f := setup(t)
 	resp, err := f.sqs(context.Background(), sqsEvent(dispatchBody("planning", "tok-1")))

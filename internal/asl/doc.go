@@ -7,17 +7,17 @@
 // (State.WaitUntil, ParseTimestamp), and error-name matching for Retry
 // and Catch (MatchError, Retrier.Delay).
 //
-// It implements exactly the subset the compiler emits, as AWS Step
-// Functions does (see ../../shared/DESIGN.md § The compiled state machines
-// and the embedded executor): the JSONPath query language; Pass, Task,
-// Choice, Wait (Seconds, Timestamp, SecondsPath, TimestampPath), Succeed
-// and Fail states; Retry, Catch, TimeoutSeconds, HeartbeatSeconds; paths without wildcards, filters or slices; the
+// It implements exactly the subset the compiler emits, as AWS Step Functions
+// does (see docs/architecture.md § The compiled state machines): the JSONPath
+// query language; Pass, Task, Choice, Wait (Seconds, Timestamp, SecondsPath,
+// TimestampPath), Succeed and Fail states; Retry, Catch, TimeoutSeconds,
+// HeartbeatSeconds; paths without wildcards, filters or slices; the
 // context-object fields $$.Execution.{Id,Input,Name,StartTime},
 // $$.State.{Name,EnteredTime,RetryCount}, $$.StateMachine.{Id,Name} and
 // $$.Task.Token; the intrinsics States.Format, States.StringToJson,
-// States.JsonToString, States.Array and States.MathAdd; the string,
-// numeric, boolean and type-test Choice operators. Parse rejects
-// everything else with every problem named by state and field.
+// States.JsonToString, States.Array and States.MathAdd; the string, numeric,
+// boolean and type-test Choice operators. Parse rejects everything else with
+// every problem named by state and field.
 //
 // Where the ASL specification and AWS differ, AWS wins, because the same
 // definition must behave the same on Step Functions and in-process:

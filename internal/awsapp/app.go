@@ -150,7 +150,7 @@ func New(ctx context.Context, cfg Config, awsCfg aws.Config, o Options) (*App, e
 		Env:            runenv.EnvFunc(sk),
 		OnEvent:        a.logEvent,
 		Log:            a.Logger,
-		ResolveFiles:   false, // the worker resolves an @file: body (DESIGN.md § Limits)
+		ResolveFiles:   false, // the worker resolves an @file: body (docs/architecture.md § Limits)
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		MaxUploadBytes: cfg.MaxUploadBytes,
 		Commits:        o.Commits,

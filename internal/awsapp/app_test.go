@@ -219,8 +219,8 @@ func message(runID, node, token string) string {
 	return string(b)
 }
 
-// The two functions over one stack on moto (DESIGN.md § The path of one
-// step, 2-3): dispatch creates the step, attempt and handle in DynamoDB,
+// The two functions over one stack on moto (docs/architecture.md § The path of
+// one step, 3-5): dispatch creates the step, attempt and handle in DynamoDB,
 // writes the rendered prompt under the bucket prefix template.yaml's IAM
 // grants (stratus/*) and launches the worker with the API URL it was
 // configured with; the worker API, which has no configured URL, takes the

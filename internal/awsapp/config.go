@@ -65,8 +65,9 @@ var Vars = []string{
 const MaxPoolPickupSeconds = 90
 
 // DefaultMaxBodyBytes bounds a worker body on AWS: 4 MiB, which API Gateway
-// base64-encodes to under Lambda's 6 MB synchronous payload (DESIGN.md §
-// Limits). Larger bodies go through a presigned S3 upload.
+// base64-encodes to under Lambda's 6 MB synchronous payload
+// (docs/architecture.md § Limits). Larger bodies go through a presigned S3
+// upload.
 const DefaultMaxBodyBytes = 4 << 20
 
 // MaxUploadBytes is the most STRATUS_MAX_UPLOAD_BYTES may be: the worker

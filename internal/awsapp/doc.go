@@ -4,8 +4,8 @@
 // S3 sink (internal/sink/s3), Step Functions task tokens
 // (internal/executor/sfn), the ECS launcher (internal/launch/ecs), the HMAC
 // key from Secrets Manager (internal/secret/secretsmanager) and each run's
-// environment from its frozen bundle (internal/runenv) — DESIGN.md §
-// Layout, § The path of one step.
+// environment from its frozen bundle (internal/runenv) —
+// docs/architecture.md § Layout, § The path of one step.
 //
 // It owns the environment variables template.yaml sets (Env*, FromEnv),
 // the order of construction (configuration checked before any AWS call),

@@ -21,13 +21,13 @@ func Infrastructure(err error) bool {
 	return err != nil && stratus.ErrorCode(err) == stratus.EINTERNAL
 }
 
-// HandleMessage runs one dispatch-queue message body through
-// svc.Dispatch (DESIGN.md § The path of one step, 2). It returns an error
-// only for an infrastructure failure, so the queue delivers that message
-// again (the dispatch function reports it as a batch item failure; after
-// the queue's maxReceiveCount it goes to the dead-letter queue). Such a
-// failure is never charged to the run: its Task state is left waiting, not
-// failed, so no rework budget is spent on it.
+// HandleMessage runs one dispatch-queue message body through svc.Dispatch
+// (docs/architecture.md § The path of one step, 2). It returns an error only
+// for an infrastructure failure, so the queue delivers that message again (the
+// dispatch function reports it as a batch item failure; after the queue's
+// maxReceiveCount it goes to the dead-letter queue). Such a failure is never
+// charged to the run: its Task state is left waiting, not failed, so no rework
+// budget is spent on it.
 //
 // Any other error belongs to the message and would recur: the message is
 // dropped, and its Task state, when it names one, is failed with

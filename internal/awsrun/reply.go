@@ -36,7 +36,7 @@ func OperatorHITLRoute(runID, node string) string {
 }
 
 // replyTimeout bounds one reply: API Gateway's integration timeout is
-// 30 s (DESIGN.md § Limits).
+// 30 s (docs/architecture.md § Limits).
 const replyTimeout = 35 * time.Second
 
 // Reply answers node of run runID for a human (docs/security.md § Operator

@@ -1,9 +1,9 @@
 // Package awstest starts the moto server that AWS-side tests run against
-// (DESIGN.md § Testing stand-ins): one process on a loopback port serving
-// DynamoDB, S3, SQS, Step Functions (really executing), ECS, IAM and Secrets
-// Manager, started by internal/devstack/moto (its moto_server.py works around
-// moto 5.2.1's bugs). No test needs AWS credentials or the internet: the SDK
-// gets static test credentials and the server's endpoint. Without moto a
+// (docs/architecture.md § Testing stand-ins): one process on a loopback port
+// serving DynamoDB, S3, SQS, Step Functions (really executing), ECS, IAM and
+// Secrets Manager, started by internal/devstack/moto (its moto_server.py works
+// around moto 5.2.1's bugs). No test needs AWS credentials or the internet: the
+// SDK gets static test credentials and the server's endpoint. Without moto a
 // test that needs it is skipped, naming it (internal/testenv).
 package awstest
 

@@ -53,7 +53,8 @@ const (
 // OperatorTTL is the lifetime of an operator token: minted for one reply.
 const OperatorTTL = 120 * time.Second
 
-// DefaultTTL is the token lifetime (DESIGN.md § Limits: 600 s by default).
+// DefaultTTL is the token lifetime (docs/architecture.md § Limits: 600 s by
+// default).
 const DefaultTTL = 600 * time.Second
 
 // Leeway is the clock skew tolerated on expiry.

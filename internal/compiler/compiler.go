@@ -187,21 +187,20 @@ type Options struct {
 //     when the node has outcome edges, or is a gate without edges; "done"
 //     for a publish node or an agent without edges.
 //   - "<node id>.stop" (Task, one per worker node: agent, evaluator,
-//     checks, tool), right after the node's state: its Catch goes here
-//     first (DESIGN.md § The path of one step, 5: a Catch on a timed-out
-//     or failed worker state stops its ECS task before routing). A plain
-//     sqs:sendMessage (StopResource, no task token) of {run_id, node,
-//     kind: "stop", error: $.error} to the dispatch queue, ResultPath
-//     null (the state's data passes through, $.error included),
-//     TimeoutSeconds StopTimeoutSeconds; Next, and its own Catch
-//     (States.ALL, ResultPath null: a stop that cannot be sent does not
-//     change the route), the Catch's original target. Unless that target
-//     continues the run (a best_effort agent), a worker state also catches
-//     ErrInfrastructure first, straight to "manual_action_required": the
-//     worker was never started, and an infrastructure failure parks the
-//     task rather than failing it or charging a loop. Every worker state
-//     catches ErrCapReached first the same way (a reached cost or token
-//     cap parks the run, best_effort or not).
+//     checks, tool), right after the node's state: its Catch goes here first
+//     (docs/architecture.md § The path of one step, 10: a state that fails or
+//     times out stops its worker before the failure routes). A plain
+//     sqs:sendMessage (StopResource, no task token) of {run_id, node, kind:
+//     "stop", error: $.error} to the dispatch queue, ResultPath null (the
+//     state's data passes through, $.error included), TimeoutSeconds
+//     StopTimeoutSeconds; Next, and its own Catch (States.ALL, ResultPath null:
+//     a stop that cannot be sent does not change the route), the Catch's
+//     original target. Unless that target continues the run (a best_effort
+//     agent), a worker state also catches ErrInfrastructure first, straight to
+//     "manual_action_required": the worker was never started, and an
+//     infrastructure failure parks the task rather than failing it or charging
+//     a loop. Every worker state catches ErrCapReached first the same way (a
+//     reached cost or token cap parks the run, best_effort or not).
 //   - Retry on every Task state (worc configuration.md § agents.retry; developer
 //     guide § Handling errors): last, the infrastructure Retrier —
 //     ErrInfrastructure, ErrSQSClient, ErrSQSAWS; 5 s doubling to 60 s,
@@ -219,14 +218,14 @@ type Options struct {
 //     "<node>.wait" (Wait) waits $.last.wait.wait_s seconds, then enters
 //     the node's state again, whose retries start afresh.
 //
-// History budget (DESIGN.md § Limits: 25,000 events per execution): a
-// worker state visit costs 6 events; a step failing transiently at once,
-// forever, costs at most retry.Policy.WorstCase — with worc's defaults
-// 698 events (13 entries of the state, 12 parks, 156 attempts) before it
-// gives up, so one such step takes under 3% of the budget and a run stays
-// within it unless some 35 step visits each park until
-// agents.retry.max_blocked_s (there is no run-wide bound on parked time;
-// past the budget Step Functions fails the execution).
+// History budget (docs/architecture.md § Limits: 25,000 events per execution):
+// a worker state visit costs 6 events; a step failing transiently at once,
+// forever, costs at most retry.Policy.WorstCase — with worc's defaults 698
+// events (13 entries of the state, 12 parks, 156 attempts) before it gives up,
+// so one such step takes under 3% of the budget and a run stays within it
+// unless some 35 step visits each park until agents.retry.max_blocked_s (there
+// is no run-wide bound on parked time; past the budget Step Functions fails the
+// execution).
 //   - "<id>.route" (Choice on $.last.outcome): one StringEquals rule per
 //     outcome edge in flow order; Default the unconditional edge's target,
 //     else "manual_action_required" (fail closed: an outcome no edge names,

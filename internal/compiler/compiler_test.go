@@ -203,15 +203,16 @@ func allCatch(s map[string]any) map[string]any {
 	return list[len(list)-1].(map[string]any)
 }
 
-// checkStop asserts DESIGN.md § The path of one step, 5 ("a Catch on a
-// timed-out or failed worker state stops its ECS task before routing"):
-// a worker node's States.ALL Catch goes to "<id>.stop", a plain
-// sqs:sendMessage of {run_id, node, kind: stop, error} that passes the
-// state through (ResultPath null) and goes on to where the Catch would
-// have gone; a node without a worker has no stop state. And unless the failure continues the run (best_effort), an
-// infrastructure failure (ErrInfrastructure) is caught first, straight to
-// manual_action_required: no worker to stop, no loop charged; so is a
-// reached cap (ErrCapReached), best_effort or not.
+// checkStop asserts docs/architecture.md § The path of one step, 10 (a state
+// that fails or times out passes "<node>.stop", which stops the worker before
+// the failure routes): a worker node's States.ALL Catch goes to "<id>.stop", a
+// plain sqs:sendMessage of {run_id, node, kind: stop, error} that passes the
+// state through (ResultPath null) and goes on to where the Catch would have
+// gone; a node without a worker has no stop state. And unless the failure
+// continues the run (best_effort), an infrastructure failure
+// (ErrInfrastructure) is caught first, straight to manual_action_required: no
+// worker to stop, no loop charged; so is a reached cap (ErrCapReached),
+// best_effort or not.
 func checkStop(t *testing.T, d definition, n flow.Node) {
 	t.Helper()
 	stop, ok := d.States[n.ID+StopSuffix]
@@ -476,7 +477,7 @@ func taskJSON(id, kind, next string) string {
 ` + after
 }
 
-func TestCompile_GoldenSmallFlow(t *testing.T) { // DESIGN.md § The path of one step; § The compiled state machines
+func TestCompile_GoldenSmallFlow(t *testing.T) { // docs/architecture.md § The path of one step, § The compiled state machines
 	t.Parallel()
 	want := `{
   "Comment": "Stratus flow small (task_type small)",
@@ -601,7 +602,7 @@ func TestCompile_EveryPeerFlow(t *testing.T) { // peers/worc/README.md: Stratus 
 	}
 }
 
-func TestCompile_IsDeterministic(t *testing.T) { // DESIGN.md § Layout: statemachine/ is checked in and CI fails when stale
+func TestCompile_IsDeterministic(t *testing.T) { // docs/architecture.md § Layout: statemachine/ is checked in and a test fails when stale
 	t.Parallel()
 	for name, f := range corpus(t) {
 		first := compile(t, f, Options{})
@@ -621,7 +622,7 @@ func TestCompile_IsDeterministic(t *testing.T) { // DESIGN.md § Layout: statema
 	}
 }
 
-func TestCompile_StateNamesReadLikeTheFlow(t *testing.T) { // DESIGN.md § The compiled state machines: review, review.route, review_fix.budget
+func TestCompile_StateNamesReadLikeTheFlow(t *testing.T) { // docs/architecture.md § The compiled state machines: review, review.route, review_fix.budget
 	t.Parallel()
 	d := decode(t, compile(t, peerFlows(t)["implementation"], Options{}))
 	want := []string{
@@ -775,7 +776,7 @@ func TestCompile_RouteDefaultIsTheUnconditionalEdge(t *testing.T) { // docs/cont
 	}
 }
 
-func TestCompile_OneLoopFeedingSeveralTargetsGetsSuffixedStates(t *testing.T) { // DESIGN.md § The path of one step: rework edges pass through a budget counter
+func TestCompile_OneLoopFeedingSeveralTargetsGetsSuffixedStates(t *testing.T) { // docs/architecture.md § The path of one step: rework edges pass through a budget counter
 	t.Parallel()
 	f := parse(t, header+`  nodes:
     - { id: write, kind: agent, role_file: t/w.md }

@@ -9,7 +9,7 @@ import (
 // Every compiled flow loads in the embedded executor's parser, which
 // rejects what Step Functions rejects (unreachable states included): a
 // terminal no state routes to must not be emitted.
-func TestCompile_OutputLoadsInTheExecutor(t *testing.T) { // DESIGN.md § The compiled state machines and the embedded executor
+func TestCompile_OutputLoadsInTheExecutor(t *testing.T) { // docs/architecture.md § The compiled state machines
 	t.Parallel()
 	flows := corpus(t)
 	flows["agents only"] = parse(t, `flow:

@@ -550,13 +550,12 @@ func TestCompile_DecompositionAfterAnApprovedPlan(t *testing.T) {
 	}
 }
 
-// DESIGN.md § The path of one step, 5: "A Catch on a timed-out or failed
-// worker state stops its ECS task before routing". A worker state that
-// times out (no heartbeat) or fails passes "<node>.stop", which sends a
-// stop message naming the node and carrying the caught error, and then
-// routes where its Catch always did; a publish failure (no worker) sends
-// none, a run without failures sends none, and an infrastructure failure
-// (the worker never started) parks the run without one.
+// docs/architecture.md § The path of one step, 10: a worker state that times
+// out (no heartbeat) or fails passes "<node>.stop", which sends a stop message
+// naming the node and carrying the caught error, so the worker stops before
+// the failure routes, and then routes where its Catch always did; a publish failure (no worker) sends
+// none, a run without failures sends none, and an infrastructure failure (the
+// worker never started) parks the run without one.
 func TestCompile_CatchStopsTheWorkerBeforeRouting(t *testing.T) {
 	t.Parallel()
 	const yaml = header + `  nodes:

@@ -1,8 +1,7 @@
-// Package executor is the port through which Stratus runs its compiled
-// state machines (../../shared/DESIGN.md § The compiled state machines and
-// the embedded executor): start, describe, wait for and stop executions,
-// and complete the callback tasks of .waitForTaskToken states with their
-// task tokens.
+// Package executor is the port through which Stratus runs its compiled state
+// machines (docs/architecture.md § The compiled state machines): start,
+// describe, wait for and stop executions, and complete the callback tasks of
+// .waitForTaskToken states with their task tokens.
 //
 // It owns the interface (Executor, TaskTokens), the shapes that cross it
 // (StartInput, Execution, HistoryEvent) and the Step Functions API error

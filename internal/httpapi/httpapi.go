@@ -23,7 +23,7 @@ import (
 
 // DefaultMaxBodyBytes bounds a request body when the service sets no limit
 // (embedded default, 32 MiB; on AWS the limit is set under API Gateway's
-// 10 MB request and Lambda's 6 MB payload, DESIGN.md § Limits).
+// 10 MB request and Lambda's 6 MB payload, docs/architecture.md § Limits).
 const DefaultMaxBodyBytes = 32 << 20
 
 // ErrorStatus maps an error code to its HTTP status.

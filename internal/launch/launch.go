@@ -1,8 +1,8 @@
-// Package launch defines how a worker is started for one attempt: on AWS an
-// ECS RunTask with the handle and API URL as environment overrides, in
-// embedded mode a local `stratus runner` subprocess with the same environment
-// (DESIGN.md § The path of one step, step 2). The worker never receives the
-// task token or any AWS credential: only what Spec carries.
+// Package launch defines how a worker is started for one attempt: on AWS an ECS
+// RunTask with the handle and API URL as environment overrides, in embedded
+// mode a local `stratus runner` subprocess with the same environment
+// (docs/architecture.md § The path of one step, step 4). The worker never
+// receives the task token or any AWS credential: only what Spec carries.
 package launch
 
 import (

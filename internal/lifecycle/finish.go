@@ -169,16 +169,15 @@ func RecordEnd(ctx context.Context, st store.Store, res *Result) error {
 	return nil
 }
 
-// EndedUnder returns the terminal and the reason each step still open
-// when execution x ended is canceled with (CancelOpenWith). A step whose
-// own Task state timed out — the state's last task event in hist is
-// TaskTimedOut — ends TimedOut and says how: no heartbeat within the
-// state's HeartbeatSeconds (States.HeartbeatTimeout; on AWS States.Timeout
-// before the state's TimeoutSeconds), or past its TimeoutSeconds, each
-// window read from def, the run's compiled definition (DESIGN.md § The
-// path of one step). Any other step was cancelled because the execution
-// ended under it. hist and def may be empty (not readable): the reason
-// then says less.
+// EndedUnder returns the terminal and the reason each step still open when
+// execution x ended is canceled with (CancelOpenWith). A step whose own Task
+// state timed out — the state's last task event in hist is TaskTimedOut — ends
+// TimedOut and says how: no heartbeat within the state's HeartbeatSeconds
+// (States.HeartbeatTimeout; on AWS States.Timeout before the state's
+// TimeoutSeconds), or past its TimeoutSeconds, each window read from def, the
+// run's compiled definition (docs/architecture.md § The compiled state
+// machines). Any other step was cancelled because the execution ended under it.
+// hist and def may be empty (not readable): the reason then says less.
 func EndedUnder(x executor.Execution, hist []executor.HistoryEvent, def []byte) func(stratus.Step) (terminal, reason string) {
 	type lapse struct {
 		err string

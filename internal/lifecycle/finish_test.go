@@ -23,8 +23,8 @@ import (
 )
 
 // A worker that goes silent has its Task state time out on its heartbeat
-// (DESIGN.md § The path of one step: HeartbeatSeconds catches a dead
-// worker); the state's Catch fails the run. The step, still recorded
+// (docs/architecture.md § The compiled state machines: HeartbeatSeconds catches
+// a dead worker); the state's Catch fails the run. The step, still recorded
 // running, must say it timed out on its heartbeat and name the window —
 // not that it was Cancelled because the run's execution ended FAILED. A
 // supervisor turn still running then, begun after the execution stopped,

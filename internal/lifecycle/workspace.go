@@ -31,16 +31,16 @@ type Frozen struct {
 	Took        time.Duration
 }
 
-// FreezeWorkspace freezes a run's work dir as its base snapshot (DESIGN.md §
-// Workspaces): one parentless commit of its tracked and untracked files,
-// .gitignore honoured, the state dir and the run's ctx dir (resolved from
-// placement: config.yaml's projection.placement, or
-// projection.StatePlacement, which the record then notes as StateCtx) left
-// out, stored as a git bundle at <keys>/base.bundle in sk (keys:
+// FreezeWorkspace freezes a run's work dir as its base snapshot
+// (docs/architecture.md § Workspaces): one parentless commit of its tracked and
+// untracked files, .gitignore honoured, the state dir and the run's ctx dir
+// (resolved from placement: config.yaml's projection.placement, or
+// projection.StatePlacement, which the record then notes as StateCtx) left out,
+// stored as a git bundle at <keys>/base.bundle in sk (keys:
 // worker.WorkspaceKeys). The returned record names root (the path payloads
-// render the workspace under; worker.WorkspaceRoot) and starts with its head
-// at the base. The snapshot is capped by config limits.max_snapshot_bytes (0
-// = 256 MiB).
+// render the workspace under; worker.WorkspaceRoot) and starts with its head at
+// the base. The snapshot is capped by config limits.max_snapshot_bytes (0 = 256
+// MiB).
 //
 // Errors: workspace.Freeze's (ETOOLARGE naming the biggest paths;
 // EINVALID for a submodule or a symlink leaving the tree); the sink's.

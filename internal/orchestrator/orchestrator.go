@@ -1,9 +1,9 @@
 // Package orchestrator runs one task through its flow in embedded mode
-// (DESIGN.md: "The same compiled state machine runs on a laptop with no AWS
-// at all"): it loads config, task and flow, validates and compiles the flow
-// to ASL, and executes that ASL on the embedded executor, with the SQLite
-// store, the file-system sink, local `stratus runner` processes for workers
-// and the worker API served in process on 127.0.0.1.
+// (docs/architecture.md § The two runtimes: the same compiled state machine
+// runs on one machine with no AWS at all): it loads config, task and flow,
+// validates and compiles the flow to ASL, and executes that ASL on the embedded
+// executor, with the SQLite store, the file-system sink, local `stratus runner`
+// processes for workers and the worker API served in process on 127.0.0.1.
 //
 // The Task states' sqs:sendMessage.waitForTaskToken resource maps to an
 // in-process queue feeding worker.Service.Dispatch, the same dispatch code

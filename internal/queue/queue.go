@@ -1,7 +1,7 @@
-// Package queue is the port of the dispatch queue (DESIGN.md § The path of
-// one step, 2): where work that must not run inside a worker API request —
-// a supervisor observation turn, with its worker launch and the launch's
-// retries — is sent for the dispatch function to run. A request only
+// Package queue is the port of the dispatch queue (docs/architecture.md § The
+// path of one step, 2): where work that must not run inside a worker API
+// request — a supervisor observation turn, with its worker launch and the
+// launch's retries — is sent for the dispatch function to run. A request only
 // enqueues; it returns as soon as what it was asked to record is durable.
 //
 // Two implementations, one conformance suite (queuetest): sqs (the stack's

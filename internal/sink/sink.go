@@ -48,11 +48,10 @@ type Sink interface {
 	List(ctx context.Context, dir string) ([]string, error)
 }
 
-// Presigner is a sink whose keys a holder of a URL may read or write with
-// plain HTTP and no credentials (S3 presigned URLs): how a worker on AWS
-// moves bodies larger than the worker API carries (DESIGN.md § Limits). A
-// sink without it (the fs sink) has its bytes carried by the worker API
-// itself.
+// Presigner is a sink whose keys a holder of a URL may read or write with plain
+// HTTP and no credentials (S3 presigned URLs): how a worker on AWS moves bodies
+// larger than the worker API carries (docs/architecture.md § Limits). A sink
+// without it (the fs sink) has its bytes carried by the worker API itself.
 type Presigner interface {
 	// PresignGet returns a URL that reads key with a plain GET for ttl.
 	PresignGet(ctx context.Context, key string, ttl time.Duration) (string, error)

@@ -9,8 +9,8 @@
 // through an upload (docs/security.md § Upload size limits). The
 // `@file:<abs-path>` sentinel (docs/contracts.md § Output is a tool call) is
 // resolved on the worker side, by the caller, with ResolveFileSentinel
-// (DESIGN.md § Limits: the server never reads the worker's disk); the client
-// methods themselves never look inside a body.
+// (docs/architecture.md § Limits: the server never reads a worker's disk); the
+// client methods themselves never look inside a body.
 package workerclient
 
 import (

@@ -13,12 +13,12 @@ import (
 // can use the `@file:<abs-path>` sentinel body").
 const FileSentinelPrefix = "@file:"
 
-// ResolveFileSentinel returns the bytes to send for a submit or artifact
-// body. A body that is exactly "@file:<absolute path>" — one line, after
-// trimming one trailing "\n" or "\r\n" — is replaced by the contents of that
-// file; any other body is returned unchanged. The sentinel is resolved here,
-// on the worker side, because the worker API may run where the worker's disk
-// is not (DESIGN.md § Limits: the server never reads a worker's files).
+// ResolveFileSentinel returns the bytes to send for a submit or artifact body.
+// A body that is exactly "@file:<absolute path>" — one line, after trimming one
+// trailing "\n" or "\r\n" — is replaced by the contents of that file; any other
+// body is returned unchanged. The sentinel is resolved here, on the worker
+// side, because the worker API may run where the worker's disk is not
+// (docs/architecture.md § Limits: the server never reads a worker's disk).
 //
 // Errors: *stratus.Error EINVALID (Field "body") when the path is empty or
 // relative (the rule is an absolute path, so the file a worker means never

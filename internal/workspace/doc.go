@@ -1,6 +1,6 @@
 // Package workspace carries a run's repository — its workspace — between
 // the operator's machine and the workers that cannot see its disk
-// (../shared/DESIGN.md § Workspaces: the repository travels with the run).
+// (docs/architecture.md § Workspaces: the repository travels with the run).
 // What travels is git bundles, nothing else:
 //
 //   - Freeze snapshots the operator's work dir — tracked and

@@ -1,10 +1,10 @@
-// Package lambdas runs the Lambda functions of template.yaml as they ship:
-// each function's `bootstrap` (make lambdas: built as `sam build` builds a
+// Package lambdas runs the Lambda functions of template.yaml as they ship: each
+// function's `bootstrap` (make lambdas: built as `sam build` builds a
 // provided.al2023 function) under the AWS Lambda Runtime Interface Emulator
-// (make rie: bin/aws-lambda-rie), one emulator per function instance, with
-// the environment, memory size and timeout the deployed stack gives it
-// (DESIGN.md § Testing stand-ins). It is the Lambda service of `stratus dev
-// aws`: no handler runs inside the calling process.
+// (make rie: bin/aws-lambda-rie), one emulator per function instance, with the
+// environment, memory size and timeout the deployed stack gives it
+// (docs/architecture.md § Testing stand-ins). It is the Lambda service of
+// `stratus dev aws`: no handler runs inside the calling process.
 //
 // It owns:
 //   - starting and stopping the emulators (Start, Function.Stop: each

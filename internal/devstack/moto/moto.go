@@ -1,9 +1,9 @@
-// Package moto starts a moto server, the AWS stand-in of this project's
-// tests and of stratus dev aws (DESIGN.md § Testing stand-ins), through
-// moto_server.py, which turns on real Step Functions execution and works
-// around moto 5.2.1's bugs; and it mends moto's ECS answers for the Go
-// SDK (ECSClient). It imports nothing of Stratus, so that every test of
-// an AWS adapter can use it.
+// Package moto starts a moto server, the AWS stand-in of this project's tests
+// and of stratus dev aws (docs/architecture.md § Testing stand-ins), through
+// moto_server.py, which turns on real Step Functions execution and works around
+// moto 5.2.1's bugs; and it mends moto's ECS answers for the Go SDK
+// (ECSClient). It imports nothing of Stratus, so that every test of an AWS
+// adapter can use it.
 package moto
 
 import (

@@ -1,7 +1,6 @@
 // Package embedded is the in-process implementation of executor.Executor:
 // the interpreter that runs Stratus's compiled state machines on a laptop
-// with no AWS (../../../shared/DESIGN.md § The compiled state machines and
-// the embedded executor).
+// with no AWS (docs/architecture.md § The compiled state machines).
 //
 // It owns executions (one goroutine each), their history (History, the
 // OnEvent hook), Task invocation through in-process TaskHandlers keyed by

@@ -1,6 +1,6 @@
 // Package executortest is the conformance suite every executor.Executor
 // must pass: the embedded interpreter in-process, and the Step Functions
-// implementation against moto (../../../shared/DESIGN.md § Testing
+// implementation against moto (docs/architecture.md § Testing
 // stand-ins). It checks behaviour a caller can observe through the port —
 // statuses, outputs, errors and their codes, task tokens — with the kind
 // of state machine the compiler emits, and nothing implementation-specific
@@ -321,10 +321,10 @@ func nextBody(t *testing.T, h Harness, runID string) map[string]any {
 	}
 }
 
-// The compiled "<node>.stop" shape (DESIGN.md § The path of one step, 5):
-// a callback state's Catch goes to a request-response sqs:sendMessage (no
-// task token) that sends the caught error, keeps the state's data
-// (ResultPath null) and routes on.
+// The compiled "<node>.stop" shape (docs/architecture.md § The path of one
+// step, 10): a callback state's Catch goes to a request-response
+// sqs:sendMessage (no task token) that sends the caught error, keeps the
+// state's data (ResultPath null) and routes on.
 func testCatchSendsBeforeRouting(t *testing.T, h Harness) {
 	runID := uniqueName("run")
 	def := `{"StartAt":"review","States":{

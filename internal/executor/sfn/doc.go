@@ -1,8 +1,8 @@
 // Package sfn is the AWS implementation of executor.Executor: executions
 // and task-token callbacks on AWS Step Functions through the SDK
 // (github.com/aws/aws-sdk-go-v2/service/sfn), the counterpart of
-// internal/executor/embedded (../../../shared/DESIGN.md § The path of one
-// step, steps 1, 4 and 5).
+// internal/executor/embedded (docs/architecture.md § The path of one step,
+// steps 2, 9 and 10).
 //
 // It owns: mapping the executor port onto StartExecution,
 // DescribeExecution, StopExecution and SendTaskSuccess / SendTaskFailure /

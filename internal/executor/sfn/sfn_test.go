@@ -102,15 +102,14 @@ func stateMachineARN(account, name string) string {
 	return fmt.Sprintf("arn:aws:states:%s:%s:stateMachine:%s", awstest.Region, account, name)
 }
 
-// The Step Functions executor passes the suite every executor.Executor
-// must (DESIGN.md § Testing stand-ins), on moto's real execution: each
-// subtest gets its own queue and state machine, deployed from the
-// definition it starts. moto 5.2.1 differs from AWS in two places the
-// suite relaxes (executortest.Quirks): a completed token is answered
-// InvalidToken instead of TaskTimedOut, StopExecution of an execution
-// waiting on a callback takes effect only when that callback arrives, a
-// retried callback state keeps its token and that token's first failure,
-// and a States.Runtime cause is prefixed with the state and event id.
+// The Step Functions executor passes the suite every executor.Executor must
+// (docs/architecture.md § Testing stand-ins), on moto's real execution: each
+// subtest gets its own queue and state machine, deployed from the definition it
+// starts. moto 5.2.1 differs from AWS in three places the suite relaxes
+// (executortest.Quirks): a completed token is answered InvalidToken instead of
+// TaskTimedOut, StopExecution of an execution waiting on a callback takes
+// effect only when that callback arrives, and a States.Runtime cause is
+// prefixed with the state and event id.
 func TestConformance(t *testing.T) {
 	cfg := awstest.Moto(t).Config()
 	x := sfn.New(sfn.NewClient(cfg), sfn.Options{RoleARN: testRole, PollInterval: 200 * time.Millisecond})
@@ -178,10 +177,10 @@ func TestStartExecution_DeploysTheDefinition(t *testing.T) {
 	}
 }
 
-// DESIGN.md § The path of one step, 5, on moto's interpreter: the compiled
-// machine of a flow deploys as is, and a worker state that fails passes
-// "<node>.stop", whose plain sqs:sendMessage puts a stop message (no task
-// token, the caught error) on the dispatch queue before the Catch routes
+// docs/architecture.md § The path of one step, 10, on moto's interpreter: the
+// compiled machine of a flow deploys as is, and a worker state that fails
+// passes "<node>.stop", whose plain sqs:sendMessage puts a stop message (no
+// task token, the caught error) on the dispatch queue before the Catch routes
 // to failed.
 func TestCompiledFlow_CatchSendsStopOnMoto(t *testing.T) {
 	cfg := awstest.Moto(t).Config()

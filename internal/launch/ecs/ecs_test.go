@@ -102,7 +102,7 @@ func envOf(t *testing.T, c *awsecs.Client, cluster, arn string) (types.Task, map
 	return task, env
 }
 
-// DESIGN.md § The path of one step, 2, on moto's
+// docs/architecture.md § The path of one step, 4, on moto's
 // ECS: RunTask with the cluster, the runner's task definition, FARGATE,
 // the worker's environment (API URL, handle, task id — no task token, no
 // credential) as container overrides, and the awsvpc network of the

@@ -12,10 +12,10 @@ import (
 	"github.com/stratusflow/stratus/internal/launch"
 )
 
-// A worker gets the API URL, handle and task id in its environment (DESIGN.md
-// § The path of one step, 2), and its spool directory when the spec names
-// one (docs/security.md § Files under .stratus), writes to its log, and
-// OnExit reports its end.
+// A worker gets the API URL, handle and task id in its environment
+// (docs/architecture.md § The path of one step, 4), and its spool directory
+// when the spec names one (docs/security.md § Files under .stratus), writes to
+// its log, and OnExit reports its end.
 func TestLaunch_EnvironmentLogAndExit(t *testing.T) {
 	t.Parallel()
 	log := filepath.Join(t.TempDir(), "sub", "runner.log")

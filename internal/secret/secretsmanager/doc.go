@@ -1,6 +1,6 @@
-// Package secretsmanager is the AWS implementation of secret.Source: the
-// HMAC key is one AWS Secrets Manager secret (template.yaml's HMAC key
-// secret, DESIGN.md § Layout), read with GetSecretValue and cached for the
+// Package secretsmanager is the AWS implementation of secret.Source: the HMAC
+// key is one AWS Secrets Manager secret (template.yaml's HMAC key secret,
+// docs/architecture.md § Layout), read with GetSecretValue and cached for the
 // life of the Source — one call per Lambda cold start. A key replaced in
 // Secrets Manager is seen by new Sources (new Lambda instances) only.
 //

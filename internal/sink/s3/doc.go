@@ -1,6 +1,7 @@
-// Package s3 is the Amazon S3 implementation of sink.Sink (DESIGN.md: "S3
-// is the projection sink that materialises each step's output as the files
-// the next step reads"; docs/contracts.md § Files are the server's job).
+// Package s3 is the Amazon S3 implementation of sink.Sink (docs/architecture.md
+// § Ports and their conformance suites): the projection sink on AWS, where each
+// step's output becomes the files the next step reads (docs/contracts.md §
+// Files are the server's job).
 //
 // Each sink key is one object in one bucket under a configured prefix:
 // object key = prefix + sink key ("stratus/" + "runs/<run_id>/bundle/manifest.json").
@@ -11,9 +12,9 @@
 // sink.Sink contract; S3 has no directories, so a key that only prefixes
 // other keys is not stored (ENOTFOUND), as on the file-system sink.
 //
-// It also presigns PUT URLs (PresignPut): DESIGN.md § Limits — API Gateway
-// takes 10 MB per request and a synchronous Lambda 6 MB, so a worker body
-// larger than that is uploaded by the worker straight to S3 with a
+// It also presigns PUT URLs (PresignPut): docs/architecture.md § Limits — API
+// Gateway takes 10 MB per request and a synchronous Lambda 6 MB, so a worker
+// body larger than that is uploaded by the worker straight to S3 with a
 // short-lived URL and then read back through Get.
 //
 // Addressing follows the client it is given: tests run against moto and

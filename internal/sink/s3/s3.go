@@ -193,8 +193,8 @@ func (s *Sink) Delete(ctx context.Context, key string) error {
 // exactly size bytes under key with a plain HTTP PUT (no credentials, no
 // header but Content-Length) for ttl; the stored bytes are then read with
 // Get(key) like any other. It is how a worker uploads a body larger than
-// the worker API accepts (DESIGN.md § Limits: API Gateway 10 MB, Lambda
-// 6 MB) and its step bundle. The URL signs Content-Length
+// the worker API accepts (docs/architecture.md § Limits: API Gateway 10 MB,
+// Lambda 6 MB) and its step bundle. The URL signs Content-Length
 // (X-Amz-SignedHeaders content-length;host), so S3 refuses a PUT of any
 // other length (403 SignatureDoesNotMatch) and stores nothing
 // (docs/security.md § Upload size limits). The URL is a bearer secret for

@@ -198,8 +198,8 @@ func TestSink_MissingBucketIsNotNotFound(t *testing.T) {
 	}
 }
 
-// DESIGN.md § Limits: a body larger than the Lambda payload limit goes
-// through a presigned S3 upload — a plain HTTP PUT with no credentials and
+// docs/architecture.md § Limits: a body larger than the Lambda payload limit
+// goes through a presigned S3 upload — a plain HTTP PUT with no credentials and
 // no header but its length, read back with Get.
 func TestPresignPutSize_PlainHTTPPutStoresObjectOnMoto(t *testing.T) {
 	t.Parallel()

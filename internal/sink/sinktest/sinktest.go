@@ -216,8 +216,9 @@ func Run(t *testing.T, newSink func(t *testing.T) sink.Sink) {
 		}
 	})
 
-	// DESIGN.md § Limits: a body over the 6 MB Lambda payload limit reaches
-	// the sink through a presigned upload; the sink itself takes it whole.
+	// docs/architecture.md § Limits: a body over the 6 MB Lambda payload limit
+	// reaches the sink through a presigned upload; the sink itself takes it
+	// whole.
 	t.Run("LargeBodyRoundTrip", func(t *testing.T) {
 		t.Parallel()
 		s := newSink(t)

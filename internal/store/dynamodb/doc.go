@@ -1,10 +1,9 @@
 // Package dynamodb is the AWS implementation of store.Store: runs, steps,
-// attempts, output tails, worker handles, degradations and render sizes
-// in one DynamoDB table, with large bodies in S3 by pointer (DESIGN.md §
-// The path of one step, "DynamoDB holds output tails, attempts and token
-// state"; § Limits). It passes the one conformance suite in
-// internal/store/storetest, which the SQLite store passes too; its tests
-// run it against the moto server (internal/awstest).
+// attempts, output tails, worker handles, degradations and render sizes in one
+// DynamoDB table, with large bodies in S3 by pointer (docs/architecture.md §
+// Ports and their conformance suites, § Limits). It passes the one conformance
+// suite in internal/store/storetest, which the SQLite store passes too; its
+// tests run it against the moto server (internal/awstest).
 //
 // # Table design
 //
@@ -114,12 +113,12 @@
 //
 // # Handles
 //
-// A handle with an expiry carries "ttl", its expiry in epoch seconds
-// rounded up (DESIGN.md § Limits: handles expire through DynamoDB TTL).
-// TTL deletion is eventual and moto never performs it, so GetHandle
-// returns a handle while its item exists, expired or not (expiry is the
-// caller's check), and Sweep deletes the expired handles through the
-// index without relying on TTL.
+// A handle with an expiry carries "ttl", its expiry in epoch seconds rounded up
+// (docs/architecture.md § Limits: handles expire through DynamoDB TTL). TTL
+// deletion is eventual and moto never performs it, so GetHandle returns a
+// handle while its item exists, expired or not (expiry is the caller's check),
+// and Sweep deletes the expired handles through the index without relying on
+// TTL.
 //
 // # Errors
 //

@@ -62,8 +62,8 @@ func parents(t *testing.T, s *Store, id string) (stratus.Step, stratus.Attempt) 
 	return st, a
 }
 
-// DESIGN.md § Limits: a body over the threshold is stored in Blobs under
-// its SHA-256; the tail item keeps the pointer and the digest, not the
+// docs/architecture.md § Limits: a body over the threshold is stored in Blobs
+// under its SHA-256; the tail item keeps the pointer and the digest, not the
 // body, and reading returns the body byte for byte.
 func TestSpill_1MiBBody_RoundTripsByPointer(t *testing.T) {
 	t.Parallel()
@@ -202,7 +202,7 @@ func TestItemBudget_TooLargeRefused(t *testing.T) {
 	}
 }
 
-// moto never deletes TTL items (DESIGN.md § Testing stand-ins), and
+// moto never deletes TTL items (docs/architecture.md § Testing stand-ins), and
 // DynamoDB only eventually: Sweep deletes expired handles itself, and
 // only those. Each handle carries its expiry, rounded up to the second, in
 // the TTL attribute.

@@ -51,10 +51,10 @@ func ttlSeconds(t time.Time) int64 {
 	return sec
 }
 
-// PutHandle stores h; ECONFLICT if h.Handle exists. A handle with an
-// expiry carries the TTL attribute (DESIGN.md § Limits: handles expire
-// through DynamoDB TTL) and an entry in the HandlesByTTL index, which
-// Sweep reads.
+// PutHandle stores h; ECONFLICT if h.Handle exists. A handle with an expiry
+// carries the TTL attribute (docs/architecture.md § Limits: handles expire
+// through DynamoDB TTL) and an entry in the HandlesByTTL index, which Sweep
+// reads.
 func (s *Store) PutHandle(ctx context.Context, h stratus.Handle) error {
 	it := handleKey(h.Handle).setAll(map[string]av{
 		attrRecord: str("handle"), attrWID: str(newWID()),

@@ -43,15 +43,15 @@ type Blobs interface {
 	Get(ctx context.Context, key string) ([]byte, error)
 }
 
-// DefaultSpillBytes is the output body size above which a body is stored
-// in Blobs by pointer rather than in its tail item (DESIGN.md § Limits: an
-// item holds at most 400 KB). The threshold is a price choice, well below
-// the size limit: at on-demand list prices (us-east-1) a write unit buys 1
-// KB and a strongly consistent read unit 4 KB, and one S3 PUT costs about
-// as much as 8 write units and one GET about as much as 13 KB of reads, so
-// a body read back a few times is cheaper in S3 from about 8-16 KiB up.
-// 16 KiB is also the SQLite store's threshold. ListOutput fetches a tail's
-// spilled bodies concurrently.
+// DefaultSpillBytes is the output body size above which a body is stored in
+// Blobs by pointer rather than in its tail item (docs/architecture.md § Limits:
+// an item holds at most 400 KB). The threshold is a price choice, well below
+// the size limit: at on-demand list prices (us-east-1) a write unit buys 1 KB
+// and a strongly consistent read unit 4 KB, and one S3 PUT costs about as much
+// as 8 write units and one GET about as much as 13 KB of reads, so a body read
+// back a few times is cheaper in S3 from about 8-16 KiB up. 16 KiB is also the
+// SQLite store's threshold. ListOutput fetches a tail's spilled bodies
+// concurrently.
 const DefaultSpillBytes = 16 << 10
 
 // DefaultPromptSpillBytes is the same threshold for an attempt's system

@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 )
 
-// SpillBytes is the body size above which an output body is stored in a
-// blob file beside the database rather than in its row (DESIGN.md § Limits:
-// the DynamoDB store spills large bodies to S3 the same way). Blob files
-// are content-addressed, <db dir>/blobs/<sha256[:2]>/<sha256>, written
+// SpillBytes is the body size above which an output body is stored in a blob
+// file beside the database rather than in its row (docs/architecture.md §
+// Limits: the DynamoDB store spills large bodies to S3 the same way). Blob
+// files are content-addressed, <db dir>/blobs/<sha256[:2]>/<sha256>, written
 // once, never changed.
 var SpillBytes = 16 << 10
 

@@ -1,9 +1,9 @@
-// Package sqlite is the embedded implementation of store.Store: the
-// default persistence of local mode (DESIGN.md § The path of one step,
-// "an embedded store replaces DynamoDB"). It owns the SQLite schema, its
-// migrations and the mapping between the domain types of package stratus
-// and rows. It passes the one conformance suite in
-// internal/store/storetest, which the DynamoDB implementation runs too.
+// Package sqlite is the embedded implementation of store.Store: the default
+// persistence of local mode (docs/architecture.md § Ports and their conformance
+// suites: SQLite where AWS has DynamoDB). It owns the SQLite schema, its
+// migrations and the mapping between the domain types of package stratus and
+// rows. It passes the one conformance suite in internal/store/storetest, which
+// the DynamoDB implementation runs too.
 //
 // # File layout
 //
@@ -59,21 +59,21 @@
 //
 // # Durability
 //
-// The writer runs with journal_mode=WAL and synchronous=NORMAL: a commit
-// is appended to the WAL, which is synced to disk at each checkpoint, not
-// at each commit. A committed write — a submit answered 200, a step
-// created — survives the crash or kill of any process, Stratus included,
-// since the WAL is in the operating system's cache the moment the commit
-// returns. A crash of the operating system itself or a power loss can
-// undo the commits since the last checkpoint (never corrupt the file:
-// WAL replays whole transactions or none). That is accepted because the
-// embedded store promises what DESIGN.md § Runs asks of it — a run
-// survives the process that started it — and nothing more: the blob
-// files and the projection files a submit writes beside it are not
-// synced either (an fsync per file would cost more than the whole
-// submit), so synchronous=FULL would not make a submit survive a power
-// loss, only slower. The submit benchmark's anchor writes its file
-// without fsync for the same reason (internal/httpapi bench_test.go).
+// The writer runs with journal_mode=WAL and synchronous=NORMAL: a commit is
+// appended to the WAL, which is synced to disk at each checkpoint, not at each
+// commit. A committed write — a submit answered 200, a step created — survives
+// the crash or kill of any process, Stratus included, since the WAL is in the
+// operating system's cache the moment the commit returns. A crash of the
+// operating system itself or a power loss can undo the commits since the last
+// checkpoint (never corrupt the file: WAL replays whole transactions or none).
+// That is accepted because the embedded store promises what
+// docs/architecture.md § The run lifecycle asks of it — a run survives the
+// process that started it — and nothing more: the blob files and the projection
+// files a submit writes beside it are not synced either (an fsync per file
+// would cost more than the whole submit), so synchronous=FULL would not make a
+// submit survive a power loss, only slower. The submit benchmark's anchor
+// writes its file without fsync for the same reason (internal/httpapi
+// bench_test.go).
 //
 // # What it deliberately does not do
 //
