@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 #
-# The runner image: what an ECS (Fargate) worker runs (DESIGN.md § The path
-# of one step, 3). Its entrypoint, stratus-runner-entrypoint, runs
+# The runner image: what an ECS (Fargate) worker runs (docs/architecture.md § The
+# path of one step, 4-5). Its entrypoint, stratus-runner-entrypoint, runs
 # `stratus runner ARGS` (which reads STRATUS_API_URL, STRATUS_HANDLE and
 # STRATUS_TASK_ID from the environment RunTask gives it, fetches its prompt,
 # drives the engine and submits), or the program named by the first

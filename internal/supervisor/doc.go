@@ -15,5 +15,11 @@
 // Not implemented: the handoff phase (a subtask brief between decompose
 // regions; {predecessor_context} keeps its deterministic floor), memory,
 // a continuing observe session (every observation is a fresh turn), and the
-// interruption entries of a resumed task (Stratus does not resume a run).
+// interruption entries of a resumed run's packet. A run is resumable
+// (`stratus resume`; internal/lifecycle's PrepareResume and PlanResume:
+// finished steps are kept and the step that stopped it runs again as a new
+// visit), and its finalize turn reads the facts of all its steps, from
+// before and after the resume; but no entry between those steps says where
+// and why the run had stopped, so a step run again reads as a plain
+// further visit.
 package supervisor

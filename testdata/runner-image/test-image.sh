@@ -18,7 +18,7 @@ done
 mkdir -p "$scratch"
 scratch=$(cd "$scratch" && pwd)
 # podman here runs containers only with runc, cgroupfs and no default
-# ulimits (DESIGN.md § Testing stand-ins).
+# ulimits (docs/architecture.md § Testing stand-ins).
 cat > "$scratch/containers.conf" <<'CONF'
 [engine]
 runtime = "runc"

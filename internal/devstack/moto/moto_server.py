@@ -1,6 +1,6 @@
 """Start moto's server with Stratus's workarounds for moto 5.2.1.
 
-DESIGN.md § Testing stand-ins: turn on real Step Functions execution, and
+docs/architecture.md § Testing stand-ins: turn on real Step Functions execution, and
 patch StateMachine.__deepcopy__ so that every StartExecution after the first
 does not fail with a 500 (upstream moto issue 10077): the copy shares the
 backend and leaves the live executions behind; keep SendTaskFailure's cause;
