@@ -71,6 +71,81 @@ func TestDocsCitations(t *testing.T) {
 	}
 }
 
+// notYetRewritten lists the directories whose comments still cite the
+// seeds, DESIGN.md and tracker issues: internal/worker, which the lead is
+// splitting by operation (docs/architecture.md § The worker API's
+// operations). The worker split rewrites its citations and removes the
+// entry; nothing else may be added here.
+var notYetRewritten = []string{"internal/worker/"}
+
+// TestNoUnreachableCitations fails when a comment or a string literal of the
+// repository's Go code, production or test, points at a document a reader of
+// the repository cannot open: DESIGN.md and the seeds live outside it, and a
+// tracker issue is no part of it (docs/contracts.md, the citation rule at the
+// top). Every such pointer is reported, each as path:line.
+func TestNoUnreachableCitations(t *testing.T) {
+	t.Parallel()
+	var files, found int
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		slash := filepath.ToSlash(path)
+		if d.IsDir() {
+			if path != "." && (skipDir(d.Name()) || slices.Contains(notYetRewritten, slash+"/")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		// This file's own cases hold the pointers on purpose.
+		if !strings.HasSuffix(path, ".go") || path == "docs_citations_test.go" {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		files++
+		for _, tx := range goTexts(src) {
+			for _, c := range unreachableCitations(tx.text) {
+				found++
+				t.Errorf("%s:%d: %s", slash, tx.line(c.offset), c.problem)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files == 0 {
+		t.Fatal("no Go file scanned: the walk is broken")
+	}
+	if found > 0 {
+		t.Logf("%d pointers a reader of the repository cannot follow; cite a section of docs/ (docs/<name>.md § <Heading>), an AWS documentation page by name, a public upstream issue by its URL, or the test that pins the rule", found)
+	}
+}
+
+// unreachable matches what a reader of the repository cannot open:
+//   - DESIGN.md cited by section or quoted ("DESIGN.md § Limits",
+//     "DESIGN.md: ..."), under any path;
+//   - a seed by number ("seed 004", "Seed 000", "seeds 003");
+//   - a tracker issue by number ("issue 14", "Issue 7", "issues 12 and 14",
+//     "issue #3", "GH #12").
+//
+// An issue's URL ("github.com/golang/go/issues/66084") names a public page
+// and does not match, nor does "an issue" without a number.
+var unreachable = regexp.MustCompile(`DESIGN\.md\s*[§:]|\b[Ss]eeds? 00[0-9]\b|\b[Ii]ssues? #?[0-9]+\b|\bGH ?#[0-9]+\b`)
+
+// unreachableCitations returns every pointer of text that unreachable
+// matches: where it starts, and what to say about it.
+func unreachableCitations(text string) []citation {
+	var out []citation
+	for _, m := range unreachable.FindAllStringIndex(text, -1) {
+		out = append(out, citation{m[0], fmt.Sprintf("%q points outside the repository: cite a docs section, an AWS documentation page, an upstream URL or a test", text[m[0]:m[1]])})
+	}
+	return out
+}
+
 // skipDir reports whether a directory holds no Go code of the project's
 // own: version control and state (hidden directories), vendored code,
 // dependencies, fixtures and build output.
@@ -440,5 +515,56 @@ func TestDocsCitations_MarkdownHeadings(t *testing.T) {
 	want := []string{"Title", "Files under .stratus", "The fold and submit_format"}
 	if !slices.Equal(got, want) {
 		t.Errorf("markdownHeadings = %q; want %q", got, want)
+	}
+}
+
+// The pointers a reader cannot follow, and look-alikes that must pass.
+func TestNoUnreachableCitations_Matcher(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		text string
+		want []string // the pointers found, in order
+	}{
+		{"see DESIGN.md § Limits", []string{"DESIGN.md §"}},
+		{"(../../shared/DESIGN.md § The compiled state machines)", []string{"DESIGN.md §"}},
+		{"DESIGN.md§Layout", []string{"DESIGN.md§"}},
+		{`(DESIGN.md: "The same compiled state machine runs")`, []string{"DESIGN.md:"}},
+		{"the rule of seed 004 § Flows", []string{"seed 004"}},
+		{`Seed 000 names /, \ and ..`, []string{"Seed 000"}},
+		{"seeds 003 and 004", []string{"seeds 003"}},
+		{"seed 000's in-process twin", []string{"seed 000"}},
+		{"a lease (issue 14 § 11)", []string{"issue 14"}},
+		{"Issue 7: the handle", []string{"Issue 7"}},
+		{"issues 12 and 14", []string{"issues 12"}},
+		{"fixed in issue #3", []string{"issue #3"}},
+		{"see GH #12 and GH#13", []string{"GH #12", "GH#13"}},
+		{"seed 004 § Flows, issue 9", []string{"seed 004", "issue 9"}},
+		// Public pages and plain words pass.
+		{"see https://github.com/golang/go/issues/66084 (net/url)", nil},
+		{"github.com/aws/aws-sdk-go-v2/issues/1234", nil},
+		{"an issue with the queue", nil},
+		{"the issues a reviewer raised", nil},
+		{"it reissue 5 times; tissue 3", nil},
+		{"minted when issued 5 seconds ago", nil},
+		{"docs/architecture.md § Limits", nil},
+		{"restates DESIGN.md in the project's words", nil},
+		{"a random seed 42", nil},
+		{"seed 0042 of the fuzzer", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.text, func(t *testing.T) {
+			t.Parallel()
+			var got []string
+			for _, c := range unreachableCitations(tt.text) {
+				m := unreachable.FindStringIndex(tt.text[c.offset:])
+				got = append(got, tt.text[c.offset:c.offset+m[1]])
+				if !strings.Contains(c.problem, "points outside the repository") {
+					t.Errorf("problem %q says not what to do", c.problem)
+				}
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("unreachableCitations(%q) found %q; want %q", tt.text, got, tt.want)
+			}
+		})
 	}
 }
