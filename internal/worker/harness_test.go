@@ -103,11 +103,11 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	t.Cleanup(func() { st.Close() })
 	r := &rig{dir: dir, tokens: &workertest.FakeTokens{}, launcher: &workertest.FakeLauncher{}}
 	r.env = &RunEnv{Flow: fl, FlowDir: flowsDir, Task: tk, Config: cfg}
-	r.svc = &Service{Store: st, Sink: fs.New(dir), Tokens: r.tokens, Launcher: r.launcher,
+	r.svc = New(Config{Store: st, Sink: fs.New(dir), Tokens: r.tokens, Launcher: r.launcher,
 		Minter:  &captoken.Minter{Key: []byte("0123456789abcdef0123456789abcdef")},
 		Env:     func(context.Context, string) (*RunEnv, error) { return r.env, nil },
 		Log:     r.warnings.Logger(),
-		Commits: bundlecheck.Checker{TempDir: t.TempDir()}}
+		Commits: bundlecheck.Checker{TempDir: t.TempDir()}})
 	r.launcher.Exchange = func(ctx context.Context, v string) (string, error) { // the runner's exchange
 		b, err := r.svc.ExchangeBootstrap(ctx, "Bearer "+v)
 		return b.Handle, err

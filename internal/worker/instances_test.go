@@ -43,8 +43,8 @@ func instances(t *testing.T, r *rig, n int) []*Service {
 	launcher := &workertest.FakeLauncher{}
 	svcs := make([]*Service, n)
 	for i := range svcs {
-		svcs[i] = &Service{Store: st, Sink: r.svc.Sink, Tokens: r.tokens, Launcher: launcher, Minter: r.svc.Minter,
-			Env: r.svc.Env, Log: r.svc.Log, Commits: r.svc.Commits}
+		svcs[i] = New(Config{Store: st, Sink: r.svc.Sink, Tokens: r.tokens, Launcher: launcher, Minter: r.svc.Minter,
+			Env: r.svc.Env, Log: r.svc.Log, Commits: r.svc.Commits})
 	}
 	launcher.Exchange = func(ctx context.Context, v string) (string, error) {
 		b, err := svcs[0].ExchangeBootstrap(ctx, "Bearer "+v)

@@ -355,7 +355,7 @@ func TestDispatch_StopMessageReachesAWorkerLaunchedElsewhere(t *testing.T) {
 	r := newRig(t, rigOptions{flow: buildPublishFlow})
 	step := r.dispatch(t, "build")
 	other := &taskStopper{}
-	fresh := &Service{Store: r.svc.Store, Sink: r.svc.Sink, Tokens: r.tokens, Launcher: other, Minter: r.svc.Minter, Env: r.svc.Env}
+	fresh := New(Config{Store: r.svc.Store, Sink: r.svc.Sink, Tokens: r.tokens, Launcher: other, Minter: r.svc.Minter, Env: r.svc.Env})
 	err := fresh.Dispatch(context.Background(), Message{RunID: "r1", Node: "build", Kind: compiler.KindStop,
 		Error: &CaughtError{Error: "States.Timeout"}})
 	if err != nil {

@@ -240,7 +240,7 @@ func TestSkipNode_WhenFactsAndTaskDisable(t *testing.T) {
 				t.Fatal(err)
 			}
 			var rec logging.Recorder
-			s := &Service{Log: rec.Logger()}
+			s := New(Config{Log: rec.Logger()})
 			env := &RunEnv{Flow: fl, Task: tk}
 			skip, why := s.skipNode(fl.Node("n"), env)
 			if skip != tc.skip || !strings.Contains(why, tc.why) {

@@ -1,4 +1,4 @@
-package worker
+package core
 
 import (
 	"context"
@@ -74,9 +74,9 @@ type Event struct {
 	CostUSD          *float64
 }
 
-// Service implements the worker side of a run. All fields are required
-// except OnEvent, Publish and Now.
-type Service struct {
+// Config is how a Service is wired: its ports and its settings. All fields
+// are required except OnEvent, Publish and Now.
+type Config struct {
 	// CanLaunch, when set, reports whether a provider of cfg can start an
 	// engine where this service launches workers (embedded: this
 	// machine); the retry policy falls back only to one that can
@@ -124,12 +124,6 @@ type Service struct {
 	// JSON in a Lambda, the operator's sentences embedded. nil: none.
 	Log *slog.Logger
 
-	notes sync.Map // run id + "\x00" + note kind → said (noteOnce)
-	// runTrees keeps each run's work tree and diff base (run id →
-	// runTree); warnedFacts the unknown `when` facts already warned about
-	// (factKey). Fields, not package state: a host's services (one per
-	// run) are freed with their runs.
-	runTrees, warnedFacts sync.Map
 	// ResolveFiles lets the server resolve an `@file:<abs-path>` body itself,
 	// for paths inside the run's work dir only (embedded mode). When false
 	// (AWS) such a body is refused: the worker resolves the sentinel.
@@ -159,10 +153,26 @@ type Service struct {
 	// engine works in a checkout of its own and must not write there. Off
 	// on AWS, where no worker has that disk.
 	WatchWorkDir bool
-	watched      sync.Map // watchKey → watchStart
 	// LocalLogs, when set, is the directory (absolute) under which runner logs
 	// are written in embedded mode: <LocalLogs>/<task_id>/stages/<node>/run-NNNNNN/runner.log.
 	LocalLogs string
+}
+
+// Service is the worker service's shared context: its Config (the ports:
+// store, sink, task tokens, launcher, minter, clock, logger) and the state
+// its operations share in this process. The operations (the packages
+// beside this one under internal/worker) take it as their first argument;
+// the facade (internal/worker) wires them onto it.
+type Service struct {
+	Config
+
+	notes sync.Map // run id + "\x00" + note kind → said (noteOnce)
+	// runTrees keeps each run's work tree and diff base (run id →
+	// runTree); warnedFacts the unknown `when` facts already warned about
+	// (factKey). Fields, not package state: a host's services (one per
+	// run) are freed with their runs.
+	runTrees, warnedFacts sync.Map
+	watched               sync.Map // watchKey → watchStart
 
 	mu       sync.Mutex
 	workers  map[string]string // tid -> launcher id

@@ -1,0 +1,128 @@
+package worker
+
+import "github.com/stratusflow/stratus/internal/worker/core"
+
+// Service is the worker service: its shared context (core.Service: the
+// Config and the state its operations share) and the operations, one
+// package each under internal/worker, as methods. Make one with New.
+type Service struct {
+	*core.Service
+}
+
+// New returns a Service wired by c.
+func New(c Config) *Service {
+	return &Service{Service: &core.Service{Config: c}}
+}
+
+// The shapes of the worker API and the service's events, defined beside
+// the shared context (internal/worker/core) and named here for the
+// transports.
+type (
+	Config          = core.Config
+	AuditAttempt    = core.AuditAttempt
+	AuditRecord     = core.AuditRecord
+	Blob            = core.Blob
+	Body            = core.Body
+	Bootstrapped    = core.Bootstrapped
+	Caller          = core.Caller
+	CaughtError     = core.CaughtError
+	CommitChecker   = core.CommitChecker
+	Context         = core.Context
+	DegradationBody = core.DegradationBody
+	EngineFile      = core.EngineFile
+	EngineSpec      = core.EngineSpec
+	EvaluatorPolicy = core.EvaluatorPolicy
+	Event           = core.Event
+	FailureValue    = core.FailureValue
+	HITLValue       = core.HITLValue
+	HeadAdvance     = core.HeadAdvance
+	HumanInput      = core.HumanInput
+	Message         = core.Message
+	Payload         = core.Payload
+	Reply           = core.Reply
+	ResultBody      = core.ResultBody
+	RunEnv          = core.RunEnv
+	Stats           = core.Stats
+	StepPointer     = core.StepPointer
+	StepValue       = core.StepValue
+	SystemRef       = core.SystemRef
+	ToolContext     = core.ToolContext
+	ToolPaths       = core.ToolPaths
+	Upload          = core.Upload
+	UploadRequest   = core.UploadRequest
+	WorkspaceSpec   = core.WorkspaceSpec
+)
+
+const (
+	AnswerReasonBytes           = core.AnswerReasonBytes
+	ChangeOverviewFile          = core.ChangeOverviewFile
+	DecisionAnswer              = core.DecisionAnswer
+	DecisionApprove             = core.DecisionApprove
+	DecisionReject              = core.DecisionReject
+	DefaultEngineTimeoutSeconds = core.DefaultEngineTimeoutSeconds
+	DefaultInlineBytes          = core.DefaultInlineBytes
+	DefaultMaxUploadBytes       = core.DefaultMaxUploadBytes
+	DiffFile                    = core.DiffFile
+	EnrichedSpecFile            = core.EnrichedSpecFile
+	ErrCapReached               = core.ErrCapReached
+	ErrDispatch                 = core.ErrDispatch
+	ErrHITLTimeout              = core.ErrHITLTimeout
+	ErrInfrastructure           = core.ErrInfrastructure
+	ErrLaunchFailed             = core.ErrLaunchFailed
+	ErrProjection               = core.ErrProjection
+	ErrPublish                  = core.ErrPublish
+	ErrUnsupported              = core.ErrUnsupported
+	ErrWorkerFailed             = core.ErrWorkerFailed
+	EventStepEnded              = core.EventStepEnded
+	EventStepParked             = core.EventStepParked
+	EventStepProgress           = core.EventStepProgress
+	EventStepRetrying           = core.EventStepRetrying
+	EventStepStarted            = core.EventStepStarted
+	EventStepWaiting            = core.EventStepWaiting
+	EventSupervisorEnded        = core.EventSupervisorEnded
+	EventSupervisorStarted      = core.EventSupervisorStarted
+	FileSentinel                = core.FileSentinel
+	KindObserve                 = core.KindObserve
+	MaxCostUSD                  = core.MaxCostUSD
+	MaxPendingUploads           = core.MaxPendingUploads
+	MaxReasonBytes              = core.MaxReasonBytes
+	MaxReplyBytes               = core.MaxReplyBytes
+	OutcomeRouteApprove         = core.OutcomeRouteApprove
+	OutcomeRouteDeny            = core.OutcomeRouteDeny
+	OutcomeSkipped              = core.OutcomeSkipped
+	PlanFile                    = core.PlanFile
+	ReportFile                  = core.ReportFile
+	SignalApproval              = core.SignalApproval
+	SignalQuestion              = core.SignalQuestion
+	StateDirName                = core.StateDirName
+	StepWaiting                 = core.StepWaiting
+	SubtasksDir                 = core.SubtasksDir
+	SummaryFile                 = core.SummaryFile
+	SupervisorNode              = core.SupervisorNode
+	TimelineFile                = core.TimelineFile
+	UploadTTL                   = core.UploadTTL
+	WorkspaceBlobTTL            = core.WorkspaceBlobTTL
+)
+
+var (
+	ErrNotPersisted      = core.ErrNotPersisted
+	CheckReplySize       = core.CheckReplySize
+	ContractContent      = core.ContractContent
+	DecompositionEnabled = core.DecompositionEnabled
+	DropUploads          = core.DropUploads
+	HumanInputRequest    = core.HumanInputRequest
+	NeedsRefinement      = core.NeedsRefinement
+	NewFailureValue      = core.NewFailureValue
+	NodeEnabled          = core.NodeEnabled
+	Pinned               = core.Pinned
+	PlausibleCost        = core.PlausibleCost
+	PolicyOf             = core.PolicyOf
+	ReadOutputFile       = core.ReadOutputFile
+	ReportEnv            = core.ReportEnv
+	Resolve              = core.Resolve
+	ResolveOn            = core.ResolveOn
+	SkipOutcome          = core.SkipOutcome
+	SlotFile             = core.SlotFile
+	WorkspaceKeys        = core.WorkspaceKeys
+	WorkspaceRoot        = core.WorkspaceRoot
+)
