@@ -215,7 +215,7 @@ func (r *rig) visit(t *testing.T, node, body string) *StepValue {
 func (r *rig) vars(t *testing.T, node string) map[string]string {
 	t.Helper()
 	st := stratus.Step{TID: "probe." + node, RunID: r.run.ID, Node: node}
-	v, err := r.svc.templateVars(context.Background(), r.run, r.env, st)
+	v, err := r.svc.TemplateVars(context.Background(), r.run, r.env, st)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/stratusflow/stratus/internal/worker/core"
 	"slices"
 	"strings"
 	"sync"
@@ -85,7 +86,7 @@ func TestDispatch_ConcurrentInstances_NumberStepsWithoutGaps(t *testing.T) {
 		allAtOnce(len(ms), func(i int) { errs[i] = svcs[i%len(svcs)].Dispatch(ctx, ms[i]) })
 		for i, err := range errs {
 			if err != nil {
-				t.Errorf("Dispatch(%s %s) on instance %d: %v", ms[i].Kind, first(ms[i].TaskToken, ms[i].StepRef), i%len(svcs), err)
+				t.Errorf("Dispatch(%s %s) on instance %d: %v", ms[i].Kind, core.First(ms[i].TaskToken, ms[i].StepRef), i%len(svcs), err)
 			}
 		}
 	}
@@ -136,7 +137,7 @@ func TestDispatch_ConcurrentInstances_NumberStepsWithoutGaps(t *testing.T) {
 	numbered("supervisor turns", turns, SupervisorNode, "supervisor")
 	var jobVisits []int
 	for _, st := range turns {
-		jobVisits = append(jobVisits, supervisorValue(st).JobVisit)
+		jobVisits = append(jobVisits, core.SupervisorValue(st).JobVisit)
 	}
 	slices.Sort(jobVisits)
 	if want := fmt.Sprint(seq(n)); fmt.Sprint(jobVisits) != want {

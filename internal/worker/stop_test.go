@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/stratusflow/stratus/internal/worker/core"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -227,7 +228,7 @@ func TestDispatch_StopMessageStopsTheTimedOutWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sv, _ := decodeStepValue(step.Value)
+	sv, _ := core.DecodeStepValue(step.Value)
 	if step.Status != stratus.StepFailed || !strings.Contains(sv.Reason, "States.HeartbeatTimeout") || !strings.Contains(sv.Reason, "stopped") {
 		t.Errorf("step %s: status %s, value %s; want failed, the reason naming States.HeartbeatTimeout and the stop", step.StepRef, step.Status, step.Value)
 	}

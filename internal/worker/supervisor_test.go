@@ -208,7 +208,7 @@ func TestFinalize_FailureFallsBackToTheRenderer(t *testing.T) {
 			if how == "failed report" {
 				r.submitTo(t, sp, "Failed: the engine crashed", false)
 			} else {
-				r.svc.workerExited(sp.TaskID, 1, errors.New("signal: killed"), "")
+				r.svc.WorkerExited(sp.TaskID, 1, errors.New("signal: killed"), "")
 			}
 			done, failures := r.tokenCounts()
 			if !done[pubTok] || failures != 0 {

@@ -132,7 +132,7 @@ func (s *Service) writeAudit(ctx context.Context, run stratus.Run, env *RunEnv, 
 		}
 		rec.Attempts = append(rec.Attempts, aa)
 	}
-	prompt := redact(settled.Prompt)
+	prompt := Redact(settled.Prompt)
 
 	dir := path.Join(report.Dir(run.TaskID), "prompt-audit")
 	var md bytes.Buffer
@@ -142,7 +142,7 @@ func (s *Service) writeAudit(ctx context.Context, run stratus.Run, env *RunEnv, 
 	}
 	fmt.Fprintf(&md, "# Prompt audit: %s\n\n```json\n%s\n```\n\n## Prompt\n\n", step.StepRef, meta)
 	md.WriteString(prompt) // last and unescaped: its own fences cannot break the header
-	if err := s.files(run).Put(ctx, path.Join(dir, fmt.Sprintf("%06d-%s.md", ordinal, step.Node)), md.Bytes()); err != nil {
+	if err := s.Files(run).Put(ctx, path.Join(dir, fmt.Sprintf("%06d-%s.md", ordinal, step.Node)), md.Bytes()); err != nil {
 		return err
 	}
 
@@ -154,9 +154,9 @@ func (s *Service) writeAudit(ctx context.Context, run stratus.Run, env *RunEnv, 
 	s.sup.mu.Lock()
 	defer s.sup.mu.Unlock()
 	key := path.Join(dir, TimelineFile)
-	old, err := s.files(run).Get(ctx, key)
+	old, err := s.Files(run).Get(ctx, key)
 	if err != nil && stratus.ErrorCode(err) != stratus.ENOTFOUND {
 		return err
 	}
-	return s.files(run).Put(ctx, key, append(append(old, line...), '\n'))
+	return s.Files(run).Put(ctx, key, append(append(old, line...), '\n'))
 }

@@ -56,7 +56,7 @@ func (s *Service) Authorize(ctx context.Context, authorization, verb, tid string
 		} else if err != nil {
 			return nil, err
 		}
-		if s.now().After(h.ExpiresAt) {
+		if s.NowUTC().After(h.ExpiresAt) {
 			return nil, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "handle %s expired at %s", cred, h.ExpiresAt.Format("2006-01-02T15:04:05Z07:00"))
 		}
 		owner, runID, attempt, handle = h.TID, h.RunID, h.Attempt, &h
@@ -81,7 +81,7 @@ func (s *Service) Authorize(ctx context.Context, authorization, verb, tid string
 	if tid != "" && tid != owner {
 		return nil, stratus.FieldErrorf(stratus.EFORBIDDEN, "task_id", "%q is not the task this credential was issued for", tid)
 	}
-	st, run, err := s.fenceRun(ctx, runID, owner)
+	st, run, err := s.FenceRun(ctx, runID, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +89,7 @@ func (s *Service) Authorize(ctx context.Context, authorization, verb, tid string
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", run.ID, err)
 	}
-	att, latest, err := s.attempt(ctx, owner, attempt)
+	att, latest, err := s.AttemptOf(ctx, owner, attempt)
 	if err != nil {
 		return nil, err
 	}
@@ -102,17 +102,17 @@ func (s *Service) Authorize(ctx context.Context, authorization, verb, tid string
 	// after its engine ended (its last stats, the workspace upload and
 	// head move, the submit or failure) happens while its attempt still
 	// runs: the attempt ends with the submit.
-	if err := s.fence(ctx, c); err != nil {
+	if err := s.Fence(ctx, c); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// attempt returns attempt n of task tid and the number of the task's
-// latest attempt: what a fetch shows and what fence compares against (in
+// AttemptOf returns AttemptOf n of task tid and the number of the task's
+// latest AttemptOf: what a fetch shows and what fence compares against (in
 // the common case they are one). Errors: the store's (ENOTFOUND for a
-// task with no attempt n).
-func (s *Service) attempt(ctx context.Context, tid string, n int) (stratus.Attempt, int, error) {
+// task with no AttemptOf n).
+func (s *Service) AttemptOf(ctx context.Context, tid string, n int) (stratus.Attempt, int, error) {
 	latest, err := s.Store.LatestAttempt(ctx, tid)
 	if err != nil || latest.N == n {
 		return latest, latest.N, err
@@ -133,7 +133,7 @@ func (s *Service) serves(runID string) error {
 	return stratus.FieldErrorf(stratus.EFORBIDDEN, "Authorization", "the credential is for run %s; this API serves run %s only (docs/security.md § Handles)", runID, s.RunID)
 }
 
-// fenceRun returns the step of dispatch task tid and its run, for a
+// FenceRun returns the step of dispatch task tid and its run, for a
 // credential naming run runID ("": the task's run), once the credential
 // holds for them (docs/security.md § Handles): this API serves the run
 // (serves), the task is of that run, and the run has not ended. Errors:
@@ -141,7 +141,7 @@ func (s *Service) serves(runID string) error {
 // the run is terminal (done, failed, manual_action_required, interrupted:
 // cancelled runs are interrupted); the store's (ENOTFOUND for a task
 // without a step).
-func (s *Service) fenceRun(ctx context.Context, runID, tid string) (stratus.Step, stratus.Run, error) {
+func (s *Service) FenceRun(ctx context.Context, runID, tid string) (stratus.Step, stratus.Run, error) {
 	if err := s.serves(runID); err != nil {
 		return stratus.Step{}, stratus.Run{}, err
 	}
@@ -231,10 +231,10 @@ func (s *Service) ExchangeBootstrap(ctx context.Context, authorization string) (
 	} else if err != nil {
 		return Bootstrapped{}, err
 	}
-	if !b.ExpiresAt.IsZero() && s.now().After(b.ExpiresAt) {
+	if !b.ExpiresAt.IsZero() && s.NowUTC().After(b.ExpiresAt) {
 		return Bootstrapped{}, stratus.FieldErrorf(stratus.EUNAUTHORIZED, "Authorization", "bootstrap value expired at %s", b.ExpiresAt.Format("2006-01-02T15:04:05Z07:00"))
 	}
-	exp := s.now().Add(s.HandleLease())
+	exp := s.NowUTC().Add(s.HandleLease())
 	if !b.ExpiresAt.IsZero() && b.ExpiresAt.Before(exp) {
 		exp = b.ExpiresAt
 	}
@@ -250,23 +250,23 @@ func (s *Service) ExchangeBootstrap(ctx context.Context, authorization string) (
 // attempt ended or superseded. Errors: EFORBIDDEN, ECONFLICT; the store's
 // (ENOTFOUND for a step or attempt not found).
 func (s *Service) fenceBootstrap(ctx context.Context, b stratus.Handle) error {
-	st, run, err := s.fenceRun(ctx, b.RunID, b.TID)
+	st, run, err := s.FenceRun(ctx, b.RunID, b.TID)
 	if err != nil {
 		return err
 	}
-	att, latest, err := s.attempt(ctx, b.TID, b.Attempt)
+	att, latest, err := s.AttemptOf(ctx, b.TID, b.Attempt)
 	if err != nil {
 		return err
 	}
-	return s.fence(ctx, &Caller{Step: st, Attempt: att, Latest: latest, Run: run})
+	return s.Fence(ctx, &Caller{Step: st, Attempt: att, Latest: latest, Run: run})
 }
 
-// fence refuses a call that can no longer count (docs/security.md §
+// Fence refuses a call that can no longer count (docs/security.md §
 // Handles): the run is terminal, a newer attempt exists, or this attempt
 // already ended. Authorize applies it to every call, reads included;
 // writes call it again before they write. Errors: ECONFLICT naming the
 // run, the step and the attempt.
-func (s *Service) fence(_ context.Context, c *Caller) error {
+func (s *Service) Fence(_ context.Context, c *Caller) error {
 	// The records were read when the caller was authorized, in this request.
 	if stratus.RunTerminal(c.Run.Status) {
 		return stratus.Errorf(stratus.ECONFLICT, "run %s is %s; it accepts no more output", c.Run.ID, c.Run.Status)
@@ -282,12 +282,12 @@ func (s *Service) fence(_ context.Context, c *Caller) error {
 	return nil
 }
 
-// renewHandle extends the caller's handle to one HandleLease from now,
+// RenewHandle extends the caller's handle to one HandleLease from now,
 // never past its attempt's handleLifetime; the store is written only when
 // that moves the expiry by a tenth of a lease or more (a worker's stats
 // come every 10 s, its heartbeat every 20 s). A failure is warned about:
 // the lease has time for the next heartbeat.
-func (s *Service) renewHandle(ctx context.Context, c *Caller) {
+func (s *Service) RenewHandle(ctx context.Context, c *Caller) {
 	h := c.Handle
 	if h == nil {
 		return
@@ -297,15 +297,15 @@ func (s *Service) renewHandle(ctx context.Context, c *Caller) {
 	if c.Step.Kind != supervisorKind {
 		node = c.Env.Flow.Node(c.Step.Node)
 	}
-	exp := s.now().Add(lease)
-	if limit := c.Attempt.StartedAt.Add(s.handleLifetime(c.Env, node, c.Attempt.Resolved)); !c.Attempt.StartedAt.IsZero() && limit.Before(exp) {
+	exp := s.NowUTC().Add(lease)
+	if limit := c.Attempt.StartedAt.Add(s.HandleLifetime(c.Env, node, c.Attempt.Resolved)); !c.Attempt.StartedAt.IsZero() && limit.Before(exp) {
 		exp = limit
 	}
 	if exp.Sub(h.ExpiresAt) < lease/10 {
 		return
 	}
 	if err := s.Store.RenewHandle(ctx, h.Handle, exp); err != nil {
-		s.warnCall(c, "%s: renew the worker's handle: %v", c.Step.StepRef, err)
+		s.WarnCall(c, "%s: renew the worker's handle: %v", c.Step.StepRef, err)
 		return
 	}
 	h.ExpiresAt = exp

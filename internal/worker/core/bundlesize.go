@@ -39,14 +39,14 @@ func (s *Service) WorkspaceUpload(ctx context.Context, authorization string, req
 	if err != nil {
 		return Upload{}, err
 	}
-	if err := s.fence(ctx, c); err != nil {
+	if err := s.Fence(ctx, c); err != nil {
 		return Upload{}, err
 	}
 	ws := c.Run.Workspace
 	if ws == nil || len(ws.Bundles) == 0 {
 		return Upload{}, stratus.Errorf(stratus.EINVALID, "run %s has no workspace; it stores no step bundle", c.Run.ID)
 	}
-	if node := c.Env.Flow.Node(c.Step.Node); node == nil || !writesWorkspace(node, c.Attempt.Resolved.PermissionProfile) {
+	if node := c.Env.Flow.Node(c.Step.Node); node == nil || !WritesWorkspace(node, c.Attempt.Resolved.PermissionProfile) {
 		return Upload{}, stratus.Errorf(stratus.EINVALID, "step %s is not a workspace-write agent node; it uploads no bundle", c.Step.StepRef)
 	}
 	max := s.workspaceMaxBytes(c.Env)
@@ -56,14 +56,14 @@ func (s *Service) WorkspaceUpload(ctx context.Context, authorization string, req
 	case req.Bytes > max:
 		return Upload{}, bundleTooLarge(c, req.Bytes, max)
 	}
-	key := uploadKey(ws, c)
-	u := Upload{Key: key, MaxBytes: max, ExpiresAt: s.now().Add(UploadTTL).Truncate(time.Second).UTC()}
+	key := WorkspaceUploadKey(ws, c)
+	u := Upload{Key: key, MaxBytes: max, ExpiresAt: s.NowUTC().Add(UploadTTL).Truncate(time.Second).UTC()}
 	if p, ok := s.Sink.(sink.Presigner); ok {
 		if u.URL, err = p.PresignPutSize(ctx, key, req.Bytes, UploadTTL); err != nil {
 			return Upload{}, err
 		}
 	} else {
-		u.URL = blobRoute(key)
+		u.URL = BlobRoute(key)
 	}
 	return u, nil
 }
@@ -89,7 +89,7 @@ func (s *Service) checkBundleSize(ctx context.Context, c *Caller, key string) er
 	}
 	if max := s.workspaceMaxBytes(c.Env); size > max {
 		if err := s.Sink.Delete(ctx, key); err != nil {
-			s.warnCall(c, "%s: delete the oversized bundle %s: %v", c.Step.StepRef, key, err)
+			s.WarnCall(c, "%s: delete the oversized bundle %s: %v", c.Step.StepRef, key, err)
 		}
 		return bundleTooLarge(c, size, max)
 	}

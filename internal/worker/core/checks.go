@@ -25,13 +25,13 @@ import (
 // nodeexec.Result; submitExec decides the outcome with nodeexec's pure
 // rules and writes the artifacts.
 
-// isExec reports whether a node kind runs through nodeexec.
-func isExec(kind string) bool { return kind == flow.KindChecks || kind == flow.KindTool }
+// IsExec reports whether a node kind runs through nodeexec.
+func IsExec(kind string) bool { return kind == flow.KindChecks || kind == flow.KindTool }
 
-// execRefusal says why a checks or tool node cannot be dispatched by this
+// ExecRefusal says why a checks or tool node cannot be dispatched by this
 // build (errName "" when it can): a checker it does not run, or a command
 // set glob doublestar cannot parse.
-func execRefusal(env *RunEnv, node *flow.Node) (errName, why string) {
+func ExecRefusal(env *RunEnv, node *flow.Node) (errName, why string) {
 	if node.Kind != flow.KindChecks {
 		return "", ""
 	}
@@ -99,14 +99,14 @@ func manifestName(node *flow.Node) string {
 	return "sources.json"
 }
 
-// execSpec builds the `exec` field of a checks or tool node's payload.
-func (s *Service) execSpec(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step) (*nodeexec.Spec, error) {
+// ExecSpec builds the `exec` field of a checks or tool node's payload.
+func (s *Service) ExecSpec(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step) (*nodeexec.Spec, error) {
 	node := env.Flow.Node(step.Node)
-	spec := &nodeexec.Spec{Kind: node.Kind, Dir: rootOf(run), AllowedEnvironment: env.Config.Security.AllowedEnvironment}
+	spec := &nodeexec.Spec{Kind: node.Kind, Dir: RootOf(run), AllowedEnvironment: env.Config.Security.AllowedEnvironment}
 	if spec.AllowedEnvironment == nil {
 		spec.AllowedEnvironment = []string{}
 	}
-	dir, err := ctxDir(env, run)
+	dir, err := CtxDir(env, run)
 	if err != nil {
 		return nil, err
 	}
@@ -134,13 +134,13 @@ func (s *Service) execSpec(ctx context.Context, run stratus.Run, env *RunEnv, st
 			cs.CommandSets = append(cs.CommandSets, out)
 		}
 	case nodeexec.Citation:
-		rd := reportDir(env.Flow, run.TaskID)
+		rd := ReportDir(env.Flow, run.TaskID)
 		if rd == "" {
 			rd = dir
 		}
-		cs.Manifest = abs(run, path.Join(rd, manifestName(node)))
+		cs.Manifest = Abs(run, path.Join(rd, manifestName(node)))
 	default:
-		_, why := execRefusal(env, node)
+		_, why := ExecRefusal(env, node)
 		return nil, stratus.Errorf(stratus.EUNPROCESSABLE, "%s", why)
 	}
 	spec.Checks = cs
@@ -213,17 +213,17 @@ func (s *Service) submitExec(ctx context.Context, c *Caller, final stratus.Outpu
 			return nil, err
 		}
 		v, ev.Digest, ev.Findings = tv.Verdict, tv.Digest, countFindings(tv.Findings)
-		stdout := []byte(redact(res.Tool.KeptStdout()))
+		stdout := []byte(Redact(res.Tool.KeptStdout()))
 		stdoutPath := ""
 		if dir != "" {
 			key := path.Join(dir, "tools", node.ID, "stdout.txt")
 			files[key] = stdout
-			stdoutPath = abs(c.Run, key)
+			stdoutPath = Abs(c.Run, key)
 		}
 		report = nodeexec.ToolReport(res.Tool, tv, stdoutPath)
 		logKey := path.Join(logDir, "stdout.txt")
 		logs[logKey] = stdout
-		logName, logReport = "tool.md", nodeexec.ToolReport(res.Tool, tv, abs(c.Run, logKey))
+		logName, logReport = "tool.md", nodeexec.ToolReport(res.Tool, tv, Abs(c.Run, logKey))
 	}
 	outcome, status := v.Outcome, stratus.StepCompleted
 	if v.Manual {
@@ -232,7 +232,7 @@ func (s *Service) submitExec(ctx context.Context, c *Caller, final stratus.Outpu
 			outcome = outcomeIncomplete
 		}
 	}
-	subtask, _, err := s.subtaskOf(ctx, c.Env, c.Step) // a region step records its subtask, like an agent's
+	subtask, _, err := s.SubtaskOf(ctx, c.Env, c.Step) // a region step records its subtask, like an agent's
 	if err != nil {
 		return nil, err
 	}
@@ -243,26 +243,26 @@ func (s *Service) submitExec(ctx context.Context, c *Caller, final stratus.Outpu
 		return nil, err
 	}
 	// The Final keeps the whole result, redacted like every artifact of it.
-	final.Body = []byte(redact(string(final.Body)))
+	final.Body = []byte(Redact(string(final.Body)))
 	att := c.Attempt
 	att.EndedAt = final.At
 	att.Status, att.Terminal = stratus.AttemptSubmitted, "Captured"
 	// The step stays open until its files persisted (submit's rule:
 	// docs/security.md § Output that did not persist).
 	if _, err := s.Store.CompleteAttempt(ctx, final, att, c.Step); err != nil {
-		return nil, secondFinal(c, err)
+		return nil, SecondFinal(c, err)
 	}
 
 	fm := projection.FrontMatter{TaskID: c.Run.TaskID, Step: c.Step.Node, StepRef: c.Step.StepRef,
 		Attempt: c.Attempt.N, Agent: c.Attempt.Agent, Format: "markdown", SubmittedAt: final.At}
 	// The visit's own copies first: they are logs, kept whatever the ctx dir.
-	logBody := []byte(redact(logReport))
+	logBody := []byte(Redact(logReport))
 	fm.SHA256, fm.Bytes = projection.Checksum(logBody)
 	doc, err := projection.Encode(fm, logBody)
 	if err == nil {
 		logs[path.Join(logDir, logName)] = doc
 		for key, b := range logs {
-			if err = s.files(c.Run).Put(ctx, key, b); err != nil {
+			if err = s.Files(c.Run).Put(ctx, key, b); err != nil {
 				break
 			}
 		}
@@ -272,23 +272,23 @@ func (s *Service) submitExec(ctx context.Context, c *Caller, final stratus.Outpu
 	}
 	if err == nil && dir != "" {
 		for key, b := range files {
-			if err = s.files(c.Run).Put(ctx, key, b); err != nil {
+			if err = s.Files(c.Run).Put(ctx, key, b); err != nil {
 				break
 			}
 		}
 		if err == nil {
-			_, err = projection.Project(ctx, s.files(c.Run), dir, c.Step.Node, fm, []byte(redact(report)), nil)
+			_, err = projection.Project(ctx, s.Files(c.Run), dir, c.Step.Node, fm, []byte(Redact(report)), nil)
 		}
 	}
 	if err != nil {
-		return nil, s.notPersisted(ctx, c, att, err)
+		return nil, s.NotPersisted(ctx, c, att, err)
 	}
 	step := c.Step
 	step.Status, step.Verdict, step.Value, step.EndedAt = status, outcome, raw, final.At
 	if err := s.Store.UpdateStep(ctx, step); err != nil {
-		return nil, s.notPersisted(ctx, c, att, fmt.Errorf("record %s %s: %w", c.Step.StepRef, outcome, err))
+		return nil, s.NotPersisted(ctx, c, att, fmt.Errorf("record %s %s: %w", c.Step.StepRef, outcome, err))
 	}
-	s.emitEnded(c, att, outcome, v.Reason)
+	s.EmitEnded(c, att, outcome, v.Reason)
 	sv := ev.StepValue
 	if v.Manual {
 		if err := s.Tokens.SendTaskFailure(ctx, c.Step.TaskToken, v.Error, v.Reason); err != nil {
@@ -317,10 +317,10 @@ func (s *Service) execDir(c *Caller) (string, error) {
 	case c.Run.WorkDir == "" && c.Env.Flow.CheckPolicy == "strict":
 		return "", fmt.Errorf("no work dir resolves for run %s, and the flow's check_policy is strict", c.Run.ID)
 	case c.Run.WorkDir == "":
-		s.warnCall(c, "%s: no work dir resolves for run %s; its files are skipped", c.Step.StepRef, c.Run.ID)
+		s.WarnCall(c, "%s: no work dir resolves for run %s; its files are skipped", c.Step.StepRef, c.Run.ID)
 		return "", nil
 	}
-	return ctxDir(c.Env, c.Run)
+	return CtxDir(c.Env, c.Run)
 }
 
 func countFindings(raw json.RawMessage) int {
@@ -334,15 +334,15 @@ func countFindings(raw json.RawMessage) int {
 	return 0
 }
 
-// attemptPrompt is what an attempt records as its prompt: the rendered
+// AttemptPrompt is what an attempt records as its prompt: the rendered
 // role file, or for a checks or tool node (no role file, no engine) a line
 // saying what runs.
-func (s *Service) attemptPrompt(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step) (string, error) {
+func (s *Service) AttemptPrompt(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step) (string, error) {
 	node := env.Flow.Node(step.Node)
-	if isExec(node.Kind) {
+	if IsExec(node.Kind) {
 		return execDescription(env, node), nil
 	}
-	return s.renderPrompt(ctx, run, env, step)
+	return s.RenderPrompt(ctx, run, env, step)
 }
 
 // handleTTL is how long an attempt's handle lives: the minter's TTL, or for
@@ -350,17 +350,17 @@ func (s *Service) attemptPrompt(ctx context.Context, run stratus.Run, env *RunEn
 // suite may run for hours; its submit must still be accepted).
 func (s *Service) handleTTL(env *RunEnv, node *flow.Node) time.Duration {
 	ttl := s.Minter.TTLOrDefault()
-	if node != nil && isExec(node.Kind) {
+	if node != nil && IsExec(node.Kind) {
 		ttl = max(ttl, execTTL(env, node))
 	}
 	return ttl
 }
 
-// handleLifetime is the longest an attempt's credential may live, from the
+// HandleLifetime is the longest an attempt's credential may live, from the
 // attempt's start: the engine's deadline plus the submit grace (an engine
 // that reports near its deadline must still be able to submit), and at
 // least handleTTL. node is nil for a supervisor turn.
-func (s *Service) handleLifetime(env *RunEnv, node *flow.Node, res stratus.Resolved) time.Duration {
+func (s *Service) HandleLifetime(env *RunEnv, node *flow.Node, res stratus.Resolved) time.Duration {
 	ttl := s.handleTTL(env, node)
 	if res.TimeoutSeconds > 0 {
 		ttl = max(ttl, time.Duration(res.TimeoutSeconds+compiler.TimeoutGraceSeconds)*time.Second)

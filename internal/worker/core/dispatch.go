@@ -97,9 +97,9 @@ const (
 func (s *Service) Dispatch(ctx context.Context, m Message) error {
 	switch m.Kind {
 	case compiler.KindStop:
-		return s.stopNode(ctx, m)
+		return s.StopNode(ctx, m)
 	case KindObserve:
-		return s.observe(ctx, m) // supervisor.go
+		return s.Observe(ctx, m) // supervisor.go
 	}
 	if m.RunID == "" || m.Node == "" || m.TaskToken == "" {
 		return stratus.Errorf(stratus.EINVALID, "dispatch message needs run_id, node and task_token; got %+v", m)
@@ -110,19 +110,19 @@ func (s *Service) Dispatch(ctx context.Context, m Message) error {
 	}
 	env, err := s.Env(ctx, run.ID)
 	if err != nil {
-		return s.fail(ctx, m.TaskToken, ErrDispatch, err.Error())
+		return s.Fail(ctx, m.TaskToken, ErrDispatch, err.Error())
 	}
 	node := env.Flow.Node(m.Node)
 	if node == nil {
-		return s.fail(ctx, m.TaskToken, ErrDispatch, fmt.Sprintf("flow %s has no node %q", env.Flow.Name, m.Node))
+		return s.Fail(ctx, m.TaskToken, ErrDispatch, fmt.Sprintf("flow %s has no node %q", env.Flow.Name, m.Node))
 	}
-	stepNode, kind := hitlStep(m, node) // an agent's "<node>.hitl" waits in a step of its own (hitl.go)
+	stepNode, kind := HITLStep(m, node) // an agent's "<node>.hitl" waits in a step of its own (hitl.go)
 	visits, err := s.Store.CountVisits(ctx, run.ID, stepNode)
 	if err != nil {
 		return err
 	}
-	if stepNode == node.ID && visits > 0 && (node.Kind == "agent" || node.Kind == "evaluator" || isExec(node.Kind)) {
-		if handled, err := s.reenter(ctx, run, env, node, m, visits); handled || err != nil {
+	if stepNode == node.ID && visits > 0 && (node.Kind == "agent" || node.Kind == "evaluator" || IsExec(node.Kind)) {
+		if handled, err := s.Reenter(ctx, run, env, node, m, visits); handled || err != nil {
 			return err
 		}
 	}
@@ -148,7 +148,7 @@ func (s *Service) Dispatch(ctx context.Context, m Message) error {
 			Status:    stratus.StepRunning,
 			Value:     seed,
 			Input:     m.State,
-			CreatedAt: s.now(),
+			CreatedAt: s.NowUTC(),
 		}, nil
 	})
 	if err != nil {
@@ -158,7 +158,7 @@ func (s *Service) Dispatch(ctx context.Context, m Message) error {
 		// A redelivered message: the first delivery owns the step, unless it
 		// failed (transiently, or its Lambda timed out) before the step's
 		// first attempt was written — then nobody would ever launch it.
-		if stepNode == node.ID && step.Status == stratus.StepRunning && (node.Kind == "agent" || node.Kind == "evaluator" || isExec(node.Kind)) {
+		if stepNode == node.ID && step.Status == stratus.StepRunning && (node.Kind == "agent" || node.Kind == "evaluator" || IsExec(node.Kind)) {
 			_, err := s.Store.LatestAttempt(ctx, step.TID)
 			if err != nil && stratus.ErrorCode(err) != stratus.ENOTFOUND {
 				return err
@@ -172,51 +172,51 @@ func (s *Service) Dispatch(ctx context.Context, m Message) error {
 		}
 	}
 	if stepNode != node.ID {
-		return s.dispatchHITL(ctx, run, env, step, node)
+		return s.DispatchHITL(ctx, run, env, step, node)
 	}
 
-	if skip, why := s.admitNode(ctx, run, env, node); skip {
-		return s.skipStep(ctx, step, node, why)
+	if skip, why := s.AdmitNode(ctx, run, env, node); skip {
+		return s.SkipStep(ctx, step, node, why)
 	}
-	if node.Kind == "agent" || node.Kind == "evaluator" || isExec(node.Kind) {
-		if stopped, err := s.checkCaps(ctx, run, step); stopped || err != nil {
+	if node.Kind == "agent" || node.Kind == "evaluator" || IsExec(node.Kind) {
+		if stopped, err := s.CheckCaps(ctx, run, step); stopped || err != nil {
 			return err
 		}
 	}
 	switch node.Kind {
 	case "agent", "evaluator":
-		return s.launchAttempt(ctx, run, env, step, 1)
+		return s.LaunchAttempt(ctx, run, env, step, 1)
 	case "checks", "tool":
 		// Run by the worker too: the runner has the repository (checks.go).
-		if name, why := execRefusal(env, node); name != "" {
-			return s.failStep(ctx, step, 0, name, why)
+		if name, why := ExecRefusal(env, node); name != "" {
+			return s.FailStep(ctx, step, 0, name, why)
 		}
-		return s.launchAttempt(ctx, run, env, step, 1)
+		return s.LaunchAttempt(ctx, run, env, step, 1)
 	case "publish":
-		s.emit(Event{Type: EventStepStarted, RunID: run.ID, Node: step.Node, StepRef: step.StepRef, TID: step.TID})
-		if s.startFinalize(ctx, run, env, step) {
+		s.Emit(Event{Type: EventStepStarted, RunID: run.ID, Node: step.Node, StepRef: step.StepRef, TID: step.TID})
+		if s.StartFinalize(ctx, run, env, step) {
 			return nil // the finalize turn's end writes the report and completes publish (supervisor.go)
 		}
 		written, err := s.Publish(ctx, run, env)
 		if err != nil {
-			if s.diskFull(fmt.Errorf("%s: write the summary: %w", step.StepRef, err)) {
+			if s.ReportDiskFull(fmt.Errorf("%s: write the summary: %w", step.StepRef, err)) {
 				return nil // the run stops, its publish open: a resume publishes again
 			}
-			return s.failStep(ctx, step, 0, ErrPublish, err.Error())
+			return s.FailStep(ctx, step, 0, ErrPublish, err.Error())
 		}
-		if err := s.completeNonWorker(ctx, step, "done", strings.Join(written, ", ")); err != nil && !s.diskFull(fmt.Errorf("%s: record it done: %w", step.StepRef, err)) {
+		if err := s.CompleteNonWorker(ctx, step, "done", strings.Join(written, ", ")); err != nil && !s.ReportDiskFull(fmt.Errorf("%s: record it done: %w", step.StepRef, err)) {
 			return err
 		}
 		return nil
 	case "hitl":
-		return s.dispatchHITL(ctx, run, env, step, node)
+		return s.DispatchHITL(ctx, run, env, step, node)
 	default:
 		why := fmt.Sprintf("node %q: kind %q is not supported by this build of Stratus yet; supported: agent, evaluator, checks, tool, hitl, publish", node.ID, node.Kind)
-		return s.failStep(ctx, step, 0, ErrUnsupported, why)
+		return s.FailStep(ctx, step, 0, ErrUnsupported, why)
 	}
 }
 
-// reenter continues the node's latest step (visit visits) when the node's
+// Reenter continues the node's latest step (visit visits) when the node's
 // Task state is entered again for it — by the state's own Retry
 // (m.RetryCount > 0: a transient failure the retry policy retries on the
 // same or the next provider, or an infrastructure error), or after the
@@ -229,7 +229,7 @@ func (s *Service) Dispatch(ctx context.Context, m Message) error {
 // A redelivered message of an entry already recorded launches nothing,
 // unless the delivery that recorded it failed before it launched (the
 // latest attempt is still the failed one of the entry before).
-func (s *Service) reenter(ctx context.Context, run stratus.Run, env *RunEnv, node *flow.Node, m Message, visits int) (handled bool, err error) {
+func (s *Service) Reenter(ctx context.Context, run stratus.Run, env *RunEnv, node *flow.Node, m Message, visits int) (handled bool, err error) {
 	tid := fmt.Sprintf("%s.%s.%d", run.ID, node.ID, visits)
 	st, err := s.Store.GetStep(ctx, tid)
 	if err != nil {
@@ -259,18 +259,18 @@ func (s *Service) reenter(ctx context.Context, run stratus.Run, env *RunEnv, nod
 	if !reentered && (err != nil || latest.Status != stratus.AttemptFailed || st.TaskToken != m.TaskToken || st.Status != stratus.StepRunning) {
 		return true, nil // a redelivery; the first delivery launched its attempt
 	}
-	if stopped, err := s.checkCaps(ctx, run, st); stopped || err != nil {
+	if stopped, err := s.CheckCaps(ctx, run, st); stopped || err != nil {
 		return true, err
 	}
-	return true, s.launchAttempt(ctx, run, env, st, n)
+	return true, s.LaunchAttempt(ctx, run, env, st, n)
 }
 
-// checkCaps enforces the run's cost and token caps (issue 11 § 7) before a
+// CheckCaps enforces the run's cost and token caps (issue 11 § 7) before a
 // worker step starts: a run at or over a cap fails step with
 // ErrCapReached, which parks the run at manual_action_required (stopped is
 // true); a run near a cap, or whose spend includes attempts of unknown
 // cost, is warned about once. A run without caps reads nothing.
-func (s *Service) checkCaps(ctx context.Context, run stratus.Run, step stratus.Step) (stopped bool, err error) {
+func (s *Service) CheckCaps(ctx context.Context, run stratus.Run, step stratus.Step) (stopped bool, err error) {
 	if run.MaxCostUSD == 0 && run.MaxTokens == 0 {
 		return false, nil
 	}
@@ -279,17 +279,17 @@ func (s *Service) checkCaps(ctx context.Context, run stratus.Run, step stratus.S
 		return false, err
 	}
 	if why := lifecycle.CapReached(run, sp); why != "" {
-		return true, s.failStep(ctx, step, 0, ErrCapReached, why)
+		return true, s.FailStep(ctx, step, 0, ErrCapReached, why)
 	}
 	for _, n := range lifecycle.CapNotes(run, sp) {
-		if s.noteOnce(run.ID, n.Kind) {
-			s.warnf("%s", n.Text)
+		if s.NoteOnce(run.ID, n.Kind) {
+			s.Warnf("%s", n.Text)
 		}
 	}
 	return false, nil
 }
 
-// stopNode handles a "stop" message (DESIGN.md § The path of one step, 5:
+// StopNode handles a "stop" message (DESIGN.md § The path of one step, 5:
 // a Catch on a timed-out or failed worker state stops its ECS task before
 // routing). The node's latest step is the one whose state was caught: a
 // step still running (its state timed out, nobody completed it) and its
@@ -297,7 +297,7 @@ func (s *Service) checkCaps(ctx context.Context, run stratus.Run, step stratus.S
 // reason, then its worker is stopped. A step already ended (the worker or
 // the dispatch failed it) keeps its record; its worker, if any is still
 // known, is stopped all the same. Nothing is sent to the state machine.
-func (s *Service) stopNode(ctx context.Context, m Message) error {
+func (s *Service) StopNode(ctx context.Context, m Message) error {
 	if m.RunID == "" || m.Node == "" {
 		return stratus.Errorf(stratus.EINVALID, "stop message needs run_id and node; got %+v", m)
 	}
@@ -322,17 +322,17 @@ func (s *Service) stopNode(ctx context.Context, m Message) error {
 		if aerr == nil && att.Status == stratus.AttemptRunning {
 			// Recorded before the stop, so the worker's exit is not taken
 			// for a crash (workerExited skips an attempt no longer running).
-			att.Status, att.Terminal, att.Reason, att.EndedAt = stratus.AttemptFailed, "Failed", reason, s.now()
-			att.Class, att.RetryAt = caughtClass(m.Error), time.Time{}
+			att.Status, att.Terminal, att.Reason, att.EndedAt = stratus.AttemptFailed, "Failed", reason, s.NowUTC()
+			att.Class, att.RetryAt = CaughtClass(m.Error), time.Time{}
 			if err := s.Store.UpdateAttempt(ctx, att); err != nil {
 				return err
 			}
 		}
 		v, _ := json.Marshal(StepValue{StepRef: step.StepRef, Node: step.Node, Attempt: att.N, Outcome: "failed", Reason: reason})
-		if err := s.finishStep(ctx, step, stratus.StepFailed, "failed", v); err != nil {
+		if err := s.FinishStep(ctx, step, stratus.StepFailed, "failed", v); err != nil {
 			return err
 		}
-		s.emit(Event{Type: EventStepEnded, RunID: step.RunID, Node: step.Node, StepRef: step.StepRef, TID: step.TID, Attempt: att.N, Outcome: "failed", Reason: reason})
+		s.Emit(Event{Type: EventStepEnded, RunID: step.RunID, Node: step.Node, StepRef: step.StepRef, TID: step.TID, Attempt: att.N, Outcome: "failed", Reason: reason})
 	}
 	why := "its state was caught"
 	if e := m.Error; e != nil {
@@ -348,30 +348,30 @@ func (s *Service) stopNode(ctx context.Context, m Message) error {
 	return nil
 }
 
-// completeNonWorker completes a step no worker runs.
-func (s *Service) completeNonWorker(ctx context.Context, step stratus.Step, outcome, note string) error {
+// CompleteNonWorker completes a step no worker runs.
+func (s *Service) CompleteNonWorker(ctx context.Context, step stratus.Step, outcome, note string) error {
 	sv := StepValue{StepRef: step.StepRef, Node: step.Node, Outcome: outcome}
 	v, _ := json.Marshal(sv)
-	if err := s.finishStep(ctx, step, stratus.StepCompleted, outcome, v); err != nil {
+	if err := s.FinishStep(ctx, step, stratus.StepCompleted, outcome, v); err != nil {
 		return err
 	}
-	s.emit(Event{Type: EventStepEnded, RunID: step.RunID, Node: step.Node, StepRef: step.StepRef, TID: step.TID, Outcome: outcome, Reason: note})
+	s.Emit(Event{Type: EventStepEnded, RunID: step.RunID, Node: step.Node, StepRef: step.StepRef, TID: step.TID, Outcome: outcome, Reason: note})
 	return s.Tokens.SendTaskSuccess(ctx, step.TaskToken, v)
 }
 
-// skipStep completes the step of a node the dispatch skips (a task's
+// SkipStep completes the step of a node the dispatch skips (a task's
 // nodes.<id>.enabled: false, or a false `when`; worc reference.md §
 // Conditional nodes). Its verdict and progress line say "skipped", and its
 // value carries why (the report's Pipeline nodes skipped reads it). The
 // outcome the state machine routes on is SkipOutcome: a skipped gate does
 // not gate (issue 5 H1), where "skipped" would match no edge of a gate and
 // park the run.
-func (s *Service) skipStep(ctx context.Context, step stratus.Step, node *flow.Node, why string) error {
+func (s *Service) SkipStep(ctx context.Context, step stratus.Step, node *flow.Node, why string) error {
 	v, _ := json.Marshal(StepValue{StepRef: step.StepRef, Node: step.Node, Outcome: SkipOutcome(node), Reason: why})
-	if err := s.finishStep(ctx, step, stratus.StepCompleted, OutcomeSkipped, v); err != nil {
+	if err := s.FinishStep(ctx, step, stratus.StepCompleted, OutcomeSkipped, v); err != nil {
 		return err
 	}
-	s.emit(Event{Type: EventStepEnded, RunID: step.RunID, Node: step.Node, StepRef: step.StepRef, TID: step.TID, Outcome: OutcomeSkipped, Reason: why})
+	s.Emit(Event{Type: EventStepEnded, RunID: step.RunID, Node: step.Node, StepRef: step.StepRef, TID: step.TID, Outcome: OutcomeSkipped, Reason: why})
 	return s.Tokens.SendTaskSuccess(ctx, step.TaskToken, v)
 }
 
@@ -392,49 +392,49 @@ func SkipOutcome(n *flow.Node) string {
 	return OutcomeSkipped
 }
 
-func (s *Service) finishStep(ctx context.Context, step stratus.Step, status, verdict string, value json.RawMessage) error {
-	step.Status, step.Verdict, step.Value, step.EndedAt = status, verdict, value, s.now()
+func (s *Service) FinishStep(ctx context.Context, step stratus.Step, status, verdict string, value json.RawMessage) error {
+	step.Status, step.Verdict, step.Value, step.EndedAt = status, verdict, value, s.NowUTC()
 	return s.Store.UpdateStep(ctx, step)
 }
 
-// failStep ends a step no worker completed (it could not be dispatched,
+// FailStep ends a step no worker completed (it could not be dispatched,
 // launched or published): its value carries the reason, the progress line
 // says it, and the state machine gets SendTaskFailure with errName.
-func (s *Service) failStep(ctx context.Context, step stratus.Step, attempt int, errName, reason string) error {
+func (s *Service) FailStep(ctx context.Context, step stratus.Step, attempt int, errName, reason string) error {
 	v, _ := json.Marshal(StepValue{StepRef: step.StepRef, Node: step.Node, Attempt: attempt, Outcome: "failed", Reason: reason})
-	s.finishStep(ctx, step, stratus.StepFailed, "", v)
+	s.FinishStep(ctx, step, stratus.StepFailed, "", v)
 	var took time.Duration // a hitl that timed out shows its wait
 	if !step.CreatedAt.IsZero() {
-		took = s.now().Sub(step.CreatedAt)
+		took = s.NowUTC().Sub(step.CreatedAt)
 	}
-	s.emit(Event{Type: EventStepEnded, RunID: step.RunID, Node: step.Node, StepRef: step.StepRef, TID: step.TID, Attempt: attempt, Outcome: "failed", Reason: reason, Duration: took})
-	return s.fail(ctx, step.TaskToken, errName, reason)
+	s.Emit(Event{Type: EventStepEnded, RunID: step.RunID, Node: step.Node, StepRef: step.StepRef, TID: step.TID, Attempt: attempt, Outcome: "failed", Reason: reason, Duration: took})
+	return s.Fail(ctx, step.TaskToken, errName, reason)
 }
 
-func (s *Service) fail(ctx context.Context, token, name, cause string) error {
+func (s *Service) Fail(ctx context.Context, token, name, cause string) error {
 	return s.Tokens.SendTaskFailure(ctx, token, name, cause)
 }
 
-// launchAttempt creates attempt n of step, renders its prompt, mints its
+// LaunchAttempt creates attempt n of step, renders its prompt, mints its
 // handle and starts its worker.
-func (s *Service) launchAttempt(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step, n int) error {
+func (s *Service) LaunchAttempt(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step, n int) error {
 	node := env.Flow.Node(step.Node)
-	rendered, err := s.attemptPrompt(ctx, run, env, step)
+	rendered, err := s.AttemptPrompt(ctx, run, env, step)
 	var res stratus.Resolved
-	if err == nil && !isExec(node.Kind) {
+	if err == nil && !IsExec(node.Kind) {
 		// Resolve the engine now, so a bad pin fails the step at once
 		// rather than in the worker; the attempt records the resolution.
 		res, _, err = Resolve(env.Config, env.Flow, node, env.Task.Front)
 		if err == nil && n > 1 {
-			res, err = s.retryProvider(ctx, env, node, step, n, res)
+			res, err = s.RetryProvider(ctx, env, node, step, n, res)
 		}
 	}
 	if err != nil {
-		return s.failStep(ctx, step, n, ErrDispatch, err.Error())
+		return s.FailStep(ctx, step, n, ErrDispatch, err.Error())
 	}
 	att := stratus.Attempt{
 		TID: step.TID, N: n, Agent: node.ID, Status: stratus.AttemptRunning,
-		System: systemPrompt(env, step), Prompt: rendered, StartedAt: s.now(), Resolved: res,
+		System: systemPrompt(env, step), Prompt: rendered, StartedAt: s.NowUTC(), Resolved: res,
 	}
 	// Everything that can fail transiently is written before the attempt:
 	// a redelivered message finds a step without an attempt and launches it
@@ -445,59 +445,59 @@ func (s *Service) launchAttempt(ctx context.Context, run stratus.Run, env *RunEn
 	}
 	// Audit copy of the rendered prompt, one per node run (seed 004 § Safety).
 	logDir := path.Join(".stratus/logs", run.TaskID, "stages", step.Node, fmt.Sprintf("run-%06d", step.Visit))
-	if err := s.files(run).Put(ctx, path.Join(logDir, "rendered-prompt.md"), []byte(redact(rendered))); err != nil {
+	if err := s.Files(run).Put(ctx, path.Join(logDir, "rendered-prompt.md"), []byte(Redact(rendered))); err != nil {
 		return fmt.Errorf("save rendered prompt: %w", err)
 	}
 	// The handle outlives the engine's own deadline (plus the submit grace):
 	// an engine that reports near its deadline must still be able to submit.
-	ttl := s.handleLifetime(env, node, res)
+	ttl := s.HandleLifetime(env, node, res)
 	// The worker starts with a one-time bootstrap value, exchanged for its
 	// handle (ExchangeBootstrap): what its launch carries is worthless
 	// once it has started.
-	h := stratus.Handle{Handle: newBootstrap(), RunID: run.ID, TID: step.TID, Attempt: n, ExpiresAt: s.now().Add(ttl)}
+	h := stratus.Handle{Handle: newBootstrap(), RunID: run.ID, TID: step.TID, Attempt: n, ExpiresAt: s.NowUTC().Add(ttl)}
 	if err := s.Store.PutHandle(ctx, h); err != nil {
 		return err
 	}
 	if err := s.Store.CreateAttempt(ctx, att); err != nil {
 		return err
 	}
-	s.emit(Event{Type: EventStepStarted, RunID: run.ID, Node: step.Node, StepRef: step.StepRef, TID: step.TID, Attempt: n})
+	s.Emit(Event{Type: EventStepStarted, RunID: run.ID, Node: step.Node, StepRef: step.StepRef, TID: step.TID, Attempt: n})
 	spec := launch.Spec{APIURL: s.APIURL, Handle: h.Handle, TaskID: step.TID, Attempt: n, NetworkAccess: res.NetworkAccess}
-	spec.LogPath = s.runnerLog(run, step)
+	spec.LogPath = s.RunnerLog(run, step)
 	spec.SpoolDir = spoolDir(spec.LogPath)
-	spec.OnExit = func(err error) { s.workerExited(step.TID, n, err, spec.LogPath) }
+	spec.OnExit = func(err error) { s.WorkerExited(step.TID, n, err, spec.LogPath) }
 	// HeartbeatSeconds runs from the dispatch message, and the runner's
 	// first stats come only once its task runs (Fargate: 30-90 s and the
 	// image pull): the step's task token is heartbeaten while RunTask
 	// retries and once it succeeds (issue 14 § 9).
-	spec.Waiting = func() error { return s.heartbeat(ctx, step) }
+	spec.Waiting = func() error { return s.Heartbeat(ctx, step) }
 	s.watchStarted(ctx, run, env, step.TID, n)
 	id, err := s.Launcher.Launch(ctx, spec)
 	if err == nil {
-		s.heartbeat(ctx, step)
+		s.Heartbeat(ctx, step)
 	}
 	if err != nil {
-		att.Status, att.Reason, att.EndedAt = stratus.AttemptFailed, err.Error(), s.now()
+		att.Status, att.Reason, att.EndedAt = stratus.AttemptFailed, err.Error(), s.NowUTC()
 		att.Class = failclass.Infrastructure // the launch failed
 		s.Store.UpdateAttempt(ctx, att)
 		name := ErrLaunchFailed
 		if errors.Is(err, launch.ErrInfrastructure) {
 			name = ErrInfrastructure
 		}
-		return s.failStep(ctx, step, n, name, err.Error())
+		return s.FailStep(ctx, step, n, name, err.Error())
 	}
 	s.rememberWorker(step.TID, id)
 	return nil
 }
 
-// heartbeat sends the step's task token a heartbeat (none for a step
-// without one); a failure is a warning: the runner's stats heartbeat too.
+// Heartbeat sends the step's task token a Heartbeat (none for a step
+// without one); a failure is a warning: the runner's stats Heartbeat too.
 //
-// It returns the heartbeat's error when it is final (coded: the task timed
+// It returns the Heartbeat's error when it is final (coded: the task timed
 // out, its token is no longer valid, its execution ended), which tells a
 // launch that still waits to give up (launch.Spec.Waiting); a transient
 // one is logged and nil.
-func (s *Service) heartbeat(ctx context.Context, step stratus.Step) error {
+func (s *Service) Heartbeat(ctx context.Context, step stratus.Step) error {
 	if step.TaskToken == "" || s.Tokens == nil {
 		return nil
 	}
@@ -505,21 +505,21 @@ func (s *Service) heartbeat(ctx context.Context, step stratus.Step) error {
 	if err == nil {
 		return nil
 	}
-	s.warnf("heartbeat of %s after its launch: %v", step.StepRef, err)
+	s.Warnf("heartbeat of %s after its launch: %v", step.StepRef, err)
 	if stratus.ErrorCode(err) != "" {
 		return err
 	}
 	return nil
 }
 
-// renderPrompt renders the node's role file with the run's variables.
-func (s *Service) renderPrompt(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step) (string, error) {
+// RenderPrompt renders the node's role file with the run's variables.
+func (s *Service) RenderPrompt(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step) (string, error) {
 	node := env.Flow.Node(step.Node)
-	_, tmpl, err := readRoleFile(env.FlowDir, node.RoleFile)
+	_, tmpl, err := ReadRoleFile(env.FlowDir, node.RoleFile)
 	if err != nil {
 		return "", err
 	}
-	vars, err := s.templateVars(ctx, run, env, step)
+	vars, err := s.TemplateVars(ctx, run, env, step)
 	if err != nil {
 		return "", err
 	}
@@ -531,7 +531,7 @@ func (s *Service) renderPrompt(ctx context.Context, run stratus.Run, env *RunEnv
 			return "", err
 		}
 	}
-	return prompt.Render(tmpl, vars, outputNodes(env.Flow)) + human, nil
+	return prompt.Render(tmpl, vars, OutputNodes(env.Flow)) + human, nil
 }
 
 // systemPrompt is the baked system text of an attempt: who the worker is and
@@ -555,9 +555,9 @@ func spoolDir(logPath string) string {
 	return filepath.Dir(logPath)
 }
 
-// runnerLog is where a step's runner writes its log in embedded mode ("" on
+// RunnerLog is where a step's runner writes its log in embedded mode ("" on
 // AWS, where the ECS task's log goes to CloudWatch).
-func (s *Service) runnerLog(run stratus.Run, step stratus.Step) string {
+func (s *Service) RunnerLog(run stratus.Run, step stratus.Step) string {
 	if s.LocalLogs == "" {
 		return ""
 	}

@@ -106,7 +106,7 @@ func (s *Service) reworksSpent(ctx context.Context, step stratus.Step, subtask i
 			continue
 		}
 		if subtask != 0 {
-			if v, err := decodeStepValue(st.Value); err != nil || v.SubtaskOrder != subtask {
+			if v, err := DecodeStepValue(st.Value); err != nil || v.SubtaskOrder != subtask {
 				continue
 			}
 		}

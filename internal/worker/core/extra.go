@@ -21,7 +21,7 @@ type SystemRef struct {
 	Bytes  int    `json:"bytes"`
 }
 
-func systemRef(tid string, attempt int, system string) *SystemRef {
+func SystemRefOf(tid string, attempt int, system string) *SystemRef {
 	sum := sha256.Sum256([]byte(system))
 	q := url.Values{"task_id": {tid}, "attempt": {fmt.Sprint(attempt)}}
 	return &SystemRef{URI: "/v1/worker/prompt/system?" + q.Encode(), SHA256: hex.EncodeToString(sum[:]), Bytes: len(system)}
@@ -83,11 +83,11 @@ func (s *Service) RecordDegradation(ctx context.Context, authorization string, d
 	if err != nil {
 		return nil // ENOTFOUND: no run linkage, nowhere to record it
 	}
-	if err := s.fence(ctx, c); err != nil {
+	if err := s.Fence(ctx, c); err != nil {
 		return err
 	}
 	return s.Store.AppendDegradation(ctx, stratus.Degradation{RunID: c.Run.ID, StepRef: c.Step.StepRef, Attempt: c.Attempt.N,
-		Tool: d.Tool, Error: d.Error, Fallback: d.Fallback, Note: d.Note, At: s.now()})
+		Tool: d.Tool, Error: d.Error, Fallback: d.Fallback, Note: d.Note, At: s.NowUTC()})
 }
 
 // RenderSize serves GET /v1/agents/{name}/render-size (seed 001 §
@@ -116,7 +116,7 @@ func (s *Service) RenderSize(ctx context.Context, authorization, agent string) (
 // writes get 409), and a fetch shows the new attempt. Errors: ECONFLICT when
 // the step is no longer running.
 func (s *Service) Rekick(ctx context.Context, tid string) (int, error) {
-	st, run, env, err := s.stepContext(ctx, tid)
+	st, run, env, err := s.StepContext(ctx, tid)
 	if err != nil {
 		return 0, err
 	}
@@ -128,5 +128,5 @@ func (s *Service) Rekick(ctx context.Context, tid string) (int, error) {
 		return 0, err
 	}
 	s.StopWorker(launch.WithStopCause(ctx, fmt.Sprintf("attempt %d of the step replaced it (rekicked)", latest.N+1)), tid)
-	return latest.N + 1, s.launchAttempt(ctx, run, env, st, latest.N+1)
+	return latest.N + 1, s.LaunchAttempt(ctx, run, env, st, latest.N+1)
 }

@@ -34,16 +34,16 @@ func NewFailureValue(terminal, reason string, v failclass.Verdict) FailureValue 
 	return f
 }
 
-// failure is how an attempt failed: its terminal and its class with the
+// Failure is how an attempt failed: its terminal and its class with the
 // reset (verdict.Class "" = not classified yet: submit classifies it).
-type failure struct {
+type Failure struct {
 	terminal string
 	verdict  failclass.Verdict
 }
 
-// complete is f with its terminal ("" = Failed) and class set: a failure
+// Complete is f with its terminal ("" = Failed) and class set: a failure
 // no one classified yet is classified from its reason.
-func (f failure) complete(reason string, now time.Time) failure {
+func (f Failure) Complete(reason string, now time.Time) Failure {
 	if f.terminal == "" {
 		f.terminal = "Failed"
 	}
@@ -53,19 +53,19 @@ func (f failure) complete(reason string, now time.Time) failure {
 	return f
 }
 
-// seen is a failure the worker API saw itself (internal/failclass doc: a
+// Seen is a failure the worker API saw itself (internal/failclass doc: a
 // launch failure, a worker gone without a result, a stopped task are
 // infrastructure; a lapsed deadline or heartbeat is a timeout).
-func seen(class, rule string) failure {
-	return failure{terminal: "Failed", verdict: failclass.Verdict{Class: class, Rule: rule}}
+func Seen(class, rule string) Failure {
+	return Failure{terminal: "Failed", verdict: failclass.Verdict{Class: class, Rule: rule}}
 }
 
-// failureValue reads the value of a failed result: a FailureValue when the
+// DecodeFailureValue reads the value of a failed result: a FailureValue when the
 // value is an object with a terminal (or a class or retry_at), ok false
 // otherwise (any other value is the body as is). Errors: EINVALID naming
 // class for a class that is none of failclass.Classes, naming retry_at
 // for a reset that is no RFC 3339 time.
-func failureValue(v json.RawMessage) (f FailureValue, reset time.Time, ok bool, err error) {
+func DecodeFailureValue(v json.RawMessage) (f FailureValue, reset time.Time, ok bool, err error) {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(v, &m) != nil || m == nil {
 		return FailureValue{}, time.Time{}, false, nil
@@ -90,7 +90,7 @@ func failureValue(v json.RawMessage) (f FailureValue, reset time.Time, ok bool, 
 		if json.Unmarshal(class, &f.Class) != nil || !failclass.Valid(f.Class) {
 			return FailureValue{}, time.Time{}, false, stratus.FieldErrorf(stratus.EINVALID, "class",
 				"class %s is not a failure class; valid: %s (internal/failclass), or no class for the worker API to classify the failure",
-				clipReason(string(bytes.TrimSpace(class)), 80, ""), strings.Join(failclass.Classes, ", "))
+				ClipReason(string(bytes.TrimSpace(class)), 80, ""), strings.Join(failclass.Classes, ", "))
 		}
 	}
 	if hasRetry {
@@ -101,18 +101,18 @@ func failureValue(v json.RawMessage) (f FailureValue, reset time.Time, ok bool, 
 		if s == "" || err != nil {
 			return FailureValue{}, time.Time{}, false, stratus.FieldErrorf(stratus.EINVALID, "retry_at",
 				"retry_at %s is not a time; valid: an RFC 3339 string such as \"2026-12-04T18:00:00Z\" (when the provider takes requests again), or no retry_at",
-				clipReason(string(bytes.TrimSpace(retry)), 80, ""))
+				ClipReason(string(bytes.TrimSpace(retry)), 80, ""))
 		}
 		f.RetryAt = s
 	}
 	return f, reset.UTC(), true, nil
 }
 
-// caughtClass is the class of an attempt still running when its Task
+// CaughtClass is the class of an attempt still running when its Task
 // state was caught with e (a stop message): a lapsed TimeoutSeconds or
 // HeartbeatSeconds is a timeout; any other error stopped its task
 // (infrastructure).
-func caughtClass(e *CaughtError) string {
+func CaughtClass(e *CaughtError) string {
 	if e != nil && (e.Error == asl.ErrTimeout || e.Error == asl.ErrHeartbeatTimeout) {
 		return failclass.Timeout
 	}

@@ -19,14 +19,14 @@ const FileSentinel = "@file:"
 // state (config, store, HMAC key, logs); no worker output may come from it.
 const StateDirName = ".stratus"
 
-// resolveFileSentinel replaces an `@file:<abs-path>` body with the file's
+// ResolveFileSentinel replaces an `@file:<abs-path>` body with the file's
 // bytes. The sentinel is normally resolved on the worker side (runner,
 // `stratus worker`); the server resolves it only in embedded mode and only
 // for a path inside the run's work dir (symbolic links resolved first).
 // Errors: EINVALID naming the path and the rule. A body that merely starts
 // with the sentinel text on a longer first line is treated the same way;
 // any other body is returned unchanged.
-func (s *Service) resolveFileSentinel(c *Caller, body []byte) ([]byte, error) {
+func (s *Service) ResolveFileSentinel(c *Caller, body []byte) ([]byte, error) {
 	if !bytes.HasPrefix(body, []byte(FileSentinel)) {
 		return body, nil
 	}

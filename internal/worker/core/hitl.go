@@ -126,7 +126,7 @@ func HumanInputRequest(node *flow.Node, value json.RawMessage) (*HumanInput, err
 	if node.Kind != flow.KindAgent || node.HITL == nil {
 		return nil, nil
 	}
-	raw, ok := contractObject(value)["human_input"]
+	raw, ok := ContractObject(value)["human_input"]
 	if !ok || string(raw) == "null" {
 		return nil, nil
 	}
@@ -147,23 +147,23 @@ func HumanInputRequest(node *flow.Node, value json.RawMessage) (*HumanInput, err
 	return &hi, nil
 }
 
-// hitlStep names the step a dispatch message creates: an agent's
+// HITLStep names the step a dispatch message creates: an agent's
 // "<node>.hitl" state (kind hitl on an agent node) waits in a step of its
 // own, "<node>.hitl#<visit>", so the agent's own visits count on.
-func hitlStep(m Message, node *flow.Node) (stepNode, kind string) {
+func HITLStep(m Message, node *flow.Node) (stepNode, kind string) {
 	if m.Kind == compiler.KindHITL && node.Kind != flow.KindHITL {
 		return node.ID + compiler.HITLSuffix, flow.KindHITL
 	}
 	return node.ID, node.Kind
 }
 
-// dispatchHITL parks a hitl step: it records the pending request (status
+// DispatchHITL parks a hitl step: it records the pending request (status
 // StepWaiting), says on the progress line how to answer it, and arms the
 // deadline. The task token is completed by Human, or by the deadline with
 // ErrHITLTimeout.
-func (s *Service) dispatchHITL(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step, node *flow.Node) error {
+func (s *Service) DispatchHITL(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step, node *flow.Node) error {
 	v := HITLValue{StepRef: step.StepRef, Node: step.Node, Signal: node.Signal}
-	if prev, err := decodeStepValue(step.Value); err == nil {
+	if prev, err := DecodeStepValue(step.Value); err == nil {
 		v.SubtaskOrder = prev.SubtaskOrder
 	}
 	timeout := env.Config.HITL.TimeoutSeconds
@@ -175,7 +175,7 @@ func (s *Service) dispatchHITL(ctx context.Context, run stratus.Run, env *RunEnv
 	} else {
 		hi, err := s.agentRequest(ctx, env, step, node)
 		if err != nil {
-			return s.failStep(ctx, step, 0, ErrDispatch, err.Error())
+			return s.FailStep(ctx, step, 0, ErrDispatch, err.Error())
 		}
 		v.Signal, v.Request, v.Asker = hi.Kind, hi.Text, node.ID
 	}
@@ -185,7 +185,7 @@ func (s *Service) dispatchHITL(ctx context.Context, run stratus.Run, env *RunEnv
 	if len(v.Request) > maxRequestBytes {
 		v.Request = v.Request[:maxRequestBytes] + "…"
 	}
-	v.Deadline = s.now().Add(time.Duration(timeout) * time.Second)
+	v.Deadline = s.NowUTC().Add(time.Duration(timeout) * time.Second)
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -194,7 +194,7 @@ func (s *Service) dispatchHITL(ctx context.Context, run stratus.Run, env *RunEnv
 	if err := s.Store.UpdateStep(ctx, step); err != nil {
 		return err
 	}
-	s.emit(Event{Type: EventStepWaiting, RunID: run.ID, Node: step.Node, StepRef: step.StepRef, TID: step.TID, Outcome: v.Signal,
+	s.Emit(Event{Type: EventStepWaiting, RunID: run.ID, Node: step.Node, StepRef: step.StepRef, TID: step.TID, Outcome: v.Signal,
 		Reason: waitingReason(run.ID, node.ID, s.ReplyFlags, v)})
 	tid := step.TID
 	time.AfterFunc(time.Duration(timeout)*time.Second, func() { s.hitlExpired(tid, timeout) })
@@ -212,11 +212,11 @@ func waitingReason(runID, node, flags string, v HITLValue) string {
 	} else {
 		how = fmt.Sprintf("stratus approve %s %s%s | stratus reject %s %s%s --reason TEXT", runID, node, flags, runID, node, flags)
 	}
-	return fmt.Sprintf("%s: %s — reply with: %s (before %s)", v.Signal, oneLine(v.Request, 300), how, v.Deadline.Format(time.RFC3339))
+	return fmt.Sprintf("%s: %s — reply with: %s (before %s)", v.Signal, OneLine(v.Request, 300), how, v.Deadline.Format(time.RFC3339))
 }
 
-func oneLine(s string, n int) string {
-	return truncate(strings.Join(strings.Fields(s), " "), n)
+func OneLine(s string, n int) string {
+	return Truncate(strings.Join(strings.Fields(s), " "), n)
 }
 
 // nodeRequest words a hitl node's request: the node carries no text of its
@@ -229,17 +229,17 @@ func (s *Service) nodeRequest(ctx context.Context, run stratus.Run, env *RunEnv,
 	if q := strings.TrimSpace(node.Question); q != "" {
 		// The node's own question (issue 15 § 3), rendered like a role
 		// file with the step's variables.
-		if vars, err := s.templateVars(ctx, run, env, step); err == nil {
-			q = prompt.Render(q, vars, outputNodes(env.Flow))
+		if vars, err := s.TemplateVars(ctx, run, env, step); err == nil {
+			q = prompt.Render(q, vars, OutputNodes(env.Flow))
 		}
 		what = strings.TrimSpace(q)
 	}
 	req := fmt.Sprintf("task %s (%s): %s", run.TaskID, run.TaskTitle, what)
-	prior, err := s.latestSteps(ctx, run.ID, step.TID)
+	prior, err := s.LatestSteps(ctx, run.ID, step.TID)
 	if err == nil && len(prior) > 0 && run.WorkDir != "" {
-		if dir, err := ctxDir(env, run); err == nil {
+		if dir, err := CtxDir(env, run); err == nil {
 			last := prior[len(prior)-1]
-			req += fmt.Sprintf("; latest output: %s (%s)", abs(run, dir+"/"+last.Node+".md"), last.StepRef)
+			req += fmt.Sprintf("; latest output: %s (%s)", Abs(run, dir+"/"+last.Node+".md"), last.StepRef)
 		}
 	}
 	return req
@@ -268,7 +268,7 @@ func (s *Service) agentRequest(ctx context.Context, env *RunEnv, step stratus.St
 		if err != nil {
 			return nil, err
 		}
-		value, err := fold.Fold(att.Agent, tail, s.submitFormat(env, node.ID))
+		value, err := fold.Fold(att.Agent, tail, s.SubmitFormat(env, node.ID))
 		if err != nil {
 			return nil, err
 		}
@@ -290,7 +290,7 @@ func (s *Service) hitlExpired(tid string, seconds int) {
 	if err != nil || st.Status != StepWaiting {
 		return
 	}
-	s.failStep(ctx, st, 0, ErrHITLTimeout, fmt.Sprintf("no human reply within %d s (hitl timeout)", seconds))
+	s.FailStep(ctx, st, 0, ErrHITLTimeout, fmt.Sprintf("no human reply within %d s (hitl timeout)", seconds))
 }
 
 // Human applies a human's reply to the step of node that waits for one
@@ -370,7 +370,7 @@ func (s *Service) Human(ctx context.Context, runID, node string, r Reply) (*HITL
 	if err != nil {
 		return nil, err
 	}
-	now := s.now()
+	now := s.NowUTC()
 	v.Outcome, v.Decision, v.Answer, v.RepliedAt, v.RepliedBy = outcome, r.Decision, strings.TrimSpace(r.Text), now, r.By
 	raw, err := json.Marshal(v)
 	if err != nil {
@@ -394,11 +394,11 @@ func (s *Service) Human(ctx context.Context, runID, node string, r Reply) (*HITL
 		}
 		return nil, err
 	}
-	reason := oneLine(v.Answer, 200)
+	reason := OneLine(v.Answer, 200)
 	if v.RepliedBy != "" {
 		reason = strings.TrimSpace(reason + " (replied by " + v.RepliedBy + ")")
 	}
-	s.emit(Event{Type: EventStepEnded, RunID: runID, Node: step.Node, StepRef: step.StepRef, TID: step.TID, Outcome: outcome, Reason: reason,
+	s.Emit(Event{Type: EventStepEnded, RunID: runID, Node: step.Node, StepRef: step.StepRef, TID: step.TID, Outcome: outcome, Reason: reason,
 		Duration: now.Sub(step.CreatedAt)})
 	small, _ := json.Marshal(StepValue{StepRef: step.StepRef, Node: step.Node, Outcome: outcome, SubtaskOrder: v.SubtaskOrder})
 	if err := s.Tokens.SendTaskSuccess(ctx, step.TaskToken, small); err != nil {
@@ -458,10 +458,10 @@ func humanNodes(f *flow.Flow) []string {
 // writeReply writes the request and its reply to <ctx-dir>/<step>.md.
 func (s *Service) writeReply(ctx context.Context, run stratus.Run, env *RunEnv, st stratus.Step, v HITLValue) error {
 	if run.WorkDir == "" {
-		s.warnf("%s: no work dir resolves for run %s; the reply is recorded without its file", st.StepRef, run.ID)
+		s.Warnf("%s: no work dir resolves for run %s; the reply is recorded without its file", st.StepRef, run.ID)
 		return nil
 	}
-	dir, err := ctxDir(env, run)
+	dir, err := CtxDir(env, run)
 	if err != nil {
 		return err
 	}
@@ -476,7 +476,7 @@ func (s *Service) writeReply(ctx context.Context, run stratus.Run, env *RunEnv, 
 		fmt.Fprintf(&b, "\n%s\n", v.Answer)
 	}
 	fm := projection.FrontMatter{TaskID: run.TaskID, Step: st.Node, StepRef: st.StepRef, Attempt: 1, Agent: "human", Format: "text", SubmittedAt: v.RepliedAt}
-	_, err = projection.Project(ctx, s.files(run), dir, st.Node, fm, []byte(b.String()), nil)
+	_, err = projection.Project(ctx, s.Files(run), dir, st.Node, fm, []byte(b.String()), nil)
 	return err
 }
 
@@ -513,7 +513,7 @@ func (s *Service) HumanReplySection(ctx context.Context, runID string, step stra
 			fmt.Fprintf(&b, "\n\n## Human answer\n\nYou asked (%s): %s\n\n%s\n", v.StepRef, v.Request, v.Answer)
 			continue
 		}
-		reason := oneLine(v.Answer, 500)
+		reason := OneLine(v.Answer, 500)
 		if reason == "" {
 			reason = "no reason given"
 		}

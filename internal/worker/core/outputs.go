@@ -58,7 +58,7 @@ func SlotFile(f *flow.Flow, ctxDir, taskID, slot string) string {
 	case "summary":
 		return path.Join(ctxDir, SummaryFile)
 	case "report":
-		if rd := reportDir(f, taskID); rd != "" {
+		if rd := ReportDir(f, taskID); rd != "" {
 			return path.Join(rd, ReportFile)
 		}
 		return path.Join(ctxDir, ReportFile)
@@ -66,10 +66,10 @@ func SlotFile(f *flow.Flow, ctxDir, taskID, slot string) string {
 	return ""
 }
 
-// contractObject returns the object a node returned — its folded value, or
+// ContractObject returns the object a node returned — its folded value, or
 // the `out` of a fold wrapper {"out", "parts"} — or nil when it is not a
 // JSON object.
-func contractObject(value json.RawMessage) map[string]json.RawMessage {
+func ContractObject(value json.RawMessage) map[string]json.RawMessage {
 	// Only an object decodes into either shape; a text body folds to a
 	// JSON string, and decoding its 64 KiB just to fail was the largest
 	// cost of a submit after the store (issue 16 § 3).
@@ -105,7 +105,7 @@ func jsonObject(b []byte) bool {
 // typed result (the planning and human_input contracts), or the whole
 // final body when the result is not a JSON object with a string content.
 func ContractContent(value json.RawMessage, body []byte) []byte {
-	if obj := contractObject(value); obj != nil {
+	if obj := ContractObject(value); obj != nil {
 		var s string
 		if raw, ok := obj["content"]; ok && json.Unmarshal(raw, &s) == nil {
 			return []byte(s)
@@ -126,7 +126,7 @@ func (s *Service) planOutputs(c *Caller, node *flow.Node, value json.RawMessage,
 		return out, nil
 	}
 	env, run := c.Env, c.Run
-	dir, err := ctxDir(env, run)
+	dir, err := CtxDir(env, run)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +138,7 @@ func (s *Service) planOutputs(c *Caller, node *flow.Node, value json.RawMessage,
 		}
 	}
 	if d := env.Flow.Decomposition; d != nil && d.ProposedBy == node.ID && !asking {
-		if err := planSubtasks(env, dir, contractObject(value), out); err != nil {
+		if err := planSubtasks(env, dir, ContractObject(value), out); err != nil {
 			return nil, err
 		}
 	}
@@ -183,7 +183,7 @@ func planSubtasks(env *RunEnv, dir string, obj map[string]json.RawMessage, out *
 	var decompose bool
 	if raw, ok := obj["decompose"]; ok && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &decompose); err != nil {
-			return stratus.FieldErrorf(stratus.EUNPROCESSABLE, "decompose", "planning result: decompose is %s; want true or false", truncate(string(raw), 40))
+			return stratus.FieldErrorf(stratus.EUNPROCESSABLE, "decompose", "planning result: decompose is %s; want true or false", Truncate(string(raw), 40))
 		}
 	}
 	if !decompose {
@@ -204,7 +204,7 @@ func planSubtasks(env *RunEnv, dir string, obj map[string]json.RawMessage, out *
 	for i, raw := range raws {
 		field := fmt.Sprintf("subtasks[%d]", i)
 		if err := json.Unmarshal(raw, &specs[i]); err != nil {
-			return stratus.FieldErrorf(stratus.EUNPROCESSABLE, field, "planning result: %s is not an object {title, spec, ...}: %s", field, truncate(string(raw), 80))
+			return stratus.FieldErrorf(stratus.EUNPROCESSABLE, field, "planning result: %s is not an object {title, spec, ...}: %s", field, Truncate(string(raw), 80))
 		}
 		if strings.TrimSpace(specs[i].Spec) == "" {
 			return stratus.FieldErrorf(stratus.EUNPROCESSABLE, field+".spec", "planning result: %s.spec is missing or empty; each subtask needs the spec it is implemented against", field)
@@ -283,15 +283,15 @@ func textList(v any) []string {
 // missing, escapes that directory or is over the size bound is a warning,
 // and {<node>_path} keeps the closing message.
 func (s *Service) copyOutputFile(run stratus.Run, env *RunEnv, node *flow.Node, dir string, out *nodeOutput) {
-	base := reportDir(env.Flow, run.TaskID)
-	src := abs(run, path.Join(base, node.OutputFile))
-	body, err := s.readContained(abs(run, base), src)
+	base := ReportDir(env.Flow, run.TaskID)
+	src := Abs(run, path.Join(base, node.OutputFile))
+	body, err := s.readContained(Abs(run, base), src)
 	if err != nil {
 		out.warnings = append(out.warnings, fmt.Sprintf("node %s: output_file %s: %v; {%s_path} carries the closing message instead", node.ID, src, err, node.ID))
 		return
 	}
 	out.output = node.ID + ".out/" + node.OutputFile
-	out.files = append(out.files, outFile{path.Join(dir, out.output), []byte(redact(string(body)))})
+	out.files = append(out.files, outFile{path.Join(dir, out.output), []byte(Redact(string(body)))})
 }
 
 // readContained reads the regular file p, which must resolve (symbolic
@@ -324,7 +324,7 @@ func (s *Service) readContained(root, p string) ([]byte, error) {
 	return os.ReadFile(real)
 }
 
-// subtaskOf returns the subtask a step of a decomposition region runs and
+// SubtaskOf returns the subtask a step of a decomposition region runs and
 // the count of subtasks (0, 0 outside a region, or when the latest
 // completed step of the proposer before it did not split the task).
 //
@@ -332,7 +332,7 @@ func (s *Service) readContained(root, p string) ([]byte, error) {
 // dispatch from the message when the state machine carries it); otherwise
 // it is the number of visits of the region's entry node since that
 // proposer step, this step included (each subtask enters the region once).
-func (s *Service) subtaskOf(ctx context.Context, env *RunEnv, step stratus.Step) (order, count int, err error) {
+func (s *Service) SubtaskOf(ctx context.Context, env *RunEnv, step stratus.Step) (order, count int, err error) {
 	d := env.Flow.Decomposition
 	if !inRegion(env.Flow, step.Node) {
 		return 0, 0, nil
@@ -355,12 +355,12 @@ func (s *Service) subtaskOf(ctx context.Context, env *RunEnv, step stratus.Step)
 	if p < 0 {
 		return 0, 0, nil
 	}
-	if pv, err := decodeStepValue(steps[p].Value); err != nil || pv.Subtasks < 2 {
+	if pv, err := DecodeStepValue(steps[p].Value); err != nil || pv.Subtasks < 2 {
 		return 0, 0, nil
 	} else {
 		count = pv.Subtasks
 	}
-	if v, err := decodeStepValue(step.Value); err == nil && v.SubtaskOrder > 0 {
+	if v, err := DecodeStepValue(step.Value); err == nil && v.SubtaskOrder > 0 {
 		return min(v.SubtaskOrder, count), count, nil
 	}
 	entry := regionEntry(env.Flow)
@@ -413,20 +413,20 @@ func implementationNode(f *flow.Flow) string {
 // <ctx>/subtasks/<NN>.start.txt: consecutive start snapshots tell which
 // files each subtask changed.
 func (s *Service) subtaskVars(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step, snap *snapshot, vars map[string]string) error {
-	order, count, err := s.subtaskOf(ctx, env, step)
+	order, count, err := s.SubtaskOf(ctx, env, step)
 	if err != nil || order == 0 {
 		return err
 	}
-	dir, err := ctxDir(env, run)
+	dir, err := CtxDir(env, run)
 	if err != nil {
 		return err
 	}
 	vars["subtask_order"], vars["subtask_count"] = strconv.Itoa(order), strconv.Itoa(count)
-	vars["subtask_spec_path"] = abs(run, subtaskKey(dir, order, ".md"))
+	vars["subtask_spec_path"] = Abs(run, subtaskKey(dir, order, ".md"))
 	if snap != nil {
 		key := subtaskKey(dir, order, ".start.txt")
-		if _, err := s.files(run).Get(ctx, key); stratus.ErrorCode(err) == stratus.ENOTFOUND {
-			if err := s.files(run).Put(ctx, key, snapshotLines(snap)); err != nil {
+		if _, err := s.Files(run).Get(ctx, key); stratus.ErrorCode(err) == stratus.ENOTFOUND {
+			if err := s.Files(run).Put(ctx, key, snapshotLines(snap)); err != nil {
 				return err
 			}
 		} else if err != nil {
@@ -437,10 +437,10 @@ func (s *Service) subtaskVars(ctx context.Context, run stratus.Run, env *RunEnv,
 		return nil
 	}
 	key := subtaskKey(dir, order, ".predecessors.md")
-	if err := s.files(run).Put(ctx, key, s.predecessorBrief(ctx, run, dir, order, count)); err != nil {
+	if err := s.Files(run).Put(ctx, key, s.predecessorBrief(ctx, run, dir, order, count)); err != nil {
 		return err
 	}
-	vars["predecessor_context"] = abs(run, key)
+	vars["predecessor_context"] = Abs(run, key)
 	return nil
 }
 
@@ -456,7 +456,7 @@ func snapshotLines(snap *snapshot) []byte {
 // readSnapshot reads a start snapshot as path → "<kind> <blob>"; ok is
 // false when it was not recorded.
 func (s *Service) readSnapshot(ctx context.Context, run stratus.Run, key string) (map[string]string, bool) {
-	b, err := s.files(run).Get(ctx, key)
+	b, err := s.Files(run).Get(ctx, key)
 	if err != nil {
 		return nil, false
 	}
@@ -480,9 +480,9 @@ func (s *Service) predecessorBrief(ctx context.Context, run stratus.Run, dir str
 	b.WriteString("Facts Stratus recorded about the subtasks before this one: ground truth for the files changed, the spec for the intent.\n")
 	for j := 1; j < order; j++ {
 		specKey := subtaskKey(dir, j, ".md")
-		spec, _ := s.files(run).Get(ctx, specKey)
+		spec, _ := s.Files(run).Get(ctx, specKey)
 		title, criteria := specFacts(string(spec))
-		fmt.Fprintf(&b, "\n## Subtask %d of %d: %s\n\n- Spec: %s\n", j, count, title, abs(run, specKey))
+		fmt.Fprintf(&b, "\n## Subtask %d of %d: %s\n\n- Spec: %s\n", j, count, title, Abs(run, specKey))
 		from, okFrom := s.readSnapshot(ctx, run, subtaskKey(dir, j, ".start.txt"))
 		to, okTo := s.readSnapshot(ctx, run, subtaskKey(dir, j+1, ".start.txt"))
 		switch changed := changedBetween(from, to); {

@@ -109,8 +109,8 @@ type EngineFile struct {
 	Executable bool   `json:"executable,omitempty"`
 }
 
-// engineFiles reads the frozen files e's args and env values name.
-func engineFiles(env *RunEnv, e *EngineSpec) ([]EngineFile, error) {
+// EngineFilesOf reads the frozen files e's args and env values name.
+func EngineFilesOf(env *RunEnv, e *EngineSpec) ([]EngineFile, error) {
 	if len(env.EngineFiles) == 0 {
 		return nil, nil
 	}
@@ -147,37 +147,37 @@ func (s *Service) FetchPrompt(ctx context.Context, authorization, tid string) (*
 		return nil, err
 	}
 	if c.Step.Kind == supervisorKind {
-		return s.supervisorPayload(ctx, c) // supervisor.go
+		return s.SupervisorPayload(ctx, c) // supervisor.go
 	}
 	run, env, step, att := c.Run, c.Env, c.Step, c.Attempt
-	dir, err := ctxDir(env, run)
+	dir, err := CtxDir(env, run)
 	if err != nil {
 		return nil, err
 	}
-	prior, err := s.latestSteps(ctx, run.ID, step.TID)
+	prior, err := s.LatestSteps(ctx, run.ID, step.TID)
 	if err != nil {
 		return nil, err
 	}
-	cx := &Context{ProjectRoot: rootOf(run), WorkDir: rootOf(run), CtxDir: abs(run, dir), TaskMetadata: env.Task.Front, Steps: []StepPointer{}}
+	cx := &Context{ProjectRoot: RootOf(run), WorkDir: RootOf(run), CtxDir: Abs(run, dir), TaskMetadata: env.Task.Front, Steps: []StepPointer{}}
 	node := env.Flow.Node(step.Node)
 	for _, st := range prior {
 		if node.Context != nil && !slices.Contains(node.Context.Steps, st.Node) {
 			continue // the node's context policy leaves this step out
 		}
-		p := StepPointer{Step: st.Node, StepRef: st.StepRef, Path: abs(run, path.Join(dir, st.Node+".md")), Outcome: st.Verdict}
-		if v, err := decodeStepValue(st.Value); err == nil {
+		p := StepPointer{Step: st.Node, StepRef: st.StepRef, Path: Abs(run, path.Join(dir, st.Node+".md")), Outcome: st.Verdict}
+		if v, err := DecodeStepValue(st.Value); err == nil {
 			for _, name := range v.Parts {
-				p.Parts = append(p.Parts, abs(run, path.Join(dir, name)))
+				p.Parts = append(p.Parts, Abs(run, path.Join(dir, name)))
 			}
 		}
 		cx.Steps = append(cx.Steps, p)
 	}
-	if isExec(node.Kind) {
-		spec, err := s.execSpec(ctx, run, env, step)
+	if IsExec(node.Kind) {
+		spec, err := s.ExecSpec(ctx, run, env, step)
 		if err != nil {
 			return nil, err
 		}
-		ws, err := s.workspaceSpec(ctx, c, false, node.Kind == flow.KindTool)
+		ws, err := s.WorkspaceSpecOf(ctx, c, false, node.Kind == flow.KindTool)
 		if err != nil {
 			return nil, err
 		}
@@ -219,12 +219,12 @@ func (s *Service) FetchPrompt(ctx context.Context, authorization, tid string) (*
 		return nil, err
 	}
 	eng := &EngineSpec{
-		Provider: res.Provider, Command: prov.Command, Args: withExtraArgs(prov.Command, expandArgs(prov.Args, argValues(kind, prov.MaxSteps, res)), res.ExtraArgs),
-		Env: prov.Env, Dir: rootOf(run), DeadlineMS: res.TimeoutSeconds * 1000, Kind: kind, MaxSteps: prov.MaxSteps, Input: input,
+		Provider: res.Provider, Command: prov.Command, Args: withExtraArgs(prov.Command, ExpandArgs(prov.Args, ArgValues(kind, prov.MaxSteps, res)), res.ExtraArgs),
+		Env: prov.Env, Dir: RootOf(run), DeadlineMS: res.TimeoutSeconds * 1000, Kind: kind, MaxSteps: prov.MaxSteps, Input: input,
 		Model: res.Model, Reasoning: res.Reasoning, PermissionProfile: res.PermissionProfile, NetworkAccess: res.NetworkAccess,
 	}
 	if prov.Dir != "" {
-		eng.Dir = path.Join(rootOf(run), prov.Dir)
+		eng.Dir = path.Join(RootOf(run), prov.Dir)
 	}
 	switch {
 	case node.OutputSchema != "":
@@ -232,14 +232,14 @@ func (s *Service) FetchPrompt(ctx context.Context, authorization, tid string) (*
 	case node.Kind == flow.KindEvaluator:
 		eng.Schema, eng.SchemaAdvisory = json.RawMessage(findings.JSONSchema), true
 	}
-	if eng.Files, err = engineFiles(env, eng); err != nil {
+	if eng.Files, err = EngineFilesOf(env, eng); err != nil {
 		return nil, err
 	}
-	ws, err := s.workspaceSpec(ctx, c, writesWorkspace(node, res.PermissionProfile), false)
+	ws, err := s.WorkspaceSpecOf(ctx, c, WritesWorkspace(node, res.PermissionProfile), false)
 	if err != nil {
 		return nil, err
 	}
-	return &Payload{TaskID: step.TID, Attempt: att.N, Agent: att.Agent, System: att.System, SystemRef: systemRef(step.TID, att.N, att.System), Prompt: att.Prompt,
+	return &Payload{TaskID: step.TID, Attempt: att.N, Agent: att.Agent, System: att.System, SystemRef: SystemRefOf(step.TID, att.N, att.System), Prompt: att.Prompt,
 		Context: cx, StepRef: step.StepRef, RunID: run.ID, Engine: eng, Workspace: ws}, nil
 }
 
@@ -258,11 +258,11 @@ func withExtraArgs(command string, args, extra []string) []string {
 	return append(args, extra...)
 }
 
-// argValues are the values of the provider args' placeholders for one
+// ArgValues are the values of the provider args' placeholders for one
 // attempt: {kind}, {max_steps} ("" with no ceiling), {model}, {reasoning}
 // ("" when unresolved), {permission_profile} and {network_access}
 // ("true"/"false").
-func argValues(kind string, maxSteps int, r stratus.Resolved) map[string]string {
+func ArgValues(kind string, maxSteps int, r stratus.Resolved) map[string]string {
 	ms := ""
 	if maxSteps > 0 {
 		ms = strconv.Itoa(maxSteps)
@@ -273,7 +273,7 @@ func argValues(kind string, maxSteps int, r stratus.Resolved) map[string]string 
 	}
 }
 
-// expandArgs fills the placeholders of a provider's args (seed 003 § 7.1:
+// ExpandArgs fills the placeholders of a provider's args (seed 003 § 7.1:
 // a launch spec mirrors the call's kind and step ceiling onto argv; seed
 // 004 § Per-node overrides in flows: the node's model, reasoning and grants).
 // The rule for an unset value: an argument holding a placeholder that
@@ -282,7 +282,7 @@ func argValues(kind string, maxSteps int, r stratus.Resolved) map[string]string 
 // ["--model", "{model}"] vanishes when no model is resolved rather than
 // send an empty value. Spell such a flag as two arguments: "--model={model}"
 // is one argument and expands to "--model=".
-func expandArgs(args []string, values map[string]string) []string {
+func ExpandArgs(args []string, values map[string]string) []string {
 	pairs := make([]string, 0, 2*len(values))
 	for ph, v := range values {
 		pairs = append(pairs, ph, v)

@@ -92,8 +92,8 @@ func resolve(cfg *config.Config, fl *flow.Flow, node *flow.Node, front map[strin
 
 	r := stratus.Resolved{
 		Provider:   name,
-		Model:      first(override["model"], node.Model, prov.Model),
-		Reasoning:  first(override["reasoning"], node.Reasoning, prov.Reasoning),
+		Model:      First(override["model"], node.Model, prov.Model),
+		Reasoning:  First(override["reasoning"], node.Reasoning, prov.Reasoning),
 		Configured: stratus.ModelChoice{Model: prov.Model, Reasoning: prov.Reasoning},
 	}
 	if field, value := reasoningSource(node, override); value != "" {
@@ -172,7 +172,7 @@ func taskOverrides(front map[string]any, id string) map[string]string {
 	return out
 }
 
-func first(vals ...string) string {
+func First(vals ...string) string {
 	for _, v := range vals {
 		if v != "" {
 			return v

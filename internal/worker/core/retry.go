@@ -41,16 +41,16 @@ func (s *Service) policy(env *RunEnv) retry.Policy {
 	return p
 }
 
-// retryProvider resolves attempt n (> 1) of step on the provider the
+// RetryProvider resolves attempt n (> 1) of step on the provider the
 // retry policy names after the step's attempts before it: the same one
 // after a retry, the next of the fallback order after a hop, the first
 // not known to be rate-limited after a park.
-func (s *Service) retryProvider(ctx context.Context, env *RunEnv, node *flow.Node, step stratus.Step, n int, res stratus.Resolved) (stratus.Resolved, error) {
+func (s *Service) RetryProvider(ctx context.Context, env *RunEnv, node *flow.Node, step stratus.Step, n int, res stratus.Resolved) (stratus.Resolved, error) {
 	history, err := s.attemptHistory(ctx, step.TID, n-1)
 	if err != nil {
 		return res, err
 	}
-	p := s.policy(env).Provider(Pinned(node, env.Task.Front), history, s.now())
+	p := s.policy(env).Provider(Pinned(node, env.Task.Front), history, s.NowUTC())
 	if p == "" || p == res.Provider {
 		return res, nil
 	}
@@ -78,7 +78,7 @@ func historyOf(a stratus.Attempt) retry.Attempt {
 	return retry.Attempt{Provider: a.Resolved.Provider, Class: retry.Class(a.Class), RetryAt: a.RetryAt, Started: a.StartedAt, Ended: a.EndedAt}
 }
 
-// retryFailure applies the retry policy to att, an attempt of an agent or
+// RetryFailure applies the retry policy to att, an attempt of an agent or
 // evaluator step just recorded failed with a transient class: the step
 // stays running and its Task state fails with the policy's error name,
 // which the state's Retry retries after the policy's delay (on the same
@@ -88,7 +88,7 @@ func historyOf(a stratus.Attempt) retry.Attempt {
 // max_blocked_s in all, it fails with stratus.BlockedTimeout (the run ends
 // manual_action_required, resumable). handled is false for a failure the
 // policy does not take (not transient, or another kind of step).
-func (s *Service) retryFailure(ctx context.Context, c *Caller, att stratus.Attempt, reason string) (sv *StepValue, handled bool, err error) {
+func (s *Service) RetryFailure(ctx context.Context, c *Caller, att stratus.Attempt, reason string) (sv *StepValue, handled bool, err error) {
 	node := c.Env.Flow.Node(c.Step.Node)
 	if node == nil || (node.Kind != "agent" && node.Kind != "evaluator") || !retry.Class(att.Class).Transient() {
 		return nil, false, nil
@@ -98,7 +98,7 @@ func (s *Service) retryFailure(ctx context.Context, c *Caller, att stratus.Attem
 		return nil, true, err
 	}
 	history = append(history, historyOf(att))
-	now := s.now()
+	now := s.NowUTC()
 	d := s.policy(c.Env).Decide(Pinned(node, c.Env.Task.Front), history, now)
 	name, cause, ok := compiler.TaskFailure(d)
 	if !ok {
@@ -118,10 +118,10 @@ func (s *Service) retryFailure(ctx context.Context, c *Caller, att stratus.Attem
 		status, event, sv.Outcome = stratus.StepFailed, EventStepEnded, "failed"
 		sv.Reason = d.Reason + "; " + reason
 	}
-	sv.Reason = clipReason(sv.Reason, MaxReasonBytes, " [cut]")
+	sv.Reason = ClipReason(sv.Reason, MaxReasonBytes, " [cut]")
 	raw, _ := json.Marshal(sv)
 	if status == stratus.StepFailed {
-		err = s.finishStep(ctx, c.Step, status, "failed", raw)
+		err = s.FinishStep(ctx, c.Step, status, "failed", raw)
 	} else {
 		st := c.Step
 		st.Status, st.Value = status, raw // open: no EndedAt
@@ -131,9 +131,9 @@ func (s *Service) retryFailure(ctx context.Context, c *Caller, att stratus.Attem
 		return nil, true, err
 	}
 	if event == EventStepEnded {
-		s.emitEnded(c, att, "failed", sv.Reason)
+		s.EmitEnded(c, att, "failed", sv.Reason)
 	} else {
-		s.emit(Event{Type: event, RunID: c.Run.ID, Node: c.Step.Node, StepRef: c.Step.StepRef, TID: c.Step.TID, Attempt: att.N,
+		s.Emit(Event{Type: event, RunID: c.Run.ID, Node: c.Step.Node, StepRef: c.Step.StepRef, TID: c.Step.TID, Attempt: att.N,
 			Terminal: att.Terminal, Outcome: sv.Outcome, Reason: sv.Reason, Duration: att.EndedAt.Sub(att.StartedAt),
 			PromptTokens: att.PromptTokens, CompletionTokens: att.CompletionTokens, CostUSD: att.CostUSD})
 	}

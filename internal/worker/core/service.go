@@ -189,30 +189,30 @@ type Service struct {
 	hitl sync.Mutex
 }
 
-// files returns the sink of run's work-dir files: its ctx dir, its logs
+// Files returns the sink of run's work-dir Files: its ctx dir, its logs
 // and its report dir (sink.ForRun: on a stack's bucket, under the run, so
 // that runs of one task id never share one; embedded, the work dir's sink
 // itself). The run's workspace bundles and uploads are Sink's own keys.
-func (s *Service) files(run stratus.Run) sink.Sink { return sink.ForRun(s.Sink, run.ID) }
+func (s *Service) Files(run stratus.Run) sink.Sink { return sink.ForRun(s.Sink, run.ID) }
 
-func (s *Service) now() time.Time {
+func (s *Service) NowUTC() time.Time {
 	if s.Now != nil {
 		return s.Now().UTC()
 	}
 	return time.Now().UTC()
 }
 
-// noteOnce reports whether note kind of run runID is said for the first
+// NoteOnce reports whether note kind of run runID is said for the first
 // time by this Service.
-func (s *Service) noteOnce(runID, kind string) bool {
+func (s *Service) NoteOnce(runID, kind string) bool {
 	_, seen := s.notes.LoadOrStore(runID+"\x00"+kind, true)
 	return !seen
 }
 
-// diskFull tells DiskFull of err when it is a write the disk refused, and
+// ReportDiskFull tells DiskFull of err when it is a write the disk refused, and
 // reports whether it did (false: DiskFull is nil, or err is another
 // error, which the caller handles as before).
-func (s *Service) diskFull(err error) bool {
+func (s *Service) ReportDiskFull(err error) bool {
 	if s.DiskFull == nil || !stratus.StorageFull(err) {
 		return false
 	}
@@ -220,27 +220,27 @@ func (s *Service) diskFull(err error) bool {
 	return true
 }
 
-func (s *Service) warnf(format string, args ...any) {
+func (s *Service) Warnf(format string, args ...any) {
 	if s.Log != nil {
 		s.Log.Warn(fmt.Sprintf(format, args...))
 	}
 }
 
-// warnCall is warnf about the step of c: the record carries its run_id,
+// WarnCall is warnf about the step of c: the record carries its run_id,
 // step_ref and attempt.
-func (s *Service) warnCall(c *Caller, format string, args ...any) {
+func (s *Service) WarnCall(c *Caller, format string, args ...any) {
 	if s.Log != nil {
 		logging.Step(s.Log, c.Run.ID, c.Step.StepRef, c.Attempt.N).Warn(fmt.Sprintf(format, args...))
 	}
 }
 
-func (s *Service) emit(e Event) {
+func (s *Service) Emit(e Event) {
 	if e.Type == EventStepEnded || e.Type == EventSupervisorEnded {
 		s.watchDone(e.TID)
 	}
 	if s.OnEvent != nil {
 		if e.At.IsZero() {
-			e.At = s.now()
+			e.At = s.NowUTC()
 		}
 		s.OnEvent(e)
 	}
@@ -249,8 +249,8 @@ func (s *Service) emit(e Event) {
 	}
 }
 
-// stepContext loads a step with its run and env.
-func (s *Service) stepContext(ctx context.Context, tid string) (stratus.Step, stratus.Run, *RunEnv, error) {
+// StepContext loads a step with its run and env.
+func (s *Service) StepContext(ctx context.Context, tid string) (stratus.Step, stratus.Run, *RunEnv, error) {
 	st, err := s.Store.GetStep(ctx, tid)
 	if err != nil {
 		return st, stratus.Run{}, nil, err
@@ -288,10 +288,10 @@ func (s *Service) StopWorker(ctx context.Context, tid string) error {
 	return s.Launcher.Stop(ctx, id)
 }
 
-// workerExited fails an attempt whose worker ended without delivering a
+// WorkerExited fails an attempt whose worker ended without delivering a
 // result (a crash, a refused prompt fetch, a kill), instead of leaving its
 // state to wait for the heartbeat to lapse.
-func (s *Service) workerExited(tid string, n int, exitErr error, logPath string) {
+func (s *Service) WorkerExited(tid string, n int, exitErr error, logPath string) {
 	status := "exit status 0"
 	if exitErr != nil {
 		status = exitErr.Error()
@@ -324,7 +324,7 @@ func (s *Service) failEndedWorker(ctx context.Context, tid string, n int, reason
 	if latest.N != n {
 		return nil // superseded by a rekick
 	}
-	st, run, env, err := s.stepContext(ctx, tid)
+	st, run, env, err := s.StepContext(ctx, tid)
 	if stratus.ErrorCode(err) == stratus.ENOTFOUND {
 		return nil
 	} else if err != nil {
@@ -334,8 +334,8 @@ func (s *Service) failEndedWorker(ctx context.Context, tid string, n int, reason
 		return nil
 	}
 	c := &Caller{Step: st, Attempt: att, Run: run, Env: env}
-	att.EndedAt = s.now()
-	_, err = s.failAttempt(ctx, c, att, seen(failclass.Infrastructure, "worker exited without a result"), reason)
+	att.EndedAt = s.NowUTC()
+	_, err = s.FailAttempt(ctx, c, att, Seen(failclass.Infrastructure, "worker exited without a result"), reason)
 	if stratus.ErrorCode(err) == stratus.ECONFLICT {
 		return nil // recorded; its state had already moved on
 	}

@@ -56,7 +56,7 @@ type StepValue struct {
 	RetryAt time.Time `json:"retry_at,omitzero"`
 }
 
-func decodeStepValue(raw json.RawMessage) (StepValue, error) {
+func DecodeStepValue(raw json.RawMessage) (StepValue, error) {
 	var v StepValue
 	if len(raw) == 0 {
 		return v, fmt.Errorf("no value")
@@ -64,18 +64,18 @@ func decodeStepValue(raw json.RawMessage) (StepValue, error) {
 	return v, json.Unmarshal(raw, &v)
 }
 
-// submitFormat is the fold mode of a node (seed 000 § submit_format),
+// SubmitFormat is the fold mode of a node (seed 000 § submit_format),
 // nearest declaration wins: the node's own `submit_format` (the step), its
 // role file's front matter (the agent), the flow's `submit_format` (flow-wide).
 // An unknown value is warned about and folds like the default.
-func (s *Service) submitFormat(env *RunEnv, nodeID string) string {
+func (s *Service) SubmitFormat(env *RunEnv, nodeID string) string {
 	node := env.Flow.Node(nodeID)
 	f := node.SubmitFormat
 	if f == "" && node.RoleFile != "" {
 		key := env.FlowDir + "\x00" + node.RoleFile
 		if v, ok := s.roleMeta.Load(key); ok {
 			f = v.(string)
-		} else if meta, _, err := readRoleFile(env.FlowDir, node.RoleFile); err == nil {
+		} else if meta, _, err := ReadRoleFile(env.FlowDir, node.RoleFile); err == nil {
 			f = meta.SubmitFormat
 			s.roleMeta.Store(key, f)
 		}
@@ -84,7 +84,7 @@ func (s *Service) submitFormat(env *RunEnv, nodeID string) string {
 		f = env.Flow.SubmitFormat
 	}
 	if !fold.KnownFormat(f) {
-		s.warnf("node %s: submit_format %q is not json or text; folding like the default", nodeID, f)
+		s.Warnf("node %s: submit_format %q is not json or text; folding like the default", nodeID, f)
 		return ""
 	}
 	return f
@@ -117,13 +117,13 @@ func checkVerdict(agent string, v *flow.Verdicts, body []byte, tail []stratus.Ou
 	}
 	arrived := "no staged part named verdict"
 	if found {
-		arrived = fmt.Sprintf("%q", truncate(tok, 80))
+		arrived = fmt.Sprintf("%q", Truncate(tok, 80))
 	}
 	return "", stratus.Errorf(stratus.EUNPROCESSABLE, "verdict contract violation: agent %s, channel %s: got %s; allowed: %s",
 		agent, channel, arrived, strings.Join(v.Allowed, ", "))
 }
 
-func truncate(s string, n int) string {
+func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
@@ -151,7 +151,7 @@ func (s *Service) StageArtifact(ctx context.Context, authorization, name string,
 		return err
 	}
 	err = s.stageArtifact(ctx, c, name, b)
-	s.settleUpload(ctx, c, b, err)
+	s.SettleUpload(ctx, c, b, err)
 	return err
 }
 
@@ -174,17 +174,17 @@ func (s *Service) stageArtifact(ctx context.Context, c *Caller, name string, b B
 	}
 	unlock := s.lockStaging(c.Step.TID)
 	defer unlock()
-	if err := s.fence(ctx, c); err != nil {
+	if err := s.Fence(ctx, c); err != nil {
 		return err
 	}
 	if err := s.checkPartCase(ctx, c, name); err != nil {
 		return err
 	}
-	body, err := s.bodyOf(ctx, c, b)
+	body, err := s.BodyOf(ctx, c, b)
 	if err != nil {
 		return err
 	}
-	if body, err = s.resolveFileSentinel(c, body); err != nil {
+	if body, err = s.ResolveFileSentinel(c, body); err != nil {
 		return err
 	}
 	// The file first, then the tail: a part is staged (listed in the step's
@@ -193,18 +193,18 @@ func (s *Service) stageArtifact(ctx context.Context, c *Caller, name string, b B
 	if c.Run.WorkDir == "" {
 		// No root to place files under: the part is staged (data plane),
 		// its file is skipped fail-open (seed 000 § Files are the server's job).
-		s.warnCall(c, "%s: no work dir resolves for run %s; part %s staged without its file", c.Step.StepRef, c.Run.ID, name)
+		s.WarnCall(c, "%s: no work dir resolves for run %s; part %s staged without its file", c.Step.StepRef, c.Run.ID, name)
 	} else {
-		dir, err := ctxDir(c.Env, c.Run)
+		dir, err := CtxDir(c.Env, c.Run)
 		if err != nil {
 			return err
 		}
-		if err := s.files(c.Run).Put(ctx, path.Join(dir, name), body); err != nil {
+		if err := s.Files(c.Run).Put(ctx, path.Join(dir, name), body); err != nil {
 			return err
 		}
 	}
 	_, err = s.Store.AppendOutput(ctx, stratus.OutputEvent{TID: c.Step.TID, Attempt: c.Attempt.N,
-		Kind: stratus.OutputArtifact, Name: name, Body: body, OK: true, At: s.now()})
+		Kind: stratus.OutputArtifact, Name: name, Body: body, OK: true, At: s.NowUTC()})
 	return err
 }
 
@@ -268,19 +268,19 @@ func (s *Service) SubmitBody(ctx context.Context, authorization, tid string, b B
 	if err != nil {
 		return nil, err
 	}
-	return s.submitBody(ctx, c, b, ok, failure{})
+	return s.submitBody(ctx, c, b, ok, Failure{})
 }
 
 // submitBody reads b (bodyOf) and submits it; the upload, if any, is
 // settled (settleUpload) with the outcome.
-func (s *Service) submitBody(ctx context.Context, c *Caller, b Body, ok bool, f failure) (sv *StepValue, err error) {
-	defer func() { s.settleUpload(ctx, c, b, err) }()
+func (s *Service) submitBody(ctx context.Context, c *Caller, b Body, ok bool, f Failure) (sv *StepValue, err error) {
+	defer func() { s.SettleUpload(ctx, c, b, err) }()
 	// Fenced before the upload is read: a retried submit of a recorded
 	// attempt is the same 409 whether its body came inline or uploaded.
-	if err := s.fence(ctx, c); err != nil {
+	if err := s.Fence(ctx, c); err != nil {
 		return nil, err
 	}
-	body, err := s.bodyOf(ctx, c, b)
+	body, err := s.BodyOf(ctx, c, b)
 	if err != nil {
 		return nil, err
 	}
@@ -330,20 +330,20 @@ func (s *Service) Result(ctx context.Context, authorization string, rb ResultBod
 	if rb.Upload != "" {
 		if v := bytes.TrimSpace(rb.Value); len(v) > 0 && string(v) != "null" {
 			err := stratus.FieldErrorf(stratus.EINVALID, "value", "a result naming an upload has no value (the uploaded bytes are the body); drop value or upload")
-			s.settleUpload(ctx, c, Body{Upload: rb.Upload}, err)
+			s.SettleUpload(ctx, c, Body{Upload: rb.Upload}, err)
 			return nil, err
 		}
-		return s.submitBody(ctx, c, Body{Upload: rb.Upload}, *rb.OK, failure{})
+		return s.submitBody(ctx, c, Body{Upload: rb.Upload}, *rb.OK, Failure{})
 	}
 	body := rb.Body()
-	var f failure
+	var f Failure
 	if !*rb.OK {
-		fv, reset, isValue, err := failureValue(rb.Value)
+		fv, reset, isValue, err := DecodeFailureValue(rb.Value)
 		if err != nil {
 			return nil, err
 		}
 		if isValue {
-			f = failure{terminal: fv.Terminal, verdict: failclass.Verdict{Class: fv.Class, RetryAt: reset, Rule: "runner"}}
+			f = Failure{terminal: fv.Terminal, verdict: failclass.Verdict{Class: fv.Class, RetryAt: reset, Rule: "runner"}}
 			// "draft#1 failed: the model refused", never "failed: Failed: …";
 			// another terminal (TimedOut, NoReport) says what happened.
 			switch {
@@ -364,18 +364,18 @@ func (s *Service) Result(ctx context.Context, authorization string, rb ResultBod
 // attempt with f, classified here (internal/failclass) from its terminal,
 // the body and the engine's stderr in the runner's log when the worker
 // sent no class.
-func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, f failure) (*StepValue, error) {
+func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, f Failure) (*StepValue, error) {
 	if ok {
 		// An engine that wrote into the operator's work dir fails its step
 		// whatever it reports (docs/security.md § Workspace commits).
-		if why := s.watchReason(ctx, c); why != "" {
+		if why := s.WatchReason(ctx, c); why != "" {
 			ok, body = false, []byte(why)
-			f = failure{terminal: "Failed", verdict: failclass.Classify(failclass.Evidence{Terminal: "Captured", Report: true, Reason: why})}
+			f = Failure{terminal: "Failed", verdict: failclass.Classify(failclass.Evidence{Terminal: "Captured", Report: true, Reason: why})}
 		}
 	}
 	var logTailText, log string
 	if !ok {
-		if log = s.runnerLog(c.Run, c.Step); log != "" {
+		if log = s.RunnerLog(c.Run, c.Step); log != "" {
 			logTailText = logTail(log, 2)
 		}
 		if f.verdict.Class == "" {
@@ -384,52 +384,52 @@ func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, f
 			// time in its words is read in this machine's zone: on it, or
 			// beside it (AWS: UTC both), the engine ran.
 			sent := f.verdict.RetryAt
-			f.verdict = failclass.Classify(failclass.Evidence{Terminal: f.terminal, Reason: string(body), Stderr: strings.ReplaceAll(logTailText, " | ", "\n"), Now: s.now().Local()})
+			f.verdict = failclass.Classify(failclass.Evidence{Terminal: f.terminal, Reason: string(body), Stderr: strings.ReplaceAll(logTailText, " | ", "\n"), Now: s.NowUTC().Local()})
 			if f.verdict.RetryAt.IsZero() {
 				f.verdict.RetryAt = sent // a reset sent without a class is kept
 			}
 		}
 	}
 	if c.Step.Kind == supervisorKind {
-		sv, err := s.supervisorSubmit(ctx, c, body, ok, f) // supervisor.go
+		sv, err := s.SupervisorSubmit(ctx, c, body, ok, f) // supervisor.go
 		if !ok {
-			sv = failureAnswer(sv, len(body))
+			sv = FailureAnswer(sv, len(body))
 		}
 		return sv, err
 	}
-	if err := s.fence(ctx, c); err != nil {
+	if err := s.Fence(ctx, c); err != nil {
 		return nil, err
 	}
-	body, err := s.resolveFileSentinel(c, body)
+	body, err := s.ResolveFileSentinel(c, body)
 	if err != nil {
 		return nil, err
 	}
-	final := stratus.OutputEvent{TID: c.Step.TID, Attempt: c.Attempt.N, Kind: stratus.OutputFinal, Body: body, OK: ok, At: s.now()}
+	final := stratus.OutputEvent{TID: c.Step.TID, Attempt: c.Attempt.N, Kind: stratus.OutputFinal, Body: body, OK: ok, At: s.NowUTC()}
 	att := c.Attempt
 	att.EndedAt = final.At
 	if !ok {
 		if _, err := s.Store.AppendOutput(ctx, final); err != nil {
-			return nil, secondFinal(c, err)
+			return nil, SecondFinal(c, err)
 		}
 		// The worker's words, bounded: the whole text is the Final just
 		// appended; half of MaxReasonBytes leaves room for the log's.
-		reason := clipReason(string(body), MaxReasonBytes/2, " [cut; the whole text is the attempt's failed Final]")
+		reason := ClipReason(string(body), MaxReasonBytes/2, " [cut; the whole text is the attempt's failed Final]")
 		if log != "" {
 			// The engine's stderr went to the runner's log: its last
 			// lines (not the runner's own) and where the log is.
 			if logTailText != "" {
-				reason += "; log: " + clipReason(logTailText, MaxReasonBytes/4, "")
+				reason += "; log: " + ClipReason(logTailText, MaxReasonBytes/4, "")
 			}
 			reason += " (log: " + log + ")"
 		}
-		sv, err := s.failAttempt(ctx, c, att, f, reason)
-		return failureAnswer(sv, len(body)), err
+		sv, err := s.FailAttempt(ctx, c, att, f, reason)
+		return FailureAnswer(sv, len(body)), err
 	}
-	if isExec(c.Env.Flow.Node(c.Step.Node).Kind) {
+	if IsExec(c.Env.Flow.Node(c.Step.Node).Kind) {
 		return s.submitExec(ctx, c, final) // checks, tool: a nodeexec result (checks.go)
 	}
 
-	format := s.submitFormat(c.Env, c.Step.Node)
+	format := s.SubmitFormat(c.Env, c.Step.Node)
 	node := c.Env.Flow.Node(c.Step.Node)
 	// The staged parts so far; the Final joins them in memory, so the
 	// 64 KiB body is never read back.
@@ -453,9 +453,9 @@ func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, f
 	// in the tail (docs/security.md § Part names).
 	parts, refused := fold.Parts(tail)
 	for _, err := range refused {
-		s.warnCall(c, "%s: a staged part is left out of the step's value: %s", c.Step.StepRef, stratus.ErrorMessage(err))
+		s.WarnCall(c, "%s: a staged part is left out of the step's value: %s", c.Step.StepRef, stratus.ErrorMessage(err))
 	}
-	subtask, _, err := s.subtaskOf(ctx, c.Env, c.Step)
+	subtask, _, err := s.SubtaskOf(ctx, c.Env, c.Step)
 	if err != nil {
 		return nil, err
 	}
@@ -475,7 +475,7 @@ func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, f
 	if hi, err := HumanInputRequest(node, value); err != nil {
 		return nil, err
 	} else if hi != nil {
-		outcome, reason = compiler.OutcomeHumanInput, hi.Kind+": "+oneLine(hi.Text, 200)
+		outcome, reason = compiler.OutcomeHumanInput, hi.Kind+": "+OneLine(hi.Text, 200)
 	}
 	// Output slots, the decomposition, the output_file copy: decided (and a
 	// malformed planning result refused) before anything is appended.
@@ -495,7 +495,7 @@ func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, f
 	// never reads done without them (docs/security.md § Output that did
 	// not persist).
 	if _, err := s.Store.CompleteAttempt(ctx, final, att, c.Step); err != nil {
-		return nil, secondFinal(c, err)
+		return nil, SecondFinal(c, err)
 	}
 
 	// Parts were projected at staging; the final body is projected now.
@@ -505,33 +505,33 @@ func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, f
 		err = fmt.Errorf("no work dir resolves for run %s, and the flow's check_policy is strict", c.Run.ID)
 	case c.Run.WorkDir == "":
 		// seed 000 § Files are the server's job: skip fail-open, with a warning.
-		s.warnCall(c, "%s: no work dir resolves for run %s; its files are skipped", c.Step.StepRef, c.Run.ID)
+		s.WarnCall(c, "%s: no work dir resolves for run %s; its files are skipped", c.Step.StepRef, c.Run.ID)
 	default:
-		dir, err = ctxDir(c.Env, c.Run)
+		dir, err = CtxDir(c.Env, c.Run)
 	}
 	if err == nil && dir != "" {
 		fm := projection.FrontMatter{TaskID: c.Run.TaskID, Step: c.Step.Node, StepRef: c.Step.StepRef,
 			Attempt: c.Attempt.N, Agent: c.Attempt.Agent, Format: formatName(format), SubmittedAt: final.At}
-		_, err = projection.Project(ctx, s.files(c.Run), dir, c.Step.Node, fm, body, nil)
+		_, err = projection.Project(ctx, s.Files(c.Run), dir, c.Step.Node, fm, body, nil)
 		if err == nil {
-			err = s.writeOutputs(ctx, s.files(c.Run), outs)
+			err = s.writeOutputs(ctx, s.Files(c.Run), outs)
 		}
 	}
 	if err != nil {
-		return nil, s.notPersisted(ctx, c, att, err)
+		return nil, s.NotPersisted(ctx, c, att, err)
 	}
 	step := c.Step
 	step.Status, step.Verdict, step.Value, step.EndedAt = stratus.StepCompleted, outcome, raw, final.At
 	if err := s.Store.UpdateStep(ctx, step); err != nil {
-		return nil, s.notPersisted(ctx, c, att, fmt.Errorf("record %s done: %w", c.Step.StepRef, err))
+		return nil, s.NotPersisted(ctx, c, att, fmt.Errorf("record %s done: %w", c.Step.StepRef, err))
 	}
 	for _, w := range outs.warnings {
-		s.warnCall(c, "%s: %s", c.Step.StepRef, w)
+		s.WarnCall(c, "%s: %s", c.Step.StepRef, w)
 	}
 	if ev.Exhausted {
-		s.warnCall(c, "%s", exhaustedWarning(c.Step.StepRef, ev))
+		s.WarnCall(c, "%s", exhaustedWarning(c.Step.StepRef, ev))
 	}
-	s.emitEnded(c, att, outcome, reason)
+	s.EmitEnded(c, att, outcome, reason)
 	if err := s.Tokens.SendTaskSuccess(ctx, c.Step.TaskToken, raw); err != nil {
 		return nil, stratus.Errorf(stratus.ECONFLICT, "output of %s was recorded, but its state no longer waits for it: %v", c.Step.StepRef, err)
 	}
@@ -545,7 +545,7 @@ func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, f
 // and stops the run. Whoever serves the request has nothing left to stop.
 var ErrNotPersisted = errors.New("the step's output did not persist")
 
-// notPersisted ends a step whose Final was recorded (CompleteAttempt) but
+// NotPersisted ends a step whose Final was recorded (CompleteAttempt) but
 // whose output did not persist — a projection file, an output file or the
 // step's own completed record refused by the sink or the store (err) —
 // the way docs/security.md § Output that did not persist says: the attempt
@@ -561,7 +561,7 @@ var ErrNotPersisted = errors.New("the step's output did not persist")
 // The error returned is a *stratus.Error for the worker — ENOSPACE (507)
 // for a full disk, else EINTERNAL — whose message leaks no path, wrapping
 // ErrNotPersisted and err for the server's logs.
-func (s *Service) notPersisted(ctx context.Context, c *Caller, att stratus.Attempt, err error) error {
+func (s *Service) NotPersisted(ctx context.Context, c *Caller, att stratus.Attempt, err error) error {
 	ctx = context.WithoutCancel(ctx) // a worker gone away does not leave the step open
 	cause, public, code, fix := err.Error(), "its files could not be written", stratus.EINTERNAL, "fix that"
 	if stratus.StorageFull(err) {
@@ -572,19 +572,19 @@ func (s *Service) notPersisted(ctx context.Context, c *Caller, att stratus.Attem
 	att.Status, att.Reason = stratus.AttemptFailed, reason
 	att.Class, att.RetryAt = failclass.Infrastructure, time.Time{} // the server's own failure
 	if uerr := s.Store.UpdateAttempt(ctx, att); uerr != nil {
-		s.warnCall(c, "%s: record the attempt failed: %v", c.Step.StepRef, uerr)
+		s.WarnCall(c, "%s: record the attempt failed: %v", c.Step.StepRef, uerr)
 	}
 	v, _ := json.Marshal(StepValue{StepRef: c.Step.StepRef, Node: c.Step.Node, Attempt: att.N, Outcome: "failed", Reason: reason})
-	if ferr := s.finishStep(ctx, c.Step, stratus.StepFailed, "failed", v); ferr != nil {
-		s.warnCall(c, "%s: record the step failed: %v; it stays open until the run ends", c.Step.StepRef, ferr)
+	if ferr := s.FinishStep(ctx, c.Step, stratus.StepFailed, "failed", v); ferr != nil {
+		s.WarnCall(c, "%s: record the step failed: %v; it stays open until the run ends", c.Step.StepRef, ferr)
 	}
-	s.emitEnded(c, att, "failed", reason)
+	s.EmitEnded(c, att, "failed", reason)
 	// A full disk stops the run wherever it is met (DiskFull): the state
 	// is not told then, so that nothing routes the failure while the run
 	// stops.
-	if !s.diskFull(fmt.Errorf("%s: its output did not persist (%s): %w", c.Step.StepRef, fullErrno(err), err)) {
+	if !s.ReportDiskFull(fmt.Errorf("%s: its output did not persist (%s): %w", c.Step.StepRef, fullErrno(err), err)) {
 		if terr := s.Tokens.SendTaskFailure(ctx, c.Step.TaskToken, ErrProjection, c.Step.StepRef+" failed: "+reason); terr != nil {
-			s.warnCall(c, "%s: tell its state it failed: %v", c.Step.StepRef, terr)
+			s.WarnCall(c, "%s: tell its state it failed: %v", c.Step.StepRef, terr)
 		}
 	}
 	pub := stratus.Errorf(code, "the output of %s was recorded, but %s: the step failed; %s, then resume the run", c.Step.StepRef, public, fix)
@@ -605,8 +605,8 @@ func fullErrno(err error) string {
 	return "ENOSPACE"
 }
 
-// secondFinal words the conflict of a second Final for the caller.
-func secondFinal(c *Caller, err error) error {
+// SecondFinal words the conflict of a second Final for the caller.
+func SecondFinal(c *Caller, err error) error {
 	if stratus.ErrorCode(err) == stratus.ECONFLICT {
 		return stratus.Errorf(stratus.ECONFLICT, "attempt %d of %s already has a Final", c.Attempt.N, c.Step.TID)
 	}
@@ -628,9 +628,9 @@ const MaxReasonBytes = 4 << 10
 // not send the worker its text back.
 const AnswerReasonBytes = 256
 
-// clipReason returns s when it is at most max bytes, else its first bytes,
+// ClipReason returns s when it is at most max bytes, else its first bytes,
 // cut on a rune boundary, then "…" and more, in at most max bytes in all.
-func clipReason(s string, max int, more string) string {
+func ClipReason(s string, max int, more string) string {
 	if len(s) <= max {
 		return s
 	}
@@ -645,52 +645,52 @@ func clipReason(s string, max int, more string) string {
 	return s[:cut] + suffix
 }
 
-// failureAnswer is what a failed result or submit answers for sv, the
+// FailureAnswer is what a failed result or submit answers for sv, the
 // failed step's value: sv with Bytes, the size of the reason the worker
 // sent, and its reason cut to AnswerReasonBytes.
-func failureAnswer(sv *StepValue, bytes int) *StepValue {
+func FailureAnswer(sv *StepValue, bytes int) *StepValue {
 	if sv == nil {
 		return nil
 	}
 	a := *sv
 	a.Bytes = bytes
-	a.Reason = clipReason(a.Reason, AnswerReasonBytes, "")
+	a.Reason = ClipReason(a.Reason, AnswerReasonBytes, "")
 	return &a
 }
 
-// failAttempt records att failed as f says (its terminal, class and
+// FailAttempt records att failed as f says (its terminal, class and
 // reset) with reason, fails its step and its Task state (ErrWorkerFailed:
 // what happens next is the state machine's, whatever the class).
-func (s *Service) failAttempt(ctx context.Context, c *Caller, att stratus.Attempt, f failure, reason string) (*StepValue, error) {
-	f = f.complete(reason, s.now().Local())
+func (s *Service) FailAttempt(ctx context.Context, c *Caller, att stratus.Attempt, f Failure, reason string) (*StepValue, error) {
+	f = f.Complete(reason, s.NowUTC().Local())
 	if c.Step.Kind == supervisorKind {
-		return s.supervisorFailed(ctx, c, att, f, reason) // supervisor.go
+		return s.SupervisorFailed(ctx, c, att, f, reason) // supervisor.go
 	}
 	// Bounded whatever its source (a worker's report, a runner log's
 	// lines, a launch error): see MaxReasonBytes.
-	reason = clipReason(reason, MaxReasonBytes, " [cut]")
+	reason = ClipReason(reason, MaxReasonBytes, " [cut]")
 	att.Status, att.Terminal, att.Reason = stratus.AttemptFailed, f.terminal, reason
 	att.Class, att.RetryAt = f.verdict.Class, f.verdict.RetryAt
 	if err := s.Store.UpdateAttempt(ctx, att); err != nil {
 		return nil, err
 	}
-	if sv, handled, err := s.retryFailure(ctx, c, att, reason); handled {
+	if sv, handled, err := s.RetryFailure(ctx, c, att, reason); handled {
 		return sv, err // retry.go: a transient failure the retry policy takes
 	}
 	sv := &StepValue{StepRef: c.Step.StepRef, Node: c.Step.Node, Attempt: att.N, Outcome: "failed", Reason: reason}
 	raw, _ := json.Marshal(sv)
-	if err := s.finishStep(ctx, c.Step, stratus.StepFailed, "failed", raw); err != nil {
+	if err := s.FinishStep(ctx, c.Step, stratus.StepFailed, "failed", raw); err != nil {
 		return nil, err
 	}
-	s.emitEnded(c, att, "failed", reason)
+	s.EmitEnded(c, att, "failed", reason)
 	if err := s.Tokens.SendTaskFailure(ctx, c.Step.TaskToken, ErrWorkerFailed, reason); err != nil {
 		return nil, stratus.Errorf(stratus.ECONFLICT, "failure of %s was recorded, but its state no longer waits for it: %v", c.Step.StepRef, err)
 	}
 	return sv, nil
 }
 
-func (s *Service) emitEnded(c *Caller, att stratus.Attempt, outcome, reason string) {
-	s.emit(Event{Type: EventStepEnded, RunID: c.Run.ID, Node: c.Step.Node, StepRef: c.Step.StepRef, TID: c.Step.TID, Attempt: att.N,
+func (s *Service) EmitEnded(c *Caller, att stratus.Attempt, outcome, reason string) {
+	s.Emit(Event{Type: EventStepEnded, RunID: c.Run.ID, Node: c.Step.Node, StepRef: c.Step.StepRef, TID: c.Step.TID, Attempt: att.N,
 		Terminal: att.Terminal, Outcome: outcome, Reason: reason, Duration: att.EndedAt.Sub(att.StartedAt),
 		PromptTokens: att.PromptTokens, CompletionTokens: att.CompletionTokens, CostUSD: att.CostUSD})
 }
@@ -758,11 +758,11 @@ func (s *Service) RecordStats(ctx context.Context, authorization string, st Stat
 	if err := st.check(); err != nil {
 		return err
 	}
-	if err := s.fence(ctx, c); err != nil {
+	if err := s.Fence(ctx, c); err != nil {
 		return err
 	}
 	// The stats are the worker's heartbeat: its handle's lease is renewed.
-	s.renewHandle(ctx, c)
+	s.RenewHandle(ctx, c)
 	att := c.Attempt
 	if st.Steps != nil && *st.Steps > att.Steps {
 		att.Steps = *st.Steps
@@ -783,10 +783,10 @@ func (s *Service) RecordStats(ctx context.Context, authorization string, st Stat
 		return err
 	}
 	if s.OnEvent != nil && (st.Steps != nil || st.PromptTokens != nil || st.CompletionTokens != nil || st.CostUSD != nil) {
-		now := s.now()
+		now := s.NowUTC()
 		node := c.Step.Node
 		if c.Step.Kind == supervisorKind {
-			node = supervisorValue(c.Step).Job // as its start and end events name it
+			node = SupervisorValue(c.Step).Job // as its start and end events name it
 		}
 		s.OnEvent(Event{Type: EventStepProgress, At: now, RunID: c.Step.RunID, Node: node, StepRef: c.Step.StepRef, Attempt: att.N,
 			Duration: now.Sub(att.StartedAt), Steps: att.Steps, PromptTokens: att.PromptTokens, CompletionTokens: att.CompletionTokens, CostUSD: att.CostUSD})

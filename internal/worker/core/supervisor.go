@@ -106,8 +106,8 @@ func supervisorResolved(cfg *config.Config, job string) (stratus.Resolved, confi
 	}
 	r := stratus.Resolved{
 		Provider:          name,
-		Model:             first(phase.Model, prov.Model),
-		Reasoning:         first(phase.Reasoning, prov.Reasoning),
+		Model:             First(phase.Model, prov.Model),
+		Reasoning:         First(phase.Reasoning, prov.Reasoning),
 		PermissionProfile: flow.ReadOnly,
 		TimeoutSeconds:    DefaultEngineTimeoutSeconds,
 		Configured:        stratus.ModelChoice{Model: prov.Model, Reasoning: prov.Reasoning},
@@ -140,7 +140,7 @@ func (s *Service) createSupervisorStep(ctx context.Context, run stratus.Run, job
 		}
 		jobVisit := 1
 		for _, st := range turns {
-			if st.Visit < n && supervisorValue(st).Job == job {
+			if st.Visit < n && SupervisorValue(st).Job == job {
 				jobVisit++
 			}
 		}
@@ -157,12 +157,12 @@ func (s *Service) createSupervisorStep(ctx context.Context, run stratus.Run, job
 			TaskToken: token,
 			Status:    stratus.StepRunning,
 			Value:     v,
-			CreatedAt: s.now(),
+			CreatedAt: s.NowUTC(),
 		}, nil
 	})
 }
 
-func supervisorValue(st stratus.Step) report.SupervisorValue {
+func SupervisorValue(st stratus.Step) report.SupervisorValue {
 	var v report.SupervisorValue
 	json.Unmarshal(st.Value, &v)
 	return v
@@ -176,35 +176,35 @@ func (s *Service) launchSupervisor(ctx context.Context, run stratus.Run, env *Ru
 		return err
 	}
 	att := stratus.Attempt{TID: step.TID, N: 1, Agent: "supervisor", Status: stratus.AttemptRunning,
-		System: supervisorSystem(env, step, job), Prompt: rendered, StartedAt: s.now(), Resolved: res}
+		System: supervisorSystem(env, step, job), Prompt: rendered, StartedAt: s.NowUTC(), Resolved: res}
 	if err := s.Store.CreateAttempt(ctx, att); err != nil {
 		return err
 	}
 	logDir := path.Join(report.Dir(run.TaskID), "supervisor", fmt.Sprintf("run-%06d", step.Visit))
-	if err := s.files(run).Put(ctx, path.Join(logDir, "rendered-prompt.md"), []byte(redact(rendered))); err != nil {
+	if err := s.Files(run).Put(ctx, path.Join(logDir, "rendered-prompt.md"), []byte(Redact(rendered))); err != nil {
 		return fmt.Errorf("save rendered prompt: %w", err)
 	}
 	// As long as the turn's engine deadline allows (it was the token TTL,
 	// 600 s, whatever the supervisor's timeout: a longer turn lost its
 	// credential mid-way).
-	h := stratus.Handle{Handle: newBootstrap(), RunID: run.ID, TID: step.TID, Attempt: 1, ExpiresAt: s.now().Add(s.handleLifetime(env, nil, res))}
+	h := stratus.Handle{Handle: newBootstrap(), RunID: run.ID, TID: step.TID, Attempt: 1, ExpiresAt: s.NowUTC().Add(s.HandleLifetime(env, nil, res))}
 	if err := s.Store.PutHandle(ctx, h); err != nil {
 		return err
 	}
-	s.emit(Event{Type: EventSupervisorStarted, RunID: run.ID, Node: job, StepRef: step.StepRef, Attempt: 1, Reason: supervisorValue(step).ForRef})
+	s.Emit(Event{Type: EventSupervisorStarted, RunID: run.ID, Node: job, StepRef: step.StepRef, Attempt: 1, Reason: SupervisorValue(step).ForRef})
 	spec := launch.Spec{APIURL: s.APIURL, Handle: h.Handle, TaskID: step.TID, Attempt: 1}
 	if s.LocalLogs != "" {
 		spec.LogPath = filepath.Join(s.LocalLogs, run.TaskID, "supervisor", fmt.Sprintf("run-%06d", step.Visit), "runner.log")
 	}
 	spec.SpoolDir = spoolDir(spec.LogPath)
-	spec.OnExit = func(err error) { s.workerExited(step.TID, 1, err, spec.LogPath) }
+	spec.OnExit = func(err error) { s.WorkerExited(step.TID, 1, err, spec.LogPath) }
 	// A launch that waits (capacity, a busy runner pool) keeps the state
 	// the turn holds alive: the finalize turn holds publish's token.
-	spec.Waiting = func() error { return s.heartbeat(ctx, step) }
+	spec.Waiting = func() error { return s.Heartbeat(ctx, step) }
 	s.watchStarted(ctx, run, env, step.TID, 1)
 	id, err := s.Launcher.Launch(ctx, spec)
 	if err != nil {
-		att.Status, att.Terminal, att.Reason, att.EndedAt = stratus.AttemptFailed, "Failed", err.Error(), s.now()
+		att.Status, att.Terminal, att.Reason, att.EndedAt = stratus.AttemptFailed, "Failed", err.Error(), s.NowUTC()
 		att.Class = failclass.Infrastructure // the launch failed
 		s.Store.UpdateAttempt(ctx, att)
 		return fmt.Errorf("launch the supervisor's worker: %w", err)
@@ -242,42 +242,42 @@ func (s *Service) supervisorRole(ctx context.Context, run stratus.Run, env *RunE
 	if rel == "" {
 		return ""
 	}
-	_, tmpl, err := readRoleFile(env.FlowDir, rel)
+	_, tmpl, err := ReadRoleFile(env.FlowDir, rel)
 	if err != nil {
 		if stratus.ErrorCode(err) == stratus.ENOTFOUND && rel == config.Default().Supervisor.RoleFile {
 			return "" // the default shared role file is optional: install does not deliver one
 		}
 		if _, seen := s.sup.warned.LoadOrStore(env.FlowDir+"\x00"+rel, true); !seen {
-			s.warnf("supervisor role file %s: %s; the built-in instruction is used", rel, stratus.ErrorMessage(err))
+			s.Warnf("supervisor role file %s: %s; the built-in instruction is used", rel, stratus.ErrorMessage(err))
 		}
 		return ""
 	}
-	vars, err := s.templateVars(ctx, run, env, step)
+	vars, err := s.TemplateVars(ctx, run, env, step)
 	if err != nil {
 		vars = map[string]string{}
 	}
 	vars["stage"] = "supervisor"
-	return prompt.Render(tmpl, vars, outputNodes(env.Flow))
+	return prompt.Render(tmpl, vars, OutputNodes(env.Flow))
 }
 
-// startFinalize starts the finalize turn of a run that reached its publish
+// StartFinalize starts the finalize turn of a run that reached its publish
 // node (seed 004 § What the layer does: "At whole-task close … it
 // synthesizes the plain-language summary.md"). It returns true when the
 // turn is launched: the turn's end then writes the report and completes
 // publish. It returns false when the layer is off, or when the turn could
 // not be started — recorded as a failed finalize turn, so the report says
 // degraded — and the caller publishes at once (situation 3).
-func (s *Service) startFinalize(ctx context.Context, run stratus.Run, env *RunEnv, pub stratus.Step) bool {
+func (s *Service) StartFinalize(ctx context.Context, run stratus.Run, env *RunEnv, pub stratus.Step) bool {
 	if !env.Config.Supervisor.On() {
 		return false
 	}
 	if why := s.capReached(ctx, run); why != "" {
-		s.warnf("supervisor finalize not started: %s; the deterministic report takes over", why)
+		s.Warnf("supervisor finalize not started: %s; the deterministic report takes over", why)
 		return false
 	}
 	step, created, err := s.createSupervisorStep(ctx, run, report.JobFinalize, pub, pub.TaskToken)
 	if err != nil {
-		s.warnf("supervisor finalize: %v; the deterministic report takes over", err)
+		s.Warnf("supervisor finalize: %v; the deterministic report takes over", err)
 		return false
 	}
 	if !created {
@@ -285,12 +285,12 @@ func (s *Service) startFinalize(ctx context.Context, run stratus.Run, env *RunEn
 	}
 	fail := func(err error) bool {
 		reason := err.Error()
-		v := supervisorValue(step)
+		v := SupervisorValue(step)
 		v.Outcome, v.Reason = "failed", reason
 		raw, _ := json.Marshal(v)
-		s.finishStep(ctx, step, stratus.StepFailed, "failed", raw)
-		s.warnf("supervisor finalize (%s): %s; the deterministic report takes over", step.StepRef, reason)
-		s.emit(Event{Type: EventSupervisorEnded, RunID: run.ID, Node: report.JobFinalize, StepRef: step.StepRef, Outcome: "failed", Reason: reason})
+		s.FinishStep(ctx, step, stratus.StepFailed, "failed", raw)
+		s.Warnf("supervisor finalize (%s): %s; the deterministic report takes over", step.StepRef, reason)
+		s.Emit(Event{Type: EventSupervisorEnded, RunID: run.ID, Node: report.JobFinalize, StepRef: step.StepRef, Outcome: "failed", Reason: reason})
 		return false
 	}
 	f, err := report.Collect(ctx, s.Store, run, stratus.RunDone, ReportEnv(env))
@@ -298,7 +298,7 @@ func (s *Service) startFinalize(ctx context.Context, run stratus.Run, env *RunEn
 		return fail(fmt.Errorf("collect the run's facts: %w", err))
 	}
 	packetKey := path.Join(report.Dir(run.TaskID), "supervisor", "packet.json")
-	if err := s.files(run).Put(ctx, packetKey, supervisor.BuildPacket(f).Marshal()); err != nil {
+	if err := s.Files(run).Put(ctx, packetKey, supervisor.BuildPacket(f).Marshal()); err != nil {
 		return fail(fmt.Errorf("write the packet: %w", err))
 	}
 	roleRel, finRel := supervisor.RoleFiles(env.Config.Supervisor, env.Flow)
@@ -308,8 +308,8 @@ func (s *Service) startFinalize(ctx context.Context, run stratus.Run, env *RunEn
 	}
 	text := supervisor.FinalizePrompt(supervisor.FinalizeInput{
 		Role: s.supervisorRole(ctx, run, env, step, roleRel), Emphasis: s.supervisorRole(ctx, run, env, step, finRel),
-		TaskID: run.TaskID, TaskTitle: run.TaskTitle, TaskPath: taskPathOf(run), WorkDir: rootOf(run),
-		Flow: env.Flow.TaskType, RunID: run.ID, PacketPath: abs(run, packetKey), EmitFollowUps: emit,
+		TaskID: run.TaskID, TaskTitle: run.TaskTitle, TaskPath: TaskPathOf(run), WorkDir: RootOf(run),
+		Flow: env.Flow.TaskType, RunID: run.ID, PacketPath: Abs(run, packetKey), EmitFollowUps: emit,
 	})
 	if err := s.launchSupervisor(ctx, run, env, step, report.JobFinalize, text); err != nil {
 		return fail(err)
@@ -317,25 +317,25 @@ func (s *Service) startFinalize(ctx context.Context, run stratus.Run, env *RunEn
 	return true
 }
 
-// supervisorPayload serves GET /v1/worker/prompt for a supervisor turn: the
+// SupervisorPayload serves GET /v1/worker/prompt for a supervisor turn: the
 // ordinary payload, with the turn's own resolution (read-only, no network)
 // and the engine input naming the job ("supervisor.finalize",
 // "supervisor.observe") as its node and the job's ordinal as its visit.
-func (s *Service) supervisorPayload(ctx context.Context, c *Caller) (*Payload, error) {
+func (s *Service) SupervisorPayload(ctx context.Context, c *Caller) (*Payload, error) {
 	run, env, step, att := c.Run, c.Env, c.Step, c.Attempt
-	dir, err := ctxDir(env, run)
+	dir, err := CtxDir(env, run)
 	if err != nil {
 		return nil, err
 	}
-	prior, err := s.latestSteps(ctx, run.ID, step.TID)
+	prior, err := s.LatestSteps(ctx, run.ID, step.TID)
 	if err != nil {
 		return nil, err
 	}
-	cx := &Context{ProjectRoot: rootOf(run), WorkDir: rootOf(run), CtxDir: abs(run, dir), TaskMetadata: env.Task.Front, Steps: []StepPointer{}}
+	cx := &Context{ProjectRoot: RootOf(run), WorkDir: RootOf(run), CtxDir: Abs(run, dir), TaskMetadata: env.Task.Front, Steps: []StepPointer{}}
 	for _, st := range prior {
-		cx.Steps = append(cx.Steps, StepPointer{Step: st.Node, StepRef: st.StepRef, Path: abs(run, path.Join(dir, st.Node+".md")), Outcome: st.Verdict})
+		cx.Steps = append(cx.Steps, StepPointer{Step: st.Node, StepRef: st.StepRef, Path: Abs(run, path.Join(dir, st.Node+".md")), Outcome: st.Verdict})
 	}
-	v := supervisorValue(step)
+	v := SupervisorValue(step)
 	res := att.Resolved
 	_, prov, err := env.Config.Provider(res.Provider)
 	if err != nil {
@@ -354,53 +354,53 @@ func (s *Service) supervisorPayload(ctx context.Context, c *Caller) (*Payload, e
 		return nil, err
 	}
 	eng := &EngineSpec{
-		Provider: res.Provider, Command: prov.Command, Args: expandArgs(prov.Args, argValues(kind, prov.MaxSteps, res)),
-		Env: prov.Env, Dir: rootOf(run), DeadlineMS: res.TimeoutSeconds * 1000, Kind: kind, MaxSteps: prov.MaxSteps, Input: input,
+		Provider: res.Provider, Command: prov.Command, Args: ExpandArgs(prov.Args, ArgValues(kind, prov.MaxSteps, res)),
+		Env: prov.Env, Dir: RootOf(run), DeadlineMS: res.TimeoutSeconds * 1000, Kind: kind, MaxSteps: prov.MaxSteps, Input: input,
 		Model: res.Model, Reasoning: res.Reasoning, PermissionProfile: res.PermissionProfile, NetworkAccess: res.NetworkAccess,
 	}
 	if prov.Dir != "" {
-		eng.Dir = path.Join(rootOf(run), prov.Dir)
+		eng.Dir = path.Join(RootOf(run), prov.Dir)
 	}
-	if eng.Files, err = engineFiles(env, eng); err != nil {
+	if eng.Files, err = EngineFilesOf(env, eng); err != nil {
 		return nil, err
 	}
-	ws, err := s.workspaceSpec(ctx, c, false, false)
+	ws, err := s.WorkspaceSpecOf(ctx, c, false, false)
 	if err != nil {
 		return nil, err
 	}
-	return &Payload{TaskID: step.TID, Attempt: att.N, Agent: att.Agent, System: att.System, SystemRef: systemRef(step.TID, att.N, att.System),
+	return &Payload{TaskID: step.TID, Attempt: att.N, Agent: att.Agent, System: att.System, SystemRef: SystemRefOf(step.TID, att.N, att.System),
 		Prompt: att.Prompt, Context: cx, StepRef: step.StepRef, Engine: eng, Workspace: ws}, nil
 }
 
-// supervisorSubmit records a supervisor turn's final body (seed 004 § What
+// SupervisorSubmit records a supervisor turn's final body (seed 004 § What
 // the layer does): the attempt and its step end, no task token of its own
 // is completed, and the job's end follows — the finalize turn's report and
 // publish, or the observation's note.
-func (s *Service) supervisorSubmit(ctx context.Context, c *Caller, body []byte, ok bool, f failure) (*StepValue, error) {
-	if err := s.fence(ctx, c); err != nil {
+func (s *Service) SupervisorSubmit(ctx context.Context, c *Caller, body []byte, ok bool, f Failure) (*StepValue, error) {
+	if err := s.Fence(ctx, c); err != nil {
 		return nil, err
 	}
-	body, err := s.resolveFileSentinel(c, body)
+	body, err := s.ResolveFileSentinel(c, body)
 	if err != nil {
 		return nil, err
 	}
-	final := stratus.OutputEvent{TID: c.Step.TID, Attempt: c.Attempt.N, Kind: stratus.OutputFinal, Body: body, OK: ok, At: s.now()}
+	final := stratus.OutputEvent{TID: c.Step.TID, Attempt: c.Attempt.N, Kind: stratus.OutputFinal, Body: body, OK: ok, At: s.NowUTC()}
 	att := c.Attempt
 	att.EndedAt = final.At
 	if !ok {
 		if _, err := s.Store.AppendOutput(ctx, final); err != nil {
-			return nil, secondFinal(c, err)
+			return nil, SecondFinal(c, err)
 		}
-		return s.supervisorFailed(ctx, c, att, f.complete(string(body), s.now().Local()), string(body))
+		return s.SupervisorFailed(ctx, c, att, f.Complete(string(body), s.NowUTC().Local()), string(body))
 	}
-	v := supervisorValue(c.Step)
+	v := SupervisorValue(c.Step)
 	v.Attempt, v.Outcome = att.N, "done"
 	raw, _ := json.Marshal(v)
 	att.Status, att.Terminal = stratus.AttemptSubmitted, "Captured"
 	step := c.Step
 	step.Status, step.Verdict, step.Value, step.EndedAt = stratus.StepCompleted, "done", raw, final.At
 	if _, err := s.Store.CompleteAttempt(ctx, final, att, step); err != nil {
-		return nil, secondFinal(c, err)
+		return nil, SecondFinal(c, err)
 	}
 	bg := context.WithoutCancel(ctx)
 	switch v.Job {
@@ -410,13 +410,13 @@ func (s *Service) supervisorSubmit(ctx context.Context, c *Caller, body []byte, 
 			emit = *c.Env.Flow.Supervisor.EmitFollowUps
 		}
 		syn := supervisor.ParseFinal(body, emit)
-		s.emit(s.supervisorEnded(c, att, Event{Node: v.Job, StepRef: step.StepRef, Terminal: att.Terminal, Outcome: syn.Outcome}))
+		s.Emit(s.supervisorEnded(c, att, Event{Node: v.Job, StepRef: step.StepRef, Terminal: att.Terminal, Outcome: syn.Outcome}))
 		s.finishFinalize(bg, c, att.N, v, syn)
 	case report.JobObserve:
-		s.emit(s.supervisorEnded(c, att, Event{Node: v.Job, StepRef: step.StepRef, Terminal: att.Terminal, Outcome: "done", Reason: v.ForRef}))
+		s.Emit(s.supervisorEnded(c, att, Event{Node: v.Job, StepRef: step.StepRef, Terminal: att.Terminal, Outcome: "done", Reason: v.ForRef}))
 		note := fmt.Sprintf("# Observation of %s\n\n%s\n", v.ForRef, strings.TrimSpace(string(body)))
-		if err := s.files(c.Run).Put(bg, observationKey(c.Run, v), []byte(redact(note))); err != nil {
-			s.warnf("supervisor observation of %s: %v", v.ForRef, err)
+		if err := s.Files(c.Run).Put(bg, observationKey(c.Run, v), []byte(Redact(note))); err != nil {
+			s.Warnf("supervisor observation of %s: %v", v.ForRef, err)
 		}
 	}
 	return &StepValue{StepRef: step.StepRef, Node: step.Node, Attempt: att.N, Outcome: "done", Bytes: len(body)}, nil
@@ -428,7 +428,7 @@ func (s *Service) supervisorEnded(c *Caller, att stratus.Attempt, e Event) Event
 	e.Type, e.RunID, e.TID, e.Attempt = EventSupervisorEnded, c.Run.ID, c.Step.TID, att.N
 	e.PromptTokens, e.CompletionTokens, e.CostUSD = att.PromptTokens, att.CompletionTokens, att.CostUSD
 	if !att.StartedAt.IsZero() {
-		e.Duration = s.now().Sub(att.StartedAt)
+		e.Duration = s.NowUTC().Sub(att.StartedAt)
 	}
 	return e
 }
@@ -440,30 +440,30 @@ func observationKey(run stratus.Run, v report.SupervisorValue) string {
 	return path.Join(report.Dir(run.TaskID), "supervisor", fmt.Sprintf("observe-%s-%s.md", node, visit))
 }
 
-// supervisorFailed ends a supervisor turn that failed. A finalize turn's
+// SupervisorFailed ends a supervisor turn that failed. A finalize turn's
 // failure never fails the run: the deterministic report takes over
 // (situation 3). An observation's failure is logged and swallowed.
-func (s *Service) supervisorFailed(ctx context.Context, c *Caller, att stratus.Attempt, f failure, reason string) (*StepValue, error) {
-	reason = clipReason(reason, MaxReasonBytes, " [cut]") // see MaxReasonBytes
+func (s *Service) SupervisorFailed(ctx context.Context, c *Caller, att stratus.Attempt, f Failure, reason string) (*StepValue, error) {
+	reason = ClipReason(reason, MaxReasonBytes, " [cut]") // see MaxReasonBytes
 	terminal := f.terminal
 	att.Status, att.Terminal, att.Reason = stratus.AttemptFailed, terminal, reason
 	att.Class, att.RetryAt = f.verdict.Class, f.verdict.RetryAt
 	if err := s.Store.UpdateAttempt(ctx, att); err != nil {
 		return nil, err
 	}
-	v := supervisorValue(c.Step)
+	v := SupervisorValue(c.Step)
 	v.Attempt, v.Outcome, v.Reason = att.N, "failed", reason
 	raw, _ := json.Marshal(v)
-	if err := s.finishStep(ctx, c.Step, stratus.StepFailed, "failed", raw); err != nil {
+	if err := s.FinishStep(ctx, c.Step, stratus.StepFailed, "failed", raw); err != nil {
 		return nil, err
 	}
-	s.emit(s.supervisorEnded(c, att, Event{Node: v.Job, StepRef: c.Step.StepRef, Terminal: terminal, Outcome: "failed", Reason: reason}))
+	s.Emit(s.supervisorEnded(c, att, Event{Node: v.Job, StepRef: c.Step.StepRef, Terminal: terminal, Outcome: "failed", Reason: reason}))
 	bg := context.WithoutCancel(ctx)
 	switch v.Job {
 	case report.JobFinalize:
 		s.finishFinalize(bg, c, att.N, v, report.Synthesis{Outcome: report.SynthesisFailed, Reason: reason})
 	default:
-		s.warnf("supervisor observation of %s failed (it is advisory; the run goes on): %s", v.ForRef, reason)
+		s.Warnf("supervisor observation of %s failed (it is advisory; the run goes on): %s", v.ForRef, reason)
 	}
 	return &StepValue{StepRef: c.Step.StepRef, Node: c.Step.Node, Attempt: att.N, Outcome: "failed", Reason: reason}, nil
 }
@@ -475,15 +475,15 @@ func (s *Service) finishFinalize(ctx context.Context, c *Caller, attempt int, v 
 	syn.StepRef = c.Step.StepRef
 	rec, _ := json.Marshal(syn)
 	if _, err := s.Store.AppendOutput(ctx, stratus.OutputEvent{TID: c.Step.TID, Attempt: attempt, Kind: stratus.OutputSidecar,
-		Name: report.SynthesisPart, Body: rec, OK: true, At: s.now()}); err != nil {
-		s.warnCall(c, "supervisor finalize (%s): record what reached disk: %v", c.Step.StepRef, err)
+		Name: report.SynthesisPart, Body: rec, OK: true, At: s.NowUTC()}); err != nil {
+		s.WarnCall(c, "supervisor finalize (%s): record what reached disk: %v", c.Step.StepRef, err)
 	}
 	switch syn.Outcome {
 	case report.SynthesisCollapsed:
-		s.warnCall(c, "supervisor finalize (%s): the synthesis collapsed (under %d characters of prose) and was discarded; the deterministic report takes over and summary.json says degraded. Discarded text: %q",
+		s.WarnCall(c, "supervisor finalize (%s): the synthesis collapsed (under %d characters of prose) and was discarded; the deterministic report takes over and summary.json says degraded. Discarded text: %q",
 			c.Step.StepRef, report.CollapseFloor, syn.Discarded)
 	case report.SynthesisFailed:
-		s.warnCall(c, "supervisor finalize (%s) failed: %s; the deterministic report takes over", c.Step.StepRef, syn.Reason)
+		s.WarnCall(c, "supervisor finalize (%s) failed: %s; the deterministic report takes over", c.Step.StepRef, syn.Reason)
 	}
 	pub, err := s.Store.GetStep(ctx, v.For)
 	if err != nil || pub.Status != stratus.StepRunning {
@@ -495,14 +495,14 @@ func (s *Service) finishFinalize(ctx context.Context, c *Caller, attempt int, v 
 	}
 	written, err := s.Publish(ctx, run, c.Env)
 	if err != nil {
-		if s.diskFull(fmt.Errorf("%s: write the summary: %w", pub.StepRef, err)) {
+		if s.ReportDiskFull(fmt.Errorf("%s: write the summary: %w", pub.StepRef, err)) {
 			return // the run stops, its publish open: a resume publishes again
 		}
-		s.failStep(ctx, pub, 0, ErrPublish, err.Error())
+		s.FailStep(ctx, pub, 0, ErrPublish, err.Error())
 		return
 	}
-	if err := s.completeNonWorker(ctx, pub, "done", strings.Join(written, ", ")); err != nil && !s.diskFull(fmt.Errorf("%s: record it done: %w", pub.StepRef, err)) {
-		s.warnCall(c, "%s: %v", pub.StepRef, err)
+	if err := s.CompleteNonWorker(ctx, pub, "done", strings.Join(written, ", ")); err != nil && !s.ReportDiskFull(fmt.Errorf("%s: record it done: %w", pub.StepRef, err)) {
+		s.WarnCall(c, "%s: %v", pub.StepRef, err)
 	}
 }
 
@@ -554,7 +554,7 @@ func (s *Service) stepEnded(e Event) {
 	}
 	if audit && (step.Kind == flow.KindAgent || step.Kind == flow.KindEvaluator) {
 		if err := s.writeAudit(ctx, run, env, step, ordinal); err != nil {
-			s.warnf("prompt audit of %s: %v", step.StepRef, err)
+			s.Warnf("prompt audit of %s: %v", step.StepRef, err)
 		}
 	}
 	if !env.Config.Supervisor.On() {
@@ -578,7 +578,7 @@ func (s *Service) stepEnded(e Event) {
 		// returns once it is recorded; the dispatch function launches.
 		body, _ := json.Marshal(Message{RunID: run.ID, Node: step.Node, Kind: KindObserve, StepRef: step.StepRef, Why: why})
 		if err := s.Queue.Send(ctx, body); err != nil {
-			s.warnf("supervisor observation of %s could not be queued (it is advisory; the run goes on): %v", step.StepRef, err)
+			s.Warnf("supervisor observation of %s could not be queued (it is advisory; the run goes on): %v", step.StepRef, err)
 		}
 		return
 	}
@@ -586,19 +586,19 @@ func (s *Service) stepEnded(e Event) {
 	go func() {
 		defer s.sup.hooks.Done()
 		if err := s.startObserve(ctx, env, step, why); err != nil {
-			s.warnf("supervisor observation of %s could not start (it is advisory; the run goes on): %v", step.StepRef, err)
+			s.Warnf("supervisor observation of %s could not start (it is advisory; the run goes on): %v", step.StepRef, err)
 		}
 	}()
 }
 
-// observe handles a KindObserve dispatch message: the observation turn of
+// Observe handles a KindObserve dispatch message: the observation turn of
 // the step it names starts (once: a redelivered message finds the turn
 // created and starts nothing). Errors: EINVALID for a message without a
 // run or step, ENOTFOUND for a step the run does not have, the store's
 // while reading them (the queue delivers the message again). A turn that
 // cannot start is warned about and dropped: the layer is advisory (seed
 // 004 § What the layer does), and its step already says it failed.
-func (s *Service) observe(ctx context.Context, m Message) error {
+func (s *Service) Observe(ctx context.Context, m Message) error {
 	if m.RunID == "" || m.StepRef == "" {
 		return stratus.Errorf(stratus.EINVALID, "an observation message needs run_id and step_ref; got %+v", m)
 	}
@@ -615,7 +615,7 @@ func (s *Service) observe(ctx context.Context, m Message) error {
 		return stratus.Errorf(stratus.ENOTFOUND, "run %s has no step %s to observe", m.RunID, m.StepRef)
 	}
 	if err := s.startObserve(ctx, env, steps[i], m.Why); err != nil {
-		s.warnf("supervisor observation of %s could not start (it is advisory; the run goes on): %v", m.StepRef, err)
+		s.Warnf("supervisor observation of %s could not start (it is advisory; the run goes on): %v", m.StepRef, err)
 	}
 	return nil
 }
@@ -623,7 +623,7 @@ func (s *Service) observe(ctx context.Context, m Message) error {
 // stepEnd reads what the observe decision needs of a step that ended.
 func (s *Service) stepEnd(ctx context.Context, env *RunEnv, step stratus.Step) (supervisor.StepEnd, error) {
 	e := supervisor.StepEnd{Node: step.Node, Kind: step.Kind, Outcome: step.Verdict}
-	v, _ := decodeStepValue(step.Value)
+	v, _ := DecodeStepValue(step.Value)
 	if e.Outcome == "" {
 		e.Outcome = v.Outcome
 	}
@@ -650,7 +650,7 @@ func (s *Service) gatingOpen(ctx context.Context, env *RunEnv, step stratus.Step
 	if err != nil {
 		return false
 	}
-	value, err := fold.Fold(step.Node, tail, s.submitFormat(env, step.Node))
+	value, err := fold.Fold(step.Node, tail, s.SubmitFormat(env, step.Node))
 	if err != nil {
 		return false
 	}
@@ -669,8 +669,8 @@ func (s *Service) startObserve(ctx context.Context, env *RunEnv, observed stratu
 		return nil
 	}
 	if why := s.capReached(ctx, run); why != "" {
-		if s.noteOnce(run.ID, "observe-capped") {
-			s.warnf("supervisor observations not started from here on: %s", why)
+		if s.NoteOnce(run.ID, "observe-capped") {
+			s.Warnf("supervisor observations not started from here on: %s", why)
 		}
 		return nil
 	}
@@ -679,25 +679,25 @@ func (s *Service) startObserve(ctx context.Context, env *RunEnv, observed stratu
 		return err
 	}
 	roleRel, _ := supervisor.RoleFiles(env.Config.Supervisor, env.Flow)
-	v, _ := decodeStepValue(observed.Value)
+	v, _ := DecodeStepValue(observed.Value)
 	outcome := observed.Verdict
 	if outcome == "" {
 		outcome = v.Outcome
 	}
 	out := ""
-	if dir, err := ctxDir(env, run); err == nil && observed.Status == stratus.StepCompleted {
-		out = abs(run, path.Join(dir, observed.Node+".md"))
+	if dir, err := CtxDir(env, run); err == nil && observed.Status == stratus.StepCompleted {
+		out = Abs(run, path.Join(dir, observed.Node+".md"))
 	}
 	text := supervisor.ObservePrompt(supervisor.ObserveInput{
 		Role: s.supervisorRole(ctx, run, env, step, roleRel), TaskID: run.TaskID, TaskTitle: run.TaskTitle,
-		TaskPath: taskPathOf(run), WorkDir: rootOf(run), StepRef: observed.StepRef, Node: observed.Node, Kind: observed.Kind,
+		TaskPath: TaskPathOf(run), WorkDir: RootOf(run), StepRef: observed.StepRef, Node: observed.Node, Kind: observed.Kind,
 		Outcome: outcome, Reason: v.Reason, Why: why, OutputPath: out,
 	})
 	if err := s.launchSupervisor(ctx, run, env, step, report.JobObserve, text); err != nil {
-		sv := supervisorValue(step)
+		sv := SupervisorValue(step)
 		sv.Outcome, sv.Reason = "failed", err.Error()
 		raw, _ := json.Marshal(sv)
-		s.finishStep(ctx, step, stratus.StepFailed, "failed", raw)
+		s.FinishStep(ctx, step, stratus.StepFailed, "failed", raw)
 		return err
 	}
 	return nil

@@ -52,7 +52,7 @@ type ToolPaths struct {
 // stdin context.
 func (s *Service) toolSpec(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step) (*nodeexec.ToolSpec, error) {
 	node := env.Flow.Node(step.Node)
-	vars, err := s.templateVars(ctx, run, env, step)
+	vars, err := s.TemplateVars(ctx, run, env, step)
 	if err != nil {
 		return nil, err
 	}

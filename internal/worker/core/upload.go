@@ -86,7 +86,7 @@ func (s *Service) NewUpload(ctx context.Context, authorization string, req Uploa
 	if err != nil {
 		return Upload{}, err
 	}
-	if err := s.fence(ctx, c); err != nil {
+	if err := s.Fence(ctx, c); err != nil {
 		return Upload{}, err
 	}
 	switch max := s.MaxUpload(); {
@@ -97,10 +97,10 @@ func (s *Service) NewUpload(ctx context.Context, authorization string, req Uploa
 	}
 	// Bounded storage: an attempt holds at most MaxPendingUploads bodies
 	// stored and not yet named (checked again at a PUT through this API).
-	if err := s.pendingUploads(ctx, c, ""); err != nil {
+	if err := s.PendingUploads(ctx, c, ""); err != nil {
 		return Upload{}, err
 	}
-	exp := s.now().Add(UploadTTL).Truncate(time.Second).UTC()
+	exp := s.NowUTC().Add(UploadTTL).Truncate(time.Second).UTC()
 	key := s.uploadKey(c, req.Bytes, exp)
 	u := Upload{Key: key, MaxBytes: s.MaxUpload(), ExpiresAt: exp}
 	if p, ok := s.Sink.(sink.Presigner); ok {
@@ -108,7 +108,7 @@ func (s *Service) NewUpload(ctx context.Context, authorization string, req Uploa
 			return Upload{}, err
 		}
 	} else {
-		u.URL = blobRoute(key)
+		u.URL = BlobRoute(key)
 	}
 	return u, nil
 }
@@ -174,7 +174,7 @@ func (s *Service) parseUpload(c *Caller, key, field string) (uploadRef, error) {
 // parseUpload's; EINVALID (field) for an expired key.
 func (s *Service) liveUpload(c *Caller, key, field string) (uploadRef, error) {
 	ref, err := s.parseUpload(c, key, field)
-	if err == nil && s.now().After(ref.exp) {
+	if err == nil && s.NowUTC().After(ref.exp) {
 		err = stratus.FieldErrorf(stratus.EINVALID, field, "%q expired at %s; ask POST /v1/worker/upload for another", key, ref.exp.Format(time.RFC3339))
 	}
 	return ref, err
@@ -191,10 +191,10 @@ func (s *Service) uploadSigned(body, mac string) bool {
 	return false
 }
 
-// pendingUploads refuses (ECONFLICT) one more upload of the caller's
+// PendingUploads refuses (ECONFLICT) one more upload of the caller's
 // attempt when it holds MaxPendingUploads stored and not yet named, key
 // (the one being stored, when it is) aside.
-func (s *Service) pendingUploads(ctx context.Context, c *Caller, key string) error {
+func (s *Service) PendingUploads(ctx context.Context, c *Caller, key string) error {
 	keys, err := s.Sink.List(ctx, path.Dir(uploadPrefix(c)))
 	if err != nil {
 		return err
@@ -227,11 +227,11 @@ func DropUploads(ctx context.Context, sk sink.Sink, runID string) error {
 	return nil
 }
 
-// bodyOf returns the bytes of b: inline, or read (bounded by MaxUpload)
+// BodyOf returns the bytes of b: inline, or read (bounded by MaxUpload)
 // from the caller's upload. Errors: EINVALID (field upload) for a key not
 // of the caller's attempt or nothing uploaded there, or for an upload
 // with an inline body beside it; ETOOLARGE for an upload over MaxUpload.
-func (s *Service) bodyOf(ctx context.Context, c *Caller, b Body) ([]byte, error) {
+func (s *Service) BodyOf(ctx context.Context, c *Caller, b Body) ([]byte, error) {
 	if b.Upload == "" {
 		return b.Bytes, nil
 	}
@@ -257,11 +257,11 @@ func (s *Service) bodyOf(ctx context.Context, c *Caller, b Body) ([]byte, error)
 	return nil, err
 }
 
-// checkUploadPut refuses a PUT of body to key (the blob route, for a
+// CheckUploadPut refuses a PUT of body to key (the blob route, for a
 // sink that does not presign) unless key is a live upload of the
 // caller's attempt asked for exactly len(body) bytes. Errors: EINVALID
 // (field key or body).
-func (s *Service) checkUploadPut(c *Caller, key string, body []byte) error {
+func (s *Service) CheckUploadPut(c *Caller, key string, body []byte) error {
 	ref, err := s.liveUpload(c, key, "key")
 	if err != nil {
 		return err
@@ -272,11 +272,11 @@ func (s *Service) checkUploadPut(c *Caller, key string, body []byte) error {
 	return nil
 }
 
-// settleUpload deletes b's upload once the request naming it is settled:
+// SettleUpload deletes b's upload once the request naming it is settled:
 // its bytes are recorded (err nil), or it was refused for good (a 4xx: the
 // worker asks for a new upload to try again). After a transient failure
 // (5xx) it stays, for the client's retry of the same request.
-func (s *Service) settleUpload(ctx context.Context, c *Caller, b Body, err error) {
+func (s *Service) SettleUpload(ctx context.Context, c *Caller, b Body, err error) {
 	if b.Upload == "" {
 		return
 	}
@@ -295,6 +295,6 @@ func (s *Service) dropUpload(ctx context.Context, c *Caller, b Body) {
 		return // never another attempt's, never a key this API did not issue
 	}
 	if err := s.Sink.Delete(ctx, b.Upload); err != nil {
-		s.warnCall(c, "%s: delete upload %s: %v", c.Step.StepRef, b.Upload, err)
+		s.WarnCall(c, "%s: delete upload %s: %v", c.Step.StepRef, b.Upload, err)
 	}
 }

@@ -43,20 +43,20 @@ const (
 // Template variables: at most 200 paths, then a count of the rest).
 const maxOverviewPaths = gitwork.MaxOverviewPaths
 
-// ctxDir returns the run's ctx-dir as a sink key prefix (seed 000 § Files
+// CtxDir returns the run's ctx-dir as a sink key prefix (seed 000 § Files
 // are the server's job: placement default workspace/tasks/{task_id}/ctx;
 // in the state dir for an embedded run whose repository travels:
 // projection.RunCtxDir).
-func ctxDir(env *RunEnv, run stratus.Run) (string, error) {
+func CtxDir(env *RunEnv, run stratus.Run) (string, error) {
 	return projection.RunCtxDir(env.Config.Projection.Placement, run)
 }
 
-// reportDir is the sink key prefix of the flow's report directory (worc
+// ReportDir is the sink key prefix of the flow's report directory (worc
 // reference.md § output_policy): docs/research/<task_id> for
 // repository_document, .stratus/security-reports/<task_id> for
 // private_control_workspace_report (worc's .worc/ is Stratus's .stratus/),
 // and "" for a policy without one (code_change).
-func reportDir(f *flow.Flow, taskID string) string {
+func ReportDir(f *flow.Flow, taskID string) string {
 	switch f.OutputPolicy {
 	case "repository_document":
 		return path.Join("docs/research", taskID)
@@ -66,49 +66,49 @@ func reportDir(f *flow.Flow, taskID string) string {
 	return ""
 }
 
-// abs turns a sink key into the absolute path a local engine reads: under
+// Abs turns a sink key into the absolute path a local engine reads: under
 // the work dir, or under the workspace's Root for a run whose repository
 // travels (each runner puts its own checkout there; issue 12 § 2).
-func abs(run stratus.Run, key string) string {
+func Abs(run stratus.Run, key string) string {
 	if run.Workspace != nil {
 		return path.Join(run.Workspace.Root, key)
 	}
 	return filepath.Join(run.WorkDir, filepath.FromSlash(key))
 }
 
-// taskPathOf is the task file as payloads name it: the operator's path,
+// TaskPathOf is the task file as payloads name it: the operator's path,
 // or, for a run whose repository travels, the run's frozen copy placed
 // under the workspace's Root (WorkspaceSpec.Files).
-func taskPathOf(run stratus.Run) string {
+func TaskPathOf(run stratus.Run) string {
 	if run.Workspace != nil {
 		return path.Join(run.Workspace.Root, StateDirName, "task", path.Base(filepath.ToSlash(run.TaskPath)))
 	}
 	return run.TaskPath
 }
 
-// rootOf is the directory engines work in, as payloads name it: the work
+// RootOf is the directory engines work in, as payloads name it: the work
 // dir, or the workspace's Root.
-func rootOf(run stratus.Run) string {
+func RootOf(run stratus.Run) string {
 	if run.Workspace != nil {
 		return run.Workspace.Root
 	}
 	return run.WorkDir
 }
 
-// outputNodes lists the nodes whose output is exposed as {<node_id>_path}:
+// OutputNodes lists the nodes whose output is exposed as {<node_id>_path}:
 // flow.OutputNodes, the list the validator's lint checks role files
 // against (agent, tool and hitl nodes).
-func outputNodes(f *flow.Flow) []string { return flow.OutputNodes(f) }
+func OutputNodes(f *flow.Flow) []string { return flow.OutputNodes(f) }
 
-// latestSteps returns, per node, the latest completed step of a run (not
+// LatestSteps returns, per node, the latest completed step of a run (not
 // skipped, not a supervisor turn), in creation order, excluding the step
 // `except`: one store query, not the whole run (issue 16 § 3).
-func (s *Service) latestSteps(ctx context.Context, runID, except string) ([]stratus.Step, error) {
+func (s *Service) LatestSteps(ctx context.Context, runID, except string) ([]stratus.Step, error) {
 	return s.Store.LatestSteps(ctx, runID, store.LatestQuery{Status: stratus.StepCompleted, ExceptTID: except,
 		SkipVerdicts: []string{OutcomeSkipped}, SkipKinds: []string{supervisorKind}})
 }
 
-// templateVars builds the role-file variables of one node run (seed 004 §
+// TemplateVars builds the role-file variables of one node run (seed 004 §
 // Template variables, § Node outputs): metadata and artifact paths only,
 // never bodies. A variable without a value is absent (it renders as "").
 //
@@ -132,31 +132,31 @@ func (s *Service) latestSteps(ctx context.Context, runID, except string) ([]stra
 // three git processes, so it is taken only for a step that reads it: one
 // whose role file names a diff variable, a tool node (its stdin carries
 // diff_path), or the first render of a subtask (its start snapshot).
-func (s *Service) templateVars(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step) (map[string]string, error) {
-	dir, err := ctxDir(env, run)
+func (s *Service) TemplateVars(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step) (map[string]string, error) {
+	dir, err := CtxDir(env, run)
 	if err != nil {
 		return nil, err
 	}
-	rd := reportDir(env.Flow, run.TaskID)
+	rd := ReportDir(env.Flow, run.TaskID)
 	if rd == "" {
 		rd = dir
 	}
 	vars := map[string]string{
 		"task_id":    run.TaskID,
 		"stage":      step.Node,
-		"repo_path":  rootOf(run),
-		"repo":       rootOf(run),
-		"task_path":  taskPathOf(run),
-		"report_dir": abs(run, rd),
+		"repo_path":  RootOf(run),
+		"repo":       RootOf(run),
+		"task_path":  TaskPathOf(run),
+		"report_dir": Abs(run, rd),
 	}
-	prior, err := s.latestSteps(ctx, run.ID, step.TID)
+	prior, err := s.LatestSteps(ctx, run.ID, step.TID)
 	if err != nil {
 		return nil, err
 	}
 	for _, st := range prior {
 		if n := env.Flow.Node(st.Node); n != nil {
 			if name, key := outputVar(n, st, dir); name != "" {
-				vars[name] = abs(run, key)
+				vars[name] = Abs(run, key)
 			}
 		}
 	}
@@ -167,7 +167,7 @@ func (s *Service) templateVars(ctx context.Context, run stratus.Run, env *RunEnv
 		// The runner writes base..head where these point (WorkspaceSpec
 		// DiffPath), before the engine starts: empty until the first edit.
 		if ws.Head != ws.Base {
-			vars["diff_path"], vars["change_overview_path"], vars["diff_base"] = abs(run, path.Join(dir, DiffFile)), abs(run, path.Join(dir, ChangeOverviewFile)), ws.Base
+			vars["diff_path"], vars["change_overview_path"], vars["diff_base"] = Abs(run, path.Join(dir, DiffFile)), Abs(run, path.Join(dir, ChangeOverviewFile)), ws.Base
 		}
 		return vars, s.subtaskVars(ctx, run, env, step, nil, vars)
 	}
@@ -204,7 +204,7 @@ func outputVar(n *flow.Node, st stratus.Step, dir string) (name, key string) {
 			// A slot node's channel is its slot; these two have no variable.
 			return "", ""
 		}
-		if v, err := decodeStepValue(st.Value); err == nil && v.Output != "" {
+		if v, err := DecodeStepValue(st.Value); err == nil && v.Output != "" {
 			return n.ID + "_path", path.Join(dir, v.Output)
 		}
 		return n.ID + "_path", path.Join(dir, n.ID+".md")
@@ -269,15 +269,15 @@ func (s *Service) startDue(ctx context.Context, run stratus.Run, env *RunEnv, st
 	if !inRegion(env.Flow, step.Node) {
 		return false, nil
 	}
-	order, _, err := s.subtaskOf(ctx, env, step)
+	order, _, err := s.SubtaskOf(ctx, env, step)
 	if err != nil || order == 0 {
 		return false, err
 	}
-	dir, err := ctxDir(env, run)
+	dir, err := CtxDir(env, run)
 	if err != nil {
 		return false, err
 	}
-	_, err = s.files(run).Get(ctx, subtaskKey(dir, order, ".start.txt"))
+	_, err = s.Files(run).Get(ctx, subtaskKey(dir, order, ".start.txt"))
 	switch stratus.ErrorCode(err) {
 	case "":
 		return false, nil
@@ -287,10 +287,10 @@ func (s *Service) startDue(ctx context.Context, run stratus.Run, env *RunEnv, st
 	return false, err
 }
 
-// readRoleFile reads a role file contained in the flows directory (seed 004
+// ReadRoleFile reads a role file contained in the flows directory (seed 004
 // § Fatal validation: role_file paths contain no traversal) and splits off
 // its optional front matter.
-func readRoleFile(flowDir, rel string) (prompt.RoleMeta, string, error) {
+func ReadRoleFile(flowDir, rel string) (prompt.RoleMeta, string, error) {
 	raw, err := readRoleFileRaw(flowDir, rel)
 	if err != nil {
 		return prompt.RoleMeta{}, "", err
@@ -316,22 +316,22 @@ func readRoleFileRaw(flowDir, rel string) (string, error) {
 	return string(b), nil
 }
 
-// admitNode runs before a node is dispatched: it records the run's diff
+// AdmitNode runs before a node is dispatched: it records the run's diff
 // base on the run's first dispatch (a failure is a warning: the diff
 // variables then stay empty; a work dir that is not a git work tree is
 // not a failure), then decides whether the node is skipped.
-func (s *Service) admitNode(ctx context.Context, run stratus.Run, env *RunEnv, n *flow.Node) (skip bool, why string) {
+func (s *Service) AdmitNode(ctx context.Context, run stratus.Run, env *RunEnv, n *flow.Node) (skip bool, why string) {
 	if _, _, err := s.diffBase(ctx, run); err != nil {
-		s.warnf("run %s: cannot record the diff base: %v; {diff_path} stays empty", run.ID, err)
+		s.Warnf("run %s: cannot record the diff base: %v; {diff_path} stays empty", run.ID, err)
 	}
-	return s.skipNode(n, env)
+	return s.SkipNode(n, env)
 }
 
-// skipNode decides whether a node is skipped (worc reference.md §
+// SkipNode decides whether a node is skipped (worc reference.md §
 // Conditional nodes): the task's nodes.<id>.enabled: false first, then the
 // node's `when` predicate. An unknown fact resolves false and is warned
 // about once per flow and fact.
-func (s *Service) skipNode(n *flow.Node, env *RunEnv) (bool, string) {
+func (s *Service) SkipNode(n *flow.Node, env *RunEnv) (bool, string) {
 	if !NodeEnabled(env.Task, n.ID) {
 		return true, "disabled by the task (nodes." + n.ID + ".enabled: false)"
 	}
@@ -341,7 +341,7 @@ func (s *Service) skipNode(n *flow.Node, env *RunEnv) (bool, string) {
 	v, known := resolveFact(env.Flow, env.Task, n.When.Fact)
 	if !known {
 		if _, dup := s.warnedFacts.LoadOrStore(factKey{env.Flow.Name, n.When.Fact}, true); !dup {
-			s.warnf("flow %s node %s: when.fact %q is not a known fact (known: derived.needs_refinement, config.external_research); it resolves to false", env.Flow.Name, n.ID, n.When.Fact)
+			s.Warnf("flow %s node %s: when.fact %q is not a known fact (known: derived.needs_refinement, config.external_research); it resolves to false", env.Flow.Name, n.ID, n.When.Fact)
 		}
 	}
 	if !whenHolds(v, n.When.Equals) {
@@ -446,9 +446,9 @@ var secretLike = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`(?i)\b(sk-[a-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{20,}|xox[baprs]-[A-Za-z0-9-]{10,})`)
 })
 
-// redact masks token-shaped secrets in audit copies (seed 004 § Safety:
+// Redact masks token-shaped secrets in audit copies (seed 004 § Safety:
 // rendered prompts are written redacted).
-func redact(s string) string { return secretLike().ReplaceAllString(s, "[REDACTED]") }
+func Redact(s string) string { return secretLike().ReplaceAllString(s, "[REDACTED]") }
 
 // diffBaseKey is the sink key recording a task's diff base: "<run id>
 // <commit sha>\n", written at the run's first dispatch.
@@ -491,7 +491,7 @@ func (s *Service) openBase(ctx context.Context, run stratus.Run) (*gitwork.Tree,
 		return nil, "", err
 	}
 	key := diffBaseKey(run.TaskID)
-	b, err := s.files(run).Get(ctx, key)
+	b, err := s.Files(run).Get(ctx, key)
 	if err == nil {
 		if id, sha, ok := strings.Cut(strings.TrimSpace(string(b)), " "); ok && id == run.ID {
 			return tree, sha, nil
@@ -503,7 +503,7 @@ func (s *Service) openBase(ctx context.Context, run stratus.Run) (*gitwork.Tree,
 	if err != nil {
 		return nil, "", err
 	}
-	return tree, sha, s.files(run).Put(ctx, key, []byte(run.ID+" "+sha+"\n"))
+	return tree, sha, s.Files(run).Put(ctx, key, []byte(run.ID+" "+sha+"\n"))
 }
 
 type runTree struct {
@@ -530,7 +530,7 @@ func (s *Service) diffVars(ctx context.Context, run stratus.Run, env *RunEnv, va
 	if err != nil || tree == nil {
 		return nil, err
 	}
-	dir, err := ctxDir(env, run)
+	dir, err := CtxDir(env, run)
 	if err != nil {
 		return nil, err
 	}
@@ -542,21 +542,21 @@ func (s *Service) diffVars(ctx context.Context, run stratus.Run, env *RunEnv, va
 	}
 	snap, err := tree.Snapshot(ctx, base, exclude)
 	if err != nil {
-		s.warnf("run %s: diff against %s failed: %v; {diff_path} stays empty", run.ID, base, err)
+		s.Warnf("run %s: diff against %s failed: %v; {diff_path} stays empty", run.ID, base, err)
 		return nil, nil
 	}
 	if len(snap.Paths) == 0 {
 		return snap, nil
 	}
 	diffKey := path.Join(dir, DiffFile)
-	if err := s.files(run).Put(ctx, diffKey, snap.Diff); err != nil {
+	if err := s.Files(run).Put(ctx, diffKey, snap.Diff); err != nil {
 		return nil, err
 	}
 	ovKey := path.Join(dir, ChangeOverviewFile)
-	if err := s.files(run).Put(ctx, ovKey, changeOverview(snap, abs(run, diffKey))); err != nil {
+	if err := s.Files(run).Put(ctx, ovKey, changeOverview(snap, Abs(run, diffKey))); err != nil {
 		return nil, err
 	}
-	vars["diff_path"], vars["change_overview_path"], vars["diff_base"] = abs(run, diffKey), abs(run, ovKey), base
+	vars["diff_path"], vars["change_overview_path"], vars["diff_base"] = Abs(run, diffKey), Abs(run, ovKey), base
 	return snap, nil
 }
 

@@ -30,7 +30,7 @@ func watchExclude(env *RunEnv, run stratus.Run) []string {
 	if err != nil {
 		exclude = []string{StateDirName}
 	}
-	if rd := reportDir(env.Flow, run.TaskID); rd != "" {
+	if rd := ReportDir(env.Flow, run.TaskID); rd != "" {
 		exclude = append(exclude, rd)
 	}
 	return exclude
@@ -46,12 +46,12 @@ func (s *Service) watchStarted(ctx context.Context, run stratus.Run, env *RunEnv
 	s.watched.Store(watchKey(tid, n), watchStart{st, err})
 }
 
-// watchReason is why the caller's report must fail its step: the files of
+// WatchReason is why the caller's report must fail its step: the files of
 // the operator's work dir that changed since its worker launched, or that
 // the dir could not be read; "" when nothing changed or the attempt is
 // not watched. The stamp taken at launch is kept: every report of the
 // attempt is held to it.
-func (s *Service) watchReason(ctx context.Context, c *Caller) string {
+func (s *Service) WatchReason(ctx context.Context, c *Caller) string {
 	if !s.watches(c.Run) {
 		return ""
 	}

@@ -95,7 +95,7 @@ const WorkspaceBlobTTL = 12 * time.Hour
 // workspaceExclude lists a run's Root-relative paths that are Stratus's
 // own: the state dir and the ctx dir (as recorded when it was frozen).
 func workspaceExclude(env *RunEnv, run stratus.Run) ([]string, error) {
-	dir, err := ctxDir(env, run)
+	dir, err := CtxDir(env, run)
 	if err != nil {
 		return nil, err
 	}
@@ -108,10 +108,10 @@ func workspaceExclude(env *RunEnv, run stratus.Run) ([]string, error) {
 	return out, nil
 }
 
-// workspaceSpec builds a payload's workspace field for the caller's step
+// WorkspaceSpecOf builds a payload's workspace field for the caller's step
 // (nil for a run without a workspace). write: the step may advance the
 // head (a workspace-write agent node; never an evaluator, checks or tool).
-func (s *Service) workspaceSpec(ctx context.Context, c *Caller, write bool, tools bool) (*WorkspaceSpec, error) {
+func (s *Service) WorkspaceSpecOf(ctx context.Context, c *Caller, write bool, tools bool) (*WorkspaceSpec, error) {
 	run, env := c.Run, c.Env
 	ws := run.Workspace
 	if ws == nil {
@@ -130,10 +130,10 @@ func (s *Service) workspaceSpec(ctx context.Context, c *Caller, write bool, tool
 		spec.Bundles = append(spec.Bundles, b)
 	}
 	dirs := []string{exclude[1]}
-	if rd := reportDir(env.Flow, run.TaskID); rd != "" && rd != exclude[1] {
+	if rd := ReportDir(env.Flow, run.TaskID); rd != "" && rd != exclude[1] {
 		dirs = append(dirs, rd)
 	}
-	files := s.files(run)
+	files := s.Files(run)
 	for _, d := range dirs {
 		keys, err := files.List(ctx, d)
 		if err != nil {
@@ -153,7 +153,7 @@ func (s *Service) workspaceSpec(ctx context.Context, c *Caller, write bool, tool
 		if err != nil {
 			return nil, fmt.Errorf("the run's task file: %w", err)
 		}
-		rel := strings.TrimPrefix(taskPathOf(run), ws.Root+"/")
+		rel := strings.TrimPrefix(TaskPathOf(run), ws.Root+"/")
 		spec.Files = append(spec.Files, Blob{Path: rel, Body: body})
 	}
 	if tools {
@@ -168,18 +168,18 @@ func (s *Service) workspaceSpec(ctx context.Context, c *Caller, write bool, tool
 		// Never a presigned PUT here: it would store a body of any size
 		// (docs/security.md § Upload size limits). The runner asks
 		// WorkspaceUpload for a URL signed for its bundle's size.
-		up := Blob{Key: uploadKey(ws, c)}
+		up := Blob{Key: WorkspaceUploadKey(ws, c)}
 		if _, ok := s.Sink.(sink.Presigner); !ok {
-			up.URL = blobRoute(up.Key)
+			up.URL = BlobRoute(up.Key)
 		}
 		spec.Write, spec.Upload, spec.MaxBytes = true, &up, s.workspaceMaxBytes(env)
 	}
 	return spec, nil
 }
 
-// uploadKey is where the caller's attempt uploads its bundle: one key per
+// WorkspaceUploadKey is where the caller's attempt uploads its bundle: one key per
 // attempt, beside the run's other bundles.
-func uploadKey(ws *stratus.Workspace, c *Caller) string {
+func WorkspaceUploadKey(ws *stratus.Workspace, c *Caller) string {
 	return path.Join(path.Dir(ws.Bundles[0]), fmt.Sprintf("%s.a%d.bundle", c.Step.TID, c.Attempt.N))
 }
 
@@ -195,11 +195,11 @@ func blob(ctx context.Context, sk sink.Sink, key string) (Blob, error) {
 		}
 		return Blob{Key: key, URL: u}, nil
 	}
-	return Blob{Key: key, URL: blobRoute(key)}, nil
+	return Blob{Key: key, URL: BlobRoute(key)}, nil
 }
 
-// blobRoute is this API's route to key for a sink that does not presign.
-func blobRoute(key string) string {
+// BlobRoute is this API's route to key for a sink that does not presign.
+func BlobRoute(key string) string {
 	return "/v1/worker/workspace/blob?key=" + url.QueryEscape(key)
 }
 
@@ -233,9 +233,9 @@ func addTools(env *RunEnv, spec *WorkspaceSpec) error {
 	})
 }
 
-// writesWorkspace reports whether a step of node may advance the run's
+// WritesWorkspace reports whether a step of node may advance the run's
 // head: an agent node resolved to the workspace-write profile.
-func writesWorkspace(node *flow.Node, profile string) bool {
+func WritesWorkspace(node *flow.Node, profile string) bool {
 	return node.Kind == flow.KindAgent && profile == "workspace-write"
 }
 
@@ -249,11 +249,11 @@ func readableKey(c *Caller, key string) (bundle, file bool) {
 		return false, false
 	}
 	under := func(dir string) bool { return dir != "" && strings.HasPrefix(key, dir+"/") }
-	dir, _ := ctxDir(c.Env, c.Run)
+	dir, _ := CtxDir(c.Env, c.Run)
 	if under(path.Dir(ws.Bundles[0])) {
 		return true, false
 	}
-	return false, under(dir) || under(reportDir(c.Env.Flow, c.Run.TaskID))
+	return false, under(dir) || under(ReportDir(c.Env.Flow, c.Run.TaskID))
 }
 
 // ReadBlob serves GET /v1/worker/workspace/blob?key= for a sink that does
@@ -269,7 +269,7 @@ func (s *Service) ReadBlob(ctx context.Context, authorization, key string) ([]by
 	case bundle:
 		return s.Sink.Get(ctx, key)
 	case file:
-		return s.files(c.Run).Get(ctx, key)
+		return s.Files(c.Run).Get(ctx, key)
 	}
 	return nil, stratus.FieldErrorf(stratus.EINVALID, "key", "%q is not a file of run %s's workspace, ctx dir or report dir", key, c.Run.ID)
 }
@@ -301,12 +301,12 @@ func (s *Service) WriteBlobFrom(ctx context.Context, authorization, key string, 
 	if err != nil {
 		return err
 	}
-	if err := s.fence(ctx, c); err != nil {
+	if err := s.Fence(ctx, c); err != nil {
 		return err
 	}
 	ws := c.Run.Workspace
-	if ws != nil && len(ws.Bundles) > 0 && key == uploadKey(ws, c) {
-		if node := c.Env.Flow.Node(c.Step.Node); node == nil || !writesWorkspace(node, c.Attempt.Resolved.PermissionProfile) {
+	if ws != nil && len(ws.Bundles) > 0 && key == WorkspaceUploadKey(ws, c) {
+		if node := c.Env.Flow.Node(c.Step.Node); node == nil || !WritesWorkspace(node, c.Attempt.Resolved.PermissionProfile) {
 			return stratus.FieldErrorf(stratus.EINVALID, "key", "step %s is not a workspace-write agent node; it uploads no bundle", c.Step.StepRef)
 		}
 		max := s.workspaceMaxBytes(c.Env)
@@ -326,10 +326,10 @@ func (s *Service) WriteBlobFrom(ctx context.Context, authorization, key string, 
 		if err != nil {
 			return err
 		}
-		if err := s.checkUploadPut(c, key, body); err != nil {
+		if err := s.CheckUploadPut(c, key, body); err != nil {
 			return err
 		}
-		if err := s.pendingUploads(ctx, c, key); err != nil {
+		if err := s.PendingUploads(ctx, c, key); err != nil {
 			return err
 		}
 		return s.Sink.Put(ctx, key, body)
@@ -388,7 +388,7 @@ func (s *Service) AdvanceHead(ctx context.Context, authorization string, h HeadA
 	if err != nil {
 		return err
 	}
-	if err := s.fence(ctx, c); err != nil {
+	if err := s.Fence(ctx, c); err != nil {
 		return err
 	}
 	ws := c.Run.Workspace
@@ -396,7 +396,7 @@ func (s *Service) AdvanceHead(ctx context.Context, authorization string, h HeadA
 		return stratus.Errorf(stratus.EINVALID, "run %s has no workspace to advance", c.Run.ID)
 	}
 	node := c.Env.Flow.Node(c.Step.Node)
-	if node == nil || !writesWorkspace(node, c.Attempt.Resolved.PermissionProfile) {
+	if node == nil || !WritesWorkspace(node, c.Attempt.Resolved.PermissionProfile) {
 		return stratus.Errorf(stratus.EINVALID, "step %s is not a workspace-write agent node; it may not change the run's workspace", c.Step.StepRef)
 	}
 	for field, v := range map[string]string{"from": h.From, "to": h.To} {
@@ -404,7 +404,7 @@ func (s *Service) AdvanceHead(ctx context.Context, authorization string, h HeadA
 			return stratus.FieldErrorf(stratus.EINVALID, field, "%q is not a commit id; valid: 40 lowercase hex digits", v)
 		}
 	}
-	if why := s.watchReason(ctx, c); why != "" {
+	if why := s.WatchReason(ctx, c); why != "" {
 		// Its engine wrote into the operator's work dir: the step fails,
 		// and its commit is not taken (watch.go).
 		return stratus.Errorf(stratus.EUNPROCESSABLE, "%s", why)
@@ -413,7 +413,7 @@ func (s *Service) AdvanceHead(ctx context.Context, authorization string, h HeadA
 		// The store fences this too; said first, before a costly check.
 		return stratus.FieldErrorf(stratus.ECONFLICT, "from", "run %s: the workspace head is %s, not %s: another attempt advanced it", c.Run.ID, ws.Head, h.From)
 	}
-	key := uploadKey(ws, c)
+	key := WorkspaceUploadKey(ws, c)
 	if err := s.checkBundleSize(ctx, c, key); err != nil { // docs/security.md § Upload size limits
 		return err
 	}
@@ -445,7 +445,7 @@ func (s *Service) AdvanceHead(ctx context.Context, authorization string, h HeadA
 	// The accepted copy is what the run reads from now on; the upload
 	// would only be a second copy an engine can still overwrite.
 	if err := s.Sink.Delete(ctx, key); err != nil && stratus.ErrorCode(err) != stratus.ENOTFOUND {
-		s.warnCall(c, "%s: delete the uploaded bundle %s once accepted: %v", c.Step.StepRef, key, err)
+		s.WarnCall(c, "%s: delete the uploaded bundle %s once accepted: %v", c.Step.StepRef, key, err)
 	}
 	return nil
 }

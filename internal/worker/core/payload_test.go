@@ -1,4 +1,4 @@
-package worker
+package core
 
 import (
 	"slices"
@@ -13,10 +13,10 @@ import (
 func TestExpandArgs_MirrorsKindAndMaxSteps(t *testing.T) {
 	t.Parallel()
 	args := []string{"subrun", "{kind}", "--max-steps", "{max_steps}"}
-	if got := expandArgs(args, argValues("review", 100, stratus.Resolved{})); !slices.Equal(got, []string{"subrun", "review", "--max-steps", "100"}) {
+	if got := ExpandArgs(args, ArgValues("review", 100, stratus.Resolved{})); !slices.Equal(got, []string{"subrun", "review", "--max-steps", "100"}) {
 		t.Errorf("got %v", got)
 	}
-	if got := expandArgs(args, argValues("echo", 0, stratus.Resolved{})); !slices.Equal(got, []string{"subrun", "echo"}) {
+	if got := ExpandArgs(args, ArgValues("echo", 0, stratus.Resolved{})); !slices.Equal(got, []string{"subrun", "echo"}) {
 		t.Errorf("no ceiling: got %v", got)
 	}
 }
@@ -41,12 +41,12 @@ func TestExpandArgs_OverridePlaceholders_EmptyDropsItsFlag(t *testing.T) {
 		{"ValueNotReexpanded", stratus.Resolved{Model: "{reasoning}", Reasoning: "low", PermissionProfile: "read-only"},
 			[]string{"run", "--model", "{reasoning}", "-r", "low", "--sandbox=read-only", "--net", "false", "keep", "low"}},
 	} {
-		if got := expandArgs(args, argValues("agent", 0, tc.r)); !slices.Equal(got, tc.want) {
+		if got := ExpandArgs(args, ArgValues("agent", 0, tc.r)); !slices.Equal(got, tc.want) {
 			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
 		}
 	}
 	// A literal empty argument holds no placeholder and is kept.
-	if got := expandArgs([]string{"-x", ""}, argValues("agent", 0, stratus.Resolved{})); !slices.Equal(got, []string{"-x", ""}) {
+	if got := ExpandArgs([]string{"-x", ""}, ArgValues("agent", 0, stratus.Resolved{})); !slices.Equal(got, []string{"-x", ""}) {
 		t.Errorf("literal empty argument: got %q", got)
 	}
 }

@@ -1,4 +1,4 @@
-package worker
+package core
 
 import (
 	"strings"
@@ -19,12 +19,12 @@ func TestClipReason_BoundedOnARuneBoundary(t *testing.T) {
 		{strings.Repeat("a", 300<<10), AnswerReasonBytes, ""},
 		{strings.Repeat("日本", 100), 10, " [a note longer than the bound]"},
 	} {
-		got := clipReason(tc.in, tc.max, tc.more)
+		got := ClipReason(tc.in, tc.max, tc.more)
 		if len(got) > tc.max || !utf8.ValidString(got) || !strings.HasPrefix(tc.in, strings.TrimSuffix(strings.TrimSuffix(got, tc.more), "…")) {
-			t.Errorf("clipReason(%d bytes, %d, %q) = %d bytes %.40q…; want at most %d bytes, valid UTF-8, a prefix of the input", len(tc.in), tc.max, tc.more, len(got), got, tc.max)
+			t.Errorf("ClipReason(%d bytes, %d, %q) = %d bytes %.40q…; want at most %d bytes, valid UTF-8, a prefix of the input", len(tc.in), tc.max, tc.more, len(got), got, tc.max)
 		}
 	}
-	if got := clipReason("short", MaxReasonBytes, " [cut]"); got != "short" {
-		t.Errorf("clipReason(short) = %q", got)
+	if got := ClipReason("short", MaxReasonBytes, " [cut]"); got != "short" {
+		t.Errorf("ClipReason(short) = %q", got)
 	}
 }
