@@ -1,6 +1,15 @@
 package worker
 
-import "github.com/stratusflow/stratus/internal/worker/core"
+import (
+	"context"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/degradation"
+	"github.com/stratusflow/stratus/internal/worker/fetch"
+	"github.com/stratusflow/stratus/internal/worker/rendersize"
+	"github.com/stratusflow/stratus/internal/worker/stats"
+)
 
 // Service is the worker service: its shared context (core.Service: the
 // Config and the state its operations share) and the operations, one
@@ -126,3 +135,28 @@ var (
 	WorkspaceKeys        = core.WorkspaceKeys
 	WorkspaceRoot        = core.WorkspaceRoot
 )
+
+// RecordStats is the stats operation (internal/worker/stats).
+func (s *Service) RecordStats(ctx context.Context, authorization string, st Stats) error {
+	return stats.Invoke(ctx, s.Service, authorization, st)
+}
+
+// RecordDegradation is the degradation operation (internal/worker/degradation).
+func (s *Service) RecordDegradation(ctx context.Context, authorization string, d DegradationBody) error {
+	return degradation.Invoke(ctx, s.Service, authorization, d)
+}
+
+// RenderSize is the render-size operation (internal/worker/rendersize).
+func (s *Service) RenderSize(ctx context.Context, authorization, agent string) (stratus.RenderSize, error) {
+	return rendersize.Invoke(ctx, s.Service, authorization, agent)
+}
+
+// FetchPrompt is the prompt fetch (internal/worker/fetch).
+func (s *Service) FetchPrompt(ctx context.Context, authorization, tid string) (*Payload, error) {
+	return fetch.Invoke(ctx, s.Service, authorization, tid)
+}
+
+// FetchSystem is the fetch of an attempt's system prompt (internal/worker/fetch).
+func (s *Service) FetchSystem(ctx context.Context, authorization, tid, attempt string) ([]byte, error) {
+	return fetch.System(ctx, s.Service, authorization, tid, attempt)
+}

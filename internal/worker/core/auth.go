@@ -294,7 +294,7 @@ func (s *Service) RenewHandle(ctx context.Context, c *Caller) {
 	}
 	lease := s.HandleLease()
 	var node *flow.Node
-	if c.Step.Kind != supervisorKind {
+	if c.Step.Kind != SupervisorKind {
 		node = c.Env.Flow.Node(c.Step.Node)
 	}
 	exp := s.NowUTC().Add(lease)

@@ -1,22 +1,16 @@
 package core
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/stratusflow/stratus"
-	"github.com/stratusflow/stratus/internal/captoken"
-	"github.com/stratusflow/stratus/internal/config"
-	"github.com/stratusflow/stratus/internal/findings"
-	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/nodeexec"
 )
 
@@ -137,125 +131,6 @@ func EngineFilesOf(env *RunEnv, e *EngineSpec) ([]EngineFile, error) {
 		out = append(out, EngineFile{Ref: ref, Name: filepath.Base(ref), Body: body, Executable: fi.Mode()&0o111 != 0})
 	}
 	return out, nil
-}
-
-// FetchPrompt serves GET /v1/worker/prompt for an authorized caller (verb
-// FetchPrompt). Errors: see Authorize; ECONFLICT when the run is terminal.
-func (s *Service) FetchPrompt(ctx context.Context, authorization, tid string) (*Payload, error) {
-	c, err := s.Authorize(ctx, authorization, captoken.FetchPrompt, tid)
-	if err != nil {
-		return nil, err
-	}
-	if c.Step.Kind == supervisorKind {
-		return s.SupervisorPayload(ctx, c) // supervisor.go
-	}
-	run, env, step, att := c.Run, c.Env, c.Step, c.Attempt
-	dir, err := CtxDir(env, run)
-	if err != nil {
-		return nil, err
-	}
-	prior, err := s.LatestSteps(ctx, run.ID, step.TID)
-	if err != nil {
-		return nil, err
-	}
-	cx := &Context{ProjectRoot: RootOf(run), WorkDir: RootOf(run), CtxDir: Abs(run, dir), TaskMetadata: env.Task.Front, Steps: []StepPointer{}}
-	node := env.Flow.Node(step.Node)
-	for _, st := range prior {
-		if node.Context != nil && !slices.Contains(node.Context.Steps, st.Node) {
-			continue // the node's context policy leaves this step out
-		}
-		p := StepPointer{Step: st.Node, StepRef: st.StepRef, Path: Abs(run, path.Join(dir, st.Node+".md")), Outcome: st.Verdict}
-		if v, err := DecodeStepValue(st.Value); err == nil {
-			for _, name := range v.Parts {
-				p.Parts = append(p.Parts, Abs(run, path.Join(dir, name)))
-			}
-		}
-		cx.Steps = append(cx.Steps, p)
-	}
-	if IsExec(node.Kind) {
-		spec, err := s.ExecSpec(ctx, run, env, step)
-		if err != nil {
-			return nil, err
-		}
-		ws, err := s.WorkspaceSpecOf(ctx, c, false, node.Kind == flow.KindTool)
-		if err != nil {
-			return nil, err
-		}
-		return &Payload{TaskID: step.TID, Attempt: att.N, Agent: att.Agent, Prompt: att.Prompt, Context: cx, StepRef: step.StepRef, RunID: run.ID, Exec: spec, Workspace: ws}, nil
-	}
-	res, prov, err := Resolve(env.Config, env.Flow, node, env.Task.Front)
-	if err != nil {
-		return nil, err
-	}
-	if att.Resolved.Provider != "" && att.Resolved.Provider != res.Provider {
-		// The attempt's record is what it runs with.
-		if _, prov, err = env.Config.Provider(att.Resolved.Provider); err != nil {
-			return nil, err
-		}
-		prov = prov.Resolved()
-	}
-	if att.Resolved.Provider != "" {
-		res = att.Resolved
-	}
-	// The envelope's kind follows the node (agent, evaluator) unless the
-	// provider maps it (openseek's subrun kinds); an evaluator's request
-	// carries the findings schema, any node's its output_schema (seed 003
-	// § 2: the engine learns what it must return).
-	kind := prov.Kind
-	if kind == "" {
-		kind = node.Kind
-	}
-	input, err := json.Marshal(map[string]any{
-		"query":    att.Prompt,
-		"system":   att.System,
-		"task_id":  step.TID,
-		"attempt":  att.N,
-		"node":     step.Node,
-		"step_ref": step.StepRef,
-		"visit":    step.Visit,
-		"ctx_dir":  cx.CtxDir,
-	})
-	if err != nil {
-		return nil, err
-	}
-	eng := &EngineSpec{
-		Provider: res.Provider, Command: prov.Command, Args: withExtraArgs(prov.Command, ExpandArgs(prov.Args, ArgValues(kind, prov.MaxSteps, res)), res.ExtraArgs),
-		Env: prov.Env, Dir: RootOf(run), DeadlineMS: res.TimeoutSeconds * 1000, Kind: kind, MaxSteps: prov.MaxSteps, Input: input,
-		Model: res.Model, Reasoning: res.Reasoning, PermissionProfile: res.PermissionProfile, NetworkAccess: res.NetworkAccess,
-	}
-	if prov.Dir != "" {
-		eng.Dir = path.Join(RootOf(run), prov.Dir)
-	}
-	switch {
-	case node.OutputSchema != "":
-		eng.Schema = json.RawMessage(node.OutputSchema)
-	case node.Kind == flow.KindEvaluator:
-		eng.Schema, eng.SchemaAdvisory = json.RawMessage(findings.JSONSchema), true
-	}
-	if eng.Files, err = EngineFilesOf(env, eng); err != nil {
-		return nil, err
-	}
-	ws, err := s.WorkspaceSpecOf(ctx, c, WritesWorkspace(node, res.PermissionProfile), false)
-	if err != nil {
-		return nil, err
-	}
-	return &Payload{TaskID: step.TID, Attempt: att.N, Agent: att.Agent, System: att.System, SystemRef: SystemRefOf(step.TID, att.N, att.System), Prompt: att.Prompt,
-		Context: cx, StepRef: step.StepRef, RunID: run.ID, Engine: eng, Workspace: ws}, nil
-}
-
-// withExtraArgs appends a node's extra_args after the provider's args (worc
-// reference.md § agent node: "concatenated after the provider list"). A
-// bundled engine (command "{stratus}", e.g. `stratus engine claude`) hands
-// the flags after "--" to the CLI it wraps, so a "--" goes first when the
-// provider's args hold none.
-func withExtraArgs(command string, args, extra []string) []string {
-	if len(extra) == 0 {
-		return args
-	}
-	if command == config.StratusCommand && !slices.Contains(args, "--") {
-		args = append(args, "--")
-	}
-	return append(args, extra...)
 }
 
 // ArgValues are the values of the provider args' placeholders for one

@@ -20,7 +20,6 @@ import (
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/captoken"
 	"github.com/stratusflow/stratus/internal/compiler"
-	"github.com/stratusflow/stratus/internal/executor"
 	"github.com/stratusflow/stratus/internal/failclass"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/fold"
@@ -156,7 +155,7 @@ func (s *Service) StageArtifact(ctx context.Context, authorization, name string,
 }
 
 func (s *Service) stageArtifact(ctx context.Context, c *Caller, name string, b Body) error {
-	if c.Step.Kind == supervisorKind {
+	if c.Step.Kind == SupervisorKind {
 		return stratus.Errorf(stratus.EFORBIDDEN, "%s is a supervisor turn: the layer is read-only and stages no part; return the text as the final report", c.Step.StepRef)
 	}
 	if err := projection.CheckPartName(name); err != nil {
@@ -390,7 +389,7 @@ func (s *Service) submit(ctx context.Context, c *Caller, body []byte, ok bool, f
 			}
 		}
 	}
-	if c.Step.Kind == supervisorKind {
+	if c.Step.Kind == SupervisorKind {
 		sv, err := s.SupervisorSubmit(ctx, c, body, ok, f) // supervisor.go
 		if !ok {
 			sv = FailureAnswer(sv, len(body))
@@ -663,7 +662,7 @@ func FailureAnswer(sv *StepValue, bytes int) *StepValue {
 // what happens next is the state machine's, whatever the class).
 func (s *Service) FailAttempt(ctx context.Context, c *Caller, att stratus.Attempt, f Failure, reason string) (*StepValue, error) {
 	f = f.Complete(reason, s.NowUTC().Local())
-	if c.Step.Kind == supervisorKind {
+	if c.Step.Kind == SupervisorKind {
 		return s.SupervisorFailed(ctx, c, att, f, reason) // supervisor.go
 	}
 	// Bounded whatever its source (a worker's report, a runner log's
@@ -714,26 +713,6 @@ type Stats struct {
 	EngineStartedAt  *int64   `json:"engine_started_at_ms,omitempty"`
 }
 
-// check refuses counters no engine can report (seed 003 § 3: integral
-// non-negative token counts; a finite, non-negative cost).
-func (st Stats) check() error {
-	for field, v := range map[string]*int64{"prompt_tokens": st.PromptTokens, "completion_tokens": st.CompletionTokens} {
-		if v != nil && *v < 0 {
-			return stratus.FieldErrorf(stratus.EINVALID, field, "%d is negative; valid: a token count >= 0", *v)
-		}
-	}
-	if st.Steps != nil && *st.Steps < 0 {
-		return stratus.FieldErrorf(stratus.EINVALID, "steps", "%d is negative; valid: a step count >= 0", *st.Steps)
-	}
-	if c := st.CostUSD; c != nil && !PlausibleCost(*c) {
-		return stratus.FieldErrorf(stratus.EINVALID, "cost_usd", "%v is not a plausible cost; valid: US dollars from 0 to %g", *c, MaxCostUSD)
-	}
-	if e := st.EngineStartedAt; e != nil && *e < 0 {
-		return stratus.FieldErrorf(stratus.EINVALID, "engine_started_at_ms", "%d is negative; valid: unix milliseconds", *e)
-	}
-	return nil
-}
-
 // MaxCostUSD is the largest cost one attempt may report, US dollars.
 const MaxCostUSD = 1e9
 
@@ -741,68 +720,4 @@ const MaxCostUSD = 1e9
 // from 0 to MaxCostUSD.
 func PlausibleCost(c float64) bool {
 	return c >= 0 && c <= MaxCostUSD && !math.IsNaN(c) && !math.IsInf(c, 0)
-}
-
-// RecordStats serves POST /v1/worker/stats: it updates the attempt's
-// counters, reports them to OnEvent (EventStepProgress) and sends the state
-// machine a heartbeat (DESIGN.md § The path of one step, 3). An all-empty
-// body is accepted and dropped.
-func (s *Service) RecordStats(ctx context.Context, authorization string, st Stats) error {
-	c, err := s.Authorize(ctx, authorization, captoken.EmitOutput, "")
-	if err != nil {
-		return err
-	}
-	if st == (Stats{}) {
-		return nil
-	}
-	if err := st.check(); err != nil {
-		return err
-	}
-	if err := s.Fence(ctx, c); err != nil {
-		return err
-	}
-	// The stats are the worker's heartbeat: its handle's lease is renewed.
-	s.RenewHandle(ctx, c)
-	att := c.Attempt
-	if st.Steps != nil && *st.Steps > att.Steps {
-		att.Steps = *st.Steps
-	}
-	if st.PromptTokens != nil {
-		att.PromptTokens = *st.PromptTokens
-	}
-	if st.CompletionTokens != nil {
-		att.CompletionTokens = *st.CompletionTokens
-	}
-	if st.CostUSD != nil {
-		att.CostUSD = st.CostUSD
-	}
-	if st.EngineStartedAt != nil {
-		att.EngineStartedAt = time.UnixMilli(*st.EngineStartedAt).UTC()
-	}
-	if err := s.Store.UpdateAttempt(ctx, att); err != nil {
-		return err
-	}
-	if s.OnEvent != nil && (st.Steps != nil || st.PromptTokens != nil || st.CompletionTokens != nil || st.CostUSD != nil) {
-		now := s.NowUTC()
-		node := c.Step.Node
-		if c.Step.Kind == supervisorKind {
-			node = SupervisorValue(c.Step).Job // as its start and end events name it
-		}
-		s.OnEvent(Event{Type: EventStepProgress, At: now, RunID: c.Step.RunID, Node: node, StepRef: c.Step.StepRef, Attempt: att.N,
-			Duration: now.Sub(att.StartedAt), Steps: att.Steps, PromptTokens: att.PromptTokens, CompletionTokens: att.CompletionTokens, CostUSD: att.CostUSD})
-	}
-	// A state that no longer waits for this step (its execution aborted or
-	// timed out, its task timed out) tells the worker to stop: 409, on which
-	// the runner stops its engine (issue 11 § 6). Other heartbeat failures
-	// (throttling, the network) are not the worker's.
-	// An observation turn of the supervisor waits on no state (no token).
-	if c.Step.TaskToken == "" {
-		return nil
-	}
-	if err := s.Tokens.SendTaskHeartbeat(ctx, c.Step.TaskToken); err != nil {
-		if name := executor.APIErrorName(err); name == executor.ErrTaskTimedOut || name == executor.ErrTaskDoesNotExist || name == executor.ErrInvalidToken {
-			return stratus.Errorf(stratus.ECONFLICT, "step %s: its state no longer waits for it (%s); stop", c.Step.StepRef, name)
-		}
-	}
-	return nil
 }

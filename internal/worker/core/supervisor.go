@@ -39,8 +39,8 @@ import (
 // visit count or a task id with a flow node.
 const SupervisorNode = "_supervisor"
 
-// supervisorKind is the Kind of a supervisor turn's step (report.Kind).
-const supervisorKind = report.Kind
+// SupervisorKind is the Kind of a supervisor turn's step (report.Kind).
+const SupervisorKind = report.Kind
 
 // Event types of the supervisor layer's turns (Service.OnEvent). They are
 // not step events: a supervisor turn is no flow step.

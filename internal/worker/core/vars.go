@@ -105,7 +105,7 @@ func OutputNodes(f *flow.Flow) []string { return flow.OutputNodes(f) }
 // `except`: one store query, not the whole run (issue 16 § 3).
 func (s *Service) LatestSteps(ctx context.Context, runID, except string) ([]stratus.Step, error) {
 	return s.Store.LatestSteps(ctx, runID, store.LatestQuery{Status: stratus.StepCompleted, ExceptTID: except,
-		SkipVerdicts: []string{OutcomeSkipped}, SkipKinds: []string{supervisorKind}})
+		SkipVerdicts: []string{OutcomeSkipped}, SkipKinds: []string{SupervisorKind}})
 }
 
 // TemplateVars builds the role-file variables of one node run (seed 004 §
@@ -237,7 +237,7 @@ var diffTokens = []string{"diff_path", "change_overview_path", "diff_base"}
 // nothing, so it needs nothing.
 func (s *Service) needsDiff(env *RunEnv, step stratus.Step) bool {
 	var files []string
-	if step.Kind == supervisorKind {
+	if step.Kind == SupervisorKind {
 		role, fin := supervisor.RoleFiles(env.Config.Supervisor, env.Flow)
 		files = []string{role, fin}
 	} else if n := env.Flow.Node(step.Node); n != nil {
