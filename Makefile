@@ -17,7 +17,7 @@ LDFLAGS := -X main.commit=$(COMMIT) -X main.version=$(VERSION)
 all: build
 
 ## build: bin/stratus slim (-tags slim: without the AWS SDK and the run
-## viewer, it starts fast: issue 16 § 2), bin/stratus-full beside it (the
+## viewer, it starts fast), bin/stratus-full beside it (the
 ## whole CLI: bin/stratus hands it --target aws, dev aws and ui), and the
 ## small runner.
 build:
@@ -112,11 +112,12 @@ demo-aws-claude demo-aws-codex demo-aws-agents: build lambdas rie
 	$(MAKE) --no-print-directory image IMAGE_FLAGS="-targets $(patsubst demo-aws-%,%,$@)"
 	examples/demo-aws-cli.sh $(patsubst demo-aws-%,%,$@) .scratch/$@ $(BIN)
 
-## demo-aws-pool: the warm runner pool (issue 17) on the same stand-in:
-## examples/task.md once with two pooled runners per network profile polling
-## moto's SQS (stratus dev aws --pool 2), once cold (each step a RunTask on
-## moto, played by a local runner), then per step dispatch -> engine start
-## for both and their medians. Needs moto, as demo-aws does.
+## demo-aws-pool: the warm runner pool (README.md § Warm runners (pool mode))
+## on the same stand-in: examples/task.md once with two pooled runners per
+## network profile polling moto's SQS (stratus dev aws --pool 2), once cold
+## (each step a RunTask on moto, played by a local runner), then per step
+## dispatch -> engine start for both and their medians. Needs moto, as
+## demo-aws does.
 DEMO_AWS_POOL ?= .scratch/demo-aws-pool
 demo-aws-pool: build lambdas rie
 	@python3 -c 'import moto, flask_cors' 2>/dev/null || { echo "demo-aws-pool needs moto (python3 with moto and flask_cors): pip install 'moto[server]==5.2.1'"; exit 1; }
@@ -305,8 +306,8 @@ fuzz:
 ## bench: every benchmark, then the figures (BENCH lines: each next to its
 ## anchor measured in the same run, medians of interleaved rounds).
 ## bench-scale: BENCH_SCALE (1,000) embedded runs of a 2-step flow with the
-## four-line shell engine, handed at once to one host (stratus host; issue 16
-## § 5): the peak RSS of all its processes against 2 GiB, the wall time, runs
+## four-line shell engine, handed at once to one host (stratus host): the
+## peak RSS of all its processes against 2 GiB, the wall time, runs
 ## a minute and the host's CPU per step, as a BENCH line.
 BENCH_SCALE ?= 1000
 bench-scale:

@@ -25,7 +25,7 @@ func RunTerminal(status string) bool {
 }
 
 // RunResumable reports whether a run that ended with status may be resumed
-// from the step that stopped it (issue 11 § 3): failed,
+// from the step that stopped it (README.md § Durable runs): failed,
 // manual_action_required and interrupted runs may; a done one may not.
 func RunResumable(status string) bool {
 	return status == RunFailed || status == RunManualActionRequired || status == RunInterrupted
@@ -51,11 +51,11 @@ type Run struct {
 	Resumes int `json:"resumes,omitempty"`
 	// MaxCostUSD and MaxTokens cap the run's spend (0: no cap): the task's
 	// max_cost_usd / max_tokens, else config.yaml limits; a resume may
-	// raise them (issue 11 § 7).
+	// raise them (README.md § Cost and token caps).
 	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
 	MaxTokens  int64   `json:"max_tokens,omitempty"`
-	// Workspace is the run's repository as it travels to its workers
-	// (issue 12); nil when the engines work in WorkDir itself.
+	// Workspace is the run's repository as it travels to its workers; nil
+	// when the engines work in WorkDir itself.
 	Workspace *Workspace `json:"workspace,omitempty"`
 	CreatedAt time.Time  `json:"created_at"`
 	EndedAt   time.Time  `json:"ended_at,omitzero"`
@@ -117,11 +117,11 @@ func PrunedError(r Run, what string) error {
 }
 
 // Workspace is a run's repository as it travels to workers that have no
-// disk of the operator's (issue 12 § 1-2; DESIGN.md § Workspaces): the
-// base snapshot commit frozen at run start and the head its
-// workspace-write steps advance, every commit carried by a git bundle in
-// the sink. Root, Base, Origin and Prefix never change; Head and Bundles
-// change only through the store's fenced AdvanceWorkspace.
+// disk of the operator's (DESIGN.md § Workspaces): the base snapshot commit
+// frozen at run start and the head its workspace-write steps advance, every
+// commit carried by a git bundle in the sink. Root, Base, Origin and Prefix
+// never change; Head and Bundles change only through the store's fenced
+// AdvanceWorkspace.
 type Workspace struct {
 	// Root is the path a payload names the workspace by; each worker puts
 	// its own checkout in its place, so no payload carries the operator's
@@ -202,14 +202,15 @@ const (
 
 // Attempt is one try of a dispatch task. It owns one capability token, one
 // output tail and (server side) the task token of its step. Token counts
-// and cost are what the runner relayed (seed 003 § 5: the attempt is
-// attached on every terminal).
+// and cost are what the runner relayed
+// (docs/contracts.md § Terminal classification: the attempt is attached on
+// every terminal).
 type Attempt struct {
 	TID      string `json:"task_id"`
 	N        int    `json:"attempt"`
 	Agent    string `json:"agent"` // the node id whose role the worker plays
 	Status   string `json:"status"`
-	Terminal string `json:"terminal,omitempty"` // seed 003 § 5 terminal, as reported by the runner
+	Terminal string `json:"terminal,omitempty"` // the terminal (docs/contracts.md § Terminal classification), as reported by the runner
 	Reason   string `json:"reason,omitempty"`
 	// Class is a failed attempt's failure class (internal/failclass:
 	// provider_unavailable, rate_limited, network_unavailable, timeout,
@@ -230,13 +231,13 @@ type Attempt struct {
 	EngineStartedAt  time.Time `json:"engine_started_at,omitzero"`
 	EndedAt          time.Time `json:"ended_at,omitzero"`
 	// Resolved is what this attempt's engine was launched with, after the
-	// per-node overrides (seed 004 § Per-node overrides in flows); zero for
+	// per-node overrides (docs/contracts.md § Per-node overrides); zero for
 	// an attempt recorded before it was kept.
 	Resolved Resolved `json:"resolved,omitzero"`
 }
 
 // Resolved is the resolution of one attempt's per-node overrides against
-// config.yaml (seed 004 § Per-node overrides in flows; worc reference.md §
+// config.yaml (docs/contracts.md § Per-node overrides; worc reference.md §
 // agent node): which provider ran it, on what model and reasoning, with
 // what filesystem and network grant, under what deadline and extra flags.
 type Resolved struct {
@@ -249,8 +250,9 @@ type Resolved struct {
 	ExtraArgs         []string `json:"extra_args,omitempty"` // the node's extra_args, after the provider's args
 	// Configured is what config.yaml alone would have used: the resolved
 	// provider's model and reasoning. A half that differs from Model or
-	// Reasoning is one the node or the task overrode (seed 004 §
-	// prompt_audit: the configured_* pair, null when nothing was overridden).
+	// Reasoning is one the node or the task overrode
+	// (docs/contracts.md § Prompt audit: the configured_* pair, null when
+	// nothing was overridden).
 	Configured ModelChoice `json:"configured,omitzero"`
 }
 
@@ -260,7 +262,8 @@ type ModelChoice struct {
 	Reasoning string `json:"reasoning,omitempty"`
 }
 
-// Output event kinds of an attempt's output tail (seed 000 § The shape).
+// Output event kinds of an attempt's output tail
+// (docs/contracts.md § The shape).
 const (
 	OutputArtifact = "artifact" // a staged named part
 	OutputFinal    = "final"    // the one final body
@@ -280,9 +283,10 @@ type OutputEvent struct {
 }
 
 // Handle is a short worker handle (`wh-` + 8 characters) mapped server
-// side to one attempt of one dispatch task (seed 001 § Bearer authentication).
-// It names its run: a handle is refused by every API that does not serve
-// that run, and once the run has ended (docs/security.md § Handles).
+// side to one attempt of one dispatch task
+// (docs/contracts.md § Bearer authentication). It names its run: a handle is
+// refused by every API that does not serve that run, and once the run has
+// ended (docs/security.md § Handles).
 type Handle struct {
 	Handle string `json:"handle"`
 	// RunID is the run the handle was minted for; "" only for a handle
@@ -295,9 +299,9 @@ type Handle struct {
 }
 
 // Degradation is one entry of a run's degradation record: a worker saying
-// how it degraded (seed 001 § worker_degradation). StepRef, Attempt and At
-// are injected by the server, never taken from the client; a degradation is
-// never step output and never reaches the fold.
+// how it degraded (docs/contracts.md § Request and response bodies). StepRef,
+// Attempt and At are injected by the server, never taken from the client; a
+// degradation is never step output and never reaches the fold.
 type Degradation struct {
 	RunID    string    `json:"run_id"`
 	StepRef  string    `json:"step_ref"`
@@ -310,7 +314,7 @@ type Degradation struct {
 }
 
 // RenderSize is the last observed size of an agent's baked system prompt
-// (seed 001 § agent_render_size).
+// (docs/contracts.md § Request and response bodies).
 type RenderSize struct {
 	Agent string    `json:"agent"`
 	Bytes int       `json:"bytes"`

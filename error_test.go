@@ -8,9 +8,10 @@ import (
 	"testing"
 )
 
-// issue 14 § 2: a full disk is told apart from other internal errors —
-// ENOSPC and EDQUOT however wrapped, and SQLite's SQLITE_FULL — as
-// ENOSPACE (507), with a message that says so and leaks no path.
+// docs/security.md § Output that did not persist: a full disk is told apart
+// from other internal errors — ENOSPC and EDQUOT however wrapped, and
+// SQLite's SQLITE_FULL — as ENOSPACE (507), with a message that says so and
+// leaks no path.
 func TestStorageFull(t *testing.T) {
 	for _, err := range []error{
 		&fs.PathError{Op: "write", Path: "/x/.stratus-tmp-1", Err: syscall.ENOSPC},
@@ -32,7 +33,7 @@ func TestStorageFull(t *testing.T) {
 	}
 }
 
-// A field is not said twice (newcomer, issue 15: "provider: provider …").
+// A field is not said twice (not "provider: provider …").
 func TestError_FieldNotRepeated(t *testing.T) {
 	for _, c := range []struct{ field, msg, want string }{
 		{"node", `node gate is not waiting`, `node gate is not waiting`},

@@ -68,7 +68,7 @@ func contains(t *testing.T, out string, want ...string) {
 	}
 }
 
-// issue 10 § 3: every stage of `make test` runs and says so as it starts,
+// Every stage of `make test` runs and says so as it starts,
 // the Go tests run even when a lint failed, the exit status still says a
 // lint failed, and a stage that cannot run here is a one-line skip naming
 // the tool, listed again at the end, and not a failure.
@@ -98,7 +98,7 @@ func TestMakeTest_RunsEveryStageAndFailsWhenOneFailed(t *testing.T) {
 	contains(t, out, "make test: passed (")
 }
 
-// issue 10 § 3: under STRATUS_REQUIRE_ALL=1 (CI) a skip is a failure.
+// Under STRATUS_REQUIRE_ALL=1 (CI) a skip is a failure.
 func TestMakeTest_RequireAllTurnsASkipIntoAFailure(t *testing.T) {
 	t.Parallel()
 	env := []string{"PATH=" + os.Getenv("PATH"), "STRATUS_REQUIRE_ALL=1"}
@@ -109,8 +109,8 @@ func TestMakeTest_RequireAllTurnsASkipIntoAFailure(t *testing.T) {
 	contains(t, out, "FAILED: needs frobnicator", "make test: FAILED: stage-skips (")
 }
 
-// issue 10 § 3: the real lint stages, on a machine with none of their
-// tools (an empty PATH), skip naming the tool and what would install it.
+// The real lint stages, on a machine with none of their tools (an empty
+// PATH), skip naming the tool and what would install it.
 func TestMakeTest_LintsSkipNamingTheirMissingTool(t *testing.T) {
 	t.Parallel()
 	env := []string{"PATH=" + t.TempDir()}

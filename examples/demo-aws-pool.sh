@@ -1,6 +1,6 @@
 #!/bin/sh
 # demo-aws-pool.sh BIN DIR: the warm runner pool on a local AWS stand-in
-# (issue 17 § 5). examples/task.md runs twice on `stratus dev aws` (moto,
+# (README.md § Warm runners (pool mode)). examples/task.md runs twice on `stratus dev aws` (moto,
 # the Lambdas and Fargate played on this machine): once with two pooled
 # runners per network profile polling moto's SQS (--pool 2), once cold
 # (each step an ecs:RunTask on moto, played by a local runner started in

@@ -41,7 +41,7 @@ func functionDirs(t *testing.T) []string {
 	return names
 }
 
-// DESIGN.md § Layout / issue 6 § 4: each function builds as `bootstrap` for
+// DESIGN.md § Layout: each function builds as `bootstrap` for
 // provided.al2023 on arm64 with CGO_ENABLED=0. The artifacts are built by
 // the Makefile's own target, so what is checked is what `make lambdas`
 // (and `make sam-build`, same environment and flags) ships: an ELF

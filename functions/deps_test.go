@@ -13,8 +13,8 @@ import (
 // reaches runs through the ports (DynamoDB store, S3 sink, Step Functions)
 // and the run lifecycle (internal/lifecycle), never through the embedded
 // runtime: not the orchestrator, its executor, its launcher, nor SQLite
-// (issue 11: "go list -deps of the Lambdas shows no embedded
-// orchestrator").
+// (`go list -deps` of the Lambdas shows no embedded orchestrator;
+// docs/architecture.md § The two runtimes).
 func TestLambdas_LinkNoEmbeddedRuntime(t *testing.T) {
 	t.Parallel()
 	goCmd := testenv.MustHaveCommand(t, "go", "go list -deps reads what each function links")

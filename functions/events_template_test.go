@@ -35,7 +35,7 @@ func TestTemplate_EveryFunctionIsAServiceOrTheEventsFunction(t *testing.T) {
 	}
 }
 
-// Issue 6 (a run nobody follows): the events function hears the end of
+// A run nobody follows: the events function hears the end of
 // every execution of each of the stack's state machines and of no other:
 // an EventBridge rule on aws.states "Step Functions Execution Status
 // Change" with the four terminal statuses and the stack's state machine
@@ -82,9 +82,10 @@ func TestTemplate_EventsFunctionHearsEveryStateMachineEndAndTheHourlySweep(t *te
 	if got := strs(detail["status"]); !slices.Equal(got, []string{"ABORTED", "FAILED", "SUCCEEDED", "TIMED_OUT"}) {
 		t.Errorf("pattern detail.status %v; want the four terminal statuses", got)
 	}
-	// issue 11 § 2: runs create state machines of their own under the
-	// stack's prefix, so the rule matches that prefix, which the stack's
-	// own machines share and the StateMachinePrefix output names.
+	// docs/architecture.md § The run lifecycle: runs create state machines of
+	// their own under the stack's prefix, so the rule matches that prefix,
+	// which the stack's own machines share and the StateMachinePrefix output
+	// names.
 	const wantPrefix = "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:stateMachine:${AWS::StackName}-"
 	arns := asList(detail["stateMachineArn"])
 	if len(arns) != 1 || fmt.Sprint(asMap(asMap(arns[0])["prefix"])["Fn::Sub"]) != wantPrefix {
@@ -105,8 +106,9 @@ func TestTemplate_EventsFunctionHearsEveryStateMachineEndAndTheHourlySweep(t *te
 
 // Least privilege: the events function reads and writes the table and the
 // bucket's prefix (TestTemplate_LeastPrivilege checks those grants), stops
-// the cluster's tasks (issue 11 § 6: the workers of an execution that ended
-// under them) and is granted nothing else: no secret, no RunTask, no token.
+// the cluster's tasks (docs/architecture.md § The run lifecycle: the workers
+// of an execution that ended under them) and is granted nothing else: no
+// secret, no RunTask, no token.
 func TestTemplate_EventsFunctionGetsTableAndBucketOnly(t *testing.T) {
 	tp := loadTemplate(t)
 	allowed := []string{"s3:GetObject", "s3:PutObject", "s3:ListBucket", "ecs:StopTask", "ecs:ListTasks", "states:GetExecutionHistory"}

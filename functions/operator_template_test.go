@@ -7,14 +7,15 @@ import (
 	"testing"
 )
 
-// issue 11 § 2: the stack's machines share one execution role, and the
-// operator policy grants exactly what `stratus run|resume|status|runs|
-// cancel|approve|reject|answer --target aws` calls, on the stack's own
-// resources only: creating and running machines under the stack's prefix,
-// following and stopping their executions, passing that role and no
-// other, the table, the bucket's prefix, the stack itself, and invoking
-// the worker API's operator routes (docs/security.md § Operator replies on
-// AWS). No wildcard action, no "*" resource.
+// docs/architecture.md § The run lifecycle: the stack's machines share one
+// execution role, and the operator policy grants exactly what `stratus
+// run|resume|status|runs|cancel|approve|reject|answer --target aws` calls,
+// on the stack's own resources only: creating and running machines under the
+// stack's prefix, following and stopping their executions, passing that role
+// and no other, the table, the bucket's prefix, the stack itself, and
+// invoking the worker API's operator routes
+// (docs/security.md § Operator replies on AWS). No wildcard action, no "*"
+// resource.
 func TestTemplate_OperatorPolicyGrantsWhatTheCLICallsOnTheStackOnly(t *testing.T) {
 	tp := loadTemplate(t)
 	for _, id := range tp.ofType("AWS::Serverless::StateMachine") {

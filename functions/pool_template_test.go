@@ -16,9 +16,8 @@ import (
 	"github.com/stratusflow/stratus/internal/awsapp"
 )
 
-// Pool mode (issue 17, README "Warm runners (pool mode)"): per network
-// profile an assignment queue and an ECS service of runners that long-poll
-// it, all under the RunnerPool parameter's condition.
+// Pool mode (README.md § Warm runners (pool mode)): per network profile an assignment queue and an ECS service of
+// runners that long-poll it, all under the RunnerPool parameter's condition.
 const poolCondition = "RunnerPoolOn"
 
 // poolTakeActions are what a pooled runner does with its queue, and all
@@ -195,9 +194,9 @@ func refsOutside(v any, cond string) []string {
 	return out
 }
 
-// issue 17: pool mode is a parameter, off by default (the cold path stays
-// the reference), with its sizes, scale-in window and pickup wait, each
-// described with its unit and effect.
+// README.md § Warm runners (pool mode): pool mode is a parameter, off by
+// default (the cold path stays the reference), with its sizes, scale-in
+// window and pickup wait, each described with its unit and effect.
 func TestTemplate_PoolIsAParameterOffByDefault(t *testing.T) {
 	tp := loadTemplate(t)
 	doc := rawDoc(t)
@@ -228,11 +227,12 @@ func TestTemplate_PoolIsAParameterOffByDefault(t *testing.T) {
 	}
 }
 
-// issue 17: everything of the pool exists only when it is on. Each ECS
-// service, scalable target, scaling policy, queue other than the dispatch
-// queue and its DLQ, and task role carries the condition; nothing without
-// it refers to a pool resource except inside !If [RunnerPoolOn, ...]; so
-// with the pool off the stack is the cold path's, unchanged.
+// README.md § Warm runners (pool mode): everything of the pool exists only
+// when it is on. Each ECS service, scalable target, scaling policy, queue
+// other than the dispatch queue and its DLQ, and task role carries the
+// condition; nothing without it refers to a pool resource except inside !If
+// [RunnerPoolOn, ...]; so with the pool off the stack is the cold path's,
+// unchanged.
 func TestTemplate_PoolResourcesExistOnlyWhenOn(t *testing.T) {
 	tp := loadTemplate(t)
 	doc := rawDoc(t)
@@ -296,13 +296,14 @@ func TestTemplate_PoolResourcesExistOnlyWhenOn(t *testing.T) {
 	}
 }
 
-// issue 17: a pooled runner is the cold runner with a command: the task
-// definition of each pool service equals its profile's cold runner,
-// RunnerTaskDefinition or (online) NetworkRunnerTaskDefinition (image,
-// CPU, memory, architecture, execution role, engine keys, log group and
-// everything else) but for its family, its task role, the `pool --queue
-// URL --profile P` command, the log stream prefix and a StopTimeout of up
-// to Fargate's 120 s (a runner told to stop lets its step end).
+// README.md § Warm runners (pool mode): a pooled runner is the cold runner
+// with a command: the task definition of each pool service equals its
+// profile's cold runner, RunnerTaskDefinition or (online)
+// NetworkRunnerTaskDefinition (image, CPU, memory, architecture, execution
+// role, engine keys, log group and everything else) but for its family, its
+// task role, the `pool --queue URL --profile P` command, the log stream
+// prefix and a StopTimeout of up to Fargate's 120 s (a runner told to stop
+// lets its step end).
 func TestTemplate_PoolRunnersAreTheColdRunner(t *testing.T) {
 	tp := loadTemplate(t)
 	strip := func(td string) (props, container map[string]any) {
@@ -374,12 +375,12 @@ func TestTemplate_PoolRunnerIsTheOnlyProcessWithItsCredentials(t *testing.T) {
 	}
 }
 
-// issue 17: a node's network profile is honoured by routing its step to
-// that profile's pool, so each pool's runners run where RunTask starts the
-// profile's cold tasks (the functions' STRATUS_ECS_* subnets, security
-// groups and public IP), on Fargate in the runner cluster, from
-// RunnerPoolMinTasks; a deployment starts new runners before stopping old
-// ones, and no Availability Zone rebalancing stops a busy one.
+// README.md § Warm runners (pool mode): a node's network profile is honoured
+// by routing its step to that profile's pool, so each pool's runners run
+// where RunTask starts the profile's cold tasks (the functions' STRATUS_ECS_*
+// subnets, security groups and public IP), on Fargate in the runner cluster,
+// from RunnerPoolMinTasks; a deployment starts new runners before stopping
+// old ones, and no Availability Zone rebalancing stops a busy one.
 func TestTemplate_PoolServicesRunWhereTheirProfilesColdTasksRun(t *testing.T) {
 	tp := loadTemplate(t)
 	env := tp.env("DispatchFunction")
@@ -418,12 +419,12 @@ func TestTemplate_PoolServicesRunWhereTheirProfilesColdTasksRun(t *testing.T) {
 	}
 }
 
-// issue 17: each assignment queue keeps a message in flight 60 s at a time
-// (the runner extends it every ~20 s while its step runs), keeps an
-// assignment an hour at most (one older than its pickup window was served
-// cold), long-polls by default, is encrypted, and redrives to a DLQ of its
-// own after five receives; the DLQ outlives what it receives, and an alarm
-// watches it.
+// README.md § Warm runners (pool mode): each assignment queue keeps a message
+// in flight 60 s at a time (the runner extends it every ~20 s while its step
+// runs), keeps an assignment an hour at most (one older than its pickup
+// window was served cold), long-polls by default, is encrypted, and redrives
+// to a DLQ of its own after five receives; the DLQ outlives what it receives,
+// and an alarm watches it.
 func TestTemplate_PoolQueuesRedriveToADeadLetterQueue(t *testing.T) {
 	tp := loadTemplate(t)
 	dlqs := map[string]string{}
@@ -473,11 +474,11 @@ func TestTemplate_PoolQueuesRedriveToADeadLetterQueue(t *testing.T) {
 	}
 }
 
-// issue 17: dispatch and the worker API (both launch workers) are told the
-// pool's queues and pickup wait through awsapp's variables, set under the
-// condition and empty (awsapp: pool off) otherwise, and may send to the
-// two assignment queues only then and only those; the events function
-// launches nothing and gets neither.
+// README.md § Warm runners (pool mode): dispatch and the worker API (both
+// launch workers) are told the pool's queues and pickup wait through awsapp's
+// variables, set under the condition and empty (awsapp: pool off) otherwise,
+// and may send to the two assignment queues only then and only those; the
+// events function launches nothing and gets neither.
 func TestTemplate_PoolAssignmentsAreSentOnlyWhenOn(t *testing.T) {
 	tp := loadTemplate(t)
 	pools := poolServices(t, tp)
@@ -601,7 +602,7 @@ func queueMetric(m map[string]any, queue, name string) bool {
 		str(asMap(d[0])["Name"]) == "QueueName" && getAtt(asMap(d[0])["Value"], queue, "QueueName")
 }
 
-// issue 17 scaling: each pool's service is a scalable target from
+// README.md § Warm runners (pool mode), scaling: each pool's service is a scalable target from
 // RunnerPoolMinTasks to RunnerPoolMaxTasks with two step scaling policies
 // on its own queue's demand (a busy runner holds one message in flight, an
 // idle one none): scale out when an assignment is visible (waiting) — from
@@ -735,10 +736,9 @@ func TestTemplate_PoolScalesWithItsQueue(t *testing.T) {
 	}
 }
 
-// issue 17: the README's "Warm runners (pool mode)" documents the pool's
-// parameters and `stratus runner pool`, and the IAM policy it gives a
-// self-hosted runner is the pool task role's: the three actions on one
-// queue.
+// README.md § Warm runners (pool mode) documents the pool's parameters and `stratus runner pool`, and the
+// IAM policy it gives a self-hosted runner is the pool task role's: the three
+// actions on one queue.
 func TestTemplate_ReadmeDocumentsThePool(t *testing.T) {
 	tp := loadTemplate(t)
 	b, err := os.ReadFile("../README.md")

@@ -39,7 +39,7 @@ func dockerfile(t *testing.T) []string {
 	return out
 }
 
-// The runner image (issue 6 § 5, DESIGN.md § The path of one step, 3): a
+// The runner image (DESIGN.md § The path of one step, 3): a
 // multi-stage build of cmd/stratus with CGO_ENABLED=0 (or the same binary
 // built on the host, docs/runner-image.md § Building the images), run as a
 // non-root user, whose entrypoint runs `stratus runner`.
@@ -142,11 +142,10 @@ func TestRunnerImage_DockerignoreKeepsTheSources(t *testing.T) {
 	}
 }
 
-// issue 13 § 7: the runner-claude and runner-codex targets install the
-// agent CLIs at the versions package.json pins (the versions the tests
-// run): their install stages read the pin from package.json, and the
-// targets are built on what they installed; the default target (the last
-// stage) is the plain runner.
+// The runner-claude and runner-codex targets install the agent CLIs at the
+// versions package.json pins (the versions the tests run): their install
+// stages read the pin from package.json, and the targets are built on what
+// they installed; the default target (the last stage) is the plain runner.
 func TestRunnerImage_CLITargetsPinTheTestedVersions(t *testing.T) {
 	stages, froms, last := dockerStages(t)
 	if tools := strings.Join(stages["node-tools"], "\n"); !strings.Contains(tools, "COPY package.json ") {

@@ -208,10 +208,10 @@ func TestTemplate_Parses(t *testing.T) {
 	}
 }
 
-// Issue 6 § 4, § 5: every CodeUri is a functions/<name> directory with a
-// main.go (package main), built by SAM's go1.x builder as `bootstrap` for
-// provided.al2023 on arm64 with at most 256 MB; and every functions/<name>
-// with a main.go is deployed by exactly one function.
+// Every CodeUri is a functions/<name> directory with a main.go (package
+// main), built by SAM's go1.x builder as `bootstrap` for provided.al2023 on
+// arm64 with at most 256 MB; and every functions/<name> with a main.go is
+// deployed by exactly one function.
 func TestTemplate_EveryCodeUriIsAFunctionDir(t *testing.T) {
 	tp := loadTemplate(t)
 	deployed := map[string]string{}
@@ -249,8 +249,9 @@ func TestTemplate_EveryCodeUriIsAFunctionDir(t *testing.T) {
 			t.Errorf("%s: Architectures = %v; want [arm64]", id, a)
 		}
 		// The worker API holds an uploaded body of up to MaxUploadBytes
-		// (at most 64 MiB) and its copies in memory (issue 14 § 8); the
-		// other functions move references.
+		// (at most 64 MiB) and its copies in memory
+		// (docs/security.md § Upload size limits); the other functions move
+		// references.
 		limit := 256.0
 		if id == "WorkerApiFunction" {
 			limit = 512
@@ -300,7 +301,7 @@ func workerRoutes(t *testing.T) []string {
 	return routes
 }
 
-// Issue 6 § 5: every worker API route (internal/httpapi, hitl included) has
+// Every worker API route (internal/httpapi, hitl included) has
 // an HttpApi event on the worker API function, on the stack's HttpApi with
 // payload format 2.0, and no event names a route the handler does not serve.
 func TestTemplate_EveryWorkerAPIRouteHasAnHttpApiEvent(t *testing.T) {
@@ -346,10 +347,10 @@ func TestTemplate_EveryWorkerAPIRouteHasAnHttpApiEvent(t *testing.T) {
 	}
 }
 
-// Issue 6 § 5: one state machine per flow file in statemachine/ (the
-// built-in flows; statemachine/worc/ holds worc's peer flows compiled
-// structurally, for validation and parity, and is not deployed), and every
-// DefinitionUri exists.
+// One state machine per flow file in statemachine/ (the built-in flows;
+// statemachine/worc/ holds worc's peer flows compiled structurally, for
+// validation and parity, and is not deployed), and every DefinitionUri
+// exists.
 func TestTemplate_OneStateMachinePerFlowFile(t *testing.T) {
 	tp := loadTemplate(t)
 	files, err := filepath.Glob("../statemachine/*.asl.json")
@@ -385,10 +386,10 @@ func TestTemplate_OneStateMachinePerFlowFile(t *testing.T) {
 // substitution matches a DefinitionSubstitutions placeholder.
 var substitution = regexp.MustCompile(`\$\{([^}]*)\}`)
 
-// Issue 6 § 5: every ${Name} an ASL file uses is defined in its state
-// machine's DefinitionSubstitutions (CloudFormation leaves an undefined one
-// in the definition, which then fails at run time), each defined one is
-// used, and each value refers to a resource of the stack.
+// Every ${Name} an ASL file uses is defined in its state machine's
+// DefinitionSubstitutions (CloudFormation leaves an undefined one in the
+// definition, which then fails at run time), each defined one is used, and
+// each value refers to a resource of the stack.
 func TestTemplate_EverySubstitutionIsDefined(t *testing.T) {
 	tp := loadTemplate(t)
 	for _, id := range tp.ofType("AWS::Serverless::StateMachine") {
@@ -417,10 +418,10 @@ func TestTemplate_EverySubstitutionIsDefined(t *testing.T) {
 	}
 }
 
-// Issue 6 § 4: the dispatch function is fed by the dispatch queue with
+// The dispatch function is fed by the dispatch queue with
 // ReportBatchItemFailures (only messages that failed are redelivered), the
-// queue's visibility outlasts the function (else a message is delivered
-// twice while its first delivery still runs) and it redrives to a DLQ.
+// queue's visibility outlasts the function (else a message is delivered twice
+// while its first delivery still runs) and it redrives to a DLQ.
 func TestTemplate_DispatchReportsBatchItemFailures(t *testing.T) {
 	tp := loadTemplate(t)
 	fn := "DispatchFunction"
@@ -573,9 +574,10 @@ func runnerContainer(t *testing.T, tp *tmpl) string {
 // DESIGN.md § The path of one step, 2: "The worker never sees the task
 // token or any AWS credential": the runner's task has no task role, runs
 // on Fargate from the ImageUri parameter, and logs to a log group. Pool
-// mode (issue 17) is the one exception: the task role of a pool service's
-// runners may receive, delete and hide messages of its own assignment
-// queue and nothing else; no other task definition has a role.
+// mode (README.md § Warm runners (pool mode)) is the one exception: the task
+// role of a pool service's runners may receive, delete and hide messages of
+// its own assignment queue and nothing else; no other task definition has a
+// role.
 func TestTemplate_WorkersHoldNoAWSCredential(t *testing.T) {
 	tp := loadTemplate(t)
 	p := tp.props("RunnerTaskDefinition")
@@ -728,7 +730,7 @@ func allows(tp *tmpl, id, action, resource string) bool {
 	return false
 }
 
-// Issue 6 § 5, least privilege: no wildcard action; "*" as a resource only
+// Least privilege: no wildcard action; "*" as a resource only
 // for the actions that take no other (SendTask*: a task token names its
 // execution; vended log delivery); each function may run the runner's task
 // definition, pass its execution role, use the table and complete tokens.
@@ -826,11 +828,11 @@ func TestTemplate_OutputsTheAPIURL(t *testing.T) {
 	}
 }
 
-// issue 13 § 7: a model provider's key reaches a worker only as a task
-// definition secret from a parameter (one per engine variable the
-// installed providers name: ANTHROPIC_API_KEY, OPENAI_API_KEY, DEEPSEEK),
-// each dropped when its parameter is empty; the execution role may read
-// exactly those secrets and nothing else.
+// A model provider's key reaches a worker only as a task definition secret
+// from a parameter (one per engine variable the installed providers name:
+// ANTHROPIC_API_KEY, OPENAI_API_KEY, DEEPSEEK), each dropped when its
+// parameter is empty; the execution role may read exactly those secrets and
+// nothing else.
 func TestTemplate_EngineKeysAreTaskDefinitionSecrets(t *testing.T) {
 	tp := loadTemplate(t)
 	want := map[string]string{"ANTHROPIC_API_KEY": "AnthropicApiKeySecretArn", "OPENAI_API_KEY": "OpenAIApiKeySecretArn", "DEEPSEEK": "DeepseekSecretArn"}
@@ -888,10 +890,10 @@ func TestTemplate_EngineKeysAreTaskDefinitionSecrets(t *testing.T) {
 	}
 }
 
-// issue 14 § 9 and § 12: the stack survives real traffic and its own
-// recreation — no fixed table name, throttles and dispatch concurrency as
-// parameters sized for bursts, the worker size refused unless Fargate takes
-// it, current objects that expire, and alarms on what goes wrong unseen.
+// The stack survives real traffic and its own recreation — no fixed table
+// name, throttles and dispatch concurrency as parameters sized for bursts,
+// the worker size refused unless Fargate takes it, current objects that
+// expire, and alarms on what goes wrong unseen.
 func TestTemplate_HardenedForRealTraffic(t *testing.T) {
 	tp := loadTemplate(t)
 	table := tp.props(tp.ofType("AWS::DynamoDB::Table")[0])
@@ -925,8 +927,8 @@ func TestTemplate_HardenedForRealTraffic(t *testing.T) {
 	if !strings.Contains(string(lifecycle), `"expire-current-objects"`) || !strings.Contains(string(lifecycle), "DataExpirationDays") {
 		t.Errorf("no expiry of current objects: %s", lifecycle)
 	}
-	// issue 14 § 8: uploads, bounded as the worker API's configuration
-	// allows, and never kept past a day.
+	// docs/security.md § Upload size limits: uploads, bounded as the worker
+	// API's configuration allows, and never kept past a day.
 	up := tp.params["MaxUploadBytes"]
 	if up["Default"] != float64(worker.DefaultMaxUploadBytes) || up["MaxValue"] != float64(awsapp.MaxUploadBytes) {
 		t.Errorf("MaxUploadBytes default %v, max %v; want %d (as embedded) and %d (awsapp.MaxUploadBytes)", up["Default"], up["MaxValue"], worker.DefaultMaxUploadBytes, awsapp.MaxUploadBytes)

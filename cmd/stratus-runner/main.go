@@ -1,10 +1,10 @@
 // Command stratus-runner is the runner alone: what `stratus runner` does
 // (runner.Main), in a binary that links only the runner, the worker client
 // and the child contract — no server, store, compiler or AWS SDK — so a
-// step's worker starts in a fraction of `stratus`'s start-up and memory
-// (issue 16 § 2). The embedded launcher uses it when it sits beside the
-// stratus binary (make build puts it there); `stratus runner` stays the
-// same runner for any host that has only stratus.
+// step's worker starts in a fraction of `stratus`'s start-up and memory. The
+// embedded launcher uses it when it sits beside the stratus binary (make
+// build puts it there); `stratus runner` stays the same runner for any host
+// that has only stratus.
 package main
 
 import (

@@ -20,13 +20,12 @@ import (
 )
 
 // costFigures are what one run asks of AWS, measured on moto by the end
-// to end test: the inputs of the per-run cost estimate (issue 6 § Done
-// when). Request counts are SDK operations (one per call, retries not
-// counted), by who made them: the dispatch function, the worker API
-// function, the CLI (`stratus run --target aws`: freeze, start, follow
-// and finish; its follow polls every --poll-interval, 200 ms here, 2 s by
-// default, so its reads scale with the run's length: one
-// SFN.DescribeExecution per poll round).
+// to end test: the inputs of the per-run cost estimate. Request counts are
+// SDK operations (one per call, retries not counted), by who made them: the
+// dispatch function, the worker API function, the CLI (`stratus run --target
+// aws`: freeze, start, follow and finish; its follow polls every
+// --poll-interval, 200 ms here, 2 s by default, so its reads scale with the
+// run's length: one SFN.DescribeExecution per poll round).
 type costFigures struct {
 	Flow      string `json:"flow"`
 	RunID     string `json:"run_id"`

@@ -57,18 +57,17 @@ import (
 	"github.com/stratusflow/stratus/internal/workspace/bundlecheck"
 )
 
-// Issue 6 § Build 7 and 8: the built-in implementation flow end to end on
-// moto. What template.yaml deploys is made on the moto server (the
-// store's table, the bucket, the dispatch queue and its DLQ, the HMAC key
-// secret, the ECS cluster and runner task definition, and the state
-// machine compiled from the flow with its DefinitionSubstitutions
-// applied); `stratus run --target aws` freezes the run to the bucket,
-// starts an execution and follows it, while this test plays Lambda and
-// Fargate: it runs the dispatch function's handler (awsapp.App) on the
-// queue's messages, serves the worker API function's handler on a local
-// server, and starts each worker as a local `stratus runner` process
-// after its ecs:RunTask was sent to moto (and checked). moto's Step
-// Functions executes the machine for real.
+// The built-in implementation flow end to end on moto. What template.yaml
+// deploys is made on the moto server (the store's table, the bucket, the
+// dispatch queue and its DLQ, the HMAC key secret, the ECS cluster and runner
+// task definition, and the state machine compiled from the flow with its
+// DefinitionSubstitutions applied); `stratus run --target aws` freezes the
+// run to the bucket, starts an execution and follows it, while this test
+// plays Lambda and Fargate: it runs the dispatch function's handler
+// (awsapp.App) on the queue's messages, serves the worker API function's
+// handler on a local server, and starts each worker as a local `stratus
+// runner` process after its ecs:RunTask was sent to moto (and checked).
+// moto's Step Functions executes the machine for real.
 //
 // Asserted: the execution SUCCEEDED; the CLI printed the embedded run's
 // progress lines (the same step sequence); the store's tail items; the
@@ -261,13 +260,13 @@ func TestAWS_ImplementationFlowEndToEndOnMoto(t *testing.T) {
 	}
 }
 
-// A run that fails on AWS ends as it does embedded (issue 6 § Build 8:
-// exit codes as embedded): planning's engine fails, its state's Catch
-// sends the stop message, which the dispatch function handles, and the
-// execution ends FAILED; `stratus run --target aws` exits 1 with the same
-// progress lines as the embedded run of the task, and records the run
-// failed. Not parallel: it sets the CLI's AWS hooks, which the other end
-// to end test sets too (parallel tests run after this one).
+// A run that fails on AWS ends as it does embedded (exit codes as embedded):
+// planning's engine fails, its state's Catch sends the stop message, which
+// the dispatch function handles, and the execution ends FAILED; `stratus run
+// --target aws` exits 1 with the same progress lines as the embedded run of
+// the task, and records the run failed. Not parallel: it sets the CLI's AWS
+// hooks, which the other end to end test sets too (parallel tests run after
+// this one).
 func TestAWS_FailedRunExitsAsEmbeddedOnMoto(t *testing.T) {
 	moto := awstest.Moto(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -297,10 +296,11 @@ func TestAWS_FailedRunExitsAsEmbeddedOnMoto(t *testing.T) {
 	if err != nil || run.Status != stratus.RunFailed {
 		t.Errorf("the store's run %s: %+v %v; want failed", runID, run, err)
 	}
-	// issue 11 § 1: one owner of a run's end — the AWS summary says why the
-	// run stopped as the embedded one does, from the execution's history.
-	// An embedded step's failure also names its runner's local log (on
-	// AWS the log is CloudWatch's): that tail aside, the same words.
+	// docs/architecture.md § The run lifecycle: one owner of a run's end —
+	// the AWS summary says why the run stopped as the embedded one does, from
+	// the execution's history. An embedded step's failure also names its
+	// runner's local log (on AWS the log is CloudWatch's): that tail aside,
+	// the same words.
 	noLog := func(s string) string {
 		s, _, _ = strings.Cut(s, "; log: ")
 		s, _, _ = strings.Cut(s, " (log: ")
@@ -754,8 +754,9 @@ func (f *functions) checkRunTask(t *testing.T, l workerLaunch) {
 	if !strings.HasPrefix(l.ARN, "arn:aws:ecs:") {
 		t.Errorf("RunTask of %s answered task %q", l.Spec.TaskID, l.ARN)
 	}
-	// issue 14 § 11: what RunTask carried (ecs:DescribeTasks, CloudTrail)
-	// is a one-time bootstrap value, worthless once the worker started.
+	// docs/security.md § Handles: what RunTask carried (ecs:DescribeTasks,
+	// CloudTrail) is a one-time bootstrap value, worthless once the worker
+	// started.
 	if !strings.HasPrefix(l.Spec.Handle, captoken.BootstrapPrefix) {
 		t.Errorf("RunTask of %s carries %q; want a one-time %s… bootstrap value, never the handle", l.Spec.TaskID, l.Spec.Handle, captoken.BootstrapPrefix)
 	}
@@ -763,7 +764,7 @@ func (f *functions) checkRunTask(t *testing.T, l workerLaunch) {
 
 // checkBootstrapsSpent tries, while the worker API still serves, the value
 // each RunTask carried: a one-time bootstrap value its worker exchanged
-// when it started, so every use is a 401 (issue 14 § 11).
+// when it started, so every use is a 401 (docs/security.md § Handles).
 func checkBootstrapsSpent(t *testing.T, f *functions) {
 	t.Helper()
 	f.launcher.mu.Lock()

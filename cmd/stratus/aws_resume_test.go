@@ -29,7 +29,7 @@ import (
 	"github.com/stratusflow/stratus/internal/orchestrator"
 )
 
-// issue 11 §§ 2–3, the parity test of a resumed run: the same failed run,
+// README.md § Durable runs, the parity test of a resumed run: the same failed run,
 // resumed embedded and on moto, re-runs the same step and ends the same
 // way, with the same progress lines and ctx files. On AWS the run executes
 // a state machine of its own compiled definition (named from its hash

@@ -34,14 +34,14 @@ func installChain(tb testing.TB, dir, flow string) string {
 	return task
 }
 
-// BenchmarkFigure_Start prints `make bench`'s start figure (issue 16 § 2):
+// BenchmarkFigure_Start prints `make bench`'s start figure:
 // `stratus --help` from exec to exit, next to one spawn of the four-line
-// engine (fourLineEngine, seed 003 § 9) answering a request; goal:
-// within 2× of it. Each round is the
-// median of 5 runs of each, interleaved. Beside it, start-floor is the
-// same figure for testdata/sqlitehello, a program that only links the
-// SQLite driver a stratus command reading its store needs: where the
-// goal stands against what linking that driver costs on this machine.
+// engine (fourLineEngine, docs/contracts.md § Conformance checklist)
+// answering a request; goal: within 2× of it. Each round is the median of 5
+// runs of each, interleaved. Beside it, start-floor is the same figure for
+// testdata/sqlitehello, a program that only links the SQLite driver a stratus
+// command reading its store needs: where the goal stands against what linking
+// that driver costs on this machine.
 func BenchmarkFigure_Start(b *testing.B) {
 	engine := filepath.Join(b.TempDir(), "engine.sh")
 	if err := os.WriteFile(engine, []byte(fourLineEngine), 0o644); err != nil {
@@ -82,11 +82,11 @@ func BenchmarkFigure_Start(b *testing.B) {
 	}
 }
 
-// BenchmarkFigure_Overhead prints `make bench`'s overhead figure (issue 16
-// § 1): what Stratus adds per step of an embedded run — as the issue
-// defines it, a 20-step chain whose engine is the four-line engine, its
-// wall time over 20 steps minus one spawn of that engine — next to that
-// spawn, measured in the same round; goal: within 2× of it.
+// BenchmarkFigure_Overhead prints `make bench`'s overhead figure
+// (README.md § Performance): what Stratus adds per step of an embedded run —
+// measured on a 20-step chain whose engine is the four-line engine, its wall
+// time over 20 steps minus one spawn of that engine — next to that spawn,
+// measured in the same round; goal: within 2× of it.
 func BenchmarkFigure_Overhead(b *testing.B) {
 	var anchor float64
 	round := func() float64 {

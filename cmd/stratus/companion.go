@@ -9,14 +9,14 @@ import (
 	"syscall"
 )
 
-// FullBinary is the file name of the whole stratus (issue 16 § 2). `make
-// build` builds bin/stratus slim (-tags slim: without the AWS SDK and the
-// run viewer's Markdown renderer, whose package init was most of its start
-// time) and puts FullBinary beside it; the slim stratus hands the commands
-// that need what it lacks (wantsFull: `--target aws`, `dev aws`, `ui`) to
-// FullBinary with the same arguments, environment and standard streams,
-// as git hands `git foo` to git-foo. A stratus built without the tag (go
-// build ./cmd/stratus) does everything itself and never looks for it.
+// FullBinary is the file name of the whole stratus. `make build` builds
+// bin/stratus slim (-tags slim: without the AWS SDK and the run viewer's
+// Markdown renderer, whose package init was most of its start time) and puts
+// FullBinary beside it; the slim stratus hands the commands that need what it
+// lacks (wantsFull: `--target aws`, `dev aws`, `ui`) to FullBinary with the
+// same arguments, environment and standard streams, as git hands `git foo` to
+// git-foo. A stratus built without the tag (go build ./cmd/stratus) does
+// everything itself and never looks for it.
 const FullBinary = "stratus-full"
 
 // wantsFull reports whether args (without the program name) name a

@@ -13,7 +13,7 @@ import (
 	"github.com/stratusflow/stratus/internal/testenv"
 )
 
-// Issue 16 § 2 and STYLE.md § Ports and wiring: the stratus that make
+// STYLE.md § Ports and wiring: the stratus that make
 // build makes (-tags slim) links no AWS SDK, none of Stratus's AWS
 // adapters and not the run viewer (goldmark); those are stratus-full's,
 // to which it hands the commands that need them.
@@ -122,7 +122,7 @@ func TestReadme_HandOffListsAreWantsFulls(t *testing.T) {
 
 // The stratus the tests build (as make build does) hands --target aws to
 // stratus-full: the same command, the same answer, from the same stratus
-// on the user's side (issue 16 § 2: the CLI does not change).
+// on the user's side (the CLI does not change).
 func TestHandOff_TargetAWSRunsInTheFullBuild(t *testing.T) {
 	t.Parallel()
 	// An endpoint no stack answers: a usage error from the AWS side,

@@ -12,9 +12,9 @@ import (
 
 // checkGenerated compiles with args into a temp dir and compares it with
 // the committed dir: every compiled file must be there byte for byte, and
-// no committed file may lack a flow (issue 5 § Done when: the ASL of every
-// flow is generated into statemachine/ and committed; DESIGN.md § Layout:
-// CI fails when it is stale).
+// no committed file may lack a flow (the ASL of every flow is generated into
+// statemachine/ and committed; DESIGN.md § Layout: CI fails when it is
+// stale).
 func checkGenerated(t *testing.T, committed string, args ...string) {
 	t.Helper()
 	out := t.TempDir()

@@ -25,11 +25,13 @@ type EngineConformOptions struct {
 	// Command and Args are the engine to check (after --).
 	Command string
 	Args    []string
-	// Kind and Input are the request's kind and input JSON (seed 003 § 2);
-	// empty means conform.DefaultKind / conform.DefaultInput.
+	// Kind and Input are the request's kind and input JSON
+	// (docs/contracts.md § The request line); empty means conform.DefaultKind
+	// / conform.DefaultInput.
 	Kind  string
 	Input string
-	// GraceMS is the cancel grace in milliseconds (seed 003 § 1.5).
+	// GraceMS is the cancel grace in milliseconds
+	// (docs/contracts.md § Process lifecycle).
 	GraceMS int
 	// TimeoutMS bounds each launch expected to finish on its own.
 	TimeoutMS int

@@ -13,7 +13,8 @@ import (
 	"github.com/stratusflow/stratus/internal/testenv"
 )
 
-// fourLineEngine is the smallest engine of seed 003 § 9, verbatim.
+// fourLineEngine is the smallest engine of
+// docs/contracts.md § Conformance checklist, verbatim.
 const fourLineEngine = `read line
 printf '{"event":"agent_step","step":1}\n'
 printf '{"event":"usage","usage":{"prompt_tokens":7,"completion_tokens":3,"total_tokens":10,"prompt_cache_hit_tokens":0,"prompt_cache_miss_tokens":7}}\n'
@@ -74,7 +75,8 @@ func exitCode(err error) int {
 	return -1
 }
 
-// The bundled echo engine passes seed 003 § 9 (exit 0).
+// The bundled echo engine passes docs/contracts.md § Conformance checklist
+// (exit 0).
 func TestEngineConform_BundledEchoConforms(t *testing.T) {
 	t.Parallel()
 	rows, table, err := conformTable(t, EngineConformOptions{Command: stratusBin, Args: []string{"engine", "echo"}})
@@ -87,7 +89,8 @@ func TestEngineConform_BundledEchoConforms(t *testing.T) {
 	}
 }
 
-// The bundled script engine with a one-answer scenario passes seed 003 § 9.
+// The bundled script engine with a one-answer scenario passes
+// docs/contracts.md § Conformance checklist.
 func TestEngineConform_BundledScriptConforms(t *testing.T) {
 	t.Parallel()
 	scenario := filepath.Join(t.TempDir(), "scenario.yaml")
@@ -99,8 +102,9 @@ func TestEngineConform_BundledScriptConforms(t *testing.T) {
 	wantRows(t, rows, table, nil)
 }
 
-// Seed 003 § 9's four-line shell engine never looks at workflow_contract,
-// so it fails § 8 / § 9.1 and only that (exit 1).
+// docs/contracts.md § Conformance checklist's four-line shell engine never
+// looks at workflow_contract, so it fails docs/contracts.md § Versioning and
+// only that (exit 1).
 func TestEngineConform_FourLineEngineFailsOtherMajor(t *testing.T) {
 	t.Parallel()
 	script := filepath.Join(t.TempDir(), "engine.sh")

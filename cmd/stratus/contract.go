@@ -17,14 +17,16 @@ import (
 type ContractRunOptions struct {
 	IO   IO
 	Kind string
-	// Input is the request's input as JSON text (seed 003 § 2: any JSON).
+	// Input is the request's input as JSON text
+	// (docs/contracts.md § The request line: any JSON).
 	Input string
 	// MaxSteps is the step ceiling sent as max_steps; nil leaves it out.
 	MaxSteps *int
 	// Schema is a file holding a JSON Schema object; "" sends none.
 	Schema string
 	// DeadlineMS and CancelGraceMS are in milliseconds; 0 means the
-	// contract defaults (600 000 and 5 000, seed 003 § 6).
+	// contract defaults (600 000 and 5 000,
+	// docs/contracts.md § Timing, environment and argv).
 	DeadlineMS    int
 	CancelGraceMS int
 	// Command is the engine: the executable and its arguments.
@@ -160,8 +162,9 @@ func runContractRun(o *ContractRunOptions) error {
 	}
 	res, err := contract.NewRunner().Run(ctx, spec, req, nil)
 	if err != nil {
-		// Caller cancellation is never a terminal (seed 003 § 1): the group
-		// is already killed; keep the spend visible on stderr.
+		// Caller cancellation is never a terminal
+		// (docs/contracts.md § Process lifecycle): the group is already
+		// killed; keep the spend visible on stderr.
 		a := res.Attempt
 		cost := "unknown"
 		if a.CostUSD != nil {

@@ -51,7 +51,7 @@ func contractOutput(t *testing.T, stdout string) (contracttest.Result, map[strin
 }
 
 // TestContractRun_Vectors runs every vector of testdata/cases/contract
-// through the built binary. // seed 003 §§ 1–6
+// through the built binary. // docs/contracts.md § Child contract v1
 func TestContractRun_Vectors(t *testing.T) {
 	t.Parallel()
 	for _, v := range contracttest.Vectors(t) {
@@ -99,7 +99,7 @@ func TestContractRun_Vectors(t *testing.T) {
 
 // TestContractRun_RequestLineFromFlags checks the envelope the flags build,
 // the defaults included (kind "agent", input null, no max_steps or schema).
-// seed 003 § 2
+// docs/contracts.md § The request line
 func TestContractRun_RequestLineFromFlags(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -188,7 +188,8 @@ func TestContractRun_BadFlagsExitUsage(t *testing.T) {
 
 // TestContractRun_SignalKillsGroupExits130: SIGINT or SIGTERM to stratus
 // cancels the call: the engine's process group is killed, no terminal is
-// printed, and the exit status is 130. // seed 003 § 1
+// printed, and the exit status is 130. //
+// docs/contracts.md § Process lifecycle
 func TestContractRun_SignalKillsGroupExits130(t *testing.T) {
 	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {

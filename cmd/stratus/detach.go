@@ -20,10 +20,10 @@ var DetachWait = 60 * time.Second
 
 // runDetached is `stratus run --detach`: it hands the run, with an id
 // chosen here, to the work dir's host (internal/host; started when none
-// serves it: one process hosts every detached run of a work dir, issue 16
-// § 5), returns once the host has recorded the run (or with the error
-// `stratus run` would have given) and prints the run id. The run's lines
-// go to DIR/.stratus/runs/<run_id>/run.log; `stratus cancel` stops it.
+// serves it: one process hosts every detached run of a work dir), returns
+// once the host has recorded the run (or with the error `stratus run` would
+// have given) and prints the run id. The run's lines go to
+// DIR/.stratus/runs/<run_id>/run.log; `stratus cancel` stops it.
 func runDetached(o *RunOptions) error {
 	dir, err := filepath.Abs(o.Dir)
 	if err != nil {

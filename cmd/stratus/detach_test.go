@@ -53,8 +53,8 @@ func detach(t *testing.T, dir, task string) string {
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || out.RunID == "" {
 		t.Fatalf("run --detach --json printed %q: %v", r.stdout, err)
 	}
-	// Run from elsewhere than dir, the printed commands carry --dir dir
-	// (newcomer, issue 15), or they would look in the wrong place.
+	// Run from elsewhere than dir, the printed commands carry --dir dir, or
+	// they would look in the wrong place.
 	if !strings.Contains(r.stderr, "stratus status "+out.RunID+" --dir "+dir+" --follow") {
 		t.Errorf("run --detach does not say how to follow the run:\n%s", r.stderr)
 	}
@@ -63,9 +63,10 @@ func detach(t *testing.T, dir, task string) string {
 	return out.RunID
 }
 
-// issue 11 § 4: a human gate of a detached run waits without the terminal
-// that started it; runs lists it as waiting, approve reaches it, status
-// --follow streams it to its end and exits as run would.
+// docs/architecture.md § The run lifecycle: a human gate of a detached run
+// waits without the terminal that started it; runs lists it as waiting,
+// approve reaches it, status --follow streams it to its end and exits as run
+// would.
 func TestDetach_AHumanGateWaitsWithoutItsTerminal(t *testing.T) {
 	t.Parallel()
 	dir, task := setupHITLRun(t, "gated", strings.Replace(approvalFlow, " GATE_TIMEOUT", "", 1), "default:\n  report: ok\n")
@@ -102,10 +103,10 @@ func TestDetach_AHumanGateWaitsWithoutItsTerminal(t *testing.T) {
 	}
 }
 
-// issue 11 § 4, § 5: cancel stops a detached run and its workers; the run
-// ends interrupted, open step canceled; runs and status agree; resume
-// then finishes it. The run's host (issue 16 § 5: the engine's parent)
-// stays up, its other runs untouched.
+// docs/architecture.md § The run lifecycle: cancel stops a detached run and
+// its workers; the run ends interrupted, open step canceled; runs and status
+// agree; resume then finishes it. The run's host (the engine's parent) stays
+// up, its other runs untouched.
 func TestDetach_CancelStopsTheRunAndItsWorkers(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -211,8 +212,8 @@ func TestDetach_BadInput(t *testing.T) {
 	}
 }
 
-// resume --detach (newcomer, issue 15): a failed run goes on in the work
-// dir's host (issue 16 § 5: owned by it, sharing its engine slots) and the
+// resume --detach: a failed run goes on in the work
+// dir's host (owned by it, sharing its engine slots) and the
 // command returns at once with its id; a run that cannot be resumed says
 // why, exit 2.
 func TestResume_Detach(t *testing.T) {
@@ -243,7 +244,7 @@ func TestResume_Detach(t *testing.T) {
 	}
 }
 
-// issue 16 § 5: worker.max_concurrent_engines bounds the engines of every
+// worker.max_concurrent_engines bounds the engines of every
 // run a host runs, first come first served, whichever the isolation
 // (newcomer: process isolation ignored it). Three detached runs with one
 // slot: the engines never overlap, and every run ends done.

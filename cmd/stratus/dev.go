@@ -16,9 +16,10 @@ type DevAWSOptions struct {
 	Port        int
 	Name        string
 	Self        string // the stratus binary workers run as ("" = this one)
-	// Pool is how many pooled runners serve each network profile (issue
-	// 17; 0: no pool, every step a cold RunTask); PoolPickup how long
-	// dispatch waits for one before it goes cold.
+	// Pool is how many pooled runners serve each network profile
+	// (README.md § Warm runners (pool mode); 0: no pool, every step a cold
+	// RunTask); PoolPickup how long dispatch waits for one before it goes
+	// cold.
 	Pool       int
 	PoolPickup time.Duration
 	// HeartbeatSeconds is the stack's HeartbeatSeconds (template.yaml's

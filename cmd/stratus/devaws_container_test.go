@@ -28,13 +28,13 @@ func needRunnerImage(t *testing.T) {
 	containertest.WithImage(t, runnerImage)
 }
 
-// issue 30 § 4, 5: on `stratus dev aws` every step of the demo task runs
-// as a container of the task definition's image — reaching the worker API
-// over HTTPS with the stack's CA, and S3 through the stand-in — the
-// functions as their bootstraps under the Lambda emulator, and the run
-// ends done with its branch pulled. dev aws names the image of each
-// step's container, and, when it stops, the functions' REPORT figures and
-// each task's start to its first call of the worker API.
+// On `stratus dev aws` every step of the demo task runs as a container of the
+// task definition's image — reaching the worker API over HTTPS with the
+// stack's CA, and S3 through the stand-in — the functions as their bootstraps
+// under the Lambda emulator, and the run ends done with its branch pulled.
+// dev aws names the image of each step's container, and, when it stops, the
+// functions' REPORT figures and each task's start to its first call of the
+// worker API.
 func TestDevAWS_StepsRunInContainersOfTheRunnerImage(t *testing.T) {
 	needRunnerImage(t)
 	flags, log, stopDevAWS := devAWSLog(t, []string{"--runners", "container"}, "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=")
@@ -102,11 +102,11 @@ func gitProject(t *testing.T, scenario string) string {
 	return dir
 }
 
-// issue 30 § 4: with --pool and containers, the pool's runners are the
-// tasks of its two ECS services (PoolService, NetworkPoolService), placed
-// on the stand-in as the service scheduler places them and run as
-// containers of the image with their task definition's command and the
-// task role's credentials: the demo task runs on them, no step cold.
+// With --pool and containers, the pool's runners are the tasks of its two ECS
+// services (PoolService, NetworkPoolService), placed on the stand-in as the
+// service scheduler places them and run as containers of the image with their
+// task definition's command and the task role's credentials: the demo task
+// runs on them, no step cold.
 func TestDevAWS_PoolRunnersAreServiceTasksInContainers(t *testing.T) {
 	needRunnerImage(t)
 	flags, log, _ := devAWSLog(t, []string{"--runners", "container", "--pool", "1"}, "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=")
@@ -138,7 +138,7 @@ func waitFor(d time.Duration, cond func() bool) bool {
 	return true
 }
 
-// issue 30, bad input: a runner image that is not built, or functions
+// Bad input: a runner image that is not built, or functions
 // that are not, end dev aws with exit 1 and what builds them.
 func TestDevAWS_SaysWhatIsNotBuilt(t *testing.T) {
 	if why := moto.Missing(); why != "" {

@@ -15,7 +15,7 @@ import (
 	"github.com/stratusflow/stratus/internal/container/containertest"
 )
 
-// issue 31 § 3, on the stand-in: the Fargate task of a running step is
+// On the stand-in, the Fargate task of a running step is
 // killed with SIGKILL, as an OOM kill or a Spot reclaim past its
 // stopTimeout ends it. The step fails at once with what ECS says — the
 // task's stoppedReason and the container's exit code, 137 — carried by

@@ -96,7 +96,7 @@ func devAWSLog(t *testing.T, args []string, env ...string) ([]string, *syncBuffe
 	return nil, errb, stop
 }
 
-// issue 11 § 8: `stratus dev aws` is AWS without an account. The line it
+// `stratus dev aws` is AWS without an account. The line it
 // prints is all `stratus run --target aws` needs; a run goes to its end on
 // the stand-in with the same steps as embedded; its workers run with the
 // environment RunTask gives them and nothing else of the operator's; the
@@ -138,7 +138,7 @@ printf '{"subrun_report": "ok"}\n'
 	}
 	for _, e := range envs {
 		// The engine script is the run's frozen copy the payload carried,
-		// not the operator's file (issue 11 § 2).
+		// not the operator's file (docs/architecture.md § The run lifecycle).
 		self := strings.TrimSpace(readFile(t, strings.Replace(e, "env-", "self-", 1)))
 		if self == "engine.sh" || strings.HasPrefix(self, dir) || !filepath.IsAbs(self) {
 			t.Errorf("the engine ran the operator's script %q, not the run's frozen copy", self)
@@ -178,8 +178,9 @@ printf '{"subrun_report": "ok"}\n'
 	if r := runCLI(t, append([]string{"cancel", started.RunID}, flags...)...); r.code != ExitOK || !strings.Contains(r.stdout, ": interrupted (was running)") {
 		t.Fatalf("cancel on dev aws: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	// The cancelled step's worker and engine are stopped (issue 11 § 5),
-	// and following the run says interrupted, as cancel did.
+	// The cancelled step's worker and engine are stopped
+	// (docs/architecture.md § The run lifecycle), and following the run says
+	// interrupted, as cancel did.
 	pids, _ := filepath.Glob(filepath.Join(spy, "pid-*.txt"))
 	if len(pids) != 1 {
 		t.Fatalf("slow engines %v; want the one of the cancelled step", pids)

@@ -42,7 +42,7 @@ func doctorRows(t *testing.T, stdout string) map[string][2]string {
 	return out
 }
 
-// issue 13 § 5: `stratus doctor` checks each provider's command, CLI, env
+// `stratus doctor` checks each provider's command, CLI, env
 // and version, the tools and the HMAC key; exit 1 only when a provider a
 // node uses fails, 2 without a .stratus dir or on bad flags.
 func TestDoctor_ChecksProvidersToolsAndKey(t *testing.T) {
@@ -110,7 +110,7 @@ func TestDoctor_ChecksProvidersToolsAndKey(t *testing.T) {
 	}
 }
 
-// issue 13 § 5: an embedded run refuses to start when a provider its flow
+// An embedded run refuses to start when a provider its flow
 // uses has a command that does not resolve or an unset $VAR, naming the
 // provider, the field and what is valid; a provider no node uses does not
 // stop it.

@@ -96,8 +96,8 @@ func extraArgsOnly(c *cobra.Command, args []string) error {
 }
 
 // ignoreExtraArgs says once on stderr that a bundled engine without a CLI
-// to hand them to ignores the arguments after "--" (issue 5 breaker H3:
-// a node's extra_args must not fail every node on the echo or script engine).
+// to hand them to ignores the arguments after "--" (a node's extra_args must
+// not fail every node on the echo or script engine).
 func ignoreExtraArgs(w stdio.Writer, name string, args []string) {
 	if len(args) > 0 {
 		fmt.Fprintf(w, "stratus engine %s: ignoring %d extra argument(s) after --: %s (this engine wraps no CLI to pass them to)\n", name, len(args), strings.Join(args, " "))

@@ -45,7 +45,7 @@ func setupTiny(t *testing.T, placement string) string {
 	return dir
 }
 
-// issue 5 L8: with projection.placement "{task_id}" and task id "src", the
+// With projection.placement "{task_id}" and task id "src", the
 // ctx dir is the user's own src/. The run refuses to start (exit 2, naming
 // the dir and the placement) and src/ is left exactly as it was; before,
 // the first run "archived the previous run's ctx dir" — src/main.go — into
@@ -130,7 +130,7 @@ const frozenFlow = `flow:
     - { from: stamp, to: publish, outcome: pass }
 `
 
-// worc WRI-010 (issue 5 M4): a run reads its role files and tools from a
+// worc WRI-010: a run reads its role files and tools from a
 // snapshot taken when it starts. Its first node, a tool, rewrites the role
 // file of the next node and the tool of the one after (what an edit
 // mid-run, or a workspace-write agent, would do); the later steps still

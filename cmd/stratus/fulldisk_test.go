@@ -12,11 +12,11 @@ import (
 	"testing"
 )
 
-// issue 14 § 2: a run whose work dir fills up ends at once with its result
-// line, a summary and a true status — interrupted (resume it once space is
-// freed), never left running — and the artifacts accepted before stay.
-// The work dir is a 4 MiB tmpfs (mounting one needs root and
-// CAP_SYS_ADMIN: without them the test is skipped).
+// docs/security.md § Output that did not persist: a run whose work dir fills
+// up ends at once with its result line, a summary and a true status —
+// interrupted (resume it once space is freed), never left running — and the
+// artifacts accepted before stay. The work dir is a 4 MiB tmpfs (mounting one
+// needs root and CAP_SYS_ADMIN: without them the test is skipped).
 func TestRun_FullDiskEndsTheRunWithItsResult(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

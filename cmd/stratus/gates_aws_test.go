@@ -38,7 +38,7 @@ printf '{"subrun_report":"ok"}\n'
 // credentials (devstack.OperatorPrincipal: moto's name for them).
 const standInOperator = "arn:aws:sts::123456789012:user/moto"
 
-// docs/security.md § Operator replies on AWS (issue 31): a run's gates on
+// docs/security.md § Operator replies on AWS: a run's gates on
 // a stack are answered with the operator's AWS identity. On the stand-in,
 // a hitl approval node is approved with `stratus approve --target aws`,
 // its question node answered from `stratus ui --target aws`'s form, and

@@ -8,7 +8,7 @@ import (
 	"github.com/stratusflow/stratus/internal/testenv"
 )
 
-// worc reference.md § Conditional nodes, issue 5 H1: a gate the task
+// worc reference.md § Conditional nodes: a gate the task
 // disables (nodes.testing.enabled: false) does not gate. Its step reads
 // skipped, and the run goes down its pass edge to done — the check, which
 // would fail here (no fix), never runs.
@@ -25,7 +25,7 @@ func TestRun_DisabledChecksGateDoesNotGate(t *testing.T) {
 	}
 }
 
-// Issue 5 H1 on worc's implementation.yaml read unchanged: with review
+// On worc's implementation.yaml read unchanged: with review
 // disabled by the task, the evaluator is skipped on every pass and the run
 // continues down its accept edge (leaving the decomposition region) to
 // documentation and publish.
@@ -75,7 +75,7 @@ const terminalGateFlow = `flow:
     - { from: implementation, to: testing }
 `
 
-// Issue 5 H2: a gate with no outgoing edge ends the run done on its pass
+// A gate with no outgoing edge ends the run done on its pass
 // outcome only; a failing check there parks the run at
 // manual_action_required (fail closed) rather than ending it done, and
 // validate warns that the gate is terminal.

@@ -16,7 +16,7 @@ import (
 	"github.com/stratusflow/stratus/internal/testenv"
 )
 
-// issue 15 § 2: `stratus graph` prints an installed flow as Mermaid or dot;
+// `stratus graph` prints an installed flow as Mermaid or dot;
 // a bad format or an unknown flow is a usage error.
 func TestGraph_MermaidDotAndErrors(t *testing.T) {
 	t.Parallel()
@@ -39,7 +39,7 @@ func TestGraph_MermaidDotAndErrors(t *testing.T) {
 	}
 }
 
-// issue 15 § 2: `stratus --version` names the version, the commit and Go.
+// `stratus --version` names the version, the commit and Go.
 func TestVersion(t *testing.T) {
 	t.Parallel()
 	r := runCLI(t, "--version")
@@ -48,7 +48,7 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-// issue 15 § 2: `stratus logs RUN [NODE]` prints each worker step's
+// `stratus logs RUN [NODE]` prints each worker step's
 // runner log tail under a header naming the step, its attempt and
 // terminal; an unknown run or node is a usage error (exit 2).
 func TestLogs_TailPerStep(t *testing.T) {
@@ -59,8 +59,8 @@ func TestLogs_TailPerStep(t *testing.T) {
 		!strings.Contains(r.stdout, "1 line before (.stratus/logs/demo-greeting/stages/review/run-000001/runner.log)") || !strings.Contains(r.stdout, "runner: the engine ended ") || !strings.Contains(r.stdout, " terminal=Captured ") {
 		t.Errorf("logs RUN review: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	// The file itself holds the runner's JSON records (issue 15 § 5), each
-	// naming its run, step and attempt, as on ECS; logs renders them.
+	// The file itself holds the runner's JSON records (README.md § Logs),
+	// each naming its run, step and attempt, as on ECS; logs renders them.
 	raw := readFile(t, filepath.Join(dir, ".stratus/logs/demo-greeting/stages/review/run-000001/runner.log"))
 	if !strings.Contains(raw, `"component":"runner","run_id":"`+runID+`","step_ref":"review#1","attempt":1`) || strings.Contains(r.stdout, `{"time"`) {
 		t.Errorf("runner.log is not the runner's records, or logs did not render them:\n%s", raw)
@@ -131,8 +131,7 @@ func TestLogs_JSONOneObjectPerStep(t *testing.T) {
 	}
 }
 
-// issue 15 § 2: install counts flows, not files; a second install says
-// what it kept.
+// Install counts flows, not files; a second install says what it kept.
 func TestInstall_SaysFlowsAndFiles(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -156,9 +155,8 @@ func TestInstall_SaysFlowsAndFiles(t *testing.T) {
 	}
 }
 
-// A rerun of a task moves the earlier run's logs into attempt-N/
-// (newcomer, issue 15): logs, status and the viewer read each run's own,
-// never the latest run's under the earlier run's name.
+// A rerun of a task moves the earlier run's logs into attempt-N/: logs,
+// status and the viewer read each run's own, never the latest run's under the earlier run's name.
 func TestRerun_EachRunReadsItsOwnLogs(t *testing.T) {
 	t.Parallel()
 	dir, task := tinyRun(t, "", `read line
@@ -201,7 +199,7 @@ printf '{"subrun_report": "ok"}\n'
 	}
 }
 
-// logs prints an engine's control bytes escaped (newcomer, issue 15): a
+// logs prints an engine's control bytes escaped: a
 // colour code or a carriage return in a runner log does not reach the
 // terminal as itself; a tab stays (docs/security.md § Text an engine
 // wrote).
@@ -211,8 +209,8 @@ func TestLogs_ControlBytesEscaped(t *testing.T) {
 	}
 }
 
-// An unknown command lists every command there is (newcomer, issue 15:
-// the list was written by hand and had lost ui, graph, logs, pull).
+// An unknown command lists every command there is (the list was written by
+// hand and had lost ui, graph, logs, pull).
 func TestUnknownCommand_ListsEveryCommand(t *testing.T) {
 	t.Parallel()
 	r := runCLI(t, "version")
@@ -226,9 +224,8 @@ func TestUnknownCommand_ListsEveryCommand(t *testing.T) {
 	}
 }
 
-// Resuming an older run of a task after a later run takes its logs back
-// (newcomers, issue 15): the later run's summary, ctx files and runner
-// logs stay its own, and the resumed run writes into its own.
+// Resuming an older run of a task after a later run takes its logs back: the
+// later run's summary, ctx files and runner logs stay its own, and the resumed run writes into its own.
 func TestResume_OlderRunTakesItsLogsBack(t *testing.T) {
 	t.Parallel()
 	dir, task, id1 := failedRun(t, "t-reclaim")
@@ -259,11 +256,11 @@ func TestResume_OlderRunTakesItsLogsBack(t *testing.T) {
 	}
 }
 
-// issue 16 § 2: embedded runs whose workers are processes (worker.isolation:
+// Embedded runs whose workers are processes (worker.isolation:
 // process) use the small stratus-runner beside stratus (TestMain builds it
 // there, as make build does); stratus alone still runs its runs, with
 // `stratus runner` for a worker process and `stratus runner reap` as the
-// in-process worker's reaper (issue 16 § 1).
+// in-process worker's reaper (docs/contracts.md § The in-process twin).
 func TestRun_WithoutTheSmallRunner(t *testing.T) {
 	t.Parallel()
 	dir := installExample(t, testenv.ModuleRoot(t))

@@ -63,15 +63,15 @@ const hitlExitHelp = `Exit status:
      question), an empty answer, a reply over 64 KiB, a rejection without
      --reason, an unknown run`
 
-// runHITL replies for a human to a run that waits for one (issue 5 § 4).
-// Embedded, it finds the running run's API in DIR/.stratus/runs/<run>.json,
-// mints an operator token with DIR/.stratus/hmac.key and posts the reply
-// to /v1/runs/<run>/nodes/<node>/hitl; with --target aws it posts it to
-// the stack's IAM-authorised route, signed with the operator's AWS
-// credentials (replyAWS: awsrun.Target.Reply). Exit statuses as
-// hitlExitHelp says, the same on both: 1 when the run cannot take a reply
-// at all, 2 when this reply is wrong for the node (hitlExit) or the run is
-// unknown.
+// runHITL replies for a human to a run that waits for one
+// (README.md § A human gate, step by step). Embedded, it finds the running
+// run's API in DIR/.stratus/runs/<run>.json, mints an operator token with
+// DIR/.stratus/hmac.key and posts the reply to
+// /v1/runs/<run>/nodes/<node>/hitl; with --target aws it posts it to the
+// stack's IAM-authorised route, signed with the operator's AWS credentials
+// (replyAWS: awsrun.Target.Reply). Exit statuses as hitlExitHelp says, the
+// same on both: 1 when the run cannot take a reply at all, 2 when this reply
+// is wrong for the node (hitlExit) or the run is unknown.
 func runHITL(o *HITLOptions) error {
 	switch {
 	case o.Decision == worker.DecisionReject && strings.TrimSpace(o.Text) == "":

@@ -77,7 +77,7 @@ func startCLI(t *testing.T, args ...string) *background {
 }
 
 // waitLine is a run's wait line; started elsewhere than its work dir (as
-// startRun does), its reply commands carry --dir (newcomer, issue 15).
+// startRun does), its reply commands carry --dir.
 var waitLine = regexp.MustCompile(`^stratus: wait\s+(\S+)\s+node=(\S+) .*reply with: stratus \w+ (\S+) \S+ --dir /`)
 
 // waiting blocks until the run says a step waits for a human; it returns
@@ -162,8 +162,9 @@ func setupHITLRun(t *testing.T, flowName, flowYAML, scenario string) (dir, task 
 }
 
 // A hitl approval node waits for `stratus approve|reject`; the reply picks
-// its route (worc reference.md § hitl node; issue 5 § 4), and a question
-// node waits for `stratus answer` and then proceeds.
+// its route (worc reference.md § hitl node;
+// README.md § A human gate, step by step), and a question node waits for
+// `stratus answer` and then proceeds.
 func TestHITL_ApproveRejectAnswerResumeTheRun(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -244,7 +245,7 @@ func TestHITL_TimeoutIsManualActionRequired(t *testing.T) {
 
 // An agent with `hitl: {allow_question: true}` asks through its report's
 // human_input; `stratus answer` resumes it, and its second visit's prompt
-// carries the answer (issue 5 § 4).
+// carries the answer (README.md § A human gate, step by step).
 func TestHITL_AgentQuestionAnsweredReRunsTheAgent(t *testing.T) {
 	t.Parallel()
 	const asking = askingFlow
@@ -280,8 +281,7 @@ default:
 }
 
 // A run that is not running cannot be replied to: a clear error, exit 1;
-// a run that was never made is unknown, exit 2 as for every command
-// (issue 15 § 2).
+// a run that was never made is unknown, exit 2 as for every command.
 func TestHITL_ReplyToARunThatIsNotRunning(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -311,10 +311,10 @@ func replyCode(t *testing.T, dir, runID string, code int, want string, args ...s
 	}
 }
 
-// Issue 5 breaker M7: approve, reject and answer exit as their help says —
-// 2 for bad input or a node that does not wait for this reply (one case
-// each), 1 for a run that is not running — and a refused reply changes
-// nothing: the run still takes the right one.
+// Approve, reject and answer exit as their help says — 2 for bad input or a
+// node that does not wait for this reply (one case each), 1 for a run that is
+// not running — and a refused reply changes nothing: the run still takes the
+// right one.
 func TestHITL_ExitStatusesMatchTheHelp(t *testing.T) {
 	t.Parallel()
 	dir, task := setupHITLRun(t, "gated", strings.Replace(approvalFlow, " GATE_TIMEOUT", "", 1), "default:\n  report: ok\n")
@@ -388,8 +388,8 @@ func TestHITL_APIRefusalsMapToExitStatuses(t *testing.T) {
 	}
 }
 
-// Issue 5 breaker M1 and L7: a hitl timeout parks the run, the summary
-// says why right after its lead, and the step shows how long it waited.
+// A hitl timeout parks the run, the summary says why right after its lead,
+// and the step shows how long it waited.
 func TestHITL_TimeoutSummarySaysWhyAndTheWait(t *testing.T) {
 	t.Parallel()
 	dir, task := setupHITLRun(t, "gated", strings.Replace(approvalFlow, " GATE_TIMEOUT", ", timeout_s: 1", 1), "default:\n  report: ok\n")
@@ -419,8 +419,8 @@ func TestHITL_TimeoutSummarySaysWhyAndTheWait(t *testing.T) {
 	}
 }
 
-// Issue 5 breaker M1: an interrupted run says "interrupted" in its summary,
-// and what it was doing.
+// An interrupted run says "interrupted" in its summary, and what it was
+// doing.
 func TestHITL_InterruptedRunSummarySaysInterrupted(t *testing.T) {
 	t.Parallel()
 	dir, task := setupHITLRun(t, "gated", strings.Replace(approvalFlow, " GATE_TIMEOUT", "", 1), "default:\n  report: ok\n")

@@ -31,10 +31,10 @@ type InstallOptions struct {
 	Primary  string
 	Scenario string
 	Force    bool
-	// FromWorc is a worc home (.worc) to import (issue 15 § 4).
+	// FromWorc is a worc home (.worc) to import.
 	FromWorc string
 	// Reconfigure refreshes the built-in flows after snapshotting flows/
-	// and tools/ (seed 004 § Flows).
+	// and tools/ (docs/contracts.md § Flows and task types).
 	Reconfigure bool
 	now         func() time.Time
 }
@@ -213,9 +213,9 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// runInstallFromWorc imports a worc home (issue 15 § 4): the built-in
-// flows first, then worc's flows over them and its tools, and config.yaml
-// mapped from worc's (worcimport), validated before it is written.
+// runInstallFromWorc imports a worc home: the built-in flows first, then
+// worc's flows over them and its tools, and config.yaml mapped from worc's
+// (worcimport), validated before it is written.
 func runInstallFromWorc(o *InstallOptions) error {
 	state := filepath.Join(o.Dir, orchestrator.StateDir)
 	cfgPath := filepath.Join(state, orchestrator.ConfigFile)
@@ -311,10 +311,10 @@ const snapshotStamp = "20060102T150405Z"
 // --reconfigure keeps of each.
 const KeepSnapshots = 3
 
-// runReconfigure refreshes the built-in flows (seed 004 § Flows; worc's
-// install --reconfigure): flows/ and tools/ move to <dir>.bak-<UTC>, the
-// newest KeepSnapshots of each are kept, and the built-ins are written
-// afresh. config.yaml is kept.
+// runReconfigure refreshes the built-in flows
+// (docs/contracts.md § Flows and task types; worc's install --reconfigure):
+// flows/ and tools/ move to <dir>.bak-<UTC>, the newest KeepSnapshots of each
+// are kept, and the built-ins are written afresh. config.yaml is kept.
 func runReconfigure(o *InstallOptions) error {
 	state := filepath.Join(o.Dir, orchestrator.StateDir)
 	if _, err := os.Stat(filepath.Join(state, orchestrator.ConfigFile)); err != nil {

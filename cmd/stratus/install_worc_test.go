@@ -79,7 +79,7 @@ telegram:
 	return home
 }
 
-// issue 15 § 4: `install --from-worc` imports a worc setup: its flows (one
+// `install --from-worc` imports a worc setup: its flows (one
 // replacing the built-in of its name, said so), its tools (executable), and
 // a config.yaml mapped from worc's that validates; every worc key it could
 // not map is listed with why.
@@ -148,7 +148,7 @@ func TestInstall_FromWorc(t *testing.T) {
 	if bad := runCLI(t, "install", "--dir", t.TempDir(), "--from-worc", t.TempDir()); bad.code != ExitUsage || !strings.Contains(bad.stderr, "holds neither config.yaml nor flows/") {
 		t.Errorf("a directory that is no worc home: exit %d %s", bad.code, bad.stderr)
 	}
-	// Newcomer, issue 15: an empty path is no silent plain install, and a
+	// An empty path is no silent plain install, and a
 	// flow that will not run is said at import.
 	if bad := runCLI(t, "install", "--dir", t.TempDir(), "--from-worc", ""); bad.code != ExitUsage || !strings.Contains(bad.stderr, "worc home") {
 		t.Errorf(`--from-worc "": exit %d %s`, bad.code, bad.stderr)
@@ -183,7 +183,7 @@ func TestInstall_FromWorcPeerFlows(t *testing.T) {
 	}
 }
 
-// issue 15 § 4: --reconfigure refreshes the built-in flows after moving
+// --reconfigure refreshes the built-in flows after moving
 // flows/ and tools/ aside to <dir>.bak-<UTC>, keeping the newest three
 // snapshots of each and never a directory named otherwise.
 func TestInstall_ReconfigureSnapshotsAndKeepsThree(t *testing.T) {

@@ -13,11 +13,12 @@ import (
 	"github.com/stratusflow/stratus/internal/testenv"
 )
 
-// issue 16 § 1: the in-process worker and a runner process per step are
-// the same worker. The demo run (three stages, a review loop that reworks
-// once, the supervisor) ends the same in both: its steps and their ends,
-// tokens, the ctx files each step left, and each step's runner log — the
-// runner's records in the same order, the engine's stderr among them.
+// docs/contracts.md § The in-process twin: the in-process worker and a runner
+// process per step are the same worker. The demo run (three stages, a review
+// loop that reworks once, the supervisor) ends the same in both: its steps
+// and their ends, tokens, the ctx files each step left, and each step's
+// runner log — the runner's records in the same order, the engine's stderr
+// among them.
 func TestIsolation_InProcessAndProcessRunTheSame(t *testing.T) {
 	t.Parallel()
 	type outcome struct {

@@ -5,8 +5,8 @@
 //
 // Built with -tags slim (make build's bin/stratus), it links neither the
 // AWS SDK nor the run viewer and hands the commands that need them to the
-// build without the tag, stratus-full, beside it (companion.go, slim.go;
-// issue 16 § 2). The files only the full build has say so: //go:build !slim.
+// build without the tag, stratus-full, beside it (companion.go, slim.go). The
+// files only the full build has say so: //go:build !slim.
 package main
 
 import (
@@ -48,7 +48,7 @@ func (e *exitError) Error() string {
 func main() {
 	if !fullBuild && wantsFull(os.Args[1:]) {
 		// Before any flag is read: the command runs in FullBinary as a
-		// whole, as if started there (issue 16 § 2).
+		// whole, as if started there.
 		err := handOff()
 		fmt.Fprintf(os.Stderr, "stratus: %v\n", err)
 		if argsAskJSON(os.Args[1:]) {

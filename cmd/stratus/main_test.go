@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 	}
 	stratusBin = filepath.Join(dir, "stratus")
 	// As make build makes it: the slim stratus, and stratus-full beside
-	// it, to which it hands --target aws, dev aws and ui (issue 16 § 2).
+	// it, to which it hands --target aws, dev aws and ui.
 	out, err := exec.Command("go", "build", "-tags", "slim", "-o", stratusBin, ".").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build stratus: %v\n%s", err, out)
@@ -122,7 +122,8 @@ func writeTestFile(t testing.TB, path, body string) {
 }
 
 // decodeRun reads `run --json` (or resume's) stdout: JSON lines, one
-// object per event (issue 13 § 8), the last the run's end with its result.
+// object per event (README.md § Live progress), the last the run's end with
+// its result.
 func decodeRun(t testing.TB, stdout string) RunResult {
 	t.Helper()
 	evs := jsonLines(t, stdout)
@@ -173,7 +174,8 @@ func usePrimaryShellEngineEnv(t testing.TB, dir, name, env string) {
 	writeTestFile(t, path, strings.Replace(cfg, "primary: echo", "primary: "+name, 1))
 }
 
-// useIsolation sets worker.isolation in dir's config.yaml (issue 16 § 1).
+// useIsolation sets worker.isolation in dir's config.yaml
+// (docs/contracts.md § The in-process twin).
 func useIsolation(t testing.TB, dir, isolation string) {
 	t.Helper()
 	path := filepath.Join(dir, ".stratus/config.yaml")

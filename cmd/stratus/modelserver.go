@@ -18,7 +18,7 @@ import (
 
 // newEngineModelServerCmd is `stratus engine modelserver`: the scripted
 // model server the real CLIs run against with no key and no network
-// (issue 13 § 1; internal/modelserver).
+// (internal/modelserver).
 func newEngineModelServerCmd(io IO) *cobra.Command {
 	var script, addr string
 	cmd := &cobra.Command{

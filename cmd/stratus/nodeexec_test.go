@@ -104,7 +104,7 @@ func gatedSetup(t *testing.T, fixes bool) string {
 	return dir
 }
 
-// issue 5 § 4, checks: the command sets from config.yaml run on the runner,
+// README.md § Node kinds, checks: the command sets from config.yaml run on the runner,
 // selected by the work tree's diff; a failing check routes to fixing
 // through the named loop, the re-check passes, and the report is saved as
 // {checks_path} (<ctx>/<node>.md) for the fixer.
@@ -264,7 +264,7 @@ const routedFlow = `flow:
     - { from: large, to: publish }
 `
 
-// issue 5 § 4, tool: the executable from .stratus/tools/<name> runs with
+// README.md § Node kinds, tool: the executable from .stratus/tools/<name> runs with
 // argv only, the JSON context on stdin and the allowlisted environment (a
 // secret in the runner's environment does not reach it); its printed
 // route:<label> outcome takes the edge with that outcome; its redacted

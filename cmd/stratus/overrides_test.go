@@ -11,7 +11,7 @@ import (
 	"github.com/stratusflow/stratus/internal/store/sqlite"
 )
 
-// seed 004 § Per-node overrides in flows, end to end: a node's model and
+// docs/contracts.md § Per-node overrides, end to end: a node's model and
 // extra_args, the task's reasoning, the flow's ceiling and network policy
 // resolve against config.yaml; the engine receives them in argv (the
 // provider's {model} {reasoning} {permission_profile} {network_access}

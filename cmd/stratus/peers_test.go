@@ -57,10 +57,9 @@ default:
   report: "The users list endpoint gained an optional page parameter: invalid values are refused with the existing 400 shape, the default behaviour is unchanged, and three unit tests cover the cases."
 `
 
-// Issue 5 § Done when: worc's implementation.yaml, read unchanged from the
-// peers, runs end to end with script engines through the checks→fixing loop
-// and the review→fixing loop; the step sequence and the budgets spent are
-// asserted.
+// Worc's implementation.yaml, read unchanged from the peers, runs end to end
+// with script engines through the checks→fixing loop and the review→fixing
+// loop; the step sequence and the budgets spent are asserted.
 func TestRun_WorcImplementationFlowEndToEnd(t *testing.T) {
 	t.Parallel()
 	peers := testenv.Peers(t, "worc")

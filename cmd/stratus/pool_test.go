@@ -74,7 +74,8 @@ func detachRun(t *testing.T, task, dir string, flags []string) string {
 	return started.RunID
 }
 
-// Issue 17 on the stand-in (stratus dev aws --pool 2): pooled runners
+// README.md § Warm runners (pool mode), on the stand-in (stratus dev aws
+// --pool 2): pooled runners
 // are `stratus runner pool` processes polling moto's SQS, as the pool's
 // ECS service's tasks are; the stack's heartbeat window is 15 s, the
 // pickup window 16 s.
@@ -116,7 +117,8 @@ func TestDevAWS_WarmRunnerPool(t *testing.T) {
 		}
 	}
 	// What escaped the engine's process group is gone before the runner
-	// takes its next step (issue 17 § 4: the runner reaps its steps).
+	// takes its next step (README.md § Warm runners (pool mode): the runner
+	// reaps its steps).
 	escaped, _ := filepath.Glob(filepath.Join(spy, "escaped-*.txt"))
 	if len(escaped) != 1 {
 		t.Fatalf("escaped pids %v; want the first step's", escaped)

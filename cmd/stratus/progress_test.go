@@ -12,12 +12,12 @@ import (
 	"time"
 )
 
-// issue 13 § 8: a long step is never silent. While an engine works without
-// a word, `stratus run` (stderr not a terminal) prints a busy line for its
-// step every STRATUS_PROGRESS_INTERVAL with the elapsed time and the
-// counters its runner posted; `--json` streams one JSON object per event
-// on stdout — step start, progress with the engine's steps and tokens as
-// they stream, end — and the run's end last.
+// README.md § Live progress: a long step is never silent. While an engine
+// works without a word, `stratus run` (stderr not a terminal) prints a busy
+// line for its step every STRATUS_PROGRESS_INTERVAL with the elapsed time and
+// the counters its runner posted; `--json` streams one JSON object per event
+// on stdout — step start, progress with the engine's steps and tokens as they
+// stream, end — and the run's end last.
 func TestRun_ProgressOfALongStep(t *testing.T) {
 	t.Parallel()
 	dir, task := tinyRun(t, "", `read line
@@ -59,9 +59,9 @@ printf '{"subrun_report": "ok"}\n'
 	}
 }
 
-// issue 13 § 8: an interrupted run's --json stream closes each open step
-// with its step_ended (canceled) before run_ended, as status --follow
-// shows it.
+// README.md § Live progress: an interrupted run's --json stream closes each
+// open step with its step_ended (canceled) before run_ended, as status
+// --follow shows it.
 func TestRun_JSONOfAnInterruptedRunEndsItsOpenStep(t *testing.T) {
 	t.Parallel()
 	dir, task := tinyRun(t, "", "read line\nsleep 300\n", "", "t-int")

@@ -112,7 +112,7 @@ func runPull(o *PullOptions) error {
 }
 
 // pull brings run's workspace into the repository at dir and says so on
-// io.Err (issue 12 § 4).
+// io.Err.
 func pull(ctx context.Context, io IO, sk sink.Sink, run stratus.Run, dir string, force bool) (*PullResult, error) {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs

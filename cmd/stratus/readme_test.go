@@ -137,8 +137,8 @@ func TestReadme_WalkthroughRunsInADirTheRepositoryIgnores(t *testing.T) {
 	}
 }
 
-// The README's human gate, step by step (newcomer, issue 15: "I had to copy
-// one out of hitl_test.go"): its flow, as written, runs detached, waits at
+// The README's human gate, step by step (a newcomer had to copy one out of
+// hitl_test.go): its flow, as written, runs detached, waits at
 // the gate asking its question, takes an approval and ends done.
 func TestReadme_HumanGateStepByStep(t *testing.T) {
 	t.Parallel()
@@ -165,7 +165,7 @@ func TestReadme_HumanGateStepByStep(t *testing.T) {
 	}
 }
 
-// issue 15 "Done when": the README documents every command and shows the
+// The README documents every command and shows the
 // run page's screenshot the Chromium test takes.
 func TestReadme_DocumentsEveryCommand(t *testing.T) {
 	t.Parallel()

@@ -14,7 +14,7 @@ import (
 	"github.com/stratusflow/stratus/internal/testenv"
 )
 
-// issue 13 § 3: the built-in implementation flow runs end to end with each
+// The built-in implementation flow runs end to end with each
 // real CLI (Claude Code, Codex) against the scripted model server of
 // examples/modelserver.yaml — the script `make demo-claude` and `make
 // demo-codex` use — and ends done: the CLI's own tool calls write the file,
@@ -95,8 +95,9 @@ func TestRealCLIs_ImplementationFlowEndToEnd(t *testing.T) {
 	}
 }
 
-// issue 13 Done when: the conformance kit (seed 003 § 9) passes on both
-// shims wrapping the real CLIs, answered by the scripted model server.
+// The conformance kit
+// (docs/contracts.md § Conformance checklist) passes on both shims wrapping
+// the real CLIs, answered by the scripted model server.
 func TestRealCLIs_ConformanceKitPassesOnTheShims(t *testing.T) {
 	for _, tc := range []struct{ cli, pkg string }{{"claude", "@anthropic-ai/claude-code"}, {"codex", "@openai/codex"}} {
 		t.Run(tc.cli, func(t *testing.T) {

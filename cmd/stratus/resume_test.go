@@ -37,10 +37,10 @@ func stepRefs(s StatusResult) string {
 	return join(out)
 }
 
-// issue 11 § 3: a failed run resumes from the step that failed. The steps
-// before it are not run again (their ctx files stay), the failed step runs
-// as a new visit, and the run goes on to done; its summary counts every
-// step, the failed attempt's included.
+// README.md § Durable runs: a failed run resumes from the step that failed.
+// The steps before it are not run again (their ctx files stay), the failed
+// step runs as a new visit, and the run goes on to done; its summary counts
+// every step, the failed attempt's included.
 func TestResume_AFailedRunGoesOnFromTheStepThatFailed(t *testing.T) {
 	t.Parallel()
 	dir, task := installScript(t, "implementation", "", `
@@ -90,8 +90,8 @@ default:
 	}
 }
 
-// issue 11 § 3: a run parked because its rework budget ran out resumes
-// only with --reset-fix-budget, and then goes on into the loop.
+// README.md § Durable runs: a run parked because its rework budget ran out
+// resumes only with --reset-fix-budget, and then goes on into the loop.
 func TestResume_ASpentBudgetGoesOnWithResetFixBudget(t *testing.T) {
 	t.Parallel()
 	blocking := "    - report: {findings: [{severity: blocking, path: a.go, what: broken, fix: fix it}]}\n"
@@ -136,14 +136,14 @@ func alive(pid int) bool {
 	return i < 0 || !strings.HasPrefix(strings.TrimSpace(string(b[i+1:])), "Z")
 }
 
-// issue 11 § 5: killing the process that owns a run (SIGKILL, no chance to
-// clean up) ends its runner and engine within 10 s, `stratus status` says
-// interrupted (its open step canceled), and `stratus resume` takes the run
-// to its end from that step.
+// docs/architecture.md § The run lifecycle: killing the process that owns a
+// run (SIGKILL, no chance to clean up) ends its runner and engine within 10
+// s, `stratus status` says interrupted (its open step canceled), and `stratus
+// resume` takes the run to its end from that step.
 //
-// Both ways of running workers (issue 16 § 1): in process, where the
-// engine's child is reached by the reaper alone, and a runner process per
-// step, which watches its owner.
+// Both ways of running workers (docs/contracts.md § The in-process twin): in
+// process, where the engine's child is reached by the reaper alone, and a
+// runner process per step, which watches its owner.
 func TestResume_AKilledOwnerLeavesNothingRunningAndTheRunResumes(t *testing.T) {
 	t.Parallel()
 	for _, isolation := range []string{"in-process", "process"} {
@@ -257,10 +257,10 @@ func TestResume_BadInput(t *testing.T) {
 	}
 }
 
-// issue 11 § 7: a cost cap (the task's max_cost_usd over config.yaml's
-// limits) parks the run once a step ends with the run at the cap — no
-// further step starts — says so on stdout and in the summary, warns at
-// 80 %, and resume --max-cost-usd raises it and goes on. A cap not above
+// README.md § Cost and token caps: a cost cap (the task's max_cost_usd over
+// config.yaml's limits) parks the run once a step ends with the run at the
+// cap — no further step starts — says so on stdout and in the summary, warns
+// at 80 %, and resume --max-cost-usd raises it and goes on. A cap not above
 // what was spent is refused.
 func TestResume_ACostCapParksTheRunAndResumeRaisesIt(t *testing.T) {
 	t.Parallel()
@@ -346,8 +346,7 @@ default:
 
 // A run whose last worker step takes it past its cap ends done, but the
 // supervisor's finalize turn — an engine turn — is not started: the
-// deterministic summary is written instead (issue 13 newcomers: $8 spent
-// of a $5 cap).
+// deterministic summary is written instead (not $8 spent of a $5 cap).
 func TestRun_NoSupervisorFinalizePastTheCap(t *testing.T) {
 	t.Parallel()
 	dir, task := installScript(t, "implementation", "", `

@@ -132,10 +132,10 @@ func runRun(o *RunOptions) error {
 }
 
 // newDisplay is the progress display of a command that runs or follows a
-// run (issue 13 § 8): its lines on stderr, with a ticking line per
-// running step when stderr is a terminal (else a busy line per running
-// step every $STRATUS_PROGRESS_INTERVAL, default 30 s), and with asJSON
-// one JSON object per event on stdout, the run's end last (printRun).
+// run (README.md § Live progress): its lines on stderr, with a ticking line
+// per running step when stderr is a terminal (else a busy line per running
+// step every $STRATUS_PROGRESS_INTERVAL, default 30 s), and with asJSON one
+// JSON object per event on stdout, the run's end last (printRun).
 func newDisplay(io IO, asJSON bool) *progress.Display {
 	o := progress.Options{Out: io.Err, Live: progress.Terminal(io.Err)}
 	if asJSON {
@@ -284,7 +284,7 @@ func printRun(io IO, d *progress.Display, asJSON bool, res *orchestrator.Result)
 	} else {
 		fmt.Fprintf(io.Out, "run %s: %s\n", out.RunID, out.Status)
 		// The why in words; the error's name (stratus.Failed, …) is the
-		// JSON's "error" for scripts, never prose for a reader (issue 15 § 2).
+		// JSON's "error" for scripts, never prose for a reader.
 		// It quotes what an engine wrote: one line, escaped
 		// (docs/security.md § Text an engine wrote).
 		switch {

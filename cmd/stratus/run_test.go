@@ -13,7 +13,7 @@ import (
 	"github.com/stratusflow/stratus/internal/testenv"
 )
 
-// The walking skeleton's acceptance test (issue 2): the shipped example runs
+// The walking skeleton's acceptance test: the shipped example runs
 // through the built-in implementation flow with the script engine; the
 // review loop runs twice.
 func TestRun_ExampleThroughImplementationFlow(t *testing.T) {
@@ -42,8 +42,8 @@ func TestRun_ExampleThroughImplementationFlow(t *testing.T) {
 		t.Errorf("no overhead figure in %+v", res)
 	}
 
-	// Projection (seed 000 § Files are the server's job): <ctx-dir>/<step>.md
-	// with front matter + body, each part raw beside it.
+	// Projection (docs/contracts.md § Files are the server's job):
+	// <ctx-dir>/<step>.md with front matter + body, each part raw beside it.
 	ctx := filepath.Join(dir, "workspace/tasks/demo-greeting/ctx")
 	if res.CtxDir != ctx {
 		t.Errorf("ctx_dir = %s, want %s", res.CtxDir, ctx)
@@ -85,7 +85,7 @@ func TestRun_ExampleThroughImplementationFlow(t *testing.T) {
 		t.Errorf("fixing prompt:\n%s", fixPrompt)
 	}
 
-	// Summary (seed 004 § The summary artifacts).
+	// Summary (docs/contracts.md § The summary artifacts).
 	var sum map[string]any
 	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(dir, ".stratus/logs/demo-greeting/summary.json"))), &sum); err != nil {
 		t.Fatal(err)
@@ -103,7 +103,7 @@ func TestRun_ExampleThroughImplementationFlow(t *testing.T) {
 		t.Errorf("summary.json supervisor_usage = %v", sum["supervisor_usage"])
 	}
 	// The finalize turn's prose is the PR body, under the task title, with
-	// the fact sections appended (seed 004 § The summary artifacts).
+	// the fact sections appended (docs/contracts.md § The summary artifacts).
 	md := readFile(t, filepath.Join(dir, ".stratus/logs/demo-greeting/summary.md"))
 	for _, s := range []string{"# Add a --name flag to the greeting command\n\nThe greeting command now takes a --name flag",
 		"## Follow-ups", "**Test names do not say which case they cover.**", "## Pipeline nodes skipped", "## Provider fallbacks", "## Run cost"} {
@@ -160,7 +160,8 @@ func TestRun_MalformedFindingsFailClosed(t *testing.T) {
 	}
 }
 
-// An engine that fails (seed 003 § 5: turn_failed → Failed) fails the run: exit 1.
+// An engine that fails (docs/contracts.md § Terminal classification:
+// turn_failed → Failed) fails the run: exit 1.
 func TestRun_EngineFailureFailsTheRun(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -178,8 +179,9 @@ func TestRun_EngineFailureFailsTheRun(t *testing.T) {
 	}
 }
 
-// Seed 003 § 9: the smallest conforming engine (the four-line shell script)
-// runs as an agent node's engine, and its report becomes the step's value.
+// docs/contracts.md § Conformance checklist: the smallest conforming engine
+// (the four-line shell script) runs as an agent node's engine, and its report
+// becomes the step's value.
 func TestRun_SmallestConformingEngine(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -253,11 +255,11 @@ func TestRun_BadInputExitsUsage(t *testing.T) {
 	}
 }
 
-// A run refuses to start when a node that will run has no role file (seed
-// 004 § Fatal validation: "at flow dispatch") — unless the task disables
-// it — and validate reports the same as an error (worc's own implementation
-// flow names an absent refinement.md behind a `when` fact: that one stays a
-// warning in both).
+// A run refuses to start when a node that will run has no role file
+// (docs/contracts.md § Fatal validation: "at flow dispatch") — unless the
+// task disables it — and validate reports the same as an error (worc's own
+// implementation flow names an absent refinement.md behind a `when` fact:
+// that one stays a warning in both).
 func TestRun_MissingRoleFileOfANodeThatWillRunIsFatal(t *testing.T) {
 	t.Parallel()
 	root := testenv.ModuleRoot(t)

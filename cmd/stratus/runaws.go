@@ -147,9 +147,9 @@ func cancelAWS(ctx context.Context, tg *awsrun.Target, runID string) (CancelResu
 }
 
 // pullAtEnd pulls the run's commits at the end of a run or resume that
-// this process followed on AWS (issue 12 § 4): the run is read again (its
-// head moved while it ran); a pull that cannot be made is a warning, and
-// the run's status stands.
+// this process followed on AWS: the run is read again (its head moved while
+// it ran); a pull that cannot be made is a warning, and the run's status
+// stands.
 func pullAtEnd(ctx context.Context, io IO, tg *awsrun.Target, runID, dir, hint string) {
 	run, err := tg.Store.GetRun(ctx, runID)
 	if err != nil || run.Workspace == nil {
@@ -211,10 +211,10 @@ func awsStatus(ctx context.Context, o *StatusOptions) (*runview.View, StatusResu
 }
 
 // deniedHint says what to do about an AWS call the caller's credentials
-// may not make (issue 11 § 2): the error itself names the action and the
-// resource; the stack's operator policy grants what the CLI needs. An
-// endpoint that refuses the connection is one that is gone: a stand-in
-// that stopped, its state with it.
+// may not make (docs/architecture.md § The run lifecycle): the error itself
+// names the action and the resource; the stack's operator policy grants what
+// the CLI needs. An endpoint that refuses the connection is one that is gone:
+// a stand-in that stopped, its state with it.
 func deniedHint(err error) string {
 	if m := err.Error(); strings.Contains(m, "dial tcp") && strings.Contains(m, "connection refused") {
 		return "nothing answers at that AWS endpoint: a stand-in (stratus dev aws) that has stopped took its stack and its runs with it; start one and run again, or check --endpoint-url"

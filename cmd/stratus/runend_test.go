@@ -32,9 +32,9 @@ func installScript(t *testing.T, flowName, flowYAML, scenario string) (dir, task
 	return dir, task
 }
 
-// Issue 5 breaker M1: a parked run says which budget ran out, and its size,
-// on stdout and right after the summary's lead — never "(or no edge takes
-// that outcome)" — and prints what it spent of each budget.
+// A parked run says which budget ran out, and its size, on stdout and right
+// after the summary's lead — never "(or no edge takes that outcome)" — and
+// prints what it spent of each budget.
 func TestRun_BudgetSpentSaysWhichBudgetInSummaryAndOutput(t *testing.T) {
 	t.Parallel()
 	dir, task := installScript(t, "implementation", "", `
@@ -67,8 +67,8 @@ default:
 	}
 }
 
-// Issue 5 breaker M1: a failed step's reason and an evaluator's invalid
-// report reach the summary, not only stderr.
+// A failed step's reason and an evaluator's invalid report reach the summary,
+// not only stderr.
 func TestRun_FailedAndInvalidSummariesSayWhy(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -110,10 +110,10 @@ const prFlow = `flow:
     - { from: write, to: ship }
 `
 
-// Issue 5 breaker M2 (issue 5 § 4, publish: "PR publishing is described as
-// unsupported unless a git remote and a publisher are configured"):
-// validate warns on the publish node, the run says so at publish, and the
-// summary's fact sections say no pull request was opened.
+// README.md § Node kinds, publish ("PR publishing is described as
+// unsupported unless a git remote and a publisher are configured"): validate
+// warns on the publish node, the run says so at
+// publish, and the summary's fact sections say no pull request was opened.
 func TestRun_PullRequestPublishingSaysNoPROpened(t *testing.T) {
 	t.Parallel()
 	dir, task := installScript(t, "shipping", prFlow, "default:\n  report: ok\n")
@@ -137,8 +137,8 @@ func TestRun_PullRequestPublishingSaysNoPROpened(t *testing.T) {
 	}
 }
 
-// Issue 5 breaker H3 (README § Engines: extra_args come after a `--` for a
-// bundled engine): a node's extra_args no longer fail the bundled script
+// README.md § Engines (extra_args come after a `--` for a bundled engine): a
+// node's extra_args no longer fail the bundled script
 // engine; it ignores them and says so once on its stderr (the runner log).
 func TestRun_ExtraArgsIgnoredByTheBundledScriptEngine(t *testing.T) {
 	t.Parallel()
@@ -178,10 +178,10 @@ func TestRun_ExtraArgsIgnoredByTheBundledScriptEngine(t *testing.T) {
 	}
 }
 
-// Issue 5 breaker M6 (seed 004 § What the layer does): an observation
-// launched for the failure that ends the run is let finish — its engine
-// answers after a short sleep — instead of being killed by the end of the
-// run with a warning.
+// docs/contracts.md § What the supervisor layer does: an
+// observation launched for the failure that ends the run is let finish — its
+// engine answers after a short sleep — instead of being killed by the end of
+// the run with a warning.
 func TestRun_FailureObservationFinishesBeforeTheWorkersStop(t *testing.T) {
 	t.Parallel()
 	dir, task := installScript(t, "implementation", "", `
@@ -209,7 +209,7 @@ default:
 	}
 }
 
-// Issue 5 breaker L10: `stratus run … 2>&1 | head` must not kill the run
+// `stratus run … 2>&1 | head` must not kill the run
 // when head exits: writes to the closed pipe fail, the run ends done and
 // removes its runs/<run>.json.
 func TestRun_ClosedStderrPipeDoesNotKillTheRun(t *testing.T) {
@@ -248,10 +248,10 @@ func TestRun_ClosedStderrPipeDoesNotKillTheRun(t *testing.T) {
 	}
 }
 
-// Issue 5 breaker L9: messages say what a newcomer can act on — a kind
-// that is not allowed is one error (no contradicting "not supported by
-// this build" warning), counts are plural-correct, a number too large
-// names the maximum, a task value is named by its YAML type.
+// Messages say what a newcomer can act on — a kind that is not allowed is one
+// error (no contradicting "not supported by this build" warning), counts are
+// plural-correct, a number too large names the maximum, a task value is named
+// by its YAML type.
 func TestMessages_NewcomerWording(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

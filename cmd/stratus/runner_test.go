@@ -12,7 +12,7 @@ import (
 	"github.com/stratusflow/stratus/internal/worker"
 )
 
-// issue 14: `stratus runner` tells its ends apart by exit status: 0 the
+// `stratus runner` tells its ends apart by exit status: 0 the
 // report was delivered, 4 it was refused (409: the step moved on), 5 it
 // could not be delivered and sits in a spool file, named on stderr.
 func TestRunner_ExitStatusSaysWhatBecameOfTheReport(t *testing.T) {
@@ -46,7 +46,7 @@ func TestRunner_ExitStatusSaysWhatBecameOfTheReport(t *testing.T) {
 	}
 }
 
-// Issue 17 § 3: `stratus runner pool` refuses what it cannot run with as a
+// `stratus runner pool` (README.md § Warm runners (pool mode)) refuses what it cannot run with as a
 // usage error naming the flag, the value and what is valid — handed from
 // the slim stratus to stratus-full, which has the SQS client.
 func TestRunnerPool_BadFlagsAreUsageErrors(t *testing.T) {

@@ -25,8 +25,9 @@ import (
 
 // credentialVars are the environment variables through which the AWS SDK
 // finds credentials. A pool runner reads them once, at start, and removes
-// them from its environment, so no engine inherits them (issue 17 § 4:
-// an engine's credential is its step's handle only).
+// them from its environment, so no engine inherits them
+// (README.md § Warm runners (pool mode): an engine's credential is its step's
+// handle only).
 var credentialVars = []string{
 	"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
 	"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",

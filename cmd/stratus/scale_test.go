@@ -21,14 +21,14 @@ import (
 	"github.com/stratusflow/stratus/internal/store/sqlite"
 )
 
-// BenchmarkScale prints `make bench-scale`'s figure (issue 16 § 5): N
-// embedded runs (STRATUS_BENCH_SCALE, e.g. 1000; unset: skipped) of a
-// 2-step flow whose engine is the four-line engine, handed at once to one
-// host (`stratus host`, as `run --detach` hands them), until every run has
-// ended. It prints the peak RSS of all the processes (the host, its
-// reaper, the engines; sampled every 100 ms from /proc) against the goal
-// of 2 GiB, with the wall time, runs a minute, the host's CPU per step and
-// the four-line engine's spawn measured in the same run.
+// BenchmarkScale prints `make bench-scale`'s figure: N embedded runs
+// (STRATUS_BENCH_SCALE, e.g. 1000; unset: skipped) of a 2-step flow whose
+// engine is the four-line engine, handed at once to one host (`stratus host`,
+// as `run --detach` hands them), until every run has ended. It prints the
+// peak RSS of all the processes (the host, its reaper, the engines; sampled
+// every 100 ms from /proc) against the goal of 2 GiB, with the wall time,
+// runs a minute, the host's CPU per step and the four-line engine's spawn
+// measured in the same run.
 func BenchmarkScale(b *testing.B) {
 	n, _ := strconv.Atoi(os.Getenv("STRATUS_BENCH_SCALE"))
 	if n <= 0 {

@@ -9,9 +9,9 @@ import (
 	"github.com/stratusflow/stratus/internal/testenv"
 )
 
-// seed 003 § 9: the Claude and Codex shims are conforming engines. With a
-// fake CLI replaying a recorded success, `stratus engine conform` passes
-// every check on `stratus engine claude|codex`.
+// docs/contracts.md § Conformance checklist: the Claude and Codex shims are
+// conforming engines. With a fake CLI replaying a recorded success, `stratus
+// engine conform` passes every check on `stratus engine claude|codex`.
 func TestShims_PassTheConformanceKit(t *testing.T) {
 	t.Parallel()
 	root := testenv.ModuleRoot(t)

@@ -13,12 +13,11 @@ import (
 	"github.com/stratusflow/stratus/internal/worker"
 )
 
-// The slim build links neither the AWS SDK nor the run viewer (issue 16
-// § 2: their package init was most of the start time). main hands the
-// commands that need them to FullBinary before they start (wantsFull);
-// these stand-ins for runaws.go, target_aws.go, devaws.go and uiserve.go
-// hand off whatever reaches them all the same, so that a command
-// wantsFull missed behaves as in the full build.
+// The slim build links neither the AWS SDK nor the run viewer (their package
+// init was most of the start time). main hands the commands that need them to
+// FullBinary before they start (wantsFull); these stand-ins for runaws.go,
+// target_aws.go, devaws.go and uiserve.go hand off whatever reaches them all
+// the same, so that a command wantsFull missed behaves as in the full build.
 
 const fullBuild = false
 

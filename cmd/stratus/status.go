@@ -138,7 +138,8 @@ type StepStatus struct {
 	ElapsedMS int64 `json:"elapsed_ms,omitempty"`
 	// StartMS is the attempt's dispatch to its engine's start, in ms: on
 	// AWS a cold Fargate task's start-up, or a pooled runner's pickup
-	// (issue 17); 0 until the engine started (and for steps no engine runs).
+	// (README.md § Warm runners (pool mode)); 0 until the engine started (and
+	// for steps no engine runs).
 	StartMS          int64 `json:"start_ms,omitempty"`
 	PromptTokens     int64 `json:"prompt_tokens,omitempty"`
 	CompletionTokens int64 `json:"completion_tokens,omitempty"`
@@ -159,7 +160,7 @@ type StepStatus struct {
 type AttemptStatus struct {
 	Attempt  int    `json:"attempt"`
 	Status   string `json:"status"`             // running, submitted, failed
-	Terminal string `json:"terminal,omitempty"` // seed 003 § 5, as the runner reported it
+	Terminal string `json:"terminal,omitempty"` // docs/contracts.md § Terminal classification, as the runner reported it
 	// Class is a failed attempt's failure class (internal/failclass:
 	// provider_unavailable, rate_limited, network_unavailable, timeout,
 	// quality, infrastructure); RetryAt the reset its failure named.
@@ -331,9 +332,9 @@ func embeddedStatus(ctx context.Context, o *StatusOptions) (*runview.View, Statu
 	}
 	defer st.Close()
 	// A run recorded running whose process is gone was interrupted: say
-	// so, and record it (internal/lifecycle, issue 11 § 5) — said even
-	// when the disk is too full to record it (docs/security.md § Output
-	// that did not persist).
+	// so, and record it (internal/lifecycle,
+	// docs/architecture.md § The run lifecycle) — said even when the disk is
+	// too full to record it (docs/security.md § Output that did not persist).
 	v, err := runview.LoadReconciled(ctx, st, o.RunID)
 	if err != nil {
 		return nil, res, err
@@ -389,7 +390,7 @@ func stepStatus(s runview.StepView, now time.Time) StepStatus {
 	if s.Job != "" {
 		st.Node = s.Job
 	}
-	// A gate that waits says what it asks (newcomer, issue 15).
+	// A gate that waits says what it asks.
 	var hv worker.HITLValue
 	if s.Step.Status == worker.StepWaiting && st.Reason == "" && json.Unmarshal(s.Step.Value, &hv) == nil && hv.Request != "" {
 		st.Reason = hv.Signal + ": " + oneLineText(hv.Request, 300)

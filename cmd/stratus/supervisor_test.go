@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// seed 004 § What the layer does, § The summary artifacts, § prompt_audit:
+// docs/contracts.md § What the supervisor layer does, § The summary artifacts, § Prompt audit:
 // `stratus run` end to end with a script engine. The supervisor layer
 // observes the review's rework (a deviation under the default events mode),
 // its finalize turn at publish returns prose, and summary.md is that prose
@@ -97,8 +97,8 @@ default:
 	}
 }
 
-// seed 004 § Running without a supervisor: supervisor.enabled false runs
-// no supervisor turn and the report is rendered from the facts.
+// docs/contracts.md § Running without a supervisor: supervisor.enabled false
+// runs no supervisor turn and the report is rendered from the facts.
 func TestRun_SupervisorDisabledRendersFromFacts(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -29,8 +29,9 @@ func TestRunTargetAWS_MalformedEndpointOrARNRefusedFirst(t *testing.T) {
 	}
 }
 
-// issue 11 § 2: a call the operator's credentials may not make is named by
-// the AWS error, and the CLI says which policy grants it.
+// docs/architecture.md § The run lifecycle: a call the operator's credentials
+// may not make is named by the AWS error, and the CLI says which policy
+// grants it.
 func TestMain_AccessDeniedNamesTheOperatorPolicy(t *testing.T) {
 	t.Parallel()
 	err := fmt.Errorf("start an execution: %w", &smithy.GenericAPIError{Code: "AccessDeniedException",

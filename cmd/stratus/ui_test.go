@@ -114,7 +114,7 @@ func demoRun(t *testing.T) (dir, runID string) {
 	return dir, decodeRun(t, r.stdout).RunID
 }
 
-// issue 15 § 1: the viewer's pages, without JavaScript. The list shows the
+// The viewer's pages, without JavaScript. The list shows the
 // demo run and filters by status; the run page draws the flow with every
 // node coloured by its latest visit, the loop with its spend, the
 // timeline and the summary; a step page shows the prompt beside the
@@ -177,7 +177,7 @@ func TestUI_DemoRunWithoutJavaScript(t *testing.T) {
 			t.Errorf("GET %s = %d; want %d", path, code, want)
 		}
 	}
-	// Newcomer, issue 15: a wrong path or filter gets the viewer's page
+	// A wrong path or filter gets the viewer's page
 	// saying what is valid, not a bare "404 page not found".
 	if _, body, _ := v.get(t, "/runs/"+runID+"/steps/planning"); !strings.Contains(body, "/runs/RUN/steps/NODE/VISIT") {
 		t.Errorf("a step path without its visit: %.300s", body)
@@ -186,7 +186,7 @@ func TestUI_DemoRunWithoutJavaScript(t *testing.T) {
 		t.Errorf("an unknown status filter: %.300s", body)
 	}
 	// DNS rebinding: another site's name resolving to this loopback
-	// address gets nothing (issue 15 newcomers).
+	// address gets nothing.
 	req, _ := http.NewRequest("GET", base+"/runs/"+runID, nil)
 	req.Host = "evil.example" + base[strings.LastIndex(base, ":"):]
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusMisdirectedRequest {
@@ -204,13 +204,13 @@ func TestUI_DemoRunWithoutJavaScript(t *testing.T) {
 	}
 }
 
-// issue 15 § 1: a waiting hitl node shows its question's context and the
-// reply forms; a reply is taken only from the viewer's own form (same
-// origin, its CSRF token), then the run goes on as with `stratus approve`.
+// A waiting hitl node shows its question's context and the reply forms; a
+// reply is taken only from the viewer's own form (same origin, its CSRF
+// token), then the run goes on as with `stratus approve`.
 func TestUI_GateAnsweredFromTheForm(t *testing.T) {
 	t.Parallel()
-	// issue 15 § 3: the gate says what it asks, rendered with the run's
-	// variables, in the wait line and on the page.
+	// The gate says what it asks, rendered with the run's variables, in the
+	// wait line and on the page.
 	gated := strings.Replace(approvalFlow, " GATE_TIMEOUT}", `, question: "Ship {task_id} as drafted?"}`, 1)
 	dir, task := setupHITLRun(t, "gated", gated, "default:\n  report: ok\n")
 	run := startRun(t, dir, task)
@@ -256,7 +256,7 @@ func TestUI_GateAnsweredFromTheForm(t *testing.T) {
 		}
 	}
 	// A read-only viewer shows the command that replies, for this gate's
-	// kind and with the work dir (helper, issue 15), and no form.
+	// kind and with the work dir, and no form.
 	remote := serveRemoteUI(t, dir)
 	if _, page, _ := remote.get(t, "/runs/"+runID); !strings.Contains(page, "stratus approve "+runID+" gate --dir "+dir) || strings.Contains(page, "stratus answer") || strings.Contains(page, `name="csrf"`) {
 		t.Errorf("the read-only page of a waiting gate:\n%s", page)
@@ -439,13 +439,13 @@ func TestUI_TokenFileMustBePrivateAndLong(t *testing.T) {
 	}
 }
 
-// issue 15 § 1: headless Chromium opens the demo run's page as a user
-// does, through the URL with the viewer's secret (docs/security.md § The
-// run viewer's secret): the visit sets the cookie and lands on the page,
-// whose stylesheet, script and event stream the cookie opens; the DOM
-// holds every node done and the timeline's bars. The screenshot
-// is the test's artifact ($STRATUS_UI_SCREENSHOT, or the test's temp dir;
-// the README's docs/ui-run.png is one).
+// Headless Chromium opens the demo run's page as a user does, through the URL
+// with the viewer's secret (docs/security.md § The run viewer's secret): the
+// visit sets the cookie and lands on the page, whose stylesheet, script and
+// event stream the cookie opens; the DOM holds every node done and the
+// timeline's bars. The screenshot is the test's artifact
+// ($STRATUS_UI_SCREENSHOT, or the test's temp dir; the README's
+// docs/ui-run.png is one).
 func TestUI_ChromiumRendersTheDemoRun(t *testing.T) {
 	t.Parallel()
 	chromium := testenv.MustHaveCommand(t, "chromium", "the run viewer's browser test")
@@ -496,8 +496,8 @@ func serveRemoteUI(t *testing.T, dir string) *uiViewer {
 }
 
 // A non-loopback --addr needs --remote, and the viewer is then read-only:
-// whoever reaches it with its secret reads runs but answers no gate
-// (newcomer, issue 15); without the secret, nothing.
+// whoever reaches it with its secret reads runs but answers no gate; without
+// the secret, nothing.
 func TestUI_RemoteIsExplicitAndReadOnly(t *testing.T) {
 	t.Parallel()
 	dir, runID := demoRun(t)

@@ -7,11 +7,11 @@ import (
 	"testing"
 )
 
-// issue 14 § 8: a report and a part over the 4 MiB inline limit travel
-// through an upload, the runner's and `stratus worker`'s client choosing it
-// by itself, so an engine writes nothing different: here a 6 MiB report
-// (the @file: sentinel, resolved by the runner) and a 5 MiB part staged
-// with `stratus worker artifact`. The ctx dir holds every byte and no
+// docs/security.md § Upload size limits: a report and a part over the 4 MiB
+// inline limit travel through an upload, the runner's and `stratus worker`'s
+// client choosing it by itself, so an engine writes nothing different: here a
+// 6 MiB report (the @file: sentinel, resolved by the runner) and a 5 MiB part
+// staged with `stratus worker artifact`. The ctx dir holds every byte and no
 // upload is left behind, not even one the engine stored and never named.
 func TestRun_ReportAndPartOverTheInlineLimitTravelThroughAnUpload(t *testing.T) {
 	t.Parallel()

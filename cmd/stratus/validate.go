@@ -23,7 +23,7 @@ import (
 )
 
 // toolsDirName is the tool registry under DIR/.stratus/ (worc's
-// .worc/tools/; seed 004 § tools).
+// .worc/tools/; docs/contracts.md § Tools).
 const toolsDirName = "tools"
 
 // ValidateOptions are the flags of `stratus validate`.
@@ -127,8 +127,9 @@ func runValidate(o *ValidateOptions) error {
 	if rep.ToolsDir == "" {
 		rep.ToolsDir = filepath.Join(state, toolsDirName)
 	}
-	// With a config at hand, check config consistency too (seed 004 §
-	// Fatal validation, third layer); without one, say once that it was skipped.
+	// With a config at hand, check config consistency too
+	// (docs/contracts.md § Fatal validation, third layer); without one, say
+	// once that it was skipped.
 	cfgPath := filepath.Join(state, orchestrator.ConfigFile)
 	cfg, err := config.Load(cfgPath)
 	switch {

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// issue 5 M3 (worc: "all fatal, all collected"): an unknown key, a value of
+// worc: "all fatal, all collected": an unknown key, a value of
 // the wrong type and a key given twice no longer hide the graph, security
 // and tool-registry problems: validate lists them all, sorted by position,
 // and leaves out what only restates a parse problem.
@@ -66,8 +66,8 @@ func TestValidate_ParseProblemsDoNotHideTheOtherLayers(t *testing.T) {
 	}
 }
 
-// issue 5 M3: config.yaml's problems come in one error, each with
-// file:line:col, the semantic ones located at their key too.
+// config.yaml's problems come in one error, each with file:line:col, the
+// semantic ones located at their key too.
 func TestValidate_ConfigProblemsAllAtOnceWithPositions(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -13,10 +13,9 @@ import (
 	"github.com/stratusflow/stratus/internal/testenv"
 )
 
-// Every flow worc ships reads unchanged (issue 5 § Build 2): its only
-// fatal problems here are the tools this directory has not installed, each
-// saying so; without a config.yaml the config-aware layer is skipped, and
-// the output says so once.
+// Every flow worc ships reads unchanged: its only fatal problems here are the
+// tools this directory has not installed, each saying so; without a
+// config.yaml the config-aware layer is skipped, and the output says so once.
 func TestValidate_PeerFlowsReadUnchanged(t *testing.T) {
 	t.Parallel()
 	flows := testenv.Peers(t, "worc", "flows")
@@ -54,8 +53,8 @@ func TestValidate_PeerFlowsReadUnchanged(t *testing.T) {
 }
 
 // validate lists every problem of every layer, not only the first, sorted
-// by position, and exits 1 when any is fatal (issue 5 § Build 2).
-func TestValidate_AllListsEveryErrorAndExitsOne(t *testing.T) { // seed 004 § Fatal validation
+// by position, and exits 1 when any is fatal.
+func TestValidate_AllListsEveryErrorAndExitsOne(t *testing.T) { // docs/contracts.md § Fatal validation
 	t.Parallel()
 	dir := t.TempDir()
 	if r := runCLI(t, "install", "--dir", dir); r.code != 0 {

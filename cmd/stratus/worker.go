@@ -24,7 +24,8 @@ import (
 
 // WorkerOptions is what every `stratus worker` subcommand shares: the worker
 // API and the attempt's credential, which the runner exports to its engine
-// as STRATUS_API_URL and STRATUS_HANDLE (seed 001 § Bearer authentication).
+// as STRATUS_API_URL and STRATUS_HANDLE
+// (docs/contracts.md § Bearer authentication).
 type WorkerOptions struct {
 	IO     IO
 	APIURL string // STRATUS_API_URL
@@ -56,12 +57,13 @@ func newWorkerCmd(io IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Call the worker API from inside a worker (prompt, artifact, submit, result, degradation, stats)",
-		Long: `worker calls the worker API (seed 001 § Routes) with the credential the runner
-exports to its engine: STRATUS_API_URL and STRATUS_HANDLE must be set.
+		Long: `worker calls the worker API (docs/contracts.md § Routes) with the credential
+the runner exports to its engine: STRATUS_API_URL and STRATUS_HANDLE must be set.
 
 IN is one fetch (worker prompt); OUT is tool calls, never a file the worker
-writes itself (seed 000 § Why OUT is a tool call): stage each named part
-with worker artifact, then end the attempt with worker submit (or result).
+writes itself (docs/contracts.md § Output is a tool call): stage each named
+part with worker artifact, then end the attempt with worker submit (or
+result).
 
 A body given to submit or artifact that is exactly @file:<absolute path>
 (one line) is replaced by that file's bytes before it is sent.
@@ -113,8 +115,8 @@ func readSource(in io.Reader, src string) ([]byte, error) {
 }
 
 // readBody reads a submit or artifact body from FILE or "-" and resolves the
-// @file: sentinel (seed 000 § Why OUT is a tool call; resolved on the worker
-// side, DESIGN.md § Limits). A bad sentinel is invalid input: exit 2.
+// @file: sentinel (docs/contracts.md § Output is a tool call; resolved on the
+// worker side, DESIGN.md § Limits). A bad sentinel is invalid input: exit 2.
 func readBody(in io.Reader, src string) ([]byte, error) {
 	b, err := readSource(in, src)
 	if err != nil {
@@ -138,13 +140,14 @@ func newWorkerPromptCmd(io IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "prompt [--task-id T] [--system]",
 		Short: "Fetch this attempt's prompt payload (GET /v1/worker/prompt)",
-		Long: `prompt prints the attempt's prompt payload as JSON (seed 001 § worker_prompt):
+		Long: `prompt prints the attempt's prompt payload as JSON
+(docs/contracts.md § Request and response bodies):
 {task_id, attempt, agent, system?, system_ref, prompt, context, step_ref, engine}.
 context.ctx_dir and context.steps point at the files prior steps produced.
 
 With --system it prints the exact baked system bytes instead (GET
-/v1/worker/prompt/system, seed 001 § worker_prompt_system), after checking
-them against the payload's system_ref.sha256.`,
+/v1/worker/prompt/system, docs/contracts.md § Request and response bodies),
+after checking them against the payload's system_ref.sha256.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
 			o.fromEnv()
@@ -197,9 +200,10 @@ func newWorkerArtifactCmd(io IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "artifact --name N FILE|-",
 		Short: "Stage one named part (POST /v1/worker/artifact?name=)",
-		Long: `artifact stages one named part of this attempt's output (seed 000 § Why OUT is
-a tool call). The server writes it raw as <ctx-dir>/<name>; staging the same
-name again overwrites it. Staging never ends the attempt: submit does.
+		Long: `artifact stages one named part of this attempt's output
+(docs/contracts.md § Output is a tool call). The server writes it raw as
+<ctx-dir>/<name>; staging the same name again overwrites it. Staging never
+ends the attempt: submit does.
 The name is a plain file name (plan.md), never a path, and one NFKC
 normalization leaves unchanged (docs/security.md § Part names).
 
@@ -245,9 +249,9 @@ func newWorkerSubmitCmd(io IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "submit [--ok=false] [--task-id T] FILE|-",
 		Short: "Submit the final body and end the attempt (POST /v1/worker/submit)",
-		Long: `submit posts this attempt's final body (seed 001 § worker_submit) and prints
-the step's value as JSON. The server folds the staged parts with it, writes
-<ctx-dir>/<step>.md and completes the step. --ok=false fails the step
+		Long: `submit posts this attempt's final body (docs/contracts.md § Routes) and
+prints the step's value as JSON. The server folds the staged parts with it,
+writes <ctx-dir>/<step>.md and completes the step. --ok=false fails the step
 instead, the body being the reason.
 
 ` + bodyArgHelp,
@@ -296,9 +300,10 @@ func newWorkerResultCmd(io IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "result --task-id T --ok=BOOL [--value JSON | --value-file F]",
 		Short: "Post {task_id, value, ok} and end the attempt (POST /v1/worker/result)",
-		Long: `result posts this attempt's result as {task_id, value, ok} (seed 001 §
-worker_result) and prints the step's value as JSON. The value is JSON: a
-JSON string is the body as is ('"done"'), anything else is its JSON text.
+		Long: `result posts this attempt's result as {task_id, value, ok}
+(docs/contracts.md § Request and response bodies) and prints the step's value
+as JSON. The value is JSON: a JSON string is the body as is ('"done"'),
+anything else is its JSON text.
 With --ok=false the value may be {"terminal": "...", "reason": "..."}.
 --task-id defaults to $STRATUS_TASK_ID; --value-file - reads stdin.`,
 		Args: usageArgs(cobra.NoArgs),
@@ -369,8 +374,8 @@ func newWorkerDegradationCmd(io IO) *cobra.Command {
 		Use:   "degradation --tool T --error E --fallback F [--note N]",
 		Short: "Record that a tool degraded to a fallback (POST /v1/worker/degradation)",
 		Long: `degradation records on the run that a tool failed and what was done instead
-(seed 001 § worker_degradation). It never becomes step output; the server
-adds the step, attempt and time.`,
+(docs/contracts.md § Request and response bodies). It never becomes step
+output; the server adds the step, attempt and time.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
 			o.fromEnv()
@@ -415,8 +420,9 @@ func newWorkerStatsCmd(io IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stats [--steps N] [--prompt-tokens N] [--completion-tokens N] [--cost-usd X]",
 		Short: "Report this attempt's cumulative counters (POST /v1/worker/stats)",
-		Long: `stats reports this attempt's cumulative counters (seed 001 § StatsBody); only
-the flags given are sent. Each report also heartbeats the step.`,
+		Long: `stats reports this attempt's cumulative counters
+(docs/contracts.md § Request and response bodies); only the flags given are
+sent. Each report also heartbeats the step.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.fromEnv()

@@ -63,7 +63,8 @@ func TestWorker_BadInputExitsUsage(t *testing.T) {
 		{"submit --ok not a bool", env, "", []string{"worker", "submit", "--ok=maybe", body}, `invalid argument "maybe" for "--ok"`},
 		{"submit without a body source", env, "", []string{"worker", "submit"}, "accepts 1 arg"},
 		{"submit body file missing", env, "", []string{"worker", "submit", filepath.Join(dir, "nope.md")}, "no such file"},
-		// seed 000 § Why OUT is a tool call: the sentinel names an absolute path.
+		// docs/contracts.md § Output is a tool call: the sentinel names an
+		// absolute path.
 		{"submit relative @file: sentinel", env, "@file:body.md\n", []string{"worker", "submit", "-"}, `"body.md" is relative; the sentinel is @file:<absolute path>`},
 		{"artifact relative @file: sentinel", env, "@file:./body.md", []string{"worker", "artifact", "--name", "b.md", "-"}, "is relative"},
 		{"artifact without --name", env, "", []string{"worker", "artifact", body}, "--name is required"},
@@ -86,10 +87,10 @@ func TestWorker_BadInputExitsUsage(t *testing.T) {
 	}
 }
 
-// The worker subcommands against a real embedded run (seed 001 § Routes,
-// seed 000 § Why OUT is a tool call): a flow of three agent nodes whose
-// engine is a shell script calling `stratus worker ...` with the
-// environment the runner exports.
+// The worker subcommands against a real embedded run
+// (docs/contracts.md § Routes, § Output is a tool call): a
+// flow of three agent nodes whose engine is a shell script calling `stratus
+// worker ...` with the environment the runner exports.
 //
 //   - gather fetches its prompt (and the system bytes), stages a part from a
 //     file and one through an @file: sentinel on stdin, is refused a part
@@ -182,8 +183,9 @@ esac
 		}
 	}
 
-	// prompt prints the payload (seed 001 § worker_prompt); --system the
-	// exact bytes behind system_ref.
+	// prompt prints the payload
+	// (docs/contracts.md § Request and response bodies); --system the exact
+	// bytes behind system_ref.
 	var p worker.Payload
 	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "prompt.out"))), &p); err != nil {
 		t.Fatalf("worker prompt output: %v", err)
@@ -202,8 +204,8 @@ esac
 		t.Errorf("../escape.md stderr: %s", e)
 	}
 
-	// seed 000 § Files are the server's job: parts land raw in the ctx dir;
-	// an @file: sentinel stands for its file's bytes.
+	// docs/contracts.md § Files are the server's job: parts land raw in the
+	// ctx dir; an @file: sentinel stands for its file's bytes.
 	if got := readFile(t, filepath.Join(ctxDir, "notes.md")); got != "# Notes\n\nraw, not wrapped\n" {
 		t.Errorf("notes.md = %q", got)
 	}
@@ -226,8 +228,8 @@ esac
 		}
 	}
 
-	// seed 001 § worker_degradation: recorded on the run with the server's
-	// step_ref and attempt, never as output.
+	// docs/contracts.md § Request and response bodies: recorded on the run
+	// with the server's step_ref and attempt, never as output.
 	st, err := sqlite.Open(filepath.Join(dir, ".stratus/stratus.db"))
 	if err != nil {
 		t.Fatal(err)

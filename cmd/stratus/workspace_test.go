@@ -94,7 +94,8 @@ type wsResult struct {
 	tree     string
 }
 
-// checkWorkspaceRun checks one run of the project (issue 12 Done when):
+// checkWorkspaceRun checks one run of the project
+// (README.md § Workspaces: where engines work, and how their change comes back):
 // the steps, that no step's runner was given the operator's path, that
 // review read the implementation's change at {diff_path}, that the
 // branch holds the steps' commits on the operator's HEAD, and that the
@@ -169,7 +170,7 @@ func checkWorkspaceRun(t *testing.T, mode, dir, taskDir, spy string, r result, h
 	return res
 }
 
-// issue 12 Done when: on moto (stratus dev aws) the built-in
+// On moto (stratus dev aws) the built-in
 // implementation flow whose engines write, review and fix a file runs its
 // runners in fresh directories and gives no runner the operator's path
 // (payload, environment, arguments); review's {diff_path} holds the

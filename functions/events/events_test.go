@@ -199,7 +199,7 @@ func executionARN(runID string) string {
 	return "arn:aws:states:us-east-1:123456789012:execution:stack-implementation:" + runID
 }
 
-// Issue 6 (a run nobody follows): the end of its execution, as EventBridge
+// A run nobody follows: the end of its execution, as EventBridge
 // reports it, makes the run terminal by lifecycle.ExecutionStatus's mapping, fails the
 // step still waiting for a human with its reason, writes the summary to
 // the bucket; a replay of the event (or an event after Finish) changes
@@ -380,7 +380,7 @@ func TestEvents_LateEndOfAResumedRunsEarlierExecutionIgnored(t *testing.T) {
 	}
 }
 
-// Issue 6: the hourly schedule calls the store's Sweep, which deletes the
+// The hourly schedule calls the store's Sweep, which deletes the
 // handles expired at the event's time and keeps the others.
 func TestEvents_ScheduleSweepsExpiredHandles(t *testing.T) {
 	s := newEventsStack(t)
@@ -423,11 +423,11 @@ func (s *stopper) StopTask(_ context.Context, taskID string) error {
 	return nil
 }
 
-// issue 11 § 6: an execution aborted (stratus cancel, the console) or timed
-// out runs no Catch: its run's steps still running are canceled, their
-// running attempts failed, and their ECS tasks stopped; the run ends
-// interrupted (aborted) or failed (timed out). A resumed execution
-// ("<run_id>.resume-<n>") belongs to its run.
+// docs/architecture.md § The run lifecycle: an execution aborted (stratus
+// cancel, the console) or timed out runs no Catch: its run's steps still
+// running are canceled, their running attempts failed, and their ECS tasks
+// stopped; the run ends interrupted (aborted) or failed (timed out). A
+// resumed execution ("<run_id>.resume-<n>") belongs to its run.
 func TestEvents_AnExecutionEndedUnderItsWorkersStopsThem(t *testing.T) {
 	for i, c := range []struct{ status, name, want string }{
 		{"ABORTED", "%s", stratus.RunInterrupted},

@@ -8,11 +8,10 @@ import (
 	"github.com/stratusflow/stratus/internal/testenv"
 )
 
-// issue 16 § 6: a Lambda links what it uses. None of the functions links
-// the SQLite driver or store, the embedded executor, the local launcher,
-// the orchestrator that drives embedded runs, or the run viewer: those are
-// the embedded mode's, and each would add size and init time to every
-// cold start.
+// A Lambda links what it uses. None of the functions links the SQLite driver
+// or store, the embedded executor, the local launcher, the orchestrator that
+// drives embedded runs, or the run viewer: those are the embedded mode's, and
+// each would add size and init time to every cold start.
 func TestLambdas_LinkOnlyWhatTheyUse(t *testing.T) {
 	testenv.MustHaveCommand(t, "go", "go list reads the functions' dependencies")
 	forbidden := []string{

@@ -205,8 +205,9 @@ func TestLambda_HTTPAPIWithoutAuthorizationIs401(t *testing.T) {
 	}
 }
 
-// The operator's hitl route is served by the same function (issue 5 § 4):
-// it answers in the JSON error shape, not the "no route" 404.
+// The operator's hitl route is served by the same function
+// (README.md § A human gate, step by step): it answers in the JSON error shape, not the "no
+// route" 404.
 func TestLambda_HITLRouteServed(t *testing.T) {
 	f := setup(t)
 	r, err := f.http(context.Background(), apiEvent("POST", "/v1/runs/r1/nodes/review/hitl", "",
@@ -340,10 +341,9 @@ func TestLambda_AfterRunsBeforeReturn(t *testing.T) {
 	}
 }
 
-// issue 14 § 12: the host the worker API sees — which, without
-// STRATUS_API_URL, becomes the address workers are told to call — is the
-// domain API Gateway recorded the request came to, never a Host header
-// the client wrote.
+// The host the worker API sees — which, without STRATUS_API_URL, becomes the
+// address workers are told to call — is the domain API Gateway recorded the
+// request came to, never a Host header the client wrote.
 func TestHTTPAPI_HostIsTheDomainAPIGatewayRecorded(t *testing.T) {
 	var host string
 	h := handler.HTTPAPI(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { host = r.Host; w.WriteHeader(204) }), nil)

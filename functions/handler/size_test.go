@@ -13,9 +13,9 @@ import (
 )
 
 // BenchmarkLambdas reports each function's binary size and its package
-// init time before main (issue 16 § 6: what a cold start pays before the
-// handler runs), built for this machine (the deployed arm64 build is the
-// same code): one line per function,
+// init time before main (what a cold start pays before the handler runs),
+// built for this machine (the deployed arm64 build is the same code): one
+// line per function,
 //
 //	LAMBDA workerapi bytes=18500000 init_ms=21.4
 //

@@ -1,6 +1,6 @@
 // Command workerapi is the worker API Lambda: API Gateway HTTP API events
 // (payload format 2.0) served by internal/httpapi, the same handler the
-// embedded server runs (DESIGN.md § Layout; seed 001 § Routes). Its
+// embedded server runs (DESIGN.md § Layout; docs/contracts.md § Routes). Its
 // configuration is the environment template.yaml gives it
 // (internal/awsapp).
 package main

@@ -48,8 +48,8 @@ type App struct {
 	// function's part of the launcher); nil when no cluster is configured.
 	Stopper launch.TaskStopper
 	Log     io.Writer
-	// Logger is the functions' structured log (issue 15 § 5): JSON lines on
-	// Log, which CloudWatch Logs reads, each with the run_id, step_ref and
+	// Logger is the functions' structured log (README.md § Logs): JSON lines
+	// on Log, which CloudWatch Logs reads, each with the run_id, step_ref and
 	// attempt it concerns.
 	Logger *slog.Logger
 
@@ -156,8 +156,7 @@ func New(ctx context.Context, cfg Config, awsCfg aws.Config, o Options) (*App, e
 		Commits:        o.Commits,
 	})
 	if cfg.QueueURL != "" {
-		// Observation turns leave the request through the dispatch queue
-		// (issue 14 § 10).
+		// Observation turns leave the request through the dispatch queue.
 		if a.Service.Queue, err = sqsqueue.New(awssqs.NewFromConfig(awsCfg), cfg.QueueURL); err != nil {
 			return nil, err
 		}
@@ -172,9 +171,10 @@ func New(ctx context.Context, cfg Config, awsCfg aws.Config, o Options) (*App, e
 	return a, nil
 }
 
-// poolLauncher sends steps to the warm runner pool (issue 17), cold
-// launching those no pooled runner takes in time. A runner has taken a
-// step once its bootstrap value is gone from the store (TakeHandle).
+// poolLauncher sends steps to the warm runner pool
+// (README.md § Warm runners (pool mode)), cold launching those no pooled
+// runner takes in time. A runner has taken a step once its bootstrap value is
+// gone from the store (TakeHandle).
 func poolLauncher(awsCfg aws.Config, p Pool, cold launch.Launcher, st store.Store, log *slog.Logger) (launch.Launcher, error) {
 	c := pool.Config{Cold: cold, Pickup: p.Pickup, Log: log,
 		Taken: func(ctx context.Context, bootstrap string) (bool, error) {

@@ -251,8 +251,8 @@ func TestApp_DispatchThenWorkerAPIOnMoto(t *testing.T) {
 		t.Errorf("no s3://%s/%s: %v", s.env[awsapp.EnvBucket], key, err)
 	}
 
-	// issue 14 § 11: the launch carried a one-time bootstrap value; the
-	// worker exchanges it for its handle (and it works only once).
+	// docs/security.md § Handles: the launch carried a one-time bootstrap
+	// value; the worker exchanges it for its handle (and it works only once).
 	exchange := func() *httptest.ResponseRecorder {
 		req := httptest.NewRequest("POST", "https://abc123.execute-api.us-east-1.amazonaws.com/v1/worker/bootstrap", nil)
 		req.Header.Set("authorization", "Bearer "+specs[0].Handle)
@@ -301,11 +301,11 @@ func TestApp_RedeliveredMessageLaunchesOnce(t *testing.T) {
 	}
 }
 
-// Issue 6 § 4: throttling and capacity errors of RunTask (after the
-// launcher's retries) are infrastructure failures: the Task state fails
-// with stratus.InfrastructureFailed, which the compiled machine routes to
-// manual_action_required without charging a rework budget, and the
-// message is not redelivered.
+// Throttling and capacity errors of RunTask (after the launcher's retries)
+// are infrastructure failures: the Task state fails with
+// stratus.InfrastructureFailed, which the compiled machine routes to
+// manual_action_required without charging a rework budget, and the message is
+// not redelivered.
 func TestHandleMessage_CapacityFailureIsInfrastructureNotRedelivered(t *testing.T) {
 	s := newStack(t)
 	l := &launcher{fail: &ecs.InfrastructureError{TaskID: "x", Attempts: 5, Reason: "RESOURCE:CPU"}}
@@ -471,12 +471,12 @@ func TestNew_RequiresTableBucketSecretAndECS(t *testing.T) {
 	}
 }
 
-// issue 14 § 8: results of any size on AWS. A 20 MiB part and a 20 MiB
-// final body, five times the 4 MiB inline limit, go from the worker client
-// through presigned S3 PUTs (moto) and arrive whole: the part's ctx file,
-// the store's tail (the Final spilled to the bucket) and the projection
-// hold every byte, and the uploads are deleted once recorded. Before the
-// fix the worker API answered 413 and the runner never uploaded.
+// docs/security.md § Upload size limits: results of any size on AWS. A 20 MiB
+// part and a 20 MiB final body, five times the 4 MiB inline limit, go from
+// the worker client through presigned S3 PUTs (moto) and arrive whole: the
+// part's ctx file, the store's tail (the Final spilled to the bucket) and the
+// projection hold every byte, and the uploads are deleted once recorded.
+// Before the fix the worker API answered 413 and the runner never uploaded.
 func TestApp_TwentyMiBResultThroughAPresignedUploadOnMoto(t *testing.T) {
 	s := newStack(t)
 	l := &launcher{}
@@ -546,7 +546,7 @@ func TestApp_TwentyMiBResultThroughAPresignedUploadOnMoto(t *testing.T) {
 	}
 }
 
-// issue 15 § 5: the functions log JSON lines (slog), each event with the
+// README.md § Logs: the functions log JSON lines (slog), each event with the
 // run_id, step_ref and attempt it concerns, as CloudWatch Logs Insights
 // queries them; a warning is a line of level WARN.
 func TestApp_LogsStructuredJSON(t *testing.T) {

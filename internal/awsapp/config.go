@@ -39,10 +39,10 @@ const (
 	EnvMaxBodyBytes          = "STRATUS_MAX_BODY_BYTES"       // default DefaultMaxBodyBytes
 	EnvMaxUploadBytes        = "STRATUS_MAX_UPLOAD_BYTES"     // default worker.DefaultMaxUploadBytes, at most MaxUploadBytes
 	EnvTokenTTLSeconds       = "STRATUS_TOKEN_TTL_SECONDS"    // default captoken.DefaultTTL
-	// The warm runner pool (issue 17; template.yaml RunnerPool=on): the
-	// assignment queue of each network profile ("" = that profile's steps
-	// go cold, RunTask) and how long dispatch waits for a pooled runner
-	// before it falls back to RunTask.
+	// The warm runner pool (README.md § Warm runners (pool mode);
+	// template.yaml RunnerPool=on): the assignment queue of each network
+	// profile ("" = that profile's steps go cold, RunTask) and how long
+	// dispatch waits for a pooled runner before it falls back to RunTask.
 	EnvPoolQueueURL        = "STRATUS_POOL_QUEUE_URL"         // nodes without network_access
 	EnvPoolNetworkQueueURL = "STRATUS_POOL_NETWORK_QUEUE_URL" // nodes with network_access
 	EnvPoolPickupSeconds   = "STRATUS_POOL_PICKUP_SECONDS"    // default 20 (pool.DefaultPickup), 1 to MaxPoolPickupSeconds
@@ -87,14 +87,16 @@ type Config struct {
 	APIURL       string // "" in the worker API function
 	ECS          ECS
 	MaxBodyBytes int64
-	// MaxUploadBytes bounds a body sent through an upload (issue 14 § 8).
+	// MaxUploadBytes bounds a body sent through an upload
+	// (docs/security.md § Upload size limits).
 	MaxUploadBytes int64
 	TokenTTL       time.Duration // 0 = captoken.DefaultTTL
 	Pool           Pool
 }
 
-// Pool is the warm runner pool dispatch sends steps to (issue 17): a
-// queue per network profile; both empty is the cold path alone.
+// Pool is the warm runner pool dispatch sends steps to
+// (README.md § Warm runners (pool mode)): a queue per network profile; both
+// empty is the cold path alone.
 type Pool struct {
 	QueueURL        string        // nodes without network_access
 	NetworkQueueURL string        // nodes with network_access

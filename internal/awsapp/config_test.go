@@ -44,7 +44,8 @@ func TestFromEnv_ReadsTheTemplatesVariables(t *testing.T) {
 	}
 }
 
-// Issue 17: the pool's queues and pickup window; empty is the cold path.
+// README.md § Warm runners (pool mode): the pool's queues and pickup window;
+// empty is the cold path.
 func TestFromEnv_Pool(t *testing.T) {
 	c, err := awsapp.FromEnv(envOf(map[string]string{
 		awsapp.EnvPoolQueueURL: "https://sqs.us-east-1.amazonaws.com/1/p", awsapp.EnvPoolPickupSeconds: "90"}))

@@ -25,12 +25,12 @@ import (
 	"github.com/stratusflow/stratus/internal/worker"
 )
 
-// The events function (functions/events) closes what no process follows
-// (issue 6): a run whose execution ended while no `stratus run --target
-// aws` watched it would stay running in the store, without a summary, and
-// expired capability handles would never leave the table. It serves two
-// EventBridge sources: the state machines' "Step Functions Execution
-// Status Change" events (ExecutionEnded) and an hourly schedule (Sweep).
+// The events function (functions/events) closes what no process follows: a
+// run whose execution ended while no `stratus run --target aws` watched it
+// would stay running in the store, without a summary, and expired capability
+// handles would never leave the table. It serves two EventBridge sources: the
+// state machines' "Step Functions Execution Status Change" events
+// (ExecutionEnded) and an hourly schedule (Sweep).
 
 // EndedWhileWaiting is the reason a step still waiting for a human gets
 // when its run's execution ends: nothing will complete its task token.
@@ -107,11 +107,11 @@ func NewEvents(cfg Config, awsCfg aws.Config, o Options) (*App, error) {
 // lifecycle.ExecutionStatus(x) (done, failed or manual_action_required by
 // the execution's error name) and its summary (report.Collect,
 // report.Write to the run's own files in the bucket: sink.ForRun) is
-// written from its final records (seed 004 § The summary artifacts: a
-// failed or manual run gets a report too). A step still waiting for a
-// human (worker.StepWaiting) fails first with EndedWhileWaiting: its task
-// token died with the execution. Once the run is recorded ended, the
-// task's lock it holds is released (dynamodb.Store.UnlockTask).
+// written from its final records (docs/contracts.md § The summary artifacts:
+// a failed or manual run gets a report too). A step still waiting for a human
+// (worker.StepWaiting) fails first with EndedWhileWaiting: its task token
+// died with the execution. Once the run is recorded ended, the task's lock it
+// holds is released (dynamodb.Store.UnlockTask).
 //
 // An execution's end is applied only to the run that names it (Run.
 // Execution, recorded before the execution starts; a run recorded without
@@ -151,7 +151,8 @@ func (a *App) ExecutionEnded(ctx context.Context, x executor.Execution) error {
 			return err
 		}
 		// An aborted or timed-out execution ran no Catch: a step still
-		// running is canceled (issue 11 § 6; Finish would too).
+		// running is canceled (docs/architecture.md § The run lifecycle;
+		// Finish would too).
 		hist, _ := a.Tokens.GetExecutionHistory(ctx, x.ARN) // unreadable: the reason says less
 		def, _ := lifecycle.GetDefinition(ctx, a.Sink, run.ID)
 		if _, err := lifecycle.CancelOpenWith(ctx, a.Store, run.ID, lifecycle.EndedUnder(x, hist, def), end, false); err != nil {

@@ -24,10 +24,9 @@ func (v *versions) Versions(context.Context) ([]byte, []byte, error) {
 	return v.cur, v.prev, nil
 }
 
-// issue 14 § 12: a process that read the secret before it was rotated
-// verifies tokens of the new key by reading it again — at most once per
-// KeyReloadInterval, so forged tokens naming unknown keys cannot make it
-// read the secret on every request.
+// A process that read the secret before it was rotated verifies tokens of the
+// new key by reading it again — at most once per KeyReloadInterval, so forged
+// tokens naming unknown keys cannot make it read the secret on every request.
 func TestKeyring_ReadsARotatedSecretAgainAtMostOncePerInterval(t *testing.T) {
 	oldKey, newKey := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32)
 	src := &versions{cur: oldKey}

@@ -68,7 +68,7 @@ func TestFromStack_ReadsTheTemplateOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	if r.Stack != name || r.Table != "s-stratus" || r.Bucket != "s-data" || r.BucketPrefix != awsrun.DefaultBucketPrefix || r.APIURL == "" ||
-		r.HeartbeatSeconds != 600 { // issue 14 § 9: the stack's heartbeat window
+		r.HeartbeatSeconds != 600 { // The stack's heartbeat window
 		t.Errorf("resources = %+v", r)
 	}
 	for taskType, want := range map[string]string{"implementation": "impl", "bug_fix": "bugfix", "bug-fix": "bugfix"} {

@@ -14,8 +14,8 @@ import (
 	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
 
-// issue 14 § 9: a run on a stack is compiled with the stack's heartbeat
-// window (its HeartbeatSeconds output), every worker Task state with it.
+// A run on a stack is compiled with the stack's heartbeat window (its
+// HeartbeatSeconds output), every worker Task state with it.
 func TestCompileOptions_TheStacksHeartbeatWindow(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -24,15 +24,16 @@ const (
 	OutputBucket             = "DataBucketName"
 	OutputAPIURL             = "ApiUrl"
 	StateMachineOutputSuffix = "StateMachineArn"
-	// The outputs that let a run create its own state machine (issue 11 §
-	// 2): the queue its Task states send to, the execution role, and the
-	// name prefix the stack's events rule and operator policy cover.
+	// The outputs that let a run create its own state machine
+	// (docs/architecture.md § The run lifecycle): the queue its Task states
+	// send to, the execution role, and the name prefix the stack's events
+	// rule and operator policy cover.
 	OutputQueueURL           = "DispatchQueueUrl"
 	OutputStateMachineRole   = "StateMachineRoleArn"
 	OutputStateMachinePrefix = "StateMachinePrefix"
 	// OutputHeartbeatSeconds is the stack's HeartbeatSeconds parameter:
 	// the heartbeat window every worker Task state of a run compiled for
-	// the stack gets (issue 14 § 9).
+	// the stack gets.
 	OutputHeartbeatSeconds = "HeartbeatSeconds"
 )
 

@@ -44,19 +44,18 @@ type Started struct {
 	Before []string
 }
 
-// Start starts one run of a task on the stack (issue 6 § Build 8). The task
-// is checked as an embedded run checks it before anything is written
-// (config, task and flow parsed; orchestrator.CheckRun and Preflight),
-// and so is the task's lock (a run of the task that has not ended refuses
-// this one); then its environment is frozen to the bucket (runenv.Freeze:
-// config, task, flows and tools, which the functions read), the run is
-// recorded in the store holding the task's lock (work dir and task path
-// are this machine's: where its ctx files are addressed from; its
-// execution is named already) and an execution of the flow's state
-// machine is started, named by the run id, with input {run_id, task_id}.
-// The run's work-dir files — ctx dir, logs, summary — are its own, under
-// runs/<run_id>/ in the bucket (sink.ForRun); the task's logs dir in the
-// bucket names its latest run (report.MarkRun).
+// Start starts one run of a task on the stack. The task is checked as an
+// embedded run checks it before anything is written (config, task and flow
+// parsed; orchestrator.CheckRun and Preflight), and so is the task's lock (a
+// run of the task that has not ended refuses this one); then its environment
+// is frozen to the bucket (runenv.Freeze: config, task, flows and tools,
+// which the functions read), the run is recorded in the store holding the
+// task's lock (work dir and task path are this machine's: where its ctx files
+// are addressed from; its execution is named already) and an execution of the
+// flow's state machine is started, named by the run id, with input {run_id,
+// task_id}. The run's work-dir files — ctx dir, logs, summary — are its own,
+// under runs/<run_id>/ in the bucket (sink.ForRun); the task's logs dir in
+// the bucket names its latest run (report.MarkRun).
 //
 // Errors: the checks' (EINVALID, ENOTFOUND), StateMachineFor's, EINVALID
 // when another run of the task holds its lock (lockedError), and the AWS
@@ -98,7 +97,7 @@ func (t *Target) Start(ctx context.Context, o StartOptions) (*Started, error) {
 		return nil, stratus.Errorf(stratus.EINVALID, "task %s cannot run through flow %s:\n  %s", tk.ID, fl.TaskType, strings.Join(lines, "\n  "))
 	}
 	// The run is compiled once, with the config, here: what runs is what
-	// was validated (issue 11 § 2).
+	// was validated (docs/architecture.md § The run lifecycle).
 	def, err := compiler.Compile(fl, t.compileOptions(cfg))
 	if err != nil {
 		return nil, err
@@ -131,7 +130,7 @@ func (t *Target) Start(ctx context.Context, o StartOptions) (*Started, error) {
 		return nil, err
 	}
 	// A worker on AWS has no disk of the operator's: the work dir travels
-	// with the run as its base snapshot (issue 12 § 1).
+	// with the run as its base snapshot.
 	fz, err := lifecycle.FreezeWorkspace(ctx, t.Sink, worker.WorkspaceKeys("", runID), worker.WorkspaceRoot(runID), dir, cfg, tk.ID, cfg.Projection.Placement)
 	if err != nil {
 		return nil, err

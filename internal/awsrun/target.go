@@ -63,13 +63,14 @@ func Open(cfg aws.Config, r Resources) (*Target, error) {
 }
 
 // RunStateMachine returns the ARN of the state machine that runs the
-// compiled definition def of flow taskType (issue 11 § 2: what runs is what
-// was validated). With OwnMachines it is the stack's machine of that very
+// compiled definition def of flow taskType
+// (docs/architecture.md § The run lifecycle: what runs is what was
+// validated). With OwnMachines it is the stack's machine of that very
 // definition, "<prefix><task type>-<first 12 hex of its SHA-256>" in the
-// account of the execution role — StartExecution with the definition
-// creates it the first time and reuses it after (an edited flow gets a new
-// one); otherwise the deployed machine of the flow (StateMachineFor), and
-// the definition is not used.
+// account of the execution role — StartExecution with the definition creates
+// it the first time and reuses it after (an edited flow gets a new one);
+// otherwise the deployed machine of the flow (StateMachineFor), and the
+// definition is not used.
 func (t *Target) RunStateMachine(taskType string, def []byte) (string, error) {
 	if !t.OwnMachines() {
 		return t.StateMachineFor(taskType)

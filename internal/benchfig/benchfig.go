@@ -1,7 +1,8 @@
 // Package benchfig prints a performance figure the way `make bench`
-// reports it (issue 16 § 8): the project's figure next to its anchor — the
-// physical floor, measured in the same run (spawning seed 003's four-line
-// shell engine, a bare net/http handler, json.Valid) — as medians of
+// reports it (README.md § Performance): the project's figure next to its
+// anchor — the physical floor, measured in the same run (spawning the
+// four-line shell engine of docs/contracts.md § Conformance checklist, a bare
+// net/http handler, json.Valid) — as medians of
 // interleaved rounds, their ratio, and whether the goal is met:
 //
 //	BENCH events project=5.21µs/line anchor=2.60µs/line ratio=2.00 goal>=0.5 met

@@ -1,8 +1,9 @@
 // Package builtin carries Stratus's built-in flows and their role files,
 // embedded in the binary. They are delivery-only: `stratus install` copies
 // them into DIR/.stratus/flows/ as editable copies, and the orchestrator
-// reads only those copies at run time (seed 004 § Flows: "Built-ins are
-// delivered, not resolved from the package").
+// reads only those copies at run time
+// (docs/contracts.md § Flows and task types: "Built-ins are delivered, not
+// resolved from the package").
 package builtin
 
 import "embed"

@@ -1,15 +1,15 @@
 // Package captoken mints and verifies worker capability tokens and short
-// handles (seed 001 § Bearer authentication; seed 000 § Why IN is an HTTP
-// fetch: "the fetch is the trust handshake").
+// handles (docs/contracts.md § Bearer authentication;
+// docs/contracts.md § Input is a fetch: "the fetch is the trust handshake").
 //
 // A token is `base64url(claims JSON) "." base64url(HMAC-SHA256(claims JSON))`,
 // both without padding; the signature is compared in constant time. A
 // handle is `wh-` plus 8 characters of [a-z0-9]; it carries nothing and maps
 // server side (internal/store) to one attempt. An operator token (role
 // operator, verb ReplyHuman, claim run_id) lets a human's reply reach one
-// run's waiting hitl step (issue 5 § 4). This package does not store
-// handles and does not decide fencing (stale attempts, terminal runs): the
-// worker service does.
+// run's waiting hitl step (README.md § A human gate, step by step). This
+// package does not store handles and does not decide fencing (stale attempts,
+// terminal runs): the worker service does.
 package captoken
 
 import (
@@ -29,7 +29,8 @@ import (
 	"github.com/stratusflow/stratus"
 )
 
-// Role and verbs of the worker leaf capability set (seed 001).
+// Role and verbs of the worker leaf capability set
+// (docs/contracts.md § Routes).
 const (
 	RoleWorker  = "worker"
 	FetchPrompt = "FetchPrompt"
@@ -40,9 +41,10 @@ const (
 // WorkerVerbs is the verb set minted for a worker.
 var WorkerVerbs = []string{FetchPrompt, EmitOutput, PostResult}
 
-// Role and verb of an operator token (issue 5 § 4: `stratus approve|reject|
-// answer` and POST /v1/runs/{run_id}/nodes/{node}/hitl): it answers the
-// human-in-the-loop requests of one run, and nothing a worker may do.
+// Role and verb of an operator token (README.md § A human gate, step by step:
+// `stratus approve|reject|answer` and POST
+// /v1/runs/{run_id}/nodes/{node}/hitl): it answers the human-in-the-loop
+// requests of one run, and nothing a worker may do.
 const (
 	RoleOperator = "operator"
 	ReplyHuman   = "ReplyHuman"
@@ -86,10 +88,10 @@ func KeyID(key []byte) string {
 func (c Claims) Allows(verb string) bool { return slices.Contains(c.Verbs, verb) }
 
 // Minter mints tokens with Key and verifies them with Key or, during a
-// rotation of the HMAC secret, with a Previous key (issue 14 § 12): a
-// token names its key (Claims.Kid), and one naming a key the Minter does
-// not know is given to Lookup, which may return it (a process that cached
-// the secret before it was rotated reads it again).
+// rotation of the HMAC secret, with a Previous key: a token names its key
+// (Claims.Kid), and one naming a key the Minter does not know is given to
+// Lookup, which may return it (a process that cached the secret before it was
+// rotated reads it again).
 type Minter struct {
 	Key      []byte
 	Previous [][]byte // keys still accepted, not minted with
@@ -216,7 +218,7 @@ const HandlePrefix = "wh-"
 
 // BootstrapPrefix starts a worker's one-time bootstrap value: what its
 // launch carries (RunTask's environment, readable with ecs:DescribeTasks)
-// in place of the handle, exchanged once for it (issue 14 § 11).
+// in place of the handle, exchanged once for it (docs/security.md § Handles).
 const BootstrapPrefix = "wb-"
 
 // NewBootstrap returns a fresh bootstrap value: "wb-" and 24 characters

@@ -11,7 +11,8 @@ import (
 	"github.com/stratusflow/stratus"
 )
 
-// seed 001 § Bearer authentication: HMAC sig + TTL verified, self-contained.
+// docs/contracts.md § Bearer authentication: HMAC sig + TTL verified,
+// self-contained.
 func TestVerify_RoundTripAndRejections(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	m := &Minter{Key: []byte("0123456789abcdef0123456789abcdef"), Now: func() time.Time { return now }}
@@ -90,11 +91,11 @@ func TestVerify_NonCanonicalSpellingRefused(t *testing.T) {
 	}
 }
 
-// issue 14 § 12: rotating the HMAC secret. A token names its key (kid); a
-// Minter verifies with Key or a Previous key, so tokens minted before a
-// rotation keep working while both are held; a token naming a key it does
-// not know goes to Lookup (a process that cached the old secret reads the
-// new one); a key it does not hold at all refuses the token.
+// Rotating the HMAC secret. A token names its key (kid); a Minter verifies
+// with Key or a Previous key, so tokens minted before a rotation keep working
+// while both are held; a token naming a key it does not know goes to Lookup
+// (a process that cached the old secret reads the new one); a key it does not
+// hold at all refuses the token.
 func TestVerify_RotationKeepsBothKeysValid(t *testing.T) {
 	t.Parallel()
 	oldKey, newKey := []byte(strings.Repeat("o", 32)), []byte(strings.Repeat("n", 32))

@@ -23,7 +23,7 @@ var fuzzKey = []byte("0123456789abcdef0123456789abcdef")
 var fuzzNow = time.Unix(1_800_000_000, 0)
 
 // signed returns the token the key holder writes for claims body: the one
-// canonical encoding (seed 001 § Bearer authentication).
+// canonical encoding (docs/contracts.md § Bearer authentication).
 func signed(body []byte) string {
 	h := hmac.New(sha256.New, fuzzKey)
 	h.Write(body)
@@ -50,10 +50,10 @@ func wantUnauthorized(t *testing.T, tok string, err error) {
 	}
 }
 
-// seed 001 § Bearer authentication: Verify never panics on any string,
-// refuses (EUNAUTHORIZED) everything the key holder did not mint, and
-// refuses a minted token with any one byte changed. IsHandle accepts
-// exactly "wh-" + 8 of [a-z0-9].
+// docs/contracts.md § Bearer authentication: Verify never panics on any
+// string, refuses (EUNAUTHORIZED) everything the key holder did not mint, and
+// refuses a minted token with any one byte changed. IsHandle accepts exactly
+// "wh-" + 8 of [a-z0-9].
 func FuzzVerify(f *testing.F) {
 	claims, _ := json.Marshal(captoken.Claims{TaskID: "r1.planning.1", Attempt: 1, Role: captoken.RoleWorker,
 		Verbs: captoken.WorkerVerbs, Exp: fuzzNow.Add(time.Hour).Unix(), Nonce: "abcdefghijkl"})

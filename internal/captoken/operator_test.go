@@ -8,9 +8,9 @@ import (
 	"github.com/stratusflow/stratus"
 )
 
-// An operator token (issue 5 § 4: `stratus approve|reject|answer`) names
-// one run and grants ReplyHuman only — none of a worker's verbs — and
-// lives OperatorTTL.
+// An operator token (README.md § A human gate, step by step: `stratus
+// approve|reject|answer`) names one run and grants ReplyHuman only — none of
+// a worker's verbs — and lives OperatorTTL.
 func TestMintOperator_OneRunReplyOnly(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	m := &Minter{Key: []byte("0123456789abcdef0123456789abcdef"), Now: func() time.Time { return now }}

@@ -68,7 +68,7 @@ const (
 	// max_cost_usd / max_tokens) before the step's worker starts: caught
 	// straight to "manual_action_required" on every worker state, a
 	// best_effort agent's included, so no further step runs; a resume
-	// with a higher cap goes on from there (issue 11 § 7).
+	// with a higher cap goes on from there (README.md § Cost and token caps).
 	ErrCapReached = "stratus.CapReached"
 
 	// The transient error names (worc configuration.md §
@@ -106,9 +106,10 @@ const (
 	// ResumeState is the StartAt of every machine ("run.resume" when a
 	// node takes the name): a Choice that sends an execution whose input
 	// has ResumeAtField to the dispatch state it names, and any other to
-	// "init". This is how a stopped run resumes on both runtimes (issue
-	// 11 § 3): moto 5.2.1 has no RedriveExecution and LocalStack answers
-	// it 501, while a new execution entering at a state works everywhere.
+	// "init". This is how a stopped run resumes on both runtimes
+	// (README.md § Durable runs): moto 5.2.1 has no RedriveExecution and
+	// LocalStack answers it 501, while a new execution entering at a state
+	// works everywhere.
 	ResumeState = flow.ResumeState
 	// ResumeAtField is the member of the execution input naming the state
 	// to enter: {"resume_at": "<state>", ...the state's input}.
@@ -235,7 +236,7 @@ type Options struct {
 //     without edges (an evaluator, checks, tool or hitl node: a node whose
 //     kind has a flow.PassOutcome) routes here too, with one rule: its
 //     pass outcome (accept, pass, route:approve, done) → "done"; Default
-//     "manual_action_required" (issue 5 H2: a failing last gate must not
+//     "manual_action_required" (a failing last gate must not
 //     end the run done).
 //   - "<loop>.budget" (Choice) and "<loop>.count" (Pass) per loop and
 //     target, suffixed ".<target>" when one loop feeds several targets: the
@@ -599,7 +600,7 @@ func (c *compiler) machine() machine {
 		// next is what follows the node's own outcome; each stage below
 		// puts a state in front of it.
 		// A gate without edges (terminalGate) ends done on its pass
-		// outcome only: it routes too (issue 5 H2: fail closed).
+		// outcome only: it routes too (fail closed).
 		next := c.done
 		terminalGate := len(out) == 0 && flow.PassOutcome(n) != ""
 		switch {

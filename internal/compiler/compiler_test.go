@@ -208,8 +208,7 @@ func allCatch(s map[string]any) map[string]any {
 // a worker node's States.ALL Catch goes to "<id>.stop", a plain
 // sqs:sendMessage of {run_id, node, kind: stop, error} that passes the
 // state through (ResultPath null) and goes on to where the Catch would
-// have gone; a node without a worker has no stop state. And issue 6 §
-// Build 4: unless the failure continues the run (best_effort), an
+// have gone; a node without a worker has no stop state. And unless the failure continues the run (best_effort), an
 // infrastructure failure (ErrInfrastructure) is caught first, straight to
 // manual_action_required: no worker to stop, no loop charged; so is a
 // reached cap (ErrCapReached), best_effort or not.
@@ -228,8 +227,8 @@ func checkStop(t *testing.T, d definition, n flow.Node) {
 		t.Errorf("worker node %q: catch %v, want States.ALL to %q with ResultPath $.error", n.ID, catch, n.ID+StopSuffix)
 		return
 	}
-	// Issue 11 § 7: a reached cost or token cap parks the run from every
-	// worker state, best_effort or not.
+	// README.md § Cost and token caps: a reached cost or token cap parks the
+	// run from every worker state, best_effort or not.
 	parks := stop["Next"] == "failed" || stop["Next"] == "manual_action_required" || stop["Next"] == "run.failed" || stop["Next"] == "run.manual_action_required"
 	want := []any{ErrInfrastructure, ErrCapReached}
 	if !parks {
@@ -680,7 +679,7 @@ const mdCheck = header + `  nodes:
     - { from: fix, to: md-check }
 `
 
-func TestCompile_InlineExampleFlows(t *testing.T) { // docs/flow-authoring.md § Example — a tool check that routes back to a fixer
+func TestCompile_InlineExampleFlows(t *testing.T) { // ../shared/peers/worc/docs/flow-authoring.md § Example — a tool check that routes back to a fixer
 	t.Parallel()
 	f := parse(t, mdCheck)
 	d := decode(t, compile(t, f, Options{}))
@@ -755,7 +754,7 @@ func TestCompile_TimeoutsHeartbeatsAndCatches(t *testing.T) { // reference.md §
 	}
 }
 
-func TestCompile_RouteDefaultIsTheUnconditionalEdge(t *testing.T) { // seed 004 § tool node: route:<label> drives an explicit edge
+func TestCompile_RouteDefaultIsTheUnconditionalEdge(t *testing.T) { // docs/contracts.md § Tools: route:<label> drives an explicit edge
 	t.Parallel()
 	f := parse(t, header+`  nodes:
     - { id: triage, kind: tool, tool: triage }

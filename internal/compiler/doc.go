@@ -27,16 +27,16 @@
 // "<node>.wait" — when every provider is unavailable or rate-limited.
 // Compile documents the exact shape.
 //
-// Seed and design sections: DESIGN.md § The path of one step (steps 1 and
+// Sections: DESIGN.md § The path of one step (steps 1 and
 // 5), § The compiled state machines and the embedded executor (JSONPath
 // only, the MathAdd and StringToJson intrinsics, readable state names),
 // § Limits (the state carries references and small scalars, never
-// bodies; 25,000 history events per execution, see Compile); seed 004 § Flows —
-// Fatal validation (a flow that fails it does not compile; a budget above
-// the config cap is clamped) and § tools (a tool timeout parks the task at
-// manual_action_required); worc reference.md § agent node (best_effort,
-// hitl), § hitl node, § Edges, § decomposition, and configuration.md §
-// agents (the global fix cap).
+// bodies; 25,000 history events per execution, see Compile);
+// docs/contracts.md § Flows and task types, § Fatal validation (a flow that
+// fails it does not compile; a budget above the config cap is clamped) and
+// § Tools (a tool timeout parks the task at manual_action_required); worc
+// reference.md § agent node (best_effort, hitl), § hitl node, § Edges, §
+// decomposition, and configuration.md § agents (the global fix cap).
 //
 // What it deliberately does not do:
 //

@@ -9,7 +9,7 @@ import (
 	"github.com/stratusflow/stratus/internal/flow"
 )
 
-// Issue 5 H2 (fail closed): a gate with no outgoing edge ends the run done
+// Fail closed: a gate with no outgoing edge ends the run done
 // on its pass outcome alone — evaluator accept, checks and tool pass, hitl
 // question done — and parks every other outcome (fail, rework, invalid, a
 // route label) at manual_action_required. An agent without edges still
@@ -68,11 +68,10 @@ func TestCompile_TerminalGateEndsDoneOnlyOnItsPassOutcome(t *testing.T) {
 	}
 }
 
-// Issue 5 L1: flow.StateNames, which Validate checks against the Step
-// Functions limit, names exactly the states Compile emits (the terminals
-// done, failed and manual_action_required only when some state routes to
-// them) — for worc's peer flows, the built-in flow and this package's test
-// flows alike.
+// Flow.StateNames, which Validate checks against the Step Functions limit,
+// names exactly the states Compile emits (the terminals done, failed and
+// manual_action_required only when some state routes to them) — for worc's
+// peer flows, the built-in flow and this package's test flows alike.
 func TestCompile_StateNamesMatchFlowStateNames(t *testing.T) {
 	t.Parallel()
 	flows := corpus(t)
@@ -118,7 +117,7 @@ func isTerminal(s string) bool {
 	return s == "done" || s == "failed" || s == "manual_action_required"
 }
 
-// Issue 5 L1: what Compile rejects by name, flow.Validate reports first
+// What Compile rejects by name, flow.Validate reports first
 // (so `stratus validate` says it), located at the field to change: a state
 // name over 80 characters from a long loop name or route label, and two
 // loops whose $.loops counters collide.

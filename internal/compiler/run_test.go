@@ -262,9 +262,9 @@ func TestCompile_SharedBudgetIsTheGlobalBackstop(t *testing.T) {
 }
 
 // agents.max_fix_cycles caps every loop budget: the machine checks
-// min(flow, cap) (reference.md § Flow-level fields: budgets; seed 004 §
-// Fatal validation: "the cap always wins"). The global backstop is the cap
-// across loops, not one loop, and keeps its own budget.
+// min(flow, cap) (reference.md § Flow-level fields: budgets;
+// docs/contracts.md § Fatal validation: "the cap always wins"). The global
+// backstop is the cap across loops, not one loop, and keeps its own budget.
 func TestCompile_MaxFixCyclesClampsEveryLoopBudget(t *testing.T) {
 	t.Parallel()
 	f := parse(t, fixLoops+"  budgets: { test_fix: 15, review_fix: 1, global_fix_iterations: 30 }\n")
@@ -290,9 +290,10 @@ func TestCompile_MaxFixCyclesClampsEveryLoopBudget(t *testing.T) {
 }
 
 // A best_effort agent tolerates an infrastructure failure and the task
-// continues (reference.md § agent node: best_effort; seed 004 § Per-node
-// overrides): its Catch goes to its unconditional successor, $.error still
-// records the failure. Without best_effort the same failure fails the run.
+// continues (reference.md § agent node: best_effort;
+// docs/contracts.md § Per-node overrides): its Catch goes to its
+// unconditional successor, $.error still records the failure. Without
+// best_effort the same failure fails the run.
 func TestCompile_BestEffortAgentFailureContinues(t *testing.T) {
 	t.Parallel()
 	const yaml = header + `  nodes:
@@ -315,8 +316,8 @@ func TestCompile_BestEffortAgentFailureContinues(t *testing.T) {
 		t.Errorf("output %s: the failure is not recorded in $.error", x.Output)
 	}
 	// A reached cap is no infrastructure failure to tolerate: even a
-	// best_effort agent parks the run (issue 11 § 7), and no stop is sent
-	// (no worker was started).
+	// best_effort agent parks the run (README.md § Cost and token caps), and
+	// no stop is sent (no worker was started).
 	capped := outcomes(map[string][]reply{"summary": {{fail: ErrCapReached}}})
 	x, msgs, stops = runFlowStops(t, parse(t, yaml), Options{}, capped)
 	if got := trail(msgs); got != "build summary" || ending(x) != ErrManualActionRequired || len(stops) != 0 {
@@ -480,11 +481,12 @@ const decomposed = header + `  nodes:
   decomposition: { proposed_by: planning, sub_flow: [implementation, review, fixing], shared_budget: global_fix_iterations }
 `
 
-// Decomposition (reference.md § decomposition; seed 004 § Template
-// variables: {subtask_order}): when the proposed_by node's value carries
-// subtasks > 1 the sub_flow region runs once per subtask, every message
-// carrying its subtask_order; the region's own loop budgets start afresh
-// per subtask while the shared budget counts across all of them.
+// Decomposition (reference.md § decomposition;
+// docs/contracts.md § Template variables: {subtask_order}): when the
+// proposed_by node's value carries subtasks > 1 the sub_flow region runs once
+// per subtask, every message carrying its subtask_order; the region's own
+// loop budgets start afresh per subtask while the shared budget counts across
+// all of them.
 func TestCompile_DecompositionRunsTheRegionPerSubtask(t *testing.T) {
 	t.Parallel()
 	f := parse(t, decomposed)
@@ -585,9 +587,9 @@ func TestCompile_CatchStopsTheWorkerBeforeRouting(t *testing.T) {
 		{"tool fails", map[string][]reply{"lint": {{fail: "stratus.LaunchFailed"}}}, "build testing lint", "lint.stop", "stratus.LaunchFailed", ErrManualActionRequired, 0},
 		{"evaluator fails", map[string][]reply{"review": {{fail: "stratus.WorkerFailed"}}}, "build testing lint review", "review.stop", "stratus.WorkerFailed", ErrFailed, 0},
 		{"publish fails", map[string][]reply{"review": {out("accept")}, "publish": {{fail: "stratus.PublishFailed"}}}, "build testing lint review publish", "", "", ErrFailed, 0},
-		// Issue 6 § Build 4: a worker that could not be started for want of
-		// capacity parks the run (no worker to stop, no loop charged).
-		// The infrastructure Retrier tries three more times first.
+		// A worker that could not be started for want of capacity parks the
+		// run (no worker to stop, no loop charged). The infrastructure
+		// Retrier tries three more times first.
 		{"agent infrastructure failure", map[string][]reply{"build": {{fail: ErrInfrastructure}}}, "build build build build", "", "", ErrManualActionRequired, 0},
 		{"evaluator infrastructure failure", map[string][]reply{"review": {{fail: ErrInfrastructure}}}, "build testing lint review review review review", "", "", ErrManualActionRequired, 0},
 	}
@@ -612,10 +614,10 @@ func TestCompile_CatchStopsTheWorkerBeforeRouting(t *testing.T) {
 	}
 }
 
-// issue 11 § 3: every dispatch message carries its state's input, and an
-// execution whose input names a dispatch state in resume_at enters the
-// machine there with that input (its loop counters included), where a
-// fresh one starts at init.
+// README.md § Durable runs: every dispatch message carries its state's input,
+// and an execution whose input names a dispatch state in resume_at enters the
+// machine there with that input (its loop counters included), where a fresh
+// one starts at init.
 func TestCompile_ResumeEntryEntersTheNamedStateWithItsInput(t *testing.T) {
 	t.Parallel()
 	f := parse(t, fixLoops+"  budgets: { test_fix: 2, review_fix: 2 }\n")

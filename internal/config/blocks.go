@@ -62,14 +62,15 @@ type Security struct {
 	// inherits from the worker's environment; nothing else reaches it.
 	AllowedEnvironment []string `yaml:"allowed_environment,omitempty"`
 	// StrictIsolation (default true) rejects extra_args that select a
-	// provider's full-access mode (seed 004 § Fatal validation).
+	// provider's full-access mode (docs/contracts.md § Fatal validation).
 	StrictIsolation *bool `yaml:"strict_isolation,omitempty"`
 }
 
 // Strict reports security.strict_isolation (default true).
 func (s Security) Strict() bool { return s.StrictIsolation == nil || *s.StrictIsolation }
 
-// Supervisor configures the supervisor layer (seed 004 § supervisor).
+// Supervisor configures the supervisor layer
+// (docs/contracts.md § The supervisor).
 type Supervisor struct {
 	Enabled  *bool   `yaml:"enabled,omitempty"`   // default true
 	RoleFile string  `yaml:"role_file,omitempty"` // default roles/supervisor.md, inside the flows dir
@@ -82,7 +83,8 @@ type Supervisor struct {
 // On reports supervisor.enabled (default true).
 func (s Supervisor) On() bool { return s.Enabled == nil || *s.Enabled }
 
-// Observe is the observation cadence (seed 004 § What observe.mode costs).
+// Observe is the observation cadence
+// (docs/contracts.md § What observe.mode costs).
 type Observe struct {
 	Mode         string   `yaml:"mode,omitempty"`          // all | selected | events | none; default events
 	Triggers     []string `yaml:"triggers,omitempty"`      // rework | failure | fallback; default all three
@@ -98,19 +100,19 @@ type Phase struct {
 }
 
 // Limits caps one run's spend, summed over every attempt from the usage
-// its runners relay (seed 003 § 3). When a step ends with the run at or
-// over a cap, no further worker step starts: the run parks
+// its runners relay (docs/contracts.md § The event stream). When a step ends
+// with the run at or over a cap, no further worker step starts: the run parks
 // manual_action_required, and `stratus resume RUN --max-cost-usd N` raises
 // the cap and goes on. 0 = no cap.
 type Limits struct {
 	MaxCostUSD float64 `yaml:"max_cost_usd,omitempty"` // US dollars
 	MaxTokens  int64   `yaml:"max_tokens,omitempty"`   // prompt + completion tokens
 	// MaxSnapshotBytes caps a run's workspace snapshot (the sum of its
-	// files' sizes) and each step's bundle, bytes; 0 = 256 MiB (issue 12 § 6).
+	// files' sizes) and each step's bundle, bytes; 0 = 256 MiB.
 	MaxSnapshotBytes int64 `yaml:"max_snapshot_bytes,omitempty"`
 }
 
-// Workspace modes (config `workspace`, a task's `workspace`; issue 12 § 5).
+// Workspace modes (config `workspace`, a task's `workspace`).
 const (
 	// WorkspaceWorkDir: embedded engines work in the work dir itself.
 	WorkspaceWorkDir = "workdir"
@@ -133,15 +135,16 @@ type Decomposition struct {
 	Enabled bool `yaml:"enabled,omitempty"`
 }
 
-// ObserveModes ranks the observe modes from narrowest to widest (seed 004:
-// none < events < selected < all).
+// ObserveModes ranks the observe modes from narrowest to widest
+// (docs/contracts.md § What observe.mode costs: none < events < selected <
+// all).
 var ObserveModes = []string{"none", "events", "selected", "all"}
 
 // ObserveTriggers is the closed set of observe.triggers.
 var ObserveTriggers = []string{"rework", "failure", "fallback"}
 
 // ReasoningLevels are the reasoning values each provider family accepts
-// (seed 004 § Per-node overrides: "Claude vs Codex sets differ").
+// (docs/contracts.md § Per-node overrides: "Claude vs Codex sets differ").
 var ReasoningLevels = map[string][]string{
 	"claude": {"low", "medium", "high", "xhigh", "max"},
 	"codex":  {"minimal", "low", "medium", "high", "xhigh", "max"},

@@ -1,9 +1,10 @@
 // Package config reads and writes DIR/.stratus/config.yaml: the environment
-// a flow's nodes fall back to (seed 004 § Flows: "the flow owns the graph;
-// the config owns the environment"). It owns the provider launch specs (which
-// engine runs a node: command, args, env overlay, cwd, deadline), the worker
-// token TTL and the projection placement. It does not own flows (internal/flow)
-// and never holds a secret's value: env entries name the variable to read.
+// a flow's nodes fall back to (docs/contracts.md § Flows and task types: "the
+// flow owns the graph; the config owns the environment"). It owns the
+// provider launch specs (which engine runs a node: command, args, env
+// overlay, cwd, deadline), the worker token TTL and the projection placement.
+// It does not own flows (internal/flow) and never holds a secret's value: env
+// entries name the variable to read.
 package config
 
 import (
@@ -52,17 +53,18 @@ type Config struct {
 	Security      Security   `yaml:"security,omitempty"`
 	Supervisor    Supervisor `yaml:"supervisor,omitempty"`
 	HITL          HITL       `yaml:"hitl,omitempty"`
-	// Limits caps what one run may spend (issue 11 § 7); a task's front
-	// matter max_cost_usd / max_tokens win.
+	// Limits caps what one run may spend (README.md § Cost and token caps); a
+	// task's front matter max_cost_usd / max_tokens win.
 	Limits Limits `yaml:"limits,omitempty"`
 	// Workspace is where embedded engines work: WorkspaceWorkDir or
 	// WorkspaceWorktree; a task's front matter workspace wins. "": worktree
 	// when the work dir is a git work tree with a commit, else workdir
 	// (lifecycle.ResolveWorkspace; README § Workspaces). On AWS the
-	// repository always travels (issue 12).
+	// repository always travels.
 	Workspace string `yaml:"workspace,omitempty"`
-	// PromptAudit records who received what prompt per step (seed 004 §
-	// prompt_audit); a task's front matter prompt_audit overrides it.
+	// PromptAudit records who received what prompt per step
+	// (docs/contracts.md § Prompt audit); a task's front matter prompt_audit
+	// overrides it.
 	PromptAudit bool `yaml:"prompt_audit,omitempty"`
 	// RetentionDays is how long an ended embedded run keeps its files
 	// (run bundle, workspace bundles, archived ctx dir and logs) and its
@@ -110,7 +112,8 @@ type Agents struct {
 	Retry Retry `yaml:"retry,omitempty"`
 }
 
-// Provider is one engine's launch spec (seed 003 § 6: argv and environment are
+// Provider is one engine's launch spec
+// (docs/contracts.md § Timing, environment and argv: argv and environment are
 // deployment configuration, not part of the contract).
 type Provider struct {
 	Command string   `yaml:"command"`        // executable; "{stratus}" = this binary
@@ -136,16 +139,17 @@ type Worker struct {
 	// MaxBodyBytes bounds a submitted body or staged part, bytes (default
 	// 32 MiB); a larger one is refused with 413 before anything is stored.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
-	// Isolation is how an embedded run's workers run (issue 16 § 1):
-	// IsolationInProcess (the default) drives each engine from inside the
-	// stratus process, through the same worker API handlers without a
-	// socket; IsolationProcess starts a runner process per step, as an ECS
-	// task is one. Runs on AWS always have a process (a task) per step.
+	// Isolation is how an embedded run's workers run
+	// (docs/contracts.md § The in-process twin): IsolationInProcess (the
+	// default) drives each engine from inside the stratus process, through
+	// the same worker API handlers without a socket; IsolationProcess starts
+	// a runner process per step, as an ECS task is one. Runs on AWS always
+	// have a process (a task) per step.
 	Isolation string `yaml:"isolation"`
 	// MaxConcurrentEngines bounds the engines (and checks and tool
 	// commands) an embedded process runs at once, across every run it
-	// hosts (issue 16 § 5); a step over it waits its turn, first come
-	// first served. 0 means DefaultMaxConcurrentEngines().
+	// hosts; a step over it waits its turn, first come first served. 0 means
+	// DefaultMaxConcurrentEngines().
 	MaxConcurrentEngines int `yaml:"max_concurrent_engines,omitempty"`
 }
 
@@ -159,15 +163,17 @@ const (
 	IsolationProcess   = "process"
 )
 
-// Projection holds the ctx-dir placement (seed 000 § Files are the server's job).
+// Projection holds the ctx-dir placement
+// (docs/contracts.md § Files are the server's job).
 type Projection struct {
 	Placement string `yaml:"placement"` // default "workspace/tasks/{task_id}/ctx"
 }
 
 // Default returns the configuration `stratus install` writes: the bundled
 // echo engine as primary (it needs no key), plus launch specs for the script
-// engine, openseek (seed 003 § 7: `openseek subrun <kind> --max-steps N`) and
-// the Claude and Codex shims (`stratus engine claude|codex`).
+// engine, openseek (docs/contracts.md § The reference engine: `openseek
+// subrun <kind> --max-steps N`) and the Claude and Codex shims (`stratus
+// engine claude|codex`).
 func Default() *Config {
 	return &Config{
 		SchemaVersion: SchemaVersion,
@@ -244,9 +250,9 @@ func Parse(file string, data []byte) (*Config, error) {
 	if c.Worker.TokenTTLSeconds < 0 {
 		ps.add("worker.token_ttl_seconds", "%d is negative; valid: a positive number of seconds", c.Worker.TokenTTLSeconds)
 	} else if c.Worker.TokenTTLSeconds < MinTokenTTLSeconds {
-		// A worker's handle lives one TTL past its last heartbeat (issue 14
-		// § 11): shorter than two of the runner's silent-engine heartbeats,
-		// a live worker loses it.
+		// A worker's handle lives one TTL past its last heartbeat
+		// (docs/security.md § Handles): shorter than two of the runner's
+		// silent-engine heartbeats, a live worker loses it.
 		ps.add("worker.token_ttl_seconds", "%d is too short; valid: %d seconds or more (six times the runner's 20 s heartbeat, which renews a worker's handle)", c.Worker.TokenTTLSeconds, MinTokenTTLSeconds)
 	}
 	if c.Projection.Placement == "" {
@@ -398,7 +404,8 @@ func contains(list []string, s string) bool {
 }
 
 // OpenseekKindDefaults are the per-kind defaults of the reference engine
-// (seed 003 § 7.3): the step ceiling (0: none) and the adapter deadline, s.
+// (docs/contracts.md § The reference engine): the step ceiling (0: none) and
+// the adapter deadline, s.
 var OpenseekKindDefaults = map[string]struct{ MaxSteps, TimeoutSeconds int }{
 	"echo":    {0, 600},
 	"explore": {100, 600},
@@ -407,8 +414,9 @@ var OpenseekKindDefaults = map[string]struct{ MaxSteps, TimeoutSeconds int }{
 }
 
 // Resolved returns p with openseek's per-kind defaults filled in where p
-// leaves max_steps or timeout_seconds unset (seed 003 § 7.3), for a
-// provider whose command is openseek. Other providers are returned as is.
+// leaves max_steps or timeout_seconds unset
+// (docs/contracts.md § The reference engine), for a provider whose command is
+// openseek. Other providers are returned as is.
 func (p Provider) Resolved() Provider {
 	if filepath.Base(p.Command) != "openseek" {
 		return p

@@ -90,8 +90,9 @@ func TestParse_PlacementAndProviderRules(t *testing.T) {
 	}
 }
 
-// seed 003 § 7.3: openseek's per-kind step ceilings and adapter deadlines
-// fill what a provider leaves unset; § 7.1: {kind} and {max_steps} mirror onto argv.
+// docs/contracts.md § The reference engine: openseek's per-kind step ceilings
+// and adapter deadlines fill what a provider leaves unset; {kind} and
+// {max_steps} mirror onto argv.
 func TestProvider_OpenseekKindDefaults(t *testing.T) {
 	t.Parallel()
 	for kind, want := range map[string][2]int{"explore": {100, 600}, "review": {100, 900}, "worker": {300, 2700}, "echo": {0, 600}} {
@@ -108,10 +109,10 @@ func TestProvider_OpenseekKindDefaults(t *testing.T) {
 	}
 }
 
-// issue 5 M3: every problem of config.yaml comes in one error, one per
-// line, sorted by position, each with file:line:col: the parser's (an
-// unknown key, a key given twice, a value of the wrong type) and the
-// semantic rules' (located at the key at fault, looked up in the AST).
+// Every problem of config.yaml comes in one error, one per line, sorted by
+// position, each with file:line:col: the parser's (an unknown key, a key
+// given twice, a value of the wrong type) and the semantic rules' (located at
+// the key at fault, looked up in the AST).
 func TestParse_EveryProblemInOneErrorWithPositions(t *testing.T) {
 	t.Parallel()
 	src := `schema_version: 1
@@ -154,7 +155,7 @@ supervisor:
 	}
 }
 
-// issue 5 L3: a byte order mark is skipped, bytes that are not UTF-8 are
+// A byte order mark is skipped, bytes that are not UTF-8 are
 // refused naming the byte offset, and YAML merge keys merge.
 func TestParse_BOMUTF8AndMergeKeys(t *testing.T) {
 	t.Parallel()

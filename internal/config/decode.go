@@ -23,8 +23,8 @@ type problem struct {
 }
 
 // problems collects every finding of one config file, so that one error
-// lists them all, one per line, sorted by position (issue 5 M3: config
-// errors used to come one per run).
+// lists them all, one per line, sorted by position (config errors used to
+// come one per run).
 type problems struct {
 	file string
 	pos  map[string]yamlast.Pos // field path → its key's position

@@ -14,7 +14,7 @@ import (
 )
 
 // usageFields are the five token fields every usage event carries
-// (seed 003 § 3).
+// (docs/contracts.md § The event stream).
 var usageFields = [...]string{
 	"prompt_tokens",
 	"completion_tokens",
@@ -68,7 +68,7 @@ func quoteN(s string, max int) string {
 }
 
 // failureTags are the failure events and the field holding their reason
-// (seed 003 § 3).
+// (docs/contracts.md § The event stream).
 var failureTags = map[string]string{
 	"turn_failed":        "error",
 	"agent_setup_failed": "error",
@@ -107,7 +107,8 @@ func (f failure) insteadOfReport() string {
 }
 
 // checkRejectsOtherMajor sends workflow_contract 2 and expects a
-// command_error event and no report (seed 003 § 8, § 9.1).
+// command_error event and no report
+// (docs/contracts.md § Versioning, § Conformance checklist).
 func checkRejectsOtherMajor(ctx context.Context, s *session) (Status, string) {
 	t := s.t
 	req, err := t.request(contract.ContractVersion + 1)
@@ -146,10 +147,10 @@ func checkRejectsOtherMajor(ctx context.Context, s *session) (Status, string) {
 // checkToleratesOpenStdin runs the engine through the contract runner,
 // which keeps stdin open after the request, with a wall deadline of
 // t.TimeoutMS; the engine must report and end before the deadline closes
-// stdin (seed 003 § 2, § 9.2). When it ends early with the runner's Failed
-// terminal and the normal run shows a failure event and no report, the
-// engine refused the request: the detail says so rather than blaming
-// stdin.
+// stdin (docs/contracts.md § The request line, § Conformance checklist). When
+// it ends early with the runner's Failed terminal and the normal run shows a
+// failure event and no report, the engine refused the request: the detail
+// says so rather than blaming stdin.
 func checkToleratesOpenStdin(ctx context.Context, s *session) (Status, string) {
 	t := s.t
 	dir, err := s.launchDir()
@@ -196,13 +197,13 @@ func describe(res contract.Result) string {
 
 // checkStopsOnStdinEOF sends the v1 request, lets the engine read it (the
 // request is written, then EOFSettleMS pass or the engine prints its first
-// stdout line), closes stdin and gives the engine t.GraceMS to end (seed
-// 003 § 1.5, § 9.2). It passes only when the engine exits and its stdout
-// reaches EOF within the grace, with or without a report; an engine still
-// running at the end of the grace is killed and fails, and so does one
-// whose stdout another process holds open past the grace. An engine that
-// ends on its own before stdin is closed passes: it had nothing left to
-// cancel.
+// stdout line), closes stdin and gives the engine t.GraceMS to end
+// (docs/contracts.md § Process lifecycle, § Conformance checklist). It passes
+// only when the engine exits and its stdout reaches EOF within the grace,
+// with or without a report; an engine still running at the end of the grace
+// is killed and fails, and so does one whose stdout another process holds
+// open past the grace. An engine that ends on its own before stdin is closed
+// passes: it had nothing left to cancel.
 func checkStopsOnStdinEOF(ctx context.Context, s *session) (Status, string) {
 	t := s.t
 	req, err := t.request(contract.ContractVersion)
@@ -236,7 +237,9 @@ func checkStopsOnStdinEOF(ctx context.Context, s *session) (Status, string) {
 }
 
 // checkJSONOnlyStdout expects every stdout line of a normal run to be a
-// JSON object (seed 003 § 3, § 9.3). A blank line is not one.
+// JSON object
+// (docs/contracts.md § The event stream, § Conformance checklist). A blank
+// line is not one.
 func checkJSONOnlyStdout(ctx context.Context, s *session) (Status, string) {
 	t := s.t
 	c, status, detail := normalRun(ctx, s)
@@ -256,7 +259,7 @@ func checkJSONOnlyStdout(ctx context.Context, s *session) (Status, string) {
 
 // checkOneReportLast expects exactly one stdout line with a top-level
 // subrun_report key in a normal run, and nothing but blank lines after it
-// (seed 003 § 4, § 9.6).
+// (docs/contracts.md § The report line, § Conformance checklist).
 func checkOneReportLast(ctx context.Context, s *session) (Status, string) {
 	t := s.t
 	c, status, detail := normalRun(ctx, s)
@@ -297,8 +300,9 @@ func joinInts(v []int) string {
 
 // checkWellFormedUsage expects every usage event of a normal run to carry
 // the five token fields as integral numbers and, when present, a finite
-// non-negative cost_usd (seed 003 § 3, § 9.4). An engine without token
-// counters emits no usage event and passes.
+// non-negative cost_usd
+// (docs/contracts.md § The event stream, § Conformance checklist). An engine
+// without token counters emits no usage event and passes.
 func checkWellFormedUsage(ctx context.Context, s *session) (Status, string) {
 	t := s.t
 	c, status, detail := normalRun(ctx, s)
@@ -353,8 +357,8 @@ func jsonText(v any) string {
 }
 
 // integral reports whether v is a JSON number whose value is a whole
-// integer that fits in int64 (seed 003 § 3: 2.0 and 1e2 are integral, 1.5
-// is not), decided exactly, without float rounding.
+// integer that fits in int64 (docs/contracts.md § The event stream: 2.0 and
+// 1e2 are integral, 1.5 is not), decided exactly, without float rounding.
 func integral(v any) bool {
 	n, ok := v.(json.Number)
 	if !ok {
@@ -391,12 +395,15 @@ func abs(n int) int {
 	return n
 }
 
-// checkFailureExplained flags the § 9.5 violation every run can show: a
-// failure event and a report on the same stdout (seed 003 § 5, § 9.5). It
-// runs after the other checks and reads every raw launch they made.
-// Otherwise it is skipped: seed 003 § 9.5 asks that an engine that degraded
-// says why with a failure event and sends no report, but no request makes
-// every engine degrade.
+// checkFailureExplained flags the violation every run can show of
+// docs/child-contract.md § Ending: when to exit, and what the runner concludes
+// (item 5 of docs/contracts.md § Conformance checklist): a failure event and
+// a report on the same stdout
+// (docs/contracts.md § Terminal classification, § Conformance checklist). It
+// runs after the other checks and reads every raw launch they made. Otherwise
+// it is skipped: docs/contracts.md § Conformance checklist asks that an
+// engine that degraded says why with a failure event and sends no report, but
+// no request makes every engine degrade.
 func checkFailureExplained(_ context.Context, s *session) (Status, string) {
 	s.mu.Lock()
 	raws := append([]capture(nil), s.raws...)
@@ -410,9 +417,9 @@ func checkFailureExplained(_ context.Context, s *session) (Status, string) {
 		case f.line == 0 || f.report == 0:
 			continue
 		case f.line < f.report:
-			return Fail, fmt.Sprintf("%s: emitted %s and then a report; § 9.5: never a report after a failure (line %d: %s; report on line %d)", c.name, f.tag, f.line, quote(f.reason), f.report)
+			return Fail, fmt.Sprintf("%s: emitted %s and then a report; § Ending: never a report after a failure (line %d: %s; report on line %d)", c.name, f.tag, f.line, quote(f.reason), f.report)
 		default:
-			return Fail, fmt.Sprintf("%s: emitted a report and then %s; § 9.5: a failed run sends no report (report on line %d; line %d: %s)", c.name, f.tag, f.report, f.line, quote(f.reason))
+			return Fail, fmt.Sprintf("%s: emitted a report and then %s; § Ending: a failed run sends no report (report on line %d; line %d: %s)", c.name, f.tag, f.report, f.line, quote(f.reason))
 		}
 	}
 	return Skip, "no generic way to make an engine fail; check 1 covers the command_error path"

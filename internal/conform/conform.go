@@ -45,13 +45,15 @@ type Target struct {
 	// slash); Args follow it.
 	Command string
 	Args    []string
-	// Kind is the request's kind (seed 003 § 2); "" means DefaultKind.
+	// Kind is the request's kind (docs/contracts.md § The request line); ""
+	// means DefaultKind.
 	Kind string
 	// Input is the request's input JSON; empty means DefaultInput.
 	Input json.RawMessage
-	// GraceMS is the cancel grace in milliseconds (seed 003 § 1.5): how long
-	// an engine may take to end after stdin closed before it is killed.
-	// 0 (or negative) means contract.DefaultCancelGraceMS.
+	// GraceMS is the cancel grace in milliseconds
+	// (docs/contracts.md § Process lifecycle): how long an engine may take to
+	// end after stdin closed before it is killed. 0 (or negative) means
+	// contract.DefaultCancelGraceMS.
 	GraceMS int
 	// TimeoutMS bounds, in milliseconds, a launch expected to finish on its
 	// own; when it elapses stdin is closed and, after GraceMS, the engine is
@@ -95,8 +97,8 @@ func (t Target) timeoutMS() int {
 	return t.TimeoutMS
 }
 
-// request returns the v1 request line (seed 003 § 2) with its
-// workflow_contract replaced by major.
+// request returns the v1 request line (docs/contracts.md § The request line)
+// with its workflow_contract replaced by major.
 func (t Target) request(major int) ([]byte, error) {
 	line, err := contract.Envelope("conform-1", contract.Request{Kind: t.kind(), Input: t.input()})
 	if err != nil {
@@ -126,7 +128,8 @@ func (t Target) Validate() error {
 type Result struct {
 	// Check is the check's name, e.g. "rejects-other-major".
 	Check string `json:"check"`
-	// Section is the seed 003 sections it enforces, e.g. "§ Versions".
+	// Section is the docs/child-contract.md section it enforces, e.g.
+	// "§ Versions".
 	Section string `json:"section"`
 	Status  Status `json:"status"`
 	// Detail says what was sent, observed and measured.
@@ -198,8 +201,8 @@ func (s *session) normalRun(ctx context.Context) (capture, error) {
 	return s.normal, s.normalErr
 }
 
-// Checks returns the checklist of seed 003 § 9 in table order (see the
-// package documentation).
+// Checks returns the checklist of docs/contracts.md § Conformance checklist
+// in table order (see the package documentation).
 func Checks() []Check {
 	return []Check{
 		{"rejects-other-major", "§ Versions", checkRejectsOtherMajor, false},

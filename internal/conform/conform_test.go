@@ -11,8 +11,10 @@ import (
 	"github.com/stratusflow/stratus/internal/testenv"
 )
 
-// Parts of a conforming sh engine (seed 003 § 9's four-line engine plus the
-// version check of § 8); each test swaps one part to break one rule.
+// Parts of a conforming sh engine
+// (docs/contracts.md § Conformance checklist's four-line engine plus the
+// version check of docs/contracts.md § Versioning); each test swaps one part
+// to break one rule.
 const (
 	readLine     = "IFS= read -r line\n"
 	versionCheck = `case "$line" in
@@ -75,8 +77,9 @@ func detail(results []Result, check string) string {
 	return ""
 }
 
-// A shell engine doing everything seed 003 § 9 asks passes every check.
-func TestConform_ConformingShellEnginePasses(t *testing.T) { // seed 003 § 9
+// A shell engine doing everything docs/contracts.md § Conformance checklist
+// asks passes every check.
+func TestConform_ConformingShellEnginePasses(t *testing.T) { // docs/contracts.md § Conformance checklist
 	t.Parallel()
 	res := conformAll(t, engine(t, conforming), nil)
 	if !Passed(res) {
@@ -85,12 +88,12 @@ func TestConform_ConformingShellEnginePasses(t *testing.T) { // seed 003 § 9
 }
 
 // An engine must reject another major with a command_error and no report.
-func TestConform_RejectsOtherMajor(t *testing.T) { // seed 003 § 8, § 9.1
+func TestConform_RejectsOtherMajor(t *testing.T) { // docs/contracts.md § Versioning, § Conformance checklist
 	t.Parallel()
 	for name, tc := range map[string]struct {
 		script, detail string
 	}{
-		"never checks the version (seed 003 § 9's engine)": {readLine + stepLine + usageLine + reportLine, "no command_error event, and a report on line 3"},
+		"never checks the version (the checklist's four-line engine)": {readLine + stepLine + usageLine + reportLine, "no command_error event, and a report on line 3"},
 		"command_error and a report": {readLine + `case "$line" in *'"workflow_contract":1,'*) ;; *) printf '{"event":"command_error","error":"v"}\n' ;; esac` + "\n" + stepLine + usageLine + reportLine,
 			`command_error "v", but also a report on line 4`},
 		"command_error without an error string": {readLine + `case "$line" in *'"workflow_contract":1,'*) ;; *) printf '{"event":"command_error"}\n'; exit 0 ;; esac` + "\n" + stepLine + usageLine + reportLine,
@@ -114,7 +117,7 @@ func TestConform_RejectsOtherMajor(t *testing.T) { // seed 003 § 8, § 9.1
 }
 
 // An engine must not wait for a second line while stdin stays open.
-func TestConform_ToleratesOpenStdin(t *testing.T) { // seed 003 § 2, § 9.2
+func TestConform_ToleratesOpenStdin(t *testing.T) { // docs/contracts.md § The request line, § Conformance checklist
 	t.Parallel()
 	target := engine(t, readLine+versionCheck+"IFS= read -r more\n"+stepLine+usageLine+reportLine)
 	target.TimeoutMS = 1000
@@ -130,7 +133,7 @@ func TestConform_ToleratesOpenStdin(t *testing.T) { // seed 003 § 2, § 9.2
 
 // On stdin EOF an engine must end within the cancel grace; one that carries
 // on regardless is killed at the end of the grace.
-func TestConform_StopsOnStdinEOF(t *testing.T) { // seed 003 § 1, § 9.2
+func TestConform_StopsOnStdinEOF(t *testing.T) { // docs/contracts.md § Process lifecycle, § Conformance checklist
 	t.Parallel()
 	target := engine(t, readLine+"sleep 2\n"+versionCheck+stepLine+usageLine+reportLine)
 	target.GraceMS = 300
@@ -145,7 +148,7 @@ func TestConform_StopsOnStdinEOF(t *testing.T) { // seed 003 § 1, § 9.2
 // request and then ignores stdin EOF passed. Stdin is now closed only once
 // the engine has had the request, and such an engine is killed at the end
 // of the grace: FAIL.
-func TestConform_StopsOnStdinEOF_ReadsRequestThenIgnoresEOF(t *testing.T) { // seed 003 § 1, § 9.2
+func TestConform_StopsOnStdinEOF_ReadsRequestThenIgnoresEOF(t *testing.T) { // docs/contracts.md § Process lifecycle, § Conformance checklist
 	t.Parallel()
 	py := `import sys, time
 line = sys.stdin.readline()
@@ -189,7 +192,7 @@ print('{"subrun_report":{"answer":42}}', flush=True)
 
 // An engine that stops at stdin EOF without a report, once it has read its
 // request, passes, and the detail says stdin was closed after the request.
-func TestConform_StopsOnStdinEOF_NoReportIsFine(t *testing.T) { // seed 003 § 1, § 9.2
+func TestConform_StopsOnStdinEOF_NoReportIsFine(t *testing.T) { // docs/contracts.md § Process lifecycle, § Conformance checklist
 	t.Parallel()
 	target := engine(t, readLine+versionCheck+"cat >/dev/null\nexit 0\n")
 	res := conformAll(t, target, map[string]Status{"tolerates-open-stdin": Fail, "one-report-last": Fail})
@@ -200,7 +203,7 @@ func TestConform_StopsOnStdinEOF_NoReportIsFine(t *testing.T) { // seed 003 § 1
 
 // A grandchild holding stdout open after the engine exited is named in the
 // details instead of blaming the engine for not ending.
-func TestConform_GrandchildHoldsStdout(t *testing.T) { // seed 003 § 1
+func TestConform_GrandchildHoldsStdout(t *testing.T) { // docs/contracts.md § Process lifecycle
 	t.Parallel()
 	target := engine(t, readLine+versionCheck+stepLine+usageLine+reportLine+"sleep 6 &\nexit 0\n")
 	target.GraceMS, target.TimeoutMS = 500, 4000
@@ -214,7 +217,7 @@ func TestConform_GrandchildHoldsStdout(t *testing.T) { // seed 003 § 1
 
 // A normal run that ends with a failure event and no report is blamed on
 // the input, not on open stdin.
-func TestConform_FailureInsteadOfReport(t *testing.T) { // seed 003 § 5, § 9.2, § 9.6
+func TestConform_FailureInsteadOfReport(t *testing.T) { // docs/contracts.md § Terminal classification, § Conformance checklist
 	t.Parallel()
 	target := engine(t, readLine+versionCheck+printf(`{"event":"command_error","error":"no such node"}`))
 	res := conformAll(t, target, map[string]Status{"tolerates-open-stdin": Fail, "one-report-last": Fail})
@@ -226,19 +229,20 @@ func TestConform_FailureInsteadOfReport(t *testing.T) { // seed 003 § 5, § 9.2
 	}
 }
 
-// A failure event followed by a report violates § 9.5.
-func TestConform_FailureExplained(t *testing.T) { // seed 003 § 5, § 9.5
+// A failure event followed by a report violates
+// docs/child-contract.md § Ending: when to exit, and what the runner concludes.
+func TestConform_FailureExplained(t *testing.T) { // docs/contracts.md § Terminal classification, § Conformance checklist
 	t.Parallel()
 	target := engine(t, readLine+versionCheck+printf(`{"event":"turn_failed","error":"model down"}`)+reportLine)
 	res := conformAll(t, target, map[string]Status{"failure-explained": Fail})
-	want := `the normal run: emitted turn_failed and then a report; § 9.5: never a report after a failure (line 1: "model down"; report on line 2)`
+	want := `the normal run: emitted turn_failed and then a report; § Ending: never a report after a failure (line 1: "model down"; report on line 2)`
 	if d := detail(res, "failure-explained"); d != want {
 		t.Errorf("detail %q, want %q", d, want)
 	}
 }
 
 // Every stdout line must be JSON; noise and blank lines are not.
-func TestConform_JSONOnlyStdout(t *testing.T) { // seed 003 § 3, § 9.3
+func TestConform_JSONOnlyStdout(t *testing.T) { // docs/contracts.md § The event stream, § Conformance checklist
 	t.Parallel()
 	for name, tc := range map[string]struct{ script, detail string }{
 		"a log line":   {readLine + versionCheck + printf("starting up") + stepLine + usageLine + reportLine, `line 1 of 4 is not a JSON object: "starting up"`},
@@ -256,7 +260,7 @@ func TestConform_JSONOnlyStdout(t *testing.T) { // seed 003 § 3, § 9.3
 }
 
 // Exactly one report, and it is the last line.
-func TestConform_OneReportLast(t *testing.T) { // seed 003 § 4, § 9.6
+func TestConform_OneReportLast(t *testing.T) { // docs/contracts.md § The report line, § Conformance checklist
 	t.Parallel()
 	for name, tc := range map[string]struct {
 		script, detail string
@@ -283,7 +287,7 @@ func TestConform_OneReportLast(t *testing.T) { // seed 003 § 4, § 9.6
 
 // Every usage event carries the five fields, integral, and a valid cost_usd
 // when it has one.
-func TestConform_WellFormedUsage(t *testing.T) { // seed 003 § 3, § 9.4
+func TestConform_WellFormedUsage(t *testing.T) { // docs/contracts.md § The event stream, § Conformance checklist
 	t.Parallel()
 	usage := func(fields string) string {
 		return printf(`{"event":"usage","usage":{` + fields + `}}`)
@@ -314,8 +318,9 @@ func TestConform_WellFormedUsage(t *testing.T) { // seed 003 § 3, § 9.4
 	}
 }
 
-// Integral numbers are decided exactly (seed 003 § 3).
-func TestIntegral(t *testing.T) { // seed 003 § 3
+// Integral numbers are decided exactly
+// (docs/contracts.md § The event stream).
+func TestIntegral(t *testing.T) { // docs/contracts.md § The event stream
 	t.Parallel()
 	for in, want := range map[string]bool{
 		"0": true, "-3": true, "2.0": true, "1e2": true, "1E+2": true, "150e-1": true, "-0.0": true,

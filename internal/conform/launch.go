@@ -86,13 +86,13 @@ func (c capture) exitText() string {
 }
 
 // launchRaw runs the engine with request on its stdin the way the runner
-// does (seed 003 § 1: one line, stdin kept open, stderr inherited), but
-// keeps every stdout line and times the engine's exit and its stdout EOF
-// separately. When the launch has not ended after t.TimeoutMS, stdin is
-// closed; after t.GraceMS more the process group is killed. As in the
-// runner, stdout is drained for at most contract.PostExitDrainMS after the
-// engine exited and the exit status awaited for at most contract.ExitWaitMS
-// after stdout EOF.
+// does (docs/contracts.md § Process lifecycle: one line, stdin kept open,
+// stderr inherited), but keeps every stdout line and times the engine's exit
+// and its stdout EOF separately. When the launch has not ended after
+// t.TimeoutMS, stdin is closed; after t.GraceMS more the process group is
+// killed. As in the runner, stdout is drained for at most
+// contract.PostExitDrainMS after the engine exited and the exit status
+// awaited for at most contract.ExitWaitMS after stdout EOF.
 //
 // With early set (the stops-on-stdin-eof launch), stdin is closed as soon
 // as the engine has had the request: once the request is written, after
@@ -230,7 +230,7 @@ loop:
 		case <-firstC:
 			settleC, firstC = nil, nil
 			closed("at its first stdout line")
-		case <-timeoutC: // graceful cancel (seed 003 § 1.5)
+		case <-timeoutC: // graceful cancel (docs/contracts.md § Process lifecycle)
 			timeoutC = nil
 			if stdinOpen {
 				if early {
@@ -247,7 +247,7 @@ loop:
 			kill()
 			stopReading()
 			break loop
-		case <-exitWaitC: // stdout closed but the engine lingers (§ 1.4)
+		case <-exitWaitC: // stdout closed but the engine lingers (docs/contracts.md § Process lifecycle)
 			kill()
 			break loop
 		case readErr = <-readDone:

@@ -16,9 +16,10 @@ import (
 	"github.com/stratusflow/stratus/internal/benchfig"
 )
 
-// benchLines is a realistic stdout mix of a model-driven engine (seed 003
-// §§ 3–4): mostly steps and usage, some extra-field and unknown events, a
-// little non-JSON noise from tool subprocesses, and the report last.
+// benchLines is a realistic stdout mix of a model-driven engine
+// (docs/contracts.md § The event stream, § The report line): mostly steps and
+// usage, some extra-field and unknown events, a little non-JSON noise from
+// tool subprocesses, and the report last.
 func benchLines(steps int) [][]byte {
 	var lines [][]byte
 	add := func(format string, args ...any) { lines = append(lines, fmt.Appendf(nil, format, args...)) }
@@ -46,7 +47,8 @@ func benchLines(steps int) [][]byte {
 // BenchmarkEventLines measures the stdout line classifier alone.
 //
 // Its anchor, in the same run: json.Valid over the same lines, the floor of
-// reading them at all (issue 16 § 4: goal ≥ 0.5 of its throughput).
+// reading them at all (README.md § Performance: goal ≥ 0.5 of its
+// throughput).
 func BenchmarkEventLines(b *testing.B) {
 	lines := benchLines(100)
 	var size int64
@@ -140,8 +142,8 @@ func BenchmarkRunnerVsBare(b *testing.B) {
 	b.ReportMetric(runnerMS/bareMS, "runner/bare")
 }
 
-// BenchmarkFigure_Events prints `make bench`'s events figure (issue 16 §§
-// 4, 8): classifying the benchmark stream's lines, µs a line, next to
+// BenchmarkFigure_Events prints `make bench`'s events figure
+// (README.md § Performance): classifying the benchmark stream's lines, µs a line, next to
 // json.Valid over the same lines; goal: at least half its throughput.
 func BenchmarkFigure_Events(b *testing.B) {
 	lines := benchLines(100)

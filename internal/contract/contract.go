@@ -9,10 +9,11 @@ import (
 )
 
 // ContractVersion is the workflow_contract major version this package speaks
-// (seed 003 § 2, § 8).
+// (docs/contracts.md § The request line, § Versioning).
 const ContractVersion = 1
 
-// Defaults of seed 003 § 1 and § 6.
+// Defaults of
+// docs/contracts.md § Process lifecycle and § Timing, environment and argv.
 const (
 	// DefaultDeadlineMS is the wall deadline, in milliseconds, used when
 	// LaunchSpec.DeadlineMS is zero.
@@ -32,7 +33,8 @@ const (
 	PostExitDrainMS = 2_000
 )
 
-// Request is one agent call as the engine sees it on the wire (seed 003 § 2).
+// Request is one agent call as the engine sees it on the wire
+// (docs/contracts.md § The request line).
 type Request struct {
 	// Kind is the agent kind the caller asked for.
 	Kind string
@@ -46,7 +48,8 @@ type Request struct {
 	Schema json.RawMessage
 }
 
-// LaunchSpec says how to start the engine (seed 003 § 1, § 6).
+// LaunchSpec says how to start the engine
+// (docs/contracts.md § Process lifecycle, § Timing, environment and argv).
 type LaunchSpec struct {
 	// Command is the executable (looked up in PATH when it has no slash).
 	Command string
@@ -58,13 +61,14 @@ type LaunchSpec struct {
 	// Dir is the child's working directory; "" means the runner's own.
 	Dir string
 	// Stderr is where the child's stderr goes, never read by this
-	// package (§ 1); nil means the runner's own stderr, inherited. The
-	// in-process worker (issue 16 § 1) gives the step's runner log here,
-	// as a runner process's stderr would be; the runner keeps the last
-	// bytes of what passes as the evidence of a failure
-	// (internal/failclass). With a writer that is no *os.File, Run waits
-	// at most PostExitDrainMS after the child exited for its stderr to
-	// close (a grandchild may hold it).
+	// package (docs/contracts.md § Process lifecycle); nil means the runner's
+	// own stderr, inherited. The in-process worker
+	// (docs/contracts.md § The in-process twin) gives the step's runner log
+	// here, as a runner process's stderr would be; the runner keeps the last
+	// bytes of what passes as the evidence of a failure (internal/failclass).
+	// With a writer that is no *os.File, Run waits at most PostExitDrainMS
+	// after the child exited for its stderr to close (a grandchild may hold
+	// it).
 	Stderr io.Writer
 	// DeadlineMS is the wall deadline in milliseconds, measured from the
 	// start of Run; 0 (or negative) means DefaultDeadlineMS.
@@ -79,10 +83,12 @@ type LaunchSpec struct {
 	MaxLineBytes int
 }
 
-// Terminal is how one launch ended (seed 003 § 5).
+// Terminal is how one launch ended
+// (docs/contracts.md § Terminal classification).
 type Terminal string
 
-// The terminals of seed 003 § 5, in order of precedence.
+// The terminals of docs/contracts.md § Terminal classification, in order of
+// precedence.
 const (
 	Captured     Terminal = "Captured"
 	Failed       Terminal = "Failed"
@@ -93,7 +99,7 @@ const (
 )
 
 // Attempt is the accounting of one launch, attached to every terminal
-// (seed 003 § 5).
+// (docs/contracts.md § Terminal classification).
 type Attempt struct {
 	// ID is the attempt id, "cr-N", also sent as the envelope id.
 	ID string `json:"id"`
@@ -113,14 +119,14 @@ type Attempt struct {
 	// WallMS is the wall time of the whole Run call in milliseconds.
 	WallMS int64 `json:"wall_ms"`
 	// DroppedLines counts stdout lines over MaxLineBytes, skipped unread
-	// (a report among them is lost: issue 14); DroppedMaxBytes is the
+	// (a report among them is lost); DroppedMaxBytes is the
 	// longest, in bytes without its newline.
 	DroppedLines    int   `json:"dropped_lines,omitempty"`
 	DroppedMaxBytes int64 `json:"dropped_max_bytes,omitempty"`
 }
 
 // Yield carries the fields of the last valid context_yield event
-// (seed 003 § 3).
+// (docs/contracts.md § The event stream).
 type Yield struct {
 	ToSequence int64  `json:"to_sequence"`
 	Answer     string `json:"answer"`
@@ -128,7 +134,8 @@ type Yield struct {
 
 // Result is the resolved launch.
 type Result struct {
-	// Terminal is the classification of seed 003 § 5.
+	// Terminal is the classification of
+	// docs/contracts.md § Terminal classification.
 	Terminal Terminal `json:"terminal"`
 	// Report is the value of the last subrun_report line; set only when
 	// Terminal is Captured (a null report is the JSON literal null).
@@ -142,7 +149,8 @@ type Result struct {
 	Attempt Attempt `json:"attempt"`
 }
 
-// Progress is the cumulative accounting observed so far (seed 003 § 3).
+// Progress is the cumulative accounting observed so far
+// (docs/contracts.md § The event stream).
 type Progress struct {
 	Steps                          int
 	PromptTokens, CompletionTokens int64
@@ -150,8 +158,8 @@ type Progress struct {
 	CostUSD *float64
 }
 
-// Envelope returns the one request line of seed 003 § 2 for attempt id,
-// terminated by '\n':
+// Envelope returns the one request line of
+// docs/contracts.md § The request line for attempt id, terminated by '\n':
 //
 //	{"workflow_contract":1,"id":…,"kind":…,"max_steps":N,"schema":{…},"input":…}
 //

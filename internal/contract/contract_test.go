@@ -100,9 +100,9 @@ func waitGone(t *testing.T, pid int) {
 	}
 }
 
-// ---- § 2: the request line ----
+// ---- docs/contracts.md § The request line ----
 
-func TestEnvelope_ExactLineWithOptionalFields(t *testing.T) { // seed 003 § 2
+func TestEnvelope_ExactLineWithOptionalFields(t *testing.T) { // docs/contracts.md § The request line
 	t.Parallel()
 	got, err := Envelope("cr-7", Request{
 		Kind:     "explore",
@@ -119,7 +119,7 @@ func TestEnvelope_ExactLineWithOptionalFields(t *testing.T) { // seed 003 § 2
 	}
 }
 
-func TestEnvelope_OptionalFieldsAbsentWhenUnset(t *testing.T) { // seed 003 § 2
+func TestEnvelope_OptionalFieldsAbsentWhenUnset(t *testing.T) { // docs/contracts.md § The request line
 	t.Parallel()
 	for _, schema := range []json.RawMessage{nil, json.RawMessage("null")} {
 		got, err := Envelope("cr-1", Request{Kind: "echo", Schema: schema})
@@ -140,7 +140,7 @@ func TestEnvelope_OptionalFieldsAbsentWhenUnset(t *testing.T) { // seed 003 § 2
 	}
 }
 
-func TestEnvelope_RejectsInvalidInputAndSchema(t *testing.T) { // seed 003 § 2
+func TestEnvelope_RejectsInvalidInputAndSchema(t *testing.T) { // docs/contracts.md § The request line
 	t.Parallel()
 	for _, req := range []Request{
 		{Kind: "k", Input: json.RawMessage(`{"query":`)},
@@ -164,7 +164,7 @@ func TestEnvelope_RejectsInvalidInputAndSchema(t *testing.T) { // seed 003 § 2
 	}
 }
 
-func TestRun_RequestLineIsTheEnvelope(t *testing.T) { // seed 003 § 2
+func TestRun_RequestLineIsTheEnvelope(t *testing.T) { // docs/contracts.md § The request line
 	t.Parallel()
 	spec := engine(t, `read -r line; printf '{"subrun_report":%s}\n' "$line"`)
 	req := Request{
@@ -184,17 +184,17 @@ func TestRun_RequestLineIsTheEnvelope(t *testing.T) { // seed 003 § 2
 	}
 }
 
-func TestRun_EnvelopeCheckedByEngine(t *testing.T) { // seed 003 § 2
+func TestRun_EnvelopeCheckedByEngine(t *testing.T) { // docs/contracts.md § The request line
 	t.Parallel()
 	runVector(t, "envelope_checked")
 }
 
-func TestRun_StdinKeptOpenAfterRequest(t *testing.T) { // seed 003 § 1, § 2
+func TestRun_StdinKeptOpenAfterRequest(t *testing.T) { // docs/contracts.md § Process lifecycle, § The request line
 	t.Parallel()
 	runVector(t, "stdin_kept_open")
 }
 
-func TestRun_RequestWriteInsideDeadline(t *testing.T) { // seed 003 § 6
+func TestRun_RequestWriteInsideDeadline(t *testing.T) { // docs/contracts.md § Timing, environment and argv
 	t.Parallel()
 	// 4 MiB of input against a child that never reads: far above pipe capacity.
 	big, _ := json.Marshal(map[string]string{"query": strings.Repeat("x", 4<<20)})
@@ -207,9 +207,11 @@ func TestRun_RequestWriteInsideDeadline(t *testing.T) { // seed 003 § 6
 	}
 }
 
-// ---- § 1 and § 6: process lifecycle, environment, cwd ----
+// ----
+// docs/contracts.md § Process lifecycle and § Timing, environment and argv:
+// environment, cwd ----
 
-func TestRun_EnvOverlayAndCwd(t *testing.T) { // seed 003 § 1, § 6
+func TestRun_EnvOverlayAndCwd(t *testing.T) { // docs/contracts.md § Process lifecycle, § Timing, environment and argv
 	t.Parallel()
 	body := `read -r line
 printf '{"subrun_report":{"x":"%s","home":"%s","path":"%s","pwd":"%s"}}\n' "$STRATUS_CONTRACT_X" "$HOME" "$PATH" "$(pwd -P)"
@@ -251,7 +253,7 @@ printf '{"subrun_report":{"x":"%s","home":"%s","path":"%s","pwd":"%s"}}\n' "$STR
 	})
 }
 
-func TestRun_StderrInheritedNeverRead(t *testing.T) { // seed 003 § 1
+func TestRun_StderrInheritedNeverRead(t *testing.T) { // docs/contracts.md § Process lifecycle
 	t.Parallel()
 	spec := engine(t, `read -r line; printf 'stderr is not the event stream (expected noise)\n' >&2; printf '{"event":"agent_step","step":1}\n'`)
 	res, _ := run(t, spec, queryReq)
@@ -261,7 +263,7 @@ func TestRun_StderrInheritedNeverRead(t *testing.T) { // seed 003 § 1
 	}
 }
 
-func TestRun_SpawnFailureIsFailedAttempt(t *testing.T) { // seed 003 § 5
+func TestRun_SpawnFailureIsFailedAttempt(t *testing.T) { // docs/contracts.md § Terminal classification
 	t.Parallel()
 	for _, spec := range []LaunchSpec{
 		{Command: "/nonexistent/stratus-engine"},
@@ -277,7 +279,7 @@ func TestRun_SpawnFailureIsFailedAttempt(t *testing.T) { // seed 003 § 5
 	}
 }
 
-func TestRun_ExitStatusAwaitedAfterEOF(t *testing.T) { // seed 003 § 1.4, § 5
+func TestRun_ExitStatusAwaitedAfterEOF(t *testing.T) { // docs/contracts.md § Process lifecycle, § Terminal classification
 	t.Parallel()
 	spec := engine(t, "read -r line\nexec >&-\nsleep 0.3\nexit 5\n")
 	res, _ := run(t, spec, queryReq)
@@ -287,7 +289,7 @@ func TestRun_ExitStatusAwaitedAfterEOF(t *testing.T) { // seed 003 § 1.4, § 5
 	}
 }
 
-func TestRun_LingeringChildKilledAfterEOFWait(t *testing.T) { // seed 003 § 1.4, § 6
+func TestRun_LingeringChildKilledAfterEOFWait(t *testing.T) { // docs/contracts.md § Process lifecycle, § Timing, environment and argv
 	t.Parallel()
 	spec := engine(t, "read -r line\nprintf '{\"subrun_report\":\"x\"}\\n'\nexec >&-\nexec sleep 30\n")
 	res, wall := run(t, spec, queryReq)
@@ -300,7 +302,7 @@ func TestRun_LingeringChildKilledAfterEOFWait(t *testing.T) { // seed 003 § 1.4
 	}
 }
 
-func TestRun_GrandchildHoldingStdoutDoesNotHoldRunner(t *testing.T) { // seed 003 § 1, § 6
+func TestRun_GrandchildHoldingStdoutDoesNotHoldRunner(t *testing.T) { // docs/contracts.md § Process lifecycle, § Timing, environment and argv
 	t.Parallel()
 	pf := pidFile(t)
 	spec := engine(t, `read -r line
@@ -324,7 +326,7 @@ exit 0
 // A Stderr writer that is no file (the runner keeps a tail of it for
 // internal/failclass) does not let a grandchild that left the group and
 // holds stderr keep Run waiting after the child exited.
-func TestRun_GrandchildHoldingStderrWriterDoesNotHoldRunner(t *testing.T) { // seed 003 § 1, § 6
+func TestRun_GrandchildHoldingStderrWriterDoesNotHoldRunner(t *testing.T) { // docs/contracts.md § Process lifecycle, § Timing, environment and argv
 	t.Parallel()
 	pf := pidFile(t)
 	spec := engine(t, `read -r line
@@ -367,7 +369,7 @@ func (w *syncWriter) String() string {
 	return w.b.String()
 }
 
-func TestRun_DeadlineClosesStdinThenKillsGroup(t *testing.T) { // seed 003 § 1.5
+func TestRun_DeadlineClosesStdinThenKillsGroup(t *testing.T) { // docs/contracts.md § Process lifecycle
 	t.Parallel()
 	pf := pidFile(t)
 	spec := engine(t, `read -r line
@@ -394,17 +396,17 @@ wait
 	waitGone(t, readPid(t, pf))
 }
 
-func TestRun_DeadlineTimeout(t *testing.T) { // seed 003 § 1.5, § 5
+func TestRun_DeadlineTimeout(t *testing.T) { // docs/contracts.md § Process lifecycle, § Terminal classification
 	t.Parallel()
 	runVector(t, "deadline_timeout")
 }
 
-func TestRun_ReportInsideGraceCounts(t *testing.T) { // seed 003 § 1.5
+func TestRun_ReportInsideGraceCounts(t *testing.T) { // docs/contracts.md § Process lifecycle
 	t.Parallel()
 	runVector(t, "report_in_grace")
 }
 
-func TestRun_CallerCancelKillsGroupAndReturnsCtxErr(t *testing.T) { // seed 003 § 1
+func TestRun_CallerCancelKillsGroupAndReturnsCtxErr(t *testing.T) { // docs/contracts.md § Process lifecycle
 	t.Parallel()
 	pf := pidFile(t)
 	spec := engine(t, `read -r line
@@ -443,7 +445,7 @@ wait
 	}
 }
 
-func TestRun_CallerDeadlineIsCancellationNotTimedOut(t *testing.T) { // seed 003 § 1
+func TestRun_CallerDeadlineIsCancellationNotTimedOut(t *testing.T) { // docs/contracts.md § Process lifecycle
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
@@ -453,15 +455,15 @@ func TestRun_CallerDeadlineIsCancellationNotTimedOut(t *testing.T) { // seed 003
 	}
 }
 
-// ---- § 3: the event stream ----
+// ---- docs/contracts.md § The event stream ----
 
-func TestRun_FinalLineWithoutNewlineCounts(t *testing.T) { // seed 003 § 3
+func TestRun_FinalLineWithoutNewlineCounts(t *testing.T) { // docs/contracts.md § The event stream
 	t.Parallel()
 	res, _ := run(t, engine(t, `read -r line; printf '{"subrun_report":{"tail":true}}'`), queryReq)
 	wantReport(t, res, `{"tail":true}`)
 }
 
-func TestRun_LongLineBeyondScannerLimit(t *testing.T) { // seed 003 § 3
+func TestRun_LongLineBeyondScannerLimit(t *testing.T) { // docs/contracts.md § The event stream
 	t.Parallel()
 	payload := strings.Repeat("y", 3<<20)
 	data := filepath.Join(t.TempDir(), "report.json")
@@ -478,7 +480,7 @@ func TestRun_LongLineBeyondScannerLimit(t *testing.T) { // seed 003 § 3
 	}
 }
 
-func TestRun_OverlongLineSkipped(t *testing.T) { // seed 003 § 3
+func TestRun_OverlongLineSkipped(t *testing.T) { // docs/contracts.md § The event stream
 	t.Parallel()
 	exact := `{"subrun_report":"` + strings.Repeat("x", 44) + `"}` // 64 bytes
 	if len(exact) != 64 {
@@ -499,14 +501,14 @@ func TestRun_OverlongLineSkipped(t *testing.T) { // seed 003 § 3
 	if res.Attempt.Steps != 2 {
 		t.Fatalf("steps = %d: the line after an overlong one was lost", res.Attempt.Steps)
 	}
-	// issue 14: the skipped lines are counted, with the longest's size, so
+	// The skipped lines are counted, with the longest's size, so
 	// a NoReport they caused can say so.
 	if res.Attempt.DroppedLines != 2 || res.Attempt.DroppedMaxBytes != int64(len(long)) {
 		t.Errorf("dropped %d lines, longest %d bytes; want 2 and %d", res.Attempt.DroppedLines, res.Attempt.DroppedMaxBytes, len(long))
 	}
 }
 
-func TestRun_NonJSONLinesSkipped(t *testing.T) { // seed 003 § 3
+func TestRun_NonJSONLinesSkipped(t *testing.T) { // docs/contracts.md § The event stream
 	t.Parallel()
 	runVector(t, "noise_skipped")
 	spec := engine(t, `read -r line
@@ -519,7 +521,7 @@ printf 'panic: not json\n[1,2]\n42\n"s"\n{"event":5}\n{"subrun_report":1\n\n{"ev
 	}
 }
 
-func TestIntegral(t *testing.T) { // seed 003 § 3
+func TestIntegral(t *testing.T) { // docs/contracts.md § The event stream
 	t.Parallel()
 	for _, c := range []struct {
 		in   string
@@ -540,7 +542,7 @@ func TestIntegral(t *testing.T) { // seed 003 § 3
 	}
 }
 
-func TestRun_StepIntegralOnlyAndMax(t *testing.T) { // seed 003 § 3
+func TestRun_StepIntegralOnlyAndMax(t *testing.T) { // docs/contracts.md § The event stream
 	t.Parallel()
 	spec := engine(t, `read -r line
 for s in 1.5 2.0 '"9"' 9.5 null 1; do printf '{"event":"agent_step","step":%s}\n' "$s"; done
@@ -573,7 +575,7 @@ func wantTokens(t *testing.T, a Attempt, prompt, completion int64, cost *float64
 
 func ptr(v float64) *float64 { return &v }
 
-func TestRun_UsageMissingFieldIgnoredWhole(t *testing.T) { // seed 003 § 3
+func TestRun_UsageMissingFieldIgnoredWhole(t *testing.T) { // docs/contracts.md § The event stream
 	t.Parallel()
 	res, _ := run(t, usageEngine(t,
 		`{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15,"prompt_cache_hit_tokens":0,"prompt_cache_miss_tokens":10}`,
@@ -586,7 +588,7 @@ func TestRun_UsageMissingFieldIgnoredWhole(t *testing.T) { // seed 003 § 3
 	wantTokens(t, res.Attempt, 10, 5, nil)
 }
 
-func TestRun_UsageFractionalOrNonNumberIgnoredWhole(t *testing.T) { // seed 003 § 3
+func TestRun_UsageFractionalOrNonNumberIgnoredWhole(t *testing.T) { // docs/contracts.md § The event stream
 	t.Parallel()
 	res, _ := run(t, usageEngine(t,
 		`{"prompt_tokens":1.5,"completion_tokens":1,"total_tokens":2.5,"prompt_cache_hit_tokens":0,"prompt_cache_miss_tokens":1,"cost_usd":1}`,
@@ -597,7 +599,7 @@ func TestRun_UsageFractionalOrNonNumberIgnoredWhole(t *testing.T) { // seed 003 
 	wantTokens(t, res.Attempt, 2, 10, nil)
 }
 
-func TestRun_UsageInvalidCostVoidsWholeLine(t *testing.T) { // seed 003 § 3
+func TestRun_UsageInvalidCostVoidsWholeLine(t *testing.T) { // docs/contracts.md § The event stream
 	t.Parallel()
 	const base = `"prompt_tokens":1000,"completion_tokens":1000,"total_tokens":2000,"prompt_cache_hit_tokens":0,"prompt_cache_miss_tokens":1000`
 	res, _ := run(t, usageEngine(t,
@@ -611,7 +613,7 @@ func TestRun_UsageInvalidCostVoidsWholeLine(t *testing.T) { // seed 003 § 3
 	wantTokens(t, res.Attempt, 3, 1, ptr(0.125))
 }
 
-func TestRun_UsageAbsentCostIsUnknown(t *testing.T) { // seed 003 § 3
+func TestRun_UsageAbsentCostIsUnknown(t *testing.T) { // docs/contracts.md § The event stream
 	t.Parallel()
 	const tok = `"prompt_tokens":1,"completion_tokens":1,"total_tokens":2,"prompt_cache_hit_tokens":0,"prompt_cache_miss_tokens":1`
 	t.Run("never priced", func(t *testing.T) {
@@ -631,12 +633,12 @@ func TestRun_UsageAbsentCostIsUnknown(t *testing.T) { // seed 003 § 3
 	})
 }
 
-func TestRun_UsageRulesVector(t *testing.T) { // seed 003 § 3
+func TestRun_UsageRulesVector(t *testing.T) { // docs/contracts.md § The event stream
 	t.Parallel()
 	runVector(t, "usage_rules")
 }
 
-func TestRun_ProgressIsCumulative(t *testing.T) { // seed 003 § 3
+func TestRun_ProgressIsCumulative(t *testing.T) { // docs/contracts.md § The event stream
 	t.Parallel()
 	spec := engine(t, `read -r line
 printf '{"event":"agent_step","step":1}\n'
@@ -669,7 +671,7 @@ printf '{"subrun_report":1}\n'
 	}
 }
 
-func TestRun_FailureEventNeedsStringReason(t *testing.T) { // seed 003 § 3
+func TestRun_FailureEventNeedsStringReason(t *testing.T) { // docs/contracts.md § The event stream
 	t.Parallel()
 	res, _ := run(t, engine(t, `read -r line
 printf '{"event":"turn_failed","error":5}\n{"event":"agent_aborted"}\n{"event":"context_yield","to_sequence":1.5,"answer":"a"}\n'
@@ -684,14 +686,14 @@ printf '{"event":"command_error","error":"first"}\n{"event":"turn_failed","error
 	}
 }
 
-// ---- § 4: the report ----
+// ---- docs/contracts.md § The report line ----
 
-func TestRun_LastReportWins(t *testing.T) { // seed 003 § 4
+func TestRun_LastReportWins(t *testing.T) { // docs/contracts.md § The report line
 	t.Parallel()
 	runVector(t, "last_report_wins")
 }
 
-func TestRun_NullReportIsCaptured(t *testing.T) { // seed 003 § 4
+func TestRun_NullReportIsCaptured(t *testing.T) { // docs/contracts.md § The report line
 	t.Parallel()
 	res, _ := run(t, engine(t, `read -r line; printf '{"subrun_report":null}\n'`), queryReq)
 	wantTerminal(t, res, Captured)
@@ -704,9 +706,9 @@ func TestRun_NullReportIsCaptured(t *testing.T) { // seed 003 § 4
 	}
 }
 
-// ---- § 5: terminal classification ----
+// ---- docs/contracts.md § Terminal classification ----
 
-func TestRun_PrecedenceTable(t *testing.T) { // seed 003 § 5
+func TestRun_PrecedenceTable(t *testing.T) { // docs/contracts.md § Terminal classification
 	t.Parallel()
 	cases := []struct {
 		name     string
@@ -749,7 +751,7 @@ func TestRun_PrecedenceTable(t *testing.T) { // seed 003 § 5
 	}
 }
 
-func TestRun_NonzeroExitWithoutExplanationIsFailed(t *testing.T) { // seed 003 § 5
+func TestRun_NonzeroExitWithoutExplanationIsFailed(t *testing.T) { // docs/contracts.md § Terminal classification
 	t.Parallel()
 	runVector(t, "crash_nonzero")
 	res, _ := run(t, engine(t, "read -r line\nexit 3\n"), queryReq)
@@ -759,7 +761,7 @@ func TestRun_NonzeroExitWithoutExplanationIsFailed(t *testing.T) { // seed 003 �
 	}
 }
 
-func TestRun_AttemptOnEveryTerminal(t *testing.T) { // seed 003 § 5
+func TestRun_AttemptOnEveryTerminal(t *testing.T) { // docs/contracts.md § Terminal classification
 	t.Parallel()
 	const acct = `printf '{"event":"agent_step","step":2}\n{"event":"usage","usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6,"prompt_cache_hit_tokens":0,"prompt_cache_miss_tokens":5,"cost_usd":0.25}}\n'`
 	for _, c := range []struct {
@@ -792,7 +794,7 @@ func TestRun_AttemptOnEveryTerminal(t *testing.T) { // seed 003 § 5
 	}
 }
 
-func TestResult_JSONShape(t *testing.T) { // seed 003 § 5
+func TestResult_JSONShape(t *testing.T) { // docs/contracts.md § Terminal classification
 	t.Parallel()
 	out, err := json.Marshal(Result{Terminal: NoReport, Attempt: Attempt{ID: "cr-1", WallMS: 3}})
 	if err != nil {
@@ -804,9 +806,9 @@ func TestResult_JSONShape(t *testing.T) { // seed 003 § 5
 	}
 }
 
-// ---- § 7.5: attempt ids ----
+// ---- docs/contracts.md § The reference engine: attempt ids ----
 
-func TestRunner_AttemptIDsPerRunnerAndConcurrent(t *testing.T) { // seed 003 § 7.5
+func TestRunner_AttemptIDsPerRunnerAndConcurrent(t *testing.T) { // docs/contracts.md § The reference engine
 	t.Parallel()
 	spec := engine(t, `read -r line; printf '{"subrun_report":%s}\n' "$line"`)
 	r := NewRunner()
@@ -843,9 +845,9 @@ func TestRunner_AttemptIDsPerRunnerAndConcurrent(t *testing.T) { // seed 003 § 
 	}
 }
 
-// seed 003 § 3: token counts are counts (a negative one voids the line),
-// totals never wrap, and a negative cost (even one that underflows to -0)
-// voids the whole line.
+// docs/contracts.md § The event stream: token counts are counts (a negative
+// one voids the line), totals never wrap, and a negative cost (even one that
+// underflows to -0) voids the whole line.
 func TestApplyUsage_NegativeOverflowAndNegativeZero(t *testing.T) {
 	t.Parallel()
 	u := func(p, c, cost string) string {
@@ -869,9 +871,9 @@ func TestApplyUsage_NegativeOverflowAndNegativeZero(t *testing.T) {
 	}
 }
 
-// seed 003 § 1: the attempt owns the engine's process group; whatever the
-// engine left running in it (a tool, a wrapped CLI's child) ends with the
-// attempt, even after a normal exit with a report.
+// docs/contracts.md § Process lifecycle: the attempt owns the engine's
+// process group; whatever the engine left running in it (a tool, a wrapped
+// CLI's child) ends with the attempt, even after a normal exit with a report.
 func TestRun_LeftoversInTheEngineGroupEndWithTheAttempt(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -1,29 +1,33 @@
 // Package contract is the runner side of the workflow child contract v1
-// (seed 003, "The workflow child contract (v1)", §§ 1–6).
+// (docs/contracts.md § Child contract v1).
 //
 // The package owns one thing: launching an engine executable for a single
 // agent call and resolving that launch into exactly one [Terminal] with its
-// [Attempt] accounting. Concretely it implements:
+// [Attempt] accounting. Concretely it implements these sections:
 //
-//   - § 1 process lifecycle: spawn with the parent environment plus an
+//   - § Process lifecycle: spawn with the parent environment plus an
 //     overlay, a working directory, stdin/stdout pipes and inherited stderr,
 //     in its own process group; the bounded exit-status wait after stdout
 //     EOF; the wall deadline (close stdin, drain for the cancel grace, then
 //     kill the group); caller cancellation (kill the group, return
 //     ctx.Err(), never a terminal);
-//   - § 2 the single request line ([Envelope]), with stdin kept open;
-//   - § 3 the event stream: JSON lines, integral-number and usage validity
+//   - § The request line: the single request line ([Envelope]), with stdin
+//     kept open;
+//   - § The event stream: JSON lines, integral-number and usage validity
 //     rules, optional cost_usd, steps as a maximum, noise skipped;
-//   - § 4 the report line (the last one wins);
-//   - § 5 terminal classification by precedence, with the attempt attached
+//   - § The report line (the last one wins);
+//   - § Terminal classification: by precedence, with the attempt attached
 //     on every terminal;
-//   - § 6 timing defaults and the request write inside the deadline.
+//   - § Timing, environment and argv: timing defaults and the request write
+//     inside the deadline.
 //
 // It does not: map terminals to workflow outcomes, validate report content
 // against a schema, journal anything, choose argv for a particular engine
-// (§ 7 is deployment configuration), or read the child's stderr.
+// (§ The reference engine: deployment configuration), or read the child's
+// stderr.
 //
-// Interpretations where the seed is silent, fixed here so they are testable:
+// Interpretations where the contract is silent, fixed here so they are
+// testable:
 //   - a known event whose read fields have the wrong JSON type (a non-string
 //     error, a non-integral step or to_sequence) is ignored like any invalid
 //     line;

@@ -12,7 +12,7 @@ import (
 )
 
 // usageFields are the five usage fields that must all be present and
-// integral (seed 003 § 3).
+// integral (docs/contracts.md § The event stream).
 var usageFields = [...]string{
 	"prompt_tokens",
 	"completion_tokens",
@@ -21,7 +21,8 @@ var usageFields = [...]string{
 	"prompt_cache_miss_tokens",
 }
 
-// observed accumulates what the stdout stream said (seed 003 §§ 3–4).
+// observed accumulates what the stdout stream said
+// (docs/contracts.md § The event stream, § The report line).
 type observed struct {
 	steps            int
 	promptTokens     int64
@@ -51,7 +52,8 @@ func (o *observed) progress() Progress {
 // apply classifies one stdout line and reports whether the accounting
 // (steps, tokens, cost) changed. Lines that are not a JSON object, unknown
 // events and invalid known events are ignored. One pass over the line
-// (scanObject) validates it and finds the members § 3 reads.
+// (scanObject) validates it and finds the members
+// docs/contracts.md § The event stream reads.
 func (o *observed) apply(line []byte) (accounting bool) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 || line[0] != '{' {
@@ -81,7 +83,7 @@ func (o *observed) apply(line []byte) (accounting bool) {
 	if !ok {
 		return false
 	}
-	if m.subrunReport != nil { // § 4: the last report wins
+	if m.subrunReport != nil { // docs/contracts.md § The report line: the last report wins
 		// The line's buffer is reused for the next line: the report keeps a copy.
 		o.hasReport, o.report = true, append(json.RawMessage(nil), m.subrunReport...)
 		return false
@@ -138,7 +140,8 @@ func (o *observed) fail(tag string, raw json.RawMessage) {
 }
 
 // applyUsage charges one usage object, or nothing when it is invalid in any
-// way (seed 003 § 3: ignored WHOLE, never partially charged).
+// way (docs/contracts.md § The event stream: ignored WHOLE, never partially
+// charged).
 func (o *observed) applyUsage(raw []byte) bool {
 	if len(raw) == 0 || raw[0] != '{' {
 		return false
@@ -247,8 +250,9 @@ func nonNegativeFinite(raw json.RawMessage) (float64, bool) {
 }
 
 // integral decodes raw when it is a JSON number whose value is exactly a
-// whole integer representable as int64 (seed 003 § 3: 2.0 and 1e2 are
-// integral, 1.5 is not). The check is exact, without float rounding.
+// whole integer representable as int64 (docs/contracts.md § The event stream:
+// 2.0 and 1e2 are integral, 1.5 is not). The check is exact, without float
+// rounding.
 func integral(raw json.RawMessage) (int64, bool) {
 	if n := len(raw); n > 0 && n <= 18 && (raw[0] != '0' || n == 1) {
 		// The common case, plain digits: read in place, no copy.
@@ -342,12 +346,12 @@ general:
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
-// readLines reads r line by line without a token limit (seed 003 § 3): each
-// complete line, and a final line without newline, is passed to handle
-// without its '\n'. A line longer than max bytes is skipped, its size
-// (bytes, without the newline) passed to dropped when not nil. It returns
-// nil at EOF and the read error otherwise. handle must not retain the
-// slice.
+// readLines reads r line by line without a token limit
+// (docs/contracts.md § The event stream): each complete line, and a final
+// line without newline, is passed to handle without its '\n'. A line longer
+// than max bytes is skipped, its size (bytes, without the newline) passed to
+// dropped when not nil. It returns nil at EOF and the read error otherwise.
+// handle must not retain the slice.
 func readLines(r io.Reader, max int, handle func([]byte), dropped func(size int64)) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var line []byte

@@ -9,7 +9,8 @@ import (
 )
 
 func ExampleRunner_Run() {
-	// The smallest conforming engine of seed 003 § 9, inlined.
+	// The smallest conforming engine of
+	// docs/contracts.md § Conformance checklist, inlined.
 	spec := contract.LaunchSpec{
 		Command:    "sh",
 		Args:       []string{"-c", `read -r line; printf '{"event":"agent_step","step":1}\n{"subrun_report":{"answer":42}}\n'`},

@@ -83,11 +83,12 @@ var malformedLines = []string{
 	`   {"event" : "agent_step" , "step" : 12 }   `,
 }
 
-// FuzzEventLine feeds one stdout line to the classifier (seed 003 §§ 3–4),
-// once on a fresh stream and once after earlier accounting, and checks:
-// it never panics; steps, tokens and cost never go negative; a usage line
-// charges both token counts exactly or nothing; cost stays unknown or a
-// finite non-negative number; non-usage lines never touch the tokens.
+// FuzzEventLine feeds one stdout line to the classifier
+// (docs/contracts.md § The event stream, § The report line), once on a fresh
+// stream and once after earlier accounting, and checks: it never panics;
+// steps, tokens and cost never go negative; a usage line charges both token
+// counts exactly or nothing; cost stays unknown or a finite non-negative
+// number; non-usage lines never touch the tokens.
 func FuzzEventLine(f *testing.F) {
 	for _, l := range vectorLines(f) {
 		f.Add(l)

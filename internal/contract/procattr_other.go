@@ -4,7 +4,8 @@ package contract
 
 import "syscall"
 
-// procAttr puts the engine in its own process group (seed 003 § 1).
+// procAttr puts the engine in its own process group
+// (docs/contracts.md § Process lifecycle).
 func procAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }

@@ -18,8 +18,9 @@ import (
 )
 
 // Runner launches engines under the child contract. It numbers its attempts
-// cr-1, cr-2, … (seed 003 § 7.5); the numbering is per Runner value and safe
-// for concurrent Run calls. The zero value is ready to use.
+// cr-1, cr-2, … (docs/contracts.md § The reference engine); the numbering is
+// per Runner value and safe for concurrent Run calls. The zero value is ready
+// to use.
 type Runner struct {
 	seq atomic.Uint64
 }
@@ -32,8 +33,9 @@ func (r *Runner) nextID() string {
 }
 
 // Run spawns the engine described by spec, writes the request line for req,
-// follows the child until it ends (seed 003 § 1) and returns its terminal
-// (§ 5) with the attempt accounting attached.
+// follows the child until it ends (docs/contracts.md § Process lifecycle) and
+// returns its terminal (docs/contracts.md § Terminal classification) with the
+// attempt accounting attached.
 //
 // Timing (all in milliseconds): the wall deadline spec.DeadlineMS runs from
 // the start of the call and covers the request write; when it elapses, stdin
@@ -76,7 +78,7 @@ type launch struct {
 	cmd      *exec.Cmd
 	killed   bool   // the runner sent SIGKILL to the group
 	timedOut bool   // the wall deadline elapsed
-	pipeErr  string // a pipe failure (§ 5 precedence 2)
+	pipeErr  string // a pipe failure (docs/contracts.md § Terminal classification, precedence 2)
 	exitErr  string // a nonzero exit or signal the runner did not cause
 	exitCode *int
 }
@@ -165,7 +167,7 @@ func (l *launch) run(ctx context.Context, spec LaunchSpec, req Request) (Result,
 	cmd.Dir = spec.Dir
 	cmd.Stdin = stdinR
 	cmd.Stdout = stdoutW
-	cmd.Stderr = os.Stderr // inherited, never read (§ 1)
+	cmd.Stderr = os.Stderr // inherited, never read (docs/contracts.md § Process lifecycle)
 	if spec.Stderr != nil {
 		cmd.Stderr = spec.Stderr
 		// A writer that is no file is fed by a goroutine Wait joins: a
@@ -197,7 +199,8 @@ func (l *launch) run(ctx context.Context, spec LaunchSpec, req Request) (Result,
 		}
 	}
 
-	// The request write sits inside the deadline (§ 6): it runs on its own
+	// The request write sits inside the deadline
+	// (docs/contracts.md § Timing, environment and argv): it runs on its own
 	// goroutine and closing stdin releases it.
 	writeDone := make(chan error, 1)
 	go func() {
@@ -248,7 +251,7 @@ loop:
 			closeStdin()
 			stopReading()
 			break loop
-		case <-deadlineC: // § 1.5: graceful cancel, then grace
+		case <-deadlineC: // docs/contracts.md § Process lifecycle: graceful cancel, then grace
 			deadlineC = nil
 			l.timedOut = true
 			closeStdin()
@@ -257,7 +260,7 @@ loop:
 			l.kill()
 			stopReading()
 			break loop
-		case <-exitWaitC: // § 1.4: stdout closed but the child lingers
+		case <-exitWaitC: // docs/contracts.md § Process lifecycle: stdout closed but the child lingers
 			l.kill()
 			break loop
 		case <-drainC: // the child exited; something else holds stdout
@@ -313,8 +316,8 @@ func (l *launch) kill() {
 }
 
 // noteExit records the exit code and whether the exit status is a failure
-// the child did not explain (§ 5): a nonzero code, or a signal the runner
-// did not send.
+// the child did not explain (docs/contracts.md § Terminal classification): a
+// nonzero code, or a signal the runner did not send.
 func (l *launch) noteExit(waitErr error) {
 	ps := l.cmd.ProcessState
 	if ps == nil {
@@ -339,7 +342,8 @@ func (l *launch) noteExit(waitErr error) {
 	l.exitErr = ps.String() // e.g. "signal: segmentation fault"
 }
 
-// classify applies the precedence table of seed 003 § 5.
+// classify applies the precedence table of
+// docs/contracts.md § Terminal classification.
 func (l *launch) classify() Result {
 	res := Result{Attempt: l.attempt(), Yield: l.obs.yield}
 	switch {

@@ -6,14 +6,16 @@ import (
 )
 
 // members are the top-level members of one stdout line that the
-// classifier reads (seed 003 §§ 3–4), each the raw bytes of its JSON value
-// as it appears in the line (nil: absent). When a key appears twice the
-// last one counts, as encoding/json decodes an object into a map.
+// classifier reads (docs/contracts.md § The event stream, § The report line),
+// each the raw bytes of its JSON value as it appears in the line (nil:
+// absent). When a key appears twice the last one counts, as encoding/json
+// decodes an object into a map.
 type members struct {
 	event, subrunReport, step, usage, toSequence, answer, error, reason []byte
 }
 
-// usageMembers are the members of a usage object (seed 003 § 3).
+// usageMembers are the members of a usage object
+// (docs/contracts.md § The event stream).
 type usageMembers struct {
 	fields [len(usageFields)][]byte // in usageFields' order
 	cost   []byte
@@ -30,7 +32,7 @@ const maxDepth = 10000
 // one pass and allocates only for a key written with escapes.
 //
 // It replaces json.Unmarshal into map[string]json.RawMessage, which built
-// a map and copied every value on every line (issue 16 § 4).
+// a map and copied every value on every line (README.md § Performance).
 func scanObject(line []byte, member func(key, value []byte)) bool {
 	s := scanner{b: line}
 	s.space()

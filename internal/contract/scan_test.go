@@ -8,7 +8,7 @@ import (
 )
 
 // FuzzScanObject holds the one-pass scanner to encoding/json, the rules it
-// replaces (issue 16 § 4): for any line it accepts exactly what
+// replaces (README.md § Performance): for any line it accepts exactly what
 // json.Unmarshal into map[string]json.RawMessage accepts, and finds the
 // same members with the same raw values (the last of a repeated key).
 func FuzzScanObject(f *testing.F) {
@@ -44,8 +44,8 @@ func FuzzScanObject(f *testing.F) {
 	})
 }
 
-// One agent_step line, one usage line: no allocation (issue 16 § 4: at
-// most 2 a line).
+// One agent_step line, one usage line: no allocation
+// (README.md § Performance: at most 2 a line).
 func TestApply_Allocations(t *testing.T) {
 	for _, l := range []string{`{"event":"agent_step","step":7}`,
 		`{"event":"usage","usage":{"prompt_tokens":1200,"completion_tokens":34,"total_tokens":1234,"prompt_cache_hit_tokens":0,"prompt_cache_miss_tokens":1200,"cost_usd":0.02}}`,

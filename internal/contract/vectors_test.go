@@ -79,7 +79,8 @@ func jsonEqual(t *testing.T, a, b []byte) bool {
 	return ok
 }
 
-// TestVectors runs every vector of cases/contract. // seed 003 §§ 1–6
+// TestVectors runs every vector of cases/contract. //
+// docs/contracts.md § Child contract v1
 func TestVectors(t *testing.T) {
 	t.Parallel()
 	for _, v := range contracttest.Vectors(t) {

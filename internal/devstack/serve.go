@@ -45,8 +45,9 @@ type ServeOptions struct {
 	EventsPoll time.Duration
 	// PoolRunners, when the stack has a pool (CreateOptions.Pool), is how
 	// many `stratus runner pool` processes serve each network profile's
-	// queue (issue 17), each in a fresh directory of its own under
-	// WorkRoot with a Fargate task's environment and moto's credentials.
+	// queue (README.md § Warm runners (pool mode)), each in a fresh directory
+	// of its own under WorkRoot with a Fargate task's environment and moto's
+	// credentials.
 	PoolRunners int
 	// Lambdas locate the functions' bootstraps and the emulator.
 	Lambdas LambdaOptions
@@ -290,7 +291,7 @@ func OperatorPrincipal(ctx context.Context, cfg aws.Config) (lambdas.IAMPrincipa
 // runner image built for an engine would set (its model endpoint, its
 // config dir). The stand-in passes both from the operator's environment
 // when set, so an engine — a real CLI against the scripted model server
-// included — runs on it as on Fargate (issue 13 § 7).
+// included — runs on it as on Fargate.
 var (
 	EngineSecrets  = []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "DEEPSEEK"}
 	EngineSettings = []string{"ANTHROPIC_BASE_URL", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "CLAUDE_CONFIG_DIR", "CODEX_HOME"}

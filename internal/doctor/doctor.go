@@ -1,5 +1,5 @@
 // Package doctor checks that this machine can run what a work dir's
-// .stratus/ asks for (issue 13 § 5): every provider's command resolves and
+// .stratus/ asks for: every provider's command resolves and
 // is executable, the Claude and Codex shims find their CLI, every "$NAME"
 // its env overlay reads is set here, the known CLIs print a version, the
 // registered tools are executable, and the HMAC key is private.

@@ -50,7 +50,7 @@ func find(t *testing.T, rs []Result, subject, check string) Result {
 	return Result{}
 }
 
-// issue 13 § 5: a provider's command resolves on PATH, as a path relative
+// A provider's command resolves on PATH, as a path relative
 // to its dir under the work dir, or is {stratus}; each "$NAME" of its env
 // overlay is set; each failure names the field and what is valid.
 func TestDoctor_CheckProvider(t *testing.T) {
@@ -277,9 +277,8 @@ func TestDoctor_Version(t *testing.T) {
 }
 
 // LaunchProblems (an embedded run's preflight) keep only the command, CLI
-// and env failures of the providers the run uses (issue 13 § 5: a shim
-// whose CLI is not installed is refused before the run, not at its first
-// step).
+// and env failures of the providers the run uses (a shim whose CLI is not
+// installed is refused before the run, not at its first step).
 func TestPreflight_LaunchProblems(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -10,9 +10,10 @@ import (
 )
 
 // Claude runs the Claude Code shim (`stratus engine claude`): a conforming
-// engine of the workflow child contract v1 (seed 003 § 9) around the
-// `claude` CLI. It reads kind, max_steps and schema from the envelope
-// (seed 003 § 7.1) and runs
+// engine of the workflow child contract v1
+// (docs/contracts.md § Conformance checklist) around the `claude` CLI. It
+// reads kind, max_steps and schema from the envelope
+// (docs/contracts.md § The reference engine) and runs
 //
 //	claude -p --output-format stream-json --verbose [--max-turns N] [--json-schema SCHEMA] SETTINGS… EXTRA…
 //
@@ -105,7 +106,7 @@ type claudeLine struct {
 func (t *claudeTranslator) line(b []byte, s *session) {
 	var ev claudeLine
 	if json.Unmarshal(b, &ev) != nil {
-		return // not a JSON object: skipped, as the runner would (seed 003 § 3)
+		return // not a JSON object: skipped, as the runner would (docs/contracts.md § The event stream)
 	}
 	switch ev.Type {
 	case "assistant":

@@ -10,9 +10,9 @@ import (
 )
 
 // Codex runs the Codex shim (`stratus engine codex`): a conforming engine of
-// the workflow child contract v1 (seed 003 § 9) around the `codex` CLI. It
-// reads kind, max_steps and schema from the envelope (seed 003 § 7.1) and
-// runs
+// the workflow child contract v1 (docs/contracts.md § Conformance checklist)
+// around the `codex` CLI. It reads kind, max_steps and schema from the
+// envelope (docs/contracts.md § The reference engine) and runs
 //
 //	codex exec --json --skip-git-repo-check [--output-schema FILE] SETTINGS… EXTRA… -
 //
@@ -37,7 +37,8 @@ import (
 //   - turn.completed's usage becomes one usage event: prompt_tokens =
 //     input_tokens (OpenAI counts cached input inside it), hit =
 //     cached_input_tokens, completion = output_tokens. Codex reports no
-//     cost, so cost_usd is never sent (absent means unknown, seed 003 § 3);
+//     cost, so cost_usd is never sent (absent means unknown,
+//     docs/contracts.md § The event stream);
 //   - turn.failed is turn_failed with its error.message (an API error body
 //     in it read as "message (type)"); a top-level error
 //     event is the failure when no turn completes after it; one that says

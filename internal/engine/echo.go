@@ -15,7 +15,7 @@ import (
 	"github.com/stratusflow/stratus/internal/jsonstr"
 )
 
-// Envelope is the v1 request line (seed 003 § 2).
+// Envelope is the v1 request line (docs/contracts.md § The request line).
 type Envelope struct {
 	WorkflowContract json.RawMessage `json:"workflow_contract"`
 	ID               string          `json:"id"`
@@ -33,9 +33,10 @@ var (
 )
 
 // ReadRequest reads the one request line and returns the call's input. A
-// bare input line without the envelope is accepted (seed 003 § 7.1). A
-// workflow_contract other than 1 is refused with the error text the
-// command_error event carries ("unsupported workflow_contract version N").
+// bare input line without the envelope is accepted
+// (docs/contracts.md § The reference engine). A workflow_contract other than
+// 1 is refused with the error text the command_error event carries
+// ("unsupported workflow_contract version N").
 func ReadRequest(r io.Reader) (Envelope, error) {
 	line, err := bufio.NewReader(r).ReadString('\n')
 	if err != nil && line == "" {
@@ -69,14 +70,15 @@ func ReadRequest(r io.Reader) (Envelope, error) {
 
 // Emitter writes contract events, one JSON object per line, in the wire
 // shape of the reference engine (openseek's `subrun`, whose own transcript
-// tests/cram/subrun.md pins its lines byte for byte; seed 003 § 9 cites it):
-// compact JSON, `event` first and then the event's fields in the reference
-// order (seed 003 § 3's table; usage's five token fields in the order
-// prompt_tokens, completion_tokens, total_tokens, prompt_cache_hit_tokens,
-// prompt_cache_miss_tokens, then the optional cost_usd), and strings escaped
-// as the reference's JSON writer escapes them (only `"`, `\` and control
-// characters; `<`, `>`, `&` and U+2028/U+2029 are written as they are).
-// Every line is one Write.
+// tests/cram/subrun.md pins its lines byte for byte;
+// docs/contracts.md § Conformance checklist cites it): compact JSON, `event`
+// first and then the event's fields in the reference order
+// (docs/contracts.md § The event stream's table; usage's five token fields in
+// the order prompt_tokens, completion_tokens, total_tokens,
+// prompt_cache_hit_tokens, prompt_cache_miss_tokens, then the optional
+// cost_usd), and strings escaped as the reference's JSON writer escapes them
+// (only `"`, `\` and control characters; `<`, `>`, `&` and U+2028/U+2029 are
+// written as they are). Every line is one Write.
 type Emitter struct{ W io.Writer }
 
 // member is one key/value of an event line.
@@ -88,9 +90,10 @@ type member struct {
 // object is a JSON object written with its members in the order given.
 type object []member
 
-// wireOrder ranks the keys of the event lines (seed 003 § 3) in the
-// reference engine's order; line sorts a map's keys by it, and keys it does
-// not list come after, alphabetically.
+// wireOrder ranks the keys of the event lines
+// (docs/contracts.md § The event stream) in the reference engine's order;
+// line sorts a map's keys by it, and keys it does not list come after,
+// alphabetically.
 var wireOrder = map[string]int{
 	"event": 1, "step": 2, "steps": 3, "usage": 4,
 	"prompt_tokens": 5, "completion_tokens": 6, "total_tokens": 7,
@@ -113,16 +116,19 @@ func (e Emitter) event(name string, fields ...member) {
 	e.line(append(object{{"event", name}}, fields...))
 }
 
-// Step emits agent_step (seed 003 § 3): {"event":"agent_step","step":n}.
+// Step emits agent_step (docs/contracts.md § The event stream):
+// {"event":"agent_step","step":n}.
 func (e Emitter) Step(n int) { e.event("agent_step", member{"step", n}) }
 
-// Usage emits usage with all five fields (seed 003 § 3).
+// Usage emits usage with all five fields
+// (docs/contracts.md § The event stream).
 func (e Emitter) Usage(prompt, completion int64) { e.UsageCost(prompt, completion, nil) }
 
 // UsageCost emits usage with all five fields, integral, in the reference
-// order, and cost_usd last when cost is a finite number (seed 003 § 3:
-// absent means unknown, and a present cost_usd that is not a finite number
-// would void the whole line, tokens included).
+// order, and cost_usd last when cost is a finite number
+// (docs/contracts.md § The event stream: absent means unknown, and a present
+// cost_usd that is not a finite number would void the whole line, tokens
+// included).
 func (e Emitter) UsageCost(prompt, completion int64, cost *float64) {
 	u := object{
 		{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion},
@@ -134,20 +140,21 @@ func (e Emitter) UsageCost(prompt, completion int64, cost *float64) {
 	e.event("usage", member{"usage", u})
 }
 
-// CommandError emits command_error (seed 003 § 3):
+// CommandError emits command_error (docs/contracts.md § The event stream):
 // {"event":"command_error","error":msg}.
 func (e Emitter) CommandError(msg string) { e.event("command_error", member{"error", msg}) }
 
-// TurnFailed emits turn_failed (seed 003 § 3):
+// TurnFailed emits turn_failed (docs/contracts.md § The event stream):
 // {"event":"turn_failed","error":msg}.
 func (e Emitter) TurnFailed(msg string) { e.event("turn_failed", member{"error", msg}) }
 
 // Report emits the report line, {"subrun_report":v}; it must be the last
-// line (seed 003 § 4, § 9.6). v is written compact, as the reference engine
+// line (docs/contracts.md § The report line, § Conformance checklist). v is written compact, as the reference engine
 // writes the value it parsed: whitespace dropped and strings re-escaped as
 // in every other line, while object key order and number literals stay as
-// in v (the value is opaque to the runner: seed 003 § 4). v that is not
-// JSON is written as it is.
+// in v (the value is opaque to the runner:
+// docs/contracts.md § The report line). v that is not JSON is written as it
+// is.
 func (e Emitter) Report(v json.RawMessage) {
 	b := append(make([]byte, 0, len(v)+len(`{"subrun_report":}`)+1), `{"subrun_report":`...)
 	if c, err := appendCompact(b, v); err == nil {
@@ -277,7 +284,8 @@ func appendCompact(b []byte, raw []byte) ([]byte, error) {
 }
 
 // Echo runs the echo engine on stdin/stdout. It always returns nil: every
-// handled failure is an event followed by a normal exit (seed 003 § 7.4).
+// handled failure is an event followed by a normal exit
+// (docs/contracts.md § The reference engine).
 func Echo(stdin io.Reader, stdout io.Writer) error {
 	em := Emitter{W: stdout}
 	env, err := ReadRequest(stdin)

@@ -26,9 +26,10 @@ func lines(t *testing.T, out string) []map[string]any {
 	return got
 }
 
-// seed 003 § 7.3: echo emits one agent_step (step 1), one usage (7/3/10,
-// all five fields), then the input echoed back as the last line (compact,
-// its number literals as sent: reference_test.go pins the bytes).
+// docs/contracts.md § The reference engine: echo emits one agent_step (step
+// 1), one usage (7/3/10, all five fields), then the input echoed back as the
+// last line (compact, its number literals as sent: reference_test.go pins the
+// bytes).
 func TestEcho_StepUsageThenInput(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
@@ -49,8 +50,9 @@ func TestEcho_StepUsageThenInput(t *testing.T) {
 	}
 }
 
-// seed 003 § 7.1 / § 8: any other major is a command_error and no report; a
-// bare input line without the envelope is accepted.
+// docs/contracts.md § The reference engine, § Versioning: any other major is
+// a command_error and no report; a bare input line without the envelope is
+// accepted.
 func TestEcho_EnvelopeVersions(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{

@@ -16,7 +16,7 @@ import (
 
 // The real Claude Code and Codex CLIs (package.json pins them) run through
 // the shims against the scripted model server on 127.0.0.1: no key, no
-// network (issue 13 § 2).
+// network.
 
 // realCLI is one real CLI and how it is pointed at a model server.
 type realCLI struct {
@@ -110,7 +110,8 @@ func runReal(t *testing.T, cli realCLI, url, req string, opts ShimOptions) ([]ma
 	return events(t, out), dir
 }
 
-// assertInvariants checks seed 003's line rules on a real run's output.
+// assertInvariants checks the line rules of docs/contracts.md § The event
+// stream on a real run's output.
 func assertInvariants(t *testing.T, out string) {
 	t.Helper()
 	evs := events(t, out)
@@ -134,9 +135,10 @@ func count(evs []map[string]any, event string) int {
 
 func last(evs []map[string]any) map[string]any { return evs[len(evs)-1] }
 
-// seed 003 § 3, § 4, § 9: a real CLI's answer is one report, after
-// agent_step per model turn and a usage line with all five token fields
-// (and the cost the CLI reports: Claude Code does, Codex does not).
+// docs/contracts.md § The event stream, § The report line, § Conformance checklist:
+// a real CLI's answer is one report, after agent_step per model turn and a
+// usage line with all five token fields (and the cost the CLI reports: Claude
+// Code does, Codex does not).
 func TestRealCLIs_ReportUsageAndSteps(t *testing.T) {
 	for _, cli := range realCLIs(t) {
 		t.Run(cli.name, func(t *testing.T) {
@@ -172,9 +174,9 @@ func TestRealCLIs_ReportUsageAndSteps(t *testing.T) {
 	}
 }
 
-// issue 13 § 2: a tool call the model makes really runs, in the node's
-// work dir (the engine's cwd), with the permission the workspace-write
-// profile grants; its turn and the next are two agent steps.
+// A tool call the model makes really runs, in the node's work dir (the
+// engine's cwd), with the permission the workspace-write profile grants; its
+// turn and the next are two agent steps.
 func TestRealCLIs_ToolCallRunsInTheWorkDir(t *testing.T) {
 	for _, cli := range realCLIs(t) {
 		t.Run(cli.name, func(t *testing.T) {
@@ -207,7 +209,8 @@ func TestRealCLIs_ToolCallRunsInTheWorkDir(t *testing.T) {
 	}
 }
 
-// seed 003 § 9.5: a model error is a failure event, never a report.
+// docs/contracts.md § Conformance checklist: a model error is a failure
+// event, never a report.
 func TestRealCLIs_ModelErrorIsAFailure(t *testing.T) {
 	for _, cli := range realCLIs(t) {
 		t.Run(cli.name, func(t *testing.T) {
@@ -228,8 +231,9 @@ func TestRealCLIs_ModelErrorIsAFailure(t *testing.T) {
 	}
 }
 
-// seed 003 § 7.1: max_steps from the envelope is enforced on the real
-// CLI: a model that keeps calling tools is stopped at the ceiling.
+// docs/contracts.md § The reference engine: max_steps from the envelope is
+// enforced on the real CLI: a model that keeps calling tools is stopped at
+// the ceiling.
 func TestRealCLIs_MaxStepsEnforced(t *testing.T) {
 	for _, cli := range realCLIs(t) {
 		t.Run(cli.name, func(t *testing.T) {
@@ -251,8 +255,8 @@ func TestRealCLIs_MaxStepsEnforced(t *testing.T) {
 	}
 }
 
-// seed 003 § 9.2: stdin EOF stops the real CLI within the grace, with no
-// report.
+// docs/contracts.md § Conformance checklist: stdin EOF stops the real CLI
+// within the grace, with no report.
 func TestRealCLIs_StdinEOFStopsTheCLI(t *testing.T) {
 	for _, cli := range realCLIs(t) {
 		t.Run(cli.name, func(t *testing.T) {
@@ -291,10 +295,10 @@ func settingsEnv(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
 }
 
-// issue 13 § 4: with the envelope's schema (an evaluator's findings), each
-// real CLI is told the shape — Claude Code through --json-schema and its
-// StructuredOutput tool, Codex through --output-schema — and the report is
-// the JSON object, not text.
+// docs/contracts.md § The request line: with the envelope's schema (an
+// evaluator's findings), each real CLI is told the shape — Claude Code
+// through --json-schema and its StructuredOutput tool, Codex through
+// --output-schema — and the report is the JSON object, not text.
 func TestRealCLIs_SchemaReportIsTheObject(t *testing.T) {
 	for _, cli := range realCLIs(t) {
 		t.Run(cli.name, func(t *testing.T) {

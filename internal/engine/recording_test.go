@@ -19,11 +19,11 @@ import (
 
 // The recordings under testdata/shim are what the real CLIs (package.json
 // pins their versions) printed, run with the argv the shims build, against
-// the scripted model server (issue 13 § 2). `go test ./internal/engine
-// -run TestRecordings -record` writes them again; without -record the
-// same runs are compared, line by line, with the stored recordings' shape
-// (event types and keys), so a CLI upgrade that changes its output fails
-// here before a shim mistranslates it.
+// the scripted model server. `go test ./internal/engine -run TestRecordings
+// -record` writes them again; without -record the same runs are compared,
+// line by line, with the stored recordings' shape (event types and keys), so
+// a CLI upgrade that changes its output fails here before a shim
+// mistranslates it.
 
 var record = flag.Bool("record", false, "re-record testdata/shim from the real CLIs")
 

@@ -56,9 +56,11 @@ func readTranscript(t *testing.T) []transcriptCase {
 }
 
 // The bundled echo engine is openseek's echo subrun kind byte for byte
-// (issue 13 § 6; seed 003 § 7.3, § 9): on each of the transcript's echo
-// inputs, sent bare (as the transcript does) or in the v1 envelope (seed 003
-// § 2), its stdout is exactly the transcript's lines.
+// (docs/contracts.md § The reference engine;
+// docs/contracts.md § The reference engine, § Conformance checklist): on each
+// of the transcript's echo inputs, sent bare (as the transcript does) or in
+// the v1 envelope (docs/contracts.md § The request line), its stdout is
+// exactly the transcript's lines.
 func TestReference_EchoMatchesOpenseekTranscript(t *testing.T) {
 	t.Parallel()
 	n := 0
@@ -145,9 +147,10 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 	return w.Buffer.Write(p)
 }
 
-// Every line the Emitter writes has the reference shape (seed 003 § 3, § 4):
-// compact, `event` first, the fields in the reference order, strings escaped
-// as the reference escapes them; one Write per line.
+// Every line the Emitter writes has the reference shape
+// (docs/contracts.md § The event stream, § The report line): compact, `event`
+// first, the fields in the reference order, strings escaped as the reference
+// escapes them; one Write per line.
 func TestEmit_ReferenceWireShape(t *testing.T) {
 	t.Parallel()
 	cost, nan := 0.0123, math.NaN()

@@ -24,8 +24,8 @@ import (
 )
 
 // ShimOptions configures the Claude and Codex shims: conforming engines of
-// the workflow child contract v1 (seed 003 § 9) that wrap a foreign agent
-// CLI.
+// the workflow child contract v1 (docs/contracts.md § Conformance checklist)
+// that wrap a foreign agent CLI.
 type ShimOptions struct {
 	// Binary is the CLI to run: a bare name looked up on PATH, or a path.
 	// Empty means "claude" (Claude) or "codex" (Codex).
@@ -33,10 +33,12 @@ type ShimOptions struct {
 	// ExtraArgs are appended to the CLI's argv before the shim's own
 	// positional arguments: deployment settings such as --model, a
 	// permission mode, --add-dir or --skip-git-repo-check. Never put a
-	// prompt or a key here: argv is visible in ps (seed 003 § 6).
+	// prompt or a key here: argv is visible in ps
+	// (docs/contracts.md § Timing, environment and argv).
 	ExtraArgs []string
 	// Stderr receives the CLI's stderr and the shim's one-line log; nil
-	// means os.Stderr (the runner's stderr: it never reads it, seed 003 § 1).
+	// means os.Stderr (the runner's stderr: it never reads it,
+	// docs/contracts.md § Process lifecycle).
 	Stderr io.Writer
 	// Getenv reads the attempt's launch settings (ReadSettings); nil means
 	// os.Getenv.
@@ -44,11 +46,12 @@ type ShimOptions struct {
 }
 
 // Settings are an attempt's resolved per-node overrides as the runner hands
-// them to every engine, in its environment (seed 004 § Per-node overrides
-// in flows): launch.EnvModel, EnvReasoning, EnvPermissionProfile and
-// EnvNetworkAccess. An empty field (nil NetworkAccess) was not given and
-// leaves the CLI's own default. The shims map them onto the CLI's flags,
-// before the deployment ExtraArgs (so an explicit flag there comes later):
+// them to every engine, in its environment
+// (docs/contracts.md § Per-node overrides): launch.EnvModel, EnvReasoning,
+// EnvPermissionProfile and EnvNetworkAccess. An empty field (nil
+// NetworkAccess) was not given and leaves the CLI's own default. The shims
+// map them onto the CLI's flags, before the deployment ExtraArgs (so an
+// explicit flag there comes later):
 //
 //   - model: claude --model M; codex -m M
 //   - reasoning: claude --effort R; codex -c model_reasoning_effort="R"
@@ -154,7 +157,7 @@ func (s Settings) codexArgs() []string {
 	if s.Reasoning != "" {
 		r := s.Reasoning
 		if r == "max" {
-			r = "xhigh" // seed 004 § Per-node overrides: Codex clamps max → xhigh
+			r = "xhigh" // docs/contracts.md § Per-node overrides: Codex clamps max → xhigh
 		}
 		a = append(a, "-c", `model_reasoning_effort="`+r+`"`)
 	}
@@ -169,11 +172,12 @@ func (s Settings) codexArgs() []string {
 
 // stopGrace is how long a stopped CLI gets between SIGTERM and SIGKILL; it
 // keeps a graceful cancel well inside the runner's 5 000 ms cancel grace
-// (seed 003 § 1).
+// (docs/contracts.md § Process lifecycle).
 const stopGrace = 1500 * time.Millisecond
 
 // tokenUsage is what a CLI reported, already mapped onto the contract's
-// terms (seed 003 § 3): prompt tokens include cached ones.
+// terms (docs/contracts.md § The event stream): prompt tokens include cached
+// ones.
 type tokenUsage struct {
 	prompt, completion, cacheHit int64
 	cost                         *float64 // nil: the CLI reported no cost (unknown, never free)
@@ -196,7 +200,7 @@ type session struct {
 	failure     string
 	finished    bool
 	finalText   string
-	schema      bool            // the call carried a schema (seed 003 § 2)
+	schema      bool            // the call carried a schema (docs/contracts.md § The request line)
 	structured  json.RawMessage // the CLI's own schema-shaped result, when it has one
 
 	usageSent bool
@@ -209,8 +213,8 @@ type session struct {
 }
 
 // step records one agent step: an agent_step event while under the
-// ceiling, or exhaustion past it (seed 003 § 7.1: the shims enforce
-// max_steps themselves).
+// ceiling, or exhaustion past it (docs/contracts.md § The reference engine:
+// the shims enforce max_steps themselves).
 func (s *session) step() {
 	if s.exhausted {
 		return
@@ -230,8 +234,8 @@ func (s *session) usage(u tokenUsage) {
 }
 
 // flush emits the mid-run usage when the authoritative one never came (a
-// stopped or failed CLI still spent tokens: seed 003 § 5 charges every
-// terminal).
+// stopped or failed CLI still spent tokens:
+// docs/contracts.md § Terminal classification charges every terminal).
 func (s *session) flush() {
 	if !s.usageSent && s.fallback != nil {
 		s.usage(*s.fallback)
@@ -255,7 +259,7 @@ type cliRun struct {
 
 // usage emits a usage event carrying all five fields, integral, and
 // cost_usd only when the CLI reported a real, finite, non-negative cost
-// (seed 003 § 3).
+// (docs/contracts.md § The event stream).
 func (e Emitter) usage(u tokenUsage) {
 	nonneg := func(v int64) int64 { return max(v, 0) }
 	prompt, completion := nonneg(u.prompt), nonneg(u.completion)
@@ -282,7 +286,8 @@ func (e Emitter) maxStepsExhausted(steps int) {
 
 // shimInput is the part of the call's input the shims read. Stratus's
 // runner sends {query, system, task_id, attempt, node, step_ref, visit,
-// ctx_dir}; Workflow::agent sends {query, hints?} (seed 003 § 2).
+// ctx_dir}; Workflow::agent sends {query, hints?}
+// (docs/contracts.md § The request line).
 type shimInput struct {
 	Query, System, Hints, CtxDir string
 }
@@ -348,7 +353,7 @@ func (in shimInput) prompt() string {
 // runShim is the driver both shims share: read the envelope, run the CLI
 // with the prompt on stdin, translate its JSON lines, enforce max_steps,
 // honour stdin EOF, and end with exactly one terminal line. It returns nil
-// for every handled failure (seed 003 § 7.4).
+// for every handled failure (docs/contracts.md § The reference engine).
 func runShim(ctx context.Context, name string, opts ShimOptions, stdin io.Reader, stdout io.Writer,
 	build func(env Envelope, in shimInput, set Settings) (cliRun, error)) error {
 	em := Emitter{W: stdout}
@@ -377,7 +382,7 @@ func runShim(ctx context.Context, name string, opts ShimOptions, stdin io.Reader
 		msg := err.Error()
 		if len(env.WorkflowContract) == 0 && strings.HasPrefix(msg, "input") && isObject(env.Input) {
 			// ReadRequest took a line without workflow_contract as the
-			// bare input (seed 003 § 7.1).
+			// bare input (docs/contracts.md § The reference engine).
 			msg += ` (a request line without "workflow_contract" is taken as the input itself; send {"workflow_contract": 1, "id": …, "kind": …, "input": {"query": …}} for an envelope)`
 		}
 		em.CommandError(msg)
@@ -418,7 +423,8 @@ func runShim(ctx context.Context, name string, opts ShimOptions, stdin io.Reader
 		s.maxSteps = *env.MaxSteps
 	}
 	// The kind has no per-kind behaviour in a shim; it is logged so a
-	// transcript names the call (seed 003 § 7.1: read from the envelope).
+	// transcript names the call (docs/contracts.md § The reference engine:
+	// read from the envelope).
 	fmt.Fprintf(stderr, "stratus engine %s: id=%s kind=%s max_steps=%d model=%s reasoning=%s permission_profile=%s\n",
 		name, env.ID, env.Kind, s.maxSteps, orDefault(set.Model), orDefault(set.Reasoning), orDefault(set.PermissionProfile))
 	return drive(ctx, run, stdin, stderr, s)
@@ -483,7 +489,8 @@ func drive(ctx context.Context, run cliRun, stdin io.Reader, stderr io.Writer, s
 	}()
 
 	// Stdin EOF (the runner's graceful cancel) or the caller's cancellation
-	// stops the CLI; the run then ends without a report (seed 003 § 7.4).
+	// stops the CLI; the run then ends without a report
+	// (docs/contracts.md § The reference engine).
 	var cancelled atomic.Bool
 	done := make(chan struct{})
 	defer close(done)
@@ -500,7 +507,7 @@ func drive(ctx context.Context, run cliRun, stdin io.Reader, stderr io.Writer, s
 			return
 		}
 		cancelled.Store(true)
-		fmt.Fprintf(stderr, "stratus engine %s: stdin closed: the call is cancelled (docs/child-contract.md § Ending); stopping the CLI. Keep stdin open while the engine works.\n", run.name)
+		fmt.Fprintf(stderr, "stratus engine %s: stdin closed: the call is cancelled (docs/child-contract.md § Ending: when to exit, and what the runner concludes); stopping the CLI. Keep stdin open while the engine works.\n", run.name)
 		stop()
 	}()
 

@@ -105,8 +105,8 @@ func request(t *testing.T, maxSteps int, schema string) string {
 }
 
 // start runs the shim with the request on a stdin that stays open, as the
-// runner's does (seed 003 § 1). closeStdin is the graceful cancel; wait
-// returns the shim's stdout once it has ended.
+// runner's does (docs/contracts.md § Process lifecycle). closeStdin is the
+// graceful cancel; wait returns the shim's stdout once it has ended.
 func start(t *testing.T, shim shimFunc, opts ShimOptions, req string) (out *syncBuffer, closeStdin func(), wait func() string) {
 	t.Helper()
 	pr, pw := io.Pipe()
@@ -123,7 +123,7 @@ func start(t *testing.T, shim shimFunc, opts ShimOptions, req string) (out *sync
 		select {
 		case err := <-done:
 			if err != nil {
-				t.Fatalf("shim returned %v; every handled failure must return nil (seed 003 § 7.4)", err)
+				t.Fatalf("shim returned %v; every handled failure must return nil (docs/contracts.md § The reference engine)", err)
 			}
 		case <-time.After(20 * time.Second):
 			t.Fatalf("shim did not end; output so far:\n%s", out.String())
@@ -141,8 +141,9 @@ func runShimOnce(t *testing.T, shim shimFunc, opts ShimOptions, req string) stri
 
 // assertEvents parses every stdout line and compares it with want (JSON
 // lines), then checks the contract's invariants: usage carries all five
-// fields, integral (seed 003 § 3); a report is the single last line and
-// never follows a failure event (§ 4, § 9.5).
+// fields, integral (docs/contracts.md § The event stream); a report is the
+// single last line and never follows a failure event (docs/contracts.md
+// § The report line, § Conformance checklist).
 func assertEvents(t *testing.T, out string, want ...string) {
 	t.Helper()
 	var got []any
@@ -152,7 +153,7 @@ func assertEvents(t *testing.T, out string, want ...string) {
 		}
 		var v any
 		if err := json.Unmarshal([]byte(l), &v); err != nil {
-			t.Fatalf("stdout line %q is not JSON (seed 003 § 9.3): %v", l, err)
+			t.Fatalf("stdout line %q is not JSON (docs/contracts.md § The event stream): %v", l, err)
 		}
 		got = append(got, v)
 	}
@@ -203,11 +204,12 @@ func readLines(t *testing.T, path string) []string {
 	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 }
 
-// seed 003 § 9 (1, 3, 4, 6) and § 7.1: the shim reads the envelope, runs
-// the CLI with its JSON output mode, the prompt on stdin (never argv), the
-// turn limit and the schema, and answers with agent_step per step, one
-// usage (cost only where the CLI reports one), then exactly one report,
-// last — the schema-shaped result as JSON.
+// docs/contracts.md § Conformance checklist (1, 3, 4, 6) and § The reference
+// engine: the shim
+// reads the envelope, runs the CLI with its JSON output mode, the prompt on
+// stdin (never argv), the turn limit and the schema, and answers with
+// agent_step per step, one usage (cost only where the CLI reports one), then
+// exactly one report, last — the schema-shaped result as JSON.
 func TestShims_Seed003S9_SuccessStepsUsageThenOneReport(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -299,8 +301,9 @@ func TestShims_Seed003S4_ReportIsTextWithoutSchema(t *testing.T) {
 	}
 }
 
-// seed 003 § 9.5 and § 7.4: a failing CLI is explained by turn_failed with
-// the CLI's own error, then a normal exit — never a report.
+// docs/contracts.md § Conformance checklist and § The reference engine: a
+// failing CLI is explained by turn_failed with the CLI's own error, then a
+// normal exit — never a report.
 func TestShims_Seed003S9_5_FailureIsTurnFailedWithoutReport(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -342,11 +345,12 @@ func TestShims_Seed003S9_5_FailureIsTurnFailedWithoutReport(t *testing.T) {
 	}
 }
 
-// seed 003 § 7.1 and § 9: the shims take max_steps from the envelope, pass
-// it as the CLI's turn limit where it has one (claude --max-turns; codex
-// exec has none) and enforce it themselves: past the ceiling the CLI is
-// stopped (the fakes would otherwise sleep 30 s), usage seen so far is
-// charged, max_steps_exhausted is emitted and there is no report.
+// docs/contracts.md § The reference engine and § Conformance checklist: the
+// shims take max_steps from the envelope, pass it as the CLI's turn limit
+// where it has one (claude --max-turns; codex exec has none) and enforce it
+// themselves: past the ceiling the CLI is stopped (the fakes would otherwise
+// sleep 30 s), usage seen so far is charged, max_steps_exhausted is emitted
+// and there is no report.
 func TestShims_Seed003S7_1_MaxStepsEnforcedByTheShim(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -406,9 +410,9 @@ func TestShims_Seed003S7_1_MaxStepsEnforcedByTheShim(t *testing.T) {
 	}
 }
 
-// seed 003 § 9.2 and § 7.4: stdin EOF is the graceful cancel: the shim
-// stops the CLI, flushes the usage it has, and exits without a report or
-// failure event.
+// docs/contracts.md § Conformance checklist and § The reference engine: stdin
+// EOF is the graceful cancel: the shim stops the CLI, flushes the usage it
+// has, and exits without a report or failure event.
 func TestShims_Seed003S9_2_StdinEOFStopsTheCLIWithoutReport(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -449,8 +453,9 @@ func TestShims_Seed003S9_2_StdinEOFStopsTheCLIWithoutReport(t *testing.T) {
 	}
 }
 
-// seed 003 § 9.1 and § 8: another major is a command_error, no report, and
-// the CLI never runs; so is an input without a query.
+// docs/contracts.md § Conformance checklist and § Versioning: another major
+// is a command_error, no report, and the CLI never runs; so is an input
+// without a query.
 func TestShims_Seed003S9_1_RefusedRequestsAreCommandErrors(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ name, req, want string }{
@@ -476,8 +481,9 @@ func TestShims_Seed003S9_1_RefusedRequestsAreCommandErrors(t *testing.T) {
 	}
 }
 
-// seed 003 § 7.4: a CLI missing from PATH is agent_setup_failed with a
-// clear error; the default binary names are looked up on PATH.
+// docs/contracts.md § The reference engine: a CLI missing from PATH is
+// agent_setup_failed with a clear error; the default binary names are looked
+// up on PATH.
 func TestShims_Seed003S7_4_CLIFromPATHOrAgentSetupFailed(t *testing.T) {
 	fakes := t.TempDir()
 	writeFake(t, fakes, "claude", fakeCLI{recording: "claude_success.jsonl", end: "exit 0"})
@@ -506,7 +512,7 @@ func TestShims_Seed003S7_4_CLIFromPATHOrAgentSetupFailed(t *testing.T) {
 	}
 }
 
-// seed 004 § Per-node overrides in flows: the attempt's resolved model,
+// docs/contracts.md § Per-node overrides: the attempt's resolved model,
 // reasoning, permission profile and network grant arrive in the engine's
 // environment, and each shim maps them onto its CLI's flags, before the
 // deployment flags and (codex) the "-" prompt argument.
@@ -557,7 +563,8 @@ func TestShims_Seed004_OverridesMappedToCLIFlags(t *testing.T) {
 }
 
 // A setting outside its set never reaches argv: the shim refuses the
-// attempt with agent_setup_failed naming the variable (seed 003 § 7.4).
+// attempt with agent_setup_failed naming the variable
+// (docs/contracts.md § The reference engine).
 func TestShims_Seed004_BadSettingIsSetupFailed(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ key, value string }{
@@ -589,8 +596,9 @@ func TestShims_Seed004_BadSettingIsSetupFailed(t *testing.T) {
 	}
 }
 
-// seed 003 § 3: a line on the CLI's stdout that is not JSON (a tool that
-// leaked to the CLI's stdout) is skipped; the lines around it still count.
+// docs/contracts.md § The event stream: a line on the CLI's stdout that is
+// not JSON (a tool that leaked to the CLI's stdout) is skipped; the lines
+// around it still count.
 func TestShims_Seed003S3_NonJSONLinesAreSkipped(t *testing.T) {
 	t.Parallel()
 	for name, shim := range map[string]shimFunc{"claude": Claude, "codex": Codex} {
@@ -614,9 +622,10 @@ func TestShims_Seed003S3_NonJSONLinesAreSkipped(t *testing.T) {
 
 // A Codex error event is written to the engine's stderr too: codex 0.169
 // reports a provider it cannot reach only with these, and waits for it
-// until the runner's deadline stops the attempt (seed 003 § 1); the
-// runner's stderr tail is then the evidence that the network, not the
-// work, ran out the clock (internal/failclass doc, rule 3).
+// until the runner's deadline stops the attempt
+// (docs/contracts.md § Process lifecycle); the runner's stderr tail is then
+// the evidence that the network, not the work, ran out the clock
+// (internal/failclass doc, rule 3).
 func TestShims_CodexErrorEventsReachStderr(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

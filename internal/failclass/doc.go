@@ -20,9 +20,9 @@
 //   - network_unavailable: the provider could not be reached — DNS
 //     failure, connection refused, no route, a TLS handshake that failed —
 //     transient;
-//   - timeout: the attempt ran past its deadline (seed 003 § 5 terminal
-//     TimedOut) or its heartbeat window — not transient (worc: "never a
-//     timeout");
+//   - timeout: the attempt ran past its deadline
+//     (terminal TimedOut, docs/contracts.md § Terminal classification) or its
+//     heartbeat window — not transient (worc: "never a timeout");
 //   - quality: the engine ended with a bad or refused report, broke the
 //     verdict contract, ran out of steps, or said in its own words that
 //     it failed — never retried as transient (worc: "never a quality
@@ -44,8 +44,9 @@
 //     make its failure transient by naming a file "ECONNREFUSED". (An
 //     older runner's "report refused: ..." without a class is the table's
 //     first row, to the same effect.)
-//  2. Terminal MaxSteps, ContextYield or NoReport (seed 003 § 5): the
-//     engine ended without the report it owed: quality.
+//  2. Terminal MaxSteps, ContextYield or NoReport
+//     (docs/contracts.md § Terminal classification): the engine ended without
+//     the report it owed: quality.
 //  3. Terminal TimedOut: timeout — unless the last lines of the engine's
 //     stderr match a transient row of the table: Codex 0.169 waits for an
 //     unreachable provider forever ("Reconnecting... waiting for

@@ -36,8 +36,9 @@ func Transient(class string) bool {
 	return false
 }
 
-// Seed 003 § 5 terminals, as the runner reports them (contract.Terminal's
-// values; this package imports nothing of the runner's).
+// The terminals of docs/contracts.md § Terminal classification, as the
+// runner reports them (contract.Terminal's values; this package imports nothing of
+// the runner's).
 const (
 	TerminalCaptured     = "Captured"
 	TerminalFailed       = "Failed"
@@ -48,13 +49,17 @@ const (
 )
 
 // Evidence is what is known of a failed attempt: what the child contract
-// gives the runner (seed 003 §§ 3–5) and what the runner adds.
+// gives the runner
+// (docs/contracts.md § The event stream, § The report line, § Terminal classification)
+// and what the runner adds.
 type Evidence struct {
-	// Terminal is the seed 003 § 5 terminal ("" is read as Failed).
+	// Terminal is the terminal (docs/contracts.md § Terminal classification;
+	// "" is read as Failed).
 	Terminal string
 	// ExitCode is the engine's exit code when it exited on its own; nil
 	// when unknown. A nonzero code the engine explained nothing of is also
-	// the reason ("exit status N", seed 003 § 5), which the rules read.
+	// the reason ("exit status N",
+	// docs/contracts.md § Terminal classification), which the rules read.
 	ExitCode *int
 	// Reason is the failure's text: the failure event's error (the
 	// shims' turn_failed carries the CLI's own message), the spawn or

@@ -165,7 +165,7 @@ func TestClassify_TerminalReportAndStderrRules(t *testing.T) {
 		{"a deadline is a timeout", failclass.Evidence{Terminal: failclass.TerminalTimedOut, Reason: "the engine did not finish within its deadline of 600000 ms", Stderr: "stratus engine codex: id=cr-1\nworking...\n"},
 			failclass.Timeout, failclass.RuleTimedOut},
 		{"a deadline while codex waits for the network is the network", failclass.Evidence{Terminal: failclass.TerminalTimedOut,
-			Stderr: "stratus engine codex: id=cr-1\ncodex: Reconnecting... waiting for network (Connection failed: error sending request)\nstratus engine codex: stdin closed: the call is cancelled (docs/child-contract.md § Ending); stopping the CLI.\n"},
+			Stderr: "stratus engine codex: id=cr-1\ncodex: Reconnecting... waiting for network (Connection failed: error sending request)\nstratus engine codex: stdin closed: the call is cancelled (docs/child-contract.md § Ending: when to exit, and what the runner concludes); stopping the CLI.\n"},
 			failclass.NetworkUnavailable, "codex/waiting-for-network"},
 		{"a deadline long after a network blip is a timeout", failclass.Evidence{Terminal: failclass.TerminalTimedOut,
 			Stderr: "codex: Reconnecting... waiting for network (Connection failed)\ncodex: a\ncodex: b\ncodex: c\n"},

@@ -69,8 +69,9 @@ type Recording struct {
 	// and model-metadata lines left out), trimmed to the keys the shim
 	// reads and the error's.
 	CLIStdout []json.RawMessage `json:"cli_stdout"`
-	// EngineStdout are the shim's lines (what the runner reads, seed 003
-	// § 3); Stderr the engine's stderr (the CLI's and the shim's).
+	// EngineStdout are the shim's lines (what the runner reads,
+	// docs/contracts.md § The event stream); Stderr the engine's stderr (the
+	// CLI's and the shim's).
 	EngineStdout []json.RawMessage `json:"engine_stdout"`
 	Stderr       string            `json:"stderr"`
 	// Terminal, ExitCode and Reason are the runner's: the contract's

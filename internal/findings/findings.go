@@ -2,8 +2,8 @@
 // What a node returns: an evaluator returns {findings: [{severity, path,
 // what, fix}]} and fails closed) and the gate that turns findings into an
 // outcome (reference.md § evaluator node: gate_severity). The worker uses it
-// to route; the report uses it to list follow-ups (seed 004 § How the
-// follow-ups section is composed).
+// to route; the report uses it to list follow-ups
+// (docs/contracts.md § The summary artifacts).
 package findings
 
 import (
@@ -19,9 +19,10 @@ import (
 var Severities = []string{"low", "medium", "high", "critical", "blocking"}
 
 // JSONSchema is the JSON Schema of an evaluator's report, sent as the
-// envelope's `schema` (seed 003 § 2) so that an engine knows what it must
-// return: {"findings": [{severity, what, path?, fix?}]}. Severity is a
-// string (Parse takes the Severities in any letter case).
+// envelope's `schema` (docs/contracts.md § The request line) so that an
+// engine knows what it must return: {"findings": [{severity, what, path?,
+// fix?}]}. Severity is a string (Parse takes the Severities in any letter
+// case).
 const JSONSchema = `{"type":"object","required":["findings"],"properties":{"findings":{"type":"array","items":{"type":"object","required":["severity","what"],"properties":{"severity":{"type":"string","description":"one of low, medium, high, critical, blocking"},"path":{"type":"string"},"what":{"type":"string"},"fix":{"type":"string"}}}}}}`
 
 // DefaultGate is the gate_severity of an evaluator that sets none.

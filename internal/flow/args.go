@@ -23,15 +23,16 @@ type argRule struct {
 
 func fixed(s string) func(string) string { return func(string) string { return s } }
 
-// forbiddenArgs is the forbidden-args screen of seed 004 § Fatal validation
-// ("extra_args pass the forbidden-args screen"; "no node's extra_args
-// selects a provider full-access mode (Codex --sandbox danger-full-access /
-// Claude --permission-mode bypassPermissions)"), applied to a node's
-// extra_args at every value of security.strict_isolation (reference.md §
-// agent node: "rejected at any value of strict_isolation"). It follows
-// worc configuration.md § extra_args ("What is always forbidden", "Reserved
-// Claude extra_args (WRI-002)", "Reserved Codex extra_args (WRI-003)") and
-// rejects, in both split (--flag X) and inline (--flag=X) form:
+// forbiddenArgs is the forbidden-args screen of
+// docs/contracts.md § Fatal validation ("extra_args pass the forbidden-args
+// screen"; "no node's extra_args selects a provider full-access mode (Codex
+// --sandbox danger-full-access / Claude --permission-mode
+// bypassPermissions)"), applied to a node's extra_args at every value of
+// security.strict_isolation (reference.md § agent node: "rejected at any
+// value of strict_isolation"). It follows worc configuration.md § extra_args
+// ("What is always forbidden", "Reserved Claude extra_args (WRI-002)",
+// "Reserved Codex extra_args (WRI-003)") and rejects, in both split (--flag
+// X) and inline (--flag=X) form:
 //
 //   - full access and approvals: every --dangerously* / --allow-dangerously*
 //     flag, --yolo, --ignore-rules, --full-auto, -a/--ask-for-approval,

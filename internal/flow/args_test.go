@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-func TestScreenArgs_RejectsFullAccessAndStratusOwnedFlags(t *testing.T) { // seed 004 § Fatal validation: the forbidden-args screen
+func TestScreenArgs_RejectsFullAccessAndStratusOwnedFlags(t *testing.T) { // docs/contracts.md § Fatal validation: the forbidden-args screen
 	t.Parallel()
 	cases := []struct {
 		args    []string
@@ -56,7 +56,7 @@ func TestScreenArgs_RejectsFullAccessAndStratusOwnedFlags(t *testing.T) { // see
 	}
 }
 
-func TestScreenArgs_PassesFlagsStratusDoesNotOwn(t *testing.T) { // seed 004 § Fatal validation: only the screened flags fail
+func TestScreenArgs_PassesFlagsStratusDoesNotOwn(t *testing.T) { // docs/contracts.md § Fatal validation: only the screened flags fail
 	t.Parallel()
 	args := []string{"--max-turns", "50", "--verbose", "plain-word", "--", "-", "--debug=api"}
 	if ps := ScreenArgs(args); len(ps) != 0 {

@@ -15,8 +15,9 @@ import (
 	"github.com/stratusflow/stratus/internal/config"
 )
 
-// configLayer is the config-consistency layer of seed 004 § Fatal
-// validation, run when ValidateOptions.Config is set:
+// configLayer is the config-consistency layer of
+// docs/contracts.md § Fatal validation, run when ValidateOptions.Config is
+// set:
 //
 //   - a node's pinned provider is in agents.allowed and has a launch spec;
 //   - its reasoning is supported by the provider that will run it (the pin,
@@ -24,11 +25,12 @@ import (
 //   - Codex is not routed to a workspace-write agent whose network_access
 //     resolves true (the node's tri-state, else the flow's network_policy);
 //   - skills, and allow_skills: true, only under security.strict_isolation:
-//     false (seed 004 § Per-node overrides);
+//     false (docs/contracts.md § Per-node overrides);
 //   - supervisor.observe.mode of the flow may only narrow the config's
 //     (none < events < selected < all), and the supervisor's provider and
 //     phase reasoning hold under the same rules; skipped when the config's
-//     supervisor is disabled (seed 004 § Running without a supervisor).
+//     supervisor is disabled
+//     (docs/contracts.md § Running without a supervisor).
 func (v *validator) configLayer() {
 	cfg := v.opt.Config
 	if cfg == nil {
@@ -94,7 +96,7 @@ func (v *validator) configLayer() {
 }
 
 // supervisorConfig checks the flow's supervisor block against the config's
-// supervisor (seed 004 § supervisor, § What observe.mode costs).
+// supervisor (docs/contracts.md § The supervisor, § What observe.mode costs).
 func (v *validator) supervisorConfig(cfg *config.Config) {
 	s := &cfg.Supervisor
 	if !s.On() {
@@ -140,8 +142,9 @@ func (v *validator) profile(n *Node) string {
 	return v.f.PermissionCeiling
 }
 
-// network resolves a node's network grant (seed 004 § Network access): its
-// network_access tri-state, else the flow's network_policy; why says which.
+// network resolves a node's network grant
+// (docs/contracts.md § Network access): its network_access tri-state, else
+// the flow's network_policy; why says which.
 func (v *validator) network(n *Node) (bool, string) {
 	if n.NetworkAccess != nil {
 		return *n.NetworkAccess, fmt.Sprintf("network_access: %v", *n.NetworkAccess)
@@ -179,10 +182,11 @@ func (v *validator) tools() {
 }
 
 // ResolveTool returns the executable registered as name in the tool
-// registry dir (DIR/.stratus/tools; worc's .worc/tools/, seed 004 §
-// tools: "the registry rejects a missing / uncontained / non-executable
-// tool fatally at flow validation"). The tool must be dir/<name>: a
-// regular file, executable, and inside dir once symlinks are resolved.
+// registry dir (DIR/.stratus/tools; worc's .worc/tools/,
+// docs/contracts.md § Tools: "the registry rejects a missing / uncontained /
+// non-executable tool fatally at flow validation"). The tool must be
+// dir/<name>: a regular file, executable, and inside dir once symlinks are
+// resolved.
 //
 // Errors (*stratus.Error): EINVALID when name is not one file name;
 // ENOTFOUND `tool "x" is not installed: no executable at dir/x (install

@@ -60,7 +60,7 @@ func runConfigCases(t *testing.T, cases []configCase) {
 
 func one(node string) string { return graph([]string{node}, nil, "") }
 
-func TestValidateConfig_PinnedProviderAllowedAndLaunchable(t *testing.T) { // seed 004 § Fatal validation: a pinned provider is in agents.allowed
+func TestValidateConfig_PinnedProviderAllowedAndLaunchable(t *testing.T) { // docs/contracts.md § Fatal validation: a pinned provider is in agents.allowed
 	t.Parallel()
 	runConfigCases(t, []configCase{
 		{name: "allowed", body: one("{ id: a, kind: agent, role_file: t/a.md, provider: claude }"), cfg: withConfig(nil)},
@@ -73,7 +73,7 @@ func TestValidateConfig_PinnedProviderAllowedAndLaunchable(t *testing.T) { // se
 	})
 }
 
-func TestValidateConfig_ReasoningSupportedByTheProviderThatRunsTheNode(t *testing.T) { // seed 004 § Per-node overrides: reasoning
+func TestValidateConfig_ReasoningSupportedByTheProviderThatRunsTheNode(t *testing.T) { // docs/contracts.md § Per-node overrides: reasoning
 	t.Parallel()
 	codexPrimary := withConfig(func(c *config.Config) { c.Agents.Primary = "codex" })
 	runConfigCases(t, []configCase{
@@ -93,7 +93,7 @@ func TestValidateConfig_ReasoningSupportedByTheProviderThatRunsTheNode(t *testin
 	})
 }
 
-func TestValidateConfig_CodexNeverRunsAWorkspaceWriteNodeWithNetwork(t *testing.T) { // seed 004 § Network access: Codex hardening
+func TestValidateConfig_CodexNeverRunsAWorkspaceWriteNodeWithNetwork(t *testing.T) { // docs/contracts.md § Network access: Codex hardening
 	t.Parallel()
 	codex := withConfig(func(c *config.Config) { c.Agents.Primary = "codex" })
 	research := header + "  network_policy: research\n"
@@ -110,7 +110,7 @@ func TestValidateConfig_CodexNeverRunsAWorkspaceWriteNodeWithNetwork(t *testing.
 	})
 }
 
-func TestValidateConfig_SkillsRequireRelaxedIsolation(t *testing.T) { // seed 004 § Per-node overrides: skills, allow_skills
+func TestValidateConfig_SkillsRequireRelaxedIsolation(t *testing.T) { // docs/contracts.md § Per-node overrides: skills, allow_skills
 	t.Parallel()
 	relaxed := withConfig(func(c *config.Config) { off := false; c.Security.StrictIsolation = &off })
 	runConfigCases(t, []configCase{
@@ -123,7 +123,7 @@ func TestValidateConfig_SkillsRequireRelaxedIsolation(t *testing.T) { // seed 00
 	})
 }
 
-func TestValidateConfig_ObserveModeMayOnlyNarrow(t *testing.T) { // seed 004 § What observe.mode costs: a flow may only narrow it
+func TestValidateConfig_ObserveModeMayOnlyNarrow(t *testing.T) { // docs/contracts.md § What observe.mode costs: a flow may only narrow it
 	t.Parallel()
 	mode := func(m string) string { return one(agentA) + "  supervisor:\n    observe: { mode: " + m + " }\n" }
 	cfgMode := func(m string) *config.Config {
@@ -141,7 +141,7 @@ func TestValidateConfig_ObserveModeMayOnlyNarrow(t *testing.T) { // seed 004 § 
 	})
 }
 
-func TestValidateConfig_SupervisorProviderAllowedAndReasoningSupported(t *testing.T) { // seed 004 § supervisor: validated under the same ceiling as flow nodes
+func TestValidateConfig_SupervisorProviderAllowedAndReasoningSupported(t *testing.T) { // docs/contracts.md § The supervisor: validated under the same ceiling as flow nodes
 	t.Parallel()
 	runConfigCases(t, []configCase{
 		{name: "supervisor provider not allowed", body: one(agentA),
@@ -176,7 +176,7 @@ func toolFlow(t *testing.T, name string) *Flow {
 		[]string{"{ from: a, to: gate }", "{ from: gate, to: pub, outcome: pass }"}, ""))
 }
 
-func TestValidateTools_EveryToolInstalledExecutableAndContained(t *testing.T) { // seed 004 § tools: the registry rejects a missing / uncontained / non-executable tool
+func TestValidateTools_EveryToolInstalledExecutableAndContained(t *testing.T) { // docs/contracts.md § Tools: the registry rejects a missing / uncontained / non-executable tool
 	t.Parallel()
 	dir, outside := t.TempDir(), t.TempDir()
 	write := func(path string, mode os.FileMode) {
@@ -222,9 +222,9 @@ func TestValidateTools_EveryToolInstalledExecutableAndContained(t *testing.T) { 
 
 // With a config and an empty tool registry, the only fatal problems of the
 // worc flows are their tool nodes, each saying the tool is not installed
-// (issue 5 § Build 2: "where its tools are not installed, the
-// tool-registry error says exactly that").
-func TestValidate_PeerFlowsWithConfigFailOnlyOnUninstalledTools(t *testing.T) { // seed 004 § Fatal validation: config consistency
+// ("where its tools are not installed, the tool-registry error says exactly
+// that").
+func TestValidate_PeerFlowsWithConfigFailOnlyOnUninstalledTools(t *testing.T) { // docs/contracts.md § Fatal validation: config consistency
 	t.Parallel()
 	root := peerFlowsDir(t)
 	want := map[string][]string{ // flow → tool node: tool

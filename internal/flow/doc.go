@@ -33,13 +33,13 @@
 //     unknown when.fact, loop budgets clamped by agents.max_fix_cycles or
 //     shorter than a non-blocking evaluator's max_rework_per_stage.
 //
-// Seed sections: 004 § Flows (task_type dispatch and operator flows) —
-// "Fatal validation"; 004 § Prompt templates — the reserved node ids that
-// would shadow {<name>_path}, the anti-drift lint; 004 § Per-node
-// overrides in flows — the per-node fields read here; 004 § supervisor and
-// § What observe.mode costs — the narrowing rule; 004 § tools — the
-// registry. Field semantics follow peers/worc/guide/flows/reference.md,
-// the authority on fields.
+// Rules: docs/contracts.md § Flows and task types, § Fatal validation; the
+// reserved node ids that would shadow {<name>_path} and the anti-drift lint:
+// docs/contracts.md § Template variables, § Fatal validation; the per-node
+// fields read here: docs/contracts.md § Per-node overrides; the narrowing
+// rule: docs/contracts.md § The supervisor, § What observe.mode costs; the
+// registry: docs/contracts.md § Tools. Field semantics follow
+// peers/worc/guide/flows/reference.md, the authority on fields.
 //
 // What it deliberately does not do:
 //

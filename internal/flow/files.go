@@ -9,7 +9,7 @@ import (
 	"github.com/stratusflow/stratus/internal/yamlast"
 )
 
-// Size caps on what a flow reads (issue 5 L6): a flow file and a role file
+// Size caps on what a flow reads: a flow file and a role file
 // are hand-written YAML and Markdown; a run freezes and re-reads them, and
 // a role file is rendered into every prompt of its node.
 const (

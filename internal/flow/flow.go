@@ -47,11 +47,12 @@ type Flow struct {
 	Supervisor    *Supervisor
 	Decomposition *Decomposition
 	// SubmitFormat is the flow-wide fold mode of every agent and evaluator
-	// (a Stratus extension: seed 000 § submit_format, "BP-global").
+	// (a Stratus extension: docs/contracts.md § The fold and submit_format,
+	// "BP-global").
 	SubmitFormat string
 	// CheckPolicy is what happens when a step's ctx-dir cannot be resolved
-	// (seed 000 § Files are the server's job): "" or "lenient" skips the
-	// files with a warning, "strict" fails the step. A Stratus extension.
+	// (docs/contracts.md § Files are the server's job): "" or "lenient" skips
+	// the files with a warning, "strict" fails the step. A Stratus extension.
 	CheckPolicy string
 
 	Pos    Pos            // the `flow:` key
@@ -104,9 +105,10 @@ type ContextPolicy struct {
 	Steps []string // node ids; empty list: none
 }
 
-// Verdicts is a node's verdict contract (seed 000 § The in-process twin:
-// `channel: "body"` compares the final body, `channel: "part"` a staged
-// `verdict` part): the submitted string must be one of Allowed.
+// Verdicts is a node's verdict contract
+// (docs/contracts.md § The in-process twin: `channel: "body"` compares the
+// final body, `channel: "part"` a staged `verdict` part): the submitted
+// string must be one of Allowed.
 type Verdicts struct {
 	Allowed []string
 	Channel string // body (default) | part
@@ -175,21 +177,23 @@ type Node struct {
 	Signal string // question | approval
 	// Question is what a hitl node asks, rendered like a role file with
 	// the same variables and shown in the wait line, the run viewer and the
-	// reply commands (issue 15 § 3). A Stratus extension of worc's format
-	// (worc rejects the key); "" words the request as before.
+	// reply commands. A Stratus extension of worc's format (worc rejects the
+	// key); "" words the request as before.
 	Question string
 	TimeoutS *int
 
 	// publish
 	Policy string
 
-	// agent and evaluator, Stratus extensions (seed 000): the fold mode of
-	// this step ("", "json", "text"), and its verdict contract.
+	// agent and evaluator, Stratus extensions
+	// (docs/contracts.md § The shape): the fold mode of this step ("",
+	// "json", "text"), and its verdict contract.
 	SubmitFormat string
 	Verdicts     *Verdicts
 	// Context is the node's context policy: which prior steps' outputs its
-	// prompt payload points at (seed 001 § Routes: "a ContextPolicy.steps-
-	// filtered pointer list"); nil means every prior step.
+	// prompt payload points at (docs/contracts.md § Routes: "a
+	// ContextPolicy.steps- filtered pointer list"); nil means every prior
+	// step.
 	Context *ContextPolicy
 
 	Index  int            // position in Flow.Nodes

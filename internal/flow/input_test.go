@@ -12,7 +12,7 @@ import (
 	"github.com/stratusflow/stratus"
 )
 
-// issue 5 M3 (worc: "all fatal, all collected"): an unknown key, a value
+// worc: "all fatal, all collected": an unknown key, a value
 // of the wrong type and a key written twice do not hide the other layers.
 // The ParseError carries what did parse; Validate on it finds the graph and
 // security problems, and WithoutCascades leaves out what restates a parse
@@ -132,7 +132,7 @@ func TestLoad_ReportsParseProblemsAndTheStemRuleTogether(t *testing.T) {
 	}
 }
 
-// issue 5 L3: PyYAML (worc) skips a UTF-8 byte order mark; so does Parse,
+// PyYAML (worc) skips a UTF-8 byte order mark; so does Parse,
 // and positions stay those an editor shows.
 func TestParse_ByteOrderMarkIsSkipped(t *testing.T) {
 	t.Parallel()
@@ -145,7 +145,7 @@ func TestParse_ByteOrderMarkIsSkipped(t *testing.T) {
 	}
 }
 
-// issue 5 L3: YAML merge keys, as PyYAML reads them: `<<: *anchor` merges
+// YAML merge keys, as PyYAML reads them: `<<: *anchor` merges
 // the anchored mapping, keys written beside it win, and in `<<: [*a, *b]`
 // the earlier mapping wins.
 func TestParse_MergeKeysMergeAnchoredMappings(t *testing.T) {
@@ -188,7 +188,7 @@ func TestParse_MergeKeysMergeAnchoredMappings(t *testing.T) {
 	}
 }
 
-// issue 5 L3: bytes that are not UTF-8 are refused, naming the file and the
+// Bytes that are not UTF-8 are refused, naming the file and the
 // byte offset (they were accepted silently in a name or a role_file).
 func TestParse_InvalidUTF8NamesTheByteOffset(t *testing.T) {
 	t.Parallel()
@@ -202,7 +202,7 @@ func TestParse_InvalidUTF8NamesTheByteOffset(t *testing.T) {
 	}
 }
 
-// issue 5 L6: a flow file over MaxFlowBytes is refused, naming its size
+// A flow file over MaxFlowBytes is refused, naming its size
 // and the cap, and Load does not read it whole.
 func TestLoad_FlowFileOverTheCapIsRefused(t *testing.T) {
 	t.Parallel()
@@ -221,8 +221,8 @@ func TestLoad_FlowFileOverTheCapIsRefused(t *testing.T) {
 	}
 }
 
-// issue 5 L6 and L3: a role file over MaxRoleFileBytes, or not UTF-8, is a
-// fatal problem of the node that names it; a BOM is skipped.
+// A role file over MaxRoleFileBytes, or not UTF-8, is a fatal problem of the
+// node that names it; a BOM is skipped.
 func TestValidate_RoleFileCapAndEncoding(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -286,7 +286,7 @@ func bigFlow(n int, star bool) *Flow {
 	return f
 }
 
-// issue 5 L6: validation is linear in the flow: the reachability checks
+// Validation is linear in the flow: the reachability checks
 // are one forward and one reverse walk (a walk per terminal and a node
 // lookup by scan made 16k nodes take 24 s). This checks that a large star
 // (16k terminals) and a large chain come out right; BenchmarkValidate
@@ -329,9 +329,9 @@ func BenchmarkValidate(b *testing.B) {
 	}
 }
 
-// issue 14 § 1: a flow nested 20,000 deep (669 MB and 14 s in validate
-// before) is refused before it is parsed, at the line and column where it
-// crossed the limit, as is an alias bomb.
+// A flow nested 20,000 deep (669 MB and 14 s in validate before) is refused
+// before it is parsed, at the line and column where it crossed the limit, as
+// is an alias bomb.
 func TestParse_NestingAndAliasBombsRefusedAtTheLimit(t *testing.T) {
 	t.Parallel()
 	deep := header + "  nodes: " + strings.Repeat("[", 20_000) + strings.Repeat("]", 20_000) + "\n"

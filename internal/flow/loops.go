@@ -5,8 +5,9 @@ import (
 	"slices"
 )
 
-// loops reports the non-fatal budget findings of seed 004 § Fatal
-// validation (last paragraph), which the engine degrades gracefully:
+// loops reports the non-fatal budget findings of
+// docs/contracts.md § Fatal validation (last paragraph), which the engine
+// degrades gracefully:
 //
 //   - a budget above agents.max_fix_cycles (with a Config): the engine
 //     clamps it to the cap, so part of it is dead;

@@ -11,7 +11,7 @@ import (
 // The names of the compiled state machine (internal/compiler), kept here
 // so that Validate reports what Compile would reject — a state name over
 // the Step Functions limit, two loops counting in one $.loops member —
-// with the same rule Compile names them by (issue 5 L1: validate ok must
+// with the same rule Compile names them by (validate ok must
 // mean compile ok).
 
 // MaxStateName is the Step Functions limit on a state name, in characters.

@@ -11,7 +11,7 @@ import (
 )
 
 // worc's packaged flows must load unchanged (peers/worc/README.md).
-func TestParse_EveryPeerFlowParses(t *testing.T) { // seed 004 § Flows (task_type dispatch and operator flows)
+func TestParse_EveryPeerFlowParses(t *testing.T) { // docs/contracts.md § Flows and task types
 	t.Parallel()
 	files, err := filepath.Glob(filepath.Join(peerFlowsDir(t), "*.yaml"))
 	if err != nil {
@@ -125,7 +125,7 @@ func TestParse_UnknownKeyFailsClosedWithPositionAndAllowedKeys(t *testing.T) { /
 	}
 }
 
-func TestParse_ReportsEveryProblemNotOnlyTheFirst(t *testing.T) { // seed 004 § Fatal validation: all collected
+func TestParse_ReportsEveryProblemNotOnlyTheFirst(t *testing.T) { // docs/contracts.md § Fatal validation: all collected
 	t.Parallel()
 	_, err := Parse("t.yaml", []byte("flow:\n  nam: x\n  nodes:\n    - {id: a, kind: agent, rolefile: a.md}\n  edges:\n    - {from: a, to: b, budget: lots}\n"))
 	if err == nil {
@@ -240,7 +240,7 @@ func TestParse_ResolvesAnchorsAndAliases(t *testing.T) {
 	}
 }
 
-func TestLoad_ReadsTheFlowNamedByTaskType(t *testing.T) { // seed 004 § Flows: <repo>/.worc/flows/<task_type>.yaml
+func TestLoad_ReadsTheFlowNamedByTaskType(t *testing.T) { // docs/contracts.md § Flows and task types: <repo>/.worc/flows/<task_type>.yaml
 	t.Parallel()
 	f, err := Load(filepath.Join("..", "builtin", "flows"), "implementation")
 	if err != nil {
@@ -251,7 +251,7 @@ func TestLoad_ReadsTheFlowNamedByTaskType(t *testing.T) { // seed 004 § Flows: 
 	}
 }
 
-func TestLoad_MissingFlowIsNotFoundNamingThePath(t *testing.T) { // seed 004: a task_type with no file is a hard "flow not found"
+func TestLoad_MissingFlowIsNotFoundNamingThePath(t *testing.T) { // docs/contracts.md § Flows and task types: a task_type with no file is a hard "flow not found"
 	t.Parallel()
 	dir := t.TempDir()
 	_, err := Load(dir, "deep_research")

@@ -166,11 +166,11 @@ func inside(root, path string) (string, bool) {
 }
 
 // OutputNodes are the nodes exposing {<id>_path} to later nodes, in flow
-// order: agent and tool nodes (seed 004 § Node outputs), and hitl nodes,
-// whose {<id>_path} is the file holding the human's reply (docs/prompt-variables.md
-// § Node outputs). A hitl node whose id is a reserved stem
-// (prompt.ReservedNodeID) exposes nothing: it would shadow a core variable.
-// The validator's lint and every renderer share this list.
+// order: agent and tool nodes (docs/contracts.md § Template variables), and
+// hitl nodes, whose {<id>_path} is the file holding the human's reply
+// (docs/prompt-variables.md § Node outputs). A hitl node whose id is a
+// reserved stem (prompt.ReservedNodeID) exposes nothing: it would shadow a
+// core variable. The validator's lint and every renderer share this list.
 func OutputNodes(f *Flow) []string {
 	var ids []string
 	for _, n := range f.Nodes {
@@ -189,12 +189,12 @@ func OutputNodes(f *Flow) []string {
 
 func outputNodes(f *Flow) []string { return OutputNodes(f) }
 
-// lint is the anti-drift lint of seed 004 § Anti-drift lint for one role
-// file: every {name}, {?name} or {/name} token whose name is not in the
-// flow's variable set (prompt.Allowlist over the agent and tool node ids)
-// is a warning located at the token in the role file. A verbatim render is
-// the safe fallback, so this never fails the flow; it surfaces the typo
-// that would ship to the agent as placeholder text.
+// lint is the anti-drift lint of docs/contracts.md § Fatal validation for one
+// role file: every {name}, {?name} or {/name} token whose name is not in the
+// flow's variable set (prompt.Allowlist over the agent and tool node ids) is
+// a warning located at the token in the role file. A verbatim render is the
+// safe fallback, so this never fails the flow; it surfaces the typo that
+// would ship to the agent as placeholder text.
 func (v *validator) lint(r promptRef, full, data, body string, valid map[string]bool) {
 	offset := 0 // lines of front matter before body
 	if strings.HasSuffix(data, body) {
@@ -239,7 +239,7 @@ func tokenColumn(line, name string) (int, string) {
 // MaxQuestionBytes bounds a hitl node's question.
 const MaxQuestionBytes = 4 << 10
 
-// questions checks each hitl node's question (issue 15 § 3): not blank and
+// questions checks each hitl node's question: not blank and
 // at most MaxQuestionBytes (fatal), and its {name} tokens in the flow's
 // variable set (the anti-drift lint of role files, a warning).
 func (v *validator) questions(valid map[string]bool) {

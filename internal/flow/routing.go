@@ -7,7 +7,7 @@ import (
 )
 
 // routing reports the flows that pass worc's graph rules but cannot route
-// as written (issue 5 H2 and L2):
+// as written:
 //
 //   - a terminal gate — an evaluator, checks or tool node with no
 //     outgoing edge — ends the run done only on its pass outcome

@@ -23,7 +23,7 @@ func problemsAt(ps []Problem, path string) []Problem {
 	return out
 }
 
-// Issue 5 H2: an evaluator, checks or tool node with no outgoing edge is a
+// An evaluator, checks or tool node with no outgoing edge is a
 // terminal gate: only its pass outcome ends the run done, any other parks
 // it. Validate warns (worc accepts the flow); an agent or a hitl question
 // at the end draws no warning.
@@ -55,10 +55,10 @@ func TestValidate_TerminalGateWarns(t *testing.T) {
 	}
 }
 
-// Issue 5 L2: an evaluator, checks or hitl question node never emits a
-// route label, so when all its edges are route:<label> no edge can ever be
-// taken (fatal); beside edges that do route, a route:<label> edge from it
-// is dead (a warning). A tool may print a route label: no problem.
+// An evaluator, checks or hitl question node never emits a route label, so
+// when all its edges are route:<label> no edge can ever be taken (fatal);
+// beside edges that do route, a route:<label> edge from it is dead (a
+// warning). A tool may print a route label: no problem.
 func TestValidate_RouteEdgesFromKindsThatNeverRoute(t *testing.T) {
 	t.Parallel()
 	runRuleCases(t, []ruleCase{
@@ -83,9 +83,9 @@ func TestValidate_RouteEdgesFromKindsThatNeverRoute(t *testing.T) {
 	}
 }
 
-// Issue 5 L2: the facts are booleans, so a when.equals that is not one
-// warns: "true"/"false" strings match by their text only, anything else
-// never matches and the node is always skipped.
+// The facts are booleans, so a when.equals that is not one warns:
+// "true"/"false" strings match by their text only, anything else never
+// matches and the node is always skipped.
 func TestValidate_WhenEqualsNotABooleanWarns(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -112,7 +112,7 @@ func TestValidate_WhenEqualsNotABooleanWarns(t *testing.T) {
 	}
 }
 
-// Issue 5 L2: a budget no edge names is reported (a warning); the global
+// A budget no edge names is reported (a warning); the global
 // backstop and decomposition.shared_budget count as used.
 func TestValidate_UnusedBudgetWarns(t *testing.T) {
 	t.Parallel()
@@ -125,7 +125,7 @@ func TestValidate_UnusedBudgetWarns(t *testing.T) {
 	}
 }
 
-// Issue 5 L1: validate reports what compile rejects by name, at the field
+// Validate reports what compile rejects by name, at the field
 // to change: loops "a b" and "a_b" share the counter a_b; a loop named like
 // an inline budget's <from>_<outcome>; a 75-character loop name makes a
 // state name over 80 characters.

@@ -60,7 +60,7 @@ func TestValidate_WhenFactNamespacedAndUnknownFactWarns(t *testing.T) { // refer
 	}
 }
 
-func TestValidate_SkillsArePortableNamesNeverEmptyNorForbidden(t *testing.T) { // seed 004 § Per-node overrides: skills, allow_skills
+func TestValidate_SkillsArePortableNamesNeverEmptyNorForbidden(t *testing.T) { // docs/contracts.md § Per-node overrides: skills, allow_skills
 	t.Parallel()
 	runRuleCases(t, []ruleCase{
 		{"names", graph([]string{"{ id: a, kind: agent, role_file: t/a.md, skills: [release-notes, api_docs] }"}, nil, ""), nil, ""},
@@ -73,7 +73,7 @@ func TestValidate_SkillsArePortableNamesNeverEmptyNorForbidden(t *testing.T) { /
 	})
 }
 
-func TestValidate_ToolIsANameNotAPath(t *testing.T) { // seed 004 § tools: resolved against the registry, not a path
+func TestValidate_ToolIsANameNotAPath(t *testing.T) { // docs/contracts.md § Tools: resolved against the registry, not a path
 	t.Parallel()
 	runRuleCases(t, []ruleCase{
 		{"path", graph([]string{"{ id: c, kind: tool, tool: ../bin/sh }", publish}, []string{"{ from: c, to: pub, outcome: pass }"}, ""),
@@ -116,7 +116,7 @@ func TestValidate_DecompositionRegionIsConnectedEnteredAndLeft(t *testing.T) { /
 	})
 }
 
-func TestValidate_ExtraArgsPassTheForbiddenArgsScreen(t *testing.T) { // seed 004 § Fatal validation: extra_args pass the forbidden-args screen
+func TestValidate_ExtraArgsPassTheForbiddenArgsScreen(t *testing.T) { // docs/contracts.md § Fatal validation: extra_args pass the forbidden-args screen
 	t.Parallel()
 	runRuleCases(t, []ruleCase{
 		{"harmless flags", graph([]string{`{ id: a, kind: agent, role_file: t/a.md, extra_args: ["--max-turns", "50", "--verbose"] }`}, nil, ""), nil, ""},
@@ -127,7 +127,7 @@ func TestValidate_ExtraArgsPassTheForbiddenArgsScreen(t *testing.T) { // seed 00
 	})
 }
 
-func TestValidate_RoleFileSymlinkedOutsideTheFlowsDirIsFatal(t *testing.T) { // seed 004 § Fatal validation: role_file paths contain no traversal
+func TestValidate_RoleFileSymlinkedOutsideTheFlowsDirIsFatal(t *testing.T) { // docs/contracts.md § Fatal validation: role_file paths contain no traversal
 	t.Parallel()
 	root, outside := t.TempDir(), t.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, "t"), 0o755); err != nil {

@@ -9,7 +9,7 @@ import (
 // Every mapping of a flow file is a fail-closed allowlist (reference.md:
 // "an unknown key anywhere is a fatal load error"): one case per mapping,
 // each checking the position and the allowed keys the error lists.
-func TestParse_UnknownKeyRejectedInEveryMapping(t *testing.T) { // seed 004 § Fatal validation: unknown fields anywhere fail closed
+func TestParse_UnknownKeyRejectedInEveryMapping(t *testing.T) { // docs/contracts.md § Fatal validation: unknown fields anywhere fail closed
 	t.Parallel()
 	node := func(kind, extra string) string {
 		return "flow:\n  nodes:\n    - id: n\n      kind: " + kind + "\n" + extra

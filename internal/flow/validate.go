@@ -18,7 +18,7 @@ import (
 // Problem is one finding of Parse or Validate, located in the flow file.
 // Path is the field at fault relative to the `flow:` block, e.g.
 // "nodes[3].role_file" or "edges[5].loop". Fatal problems make the flow
-// unusable (seed 004 § Fatal validation); the others are warnings.
+// unusable (docs/contracts.md § Fatal validation); the others are warnings.
 type Problem struct {
 	File    string `json:"file"`
 	Line    int    `json:"line"`
@@ -92,16 +92,16 @@ type ValidateOptions struct {
 	// preflight), and each one present is scanned by the anti-drift lint.
 	// When empty, only containment (no absolute path, no "..") is checked.
 	RoleFileRoot string
-	// Config, when set, adds the config-consistency layer (seed 004 § Fatal
-	// validation): providers allowed and launchable, reasoning supported by
-	// the provider that runs the node, no Codex workspace-write node with
-	// network, skills only without strict isolation, supervisor.observe.mode
-	// only narrowing the config's; and the warnings that depend on
-	// agents.max_fix_cycles.
+	// Config, when set, adds the config-consistency layer
+	// (docs/contracts.md § Fatal validation): providers allowed and
+	// launchable, reasoning supported by the provider that runs the node, no
+	// Codex workspace-write node with network, skills only without strict
+	// isolation, supervisor.observe.mode only narrowing the config's; and the
+	// warnings that depend on agents.max_fix_cycles.
 	Config *config.Config
 	// ToolsDir, when set, is the tool registry (DIR/.stratus/tools): every
-	// tool node's executable must be installed there (seed 004 § tools).
-	// It is checked with or without Config.
+	// tool node's executable must be installed there
+	// (docs/contracts.md § Tools). It is checked with or without Config.
 	ToolsDir string
 }
 
@@ -134,10 +134,11 @@ var (
 	nodeIDRE      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`) })
 )
 
-// Validate checks a parsed flow against worc's validation rules (seed 004 §
-// Fatal validation, reference.md § Validation) and returns every problem,
-// sorted by position (problems in the flow file first, then those located
-// in a role file); none is dropped after the first. The fatal rules:
+// Validate checks a parsed flow against worc's validation rules
+// (docs/contracts.md § Fatal validation, reference.md § Validation) and
+// returns every problem, sorted by position (problems in the flow file first,
+// then those located in a role file); none is dropped after the first. The
+// fatal rules:
 //
 //   - header: name, task_type, permission_ceiling, output_policy and
 //     publishing present; enumerated values known;
@@ -171,17 +172,16 @@ var (
 //     never emits.
 //
 // The warnings (Fatal false): the anti-drift lint (a {name} in a role file
-// outside the flow's variable set, seed 004 § Anti-drift lint); a missing
-// role file; a when.fact outside the two known facts (worc resolves it
-// false, silently); a non-blocking evaluator whose rework loop allows fewer
-// rounds than its max_rework_per_stage, and max_rework_per_stage on a
+// outside the flow's variable set, docs/contracts.md § Fatal validation); a
+// missing role file; a when.fact outside the two known facts (worc resolves
+// it false, silently); a non-blocking evaluator whose rework loop allows
+// fewer rounds than its max_rework_per_stage, and max_rework_per_stage on a
 // blocking one; a budget above agents.max_fix_cycles (clamped); an unknown
 // submit_format; a manifest without the citation checker; a publish policy
-// differing from the flow's publishing; a terminal gate (an evaluator,
-// checks or tool node without an outgoing edge: only its pass outcome ends
-// done); a route:<label> edge from a kind that never emits one, beside
-// edges that route; a when.equals that is not a boolean; a budget no edge
-// uses.
+// differing from the flow's publishing; a terminal gate (an evaluator, checks
+// or tool node without an outgoing edge: only its pass outcome ends done); a
+// route:<label> edge from a kind that never emits one, beside edges that
+// route; a when.equals that is not a boolean; a budget no edge uses.
 func Validate(f *Flow, opt ValidateOptions) []Problem {
 	v := &validator{f: f, opt: opt}
 	v.header()
@@ -383,7 +383,8 @@ func (v *validator) nodeFields(n *Node, path string) {
 	enum("policy", n.Policy, publishingPolicies)
 	profileKnown := enum("permission_profile", n.PermissionProfile, permissionProfiles)
 	if !fold.KnownFormat(n.SubmitFormat) {
-		// seed 000 § submit_format: an unknown value warns and behaves like the default.
+		// docs/contracts.md § The fold and submit_format: an unknown value
+		// warns and behaves like the default.
 		pos, p := at("submit_format")
 		v.add(pos, p, false, "%s submit_format %q is not json or text; it folds like the default", label(n), n.SubmitFormat)
 	}
@@ -502,7 +503,8 @@ func (v *validator) nodeFields(n *Node, path string) {
 		v.add(pos, p, true, "%s skills is an empty list; omit the key to turn skills off", label(n))
 	}
 	for i, sk := range n.Skills {
-		// seed 004 § Per-node overrides: skills — one portable directory name each.
+		// docs/contracts.md § Per-node overrides: skills — one portable
+		// directory name each.
 		if !portableSegment(sk) {
 			pos, p := at("skills")
 			v.add(pos, fmt.Sprintf("%s[%d]", p, i), true, "%s skills[%d] %q must be one portable directory name (letters, digits, '.', '_', '-'; no separator, no \"..\"): the name of .claude/skills/<name>/", label(n), i, sk)

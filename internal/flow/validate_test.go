@@ -8,11 +8,10 @@ import (
 	"testing"
 )
 
-// Every worc flow passes the structural layers unchanged (issue 5 § Build
-// 2). The one gap of the peer copy, implementation/refinement.md
-// (peers/worc/README.md § Caveats), is a warning: the node is gated by
-// `when` and fails only if it runs.
-func TestValidate_PeerFlowsHaveNoFatalStructuralProblem(t *testing.T) { // seed 004 § Fatal validation
+// Every worc flow passes the structural layers unchanged. The one gap of the
+// peer copy, implementation/refinement.md (peers/worc/README.md § Caveats),
+// is a warning: the node is gated by `when` and fails only if it runs.
+func TestValidate_PeerFlowsHaveNoFatalStructuralProblem(t *testing.T) { // docs/contracts.md § Fatal validation
 	t.Parallel()
 	root := peerFlowsDir(t)
 	files, err := filepath.Glob(filepath.Join(root, "*.yaml"))
@@ -127,7 +126,7 @@ const (
 	publish = "{ id: pub, kind: publish, policy: pull_request }"
 )
 
-func TestValidate_NodeIDs(t *testing.T) { // seed 004 § Prompt templates: reserved stems; reference.md § Reserved node ids
+func TestValidate_NodeIDs(t *testing.T) { // docs/contracts.md § Prompt templates: reserved stems; reference.md § Reserved node ids
 	t.Parallel()
 	runRuleCases(t, []ruleCase{
 		{"ids are unique", graph([]string{agentA, "{ id: a, kind: agent, role_file: t/x.md }", publish}, []string{"{ from: a, to: pub }"}, ""),
@@ -215,7 +214,7 @@ func TestValidate_Edges(t *testing.T) { // reference.md § Edges
 	})
 }
 
-func TestValidate_Graph(t *testing.T) { // seed 004 § Fatal validation: graph integrity
+func TestValidate_Graph(t *testing.T) { // docs/contracts.md § Fatal validation: graph integrity
 	t.Parallel()
 	runRuleCases(t, []ruleCase{
 		{"exactly one entry node", graph([]string{agentA, agentB, publish}, []string{"{ from: a, to: pub }", "{ from: b, to: pub }"}, ""),
@@ -231,7 +230,7 @@ func TestValidate_Graph(t *testing.T) { // seed 004 § Fatal validation: graph i
 	})
 }
 
-func TestValidate_Security(t *testing.T) { // seed 004 § Fatal validation: security ceiling
+func TestValidate_Security(t *testing.T) { // docs/contracts.md § Fatal validation: security ceiling
 	t.Parallel()
 	eval := func(extra string) string {
 		return "{ id: r, kind: evaluator, role: review, role_file: t/r.md" + extra + " }"
@@ -259,7 +258,7 @@ func TestValidate_Security(t *testing.T) { // seed 004 § Fatal validation: secu
 	})
 }
 
-func TestValidate_PermissionProfileAtMostCeiling(t *testing.T) { // seed 004 § Fatal validation: security ceiling
+func TestValidate_PermissionProfileAtMostCeiling(t *testing.T) { // docs/contracts.md § Fatal validation: security ceiling
 	t.Parallel()
 	body := strings.Replace(header, "workspace-write", "read-only", 1) +
 		graph([]string{"{ id: a, kind: agent, role_file: t/a.md, permission_profile: workspace-write }", "{ id: b, kind: agent, role_file: t/b.md, permission_profile: read-only }"},
@@ -275,7 +274,7 @@ func TestValidate_PermissionProfileAtMostCeiling(t *testing.T) { // seed 004 § 
 	}
 }
 
-func TestValidate_MissingRoleFileIsAWarningNotFatal(t *testing.T) { // seed 004 § Prompt templates; issue 5 brief: fatal only in a run's preflight
+func TestValidate_MissingRoleFileIsAWarningNotFatal(t *testing.T) { // docs/contracts.md § Prompt templates; fatal only in a run's preflight
 	t.Parallel()
 	root := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, "t"), 0o755); err != nil {
@@ -321,7 +320,7 @@ func TestValidate_LineageAndDecompositionResolve(t *testing.T) { // reference.md
 	})
 }
 
-func TestValidate_ReturnsEveryProblemSortedByLine(t *testing.T) { // seed 004 § Fatal validation: all collected
+func TestValidate_ReturnsEveryProblemSortedByLine(t *testing.T) { // docs/contracts.md § Fatal validation: all collected
 	t.Parallel()
 	f := mustParse(t, graph([]string{"{ id: a, kind: agent }", "{ id: B, kind: tool }", "{ id: c, kind: checks, checker: command_profile }"},
 		[]string{"{ from: a, to: B }", "{ from: B, to: c, outcome: fail }", "{ from: c, to: zz }"}, ""))
@@ -384,9 +383,9 @@ func TestFlow_EntryNodeOut(t *testing.T) {
 	}
 }
 
-// issue 15 § 3: a hitl node may say what it asks (a Stratus extension):
-// a blank or oversized question is fatal, a {name} outside the flow's
-// variables a warning (the human would read it verbatim).
+// A hitl node may say what it asks (a Stratus extension): a blank or
+// oversized question is fatal, a {name} outside the flow's variables a
+// warning (the human would read it verbatim).
 func TestValidate_HITLQuestion(t *testing.T) {
 	t.Parallel()
 	runRuleCases(t, []ruleCase{

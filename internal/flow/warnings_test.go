@@ -25,7 +25,7 @@ func lintSetup(t *testing.T, files map[string]string) string {
 	return root
 }
 
-func TestLint_UnknownTokenWarnsNamingFileLineAndToken(t *testing.T) { // seed 004 § Anti-drift lint
+func TestLint_UnknownTokenWarnsNamingFileLineAndToken(t *testing.T) { // docs/contracts.md § Fatal validation
 	t.Parallel()
 	root := lintSetup(t, map[string]string{
 		"t/a.md": "Read {task_path}.\n{?plan_path}Plan: {plan_path}.{/plan_path}\nSee {plna_path} and {b_path}.\n",
@@ -58,7 +58,7 @@ func TestLint_UnknownTokenWarnsNamingFileLineAndToken(t *testing.T) { // seed 00
 	}
 }
 
-func TestLint_EachRoleFileOnceAndEvaluatorsAreNotOutputs(t *testing.T) { // seed 004 § Node outputs: only agent and tool nodes expose {<id>_path}
+func TestLint_EachRoleFileOnceAndEvaluatorsAreNotOutputs(t *testing.T) { // docs/contracts.md § Template variables: only agent and tool nodes expose {<id>_path}
 	t.Parallel()
 	root := lintSetup(t, map[string]string{"t/a.md": "{r_path}\n"})
 	f := mustParse(t, graph([]string{agentA, "{ id: r, kind: evaluator, role: critic, role_file: t/a.md }", publish},
@@ -82,7 +82,7 @@ func TestLint_HITLNodeAnswerIsAPromptVariable(t *testing.T) { // docs/prompt-var
 	}
 }
 
-func TestValidate_NonBlockingReworkLoopShorterThanMaxReworkWarns(t *testing.T) { // seed 004 § Fatal validation: the non-fatal rework-loop warning
+func TestValidate_NonBlockingReworkLoopShorterThanMaxReworkWarns(t *testing.T) { // docs/contracts.md § Fatal validation: the non-fatal rework-loop warning
 	t.Parallel()
 	flow := func(eval, edge, budgets string) *Flow {
 		return mustParse(t, graph([]string{agentA, eval, agentB, publish},

@@ -1,8 +1,8 @@
-// Package flowgraph is a flow drawn as a graph (issue 15 § 1-2): its
-// nodes, its edges labelled with outcomes, which edges close a loop (a
-// rework edge back to an earlier node, with its budget), and a layered
-// layout for drawing it. `stratus graph` prints it as Mermaid or Graphviz
-// dot; the run viewer (internal/webui) draws the layout as SVG.
+// Package flowgraph is a flow drawn as a graph: its nodes, its edges labelled
+// with outcomes, which edges close a loop (a rework edge back to an earlier
+// node, with its budget), and a layered layout for drawing it. `stratus
+// graph` prints it as Mermaid or Graphviz dot; the run viewer
+// (internal/webui) draws the layout as SVG.
 package flowgraph
 
 import (

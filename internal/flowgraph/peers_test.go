@@ -10,8 +10,8 @@ import (
 	"github.com/stratusflow/stratus/internal/testenv"
 )
 
-// issue 15 § 1: every flow worc ships draws with no edge through a node
-// and no loop crossing another edge.
+// Every flow worc ships draws with no edge through a node and no loop
+// crossing another edge.
 func TestLayout_PeerFlowsDrawClean(t *testing.T) {
 	dir := testenv.Peers(t, "worc", "flows")
 	matches, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
@@ -67,8 +67,8 @@ func TestLayout_ManyBranchesDrawClean(t *testing.T) {
 }
 
 // Two loops leaving one layer, a loop back to the first gate's own
-// predecessor, a four-way route with its own re-plan loop (helper, issue
-// 15: two loop labels printed on one line, unreadable).
+// predecessor, a four-way route with its own re-plan loop (two loop labels
+// were printed on one line, unreadable).
 func TestLayout_LoopsFromOneLayerDrawClean(t *testing.T) {
 	f := &flow.Flow{Name: "maze"}
 	for _, n := range [][2]string{{"intake", "agent"}, {"design", "agent"}, {"impl", "agent"}, {"lint", "tool"}, {"test", "tool"}, {"review", "evaluator"},

@@ -1,6 +1,6 @@
 // Package fold turns what a worker submitted into the value the flow sees
-// (seed 000 § Structured worker output, and the staged-parts fold of
-// § Why OUT is a tool call and § The in-process twin).
+// (docs/contracts.md § The fold and submit_format, and the staged-parts fold
+// of § Output is a tool call and § The in-process twin).
 //
 // It owns the three submit_format modes: the default lenient fold (a JSON
 // object or array — bare, or as one whole fenced block — folds as the
@@ -16,12 +16,12 @@
 // many of the same character (up to three spaces before it, only spaces
 // after it); a shorter fence, or one of the other character, is content.
 //
-// Decisions where the seed is silent (testdata/cases/fold/README.md):
+// Decisions where the contract is silent (testdata/cases/fold/README.md):
 // ASCII white space around a body is ignored when parsing and when looking
 // for a fence; a fence is stripped only when the whole body is one fenced
 // block (a line that would close it early makes it more than one, an
-// unclosed fence is none); tilde fences count as backtick ones (the seed
-// says "a markdown code fence"); numbers keep their exact digits (values
+// unclosed fence is none); tilde fences count as backtick ones (the
+// contract says "a markdown code fence"); numbers keep their exact digits (values
 // are the compacted original bytes, never re-encoded). In "json" mode a
 // body that is one whole fenced block is unwrapped too, so declaring
 // "json" never refuses what the default mode would fold.

@@ -9,8 +9,8 @@ import (
 	"github.com/stratusflow/stratus/internal/jsonstr"
 )
 
-// submit_format values (seed 000 § Structured worker output). Any other
-// value, the empty string included, folds like FormatDefault.
+// submit_format values (docs/contracts.md § The fold and submit_format). Any
+// other value, the empty string included, folds like FormatDefault.
 const (
 	FormatDefault = ""     // lenient: JSON containers fold structured
 	FormatJSON    = "json" // strict, final body only: any JSON value or 422
@@ -41,8 +41,8 @@ const echoMax = 200
 
 // KnownFormat reports whether s is a submit_format value with its own
 // meaning ("", "json", "text"). For any other value Value folds as the
-// default; the seed asks the caller to log a warning, so that a typo
-// degrades visibly.
+// default; docs/contracts.md § The fold and submit_format asks the caller
+// to log a warning, so that a typo degrades visibly.
 func KnownFormat(s string) bool {
 	return s == FormatDefault || s == FormatJSON || s == FormatText
 }

@@ -39,7 +39,8 @@ func decode(t *testing.T, b []byte) any {
 	return v
 }
 
-// seed 000 § Structured worker output: every vector of testdata/cases/fold.
+// docs/contracts.md § The fold and submit_format: every vector of
+// testdata/cases/fold.
 func TestValue_SharedVectors(t *testing.T) {
 	t.Parallel()
 	raw, err := os.ReadFile(testenv.Cases(t, "fold", "cases.json"))
@@ -94,8 +95,8 @@ func TestValue_SharedVectors(t *testing.T) {
 	}
 }
 
-// seed 000 § Structured worker output (cases README: numbers keep their
-// exact digits): the folded value is the compacted original bytes.
+// docs/contracts.md § The fold and submit_format (cases README: numbers keep
+// their exact digits): the folded value is the compacted original bytes.
 func TestValue_NumbersKeepExactDigits(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -116,9 +117,10 @@ func TestValue_NumbersKeepExactDigits(t *testing.T) {
 	}
 }
 
-// seed 000 § Structured worker output (cases README: a fence is stripped
-// only when the whole body is one fenced block). A fence is CommonMark's
-// (§ Fenced code blocks): three or more backticks or tildes, closed by a
+// docs/contracts.md § The fold and submit_format (cases README: a fence is
+// stripped only when the whole body is one fenced block). A fence is
+// CommonMark's (§ Fenced code blocks): three or more backticks or tildes,
+// closed by a
 // line of at least as many of the same character, indented by up to three
 // spaces, followed by nothing but spaces.
 func TestValue_FenceStrippedOnlyWhenBodyIsOneFencedBlock(t *testing.T) {
@@ -171,9 +173,9 @@ func TestValue_FenceStrippedOnlyWhenBodyIsOneFencedBlock(t *testing.T) {
 	}
 }
 
-// seed 000 § Structured worker output: "json" promises a JSON body; a
-// fenced one is unwrapped (fold doc decision), and a refusal echoes at most
-// the first 200 bytes, cut on a rune boundary.
+// docs/contracts.md § The fold and submit_format: "json" promises a JSON
+// body; a fenced one is unwrapped (fold doc decision), and a refusal echoes
+// at most the first 200 bytes, cut on a rune boundary.
 func TestValue_JSONModeStrictBodyRejectsWith422(t *testing.T) {
 	t.Parallel()
 	got, err := fold.Value("planner", []byte("```json\n\"pass\"\n```"), "json", fold.RoleBody)
@@ -206,8 +208,8 @@ func TestValue_JSONModeStrictBodyRejectsWith422(t *testing.T) {
 	}
 }
 
-// seed 000 § Structured worker output: a string folds as itself, readably
-// (no HTML escaping), and invalid UTF-8 never folds structured.
+// docs/contracts.md § The fold and submit_format: a string folds as itself,
+// readably (no HTML escaping), and invalid UTF-8 never folds structured.
 func TestValue_StringsFoldAsThemselves(t *testing.T) {
 	t.Parallel()
 	got, err := fold.Value("a", []byte("<b>&</b>\n"), "", fold.RoleBody)
@@ -220,8 +222,8 @@ func TestValue_StringsFoldAsThemselves(t *testing.T) {
 	}
 }
 
-// seed 000 § Structured worker output: unknown values fall back to the
-// default and the caller logs the warning.
+// docs/contracts.md § The fold and submit_format: unknown values fall back to
+// the default and the caller logs the warning.
 func TestKnownFormat_OnlyEmptyJSONAndText(t *testing.T) {
 	t.Parallel()
 	for s, want := range map[string]bool{"": true, "json": true, "text": true, "yaml": false, "JSON ": false, "Json": false} {
@@ -235,8 +237,8 @@ func ev(kind, name, body string) stratus.OutputEvent {
 	return stratus.OutputEvent{Kind: kind, Name: name, Body: []byte(body)}
 }
 
-// seed 000 § Why OUT is a tool call / § The in-process twin: the step value
-// is the Final's fold, or {"out", "parts"} once a part is staged; last
+// docs/contracts.md § Output is a tool call, § The in-process twin: the step
+// value is the Final's fold, or {"out", "parts"} once a part is staged; last
 // write wins per name; sidecars are invisible.
 func TestFold_StagedPartsWrapTheFinal(t *testing.T) {
 	t.Parallel()
@@ -326,8 +328,9 @@ func TestFold_StagedPartsWrapTheFinal(t *testing.T) {
 	}
 }
 
-// seed 000 § The in-process twin: without a Final the caller sees the bare
-// "no Final in output_tail"; a json-mode body that is not JSON is a 422.
+// docs/contracts.md § The in-process twin: without a Final the caller sees
+// the bare "no Final in output_tail"; a json-mode body that is not JSON is a
+// 422.
 func TestFold_NoFinalOrBadJSONBodyIsUnprocessable(t *testing.T) {
 	t.Parallel()
 	for _, tail := range [][]stratus.OutputEvent{

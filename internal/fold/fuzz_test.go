@@ -39,11 +39,11 @@ func validUTF8Like(b []byte) string {
 
 func trimASCIISpace(b []byte) []byte { return bytes.Trim(b, " \t\r\n") }
 
-// seed 000 § Structured worker output: for any bytes, format and role, Value
-// never panics and returns valid JSON; a string result is the submitted text
-// itself (text mode always, the lenient mode whenever it does not fold a
-// container; invalid UTF-8 bytes become U+FFFD in the JSON string, the file
-// on disk keeps them); "json" refuses a final body only with
+// docs/contracts.md § The fold and submit_format: for any bytes, format and
+// role, Value never panics and returns valid JSON; a string result is the
+// submitted text itself (text mode always, the lenient mode whenever it does
+// not fold a container; invalid UTF-8 bytes become U+FFFD in the JSON string,
+// the file on disk keeps them); "json" refuses a final body only with
 // *stratus.Error EUNPROCESSABLE; every other mode never errors.
 func FuzzFold_Value(f *testing.F) {
 	raw, err := os.ReadFile(testenv.Cases(f, "fold", "cases.json"))

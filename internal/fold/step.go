@@ -49,7 +49,8 @@ func Fold(agent string, tail []stratus.OutputEvent, format string) (json.RawMess
 		}
 	}
 	if final == nil {
-		// The bare text is the seed's reverse-lookup symptom; keep it exact.
+		// The bare text is the contract's reverse-lookup symptom
+		// (docs/contracts.md § The in-process twin); keep it exact.
 		return nil, &stratus.Error{Code: stratus.EUNPROCESSABLE, Message: "no Final in output_tail"}
 	}
 	out, err := Value(agent, final.Body, format, RoleBody)

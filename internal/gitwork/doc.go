@@ -1,10 +1,10 @@
 // Package gitwork asks git about a work dir, for the three places Stratus
 // needs to know what changed in it: the checks node's diff-based selection
 // of command sets (worc configuration.md § Diff-based selection), the
-// report's Changes section (seed 004 § The summary artifacts: the report
-// names the changed paths) and the diff variables {diff_path},
+// report's Changes section (docs/contracts.md § The summary artifacts: the
+// report names the changed paths) and the diff variables {diff_path},
 // {change_overview_path} and {diff_base} with the decomposition's subtask
-// start snapshots (seed 004 § Template variables).
+// start snapshots (docs/contracts.md § Template variables).
 //
 // It owns one way of running git (Run: the caller's GIT_* environment
 // dropped, bound to a context, git's stderr in the error) and one answer to

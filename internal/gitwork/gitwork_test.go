@@ -153,8 +153,8 @@ func TestHead_NoCommitIsNotATree(t *testing.T) {
 // worc configuration.md § Diff-based selection: the changed paths are git
 // status's — untracked included, ignored not, both sides of a rename —
 // repository-relative, minus the excludes, which are relative to the dir;
-// InDir limits them to the dir (seed 004 § The summary artifacts: the work
-// dir's changed paths).
+// InDir limits them to the dir (docs/contracts.md § The summary artifacts:
+// the work dir's changed paths).
 func TestStatus_ExcludesRelativeToTheDir(t *testing.T) {
 	t.Parallel()
 	root := repo(t, map[string]string{".gitignore": "*.log\n", "app/main.go": "package main\n", "app/old.go": "package main\n", "lib/lib.go": "package lib\n", "app/gone.go": "x\n"})

@@ -22,8 +22,9 @@ type ChangedPath struct {
 	Blob    string // the post-image blob id (zeros for D): what tells two snapshots apart
 }
 
-// Snapshot is the change of a work dir against a base commit (seed 004 §
-// Template variables: {diff_path} is the full change against {diff_base}).
+// Snapshot is the change of a work dir against a base commit
+// (docs/contracts.md § Template variables: {diff_path} is the full change
+// against {diff_base}).
 type Snapshot struct {
 	Base  string
 	Paths []ChangedPath
@@ -195,15 +196,16 @@ func parseNumstat(r *records) map[string][2]int {
 	return m
 }
 
-// MaxOverviewPaths bounds the paths change-overview.txt lists (seed 004 §
-// Template variables: at most 200 paths, then a count of the rest).
+// MaxOverviewPaths bounds the paths change-overview.txt lists
+// (docs/contracts.md § Template variables: at most 200 paths, then a count of
+// the rest).
 const MaxOverviewPaths = 200
 
-// Overview renders change-overview.txt (seed 004 § Template
-// variables): a header with the totals, the base and the full diff's size
-// and path, then one line per changed path — kind, path (old → new for a
-// rename), +added -deleted or "binary" — at most MaxOverviewPaths, then a
-// count of the rest.
+// Overview renders change-overview.txt
+// (docs/contracts.md § Template variables): a header with the totals, the
+// base and the full diff's size and path, then one line per changed path —
+// kind, path (old → new for a rename), +added -deleted or "binary" — at most
+// MaxOverviewPaths, then a count of the rest.
 func (snap *Snapshot) Overview(diffPath string) []byte {
 	added, deleted := 0, 0
 	for _, p := range snap.Paths {

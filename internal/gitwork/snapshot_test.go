@@ -24,10 +24,10 @@ func show(ps []ChangedPath) []string {
 	return out
 }
 
-// seed 004 § Template variables: the snapshot is the full change against
-// the base — tracked and untracked files, .gitignore respected, Stratus's
-// own paths excluded — with each path's kind (A/M/D/R) and line counts
-// (binary: -1), the patch exactly as `git diff` prints it, and the
+// docs/contracts.md § Template variables: the snapshot is the full change
+// against the base — tracked and untracked files, .gitignore respected,
+// Stratus's own paths excluded — with each path's kind (A/M/D/R) and line
+// counts (binary: -1), the patch exactly as `git diff` prints it, and the
 // repository's own index untouched.
 func TestSnapshot_KindsAndLineCounts(t *testing.T) {
 	t.Parallel()

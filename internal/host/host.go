@@ -1,5 +1,5 @@
 // Package host is one stratus process that hosts many embedded runs of
-// one work dir (issue 16 § 5): `stratus run --detach` hands its run to the
+// one work dir: `stratus run --detach` hands its run to the
 // work dir's host — starting one when none is up — instead of starting a
 // process per run. The runs share the host's store (one SQLite connection
 // pool), its reaper and its engine slots (worker.max_concurrent_engines:

@@ -105,11 +105,11 @@ func BenchmarkSubmit64KiB(b *testing.B) {
 
 // bareServer is the anchor of the submit figures: a bare net/http handler
 // that reads the body and writes the same bytes to a file of its own.
-// Like submit it does not fsync (issue 16 § 3: the anchor does what submit
-// does for durability): the SQLite store commits with synchronous=NORMAL
-// in WAL mode and neither its blob files nor the projection are synced,
-// so an acknowledged submit, like this file, survives a process crash
-// but not a power loss (internal/store/sqlite § Durability).
+// Like submit it does not fsync (README.md § Performance: the anchor does
+// what submit does for durability): the SQLite store commits with
+// synchronous=NORMAL in WAL mode and neither its blob files nor the
+// projection are synced, so an acknowledged submit, like this file, survives
+// a process crash but not a power loss (internal/store/sqlite § Durability).
 func bareServer(b *testing.B) *httptest.Server {
 	dir := b.TempDir()
 	var seq atomic.Int64
@@ -158,11 +158,11 @@ func poster(client *http.Client, body []byte) func(url, auth string) (time.Durat
 	}
 }
 
-// BenchmarkFigure_Submit prints `make bench`'s submit figure (issue 16 §
-// 3): 64 KiB submits from 8 concurrent loopback clients through the real
-// handler (auth, fencing, tail, fold, projection, task token), ms per
-// submit of a round's wall time, next to the bare handler taking the same
-// bodies from the same 8 clients; goal: at least half its throughput.
+// BenchmarkFigure_Submit prints `make bench`'s submit figure: 64 KiB submits
+// from 8 concurrent loopback clients through the real handler (auth, fencing,
+// tail, fold, projection, task token), ms per submit of a round's wall time,
+// next to the bare handler taking the same bodies from the same 8 clients;
+// goal: at least half its throughput.
 func BenchmarkFigure_Submit(b *testing.B) {
 	const clients, perRound = 8, 64
 	body := submitBody(64 << 10)
@@ -210,13 +210,13 @@ func BenchmarkFigure_Submit(b *testing.B) {
 }
 
 // BenchmarkFigure_SubmitFlat prints `make bench`'s submit-flat and
-// dispatch-flat figures (issue 16 § 3): one client's 64 KiB submit, and
-// the dispatch (prompt render included) before it, at about step 1,000 of
-// a run, next to the same at about step 10 of another run of the same
-// flow in a work dir of its own; the samples alternate between the two
+// dispatch-flat figures (README.md § Performance): one client's 64 KiB
+// submit, and the dispatch (prompt render included) before it, at about step
+// 1,000 of a run, next to the same at about step 10 of another run of the
+// same flow in a work dir of its own; the samples alternate between the two
 // runs, so drift (the machine's load, the file system's state) hits both
-// alike (medians of 41 each); goal: at most 1.25× — a step's cost does
-// not grow with the run.
+// alike (medians of 41 each); goal: at most 1.25× — a step's cost does not
+// grow with the run.
 func BenchmarkFigure_SubmitFlat(b *testing.B) {
 	const samples = 41
 	body := submitBody(64 << 10)

@@ -22,13 +22,13 @@ const (
 	fzRoutes
 )
 
-// seed 001 § Routes and § Bearer authentication: whatever the body, query
-// value and Authorization header sent to submit, artifact, result,
+// docs/contracts.md § Routes and § Bearer authentication: whatever the body,
+// query value and Authorization header sent to submit, artifact, result,
 // degradation and stats (with the worker's valid handle, a minted token, or
-// anything else), the API never answers 5xx, and every non-2xx answer is
-// the JSON error shape {"error": {"code", "message", "field"?}} with the
-// status its code maps to. "{tid}" in a body or query value stands for the
-// current attempt's dispatch task id.
+// anything else), the API never answers 5xx, and every non-2xx answer is the
+// JSON error shape {"error": {"code", "message", "field"?}} with the status
+// its code maps to. "{tid}" in a body or query value stands for the current
+// attempt's dispatch task id.
 func FuzzWorkerAPI(f *testing.F) {
 	type seed struct {
 		route, auth uint8

@@ -23,8 +23,9 @@ func (h *Handler) registerHITL() {
 }
 
 // POST /v1/runs/{run_id}/nodes/{node}/hitl {decision, text?} with an
-// operator token (issue 5 § 4; worc reference.md § hitl node): a human's
-// reply to the request node waits with. Answers the step's value.
+// operator token (README.md § A human gate, step by step; worc reference.md §
+// hitl node): a human's reply to the request node waits with. Answers the
+// step's value.
 func (h *Handler) hitl(w http.ResponseWriter, r *http.Request) error {
 	run := r.PathValue("run_id")
 	if err := h.Service.AuthorizeOperator(r.Header.Get("Authorization"), run); err != nil {

@@ -61,8 +61,8 @@ func (b *bundle) operatorToken(t *testing.T, run string) string {
 }
 
 // The reply route takes an operator token for the run and nothing a
-// worker holds (issue 5 § 4: minted from the run's HMAC key; a worker
-// handle or token gets 403).
+// worker holds (README.md § A human gate, step by step: minted from the run's
+// HMAC key; a worker handle or token gets 403).
 func TestHITLRoute_OperatorTokenOnly(t *testing.T) {
 	t.Parallel()
 	b := setupHITL(t)

@@ -1,9 +1,9 @@
-// Package httpapi maps the worker API routes of seed 001 onto the worker
-// service. The same http.Handler serves the embedded server (127.0.0.1) and
-// the workerapi Lambda (through the API Gateway proxy adapter). It owns
-// status codes and the one JSON error shape
-// {"error": {"code", "message", "field"?}}; handlers return errors and
-// never write statuses by hand.
+// Package httpapi maps the worker API routes of docs/contracts.md § Routes
+// onto the worker service. The same http.Handler serves the embedded server
+// (127.0.0.1) and the workerapi Lambda (through the API Gateway proxy
+// adapter). It owns status codes and the one JSON error shape {"error":
+// {"code", "message", "field"?}}; handlers return errors and never write
+// statuses by hand.
 package httpapi
 
 import (
@@ -258,7 +258,7 @@ func (h *Handler) openapi(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// GET /v1/worker/prompt?task_id= (seed 001 § Routes).
+// GET /v1/worker/prompt?task_id= (docs/contracts.md § Routes).
 func (h *Handler) prompt(w http.ResponseWriter, r *http.Request) error {
 	p, err := h.Service.FetchPrompt(r.Context(), r.Header.Get("Authorization"), r.URL.Query().Get("task_id"))
 	if err != nil {
@@ -268,8 +268,9 @@ func (h *Handler) prompt(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// POST /v1/worker/submit[?ok=false] with a raw body (seed 001 §
-// worker_submit), or with ?upload=<key> and no body (issue 14 § 8).
+// POST /v1/worker/submit[?ok=false] with a raw body
+// (docs/contracts.md § Request and response bodies), or with ?upload=<key>
+// and no body (docs/security.md § Upload size limits).
 func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 	ok := true
 	if v := r.URL.Query().Get("ok"); v != "" {
@@ -296,7 +297,8 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// POST /v1/worker/result {task_id, value, ok} (seed 001 § worker_result).
+// POST /v1/worker/result {task_id, value, ok}
+// (docs/contracts.md § Request and response bodies).
 func (h *Handler) result(w http.ResponseWriter, r *http.Request) error {
 	var rb worker.ResultBody
 	if err := h.decodeJSON(r, &rb); err != nil {
@@ -310,8 +312,9 @@ func (h *Handler) result(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// POST /v1/worker/artifact?name= with a raw body (seed 000 § Why OUT is a
-// tool call), or with &upload=<key> and no body (issue 14 § 8).
+// POST /v1/worker/artifact?name= with a raw body
+// (docs/contracts.md § Output is a tool call), or with &upload=<key> and no
+// body (docs/security.md § Upload size limits).
 func (h *Handler) artifact(w http.ResponseWriter, r *http.Request) error {
 	body, err := h.readBody(r)
 	if err != nil {
@@ -338,8 +341,8 @@ func uploadParam(r *http.Request) (string, error) {
 	return q.Get("upload"), nil
 }
 
-// POST /v1/worker/upload {bytes} (issue 14 § 8): where to PUT a body too
-// large to send inline.
+// POST /v1/worker/upload {bytes} (docs/security.md § Upload size limits):
+// where to PUT a body too large to send inline.
 func (h *Handler) upload(w http.ResponseWriter, r *http.Request) error {
 	var u worker.UploadRequest
 	if err := h.decodeStrict(r, &u); err != nil {
@@ -353,8 +356,9 @@ func (h *Handler) upload(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// GET /v1/worker/prompt/system?task_id=&attempt= (seed 001 § worker_prompt_system):
-// the exact baked bytes as text/plain, not JSON.
+// GET /v1/worker/prompt/system?task_id=&attempt=
+// (docs/contracts.md § Request and response bodies): the exact baked bytes as
+// text/plain, not JSON.
 func (h *Handler) system(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	b, err := h.Service.FetchSystem(r.Context(), r.Header.Get("Authorization"), q.Get("task_id"), q.Get("attempt"))
@@ -366,7 +370,7 @@ func (h *Handler) system(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// GET /v1/worker/workspace/blob?key= (issue 12 § 1): the bytes of a file of
+// GET /v1/worker/workspace/blob?key=: the bytes of a file of
 // the caller's run's workspace, ctx or report dir, for a sink that does
 // not presign URLs.
 func (h *Handler) readBlob(w http.ResponseWriter, r *http.Request) error {
@@ -379,10 +383,10 @@ func (h *Handler) readBlob(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// PUT /v1/worker/workspace/blob?key= (issue 12 § 1): the caller's step
-// bundle, to the upload key its payload named, or a body to an upload
-// key. The service says the key's limit once the caller is authorized; a
-// longer body is refused (413) having read at most one byte past it
+// PUT /v1/worker/workspace/blob?key=: the caller's step bundle, to the upload
+// key its payload named, or a body to an upload key. The service says the
+// key's limit once the caller is authorized; a longer body is refused (413)
+// having read at most one byte past it
 // (docs/security.md § Upload size limits).
 func (h *Handler) writeBlob(w http.ResponseWriter, r *http.Request) error {
 	read := func(limit int64) ([]byte, error) { return readLimited(w, r, limit) }
@@ -430,8 +434,8 @@ func (h *Handler) workspaceUpload(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
-// POST /v1/worker/workspace/head {from, to} (issue 12 § 2): advance the
-// run's workspace head to the caller's commit.
+// POST /v1/worker/workspace/head {from, to}: advance the run's workspace head
+// to the caller's commit.
 func (h *Handler) advanceHead(w http.ResponseWriter, r *http.Request) error {
 	var a worker.HeadAdvance
 	if err := h.decodeStrict(r, &a); err != nil {
@@ -444,7 +448,8 @@ func (h *Handler) advanceHead(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// POST /v1/worker/degradation {tool, error, fallback, note?} (seed 001 § worker_degradation).
+// POST /v1/worker/degradation {tool, error, fallback, note?}
+// (docs/contracts.md § Request and response bodies).
 func (h *Handler) degradation(w http.ResponseWriter, r *http.Request) error {
 	var d worker.DegradationBody
 	if err := h.decodeStrict(r, &d); err != nil {
@@ -457,8 +462,9 @@ func (h *Handler) degradation(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// GET /v1/agents/{name}/render-size (seed 001 § agent_render_size), with
-// the credential of a worker of that agent (worker.Service.RenderSize).
+// GET /v1/agents/{name}/render-size
+// (docs/contracts.md § Request and response bodies), with the credential of a
+// worker of that agent (worker.Service.RenderSize).
 func (h *Handler) renderSize(w http.ResponseWriter, r *http.Request) error {
 	rs, err := h.Service.RenderSize(r.Context(), r.Header.Get("Authorization"), r.PathValue("name"))
 	if err != nil {
@@ -468,9 +474,10 @@ func (h *Handler) renderSize(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// POST /v1/worker/stats (seed 001 § StatsBody; every field optional).
-// POST /v1/worker/bootstrap (issue 14 § 11): the worker's one-time
-// bootstrap value, exchanged for its step's handle.
+// POST /v1/worker/stats (docs/contracts.md § Request and response bodies;
+// every field optional). POST /v1/worker/bootstrap
+// (docs/security.md § Handles): the worker's one-time bootstrap value,
+// exchanged for its step's handle.
 func (h *Handler) bootstrap(w http.ResponseWriter, r *http.Request) error {
 	b, err := h.Service.ExchangeBootstrap(r.Context(), r.Header.Get("Authorization"))
 	if err != nil {

@@ -150,8 +150,8 @@ func (b *bundle) do(t *testing.T, method, path, auth, body string) (int, string)
 	return resp.StatusCode, string(data)
 }
 
-// seed 001 § Routes + seed 000 § The shape: fetch IN, stage a part, submit
-// OUT; the step completes its Task state with a small value.
+// docs/contracts.md § Routes, § The shape: fetch IN, stage
+// a part, submit OUT; the step completes its Task state with a small value.
 func TestWorkerAPI_FetchStageSubmit(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -182,13 +182,14 @@ func TestWorkerAPI_FetchStageSubmit(t *testing.T) {
 	if got, _ := os.ReadFile(filepath.Join(b.dir, "workspace/tasks/t1/ctx/plan.md")); string(got) != "# Plan\n" {
 		t.Errorf("plan.md = %q", got)
 	}
-	// seed 001: a second Final is 409.
+	// docs/contracts.md § Routes: a second Final is 409.
 	if code, body := b.do(t, "POST", "/v1/worker/submit", "Bearer "+h, "again"); code != 409 || !strings.Contains(body, `"code":"conflict"`) {
 		t.Errorf("second submit: %d %s", code, body)
 	}
 }
 
-// seed 001 § Bearer authentication: missing, unknown, foreign credentials.
+// docs/contracts.md § Bearer authentication: missing, unknown, foreign
+// credentials.
 func TestWorkerAPI_AuthErrors(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -211,7 +212,8 @@ func TestWorkerAPI_AuthErrors(t *testing.T) {
 	}
 }
 
-// seed 000 § Files are the server's job: a bad part name is 400 and nothing is staged.
+// docs/contracts.md § Files are the server's job: a bad part name is 400 and
+// nothing is staged.
 func TestWorkerAPI_BadPartNameRejected(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -380,7 +382,8 @@ func TestWorkerAPI_PartCannotShadowAProjection(t *testing.T) {
 	}
 }
 
-// seed 003 § 3 counters: a negative or non-finite count is refused.
+// docs/contracts.md § The event stream counters: a negative or non-finite
+// count is refused.
 func TestWorkerAPI_StatsMustBePlausible(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

@@ -206,9 +206,10 @@ var pathParam = regexp.MustCompile(`\{[^}]+\}`)
 // concrete fills a path template's parameters.
 func concrete(path string) string { return pathParam.ReplaceAllString(path, "probe-agent") }
 
-// openapi.yaml documents every route of the worker API (seed 001 § Routes)
-// exactly: the set of (method, path) it lists equals the set New registers,
-// a route added to one and not the other fails here.
+// openapi.yaml documents every route of the worker API
+// (docs/contracts.md § Routes) exactly: the set of (method, path) it lists
+// equals the set New registers, a route added to one and not the other fails
+// here.
 func TestOpenAPI_DocumentsEveryRouteTheRouterRegisters(t *testing.T) {
 	t.Parallel()
 	doc := loadOpenAPI(t)
@@ -292,7 +293,8 @@ func TestOpenAPI_RouterServesExactlyTheDocumentedRoutes(t *testing.T) {
 }
 
 // The document is well formed where a reader relies on it: every $ref
-// resolves, every operation but healthz cites a seed section, every
+// resolves, every operation but healthz cites a section of
+// docs/contracts.md, every
 // operation that takes a credential documents 401, and every one that
 // reaches the service documents 500.
 func TestOpenAPI_RefsResolveAndOperationsAreComplete(t *testing.T) {
@@ -318,8 +320,8 @@ func TestOpenAPI_RefsResolveAndOperationsAreComplete(t *testing.T) {
 		t.Errorf("the document's default security is not the bearer scheme: %v", doc.Security)
 	}
 	for r, op := range documentedRoutes(doc) {
-		if !strings.Contains(op.Description, "seed 00") && r.path != "/v1/healthz" {
-			t.Errorf("%s: description cites no seed section", r)
+		if !citesContracts.MatchString(op.Description) && r.path != "/v1/healthz" {
+			t.Errorf("%s: description cites no section of docs/contracts.md", r)
 		}
 		if len(op.Responses) == 0 {
 			t.Errorf("%s: no responses", r)
@@ -424,3 +426,7 @@ func ExampleNew_probe() {
 	fmt.Println(rec.Code, strings.TrimSpace(rec.Body.String()))
 	// Output: 401 {"error":{"code":"unauthorized","message":"missing; valid: Bearer \u003cwh- handle or capability token\u003e","field":"Authorization"}}
 }
+
+// citesContracts matches a citation of a section of docs/contracts.md (its
+// headings are checked by the repository's TestDocsCitations).
+var citesContracts = regexp.MustCompile(`docs/contracts\.md § [A-Z]`)

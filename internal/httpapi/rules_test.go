@@ -54,8 +54,9 @@ func payload(t *testing.T, b *bundle, h, tid string) worker.Payload {
 	return p
 }
 
-// seed 001 § worker_prompt_system: the raw baked bytes as text/plain; the
-// payload's system_ref carries the URI, sha256 and size to verify them.
+// docs/contracts.md § Request and response bodies: the raw baked bytes as
+// text/plain; the payload's system_ref carries the URI, sha256 and size to
+// verify them.
 func TestWorkerAPI_SystemPromptBySystemRef(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -77,10 +78,11 @@ func TestWorkerAPI_SystemPromptBySystemRef(t *testing.T) {
 	}
 }
 
-// seed 001 § agent_render_size, hardened (docs/security.md § Who is
-// trusted): the last observed size goes to a worker of that agent — its
-// handle or capability token — and to no one else. The hardening finding:
-// the route answered anyone who reached the API, credential or not.
+// docs/contracts.md § Request and response bodies, hardened
+// (docs/security.md § Who is trusted): the last observed size goes to a
+// worker of that agent — its handle or capability token — and to no one else.
+// The hardening finding: the route answered anyone who reached the API,
+// credential or not.
 func TestWorkerAPI_RenderSizeNeedsTheAgentsCredential(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -115,8 +117,8 @@ func TestWorkerAPI_RenderSizeNeedsTheAgentsCredential(t *testing.T) {
 	}
 }
 
-// seed 001 § worker_degradation: appended to the run record with
-// server-injected step_ref/attempt/at; never visible in the fold.
+// docs/contracts.md § Request and response bodies: appended to the run record
+// with server-injected step_ref/attempt/at; never visible in the fold.
 func TestWorkerAPI_DegradationGoesToTheRunRecordOnly(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -140,12 +142,12 @@ func TestWorkerAPI_DegradationGoesToTheRunRecordOnly(t *testing.T) {
 	if sv.Bytes != len("planned") || len(sv.Parts) != 0 {
 		t.Errorf("a degradation leaked into the step value: %s", b.tokens.Success("tok-1"))
 	}
-	// issue 14 § 4: after the attempt's final submit, a degradation gets
-	// the 409 every other write gets, naming why, and nothing is stored.
+	// After the attempt's final submit, a degradation gets the 409 every
+	// other write gets, naming why, and nothing is stored.
 	if code, body := b.do(t, "POST", "/v1/worker/degradation", "Bearer "+h, `{"tool":"t","error":"e","fallback":"f"}`); code != 409 || !strings.Contains(body, "already ended") {
 		t.Errorf("degradation after the final submit: %d %s; want 409", code, body)
 	}
-	// issue 14 § 5: the credential is checked before the body.
+	// The credential is checked before the body.
 	if code, body := b.do(t, "POST", "/v1/worker/degradation", "", `{}`); code != 401 {
 		t.Errorf("degradation without a credential: %d %s; want 401", code, body)
 	}
@@ -154,7 +156,7 @@ func TestWorkerAPI_DegradationGoesToTheRunRecordOnly(t *testing.T) {
 	}
 }
 
-// issue 14 § 4: a rekicked attempt's handle is fenced for degradations too.
+// A rekicked attempt's handle is fenced for degradations too.
 func TestWorkerAPI_DegradationOfASupersededAttemptIs409(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -167,8 +169,8 @@ func TestWorkerAPI_DegradationOfASupersededAttemptIs409(t *testing.T) {
 	}
 }
 
-// seed 001 § Bearer authentication: role × verb gate, TTL, case-insensitive
-// header name and scheme.
+// docs/contracts.md § Bearer authentication: role × verb gate, TTL,
+// case-insensitive header name and scheme.
 func TestWorkerAPI_CapabilityTokens(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -190,7 +192,7 @@ func TestWorkerAPI_CapabilityTokens(t *testing.T) {
 	}
 }
 
-// seed 000 § Why IN is an HTTP fetch: a fetch after a rekick shows the
+// docs/contracts.md § Input is a fetch: a fetch after a rekick shows the
 // current attempt; the old attempt's writes are fenced with 409.
 func TestWorkerAPI_RekickFencesTheOldAttempt(t *testing.T) {
 	t.Parallel()
@@ -214,7 +216,8 @@ func TestWorkerAPI_RekickFencesTheOldAttempt(t *testing.T) {
 	}
 }
 
-// seed 001: any write after the run is terminal is 409 naming the run state.
+// docs/contracts.md § Routes: any write after the run is terminal is 409
+// naming the run state.
 func TestWorkerAPI_WriteAfterTerminalRunIs409(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -228,8 +231,9 @@ func TestWorkerAPI_WriteAfterTerminalRunIs409(t *testing.T) {
 	}
 }
 
-// seed 000 § submit_format: nearest declaration wins (step > agent's role
-// file > flow); json is strict on the body only (422 echoing the start).
+// docs/contracts.md § The fold and submit_format: nearest declaration wins
+// (step > agent's role file > flow); json is strict on the body only (422
+// echoing the start).
 func TestSubmitFormat_NearestWins(t *testing.T) {
 	t.Parallel()
 	for name, tc := range map[string]struct {
@@ -265,9 +269,9 @@ func TestSubmitFormat_NearestWins(t *testing.T) {
 	}
 }
 
-// seed 000 § The in-process twin: verdict contracts on the body or a staged
-// `verdict` part, compared before the fold; a violation is 422 naming the
-// agent, the channel, what arrived and what is allowed.
+// docs/contracts.md § The in-process twin: verdict contracts on the body or a
+// staged `verdict` part, compared before the fold; a violation is 422 naming
+// the agent, the channel, what arrived and what is allowed.
 func TestVerdictContract(t *testing.T) {
 	t.Parallel()
 	body := "    - { id: gate, kind: agent, role_file: implementation/gate.md, verdicts: { allowed: [pass, fail], channel: body } }"
@@ -302,8 +306,8 @@ func TestVerdictContract(t *testing.T) {
 	}
 }
 
-// seed 000 § The in-process twin: only the worker's own parts fold; an
-// audit sidecar on the same tail is invisible.
+// docs/contracts.md § The in-process twin: only the worker's own parts fold;
+// an audit sidecar on the same tail is invisible.
 func TestFold_AuditSidecarInvisible(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -336,8 +340,9 @@ func TestWorkerAPI_BodyOverLimitIs413(t *testing.T) {
 	}
 }
 
-// seed 000 § @file: sentinel: resolved in embedded mode only inside the
-// run's work dir; refused when the server does not resolve files (AWS).
+// docs/contracts.md § Files are the server's job: sentinel: resolved in
+// embedded mode only inside the run's work dir; refused when the server does
+// not resolve files (AWS).
 func TestWorkerAPI_FileSentinel(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -368,7 +373,8 @@ func TestWorkerAPI_FileSentinel(t *testing.T) {
 	}
 }
 
-// seed 001 § Routes: context.steps is filtered by the node's context policy.
+// docs/contracts.md § Routes: context.steps is filtered by the node's context
+// policy.
 func TestPrompt_ContextPolicyFiltersStepPointers(t *testing.T) {
 	t.Parallel()
 	files := map[string]string{
@@ -413,8 +419,9 @@ func TestPrompt_ContextPolicyFiltersStepPointers(t *testing.T) {
 	}
 }
 
-// seed 000 § Files are the server's job: when no root resolves, files are
-// skipped fail-open with a warning, or the step fails under check_policy: strict.
+// docs/contracts.md § Files are the server's job: when no root resolves,
+// files are skipped fail-open with a warning, or the step fails under
+// check_policy: strict.
 func TestSubmit_NoRootSkipsFilesOrFailsUnderStrict(t *testing.T) {
 	t.Parallel()
 	for _, strict := range []bool{false, true} {
@@ -447,10 +454,10 @@ func TestSubmit_NoRootSkipsFilesOrFailsUnderStrict(t *testing.T) {
 	}
 }
 
-// issue 14 § 3: a hard link in the work dir to .stratus/hmac.key (the
-// key that mints every token) is refused, as is a name under .stratus and
-// the ctx dir's marker as a part name — each a 400 naming the rule, and
-// nothing of the key reaches the ctx dir.
+// A hard link in the work dir to .stratus/hmac.key (the key that mints every
+// token) is refused, as is a name under .stratus and the ctx dir's marker as
+// a part name — each a 400 naming the rule, and nothing of the key reaches
+// the ctx dir.
 func TestWorkerAPI_FileSentinelRefusesTheKeyAndReservedNames(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -487,9 +494,9 @@ func TestWorkerAPI_FileSentinelRefusesTheKeyAndReservedNames(t *testing.T) {
 	}
 }
 
-// issue 14 § 5: on every authenticated route the credential is checked
-// before the parameters and the body: a caller without one gets 401,
-// whatever else is wrong with the request.
+// On every authenticated route the credential is checked before the
+// parameters and the body: a caller without one gets 401, whatever else is
+// wrong with the request.
 func TestWorkerAPI_CredentialBeforeParameters(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -521,9 +528,10 @@ func (fullSink) Put(context.Context, string, []byte) error {
 	return fmt.Errorf("fs sink: put: %w", &fs.PathError{Op: "write", Path: "/work/ctx/.stratus-tmp-1", Err: syscall.ENOSPC})
 }
 
-// issue 14 § 2: a write the disk refuses is a 507 whose JSON says the disk
-// is full (a bare 500 "internal" before), the server's OnError sees it (an
-// embedded run stops on it), and what was accepted before stays.
+// docs/security.md § Output that did not persist: a write the disk refuses is
+// a 507 whose JSON says the disk is full (a bare 500 "internal" before), the
+// server's OnError sees it (an embedded run stops on it), and what was
+// accepted before stays.
 func TestWorkerAPI_FullDiskIs507(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

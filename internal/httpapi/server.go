@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// Read timeouts of every listener Stratus opens (issue 14 § 5): a client
-// that sends its headers or its body slowly — one byte every few seconds —
-// loses its connection instead of holding it for ever.
+// Read timeouts of every listener Stratus opens: a client that sends its
+// headers or its body slowly — one byte every few seconds — loses its
+// connection instead of holding it for ever.
 const (
 	// HeaderTimeout bounds the request line and headers.
 	HeaderTimeout = 10 * time.Second

@@ -10,10 +10,9 @@ import (
 	"time"
 )
 
-// issue 14 § 5: a body that stops arriving loses its connection once the
-// idle timeout passes (200 connections sending a byte every 5 s all stayed
-// open before), while a body that keeps arriving, however slowly, is read
-// whole.
+// A body that stops arriving loses its connection once the idle timeout
+// passes (200 connections sending a byte every 5 s all stayed open before),
+// while a body that keeps arriving, however slowly, is read whole.
 func TestBodyIdle_AStalledBodyIsCutSlowOneIsRead(t *testing.T) {
 	t.Parallel()
 	got := make(chan string, 4)

@@ -18,12 +18,12 @@ import (
 	"github.com/stratusflow/stratus/internal/workerclient"
 )
 
-// issue 14 § 8: a part and a final body over the inline limit go through
-// an upload — the same client code on both runtimes (here the embedded
-// one: the fs sink, so the URL is this API's blob route) — and arrive
-// whole: the tail, the ctx part and the projection hold every byte, and
-// the uploads are gone once recorded. Before the fix the client sent them
-// inline and the API answered 413.
+// docs/security.md § Upload size limits: a part and a final body over the
+// inline limit go through an upload — the same client code on both runtimes
+// (here the embedded one: the fs sink, so the URL is this API's blob route) —
+// and arrive whole: the tail, the ctx part and the projection hold every
+// byte, and the uploads are gone once recorded. Before the fix the client
+// sent them inline and the API answered 413.
 func TestUpload_LargePartAndFinalGoThroughAnUpload(t *testing.T) {
 	b := setup(t)
 	b.svc.MaxBodyBytes = 64 << 10 // the inline limit
@@ -182,7 +182,7 @@ func TestUpload_Refusals(t *testing.T) {
 	os.RemoveAll(filepath.Join(b.dir, ".stratus/uploads"))
 
 	// Nothing outside the attempt's uploads is read, written or deleted
-	// through a link planted there (issue 14 newcomers), and a FIFO at a
+	// through a link planted there, and a FIFO at a
 	// key never blocks a request: each is a 400.
 	secret := filepath.Join(b.dir, ".stratus", "secret.txt")
 	os.WriteFile(secret, []byte("0123456789"), 0o600)
@@ -291,7 +291,7 @@ func flip(d string) string {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-// issue 15 § 5: the worker API serves its own contract, byte for byte.
+// README.md § Logs: the worker API serves its own contract, byte for byte.
 func TestOpenAPI_ServedByTheAPI(t *testing.T) {
 	b := setup(t)
 	code, body := b.do(t, "GET", "/v1/openapi.yaml", "", "")

@@ -8,7 +8,8 @@ const hexDigits = "0123456789abcdef"
 // Append appends s to b as a JSON string, the one escaping every writer of
 // JSON text in Stratus uses where the bytes matter (the compiled ASL, the
 // bundled engines' lines, which match openseek's reference engine byte for
-// byte: seed 003): `"` and `\` with a backslash, \n \r \t \b \f by
+// byte: docs/contracts.md § The reference engine): `"` and `\` with a
+// backslash, \n \r \t \b \f by
 // name, other bytes below 0x20 as \u00xx, everything else as it is (no
 // HTML escaping, unlike encoding/json); bytes that are not UTF-8 become
 // U+FFFD, as encoding/json makes them.
@@ -17,11 +18,12 @@ func Append(b []byte, s string) []byte { return appendString(b, s, false) }
 // AppendEncodingJSON appends s to b as a JSON string, byte for byte as
 // encoding/json's Encoder with SetEscapeHTML(false) writes it
 // (FuzzAppendEncodingJSON holds them equal): for text that must read as
-// encoding/json wrote it before (the fold's strings, seed 002). It is
+// encoding/json wrote it before (the fold's strings,
+// docs/contracts.md § The fold and submit_format). It is
 // Append but for two things: U+2028 and U+2029 are written \u2028 and
-// \u2029, and each invalid UTF-8 byte \ufffd, escaped. One pass (issue 16
-// § 3: the Encoder's buffer growth and checks made a 64 KiB submit's fold
-// a sixth of its CPU).
+// \u2029, and each invalid UTF-8 byte \ufffd, escaped. One pass
+// (README.md § Performance: the Encoder's buffer growth and checks made a 64
+// KiB submit's fold a sixth of its CPU).
 func AppendEncodingJSON(b []byte, s string) []byte { return appendString(b, s, true) }
 
 // appendString is Append, or with encodingJSON AppendEncodingJSON.

@@ -8,11 +8,12 @@ import (
 	"github.com/stratusflow/stratus"
 )
 
-// Assignment is one step given to a warm runner pool (issue 17 § 1): what
-// RunTask's environment overrides carry for a cold worker (the API URL,
-// the one-time bootstrap value, the task id), sent as a queue message to
-// the pool of the node's network profile. A pooled runner runs it exactly
-// as a cold runner runs its environment.
+// Assignment is one step given to a warm runner pool
+// (README.md § Warm runners (pool mode)): what RunTask's environment
+// overrides carry for a cold worker (the API URL, the one-time bootstrap
+// value, the task id), sent as a queue message to the pool of the node's
+// network profile. A pooled runner runs it exactly as a cold runner runs its
+// environment.
 type Assignment struct {
 	V             int    `json:"v"`       // AssignmentVersion
 	APIURL        string `json:"api_url"` // the worker API's base URL

@@ -35,8 +35,9 @@ const (
 )
 
 // Environment variables the runner always sets for the engine: the
-// attempt's resolved per-node overrides (seed 004 § Per-node overrides in
-// flows). An empty model or reasoning means the engine's own default.
+// attempt's resolved per-node overrides
+// (docs/contracts.md § Per-node overrides). An empty model or reasoning means
+// the engine's own default.
 const (
 	EnvModel             = "STRATUS_MODEL"
 	EnvReasoning         = "STRATUS_REASONING"
@@ -56,10 +57,10 @@ type Spec struct {
 	// (docs/security.md § Files under .stratus); "" = the runner's own
 	// per-user spool directory (ECS and pooled runners, with no state dir).
 	SpoolDir string
-	// NetworkAccess is the node's resolved network grant (seed 004 §
-	// Per-node overrides: network_access). On AWS it chooses the ECS
-	// network profile: online subnets and security group, or the offline
-	// ones that reach only the worker API.
+	// NetworkAccess is the node's resolved network grant
+	// (docs/contracts.md § Per-node overrides: network_access). On AWS it
+	// chooses the ECS network profile: online subnets and security group, or
+	// the offline ones that reach only the worker API.
 	NetworkAccess bool
 	// OnExit, when set, is called once the worker has ended, with its exit
 	// error (nil for status 0). The server uses it to fail an attempt whose
@@ -69,10 +70,9 @@ type Spec struct {
 	// Waiting, when set, is called each time a launch waits (to try again
 	// under throttling or for capacity, for a slot, for a pooled runner):
 	// the dispatcher heartbeats the step's task token, so a launch that
-	// waits for minutes does not time the step out (issue 14 § 9). An
-	// error says the step no longer waits for a worker (its state timed
-	// out, its execution ended): a launcher that can stops launching and
-	// returns ErrStepGone.
+	// waits for minutes does not time the step out. An error says the step no
+	// longer waits for a worker (its state timed out, its execution ended): a
+	// launcher that can stops launching and returns ErrStepGone.
 	Waiting func() error
 }
 
@@ -80,8 +80,7 @@ type Spec struct {
 // capacity or under throttling after the launcher's own retries: an
 // infrastructure failure, not the step's. Dispatch reports it as
 // compiler.ErrInfrastructure, which parks the run at
-// manual_action_required and is never charged to a rework budget (issue 6
-// § Build 4).
+// manual_action_required and is never charged to a rework budget.
 var ErrInfrastructure = errors.New("infrastructure failure")
 
 // ErrStepGone marks (errors.Is) a Launch given up because Spec.Waiting
@@ -148,10 +147,9 @@ func Heartbeat(waiting func() error) func() {
 var SlotWaitHeartbeat = 20 * time.Second
 
 // Slots bound how many workers of a process run at once, across every run
-// it hosts (worker.max_concurrent_engines, issue 16 § 5), whichever
-// launcher starts them. A worker over
-// the bound waits for a slot, first come first served: the waiting
-// goroutines of a channel send are woken in the order they came.
+// it hosts (worker.max_concurrent_engines), whichever launcher starts them. A
+// worker over the bound waits for a slot, first come first served: the
+// waiting goroutines of a channel send are woken in the order they came.
 type Slots struct{ ch chan struct{} }
 
 // NewSlots returns n slots (n < 1 is 1).

@@ -9,7 +9,7 @@ import (
 )
 
 // CapWarnFraction is the share of a cap at which the run says it is near
-// (issue 11 § 7: "a warning line at 80 %").
+// (README.md § Cost and token caps: "a warning line at 80 %").
 const CapWarnFraction = 0.8
 
 // Caps returns the caps a new run gets: the task's front matter

@@ -1,8 +1,8 @@
 // Package lifecycle owns what happens to a run as a whole, apart from the
-// steps inside it (issue 11; DESIGN.md § Runs: one lifecycle, two
-// runtimes): who owns a running run and whether that owner is still alive,
-// how a run whose owner is gone is recorded interrupted, and where a
-// stopped run resumes.
+// steps inside it (docs/architecture.md § The run lifecycle; DESIGN.md §
+// Runs: one lifecycle, two runtimes): who owns a running run and whether that
+// owner is still alive, how a run whose owner is gone is recorded
+// interrupted, and where a stopped run resumes.
 //
 // It depends on the ports (internal/store), the compiled definition and
 // the ASL interpreter (internal/asl), never on a runtime: the embedded

@@ -67,16 +67,16 @@ func (e *SummaryError) Error() string {
 func (e *SummaryError) Unwrap() error { return e.Err }
 
 // Finish records the end of run's ended execution x, as every runtime
-// does once a run's execution ends (issue 11 § 1: one owner of a run's
-// end): the run's status (ExecutionStatus), what it spent of each budget
-// and why it stopped (SpentBudgets and ReadStop over the execution's
-// history, def its compiled definition; nil def: the stop line names the
-// error only), and its summary, written to the sink from the final records
-// whatever the terminal (seed 004 § The summary artifacts) — before the
-// run is recorded terminal, so a Finish that fails part-way can be run
-// again. env is the run's environment (zero when its bundle is gone). A
-// history that cannot be read is not fatal: the budgets and the stop line
-// are then left out.
+// does once a run's execution ends (docs/architecture.md § The run lifecycle:
+// one owner of a run's end): the run's status (ExecutionStatus), what it
+// spent of each budget and why it stopped (SpentBudgets and ReadStop over the
+// execution's history, def its compiled definition; nil def: the stop line
+// names the error only), and its summary, written to the sink from the final
+// records whatever the terminal (docs/contracts.md § The summary artifacts) —
+// before the run is recorded terminal, so a Finish that fails part-way can be
+// run again. env is the run's environment (zero when its bundle is gone). A
+// history that cannot be read is not fatal: the budgets and the stop line are
+// then left out.
 //
 // Errors: a store read's, with a nil Result. Once the records are read,
 // the Result is returned whatever fails after, with the run's true status

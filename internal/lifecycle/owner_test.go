@@ -7,8 +7,9 @@ import (
 	"testing"
 )
 
-// issue 11 § 5: a run whose owner is gone must not say running; the owner
-// identity tells this process from a dead one and from a reused pid.
+// docs/architecture.md § The run lifecycle: a run whose owner is gone must
+// not say running; the owner identity tells this process from a dead one and
+// from a reused pid.
 func TestOwnerAlive_TellsALiveOwnerFromADeadOne(t *testing.T) {
 	t.Parallel()
 	if alive, known := OwnerAlive(Owner()); !alive || !known {

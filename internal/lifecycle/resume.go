@@ -54,9 +54,10 @@ func (e *BudgetSpentError) Error() string {
 		e.Step, e.Counter, e.Spent, e.Check)
 }
 
-// PlanResume says where a run that stopped resumes (issue 11 § 3): from
-// the step that stopped it, its last one. Finished steps are never run
-// again; their files, budget counters and costs stay.
+// PlanResume says where a run that stopped resumes
+// (README.md § Durable runs): from the step that stopped it, its last one.
+// Finished steps are never run again; their files, budget counters and costs
+// stay.
 //
 //   - A step that did not complete (failed, canceled by an interrupt, still
 //     running or waiting when the owner died) runs again: the run enters

@@ -58,8 +58,9 @@ func decodePoint(t *testing.T, p *ResumePoint) planned {
 	return got
 }
 
-// issue 11 § 3: a step that did not complete runs again, entering its state
-// with the input it was dispatched with (its budget counters as they were).
+// README.md § Durable runs: a step that did not complete runs again, entering
+// its state with the input it was dispatched with (its budget counters as
+// they were).
 func TestPlanResume_AStepThatDidNotCompleteRunsAgain(t *testing.T) {
 	t.Parallel()
 	def := builtinDef(t)

@@ -11,20 +11,22 @@ import (
 
 // Spend is what a run has spent so far, summed over every attempt of every
 // step (supervisor turns included) from the usage its runner relayed
-// (seed 003 § 3; relayed on every terminal, § 5).
+// (docs/contracts.md § The event stream; relayed on every terminal,
+// § Terminal classification).
 type Spend struct {
 	CostUSD float64 `json:"cost_usd"` // the attempts whose cost is known
 	Tokens  int64   `json:"tokens"`   // prompt + completion
 	// Unpriced counts the attempts that used a provider (tokens reported)
-	// without a cost: their cost is unknown, never free (seed 004), and
-	// CostUSD leaves it out.
+	// without a cost: their cost is unknown, never free
+	// (docs/contracts.md § What observe.mode costs), and CostUSD leaves it
+	// out.
 	Unpriced int `json:"unpriced_attempts,omitempty"`
 }
 
 // CostKnown reports whether the run's cost can be given as a figure: not
 // when no attempt reported a cost and some used a provider without one
-// (Unpriced > 0, CostUSD 0). Such a cost is unknown, never $0 (seed 004):
-// `stratus runs`, `status --json` and the viewer all say so. With
+// (Unpriced > 0, CostUSD 0). Such a cost is unknown, never $0
+// (docs/contracts.md § What observe.mode costs): `stratus runs`, `status --json` and the viewer all say so. With
 // Unpriced > 0 and some cost known, CostUSD is a lower bound.
 func (sp Spend) CostKnown() bool { return sp.Unpriced == 0 || sp.CostUSD != 0 }
 

@@ -117,10 +117,10 @@ func cutPrefix(s, p string) (string, bool) {
 	return "", false
 }
 
-// Issue 5 breaker M1: the end of a parked run is read from the execution,
-// so a spent budget (named, with its size) and an outcome no edge takes
-// (named, with its node) are told apart; and what each budget spent is
-// known on every terminal, not only from a done run's output.
+// The end of a parked run is read from the execution, so a spent budget
+// (named, with its size) and an outcome no edge takes (named, with its node)
+// are told apart; and what each budget spent is known on every terminal, not
+// only from a done run's output.
 func TestReadStop_BudgetSpentVersusNoEdgeTakesTheOutcome(t *testing.T) {
 	t.Parallel()
 	always := func(review string) func(string, int) string {
@@ -193,7 +193,7 @@ func TestReadStop_BudgetSpentVersusNoEdgeTakesTheOutcome(t *testing.T) {
 
 // A decomposition's per-subtask reset zeroes a loop's counter; what the
 // run spent is the sum of the charges, not the counter's last value
-// (issue 5 breaker L7: "budgets spent shows review_fix 0 after a rework").
+// ("budgets spent shows review_fix 0 after a rework").
 func TestSpentBudgets_CountsChargesAcrossAReset(t *testing.T) {
 	t.Parallel()
 	ev := func(typ, state, loops string) executor.HistoryEvent {

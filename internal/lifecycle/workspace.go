@@ -31,16 +31,16 @@ type Frozen struct {
 	Took        time.Duration
 }
 
-// FreezeWorkspace freezes a run's work dir as its base snapshot (issue 12
-// § 1; DESIGN.md § Workspaces): one parentless commit of its tracked and
-// untracked files, .gitignore honoured, the state dir and the run's ctx
-// dir (resolved from placement: config.yaml's projection.placement, or
-// projection.StatePlacement, which the record then notes as StateCtx)
-// left out, stored as a git bundle at <keys>/base.bundle in sk (keys:
-// worker.WorkspaceKeys). The returned record names root (the path
-// payloads render the workspace under; worker.WorkspaceRoot) and starts
-// with its head at the base. The snapshot is capped by config
-// limits.max_snapshot_bytes (0 = 256 MiB).
+// FreezeWorkspace freezes a run's work dir as its base snapshot (DESIGN.md §
+// Workspaces): one parentless commit of its tracked and untracked files,
+// .gitignore honoured, the state dir and the run's ctx dir (resolved from
+// placement: config.yaml's projection.placement, or
+// projection.StatePlacement, which the record then notes as StateCtx) left
+// out, stored as a git bundle at <keys>/base.bundle in sk (keys:
+// worker.WorkspaceKeys). The returned record names root (the path payloads
+// render the workspace under; worker.WorkspaceRoot) and starts with its head
+// at the base. The snapshot is capped by config limits.max_snapshot_bytes (0
+// = 256 MiB).
 //
 // Errors: workspace.Freeze's (ETOOLARGE naming the biggest paths;
 // EINVALID for a submodule or a symlink leaving the tree); the sink's.
@@ -76,8 +76,8 @@ func FreezeWorkspace(ctx context.Context, sk sink.Sink, keys, root, workDir stri
 }
 
 // WorkspaceMode is the workspace mode an embedded run's task or config
-// names (issue 12 § 5): the task's front matter workspace, else
-// config.yaml's, else "" (none named: ResolveWorkspace decides).
+// names: the task's front matter workspace, else config.yaml's, else "" (none
+// named: ResolveWorkspace decides).
 func WorkspaceMode(cfg *config.Config, tk *task.Task) string {
 	if tk != nil {
 		if m, ok := tk.Front["workspace"].(string); ok && m != "" {
@@ -156,13 +156,13 @@ func PulledLine(run stratus.Run, dir string, p *Pulled) string {
 func PullBranch(run stratus.Run) string { return "stratus/" + run.TaskID }
 
 // PullWorkspace brings a run's workspace back into the repository at
-// repoDir as branch PullBranch(run) (issue 12 § 4): the run's bundles are
-// read from sk and the branch is recreated on the operator's HEAD at run
-// start (workspace.Pull: the uncommitted changes the snapshot took first,
-// then one commit per step). The checked-out branch, the index and the
-// work tree are never touched; a run that changed nothing makes no branch
-// (Pulled.Commits empty); a branch holding commits of the operator's is
-// not moved unless force (ECONFLICT).
+// repoDir as branch PullBranch(run): the run's bundles are read from sk and
+// the branch is recreated on the operator's HEAD at run start
+// (workspace.Pull: the uncommitted changes the snapshot took first, then one
+// commit per step). The checked-out branch, the index and the work tree are
+// never touched; a run that changed nothing makes no branch (Pulled.Commits
+// empty); a branch holding commits of the operator's is not moved unless
+// force (ECONFLICT).
 //
 // Errors: EINVALID for a run without a workspace or a repoDir in no git
 // repository; workspace.Pull's; the sink's.

@@ -15,10 +15,9 @@ import (
 	"github.com/stratusflow/stratus/internal/testenv"
 )
 
-// issue 12 § 4: a run's commits come back only into a git work tree: a
-// dir its enclosing repository ignores (a scratch dir inside another
-// project) must not give that repository a branch; nor does a run without
-// a workspace.
+// A run's commits come back only into a git work tree: a dir its enclosing
+// repository ignores (a scratch dir inside another project) must not give
+// that repository a branch; nor does a run without a workspace.
 func TestPullWorkspace_RefusesAnIgnoredDirAndARunWithoutWorkspace(t *testing.T) {
 	testenv.MustHaveCommand(t, "git", "pull writes a branch with git")
 	ctx := context.Background()

@@ -1,4 +1,4 @@
-// Package logging is Stratus's one structured logger (issue 15 § 5):
+// Package logging is Stratus's one structured logger (README.md § Logs):
 // log/slog records everywhere something is logged, written as JSON lines
 // where a machine reads them (a Lambda function's and an ECS runner's
 // stderr, which CloudWatch Logs Insights queries; an embedded runner's

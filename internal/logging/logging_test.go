@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// issue 15 § 5: a record about a step, written where a machine reads it,
+// README.md § Logs: a record about a step, written where a machine reads it,
 // is one JSON object carrying the component, run_id, step_ref and attempt.
 func TestJSON_StepRecordCarriesItsStep(t *testing.T) {
 	var b bytes.Buffer
@@ -85,7 +85,7 @@ func TestRecorder(t *testing.T) {
 }
 
 // An engine's stderr that did not end in a newline leaves the runner's
-// next record on its line (helper, issue 15): Lines splits them apart.
+// next record on its line: Lines splits them apart.
 func TestLines_SplitsARecordOffUnfinishedText(t *testing.T) {
 	rec := `{"time":"2026-12-02T10:14:29Z","level":"INFO","msg":"the engine ended","component":"runner"}`
 	got := Lines("one\nx\x1b[2J" + rec + "\n" + rec + "\n")

@@ -1,10 +1,9 @@
-// Package modelserver is a scripted model server on 127.0.0.1 (issue 13 §
-// 1): it answers the real coding-agent CLIs — Claude Code through the
-// Anthropic Messages API, Codex through the OpenAI Responses API — from a
-// script instead of a model, so that Stratus runs the real binaries with
-// no key and no network. It speaks only the subset those CLIs use
-// (streaming server-sent events, usage on every answer) and logs every
-// request it receives.
+// Package modelserver is a scripted model server on 127.0.0.1: it answers the
+// real coding-agent CLIs — Claude Code through the Anthropic Messages API,
+// Codex through the OpenAI Responses API — from a script instead of a model,
+// so that Stratus runs the real binaries with no key and no network. It
+// speaks only the subset those CLIs use (streaming server-sent events, usage
+// on every answer) and logs every request it receives.
 //
 // A script lists conversations. Each conversation's first request is
 // matched, by a substring of its text, to a rule; each match is one visit

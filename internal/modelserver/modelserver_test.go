@@ -11,9 +11,8 @@ import (
 	"testing"
 )
 
-// issue 13 § 1: the server answers only the two APIs, from the script;
-// anything else is a JSON 4xx, never a crash; turns and visits count as
-// documented.
+// The server answers only the two APIs, from the script; anything else is a
+// JSON 4xx, never a crash; turns and visits count as documented.
 func TestServer_AnswersFromTheScriptAndRefusesTheRest(t *testing.T) {
 	srv := httptest.NewServer(&Server{Script: &Script{Rules: []Rule{{Match: "hello", Visits: []Visit{
 		{Turns: []Turn{{Text: "first visit"}}},

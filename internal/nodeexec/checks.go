@@ -178,7 +178,7 @@ func matchAny(globs, paths []string) bool {
 // ChangedSince lists the paths that differ between commit base and the
 // work tree dir is in (its commits since base and anything uncommitted),
 // both sides of a rename, minus those under an exclude directory: the
-// change of a run whose repository travels (issue 12 § 3). tree and why as
+// change of a run whose repository travels. tree and why as
 // ChangedPaths's.
 func ChangedSince(ctx context.Context, dir, base string, exclude []string) (changed []string, tree bool, why string) {
 	t, err := gitwork.Open(ctx, dir)

@@ -1,6 +1,6 @@
 // Package nodeexec runs the two node kinds that are not an engine call —
-// `checks` and `tool` — and decides their outcome (issue 5 § 4; worc
-// configuration.md § checks, § tools; flow-authoring.md § Custom tool
+// `checks` and `tool` — and decides their outcome (README.md § Node kinds;
+// worc configuration.md § checks, § tools; flow-authoring.md § Custom tool
 // nodes; reference.md § checks node, § tool node).
 //
 // It owns three things, each usable on its own:

@@ -7,7 +7,7 @@ import (
 )
 
 // ChecksReport renders a checks result and its verdict as the Markdown the
-// next nodes read as {checks_path} (issue 5 § 4: "output saved as
+// next nodes read as {checks_path} (README.md § Node kinds: "output saved as
 // {checks_path}"): the verdict and why, how the sets were selected, then
 // per command its set, name, argv, result (exit code, skipped, launch
 // error or timeout), duration and output tail in a fenced block, saying

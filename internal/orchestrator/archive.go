@@ -21,8 +21,9 @@ import (
 // before anything is projected there. Only a directory carrying it is ever
 // moved by a rerun: a placement such as "{task_id}" with task id "src"
 // resolves to the user's own src/, which holds no marker and is never
-// touched (seed 000 § Files are the server's job: the ctx dir is Stratus's;
-// nothing else is). No part may take its name (projection.CheckPartName).
+// touched (docs/contracts.md § Files are the server's job: the ctx dir is
+// Stratus's; nothing else is). No part may take its name
+// (projection.CheckPartName).
 const CtxMarker = projection.CtxMarker
 
 // prepareCtxDir readies a task's ctx dir for a new run: it refuses a ctx
@@ -96,11 +97,11 @@ func checkCtxDir(ctxDir, placement, taskID string) error {
 // archivePrevious moves what an earlier run of the same task left behind,
 // its ctx dir and its logs, into <logs>/attempt-N/ (N = 1, 2, ...), so a
 // rerun starts from a clean ctx dir and the earlier run stays readable
-// (seed 004 § prompt_audit: "archived into attempt-<N>/ on rerun like the
-// rest of the task's logs"). It returns the archive dir, or "" when there
-// was nothing to archive. The ctx dir is moved only when it is a directory
-// carrying CtxMarker (the caller checks that first: checkCtxDir); anything
-// else at that path is left where it is.
+// (docs/contracts.md § Prompt audit: "archived into attempt-<N>/ on rerun
+// like the rest of the task's logs"). It returns the archive dir, or "" when
+// there was nothing to archive. The ctx dir is moved only when it is a
+// directory carrying CtxMarker (the caller checks that first: checkCtxDir);
+// anything else at that path is left where it is.
 func archivePrevious(logsDir, ctxDir string) (string, error) {
 	entries, err := os.ReadDir(logsDir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -155,8 +156,8 @@ func archivePrevious(logsDir, ctxDir string) (string, error) {
 }
 
 // reclaimLogs makes the task's logs dir, and its ctx dir, run runID's again
-// before the run is resumed (newcomers, issue 15: a resumed older run wrote
-// into the latest run's summary, ctx files and runner logs). When a later
+// before the run is resumed (a resumed older run wrote into the latest
+// run's summary, ctx files and runner logs). When a later
 // run of the task holds them, that run's are archived into attempt-N/ as a
 // rerun would, and this run's are moved back from the attempt-K/ they were
 // archived to; when none are kept, the later run's are archived all the

@@ -22,8 +22,8 @@ func write(t *testing.T, path, body string) {
 // A placement that resolves onto a directory Stratus did not create (here
 // "{task_id}" with task id "src": the user's own src/) refuses the run with
 // EINVALID naming the dir and the placement, and moves nothing: not the
-// directory, not the task's earlier logs (issue 5 L8: it used to be
-// "archived" into .stratus/logs/src/attempt-1/ctx/).
+// directory, not the task's earlier logs (it used to be "archived" into
+// .stratus/logs/src/attempt-1/ctx/).
 func TestPrepareCtxDir_UnmarkedDirIsRefusedAndUntouched(t *testing.T) {
 	t.Parallel()
 	for name, setup := range map[string]func(t *testing.T, ctx string){

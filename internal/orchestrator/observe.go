@@ -12,10 +12,11 @@ import (
 )
 
 // ObserveGrace bounds how long a run whose execution ended waits for the
-// supervisor's observation turns still in flight (seed 004 § What the
-// layer does: an observation is best-effort and never blocks routing, but
-// one launched for the failure that ends the run is paid for, so it is let
-// finish) before their workers are stopped.
+// supervisor's observation turns still in flight
+// (docs/contracts.md § What the supervisor layer does: an observation is
+// best-effort and never blocks routing, but one launched for the failure that
+// ends the run is paid for, so it is let finish) before their workers are
+// stopped.
 const ObserveGrace = 30 * time.Second
 
 // CutShortReason is what a supervisor turn still running when its run's

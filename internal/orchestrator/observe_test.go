@@ -41,10 +41,10 @@ func setupTurn(t *testing.T) (*sqlite.Store, stratus.Step) {
 	return st, step
 }
 
-// Issue 5 breaker M6 (seed 004 § What the layer does: an observation is
-// best-effort): a turn still running when the run's workers are to be
-// stopped is recorded cut short by the end of the run — attempt and step
-// failed with that reason, one supervisor-ended event — so stopping its
+// docs/contracts.md § What the supervisor layer does (an observation is
+// best-effort): a turn still running when the run's workers
+// are to be stopped is recorded cut short by the end of the run — attempt and
+// step failed with that reason, one supervisor-ended event — so stopping its
 // worker is no crash and warns nothing.
 func TestSettleSupervisor_RecordsTurnsLeftCutShort(t *testing.T) {
 	t.Parallel()

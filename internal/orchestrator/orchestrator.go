@@ -62,9 +62,8 @@ type Options struct {
 	// NoPull: a run whose repository travelled (workspace: worktree) does
 	// not bring its commits back as branch stratus/<task_id> at its end.
 	NoPull bool
-	// Shared, when set, is what the runs of one host process share (issue
-	// 16 § 5): the work dir's store and the engine slots. nil: the run has
-	// its own.
+	// Shared, when set, is what the runs of one host process share: the work
+	// dir's store and the engine slots. nil: the run has its own.
 	Shared *Shared
 	// Started, when set, is called once the run is recorded (its id in the
 	// store), before its first step: a host answers its caller then.
@@ -181,9 +180,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// Before the task's lock is taken: the prune takes each task's lock in
 	// turn (docs/security.md § Retention).
 	autoPrune(ctx, dir, s.st, cfg.Retention(), s.log)
-	// The repository travels as on AWS (issue 12 § 5): engines work in
-	// checkouts of their own, never in the operator's, and the ctx dir is
-	// in the state dir, out of the repository's tree (README § Workspaces).
+	// The repository travels as on AWS: engines work in checkouts of their
+	// own, never in the operator's, and the ctx dir is in the state dir, out
+	// of the repository's tree (README § Workspaces).
 	mode, note := lifecycle.ResolveWorkspace(ctx, cfg, tk, dir)
 	if note != "" {
 		s.log.Info(note)
@@ -254,7 +253,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return s.execute(ctx, s.run.ID, input)
 }
 
-// ResumeOptions say which run to resume and how (issue 11 § 3).
+// ResumeOptions say which run to resume and how (README.md § Durable runs).
 type ResumeOptions struct {
 	Dir              string    // the work dir holding .stratus/
 	RunID            string    // the run to resume
@@ -353,14 +352,14 @@ func Resume(ctx context.Context, o ResumeOptions) (*Result, error) {
 	return s.execute(ctx, lifecycle.ExecutionName(run.ID, run.Resumes), plan.Input)
 }
 
-// CheckRun is the validation a run needs before it starts (seed 004 § Fatal
-// validation, "at flow dispatch"): all three layers of flow.Validate with
-// the operator config and the tools dir, plus, for every node the task will
-// run (enabled and not gated by a `when` fact), a role file that exists. A
-// missing prompt of a `when`-gated node, a resume_role_file or a supervisor
-// prompt is a warning logged on warn: the node fails if it runs, and the
-// supervisor falls back to its built-in instruction. The fatal problems are
-// one EINVALID listing each.
+// CheckRun is the validation a run needs before it starts
+// (docs/contracts.md § Fatal validation, "at flow dispatch"): all three
+// layers of flow.Validate with the operator config and the tools dir, plus,
+// for every node the task will run (enabled and not gated by a `when` fact),
+// a role file that exists. A missing prompt of a `when`-gated node, a
+// resume_role_file or a supervisor prompt is a warning logged on warn: the
+// node fails if it runs, and the supervisor falls back to its built-in
+// instruction. The fatal problems are one EINVALID listing each.
 func CheckRun(fl *flow.Flow, flowsDir, toolsDir string, cfg *config.Config, tk *task.Task, warn *slog.Logger) error {
 	probs := flow.Validate(fl, flow.ValidateOptions{RoleFileRoot: flowsDir, Config: cfg, ToolsDir: toolsDir})
 	for _, m := range flow.MissingRoleFiles(fl, flowsDir) {

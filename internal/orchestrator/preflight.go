@@ -18,12 +18,13 @@ import (
 // that this build can run every checks node's checker (only the names
 // nodeexec.Supported reports run; dependency_scan is refused), that every
 // provider a node pins (or the task hints, nodes.<id>.provider) is in
-// agents.allowed and has a launch spec (seed 004 § Fatal validation, config consistency), and that
-// the task's nodes overrides name nodes of the flow (worc: "an id absent
-// from the flow ends the task failed"). tk may be nil (validate). It returns
-// every problem found; all are fatal for a run. Every node kind the flow
-// format knows runs, so an unknown kind is flow.Validate's to report (once:
-// "kind ... is not allowed"), never Preflight's.
+// agents.allowed and has a launch spec (docs/contracts.md § Fatal validation,
+// config consistency), and that the task's nodes overrides name nodes of the
+// flow (worc: "an id absent from the flow ends the task failed"). tk may be
+// nil (validate). It returns every problem found; all are fatal for a run.
+// Every node kind the flow format knows runs, so an unknown kind is
+// flow.Validate's to report (once: "kind ... is not allowed"), never
+// Preflight's.
 func Preflight(fl *flow.Flow, cfg *config.Config, tk *task.Task) []flow.Problem {
 	var probs []flow.Problem
 	at := func(n flow.Node, key string) flow.Problem {
@@ -74,14 +75,14 @@ func Preflight(fl *flow.Flow, cfg *config.Config, tk *task.Task) []flow.Problem 
 	return probs
 }
 
-// LaunchPreflight is an embedded run's check of the engines it will start
-// (issue 13 § 5), on this machine, before anything runs: every provider
-// the run uses (doctor.FlowProviders: each enabled agent and evaluator
-// node's, and the supervisor's) must have a command that resolves (on PATH,
-// as a path relative to the provider's dir under dir, or {stratus}) and
-// every "$NAME" of its env overlay set here. Each problem names the
-// provider, the config field and what is valid; all are fatal. Only for
-// embedded runs: on AWS the engines start in the worker's environment.
+// LaunchPreflight is an embedded run's check of the engines it will start, on
+// this machine, before anything runs: every provider the run uses
+// (doctor.FlowProviders: each enabled agent and evaluator node's, and the
+// supervisor's) must have a command that resolves (on PATH, as a path
+// relative to the provider's dir under dir, or {stratus}) and every "$NAME"
+// of its env overlay set here. Each problem names the provider, the config
+// field and what is valid; all are fatal. Only for embedded runs: on AWS the
+// engines start in the worker's environment.
 func LaunchPreflight(dir string, fl *flow.Flow, cfg *config.Config, tk *task.Task) []flow.Problem {
 	var front map[string]any
 	if tk != nil {

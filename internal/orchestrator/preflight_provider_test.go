@@ -12,7 +12,7 @@ import (
 )
 
 // A provider a task names that the config does not allow is said once,
-// with the field and the valid names (newcomer, issue 15: it read
+// with the field and the valid names (it read
 // "nodes.review.provider: provider: provider …").
 func TestPreflight_UnknownProviderSaidOnce(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "flows")

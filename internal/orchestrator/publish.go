@@ -12,11 +12,11 @@ import (
 
 // PublishingWarnings are the non-fatal problems of a flow's publish nodes
 // whose policy (or, without one, the flow's publishing) would open a pull
-// request: Stratus writes the report locally and opens none (issue 5 § 4,
-// publish: "PR publishing is described as unsupported unless a git remote
-// and a publisher are configured"; worc reference.md § Validation: "a
-// PR-publishing flow with no git configured" is non-fatal). One warning per
-// such node, at its policy.
+// request: Stratus writes the report locally and opens none
+// (README.md § Node kinds, publish: "PR publishing is described as
+// unsupported unless a git remote and a publisher are configured"; worc
+// reference.md § Validation: "a PR-publishing flow with no git configured" is
+// non-fatal). One warning per such node, at its policy.
 func PublishingWarnings(fl *flow.Flow) []flow.Problem {
 	var out []flow.Problem
 	for i := range fl.Nodes {

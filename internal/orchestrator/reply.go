@@ -29,13 +29,14 @@ type ReplyError struct {
 func (e *ReplyError) Error() string { return e.Err.Error() }
 func (e *ReplyError) Unwrap() error { return e.Err }
 
-// Reply answers node of a running embedded run for a human (issue 5 § 4):
-// it finds the run's API in DIR/.stratus/runs/<run>.json, mints an
-// operator token with DIR/.stratus/hmac.key and posts r to
-// /v1/runs/<run>/nodes/<node>/hitl. alive says whether the run's process
-// still lives. Errors: ReadRunAddress's (EINVALID for a bad run id,
-// ENOTFOUND when the run is not running here); ECONFLICT when its process
-// is gone or its API does not answer; *ReplyError for a refusal.
+// Reply answers node of a running embedded run for a human
+// (README.md § A human gate, step by step): it finds the run's API in
+// DIR/.stratus/runs/<run>.json, mints an operator token with
+// DIR/.stratus/hmac.key and posts r to /v1/runs/<run>/nodes/<node>/hitl.
+// alive says whether the run's process still lives. Errors: ReadRunAddress's
+// (EINVALID for a bad run id, ENOTFOUND when the run is not running here);
+// ECONFLICT when its process is gone or its API does not answer; *ReplyError
+// for a refusal.
 func Reply(ctx context.Context, dir, runID, node string, r worker.Reply, alive func(pid int) bool) (*worker.HITLValue, error) {
 	state := filepath.Join(dir, StateDir)
 	addr, err := ReadRunAddress(state, runID)

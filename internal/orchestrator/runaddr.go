@@ -17,7 +17,7 @@ const RunsDir = "runs"
 
 // RunAddress is the address file of a running embedded run: where its API
 // listens and which process serves it. `stratus approve|reject|answer`
-// read it to reach the run (issue 5 § 4).
+// read it to reach the run (README.md § A human gate, step by step).
 type RunAddress struct {
 	APIURL string `json:"api_url"`
 	PID    int    `json:"pid"`

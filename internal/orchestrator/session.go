@@ -30,6 +30,7 @@ import (
 	localqueue "github.com/stratusflow/stratus/internal/queue/local"
 	"github.com/stratusflow/stratus/internal/reaper"
 	"github.com/stratusflow/stratus/internal/report"
+	"github.com/stratusflow/stratus/internal/runner"
 	"github.com/stratusflow/stratus/internal/runview"
 	"github.com/stratusflow/stratus/internal/sink/fs"
 	"github.com/stratusflow/stratus/internal/statedir"
@@ -154,8 +155,8 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 			return doctor.CanLaunch(doctor.Env{}, s.dir, provider, cfg.Agents.Providers[provider])
 		},
 	})
-	// Observation turns go through a queue as on AWS (issue 14 § 10), here
-	// one of this process, handled as the dispatch function would.
+	// Observation turns go through a queue as on AWS, here one of this
+	// process, handled as the dispatch function would.
 	svc.Queue = localqueue.New(func(ctx context.Context, body []byte) {
 		var m worker.Message
 		if err := json.Unmarshal(body, &m); err == nil {
@@ -166,7 +167,7 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 	})
 	svc.Publish = func(ctx context.Context, run stratus.Run, _ *worker.RunEnv) ([]string, error) {
 		if note := publishNote(ctx, st, run.ID, env.Flow); note != "" {
-			log.Info(note) // issue 5 § 4: said, never silently skipped
+			log.Info(note) // README.md § Node kinds: said, never silently skipped
 		}
 		f, err := report.Collect(ctx, st, run, stratus.RunDone, worker.ReportEnv(env))
 		if err != nil {
@@ -175,9 +176,9 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 		return report.Write(ctx, sk, f)
 	}
 	// A write the disk refuses (ENOSPC, SQLite full) answers the worker 507
-	// and stops the run (issue 14 § 2): interrupted, resumable once space
-	// is freed, with its result said, rather than left waiting for a step
-	// whose report cannot be kept.
+	// and stops the run (docs/security.md § Output that did not persist):
+	// interrupted, resumable once space is freed, with its result said,
+	// rather than left waiting for a step whose report cannot be kept.
 	waitCtx, stopWait := context.WithCancelCause(ctx)
 	defer stopWait(nil)
 	// So does a step's output or a summary the disk refuses, where the
@@ -247,7 +248,8 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 	}
 	defer removeAddress()
 	// What is left of the run's uploads once it ends was never named (each
-	// is deleted when it is): deleted with the run's end (issue 14 § 8).
+	// is deleted when it is): deleted with the run's end
+	// (docs/security.md § Upload size limits).
 	defer func() {
 		if err := worker.DropUploads(context.WithoutCancel(ctx), sk, run.ID); err != nil {
 			log.Warn(fmt.Sprintf("delete the run's leftover uploads: %v", err))
@@ -264,7 +266,7 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 		return nil, err
 	}
 	if w := supervisor.NarrowingWarning(env.Config.Supervisor, env.Flow); w != "" {
-		svc.Log.Warn(w) // seed 004 § What observe.mode costs: said once, at the start
+		svc.Log.Warn(w) // docs/contracts.md § What observe.mode costs: said once, at the start
 	}
 
 	x, err = exec.WaitExecution(waitCtx, x.ARN)
@@ -446,7 +448,7 @@ func (s *session) launcher() (workers interface {
 		s.log.Warn(fmt.Sprintf("%v: this run's workers are processes (worker.isolation: %s)", err, config.IsolationProcess))
 		return process, nil
 	}
-	inproc = &inprocess.Launcher{Self: self, Reaper: rp, Slots: slots}
+	inproc = &inprocess.Launcher{Runner: &runner.InProcess{}, Self: self, Reaper: rp, Slots: slots}
 	return inproc, inproc
 }
 
@@ -507,8 +509,8 @@ func endEvents(ctx context.Context, st store.Store, runID string, open map[strin
 }
 
 // pull brings the commits of a run whose repository travelled back as
-// branch stratus/<task_id> (issue 12 § 4-5); a pull that cannot be made
-// is a warning: the run's status stands, and stratus pull tries again.
+// branch stratus/<task_id>; a pull that cannot be made is a warning: the
+// run's status stands, and stratus pull tries again.
 func (s *session) pull(ctx context.Context, runID string) {
 	run, err := s.st.GetRun(ctx, runID)
 	if err != nil || run.Workspace == nil {

@@ -1,6 +1,6 @@
 // Package outputschema compiles a node's output_schema (a JSON Schema,
 // given inline in the flow as a JSON-encoded string: worc flow reference §
-// agent node) and validates engine reports against it (issue 4: "the report
+// agent node) and validates engine reports against it ("the report
 // is validated with a maintained JSON Schema library"). It uses
 // santhosh-tekuri/jsonschema (drafts 4 to 2020-12, the draft named by
 // $schema, else 2020-12). It does not fetch remote references.

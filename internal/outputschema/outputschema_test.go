@@ -10,7 +10,7 @@ import (
 const plan = `{"type":"object","additionalProperties":false,"required":["steps"],
  "properties":{"steps":{"type":"array","items":{"type":"string"}}}}`
 
-// issue 4 § 4: a report that does not match output_schema is refused with
+// A report that does not match output_schema is refused with
 // the validation errors; one that matches passes.
 func TestValidate_ReportAgainstOutputSchema(t *testing.T) {
 	t.Parallel()
@@ -38,7 +38,7 @@ func TestCompile_RejectsBadSchemas(t *testing.T) {
 	}
 }
 
-// issue 16 § 2: the jsonschema fork (third_party/jsonschema) compiles the
+// The jsonschema fork (third_party/jsonschema) compiles the
 // metaschemas on first use instead of at init; a schema the metaschema
 // refuses is still refused, from the first compile on, by every
 // goroutine compiling at once.

@@ -1,9 +1,9 @@
-// Package progress shows a run's live progress to its operator (issue 13
-// § 8: "a 40-minute step is never silent"). A Display takes the run's
-// events (worker.Event: step start, progress, wait, end, the
-// supervisor's turns) from whichever side sees them — the embedded
-// worker service, runview.Tracker reading a deployed stack's records —
-// and renders them three ways:
+// Package progress shows a run's live progress to its operator
+// (README.md § Live progress: "a 40-minute step is never silent"). A Display
+// takes the run's events (worker.Event: step start, progress, wait, end, the
+// supervisor's turns) from whichever side sees them — the embedded worker
+// service, runview.Tracker reading a deployed stack's records — and renders
+// them three ways:
 //
 //   - a line per start, wait and end on Out (stderr), as `stratus run`
 //     has always printed them (Line);

@@ -63,10 +63,10 @@ func ended(ref string) worker.Event {
 		Terminal: "Captured", Outcome: "done", Duration: time.Minute, PromptTokens: 1200, CompletionTokens: 34}
 }
 
-// issue 13 § 8: where the display cannot tick (a log, a pipe), a running
-// step gets a busy line every Every — elapsed growing, with the counters
-// its runner last posted — even when its engine says nothing, and none
-// once it ended.
+// README.md § Live progress: where the display cannot tick (a log, a pipe), a
+// running step gets a busy line every Every — elapsed growing, with the
+// counters its runner last posted — even when its engine says nothing, and
+// none once it ended.
 func TestDisplay_NotATerminal_BusyLinesWhileAStepRuns(t *testing.T) {
 	var out buffer
 	c := &clock{t: t0}
@@ -104,9 +104,9 @@ func waitFor(t *testing.T, out *buffer, s string) {
 	}
 }
 
-// issue 13 § 8: on a terminal, each running step has a ticking line below
-// the printed lines, redrawn in place (cursor up, clear line) on each
-// event and tick; other lines print above it; Close erases it.
+// README.md § Live progress: on a terminal, each running step has a ticking
+// line below the printed lines, redrawn in place (cursor up, clear line) on
+// each event and tick; other lines print above it; Close erases it.
 func TestDisplay_Terminal_TickingLinesRedrawnInPlace(t *testing.T) {
 	var out buffer
 	c := &clock{t: t0}
@@ -146,7 +146,7 @@ func TestDisplay_Terminal_LinesCutToTheWidth(t *testing.T) {
 	}
 }
 
-// issue 13 § 8: --json is one JSON object per event, the run's end last.
+// README.md § Live progress: --json is one JSON object per event, the run's end last.
 func TestDisplay_JSONLines(t *testing.T) {
 	var out, js buffer
 	d := New(Options{Out: &out, JSON: &js, Tick: time.Hour, Now: func() time.Time { return t0.Add(2 * time.Minute) }})

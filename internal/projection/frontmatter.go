@@ -17,7 +17,7 @@ import (
 )
 
 // FrontMatter heads <ctx-dir>/<step>.md: who produced the body and its
-// checksum (seed 000 § Files are the server's job).
+// checksum (docs/contracts.md § Files are the server's job).
 type FrontMatter struct {
 	TaskID      string    `yaml:"task_id"`      // the run's task id ({task_id})
 	Step        string    `yaml:"step"`         // node id; the file is <step>.md
@@ -48,9 +48,9 @@ const delim = "---\n"
 // Front matter whose strings are all of the common shapes (fastScalar) is
 // written directly, byte for byte what the YAML library writes for it
 // (FuzzEncode_FastPathIsTheLibrarysBytes holds the two equal), so a
-// submit does not pay a YAML marshal and read-back per field (issue 16
-// § 3: they were a quarter of submit's CPU); anything else takes the
-// library and the read-back below.
+// submit does not pay a YAML marshal and read-back per field
+// (README.md § Performance: they were a quarter of submit's CPU); anything
+// else takes the library and the read-back below.
 func Encode(fm FrontMatter, body []byte) ([]byte, error) {
 	fm.SubmittedAt = fm.SubmittedAt.UTC()
 	if out, ok := encodeFast(fm, body); ok {
@@ -65,7 +65,8 @@ func encodeSlow(fm FrontMatter, body []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("projection: encode front matter: %w", err)
 	}
-	// The seed promises a round trip; prove it rather than trust every
+	// docs/contracts.md § Files are the server's job promises a round trip
+	// (the body front-matter wrapped, round-trippable); prove it rather than trust every
 	// corner of the YAML library.
 	var back FrontMatter
 	if err := yaml.Unmarshal(y, &back); err != nil || !sameFrontMatter(back, fm) {

@@ -24,11 +24,12 @@ import (
 // temporary file: "." + name + ".tmp-" + 16 hex digits.
 const fsTempSuffix = len(".") + len(".tmp-") + 16
 
-// seed 000 § Files are the server's job (vectors testdata/cases/partnames):
-// CheckPartName never panics; a name it accepts holds no "/", "\", NUL or
-// "..", is not "." or "", is NFKC-stable, and projects to exactly one file directly inside
-// <root>/ctx; a name it refuses is skipped fail-open. Either way nothing is
-// written outside the sink's root.
+// docs/contracts.md § Files are the server's job (vectors
+// testdata/cases/partnames): CheckPartName never panics; a name it accepts
+// holds no "/", "\", NUL or "..", is not "." or "", is NFKC-stable, and
+// projects to exactly one file directly inside <root>/ctx; a name it refuses
+// is skipped fail-open. Either way nothing is written outside the sink's
+// root.
 func FuzzCheckPartName(f *testing.F) {
 	raw, err := os.ReadFile(testenv.Cases(f, "partnames", "cases.json"))
 	if err != nil {
@@ -122,10 +123,11 @@ func FuzzCheckPartName(f *testing.F) {
 	})
 }
 
-// seed 000 § Files are the server's job: the wrapped file round-trips.
-// For any body bytes and front-matter strings, Encode either refuses with
-// *stratus.Error EINVALID (Field "front_matter") or writes a document that
-// Decode turns back into the identical body bytes and front matter.
+// docs/contracts.md § Files are the server's job: the wrapped file
+// round-trips. For any body bytes and front-matter strings, Encode either
+// refuses with *stratus.Error EINVALID (Field "front_matter") or writes a
+// document that Decode turns back into the identical body bytes and front
+// matter.
 func FuzzProjection_RoundTrip(f *testing.F) {
 	add := func(body string, strs [6]string, attempt, n int, sec, nsec int64) {
 		f.Add([]byte(body), strs[0], strs[1], strs[2], strs[3], strs[4], strs[5], attempt, n, sec, nsec)
@@ -168,8 +170,8 @@ func FuzzProjection_RoundTrip(f *testing.F) {
 	})
 }
 
-// Encode's fast path (issue 16 § 3) writes exactly the bytes the YAML
-// library writes: for any front matter, Encode and the library-only
+// Encode's fast path (README.md § Performance) writes exactly the bytes the
+// YAML library writes: for any front matter, Encode and the library-only
 // encoder agree, in output and in refusal.
 func FuzzEncode_FastPathIsTheLibrarysBytes(f *testing.F) {
 	add := func(strs [6]string, attempt, n int, sec, nsec int64) {

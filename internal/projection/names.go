@@ -16,18 +16,18 @@ import (
 const MaxNameBytes = 255
 
 // CheckPartName reports whether name can be a staged part's file name in
-// the ctx dir: a plain file name (seed 000 § Files are the server's job;
-// vectors testdata/cases/partnames). It refuses, with a *stratus.Error
-// EINVALID (Field "name") naming the rule broken: the empty name, "." and
-// "..", any name containing "/", "\" or "..", a NUL or other control
-// character, invalid UTF-8, a drive prefix ("C:") and names over
-// MaxNameBytes bytes; a '%' (names are percent-decoded once: one left over
-// was encoded twice, "%252e%252e"); a name whose NFKC form breaks those
-// rules ("．．", "／": issue 14 § 6); a name NFKC changes at all
-// ("pl\u2024an.md", full-width letters, ligatures, a decomposed "é":
-// docs/security.md § Part names); and the names Stratus keeps for its own
-// files in a ctx dir (ReservedPrefix: CtxMarker, issue 14 § 3). Unicode
-// letters (NFC-composed), spaces and dotfiles are accepted.
+// the ctx dir: a plain file name
+// (docs/contracts.md § Files are the server's job; vectors
+// testdata/cases/partnames). It refuses, with a *stratus.Error EINVALID
+// (Field "name") naming the rule broken: the empty name, "." and "..", any
+// name containing "/", "\" or "..", a NUL or other control character, invalid
+// UTF-8, a drive prefix ("C:") and names over MaxNameBytes bytes; a '%'
+// (names are percent-decoded once: one left over was encoded twice,
+// "%252e%252e"); a name whose NFKC form breaks those rules ("．．", "／"); a
+// name NFKC changes at all ("pl\u2024an.md", full-width letters, ligatures, a
+// decomposed "é": docs/security.md § Part names); and the names
+// Stratus keeps for its own files in a ctx dir (ReservedPrefix: CtxMarker).
+// Unicode letters (NFC-composed), spaces and dotfiles are accepted.
 func CheckPartName(name string) error {
 	if err := checkName("name", "part name", name); err != nil {
 		return err

@@ -27,10 +27,10 @@ func TestCheckPartName_PortableNames(t *testing.T) {
 	}
 }
 
-// issue 14 § 3 and § 6: a name is decoded once — a "%" left over was
-// encoded twice; its NFKC form obeys the "/", "\" and ".." rules (full-width
-// "．．" and "／" read as ".." and "/"); the names Stratus writes into a ctx
-// dir (its marker, and anything starting ".stratus") are reserved.
+// A name is decoded once — a "%" left over was encoded twice; its NFKC form
+// obeys the "/", "\" and ".." rules (full-width "．．" and "／" read as ".." and
+// "/"); the names Stratus writes into a ctx dir (its marker, and anything
+// starting ".stratus") are reserved.
 func TestCheckPartName_DecodedOnceNormalizedAndReserved(t *testing.T) {
 	t.Parallel()
 	for bad, why := range map[string]string{

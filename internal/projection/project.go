@@ -11,7 +11,7 @@ import (
 )
 
 // DefaultPlacement is the ctx-dir placement when a flow declares none
-// (seed 000 § Files are the server's job). "{task_id}" is the only
+// (docs/contracts.md § Files are the server's job). "{task_id}" is the only
 // placeholder.
 const DefaultPlacement = "workspace/tasks/{task_id}/ctx"
 

@@ -26,7 +26,7 @@ func wantInvalid(t *testing.T, err error, field string) {
 	}
 }
 
-// seed 000 § Files are the server's job: every vector of
+// docs/contracts.md § Files are the server's job: every vector of
 // testdata/cases/partnames.
 func TestCheckPartName_SharedVectors(t *testing.T) {
 	t.Parallel()
@@ -55,8 +55,8 @@ func TestCheckPartName_SharedVectors(t *testing.T) {
 	}
 }
 
-// seed 000 § Files are the server's job (cases/partnames README: names no
-// portable file system can hold): each refusal names its rule.
+// docs/contracts.md § Files are the server's job (cases/partnames README:
+// names no portable file system can hold): each refusal names its rule.
 func TestCheckPartName_RefusalNamesTheRule(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ name, rule string }{
@@ -99,8 +99,8 @@ func sampleFM() projection.FrontMatter {
 	}
 }
 
-// seed 000 § Files are the server's job: the final body is front-matter
-// wrapped, written as YAML in UTC RFC 3339.
+// docs/contracts.md § Files are the server's job: the final body is
+// front-matter wrapped, written as YAML in UTC RFC 3339.
 func TestEncode_FrontMatterThenBodyVerbatim(t *testing.T) {
 	t.Parallel()
 	got, err := projection.Encode(sampleFM(), []byte("body"))
@@ -124,7 +124,7 @@ func TestEncode_FrontMatterThenBodyVerbatim(t *testing.T) {
 	}
 }
 
-// seed 000 § Files are the server's job: the wrapped file is
+// docs/contracts.md § Files are the server's job: the wrapped file is
 // round-trippable — Decode is Encode's exact inverse.
 func TestDecode_RoundTripsEveryBodyExactly(t *testing.T) {
 	t.Parallel()
@@ -178,8 +178,9 @@ func TestDecode_RoundTripsEveryBodyExactly(t *testing.T) {
 	}
 }
 
-// seed 000 § Files are the server's job: what cannot round-trip is refused
-// rather than written lossy, and a document Encode did not write is EINVALID.
+// docs/contracts.md § Files are the server's job: what cannot round-trip is
+// refused rather than written lossy, and a document Encode did not write is
+// EINVALID.
 func TestDecode_RefusesWhatEncodeDidNotWrite(t *testing.T) {
 	t.Parallel()
 	fm := sampleFM()
@@ -193,8 +194,8 @@ func TestDecode_RefusesWhatEncodeDidNotWrite(t *testing.T) {
 	}
 }
 
-// seed 000 § Files are the server's job: <ctx-dir> resolves through the
-// placement (default workspace/tasks/{task_id}/ctx); a task id that would
+// docs/contracts.md § Files are the server's job: <ctx-dir> resolves through
+// the placement (default workspace/tasks/{task_id}/ctx); a task id that would
 // escape is refused.
 func TestCtxDir_PlacementAndEscapingTaskID(t *testing.T) {
 	t.Parallel()
@@ -244,8 +245,8 @@ func (s setup) get(t *testing.T, key string) []byte {
 	return b
 }
 
-// seed 000 § Files are the server's job: the final body lands wrapped as
-// <ctx-dir>/<step>.md with its own checksum; each part lands raw.
+// docs/contracts.md § Files are the server's job: the final body lands
+// wrapped as <ctx-dir>/<step>.md with its own checksum; each part lands raw.
 func TestProject_BodyWrappedPartsRaw(t *testing.T) {
 	t.Parallel()
 	s := newSetup(t)
@@ -291,8 +292,8 @@ func TestProject_BodyWrappedPartsRaw(t *testing.T) {
 	}
 }
 
-// seed 000 § Files are the server's job: a bad part name skips its file
-// fail-open; the body and the good parts are still written.
+// docs/contracts.md § Files are the server's job: a bad part name skips its
+// file fail-open; the body and the good parts are still written.
 func TestProject_BadPartNameSkippedFailOpen(t *testing.T) {
 	t.Parallel()
 	s := newSetup(t)
@@ -325,8 +326,8 @@ func TestProject_BadPartNameSkippedFailOpen(t *testing.T) {
 	}
 }
 
-// seed 000 § Files are the server's job: the step and ctx dir become path
-// segments, so they must be safe; a failure there writes nothing.
+// docs/contracts.md § Files are the server's job: the step and ctx dir become
+// path segments, so they must be safe; a failure there writes nothing.
 func TestProject_BadStepOrCtxDirIsFatal(t *testing.T) {
 	t.Parallel()
 	s := newSetup(t)

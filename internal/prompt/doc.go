@@ -1,6 +1,6 @@
-// Package prompt renders role-file templates (seed 004 § Template
-// variables, § Node outputs, § Conditional blocks, and the token scan the
-// § Anti-drift lint needs).
+// Package prompt renders role-file templates
+// (docs/contracts.md § Template variables, § Prompt templates, and the token
+// scan the § Anti-drift lint needs).
 //
 // It owns the allowlist — the fixed CoreVars plus one {<node_id>_path} per
 // agent or tool node of the flow — and the one-pass renderer: an

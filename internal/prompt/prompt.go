@@ -2,10 +2,11 @@ package prompt
 
 import "strings"
 
-// CoreVars is the fixed set of template variables of seed 004 § Template
-// variables, in the seed's order, then summary_body_path, the variable of
-// the `summary` output slot (worc flow-authoring.md § Where a node's
-// output goes). Values are metadata and artifact paths only, never content.
+// CoreVars is the fixed set of template variables of
+// docs/contracts.md § Template variables, in that section's order, then
+// summary_body_path, the variable of the `summary` output slot (worc
+// flow-authoring.md § Where a node's output goes). Values are metadata and
+// artifact paths only, never content.
 var CoreVars = []string{
 	"task_id", "stage", "repo_path", "repo", "task_path", "plan_path",
 	"diff_path", "change_overview_path", "diff_base", "checks_path",
@@ -14,8 +15,8 @@ var CoreVars = []string{
 	"summary_body_path",
 }
 
-// reservedStems are the node ids seed 004 § Node outputs reserves; any id
-// starting with "subtask" is reserved too.
+// reservedStems are the node ids docs/contracts.md § Template variables
+// reserves; any id starting with "subtask" is reserved too.
 var reservedStems = map[string]bool{
 	"task": true, "plan": true, "diff": true, "change_overview": true,
 	"checks": true, "review": true, "repo": true, "memory": true,
@@ -25,8 +26,8 @@ var reservedStems = map[string]bool{
 // ReservedNodeID reports whether a node id collides with a reserved
 // core-variable stem (task, plan, diff, change_overview, checks, review,
 // repo, memory, stage, conflicts, or anything starting with "subtask"),
-// which seed 004 § Node outputs makes a fatal flow-load error. The match
-// is exact and case-sensitive.
+// which docs/contracts.md § Template variables makes a fatal flow-load error.
+// The match is exact and case-sensitive.
 func ReservedNodeID(id string) bool {
 	return reservedStems[id] || strings.HasPrefix(id, "subtask")
 }
@@ -58,10 +59,10 @@ func allowSet(nodes []string) map[string]bool {
 	return set
 }
 
-// Render renders role-file template tmpl in one pass (seed 004 § Template
-// variables, § Conditional blocks). vars holds the values of this node run
-// (a missing key has no value); nodes are the flow's agent and tool node
-// ids, each allowlisting "<node>_path".
+// Render renders role-file template tmpl in one pass
+// (docs/contracts.md § Template variables, § Prompt templates). vars holds
+// the values of this node run (a missing key has no value); nodes are the
+// flow's agent and tool node ids, each allowlisting "<node>_path".
 //
 //   - {name}, name allowlisted: its value, or "" when it has none.
 //   - {?name}…{/name}, name allowlisted: the inside, rendered, when name has
@@ -128,9 +129,9 @@ func renderVars(b *strings.Builder, s string, vars map[string]string, allowed ma
 // Tokens returns the variable names template tmpl references through
 // {name}, {?name} or {/name} tokens, in order of first appearance, without
 // duplicates and without braces — what the anti-drift lint checks against
-// Allowlist (seed 004 § Anti-drift lint). Braces that do not form a token
-// (JSON, code with spaces) are not reported; {x} in code is, and the lint
-// only warns.
+// Allowlist (docs/contracts.md § Fatal validation). Braces that do not form a
+// token (JSON, code with spaces) are not reported; {x} in code is, and the
+// lint only warns.
 func Tokens(tmpl string) []string {
 	var out []string
 	seen := map[string]bool{}

@@ -11,7 +11,7 @@ import (
 	"github.com/stratusflow/stratus/internal/testenv"
 )
 
-// seed 004 § Template variables, § Conditional blocks: every vector of
+// docs/contracts.md § Template variables, § Prompt templates: every vector of
 // testdata/cases/template.
 func TestRender_SharedVectors(t *testing.T) {
 	t.Parallel()
@@ -42,8 +42,8 @@ func TestRender_SharedVectors(t *testing.T) {
 	}
 }
 
-// seed 004 § Template variables: one pass — a substituted value is never
-// expanded again, inside or outside a block.
+// docs/contracts.md § Template variables: one pass — a substituted value is
+// never expanded again, inside or outside a block.
 func TestRender_OnePassValuesNeverReexpanded(t *testing.T) {
 	t.Parallel()
 	vars := map[string]string{
@@ -65,8 +65,8 @@ func TestRender_OnePassValuesNeverReexpanded(t *testing.T) {
 	}
 }
 
-// seed 004 § Conditional blocks: blocks do not nest, a stray close marker
-// is text, and vars outside the allowlist never render.
+// docs/contracts.md § Prompt templates: blocks do not nest, a stray close
+// marker is text, and vars outside the allowlist never render.
 func TestRender_BlocksDoNotNest(t *testing.T) {
 	t.Parallel()
 	vars := map[string]string{"plan_path": "p", "diff_path": "d", "secret": "s", "planning_path": "pp"}
@@ -95,8 +95,8 @@ func TestRender_BlocksDoNotNest(t *testing.T) {
 	}
 }
 
-// seed 004 § Anti-drift lint: the tokens a template references, in order,
-// without duplicates; braces that are not tokens are not reported.
+// docs/contracts.md § Fatal validation: the tokens a template references, in
+// order, without duplicates; braces that are not tokens are not reported.
 func TestTokens_ListsReferencedNamesForTheLint(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -117,7 +117,8 @@ func TestTokens_ListsReferencedNamesForTheLint(t *testing.T) {
 	}
 }
 
-// seed 004 § Node outputs: node ids colliding with a core stem are reserved.
+// docs/contracts.md § Template variables: node ids colliding with a core stem
+// are reserved.
 func TestReservedNodeID_CoreStemsAndSubtaskPrefix(t *testing.T) {
 	t.Parallel()
 	for id, want := range map[string]bool{
@@ -133,8 +134,8 @@ func TestReservedNodeID_CoreStemsAndSubtaskPrefix(t *testing.T) {
 	}
 }
 
-// seed 004 § Node outputs: the valid set is CoreVars plus <node>_path per
-// node, derived from the flow graph.
+// docs/contracts.md § Template variables: the valid set is CoreVars plus
+// <node>_path per node, derived from the flow graph.
 func TestAllowlist_CoreVarsPlusNodePaths(t *testing.T) {
 	t.Parallel()
 	got := prompt.Allowlist([]string{"planning", "lint", "planning"})
@@ -142,16 +143,17 @@ func TestAllowlist_CoreVarsPlusNodePaths(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Allowlist = %q, want %q", got, want)
 	}
-	// seed 004 lists 18; flow-authoring.md § Where a node's output goes
+	// docs/contracts.md § Template variables lists 18;
+	// flow-authoring.md § Where a node's output goes
 	// adds summary_body_path, the summary slot's variable.
 	if len(prompt.CoreVars) != 19 || prompt.CoreVars[18] != "summary_body_path" {
-		t.Errorf("CoreVars = %q, want seed 004's 18 then summary_body_path", prompt.CoreVars)
+		t.Errorf("CoreVars = %q, want the 18 of docs/contracts.md § Template variables then summary_body_path", prompt.CoreVars)
 	}
 }
 
 // flow-authoring.md § Where a node's output goes: {summary_body_path} is
-// the summary slot's core variable, allowlisted without any node; seed 004
-// § Template variables: without a value it renders empty.
+// the summary slot's core variable, allowlisted without any node;
+// docs/contracts.md § Template variables: without a value it renders empty.
 func TestRender_SummaryBodyPathIsCore(t *testing.T) {
 	t.Parallel()
 	tmpl := "[{summary_body_path}]{?summary_body_path} see it{/summary_body_path}"

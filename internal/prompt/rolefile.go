@@ -13,8 +13,9 @@ import (
 )
 
 // RoleMeta is what a role file may declare about its agent in an optional
-// YAML front matter block (a Stratus extension; seed 000 § submit_format
-// "Agent: AgentMeta.ctx"). Worc's role files have none.
+// YAML front matter block (a Stratus extension;
+// docs/contracts.md § The fold and submit_format "Agent: AgentMeta.ctx").
+// Worc's role files have none.
 type RoleMeta struct {
 	SubmitFormat string `yaml:"submit_format"`
 }

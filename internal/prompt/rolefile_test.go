@@ -6,8 +6,9 @@ import (
 	"github.com/stratusflow/stratus"
 )
 
-// seed 000 § submit_format ("Agent: AgentMeta.ctx"): a role file may declare
-// its agent's fold mode in front matter; files without one are untouched.
+// docs/contracts.md § The fold and submit_format ("Agent: AgentMeta.ctx"): a
+// role file may declare its agent's fold mode in front matter; files without
+// one are untouched.
 func TestSplitRoleFile(t *testing.T) {
 	t.Parallel()
 	for name, tc := range map[string]struct {

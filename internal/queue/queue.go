@@ -1,9 +1,8 @@
 // Package queue is the port of the dispatch queue (DESIGN.md § The path of
 // one step, 2): where work that must not run inside a worker API request —
 // a supervisor observation turn, with its worker launch and the launch's
-// retries (issue 14 § 10) — is sent for the dispatch function to run. A
-// request only enqueues; it returns as soon as what it was asked to record
-// is durable.
+// retries — is sent for the dispatch function to run. A request only
+// enqueues; it returns as soon as what it was asked to record is durable.
 //
 // Two implementations, one conformance suite (queuetest): sqs (the stack's
 // dispatch queue: SendMessage, at-least-once delivery to the dispatch
@@ -46,13 +45,13 @@ func Check(body []byte) error {
 	return nil
 }
 
-// Polled is a queue its consumers poll (issue 17: a runner pool's
-// assignments, which runners on any host receive): delivery is at least
-// once; a received message is hidden from every other receiver for its
-// visibility timeout, and comes back (Receives one more) unless its
-// receiver deletes it or extends the timeout first; a message received
-// the queue's most times without being deleted moves to its dead-letter
-// queue (SQS's redrive policy, maxReceiveCount). Two implementations, one
+// Polled is a queue its consumers poll (README.md § Warm runners (pool mode):
+// a runner pool's assignments, which runners on any host receive): delivery
+// is at least once; a received message is hidden from every other receiver
+// for its visibility timeout, and comes back (Receives one more) unless its
+// receiver deletes it or extends the timeout first; a message received the
+// queue's most times without being deleted moves to its dead-letter queue
+// (SQS's redrive policy, maxReceiveCount). Two implementations, one
 // conformance suite (queuetest.RunPolled): sqs (ReceiveMessage,
 // DeleteMessage, ChangeMessageVisibility) and memory (in this process).
 type Polled interface {

@@ -1,15 +1,17 @@
 // Package reaper keeps the promise that no process group a run started
-// outlives the process that owns it (issue 11 § 5), when engines are
-// children of that process itself: the in-process worker (issue 16 § 1).
-// A process that leaves its group (setsid, a daemon's double fork) is in
-// no group named here and is not stopped (docs/security.md § Who is
-// trusted). An engine and a
-// checks or tool command each lead a process group of their own (seed 003
-// § 1), and Pdeathsig ends the group's leader when its parent dies, but not
-// what the leader started. So the owner starts one small reaper process and
-// tells it, over a pipe, each group it starts ("+PGID") and each it has
-// seen end ("-PGID"). The owner's death, SIGKILL included, closes the pipe;
-// the reaper then sends SIGKILL to every group still named, and exits.
+// outlives the process that owns it
+// (docs/architecture.md § The run lifecycle), when engines are children of
+// that process itself: the in-process worker
+// (docs/contracts.md § The in-process twin). A process that leaves its group
+// (setsid, a daemon's double fork) is in no group named here and is not
+// stopped (docs/security.md § Who is trusted). An engine and a checks or tool
+// command each lead a process group of their own
+// (docs/contracts.md § Process lifecycle), and Pdeathsig ends the group's
+// leader when its parent dies, but not what the leader started. So the owner
+// starts one small reaper process and tells it, over a pipe, each group it
+// starts ("+PGID") and each it has seen end ("-PGID"). The owner's death,
+// SIGKILL included, closes the pipe; the reaper then sends SIGKILL to every
+// group still named, and exits.
 //
 // One reaper serves a whole process (every run and step in it), so its cost
 // is one spawn per process, not per step.

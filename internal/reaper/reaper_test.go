@@ -87,7 +87,7 @@ func waitGone(t *testing.T, what string, pids ...int) {
 	}
 }
 
-// issue 16 § 1, issue 11 § 5: the owner SIGKILLed, its engine's whole
+// docs/architecture.md § The run lifecycle: the owner SIGKILLed, its engine's whole
 // group ends — the grandchild too, which Pdeathsig alone leaves running —
 // and the reaper exits.
 func TestReaper_OwnerKilledEndsTheEnginesWholeGroup(t *testing.T) {

@@ -21,10 +21,12 @@ import (
 )
 
 // Kind is the step kind of a supervisor turn: a synthetic step that is not
-// a flow node (seed 004 § supervisor: "It is not a node and not a stage").
+// a flow node (docs/contracts.md § The supervisor: "It is not a node and not
+// a stage").
 const Kind = "supervisor"
 
-// Supervisor jobs (seed 004 § supervisor: observe / finalize / handoff).
+// Supervisor jobs (docs/contracts.md § The supervisor: observe / finalize /
+// handoff).
 const (
 	JobObserve  = "observe"
 	JobFinalize = "finalize"
@@ -56,12 +58,13 @@ const (
 )
 
 // CollapseFloor is the prose length, in characters, below which a
-// synthesis counts as collapsed (seed 004 § The summary artifacts,
+// synthesis counts as collapsed (docs/contracts.md § The summary artifacts,
 // situation 4).
 const CollapseFloor = 120
 
 // Synthesis is the supervisor_final record: what the finalize turn put on
-// disk, rather than what it returned (seed 004 § The summary artifacts).
+// disk, rather than what it returned
+// (docs/contracts.md § The summary artifacts).
 type Synthesis struct {
 	Outcome   string     `json:"outcome"`
 	StepRef   string     `json:"step_ref,omitempty"`
@@ -128,8 +131,9 @@ func (l StepLine) AcceptedOpen() bool {
 	return l.Step.Kind == flow.KindEvaluator && l.Step.Verdict == "accept" && (l.Exhausted || l.GatingCount() > 0)
 }
 
-// Changes are the work dir's changed paths, never the diff (seed 004 § The
-// summary artifacts: "the report names the changed paths").
+// Changes are the work dir's changed paths, never the diff
+// (docs/contracts.md § The summary artifacts: "the report names the changed
+// paths").
 type Changes struct {
 	Git   bool     // the work dir is a git work tree and git answered
 	Paths []string // "XY path" porcelain lines, sorted; Stratus's own state excluded
@@ -305,7 +309,7 @@ func Collect(ctx context.Context, st store.Store, run stratus.Run, status string
 	}
 	if ws := run.Workspace; ws != nil {
 		// The engines worked in checkouts of their own: the work dir's
-		// status is not the run's change (issue 12 § 4).
+		// status is not the run's change.
 		f.Changes = Changes{Branch: "stratus/" + run.TaskID, Base: ws.Base, Head: ws.Head, Origin: ws.Origin, Commits: max(len(ws.Bundles)-1, 0)}
 		return f, nil
 	}
@@ -435,7 +439,7 @@ func (f *Facts) prose() string {
 }
 
 // Degraded reports that a synthesis was expected and none reached disk
-// (situations 3 and 4 of seed 004 § The summary artifacts).
+// (situations 3 and 4 of docs/contracts.md § The summary artifacts).
 func (f *Facts) Degraded() bool {
 	return f.Status == stratus.RunDone && f.Synthesis != nil && f.prose() == ""
 }

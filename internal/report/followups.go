@@ -14,8 +14,8 @@ const (
 	FollowUpStillOpen = "still_open" // gating, left open when a non-blocking evaluator spent its budget
 )
 
-// FollowUp is one follow-up record of summary.json and summary.md (seed 004
-// § How the follow-ups section is composed).
+// FollowUp is one follow-up record of summary.json and summary.md
+// (docs/contracts.md § The summary artifacts).
 type FollowUp struct {
 	Title      string   `json:"title"`
 	Rationale  string   `json:"rationale,omitempty"`
@@ -27,7 +27,7 @@ type FollowUp struct {
 }
 
 // FollowUps composes the follow-ups mechanically from the evaluators' final
-// verdicts (seed 004 § How the follow-ups section is composed): for each
+// verdicts (docs/contracts.md § The summary artifacts): for each
 // evaluator node, the findings of its latest pass when that pass accepted —
 // each non-gating finding (the gate let it past), and each gating finding a
 // non-blocking evaluator left open when it spent max_rework_per_stage,

@@ -11,10 +11,10 @@ import (
 	"github.com/stratusflow/stratus/internal/testenv"
 )
 
-// seed 004 § The summary artifacts: the changed paths come from git status
-// of the work dir; a work dir its enclosing repository ignores (make
-// demo's .scratch/demo) has none git can list, so the report says it is
-// not a git repository rather than "no uncommitted change".
+// docs/contracts.md § The summary artifacts: the changed paths come from git
+// status of the work dir; a work dir its enclosing repository ignores (make
+// demo's .scratch/demo) has none git can list, so the report says it is not a
+// git repository rather than "no uncommitted change".
 func TestChanges_IgnoredWorkDirIsNotAGitRepository(t *testing.T) {
 	t.Parallel()
 	testenv.MustHaveCommand(t, "git", "the work dir's git status and diff")

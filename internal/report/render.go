@@ -16,8 +16,8 @@ import (
 )
 
 // Summary is summary.json: one key set for every flow, every terminal and
-// both writers (seed 004 § The summary artifacts). The optional keys are
-// present only when they apply.
+// both writers (docs/contracts.md § The summary artifacts). The optional keys
+// are present only when they apply.
 type Summary struct {
 	What             string             `json:"what"`
 	Summary          string             `json:"summary"`
@@ -81,7 +81,7 @@ func (f *Facts) providerAttempts() []ProviderAttempt {
 }
 
 // FactHeadings are the three fact sections that close every summary.md,
-// whoever wrote the prose (seed 004 § The summary artifacts).
+// whoever wrote the prose (docs/contracts.md § The summary artifacts).
 var FactHeadings = []string{"## Pipeline nodes skipped", "## Provider fallbacks", "## Run cost"}
 
 // FollowUpsHeading heads the follow-ups section.
@@ -217,8 +217,9 @@ func (f *Facts) steps(b *bytes.Buffer) {
 			outcome = l.Step.Status
 		}
 		if l.Step.Kind == flow.KindPublish && l.Step.Status == stratus.StepRunning {
-			// seed 004: the publish step writes this report, so it is
-			// pending while the report is written; that is expected.
+			// docs/contracts.md § What the supervisor layer does: the
+			// publish step writes this report, so it is pending while the
+			// report is written; that is expected.
 			outcome = "pending (it writes this report)"
 		}
 		fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %d/%d |\n", l.Step.StepRef, outcome, len(l.Attempts), dash(term), english.Duration(dur), in, out)
@@ -515,8 +516,8 @@ func (f *Facts) cost(b *bytes.Buffer, s Summary) {
 	if s.SupervisorUsage != nil {
 		fmt.Fprintf(b, " The supervisor layer made %s of them.", english.Plural(s.SupervisorUsage.Calls, "call"))
 	}
-	// issue 11 § 7: the caps the run ran under; a cost cap cannot see the
-	// calls whose cost is unknown, and says so.
+	// README.md § Cost and token caps: the caps the run ran under; a cost cap
+	// cannot see the calls whose cost is unknown, and says so.
 	if r := f.Run; r.MaxCostUSD > 0 || r.MaxTokens > 0 {
 		var caps []string
 		if r.MaxCostUSD > 0 {

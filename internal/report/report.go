@@ -1,6 +1,6 @@
 // Package report writes a run's summary artifacts, summary.json and
-// summary.md, under .stratus/logs/<task_id>/ (seed 004 § The summary
-// artifacts, and when the deterministic report takes over).
+// summary.md, under .stratus/logs/<task_id>/
+// (docs/contracts.md § The summary artifacts).
 //
 // It owns three things:
 //
@@ -13,13 +13,14 @@
 //     only for a run that did not end done, see Why — / Changes / Steps /
 //     Checks / Gates / Technical debt / Follow-ups / Publishing — only for
 //     a pull-request policy Stratus does not act on — / Pipeline nodes
-//     skipped / Provider fallbacks / Run cost) in the four situations of seed 004 — the layer
-//     is disabled, the terminal has no prose by design (failed /
-//     manual_action_required), the synthesis could not run, the synthesis
-//     came back collapsed (prose under CollapseFloor characters) — and
-//     otherwise composes the provider-authored summary.md: the "# {title}"
-//     H1, the sanitized prose, the follow-ups section, then the fact
-//     sections (Publishing when it applies, and the three of seed 004);
+//     skipped / Provider fallbacks / Run cost) in the four situations of
+//     docs/contracts.md § The summary artifacts — the layer is disabled, the
+//     terminal has no prose by design (failed / manual_action_required), the
+//     synthesis could not run, the synthesis came back collapsed (prose under
+//     CollapseFloor characters) — and otherwise composes the
+//     provider-authored summary.md: the "# {title}" H1, the sanitized prose,
+//     the follow-ups section, then the fact sections (Publishing when it
+//     applies, and the three of that section);
 //   - summary.json, with worc's one key set {what, summary, follow_ups?,
 //     task_usage?, supervisor_usage?, cost_not_accounted?, degraded?}.
 //
@@ -56,10 +57,10 @@ func Keys(taskID string) []string {
 
 // Write renders and stores summary.json and summary.md; it returns their
 // keys. A render without prose never replaces a summary.json whose summary
-// is non-empty prose for the same done run (seed 004 § What the layer does:
-// "a finalize turn that fails … does not overwrite an existing non-empty
-// summary.json with a blank one"); the existing pair is kept and its keys
-// returned.
+// is non-empty prose for the same done run
+// (docs/contracts.md § What the supervisor layer does: "a finalize turn that
+// fails … does not overwrite an existing non-empty summary.json with a blank
+// one"); the existing pair is kept and its keys returned.
 func Write(ctx context.Context, sk sink.Sink, f *Facts) ([]string, error) {
 	js, md := Render(f)
 	keys := Keys(f.Run.TaskID)

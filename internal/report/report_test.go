@@ -87,9 +87,10 @@ func decode(t *testing.T, js []byte) map[string]any {
 	return m
 }
 
-// seed 004 § The summary artifacts: "It is a pure function of state.db plus
-// the task's artifacts — two renders of one run are byte-identical": two
-// collects and renders of one recorded run give the same bytes.
+// docs/contracts.md § The summary artifacts: "It is a pure function of
+// state.db plus the task's artifacts — two renders of one run are
+// byte-identical": two collects and renders of one recorded run give the same
+// bytes.
 func TestRender_ByteIdenticalReRender(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -164,9 +165,9 @@ func TestRender_ByteIdenticalReRender(t *testing.T) {
 	}
 }
 
-// seed 004 § The summary artifacts: one renderer writes the PR body in the
-// four situations where no provider-authored synthesis reaches disk; with
-// prose, summary.md is the H1, the prose, the follow-ups, then the three
+// docs/contracts.md § The summary artifacts: one renderer writes the PR body
+// in the four situations where no provider-authored synthesis reaches disk;
+// with prose, summary.md is the H1, the prose, the follow-ups, then the three
 // fact sections.
 func TestRender_FourSituationsAndProse(t *testing.T) {
 	t.Parallel()
@@ -227,7 +228,7 @@ func TestRender_FourSituationsAndProse(t *testing.T) {
 	}
 }
 
-// seed 004 § The summary artifacts, situation 4: prose below the
+// docs/contracts.md § The summary artifacts, situation 4: prose below the
 // 120-character floor never reaches summary.md, whatever record says it.
 func TestRender_CollapseFloor120(t *testing.T) {
 	t.Parallel()
@@ -241,9 +242,9 @@ func TestRender_CollapseFloor120(t *testing.T) {
 	}
 }
 
-// seed 004 § The summary artifacts: one key set everywhere; follow_ups,
-// task_usage, supervisor_usage, cost_not_accounted and degraded present
-// only when they apply.
+// docs/contracts.md § The summary artifacts: one key set everywhere;
+// follow_ups, task_usage, supervisor_usage, cost_not_accounted and degraded
+// present only when they apply.
 func TestSummaryJSON_KeySetPerTerminal(t *testing.T) {
 	t.Parallel()
 	noCalls := facts()
@@ -284,10 +285,10 @@ func TestSummaryJSON_KeySetPerTerminal(t *testing.T) {
 	}
 }
 
-// seed 004 § What observe.mode costs: task_usage is every node attempt plus
-// the layer, per provider; supervisor_usage splits by job; each unpriced
-// provider gets {provider, attempts, input_tokens}; the Run cost section
-// says the same in words.
+// docs/contracts.md § What observe.mode costs: task_usage is every node
+// attempt plus the layer, per provider; supervisor_usage splits by job; each
+// unpriced provider gets {provider, attempts, input_tokens}; the Run cost
+// section says the same in words.
 func TestRunCost_UsageSplitsAndNotAccounted(t *testing.T) {
 	t.Parallel()
 	f := withSynthesis(facts(), &Synthesis{Outcome: SynthesisWritten, Prose: prose})
@@ -315,7 +316,7 @@ func TestRunCost_UsageSplitsAndNotAccounted(t *testing.T) {
 	}
 }
 
-// seed 004 § How the follow-ups section is composed: only findings a gate
+// docs/contracts.md § The summary artifacts: only findings a gate
 // let past (those of an accepting final pass), plus gating findings a
 // non-blocking evaluator left open, worded as still open; title = first
 // sentence of what, rationale = the rest, action_hint = fix.
@@ -354,8 +355,9 @@ func TestFollowUps_Composition(t *testing.T) {
 	}
 }
 
-// seed 004: "a title that is the finding's first sentence, with the
-// remainder in rationale (rather than a mid-word truncation)".
+// docs/contracts.md § The summary artifacts: "a title that is the finding's
+// first sentence, with the remainder in rationale (rather than a mid-word
+// truncation)".
 func TestFirstSentence_SplitsAtTheFirstSentenceEnd(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ in, first, rest string }{
@@ -373,9 +375,9 @@ func TestFirstSentence_SplitsAtTheFirstSentenceEnd(t *testing.T) {
 	}
 }
 
-// seed 004 § The summary artifacts: the report names the changed paths
-// (git status of the work dir), never the diff, and leaves out Stratus's
-// own state; a work dir that is not a git work tree says so.
+// docs/contracts.md § The summary artifacts: the report names the changed
+// paths (git status of the work dir), never the diff, and leaves out
+// Stratus's own state; a work dir that is not a git work tree says so.
 func TestChanges_GitStatusPathsNeverTheDiff(t *testing.T) {
 	t.Parallel()
 	testenv.MustHaveCommand(t, "git", "the work dir's git status and diff")
@@ -415,8 +417,8 @@ func TestChanges_GitStatusPathsNeverTheDiff(t *testing.T) {
 	}
 }
 
-// seed 004 § What the layer does: a finalize turn that fails does not
-// overwrite an existing non-empty summary with a blank one.
+// docs/contracts.md § What the supervisor layer does: a finalize turn that
+// fails does not overwrite an existing non-empty summary with a blank one.
 func TestWrite_NeverReplacesProseWithBlank(t *testing.T) {
 	t.Parallel()
 	sk := fs.New(t.TempDir())
@@ -444,7 +446,8 @@ func TestWrite_NeverReplacesProseWithBlank(t *testing.T) {
 	}
 }
 
-// seed 004: the publish step, which writes the report, is shown pending
+// docs/contracts.md § What the supervisor layer does: the publish step, which
+// writes the report, is shown pending
 // while it does; skipped nodes and fallbacks close the report.
 func TestRender_PublishPendingSkippedAndFallbacks(t *testing.T) {
 	t.Parallel()

@@ -31,12 +31,12 @@ func MarkRun(ctx context.Context, sk sink.Sink, taskID, runID string) error {
 // run's own Dir(taskID), sink.RunKey(sk, runID, Dir(taskID)), once the
 // run marked it (MarkRun through sink.ForRun). In a work dir it is
 // Dir(taskID) while the run is the task's latest, the attempt-N/ a later
-// run moved them to otherwise (seed 004 § prompt_audit: "archived into
-// attempt-<N>/ on rerun"). The dirs are told apart by RunMarker, or, for
+// run moved them to otherwise (docs/contracts.md § Prompt audit: "archived
+// into attempt-<N>/ on rerun"). The dirs are told apart by RunMarker, or, for
 // logs written before it existed, by the run id summary.md names; logs a
 // bucket kept by task, before runs had their own, are found the same way.
-// Errors: ENOTFOUND when no dir holds them (a later run of the task
-// overwrote them); the sink's errors.
+// Errors: ENOTFOUND when no dir holds them (a later run of the task overwrote
+// them); the sink's errors.
 func RunDir(ctx context.Context, sk sink.Sink, taskID, runID string) (string, error) {
 	if own := sink.RunKey(sk, runID, Dir(taskID)); own != Dir(taskID) {
 		switch o, err := owner(ctx, sk, own, runID); {

@@ -14,9 +14,9 @@ import (
 const WhyHeading = "## Why the run stopped"
 
 // PublishingHeading heads the fact section on a pull-request publishing
-// policy Stratus does not act on (issue 5 § 4, publish: "PR publishing is
-// described as unsupported unless a git remote and a publisher are
-// configured").
+// policy Stratus does not act on (README.md § Node kinds, publish: "PR
+// publishing is described as unsupported unless a git remote and a publisher
+// are configured").
 const PublishingHeading = "## Publishing"
 
 // Stop is how a run that did not end done stopped, as its driver read it

@@ -20,9 +20,9 @@ func ended(status string, last StepLine, stop *Stop) *Facts {
 	return f
 }
 
-// Issue 5 breaker M1: the summary of a run that did not end done says why,
-// right after the lead, and tells a spent budget from an outcome no edge
-// takes; the same sentence is what `stratus run` prints (Why).
+// The summary of a run that did not end done says why, right after the lead,
+// and tells a spent budget from an outcome no edge takes; the same sentence
+// is what `stratus run` prints (Why).
 func TestWhy_SaysWhyARunStoppedAndTellsBudgetFromUnrouted(t *testing.T) {
 	t.Parallel()
 	review := func(verdict, reason string) StepLine {
@@ -84,10 +84,9 @@ func TestWhy_SaysWhyARunStoppedAndTellsBudgetFromUnrouted(t *testing.T) {
 	}
 }
 
-// Issue 5 breaker M2 (issue 5 § 4, publish: "PR publishing is described as
-// unsupported unless a git remote and a publisher are configured"): a
-// publish node under pull_request says once, in the fact sections, that
-// no pull request is opened; local_artifact says nothing.
+// README.md § Node kinds, publish ("PR publishing is described as
+// unsupported unless a git remote and a publisher are configured"): a publish node under pull_request says once, in the fact
+// sections, that no pull request is opened; local_artifact says nothing.
 func TestRender_PullRequestPublishingSaysNoPROpened(t *testing.T) {
 	t.Parallel()
 	parse := func(publishing, policy string) *flow.Flow {
@@ -133,8 +132,8 @@ func TestRender_PullRequestPublishingSaysNoPROpened(t *testing.T) {
 	}
 }
 
-// Issue 5 breaker L7: a human's reply time is not orchestration overhead;
-// a hitl step that waited shows how long it waited.
+// A human's reply time is not orchestration overhead; a hitl step that waited
+// shows how long it waited.
 func TestOverhead_ExcludesHITLWaitsAndHITLShowsItsWait(t *testing.T) {
 	t.Parallel()
 	f := facts()

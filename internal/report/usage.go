@@ -21,15 +21,15 @@ type Usage struct {
 }
 
 // SupervisorUsage is supervisor_usage: the layer's calls as a total and
-// split by job (seed 004 § What observe.mode costs).
+// split by job (docs/contracts.md § What observe.mode costs).
 type SupervisorUsage struct {
 	Usage
 	ByJob map[string]*Usage `json:"by_job"`
 }
 
-// CostNotAccounted names the provider calls that reported no cost (seed
-// 004: {provider, attempts, input_tokens}; "absent means unknown, never
-// free").
+// CostNotAccounted names the provider calls that reported no cost
+// (docs/contracts.md § What observe.mode costs: {provider, attempts,
+// input_tokens}; "absent means unknown, never free").
 type CostNotAccounted struct {
 	Provider    string `json:"provider"`
 	Attempts    int    `json:"attempts"`

@@ -23,7 +23,7 @@ const (
 	ProviderUnavailable Class = "provider_unavailable" // 5xx, overloaded (529), the provider reset the connection
 	RateLimited         Class = "rate_limited"         // 429, a usage window or quota
 	NetworkUnavailable  Class = "network_unavailable"  // DNS, connection refused, no route, TLS handshake to the provider
-	Timeout             Class = "timeout"              // the attempt ran past its deadline (seed 003 terminal TimedOut)
+	Timeout             Class = "timeout"              // the attempt ran past its deadline (terminal TimedOut, docs/contracts.md § Terminal classification)
 	Quality             Class = "quality"              // a bad or invalid report, a verdict contract violation, max steps
 	Infrastructure      Class = "infrastructure"       // the worker died, its task stopped, launch failed
 )

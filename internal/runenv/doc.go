@@ -2,7 +2,7 @@
 // where no work dir exists: on AWS the dispatch and worker-API Lambdas need
 // the flow YAML, its role files, config.yaml, the task file and the tools
 // that in embedded mode come from DIR/.stratus (worc configuration.md:
-// prompts and tools are frozen per task; seed 004 § Role files — role_file
+// prompts and tools are frozen per task; docs/contracts.md § Prompt templates
 // paths resolve against the flows dir).
 //
 // Freeze writes the bundle under runs/<run_id>/bundle/ in a sink.Sink

@@ -57,7 +57,8 @@ type Manifest struct {
 	// EngineFiles are the files providers' launch specs name (an arg or an
 	// env value that is the path of a regular file: the script engine's
 	// scenario, a shell engine's script), frozen under engine/ so that a
-	// worker needs nothing from the operator's disk (issue 11 § 2).
+	// worker needs nothing from the operator's disk
+	// (docs/architecture.md § The run lifecycle).
 	EngineFiles []EngineFile `json:"engine_files,omitempty"`
 }
 

@@ -519,7 +519,7 @@ func TestEnvFunc_LoadsThroughDefaultCache(t *testing.T) {
 	}
 }
 
-// Issue 11 § 2 (a worker needs nothing from the operator's disk): the files
+// A worker needs nothing from the operator's disk: the files
 // a provider's launch spec names — its command when that is a path, an arg,
 // an env value — are frozen under engine/ and come back from the sink byte
 // for byte, executable bits kept, keyed by the value as config.yaml writes

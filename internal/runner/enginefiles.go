@@ -15,7 +15,7 @@ import (
 // a run, carried by each step's payload) of many steps in one directory:
 // each distinct file is written once, read-only (0444, executables
 // 0555), at <dir>/<sha256 of name, mode and bytes>/<name>, and kept until
-// Close. The in-process launcher's steps share one (issue 16 § 1), where
+// Close. The in-process launcher's steps share one (InProcess), where
 // each step wrote, and removed, its own copy of the same bytes. The zero
 // value is ready; the directory is made on the first file. Safe for
 // concurrent use.

@@ -16,7 +16,7 @@ import (
 // runExec runs a checks or tool node (the payload's exec spec) instead of
 // an engine: nodeexec runs the commands or the tool here, where the
 // repository is, and the result goes back through POST /v1/worker/submit
-// for the server to decide (issue 5 § 4). While they run, the counters —
+// for the server to decide. While they run, the counters —
 // the number of commands finished — are re-posted every heartbeat interval,
 // so the Task state's HeartbeatSeconds does not lapse on a long suite.
 // A stopped runner (ctx ended) reports nothing, like a cancelled engine.

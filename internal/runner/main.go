@@ -25,12 +25,11 @@ const (
 
 // Main is a runner process: it reads STRATUS_API_URL, STRATUS_HANDLE,
 // STRATUS_TASK_ID, STRATUS_PARENT_PID, STRATUS_BIN and STRATUS_SPOOL_DIR
-// through getenv, runs
-// one attempt (Run) until SIGINT or SIGTERM, logs to stderr (one record a
-// line: internal/logging) and returns the process's exit status. Both
-// `stratus runner` and the small stratus-runner binary (which links no
-// server, store or AWS SDK, so it starts in a fraction of the time: issue
-// 16 § 2) are this function.
+// through getenv, runs one attempt (Run) until SIGINT or SIGTERM, logs to
+// stderr (one record a line: internal/logging) and returns the process's
+// exit status. Both `stratus runner` and the small stratus-runner binary
+// (which links no server, store or AWS SDK, so it starts in a fraction of
+// the time) are this function.
 func Main(getenv func(string) string, stderr io.Writer) int {
 	log := logging.New(stderr, "runner")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -19,8 +19,8 @@ import (
 	"github.com/stratusflow/stratus/internal/workerclient"
 )
 
-// Network profiles a pool serves (issue 17 § 4): a node's network_access
-// routes its step to the pool of that profile.
+// Network profiles a pool serves (README § Warm runners (pool mode)): a
+// node's network_access routes its step to the pool of that profile.
 const (
 	ProfileOffline = "offline" // nodes without network_access
 	ProfileOnline  = "online"  // nodes with network_access
@@ -78,11 +78,12 @@ type PoolOptions struct {
 	OnStep func(a launch.Assignment, pickup time.Duration, err error)
 }
 
-// Pool is a warm runner (issue 17 § 1, § 3): it long-polls its pool's
-// queue and runs each assignment it receives exactly as a cold runner runs
-// the environment RunTask gave it (Run), one at a time, until ctx ends (a
-// step under way may end within Grace, then is stopped as a cold runner's
-// is on SIGTERM) or MaxSteps were taken. For each assignment:
+// Pool is a warm runner (README § Warm runners (pool mode)): it
+// long-polls its pool's queue and runs each assignment it receives
+// exactly as a cold runner runs the environment RunTask gave it (Run), one
+// at a time, until ctx ends (a step under way may end within Grace, then
+// is stopped as a cold runner's is on SIGTERM) or MaxSteps were taken.
+// For each assignment:
 //
 //   - It is decoded (launch.DecodeAssignment) and checked against the
 //     pool's profile; one that fails either is never run here: it is
@@ -325,7 +326,7 @@ func (o PoolOptions) runAssignment(ctx context.Context, m queue.Message, a launc
 	if took && errors.Is(err, ErrSpooled) {
 		// The worker API did not take this step's report: the next
 		// step's would go the same way, each spooled on this host and its
-		// step left to time out. The pool stops (README § Warm runners).
+		// step left to time out. The pool stops (README § Warm runners (pool mode)).
 		return took, fmt.Errorf("stopped taking steps: %s's %w", a.TaskID, err)
 	}
 	return took, nil

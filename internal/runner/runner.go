@@ -2,9 +2,10 @@
 // command): it fetches its prompt with its handle, drives the node's engine
 // through child contract v1 (internal/contract), relays usage and steps as
 // stats (which double as heartbeats), and returns the report through the
-// worker API (DESIGN.md § The path of one step, step 3). A report that is
-// an `@file:<abs-path>` sentinel is resolved here, on the worker side
-// (DESIGN.md § Limits), and submitted as the file's bytes.
+// worker API (docs/architecture.md § The path of one step). A report that
+// is an `@file:<abs-path>` sentinel is resolved here, on the worker side
+// (docs/contracts.md § Output is a tool call), and submitted as the file's
+// bytes.
 //
 // It never loses a report: when submit still fails after retries, the
 // report is written to a spool file whose path is printed, and Run returns
@@ -62,14 +63,15 @@ type Options struct {
 	StatsInterval time.Duration
 	checkout      *checkout // set by Run for a run whose repository travels
 	// HTTP carries the runner's calls to the worker API (nil: a default
-	// client over the network). The in-process worker (issue 16 § 1) gives
+	// client over the network). The in-process worker (InProcess) gives
 	// one whose transport calls the API's handler directly.
 	HTTP *http.Client
 	// EngineStderr is where the engine's stderr goes (nil: this process's
-	// own, inherited, as seed 003 § 1 has it for a runner process).
+	// own, inherited, as docs/contracts.md § Process lifecycle has it for
+	// a runner process).
 	EngineStderr io.Writer
 	// EngineFiles, when set, holds the engine files of every step of this
-	// process (the in-process launcher's, issue 16 § 1): each is written
+	// process (the in-process launcher's: InProcess): each is written
 	// once, read-only, instead of once a step. nil: the step writes its
 	// own copies and removes them when it ends (a runner process).
 	EngineFiles *EngineFileCache
@@ -93,12 +95,12 @@ type Options struct {
 	HeartbeatInterval time.Duration
 }
 
-// DefaultStatsInterval and FirstStatsDelay pace a worker's stats (issue 14
-// § 9): the first post within 200 ms of the engine's first progress (lines
-// that arrive together go together), then at most one per 10 s carrying
-// the latest totals, and the final one. With the silent-engine heartbeat
-// (HeartbeatInterval, 20 s) a live worker makes at most 0.1 stats calls a
-// second, sustained.
+// DefaultStatsInterval and FirstStatsDelay pace a worker's stats (pinned
+// by TestRun_FirstStatsAtOnceThenPaced): the first post within 200 ms of
+// the engine's first progress (lines that arrive together go together),
+// then at most one per 10 s carrying the latest totals, and the final
+// one. With the silent-engine heartbeat (HeartbeatInterval, 20 s) a live
+// worker makes at most 0.1 stats calls a second, sustained.
 const (
 	DefaultStatsInterval = 10 * time.Second
 	FirstStatsDelay      = 200 * time.Millisecond
@@ -212,7 +214,7 @@ func run(ctx context.Context, o Options) error {
 	}
 	o.Log = logging.Step(o.Log, p.RunID, p.StepRef, p.Attempt).With("binary", filepath.Base(os.Args[0]))
 	if p.Workspace != nil {
-		// The run's repository travels (issue 12 § 2): check it out here,
+		// The run's repository travels: check it out here,
 		// and make every path of the payload point into the checkout.
 		ws, err := materialize(ctx, c, p, o)
 		if err != nil {
@@ -268,7 +270,7 @@ func run(ctx context.Context, o Options) error {
 	res, err := contract.NewRunner().Run(ectx, spec, req, relay.progress)
 	relay.close()
 	if err != nil && ectx.Err() != nil {
-		return stopped(ectx) // cancelled: no terminal to report (seed 003 § 1)
+		return stopped(ectx) // cancelled: no terminal to report (docs/contracts.md § Process lifecycle)
 	} else if err != nil {
 		return err
 	}
@@ -293,8 +295,8 @@ func run(ctx context.Context, o Options) error {
 		return deliver(o, p, "failure", []byte(reason), func() error { return c.Fail(ctx, p.TaskID, fv) })
 	}
 	if schema != nil {
-		// issue 4 § 4: the caller validates the report regardless of whether
-		// the engine applied the schema (seed 003 § 2).
+		// The caller validates the report regardless of whether the engine
+		// applied the schema (docs/contracts.md § The request line).
 		if err := schema.Validate(res.Report); err != nil {
 			return deliver(o, p, "failure", []byte(err.Error()), func() error { return c.Fail(ctx, p.TaskID, reportRefused(err.Error())) })
 		}
@@ -403,7 +405,7 @@ func oneLine(s string, n int) string {
 // ReportBody is what a report is submitted as: a JSON string report as its
 // raw text, any other report as its JSON text. Run then resolves a string
 // report that is exactly "@file:<abs-path>" to that file's bytes
-// (workerclient.ResolveFileSentinel; seed 000 § Why OUT is a tool call).
+// (workerclient.ResolveFileSentinel; docs/contracts.md § Output is a tool call).
 func ReportBody(report json.RawMessage) []byte {
 	var s string
 	if json.Unmarshal(report, &s) == nil {
@@ -444,7 +446,7 @@ func safe(s string) string {
 // engine learns the API URL, handle and task id so it may stage parts, and
 // it always gets the attempt's resolved overrides as STRATUS_MODEL,
 // STRATUS_REASONING, STRATUS_PERMISSION_PROFILE and STRATUS_NETWORK_ACCESS
-// (seed 004 § Per-node overrides in flows). Args arrive expanded.
+// (docs/contracts.md § Per-node overrides). Args arrive expanded.
 func launchSpec(e *worker.EngineSpec, o Options) (contract.LaunchSpec, error) {
 	cmd := e.Command
 	if cmd == config.StratusCommand {
@@ -484,7 +486,8 @@ func launchSpec(e *worker.EngineSpec, o Options) (contract.LaunchSpec, error) {
 
 // relay posts progress as stats at most once per interval — counters that
 // arrive within it are posted when it is up, so the operator's display
-// lags the engine by at most one interval (issue 13 § 8) — and re-posts
+// lags the engine by at most one interval (pinned by
+// TestRun_LatestCountersPostedWhenTheIntervalIsUp) — and re-posts
 // the latest counters every heartbeat interval while the engine is silent.
 type relay struct {
 	ctx      context.Context
@@ -587,7 +590,8 @@ func (r *relay) close() {
 // PlausibleCost). A cost over worker.MaxCostUSD (or infinite) is posted
 // as MaxCostUSD — any cost cap then stops the run — rather than refused
 // with the whole post, which lost the attempt's tokens and let a capped
-// run go on as if free (issue 13 newcomers: 2e9 per turn ended done). A
+// run go on as if free (2e9 a turn once ended a run done: pinned by
+// TestRun_ImplausibleCostClampedTokensKept). A
 // negative or NaN cost is not a cost: nil, the attempt unpriced.
 func plausible(c *float64, log *slog.Logger) *float64 {
 	if c == nil || worker.PlausibleCost(*c) {
@@ -616,13 +620,13 @@ func SpoolDirFor(root string) string {
 const spoolFix = "no report is kept there (docs/security.md § Files under .stratus)"
 
 // spool keeps body, which the worker API did not take, in a new file of
-// the spool dir and returns the file's path (docs/security.md § Report
-// spool files): the dir is one only this user may enter (Options.SpoolDir,
-// else SpoolDirFor the temporary directory), the file is created anew with
-// mode 0600 and never through a symbolic link (private.CreateIn). A
-// spool dir someone else made first, or opened up, is not used: the
-// report goes to a new directory of a name no one can guess, beside it,
-// and the log says why.
+// the spool dir and returns the file's path (docs/security.md § Files
+// under .stratus, the report spool): the dir is one only this user may
+// enter (Options.SpoolDir, else SpoolDirFor the temporary directory), the
+// file is created anew with mode 0600 and never through a symbolic link
+// (private.CreateIn). A spool dir someone else made first, or opened up,
+// is not used: the report goes to a new directory of a name no one can
+// guess, beside it, and the log says why.
 func spool(o Options, p *worker.Payload, what string, body []byte) (string, error) {
 	dir := o.SpoolDir
 	if dir == "" {
@@ -656,8 +660,8 @@ func spool(o Options, p *worker.Payload, what string, body []byte) (string, erro
 }
 
 // Reason is the human reason a terminal other than Captured is reported
-// with (seed 003 § 5): the failure text when there is one, else what the
-// terminal means.
+// with (docs/contracts.md § Terminal classification): the failure text
+// when there is one, else what the terminal means.
 func Reason(res contract.Result, deadlineMS int) string {
 	if deadlineMS <= 0 {
 		deadlineMS = contract.DefaultDeadlineMS
@@ -686,7 +690,7 @@ func Reason(res contract.Result, deadlineMS int) string {
 // placeEngineFiles writes the files the launch spec names (e.Files: frozen
 // with the run, carried by the payload) to a directory of the runner's own
 // and makes spec's command, args and env name those copies instead: a worker needs
-// nothing from the operator's disk (issue 11 § 2). cleanup removes them.
+// nothing from the operator's disk. cleanup removes them.
 // With a cache (Options.EngineFiles) the copies are the cache's, shared
 // by the steps of this process and kept: cleanup does nothing.
 func placeEngineFiles(e *worker.EngineSpec, spec *contract.LaunchSpec, cache *EngineFileCache, tmp string) (cleanup func(), err error) {

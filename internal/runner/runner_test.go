@@ -77,7 +77,7 @@ func setup(t *testing.T, script string) (*fakeAPI, Options) {
 }
 
 // A string report is submitted as its raw text; any other report as its
-// JSON text; counters are relayed as stats (DESIGN.md § The path of one step, 3).
+// JSON text; counters are relayed as stats (docs/architecture.md § The path of one step).
 func TestRun_SubmitsReportAndStats(t *testing.T) {
 	t.Parallel()
 	for script, want := range map[string]string{
@@ -153,9 +153,9 @@ func TestRun_HeartbeatsWhileEngineIsSilent(t *testing.T) {
 	}
 }
 
-// seed 000 § Why OUT is a tool call: a string report that is exactly
-// @file:<abs-path> is submitted as the file's bytes (resolved worker-side,
-// DESIGN.md § Limits); a relative or unreadable sentinel fails the attempt
+// docs/contracts.md § Output is a tool call: a string report that is
+// exactly @file:<abs-path> is submitted as the file's bytes (resolved
+// worker-side); a relative or unreadable sentinel fails the attempt
 // through a failed result naming the rule, and nothing is submitted.
 func TestRun_FileSentinelReportIsResolvedBeforeSubmit(t *testing.T) {
 	t.Parallel()
@@ -208,16 +208,16 @@ func TestReason_SaysWhatTheTerminalMeans(t *testing.T) {
 	if got := Reason(contract.Result{Terminal: contract.Failed, Failure: "model refused"}, 0); got != "model refused" {
 		t.Errorf("Failed: %q", got)
 	}
-	// issue 14: a NoReport after an overlong line says the report may be it.
+	// A NoReport after an overlong line says the report may be it.
 	res := contract.Result{Terminal: contract.NoReport, Attempt: contract.Attempt{DroppedLines: 1, DroppedMaxBytes: 70 << 20}}
 	if got := Reason(res, 0); !strings.Contains(got, "1 stdout line(s) over the 67108864-byte line limit were skipped (the longest 73400320 bytes)") {
 		t.Errorf("NoReport after a dropped line: %q", got)
 	}
 }
 
-// issue 4 § 4: with an output_schema the report is validated; a mismatch
-// fails the attempt with the validation errors in its reason, and the
-// schema travels in the envelope (seed 003 § 2).
+// With an output_schema the report is validated; a mismatch fails the
+// attempt with the validation errors in its reason, and the schema
+// travels in the envelope (docs/contracts.md § The request line).
 func TestRun_OutputSchemaMismatchFailsTheAttempt(t *testing.T) {
 	t.Parallel()
 	f, o := setup(t, `read l; case "$l" in *'"schema"'*) ;; *) printf '{"event":"turn_failed","error":"no schema in envelope"}\n'; exit 0;; esac; printf '{"subrun_report":{"steps":"not a list"}}\n'`)
@@ -235,7 +235,7 @@ func TestRun_OutputSchemaMismatchFailsTheAttempt(t *testing.T) {
 	}
 }
 
-// seed 004 § Per-node overrides in flows: the runner always hands the
+// docs/contracts.md § Per-node overrides: the runner always hands the
 // engine the attempt's resolved model, reasoning, permission profile and
 // network grant, over the provider's env overlay and its own environment;
 // an unset model is an empty variable, not an inherited one.
@@ -266,7 +266,7 @@ func TestLaunchSpec_ResolvedOverridesAlwaysInEngineEnv(t *testing.T) {
 	}
 }
 
-// issue 11 § 6: a worker whose step is gone — the server answers its stats
+// A worker whose step is gone — the server answers its stats
 // with 409 (its run cancelled, its execution aborted or timed out) — stops
 // its engine and exits, rather than run on and spend.
 func TestRun_AStepGoneStopsTheEngine(t *testing.T) {
@@ -290,7 +290,7 @@ printf '{"subrun_report":"too late"}\n'
 	}
 }
 
-// Issue 11 § 2: the files a launch spec names arrive in the payload; the
+// The files a launch spec names arrive in the payload; the
 // runner writes them to a directory of its own, runs the engine with its
 // copies in their place (command, args and env alike), and removes them
 // when the attempt ends. Nothing is read from where config.yaml said.
@@ -325,7 +325,7 @@ func TestRun_EngineFilesArePlacedAndNamed(t *testing.T) {
 	}
 }
 
-// Issue 16 § 1: with a cache (the in-process launcher's), two steps of
+// With a cache (the in-process launcher's: InProcess), two steps of
 // the same engine run the same read-only copies, written once and kept
 // after the steps; Close removes them. Other bytes get another copy.
 func TestRun_EngineFilesSharedThroughTheCache(t *testing.T) {
@@ -367,7 +367,7 @@ func TestRun_EngineFilesSharedThroughTheCache(t *testing.T) {
 	}
 }
 
-// issue 13 § 8: counters that arrive within the stats interval are posted
+// Counters that arrive within the stats interval are posted
 // when it is up, not held until the heartbeat: an engine that reports two
 // steps and then works silently shows both steps while it works.
 func TestRun_LatestCountersPostedWhenTheIntervalIsUp(t *testing.T) {
@@ -415,7 +415,7 @@ printf '{"subrun_report":"done"}\n'
 	if last.PromptTokens == nil || *last.PromptTokens != 100 || last.CostUSD == nil || *last.CostUSD != worker.MaxCostUSD {
 		t.Errorf("final stats %+v; want the tokens and the cost at the 1e9 ceiling", last)
 	}
-	// issue 15 § 5: the runner's log is JSON records, each naming its step.
+	// The runner's log is JSON records, each naming its step.
 	var said bool
 	for _, l := range strings.Split(strings.TrimSpace(log.String()), "\n") {
 		var r struct{ Level, Msg, Component string }
@@ -450,7 +450,7 @@ func (l *lockedLog) String() string {
 	return l.b.String()
 }
 
-// issue 14: a late report the API refuses with 409 (the step moved on) is
+// A late report the API refuses with 409 (the step moved on) is
 // ErrRefused — not spooled, not ErrSpooled — so `stratus runner` exits 4
 // for it and 5 for a report it could not deliver.
 func TestRun_RefusedReportIsErrRefused(t *testing.T) {
@@ -466,7 +466,7 @@ func TestRun_RefusedReportIsErrRefused(t *testing.T) {
 	}
 }
 
-// issue 14 § 9: with the default pacing (one post per 10 s) the first
+// With the default pacing (one post per 10 s) the first
 // progress is still posted at once (within FirstStatsDelay), not 10 s
 // later: a one-second step shows its step while it runs.
 func TestRun_FirstStatsAtOnceThenPaced(t *testing.T) {

@@ -16,8 +16,8 @@ const ParentPoll = 500 * time.Millisecond
 // WatchParent returns a context cancelled once this process's parent is no
 // longer pid (the owner of the run died and the runner was re-parented),
 // checked every poll; cancelling it stops the engine as SIGTERM would
-// (issue 11 § 5: killing the process that owns a run ends its runners and
-// engines). It says so on log.
+// (killing the process that owns a run ends its runners and engines). It
+// says so on log.
 func WatchParent(ctx context.Context, pid int, poll time.Duration, log *slog.Logger) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	go func() {

@@ -14,7 +14,7 @@ import (
 	"github.com/stratusflow/stratus/internal/workspace"
 )
 
-// checkout is a runner's own copy of a run's repository (issue 12 § 2):
+// checkout is a runner's own copy of a run's repository:
 // Dir is the work tree every payload path now points into.
 type checkout struct {
 	spec *worker.WorkspaceSpec
@@ -26,7 +26,7 @@ type checkout struct {
 // fetches the bundles (base, then each step's) and checks out the run's
 // head into a directory of the runner's own, places the ctx, report and
 // tool files, writes base..head where {diff_path} and
-// {change_overview_path} point (seed 004 § Template variables), and
+// {change_overview_path} point (docs/contracts.md § Template variables), and
 // rewrites every path of p from the workspace's Root to that directory.
 // The caller removes it with cleanup.
 func materialize(ctx context.Context, c *workerclient.Client, p *worker.Payload, o Options) (*checkout, error) {
@@ -107,12 +107,13 @@ func (w *checkout) writeDiff(ctx context.Context) error {
 	return writeFile(filepath.Join(w.Dir, filepath.FromSlash(w.spec.OverviewPath)), snap.Overview(diff), 0o644)
 }
 
-// commit ends a workspace-write attempt (issue 12 § 2): its change becomes
-// one commit on the head it started from (message: the step ref, author
-// Stratus), uploaded as an incremental bundle where the worker API says
-// once its size is known, and the run's head moves to it. Nothing changed: nothing is uploaded and the head stays. The head
-// move is fenced by the worker API (409 when another attempt moved it or
-// this one no longer counts).
+// commit ends a workspace-write attempt (docs/security.md § Workspace commits):
+// its change becomes one commit on the head it started from (message: the
+// step ref, author Stratus), uploaded as an incremental bundle where the
+// worker API says once its size is known, and the run's head moves to it.
+// Nothing changed: nothing is uploaded and the head stays. The head move
+// is fenced by the worker API (409 when another attempt moved it or this
+// one no longer counts).
 func (w *checkout) commit(ctx context.Context, c *workerclient.Client, p *worker.Payload, o Options) error {
 	if !w.spec.Write || w.spec.Upload == nil {
 		return nil

@@ -4,12 +4,12 @@
 // emitted, reconstructed from successive reads of its steps and attempts
 // (Tracker, what `stratus run --target aws` prints while it follows an
 // execution it does not host). The events are worker.Events, so the
-// lines a progress.Display prints read as an embedded run's (issue 6 §
-// Build 8: "follows it with the same progress lines"), a running attempt's
-// counters included as they move (issue 13 § 8). It also names runs:
-// Resolve reads the RUN every command takes (a run id, a unique prefix of
-// one, a task id, latest; README § Naming a run), and List / ListStatus
-// list them as `stratus runs` and the viewer do.
+// lines a progress.Display prints read as an embedded run's ("follows it with
+// the same progress lines"), a running attempt's counters included as they
+// move (README.md § Live progress). It also names runs: Resolve reads the RUN
+// every command takes (a run id, a unique prefix of one, a task id, latest;
+// README § Naming a run), and List / ListStatus list them as `stratus runs`
+// and the viewer do.
 //
 // It reads through store.Store only: the SQLite store of an embedded work
 // dir and the DynamoDB store of a deployed stack alike.

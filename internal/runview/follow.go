@@ -190,8 +190,8 @@ func (t *Tracker) step(sn *seen, v StepView, retry *worker.Event) []worker.Event
 }
 
 // progressed is the progress event of a running attempt whose counters
-// moved since the last one returned (the runner posted stats: issue 13 §
-// 8); elapsed is measured to now.
+// moved since the last one returned (the runner posted stats:
+// README.md § Live progress); elapsed is measured to now.
 func progressed(sn *seen, e worker.Event, att stratus.Attempt) (worker.Event, bool) {
 	if att.Status != stratus.AttemptRunning {
 		return e, false

@@ -9,8 +9,8 @@ import (
 	"github.com/stratusflow/stratus/internal/worker"
 )
 
-// A wait event's reply commands carry the tracker's flags (helper, issue
-// 15: `status --follow --dir D` printed commands that failed elsewhere),
+// A wait event's reply commands carry the tracker's flags
+// (`status --follow --dir D` printed commands that failed elsewhere),
 // the answer command for a question, approve | reject otherwise.
 func TestWaiting_ReplyCommandsCarryFlags(t *testing.T) {
 	for signal, want := range map[string]string{

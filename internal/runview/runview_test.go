@@ -100,7 +100,7 @@ func lines(t *testing.T, tr *runview.Tracker) []string {
 // print (progress.Line), each once, in step order: a start per
 // attempt of a worker step, its end with the attempt's terminal, duration
 // and tokens; a publish step's start and end; a skipped node's end alone;
-// a supervisor turn's start and end (issue 6 § Build 8).
+// a supervisor turn's start and end.
 func TestTracker_SameProgressLinesAsTheWorkerService(t *testing.T) {
 	r := setup(t)
 	tr := runview.NewTracker(r.st, r.run.ID)
@@ -216,9 +216,9 @@ func TestLoad_StepsWithVerdicts(t *testing.T) {
 	}
 }
 
-// issue 13 § 8: a follower sees a running attempt's counters as its runner
-// posts them: a step_progress event each time they move, none while they
-// stay, none before the first post or after the end.
+// README.md § Live progress: a follower sees a running attempt's counters as
+// its runner posts them: a step_progress event each time they move, none
+// while they stay, none before the first post or after the end.
 func TestTracker_ProgressWhenARunningAttemptsCountersMove(t *testing.T) {
 	r := setup(t)
 	tr := runview.NewTracker(r.st, r.run.ID)

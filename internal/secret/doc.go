@@ -1,5 +1,5 @@
 // Package secret is where the HMAC key that signs worker capability tokens
-// comes from (seed 001 § Bearer authentication; DESIGN.md § Layout:
+// comes from (docs/contracts.md § Bearer authentication; DESIGN.md § Layout:
 // template.yaml holds "the secret for the HMAC key"). Whoever mints a token
 // (dispatch) and whoever verifies one (the worker API) must read the same
 // key: on a laptop that is a file in the work dir, on AWS a Secrets Manager

@@ -8,8 +8,8 @@ import (
 	"github.com/stratusflow/stratus/internal/secret"
 )
 
-// seed 001 § Bearer authentication: an HMAC key shorter than 32 bytes is
-// refused, naming where it came from.
+// docs/contracts.md § Bearer authentication: an HMAC key shorter than 32
+// bytes is refused, naming where it came from.
 func TestCheckKey_RefusesKeysShorterThanMinKeyBytes(t *testing.T) {
 	t.Parallel()
 	if err := secret.CheckKey(bytes.Repeat([]byte{1}, secret.MinKeyBytes), "k"); err != nil {

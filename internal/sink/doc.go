@@ -1,6 +1,7 @@
 // Package sink defines where the projection writes the files a worker's
-// output becomes (seed 000 § Files are the server's job): a flat key space
-// of slash-separated relative paths, each holding one opaque byte string.
+// output becomes (docs/contracts.md § Files are the server's job): a flat key
+// space of slash-separated relative paths, each holding one opaque byte
+// string.
 //
 // It owns the Sink interface and the one key rule every implementation
 // enforces (CheckKey), so a key refused by one sink is refused by all, and

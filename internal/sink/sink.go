@@ -50,18 +50,18 @@ type Sink interface {
 
 // Presigner is a sink whose keys a holder of a URL may read or write with
 // plain HTTP and no credentials (S3 presigned URLs): how a worker on AWS
-// moves bodies larger than the worker API carries (DESIGN.md § Limits;
-// issue 12 § 1). A sink without it (the fs sink) has its bytes carried by
-// the worker API itself.
+// moves bodies larger than the worker API carries (DESIGN.md § Limits). A
+// sink without it (the fs sink) has its bytes carried by the worker API
+// itself.
 type Presigner interface {
 	// PresignGet returns a URL that reads key with a plain GET for ttl.
 	PresignGet(ctx context.Context, key string, ttl time.Duration) (string, error)
 	// PresignPutSize returns a URL that stores one body of exactly size
 	// bytes under key with a plain PUT (no header but Content-Length) for
-	// ttl: the length is signed, so the store refuses any other (issue 14
-	// § 8). There is no URL for a body of any size: its holder could
-	// store up to the store's own limit (5 GB on S3), whatever the rule
-	// (docs/security.md § Upload size limits).
+	// ttl: the length is signed, so the store refuses any other
+	// (docs/security.md § Upload size limits). There is no URL for a body of
+	// any size: its holder could store up to the store's own limit (5 GB on
+	// S3), whatever the rule (docs/security.md § Upload size limits).
 	PresignPutSize(ctx context.Context, key string, size int64, ttl time.Duration) (string, error)
 }
 

@@ -8,8 +8,8 @@ import (
 	"github.com/stratusflow/stratus/internal/sink/sinktest"
 )
 
-// seed 000 § Files are the server's job: a key can never name anything
-// outside the sink's root.
+// docs/contracts.md § Files are the server's job: a key can never name
+// anything outside the sink's root.
 func TestCheckKey_RefusesKeysThatCouldEscapeTheRoot(t *testing.T) {
 	t.Parallel()
 	for _, key := range sinktest.EscapingKeys {
@@ -27,8 +27,8 @@ func TestCheckKey_RefusesKeysThatCouldEscapeTheRoot(t *testing.T) {
 	}
 }
 
-// seed 000 § Files are the server's job: ctx-dir keys and plain part names
-// are accepted.
+// docs/contracts.md § Files are the server's job: ctx-dir keys and plain part
+// names are accepted.
 func TestCheckKey_AcceptsRelativeSlashPaths(t *testing.T) {
 	t.Parallel()
 	for _, key := range []string{

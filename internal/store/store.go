@@ -27,9 +27,9 @@ type Store interface {
 	// AdvanceWorkspace moves run runID's workspace head from `from` to `to`
 	// and appends bundle (the sink key of the bundle carrying from..to) to
 	// its bundles, if and only if the head is still `from`: the fence that
-	// keeps a rekicked or late attempt from writing over another's commit
-	// (issue 12 § 2). Errors: ECONFLICT when the head is no longer from;
-	// ENOTFOUND when there is no such run or it has no workspace.
+	// keeps a rekicked or late attempt from writing over another's commit.
+	// Errors: ECONFLICT when the head is no longer from; ENOTFOUND when there
+	// is no such run or it has no workspace.
 	AdvanceWorkspace(ctx context.Context, runID, from, to, bundle string) error
 	// PruneRun removes what run runID recorded besides the run itself —
 	// its steps, attempts, output tails and degradations — and marks the
@@ -78,8 +78,8 @@ type Store interface {
 	ListSteps(ctx context.Context, runID string) ([]stratus.Step, error)
 	// LatestSteps returns, for each node of a run, its latest step (the
 	// last created) among those q selects, in creation order: what a prompt
-	// reads of the steps before it, without reading the whole run (issue
-	// 16 § 3).
+	// reads of the steps before it, without reading the whole run
+	// (README.md § Performance).
 	LatestSteps(ctx context.Context, runID string, q LatestQuery) ([]stratus.Step, error)
 	// CountVisits returns how many steps of node the run already has: the
 	// highest Visit among them (a node's steps are its visits 1 to n,
@@ -138,11 +138,11 @@ type Store interface {
 	// TakeHandle returns a handle and makes it unusable, atomically and
 	// once: a second TakeHandle, or a GetHandle after, is ENOTFOUND, as is
 	// an absent handle. A worker's one-time bootstrap value is such a
-	// handle (issue 14 § 11).
+	// handle (docs/security.md § Handles).
 	TakeHandle(ctx context.Context, handle string) (stratus.Handle, error)
 	// RenewHandle sets a handle's expiry to expiresAt (the runner's
-	// heartbeat renews its lease, issue 14 § 11). ENOTFOUND when the handle
-	// is absent or taken.
+	// heartbeat renews its lease, docs/security.md § Handles). ENOTFOUND when
+	// the handle is absent or taken.
 	RenewHandle(ctx context.Context, handle string, expiresAt time.Time) error
 
 	// AppendDegradation appends d to its run's degradation record.

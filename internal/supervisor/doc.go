@@ -1,10 +1,9 @@
-// Package supervisor is the supervisor layer's logic above any flow (seed
-// 004 § supervisor, § What observe.mode costs, § Running without a
-// supervisor, § What the layer does): the deterministic packet of a run's
-// facts the finalize turn reads, the prompts of the finalize and observe
-// turns, the observe-mode decision after each step, the narrowing of the
-// config's cadence by a flow, and the sanitizing of the finalize turn's
-// prose into what reaches summary.md.
+// Package supervisor is the supervisor layer's logic above any flow
+// (docs/contracts.md § The supervisor, § What observe.mode costs, § Running without a supervisor, § What the supervisor layer does):
+// the deterministic packet of a run's facts the finalize turn reads, the
+// prompts of the finalize and observe turns, the observe-mode decision after
+// each step, the narrowing of the config's cadence by a flow, and the
+// sanitizing of the finalize turn's prose into what reaches summary.md.
 //
 // It is pure: it reads report.Facts and texts and returns values. Running a
 // turn — a synthetic step of kind report.Kind whose attempt goes through the

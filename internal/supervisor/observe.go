@@ -10,7 +10,8 @@ import (
 	"github.com/stratusflow/stratus/internal/report"
 )
 
-// Observe modes (seed 004 § What observe.mode costs), narrowest first.
+// Observe modes (docs/contracts.md § What observe.mode costs), narrowest
+// first.
 const (
 	ModeNone     = "none"
 	ModeEvents   = "events"
@@ -29,8 +30,8 @@ func rank(mode string) int { return slices.Index(config.ObserveModes, mode) }
 
 // EffectiveMode is the observe cadence of a run: the config's
 // supervisor.observe.mode narrowed by the flow's supervisor.observe.mode —
-// the narrower of the two (seed 004: "A flow may narrow the cadence … but
-// never widen it"; refusing a widening flow is flow validation's job, so a
+// the narrower of the two (docs/contracts.md § What observe.mode costs: "A
+// flow may narrow the cadence … but never widen it"; refusing a widening flow is flow validation's job, so a
 // wider flow mode here simply does not widen). An empty or unknown mode on
 // either side leaves the other; both empty is events.
 func EffectiveMode(configMode, flowMode string) string {
@@ -53,10 +54,11 @@ func FlowMode(fl *flow.Flow) string {
 }
 
 // NarrowingWarning is the warning a run says once at its start when the
-// flow narrows the config's observe mode (seed 004 § What observe.mode
-// costs: "naming both modes and, when the flow lands on none, the triggers
-// that stop applying"), or "" when it does not — including when the layer
-// is off, since there is then no cadence to narrow.
+// flow narrows the config's observe mode
+// (docs/contracts.md § What observe.mode costs: "naming both modes and, when
+// the flow lands on none, the triggers that stop applying"), or "" when it
+// does not — including when the layer is off, since there is then no cadence
+// to narrow.
 func NarrowingWarning(cfg config.Supervisor, fl *flow.Flow) string {
 	if !cfg.On() {
 		return ""
@@ -100,13 +102,14 @@ type StepEnd struct {
 }
 
 // neverObserved are the kinds no mode observes: their result is already a
-// durable fact the finalize packet carries verbatim (seed 004 § What
-// observe.mode costs), plus the supervisor's own turns.
+// durable fact the finalize packet carries verbatim
+// (docs/contracts.md § What observe.mode costs), plus the supervisor's own
+// turns.
 var neverObserved = []string{flow.KindTool, flow.KindChecks, flow.KindPublish, report.Kind}
 
 // Decide says whether a step that just ended earns an observation under
 // mode (the run's EffectiveMode), with the why an observation prompt
-// states (seed 004 § What observe.mode costs):
+// states (docs/contracts.md § What observe.mode costs):
 //
 //   - tool, checks, publish and supervisor turns: never; a skipped step
 //     did not execute: never;

@@ -11,7 +11,8 @@ import (
 	"github.com/stratusflow/stratus/internal/report"
 )
 
-// Packet budgets, in characters (seed 004 § What the layer does).
+// Packet budgets, in characters
+// (docs/contracts.md § What the supervisor layer does).
 const (
 	DigestBudget          = 8000  // the whole digest of the steps' own outputs
 	OutputHeadBudget      = 1000  // one agent step's share of the digest
@@ -26,9 +27,9 @@ const (
 )
 
 // Packet is packet.json, the deterministic facts the finalize turn reads
-// (seed 004 § What the layer does): built from the recorded node runs and
-// each node's own output, never from the observations, so it is a few
-// kilobytes however long the run was.
+// (docs/contracts.md § What the supervisor layer does): built from the
+// recorded node runs and each node's own output, never from the observations,
+// so it is a few kilobytes however long the run was.
 type Packet struct {
 	Task      PacketTask        `json:"task"`
 	Flow      string            `json:"flow"`

@@ -10,8 +10,8 @@ import (
 )
 
 // BuiltinRole is the layer's instruction when its role file is missing or
-// unreadable (seed 004 § supervisor: "a missing/unreadable file falls back
-// to a minimal built-in instruction").
+// unreadable (docs/contracts.md § The supervisor: "a missing/unreadable file
+// falls back to a minimal built-in instruction").
 const BuiltinRole = `You are the read-only supervisor of this task: an advisory layer above the flow. You never edit files, never request rework and never change the route. Note concerns, risks and follow-ups so a human can act on them.`
 
 // BuiltinFinalize is the finalize emphasis when the flow names no
@@ -45,7 +45,7 @@ type FinalizeInput struct {
 
 // FinalizePrompt composes the finalize turn's prompt: the layer's role,
 // the finalize emphasis, then a context section naming the packet and what
-// to return (seed 004 § What the layer does).
+// to return (docs/contracts.md § What the supervisor layer does).
 func FinalizePrompt(in FinalizeInput) string {
 	var b strings.Builder
 	b.WriteString(orText(strings.TrimSpace(in.Role), BuiltinRole))
@@ -80,7 +80,7 @@ type ObserveInput struct {
 
 // ObservePrompt composes an observation turn's prompt: the layer's role,
 // the observed step and why it is observed, and what to return — a short
-// advisory note (seed 004 § What the layer does).
+// advisory note (docs/contracts.md § What the supervisor layer does).
 func ObservePrompt(in ObserveInput) string {
 	var b strings.Builder
 	b.WriteString(orText(strings.TrimSpace(in.Role), BuiltinRole))

@@ -11,7 +11,8 @@ import (
 )
 
 // machineTag matches an opening or closing tag of the structured fields a
-// finalize turn may leak into its prose (seed 004 § What the layer does:
+// finalize turn may leak into its prose
+// (docs/contracts.md § What the supervisor layer does:
 // "<summary>…</summary><follow_ups>…<memory_delta>…").
 var machineTag = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`(?i)<\s*/?\s*(summary|follow_ups|follow-ups|followups|memory_delta|memory|lessons|caveats|advisory_caveats|handoff|new_surface_area|locked_decisions|open_edges)\s*/?\s*>`)
@@ -21,7 +22,7 @@ var machineTag = sync.OnceValue(func() *regexp.Regexp {
 var leadingSummary = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)^<\s*summary\s*>`) })
 
 // Sanitize returns the human prose of a finalize turn's text, as it may
-// reach summary.md (seed 004 § What the layer does):
+// reach summary.md (docs/contracts.md § What the supervisor layer does):
 //
 //   - a whole-text code fence is unwrapped, and a leading <summary> tag
 //     dropped (its content is the prose);
@@ -87,12 +88,12 @@ func unfence(s string) string {
 const maxDiscarded = 2000
 
 // ParseFinal turns a finalize turn's final body into the supervisor_final
-// record of what reaches disk (seed 004 § The summary artifacts). The body
-// is the prose itself, or a JSON object {"summary": "<prose>",
-// "follow_ups": [{title, rationale, action_hint}]} (fenced or not). The
-// prose is sanitized; below report.CollapseFloor characters it is
-// collapsed — discarded, with the text kept for the warning. The turn's own
-// follow-ups are kept only when the flow sets emit_follow_ups.
+// record of what reaches disk (docs/contracts.md § The summary artifacts).
+// The body is the prose itself, or a JSON object {"summary": "<prose>",
+// "follow_ups": [{title, rationale, action_hint}]} (fenced or not). The prose
+// is sanitized; below report.CollapseFloor characters it is collapsed —
+// discarded, with the text kept for the warning. The turn's own follow-ups
+// are kept only when the flow sets emit_follow_ups.
 func ParseFinal(body []byte, emitFollowUps bool) report.Synthesis {
 	text, own := decodeFinal(body)
 	prose := Sanitize(text)

@@ -15,10 +15,10 @@ import (
 
 const long = "The run added the flag and its test; review sent the first change back for the empty-name case, and the fix rejects it now."
 
-// seed 004 § What the layer does: a leaked structured dump is sanitized —
-// cut at the first machine tag — so raw follow_ups/memory_delta/lessons
-// never reach the PR body; the report's own H1 and fact sections are not
-// duplicated.
+// docs/contracts.md § What the supervisor layer does: a leaked structured
+// dump is sanitized — cut at the first machine tag — so raw
+// follow_ups/memory_delta/lessons never reach the PR body; the report's own
+// H1 and fact sections are not duplicated.
 func TestSanitize_CutAtFirstMachineTag(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ name, in, want string }{
@@ -40,7 +40,7 @@ func TestSanitize_CutAtFirstMachineTag(t *testing.T) {
 	}
 }
 
-// seed 004 § The summary artifacts, situation 4: prose below a
+// docs/contracts.md § The summary artifacts, situation 4: prose below a
 // 120-character floor is collapsed — no summary reaches disk and the
 // discarded text is kept for the warning.
 func TestParseFinal_CollapseFloor120(t *testing.T) {
@@ -74,8 +74,8 @@ func TestParseFinal_CollapseFloor120(t *testing.T) {
 	}
 }
 
-// seed 004 § What observe.mode costs: the decision table — mode × trigger ×
-// kind; tool, checks and publish are never observed.
+// docs/contracts.md § What observe.mode costs: the decision table — mode ×
+// trigger × kind; tool, checks and publish are never observed.
 func TestDecide_ObserveTable(t *testing.T) {
 	t.Parallel()
 	all3 := []string{"rework", "failure", "fallback"}
@@ -121,8 +121,8 @@ func TestDecide_ObserveTable(t *testing.T) {
 	}
 }
 
-// seed 004 § What observe.mode costs: a flow may only narrow the cadence;
-// the narrower of the two modes applies.
+// docs/contracts.md § What observe.mode costs: a flow may only narrow the
+// cadence; the narrower of the two modes applies.
 func TestEffectiveMode_FlowOnlyNarrows(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ cfg, fl, want string }{
@@ -148,9 +148,10 @@ func flowWithMode(mode string) *flow.Flow {
 	return fl
 }
 
-// seed 004 § What observe.mode costs: when a flow narrows the config's
-// mode the run warns once at the start, naming both modes and, on none, the
-// triggers that stop applying; a layer that is off has no cadence to narrow.
+// docs/contracts.md § What observe.mode costs: when a flow narrows the
+// config's mode the run warns once at the start, naming both modes and, on
+// none, the triggers that stop applying; a layer that is off has no cadence
+// to narrow.
 func TestNarrowingWarning_NamesBothModes(t *testing.T) {
 	t.Parallel()
 	cfg := config.Default().Supervisor
@@ -176,11 +177,12 @@ func TestNarrowingWarning_NamesBothModes(t *testing.T) {
 	}
 }
 
-// seed 004 § What the layer does: the packet carries every verdict on its
-// step with whole findings (free text bounded 1200 / 300, step budgets
-// 40000 / 8000, superseded verdicts sharing 24000, findings_total and
-// findings_omitted), a tool step's data and stdout_head (1000 / 800), the
-// publish step pending with a note, and a digest bounded to 8000.
+// docs/contracts.md § What the supervisor layer does: the packet carries
+// every verdict on its step with whole findings (free text bounded 1200 /
+// 300, step budgets 40000 / 8000, superseded verdicts sharing 24000,
+// findings_total and findings_omitted), a tool step's data and stdout_head
+// (1000 / 800), the publish step pending with a note, and a digest bounded to
+// 8000.
 func TestBuildPacket_BudgetsAndPending(t *testing.T) {
 	t.Parallel()
 	big := strings.Repeat("w", 5000)
@@ -259,9 +261,9 @@ func TestBuildPacket_BudgetsAndPending(t *testing.T) {
 	}
 }
 
-// seed 004 § What the layer does: the finalize prompt names the packet and
-// says what to return, over the flow's role and finalize emphasis, or the
-// built-in instruction when those are missing.
+// docs/contracts.md § What the supervisor layer does: the finalize prompt
+// names the packet and says what to return, over the flow's role and finalize
+// emphasis, or the built-in instruction when those are missing.
 func TestFinalizePrompt_NamesPacketAndFallsBack(t *testing.T) {
 	t.Parallel()
 	got := FinalizePrompt(FinalizeInput{TaskTitle: "T", PacketPath: "/w/.stratus/logs/t1/supervisor/packet.json"})

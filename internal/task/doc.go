@@ -8,9 +8,9 @@
 // (nodes.<id>.enabled/model/reasoning/provider) and worc's defensive scan
 // of front-matter values. The authority is
 // ../shared/peers/worc/guide/skills/worc-task/SKILL.md § The task contract
-// and § Hard rules; DESIGN.md § Vocabulary (Task); seed 004 § Flows (a
-// task only names its flow, never edits it) and § prompt_audit (the
-// per-task override lives in front matter).
+// and § Hard rules; DESIGN.md § Vocabulary (Task);
+// docs/contracts.md § Flows and task types (a task only names its flow, never
+// edits it) and § Prompt audit (the per-task override lives in front matter).
 //
 // What it deliberately does not do: check that task_type names an
 // installed flow (flow.Load does), that nodes.<id> names a node of that

@@ -57,7 +57,7 @@ var AllowedKeys = []string{
 var nodeOverrideKeys = []string{"enabled", "model", "reasoning", "provider"}
 
 // The patterns compile on first use: package init is paid by every
-// `stratus` start, whatever the command (issue 16 § 2).
+// `stratus` start, whatever the command.
 var (
 	idRE        = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`) })
 	deviceRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(con|prn|aux|nul|com[1-9]|lpt[1-9])(\..*)?$`) })
@@ -113,7 +113,7 @@ const MaxBytes = 1 << 20
 //
 // TaskType defaults to "implementation".
 func Parse(path string, data []byte) (*Task, error) {
-	if off, line, _ := yamlast.InvalidUTF8(data); off >= 0 { // issue 5 L3: named, never accepted silently
+	if off, line, _ := yamlast.InvalidUTF8(data); off >= 0 { // named, never accepted silently
 		return nil, stratus.Errorf(stratus.EINVALID, "%s: the task file is not valid UTF-8: byte 0x%02x at byte offset %d (line %d); save it as UTF-8",
 			path, data[off], off, line)
 	}
@@ -184,9 +184,8 @@ func split(path string, data []byte) (front []byte, body string, err error) {
 }
 
 // invalid is the refusal of front-matter key field: its message starts
-// with the file, line and column of the key, as a flow's problems do
-// (issue 15 § 2), and the error names the field for code that asks
-// (errors.As a *stratus.Error).
+// with the file, line and column of the key, as a flow's problems do, and the
+// error names the field for code that asks (errors.As a *stratus.Error).
 func (t *Task) invalid(field, format string, args ...any) error {
 	at := t.Path
 	if line, ok := t.lines[strings.SplitN(field, ".", 2)[0]]; ok {

@@ -91,10 +91,10 @@ func TestParse_Rejections(t *testing.T) { // SKILL.md § Hard rules
 		{"node override type", "---\nid: a\ntitle: t\nnodes: {review: {enabled: 'no'}}\n---\n", "nodes.review.enabled", "want true or false"},
 		{"argv-shaped value", "---\nid: a\ntitle: '--force'\n---\n", "title", "may not start with '-'"},
 		{"shell token in a list", "---\nid: a\ntitle: t\ncontacts: ['@a', 'x; rm -rf /']\n---\n", "contacts[1]", "';'"},
-		{"not UTF-8", "---\nid: a\ntitle: caf\xe9\n---\n", "", "not valid UTF-8: byte 0xe9 at byte offset 20 (line 3)"}, // issue 5 L3
-		// issue 14: a number written with a leading zero is octal to YAML.
+		{"not UTF-8", "---\nid: a\ntitle: caf\xe9\n---\n", "", "not valid UTF-8: byte 0xe9 at byte offset 20 (line 3)"},
+		// A number written with a leading zero is octal to YAML.
 		{"octal id", "---\nid: 0123\ntitle: t\n---\n", "id", `id is 83 (YAML read 0123 as an octal number; quote it to keep the text: id: "0123")`},
-		// issue 14 § 1: nesting is refused before any parse, at its line.
+		// Nesting is refused before any parse, at its line.
 		{"nested 100,000 deep", "---\nid: a\ntitle: t\nx: " + strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + "\n---\n", "", "tasks/x.md:4:67: front matter: nesting depth 65 is over the limit of 64"},
 	}
 	for _, c := range cases {
@@ -135,8 +135,8 @@ func TestParse_BodyMayBeEmptyAndHoldFences(t *testing.T) {
 	}
 }
 
-// issue 15 § 2: a front-matter error reads like a flow's problem,
-// file:line:col first, the field named once; code still finds the field.
+// A front-matter error reads like a flow's problem, file:line:col first, the
+// field named once; code still finds the field.
 func TestParse_ErrorsCarryFileLineCol(t *testing.T) {
 	for name, c := range map[string]struct{ src, want, field string }{
 		"bad value":   {"---\nid: t1\ntitle: x\nmax_cost_usd: abc\n---\nbody\n", `tasks/x.md:4:1: max_cost_usd is "abc"`, "max_cost_usd"},

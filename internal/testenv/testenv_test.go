@@ -147,8 +147,8 @@ func run(tb *stopTB, f func(testing.TB)) {
 	f(tb)
 }
 
-// issue 10 § 3: a missing tool skips with one line naming it, written to
-// the skip log `make test` lists; STRATUS_REQUIRE_ALL=1 makes it a failure.
+// A missing tool skips with one line naming it, written to the skip log `make
+// test` lists; STRATUS_REQUIRE_ALL=1 makes it a failure.
 func TestMissing_SkipsNamingTheToolOrFailsWhenEverythingIsRequired(t *testing.T) {
 	logFile := filepath.Join(t.TempDir(), "skips")
 	t.Setenv(SkipLogEnv, logFile)
@@ -184,9 +184,9 @@ func TestMustHaveCommand_ReturnsThePath(t *testing.T) {
 	}
 }
 
-// issue 10 § 2: a test that needs worc's peer files runs when they are
-// beside the checkout and otherwise skips with one notice, the same for
-// every such test so that `make test` lists them as one group.
+// A test that needs worc's peer files runs when they are beside the checkout
+// and otherwise skips with one notice, the same for every such test so that
+// `make test` lists them as one group.
 func TestPeers_SkipsWithOneNoticeWhenAbsent(t *testing.T) {
 	logFile := filepath.Join(t.TempDir(), "skips")
 	t.Setenv(SkipLogEnv, logFile)

@@ -15,7 +15,7 @@ import (
 )
 
 // Time to first contentful paint of a 50-step run's page in headless
-// Chromium (issue 15 closing note), next to its anchor measured in the same
+// Chromium, next to its anchor measured in the same
 // rounds: the same browser painting a one-line page from a bare net/http
 // handler. Each round runs both, interleaved; the figures are medians:
 //

@@ -1,14 +1,13 @@
-// Package webui is the run viewer `stratus ui` serves (issue 15 § 1): the
-// runs, each run's flow drawn as a graph coloured by its steps, a
-// timeline of its visits, its summary, each step's prompt, outputs,
-// findings, attempts and log, and forms that answer a waiting human gate.
-// Pages are HTML rendered on the server (html/template); the script
-// (static/ui.js) only updates a run's page live from its event stream
-// (server-sent events), so every page works, and is tested, without it.
-// Everything is read through the store and sink ports, so the same pages
-// show an embedded run and one on AWS. Nothing is served to a request
-// without the viewer's secret (auth.go; docs/security.md § The run
-// viewer's secret).
+// Package webui is the run viewer `stratus ui` serves: the runs, each run's
+// flow drawn as a graph coloured by its steps, a timeline of its visits, its
+// summary, each step's prompt, outputs, findings, attempts and log, and forms
+// that answer a waiting human gate. Pages are HTML rendered on the server
+// (html/template); the script (static/ui.js) only updates a run's page live
+// from its event stream (server-sent events), so every page works, and is
+// tested, without it. Everything is read through the store and sink ports, so
+// the same pages show an embedded run and one on AWS. Nothing is served to a
+// request without the viewer's secret (auth.go;
+// docs/security.md § The run viewer's secret).
 package webui
 
 import (
@@ -291,8 +290,9 @@ func (s *Server) docOf(name string, body []byte) Doc {
 	}
 	if strings.HasSuffix(name, ".md") || strings.HasSuffix(name, ".markdown") {
 		text := string(body)
-		// A projection's front matter (seed 000 § Files are the server's
-		// job) is data, not prose: shown as is above the body.
+		// A projection's front matter
+		// (docs/contracts.md § Files are the server's job) is data, not
+		// prose: shown as is above the body.
 		if rest, ok := strings.CutPrefix(text, "---\n"); ok {
 			if fm, md, ok := strings.Cut(rest, "\n---\n"); ok {
 				d.Front, text = fm, md

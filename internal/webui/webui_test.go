@@ -53,8 +53,8 @@ func TestCSRFToken_PerRunAndNode(t *testing.T) {
 }
 
 // A running step's node says how far it is — elapsed, steps, tokens — and
-// the event stream carries it as it moves (issue 15 newcomers: it showed
-// 0/0 until the step ended).
+// the event stream carries it as it moves (it showed 0/0 until the step
+// ended).
 func TestRunPage_RunningNodeShowsProgress(t *testing.T) {
 	s, st, _ := testViewer(t)
 	ctx := context.Background()

@@ -1,11 +1,11 @@
-// Package worcimport brings an existing worc setup into Stratus (issue 15
-// § 4): a worc home (`.worc/`: config.yaml, flows/ with their role files,
-// tools/) becomes a Stratus config and the flows and tools `stratus
-// install --from-worc` writes under `.stratus/`. Flows are copied
-// unchanged (Stratus reads worc's flow format as is; seed 004 § Flows); a
-// worc flow named like a built-in replaces it, as worc's own rule says.
-// config.yaml is mapped key by key into config.Config; every key that has
-// no Stratus meaning is listed with why, never silently dropped.
+// Package worcimport brings an existing worc setup into Stratus: a worc home
+// (`.worc/`: config.yaml, flows/ with their role files, tools/) becomes a
+// Stratus config and the flows and tools `stratus install --from-worc` writes
+// under `.stratus/`. Flows are copied unchanged (Stratus reads worc's flow
+// format as is; docs/contracts.md § Flows and task types); a worc flow named
+// like a built-in replaces it, as worc's own rule says. config.yaml is mapped
+// key by key into config.Config; every key that has no Stratus meaning is
+// listed with why, never silently dropped.
 package worcimport
 
 import (

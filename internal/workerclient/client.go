@@ -1,16 +1,16 @@
-// Package workerclient is the worker's side of the worker API (seed 001 §
-// Routes): fetch the prompt and its baked system bytes, stage parts, submit,
-// post a result, relay stats and degradations. The runner, the bundled
-// engines and `stratus worker` use it. Transient failures (connection
-// errors, 429, 5xx) are retried with exponential backoff and full jitter;
-// 4xx answers are returned at once as *APIError.
+// Package workerclient is the worker's side of the worker API
+// (docs/contracts.md § Routes): fetch the prompt and its baked system bytes,
+// stage parts, submit, post a result, relay stats and degradations. The
+// runner, the bundled engines and `stratus worker` use it. Transient failures
+// (connection errors, 429, 5xx) are retried with exponential backoff and full
+// jitter; 4xx answers are returned at once as *APIError.
 //
 // Bodies are sent exactly as given: inline up to InlineBytes, larger ones
-// through an upload (issue 14 § 8). The `@file:<abs-path>` sentinel (seed
-// 000 § Why OUT is a tool call) is resolved on the worker side, by the
-// caller, with ResolveFileSentinel (DESIGN.md § Limits: the server never
-// reads the worker's disk); the client methods themselves never look inside
-// a body.
+// through an upload (docs/security.md § Upload size limits). The
+// `@file:<abs-path>` sentinel (docs/contracts.md § Output is a tool call) is
+// resolved on the worker side, by the caller, with ResolveFileSentinel
+// (DESIGN.md § Limits: the server never reads the worker's disk); the client
+// methods themselves never look inside a body.
 package workerclient
 
 import (
@@ -43,7 +43,8 @@ type Client struct {
 	// InlineBytes is the largest body sent inside a request (default
 	// worker.DefaultInlineBytes, 4 MiB, the AWS limit); a larger one, or
 	// one the API refuses inline with 413, goes through an upload (Upload,
-	// issue 14 § 8), so a caller never needs to know the runtime's limits.
+	// docs/security.md § Upload size limits), so a caller never needs to know
+	// the runtime's limits.
 	InlineBytes int64
 }
 
@@ -65,13 +66,13 @@ func (e *APIError) Error() string {
 
 // Transient reports whether the answer may succeed on retry: 429 and 5xx,
 // but not 507 (the server's disk is full: retrying at once only fills the
-// logs; issue 14 § 2).
+// logs; docs/security.md § Output that did not persist).
 func (e *APIError) Transient() bool {
 	return e.Status == 429 || (e.Status >= 500 && e.Status != http.StatusInsufficientStorage)
 }
 
-// Blob reads one file of the workspace transport (issue 12 § 1): its
-// presigned URL as is, or the worker API path with the credential.
+// Blob reads one file of the workspace transport: its presigned URL as is, or
+// the worker API path with the credential.
 func (c *Client) Blob(ctx context.Context, b worker.Blob) ([]byte, error) {
 	if b.URL == "" {
 		return b.Body, nil
@@ -103,7 +104,7 @@ func (c *Client) WorkspaceUpload(ctx context.Context, size int64) (worker.Upload
 }
 
 // AdvanceHead moves the run's workspace head (POST
-// /v1/worker/workspace/head, issue 12 § 2).
+// /v1/worker/workspace/head).
 func (c *Client) AdvanceHead(ctx context.Context, h worker.HeadAdvance) error {
 	body, err := json.Marshal(h)
 	if err != nil {
@@ -120,9 +121,10 @@ func (c *Client) Prompt(ctx context.Context, taskID string) (*worker.Payload, er
 }
 
 // System fetches the exact baked system bytes of (taskID, attempt) (GET
-// /v1/worker/prompt/system?task_id=&attempt=, seed 001 §
-// worker_prompt_system): the text/plain target of Payload.SystemRef.URI.
-// The bytes are returned unverified; compare them with SystemRef.SHA256.
+// /v1/worker/prompt/system?task_id=&attempt=,
+// docs/contracts.md § Request and response bodies): the text/plain target of
+// Payload.SystemRef.URI. The bytes are returned unverified; compare them with
+// SystemRef.SHA256.
 func (c *Client) System(ctx context.Context, taskID string, attempt int) ([]byte, error) {
 	q := url.Values{"task_id": {taskID}, "attempt": {strconv.Itoa(attempt)}}
 	var b []byte
@@ -130,12 +132,12 @@ func (c *Client) System(ctx context.Context, taskID string, attempt int) ([]byte
 	return b, err
 }
 
-// Artifact stages a named part (POST /v1/worker/artifact?name=, seed 000 §
-// Why OUT is a tool call); the body is sent verbatim, inline or through an
-// upload (postBody). A name the part-name rule refuses
+// Artifact stages a named part (POST /v1/worker/artifact?name=,
+// docs/contracts.md § Output is a tool call); the body is sent verbatim,
+// inline or through an upload (postBody). A name the part-name rule refuses
 // (projection.CheckPartName: docs/security.md § Part names) is refused here
-// with the server's error, EINVALID on field "name", before anything is
-// sent or uploaded; the server checks it again.
+// with the server's error, EINVALID on field "name", before anything is sent
+// or uploaded; the server checks it again.
 func (c *Client) Artifact(ctx context.Context, name string, body []byte) error {
 	if err := projection.CheckPartName(name); err != nil {
 		return err
@@ -145,8 +147,8 @@ func (c *Client) Artifact(ctx context.Context, name string, body []byte) error {
 
 // Upload stores body where POST /v1/worker/upload says (a presigned S3 PUT
 // on AWS, the API's blob route embedded) and returns the key to name as
-// ?upload= or "upload" (issue 14 § 8). Errors: the API's (413 over the
-// upload limit, 409 when fenced) or the PUT's.
+// ?upload= or "upload" (docs/security.md § Upload size limits). Errors: the
+// API's (413 over the upload limit, 409 when fenced) or the PUT's.
 func (c *Client) Upload(ctx context.Context, body []byte) (string, error) {
 	req, _ := json.Marshal(worker.UploadRequest{Bytes: int64(len(body))})
 	var u worker.Upload
@@ -197,10 +199,10 @@ func (c *Client) Submit(ctx context.Context, taskID string, body []byte) (*worke
 	return c.SubmitOK(ctx, taskID, body, true)
 }
 
-// SubmitOK posts the final body verbatim (POST /v1/worker/submit, seed 001 §
-// worker_submit). ok=false records a failed Final whose body is the reason.
-// An empty taskID leaves the task to the credential; a non-empty one must
-// be the credential's own (403 otherwise).
+// SubmitOK posts the final body verbatim (POST /v1/worker/submit,
+// docs/contracts.md § Request and response bodies). ok=false records a failed
+// Final whose body is the reason. An empty taskID leaves the task to the
+// credential; a non-empty one must be the credential's own (403 otherwise).
 func (c *Client) SubmitOK(ctx context.Context, taskID string, body []byte, ok bool) (*worker.StepValue, error) {
 	q := url.Values{}
 	if taskID != "" {
@@ -218,11 +220,12 @@ func (c *Client) SubmitOK(ctx context.Context, taskID string, body []byte, ok bo
 	return &sv, err
 }
 
-// Result posts {task_id, value, ok} (POST /v1/worker/result, seed 001 §
-// worker_result). A JSON string value is the body as is; any other value is
-// its JSON text. A nil Value is sent as null. A successful result whose
-// body is over InlineBytes (or refused inline with 413) is sent as an
-// upload of that body (issue 14 § 8).
+// Result posts {task_id, value, ok} (POST /v1/worker/result,
+// docs/contracts.md § Request and response bodies). A JSON string value is
+// the body as is; any other value is its JSON text. A nil Value is sent as
+// null. A successful result whose body is over InlineBytes (or refused inline
+// with 413) is sent as an upload of that body
+// (docs/security.md § Upload size limits).
 func (c *Client) Result(ctx context.Context, rb worker.ResultBody) (*worker.StepValue, error) {
 	if rb.Value == nil && rb.Upload == "" {
 		rb.Value = json.RawMessage("null")
@@ -250,8 +253,8 @@ func (c *Client) Result(ctx context.Context, rb worker.ResultBody) (*worker.Step
 }
 
 // Fail posts a failed result (POST /v1/worker/result, ok=false) whose
-// value is f: a seed 003 § 5 terminal, its reason, and its failure class
-// and reset (internal/failclass).
+// value is f: a terminal (docs/contracts.md § Terminal classification), its
+// reason, and its failure class and reset (internal/failclass).
 func (c *Client) Fail(ctx context.Context, taskID string, f worker.FailureValue) error {
 	v, _ := json.Marshal(f)
 	body, _ := json.Marshal(map[string]any{"task_id": taskID, "value": json.RawMessage(v), "ok": false})
@@ -261,8 +264,8 @@ func (c *Client) Fail(ctx context.Context, taskID string, f worker.FailureValue)
 // Stats relays counters (POST /v1/worker/stats).
 // Bootstrap exchanges the client's credential, the one-time bootstrap
 // value a worker is launched with, for the step's handle (POST
-// /v1/worker/bootstrap, issue 14 § 11) and makes the handle the client's
-// credential. The value works once: a second call is a 401.
+// /v1/worker/bootstrap, docs/security.md § Handles) and makes the handle the
+// client's credential. The value works once: a second call is a 401.
 func (c *Client) Bootstrap(ctx context.Context) (worker.Bootstrapped, error) {
 	var b worker.Bootstrapped
 	if err := c.do(ctx, "POST", "/v1/worker/bootstrap", "", nil, &b); err != nil {
@@ -278,9 +281,10 @@ func (c *Client) Stats(ctx context.Context, s worker.Stats) error {
 }
 
 // Degradation records that a tool degraded to a fallback (POST
-// /v1/worker/degradation {tool, error, fallback, note?}, seed 001 §
-// worker_degradation). It never becomes step output; the server answers
-// 204 even when the task has no run to record it on.
+// /v1/worker/degradation {tool, error, fallback, note?},
+// docs/contracts.md § Request and response bodies). It never becomes step
+// output; the server answers 204 even when the task has no run to record it
+// on.
 func (c *Client) Degradation(ctx context.Context, d worker.DegradationBody) error {
 	body, _ := json.Marshal(d)
 	return c.do(ctx, "POST", "/v1/worker/degradation", "application/json", body, nil)

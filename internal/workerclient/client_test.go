@@ -18,7 +18,7 @@ import (
 	"github.com/stratusflow/stratus/internal/workerclient"
 )
 
-// seed 000 § Why OUT is a tool call: a body that is exactly
+// docs/contracts.md § Output is a tool call: a body that is exactly
 // @file:<abs-path> stands for that file's bytes; anything else is sent as is.
 func TestResolveFileSentinel_AbsolutePathOnly(t *testing.T) {
 	t.Parallel()
@@ -99,8 +99,8 @@ func setup(t *testing.T, ans map[string]answer) (*recorder, *workerclient.Client
 	return f, &workerclient.Client{BaseURL: srv.URL + "/", Credential: "wh-abcdefgh", Retries: 1}
 }
 
-// Each method speaks its seed 001 § Routes shape: method, path, query,
-// content type and body.
+// Each method speaks its docs/contracts.md § Routes shape: method, path,
+// query, content type and body.
 func TestClient_RequestShapes(t *testing.T) {
 	t.Parallel()
 	sv := `{"step_ref":"a#1","node":"a","attempt":1,"outcome":"done"}`
@@ -149,7 +149,8 @@ func TestClient_RequestShapes(t *testing.T) {
 }
 
 // A 4xx answer comes back at once as *APIError carrying the error shape's
-// code, message and field (seed 001; httpapi's one JSON error shape).
+// code, message and field (docs/contracts.md § Routes; httpapi's one JSON
+// error shape).
 func TestClient_4xxIsAPIErrorWithField(t *testing.T) {
 	t.Parallel()
 	f, c := setup(t, map[string]answer{
@@ -168,8 +169,8 @@ func TestClient_4xxIsAPIErrorWithField(t *testing.T) {
 	}
 }
 
-// issue 14 § 3: the worker side (runner, `stratus worker`) refuses what
-// the server does: Stratus's state, and a second name for a file.
+// The worker side (runner, `stratus worker`) refuses what the server does:
+// Stratus's state, and a second name for a file.
 func TestResolveFileSentinel_RefusesStateAndHardLinks(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

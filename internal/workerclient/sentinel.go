@@ -8,9 +8,9 @@ import (
 	"github.com/stratusflow/stratus/internal/worker"
 )
 
-// FileSentinelPrefix starts a body that stands for a file's contents (seed
-// 000 § Why OUT is a tool call: "Large or file-shaped content can use the
-// `@file:<abs-path>` sentinel body").
+// FileSentinelPrefix starts a body that stands for a file's contents
+// (docs/contracts.md § Output is a tool call: "Large or file-shaped content
+// can use the `@file:<abs-path>` sentinel body").
 const FileSentinelPrefix = "@file:"
 
 // ResolveFileSentinel returns the bytes to send for a submit or artifact

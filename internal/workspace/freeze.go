@@ -55,7 +55,7 @@ type Base struct {
 
 // Freeze snapshots the content of workDir into one parentless commit and
 // writes a git bundle of it, holding the ref refs/stratus/base, to
-// bundlePath (issue 12 § 1).
+// bundlePath.
 //
 // The content is the work tree as a commit of everything would have it:
 // tracked and untracked files, .gitignore (and the repository's
@@ -74,15 +74,15 @@ type Base struct {
 // with a copy of its index (so unchanged files are not hashed again), then
 // discarded.
 //
-// Errors (issue 12 § 6): ETOOLARGE when the sum of the file sizes exceeds
-// MaxBytes, naming the total, the cap and the five biggest paths; EINVALID
-// when the snapshot breaks the workspace commit rules (TreeCheck;
-// docs/security.md § Workspace commits: a submodule or nested git
-// repository, refused and not flattened, a .git component, a symlink whose
-// target is absolute or resolves outside workDir, into a .git dir or into
-// an Exclude path), naming the paths; EINVALID for a workDir that is not a
-// directory or a malformed exclude path. Symlinks inside the tree are kept
-// as symlinks; binary files are kept as they are.
+// Errors: ETOOLARGE when the sum of the file sizes exceeds MaxBytes, naming
+// the total, the cap and the five biggest paths; EINVALID when the snapshot
+// breaks the workspace commit rules (TreeCheck;
+// docs/security.md § Workspace commits: a submodule or nested git repository,
+// refused and not flattened, a .git component, a symlink whose target is
+// absolute or resolves outside workDir, into a .git dir or into an Exclude
+// path), naming the paths; EINVALID for a workDir that is not a directory or
+// a malformed exclude path. Symlinks inside the tree are kept as symlinks;
+// binary files are kept as they are.
 func Freeze(ctx context.Context, workDir, bundlePath string, o FreezeOptions) (*Base, error) {
 	if fi, err := os.Stat(workDir); err != nil || !fi.IsDir() {
 		return nil, stratus.FieldErrorf(stratus.EINVALID, "work_dir", "%s is not a directory", workDir)

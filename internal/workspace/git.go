@@ -19,14 +19,14 @@ import (
 )
 
 // AuthorName and AuthorEmail are the author and committer of every commit
-// Stratus makes (issue 12 § 2).
+// Stratus makes.
 const (
 	AuthorName  = "Stratus"
 	AuthorEmail = "stratus@stratus.invalid"
 )
 
 // DefaultMaxBytes is the default cap, in bytes, of a workspace snapshot
-// (the sum of its file sizes) and of a step bundle (issue 12 § 6).
+// (the sum of its file sizes) and of a step bundle.
 const DefaultMaxBytes = 256 << 20
 
 // fixedConfig is set on every git this package runs, through the

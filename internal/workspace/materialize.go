@@ -16,13 +16,12 @@ import (
 // inside the git dir, for CommitStep.
 const excludeList = "stratus-exclude"
 
-// Materialize makes dir a git work tree checked out, detached, at head
-// (issue 12 § 2). dir is created when missing and must otherwise be empty.
-// bundles are local file paths, the base bundle first and then each step
-// bundle in order, so that each incremental bundle's prerequisites are in
-// the ones before it. The exclude paths (relative to dir, slash-separated)
-// go to .git/info/exclude, anchored ("/.stratus"), so CommitStep never
-// commits them.
+// Materialize makes dir a git work tree checked out, detached, at head. dir
+// is created when missing and must otherwise be empty. bundles are local file
+// paths, the base bundle first and then each step bundle in order, so that
+// each incremental bundle's prerequisites are in the ones before it. The
+// exclude paths (relative to dir, slash-separated) go to .git/info/exclude,
+// anchored ("/.stratus"), so CommitStep never commits them.
 //
 // Errors: EINVALID when dir is not empty, no bundle is given or an
 // exclude path is malformed; ENOTFOUND when head is in none of the
@@ -114,9 +113,9 @@ func escapePattern(p string) string {
 // excluded are left out even when forced into the index — as one commit
 // on top of parent, with message and AuthorName <AuthorEmail> as author
 // and committer, and writes the incremental bundle parent..commit (ref
-// refs/stratus/head) to bundlePath (issue 12 § 2). dir is left checked
-// out, detached, at the new commit. parent is normally dir's HEAD; commits
-// the engine made itself on top of it are folded into the step's commit.
+// refs/stratus/head) to bundlePath. dir is left checked out, detached, at the
+// new commit. parent is normally dir's HEAD; commits the engine made itself
+// on top of it are folded into the step's commit.
 //
 // When nothing changed it returns parent and changed=false, writes no
 // bundle, and leaves HEAD at parent.

@@ -14,14 +14,14 @@ import (
 )
 
 // uncommittedMessage is the message of the commit holding what the
-// operator had not committed when the run started (issue 12 § 4).
+// operator had not committed when the run started.
 const uncommittedMessage = "stratus: uncommitted changes at run start\n"
 
 // Pull brings a run's workspace back into the operator's repository at
-// repoDir as the branch `branch` ("stratus/t1"), (re)created (issue 12 §
-// 4). It fetches the bundles (local file paths: the base bundle, then each
-// step bundle in order) under a temporary ref namespace, removed on
-// return, and builds on top of base.Origin:
+// repoDir as the branch `branch` ("stratus/t1"), (re)created. It fetches the
+// bundles (local file paths: the base bundle, then each step bundle in order)
+// under a temporary ref namespace, removed on return, and builds on top of
+// base.Origin:
 //
 //   - when the base snapshot differs from Origin's tree at base.Prefix
 //     outside the exclude paths and the paths untracked at run start (the
@@ -357,10 +357,10 @@ func writeCommit(ctx context.Context, dir, tree string, parents []string, c rawC
 }
 
 // Steps lists the commits from head back to, not including, base by first
-// parent, oldest first: a run's step commits (issue 12 § 4). It works in
-// any repository holding them; empty when head is base. Errors: ENOTFOUND
-// when base or head is not in dir's repository; EINVALID when base is not
-// a first-parent ancestor of head.
+// parent, oldest first: a run's step commits. It works in any repository
+// holding them; empty when head is base. Errors: ENOTFOUND when base or head
+// is not in dir's repository; EINVALID when base is not a first-parent
+// ancestor of head.
 func Steps(ctx context.Context, dir, base, head string) ([]string, error) {
 	base, err := resolveCommit(ctx, dir, nil, "base", base)
 	if err != nil {

@@ -151,7 +151,7 @@ func noise(n int) string {
 var binary = "\x00\x01\x02\xff\xfe binary\r\n\x00"
 
 // TestFreeze_WorkTreeAsACommitWouldHoldIt checks the snapshot's content
-// and that the operator's repository is left as it was (issue 12 § 1).
+// and that the operator's repository is left as it was.
 func TestFreeze_WorkTreeAsACommitWouldHoldIt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -270,7 +270,7 @@ func TestFreeze_LinkedWorktree(t *testing.T) {
 }
 
 // TestFreeze_DirOutsideAnyRepository: a plain dir freezes, its own
-// .gitignore files honoured (issue 12 § 1).
+// .gitignore files honoured.
 func TestFreeze_DirOutsideAnyRepository(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -303,8 +303,7 @@ func TestFreeze_DirOutsideAnyRepository(t *testing.T) {
 }
 
 // TestFreeze_SubdirectoryPullsBackUnderItsPrefix: a work dir inside a
-// repository freezes alone, and Pull puts its changes back under it
-// (issue 12 § 1, § 4).
+// repository freezes alone, and Pull puts its changes back under it.
 func TestFreeze_SubdirectoryPullsBackUnderItsPrefix(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -360,7 +359,8 @@ func TestFreeze_SubdirectoryPullsBackUnderItsPrefix(t *testing.T) {
 	}
 }
 
-// TestFreeze_Limits: issue 12 § 6.
+// TestFreeze_Limits: a snapshot is capped (ETOOLARGE, naming the biggest
+// path) and follows the workspace commit rules (EINVALID).
 func TestFreeze_Limits(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -426,8 +426,7 @@ func TestFreeze_Limits(t *testing.T) {
 	}
 }
 
-// TestFreeze_SameInputsSameCommit: same content and time, same SHA (issue
-// 12 § 1).
+// TestFreeze_SameInputsSameCommit: same content and time, same SHA.
 func TestFreeze_SameInputsSameCommit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -480,7 +479,8 @@ func setupRun(t *testing.T, files map[string]string) *run {
 	return r
 }
 
-// TestCommitStep_OneCommitAndAnIncrementalBundle: issue 12 § 2.
+// TestCommitStep_OneCommitAndAnIncrementalBundle: a step's changes become
+// one commit and an incremental bundle.
 func TestCommitStep_OneCommitAndAnIncrementalBundle(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -559,7 +559,7 @@ func TestCommitStep_OneCommitAndAnIncrementalBundle(t *testing.T) {
 	}
 }
 
-// TestCommitStep_Limits: a step's changes follow issue 12 § 6.
+// TestCommitStep_Limits: a step's changes follow the same cap and rules.
 func TestCommitStep_Limits(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -612,7 +612,8 @@ func TestCommitStep_Limits(t *testing.T) {
 	}
 }
 
-// TestPull_BranchOfUncommittedThenSteps: issue 12 § 4.
+// TestPull_BranchOfUncommittedThenSteps: the pulled branch holds the
+// operator's uncommitted changes, then one commit per step.
 func TestPull_BranchOfUncommittedThenSteps(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -697,7 +698,7 @@ func TestPull_BranchOfUncommittedThenSteps(t *testing.T) {
 }
 
 // TestPull_NoCommitAtRunStart: without an origin the branch starts with a
-// root commit of the snapshot (issue 12 § 4).
+// root commit of the snapshot.
 func TestPull_NoCommitAtRunStart(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -7,11 +7,10 @@ import (
 	"github.com/goccy/go-yaml/ast"
 )
 
-// Limits bound what a YAML input may hold before any parser builds it
-// (issue 14 § 1): a document nested 100,000 deep made goccy/go-yaml's
-// parser spend 15 GB before its own "exceeded max depth", and an alias
-// bomb (each anchor a list of aliases of the one before) expands to far
-// more nodes than its text holds.
+// Limits bound what a YAML input may hold before any parser builds it: a
+// document nested 100,000 deep made goccy/go-yaml's parser spend 15 GB before
+// its own "exceeded max depth", and an alias bomb (each anchor a list of
+// aliases of the one before) expands to far more nodes than its text holds.
 type Limits struct {
 	// MaxDepth is the deepest nesting of collections (block and flow
 	// mappings and sequences) allowed.

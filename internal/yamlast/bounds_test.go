@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// hostile are the shapes of issue 14 § 1, each at most 1 MiB.
+// hostile are the hostile YAML shapes Limits bounds, each at most 1 MiB.
 func hostile() map[string]string {
 	bomb := "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n"
 	for i := 1; i <= 9; i++ {
@@ -34,7 +34,7 @@ func hostile() map[string]string {
 	}
 }
 
-// issue 14 § 1: each hostile shape is refused, naming the limit and where
+// Each hostile shape is refused, naming the limit and where
 // it was crossed, with memory proportional to the input (the whole check
 // allocates under 100 MB; goccy alone took 15 GB on the first).
 func TestCheck_HostileShapesRefusedInBoundedMemory(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 )
 
 // bom is the UTF-8 byte order mark some editors write first; PyYAML (worc)
-// skips it, and so does Stratus (issue 5 L3).
+// skips it, and so does Stratus.
 var bom = []byte("\ufeff")
 
 // StripBOM returns data without a leading UTF-8 byte order mark.
@@ -14,7 +14,7 @@ func StripBOM(data []byte) []byte { return bytes.TrimPrefix(data, bom) }
 
 // InvalidUTF8 returns the byte offset of the first byte of data that is not
 // part of a valid UTF-8 sequence, with its 1-based line and column (in
-// bytes), or offset -1 when data is valid UTF-8 (issue 5 L3: such bytes are
+// bytes), or offset -1 when data is valid UTF-8 (such bytes are
 // named, never accepted silently).
 func InvalidUTF8(data []byte) (offset, line, col int) {
 	if utf8.Valid(data) {

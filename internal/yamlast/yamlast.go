@@ -1,11 +1,12 @@
 // Package yamlast is the goccy/go-yaml AST plumbing shared by Stratus's
 // strict YAML decoders, internal/flow (worc flow files, reference.md §
 // "every mapping is a fail-closed allowlist") and internal/config
-// (config.yaml, seed 004 § Configuration): parsing one document, collecting
+// (config.yaml, docs/contracts.md § Flows, prompts and the supervisor):
+// parsing one document, collecting
 // anchors, resolving aliases and tags, expanding YAML 1.1 merge keys
 // (`<<: *a`, `<<: [*a, *b]`, as PyYAML reads them for worc) with duplicate
 // keys reported, naming a node's YAML type for messages, and the UTF-8 and
-// byte-order-mark checks on the raw bytes (issue 5 L3).
+// byte-order-mark checks on the raw bytes.
 //
 // Nothing here formats an error: problems are returned as values
 // (position, path, message) and each decoder reports them its own way.

@@ -65,7 +65,7 @@ func TestCheck(t *testing.T) {
 
 // A vector whose script runs a command from outside the shell says so, so
 // a machine without it skips the vector naming the command instead of
-// failing with "python3: not found" (issue 10 § 3).
+// failing with "python3: not found".
 func TestNeeds_NamesTheCommandsAScriptRuns(t *testing.T) {
 	t.Parallel()
 	for script, want := range map[string][]string{

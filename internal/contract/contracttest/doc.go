@@ -1,6 +1,7 @@
 // Package contracttest is test support only: it owns the shared child
 // contract vectors of testdata/cases/contract (pairs NAME.sh +
-// NAME.expect.json, seed 003 §§ 1–6) for every test that runs them.
+// NAME.expect.json, docs/contracts.md § Child contract v1) for every test
+// that runs them.
 //
 // It owns three things:
 //   - the vector format ([Vector], [Launch], [Want]), decoded strictly

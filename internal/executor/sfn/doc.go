@@ -2,7 +2,7 @@
 // and task-token callbacks on AWS Step Functions through the SDK
 // (github.com/aws/aws-sdk-go-v2/service/sfn), the counterpart of
 // internal/executor/embedded (../../../shared/DESIGN.md § The path of one
-// step, steps 1, 4 and 5; issue 6 § Build 3).
+// step, steps 1, 4 and 5).
 //
 // It owns: mapping the executor port onto StartExecution,
 // DescribeExecution, StopExecution and SendTaskSuccess / SendTaskFailure /

@@ -266,9 +266,9 @@ func fastBackoff(o *awssfn.Options) {
 	o.Retryer = retry.AddWithMaxBackoffDelay(o.Retryer, time.Millisecond)
 }
 
-// Issue 6 § Build 3: TaskTimedOut and InvalidToken on a callback are
-// final, not retried — one request, even when answered with a 5xx the
-// SDK would otherwise retry — and map to the codes callers do not retry.
+// TaskTimedOut and InvalidToken on a callback are final, not retried — one
+// request, even when answered with a 5xx the SDK would otherwise retry — and
+// map to the codes callers do not retry.
 func TestCallbacks_FinalErrorsAreNotRetried(t *testing.T) {
 	cases := []struct{ code, want string }{
 		{executor.ErrTaskTimedOut, stratus.ECONFLICT},

@@ -1,7 +1,7 @@
 // Package ecs launches workers as ECS Fargate tasks: the AWS implementation
 // of launch.Launcher (../../../shared/DESIGN.md § The path of one step,
 // step 2: "ecs:RunTask with the handle and the API URL in environment
-// overrides"; issue 6 § Build 4), the counterpart of internal/launch/local.
+// overrides"), the counterpart of internal/launch/local.
 //
 // It owns the RunTask request: the cluster, the runner's task definition,
 // launch type FARGATE, the awsvpc network configuration of the node's

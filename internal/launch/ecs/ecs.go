@@ -333,7 +333,7 @@ var serverSide = map[string]bool{"ServerException": true, "ServiceUnavailableExc
 // "Capacity is unavailable at this time", throttling text, and EC2's
 // throttling behind awsvpc, which ECS passes on inside another code
 // ("InvalidParameterException: … Request limit exceeded
-// (RequestLimitExceeded)", issue 14 § 7).
+// (RequestLimitExceeded)").
 func capacity(reason string) bool {
 	r := strings.ToLower(reason)
 	return strings.HasPrefix(r, "resource:") || strings.Contains(r, "capacity is unavailable") ||

@@ -102,7 +102,7 @@ func envOf(t *testing.T, c *awsecs.Client, cluster, arn string) (types.Task, map
 	return task, env
 }
 
-// DESIGN.md § The path of one step, 2 and issue 6 § Build 4, on moto's
+// DESIGN.md § The path of one step, 2, on moto's
 // ECS: RunTask with the cluster, the runner's task definition, FARGATE,
 // the worker's environment (API URL, handle, task id — no task token, no
 // credential) as container overrides, and the awsvpc network of the
@@ -321,13 +321,13 @@ func (f *fakeECS) StopTask(_ context.Context, in *awsecs.StopTaskInput, _ ...fun
 
 func apiErr(code, msg string) error { return &smithy.GenericAPIError{Code: code, Message: msg} }
 
-// Issue 6 § Build 4: RunTask answers that mean "not now" — throttling
-// (after the SDK's own retries), a ServerException, failures[] of
-// capacity (RESOURCE:CPU, Fargate's "Capacity is unavailable") — are
-// retried with jittered exponential backoff; when the attempts run out
-// the error is an infrastructure failure (launch.ErrInfrastructure), which
-// dispatch reports so the machine parks the run and charges no budget.
-// Anything else fails at once, as an ordinary launch error.
+// RunTask answers that mean "not now" — throttling (after the SDK's own
+// retries), a ServerException, failures[] of capacity (RESOURCE:CPU,
+// Fargate's "Capacity is unavailable") — are retried with jittered
+// exponential backoff; when the attempts run out the error is an
+// infrastructure failure (launch.ErrInfrastructure), which dispatch reports
+// so the machine parks the run and charges no budget. Anything else fails at
+// once, as an ordinary launch error.
 func TestLaunch_RetriesThrottlingAndCapacityThenLabelsThem(t *testing.T) {
 	const attempts = 4
 	base, maxDelay := 10*time.Millisecond, 25*time.Millisecond
@@ -346,7 +346,7 @@ func TestLaunch_RetriesThrottlingAndCapacityThenLabelsThem(t *testing.T) {
 		{"throttled then started", []answer{throttled, throttled, ok}, 3, false, true, ""},
 		{"capacity then started", []answer{cpu, fargate, ok}, 3, false, true, ""},
 		{"server error then started", []answer{{err: apiErr("ServerException", "oops")}, ok}, 2, false, true, ""},
-		// issue 14 § 7: EC2's throttling behind awsvpc, as ECS passes it on.
+		// EC2's throttling behind awsvpc, as ECS passes it on.
 		{"EC2 request limit then started", []answer{{err: apiErr("InvalidParameterException", "Error retrieving subnet information for [subnet-1]: Request limit exceeded. (Service: AmazonEC2; Status Code: 503; Error Code: RequestLimitExceeded)")}, ok}, 2, false, true, ""},
 		{"always the EC2 request limit", []answer{{err: apiErr("InvalidParameterException", "Request limit exceeded (RequestLimitExceeded)")}}, attempts, true, false, "RequestLimitExceeded"},
 		{"service unavailable then started", []answer{{err: apiErr("ServiceUnavailableException", "try later")}, ok}, 2, false, true, ""},

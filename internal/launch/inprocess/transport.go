@@ -9,12 +9,12 @@ import (
 )
 
 // Direct returns a RoundTripper that serves each request by calling h in
-// the caller's goroutine: the worker API without the socket (issue 16 §
-// 1: "the same contract minus the transport"). The handler sees the
-// request as a server would (RequestURI, Host, a non-nil Body); its answer
-// is buffered whole (the worker API's answers are small JSON documents).
-// A panic in h is returned as an error, as a server's dropped connection
-// would be.
+// the caller's goroutine: the worker API without the socket, the same
+// contract minus the transport (docs/contracts.md § The in-process twin).
+// The handler sees the request as a server would (RequestURI, Host, a
+// non-nil Body); its answer is buffered whole (the worker API's answers
+// are small JSON documents). A panic in h is returned as an error, as a
+// server's dropped connection would be.
 func Direct(h http.Handler) http.RoundTripper { return direct{h} }
 
 type direct struct{ h http.Handler }

@@ -20,9 +20,9 @@ import (
 )
 
 // Launcher starts a runner with the worker environment: RunnerBinary
-// beside Executable when it is there (issue 16 § 2: it starts in a
-// fraction of stratus's time and memory), else `<Executable> runner`. The
-// runner gets Executable as STRATUS_BIN, what it runs for "{stratus}".
+// beside Executable when it is there (it starts in a fraction of stratus's
+// time and memory), else `<Executable> runner`. The runner gets Executable as
+// STRATUS_BIN, what it runs for "{stratus}".
 type Launcher struct {
 	Executable string   // the stratus binary; "" = os.Executable()
 	Args       []string // nil = the runner (above); else Executable with these arguments
@@ -37,8 +37,8 @@ type Launcher struct {
 	Dir func(launch.Spec) string
 	// WatchParent tells each runner this process's pid
 	// (launch.EnvParentPID): a runner whose parent is gone — this process
-	// killed, even with SIGKILL — stops its engine and exits (issue 11 §
-	// 5: nothing outlives its run).
+	// killed, even with SIGKILL — stops its engine and exits
+	// (docs/architecture.md § The run lifecycle: nothing outlives its run).
 	WatchParent bool
 	// Slots, when set, bound the runners alive at once: Launch waits for
 	// a slot (heartbeating through Spec.Waiting), released when the
@@ -176,7 +176,8 @@ func (l *Launcher) Launch(ctx context.Context, s launch.Spec) (id string, err er
 }
 
 // StopGrace is how long Stop waits after SIGTERM before it kills: the
-// runner's own engine cancel grace (seed 003 § 1: 5000 ms) plus a margin.
+// runner's own engine cancel grace (docs/contracts.md § Process lifecycle:
+// 5000 ms) plus a margin.
 var StopGrace = 7 * time.Second
 
 // Stop sends SIGTERM to the runner's process group, so the runner cancels

@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// issue 16 § 2: the small runner beside stratus when it is an executable
-// file; `stratus runner` otherwise.
+// The small runner beside stratus when it is an executable file; `stratus
+// runner` otherwise.
 func TestRunnerFor(t *testing.T) {
 	dir := t.TempDir()
 	exe := filepath.Join(dir, "stratus")

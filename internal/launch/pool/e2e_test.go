@@ -148,11 +148,11 @@ func within(t *testing.T, d time.Duration, what string, ok func() bool) {
 	}
 }
 
-// Issue 17 § 1, § 4: a step dispatched to the pool is taken by a pooled
-// runner and runs as a cold one would — its report completes the Task
-// state — in a fresh directory (working dir, HOME, TMPDIR) that is gone
-// before the runner takes the next; the engine's environment holds the
-// step's handle, not the bootstrap value; no cold task is started.
+// README.md § Warm runners (pool mode): a step dispatched to the pool is
+// taken by a pooled runner and runs as a cold one would — its report
+// completes the Task state — in a fresh directory (working dir, HOME, TMPDIR)
+// that is gone before the runner takes the next; the engine's environment
+// holds the step's handle, not the bootstrap value; no cold task is started.
 func TestPool_AStepRunsOnAPooledRunner(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, 10*time.Second)
@@ -198,11 +198,11 @@ func readFile(t *testing.T, p string) string {
 	return string(b)
 }
 
-// Issue 17 § 2: no runner in the pool: dispatch heartbeats the task token
-// while the assignment waits, then falls back to a cold task. A runner
-// that comes late is fenced: the cold task exchanged the bootstrap value
-// first, so the late runner is refused, deletes the assignment and takes
-// nothing.
+// README.md § Warm runners (pool mode): no runner in the pool: dispatch
+// heartbeats the task token while the assignment waits, then falls back to a
+// cold task. A runner that comes late is fenced: the cold task exchanged the
+// bootstrap value first, so the late runner is refused, deletes the
+// assignment and takes nothing.
 func TestPool_NoRunnerFallsBackToColdAndALateRunnerIsFenced(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, 500*time.Millisecond)
@@ -234,11 +234,12 @@ func TestPool_NoRunnerFallsBackToColdAndALateRunnerIsFenced(t *testing.T) {
 	}
 }
 
-// Issue 17 § 2: a runner killed mid-step (SIGKILL: nothing of it runs
-// on) leaves its assignment in flight, its bootstrap value exchanged. Once
-// the visibility timeout lapses the assignment comes back; the next runner
-// is refused the used bootstrap value and deletes it: the step is not run
-// twice. (Its Task state times out on its heartbeat: TestDevAWS_WarmRunnerPool.)
+// README.md § Warm runners (pool mode): a runner killed mid-step (SIGKILL:
+// nothing of it runs on) leaves its assignment in flight, its bootstrap value
+// exchanged. Once the visibility timeout lapses the assignment comes back;
+// the next runner is refused the used bootstrap value and deletes it: the
+// step is not run twice. (Its Task state times out on its heartbeat:
+// TestDevAWS_WarmRunnerPool.)
 func TestPool_ARunnerKilledMidStepIsNotRunTwice(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, 10*time.Second)
@@ -280,10 +281,11 @@ func TestPool_ARunnerKilledMidStepIsNotRunTwice(t *testing.T) {
 	}
 }
 
-// Issue 17: a runner stopped with a step under way and no grace left
-// reports the step failed by the step's own handle (a pooled runner has no
-// ECS task-stopped event to say it), so the run stops there at once, not
-// when the step's heartbeat window lapses; the assignment is deleted.
+// README.md § Warm runners (pool mode): a runner stopped with a step under
+// way and no grace left reports the step failed by the step's own handle (a
+// pooled runner has no ECS task-stopped event to say it), so the run stops
+// there at once, not when the step's heartbeat window lapses; the assignment
+// is deleted.
 func TestPool_AStoppedRunnerReportsItsStepFailed(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, 10*time.Second)
@@ -308,11 +310,11 @@ func TestPool_AStoppedRunnerReportsItsStepFailed(t *testing.T) {
 	}
 }
 
-// Issue 17 § 4: a message that is no assignment is never run: it is
-// deleted (left in the queue it would keep the pool's scale-out alarm
-// firing), and the runner goes on. An assignment of the other network
-// profile means the runner polls the wrong queue: it is handed back, for
-// the runners it is for, and the runner stops (ErrPoolSetup) rather than
+// README.md § Warm runners (pool mode): a message that is no assignment is
+// never run: it is deleted (left in the queue it would keep the pool's
+// scale-out alarm firing), and the runner goes on. An assignment of the other
+// network profile means the runner polls the wrong queue: it is handed back,
+// for the runners it is for, and the runner stops (ErrPoolSetup) rather than
 // keep taking their work.
 func TestPool_GarbageIsDeletedAndTheWrongProfileStopsTheRunner(t *testing.T) {
 	t.Parallel()

@@ -1,11 +1,12 @@
-// Package pool launches workers on a warm runner pool (issue 17): the
-// dispatch side of pool mode. A step's assignment (launch.Assignment: the
-// API URL, the one-time bootstrap value, the task id) goes to the queue of
-// the node's network profile, where a pooled runner — an ECS service's
-// task, or `stratus runner pool` on any host — long-polls for it, in
-// place of an ecs:RunTask that would wait 30–90 s for a cold Fargate task.
+// Package pool launches workers on a warm runner pool
+// (README.md § Warm runners (pool mode)): the dispatch side of pool mode. A
+// step's assignment (launch.Assignment: the API URL, the one-time bootstrap
+// value, the task id) goes to the queue of the node's network profile, where
+// a pooled runner — an ECS service's task, or `stratus runner pool` on any
+// host — long-polls for it, in place of an ecs:RunTask that would wait 30–90
+// s for a cold Fargate task.
 //
-// Nothing is lost in the queue (issue 17 § 2):
+// Nothing is lost in the queue (README.md § Warm runners (pool mode)):
 //
 //   - While the assignment waits, Launch calls Spec.Waiting when the
 //     wait starts and every Heartbeat after (dispatch heartbeats the

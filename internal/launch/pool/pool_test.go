@@ -73,9 +73,10 @@ func newPool(t *testing.T, c pool.Config) *pool.Launcher {
 	return l
 }
 
-// Issue 17 § 1: the assignment goes to the queue of the node's profile,
-// carrying what RunTask's overrides carry; once a runner exchanged the
-// bootstrap, Launch returns a pool id and no cold task is started.
+// README.md § Warm runners (pool mode): the assignment goes to the queue of
+// the node's profile, carrying what RunTask's overrides carry; once a runner
+// exchanged the bootstrap, Launch returns a pool id and no cold task is
+// started.
 func TestLaunch_APooledRunnerTakesTheStep(t *testing.T) {
 	t.Parallel()
 	offline, online, cold := &fakeQueue{}, &fakeQueue{}, &fakeCold{}
@@ -114,8 +115,9 @@ func TestLaunch_APooledRunnerTakesTheStep(t *testing.T) {
 	}
 }
 
-// Issue 17 § 2: nobody takes the assignment within the pickup window: the
-// task token is heartbeaten while it waits, then the same spec goes cold.
+// README.md § Warm runners (pool mode): nobody takes the assignment within
+// the pickup window: the task token is heartbeaten while it waits, then the
+// same spec goes cold.
 func TestLaunch_NoTakerFallsBackToColdHeartbeatingMeanwhile(t *testing.T) {
 	t.Parallel()
 	q, cold := &fakeQueue{}, &fakeCold{}

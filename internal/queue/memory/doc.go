@@ -1,9 +1,9 @@
 // Package memory is the in-process implementation of queue.Polled: the
 // work queue of a runner pool whose runners all live in this process
-// (issue 17), with SQS's semantics (Amazon SQS Developer Guide, "Amazon
-// SQS visibility timeout", "Amazon SQS short and long polling" and "Using
-// dead-letter queues in Amazon SQS"), so that a pool that works on it
-// works on the stack's queue (internal/queue/sqs). Both pass
+// (README.md § Warm runners (pool mode)), with SQS's semantics (Amazon SQS
+// Developer Guide, "Amazon SQS visibility timeout", "Amazon SQS short and
+// long polling" and "Using dead-letter queues in Amazon SQS"), so that a pool
+// that works on it works on the stack's queue (internal/queue/sqs). Both pass
 // queuetest.RunPolled.
 //
 // It owns a queue's messages, their visibility deadlines, receive counts

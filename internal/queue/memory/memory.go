@@ -262,7 +262,7 @@ func (q *Queue) broadcast() {
 // Counts returns how many messages are queued and receivable now, and how
 // many a receive hides (in flight): SQS's ApproximateNumberOfMessagesVisible
 // and ApproximateNumberOfMessagesNotVisible, the demand a runner pool's
-// scaling reads (issue 17 § 1).
+// scaling reads (README.md § Warm runners (pool mode)).
 func (q *Queue) Counts() (visible, inFlight int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()

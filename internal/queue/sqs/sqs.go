@@ -2,7 +2,8 @@
 // SendMessage to the stack's dispatch queue (template.yaml DispatchQueue),
 // whose messages the dispatch function handles (functions/dispatch,
 // awsapp.HandleMessage); and ReceiveMessage, DeleteMessage and
-// ChangeMessageVisibility on a queue a runner pool polls (issue 17).
+// ChangeMessageVisibility on a queue a runner pool polls
+// (README.md § Warm runners (pool mode)).
 package sqs
 
 import (

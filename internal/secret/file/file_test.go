@@ -12,8 +12,8 @@ import (
 	"github.com/stratusflow/stratus/internal/secret/secrettest"
 )
 
-// seed 001 § Bearer authentication: the key file passes the one key-source
-// conformance suite.
+// docs/contracts.md § Bearer authentication: the key file passes the one
+// key-source conformance suite.
 func TestSource_Conformance(t *testing.T) {
 	secrettest.Run(t, func(t *testing.T) func() secret.Source {
 		path := filepath.Join(t.TempDir(), ".stratus", "hmac.key")

@@ -13,5 +13,5 @@
 // It does not create the secret on demand (a missing one is ENOTFOUND) and
 // does not rotate it; Versions reads the current and the previous key of a
 // rotated secret, which a process verifying tokens holds both of while
-// the rotation settles (issue 14 § 12).
+// the rotation settles.
 package secretsmanager

@@ -73,7 +73,7 @@ func (s *Source) Key(ctx context.Context) ([]byte, error) {
 // Versions reads the secret again, uncached: its current key and, when
 // the secret has one (it was rotated), its previous key (AWSPREVIOUS;
 // nil when there is none). A process verifying tokens during a rotation
-// holds both (issue 14 § 12). Errors: as Key's.
+// holds both. Errors: as Key's.
 func (s *Source) Versions(ctx context.Context) (current, previous []byte, err error) {
 	current, err = s.fetchStage(ctx, "")
 	if err != nil {

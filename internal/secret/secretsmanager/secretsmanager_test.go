@@ -32,9 +32,9 @@ func uniqueName(t *testing.T) string {
 	return fmt.Sprintf("stratus/test/%s/%d-%d", strings.ReplaceAll(t.Name(), "/", "-"), time.Now().UnixNano(), seq.Add(1))
 }
 
-// seed 001 § Bearer authentication: a Secrets Manager secret passes the one
-// key-source conformance suite (on moto), so the dispatch and worker-API
-// Lambdas sign and verify with one key.
+// docs/contracts.md § Bearer authentication: a Secrets Manager secret passes
+// the one key-source conformance suite (on moto), so the dispatch and
+// worker-API Lambdas sign and verify with one key.
 func TestSource_ConformanceOnMoto(t *testing.T) {
 	c := client(t)
 	secrettest.Run(t, func(t *testing.T) func() secret.Source {
@@ -194,8 +194,8 @@ func TestCreateKeySecret_ExistingNameIsConflict(t *testing.T) {
 	}
 }
 
-// issue 14 § 12: a rotated secret has a current and a previous key;
-// Versions reads both (uncached), a secret never rotated has no previous.
+// A rotated secret has a current and a previous key; Versions reads both
+// (uncached), a secret never rotated has no previous.
 func TestSource_VersionsAfterARotation(t *testing.T) {
 	t.Parallel()
 	c := client(t)

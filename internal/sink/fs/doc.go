@@ -1,6 +1,7 @@
 // Package fs is the local-disk implementation of sink.Sink: each key is a
-// file under one root directory (seed 000 § Files are the server's job —
-// the ctx-dir files the next step Reads).
+// file under one root directory
+// (docs/contracts.md § Files are the server's job — the ctx-dir files the
+// next step Reads).
 //
 // It owns the key → path mapping (Path) and atomic writes: a Put writes a
 // temporary file beside the target and renames it into place, so a reader

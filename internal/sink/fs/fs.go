@@ -116,9 +116,8 @@ func New(root string) *Sink {
 // Private makes the keys under the top-level directory dir (Stratus's
 // state dir, ".stratus") the sink's own: a Put, Get or Delete of such a key
 // reaches nothing through a symbolic link below dir (dir itself may be
-// one) and reads only a regular file — EINVALID otherwise (issue 14
-// newcomers: a link planted in .stratus/uploads/ made uploads read and
-// write outside it) — and a Put creates its file 0600 and its missing
+// one) and reads only a regular file — EINVALID otherwise (a link planted
+// in .stratus/uploads/ made uploads read and write outside it) — and a Put creates its file 0600 and its missing
 // directories 0700 (docs/security.md § Files under .stratus). It returns s.
 func (s *Sink) Private(dir string) *Sink {
 	s.private = dir

@@ -18,14 +18,14 @@ import (
 	"github.com/stratusflow/stratus/internal/sink/sinktest"
 )
 
-// seed 000 § Files are the server's job: the fs sink passes the one
+// docs/contracts.md § Files are the server's job: the fs sink passes the one
 // conformance suite.
 func TestSink_Conformance(t *testing.T) {
 	sinktest.Run(t, func(t *testing.T) sink.Sink { return fs.New(t.TempDir()) })
 }
 
-// seed 000 § Files are the server's job: a key is a file under the root,
-// created with dirs 0755 and files 0644, and no temporary file is left.
+// docs/contracts.md § Files are the server's job: a key is a file under the
+// root, created with dirs 0755 and files 0644, and no temporary file is left.
 func TestSink_PutWritesFileUnderRootWithModes(t *testing.T) {
 	t.Parallel()
 	root := filepath.Join(t.TempDir(), "not", "yet")
@@ -101,8 +101,8 @@ func TestSink_StateDirKeysAreTheOwnersAlone(t *testing.T) {
 	}
 }
 
-// seed 000 § Files are the server's job: Path is absolute and refuses keys
-// the sink would refuse.
+// docs/contracts.md § Files are the server's job: Path is absolute and
+// refuses keys the sink would refuse.
 func TestSink_PathIsAbsoluteAndEmptyForInvalidKeys(t *testing.T) {
 	t.Parallel()
 	s := fs.New("relative/root")
@@ -116,8 +116,8 @@ func TestSink_PathIsAbsoluteAndEmptyForInvalidKeys(t *testing.T) {
 	}
 }
 
-// seed 000 § Files are the server's job: a symbolic link inside the root
-// does not let a key reach outside it.
+// docs/contracts.md § Files are the server's job: a symbolic link inside the
+// root does not let a key reach outside it.
 func TestSink_SymlinkOutOfRootRefused(t *testing.T) {
 	t.Parallel()
 	if runtime.GOOS == "windows" {

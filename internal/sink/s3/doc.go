@@ -1,6 +1,6 @@
 // Package s3 is the Amazon S3 implementation of sink.Sink (DESIGN.md: "S3
 // is the projection sink that materialises each step's output as the files
-// the next step reads"; seed 000 § Files are the server's job).
+// the next step reads"; docs/contracts.md § Files are the server's job).
 //
 // Each sink key is one object in one bucket under a configured prefix:
 // object key = prefix + sink key ("stratus/" + "runs/<run_id>/bundle/manifest.json").

@@ -71,14 +71,14 @@ func freshSinks(c *awss3.Client, bucket string) func(t *testing.T) sink.Sink {
 	}
 }
 
-// seed 000 § Files are the server's job: the S3 sink passes the one
+// docs/contracts.md § Files are the server's job: the S3 sink passes the one
 // conformance suite on an in-process gofakes3 server.
 func TestSink_ConformanceOnGofakes3(t *testing.T) {
 	c := fakeS3(t)
 	sinktest.Run(t, freshSinks(c, newBucket(t, c)))
 }
 
-// seed 000 § Files are the server's job: the S3 sink passes the one
+// docs/contracts.md § Files are the server's job: the S3 sink passes the one
 // conformance suite on the moto server.
 func TestSink_ConformanceOnMoto(t *testing.T) {
 	c := motoS3(t)
@@ -247,9 +247,10 @@ func TestPresignPutSize_PlainHTTPPutStoresObjectOnMoto(t *testing.T) {
 	}
 }
 
-// issue 14 § 8: an upload's URL signs its length, so S3 itself refuses a
-// body of any other size (the signed headers, read here; refused on the
-// stand-in: TestPresignPutSize_OtherLengthRefusedAndNothingStoredOnMoto).
+// docs/security.md § Upload size limits: an upload's URL signs its length, so
+// S3 itself refuses a body of any other size (the signed headers, read here;
+// refused on the stand-in:
+// TestPresignPutSize_OtherLengthRefusedAndNothingStoredOnMoto).
 func TestPresignPutSize_SignsTheLength(t *testing.T) {
 	t.Parallel()
 	c := fakeS3(t) // signing happens locally
@@ -291,7 +292,7 @@ func TestPresignPutSize_RefusesBadKeyAndTTL(t *testing.T) {
 	}
 }
 
-// issue 12 § 1: a presigned GET reads an object with a plain HTTP GET and
+// A presigned GET reads an object with a plain HTTP GET and
 // no credentials (how a worker fetches its run's bundles); the same key
 // and lifetime rules as PresignPutSize.
 func TestPresignGet_PlainHTTPGetReadsObjectOnMoto(t *testing.T) {

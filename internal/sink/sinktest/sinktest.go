@@ -15,7 +15,7 @@ import (
 
 // EscapingKeys are keys every Sink must refuse with EINVALID on both Put
 // and Get: each could name something outside the sink's root on some
-// platform (seed 000 § Files are the server's job).
+// platform (docs/contracts.md § Files are the server's job).
 var EscapingKeys = []string{
 	"",
 	"/etc/passwd",
@@ -54,8 +54,8 @@ func Run(t *testing.T, newSink func(t *testing.T) sink.Sink) {
 
 	// GetMax: a body up to max is returned whole; a larger one is
 	// ETOOLARGE on field bytes; a missing key is ENOTFOUND; a bad key
-	// EINVALID (issue 14 § 8: an upload is read bounded, whatever a
-	// presigned URL's holder stored).
+	// EINVALID (docs/security.md § Upload size limits: an upload is read
+	// bounded, whatever a presigned URL's holder stored).
 	t.Run("GetMax", func(t *testing.T) {
 		t.Parallel()
 		s := newSink(t)

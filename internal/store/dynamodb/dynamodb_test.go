@@ -264,8 +264,7 @@ func TestSweep_ManyHandles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// issue 14 § 12: the handles are spread over the index's shards, not
-	// one hot partition.
+	// The handles are spread over the index's shards, not one hot partition.
 	shards := map[string]bool{}
 	for i := range 60 {
 		shards[f.raw(t, pkHandle+fmt.Sprintf("wh-%08d", i), skHandle).str(TTLBucketAttribute)] = true

@@ -16,8 +16,8 @@ import (
 func handleKey(h string) item { return key(pkHandle+h, skHandle) }
 
 // TTLShards is how many partitions of the HandlesByTTL index handles are
-// spread over (issue 14 § 12: one constant partition key made every
-// handle write hit one hot partition of the index).
+// spread over (one constant partition key made every handle write hit one hot
+// partition of the index).
 const TTLShards = 16
 
 // legacyTTLBucket is the one partition handles used before the index was

@@ -182,9 +182,9 @@ func decodeRun(it item) stratus.Run {
 
 // AdvanceWorkspace moves the workspace head of run runID from `from` to
 // `to` and appends bundle if the head is still from: a read, then an
-// UpdateItem conditioned on the ws_head attribute (store.Store; issue 12 §
-// 2). ECONFLICT when the head moved; ENOTFOUND for no such run or a run
-// without a workspace.
+// UpdateItem conditioned on the ws_head attribute (store.Store). ECONFLICT
+// when the head moved; ENOTFOUND for no such run or a run without a
+// workspace.
 func (s *Store) AdvanceWorkspace(ctx context.Context, runID, from, to, bundle string) error {
 	it, err := s.get(ctx, runKey(runID))
 	if err != nil {

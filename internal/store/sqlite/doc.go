@@ -48,9 +48,9 @@
 //
 // Every statement text is prepared once per connection and kept for the
 // life of the store (prepared.go): on the submit path parsing the SQL
-// cost more than running it (issue 16 § 3). The statements a transaction
-// runs are prepared when the store opens, since the transaction holds
-// the writer's one connection.
+// cost more than running it (README.md § Performance). The statements a
+// transaction runs are prepared when the store opens, since the transaction
+// holds the writer's one connection.
 //
 // A large output body is written to its blob file before the write
 // transaction begins, so one submit's 64 KiB never holds the writer.

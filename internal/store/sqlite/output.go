@@ -82,8 +82,8 @@ func (s *Store) keepBlob(r outputRow) error {
 
 // spill returns e's row, writing a large body to its blob file first: the
 // file is written before the writer is taken, so one submit's 64 KiB does
-// not hold every other write back (issue 16 § 3). A blob whose row is
-// never inserted (the append fails) is an orphan file, never read.
+// not hold every other write back (README.md § Performance). A blob whose row
+// is never inserted (the append fails) is an orphan file, never read.
 func (s *Store) spill(e stratus.OutputEvent) (outputRow, error) {
 	r := outputRow{e: e, body: e.Body}
 	if r.body == nil {

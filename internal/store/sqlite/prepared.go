@@ -14,8 +14,8 @@ import (
 const maxPrepared = 256
 
 // prepared runs statements on one pool (the writer or the readers), each
-// text prepared once and kept (issue 16 § 3: parsing a statement cost
-// more than running it on the submit path). database/sql prepares a kept
+// text prepared once and kept (README.md § Performance: parsing a statement
+// cost more than running it on the submit path). database/sql prepares a kept
 // statement again on each connection of the pool that runs it, and a
 // transaction on the pool borrows its connection's copy (in).
 type prepared struct {

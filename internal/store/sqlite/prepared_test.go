@@ -11,11 +11,11 @@ import (
 	"github.com/stratusflow/stratus"
 )
 
-// issue 16 § 5: a host's runs share one store. Their first statements
-// (prepared on first use, on the writer's one connection) and another
-// run's transaction (which holds that connection, and looks its own
-// statements up) must not wait on each other: a fresh store under
-// concurrent first uses and transactions gets through.
+// A host's runs share one store. Their first statements (prepared on first
+// use, on the writer's one connection) and another run's transaction (which
+// holds that connection, and looks its own statements up) must not wait on
+// each other: a fresh store under concurrent first uses and transactions gets
+// through.
 func TestPrepared_FirstUseBesideATransactionDoesNotDeadlock(t *testing.T) {
 	for round := range 20 {
 		s, err := Open(filepath.Join(t.TempDir(), "stratus.db"))

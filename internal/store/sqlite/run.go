@@ -71,8 +71,8 @@ const (
 
 // AdvanceWorkspace moves the workspace head of run runID from `from` to
 // `to` and appends bundle, in one transaction, if the head is still from
-// (store.Store.AdvanceWorkspace; issue 12 § 2). ECONFLICT otherwise;
-// ENOTFOUND for no such run or a run without a workspace.
+// (store.Store.AdvanceWorkspace). ECONFLICT otherwise; ENOTFOUND for no such
+// run or a run without a workspace.
 func (s *Store) AdvanceWorkspace(ctx context.Context, runID, from, to, bundle string) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {

@@ -86,7 +86,8 @@ CREATE TABLE handles (
 	expires_at INTEGER
 ) STRICT;
 `,
-	// 2: degradation records and agent render sizes (seed 001).
+	// 2: degradation records and agent render sizes
+	// (docs/contracts.md § Routes).
 	`
 CREATE TABLE degradations (
 	seq      INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -116,8 +117,9 @@ ALTER TABLE outputs ADD COLUMN blob TEXT NOT NULL DEFAULT '';
 	`
 ALTER TABLE attempts ADD COLUMN resolved TEXT NOT NULL DEFAULT '';
 `,
-	// 5: durable runs (issue 11): the owner of a running run, its resume
-	// count and caps, and the state input each step was dispatched with.
+	// 5: durable runs (docs/architecture.md § The run lifecycle): the owner
+	// of a running run, its resume count and caps, and the state input each
+	// step was dispatched with.
 	`
 ALTER TABLE runs ADD COLUMN owner TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN resumes INTEGER NOT NULL DEFAULT 0;
@@ -125,19 +127,19 @@ ALTER TABLE runs ADD COLUMN max_cost_usd REAL NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN max_tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE steps ADD COLUMN input BLOB;
 `,
-	// 6: workspaces (issue 12): a run's workspace as JSON ('' = none),
+	// 6: workspaces: a run's workspace as JSON ('' = none),
 	// whose head and bundles AdvanceWorkspace changes.
 	`
 ALTER TABLE runs ADD COLUMN workspace TEXT NOT NULL DEFAULT '';
 `,
 	// 7: LatestSteps seeks each node's latest step of a kind and status
-	// instead of reading the run's steps (issue 16 § 3); the rowid (seq)
-	// ends every index entry, so "latest" is the last entry of a range.
+	// instead of reading the run's steps (README.md § Performance); the rowid
+	// (seq) ends every index entry, so "latest" is the last entry of a range.
 	`
 CREATE INDEX steps_run_node_kind_status ON steps (run_id, node, kind, status);
 `,
-	// 8: CountVisits seeks a node's highest visit (issue 16 § 3); this
-	// index's (run_id, node) prefix serves what steps_run_node did.
+	// 8: CountVisits seeks a node's highest visit (README.md § Performance);
+	// this index's (run_id, node) prefix serves what steps_run_node did.
 	`
 CREATE INDEX steps_run_node_visit ON steps (run_id, node, visit);
 DROP INDEX steps_run_node;

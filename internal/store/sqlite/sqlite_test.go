@@ -287,7 +287,7 @@ func TestClosed_FailsInternal(t *testing.T) {
 
 // Migration 4 adds the attempts' resolved column: an attempt recorded by a
 // version-3 database reads back with a zero Resolved, and new attempts
-// record theirs (seed 004 § Per-node overrides in flows).
+// record theirs (docs/contracts.md § Per-node overrides).
 func TestMigrate_V3AttemptsReadZeroResolved(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "stratus.db")

@@ -125,7 +125,7 @@ func (s *Store) querySteps(ctx context.Context, what, query string, args ...any)
 // unknown run or node). A node's steps are visits 1 to n (store.Store),
 // so the count is the highest visit: the last entry of the node's range
 // of the steps_run_node_visit index, one seek however long the run
-// (issue 16 § 3), where COUNT(*) read an entry a visit.
+// (README.md § Performance), where COUNT(*) read an entry a visit.
 func (s *Store) CountVisits(ctx context.Context, runID, node string) (int, error) {
 	var n int
 	err := s.rq.QueryRowContext(ctx, lastVisitSQL, runID, node).Scan(&n)
@@ -216,11 +216,11 @@ func scanStep(row rowScanner) (stratus.Step, error) {
 }
 
 // LatestSteps returns, per node of run runID, its latest step among those
-// q selects, in creation order, reading no step it does not return (issue
-// 16 § 3): a skip scan of index steps_run_node_kind_status visits each
-// distinct (node, kind) of the run — a handful, however long the run —
-// and seeks the last entry of q's status in each; only a newer entry that
-// q's verdict or tid excludes is stepped over.
+// q selects, in creation order, reading no step it does not return
+// (README.md § Performance): a skip scan of index steps_run_node_kind_status
+// visits each distinct (node, kind) of the run — a handful, however long the
+// run — and seeks the last entry of q's status in each; only a newer entry
+// that q's verdict or tid excludes is stepped over.
 func (s *Store) LatestSteps(ctx context.Context, runID string, q store.LatestQuery) ([]stratus.Step, error) {
 	args := []any{runID, q.Status, q.ExceptTID}
 	skip := func(col string, vals []string) string {

@@ -26,7 +26,7 @@ func (su *suite) testAttempts(t *testing.T) {
 		checkAttempt(t, got, a)
 	})
 
-	// seed 004 § Per-node overrides in flows: what an attempt was launched
+	// docs/contracts.md § Per-node overrides: what an attempt was launched
 	// with is recorded with it; an attempt that recorded none reads back
 	// the zero value.
 	t.Run("Resolved_RoundTrip", func(t *testing.T) {

@@ -110,8 +110,9 @@ func (su *suite) testHandles(t *testing.T) {
 
 func (su *suite) testTakeHandle(t *testing.T) {
 	t.Parallel()
-	// issue 14 § 11: a heartbeat renews a handle's lease: the new expiry
-	// is what GetHandle returns; a missing or taken handle is ENOTFOUND.
+	// docs/security.md § Handles: a heartbeat renews a handle's lease: the
+	// new expiry is what GetHandle returns; a missing or taken handle is
+	// ENOTFOUND.
 	t.Run("RenewHandle", func(t *testing.T) {
 		t.Parallel()
 		b := su.setup(t)
@@ -137,9 +138,9 @@ func (su *suite) testTakeHandle(t *testing.T) {
 		}
 		wantCode(t, "RenewHandle of a taken handle", b.s.RenewHandle(b.ctx, h.Handle, later), stratus.ENOTFOUND)
 	})
-	// issue 14 § 11: a one-time value is taken once: the first TakeHandle
-	// returns it, every later Take or Get is ENOTFOUND — concurrent takers
-	// included, exactly one of which wins.
+	// docs/security.md § Handles: a one-time value is taken once: the first
+	// TakeHandle returns it, every later Take or Get is ENOTFOUND —
+	// concurrent takers included, exactly one of which wins.
 	t.Run("TakeHandle_Once", func(t *testing.T) {
 		t.Parallel()
 		b := su.setup(t)

@@ -109,10 +109,9 @@ func (su *suite) testRuns(t *testing.T) {
 		checkRun(t, got, want)
 	})
 
-	// issue 12 § 2: a run's workspace round-trips; its head moves only
-	// from the head it is at (one of two racing advances wins, the other
-	// is ECONFLICT); UpdateRun leaves it alone; a run without one is
-	// ENOTFOUND.
+	// A run's workspace round-trips; its head moves only from the head it is
+	// at (one of two racing advances wins, the other is ECONFLICT); UpdateRun
+	// leaves it alone; a run without one is ENOTFOUND.
 	t.Run("AdvanceWorkspace_FencedOnTheHead", func(t *testing.T) {
 		t.Parallel()
 		b := su.setup(t)

@@ -1,6 +1,6 @@
-// Command sqlitehello is the start figure's floor (issue 16 § 2): a Go
-// program that links the SQLite driver every stratus command that reads a
-// store needs (modernc.org/sqlite, pure Go) and does nothing else.
+// Command sqlitehello is the start figure's floor: a Go program that links
+// the SQLite driver every stratus command that reads a store needs
+// (modernc.org/sqlite, pure Go) and does nothing else.
 package main
 
 import (
