@@ -7,6 +7,7 @@ import (
 	"github.com/stratusflow/stratus/internal/worker/core"
 	"github.com/stratusflow/stratus/internal/worker/degradation"
 	"github.com/stratusflow/stratus/internal/worker/fetch"
+	"github.com/stratusflow/stratus/internal/worker/hitl"
 	"github.com/stratusflow/stratus/internal/worker/rendersize"
 	"github.com/stratusflow/stratus/internal/worker/stats"
 )
@@ -115,7 +116,7 @@ const (
 
 var (
 	ErrNotPersisted      = core.ErrNotPersisted
-	CheckReplySize       = core.CheckReplySize
+	CheckReplySize       = hitl.CheckReplySize
 	ContractContent      = core.ContractContent
 	DecompositionEnabled = core.DecompositionEnabled
 	DropUploads          = core.DropUploads
@@ -159,4 +160,14 @@ func (s *Service) FetchPrompt(ctx context.Context, authorization, tid string) (*
 // FetchSystem is the fetch of an attempt's system prompt (internal/worker/fetch).
 func (s *Service) FetchSystem(ctx context.Context, authorization, tid, attempt string) ([]byte, error) {
 	return fetch.System(ctx, s.Service, authorization, tid, attempt)
+}
+
+// Human is a human's reply to a waiting gate (internal/worker/hitl).
+func (s *Service) Human(ctx context.Context, runID, node string, r Reply) (*HITLValue, error) {
+	return hitl.Invoke(ctx, s.Service, runID, node, r)
+}
+
+// AuthorizeOperator checks the credential of a human's reply (internal/worker/hitl).
+func (s *Service) AuthorizeOperator(authorization, runID string) error {
+	return hitl.AuthorizeOperator(s.Service, authorization, runID)
 }

@@ -186,7 +186,15 @@ type Service struct {
 	// hitl serialises, in this process, the completion of waiting steps
 	// (a reply racing the deadline's timer); across processes the
 	// conditional write of Human decides (hitl.go).
-	hitl sync.Mutex
+	gates sync.Mutex
+}
+
+// LockGates serialises, in this process, the completion of waiting steps
+// (a human's reply racing the deadline's timer); across processes the
+// conditional write of the reply decides. It returns the unlock.
+func (s *Service) LockGates() (unlock func()) {
+	s.gates.Lock()
+	return s.gates.Unlock
 }
 
 // Files returns the sink of run's work-dir Files: its ctx dir, its logs
