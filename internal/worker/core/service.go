@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"os"
 	"strings"
@@ -401,4 +402,14 @@ func logTail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, " | ")
+}
+
+// LockStaging takes the staging lock of task tid's stripe and returns
+// its release.
+func (s *Service) LockStaging(tid string) (unlock func()) {
+	h := fnv.New32a()
+	h.Write([]byte(tid))
+	mu := &s.staging[h.Sum32()%uint32(len(s.staging))]
+	mu.Lock()
+	return mu.Unlock
 }

@@ -6,16 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math"
-	"path"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
 	"unicode/utf8"
-
-	"golang.org/x/text/cases"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/captoken"
@@ -127,122 +123,6 @@ func Truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
-}
-
-// Artifact stages one named part (POST /v1/worker/artifact?name=, seed 000 §
-// Why OUT is a tool call): appended to the attempt's tail (last write wins at
-// the fold) and materialized raw at <ctx-dir>/<name> at staging time (seed
-// 001 § Routes), the file first: a part is staged only once its file
-// persisted (docs/security.md § Output that did not persist). Errors:
-// EINVALID for a bad part name (nothing staged), ECONFLICT when fenced,
-// the sink's error when it refuses the file (nothing staged; ENOSPACE for
-// a full disk).
-func (s *Service) Artifact(ctx context.Context, authorization, name string, body []byte) error {
-	return s.StageArtifact(ctx, authorization, name, Body{Bytes: body})
-}
-
-// StageArtifact is Artifact of a body inline or uploaded (POST
-// /v1/worker/artifact?name=&upload=, issue 14 § 8). Errors: Artifact's;
-// bodyOf's for the upload.
-func (s *Service) StageArtifact(ctx context.Context, authorization, name string, b Body) error {
-	c, err := s.Authorize(ctx, authorization, captoken.EmitOutput, "")
-	if err != nil {
-		return err
-	}
-	err = s.stageArtifact(ctx, c, name, b)
-	s.SettleUpload(ctx, c, b, err)
-	return err
-}
-
-func (s *Service) stageArtifact(ctx context.Context, c *Caller, name string, b Body) error {
-	if c.Step.Kind == SupervisorKind {
-		return stratus.Errorf(stratus.EFORBIDDEN, "%s is a supervisor turn: the layer is read-only and stages no part; return the text as the final report", c.Step.StepRef)
-	}
-	if err := projection.CheckPartName(name); err != nil {
-		return err
-	}
-	if strings.HasPrefix(name, " ") {
-		return stratus.FieldErrorf(stratus.EINVALID, "name", "part %q starts with a space; choose a name a reader can see", name)
-	}
-	for _, n := range c.Env.Flow.Nodes {
-		// Case-insensitively: on macOS and Windows file systems
-		// "Implementation.md" is implementation's projection.
-		if strings.EqualFold(name, n.ID+".md") {
-			return stratus.FieldErrorf(stratus.EINVALID, "name", "part %q would overwrite the projection of node %s (<ctx-dir>/%s.md); choose another name", name, n.ID, n.ID)
-		}
-	}
-	unlock := s.lockStaging(c.Step.TID)
-	defer unlock()
-	if err := s.Fence(ctx, c); err != nil {
-		return err
-	}
-	if err := s.checkPartCase(ctx, c, name); err != nil {
-		return err
-	}
-	body, err := s.BodyOf(ctx, c, b)
-	if err != nil {
-		return err
-	}
-	if body, err = s.ResolveFileSentinel(c, body); err != nil {
-		return err
-	}
-	// The file first, then the tail: a part is staged (listed in the step's
-	// parts) only once its file persisted, so a write the disk refuses
-	// stages nothing (docs/security.md § Output that did not persist).
-	if c.Run.WorkDir == "" {
-		// No root to place files under: the part is staged (data plane),
-		// its file is skipped fail-open (seed 000 § Files are the server's job).
-		s.WarnCall(c, "%s: no work dir resolves for run %s; part %s staged without its file", c.Step.StepRef, c.Run.ID, name)
-	} else {
-		dir, err := CtxDir(c.Env, c.Run)
-		if err != nil {
-			return err
-		}
-		if err := s.Files(c.Run).Put(ctx, path.Join(dir, name), body); err != nil {
-			return err
-		}
-	}
-	_, err = s.Store.AppendOutput(ctx, stratus.OutputEvent{TID: c.Step.TID, Attempt: c.Attempt.N,
-		Kind: stratus.OutputArtifact, Name: name, Body: body, OK: true, At: s.NowUTC()})
-	return err
-}
-
-// lockStaging takes the staging lock of task tid's stripe and returns
-// its release.
-func (s *Service) lockStaging(tid string) (unlock func()) {
-	h := fnv.New32a()
-	h.Write([]byte(tid))
-	mu := &s.staging[h.Sum32()%uint32(len(s.staging))]
-	mu.Lock()
-	return mu.Unlock
-}
-
-// foldName is name under Unicode full case folding (CaseFolding.txt, C
-// and F), what case-insensitive file systems and object-store-to-disk
-// copies compare: "PLAN.md", "Plan.MD" and "plan.md" are one file there.
-func foldName(name string) string { return cases.Fold().String(name) }
-
-// checkPartCase refuses name when it equals a part already staged by c's
-// attempt under Unicode case folding without being byte-equal
-// (docs/security.md § Part names): on a case-insensitive checkout, and
-// when an S3 ctx dir is copied to such a disk, the two are one file, and
-// which body survives depends on the order of the writes. Restaging the
-// same name is last write wins (seed 000), so it passes. Errors:
-// EINVALID (field name) naming both names; the store's error.
-func (s *Service) checkPartCase(ctx context.Context, c *Caller, name string) error {
-	staged, err := s.Store.ListPartNames(ctx, c.Step.TID, c.Attempt.N)
-	if err != nil {
-		return err
-	}
-	key := foldName(name)
-	for _, n := range staged {
-		if n != name && foldName(n) == key {
-			return stratus.FieldErrorf(stratus.EINVALID, "name",
-				"part %q differs only by case from the part %q this step already staged: case-insensitive file systems (macOS, Windows) hold them as one file; stage %q again to replace it, or choose another name (docs/security.md § Part names)",
-				name, n, n)
-		}
-	}
-	return nil
 }
 
 // Submit records the final body of an attempt (POST /v1/worker/submit, seed

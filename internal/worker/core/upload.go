@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/stratusflow/stratus"
-	"github.com/stratusflow/stratus/internal/captoken"
 	"github.com/stratusflow/stratus/internal/sink"
 )
 
@@ -77,42 +76,6 @@ func (s *Service) MaxUpload() int64 {
 	return DefaultMaxUploadBytes
 }
 
-// NewUpload serves POST /v1/worker/upload (issue 14 § 8): a key of the
-// caller's attempt and a URL to PUT a body of req.Bytes bytes to. Errors:
-// see Authorize; ECONFLICT when fenced; EINVALID (field bytes) for a size
-// that is not positive; ETOOLARGE (field bytes) over MaxUpload.
-func (s *Service) NewUpload(ctx context.Context, authorization string, req UploadRequest) (Upload, error) {
-	c, err := s.Authorize(ctx, authorization, captoken.EmitOutput, "")
-	if err != nil {
-		return Upload{}, err
-	}
-	if err := s.Fence(ctx, c); err != nil {
-		return Upload{}, err
-	}
-	switch max := s.MaxUpload(); {
-	case req.Bytes <= 0:
-		return Upload{}, stratus.FieldErrorf(stratus.EINVALID, "bytes", "%d (or missing) is not a body size; valid: 1 to %d bytes", req.Bytes, max)
-	case req.Bytes > max:
-		return Upload{}, stratus.FieldErrorf(stratus.ETOOLARGE, "bytes", "%d bytes is over the limit of %d bytes for a body sent through an upload", req.Bytes, max)
-	}
-	// Bounded storage: an attempt holds at most MaxPendingUploads bodies
-	// stored and not yet named (checked again at a PUT through this API).
-	if err := s.PendingUploads(ctx, c, ""); err != nil {
-		return Upload{}, err
-	}
-	exp := s.NowUTC().Add(UploadTTL).Truncate(time.Second).UTC()
-	key := s.uploadKey(c, req.Bytes, exp)
-	u := Upload{Key: key, MaxBytes: s.MaxUpload(), ExpiresAt: exp}
-	if p, ok := s.Sink.(sink.Presigner); ok {
-		if u.URL, err = p.PresignPutSize(ctx, key, req.Bytes, UploadTTL); err != nil {
-			return Upload{}, err
-		}
-	} else {
-		u.URL = BlobRoute(key)
-	}
-	return u, nil
-}
-
 // MaxPendingUploads bounds the uploads an attempt holds stored and not
 // yet named (each deleted once named): 8 × MaxUpload of storage at most.
 const MaxPendingUploads = 8
@@ -123,13 +86,13 @@ func uploadPrefix(c *Caller) string {
 	return path.Join(StateDirName, "uploads", c.Run.ID, fmt.Sprintf("%s.a%d", c.Step.TID, c.Attempt.N)) + "."
 }
 
-// uploadKey is an upload key of the caller's attempt for a body of size
+// UploadKey is an upload key of the caller's attempt for a body of size
 // bytes, usable until exp: <prefix><size>.<exp unix s>.<nonce>.<mac>, the
 // MAC (HMAC-SHA256 with the service's key, 16 hex digits) over the rest. It
 // needs no record: a key this service did not issue, one for another
 // attempt, size or time, or one that reaches outside its directory is
 // refused by parseUpload.
-func (s *Service) uploadKey(c *Caller, size int64, exp time.Time) string {
+func (s *Service) UploadKey(c *Caller, size int64, exp time.Time) string {
 	var nonce [4]byte
 	rand.Read(nonce[:]) // two uploads of one size asked in one second differ
 	body := fmt.Sprintf("%s%d.%d.%s", uploadPrefix(c), size, exp.Unix(), hex.EncodeToString(nonce[:]))

@@ -26,7 +26,7 @@ func (s *Service) watches(run stratus.Run) bool {
 // watchExclude lists what Stratus itself writes in the work dir while a
 // step runs: its state dir, the run's ctx and report dirs.
 func watchExclude(env *RunEnv, run stratus.Run) []string {
-	exclude, err := workspaceExclude(env, run)
+	exclude, err := WorkspaceExclude(env, run)
 	if err != nil {
 		exclude = []string{StateDirName}
 	}

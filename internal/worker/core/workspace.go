@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/stratusflow/stratus"
-	"github.com/stratusflow/stratus/internal/captoken"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/workspace"
@@ -92,9 +91,9 @@ func WorkspaceKeys(stateDir, runID string) string {
 // longest step (hours) plus margin.
 const WorkspaceBlobTTL = 12 * time.Hour
 
-// workspaceExclude lists a run's Root-relative paths that are Stratus's
+// WorkspaceExclude lists a run's Root-relative paths that are Stratus's
 // own: the state dir and the ctx dir (as recorded when it was frozen).
-func workspaceExclude(env *RunEnv, run stratus.Run) ([]string, error) {
+func WorkspaceExclude(env *RunEnv, run stratus.Run) ([]string, error) {
 	dir, err := CtxDir(env, run)
 	if err != nil {
 		return nil, err
@@ -117,7 +116,7 @@ func (s *Service) WorkspaceSpecOf(ctx context.Context, c *Caller, write bool, to
 	if ws == nil {
 		return nil, nil
 	}
-	exclude, err := workspaceExclude(env, run)
+	exclude, err := WorkspaceExclude(env, run)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +171,7 @@ func (s *Service) WorkspaceSpecOf(ctx context.Context, c *Caller, write bool, to
 		if _, ok := s.Sink.(sink.Presigner); !ok {
 			up.URL = BlobRoute(up.Key)
 		}
-		spec.Write, spec.Upload, spec.MaxBytes = true, &up, s.workspaceMaxBytes(env)
+		spec.Write, spec.Upload, spec.MaxBytes = true, &up, s.WorkspaceMaxBytes(env)
 	}
 	return spec, nil
 }
@@ -239,104 +238,6 @@ func WritesWorkspace(node *flow.Node, profile string) bool {
 	return node.Kind == flow.KindAgent && profile == "workspace-write"
 }
 
-// readableKey reports whether the caller may read key through the API,
-// and where it is: bundle for a key of its run's workspace bundles (the
-// service's Sink), file for one of its ctx dir or report dir (the run's
-// work-dir files, Service.files).
-func readableKey(c *Caller, key string) (bundle, file bool) {
-	ws := c.Run.Workspace
-	if ws == nil || len(ws.Bundles) == 0 || sink.CheckKey(key) != nil {
-		return false, false
-	}
-	under := func(dir string) bool { return dir != "" && strings.HasPrefix(key, dir+"/") }
-	dir, _ := CtxDir(c.Env, c.Run)
-	if under(path.Dir(ws.Bundles[0])) {
-		return true, false
-	}
-	return false, under(dir) || under(ReportDir(c.Env.Flow, c.Run.TaskID))
-}
-
-// ReadBlob serves GET /v1/worker/workspace/blob?key= for a sink that does
-// not presign (issue 12 § 1): the bytes of one of the caller's run's
-// workspace bundles, ctx or report files. Errors: see Authorize; EINVALID
-// for a key outside those; ENOTFOUND when nothing is stored there.
-func (s *Service) ReadBlob(ctx context.Context, authorization, key string) ([]byte, error) {
-	c, err := s.Authorize(ctx, authorization, captoken.FetchPrompt, "")
-	if err != nil {
-		return nil, err
-	}
-	switch bundle, file := readableKey(c, key); {
-	case bundle:
-		return s.Sink.Get(ctx, key)
-	case file:
-		return s.Files(c.Run).Get(ctx, key)
-	}
-	return nil, stratus.FieldErrorf(stratus.EINVALID, "key", "%q is not a file of run %s's workspace, ctx dir or report dir", key, c.Run.ID)
-}
-
-// WriteBlob serves PUT /v1/worker/workspace/blob?key= for a sink that does
-// not presign: the caller's attempt stores its step bundle under the one
-// key its payload named (Upload), or a body under one of its upload keys
-// (NewUpload, issue 14 § 8). Errors: see Authorize; ECONFLICT when
-// the attempt can no longer count (fence); EINVALID for any other key;
-// ETOOLARGE for a bundle over the limit (WriteBlobFrom).
-func (s *Service) WriteBlob(ctx context.Context, authorization, key string, body []byte) error {
-	return s.WriteBlobFrom(ctx, authorization, key, func(limit int64) ([]byte, error) {
-		if int64(len(body)) > limit {
-			return nil, sink.TooLarge(key, int64(len(body)), limit)
-		}
-		return body, nil
-	})
-}
-
-// WriteBlobFrom is WriteBlob of a body not read yet: once the caller and
-// the key are accepted, read is called with the most bytes the key takes
-// (a step bundle: the bundle limit; an upload: MaxUpload) and returns the
-// body, or an ETOOLARGE error having read at most limit+1 bytes of it
-// (docs/security.md § Upload size limits: a body over the limit is never
-// buffered whole). Errors: WriteBlob's; ETOOLARGE (field bytes) naming the
-// limit for a bundle over it.
-func (s *Service) WriteBlobFrom(ctx context.Context, authorization, key string, read func(limit int64) ([]byte, error)) error {
-	c, err := s.Authorize(ctx, authorization, captoken.EmitOutput, "")
-	if err != nil {
-		return err
-	}
-	if err := s.Fence(ctx, c); err != nil {
-		return err
-	}
-	ws := c.Run.Workspace
-	if ws != nil && len(ws.Bundles) > 0 && key == WorkspaceUploadKey(ws, c) {
-		if node := c.Env.Flow.Node(c.Step.Node); node == nil || !WritesWorkspace(node, c.Attempt.Resolved.PermissionProfile) {
-			return stratus.FieldErrorf(stratus.EINVALID, "key", "step %s is not a workspace-write agent node; it uploads no bundle", c.Step.StepRef)
-		}
-		max := s.workspaceMaxBytes(c.Env)
-		body, err := read(max)
-		switch {
-		case stratus.ErrorCode(err) == stratus.ETOOLARGE:
-			return bundleTooLarge(c, -1, max)
-		case err != nil:
-			return err
-		case int64(len(body)) > max:
-			return bundleTooLarge(c, int64(len(body)), max)
-		}
-		return s.Sink.Put(ctx, key, body)
-	}
-	if strings.HasPrefix(key, path.Join(StateDirName, "uploads")+"/") {
-		body, err := read(s.MaxUpload())
-		if err != nil {
-			return err
-		}
-		if err := s.CheckUploadPut(c, key, body); err != nil {
-			return err
-		}
-		if err := s.PendingUploads(ctx, c, key); err != nil {
-			return err
-		}
-		return s.Sink.Put(ctx, key, body)
-	}
-	return stratus.FieldErrorf(stratus.EINVALID, "key", "%q is not this attempt's bundle key or one of its uploads (POST /v1/worker/upload)", key)
-}
-
 // HeadAdvance is the body of POST /v1/worker/workspace/head.
 type HeadAdvance struct {
 	From string `json:"from"` // the head the attempt started from (its payload's Head)
@@ -354,111 +255,4 @@ type CommitChecker interface {
 	// bundlecheck.Checker.CheckAdvance (4xx for whatever the bundle is to
 	// blame for).
 	CheckAdvance(ctx context.Context, a workspace.Advance) error
-}
-
-// acceptedKey is where AdvanceHead keeps the bundle it checked, under a
-// key no attempt may write (WriteBlob takes its upload key only, and a
-// presigned URL names that key), so that what the run's head is made of
-// is what was checked, whatever is written to the upload key later.
-func acceptedKey(ws *stratus.Workspace, to string) string {
-	return path.Join(path.Dir(ws.Bundles[0]), "step-"+to+".bundle")
-}
-
-// AdvanceHead serves POST /v1/worker/workspace/head (issue 12 § 2): after
-// uploading its bundle, a workspace-write attempt moves the run's head from
-// the head it started from to its commit. Fenced twice: the attempt must
-// still count (a rekicked or late attempt gets ECONFLICT), and the head
-// must still be From (store AdvanceWorkspace). An engine holds the handle
-// too, so the bundle is checked here as the runner checks its own commit
-// (docs/security.md § Workspace commits: s.Commits, with the run's
-// exclude list, workspaceExclude: no commit touches Stratus's own paths),
-// and the head moves to a copy of exactly the bytes checked
-// (acceptedKey).
-//
-// Errors: see Authorize; ECONFLICT as said; EINVALID for a node that may
-// not write, a malformed commit id, or a bundle not uploaded;
-// EUNPROCESSABLE (naming the commit, the paths and the rules, or what a
-// valid step bundle is) or ETOOLARGE for a bundle the check refuses (ETOOLARGE, and the bundle deleted, for a
-// stored bundle over the limit: checkBundleSize), and EUNPROCESSABLE naming the files when
-// the attempt's engine wrote into the operator's work dir (WatchWorkDir);
-// EINTERNAL when the service has no CommitChecker. A refused move leaves
-// the head where it was.
-func (s *Service) AdvanceHead(ctx context.Context, authorization string, h HeadAdvance) error {
-	c, err := s.Authorize(ctx, authorization, captoken.EmitOutput, "")
-	if err != nil {
-		return err
-	}
-	if err := s.Fence(ctx, c); err != nil {
-		return err
-	}
-	ws := c.Run.Workspace
-	if ws == nil || len(ws.Bundles) == 0 {
-		return stratus.Errorf(stratus.EINVALID, "run %s has no workspace to advance", c.Run.ID)
-	}
-	node := c.Env.Flow.Node(c.Step.Node)
-	if node == nil || !WritesWorkspace(node, c.Attempt.Resolved.PermissionProfile) {
-		return stratus.Errorf(stratus.EINVALID, "step %s is not a workspace-write agent node; it may not change the run's workspace", c.Step.StepRef)
-	}
-	for field, v := range map[string]string{"from": h.From, "to": h.To} {
-		if !isCommitID(v) {
-			return stratus.FieldErrorf(stratus.EINVALID, field, "%q is not a commit id; valid: 40 lowercase hex digits", v)
-		}
-	}
-	if why := s.WatchReason(ctx, c); why != "" {
-		// Its engine wrote into the operator's work dir: the step fails,
-		// and its commit is not taken (watch.go).
-		return stratus.Errorf(stratus.EUNPROCESSABLE, "%s", why)
-	}
-	if h.From != ws.Head {
-		// The store fences this too; said first, before a costly check.
-		return stratus.FieldErrorf(stratus.ECONFLICT, "from", "run %s: the workspace head is %s, not %s: another attempt advanced it", c.Run.ID, ws.Head, h.From)
-	}
-	key := WorkspaceUploadKey(ws, c)
-	if err := s.checkBundleSize(ctx, c, key); err != nil { // docs/security.md § Upload size limits
-		return err
-	}
-	max := s.workspaceMaxBytes(c.Env)
-	upload, err := s.Sink.GetMax(ctx, key, workspace.BundleReadMax(max))
-	if stratus.ErrorCode(err) == stratus.ENOTFOUND {
-		return stratus.FieldErrorf(stratus.EINVALID, "to", "no bundle was uploaded to %s; upload it before advancing the head", key)
-	} else if err != nil {
-		return err
-	}
-	if s.Commits == nil {
-		return stratus.Errorf(stratus.EINTERNAL, "this worker API checks no workspace commit (no CommitChecker); the head of run %s is not moved", c.Run.ID)
-	}
-	exclude, err := workspaceExclude(c.Env, c.Run)
-	if err != nil {
-		return err
-	}
-	if err := s.Commits.CheckAdvance(ctx, workspace.Advance{Sink: s.Sink, Bundles: ws.Bundles, Upload: upload,
-		From: h.From, To: h.To, MaxBytes: max, Exclude: exclude}); err != nil {
-		return err
-	}
-	accepted := acceptedKey(ws, h.To)
-	if err := s.Sink.Put(ctx, accepted, upload); err != nil {
-		return err
-	}
-	if err := s.Store.AdvanceWorkspace(ctx, c.Run.ID, h.From, h.To, accepted); err != nil {
-		return err
-	}
-	// The accepted copy is what the run reads from now on; the upload
-	// would only be a second copy an engine can still overwrite.
-	if err := s.Sink.Delete(ctx, key); err != nil && stratus.ErrorCode(err) != stratus.ENOTFOUND {
-		s.WarnCall(c, "%s: delete the uploaded bundle %s once accepted: %v", c.Step.StepRef, key, err)
-	}
-	return nil
-}
-
-// isCommitID reports whether s is a full SHA-1 commit id in lowercase hex.
-func isCommitID(s string) bool {
-	if len(s) != 40 {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
-			return false
-		}
-	}
-	return true
 }
