@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/worker/artifact"
+	"github.com/stratusflow/stratus/internal/worker/bundle"
 	"github.com/stratusflow/stratus/internal/worker/core"
 	"github.com/stratusflow/stratus/internal/worker/degradation"
 	"github.com/stratusflow/stratus/internal/worker/fetch"
@@ -170,4 +172,45 @@ func (s *Service) Human(ctx context.Context, runID, node string, r Reply) (*HITL
 // AuthorizeOperator checks the credential of a human's reply (internal/worker/hitl).
 func (s *Service) AuthorizeOperator(authorization, runID string) error {
 	return hitl.AuthorizeOperator(s.Service, authorization, runID)
+}
+
+// Artifact stages one named part given as bytes (internal/worker/artifact).
+func (s *Service) Artifact(ctx context.Context, authorization, name string, body []byte) error {
+	return artifact.Artifact(ctx, s.Service, authorization, name, body)
+}
+
+// StageArtifact stages one named part (internal/worker/artifact).
+func (s *Service) StageArtifact(ctx context.Context, authorization, name string, b Body) error {
+	return artifact.Invoke(ctx, s.Service, authorization, name, b)
+}
+
+// NewUpload starts an upload of a large body (internal/worker/artifact).
+func (s *Service) NewUpload(ctx context.Context, authorization string, req UploadRequest) (Upload, error) {
+	return artifact.NewUpload(ctx, s.Service, authorization, req)
+}
+
+// WorkspaceUpload starts an upload of a step's workspace bundle
+// (internal/worker/bundle).
+func (s *Service) WorkspaceUpload(ctx context.Context, authorization string, req UploadRequest) (Upload, error) {
+	return bundle.Upload(ctx, s.Service, authorization, req)
+}
+
+// ReadBlob reads a workspace blob (internal/worker/bundle).
+func (s *Service) ReadBlob(ctx context.Context, authorization, key string) ([]byte, error) {
+	return bundle.Read(ctx, s.Service, authorization, key)
+}
+
+// WriteBlob writes a workspace blob (internal/worker/bundle).
+func (s *Service) WriteBlob(ctx context.Context, authorization, key string, body []byte) error {
+	return bundle.Write(ctx, s.Service, authorization, key, body)
+}
+
+// WriteBlobFrom writes a workspace blob read by read (internal/worker/bundle).
+func (s *Service) WriteBlobFrom(ctx context.Context, authorization, key string, read func(limit int64) ([]byte, error)) error {
+	return bundle.WriteFrom(ctx, s.Service, authorization, key, read)
+}
+
+// AdvanceHead moves a run's workspace head (internal/worker/bundle).
+func (s *Service) AdvanceHead(ctx context.Context, authorization string, h HeadAdvance) error {
+	return bundle.AdvanceHead(ctx, s.Service, authorization, h)
 }
