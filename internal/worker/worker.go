@@ -12,6 +12,7 @@ import (
 	"github.com/stratusflow/stratus/internal/worker/hitl"
 	"github.com/stratusflow/stratus/internal/worker/rendersize"
 	"github.com/stratusflow/stratus/internal/worker/stats"
+	"github.com/stratusflow/stratus/internal/worker/submit"
 )
 
 // Service is the worker service: its shared context (core.Service: the
@@ -213,4 +214,20 @@ func (s *Service) WriteBlobFrom(ctx context.Context, authorization, key string, 
 // AdvanceHead moves a run's workspace head (internal/worker/bundle).
 func (s *Service) AdvanceHead(ctx context.Context, authorization string, h HeadAdvance) error {
 	return bundle.AdvanceHead(ctx, s.Service, authorization, h)
+}
+
+// Submit records an attempt's final body (internal/worker/submit).
+func (s *Service) Submit(ctx context.Context, authorization, tid string, body []byte, ok bool) (*StepValue, error) {
+	return submit.Invoke(ctx, s.Service, authorization, tid, body, ok)
+}
+
+// SubmitBody records an attempt's final body, inline or uploaded
+// (internal/worker/submit).
+func (s *Service) SubmitBody(ctx context.Context, authorization, tid string, b Body, ok bool) (*StepValue, error) {
+	return submit.Body(ctx, s.Service, authorization, tid, b, ok)
+}
+
+// Result records an attempt's structured result (internal/worker/submit).
+func (s *Service) Result(ctx context.Context, authorization string, rb ResultBody) (*StepValue, error) {
+	return submit.Result(ctx, s.Service, authorization, rb)
 }

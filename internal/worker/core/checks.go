@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path"
 	"sort"
@@ -15,7 +14,6 @@ import (
 	"github.com/stratusflow/stratus/internal/compiler"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/nodeexec"
-	"github.com/stratusflow/stratus/internal/projection"
 )
 
 // The checks and tool node kinds run in the worker process, like an agent
@@ -148,191 +146,11 @@ func (s *Service) ExecSpec(ctx context.Context, run stratus.Run, env *RunEnv, st
 	return spec, nil
 }
 
-// execValue is the recorded value of a checks or tool step: the StepValue
-// the Choice routes on, plus what the repeated-fail guard and the report
-// read. It stays small: bodies live in the Final and the ctx files.
-type execValue struct {
-	StepValue
-	// Digest identifies a tool's fail without findings (nodeexec.RepeatedFail).
-	Digest string `json:"digest,omitempty"`
-	// Findings counts a tool's printed findings (recorded, never applied).
-	Findings int `json:"findings,omitempty"`
-}
-
 // Outcomes a checks or tool step records when its verdict parks the run.
 const (
-	outcomeIncomplete = "incomplete"             // checks: the gate could not be completed
-	outcomeManual     = "manual_action_required" // tool: timeout, launch error, crash, invalid or repeated outcome
+	OutcomeIncomplete = "incomplete"             // checks: the gate could not be completed
+	OutcomeManual     = "manual_action_required" // tool: timeout, launch error, crash, invalid or repeated outcome
 )
-
-// submitExec completes a checks or tool attempt from the runner's
-// nodeexec.Result (the submitted body): it decides the outcome, records the
-// Final, the attempt and the step together, writes the artifacts —
-// <ctx>/<node>.md ({checks_path}; a tool's summary), and a tool's redacted
-// stdout at <ctx>/tools/<node>/stdout.txt ({<node>_path}), both the latest
-// visit's; and each visit's own copies, which later visits leave alone, in
-// the step's log dir (stepLogDir): checks.md, or tool.md and stdout.txt —
-// and completes
-// the Task state: SendTaskSuccess with pass/fail/route:<label>, or, for a
-// verdict that parks the run, SendTaskFailure with the verdict's error
-// name, which the state's Catch sends to manual_action_required without
-// charging a loop. Errors: EUNPROCESSABLE for a body that is not a result
-// of the node's kind (nothing recorded); ECONFLICT for a second Final.
-func (s *Service) submitExec(ctx context.Context, c *Caller, final stratus.OutputEvent) (*StepValue, error) {
-	node := c.Env.Flow.Node(c.Step.Node)
-	var res nodeexec.Result
-	if err := json.Unmarshal(final.Body, &res); err != nil || res.Kind != node.Kind {
-		return nil, stratus.Errorf(stratus.EUNPROCESSABLE, "node %s (kind %s) takes a nodeexec result {\"kind\": %q, ...} from `stratus runner`; the body is not one",
-			node.ID, node.Kind, node.Kind)
-	}
-	dir, dirErr := s.execDir(c)
-	logDir := stepLogDir(c.Run, c.Step)
-	var (
-		v         nodeexec.Verdict
-		report    string
-		logReport string // the per-visit copy of report, in logDir
-		logName   = "checks.md"
-		files     = map[string][]byte{}
-		logs      = map[string][]byte{}
-		ev        execValue
-	)
-	switch node.Kind {
-	case flow.KindChecks:
-		if res.Checks == nil {
-			return nil, stratus.FieldErrorf(stratus.EUNPROCESSABLE, "checks", "missing from the result of checks node %s", node.ID)
-		}
-		v = nodeexec.ChecksVerdict(res.Checks)
-		report = nodeexec.ChecksReport(res.Checks, v)
-		logReport = report
-	case flow.KindTool:
-		if res.Tool == nil {
-			return nil, stratus.FieldErrorf(stratus.EUNPROCESSABLE, "tool", "missing from the result of tool node %s", node.ID)
-		}
-		tv, err := s.toolVerdict(ctx, c, res.Tool)
-		if err != nil {
-			return nil, err
-		}
-		v, ev.Digest, ev.Findings = tv.Verdict, tv.Digest, countFindings(tv.Findings)
-		stdout := []byte(Redact(res.Tool.KeptStdout()))
-		stdoutPath := ""
-		if dir != "" {
-			key := path.Join(dir, "tools", node.ID, "stdout.txt")
-			files[key] = stdout
-			stdoutPath = Abs(c.Run, key)
-		}
-		report = nodeexec.ToolReport(res.Tool, tv, stdoutPath)
-		logKey := path.Join(logDir, "stdout.txt")
-		logs[logKey] = stdout
-		logName, logReport = "tool.md", nodeexec.ToolReport(res.Tool, tv, Abs(c.Run, logKey))
-	}
-	outcome, status := v.Outcome, stratus.StepCompleted
-	if v.Manual {
-		outcome, status = outcomeManual, stratus.StepFailed
-		if node.Kind == flow.KindChecks {
-			outcome = outcomeIncomplete
-		}
-	}
-	subtask, _, err := s.SubtaskOf(ctx, c.Env, c.Step) // a region step records its subtask, like an agent's
-	if err != nil {
-		return nil, err
-	}
-	ev.StepValue = StepValue{StepRef: c.Step.StepRef, Node: c.Step.Node, Attempt: c.Attempt.N, Outcome: outcome, Reason: v.Reason,
-		Bytes: len(final.Body), SubtaskOrder: subtask}
-	raw, err := json.Marshal(ev)
-	if err != nil {
-		return nil, err
-	}
-	// The Final keeps the whole result, redacted like every artifact of it.
-	final.Body = []byte(Redact(string(final.Body)))
-	att := c.Attempt
-	att.EndedAt = final.At
-	att.Status, att.Terminal = stratus.AttemptSubmitted, "Captured"
-	// The step stays open until its files persisted (submit's rule:
-	// docs/security.md § Output that did not persist).
-	if _, err := s.Store.CompleteAttempt(ctx, final, att, c.Step); err != nil {
-		return nil, SecondFinal(c, err)
-	}
-
-	fm := projection.FrontMatter{TaskID: c.Run.TaskID, Step: c.Step.Node, StepRef: c.Step.StepRef,
-		Attempt: c.Attempt.N, Agent: c.Attempt.Agent, Format: "markdown", SubmittedAt: final.At}
-	// The visit's own copies first: they are logs, kept whatever the ctx dir.
-	logBody := []byte(Redact(logReport))
-	fm.SHA256, fm.Bytes = projection.Checksum(logBody)
-	doc, err := projection.Encode(fm, logBody)
-	if err == nil {
-		logs[path.Join(logDir, logName)] = doc
-		for key, b := range logs {
-			if err = s.Files(c.Run).Put(ctx, key, b); err != nil {
-				break
-			}
-		}
-	}
-	if err == nil {
-		err = dirErr
-	}
-	if err == nil && dir != "" {
-		for key, b := range files {
-			if err = s.Files(c.Run).Put(ctx, key, b); err != nil {
-				break
-			}
-		}
-		if err == nil {
-			_, err = projection.Project(ctx, s.Files(c.Run), dir, c.Step.Node, fm, []byte(Redact(report)), nil)
-		}
-	}
-	if err != nil {
-		return nil, s.NotPersisted(ctx, c, att, err)
-	}
-	step := c.Step
-	step.Status, step.Verdict, step.Value, step.EndedAt = status, outcome, raw, final.At
-	if err := s.Store.UpdateStep(ctx, step); err != nil {
-		return nil, s.NotPersisted(ctx, c, att, fmt.Errorf("record %s %s: %w", c.Step.StepRef, outcome, err))
-	}
-	s.EmitEnded(c, att, outcome, v.Reason)
-	sv := ev.StepValue
-	if v.Manual {
-		if err := s.Tokens.SendTaskFailure(ctx, c.Step.TaskToken, v.Error, v.Reason); err != nil {
-			return nil, stratus.Errorf(stratus.ECONFLICT, "result of %s was recorded, but its state no longer waits for it: %v", c.Step.StepRef, err)
-		}
-		return &sv, nil
-	}
-	if err := s.Tokens.SendTaskSuccess(ctx, c.Step.TaskToken, raw); err != nil {
-		return nil, stratus.Errorf(stratus.ECONFLICT, "result of %s was recorded, but its state no longer waits for it: %v", c.Step.StepRef, err)
-	}
-	return &sv, nil
-}
-
-// stepLogDir is the sink key of a step's log dir, one per node visit:
-// .stratus/logs/<task_id>/stages/<node>/run-<visit, 6 digits> (where
-// dispatch saves the rendered prompt and the runner its log).
-func stepLogDir(run stratus.Run, step stratus.Step) string {
-	return path.Join(StateDirName, "logs", run.TaskID, "stages", step.Node, fmt.Sprintf("run-%06d", step.Visit))
-}
-
-// execDir is the ctx dir the artifacts go to: "" with a warning when no
-// work dir resolves (seed 000 § Files are the server's job: skip
-// fail-open), an error when the flow's check_policy is strict.
-func (s *Service) execDir(c *Caller) (string, error) {
-	switch {
-	case c.Run.WorkDir == "" && c.Env.Flow.CheckPolicy == "strict":
-		return "", fmt.Errorf("no work dir resolves for run %s, and the flow's check_policy is strict", c.Run.ID)
-	case c.Run.WorkDir == "":
-		s.WarnCall(c, "%s: no work dir resolves for run %s; its files are skipped", c.Step.StepRef, c.Run.ID)
-		return "", nil
-	}
-	return CtxDir(c.Env, c.Run)
-}
-
-func countFindings(raw json.RawMessage) int {
-	var list []json.RawMessage
-	if json.Unmarshal(raw, &list) == nil {
-		return len(list)
-	}
-	if len(raw) > 0 && string(raw) != "null" {
-		return 1
-	}
-	return 0
-}
 
 // AttemptPrompt is what an attempt records as its prompt: the rendered
 // role file, or for a checks or tool node (no role file, no engine) a line

@@ -37,18 +37,18 @@ func NewFailureValue(terminal, reason string, v failclass.Verdict) FailureValue 
 // Failure is how an attempt failed: its terminal and its class with the
 // reset (verdict.Class "" = not classified yet: submit classifies it).
 type Failure struct {
-	terminal string
-	verdict  failclass.Verdict
+	Terminal string
+	Verdict  failclass.Verdict
 }
 
 // Complete is f with its terminal ("" = Failed) and class set: a failure
 // no one classified yet is classified from its reason.
 func (f Failure) Complete(reason string, now time.Time) Failure {
-	if f.terminal == "" {
-		f.terminal = "Failed"
+	if f.Terminal == "" {
+		f.Terminal = "Failed"
 	}
-	if f.verdict.Class == "" {
-		f.verdict = failclass.Classify(failclass.Evidence{Terminal: f.terminal, Reason: reason, Now: now})
+	if f.Verdict.Class == "" {
+		f.Verdict = failclass.Classify(failclass.Evidence{Terminal: f.Terminal, Reason: reason, Now: now})
 	}
 	return f
 }
@@ -57,7 +57,7 @@ func (f Failure) Complete(reason string, now time.Time) Failure {
 // launch failure, a worker gone without a result, a stopped task are
 // infrastructure; a lapsed deadline or heartbeat is a timeout).
 func Seen(class, rule string) Failure {
-	return Failure{terminal: "Failed", verdict: failclass.Verdict{Class: class, Rule: rule}}
+	return Failure{Terminal: "Failed", Verdict: failclass.Verdict{Class: class, Rule: rule}}
 }
 
 // DecodeFailureValue reads the value of a failed result: a FailureValue when the

@@ -4,44 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/stratusflow/stratus"
-	"github.com/stratusflow/stratus/internal/english"
 	"github.com/stratusflow/stratus/internal/flow"
-	"github.com/stratusflow/stratus/internal/sink"
 )
-
-// maxSubtasks bounds a decomposition: subtask files are numbered <NN>.
-const maxSubtasks = 99
-
-// maxOutputFileBytes bounds an output_file copy when the service sets no
-// MaxBodyBytes.
-const maxOutputFileBytes = 16 << 20
-
-// nodeOutput is what a submitted attempt writes beyond its projection
-// <ctx>/<node>.md (worc flow-authoring.md § Where a node's output goes):
-// decided by planOutputs before anything is appended, so a malformed typed
-// result is refused with nothing recorded, and written by writeOutputs
-// after the projection.
-type nodeOutput struct {
-	files    []outFile
-	subtasks int    // the decomposition's subtask count; 0 when the task runs as one unit
-	output   string // ctx-relative file carrying {<node>_path} instead of <node>.md
-	warnings []string
-}
-
-type outFile struct {
-	key  string // sink key
-	body []byte
-}
 
 // SlotFile returns the sink key an output_artifact slot lands in for a task
 // (worc flow-authoring.md § Where a node's output goes, reference.md §
@@ -114,113 +85,6 @@ func ContractContent(value json.RawMessage, body []byte) []byte {
 	return body
 }
 
-// planOutputs decides the files a submitted attempt of node writes beyond
-// its projection: its output slot, its decomposition (the node named by
-// decomposition.proposed_by), its output_file copy. Nothing is written.
-// A node asking a human (asking) proposes no split: it runs again with the
-// reply. Errors: EUNPROCESSABLE for a planning result whose split is
-// malformed.
-func (s *Service) planOutputs(c *Caller, node *flow.Node, value json.RawMessage, body []byte, parts []string, asking bool) (*nodeOutput, error) {
-	out := &nodeOutput{}
-	if node.Kind != "agent" || c.Run.WorkDir == "" {
-		return out, nil
-	}
-	env, run := c.Env, c.Run
-	dir, err := CtxDir(env, run)
-	if err != nil {
-		return nil, err
-	}
-	if key := SlotFile(env.Flow, dir, run.TaskID, node.OutputArtifact); key != "" {
-		// A part staged under the slot's own name is the deliverable; the
-		// closing message does not overwrite it.
-		if !(path.Dir(key) == dir && slices.Contains(parts, path.Base(key))) {
-			out.files = append(out.files, outFile{key, ContractContent(value, body)})
-		}
-	}
-	if d := env.Flow.Decomposition; d != nil && d.ProposedBy == node.ID && !asking {
-		if err := planSubtasks(env, dir, ContractObject(value), out); err != nil {
-			return nil, err
-		}
-	}
-	if node.OutputFile != "" {
-		s.copyOutputFile(run, env, node, dir, out)
-	}
-	return out, nil
-}
-
-// writeOutputs writes what planOutputs decided to files, the run's
-// work-dir files (Service.files).
-func (s *Service) writeOutputs(ctx context.Context, files sink.Sink, out *nodeOutput) error {
-	for _, f := range out.files {
-		if err := files.Put(ctx, f.key, f.body); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// subtaskSpec is one entry of the planning contract's subtasks.
-type subtaskSpec struct {
-	Title              string `json:"title"`
-	Spec               string `json:"spec"`
-	AcceptanceCriteria any    `json:"acceptance_criteria"`
-	DependsOn          any    `json:"depends_on"`
-}
-
-// planSubtasks applies the planning contract (worc flow-authoring.md § What
-// a node returns: {content, human_input?, decompose, subtasks}) of the
-// decomposition's proposer. The split happens when decompose is true, the
-// gate is open (DecompositionEnabled) and subtasks has at least 2 entries,
-// each an object with a non-empty string spec: then <ctx>/subtasks/<NN>.md
-// is written per subtask and out.subtasks is the count. A proposal the gate
-// or the count refuses runs the task as one unit, with a warning. Errors:
-// EUNPROCESSABLE naming the field for a decompose that is not a boolean,
-// subtasks that are not a list of such objects, or more than 99 of them.
-func planSubtasks(env *RunEnv, dir string, obj map[string]json.RawMessage, out *nodeOutput) error {
-	if obj == nil {
-		return nil // prose: a plan without a split
-	}
-	var decompose bool
-	if raw, ok := obj["decompose"]; ok && string(raw) != "null" {
-		if err := json.Unmarshal(raw, &decompose); err != nil {
-			return stratus.FieldErrorf(stratus.EUNPROCESSABLE, "decompose", "planning result: decompose is %s; want true or false", Truncate(string(raw), 40))
-		}
-	}
-	if !decompose {
-		return nil
-	}
-	if !DecompositionEnabled(env) {
-		out.warnings = append(out.warnings, "planning proposed a decomposition, but decomposition is off (config agents.decomposition.enabled, task front matter decomposition); the task runs as one unit")
-		return nil
-	}
-	var raws []json.RawMessage
-	if err := json.Unmarshal(obj["subtasks"], &raws); err != nil {
-		return stratus.FieldErrorf(stratus.EUNPROCESSABLE, "subtasks", "planning result: decompose is true, but subtasks is not a list of {title, spec} objects")
-	}
-	if len(raws) > maxSubtasks {
-		return stratus.FieldErrorf(stratus.EUNPROCESSABLE, "subtasks", "planning result: %d subtasks; at most %d", len(raws), maxSubtasks)
-	}
-	specs := make([]subtaskSpec, len(raws))
-	for i, raw := range raws {
-		field := fmt.Sprintf("subtasks[%d]", i)
-		if err := json.Unmarshal(raw, &specs[i]); err != nil {
-			return stratus.FieldErrorf(stratus.EUNPROCESSABLE, field, "planning result: %s is not an object {title, spec, ...}: %s", field, Truncate(string(raw), 80))
-		}
-		if strings.TrimSpace(specs[i].Spec) == "" {
-			return stratus.FieldErrorf(stratus.EUNPROCESSABLE, field+".spec", "planning result: %s.spec is missing or empty; each subtask needs the spec it is implemented against", field)
-		}
-	}
-	if len(specs) < 2 {
-		out.warnings = append(out.warnings, fmt.Sprintf("planning proposed a decomposition into %s; a split needs at least 2, so the task runs as one unit", english.Plural(len(specs), "subtask")))
-		return nil
-	}
-	for i, sp := range specs {
-		out.files = append(out.files, outFile{subtaskKey(dir, i+1, ".md"), subtaskDoc(i+1, len(specs), sp)})
-	}
-	out.subtasks = len(specs)
-	return nil
-}
-
 // DecompositionEnabled is the decomposition gate (worc reference.md §
 // decomposition; worc-task SKILL.md: the task's `decomposition` wins over
 // config agents.decomposition.enabled).
@@ -231,97 +95,8 @@ func DecompositionEnabled(env *RunEnv) bool {
 	return env.Config.Agents.Decomposition.Enabled
 }
 
-func subtaskKey(dir string, order int, suffix string) string {
+func SubtaskKey(dir string, order int, suffix string) string {
 	return path.Join(dir, SubtasksDir, fmt.Sprintf("%02d%s", order, suffix))
-}
-
-// subtaskDoc renders one subtask's spec file: a title line, the spec, and
-// the acceptance criteria and dependencies when the entry lists them apart.
-func subtaskDoc(order, count int, sp subtaskSpec) []byte {
-	var b bytes.Buffer
-	title := strings.TrimSpace(sp.Title)
-	if title == "" {
-		title = "untitled"
-	}
-	fmt.Fprintf(&b, "# Subtask %d of %d: %s\n\n%s\n", order, count, title, strings.TrimSpace(sp.Spec))
-	if ac := textList(sp.AcceptanceCriteria); len(ac) > 0 {
-		b.WriteString("\n## Acceptance criteria\n\n")
-		for _, l := range ac {
-			fmt.Fprintf(&b, "- [ ] %s\n", l)
-		}
-	}
-	if deps := textList(sp.DependsOn); len(deps) > 0 {
-		fmt.Fprintf(&b, "\n## Depends on\n\n- %s\n", strings.Join(deps, "\n- "))
-	}
-	return b.Bytes()
-}
-
-// textList reads a string or a list of scalars as lines.
-func textList(v any) []string {
-	var out []string
-	switch x := v.(type) {
-	case string:
-		for _, l := range strings.Split(x, "\n") {
-			if l = strings.TrimSpace(l); l != "" {
-				out = append(out, l)
-			}
-		}
-	case []any:
-		for _, e := range x {
-			if s := strings.TrimSpace(fmt.Sprint(e)); s != "" {
-				out = append(out, s)
-			}
-		}
-	}
-	return out
-}
-
-// copyOutputFile plans the redacted copy of node's output_file (seed 004 §
-// Node outputs; worc reference.md § agent node: the file is resolved in the
-// flow's report dir, the work dir for a policy without one) at
-// <ctx>/<node>.out/<file>, which {<node>_path} then carries. A file that is
-// missing, escapes that directory or is over the size bound is a warning,
-// and {<node>_path} keeps the closing message.
-func (s *Service) copyOutputFile(run stratus.Run, env *RunEnv, node *flow.Node, dir string, out *nodeOutput) {
-	base := ReportDir(env.Flow, run.TaskID)
-	src := Abs(run, path.Join(base, node.OutputFile))
-	body, err := s.readContained(Abs(run, base), src)
-	if err != nil {
-		out.warnings = append(out.warnings, fmt.Sprintf("node %s: output_file %s: %v; {%s_path} carries the closing message instead", node.ID, src, err, node.ID))
-		return
-	}
-	out.output = node.ID + ".out/" + node.OutputFile
-	out.files = append(out.files, outFile{path.Join(dir, out.output), []byte(Redact(string(body)))})
-}
-
-// readContained reads the regular file p, which must resolve (symbolic
-// links followed) inside root.
-func (s *Service) readContained(root, p string) ([]byte, error) {
-	realRoot, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		return nil, fmt.Errorf("its directory does not exist")
-	}
-	real, err := filepath.EvalSymlinks(p)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("the node did not write it")
-	} else if err != nil {
-		return nil, err
-	}
-	if rel, err := filepath.Rel(realRoot, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return nil, fmt.Errorf("it resolves to %s, outside %s", real, root)
-	}
-	fi, err := os.Stat(real)
-	if err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file")
-	}
-	limit := int64(maxOutputFileBytes)
-	if s.MaxBodyBytes > 0 {
-		limit = s.MaxBodyBytes
-	}
-	if fi.Size() > limit {
-		return nil, fmt.Errorf("%d bytes; the limit is %d", fi.Size(), limit)
-	}
-	return os.ReadFile(real)
 }
 
 // SubtaskOf returns the subtask a step of a decomposition region runs and
@@ -422,9 +197,9 @@ func (s *Service) subtaskVars(ctx context.Context, run stratus.Run, env *RunEnv,
 		return err
 	}
 	vars["subtask_order"], vars["subtask_count"] = strconv.Itoa(order), strconv.Itoa(count)
-	vars["subtask_spec_path"] = Abs(run, subtaskKey(dir, order, ".md"))
+	vars["subtask_spec_path"] = Abs(run, SubtaskKey(dir, order, ".md"))
 	if snap != nil {
-		key := subtaskKey(dir, order, ".start.txt")
+		key := SubtaskKey(dir, order, ".start.txt")
 		if _, err := s.Files(run).Get(ctx, key); stratus.ErrorCode(err) == stratus.ENOTFOUND {
 			if err := s.Files(run).Put(ctx, key, snapshotLines(snap)); err != nil {
 				return err
@@ -436,7 +211,7 @@ func (s *Service) subtaskVars(ctx context.Context, run stratus.Run, env *RunEnv,
 	if order < 2 || step.Node != implementationNode(env.Flow) {
 		return nil
 	}
-	key := subtaskKey(dir, order, ".predecessors.md")
+	key := SubtaskKey(dir, order, ".predecessors.md")
 	if err := s.Files(run).Put(ctx, key, s.predecessorBrief(ctx, run, dir, order, count)); err != nil {
 		return err
 	}
@@ -479,12 +254,12 @@ func (s *Service) predecessorBrief(ctx context.Context, run stratus.Run, dir str
 	fmt.Fprintf(&b, "# Predecessor handoff: subtask %d of %d\n\n", order, count)
 	b.WriteString("Facts Stratus recorded about the subtasks before this one: ground truth for the files changed, the spec for the intent.\n")
 	for j := 1; j < order; j++ {
-		specKey := subtaskKey(dir, j, ".md")
+		specKey := SubtaskKey(dir, j, ".md")
 		spec, _ := s.Files(run).Get(ctx, specKey)
 		title, criteria := specFacts(string(spec))
 		fmt.Fprintf(&b, "\n## Subtask %d of %d: %s\n\n- Spec: %s\n", j, count, title, Abs(run, specKey))
-		from, okFrom := s.readSnapshot(ctx, run, subtaskKey(dir, j, ".start.txt"))
-		to, okTo := s.readSnapshot(ctx, run, subtaskKey(dir, j+1, ".start.txt"))
+		from, okFrom := s.readSnapshot(ctx, run, SubtaskKey(dir, j, ".start.txt"))
+		to, okTo := s.readSnapshot(ctx, run, SubtaskKey(dir, j+1, ".start.txt"))
 		switch changed := changedBetween(from, to); {
 		case !okFrom || !okTo:
 			b.WriteString("- Changed files: not recorded (no diff snapshot: the work dir is not a git work tree with a commit)\n")

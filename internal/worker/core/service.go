@@ -306,7 +306,7 @@ func (s *Service) WorkerExited(tid string, n int, exitErr error, logPath string)
 		status = exitErr.Error()
 	}
 	reason := fmt.Sprintf("worker exited (%s) without a result", status)
-	if tail := logTail(logPath, 3); tail != "" {
+	if tail := LogTail(logPath, 3); tail != "" {
 		reason += ": " + tail
 	}
 	if logPath != "" {
@@ -381,8 +381,8 @@ func (s *Service) WorkerTaskStopped(ctx context.Context, bootstrap, tid string, 
 	return s.failEndedWorker(ctx, tid, n, "worker task stopped without a result: "+why)
 }
 
-// logTail returns the last n non-empty lines of a log file, joined by " | ".
-func logTail(path string, n int) string {
+// LogTail returns the last n non-empty lines of a log file, joined by " | ".
+func LogTail(path string, n int) string {
 	if path == "" {
 		return ""
 	}

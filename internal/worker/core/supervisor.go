@@ -445,9 +445,9 @@ func observationKey(run stratus.Run, v report.SupervisorValue) string {
 // (situation 3). An observation's failure is logged and swallowed.
 func (s *Service) SupervisorFailed(ctx context.Context, c *Caller, att stratus.Attempt, f Failure, reason string) (*StepValue, error) {
 	reason = ClipReason(reason, MaxReasonBytes, " [cut]") // see MaxReasonBytes
-	terminal := f.terminal
+	terminal := f.Terminal
 	att.Status, att.Terminal, att.Reason = stratus.AttemptFailed, terminal, reason
-	att.Class, att.RetryAt = f.verdict.Class, f.verdict.RetryAt
+	att.Class, att.RetryAt = f.Verdict.Class, f.Verdict.RetryAt
 	if err := s.Store.UpdateAttempt(ctx, att); err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package core
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -83,38 +82,4 @@ func (s *Service) toolSpec(ctx context.Context, run stratus.Run, env *RunEnv, st
 	}
 	return &nodeexec.ToolSpec{Name: node.Tool, Dir: dir,
 		TimeoutSeconds: toolTimeout(env, node), Input: input}, nil
-}
-
-// toolVerdict decides a tool result (nodeexec.ToolOutcome) and applies the
-// repeated-fail guard against the node's previous visit (reference.md §
-// tool node: two identical fail results without findings park on the
-// second, before another fix iteration is charged).
-func (s *Service) toolVerdict(ctx context.Context, c *Caller, r *nodeexec.ToolResult) (nodeexec.ToolVerdict, error) {
-	tv := nodeexec.ToolOutcome(r)
-	if tv.Manual || tv.Digest == "" {
-		return tv, nil
-	}
-	steps, err := s.Store.ListSteps(ctx, c.Run.ID)
-	if err != nil {
-		return tv, err
-	}
-	var prev *stratus.Step
-	for i := range steps {
-		st := &steps[i]
-		if st.Node == c.Step.Node && st.Visit < c.Step.Visit && (prev == nil || st.Visit > prev.Visit) {
-			prev = st
-		}
-	}
-	if prev == nil || prev.Status != stratus.StepCompleted {
-		return tv, nil
-	}
-	var pv execValue
-	if json.Unmarshal(prev.Value, &pv) != nil {
-		return tv, nil
-	}
-	if nodeexec.RepeatedFail(pv.Digest, tv) {
-		tv.Verdict = nodeexec.Verdict{Manual: true, Error: nodeexec.ErrToolRepeatedFail,
-			Reason: fmt.Sprintf("tool %s failed exactly as in %s, without findings: another fix iteration would not help (%s)", r.Name, prev.StepRef, tv.Reason)}
-	}
-	return tv, nil
 }

@@ -277,7 +277,7 @@ func (s *Service) startDue(ctx context.Context, run stratus.Run, env *RunEnv, st
 	if err != nil {
 		return false, err
 	}
-	_, err = s.Files(run).Get(ctx, subtaskKey(dir, order, ".start.txt"))
+	_, err = s.Files(run).Get(ctx, SubtaskKey(dir, order, ".start.txt"))
 	switch stratus.ErrorCode(err) {
 	case "":
 		return false, nil
