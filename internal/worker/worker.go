@@ -8,6 +8,7 @@ import (
 	"github.com/stratusflow/stratus/internal/worker/bundle"
 	"github.com/stratusflow/stratus/internal/worker/core"
 	"github.com/stratusflow/stratus/internal/worker/degradation"
+	"github.com/stratusflow/stratus/internal/worker/dispatch"
 	"github.com/stratusflow/stratus/internal/worker/fetch"
 	"github.com/stratusflow/stratus/internal/worker/hitl"
 	"github.com/stratusflow/stratus/internal/worker/rendersize"
@@ -230,4 +231,9 @@ func (s *Service) SubmitBody(ctx context.Context, authorization, tid string, b B
 // Result records an attempt's structured result (internal/worker/submit).
 func (s *Service) Result(ctx context.Context, authorization string, rb ResultBody) (*StepValue, error) {
 	return submit.Result(ctx, s.Service, authorization, rb)
+}
+
+// Dispatch handles one dispatch message (internal/worker/dispatch).
+func (s *Service) Dispatch(ctx context.Context, m Message) error {
+	return dispatch.Invoke(ctx, s.Service, m)
 }
