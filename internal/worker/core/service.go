@@ -168,11 +168,11 @@ type Service struct {
 	Config
 
 	notes sync.Map // run id + "\x00" + note kind → said (noteOnce)
-	// runTrees keeps each run's work tree and diff base (run id →
-	// runTree); warnedFacts the unknown `when` facts already warned about
+	// RunTrees keeps each run's work tree and diff base (run id →
+	// runTree); WarnedFacts the unknown `when` facts already warned about
 	// (factKey). Fields, not package state: a host's services (one per
 	// run) are freed with their runs.
-	runTrees, warnedFacts sync.Map
+	RunTrees, WarnedFacts sync.Map
 	watched               sync.Map // watchKey → watchStart
 
 	mu       sync.Mutex

@@ -340,7 +340,7 @@ func (s *Service) SkipNode(n *flow.Node, env *RunEnv) (bool, string) {
 	}
 	v, known := resolveFact(env.Flow, env.Task, n.When.Fact)
 	if !known {
-		if _, dup := s.warnedFacts.LoadOrStore(factKey{env.Flow.Name, n.When.Fact}, true); !dup {
+		if _, dup := s.WarnedFacts.LoadOrStore(factKey{env.Flow.Name, n.When.Fact}, true); !dup {
 			s.Warnf("flow %s node %s: when.fact %q is not a known fact (known: derived.needs_refinement, config.external_research); it resolves to false", env.Flow.Name, n.ID, n.When.Fact)
 		}
 	}
@@ -468,7 +468,7 @@ func (s *Service) diffBase(ctx context.Context, run stratus.Run) (*gitwork.Tree,
 	if run.WorkDir == "" || run.Workspace != nil {
 		return nil, "", nil
 	}
-	if v, ok := s.runTrees.Load(run.ID); ok {
+	if v, ok := s.RunTrees.Load(run.ID); ok {
 		rt := v.(runTree)
 		return rt.tree, rt.base, nil
 	}
@@ -479,7 +479,7 @@ func (s *Service) diffBase(ctx context.Context, run stratus.Run) (*gitwork.Tree,
 	if err != nil {
 		return nil, "", err
 	}
-	s.runTrees.Store(run.ID, runTree{tree, base})
+	s.RunTrees.Store(run.ID, runTree{tree, base})
 	return tree, base, nil
 }
 
