@@ -1,11 +1,7 @@
 package core
 
 import (
-	"context"
 	"fmt"
-	"path"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -47,23 +43,6 @@ func ExecRefusal(env *RunEnv, node *flow.Node) (errName, why string) {
 	return "", ""
 }
 
-// execDescription is the attempt's "prompt" for a checks or tool node: no
-// role file is rendered, so the record says what runs.
-func execDescription(env *RunEnv, node *flow.Node) string {
-	if node.Kind == flow.KindTool {
-		return fmt.Sprintf("tool node %s: run %s/tools/%s with the JSON context on stdin", node.ID, StateDirName, node.Tool)
-	}
-	names := make([]string, 0, len(env.Config.Checks.CommandSets))
-	for n := range env.Config.Checks.CommandSets {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	if node.Checker == nodeexec.Citation {
-		return fmt.Sprintf("checks node %s: verify the citation manifest %s", node.ID, manifestName(node))
-	}
-	return fmt.Sprintf("checks node %s: checker %s, command sets selected by the diff from [%s]", node.ID, node.Checker, strings.Join(names, ", "))
-}
-
 // execTTL is how long the handle of a checks or tool attempt must live: its
 // worst-case run plus the compiler's grace (the handle is fenced as soon as
 // the attempt ends, so a long life costs nothing).
@@ -71,79 +50,13 @@ func execTTL(env *RunEnv, node *flow.Node) time.Duration {
 	secs := 0
 	switch node.Kind {
 	case flow.KindTool:
-		secs = toolTimeout(env, node)
+		secs = ToolTimeout(env, node)
 	case flow.KindChecks:
 		for _, set := range env.Config.Checks.CommandSets {
-			secs += setTimeout(env, set.TimeoutSeconds) * len(set.Commands)
+			secs += SetTimeout(env, set.TimeoutSeconds) * len(set.Commands)
 		}
 	}
 	return time.Duration(secs+compiler.TimeoutGraceSeconds) * time.Second
-}
-
-func setTimeout(env *RunEnv, own int) int {
-	switch {
-	case own > 0:
-		return own
-	case env.Config.Checks.TimeoutSeconds > 0:
-		return env.Config.Checks.TimeoutSeconds
-	}
-	return 7200
-}
-
-func manifestName(node *flow.Node) string {
-	if node.Manifest != "" {
-		return node.Manifest
-	}
-	return "sources.json"
-}
-
-// ExecSpec builds the `exec` field of a checks or tool node's payload.
-func (s *Service) ExecSpec(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step) (*nodeexec.Spec, error) {
-	node := env.Flow.Node(step.Node)
-	spec := &nodeexec.Spec{Kind: node.Kind, Dir: RootOf(run), AllowedEnvironment: env.Config.Security.AllowedEnvironment}
-	if spec.AllowedEnvironment == nil {
-		spec.AllowedEnvironment = []string{}
-	}
-	dir, err := CtxDir(env, run)
-	if err != nil {
-		return nil, err
-	}
-	if node.Kind == flow.KindTool {
-		spec.Tool, err = s.toolSpec(ctx, run, env, step)
-		return spec, err
-	}
-	cs := &nodeexec.ChecksSpec{Checker: node.Checker, Exclude: []string{StateDirName, dir}}
-	if ws := run.Workspace; ws != nil {
-		cs.Base = ws.Base // the change is base..head, committed in the runner's checkout
-	}
-	switch node.Checker {
-	case nodeexec.CommandProfile:
-		names := make([]string, 0, len(env.Config.Checks.CommandSets))
-		for n := range env.Config.Checks.CommandSets {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			set := env.Config.Checks.CommandSets[n]
-			out := nodeexec.CommandSet{Name: n, Paths: set.Paths, TimeoutSeconds: setTimeout(env, set.TimeoutSeconds), SkipIfUnavailable: set.SkipIfUnavailable}
-			for _, c := range set.Commands {
-				out.Commands = append(out.Commands, nodeexec.Command{Name: c.Name, Argv: c.Argv, Cwd: c.Cwd})
-			}
-			cs.CommandSets = append(cs.CommandSets, out)
-		}
-	case nodeexec.Citation:
-		rd := ReportDir(env.Flow, run.TaskID)
-		if rd == "" {
-			rd = dir
-		}
-		cs.Manifest = Abs(run, path.Join(rd, manifestName(node)))
-	default:
-		_, why := ExecRefusal(env, node)
-		return nil, stratus.Errorf(stratus.EUNPROCESSABLE, "%s", why)
-	}
-	spec.Checks = cs
-	spec.Env = env.Config.Checks.Env
-	return spec, nil
 }
 
 // Outcomes a checks or tool step records when its verdict parks the run.
@@ -151,17 +64,6 @@ const (
 	OutcomeIncomplete = "incomplete"             // checks: the gate could not be completed
 	OutcomeManual     = "manual_action_required" // tool: timeout, launch error, crash, invalid or repeated outcome
 )
-
-// AttemptPrompt is what an attempt records as its prompt: the rendered
-// role file, or for a checks or tool node (no role file, no engine) a line
-// saying what runs.
-func (s *Service) AttemptPrompt(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step) (string, error) {
-	node := env.Flow.Node(step.Node)
-	if IsExec(node.Kind) {
-		return execDescription(env, node), nil
-	}
-	return s.RenderPrompt(ctx, run, env, step)
-}
 
 // handleTTL is how long an attempt's handle lives: the minter's TTL, or for
 // a checks or tool node its worst-case run when that is longer (a check

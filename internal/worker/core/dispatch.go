@@ -14,7 +14,6 @@ import (
 	"github.com/stratusflow/stratus/internal/failclass"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/launch"
-	"github.com/stratusflow/stratus/internal/prompt"
 )
 
 // Message is the body a compiled Task state sends to the dispatch queue
@@ -222,39 +221,6 @@ func (s *Service) Heartbeat(ctx context.Context, step stratus.Step) error {
 		return err
 	}
 	return nil
-}
-
-// RenderPrompt renders the node's role file with the run's variables.
-func (s *Service) RenderPrompt(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step) (string, error) {
-	node := env.Flow.Node(step.Node)
-	_, tmpl, err := ReadRoleFile(env.FlowDir, node.RoleFile)
-	if err != nil {
-		return "", err
-	}
-	vars, err := s.TemplateVars(ctx, run, env, step)
-	if err != nil {
-		return "", err
-	}
-	// An agent that asked a human reads the reply (hitl.go); one that may
-	// not ask has none to read (and no need to read the run's steps).
-	human := ""
-	if flow.AsksHuman(node) {
-		if human, err = s.HumanReplySection(ctx, run.ID, step); err != nil {
-			return "", err
-		}
-	}
-	return prompt.Render(tmpl, vars, OutputNodes(env.Flow)) + human, nil
-}
-
-// systemPrompt is the baked system text of an attempt: who the worker is and
-// how its output travels (seed 000 § Authoring checklist: end with the submit,
-// never write the deliverable to a self-chosen path).
-func systemPrompt(env *RunEnv, step stratus.Step) string {
-	return fmt.Sprintf("You are the %q step (%s) of the Stratus flow %q for task %q.\n"+
-		"Your final report is submitted for you: never write your deliverable to a path you choose.\n"+
-		"To hand over a named file, stage it as a part: POST $STRATUS_API_URL/v1/worker/artifact?name=<file name> "+
-		"with the header `Authorization: Bearer $STRATUS_HANDLE` and the file's bytes as the body.\n",
-		step.Node, step.StepRef, env.Flow.Name, env.Task.ID)
 }
 
 // spoolDir is where the runner whose log is logPath keeps a report it
