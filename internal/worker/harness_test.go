@@ -23,6 +23,7 @@ import (
 	"github.com/stratusflow/stratus/internal/sink/fs"
 	"github.com/stratusflow/stratus/internal/store/sqlite"
 	"github.com/stratusflow/stratus/internal/task"
+	"github.com/stratusflow/stratus/internal/worker/vars"
 	"github.com/stratusflow/stratus/internal/worker/workertest"
 	"github.com/stratusflow/stratus/internal/workspace/bundlecheck"
 	"github.com/stratusflow/stratus/internal/workspace/workspacetest"
@@ -215,7 +216,7 @@ func (r *rig) visit(t *testing.T, node, body string) *StepValue {
 func (r *rig) vars(t *testing.T, node string) map[string]string {
 	t.Helper()
 	st := stratus.Step{TID: "probe." + node, RunID: r.run.ID, Node: node}
-	v, err := r.svc.TemplateVars(context.Background(), r.run, r.env, st)
+	v, err := vars.TemplateVars(context.Background(), r.svc.Service, r.run, r.env, st)
 	if err != nil {
 		t.Fatal(err)
 	}

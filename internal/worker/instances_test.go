@@ -6,11 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/stratusflow/stratus/internal/worker/core"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/stratusflow/stratus/internal/worker/core"
 
 	awsddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 

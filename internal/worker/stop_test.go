@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/stratusflow/stratus/internal/worker/core"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stratusflow/stratus/internal/worker/core"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/compiler"

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/stratusflow/stratus/internal/gitwork"
-	"github.com/stratusflow/stratus/internal/worker/core"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stratusflow/stratus/internal/gitwork"
+	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/vars"
 
 	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/testenv"
@@ -244,11 +246,11 @@ func TestSkipNode_WhenFactsAndTaskDisable(t *testing.T) {
 			var rec logging.Recorder
 			s := New(Config{Log: rec.Logger()})
 			env := &RunEnv{Flow: fl, Task: tk}
-			skip, why := s.SkipNode(fl.Node("n"), env)
+			skip, why := vars.SkipNode(s.Service, fl.Node("n"), env)
 			if skip != tc.skip || !strings.Contains(why, tc.why) {
 				t.Errorf("skipNode = %v %q, want %v %q", skip, why, tc.skip, tc.why)
 			}
-			s.SkipNode(fl.Node("n"), env)
+			vars.SkipNode(s.Service, fl.Node("n"), env)
 			wantWarnings := 0
 			if strings.Contains(tc.when, "typo") {
 				wantWarnings = 1

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/worker/artifact"
+	"github.com/stratusflow/stratus/internal/worker/attempt"
 	"github.com/stratusflow/stratus/internal/worker/bundle"
 	"github.com/stratusflow/stratus/internal/worker/core"
 	"github.com/stratusflow/stratus/internal/worker/degradation"
@@ -14,6 +15,8 @@ import (
 	"github.com/stratusflow/stratus/internal/worker/rendersize"
 	"github.com/stratusflow/stratus/internal/worker/stats"
 	"github.com/stratusflow/stratus/internal/worker/submit"
+	"github.com/stratusflow/stratus/internal/worker/supervise"
+	"github.com/stratusflow/stratus/internal/worker/vars"
 )
 
 // Service is the worker service: its shared context (core.Service: the
@@ -25,7 +28,14 @@ type Service struct {
 
 // New returns a Service wired by c.
 func New(c Config) *Service {
-	return &Service{Service: &core.Service{Config: c}}
+	s := &core.Service{Config: c}
+	s.Layers = core.Layers{
+		StepEnded: func(e Event) { supervise.StepEnded(s, e) },
+		SupervisorFailed: func(ctx context.Context, c *Caller, att stratus.Attempt, f core.Failure, reason string) (*StepValue, error) {
+			return supervise.Failed(ctx, s, c, att, f, reason)
+		},
+	}
+	return &Service{Service: s}
 }
 
 // The shapes of the worker API and the service's events, defined beside
@@ -60,8 +70,8 @@ type (
 	StepPointer     = core.StepPointer
 	StepValue       = core.StepValue
 	SystemRef       = core.SystemRef
-	ToolContext     = core.ToolContext
-	ToolPaths       = core.ToolPaths
+	ToolContext     = vars.ToolContext
+	ToolPaths       = vars.ToolPaths
 	Upload          = core.Upload
 	UploadRequest   = core.UploadRequest
 	WorkspaceSpec   = core.WorkspaceSpec
@@ -125,9 +135,9 @@ var (
 	DecompositionEnabled = core.DecompositionEnabled
 	DropUploads          = core.DropUploads
 	HumanInputRequest    = core.HumanInputRequest
-	NeedsRefinement      = core.NeedsRefinement
+	NeedsRefinement      = vars.NeedsRefinement
 	NewFailureValue      = core.NewFailureValue
-	NodeEnabled          = core.NodeEnabled
+	NodeEnabled          = vars.NodeEnabled
 	Pinned               = core.Pinned
 	PlausibleCost        = core.PlausibleCost
 	PolicyOf             = core.PolicyOf
@@ -236,4 +246,14 @@ func (s *Service) Result(ctx context.Context, authorization string, rb ResultBod
 // Dispatch handles one dispatch message (internal/worker/dispatch).
 func (s *Service) Dispatch(ctx context.Context, m Message) error {
 	return dispatch.Invoke(ctx, s.Service, m)
+}
+
+// WorkerTaskStopped is told that a worker's task stopped (internal/worker/attempt).
+func (s *Service) WorkerTaskStopped(ctx context.Context, bootstrap, tid string, n int, why string) error {
+	return attempt.WorkerTaskStopped(ctx, s.Service, bootstrap, tid, n, why)
+}
+
+// Rekick starts a new attempt of a running step (internal/worker/attempt).
+func (s *Service) Rekick(ctx context.Context, tid string) (int, error) {
+	return attempt.Rekick(ctx, s.Service, tid)
 }

@@ -238,7 +238,7 @@ func (s *Service) ExchangeBootstrap(ctx context.Context, authorization string) (
 	if !b.ExpiresAt.IsZero() && b.ExpiresAt.Before(exp) {
 		exp = b.ExpiresAt
 	}
-	h := stratus.Handle{Handle: newHandle(), RunID: b.RunID, TID: b.TID, Attempt: b.Attempt, ExpiresAt: exp}
+	h := stratus.Handle{Handle: NewHandle(), RunID: b.RunID, TID: b.TID, Attempt: b.Attempt, ExpiresAt: exp}
 	if err := s.Store.PutHandle(ctx, h); err != nil {
 		return Bootstrapped{}, err
 	}

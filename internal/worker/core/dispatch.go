@@ -3,17 +3,13 @@ package core
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"path"
 	"path/filepath"
 	"time"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/compiler"
-	"github.com/stratusflow/stratus/internal/failclass"
 	"github.com/stratusflow/stratus/internal/flow"
-	"github.com/stratusflow/stratus/internal/launch"
 )
 
 // Message is the body a compiled Task state sends to the dispatch queue
@@ -126,81 +122,6 @@ func (s *Service) Fail(ctx context.Context, token, name, cause string) error {
 	return s.Tokens.SendTaskFailure(ctx, token, name, cause)
 }
 
-// LaunchAttempt creates attempt n of step, renders its prompt, mints its
-// handle and starts its worker.
-func (s *Service) LaunchAttempt(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step, n int) error {
-	node := env.Flow.Node(step.Node)
-	rendered, err := s.AttemptPrompt(ctx, run, env, step)
-	var res stratus.Resolved
-	if err == nil && !IsExec(node.Kind) {
-		// Resolve the engine now, so a bad pin fails the step at once
-		// rather than in the worker; the attempt records the resolution.
-		res, _, err = Resolve(env.Config, env.Flow, node, env.Task.Front)
-		if err == nil && n > 1 {
-			res, err = s.RetryProvider(ctx, env, node, step, n, res)
-		}
-	}
-	if err != nil {
-		return s.FailStep(ctx, step, n, ErrDispatch, err.Error())
-	}
-	att := stratus.Attempt{
-		TID: step.TID, N: n, Agent: node.ID, Status: stratus.AttemptRunning,
-		System: systemPrompt(env, step), Prompt: rendered, StartedAt: s.NowUTC(), Resolved: res,
-	}
-	// Everything that can fail transiently is written before the attempt:
-	// a redelivered message finds a step without an attempt and launches it
-	// (Dispatch), while a step with an attempt belongs to the delivery that
-	// created it.
-	if err := s.Store.PutRenderSize(ctx, stratus.RenderSize{Agent: node.ID, Bytes: len(att.System), At: att.StartedAt}); err != nil {
-		return err
-	}
-	// Audit copy of the rendered prompt, one per node run (seed 004 § Safety).
-	logDir := path.Join(".stratus/logs", run.TaskID, "stages", step.Node, fmt.Sprintf("run-%06d", step.Visit))
-	if err := s.Files(run).Put(ctx, path.Join(logDir, "rendered-prompt.md"), []byte(Redact(rendered))); err != nil {
-		return fmt.Errorf("save rendered prompt: %w", err)
-	}
-	// The handle outlives the engine's own deadline (plus the submit grace):
-	// an engine that reports near its deadline must still be able to submit.
-	ttl := s.HandleLifetime(env, node, res)
-	// The worker starts with a one-time bootstrap value, exchanged for its
-	// handle (ExchangeBootstrap): what its launch carries is worthless
-	// once it has started.
-	h := stratus.Handle{Handle: newBootstrap(), RunID: run.ID, TID: step.TID, Attempt: n, ExpiresAt: s.NowUTC().Add(ttl)}
-	if err := s.Store.PutHandle(ctx, h); err != nil {
-		return err
-	}
-	if err := s.Store.CreateAttempt(ctx, att); err != nil {
-		return err
-	}
-	s.Emit(Event{Type: EventStepStarted, RunID: run.ID, Node: step.Node, StepRef: step.StepRef, TID: step.TID, Attempt: n})
-	spec := launch.Spec{APIURL: s.APIURL, Handle: h.Handle, TaskID: step.TID, Attempt: n, NetworkAccess: res.NetworkAccess}
-	spec.LogPath = s.RunnerLog(run, step)
-	spec.SpoolDir = spoolDir(spec.LogPath)
-	spec.OnExit = func(err error) { s.WorkerExited(step.TID, n, err, spec.LogPath) }
-	// HeartbeatSeconds runs from the dispatch message, and the runner's
-	// first stats come only once its task runs (Fargate: 30-90 s and the
-	// image pull): the step's task token is heartbeaten while RunTask
-	// retries and once it succeeds (issue 14 § 9).
-	spec.Waiting = func() error { return s.Heartbeat(ctx, step) }
-	s.watchStarted(ctx, run, env, step.TID, n)
-	id, err := s.Launcher.Launch(ctx, spec)
-	if err == nil {
-		s.Heartbeat(ctx, step)
-	}
-	if err != nil {
-		att.Status, att.Reason, att.EndedAt = stratus.AttemptFailed, err.Error(), s.NowUTC()
-		att.Class = failclass.Infrastructure // the launch failed
-		s.Store.UpdateAttempt(ctx, att)
-		name := ErrLaunchFailed
-		if errors.Is(err, launch.ErrInfrastructure) {
-			name = ErrInfrastructure
-		}
-		return s.FailStep(ctx, step, n, name, err.Error())
-	}
-	s.rememberWorker(step.TID, id)
-	return nil
-}
-
 // Heartbeat sends the step's task token a Heartbeat (none for a step
 // without one); a failure is a warning: the runner's stats Heartbeat too.
 //
@@ -223,10 +144,10 @@ func (s *Service) Heartbeat(ctx context.Context, step stratus.Step) error {
 	return nil
 }
 
-// spoolDir is where the runner whose log is logPath keeps a report it
+// SpoolDir is where the runner whose log is logPath keeps a report it
 // could not deliver: embedded, beside its log, in the state dir
 // (docs/security.md § Files under .stratus); "" without a log (on AWS).
-func spoolDir(logPath string) string {
+func SpoolDir(logPath string) string {
 	if logPath == "" {
 		return ""
 	}

@@ -10,8 +10,6 @@ import (
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/compiler"
 	"github.com/stratusflow/stratus/internal/flow"
-	"github.com/stratusflow/stratus/internal/fold"
-	"github.com/stratusflow/stratus/internal/prompt"
 )
 
 // Human-in-the-loop (worc reference.md § hitl node and § agent node: hitl;
@@ -102,8 +100,8 @@ type HumanInput struct {
 	Text string `json:"text"`
 }
 
-// maxRequestBytes bounds the request text a step value keeps.
-const maxRequestBytes = 8 << 10
+// MaxRequestBytes bounds the request text a step value keeps.
+const MaxRequestBytes = 8 << 10
 
 // HumanInputRequest returns the human_input request of an agent's typed
 // result, or nil when the node declares no hitl grant or the result asks
@@ -146,139 +144,8 @@ func HITLStep(m Message, node *flow.Node) (stepNode, kind string) {
 	return node.ID, node.Kind
 }
 
-// DispatchHITL parks a hitl step: it records the pending request (status
-// StepWaiting), says on the progress line how to answer it, and arms the
-// deadline. The task token is completed by Human, or by the deadline with
-// ErrHITLTimeout.
-func (s *Service) DispatchHITL(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step, node *flow.Node) error {
-	v := HITLValue{StepRef: step.StepRef, Node: step.Node, Signal: node.Signal}
-	if prev, err := DecodeStepValue(step.Value); err == nil {
-		v.SubtaskOrder = prev.SubtaskOrder
-	}
-	timeout := env.Config.HITL.TimeoutSeconds
-	if node.Kind == flow.KindHITL {
-		if node.TimeoutS != nil {
-			timeout = *node.TimeoutS
-		}
-		v.Request = s.nodeRequest(ctx, run, env, step, node)
-	} else {
-		hi, err := s.agentRequest(ctx, env, step, node)
-		if err != nil {
-			return s.FailStep(ctx, step, 0, ErrDispatch, err.Error())
-		}
-		v.Signal, v.Request, v.Asker = hi.Kind, hi.Text, node.ID
-	}
-	if timeout <= 0 {
-		timeout = compiler.DefaultHITLTimeoutSeconds
-	}
-	if len(v.Request) > maxRequestBytes {
-		v.Request = v.Request[:maxRequestBytes] + "…"
-	}
-	v.Deadline = s.NowUTC().Add(time.Duration(timeout) * time.Second)
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	step.Status, step.Value = StepWaiting, raw
-	if err := s.Store.UpdateStep(ctx, step); err != nil {
-		return err
-	}
-	s.Emit(Event{Type: EventStepWaiting, RunID: run.ID, Node: step.Node, StepRef: step.StepRef, TID: step.TID, Outcome: v.Signal,
-		Reason: waitingReason(run.ID, node.ID, s.ReplyFlags, v)})
-	tid := step.TID
-	time.AfterFunc(time.Duration(timeout)*time.Second, func() { s.hitlExpired(tid, timeout) })
-	return nil
-}
-
-// waitingReason is the request and the commands that answer it.
-func waitingReason(runID, node, flags string, v HITLValue) string {
-	var how string
-	if flags != "" {
-		flags = " " + flags
-	}
-	if v.Signal == SignalQuestion {
-		how = fmt.Sprintf("stratus answer %s %s%s TEXT", runID, node, flags)
-	} else {
-		how = fmt.Sprintf("stratus approve %s %s%s | stratus reject %s %s%s --reason TEXT", runID, node, flags, runID, node, flags)
-	}
-	return fmt.Sprintf("%s: %s — reply with: %s (before %s)", v.Signal, OneLine(v.Request, 300), how, v.Deadline.Format(time.RFC3339))
-}
-
 func OneLine(s string, n int) string {
 	return Truncate(strings.Join(strings.Fields(s), " "), n)
-}
-
-// nodeRequest words a hitl node's request: the node carries no text of its
-// own, so it points at the latest output the human is to judge.
-func (s *Service) nodeRequest(ctx context.Context, run stratus.Run, env *RunEnv, step stratus.Step, node *flow.Node) string {
-	what := "answer the question of node " + node.ID
-	if node.Signal == SignalApproval {
-		what = "approve or reject the work so far at node " + node.ID
-	}
-	if q := strings.TrimSpace(node.Question); q != "" {
-		// The node's own question (issue 15 § 3), rendered like a role
-		// file with the step's variables.
-		if vars, err := s.TemplateVars(ctx, run, env, step); err == nil {
-			q = prompt.Render(q, vars, OutputNodes(env.Flow))
-		}
-		what = strings.TrimSpace(q)
-	}
-	req := fmt.Sprintf("task %s (%s): %s", run.TaskID, run.TaskTitle, what)
-	prior, err := s.LatestSteps(ctx, run.ID, step.TID)
-	if err == nil && len(prior) > 0 && run.WorkDir != "" {
-		if dir, err := CtxDir(env, run); err == nil {
-			last := prior[len(prior)-1]
-			req += fmt.Sprintf("; latest output: %s (%s)", Abs(run, dir+"/"+last.Node+".md"), last.StepRef)
-		}
-	}
-	return req
-}
-
-// agentRequest reads the human_input request of the agent step that led
-// to this "<node>.hitl" step: the node's latest completed step.
-func (s *Service) agentRequest(ctx context.Context, env *RunEnv, step stratus.Step, node *flow.Node) (*HumanInput, error) {
-	steps, err := s.Store.ListSteps(ctx, step.RunID)
-	if err != nil {
-		return nil, err
-	}
-	for i := len(steps) - 1; i >= 0; i-- {
-		st := steps[i]
-		if st.Node != node.ID || st.Status != stratus.StepCompleted {
-			continue
-		}
-		if st.Verdict != compiler.OutcomeHumanInput {
-			break
-		}
-		att, err := s.Store.LatestAttempt(ctx, st.TID)
-		if err != nil {
-			return nil, err
-		}
-		tail, err := s.Store.ListOutput(ctx, st.TID, att.N)
-		if err != nil {
-			return nil, err
-		}
-		value, err := fold.Fold(att.Agent, tail, s.SubmitFormat(env, node.ID))
-		if err != nil {
-			return nil, err
-		}
-		hi, err := HumanInputRequest(node, value)
-		if err == nil && hi == nil {
-			err = fmt.Errorf("%s asked for human input, but its report holds no human_input", st.StepRef)
-		}
-		return hi, err
-	}
-	return nil, fmt.Errorf("%s: node %s has no completed step asking for human input", step.StepRef, node.ID)
-}
-
-// hitlExpired fails a hitl step still waiting at its deadline.
-func (s *Service) hitlExpired(tid string, seconds int) {
-	ctx := context.Background()
-	defer s.LockGates()()
-	st, err := s.Store.GetStep(ctx, tid)
-	if err != nil || st.Status != StepWaiting {
-		return
-	}
-	s.FailStep(ctx, st, 0, ErrHITLTimeout, fmt.Sprintf("no human reply within %d s (hitl timeout)", seconds))
 }
 
 // HumanReplySection is what an agent's prompt gains after it asked a

@@ -50,7 +50,7 @@ func Resolve(cfg *config.Config, fl *flow.Flow, node *flow.Node, front map[strin
 // agents.primary (the retry policy's fallback order starts from it:
 // internal/retry Policy.Order).
 func Pinned(node *flow.Node, front map[string]any) string {
-	if p := taskOverrides(front, node.ID)["provider"]; p != "" {
+	if p := TaskOverrides(front, node.ID)["provider"]; p != "" {
 		return p
 	}
 	return node.Provider
@@ -66,7 +66,7 @@ func ResolveOn(cfg *config.Config, fl *flow.Flow, node *flow.Node, front map[str
 }
 
 func resolve(cfg *config.Config, fl *flow.Flow, node *flow.Node, front map[string]any, fallback string) (stratus.Resolved, config.Provider, error) {
-	override := taskOverrides(front, node.ID)
+	override := TaskOverrides(front, node.ID)
 
 	pinned, pinField := node.Provider, "provider"
 	if p := override["provider"]; p != "" {
@@ -158,9 +158,9 @@ func reasoningSource(node *flow.Node, override map[string]string) (field, value 
 	return "reasoning", node.Reasoning
 }
 
-// taskOverrides reads the task's nodes.<id> string overrides (provider,
+// TaskOverrides reads the task's nodes.<id> string overrides (provider,
 // model, reasoning); internal/task has already checked their shape.
-func taskOverrides(front map[string]any, id string) map[string]string {
+func TaskOverrides(front map[string]any, id string) map[string]string {
 	out := map[string]string{}
 	nodes, _ := front["nodes"].(map[string]any)
 	o, _ := nodes[id].(map[string]any)

@@ -14,7 +14,6 @@ import (
 	"github.com/stratusflow/stratus/internal/captoken"
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/executor"
-	"github.com/stratusflow/stratus/internal/failclass"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/logging"
@@ -178,7 +177,10 @@ type Service struct {
 	mu       sync.Mutex
 	workers  map[string]string // tid -> launcher id
 	roleMeta sync.Map          // flowDir\x00role_file -> the role file's submit_format
-	sup      supervisorState   // the supervisor layer's in-flight work (supervisor.go)
+	// Layers: see Layers.
+	Layers Layers
+
+	Supervisor SupervisorState // the supervisor layer's in-flight work (internal/worker/supervise)
 	// staging serializes the stagings of one attempt in this process
 	// (striped by task id, so it needs no cleanup): the case check reads
 	// the names staged so far and must not interleave with another
@@ -253,9 +255,22 @@ func (s *Service) Emit(e Event) {
 		}
 		s.OnEvent(e)
 	}
-	if e.Type == EventStepEnded {
-		s.stepEnded(e) // prompt audit, observe decision (supervisor.go)
+	if e.Type == EventStepEnded && s.Layers.StepEnded != nil {
+		s.Layers.StepEnded(e) // prompt audit, observe decision (internal/worker/supervise)
 	}
+}
+
+// Layers are the parts of the service above this package that the shared
+// context calls back into: the supervisor layer, which reacts to the end
+// of every step and launches turns whose failures it handles itself. New
+// (internal/worker) sets them; nil: no supervisor layer.
+type Layers struct {
+	// StepEnded is told of every step_ended event, after OnEvent: the
+	// prompt audit and the observation decision.
+	StepEnded func(Event)
+	// SupervisorFailed fails an attempt of a supervisor turn (a step of
+	// kind SupervisorKind) where a worker's attempt would fail its step.
+	SupervisorFailed func(ctx context.Context, c *Caller, att stratus.Attempt, f Failure, reason string) (*StepValue, error)
 }
 
 // StepContext loads a step with its run and env.
@@ -275,7 +290,7 @@ func (s *Service) StepContext(ctx context.Context, tid string) (stratus.Step, st
 	return st, run, env, nil
 }
 
-func (s *Service) rememberWorker(tid, id string) {
+func (s *Service) RememberWorker(tid, id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.workers == nil {
@@ -295,90 +310,6 @@ func (s *Service) StopWorker(ctx context.Context, tid string) error {
 		return nil
 	}
 	return s.Launcher.Stop(ctx, id)
-}
-
-// WorkerExited fails an attempt whose worker ended without delivering a
-// result (a crash, a refused prompt fetch, a kill), instead of leaving its
-// state to wait for the heartbeat to lapse.
-func (s *Service) WorkerExited(tid string, n int, exitErr error, logPath string) {
-	status := "exit status 0"
-	if exitErr != nil {
-		status = exitErr.Error()
-	}
-	reason := fmt.Sprintf("worker exited (%s) without a result", status)
-	if tail := LogTail(logPath, 3); tail != "" {
-		reason += ": " + tail
-	}
-	if logPath != "" {
-		reason += " (log: " + logPath + ")"
-	}
-	s.failEndedWorker(context.Background(), tid, n, reason)
-}
-
-// failEndedWorker fails attempt n of tid for reason, when it is still
-// running and still the step's latest and its run goes on; otherwise it
-// does nothing (the attempt ended some other way first). Errors: reading
-// or writing the records.
-func (s *Service) failEndedWorker(ctx context.Context, tid string, n int, reason string) error {
-	att, err := s.Store.GetAttempt(ctx, tid, n)
-	if stratus.ErrorCode(err) == stratus.ENOTFOUND || err == nil && att.Status != stratus.AttemptRunning {
-		return nil
-	} else if err != nil {
-		return err
-	}
-	latest, err := s.Store.LatestAttempt(ctx, tid)
-	if err != nil {
-		return err
-	}
-	if latest.N != n {
-		return nil // superseded by a rekick
-	}
-	st, run, env, err := s.StepContext(ctx, tid)
-	if stratus.ErrorCode(err) == stratus.ENOTFOUND {
-		return nil
-	} else if err != nil {
-		return err
-	}
-	if stratus.RunTerminal(run.Status) {
-		return nil
-	}
-	c := &Caller{Step: st, Attempt: att, Run: run, Env: env}
-	att.EndedAt = s.NowUTC()
-	_, err = s.FailAttempt(ctx, c, att, Seen(failclass.Infrastructure, "worker exited without a result"), reason)
-	if stratus.ErrorCode(err) == stratus.ECONFLICT {
-		return nil // recorded; its state had already moved on
-	}
-	return err
-}
-
-// WorkerTaskStopped is told that the worker task of attempt n of dispatch
-// task tid, launched with bootstrap value bootstrap, has stopped, and why
-// (ECS's stoppedReason, the container's exit code and last lines: "ECS
-// Task State Change", DESIGN.md § The path of one step). Unless the
-// attempt has ended some other way first, it fails now (class
-// infrastructure; its Task state fails with stratus.WorkerFailed, so the
-// run takes the flow's failure path and a resume starts the step again),
-// instead of at its heartbeat's lapse: a worker that stopped before it exchanged its
-// bootstrap value never fetched its prompt (the value is spent here, so a
-// late start of the same task is refused); one that had started stopped
-// without a result. tid and n may be unknown ("", 0: a task launched
-// before the attempt was carried): then only a worker that never started
-// is failed. Errors: reading or writing the records (the event is
-// delivered again).
-func (s *Service) WorkerTaskStopped(ctx context.Context, bootstrap, tid string, n int, why string) error {
-	if strings.HasPrefix(bootstrap, captoken.BootstrapPrefix) {
-		b, err := s.Store.TakeHandle(ctx, bootstrap)
-		if err == nil {
-			return s.failEndedWorker(ctx, b.TID, b.Attempt, "worker task stopped before it fetched its prompt: "+why)
-		}
-		if stratus.ErrorCode(err) != stratus.ENOTFOUND {
-			return err
-		}
-	}
-	if tid == "" || n <= 0 {
-		return nil
-	}
-	return s.failEndedWorker(ctx, tid, n, "worker task stopped without a result: "+why)
 }
 
 // LogTail returns the last n non-empty lines of a log file, joined by " | ".

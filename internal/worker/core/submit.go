@@ -2,18 +2,14 @@ package core
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
 	"github.com/stratusflow/stratus"
-	"github.com/stratusflow/stratus/internal/failclass"
 	"github.com/stratusflow/stratus/internal/fold"
 )
 
@@ -114,66 +110,6 @@ func (rb ResultBody) Body() []byte {
 // and stops the run. Whoever serves the request has nothing left to stop.
 var ErrNotPersisted = errors.New("the step's output did not persist")
 
-// NotPersisted ends a step whose Final was recorded (CompleteAttempt) but
-// whose output did not persist — a projection file, an output file or the
-// step's own completed record refused by the sink or the store (err) —
-// the way docs/security.md § Output that did not persist says: the attempt
-// and the step are recorded failed, the reason naming the step, the cause
-// (for a full disk: "the disk is full", ENOSPC or EDQUOT, and the file) and
-// that a resume runs it again. The Task state never succeeds: it fails
-// with ErrProjection, or, for a full disk where DiskFull is set
-// (embedded), it is not told and DiskFull stops the run, interrupted. A
-// record the store refuses too is warned about: the step then stays open
-// (running), which the run's end cancels, and a resume runs a canceled
-// step again all the same.
-//
-// The error returned is a *stratus.Error for the worker — ENOSPACE (507)
-// for a full disk, else EINTERNAL — whose message leaks no path, wrapping
-// ErrNotPersisted and err for the server's logs.
-func (s *Service) NotPersisted(ctx context.Context, c *Caller, att stratus.Attempt, err error) error {
-	ctx = context.WithoutCancel(ctx) // a worker gone away does not leave the step open
-	cause, public, code, fix := err.Error(), "its files could not be written", stratus.EINTERNAL, "fix that"
-	if stratus.StorageFull(err) {
-		cause = "the disk is full (" + fullErrno(err) + "): " + cause
-		public, code, fix = "the server's disk is full", stratus.ENOSPACE, "free space"
-	}
-	reason := fmt.Sprintf("its output did not persist: %s; %s, then resume the run: %s runs again", cause, fix, c.Step.StepRef)
-	att.Status, att.Reason = stratus.AttemptFailed, reason
-	att.Class, att.RetryAt = failclass.Infrastructure, time.Time{} // the server's own failure
-	if uerr := s.Store.UpdateAttempt(ctx, att); uerr != nil {
-		s.WarnCall(c, "%s: record the attempt failed: %v", c.Step.StepRef, uerr)
-	}
-	v, _ := json.Marshal(StepValue{StepRef: c.Step.StepRef, Node: c.Step.Node, Attempt: att.N, Outcome: "failed", Reason: reason})
-	if ferr := s.FinishStep(ctx, c.Step, stratus.StepFailed, "failed", v); ferr != nil {
-		s.WarnCall(c, "%s: record the step failed: %v; it stays open until the run ends", c.Step.StepRef, ferr)
-	}
-	s.EmitEnded(c, att, "failed", reason)
-	// A full disk stops the run wherever it is met (DiskFull): the state
-	// is not told then, so that nothing routes the failure while the run
-	// stops.
-	if !s.ReportDiskFull(fmt.Errorf("%s: its output did not persist (%s): %w", c.Step.StepRef, fullErrno(err), err)) {
-		if terr := s.Tokens.SendTaskFailure(ctx, c.Step.TaskToken, ErrProjection, c.Step.StepRef+" failed: "+reason); terr != nil {
-			s.WarnCall(c, "%s: tell its state it failed: %v", c.Step.StepRef, terr)
-		}
-	}
-	pub := stratus.Errorf(code, "the output of %s was recorded, but %s: the step failed; %s, then resume the run", c.Step.StepRef, public, fix)
-	return fmt.Errorf("%w (%w: %w)", pub, ErrNotPersisted, err)
-}
-
-// fullErrno names what says a disk is full in err: ENOSPC, EDQUOT, or
-// SQLITE_FULL (stratus.StorageFull).
-func fullErrno(err error) string {
-	switch {
-	case errors.Is(err, syscall.ENOSPC):
-		return "ENOSPC"
-	case errors.Is(err, syscall.EDQUOT):
-		return "EDQUOT"
-	case strings.Contains(err.Error(), "database or disk is full"):
-		return "SQLITE_FULL"
-	}
-	return "ENOSPACE"
-}
-
 // SecondFinal words the conflict of a second Final for the caller.
 func SecondFinal(c *Caller, err error) error {
 	if stratus.ErrorCode(err) == stratus.ECONFLICT {
@@ -225,43 +161,6 @@ func FailureAnswer(sv *StepValue, bytes int) *StepValue {
 	a.Bytes = bytes
 	a.Reason = ClipReason(a.Reason, AnswerReasonBytes, "")
 	return &a
-}
-
-// FailAttempt records att failed as f says (its terminal, class and
-// reset) with reason, fails its step and its Task state (ErrWorkerFailed:
-// what happens next is the state machine's, whatever the class).
-func (s *Service) FailAttempt(ctx context.Context, c *Caller, att stratus.Attempt, f Failure, reason string) (*StepValue, error) {
-	f = f.Complete(reason, s.NowUTC().Local())
-	if c.Step.Kind == SupervisorKind {
-		return s.SupervisorFailed(ctx, c, att, f, reason) // supervisor.go
-	}
-	// Bounded whatever its source (a worker's report, a runner log's
-	// lines, a launch error): see MaxReasonBytes.
-	reason = ClipReason(reason, MaxReasonBytes, " [cut]")
-	att.Status, att.Terminal, att.Reason = stratus.AttemptFailed, f.Terminal, reason
-	att.Class, att.RetryAt = f.Verdict.Class, f.Verdict.RetryAt
-	if err := s.Store.UpdateAttempt(ctx, att); err != nil {
-		return nil, err
-	}
-	if sv, handled, err := s.RetryFailure(ctx, c, att, reason); handled {
-		return sv, err // retry.go: a transient failure the retry policy takes
-	}
-	sv := &StepValue{StepRef: c.Step.StepRef, Node: c.Step.Node, Attempt: att.N, Outcome: "failed", Reason: reason}
-	raw, _ := json.Marshal(sv)
-	if err := s.FinishStep(ctx, c.Step, stratus.StepFailed, "failed", raw); err != nil {
-		return nil, err
-	}
-	s.EmitEnded(c, att, "failed", reason)
-	if err := s.Tokens.SendTaskFailure(ctx, c.Step.TaskToken, ErrWorkerFailed, reason); err != nil {
-		return nil, stratus.Errorf(stratus.ECONFLICT, "failure of %s was recorded, but its state no longer waits for it: %v", c.Step.StepRef, err)
-	}
-	return sv, nil
-}
-
-func (s *Service) EmitEnded(c *Caller, att stratus.Attempt, outcome, reason string) {
-	s.Emit(Event{Type: EventStepEnded, RunID: c.Run.ID, Node: c.Step.Node, StepRef: c.Step.StepRef, TID: c.Step.TID, Attempt: att.N,
-		Terminal: att.Terminal, Outcome: outcome, Reason: reason, Duration: att.EndedAt.Sub(att.StartedAt),
-		PromptTokens: att.PromptTokens, CompletionTokens: att.CompletionTokens, CostUSD: att.CostUSD})
 }
 
 // Stats is the body of POST /v1/worker/stats: a worker's self-reported

@@ -21,7 +21,7 @@ import (
 	"github.com/stratusflow/stratus/internal/store"
 )
 
-var newHandle, newBootstrap = captoken.NewHandle, captoken.NewBootstrap
+var NewHandle, NewBootstrap = captoken.NewHandle, captoken.NewBootstrap
 
 // Files of the ctx dir the variables point at (seed 004 § Template
 // variables, worc flow-authoring.md § Where a node's output goes). Each is
@@ -36,9 +36,9 @@ const (
 	SubtasksDir        = "subtasks"            // <NN>.md per subtask spec, <NN>.predecessors.md, <NN>.start.txt
 )
 
-// maxOverviewPaths bounds the paths change-overview.txt lists (seed 004 §
+// MaxOverviewPaths bounds the paths change-overview.txt lists (seed 004 §
 // Template variables: at most 200 paths, then a count of the rest).
-const maxOverviewPaths = gitwork.MaxOverviewPaths
+const MaxOverviewPaths = gitwork.MaxOverviewPaths
 
 // CtxDir returns the run's ctx-dir as a sink key prefix (seed 000 § Files
 // are the server's job: placement default workspace/tasks/{task_id}/ctx;
@@ -109,7 +109,7 @@ func (s *Service) LatestSteps(ctx context.Context, runID, except string) ([]stra
 // § Fatal validation: role_file paths contain no traversal) and splits off
 // its optional front matter.
 func ReadRoleFile(flowDir, rel string) (prompt.RoleMeta, string, error) {
-	raw, err := readRoleFileRaw(flowDir, rel)
+	raw, err := ReadRoleFileRaw(flowDir, rel)
 	if err != nil {
 		return prompt.RoleMeta{}, "", err
 	}
@@ -120,7 +120,7 @@ func ReadRoleFile(flowDir, rel string) (prompt.RoleMeta, string, error) {
 	return meta, body, nil
 }
 
-func readRoleFileRaw(flowDir, rel string) (string, error) {
+func ReadRoleFileRaw(flowDir, rel string) (string, error) {
 	if rel == "" || filepath.IsAbs(rel) || strings.Contains(rel, "..") || strings.Contains(rel, "\\") {
 		return "", stratus.FieldErrorf(stratus.EINVALID, "role_file", "%q must be a relative path inside %s without ..", rel, flowDir)
 	}
@@ -142,15 +142,15 @@ var secretLike = sync.OnceValue(func() *regexp.Regexp {
 // rendered prompts are written redacted).
 func Redact(s string) string { return secretLike().ReplaceAllString(s, "[REDACTED]") }
 
-func morePaths(n int) string {
+func MorePaths(n int) string {
 	if n == 1 {
 		return "1 more path"
 	}
 	return fmt.Sprintf("%d more paths", n)
 }
 
-// inRegion reports whether node id belongs to the flow's decomposition
+// InRegion reports whether node id belongs to the flow's decomposition
 // region (worc reference.md § decomposition: sub_flow).
-func inRegion(f *flow.Flow, id string) bool {
+func InRegion(f *flow.Flow, id string) bool {
 	return f.Decomposition != nil && slices.Contains(f.Decomposition.SubFlow, id)
 }

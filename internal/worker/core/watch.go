@@ -36,9 +36,9 @@ func watchExclude(env *RunEnv, run stratus.Run) []string {
 	return exclude
 }
 
-// watchStarted stamps the operator's work dir before attempt n of step
+// WatchStarted stamps the operator's work dir before attempt n of step
 // tid's worker launches.
-func (s *Service) watchStarted(ctx context.Context, run stratus.Run, env *RunEnv, tid string, n int) {
+func (s *Service) WatchStarted(ctx context.Context, run stratus.Run, env *RunEnv, tid string, n int) {
 	if !s.watches(run) {
 		return
 	}

@@ -14,7 +14,11 @@ import (
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/lifecycle"
+	"github.com/stratusflow/stratus/internal/worker/attempt"
 	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/gate"
+	"github.com/stratusflow/stratus/internal/worker/supervise"
+	"github.com/stratusflow/stratus/internal/worker/vars"
 )
 
 // Invoke handles one dispatch message (DESIGN.md § The path of one step,
@@ -36,7 +40,7 @@ func Invoke(ctx context.Context, s *core.Service, m core.Message) error {
 	case compiler.KindStop:
 		return stopNode(ctx, s, m)
 	case core.KindObserve:
-		return s.Observe(ctx, m) // supervisor.go
+		return supervise.Observe(ctx, s, m) // supervisor.go
 	}
 	if m.RunID == "" || m.Node == "" || m.TaskToken == "" {
 		return stratus.Errorf(stratus.EINVALID, "dispatch message needs run_id, node and task_token; got %+v", m)
@@ -109,10 +113,10 @@ func Invoke(ctx context.Context, s *core.Service, m core.Message) error {
 		}
 	}
 	if stepNode != node.ID {
-		return s.DispatchHITL(ctx, run, env, step, node)
+		return gate.DispatchHITL(ctx, s, run, env, step, node)
 	}
 
-	if skip, why := s.AdmitNode(ctx, run, env, node); skip {
+	if skip, why := vars.AdmitNode(ctx, s, run, env, node); skip {
 		return skipStep(ctx, s, step, node, why)
 	}
 	if node.Kind == "agent" || node.Kind == "evaluator" || core.IsExec(node.Kind) {
@@ -122,16 +126,16 @@ func Invoke(ctx context.Context, s *core.Service, m core.Message) error {
 	}
 	switch node.Kind {
 	case "agent", "evaluator":
-		return s.LaunchAttempt(ctx, run, env, step, 1)
+		return attempt.LaunchAttempt(ctx, s, run, env, step, 1)
 	case "checks", "tool":
 		// Run by the worker too: the runner has the repository (checks.go).
 		if name, why := core.ExecRefusal(env, node); name != "" {
 			return s.FailStep(ctx, step, 0, name, why)
 		}
-		return s.LaunchAttempt(ctx, run, env, step, 1)
+		return attempt.LaunchAttempt(ctx, s, run, env, step, 1)
 	case "publish":
 		s.Emit(core.Event{Type: core.EventStepStarted, RunID: run.ID, Node: step.Node, StepRef: step.StepRef, TID: step.TID})
-		if s.StartFinalize(ctx, run, env, step) {
+		if supervise.StartFinalize(ctx, s, run, env, step) {
 			return nil // the finalize turn's end writes the report and completes publish (supervisor.go)
 		}
 		written, err := s.Publish(ctx, run, env)
@@ -146,7 +150,7 @@ func Invoke(ctx context.Context, s *core.Service, m core.Message) error {
 		}
 		return nil
 	case "hitl":
-		return s.DispatchHITL(ctx, run, env, step, node)
+		return gate.DispatchHITL(ctx, s, run, env, step, node)
 	default:
 		why := fmt.Sprintf("node %q: kind %q is not supported by this build of Stratus yet; supported: agent, evaluator, checks, tool, hitl, publish", node.ID, node.Kind)
 		return s.FailStep(ctx, step, 0, core.ErrUnsupported, why)
@@ -199,7 +203,7 @@ func reenter(ctx context.Context, s *core.Service, run stratus.Run, env *core.Ru
 	if stopped, err := checkCaps(ctx, s, run, st); stopped || err != nil {
 		return true, err
 	}
-	return true, s.LaunchAttempt(ctx, run, env, st, n)
+	return true, attempt.LaunchAttempt(ctx, s, run, env, st, n)
 }
 
 // checkCaps enforces the run's cost and token caps (issue 11 § 7) before a

@@ -13,6 +13,8 @@ import (
 	"github.com/stratusflow/stratus/internal/findings"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/supervise"
+	"github.com/stratusflow/stratus/internal/worker/vars"
 )
 
 // System serves GET /v1/worker/prompt/system?task_id=&attempt=: the exact
@@ -50,7 +52,7 @@ func Invoke(ctx context.Context, s *core.Service, authorization, tid string) (*c
 		return nil, err
 	}
 	if c.Step.Kind == core.SupervisorKind {
-		return s.SupervisorPayload(ctx, c) // supervisor.go
+		return supervise.Payload(ctx, s, c) // supervisor.go
 	}
 	run, env, step, att := c.Run, c.Env, c.Step, c.Attempt
 	dir, err := core.CtxDir(env, run)
@@ -76,7 +78,7 @@ func Invoke(ctx context.Context, s *core.Service, authorization, tid string) (*c
 		cx.Steps = append(cx.Steps, p)
 	}
 	if core.IsExec(node.Kind) {
-		spec, err := s.ExecSpec(ctx, run, env, step)
+		spec, err := vars.ExecSpec(ctx, s, run, env, step)
 		if err != nil {
 			return nil, err
 		}

@@ -22,7 +22,10 @@ import (
 	"github.com/stratusflow/stratus/internal/nodeexec"
 	"github.com/stratusflow/stratus/internal/projection"
 	"github.com/stratusflow/stratus/internal/sink"
+	"github.com/stratusflow/stratus/internal/worker/attempt"
 	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/supervise"
+	"github.com/stratusflow/stratus/internal/worker/vars"
 	"github.com/stratusflow/stratus/internal/worker/verify"
 )
 
@@ -104,7 +107,7 @@ func submitExec(ctx context.Context, s *core.Service, c *core.Caller, final stra
 			outcome = core.OutcomeIncomplete
 		}
 	}
-	subtask, _, err := s.SubtaskOf(ctx, c.Env, c.Step) // a region step records its subtask, like an agent's
+	subtask, _, err := vars.SubtaskOf(ctx, s, c.Env, c.Step) // a region step records its subtask, like an agent's
 	if err != nil {
 		return nil, err
 	}
@@ -153,14 +156,14 @@ func submitExec(ctx context.Context, s *core.Service, c *core.Caller, final stra
 		}
 	}
 	if err != nil {
-		return nil, s.NotPersisted(ctx, c, att, err)
+		return nil, attempt.NotPersisted(ctx, s, c, att, err)
 	}
 	step := c.Step
 	step.Status, step.Verdict, step.Value, step.EndedAt = status, outcome, raw, final.At
 	if err := s.Store.UpdateStep(ctx, step); err != nil {
-		return nil, s.NotPersisted(ctx, c, att, fmt.Errorf("record %s %s: %w", c.Step.StepRef, outcome, err))
+		return nil, attempt.NotPersisted(ctx, s, c, att, fmt.Errorf("record %s %s: %w", c.Step.StepRef, outcome, err))
 	}
-	s.EmitEnded(c, att, outcome, v.Reason)
+	attempt.EmitEnded(s, c, att, outcome, v.Reason)
 	sv := ev.StepValue
 	if v.Manual {
 		if err := s.Tokens.SendTaskFailure(ctx, c.Step.TaskToken, v.Error, v.Reason); err != nil {
@@ -584,7 +587,7 @@ func submit(ctx context.Context, s *core.Service, c *core.Caller, body []byte, o
 		}
 	}
 	if c.Step.Kind == core.SupervisorKind {
-		sv, err := s.SupervisorSubmit(ctx, c, body, ok, f) // supervisor.go
+		sv, err := supervise.Submit(ctx, s, c, body, ok, f) // supervisor.go
 		if !ok {
 			sv = core.FailureAnswer(sv, len(body))
 		}
@@ -615,7 +618,7 @@ func submit(ctx context.Context, s *core.Service, c *core.Caller, body []byte, o
 			}
 			reason += " (log: " + log + ")"
 		}
-		sv, err := s.FailAttempt(ctx, c, att, f, reason)
+		sv, err := attempt.FailAttempt(ctx, s, c, att, f, reason)
 		return core.FailureAnswer(sv, len(body)), err
 	}
 	if core.IsExec(c.Env.Flow.Node(c.Step.Node).Kind) {
@@ -648,7 +651,7 @@ func submit(ctx context.Context, s *core.Service, c *core.Caller, body []byte, o
 	for _, err := range refused {
 		s.WarnCall(c, "%s: a staged part is left out of the step's value: %s", c.Step.StepRef, stratus.ErrorMessage(err))
 	}
-	subtask, _, err := s.SubtaskOf(ctx, c.Env, c.Step)
+	subtask, _, err := vars.SubtaskOf(ctx, s, c.Env, c.Step)
 	if err != nil {
 		return nil, err
 	}
@@ -711,12 +714,12 @@ func submit(ctx context.Context, s *core.Service, c *core.Caller, body []byte, o
 		}
 	}
 	if err != nil {
-		return nil, s.NotPersisted(ctx, c, att, err)
+		return nil, attempt.NotPersisted(ctx, s, c, att, err)
 	}
 	step := c.Step
 	step.Status, step.Verdict, step.Value, step.EndedAt = stratus.StepCompleted, outcome, raw, final.At
 	if err := s.Store.UpdateStep(ctx, step); err != nil {
-		return nil, s.NotPersisted(ctx, c, att, fmt.Errorf("record %s done: %w", c.Step.StepRef, err))
+		return nil, attempt.NotPersisted(ctx, s, c, att, fmt.Errorf("record %s done: %w", c.Step.StepRef, err))
 	}
 	for _, w := range outs.warnings {
 		s.WarnCall(c, "%s: %s", c.Step.StepRef, w)
@@ -724,7 +727,7 @@ func submit(ctx context.Context, s *core.Service, c *core.Caller, body []byte, o
 	if ev.Exhausted {
 		s.WarnCall(c, "%s", verify.ExhaustedWarning(c.Step.StepRef, ev))
 	}
-	s.EmitEnded(c, att, outcome, reason)
+	attempt.EmitEnded(s, c, att, outcome, reason)
 	if err := s.Tokens.SendTaskSuccess(ctx, c.Step.TaskToken, raw); err != nil {
 		return nil, stratus.Errorf(stratus.ECONFLICT, "output of %s was recorded, but its state no longer waits for it: %v", c.Step.StepRef, err)
 	}

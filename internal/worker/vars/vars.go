@@ -129,10 +129,10 @@ func RenderPrompt(ctx context.Context, s *core.Service, run stratus.Run, env *co
 	return prompt.Render(tmpl, vars, core.OutputNodes(env.Flow)) + human, nil
 }
 
-// systemPrompt is the baked system text of an attempt: who the worker is and
+// SystemPrompt is the baked system text of an attempt: who the worker is and
 // how its output travels (seed 000 § Authoring checklist: end with the submit,
 // never write the deliverable to a self-chosen path).
-func systemPrompt(env *core.RunEnv, step stratus.Step) string {
+func SystemPrompt(env *core.RunEnv, step stratus.Step) string {
 	return fmt.Sprintf("You are the %q step (%s) of the Stratus flow %q for task %q.\n"+
 		"Your final report is submitted for you: never write your deliverable to a path you choose.\n"+
 		"To hand over a named file, stage it as a part: POST $STRATUS_API_URL/v1/worker/artifact?name=<file name> "+
@@ -150,7 +150,7 @@ func systemPrompt(env *core.RunEnv, step stratus.Step) string {
 // proposer step, this step included (each subtask enters the region once).
 func SubtaskOf(ctx context.Context, s *core.Service, env *core.RunEnv, step stratus.Step) (order, count int, err error) {
 	d := env.Flow.Decomposition
-	if !inRegion(env.Flow, step.Node) {
+	if !core.InRegion(env.Flow, step.Node) {
 		return 0, 0, nil
 	}
 	steps, err := s.Store.ListSteps(ctx, step.RunID)
@@ -309,8 +309,8 @@ func predecessorBrief(ctx context.Context, s *core.Service, run stratus.Run, dir
 		default:
 			b.WriteString("- Changed files:\n")
 			for i, p := range changed {
-				if i == maxOverviewPaths {
-					fmt.Fprintf(&b, "  - … and %s\n", morePaths(len(changed)-i))
+				if i == core.MaxOverviewPaths {
+					fmt.Fprintf(&b, "  - … and %s\n", core.MorePaths(len(changed)-i))
 					break
 				}
 				fmt.Fprintf(&b, "  - %s\n", p)
@@ -571,7 +571,7 @@ func needsDiff(s *core.Service, env *core.RunEnv, step stratus.Step) bool {
 		if rel == "" {
 			continue
 		}
-		raw, err := readRoleFileRaw(env.FlowDir, rel)
+		raw, err := core.ReadRoleFileRaw(env.FlowDir, rel)
 		if err != nil {
 			continue
 		}
@@ -587,7 +587,7 @@ func needsDiff(s *core.Service, env *core.RunEnv, step stratus.Step) bool {
 // the decomposition region of a split task whose start snapshot is not
 // recorded yet.
 func startDue(ctx context.Context, s *core.Service, run stratus.Run, env *core.RunEnv, step stratus.Step) (bool, error) {
-	if !inRegion(env.Flow, step.Node) {
+	if !core.InRegion(env.Flow, step.Node) {
 		return false, nil
 	}
 	order, _, err := SubtaskOf(ctx, s, env, step)
