@@ -344,3 +344,13 @@ func (s *Service) LockStaging(tid string) (unlock func()) {
 	mu.Lock()
 	return mu.Unlock
 }
+
+// Progress events of the retry policy.
+const (
+	// EventStepRetrying: an attempt failed transiently and the step goes
+	// on with another attempt (Reason says on which provider, and when).
+	EventStepRetrying = "step_retrying"
+	// EventStepParked: every provider the step may run on is unavailable
+	// or rate-limited; the step waits (Reason says why and until when).
+	EventStepParked = "step_parked"
+)
