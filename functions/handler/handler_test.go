@@ -64,10 +64,10 @@ func setup(t *testing.T) *fixture {
 	cfg.Supervisor.Enabled = new(bool) // not about the supervisor layer: no extra turns
 	env := &worker.RunEnv{Flow: fl, FlowDir: flowsDir, Task: tk, Config: cfg}
 	f := &fixture{tokens: &workertest.FakeTokens{}, launch: &workertest.FakeLauncher{}, dir: dir}
-	f.svc = &worker.Service{Store: st, Sink: fs.New(dir), Tokens: f.tokens, Launcher: f.launch,
+	f.svc = worker.New(worker.Config{Store: st, Sink: fs.New(dir), Tokens: f.tokens, Launcher: f.launch,
 		Minter: &captoken.Minter{Key: []byte("0123456789abcdef0123456789abcdef")},
 		APIURL: "https://api.example.test",
-		Env:    func(context.Context, string) (*worker.RunEnv, error) { return env, nil }}
+		Env:    func(context.Context, string) (*worker.RunEnv, error) { return env, nil }})
 	f.launch.Exchange = func(ctx context.Context, v string) (string, error) { // the runner's exchange
 		b, err := f.svc.ExchangeBootstrap(ctx, "Bearer "+v)
 		return b.Handle, err

@@ -140,7 +140,7 @@ func New(ctx context.Context, cfg Config, awsCfg aws.Config, o Options) (*App, e
 	if err != nil {
 		return nil, err
 	}
-	a.Service = &worker.Service{
+	a.Service = worker.New(worker.Config{
 		Store:          a.Store,
 		Sink:           sk,
 		Tokens:         a.Tokens,
@@ -154,7 +154,7 @@ func New(ctx context.Context, cfg Config, awsCfg aws.Config, o Options) (*App, e
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		MaxUploadBytes: cfg.MaxUploadBytes,
 		Commits:        o.Commits,
-	}
+	})
 	if cfg.QueueURL != "" {
 		// Observation turns leave the request through the dispatch queue.
 		if a.Service.Queue, err = sqsqueue.New(awssqs.NewFromConfig(awsCfg), cfg.QueueURL); err != nil {

@@ -82,7 +82,7 @@ func NewEvents(cfg Config, awsCfg aws.Config, o Options) (*App, error) {
 	if a.Store, err = dynamodb.New(awsdynamodb.NewFromConfig(awsCfg), dynamodb.Options{Table: cfg.Table, Blobs: sk}); err != nil {
 		return nil, err
 	}
-	a.Service = &worker.Service{Store: a.Store, Sink: sk, Env: runenv.EnvFunc(sk)}
+	a.Service = worker.New(worker.Config{Store: a.Store, Sink: sk, Env: runenv.EnvFunc(sk)})
 	// Only to read an ended execution's history (why the run stopped, the
 	// budgets it spent): no token is completed here.
 	a.Tokens = sfn.New(sfn.NewClient(awsCfg), sfn.Options{})

@@ -46,14 +46,14 @@ func secondRun(t *testing.T, b *bundle) *bundle {
 		t.Fatal(err)
 	}
 	r2 := &bundle{tokens: &workertest.FakeTokens{}, launch: &workertest.FakeLauncher{}, dir: b.dir}
-	r2.svc = &worker.Service{RunID: "r2", Store: b.svc.Store, Sink: b.svc.Sink, Tokens: r2.tokens, Launcher: r2.launch,
+	r2.svc = worker.New(worker.Config{RunID: "r2", Store: b.svc.Store, Sink: b.svc.Sink, Tokens: r2.tokens, Launcher: r2.launch,
 		Minter: &captoken.Minter{Key: b.svc.Minter.Key},
 		Env: func(_ context.Context, id string) (*worker.RunEnv, error) {
 			if id != "r2" {
 				return nil, stratus.Errorf(stratus.ENOTFOUND, "run %s is not served here", id)
 			}
 			return env, nil
-		}}
+		}})
 	r2.handler = httpapi.New(r2.svc)
 	r2.srv = httptest.NewServer(r2.handler)
 	t.Cleanup(r2.srv.Close)

@@ -81,9 +81,9 @@ func setupRun(tb testing.TB, files map[string]string, edit func(*stratus.Run)) *
 	cfg := config.Default()
 	cfg.Supervisor.Enabled = new(bool) // these tests are not about the supervisor layer: no extra turns
 	env := &worker.RunEnv{Flow: fl, FlowDir: flowsDir, Task: tk, Config: cfg}
-	b.svc = &worker.Service{Store: st, Sink: fs.New(dir).Private(worker.StateDirName), Tokens: b.tokens, Launcher: b.launch,
+	b.svc = worker.New(worker.Config{Store: st, Sink: fs.New(dir).Private(worker.StateDirName), Tokens: b.tokens, Launcher: b.launch,
 		Minter: &captoken.Minter{Key: []byte("0123456789abcdef0123456789abcdef")},
-		Env:    func(context.Context, string) (*worker.RunEnv, error) { return env, nil }}
+		Env:    func(context.Context, string) (*worker.RunEnv, error) { return env, nil }})
 	b.launch.Exchange = func(ctx context.Context, v string) (string, error) { // the runner's exchange
 		b, err := b.svc.ExchangeBootstrap(ctx, "Bearer "+v)
 		return b.Handle, err

@@ -244,7 +244,7 @@ func TestOpenAPI_DocumentsEveryRouteTheRouterRegisters(t *testing.T) {
 func TestOpenAPI_RouterServesExactlyTheDocumentedRoutes(t *testing.T) {
 	t.Parallel()
 	doc := loadOpenAPI(t)
-	h := httpapi.New(&worker.Service{Store: probeStore{}})
+	h := httpapi.New(worker.New(worker.Config{Store: probeStore{}}))
 	for r, op := range documentedRoutes(doc) {
 		path := concrete(r.path)
 		status, eb, ok := probe(t, h, r.method, path)
@@ -420,7 +420,7 @@ func jsonFields(t reflect.Type) []string {
 // Sanity check of the probe itself: with a credential-less request the
 // store is never reached, so the nil-embedded probeStore is safe.
 func ExampleNew_probe() {
-	h := httpapi.New(&worker.Service{Store: probeStore{}})
+	h := httpapi.New(worker.New(worker.Config{Store: probeStore{}}))
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/worker/submit", nil))
 	fmt.Println(rec.Code, strings.TrimSpace(rec.Body.String()))

@@ -124,7 +124,7 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 	launcher, inproc := s.launcher()
 	var exec *embedded.Executor
 	log := s.log
-	svc := &worker.Service{
+	svc := worker.New(worker.Config{
 		// The work dir's store and key are shared by its runs (a host's,
 		// or two `stratus run`s): this API serves this run's credentials
 		// only (docs/security.md § Handles).
@@ -154,7 +154,7 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 		CanLaunch: func(cfg *config.Config, provider string) bool {
 			return doctor.CanLaunch(doctor.Env{}, s.dir, provider, cfg.Agents.Providers[provider])
 		},
-	}
+	})
 	// Observation turns go through a queue as on AWS, here one of this
 	// process, handled as the dispatch function would.
 	svc.Queue = localqueue.New(func(ctx context.Context, body []byte) {

@@ -34,7 +34,7 @@ import (
 )
 
 // EnvFunc plugs straight into worker.Service.Env.
-var _ = worker.Service{Env: runenv.EnvFunc(nil)}
+var _ = worker.Config{Env: runenv.EnvFunc(nil)}
 
 const taskText = "---\nid: t1\ntitle: A task\n---\n## Description\n\nDo it.\n\n## Acceptance criteria\n\n- done\n"
 

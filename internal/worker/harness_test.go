@@ -23,6 +23,7 @@ import (
 	"github.com/stratusflow/stratus/internal/sink/fs"
 	"github.com/stratusflow/stratus/internal/store/sqlite"
 	"github.com/stratusflow/stratus/internal/task"
+	"github.com/stratusflow/stratus/internal/worker/vars"
 	"github.com/stratusflow/stratus/internal/worker/workertest"
 	"github.com/stratusflow/stratus/internal/workspace/bundlecheck"
 	"github.com/stratusflow/stratus/internal/workspace/workspacetest"
@@ -103,11 +104,11 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	t.Cleanup(func() { st.Close() })
 	r := &rig{dir: dir, tokens: &workertest.FakeTokens{}, launcher: &workertest.FakeLauncher{}}
 	r.env = &RunEnv{Flow: fl, FlowDir: flowsDir, Task: tk, Config: cfg}
-	r.svc = &Service{Store: st, Sink: fs.New(dir), Tokens: r.tokens, Launcher: r.launcher,
+	r.svc = New(Config{Store: st, Sink: fs.New(dir), Tokens: r.tokens, Launcher: r.launcher,
 		Minter:  &captoken.Minter{Key: []byte("0123456789abcdef0123456789abcdef")},
 		Env:     func(context.Context, string) (*RunEnv, error) { return r.env, nil },
 		Log:     r.warnings.Logger(),
-		Commits: bundlecheck.Checker{TempDir: t.TempDir()}}
+		Commits: bundlecheck.Checker{TempDir: t.TempDir()}})
 	r.launcher.Exchange = func(ctx context.Context, v string) (string, error) { // the runner's exchange
 		b, err := r.svc.ExchangeBootstrap(ctx, "Bearer "+v)
 		return b.Handle, err
@@ -215,7 +216,7 @@ func (r *rig) visit(t *testing.T, node, body string) *StepValue {
 func (r *rig) vars(t *testing.T, node string) map[string]string {
 	t.Helper()
 	st := stratus.Step{TID: "probe." + node, RunID: r.run.ID, Node: node}
-	v, err := r.svc.templateVars(context.Background(), r.run, r.env, st)
+	v, err := vars.TemplateVars(context.Background(), r.svc.Service, r.run, r.env, st)
 	if err != nil {
 		t.Fatal(err)
 	}

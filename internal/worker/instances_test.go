@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stratusflow/stratus/internal/worker/core"
+
 	awsddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/stratusflow/stratus"
@@ -43,8 +45,8 @@ func instances(t *testing.T, r *rig, n int) []*Service {
 	launcher := &workertest.FakeLauncher{}
 	svcs := make([]*Service, n)
 	for i := range svcs {
-		svcs[i] = &Service{Store: st, Sink: r.svc.Sink, Tokens: r.tokens, Launcher: launcher, Minter: r.svc.Minter,
-			Env: r.svc.Env, Log: r.svc.Log, Commits: r.svc.Commits}
+		svcs[i] = New(Config{Store: st, Sink: r.svc.Sink, Tokens: r.tokens, Launcher: launcher, Minter: r.svc.Minter,
+			Env: r.svc.Env, Log: r.svc.Log, Commits: r.svc.Commits})
 	}
 	launcher.Exchange = func(ctx context.Context, v string) (string, error) {
 		b, err := svcs[0].ExchangeBootstrap(ctx, "Bearer "+v)
@@ -85,7 +87,7 @@ func TestDispatch_ConcurrentInstances_NumberStepsWithoutGaps(t *testing.T) {
 		allAtOnce(len(ms), func(i int) { errs[i] = svcs[i%len(svcs)].Dispatch(ctx, ms[i]) })
 		for i, err := range errs {
 			if err != nil {
-				t.Errorf("Dispatch(%s %s) on instance %d: %v", ms[i].Kind, first(ms[i].TaskToken, ms[i].StepRef), i%len(svcs), err)
+				t.Errorf("Dispatch(%s %s) on instance %d: %v", ms[i].Kind, core.First(ms[i].TaskToken, ms[i].StepRef), i%len(svcs), err)
 			}
 		}
 	}
@@ -136,7 +138,7 @@ func TestDispatch_ConcurrentInstances_NumberStepsWithoutGaps(t *testing.T) {
 	numbered("supervisor turns", turns, SupervisorNode, "supervisor")
 	var jobVisits []int
 	for _, st := range turns {
-		jobVisits = append(jobVisits, supervisorValue(st).JobVisit)
+		jobVisits = append(jobVisits, core.SupervisorValue(st).JobVisit)
 	}
 	slices.Sort(jobVisits)
 	if want := fmt.Sprint(seq(n)); fmt.Sprint(jobVisits) != want {

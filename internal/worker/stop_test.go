@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratusflow/stratus/internal/worker/core"
+
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/compiler"
 	"github.com/stratusflow/stratus/internal/executor"
@@ -227,7 +229,7 @@ func TestDispatch_StopMessageStopsTheTimedOutWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sv, _ := decodeStepValue(step.Value)
+	sv, _ := core.DecodeStepValue(step.Value)
 	if step.Status != stratus.StepFailed || !strings.Contains(sv.Reason, "States.HeartbeatTimeout") || !strings.Contains(sv.Reason, "stopped") {
 		t.Errorf("step %s: status %s, value %s; want failed, the reason naming States.HeartbeatTimeout and the stop", step.StepRef, step.Status, step.Value)
 	}
@@ -355,7 +357,7 @@ func TestDispatch_StopMessageReachesAWorkerLaunchedElsewhere(t *testing.T) {
 	r := newRig(t, rigOptions{flow: buildPublishFlow})
 	step := r.dispatch(t, "build")
 	other := &taskStopper{}
-	fresh := &Service{Store: r.svc.Store, Sink: r.svc.Sink, Tokens: r.tokens, Launcher: other, Minter: r.svc.Minter, Env: r.svc.Env}
+	fresh := New(Config{Store: r.svc.Store, Sink: r.svc.Sink, Tokens: r.tokens, Launcher: other, Minter: r.svc.Minter, Env: r.svc.Env})
 	err := fresh.Dispatch(context.Background(), Message{RunID: "r1", Node: "build", Kind: compiler.KindStop,
 		Error: &CaughtError{Error: "States.Timeout"}})
 	if err != nil {

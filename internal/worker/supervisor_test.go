@@ -14,6 +14,7 @@ import (
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/report"
+	"github.com/stratusflow/stratus/internal/worker/attempt"
 )
 
 // supFlow is implementation → review → publish, with a flow supervisor
@@ -208,7 +209,7 @@ func TestFinalize_FailureFallsBackToTheRenderer(t *testing.T) {
 			if how == "failed report" {
 				r.submitTo(t, sp, "Failed: the engine crashed", false)
 			} else {
-				r.svc.workerExited(sp.TaskID, 1, errors.New("signal: killed"), "")
+				attempt.WorkerExited(r.svc.Service, sp.TaskID, 1, errors.New("signal: killed"), "")
 			}
 			done, failures := r.tokenCounts()
 			if !done[pubTok] || failures != 0 {

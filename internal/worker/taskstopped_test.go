@@ -7,6 +7,7 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/failclass"
+	"github.com/stratusflow/stratus/internal/worker/attempt"
 )
 
 // A worker task that stopped (ECS's "ECS Task State Change", read by
@@ -32,7 +33,7 @@ func TestWorkerTaskStopped_FailsTheAttemptItLeftWithoutAResult(t *testing.T) {
 			t.Fatalf("launched with %q; want a bootstrap value", sp.Handle)
 		}
 		for range 2 { // the event is delivered at least once
-			if err := r.svc.WorkerTaskStopped(ctx, sp.Handle, "", 0, why); err != nil {
+			if err := attempt.WorkerTaskStopped(ctx, r.svc.Service, sp.Handle, "", 0, why); err != nil {
 				t.Fatalf("WorkerTaskStopped: %v", err)
 			}
 		}
@@ -56,7 +57,7 @@ func TestWorkerTaskStopped_FailsTheAttemptItLeftWithoutAResult(t *testing.T) {
 		t.Parallel()
 		r := newRig(t, rigOptions{flow: buildPublishFlow})
 		step := r.dispatch(t, "build") // the rig's launcher exchanges the value, as the runner does
-		if err := r.svc.WorkerTaskStopped(ctx, "wb-spent", step.TID, 1, why); err != nil {
+		if err := attempt.WorkerTaskStopped(ctx, r.svc.Service, "wb-spent", step.TID, 1, why); err != nil {
 			t.Fatalf("WorkerTaskStopped: %v", err)
 		}
 		att, err := r.svc.Store.GetAttempt(ctx, step.TID, 1)
@@ -75,7 +76,7 @@ func TestWorkerTaskStopped_FailsTheAttemptItLeftWithoutAResult(t *testing.T) {
 		if _, err := r.submit(t, "# Built\n"); err != nil {
 			t.Fatal(err)
 		}
-		if err := r.svc.WorkerTaskStopped(ctx, "wb-spent", step.TID, 1, "Essential container in task exited (exit code 0)"); err != nil {
+		if err := attempt.WorkerTaskStopped(ctx, r.svc.Service, "wb-spent", step.TID, 1, "Essential container in task exited (exit code 0)"); err != nil {
 			t.Fatalf("WorkerTaskStopped: %v", err)
 		}
 		att, err := r.svc.Store.GetAttempt(ctx, step.TID, 1)

@@ -9,6 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stratusflow/stratus/internal/gitwork"
+	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/vars"
+
 	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/testenv"
 
@@ -83,7 +87,7 @@ func TestTemplateVars_CoreSetIsPathsAndMetadata(t *testing.T) {
 		}
 	}
 	for k := range v {
-		if !contains(prompt.Allowlist(outputNodes(r.env.Flow)), k) {
+		if !contains(prompt.Allowlist(core.OutputNodes(r.env.Flow)), k) {
 			t.Errorf("variable %q is outside the flow's allowlist", k)
 		}
 	}
@@ -240,13 +244,13 @@ func TestSkipNode_WhenFactsAndTaskDisable(t *testing.T) {
 				t.Fatal(err)
 			}
 			var rec logging.Recorder
-			s := &Service{Log: rec.Logger()}
+			s := New(Config{Log: rec.Logger()})
 			env := &RunEnv{Flow: fl, Task: tk}
-			skip, why := s.skipNode(fl.Node("n"), env)
+			skip, why := vars.SkipNode(s.Service, fl.Node("n"), env)
 			if skip != tc.skip || !strings.Contains(why, tc.why) {
 				t.Errorf("skipNode = %v %q, want %v %q", skip, why, tc.skip, tc.why)
 			}
-			s.skipNode(fl.Node("n"), env)
+			vars.SkipNode(s.Service, fl.Node("n"), env)
 			wantWarnings := 0
 			if strings.Contains(tc.when, "typo") {
 				wantWarnings = 1
@@ -378,13 +382,13 @@ func TestDiffVars_IgnoredWorkDirIsNotAGitWorkTree(t *testing.T) {
 // a count of the rest; renames read old → new.
 func TestChangeOverview_BoundedWithRenames(t *testing.T) {
 	t.Parallel()
-	snap := &snapshot{Base: "abc", Diff: []byte("0123456789")}
-	snap.Paths = append(snap.Paths, changedPath{Kind: "R", Old: "a.go", Path: "b.go", Added: 1, Deleted: 1})
-	snap.Paths = append(snap.Paths, changedPath{Kind: "A", Path: "img.png", Added: -1, Deleted: -1})
+	snap := &gitwork.Snapshot{Base: "abc", Diff: []byte("0123456789")}
+	snap.Paths = append(snap.Paths, gitwork.ChangedPath{Kind: "R", Old: "a.go", Path: "b.go", Added: 1, Deleted: 1})
+	snap.Paths = append(snap.Paths, gitwork.ChangedPath{Kind: "A", Path: "img.png", Added: -1, Deleted: -1})
 	for i := range 250 {
-		snap.Paths = append(snap.Paths, changedPath{Kind: "M", Path: fmt.Sprintf("f%03d", i), Added: 1})
+		snap.Paths = append(snap.Paths, gitwork.ChangedPath{Kind: "M", Path: fmt.Sprintf("f%03d", i), Added: 1})
 	}
-	ov := string(changeOverview(snap, "/x/current.diff"))
+	ov := string(snap.Overview("/x/current.diff"))
 	for _, want := range []string{"252 paths, +251 -1 lines, against base abc", "Full diff: /x/current.diff (10 bytes)", "R a.go → b.go +1 -1", "A img.png binary", "… and 52 more paths"} {
 		if !strings.Contains(ov, want) {
 			t.Errorf("overview lacks %q", want)

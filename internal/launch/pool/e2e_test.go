@@ -82,9 +82,9 @@ func newStack(t *testing.T, pickup time.Duration) *stack {
 	cfg.Agents.Primary = "pooled"
 	env := &worker.RunEnv{Flow: fl, FlowDir: flows, Task: tk, Config: cfg}
 	s := &stack{tokens: &workertest.FakeTokens{}, cold: &fakeCold{}, queue: memory.New(memory.Options{MaxReceives: 3}), dir: dir}
-	s.svc = &worker.Service{Store: st, Sink: fs.New(dir).Private(worker.StateDirName), Tokens: s.tokens,
+	s.svc = worker.New(worker.Config{Store: st, Sink: fs.New(dir).Private(worker.StateDirName), Tokens: s.tokens,
 		Minter: &captoken.Minter{Key: []byte("0123456789abcdef0123456789abcdef")},
-		Env:    func(context.Context, string) (*worker.RunEnv, error) { return env, nil }}
+		Env:    func(context.Context, string) (*worker.RunEnv, error) { return env, nil }})
 	l, err := pool.New(pool.Config{Offline: s.queue, Cold: s.cold, Pickup: pickup, Poll: 10 * time.Millisecond, Heartbeat: 50 * time.Millisecond,
 		Taken: func(ctx context.Context, b string) (bool, error) {
 			_, err := st.GetHandle(ctx, b)

@@ -1,0 +1,31 @@
+package core
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+)
+
+// SystemRef points at an attempt's baked system prompt (seed 001 §
+// worker_prompt_system): the Http-mode fetch target and what to verify.
+type SystemRef struct {
+	URI    string `json:"uri"`    // path and query of GET /v1/worker/prompt/system, relative to the API base
+	SHA256 string `json:"sha256"` // hex
+	Bytes  int    `json:"bytes"`
+}
+
+func SystemRefOf(tid string, attempt int, system string) *SystemRef {
+	sum := sha256.Sum256([]byte(system))
+	q := url.Values{"task_id": {tid}, "attempt": {fmt.Sprint(attempt)}}
+	return &SystemRef{URI: "/v1/worker/prompt/system?" + q.Encode(), SHA256: hex.EncodeToString(sum[:]), Bytes: len(system)}
+}
+
+// DegradationBody is the body of POST /v1/worker/degradation (seed 001 §
+// worker_degradation): {tool, error, fallback, note?}.
+type DegradationBody struct {
+	Tool     string `json:"tool"`
+	Error    string `json:"error"`
+	Fallback string `json:"fallback"`
+	Note     string `json:"note,omitempty"`
+}

@@ -1,7 +1,0 @@
-//go:build !unix
-
-package worker
-
-import "os"
-
-func ownerLinks(os.FileInfo) (uint32, uint64, bool) { return 0, 0, false }

@@ -1,0 +1,259 @@
+package worker
+
+import (
+	"context"
+
+	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/worker/artifact"
+	"github.com/stratusflow/stratus/internal/worker/attempt"
+	"github.com/stratusflow/stratus/internal/worker/bundle"
+	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/degradation"
+	"github.com/stratusflow/stratus/internal/worker/dispatch"
+	"github.com/stratusflow/stratus/internal/worker/fetch"
+	"github.com/stratusflow/stratus/internal/worker/hitl"
+	"github.com/stratusflow/stratus/internal/worker/rendersize"
+	"github.com/stratusflow/stratus/internal/worker/stats"
+	"github.com/stratusflow/stratus/internal/worker/submit"
+	"github.com/stratusflow/stratus/internal/worker/supervise"
+	"github.com/stratusflow/stratus/internal/worker/vars"
+)
+
+// Service is the worker service: its shared context (core.Service: the
+// Config and the state its operations share) and the operations, one
+// package each under internal/worker, as methods. Make one with New.
+type Service struct {
+	*core.Service
+}
+
+// New returns a Service wired by c.
+func New(c Config) *Service {
+	s := &core.Service{Config: c}
+	s.Layers = core.Layers{
+		StepEnded: func(e Event) { supervise.StepEnded(s, e) },
+		SupervisorFailed: func(ctx context.Context, c *Caller, att stratus.Attempt, f core.Failure, reason string) (*StepValue, error) {
+			return supervise.Failed(ctx, s, c, att, f, reason)
+		},
+	}
+	return &Service{Service: s}
+}
+
+// The shapes of the worker API and the service's events, defined beside
+// the shared context (internal/worker/core) and named here for the
+// transports.
+type (
+	Config          = core.Config
+	AuditAttempt    = core.AuditAttempt
+	AuditRecord     = core.AuditRecord
+	Blob            = core.Blob
+	Body            = core.Body
+	Bootstrapped    = core.Bootstrapped
+	Caller          = core.Caller
+	CaughtError     = core.CaughtError
+	CommitChecker   = core.CommitChecker
+	Context         = core.Context
+	DegradationBody = core.DegradationBody
+	EngineFile      = core.EngineFile
+	EngineSpec      = core.EngineSpec
+	EvaluatorPolicy = core.EvaluatorPolicy
+	Event           = core.Event
+	FailureValue    = core.FailureValue
+	HITLValue       = core.HITLValue
+	HeadAdvance     = core.HeadAdvance
+	HumanInput      = core.HumanInput
+	Message         = core.Message
+	Payload         = core.Payload
+	Reply           = core.Reply
+	ResultBody      = core.ResultBody
+	RunEnv          = core.RunEnv
+	Stats           = core.Stats
+	StepPointer     = core.StepPointer
+	StepValue       = core.StepValue
+	SystemRef       = core.SystemRef
+	ToolContext     = vars.ToolContext
+	ToolPaths       = vars.ToolPaths
+	Upload          = core.Upload
+	UploadRequest   = core.UploadRequest
+	WorkspaceSpec   = core.WorkspaceSpec
+)
+
+const (
+	AnswerReasonBytes           = core.AnswerReasonBytes
+	ChangeOverviewFile          = core.ChangeOverviewFile
+	DecisionAnswer              = core.DecisionAnswer
+	DecisionApprove             = core.DecisionApprove
+	DecisionReject              = core.DecisionReject
+	DefaultEngineTimeoutSeconds = core.DefaultEngineTimeoutSeconds
+	DefaultInlineBytes          = core.DefaultInlineBytes
+	DefaultMaxUploadBytes       = core.DefaultMaxUploadBytes
+	DiffFile                    = core.DiffFile
+	EnrichedSpecFile            = core.EnrichedSpecFile
+	ErrCapReached               = core.ErrCapReached
+	ErrDispatch                 = core.ErrDispatch
+	ErrHITLTimeout              = core.ErrHITLTimeout
+	ErrInfrastructure           = core.ErrInfrastructure
+	ErrLaunchFailed             = core.ErrLaunchFailed
+	ErrProjection               = core.ErrProjection
+	ErrPublish                  = core.ErrPublish
+	ErrUnsupported              = core.ErrUnsupported
+	ErrWorkerFailed             = core.ErrWorkerFailed
+	EventStepEnded              = core.EventStepEnded
+	EventStepParked             = core.EventStepParked
+	EventStepProgress           = core.EventStepProgress
+	EventStepRetrying           = core.EventStepRetrying
+	EventStepStarted            = core.EventStepStarted
+	EventStepWaiting            = core.EventStepWaiting
+	EventSupervisorEnded        = core.EventSupervisorEnded
+	EventSupervisorStarted      = core.EventSupervisorStarted
+	FileSentinel                = core.FileSentinel
+	KindObserve                 = core.KindObserve
+	MaxCostUSD                  = core.MaxCostUSD
+	MaxPendingUploads           = core.MaxPendingUploads
+	MaxReasonBytes              = core.MaxReasonBytes
+	MaxReplyBytes               = core.MaxReplyBytes
+	OutcomeRouteApprove         = core.OutcomeRouteApprove
+	OutcomeRouteDeny            = core.OutcomeRouteDeny
+	OutcomeSkipped              = core.OutcomeSkipped
+	PlanFile                    = core.PlanFile
+	ReportFile                  = core.ReportFile
+	SignalApproval              = core.SignalApproval
+	SignalQuestion              = core.SignalQuestion
+	StateDirName                = core.StateDirName
+	StepWaiting                 = core.StepWaiting
+	SubtasksDir                 = core.SubtasksDir
+	SummaryFile                 = core.SummaryFile
+	SupervisorNode              = core.SupervisorNode
+	TimelineFile                = core.TimelineFile
+	UploadTTL                   = core.UploadTTL
+	WorkspaceBlobTTL            = core.WorkspaceBlobTTL
+)
+
+var (
+	ErrNotPersisted      = core.ErrNotPersisted
+	CheckReplySize       = hitl.CheckReplySize
+	ContractContent      = core.ContractContent
+	DecompositionEnabled = core.DecompositionEnabled
+	DropUploads          = core.DropUploads
+	HumanInputRequest    = core.HumanInputRequest
+	NeedsRefinement      = vars.NeedsRefinement
+	NewFailureValue      = core.NewFailureValue
+	NodeEnabled          = vars.NodeEnabled
+	Pinned               = core.Pinned
+	PlausibleCost        = core.PlausibleCost
+	PolicyOf             = core.PolicyOf
+	ReadOutputFile       = core.ReadOutputFile
+	ReportEnv            = core.ReportEnv
+	Resolve              = core.Resolve
+	ResolveOn            = core.ResolveOn
+	SkipOutcome          = core.SkipOutcome
+	SlotFile             = core.SlotFile
+	WorkspaceKeys        = core.WorkspaceKeys
+	WorkspaceRoot        = core.WorkspaceRoot
+)
+
+// RecordStats is the stats operation (internal/worker/stats).
+func (s *Service) RecordStats(ctx context.Context, authorization string, st Stats) error {
+	return stats.Invoke(ctx, s.Service, authorization, st)
+}
+
+// RecordDegradation is the degradation operation (internal/worker/degradation).
+func (s *Service) RecordDegradation(ctx context.Context, authorization string, d DegradationBody) error {
+	return degradation.Invoke(ctx, s.Service, authorization, d)
+}
+
+// RenderSize is the render-size operation (internal/worker/rendersize).
+func (s *Service) RenderSize(ctx context.Context, authorization, agent string) (stratus.RenderSize, error) {
+	return rendersize.Invoke(ctx, s.Service, authorization, agent)
+}
+
+// FetchPrompt is the prompt fetch (internal/worker/fetch).
+func (s *Service) FetchPrompt(ctx context.Context, authorization, tid string) (*Payload, error) {
+	return fetch.Invoke(ctx, s.Service, authorization, tid)
+}
+
+// FetchSystem is the fetch of an attempt's system prompt (internal/worker/fetch).
+func (s *Service) FetchSystem(ctx context.Context, authorization, tid, attempt string) ([]byte, error) {
+	return fetch.System(ctx, s.Service, authorization, tid, attempt)
+}
+
+// Human is a human's reply to a waiting gate (internal/worker/hitl).
+func (s *Service) Human(ctx context.Context, runID, node string, r Reply) (*HITLValue, error) {
+	return hitl.Invoke(ctx, s.Service, runID, node, r)
+}
+
+// AuthorizeOperator checks the credential of a human's reply (internal/worker/hitl).
+func (s *Service) AuthorizeOperator(authorization, runID string) error {
+	return hitl.AuthorizeOperator(s.Service, authorization, runID)
+}
+
+// Artifact stages one named part given as bytes (internal/worker/artifact).
+func (s *Service) Artifact(ctx context.Context, authorization, name string, body []byte) error {
+	return artifact.Artifact(ctx, s.Service, authorization, name, body)
+}
+
+// StageArtifact stages one named part (internal/worker/artifact).
+func (s *Service) StageArtifact(ctx context.Context, authorization, name string, b Body) error {
+	return artifact.Invoke(ctx, s.Service, authorization, name, b)
+}
+
+// NewUpload starts an upload of a large body (internal/worker/artifact).
+func (s *Service) NewUpload(ctx context.Context, authorization string, req UploadRequest) (Upload, error) {
+	return artifact.NewUpload(ctx, s.Service, authorization, req)
+}
+
+// WorkspaceUpload starts an upload of a step's workspace bundle
+// (internal/worker/bundle).
+func (s *Service) WorkspaceUpload(ctx context.Context, authorization string, req UploadRequest) (Upload, error) {
+	return bundle.Upload(ctx, s.Service, authorization, req)
+}
+
+// ReadBlob reads a workspace blob (internal/worker/bundle).
+func (s *Service) ReadBlob(ctx context.Context, authorization, key string) ([]byte, error) {
+	return bundle.Read(ctx, s.Service, authorization, key)
+}
+
+// WriteBlob writes a workspace blob (internal/worker/bundle).
+func (s *Service) WriteBlob(ctx context.Context, authorization, key string, body []byte) error {
+	return bundle.Write(ctx, s.Service, authorization, key, body)
+}
+
+// WriteBlobFrom writes a workspace blob read by read (internal/worker/bundle).
+func (s *Service) WriteBlobFrom(ctx context.Context, authorization, key string, read func(limit int64) ([]byte, error)) error {
+	return bundle.WriteFrom(ctx, s.Service, authorization, key, read)
+}
+
+// AdvanceHead moves a run's workspace head (internal/worker/bundle).
+func (s *Service) AdvanceHead(ctx context.Context, authorization string, h HeadAdvance) error {
+	return bundle.AdvanceHead(ctx, s.Service, authorization, h)
+}
+
+// Submit records an attempt's final body (internal/worker/submit).
+func (s *Service) Submit(ctx context.Context, authorization, tid string, body []byte, ok bool) (*StepValue, error) {
+	return submit.Invoke(ctx, s.Service, authorization, tid, body, ok)
+}
+
+// SubmitBody records an attempt's final body, inline or uploaded
+// (internal/worker/submit).
+func (s *Service) SubmitBody(ctx context.Context, authorization, tid string, b Body, ok bool) (*StepValue, error) {
+	return submit.Body(ctx, s.Service, authorization, tid, b, ok)
+}
+
+// Result records an attempt's structured result (internal/worker/submit).
+func (s *Service) Result(ctx context.Context, authorization string, rb ResultBody) (*StepValue, error) {
+	return submit.Result(ctx, s.Service, authorization, rb)
+}
+
+// Dispatch handles one dispatch message (internal/worker/dispatch).
+func (s *Service) Dispatch(ctx context.Context, m Message) error {
+	return dispatch.Invoke(ctx, s.Service, m)
+}
+
+// WorkerTaskStopped is told that a worker's task stopped (internal/worker/attempt).
+func (s *Service) WorkerTaskStopped(ctx context.Context, bootstrap, tid string, n int, why string) error {
+	return attempt.WorkerTaskStopped(ctx, s.Service, bootstrap, tid, n, why)
+}
+
+// Rekick starts a new attempt of a running step (internal/worker/attempt).
+func (s *Service) Rekick(ctx context.Context, tid string) (int, error) {
+	return attempt.Rekick(ctx, s.Service, tid)
+}
