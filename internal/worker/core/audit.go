@@ -1,6 +1,6 @@
 package core
 
-// The prompt audit (seed 004 § prompt_audit): when it is on, every agent
+// The prompt audit (docs/contracts.md § Prompt audit): when it is on, every agent
 // and evaluator step records who received what prompt, under
 // .stratus/logs/<task>/prompt-audit/: one Markdown file per step run,
 // <ordinal:06d>-<node>.md (the step's position among the run's steps, so a

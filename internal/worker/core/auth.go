@@ -23,8 +23,8 @@ type Caller struct {
 	Env     *RunEnv
 }
 
-// Authorize resolves an Authorization header value to a Caller (seed 001 §
-// Bearer authentication). The scheme is "Bearer" in any letter case; the
+// Authorize resolves an Authorization header value to a Caller
+// (docs/contracts.md § Bearer authentication). The scheme is "Bearer" in any letter case; the
 // credential is a wh- handle (mapped server side) or a full capability
 // token (HMAC, TTL and role × verb checked). When tid is non-empty it must
 // name the credential's own dispatch task. A credential is fenced to its
@@ -192,7 +192,8 @@ type Bootstrapped struct {
 	Attempt int    `json:"attempt"`
 }
 
-// ExchangeBootstrap serves POST /v1/worker/bootstrap (issue 14 § 11): the
+// ExchangeBootstrap serves POST /v1/worker/bootstrap (docs/contracts.md §
+// Bearer authentication; docs/security.md § Handles): the
 // one-time value a worker was launched with (Authorization: Bearer wb-…)
 // is taken — it never works again — and a fresh handle for the same
 // attempt is returned, living one HandleLease (never past the value's own

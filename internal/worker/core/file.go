@@ -12,7 +12,7 @@ import (
 )
 
 // FileSentinel starts a body that names a file instead of carrying it
-// (seed 000 § Why OUT is a tool call: "the @file:<abs-path> sentinel").
+// (docs/contracts.md § Output is a tool call).
 const FileSentinel = "@file:"
 
 // StateDirName is the directory under the work dir that holds Stratus's own
@@ -59,7 +59,7 @@ func (s *Service) ResolveFileSentinel(c *Caller, body []byte) ([]byte, error) {
 
 // ReadOutputFile reads the file an `@file:<abs-path>` sentinel names, for
 // the server (embedded) and the worker side (runner, `stratus worker`)
-// alike (issue 14 § 3). Refused, with EINVALID (Field "body") naming the
+// alike (pinned by TestResolveFileSentinel_RefusesStateAndHardLinks). Refused, with EINVALID (Field "body") naming the
 // path and the rule: a path whose real location (symbolic links
 // resolved) has a ".stratus" component — Stratus's state: the HMAC key,
 // the store — ; anything but a regular file; a file with more than one

@@ -13,7 +13,7 @@ import (
 )
 
 // Human-in-the-loop (worc reference.md § hitl node and § agent node: hitl;
-// issue 5 § 4): a hitl node, or an agent whose report asks a human, parks
+// docs/contracts.md § Flows and task types): a hitl node, or an agent whose report asks a human, parks
 // its Task state on a task token that only a human's reply completes —
 // `stratus approve|reject|answer RUN NODE` or POST
 // /v1/runs/{run_id}/nodes/{node}/hitl (on a stack, its IAM-authorised twin

@@ -38,7 +38,7 @@ func SlotFile(f *flow.Flow, ctxDir, taskID, slot string) string {
 func ContractObject(value json.RawMessage) map[string]json.RawMessage {
 	// Only an object decodes into either shape; a text body folds to a
 	// JSON string, and decoding its 64 KiB just to fail was the largest
-	// cost of a submit after the store (issue 16 § 3).
+	// cost of a submit after the store.
 	if !jsonObject(value) {
 		return nil
 	}

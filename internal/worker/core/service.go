@@ -51,11 +51,12 @@ const (
 	// posts them (POST /v1/worker/stats: as the engine's agent_step and
 	// usage lines stream, and every heartbeat interval while it is
 	// silent): Steps, the tokens and cost so far, Duration = elapsed since
-	// the attempt started (issue 13 § 8).
+	// the attempt started (pinned by TestRecordStats_ReportsProgress).
 	EventStepProgress = "step_progress"
 )
 
-// Event is one line of live progress (issue 2 § 4).
+// Event is one line of live progress: what `stratus run` prints and
+// `--json` streams (README.md § Live progress).
 type Event struct {
 	Type             string
 	At               time.Time
@@ -64,7 +65,7 @@ type Event struct {
 	StepRef          string
 	TID              string // the step's dispatch task id (a key, not shown)
 	Attempt          int
-	Terminal         string // seed 003 § 5 terminal ("" for non-worker steps)
+	Terminal         string // the child's terminal, docs/contracts.md § Terminal classification ("" for non-worker steps)
 	Outcome          string // accept/rework for evaluators, done/skipped otherwise
 	Reason           string
 	Duration         time.Duration
@@ -113,8 +114,7 @@ type Config struct {
 	// step fails and its state is told so.
 	DiskFull func(err error)
 	// Queue takes the work a request must not wait for — a supervisor
-	// observation turn, whose launch may retry for minutes (issue 14 §
-	// 10) — as a KindObserve dispatch message: on AWS the dispatch queue,
+	// observation turn, whose launch may retry for minutes — as a KindObserve dispatch message: on AWS the dispatch queue,
 	// whose function runs it (Dispatch); embedded, a queue/local whose
 	// handler calls Dispatch. nil: a goroutine of this process, which
 	// Drain waits for.
@@ -299,8 +299,9 @@ func (s *Service) RememberWorker(tid, id string) {
 	s.workers[tid] = id
 }
 
-// StopWorker stops the worker of tid if one is known (DESIGN.md § The path
-// of one step, 5: a Catch on a timed-out worker state stops its task).
+// StopWorker stops the worker of tid if one is known (docs/architecture.md
+// § The path of one step, 10: a Catch on a timed-out worker state stops its
+// task).
 func (s *Service) StopWorker(ctx context.Context, tid string) error {
 	s.mu.Lock()
 	id := s.workers[tid]

@@ -37,14 +37,15 @@ type Message struct {
 	// latest step goes on (reenter).
 	RetryCount int `json:"retry_count,omitempty"`
 	// StepRef and Why are what an observation message (kind KindObserve,
-	// sent by the worker API through Service.Queue, issue 14 § 10)
+	// sent by the worker API through Service.Queue)
 	// carries: the step to observe (Node is its node) and why.
 	StepRef string `json:"step_ref,omitempty"`
 	Why     string `json:"why,omitempty"`
 }
 
 // KindObserve is the kind of a dispatch message that starts a supervisor
-// observation turn of a step that ended (seed 004 § What the layer does).
+// observation turn of a step that ended (docs/contracts.md § What the
+// supervisor layer does).
 const KindObserve = "supervisor.observe"
 
 // CaughtError is the Catch's view of a failed state: {Error, Cause}.
@@ -56,7 +57,7 @@ type CaughtError struct {
 // Error names a dispatch completes a Task state with (SendTaskFailure).
 const (
 	ErrLaunchFailed = "stratus.LaunchFailed"  // the worker could not be started
-	ErrWorkerFailed = "stratus.WorkerFailed"  // the worker ended without a report (seed 003 § 5)
+	ErrWorkerFailed = "stratus.WorkerFailed"  // the worker ended without a report (docs/contracts.md § Terminal classification)
 	ErrUnsupported  = "stratus.Unsupported"   // a node kind this build cannot run
 	ErrPublish      = "stratus.PublishFailed" // the publish node could not write its report
 	ErrDispatch     = "stratus.DispatchFailed"

@@ -14,7 +14,8 @@ import (
 )
 
 // StepValue is the small value a Task state completes with: references and
-// scalars only, never bodies (DESIGN.md § Limits: 256 KiB state payload).
+// scalars only, never bodies (docs/architecture.md § Limits: 256 KiB state
+// payload).
 // Routing reads Outcome ($.last.outcome).
 type StepValue struct {
 	StepRef string   `json:"step_ref"`
@@ -50,7 +51,8 @@ func DecodeStepValue(raw json.RawMessage) (StepValue, error) {
 	return v, json.Unmarshal(raw, &v)
 }
 
-// SubmitFormat is the fold mode of a node (seed 000 § submit_format),
+// SubmitFormat is the fold mode of a node (docs/contracts.md § The fold and
+// submit_format),
 // nearest declaration wins: the node's own `submit_format` (the step), its
 // role file's front matter (the agent), the flow's `submit_format` (flow-wide).
 // An unknown value is warned about and folds like the default.
@@ -88,7 +90,8 @@ type ResultBody struct {
 	TaskID string          `json:"task_id"`
 	Value  json.RawMessage `json:"value,omitempty"`
 	OK     *bool           `json:"ok"`
-	// Upload names an upload holding the body (issue 14 § 8); the value is
+	// Upload names an upload holding the body (docs/contracts.md § Request
+	// and response bodies); the value is
 	// then absent (or null): the uploaded bytes are the body as is.
 	Upload string `json:"upload,omitempty"`
 }
@@ -122,7 +125,7 @@ func SecondFinal(c *Caller, err error) error {
 // bytes: the attempt's reason, its step's value, the step-ended event and
 // the state machine's task failure cause (Step Functions keeps 32,768
 // characters of a cause, and the value travels in a 256 KiB state:
-// DESIGN.md § Limits). A worker's longer reason (POST /v1/worker/result or
+// docs/architecture.md § Limits). A worker's longer reason (POST /v1/worker/result or
 // /v1/worker/submit with ok=false, up to the body limit) is kept whole only
 // as the attempt's failed Final in its output tail.
 const MaxReasonBytes = 4 << 10
@@ -164,8 +167,8 @@ func FailureAnswer(sv *StepValue, bytes int) *StepValue {
 }
 
 // Stats is the body of POST /v1/worker/stats: a worker's self-reported
-// per-attempt counters, cumulative (every field optional; seed 001 §
-// StatsBody). EngineStartedAt (unix ms) marks when the runner spawned the
+// per-attempt counters, cumulative (every field optional; docs/contracts.md
+// § Request and response bodies). EngineStartedAt (unix ms) marks when the runner spawned the
 // engine, for the orchestration-overhead figure.
 type Stats struct {
 	Steps            *int     `json:"steps,omitempty"`

@@ -8,8 +8,8 @@ import (
 	"github.com/stratusflow/stratus/internal/report"
 )
 
-// The supervisor layer's turns (seed 004 § supervisor, § What the layer
-// does) run through the ordinary worker path — a runner and an engine per
+// The supervisor layer's turns (docs/contracts.md § The supervisor, § What
+// the supervisor layer does) run through the ordinary worker path — a runner and an engine per
 // attempt, so they run the same way on AWS — as attempts of synthetic steps
 // of kind report.Kind. Such a step is no flow node: its Node is
 // SupervisorNode (which no node id can equal), its StepRef "supervisor#<n>".

@@ -23,7 +23,7 @@ import (
 
 var NewHandle, NewBootstrap = captoken.NewHandle, captoken.NewBootstrap
 
-// Files of the ctx dir the variables point at (seed 004 § Template
+// Files of the ctx dir the variables point at (docs/contracts.md § Template
 // variables, worc flow-authoring.md § Where a node's output goes). Each is
 // relative to the run's ctx dir.
 const (
@@ -36,12 +36,12 @@ const (
 	SubtasksDir        = "subtasks"            // <NN>.md per subtask spec, <NN>.predecessors.md, <NN>.start.txt
 )
 
-// MaxOverviewPaths bounds the paths change-overview.txt lists (seed 004 §
-// Template variables: at most 200 paths, then a count of the rest).
+// MaxOverviewPaths bounds the paths change-overview.txt lists: at most 200
+// paths, then a count of the rest (docs/contracts.md § Template variables).
 const MaxOverviewPaths = gitwork.MaxOverviewPaths
 
-// CtxDir returns the run's ctx-dir as a sink key prefix (seed 000 § Files
-// are the server's job: placement default workspace/tasks/{task_id}/ctx;
+// CtxDir returns the run's ctx-dir as a sink key prefix (docs/contracts.md
+// § Files are the server's job: placement default workspace/tasks/{task_id}/ctx;
 // in the state dir for an embedded run whose repository travels:
 // projection.RunCtxDir).
 func CtxDir(env *RunEnv, run stratus.Run) (string, error) {
@@ -65,7 +65,8 @@ func ReportDir(f *flow.Flow, taskID string) string {
 
 // Abs turns a sink key into the absolute path a local engine reads: under
 // the work dir, or under the workspace's Root for a run whose repository
-// travels (each runner puts its own checkout there; issue 12 § 2).
+// travels (each runner puts its own checkout there; docs/architecture.md §
+// Workspaces).
 func Abs(run stratus.Run, key string) string {
 	if run.Workspace != nil {
 		return path.Join(run.Workspace.Root, key)
@@ -99,14 +100,14 @@ func OutputNodes(f *flow.Flow) []string { return flow.OutputNodes(f) }
 
 // LatestSteps returns, per node, the latest completed step of a run (not
 // skipped, not a supervisor turn), in creation order, excluding the step
-// `except`: one store query, not the whole run (issue 16 § 3).
+// `except`: one store query, not a read of the whole run's steps.
 func (s *Service) LatestSteps(ctx context.Context, runID, except string) ([]stratus.Step, error) {
 	return s.Store.LatestSteps(ctx, runID, store.LatestQuery{Status: stratus.StepCompleted, ExceptTID: except,
 		SkipVerdicts: []string{OutcomeSkipped}, SkipKinds: []string{SupervisorKind}})
 }
 
-// ReadRoleFile reads a role file contained in the flows directory (seed 004
-// § Fatal validation: role_file paths contain no traversal) and splits off
+// ReadRoleFile reads a role file contained in the flows directory
+// (docs/contracts.md § Fatal validation: role_file paths contain no traversal) and splits off
 // its optional front matter.
 func ReadRoleFile(flowDir, rel string) (prompt.RoleMeta, string, error) {
 	raw, err := ReadRoleFileRaw(flowDir, rel)
@@ -138,8 +139,8 @@ var secretLike = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`(?i)\b(sk-[a-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{20,}|xox[baprs]-[A-Za-z0-9-]{10,})`)
 })
 
-// Redact masks token-shaped secrets in audit copies (seed 004 § Safety:
-// rendered prompts are written redacted).
+// Redact masks token-shaped secrets in audit copies (docs/contracts.md §
+// Prompt templates: rendered prompts are written redacted).
 func Redact(s string) string { return secretLike().ReplaceAllString(s, "[REDACTED]") }
 
 func MorePaths(n int) string {
