@@ -50,7 +50,8 @@ func LaunchAttempt(ctx context.Context, s *core.Service, run stratus.Run, env *c
 	if err := s.Store.PutRenderSize(ctx, stratus.RenderSize{Agent: node.ID, Bytes: len(att.System), At: att.StartedAt}); err != nil {
 		return err
 	}
-	// Audit copy of the rendered prompt, one per node run (seed 004 § Safety).
+	// Audit copy of the rendered prompt, one per node run
+	// (docs/contracts.md § Prompt templates).
 	logDir := path.Join(".stratus/logs", run.TaskID, "stages", step.Node, fmt.Sprintf("run-%06d", step.Visit))
 	if err := s.Files(run).Put(ctx, path.Join(logDir, "rendered-prompt.md"), []byte(core.Redact(rendered))); err != nil {
 		return fmt.Errorf("save rendered prompt: %w", err)
@@ -76,7 +77,8 @@ func LaunchAttempt(ctx context.Context, s *core.Service, run stratus.Run, env *c
 	// HeartbeatSeconds runs from the dispatch message, and the runner's
 	// first stats come only once its task runs (Fargate: 30-90 s and the
 	// image pull): the step's task token is heartbeaten while RunTask
-	// retries and once it succeeds (issue 14 § 9).
+	// retries and once it succeeds (pinned by
+	// TestDispatch_HeartbeatsOnceTheWorkerIsLaunched).
 	spec.Waiting = func() error { return s.Heartbeat(ctx, step) }
 	s.WatchStarted(ctx, run, env, step.TID, n)
 	id, err := s.Launcher.Launch(ctx, spec)
@@ -288,7 +290,8 @@ func failEndedWorker(ctx context.Context, s *core.Service, tid string, n int, re
 // WorkerTaskStopped is told that the worker task of attempt n of dispatch
 // task tid, launched with bootstrap value bootstrap, has stopped, and why
 // (ECS's stoppedReason, the container's exit code and last lines: "ECS
-// Task State Change", DESIGN.md § The path of one step). Unless the
+// Task State Change", the Amazon ECS Developer Guide's "Amazon ECS task
+// state change events"; docs/architecture.md § The path of one step). Unless the
 // attempt has ended some other way first, it fails now (class
 // infrastructure; its Task state fails with stratus.WorkerFailed, so the
 // run takes the flow's failure path and a resume starts the step again),

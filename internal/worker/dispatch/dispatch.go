@@ -21,8 +21,8 @@ import (
 	"github.com/stratusflow/stratus/internal/worker/vars"
 )
 
-// Invoke handles one dispatch message (DESIGN.md § The path of one step,
-// step 2): it creates the step (idempotent on the task token, so a
+// Invoke handles one dispatch message (docs/architecture.md § The path of
+// one step, 3): it creates the step (idempotent on the task token, so a
 // redelivered message does not create two), then per node kind launches a
 // worker (agent, evaluator), writes the summary (publish) or skips the node
 // (a `when` fact that is false). It completes the Task state itself for
@@ -162,7 +162,8 @@ func Invoke(ctx context.Context, s *core.Service, m core.Message) error {
 // (m.RetryCount > 0: a transient failure the retry policy retries on the
 // same or the next provider, or an infrastructure error), or after the
 // step parked (its "<node>.wait" ends and enters the node again) — with a
-// new attempt under the new task token: seed 000's attempt fencing keeps
+// new attempt under the new task token: the attempt fencing of
+// docs/contracts.md § Routes keeps
 // the attempts before it from writing, and the step stays one visit, one
 // step_ref. handled is false when the entry is a new visit (a rework loop,
 // a resume) and Dispatch creates the step as usual.
@@ -206,7 +207,8 @@ func reenter(ctx context.Context, s *core.Service, run stratus.Run, env *core.Ru
 	return true, attempt.LaunchAttempt(ctx, s, run, env, st, n)
 }
 
-// checkCaps enforces the run's cost and token caps (issue 11 § 7) before a
+// checkCaps enforces the run's cost and token caps (docs/architecture.md §
+// The run lifecycle) before a
 // worker step starts: a run at or over a cap fails step with
 // ErrCapReached, which parks the run at manual_action_required (stopped is
 // true); a run near a cap, or whose spend includes attempts of unknown
@@ -230,7 +232,8 @@ func checkCaps(ctx context.Context, s *core.Service, run stratus.Run, step strat
 	return false, nil
 }
 
-// stopNode handles a "stop" message (DESIGN.md § The path of one step, 5:
+// stopNode handles a "stop" message (docs/architecture.md § The path of
+// one step, 10:
 // a Catch on a timed-out or failed worker state stops its ECS task before
 // routing). The node's latest step is the one whose state was caught: a
 // step still running (its state timed out, nobody completed it) and its
@@ -294,7 +297,8 @@ func stopNode(ctx context.Context, s *core.Service, m core.Message) error {
 // Conditional nodes). Its verdict and progress line say "skipped", and its
 // value carries why (the report's Pipeline nodes skipped reads it). The
 // outcome the state machine routes on is SkipOutcome: a skipped gate does
-// not gate (issue 5 H1), where "skipped" would match no edge of a gate and
+// not gate (pinned by TestDispatch_SkippedGateCompletesWithItsPassOutcome),
+// where "skipped" would match no edge of a gate and
 // park the run.
 func skipStep(ctx context.Context, s *core.Service, step stratus.Step, node *flow.Node, why string) error {
 	v, _ := json.Marshal(core.StepValue{StepRef: step.StepRef, Node: step.Node, Outcome: core.SkipOutcome(node), Reason: why})

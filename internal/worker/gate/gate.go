@@ -82,7 +82,8 @@ func nodeRequest(ctx context.Context, s *core.Service, run stratus.Run, env *cor
 		what = "approve or reject the work so far at node " + node.ID
 	}
 	if q := strings.TrimSpace(node.Question); q != "" {
-		// The node's own question (issue 15 § 3), rendered like a role
+		// The node's own question (docs/contracts.md § Template variables),
+		// rendered like a role
 		// file with the step's variables.
 		if vars, err := vars.TemplateVars(ctx, s, run, env, step); err == nil {
 			q = prompt.Render(q, vars, core.OutputNodes(env.Flow))

@@ -185,7 +185,7 @@ func stepLogDir(run stratus.Run, step stratus.Step) string {
 }
 
 // execDir is the ctx dir the artifacts go to: "" with a warning when no
-// work dir resolves (seed 000 § Files are the server's job: skip
+// work dir resolves (docs/contracts.md § Files are the server's job: skip
 // fail-open), an error when the flow's check_policy is strict.
 func execDir(s *core.Service, c *core.Caller) (string, error) {
 	switch {
@@ -381,8 +381,8 @@ func textList(v any) []string {
 	return out
 }
 
-// copyOutputFile plans the redacted copy of node's output_file (seed 004 §
-// Node outputs; worc reference.md § agent node: the file is resolved in the
+// copyOutputFile plans the redacted copy of node's output_file
+// (docs/prompt-variables.md § Node outputs; worc reference.md § agent node: the file is resolved in the
 // flow's report dir, the work dir for a policy without one) at
 // <ctx>/<node>.out/<file>, which {<node>_path} then carries. A file that is
 // missing, escapes that directory or is over the size bound is a warning,
@@ -429,8 +429,8 @@ func readContained(s *core.Service, root, p string) ([]byte, error) {
 	return os.ReadFile(real)
 }
 
-// checkVerdict enforces a node's verdict contract (seed 000 § The in-process
-// twin: channel body compares the final body, channel part the staged
+// checkVerdict enforces a node's verdict contract (docs/contracts.md § The
+// in-process twin: channel body compares the final body, channel part the staged
 // `verdict` part), before the fold and before anything is appended. It
 // returns the verdict token, or EUNPROCESSABLE naming the agent, the
 // channel, what arrived and what is allowed.
@@ -462,8 +462,8 @@ func checkVerdict(agent string, v *flow.Verdicts, body []byte, tail []stratus.Ou
 		agent, channel, arrived, strings.Join(v.Allowed, ", "))
 }
 
-// Invoke records the final body of an attempt (POST /v1/worker/submit, seed
-// 000 § The shape) and completes its step: fold, project, decide the
+// Invoke records the final body of an attempt (POST /v1/worker/submit;
+// docs/contracts.md § The shape) and completes its step: fold, project, decide the
 // outcome, SendTaskSuccess. ok=false records a failed Final and fails the
 // step instead (the body is the reason). The step reads done, and its Task
 // state succeeds, only once its files and its record persisted; when they
@@ -477,7 +477,8 @@ func Invoke(ctx context.Context, s *core.Service, authorization, tid string, bod
 }
 
 // Body is Invoke of a body inline or uploaded (POST
-// /v1/worker/submit?upload=, issue 14 § 8). Errors: Submit's; bodyOf's
+// /v1/worker/submit?upload=; docs/contracts.md § Request and response
+// bodies). Errors: Submit's; bodyOf's
 // for the upload.
 func Body(ctx context.Context, s *core.Service, authorization, tid string, b core.Body, ok bool) (*core.StepValue, error) {
 	c, err := s.Authorize(ctx, authorization, captoken.EmitOutput, tid)
@@ -503,8 +504,8 @@ func submitBody(ctx context.Context, s *core.Service, c *core.Caller, b core.Bod
 	return submit(ctx, s, c, body, ok, f)
 }
 
-// Result serves POST /v1/worker/result {task_id, value, ok} (seed 001 §
-// Routes). A string value is the body as is; any other value is its JSON
+// Result serves POST /v1/worker/result {task_id, value, ok}
+// (docs/contracts.md § Routes, § Request and response bodies). A string value is the body as is; any other value is its JSON
 // text. With ok=false the runner reports a terminal other than Captured:
 // value may be a FailureValue {"terminal", "reason", "class", "retry_at"};
 // the attempt records the class and reset (internal/failclass), classified
@@ -700,7 +701,8 @@ func submit(ctx context.Context, s *core.Service, c *core.Caller, body []byte, o
 	case c.Run.WorkDir == "" && c.Env.Flow.CheckPolicy == "strict":
 		err = fmt.Errorf("no work dir resolves for run %s, and the flow's check_policy is strict", c.Run.ID)
 	case c.Run.WorkDir == "":
-		// seed 000 § Files are the server's job: skip fail-open, with a warning.
+		// docs/contracts.md § Files are the server's job: skip fail-open,
+		// with a warning.
 		s.WarnCall(c, "%s: no work dir resolves for run %s; its files are skipped", c.Step.StepRef, c.Run.ID)
 	default:
 		dir, err = core.CtxDir(c.Env, c.Run)
