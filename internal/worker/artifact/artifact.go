@@ -17,11 +17,11 @@ import (
 // Artifact stages one named part (POST /v1/worker/artifact?name=;
 // docs/contracts.md § Output is a tool call): appended to the attempt's tail
 // (last write wins at the fold) and materialized raw at <ctx-dir>/<name> at
-// staging time (§ Files are the server's job), the file first: a part is staged only once its file
-// persisted (docs/security.md § Output that did not persist). Errors:
-// EINVALID for a bad part name (nothing staged), ECONFLICT when fenced,
-// the sink's error when it refuses the file (nothing staged; ENOSPACE for
-// a full disk).
+// staging time (§ Files are the server's job), the file first: a part is staged
+// only once its file persisted (docs/security.md § Output that did not persist).
+// Errors: EINVALID for a bad part name (nothing staged), ECONFLICT when fenced,
+// the sink's error when it refuses the file (nothing staged; ENOSPACE for a full
+// disk).
 func Artifact(ctx context.Context, s *core.Service, authorization, name string, body []byte) error {
 	return Invoke(ctx, s, authorization, name, core.Body{Bytes: body})
 }

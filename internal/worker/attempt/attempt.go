@@ -287,20 +287,19 @@ func failEndedWorker(ctx context.Context, s *core.Service, tid string, n int, re
 	return err
 }
 
-// WorkerTaskStopped is told that the worker task of attempt n of dispatch
-// task tid, launched with bootstrap value bootstrap, has stopped, and why
-// (ECS's stoppedReason, the container's exit code and last lines: "ECS
-// Task State Change", the Amazon ECS Developer Guide's "Amazon ECS task
-// state change events"; docs/architecture.md § The path of one step). Unless the
-// attempt has ended some other way first, it fails now (class
-// infrastructure; its Task state fails with stratus.WorkerFailed, so the
-// run takes the flow's failure path and a resume starts the step again),
-// instead of at its heartbeat's lapse: a worker that stopped before it exchanged its
-// bootstrap value never fetched its prompt (the value is spent here, so a
-// late start of the same task is refused); one that had started stopped
-// without a result. tid and n may be unknown ("", 0: a task launched
-// before the attempt was carried): then only a worker that never started
-// is failed. Errors: reading or writing the records (the event is
+// WorkerTaskStopped is told that the worker task of attempt n of dispatch task
+// tid, launched with bootstrap value bootstrap, has stopped, and why (ECS's
+// stoppedReason, the container's exit code and last lines: "ECS Task State
+// Change", the Amazon ECS Developer Guide's "Amazon ECS task state change
+// events"; docs/architecture.md § The path of one step). Unless the attempt has
+// ended some other way first, it fails now (class infrastructure; its Task state
+// fails with stratus.WorkerFailed, so the run takes the flow's failure path and
+// a resume starts the step again), instead of at its heartbeat's lapse: a worker
+// that stopped before it exchanged its bootstrap value never fetched its prompt
+// (the value is spent here, so a late start of the same task is refused); one
+// that had started stopped without a result. tid and n may be unknown ("", 0: a
+// task launched before the attempt was carried): then only a worker that never
+// started is failed. Errors: reading or writing the records (the event is
 // delivered again).
 func WorkerTaskStopped(ctx context.Context, s *core.Service, bootstrap, tid string, n int, why string) error {
 	if strings.HasPrefix(bootstrap, captoken.BootstrapPrefix) {

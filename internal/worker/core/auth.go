@@ -24,13 +24,12 @@ type Caller struct {
 }
 
 // Authorize resolves an Authorization header value to a Caller
-// (docs/contracts.md § Bearer authentication). The scheme is "Bearer" in any letter case; the
-// credential is a wh- handle (mapped server side) or a full capability
-// token (HMAC, TTL and role × verb checked). When tid is non-empty it must
-// name the credential's own dispatch task. A credential is fenced to its
-// run (docs/security.md § Handles): it names its run, which must be the
-// run this API serves (Service.RunID) and its task's run, and which must
-// not have ended.
+// (docs/contracts.md § Bearer authentication). The scheme is "Bearer" in any
+// letter case; the credential is a wh- handle (mapped server side) or a full
+// capability token (HMAC, TTL and role × verb checked). When tid is non-empty it
+// must name the credential's own dispatch task. A credential is fenced to its
+// run (docs/security.md § Handles): it names its run, which must be the run this
+// API serves (Service.RunID) and its task's run, and which must not have ended.
 //
 // Errors: EUNAUTHORIZED for a missing, malformed, unknown or expired
 // credential, or a token naming no run; EFORBIDDEN for another task's

@@ -62,8 +62,9 @@ type StepPointer struct {
 }
 
 // EngineSpec is the launch spec of the engine for this attempt
-// (docs/contracts.md § Timing, environment and argv). Env values of the form "$NAME" are resolved by the runner from its own
-// environment; Command "{stratus}" is the runner's own binary.
+// (docs/contracts.md § Timing, environment and argv). Env values of the form
+// "$NAME" are resolved by the runner from its own environment; Command
+// "{stratus}" is the runner's own binary.
 type EngineSpec struct {
 	Provider   string            `json:"provider"`
 	Command    string            `json:"command"`
@@ -74,11 +75,11 @@ type EngineSpec struct {
 	Kind       string            `json:"kind"`
 	MaxSteps   int               `json:"max_steps,omitempty"`
 	Input      json.RawMessage   `json:"input"`
-	// Schema is the node's output_schema, or an evaluator's findings
-	// schema: sent in the envelope (docs/contracts.md § The request line). The runner checks the
-	// report against an output_schema; an advisory schema (the findings')
-	// only tells the engine what to return: the worker's own parse of an
-	// evaluator report fails closed (manual_action_required), as before.
+	// Schema is the node's output_schema, or an evaluator's findings schema:
+	// sent in the envelope (docs/contracts.md § The request line). The runner
+	// checks the report against an output_schema; an advisory schema (the
+	// findings') only tells the engine what to return: the worker's own parse of
+	// an evaluator report fails closed (manual_action_required), as before.
 	Schema         json.RawMessage `json:"schema,omitempty"`
 	SchemaAdvisory bool            `json:"schema_advisory,omitempty"`
 	// The attempt's resolved per-node overrides (docs/contracts.md §

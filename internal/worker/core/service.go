@@ -65,7 +65,7 @@ type Event struct {
 	StepRef          string
 	TID              string // the step's dispatch task id (a key, not shown)
 	Attempt          int
-	Terminal         string // the child's terminal, docs/contracts.md § Terminal classification ("" for non-worker steps)
+	Terminal         string // docs/contracts.md § Terminal classification; "" for non-worker steps
 	Outcome          string // accept/rework for evaluators, done/skipped otherwise
 	Reason           string
 	Duration         time.Duration
@@ -114,10 +114,10 @@ type Config struct {
 	// step fails and its state is told so.
 	DiskFull func(err error)
 	// Queue takes the work a request must not wait for — a supervisor
-	// observation turn, whose launch may retry for minutes — as a KindObserve dispatch message: on AWS the dispatch queue,
-	// whose function runs it (Dispatch); embedded, a queue/local whose
-	// handler calls Dispatch. nil: a goroutine of this process, which
-	// Drain waits for.
+	// observation turn, whose launch may retry for minutes — as a KindObserve
+	// dispatch message: on AWS the dispatch queue, whose function runs it
+	// (Dispatch); embedded, a queue/local whose handler calls Dispatch. nil: a
+	// goroutine of this process, which Drain waits for.
 	Queue queue.Queue
 	// Log gets the service's warnings (an unknown submit_format, a
 	// supervisor turn that failed, ...) as slog records (internal/logging):

@@ -121,13 +121,13 @@ func SecondFinal(c *Caller, err error) error {
 	return err
 }
 
-// MaxReasonBytes bounds the reason Stratus keeps for a failed attempt, in
-// bytes: the attempt's reason, its step's value, the step-ended event and
-// the state machine's task failure cause (Step Functions keeps 32,768
-// characters of a cause, and the value travels in a 256 KiB state:
-// docs/architecture.md § Limits). A worker's longer reason (POST /v1/worker/result or
-// /v1/worker/submit with ok=false, up to the body limit) is kept whole only
-// as the attempt's failed Final in its output tail.
+// MaxReasonBytes bounds the reason Stratus keeps for a failed attempt, in bytes:
+// the attempt's reason, its step's value, the step-ended event and the state
+// machine's task failure cause (Step Functions keeps 32,768 characters of a
+// cause, and the value travels in a 256 KiB state: docs/architecture.md §
+// Limits). A worker's longer reason (POST /v1/worker/result or /v1/worker/submit
+// with ok=false, up to the body limit) is kept whole only as the attempt's
+// failed Final in its output tail.
 const MaxReasonBytes = 4 << 10
 
 // AnswerReasonBytes bounds the reason in the answer to a failed result or
@@ -167,9 +167,9 @@ func FailureAnswer(sv *StepValue, bytes int) *StepValue {
 }
 
 // Stats is the body of POST /v1/worker/stats: a worker's self-reported
-// per-attempt counters, cumulative (every field optional; docs/contracts.md
-// § Request and response bodies). EngineStartedAt (unix ms) marks when the runner spawned the
-// engine, for the orchestration-overhead figure.
+// per-attempt counters, cumulative (every field optional; docs/contracts.md §
+// Request and response bodies). EngineStartedAt (unix ms) marks when the runner
+// spawned the engine, for the orchestration-overhead figure.
 type Stats struct {
 	Steps            *int     `json:"steps,omitempty"`
 	PromptTokens     *int64   `json:"prompt_tokens,omitempty"`

@@ -40,8 +40,8 @@ const (
 // paths, then a count of the rest (docs/contracts.md § Template variables).
 const MaxOverviewPaths = gitwork.MaxOverviewPaths
 
-// CtxDir returns the run's ctx-dir as a sink key prefix (docs/contracts.md
-// § Files are the server's job: placement default workspace/tasks/{task_id}/ctx;
+// CtxDir returns the run's ctx-dir as a sink key prefix (docs/contracts.md §
+// Files are the server's job: placement default workspace/tasks/{task_id}/ctx;
 // in the state dir for an embedded run whose repository travels:
 // projection.RunCtxDir).
 func CtxDir(env *RunEnv, run stratus.Run) (string, error) {
@@ -107,8 +107,8 @@ func (s *Service) LatestSteps(ctx context.Context, runID, except string) ([]stra
 }
 
 // ReadRoleFile reads a role file contained in the flows directory
-// (docs/contracts.md § Fatal validation: role_file paths contain no traversal) and splits off
-// its optional front matter.
+// (docs/contracts.md § Fatal validation: role_file paths contain no traversal)
+// and splits off its optional front matter.
 func ReadRoleFile(flowDir, rel string) (prompt.RoleMeta, string, error) {
 	raw, err := ReadRoleFileRaw(flowDir, rel)
 	if err != nil {

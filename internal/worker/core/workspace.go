@@ -47,9 +47,9 @@ type WorkspaceSpec struct {
 	// Exclude lists Root-relative paths that are Stratus's own (its state
 	// dir, the ctx dir): never part of a commit, never a change.
 	Exclude []string `json:"exclude"`
-	// DiffPath and OverviewPath, when set (Head differs from Base), are
-	// where the runner writes Base..Head as {diff_path} and
-	// {change_overview_path} (docs/contracts.md § Template variables), Root-relative.
+	// DiffPath and OverviewPath, when set (Head differs from Base), are where
+	// the runner writes Base..Head as {diff_path} and {change_overview_path}
+	// (docs/contracts.md § Template variables), Root-relative.
 	DiffPath     string `json:"diff_path,omitempty"`
 	OverviewPath string `json:"overview_path,omitempty"`
 	// Write is set for a workspace-write agent node: after its engine ends

@@ -382,11 +382,11 @@ func textList(v any) []string {
 }
 
 // copyOutputFile plans the redacted copy of node's output_file
-// (docs/prompt-variables.md § Node outputs; worc reference.md § agent node: the file is resolved in the
-// flow's report dir, the work dir for a policy without one) at
-// <ctx>/<node>.out/<file>, which {<node>_path} then carries. A file that is
-// missing, escapes that directory or is over the size bound is a warning,
-// and {<node>_path} keeps the closing message.
+// (docs/prompt-variables.md § Node outputs; worc reference.md § agent node: the
+// file is resolved in the flow's report dir, the work dir for a policy without
+// one) at <ctx>/<node>.out/<file>, which {<node>_path} then carries. A file that
+// is missing, escapes that directory or is over the size bound is a warning, and
+// {<node>_path} keeps the closing message.
 func copyOutputFile(s *core.Service, run stratus.Run, env *core.RunEnv, node *flow.Node, dir string, out *nodeOutput) {
 	base := core.ReportDir(env.Flow, run.TaskID)
 	src := core.Abs(run, path.Join(base, node.OutputFile))
@@ -431,9 +431,9 @@ func readContained(s *core.Service, root, p string) ([]byte, error) {
 
 // checkVerdict enforces a node's verdict contract (docs/contracts.md § The
 // in-process twin: channel body compares the final body, channel part the staged
-// `verdict` part), before the fold and before anything is appended. It
-// returns the verdict token, or EUNPROCESSABLE naming the agent, the
-// channel, what arrived and what is allowed.
+// `verdict` part), before the fold and before anything is appended. It returns
+// the verdict token, or EUNPROCESSABLE naming the agent, the channel, what
+// arrived and what is allowed.
 func checkVerdict(agent string, v *flow.Verdicts, body []byte, tail []stratus.OutputEvent) (string, error) {
 	channel := v.Channel
 	if channel == "" {
@@ -463,15 +463,15 @@ func checkVerdict(agent string, v *flow.Verdicts, body []byte, tail []stratus.Ou
 }
 
 // Invoke records the final body of an attempt (POST /v1/worker/submit;
-// docs/contracts.md § The shape) and completes its step: fold, project, decide the
-// outcome, SendTaskSuccess. ok=false records a failed Final and fails the
-// step instead (the body is the reason). The step reads done, and its Task
-// state succeeds, only once its files and its record persisted; when they
-// did not, the step fails (docs/security.md § Output that did not
-// persist). Errors: EUNPROCESSABLE when the body breaks the step's
-// submit_format (nothing appended), ECONFLICT when fenced or for a second
-// Final; an error wrapping ErrNotPersisted (ENOSPACE for a full disk, else
-// EINTERNAL) when the output did not persist.
+// docs/contracts.md § The shape) and completes its step: fold, project, decide
+// the outcome, SendTaskSuccess. ok=false records a failed Final and fails the
+// step instead (the body is the reason). The step reads done, and its Task state
+// succeeds, only once its files and its record persisted; when they did not, the
+// step fails (docs/security.md § Output that did not persist). Errors:
+// EUNPROCESSABLE when the body breaks the step's submit_format (nothing
+// appended), ECONFLICT when fenced or for a second Final; an error wrapping
+// ErrNotPersisted (ENOSPACE for a full disk, else EINTERNAL) when the output did
+// not persist.
 func Invoke(ctx context.Context, s *core.Service, authorization, tid string, body []byte, ok bool) (*core.StepValue, error) {
 	return Body(ctx, s, authorization, tid, core.Body{Bytes: body}, ok)
 }
@@ -504,14 +504,14 @@ func submitBody(ctx context.Context, s *core.Service, c *core.Caller, b core.Bod
 	return submit(ctx, s, c, body, ok, f)
 }
 
-// Result serves POST /v1/worker/result {task_id, value, ok}
-// (docs/contracts.md § Routes, § Request and response bodies). A string value is the body as is; any other value is its JSON
-// text. With ok=false the runner reports a terminal other than Captured:
-// value may be a FailureValue {"terminal", "reason", "class", "retry_at"};
-// the attempt records the class and reset (internal/failclass), classified
-// here from the terminal and reason when the value has no class. Errors:
-// EINVALID naming class or retry_at for a value that is none
-// (failureValue), as Submit otherwise.
+// Result serves POST /v1/worker/result {task_id, value, ok} (docs/contracts.md §
+// Routes, § Request and response bodies). A string value is the body as is; any
+// other value is its JSON text. With ok=false the runner reports a terminal
+// other than Captured: value may be a FailureValue {"terminal", "reason",
+// "class", "retry_at"}; the attempt records the class and reset
+// (internal/failclass), classified here from the terminal and reason when the
+// value has no class. Errors: EINVALID naming class or retry_at for a value that
+// is none (failureValue), as Submit otherwise.
 func Result(ctx context.Context, s *core.Service, authorization string, rb core.ResultBody) (*core.StepValue, error) {
 	if rb.TaskID == "" {
 		return nil, stratus.FieldErrorf(stratus.EINVALID, "task_id", "missing")

@@ -126,10 +126,10 @@ func writeAudit(ctx context.Context, s *core.Service, run stratus.Run, env *core
 	return s.Files(run).Put(ctx, key, append(append(old, line...), '\n'))
 }
 
-// supervisorResolved resolves a supervisor turn's engine
-// (docs/contracts.md § The supervisor): config supervisor.provider or the primary; the phase's model
-// and reasoning over the provider's; observe reasoning low by default and
-// capped to high; permission read-only, no network, in code.
+// supervisorResolved resolves a supervisor turn's engine (docs/contracts.md §
+// The supervisor): config supervisor.provider or the primary; the phase's model
+// and reasoning over the provider's; observe reasoning low by default and capped
+// to high; permission read-only, no network, in code.
 func supervisorResolved(cfg *config.Config, job string) (stratus.Resolved, config.Provider, error) {
 	name, prov, err := cfg.Provider(cfg.Supervisor.Provider)
 	if err != nil {
@@ -302,13 +302,13 @@ func supervisorRole(ctx context.Context, s *core.Service, run stratus.Run, env *
 	return prompt.Render(tmpl, vars, core.OutputNodes(env.Flow))
 }
 
-// StartFinalize starts the finalize turn of a run that reached its publish
-// node (docs/contracts.md § What the supervisor layer does: at the
-// whole task's close it writes the plain-language summary.md). It returns true when the
-// turn is launched: the turn's end then writes the report and completes
-// publish. It returns false when the layer is off, or when the turn could
-// not be started — recorded as a failed finalize turn, so the report says
-// degraded — and the caller publishes at once (situation 3).
+// StartFinalize starts the finalize turn of a run that reached its publish node
+// (docs/contracts.md § What the supervisor layer does: at the whole task's close
+// it writes the plain-language summary.md). It returns true when the turn is
+// launched: the turn's end then writes the report and completes publish. It
+// returns false when the layer is off, or when the turn could not be started —
+// recorded as a failed finalize turn, so the report says degraded — and the
+// caller publishes at once (situation 3).
 func StartFinalize(ctx context.Context, s *core.Service, run stratus.Run, env *core.RunEnv, pub stratus.Step) bool {
 	if !env.Config.Supervisor.On() {
 		return false
@@ -414,8 +414,8 @@ func Payload(ctx context.Context, s *core.Service, c *core.Caller) (*core.Payloa
 		Prompt: att.Prompt, Context: cx, StepRef: step.StepRef, Engine: eng, Workspace: ws}, nil
 }
 
-// Submit records a supervisor turn's final body (docs/contracts.md § What
-// the supervisor layer does): the attempt and its step end, no task token of its own
+// Submit records a supervisor turn's final body (docs/contracts.md § What the
+// supervisor layer does): the attempt and its step end, no task token of its own
 // is completed, and the job's end follows — the finalize turn's report and
 // publish, or the observation's note.
 func Submit(ctx context.Context, s *core.Service, c *core.Caller, body []byte, ok bool, f core.Failure) (*core.StepValue, error) {

@@ -744,13 +744,13 @@ func diffBaseKey(taskID string) string {
 }
 
 // diffBase returns the run's work tree and the commit the run's change is
-// measured from: HEAD of the work dir as recorded at the run's first
-// dispatch ({diff_base} is the full SHA the change is measured from:
-// docs/architecture.md § Workspaces). nil and "" when the work dir is not a git
-// work tree with a commit (gitwork.ErrNotTree: no repository contains it,
-// git is not installed, the enclosing repository ignores it, or it has no
-// commit yet): there is no diff, and nothing to warn about. The answer is
-// kept for the run's life in this process, so later dispatches run no git.
+// measured from: HEAD of the work dir as recorded at the run's first dispatch
+// ({diff_base} is the full SHA the change is measured from: docs/architecture.md
+// § Workspaces). nil and "" when the work dir is not a git work tree with a
+// commit (gitwork.ErrNotTree: no repository contains it, git is not installed,
+// the enclosing repository ignores it, or it has no commit yet): there is no
+// diff, and nothing to warn about. The answer is kept for the run's life in this
+// process, so later dispatches run no git.
 func diffBase(ctx context.Context, s *core.Service, run stratus.Run) (*gitwork.Tree, string, error) {
 	if run.WorkDir == "" || run.Workspace != nil {
 		return nil, "", nil
@@ -805,13 +805,13 @@ type (
 	snapshot    = gitwork.Snapshot
 )
 
-// diffVars takes a snapshot of the work dir against the run's diff base
-// and, when it holds a change, writes <ctx>/current.diff and
+// diffVars takes a snapshot of the work dir against the run's diff base and,
+// when it holds a change, writes <ctx>/current.diff and
 // <ctx>/change-overview.txt and sets diff_path, change_overview_path and
-// diff_base (they arrive together, empty until the first edit, replaced
-// every time the diff is: docs/contracts.md § Template variables). The snapshot is
-// returned for the subtask bookkeeping (nil when there is none). A git
-// failure leaves the variables empty with a warning.
+// diff_base (they arrive together, empty until the first edit, replaced every
+// time the diff is: docs/contracts.md § Template variables). The snapshot is
+// returned for the subtask bookkeeping (nil when there is none). A git failure
+// leaves the variables empty with a warning.
 func diffVars(ctx context.Context, s *core.Service, run stratus.Run, env *core.RunEnv, vars map[string]string) (*snapshot, error) {
 	tree, base, err := diffBase(ctx, s, run)
 	if err != nil || tree == nil {
