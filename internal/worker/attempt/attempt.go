@@ -394,7 +394,7 @@ func FailAttempt(ctx context.Context, s *core.Service, c *core.Caller, att strat
 		return nil, err
 	}
 	if sv, handled, err := RetryFailure(ctx, s, c, att, reason); handled {
-		return sv, err // retry.go: a transient failure the retry policy takes
+		return sv, err // RetryFailure: a transient failure the retry policy takes
 	}
 	sv := &core.StepValue{StepRef: c.Step.StepRef, Node: c.Step.Node, Attempt: att.N, Outcome: "failed", Reason: reason}
 	raw, _ := json.Marshal(sv)

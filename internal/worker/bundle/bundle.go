@@ -190,7 +190,7 @@ func AdvanceHead(ctx context.Context, s *core.Service, authorization string, h c
 	}
 	if why := s.WatchReason(ctx, c); why != "" {
 		// Its engine wrote into the operator's work dir: the step fails,
-		// and its commit is not taken (watch.go).
+		// and its commit is not taken (core.Service.WatchReason).
 		return stratus.Errorf(stratus.EUNPROCESSABLE, "%s", why)
 	}
 	if h.From != ws.Head {

@@ -28,9 +28,11 @@ import (
 // (a `when` fact that is false). It completes the Task state itself for
 // every kind but agent/evaluator, whose worker completes it through submit,
 // and hitl (a hitl node, or an agent's "<node>.hitl" state: message kind
-// hitl), whose step waits for Human (hitl.go). A "stop" message (kind
-// compiler.KindStop, no task token) stops the node's worker instead
-// (stopNode).
+// hitl), whose step parks (internal/worker/gate) until a human's reply
+// (internal/worker/hitl). A "stop" message (kind compiler.KindStop, no task
+// token) stops the node's worker instead (stopNode); a supervisor
+// observation message (kind core.KindObserve) starts its turn
+// (supervise.Observe).
 //
 // Errors returned are infrastructure errors the queue may redeliver on;
 // every failure that belongs to the run is reported to the state machine
@@ -40,7 +42,7 @@ func Invoke(ctx context.Context, s *core.Service, m core.Message) error {
 	case compiler.KindStop:
 		return stopNode(ctx, s, m)
 	case core.KindObserve:
-		return supervise.Observe(ctx, s, m) // supervisor.go
+		return supervise.Observe(ctx, s, m)
 	}
 	if m.RunID == "" || m.Node == "" || m.TaskToken == "" {
 		return stratus.Errorf(stratus.EINVALID, "dispatch message needs run_id, node and task_token; got %+v", m)
@@ -57,7 +59,7 @@ func Invoke(ctx context.Context, s *core.Service, m core.Message) error {
 	if node == nil {
 		return s.Fail(ctx, m.TaskToken, core.ErrDispatch, fmt.Sprintf("flow %s has no node %q", env.Flow.Name, m.Node))
 	}
-	stepNode, kind := core.HITLStep(m, node) // an agent's "<node>.hitl" waits in a step of its own (hitl.go)
+	stepNode, kind := core.HITLStep(m, node) // an agent's "<node>.hitl" waits in a step of its own (core/hitl.go)
 	visits, err := s.Store.CountVisits(ctx, run.ID, stepNode)
 	if err != nil {
 		return err
@@ -128,7 +130,7 @@ func Invoke(ctx context.Context, s *core.Service, m core.Message) error {
 	case "agent", "evaluator":
 		return attempt.LaunchAttempt(ctx, s, run, env, step, 1)
 	case "checks", "tool":
-		// Run by the worker too: the runner has the repository (checks.go).
+		// Run by the worker too: the runner has the repository (vars.ExecSpec).
 		if name, why := core.ExecRefusal(env, node); name != "" {
 			return s.FailStep(ctx, step, 0, name, why)
 		}
@@ -136,7 +138,7 @@ func Invoke(ctx context.Context, s *core.Service, m core.Message) error {
 	case "publish":
 		s.Emit(core.Event{Type: core.EventStepStarted, RunID: run.ID, Node: step.Node, StepRef: step.StepRef, TID: step.TID})
 		if supervise.StartFinalize(ctx, s, run, env, step) {
-			return nil // the finalize turn's end writes the report and completes publish (supervisor.go)
+			return nil // the finalize turn's end writes the report and completes publish (supervise.StartFinalize)
 		}
 		written, err := s.Publish(ctx, run, env)
 		if err != nil {

@@ -53,7 +53,7 @@ func Invoke(ctx context.Context, s *core.Service, authorization, tid string) (*c
 		return nil, err
 	}
 	if c.Step.Kind == core.SupervisorKind {
-		return supervise.Payload(ctx, s, c) // supervisor.go
+		return supervise.Payload(ctx, s, c)
 	}
 	run, env, step, att := c.Run, c.Env, c.Step, c.Attempt
 	dir, err := core.CtxDir(env, run)

@@ -18,8 +18,10 @@ import (
 
 // DispatchHITL parks a hitl step: it records the pending request (status
 // StepWaiting), says on the progress line how to answer it, and arms the
-// deadline. The task token is completed by Human, or by the deadline with
-// ErrHITLTimeout.
+// deadline. The task token is completed by the human's reply
+// (internal/worker/hitl), or by the deadline with ErrHITLTimeout. An
+// agent's request that cannot be read fails the step (ErrDispatch) instead.
+// Errors: the store's, recording the waiting step.
 func DispatchHITL(ctx context.Context, s *core.Service, run stratus.Run, env *core.RunEnv, step stratus.Step, node *flow.Node) error {
 	v := core.HITLValue{StepRef: step.StepRef, Node: step.Node, Signal: node.Signal}
 	if prev, err := core.DecodeStepValue(step.Value); err == nil {

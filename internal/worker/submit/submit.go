@@ -588,7 +588,7 @@ func submit(ctx context.Context, s *core.Service, c *core.Caller, body []byte, o
 		}
 	}
 	if c.Step.Kind == core.SupervisorKind {
-		sv, err := supervise.Submit(ctx, s, c, body, ok, f) // supervisor.go
+		sv, err := supervise.Submit(ctx, s, c, body, ok, f)
 		if !ok {
 			sv = core.FailureAnswer(sv, len(body))
 		}
@@ -623,7 +623,7 @@ func submit(ctx context.Context, s *core.Service, c *core.Caller, body []byte, o
 		return core.FailureAnswer(sv, len(body)), err
 	}
 	if core.IsExec(c.Env.Flow.Node(c.Step.Node).Kind) {
-		return submitExec(ctx, s, c, final) // checks, tool: a nodeexec result (checks.go)
+		return submitExec(ctx, s, c, final) // checks, tool: a nodeexec result
 	}
 
 	format := s.SubmitFormat(c.Env, c.Step.Node)
@@ -667,7 +667,7 @@ func submit(ctx context.Context, s *core.Service, c *core.Caller, body []byte, o
 		}
 		outcome, reason = ev.Outcome, ev.Reason
 	}
-	// An agent with a hitl grant may ask a human (hitl.go); a malformed or
+	// An agent with a hitl grant may ask a human (core/hitl.go); a malformed or
 	// disallowed request is refused before anything is appended.
 	if hi, err := core.HumanInputRequest(node, value); err != nil {
 		return nil, err

@@ -548,11 +548,11 @@ func finishFinalize(ctx context.Context, s *core.Service, c *core.Caller, attemp
 	}
 }
 
-// StepEnded is the hook after a flow step ends (Service.emit): the prompt
-// audit record of an agent or evaluator step, written before the step's
-// token completes; then the observe decision, whose turn is launched in
-// the background — it never blocks routing, and its failure is logged and
-// swallowed (docs/contracts.md § What the supervisor layer does).
+// StepEnded is the hook after a flow step ends (core.Service.Emit, through
+// core.Layers): the prompt audit record of an agent or evaluator step, written
+// before the step's token completes; then the observe decision, whose turn is
+// launched in the background — it never blocks routing, and its failure is
+// logged and swallowed (docs/contracts.md § What the supervisor layer does).
 func StepEnded(s *core.Service, e core.Event) {
 	ctx := context.Background()
 	env, err := s.Env(ctx, e.RunID)

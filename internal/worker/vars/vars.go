@@ -118,7 +118,7 @@ func RenderPrompt(ctx context.Context, s *core.Service, run stratus.Run, env *co
 	if err != nil {
 		return "", err
 	}
-	// An agent that asked a human reads the reply (hitl.go); one that may
+	// An agent that asked a human reads the reply (core/hitl.go); one that may
 	// not ask has none to read (and no need to read the run's steps).
 	human := ""
 	if flow.AsksHuman(node) {
