@@ -408,6 +408,10 @@ func FailAttempt(ctx context.Context, s *core.Service, c *core.Caller, att strat
 	return sv, nil
 }
 
+// EmitEnded reports the end of attempt att of c's step as a step_ended
+// event (core.EventStepEnded) with outcome and reason: its child terminal,
+// its duration (EndedAt - StartedAt) and its tokens and cost in US dollars.
+// The event also reaches the supervisor layer (core.Layers.StepEnded).
 func EmitEnded(s *core.Service, c *core.Caller, att stratus.Attempt, outcome, reason string) {
 	s.Emit(core.Event{Type: core.EventStepEnded, RunID: c.Run.ID, Node: c.Step.Node, StepRef: c.Step.StepRef, TID: c.Step.TID, Attempt: att.N,
 		Terminal: att.Terminal, Outcome: outcome, Reason: reason, Duration: att.EndedAt.Sub(att.StartedAt),

@@ -17,6 +17,9 @@ type SystemRef struct {
 	Bytes  int    `json:"bytes"`
 }
 
+// SystemRefOf returns the system_ref of attempt of dispatch task tid whose
+// baked system prompt is system: the route's path and query, the SHA-256
+// of the bytes (lowercase hex) and their length in bytes.
 func SystemRefOf(tid string, attempt int, system string) *SystemRef {
 	sum := sha256.Sum256([]byte(system))
 	q := url.Values{"task_id": {tid}, "attempt": {fmt.Sprint(attempt)}}

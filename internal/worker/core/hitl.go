@@ -143,6 +143,8 @@ func HITLStep(m Message, node *flow.Node) (stepNode, kind string) {
 	return node.ID, node.Kind
 }
 
+// OneLine collapses every run of white space of s into one space and cuts
+// the result at n bytes (Truncate), for a progress line.
 func OneLine(s string, n int) string {
 	return Truncate(strings.Join(strings.Fields(s), " "), n)
 }

@@ -90,6 +90,10 @@ func DecompositionEnabled(env *RunEnv) bool {
 	return env.Config.Agents.Decomposition.Enabled
 }
 
+// SubtaskKey is the sink key of a file of subtask order under the ctx dir
+// dir: <dir>/subtasks/<NN><suffix>, NN the order in two digits at least
+// (".md" the subtask's spec, ".start.txt" its start snapshot,
+// ".predecessors.md" its predecessor brief).
 func SubtaskKey(dir string, order int, suffix string) string {
 	return path.Join(dir, SubtasksDir, fmt.Sprintf("%02d%s", order, suffix))
 }

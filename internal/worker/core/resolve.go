@@ -172,6 +172,7 @@ func TaskOverrides(front map[string]any, id string) map[string]string {
 	return out
 }
 
+// First returns the first of vals that is not "", or "" when all are.
 func First(vals ...string) string {
 	for _, v := range vals {
 		if v != "" {

@@ -206,6 +206,7 @@ func (s *Service) LockGates() (unlock func()) {
 // itself). The run's workspace bundles and uploads are Sink's own keys.
 func (s *Service) Files(run stratus.Run) sink.Sink { return sink.ForRun(s.Sink, run.ID) }
 
+// NowUTC is the service's clock (Config.Now, else the system's) in UTC.
 func (s *Service) NowUTC() time.Time {
 	if s.Now != nil {
 		return s.Now().UTC()
@@ -231,6 +232,8 @@ func (s *Service) ReportDiskFull(err error) bool {
 	return true
 }
 
+// Warnf logs a warning about the service (not about one step: WarnCall) on
+// Config.Log, formatted as fmt.Sprintf does; nothing without a Log.
 func (s *Service) Warnf(format string, args ...any) {
 	if s.Log != nil {
 		s.Log.Warn(fmt.Sprintf(format, args...))
@@ -245,6 +248,10 @@ func (s *Service) WarnCall(c *Caller, format string, args ...any) {
 	}
 }
 
+// Emit reports e: it ends the work-dir watch of e's task when the event
+// ends a step or a supervisor turn, hands e to Config.OnEvent (its At set
+// to now when zero) and, for a step_ended event, to the supervisor layer
+// (Layers.StepEnded: the prompt audit, the observation decision).
 func (s *Service) Emit(e Event) {
 	if e.Type == EventStepEnded || e.Type == EventSupervisorEnded {
 		s.watchDone(e.TID)
@@ -290,6 +297,8 @@ func (s *Service) StepContext(ctx context.Context, tid string) (stratus.Step, st
 	return st, run, env, nil
 }
 
+// RememberWorker records id, the launcher's id of the worker of dispatch
+// task tid, so that StopWorker can stop it later from this process.
 func (s *Service) RememberWorker(tid, id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -100,6 +100,8 @@ func SkipOutcome(n *flow.Node) string {
 	return OutcomeSkipped
 }
 
+// FinishStep records step ended now with status, verdict and value (the
+// step value the Task state completes with). Errors: the store's.
 func (s *Service) FinishStep(ctx context.Context, step stratus.Step, status, verdict string, value json.RawMessage) error {
 	step.Status, step.Verdict, step.Value, step.EndedAt = status, verdict, value, s.NowUTC()
 	return s.Store.UpdateStep(ctx, step)
@@ -119,6 +121,10 @@ func (s *Service) FailStep(ctx context.Context, step stratus.Step, attempt int, 
 	return s.Fail(ctx, step.TaskToken, errName, reason)
 }
 
+// Fail completes the Task state waiting on token with SendTaskFailure:
+// error name (a stratus.* name the machine's Retry and Catch know) and
+// cause. Errors: the task-token port's (the token is unknown, expired or
+// its execution ended).
 func (s *Service) Fail(ctx context.Context, token, name, cause string) error {
 	return s.Tokens.SendTaskFailure(ctx, token, name, cause)
 }

@@ -43,6 +43,8 @@ type StepValue struct {
 	RetryAt time.Time `json:"retry_at,omitzero"`
 }
 
+// DecodeStepValue decodes a step's value (StepValue). Errors: "no value"
+// for an empty raw; encoding/json's for one that is not a StepValue.
 func DecodeStepValue(raw json.RawMessage) (StepValue, error) {
 	var v StepValue
 	if len(raw) == 0 {
@@ -52,10 +54,9 @@ func DecodeStepValue(raw json.RawMessage) (StepValue, error) {
 }
 
 // SubmitFormat is the fold mode of a node (docs/contracts.md § The fold and
-// submit_format),
-// nearest declaration wins: the node's own `submit_format` (the step), its
-// role file's front matter (the agent), the flow's `submit_format` (flow-wide).
-// An unknown value is warned about and folds like the default.
+// submit_format), nearest declaration wins: the node's own `submit_format` (the
+// step), its role file's front matter (the agent), the flow's `submit_format`
+// (flow-wide). An unknown value is warned about and folds like the default.
 func (s *Service) SubmitFormat(env *RunEnv, nodeID string) string {
 	node := env.Flow.Node(nodeID)
 	f := node.SubmitFormat
@@ -78,6 +79,9 @@ func (s *Service) SubmitFormat(env *RunEnv, nodeID string) string {
 	return f
 }
 
+// Truncate returns s when it is at most n bytes long, else its first n
+// bytes followed by "…" (a cut inside a multi-byte character is not
+// avoided).
 func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s

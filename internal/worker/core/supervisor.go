@@ -62,6 +62,9 @@ func ReportEnv(env *RunEnv) report.Env {
 	return re
 }
 
+// SupervisorValue decodes the value of a supervisor turn's step (its job,
+// the step it observes or finalizes, its outcome); a value that does not decode gives
+// the zero SupervisorValue.
 func SupervisorValue(st stratus.Step) report.SupervisorValue {
 	var v report.SupervisorValue
 	json.Unmarshal(st.Value, &v)

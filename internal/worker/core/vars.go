@@ -21,6 +21,9 @@ import (
 	"github.com/stratusflow/stratus/internal/store"
 )
 
+// NewHandle mints a step handle (wh- and 8 characters of [a-z0-9]) and
+// NewBootstrap a one-time bootstrap value (wb- and 24 characters), both
+// from captoken (docs/contracts.md § Bearer authentication).
 var NewHandle, NewBootstrap = captoken.NewHandle, captoken.NewBootstrap
 
 // Files of the ctx dir the variables point at (docs/contracts.md § Template
@@ -121,6 +124,13 @@ func ReadRoleFile(flowDir, rel string) (prompt.RoleMeta, string, error) {
 	return meta, body, nil
 }
 
+// ReadRoleFileRaw reads role file rel of the flow directory flowDir as
+// text, front matter included (ReadRoleFile splits it off). Errors:
+// EINVALID (field role_file) for a path that is empty, absolute, or holds
+// ".." or a backslash; ENOTFOUND (field role_file) when the file does not
+// exist; flow.ReadRoleFile's for one over flow.MaxRoleFileBytes (ETOOLARGE)
+// or not UTF-8 (EINVALID) (docs/contracts.md § Prompt templates, § Fatal
+// validation).
 func ReadRoleFileRaw(flowDir, rel string) (string, error) {
 	if rel == "" || filepath.IsAbs(rel) || strings.Contains(rel, "..") || strings.Contains(rel, "\\") {
 		return "", stratus.FieldErrorf(stratus.EINVALID, "role_file", "%q must be a relative path inside %s without ..", rel, flowDir)
@@ -143,6 +153,8 @@ var secretLike = sync.OnceValue(func() *regexp.Regexp {
 // Prompt templates: rendered prompts are written redacted).
 func Redact(s string) string { return secretLike().ReplaceAllString(s, "[REDACTED]") }
 
+// MorePaths is how a list cut short names the n paths it left out: "1
+// more path", "n more paths".
 func MorePaths(n int) string {
 	if n == 1 {
 		return "1 more path"
