@@ -798,12 +798,8 @@ type runTree struct {
 	base string
 }
 
-// changedPath is one path of a diff snapshot; snapshot is the change of
-// the work dir against the diff base (gitwork).
-type (
-	changedPath = gitwork.ChangedPath
-	snapshot    = gitwork.Snapshot
-)
+// snapshot is the change of the work dir against the diff base (gitwork).
+type snapshot = gitwork.Snapshot
 
 // diffVars takes a snapshot of the work dir against the run's diff base and,
 // when it holds a change, writes <ctx>/current.diff and
