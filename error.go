@@ -25,9 +25,9 @@ const (
 )
 
 // Error is the one error type Stratus returns across layers: a code for
-// machines, a message for humans, and optionally the name of the input
-// field at fault. Messages name the field, the value received and what
-// would be valid (../shared/STYLE.md § Errors).
+// machines, a message for humans, and optionally the name of the input field at
+// fault. Messages name the field, the value received and what would be valid
+// (docs/contracts.md § Routes: one error shape; docs/architecture.md § Layers).
 type Error struct {
 	Code    string
 	Message string

@@ -9,12 +9,12 @@ import (
 	"github.com/stratusflow/stratus/internal/testenv"
 )
 
-// STYLE.md § Ports and wiring: each main builds only what it uses. A Lambda
-// reaches runs through the ports (DynamoDB store, S3 sink, Step Functions)
-// and the run lifecycle (internal/lifecycle), never through the embedded
-// runtime: not the orchestrator, its executor, its launcher, nor SQLite
-// (`go list -deps` of the Lambdas shows no embedded orchestrator;
-// docs/architecture.md § The two runtimes).
+// docs/architecture.md § Layout (a Lambda's main only wires): each main builds
+// only what it uses. A Lambda reaches runs through the ports (DynamoDB store, S3
+// sink, Step Functions) and the run lifecycle (internal/lifecycle), never
+// through the embedded runtime: not the orchestrator, its executor, its
+// launcher, nor SQLite (`go list -deps` of the Lambdas shows no embedded
+// orchestrator; docs/architecture.md § The two runtimes).
 func TestLambdas_LinkNoEmbeddedRuntime(t *testing.T) {
 	t.Parallel()
 	goCmd := testenv.MustHaveCommand(t, "go", "go list -deps reads what each function links")

@@ -13,10 +13,9 @@ import (
 	"github.com/stratusflow/stratus/internal/testenv"
 )
 
-// STYLE.md § Ports and wiring: the stratus that make
-// build makes (-tags slim) links no AWS SDK, none of Stratus's AWS
-// adapters and not the run viewer (goldmark); those are stratus-full's,
-// to which it hands the commands that need them.
+// README.md § Using it: the stratus that make build makes (-tags slim) links no
+// AWS SDK, none of Stratus's AWS adapters and not the run viewer (goldmark);
+// those are stratus-full's, to which it hands the commands that need them.
 func TestBuildSlim_LinksNoAWSNorTheViewer(t *testing.T) {
 	t.Parallel()
 	goCmd := testenv.MustHaveCommand(t, "go", "go list -deps reads what stratus links")

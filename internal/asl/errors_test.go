@@ -71,7 +71,7 @@ func TestRetrier_Delay(t *testing.T) {
 }
 
 // A rejected definition is EINVALID for callers that branch on codes
-// (../shared/STYLE.md § Errors).
+// (docs/architecture.md § Layers: the one error type and its codes).
 func TestDefinitionError_UnwrapsToEINVALID(t *testing.T) {
 	t.Parallel()
 	_, err := Parse([]byte(`{"StartAt":"x","States":{}}`))

@@ -104,11 +104,11 @@ type Options struct {
 const (
 	DefaultStatsInterval = 10 * time.Second
 	FirstStatsDelay      = 200 * time.Millisecond
-	// DefaultHeartbeatInterval is a silent engine's heartbeat: a third of
+	// DefaultHeartbeatInterval is a silent engine's heartbeat: a sixth of
 	// the shortest heartbeat window a stack takes (template.yaml
-	// HeartbeatSeconds, at least 60 s), so a worker alive is never taken
-	// for dead (it was 60 s: at the minimum window a silent engine raced
-	// its own timeout).
+	// HeartbeatSeconds, MinValue 120 s) and of the shortest handle lease
+	// it renews (worker.token_ttl_seconds, at least 120 s), so a worker
+	// alive is never taken for dead even when a post or two is lost.
 	DefaultHeartbeatInterval = 20 * time.Second
 )
 

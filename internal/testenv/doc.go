@@ -5,7 +5,7 @@
 //     repository at testdata/cases ([Cases]), so a clone passes its tests
 //     alone. TestCases_CopyEqualsShared fails when the copy drifts from
 //     ../shared/cases, whenever that directory is beside the checkout
-//     (../shared/STYLE.md § Tests).
+//     (README.md § Two commands).
 //   - worc's peer flows and tasks are third-party text the repository must
 //     not hold: [Peers] reads them from ../shared/peers beside the checkout
 //     (as CI lays it out) and skips the test, naming what is missing, when

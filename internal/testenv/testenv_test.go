@@ -37,7 +37,7 @@ func TestCases_HoldsEveryVectorFolder(t *testing.T) {
 	}
 }
 
-// ../shared/STYLE.md § Tests: the copy under testdata must equal
+// README.md § Two commands: the copy under testdata must equal
 // ../shared/cases whenever that exists, so CI fails on drift.
 func TestCases_CopyEqualsShared(t *testing.T) {
 	t.Parallel()

@@ -1,15 +1,38 @@
-// Package worker is the server side of the worker I/O contract (seed 000)
-// behind the /v1/worker/* routes (seed 001): it dispatches a step (creates
-// the attempt, renders the role file, mints the handle, launches the
-// worker), assembles the prompt payload at fetch time, stages parts, folds
-// and projects a submit, verifies evaluator findings, parks a hitl step
-// until a human's reply (hitl.go), and completes the state machine's Task
-// state through its task token. Every call is authorized (auth.go) by a
-// credential fenced to its run: the run the Service serves, while it is
-// under way (docs/security.md § Handles).
+// Package worker is the facade of the worker service, the server side of
+// the worker I/O contract behind the /v1/worker/* routes (docs/contracts.md
+// § Worker I/O, § Worker API). New builds a core.Service from a Config and
+// wires its Layers (the step_ended hook and a supervisor turn's failure,
+// both the supervisor layer's); each method of Service maps one worker-API
+// call onto the package of its operation, and the types and constants the
+// transports need are named here from where they are defined. It holds no
+// rule of its own (docs/architecture.md § The worker API's operations).
+//
+// The operations, one package each:
+//
+//   - dispatch: a dispatch message — create the step and its attempt,
+//     launch, skip, park or stop a node (Dispatch);
+//   - fetch: the prompt payload and the baked system prompt (FetchPrompt,
+//     FetchSystem);
+//   - artifact: stage one named part, start an upload (Artifact,
+//     StageArtifact, NewUpload);
+//   - submit: the final body or result — fold, projection, outcome, task
+//     completion (Submit, SubmitBody, Result);
+//   - stats: the attempt's counters and heartbeat (RecordStats);
+//   - degradation: a tool's fallback, on the run record (RecordDegradation);
+//   - rendersize: an agent's last system prompt size (RenderSize);
+//   - hitl: a human's reply to a waiting gate (Human, AuthorizeOperator);
+//   - bundle: a travelling repository's bundles and head (WorkspaceUpload,
+//     ReadBlob, WriteBlob, WriteBlobFrom, AdvanceHead).
+//
+// The shared layers, which import no operation: core (the context,
+// credentials and fencing: Authorize, ExchangeBootstrap), vars (template
+// variables and rendering), attempt (an attempt's launch, end and retry:
+// Rekick, WorkerTaskStopped), gate (parking a step at a human gate),
+// supervise (the supervisor layer's turns and the prompt audit) and verify
+// (an evaluator's verdict, for submit).
 //
 // It is transport-free: internal/httpapi maps HTTP onto it, and the same
-// Service runs in embedded mode and behind the workerapi/dispatch Lambdas.
-// It does not decide routing (the compiled state machine does) and does not
+// Service runs embedded and behind the workerapi and dispatch Lambdas. It
+// does not decide routing (the compiled state machine does) and does not
 // run engines (the runner does, internal/contract).
 package worker

@@ -77,6 +77,8 @@ type (
 	WorkspaceSpec   = core.WorkspaceSpec
 )
 
+// The constants of the worker API and the service, defined in
+// internal/worker/core and named here for the transports and the callers.
 const (
 	AnswerReasonBytes           = core.AnswerReasonBytes
 	ChangeOverviewFile          = core.ChangeOverviewFile
@@ -128,6 +130,8 @@ const (
 	WorkspaceBlobTTL            = core.WorkspaceBlobTTL
 )
 
+// The helpers the transports and the callers use, defined in
+// internal/worker/core, hitl and vars and named here.
 var (
 	ErrNotPersisted      = core.ErrNotPersisted
 	CheckReplySize       = hitl.CheckReplySize
@@ -151,109 +155,131 @@ var (
 	WorkspaceRoot        = core.WorkspaceRoot
 )
 
-// RecordStats is the stats operation (internal/worker/stats).
+// RecordStats serves POST /v1/worker/stats: the attempt's cumulative
+// counters, its heartbeat and its handle's renewal. Errors: stats.Invoke's.
 func (s *Service) RecordStats(ctx context.Context, authorization string, st Stats) error {
 	return stats.Invoke(ctx, s.Service, authorization, st)
 }
 
-// RecordDegradation is the degradation operation (internal/worker/degradation).
+// RecordDegradation serves POST /v1/worker/degradation: a tool's fallback,
+// on the run's record. Errors: degradation.Invoke's.
 func (s *Service) RecordDegradation(ctx context.Context, authorization string, d DegradationBody) error {
 	return degradation.Invoke(ctx, s.Service, authorization, d)
 }
 
-// RenderSize is the render-size operation (internal/worker/rendersize).
+// RenderSize serves GET /v1/agents/{name}/render-size to a worker of that
+// agent. Errors: rendersize.Invoke's.
 func (s *Service) RenderSize(ctx context.Context, authorization, agent string) (stratus.RenderSize, error) {
 	return rendersize.Invoke(ctx, s.Service, authorization, agent)
 }
 
-// FetchPrompt is the prompt fetch (internal/worker/fetch).
+// FetchPrompt serves GET /v1/worker/prompt: the attempt's payload,
+// assembled now. Errors: fetch.Invoke's.
 func (s *Service) FetchPrompt(ctx context.Context, authorization, tid string) (*Payload, error) {
 	return fetch.Invoke(ctx, s.Service, authorization, tid)
 }
 
-// FetchSystem is the fetch of an attempt's system prompt (internal/worker/fetch).
+// FetchSystem serves GET /v1/worker/prompt/system: an attempt's baked
+// system prompt, byte for byte. Errors: fetch.System's.
 func (s *Service) FetchSystem(ctx context.Context, authorization, tid, attempt string) ([]byte, error) {
 	return fetch.System(ctx, s.Service, authorization, tid, attempt)
 }
 
-// Human is a human's reply to a waiting gate (internal/worker/hitl).
+// Human applies a human's reply to the step of run runID's node that waits
+// for one, and returns the step's value with the reply recorded. Errors:
+// hitl.Invoke's.
 func (s *Service) Human(ctx context.Context, runID, node string, r Reply) (*HITLValue, error) {
 	return hitl.Invoke(ctx, s.Service, runID, node, r)
 }
 
-// AuthorizeOperator checks the credential of a human's reply (internal/worker/hitl).
+// AuthorizeOperator checks the operator credential of a human's reply to
+// run runID. Errors: hitl.AuthorizeOperator's.
 func (s *Service) AuthorizeOperator(authorization, runID string) error {
 	return hitl.AuthorizeOperator(s.Service, authorization, runID)
 }
 
-// Artifact stages one named part given as bytes (internal/worker/artifact).
+// Artifact serves POST /v1/worker/artifact?name= with the part's bytes
+// inline. Errors: artifact.Artifact's.
 func (s *Service) Artifact(ctx context.Context, authorization, name string, body []byte) error {
 	return artifact.Artifact(ctx, s.Service, authorization, name, body)
 }
 
-// StageArtifact stages one named part (internal/worker/artifact).
+// StageArtifact serves POST /v1/worker/artifact?name=[&upload=]: one named
+// part, inline or uploaded. Errors: artifact.Invoke's.
 func (s *Service) StageArtifact(ctx context.Context, authorization, name string, b Body) error {
 	return artifact.Invoke(ctx, s.Service, authorization, name, b)
 }
 
-// NewUpload starts an upload of a large body (internal/worker/artifact).
+// NewUpload serves POST /v1/worker/upload: where to PUT a body of
+// req.Bytes bytes too large to send inline. Errors: artifact.NewUpload's.
 func (s *Service) NewUpload(ctx context.Context, authorization string, req UploadRequest) (Upload, error) {
 	return artifact.NewUpload(ctx, s.Service, authorization, req)
 }
 
-// WorkspaceUpload starts an upload of a step's workspace bundle
-// (internal/worker/bundle).
+// WorkspaceUpload serves POST /v1/worker/workspace/upload: where a
+// workspace-write step's bundle goes. Errors: bundle.Upload's.
 func (s *Service) WorkspaceUpload(ctx context.Context, authorization string, req UploadRequest) (Upload, error) {
 	return bundle.Upload(ctx, s.Service, authorization, req)
 }
 
-// ReadBlob reads a workspace blob (internal/worker/bundle).
+// ReadBlob serves GET /v1/worker/workspace/blob?key=. Errors: bundle.Read's.
 func (s *Service) ReadBlob(ctx context.Context, authorization, key string) ([]byte, error) {
 	return bundle.Read(ctx, s.Service, authorization, key)
 }
 
-// WriteBlob writes a workspace blob (internal/worker/bundle).
+// WriteBlob serves PUT /v1/worker/workspace/blob?key= with the body in
+// memory. Errors: bundle.Write's.
 func (s *Service) WriteBlob(ctx context.Context, authorization, key string, body []byte) error {
 	return bundle.Write(ctx, s.Service, authorization, key, body)
 }
 
-// WriteBlobFrom writes a workspace blob read by read (internal/worker/bundle).
+// WriteBlobFrom serves PUT /v1/worker/workspace/blob?key=, the body read
+// by read up to the limit it is given (bytes). Errors: bundle.WriteFrom's.
 func (s *Service) WriteBlobFrom(ctx context.Context, authorization, key string, read func(limit int64) ([]byte, error)) error {
 	return bundle.WriteFrom(ctx, s.Service, authorization, key, read)
 }
 
-// AdvanceHead moves a run's workspace head (internal/worker/bundle).
+// AdvanceHead serves POST /v1/worker/workspace/head: a workspace-write
+// attempt moves its run's head. Errors: bundle.AdvanceHead's.
 func (s *Service) AdvanceHead(ctx context.Context, authorization string, h HeadAdvance) error {
 	return bundle.AdvanceHead(ctx, s.Service, authorization, h)
 }
 
-// Submit records an attempt's final body (internal/worker/submit).
+// Submit serves POST /v1/worker/submit with the final body inline, and
+// answers the step value. Errors: submit.Invoke's.
 func (s *Service) Submit(ctx context.Context, authorization, tid string, body []byte, ok bool) (*StepValue, error) {
 	return submit.Invoke(ctx, s.Service, authorization, tid, body, ok)
 }
 
-// SubmitBody records an attempt's final body, inline or uploaded
-// (internal/worker/submit).
+// SubmitBody serves POST /v1/worker/submit[?upload=]: the final body,
+// inline or uploaded. Errors: submit.Body's.
 func (s *Service) SubmitBody(ctx context.Context, authorization, tid string, b Body, ok bool) (*StepValue, error) {
 	return submit.Body(ctx, s.Service, authorization, tid, b, ok)
 }
 
-// Result records an attempt's structured result (internal/worker/submit).
+// Result serves POST /v1/worker/result {task_id, value, ok}. Errors:
+// submit.Result's.
 func (s *Service) Result(ctx context.Context, authorization string, rb ResultBody) (*StepValue, error) {
 	return submit.Result(ctx, s.Service, authorization, rb)
 }
 
-// Dispatch handles one dispatch message (internal/worker/dispatch).
+// Dispatch handles one dispatch message: a step to start, a node to stop,
+// or a supervisor observation. Errors: dispatch.Invoke's (the queue may
+// deliver the message again).
 func (s *Service) Dispatch(ctx context.Context, m Message) error {
 	return dispatch.Invoke(ctx, s.Service, m)
 }
 
-// WorkerTaskStopped is told that a worker's task stopped (internal/worker/attempt).
+// WorkerTaskStopped is told that a worker's ECS task stopped, and why: an
+// attempt it left without a result fails now. Errors:
+// attempt.WorkerTaskStopped's.
 func (s *Service) WorkerTaskStopped(ctx context.Context, bootstrap, tid string, n int, why string) error {
 	return attempt.WorkerTaskStopped(ctx, s.Service, bootstrap, tid, n, why)
 }
 
-// Rekick starts a new attempt of a running step (internal/worker/attempt).
+// Rekick starts attempt n+1 of the running step of dispatch task tid and
+// returns its number; the attempt before it is fenced from then on.
+// Errors: attempt.Rekick's.
 func (s *Service) Rekick(ctx context.Context, tid string) (int, error) {
 	return attempt.Rekick(ctx, s.Service, tid)
 }

@@ -1,6 +1,7 @@
 // Package queuetest is the one conformance suite every queue.Queue
 // implementation runs (Run), and every queue.Polled one (RunPolled)
-// (STYLE.md: one suite, both implementations).
+// (docs/architecture.md § Ports and their conformance suites: one suite,
+// both implementations).
 package queuetest
 
 import (

@@ -1,5 +1,5 @@
 // Package secrettest is the one conformance suite every secret.Source
-// runs (../shared/STYLE.md § Layout). It checks the contract stated on
+// runs (docs/architecture.md § Ports and their conformance suites). It checks the contract stated on
 // secret.Source: a key of at least secret.MinKeyBytes, the same key on
 // every call, to concurrent callers and to every Source over the same
 // backing store (a token minted with one verifies with another: the

@@ -1,6 +1,6 @@
 // Package sinktest is the one conformance suite every sink.Sink
-// implementation runs (../shared/STYLE.md § Layout: one interface, one
-// suite, every implementation passes it). It checks the contract stated on
+// implementation runs (docs/architecture.md § Ports and their conformance
+// suites: one interface, one suite, every implementation passes it). It checks the contract stated on
 // sink.Sink: round trip, overwrite, ENOTFOUND for a missing key, EINVALID
 // for a key that could escape the root, bytes kept verbatim, atomic
 // last-write-wins under concurrent Puts, a body over the Lambda payload

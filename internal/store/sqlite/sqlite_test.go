@@ -200,7 +200,7 @@ func TestSchema_FinalKindIsDomains(t *testing.T) {
 	}
 }
 
-// Errors name the key they are about (STYLE.md § Errors).
+// Errors name the key they are about, so a message says what failed.
 func TestErrors_NameTheKey(t *testing.T) {
 	t.Parallel()
 	s := openT(t, filepath.Join(t.TempDir(), "stratus.db"))

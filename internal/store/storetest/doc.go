@@ -1,7 +1,8 @@
 // Package storetest is the one conformance suite every store.Store
-// implementation must pass (STYLE.md § Layout: one interface, one suite,
-// every implementation runs it). internal/store/sqlite runs it on a file;
-// the DynamoDB implementation runs it against a moto server.
+// implementation must pass (docs/architecture.md § Ports and their conformance
+// suites: one interface, one suite, every implementation runs it).
+// internal/store/sqlite runs it on a file; the DynamoDB implementation runs it
+// against a moto server.
 //
 // It owns the observable contract of the port: what each method of
 // store.Store documents, the error codes (ENOTFOUND, ECONFLICT, checked

@@ -14,20 +14,21 @@ import (
 	"golang.org/x/text/cases"
 )
 
-// Artifact stages one named part (POST /v1/worker/artifact?name=, seed 000 §
-// Why OUT is a tool call): appended to the attempt's tail (last write wins at
-// the fold) and materialized raw at <ctx-dir>/<name> at staging time (seed
-// 001 § Routes), the file first: a part is staged only once its file
-// persisted (docs/security.md § Output that did not persist). Errors:
-// EINVALID for a bad part name (nothing staged), ECONFLICT when fenced,
-// the sink's error when it refuses the file (nothing staged; ENOSPACE for
-// a full disk).
+// Artifact stages one named part (POST /v1/worker/artifact?name=;
+// docs/contracts.md § Output is a tool call): appended to the attempt's tail
+// (last write wins at the fold) and materialized raw at <ctx-dir>/<name> at
+// staging time (§ Files are the server's job), the file first: a part is staged
+// only once its file persisted (docs/security.md § Output that did not persist).
+// Errors: EINVALID for a bad part name (nothing staged), ECONFLICT when fenced,
+// the sink's error when it refuses the file (nothing staged; ENOSPACE for a full
+// disk).
 func Artifact(ctx context.Context, s *core.Service, authorization, name string, body []byte) error {
 	return Invoke(ctx, s, authorization, name, core.Body{Bytes: body})
 }
 
 // Invoke is Artifact of a body inline or uploaded (POST
-// /v1/worker/artifact?name=&upload=, issue 14 § 8). Errors: Artifact's;
+// /v1/worker/artifact?name=&upload=; docs/contracts.md § Request and
+// response bodies). Errors: Artifact's;
 // bodyOf's for the upload.
 func Invoke(ctx context.Context, s *core.Service, authorization, name string, b core.Body) error {
 	c, err := s.Authorize(ctx, authorization, captoken.EmitOutput, "")
@@ -76,7 +77,8 @@ func stageArtifact(ctx context.Context, s *core.Service, c *core.Caller, name st
 	// stages nothing (docs/security.md § Output that did not persist).
 	if c.Run.WorkDir == "" {
 		// No root to place files under: the part is staged (data plane),
-		// its file is skipped fail-open (seed 000 § Files are the server's job).
+		// its file is skipped fail-open (docs/contracts.md § Files are the
+		// server's job).
 		s.WarnCall(c, "%s: no work dir resolves for run %s; part %s staged without its file", c.Step.StepRef, c.Run.ID, name)
 	} else {
 		dir, err := core.CtxDir(c.Env, c.Run)
@@ -102,7 +104,8 @@ func foldName(name string) string { return cases.Fold().String(name) }
 // (docs/security.md § Part names): on a case-insensitive checkout, and
 // when an S3 ctx dir is copied to such a disk, the two are one file, and
 // which body survives depends on the order of the writes. Restaging the
-// same name is last write wins (seed 000), so it passes. Errors:
+// same name is last write wins (docs/contracts.md § Output is a tool
+// call), so it passes. Errors:
 // EINVALID (field name) naming both names; the store's error.
 func checkPartCase(ctx context.Context, s *core.Service, c *core.Caller, name string) error {
 	staged, err := s.Store.ListPartNames(ctx, c.Step.TID, c.Attempt.N)
@@ -120,7 +123,8 @@ func checkPartCase(ctx context.Context, s *core.Service, c *core.Caller, name st
 	return nil
 }
 
-// NewUpload serves POST /v1/worker/upload (issue 14 § 8): a key of the
+// NewUpload serves POST /v1/worker/upload (docs/contracts.md § Request and
+// response bodies; docs/security.md § Upload size limits): a key of the
 // caller's attempt and a URL to PUT a body of req.Bytes bytes to. Errors:
 // see Authorize; ECONFLICT when fenced; EINVALID (field bytes) for a size
 // that is not positive; ETOOLARGE (field bytes) over MaxUpload.

@@ -50,7 +50,8 @@ func LaunchAttempt(ctx context.Context, s *core.Service, run stratus.Run, env *c
 	if err := s.Store.PutRenderSize(ctx, stratus.RenderSize{Agent: node.ID, Bytes: len(att.System), At: att.StartedAt}); err != nil {
 		return err
 	}
-	// Audit copy of the rendered prompt, one per node run (seed 004 § Safety).
+	// Audit copy of the rendered prompt, one per node run
+	// (docs/contracts.md § Prompt templates).
 	logDir := path.Join(".stratus/logs", run.TaskID, "stages", step.Node, fmt.Sprintf("run-%06d", step.Visit))
 	if err := s.Files(run).Put(ctx, path.Join(logDir, "rendered-prompt.md"), []byte(core.Redact(rendered))); err != nil {
 		return fmt.Errorf("save rendered prompt: %w", err)
@@ -76,7 +77,8 @@ func LaunchAttempt(ctx context.Context, s *core.Service, run stratus.Run, env *c
 	// HeartbeatSeconds runs from the dispatch message, and the runner's
 	// first stats come only once its task runs (Fargate: 30-90 s and the
 	// image pull): the step's task token is heartbeaten while RunTask
-	// retries and once it succeeds (issue 14 § 9).
+	// retries and once it succeeds (pinned by
+	// TestDispatch_HeartbeatsOnceTheWorkerIsLaunched).
 	spec.Waiting = func() error { return s.Heartbeat(ctx, step) }
 	s.WatchStarted(ctx, run, env, step.TID, n)
 	id, err := s.Launcher.Launch(ctx, spec)
@@ -285,19 +287,19 @@ func failEndedWorker(ctx context.Context, s *core.Service, tid string, n int, re
 	return err
 }
 
-// WorkerTaskStopped is told that the worker task of attempt n of dispatch
-// task tid, launched with bootstrap value bootstrap, has stopped, and why
-// (ECS's stoppedReason, the container's exit code and last lines: "ECS
-// Task State Change", DESIGN.md § The path of one step). Unless the
-// attempt has ended some other way first, it fails now (class
-// infrastructure; its Task state fails with stratus.WorkerFailed, so the
-// run takes the flow's failure path and a resume starts the step again),
-// instead of at its heartbeat's lapse: a worker that stopped before it exchanged its
-// bootstrap value never fetched its prompt (the value is spent here, so a
-// late start of the same task is refused); one that had started stopped
-// without a result. tid and n may be unknown ("", 0: a task launched
-// before the attempt was carried): then only a worker that never started
-// is failed. Errors: reading or writing the records (the event is
+// WorkerTaskStopped is told that the worker task of attempt n of dispatch task
+// tid, launched with bootstrap value bootstrap, has stopped, and why (ECS's
+// stoppedReason, the container's exit code and last lines: "ECS Task State
+// Change", the Amazon ECS Developer Guide's "Amazon ECS task state change
+// events"; docs/architecture.md § The path of one step). Unless the attempt has
+// ended some other way first, it fails now (class infrastructure; its Task state
+// fails with stratus.WorkerFailed, so the run takes the flow's failure path and
+// a resume starts the step again), instead of at its heartbeat's lapse: a worker
+// that stopped before it exchanged its bootstrap value never fetched its prompt
+// (the value is spent here, so a late start of the same task is refused); one
+// that had started stopped without a result. tid and n may be unknown ("", 0: a
+// task launched before the attempt was carried): then only a worker that never
+// started is failed. Errors: reading or writing the records (the event is
 // delivered again).
 func WorkerTaskStopped(ctx context.Context, s *core.Service, bootstrap, tid string, n int, why string) error {
 	if strings.HasPrefix(bootstrap, captoken.BootstrapPrefix) {
@@ -392,7 +394,7 @@ func FailAttempt(ctx context.Context, s *core.Service, c *core.Caller, att strat
 		return nil, err
 	}
 	if sv, handled, err := RetryFailure(ctx, s, c, att, reason); handled {
-		return sv, err // retry.go: a transient failure the retry policy takes
+		return sv, err // RetryFailure: a transient failure the retry policy takes
 	}
 	sv := &core.StepValue{StepRef: c.Step.StepRef, Node: c.Step.Node, Attempt: att.N, Outcome: "failed", Reason: reason}
 	raw, _ := json.Marshal(sv)
@@ -406,6 +408,10 @@ func FailAttempt(ctx context.Context, s *core.Service, c *core.Caller, att strat
 	return sv, nil
 }
 
+// EmitEnded reports the end of attempt att of c's step as a step_ended
+// event (core.EventStepEnded) with outcome and reason: its child terminal,
+// its duration (EndedAt - StartedAt) and its tokens and cost in US dollars.
+// The event also reaches the supervisor layer (core.Layers.StepEnded).
 func EmitEnded(s *core.Service, c *core.Caller, att stratus.Attempt, outcome, reason string) {
 	s.Emit(core.Event{Type: core.EventStepEnded, RunID: c.Run.ID, Node: c.Step.Node, StepRef: c.Step.StepRef, TID: c.Step.TID, Attempt: att.N,
 		Terminal: att.Terminal, Outcome: outcome, Reason: reason, Duration: att.EndedAt.Sub(att.StartedAt),

@@ -58,9 +58,9 @@ func readableKey(c *core.Caller, key string) (bundle, file bool) {
 	return false, under(dir) || under(core.ReportDir(c.Env.Flow, c.Run.TaskID))
 }
 
-// Read serves GET /v1/worker/workspace/blob?key= for a sink that does
-// not presign (issue 12 § 1): the bytes of one of the caller's run's
-// workspace bundles, ctx or report files. Errors: see Authorize; EINVALID
+// Read serves GET /v1/worker/workspace/blob?key= for a sink that does not
+// presign (docs/architecture.md § Workspaces): the bytes of one of the caller's
+// run's workspace bundles, ctx or report files. Errors: see Authorize; EINVALID
 // for a key outside those; ENOTFOUND when nothing is stored there.
 func Read(ctx context.Context, s *core.Service, authorization, key string) ([]byte, error) {
 	c, err := s.Authorize(ctx, authorization, captoken.FetchPrompt, "")
@@ -76,12 +76,12 @@ func Read(ctx context.Context, s *core.Service, authorization, key string) ([]by
 	return nil, stratus.FieldErrorf(stratus.EINVALID, "key", "%q is not a file of run %s's workspace, ctx dir or report dir", key, c.Run.ID)
 }
 
-// Write serves PUT /v1/worker/workspace/blob?key= for a sink that does
-// not presign: the caller's attempt stores its step bundle under the one
-// key its payload named (Upload), or a body under one of its upload keys
-// (NewUpload, issue 14 § 8). Errors: see Authorize; ECONFLICT when
-// the attempt can no longer count (fence); EINVALID for any other key;
-// ETOOLARGE for a bundle over the limit (WriteBlobFrom).
+// Write serves PUT /v1/worker/workspace/blob?key= for a sink that does not
+// presign: the caller's attempt stores its step bundle under the one key its
+// payload named (Upload), or a body under one of its upload keys (NewUpload;
+// docs/contracts.md § Request and response bodies). Errors: see Authorize;
+// ECONFLICT when the attempt can no longer count (fence); EINVALID for any other
+// key; ETOOLARGE for a bundle over the limit (WriteBlobFrom).
 func Write(ctx context.Context, s *core.Service, authorization, key string, body []byte) error {
 	return WriteFrom(ctx, s, authorization, key, func(limit int64) ([]byte, error) {
 		if int64(len(body)) > limit {
@@ -147,7 +147,8 @@ func acceptedKey(ws *stratus.Workspace, to string) string {
 	return path.Join(path.Dir(ws.Bundles[0]), "step-"+to+".bundle")
 }
 
-// AdvanceHead serves POST /v1/worker/workspace/head (issue 12 § 2): after
+// AdvanceHead serves POST /v1/worker/workspace/head (docs/security.md §
+// Workspace commits): after
 // uploading its bundle, a workspace-write attempt moves the run's head from
 // the head it started from to its commit. Fenced twice: the attempt must
 // still count (a rekicked or late attempt gets ECONFLICT), and the head
@@ -189,7 +190,7 @@ func AdvanceHead(ctx context.Context, s *core.Service, authorization string, h c
 	}
 	if why := s.WatchReason(ctx, c); why != "" {
 		// Its engine wrote into the operator's work dir: the step fails,
-		// and its commit is not taken (watch.go).
+		// and its commit is not taken (core.Service.WatchReason).
 		return stratus.Errorf(stratus.EUNPROCESSABLE, "%s", why)
 	}
 	if h.From != ws.Head {

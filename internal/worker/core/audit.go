@@ -1,12 +1,11 @@
 package core
 
-// The prompt audit (seed 004 § prompt_audit): when it is on, every agent
-// and evaluator step records who received what prompt, under
+// The prompt audit (docs/contracts.md § Prompt audit): when it is on, every
+// agent and evaluator step records who received what prompt, under
 // .stratus/logs/<task>/prompt-audit/: one Markdown file per step run,
 // <ordinal:06d>-<node>.md (the step's position among the run's steps, so a
 // lexical sort is chronological), and one JSON line per step run appended to
-// timeline.jsonl, prompt included. Both are redacted like
-// rendered-prompt.md.
+// timeline.jsonl, prompt included. Both are redacted like rendered-prompt.md.
 
 // TimelineFile is the machine-readable half of the prompt audit.
 const TimelineFile = "timeline.jsonl"

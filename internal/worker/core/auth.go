@@ -23,14 +23,13 @@ type Caller struct {
 	Env     *RunEnv
 }
 
-// Authorize resolves an Authorization header value to a Caller (seed 001 §
-// Bearer authentication). The scheme is "Bearer" in any letter case; the
-// credential is a wh- handle (mapped server side) or a full capability
-// token (HMAC, TTL and role × verb checked). When tid is non-empty it must
-// name the credential's own dispatch task. A credential is fenced to its
-// run (docs/security.md § Handles): it names its run, which must be the
-// run this API serves (Service.RunID) and its task's run, and which must
-// not have ended.
+// Authorize resolves an Authorization header value to a Caller
+// (docs/contracts.md § Bearer authentication). The scheme is "Bearer" in any
+// letter case; the credential is a wh- handle (mapped server side) or a full
+// capability token (HMAC, TTL and role × verb checked). When tid is non-empty it
+// must name the credential's own dispatch task. A credential is fenced to its
+// run (docs/security.md § Handles): it names its run, which must be the run this
+// API serves (Service.RunID) and its task's run, and which must not have ended.
 //
 // Errors: EUNAUTHORIZED for a missing, malformed, unknown or expired
 // credential, or a token naming no run; EFORBIDDEN for another task's
@@ -192,7 +191,8 @@ type Bootstrapped struct {
 	Attempt int    `json:"attempt"`
 }
 
-// ExchangeBootstrap serves POST /v1/worker/bootstrap (issue 14 § 11): the
+// ExchangeBootstrap serves POST /v1/worker/bootstrap (docs/contracts.md §
+// Bearer authentication; docs/security.md § Handles): the
 // one-time value a worker was launched with (Authorization: Bearer wb-…)
 // is taken — it never works again — and a fresh handle for the same
 // attempt is returned, living one HandleLease (never past the value's own

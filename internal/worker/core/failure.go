@@ -12,7 +12,8 @@ import (
 )
 
 // FailureValue is the value of a failed result (POST /v1/worker/result
-// with ok=false): the seed 003 § 5 terminal and the reason, and the
+// with ok=false): the child's terminal (docs/contracts.md § Terminal
+// classification) and the reason, and the
 // failure class the runner gave it (internal/failclass) with the reset the
 // failure named, RFC 3339 ("" = unknown). A value without a class (an
 // older runner's) is classified by the worker API with the same

@@ -12,7 +12,7 @@ import (
 )
 
 // FileSentinel starts a body that names a file instead of carrying it
-// (seed 000 § Why OUT is a tool call: "the @file:<abs-path> sentinel").
+// (docs/contracts.md § Output is a tool call).
 const FileSentinel = "@file:"
 
 // StateDirName is the directory under the work dir that holds Stratus's own
@@ -57,15 +57,15 @@ func (s *Service) ResolveFileSentinel(c *Caller, body []byte) ([]byte, error) {
 	return ReadOutputFile(p, s.MaxBodyBytes)
 }
 
-// ReadOutputFile reads the file an `@file:<abs-path>` sentinel names, for
-// the server (embedded) and the worker side (runner, `stratus worker`)
-// alike (issue 14 § 3). Refused, with EINVALID (Field "body") naming the
-// path and the rule: a path whose real location (symbolic links
-// resolved) has a ".stratus" component — Stratus's state: the HMAC key,
-// the store — ; anything but a regular file; a file with more than one
-// hard link (a second name for a file elsewhere, such as the key) or not
-// owned by this process's user. Over max bytes (0 = no limit) it is
-// ETOOLARGE. The checks are made on the open file, not on its name.
+// ReadOutputFile reads the file an `@file:<abs-path>` sentinel names, for the
+// server (embedded) and the worker side (runner, `stratus worker`) alike (pinned
+// by TestResolveFileSentinel_RefusesStateAndHardLinks). Refused, with EINVALID
+// (Field "body") naming the path and the rule: a path whose real location
+// (symbolic links resolved) has a ".stratus" component — Stratus's state: the
+// HMAC key, the store — ; anything but a regular file; a file with more than one
+// hard link (a second name for a file elsewhere, such as the key) or not owned
+// by this process's user. Over max bytes (0 = no limit) it is ETOOLARGE. The
+// checks are made on the open file, not on its name.
 func ReadOutputFile(path string, max int64) ([]byte, error) {
 	real, err := filepath.EvalSymlinks(path)
 	if errors.Is(err, os.ErrNotExist) {

@@ -13,12 +13,11 @@ import (
 )
 
 // Human-in-the-loop (worc reference.md § hitl node and § agent node: hitl;
-// issue 5 § 4): a hitl node, or an agent whose report asks a human, parks
-// its Task state on a task token that only a human's reply completes —
-// `stratus approve|reject|answer RUN NODE` or POST
-// /v1/runs/{run_id}/nodes/{node}/hitl (on a stack, its IAM-authorised twin
-// POST /v1/operator/runs/{run_id}/nodes/{node}/hitl), all ending in
-// Service.Human.
+// docs/contracts.md § Flows and task types): a hitl node, or an agent whose
+// report asks a human, parks its Task state on a task token that only a human's
+// reply completes — `stratus approve|reject|answer RUN NODE` or POST
+// /v1/runs/{run_id}/nodes/{node}/hitl (on a stack, its IAM-authorised twin POST
+// /v1/operator/runs/{run_id}/nodes/{node}/hitl), all ending in Service.Human.
 
 // StepWaiting is the status of a hitl step while it waits for its human.
 const StepWaiting = stratus.StepWaiting
@@ -144,6 +143,8 @@ func HITLStep(m Message, node *flow.Node) (stepNode, kind string) {
 	return node.ID, node.Kind
 }
 
+// OneLine collapses every run of white space of s into one space and cuts
+// the result at n bytes (Truncate), for a progress line.
 func OneLine(s string, n int) string {
 	return Truncate(strings.Join(strings.Fields(s), " "), n)
 }

@@ -89,8 +89,8 @@ func (s *Service) HandleLifetime(env *RunEnv, node *flow.Node, res stratus.Resol
 }
 
 // HandleLease is how long a worker's handle lives past its last renewal
-// (issue 14 § 11): the capability token TTL (worker.token_ttl_seconds,
-// default 600 s). The runner's stats and its silent-engine heartbeat
-// (every 20 s) renew it, never past handleLifetime; a handle whose worker
-// died stops working within one lease, not hours later.
+// (docs/security.md § Handles): the capability token TTL
+// (worker.token_ttl_seconds, default 600 s). The runner's stats and its
+// silent-engine heartbeat (every 20 s) renew it, never past handleLifetime; a
+// handle whose worker died stops working within one lease, not hours later.
 func (s *Service) HandleLease() time.Duration { return s.Minter.TTLOrDefault() }

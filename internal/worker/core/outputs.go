@@ -38,7 +38,7 @@ func SlotFile(f *flow.Flow, ctxDir, taskID, slot string) string {
 func ContractObject(value json.RawMessage) map[string]json.RawMessage {
 	// Only an object decodes into either shape; a text body folds to a
 	// JSON string, and decoding its 64 KiB just to fail was the largest
-	// cost of a submit after the store (issue 16 § 3).
+	// cost of a submit after the store.
 	if !jsonObject(value) {
 		return nil
 	}
@@ -90,6 +90,10 @@ func DecompositionEnabled(env *RunEnv) bool {
 	return env.Config.Agents.Decomposition.Enabled
 }
 
+// SubtaskKey is the sink key of a file of subtask order under the ctx dir
+// dir: <dir>/subtasks/<NN><suffix>, NN the order in two digits at least
+// (".md" the subtask's spec, ".start.txt" its start snapshot,
+// ".predecessors.md" its predecessor brief).
 func SubtaskKey(dir string, order int, suffix string) string {
 	return path.Join(dir, SubtasksDir, fmt.Sprintf("%02d%s", order, suffix))
 }

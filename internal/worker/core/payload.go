@@ -14,8 +14,9 @@ import (
 	"github.com/stratusflow/stratus/internal/nodeexec"
 )
 
-// Payload is the body of GET /v1/worker/prompt (seed 001 § Routes:
-// {task_id, attempt, agent, system?, prompt, context?}). StepRef and Engine
+// Payload is the body of GET /v1/worker/prompt (docs/contracts.md §
+// Request and response bodies: {task_id, attempt, agent, system?, prompt,
+// context?}). StepRef and Engine
 // are Stratus's additive fields: the step being run and the launch spec the
 // runner drives through child contract v1.
 type Payload struct {
@@ -36,11 +37,12 @@ type Payload struct {
 	// itself (internal/nodeexec), submitting a nodeexec.Result.
 	Exec *nodeexec.Spec `json:"exec,omitempty"`
 	// Workspace is the run's repository for a runner to materialize (a run
-	// whose repository travels; issue 12 § 2); nil: it works in the work dir.
+	// whose repository travels; docs/architecture.md § Workspaces); nil: it
+	// works in the work dir.
 	Workspace *WorkspaceSpec `json:"workspace,omitempty"`
 }
 
-// Context is the AgentContextView (seed 000 § Why IN is an HTTP fetch),
+// Context is the AgentContextView (docs/contracts.md § Input is a fetch),
 // assembled at fetch time so it always shows the current attempt's truth.
 type Context struct {
 	ProjectRoot  string         `json:"project_root"`
@@ -59,9 +61,10 @@ type StepPointer struct {
 	Outcome string   `json:"outcome,omitempty"`
 }
 
-// EngineSpec is the launch spec of the engine for this attempt (seed 003 §
-// 6). Env values of the form "$NAME" are resolved by the runner from its own
-// environment; Command "{stratus}" is the runner's own binary.
+// EngineSpec is the launch spec of the engine for this attempt
+// (docs/contracts.md § Timing, environment and argv). Env values of the form
+// "$NAME" are resolved by the runner from its own environment; Command
+// "{stratus}" is the runner's own binary.
 type EngineSpec struct {
 	Provider   string            `json:"provider"`
 	Command    string            `json:"command"`
@@ -72,15 +75,15 @@ type EngineSpec struct {
 	Kind       string            `json:"kind"`
 	MaxSteps   int               `json:"max_steps,omitempty"`
 	Input      json.RawMessage   `json:"input"`
-	// Schema is the node's output_schema, or an evaluator's findings
-	// schema: sent in the envelope (seed 003 § 2). The runner checks the
-	// report against an output_schema; an advisory schema (the findings')
-	// only tells the engine what to return: the worker's own parse of an
-	// evaluator report fails closed (manual_action_required), as before.
+	// Schema is the node's output_schema, or an evaluator's findings schema:
+	// sent in the envelope (docs/contracts.md § The request line). The runner
+	// checks the report against an output_schema; an advisory schema (the
+	// findings') only tells the engine what to return: the worker's own parse of
+	// an evaluator report fails closed (manual_action_required), as before.
 	Schema         json.RawMessage `json:"schema,omitempty"`
 	SchemaAdvisory bool            `json:"schema_advisory,omitempty"`
-	// The attempt's resolved per-node overrides (seed 004 § Per-node
-	// overrides in flows; Resolve). The runner always hands them to the
+	// The attempt's resolved per-node overrides (docs/contracts.md §
+	// Per-node overrides; Resolve). The runner always hands them to the
 	// engine as STRATUS_MODEL, STRATUS_REASONING ("" = the engine's default),
 	// STRATUS_PERMISSION_PROFILE and STRATUS_NETWORK_ACCESS; Args already
 	// carries them where the provider's args use the placeholders.
@@ -91,7 +94,7 @@ type EngineSpec struct {
 	// Files are the files Command, Args and Env name, frozen with the run
 	// (RunEnv.EngineFiles): the runner writes them to a directory of its
 	// own and names its copies instead, so a worker needs nothing from the
-	// operator's disk (issue 11 § 2).
+	// operator's disk (pinned by TestFreeze_EngineFilesTravelWithTheRun).
 	Files []EngineFile `json:"files,omitempty"`
 }
 
@@ -148,9 +151,10 @@ func ArgValues(kind string, maxSteps int, r stratus.Resolved) map[string]string 
 	}
 }
 
-// ExpandArgs fills the placeholders of a provider's args (seed 003 § 7.1:
-// a launch spec mirrors the call's kind and step ceiling onto argv; seed
-// 004 § Per-node overrides in flows: the node's model, reasoning and grants).
+// ExpandArgs fills the placeholders of a provider's args (docs/contracts.md
+// § The reference engine: a launch spec mirrors the call's kind and step
+// ceiling onto argv; § Per-node overrides: the node's model, reasoning and
+// grants).
 // The rule for an unset value: an argument holding a placeholder that
 // expands to the empty string is dropped, together with the argument right
 // before it when that one starts with '-' (its flag), so

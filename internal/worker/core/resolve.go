@@ -18,7 +18,7 @@ const DefaultEngineTimeoutSeconds = 600
 // against config.yaml and the task's front matter (front may be nil), in
 // one place, and returns the resolution together with the resolved
 // provider's launch spec (openseek's per-kind defaults filled in). Sources:
-// seed 004 § Per-node overrides in flows; worc reference.md § agent node, §
+// docs/contracts.md § Per-node overrides; worc reference.md § agent node, §
 // evaluator node, § network_policy; SKILL.md § nodes for the task's
 // nodes.<id>.{provider,model,reasoning}.
 //
@@ -172,6 +172,7 @@ func TaskOverrides(front map[string]any, id string) map[string]string {
 	return out
 }
 
+// First returns the first of vals that is not "", or "" when all are.
 func First(vals ...string) string {
 	for _, v := range vals {
 		if v != "" {

@@ -51,11 +51,12 @@ const (
 	// posts them (POST /v1/worker/stats: as the engine's agent_step and
 	// usage lines stream, and every heartbeat interval while it is
 	// silent): Steps, the tokens and cost so far, Duration = elapsed since
-	// the attempt started (issue 13 § 8).
+	// the attempt started (pinned by TestRecordStats_ReportsProgress).
 	EventStepProgress = "step_progress"
 )
 
-// Event is one line of live progress (issue 2 § 4).
+// Event is one line of live progress: what `stratus run` prints and
+// `--json` streams (README.md § Live progress).
 type Event struct {
 	Type             string
 	At               time.Time
@@ -64,7 +65,7 @@ type Event struct {
 	StepRef          string
 	TID              string // the step's dispatch task id (a key, not shown)
 	Attempt          int
-	Terminal         string // seed 003 § 5 terminal ("" for non-worker steps)
+	Terminal         string // docs/contracts.md § Terminal classification; "" for non-worker steps
 	Outcome          string // accept/rework for evaluators, done/skipped otherwise
 	Reason           string
 	Duration         time.Duration
@@ -113,11 +114,10 @@ type Config struct {
 	// step fails and its state is told so.
 	DiskFull func(err error)
 	// Queue takes the work a request must not wait for — a supervisor
-	// observation turn, whose launch may retry for minutes (issue 14 §
-	// 10) — as a KindObserve dispatch message: on AWS the dispatch queue,
-	// whose function runs it (Dispatch); embedded, a queue/local whose
-	// handler calls Dispatch. nil: a goroutine of this process, which
-	// Drain waits for.
+	// observation turn, whose launch may retry for minutes — as a KindObserve
+	// dispatch message: on AWS the dispatch queue, whose function runs it
+	// (Dispatch); embedded, a queue/local whose handler calls Dispatch. nil: a
+	// goroutine of this process, which Drain waits for.
 	Queue queue.Queue
 	// Log gets the service's warnings (an unknown submit_format, a
 	// supervisor turn that failed, ...) as slog records (internal/logging):
@@ -206,6 +206,7 @@ func (s *Service) LockGates() (unlock func()) {
 // itself). The run's workspace bundles and uploads are Sink's own keys.
 func (s *Service) Files(run stratus.Run) sink.Sink { return sink.ForRun(s.Sink, run.ID) }
 
+// NowUTC is the service's clock (Config.Now, else the system's) in UTC.
 func (s *Service) NowUTC() time.Time {
 	if s.Now != nil {
 		return s.Now().UTC()
@@ -231,6 +232,8 @@ func (s *Service) ReportDiskFull(err error) bool {
 	return true
 }
 
+// Warnf logs a warning about the service (not about one step: WarnCall) on
+// Config.Log, formatted as fmt.Sprintf does; nothing without a Log.
 func (s *Service) Warnf(format string, args ...any) {
 	if s.Log != nil {
 		s.Log.Warn(fmt.Sprintf(format, args...))
@@ -245,6 +248,10 @@ func (s *Service) WarnCall(c *Caller, format string, args ...any) {
 	}
 }
 
+// Emit reports e: it ends the work-dir watch of e's task when the event
+// ends a step or a supervisor turn, hands e to Config.OnEvent (its At set
+// to now when zero) and, for a step_ended event, to the supervisor layer
+// (Layers.StepEnded: the prompt audit, the observation decision).
 func (s *Service) Emit(e Event) {
 	if e.Type == EventStepEnded || e.Type == EventSupervisorEnded {
 		s.watchDone(e.TID)
@@ -290,6 +297,8 @@ func (s *Service) StepContext(ctx context.Context, tid string) (stratus.Step, st
 	return st, run, env, nil
 }
 
+// RememberWorker records id, the launcher's id of the worker of dispatch
+// task tid, so that StopWorker can stop it later from this process.
 func (s *Service) RememberWorker(tid, id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -299,8 +308,9 @@ func (s *Service) RememberWorker(tid, id string) {
 	s.workers[tid] = id
 }
 
-// StopWorker stops the worker of tid if one is known (DESIGN.md § The path
-// of one step, 5: a Catch on a timed-out worker state stops its task).
+// StopWorker stops the worker of tid if one is known (docs/architecture.md
+// § The path of one step, 10: a Catch on a timed-out worker state stops its
+// task).
 func (s *Service) StopWorker(ctx context.Context, tid string) error {
 	s.mu.Lock()
 	id := s.workers[tid]

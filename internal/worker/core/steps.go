@@ -37,14 +37,15 @@ type Message struct {
 	// latest step goes on (reenter).
 	RetryCount int `json:"retry_count,omitempty"`
 	// StepRef and Why are what an observation message (kind KindObserve,
-	// sent by the worker API through Service.Queue, issue 14 § 10)
+	// sent by the worker API through Service.Queue)
 	// carries: the step to observe (Node is its node) and why.
 	StepRef string `json:"step_ref,omitempty"`
 	Why     string `json:"why,omitempty"`
 }
 
 // KindObserve is the kind of a dispatch message that starts a supervisor
-// observation turn of a step that ended (seed 004 § What the layer does).
+// observation turn of a step that ended (docs/contracts.md § What the
+// supervisor layer does).
 const KindObserve = "supervisor.observe"
 
 // CaughtError is the Catch's view of a failed state: {Error, Cause}.
@@ -56,7 +57,7 @@ type CaughtError struct {
 // Error names a dispatch completes a Task state with (SendTaskFailure).
 const (
 	ErrLaunchFailed = "stratus.LaunchFailed"  // the worker could not be started
-	ErrWorkerFailed = "stratus.WorkerFailed"  // the worker ended without a report (seed 003 § 5)
+	ErrWorkerFailed = "stratus.WorkerFailed"  // the worker ended without a report (docs/contracts.md § Terminal classification)
 	ErrUnsupported  = "stratus.Unsupported"   // a node kind this build cannot run
 	ErrPublish      = "stratus.PublishFailed" // the publish node could not write its report
 	ErrDispatch     = "stratus.DispatchFailed"
@@ -99,6 +100,8 @@ func SkipOutcome(n *flow.Node) string {
 	return OutcomeSkipped
 }
 
+// FinishStep records step ended now with status, verdict and value (the
+// step value the Task state completes with). Errors: the store's.
 func (s *Service) FinishStep(ctx context.Context, step stratus.Step, status, verdict string, value json.RawMessage) error {
 	step.Status, step.Verdict, step.Value, step.EndedAt = status, verdict, value, s.NowUTC()
 	return s.Store.UpdateStep(ctx, step)
@@ -118,6 +121,10 @@ func (s *Service) FailStep(ctx context.Context, step stratus.Step, attempt int, 
 	return s.Fail(ctx, step.TaskToken, errName, reason)
 }
 
+// Fail completes the Task state waiting on token with SendTaskFailure:
+// error name (a stratus.* name the machine's Retry and Catch know) and
+// cause. Errors: the task-token port's (the token is unknown, expired or
+// its execution ended).
 func (s *Service) Fail(ctx context.Context, token, name, cause string) error {
 	return s.Tokens.SendTaskFailure(ctx, token, name, cause)
 }

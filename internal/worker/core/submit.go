@@ -14,7 +14,8 @@ import (
 )
 
 // StepValue is the small value a Task state completes with: references and
-// scalars only, never bodies (DESIGN.md § Limits: 256 KiB state payload).
+// scalars only, never bodies (docs/architecture.md § Limits: 256 KiB state
+// payload).
 // Routing reads Outcome ($.last.outcome).
 type StepValue struct {
 	StepRef string   `json:"step_ref"`
@@ -42,6 +43,8 @@ type StepValue struct {
 	RetryAt time.Time `json:"retry_at,omitzero"`
 }
 
+// DecodeStepValue decodes a step's value (StepValue). Errors: "no value"
+// for an empty raw; encoding/json's for one that is not a StepValue.
 func DecodeStepValue(raw json.RawMessage) (StepValue, error) {
 	var v StepValue
 	if len(raw) == 0 {
@@ -50,10 +53,10 @@ func DecodeStepValue(raw json.RawMessage) (StepValue, error) {
 	return v, json.Unmarshal(raw, &v)
 }
 
-// SubmitFormat is the fold mode of a node (seed 000 § submit_format),
-// nearest declaration wins: the node's own `submit_format` (the step), its
-// role file's front matter (the agent), the flow's `submit_format` (flow-wide).
-// An unknown value is warned about and folds like the default.
+// SubmitFormat is the fold mode of a node (docs/contracts.md § The fold and
+// submit_format), nearest declaration wins: the node's own `submit_format` (the
+// step), its role file's front matter (the agent), the flow's `submit_format`
+// (flow-wide). An unknown value is warned about and folds like the default.
 func (s *Service) SubmitFormat(env *RunEnv, nodeID string) string {
 	node := env.Flow.Node(nodeID)
 	f := node.SubmitFormat
@@ -76,6 +79,9 @@ func (s *Service) SubmitFormat(env *RunEnv, nodeID string) string {
 	return f
 }
 
+// Truncate returns s when it is at most n bytes long, else its first n
+// bytes followed by "…" (a cut inside a multi-byte character is not
+// avoided).
 func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -88,7 +94,8 @@ type ResultBody struct {
 	TaskID string          `json:"task_id"`
 	Value  json.RawMessage `json:"value,omitempty"`
 	OK     *bool           `json:"ok"`
-	// Upload names an upload holding the body (issue 14 § 8); the value is
+	// Upload names an upload holding the body (docs/contracts.md § Request
+	// and response bodies); the value is
 	// then absent (or null): the uploaded bytes are the body as is.
 	Upload string `json:"upload,omitempty"`
 }
@@ -118,13 +125,13 @@ func SecondFinal(c *Caller, err error) error {
 	return err
 }
 
-// MaxReasonBytes bounds the reason Stratus keeps for a failed attempt, in
-// bytes: the attempt's reason, its step's value, the step-ended event and
-// the state machine's task failure cause (Step Functions keeps 32,768
-// characters of a cause, and the value travels in a 256 KiB state:
-// DESIGN.md § Limits). A worker's longer reason (POST /v1/worker/result or
-// /v1/worker/submit with ok=false, up to the body limit) is kept whole only
-// as the attempt's failed Final in its output tail.
+// MaxReasonBytes bounds the reason Stratus keeps for a failed attempt, in bytes:
+// the attempt's reason, its step's value, the step-ended event and the state
+// machine's task failure cause (Step Functions keeps 32,768 characters of a
+// cause, and the value travels in a 256 KiB state: docs/architecture.md §
+// Limits). A worker's longer reason (POST /v1/worker/result or /v1/worker/submit
+// with ok=false, up to the body limit) is kept whole only as the attempt's
+// failed Final in its output tail.
 const MaxReasonBytes = 4 << 10
 
 // AnswerReasonBytes bounds the reason in the answer to a failed result or
@@ -164,9 +171,9 @@ func FailureAnswer(sv *StepValue, bytes int) *StepValue {
 }
 
 // Stats is the body of POST /v1/worker/stats: a worker's self-reported
-// per-attempt counters, cumulative (every field optional; seed 001 §
-// StatsBody). EngineStartedAt (unix ms) marks when the runner spawned the
-// engine, for the orchestration-overhead figure.
+// per-attempt counters, cumulative (every field optional; docs/contracts.md §
+// Request and response bodies). EngineStartedAt (unix ms) marks when the runner
+// spawned the engine, for the orchestration-overhead figure.
 type Stats struct {
 	Steps            *int     `json:"steps,omitempty"`
 	PromptTokens     *int64   `json:"prompt_tokens,omitempty"`

@@ -8,14 +8,14 @@ import (
 	"github.com/stratusflow/stratus/internal/report"
 )
 
-// The supervisor layer's turns (seed 004 § supervisor, § What the layer
-// does) run through the ordinary worker path — a runner and an engine per
-// attempt, so they run the same way on AWS — as attempts of synthetic steps
-// of kind report.Kind. Such a step is no flow node: its Node is
-// SupervisorNode (which no node id can equal), its StepRef "supervisor#<n>".
-// Its submit records the output and never completes a task token of its
-// own: a finalize turn completes the publish step it runs for, an
-// observation completes nothing.
+// The supervisor layer's turns (docs/contracts.md § The supervisor, § What the
+// supervisor layer does) run through the ordinary worker path — a runner and an
+// engine per attempt, so they run the same way on AWS — as attempts of synthetic
+// steps of kind report.Kind. Such a step is no flow node: its Node is
+// SupervisorNode (which no node id can equal), its StepRef "supervisor#<n>". Its
+// submit records the output and never completes a task token of its own: a
+// finalize turn completes the publish step it runs for, an observation completes
+// nothing.
 
 // SupervisorNode is the Node of every supervisor turn's step. It is not a
 // valid node id (those start with a letter or digit), so it never shares a
@@ -62,6 +62,9 @@ func ReportEnv(env *RunEnv) report.Env {
 	return re
 }
 
+// SupervisorValue decodes the value of a supervisor turn's step (its job,
+// the step it observes or finalizes, its outcome); a value that does not decode gives
+// the zero SupervisorValue.
 func SupervisorValue(st stratus.Step) report.SupervisorValue {
 	var v report.SupervisorValue
 	json.Unmarshal(st.Value, &v)

@@ -17,7 +17,8 @@ import (
 )
 
 // The limits on a worker body (a part, a final body, a result), stated
-// once (issue 14 § 8; DESIGN.md § Limits):
+// once (docs/contracts.md § Request and response bodies; docs/security.md §
+// Upload size limits; docs/architecture.md § Limits):
 //
 //   - Inline, in the request itself: up to Service.MaxBodyBytes. Embedded,
 //     config worker.max_body_bytes (default 32 MiB); on AWS 4 MiB
@@ -62,7 +63,7 @@ type Upload struct {
 }
 
 // Body is a worker body as it arrived: its bytes inline, or the key of an
-// upload holding them (issue 14 § 8).
+// upload holding them (docs/contracts.md § Request and response bodies).
 type Body struct {
 	Bytes  []byte
 	Upload string

@@ -21,9 +21,12 @@ import (
 	"github.com/stratusflow/stratus/internal/store"
 )
 
+// NewHandle mints a step handle (wh- and 8 characters of [a-z0-9]) and
+// NewBootstrap a one-time bootstrap value (wb- and 24 characters), both
+// from captoken (docs/contracts.md § Bearer authentication).
 var NewHandle, NewBootstrap = captoken.NewHandle, captoken.NewBootstrap
 
-// Files of the ctx dir the variables point at (seed 004 § Template
+// Files of the ctx dir the variables point at (docs/contracts.md § Template
 // variables, worc flow-authoring.md § Where a node's output goes). Each is
 // relative to the run's ctx dir.
 const (
@@ -36,12 +39,12 @@ const (
 	SubtasksDir        = "subtasks"            // <NN>.md per subtask spec, <NN>.predecessors.md, <NN>.start.txt
 )
 
-// MaxOverviewPaths bounds the paths change-overview.txt lists (seed 004 §
-// Template variables: at most 200 paths, then a count of the rest).
+// MaxOverviewPaths bounds the paths change-overview.txt lists: at most 200
+// paths, then a count of the rest (docs/contracts.md § Template variables).
 const MaxOverviewPaths = gitwork.MaxOverviewPaths
 
-// CtxDir returns the run's ctx-dir as a sink key prefix (seed 000 § Files
-// are the server's job: placement default workspace/tasks/{task_id}/ctx;
+// CtxDir returns the run's ctx-dir as a sink key prefix (docs/contracts.md §
+// Files are the server's job: placement default workspace/tasks/{task_id}/ctx;
 // in the state dir for an embedded run whose repository travels:
 // projection.RunCtxDir).
 func CtxDir(env *RunEnv, run stratus.Run) (string, error) {
@@ -65,7 +68,8 @@ func ReportDir(f *flow.Flow, taskID string) string {
 
 // Abs turns a sink key into the absolute path a local engine reads: under
 // the work dir, or under the workspace's Root for a run whose repository
-// travels (each runner puts its own checkout there; issue 12 § 2).
+// travels (each runner puts its own checkout there; docs/architecture.md §
+// Workspaces).
 func Abs(run stratus.Run, key string) string {
 	if run.Workspace != nil {
 		return path.Join(run.Workspace.Root, key)
@@ -99,15 +103,15 @@ func OutputNodes(f *flow.Flow) []string { return flow.OutputNodes(f) }
 
 // LatestSteps returns, per node, the latest completed step of a run (not
 // skipped, not a supervisor turn), in creation order, excluding the step
-// `except`: one store query, not the whole run (issue 16 § 3).
+// `except`: one store query, not a read of the whole run's steps.
 func (s *Service) LatestSteps(ctx context.Context, runID, except string) ([]stratus.Step, error) {
 	return s.Store.LatestSteps(ctx, runID, store.LatestQuery{Status: stratus.StepCompleted, ExceptTID: except,
 		SkipVerdicts: []string{OutcomeSkipped}, SkipKinds: []string{SupervisorKind}})
 }
 
-// ReadRoleFile reads a role file contained in the flows directory (seed 004
-// § Fatal validation: role_file paths contain no traversal) and splits off
-// its optional front matter.
+// ReadRoleFile reads a role file contained in the flows directory
+// (docs/contracts.md § Fatal validation: role_file paths contain no traversal)
+// and splits off its optional front matter.
 func ReadRoleFile(flowDir, rel string) (prompt.RoleMeta, string, error) {
 	raw, err := ReadRoleFileRaw(flowDir, rel)
 	if err != nil {
@@ -120,6 +124,13 @@ func ReadRoleFile(flowDir, rel string) (prompt.RoleMeta, string, error) {
 	return meta, body, nil
 }
 
+// ReadRoleFileRaw reads role file rel of the flow directory flowDir as
+// text, front matter included (ReadRoleFile splits it off). Errors:
+// EINVALID (field role_file) for a path that is empty, absolute, or holds
+// ".." or a backslash; ENOTFOUND (field role_file) when the file does not
+// exist; flow.ReadRoleFile's for one over flow.MaxRoleFileBytes (ETOOLARGE)
+// or not UTF-8 (EINVALID) (docs/contracts.md § Prompt templates, § Fatal
+// validation).
 func ReadRoleFileRaw(flowDir, rel string) (string, error) {
 	if rel == "" || filepath.IsAbs(rel) || strings.Contains(rel, "..") || strings.Contains(rel, "\\") {
 		return "", stratus.FieldErrorf(stratus.EINVALID, "role_file", "%q must be a relative path inside %s without ..", rel, flowDir)
@@ -138,10 +149,12 @@ var secretLike = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`(?i)\b(sk-[a-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{20,}|xox[baprs]-[A-Za-z0-9-]{10,})`)
 })
 
-// Redact masks token-shaped secrets in audit copies (seed 004 § Safety:
-// rendered prompts are written redacted).
+// Redact masks token-shaped secrets in audit copies (docs/contracts.md §
+// Prompt templates: rendered prompts are written redacted).
 func Redact(s string) string { return secretLike().ReplaceAllString(s, "[REDACTED]") }
 
+// MorePaths is how a list cut short names the n paths it left out: "1
+// more path", "n more paths".
 func MorePaths(n int) string {
 	if n == 1 {
 		return "1 more path"

@@ -18,7 +18,7 @@ import (
 	"github.com/stratusflow/stratus/internal/workspace"
 )
 
-// A run with a workspace (stratus.Run.Workspace; issue 12, DESIGN.md §
+// A run with a workspace (stratus.Run.Workspace; docs/architecture.md §
 // Workspaces) has no disk of the operator's on the worker's side: every
 // path a payload names is under the workspace's Root, which each runner
 // replaces with a checkout of its own, and the repository travels as git
@@ -27,7 +27,8 @@ import (
 
 // WorkspaceSpec is the `workspace` field of a prompt payload: what the
 // runner materializes before the engine (or a checks or tool command)
-// starts, and what it does after (issue 12 § 2).
+// starts, and what it does after (docs/architecture.md § Workspaces;
+// docs/security.md § Workspace commits).
 type WorkspaceSpec struct {
 	// Root is the path every other path of the payload is rendered under;
 	// the runner puts its own directory in its place (in the prompt, the
@@ -46,9 +47,9 @@ type WorkspaceSpec struct {
 	// Exclude lists Root-relative paths that are Stratus's own (its state
 	// dir, the ctx dir): never part of a commit, never a change.
 	Exclude []string `json:"exclude"`
-	// DiffPath and OverviewPath, when set (Head differs from Base), are
-	// where the runner writes Base..Head as {diff_path} and
-	// {change_overview_path} (seed 004 § Template variables), Root-relative.
+	// DiffPath and OverviewPath, when set (Head differs from Base), are where
+	// the runner writes Base..Head as {diff_path} and {change_overview_path}
+	// (docs/contracts.md § Template variables), Root-relative.
 	DiffPath     string `json:"diff_path,omitempty"`
 	OverviewPath string `json:"overview_path,omitempty"`
 	// Write is set for a workspace-write agent node: after its engine ends

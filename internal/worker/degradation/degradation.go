@@ -9,14 +9,15 @@ import (
 	"github.com/stratusflow/stratus/internal/worker/core"
 )
 
-// Invoke appends a degradation to the caller's run record with
-// step_ref, attempt and time injected by the server. It never touches the
-// output tail or the fold. When the dispatch task has no run, nothing is
-// written and no error is returned (fail-open, seed 001). Errors: see
-// Authorize; EINVALID naming a missing required field.
+// Invoke appends a degradation to the caller's run record with step_ref, attempt
+// and time injected by the server. It never touches the output tail or the fold.
+// When the dispatch task has no run, nothing is written and no error is returned
+// (fail-open: docs/contracts.md § Routes). Errors: see Authorize; EINVALID
+// naming a missing required field.
 func Invoke(ctx context.Context, s *core.Service, authorization string, d core.DegradationBody) error {
-	// The credential first, then the body (issue 14 § 5), then the same
-	// fence as every other write (§ 4).
+	// The credential first, then the body (pinned by
+	// TestWorkerAPI_CredentialBeforeParameters), then the same fence as
+	// every other write (TestWorkerAPI_DegradationOfASupersededAttemptIs409).
 	c, err := s.Authorize(ctx, authorization, captoken.EmitOutput, "")
 	if err != nil && stratus.ErrorCode(err) != stratus.ENOTFOUND {
 		return err

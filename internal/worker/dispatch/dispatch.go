@@ -21,16 +21,18 @@ import (
 	"github.com/stratusflow/stratus/internal/worker/vars"
 )
 
-// Invoke handles one dispatch message (DESIGN.md § The path of one step,
-// step 2): it creates the step (idempotent on the task token, so a
+// Invoke handles one dispatch message (docs/architecture.md § The path of
+// one step, 3): it creates the step (idempotent on the task token, so a
 // redelivered message does not create two), then per node kind launches a
 // worker (agent, evaluator), writes the summary (publish) or skips the node
 // (a `when` fact that is false). It completes the Task state itself for
 // every kind but agent/evaluator, whose worker completes it through submit,
 // and hitl (a hitl node, or an agent's "<node>.hitl" state: message kind
-// hitl), whose step waits for Human (hitl.go). A "stop" message (kind
-// compiler.KindStop, no task token) stops the node's worker instead
-// (stopNode).
+// hitl), whose step parks (internal/worker/gate) until a human's reply
+// (internal/worker/hitl). A "stop" message (kind compiler.KindStop, no task
+// token) stops the node's worker instead (stopNode); a supervisor
+// observation message (kind core.KindObserve) starts its turn
+// (supervise.Observe).
 //
 // Errors returned are infrastructure errors the queue may redeliver on;
 // every failure that belongs to the run is reported to the state machine
@@ -40,7 +42,7 @@ func Invoke(ctx context.Context, s *core.Service, m core.Message) error {
 	case compiler.KindStop:
 		return stopNode(ctx, s, m)
 	case core.KindObserve:
-		return supervise.Observe(ctx, s, m) // supervisor.go
+		return supervise.Observe(ctx, s, m)
 	}
 	if m.RunID == "" || m.Node == "" || m.TaskToken == "" {
 		return stratus.Errorf(stratus.EINVALID, "dispatch message needs run_id, node and task_token; got %+v", m)
@@ -57,7 +59,7 @@ func Invoke(ctx context.Context, s *core.Service, m core.Message) error {
 	if node == nil {
 		return s.Fail(ctx, m.TaskToken, core.ErrDispatch, fmt.Sprintf("flow %s has no node %q", env.Flow.Name, m.Node))
 	}
-	stepNode, kind := core.HITLStep(m, node) // an agent's "<node>.hitl" waits in a step of its own (hitl.go)
+	stepNode, kind := core.HITLStep(m, node) // an agent's "<node>.hitl" waits in a step of its own (core/hitl.go)
 	visits, err := s.Store.CountVisits(ctx, run.ID, stepNode)
 	if err != nil {
 		return err
@@ -128,7 +130,7 @@ func Invoke(ctx context.Context, s *core.Service, m core.Message) error {
 	case "agent", "evaluator":
 		return attempt.LaunchAttempt(ctx, s, run, env, step, 1)
 	case "checks", "tool":
-		// Run by the worker too: the runner has the repository (checks.go).
+		// Run by the worker too: the runner has the repository (vars.ExecSpec).
 		if name, why := core.ExecRefusal(env, node); name != "" {
 			return s.FailStep(ctx, step, 0, name, why)
 		}
@@ -136,7 +138,7 @@ func Invoke(ctx context.Context, s *core.Service, m core.Message) error {
 	case "publish":
 		s.Emit(core.Event{Type: core.EventStepStarted, RunID: run.ID, Node: step.Node, StepRef: step.StepRef, TID: step.TID})
 		if supervise.StartFinalize(ctx, s, run, env, step) {
-			return nil // the finalize turn's end writes the report and completes publish (supervisor.go)
+			return nil // the finalize turn's end writes the report and completes publish (supervise.StartFinalize)
 		}
 		written, err := s.Publish(ctx, run, env)
 		if err != nil {
@@ -162,7 +164,8 @@ func Invoke(ctx context.Context, s *core.Service, m core.Message) error {
 // (m.RetryCount > 0: a transient failure the retry policy retries on the
 // same or the next provider, or an infrastructure error), or after the
 // step parked (its "<node>.wait" ends and enters the node again) — with a
-// new attempt under the new task token: seed 000's attempt fencing keeps
+// new attempt under the new task token: the attempt fencing of
+// docs/contracts.md § Routes keeps
 // the attempts before it from writing, and the step stays one visit, one
 // step_ref. handled is false when the entry is a new visit (a rework loop,
 // a resume) and Dispatch creates the step as usual.
@@ -206,7 +209,8 @@ func reenter(ctx context.Context, s *core.Service, run stratus.Run, env *core.Ru
 	return true, attempt.LaunchAttempt(ctx, s, run, env, st, n)
 }
 
-// checkCaps enforces the run's cost and token caps (issue 11 § 7) before a
+// checkCaps enforces the run's cost and token caps (docs/architecture.md §
+// The run lifecycle) before a
 // worker step starts: a run at or over a cap fails step with
 // ErrCapReached, which parks the run at manual_action_required (stopped is
 // true); a run near a cap, or whose spend includes attempts of unknown
@@ -230,7 +234,8 @@ func checkCaps(ctx context.Context, s *core.Service, run stratus.Run, step strat
 	return false, nil
 }
 
-// stopNode handles a "stop" message (DESIGN.md § The path of one step, 5:
+// stopNode handles a "stop" message (docs/architecture.md § The path of
+// one step, 10:
 // a Catch on a timed-out or failed worker state stops its ECS task before
 // routing). The node's latest step is the one whose state was caught: a
 // step still running (its state timed out, nobody completed it) and its
@@ -294,7 +299,8 @@ func stopNode(ctx context.Context, s *core.Service, m core.Message) error {
 // Conditional nodes). Its verdict and progress line say "skipped", and its
 // value carries why (the report's Pipeline nodes skipped reads it). The
 // outcome the state machine routes on is SkipOutcome: a skipped gate does
-// not gate (issue 5 H1), where "skipped" would match no edge of a gate and
+// not gate (pinned by TestDispatch_SkippedGateCompletesWithItsPassOutcome),
+// where "skipped" would match no edge of a gate and
 // park the run.
 func skipStep(ctx context.Context, s *core.Service, step stratus.Step, node *flow.Node, why string) error {
 	v, _ := json.Marshal(core.StepValue{StepRef: step.StepRef, Node: step.Node, Outcome: core.SkipOutcome(node), Reason: why})

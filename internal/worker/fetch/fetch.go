@@ -22,7 +22,8 @@ import (
 // that attempt's. Errors: see Authorize; EINVALID for a missing or
 // malformed attempt; EFORBIDDEN for another attempt.
 func System(ctx context.Context, s *core.Service, authorization, tid, attempt string) ([]byte, error) {
-	// The credential before the parameters (issue 14 § 5): a caller
+	// The credential before the parameters (pinned by
+	// TestWorkerAPI_CredentialBeforeParameters): a caller
 	// without one learns nothing of what the route takes.
 	c, err := s.Authorize(ctx, authorization, captoken.FetchPrompt, "")
 	if err != nil {
@@ -52,7 +53,7 @@ func Invoke(ctx context.Context, s *core.Service, authorization, tid string) (*c
 		return nil, err
 	}
 	if c.Step.Kind == core.SupervisorKind {
-		return supervise.Payload(ctx, s, c) // supervisor.go
+		return supervise.Payload(ctx, s, c)
 	}
 	run, env, step, att := c.Run, c.Env, c.Step, c.Attempt
 	dir, err := core.CtxDir(env, run)
@@ -104,8 +105,9 @@ func Invoke(ctx context.Context, s *core.Service, authorization, tid string) (*c
 	}
 	// The envelope's kind follows the node (agent, evaluator) unless the
 	// provider maps it (openseek's subrun kinds); an evaluator's request
-	// carries the findings schema, any node's its output_schema (seed 003
-	// § 2: the engine learns what it must return).
+	// carries the findings schema, any node's its output_schema
+	// (docs/contracts.md § The request line: the engine learns what it must
+	// return).
 	kind := prov.Kind
 	if kind == "" {
 		kind = node.Kind

@@ -18,8 +18,10 @@ import (
 
 // DispatchHITL parks a hitl step: it records the pending request (status
 // StepWaiting), says on the progress line how to answer it, and arms the
-// deadline. The task token is completed by Human, or by the deadline with
-// ErrHITLTimeout.
+// deadline. The task token is completed by the human's reply
+// (internal/worker/hitl), or by the deadline with ErrHITLTimeout. An
+// agent's request that cannot be read fails the step (ErrDispatch) instead.
+// Errors: the store's, recording the waiting step.
 func DispatchHITL(ctx context.Context, s *core.Service, run stratus.Run, env *core.RunEnv, step stratus.Step, node *flow.Node) error {
 	v := core.HITLValue{StepRef: step.StepRef, Node: step.Node, Signal: node.Signal}
 	if prev, err := core.DecodeStepValue(step.Value); err == nil {
@@ -82,7 +84,8 @@ func nodeRequest(ctx context.Context, s *core.Service, run stratus.Run, env *cor
 		what = "approve or reject the work so far at node " + node.ID
 	}
 	if q := strings.TrimSpace(node.Question); q != "" {
-		// The node's own question (issue 15 § 3), rendered like a role
+		// The node's own question (docs/contracts.md § Template variables),
+		// rendered like a role
 		// file with the step's variables.
 		if vars, err := vars.TemplateVars(ctx, s, run, env, step); err == nil {
 			q = prompt.Render(q, vars, core.OutputNodes(env.Flow))

@@ -23,9 +23,10 @@ func CheckReplySize(text string) error {
 	return nil
 }
 
-// Invoke applies a human's reply to the step of node that waits for one
-// (worc reference.md § hitl node; issue 5 § 4): node is a hitl node, or an
-// agent whose report asked (its "<node>.hitl" step; either name works).
+// Invoke applies a human's reply to the step of node that waits for one (worc
+// reference.md § hitl node; docs/contracts.md § Request and response bodies):
+// node is a hitl node, or an agent whose report asked (its "<node>.hitl" step;
+// either name works).
 //
 // A question needs decision answer and a non-empty text; an approval
 // needs approve, or reject with its reason as text. The reply is

@@ -8,12 +8,12 @@ import (
 	"github.com/stratusflow/stratus/internal/worker/core"
 )
 
-// Invoke serves GET /v1/agents/{name}/render-size (seed 001 §
-// agent_render_size): the last observed size (bytes) of the agent's baked
-// system prompt, to a worker of that agent — its wh- handle or capability
-// token (verb FetchPrompt). The seed leaves the route open; Stratus does
-// not, since whoever reaches the API (any local user on loopback, anyone on
-// a stack's URL) is no one trusted (docs/security.md § Who is trusted).
+// Invoke serves GET /v1/agents/{name}/render-size (docs/contracts.md § Routes):
+// the last observed size (bytes) of the agent's baked system prompt, to a worker
+// of that agent — its wh- handle or capability token (verb FetchPrompt). worc's
+// contract leaves the route open; Stratus does not, since whoever reaches the
+// API (any local user on loopback, anyone on a stack's URL) is no one trusted
+// (docs/security.md § Who is trusted).
 //
 // Errors: see Authorize (EUNAUTHORIZED without a credential, before the
 // name is read); EFORBIDDEN, field "name", for an agent other than the

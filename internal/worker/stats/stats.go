@@ -10,8 +10,9 @@ import (
 	"github.com/stratusflow/stratus/internal/worker/core"
 )
 
-// check refuses counters no engine can report (seed 003 § 3: integral
-// non-negative token counts; a finite, non-negative cost).
+// check refuses counters no engine can report: integral non-negative
+// token counts; a finite, non-negative cost of at most 1e9 US dollars
+// (docs/contracts.md § Request and response bodies, § The event stream).
 func check(st core.Stats) error {
 	for field, v := range map[string]*int64{"prompt_tokens": st.PromptTokens, "completion_tokens": st.CompletionTokens} {
 		if v != nil && *v < 0 {
@@ -32,7 +33,8 @@ func check(st core.Stats) error {
 
 // Invoke serves POST /v1/worker/stats: it updates the attempt's
 // counters, reports them to OnEvent (EventStepProgress) and sends the state
-// machine a heartbeat (DESIGN.md § The path of one step, 3). An all-empty
+// machine a heartbeat (docs/architecture.md § The path of one step, 6).
+// An all-empty
 // body is accepted and dropped.
 func Invoke(ctx context.Context, s *core.Service, authorization string, st core.Stats) error {
 	c, err := s.Authorize(ctx, authorization, captoken.EmitOutput, "")
@@ -80,7 +82,8 @@ func Invoke(ctx context.Context, s *core.Service, authorization string, st core.
 	}
 	// A state that no longer waits for this step (its execution aborted or
 	// timed out, its task timed out) tells the worker to stop: 409, on which
-	// the runner stops its engine (issue 11 § 6). Other heartbeat failures
+	// the runner stops its engine (docs/contracts.md § Routes; pinned by
+	// TestRun_AStepGoneStopsTheEngine). Other heartbeat failures
 	// (throttling, the network) are not the worker's.
 	// An observation turn of the supervisor waits on no state (no token).
 	if c.Step.TaskToken == "" {

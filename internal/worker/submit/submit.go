@@ -185,7 +185,7 @@ func stepLogDir(run stratus.Run, step stratus.Step) string {
 }
 
 // execDir is the ctx dir the artifacts go to: "" with a warning when no
-// work dir resolves (seed 000 § Files are the server's job: skip
+// work dir resolves (docs/contracts.md § Files are the server's job: skip
 // fail-open), an error when the flow's check_policy is strict.
 func execDir(s *core.Service, c *core.Caller) (string, error) {
 	switch {
@@ -381,12 +381,12 @@ func textList(v any) []string {
 	return out
 }
 
-// copyOutputFile plans the redacted copy of node's output_file (seed 004 §
-// Node outputs; worc reference.md § agent node: the file is resolved in the
-// flow's report dir, the work dir for a policy without one) at
-// <ctx>/<node>.out/<file>, which {<node>_path} then carries. A file that is
-// missing, escapes that directory or is over the size bound is a warning,
-// and {<node>_path} keeps the closing message.
+// copyOutputFile plans the redacted copy of node's output_file
+// (docs/prompt-variables.md § Node outputs; worc reference.md § agent node: the
+// file is resolved in the flow's report dir, the work dir for a policy without
+// one) at <ctx>/<node>.out/<file>, which {<node>_path} then carries. A file that
+// is missing, escapes that directory or is over the size bound is a warning, and
+// {<node>_path} keeps the closing message.
 func copyOutputFile(s *core.Service, run stratus.Run, env *core.RunEnv, node *flow.Node, dir string, out *nodeOutput) {
 	base := core.ReportDir(env.Flow, run.TaskID)
 	src := core.Abs(run, path.Join(base, node.OutputFile))
@@ -429,11 +429,11 @@ func readContained(s *core.Service, root, p string) ([]byte, error) {
 	return os.ReadFile(real)
 }
 
-// checkVerdict enforces a node's verdict contract (seed 000 § The in-process
-// twin: channel body compares the final body, channel part the staged
-// `verdict` part), before the fold and before anything is appended. It
-// returns the verdict token, or EUNPROCESSABLE naming the agent, the
-// channel, what arrived and what is allowed.
+// checkVerdict enforces a node's verdict contract (docs/contracts.md § The
+// in-process twin: channel body compares the final body, channel part the staged
+// `verdict` part), before the fold and before anything is appended. It returns
+// the verdict token, or EUNPROCESSABLE naming the agent, the channel, what
+// arrived and what is allowed.
 func checkVerdict(agent string, v *flow.Verdicts, body []byte, tail []stratus.OutputEvent) (string, error) {
 	channel := v.Channel
 	if channel == "" {
@@ -462,22 +462,23 @@ func checkVerdict(agent string, v *flow.Verdicts, body []byte, tail []stratus.Ou
 		agent, channel, arrived, strings.Join(v.Allowed, ", "))
 }
 
-// Invoke records the final body of an attempt (POST /v1/worker/submit, seed
-// 000 § The shape) and completes its step: fold, project, decide the
-// outcome, SendTaskSuccess. ok=false records a failed Final and fails the
-// step instead (the body is the reason). The step reads done, and its Task
-// state succeeds, only once its files and its record persisted; when they
-// did not, the step fails (docs/security.md § Output that did not
-// persist). Errors: EUNPROCESSABLE when the body breaks the step's
-// submit_format (nothing appended), ECONFLICT when fenced or for a second
-// Final; an error wrapping ErrNotPersisted (ENOSPACE for a full disk, else
-// EINTERNAL) when the output did not persist.
+// Invoke records the final body of an attempt (POST /v1/worker/submit;
+// docs/contracts.md § The shape) and completes its step: fold, project, decide
+// the outcome, SendTaskSuccess. ok=false records a failed Final and fails the
+// step instead (the body is the reason). The step reads done, and its Task state
+// succeeds, only once its files and its record persisted; when they did not, the
+// step fails (docs/security.md § Output that did not persist). Errors:
+// EUNPROCESSABLE when the body breaks the step's submit_format (nothing
+// appended), ECONFLICT when fenced or for a second Final; an error wrapping
+// ErrNotPersisted (ENOSPACE for a full disk, else EINTERNAL) when the output did
+// not persist.
 func Invoke(ctx context.Context, s *core.Service, authorization, tid string, body []byte, ok bool) (*core.StepValue, error) {
 	return Body(ctx, s, authorization, tid, core.Body{Bytes: body}, ok)
 }
 
 // Body is Invoke of a body inline or uploaded (POST
-// /v1/worker/submit?upload=, issue 14 § 8). Errors: Submit's; bodyOf's
+// /v1/worker/submit?upload=; docs/contracts.md § Request and response
+// bodies). Errors: Submit's; bodyOf's
 // for the upload.
 func Body(ctx context.Context, s *core.Service, authorization, tid string, b core.Body, ok bool) (*core.StepValue, error) {
 	c, err := s.Authorize(ctx, authorization, captoken.EmitOutput, tid)
@@ -503,14 +504,14 @@ func submitBody(ctx context.Context, s *core.Service, c *core.Caller, b core.Bod
 	return submit(ctx, s, c, body, ok, f)
 }
 
-// Result serves POST /v1/worker/result {task_id, value, ok} (seed 001 §
-// Routes). A string value is the body as is; any other value is its JSON
-// text. With ok=false the runner reports a terminal other than Captured:
-// value may be a FailureValue {"terminal", "reason", "class", "retry_at"};
-// the attempt records the class and reset (internal/failclass), classified
-// here from the terminal and reason when the value has no class. Errors:
-// EINVALID naming class or retry_at for a value that is none
-// (failureValue), as Submit otherwise.
+// Result serves POST /v1/worker/result {task_id, value, ok} (docs/contracts.md §
+// Routes, § Request and response bodies). A string value is the body as is; any
+// other value is its JSON text. With ok=false the runner reports a terminal
+// other than Captured: value may be a FailureValue {"terminal", "reason",
+// "class", "retry_at"}; the attempt records the class and reset
+// (internal/failclass), classified here from the terminal and reason when the
+// value has no class. Errors: EINVALID naming class or retry_at for a value that
+// is none (failureValue), as Submit otherwise.
 func Result(ctx context.Context, s *core.Service, authorization string, rb core.ResultBody) (*core.StepValue, error) {
 	if rb.TaskID == "" {
 		return nil, stratus.FieldErrorf(stratus.EINVALID, "task_id", "missing")
@@ -587,7 +588,7 @@ func submit(ctx context.Context, s *core.Service, c *core.Caller, body []byte, o
 		}
 	}
 	if c.Step.Kind == core.SupervisorKind {
-		sv, err := supervise.Submit(ctx, s, c, body, ok, f) // supervisor.go
+		sv, err := supervise.Submit(ctx, s, c, body, ok, f)
 		if !ok {
 			sv = core.FailureAnswer(sv, len(body))
 		}
@@ -622,7 +623,7 @@ func submit(ctx context.Context, s *core.Service, c *core.Caller, body []byte, o
 		return core.FailureAnswer(sv, len(body)), err
 	}
 	if core.IsExec(c.Env.Flow.Node(c.Step.Node).Kind) {
-		return submitExec(ctx, s, c, final) // checks, tool: a nodeexec result (checks.go)
+		return submitExec(ctx, s, c, final) // checks, tool: a nodeexec result
 	}
 
 	format := s.SubmitFormat(c.Env, c.Step.Node)
@@ -666,7 +667,7 @@ func submit(ctx context.Context, s *core.Service, c *core.Caller, body []byte, o
 		}
 		outcome, reason = ev.Outcome, ev.Reason
 	}
-	// An agent with a hitl grant may ask a human (hitl.go); a malformed or
+	// An agent with a hitl grant may ask a human (core/hitl.go); a malformed or
 	// disallowed request is refused before anything is appended.
 	if hi, err := core.HumanInputRequest(node, value); err != nil {
 		return nil, err
@@ -700,7 +701,8 @@ func submit(ctx context.Context, s *core.Service, c *core.Caller, body []byte, o
 	case c.Run.WorkDir == "" && c.Env.Flow.CheckPolicy == "strict":
 		err = fmt.Errorf("no work dir resolves for run %s, and the flow's check_policy is strict", c.Run.ID)
 	case c.Run.WorkDir == "":
-		// seed 000 § Files are the server's job: skip fail-open, with a warning.
+		// docs/contracts.md § Files are the server's job: skip fail-open,
+		// with a warning.
 		s.WarnCall(c, "%s: no work dir resolves for run %s; its files are skipped", c.Step.StepRef, c.Run.ID)
 	default:
 		dir, err = core.CtxDir(c.Env, c.Run)

@@ -126,10 +126,10 @@ func writeAudit(ctx context.Context, s *core.Service, run stratus.Run, env *core
 	return s.Files(run).Put(ctx, key, append(append(old, line...), '\n'))
 }
 
-// supervisorResolved resolves a supervisor turn's engine (seed 004 §
-// supervisor): config supervisor.provider or the primary; the phase's model
-// and reasoning over the provider's; observe reasoning low by default and
-// capped to high; permission read-only, no network, in code.
+// supervisorResolved resolves a supervisor turn's engine (docs/contracts.md §
+// The supervisor): config supervisor.provider or the primary; the phase's model
+// and reasoning over the provider's; observe reasoning low by default and capped
+// to high; permission read-only, no network, in code.
 func supervisorResolved(cfg *config.Config, job string) (stratus.Resolved, config.Provider, error) {
 	name, prov, err := cfg.Provider(cfg.Supervisor.Provider)
 	if err != nil {
@@ -256,8 +256,9 @@ func launchSupervisor(ctx context.Context, s *core.Service, run stratus.Run, env
 
 // capReached is why run may spend no more (its cost or token cap reached:
 // lifecycle.CapReached), "" when it may or has no cap. A supervisor turn
-// is an engine turn like any other: none starts past a cap (issue 13
-// newcomers: a finalize after the cap took $8 of a $5 run).
+// is an engine turn like any other: none starts past a cap (pinned by
+// TestRun_NoSupervisorFinalizePastTheCap: a finalize after the cap took $8
+// of a $5 run).
 func capReached(ctx context.Context, s *core.Service, run stratus.Run) string {
 	if run.MaxCostUSD == 0 && run.MaxTokens == 0 {
 		return ""
@@ -301,13 +302,13 @@ func supervisorRole(ctx context.Context, s *core.Service, run stratus.Run, env *
 	return prompt.Render(tmpl, vars, core.OutputNodes(env.Flow))
 }
 
-// StartFinalize starts the finalize turn of a run that reached its publish
-// node (seed 004 § What the layer does: "At whole-task close … it
-// synthesizes the plain-language summary.md"). It returns true when the
-// turn is launched: the turn's end then writes the report and completes
-// publish. It returns false when the layer is off, or when the turn could
-// not be started — recorded as a failed finalize turn, so the report says
-// degraded — and the caller publishes at once (situation 3).
+// StartFinalize starts the finalize turn of a run that reached its publish node
+// (docs/contracts.md § What the supervisor layer does: at the whole task's close
+// it writes the plain-language summary.md). It returns true when the turn is
+// launched: the turn's end then writes the report and completes publish. It
+// returns false when the layer is off, or when the turn could not be started —
+// recorded as a failed finalize turn, so the report says degraded — and the
+// caller publishes at once (situation 3).
 func StartFinalize(ctx context.Context, s *core.Service, run stratus.Run, env *core.RunEnv, pub stratus.Step) bool {
 	if !env.Config.Supervisor.On() {
 		return false
@@ -413,8 +414,8 @@ func Payload(ctx context.Context, s *core.Service, c *core.Caller) (*core.Payloa
 		Prompt: att.Prompt, Context: cx, StepRef: step.StepRef, Engine: eng, Workspace: ws}, nil
 }
 
-// Submit records a supervisor turn's final body (seed 004 § What
-// the layer does): the attempt and its step end, no task token of its own
+// Submit records a supervisor turn's final body (docs/contracts.md § What the
+// supervisor layer does): the attempt and its step end, no task token of its own
 // is completed, and the job's end follows — the finalize turn's report and
 // publish, or the observation's note.
 func Submit(ctx context.Context, s *core.Service, c *core.Caller, body []byte, ok bool, f core.Failure) (*core.StepValue, error) {
@@ -547,11 +548,11 @@ func finishFinalize(ctx context.Context, s *core.Service, c *core.Caller, attemp
 	}
 }
 
-// StepEnded is the hook after a flow step ends (Service.emit): the prompt
-// audit record of an agent or evaluator step, written before the step's
-// token completes; then the observe decision, whose turn is launched in
-// the background — it never blocks routing, and its failure is logged and
-// swallowed (seed 004 § What the layer does).
+// StepEnded is the hook after a flow step ends (core.Service.Emit, through
+// core.Layers): the prompt audit record of an agent or evaluator step, written
+// before the step's token completes; then the observe decision, whose turn is
+// launched in the background — it never blocks routing, and its failure is
+// logged and swallowed (docs/contracts.md § What the supervisor layer does).
 func StepEnded(s *core.Service, e core.Event) {
 	ctx := context.Background()
 	env, err := s.Env(ctx, e.RunID)
@@ -560,7 +561,7 @@ func StepEnded(s *core.Service, e core.Event) {
 	}
 	audit := auditOn(env)
 	if !audit && !env.Config.Supervisor.On() {
-		return // nothing to write or decide: no read (issue 16 § 3)
+		return // nothing to write or decide: no read
 	}
 	run, err := s.Store.GetRun(ctx, e.RunID)
 	if err != nil {
@@ -569,7 +570,7 @@ func StepEnded(s *core.Service, e core.Event) {
 	var step stratus.Step
 	ordinal := 0
 	if e.TID != "" && !audit {
-		// One read (issue 16 § 3): only the audit needs the step's place
+		// One read: only the audit needs the step's place
 		// among the run's steps, which is a read of them all.
 		if step, err = s.Store.GetStep(ctx, e.TID); err != nil {
 			return
@@ -615,7 +616,8 @@ func StepEnded(s *core.Service, e core.Event) {
 		return
 	}
 	if s.Queue != nil {
-		// Off the request (issue 14 § 10): the submit that ended the step
+		// Off the request (pinned by TestObserve_GoesThroughTheQueueNotTheRequest):
+		// the submit that ended the step
 		// returns once it is recorded; the dispatch function launches.
 		body, _ := json.Marshal(core.Message{RunID: run.ID, Node: step.Node, Kind: core.KindObserve, StepRef: step.StepRef, Why: why})
 		if err := s.Queue.Send(ctx, body); err != nil {
@@ -637,8 +639,9 @@ func StepEnded(s *core.Service, e core.Event) {
 // created and starts nothing). Errors: EINVALID for a message without a
 // run or step, ENOTFOUND for a step the run does not have, the store's
 // while reading them (the queue delivers the message again). A turn that
-// cannot start is warned about and dropped: the layer is advisory (seed
-// 004 § What the layer does), and its step already says it failed.
+// cannot start is warned about and dropped: the layer is advisory
+// (docs/contracts.md § What the supervisor layer does), and its step
+// already says it failed.
 func Observe(ctx context.Context, s *core.Service, m core.Message) error {
 	if m.RunID == "" || m.StepRef == "" {
 		return stratus.Errorf(stratus.EINVALID, "an observation message needs run_id and step_ref; got %+v", m)
@@ -699,8 +702,9 @@ func gatingOpen(ctx context.Context, s *core.Service, env *core.RunEnv, step str
 	return err == nil && findings.Mark(fs, core.PolicyOf(env.Flow, node).Gate) > 0
 }
 
-// startObserve launches one observation turn of a step that ended (seed
-// 004 § What the layer does: "one read-only observation … best-effort").
+// startObserve launches one observation turn of a step that ended: one
+// read-only observation, best-effort (docs/contracts.md § What the
+// supervisor layer does).
 func startObserve(ctx context.Context, s *core.Service, env *core.RunEnv, observed stratus.Step, why string) error {
 	run, err := s.Store.GetRun(ctx, observed.RunID)
 	if err != nil {

@@ -118,7 +118,7 @@ func RenderPrompt(ctx context.Context, s *core.Service, run stratus.Run, env *co
 	if err != nil {
 		return "", err
 	}
-	// An agent that asked a human reads the reply (hitl.go); one that may
+	// An agent that asked a human reads the reply (core/hitl.go); one that may
 	// not ask has none to read (and no need to read the run's steps).
 	human := ""
 	if flow.AsksHuman(node) {
@@ -130,8 +130,8 @@ func RenderPrompt(ctx context.Context, s *core.Service, run stratus.Run, env *co
 }
 
 // SystemPrompt is the baked system text of an attempt: who the worker is and
-// how its output travels (seed 000 § Authoring checklist: end with the submit,
-// never write the deliverable to a self-chosen path).
+// how its output travels (docs/contracts.md § The shape: end with the
+// submit, never write the deliverable to a self-chosen path).
 func SystemPrompt(env *core.RunEnv, step stratus.Step) string {
 	return fmt.Sprintf("You are the %q step (%s) of the Stratus flow %q for task %q.\n"+
 		"Your final report is submitted for you: never write your deliverable to a path you choose.\n"+
@@ -207,7 +207,8 @@ func regionEntry(f *flow.Flow) string {
 }
 
 // implementationNode is the region's implementation node, the one
-// {predecessor_context} is injected into (seed 004 § Template variables):
+// {predecessor_context} is injected into (docs/contracts.md § Template
+// variables):
 // the region's entry when it is an agent, else its first agent node.
 func implementationNode(f *flow.Flow) string {
 	if n := f.Node(regionEntry(f)); n != nil && n.Kind == "agent" {
@@ -222,7 +223,7 @@ func implementationNode(f *flow.Flow) string {
 }
 
 // subtaskVars sets the decomposition variables of a step inside the region
-// (seed 004 § Template variables): subtask_order, subtask_count and
+// (docs/contracts.md § Template variables): subtask_order, subtask_count and
 // subtask_spec_path for every node, and predecessor_context for the
 // region's implementation node from subtask 2 on. On the subtask's first
 // render with a diff snapshot it records the snapshot as
@@ -285,8 +286,9 @@ func readSnapshot(ctx context.Context, s *core.Service, run stratus.Run, key str
 	return m, true
 }
 
-// predecessorBrief renders {predecessor_context} for subtask order (seed
-// 004 § Template variables: the deterministic factual floor): for each
+// predecessorBrief renders {predecessor_context} for subtask order, the
+// deterministic factual floor (docs/contracts.md § Template variables, §
+// What the supervisor layer does): for each
 // earlier subtask, its spec path, the files it changed — those whose state
 // differs between its start snapshot and the next subtask's — and the
 // acceptance-criteria lines of its spec.
@@ -381,7 +383,7 @@ type ToolContext struct {
 }
 
 // ToolPaths are the absolute paths a tool is given, from the same variables
-// a role file gets (seed 004 § Template variables).
+// a role file gets (docs/contracts.md § Template variables).
 type ToolPaths struct {
 	Repo       *string `json:"repo"`
 	TaskPath   *string `json:"task_path"`
@@ -429,8 +431,9 @@ func toolSpec(ctx context.Context, s *core.Service, run stratus.Run, env *core.R
 		TimeoutSeconds: core.ToolTimeout(env, node), Input: input}, nil
 }
 
-// TemplateVars builds the role-file variables of one node run (seed 004 §
-// Template variables, § Node outputs): metadata and artifact paths only,
+// TemplateVars builds the role-file variables of one node run
+// (docs/contracts.md § Template variables; docs/prompt-variables.md § Core
+// variables, § Node outputs): metadata and artifact paths only,
 // never bodies. A variable without a value is absent (it renders as "").
 //
 //   - task_id, stage (the node id), repo_path and its alias repo (the work
@@ -511,8 +514,8 @@ func TemplateVars(ctx context.Context, s *core.Service, run stratus.Run, env *co
 }
 
 // outputVar names the variable a completed step of node n sets, and the
-// sink key it points at ("" when it sets none): seed 004 § Node outputs and
-// worc flow-authoring.md § Where a node's output goes.
+// sink key it points at ("" when it sets none): docs/prompt-variables.md §
+// Node outputs and worc flow-authoring.md § Where a node's output goes.
 func outputVar(n *flow.Node, st stratus.Step, dir string) (name, key string) {
 	switch n.Kind {
 	case "agent":
@@ -546,8 +549,8 @@ func outputVar(n *flow.Node, st stratus.Step, dir string) (name, key string) {
 	return "", ""
 }
 
-// diffTokens are the variables a diff snapshot feeds (seed 004 § Template
-// variables).
+// diffTokens are the variables a diff snapshot feeds (docs/contracts.md §
+// Template variables).
 var diffTokens = []string{"diff_path", "change_overview_path", "diff_base"}
 
 // needsDiff reports whether a step reads the diff variables: a tool node
@@ -741,13 +744,13 @@ func diffBaseKey(taskID string) string {
 }
 
 // diffBase returns the run's work tree and the commit the run's change is
-// measured from: HEAD of the work dir as recorded at the run's first
-// dispatch (seed 004 § Template variables: {diff_base} is the full SHA the
-// change is measured from). nil and "" when the work dir is not a git
-// work tree with a commit (gitwork.ErrNotTree: no repository contains it,
-// git is not installed, the enclosing repository ignores it, or it has no
-// commit yet): there is no diff, and nothing to warn about. The answer is
-// kept for the run's life in this process, so later dispatches run no git.
+// measured from: HEAD of the work dir as recorded at the run's first dispatch
+// ({diff_base} is the full SHA the change is measured from: docs/architecture.md
+// § Workspaces). nil and "" when the work dir is not a git work tree with a
+// commit (gitwork.ErrNotTree: no repository contains it, git is not installed,
+// the enclosing repository ignores it, or it has no commit yet): there is no
+// diff, and nothing to warn about. The answer is kept for the run's life in this
+// process, so later dispatches run no git.
 func diffBase(ctx context.Context, s *core.Service, run stratus.Run) (*gitwork.Tree, string, error) {
 	if run.WorkDir == "" || run.Workspace != nil {
 		return nil, "", nil
@@ -795,20 +798,16 @@ type runTree struct {
 	base string
 }
 
-// changedPath is one path of a diff snapshot; snapshot is the change of
-// the work dir against the diff base (gitwork).
-type (
-	changedPath = gitwork.ChangedPath
-	snapshot    = gitwork.Snapshot
-)
+// snapshot is the change of the work dir against the diff base (gitwork).
+type snapshot = gitwork.Snapshot
 
-// diffVars takes a snapshot of the work dir against the run's diff base
-// and, when it holds a change, writes <ctx>/current.diff and
+// diffVars takes a snapshot of the work dir against the run's diff base and,
+// when it holds a change, writes <ctx>/current.diff and
 // <ctx>/change-overview.txt and sets diff_path, change_overview_path and
-// diff_base (seed 004 § Template variables: they arrive together, empty
-// until the first edit, replaced every time the diff is). The snapshot is
-// returned for the subtask bookkeeping (nil when there is none). A git
-// failure leaves the variables empty with a warning.
+// diff_base (they arrive together, empty until the first edit, replaced every
+// time the diff is: docs/contracts.md § Template variables). The snapshot is
+// returned for the subtask bookkeeping (nil when there is none). A git failure
+// leaves the variables empty with a warning.
 func diffVars(ctx context.Context, s *core.Service, run stratus.Run, env *core.RunEnv, vars map[string]string) (*snapshot, error) {
 	tree, base, err := diffBase(ctx, s, run)
 	if err != nil || tree == nil {
