@@ -1,4 +1,4 @@
-package worker
+package worker_test
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"github.com/stratusflow/stratus/internal/compiler"
 	"github.com/stratusflow/stratus/internal/failclass"
 	"github.com/stratusflow/stratus/internal/launch"
+	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
 
 // internal/failclass doc: the failures the worker API sees itself are
@@ -27,45 +29,45 @@ func TestFailures_TheWorkerAPISeesAreClassified(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name  string
-		fail  func(t *testing.T, r *rig, step stratus.Step)
+		fail  func(t *testing.T, r *workertest.Rig, step stratus.Step)
 		class string
 	}{
 		{"a launch that failed", nil, failclass.Infrastructure},
 		{"a launch that failed for want of capacity", nil, failclass.Infrastructure},
-		{"a worker gone without a result", func(t *testing.T, r *rig, _ stratus.Step) {
-			specs := r.launcher.Launched()
+		{"a worker gone without a result", func(t *testing.T, r *workertest.Rig, _ stratus.Step) {
+			specs := r.Launcher.Launched()
 			specs[len(specs)-1].OnExit(errors.New("exit status 2"))
 		}, failclass.Infrastructure},
-		{"a state caught with States.HeartbeatTimeout", func(t *testing.T, r *rig, step stratus.Step) {
+		{"a state caught with States.HeartbeatTimeout", func(t *testing.T, r *workertest.Rig, step stratus.Step) {
 			stop(t, r, step, asl.ErrHeartbeatTimeout)
 		}, failclass.Timeout},
-		{"a state caught with States.Timeout", func(t *testing.T, r *rig, step stratus.Step) {
+		{"a state caught with States.Timeout", func(t *testing.T, r *workertest.Rig, step stratus.Step) {
 			stop(t, r, step, asl.ErrTimeout)
 		}, failclass.Timeout},
-		{"a state caught with States.TaskFailed (its task stopped)", func(t *testing.T, r *rig, step stratus.Step) {
+		{"a state caught with States.TaskFailed (its task stopped)", func(t *testing.T, r *workertest.Rig, step stratus.Step) {
 			stop(t, r, step, asl.ErrTaskFailed)
 		}, failclass.Infrastructure},
-		{"output that did not persist", func(t *testing.T, r *rig, _ stratus.Step) {
-			r.svc.Sink = &refusingSink{Sink: r.svc.Sink, suffix: "/build.md", err: syscall.ENOSPC}
-			if _, err := r.submit(t, "# Built\n"); !errors.Is(err, ErrNotPersisted) {
+		{"output that did not persist", func(t *testing.T, r *workertest.Rig, _ stratus.Step) {
+			r.Svc.Sink = &refusingSink{Sink: r.Svc.Sink, suffix: "/build.md", err: syscall.ENOSPC}
+			if _, err := r.Submit(t, "# Built\n"); !errors.Is(err, core.ErrNotPersisted) {
 				t.Fatalf("submit: %v; want ErrNotPersisted", err)
 			}
 		}, failclass.Infrastructure},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := newRig(t, rigOptions{flow: buildPublishFlow})
+			r := workertest.NewRig(t, workertest.RigOptions{Flow: buildPublishFlow})
 			switch tc.name {
 			case "a launch that failed":
-				r.svc.Launcher = failingLauncher{errors.New("ecs:RunTask: ClusterNotFoundException")}
+				r.Svc.Launcher = failingLauncher{errors.New("ecs:RunTask: ClusterNotFoundException")}
 			case "a launch that failed for want of capacity":
-				r.svc.Launcher = failingLauncher{fmt.Errorf("ecs:RunTask: RESOURCE:CPU: %w", launch.ErrInfrastructure)}
+				r.Svc.Launcher = failingLauncher{fmt.Errorf("ecs:RunTask: RESOURCE:CPU: %w", launch.ErrInfrastructure)}
 			}
-			step := r.dispatch(t, "build")
+			step := r.Dispatch(t, "build")
 			if tc.fail != nil {
 				tc.fail(t, r, step)
 			}
-			att, err := r.svc.Store.LatestAttempt(context.Background(), step.TID)
+			att, err := r.Svc.Store.LatestAttempt(context.Background(), step.TID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,10 +80,10 @@ func TestFailures_TheWorkerAPISeesAreClassified(t *testing.T) {
 
 // stop sends the stop message of step's node caught with errName, as the
 // compiled Catch does.
-func stop(t *testing.T, r *rig, step stratus.Step, errName string) {
+func stop(t *testing.T, r *workertest.Rig, step stratus.Step, errName string) {
 	t.Helper()
-	if err := r.svc.Dispatch(context.Background(), Message{RunID: step.RunID, Node: step.Node, Kind: compiler.KindStop,
-		Error: &CaughtError{Error: errName, Cause: "lapsed"}}); err != nil {
+	if err := r.Svc.Dispatch(context.Background(), core.Message{RunID: step.RunID, Node: step.Node, Kind: compiler.KindStop,
+		Error: &core.CaughtError{Error: errName, Cause: "lapsed"}}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -92,14 +94,14 @@ func stop(t *testing.T, r *rig, step stratus.Step, errName string) {
 // its class to a transient one by naming a file "ECONNREFUSED").
 func TestFailures_AWorkDirWriteIsQuality(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{flow: wsFlow, workspace: true})
-	r.svc.WatchWorkDir = true
-	step := r.dispatch(t, "impl")
-	write(t, filepath.Join(r.dir, "ECONNREFUSED-429.txt"), "written by the engine\n")
-	if _, err := r.submit(t, "done"); err != nil {
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: wsFlow, Workspace: true})
+	r.Svc.WatchWorkDir = true
+	step := r.Dispatch(t, "impl")
+	workertest.Write(t, filepath.Join(r.Dir, "ECONNREFUSED-429.txt"), "written by the engine\n")
+	if _, err := r.Submit(t, "done"); err != nil {
 		t.Fatalf("submit: %v", err)
 	}
-	att, err := r.svc.Store.LatestAttempt(context.Background(), step.TID)
+	att, err := r.Svc.Store.LatestAttempt(context.Background(), step.TID)
 	if err != nil {
 		t.Fatal(err)
 	}

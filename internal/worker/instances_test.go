@@ -1,4 +1,4 @@
-package worker
+package worker_test
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/sink/fs"
 	"github.com/stratusflow/stratus/internal/store/dynamodb"
+	"github.com/stratusflow/stratus/internal/worker"
 	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
 
@@ -27,7 +28,7 @@ import (
 // are: each its own Service value (its own mutexes and memory), all on
 // one DynamoDB table on the moto server — which applies one request at a
 // time, as DynamoDB makes each request atomic, and nothing more.
-func instances(t *testing.T, r *rig, n int) []*Service {
+func instances(t *testing.T, r *workertest.Rig, n int) []*worker.Service {
 	t.Helper()
 	ctx := context.Background()
 	c := awsddb.NewFromConfig(awstest.Moto(t).Config())
@@ -39,14 +40,14 @@ func instances(t *testing.T, r *rig, n int) []*Service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.CreateRun(ctx, r.run); err != nil {
+	if err := st.CreateRun(ctx, r.Run); err != nil {
 		t.Fatal(err)
 	}
 	launcher := &workertest.FakeLauncher{}
-	svcs := make([]*Service, n)
+	svcs := make([]*worker.Service, n)
 	for i := range svcs {
-		svcs[i] = New(Config{Store: st, Sink: r.svc.Sink, Tokens: r.tokens, Launcher: launcher, Minter: r.svc.Minter,
-			Env: r.svc.Env, Log: r.svc.Log, Commits: r.svc.Commits})
+		svcs[i] = worker.New(core.Config{Store: st, Sink: r.Svc.Sink, Tokens: r.Tokens, Launcher: launcher, Minter: r.Svc.Minter,
+			Env: r.Svc.Env, Log: r.Svc.Log, Commits: r.Svc.Commits})
 	}
 	launcher.Exchange = func(ctx context.Context, v string) (string, error) {
 		b, err := svcs[0].ExchangeBootstrap(ctx, "Bearer "+v)
@@ -81,7 +82,7 @@ func TestDispatch_ConcurrentInstances_NumberStepsWithoutGaps(t *testing.T) {
 	const n = 8
 	svcs := instances(t, r, 3)
 	ctx := context.Background()
-	deliver := func(ms []Message) {
+	deliver := func(ms []core.Message) {
 		t.Helper()
 		errs := make([]error, len(ms))
 		allAtOnce(len(ms), func(i int) { errs[i] = svcs[i%len(svcs)].Dispatch(ctx, ms[i]) })
@@ -93,7 +94,7 @@ func TestDispatch_ConcurrentInstances_NumberStepsWithoutGaps(t *testing.T) {
 	}
 	steps := func(kind string) []stratus.Step {
 		t.Helper()
-		all, err := svcs[0].Store.ListSteps(ctx, r.run.ID)
+		all, err := svcs[0].Store.ListSteps(ctx, r.Run.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +105,7 @@ func TestDispatch_ConcurrentInstances_NumberStepsWithoutGaps(t *testing.T) {
 		var visits []int
 		for _, st := range got {
 			visits = append(visits, st.Visit)
-			if want := fmt.Sprintf("%s.%s.%d", r.run.ID, node, st.Visit); st.TID != want {
+			if want := fmt.Sprintf("%s.%s.%d", r.Run.ID, node, st.Visit); st.TID != want {
 				t.Errorf("%s: TID %s; want %s", what, st.TID, want)
 			}
 			if want := fmt.Sprintf("%s#%d", ref, st.Visit); st.StepRef != want {
@@ -117,9 +118,9 @@ func TestDispatch_ConcurrentInstances_NumberStepsWithoutGaps(t *testing.T) {
 		}
 	}
 
-	var visits []Message
+	var visits []core.Message
 	for i := range n {
-		visits = append(visits, Message{RunID: r.run.ID, Node: "implementation", Kind: "agent", TaskToken: fmt.Sprintf("tok-%d", i)})
+		visits = append(visits, core.Message{RunID: r.Run.ID, Node: "implementation", Kind: "agent", TaskToken: fmt.Sprintf("tok-%d", i)})
 	}
 	deliver(visits)
 	impl := steps("agent")
@@ -129,13 +130,13 @@ func TestDispatch_ConcurrentInstances_NumberStepsWithoutGaps(t *testing.T) {
 		t.Errorf("redelivered messages made %d steps; want %d", len(again), len(impl))
 	}
 
-	var observe []Message
+	var observe []core.Message
 	for _, st := range impl {
-		observe = append(observe, Message{RunID: r.run.ID, Kind: KindObserve, StepRef: st.StepRef, Why: "a test"})
+		observe = append(observe, core.Message{RunID: r.Run.ID, Kind: core.KindObserve, StepRef: st.StepRef, Why: "a test"})
 	}
 	deliver(observe)
 	turns := steps(report.Kind)
-	numbered("supervisor turns", turns, SupervisorNode, "supervisor")
+	numbered("supervisor turns", turns, core.SupervisorNode, "supervisor")
 	var jobVisits []int
 	for _, st := range turns {
 		jobVisits = append(jobVisits, core.SupervisorValue(st).JobVisit)
@@ -144,7 +145,7 @@ func TestDispatch_ConcurrentInstances_NumberStepsWithoutGaps(t *testing.T) {
 	if want := fmt.Sprint(seq(n)); fmt.Sprint(jobVisits) != want {
 		t.Errorf("observation turns' job visits %v; want %s", jobVisits, want)
 	}
-	if msgs := r.warnings.Messages(); len(msgs) > 0 {
+	if msgs := r.Warnings.Messages(); len(msgs) > 0 {
 		t.Errorf("warnings: %q", msgs)
 	}
 	deliver(observe)
@@ -174,16 +175,16 @@ func seq(n int) []int {
 func TestHuman_ConcurrentInstances_OneReplyWins(t *testing.T) {
 	t.Parallel()
 	h := newHITLRig(t, "")
-	svcs := instances(t, h.rig, 4)
+	svcs := instances(t, h.Rig, 4)
 	ctx := context.Background()
-	if err := svcs[0].Dispatch(ctx, Message{RunID: "r1", Node: "ask", Kind: "hitl", TaskToken: "tok-ask"}); err != nil {
+	if err := svcs[0].Dispatch(ctx, core.Message{RunID: "r1", Node: "ask", Kind: "hitl", TaskToken: "tok-ask"}); err != nil {
 		t.Fatal(err)
 	}
 	const n = 8
-	vals := make([]*HITLValue, n)
+	vals := make([]*core.HITLValue, n)
 	errs := make([]error, n)
 	allAtOnce(n, func(i int) {
-		vals[i], errs[i] = svcs[i%len(svcs)].Human(ctx, "r1", "ask", Reply{Decision: DecisionAnswer, Text: fmt.Sprintf("answer %d", i)})
+		vals[i], errs[i] = svcs[i%len(svcs)].Human(ctx, "r1", "ask", core.Reply{Decision: core.DecisionAnswer, Text: fmt.Sprintf("answer %d", i)})
 	})
 	won := -1
 	for i, err := range errs {
@@ -205,15 +206,15 @@ func TestHuman_ConcurrentInstances_OneReplyWins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var v HITLValue
+	var v core.HITLValue
 	json.Unmarshal(st.Value, &v)
 	if st.Status != stratus.StepCompleted || v.Answer != want || vals[won].Answer != want {
 		t.Errorf("step %s %s holds answer %q; want the recorded reply's, %q", st.TID, st.Status, v.Answer, want)
 	}
-	if body := read(t, h.ctx("ask.md")); !strings.Contains(body, want) {
+	if body := workertest.Read(t, h.Ctx("ask.md")); !strings.Contains(body, want) {
 		t.Errorf("ask.md holds another reply than the recorded one (%q):\n%s", want, body)
 	}
-	if got := len(h.tokens.Successes()); got != 1 {
+	if got := len(h.Tokens.Successes()); got != 1 {
 		t.Errorf("%d task tokens succeeded; want the gate's, once", got)
 	}
 }

@@ -1,4 +1,4 @@
-package worker
+package worker_test
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/config"
+	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
 
 // slotFlow has one agent per output slot, and one with output_file.
@@ -52,9 +53,9 @@ func TestOutputSlots_ContentLandsInTheSlotFile(t *testing.T) {
 		{"repository_document", "audit", `{"content": "Report."}`, "docs/research/t1/report.md", "Report."},
 		{"private_control_workspace_report", "audit", `{"content": "Secret report."}`, ".stratus/security-reports/t1/report.md", "Secret report."},
 	} {
-		r := newRig(t, rigOptions{flow: slotFlow(tc.policy)})
-		r.visit(t, tc.node, tc.body)
-		if got := read(t, filepath.Join(r.dir, filepath.FromSlash(tc.file))); got != tc.want {
+		r := workertest.NewRig(t, workertest.RigOptions{Flow: slotFlow(tc.policy)})
+		r.Visit(t, tc.node, tc.body)
+		if got := workertest.Read(t, filepath.Join(r.Dir, filepath.FromSlash(tc.file))); got != tc.want {
 			t.Errorf("%s %s: %s = %q, want %q", tc.policy, tc.node, tc.file, got, tc.want)
 		}
 	}
@@ -65,20 +66,20 @@ func TestOutputSlots_ContentLandsInTheSlotFile(t *testing.T) {
 // overwrite it, and {plan_path} points at it.
 func TestOutputSlots_StagedSlotPartWins(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{flow: slotFlow("code_change")})
-	r.dispatch(t, "planning")
-	specs := r.launcher.Launched()
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: slotFlow("code_change")})
+	r.Dispatch(t, "planning")
+	specs := r.Launcher.Launched()
 	sp := specs[len(specs)-1]
-	if err := r.svc.Artifact(t.Context(), "Bearer "+sp.Handle, "plan.md", []byte("the real plan")); err != nil {
+	if err := r.Svc.Artifact(t.Context(), "Bearer "+sp.Handle, "plan.md", []byte("the real plan")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.submit(t, "A one-paragraph summary."); err != nil {
+	if _, err := r.Submit(t, "A one-paragraph summary."); err != nil {
 		t.Fatal(err)
 	}
-	if got := read(t, r.ctx("plan.md")); got != "the real plan" {
+	if got := workertest.Read(t, r.Ctx("plan.md")); got != "the real plan" {
 		t.Errorf("plan.md = %q, want the staged part", got)
 	}
-	if got := r.vars(t, "wrap")["plan_path"]; got != r.ctx("plan.md") {
+	if got := r.Vars(t, "wrap")["plan_path"]; got != r.Ctx("plan.md") {
 		t.Errorf("{plan_path} = %q", got)
 	}
 }
@@ -89,29 +90,29 @@ func TestOutputSlots_StagedSlotPartWins(t *testing.T) {
 // closing message with a warning.
 func TestOutputFile_RedactedCopyIsTheChannel(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{flow: slotFlow("code_change")})
-	write(t, filepath.Join(r.dir, "draft.md"), "Draft with AKIAABCDEFGHIJKLMNOP inside.\n")
-	sv := r.visit(t, "draft", "I wrote draft.md.")
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: slotFlow("code_change")})
+	workertest.Write(t, filepath.Join(r.Dir, "draft.md"), "Draft with AKIAABCDEFGHIJKLMNOP inside.\n")
+	sv := r.Visit(t, "draft", "I wrote draft.md.")
 	if sv.Output != "draft.out/draft.md" {
 		t.Errorf("StepValue.Output = %q", sv.Output)
 	}
-	got := r.vars(t, "publish")["draft_path"]
-	if got != r.ctx("draft.out/draft.md") {
+	got := r.Vars(t, "publish")["draft_path"]
+	if got != r.Ctx("draft.out/draft.md") {
 		t.Fatalf("{draft_path} = %q", got)
 	}
-	if body := read(t, got); body != "Draft with [REDACTED] inside.\n" {
+	if body := workertest.Read(t, got); body != "Draft with [REDACTED] inside.\n" {
 		t.Errorf("copy = %q, want the redacted file", body)
 	}
 
-	r2 := newRig(t, rigOptions{flow: slotFlow("repository_document")})
-	if sv := r2.visit(t, "draft", "I forgot to write it."); sv.Output != "" {
+	r2 := workertest.NewRig(t, workertest.RigOptions{Flow: slotFlow("repository_document")})
+	if sv := r2.Visit(t, "draft", "I forgot to write it."); sv.Output != "" {
 		t.Errorf("missing file: StepValue.Output = %q, want empty", sv.Output)
 	}
-	if got := r2.vars(t, "publish")["draft_path"]; got != r2.ctx("draft.md") {
+	if got := r2.Vars(t, "publish")["draft_path"]; got != r2.Ctx("draft.md") {
 		t.Errorf("missing file: {draft_path} = %q, want the closing message", got)
 	}
-	if !r2.warned("output_file") {
-		t.Errorf("no warning for a missing output_file: %q", r2.warnings.Messages())
+	if !r2.Warned("output_file") {
+		t.Errorf("no warning for a missing output_file: %q", r2.Warnings.Messages())
 	}
 }
 
@@ -119,16 +120,16 @@ func TestOutputFile_RedactedCopyIsTheChannel(t *testing.T) {
 // policy's report dir; a symbolic link out of it is not followed.
 func TestOutputFile_LinkOutOfTheReportDirRefused(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{flow: slotFlow("repository_document")})
-	write(t, filepath.Join(r.dir, "secret.txt"), "top secret")
-	if err := os.MkdirAll(filepath.Join(r.dir, "docs", "research", "t1"), 0o755); err != nil {
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: slotFlow("repository_document")})
+	workertest.Write(t, filepath.Join(r.Dir, "secret.txt"), "top secret")
+	if err := os.MkdirAll(filepath.Join(r.Dir, "docs", "research", "t1"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(filepath.Join(r.dir, "secret.txt"), filepath.Join(r.dir, "docs", "research", "t1", "draft.md")); err != nil {
+	if err := os.Symlink(filepath.Join(r.Dir, "secret.txt"), filepath.Join(r.Dir, "docs", "research", "t1", "draft.md")); err != nil {
 		t.Skip(err)
 	}
-	if sv := r.visit(t, "draft", "done"); sv.Output != "" || !r.warned("outside") {
-		t.Errorf("a link out of the report dir was copied: output %q, warnings %q", sv.Output, r.warnings.Messages())
+	if sv := r.Visit(t, "draft", "done"); sv.Output != "" || !r.Warned("outside") {
+		t.Errorf("a link out of the report dir was copied: output %q, warnings %q", sv.Output, r.Warnings.Messages())
 	}
 }
 
@@ -189,25 +190,25 @@ func TestPlanningContract_DecompositionGateAndCount(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := newRig(t, rigOptions{flow: decompFlow, config: tc.config,
-				task: "---\nid: t1\ntitle: T\n" + tc.front + "---\n## Description\nx\n## Acceptance criteria\n- y\n"})
-			sv := r.visit(t, "planning", tc.body)
+			r := workertest.NewRig(t, workertest.RigOptions{Flow: decompFlow, Config: tc.config,
+				Task: "---\nid: t1\ntitle: T\n" + tc.front + "---\n## Description\nx\n## Acceptance criteria\n- y\n"})
+			sv := r.Visit(t, "planning", tc.body)
 			if sv.Subtasks != tc.want {
 				t.Errorf("StepValue.Subtasks = %d, want %d", sv.Subtasks, tc.want)
 			}
 			var raw map[string]any
-			json.Unmarshal(r.tokens.Success("tok-1"), &raw)
+			json.Unmarshal(r.Tokens.Success("tok-1"), &raw)
 			if got, _ := raw["subtasks"].(float64); int(got) != tc.want {
 				t.Errorf("$.last.subtasks = %v, want %d", raw["subtasks"], tc.want)
 			}
-			_, err := os.Stat(r.ctx("subtasks/01.md"))
+			_, err := os.Stat(r.Ctx("subtasks/01.md"))
 			if (err == nil) != (tc.want > 0) {
 				t.Errorf("subtasks/01.md exists = %v, want %v", err == nil, tc.want > 0)
 			}
-			if tc.warn != "" && !r.warned(tc.warn) {
-				t.Errorf("no warning %q: %q", tc.warn, r.warnings.Messages())
+			if tc.warn != "" && !r.Warned(tc.warn) {
+				t.Errorf("no warning %q: %q", tc.warn, r.Warnings.Messages())
 			}
-			if got := read(t, r.ctx("plan.md")); tc.body != "Just a plan." && got != "p" && got != "The plan." {
+			if got := workertest.Read(t, r.Ctx("plan.md")); tc.body != "Just a plan." && got != "p" && got != "The plan." {
 				t.Errorf("plan.md = %q, want the content field", got)
 			}
 		})
@@ -225,14 +226,14 @@ func TestPlanningContract_MalformedSplitRefused(t *testing.T) {
 		`{"content": "p", "decompose": true, "subtasks": [{"title": "a"}, {"spec": "b"}]}`: "subtasks[0].spec",
 		`{"content": "p", "decompose": true, "subtasks": [1, 2]}`:                          "subtasks[0]",
 	} {
-		r := newRig(t, rigOptions{flow: decompFlow, config: enableDecomposition})
-		r.dispatch(t, "planning")
-		_, err := r.submit(t, body)
+		r := workertest.NewRig(t, workertest.RigOptions{Flow: decompFlow, Config: enableDecomposition})
+		r.Dispatch(t, "planning")
+		_, err := r.Submit(t, body)
 		if stratus.ErrorCode(err) != stratus.EUNPROCESSABLE || !strings.Contains(stratus.ErrorMessage(err)+fieldOf(err), field) {
 			t.Errorf("%s: err = %v, want EUNPROCESSABLE naming %s", body, err, field)
 			continue
 		}
-		if _, err := r.submit(t, twoSubtasks); err != nil {
+		if _, err := r.Submit(t, twoSubtasks); err != nil {
 			t.Errorf("%s: resubmit after the refusal: %v", body, err)
 		}
 	}
@@ -252,45 +253,45 @@ func fieldOf(err error) string {
 // acceptance criteria; nodes outside the region get none of them.
 func TestSubtaskVars_RegionOrderSpecAndPredecessorFloor(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{flow: decompFlow, config: enableDecomposition, git: true})
-	r.visit(t, "planning", twoSubtasks)
-	spec1 := read(t, r.ctx("subtasks/01.md"))
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: decompFlow, Config: enableDecomposition, Git: true})
+	r.Visit(t, "planning", twoSubtasks)
+	spec1 := workertest.Read(t, r.Ctx("subtasks/01.md"))
 	if !strings.HasPrefix(spec1, "# Subtask 1 of 2: Store the counter\n\nAdd an attempts column.\n") || !strings.Contains(spec1, "- [ ] a failed delivery increments attempts") {
 		t.Errorf("subtasks/01.md = %q", spec1)
 	}
 
-	r.dispatch(t, "implementation") // subtask 1
-	v := r.vars(t, "review")
-	if v["subtask_order"] != "1" || v["subtask_count"] != "2" || v["subtask_spec_path"] != r.ctx("subtasks/01.md") {
+	r.Dispatch(t, "implementation") // subtask 1
+	v := r.Vars(t, "review")
+	if v["subtask_order"] != "1" || v["subtask_count"] != "2" || v["subtask_spec_path"] != r.Ctx("subtasks/01.md") {
 		t.Errorf("review in subtask 1: %q %q %q", v["subtask_order"], v["subtask_count"], v["subtask_spec_path"])
 	}
 	if v["predecessor_context"] != "" {
 		t.Errorf("review got {predecessor_context} = %q; it is the implementation node's alone", v["predecessor_context"])
 	}
-	write(t, filepath.Join(r.dir, "store.go"), "package x\n")
-	if sv, _ := r.submit(t, "stored"); sv.SubtaskOrder != 1 {
+	workertest.Write(t, filepath.Join(r.Dir, "store.go"), "package x\n")
+	if sv, _ := r.Submit(t, "stored"); sv.SubtaskOrder != 1 {
 		t.Errorf("implementation StepValue.SubtaskOrder = %d, want 1", sv.SubtaskOrder)
 	}
-	r.visit(t, "review", clean)
+	r.Visit(t, "review", clean)
 
-	r.dispatch(t, "implementation") // subtask 2
-	pv := r.vars(t, "implementation")
-	if pv["subtask_order"] != "2" || pv["subtask_spec_path"] != r.ctx("subtasks/02.md") || pv["predecessor_context"] != r.ctx("subtasks/02.predecessors.md") {
+	r.Dispatch(t, "implementation") // subtask 2
+	pv := r.Vars(t, "implementation")
+	if pv["subtask_order"] != "2" || pv["subtask_spec_path"] != r.Ctx("subtasks/02.md") || pv["predecessor_context"] != r.Ctx("subtasks/02.predecessors.md") {
 		t.Fatalf("implementation in subtask 2: %q", pv)
 	}
-	brief := read(t, pv["predecessor_context"])
-	for _, want := range []string{"## Subtask 1 of 2: Store the counter", "- Spec: " + r.ctx("subtasks/01.md"), "  - store.go", "  - [ ] a failed delivery increments attempts"} {
+	brief := workertest.Read(t, pv["predecessor_context"])
+	for _, want := range []string{"## Subtask 1 of 2: Store the counter", "- Spec: " + r.Ctx("subtasks/01.md"), "  - store.go", "  - [ ] a failed delivery increments attempts"} {
 		if !strings.Contains(brief, want) {
 			t.Errorf("predecessor brief lacks %q:\n%s", want, brief)
 		}
 	}
-	if rv := r.vars(t, "review"); rv["subtask_order"] != "2" || rv["predecessor_context"] != "" {
+	if rv := r.Vars(t, "review"); rv["subtask_order"] != "2" || rv["predecessor_context"] != "" {
 		t.Errorf("review in subtask 2: order %q, predecessor_context %q; want 2 and none", rv["subtask_order"], rv["predecessor_context"])
 	}
 	if strings.Contains(brief, "Subtask 2 of 2") {
 		t.Errorf("the brief of subtask 2 covers itself:\n%s", brief)
 	}
-	if v := r.vars(t, "documentation"); v["subtask_order"] != "" || v["subtask_spec_path"] != "" {
+	if v := r.Vars(t, "documentation"); v["subtask_order"] != "" || v["subtask_spec_path"] != "" {
 		t.Errorf("documentation is outside the region but got %q %q", v["subtask_order"], v["subtask_spec_path"])
 	}
 }
@@ -299,18 +300,18 @@ func TestSubtaskVars_RegionOrderSpecAndPredecessorFloor(t *testing.T) {
 // budget is counted per subtask when the task is decomposed.
 func TestEvaluator_ReworkBudgetCountedPerSubtask(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{flow: decompFlow, config: enableDecomposition})
-	r.visit(t, "planning", twoSubtasks)
-	r.visit(t, "implementation", "one")
-	if sv := r.visit(t, "review", oneHigh); sv.Outcome != "rework" || sv.SubtaskOrder != 1 {
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: decompFlow, Config: enableDecomposition})
+	r.Visit(t, "planning", twoSubtasks)
+	r.Visit(t, "implementation", "one")
+	if sv := r.Visit(t, "review", oneHigh); sv.Outcome != "rework" || sv.SubtaskOrder != 1 {
 		t.Fatalf("subtask 1 first review: %q order %d", sv.Outcome, sv.SubtaskOrder)
 	}
-	r.visit(t, "fixing", "fixed")
-	if sv := r.visit(t, "review", oneHigh); sv.Outcome != "accept" || !sv.Exhausted {
+	r.Visit(t, "fixing", "fixed")
+	if sv := r.Visit(t, "review", oneHigh); sv.Outcome != "accept" || !sv.Exhausted {
 		t.Fatalf("subtask 1 second review: %q exhausted %v", sv.Outcome, sv.Exhausted)
 	}
-	r.visit(t, "implementation", "two")
-	if sv := r.visit(t, "review", oneHigh); sv.Outcome != "rework" || sv.SubtaskOrder != 2 {
+	r.Visit(t, "implementation", "two")
+	if sv := r.Visit(t, "review", oneHigh); sv.Outcome != "rework" || sv.SubtaskOrder != 2 {
 		t.Errorf("subtask 2 first review: %q order %d; the budget is per subtask", sv.Outcome, sv.SubtaskOrder)
 	}
 }

@@ -1,4 +1,4 @@
-package worker
+package worker_test
 
 import (
 	"context"
@@ -17,6 +17,8 @@ import (
 	"github.com/stratusflow/stratus/internal/nodeexec"
 	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/store"
+	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
 
 // persistFlow is an agent, a checks node and a publish.
@@ -84,31 +86,31 @@ func TestSubmit_OutputThatDidNotPersistFailsTheStep(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := newRig(t, rigOptions{flow: persistFlow})
+			r := workertest.NewRig(t, workertest.RigOptions{Flow: persistFlow})
 			if tc.node == "testing" {
-				r.visit(t, "draft", "# Draft\n")
+				r.Visit(t, "draft", "# Draft\n")
 			}
-			step := r.dispatch(t, tc.node)
-			r.svc.Sink = &refusingSink{Sink: r.svc.Sink, suffix: "/" + tc.file, err: tc.err}
-			before, _ := r.tokens.Counts()
-			sv, err := r.submit(t, tc.body)
-			if sv != nil || stratus.ErrorCode(err) != tc.code || !errors.Is(err, ErrNotPersisted) || !errors.Is(err, tc.err) {
+			step := r.Dispatch(t, tc.node)
+			r.Svc.Sink = &refusingSink{Sink: r.Svc.Sink, suffix: "/" + tc.file, err: tc.err}
+			before, _ := r.Tokens.Counts()
+			sv, err := r.Submit(t, tc.body)
+			if sv != nil || stratus.ErrorCode(err) != tc.code || !errors.Is(err, core.ErrNotPersisted) || !errors.Is(err, tc.err) {
 				t.Fatalf("submit: %+v, %v (code %q); want %s wrapping ErrNotPersisted and %v", sv, err, stratus.ErrorCode(err), tc.code, tc.err)
 			}
 			if msg := stratus.ErrorMessage(err); strings.Contains(msg, "/work/") || !strings.Contains(msg, step.StepRef) {
 				t.Errorf("the worker is told %q; want the step named and no path", msg)
 			}
-			if fail := r.tokens.Failure(step.TaskToken); !strings.HasPrefix(fail, ErrProjection+": "+step.StepRef+" failed: ") {
-				t.Errorf("the Task state got failure %q; want %s naming %s", fail, ErrProjection, step.StepRef)
+			if fail := r.Tokens.Failure(step.TaskToken); !strings.HasPrefix(fail, core.ErrProjection+": "+step.StepRef+" failed: ") {
+				t.Errorf("the Task state got failure %q; want %s naming %s", fail, core.ErrProjection, step.StepRef)
 			}
-			if after, _ := r.tokens.Counts(); after != before {
+			if after, _ := r.Tokens.Counts(); after != before {
 				t.Errorf("SendTaskSuccess was called for the failed step")
 			}
-			got, err := r.svc.Store.GetStep(context.Background(), step.TID)
+			got, err := r.Svc.Store.GetStep(context.Background(), step.TID)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var v StepValue
+			var v core.StepValue
 			json.Unmarshal(got.Value, &v)
 			if got.Status != stratus.StepFailed || got.Verdict != "failed" || v.Outcome != "failed" {
 				t.Errorf("step %s is %s/%s (value outcome %q); want failed", step.StepRef, got.Status, got.Verdict, v.Outcome)
@@ -118,15 +120,15 @@ func TestSubmit_OutputThatDidNotPersistFailsTheStep(t *testing.T) {
 					t.Errorf("the step's reason %q does not say %q", v.Reason, want)
 				}
 			}
-			att, err := r.svc.Store.LatestAttempt(context.Background(), step.TID)
+			att, err := r.Svc.Store.LatestAttempt(context.Background(), step.TID)
 			if err != nil || att.Status != stratus.AttemptFailed || att.Reason != v.Reason {
 				t.Errorf("attempt %+v, %v; want failed with the step's reason", att, err)
 			}
-			tail, err := r.svc.Store.ListOutput(context.Background(), step.TID, att.N)
+			tail, err := r.Svc.Store.ListOutput(context.Background(), step.TID, att.N)
 			if err != nil || len(tail) == 0 || tail[len(tail)-1].Kind != stratus.OutputFinal {
 				t.Errorf("the tail %v, %v; want the Final kept", tail, err)
 			}
-			if _, err := os.Stat(r.ctx(tc.file)); err == nil {
+			if _, err := os.Stat(r.Ctx(tc.file)); err == nil {
 				t.Errorf("%s exists though the sink refused it", tc.file)
 			}
 		})
@@ -139,17 +141,17 @@ func TestSubmit_OutputThatDidNotPersistFailsTheStep(t *testing.T) {
 // resume runs again, never a done step without its files.
 func TestSubmit_StepReadsDoneOnlyAfterItsFiles(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{flow: persistFlow})
-	step := r.dispatch(t, "draft")
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: persistFlow})
+	step := r.Dispatch(t, "draft")
 	var mu sync.Mutex
 	var seen []string
-	r.svc.Sink = &refusingSink{Sink: r.svc.Sink, suffix: "\x00", onPut: func(key string) {
-		st, err := r.svc.Store.GetStep(context.Background(), step.TID)
+	r.Svc.Sink = &refusingSink{Sink: r.Svc.Sink, suffix: "\x00", onPut: func(key string) {
+		st, err := r.Svc.Store.GetStep(context.Background(), step.TID)
 		mu.Lock()
 		defer mu.Unlock()
 		seen = append(seen, fmt.Sprintf("%s:%s:%v", key, st.Status, err))
 	}}
-	if _, err := r.submit(t, "# Draft\n"); err != nil {
+	if _, err := r.Submit(t, "# Draft\n"); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
@@ -162,8 +164,8 @@ func TestSubmit_StepReadsDoneOnlyAfterItsFiles(t *testing.T) {
 			t.Errorf("while the submit wrote a file the step was %s; want running", s)
 		}
 	}
-	if got, _ := r.svc.Store.GetStep(context.Background(), step.TID); got.Status != stratus.StepCompleted || r.tokens.Success(step.TaskToken) == nil {
-		t.Errorf("after the submit the step is %s (success %s); want completed, its state told", got.Status, r.tokens.Success(step.TaskToken))
+	if got, _ := r.Svc.Store.GetStep(context.Background(), step.TID); got.Status != stratus.StepCompleted || r.Tokens.Success(step.TaskToken) == nil {
+		t.Errorf("after the submit the step is %s (success %s); want completed, its state told", got.Status, r.Tokens.Success(step.TaskToken))
 	}
 }
 
@@ -183,17 +185,17 @@ func (s refusingStore) UpdateStep(ctx context.Context, st stratus.Step) error {
 // store that refuses it fails the step's state instead.
 func TestSubmit_UnrecordedCompletionIsNotSuccess(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{flow: persistFlow})
-	step := r.dispatch(t, "draft")
-	r.svc.Store = refusingStore{r.svc.Store}
-	_, err := r.submit(t, "# Draft\n")
-	if stratus.ErrorCode(err) != stratus.ENOSPACE || !errors.Is(err, ErrNotPersisted) {
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: persistFlow})
+	step := r.Dispatch(t, "draft")
+	r.Svc.Store = refusingStore{r.Svc.Store}
+	_, err := r.Submit(t, "# Draft\n")
+	if stratus.ErrorCode(err) != stratus.ENOSPACE || !errors.Is(err, core.ErrNotPersisted) {
 		t.Fatalf("submit: %v; want ENOSPACE wrapping ErrNotPersisted", err)
 	}
-	if r.tokens.Success(step.TaskToken) != nil || !strings.Contains(r.tokens.Failure(step.TaskToken), "the disk is full (SQLITE_FULL)") {
-		t.Errorf("the Task state: success %s, failure %q; want it failed, saying the disk is full", r.tokens.Success(step.TaskToken), r.tokens.Failure(step.TaskToken))
+	if r.Tokens.Success(step.TaskToken) != nil || !strings.Contains(r.Tokens.Failure(step.TaskToken), "the disk is full (SQLITE_FULL)") {
+		t.Errorf("the Task state: success %s, failure %q; want it failed, saying the disk is full", r.Tokens.Success(step.TaskToken), r.Tokens.Failure(step.TaskToken))
 	}
-	if got, _ := r.svc.Store.GetStep(context.Background(), step.TID); got.Status != stratus.StepFailed {
+	if got, _ := r.Svc.Store.GetStep(context.Background(), step.TID); got.Status != stratus.StepFailed {
 		t.Errorf("step %s; want failed", got.Status)
 	}
 }
@@ -203,25 +205,25 @@ func TestSubmit_UnrecordedCompletionIsNotSuccess(t *testing.T) {
 // not list it — while a part staged before stays listed and on disk.
 func TestArtifact_RefusedFileStagesNothing(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{flow: persistFlow})
-	step := r.dispatch(t, "draft")
-	sp := r.launcher.Launched()[0]
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: persistFlow})
+	step := r.Dispatch(t, "draft")
+	sp := r.Launcher.Launched()[0]
 	auth := "Bearer " + sp.Handle
-	if err := r.svc.Artifact(context.Background(), auth, "kept.md", []byte("kept")); err != nil {
+	if err := r.Svc.Artifact(context.Background(), auth, "kept.md", []byte("kept")); err != nil {
 		t.Fatal(err)
 	}
-	r.svc.Sink = &refusingSink{Sink: r.svc.Sink, suffix: "/lost.md", err: syscall.ENOSPC}
-	if err := r.svc.Artifact(context.Background(), auth, "lost.md", []byte("lost")); stratus.ErrorCode(err) != stratus.ENOSPACE {
+	r.Svc.Sink = &refusingSink{Sink: r.Svc.Sink, suffix: "/lost.md", err: syscall.ENOSPC}
+	if err := r.Svc.Artifact(context.Background(), auth, "lost.md", []byte("lost")); stratus.ErrorCode(err) != stratus.ENOSPACE {
 		t.Fatalf("artifact on a full disk: %v; want ENOSPACE", err)
 	}
-	sv, err := r.submit(t, "# Draft\n")
+	sv, err := r.Submit(t, "# Draft\n")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.Join(sv.Parts, ",") != "kept.md" {
 		t.Errorf("%s lists parts %v; want only kept.md (lost.md never persisted)", step.StepRef, sv.Parts)
 	}
-	if got := read(t, r.ctx("kept.md")); got != "kept" {
+	if got := workertest.Read(t, r.Ctx("kept.md")); got != "kept" {
 		t.Errorf("kept.md holds %q", got)
 	}
 }
@@ -265,26 +267,26 @@ func TestSubmit_OutputAFullDiskRefusedStopsTheRun(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := newRig(t, rigOptions{flow: persistFlow})
+			r := workertest.NewRig(t, workertest.RigOptions{Flow: persistFlow})
 			spy := &diskFullSpy{}
-			r.svc.DiskFull = spy.hook
-			step := r.dispatch(t, "draft")
+			r.Svc.DiskFull = spy.hook
+			step := r.Dispatch(t, "draft")
 			if tc.sink != nil {
-				r.svc.Sink = &refusingSink{Sink: r.svc.Sink, suffix: "/draft.md", err: tc.sink}
+				r.Svc.Sink = &refusingSink{Sink: r.Svc.Sink, suffix: "/draft.md", err: tc.sink}
 			} else {
-				r.svc.Store = refusingStore{r.svc.Store}
+				r.Svc.Store = refusingStore{r.Svc.Store}
 			}
-			_, err := r.submit(t, "# Draft\n")
-			if !errors.Is(err, ErrNotPersisted) {
+			_, err := r.Submit(t, "# Draft\n")
+			if !errors.Is(err, core.ErrNotPersisted) {
 				t.Fatalf("submit: %v; want it wrapping ErrNotPersisted", err)
 			}
-			if got, _ := r.svc.Store.GetStep(context.Background(), step.TID); got.Status != stratus.StepFailed {
+			if got, _ := r.Svc.Store.GetStep(context.Background(), step.TID); got.Status != stratus.StepFailed {
 				t.Errorf("step %s is %s; want failed, never done", step.StepRef, got.Status)
 			}
 			told := spy.told()
 			if !tc.full {
-				if len(told) != 0 || !strings.HasPrefix(r.tokens.Failure(step.TaskToken), ErrProjection+": ") {
-					t.Errorf("DiskFull told %v, the state's failure %q; want DiskFull told nothing and the state failed", told, r.tokens.Failure(step.TaskToken))
+				if len(told) != 0 || !strings.HasPrefix(r.Tokens.Failure(step.TaskToken), core.ErrProjection+": ") {
+					t.Errorf("DiskFull told %v, the state's failure %q; want DiskFull told nothing and the state failed", told, r.Tokens.Failure(step.TaskToken))
 				}
 				return
 			}
@@ -299,8 +301,8 @@ func TestSubmit_OutputAFullDiskRefusedStopsTheRun(t *testing.T) {
 					t.Errorf("DiskFull told %q; want it to say %q", told[0], want)
 				}
 			}
-			if s, f := r.tokens.Counts(); s != 0 || f != 0 {
-				t.Errorf("the Task state was told (%d successes, %d failures: %q); want it left to the run's stop", s, f, r.tokens.Failure(step.TaskToken))
+			if s, f := r.Tokens.Counts(); s != 0 || f != 0 {
+				t.Errorf("the Task state was told (%d successes, %d failures: %q); want it left to the run's stop", s, f, r.Tokens.Failure(step.TaskToken))
 			}
 		})
 	}
@@ -328,35 +330,35 @@ func TestPublish_SummaryAFullDiskRefusedStopsTheRun(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := newRig(t, rigOptions{flow: persistFlow})
+			r := workertest.NewRig(t, workertest.RigOptions{Flow: persistFlow})
 			spy := &diskFullSpy{}
 			if tc.diskFull {
-				r.svc.DiskFull = spy.hook
+				r.Svc.DiskFull = spy.hook
 			}
-			r.svc.Publish = func(context.Context, stratus.Run, *RunEnv) ([]string, error) {
+			r.Svc.Publish = func(context.Context, stratus.Run, *core.RunEnv) ([]string, error) {
 				if tc.publish != nil {
 					return nil, tc.publish
 				}
 				return []string{".stratus/logs/t1/summary.json", ".stratus/logs/t1/summary.md"}, nil
 			}
 			if tc.publish == nil {
-				r.svc.Store = refusingStore{r.svc.Store}
+				r.Svc.Store = refusingStore{r.Svc.Store}
 			}
-			step := r.dispatch(t, "publish")
-			if got, _ := r.svc.Store.GetStep(context.Background(), step.TID); got.Status != tc.status {
+			step := r.Dispatch(t, "publish")
+			if got, _ := r.Svc.Store.GetStep(context.Background(), step.TID); got.Status != tc.status {
 				t.Errorf("publish#1 is %s; want %s", got.Status, tc.status)
 			}
 			told := spy.told()
 			if !tc.diskFull {
-				if !strings.HasPrefix(r.tokens.Failure(step.TaskToken), ErrPublish+": ") {
-					t.Errorf("the state's failure %q; want %s", r.tokens.Failure(step.TaskToken), ErrPublish)
+				if !strings.HasPrefix(r.Tokens.Failure(step.TaskToken), core.ErrPublish+": ") {
+					t.Errorf("the state's failure %q; want %s", r.Tokens.Failure(step.TaskToken), core.ErrPublish)
 				}
 				return
 			}
 			if len(told) != 1 || !stratus.StorageFull(told[0]) || !strings.Contains(told[0].Error(), tc.wants) {
 				t.Fatalf("DiskFull told %v; want one full-disk error saying %q", told, tc.wants)
 			}
-			if s, f := r.tokens.Counts(); s != 0 || f != 0 {
+			if s, f := r.Tokens.Counts(); s != 0 || f != 0 {
 				t.Errorf("the Task state was told (%d successes, %d failures); want it left to the run's stop", s, f)
 			}
 		})

@@ -1,4 +1,4 @@
-package worker
+package worker_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stratusflow/stratus/internal/launch"
+	"github.com/stratusflow/stratus/internal/worker/workertest"
+	"github.com/stratusflow/stratus/internal/worker/core"
 )
 
 // recordingQueue keeps what was sent, for the test to deliver.
@@ -38,7 +40,7 @@ type blockingLauncher struct {
 }
 
 func (l *blockingLauncher) Launch(ctx context.Context, s launch.Spec) (string, error) {
-	if strings.Contains(s.TaskID, "."+SupervisorNode+".") {
+	if strings.Contains(s.TaskID, "."+core.SupervisorNode+".") {
 		<-l.release
 	}
 	return l.Launcher.Launch(ctx, s)
@@ -54,13 +56,13 @@ func TestObserve_GoesThroughTheQueueNotTheRequest(t *testing.T) {
 	t.Parallel()
 	r := supRig(t, supFlow(""), nil)
 	q := &recordingQueue{}
-	r.svc.Queue = q
-	bl := &blockingLauncher{Launcher: r.svc.Launcher, release: make(chan struct{})}
-	r.svc.Launcher = bl
-	r.visit(t, "implementation", "did it")
+	r.Svc.Queue = q
+	bl := &blockingLauncher{Launcher: r.Svc.Launcher, release: make(chan struct{})}
+	r.Svc.Launcher = bl
+	r.Visit(t, "implementation", "did it")
 
 	done := make(chan error, 1)
-	go func() { _, err := r.submitAfterDispatch(t, "review", oneHigh); done <- err }()
+	go func() { _, err := submitAfterDispatch(t, r, "review", oneHigh); done <- err }()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -70,37 +72,37 @@ func TestObserve_GoesThroughTheQueueNotTheRequest(t *testing.T) {
 		close(bl.release)
 		t.Fatal("the submit waited for the observation's launch")
 	}
-	r.svc.Drain() // nothing of the request's is left running
+	r.Svc.Drain() // nothing of the request's is left running
 	msgs := q.messages()
 	if len(msgs) != 1 {
 		t.Fatalf("%d messages queued; want the one observation of review#1", len(msgs))
 	}
-	var m Message
-	if err := json.Unmarshal(msgs[0], &m); err != nil || m.Kind != KindObserve || m.StepRef != "review#1" || m.RunID != "r1" || !strings.Contains(m.Why, "rework") {
-		t.Fatalf("queued %s (%v); want a %s message for review#1 saying why", msgs[0], err, KindObserve)
+	var m core.Message
+	if err := json.Unmarshal(msgs[0], &m); err != nil || m.Kind != core.KindObserve || m.StepRef != "review#1" || m.RunID != "r1" || !strings.Contains(m.Why, "rework") {
+		t.Fatalf("queued %s (%v); want a %s message for review#1 saying why", msgs[0], err, core.KindObserve)
 	}
-	if n := len(r.supervisorLaunches()); n != 0 {
+	if n := len(supervisorLaunches(r)); n != 0 {
 		t.Fatalf("%d supervisor turns launched before the message was handled", n)
 	}
 
 	close(bl.release)
 	for range 2 { // at-least-once delivery: the second finds the turn made
-		if err := r.svc.Dispatch(context.Background(), m); err != nil {
+		if err := r.Svc.Dispatch(context.Background(), m); err != nil {
 			t.Fatalf("Dispatch(%s): %v", msgs[0], err)
 		}
 	}
-	if n := len(r.supervisorLaunches()); n != 1 {
+	if n := len(supervisorLaunches(r)); n != 1 {
 		t.Errorf("two deliveries launched %d observation turns; want 1", n)
 	}
-	for _, bad := range []Message{{Kind: KindObserve, RunID: "r1"}, {Kind: KindObserve, RunID: "r1", StepRef: "nosuch#9"}} {
-		if err := r.svc.Dispatch(context.Background(), bad); err == nil {
+	for _, bad := range []core.Message{{Kind: core.KindObserve, RunID: "r1"}, {Kind: core.KindObserve, RunID: "r1", StepRef: "nosuch#9"}} {
+		if err := r.Svc.Dispatch(context.Background(), bad); err == nil {
 			t.Errorf("Dispatch(%+v) = nil; want the message refused", bad)
 		}
 	}
 }
 
 // submitAfterDispatch dispatches node and submits body for it.
-func (r *rig) submitAfterDispatch(t *testing.T, node, body string) (*StepValue, error) {
-	r.dispatch(t, node)
-	return r.submit(t, body)
+func submitAfterDispatch(t *testing.T, r *workertest.Rig, node, body string) (*core.StepValue, error) {
+	r.Dispatch(t, node)
+	return r.Submit(t, body)
 }

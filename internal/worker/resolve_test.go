@@ -1,4 +1,4 @@
-package worker
+package worker_test
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/worker/core"
 )
 
 // resolveConfig is a config with a primary and two pinnable providers of
@@ -98,7 +99,7 @@ func TestResolve_PerNodeOverrides(t *testing.T) {
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
 			t.Parallel()
-			got, _, err := Resolve(resolveConfig(), tc.flow, tc.node, tc.front)
+			got, _, err := core.Resolve(resolveConfig(), tc.flow, tc.node, tc.front)
 			if err != nil {
 				t.Fatalf("Resolve: %v", err)
 			}
@@ -132,7 +133,7 @@ func TestResolve_Refusals(t *testing.T) {
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
 			t.Parallel()
-			_, _, err := Resolve(resolveConfig(), ww, tc.node, tc.front)
+			_, _, err := core.Resolve(resolveConfig(), ww, tc.node, tc.front)
 			var se *stratus.Error
 			if !errors.As(err, &se) || se.Code != stratus.EINVALID || se.Field != tc.field || !strings.Contains(se.Message, `"impl"`) {
 				t.Errorf("Resolve: err = %#v, want EINVALID on field %q naming the node", err, tc.field)
@@ -146,7 +147,7 @@ func TestResolve_PrimaryCodexNetworkWriter_Refused(t *testing.T) {
 	t.Parallel()
 	cfg := resolveConfig()
 	cfg.Agents.Primary = "codex"
-	_, _, err := Resolve(cfg, &flow.Flow{PermissionCeiling: flow.WorkspaceWrite, NetworkPolicy: "advisories"}, &flow.Node{ID: "impl", Kind: flow.KindAgent}, nil)
+	_, _, err := core.Resolve(cfg, &flow.Flow{PermissionCeiling: flow.WorkspaceWrite, NetworkPolicy: "advisories"}, &flow.Node{ID: "impl", Kind: flow.KindAgent}, nil)
 	var se *stratus.Error
 	if !errors.As(err, &se) || se.Field != "agents.primary" {
 		t.Errorf("Resolve: err = %v, want EINVALID on agents.primary", err)

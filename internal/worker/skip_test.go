@@ -1,8 +1,10 @@
-package worker
+package worker_test
 
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/workertest"
 	"strings"
 	"testing"
 )
@@ -54,36 +56,36 @@ func TestDispatch_SkippedGateCompletesWithItsPassOutcome(t *testing.T) {
 	for id := range want {
 		disabled = append(disabled, id+": { enabled: false }")
 	}
-	r := newRig(t, rigOptions{flow: gatesFlow, task: "---\nid: t1\ntitle: T\nnodes: { " + strings.Join(disabled, ", ") + " }\n---\nDo it.\n"})
-	var events []Event
-	r.svc.OnEvent = func(e Event) { events = append(events, e) }
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: gatesFlow, Task: "---\nid: t1\ntitle: T\nnodes: { " + strings.Join(disabled, ", ") + " }\n---\nDo it.\n"})
+	var events []core.Event
+	r.Svc.OnEvent = func(e core.Event) { events = append(events, e) }
 	for _, id := range []string{"build", "testing", "lint", "review", "approve", "ask", "last", "publish"} {
-		st := r.dispatch(t, id)
+		st := r.Dispatch(t, id)
 		if st.Verdict != "skipped" {
 			t.Errorf("%s: verdict %q, want skipped", id, st.Verdict)
 		}
-		tok := fmt.Sprintf("tok-%d", r.n)
-		raw, ok := r.tokens.Successes()[tok]
+		tok := fmt.Sprintf("tok-%d", r.N)
+		raw, ok := r.Tokens.Successes()[tok]
 		if !ok {
-			t.Fatalf("%s: its Task state was not completed (failures %v)", id, r.tokens.Failures())
+			t.Fatalf("%s: its Task state was not completed (failures %v)", id, r.Tokens.Failures())
 		}
-		var v StepValue
+		var v core.StepValue
 		if err := json.Unmarshal(raw, &v); err != nil {
 			t.Fatal(err)
 		}
 		if v.Outcome != want[id] || !strings.Contains(v.Reason, "disabled by the task") {
 			t.Errorf("%s: routes on %q (reason %q), want %q with the reason", id, v.Outcome, v.Reason, want[id])
 		}
-		if SkipOutcome(r.env.Flow.Node(id)) != want[id] {
-			t.Errorf("SkipOutcome(%s) = %q, want %q", id, SkipOutcome(r.env.Flow.Node(id)), want[id])
+		if core.SkipOutcome(r.Env.Flow.Node(id)) != want[id] {
+			t.Errorf("SkipOutcome(%s) = %q, want %q", id, core.SkipOutcome(r.Env.Flow.Node(id)), want[id])
 		}
 	}
-	if len(r.launcher.Launched()) != 0 {
-		t.Errorf("%d workers launched for skipped nodes", len(r.launcher.Launched()))
+	if len(r.Launcher.Launched()) != 0 {
+		t.Errorf("%d workers launched for skipped nodes", len(r.Launcher.Launched()))
 	}
 	ended := 0
 	for _, e := range events {
-		if e.Type == EventStepEnded {
+		if e.Type == core.EventStepEnded {
 			ended++
 			if e.Outcome != "skipped" {
 				t.Errorf("progress line of %s says %q, want skipped", e.StepRef, e.Outcome)

