@@ -1,4 +1,4 @@
-package worker_test
+package stats_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/stats"
 	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
 
@@ -20,6 +21,7 @@ type clock struct {
 }
 
 func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
 func (c *clock) advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -30,7 +32,7 @@ func (c *clock) advance(d time.Duration) {
 // settable clock.
 func hourLongRig(t *testing.T) (*workertest.Rig, *clock) {
 	t.Helper()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: chainFlow, Config: func(c *config.Config) {
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.ChainFlow, Config: func(c *config.Config) {
 		for n, p := range c.Agents.Providers {
 			p.TimeoutSeconds = 3600
 			c.Agents.Providers[n] = p
@@ -41,12 +43,12 @@ func hourLongRig(t *testing.T) (*workertest.Rig, *clock) {
 	return r, clk
 }
 
-// issue 14 § 11: a handle lives one lease (the token TTL, 600 s) past its
-// last heartbeat, never past the step's deadline plus the submit grace:
-// an hour-long step whose runner heartbeats every minute keeps its
-// credential throughout and submits at 62 minutes; a worker that stops
-// heartbeating loses it one lease later, not hours later. Before, the
-// exchanged handle lived the whole deadline plus grace (65 minutes here)
+// docs/contracts.md § Bearer authentication: a handle lives one lease (the
+// token TTL, 600 s) past its last heartbeat, never past the step's deadline
+// plus the submit grace: an hour-long step whose runner heartbeats every
+// minute keeps its credential throughout and submits at 62 minutes; a worker
+// that stops heartbeating loses it one lease later, not hours later. Before,
+// the exchanged handle lived the whole deadline plus grace (65 minutes here)
 // whatever became of its worker.
 func TestHandle_LeaseRenewedByHeartbeatsForAnHourLongStep(t *testing.T) {
 	t.Parallel()
@@ -65,7 +67,7 @@ func TestHandle_LeaseRenewedByHeartbeatsForAnHourLongStep(t *testing.T) {
 	for minute := 1; minute <= 62; minute++ {
 		clk.advance(time.Minute)
 		steps := minute
-		if err := r.Svc.RecordStats(ctx, auth, core.Stats{Steps: &steps}); err != nil {
+		if err := stats.Invoke(ctx, r.Svc.Service, auth, core.Stats{Steps: &steps}); err != nil {
 			t.Fatalf("heartbeat at minute %d: %v", minute, err)
 		}
 		if got, _ := r.Svc.Store.GetHandle(ctx, sp.Handle); !got.ExpiresAt.Equal(h.ExpiresAt) {
@@ -94,7 +96,7 @@ func TestHandle_LeaseEndsAtTheDeadlineAndWithoutHeartbeats(t *testing.T) {
 	for range 64 {
 		clk.advance(time.Minute)
 		one := 1
-		if err := r.Svc.RecordStats(ctx, auth, core.Stats{Steps: &one}); err != nil {
+		if err := stats.Invoke(ctx, r.Svc.Service, auth, core.Stats{Steps: &one}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -109,7 +111,7 @@ func TestHandle_LeaseEndsAtTheDeadlineAndWithoutHeartbeats(t *testing.T) {
 	auth = "Bearer " + sp.Handle
 	clk.advance(5 * time.Minute)
 	one := 1
-	if err := r.Svc.RecordStats(ctx, auth, core.Stats{Steps: &one}); err != nil {
+	if err := stats.Invoke(ctx, r.Svc.Service, auth, core.Stats{Steps: &one}); err != nil {
 		t.Fatal(err)
 	}
 	clk.advance(599 * time.Second)

@@ -1,4 +1,4 @@
-package worker_test
+package stats_test
 
 import (
 	"context"
@@ -9,13 +9,15 @@ import (
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/executor"
 	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/stats"
 	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
 
-// issue 11 § 6: a worker's stats are its heartbeat; when the state no longer
-// waits for the step (its task timed out, its execution aborted or timed
-// out), the answer is 409, on which the runner stops its engine. A
-// heartbeat that fails for another reason (throttling) is not the worker's.
+// docs/contracts.md § Routes (stats are best-effort and cumulative): a
+// worker's stats are its heartbeat; when the state no longer waits for the
+// step (its task timed out, its execution aborted or timed out), the answer
+// is 409, on which the runner stops its engine. A heartbeat that fails for
+// another reason (throttling) is not the worker's.
 func TestRecordStats_AStateThatNoLongerWaitsIs409(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -27,30 +29,30 @@ func TestRecordStats_AStateThatNoLongerWaitsIs409(t *testing.T) {
 		{executor.APIError(executor.ErrTaskTimedOut, "taskToken", "the execution is closed"), stratus.ECONFLICT},
 		{executor.APIError(executor.ErrTaskDoesNotExist, "taskToken", "no such task"), stratus.ECONFLICT},
 	} {
-		r := workertest.NewRig(t, workertest.RigOptions{Flow: chainFlow})
+		r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.ChainFlow})
 		r.Dispatch(t, "planning")
 		r.Tokens.HeartbeatErr = c.err
 		sp := r.Launcher.Launched()[0]
 		n := int64(5)
-		err := r.Svc.RecordStats(context.Background(), "Bearer "+sp.Handle, core.Stats{PromptTokens: &n})
+		err := stats.Invoke(context.Background(), r.Svc.Service, "Bearer "+sp.Handle, core.Stats{PromptTokens: &n})
 		if got := stratus.ErrorCode(err); (c.want == "" && err != nil) || (c.want != "" && (got != c.want || !strings.Contains(err.Error(), "no longer waits"))) {
 			t.Errorf("heartbeat %v: RecordStats = %v; want %q", c.err, err, c.want)
 		}
 	}
 }
 
-// issue 13 § 8: a worker's stats are the step's live progress: each post
+// docs/contracts.md § Routes: a worker's stats are the step's live progress: each post
 // is reported as a step_progress event with the attempt's counters so far
 // and the time since it started.
 func TestRecordStats_ReportsProgress(t *testing.T) {
 	t.Parallel()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: chainFlow})
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.ChainFlow})
 	var events []core.Event
 	r.Svc.OnEvent = func(e core.Event) { events = append(events, e) }
 	r.Dispatch(t, "planning")
 	sp := r.Launcher.Launched()[0]
 	steps, in, out, cost := 3, int64(1200), int64(34), 0.02
-	if err := r.Svc.RecordStats(context.Background(), "Bearer "+sp.Handle, core.Stats{Steps: &steps, PromptTokens: &in, CompletionTokens: &out, CostUSD: &cost}); err != nil {
+	if err := stats.Invoke(context.Background(), r.Svc.Service, "Bearer "+sp.Handle, core.Stats{Steps: &steps, PromptTokens: &in, CompletionTokens: &out, CostUSD: &cost}); err != nil {
 		t.Fatal(err)
 	}
 	var got []core.Event
@@ -66,17 +68,5 @@ func TestRecordStats_ReportsProgress(t *testing.T) {
 	if e.StepRef != "planning#1" || e.Node != "planning" || e.Attempt != 1 || e.Steps != 3 || e.PromptTokens != 1200 || e.CompletionTokens != 34 ||
 		e.CostUSD == nil || *e.CostUSD != 0.02 || e.Duration < 0 || e.RunID == "" {
 		t.Errorf("progress event %+v", e)
-	}
-}
-
-// issue 14 § 9: HeartbeatSeconds runs from the dispatch message, so the
-// step's task token is heartbeaten as soon as its worker is launched (a
-// Fargate task takes 30-90 s before its runner posts any stats).
-func TestDispatch_HeartbeatsOnceTheWorkerIsLaunched(t *testing.T) {
-	t.Parallel()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: chainFlow})
-	st := r.Dispatch(t, "planning")
-	if n := r.Tokens.Heartbeats(st.TaskToken); n != 1 {
-		t.Errorf("%d heartbeats of %s after its launch; want 1", n, st.TaskToken)
 	}
 }
