@@ -143,3 +143,18 @@ func (r *Rig) Instances(t *testing.T, n int) []*worker.Service {
 	}
 	return svcs
 }
+
+// AllAtOnce runs fn(0..n-1) on n goroutines released together and waits
+// for them all.
+func AllAtOnce(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			fn(i)
+		})
+	}
+	close(start)
+	wg.Wait()
+}

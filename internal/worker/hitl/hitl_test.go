@@ -1,4 +1,4 @@
-package worker_test
+package hitl_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/compiler"
 	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/hitl"
 	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
 
@@ -94,9 +95,10 @@ func (h *hitlRig) outcome(t *testing.T, tok string) string {
 	return ""
 }
 
-// A hitl step records the pending request (status waiting, the signal and
-// the text), says on the progress line how to resume, and leaves its task
-// token open (issue 5 § 4; reference.md § hitl node).
+// A hitl step records the pending request (status waiting, the signal and the
+// text), says on the progress line how to resume, and leaves its task token
+// open (docs/architecture.md § The path of one step; worc reference.md § hitl
+// node).
 func TestDispatchHITL_RecordsTheWaitingRequest(t *testing.T) {
 	t.Parallel()
 	h := newHITLRig(t, "")
@@ -144,7 +146,7 @@ func TestHuman_RefusalsLeaveTheStepWaiting(t *testing.T) {
 		{"a node that may ask but waits for nothing", "r1", "draft", core.Reply{Decision: core.DecisionAnswer, Text: "x"}, stratus.ECONFLICT, "node"},
 	}
 	for _, c := range cases {
-		_, err := h.Svc.Human(context.Background(), c.run, c.node, c.reply)
+		_, err := hitl.Invoke(context.Background(), h.Svc.Service, c.run, c.node, c.reply)
 		var se *stratus.Error
 		if !errors.As(err, &se) || se.Code != c.code || se.Field != c.field {
 			t.Errorf("%s: %v, want %s on field %s", c.name, err, c.code, c.field)
@@ -157,10 +159,10 @@ func TestHuman_RefusalsLeaveTheStepWaiting(t *testing.T) {
 	}
 }
 
-// The reply completes the step with the outcome its node kind routes on
-// (reference.md § hitl node: a question proceeds on "done", an approval
-// branches on route:approve / route:deny), lands in <ctx>/<node>.md, and
-// a second reply finds nothing waiting.
+// The reply completes the step with the outcome its node kind routes on (worc
+// reference.md § hitl node: a question proceeds on "done", an approval
+// branches on route:approve / route:deny), lands in <ctx>/<node>.md, and a
+// second reply finds nothing waiting.
 func TestHuman_ReplyCompletesTheStep(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -178,7 +180,7 @@ func TestHuman_ReplyCompletesTheStep(t *testing.T) {
 			t.Parallel()
 			h := newHITLRig(t, "")
 			st := h.waitFor(t, c.node)
-			v, err := h.Svc.Human(context.Background(), "r1", c.node, c.reply)
+			v, err := hitl.Invoke(context.Background(), h.Svc.Service, "r1", c.node, c.reply)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -191,18 +193,18 @@ func TestHuman_ReplyCompletesTheStep(t *testing.T) {
 			if body := workertest.Read(t, h.Ctx(c.node+".md")); !strings.Contains(body, c.file) || !strings.Contains(body, `step_ref: "`+c.node+`#1"`) {
 				t.Errorf("%s.md:\n%s", c.node, body)
 			}
-			if _, err := h.Svc.Human(context.Background(), "r1", c.node, c.reply); stratus.ErrorCode(err) != stratus.ECONFLICT {
+			if _, err := hitl.Invoke(context.Background(), h.Svc.Service, "r1", c.node, c.reply); stratus.ErrorCode(err) != stratus.ECONFLICT {
 				t.Errorf("second reply: %v, want conflict", err)
 			}
 		})
 	}
 }
 
-// An agent with a hitl grant asks through its typed result (flow-authoring
-// .md § What a node returns: human_input): the step's outcome is
-// human_input; a kind its grant does not allow, or a malformed request,
-// is refused (422) and nothing is recorded; an agent without a grant is
-// not asking, whatever its report says.
+// An agent with a hitl grant asks through its typed result (worc
+// flow-authoring.md § What a node returns: human_input): the step's outcome
+// is human_input; a kind its grant does not allow, or a malformed request, is
+// refused (422) and nothing is recorded; an agent without a grant is not
+// asking, whatever its report says.
 func TestHumanInput_AgentContract(t *testing.T) {
 	t.Parallel()
 	question := `{"content": "need input", "human_input": {"kind": "question", "text": "Which database?"}}`
@@ -241,9 +243,8 @@ func TestHumanInput_AgentContract(t *testing.T) {
 }
 
 // The agent's request waits in "<node>.hitl#<visit>" with the agent's own
-// text; the answer (or the denial's reason) reaches the agent's next
-// prompt as a "## Human answer" ("## Approval denied: <reason>") section
-// (issue 5 § 4).
+// text; the answer (or the denial's reason) reaches the agent's next prompt
+// as a "## Human answer" ("## Approval denied: <reason>") section.
 func TestHumanReplySection_ReRunAgentSeesTheReply(t *testing.T) {
 	t.Parallel()
 	h := newHITLRig(t, "")
@@ -254,7 +255,7 @@ func TestHumanReplySection_ReRunAgentSeesTheReply(t *testing.T) {
 	if st.Node != "draft.hitl" || st.StepRef != "draft.hitl#1" || st.Status != core.StepWaiting || v.Request != "Which database?" || v.Asker != "draft" || v.Signal != core.SignalQuestion {
 		t.Fatalf("agent hitl step %+v value %s", st, st.Value)
 	}
-	if _, err := h.Svc.Human(context.Background(), "r1", "draft", core.Reply{Decision: core.DecisionAnswer, Text: "Postgres 16."}); err != nil {
+	if _, err := hitl.Invoke(context.Background(), h.Svc.Service, "r1", "draft", core.Reply{Decision: core.DecisionAnswer, Text: "Postgres 16."}); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.outcome(t, st.TaskToken); got != compiler.OutcomeAnswered {
@@ -283,7 +284,7 @@ func TestHumanReplySection_ReRunAgentSeesTheReply(t *testing.T) {
 	// A denial: approve → "approve"; reject → "deny" and the reason.
 	h.Visit(t, "signoff", `{"human_input": {"kind": "approval", "text": "Drop the legacy table?"}}`)
 	st = h.waitFor(t, "signoff")
-	if _, err := h.Svc.Human(context.Background(), "r1", "signoff.hitl", core.Reply{Decision: core.DecisionReject, Text: "keep it one more release"}); err != nil {
+	if _, err := hitl.Invoke(context.Background(), h.Svc.Service, "r1", "signoff.hitl", core.Reply{Decision: core.DecisionReject, Text: "keep it one more release"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.outcome(t, st.TaskToken); got != compiler.OutcomeDeny {
@@ -295,12 +296,12 @@ func TestHumanReplySection_ReRunAgentSeesTheReply(t *testing.T) {
 	}
 	h.Submit(t, `{"human_input": {"kind": "approval", "text": "Drop it next release?"}}`)
 	st = h.waitFor(t, "signoff")
-	if _, err := h.Svc.Human(context.Background(), "r1", "signoff", core.Reply{Decision: core.DecisionApprove}); err != nil || h.outcome(t, st.TaskToken) != compiler.OutcomeApprove {
+	if _, err := hitl.Invoke(context.Background(), h.Svc.Service, "r1", "signoff", core.Reply{Decision: core.DecisionApprove}); err != nil || h.outcome(t, st.TaskToken) != compiler.OutcomeApprove {
 		t.Errorf("approved: %v, outcome %q", err, h.outcome(t, st.TaskToken))
 	}
 }
 
-// A hitl wait is fail-closed (reference.md § hitl node: a timeout parks
+// A hitl wait is fail-closed (worc reference.md § hitl node: a timeout parks
 // the task): at its deadline the step fails with ErrHITLTimeout, which the
 // compiled Catch sends to manual_action_required, and a late reply finds
 // nothing waiting.
@@ -318,7 +319,7 @@ func TestHITL_DeadlineFailsTheWaitingStep(t *testing.T) {
 	if got := h.step(t, st.TID); got.Status != stratus.StepFailed {
 		t.Errorf("step status %s, want failed", got.Status)
 	}
-	if _, err := h.Svc.Human(context.Background(), "r1", "gate", core.Reply{Decision: core.DecisionApprove}); stratus.ErrorCode(err) != stratus.ECONFLICT {
+	if _, err := hitl.Invoke(context.Background(), h.Svc.Service, "r1", "gate", core.Reply{Decision: core.DecisionApprove}); stratus.ErrorCode(err) != stratus.ECONFLICT {
 		t.Errorf("late reply: %v, want conflict", err)
 	}
 }
@@ -333,46 +334,9 @@ func TestHuman_TerminalRunConflicts(t *testing.T) {
 	if err := h.Svc.Store.UpdateRun(context.Background(), run); err != nil {
 		t.Fatal(err)
 	}
-	_, err := h.Svc.Human(context.Background(), "r1", "gate", core.Reply{Decision: core.DecisionApprove})
+	_, err := hitl.Invoke(context.Background(), h.Svc.Service, "r1", "gate", core.Reply{Decision: core.DecisionApprove})
 	var se *stratus.Error
 	if !errors.As(err, &se) || se.Code != stratus.ECONFLICT || se.Field != "run_id" {
 		t.Errorf("%v, want conflict on run_id", err)
-	}
-}
-
-// A question gate's answer is a prompt variable of the nodes after it
-// (docs/prompt-variables.md § Node outputs): {<hitl node>_path} is the
-// file Human wrote the reply to, and empty until the gate was answered.
-func TestTemplateVars_HITLAnswerIsAPathForLaterNodes(t *testing.T) {
-	t.Parallel()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: `flow:
-  name: f
-  task_type: f
-  permission_ceiling: workspace-write
-  output_policy: code_change
-  publishing: local_artifact
-  nodes:
-    - { id: ask, kind: hitl, signal: question, question: "Which database?" }
-    - { id: build, kind: agent, role_file: f/build.md }
-    - { id: publish, kind: publish, policy: local_artifact }
-  edges:
-    - { from: ask, to: build }
-    - { from: build, to: publish }
-`, Roles: map[string]string{"f/build.md": "{?ask_path}The human answered in {ask_path}.{/ask_path}Build it."}})
-	if v := r.Vars(t, "build"); v["ask_path"] != "" {
-		t.Errorf("{ask_path} = %q before the gate was answered, want empty", v["ask_path"])
-	}
-	h := &hitlRig{Rig: r}
-	h.waitFor(t, "ask")
-	if _, err := r.Svc.Human(context.Background(), r.Run.ID, "ask", core.Reply{Decision: core.DecisionAnswer, Text: "Postgres 16."}); err != nil {
-		t.Fatal(err)
-	}
-	r.Dispatch(t, "build")
-	want := "The human answered in " + r.Ctx("ask.md") + ".Build it."
-	if got := r.LastPrompt(t); got != want {
-		t.Errorf("prompt = %q, want %q", got, want)
-	}
-	if !strings.Contains(workertest.Read(t, r.Ctx("ask.md")), "Postgres 16.") {
-		t.Error("ask.md lacks the answer")
 	}
 }
