@@ -15,7 +15,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/awstest"
 	"github.com/stratusflow/stratus/internal/config"
@@ -36,7 +35,7 @@ var bucketSeq atomic.Int64
 // that presigns URLs, as on AWS.
 func s3Rig(t *testing.T) (*workertest.Rig, *s3sink.Sink) {
 	t.Helper()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: wsFlow, Workspace: true, Config: limitBundles})
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.WorkspaceFlow, Workspace: true, Config: limitBundles})
 	c := awss3.NewFromConfig(awstest.Moto(t).Config(), func(o *awss3.Options) { o.UsePathStyle = true })
 	bucket := fmt.Sprintf("bundles-%d-%d", time.Now().UnixNano()%1e9, bucketSeq.Add(1))
 	if _, err := c.CreateBucket(context.Background(), &awss3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
@@ -134,7 +133,7 @@ func TestWorkspaceUpload_NoURLStoresABundleOverTheLimitOnMoto(t *testing.T) {
 // Before the fix the head moved onto it.
 func TestAdvanceHead_BundleOverTheLimitRefusedAndDeleted(t *testing.T) {
 	ctx := context.Background()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: wsFlow, Workspace: true, Config: limitBundles})
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.WorkspaceFlow, Workspace: true, Config: limitBundles})
 	r.Dispatch(t, "impl")
 	sp := r.Launcher.Launched()[0]
 	auth := "Bearer " + sp.Handle
@@ -177,7 +176,7 @@ func TestAdvanceHead_BundleOverTheLimitRefusedAndDeleted(t *testing.T) {
 // body is read, and only a workspace-write step may ask for an upload.
 func TestWriteBlob_BundleOverTheLimitRefused(t *testing.T) {
 	ctx := context.Background()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: wsFlow, Workspace: true, Config: limitBundles})
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.WorkspaceFlow, Workspace: true, Config: limitBundles})
 	r.Dispatch(t, "impl")
 	sp := r.Launcher.Launched()[0]
 	auth := "Bearer " + sp.Handle

@@ -30,11 +30,8 @@ func evalFlow(reviewFields, defaults string) string {
 `
 }
 
-const (
-	oneMedium = `{"findings": [{"severity": "medium", "path": "a.go", "what": "naming", "fix": "rename"}]}`
-	oneHigh   = `{"findings": [{"severity": "high", "path": "a.go", "what": "bug", "fix": "fix it"}, {"severity": "low", "what": "nit"}]}`
-	clean     = `{"findings": []}`
-)
+// oneMedium gates only below the default gate_severity (high).
+const oneMedium = `{"findings": [{"severity": "medium", "path": "a.go", "what": "naming", "fix": "rename"}]}`
 
 // worc reference.md § defaults.evaluator, § evaluator node: a node's own
 // field wins, then flow.defaults.evaluator, then the built-in default
@@ -67,10 +64,10 @@ func TestEvaluator_GateSeverityFromFlowDefaults(t *testing.T) {
 		name, fields, defaults, body, want string
 	}{
 		{"default high: a medium finding accepts", "", "", oneMedium, "accept"},
-		{"default high: a high finding reworks", "", "", oneHigh, "rework"},
+		{"default high: a high finding reworks", "", "", workertest.FindingsOneHigh, "rework"},
 		{"flow default medium gates a medium finding", "", "  defaults: { evaluator: { gate_severity: medium } }\n", oneMedium, "rework"},
-		{"node gate beats flow default", ", gate_severity: critical", "  defaults: { evaluator: { gate_severity: medium } }\n", oneHigh, "accept"},
-		{"a clean pass accepts", "", "", clean, "accept"},
+		{"node gate beats flow default", ", gate_severity: critical", "  defaults: { evaluator: { gate_severity: medium } }\n", workertest.FindingsOneHigh, "accept"},
+		{"a clean pass accepts", "", "", workertest.FindingsClean, "accept"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -108,7 +105,7 @@ func TestEvaluator_BlockingReworksThroughTheBudget(t *testing.T) {
 	t.Parallel()
 	r := workertest.NewRig(t, workertest.RigOptions{Flow: evalFlow(", max_rework_per_stage: 1", "")})
 	for i := range 4 {
-		if sv := r.Visit(t, "review", oneHigh); sv.Outcome != "rework" || sv.Exhausted {
+		if sv := r.Visit(t, "review", workertest.FindingsOneHigh); sv.Outcome != "rework" || sv.Exhausted {
 			t.Fatalf("visit %d: outcome %q exhausted %v, want rework", i+1, sv.Outcome, sv.Exhausted)
 		}
 	}
@@ -133,14 +130,14 @@ func TestEvaluator_NonBlockingAcceptsWhenReworkBudgetExhausted(t *testing.T) {
 			t.Parallel()
 			r := workertest.NewRig(t, workertest.RigOptions{Flow: evalFlow(tc.fields, tc.defaults)})
 			for i := range tc.reworks {
-				if sv := r.Visit(t, "review", oneHigh); sv.Outcome != "rework" {
+				if sv := r.Visit(t, "review", workertest.FindingsOneHigh); sv.Outcome != "rework" {
 					t.Fatalf("visit %d: outcome %q, want rework", i+1, sv.Outcome)
 				}
 				if r.Warned("rework budget exhausted") {
 					t.Fatalf("visit %d warned before the budget was spent", i+1)
 				}
 			}
-			sv := r.Visit(t, "review", oneHigh)
+			sv := r.Visit(t, "review", workertest.FindingsOneHigh)
 			if sv.Outcome != "accept" || !sv.Exhausted || !strings.HasPrefix(sv.Reason, "accept (rework budget exhausted)") {
 				t.Errorf("after %d reworks: outcome %q exhausted %v reason %q", tc.reworks, sv.Outcome, sv.Exhausted, sv.Reason)
 			}
@@ -148,7 +145,7 @@ func TestEvaluator_NonBlockingAcceptsWhenReworkBudgetExhausted(t *testing.T) {
 				t.Errorf("no exhaustion warning: %q", r.Warnings.Messages())
 			}
 			// A clean report after exhaustion is an ordinary accept.
-			if sv := r.Visit(t, "review", clean); sv.Outcome != "accept" || sv.Exhausted {
+			if sv := r.Visit(t, "review", workertest.FindingsClean); sv.Outcome != "accept" || sv.Exhausted {
 				t.Errorf("clean report: outcome %q exhausted %v", sv.Outcome, sv.Exhausted)
 			}
 		})

@@ -48,7 +48,7 @@ func TestFailures_TheWorkerAPISeesAreClassified(t *testing.T) {
 			stop(t, r, step, asl.ErrTaskFailed)
 		}, failclass.Infrastructure},
 		{"output that did not persist", func(t *testing.T, r *workertest.Rig, _ stratus.Step) {
-			r.Svc.Sink = &refusingSink{Sink: r.Svc.Sink, suffix: "/build.md", err: syscall.ENOSPC}
+			r.Svc.Sink = &workertest.RefusingSink{Sink: r.Svc.Sink, Suffix: "/build.md", Err: syscall.ENOSPC}
 			if _, err := r.Submit(t, "# Built\n"); !errors.Is(err, core.ErrNotPersisted) {
 				t.Fatalf("submit: %v; want ErrNotPersisted", err)
 			}
@@ -56,12 +56,12 @@ func TestFailures_TheWorkerAPISeesAreClassified(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := workertest.NewRig(t, workertest.RigOptions{Flow: buildPublishFlow})
+			r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.BuildPublishFlow})
 			switch tc.name {
 			case "a launch that failed":
-				r.Svc.Launcher = failingLauncher{errors.New("ecs:RunTask: ClusterNotFoundException")}
+				r.Svc.Launcher = workertest.FailingLauncher{Err: errors.New("ecs:RunTask: ClusterNotFoundException")}
 			case "a launch that failed for want of capacity":
-				r.Svc.Launcher = failingLauncher{fmt.Errorf("ecs:RunTask: RESOURCE:CPU: %w", launch.ErrInfrastructure)}
+				r.Svc.Launcher = workertest.FailingLauncher{Err: fmt.Errorf("ecs:RunTask: RESOURCE:CPU: %w", launch.ErrInfrastructure)}
 			}
 			step := r.Dispatch(t, "build")
 			if tc.fail != nil {
@@ -94,7 +94,7 @@ func stop(t *testing.T, r *workertest.Rig, step stratus.Step, errName string) {
 // its class to a transient one by naming a file "ECONNREFUSED").
 func TestFailures_AWorkDirWriteIsQuality(t *testing.T) {
 	t.Parallel()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: wsFlow, Workspace: true})
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.WorkspaceFlow, Workspace: true})
 	r.Svc.WatchWorkDir = true
 	step := r.Dispatch(t, "impl")
 	workertest.Write(t, filepath.Join(r.Dir, "ECONNREFUSED-429.txt"), "written by the engine\n")

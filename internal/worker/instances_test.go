@@ -74,7 +74,7 @@ func allAtOnce(n int, fn func(i int)) {
 // message creates nothing.
 func TestDispatch_ConcurrentInstances_NumberStepsWithoutGaps(t *testing.T) {
 	t.Parallel()
-	r := supRig(t, supFlow(""), nil)
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.SupervisorFlow(""), Supervisor: true})
 	const n = 8
 	svcs := instances(t, r, 3)
 	ctx := context.Background()

@@ -133,40 +133,6 @@ func TestOutputFile_LinkOutOfTheReportDirRefused(t *testing.T) {
 	}
 }
 
-// decompFlow is worc's implementation shape with a decomposition region
-// and a non-blocking review inside it.
-const decompFlow = `flow:
-  name: f
-  task_type: f
-  permission_ceiling: workspace-write
-  output_policy: code_change
-  publishing: none
-  nodes:
-    - { id: planning, kind: agent, role_file: r/planning.md, output_artifact: plan }
-    - { id: implementation, kind: agent, role_file: r/impl.md }
-    - { id: review, kind: evaluator, role: review, role_file: r/review.md, blocking: false }
-    - { id: fixing, kind: agent, role_file: r/fixing.md }
-    - { id: documentation, kind: agent, role_file: r/doc.md }
-    - { id: publish, kind: publish, policy: none }
-  edges:
-    - { from: planning, to: implementation }
-    - { from: implementation, to: review }
-    - { from: review, to: documentation, outcome: accept }
-    - { from: review, to: fixing, outcome: rework, loop: fix }
-    - { from: fixing, to: review }
-    - { from: documentation, to: publish }
-  budgets: { fix: 5 }
-  decomposition:
-    proposed_by: planning
-    sub_flow: [implementation, review, fixing]
-`
-
-const twoSubtasks = `{"content": "The plan.", "decompose": true, "subtasks": [
-  {"title": "Store the counter", "spec": "Add an attempts column.", "acceptance_criteria": ["a failed delivery increments attempts"]},
-  {"title": "Stop retrying", "spec": "Stop after 5.\n\n## Acceptance criteria\n\n- [ ] stops after 5\n", "depends_on": ["1"]}]}`
-
-func enableDecomposition(c *config.Config) { c.Agents.Decomposition.Enabled = true }
-
 // flow-authoring.md § What a node returns (the planning contract),
 // reference.md § decomposition: the proposer's split happens only with the
 // gate open (config agents.decomposition.enabled, the task's decomposition
@@ -180,17 +146,17 @@ func TestPlanningContract_DecompositionGateAndCount(t *testing.T) {
 		want              int
 		warn              string
 	}{
-		{"gate open, two subtasks", "", twoSubtasks, enableDecomposition, 2, ""},
-		{"task front matter opens the gate", "decomposition: true\n", twoSubtasks, nil, 2, ""},
-		{"task front matter closes the gate", "decomposition: false\n", twoSubtasks, enableDecomposition, 0, "decomposition is off"},
-		{"gate closed by default", "", twoSubtasks, nil, 0, "decomposition is off"},
-		{"one subtask is no split", "", `{"content": "p", "decompose": true, "subtasks": [{"title": "all", "spec": "everything"}]}`, enableDecomposition, 0, "at least 2"},
-		{"decompose false", "", `{"content": "p", "decompose": false, "subtasks": []}`, enableDecomposition, 0, ""},
-		{"prose plan", "", "Just a plan.", enableDecomposition, 0, ""},
+		{"gate open, two subtasks", "", workertest.TwoSubtasks, workertest.EnableDecomposition, 2, ""},
+		{"task front matter opens the gate", "decomposition: true\n", workertest.TwoSubtasks, nil, 2, ""},
+		{"task front matter closes the gate", "decomposition: false\n", workertest.TwoSubtasks, workertest.EnableDecomposition, 0, "decomposition is off"},
+		{"gate closed by default", "", workertest.TwoSubtasks, nil, 0, "decomposition is off"},
+		{"one subtask is no split", "", `{"content": "p", "decompose": true, "subtasks": [{"title": "all", "spec": "everything"}]}`, workertest.EnableDecomposition, 0, "at least 2"},
+		{"decompose false", "", `{"content": "p", "decompose": false, "subtasks": []}`, workertest.EnableDecomposition, 0, ""},
+		{"prose plan", "", "Just a plan.", workertest.EnableDecomposition, 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := workertest.NewRig(t, workertest.RigOptions{Flow: decompFlow, Config: tc.config,
+			r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.DecompositionFlow, Config: tc.config,
 				Task: "---\nid: t1\ntitle: T\n" + tc.front + "---\n## Description\nx\n## Acceptance criteria\n- y\n"})
 			sv := r.Visit(t, "planning", tc.body)
 			if sv.Subtasks != tc.want {
@@ -226,14 +192,14 @@ func TestPlanningContract_MalformedSplitRefused(t *testing.T) {
 		`{"content": "p", "decompose": true, "subtasks": [{"title": "a"}, {"spec": "b"}]}`: "subtasks[0].spec",
 		`{"content": "p", "decompose": true, "subtasks": [1, 2]}`:                          "subtasks[0]",
 	} {
-		r := workertest.NewRig(t, workertest.RigOptions{Flow: decompFlow, Config: enableDecomposition})
+		r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.DecompositionFlow, Config: workertest.EnableDecomposition})
 		r.Dispatch(t, "planning")
 		_, err := r.Submit(t, body)
 		if stratus.ErrorCode(err) != stratus.EUNPROCESSABLE || !strings.Contains(stratus.ErrorMessage(err)+fieldOf(err), field) {
 			t.Errorf("%s: err = %v, want EUNPROCESSABLE naming %s", body, err, field)
 			continue
 		}
-		if _, err := r.Submit(t, twoSubtasks); err != nil {
+		if _, err := r.Submit(t, workertest.TwoSubtasks); err != nil {
 			t.Errorf("%s: resubmit after the refusal: %v", body, err)
 		}
 	}
@@ -253,8 +219,8 @@ func fieldOf(err error) string {
 // acceptance criteria; nodes outside the region get none of them.
 func TestSubtaskVars_RegionOrderSpecAndPredecessorFloor(t *testing.T) {
 	t.Parallel()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: decompFlow, Config: enableDecomposition, Git: true})
-	r.Visit(t, "planning", twoSubtasks)
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.DecompositionFlow, Config: workertest.EnableDecomposition, Git: true})
+	r.Visit(t, "planning", workertest.TwoSubtasks)
 	spec1 := workertest.Read(t, r.Ctx("subtasks/01.md"))
 	if !strings.HasPrefix(spec1, "# Subtask 1 of 2: Store the counter\n\nAdd an attempts column.\n") || !strings.Contains(spec1, "- [ ] a failed delivery increments attempts") {
 		t.Errorf("subtasks/01.md = %q", spec1)
@@ -272,7 +238,7 @@ func TestSubtaskVars_RegionOrderSpecAndPredecessorFloor(t *testing.T) {
 	if sv, _ := r.Submit(t, "stored"); sv.SubtaskOrder != 1 {
 		t.Errorf("implementation StepValue.SubtaskOrder = %d, want 1", sv.SubtaskOrder)
 	}
-	r.Visit(t, "review", clean)
+	r.Visit(t, "review", workertest.FindingsClean)
 
 	r.Dispatch(t, "implementation") // subtask 2
 	pv := r.Vars(t, "implementation")
@@ -300,18 +266,18 @@ func TestSubtaskVars_RegionOrderSpecAndPredecessorFloor(t *testing.T) {
 // budget is counted per subtask when the task is decomposed.
 func TestEvaluator_ReworkBudgetCountedPerSubtask(t *testing.T) {
 	t.Parallel()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: decompFlow, Config: enableDecomposition})
-	r.Visit(t, "planning", twoSubtasks)
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.DecompositionFlow, Config: workertest.EnableDecomposition})
+	r.Visit(t, "planning", workertest.TwoSubtasks)
 	r.Visit(t, "implementation", "one")
-	if sv := r.Visit(t, "review", oneHigh); sv.Outcome != "rework" || sv.SubtaskOrder != 1 {
+	if sv := r.Visit(t, "review", workertest.FindingsOneHigh); sv.Outcome != "rework" || sv.SubtaskOrder != 1 {
 		t.Fatalf("subtask 1 first review: %q order %d", sv.Outcome, sv.SubtaskOrder)
 	}
 	r.Visit(t, "fixing", "fixed")
-	if sv := r.Visit(t, "review", oneHigh); sv.Outcome != "accept" || !sv.Exhausted {
+	if sv := r.Visit(t, "review", workertest.FindingsOneHigh); sv.Outcome != "accept" || !sv.Exhausted {
 		t.Fatalf("subtask 1 second review: %q exhausted %v", sv.Outcome, sv.Exhausted)
 	}
 	r.Visit(t, "implementation", "two")
-	if sv := r.Visit(t, "review", oneHigh); sv.Outcome != "rework" || sv.SubtaskOrder != 2 {
+	if sv := r.Visit(t, "review", workertest.FindingsOneHigh); sv.Outcome != "rework" || sv.SubtaskOrder != 2 {
 		t.Errorf("subtask 2 first review: %q order %d; the budget is per subtask", sv.Outcome, sv.SubtaskOrder)
 	}
 }

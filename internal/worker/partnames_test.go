@@ -14,26 +14,13 @@ import (
 	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
 
-const onePlanFlow = `flow:
-  name: f
-  task_type: f
-  permission_ceiling: workspace-write
-  output_policy: code_change
-  publishing: none
-  nodes:
-    - { id: planning, kind: agent, role_file: r/a.md }
-    - { id: publish, kind: publish, policy: none }
-  edges:
-    - { from: planning, to: publish }
-`
-
 // docs/security.md § Part names: a part name NFKC changes ("pl\u2024an.md",
 // ONE DOT LEADER for the dot) is refused at staging — EINVALID on field
 // name, the value escaped, the rule said — nothing staged and no file
 // written, while "pl.an.md" beside it is staged.
 func TestArtifact_RefusesAPartNameNFKCChanges(t *testing.T) {
 	t.Parallel()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: onePlanFlow})
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.OnePlanFlow})
 	st := r.Dispatch(t, "planning")
 	h := "Bearer " + r.Launcher.Launched()[0].Handle
 	ctx := context.Background()
@@ -65,7 +52,7 @@ func TestArtifact_RefusesAPartNameNFKCChanges(t *testing.T) {
 // the parts without it, says so, and keeps it in the tail.
 func TestSubmit_LeavesOutAStagedPartNameNFKCChanges(t *testing.T) {
 	t.Parallel()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: onePlanFlow})
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.OnePlanFlow})
 	st := r.Dispatch(t, "planning")
 	ctx := context.Background()
 	for _, name := range []string{"plan.md", "pl\u2024an.md"} {
@@ -109,7 +96,7 @@ func escaped(name string) string { return strconv.QuoteToASCII(name) }
 // all three were staged (204).
 func TestArtifact_RefusesANameEqualToAStagedOneUnderCaseFolding(t *testing.T) {
 	t.Parallel()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: onePlanFlow})
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.OnePlanFlow})
 	st := r.Dispatch(t, "planning")
 	h := "Bearer " + r.Launcher.Launched()[0].Handle
 	ctx := context.Background()
@@ -160,7 +147,7 @@ func TestArtifact_RefusesANameEqualToAStagedOneUnderCaseFolding(t *testing.T) {
 // spellings of one name that differ by case stage exactly one of them.
 func TestArtifact_ConcurrentCaseSpellingsStageOne(t *testing.T) {
 	t.Parallel()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: onePlanFlow})
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.OnePlanFlow})
 	st := r.Dispatch(t, "planning")
 	h := "Bearer " + r.Launcher.Launched()[0].Handle
 	ctx := context.Background()

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,47 +14,9 @@ import (
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/nodeexec"
-	"github.com/stratusflow/stratus/internal/sink"
-	"github.com/stratusflow/stratus/internal/store"
 	"github.com/stratusflow/stratus/internal/worker/core"
 	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
-
-// persistFlow is an agent, a checks node and a publish.
-const persistFlow = `flow:
-  name: f
-  task_type: f
-  permission_ceiling: workspace-write
-  output_policy: code_change
-  publishing: none
-  nodes:
-    - { id: draft, kind: agent, role_file: r/a.md }
-    - { id: testing, kind: checks, checker: command_profile }
-    - { id: publish, kind: publish, policy: none }
-  edges:
-    - { from: draft, to: testing }
-    - { from: testing, to: publish }
-`
-
-// refusingSink is a sink whose Put of a key ending in suffix fails with
-// err, as an fs sink on a disk that filled up names the file; onPut, when
-// set, sees every Put first.
-type refusingSink struct {
-	sink.Sink
-	suffix string
-	err    error
-	onPut  func(key string)
-}
-
-func (s *refusingSink) Put(ctx context.Context, key string, body []byte) error {
-	if s.onPut != nil {
-		s.onPut(key)
-	}
-	if strings.HasSuffix(key, s.suffix) {
-		return fmt.Errorf("fs sink: write /work/%s: %w", key, s.err)
-	}
-	return s.Sink.Put(ctx, key, body)
-}
 
 // checksBody is a passing checks result.
 func checksBody() string {
@@ -86,12 +47,12 @@ func TestSubmit_OutputThatDidNotPersistFailsTheStep(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := workertest.NewRig(t, workertest.RigOptions{Flow: persistFlow})
+			r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.PersistFlow})
 			if tc.node == "testing" {
 				r.Visit(t, "draft", "# Draft\n")
 			}
 			step := r.Dispatch(t, tc.node)
-			r.Svc.Sink = &refusingSink{Sink: r.Svc.Sink, suffix: "/" + tc.file, err: tc.err}
+			r.Svc.Sink = &workertest.RefusingSink{Sink: r.Svc.Sink, Suffix: "/" + tc.file, Err: tc.err}
 			before, _ := r.Tokens.Counts()
 			sv, err := r.Submit(t, tc.body)
 			if sv != nil || stratus.ErrorCode(err) != tc.code || !errors.Is(err, core.ErrNotPersisted) || !errors.Is(err, tc.err) {
@@ -141,11 +102,11 @@ func TestSubmit_OutputThatDidNotPersistFailsTheStep(t *testing.T) {
 // resume runs again, never a done step without its files.
 func TestSubmit_StepReadsDoneOnlyAfterItsFiles(t *testing.T) {
 	t.Parallel()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: persistFlow})
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.PersistFlow})
 	step := r.Dispatch(t, "draft")
 	var mu sync.Mutex
 	var seen []string
-	r.Svc.Sink = &refusingSink{Sink: r.Svc.Sink, suffix: "\x00", onPut: func(key string) {
+	r.Svc.Sink = &workertest.RefusingSink{Sink: r.Svc.Sink, Suffix: "\x00", OnPut: func(key string) {
 		st, err := r.Svc.Store.GetStep(context.Background(), step.TID)
 		mu.Lock()
 		defer mu.Unlock()
@@ -169,25 +130,14 @@ func TestSubmit_StepReadsDoneOnlyAfterItsFiles(t *testing.T) {
 	}
 }
 
-// refusingStore is a store that refuses to record a step completed (a
-// SQLite database on a disk that filled up).
-type refusingStore struct{ store.Store }
-
-func (s refusingStore) UpdateStep(ctx context.Context, st stratus.Step) error {
-	if st.Status == stratus.StepCompleted {
-		return fmt.Errorf("update step %s: database or disk is full (13)", st.StepRef)
-	}
-	return s.Store.UpdateStep(ctx, st)
-}
-
 // docs/security.md § Output that did not persist: the step's own completed
 // record is part of what must persist before its Task state succeeds: a
 // store that refuses it fails the step's state instead.
 func TestSubmit_UnrecordedCompletionIsNotSuccess(t *testing.T) {
 	t.Parallel()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: persistFlow})
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.PersistFlow})
 	step := r.Dispatch(t, "draft")
-	r.Svc.Store = refusingStore{r.Svc.Store}
+	r.Svc.Store = workertest.RefusingStore{Store: r.Svc.Store}
 	_, err := r.Submit(t, "# Draft\n")
 	if stratus.ErrorCode(err) != stratus.ENOSPACE || !errors.Is(err, core.ErrNotPersisted) {
 		t.Fatalf("submit: %v; want ENOSPACE wrapping ErrNotPersisted", err)
@@ -205,14 +155,14 @@ func TestSubmit_UnrecordedCompletionIsNotSuccess(t *testing.T) {
 // not list it — while a part staged before stays listed and on disk.
 func TestArtifact_RefusedFileStagesNothing(t *testing.T) {
 	t.Parallel()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: persistFlow})
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.PersistFlow})
 	step := r.Dispatch(t, "draft")
 	sp := r.Launcher.Launched()[0]
 	auth := "Bearer " + sp.Handle
 	if err := r.Svc.Artifact(context.Background(), auth, "kept.md", []byte("kept")); err != nil {
 		t.Fatal(err)
 	}
-	r.Svc.Sink = &refusingSink{Sink: r.Svc.Sink, suffix: "/lost.md", err: syscall.ENOSPC}
+	r.Svc.Sink = &workertest.RefusingSink{Sink: r.Svc.Sink, Suffix: "/lost.md", Err: syscall.ENOSPC}
 	if err := r.Svc.Artifact(context.Background(), auth, "lost.md", []byte("lost")); stratus.ErrorCode(err) != stratus.ENOSPACE {
 		t.Fatalf("artifact on a full disk: %v; want ENOSPACE", err)
 	}
@@ -226,24 +176,6 @@ func TestArtifact_RefusedFileStagesNothing(t *testing.T) {
 	if got := workertest.Read(t, r.Ctx("kept.md")); got != "kept" {
 		t.Errorf("kept.md holds %q", got)
 	}
-}
-
-// diskFullSpy records what a Service tells its DiskFull.
-type diskFullSpy struct {
-	mu   sync.Mutex
-	errs []error
-}
-
-func (d *diskFullSpy) hook(err error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.errs = append(d.errs, err)
-}
-
-func (d *diskFullSpy) told() []error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return slices.Clone(d.errs)
 }
 
 // docs/security.md § Output that did not persist: embedded (DiskFull set),
@@ -267,14 +199,14 @@ func TestSubmit_OutputAFullDiskRefusedStopsTheRun(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := workertest.NewRig(t, workertest.RigOptions{Flow: persistFlow})
-			spy := &diskFullSpy{}
-			r.Svc.DiskFull = spy.hook
+			r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.PersistFlow})
+			spy := &workertest.DiskFullSpy{}
+			r.Svc.DiskFull = spy.Hook
 			step := r.Dispatch(t, "draft")
 			if tc.sink != nil {
-				r.Svc.Sink = &refusingSink{Sink: r.Svc.Sink, suffix: "/draft.md", err: tc.sink}
+				r.Svc.Sink = &workertest.RefusingSink{Sink: r.Svc.Sink, Suffix: "/draft.md", Err: tc.sink}
 			} else {
-				r.Svc.Store = refusingStore{r.Svc.Store}
+				r.Svc.Store = workertest.RefusingStore{Store: r.Svc.Store}
 			}
 			_, err := r.Submit(t, "# Draft\n")
 			if !errors.Is(err, core.ErrNotPersisted) {
@@ -283,7 +215,7 @@ func TestSubmit_OutputAFullDiskRefusedStopsTheRun(t *testing.T) {
 			if got, _ := r.Svc.Store.GetStep(context.Background(), step.TID); got.Status != stratus.StepFailed {
 				t.Errorf("step %s is %s; want failed, never done", step.StepRef, got.Status)
 			}
-			told := spy.told()
+			told := spy.Told()
 			if !tc.full {
 				if len(told) != 0 || !strings.HasPrefix(r.Tokens.Failure(step.TaskToken), core.ErrProjection+": ") {
 					t.Errorf("DiskFull told %v, the state's failure %q; want DiskFull told nothing and the state failed", told, r.Tokens.Failure(step.TaskToken))
@@ -330,10 +262,10 @@ func TestPublish_SummaryAFullDiskRefusedStopsTheRun(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := workertest.NewRig(t, workertest.RigOptions{Flow: persistFlow})
-			spy := &diskFullSpy{}
+			r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.PersistFlow})
+			spy := &workertest.DiskFullSpy{}
 			if tc.diskFull {
-				r.Svc.DiskFull = spy.hook
+				r.Svc.DiskFull = spy.Hook
 			}
 			r.Svc.Publish = func(context.Context, stratus.Run, *core.RunEnv) ([]string, error) {
 				if tc.publish != nil {
@@ -342,13 +274,13 @@ func TestPublish_SummaryAFullDiskRefusedStopsTheRun(t *testing.T) {
 				return []string{".stratus/logs/t1/summary.json", ".stratus/logs/t1/summary.md"}, nil
 			}
 			if tc.publish == nil {
-				r.Svc.Store = refusingStore{r.Svc.Store}
+				r.Svc.Store = workertest.RefusingStore{Store: r.Svc.Store}
 			}
 			step := r.Dispatch(t, "publish")
 			if got, _ := r.Svc.Store.GetStep(context.Background(), step.TID); got.Status != tc.status {
 				t.Errorf("publish#1 is %s; want %s", got.Status, tc.status)
 			}
-			told := spy.told()
+			told := spy.Told()
 			if !tc.diskFull {
 				if !strings.HasPrefix(r.Tokens.Failure(step.TaskToken), core.ErrPublish+": ") {
 					t.Errorf("the state's failure %q; want %s", r.Tokens.Failure(step.TaskToken), core.ErrPublish)

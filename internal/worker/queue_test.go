@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/stratusflow/stratus/internal/launch"
-	"github.com/stratusflow/stratus/internal/worker/workertest"
 	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
 
 // recordingQueue keeps what was sent, for the test to deliver.
@@ -54,7 +54,7 @@ func (l *blockingLauncher) Launch(ctx context.Context, s launch.Spec) (string, e
 // request (and the Lambda drained it before answering).
 func TestObserve_GoesThroughTheQueueNotTheRequest(t *testing.T) {
 	t.Parallel()
-	r := supRig(t, supFlow(""), nil)
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.SupervisorFlow(""), Supervisor: true})
 	q := &recordingQueue{}
 	r.Svc.Queue = q
 	bl := &blockingLauncher{Launcher: r.Svc.Launcher, release: make(chan struct{})}
@@ -62,7 +62,7 @@ func TestObserve_GoesThroughTheQueueNotTheRequest(t *testing.T) {
 	r.Visit(t, "implementation", "did it")
 
 	done := make(chan error, 1)
-	go func() { _, err := submitAfterDispatch(t, r, "review", oneHigh); done <- err }()
+	go func() { _, err := submitAfterDispatch(t, r, "review", workertest.FindingsOneHigh); done <- err }()
 	select {
 	case err := <-done:
 		if err != nil {

@@ -27,7 +27,8 @@ func resolveConfig() *config.Config {
 	}}
 }
 
-func intp(n int) *int    { return &n }
+func intp(n int) *int { return &n }
+
 func boolp(b bool) *bool { return &b }
 
 // TestResolve_PerNodeOverrides checks each resolution rule of seed 004 §

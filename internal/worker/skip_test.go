@@ -3,10 +3,11 @@ package worker_test
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/stratusflow/stratus/internal/worker/core"
-	"github.com/stratusflow/stratus/internal/worker/workertest"
 	"strings"
 	"testing"
+
+	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
 
 // gatesFlow has one node of every kind, each entered once.

@@ -208,7 +208,7 @@ func runLargestPeerFlow(t *testing.T, failNode string) (executor.Execution, *siz
 		OnEvent:       watch.event,
 		Substitutions: map[string]string{"DispatchQueueUrl": "embedded://dispatch"},
 		Resources: map[string]embedded.TaskHandler{
-			"arn:aws:states:::sqs:sendMessage": sendToDispatch(r.Svc, &dispatches, func(m core.Message, err error) {
+			"arn:aws:states:::sqs:sendMessage": workertest.SendToDispatch(r.Svc, &dispatches, func(m core.Message, err error) {
 				player.fail(fmt.Errorf("dispatch %s: %w", m.Node, err))
 				exec.SendTaskFailure(context.Background(), m.TaskToken, core.ErrDispatch, err.Error())
 			}),

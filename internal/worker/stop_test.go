@@ -11,53 +11,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stratusflow/stratus/internal/worker/core"
-
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/compiler"
 	"github.com/stratusflow/stratus/internal/executor"
 	"github.com/stratusflow/stratus/internal/executor/embedded"
 	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/worker"
+	"github.com/stratusflow/stratus/internal/worker/core"
 	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
-
-// buildPublishFlow is one agent node, build, then a publish node.
-const buildPublishFlow = `flow:
-  name: f
-  task_type: f
-  permission_ceiling: workspace-write
-  output_policy: code_change
-  publishing: pull_request
-  nodes:
-    - { id: build, kind: agent, role_file: f/build.md }
-    - { id: publish, kind: publish, policy: pull_request }
-  edges:
-    - { from: build, to: publish }
-`
-
-// sendToDispatch is the embedded executor's sqs:sendMessage resource as
-// `stratus run` wires it: each message's body goes to svc.Dispatch on a
-// goroutine of its own, counted in dispatches; a dispatch error is given
-// to onErr with the message.
-func sendToDispatch(svc *worker.Service, dispatches *sync.WaitGroup, onErr func(core.Message, error)) embedded.TaskHandler {
-	return func(_ context.Context, call embedded.TaskCall) (json.RawMessage, error) {
-		var p struct {
-			MessageBody core.Message `json:"MessageBody"`
-		}
-		if err := json.Unmarshal(call.Parameters, &p); err != nil {
-			return nil, err
-		}
-		dispatches.Add(1)
-		go func() {
-			defer dispatches.Done()
-			if err := svc.Dispatch(context.Background(), p.MessageBody); err != nil {
-				onErr(p.MessageBody, err)
-			}
-		}()
-		return json.RawMessage(`{"MessageId":"m"}`), nil
-	}
-}
 
 // manualClock is an embedded.Clock whose timers fire only when the test
 // advances it.
@@ -169,7 +131,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // then the Catch routes on (to failed). The stopped worker's late submit
 // is refused.
 func TestDispatch_StopMessageStopsTheTimedOutWorker(t *testing.T) {
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: buildPublishFlow})
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.BuildPublishFlow})
 	launcher := &stopLauncher{svc: r.Svc}
 	r.Svc.Launcher = launcher
 	clock := &manualClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
@@ -180,7 +142,7 @@ func TestDispatch_StopMessageStopsTheTimedOutWorker(t *testing.T) {
 		Clock:         clock,
 		Substitutions: map[string]string{"DispatchQueueUrl": "embedded://dispatch"},
 		Resources: map[string]embedded.TaskHandler{
-			"arn:aws:states:::sqs:sendMessage": sendToDispatch(r.Svc, &dispatches, func(_ core.Message, err error) {
+			"arn:aws:states:::sqs:sendMessage": workertest.SendToDispatch(r.Svc, &dispatches, func(_ core.Message, err error) {
 				mu.Lock()
 				dispatchErrs = append(dispatchErrs, err)
 				mu.Unlock()
@@ -250,7 +212,7 @@ func TestDispatch_StopMessageStopsTheTimedOutWorker(t *testing.T) {
 // stops the worker; one for a node never dispatched does nothing; a stop
 // message needs no task token.
 func TestDispatch_StopMessageKeepsAnEndedStep(t *testing.T) {
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: buildPublishFlow})
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.BuildPublishFlow})
 	launcher := &stopLauncher{svc: r.Svc}
 	r.Svc.Launcher = launcher
 	ctx := context.Background()
@@ -283,12 +245,6 @@ func TestDispatch_StopMessageKeepsAnEndedStep(t *testing.T) {
 	}
 }
 
-// failingLauncher fails every launch with err.
-type failingLauncher struct{ err error }
-
-func (l failingLauncher) Launch(context.Context, launch.Spec) (string, error) { return "", l.err }
-func (failingLauncher) Stop(context.Context, string) error                    { return nil }
-
 // Issue 6 § Build 4: a launch that failed for want of capacity or under
 // throttling (launch.ErrInfrastructure) is reported as
 // stratus.InfrastructureFailed, which the compiled machine parks at
@@ -303,8 +259,8 @@ func TestDispatch_InfrastructureLaunchFailureIsLabelled(t *testing.T) {
 		{fmt.Errorf("ecs:RunTask: ClusterNotFoundException"), core.ErrLaunchFailed},
 	}
 	for _, c := range cases {
-		r := workertest.NewRig(t, workertest.RigOptions{Flow: buildPublishFlow})
-		r.Svc.Launcher = failingLauncher{c.err}
+		r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.BuildPublishFlow})
+		r.Svc.Launcher = workertest.FailingLauncher{Err: c.err}
 		r.Dispatch(t, "build")
 		if got := r.Tokens.Failure("tok-1"); !strings.HasPrefix(got, c.want+": ") {
 			t.Errorf("launch error %q: task failure %q, want %s", c.err, got, c.want)
@@ -356,7 +312,7 @@ func (l *taskStopper) StopTask(_ context.Context, tid string) error {
 // launch the worker (its in-memory worker ids are empty): a launcher that
 // can stop by task id (launch.TaskStopper) is asked to.
 func TestDispatch_StopMessageReachesAWorkerLaunchedElsewhere(t *testing.T) {
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: buildPublishFlow})
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.BuildPublishFlow})
 	step := r.Dispatch(t, "build")
 	other := &taskStopper{}
 	fresh := worker.New(core.Config{Store: r.Svc.Store, Sink: r.Svc.Sink, Tokens: r.Tokens, Launcher: other, Minter: r.Svc.Minter, Env: r.Svc.Env})
@@ -378,7 +334,7 @@ func TestDispatch_StopMessageReachesAWorkerLaunchedElsewhere(t *testing.T) {
 // temporary directory; on AWS (no local logs) the runner picks its own
 // private directory. docs/security.md § Files under .stratus.
 func TestDispatch_SpoolDirIsTheStepsLogDirInTheStateDir(t *testing.T) {
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: buildPublishFlow})
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.BuildPublishFlow})
 	logs := filepath.Join(t.TempDir(), ".stratus", "logs")
 	r.Svc.LocalLogs = logs
 	r.Dispatch(t, "build")
@@ -390,7 +346,7 @@ func TestDispatch_SpoolDirIsTheStepsLogDirInTheStateDir(t *testing.T) {
 	if s.LogPath == "" || s.SpoolDir != filepath.Dir(s.LogPath) || !strings.HasPrefix(s.SpoolDir, logs+string(filepath.Separator)) {
 		t.Errorf("SpoolDir %q, LogPath %q: want the log's directory, under %s", s.SpoolDir, s.LogPath, logs)
 	}
-	aws := workertest.NewRig(t, workertest.RigOptions{Flow: buildPublishFlow})
+	aws := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.BuildPublishFlow})
 	aws.Dispatch(t, "build")
 	if s := launches(aws)[0]; s.SpoolDir != "" {
 		t.Errorf("without local logs SpoolDir = %q, want \"\" (the runner's own)", s.SpoolDir)

@@ -19,48 +19,7 @@ import (
 	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
 
-// supFlow is implementation → review → publish, with a flow supervisor
-// block spliced in.
-func supFlow(supervisorBlock string) string {
-	return `flow:
-  name: f
-  task_type: f
-  permission_ceiling: workspace-write
-  output_policy: code_change
-  publishing: none
-  nodes:
-    - { id: implementation, kind: agent, role_file: r/impl.md }
-    - { id: review, kind: evaluator, role: review, role_file: r/review.md }
-    - { id: publish, kind: publish, policy: none }
-  edges:
-    - { from: implementation, to: review }
-    - { from: review, to: publish, outcome: accept }
-    - { from: review, to: implementation, outcome: rework, loop: fix }
-  budgets: { fix: 5 }
-` + supervisorBlock
-}
-
 const longProse = "The run added the --name flag and a table test. Review found the empty-name case unhandled at first; the fix rejects it with exit status 2, and the second review accepted."
-
-// supRig is a rig with the supervisor layer on (config mutated by mut) and
-// the embedded orchestrator's publish: collect the facts, write the report.
-func supRig(t *testing.T, flowYAML string, mut func(*config.Config)) *workertest.Rig {
-	t.Helper()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: flowYAML, Config: func(c *config.Config) {
-		c.Supervisor.Enabled = nil
-		if mut != nil {
-			mut(c)
-		}
-	}})
-	r.Svc.Publish = func(ctx context.Context, run stratus.Run, env *core.RunEnv) ([]string, error) {
-		f, err := report.Collect(ctx, r.Svc.Store, run, stratus.RunDone, core.ReportEnv(env))
-		if err != nil {
-			return nil, err
-		}
-		return report.Write(ctx, r.Svc.Sink, f)
-	}
-	return r
-}
 
 func launches(r *workertest.Rig) []launch.Spec {
 	return r.Launcher.Launched()
@@ -108,7 +67,7 @@ func tokenCounts(r *workertest.Rig) (map[string]bool, int) {
 func toPublish(t *testing.T, r *workertest.Rig) string {
 	t.Helper()
 	r.Visit(t, "implementation", "did it")
-	if sv := r.Visit(t, "review", clean); sv.Outcome != "accept" {
+	if sv := r.Visit(t, "review", workertest.FindingsClean); sv.Outcome != "accept" {
 		t.Fatalf("review = %+v", sv)
 	}
 	r.Dispatch(t, "publish")
@@ -122,7 +81,7 @@ func toPublish(t *testing.T, r *workertest.Rig) string {
 // publish completes after it.
 func TestFinalize_ProseReachesSummaryThenPublishCompletes(t *testing.T) {
 	t.Parallel()
-	r := supRig(t, supFlow(""), nil)
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.SupervisorFlow(""), Supervisor: true})
 	pubTok := toPublish(t, r)
 	sups := supervisorLaunches(r)
 	if len(sups) != 1 {
@@ -205,7 +164,7 @@ func TestFinalize_FailureFallsBackToTheRenderer(t *testing.T) {
 	for _, how := range []string{"failed report", "worker exited"} {
 		t.Run(how, func(t *testing.T) {
 			t.Parallel()
-			r := supRig(t, supFlow(""), nil)
+			r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.SupervisorFlow(""), Supervisor: true})
 			pubTok := toPublish(t, r)
 			sp := supervisorLaunches(r)[0]
 			if how == "failed report" {
@@ -233,7 +192,7 @@ func TestFinalize_FailureFallsBackToTheRenderer(t *testing.T) {
 // text in a warning (one "warning:" prefix, no "WARNING:" of its own).
 func TestFinalize_CollapsedProseIsDiscardedWithAWarning(t *testing.T) {
 	t.Parallel()
-	r := supRig(t, supFlow(""), nil)
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.SupervisorFlow(""), Supervisor: true})
 	toPublish(t, r)
 	submitTo(t, r, supervisorLaunches(r)[0], "Looks good.", true)
 	m, md := summary(t, r)
@@ -250,11 +209,11 @@ func TestFinalize_CollapsedProseIsDiscardedWithAWarning(t *testing.T) {
 // is rendered from the facts, not degraded.
 func TestSupervisorDisabled_NoTurnsRendererWrites(t *testing.T) {
 	t.Parallel()
-	r := supRig(t, supFlow(""), func(c *config.Config) { c.Supervisor.Enabled = new(bool) })
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.SupervisorFlow(""), Supervisor: true, Config: func(c *config.Config) { c.Supervisor.Enabled = new(bool) }})
 	r.Visit(t, "implementation", "did it")
-	r.Visit(t, "review", oneHigh) // a rework: a deviation
+	r.Visit(t, "review", workertest.FindingsOneHigh) // a rework: a deviation
 	r.Visit(t, "implementation", "fixed")
-	r.Visit(t, "review", clean)
+	r.Visit(t, "review", workertest.FindingsClean)
 	r.Dispatch(t, "publish")
 	r.Svc.Drain()
 	if n := len(supervisorLaunches(r)); n != 0 {
@@ -275,13 +234,13 @@ func TestSupervisorDisabled_NoTurnsRendererWrites(t *testing.T) {
 // ordinary step earns none; a flow that narrows to none observes nothing.
 func TestObserve_EventsModeObservesADeviationOnly(t *testing.T) {
 	t.Parallel()
-	r := supRig(t, supFlow(""), nil)
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.SupervisorFlow(""), Supervisor: true})
 	r.Visit(t, "implementation", "did it")
 	r.Svc.Drain()
 	if n := len(supervisorLaunches(r)); n != 0 {
 		t.Fatalf("an ordinary step was observed (%d turns)", n)
 	}
-	r.Visit(t, "review", oneHigh)
+	r.Visit(t, "review", workertest.FindingsOneHigh)
 	r.Svc.Drain()
 	sups := supervisorLaunches(r)
 	if len(sups) != 1 {
@@ -310,9 +269,9 @@ func TestObserve_EventsModeObservesADeviationOnly(t *testing.T) {
 		t.Error("a flow step's prompt points at a supervisor turn")
 	}
 
-	quiet := supRig(t, supFlow("  supervisor:\n    observe: { mode: none }\n"), nil)
+	quiet := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.SupervisorFlow("  supervisor:\n    observe: { mode: none }\n"), Supervisor: true})
 	quiet.Visit(t, "implementation", "did it")
-	quiet.Visit(t, "review", oneHigh)
+	quiet.Visit(t, "review", workertest.FindingsOneHigh)
 	quiet.Svc.Drain()
 	if n := len(supervisorLaunches(quiet)); n != 0 {
 		t.Errorf("a flow narrowed to none observed %d steps", n)
@@ -341,9 +300,9 @@ func TestPromptAudit_FilesAndTaskOverride(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := workertest.NewRig(t, workertest.RigOptions{Flow: supFlow(""), Task: front(tc.task), Config: func(c *config.Config) { c.PromptAudit = tc.config }})
+			r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.SupervisorFlow(""), Task: front(tc.task), Config: func(c *config.Config) { c.PromptAudit = tc.config }})
 			r.Visit(t, "implementation", "did it")
-			r.Visit(t, "review", clean)
+			r.Visit(t, "review", workertest.FindingsClean)
 			dir := filepath.Join(r.Dir, ".stratus/logs/t1/prompt-audit")
 			_, err := os.Stat(dir)
 			if got := err == nil; got != tc.want {
@@ -378,7 +337,7 @@ func TestPromptAudit_FilesAndTaskOverride(t *testing.T) {
 // and a secret-shaped token in the prompt is redacted like rendered-prompt.md.
 func TestPromptAudit_ErrorClassAndRedaction(t *testing.T) {
 	t.Parallel()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: supFlow(""), Config: func(c *config.Config) { c.PromptAudit = true },
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.SupervisorFlow(""), Config: func(c *config.Config) { c.PromptAudit = true },
 		Roles: map[string]string{"r/impl.md": "Use key sk-abcdefghijklmnopqrstuvwx here.\n"}})
 	r.Dispatch(t, "implementation")
 	sp := launches(r)[0]

@@ -26,7 +26,7 @@ func TestWorkerTaskStopped_FailsTheAttemptItLeftWithoutAResult(t *testing.T) {
 
 	t.Run("before its prompt fetch", func(t *testing.T) {
 		t.Parallel()
-		r := workertest.NewRig(t, workertest.RigOptions{Flow: buildPublishFlow})
+		r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.BuildPublishFlow})
 		r.Launcher.Exchange = nil // the task never exchanged its bootstrap value
 		step := r.Dispatch(t, "build")
 		sp := r.Launcher.Launched()[0]
@@ -56,7 +56,7 @@ func TestWorkerTaskStopped_FailsTheAttemptItLeftWithoutAResult(t *testing.T) {
 
 	t.Run("after its prompt fetch", func(t *testing.T) {
 		t.Parallel()
-		r := workertest.NewRig(t, workertest.RigOptions{Flow: buildPublishFlow})
+		r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.BuildPublishFlow})
 		step := r.Dispatch(t, "build") // the rig's launcher exchanges the value, as the runner does
 		if err := attempt.WorkerTaskStopped(ctx, r.Svc.Service, "wb-spent", step.TID, 1, why); err != nil {
 			t.Fatalf("WorkerTaskStopped: %v", err)
@@ -72,7 +72,7 @@ func TestWorkerTaskStopped_FailsTheAttemptItLeftWithoutAResult(t *testing.T) {
 
 	t.Run("after its result", func(t *testing.T) {
 		t.Parallel()
-		r := workertest.NewRig(t, workertest.RigOptions{Flow: buildPublishFlow})
+		r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.BuildPublishFlow})
 		step := r.Dispatch(t, "build")
 		if _, err := r.Submit(t, "# Built\n"); err != nil {
 			t.Fatal(err)

@@ -9,48 +9,18 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stratusflow/stratus/internal/gitwork"
-	"github.com/stratusflow/stratus/internal/worker/core"
-	"github.com/stratusflow/stratus/internal/worker/vars"
-
-	"github.com/stratusflow/stratus/internal/logging"
-	"github.com/stratusflow/stratus/internal/testenv"
-
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/gitwork"
+	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/prompt"
 	"github.com/stratusflow/stratus/internal/task"
+	"github.com/stratusflow/stratus/internal/testenv"
 	"github.com/stratusflow/stratus/internal/worker"
+	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/vars"
 	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
-
-// chainFlow has one node of every kind whose output a variable exposes.
-const chainFlow = `flow:
-  name: f
-  task_type: f
-  permission_ceiling: workspace-write
-  output_policy: code_change
-  publishing: none
-  nodes:
-    - { id: planning, kind: agent, role_file: r/planning.md, output_artifact: plan }
-    - { id: scan, kind: agent, role_file: r/scan.md }
-    - { id: implementation, kind: agent, role_file: r/impl.md }
-    - { id: testing, kind: checks, checker: command_profile }
-    - { id: lint, kind: tool, tool: lint }
-    - { id: review, kind: evaluator, role: review, role_file: r/review.md }
-    - { id: wrap, kind: agent, role_file: r/wrap.md, output_artifact: summary }
-    - { id: publish, kind: publish, policy: none }
-  edges:
-    - { from: planning, to: scan }
-    - { from: scan, to: implementation }
-    - { from: implementation, to: testing }
-    - { from: testing, to: lint }
-    - { from: lint, to: review }
-    - { from: review, to: wrap, outcome: accept }
-    - { from: review, to: implementation, outcome: rework, loop: fix }
-    - { from: wrap, to: publish }
-  budgets: { fix: 3 }
-`
 
 // completeStep records a completed step of node no worker ran (checks and
 // tool steps are dispatched elsewhere).
@@ -71,7 +41,7 @@ func completeStep(t *testing.T, r *workertest.Rig, node, verdict string) {
 // variable with no value for the current node is empty.
 func TestTemplateVars_CoreSetIsPathsAndMetadata(t *testing.T) {
 	t.Parallel()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: chainFlow})
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.ChainFlow})
 	v := r.Vars(t, "planning")
 	want := map[string]string{
 		"task_id": "t1", "stage": "planning", "repo_path": r.Dir, "repo": r.Dir,
@@ -111,7 +81,7 @@ func contains(list []string, s string) bool {
 // {<node>_path}.
 func TestTemplateVars_NodeOutputsArePaths(t *testing.T) {
 	t.Parallel()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: chainFlow})
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.ChainFlow})
 	r.Visit(t, "planning", "the plan")
 	r.Visit(t, "scan", "scanned")
 	r.Visit(t, "implementation", "done")
@@ -143,7 +113,7 @@ func TestTemplateVars_NodeOutputsArePaths(t *testing.T) {
 // verbatim — through the whole render path.
 func TestRenderPrompt_UnknownVerbatimEmptyWithoutValueOnePass(t *testing.T) {
 	t.Parallel()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: chainFlow, Roles: map[string]string{
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.ChainFlow, Roles: map[string]string{
 		"r/impl.md": "Task {task_id} at {stage}.{?plan_path} Plan: {plan_path}.{/plan_path} Scan: [{scan_path}] {nope} {\"json\": 1}",
 	}})
 	r.Dispatch(t, "implementation")
@@ -167,7 +137,7 @@ func TestRenderPrompt_UnknownVerbatimEmptyWithoutValueOnePass(t *testing.T) {
 // one per run.
 func TestLaunch_SavesRedactedRenderedPromptPerNodeRun(t *testing.T) {
 	t.Parallel()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: chainFlow, Roles: map[string]string{
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.ChainFlow, Roles: map[string]string{
 		"r/scan.md": "Scan {task_id} with key sk-abcdefghijklmnopqrstuv.\n",
 	}})
 	r.Visit(t, "scan", "one")
@@ -269,7 +239,7 @@ func TestSkipNode_WhenFactsAndTaskDisable(t *testing.T) {
 // variable it would have set stays empty.
 func TestDispatch_SkippedNodeCompletesWithoutWorker(t *testing.T) {
 	t.Parallel()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: chainFlow, Task: "---\nid: t1\ntitle: T\nnodes: { planning: { enabled: false } }\n---\nDo it.\n"})
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.ChainFlow, Task: "---\nid: t1\ntitle: T\nnodes: { planning: { enabled: false } }\n---\nDo it.\n"})
 	st := r.Dispatch(t, "planning")
 	if st.Verdict != "skipped" || len(r.Launcher.Launched()) != 0 {
 		t.Fatalf("planning: verdict %q, %d workers launched; want skipped and none", st.Verdict, len(r.Launcher.Launched()))
@@ -289,7 +259,7 @@ const diffRole = "Change: {diff_path}, overview {change_overview_path}, base {di
 // files are not part of the change.
 func TestDiffVars_ArriveTogetherAfterTheFirstEdit(t *testing.T) {
 	t.Parallel()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: chainFlow, Git: true, Roles: map[string]string{"r/impl.md": diffRole}})
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.ChainFlow, Git: true, Roles: map[string]string{"r/impl.md": diffRole}})
 	r.Visit(t, "planning", "plan") // first dispatch: records the base
 	head, err := workertest.Git(context.Background(), r.Dir, nil, "rev-parse", "HEAD")
 	if err != nil {
@@ -334,7 +304,7 @@ func TestDiffVars_ArriveTogetherAfterTheFirstEdit(t *testing.T) {
 // step renders without one, and nothing is written.
 func TestDiffVars_SnapshotOnlyForAStepThatReadsIt(t *testing.T) {
 	t.Parallel()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: chainFlow, Git: true, Roles: map[string]string{"r/review.md": "Review {?diff_path}the change at {diff_path}{/diff_path}.\n"}})
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.ChainFlow, Git: true, Roles: map[string]string{"r/review.md": "Review {?diff_path}the change at {diff_path}{/diff_path}.\n"}})
 	r.Visit(t, "planning", "plan")
 	workertest.Write(t, filepath.Join(r.Dir, "README.md"), "changed\n")
 	if v := r.Vars(t, "scan"); v["diff_path"] != "" || v["diff_base"] != "" {
@@ -359,7 +329,7 @@ func TestDiffVars_SnapshotOnlyForAStepThatReadsIt(t *testing.T) {
 func TestDiffVars_IgnoredWorkDirIsNotAGitWorkTree(t *testing.T) {
 	t.Parallel()
 	testenv.MustHaveCommand(t, "git", "the work dir sits in a git repository that ignores it")
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: chainFlow, Roles: map[string]string{"r/impl.md": diffRole}})
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.ChainFlow, Roles: map[string]string{"r/impl.md": diffRole}})
 	outer := filepath.Dir(r.Dir) // the test's temp root, holding the rig's dirs
 	workertest.Write(t, filepath.Join(outer, ".gitignore"), "/"+filepath.Base(r.Dir)+"/\n")
 	for _, args := range [][]string{{"init", "-q"}, {"add", ".gitignore"}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "outer"}} {
@@ -405,7 +375,7 @@ func TestChangeOverview_BoundedWithRenames(t *testing.T) {
 // the variables stay empty and nothing is recorded.
 func TestDiffVars_EmptyOutsideAGitWorkTree(t *testing.T) {
 	t.Parallel()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: chainFlow, Roles: map[string]string{"r/impl.md": diffRole}})
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.ChainFlow, Roles: map[string]string{"r/impl.md": diffRole}})
 	workertest.Write(t, filepath.Join(r.Dir, "x.go"), "x")
 	r.Visit(t, "planning", "plan")
 	if v := r.Vars(t, "implementation"); v["diff_path"] != "" || v["diff_base"] != "" {
@@ -420,7 +390,7 @@ func TestDiffVars_EmptyOutsideAGitWorkTree(t *testing.T) {
 // directory (docs/research/<task> for repository_document).
 func TestTemplateVars_ReportDirFollowsOutputPolicy(t *testing.T) {
 	t.Parallel()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: strings.Replace(chainFlow, "output_policy: code_change", "output_policy: repository_document", 1)})
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: strings.Replace(workertest.ChainFlow, "output_policy: code_change", "output_policy: repository_document", 1)})
 	if got, want := r.Vars(t, "scan")["report_dir"], filepath.Join(r.Dir, "docs", "research", "t1"); got != want {
 		t.Errorf("{report_dir} = %q, want %q", got, want)
 	}

@@ -18,21 +18,6 @@ import (
 	"github.com/stratusflow/stratus/internal/workspace/workspacetest"
 )
 
-const wsFlow = `flow:
-  name: f
-  task_type: f
-  permission_ceiling: workspace-write
-  output_policy: code_change
-  publishing: none
-  nodes:
-    - {id: impl, kind: agent, role_file: f/impl.md, permission_profile: workspace-write}
-    - {id: rev, kind: evaluator, role_file: f/rev.md, permission_profile: read-only}
-    - {id: p, kind: publish, policy: none}
-  edges:
-    - {from: impl, to: rev}
-    - {from: rev, to: p, outcome: accept}
-`
-
 // issue 12 § 2: the payload of a run whose repository travels names no
 // path of the operator's: everything is under the workspace's Root; a
 // workspace-write agent is told to commit and where to upload its bundle,
@@ -40,7 +25,7 @@ const wsFlow = `flow:
 // this API (an fs sink does not presign).
 func TestFetchPrompt_WorkspacePayloadNamesOnlyTheRoot(t *testing.T) {
 	ctx := context.Background()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: wsFlow, Workspace: true, Roles: map[string]string{"f/impl.md": "Work in {repo_path} on {task_path}; ctx {plan_path}.\n"}})
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.WorkspaceFlow, Workspace: true, Roles: map[string]string{"f/impl.md": "Work in {repo_path} on {task_path}; ctx {plan_path}.\n"}})
 	r.Dispatch(t, "impl")
 	sp := r.Launcher.Launched()[0]
 	p, err := r.Svc.FetchPrompt(ctx, "Bearer "+sp.Handle, sp.TaskID)
@@ -75,7 +60,7 @@ func TestFetchPrompt_WorkspacePayloadNamesOnlyTheRoot(t *testing.T) {
 // key; the API reads only the run's own workspace, ctx and report files.
 func TestAdvanceHead_FencedAndKeyed(t *testing.T) {
 	ctx := context.Background()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: wsFlow, Workspace: true})
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.WorkspaceFlow, Workspace: true})
 	r.Dispatch(t, "impl")
 	sp := r.Launcher.Launched()[0]
 	auth := "Bearer " + sp.Handle
@@ -166,7 +151,7 @@ func TestAdvanceHead_FencedAndKeyed(t *testing.T) {
 // a provider's own kind (openseek's) wins.
 func TestFetchPrompt_KindAndSchemaFollowTheNode(t *testing.T) {
 	ctx := context.Background()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: wsFlow})
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.WorkspaceFlow})
 	for i, node := range []string{"impl", "rev"} {
 		r.Dispatch(t, node)
 		sp := r.Launcher.Launched()[i]
@@ -205,7 +190,7 @@ func TestFetchPrompt_KindAndSchemaFollowTheNode(t *testing.T) {
 // checked: writing the upload key afterwards changes nothing recorded.
 func TestAdvanceHead_RefusesAHandBuiltCommitThatBreaksTheRules(t *testing.T) {
 	ctx := context.Background()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: wsFlow, Workspace: true})
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.WorkspaceFlow, Workspace: true})
 	r.Dispatch(t, "impl")
 	sp := r.Launcher.Launched()[0]
 	auth := "Bearer " + sp.Handle
@@ -288,7 +273,7 @@ func TestAdvanceHead_RefusesAHandBuiltCommitThatBreaksTheRules(t *testing.T) {
 // which no worker fetches (the next step failed, and the run with it).
 func TestAdvanceHead_RefusesCommitsTouchingStratusOwnPaths(t *testing.T) {
 	ctx := context.Background()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: wsFlow, Workspace: true})
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.WorkspaceFlow, Workspace: true})
 	r.Dispatch(t, "impl")
 	sp := r.Launcher.Launched()[0]
 	auth := "Bearer " + sp.Handle
@@ -340,7 +325,7 @@ func TestAdvanceHead_RefusesCommitsTouchingStratusOwnPaths(t *testing.T) {
 // commit in a bundle naming it under refs/ is taken.
 func TestAdvanceHead_RefusesABundleNoWorkerCanFetch(t *testing.T) {
 	ctx := context.Background()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: wsFlow, Workspace: true})
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.WorkspaceFlow, Workspace: true})
 	r.Dispatch(t, "impl")
 	sp := r.Launcher.Launched()[0]
 	auth := "Bearer " + sp.Handle
