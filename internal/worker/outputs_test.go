@@ -212,56 +212,6 @@ func fieldOf(err error) string {
 	return ""
 }
 
-// seed 004 § Template variables: inside the region every node gets
-// {subtask_order} {subtask_count} {subtask_spec_path}; only the region's
-// implementation node gets {predecessor_context}, from subtask 2 on, a
-// factual floor naming each earlier subtask's spec, changed files and
-// acceptance criteria; nodes outside the region get none of them.
-func TestSubtaskVars_RegionOrderSpecAndPredecessorFloor(t *testing.T) {
-	t.Parallel()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.DecompositionFlow, Config: workertest.EnableDecomposition, Git: true})
-	r.Visit(t, "planning", workertest.TwoSubtasks)
-	spec1 := workertest.Read(t, r.Ctx("subtasks/01.md"))
-	if !strings.HasPrefix(spec1, "# Subtask 1 of 2: Store the counter\n\nAdd an attempts column.\n") || !strings.Contains(spec1, "- [ ] a failed delivery increments attempts") {
-		t.Errorf("subtasks/01.md = %q", spec1)
-	}
-
-	r.Dispatch(t, "implementation") // subtask 1
-	v := r.Vars(t, "review")
-	if v["subtask_order"] != "1" || v["subtask_count"] != "2" || v["subtask_spec_path"] != r.Ctx("subtasks/01.md") {
-		t.Errorf("review in subtask 1: %q %q %q", v["subtask_order"], v["subtask_count"], v["subtask_spec_path"])
-	}
-	if v["predecessor_context"] != "" {
-		t.Errorf("review got {predecessor_context} = %q; it is the implementation node's alone", v["predecessor_context"])
-	}
-	workertest.Write(t, filepath.Join(r.Dir, "store.go"), "package x\n")
-	if sv, _ := r.Submit(t, "stored"); sv.SubtaskOrder != 1 {
-		t.Errorf("implementation StepValue.SubtaskOrder = %d, want 1", sv.SubtaskOrder)
-	}
-	r.Visit(t, "review", workertest.FindingsClean)
-
-	r.Dispatch(t, "implementation") // subtask 2
-	pv := r.Vars(t, "implementation")
-	if pv["subtask_order"] != "2" || pv["subtask_spec_path"] != r.Ctx("subtasks/02.md") || pv["predecessor_context"] != r.Ctx("subtasks/02.predecessors.md") {
-		t.Fatalf("implementation in subtask 2: %q", pv)
-	}
-	brief := workertest.Read(t, pv["predecessor_context"])
-	for _, want := range []string{"## Subtask 1 of 2: Store the counter", "- Spec: " + r.Ctx("subtasks/01.md"), "  - store.go", "  - [ ] a failed delivery increments attempts"} {
-		if !strings.Contains(brief, want) {
-			t.Errorf("predecessor brief lacks %q:\n%s", want, brief)
-		}
-	}
-	if rv := r.Vars(t, "review"); rv["subtask_order"] != "2" || rv["predecessor_context"] != "" {
-		t.Errorf("review in subtask 2: order %q, predecessor_context %q; want 2 and none", rv["subtask_order"], rv["predecessor_context"])
-	}
-	if strings.Contains(brief, "Subtask 2 of 2") {
-		t.Errorf("the brief of subtask 2 covers itself:\n%s", brief)
-	}
-	if v := r.Vars(t, "documentation"); v["subtask_order"] != "" || v["subtask_spec_path"] != "" {
-		t.Errorf("documentation is outside the region but got %q %q", v["subtask_order"], v["subtask_spec_path"])
-	}
-}
-
 // worc reference.md § evaluator node: a non-blocking evaluator's rework
 // budget is counted per subtask when the task is decomposed.
 func TestEvaluator_ReworkBudgetCountedPerSubtask(t *testing.T) {

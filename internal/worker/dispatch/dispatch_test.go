@@ -18,3 +18,18 @@ func TestDispatch_HeartbeatsOnceTheWorkerIsLaunched(t *testing.T) {
 		t.Errorf("%d heartbeats of %s after its launch; want 1", n, st.TaskToken)
 	}
 }
+
+// worc reference.md § Conditional nodes: a skipped node's Task state is
+// completed "skipped" at dispatch, no worker is launched, and a later
+// variable it would have set stays empty.
+func TestDispatch_SkippedNodeCompletesWithoutWorker(t *testing.T) {
+	t.Parallel()
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.ChainFlow, Task: "---\nid: t1\ntitle: T\nnodes: { planning: { enabled: false } }\n---\nDo it.\n"})
+	st := r.Dispatch(t, "planning")
+	if st.Verdict != "skipped" || len(r.Launcher.Launched()) != 0 {
+		t.Fatalf("planning: verdict %q, %d workers launched; want skipped and none", st.Verdict, len(r.Launcher.Launched()))
+	}
+	if v := r.Vars(t, "implementation"); v["plan_path"] != "" {
+		t.Errorf("{plan_path} = %q after a skipped planning, want empty", v["plan_path"])
+	}
+}
