@@ -211,23 +211,3 @@ func fieldOf(err error) string {
 	}
 	return ""
 }
-
-// worc reference.md § evaluator node: a non-blocking evaluator's rework
-// budget is counted per subtask when the task is decomposed.
-func TestEvaluator_ReworkBudgetCountedPerSubtask(t *testing.T) {
-	t.Parallel()
-	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.DecompositionFlow, Config: workertest.EnableDecomposition})
-	r.Visit(t, "planning", workertest.TwoSubtasks)
-	r.Visit(t, "implementation", "one")
-	if sv := r.Visit(t, "review", workertest.FindingsOneHigh); sv.Outcome != "rework" || sv.SubtaskOrder != 1 {
-		t.Fatalf("subtask 1 first review: %q order %d", sv.Outcome, sv.SubtaskOrder)
-	}
-	r.Visit(t, "fixing", "fixed")
-	if sv := r.Visit(t, "review", workertest.FindingsOneHigh); sv.Outcome != "accept" || !sv.Exhausted {
-		t.Fatalf("subtask 1 second review: %q exhausted %v", sv.Outcome, sv.Exhausted)
-	}
-	r.Visit(t, "implementation", "two")
-	if sv := r.Visit(t, "review", workertest.FindingsOneHigh); sv.Outcome != "rework" || sv.SubtaskOrder != 2 {
-		t.Errorf("subtask 2 first review: %q order %d; the budget is per subtask", sv.Outcome, sv.SubtaskOrder)
-	}
-}

@@ -1,4 +1,4 @@
-package worker_test
+package verify_test
 
 import (
 	"strings"
@@ -83,10 +83,9 @@ func TestEvaluator_GateSeverityFromFlowDefaults(t *testing.T) {
 	}
 }
 
-// flow-authoring.md § What a node returns: the findings contract is
-// fail-closed — a missing or malformed report is "invalid" (no edge takes
-// it: the compiled Choice parks the run), never a silent accept, blocking
-// or not.
+// worc flow-authoring.md § What a node returns: the findings contract is
+// fail-closed — a missing or malformed report is "invalid" (no edge takes it:
+// the compiled Choice parks the run), never a silent accept, blocking or not.
 func TestEvaluator_FindingsContractFailsClosed(t *testing.T) {
 	t.Parallel()
 	for _, body := range []string{"Looks good to me.", `{"verdict": "pass"}`, `{"findings": [{"severity": "urgent", "what": "x"}]}`, `{"findings": null}`} {
@@ -149,5 +148,25 @@ func TestEvaluator_NonBlockingAcceptsWhenReworkBudgetExhausted(t *testing.T) {
 				t.Errorf("clean report: outcome %q exhausted %v", sv.Outcome, sv.Exhausted)
 			}
 		})
+	}
+}
+
+// worc reference.md § evaluator node: a non-blocking evaluator's rework
+// budget is counted per subtask when the task is decomposed.
+func TestEvaluator_ReworkBudgetCountedPerSubtask(t *testing.T) {
+	t.Parallel()
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.DecompositionFlow, Config: workertest.EnableDecomposition})
+	r.Visit(t, "planning", workertest.TwoSubtasks)
+	r.Visit(t, "implementation", "one")
+	if sv := r.Visit(t, "review", workertest.FindingsOneHigh); sv.Outcome != "rework" || sv.SubtaskOrder != 1 {
+		t.Fatalf("subtask 1 first review: %q order %d", sv.Outcome, sv.SubtaskOrder)
+	}
+	r.Visit(t, "fixing", "fixed")
+	if sv := r.Visit(t, "review", workertest.FindingsOneHigh); sv.Outcome != "accept" || !sv.Exhausted {
+		t.Fatalf("subtask 1 second review: %q exhausted %v", sv.Outcome, sv.Exhausted)
+	}
+	r.Visit(t, "implementation", "two")
+	if sv := r.Visit(t, "review", workertest.FindingsOneHigh); sv.Outcome != "rework" || sv.SubtaskOrder != 2 {
+		t.Errorf("subtask 2 first review: %q order %d; the budget is per subtask", sv.Outcome, sv.SubtaskOrder)
 	}
 }
