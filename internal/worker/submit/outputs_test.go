@@ -1,4 +1,4 @@
-package worker_test
+package submit_test
 
 import (
 	"encoding/json"
@@ -36,9 +36,9 @@ func slotFlow(policy string) string {
 `
 }
 
-// flow-authoring.md § Where a node's output goes: output_artifact lands the
-// node's content — the contract's content field, or the whole body when it
-// is not a JSON object with one — in the slot's file.
+// worc flow-authoring.md § Where a node's output goes: output_artifact lands
+// the node's content — the contract's content field, or the whole body when
+// it is not a JSON object with one — in the slot's file.
 func TestOutputSlots_ContentLandsInTheSlotFile(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -61,8 +61,8 @@ func TestOutputSlots_ContentLandsInTheSlotFile(t *testing.T) {
 	}
 }
 
-// flow-authoring.md § Where a node's output goes: a node that stages a part
-// named after its slot file keeps it; the closing message does not
+// worc flow-authoring.md § Where a node's output goes: a node that stages a
+// part named after its slot file keeps it; the closing message does not
 // overwrite it, and {plan_path} points at it.
 func TestOutputSlots_StagedSlotPartWins(t *testing.T) {
 	t.Parallel()
@@ -84,10 +84,10 @@ func TestOutputSlots_StagedSlotPartWins(t *testing.T) {
 	}
 }
 
-// seed 004 § Node outputs: with output_file, {<node>_path} carries a
-// redacted copy of the file the node wrote (<ctx>/<node>.out/<file>), not
-// its closing message; a file the node did not write falls back to the
-// closing message with a warning.
+// docs/prompt-variables.md § Node outputs: with output_file, {<node>_path}
+// carries a redacted copy of the file the node wrote
+// (<ctx>/<node>.out/<file>), not its closing message; a file the node did not
+// write falls back to the closing message with a warning.
 func TestOutputFile_RedactedCopyIsTheChannel(t *testing.T) {
 	t.Parallel()
 	r := workertest.NewRig(t, workertest.RigOptions{Flow: slotFlow("code_change")})
@@ -133,7 +133,7 @@ func TestOutputFile_LinkOutOfTheReportDirRefused(t *testing.T) {
 	}
 }
 
-// flow-authoring.md § What a node returns (the planning contract),
+// worc flow-authoring.md § What a node returns (the planning contract), worc
 // reference.md § decomposition: the proposer's split happens only with the
 // gate open (config agents.decomposition.enabled, the task's decomposition
 // winning) and at least 2 subtasks; it writes <ctx>/subtasks/<NN>.md and
@@ -181,7 +181,7 @@ func TestPlanningContract_DecompositionGateAndCount(t *testing.T) {
 	}
 }
 
-// flow-authoring.md § What a node returns: the core re-validates a typed
+// worc flow-authoring.md § What a node returns: the core re-validates a typed
 // result; a malformed split is refused (422 naming the field) with nothing
 // recorded, so the attempt may submit again.
 func TestPlanningContract_MalformedSplitRefused(t *testing.T) {
