@@ -1,4 +1,4 @@
-package worker_test
+package artifact_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/worker/artifact"
 	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
 
@@ -24,7 +25,7 @@ func TestArtifact_RefusesAPartNameNFKCChanges(t *testing.T) {
 	h := "Bearer " + r.Launcher.Launched()[0].Handle
 	ctx := context.Background()
 	for _, name := range []string{"pl\u2024an.md", "ｐｌａｎ.md", "pl\ufb01le.md"} {
-		err := r.Svc.Artifact(ctx, h, name, []byte("spoof"))
+		err := artifact.Artifact(ctx, r.Svc.Service, h, name, []byte("spoof"))
 		var se *stratus.Error
 		if !errors.As(err, &se) || se.Code != stratus.EINVALID || se.Field != "name" ||
 			!strings.Contains(se.Message, "not NFKC-stable") || !strings.Contains(se.Message, strings.Trim(escaped(name), `"`)) {
@@ -34,7 +35,7 @@ func TestArtifact_RefusesAPartNameNFKCChanges(t *testing.T) {
 			t.Errorf("a file was written for the refused part %+q: %v", name, err)
 		}
 	}
-	if err := r.Svc.Artifact(ctx, h, "pl.an.md", []byte("the plan")); err != nil {
+	if err := artifact.Artifact(ctx, r.Svc.Service, h, "pl.an.md", []byte("the plan")); err != nil {
 		t.Fatalf("Artifact(pl.an.md): %v", err)
 	}
 	tail, err := r.Svc.Store.ListOutput(ctx, st.TID, 1)
@@ -51,18 +52,18 @@ func escaped(name string) string { return strconv.QuoteToASCII(name) }
 
 // docs/security.md § Part names: within one step, a part name equal to an
 // already staged one under Unicode case folding but not byte-equal
-// ("PLAN.md", "Plan.MD" beside "plan.md"; "STRASSE.md" beside
-// "straße.md", full folding) is refused — EINVALID on field name, naming
-// both — with nothing staged and no file written; restaging the same name
-// is still last write wins (seed 000). Reproduces the tester's finding:
-// all three were staged (204).
+// ("PLAN.md", "Plan.MD" beside "plan.md"; "STRASSE.md" beside "straße.md",
+// full folding) is refused — EINVALID on field name, naming both — with
+// nothing staged and no file written; restaging the same name is still last
+// write wins (docs/contracts.md § Output is a tool call). Reproduces the
+// tester's finding: all three were staged (204).
 func TestArtifact_RefusesANameEqualToAStagedOneUnderCaseFolding(t *testing.T) {
 	t.Parallel()
 	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.OnePlanFlow})
 	st := r.Dispatch(t, "planning")
 	h := "Bearer " + r.Launcher.Launched()[0].Handle
 	ctx := context.Background()
-	stage := func(name, body string) error { return r.Svc.Artifact(ctx, h, name, []byte(body)) }
+	stage := func(name, body string) error { return artifact.Artifact(ctx, r.Svc.Service, h, name, []byte(body)) }
 	for _, name := range []string{"plan.md", "straße.md", "notes.md"} {
 		if err := stage(name, "first "+name); err != nil {
 			t.Fatalf("Artifact(%q): %v", name, err)
@@ -117,7 +118,7 @@ func TestArtifact_ConcurrentCaseSpellingsStageOne(t *testing.T) {
 		"PlaN.md", "pLAn.md", "pLaN.md", "plAN.md", "PLAn.md", "PLaN.md", "PlAN.md", "pLAN.md"}
 	var wg sync.WaitGroup
 	for _, name := range spellings {
-		wg.Go(func() { _ = r.Svc.Artifact(ctx, h, name, []byte(name)) })
+		wg.Go(func() { _ = artifact.Artifact(ctx, r.Svc.Service, h, name, []byte(name)) })
 	}
 	wg.Wait()
 	names, err := r.Svc.Store.ListPartNames(ctx, st.TID, 1)
