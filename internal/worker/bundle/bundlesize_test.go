@@ -1,4 +1,4 @@
-package worker_test
+package bundle_test
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"github.com/stratusflow/stratus/internal/awstest"
 	"github.com/stratusflow/stratus/internal/config"
 	s3sink "github.com/stratusflow/stratus/internal/sink/s3"
+	"github.com/stratusflow/stratus/internal/worker/bundle"
 	"github.com/stratusflow/stratus/internal/worker/core"
 	"github.com/stratusflow/stratus/internal/worker/workertest"
 	"github.com/stratusflow/stratus/internal/workspace/workspacetest"
@@ -94,17 +95,17 @@ func TestWorkspaceUpload_NoURLStoresABundleOverTheLimitOnMoto(t *testing.T) {
 		bytes int64
 		code  string
 	}{{bundleLimit + 1, stratus.ETOOLARGE}, {5 << 30, stratus.ETOOLARGE}, {0, stratus.EINVALID}, {-1, stratus.EINVALID}} {
-		_, err := r.Svc.WorkspaceUpload(ctx, auth, core.UploadRequest{Bytes: tc.bytes})
+		_, err := bundle.Upload(ctx, r.Svc.Service, auth, core.UploadRequest{Bytes: tc.bytes})
 		var se *stratus.Error
 		if stratus.ErrorCode(err) != tc.code || !errors.As(err, &se) || se.Field != "bytes" {
 			t.Errorf("WorkspaceUpload(%d bytes) = %v; want %s on field bytes", tc.bytes, err, tc.code)
 		}
 	}
-	if _, err := r.Svc.WorkspaceUpload(ctx, auth, core.UploadRequest{Bytes: bundleLimit + 1}); err == nil || !strings.Contains(err.Error(), "limits.max_snapshot_bytes") {
+	if _, err := bundle.Upload(ctx, r.Svc.Service, auth, core.UploadRequest{Bytes: bundleLimit + 1}); err == nil || !strings.Contains(err.Error(), "limits.max_snapshot_bytes") {
 		t.Errorf("the refusal %v does not name limits.max_snapshot_bytes", err)
 	}
 
-	up, err := r.Svc.WorkspaceUpload(ctx, auth, core.UploadRequest{Bytes: 600})
+	up, err := bundle.Upload(ctx, r.Svc.Service, auth, core.UploadRequest{Bytes: 600})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func TestAdvanceHead_BundleOverTheLimitRefusedAndDeleted(t *testing.T) {
 	if err := r.Svc.Sink.Put(ctx, key, bytes.Repeat([]byte("x"), bundleLimit+1)); err != nil {
 		t.Fatal(err)
 	}
-	err = r.Svc.AdvanceHead(ctx, auth, core.HeadAdvance{From: r.Base, To: strings.Repeat("1", 40)})
+	err = bundle.AdvanceHead(ctx, r.Svc.Service, auth, core.HeadAdvance{From: r.Base, To: strings.Repeat("1", 40)})
 	if stratus.ErrorCode(err) != stratus.ETOOLARGE || !strings.Contains(err.Error(), "1001 bytes, over the limit of 1000 bytes") {
 		t.Errorf("advance onto a %d-byte bundle: %v; want ETOOLARGE naming its size and the limit", bundleLimit+1, err)
 	}
@@ -158,15 +159,15 @@ func TestAdvanceHead_BundleOverTheLimitRefusedAndDeleted(t *testing.T) {
 	}
 	// Within the limit, the same attempt goes on with a real bundle.
 	one := r.Repo.Commit(r.Repo.Tree(append(r.BaseTree, workspacetest.File("hello.txt", r.Repo.Blob("hello\n")))...), "impl#1", r.Base)
-	bundle := r.Repo.Bundle(filepath.Join(t.TempDir(), "step.bundle"), one, r.Base)
-	if len(bundle) > bundleLimit {
-		t.Fatalf("the test's bundle is %d bytes, over the rig's limit %d", len(bundle), bundleLimit)
+	stepBundle := r.Repo.Bundle(filepath.Join(t.TempDir(), "step.bundle"), one, r.Base)
+	if len(stepBundle) > bundleLimit {
+		t.Fatalf("the test's bundle is %d bytes, over the rig's limit %d", len(stepBundle), bundleLimit)
 	}
-	if err := r.Svc.WriteBlob(ctx, auth, key, bundle); err != nil {
+	if err := bundle.Write(ctx, r.Svc.Service, auth, key, stepBundle); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Svc.AdvanceHead(ctx, auth, core.HeadAdvance{From: r.Base, To: one}); err != nil {
-		t.Errorf("advance onto a %d-byte bundle: %v", len(bundle), err)
+	if err := bundle.AdvanceHead(ctx, r.Svc.Service, auth, core.HeadAdvance{From: r.Base, To: one}); err != nil {
+		t.Errorf("advance onto a %d-byte bundle: %v", len(stepBundle), err)
 	}
 }
 
@@ -180,7 +181,7 @@ func TestWriteBlob_BundleOverTheLimitRefused(t *testing.T) {
 	r.Dispatch(t, "impl")
 	sp := r.Launcher.Launched()[0]
 	auth := "Bearer " + sp.Handle
-	up, err := r.Svc.WorkspaceUpload(ctx, auth, core.UploadRequest{Bytes: 10})
+	up, err := bundle.Upload(ctx, r.Svc.Service, auth, core.UploadRequest{Bytes: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,14 +189,14 @@ func TestWriteBlob_BundleOverTheLimitRefused(t *testing.T) {
 		t.Errorf("upload %+v; want the blob route and max_bytes %d", up, bundleLimit)
 	}
 	var told int64
-	err = r.Svc.WriteBlobFrom(ctx, auth, up.Key, func(limit int64) ([]byte, error) {
+	err = bundle.WriteFrom(ctx, r.Svc.Service, auth, up.Key, func(limit int64) ([]byte, error) {
 		told = limit
 		return bytes.Repeat([]byte("x"), int(limit)+1), nil
 	})
 	if told != bundleLimit || stratus.ErrorCode(err) != stratus.ETOOLARGE {
 		t.Errorf("WriteBlobFrom: told %d, err %v; want the limit %d told and ETOOLARGE", told, err, bundleLimit)
 	}
-	if err := r.Svc.WriteBlob(ctx, auth, up.Key, bytes.Repeat([]byte("x"), bundleLimit+1)); stratus.ErrorCode(err) != stratus.ETOOLARGE {
+	if err := bundle.Write(ctx, r.Svc.Service, auth, up.Key, bytes.Repeat([]byte("x"), bundleLimit+1)); stratus.ErrorCode(err) != stratus.ETOOLARGE {
 		t.Errorf("WriteBlob of %d bytes: %v; want ETOOLARGE", bundleLimit+1, err)
 	}
 	if _, err := os.Stat(filepath.Join(r.Dir, filepath.FromSlash(up.Key))); !os.IsNotExist(err) {
@@ -206,7 +207,7 @@ func TestWriteBlob_BundleOverTheLimitRefused(t *testing.T) {
 	}
 	r.Dispatch(t, "rev")
 	rev := r.Launcher.Launched()[1]
-	if _, err := r.Svc.WorkspaceUpload(ctx, "Bearer "+rev.Handle, core.UploadRequest{Bytes: 10}); stratus.ErrorCode(err) != stratus.EINVALID {
+	if _, err := bundle.Upload(ctx, r.Svc.Service, "Bearer "+rev.Handle, core.UploadRequest{Bytes: 10}); stratus.ErrorCode(err) != stratus.EINVALID {
 		t.Errorf("an evaluator's WorkspaceUpload: %v; want EINVALID", err)
 	}
 }
