@@ -1,4 +1,4 @@
-package worker_test
+package fetch_test
 
 import (
 	"context"
@@ -8,20 +8,21 @@ import (
 
 	"github.com/stratusflow/stratus/internal/findings"
 	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/fetch"
 	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
 
-// issue 12 § 2: the payload of a run whose repository travels names no
-// path of the operator's: everything is under the workspace's Root; a
-// workspace-write agent is told to commit and where to upload its bundle,
-// an evaluator is not; the bundles and ctx files are addressed through
-// this API (an fs sink does not presign).
+// docs/architecture.md § Workspaces: the payload of a run whose repository
+// travels names no path of the operator's: everything is under the
+// workspace's Root; a workspace-write agent is told to commit and where to
+// upload its bundle, an evaluator is not; the bundles and ctx files are
+// addressed through this API (an fs sink does not presign).
 func TestFetchPrompt_WorkspacePayloadNamesOnlyTheRoot(t *testing.T) {
 	ctx := context.Background()
 	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.WorkspaceFlow, Workspace: true, Roles: map[string]string{"f/impl.md": "Work in {repo_path} on {task_path}; ctx {plan_path}.\n"}})
 	r.Dispatch(t, "impl")
 	sp := r.Launcher.Launched()[0]
-	p, err := r.Svc.FetchPrompt(ctx, "Bearer "+sp.Handle, sp.TaskID)
+	p, err := fetch.Invoke(ctx, r.Svc.Service, "Bearer "+sp.Handle, sp.TaskID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,17 +49,17 @@ func TestFetchPrompt_WorkspacePayloadNamesOnlyTheRoot(t *testing.T) {
 	}
 }
 
-// issue 13 § 4 (seed 003 § 2): the envelope tells the engine what it must
-// return: kind follows the node (agent, evaluator), an evaluator's request
-// carries the findings schema (advisory: the worker's parse fails closed),
-// a provider's own kind (openseek's) wins.
+// docs/contracts.md § The request line: the envelope tells the engine what it
+// must return: kind follows the node (agent, evaluator), an evaluator's
+// request carries the findings schema (advisory: the worker's parse fails
+// closed), a provider's own kind (openseek's) wins.
 func TestFetchPrompt_KindAndSchemaFollowTheNode(t *testing.T) {
 	ctx := context.Background()
 	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.WorkspaceFlow})
 	for i, node := range []string{"impl", "rev"} {
 		r.Dispatch(t, node)
 		sp := r.Launcher.Launched()[i]
-		p, err := r.Svc.FetchPrompt(ctx, "Bearer "+sp.Handle, sp.TaskID)
+		p, err := fetch.Invoke(ctx, r.Svc.Service, "Bearer "+sp.Handle, sp.TaskID)
 		if err != nil {
 			t.Fatal(err)
 		}
