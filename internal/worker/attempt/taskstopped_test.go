@@ -1,4 +1,4 @@
-package worker_test
+package attempt_test
 
 import (
 	"context"

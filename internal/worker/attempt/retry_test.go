@@ -1,4 +1,4 @@
-package worker_test
+package attempt_test
 
 import (
 	"context"
@@ -74,14 +74,14 @@ func attemptOf(t *testing.T, r *workertest.Rig, tid string, n int) stratus.Attem
 	return a
 }
 
-// docs/transient failures (README § Transient failures; internal/retry):
-// a transient failure keeps the step and its visit; the Task state fails
-// with the policy's error name, its Retry enters the node again, and the
-// step goes on with a new attempt — on the same provider first, then the
-// fallback — until every provider failed: then the step parks (the run
-// reads waiting) with the time it tries again, and the node entered after
-// the wait goes on in the same step again. A quality failure is never
-// retried.
+// README § Transient failures (internal/retry,
+// docs/contracts.md § Terminal classification): a transient failure keeps the
+// step and its visit; the Task state fails with the policy's error name, its
+// Retry enters the node again, and the step goes on with a new attempt — on
+// the same provider first, then the fallback — until every provider failed:
+// then the step parks (the run reads waiting) with the time it tries again,
+// and the node entered after the wait goes on in the same step again. A
+// quality failure is never retried.
 func TestRetry_TransientFailuresStayOneStepAcrossRetriesHopsAndParks(t *testing.T) {
 	t.Parallel()
 	r := workertest.NewRig(t, workertest.RigOptions{Flow: retryFlow, Config: claudeAndCodex})

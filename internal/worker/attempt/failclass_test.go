@@ -1,4 +1,4 @@
-package worker_test
+package attempt_test
 
 import (
 	"context"
@@ -16,13 +16,14 @@ import (
 	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
 
-// internal/failclass doc: the failures the worker API sees itself are
-// classified here — a launch that failed, a worker gone without a result,
-// a Task state caught with another error (its task stopped), output that
-// did not persist: infrastructure; a Task state whose TimeoutSeconds or
-// HeartbeatSeconds lapsed: timeout; a report refused because its engine
-// wrote into the operator's work dir: quality. What follows does not
-// change (the task failure's error name is the one it was).
+// docs/contracts.md § Terminal classification (internal/failclass): the
+// failures the worker API sees itself are classified here — a launch that
+// failed, a worker gone without a result, a Task state caught with another
+// error (its task stopped), output that did not persist: infrastructure; a
+// Task state whose TimeoutSeconds or HeartbeatSeconds lapsed: timeout; a
+// report refused because its engine wrote into the operator's work dir:
+// quality. What follows does not change (the task failure's error name is the
+// one it was).
 func TestFailures_TheWorkerAPISeesAreClassified(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
