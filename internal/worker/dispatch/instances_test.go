@@ -1,87 +1,34 @@
-package worker_test
+package dispatch_test
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 
-	awsddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stratusflow/stratus"
-	"github.com/stratusflow/stratus/internal/awstest"
 	"github.com/stratusflow/stratus/internal/report"
-	"github.com/stratusflow/stratus/internal/sink/fs"
-	"github.com/stratusflow/stratus/internal/store/dynamodb"
-	"github.com/stratusflow/stratus/internal/worker"
 	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/dispatch"
 	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
-
-// instances are worker services as separate dispatch Lambda instances
-// are: each its own Service value (its own mutexes and memory), all on
-// one DynamoDB table on the moto server — which applies one request at a
-// time, as DynamoDB makes each request atomic, and nothing more.
-func instances(t *testing.T, r *workertest.Rig, n int) []*worker.Service {
-	t.Helper()
-	ctx := context.Background()
-	c := awsddb.NewFromConfig(awstest.Moto(t).Config())
-	prefix := "w" + strings.ToLower(rand.Text()[:10]) + "-"
-	if err := dynamodb.CreateTables(ctx, c, prefix); err != nil {
-		t.Fatal(err)
-	}
-	st, err := dynamodb.New(c, dynamodb.Options{Table: dynamodb.TableName(prefix), Blobs: fs.New(t.TempDir())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.CreateRun(ctx, r.Run); err != nil {
-		t.Fatal(err)
-	}
-	launcher := &workertest.FakeLauncher{}
-	svcs := make([]*worker.Service, n)
-	for i := range svcs {
-		svcs[i] = worker.New(core.Config{Store: st, Sink: r.Svc.Sink, Tokens: r.Tokens, Launcher: launcher, Minter: r.Svc.Minter,
-			Env: r.Svc.Env, Log: r.Svc.Log, Commits: r.Svc.Commits})
-	}
-	launcher.Exchange = func(ctx context.Context, v string) (string, error) {
-		b, err := svcs[0].ExchangeBootstrap(ctx, "Bearer "+v)
-		return b.Handle, err
-	}
-	return svcs
-}
-
-// allAtOnce runs fn(0..n-1) on n goroutines released together.
-func allAtOnce(n int, fn func(i int)) {
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			fn(i)
-		})
-	}
-	close(start)
-	wg.Wait()
-}
 
 // Dispatch messages handled at once by several dispatch instances number
 // their steps without a gap or a collision: a node's visits 1..n and the
 // supervisor layer's turns 1..n, whichever instance handles which message
-// (DESIGN.md § The path of one step, 2: the dispatch function creates
+// (docs/architecture.md § The path of one step, 3: dispatch creates the step
 // with a conditional write; store.Store.CreateNextStep). A redelivered
 // message creates nothing.
 func TestDispatch_ConcurrentInstances_NumberStepsWithoutGaps(t *testing.T) {
 	t.Parallel()
 	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.SupervisorFlow(""), Supervisor: true})
 	const n = 8
-	svcs := instances(t, r, 3)
+	svcs := r.Instances(t, 3)
 	ctx := context.Background()
 	deliver := func(ms []core.Message) {
 		t.Helper()
 		errs := make([]error, len(ms))
-		allAtOnce(len(ms), func(i int) { errs[i] = svcs[i%len(svcs)].Dispatch(ctx, ms[i]) })
+		workertest.AllAtOnce(len(ms), func(i int) { errs[i] = dispatch.Invoke(ctx, svcs[i%len(svcs)].Service, ms[i]) })
 		for i, err := range errs {
 			if err != nil {
 				t.Errorf("Dispatch(%s %s) on instance %d: %v", ms[i].Kind, core.First(ms[i].TaskToken, ms[i].StepRef), i%len(svcs), err)

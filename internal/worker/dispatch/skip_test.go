@@ -1,4 +1,4 @@
-package worker_test
+package dispatch_test
 
 import (
 	"encoding/json"
@@ -39,14 +39,14 @@ const gatesFlow = `flow:
   budgets: { fix: 3 }
 `
 
-// Issue 5 H1 (worc reference.md § Conditional nodes: a disabled gate does
-// not gate): a node the task disables completes at dispatch with no worker;
-// its verdict (and progress line) reads skipped, while the outcome the
-// compiled "<node>.route" Choice routes on is the kind's pass outcome —
-// checks and tool pass, evaluator accept, hitl approval route:approve,
-// hitl question done, a gate without edges its pass outcome too (which
-// ends the run done) — and an agent or publish node, which routes
-// unconditionally, keeps "skipped".
+// worc reference.md § Conditional nodes (a disabled gate does not gate): a
+// node the task disables completes at dispatch with no worker; its verdict
+// (and progress line) reads skipped, while the outcome the compiled
+// "<node>.route" Choice routes on is the kind's pass outcome — checks and
+// tool pass, evaluator accept, hitl approval route:approve, hitl question
+// done, a gate without edges its pass outcome too (which ends the run done) —
+// and an agent or publish node, which routes unconditionally, keeps
+// "skipped".
 func TestDispatch_SkippedGateCompletesWithItsPassOutcome(t *testing.T) {
 	t.Parallel()
 	want := map[string]string{

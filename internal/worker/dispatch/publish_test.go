@@ -1,4 +1,4 @@
-package worker_test
+package dispatch_test
 
 import (
 	"context"

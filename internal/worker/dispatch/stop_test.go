@@ -1,4 +1,4 @@
-package worker_test
+package dispatch_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/worker"
 	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/dispatch"
 	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
 
@@ -122,14 +123,14 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// DESIGN.md § The path of one step, 5: "A Catch on a timed-out or failed
-// worker state stops its ECS task before routing". End to end in embedded
-// mode: the compiled machine on the embedded executor, its sendMessage
-// resources feeding Service.Dispatch as `stratus run` wires them. The
-// agent's worker starts and never reports; when its state's heartbeat
-// lapses, "<node>.stop" makes dispatch stop that worker and record why,
-// then the Catch routes on (to failed). The stopped worker's late submit
-// is refused.
+// docs/architecture.md § The path of one step, 10: "If the state fails or
+// times out, its Catch passes <node>.stop, whose message makes dispatch stop
+// the worker before the failure routes". End to end in embedded mode: the
+// compiled machine on the embedded executor, its sendMessage resources
+// feeding Service.Dispatch as `stratus run` wires them. The agent's worker
+// starts and never reports; when its state's heartbeat lapses, "<node>.stop"
+// makes dispatch stop that worker and record why, then the Catch routes on
+// (to failed). The stopped worker's late submit is refused.
 func TestDispatch_StopMessageStopsTheTimedOutWorker(t *testing.T) {
 	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.BuildPublishFlow})
 	launcher := &stopLauncher{svc: r.Svc}
@@ -216,10 +217,10 @@ func TestDispatch_StopMessageKeepsAnEndedStep(t *testing.T) {
 	launcher := &stopLauncher{svc: r.Svc}
 	r.Svc.Launcher = launcher
 	ctx := context.Background()
-	if err := r.Svc.Dispatch(ctx, core.Message{RunID: "r1", Node: "publish", Kind: compiler.KindStop}); err != nil {
+	if err := dispatch.Invoke(ctx, r.Svc.Service, core.Message{RunID: "r1", Node: "publish", Kind: compiler.KindStop}); err != nil {
 		t.Errorf("stop of a node never dispatched: %v", err)
 	}
-	if err := r.Svc.Dispatch(ctx, core.Message{RunID: "r1", Node: "build", Kind: "agent", TaskToken: "tok-1"}); err != nil {
+	if err := dispatch.Invoke(ctx, r.Svc.Service, core.Message{RunID: "r1", Node: "build", Kind: "agent", TaskToken: "tok-1"}); err != nil {
 		t.Fatal(err)
 	}
 	launched, _ := launcher.snapshot()
@@ -228,7 +229,7 @@ func TestDispatch_StopMessageKeepsAnEndedStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	before, _ := r.Svc.Store.GetStep(ctx, sp.TaskID)
-	err := r.Svc.Dispatch(ctx, core.Message{RunID: "r1", Node: "build", Kind: compiler.KindStop,
+	err := dispatch.Invoke(ctx, r.Svc.Service, core.Message{RunID: "r1", Node: "build", Kind: compiler.KindStop,
 		Error: &core.CaughtError{Error: core.ErrWorkerFailed, Cause: "engine crashed"}})
 	if err != nil {
 		t.Fatal(err)
@@ -240,16 +241,15 @@ func TestDispatch_StopMessageKeepsAnEndedStep(t *testing.T) {
 	if _, stopped := launcher.snapshot(); !slices.Equal(stopped, []string{"worker-" + sp.TaskID}) {
 		t.Errorf("stopped %v, want the build worker", stopped)
 	}
-	if err := r.Svc.Dispatch(ctx, core.Message{Node: "build", Kind: compiler.KindStop}); stratus.ErrorCode(err) != stratus.EINVALID {
+	if err := dispatch.Invoke(ctx, r.Svc.Service, core.Message{Node: "build", Kind: compiler.KindStop}); stratus.ErrorCode(err) != stratus.EINVALID {
 		t.Errorf("stop without run_id: %v, want EINVALID", err)
 	}
 }
 
-// Issue 6 § Build 4: a launch that failed for want of capacity or under
-// throttling (launch.ErrInfrastructure) is reported as
-// stratus.InfrastructureFailed, which the compiled machine parks at
-// manual_action_required; any other launch error stays
-// stratus.LaunchFailed.
+// A launch that failed for want of capacity or under throttling
+// (launch.ErrInfrastructure) is reported as stratus.InfrastructureFailed,
+// which the compiled machine parks at manual_action_required; any other
+// launch error stays stratus.LaunchFailed.
 func TestDispatch_InfrastructureLaunchFailureIsLabelled(t *testing.T) {
 	cases := []struct {
 		err  error
@@ -268,9 +268,9 @@ func TestDispatch_InfrastructureLaunchFailureIsLabelled(t *testing.T) {
 	}
 }
 
-// The node's resolved network grant reaches the launcher (launch.Spec),
-// which on AWS picks the network profile by it (seed 004 § Per-node
-// overrides: network_access).
+// The node's resolved network grant reaches the launcher (launch.Spec), which
+// on AWS picks the network profile by it
+// (docs/contracts.md § Per-node overrides: network_access).
 func TestDispatch_SpecCarriesTheNodesNetworkAccess(t *testing.T) {
 	r := workertest.NewRig(t, workertest.RigOptions{Flow: `flow:
   name: f
@@ -288,7 +288,7 @@ func TestDispatch_SpecCarriesTheNodesNetworkAccess(t *testing.T) {
 `})
 	r.Dispatch(t, "research")
 	r.Dispatch(t, "build")
-	specs := launches(r)
+	specs := r.Launcher.Launched()
 	if len(specs) != 2 || !specs[0].NetworkAccess || specs[1].NetworkAccess {
 		t.Errorf("launches %+v: want research online, build offline", specs)
 	}
@@ -316,7 +316,7 @@ func TestDispatch_StopMessageReachesAWorkerLaunchedElsewhere(t *testing.T) {
 	step := r.Dispatch(t, "build")
 	other := &taskStopper{}
 	fresh := worker.New(core.Config{Store: r.Svc.Store, Sink: r.Svc.Sink, Tokens: r.Tokens, Launcher: other, Minter: r.Svc.Minter, Env: r.Svc.Env})
-	err := fresh.Dispatch(context.Background(), core.Message{RunID: "r1", Node: "build", Kind: compiler.KindStop,
+	err := dispatch.Invoke(context.Background(), fresh.Service, core.Message{RunID: "r1", Node: "build", Kind: compiler.KindStop,
 		Error: &core.CaughtError{Error: "States.Timeout"}})
 	if err != nil {
 		t.Fatal(err)
@@ -338,7 +338,7 @@ func TestDispatch_SpoolDirIsTheStepsLogDirInTheStateDir(t *testing.T) {
 	logs := filepath.Join(t.TempDir(), ".stratus", "logs")
 	r.Svc.LocalLogs = logs
 	r.Dispatch(t, "build")
-	specs := launches(r)
+	specs := r.Launcher.Launched()
 	if len(specs) != 1 {
 		t.Fatalf("launches %+v", specs)
 	}
@@ -348,7 +348,7 @@ func TestDispatch_SpoolDirIsTheStepsLogDirInTheStateDir(t *testing.T) {
 	}
 	aws := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.BuildPublishFlow})
 	aws.Dispatch(t, "build")
-	if s := launches(aws)[0]; s.SpoolDir != "" {
+	if s := aws.Launcher.Launched()[0]; s.SpoolDir != "" {
 		t.Errorf("without local logs SpoolDir = %q, want \"\" (the runner's own)", s.SpoolDir)
 	}
 }

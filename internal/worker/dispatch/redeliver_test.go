@@ -1,4 +1,4 @@
-package worker_test
+package dispatch_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/dispatch"
 	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
 
@@ -27,11 +28,11 @@ func (f *failOnce) Put(ctx context.Context, key string, body []byte) error {
 	return f.Sink.Put(ctx, key, body)
 }
 
-// DESIGN.md § The path of one step: a dispatch message is delivered at least
-// once. A delivery that fails before the step's first attempt is written
-// returns its error (SQS redelivers); the redelivery finds the step without
-// an attempt and launches it, exactly once; a further redelivery launches
-// nothing.
+// docs/architecture.md § The path of one step: a dispatch message is
+// delivered at least once. A delivery that fails before the step's first
+// attempt is written returns its error (SQS redelivers); the redelivery finds
+// the step without an attempt and launches it, exactly once; a further
+// redelivery launches nothing.
 func TestDispatch_RedeliveryAfterATransientFailureLaunchesTheWorkerOnce(t *testing.T) {
 	r := workertest.NewRig(t, workertest.RigOptions{Flow: `flow:
   name: f
@@ -47,14 +48,14 @@ func TestDispatch_RedeliveryAfterATransientFailureLaunchesTheWorkerOnce(t *testi
 `})
 	r.Svc.Sink = &failOnce{Sink: r.Svc.Sink, sub: "rendered-prompt.md"}
 	m := core.Message{RunID: r.Run.ID, Node: "a", Kind: "agent", TaskToken: "tok-a"}
-	if err := r.Svc.Dispatch(context.Background(), m); err == nil {
+	if err := dispatch.Invoke(context.Background(), r.Svc.Service, m); err == nil {
 		t.Fatal("first delivery: no error, want the transient failure returned for redelivery")
 	}
 	if n := len(r.Launcher.Launched()); n != 0 {
 		t.Fatalf("first delivery launched %d workers", n)
 	}
 	for i := 0; i < 2; i++ {
-		if err := r.Svc.Dispatch(context.Background(), m); err != nil {
+		if err := dispatch.Invoke(context.Background(), r.Svc.Service, m); err != nil {
 			t.Fatalf("redelivery %d: %v", i+1, err)
 		}
 	}
