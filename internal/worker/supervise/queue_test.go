@@ -1,4 +1,4 @@
-package worker_test
+package supervise_test
 
 import (
 	"context"
@@ -46,12 +46,12 @@ func (l *blockingLauncher) Launch(ctx context.Context, s launch.Spec) (string, e
 	return l.Launcher.Launch(ctx, s)
 }
 
-// issue 14 § 10: the submit that ends a step returns as soon as the
-// attempt is recorded; the observation turn it earns leaves through the
-// queue as a dispatch message, and only its handling (the dispatch
-// function's) launches — once, however often the queue delivers it.
-// Before, the worker API ran the launch, retries and all, inside the
-// request (and the Lambda drained it before answering).
+// docs/architecture.md § The path of one step, 2: the submit that ends a step
+// returns as soon as the attempt is recorded; the observation turn it earns
+// leaves through the queue as a dispatch message, and only its handling (the
+// dispatch function's) launches — once, however often the queue delivers it.
+// Before, the worker API ran the launch, retries and all, inside the request
+// (and the Lambda drained it before answering).
 func TestObserve_GoesThroughTheQueueNotTheRequest(t *testing.T) {
 	t.Parallel()
 	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.SupervisorFlow(""), Supervisor: true})

@@ -1,4 +1,4 @@
-package worker_test
+package supervise_test
 
 import (
 	"context"
@@ -21,14 +21,10 @@ import (
 
 const longProse = "The run added the --name flag and a table test. Review found the empty-name case unhandled at first; the fix rejects it with exit status 2, and the second review accepted."
 
-func launches(r *workertest.Rig) []launch.Spec {
-	return r.Launcher.Launched()
-}
-
 // supervisorLaunches are the launched supervisor turns.
 func supervisorLaunches(r *workertest.Rig) []launch.Spec {
 	var out []launch.Spec
-	for _, s := range launches(r) {
+	for _, s := range r.Launcher.Launched() {
 		if strings.Contains(s.TaskID, "."+core.SupervisorNode+".") {
 			out = append(out, s)
 		}
@@ -74,11 +70,11 @@ func toPublish(t *testing.T, r *workertest.Rig) string {
 	return "tok-3"
 }
 
-// seed 004 § What the layer does: at publish the finalize turn runs through
-// the worker path (read-only, its own engine input), reads a deterministic
-// packet, and its prose becomes summary.md under the task title, with the
-// fact sections appended; its submit completes no token of its own, and
-// publish completes after it.
+// docs/contracts.md § What the supervisor layer does: at publish the finalize
+// turn runs through the worker path (read-only, its own engine input), reads
+// a deterministic packet, and its prose becomes summary.md under the task
+// title, with the fact sections appended; its submit completes no token of
+// its own, and publish completes after it.
 func TestFinalize_ProseReachesSummaryThenPublishCompletes(t *testing.T) {
 	t.Parallel()
 	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.SupervisorFlow(""), Supervisor: true})
@@ -110,7 +106,8 @@ func TestFinalize_ProseReachesSummaryThenPublishCompletes(t *testing.T) {
 		t.Errorf("packet steps = %+v (%v)", pk.Steps, err)
 	}
 
-	// seed 004 § What the layer does: the layer is read-only; it stages no part.
+	// docs/contracts.md § What the supervisor layer does: the layer is
+	// read-only; it stages no part.
 	if err := r.Svc.Artifact(context.Background(), "Bearer "+sups[0].Handle, "notes.md", []byte("x")); stratus.ErrorCode(err) != stratus.EFORBIDDEN {
 		t.Errorf("a supervisor turn staged a part: %v", err)
 	}
@@ -124,8 +121,7 @@ func TestFinalize_ProseReachesSummaryThenPublishCompletes(t *testing.T) {
 	if sv.Outcome != "done" {
 		t.Errorf("finalize submit = %+v", sv)
 	}
-	// issue 13 § 8: the turn's live events name it by its job and carry
-	// what it spent.
+	// The turn's live events name it by its job and carry what it spent.
 	for _, e := range events {
 		switch e.Type {
 		case core.EventStepProgress:
@@ -156,9 +152,10 @@ func TestFinalize_ProseReachesSummaryThenPublishCompletes(t *testing.T) {
 	}
 }
 
-// seed 004 § The summary artifacts, situation 3: a finalize turn that
-// fails — a failed report, or a worker that exits without one — never fails
-// the run: the deterministic report takes over, degraded.
+// docs/contracts.md § The summary artifacts (the finalize turn could not
+// run): a finalize turn that fails — a failed report, or a worker that exits
+// without one — never fails the run: the deterministic report takes over,
+// degraded.
 func TestFinalize_FailureFallsBackToTheRenderer(t *testing.T) {
 	t.Parallel()
 	for _, how := range []string{"failed report", "worker exited"} {
@@ -187,9 +184,10 @@ func TestFinalize_FailureFallsBackToTheRenderer(t *testing.T) {
 	}
 }
 
-// seed 004 § The summary artifacts, situation 4: collapsed prose yields no
-// provider summary.md, flags the run degraded and carries the discarded
-// text in a warning (one "warning:" prefix, no "WARNING:" of its own).
+// docs/contracts.md § The summary artifacts (collapsed prose): collapsed
+// prose yields no provider summary.md, flags the run degraded and carries the
+// discarded text in a warning (one "warning:" prefix, no "WARNING:" of its
+// own).
 func TestFinalize_CollapsedProseIsDiscardedWithAWarning(t *testing.T) {
 	t.Parallel()
 	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.SupervisorFlow(""), Supervisor: true})
@@ -204,9 +202,10 @@ func TestFinalize_CollapsedProseIsDiscardedWithAWarning(t *testing.T) {
 	}
 }
 
-// seed 004 § Running without a supervisor, situation 1: enabled false runs
-// no turn at all — not at publish, not after a deviation — and the report
-// is rendered from the facts, not degraded.
+// docs/contracts.md § Running without a supervisor, § The summary artifacts
+// (the layer is disabled): enabled false runs no turn at all — not at
+// publish, not after a deviation — and the report is rendered from the facts,
+// not degraded.
 func TestSupervisorDisabled_NoTurnsRendererWrites(t *testing.T) {
 	t.Parallel()
 	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.SupervisorFlow(""), Supervisor: true, Config: func(c *config.Config) { c.Supervisor.Enabled = new(bool) }})
@@ -228,10 +227,10 @@ func TestSupervisorDisabled_NoTurnsRendererWrites(t *testing.T) {
 	}
 }
 
-// seed 004 § What observe.mode costs: under events a rework earns one
-// best-effort observation — launched off the routing path, recorded as
-// supervisor/observe-<node>-<visit>.md, completing no token — and an
-// ordinary step earns none; a flow that narrows to none observes nothing.
+// docs/contracts.md § What observe.mode costs: under events a rework earns
+// one best-effort observation — launched off the routing path, recorded as
+// supervisor/observe-<node>-<visit>.md, completing no token — and an ordinary
+// step earns none; a flow that narrows to none observes nothing.
 func TestObserve_EventsModeObservesADeviationOnly(t *testing.T) {
 	t.Parallel()
 	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.SupervisorFlow(""), Supervisor: true})
@@ -278,10 +277,10 @@ func TestObserve_EventsModeObservesADeviationOnly(t *testing.T) {
 	}
 }
 
-// seed 004 § prompt_audit: every agent and evaluator step run writes
-// prompt-audit/<ordinal:06d>-<node>.md (a fenced JSON header, then the
-// prompt last) and a timeline.jsonl line with the prompt; a task's
-// prompt_audit overrides config in both directions.
+// docs/contracts.md § Prompt audit: every agent and evaluator step run writes
+// prompt-audit/<ordinal:06d>-<node>.md (a fenced JSON header, then the prompt
+// last) and a timeline.jsonl line with the prompt; a task's prompt_audit
+// overrides config in both directions.
 func TestPromptAudit_FilesAndTaskOverride(t *testing.T) {
 	t.Parallel()
 	front := func(v string) string {
@@ -333,14 +332,15 @@ func TestPromptAudit_FilesAndTaskOverride(t *testing.T) {
 	}
 }
 
-// seed 004 § prompt_audit: a failed attempt's row carries its error class,
-// and a secret-shaped token in the prompt is redacted like rendered-prompt.md.
+// docs/contracts.md § Prompt audit: a failed attempt's row carries its error
+// class, and a secret-shaped token in the prompt is redacted like
+// rendered-prompt.md.
 func TestPromptAudit_ErrorClassAndRedaction(t *testing.T) {
 	t.Parallel()
 	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.SupervisorFlow(""), Config: func(c *config.Config) { c.PromptAudit = true },
 		Roles: map[string]string{"r/impl.md": "Use key sk-abcdefghijklmnopqrstuvwx here.\n"}})
 	r.Dispatch(t, "implementation")
-	sp := launches(r)[0]
+	sp := r.Launcher.Launched()[0]
 	if _, err := r.Svc.Submit(context.Background(), "Bearer "+sp.Handle, sp.TaskID, []byte("boom"), false); err != nil {
 		t.Fatal(err)
 	}
