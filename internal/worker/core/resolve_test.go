@@ -1,4 +1,4 @@
-package worker_test
+package core
 
 import (
 	"errors"
@@ -9,7 +9,6 @@ import (
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/flow"
-	"github.com/stratusflow/stratus/internal/worker/core"
 )
 
 // resolveConfig is a config with a primary and two pinnable providers of
@@ -31,10 +30,10 @@ func intp(n int) *int { return &n }
 
 func boolp(b bool) *bool { return &b }
 
-// TestResolve_PerNodeOverrides checks each resolution rule of seed 004 §
-// Per-node overrides in flows (worc reference.md § agent node, § evaluator
-// node, § network_policy): task > node > config for provider, model and
-// reasoning; node > provider > 600 s for the deadline; evaluators
+// TestResolve_PerNodeOverrides checks each resolution rule of
+// docs/contracts.md § Per-node overrides (worc reference.md § agent node, §
+// evaluator node, § network_policy): task > node > config for provider, model
+// and reasoning; node > provider > 600 s for the deadline; evaluators
 // read-only, agents capped at the ceiling; network tri-state over the flow's
 // network_policy; extra_args carried.
 func TestResolve_PerNodeOverrides(t *testing.T) {
@@ -100,7 +99,7 @@ func TestResolve_PerNodeOverrides(t *testing.T) {
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
 			t.Parallel()
-			got, _, err := core.Resolve(resolveConfig(), tc.flow, tc.node, tc.front)
+			got, _, err := Resolve(resolveConfig(), tc.flow, tc.node, tc.front)
 			if err != nil {
 				t.Fatalf("Resolve: %v", err)
 			}
@@ -113,8 +112,8 @@ func TestResolve_PerNodeOverrides(t *testing.T) {
 
 // TestResolve_Refusals: a pin outside agents.allowed, a reasoning the
 // resolved provider does not accept, and a workspace-write node with network
-// routed to Codex fail with EINVALID naming the field at fault (seed 004 §
-// Fatal validation; worc reference.md § network_policy).
+// routed to Codex fail with EINVALID naming the field at fault
+// (docs/contracts.md § Fatal validation; worc reference.md § network_policy).
 func TestResolve_Refusals(t *testing.T) {
 	t.Parallel()
 	ww := &flow.Flow{PermissionCeiling: flow.WorkspaceWrite}
@@ -134,7 +133,7 @@ func TestResolve_Refusals(t *testing.T) {
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
 			t.Parallel()
-			_, _, err := core.Resolve(resolveConfig(), ww, tc.node, tc.front)
+			_, _, err := Resolve(resolveConfig(), ww, tc.node, tc.front)
 			var se *stratus.Error
 			if !errors.As(err, &se) || se.Code != stratus.EINVALID || se.Field != tc.field || !strings.Contains(se.Message, `"impl"`) {
 				t.Errorf("Resolve: err = %#v, want EINVALID on field %q naming the node", err, tc.field)
@@ -148,7 +147,7 @@ func TestResolve_PrimaryCodexNetworkWriter_Refused(t *testing.T) {
 	t.Parallel()
 	cfg := resolveConfig()
 	cfg.Agents.Primary = "codex"
-	_, _, err := core.Resolve(cfg, &flow.Flow{PermissionCeiling: flow.WorkspaceWrite, NetworkPolicy: "advisories"}, &flow.Node{ID: "impl", Kind: flow.KindAgent}, nil)
+	_, _, err := Resolve(cfg, &flow.Flow{PermissionCeiling: flow.WorkspaceWrite, NetworkPolicy: "advisories"}, &flow.Node{ID: "impl", Kind: flow.KindAgent}, nil)
 	var se *stratus.Error
 	if !errors.As(err, &se) || se.Field != "agents.primary" {
 		t.Errorf("Resolve: err = %v, want EINVALID on agents.primary", err)
