@@ -26,8 +26,8 @@ import (
 	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
 
-// stateLimit is Step Functions' payload limit on a state's input and
-// output (DESIGN.md § Limits).
+// stateLimit is Step Functions' payload limit on a state's input and output
+// (docs/architecture.md § Limits).
 const stateLimit = 256 << 10
 
 // bigBody is the size of every body a worker sends in the state-size test.
@@ -246,15 +246,14 @@ func runLargestPeerFlow(t *testing.T, failNode string) (executor.Execution, *siz
 	return x, watch, refs, r
 }
 
-// DESIGN.md § Limits: "Step Functions state payload: 256 KiB. The state
-// carries references and small scalars (status, verdict, attempt, sizes,
-// part names), never bodies" (issue 6 § Build 3: a test runs the largest
-// peer flow with 200 KiB bodies and asserts no state input or output
-// exceeds 256 KiB). The largest peer flow, compiled, runs on the embedded
-// executor through both of its fix loops; every worker stages a 200 KiB
-// part and submits a 200 KiB body; every state input and output the
-// history shows stays under the limit — far under: the bodies stay in the
-// store and the sink.
+// docs/architecture.md § Limits: a state's input or output is at most 256
+// KiB; "the state and every dispatch message carry references and small
+// scalars (ids, node, kind, outcome, verdict, attempt, sizes, part names),
+// never bodies". The largest peer flow, compiled, runs on the embedded
+// executor through both of its fix loops; every worker stages a 200 KiB part
+// and submits a 200 KiB body; every state input and output the history shows
+// stays under the limit — far under: the bodies stay in the store and the
+// sink.
 func TestRun_LargestPeerFlowStateStaysUnder256KiB(t *testing.T) {
 	x, watch, steps, r := runLargestPeerFlow(t, "")
 	if x.Status != executor.StatusSucceeded {
