@@ -2,12 +2,19 @@ package dispatch_test
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
+	awsddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/awstest"
 	"github.com/stratusflow/stratus/internal/report"
+	"github.com/stratusflow/stratus/internal/sink/fs"
+	"github.com/stratusflow/stratus/internal/store"
+	"github.com/stratusflow/stratus/internal/store/dynamodb"
 	"github.com/stratusflow/stratus/internal/worker/core"
 	"github.com/stratusflow/stratus/internal/worker/dispatch"
 	"github.com/stratusflow/stratus/internal/worker/workertest"
@@ -23,7 +30,7 @@ func TestDispatch_ConcurrentInstances_NumberStepsWithoutGaps(t *testing.T) {
 	t.Parallel()
 	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.SupervisorFlow(""), Supervisor: true})
 	const n = 8
-	svcs := r.Instances(t, 3)
+	svcs := r.Instances(t, dynamoStore(t), 3)
 	ctx := context.Background()
 	deliver := func(ms []core.Message) {
 		t.Helper()
@@ -107,4 +114,20 @@ func seq(n int) []int {
 		s[i] = i + 1
 	}
 	return s
+}
+
+// dynamoStore is a store on a DynamoDB table of its own on the moto
+// server, for several worker instances to share.
+func dynamoStore(t *testing.T) store.Store {
+	t.Helper()
+	c := awsddb.NewFromConfig(awstest.Moto(t).Config())
+	prefix := "w" + strings.ToLower(rand.Text()[:10]) + "-"
+	if err := dynamodb.CreateTables(context.Background(), c, prefix); err != nil {
+		t.Fatal(err)
+	}
+	st, err := dynamodb.New(c, dynamodb.Options{Table: dynamodb.TableName(prefix), Blobs: fs.New(t.TempDir())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

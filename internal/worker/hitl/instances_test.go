@@ -2,13 +2,19 @@ package hitl_test
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
+	awsddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/awstest"
+	"github.com/stratusflow/stratus/internal/sink/fs"
+	"github.com/stratusflow/stratus/internal/store"
+	"github.com/stratusflow/stratus/internal/store/dynamodb"
 	"github.com/stratusflow/stratus/internal/worker/core"
 	"github.com/stratusflow/stratus/internal/worker/hitl"
 	"github.com/stratusflow/stratus/internal/worker/workertest"
@@ -23,7 +29,7 @@ import (
 func TestHuman_ConcurrentInstances_OneReplyWins(t *testing.T) {
 	t.Parallel()
 	h := newHITLRig(t, "")
-	svcs := h.Instances(t, 4)
+	svcs := h.Instances(t, dynamoStore(t), 4)
 	ctx := context.Background()
 	if err := svcs[0].Dispatch(ctx, core.Message{RunID: "r1", Node: "ask", Kind: "hitl", TaskToken: "tok-ask"}); err != nil {
 		t.Fatal(err)
@@ -65,4 +71,20 @@ func TestHuman_ConcurrentInstances_OneReplyWins(t *testing.T) {
 	if got := len(h.Tokens.Successes()); got != 1 {
 		t.Errorf("%d task tokens succeeded; want the gate's, once", got)
 	}
+}
+
+// dynamoStore is a store on a DynamoDB table of its own on the moto
+// server, for several worker instances to share.
+func dynamoStore(t *testing.T) store.Store {
+	t.Helper()
+	c := awsddb.NewFromConfig(awstest.Moto(t).Config())
+	prefix := "w" + strings.ToLower(rand.Text()[:10]) + "-"
+	if err := dynamodb.CreateTables(context.Background(), c, prefix); err != nil {
+		t.Fatal(err)
+	}
+	st, err := dynamodb.New(c, dynamodb.Options{Table: dynamodb.TableName(prefix), Blobs: fs.New(t.TempDir())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

@@ -2,7 +2,6 @@ package workertest
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -10,16 +9,11 @@ import (
 	"sync"
 	"testing"
 
-	awsddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/stratusflow/stratus"
-	"github.com/stratusflow/stratus/internal/awstest"
 	"github.com/stratusflow/stratus/internal/executor/embedded"
 	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/sink"
-	"github.com/stratusflow/stratus/internal/sink/fs"
 	"github.com/stratusflow/stratus/internal/store"
-	"github.com/stratusflow/stratus/internal/store/dynamodb"
 	"github.com/stratusflow/stratus/internal/worker"
 	"github.com/stratusflow/stratus/internal/worker/core"
 )
@@ -112,23 +106,13 @@ func SendToDispatch(svc *worker.Service, dispatches *sync.WaitGroup, onErr func(
 
 // Instances returns n worker services as separate dispatch Lambda
 // instances are: each its own Service value (its own mutexes and memory),
-// all on one DynamoDB table on the moto server — which applies one request
-// at a time, as DynamoDB makes each request atomic, and nothing more — and
-// r's sink, tokens, minter, run environment and log. They share one
-// FakeLauncher; r.Run is created in the table.
-func (r *Rig) Instances(t *testing.T, n int) []*worker.Service {
+// all on the one store st — a DynamoDB table on the moto server in the
+// tests that use it, which applies one request at a time, as DynamoDB makes
+// each request atomic, and nothing more — and r's sink, tokens, minter, run
+// environment and log. They share one FakeLauncher; r.Run is created in st.
+func (r *Rig) Instances(t *testing.T, st store.Store, n int) []*worker.Service {
 	t.Helper()
-	ctx := context.Background()
-	c := awsddb.NewFromConfig(awstest.Moto(t).Config())
-	prefix := "w" + strings.ToLower(rand.Text()[:10]) + "-"
-	if err := dynamodb.CreateTables(ctx, c, prefix); err != nil {
-		t.Fatal(err)
-	}
-	st, err := dynamodb.New(c, dynamodb.Options{Table: dynamodb.TableName(prefix), Blobs: fs.New(t.TempDir())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.CreateRun(ctx, r.Run); err != nil {
+	if err := st.CreateRun(context.Background(), r.Run); err != nil {
 		t.Fatal(err)
 	}
 	launcher := &FakeLauncher{}
