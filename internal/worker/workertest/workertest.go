@@ -4,8 +4,9 @@
 // built-in implementation flow as files, and the Rig — a whole worker
 // service (worker.New) over SQLite and an fs sink — with the flows and
 // fakes the operation packages' tests under internal/worker drive it
-// with. It imports the facade (internal/worker), so only external test
-// packages (package x_test) of the packages under it may import it.
+// with. It imports the facade (internal/worker), so a package the facade
+// imports (core, the layers, the operations) may use it only from its
+// external test package (package x_test).
 package workertest
 
 import (
