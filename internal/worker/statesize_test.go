@@ -1,4 +1,4 @@
-package worker
+package worker_test
 
 import (
 	"context"
@@ -21,10 +21,13 @@ import (
 	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/nodeexec"
 	"github.com/stratusflow/stratus/internal/testenv"
+	"github.com/stratusflow/stratus/internal/worker"
+	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
 
-// stateLimit is Step Functions' payload limit on a state's input and
-// output (DESIGN.md § Limits).
+// stateLimit is Step Functions' payload limit on a state's input and output
+// (docs/architecture.md § Limits).
 const stateLimit = 256 << 10
 
 // bigBody is the size of every body a worker sends in the state-size test.
@@ -110,8 +113,8 @@ func pad(n int) string {
 // checks node fails once with 200 KiB of output, then passes with as
 // much. ok=false bodies (failNode) are 200 KiB too.
 type playWorker struct {
-	svc      *Service
-	env      *RunEnv
+	svc      *worker.Service
+	env      *core.RunEnv
 	failNode string // this node's worker reports failure (ok=false)
 
 	mu   sync.Mutex
@@ -181,7 +184,7 @@ func (p *playWorker) fail(err error) {
 // runLargestPeerFlow runs the largest peer flow on the embedded executor
 // with playWorker workers; it returns the execution, the sizes seen, the
 // steps in order and the rig.
-func runLargestPeerFlow(t *testing.T, failNode string) (executor.Execution, *sizeWatch, []string, *rig) {
+func runLargestPeerFlow(t *testing.T, failNode string) (executor.Execution, *sizeWatch, []string, *workertest.Rig) {
 	t.Helper()
 	file, fl := largestPeerFlow(t)
 	yaml, err := os.ReadFile(file)
@@ -191,13 +194,13 @@ func runLargestPeerFlow(t *testing.T, failNode string) (executor.Execution, *siz
 	// The rig loads its flow as f.yaml, whose task_type must be "f"; the
 	// flow is otherwise the peer's, unchanged.
 	text := regexp.MustCompile(`(?m)^(\s+task_type:\s*)`+regexp.QuoteMeta(fl.TaskType)+`\s*$`).ReplaceAllString(string(yaml), "${1}f")
-	r := newRig(t, rigOptions{flow: text})
-	if len(r.env.Flow.Nodes) != len(fl.Nodes) {
-		t.Fatalf("the rig's flow has %d nodes, the peer flow %d", len(r.env.Flow.Nodes), len(fl.Nodes))
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: text})
+	if len(r.Env.Flow.Nodes) != len(fl.Nodes) {
+		t.Fatalf("the rig's flow has %d nodes, the peer flow %d", len(r.Env.Flow.Nodes), len(fl.Nodes))
 	}
-	r.svc.Publish = func(context.Context, stratus.Run, *RunEnv) ([]string, error) { return nil, nil }
-	player := &playWorker{svc: r.svc, env: r.env, failNode: failNode, seen: map[string]int{}}
-	r.svc.Launcher = player
+	r.Svc.Publish = func(context.Context, stratus.Run, *core.RunEnv) ([]string, error) { return nil, nil }
+	player := &playWorker{svc: r.Svc, env: r.Env, failNode: failNode, seen: map[string]int{}}
+	r.Svc.Launcher = player
 	watch := &sizeWatch{}
 	var exec *embedded.Executor
 	var dispatches sync.WaitGroup
@@ -205,21 +208,21 @@ func runLargestPeerFlow(t *testing.T, failNode string) (executor.Execution, *siz
 		OnEvent:       watch.event,
 		Substitutions: map[string]string{"DispatchQueueUrl": "embedded://dispatch"},
 		Resources: map[string]embedded.TaskHandler{
-			"arn:aws:states:::sqs:sendMessage": sendToDispatch(r.svc, &dispatches, func(m Message, err error) {
+			"arn:aws:states:::sqs:sendMessage": workertest.SendToDispatch(r.Svc, &dispatches, func(m core.Message, err error) {
 				player.fail(fmt.Errorf("dispatch %s: %w", m.Node, err))
-				exec.SendTaskFailure(context.Background(), m.TaskToken, ErrDispatch, err.Error())
+				exec.SendTaskFailure(context.Background(), m.TaskToken, core.ErrDispatch, err.Error())
 			}),
 		},
 	})
-	r.svc.Tokens = exec
-	def, err := compiler.Compile(r.env.Flow, compiler.Options{})
+	r.Svc.Tokens = exec
+	def, err := compiler.Compile(r.Env.Flow, compiler.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	input, _ := json.Marshal(map[string]string{"run_id": r.run.ID, "task_id": "t1"})
-	x, err := exec.StartExecution(ctx, executor.StartInput{StateMachine: "f", Definition: def, Name: r.run.ID, Input: input})
+	input, _ := json.Marshal(map[string]string{"run_id": r.Run.ID, "task_id": "t1"})
+	x, err := exec.StartExecution(ctx, executor.StartInput{StateMachine: "f", Definition: def, Name: r.Run.ID, Input: input})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +235,7 @@ func runLargestPeerFlow(t *testing.T, failNode string) (executor.Execution, *siz
 		t.Errorf("worker: %v", err)
 	}
 	player.mu.Unlock()
-	steps, err := r.svc.Store.ListSteps(context.Background(), r.run.ID)
+	steps, err := r.Svc.Store.ListSteps(context.Background(), r.Run.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,15 +246,14 @@ func runLargestPeerFlow(t *testing.T, failNode string) (executor.Execution, *siz
 	return x, watch, refs, r
 }
 
-// DESIGN.md § Limits: "Step Functions state payload: 256 KiB. The state
-// carries references and small scalars (status, verdict, attempt, sizes,
-// part names), never bodies" (issue 6 § Build 3: a test runs the largest
-// peer flow with 200 KiB bodies and asserts no state input or output
-// exceeds 256 KiB). The largest peer flow, compiled, runs on the embedded
-// executor through both of its fix loops; every worker stages a 200 KiB
-// part and submits a 200 KiB body; every state input and output the
-// history shows stays under the limit — far under: the bodies stay in the
-// store and the sink.
+// docs/architecture.md § Limits: a state's input or output is at most 256
+// KiB; "the state and every dispatch message carry references and small
+// scalars (ids, node, kind, outcome, verdict, attempt, sizes, part names),
+// never bodies". The largest peer flow, compiled, runs on the embedded
+// executor through both of its fix loops; every worker stages a 200 KiB part
+// and submits a 200 KiB body; every state input and output the history shows
+// stays under the limit — far under: the bodies stay in the store and the
+// sink.
 func TestRun_LargestPeerFlowStateStaysUnder256KiB(t *testing.T) {
 	x, watch, steps, r := runLargestPeerFlow(t, "")
 	if x.Status != executor.StatusSucceeded {
@@ -261,13 +263,13 @@ func TestRun_LargestPeerFlowStateStaysUnder256KiB(t *testing.T) {
 		t.Errorf("steps %s: want both fix loops taken (testing fails once, review reworks once)", got)
 	}
 	// The bodies were real: the projected report of a step holds 200 KiB.
-	if b, err := os.ReadFile(r.ctx("implementation.md")); err != nil || len(b) < bigBody {
+	if b, err := os.ReadFile(r.Ctx("implementation.md")); err != nil || len(b) < bigBody {
 		t.Errorf("implementation.md: %d bytes (%v), want the 200 KiB body projected", len(b), err)
 	}
 	for _, o := range watch.over {
 		t.Errorf("over 256 KiB: %s", o)
 	}
-	t.Logf("flow %s; largest state payload: %d bytes (%s)", r.env.Flow.Name, watch.max, watch.where)
+	t.Logf("flow %s; largest state payload: %d bytes (%s)", r.Env.Flow.Name, watch.max, watch.where)
 	if watch.max == 0 || watch.max > 16<<10 {
 		t.Errorf("largest state payload %d bytes (%s): the state should hold references and small scalars only", watch.max, watch.where)
 	}

@@ -7,9 +7,9 @@ import (
 	"github.com/stratusflow/stratus"
 )
 
-// seed 003 § 7.1: a launch spec must mirror the call's kind and step
-// ceiling onto argv, so openseek gets `subrun <kind> --max-steps N`; with no
-// ceiling the flag is dropped rather than sent empty.
+// docs/contracts.md § The reference engine: a launch spec must mirror the
+// call's kind and step ceiling onto argv, so openseek gets `subrun <kind>
+// --max-steps N`; with no ceiling the flag is dropped rather than sent empty.
 func TestExpandArgs_MirrorsKindAndMaxSteps(t *testing.T) {
 	t.Parallel()
 	args := []string{"subrun", "{kind}", "--max-steps", "{max_steps}"}
@@ -21,8 +21,8 @@ func TestExpandArgs_MirrorsKindAndMaxSteps(t *testing.T) {
 	}
 }
 
-// seed 004 § Per-node overrides in flows: the resolved model, reasoning
-// and grants reach argv through {model} {reasoning} {permission_profile}
+// docs/contracts.md § Per-node overrides: the resolved model, reasoning and
+// grants reach argv through {model} {reasoning} {permission_profile}
 // {network_access}; an argument that expands to "" is dropped together with
 // the '-' flag right before it, and a value is never expanded again.
 func TestExpandArgs_OverridePlaceholders_EmptyDropsItsFlag(t *testing.T) {

@@ -1,7 +1,12 @@
-// Package workertest holds the fakes that tests of the worker service and
-// of what serves it (internal/httpapi, functions/handler) share: the state
-// machine's side of the task tokens, a launcher that starts nothing, and
-// the built-in implementation flow as files.
+// Package workertest holds what tests of the worker service and of what
+// serves it (internal/httpapi, functions/handler) share: the state
+// machine's side of the task tokens, a launcher that starts nothing, the
+// built-in implementation flow as files, and the Rig — a whole worker
+// service (worker.New) over SQLite and an fs sink — with the flows and
+// fakes the operation packages' tests under internal/worker drive it
+// with. It imports the facade (internal/worker), so a package the facade
+// imports (core, the layers, the operations) may use it only from its
+// external test package (package x_test).
 package workertest
 
 import (

@@ -1,4 +1,4 @@
-package worker
+package artifact_test
 
 import (
 	"context"
@@ -8,23 +8,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/worker/artifact"
+	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
-
-const onePlanFlow = `flow:
-  name: f
-  task_type: f
-  permission_ceiling: workspace-write
-  output_policy: code_change
-  publishing: none
-  nodes:
-    - { id: planning, kind: agent, role_file: r/a.md }
-    - { id: publish, kind: publish, policy: none }
-  edges:
-    - { from: planning, to: publish }
-`
 
 // docs/security.md § Part names: a part name NFKC changes ("pl\u2024an.md",
 // ONE DOT LEADER for the dot) is refused at staging — EINVALID on field
@@ -32,25 +20,25 @@ const onePlanFlow = `flow:
 // written, while "pl.an.md" beside it is staged.
 func TestArtifact_RefusesAPartNameNFKCChanges(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{flow: onePlanFlow})
-	st := r.dispatch(t, "planning")
-	h := "Bearer " + r.launcher.Launched()[0].Handle
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.OnePlanFlow})
+	st := r.Dispatch(t, "planning")
+	h := "Bearer " + r.Launcher.Launched()[0].Handle
 	ctx := context.Background()
 	for _, name := range []string{"pl\u2024an.md", "ｐｌａｎ.md", "pl\ufb01le.md"} {
-		err := r.svc.Artifact(ctx, h, name, []byte("spoof"))
+		err := artifact.Artifact(ctx, r.Svc.Service, h, name, []byte("spoof"))
 		var se *stratus.Error
 		if !errors.As(err, &se) || se.Code != stratus.EINVALID || se.Field != "name" ||
 			!strings.Contains(se.Message, "not NFKC-stable") || !strings.Contains(se.Message, strings.Trim(escaped(name), `"`)) {
 			t.Errorf("Artifact(%+q) = %v; want EINVALID on field name, the value escaped and the rule", name, err)
 		}
-		if _, err := os.Stat(r.ctx(name)); !errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(r.Ctx(name)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("a file was written for the refused part %+q: %v", name, err)
 		}
 	}
-	if err := r.svc.Artifact(ctx, h, "pl.an.md", []byte("the plan")); err != nil {
+	if err := artifact.Artifact(ctx, r.Svc.Service, h, "pl.an.md", []byte("the plan")); err != nil {
 		t.Fatalf("Artifact(pl.an.md): %v", err)
 	}
-	tail, err := r.svc.Store.ListOutput(ctx, st.TID, 1)
+	tail, err := r.Svc.Store.ListOutput(ctx, st.TID, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,60 +47,23 @@ func TestArtifact_RefusesAPartNameNFKCChanges(t *testing.T) {
 	}
 }
 
-// docs/security.md § Part names: a tail staged before the rule (by an
-// older build) may hold a name NFKC changes; the submit folds and lists
-// the parts without it, says so, and keeps it in the tail.
-func TestSubmit_LeavesOutAStagedPartNameNFKCChanges(t *testing.T) {
-	t.Parallel()
-	r := newRig(t, rigOptions{flow: onePlanFlow})
-	st := r.dispatch(t, "planning")
-	ctx := context.Background()
-	for _, name := range []string{"plan.md", "pl\u2024an.md"} {
-		if _, err := r.svc.Store.AppendOutput(ctx, stratus.OutputEvent{TID: st.TID, Attempt: 1, Kind: stratus.OutputArtifact,
-			Name: name, Body: []byte("body of " + name), OK: true, At: time.Now()}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sv, err := r.submit(t, "done")
-	if err != nil {
-		t.Fatalf("submit: %v", err)
-	}
-	if strings.Join(sv.Parts, ",") != "plan.md" {
-		t.Errorf("step value parts = %q; want plan.md alone", sv.Parts)
-	}
-	got, err := r.svc.Store.GetStep(ctx, st.TID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(string(got.Value), "2024") || strings.Contains(string(got.Value), "\u2024") {
-		t.Errorf("the step's value names the refused part: %s", got.Value)
-	}
-	if !r.warned(`"pl\u2024an.md" is not NFKC-stable`) {
-		t.Errorf("no warning about the part left out: %q", r.warnings.Messages())
-	}
-	tail, _ := r.svc.Store.ListOutput(ctx, st.TID, 1)
-	if len(tail) != 3 {
-		t.Errorf("tail has %d events; want both parts and the Final kept", len(tail))
-	}
-}
-
 // escaped is name as the part-name errors quote it: Go syntax, ASCII only.
 func escaped(name string) string { return strconv.QuoteToASCII(name) }
 
 // docs/security.md § Part names: within one step, a part name equal to an
 // already staged one under Unicode case folding but not byte-equal
-// ("PLAN.md", "Plan.MD" beside "plan.md"; "STRASSE.md" beside
-// "straße.md", full folding) is refused — EINVALID on field name, naming
-// both — with nothing staged and no file written; restaging the same name
-// is still last write wins (seed 000). Reproduces the tester's finding:
-// all three were staged (204).
+// ("PLAN.md", "Plan.MD" beside "plan.md"; "STRASSE.md" beside "straße.md",
+// full folding) is refused — EINVALID on field name, naming both — with
+// nothing staged and no file written; restaging the same name is still last
+// write wins (docs/contracts.md § Output is a tool call). Reproduces the
+// tester's finding: all three were staged (204).
 func TestArtifact_RefusesANameEqualToAStagedOneUnderCaseFolding(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{flow: onePlanFlow})
-	st := r.dispatch(t, "planning")
-	h := "Bearer " + r.launcher.Launched()[0].Handle
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.OnePlanFlow})
+	st := r.Dispatch(t, "planning")
+	h := "Bearer " + r.Launcher.Launched()[0].Handle
 	ctx := context.Background()
-	stage := func(name, body string) error { return r.svc.Artifact(ctx, h, name, []byte(body)) }
+	stage := func(name, body string) error { return artifact.Artifact(ctx, r.Svc.Service, h, name, []byte(body)) }
 	for _, name := range []string{"plan.md", "straße.md", "notes.md"} {
 		if err := stage(name, "first "+name); err != nil {
 			t.Fatalf("Artifact(%q): %v", name, err)
@@ -135,10 +86,10 @@ func TestArtifact_RefusesANameEqualToAStagedOneUnderCaseFolding(t *testing.T) {
 	if err := stage("plan.md", "second plan.md"); err != nil {
 		t.Fatalf("restaging plan.md: %v", err)
 	}
-	if b, err := os.ReadFile(r.ctx("plan.md")); err != nil || string(b) != "second plan.md" {
+	if b, err := os.ReadFile(r.Ctx("plan.md")); err != nil || string(b) != "second plan.md" {
 		t.Errorf("ctx plan.md = %q, %v; want the restaged body", b, err)
 	}
-	names, err := r.svc.Store.ListPartNames(ctx, st.TID, 1)
+	names, err := r.Svc.Store.ListPartNames(ctx, st.TID, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +97,7 @@ func TestArtifact_RefusesANameEqualToAStagedOneUnderCaseFolding(t *testing.T) {
 		t.Errorf("staged names = %s; want plan.md,straße.md,notes.md (no refused spelling)", got)
 	}
 	// The fold is unchanged: each staged name once, its last body.
-	sv, err := r.submit(t, "done")
+	sv, err := r.Submit(t, "done")
 	if err != nil {
 		t.Fatalf("submit: %v", err)
 	}
@@ -159,18 +110,18 @@ func TestArtifact_RefusesANameEqualToAStagedOneUnderCaseFolding(t *testing.T) {
 // spellings of one name that differ by case stage exactly one of them.
 func TestArtifact_ConcurrentCaseSpellingsStageOne(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{flow: onePlanFlow})
-	st := r.dispatch(t, "planning")
-	h := "Bearer " + r.launcher.Launched()[0].Handle
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.OnePlanFlow})
+	st := r.Dispatch(t, "planning")
+	h := "Bearer " + r.Launcher.Launched()[0].Handle
 	ctx := context.Background()
 	spellings := []string{"plan.md", "PLAN.md", "Plan.md", "pLan.md", "plAn.md", "plaN.md", "PLan.md", "PlAn.md",
 		"PlaN.md", "pLAn.md", "pLaN.md", "plAN.md", "PLAn.md", "PLaN.md", "PlAN.md", "pLAN.md"}
 	var wg sync.WaitGroup
 	for _, name := range spellings {
-		wg.Go(func() { _ = r.svc.Artifact(ctx, h, name, []byte(name)) })
+		wg.Go(func() { _ = artifact.Artifact(ctx, r.Svc.Service, h, name, []byte(name)) })
 	}
 	wg.Wait()
-	names, err := r.svc.Store.ListPartNames(ctx, st.TID, 1)
+	names, err := r.Svc.Store.ListPartNames(ctx, st.TID, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package worker
+package core
 
 import (
 	"errors"
@@ -26,13 +26,14 @@ func resolveConfig() *config.Config {
 	}}
 }
 
-func intp(n int) *int    { return &n }
+func intp(n int) *int { return &n }
+
 func boolp(b bool) *bool { return &b }
 
-// TestResolve_PerNodeOverrides checks each resolution rule of seed 004 §
-// Per-node overrides in flows (worc reference.md § agent node, § evaluator
-// node, § network_policy): task > node > config for provider, model and
-// reasoning; node > provider > 600 s for the deadline; evaluators
+// TestResolve_PerNodeOverrides checks each resolution rule of
+// docs/contracts.md § Per-node overrides (worc reference.md § agent node, §
+// evaluator node, § network_policy): task > node > config for provider, model
+// and reasoning; node > provider > 600 s for the deadline; evaluators
 // read-only, agents capped at the ceiling; network tri-state over the flow's
 // network_policy; extra_args carried.
 func TestResolve_PerNodeOverrides(t *testing.T) {
@@ -111,8 +112,8 @@ func TestResolve_PerNodeOverrides(t *testing.T) {
 
 // TestResolve_Refusals: a pin outside agents.allowed, a reasoning the
 // resolved provider does not accept, and a workspace-write node with network
-// routed to Codex fail with EINVALID naming the field at fault (seed 004 §
-// Fatal validation; worc reference.md § network_policy).
+// routed to Codex fail with EINVALID naming the field at fault
+// (docs/contracts.md § Fatal validation; worc reference.md § network_policy).
 func TestResolve_Refusals(t *testing.T) {
 	t.Parallel()
 	ww := &flow.Flow{PermissionCeiling: flow.WorkspaceWrite}

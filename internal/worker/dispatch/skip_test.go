@@ -1,10 +1,13 @@
-package worker
+package dispatch_test
 
 import (
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
 
 // gatesFlow has one node of every kind, each entered once.
@@ -36,14 +39,14 @@ const gatesFlow = `flow:
   budgets: { fix: 3 }
 `
 
-// Issue 5 H1 (worc reference.md § Conditional nodes: a disabled gate does
-// not gate): a node the task disables completes at dispatch with no worker;
-// its verdict (and progress line) reads skipped, while the outcome the
-// compiled "<node>.route" Choice routes on is the kind's pass outcome —
-// checks and tool pass, evaluator accept, hitl approval route:approve,
-// hitl question done, a gate without edges its pass outcome too (which
-// ends the run done) — and an agent or publish node, which routes
-// unconditionally, keeps "skipped".
+// worc reference.md § Conditional nodes (a disabled gate does not gate): a
+// node the task disables completes at dispatch with no worker; its verdict
+// (and progress line) reads skipped, while the outcome the compiled
+// "<node>.route" Choice routes on is the kind's pass outcome — checks and
+// tool pass, evaluator accept, hitl approval route:approve, hitl question
+// done, a gate without edges its pass outcome too (which ends the run done) —
+// and an agent or publish node, which routes unconditionally, keeps
+// "skipped".
 func TestDispatch_SkippedGateCompletesWithItsPassOutcome(t *testing.T) {
 	t.Parallel()
 	want := map[string]string{
@@ -54,36 +57,36 @@ func TestDispatch_SkippedGateCompletesWithItsPassOutcome(t *testing.T) {
 	for id := range want {
 		disabled = append(disabled, id+": { enabled: false }")
 	}
-	r := newRig(t, rigOptions{flow: gatesFlow, task: "---\nid: t1\ntitle: T\nnodes: { " + strings.Join(disabled, ", ") + " }\n---\nDo it.\n"})
-	var events []Event
-	r.svc.OnEvent = func(e Event) { events = append(events, e) }
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: gatesFlow, Task: "---\nid: t1\ntitle: T\nnodes: { " + strings.Join(disabled, ", ") + " }\n---\nDo it.\n"})
+	var events []core.Event
+	r.Svc.OnEvent = func(e core.Event) { events = append(events, e) }
 	for _, id := range []string{"build", "testing", "lint", "review", "approve", "ask", "last", "publish"} {
-		st := r.dispatch(t, id)
+		st := r.Dispatch(t, id)
 		if st.Verdict != "skipped" {
 			t.Errorf("%s: verdict %q, want skipped", id, st.Verdict)
 		}
-		tok := fmt.Sprintf("tok-%d", r.n)
-		raw, ok := r.tokens.Successes()[tok]
+		tok := fmt.Sprintf("tok-%d", r.N)
+		raw, ok := r.Tokens.Successes()[tok]
 		if !ok {
-			t.Fatalf("%s: its Task state was not completed (failures %v)", id, r.tokens.Failures())
+			t.Fatalf("%s: its Task state was not completed (failures %v)", id, r.Tokens.Failures())
 		}
-		var v StepValue
+		var v core.StepValue
 		if err := json.Unmarshal(raw, &v); err != nil {
 			t.Fatal(err)
 		}
 		if v.Outcome != want[id] || !strings.Contains(v.Reason, "disabled by the task") {
 			t.Errorf("%s: routes on %q (reason %q), want %q with the reason", id, v.Outcome, v.Reason, want[id])
 		}
-		if SkipOutcome(r.env.Flow.Node(id)) != want[id] {
-			t.Errorf("SkipOutcome(%s) = %q, want %q", id, SkipOutcome(r.env.Flow.Node(id)), want[id])
+		if core.SkipOutcome(r.Env.Flow.Node(id)) != want[id] {
+			t.Errorf("SkipOutcome(%s) = %q, want %q", id, core.SkipOutcome(r.Env.Flow.Node(id)), want[id])
 		}
 	}
-	if len(r.launcher.Launched()) != 0 {
-		t.Errorf("%d workers launched for skipped nodes", len(r.launcher.Launched()))
+	if len(r.Launcher.Launched()) != 0 {
+		t.Errorf("%d workers launched for skipped nodes", len(r.Launcher.Launched()))
 	}
 	ended := 0
 	for _, e := range events {
-		if e.Type == EventStepEnded {
+		if e.Type == core.EventStepEnded {
 			ended++
 			if e.Outcome != "skipped" {
 				t.Errorf("progress line of %s says %q, want skipped", e.StepRef, e.Outcome)

@@ -1,4 +1,4 @@
-package worker
+package attempt_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/failclass"
 	"github.com/stratusflow/stratus/internal/worker/attempt"
+	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
 
 // A worker task that stopped (ECS's "ECS Task State Change", read by
@@ -25,19 +26,19 @@ func TestWorkerTaskStopped_FailsTheAttemptItLeftWithoutAResult(t *testing.T) {
 
 	t.Run("before its prompt fetch", func(t *testing.T) {
 		t.Parallel()
-		r := newRig(t, rigOptions{flow: buildPublishFlow})
-		r.launcher.Exchange = nil // the task never exchanged its bootstrap value
-		step := r.dispatch(t, "build")
-		sp := r.launcher.Launched()[0]
+		r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.BuildPublishFlow})
+		r.Launcher.Exchange = nil // the task never exchanged its bootstrap value
+		step := r.Dispatch(t, "build")
+		sp := r.Launcher.Launched()[0]
 		if !strings.HasPrefix(sp.Handle, "wb-") {
 			t.Fatalf("launched with %q; want a bootstrap value", sp.Handle)
 		}
 		for range 2 { // the event is delivered at least once
-			if err := attempt.WorkerTaskStopped(ctx, r.svc.Service, sp.Handle, "", 0, why); err != nil {
+			if err := attempt.WorkerTaskStopped(ctx, r.Svc.Service, sp.Handle, "", 0, why); err != nil {
 				t.Fatalf("WorkerTaskStopped: %v", err)
 			}
 		}
-		att, err := r.svc.Store.LatestAttempt(ctx, step.TID)
+		att, err := r.Svc.Store.LatestAttempt(ctx, step.TID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,22 +46,22 @@ func TestWorkerTaskStopped_FailsTheAttemptItLeftWithoutAResult(t *testing.T) {
 			!strings.Contains(att.Reason, "stopped before it fetched its prompt") || !strings.Contains(att.Reason, "exit code 3") {
 			t.Errorf("attempt %d %s class %q reason %q; want attempt 1 failed, infrastructure, naming the stop", att.N, att.Status, att.Class, att.Reason)
 		}
-		if _, err := r.svc.ExchangeBootstrap(ctx, "Bearer "+sp.Handle); err == nil {
+		if _, err := r.Svc.ExchangeBootstrap(ctx, "Bearer "+sp.Handle); err == nil {
 			t.Error("the stopped task's bootstrap value can still be exchanged")
 		}
-		if _, n := r.tokens.Counts(); n != 1 {
+		if _, n := r.Tokens.Counts(); n != 1 {
 			t.Errorf("%d task failures sent; want 1", n)
 		}
 	})
 
 	t.Run("after its prompt fetch", func(t *testing.T) {
 		t.Parallel()
-		r := newRig(t, rigOptions{flow: buildPublishFlow})
-		step := r.dispatch(t, "build") // the rig's launcher exchanges the value, as the runner does
-		if err := attempt.WorkerTaskStopped(ctx, r.svc.Service, "wb-spent", step.TID, 1, why); err != nil {
+		r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.BuildPublishFlow})
+		step := r.Dispatch(t, "build") // the rig's launcher exchanges the value, as the runner does
+		if err := attempt.WorkerTaskStopped(ctx, r.Svc.Service, "wb-spent", step.TID, 1, why); err != nil {
 			t.Fatalf("WorkerTaskStopped: %v", err)
 		}
-		att, err := r.svc.Store.GetAttempt(ctx, step.TID, 1)
+		att, err := r.Svc.Store.GetAttempt(ctx, step.TID, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,22 +72,22 @@ func TestWorkerTaskStopped_FailsTheAttemptItLeftWithoutAResult(t *testing.T) {
 
 	t.Run("after its result", func(t *testing.T) {
 		t.Parallel()
-		r := newRig(t, rigOptions{flow: buildPublishFlow})
-		step := r.dispatch(t, "build")
-		if _, err := r.submit(t, "# Built\n"); err != nil {
+		r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.BuildPublishFlow})
+		step := r.Dispatch(t, "build")
+		if _, err := r.Submit(t, "# Built\n"); err != nil {
 			t.Fatal(err)
 		}
-		if err := attempt.WorkerTaskStopped(ctx, r.svc.Service, "wb-spent", step.TID, 1, "Essential container in task exited (exit code 0)"); err != nil {
+		if err := attempt.WorkerTaskStopped(ctx, r.Svc.Service, "wb-spent", step.TID, 1, "Essential container in task exited (exit code 0)"); err != nil {
 			t.Fatalf("WorkerTaskStopped: %v", err)
 		}
-		att, err := r.svc.Store.GetAttempt(ctx, step.TID, 1)
+		att, err := r.Svc.Store.GetAttempt(ctx, step.TID, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if att.Status == stratus.AttemptFailed {
 			t.Errorf("a task that stopped after its result failed its attempt: %q", att.Reason)
 		}
-		if _, n := r.tokens.Counts(); n != 0 {
+		if _, n := r.Tokens.Counts(); n != 0 {
 			t.Errorf("%d task failures sent; want none", n)
 		}
 	})

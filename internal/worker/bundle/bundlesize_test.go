@@ -1,4 +1,4 @@
-package worker
+package bundle_test
 
 import (
 	"bytes"
@@ -15,11 +15,13 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/awstest"
 	"github.com/stratusflow/stratus/internal/config"
 	s3sink "github.com/stratusflow/stratus/internal/sink/s3"
+	"github.com/stratusflow/stratus/internal/worker/bundle"
+	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/workertest"
 	"github.com/stratusflow/stratus/internal/workspace/workspacetest"
 )
 
@@ -32,9 +34,9 @@ var bucketSeq atomic.Int64
 
 // s3Rig is a workspace rig whose sink is S3 on the moto server: the sink
 // that presigns URLs, as on AWS.
-func s3Rig(t *testing.T) (*rig, *s3sink.Sink) {
+func s3Rig(t *testing.T) (*workertest.Rig, *s3sink.Sink) {
 	t.Helper()
-	r := newRig(t, rigOptions{flow: wsFlow, workspace: true, config: limitBundles})
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.WorkspaceFlow, Workspace: true, Config: limitBundles})
 	c := awss3.NewFromConfig(awstest.Moto(t).Config(), func(o *awss3.Options) { o.UsePathStyle = true })
 	bucket := fmt.Sprintf("bundles-%d-%d", time.Now().UnixNano()%1e9, bucketSeq.Add(1))
 	if _, err := c.CreateBucket(context.Background(), &awss3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
@@ -44,7 +46,7 @@ func s3Rig(t *testing.T) (*rig, *s3sink.Sink) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.svc.Sink = sk
+	r.Svc.Sink = sk
 	return r, sk
 }
 
@@ -70,10 +72,10 @@ func httpPut(t *testing.T, u string, body []byte) int {
 func TestWorkspaceUpload_NoURLStoresABundleOverTheLimitOnMoto(t *testing.T) {
 	ctx := context.Background()
 	r, sk := s3Rig(t)
-	r.dispatch(t, "impl")
-	sp := r.launcher.Launched()[0]
+	r.Dispatch(t, "impl")
+	sp := r.Launcher.Launched()[0]
 	auth := "Bearer " + sp.Handle
-	p, err := r.svc.FetchPrompt(ctx, auth, sp.TaskID)
+	p, err := r.Svc.FetchPrompt(ctx, auth, sp.TaskID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,17 +95,17 @@ func TestWorkspaceUpload_NoURLStoresABundleOverTheLimitOnMoto(t *testing.T) {
 		bytes int64
 		code  string
 	}{{bundleLimit + 1, stratus.ETOOLARGE}, {5 << 30, stratus.ETOOLARGE}, {0, stratus.EINVALID}, {-1, stratus.EINVALID}} {
-		_, err := r.svc.WorkspaceUpload(ctx, auth, UploadRequest{Bytes: tc.bytes})
+		_, err := bundle.Upload(ctx, r.Svc.Service, auth, core.UploadRequest{Bytes: tc.bytes})
 		var se *stratus.Error
 		if stratus.ErrorCode(err) != tc.code || !errors.As(err, &se) || se.Field != "bytes" {
 			t.Errorf("WorkspaceUpload(%d bytes) = %v; want %s on field bytes", tc.bytes, err, tc.code)
 		}
 	}
-	if _, err := r.svc.WorkspaceUpload(ctx, auth, UploadRequest{Bytes: bundleLimit + 1}); err == nil || !strings.Contains(err.Error(), "limits.max_snapshot_bytes") {
+	if _, err := bundle.Upload(ctx, r.Svc.Service, auth, core.UploadRequest{Bytes: bundleLimit + 1}); err == nil || !strings.Contains(err.Error(), "limits.max_snapshot_bytes") {
 		t.Errorf("the refusal %v does not name limits.max_snapshot_bytes", err)
 	}
 
-	up, err := r.svc.WorkspaceUpload(ctx, auth, UploadRequest{Bytes: 600})
+	up, err := bundle.Upload(ctx, r.Svc.Service, auth, core.UploadRequest{Bytes: 600})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,40 +134,40 @@ func TestWorkspaceUpload_NoURLStoresABundleOverTheLimitOnMoto(t *testing.T) {
 // Before the fix the head moved onto it.
 func TestAdvanceHead_BundleOverTheLimitRefusedAndDeleted(t *testing.T) {
 	ctx := context.Background()
-	r := newRig(t, rigOptions{flow: wsFlow, workspace: true, config: limitBundles})
-	r.dispatch(t, "impl")
-	sp := r.launcher.Launched()[0]
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.WorkspaceFlow, Workspace: true, Config: limitBundles})
+	r.Dispatch(t, "impl")
+	sp := r.Launcher.Launched()[0]
 	auth := "Bearer " + sp.Handle
-	p, err := r.svc.FetchPrompt(ctx, auth, sp.TaskID)
+	p, err := r.Svc.FetchPrompt(ctx, auth, sp.TaskID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	key := p.Workspace.Upload.Key
 	// Stored around the API (a sink that took more than it should).
-	if err := r.svc.Sink.Put(ctx, key, bytes.Repeat([]byte("x"), bundleLimit+1)); err != nil {
+	if err := r.Svc.Sink.Put(ctx, key, bytes.Repeat([]byte("x"), bundleLimit+1)); err != nil {
 		t.Fatal(err)
 	}
-	err = r.svc.AdvanceHead(ctx, auth, HeadAdvance{From: r.base, To: strings.Repeat("1", 40)})
+	err = bundle.AdvanceHead(ctx, r.Svc.Service, auth, core.HeadAdvance{From: r.Base, To: strings.Repeat("1", 40)})
 	if stratus.ErrorCode(err) != stratus.ETOOLARGE || !strings.Contains(err.Error(), "1001 bytes, over the limit of 1000 bytes") {
 		t.Errorf("advance onto a %d-byte bundle: %v; want ETOOLARGE naming its size and the limit", bundleLimit+1, err)
 	}
-	if _, err := os.Stat(filepath.Join(r.dir, filepath.FromSlash(key))); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(r.Dir, filepath.FromSlash(key))); !os.IsNotExist(err) {
 		t.Errorf("the oversized bundle is still stored (%v)", err)
 	}
-	if run, _ := r.svc.Store.GetRun(ctx, "r1"); run.Workspace.Head != r.base || len(run.Workspace.Bundles) != 1 {
+	if run, _ := r.Svc.Store.GetRun(ctx, "r1"); run.Workspace.Head != r.Base || len(run.Workspace.Bundles) != 1 {
 		t.Errorf("the head moved: %+v", run.Workspace)
 	}
 	// Within the limit, the same attempt goes on with a real bundle.
-	one := r.repo.Commit(r.repo.Tree(append(r.baseTree, workspacetest.File("hello.txt", r.repo.Blob("hello\n")))...), "impl#1", r.base)
-	bundle := r.repo.Bundle(filepath.Join(t.TempDir(), "step.bundle"), one, r.base)
-	if len(bundle) > bundleLimit {
-		t.Fatalf("the test's bundle is %d bytes, over the rig's limit %d", len(bundle), bundleLimit)
+	one := r.Repo.Commit(r.Repo.Tree(append(r.BaseTree, workspacetest.File("hello.txt", r.Repo.Blob("hello\n")))...), "impl#1", r.Base)
+	stepBundle := r.Repo.Bundle(filepath.Join(t.TempDir(), "step.bundle"), one, r.Base)
+	if len(stepBundle) > bundleLimit {
+		t.Fatalf("the test's bundle is %d bytes, over the rig's limit %d", len(stepBundle), bundleLimit)
 	}
-	if err := r.svc.WriteBlob(ctx, auth, key, bundle); err != nil {
+	if err := bundle.Write(ctx, r.Svc.Service, auth, key, stepBundle); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.svc.AdvanceHead(ctx, auth, HeadAdvance{From: r.base, To: one}); err != nil {
-		t.Errorf("advance onto a %d-byte bundle: %v", len(bundle), err)
+	if err := bundle.AdvanceHead(ctx, r.Svc.Service, auth, core.HeadAdvance{From: r.Base, To: one}); err != nil {
+		t.Errorf("advance onto a %d-byte bundle: %v", len(stepBundle), err)
 	}
 }
 
@@ -175,11 +177,11 @@ func TestAdvanceHead_BundleOverTheLimitRefusedAndDeleted(t *testing.T) {
 // body is read, and only a workspace-write step may ask for an upload.
 func TestWriteBlob_BundleOverTheLimitRefused(t *testing.T) {
 	ctx := context.Background()
-	r := newRig(t, rigOptions{flow: wsFlow, workspace: true, config: limitBundles})
-	r.dispatch(t, "impl")
-	sp := r.launcher.Launched()[0]
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.WorkspaceFlow, Workspace: true, Config: limitBundles})
+	r.Dispatch(t, "impl")
+	sp := r.Launcher.Launched()[0]
 	auth := "Bearer " + sp.Handle
-	up, err := r.svc.WorkspaceUpload(ctx, auth, UploadRequest{Bytes: 10})
+	up, err := bundle.Upload(ctx, r.Svc.Service, auth, core.UploadRequest{Bytes: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,25 +189,25 @@ func TestWriteBlob_BundleOverTheLimitRefused(t *testing.T) {
 		t.Errorf("upload %+v; want the blob route and max_bytes %d", up, bundleLimit)
 	}
 	var told int64
-	err = r.svc.WriteBlobFrom(ctx, auth, up.Key, func(limit int64) ([]byte, error) {
+	err = bundle.WriteFrom(ctx, r.Svc.Service, auth, up.Key, func(limit int64) ([]byte, error) {
 		told = limit
 		return bytes.Repeat([]byte("x"), int(limit)+1), nil
 	})
 	if told != bundleLimit || stratus.ErrorCode(err) != stratus.ETOOLARGE {
 		t.Errorf("WriteBlobFrom: told %d, err %v; want the limit %d told and ETOOLARGE", told, err, bundleLimit)
 	}
-	if err := r.svc.WriteBlob(ctx, auth, up.Key, bytes.Repeat([]byte("x"), bundleLimit+1)); stratus.ErrorCode(err) != stratus.ETOOLARGE {
+	if err := bundle.Write(ctx, r.Svc.Service, auth, up.Key, bytes.Repeat([]byte("x"), bundleLimit+1)); stratus.ErrorCode(err) != stratus.ETOOLARGE {
 		t.Errorf("WriteBlob of %d bytes: %v; want ETOOLARGE", bundleLimit+1, err)
 	}
-	if _, err := os.Stat(filepath.Join(r.dir, filepath.FromSlash(up.Key))); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(r.Dir, filepath.FromSlash(up.Key))); !os.IsNotExist(err) {
 		t.Errorf("a refused bundle was stored (%v)", err)
 	}
-	if _, err := r.submit(t, "done"); err != nil {
+	if _, err := r.Submit(t, "done"); err != nil {
 		t.Fatal(err)
 	}
-	r.dispatch(t, "rev")
-	rev := r.launcher.Launched()[1]
-	if _, err := r.svc.WorkspaceUpload(ctx, "Bearer "+rev.Handle, UploadRequest{Bytes: 10}); stratus.ErrorCode(err) != stratus.EINVALID {
+	r.Dispatch(t, "rev")
+	rev := r.Launcher.Launched()[1]
+	if _, err := bundle.Upload(ctx, r.Svc.Service, "Bearer "+rev.Handle, core.UploadRequest{Bytes: 10}); stratus.ErrorCode(err) != stratus.EINVALID {
 		t.Errorf("an evaluator's WorkspaceUpload: %v; want EINVALID", err)
 	}
 }

@@ -1,4 +1,4 @@
-package worker
+package dispatch_test
 
 import (
 	"context"
@@ -11,51 +11,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stratusflow/stratus/internal/worker/core"
-
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/compiler"
 	"github.com/stratusflow/stratus/internal/executor"
 	"github.com/stratusflow/stratus/internal/executor/embedded"
 	"github.com/stratusflow/stratus/internal/launch"
+	"github.com/stratusflow/stratus/internal/worker"
+	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/dispatch"
+	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
-
-// buildPublishFlow is one agent node, build, then a publish node.
-const buildPublishFlow = `flow:
-  name: f
-  task_type: f
-  permission_ceiling: workspace-write
-  output_policy: code_change
-  publishing: pull_request
-  nodes:
-    - { id: build, kind: agent, role_file: f/build.md }
-    - { id: publish, kind: publish, policy: pull_request }
-  edges:
-    - { from: build, to: publish }
-`
-
-// sendToDispatch is the embedded executor's sqs:sendMessage resource as
-// `stratus run` wires it: each message's body goes to svc.Dispatch on a
-// goroutine of its own, counted in dispatches; a dispatch error is given
-// to onErr with the message.
-func sendToDispatch(svc *Service, dispatches *sync.WaitGroup, onErr func(Message, error)) embedded.TaskHandler {
-	return func(_ context.Context, call embedded.TaskCall) (json.RawMessage, error) {
-		var p struct {
-			MessageBody Message `json:"MessageBody"`
-		}
-		if err := json.Unmarshal(call.Parameters, &p); err != nil {
-			return nil, err
-		}
-		dispatches.Add(1)
-		go func() {
-			defer dispatches.Done()
-			if err := svc.Dispatch(context.Background(), p.MessageBody); err != nil {
-				onErr(p.MessageBody, err)
-			}
-		}()
-		return json.RawMessage(`{"MessageId":"m"}`), nil
-	}
-}
 
 // manualClock is an embedded.Clock whose timers fire only when the test
 // advances it.
@@ -116,7 +81,7 @@ type stopLauncher struct {
 	mu       sync.Mutex
 	launched []launch.Spec
 	stopped  []string
-	svc      *Service // set: the launched worker's bootstrap value is exchanged, as its runner does
+	svc      *worker.Service // set: the launched worker's bootstrap value is exchanged, as its runner does
 }
 
 func (l *stopLauncher) Launch(ctx context.Context, s launch.Spec) (string, error) {
@@ -158,18 +123,18 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// DESIGN.md § The path of one step, 5: "A Catch on a timed-out or failed
-// worker state stops its ECS task before routing". End to end in embedded
-// mode: the compiled machine on the embedded executor, its sendMessage
-// resources feeding Service.Dispatch as `stratus run` wires them. The
-// agent's worker starts and never reports; when its state's heartbeat
-// lapses, "<node>.stop" makes dispatch stop that worker and record why,
-// then the Catch routes on (to failed). The stopped worker's late submit
-// is refused.
+// docs/architecture.md § The path of one step, 10: "If the state fails or
+// times out, its Catch passes <node>.stop, whose message makes dispatch stop
+// the worker before the failure routes". End to end in embedded mode: the
+// compiled machine on the embedded executor, its sendMessage resources
+// feeding Service.Dispatch as `stratus run` wires them. The agent's worker
+// starts and never reports; when its state's heartbeat lapses, "<node>.stop"
+// makes dispatch stop that worker and record why, then the Catch routes on
+// (to failed). The stopped worker's late submit is refused.
 func TestDispatch_StopMessageStopsTheTimedOutWorker(t *testing.T) {
-	r := newRig(t, rigOptions{flow: buildPublishFlow})
-	launcher := &stopLauncher{svc: r.svc}
-	r.svc.Launcher = launcher
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.BuildPublishFlow})
+	launcher := &stopLauncher{svc: r.Svc}
+	r.Svc.Launcher = launcher
 	clock := &manualClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	var dispatches sync.WaitGroup
 	var dispatchErrs []error
@@ -178,20 +143,20 @@ func TestDispatch_StopMessageStopsTheTimedOutWorker(t *testing.T) {
 		Clock:         clock,
 		Substitutions: map[string]string{"DispatchQueueUrl": "embedded://dispatch"},
 		Resources: map[string]embedded.TaskHandler{
-			"arn:aws:states:::sqs:sendMessage": sendToDispatch(r.svc, &dispatches, func(_ Message, err error) {
+			"arn:aws:states:::sqs:sendMessage": workertest.SendToDispatch(r.Svc, &dispatches, func(_ core.Message, err error) {
 				mu.Lock()
 				dispatchErrs = append(dispatchErrs, err)
 				mu.Unlock()
 			}),
 		},
 	})
-	r.svc.Tokens = exec
-	def, err := compiler.Compile(r.env.Flow, compiler.Options{})
+	r.Svc.Tokens = exec
+	def, err := compiler.Compile(r.Env.Flow, compiler.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	x, err := exec.StartExecution(ctx, executor.StartInput{StateMachine: "f", Definition: def, Name: r.run.ID, Input: json.RawMessage(`{"run_id":"r1"}`)})
+	x, err := exec.StartExecution(ctx, executor.StartInput{StateMachine: "f", Definition: def, Name: r.Run.ID, Input: json.RawMessage(`{"run_id":"r1"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +190,7 @@ func TestDispatch_StopMessageStopsTheTimedOutWorker(t *testing.T) {
 	if want := []string{"resume", "init", "build", "build.stop", "failed"}; !slices.Equal(entered, want) {
 		t.Errorf("states entered %q, want %q", entered, want)
 	}
-	step, err := r.svc.Store.GetStep(ctx, spec.TaskID)
+	step, err := r.Svc.Store.GetStep(ctx, spec.TaskID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,12 +198,12 @@ func TestDispatch_StopMessageStopsTheTimedOutWorker(t *testing.T) {
 	if step.Status != stratus.StepFailed || !strings.Contains(sv.Reason, "States.HeartbeatTimeout") || !strings.Contains(sv.Reason, "stopped") {
 		t.Errorf("step %s: status %s, value %s; want failed, the reason naming States.HeartbeatTimeout and the stop", step.StepRef, step.Status, step.Value)
 	}
-	att, err := r.svc.Store.LatestAttempt(ctx, spec.TaskID)
+	att, err := r.Svc.Store.LatestAttempt(ctx, spec.TaskID)
 	if err != nil || att.Status != stratus.AttemptFailed || !strings.Contains(att.Reason, "States.HeartbeatTimeout") {
 		t.Errorf("attempt %+v (%v), want failed with the caught error as its reason", att, err)
 	}
 	// The stopped worker's late report counts for nothing.
-	if _, err := r.svc.Submit(ctx, "Bearer "+spec.Handle, spec.TaskID, []byte("late"), true); stratus.ErrorCode(err) != stratus.ECONFLICT {
+	if _, err := r.Svc.Submit(ctx, "Bearer "+spec.Handle, spec.TaskID, []byte("late"), true); stratus.ErrorCode(err) != stratus.ECONFLICT {
 		t.Errorf("late submit of the stopped worker: %v, want ECONFLICT", err)
 	}
 }
@@ -248,73 +213,66 @@ func TestDispatch_StopMessageStopsTheTimedOutWorker(t *testing.T) {
 // stops the worker; one for a node never dispatched does nothing; a stop
 // message needs no task token.
 func TestDispatch_StopMessageKeepsAnEndedStep(t *testing.T) {
-	r := newRig(t, rigOptions{flow: buildPublishFlow})
-	launcher := &stopLauncher{svc: r.svc}
-	r.svc.Launcher = launcher
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.BuildPublishFlow})
+	launcher := &stopLauncher{svc: r.Svc}
+	r.Svc.Launcher = launcher
 	ctx := context.Background()
-	if err := r.svc.Dispatch(ctx, Message{RunID: "r1", Node: "publish", Kind: compiler.KindStop}); err != nil {
+	if err := dispatch.Invoke(ctx, r.Svc.Service, core.Message{RunID: "r1", Node: "publish", Kind: compiler.KindStop}); err != nil {
 		t.Errorf("stop of a node never dispatched: %v", err)
 	}
-	if err := r.svc.Dispatch(ctx, Message{RunID: "r1", Node: "build", Kind: "agent", TaskToken: "tok-1"}); err != nil {
+	if err := dispatch.Invoke(ctx, r.Svc.Service, core.Message{RunID: "r1", Node: "build", Kind: "agent", TaskToken: "tok-1"}); err != nil {
 		t.Fatal(err)
 	}
 	launched, _ := launcher.snapshot()
 	sp := launched[0]
-	if _, err := r.svc.Submit(ctx, "Bearer "+sp.Handle, sp.TaskID, []byte("engine crashed"), false); err != nil {
+	if _, err := r.Svc.Submit(ctx, "Bearer "+sp.Handle, sp.TaskID, []byte("engine crashed"), false); err != nil {
 		t.Fatal(err)
 	}
-	before, _ := r.svc.Store.GetStep(ctx, sp.TaskID)
-	err := r.svc.Dispatch(ctx, Message{RunID: "r1", Node: "build", Kind: compiler.KindStop,
-		Error: &CaughtError{Error: ErrWorkerFailed, Cause: "engine crashed"}})
+	before, _ := r.Svc.Store.GetStep(ctx, sp.TaskID)
+	err := dispatch.Invoke(ctx, r.Svc.Service, core.Message{RunID: "r1", Node: "build", Kind: compiler.KindStop,
+		Error: &core.CaughtError{Error: core.ErrWorkerFailed, Cause: "engine crashed"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, _ := r.svc.Store.GetStep(ctx, sp.TaskID)
+	after, _ := r.Svc.Store.GetStep(ctx, sp.TaskID)
 	if string(after.Value) != string(before.Value) || after.Status != stratus.StepFailed {
 		t.Errorf("ended step rewritten by the stop: %s → %s", before.Value, after.Value)
 	}
 	if _, stopped := launcher.snapshot(); !slices.Equal(stopped, []string{"worker-" + sp.TaskID}) {
 		t.Errorf("stopped %v, want the build worker", stopped)
 	}
-	if err := r.svc.Dispatch(ctx, Message{Node: "build", Kind: compiler.KindStop}); stratus.ErrorCode(err) != stratus.EINVALID {
+	if err := dispatch.Invoke(ctx, r.Svc.Service, core.Message{Node: "build", Kind: compiler.KindStop}); stratus.ErrorCode(err) != stratus.EINVALID {
 		t.Errorf("stop without run_id: %v, want EINVALID", err)
 	}
 }
 
-// failingLauncher fails every launch with err.
-type failingLauncher struct{ err error }
-
-func (l failingLauncher) Launch(context.Context, launch.Spec) (string, error) { return "", l.err }
-func (failingLauncher) Stop(context.Context, string) error                    { return nil }
-
-// Issue 6 § Build 4: a launch that failed for want of capacity or under
-// throttling (launch.ErrInfrastructure) is reported as
-// stratus.InfrastructureFailed, which the compiled machine parks at
-// manual_action_required; any other launch error stays
-// stratus.LaunchFailed.
+// A launch that failed for want of capacity or under throttling
+// (launch.ErrInfrastructure) is reported as stratus.InfrastructureFailed,
+// which the compiled machine parks at manual_action_required; any other
+// launch error stays stratus.LaunchFailed.
 func TestDispatch_InfrastructureLaunchFailureIsLabelled(t *testing.T) {
 	cases := []struct {
 		err  error
 		want string
 	}{
 		{fmt.Errorf("ecs:RunTask: RESOURCE:CPU after 5 attempts: %w", launch.ErrInfrastructure), compiler.ErrInfrastructure},
-		{fmt.Errorf("ecs:RunTask: ClusterNotFoundException"), ErrLaunchFailed},
+		{fmt.Errorf("ecs:RunTask: ClusterNotFoundException"), core.ErrLaunchFailed},
 	}
 	for _, c := range cases {
-		r := newRig(t, rigOptions{flow: buildPublishFlow})
-		r.svc.Launcher = failingLauncher{c.err}
-		r.dispatch(t, "build")
-		if got := r.tokens.Failure("tok-1"); !strings.HasPrefix(got, c.want+": ") {
+		r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.BuildPublishFlow})
+		r.Svc.Launcher = workertest.FailingLauncher{Err: c.err}
+		r.Dispatch(t, "build")
+		if got := r.Tokens.Failure("tok-1"); !strings.HasPrefix(got, c.want+": ") {
 			t.Errorf("launch error %q: task failure %q, want %s", c.err, got, c.want)
 		}
 	}
 }
 
-// The node's resolved network grant reaches the launcher (launch.Spec),
-// which on AWS picks the network profile by it (seed 004 § Per-node
-// overrides: network_access).
+// The node's resolved network grant reaches the launcher (launch.Spec), which
+// on AWS picks the network profile by it
+// (docs/contracts.md § Per-node overrides: network_access).
 func TestDispatch_SpecCarriesTheNodesNetworkAccess(t *testing.T) {
-	r := newRig(t, rigOptions{flow: `flow:
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: `flow:
   name: f
   task_type: f
   permission_ceiling: workspace-write
@@ -328,9 +286,9 @@ func TestDispatch_SpecCarriesTheNodesNetworkAccess(t *testing.T) {
     - { from: research, to: build }
     - { from: build, to: publish }
 `})
-	r.dispatch(t, "research")
-	r.dispatch(t, "build")
-	specs := r.launches()
+	r.Dispatch(t, "research")
+	r.Dispatch(t, "build")
+	specs := r.Launcher.Launched()
 	if len(specs) != 2 || !specs[0].NetworkAccess || specs[1].NetworkAccess {
 		t.Errorf("launches %+v: want research online, build offline", specs)
 	}
@@ -354,19 +312,19 @@ func (l *taskStopper) StopTask(_ context.Context, tid string) error {
 // launch the worker (its in-memory worker ids are empty): a launcher that
 // can stop by task id (launch.TaskStopper) is asked to.
 func TestDispatch_StopMessageReachesAWorkerLaunchedElsewhere(t *testing.T) {
-	r := newRig(t, rigOptions{flow: buildPublishFlow})
-	step := r.dispatch(t, "build")
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.BuildPublishFlow})
+	step := r.Dispatch(t, "build")
 	other := &taskStopper{}
-	fresh := New(Config{Store: r.svc.Store, Sink: r.svc.Sink, Tokens: r.tokens, Launcher: other, Minter: r.svc.Minter, Env: r.svc.Env})
-	err := fresh.Dispatch(context.Background(), Message{RunID: "r1", Node: "build", Kind: compiler.KindStop,
-		Error: &CaughtError{Error: "States.Timeout"}})
+	fresh := worker.New(core.Config{Store: r.Svc.Store, Sink: r.Svc.Sink, Tokens: r.Tokens, Launcher: other, Minter: r.Svc.Minter, Env: r.Svc.Env})
+	err := dispatch.Invoke(context.Background(), fresh.Service, core.Message{RunID: "r1", Node: "build", Kind: compiler.KindStop,
+		Error: &core.CaughtError{Error: "States.Timeout"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(other.byTask, []string{step.TID}) {
 		t.Errorf("StopTask calls %v, want [%s]", other.byTask, step.TID)
 	}
-	if st, _ := r.svc.Store.GetStep(context.Background(), step.TID); st.Status != stratus.StepFailed {
+	if st, _ := r.Svc.Store.GetStep(context.Background(), step.TID); st.Status != stratus.StepFailed {
 		t.Errorf("step %s, want failed", st.Status)
 	}
 }
@@ -376,11 +334,11 @@ func TestDispatch_StopMessageReachesAWorkerLaunchedElsewhere(t *testing.T) {
 // temporary directory; on AWS (no local logs) the runner picks its own
 // private directory. docs/security.md § Files under .stratus.
 func TestDispatch_SpoolDirIsTheStepsLogDirInTheStateDir(t *testing.T) {
-	r := newRig(t, rigOptions{flow: buildPublishFlow})
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.BuildPublishFlow})
 	logs := filepath.Join(t.TempDir(), ".stratus", "logs")
-	r.svc.LocalLogs = logs
-	r.dispatch(t, "build")
-	specs := r.launches()
+	r.Svc.LocalLogs = logs
+	r.Dispatch(t, "build")
+	specs := r.Launcher.Launched()
 	if len(specs) != 1 {
 		t.Fatalf("launches %+v", specs)
 	}
@@ -388,9 +346,9 @@ func TestDispatch_SpoolDirIsTheStepsLogDirInTheStateDir(t *testing.T) {
 	if s.LogPath == "" || s.SpoolDir != filepath.Dir(s.LogPath) || !strings.HasPrefix(s.SpoolDir, logs+string(filepath.Separator)) {
 		t.Errorf("SpoolDir %q, LogPath %q: want the log's directory, under %s", s.SpoolDir, s.LogPath, logs)
 	}
-	aws := newRig(t, rigOptions{flow: buildPublishFlow})
-	aws.dispatch(t, "build")
-	if s := aws.launches()[0]; s.SpoolDir != "" {
+	aws := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.BuildPublishFlow})
+	aws.Dispatch(t, "build")
+	if s := aws.Launcher.Launched()[0]; s.SpoolDir != "" {
 		t.Errorf("without local logs SpoolDir = %q, want \"\" (the runner's own)", s.SpoolDir)
 	}
 }

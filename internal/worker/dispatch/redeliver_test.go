@@ -1,4 +1,4 @@
-package worker
+package dispatch_test
 
 import (
 	"context"
@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/stratusflow/stratus/internal/sink"
+	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/dispatch"
+	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
 
 // failOnce fails the first Put of a key containing sub, as a transient S3
@@ -25,13 +28,13 @@ func (f *failOnce) Put(ctx context.Context, key string, body []byte) error {
 	return f.Sink.Put(ctx, key, body)
 }
 
-// DESIGN.md § The path of one step: a dispatch message is delivered at least
-// once. A delivery that fails before the step's first attempt is written
-// returns its error (SQS redelivers); the redelivery finds the step without
-// an attempt and launches it, exactly once; a further redelivery launches
-// nothing.
+// docs/architecture.md § The path of one step: a dispatch message is
+// delivered at least once. A delivery that fails before the step's first
+// attempt is written returns its error (SQS redelivers); the redelivery finds
+// the step without an attempt and launches it, exactly once; a further
+// redelivery launches nothing.
 func TestDispatch_RedeliveryAfterATransientFailureLaunchesTheWorkerOnce(t *testing.T) {
-	r := newRig(t, rigOptions{flow: `flow:
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: `flow:
   name: f
   task_type: f
   permission_ceiling: read-only
@@ -43,27 +46,27 @@ func TestDispatch_RedeliveryAfterATransientFailureLaunchesTheWorkerOnce(t *testi
   edges:
     - {from: a, to: p}
 `})
-	r.svc.Sink = &failOnce{Sink: r.svc.Sink, sub: "rendered-prompt.md"}
-	m := Message{RunID: r.run.ID, Node: "a", Kind: "agent", TaskToken: "tok-a"}
-	if err := r.svc.Dispatch(context.Background(), m); err == nil {
+	r.Svc.Sink = &failOnce{Sink: r.Svc.Sink, sub: "rendered-prompt.md"}
+	m := core.Message{RunID: r.Run.ID, Node: "a", Kind: "agent", TaskToken: "tok-a"}
+	if err := dispatch.Invoke(context.Background(), r.Svc.Service, m); err == nil {
 		t.Fatal("first delivery: no error, want the transient failure returned for redelivery")
 	}
-	if n := len(r.launcher.Launched()); n != 0 {
+	if n := len(r.Launcher.Launched()); n != 0 {
 		t.Fatalf("first delivery launched %d workers", n)
 	}
 	for i := 0; i < 2; i++ {
-		if err := r.svc.Dispatch(context.Background(), m); err != nil {
+		if err := dispatch.Invoke(context.Background(), r.Svc.Service, m); err != nil {
 			t.Fatalf("redelivery %d: %v", i+1, err)
 		}
 	}
-	if n := len(r.launcher.Launched()); n != 1 {
+	if n := len(r.Launcher.Launched()); n != 1 {
 		t.Fatalf("redeliveries launched %d workers, want 1", n)
 	}
-	steps, _ := r.svc.Store.ListSteps(context.Background(), r.run.ID)
+	steps, _ := r.Svc.Store.ListSteps(context.Background(), r.Run.ID)
 	if len(steps) != 1 {
 		t.Fatalf("%d steps, want 1", len(steps))
 	}
-	if _, err := r.svc.Store.GetAttempt(context.Background(), steps[0].TID, 1); err != nil {
+	if _, err := r.Svc.Store.GetAttempt(context.Background(), steps[0].TID, 1); err != nil {
 		t.Fatalf("attempt 1: %v", err)
 	}
 }

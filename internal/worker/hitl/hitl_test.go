@@ -1,4 +1,4 @@
-package worker
+package hitl_test
 
 import (
 	"context"
@@ -12,6 +12,9 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/compiler"
+	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/hitl"
+	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
 
 const hitlFlow = `flow:
@@ -38,9 +41,9 @@ const hitlFlow = `flow:
 
 // hitlRig is a rig over hitlFlow that records progress events.
 type hitlRig struct {
-	*rig
+	*workertest.Rig
 	mu     sync.Mutex
-	events []Event
+	events []core.Event
 }
 
 func newHITLRig(t *testing.T, gateTimeout string) *hitlRig {
@@ -48,8 +51,8 @@ func newHITLRig(t *testing.T, gateTimeout string) *hitlRig {
 	if gateTimeout == "" {
 		gateTimeout = "3600"
 	}
-	h := &hitlRig{rig: newRig(t, rigOptions{flow: strings.Replace(hitlFlow, "TIMEOUT", gateTimeout, 1)})}
-	h.svc.OnEvent = func(e Event) {
+	h := &hitlRig{Rig: workertest.NewRig(t, workertest.RigOptions{Flow: strings.Replace(hitlFlow, "TIMEOUT", gateTimeout, 1)})}
+	h.Svc.OnEvent = func(e core.Event) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.events = append(h.events, e)
@@ -61,18 +64,18 @@ func newHITLRig(t *testing.T, gateTimeout string) *hitlRig {
 // agent's "<node>.hitl" (kind hitl on the agent); it returns the step.
 func (h *hitlRig) waitFor(t *testing.T, node string) stratus.Step {
 	t.Helper()
-	h.n++
-	tok := fmt.Sprintf("tok-%d", h.n)
-	if err := h.svc.Dispatch(context.Background(), Message{RunID: "r1", Node: node, Kind: "hitl", TaskToken: tok}); err != nil {
+	h.N++
+	tok := fmt.Sprintf("tok-%d", h.N)
+	if err := h.Svc.Dispatch(context.Background(), core.Message{RunID: "r1", Node: node, Kind: "hitl", TaskToken: tok}); err != nil {
 		t.Fatal(err)
 	}
-	steps, _ := h.svc.Store.ListSteps(context.Background(), "r1")
+	steps, _ := h.Svc.Store.ListSteps(context.Background(), "r1")
 	return steps[len(steps)-1]
 }
 
 func (h *hitlRig) step(t *testing.T, tid string) stratus.Step {
 	t.Helper()
-	st, err := h.svc.Store.GetStep(context.Background(), tid)
+	st, err := h.Svc.Store.GetStep(context.Background(), tid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,29 +84,30 @@ func (h *hitlRig) step(t *testing.T, tid string) stratus.Step {
 
 func (h *hitlRig) outcome(t *testing.T, tok string) string {
 	t.Helper()
-	var sv StepValue
-	if raw, ok := h.tokens.Successes()[tok]; ok {
+	var sv core.StepValue
+	if raw, ok := h.Tokens.Successes()[tok]; ok {
 		json.Unmarshal(raw, &sv)
 		return sv.Outcome
 	}
-	if f, ok := h.tokens.Failures()[tok]; ok {
+	if f, ok := h.Tokens.Failures()[tok]; ok {
 		return "failure " + f
 	}
 	return ""
 }
 
-// A hitl step records the pending request (status waiting, the signal and
-// the text), says on the progress line how to resume, and leaves its task
-// token open (issue 5 § 4; reference.md § hitl node).
+// A hitl step records the pending request (status waiting, the signal and the
+// text), says on the progress line how to resume, and leaves its task token
+// open (docs/architecture.md § The path of one step; worc reference.md § hitl
+// node).
 func TestDispatchHITL_RecordsTheWaitingRequest(t *testing.T) {
 	t.Parallel()
 	h := newHITLRig(t, "")
 	st := h.waitFor(t, "gate")
-	if st.Node != "gate" || st.Kind != "hitl" || st.Status != StepWaiting || st.StepRef != "gate#1" {
+	if st.Node != "gate" || st.Kind != "hitl" || st.Status != core.StepWaiting || st.StepRef != "gate#1" {
 		t.Fatalf("step %+v", st)
 	}
-	var v HITLValue
-	if err := json.Unmarshal(st.Value, &v); err != nil || v.Signal != SignalApproval || !strings.Contains(v.Request, "approve or reject") || v.Deadline.IsZero() {
+	var v core.HITLValue
+	if err := json.Unmarshal(st.Value, &v); err != nil || v.Signal != core.SignalApproval || !strings.Contains(v.Request, "approve or reject") || v.Deadline.IsZero() {
 		t.Errorf("value %s", st.Value)
 	}
 	if got := h.outcome(t, st.TaskToken); got != "" {
@@ -112,7 +116,7 @@ func TestDispatchHITL_RecordsTheWaitingRequest(t *testing.T) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	last := h.events[len(h.events)-1]
-	if last.Type != EventStepWaiting || !strings.Contains(last.Reason, "stratus approve r1 gate") || !strings.Contains(last.Reason, "stratus reject r1 gate --reason TEXT") {
+	if last.Type != core.EventStepWaiting || !strings.Contains(last.Reason, "stratus approve r1 gate") || !strings.Contains(last.Reason, "stratus reject r1 gate --reason TEXT") {
 		t.Errorf("waiting event %+v", last)
 	}
 }
@@ -126,57 +130,57 @@ func TestHuman_RefusalsLeaveTheStepWaiting(t *testing.T) {
 	gate := h.waitFor(t, "gate")
 	cases := []struct {
 		name, run, node string
-		reply           Reply
+		reply           core.Reply
 		code, field     string
 	}{
-		{"an approval to a question", "r1", "ask", Reply{Decision: DecisionApprove}, stratus.EUNPROCESSABLE, "decision"},
-		{"an empty answer", "r1", "ask", Reply{Decision: DecisionAnswer, Text: "  \n"}, stratus.EUNPROCESSABLE, "text"},
+		{"an approval to a question", "r1", "ask", core.Reply{Decision: core.DecisionApprove}, stratus.EUNPROCESSABLE, "decision"},
+		{"an empty answer", "r1", "ask", core.Reply{Decision: core.DecisionAnswer, Text: "  \n"}, stratus.EUNPROCESSABLE, "text"},
 		// A step's value keeps the reply; a DynamoDB item holds 400 KB.
-		{"an answer over 64 KiB", "r1", "ask", Reply{Decision: DecisionAnswer, Text: strings.Repeat("a", MaxReplyBytes+1)}, stratus.ETOOLARGE, "text"},
-		{"a reason over 64 KiB", "r1", "gate", Reply{Decision: DecisionReject, Text: strings.Repeat("r", MaxReplyBytes+1)}, stratus.ETOOLARGE, "text"},
-		{"an answer to an approval", "r1", "gate", Reply{Decision: DecisionAnswer, Text: "yes"}, stratus.EUNPROCESSABLE, "decision"},
-		{"an unknown decision", "r1", "gate", Reply{Decision: "maybe"}, stratus.EINVALID, "decision"},
-		{"an unknown run", "r9", "gate", Reply{Decision: DecisionApprove}, stratus.ENOTFOUND, "run_id"},
-		{"an unknown node", "r1", "nope", Reply{Decision: DecisionApprove}, stratus.ENOTFOUND, "node"},
-		{"a node that never waits", "r1", "plain", Reply{Decision: DecisionApprove}, stratus.ENOTFOUND, "node"},
-		{"a node that may ask but waits for nothing", "r1", "draft", Reply{Decision: DecisionAnswer, Text: "x"}, stratus.ECONFLICT, "node"},
+		{"an answer over 64 KiB", "r1", "ask", core.Reply{Decision: core.DecisionAnswer, Text: strings.Repeat("a", core.MaxReplyBytes+1)}, stratus.ETOOLARGE, "text"},
+		{"a reason over 64 KiB", "r1", "gate", core.Reply{Decision: core.DecisionReject, Text: strings.Repeat("r", core.MaxReplyBytes+1)}, stratus.ETOOLARGE, "text"},
+		{"an answer to an approval", "r1", "gate", core.Reply{Decision: core.DecisionAnswer, Text: "yes"}, stratus.EUNPROCESSABLE, "decision"},
+		{"an unknown decision", "r1", "gate", core.Reply{Decision: "maybe"}, stratus.EINVALID, "decision"},
+		{"an unknown run", "r9", "gate", core.Reply{Decision: core.DecisionApprove}, stratus.ENOTFOUND, "run_id"},
+		{"an unknown node", "r1", "nope", core.Reply{Decision: core.DecisionApprove}, stratus.ENOTFOUND, "node"},
+		{"a node that never waits", "r1", "plain", core.Reply{Decision: core.DecisionApprove}, stratus.ENOTFOUND, "node"},
+		{"a node that may ask but waits for nothing", "r1", "draft", core.Reply{Decision: core.DecisionAnswer, Text: "x"}, stratus.ECONFLICT, "node"},
 	}
 	for _, c := range cases {
-		_, err := h.svc.Human(context.Background(), c.run, c.node, c.reply)
+		_, err := hitl.Invoke(context.Background(), h.Svc.Service, c.run, c.node, c.reply)
 		var se *stratus.Error
 		if !errors.As(err, &se) || se.Code != c.code || se.Field != c.field {
 			t.Errorf("%s: %v, want %s on field %s", c.name, err, c.code, c.field)
 		}
 	}
 	for _, st := range []stratus.Step{ask, gate} {
-		if got := h.step(t, st.TID); got.Status != StepWaiting || h.outcome(t, st.TaskToken) != "" {
+		if got := h.step(t, st.TID); got.Status != core.StepWaiting || h.outcome(t, st.TaskToken) != "" {
 			t.Errorf("%s after refused replies: status %s, token %q", st.StepRef, got.Status, h.outcome(t, st.TaskToken))
 		}
 	}
 }
 
-// The reply completes the step with the outcome its node kind routes on
-// (reference.md § hitl node: a question proceeds on "done", an approval
-// branches on route:approve / route:deny), lands in <ctx>/<node>.md, and
-// a second reply finds nothing waiting.
+// The reply completes the step with the outcome its node kind routes on (worc
+// reference.md § hitl node: a question proceeds on "done", an approval
+// branches on route:approve / route:deny), lands in <ctx>/<node>.md, and a
+// second reply finds nothing waiting.
 func TestHuman_ReplyCompletesTheStep(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		node    string
-		reply   Reply
+		reply   core.Reply
 		outcome string
 		file    string
 	}{
-		{"ask", Reply{Decision: DecisionAnswer, Text: "Use Postgres."}, "done", "Use Postgres."},
-		{"gate", Reply{Decision: DecisionApprove}, OutcomeRouteApprove, "decision: approve"},
-		{"gate", Reply{Decision: DecisionReject, Text: "the tests are missing"}, OutcomeRouteDeny, "the tests are missing"},
+		{"ask", core.Reply{Decision: core.DecisionAnswer, Text: "Use Postgres."}, "done", "Use Postgres."},
+		{"gate", core.Reply{Decision: core.DecisionApprove}, core.OutcomeRouteApprove, "decision: approve"},
+		{"gate", core.Reply{Decision: core.DecisionReject, Text: "the tests are missing"}, core.OutcomeRouteDeny, "the tests are missing"},
 	}
 	for _, c := range cases {
 		t.Run(c.node+" "+c.reply.Decision, func(t *testing.T) {
 			t.Parallel()
 			h := newHITLRig(t, "")
 			st := h.waitFor(t, c.node)
-			v, err := h.svc.Human(context.Background(), "r1", c.node, c.reply)
+			v, err := hitl.Invoke(context.Background(), h.Svc.Service, "r1", c.node, c.reply)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -186,21 +190,21 @@ func TestHuman_ReplyCompletesTheStep(t *testing.T) {
 			if got := h.step(t, st.TID); got.Status != stratus.StepCompleted || got.Verdict != c.outcome {
 				t.Errorf("step %+v", got)
 			}
-			if body := read(t, h.ctx(c.node+".md")); !strings.Contains(body, c.file) || !strings.Contains(body, `step_ref: "`+c.node+`#1"`) {
+			if body := workertest.Read(t, h.Ctx(c.node+".md")); !strings.Contains(body, c.file) || !strings.Contains(body, `step_ref: "`+c.node+`#1"`) {
 				t.Errorf("%s.md:\n%s", c.node, body)
 			}
-			if _, err := h.svc.Human(context.Background(), "r1", c.node, c.reply); stratus.ErrorCode(err) != stratus.ECONFLICT {
+			if _, err := hitl.Invoke(context.Background(), h.Svc.Service, "r1", c.node, c.reply); stratus.ErrorCode(err) != stratus.ECONFLICT {
 				t.Errorf("second reply: %v, want conflict", err)
 			}
 		})
 	}
 }
 
-// An agent with a hitl grant asks through its typed result (flow-authoring
-// .md § What a node returns: human_input): the step's outcome is
-// human_input; a kind its grant does not allow, or a malformed request,
-// is refused (422) and nothing is recorded; an agent without a grant is
-// not asking, whatever its report says.
+// An agent with a hitl grant asks through its typed result (worc
+// flow-authoring.md § What a node returns: human_input): the step's outcome
+// is human_input; a kind its grant does not allow, or a malformed request, is
+// refused (422) and nothing is recorded; an agent without a grant is not
+// asking, whatever its report says.
 func TestHumanInput_AgentContract(t *testing.T) {
 	t.Parallel()
 	question := `{"content": "need input", "human_input": {"kind": "question", "text": "Which database?"}}`
@@ -223,8 +227,8 @@ func TestHumanInput_AgentContract(t *testing.T) {
 	}
 	for _, c := range cases {
 		h := newHITLRig(t, "")
-		h.dispatch(t, c.node)
-		sv, err := h.submit(t, c.body)
+		h.Dispatch(t, c.node)
+		sv, err := h.Submit(t, c.body)
 		if c.outcome == "" {
 			var se *stratus.Error
 			if !errors.As(err, &se) || se.Code != stratus.EUNPROCESSABLE || se.Field != c.field {
@@ -239,66 +243,65 @@ func TestHumanInput_AgentContract(t *testing.T) {
 }
 
 // The agent's request waits in "<node>.hitl#<visit>" with the agent's own
-// text; the answer (or the denial's reason) reaches the agent's next
-// prompt as a "## Human answer" ("## Approval denied: <reason>") section
-// (issue 5 § 4).
+// text; the answer (or the denial's reason) reaches the agent's next prompt
+// as a "## Human answer" ("## Approval denied: <reason>") section.
 func TestHumanReplySection_ReRunAgentSeesTheReply(t *testing.T) {
 	t.Parallel()
 	h := newHITLRig(t, "")
-	h.visit(t, "draft", `{"human_input": {"kind": "question", "text": "Which database?"}}`)
+	h.Visit(t, "draft", `{"human_input": {"kind": "question", "text": "Which database?"}}`)
 	st := h.waitFor(t, "draft")
-	var v HITLValue
+	var v core.HITLValue
 	json.Unmarshal(st.Value, &v)
-	if st.Node != "draft.hitl" || st.StepRef != "draft.hitl#1" || st.Status != StepWaiting || v.Request != "Which database?" || v.Asker != "draft" || v.Signal != SignalQuestion {
+	if st.Node != "draft.hitl" || st.StepRef != "draft.hitl#1" || st.Status != core.StepWaiting || v.Request != "Which database?" || v.Asker != "draft" || v.Signal != core.SignalQuestion {
 		t.Fatalf("agent hitl step %+v value %s", st, st.Value)
 	}
-	if _, err := h.svc.Human(context.Background(), "r1", "draft", Reply{Decision: DecisionAnswer, Text: "Postgres 16."}); err != nil {
+	if _, err := hitl.Invoke(context.Background(), h.Svc.Service, "r1", "draft", core.Reply{Decision: core.DecisionAnswer, Text: "Postgres 16."}); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.outcome(t, st.TaskToken); got != compiler.OutcomeAnswered {
 		t.Errorf("agent hitl outcome %q, want %q", got, compiler.OutcomeAnswered)
 	}
-	if !strings.Contains(read(t, h.ctx("draft.hitl.md")), "Postgres 16.") {
+	if !strings.Contains(workertest.Read(t, h.Ctx("draft.hitl.md")), "Postgres 16.") {
 		t.Errorf("draft.hitl.md lacks the answer")
 	}
-	again := h.dispatch(t, "draft")
+	again := h.Dispatch(t, "draft")
 	if again.StepRef != "draft#2" {
 		t.Errorf("the re-run is %s, want draft#2 (hitl steps do not count as the agent's visits)", again.StepRef)
 	}
-	p := h.lastPrompt(t)
+	p := h.LastPrompt(t)
 	if !strings.Contains(p, "## Human answer") || !strings.Contains(p, "Which database?") || !strings.Contains(p, "Postgres 16.") {
 		t.Errorf("re-run prompt lacks the answer:\n%s", p)
 	}
 	// Once the agent completes without asking, later visits start clean.
-	if _, err := h.submit(t, "done"); err != nil {
+	if _, err := h.Submit(t, "done"); err != nil {
 		t.Fatal(err)
 	}
-	h.dispatch(t, "draft")
-	if p := h.lastPrompt(t); strings.Contains(p, "## Human answer") {
+	h.Dispatch(t, "draft")
+	if p := h.LastPrompt(t); strings.Contains(p, "## Human answer") {
 		t.Errorf("a later visit still carries an answered round:\n%s", p)
 	}
 
 	// A denial: approve → "approve"; reject → "deny" and the reason.
-	h.visit(t, "signoff", `{"human_input": {"kind": "approval", "text": "Drop the legacy table?"}}`)
+	h.Visit(t, "signoff", `{"human_input": {"kind": "approval", "text": "Drop the legacy table?"}}`)
 	st = h.waitFor(t, "signoff")
-	if _, err := h.svc.Human(context.Background(), "r1", "signoff.hitl", Reply{Decision: DecisionReject, Text: "keep it one more release"}); err != nil {
+	if _, err := hitl.Invoke(context.Background(), h.Svc.Service, "r1", "signoff.hitl", core.Reply{Decision: core.DecisionReject, Text: "keep it one more release"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.outcome(t, st.TaskToken); got != compiler.OutcomeDeny {
 		t.Errorf("denied: outcome %q", got)
 	}
-	h.dispatch(t, "signoff")
-	if p := h.lastPrompt(t); !strings.Contains(p, "## Approval denied: keep it one more release") || !strings.Contains(p, "Drop the legacy table?") {
+	h.Dispatch(t, "signoff")
+	if p := h.LastPrompt(t); !strings.Contains(p, "## Approval denied: keep it one more release") || !strings.Contains(p, "Drop the legacy table?") {
 		t.Errorf("re-run prompt lacks the denial:\n%s", p)
 	}
-	h.submit(t, `{"human_input": {"kind": "approval", "text": "Drop it next release?"}}`)
+	h.Submit(t, `{"human_input": {"kind": "approval", "text": "Drop it next release?"}}`)
 	st = h.waitFor(t, "signoff")
-	if _, err := h.svc.Human(context.Background(), "r1", "signoff", Reply{Decision: DecisionApprove}); err != nil || h.outcome(t, st.TaskToken) != compiler.OutcomeApprove {
+	if _, err := hitl.Invoke(context.Background(), h.Svc.Service, "r1", "signoff", core.Reply{Decision: core.DecisionApprove}); err != nil || h.outcome(t, st.TaskToken) != compiler.OutcomeApprove {
 		t.Errorf("approved: %v, outcome %q", err, h.outcome(t, st.TaskToken))
 	}
 }
 
-// A hitl wait is fail-closed (reference.md § hitl node: a timeout parks
+// A hitl wait is fail-closed (worc reference.md § hitl node: a timeout parks
 // the task): at its deadline the step fails with ErrHITLTimeout, which the
 // compiled Catch sends to manual_action_required, and a late reply finds
 // nothing waiting.
@@ -310,13 +313,13 @@ func TestHITL_DeadlineFailsTheWaitingStep(t *testing.T) {
 	for h.outcome(t, st.TaskToken) == "" && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if got := h.outcome(t, st.TaskToken); !strings.HasPrefix(got, "failure "+ErrHITLTimeout) {
-		t.Fatalf("token after the deadline: %q, want %s", got, ErrHITLTimeout)
+	if got := h.outcome(t, st.TaskToken); !strings.HasPrefix(got, "failure "+core.ErrHITLTimeout) {
+		t.Fatalf("token after the deadline: %q, want %s", got, core.ErrHITLTimeout)
 	}
 	if got := h.step(t, st.TID); got.Status != stratus.StepFailed {
 		t.Errorf("step status %s, want failed", got.Status)
 	}
-	if _, err := h.svc.Human(context.Background(), "r1", "gate", Reply{Decision: DecisionApprove}); stratus.ErrorCode(err) != stratus.ECONFLICT {
+	if _, err := hitl.Invoke(context.Background(), h.Svc.Service, "r1", "gate", core.Reply{Decision: core.DecisionApprove}); stratus.ErrorCode(err) != stratus.ECONFLICT {
 		t.Errorf("late reply: %v, want conflict", err)
 	}
 }
@@ -326,51 +329,14 @@ func TestHuman_TerminalRunConflicts(t *testing.T) {
 	t.Parallel()
 	h := newHITLRig(t, "")
 	h.waitFor(t, "gate")
-	run := h.run
+	run := h.Run
 	run.Status = stratus.RunFailed
-	if err := h.svc.Store.UpdateRun(context.Background(), run); err != nil {
+	if err := h.Svc.Store.UpdateRun(context.Background(), run); err != nil {
 		t.Fatal(err)
 	}
-	_, err := h.svc.Human(context.Background(), "r1", "gate", Reply{Decision: DecisionApprove})
+	_, err := hitl.Invoke(context.Background(), h.Svc.Service, "r1", "gate", core.Reply{Decision: core.DecisionApprove})
 	var se *stratus.Error
 	if !errors.As(err, &se) || se.Code != stratus.ECONFLICT || se.Field != "run_id" {
 		t.Errorf("%v, want conflict on run_id", err)
-	}
-}
-
-// A question gate's answer is a prompt variable of the nodes after it
-// (docs/prompt-variables.md § Node outputs): {<hitl node>_path} is the
-// file Human wrote the reply to, and empty until the gate was answered.
-func TestTemplateVars_HITLAnswerIsAPathForLaterNodes(t *testing.T) {
-	t.Parallel()
-	r := newRig(t, rigOptions{flow: `flow:
-  name: f
-  task_type: f
-  permission_ceiling: workspace-write
-  output_policy: code_change
-  publishing: local_artifact
-  nodes:
-    - { id: ask, kind: hitl, signal: question, question: "Which database?" }
-    - { id: build, kind: agent, role_file: f/build.md }
-    - { id: publish, kind: publish, policy: local_artifact }
-  edges:
-    - { from: ask, to: build }
-    - { from: build, to: publish }
-`, roles: map[string]string{"f/build.md": "{?ask_path}The human answered in {ask_path}.{/ask_path}Build it."}})
-	if v := r.vars(t, "build"); v["ask_path"] != "" {
-		t.Errorf("{ask_path} = %q before the gate was answered, want empty", v["ask_path"])
-	}
-	h := &hitlRig{rig: r}
-	h.waitFor(t, "ask")
-	if _, err := r.svc.Human(context.Background(), r.run.ID, "ask", Reply{Decision: DecisionAnswer, Text: "Postgres 16."}); err != nil {
-		t.Fatal(err)
-	}
-	r.dispatch(t, "build")
-	want := "The human answered in " + r.ctx("ask.md") + ".Build it."
-	if got := r.lastPrompt(t); got != want {
-		t.Errorf("prompt = %q, want %q", got, want)
-	}
-	if !strings.Contains(read(t, r.ctx("ask.md")), "Postgres 16.") {
-		t.Error("ask.md lacks the answer")
 	}
 }
