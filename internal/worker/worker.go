@@ -13,6 +13,7 @@ import (
 	"github.com/stratusflow/stratus/internal/worker/fetch"
 	"github.com/stratusflow/stratus/internal/worker/hitl"
 	"github.com/stratusflow/stratus/internal/worker/rendersize"
+	"github.com/stratusflow/stratus/internal/worker/resolve"
 	"github.com/stratusflow/stratus/internal/worker/stats"
 	"github.com/stratusflow/stratus/internal/worker/submit"
 	"github.com/stratusflow/stratus/internal/worker/supervise"
@@ -85,7 +86,7 @@ const (
 	DecisionAnswer              = core.DecisionAnswer
 	DecisionApprove             = core.DecisionApprove
 	DecisionReject              = core.DecisionReject
-	DefaultEngineTimeoutSeconds = core.DefaultEngineTimeoutSeconds
+	DefaultEngineTimeoutSeconds = resolve.DefaultEngineTimeoutSeconds
 	DefaultInlineBytes          = core.DefaultInlineBytes
 	DefaultMaxUploadBytes       = core.DefaultMaxUploadBytes
 	DiffFile                    = core.DiffFile
@@ -142,13 +143,13 @@ var (
 	NeedsRefinement      = vars.NeedsRefinement
 	NewFailureValue      = core.NewFailureValue
 	NodeEnabled          = vars.NodeEnabled
-	Pinned               = core.Pinned
+	Pinned               = resolve.Pinned
 	PlausibleCost        = core.PlausibleCost
 	PolicyOf             = core.PolicyOf
 	ReadOutputFile       = core.ReadOutputFile
 	ReportEnv            = core.ReportEnv
-	Resolve              = core.Resolve
-	ResolveOn            = core.ResolveOn
+	Resolve              = resolve.Resolve
+	ResolveOn            = resolve.ResolveOn
 	SkipOutcome          = core.SkipOutcome
 	SlotFile             = core.SlotFile
 	WorkspaceKeys        = core.WorkspaceKeys

@@ -19,6 +19,7 @@ import (
 	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/retry"
 	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/resolve"
 	"github.com/stratusflow/stratus/internal/worker/vars"
 )
 
@@ -31,7 +32,7 @@ func LaunchAttempt(ctx context.Context, s *core.Service, run stratus.Run, env *c
 	if err == nil && !core.IsExec(node.Kind) {
 		// Resolve the engine now, so a bad pin fails the step at once
 		// rather than in the worker; the attempt records the resolution.
-		res, _, err = core.Resolve(env.Config, env.Flow, node, env.Task.Front)
+		res, _, err = resolve.Resolve(env.Config, env.Flow, node, env.Task.Front)
 		if err == nil && n > 1 {
 			res, err = RetryProvider(ctx, s, env, node, step, n, res)
 		}
@@ -140,11 +141,11 @@ func RetryProvider(ctx context.Context, s *core.Service, env *core.RunEnv, node 
 	if err != nil {
 		return res, err
 	}
-	p := policy(s, env).Provider(core.Pinned(node, env.Task.Front), history, s.NowUTC())
+	p := policy(s, env).Provider(resolve.Pinned(node, env.Task.Front), history, s.NowUTC())
 	if p == "" || p == res.Provider {
 		return res, nil
 	}
-	res, _, err = core.ResolveOn(env.Config, env.Flow, node, env.Task.Front, p)
+	res, _, err = resolve.ResolveOn(env.Config, env.Flow, node, env.Task.Front, p)
 	return res, err
 }
 
@@ -189,7 +190,7 @@ func RetryFailure(ctx context.Context, s *core.Service, c *core.Caller, att stra
 	}
 	history = append(history, historyOf(att))
 	now := s.NowUTC()
-	d := policy(s, c.Env).Decide(core.Pinned(node, c.Env.Task.Front), history, now)
+	d := policy(s, c.Env).Decide(resolve.Pinned(node, c.Env.Task.Front), history, now)
 	name, cause, ok := compiler.TaskFailure(d)
 	if !ok {
 		return nil, false, nil

@@ -17,6 +17,7 @@ import (
 	"github.com/stratusflow/stratus/internal/store/dynamodb"
 	"github.com/stratusflow/stratus/internal/worker/core"
 	"github.com/stratusflow/stratus/internal/worker/dispatch"
+	"github.com/stratusflow/stratus/internal/worker/resolve"
 	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
 
@@ -38,7 +39,7 @@ func TestDispatch_ConcurrentInstances_NumberStepsWithoutGaps(t *testing.T) {
 		workertest.AllAtOnce(len(ms), func(i int) { errs[i] = dispatch.Invoke(ctx, svcs[i%len(svcs)].Service, ms[i]) })
 		for i, err := range errs {
 			if err != nil {
-				t.Errorf("Dispatch(%s %s) on instance %d: %v", ms[i].Kind, core.First(ms[i].TaskToken, ms[i].StepRef), i%len(svcs), err)
+				t.Errorf("Dispatch(%s %s) on instance %d: %v", ms[i].Kind, resolve.First(ms[i].TaskToken, ms[i].StepRef), i%len(svcs), err)
 			}
 		}
 	}

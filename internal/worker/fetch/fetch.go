@@ -13,6 +13,7 @@ import (
 	"github.com/stratusflow/stratus/internal/findings"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/resolve"
 	"github.com/stratusflow/stratus/internal/worker/supervise"
 	"github.com/stratusflow/stratus/internal/worker/vars"
 )
@@ -89,7 +90,7 @@ func Invoke(ctx context.Context, s *core.Service, authorization, tid string) (*c
 		}
 		return &core.Payload{TaskID: step.TID, Attempt: att.N, Agent: att.Agent, Prompt: att.Prompt, Context: cx, StepRef: step.StepRef, RunID: run.ID, Exec: spec, Workspace: ws}, nil
 	}
-	res, prov, err := core.Resolve(env.Config, env.Flow, node, env.Task.Front)
+	res, prov, err := resolve.Resolve(env.Config, env.Flow, node, env.Task.Front)
 	if err != nil {
 		return nil, err
 	}

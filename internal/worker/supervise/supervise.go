@@ -25,6 +25,7 @@ import (
 	"github.com/stratusflow/stratus/internal/supervisor"
 	"github.com/stratusflow/stratus/internal/worker/attempt"
 	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/resolve"
 	"github.com/stratusflow/stratus/internal/worker/vars"
 )
 
@@ -77,7 +78,7 @@ func writeAudit(ctx context.Context, s *core.Service, run stratus.Run, env *core
 			rec.SkillsRequired = node.Skills
 		}
 	}
-	if p := core.TaskOverrides(env.Task.Front, step.Node)["provider"]; p != "" {
+	if p := resolve.TaskOverrides(env.Task.Front, step.Node)["provider"]; p != "" {
 		rec.Route = "task"
 	}
 	if rec.Outcome == "" {
@@ -153,10 +154,10 @@ func supervisorResolved(cfg *config.Config, job string) (stratus.Resolved, confi
 	}
 	r := stratus.Resolved{
 		Provider:          name,
-		Model:             core.First(phase.Model, prov.Model),
-		Reasoning:         core.First(phase.Reasoning, prov.Reasoning),
+		Model:             resolve.First(phase.Model, prov.Model),
+		Reasoning:         resolve.First(phase.Reasoning, prov.Reasoning),
 		PermissionProfile: flow.ReadOnly,
-		TimeoutSeconds:    core.DefaultEngineTimeoutSeconds,
+		TimeoutSeconds:    resolve.DefaultEngineTimeoutSeconds,
 		Configured:        stratus.ModelChoice{Model: prov.Model, Reasoning: prov.Reasoning},
 	}
 	if prov.TimeoutSeconds > 0 {
