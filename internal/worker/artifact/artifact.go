@@ -11,6 +11,7 @@ import (
 	"github.com/stratusflow/stratus/internal/projection"
 	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/upload"
 	"golang.org/x/text/cases"
 )
 
@@ -36,7 +37,7 @@ func Invoke(ctx context.Context, s *core.Service, authorization, name string, b 
 		return err
 	}
 	err = stageArtifact(ctx, s, c, name, b)
-	s.SettleUpload(ctx, c, b, err)
+	upload.SettleUpload(ctx, s, c, b, err)
 	return err
 }
 
@@ -65,7 +66,7 @@ func stageArtifact(ctx context.Context, s *core.Service, c *core.Caller, name st
 	if err := checkPartCase(ctx, s, c, name); err != nil {
 		return err
 	}
-	body, err := s.BodyOf(ctx, c, b)
+	body, err := upload.BodyOf(ctx, s, c, b)
 	if err != nil {
 		return err
 	}
@@ -144,7 +145,7 @@ func NewUpload(ctx context.Context, s *core.Service, authorization string, req c
 	}
 	// Bounded storage: an attempt holds at most MaxPendingUploads bodies
 	// stored and not yet named (checked again at a PUT through this API).
-	if err := s.PendingUploads(ctx, c, ""); err != nil {
+	if err := upload.PendingUploads(ctx, s, c, ""); err != nil {
 		return core.Upload{}, err
 	}
 	exp := s.NowUTC().Add(core.UploadTTL).Truncate(time.Second).UTC()

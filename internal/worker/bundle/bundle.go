@@ -10,6 +10,7 @@ import (
 	"github.com/stratusflow/stratus/internal/captoken"
 	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/upload"
 	"github.com/stratusflow/stratus/internal/workspace"
 )
 
@@ -128,10 +129,10 @@ func WriteFrom(ctx context.Context, s *core.Service, authorization, key string, 
 		if err != nil {
 			return err
 		}
-		if err := s.CheckUploadPut(c, key, body); err != nil {
+		if err := upload.CheckUploadPut(s, c, key, body); err != nil {
 			return err
 		}
-		if err := s.PendingUploads(ctx, c, key); err != nil {
+		if err := upload.PendingUploads(ctx, s, c, key); err != nil {
 			return err
 		}
 		return s.Sink.Put(ctx, key, body)

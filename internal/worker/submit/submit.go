@@ -25,6 +25,7 @@ import (
 	"github.com/stratusflow/stratus/internal/worker/attempt"
 	"github.com/stratusflow/stratus/internal/worker/core"
 	"github.com/stratusflow/stratus/internal/worker/supervise"
+	"github.com/stratusflow/stratus/internal/worker/upload"
 	"github.com/stratusflow/stratus/internal/worker/vars"
 	"github.com/stratusflow/stratus/internal/worker/verify"
 )
@@ -491,13 +492,13 @@ func Body(ctx context.Context, s *core.Service, authorization, tid string, b cor
 // submitBody reads b (bodyOf) and submits it; the upload, if any, is
 // settled (settleUpload) with the outcome.
 func submitBody(ctx context.Context, s *core.Service, c *core.Caller, b core.Body, ok bool, f core.Failure) (sv *core.StepValue, err error) {
-	defer func() { s.SettleUpload(ctx, c, b, err) }()
+	defer func() { upload.SettleUpload(ctx, s, c, b, err) }()
 	// Fenced before the upload is read: a retried submit of a recorded
 	// attempt is the same 409 whether its body came inline or uploaded.
 	if err := s.Fence(ctx, c); err != nil {
 		return nil, err
 	}
-	body, err := s.BodyOf(ctx, c, b)
+	body, err := upload.BodyOf(ctx, s, c, b)
 	if err != nil {
 		return nil, err
 	}
@@ -527,7 +528,7 @@ func Result(ctx context.Context, s *core.Service, authorization string, rb core.
 	if rb.Upload != "" {
 		if v := bytes.TrimSpace(rb.Value); len(v) > 0 && string(v) != "null" {
 			err := stratus.FieldErrorf(stratus.EINVALID, "value", "a result naming an upload has no value (the uploaded bytes are the body); drop value or upload")
-			s.SettleUpload(ctx, c, core.Body{Upload: rb.Upload}, err)
+			upload.SettleUpload(ctx, s, c, core.Body{Upload: rb.Upload}, err)
 			return nil, err
 		}
 		return submitBody(ctx, s, c, core.Body{Upload: rb.Upload}, *rb.OK, core.Failure{})
