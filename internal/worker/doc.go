@@ -25,8 +25,9 @@
 //     ReadBlob, WriteBlob, WriteBlobFrom, AdvanceHead).
 //
 // The shared layers, which import no operation: core (the context,
-// credentials and fencing: Authorize, ExchangeBootstrap), vars (template
-// variables and rendering), attempt (an attempt's launch, end and retry:
+// credentials and fencing: Authorize, ExchangeBootstrap), resolve (which
+// engine a step runs on, and how), upload (a body that travelled by
+// upload), vars (template variables and rendering), attempt (an attempt's launch, end and retry:
 // Rekick, WorkerTaskStopped), gate (parking a step at a human gate),
 // supervise (the supervisor layer's turns and the prompt audit) and verify
 // (an evaluator's verdict, for submit).
