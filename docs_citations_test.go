@@ -21,7 +21,7 @@ import (
 // TestDocsCitations fails when a comment or a string literal of the
 // repository's Go code cites a section of its docs that does not exist:
 // `docs/<name>.md § <Heading>` must name a file under docs/ and some heading
-// of it (docs/contracts.md, the citation rule at the top). Every broken
+// of it. Every broken
 // citation is reported, each as path:line.
 func TestDocsCitations(t *testing.T) {
 	t.Parallel()

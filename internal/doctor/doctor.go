@@ -520,8 +520,8 @@ func tools(dir string, flows []*flow.Flow) []Result {
 // command_sets starts here: its argv[0] resolves as a checks node resolves
 // it (nodeexec.Resolve, in the command's cwd under workDir, on this
 // process's PATH). A command that does not fails when a node of flows is
-// a checks node (the run would park there: docs/runner-image.md § The
-// environment of checks and tools), and warns when no flow runs checks or
+// a checks node (the run would park there: docs/runner-image.md § When a
+// check cannot run), and warns when no flow runs checks or
 // its set has skip_if_unavailable (the set is skipped, never run). One
 // result per command, subject "check SET/NAME", Field its config path.
 func CheckCommands(workDir string, cfg *config.Config, flows []*flow.Flow) []Result {

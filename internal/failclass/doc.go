@@ -8,8 +8,8 @@
 //
 // # The classes
 //
-// The names are worc's (../shared/peers/worc/docs/configuration.md §
-// agents.retry; the configuration reference of the workflow Stratus runs):
+// The names are worc's (its configuration reference, § agents.retry: the
+// workflow Stratus runs):
 //
 //   - provider_unavailable: the provider answered 5xx or overloaded (529),
 //     or dropped the connection (reset) — transient;

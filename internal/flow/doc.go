@@ -3,7 +3,7 @@
 // header fields, nodes (agent, evaluator, checks, tool, hitl, publish),
 // outcome-labelled edges, loop budgets, and the optional defaults,
 // supervisor and decomposition blocks. Stratus reads worc's format
-// unchanged: the files under ../shared/peers/worc/flows/ load as they are.
+// unchanged: worc's own flow files (its flows/ directory) load as they are.
 //
 // What it owns:
 //

@@ -186,14 +186,15 @@ type Node struct {
 	Policy string
 
 	// agent and evaluator, Stratus extensions
-	// (docs/contracts.md § The shape): the fold mode of this step ("",
-	// "json", "text"), and its verdict contract.
+	// (docs/contracts.md § The fold and submit_format, § Output is a tool
+	// call): the fold mode of this step ("", "json", "text"), and its
+	// verdict contract.
 	SubmitFormat string
 	Verdicts     *Verdicts
 	// Context is the node's context policy: which prior steps' outputs its
-	// prompt payload points at (docs/contracts.md § Routes: "a
-	// ContextPolicy.steps- filtered pointer list"); nil means every prior
-	// step.
+	// prompt payload points at (docs/contracts.md § Input is a fetch: the
+	// payload's context.steps, filtered by this policy); nil means every
+	// prior step.
 	Context *ContextPolicy
 
 	Index  int            // position in Flow.Nodes

@@ -7,7 +7,7 @@
 // front-matter keys and their types, the id rule, the per-node overrides
 // (nodes.<id>.enabled/model/reasoning/provider) and worc's defensive scan
 // of front-matter values. The authority is
-// ../shared/peers/worc/guide/skills/worc-task/SKILL.md § The task contract
+// worc's guide/skills/worc-task/SKILL.md § The task contract
 // and § Hard rules; docs/architecture.md § Vocabulary (Task);
 // docs/contracts.md § Flows and task types (a task only names its flow, never
 // edits it) and § Prompt audit (the per-task override lives in front matter).

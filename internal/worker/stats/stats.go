@@ -14,9 +14,14 @@ import (
 // token counts; a finite, non-negative cost of at most 1e9 US dollars
 // (docs/contracts.md § Request and response bodies, § The event stream).
 func check(st core.Stats) error {
-	for field, v := range map[string]*int64{"prompt_tokens": st.PromptTokens, "completion_tokens": st.CompletionTokens} {
-		if v != nil && *v < 0 {
-			return stratus.FieldErrorf(stratus.EINVALID, field, "%d is negative; valid: a token count >= 0", *v)
+	// In the body's order, so a body with several bad counters always
+	// names the same one.
+	for _, c := range []struct {
+		field string
+		v     *int64
+	}{{"prompt_tokens", st.PromptTokens}, {"completion_tokens", st.CompletionTokens}} {
+		if c.v != nil && *c.v < 0 {
+			return stratus.FieldErrorf(stratus.EINVALID, c.field, "%d is negative; valid: a token count >= 0", *c.v)
 		}
 	}
 	if st.Steps != nil && *st.Steps < 0 {
