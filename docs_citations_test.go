@@ -30,39 +30,16 @@ func TestDocsCitations(t *testing.T) {
 		t.Fatal(err)
 	}
 	var checked, broken int
-	err = filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path != "." && skipDir(d.Name()) {
-				return filepath.SkipDir
+	eachGoText(t, func(path string, tx goText) {
+		for _, c := range citations(tx.text, headings) {
+			checked++
+			if c.problem == "" {
+				continue
 			}
-			return nil
+			broken++
+			t.Errorf("%s:%d: %s", path, tx.line(c.offset), c.problem)
 		}
-		// This file's own cases cite missing sections on purpose.
-		if !strings.HasSuffix(path, ".go") || path == "docs_citations_test.go" {
-			return nil
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		for _, tx := range goTexts(src) {
-			for _, c := range citations(tx.text, headings) {
-				checked++
-				if c.problem == "" {
-					continue
-				}
-				broken++
-				t.Errorf("%s:%d: %s", filepath.ToSlash(path), tx.line(c.offset), c.problem)
-			}
-		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if checked == 0 {
 		t.Fatal("no docs citation found in the repository's Go files: the scan is broken")
 	}
@@ -78,38 +55,13 @@ func TestDocsCitations(t *testing.T) {
 // top). Every such pointer is reported, each as path:line.
 func TestNoUnreachableCitations(t *testing.T) {
 	t.Parallel()
-	var files, found int
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	var found int
+	files := eachGoText(t, func(path string, tx goText) {
+		for _, c := range unreachableCitations(tx.text) {
+			found++
+			t.Errorf("%s:%d: %s", path, tx.line(c.offset), c.problem)
 		}
-		slash := filepath.ToSlash(path)
-		if d.IsDir() {
-			if path != "." && skipDir(d.Name()) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		// This file's own cases hold the pointers on purpose.
-		if !strings.HasSuffix(path, ".go") || path == "docs_citations_test.go" {
-			return nil
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		files++
-		for _, tx := range goTexts(src) {
-			for _, c := range unreachableCitations(tx.text) {
-				found++
-				t.Errorf("%s:%d: %s", slash, tx.line(c.offset), c.problem)
-			}
-		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if files == 0 {
 		t.Fatal("no Go file scanned: the walk is broken")
 	}
@@ -560,4 +512,39 @@ func TestNoUnreachableCitations_Matcher(t *testing.T) {
 			}
 		})
 	}
+}
+
+// eachGoText calls f with every comment and string literal of every Go file
+// of the repository (slash-separated path, the text), but for this file,
+// whose cases cite missing sections and unreachable pointers on purpose; it
+// returns the number of files read.
+func eachGoText(t *testing.T, f func(path string, tx goText)) (files int) {
+	t.Helper()
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != "." && skipDir(d.Name()) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || path == "docs_citations_test.go" {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		files++
+		for _, tx := range goTexts(src) {
+			f(filepath.ToSlash(path), tx)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
 }
