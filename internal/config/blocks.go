@@ -123,6 +123,86 @@ const (
 	WorkspaceWorktree = "worktree"
 )
 
+// Git is worc's `git` block: how the publish step publishes (worc's
+// configuration reference, § git). Read through its methods, which apply
+// the defaults.
+type Git struct {
+	// CreatePullRequest: whether publishing opens a pull request (default
+	// true). false still commits and pushes the task branch.
+	CreatePullRequest *bool `yaml:"create_pull_request,omitempty"`
+	// PRBase is the branch pull requests are opened against ("main").
+	PRBase string `yaml:"pr_base,omitempty"`
+	// AutoMerge merges every published pull request (default false: a
+	// human reviews it); a task's auto_merge wins.
+	AutoMerge bool `yaml:"auto_merge,omitempty"`
+	// AutoMergeStrategy is merge, squash (default) or rebase.
+	AutoMergeStrategy string `yaml:"auto_merge_strategy,omitempty"`
+	// AutoMergeWaitForChecks arms the host's own auto-merge, which merges
+	// once the required checks pass, instead of merging at once.
+	AutoMergeWaitForChecks bool `yaml:"auto_merge_wait_for_checks,omitempty"`
+	// MergeFlow is the flow that resolves a conflicting merge of the base
+	// ("merge").
+	MergeFlow string `yaml:"merge_flow,omitempty"`
+	// Remote is the git remote the task branch is pushed to ("origin"; a
+	// Stratus key: worc pushes to the repository's origin).
+	Remote    string       `yaml:"remote,omitempty"`
+	Footprint GitFootprint `yaml:"footprint,omitempty"`
+}
+
+// GitFootprint is the audit commit's policy (worc: git.footprint).
+type GitFootprint struct {
+	// AuditCommitMessage is the audit commit's message; {task_id} is
+	// replaced ("chore(orchestrator): audit trail for {task_id}").
+	AuditCommitMessage string `yaml:"audit_commit_message,omitempty"`
+	// AuditOnBranch is where the audit commit lands: task (default, the
+	// task branch) or sibling (a separate <branch>-audit branch).
+	AuditOnBranch string `yaml:"audit_on_branch,omitempty"`
+}
+
+// The values and defaults of the git block.
+const (
+	MergeStrategyMerge  = "merge"
+	MergeStrategySquash = "squash"
+	MergeStrategyRebase = "rebase"
+
+	DefaultPRBase             = "main"
+	DefaultMergeFlow          = "merge"
+	DefaultGitRemote          = "origin"
+	DefaultAuditCommitMessage = "chore(orchestrator): audit trail for {task_id}"
+	AuditOnTaskBranch         = "task"
+	AuditOnSiblingBranch      = "sibling"
+)
+
+// PullRequests reports whether publishing opens a pull request.
+func (g Git) PullRequests() bool { return g.CreatePullRequest == nil || *g.CreatePullRequest }
+
+// Base is the branch pull requests are opened against.
+func (g Git) Base() string { return cmpOr(g.PRBase, DefaultPRBase) }
+
+// Strategy is the merge strategy of an automatic merge.
+func (g Git) Strategy() string { return cmpOr(g.AutoMergeStrategy, MergeStrategySquash) }
+
+// MergeFlowName is the flow that resolves a conflicting base merge.
+func (g Git) MergeFlowName() string { return cmpOr(g.MergeFlow, DefaultMergeFlow) }
+
+// RemoteName is the git remote the task branch is pushed to.
+func (g Git) RemoteName() string { return cmpOr(g.Remote, DefaultGitRemote) }
+
+// AuditMessage is the audit commit's message for task taskID.
+func (g Git) AuditMessage(taskID string) string {
+	return strings.ReplaceAll(cmpOr(g.Footprint.AuditCommitMessage, DefaultAuditCommitMessage), "{task_id}", taskID)
+}
+
+// AuditBranch is where the audit commit lands: task or sibling.
+func (g Git) AuditBranch() string { return cmpOr(g.Footprint.AuditOnBranch, AuditOnTaskBranch) }
+
+func cmpOr(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
 // HITL configures human-in-the-loop waits.
 type HITL struct {
 	TimeoutSeconds int `yaml:"timeout_seconds,omitempty"` // wait for a human, s, when a node sets none (86400)
@@ -231,6 +311,21 @@ func (c *Config) blocks(ps *problems) {
 			bad(fmt.Sprintf("security.allowed_environment[%d]", i), "%q is not an environment variable name", k)
 		}
 	}
+	if s := c.Git.AutoMergeStrategy; s != "" && s != MergeStrategyMerge && s != MergeStrategySquash && s != MergeStrategyRebase {
+		bad("git.auto_merge_strategy", "%q is not a merge strategy; valid: merge, squash or rebase", s)
+	}
+	if b := c.Git.PRBase; b != "" && !validBranch(b) {
+		bad("git.pr_base", "%q is not a branch name; valid: a git branch name such as main", b)
+	}
+	if r := c.Git.Remote; r != "" && !validBranch(r) {
+		bad("git.remote", "%q is not a remote name; valid: the name of a git remote such as origin", r)
+	}
+	if f := c.Git.MergeFlow; f != "" && (strings.ContainsAny(f, `/\`) || strings.HasPrefix(f, ".")) {
+		bad("git.merge_flow", "%q is not a flow name; valid: the name of a flow under .stratus/flows, such as merge", f)
+	}
+	if a := c.Git.Footprint.AuditOnBranch; a != "" && a != AuditOnTaskBranch && a != AuditOnSiblingBranch {
+		bad("git.footprint.audit_on_branch", "%q is not a place for the audit commit; valid: task or sibling", a)
+	}
 	if c.HITL.TimeoutSeconds == 0 {
 		c.HITL.TimeoutSeconds = DefaultHITLTimeoutSeconds
 	}
@@ -309,4 +404,27 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// validBranch reports whether name can be a git branch or remote name: no
+// spaces or control characters, none of ~^:?*[\ , no "..", "@{" or "//", not
+// starting with "-" or "/", not ending with "/", ".lock" or "." (git
+// check-ref-format's rules, without running git).
+func validBranch(name string) bool {
+	if name == "" || strings.HasPrefix(name, "-") || strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") ||
+		strings.HasSuffix(name, ".lock") || strings.HasSuffix(name, ".") || name == "@" ||
+		strings.Contains(name, "..") || strings.Contains(name, "@{") || strings.Contains(name, "//") {
+		return false
+	}
+	for _, r := range name {
+		if r <= ' ' || r == 0x7f || strings.ContainsRune("~^:?*[\\", r) {
+			return false
+		}
+	}
+	for _, part := range strings.Split(name, "/") {
+		if strings.HasPrefix(part, ".") {
+			return false
+		}
+	}
+	return true
 }

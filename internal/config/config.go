@@ -53,6 +53,10 @@ type Config struct {
 	Security      Security   `yaml:"security,omitempty"`
 	Supervisor    Supervisor `yaml:"supervisor,omitempty"`
 	HITL          HITL       `yaml:"hitl,omitempty"`
+	// Git is how a publish step publishes: the orchestrator's commit, the
+	// push of the task branch, the pull request and its merge (worc's
+	// `git` block, read as it is).
+	Git Git `yaml:"git,omitempty"`
 	// Limits caps what one run may spend (README.md § Cost and token caps); a
 	// task's front matter max_cost_usd / max_tokens win.
 	Limits Limits `yaml:"limits,omitempty"`
