@@ -366,7 +366,8 @@ func TestClassify(t *testing.T) {
 		"fatal: unable to access 'https://x/': The requested URL returned error: 403":                                             Auth,
 		"fatal: repository 'https://example.invalid/r.git/' not found":                                                            NoRemote,
 		"fatal: unable to access 'https://example.invalid/': Could not resolve host":                                              Unreachable,
-		"fatal: something else": Failed,
+		"fatal: something else":        Failed,
+		"fatal: the helper said tok-x": Failed,
 	} {
 		pe := pushErr(t, s.classify(&gitwork.RunError{Args: []string{"push"}, Err: errors.New("exit status 1"), Stderr: stderr}, "abc"), want)
 		if strings.Contains(pe.Error(), "tok-x") {
