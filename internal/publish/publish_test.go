@@ -375,3 +375,37 @@ func TestClassify(t *testing.T) {
 		}
 	}
 }
+
+// TestPush_RemoteMovedBetweenLookAndPush: when someone else pushes after
+// Push looked at the remote branch and before it pushes, the push itself
+// (never forced) is refused as not a fast-forward, and the error names
+// where the branch is now. The remote's upload-pack, which answers the
+// look, moves the branch as it finishes.
+func TestPush_RemoteMovedBetweenLookAndPush(t *testing.T) {
+	w := setup(t)
+	git(t, w.local, "remote", "add", "origin", w.remote)
+	s := Spec{Dir: w.local, Remote: "origin", Branch: "stratus/t1"}
+	if _, err := Push(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), "other")
+	git(t, filepath.Dir(other), "clone", "--quiet", "-b", "stratus/t1", w.remote, other)
+	theirs := commitFile(t, other, "theirs.txt", "theirs\n")
+	git(t, other, "push", "--quiet", "origin", "HEAD:refs/heads/side")
+	script := filepath.Join(t.TempDir(), "upload-pack")
+	body := "#!/bin/sh\ngit upload-pack \"$@\"\nrc=$?\ngit -C '" + w.remote + "' update-ref refs/heads/stratus/t1 " + theirs + "\nexit $rc\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git(t, w.local, "config", "remote.origin.uploadpack", script)
+	mine := commitFile(t, w.local, "mine.txt", "mine\n")
+
+	_, err := Push(context.Background(), s)
+	pe := pushErr(t, err, RemoteMoved)
+	if pe.Local != mine || pe.RemoteCommit != theirs {
+		t.Fatalf("error names local %s remote %s, want %s and %s", pe.Local, pe.RemoteCommit, mine, theirs)
+	}
+	if tip := git(t, w.remote, "rev-parse", "refs/heads/stratus/t1"); tip != theirs {
+		t.Fatalf("remote branch at %s, want theirs %s kept", tip, theirs)
+	}
+}
