@@ -63,8 +63,9 @@ type Pushed struct {
 	// Commit is the full SHA the remote branch now points at: the local
 	// head.
 	Commit string
-	// Previous is the remote branch's tip before the push (an ancestor of
-	// Commit), "" when the push created the branch.
+	// Previous is the remote branch's tip before the push: an ancestor of
+	// Commit, Commit itself when Already, "" when the push created the
+	// branch.
 	Previous string
 	// Already is true when the remote branch already pointed at Commit and
 	// nothing was pushed: a resumed or re-delivered publish step.
@@ -185,7 +186,7 @@ func KindOf(err error) Kind {
 // it ends first. Nothing local is changed either way, except the
 // remote-tracking ref git updates for a named remote.
 func Push(ctx context.Context, s Spec) (Pushed, error) {
-	if err := s.check(); err != nil {
+	if err := s.check(ctx); err != nil {
 		return Pushed{}, err
 	}
 	local, err := s.head(ctx)
@@ -234,7 +235,7 @@ func Push(ctx context.Context, s Spec) (Pushed, error) {
 }
 
 // check validates s.
-func (s *Spec) check() error {
+func (s *Spec) check(ctx context.Context) error {
 	switch {
 	case s.Dir == "":
 		return stratus.FieldErrorf(stratus.EINVALID, "dir", "no local repository given; give the run's workspace checkout")
@@ -250,7 +251,7 @@ func (s *Spec) check() error {
 	if s.Branch == "" || strings.HasPrefix(s.Branch, "-") || strings.HasPrefix(s.Branch, "refs/") {
 		return stratus.FieldErrorf(stratus.EINVALID, "branch", "%q is not a branch name (such as \"stratus/t1\", without refs/heads/)", s.Branch)
 	}
-	if _, err := gitwork.Run(context.Background(), s.Dir, nil, "check-ref-format", "refs/heads/"+s.Branch); err != nil {
+	if _, err := gitwork.Run(ctx, s.Dir, nil, "check-ref-format", "refs/heads/"+s.Branch); err != nil {
 		var re *gitwork.RunError
 		if errors.As(err, &re) && exitCode(re) > 0 {
 			return stratus.FieldErrorf(stratus.EINVALID, "branch", "%q is not a valid branch name (such as \"stratus/t1\")", s.Branch)
