@@ -43,8 +43,9 @@ func Reason(err error) string {
 // GIT_INDEX_FILE, ...) are dropped so they cannot point the command at
 // another repository or index, and optional locks are off
 // (GIT_OPTIONAL_LOCKS=0: a status never rewrites the repository's index).
-// A failure's error names the command and carries git's stderr; it wraps
-// the *exec.ExitError, or exec.ErrNotFound when git is not installed.
+// A failure's error is a *RunError naming the command and carrying git's
+// stderr; it wraps the *exec.ExitError, or exec.ErrNotFound when git is
+// not installed.
 func Run(ctx context.Context, dir string, env []string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
 	for _, e := range os.Environ() {
@@ -59,10 +60,28 @@ func Run(ctx context.Context, dir string, env []string, args ...string) ([]byte,
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("git %s: %w", strings.Join(args, " "), ctx.Err())
 		}
-		return nil, fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		return nil, &RunError{Args: args, Err: err, Stderr: strings.TrimSpace(stderr.String())}
 	}
 	return stdout.Bytes(), nil
 }
+
+// RunError is a git that failed to run or ran and failed: its arguments
+// (after `-C dir`), the exec error (an *exec.ExitError, or one wrapping
+// exec.ErrNotFound) and git's stderr, trimmed. Its text is "git ARGS:
+// ERR: STDERR".
+type RunError struct {
+	Args   []string
+	Err    error
+	Stderr string
+}
+
+func (e *RunError) Error() string {
+	return fmt.Sprintf("git %s: %v: %s", strings.Join(e.Args, " "), e.Err, e.Stderr)
+}
+
+// Unwrap makes errors.Is(err, exec.ErrNotFound) and errors.As(err,
+// **exec.ExitError) hold.
+func (e *RunError) Unwrap() error { return e.Err }
 
 // exitCode is the exit status of a git that ran and failed, or -1.
 func exitCode(err error) int {

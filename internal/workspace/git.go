@@ -29,28 +29,10 @@ const (
 // (the sum of its file sizes) and of a step bundle.
 const DefaultMaxBytes = 256 << 20
 
-// fixedConfig is set on every git this package runs, through the
-// GIT_CONFIG_COUNT environment (git ≥ 2.31), so that the operator's hooks,
-// signing, line-ending conversion, background maintenance and fsmonitor
-// cannot change or slow what a command does.
-var fixedConfig = [][2]string{
-	{"core.autocrlf", "false"},
-	{"core.hooksPath", "/dev/null"},
-	{"core.fsmonitor", "false"},
-	{"commit.gpgSign", "false"},
-	{"gc.auto", "0"},
-	{"maintenance.auto", "false"},
-	{"advice.addEmbeddedRepo", "false"},
-	{"advice.detachedHead", "false"},
-}
-
-// gitEnv is the fixed configuration followed by extra.
+// gitEnv is gitwork.FixedConfig, set through the GIT_CONFIG_COUNT
+// environment, followed by extra.
 func gitEnv(extra []string) []string {
-	env := []string{"GIT_CONFIG_COUNT=" + strconv.Itoa(len(fixedConfig))}
-	for i, kv := range fixedConfig {
-		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", i, kv[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", i, kv[1]))
-	}
-	return append(env, extra...)
+	return append(gitwork.ConfigEnv(gitwork.FixedConfig()...), extra...)
 }
 
 // git runs git in dir through gitwork.Run with the fixed configuration and
