@@ -11,15 +11,15 @@ import (
 
 // Kinds of refusal, for errors.Is on an *Error.
 var (
-	ErrAuth         = errors.New("token refused")                  // 401, or 403 not rate limiting
+	ErrAuth         = errors.New("token refused")                        // 401, or 403 not rate limiting
 	ErrNotFound     = errors.New("repository or pull request not found") // 404
-	ErrBaseMissing  = errors.New("base branch does not exist")     // 422 on field "base"
-	ErrNoCommits    = errors.New("no commits between base and head") // 422 "No commits between"
-	ErrInvalid      = errors.New("request refused as invalid")     // any other 422
-	ErrRateLimited  = errors.New("rate limited")                   // 403/429 with a rate limit
-	ErrNotMergeable = errors.New("pull request cannot be merged")  // 405 on merge
-	ErrHeadMoved    = errors.New("head branch moved")              // 409 on merge
-	ErrHost         = errors.New("host error")                     // anything else
+	ErrBaseMissing  = errors.New("base branch does not exist")           // 422 on field "base"
+	ErrNoCommits    = errors.New("no commits between base and head")     // 422 "No commits between"
+	ErrInvalid      = errors.New("request refused as invalid")           // any other 422
+	ErrRateLimited  = errors.New("rate limited")                         // 403/429 with a rate limit
+	ErrNotMergeable = errors.New("pull request cannot be merged")        // 405 on merge
+	ErrHeadMoved    = errors.New("head branch moved")                    // 409 on merge
+	ErrHost         = errors.New("host error")                           // anything else
 )
 
 // Error is one refusal of the host: which repository, which branch, what
