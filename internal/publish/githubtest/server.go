@@ -4,7 +4,9 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -266,6 +268,16 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request) {
 	}
 }
 
+// decodeOptional decodes req's JSON body into v; an empty body is an
+// empty object.
+func decodeOptional(req *http.Request, v any) error {
+	err := json.NewDecoder(req.Body).Decode(v)
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
 func (s *Server) authorized(h string) bool {
 	for _, scheme := range []string{"Bearer ", "token "} {
 		if t, ok := strings.CutPrefix(h, scheme); ok {
@@ -398,7 +410,8 @@ func (s *Server) update(w http.ResponseWriter, req *http.Request, r *repo, p *Pu
 		State *string `json:"state"`
 		Base  *string `json:"base"`
 	}
-	if err := json.NewDecoder(req.Body).Decode(&in); err != nil {
+	// The request body is optional (requestBody.required false).
+	if err := decodeOptional(req, &in); err != nil {
 		fail(w, http.StatusBadRequest, "Problems parsing JSON", doc)
 		return
 	}
@@ -437,7 +450,8 @@ func (s *Server) mergeReq(w http.ResponseWriter, req *http.Request, r *repo, p *
 		SHA           *string `json:"sha"`
 		MergeMethod   *string `json:"merge_method"`
 	}
-	if err := json.NewDecoder(req.Body).Decode(&in); err != nil {
+	// The request body is optional (requestBody.required false).
+	if err := decodeOptional(req, &in); err != nil {
 		fail(w, http.StatusBadRequest, "Problems parsing JSON", doc)
 		return
 	}
