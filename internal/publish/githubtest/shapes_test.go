@@ -198,13 +198,13 @@ func TestShapes_PullsListGetUpdate(t *testing.T) {
 		code, _, v := a.do("GET", "/repos/o/r/pulls"+q, auth, nil)
 		list, ok := v.([]any)
 		if code != 200 || !ok || len(list) != 1 {
-			t.Fatalf("list%s: %d %v, want 200 and one PR", q, code, v)
+			t.Fatalf("list%s: %d with %d PRs, want 200 and one", q, code, len(list))
 		}
 		requirePR(t, "pulls/list item", list[0], simple)
 	}
 	for _, q := range []string{"?head=o:other", "?state=closed", "?head=someone:feat"} {
 		if code, _, v := a.do("GET", "/repos/o/r/pulls"+q, auth, nil); code != 200 || len(v.([]any)) != 0 {
-			t.Fatalf("list%s: %d %v, want 200 and none", q, code, v)
+			t.Fatalf("list%s: %d with %d PRs, want 200 and none", q, code, len(v.([]any)))
 		}
 	}
 	if code, _, v := a.do("GET", "/repos/o/r/pulls?state=merged", auth, nil); code != 422 {
