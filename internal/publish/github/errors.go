@@ -14,12 +14,13 @@ var (
 	ErrAuth         = errors.New("token refused")                        // 401, or 403 not rate limiting
 	ErrNotFound     = errors.New("repository or pull request not found") // 404
 	ErrBaseMissing  = errors.New("base branch does not exist")           // 422 on field "base"
-	ErrNoCommits    = errors.New("no commits between base and head")     // 422 "No commits between"
-	ErrInvalid      = errors.New("request refused as invalid")           // any other 422
-	ErrRateLimited  = errors.New("rate limited")                         // 403/429 with a rate limit
-	ErrNotMergeable = errors.New("pull request cannot be merged")        // 405 on merge
-	ErrHeadMoved    = errors.New("head branch moved")                    // 409 on merge
-	ErrHost         = errors.New("host error")                           // anything else
+	ErrNoCommits    = errors.New("no commits between base and head")
+	ErrPRExists     = errors.New("a pull request already exists for the branch") // 422 "A pull request already exists"     // 422 "No commits between"
+	ErrInvalid      = errors.New("request refused as invalid")                   // any other 422
+	ErrRateLimited  = errors.New("rate limited")                                 // 403/429 with a rate limit
+	ErrNotMergeable = errors.New("pull request cannot be merged")                // 405 on merge
+	ErrHeadMoved    = errors.New("head branch moved")                            // 409 on merge
+	ErrHost         = errors.New("host error")                                   // anything else
 )
 
 // Error is one refusal of the host: which repository, which branch, what
@@ -112,6 +113,8 @@ func (c *Client) classify(op, branch string, resp *gh.Response, err error) *Erro
 		switch {
 		case er != nil && hasField(er, "base"):
 			e.Kind, e.Hint = ErrBaseMissing, "pr_base names no branch of the repository: push it or set git.pr_base to an existing branch"
+		case strings.Contains(e.Message, "A pull request already exists"):
+			e.Kind = ErrPRExists
 		case strings.Contains(e.Message, "No commits between"):
 			e.Kind, e.Hint = ErrNoCommits, "the branch has nothing the base lacks: no pull request is needed"
 		}

@@ -333,6 +333,22 @@ func (c *Client) Ensure(ctx context.Context, req EnsureRequest) (*PR, Outcome, e
 		}
 	}
 	pr, err := c.CreatePR(ctx, req.Base, req.Head, req.Title, req.Body)
+	if errors.Is(err, ErrPRExists) {
+		// Opened between our list and our create (a concurrent or
+		// re-delivered publish, or a list lagging behind): update that one.
+		open, ferr := c.FindOpenPR(ctx, req.Head)
+		if ferr != nil {
+			return nil, "", ferr
+		}
+		if open == nil {
+			return nil, "", err
+		}
+		pr, err := c.UpdatePR(ctx, open.Number, req.Title, req.Body)
+		if err != nil {
+			return nil, "", err
+		}
+		return pr, Updated, nil
+	}
 	if err != nil {
 		return nil, "", err
 	}

@@ -107,6 +107,23 @@ func TestEnsure_SecondPublishUpdatesTheOpenPR(t *testing.T) {
 	}
 }
 
+// Exactly once when the list misses the open PR (opened by a concurrent
+// publish, or a list lagging behind): the create GitHub refuses with
+// "already exists" turns into an update of that PR.
+func TestEnsure_CreateRaceUpdatesTheExistingPR(t *testing.T) {
+	t.Parallel()
+	f := setup(t, github.Options{})
+	f.ensure(t, "Run 1", "summary v1", "h1")
+	f.srv.HideFromList(1)
+	pr, out := f.ensure(t, "Run 1", "summary v2", "h1")
+	if out != github.Updated || pr.Number != 1 {
+		t.Fatalf("outcome %q PR #%d, want updated #1", out, pr.Number)
+	}
+	if pulls := f.srv.Pulls(full); len(pulls) != 1 || pulls[0].Body != "summary v2" {
+		t.Fatalf("stand-in holds %+v, want one PR with the new body", pulls)
+	}
+}
+
 // A PR merged by hand at the pushed head is reported as merged, not an
 // error, and no second PR is opened.
 func TestEnsure_MergedByHandIsReported(t *testing.T) {
@@ -211,6 +228,10 @@ func TestErrors_NameRepoBranchAndRemedy(t *testing.T) {
 			c, _ := github.New(f.srv.URL, "wrong", owner, name, github.Options{})
 			return c
 		}, github.ErrAuth, []string{"401", "Bad credentials", "GITHUB_TOKEN"}},
+		{"read-only token", func(f *fixture) *github.Client {
+			f.srv.SetReadOnly(true)
+			return f.client
+		}, github.ErrAuth, []string{"403", "not accessible", "write access"}},
 		{"missing repository", func(f *fixture) *github.Client {
 			c, _ := github.New(f.srv.URL, token, owner, "nope", github.Options{})
 			return c
@@ -249,15 +270,20 @@ func TestErrors_NameRepoBranchAndRemedy(t *testing.T) {
 // on a secondary limit (429), x-ratelimit-reset on the primary (403).
 func TestRateLimit_RetryAfterHonoured(t *testing.T) {
 	t.Parallel()
-	for _, primary := range []bool{false, true} {
+	for _, rl := range []githubtest.RateLimit{
+		{RetryAfter: 3 * time.Second},                             // secondary, 429 Retry-After
+		{RetryAfter: 3 * time.Second, Status: 403},                // secondary, 403 Retry-After
+		{Primary: true, RetryAfter: 3 * time.Second},              // primary, 403 x-ratelimit-reset
+		{Primary: true, RetryAfter: 3 * time.Second, Status: 429}, // primary, 429 x-ratelimit-reset
+	} {
 		f := setup(t, github.Options{MaxWait: 10 * time.Second})
-		f.srv.RateLimitNext(githubtest.RateLimit{Primary: primary, RetryAfter: 3 * time.Second})
+		f.srv.RateLimitNext(rl)
 		_, out := f.ensure(t, "Run 1", "s", "h1")
 		if out != github.Created {
-			t.Fatalf("primary=%v: outcome %q", primary, out)
+			t.Fatalf("%+v: outcome %q", rl, out)
 		}
 		if s := f.sleeps(); len(s) != 1 || s[0] != 3*time.Second {
-			t.Fatalf("primary=%v: slept %v, want exactly the host's 3s", primary, s)
+			t.Fatalf("%+v: slept %v, want exactly the host's 3s", rl, s)
 		}
 	}
 }

@@ -30,6 +30,8 @@ type Server struct {
 	repos    map[string]*repo
 	rate     []RateLimit
 	requests int
+	readOnly bool
+	hideList int
 }
 
 type repo struct {
@@ -64,6 +66,9 @@ type RateLimit struct {
 	// 429 with Retry-After (seconds).
 	Primary    bool
 	RetryAfter time.Duration
+	// Status overrides the answer's status: GitHub answers either limit
+	// with 403 or 429.
+	Status int
 }
 
 // New starts the stand-in on 127.0.0.1; it accepts only token. It is
@@ -134,6 +139,23 @@ func (s *Server) RateLimitNext(limits ...RateLimit) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rate = append(s.rate, limits...)
+}
+
+// SetReadOnly makes the token read-only: every write (create, update,
+// merge) answers 403 "Resource not accessible by personal access token".
+func (s *Server) SetReadOnly(ro bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.readOnly = ro
+}
+
+// HideFromList makes the next n list requests answer an empty list, as a
+// list that has not caught up with a pull request just opened (or one
+// opened by a concurrent publisher between a list and a create).
+func (s *Server) HideFromList(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hideList = n
 }
 
 // Pulls returns copies of owner/name's pull requests, by number.
@@ -209,21 +231,32 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request) {
 		rl := s.rate[0]
 		s.rate = s.rate[1:]
 		secs := int(rl.RetryAfter / time.Second)
+		status := rl.Status
 		if rl.Primary {
+			if status == 0 {
+				status = http.StatusForbidden
+			}
 			w.Header().Set("X-Ratelimit-Limit", "5000")
 			w.Header().Set("X-Ratelimit-Remaining", "0")
 			w.Header().Set("X-Ratelimit-Used", "5000")
 			w.Header().Set("X-Ratelimit-Reset", strconv.FormatInt(s.now().Add(rl.RetryAfter).Unix(), 10))
 			w.Header().Set("X-Ratelimit-Resource", "core")
-			fail(w, http.StatusForbidden, "API rate limit exceeded for user ID 1.", "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-primary-rate-limits")
+			fail(w, status, "API rate limit exceeded for user ID 1.", "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-primary-rate-limits")
 			return
 		}
+		if status == 0 {
+			status = http.StatusTooManyRequests
+		}
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
-		fail(w, http.StatusTooManyRequests, "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.", "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits")
+		fail(w, status, "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.", "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits")
 		return
 	}
 	if !s.authorized(req.Header.Get("Authorization")) {
 		fail(w, http.StatusUnauthorized, "Bad credentials", "https://docs.github.com/rest")
+		return
+	}
+	if s.readOnly && req.Method != http.MethodGet {
+		fail(w, http.StatusForbidden, "Resource not accessible by personal access token", docsURL)
 		return
 	}
 	path := strings.TrimPrefix(req.URL.Path, "/api/v3")
@@ -308,6 +341,11 @@ func (s *Server) list(w http.ResponseWriter, req *http.Request, r *repo) {
 		}
 	}
 	out := []map[string]any{}
+	if s.hideList > 0 {
+		s.hideList--
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
 	for i := len(r.pulls) - 1; i >= 0; i-- { // newest first (sort=created, direction=desc)
 		p := r.pulls[i]
 		if state != "all" && p.State != state {
