@@ -165,7 +165,8 @@ func New(baseURL, token, owner, repo string, opt Options) (*Client, error) {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("github base URL %q is not an absolute http(s) URL (e.g. https://ghe.example.com/api/v3/)", baseURL)
 		}
-		if c, err = c.WithEnterpriseURLs(baseURL, baseURL); err != nil {
+		// Uploads are never made; the upload root only has to parse.
+		if c, err = c.WithEnterpriseURLs(baseURL, u.Scheme+"://"+u.Host+"/api/uploads/"); err != nil {
 			return nil, fmt.Errorf("github base URL %q: %w", baseURL, err)
 		}
 		c.DisableRateLimitCheck = true
@@ -318,7 +319,7 @@ func (c *Client) Ensure(ctx context.Context, req EnsureRequest) (*PR, Outcome, e
 	if open != nil {
 		pr, err := c.UpdatePR(ctx, open.Number, req.Title, req.Body)
 		if err != nil {
-			return nil, "", err
+			return nil, "", withBranch(err, req.Head)
 		}
 		return pr, Updated, nil
 	}
@@ -345,7 +346,7 @@ func (c *Client) Ensure(ctx context.Context, req EnsureRequest) (*PR, Outcome, e
 		}
 		pr, err := c.UpdatePR(ctx, open.Number, req.Title, req.Body)
 		if err != nil {
-			return nil, "", err
+			return nil, "", withBranch(err, req.Head)
 		}
 		return pr, Updated, nil
 	}
@@ -353,6 +354,16 @@ func (c *Client) Ensure(ctx context.Context, req EnsureRequest) (*PR, Outcome, e
 		return nil, "", err
 	}
 	return pr, Created, nil
+}
+
+// withBranch names branch in an *Error that names none (a call by PR
+// number).
+func withBranch(err error, branch string) error {
+	var e *Error
+	if errors.As(err, &e) && e.Branch == "" {
+		e.Branch = branch
+	}
+	return err
 }
 
 func toPR(p *gh.PullRequest) *PR {
@@ -371,6 +382,9 @@ func (c *Client) call(ctx context.Context, op, branch string, do func(context.Co
 		resp, err := do(ctx)
 		if err == nil {
 			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("github %s: %s: %w", c.Repo(), op, ctx.Err())
 		}
 		e := c.classify(op, branch, resp, err)
 		if !errors.Is(e, ErrRateLimited) {
