@@ -38,12 +38,14 @@ import (
 //     head/base required [label, ref, repo, sha, user] and _links required
 //     (linksRequired below); components.schemas.pull-request-merge-result
 //     required [merged, message, sha].
+//   - components.schemas.validation-error (the 422 body): required
+//     [message, documentation_url], errors[] items required [code];
+//     basic-error (401, 403, 404): message, documentation_url, url, status
+//     (a string), none required.
 //
 // Not read there, so checked by a weaker rule: the items of pulls/list
 // (components.schemas.pull-request-simple) are held to the pull-request
-// fields that are not detail-only (prRequired minus detailOnly), and the
-// 422 body (validation-error) to go-github's ErrorResponse: message,
-// errors[] with resource/field/code, documentation_url.
+// fields that are not detail-only (prRequired minus detailOnly).
 var prRequired = []string{
 	"_links", "assignee", "labels", "base", "body", "closed_at", "comments_url", "commits_url",
 	"created_at", "diff_url", "head", "html_url", "id", "node_id", "issue_url", "merge_commit_sha",
