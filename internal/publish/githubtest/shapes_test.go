@@ -128,6 +128,11 @@ func requirePR(t *testing.T, what string, v any, fields []string) map[string]any
 func requireErrorBody(t *testing.T, what string, v any, wantErrors bool) {
 	t.Helper()
 	m := requireFields(t, what, v, []string{"message", "documentation_url"})
+	if st, ok := m["status"]; ok {
+		if _, isString := st.(string); !isString {
+			t.Errorf("%s: status %v is a %T, want a string (basic-error)", what, st, st)
+		}
+	}
 	if !wantErrors {
 		return
 	}
