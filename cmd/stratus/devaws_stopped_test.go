@@ -93,7 +93,11 @@ default:
 	// the step would wait out its 900 s.
 	var st StatusResult
 	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		if st = statusJSON(t, runID, flags); st.Status != "running" {
+		// The run reads ended as soon as its execution did; its steps once
+		// the events function recorded the end (lifecycle.Finish): wait
+		// for both.
+		st = statusJSON(t, runID, flags)
+		if s := stepOf(st, "implementation#1"); st.Status != "running" && (s == nil || s.Status != "running") {
 			break
 		}
 		if time.Now().After(deadline) {
