@@ -32,7 +32,7 @@ func New(c Config) *Service {
 	s := &core.Service{Config: c}
 	s.Layers = core.Layers{
 		StepEnded: func(e Event) { supervise.StepEnded(s, e) },
-		SupervisorFailed: func(ctx context.Context, c *Caller, att stratus.Attempt, f core.Failure, reason string) (*StepValue, error) {
+		SupervisorFailed: func(ctx context.Context, c *core.Caller, att stratus.Attempt, f core.Failure, reason string) (*StepValue, error) {
 			return supervise.Failed(ctx, s, c, att, f, reason)
 		},
 	}
@@ -44,24 +44,18 @@ func New(c Config) *Service {
 // transports.
 type (
 	Config          = core.Config
-	AuditAttempt    = core.AuditAttempt
-	AuditRecord     = core.AuditRecord
 	Blob            = core.Blob
 	Body            = core.Body
 	Bootstrapped    = core.Bootstrapped
-	Caller          = core.Caller
-	CaughtError     = core.CaughtError
 	CommitChecker   = core.CommitChecker
 	Context         = core.Context
 	DegradationBody = core.DegradationBody
 	EngineFile      = core.EngineFile
 	EngineSpec      = core.EngineSpec
-	EvaluatorPolicy = core.EvaluatorPolicy
 	Event           = core.Event
 	FailureValue    = core.FailureValue
 	HITLValue       = core.HITLValue
 	HeadAdvance     = core.HeadAdvance
-	HumanInput      = core.HumanInput
 	Message         = core.Message
 	Payload         = core.Payload
 	Reply           = core.Reply
@@ -71,8 +65,6 @@ type (
 	StepPointer     = core.StepPointer
 	StepValue       = core.StepValue
 	SystemRef       = core.SystemRef
-	ToolContext     = vars.ToolContext
-	ToolPaths       = vars.ToolPaths
 	Upload          = core.Upload
 	UploadRequest   = core.UploadRequest
 	WorkspaceSpec   = core.WorkspaceSpec
@@ -81,79 +73,51 @@ type (
 // The constants of the worker API and the service, defined in
 // internal/worker/core and named here for the transports and the callers.
 const (
-	AnswerReasonBytes           = core.AnswerReasonBytes
-	ChangeOverviewFile          = core.ChangeOverviewFile
-	DecisionAnswer              = core.DecisionAnswer
-	DecisionApprove             = core.DecisionApprove
-	DecisionReject              = core.DecisionReject
-	DefaultEngineTimeoutSeconds = resolve.DefaultEngineTimeoutSeconds
-	DefaultInlineBytes          = core.DefaultInlineBytes
-	DefaultMaxUploadBytes       = core.DefaultMaxUploadBytes
-	DiffFile                    = core.DiffFile
-	EnrichedSpecFile            = core.EnrichedSpecFile
-	ErrCapReached               = core.ErrCapReached
-	ErrDispatch                 = core.ErrDispatch
-	ErrHITLTimeout              = core.ErrHITLTimeout
-	ErrInfrastructure           = core.ErrInfrastructure
-	ErrLaunchFailed             = core.ErrLaunchFailed
-	ErrProjection               = core.ErrProjection
-	ErrPublish                  = core.ErrPublish
-	ErrUnsupported              = core.ErrUnsupported
-	ErrWorkerFailed             = core.ErrWorkerFailed
-	EventStepEnded              = core.EventStepEnded
-	EventStepParked             = core.EventStepParked
-	EventStepProgress           = core.EventStepProgress
-	EventStepRetrying           = core.EventStepRetrying
-	EventStepStarted            = core.EventStepStarted
-	EventStepWaiting            = core.EventStepWaiting
-	EventSupervisorEnded        = core.EventSupervisorEnded
-	EventSupervisorStarted      = core.EventSupervisorStarted
-	FileSentinel                = core.FileSentinel
-	KindObserve                 = core.KindObserve
-	MaxCostUSD                  = core.MaxCostUSD
-	MaxPendingUploads           = core.MaxPendingUploads
-	MaxReasonBytes              = core.MaxReasonBytes
-	MaxReplyBytes               = core.MaxReplyBytes
-	OutcomeRouteApprove         = core.OutcomeRouteApprove
-	OutcomeRouteDeny            = core.OutcomeRouteDeny
-	OutcomeSkipped              = core.OutcomeSkipped
-	PlanFile                    = core.PlanFile
-	ReportFile                  = core.ReportFile
-	SignalApproval              = core.SignalApproval
-	SignalQuestion              = core.SignalQuestion
-	StateDirName                = core.StateDirName
-	StepWaiting                 = core.StepWaiting
-	SubtasksDir                 = core.SubtasksDir
-	SummaryFile                 = core.SummaryFile
-	SupervisorNode              = core.SupervisorNode
-	TimelineFile                = core.TimelineFile
-	UploadTTL                   = core.UploadTTL
-	WorkspaceBlobTTL            = core.WorkspaceBlobTTL
+	AnswerReasonBytes      = core.AnswerReasonBytes
+	DecisionAnswer         = core.DecisionAnswer
+	DecisionApprove        = core.DecisionApprove
+	DecisionReject         = core.DecisionReject
+	DefaultInlineBytes     = core.DefaultInlineBytes
+	DefaultMaxUploadBytes  = core.DefaultMaxUploadBytes
+	ErrDispatch            = core.ErrDispatch
+	ErrInfrastructure      = core.ErrInfrastructure
+	ErrProjection          = core.ErrProjection
+	ErrWorkerFailed        = core.ErrWorkerFailed
+	EventStepEnded         = core.EventStepEnded
+	EventStepParked        = core.EventStepParked
+	EventStepProgress      = core.EventStepProgress
+	EventStepRetrying      = core.EventStepRetrying
+	EventStepStarted       = core.EventStepStarted
+	EventStepWaiting       = core.EventStepWaiting
+	EventSupervisorEnded   = core.EventSupervisorEnded
+	EventSupervisorStarted = core.EventSupervisorStarted
+	MaxCostUSD             = core.MaxCostUSD
+	MaxPendingUploads      = core.MaxPendingUploads
+	MaxReasonBytes         = core.MaxReasonBytes
+	OutcomeSkipped         = core.OutcomeSkipped
+	SignalApproval         = core.SignalApproval
+	SignalQuestion         = core.SignalQuestion
+	StateDirName           = core.StateDirName
+	StepWaiting            = core.StepWaiting
+	SupervisorNode         = core.SupervisorNode
+	UploadTTL              = core.UploadTTL
 )
 
 // The helpers the transports and the callers use, defined in
 // internal/worker/core, hitl and vars and named here.
 var (
-	ErrNotPersisted      = core.ErrNotPersisted
-	CheckReplySize       = hitl.CheckReplySize
-	ContractContent      = core.ContractContent
-	DecompositionEnabled = core.DecompositionEnabled
-	DropUploads          = core.DropUploads
-	HumanInputRequest    = core.HumanInputRequest
-	NeedsRefinement      = vars.NeedsRefinement
-	NewFailureValue      = core.NewFailureValue
-	NodeEnabled          = vars.NodeEnabled
-	Pinned               = resolve.Pinned
-	PlausibleCost        = core.PlausibleCost
-	PolicyOf             = core.PolicyOf
-	ReadOutputFile       = core.ReadOutputFile
-	ReportEnv            = core.ReportEnv
-	Resolve              = resolve.Resolve
-	ResolveOn            = resolve.ResolveOn
-	SkipOutcome          = core.SkipOutcome
-	SlotFile             = core.SlotFile
-	WorkspaceKeys        = core.WorkspaceKeys
-	WorkspaceRoot        = core.WorkspaceRoot
+	ErrNotPersisted = core.ErrNotPersisted
+	CheckReplySize  = hitl.CheckReplySize
+	DropUploads     = core.DropUploads
+	NewFailureValue = core.NewFailureValue
+	NodeEnabled     = vars.NodeEnabled
+	PlausibleCost   = core.PlausibleCost
+	PolicyOf        = core.PolicyOf
+	ReadOutputFile  = core.ReadOutputFile
+	ReportEnv       = core.ReportEnv
+	Resolve         = resolve.Resolve
+	WorkspaceKeys   = core.WorkspaceKeys
+	WorkspaceRoot   = core.WorkspaceRoot
 )
 
 // RecordStats serves POST /v1/worker/stats: the attempt's cumulative

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	smithytime "github.com/aws/smithy-go/time"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -138,7 +139,7 @@ func New(api API, cfg Config) (*Launcher, error) {
 		r.MaxDelay = 20 * time.Second
 	}
 	if r.Sleep == nil {
-		r.Sleep = sleep
+		r.Sleep = smithytime.SleepWithContext
 	}
 	return &Launcher{api: api, cfg: cfg}, nil
 }
@@ -350,17 +351,6 @@ func backoff(r RetryPolicy, n int) time.Duration {
 		}
 	}
 	return time.Duration(rand.Int64N(int64(ceiling) + 1))
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // Stop stops the task id (its ARN) with ecs:StopTask: ECS sends the

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	smithytime "github.com/aws/smithy-go/time"
+
 	gh "github.com/google/go-github/v75/github"
 )
 
@@ -154,7 +156,7 @@ func New(baseURL, token, owner, repo string, opt Options) (*Client, error) {
 		opt.Now = time.Now
 	}
 	if opt.Sleep == nil {
-		opt.Sleep = sleepCtx
+		opt.Sleep = smithytime.SleepWithContext
 	}
 	c := gh.NewClient(opt.HTTPClient).WithAuthToken(token)
 	// Our own bounded wait decides about rate limits; go-github's
@@ -172,17 +174,6 @@ func New(baseURL, token, owner, repo string, opt Options) (*Client, error) {
 		c.DisableRateLimitCheck = true
 	}
 	return &Client{gh: c, owner: owner, repo: repo, opt: opt}, nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // BaseURL is the REST API root the client sends to.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	smithytime "github.com/aws/smithy-go/time"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -224,7 +226,7 @@ func contend(ctx context.Context, what string, op func() (lost bool, err error))
 		if try+1 >= maxContention {
 			return fmt.Errorf("%s: still contended after %d tries; giving up", what, maxContention)
 		}
-		if err := sleep(ctx, backoff(try)); err != nil {
+		if err := smithytime.SleepWithContext(ctx, backoff(try)); err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
 	}
@@ -234,17 +236,6 @@ func contend(ctx context.Context, what string, op func() (lost bool, err error))
 func backoff(try int) time.Duration {
 	ceiling := min(100*time.Millisecond, 2*time.Millisecond<<min(try, 10))
 	return time.Duration(mrand.Int64N(int64(ceiling)))
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // key is the primary key of an item.

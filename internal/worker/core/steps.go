@@ -169,3 +169,21 @@ func (s *Service) RunnerLog(run stratus.Run, step stratus.Step) string {
 	}
 	return filepath.Join(s.LocalLogs, run.TaskID, "stages", step.Node, fmt.Sprintf("run-%06d", step.Visit), "runner.log")
 }
+
+// Final fences caller c and makes its attempt's Final of body: the
+// `@file:` sentinel resolved (ResolveFileSentinel), stamped now, and the
+// attempt as it ends with it (EndedAt). Nothing is written. Errors: Fence's,
+// ResolveFileSentinel's.
+func (s *Service) Final(ctx context.Context, c *Caller, body []byte, ok bool) (stratus.OutputEvent, stratus.Attempt, error) {
+	if err := s.Fence(ctx, c); err != nil {
+		return stratus.OutputEvent{}, stratus.Attempt{}, err
+	}
+	body, err := s.ResolveFileSentinel(c, body)
+	if err != nil {
+		return stratus.OutputEvent{}, stratus.Attempt{}, err
+	}
+	final := stratus.OutputEvent{TID: c.Step.TID, Attempt: c.Attempt.N, Kind: stratus.OutputFinal, Body: body, OK: ok, At: s.NowUTC()}
+	att := c.Attempt
+	att.EndedAt = final.At
+	return final, att, nil
+}

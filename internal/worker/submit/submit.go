@@ -595,16 +595,11 @@ func submit(ctx context.Context, s *core.Service, c *core.Caller, body []byte, o
 		}
 		return sv, err
 	}
-	if err := s.Fence(ctx, c); err != nil {
-		return nil, err
-	}
-	body, err := s.ResolveFileSentinel(c, body)
+	final, att, err := s.Final(ctx, c, body, ok)
 	if err != nil {
 		return nil, err
 	}
-	final := stratus.OutputEvent{TID: c.Step.TID, Attempt: c.Attempt.N, Kind: stratus.OutputFinal, Body: body, OK: ok, At: s.NowUTC()}
-	att := c.Attempt
-	att.EndedAt = final.At
+	body = final.Body
 	if !ok {
 		if _, err := s.Store.AppendOutput(ctx, final); err != nil {
 			return nil, core.SecondFinal(c, err)
