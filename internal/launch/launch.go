@@ -62,6 +62,13 @@ type Spec struct {
 	// chooses the ECS network profile: online subnets and security group, or
 	// the offline ones that reach only the worker API.
 	NetworkAccess bool
+	// Publisher marks the worker of a publish node: the one worker that
+	// holds the git credential (docs/architecture.md § Publishing). On AWS
+	// it runs the publisher task definition, whose container alone gets
+	// the token secret, on the online network profile, and never goes to a
+	// warm pool (a pooled runner holds no credential); embedded the runner
+	// reads the token from the operator's environment.
+	Publisher bool
 	// OnExit, when set, is called once the worker has ended, with its exit
 	// error (nil for status 0). The server uses it to fail an attempt whose
 	// worker died without a result, instead of waiting for the heartbeat to

@@ -71,7 +71,7 @@ func LaunchAttempt(ctx context.Context, s *core.Service, run stratus.Run, env *c
 		return err
 	}
 	s.Emit(core.Event{Type: core.EventStepStarted, RunID: run.ID, Node: step.Node, StepRef: step.StepRef, TID: step.TID, Attempt: n})
-	spec := launch.Spec{APIURL: s.APIURL, Handle: h.Handle, TaskID: step.TID, Attempt: n, NetworkAccess: res.NetworkAccess}
+	spec := launch.Spec{APIURL: s.APIURL, Handle: h.Handle, TaskID: step.TID, Attempt: n, NetworkAccess: res.NetworkAccess, Publisher: node.Kind == flow.KindPublish}
 	spec.LogPath = s.RunnerLog(run, step)
 	spec.SpoolDir = core.SpoolDir(spec.LogPath)
 	spec.OnExit = func(err error) { WorkerExited(s, step.TID, n, err, spec.LogPath) }
