@@ -70,6 +70,36 @@ type Run struct {
 	// record stays, so the run is still listed and says it was pruned,
 	// and nothing that needs its files (resume, pull, logs) runs on it.
 	PrunedAt time.Time `json:"pruned_at,omitzero"`
+	// Publication is what the run's publish step left on its git host:
+	// the pushed branch and the pull request (docs/architecture.md §
+	// Publishing); nil until a publish step pushed.
+	Publication *Publication `json:"publication,omitempty"`
+}
+
+// Publication is a run's pushed task branch and its pull request
+// (docs/architecture.md § Publishing).
+type Publication struct {
+	Remote string `json:"remote"` // the remote's name in the operator's repository ("origin")
+	URL    string `json:"url"`    // the remote's URL, credentials left out
+	Branch string `json:"branch"` // the task branch pushed ("stratus/t1")
+	Head   string `json:"head"`   // the commit the branch was left at (full SHA-1 hex)
+	// PullRequest is the PR opened or updated for Branch; nil when none
+	// was (Note says why).
+	PullRequest *PullRequest `json:"pull_request,omitempty"`
+	// Note says, in one sentence, what was not done and why: no pull
+	// request for a host that is not GitHub, a merge that was blocked.
+	Note string `json:"note,omitempty"`
+}
+
+// PullRequest is one pull request of a Publication.
+type PullRequest struct {
+	Number int    `json:"number"`
+	URL    string `json:"url"`   // the page a person opens
+	State  string `json:"state"` // open | merged | closed
+	// AutoMerge is set when the host's own auto-merge was armed
+	// (git.auto_merge_wait_for_checks): the strategy it merges with.
+	AutoMerge string `json:"auto_merge,omitempty"`
+	MergeSHA  string `json:"merge_sha,omitempty"` // the merge commit, once merged
 }
 
 // SpanStart is when the run's latest span began: its latest resume, else
@@ -150,6 +180,18 @@ type Workspace struct {
 	// of at config.yaml's projection.placement: an embedded run's (README
 	// § Workspaces).
 	StateCtx bool `json:"state_ctx,omitempty"`
+	// Remote is the operator's git remote at the start (config
+	// git.remote, "origin"): where a publish step pushes the task branch;
+	// nil when the repository has no such remote.
+	Remote *GitRemote `json:"remote,omitempty"`
+}
+
+// GitRemote is a git remote of the operator's repository.
+type GitRemote struct {
+	Name string `json:"name"` // "origin"
+	// URL is the remote's fetch URL, any user:password left out; a local
+	// path is absolute.
+	URL string `json:"url"`
 }
 
 // Step states.

@@ -31,6 +31,10 @@ type Store interface {
 	// Errors: ECONFLICT when the head is no longer from; ENOTFOUND when there
 	// is no such run or it has no workspace.
 	AdvanceWorkspace(ctx context.Context, runID, from, to, bundle string) error
+	// SetPublication records what run runID's publish step left on its git
+	// host (Run.Publication), replacing what an earlier publish of the run
+	// recorded. Errors: ENOTFOUND for no such run.
+	SetPublication(ctx context.Context, runID string, p stratus.Publication) error
 	// PruneRun removes what run runID recorded besides the run itself —
 	// its steps, attempts, output tails and degradations — and marks the
 	// run pruned at `at` (Run.PrunedAt; a run pruned before keeps its

@@ -65,6 +65,13 @@ func runItems(r stratus.Run) (it, entry item, err error) {
 		it.set("workspace", str(string(b)))
 		it.set("ws_head", str(w.Head))
 	}
+	if p := r.Publication; p != nil {
+		b, err := json.Marshal(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		it.set("publication", str(string(b)))
+	}
 	entry = key(pkRuns, runListKey(r)).setAll(map[string]av{
 		attrRecord: str("run_entry"), attrWID: it[attrWID], "id": str(r.ID),
 	})
@@ -177,7 +184,36 @@ func decodeRun(it item) stratus.Run {
 			r.Workspace = nil // written by this package only; unreadable means none
 		}
 	}
+	if p := it.str("publication"); p != "" {
+		r.Publication = new(stratus.Publication)
+		if json.Unmarshal([]byte(p), r.Publication) != nil {
+			r.Publication = nil
+		}
+	}
 	return r
+}
+
+// SetPublication records run runID's publication (store.Store): one
+// UpdateItem conditioned on the run's existence. ENOTFOUND if there is no
+// such run.
+func (s *Store) SetPublication(ctx context.Context, runID string, p stratus.Publication) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	_, err = s.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.table), Key: runKey(runID),
+		UpdateExpression:          aws.String("SET #pub = :pub"),
+		ConditionExpression:       aws.String("attribute_exists(#id)"),
+		ExpressionAttributeNames:  map[string]string{"#pub": "publication", "#id": "id"},
+		ExpressionAttributeValues: map[string]av{":pub": str(string(b))},
+	})
+	if _, ok := conditionFailed(err); ok {
+		return stratus.Errorf(stratus.ENOTFOUND, "run %q not found (DynamoDB ConditionalCheckFailedException)", runID)
+	} else if err != nil {
+		return wrap("record the publication of run "+quote(runID), err)
+	}
+	return nil
 }
 
 // AdvanceWorkspace moves the workspace head of run runID from `from` to

@@ -11,7 +11,7 @@ import (
 	"github.com/stratusflow/stratus/internal/store"
 )
 
-const runColumns = "id, task_id, task_title, flow, status, work_dir, task_path, execution, owner, resumes, max_cost_usd, max_tokens, workspace, created_at, ended_at, resumed_at, active_ms, pruned_at"
+const runColumns = "id, task_id, task_title, flow, status, work_dir, task_path, execution, owner, resumes, max_cost_usd, max_tokens, workspace, created_at, ended_at, resumed_at, active_ms, pruned_at, publication"
 
 // CreateRun inserts r; ECONFLICT if a run with r.ID exists.
 func (s *Store) CreateRun(ctx context.Context, r stratus.Run) error {
@@ -19,9 +19,13 @@ func (s *Store) CreateRun(ctx context.Context, r stratus.Run) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.wq.ExecContext(ctx, "INSERT INTO runs ("+runColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	pub, err := encodeJSON(r.Publication)
+	if err != nil {
+		return err
+	}
+	_, err = s.wq.ExecContext(ctx, "INSERT INTO runs ("+runColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		r.ID, r.TaskID, r.TaskTitle, r.Flow, r.Status, r.WorkDir, r.TaskPath, r.Execution, r.Owner, r.Resumes, r.MaxCostUSD, r.MaxTokens,
-		ws, millis(r.CreatedAt), millis(r.EndedAt), millis(r.ResumedAt), r.ActiveMS, millis(r.PrunedAt))
+		ws, millis(r.CreatedAt), millis(r.EndedAt), millis(r.ResumedAt), r.ActiveMS, millis(r.PrunedAt), pub)
 	if isUniqueViolation(err) {
 		return stratus.Errorf(stratus.ECONFLICT, "run %q already exists", r.ID)
 	} else if err != nil {
@@ -51,6 +55,29 @@ func (s *Store) UpdateRun(ctx context.Context, r stratus.Run) error {
 		return fmt.Errorf("update run %q: %w", r.ID, err)
 	}
 	return mustAffect(res, stratus.Errorf(stratus.ENOTFOUND, "run %q not found", r.ID))
+}
+
+// SetPublication records run runID's publication (store.Store); ENOTFOUND
+// if there is no such run.
+func (s *Store) SetPublication(ctx context.Context, runID string, p stratus.Publication) error {
+	enc, err := encodeJSON(&p)
+	if err != nil {
+		return err
+	}
+	res, err := s.wq.ExecContext(ctx, "UPDATE runs SET publication = ? WHERE id = ?", enc, runID)
+	if err != nil {
+		return fmt.Errorf("record the publication of run %q: %w", runID, err)
+	}
+	return mustAffect(res, stratus.Errorf(stratus.ENOTFOUND, "run %q not found", runID))
+}
+
+// encodeJSON is a JSON column: v as JSON, or "" for nil.
+func encodeJSON[T any](v *T) (string, error) {
+	if v == nil {
+		return "", nil
+	}
+	b, err := json.Marshal(v)
+	return string(b), err
 }
 
 // encodeWorkspace is the workspace column: JSON, or "" for none.
@@ -157,9 +184,9 @@ func (s *Store) FindRuns(ctx context.Context, q store.RunQuery) ([]stratus.Run, 
 func scanRun(row rowScanner) (stratus.Run, error) {
 	var r stratus.Run
 	var created, ended, resumed, pruned sql.NullInt64
-	var ws string
+	var ws, pub string
 	if err := row.Scan(&r.ID, &r.TaskID, &r.TaskTitle, &r.Flow, &r.Status, &r.WorkDir, &r.TaskPath, &r.Execution, &r.Owner, &r.Resumes,
-		&r.MaxCostUSD, &r.MaxTokens, &ws, &created, &ended, &resumed, &r.ActiveMS, &pruned); err != nil {
+		&r.MaxCostUSD, &r.MaxTokens, &ws, &created, &ended, &resumed, &r.ActiveMS, &pruned, &pub); err != nil {
 		return stratus.Run{}, err
 	}
 	r.CreatedAt, r.EndedAt, r.ResumedAt, r.PrunedAt = fromMillis(created), fromMillis(ended), fromMillis(resumed), fromMillis(pruned)
@@ -167,6 +194,12 @@ func scanRun(row rowScanner) (stratus.Run, error) {
 		r.Workspace = new(stratus.Workspace)
 		if err := json.Unmarshal([]byte(ws), r.Workspace); err != nil {
 			return stratus.Run{}, fmt.Errorf("run %q: workspace column: %w", r.ID, err)
+		}
+	}
+	if pub != "" {
+		r.Publication = new(stratus.Publication)
+		if err := json.Unmarshal([]byte(pub), r.Publication); err != nil {
+			return stratus.Run{}, fmt.Errorf("run %q: publication column: %w", r.ID, err)
 		}
 	}
 	return r, nil

@@ -176,6 +176,11 @@ ALTER TABLE attempts ADD COLUMN retry_at INTEGER;
 	`
 ALTER TABLE steps ADD COLUMN entry TEXT NOT NULL DEFAULT '';
 `,
+	// 14: what a run's publish step left on its git host
+	// (stratus.Publication as JSON; '' = nothing published).
+	`
+ALTER TABLE runs ADD COLUMN publication TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // schemaVersion is the version this binary writes.

@@ -157,6 +157,54 @@ func (su *suite) testRuns(t *testing.T) {
 		wantCode(t, "AdvanceWorkspace of a missing run", b.s.AdvanceWorkspace(b.ctx, b.key("none"), "", one, "x.bundle"), stratus.ENOTFOUND)
 	})
 
+	// A publication round-trips through SetPublication and CreateRun, a
+	// second one replaces the first, UpdateRun leaves it alone, and a
+	// missing run is ENOTFOUND.
+	t.Run("SetPublication_ReplacesAndSurvivesUpdateRun", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		r := b.run()
+		r.Workspace = &stratus.Workspace{Root: "/w", Base: strings.Repeat("b", 40), Head: strings.Repeat("b", 40), Bundles: []string{"x"},
+			Remote: &stratus.GitRemote{Name: "origin", URL: "https://github.com/o/n.git"}}
+		if err := b.s.CreateRun(b.ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		p := stratus.Publication{Remote: "origin", URL: "https://github.com/o/n.git", Branch: "stratus/t1", Head: strings.Repeat("1", 40),
+			PullRequest: &stratus.PullRequest{Number: 7, URL: "https://github.com/o/n/pull/7", State: "open"}}
+		if err := b.s.SetPublication(b.ctx, r.ID, p); err != nil {
+			t.Fatalf("SetPublication: %v", err)
+		}
+		p.Head, p.PullRequest.State, p.PullRequest.MergeSHA = strings.Repeat("2", 40), "merged", strings.Repeat("3", 40)
+		if err := b.s.SetPublication(b.ctx, r.ID, p); err != nil {
+			t.Fatalf("SetPublication again: %v", err)
+		}
+		got, err := b.s.GetRun(b.ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := got
+		u.Status, u.Publication = stratus.RunDone, nil
+		if err := b.s.UpdateRun(b.ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		if got, err = b.s.GetRun(b.ctx, r.ID); err != nil {
+			t.Fatal(err)
+		}
+		want := r
+		want.Status, want.Publication = stratus.RunDone, &p
+		checkRun(t, got, want)
+		created := b.run()
+		created.Publication = &p
+		if err := b.s.CreateRun(b.ctx, created); err != nil {
+			t.Fatal(err)
+		}
+		if got, err = b.s.GetRun(b.ctx, created.ID); err != nil {
+			t.Fatal(err)
+		}
+		checkRun(t, got, created)
+		wantCode(t, "SetPublication of a missing run", b.s.SetPublication(b.ctx, b.key("none"), p), stratus.ENOTFOUND)
+	})
+
 	t.Run("ListRuns_NewestFirst", func(t *testing.T) {
 		t.Parallel()
 		b := su.setup(t)
