@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/orchestrator"
+	"github.com/stratusflow/stratus/internal/publish"
 	"github.com/stratusflow/stratus/internal/retry"
 	"github.com/stratusflow/stratus/internal/safetext"
 )
@@ -157,6 +159,10 @@ func runValidate(o *ValidateOptions) error {
 		rep.Notes = append(rep.Notes, n)
 	}
 	opt := flow.ValidateOptions{RoleFileRoot: dir, Config: cfg, ToolsDir: rep.ToolsDir}
+	remoteName := config.DefaultGitRemote
+	if cfg != nil {
+		remoteName = cfg.Git.RemoteName()
+	}
 	for _, name := range names {
 		r := FlowReport{Flow: name, Problems: []flow.Problem{}}
 		f, err := flow.Load(dir, name)
@@ -178,7 +184,7 @@ func runValidate(o *ValidateOptions) error {
 			// error here too: validate and run agree.
 			r.Problems = append(r.Problems, notAlreadyFatal(r.Problems, orchestrator.Preflight(f, cfg, nil))...)
 			// A pull-request policy Stratus does not act on: said, never silent.
-			r.Problems = append(r.Problems, orchestrator.PublishingWarnings(f)...)
+			r.Problems = append(r.Problems, orchestrator.PublishingWarnings(f, publish.RemoteOf(context.Background(), o.Dir, remoteName), remoteName)...)
 			// What `stratus doctor` says of the providers this flow uses:
 			// an error where an embedded run refuses to start (its
 			// LaunchPreflight), a warning for the rest.

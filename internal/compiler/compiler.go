@@ -70,6 +70,12 @@ const (
 	// best_effort agent's included, so no further step runs; a resume
 	// with a higher cap goes on from there (README.md § Cost and token caps).
 	ErrCapReached = "stratus.CapReached"
+	// ErrMergeBlocked is the error a publish state fails with when the
+	// pull request was opened but the merge asked for (git.auto_merge) was
+	// refused — a protected branch, a conflict: caught to
+	// manual_action_required with the pull request open, never failed
+	// (worc configuration.md § `git`).
+	ErrMergeBlocked = "stratus.MergeBlocked"
 
 	// The transient error names (worc configuration.md §
 	// agents.retry): a worker state fails with one of them when its
@@ -646,6 +652,9 @@ func (c *compiler) machine() machine {
 			next = ask
 		}
 		task := c.task(n, next, uncond, len(out) == 0)
+		if n.Kind == flow.KindPublish {
+			task.Catch = append([]catcher{{ErrorEquals: []string{ErrMergeBlocked}, ResultPath: "$.error", Next: c.manual}}, task.Catch...)
+		}
 		if isWorker(n.Kind) {
 			stop, park, wait := n.ID+StopSuffix, n.ID+ParkSuffix, n.ID+WaitSuffix
 			target := task.Catch[0].Next

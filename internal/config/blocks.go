@@ -145,8 +145,18 @@ type Git struct {
 	MergeFlow string `yaml:"merge_flow,omitempty"`
 	// Remote is the git remote the task branch is pushed to ("origin"; a
 	// Stratus key: worc pushes to the repository's origin).
-	Remote    string       `yaml:"remote,omitempty"`
-	Footprint GitFootprint `yaml:"footprint,omitempty"`
+	Remote string `yaml:"remote,omitempty"`
+	// APIURL is the GitHub REST API root pull requests are opened through
+	// when the remote is not on github.com: a GitHub Enterprise Server
+	// ("https://ghe.example.com/api/v3/") or a stand-in (a Stratus key).
+	// Empty: github.com remotes get https://api.github.com/, any other
+	// remote a pushed branch and no pull request.
+	APIURL string `yaml:"api_url,omitempty"`
+	// Repository is the GitHub repository ("owner/name") of the remote
+	// when its URL does not say it (a Stratus key); empty: read from the
+	// remote's URL.
+	Repository string       `yaml:"repository,omitempty"`
+	Footprint  GitFootprint `yaml:"footprint,omitempty"`
 }
 
 // GitFootprint is the audit commit's policy (worc: git.footprint).
@@ -322,6 +332,14 @@ func (c *Config) blocks(ps *problems) {
 	}
 	if f := c.Git.MergeFlow; f != "" && (strings.ContainsAny(f, `/\`) || strings.HasPrefix(f, ".")) {
 		bad("git.merge_flow", "%q is not a flow name; valid: the name of a flow under .stratus/flows, such as merge", f)
+	}
+	if u := c.Git.APIURL; u != "" && !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
+		bad("git.api_url", "%q is not an http(s) URL; valid: the GitHub REST API root, such as https://ghe.example.com/api/v3/", u)
+	}
+	if r := c.Git.Repository; r != "" {
+		if o, n, ok := strings.Cut(r, "/"); !ok || o == "" || n == "" || strings.ContainsAny(n, "/ ") || strings.ContainsAny(o, " ") {
+			bad("git.repository", "%q is not a GitHub repository name; valid: owner/name", r)
+		}
 	}
 	if a := c.Git.Footprint.AuditOnBranch; a != "" && a != AuditOnTaskBranch && a != AuditOnSiblingBranch {
 		bad("git.footprint.audit_on_branch", "%q is not a place for the audit commit; valid: task or sibling", a)

@@ -13,6 +13,7 @@ import (
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/gitwork"
 	"github.com/stratusflow/stratus/internal/projection"
+	"github.com/stratusflow/stratus/internal/publish"
 	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/task"
 	"github.com/stratusflow/stratus/internal/workspace"
@@ -71,7 +72,10 @@ func FreezeWorkspace(ctx context.Context, sk sink.Sink, keys, root, workDir stri
 		return nil, fmt.Errorf("store the workspace's base bundle: %w", err)
 	}
 	ws := &stratus.Workspace{Root: root, Base: base.Commit, Origin: base.Origin, Prefix: base.Prefix, Exclude: exclude,
-		Head: base.Commit, Bundles: []string{key}, StateCtx: placement == projection.StatePlacement}
+		Head: base.Commit, Bundles: []string{key}, StateCtx: placement == projection.StatePlacement,
+		// Where a publish step pushes (docs/architecture.md § Publishing):
+		// read here, on the operator's machine, for workers that have none.
+		Remote: publish.RemoteOf(ctx, workDir, cfg.Git.RemoteName())}
 	return &Frozen{Workspace: ws, Files: base.Files, Bytes: base.Bytes, BundleBytes: int64(len(body)), Took: time.Since(started)}, nil
 }
 

@@ -45,7 +45,7 @@ const (
 // Spec is what the runner runs instead of an engine for a checks or tool
 // node: the `exec` field of the prompt payload (GET /v1/worker/prompt).
 type Spec struct {
-	Kind string `json:"kind"` // checks | tool
+	Kind string `json:"kind"` // checks | tool | publish
 	// Dir is the work dir (absolute): the repository the checks and the
 	// tool run in, and the root a command's cwd is relative to.
 	Dir string `json:"dir"`
@@ -56,9 +56,10 @@ type Spec struct {
 	// Env is config checks.env (a checks node's commands only): variables
 	// set to these values on top of the allowlisted ones. HOME, TMPDIR and
 	// XDG_CACHE_HOME are then filled in when still missing (CommandEnv).
-	Env    map[string]string `json:"env,omitempty"`
-	Checks *ChecksSpec       `json:"checks,omitempty"`
-	Tool   *ToolSpec         `json:"tool,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Checks  *ChecksSpec       `json:"checks,omitempty"`
+	Tool    *ToolSpec         `json:"tool,omitempty"`
+	Publish *PublishSpec      `json:"publish,omitempty"`
 }
 
 // ChecksSpec is a checks node's checker and its inputs.
@@ -106,9 +107,10 @@ type ToolSpec struct {
 // Result is what the runner submits for a checks or tool node (the body of
 // POST /v1/worker/submit).
 type Result struct {
-	Kind   string        `json:"kind"`
-	Checks *ChecksResult `json:"checks,omitempty"`
-	Tool   *ToolResult   `json:"tool,omitempty"`
+	Kind    string         `json:"kind"`
+	Checks  *ChecksResult  `json:"checks,omitempty"`
+	Tool    *ToolResult    `json:"tool,omitempty"`
+	Publish *PublishResult `json:"publish,omitempty"`
 }
 
 // Selection says how a checks run chose its command sets.

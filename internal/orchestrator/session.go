@@ -166,9 +166,6 @@ func (s *session) execute(ctx context.Context, name string, input json.RawMessag
 		}
 	})
 	svc.Publish = func(ctx context.Context, run stratus.Run, _ *worker.RunEnv) ([]string, error) {
-		if note := publishNote(ctx, st, run.ID, env.Flow); note != "" {
-			log.Info(note) // README.md § Node kinds: said, never silently skipped
-		}
 		f, err := report.Collect(ctx, st, run, stratus.RunDone, worker.ReportEnv(env))
 		if err != nil {
 			return nil, err

@@ -112,11 +112,18 @@ type PushError struct {
 	// Detail is what git or the remote said (the remote's message lines
 	// for Rejected), the token and URL credentials redacted.
 	Detail string
+	// Fetch: the failure was of the fetch before the push (Fetch), not of
+	// the push.
+	Fetch bool
 }
 
 func (e *PushError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "push of %s to branch %s of remote %s", short(e.Local), e.Branch, e.Remote)
+	if e.Fetch {
+		fmt.Fprintf(&b, "fetch of branch %s from remote %s", e.Branch, e.Remote)
+	} else {
+		fmt.Fprintf(&b, "push of %s to branch %s of remote %s", short(e.Local), e.Branch, e.Remote)
+	}
 	switch e.Kind {
 	case RemoteMoved:
 		fmt.Fprintf(&b, " refused: the remote branch is at %s, which the local branch (at %s) does not contain: someone else pushed to it", e.RemoteCommit, e.Local)
@@ -232,6 +239,34 @@ func Push(ctx context.Context, s Spec) (Pushed, error) {
 		return Pushed{}, pe
 	}
 	return out, nil
+}
+
+// Fetch fetches refs (refspecs such as "refs/heads/main:refs/x/main", or
+// commit ids) from s.Remote into s.Dir, with the same credentials and
+// failure kinds as Push (*PushError with Fetch set; Branch names s.Branch).
+// A ref the remote does not have is not an error when optional: git's
+// "couldn't find remote ref" answer returns (false, nil).
+func Fetch(ctx context.Context, s Spec, optional bool, refs ...string) (bool, error) {
+	if err := s.check(ctx); err != nil {
+		return false, err
+	}
+	env, err := s.env(ctx)
+	if err != nil {
+		return false, err
+	}
+	args := append([]string{"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", s.Remote}, refs...)
+	if _, err := gitwork.Run(ctx, s.Dir, env, args...); err != nil {
+		var re *gitwork.RunError
+		if optional && errors.As(err, &re) && strings.Contains(re.Stderr, "couldn't find remote ref") {
+			return false, nil
+		}
+		pe := s.classify(err, "")
+		if e, ok := pe.(*PushError); ok {
+			e.Fetch = true
+		}
+		return false, pe
+	}
+	return true, nil
 }
 
 // check validates s.

@@ -172,8 +172,8 @@ type Facts struct {
 	// Stop is how a run that did not end done stopped (nil: not known, or
 	// done); the driver sets it after Collect. Why reads it.
 	Stop *Stop
-	// Publishing are the notes of the flow's publish nodes whose policy
-	// would open a pull request, which Stratus does not (PublishingNote).
+	// Publishing are the lines of the Publishing section: the run's
+	// pushed branch and pull request (publishingNotes).
 	Publishing []string
 }
 
@@ -204,7 +204,7 @@ func Collect(ctx context.Context, st store.Store, run stratus.Run, status string
 			f.CtxDir = cd
 		}
 	}
-	f.Publishing = publishingNotes(env.Flow)
+	f.Publishing = publishingNotes(run)
 	if env.Flow != nil && env.Flow.Supervisor != nil && env.Flow.Supervisor.EmitFollowUps != nil {
 		f.EmitFollowUps = *env.Flow.Supervisor.EmitFollowUps
 	}

@@ -32,6 +32,9 @@ type Summary struct {
 	// took more than one: which provider each ran on, how it ended and
 	// its failure class (internal/failclass).
 	ProviderAttempts []ProviderAttempt `json:"provider_attempts,omitempty"`
+	// Publication is the run's pushed branch and pull request
+	// (stratus.Publication), once its publish step pushed.
+	Publication *stratus.Publication `json:"publication,omitempty"`
 }
 
 // ProviderAttempt is one attempt of summary.json's provider_attempts.
@@ -98,7 +101,7 @@ func (f *Facts) AllFollowUps() []FollowUp {
 }
 
 func (f *Facts) summary() Summary {
-	s := Summary{What: f.Run.TaskTitle, Summary: f.prose(), FollowUps: f.AllFollowUps(), Degraded: f.Degraded()}
+	s := Summary{What: f.Run.TaskTitle, Summary: f.prose(), FollowUps: f.AllFollowUps(), Degraded: f.Degraded(), Publication: f.Run.Publication}
 	s.TaskUsage, s.SupervisorUsage, s.CostNotAccounted = f.usage()
 	s.ProviderAttempts = f.providerAttempts()
 	return s

@@ -154,28 +154,42 @@ func PullRequestPolicy(fl *flow.Flow, n *flow.Node) string {
 }
 
 // PublishingNote says what Stratus does with a pull-request publishing
-// policy: it writes the report locally and opens no pull request (worc
-// reference.md § Validation: "a PR-publishing flow with no git configured
-// (runs local-commit mode)" is non-fatal). validate, the run's progress
-// line at publish and the summary's Publishing section all say it.
-func PublishingNote(policy string) string {
-	return fmt.Sprintf("publishing %s: Stratus writes the report locally; no git remote and publisher are configured, so no pull request is opened", policy)
+// policy in a repository without the remote it pushes to: it writes the
+// report and keeps the run's commits in a local branch, and opens no pull
+// request (worc reference.md § Validation: "a PR-publishing flow with no
+// git configured (runs local-commit mode)" is non-fatal). validate says
+// it at the policy.
+func PublishingNote(policy, remote string) string {
+	return fmt.Sprintf("publishing %s: the repository has no git remote %q (git.remote), so Stratus keeps the run's commits in a local branch (stratus pull) and opens no pull request; add the remote (git remote add %s URL) to publish", policy, remote, remote)
 }
 
-// publishingNotes are the notes of the flow's publish nodes that name a
-// pull-request policy, one per node, in flow order.
-func publishingNotes(fl *flow.Flow) []string {
-	if fl == nil {
+// publishingNotes are the lines of the summary's Publishing section: the
+// run's pushed branch and pull request (docs/architecture.md §
+// Publishing); none before its publish step pushed.
+func publishingNotes(run stratus.Run) []string {
+	p := run.Publication
+	if p == nil {
 		return nil
 	}
-	var out []string
-	for i := range fl.Nodes {
-		n := &fl.Nodes[i]
-		if p := PullRequestPolicy(fl, n); p != "" {
-			out = append(out, fmt.Sprintf("node %s: %s.", n.ID, PublishingNote(p)))
+	out := []string{fmt.Sprintf("Branch `%s` pushed to %s (%s) at %s.", p.Branch, p.Remote, p.URL, shortSHA(p.Head))}
+	if pr := p.PullRequest; pr != nil {
+		line := fmt.Sprintf("Pull request #%d: %s (%s", pr.Number, pr.URL, pr.State)
+		if pr.AutoMerge != "" && pr.State == "open" {
+			line += ", auto-merge " + pr.AutoMerge + " armed"
 		}
+		out = append(out, line+").")
+	}
+	if p.Note != "" {
+		out = append(out, capitalize(strings.TrimSuffix(p.Note, "."))+".")
 	}
 	return out
+}
+
+func shortSHA(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
 }
 
 func (f *Facts) publishing(b *bytes.Buffer) {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -87,46 +88,48 @@ func TestWhy_SaysWhyARunStoppedAndTellsBudgetFromUnrouted(t *testing.T) {
 // README.md § Node kinds, publish ("PR publishing is described as
 // unsupported unless a git remote and a publisher are configured"): a publish node under pull_request says once, in the fact
 // sections, that no pull request is opened; local_artifact says nothing.
-func TestRender_PullRequestPublishingSaysNoPROpened(t *testing.T) {
+func TestRender_PublishingSectionSaysTheBranchAndThePullRequest(t *testing.T) {
 	t.Parallel()
-	parse := func(publishing, policy string) *flow.Flow {
-		fl, err := flow.Parse("f.yaml", []byte(`flow:
-  name: f
-  task_type: f
-  permission_ceiling: workspace-write
-  output_policy: code_change
-  publishing: `+publishing+`
-  nodes:
-    - { id: a, kind: agent, role_file: r/a.md }
-    - { id: ship, kind: publish, policy: `+policy+` }
-  edges:
-    - { from: a, to: ship }
-`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fl
-	}
+	head := strings.Repeat("a", 40)
 	for _, tc := range []struct {
-		publishing, policy, want string
+		name string
+		pub  *stratus.Publication
+		want []string
 	}{
-		{"pull_request", "pull_request", "- node ship: publishing pull_request: Stratus writes the report locally; no git remote and publisher are configured, so no pull request is opened.\n"},
-		{"documentation_pull_request", "local_artifact", "- node ship: publishing documentation_pull_request: Stratus writes"},
-		{"local_artifact", "local_artifact", ""},
+		{"not published", nil, nil},
+		{"pull request", &stratus.Publication{Remote: "origin", URL: "https://github.com/o/n.git", Branch: "stratus/t1", Head: head,
+			PullRequest: &stratus.PullRequest{Number: 7, URL: "https://github.com/o/n/pull/7", State: "open", AutoMerge: "squash"}},
+			[]string{"- Branch `stratus/t1` pushed to origin (https://github.com/o/n.git) at aaaaaaaaaaaa.\n", "- Pull request #7: https://github.com/o/n/pull/7 (open, auto-merge squash armed).\n"}},
+		{"no pull request", &stratus.Publication{Remote: "origin", URL: "/srv/git/n.git", Branch: "stratus/t1", Head: head,
+			Note: "remote origin (/srv/git/n.git) is not a GitHub repository: branch stratus/t1 was pushed and no pull request was opened"},
+			[]string{"- Remote origin (/srv/git/n.git) is not a GitHub repository", "no pull request was opened.\n"}},
 	} {
 		for _, withProse := range []bool{false, true} {
 			f := facts()
 			if withProse {
 				f = withSynthesis(f, &Synthesis{Outcome: SynthesisWritten, Prose: prose})
 			}
-			f.Publishing = publishingNotes(parse(tc.publishing, tc.policy))
-			_, md := Render(f)
+			f.Run.Publication = tc.pub
+			f.Publishing = publishingNotes(f.Run)
+			js, md := Render(f)
 			has := bytes.Contains(md, []byte("\n"+PublishingHeading+"\n\n"))
-			if has != (tc.want != "") || !bytes.Contains(md, []byte(tc.want)) {
-				t.Errorf("%s/%s (prose %v): summary.md:\n%s", tc.publishing, tc.policy, withProse, md)
+			if has != (tc.want != nil) {
+				t.Errorf("%s (prose %v): Publishing section present %v:\n%s", tc.name, withProse, has, md)
 			}
-			if tc.want != "" && bytes.Index(md, []byte(PublishingHeading)) > bytes.Index(md, []byte(FactHeadings[0])) {
+			for _, w := range tc.want {
+				if !bytes.Contains(md, []byte(w)) {
+					t.Errorf("%s (prose %v): summary.md lacks %q:\n%s", tc.name, withProse, w, md)
+				}
+			}
+			if tc.want != nil && bytes.Index(md, []byte(PublishingHeading)) > bytes.Index(md, []byte(FactHeadings[0])) {
 				t.Errorf("the Publishing section is not among the closing fact sections:\n%s", md)
+			}
+			var sum Summary
+			if err := json.Unmarshal(js, &sum); err != nil {
+				t.Fatal(err)
+			}
+			if (sum.Publication == nil) != (tc.pub == nil) || (tc.pub != nil && sum.Publication.Branch != tc.pub.Branch) {
+				t.Errorf("%s: summary.json publication = %+v, want %+v", tc.name, sum.Publication, tc.pub)
 			}
 		}
 	}

@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/stratusflow/stratus/internal/contract"
 	"github.com/stratusflow/stratus/internal/nodeexec"
+	"github.com/stratusflow/stratus/internal/publish"
 	"github.com/stratusflow/stratus/internal/worker"
 	"github.com/stratusflow/stratus/internal/workerclient"
 )
@@ -42,8 +45,13 @@ func runExec(ctx context.Context, c *workerclient.Client, p *worker.Payload, o O
 		if err == nil {
 			done = 1
 		}
+	case nodeexec.KindPublish:
+		res.Publish, err = runPublish(ctx, spec, o)
+		if err == nil {
+			done = 1
+		}
 	default:
-		err = fmt.Errorf("exec spec of kind %q: this runner runs checks and tool nodes only", spec.Kind)
+		err = fmt.Errorf("exec spec of kind %q: this runner runs checks, tool and publish nodes only", spec.Kind)
 	}
 	relay.close()
 	if ctx.Err() != nil {
@@ -76,4 +84,25 @@ func runExec(ctx context.Context, c *workerclient.Client, p *worker.Payload, o O
 		}
 		return err
 	})
+}
+
+// runPublish pushes the task branch and opens its pull request
+// (publish.Publish) in a directory beside the checkout, with the bundles
+// the checkout was made from. The token is the runner's own
+// (publish.Token: on AWS the publisher task's secret, embedded the
+// operator's environment); it never reaches an engine, the payload or a
+// log.
+func runPublish(ctx context.Context, spec nodeexec.Spec, o Options) (*nodeexec.PublishResult, error) {
+	if spec.Publish == nil {
+		return nil, fmt.Errorf("exec spec of kind publish carries no publish spec")
+	}
+	if o.checkout == nil {
+		return nil, fmt.Errorf("publish: the payload carries no workspace to rebuild the task branch from")
+	}
+	token := publish.Token(ctx, os.Getenv)
+	res, err := publish.Publish(ctx, filepath.Join(o.checkout.top, "publish"), o.checkout.bundles, *spec.Publish, publish.Options{Token: token})
+	if err != nil {
+		return nil, err
+	}
+	return &res, nil
 }

@@ -20,6 +20,9 @@ type checkout struct {
 	spec *worker.WorkspaceSpec
 	top  string // the temporary directory holding Dir and the bundles
 	Dir  string
+	// bundles are the fetched bundles' paths, in order (a publish node
+	// rebuilds the run's commits from them).
+	bundles []string
 }
 
 // materialize makes the payload's workspace real on this machine: it
@@ -55,6 +58,7 @@ func materialize(ctx context.Context, c *workerclient.Client, p *worker.Payload,
 		}
 		bundles = append(bundles, f)
 	}
+	w.bundles = bundles
 	if err := workspace.Materialize(ctx, w.Dir, bundles, spec.Head, spec.Exclude); err != nil {
 		return fail(fmt.Errorf("workspace: check out %s: %w", spec.Head, err))
 	}

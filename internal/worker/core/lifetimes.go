@@ -20,7 +20,9 @@ import (
 // rules and writes the artifacts.
 
 // IsExec reports whether a node kind runs through nodeexec.
-func IsExec(kind string) bool { return kind == flow.KindChecks || kind == flow.KindTool }
+func IsExec(kind string) bool {
+	return kind == flow.KindChecks || kind == flow.KindTool || kind == flow.KindPublish
+}
 
 // ExecRefusal says why a checks or tool node cannot be dispatched by this
 // build (errName "" when it can): a checker it does not run, or a command
@@ -51,6 +53,8 @@ func execTTL(env *RunEnv, node *flow.Node) time.Duration {
 	switch node.Kind {
 	case flow.KindTool:
 		secs = ToolTimeout(env, node)
+	case flow.KindPublish:
+		secs = PublishTimeoutSeconds
 	case flow.KindChecks:
 		for _, set := range env.Config.Checks.CommandSets {
 			secs += SetTimeout(env, set.TimeoutSeconds) * len(set.Commands)
@@ -58,6 +62,11 @@ func execTTL(env *RunEnv, node *flow.Node) time.Duration {
 	}
 	return time.Duration(secs+compiler.TimeoutGraceSeconds) * time.Second
 }
+
+// PublishTimeoutSeconds bounds a publish node's runner, s: the fetches,
+// the push, the pull request and a merge, each bounded by its own
+// retries (the host's rate-limit waits), of a repository of any size.
+const PublishTimeoutSeconds = 1800
 
 // Outcomes a checks or tool step records when its verdict parks the run.
 const (

@@ -56,10 +56,11 @@ type CaughtError struct {
 
 // Error names a dispatch completes a Task state with (SendTaskFailure).
 const (
-	ErrLaunchFailed = "stratus.LaunchFailed"  // the worker could not be started
-	ErrWorkerFailed = "stratus.WorkerFailed"  // the worker ended without a report (docs/contracts.md § Terminal classification)
-	ErrUnsupported  = "stratus.Unsupported"   // a node kind this build cannot run
-	ErrPublish      = "stratus.PublishFailed" // the publish node could not write its report
+	ErrLaunchFailed = "stratus.LaunchFailed"   // the worker could not be started
+	ErrWorkerFailed = "stratus.WorkerFailed"   // the worker ended without a report (docs/contracts.md § Terminal classification)
+	ErrUnsupported  = "stratus.Unsupported"    // a node kind this build cannot run
+	ErrPublish      = "stratus.PublishFailed"  // the publish node could not write its report
+	ErrMergeBlocked = compiler.ErrMergeBlocked // the publish node's pull request is open, its merge refused
 	ErrDispatch     = "stratus.DispatchFailed"
 	ErrProjection   = "stratus.ProjectionFailed" // the output was recorded but its files could not be written
 

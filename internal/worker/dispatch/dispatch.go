@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/stratusflow/stratus"
@@ -121,7 +120,8 @@ func Invoke(ctx context.Context, s *core.Service, m core.Message) error {
 	if skip, why := vars.AdmitNode(ctx, s, run, env, node); skip {
 		return skipStep(ctx, s, step, node, why)
 	}
-	if node.Kind == "agent" || node.Kind == "evaluator" || core.IsExec(node.Kind) {
+	if node.Kind == "agent" || node.Kind == "evaluator" || (core.IsExec(node.Kind) && node.Kind != flow.KindPublish) {
+		// A publish spends no tokens: a run at its cap still publishes.
 		if stopped, err := checkCaps(ctx, s, run, step); stopped || err != nil {
 			return err
 		}
@@ -140,17 +140,7 @@ func Invoke(ctx context.Context, s *core.Service, m core.Message) error {
 		if supervise.StartFinalize(ctx, s, run, env, step) {
 			return nil // the finalize turn's end writes the report and completes publish (supervise.StartFinalize)
 		}
-		written, err := s.Publish(ctx, run, env)
-		if err != nil {
-			if s.ReportDiskFull(fmt.Errorf("%s: write the summary: %w", step.StepRef, err)) {
-				return nil // the run stops, its publish open: a resume publishes again
-			}
-			return s.FailStep(ctx, step, 0, core.ErrPublish, err.Error())
-		}
-		if err := s.CompleteNonWorker(ctx, step, "done", strings.Join(written, ", ")); err != nil && !s.ReportDiskFull(fmt.Errorf("%s: record it done: %w", step.StepRef, err)) {
-			return err
-		}
-		return nil
+		return attempt.StartPublish(ctx, s, run, env, step)
 	case "hitl":
 		return gate.DispatchHITL(ctx, s, run, env, step, node)
 	default:

@@ -24,6 +24,7 @@ import (
 	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/worker/attempt"
 	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/publishing"
 	"github.com/stratusflow/stratus/internal/worker/supervise"
 	"github.com/stratusflow/stratus/internal/worker/upload"
 	"github.com/stratusflow/stratus/internal/worker/vars"
@@ -100,6 +101,30 @@ func submitExec(ctx context.Context, s *core.Service, c *core.Caller, final stra
 		logKey := path.Join(logDir, "stdout.txt")
 		logs[logKey] = stdout
 		logName, logReport = "tool.md", nodeexec.ToolReport(res.Tool, tv, core.Abs(c.Run, logKey))
+	case flow.KindPublish:
+		if res.Publish == nil {
+			return nil, stratus.FieldErrorf(stratus.EUNPROCESSABLE, "publish", "missing from the result of publish node %s", node.ID)
+		}
+		if err := checkPublished(res.Publish); err != nil {
+			return nil, err
+		}
+		// The run's record first: a pull request opened is never lost
+		// to a write that fails after it (docs/architecture.md § Publishing).
+		if err := publishing.Record(ctx, s, c.Run, res.Publish); err != nil {
+			return nil, attempt.NotPersisted(ctx, s, c, c.Attempt, fmt.Errorf("record the publication of %s: %w", c.Step.StepRef, err))
+		}
+		if run, err := s.Store.GetRun(ctx, c.Run.ID); err == nil {
+			// summary.json and summary.md say the branch and the pull request.
+			if _, err := s.Publish(ctx, run, c.Env); err != nil {
+				s.WarnCall(c, "%s: write the summary with the publication: %v", c.Step.StepRef, err)
+			}
+		}
+		v = nodeexec.Verdict{Outcome: "done", Reason: publishing.Summary(res.Publish)}
+		if res.Publish.MergeBlocked != "" {
+			v.Manual, v.Error = true, core.ErrMergeBlocked
+		}
+		report = "# Publish\n\n" + publishing.Summary(res.Publish) + "\n"
+		logName, logReport = "publish.md", report
 	}
 	outcome, status := v.Outcome, stratus.StepCompleted
 	if v.Manual {
@@ -176,6 +201,32 @@ func submitExec(ctx context.Context, s *core.Service, c *core.Caller, final stra
 		return nil, stratus.Errorf(stratus.ECONFLICT, "result of %s was recorded, but its state no longer waits for it: %v", c.Step.StepRef, err)
 	}
 	return &sv, nil
+}
+
+// checkPublished refuses a publish result that names no branch or head, or
+// a pull request without a number and an http(s) URL (EUNPROCESSABLE
+// naming the field): what the run records is what the host holds.
+func checkPublished(r *nodeexec.PublishResult) error {
+	switch {
+	case r.Branch == "":
+		return stratus.FieldErrorf(stratus.EUNPROCESSABLE, "publish.branch", "empty; want the task branch pushed")
+	case len(r.Head) != 40 || strings.Trim(r.Head, "0123456789abcdef") != "":
+		return stratus.FieldErrorf(stratus.EUNPROCESSABLE, "publish.head", "%q is not a full commit id (40 hex digits)", r.Head)
+	}
+	if pr := r.PR; pr != nil {
+		if pr.Number < 1 {
+			return stratus.FieldErrorf(stratus.EUNPROCESSABLE, "publish.pr.number", "%d is not a pull request number (1 or more)", pr.Number)
+		}
+		if !strings.HasPrefix(pr.URL, "https://") && !strings.HasPrefix(pr.URL, "http://") {
+			return stratus.FieldErrorf(stratus.EUNPROCESSABLE, "publish.pr.url", "%q is not an http(s) URL", pr.URL)
+		}
+		switch pr.State {
+		case "open", "merged", "closed":
+		default:
+			return stratus.FieldErrorf(stratus.EUNPROCESSABLE, "publish.pr.state", "%q is not a pull request state; valid: open, merged, closed", pr.State)
+		}
+	}
+	return nil
 }
 
 // stepLogDir is the sink key of a step's log dir, one per node visit:

@@ -509,10 +509,10 @@ func Failed(ctx context.Context, s *core.Service, c *core.Caller, att stratus.At
 // finishFinalize records what reached disk (the supervisor_final sidecar on
 // the finalize attempt's tail), warns for a collapse or a failure, writes
 // the report and completes the publish step the turn ran for.
-func finishFinalize(ctx context.Context, s *core.Service, c *core.Caller, attempt int, v report.SupervisorValue, syn report.Synthesis) {
+func finishFinalize(ctx context.Context, s *core.Service, c *core.Caller, turn int, v report.SupervisorValue, syn report.Synthesis) {
 	syn.StepRef = c.Step.StepRef
 	rec, _ := json.Marshal(syn)
-	if _, err := s.Store.AppendOutput(ctx, stratus.OutputEvent{TID: c.Step.TID, Attempt: attempt, Kind: stratus.OutputSidecar,
+	if _, err := s.Store.AppendOutput(ctx, stratus.OutputEvent{TID: c.Step.TID, Attempt: turn, Kind: stratus.OutputSidecar,
 		Name: report.SynthesisPart, Body: rec, OK: true, At: s.NowUTC()}); err != nil {
 		s.WarnCall(c, "supervisor finalize (%s): record what reached disk: %v", c.Step.StepRef, err)
 	}
@@ -531,15 +531,7 @@ func finishFinalize(ctx context.Context, s *core.Service, c *core.Caller, attemp
 	if err != nil {
 		run = c.Run
 	}
-	written, err := s.Publish(ctx, run, c.Env)
-	if err != nil {
-		if s.ReportDiskFull(fmt.Errorf("%s: write the summary: %w", pub.StepRef, err)) {
-			return // the run stops, its publish open: a resume publishes again
-		}
-		s.FailStep(ctx, pub, 0, core.ErrPublish, err.Error())
-		return
-	}
-	if err := s.CompleteNonWorker(ctx, pub, "done", strings.Join(written, ", ")); err != nil && !s.ReportDiskFull(fmt.Errorf("%s: record it done: %w", pub.StepRef, err)) {
+	if err := attempt.StartPublish(ctx, s, run, c.Env, pub); err != nil {
 		s.WarnCall(c, "%s: %v", pub.StepRef, err)
 	}
 }

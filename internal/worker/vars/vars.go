@@ -21,11 +21,15 @@ import (
 	"github.com/stratusflow/stratus/internal/supervisor"
 	"github.com/stratusflow/stratus/internal/task"
 	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/publishing"
 )
 
 // execDescription is the attempt's "prompt" for a checks or tool node: no
 // role file is rendered, so the record says what runs.
 func execDescription(env *core.RunEnv, node *flow.Node) string {
+	if node.Kind == flow.KindPublish {
+		return fmt.Sprintf("publish node %s: push the task branch to %s and open its pull request (git.pr_base %s)", node.ID, env.Config.Git.RemoteName(), env.Config.Git.Base())
+	}
 	if node.Kind == flow.KindTool {
 		return fmt.Sprintf("tool node %s: run %s/tools/%s with the JSON context on stdin", node.ID, core.StateDirName, node.Tool)
 	}
@@ -60,6 +64,10 @@ func ExecSpec(ctx context.Context, s *core.Service, run stratus.Run, env *core.R
 	}
 	if node.Kind == flow.KindTool {
 		spec.Tool, err = toolSpec(ctx, s, run, env, step)
+		return spec, err
+	}
+	if node.Kind == flow.KindPublish {
+		spec.Publish, err = publishing.Spec(ctx, s, run, env)
 		return spec, err
 	}
 	cs := &nodeexec.ChecksSpec{Checker: node.Checker, Exclude: []string{core.StateDirName, dir}}
