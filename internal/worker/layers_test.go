@@ -21,7 +21,7 @@ func TestLayers_OperationsImportNoOperation(t *testing.T) {
 	t.Parallel()
 	const module = "github.com/stratusflow/stratus/internal/worker"
 	operations := []string{"dispatch", "fetch", "artifact", "bundle", "submit", "hitl", "stats", "degradation", "rendersize"}
-	layers := []string{"core", "resolve", "upload", "vars", "verify", "attempt", "gate", "supervise"}
+	layers := []string{"core", "resolve", "upload", "publishing", "vars", "verify", "attempt", "gate", "supervise"}
 	dirs, err := os.ReadDir(".")
 	if err != nil {
 		t.Fatal(err)
