@@ -50,6 +50,9 @@ func CheckBare(dir string) error {
 	case !fi.IsDir():
 		return fmt.Errorf("%q is not a directory; want a bare git repository (git init --bare)", dir)
 	}
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+		return fmt.Errorf("%q is a git repository with a work tree; want a bare one (git clone --bare %s)", dir, dir)
+	}
 	out, err := runGit("", nil, "--git-dir="+dir, "rev-parse", "--is-bare-repository")
 	if err != nil {
 		return fmt.Errorf("%q is not a git repository; want a bare git repository (git init --bare)", dir)
