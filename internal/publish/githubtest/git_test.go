@@ -251,3 +251,29 @@ func TestCheckBare_RefusesWhatIsNotABareRepository(t *testing.T) {
 		t.Errorf("CheckBare(bare): %v", err)
 	}
 }
+
+// Auto-merge armed on a git-backed repository's PR makes the real merge,
+// by the armed method, once the checks pass.
+func TestGitRepo_AutoMergeMergesWhenChecksPass(t *testing.T) {
+	t.Parallel()
+	g := setupGit(t)
+	g.feature()
+	base := g.bareRev("main")
+	_, _, v := g.do("GET", "/repos/o/r/pulls/1", "Bearer "+tok, nil)
+	g.srv.SetChecksPending("o/r", true)
+	if code, v := g.gql("/api/graphql", "Bearer "+tok, arm(v.(map[string]any)["node_id"].(string), "REBASE")); code != 200 || v.(map[string]any)["errors"] != nil {
+		t.Fatalf("arm: %d %v", code, v)
+	}
+	if g.bareRev("main") != base {
+		t.Fatal("main moved while the checks were pending")
+	}
+	if err := g.srv.CompleteChecks("o/r"); err != nil {
+		t.Fatal(err)
+	}
+	if g.bareRev("main~2") != base || gitT(t, g.bare, "log", "--format=%s", base+"..main") != "add c\nadd b" {
+		t.Fatalf("after the checks passed, main is not feat rebased onto %s", base)
+	}
+	if p := g.srv.Pulls("o/r")[0]; !p.Merged || p.MergeMethod != "rebase" || p.MergeCommitSHA != g.bareRev("main") {
+		t.Fatalf("PR %+v", p)
+	}
+}
