@@ -54,7 +54,7 @@ var stackName = regexp.MustCompile(`^[A-Za-z][-A-Za-z0-9]{0,127}$`)
 func newDevCmd(io IO) *cobra.Command {
 	dev := &cobra.Command{
 		Use:   "dev",
-		Short: "Local stand-ins for development: dev aws",
+		Short: "Local stand-ins for development: dev aws, dev github",
 		Args:  cobra.ArbitraryArgs,
 		RunE:  func(c *cobra.Command, args []string) error { return subcommandMissing(c, args) },
 	}
@@ -149,6 +149,6 @@ SAM translator refuses: its message, naming the resource), 2 bad flags.`,
 	aws.Flags().StringVar(&o.RIE, "rie", "", "the Lambda Runtime Interface Emulator (default: aws-lambda-rie beside this binary, as make rie puts it)")
 	aws.Flags().StringVar(&o.Template, "template", "", "deploy this SAM template file instead of the built-in template.yaml, with the parameter_overrides of a samconfig.toml beside it (its functions' code is make lambdas' bootstraps, its state machine definitions the built-in statemachine/ files its DefinitionUri names)")
 	aws.Flags().StringVar(&o.Stack, "stack", "", "with --endpoint-url: serve this existing stack (one an earlier dev aws deployed there), read from its outputs, instead of deploying one")
-	dev.AddCommand(aws)
+	dev.AddCommand(aws, newDevGitHubCmd(io))
 	return dev
 }

@@ -10,14 +10,21 @@
 // head as such, not as an error. Every refusal of the host is an *Error
 // naming the repository, the branch, the HTTP status and what to do, with
 // a kind for errors.Is (ErrAuth, ErrNotFound, ErrBaseMissing,
-// ErrNoCommits, ErrRateLimited, ErrNotMergeable, ErrHeadMoved). A rate
+// ErrNoCommits, ErrRateLimited, ErrNotMergeable, ErrHeadMoved,
+// ErrAutoMergeNotAllowed, ErrAutoMerge). A rate
 // limit is waited out when the host says for how long (Retry-After, or
 // x-ratelimit-reset) and the wait is within Options.MaxWait; otherwise
 // the call fails at once, saying when to retry.
 //
 // ParseRemote reads owner/repo and the API root out of a git remote URL.
 //
-// It does not push, commit or touch a repository, does not arm GitHub's
-// own auto-merge (auto_merge_wait_for_checks), and does not read a token
-// from the environment: the caller passes one.
+// EnableAutoMerge arms GitHub's own auto-merge
+// (auto_merge_wait_for_checks) through GraphQL's
+// enablePullRequestAutoMerge, sent by the same go-github client to the
+// GraphQL endpoint beside the REST root (GraphQLURL); a pull request
+// GitHub will not arm because nothing is left to wait for is merged at
+// once.
+//
+// It does not push, commit or touch a repository, and does not read a
+// token from the environment: the caller passes one.
 package github

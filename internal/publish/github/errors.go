@@ -20,7 +20,10 @@ var (
 	ErrRateLimited  = errors.New("rate limited")                                 // 403/429 with a rate limit
 	ErrNotMergeable = errors.New("pull request cannot be merged")                // 405 on merge
 	ErrHeadMoved    = errors.New("head branch moved")                            // 409 on merge
-	ErrHost         = errors.New("host error")                                   // anything else
+	// ErrAutoMergeNotAllowed: the repository's allow_auto_merge is off.
+	ErrAutoMergeNotAllowed = errors.New("auto-merge is not allowed for this repository")
+	ErrAutoMerge           = errors.New("auto-merge refused") // any other GraphQL refusal of enablePullRequestAutoMerge
+	ErrHost                = errors.New("host error")         // anything else
 )
 
 // Error is one refusal of the host: which repository, which branch, what
@@ -42,12 +45,15 @@ func (e *Error) Error() string {
 		fmt.Fprintf(&b, " branch %q", e.Branch)
 	}
 	fmt.Fprintf(&b, ": %s: %s", e.Op, e.Kind)
-	if e.Status != 0 {
+	switch {
+	case e.Status != 0:
 		fmt.Fprintf(&b, " (HTTP %d", e.Status)
 		if e.Message != "" {
 			fmt.Fprintf(&b, ": %s", e.Message)
 		}
 		b.WriteString(")")
+	case e.Message != "":
+		fmt.Fprintf(&b, " (%s)", e.Message)
 	}
 	if e.Hint != "" {
 		fmt.Fprintf(&b, "; %s", e.Hint)

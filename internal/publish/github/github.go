@@ -40,6 +40,7 @@ func ParseStrategy(s string) (Strategy, error) {
 // PR is what the publish step needs to know of one pull request.
 type PR struct {
 	Number  int    // the repository's pull request number
+	NodeID  string // node_id: its global ID in GitHub's GraphQL API
 	URL     string // html_url: the page a person opens
 	Title   string
 	Body    string
@@ -92,6 +93,9 @@ type Host interface {
 	// Ensure makes exactly one PR for head: it updates the open one,
 	// reports one merged at headSHA, or creates one.
 	Ensure(ctx context.Context, req EnsureRequest) (*PR, Outcome, error)
+	// EnableAutoMerge arms the host's own auto-merge on PR number with
+	// strategy: it merges once the base branch's required checks pass.
+	EnableAutoMerge(ctx context.Context, number int, strategy Strategy) error
 }
 
 // EnsureRequest is what Ensure needs.
@@ -359,7 +363,7 @@ func withBranch(err error, branch string) error {
 
 func toPR(p *gh.PullRequest) *PR {
 	return &PR{
-		Number: p.GetNumber(), URL: p.GetHTMLURL(), Title: p.GetTitle(), Body: p.GetBody(),
+		Number: p.GetNumber(), NodeID: p.GetNodeID(), URL: p.GetHTMLURL(), Title: p.GetTitle(), Body: p.GetBody(),
 		Head: p.GetHead().GetRef(), Base: p.GetBase().GetRef(), HeadSHA: p.GetHead().GetSHA(),
 		State: p.GetState(), Merged: p.GetMerged() || p.MergedAt != nil,
 		Mergeable: p.Mergeable, MergeableState: p.GetMergeableState(), MergeCommitSHA: p.GetMergeCommitSHA(),

@@ -319,18 +319,18 @@ func TestRateLimit_Bounded(t *testing.T) {
 
 func TestNew_BaseURLs(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct{ in, want string }{
-		{"", "https://api.github.com/"},
-		{"https://api.github.com", "https://api.github.com/"},
-		{"https://ghe.example.com", "https://ghe.example.com/api/v3/"},
-		{"https://ghe.example.com/api/v3/", "https://ghe.example.com/api/v3/"},
+	for _, tc := range []struct{ in, want, graphql string }{
+		{"", "https://api.github.com/", "https://api.github.com/graphql"},
+		{"https://api.github.com", "https://api.github.com/", "https://api.github.com/graphql"},
+		{"https://ghe.example.com", "https://ghe.example.com/api/v3/", "https://ghe.example.com/api/graphql"},
+		{"https://ghe.example.com/api/v3/", "https://ghe.example.com/api/v3/", "https://ghe.example.com/api/graphql"},
 	} {
 		c, err := github.New(tc.in, "t", "o", "r", github.Options{})
 		if err != nil {
 			t.Fatalf("New(%q): %v", tc.in, err)
 		}
-		if c.BaseURL() != tc.want {
-			t.Errorf("New(%q) sends to %q, want %q", tc.in, c.BaseURL(), tc.want)
+		if c.BaseURL() != tc.want || c.GraphQLURL() != tc.graphql {
+			t.Errorf("New(%q) sends to %q and %q, want %q and %q", tc.in, c.BaseURL(), c.GraphQLURL(), tc.want, tc.graphql)
 		}
 	}
 	for _, bad := range []string{"ghe.example.com", "ftp://x/"} {

@@ -7,8 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,7 +22,9 @@ import (
 type Server struct {
 	URL string
 
-	srv   *httptest.Server
+	srv   *http.Server
+	ln    net.Listener
+	root  string // http://host:port, the web pages' root
 	token string
 	now   func() time.Time
 
@@ -38,6 +40,14 @@ type repo struct {
 	owner, name string
 	branches    map[string]string // name → head sha
 	pulls       []*Pull
+	// bare, when set, is the bare git repository the branches are read
+	// from and merges are made in (AddGitRepo).
+	bare string
+	// checksPending keeps every open PR waiting for checks
+	// (SetChecksPending): merges are refused and auto-merge stays armed.
+	checksPending bool
+	// noAutoMerge is the repository setting allow_auto_merge off.
+	noAutoMerge bool
 }
 
 // Pull is one pull request as the stand-in holds it.
@@ -54,7 +64,11 @@ type Pull struct {
 	MergeMethod    string // how it was merged: merge, squash, rebase, or "hand"
 	// Blocked, when set, makes merge answer 405 with this message (a
 	// branch protection stand-in); mergeable_state reads "blocked".
-	Blocked   string
+	Blocked string
+	// AutoMerge is the merge method auto-merge was armed with
+	// (enablePullRequestAutoMerge; merge, squash or rebase), "" when not
+	// armed.
+	AutoMerge string
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
@@ -71,15 +85,36 @@ type RateLimit struct {
 	Status int
 }
 
-// New starts the stand-in on 127.0.0.1; it accepts only token. It is
-// closed when the test ends.
+// New starts the stand-in on 127.0.0.1 (Start) for a test; it accepts
+// only token and is closed when the test ends.
 func New(t testing.TB, token string) *Server {
-	s := &Server{token: token, now: time.Now, repos: map[string]*repo{}}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	s.URL = s.srv.URL + "/api/v3/"
-	t.Cleanup(s.srv.Close)
+	t.Helper()
+	s, err := Start("127.0.0.1:0", token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
 	return s
 }
+
+// Start serves the stand-in on addr (host:port; port 0 picks one) until
+// Close; it accepts only token. URL is then http://addr/api/v3/. Errors:
+// addr cannot be listened on.
+func Start(addr, token string) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("github stand-in: listen on %s: %w", addr, err)
+	}
+	s := &Server{token: token, now: time.Now, repos: map[string]*repo{}, ln: ln}
+	s.root = "http://" + ln.Addr().String()
+	s.URL = s.root + "/api/v3/"
+	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.srv.Serve(ln) }()
+	return s, nil
+}
+
+// Close stops serving and closes every connection.
+func (s *Server) Close() { _ = s.srv.Close() }
 
 // SetNow replaces the stand-in's clock (x-ratelimit-reset, timestamps).
 func (s *Server) SetNow(now func() time.Time) {
@@ -118,12 +153,69 @@ func (s *Server) DeleteBranch(full, branch string) {
 	delete(s.repos[full].branches, branch)
 }
 
-// MergeByHand merges PR number as a person would on the web page.
+// MergeByHand merges PR number as a person would on the web page (a
+// merge commit). In a git-backed repository it is the real merge; it
+// panics when that fails (a conflict, a hook's refusal).
 func (s *Server) MergeByHand(full string, number int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := s.repos[full].pulls[number-1]
-	s.merge(s.repos[full], p, "hand")
+	r := s.repos[full]
+	if err := refresh(r); err != nil {
+		panic(err)
+	}
+	p := r.pulls[number-1]
+	if refused, err := s.merge(r, p, "hand", "", ""); err != nil || refused != "" {
+		panic(fmt.Sprintf("githubtest: merging %s#%d by hand: %v%s", full, number, err, refused))
+	}
+}
+
+// SetChecksPending makes the open pull requests of owner/name wait for
+// checks (pending true): a merge answers 405 (a required status check is
+// expected), mergeable_state reads "blocked", and auto-merge, once armed,
+// stays armed until CompleteChecks.
+func (s *Server) SetChecksPending(full string, pending bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.repos[full].checksPending = pending
+}
+
+// CompleteChecks ends the pending checks of owner/name (SetChecksPending
+// false) and merges each open pull request armed for auto-merge, by its
+// method, as GitHub does once the checks pass. One that cannot merge (a
+// conflict, a hook's refusal) stays open with auto-merge disarmed; the
+// error names it.
+func (s *Server) CompleteChecks(full string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.repos[full]
+	r.checksPending = false
+	if err := refresh(r); err != nil {
+		return err
+	}
+	var errs []error
+	for _, p := range r.pulls {
+		if p.State != "open" || p.AutoMerge == "" || p.Blocked != "" {
+			continue
+		}
+		refused, err := s.merge(r, p, p.AutoMerge, "", "")
+		if err == nil && refused != "" {
+			err = errors.New(refused)
+		}
+		if err != nil {
+			p.AutoMerge = ""
+			errs = append(errs, fmt.Errorf("%s#%d: auto-merge: %w", full, p.Number, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// SetAllowAutoMerge is the repository setting allow_auto_merge (on by
+// default here; off by default on GitHub): off, enablePullRequestAutoMerge
+// answers "Auto merge is not allowed for this repository".
+func (s *Server) SetAllowAutoMerge(full string, allow bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.repos[full].noAutoMerge = !allow
 }
 
 // Block makes merging PR number answer 405 with message.
@@ -162,6 +254,7 @@ func (s *Server) HideFromList(n int) {
 func (s *Server) Pulls(full string) []Pull {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	_ = refresh(s.repos[full])
 	var out []Pull
 	for _, p := range s.repos[full].pulls {
 		out = append(out, *p)
@@ -173,6 +266,7 @@ func (s *Server) Pulls(full string) []Pull {
 func (s *Server) Branch(full, branch string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	_ = refresh(s.repos[full])
 	return s.repos[full].branches[branch]
 }
 
@@ -183,12 +277,40 @@ func (s *Server) Requests() int {
 	return s.requests
 }
 
-func (s *Server) merge(r *repo, p *Pull, method string) {
+// merge merges p by method (merge, squash, rebase, or "hand": a merge
+// commit) with GitHub's default commit title and message unless given.
+// In memory it makes up a commit sha; in a git-backed repository it is
+// the real merge (gitMerge). refused is why GitHub would answer 405, with
+// p left open.
+func (s *Server) merge(r *repo, p *Pull, method, title, message string) (refused string, err error) {
+	var sha string
+	if r.bare == "" {
+		sum := sha1.Sum([]byte(fmt.Sprintf("%s/%s#%d:%s:%s", r.owner, r.name, p.Number, p.HeadSHA, method)))
+		sha = hex.EncodeToString(sum[:])
+		r.branches[p.Base] = sha
+	} else {
+		if title == "" {
+			switch method {
+			case "squash":
+				title = fmt.Sprintf("%s (#%d)", p.Title, p.Number)
+			default:
+				title = fmt.Sprintf("Merge pull request #%d from %s/%s", p.Number, r.owner, p.Head)
+				if message == "" {
+					message = p.Title
+				}
+			}
+		}
+		if sha, refused, err = gitMerge(r, p, method, title, message); err != nil || refused != "" {
+			return refused, err
+		}
+		if err := refresh(r); err != nil {
+			return "", err
+		}
+	}
 	now := s.now().UTC()
-	sum := sha1.Sum([]byte(fmt.Sprintf("%s/%s#%d:%s:%s", r.owner, r.name, p.Number, p.HeadSHA, method)))
 	p.State, p.Merged, p.MergedAt, p.MergeMethod, p.UpdatedAt = "closed", true, &now, method, now
-	p.MergeCommitSHA = hex.EncodeToString(sum[:])
-	r.branches[p.Base] = p.MergeCommitSHA
+	p.MergeCommitSHA = sha
+	return "", nil
 }
 
 const docsURL = "https://docs.github.com/rest/pulls/pulls"
@@ -252,7 +374,15 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if !s.authorized(req.Header.Get("Authorization")) {
-		fail(w, http.StatusUnauthorized, "Bad credentials", "https://docs.github.com/rest")
+		doc := "https://docs.github.com/rest"
+		if isGraphQL(req.URL.Path) {
+			doc = "https://docs.github.com/graphql"
+		}
+		fail(w, http.StatusUnauthorized, "Bad credentials", doc)
+		return
+	}
+	if isGraphQL(req.URL.Path) {
+		s.graphql(w, req)
 		return
 	}
 	if s.readOnly && req.Method != http.MethodGet {
@@ -270,6 +400,10 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request) {
 	if r == nil {
 		// GitHub answers 404 for a repository the token cannot see.
 		fail(w, http.StatusNotFound, "Not Found", "https://docs.github.com/rest/pulls/pulls")
+		return
+	}
+	if err := refresh(r); err != nil {
+		fail(w, http.StatusInternalServerError, "githubtest: reading the git repository: "+err.Error(), "https://docs.github.com/rest")
 		return
 	}
 	if len(parts) == 4 {
@@ -420,7 +554,7 @@ func (s *Server) create(w http.ResponseWriter, req *http.Request, r *repo) {
 			return
 		}
 	}
-	if headSHA == baseSHA {
+	if headSHA == baseSHA || (r.bare != "" && contains(r, baseSHA, headSHA)) {
 		validation(w, doc, errorDetail{Resource: "PullRequest", Code: "custom", Message: fmt.Sprintf("No commits between %s and %s", *in.Base, head)})
 		return
 	}
@@ -501,15 +635,31 @@ func (s *Server) mergeReq(w http.ResponseWriter, req *http.Request, r *repo, p *
 		validation(w, doc, errorDetail{Resource: "PullRequest", Field: "merge_method", Code: "invalid"})
 		return
 	}
+	var title, message string
+	if in.CommitTitle != nil {
+		title = *in.CommitTitle
+	}
+	if in.CommitMessage != nil {
+		message = *in.CommitMessage
+	}
 	switch {
 	case p.Merged || p.State != "open":
-		fail(w, http.StatusMethodNotAllowed, "Pull Request is not mergeable", doc)
+		fail(w, http.StatusMethodNotAllowed, notMergeable, doc)
 	case p.Blocked != "":
 		fail(w, http.StatusMethodNotAllowed, p.Blocked, doc)
+	case r.checksPending:
+		fail(w, http.StatusMethodNotAllowed, checksExpected, doc)
 	case in.SHA != nil && *in.SHA != "" && *in.SHA != p.HeadSHA:
 		fail(w, http.StatusConflict, "Head branch was modified. Review and try the merge again.", doc)
 	default:
-		s.merge(r, p, method)
-		writeJSON(w, http.StatusOK, map[string]any{"sha": p.MergeCommitSHA, "merged": true, "message": "Pull Request successfully merged"})
+		refused, err := s.merge(r, p, method, title, message)
+		switch {
+		case err != nil:
+			fail(w, http.StatusInternalServerError, "githubtest: "+err.Error(), doc)
+		case refused != "":
+			fail(w, http.StatusMethodNotAllowed, refused, doc)
+		default:
+			writeJSON(w, http.StatusOK, map[string]any{"sha": p.MergeCommitSHA, "merged": true, "message": "Pull Request successfully merged"})
+		}
 	}
 }

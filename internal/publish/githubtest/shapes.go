@@ -19,7 +19,7 @@ func (s *Server) api(format string, a ...any) string {
 }
 
 func (s *Server) web(format string, a ...any) string {
-	return s.srv.URL + fmt.Sprintf(format, a...)
+	return s.root + fmt.Sprintf(format, a...)
 }
 
 func ts(t time.Time) string { return t.UTC().Format(time.RFC3339) }
@@ -77,7 +77,7 @@ func (s *Server) simple(r *repo, p *Pull) map[string]any {
 	}
 	link := func(h string) map[string]any { return map[string]any{"href": h} }
 	return map[string]any{
-		"url": self, "id": 1000 + p.Number, "node_id": fmt.Sprintf("PR_%d", p.Number),
+		"url": self, "id": 1000 + p.Number, "node_id": nodeID(r, p),
 		"html_url": html, "diff_url": html + ".diff", "patch_url": html + ".patch",
 		"issue_url": issue, "commits_url": self + "/commits",
 		"review_comments_url": self + "/comments",
@@ -97,8 +97,18 @@ func (s *Server) simple(r *repo, p *Pull) map[string]any {
 			"review_comment":  link(s.api("/repos/%s/%s/pulls/comments{/number}", r.owner, r.name)),
 			"self":            link(self),
 		},
-		"author_association": "OWNER", "auto_merge": nil, "draft": false,
+		"author_association": "OWNER", "auto_merge": s.autoMerge(r, p), "draft": false,
 	}
+}
+
+// autoMerge is the auto-merge object (components/schemas/auto-merge:
+// enabled_by, merge_method, commit_title, commit_message, all required;
+// the field is null when auto-merge is not armed).
+func (s *Server) autoMerge(r *repo, p *Pull) any {
+	if p.AutoMerge == "" {
+		return nil
+	}
+	return map[string]any{"enabled_by": s.user(r.owner), "merge_method": p.AutoMerge, "commit_title": "", "commit_message": ""}
 }
 
 // full is a pull-request (pulls/get, pulls/create, pulls/update).
@@ -109,7 +119,7 @@ func (s *Server) full(r *repo, p *Pull) map[string]any {
 	switch {
 	case p.State != "open":
 		state = "unknown"
-	case p.Blocked != "":
+	case p.Blocked != "", r.checksPending:
 		mergeable, state = true, "blocked"
 	default:
 		mergeable = true

@@ -329,3 +329,127 @@ func TestShapes_AuthAndRateLimits(t *testing.T) {
 		t.Fatalf("after the queued limits: %d, want 200", code)
 	}
 }
+
+// gql posts a GraphQL request to path (/graphql or /api/graphql) beside
+// the REST root.
+func (a api) gql(path, auth string, body any) (int, any) {
+	a.t.Helper()
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest("POST", strings.TrimSuffix(a.srv.URL, "/api/v3/")+path, bytes.NewReader(b))
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v any
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		a.t.Fatalf("POST %s: body is not JSON: %v", path, err)
+	}
+	return resp.StatusCode, v
+}
+
+const armQuery = "mutation($input: EnablePullRequestAutoMergeInput!) { enablePullRequestAutoMerge(input: $input) { pullRequest { number autoMergeRequest { mergeMethod } } } }"
+
+func arm(nodeID, method string) map[string]any {
+	in := map[string]any{"pullRequestId": nodeID}
+	if method != "" {
+		in["mergeMethod"] = method
+	}
+	return map[string]any{"query": armQuery, "variables": map[string]any{"input": in}}
+}
+
+// requireGQLError checks a GraphQL error answer (GraphQL spec § 7.1.2:
+// errors[] each with a message; GitHub adds type and path) and returns
+// the first error.
+func requireGQLError(t *testing.T, what string, code int, v any, wantData bool) map[string]any {
+	t.Helper()
+	if code != 200 {
+		t.Fatalf("%s: %d, want 200 (GraphQL answers errors in the body)", what, code)
+	}
+	m := v.(map[string]any)
+	errs, ok := m["errors"].([]any)
+	if !ok || len(errs) == 0 {
+		t.Fatalf("%s: errors %v, want a non-empty list", what, m["errors"])
+	}
+	e := requireFields(t, what+".errors[0]", errs[0], []string{"message"})
+	if _, has := m["data"]; has != wantData {
+		t.Fatalf("%s: data present %v, want %v", what, has, wantData)
+	}
+	if wantData {
+		if d := m["data"].(map[string]any); d["enablePullRequestAutoMerge"] != nil {
+			t.Fatalf("%s: data %v, want the failed field null", what, d)
+		}
+	}
+	return e
+}
+
+// GitHub's GraphQL enablePullRequestAutoMerge (see graphql.go for the
+// schema read) and the REST auto_merge field it sets
+// (components/schemas/auto-merge: enabled_by, merge_method, commit_title,
+// commit_message, all required; null when not armed).
+func TestShapes_GraphQLEnableAutoMerge(t *testing.T) {
+	t.Parallel()
+	a := setup(t)
+	auth := "Bearer " + tok
+	_, _, v := a.do("POST", "/repos/o/r/pulls", auth, map[string]any{"title": "t", "head": "feat", "base": "main"})
+	pr := v.(map[string]any)
+	if pr["auto_merge"] != nil {
+		t.Fatalf("auto_merge %v before arming, want null", pr["auto_merge"])
+	}
+	node := pr["node_id"].(string)
+
+	for _, path := range []string{"/graphql", "/api/graphql"} {
+		code, v := a.gql(path, "Bearer wrong", arm(node, "SQUASH"))
+		if code != 401 {
+			t.Fatalf("POST %s with a bad token: %d, want 401", path, code)
+		}
+		requireErrorBody(t, "graphql 401", v, false)
+	}
+	code, v := a.gql("/api/graphql", auth, arm("PR_nope", "SQUASH"))
+	if e := requireGQLError(t, "unknown node", code, v, true); e["type"] != "NOT_FOUND" {
+		t.Fatalf("unknown node: type %v, want NOT_FOUND", e["type"])
+	}
+	code, v = a.gql("/api/graphql", auth, arm(node, "FAST_FORWARD"))
+	if e := requireGQLError(t, "bad mergeMethod", code, v, false); !strings.Contains(e["message"].(string), "MERGE, REBASE, SQUASH") {
+		t.Fatalf("bad mergeMethod: %v, want the valid values named", e["message"])
+	}
+	code, v = a.gql("/graphql", auth, arm(node, "SQUASH"))
+	if e := requireGQLError(t, "clean PR", code, v, true); e["type"] != "UNPROCESSABLE" || !strings.Contains(e["message"].(string), "is in clean status") {
+		t.Fatalf("arming a PR with nothing to wait for: %v, want UNPROCESSABLE clean status", e)
+	}
+	a.srv.SetAllowAutoMerge("o/r", false)
+	a.srv.SetChecksPending("o/r", true)
+	code, v = a.gql("/graphql", auth, arm(node, "SQUASH"))
+	if e := requireGQLError(t, "not allowed", code, v, true); e["message"] != "Auto merge is not allowed for this repository" {
+		t.Fatalf("arming with allow_auto_merge off: %v", e)
+	}
+	a.srv.SetAllowAutoMerge("o/r", true)
+
+	code, v = a.gql("/graphql", auth, arm(node, ""))
+	if code != 200 || v.(map[string]any)["errors"] != nil {
+		t.Fatalf("arm: %d %v", code, v)
+	}
+	got := v.(map[string]any)["data"].(map[string]any)["enablePullRequestAutoMerge"].(map[string]any)["pullRequest"].(map[string]any)["autoMergeRequest"].(map[string]any)["mergeMethod"]
+	if got != "MERGE" {
+		t.Fatalf("autoMergeRequest.mergeMethod %v, want MERGE (the input's default)", got)
+	}
+	_, _, v = a.do("GET", "/repos/o/r/pulls/1", auth, nil)
+	m := requirePR(t, "armed PR", v, prRequired)
+	am := requireFields(t, "auto_merge", m["auto_merge"], []string{"enabled_by", "merge_method", "commit_title", "commit_message"})
+	if am["merge_method"] != "merge" || m["mergeable_state"] != "blocked" || m["merged"] != false {
+		t.Fatalf("armed PR: auto_merge %v mergeable_state %v merged %v", am, m["mergeable_state"], m["merged"])
+	}
+	if code, _, v := a.do("PUT", "/repos/o/r/pulls/1/merge", auth, nil); code != 405 {
+		t.Fatalf("merge while checks are pending: %d %v, want 405", code, v)
+	}
+	if err := a.srv.CompleteChecks("o/r"); err != nil {
+		t.Fatal(err)
+	}
+	_, _, v = a.do("GET", "/repos/o/r/pulls/1", auth, nil)
+	if m := v.(map[string]any); m["merged"] != true {
+		t.Fatalf("after CompleteChecks: merged %v, want true", m["merged"])
+	}
+}
