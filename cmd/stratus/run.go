@@ -114,6 +114,9 @@ type RunResult struct {
 	// persist).
 	SummaryError string `json:"summary_error,omitempty"`
 	RecordError  string `json:"record_error,omitempty"`
+	// Publication is the pushed branch and pull request, when the run's
+	// publish step pushed (docs/architecture.md § Publishing).
+	Publication *stratus.Publication `json:"publication,omitempty"`
 }
 
 func runRun(o *RunOptions) error {
@@ -215,6 +218,15 @@ func printEnd(w io.Writer, out RunResult) {
 	if out.RecordError != "" {
 		fmt.Fprintf(w, "  record:   %s\n", safetext.Line(out.RecordError))
 	}
+	if p := out.Publication; p != nil {
+		fmt.Fprintf(w, "  branch:   %s pushed to %s (%s)\n", safetext.Line(p.Branch), safetext.Line(p.Remote), safetext.Line(p.URL))
+		if pr := p.PullRequest; pr != nil {
+			fmt.Fprintf(w, "  pull request: #%d %s (%s)\n", pr.Number, safetext.Line(pr.URL), safetext.Line(pr.State))
+		}
+		if p.Note != "" {
+			fmt.Fprintf(w, "  publish:  %s\n", safetext.Line(p.Note))
+		}
+	}
 	if b := budgetsLine(out.Budgets); b != "" {
 		fmt.Fprintf(w, "  budgets spent: %s\n", b)
 	}
@@ -244,7 +256,7 @@ func median(ds []time.Duration) (time.Duration, bool) {
 // runResult is what `stratus run --json` prints of res, last.
 func runResult(res *orchestrator.Result) RunResult {
 	out := RunResult{RunID: res.Run.ID, TaskID: res.Run.TaskID, Flow: res.Run.Flow, Status: res.Status,
-		CtxDir: res.CtxDir, Summary: res.Summary, Budgets: res.Budgets}
+		CtxDir: res.CtxDir, Summary: res.Summary, Budgets: res.Budgets, Publication: res.Run.Publication}
 	if out.Summary == nil {
 		out.Summary = []string{}
 	}

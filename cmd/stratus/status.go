@@ -104,8 +104,11 @@ type StatusResult struct {
 	UnpricedAttempts int      `json:"unpriced_attempts,omitempty"`
 	// PrunedAt is when retention removed the run's steps and files
 	// (docs/security.md § Retention): Steps is then empty.
-	PrunedAt time.Time    `json:"pruned_at,omitzero"`
-	Steps    []StepStatus `json:"steps"`
+	PrunedAt time.Time `json:"pruned_at,omitzero"`
+	// Publication is the run's pushed branch and pull request, once its
+	// publish step pushed (docs/architecture.md § Publishing).
+	Publication *stratus.Publication `json:"publication,omitempty"`
+	Steps       []StepStatus         `json:"steps"`
 	// Summary lists the run's summary files (paths, or s3:// URLs);
 	// empty until it has one.
 	Summary []string `json:"summary"`
@@ -205,6 +208,7 @@ func runStatus(o *StatusOptions) error {
 	res.CreatedAt, res.EndedAt, res.PrunedAt, res.Steps = v.Run.CreatedAt, v.Run.EndedAt, v.Run.PrunedAt, []StepStatus{}
 	now := time.Now()
 	res.DurationMS, res.Resumes = v.Run.Duration(now).Milliseconds(), v.Run.Resumes
+	res.Publication = v.Run.Publication
 	if res.Status == stratus.RunRunning {
 		steps := make([]stratus.Step, len(v.Steps))
 		for i, s := range v.Steps {
@@ -461,6 +465,15 @@ func printStatus(io IO, r StatusResult) {
 			sp.CostUSD = *r.CostUSD
 		}
 		fmt.Fprintf(io.Out, "  cost:     %s, %s\n", sp.CostText(), english.Plural(int(r.Tokens), "token"))
+	}
+	if p := r.Publication; p != nil {
+		fmt.Fprintf(io.Out, "  branch:   %s pushed to %s (%s)\n", l(p.Branch), l(p.Remote), l(p.URL))
+		if pr := p.PullRequest; pr != nil {
+			fmt.Fprintf(io.Out, "  pull request: #%d %s (%s)\n", pr.Number, l(pr.URL), l(pr.State))
+		}
+		if p.Note != "" {
+			fmt.Fprintf(io.Out, "  publish:  %s\n", l(p.Note))
+		}
 	}
 	if r.Resumes > 0 {
 		fmt.Fprintf(io.Out, "  resumed:  %s; its time is the sum of its active spans (start and each resume to its stop), the idle time before a resume not counted\n", english.Plural(r.Resumes, "time"))

@@ -106,7 +106,8 @@ func Finish(ctx context.Context, p Ports, run stratus.Run, env report.Env, def [
 	hist, _ := p.Exec.GetExecutionHistory(ctx, x.ARN)
 	_, cancelErr := CancelOpenWith(ctx, p.Store, run.ID, EndedUnder(x, hist, def), end, false)
 	if cur, err := p.Store.GetRun(ctx, run.ID); err == nil {
-		run.Workspace = cur.Workspace // its head moved while it ran
+		run.Workspace = cur.Workspace     // its head moved while it ran
+		run.Publication = cur.Publication // its publish step pushed while it ran
 	}
 	res.Budgets = SpentBudgets(hist)
 	run.Status, run.EndedAt = res.Status, end

@@ -199,14 +199,7 @@ func Publish(ctx context.Context, dir string, bundles []string, spec nodeexec.Pu
 		return res, stratus.FieldErrorf(stratus.EINVALID, "strategy", "%v", err)
 	}
 	if spec.WaitForChecks {
-		am, ok := host.(interface {
-			EnableAutoMerge(context.Context, int, github.Strategy) error
-		})
-		if !ok {
-			res.MergeBlocked = "this build's pull-request host cannot arm auto-merge"
-			return res, nil
-		}
-		if err := am.EnableAutoMerge(ctx, pr.Number, strategy); err != nil {
+		if err := host.EnableAutoMerge(ctx, pr.Number, strategy); err != nil {
 			res.MergeBlocked = err.Error()
 			return res, nil
 		}

@@ -33,6 +33,9 @@ type RunLine struct {
 	// Note says the run reads interrupted (its owner gone) though the
 	// store refused to record it (NotRecordedNote).
 	Note string `json:"note,omitempty"`
+	// PullRequest is the URL of the run's pull request, once its publish
+	// step opened one (docs/architecture.md § Publishing).
+	PullRequest string `json:"pull_request,omitempty"`
 	lifecycle.Spend
 }
 
@@ -98,6 +101,9 @@ func ListStatus(ctx context.Context, st store.Store, limit int, status string) (
 		}
 		r, rerr := lifecycle.Reconcile(ctx, st, r)
 		l := RunLine{RunID: r.ID, Status: r.Status, TaskID: r.TaskID, Title: r.TaskTitle, Flow: r.Flow, CreatedAt: r.CreatedAt, EndedAt: r.EndedAt, Resumes: r.Resumes, PrunedAt: r.PrunedAt}
+		if p := r.Publication; p != nil && p.PullRequest != nil {
+			l.PullRequest = p.PullRequest.URL
+		}
 		if rerr != nil {
 			l.Note = NotRecordedNote(rerr)
 		}
