@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stratusflow/stratus/internal/report"
 )
 
 // installScript installs DIR with the script engine as primary answering
@@ -110,14 +112,14 @@ const prFlow = `flow:
     - { from: write, to: ship }
 `
 
-// README.md § Node kinds, publish ("PR publishing is described as
-// unsupported unless a git remote and a publisher are configured"): validate
-// warns on the publish node, the run says so at
-// publish, and the summary's fact sections say no pull request was opened.
-func TestRun_PullRequestPublishingSaysNoPROpened(t *testing.T) {
+// docs/architecture.md § Publishing: in a work dir without the remote
+// publishing pushes to, validate warns at the policy (worc: non-fatal), the
+// run ends done, its publish step saying why nothing was pushed, and the
+// summary has no Publishing section (nothing was published).
+func TestRun_PullRequestPublishingWithoutARemoteSaysNothingPushed(t *testing.T) {
 	t.Parallel()
 	dir, task := installScript(t, "shipping", prFlow, "default:\n  report: ok\n")
-	const note = "publishing pull_request: Stratus writes the report locally; no git remote and publisher are configured, so no pull request is opened"
+	note := report.PublishingNote("pull_request", "origin")
 	v := runCLI(t, "validate", "shipping", "--dir", dir)
 	flowFile := filepath.Join(dir, ".stratus/flows/shipping.yaml")
 	if v.code != ExitOK || !strings.Contains(v.stdout, "warning: "+flowFile+":9:") || !strings.Contains(v.stdout, `node "ship": `+note) ||
@@ -128,12 +130,13 @@ func TestRun_PullRequestPublishingSaysNoPROpened(t *testing.T) {
 	if r.code != ExitOK {
 		t.Fatalf("run exit %d\n%s", r.code, r.stderr)
 	}
-	if strings.Count(r.stderr, note) != 1 || !strings.Contains(r.stderr, "stratus: ship#1: "+note) {
-		t.Errorf("the run does not say once that no PR is opened:\n%s", r.stderr)
+	const said = "ship#1: not pushed: the run edited the work dir in place (workspace: workdir)"
+	if strings.Count(r.stderr, said) != 1 {
+		t.Errorf("the run does not say once why nothing was pushed:\n%s", r.stderr)
 	}
 	md := readFile(t, filepath.Join(dir, ".stratus/logs/t-shipping/summary.md"))
-	if !strings.Contains(md, "\n## Publishing\n\n- node ship: "+note+".\n") {
-		t.Errorf("summary.md lacks the Publishing section:\n%s", md)
+	if strings.Contains(md, "\n## Publishing\n") {
+		t.Errorf("summary.md has a Publishing section though nothing was published:\n%s", md)
 	}
 }
 

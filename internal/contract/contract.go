@@ -58,6 +58,11 @@ type LaunchSpec struct {
 	// Env overlays the parent's environment (extra_env): a key here
 	// replaces the parent's value. Keys must be non-empty and contain no '='.
 	Env map[string]string
+	// Unset names variables of the parent's environment the child does not
+	// inherit (an Env key still sets one): the runner's git token variables
+	// (docs/architecture.md § Publishing: the credential reaches the
+	// publisher alone, never an engine).
+	Unset []string
 	// Dir is the child's working directory; "" means the runner's own.
 	Dir string
 	// Stderr is where the child's stderr goes, never read by this

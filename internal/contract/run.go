@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -143,7 +144,14 @@ func (l *launch) run(ctx context.Context, spec LaunchSpec, req Request) (Result,
 	if err != nil {
 		return l.failed("invalid request: " + err.Error()), nil
 	}
-	env, err := mergeEnv(os.Environ(), spec.Env)
+	base := os.Environ()
+	if len(spec.Unset) > 0 {
+		base = slices.DeleteFunc(slices.Clone(base), func(kv string) bool {
+			k, _, _ := strings.Cut(kv, "=")
+			return slices.Contains(spec.Unset, k)
+		})
+	}
+	env, err := mergeEnv(base, spec.Env)
 	if err != nil {
 		return l.failed("spawn: " + err.Error()), nil
 	}

@@ -24,13 +24,17 @@ import (
 // GitTokenSecretArn), never set for another worker.
 const GitTokenEnv = "STRATUS_GIT_TOKEN"
 
+// TokenVariables are the variables Token reads: no engine inherits them
+// from its runner (contract.LaunchSpec.Unset).
+var TokenVariables = []string{GitTokenEnv, "GITHUB_TOKEN", "GH_TOKEN"}
+
 // Token is the git host's token of the publisher's environment: GitTokenEnv,
 // else GITHUB_TOKEN, else GH_TOKEN (the GitHub CLI's variables), else what
 // `gh auth token` prints when the GitHub CLI is installed and logged in;
 // "" when there is none (a push then uses git's own credential helpers,
 // and no pull request can be opened). getenv is os.Getenv in the runner.
 func Token(ctx context.Context, getenv func(string) string) string {
-	for _, k := range []string{GitTokenEnv, "GITHUB_TOKEN", "GH_TOKEN"} {
+	for _, k := range TokenVariables {
 		if v := strings.TrimSpace(getenv(k)); v != "" {
 			return v
 		}
@@ -159,13 +163,15 @@ func Publish(ctx context.Context, dir string, bundles []string, spec nodeexec.Pu
 			head = auditTip
 		}
 	}
-	pushed, err := Push(ctx, Spec{Dir: dir, Remote: name, Branch: spec.Branch, Head: head, Token: o.Token})
+	// An earlier run of the task left the branch: its commits, all the
+	// orchestrator's, are replaced; anyone else's never are.
+	pushed, err := Push(ctx, Spec{Dir: dir, Remote: name, Branch: spec.Branch, Head: head, Token: o.Token, Own: workspace.AuthorEmail})
 	if err != nil {
 		return res, err
 	}
 	res.Head, res.Already = pushed.Commit, pushed.Already
 	if auditBranch != "" {
-		if _, err := Push(ctx, Spec{Dir: dir, Remote: name, Branch: auditBranch, Head: auditTip, Token: o.Token}); err != nil {
+		if _, err := Push(ctx, Spec{Dir: dir, Remote: name, Branch: auditBranch, Head: auditTip, Token: o.Token, Own: workspace.AuthorEmail}); err != nil {
 			return res, err
 		}
 		res.AuditBranch = auditBranch

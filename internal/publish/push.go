@@ -53,6 +53,14 @@ type Spec struct {
 	// TokenUser is the user name sent with Token; DefaultTokenUser when
 	// empty.
 	TokenUser string
+	// Own, when set, is the author and committer email of the commits a
+	// push may drop from the remote branch: when every commit the remote
+	// branch holds beyond the local head is Own's (an earlier run of the
+	// task, made by the orchestrator), the branch is replaced, with a lease
+	// on the tip that was read, so a commit pushed meanwhile is never lost.
+	// Empty: never (a remote branch the head does not contain is
+	// RemoteMoved).
+	Own string
 }
 
 // Pushed is the outcome of a push that left the remote branch at the
@@ -70,6 +78,9 @@ type Pushed struct {
 	// Already is true when the remote branch already pointed at Commit and
 	// nothing was pushed: a resumed or re-delivered publish step.
 	Already bool
+	// Replaced is true when the push replaced commits of Spec.Own's that
+	// Commit does not contain (an earlier run's branch).
+	Replaced bool
 }
 
 // Kind classifies a failed push, so that the publish step can decide
@@ -214,17 +225,22 @@ func Push(ctx context.Context, s Spec) (Pushed, error) {
 		out.Already, out.Previous = true, remote
 		return out, nil
 	}
+	args := []string{"push", "--quiet", "--no-verify"}
 	if remote != "" {
 		contained, err := s.contains(ctx, local, remote)
 		if err != nil {
 			return Pushed{}, err
 		}
 		if !contained {
-			return Pushed{}, &PushError{Kind: RemoteMoved, Remote: out.Remote, Branch: s.Branch, Local: local, RemoteCommit: remote}
+			if !s.ownBeyond(ctx, local, remote) {
+				return Pushed{}, &PushError{Kind: RemoteMoved, Remote: out.Remote, Branch: s.Branch, Local: local, RemoteCommit: remote}
+			}
+			args = append(args, "--force-with-lease="+ref+":"+remote)
+			out.Replaced = true
 		}
 	}
 	out.Previous = remote
-	if _, err := gitwork.Run(ctx, s.Dir, env, "push", "--quiet", "--no-verify", "--", s.Remote, local+":"+ref); err != nil {
+	if _, err := gitwork.Run(ctx, s.Dir, env, append(args, "--", s.Remote, local+":"+ref)...); err != nil {
 		pe := s.classify(err, local)
 		if KindOf(pe) == RemoteMoved {
 			// Moved between the look and the push: name where it is now.
@@ -351,6 +367,28 @@ func (s *Spec) remoteTip(ctx context.Context, env []string, ref string) (string,
 		}
 	}
 	return "", nil
+}
+
+// ownBeyond reports whether every commit of remote that local does not
+// hold is authored and committed by s.Own (false when s.Own is empty or
+// remote's commits are not in Dir).
+func (s *Spec) ownBeyond(ctx context.Context, local, remote string) bool {
+	if s.Own == "" {
+		return false
+	}
+	if _, err := gitwork.Run(ctx, s.Dir, nil, "cat-file", "-e", remote+"^{commit}"); err != nil {
+		return false
+	}
+	out, err := gitwork.Run(ctx, s.Dir, nil, "log", "--format=%ae %ce", remote, "^"+local, "--")
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if l != s.Own+" "+s.Own {
+			return false
+		}
+	}
+	return true
 }
 
 // contains reports whether local's history holds remote. A remote commit

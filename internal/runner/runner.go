@@ -37,6 +37,7 @@ import (
 	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/outputschema"
 	"github.com/stratusflow/stratus/internal/private"
+	"github.com/stratusflow/stratus/internal/publish"
 	"github.com/stratusflow/stratus/internal/worker"
 	"github.com/stratusflow/stratus/internal/workerclient"
 )
@@ -481,7 +482,9 @@ func launchSpec(e *worker.EngineSpec, o Options) (contract.LaunchSpec, error) {
 	if dir == "" {
 		dir = o.EngineDir
 	}
-	return contract.LaunchSpec{Command: cmd, Args: e.Args, Env: env, Dir: dir, DeadlineMS: e.DeadlineMS, Stderr: o.EngineStderr}, nil
+	// The git token is the publisher's alone (docs/architecture.md §
+	// Publishing): an engine never inherits it.
+	return contract.LaunchSpec{Command: cmd, Args: e.Args, Env: env, Unset: publish.TokenVariables, Dir: dir, DeadlineMS: e.DeadlineMS, Stderr: o.EngineStderr}, nil
 }
 
 // relay posts progress as stats at most once per interval — counters that
