@@ -20,16 +20,14 @@ import (
 const publishToken = "ghs_StratusPublishTestToken4f1d9c"
 
 // publishProject installs the script engine with examples/scenario.yaml
-// and worc's implementation flow publishing a pull request (its own
-// `publishing: pull_request`), makes the work dir a git repository on
+// and the built-in implementation flow (worc's, publishing a pull
+// request), makes the work dir a git repository on
 // main, gives it a bare "origin" beside it holding main, and serves that
 // as acme/app from a GitHub API stand-in (withOrigin).
 func publishProject(t *testing.T) (dir, task string) {
 	t.Helper()
 	root := testenv.ModuleRoot(t)
 	dir, task = installScript(t, "implementation", "", readFile(t, filepath.Join(root, "examples/scenario.yaml")))
-	fl := filepath.Join(dir, ".stratus/flows/implementation.yaml")
-	writeTestFile(t, fl, strings.ReplaceAll(readFile(t, fl), "local_artifact", "pull_request"))
 	return dir, task
 }
 

@@ -112,19 +112,28 @@ const prFlow = `flow:
     - { from: write, to: ship }
 `
 
-// docs/architecture.md § Publishing: in a work dir without the remote
-// publishing pushes to, validate warns at the policy (worc: non-fatal), the
-// run ends done, its publish step saying why nothing was pushed, and the
-// summary has no Publishing section (nothing was published).
+// docs/architecture.md § Publishing: in a git repository without the remote
+// publishing pushes to, validate warns at the policy (worc: non-fatal);
+// outside one it does not (a run works in place). Either way the run ends
+// done, its publish step saying why nothing was pushed, and the summary has
+// no Publishing section (nothing was published).
 func TestRun_PullRequestPublishingWithoutARemoteSaysNothingPushed(t *testing.T) {
 	t.Parallel()
 	dir, task := installScript(t, "shipping", prFlow, "default:\n  report: ok\n")
+	if v := runCLI(t, "validate", "shipping", "--dir", dir); v.code != ExitOK || !strings.Contains(v.stdout, "flow shipping: ok") {
+		t.Errorf("validate outside a repository: exit %d\n%s", v.code, v.stdout)
+	}
+	repo := t.TempDir()
+	gitIn(t, repo, "init", "-q", "-b", "main")
+	for _, f := range []string{".stratus/config.yaml", ".stratus/flows/shipping.yaml", ".stratus/flows/shipping/write.md"} {
+		writeTestFile(t, filepath.Join(repo, f), readFile(t, filepath.Join(dir, f)))
+	}
 	note := report.PublishingNote("pull_request", "origin")
-	v := runCLI(t, "validate", "shipping", "--dir", dir)
-	flowFile := filepath.Join(dir, ".stratus/flows/shipping.yaml")
+	v := runCLI(t, "validate", "shipping", "--dir", repo)
+	flowFile := filepath.Join(repo, ".stratus/flows/shipping.yaml")
 	if v.code != ExitOK || !strings.Contains(v.stdout, "warning: "+flowFile+":9:") || !strings.Contains(v.stdout, `node "ship": `+note) ||
 		!strings.Contains(v.stdout, "flow shipping: 0 errors, 1 warning") {
-		t.Errorf("validate: exit %d\n%s", v.code, v.stdout)
+		t.Errorf("validate in a repository without origin: exit %d\n%s", v.code, v.stdout)
 	}
 	r := runCLI(t, "run", task, "--dir", dir)
 	if r.code != ExitOK {

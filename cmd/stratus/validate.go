@@ -17,6 +17,7 @@ import (
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/english"
 	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/gitwork"
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/orchestrator"
 	"github.com/stratusflow/stratus/internal/publish"
@@ -159,6 +160,8 @@ func runValidate(o *ValidateOptions) error {
 		rep.Notes = append(rep.Notes, n)
 	}
 	opt := flow.ValidateOptions{RoleFileRoot: dir, Config: cfg, ToolsDir: rep.ToolsDir}
+	_, repoErr := gitwork.Open(context.Background(), o.Dir)
+	inRepo := repoErr == nil
 	remoteName := config.DefaultGitRemote
 	if cfg != nil {
 		remoteName = cfg.Git.RemoteName()
@@ -184,7 +187,11 @@ func runValidate(o *ValidateOptions) error {
 			// error here too: validate and run agree.
 			r.Problems = append(r.Problems, notAlreadyFatal(r.Problems, orchestrator.Preflight(f, cfg, nil))...)
 			// A pull-request policy Stratus does not act on: said, never silent.
-			r.Problems = append(r.Problems, orchestrator.PublishingWarnings(f, publish.RemoteOf(context.Background(), o.Dir, remoteName), remoteName)...)
+			// Outside a git repository a run works in place and says at its
+			// publish step that nothing was pushed.
+			if inRepo {
+				r.Problems = append(r.Problems, orchestrator.PublishingWarnings(f, publish.RemoteOf(context.Background(), o.Dir, remoteName), remoteName)...)
+			}
 			// What `stratus doctor` says of the providers this flow uses:
 			// an error where an embedded run refuses to start (its
 			// LaunchPreflight), a warning for the rest.

@@ -364,7 +364,17 @@ const infraRetryJSON = `        {
 // (Compile's Retry and park shape, with worc's agents.retry defaults).
 func taskJSON(id, kind, next string) string {
 	catch, after, transient, parkCatch := "failed", "", "", ""
-	if kind != "publish" {
+	if kind == "publish" {
+		// A refused merge ends manual_action_required, the pull request open.
+		parkCatch = `        {
+          "ErrorEquals": [
+            "stratus.MergeBlocked"
+          ],
+          "ResultPath": "$.error",
+          "Next": "manual_action_required"
+        },
+`
+	} else {
 		catch = id + ".stop"
 		transient = `        {
           "ErrorEquals": [
