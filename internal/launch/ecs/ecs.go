@@ -213,7 +213,7 @@ func (l *Launcher) Request(s launch.Spec, try int) (*awsecs.RunTaskInput, error)
 	}
 	net := l.cfg.Offline
 	if s.NetworkAccess {
-		net, td = l.cfg.Online, l.cfg.PublisherTaskDefinition
+		net = l.cfg.Online
 	}
 	td := cmp.Or(net.TaskDefinition, l.cfg.TaskDefinition)
 	if s.Publisher {
