@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"net/url"
+	"os"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -135,6 +137,15 @@ SAM translator refuses: its message, naming the resource), 2 bad flags.`,
 			}
 			if o.PoolPickup != 0 && o.Pool == 0 {
 				return usageError{fmt.Errorf("--pool-pickup %s: how long dispatch waits for a pooled runner; give --pool N too", o.PoolPickup)}
+			}
+			if o.GitTokenFile != "" {
+				b, err := os.ReadFile(o.GitTokenFile)
+				if err != nil {
+					return usageError{fmt.Errorf("--git-token-file: %w", err)}
+				}
+				if strings.TrimSpace(string(b)) == "" {
+					return usageError{fmt.Errorf("--git-token-file %s: the file is empty; want the git host's token (a GitHub token that may push and open pull requests)", o.GitTokenFile)}
+				}
 			}
 			if o.Port < 0 || o.Port > 65535 {
 				return usageError{fmt.Errorf("--port %d: want a TCP port, 1-65535, or 0 for any", o.Port)}

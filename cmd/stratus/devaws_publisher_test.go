@@ -143,3 +143,26 @@ func TestDevAWS_TheGitTokenReachesThePublisherAlone(t *testing.T) {
 		}
 	}
 }
+
+// Bad input: a --git-token-file that cannot be read or holds no token, or
+// one given with --stack (whose stack has its parameters), ends dev aws
+// with exit 2 naming the flag, before anything starts.
+func TestDevAWS_GitTokenFileBadInput(t *testing.T) {
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(empty, []byte(" \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--git-token-file", filepath.Join(t.TempDir(), "nosuch")}, "no such file"},
+		{[]string{"--git-token-file", empty}, "empty"},
+		{[]string{"--endpoint-url", "http://127.0.0.1:1", "--stack", "kept", "--git-token-file", empty}, "--stack kept"},
+	} {
+		r := runCLI(t, append([]string{"dev", "aws", "--runners", "process"}, tc.args...)...)
+		if r.code != 2 || !strings.Contains(r.stderr, "--git-token-file") || !strings.Contains(r.stderr, tc.says) {
+			t.Errorf("dev aws %v: exit %d; want 2 naming --git-token-file and saying %q\n%s", tc.args, r.code, tc.says, r.stderr)
+		}
+	}
+}
