@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awsecs "github.com/aws/aws-sdk-go-v2/service/ecs"
+	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/stratusflow/stratus/internal/devstack"
 	"github.com/stratusflow/stratus/internal/devstack/moto"
@@ -23,15 +25,16 @@ import (
 
 // docs/architecture.md § Publishing, on the stand-in: `dev aws
 // --git-token-file F` stores the token in the stand-in's Secrets Manager
-// and deploys the stack with GitTokenSecretArn naming it; a publisher
-// launched by the ECS launcher (launch.Spec.Publisher, the publisher task
-// definition) starts with STRATUS_GIT_TOKEN in its environment, read
-// through its own execution role, and an agent runner launched the same
-// way does not, while its own engine key secret (DEEPSEEK) is read
-// through its execution role (with --runners process the operator's
-// engine keys reach every process as well: ServeOptions). Each task's environment is read from /proc while its runner
-// waits on its first call to the worker API, which a server of this test
-// holds until then.
+// and deploys the stack with GitTokenSecretArn naming it; no function's
+// environment holds it; a publisher launched by the ECS launcher
+// (launch.Spec.Publisher: the publisher task definition) starts with
+// STRATUS_GIT_TOKEN in its environment, read through its own execution
+// role, and an agent runner launched the same way does not, while its own
+// engine key secret (DEEPSEEK) is read through its execution role (with
+// --runners process the operator's engine keys reach every process as
+// well: ServeOptions). Each task's environment is read from /proc while
+// its runner waits on its first call to the worker API, which a server of
+// this test holds until then.
 //
 // This drives the launcher and the Fargate stand-in, not a whole run: a
 // run's publish step has nothing to push yet on this branch.
@@ -54,6 +57,25 @@ func TestDevAWS_TheGitTokenReachesThePublisherAlone(t *testing.T) {
 	}
 	if st.PublisherTaskDef == "" {
 		t.Fatalf("the stack %s has no PublisherTaskDefinitionArn output: %v", stack, st.Outputs)
+	}
+	// No function of the stack holds the token or names its secret.
+	lc := awslambda.NewFromConfig(cfg)
+	if len(st.Functions) < 3 {
+		t.Fatalf("the stack's functions are %v; want its three", st.Functions)
+	}
+	for id, fn := range st.Functions {
+		out, err := lc.GetFunctionConfiguration(ctx, &awslambda.GetFunctionConfigurationInput{FunctionName: aws.String(fn)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Environment == nil {
+			continue
+		}
+		for k, v := range out.Environment.Variables {
+			if strings.Contains(v, token) || strings.Contains(v, "git-token") || k == launch.GitTokenEnv {
+				t.Errorf("the function %s's %s=%q is the git token or names its secret", id, k, v)
+			}
+		}
 	}
 	ecsCfg := cfg.Copy()
 	ecsCfg.HTTPClient = &moto.ECSClient{}
