@@ -38,11 +38,12 @@ var goformationLags = map[string][]string{
 // functions resolved), and the raw resources and globals with intrinsic
 // functions left as written ({"Ref": ...}, {"Fn::GetAtt": ...}).
 type tmpl struct {
-	typed   *cloudformation.Template
-	raw     map[string]map[string]any // logical id -> resource
-	globals map[string]any            // Globals.Function
-	params  map[string]map[string]any
-	outputs map[string]any
+	typed      *cloudformation.Template
+	raw        map[string]map[string]any // logical id -> resource
+	globals    map[string]any            // Globals.Function
+	params     map[string]map[string]any
+	outputs    map[string]any
+	conditions map[string]any
 }
 
 func loadTemplate(t *testing.T) *tmpl {
@@ -94,6 +95,7 @@ func loadTemplate(t *testing.T) *tmpl {
 	}
 	out.globals = asMap(asMap(doc["Globals"])["Function"])
 	out.outputs = asMap(doc["Outputs"])
+	out.conditions = asMap(doc["Conditions"])
 	return out
 }
 

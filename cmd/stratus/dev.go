@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"net/url"
+	"os"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -41,6 +43,11 @@ type DevAWSOptions struct {
 	// Stack, with EndpointURL, serves that existing stack (as its outputs
 	// say) instead of deploying one.
 	Stack string
+	// GitTokenFile is a file holding the git host's token: dev aws stores
+	// it as a secret of the stand-in's Secrets Manager and deploys the
+	// stack with GitTokenSecretArn naming it, so it reaches the publisher
+	// alone, as on AWS ("": no token).
+	GitTokenFile string
 
 	// ready, when set, is called with the flags line once serving (tests).
 	ready func(flags string) //lint:ignore U1000 read by devaws.go, which the slim build has not
@@ -117,8 +124,8 @@ SAM translator refuses: its message, naming the resource), 2 bad flags.`,
 			if o.Stack != "" && o.EndpointURL == "" {
 				return usageError{fmt.Errorf("--stack %s: serves an existing stack of a running stand-in; name it with --endpoint-url (a stand-in dev aws starts itself holds no stack yet)", o.Stack)}
 			}
-			if o.Stack != "" && (o.Name != "" || o.Template != "" || o.HeartbeatSeconds != 0) {
-				return usageError{fmt.Errorf("--stack %s: serves an existing stack; it takes no --name, --template or --heartbeat-seconds (the stack has them)", o.Stack)}
+			if o.Stack != "" && (o.Name != "" || o.Template != "" || o.HeartbeatSeconds != 0 || o.GitTokenFile != "") {
+				return usageError{fmt.Errorf("--stack %s: serves an existing stack; it takes no --name, --template, --heartbeat-seconds or --git-token-file (the stack has them)", o.Stack)}
 			}
 			for _, f := range []struct{ flag, v string }{{"--name", o.Name}, {"--stack", o.Stack}} {
 				if f.v != "" && !stackName.MatchString(f.v) {
@@ -130,6 +137,15 @@ SAM translator refuses: its message, naming the resource), 2 bad flags.`,
 			}
 			if o.PoolPickup != 0 && o.Pool == 0 {
 				return usageError{fmt.Errorf("--pool-pickup %s: how long dispatch waits for a pooled runner; give --pool N too", o.PoolPickup)}
+			}
+			if o.GitTokenFile != "" {
+				b, err := os.ReadFile(o.GitTokenFile)
+				if err != nil {
+					return usageError{fmt.Errorf("--git-token-file: %w", err)}
+				}
+				if strings.TrimSpace(string(b)) == "" {
+					return usageError{fmt.Errorf("--git-token-file %s: the file is empty; want the git host's token (a GitHub token that may push and open pull requests)", o.GitTokenFile)}
+				}
 			}
 			if o.Port < 0 || o.Port > 65535 {
 				return usageError{fmt.Errorf("--port %d: want a TCP port, 1-65535, or 0 for any", o.Port)}
@@ -148,6 +164,7 @@ SAM translator refuses: its message, naming the resource), 2 bad flags.`,
 	aws.Flags().StringVar(&o.Lambdas, "lambdas", "", "make lambdas' output directory: <dir>/<function>/bootstrap (default: lambdas beside this binary, as make puts bin/lambdas)")
 	aws.Flags().StringVar(&o.RIE, "rie", "", "the Lambda Runtime Interface Emulator (default: aws-lambda-rie beside this binary, as make rie puts it)")
 	aws.Flags().StringVar(&o.Template, "template", "", "deploy this SAM template file instead of the built-in template.yaml, with the parameter_overrides of a samconfig.toml beside it (its functions' code is make lambdas' bootstraps, its state machine definitions the built-in statemachine/ files its DefinitionUri names)")
+	aws.Flags().StringVar(&o.GitTokenFile, "git-token-file", "", "a file holding the git host's token: stored as a secret of the stand-in's Secrets Manager and given to the stack as GitTokenSecretArn, so the publisher (the worker of publish nodes) alone gets it as STRATUS_GIT_TOKEN")
 	aws.Flags().StringVar(&o.Stack, "stack", "", "with --endpoint-url: serve this existing stack (one an earlier dev aws deployed there), read from its outputs, instead of deploying one")
 	dev.AddCommand(aws, newDevGitHubCmd(io))
 	return dev

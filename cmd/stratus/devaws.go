@@ -241,6 +241,18 @@ func createStack(ctx context.Context, o *DevAWSOptions, cfg aws.Config, name str
 	for p, arn := range params {
 		fmt.Fprintf(o.IO.Err, "stratus dev aws: %s: the secret %s, delivered by the task definitions\n", p, arn)
 	}
+	if o.GitTokenFile != "" {
+		b, err := os.ReadFile(o.GitTokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("--git-token-file: %w", err)
+		}
+		arn, err := devstack.CreateGitTokenSecret(ctx, cfg, name, string(b))
+		if err != nil {
+			return nil, fmt.Errorf("--git-token-file %s: %w", o.GitTokenFile, err)
+		}
+		params[devstack.GitTokenParameter] = arn
+		fmt.Fprintf(o.IO.Err, "stratus dev aws: %s: the secret %s, delivered to the publisher alone\n", devstack.GitTokenParameter, arn)
+	}
 	params["ImageUri"] = o.Image
 	co.Parameters = params
 	co.Bootstraps = code

@@ -30,15 +30,19 @@ const (
 	// true (template.yaml NetworkRunnerTaskDefinition: its own image,
 	// NetworkImageUri); default EnvTaskDefinition.
 	EnvNetworkTaskDefinition = "STRATUS_ECS_NETWORK_TASK_DEFINITION"
-	EnvContainer             = "STRATUS_ECS_CONTAINER" // the runner's container name (default "runner")
-	EnvSubnets               = "STRATUS_ECS_SUBNETS"   // comma-separated; nodes without network access
-	EnvSecurityGroups        = "STRATUS_ECS_SECURITY_GROUPS"
-	EnvNetworkSubnets        = "STRATUS_ECS_NETWORK_SUBNETS" // nodes with network_access true (default: EnvSubnets)
-	EnvNetworkSecurityGroups = "STRATUS_ECS_NETWORK_SECURITY_GROUPS"
-	EnvAssignPublicIP        = "STRATUS_ECS_ASSIGN_PUBLIC_IP" // ENABLED | DISABLED (default)
-	EnvMaxBodyBytes          = "STRATUS_MAX_BODY_BYTES"       // default DefaultMaxBodyBytes
-	EnvMaxUploadBytes        = "STRATUS_MAX_UPLOAD_BYTES"     // default worker.DefaultMaxUploadBytes, at most MaxUploadBytes
-	EnvTokenTTLSeconds       = "STRATUS_TOKEN_TTL_SECONDS"    // default captoken.DefaultTTL
+	// EnvPublisherTaskDefinition is the worker of publish nodes
+	// (template.yaml PublisherTaskDefinition: the one container that gets
+	// the git token secret); "" = a publish node cannot be launched.
+	EnvPublisherTaskDefinition = "STRATUS_ECS_PUBLISHER_TASK_DEFINITION"
+	EnvContainer               = "STRATUS_ECS_CONTAINER" // the runner's container name (default "runner")
+	EnvSubnets                 = "STRATUS_ECS_SUBNETS"   // comma-separated; nodes without network access
+	EnvSecurityGroups          = "STRATUS_ECS_SECURITY_GROUPS"
+	EnvNetworkSubnets          = "STRATUS_ECS_NETWORK_SUBNETS" // nodes with network_access true (default: EnvSubnets)
+	EnvNetworkSecurityGroups   = "STRATUS_ECS_NETWORK_SECURITY_GROUPS"
+	EnvAssignPublicIP          = "STRATUS_ECS_ASSIGN_PUBLIC_IP" // ENABLED | DISABLED (default)
+	EnvMaxBodyBytes            = "STRATUS_MAX_BODY_BYTES"       // default DefaultMaxBodyBytes
+	EnvMaxUploadBytes          = "STRATUS_MAX_UPLOAD_BYTES"     // default worker.DefaultMaxUploadBytes, at most MaxUploadBytes
+	EnvTokenTTLSeconds         = "STRATUS_TOKEN_TTL_SECONDS"    // default captoken.DefaultTTL
 	// The warm runner pool (README.md § Warm runners (pool mode);
 	// template.yaml RunnerPool=on): the assignment queue of each network
 	// profile ("" = that profile's steps go cold, RunTask) and how long
@@ -52,7 +56,7 @@ const (
 // nothing else.
 var Vars = []string{
 	EnvTable, EnvBucket, EnvBucketPrefix, EnvQueueURL, EnvSecretID, EnvAPIURL,
-	EnvCluster, EnvTaskDefinition, EnvNetworkTaskDefinition, EnvContainer, EnvSubnets, EnvSecurityGroups,
+	EnvCluster, EnvTaskDefinition, EnvNetworkTaskDefinition, EnvPublisherTaskDefinition, EnvContainer, EnvSubnets, EnvSecurityGroups,
 	EnvNetworkSubnets, EnvNetworkSecurityGroups, EnvAssignPublicIP,
 	EnvMaxBodyBytes, EnvMaxUploadBytes, EnvTokenTTLSeconds,
 	EnvPoolQueueURL, EnvPoolNetworkQueueURL, EnvPoolPickupSeconds,
@@ -110,12 +114,15 @@ type ECS struct {
 	Cluster               string
 	TaskDefinition        string
 	NetworkTaskDefinition string // nodes with network_access; "" = TaskDefinition
-	Container             string
-	Subnets               []string
-	SecurityGroups        []string
-	NetworkSubnets        []string
-	NetworkSecurityGroups []string
-	AssignPublicIP        bool
+	// PublisherTaskDefinition is publish nodes' worker, run on the
+	// network profile; "" = none (a publisher launch is refused).
+	PublisherTaskDefinition string
+	Container               string
+	Subnets                 []string
+	SecurityGroups          []string
+	NetworkSubnets          []string
+	NetworkSecurityGroups   []string
+	AssignPublicIP          bool
 }
 
 // FromEnv reads Config from getenv (os.Getenv). It checks the form of what
@@ -133,14 +140,15 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		SecretID:     get(EnvSecretID),
 		APIURL:       strings.TrimRight(get(EnvAPIURL), "/"),
 		ECS: ECS{
-			Cluster:               get(EnvCluster),
-			TaskDefinition:        get(EnvTaskDefinition),
-			NetworkTaskDefinition: get(EnvNetworkTaskDefinition),
-			Container:             get(EnvContainer),
-			Subnets:               list(get(EnvSubnets)),
-			SecurityGroups:        list(get(EnvSecurityGroups)),
-			NetworkSubnets:        list(get(EnvNetworkSubnets)),
-			NetworkSecurityGroups: list(get(EnvNetworkSecurityGroups)),
+			Cluster:                 get(EnvCluster),
+			TaskDefinition:          get(EnvTaskDefinition),
+			NetworkTaskDefinition:   get(EnvNetworkTaskDefinition),
+			PublisherTaskDefinition: get(EnvPublisherTaskDefinition),
+			Container:               get(EnvContainer),
+			Subnets:                 list(get(EnvSubnets)),
+			SecurityGroups:          list(get(EnvSecurityGroups)),
+			NetworkSubnets:          list(get(EnvNetworkSubnets)),
+			NetworkSecurityGroups:   list(get(EnvNetworkSecurityGroups)),
 		},
 		MaxBodyBytes:   DefaultMaxBodyBytes,
 		MaxUploadBytes: worker.DefaultMaxUploadBytes,

@@ -21,6 +21,7 @@ func TestFromEnv_ReadsTheTemplatesVariables(t *testing.T) {
 		awsapp.EnvAPIURL: "https://abc.execute-api.us-east-1.amazonaws.com/", awsapp.EnvSecretID: "arn:secret",
 		awsapp.EnvCluster: "cluster", awsapp.EnvTaskDefinition: "arn:td:3", awsapp.EnvSubnets: " subnet-a, subnet-b ,",
 		awsapp.EnvSecurityGroups: "sg-a", awsapp.EnvAssignPublicIP: "ENABLED", awsapp.EnvTokenTTLSeconds: "900",
+		awsapp.EnvPublisherTaskDefinition: "arn:td-publisher:1",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -38,6 +39,9 @@ func TestFromEnv_ReadsTheTemplatesVariables(t *testing.T) {
 	}
 	if e.TaskDefinition != "arn:td:3" || e.NetworkTaskDefinition != e.TaskDefinition {
 		t.Errorf("task definitions %q, network %q; want the network one to default to the runner's", e.TaskDefinition, e.NetworkTaskDefinition)
+	}
+	if e.PublisherTaskDefinition != "arn:td-publisher:1" {
+		t.Errorf("publisher task definition %q; want %s's value", e.PublisherTaskDefinition, awsapp.EnvPublisherTaskDefinition)
 	}
 	if c.MaxBodyBytes != awsapp.DefaultMaxBodyBytes || c.TokenTTL != 900*time.Second {
 		t.Errorf("MaxBodyBytes %d, TokenTTL %v", c.MaxBodyBytes, c.TokenTTL)

@@ -15,7 +15,8 @@ func secretsmanagerSource(c smsecret.GetSecretValueAPI, id string) *smsecret.Sou
 
 // ecsLauncher builds the ECS RunTask launcher of e: the Offline network
 // (nodes without network access) from EnvSubnets and EnvSecurityGroups,
-// the Online one from their EnvNetwork* counterparts.
+// the Online one from their EnvNetwork* counterparts; publish nodes run
+// EnvPublisherTaskDefinition on the Online one.
 func ecsLauncher(awsCfg aws.Config, e ECS) (launch.Launcher, error) {
 	if err := require(EnvCluster, e.Cluster, EnvTaskDefinition, e.TaskDefinition,
 		EnvSubnets, first(e.Subnets), EnvSecurityGroups, first(e.SecurityGroups)); err != nil {
@@ -28,6 +29,7 @@ func ecsLauncher(awsCfg aws.Config, e ECS) (launch.Launcher, error) {
 		Offline:        ecs.NetworkProfile{Subnets: e.Subnets, SecurityGroups: e.SecurityGroups, AssignPublicIP: e.AssignPublicIP},
 		Online: ecs.NetworkProfile{Subnets: e.NetworkSubnets, SecurityGroups: e.NetworkSecurityGroups, AssignPublicIP: e.AssignPublicIP,
 			TaskDefinition: e.NetworkTaskDefinition},
+		PublisherTaskDefinition: e.PublisherTaskDefinition,
 	})
 }
 

@@ -251,6 +251,28 @@ var EngineSecretParameters = map[string]string{
 	"DEEPSEEK":          "DeepseekSecretArn",
 }
 
+// GitTokenParameter is the template parameter naming the Secrets Manager
+// secret of the git host's token, which only the publisher task
+// definition delivers (template.yaml GitTokenSecretArn).
+const GitTokenParameter = "GitTokenSecretArn"
+
+// CreateGitTokenSecret stores token (its surrounding white space, such as
+// a file's last newline, dropped) on the stand-in cfg points at as the
+// secret "<stack>/git-token", as an operator stores it before sam deploy,
+// and returns its ARN, for GitTokenParameter. Errors: an empty token; the
+// stand-in's.
+func CreateGitTokenSecret(ctx context.Context, cfg aws.Config, stack, token string) (string, error) {
+	token = strings.TrimSpace(token)
+	if token == "" {
+		return "", errors.New("the git token is empty; valid: the git host's token (a GitHub token that may push and open pull requests)")
+	}
+	out, err := awssm.NewFromConfig(cfg).CreateSecret(ctx, &awssm.CreateSecretInput{Name: aws.String(stack + "/git-token"), SecretString: aws.String(token)})
+	if err != nil {
+		return "", fmt.Errorf("the secret of the git token: %w", err)
+	}
+	return aws.ToString(out.ARN), nil
+}
+
 // CreateEngineSecrets makes, on the stand-in cfg points at, a secret
 // "<stack>/<VAR>" for each engine key getenv gives a value, as an operator
 // stores a provider key before sam deploy, and returns the template

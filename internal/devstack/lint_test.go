@@ -40,6 +40,7 @@ func TestTransformedTemplate_LintsClean(t *testing.T) {
 	params := map[string]string{"ImageUri": "123456789012.dkr.ecr.us-east-1.amazonaws.com/stratus-runner:latest",
 		"VpcId": "vpc-0123456789abcdef0", "WorkerSubnetIds": "subnet-0123456789abcdef0", "RunnerPool": "on",
 		"AnthropicApiKeySecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:anthropic-AbCdEf",
+		"GitTokenSecretArn":        "arn:aws:secretsmanager:us-east-1:123456789012:secret:git-token-AbCdEf",
 		"EngineSecretsKmsKeyArn":   "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"}
 	out, err := devstack.Transform(ctx, tpl, params, arts, "us-east-1")
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsecs "github.com/aws/aws-sdk-go-v2/service/ecs"
+	awsiam "github.com/aws/aws-sdk-go-v2/service/iam"
 	awssm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -200,7 +201,7 @@ func Serve(ctx context.Context, cfg aws.Config, st *Stack, ln net.Listener, o Se
 	}
 	ecsCfg := cfg.Copy()
 	ecsCfg.HTTPClient = &moto.ECSClient{}
-	f.Agent = &fargate.Agent{ECS: awsecs.NewFromConfig(ecsCfg), Secrets: awssm.NewFromConfig(cfg), Cluster: st.Cluster, Log: log,
+	f.Agent = &fargate.Agent{ECS: awsecs.NewFromConfig(ecsCfg), Secrets: awssm.NewFromConfig(cfg), IAM: awsiam.NewFromConfig(cfg), Cluster: st.Cluster, Log: log,
 		OnlineSubnets: st.NetworkSubnets, Backend: backend}
 	// The stack's WorkerTaskStoppedRule: a stopped task's state change
 	// goes to the dispatch queue.

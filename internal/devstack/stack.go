@@ -38,9 +38,13 @@ type Stack struct {
 	Cluster        string // ARN
 	TaskDef        string // RunnerTaskDefinition's ARN
 	NetworkTaskDef string // NetworkRunnerTaskDefinition's ARN
-	Role           string // StateMachineRole's ARN: the state machines' execution role
-	StateMachine   string // ImplementationStateMachine's ARN
-	APIURL         string // the ApiUrl output: the worker API (ApiUrlOverride on a stand-in)
+	// PublisherTaskDef is PublisherTaskDefinition's ARN: the worker of
+	// publish nodes, the only one given the git token ("" on a stack of
+	// an older template).
+	PublisherTaskDef string
+	Role             string // StateMachineRole's ARN: the state machines' execution role
+	StateMachine     string // ImplementationStateMachine's ARN
+	APIURL           string // the ApiUrl output: the worker API (ApiUrlOverride on a stand-in)
 	// PoolQueueURL and PoolNetworkQueueURL are the warm runner pool's
 	// assignment queues, on a stack with RunnerPool on (CreateOptions.Pool).
 	PoolQueueURL        string
@@ -401,6 +405,7 @@ func Load(ctx context.Context, cfg aws.Config, name string) (*Stack, error) {
 	st.Cluster = st.Outputs["RunnerClusterArn"]
 	st.TaskDef = st.Outputs["RunnerTaskDefinitionArn"]
 	st.NetworkTaskDef = st.Outputs["NetworkRunnerTaskDefinitionArn"]
+	st.PublisherTaskDef = st.Outputs["PublisherTaskDefinitionArn"]
 	st.StateMachine = st.Outputs["Implementation"+awsrun.StateMachineOutputSuffix]
 	st.PoolQueueURL = st.Outputs["PoolQueueUrl"]
 	st.PoolNetworkQueueURL = st.Outputs["NetworkPoolQueueUrl"]

@@ -91,7 +91,7 @@ func TestCreate_DeploysTemplateYAML(t *testing.T) {
 			t.Errorf("no function %s in %v", f, st.Functions)
 		}
 	}
-	if len(st.Subnets) != 1 || len(st.SecurityGroups) != 1 || st.VPC == "" || st.StateMachine == "" || st.NetworkTaskDef == "" {
+	if len(st.Subnets) != 1 || len(st.SecurityGroups) != 1 || st.VPC == "" || st.StateMachine == "" || st.NetworkTaskDef == "" || st.PublisherTaskDef == "" {
 		t.Errorf("stack %+v: want a VPC, a subnet, a security group, the implementation state machine, the network task definition", st)
 	}
 	// The function's environment is the template's, resolved.

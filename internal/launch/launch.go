@@ -32,6 +32,13 @@ const (
 	// worker API did not take (Spec.SpoolDir); unset, a directory of the
 	// runner's user under the temporary directory.
 	EnvSpoolDir = "STRATUS_SPOOL_DIR"
+	// GitTokenEnv is the git host token of the publisher
+	// (Spec.Publisher), the one worker that pushes the task branch and
+	// opens its pull request (docs/architecture.md § Publishing). On AWS
+	// only the publisher task definition's container gets it, from the
+	// Secrets Manager secret template.yaml's GitTokenSecretArn names; it is
+	// never a RunTask override, an assignment or an engine's variable.
+	GitTokenEnv = "STRATUS_GIT_TOKEN"
 )
 
 // Environment variables the runner always sets for the engine: the

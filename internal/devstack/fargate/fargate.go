@@ -12,8 +12,10 @@
 //   - a task with desiredStatus RUNNING is started once, with the
 //     environment ECS gives its container: the task definition's
 //     environment, its secrets resolved from Secrets Manager (valueFrom an
-//     ARN, or "ARN:json-key::"), then the RunTask overrides' environment;
-//     nothing of the operator's;
+//     ARN, or "ARN:json-key::") with the task definition's execution role
+//     (Agent.IAM), then the RunTask overrides' environment; nothing of the
+//     operator's; a secret that cannot be read stops the task before it
+//     starts, "ResourceInitializationError: unable to pull secrets ...";
 //   - a task StopTask set to desiredStatus STOPPED is stopped: SIGTERM,
 //     then SIGKILL after the task definition's stopTimeout (30 s if unset,
 //     Fargate's default);
@@ -122,6 +124,12 @@ const DetailTaskStateChange = awsapp.DetailTaskStateChange
 type Agent struct {
 	ECS     ECS
 	Secrets Secrets
+	// IAM, when set, is the IAM stand-in a task's secrets are checked
+	// against: ECS reads them with the task definition's execution role,
+	// so a secret that role may not read fails the task's start
+	// (mayReadSecret). Nil: every secret the Secrets Manager stand-in
+	// holds is delivered.
+	IAM     IAM
 	Cluster string // the cluster's name or ARN
 	// OnlineSubnets are the subnets of the online network profile: a
 	// task placed in one is Networked.
@@ -354,7 +362,7 @@ func (a *Agent) container(ctx context.Context, tk ecstypes.Task) (Container, tim
 		env[aws.ToString(kv.Name)] = aws.ToString(kv.Value)
 	}
 	for _, s := range cd.Secrets {
-		v, err := a.secret(ctx, aws.ToString(s.ValueFrom))
+		v, err := a.secret(ctx, aws.ToString(s.ValueFrom), aws.ToString(def.ExecutionRoleArn))
 		if err != nil {
 			// ECS: "ResourceInitializationError: unable to pull secrets".
 			return Container{}, 0, fmt.Errorf("ResourceInitializationError: unable to pull secrets or registry auth: secret %s (%s): %v", aws.ToString(s.Name), aws.ToString(s.ValueFrom), err)
@@ -426,11 +434,13 @@ func (a *Agent) definition(ctx context.Context, arn string) (ecstypes.TaskDefini
 	return *out.TaskDefinition, nil
 }
 
-// secret resolves a secret's valueFrom as ECS does: a Secrets Manager ARN
-// is the whole secret string; "ARN:json-key:version-stage:version-id"
-// picks the JSON key of it (ECS "Pass Secrets Manager secrets through
-// Amazon ECS environment variables").
-func (a *Agent) secret(ctx context.Context, valueFrom string) (string, error) {
+// secret resolves a secret's valueFrom as ECS does, reading it with the
+// task's execution role (role, an ARN; checked when a.IAM is set): a
+// Secrets Manager ARN is the whole secret string;
+// "ARN:json-key:version-stage:version-id" picks the JSON key of it (ECS
+// "Pass Secrets Manager secrets through Amazon ECS environment
+// variables").
+func (a *Agent) secret(ctx context.Context, valueFrom, role string) (string, error) {
 	if a.Secrets == nil {
 		return "", fmt.Errorf("no Secrets Manager stand-in")
 	}
@@ -438,6 +448,11 @@ func (a *Agent) secret(ctx context.Context, valueFrom string) (string, error) {
 	// arn:aws:secretsmanager:region:account:secret:name-abc123[:key:stage:version]
 	if parts := strings.Split(valueFrom, ":"); len(parts) > 7 && parts[2] == "secretsmanager" {
 		id, key = strings.Join(parts[:7], ":"), parts[7]
+	}
+	if a.IAM != nil {
+		if err := mayReadSecret(ctx, a.IAM, role, id); err != nil {
+			return "", err
+		}
 	}
 	out, err := a.Secrets.GetSecretValue(ctx, &awssm.GetSecretValueInput{SecretId: aws.String(id)})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsecs "github.com/aws/aws-sdk-go-v2/service/ecs"
 	ecstypes "github.com/aws/aws-sdk-go-v2/service/ecs/types"
+	awsiam "github.com/aws/aws-sdk-go-v2/service/iam"
 	awssm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/stratusflow/stratus/internal/awstest"
@@ -238,6 +239,99 @@ func TestProcessBackend_ASignalledTaskExitsWith128PlusTheSignal(t *testing.T) {
 		}
 		if got := r.ExitCode(); got != tc.want {
 			t.Errorf("%q: exit code %d; want %d", tc.script, got, tc.want)
+		}
+	}
+}
+
+// ECS reads a container's secrets with the task definition's execution
+// role ("Amazon ECS task execution IAM role"): on the stand-in with an IAM
+// client, a secret the role may read (an inline Allow of
+// secretsmanager:GetSecretValue on its ARN) reaches the container's
+// environment; one it may not, or a task definition with no execution
+// role, stops the task before it starts with ECS's reason,
+// "ResourceInitializationError: unable to pull secrets ...", naming the
+// AccessDeniedException; a task definition without the secret gets no
+// such variable.
+func TestAgent_SecretsAreReadWithTheExecutionRole(t *testing.T) {
+	cfg := awstest.Moto(t).Config()
+	ecsCfg := cfg.Copy()
+	ecsCfg.HTTPClient = &awstest.ECSClient{}
+	ecs := awsecs.NewFromConfig(ecsCfg)
+	sm, iam := awssm.NewFromConfig(cfg), awsiam.NewFromConfig(cfg)
+	ctx := context.Background()
+	name := strings.ReplaceAll(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())+time.Now().Format("150405.000000"), ".", "")
+	cl, err := ecs.CreateCluster(ctx, &awsecs.CreateClusterInput{ClusterName: aws.String(name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec, err := sm.CreateSecret(ctx, &awssm.CreateSecretInput{Name: aws.String(name + "/git-token"), SecretString: aws.String("ghp_fromsecret")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secARN := aws.ToString(sec.ARN)
+	trust := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"ecs-tasks.amazonaws.com"},"Action":"sts:AssumeRole"}]}`
+	role := func(suffix, resource string) string {
+		t.Helper()
+		r, err := iam.CreateRole(ctx, &awsiam.CreateRoleInput{RoleName: aws.String(name + suffix), AssumeRolePolicyDocument: aws.String(trust)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"secretsmanager:GetSecretValue","Resource":"` + resource + `"}]}`
+		if _, err := iam.PutRolePolicy(ctx, &awsiam.PutRolePolicyInput{RoleName: aws.String(name + suffix), PolicyName: aws.String("secrets"), PolicyDocument: aws.String(doc)}); err != nil {
+			t.Fatal(err)
+		}
+		return aws.ToString(r.Role.Arn)
+	}
+	publisherRole := role("-publisher", secARN)
+	runnerRole := role("-runner", secARN+"-another")
+	def := func(family, role string, secret bool) {
+		t.Helper()
+		cd := ecstypes.ContainerDefinition{Name: aws.String("runner"), Image: aws.String("stratus-runner:test"), Memory: aws.Int32(512), Essential: aws.Bool(true), StopTimeout: aws.Int32(2)}
+		if secret {
+			cd.Secrets = []ecstypes.Secret{{Name: aws.String("STRATUS_GIT_TOKEN"), ValueFrom: aws.String(secARN)}}
+		}
+		in := &awsecs.RegisterTaskDefinitionInput{Family: aws.String(family), NetworkMode: ecstypes.NetworkModeBridge, ContainerDefinitions: []ecstypes.ContainerDefinition{cd}}
+		if role != "" {
+			in.ExecutionRoleArn = aws.String(role)
+		}
+		if _, err := ecs.RegisterTaskDefinition(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	def(name+"-publisher", publisherRole, true)
+	def(name+"-wrongrole", runnerRole, true)
+	def(name+"-norole", "", true)
+	def(name+"-runner", runnerRole, false)
+
+	ev := &events{by: map[string]stopped{}}
+	a := &fargate.Agent{ECS: ecs, Secrets: sm, IAM: iam, Cluster: aws.ToString(cl.Cluster.ClusterArn),
+		Backend: &fargate.ProcessBackend{Self: "/bin/sh", Root: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}},
+		Poll:    50 * time.Millisecond, OnStopped: ev.add}
+	actx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { a.Run(actx); close(done) }()
+	defer func() { cancel(); <-done }()
+	run := func(family string) stopped {
+		t.Helper()
+		out, err := ecs.RunTask(ctx, &awsecs.RunTaskInput{Cluster: cl.Cluster.ClusterArn, TaskDefinition: aws.String(family), LaunchType: ecstypes.LaunchTypeFargate,
+			Overrides: &ecstypes.TaskOverride{ContainerOverrides: []ecstypes.ContainerOverride{{Name: aws.String("runner"),
+				Command: []string{"-c", `echo "token=${STRATUS_GIT_TOKEN:-unset}"`}}}}})
+		if err != nil || len(out.Tasks) != 1 {
+			t.Fatalf("RunTask %s: %v %v", family, out, err)
+		}
+		return ev.wait(t, aws.ToString(out.Tasks[0].TaskArn))
+	}
+	if d := run(name + "-publisher"); len(d.Containers) != 1 || d.Containers[0].Reason != "token=ghp_fromsecret" {
+		t.Errorf("the task whose execution role may read the secret: %+v; want it started with token=ghp_fromsecret", d)
+	}
+	if d := run(name + "-runner"); len(d.Containers) != 1 || d.Containers[0].Reason != "token=unset" {
+		t.Errorf("the task without the secret: %+v; want it started with token=unset", d)
+	}
+	for _, family := range []string{name + "-wrongrole", name + "-norole"} {
+		d := run(family)
+		if !strings.HasPrefix(d.StoppedReason, "ResourceInitializationError: unable to pull secrets") || !strings.Contains(d.StoppedReason, "AccessDeniedException") ||
+			!strings.Contains(d.StoppedReason, secARN) || d.StopCode != "TaskFailedToStart" || d.Containers[0].ExitCode != nil {
+			t.Errorf("%s: stopped %+v; want ResourceInitializationError: unable to pull secrets ... AccessDeniedException naming the secret, TaskFailedToStart, never started", family, d)
 		}
 	}
 }

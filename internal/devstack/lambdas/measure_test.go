@@ -57,23 +57,24 @@ func TestFunctions_InitUnderTheEmulatorWithinMemorySize(t *testing.T) {
 	}
 	// What the deployed stack resolves each variable to, here.
 	resolved := map[string]string{
-		"STRATUS_TABLE":                       dynamodb.TableName(prefix),
-		"STRATUS_BUCKET":                      bucket,
-		"STRATUS_ECS_CLUSTER":                 "arn:aws:ecs:us-east-1:123456789012:cluster/lambdas-measure",
-		"STRATUS_ECS_TASK_DEFINITION":         "lambdas-measure-runner:1",
-		"STRATUS_ECS_NETWORK_TASK_DEFINITION": "lambdas-measure-network-runner:1",
-		"STRATUS_ECS_SUBNETS":                 "subnet-1",
-		"STRATUS_ECS_SECURITY_GROUPS":         "sg-1",
-		"STRATUS_ECS_NETWORK_SUBNETS":         "subnet-1",
-		"STRATUS_ECS_NETWORK_SECURITY_GROUPS": "sg-2",
-		"STRATUS_ECS_ASSIGN_PUBLIC_IP":        "DISABLED",
-		"STRATUS_API_URL":                     "https://api.example.test",
-		"STRATUS_HMAC_SECRET_ID":              secretARN,
-		"STRATUS_MAX_UPLOAD_BYTES":            fmt.Sprint(worker.DefaultMaxUploadBytes),
-		"STRATUS_DISPATCH_QUEUE_URL":          aws.ToString(q.QueueUrl),
-		"STRATUS_POOL_QUEUE_URL":              "", // the pool is off by default
-		"STRATUS_POOL_NETWORK_QUEUE_URL":      "",
-		"STRATUS_POOL_PICKUP_SECONDS":         "",
+		"STRATUS_TABLE":                         dynamodb.TableName(prefix),
+		"STRATUS_BUCKET":                        bucket,
+		"STRATUS_ECS_CLUSTER":                   "arn:aws:ecs:us-east-1:123456789012:cluster/lambdas-measure",
+		"STRATUS_ECS_TASK_DEFINITION":           "lambdas-measure-runner:1",
+		"STRATUS_ECS_NETWORK_TASK_DEFINITION":   "lambdas-measure-network-runner:1",
+		"STRATUS_ECS_PUBLISHER_TASK_DEFINITION": "lambdas-measure-publisher:1",
+		"STRATUS_ECS_SUBNETS":                   "subnet-1",
+		"STRATUS_ECS_SECURITY_GROUPS":           "sg-1",
+		"STRATUS_ECS_NETWORK_SUBNETS":           "subnet-1",
+		"STRATUS_ECS_NETWORK_SECURITY_GROUPS":   "sg-2",
+		"STRATUS_ECS_ASSIGN_PUBLIC_IP":          "DISABLED",
+		"STRATUS_API_URL":                       "https://api.example.test",
+		"STRATUS_HMAC_SECRET_ID":                secretARN,
+		"STRATUS_MAX_UPLOAD_BYTES":              fmt.Sprint(worker.DefaultMaxUploadBytes),
+		"STRATUS_DISPATCH_QUEUE_URL":            aws.ToString(q.QueueUrl),
+		"STRATUS_POOL_QUEUE_URL":                "", // the pool is off by default
+		"STRATUS_POOL_NETWORK_QUEUE_URL":        "",
+		"STRATUS_POOL_PICKUP_SECONDS":           "",
 	}
 	tmpl := readTemplate(t)
 	specs, err := lambdas.FunctionsFromTemplate(tmpl)

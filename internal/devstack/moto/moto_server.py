@@ -783,6 +783,28 @@ def _container_init_strings(self, task_def):
 
 _ecs_models.Container.__init__ = _container_init_strings
 
+# moto 5.2.1 stores the inline policies of a role CloudFormation creates
+# (AWS::IAM::Role Policies) as the template's mapping, and GetRolePolicy
+# then answers Python's repr of it, not a JSON document. IAM returns the
+# policy document as JSON (URL-encoded), and the Fargate stand-in reads a
+# task's execution role's policies to decide whether ECS could read its
+# secrets (internal/devstack/fargate: mayReadSecret): a mapping is stored
+# as its JSON.
+import json  # noqa: E402
+
+from moto.iam.models import Role as _IAMRole  # noqa: E402
+
+_role_put_policy = _IAMRole.put_policy
+
+
+def _role_put_policy_json(self, policy_name, policy_json):
+    if not isinstance(policy_json, str):
+        policy_json = json.dumps(policy_json)
+    _role_put_policy(self, policy_name, policy_json)
+
+
+_IAMRole.put_policy = _role_put_policy_json
+
 from moto.server import main  # noqa: E402
 
 if __name__ == "__main__":

@@ -34,6 +34,13 @@
 //     internet egress (a NAT gateway, or public subnets with
 //     AssignPublicIP), for nodes granted the network.
 //
+// A publish node's worker (launch.Spec.Publisher) runs
+// Config.PublisherTaskDefinition on the Online profile, whatever its
+// network_access: it pushes to the git host, and its task definition's
+// container is the only one that gets the git token secret
+// (docs/architecture.md § Publishing). Its overrides are any worker's;
+// the token is never one.
+//
 // What it deliberately does not do: report a worker's exit (on AWS the
 // ECS task-stopped event plays launch.Spec.OnExit's part; Spec.OnExit and
 // Spec.LogPath are ignored — the task's log goes to CloudWatch through

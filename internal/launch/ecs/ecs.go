@@ -91,7 +91,15 @@ type Config struct {
 	// engine's (docs/security.md § Network profiles); a boundary at the
 	// network is the subnets' routes.
 	Offline, Online NetworkProfile
-	Retry           RetryPolicy
+	// PublisherTaskDefinition is the task definition of a publish node's
+	// worker (launch.Spec.Publisher; template.yaml
+	// PublisherTaskDefinition): the only one whose container gets the git
+	// token secret. It runs on the Online profile, since it pushes to the
+	// git host (docs/architecture.md § Publishing). "" = none: a publisher
+	// spec is refused (EINVALID), never run on a runner that holds no
+	// token.
+	PublisherTaskDefinition string
+	Retry                   RetryPolicy
 }
 
 // Launcher starts `stratus runner` as an ECS Fargate task per attempt.
@@ -191,7 +199,12 @@ func overridesSize(o *types.TaskOverride) int {
 
 // Request builds the RunTask request of one worker, and checks its
 // overrides against MaxOverrideChars (ETOOLARGE, field
-// "overrides"). try (1-based) is part of the idempotency token, so the
+// "overrides"). A publisher's spec (launch.Spec.Publisher) runs
+// Config.PublisherTaskDefinition on the Online profile, whatever its
+// NetworkAccess; without one it is refused (EINVALID, field
+// "PublisherTaskDefinition"). The overrides are the same for every
+// worker: the git token is the publisher task definition's secret, never
+// an override. try (1-based) is part of the idempotency token, so the
 // SDK's retries of one call cannot start two tasks while the launcher's
 // own retries each get a fresh answer.
 func (l *Launcher) Request(s launch.Spec, try int) (*awsecs.RunTaskInput, error) {
@@ -201,6 +214,14 @@ func (l *Launcher) Request(s launch.Spec, try int) (*awsecs.RunTaskInput, error)
 	net := l.cfg.Offline
 	if s.NetworkAccess {
 		net = l.cfg.Online
+	}
+	td := cmp.Or(net.TaskDefinition, l.cfg.TaskDefinition)
+	if s.Publisher {
+		if l.cfg.PublisherTaskDefinition == "" {
+			return nil, stratus.FieldErrorf(stratus.EINVALID, "PublisherTaskDefinition",
+				"is empty, so the publisher of task %s has nowhere to run; valid: the publisher's task definition, family[:revision] or ARN (template.yaml PublisherTaskDefinition, STRATUS_ECS_PUBLISHER_TASK_DEFINITION)", s.TaskID)
+		}
+		net, td = l.cfg.Online, l.cfg.PublisherTaskDefinition
 	}
 	public := types.AssignPublicIpDisabled
 	if net.AssignPublicIP {
@@ -217,7 +238,7 @@ func (l *Launcher) Request(s launch.Spec, try int) (*awsecs.RunTaskInput, error)
 	sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d", s.Handle, try)))
 	in := &awsecs.RunTaskInput{
 		Cluster:        aws.String(l.cfg.Cluster),
-		TaskDefinition: aws.String(cmp.Or(net.TaskDefinition, l.cfg.TaskDefinition)),
+		TaskDefinition: aws.String(td),
 		LaunchType:     types.LaunchTypeFargate,
 		Count:          aws.Int32(1),
 		StartedBy:      aws.String(StartedBy(s.TaskID)),

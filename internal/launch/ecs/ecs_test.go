@@ -508,3 +508,57 @@ func TestRequest_TheOnlineProfileRunsItsOwnTaskDefinition(t *testing.T) {
 		}
 	}
 }
+
+// docs/architecture.md § Publishing: a publisher runs the publisher task
+// definition (the one container that gets the git token secret) on the
+// online profile, whatever its node's network_access, with the same
+// overrides as any worker (no token among them); every other worker runs
+// its profile's runner; a publisher with no publisher task definition
+// configured is refused, never run on a runner without the token.
+func TestRequest_APublisherRunsThePublisherTaskDefinitionOnline(t *testing.T) {
+	t.Parallel()
+	on := online
+	on.TaskDefinition = "runner-network"
+	l, err := ecs.New(&fakeECS{}, ecs.Config{Cluster: "c", TaskDefinition: "runner", Offline: offline, Online: on, PublisherTaskDefinition: "publisher:4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		publisher, network bool
+		wantTD             string
+		wantNet            ecs.NetworkProfile
+	}{
+		{true, false, "publisher:4", on},
+		{true, true, "publisher:4", on},
+		{false, false, "runner", offline},
+		{false, true, "runner-network", on},
+	} {
+		in, err := l.Request(launch.Spec{APIURL: "https://api", Handle: "wh-1", TaskID: "r1.publish.1", Attempt: 1, NetworkAccess: tc.network, Publisher: tc.publisher}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vpc := in.NetworkConfiguration.AwsvpcConfiguration
+		wantPublic := types.AssignPublicIpDisabled
+		if tc.wantNet.AssignPublicIP {
+			wantPublic = types.AssignPublicIpEnabled
+		}
+		if got := aws.ToString(in.TaskDefinition); got != tc.wantTD || !slices.Equal(vpc.Subnets, tc.wantNet.Subnets) ||
+			!slices.Equal(vpc.SecurityGroups, tc.wantNet.SecurityGroups) || vpc.AssignPublicIp != wantPublic {
+			t.Errorf("publisher %v, network_access %v: task definition %q on %v %v %v; want %q on %v", tc.publisher, tc.network,
+				got, vpc.Subnets, vpc.SecurityGroups, vpc.AssignPublicIp, tc.wantTD, tc.wantNet)
+		}
+		for _, kv := range in.Overrides.ContainerOverrides[0].Environment {
+			if aws.ToString(kv.Name) == launch.GitTokenEnv {
+				t.Errorf("publisher %v: the overrides carry %s", tc.publisher, launch.GitTokenEnv)
+			}
+		}
+	}
+	none, err := ecs.New(&fakeECS{}, ecs.Config{Cluster: "c", TaskDefinition: "runner", Offline: offline, Online: on})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = none.Request(launch.Spec{APIURL: "https://api", Handle: "wh-1", TaskID: "r1.publish.1", Publisher: true}, 1)
+	if stratus.ErrorCode(err) != stratus.EINVALID || !strings.HasPrefix(err.Error(), "PublisherTaskDefinition:") {
+		t.Errorf("a publisher without a publisher task definition: %v; want EINVALID naming PublisherTaskDefinition", err)
+	}
+}

@@ -23,6 +23,9 @@
 //     deletes the message and polls again). The step never runs twice.
 //   - A profile without a queue, or a queue that refuses the send, goes
 //     cold at once.
+//   - A publisher (launch.Spec.Publisher) always goes cold: its task
+//     definition alone holds the git credential, which no pooled runner
+//     has (docs/architecture.md § Publishing).
 //
 // Stop of a pooled worker does nothing here: a pooled runner learns its
 // step is gone when the worker API refuses its next stats post or heartbeat
@@ -109,7 +112,8 @@ func New(c Config) (*Launcher, error) {
 // Launch sends s as an assignment to its profile's pool and returns
 // IDPrefix+s.TaskID once a pooled runner took it; after Pickup without a
 // taker, or when the profile has no pool or its queue refuses the send, it
-// returns the cold launcher's Launch of s. Errors: the cold launcher's;
+// returns the cold launcher's Launch of s. A publisher's spec goes to the
+// cold launcher at once, never queued. Errors: the cold launcher's;
 // Taken's when the pickup cannot be checked; launch.ErrStepGone when
 // Spec.Waiting says the step no longer waits (its execution ended while
 // the assignment waited: nothing is started for it); ctx's.
@@ -118,7 +122,7 @@ func (l *Launcher) Launch(ctx context.Context, s launch.Spec) (string, error) {
 	if s.NetworkAccess {
 		q = l.c.Online
 	}
-	if q == nil {
+	if q == nil || s.Publisher {
 		return l.c.Cold.Launch(ctx, s)
 	}
 	a := launch.Assignment{APIURL: s.APIURL, Handle: s.Handle, TaskID: s.TaskID, Attempt: s.Attempt,

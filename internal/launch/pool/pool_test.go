@@ -182,6 +182,30 @@ func TestLaunch_NoPoolOrNoQueueGoesColdAtOnce(t *testing.T) {
 	}
 }
 
+// A publisher's spec never goes to a pool: its task definition alone holds
+// the git credential (launch.Spec.Publisher), so it is launched cold at
+// once, on either profile, and nothing is queued.
+func TestLaunch_APublisherAlwaysGoesCold(t *testing.T) {
+	t.Parallel()
+	cold := &fakeCold{}
+	offline, online := &fakeQueue{}, &fakeQueue{}
+	always := func(context.Context, string) (bool, error) { return true, nil } // a runner would take anything queued
+	l := newPool(t, pool.Config{Offline: offline, Online: online, Cold: cold, Taken: always, Pickup: time.Hour})
+	for _, network := range []bool{true, false} {
+		s := spec(network)
+		s.Publisher = true
+		if id, err := l.Launch(context.Background(), s); err != nil || id != "cold-r1.review.2" {
+			t.Fatalf("Launch(publisher, network %v) = %q, %v; want the cold launcher's id", network, id, err)
+		}
+	}
+	if n, m := len(offline.bodies()), len(online.bodies()); n+m != 0 {
+		t.Errorf("%d offline and %d online assignments queued for a publisher; want none", n, m)
+	}
+	if len(cold.specs) != 2 || !cold.specs[0].Publisher || !cold.specs[1].Publisher {
+		t.Errorf("cold launches %+v; want the 2 publisher specs, Publisher kept", cold.specs)
+	}
+}
+
 func TestNew_NeedsColdAndTaken(t *testing.T) {
 	t.Parallel()
 	if _, err := pool.New(pool.Config{Cold: &fakeCold{}}); err == nil {
