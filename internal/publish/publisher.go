@@ -14,6 +14,7 @@ import (
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/gitwork"
+	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/nodeexec"
 	"github.com/stratusflow/stratus/internal/publish/github"
 	"github.com/stratusflow/stratus/internal/workspace"
@@ -22,7 +23,7 @@ import (
 // GitTokenEnv is the variable the publisher reads the git host's token
 // from first: on AWS the publisher task definition's secret (template.yaml
 // GitTokenSecretArn), never set for another worker.
-const GitTokenEnv = "STRATUS_GIT_TOKEN"
+const GitTokenEnv = launch.GitTokenEnv
 
 // TokenVariables are the variables Token reads: no engine inherits them
 // from its runner (contract.LaunchSpec.Unset).
