@@ -30,14 +30,30 @@ build:
 ## built-in implementation flow with the script engine (review loop runs twice).
 demo: build
 	rm -rf $(SCRATCH) && mkdir -p $(SCRATCH)
-	$(BIN) install --dir $(SCRATCH) --primary script --scenario examples/scenario.yaml
+	$(BIN) install --dir $(SCRATCH)/project --primary script --scenario examples/scenario.yaml
 	cp examples/task.md $(SCRATCH)/task.md
-	$(BIN) run $(SCRATCH)/task.md --dir $(SCRATCH)
+	@# The project is a git repository whose origin is a bare repository
+	@# beside it, served as GitHub repository demo/greeting by a stand-in of
+	@# GitHub's API on 127.0.0.1 (stratus dev github): the run's publish step
+	@# pushes the task branch there and opens a pull request.
+	git init -q --bare $(SCRATCH)/origin.git
+	@$(BIN) dev github --repo demo/greeting=$(CURDIR)/$(SCRATCH)/origin.git --token demo-token --url-file $(SCRATCH)/github.url \
+	  > $(SCRATCH)/github.log 2>&1 & pid=$$!; trap 'kill $$pid 2>/dev/null; wait $$pid 2>/dev/null' EXIT; \
+	  for i in $$(seq 100); do [ -s $(SCRATCH)/github.url ] && break; sleep 0.1; done; \
+	  [ -s $(SCRATCH)/github.url ] || { cat $(SCRATCH)/github.log; exit 1; }; \
+	  printf 'git:\n  api_url: %s\n  repository: demo/greeting\n' "$$(cat $(SCRATCH)/github.url)" >> $(SCRATCH)/project/.stratus/config.yaml; \
+	  echo "git: $(SCRATCH)/project, origin $(SCRATCH)/origin.git, served at $$(cat $(SCRATCH)/github.url)"; \
+	  git -C $(SCRATCH)/project init -q -b main && git -C $(SCRATCH)/project add -A && \
+	  git -C $(SCRATCH)/project -c user.name=demo -c user.email=demo@example.invalid commit -qm "the project before the run" && \
+	  git -C $(SCRATCH)/project remote add origin ../origin.git && git -C $(SCRATCH)/project push -q origin main && \
+	  GITHUB_TOKEN=demo-token $(BIN) run $(SCRATCH)/task.md --dir $(SCRATCH)/project
 	@echo
 	@echo "ctx files (what each step left for the next):"
-	@find $(SCRATCH)/workspace -type f ! -name .stratus-ctx | sort | sed 's/^/  /'
+	@find $(SCRATCH)/project/.stratus/ctx -type f ! -name .stratus-ctx | sort | sed 's/^/  /'
 	@echo "summary:"
-	@ls $(SCRATCH)/.stratus/logs/*/summary.* | sed 's/^/  /'
+	@ls $(SCRATCH)/project/.stratus/logs/*/summary.* | sed 's/^/  /'
+	@echo "the pushed branch on origin (the run's commits, then the orchestrator's audit commit):"
+	@git -C $(SCRATCH)/origin.git log --format='  %h %an: %s' main..stratus/demo-greeting
 
 ## demo-claude, demo-codex: the example task through the built-in
 ## implementation flow with the real Claude Code / Codex CLI (npm, as
