@@ -111,6 +111,35 @@ func TestRunPage_StepTableAndTimelineShowOneDuration(t *testing.T) {
 	}
 }
 
+// README § Publishing: the run page names the pushed branch and links the
+// pull request; a URL the host answered that is no http(s) link is not one.
+func TestRunPage_ShowsTheBranchAndThePullRequest(t *testing.T) {
+	s, st, _ := testViewer(t)
+	ctx := context.Background()
+	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	for id, url := range map[string]string{"r1": "https://github.com/acme/app/pull/7", "r2": "javascript:alert(1)"} {
+		st.CreateRun(ctx, stratus.Run{ID: id, TaskID: "t1", Flow: "implementation", Status: stratus.RunDone, CreatedAt: t0, EndedAt: t0.Add(time.Second)})
+		if err := st.SetPublication(ctx, id, stratus.Publication{Remote: "origin", URL: "https://github.com/acme/app.git", Branch: "stratus/t1", Head: strings.Repeat("a", 40),
+			PullRequest: &stratus.PullRequest{Number: 7, URL: url, State: "open"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page := func(id string) string {
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, authed(s, httptest.NewRequest("GET", "/runs/"+id, nil)))
+		if rec.Code != 200 {
+			t.Fatalf("run page %s: %d", id, rec.Code)
+		}
+		return rec.Body.String()
+	}
+	if body := page("r1"); !strings.Contains(body, `branch <b>stratus/t1</b> pushed to origin (https://github.com/acme/app.git) · pull request <a href="https://github.com/acme/app/pull/7">#7</a> (open)`) {
+		t.Errorf("run page lacks the publication:\n%s", body)
+	}
+	if body := page("r2"); strings.Contains(body, `href="javascript:`) {
+		t.Errorf("a javascript: URL became a link")
+	}
+}
+
 // README § Transient failures: a step's page lists each attempt with its
 // failure class, the reset its provider named, and the provider it ran
 // on, so a retried or parked step shows how it got where it is.
