@@ -152,7 +152,6 @@ var unmapped = map[string]string{
 	"repo":                              "Stratus runs in the work dir it is given (--dir); it clones nothing",
 	"paths":                             "Stratus takes a task file per run (stratus run TASK.md); there is no task queue directory",
 	"orchestrator":                      "worc's queue and watch loop; a Stratus run is one task, started by stratus run",
-	"git":                               "Stratus never pushes or opens a pull request; publish writes the local report",
 	"telegram":                          "no chat approvals: hitl gates are answered with stratus approve|reject|answer or stratus ui",
 	"logging":                           "Stratus logs to stderr and the run's .stratus/logs/",
 	"validation":                        "stratus validate runs the same fatal flow validation on demand",
@@ -219,6 +218,13 @@ func (r *Result) mapConfig(path string, data []byte) error {
 				default:
 					r.skip(full)
 				}
+			}
+		case "git":
+			// worc configuration.md § `git`: the same keys, read the
+			// same way (README § Publishing).
+			var g config.Git
+			if r.decode(k, v, &g) {
+				c.Git = g
 			}
 		case "supervisor":
 			var s config.Supervisor

@@ -193,3 +193,43 @@ func TestImport_AConfigThatIsAFIFOIsRefusedAtOnce(t *testing.T) {
 		t.Fatal("Import blocked on a FIFO config.yaml")
 	}
 }
+
+// worc configuration.md § `git`: worc's own example of the git block
+// imports whole (every key taken, none listed as left out), and the config
+// it gives validates with worc's values (README § Publishing).
+func TestImport_WorcsGitExampleIsTakenWhole(t *testing.T) {
+	t.Parallel()
+	examples := yamlExamples(worcDoc(t), "auto_merge_strategy")
+	if len(examples) == 0 {
+		t.Fatal("want worc's § git example")
+	}
+	var want struct {
+		Git config.Git `yaml:"git"`
+	}
+	if err := yamlast.Unmarshal([]byte(examples[0]), &want); err != nil {
+		t.Fatal(err)
+	}
+	res := importConfig(t, examples[0])
+	for _, n := range res.Unmapped {
+		if strings.HasPrefix(n.Key, "git") {
+			t.Errorf("not imported: %s — %s", n.Key, n.Why)
+		}
+	}
+	data, err := config.Marshal(res.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse("config.yaml", data)
+	if err != nil {
+		t.Fatalf("the imported config does not validate: %v", err)
+	}
+	g := cfg.Git
+	if g.PullRequests() != want.Git.PullRequests() || g.Base() != want.Git.Base() || g.AutoMerge != want.Git.AutoMerge || g.Strategy() != want.Git.Strategy() ||
+		g.AutoMergeWaitForChecks != want.Git.AutoMergeWaitForChecks || g.MergeFlowName() != want.Git.MergeFlowName() ||
+		g.AuditMessage("t1") != want.Git.AuditMessage("t1") || g.AuditBranch() != want.Git.AuditBranch() {
+		t.Errorf("imported git %+v, worc's example %+v", g, want.Git)
+	}
+	if g.AuditMessage("t1") != "chore(orchestrator): audit trail for t1" {
+		t.Errorf("audit message %q", g.AuditMessage("t1"))
+	}
+}
