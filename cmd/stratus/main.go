@@ -135,6 +135,7 @@ func newRootCmd(io IO) *cobra.Command {
 		newStatusCmd(io),
 		newRunsCmd(io),
 		newPullCmd(io),
+		newMergeTaskCmd(io),
 		newCancelCmd(io),
 		newDevCmd(io),
 		newValidateCmd(io),

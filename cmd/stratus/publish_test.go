@@ -335,7 +335,7 @@ func TestPublish_BadInputNamesTheRemoteTheBranchAndWhatToDo(t *testing.T) {
 		bare, srv := withOrigin(t, dir, "")
 		// Someone else pushed a branch of the task's name.
 		other := t.TempDir()
-		gitIn(t, other, "clone", "-q", bare, ".")
+		gitIn(t, other, "clone", "-q", "-b", "main", bare, ".")
 		writeTestFile(t, filepath.Join(other, "theirs.txt"), "theirs\n")
 		gitIn(t, other, "add", "-A")
 		gitIn(t, other, "commit", "-qm", "theirs")

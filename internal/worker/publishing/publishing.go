@@ -117,7 +117,7 @@ func Spec(ctx context.Context, s *core.Service, run stratus.Run, env *core.RunEn
 		sp.NoPullRequest = fmt.Sprintf("branch %s pushed; git.create_pull_request is false, so no pull request was opened", branch)
 	}
 	if sp.PullRequest {
-		sp.API, sp.Repository = host(g, ws.Remote.URL)
+		sp.API, sp.Repository = Host(g, ws.Remote.URL)
 		if sp.API == "" {
 			sp.NoPullRequest = fmt.Sprintf("branch %s pushed to %s (%s), which is not a GitHub repository, so no pull request was opened (for GitHub Enterprise set git.api_url)",
 				branch, ws.Remote.Name, ws.Remote.URL)
@@ -126,10 +126,10 @@ func Spec(ctx context.Context, s *core.Service, run stratus.Run, env *core.RunEn
 	return sp, nil
 }
 
-// host is the GitHub API root and repository of a remote: git.api_url and
+// Host is the GitHub API root and repository of a remote: git.api_url and
 // git.repository when set, else github.com's for a github.com remote; ""
 // for any other host.
-func host(g config.Git, url string) (api, repo string) {
+func Host(g config.Git, url string) (api, repo string) {
 	r, err := github.ParseRemote(url)
 	if g.APIURL != "" {
 		repo = g.Repository
