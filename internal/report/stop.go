@@ -13,10 +13,8 @@ import (
 // follows the title and the lead line of the deterministic report.
 const WhyHeading = "## Why the run stopped"
 
-// PublishingHeading heads the fact section on a pull-request publishing
-// policy Stratus does not act on (README.md § Node kinds, publish: "PR
-// publishing is described as unsupported unless a git remote and a publisher
-// are configured").
+// PublishingHeading heads the fact section naming the run's pushed branch
+// and pull request (README.md § Publishing).
 const PublishingHeading = "## Publishing"
 
 // Stop is how a run that did not end done stopped, as its driver read it

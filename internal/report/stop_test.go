@@ -85,9 +85,9 @@ func TestWhy_SaysWhyARunStoppedAndTellsBudgetFromUnrouted(t *testing.T) {
 	}
 }
 
-// README.md § Node kinds, publish ("PR publishing is described as
-// unsupported unless a git remote and a publisher are configured"): a publish node under pull_request says once, in the fact
-// sections, that no pull request is opened; local_artifact says nothing.
+// README.md § Publishing: the summary's Publishing section names the pushed
+// branch and the pull request, and says what was not done; a run that
+// published nothing has none. summary.json carries the publication.
 func TestRender_PublishingSectionSaysTheBranchAndThePullRequest(t *testing.T) {
 	t.Parallel()
 	head := strings.Repeat("a", 40)
