@@ -163,11 +163,12 @@ func Title(run stratus.Run) string {
 func Body(run stratus.Run, summary string) string {
 	foot := fmt.Sprintf("\n\n---\nOpened by Stratus for run `%s` (task `%s`): `stratus status %s` shows the run, `stratus ui` its steps.\n", run.ID, run.TaskID, run.ID)
 	if len(summary)+len(foot) > MaxBodyBytes {
-		cut := summary[:MaxBodyBytes-len(foot)-64]
+		const note = "\n\n_(summary cut to fit a pull request; the whole one is in the run's summary.md)_"
+		cut := summary[:MaxBodyBytes-len(foot)-len(note)]
 		if i := strings.LastIndexByte(cut, '\n'); i > 0 {
 			cut = cut[:i]
 		}
-		summary = cut + "\n\n_(summary cut to fit a pull request; the whole one is in the run's summary.md)_"
+		summary = cut + note
 	}
 	return strings.TrimRight(summary, "\n") + foot
 }
