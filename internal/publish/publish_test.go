@@ -409,3 +409,39 @@ func TestPush_RemoteMovedBetweenLookAndPush(t *testing.T) {
 		t.Fatalf("remote branch at %s, want theirs %s kept", tip, theirs)
 	}
 }
+
+// TestPush_OwnReplacesOnlyOwnCommits: with Spec.Own, a remote branch whose
+// commits beyond the local head are all Own's (an earlier run's) is
+// replaced; one holding anyone else's commit is RemoteMoved and kept
+// (docs/architecture.md § Publishing: never a force-push over commits it
+// did not make).
+func TestPush_OwnReplacesOnlyOwnCommits(t *testing.T) {
+	for _, theirs := range []bool{false, true} {
+		t.Run(map[bool]string{false: "own commits", true: "someone else's"}[theirs], func(t *testing.T) {
+			w := setup(t)
+			base := git(t, w.local, "rev-parse", "HEAD")
+			earlier := commitFile(t, w.local, "earlier.txt", "an earlier run\n") // by Tester
+			if _, err := Push(context.Background(), Spec{Dir: w.local, Remote: w.remote, Branch: "stratus/t1"}); err != nil {
+				t.Fatal(err)
+			}
+			git(t, w.local, "reset", "--quiet", "--hard", base)
+			mine := commitFile(t, w.local, "mine.txt", "this run\n")
+			own := "t@example.invalid" // the author of earlier
+			if theirs {
+				own = "stratus@stratus.invalid"
+			}
+			got, err := Push(context.Background(), Spec{Dir: w.local, Remote: w.remote, Branch: "stratus/t1", Own: own})
+			tip := git(t, w.remote, "rev-parse", "refs/heads/stratus/t1")
+			if theirs {
+				pushErr(t, err, RemoteMoved)
+				if tip != earlier {
+					t.Fatalf("remote at %s, want %s kept", tip, earlier)
+				}
+				return
+			}
+			if err != nil || !got.Replaced || got.Previous != earlier || tip != mine {
+				t.Fatalf("push = %+v, %v; remote at %s, want %s replacing %s", got, err, tip, mine, earlier)
+			}
+		})
+	}
+}
