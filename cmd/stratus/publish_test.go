@@ -405,3 +405,32 @@ func gitOnlyPath(t *testing.T) string {
 	}
 	return d
 }
+
+// git.auto_merge_wait_for_checks arms GitHub's own auto-merge: with checks
+// pending the run ends done, the pull request open and armed, and it
+// merges when the checks pass.
+func TestPublish_WaitForChecksArmsTheHostsAutoMerge(t *testing.T) {
+	t.Parallel()
+	dir, task := publishProject(t)
+	_, srv := withOrigin(t, dir, "  auto_merge: true\n  auto_merge_wait_for_checks: true\n")
+	srv.SetChecksPending("acme/app", true)
+	r := runCLIEnv(t, tokenEnv(), "run", task, "--dir", dir)
+	if r.code != ExitOK {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	pulls := srv.Pulls("acme/app")
+	if len(pulls) != 1 || pulls[0].Merged || pulls[0].State != "open" {
+		t.Fatalf("pull requests: %+v", pulls)
+	}
+	st := pubStatus(t, dir, "t-implementation")
+	prj, _ := st["publication"].(map[string]any)["pull_request"].(map[string]any)
+	if st["status"] != "done" || prj["auto_merge"] != "squash" || prj["state"] != "open" {
+		t.Errorf("status %v, pull request %v", st["status"], prj)
+	}
+	if err := srv.CompleteChecks("acme/app"); err != nil {
+		t.Fatal(err)
+	}
+	if pulls := srv.Pulls("acme/app"); !pulls[0].Merged {
+		t.Errorf("not merged once the checks passed: %+v", pulls[0])
+	}
+}
