@@ -14,5 +14,8 @@ import "embed"
 //go:embed flows
 var Flows embed.FS
 
-// Names lists the built-in flows by task_type.
+// Names lists the built-in flows a task runs (by task_type), each compiled
+// into statemachine/ for template.yaml. Flows holds one more: merge, the
+// flow `stratus merge-task` runs on a conflicting base merge (config
+// git.merge_flow), embedded on the operator's machine for both targets.
 var Names = []string{"implementation"}

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	smithytime "github.com/aws/smithy-go/time"
-
 	gh "github.com/google/go-github/v75/github"
 )
 
@@ -160,7 +158,7 @@ func New(baseURL, token, owner, repo string, opt Options) (*Client, error) {
 		opt.Now = time.Now
 	}
 	if opt.Sleep == nil {
-		opt.Sleep = smithytime.SleepWithContext
+		opt.Sleep = sleep
 	}
 	c := gh.NewClient(opt.HTTPClient).WithAuthToken(token)
 	// Our own bounded wait decides about rate limits; go-github's
@@ -440,4 +438,18 @@ func (c *Client) retryAfter(err error, resp *gh.Response) (time.Duration, bool) 
 		}
 	}
 	return 0, false
+}
+
+// sleep waits d or until ctx ends. Not smithy-go's SleepWithContext, as
+// the AWS packages use: the runner links this package, and the slim build
+// links nothing of AWS.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
