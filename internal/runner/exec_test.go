@@ -122,7 +122,7 @@ func TestRunExec_UnknownKindFailsTheAttempt(t *testing.T) {
 	if err := Run(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
-	if len(f.submitted) != 0 || len(f.failed) != 1 || !strings.Contains(f.failed[0], "checks and tool nodes only") {
+	if len(f.submitted) != 0 || len(f.failed) != 1 || !strings.Contains(f.failed[0], "checks, tool and publish nodes only") {
 		t.Errorf("submitted %+v failed %v", f.submitted, f.failed)
 	}
 }
