@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -110,4 +112,66 @@ func runnerLogs(t *testing.T, workers string) string {
 		b.WriteString("== " + l + "\n" + string(body))
 	}
 	return b.String()
+}
+
+// docs/architecture.md § Publishing, exactly once, on AWS: the publisher
+// task of a run is killed (SIGKILL, as an OOM kill ends it) while the
+// stand-in merges its pull request into main (a pre-receive hook on the
+// bare origin holds the merge); the publish step fails with ECS's stop
+// reason, and `resume --target aws` runs the publish step again, which
+// finds the branch and the pull request it made and merges that one:
+// never a second pull request.
+func TestDevAWS_KilledDuringPublishThenResumedOpensNoSecondPR(t *testing.T) {
+	flags, workers, devlog := devAWSPublish(t)
+	dir, task := publishProject(t)
+	bare, srv := withOrigin(t, dir, "  auto_merge: true\n")
+	hold, mark := filepath.Join(t.TempDir(), "hold"), filepath.Join(t.TempDir(), "merging")
+	writeTestFile(t, hold, "")
+	// The merge into main waits while hold exists, then is refused; once
+	// hold is gone, merges pass.
+	writeTestFile(t, filepath.Join(bare, "hooks/pre-receive"), "#!/bin/sh\nwhile read old new ref; do\n  if [ \"$ref\" = refs/heads/main ] && [ -e "+hold+" ]; then\n    touch "+mark+"\n    while [ -e "+hold+" ]; do sleep 0.05; done\n    exit 1\n  fi\ndone\nexit 0\n")
+	if err := os.Chmod(filepath.Join(bare, "hooks/pre-receive"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	runID := detachRun(t, task, dir, flags)
+	eventually(t, 5*time.Minute, "the publish step merges", func() bool {
+		_, err := os.Stat(mark)
+		return err == nil
+	})
+	started := regexp.MustCompile(`task \S+ of step ` + regexp.QuoteMeta(runID+".publish.1") + ` runs in process ([0-9]+) `).FindStringSubmatch(devlog.String())
+	if started == nil {
+		t.Fatalf("dev aws does not say where the publisher runs:\n%s", devlog.String())
+	}
+	pid, _ := strconv.Atoi(started[1])
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill -KILL %d (the publisher): %v", pid, err)
+	}
+	var st StatusResult
+	eventually(t, 5*time.Minute, "the run ends after its publisher was killed", func() bool {
+		st = statusJSON(t, runID, flags)
+		s := stepOf(st, "publish#1")
+		return st.Status != "running" && s != nil && s.Status != "running"
+	})
+	os.Remove(hold)
+	if s := stepOf(st, "publish#1"); st.Status == "done" || s.Status != "failed" || !strings.Contains(s.Reason, "(exit code 137)") {
+		t.Fatalf("after the kill: run %s, publish#1 %+v; want the step failed with ECS's stop reason", st.Status, s)
+	}
+	if n := len(srv.Pulls("acme/app")); n != 1 {
+		t.Fatalf("%d pull requests after the kill, want 1", n)
+	}
+	r := runCLIEnv(t, noHostToken(), append([]string{"resume", runID}, flags...)...)
+	if r.code != ExitOK || !strings.Contains(join(steps(r.stderr)), "publish#2:done") {
+		t.Fatalf("resume --target aws: exit %d, steps %s\n%s\nrunner logs:\n%s", r.code, join(steps(r.stderr)), r.stderr, runnerLogs(t, workers))
+	}
+	pulls := srv.Pulls("acme/app")
+	if len(pulls) != 1 || !pulls[0].Merged {
+		t.Fatalf("after the resume: %+v", pulls)
+	}
+	if got := gitIn(t, bare, "show", "main:cmd/hello/main.go"); !strings.Contains(got, `flag.String("name"`) {
+		t.Errorf("main lacks the run's change:\n%s", got)
+	}
+	pub := pubAWSStatus(t, flags, runID)["publication"].(map[string]any)
+	if prj, _ := pub["pull_request"].(map[string]any); prj["number"] != float64(1) || prj["state"] != "merged" || prj["merge_sha"] != gitIn(t, bare, "rev-parse", "main") {
+		t.Errorf("status --target aws --json publication: %v", pub)
+	}
 }
