@@ -1,15 +1,31 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	awsecs "github.com/aws/aws-sdk-go-v2/service/ecs"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	awssfn "github.com/aws/aws-sdk-go-v2/service/sfn"
+
+	"github.com/stratusflow/stratus/internal/devstack"
+	"github.com/stratusflow/stratus/internal/devstack/moto"
 )
 
 // noHostToken is an environment with none of the git token variables
@@ -174,4 +190,243 @@ func TestDevAWS_KilledDuringPublishThenResumedOpensNoSecondPR(t *testing.T) {
 	if prj, _ := pub["pull_request"].(map[string]any); prj["number"] != float64(1) || prj["state"] != "merged" || prj["merge_sha"] != gitIn(t, bare, "rev-parse", "main") {
 		t.Errorf("status --target aws --json publication: %v", pub)
 	}
+}
+
+// shipProject is an installed work dir whose flow "ship" has one agent
+// step, whose engine (engine.sh) writes its whole environment to
+// engine-env.txt in the repository, then a publish node opening a pull
+// request — the publish step pushes the dump, so the bare origin shows
+// what the engine saw; the task is t-ship. (TestPublish_TheTokenReaches…
+// has the same flow embedded.)
+func shipProject(t *testing.T) (dir, task string) {
+	t.Helper()
+	dir = t.TempDir()
+	if r := runCLI(t, "install", "--dir", dir); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	writeTestFile(t, filepath.Join(dir, "engine.sh"), `read line
+env > engine-env.txt
+printf '{"event":"usage","usage":{"prompt_tokens":7,"completion_tokens":3,"total_tokens":10,"prompt_cache_hit_tokens":0,"prompt_cache_miss_tokens":7}}\n'
+printf '{"subrun_report": "wrote engine-env.txt"}\n'
+`)
+	usePrimaryShellEngine(t, dir, "dump")
+	writeTestFile(t, filepath.Join(dir, ".stratus/flows/ship.yaml"), `flow:
+  name: ship
+  task_type: ship
+  permission_ceiling: workspace-write
+  output_policy: code_change
+  publishing: pull_request
+  nodes:
+    - { id: write, kind: agent, role_file: ship/write.md, permission_profile: workspace-write }
+    - { id: publish, kind: publish, policy: pull_request }
+  edges:
+    - { from: write, to: publish }
+`)
+	writeTestFile(t, filepath.Join(dir, ".stratus/flows/ship/write.md"), "Write for {task_id}.\n")
+	task = filepath.Join(dir, "task.md")
+	writeTestFile(t, task, "---\nid: t-ship\ntitle: Ship\ntask_type: ship\n---\nbody\n")
+	return dir, task
+}
+
+// The git token reaches the publisher task alone, on AWS: the pull
+// request was opened with it (the stand-in refuses any other), yet the
+// engine's environment (pushed to the bare origin), every runner's log
+// and directory and the functions' log dev aws keeps, the operator's
+// work dir, every object of the stack's bucket (ctx files, summaries,
+// state inputs), every item of the stack's table, every execution's input,
+// output and history on the Step Functions stand-in and every task
+// definition hold none of it.
+func TestDevAWS_TheTokenReachesNoEngineLogCtxFileObjectItemOrExecutionInput(t *testing.T) {
+	flags, workers, devlog := devAWSPublish(t)
+	dir, task := shipProject(t)
+	bare, srv := withOrigin(t, dir, "")
+	r := runCLIEnv(t, noHostToken(), append([]string{"run", task, "--dir", dir, "--json"}, flags...)...)
+	if r.code != ExitOK {
+		t.Fatalf("run --target aws: exit %d\n%s\ndev aws:\n%s\nrunner logs:\n%s", r.code, r.stderr, devlog.String(), runnerLogs(t, workers))
+	}
+	runID := decodeRun(t, r.stdout).RunID
+	if n := len(srv.Pulls("acme/app")); n != 1 {
+		t.Fatalf("%d pull requests, want 1", n)
+	}
+	token := []byte(publishToken)
+	holds := func(what string, b []byte) {
+		t.Helper()
+		if bytes.Contains(b, token) {
+			t.Errorf("%s holds the git token", what)
+		}
+	}
+	dump := gitIn(t, bare, "show", "refs/heads/stratus/t-ship:engine-env.txt")
+	if !strings.Contains(dump, "STRATUS_HANDLE=") {
+		t.Fatalf("the engine's environment was not pushed:\n%s", dump)
+	}
+	holds("the engine's environment", []byte(dump))
+	holds("the run's output", []byte(r.stdout+r.stderr))
+	// What dev aws keeps as files: each task's directory (its runner.log,
+	// the engine's checkout, HOME) and the functions' log. The publisher
+	// ran there, so this is where a leak of its own would be.
+	devDir := filepath.Dir(workers)
+	if n := walkFiles(t, devDir, holds); n == 0 {
+		t.Fatalf("no file under %s", devDir)
+	}
+	logs := runnerLogs(t, workers)
+	if !strings.Contains(logs, `"msg":"publish node done","component":"runner","run_id":"`+runID+`","step_ref":"publish#1"`) {
+		t.Errorf("no runner log under %s is the publisher's:\n%s", workers, logs)
+	}
+	// The runners' checkouts are in their TMPDIR: any one left is read too.
+	for _, m := range regexp.MustCompile(`workspace at (\S+): head`).FindAllStringSubmatch(logs, -1) {
+		walkFiles(t, m[1], holds)
+	}
+	walkFiles(t, dir, holds)
+
+	ctx := context.Background()
+	cfg := moto.Config(flagValue(t, flags, "--endpoint-url"))
+	st, err := devstack.Load(ctx, cfg, flagValue(t, flags, "--stack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The bucket: ctx files, the summary, state inputs, bundles' sidecars.
+	s3c := awss3.NewFromConfig(cfg, func(o *awss3.Options) { o.UsePathStyle = true })
+	var objects, ctxFiles int
+	for p := awss3.NewListObjectsV2Paginator(s3c, &awss3.ListObjectsV2Input{Bucket: aws.String(st.Bucket)}); p.HasMorePages(); {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range page.Contents {
+			obj, err := s3c.GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String(st.Bucket), Key: o.Key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := io.ReadAll(obj.Body)
+			obj.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			holds("s3://"+st.Bucket+"/"+aws.ToString(o.Key), b)
+			objects++
+			if strings.Contains(aws.ToString(o.Key), "/ctx/") {
+				ctxFiles++
+			}
+		}
+	}
+	if objects == 0 || ctxFiles == 0 {
+		t.Errorf("the bucket %s holds %d objects, %d ctx files; want the run's", st.Bucket, objects, ctxFiles)
+	}
+	// The table: the run, its steps, handles, every state input.
+	ddb := awsddb.NewFromConfig(cfg)
+	var items int
+	for p := awsddb.NewScanPaginator(ddb, &awsddb.ScanInput{TableName: aws.String(st.Table)}); p.HasMorePages(); {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range page.Items {
+			holds(fmt.Sprintf("the item %v of table %s", itemKey(it), st.Table), attrBytes(&ddbtypes.AttributeValueMemberM{Value: it}))
+			items++
+		}
+	}
+	if items == 0 {
+		t.Errorf("the table %s holds no item", st.Table)
+	}
+	// Every execution of every state machine: its input, output and
+	// history (each state's input and output).
+	sfnc := awssfn.NewFromConfig(cfg)
+	var executions int
+	machines, err := sfnc.ListStateMachines(ctx, &awssfn.ListStateMachinesInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range machines.StateMachines {
+		xs, err := sfnc.ListExecutions(ctx, &awssfn.ListExecutionsInput{StateMachineArn: m.StateMachineArn})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range xs.Executions {
+			d, err := sfnc.DescribeExecution(ctx, &awssfn.DescribeExecutionInput{ExecutionArn: x.ExecutionArn})
+			if err != nil {
+				t.Fatal(err)
+			}
+			holds("the input or output of execution "+aws.ToString(x.Name), []byte(aws.ToString(d.Input)+aws.ToString(d.Output)))
+			for p := awssfn.NewGetExecutionHistoryPaginator(sfnc, &awssfn.GetExecutionHistoryInput{ExecutionArn: x.ExecutionArn}); p.HasMorePages(); {
+				h, err := p.NextPage(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := json.Marshal(h.Events)
+				holds("the history of execution "+aws.ToString(x.Name), b)
+			}
+			executions++
+		}
+	}
+	if executions == 0 {
+		t.Errorf("no execution on the Step Functions stand-in")
+	}
+	// The task definitions name the token's secret, never its value.
+	ecsCfg := cfg.Copy()
+	ecsCfg.HTTPClient = &moto.ECSClient{}
+	ecsc := awsecs.NewFromConfig(ecsCfg)
+	for _, td := range []string{st.TaskDef, st.NetworkTaskDef, st.PublisherTaskDef} {
+		d, err := ecsc.DescribeTaskDefinition(ctx, &awsecs.DescribeTaskDefinitionInput{TaskDefinition: aws.String(td)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(d.TaskDefinition)
+		holds("the task definition "+td, b)
+	}
+}
+
+// walkFiles calls holds with every regular file under root and its
+// content; it returns how many.
+func walkFiles(t *testing.T, root string, holds func(string, []byte)) int {
+	t.Helper()
+	n := 0
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		if b, err := os.ReadFile(p); err == nil {
+			holds(p, b)
+			n++
+		}
+		return nil
+	})
+	return n
+}
+
+// attrBytes is every string and binary value of v, concatenated.
+func attrBytes(v ddbtypes.AttributeValue) []byte {
+	switch v := v.(type) {
+	case *ddbtypes.AttributeValueMemberS:
+		return []byte(v.Value + "\n")
+	case *ddbtypes.AttributeValueMemberB:
+		return append(slices.Clone(v.Value), '\n')
+	case *ddbtypes.AttributeValueMemberSS:
+		return []byte(strings.Join(v.Value, "\n") + "\n")
+	case *ddbtypes.AttributeValueMemberBS:
+		return append(bytes.Join(v.Value, []byte("\n")), '\n')
+	case *ddbtypes.AttributeValueMemberL:
+		var b []byte
+		for _, e := range v.Value {
+			b = append(b, attrBytes(e)...)
+		}
+		return b
+	case *ddbtypes.AttributeValueMemberM:
+		var b []byte
+		for k, e := range v.Value {
+			b = append(append(b, k+"\n"...), attrBytes(e)...)
+		}
+		return b
+	}
+	return nil
+}
+
+// itemKey is an item's pk and sk, to name it.
+func itemKey(it map[string]ddbtypes.AttributeValue) string {
+	var ks []string
+	for _, k := range []string{"pk", "sk", "PK", "SK"} {
+		if s, ok := it[k].(*ddbtypes.AttributeValueMemberS); ok {
+			ks = append(ks, s.Value)
+		}
+	}
+	return strings.Join(ks, " ")
 }
