@@ -79,10 +79,14 @@ func TestDevAWS_ImplementationFlowEndsInOnePullRequest(t *testing.T) {
 	if r.code != ExitOK {
 		t.Fatalf("run --target aws: exit %d\n%s\ndev aws:\n%s\nrunner logs:\n%s", r.code, r.stderr, devlog.String(), runnerLogs(t, workers))
 	}
-	runID := decodeRun(t, r.stdout).RunID
+	end := decodeRun(t, r.stdout)
+	runID := end.RunID
 	pulls := srv.Pulls("acme/app")
 	if len(pulls) != 1 {
 		t.Fatalf("%d pull requests, want 1: %+v", len(pulls), pulls)
+	}
+	if p := end.Publication; p == nil || p.Branch != "stratus/t-implementation" || p.URL != bare || p.PullRequest == nil || p.PullRequest.Number != 1 {
+		t.Errorf("the run's end (run --json) does not name the branch and the pull request: %+v", p)
 	}
 	pr := pulls[0]
 	if pr.State != "open" || pr.Head != "stratus/t-implementation" || pr.Base != "main" || pr.Title != "Run end" ||
@@ -182,6 +186,9 @@ func TestDevAWS_KilledDuringPublishThenResumedOpensNoSecondPR(t *testing.T) {
 	pulls := srv.Pulls("acme/app")
 	if len(pulls) != 1 || !pulls[0].Merged {
 		t.Fatalf("after the resume: %+v", pulls)
+	}
+	if out := r.stdout + r.stderr; !strings.Contains(out, "  branch:   stratus/t-implementation pushed to origin ("+bare+")") || !strings.Contains(out, "  pull request: #1 ") {
+		t.Errorf("the resumed run's end does not name the branch and the pull request:\n%s%s", r.stdout, r.stderr)
 	}
 	if got := gitIn(t, bare, "show", "main:cmd/hello/main.go"); !strings.Contains(got, `flag.String("name"`) {
 		t.Errorf("main lacks the run's change:\n%s", got)
