@@ -122,6 +122,30 @@ func TestDevAWS_ImplementationFlowEndsInOnePullRequest(t *testing.T) {
 	}
 }
 
+// worc configuration.md § `git`, on AWS: a merge the remote refuses (main
+// protected: a pre-receive hook) ends the run manual_action_required with
+// the pull request open and the reason said, as embedded.
+func TestDevAWS_ProtectedBaseEndsManualActionRequiredWithThePROpen(t *testing.T) {
+	flags, workers, _ := devAWSPublish(t)
+	dir, task := publishProject(t)
+	bare, srv := withOrigin(t, dir, "  auto_merge: true\n")
+	writeTestFile(t, filepath.Join(bare, "hooks/pre-receive"), "#!/bin/sh\nwhile read old new ref; do\n  [ \"$ref\" = refs/heads/main ] && { echo \"main is protected: changes go through review\" >&2; exit 1; }\ndone\nexit 0\n")
+	if err := os.Chmod(filepath.Join(bare, "hooks/pre-receive"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLIEnv(t, noHostToken(), append([]string{"run", task, "--dir", dir}, flags...)...)
+	if r.code != ExitManual {
+		t.Fatalf("run --target aws: exit %d, want %d (manual_action_required)\n%s\nrunner logs:\n%s", r.code, ExitManual, r.stderr, runnerLogs(t, workers))
+	}
+	pulls := srv.Pulls("acme/app")
+	if len(pulls) != 1 || pulls[0].State != "open" || pulls[0].Merged {
+		t.Fatalf("pull requests: %+v", pulls)
+	}
+	if out := r.stdout + r.stderr; !strings.Contains(out, "main is protected") || !strings.Contains(out, "pull request: #1 ") {
+		t.Errorf("the run's end does not say why the merge was blocked, or the PR:\n%s%s", r.stdout, r.stderr)
+	}
+}
+
 // runnerLogs is every runner.log under the dev aws workers' directory.
 func runnerLogs(t *testing.T, workers string) string {
 	t.Helper()
