@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	iofs "io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -21,7 +22,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsdynamodb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/functions/handler"
@@ -40,6 +43,8 @@ import (
 // App on them.
 type eventsStack struct {
 	app    *awsapp.App
+	cfg    aws.Config // moto's
+	env    map[string]string
 	s3     *awss3.Client
 	bucket string
 	log    *bytes.Buffer
@@ -79,7 +84,7 @@ func newEventsStack(t *testing.T) *eventsStack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &eventsStack{app: app, s3: s3c, bucket: name, log: log}
+	return &eventsStack{app: app, cfg: cfg, env: env, s3: s3c, bucket: name, log: log}
 }
 
 // startRun freezes a run of the built-in implementation flow into the
@@ -377,6 +382,69 @@ func TestEvents_LateEndOfAResumedRunsEarlierExecutionIgnored(t *testing.T) {
 	}
 	if got, _ := s.app.Store.GetRun(ctx, legacy); got.Status != stratus.RunRunning {
 		t.Errorf("a run resumed once, recorded without its execution, took its first execution's end: %s", got.Status)
+	}
+}
+
+// README § On an AWS account, a resume and the end of the execution it
+// replaces: the events function reads a run whose execution just ended,
+// and while it records that end a resume makes the run running again,
+// naming its new execution (the operator resumed at once: `resume --target
+// aws` records the end itself first). The events function's write of the
+// end then comes last: it must not make the resumed run failed again,
+// naming its old execution — its steps' workers would be refused and the
+// new execution would wait out its heartbeat — nor release the task's
+// lock the resumed run holds.
+func TestEvents_AResumeWhileTheEndIsRecordedIsNotUndone(t *testing.T) {
+	s := newEventsStack(t)
+	ctx := context.Background()
+	runID := "r-20260101T000000-fed323"
+	run := s.startRun(t, runID, executionARN(runID))
+	resumed := run
+	resumed.Resumes, resumed.Execution = 1, executionARN(runID+".resume-1")
+	// The resume lands just before the events function's write of the
+	// run's end (an UpdateItem of the run's record making it failed).
+	var resumeErr error
+	var once sync.Once
+	cfg := s.cfg.Copy()
+	cfg.APIOptions = append(cfg.APIOptions, func(st *middleware.Stack) error {
+		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("resumeFirst", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			if u, ok := in.Parameters.(*awsdynamodb.UpdateItemInput); ok && slices.ContainsFunc(slices.Collect(maps.Values(u.ExpressionAttributeValues)), func(v ddbtypes.AttributeValue) bool {
+				sv, ok := v.(*ddbtypes.AttributeValueMemberS)
+				return ok && sv.Value == stratus.RunFailed
+			}) {
+				once.Do(func() { resumeErr = s.app.Store.UpdateRunLocked(ctx, resumed) })
+			}
+			return next.HandleInitialize(ctx, in)
+		}), middleware.After)
+	})
+	c, err := awsapp.FromEnv(func(k string) string { return s.env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := awsapp.NewEvents(c, cfg, awsapp.Options{Log: s.log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := handler.Events(app.ExecutionEnded, app.Sweep)
+	if err := h(ctx, statusChange(t, executionARN(runID), runID, "FAILED", "States.TaskFailed", time.Now())); err != nil {
+		t.Fatalf("the end: %v\n%s", err, s.log)
+	}
+	if resumeErr != nil {
+		t.Fatalf("the resume: %v", resumeErr)
+	}
+	var resumedOnce bool
+	once.Do(func() { resumedOnce = true })
+	if resumedOnce {
+		t.Fatalf("the events function never wrote the run's end:\n%s", s.log)
+	}
+	if got, _ := s.app.Store.GetRun(ctx, runID); got.Status != stratus.RunRunning || got.Execution != resumed.Execution || got.Resumes != 1 {
+		t.Errorf("the resumed run is %s, execution %s, resumed %d times; want running, %s, once\n%s", got.Status, got.Execution, got.Resumes, resumed.Execution, s.log)
+	}
+	if l, err := s.app.Store.GetTaskLock(ctx, "t1"); err != nil || !l.Held || l.RunID != runID {
+		t.Errorf("lock after the end: %+v %v; want held by %s", l, err, runID)
+	}
+	if !strings.Contains(s.log.String(), "was resumed while") {
+		t.Errorf("the events function does not say it left the resumed run alone:\n%s", s.log)
 	}
 }
 

@@ -121,6 +121,11 @@ func NewEvents(cfg Config, awsCfg aws.Config, o Options) (*App, error) {
 // or one no run is recorded for is logged and ignored (nil: a retry would
 // change nothing).
 //
+// A resume that makes the run running again while its end is being
+// recorded wins: the run's end is written on condition that it was not
+// resumed since it was read (dynamodb.Store.UpdateRunUnlessResumed), and
+// otherwise logged and ignored, the task's lock left to the resumed run.
+//
 // Idempotent: a run already terminal — Finish came first, or this event is
 // a replay — is left as it is (its lock released). The summary is written
 // before the run is marked terminal, so a failure part-way (returned, and
@@ -181,8 +186,14 @@ func (a *App) ExecutionEnded(ctx context.Context, x executor.Execution) error {
 		run.Execution = x.ARN
 	}
 	def, _ := lifecycle.GetDefinition(ctx, a.Sink, run.ID) // none: the stop line names the error only
-	res, err := lifecycle.Finish(ctx, lifecycle.Ports{Store: a.Store, Sink: sink.ForRun(a.Sink, run.ID), Exec: a.Tokens}, run, worker.ReportEnv(env), def, x)
-	if err != nil {
+	// Through EndingStore: a resume that made the run running again while
+	// this end was being recorded is not undone.
+	res, err := lifecycle.Finish(ctx, lifecycle.Ports{Store: dynamodb.EndingStore{Store: a.Store}, Sink: sink.ForRun(a.Sink, run.ID), Exec: a.Tokens}, run, worker.ReportEnv(env), def, x)
+	if stratus.ErrorCode(err) == stratus.ECONFLICT {
+		// The lock is the resumed run's now: kept.
+		a.Logger.Warn(fmt.Sprintf("execution %s ended %s, but run %s was resumed while its end was recorded; ignored: %v", x.ARN, x.Status, run.ID, err), "run_id", run.ID)
+		return nil
+	} else if err != nil {
 		return err
 	}
 	status := res.Status

@@ -259,3 +259,46 @@ func TestTaskLock_ConcurrentResumesOfOneRun_OneWins(t *testing.T) {
 		t.Errorf("%d resumes went ahead, the run is %s after %d resumes; want one, running, %d (%v)", won, got.Status, got.Resumes, failed.Resumes+1, errs)
 	}
 }
+
+// UpdateRunUnlessResumed writes the run only while its stored resume count
+// is the one given: a run's end recorded after a resume made it running
+// again (UpdateRunLocked) is refused with ECONFLICT and writes nothing; at
+// the same count it is written, first run (count 0) included.
+func TestUpdateRunUnlessResumed_RefusedOnceTheRunWasResumed(t *testing.T) {
+	f := newFixture(t)
+	s := f.store(t, Options{})
+	ctx := context.Background()
+	r := lockRun("r-ended", "t-ended", stratus.RunRunning)
+	r.Execution = "arn:x:r-ended"
+	if err := s.CreateRunLocked(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	read := r // what the end's recorder read
+	resumed := r
+	resumed.Resumes, resumed.Execution = 1, "arn:x:r-ended.resume-1"
+	if err := s.UpdateRunLocked(ctx, resumed); err != nil {
+		t.Fatal(err)
+	}
+	read.Status = stratus.RunFailed
+	if err := s.UpdateRunUnlessResumed(ctx, read); stratus.ErrorCode(err) != stratus.ECONFLICT {
+		t.Fatalf("the stale end: %v; want ECONFLICT", err)
+	}
+	if got, _ := s.GetRun(ctx, r.ID); got.Status != stratus.RunRunning || got.Resumes != 1 || got.Execution != resumed.Execution {
+		t.Errorf("after the stale end: %s, resumed %d, %s; want the resumed run", got.Status, got.Resumes, got.Execution)
+	}
+	resumed.Status = stratus.RunDone
+	if err := s.UpdateRunUnlessResumed(ctx, resumed); err != nil {
+		t.Fatalf("the resumed run's own end: %v", err)
+	}
+	first := lockRun("r-first", "t-first", stratus.RunRunning)
+	if err := s.CreateRun(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	first.Status = stratus.RunFailed
+	if err := s.UpdateRunUnlessResumed(ctx, first); err != nil {
+		t.Fatalf("a first run's end: %v", err)
+	}
+	if err := s.UpdateRunUnlessResumed(ctx, lockRun("r-none", "t", stratus.RunFailed)); stratus.ErrorCode(err) != stratus.ENOTFOUND {
+		t.Errorf("no such run: %v; want ENOTFOUND", err)
+	}
+}

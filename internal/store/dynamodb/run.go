@@ -274,6 +274,57 @@ func (s *Store) UpdateRun(ctx context.Context, r stratus.Run) error {
 	return nil
 }
 
+// UpdateRunUnlessResumed is UpdateRun on condition that the stored run's
+// resume count is still r.Resumes, in one conditional write: the end of an
+// execution, recorded by a process that read the run before a resume made
+// it running again under a new execution (the events function, a
+// follower: lifecycle.Finish), never overwrites the resumed run — the
+// resume's own write (UpdateRunLocked) counts one more. Errors: ENOTFOUND
+// for no such run; ECONFLICT naming the count found when the run was
+// resumed since (nothing written).
+func (s *Store) UpdateRunUnlessResumed(ctx context.Context, r stratus.Run) error {
+	u := runUpdate(r)
+	if err := checkSize(u.k, u.set); err != nil {
+		return err
+	}
+	expr, cond, names, values := u.expr()
+	names["#seen_resumes"] = "resumes"
+	if values == nil {
+		values = map[string]av{}
+	}
+	values[":seen_resumes"] = num(int64(r.Resumes))
+	if r.Resumes == 0 {
+		cond += " AND (attribute_not_exists(#seen_resumes) OR #seen_resumes = :seen_resumes)"
+	} else {
+		cond += " AND #seen_resumes = :seen_resumes"
+	}
+	_, err := s.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.table), Key: u.k, UpdateExpression: aws.String(expr), ConditionExpression: aws.String(cond),
+		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+	})
+	if _, failed := conditionFailed(err); failed {
+		cur, gerr := s.GetRun(ctx, r.ID)
+		if gerr != nil {
+			return gerr
+		}
+		return stratus.Errorf(stratus.ECONFLICT, "run %q was resumed (%d times, not %d) since it was read: it is %s, execution %s; not written (DynamoDB ConditionalCheckFailedException)",
+			r.ID, cur.Resumes, r.Resumes, cur.Status, cur.Execution)
+	} else if err != nil {
+		return wrap("update run "+quote(r.ID), err)
+	}
+	return nil
+}
+
+// EndingStore is the store a run's end is recorded through
+// (lifecycle.Finish) by a process that may have read the run before a
+// resume: its UpdateRun is UpdateRunUnlessResumed.
+type EndingStore struct{ *Store }
+
+// UpdateRun is UpdateRunUnlessResumed.
+func (s EndingStore) UpdateRun(ctx context.Context, r stratus.Run) error {
+	return s.Store.UpdateRunUnlessResumed(ctx, r)
+}
+
 // runUpdate is UpdateRun's update of run r.
 func runUpdate(r stratus.Run) update {
 	return update{runKey(r.ID), map[string]av{
