@@ -139,7 +139,7 @@ func runDevGitHub(o *DevGitHubOptions) error {
 	}
 	if o.URLFile != "" {
 		if err := os.WriteFile(o.URLFile, []byte(srv.URL+"\n"), 0o644); err != nil {
-			return fmt.Errorf("--url-file: %w", err)
+			return usageError{fmt.Errorf("--url-file %s: %w", o.URLFile, err)}
 		}
 	}
 	fmt.Fprintf(o.IO.Out, "github API stand-in: %s (repos: %s)\n", srv.URL, strings.Join(names, ", "))

@@ -136,7 +136,7 @@ func TestInstall_SaysFlowsAndFiles(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	r := runCLI(t, "install", "--dir", dir)
-	if r.code != 0 || !regexp.MustCompile(`config\.yaml \(primary echo\), 1 flow \(implementation; \d+ files\) under flows/\n`).MatchString(r.stdout) {
+	if r.code != 0 || !regexp.MustCompile(`config\.yaml \(primary echo\), 2 flows \(implementation, merge; \d+ files\) under flows/\n`).MatchString(r.stdout) {
 		t.Errorf("install: exit %d %q", r.code, r.stdout)
 	}
 	again := runCLI(t, "install", "--dir", dir)

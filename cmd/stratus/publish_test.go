@@ -356,6 +356,20 @@ func TestPublish_BadInputNamesTheRemoteTheBranchAndWhatToDo(t *testing.T) {
 			t.Errorf("the run's work is not in its local branch")
 		}
 	})
+	t.Run("branch_name is pr_base", func(t *testing.T) {
+		t.Parallel()
+		dir, task := publishProject(t)
+		bare, _ := withOrigin(t, dir, "")
+		main := gitIn(t, bare, "rev-parse", "main")
+		writeTestFile(t, task, strings.Replace(readFile(t, task), "task_type:", "branch_name: main\ntask_type:", 1))
+		r := runCLIEnv(t, tokenEnv(), "run", task, "--dir", dir)
+		if r.code != ExitUsage || !strings.Contains(r.stderr, `branch_name "main" is git.pr_base`) || strings.Contains(r.stderr, "stratus: start") {
+			t.Errorf("run: exit %d\n%s", r.code, r.stderr)
+		}
+		if got := gitIn(t, bare, "rev-parse", "main"); got != main {
+			t.Errorf("main moved to %s", got)
+		}
+	})
 	t.Run("no token", func(t *testing.T) {
 		t.Parallel()
 		dir, task := publishProject(t)

@@ -93,6 +93,7 @@ func TestValidate_AllListsEveryErrorAndExitsOne(t *testing.T) { // docs/contract
 		"warning: " + filepath.Join(dir, ".stratus/flows/broken/write.md") + `:2:11: {plna_path}`,
 		"flow broken: ",
 		"flow implementation: ok",
+		"flow merge: ok",
 	}
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	var got []string

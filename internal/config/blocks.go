@@ -3,9 +3,12 @@ package config
 import (
 	"fmt"
 	"math"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/stratusflow/stratus/internal/gitwork"
 )
 
 // Defaults of the blocks below (worc configuration.md).
@@ -324,16 +327,16 @@ func (c *Config) blocks(ps *problems) {
 	if s := c.Git.AutoMergeStrategy; s != "" && s != MergeStrategyMerge && s != MergeStrategySquash && s != MergeStrategyRebase {
 		bad("git.auto_merge_strategy", "%q is not a merge strategy; valid: merge, squash or rebase", s)
 	}
-	if b := c.Git.PRBase; b != "" && !validBranch(b) {
+	if b := c.Git.PRBase; b != "" && !gitwork.ValidBranchName(b) {
 		bad("git.pr_base", "%q is not a branch name; valid: a git branch name such as main", b)
 	}
-	if r := c.Git.Remote; r != "" && !validBranch(r) {
+	if r := c.Git.Remote; r != "" && !gitwork.ValidBranchName(r) {
 		bad("git.remote", "%q is not a remote name; valid: the name of a git remote such as origin", r)
 	}
 	if f := c.Git.MergeFlow; f != "" && (strings.ContainsAny(f, `/\`) || strings.HasPrefix(f, ".")) {
 		bad("git.merge_flow", "%q is not a flow name; valid: the name of a flow under .stratus/flows, such as merge", f)
 	}
-	if u := c.Git.APIURL; u != "" && !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
+	if u := c.Git.APIURL; u != "" && !validAPIURL(u) {
 		bad("git.api_url", "%q is not an http(s) URL; valid: the GitHub REST API root, such as https://ghe.example.com/api/v3/", u)
 	}
 	if r := c.Git.Repository; r != "" {
@@ -424,25 +427,8 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// validBranch reports whether name can be a git branch or remote name: no
-// spaces or control characters, none of ~^:?*[\ , no "..", "@{" or "//", not
-// starting with "-" or "/", not ending with "/", ".lock" or "." (git
-// check-ref-format's rules, without running git).
-func validBranch(name string) bool {
-	if name == "" || strings.HasPrefix(name, "-") || strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") ||
-		strings.HasSuffix(name, ".lock") || strings.HasSuffix(name, ".") || name == "@" ||
-		strings.Contains(name, "..") || strings.Contains(name, "@{") || strings.Contains(name, "//") {
-		return false
-	}
-	for _, r := range name {
-		if r <= ' ' || r == 0x7f || strings.ContainsRune("~^:?*[\\", r) {
-			return false
-		}
-	}
-	for _, part := range strings.Split(name, "/") {
-		if strings.HasPrefix(part, ".") {
-			return false
-		}
-	}
-	return true
+// validAPIURL: an absolute http(s) URL with a host.
+func validAPIURL(u string) bool {
+	p, err := url.Parse(u)
+	return err == nil && (p.Scheme == "https" || p.Scheme == "http") && p.Host != "" && p.Hostname() != ""
 }

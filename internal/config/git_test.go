@@ -53,6 +53,8 @@ func TestParse_GitBlockErrorsNameKeyValueAndValid(t *testing.T) {
   auto_merge_strategy: fast-forward
   merge_flow: ../escape
   remote: -x
+  api_url: "http://"
+  repository: noslash
   footprint:
     audit_on_branch: elsewhere
   push_everything: true
@@ -66,6 +68,8 @@ func TestParse_GitBlockErrorsNameKeyValueAndValid(t *testing.T) {
 		`git.merge_flow: "../escape" is not a flow name`,
 		`git.remote: "-x" is not a remote name`,
 		`git.footprint.audit_on_branch: "elsewhere" is not a place for the audit commit; valid: task or sibling`,
+		`git.api_url: "http://" is not an http(s) URL`,
+		`git.repository: "noslash" is not a GitHub repository name; valid: owner/name`,
 		`push_everything`,
 	} {
 		if !strings.Contains(err.Error(), want) {
@@ -74,16 +78,3 @@ func TestParse_GitBlockErrorsNameKeyValueAndValid(t *testing.T) {
 	}
 }
 
-func TestValidBranch(t *testing.T) {
-	t.Parallel()
-	for name, want := range map[string]bool{
-		"main": true, "release/1.2": true, "stratus/t-1": true, "feature_x": true,
-		"": false, "-x": false, "/a": false, "a/": false, "a..b": false, "a.lock": false, "a.": false, "@": false,
-		"a@{b": false, "a//b": false, "a b": false, "a~b": false, "a^b": false, "a:b": false, "a?b": false,
-		"a*b": false, "a[b": false, `a\b`: false, "a/.b": false, ".a": false, "a\x7fb": false,
-	} {
-		if got := validBranch(name); got != want {
-			t.Errorf("validBranch(%q) = %v, want %v", name, got, want)
-		}
-	}
-}

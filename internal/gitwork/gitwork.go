@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path"
 	"strings"
+	"time"
 )
 
 // ErrNotTree is the sentinel of every "not a git work tree" answer; the
@@ -48,6 +49,10 @@ func Reason(err error) string {
 // not installed.
 func Run(ctx context.Context, dir string, env []string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+	// Once ctx ends and git is killed, a child it started (ssh, a remote
+	// helper) may still hold its output open: Wait gives up on it after a
+	// while rather than block the caller for good.
+	cmd.WaitDelay = 5 * time.Second
 	for _, e := range os.Environ() {
 		if !strings.HasPrefix(e, "GIT_") {
 			cmd.Env = append(cmd.Env, e)

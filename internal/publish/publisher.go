@@ -103,6 +103,9 @@ func Publish(ctx context.Context, dir string, bundles []string, spec nodeexec.Pu
 	if spec.URL == "" {
 		return res, stratus.FieldErrorf(stratus.EINVALID, "url", "remote %q has no URL; give the remote's URL (git remote get-url %s)", spec.Remote, spec.Remote)
 	}
+	if spec.Branch == spec.BaseBranch || !gitwork.ValidBranchName(spec.Branch) {
+		return res, stratus.FieldErrorf(stratus.EINVALID, "branch", "%q is not a task branch to push: it must be a valid branch name other than the base %q its pull request goes into", spec.Branch, spec.BaseBranch)
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return res, err
 	}

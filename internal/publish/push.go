@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -22,6 +23,11 @@ const TokenEnv = "STRATUS_PUBLISH_GIT_TOKEN"
 // is empty: GitHub takes any user name with a token and documents this one
 // for installation tokens ("x-access-token").
 const DefaultTokenUser = "x-access-token"
+
+// SSHCommand is the ssh a push or fetch runs when the operator chose none
+// (GIT_SSH_COMMAND, GIT_SSH, core.sshCommand): never prompting, and giving
+// up on a server silent for 30 s at connect or for a minute after.
+const SSHCommand = "ssh -o BatchMode=yes -o ConnectTimeout=30 -o ServerAliveInterval=15 -o ServerAliveCountMax=4"
 
 // tokenHelper answers git's credential "get" with TokenUser and the token
 // read from the helper's own environment (TokenEnv); "store" and "erase"
@@ -337,7 +343,16 @@ func (s *Spec) head(ctx context.Context) (string, error) {
 // the token itself, in this child's environment only.
 func (s *Spec) env(ctx context.Context) ([]string, error) {
 	config := gitwork.FixedConfig()
-	env := []string{"GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS="}
+	// A remote that stops answering fails the step instead of holding it:
+	// an HTTP transfer slower than 1 byte/s for 2 minutes is aborted, and
+	// ssh (unless the operator chose their own) gives up on a server
+	// silent for 30 s at connect or a minute after.
+	env := []string{"GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=", "GIT_HTTP_LOW_SPEED_LIMIT=1", "GIT_HTTP_LOW_SPEED_TIME=120"}
+	if os.Getenv("GIT_SSH_COMMAND") == "" && os.Getenv("GIT_SSH") == "" {
+		if out, err := gitwork.Run(ctx, s.Dir, nil, "config", "--get", "core.sshCommand"); err != nil || strings.TrimSpace(string(out)) == "" {
+			env = append(env, "GIT_SSH_COMMAND="+SSHCommand)
+		}
+	}
 	if s.Token != "" {
 		out, err := gitwork.Run(ctx, s.Dir, nil, "ls-remote", "--get-url", "--", s.Remote)
 		if err != nil {

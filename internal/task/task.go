@@ -18,6 +18,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/gitwork"
 	"github.com/stratusflow/stratus/internal/inputfile"
 	"github.com/stratusflow/stratus/internal/yamlast"
 )
@@ -250,9 +251,9 @@ func (t *Task) check() error {
 		check  func(any) bool
 		expect string
 	}{
-		{"branch_name", isString, "a string or null"},
+		{"branch_name", isBranchName, "a git branch name (such as stratus/t1: no spaces, .., ~^:?*[ or \\, not starting with - or ending with / .lock or ., not HEAD or under refs/) or null"},
 		{"branch_mode", oneOf("new", "existing", "current"), "one of new, existing, current"},
-		{"branch_ref", nonEmptyString, "a non-empty branch name"},
+		{"branch_ref", isBranchName, "a git branch name"},
 		{"publish", oneOf("commit", "push", "pull_request"), "one of commit, push, pull_request"},
 		{"trust_level", oneOf("strict", "auto"), "one of strict, auto"},
 		{"auto_merge", isBool, "true or false"},
@@ -519,4 +520,10 @@ func yamlKind(v any) string {
 		return "a number"
 	}
 	return "a scalar"
+}
+
+// isBranchName: a string git takes as a branch name (gitwork.ValidBranchName).
+func isBranchName(v any) bool {
+	s, ok := v.(string)
+	return ok && gitwork.ValidBranchName(s)
 }

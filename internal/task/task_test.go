@@ -84,6 +84,8 @@ func TestParse_Rejections(t *testing.T) { // SKILL.md § Hard rules
 			`unknown front-matter key "model"; allowed: id, title, task_type, branch_name, branch_mode, branch_ref, publish, trust_level, auto_merge, prompt_audit, decomposition, contacts, depends_on, subtasks, priority, queue, nodes`},
 		{"task_type names one file", "---\nid: a\ntitle: t\ntask_type: ../x\n---\n", "task_type", "must name a flow"},
 		{"enumerated value", "---\nid: a\ntitle: t\nbranch_mode: detached\n---\n", "branch_mode", "want one of new, existing, current"},
+		{"branch name", "---\nid: a\ntitle: t\nbranch_name: bad..name\n---\n", "branch_name", "want a git branch name"},
+		{"branch name HEAD", "---\nid: a\ntitle: t\nbranch_name: HEAD\n---\n", "branch_name", "want a git branch name"},
 		{"existing needs branch_ref", "---\nid: a\ntitle: t\nbranch_mode: existing\n---\n", "branch_ref", "requires branch_ref"},
 		{"bool value", "---\nid: a\ntitle: t\nauto_merge: yes please\n---\n", "auto_merge", "want true or false"},
 		{"list value", "---\nid: a\ntitle: t\ndepends_on: task-0\n---\n", "depends_on", "want a list of task ids"},

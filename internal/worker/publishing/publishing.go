@@ -93,6 +93,10 @@ func Spec(ctx context.Context, s *core.Service, run stratus.Run, env *core.RunEn
 	}
 	g := env.Config.Git
 	branch := Branch(run, env)
+	if branch == g.Base() {
+		// The runner refuses it too; the server says so first.
+		return nil, stratus.FieldErrorf(stratus.EUNPROCESSABLE, "branch_name", "%q is git.pr_base, the branch the pull request goes into: publishing would push the run onto it; give the task a branch of its own", branch)
+	}
 	sp := &nodeexec.PublishSpec{
 		Remote: ws.Remote.Name, URL: ws.Remote.URL, Branch: branch, BaseBranch: g.Base(),
 		BaseCommit: ws.Base, Origin: ws.Origin, Prefix: ws.Prefix, Exclude: ws.Exclude, Head: ws.Head,
