@@ -77,4 +77,3 @@ func TestParse_GitBlockErrorsNameKeyValueAndValid(t *testing.T) {
 		}
 	}
 }
-
