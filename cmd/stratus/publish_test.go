@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -399,6 +400,11 @@ func TestPublish_BadInputNamesTheRemoteTheBranchAndWhatToDo(t *testing.T) {
 		r := runCLIEnv(t, tokenEnv(), "run", task, "--dir", dir)
 		if r.code != ExitFailed || !strings.Contains(r.stderr, "github acme/app") || !strings.Contains(r.stderr, "release") {
 			t.Errorf("run: exit %d\n%s", r.code, r.stderr)
+		}
+		// The branch was pushed before the refusal: the run says so.
+		pub, _ := pubStatus(t, dir, "t-implementation")["publication"].(map[string]any)
+		if pub["branch"] != "stratus/t-implementation" || !strings.Contains(fmt.Sprint(pub["note"]), "pushed, then the publish failed") {
+			t.Errorf("status publication %v", pub)
 		}
 	})
 }

@@ -76,6 +76,10 @@ type PublishResult struct {
 	// manual_action_required (worc's rule), never failed.
 	MergeBlocked string `json:"merge_blocked,omitempty"`
 	Note         string `json:"note,omitempty"`
+	// Failed says why the publish failed after its push (the pull request
+	// refused: a missing base, no token): the branch is on the remote and
+	// the run records it, and the step fails with this reason.
+	Failed string `json:"failed,omitempty"`
 }
 
 // PublishedPR is the pull request of a PublishResult.

@@ -101,6 +101,12 @@ func runPublish(ctx context.Context, spec nodeexec.Spec, o Options) (*nodeexec.P
 	}
 	token := publish.Token(ctx, os.Getenv)
 	res, err := publish.Publish(ctx, filepath.Join(o.checkout.top, "publish"), o.checkout.bundles, *spec.Publish, publish.Options{Token: token})
+	if err != nil && res.Head != "" && ctx.Err() == nil {
+		// Pushed, then refused: the branch is on the remote, so the run
+		// records it and fails the step with the reason.
+		res.Failed = err.Error()
+		return &res, nil
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -187,6 +187,9 @@ func Record(ctx context.Context, s *core.Service, run stratus.Run, res *nodeexec
 	if res.MergeBlocked != "" {
 		p.Note = "merge blocked: " + res.MergeBlocked
 	}
+	if res.Failed != "" {
+		p.Note = "pushed, then the publish failed: " + res.Failed
+	}
 	return s.Store.SetPublication(ctx, run.ID, p)
 }
 

@@ -120,7 +120,10 @@ func submitExec(ctx context.Context, s *core.Service, c *core.Caller, final stra
 			}
 		}
 		v = nodeexec.Verdict{Outcome: "done", Reason: publishing.Summary(res.Publish)}
-		if res.Publish.MergeBlocked != "" {
+		switch {
+		case res.Publish.Failed != "":
+			v.Manual, v.Error, v.Reason = true, core.ErrPublish, res.Publish.Failed
+		case res.Publish.MergeBlocked != "":
 			v.Manual, v.Error = true, core.ErrMergeBlocked
 		}
 		report = "# Publish\n\n" + publishing.Summary(res.Publish) + "\n"
@@ -129,8 +132,11 @@ func submitExec(ctx context.Context, s *core.Service, c *core.Caller, final stra
 	outcome, status := v.Outcome, stratus.StepCompleted
 	if v.Manual {
 		outcome, status = core.OutcomeManual, stratus.StepFailed
-		if node.Kind == flow.KindChecks {
+		switch {
+		case node.Kind == flow.KindChecks:
 			outcome = core.OutcomeIncomplete
+		case v.Error == core.ErrPublish:
+			outcome = "failed" // the publish state's Catch ends the run failed
 		}
 	}
 	subtask, _, err := vars.SubtaskOf(ctx, s, c.Env, c.Step) // a region step records its subtask, like an agent's
