@@ -371,6 +371,16 @@ func TestPublish_BadInputNamesTheRemoteTheBranchAndWhatToDo(t *testing.T) {
 			t.Errorf("main moved to %s", got)
 		}
 	})
+	t.Run("a password in the remote URL", func(t *testing.T) {
+		t.Parallel()
+		dir, _ := publishProject(t)
+		withOrigin(t, dir, "")
+		gitIn(t, dir, "remote", "set-url", "origin", "https://alice:Sup3rS3cret@git.example.invalid/acme/app.git")
+		v := runCLI(t, "validate", "implementation", "--dir", dir)
+		if !strings.Contains(v.stdout, "remote origin's URL holds a password, which Stratus never stores or uses") || strings.Contains(v.stdout+v.stderr, "Sup3rS3cret") {
+			t.Errorf("validate: exit %d\n%s%s", v.code, v.stdout, v.stderr)
+		}
+	})
 	t.Run("no token", func(t *testing.T) {
 		t.Parallel()
 		dir, task := publishProject(t)

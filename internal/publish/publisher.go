@@ -343,20 +343,36 @@ func gitIn(ctx context.Context, dir string, env []string, stdin string, args ...
 // (docs/architecture.md § Publishing: recorded when a run starts, where the
 // publish step pushes).
 func RemoteOf(ctx context.Context, dir, name string) *stratus.GitRemote {
+	r, _ := remoteOf(ctx, dir, name)
+	return r
+}
+
+// RemoteCredentials reports whether the URL of remote name of dir's
+// repository holds a user:password, which RemoteOf leaves out: Stratus
+// never stores it, so a push authenticates with the token or git's
+// credential helper instead.
+func RemoteCredentials(ctx context.Context, dir, name string) bool {
+	_, creds := remoteOf(ctx, dir, name)
+	return creds
+}
+
+func remoteOf(ctx context.Context, dir, name string) (*stratus.GitRemote, bool) {
 	if name == "" || strings.HasPrefix(name, "-") {
-		return nil
+		return nil, false
 	}
 	out, err := gitwork.Run(ctx, dir, nil, "remote", "get-url", "--", name)
 	if err != nil {
-		return nil
+		return nil, false
 	}
 	u := strings.TrimSpace(string(out))
 	if u == "" {
-		return nil
+		return nil, false
 	}
+	creds := false
 	switch {
 	case strings.Contains(u, "://"):
 		if p, err := url.Parse(u); err == nil && p.User != nil {
+			_, creds = p.User.Password()
 			p.User = nil
 			u = p.String()
 		}
@@ -365,10 +381,10 @@ func RemoteOf(ctx context.Context, dir, name string) *stratus.GitRemote {
 		if !filepath.IsAbs(u) {
 			top, err := gitwork.Run(ctx, dir, nil, "rev-parse", "--show-toplevel")
 			if err != nil {
-				return nil
+				return nil, false
 			}
 			u = filepath.Join(strings.TrimSpace(string(top)), u)
 		}
 	}
-	return &stratus.GitRemote{Name: name, URL: u}
+	return &stratus.GitRemote{Name: name, URL: u}, creds
 }
