@@ -251,7 +251,8 @@ func TestPublish_ProtectedBaseEndsManualActionRequiredWithThePROpen(t *testing.T
 	if len(pulls) != 1 || pulls[0].State != "open" || pulls[0].Merged {
 		t.Fatalf("pull requests: %+v", pulls)
 	}
-	if out := r.stdout + r.stderr; !strings.Contains(out, "main is protected") || !strings.Contains(out, "pull request: #1 ") {
+	if out := r.stdout + r.stderr; !strings.Contains(out, "main is protected") || !strings.Contains(out, "pull request: #1 ") ||
+		!strings.Contains(out, "why:      publish#1: merge blocked: ") {
 		t.Errorf("the run's end does not say why the merge was blocked, or the PR:\n%s", r.stderr)
 	}
 	st := pubStatus(t, dir, "t-implementation")

@@ -83,6 +83,11 @@ func Why(f *Facts) string {
 		if last.Step.Kind == flow.KindHITL {
 			return fmt.Sprintf("%s: %s", last.Step.StepRef, oneLine(last.Reason)) // e.g. a hitl timeout
 		}
+		if last.Step.Kind == flow.KindPublish && f.Run.Publication != nil && strings.HasPrefix(f.Run.Publication.Note, "merge blocked: ") {
+			// The publish did its work; only the merge asked for did not
+			// happen (README.md § Publishing).
+			return fmt.Sprintf("%s: %s; the pull request stays open", last.Step.StepRef, oneLine(f.Run.Publication.Note))
+		}
 		return fmt.Sprintf("%s failed: %s", last.Step.StepRef, oneLine(last.Reason))
 	case last != nil && last.Step.Verdict == "invalid":
 		why := last.Reason
