@@ -465,3 +465,63 @@ func TestPublish_WaitForChecksArmsTheHostsAutoMerge(t *testing.T) {
 		t.Errorf("not merged once the checks passed: %+v", pulls[0])
 	}
 }
+
+// worc configuration.md § `git`, the task's publish: what a publish pushes
+// and opens follows the task and the config — a sibling audit branch,
+// publish: push and create_pull_request: false push the branch and open no
+// pull request, a remote that is no GitHub repository gets the branch
+// alone — each saying so.
+func TestPublish_WhatIsPushedFollowsTheTaskAndTheConfig(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, front, git string
+		noAPI            bool
+		pulls            int
+		note             string
+		auditOnBranch    bool
+	}{
+		{name: "audit on a sibling branch", git: "  footprint:\n    audit_on_branch: sibling\n", pulls: 1},
+		{name: "publish push", front: "publish: push\n", pulls: 0, note: "the task's publish is push, so no pull request was opened", auditOnBranch: true},
+		{name: "create_pull_request false", git: "  create_pull_request: false\n", pulls: 0, note: "git.create_pull_request is false, so no pull request was opened", auditOnBranch: true},
+		{name: "not GitHub", noAPI: true, pulls: 0, note: "which is not a GitHub repository, so no pull request was opened", auditOnBranch: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir, task := publishProject(t)
+			bare, srv := withOrigin(t, dir, tc.git)
+			if tc.front != "" {
+				writeTestFile(t, task, strings.Replace(readFile(t, task), "task_type:", tc.front+"task_type:", 1))
+			}
+			if tc.noAPI {
+				cfg := filepath.Join(dir, ".stratus/config.yaml")
+				c := readFile(t, cfg)
+				writeTestFile(t, cfg, c[:strings.Index(c, "git:\n")])
+			}
+			r := runCLIEnv(t, tokenEnv(), "run", task, "--dir", dir)
+			if r.code != ExitOK {
+				t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+			}
+			if n := len(srv.Pulls("acme/app")); n != tc.pulls {
+				t.Errorf("%d pull requests, want %d", n, tc.pulls)
+			}
+			tip := gitIn(t, bare, "rev-parse", "stratus/t-implementation")
+			subject := gitIn(t, bare, "log", "-1", "--format=%s", tip)
+			if audit := strings.HasPrefix(subject, "chore(orchestrator): audit trail"); audit != tc.auditOnBranch && tc.name != "audit on a sibling branch" {
+				t.Errorf("branch tip %q", subject)
+			}
+			if tc.name == "audit on a sibling branch" {
+				if strings.HasPrefix(subject, "chore(orchestrator)") {
+					t.Errorf("the task branch holds the audit commit: %s", subject)
+				}
+				sib := gitIn(t, bare, "log", "-1", "--format=%s %P", "stratus/t-implementation-audit")
+				if !strings.HasPrefix(sib, "chore(orchestrator): audit trail for t-implementation "+tip) {
+					t.Errorf("the sibling branch is not the audit commit on the task branch: %s", sib)
+				}
+			}
+			pub, _ := pubStatus(t, dir, "t-implementation")["publication"].(map[string]any)
+			if !strings.Contains(fmt.Sprint(pub["note"]), tc.note) || (tc.note == "") != (pub["note"] == nil) {
+				t.Errorf("publication note %v, want %q", pub["note"], tc.note)
+			}
+		})
+	}
+}
