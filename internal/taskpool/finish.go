@@ -51,14 +51,25 @@ func (p *Pool) Move(dir string, c *Claim, state string, summary []byte) ([]strin
 	return rel, nil
 }
 
-// AuditCommit commits exactly paths (relative to the work dir dir, as Move
+// AuditCommit is auditCommit under the pool's lock: two watchers of one
+// pool (one repository, one index) never commit at once.
+func (p *Pool) AuditCommit(ctx context.Context, dir, message string, paths []string) (commit, note string, err error) {
+	unlock, err := p.lock()
+	if err != nil {
+		return "", "", err
+	}
+	defer unlock()
+	return auditCommit(ctx, dir, message, paths)
+}
+
+// auditCommit commits exactly paths (relative to the work dir dir, as Move
 // returns them) with message, authored and committed by Stratus's identity
 // (workspace.AuthorName), with no hooks (gitwork.FixedConfig): worc's audit
 // commit of one task's files (worc configuration.md § git.footprint), never
 // anything else staged or changed. It returns the commit, or "" and a
 // note when there is nothing to commit: the work dir is not a git work
 // tree, or the files are ignored.
-func AuditCommit(ctx context.Context, dir, message string, paths []string) (commit, note string, err error) {
+func auditCommit(ctx context.Context, dir, message string, paths []string) (commit, note string, err error) {
 	env := append(gitwork.ConfigEnv(gitwork.FixedConfig()...),
 		"GIT_AUTHOR_NAME="+workspace.AuthorName, "GIT_AUTHOR_EMAIL="+workspace.AuthorEmail,
 		"GIT_COMMITTER_NAME="+workspace.AuthorName, "GIT_COMMITTER_EMAIL="+workspace.AuthorEmail)

@@ -191,7 +191,7 @@ func TestAuditCommit_OnlyTheTasksFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	commit, note, err := AuditCommit(context.Background(), dir, "chore(orchestrator): audit trail for t1", paths)
+	commit, note, err := p.AuditCommit(context.Background(), dir, "chore(orchestrator): audit trail for t1", paths)
 	if err != nil || commit == "" {
 		t.Fatalf("commit %q note %q err %v", commit, note, err)
 	}
@@ -200,7 +200,7 @@ func TestAuditCommit_OnlyTheTasksFiles(t *testing.T) {
 	if files != want {
 		t.Fatalf("commit:\n%s\nwant:\n%s", files, want)
 	}
-	if st := git("status", "--porcelain"); st != "A  staged.txt" {
+	if st := git("status", "--porcelain", "--untracked-files=no"); st != "A  staged.txt" {
 		t.Fatalf("status after: %q", st)
 	}
 }
