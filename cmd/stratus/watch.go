@@ -269,7 +269,9 @@ func (w *watcher) tick(ctx context.Context) int {
 	w.mu.Lock()
 	free := w.cfg.Orchestrator.MaxTasks() - len(w.running)
 	w.mu.Unlock()
-	plan := taskpool.Decide(taskpool.Input{Entries: entries, Claimed: claimed, Queue: w.queue, Free: free, Unmerged: w.unmerged})
+	// Every eligible task, in order: one another watcher claims first is
+	// skipped for the next, up to this watcher's free slots.
+	plan := taskpool.Decide(taskpool.Input{Entries: entries, Claimed: claimed, Queue: w.queue, Free: len(entries[taskpool.Pending]), Unmerged: w.unmerged})
 	for _, e := range plan.Invalid {
 		w.sayOnce("warning: %s is not taken: %s (read again each tick)", e.Path, safetext.Line(e.Err.Error()))
 	}
@@ -287,6 +289,9 @@ func (w *watcher) tick(ctx context.Context) int {
 		started++ // the pool changed: look again
 	}
 	for _, e := range plan.Next {
+		if free <= 0 {
+			break
+		}
 		c, err := w.pool.Claim(e, lifecycle.NewRunID(), w.owner)
 		if errors.Is(err, taskpool.ErrClaimed) {
 			continue
@@ -297,6 +302,7 @@ func (w *watcher) tick(ctx context.Context) int {
 		w.say("claimed task %s (%s, priority %s, queue %s): run %s", c.TaskID, e.File, e.Priority(), e.Queue(), c.RunID)
 		w.start(ctx, c, false)
 		started++
+		free--
 	}
 	return started
 }

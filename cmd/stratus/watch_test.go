@@ -6,8 +6,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // poolWorkDir is an installed git work dir whose tasks run flow "tiny"
@@ -157,8 +160,14 @@ func TestWatch_TwoWatchersRunEachTaskOnce(t *testing.T) {
 	for _, id := range ids {
 		poolTask(t, dir, "pending", id, "")
 	}
+	// Both watchers scan the same pool before either claims: the test
+	// holds the pool's lock, under which claims are made, until both wait
+	// for it (Linux's /proc/locks shows the waiters).
+	unlock := holdPoolLock(t, dir)
 	w1 := startCLI(t, "watch", "--dir", dir, "--poll-seconds", "0")
 	w2 := startCLI(t, "watch", "--dir", dir, "--poll-seconds", "0")
+	waitForLockWaiters(t, w1.cmd.Process.Pid, w2.cmd.Process.Pid)
+	unlock()
 	if c1, c2 := w1.wait(t), w2.wait(t); c1 != 0 || c2 != 0 {
 		t.Fatalf("watchers: exit %d and %d\n%s\n---\n%s", c1, c2, w1.log(), w2.log())
 	}
@@ -312,5 +321,53 @@ func TestPromote_MovesFromPreparingAndRefusesWhatIsNotThere(t *testing.T) {
 	}
 	if p := poolTasks(t, dir)["p3"]; p.State != "pending" {
 		t.Errorf("tasks: p3 %+v", p)
+	}
+}
+
+// holdPoolLock takes dir's task pool lock (.stratus/pool/lock, an flock)
+// and returns its release.
+func holdPoolLock(t *testing.T, dir string) func() {
+	t.Helper()
+	path := filepath.Join(dir, ".stratus/pool/lock")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }
+}
+
+// waitForLockWaiters waits until each of pids waits for an flock
+// (/proc/locks: a "->" line naming the pid); skipped without /proc/locks.
+func waitForLockWaiters(t *testing.T, pids ...int) {
+	t.Helper()
+	if _, err := os.Stat("/proc/locks"); err != nil {
+		t.Skip("no /proc/locks: cannot tell that both watchers scanned before claiming")
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		b, _ := os.ReadFile("/proc/locks")
+		waiting := 0
+		for _, pid := range pids {
+			for _, l := range strings.Split(string(b), "\n") {
+				f := strings.Fields(l)
+				if len(f) > 5 && f[1] == "->" && f[5] == strconv.Itoa(pid) {
+					waiting++
+					break
+				}
+			}
+		}
+		if waiting == len(pids) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the watchers %v do not both wait for the pool's lock:\n%s", pids, b)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
