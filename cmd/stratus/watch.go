@@ -352,6 +352,9 @@ func (w *watcher) start(ctx context.Context, c *taskpool.Claim, adopted bool) {
 			return
 		case err != nil:
 			w.say("task %s failed before its run: %s", c.TaskID, safetext.Line(err.Error()))
+			if !recorded(w.dir, c.RunID) {
+				c.RunID = ""
+			}
 			w.file(ctx, c, taskpool.Failed, refusedSummary(c.TaskID, err.Error()))
 		case status == stratus.RunDone:
 			w.file(ctx, c, taskpool.Done, summary)

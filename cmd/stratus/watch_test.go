@@ -258,6 +258,9 @@ func TestWatch_BadInputIsRefusedOrLeft(t *testing.T) {
 			t.Errorf("%s.summary.md does not say %q:\n%s", id, want, sum)
 		}
 	}
+	if p := poolTasks(t, dir)["nf"]; p.State != "failed" || p.RunID != "" {
+		t.Errorf("tasks: nf: %+v; want failed with no run (none started)", p)
+	}
 	if got := inDir(t, dir, "pending"); !slices.Equal(got, []string{"half"}) {
 		t.Errorf("pending/: %v; want half.md left", got)
 	}
@@ -369,5 +372,40 @@ func waitForLockWaiters(t *testing.T, pids ...int) {
 			t.Fatalf("the watchers %v do not both wait for the pool's lock:\n%s", pids, b)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// README.md § Task pool: each tick brings the base branch up to date
+// first (git fetch and a fast-forward): a task pushed to the remote is
+// run; a checkout with changes is not fast-forwarded, and the watcher says
+// so.
+func TestWatch_FetchesTasksPushedToTheBaseBranch(t *testing.T) {
+	t.Parallel()
+	dir := poolWorkDir(t, slowEngine)
+	remote := filepath.Join(t.TempDir(), "origin.git")
+	gitIn(t, dir, "init", "-q", "--bare", "-b", "main", remote)
+	gitIn(t, dir, "remote", "add", "origin", remote)
+	gitIn(t, dir, "push", "-q", "origin", "main")
+	other := filepath.Join(t.TempDir(), "other")
+	gitIn(t, dir, "clone", "-q", remote, other)
+	poolTask(t, other, "pending", "pushed", "")
+	gitIn(t, other, "add", "-A")
+	gitIn(t, other, "commit", "-q", "-m", "a task")
+	gitIn(t, other, "push", "-q", "origin", "main")
+
+	// A tracked change in the checkout: no fast-forward, said.
+	keep := filepath.Join(dir, "tasks/done/.keep")
+	writeTestFile(t, keep, "changed\n")
+	r := runCLI(t, "watch", "--dir", dir, "--poll-seconds", "0")
+	if r.code != 0 || !strings.Contains(r.stderr, "no git fetch this tick: the checkout has changes") || len(claimed(r.stderr)) != 0 {
+		t.Fatalf("watch on a changed checkout: exit %d\n%s", r.code, r.stderr)
+	}
+	gitIn(t, dir, "checkout", "-q", "--", "tasks/done/.keep")
+	r = runCLI(t, "watch", "--dir", dir, "--poll-seconds", "0")
+	if r.code != 0 || !slices.Equal(claimed(r.stderr), []string{"pushed"}) {
+		t.Fatalf("watch: exit %d; want the pushed task run\n%s", r.code, r.stderr)
+	}
+	if got := inDir(t, dir, "done"); !slices.Equal(got, []string{"pushed"}) {
+		t.Errorf("done/: %v", got)
 	}
 }

@@ -203,6 +203,9 @@ func (p *Pool) Adopt(id, owner string) (*Claim, error) {
 // claim moves to .stratus/pool/ended/<id>.json (what Ended reads: the run
 // that ran the task) and its lock is let go.
 func (p *Pool) Release(c *Claim) error {
+	if c.f != nil {
+		c.write() // as it ended: a run that never started has no id
+	}
 	err := os.Rename(filepath.Join(p.claimsDir(), c.TaskID+".json"), filepath.Join(p.endedDir(), c.TaskID+".json"))
 	if c.f != nil {
 		syscall.Flock(int(c.f.Fd()), syscall.LOCK_UN)
