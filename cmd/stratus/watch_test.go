@@ -409,3 +409,35 @@ func TestWatch_FetchesTasksPushedToTheBaseBranch(t *testing.T) {
 		t.Errorf("done/: %v", got)
 	}
 }
+
+// README.md § Task pool: SIGINT stops the watcher with its run
+// interrupted as `stratus run` leaves one (exit 130); the next watch
+// resumes it.
+func TestWatch_InterruptedWatcherExits130AndTheNextResumes(t *testing.T) {
+	t.Parallel()
+	dir := poolWorkDir(t, secondHangsEngine)
+	poolTask(t, dir, "pending", "i1", "")
+	writeTestFile(t, filepath.Join(dir, "slow"), "")
+	w := startCLI(t, "watch", "--dir", dir, "--poll-seconds", "0")
+	eventually(t, 60*time.Second, "the second step hangs", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "engine.pids"))
+		return err == nil
+	})
+	if err := w.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if code := w.wait(t); code != ExitInterrupted || !strings.Contains(w.log(), "stratus: watch: interrupted") {
+		t.Fatalf("watch after SIGINT: exit %d; want %d\n%s", code, ExitInterrupted, w.log())
+	}
+	if got := inDir(t, dir, "pending"); !slices.Equal(got, []string{"i1"}) {
+		t.Fatalf("pending/ after the interrupt: %v", got)
+	}
+	os.Remove(filepath.Join(dir, "slow"))
+	r := runCLI(t, "watch", "--dir", dir, "--poll-seconds", "0")
+	if r.code != 0 || !strings.Contains(r.stderr, "resuming run") || len(claimed(r.stderr)) != 0 {
+		t.Fatalf("the next watch: exit %d\n%s", r.code, r.stderr)
+	}
+	if got := inDir(t, dir, "done"); !slices.Equal(got, []string{"i1"}) {
+		t.Errorf("done/: %v", got)
+	}
+}
