@@ -27,7 +27,7 @@ func poolWorkDir(t *testing.T, engine string) string {
 	for _, s := range []string{"preparing", "pending", "done", "failed"} {
 		writeTestFile(t, filepath.Join(dir, "tasks", s, ".keep"), "")
 	}
-	writeTestFile(t, filepath.Join(dir, ".gitignore"), "engine.*\nslow\n")
+	writeTestFile(t, filepath.Join(dir, ".gitignore"), "engine.*\nslow\nrunning.*\npairs.log\n")
 	gitIn(t, dir, "init", "-q", "-b", "main")
 	gitIn(t, dir, "add", "-A")
 	gitIn(t, dir, "commit", "-q", "-m", "pool")
@@ -438,6 +438,43 @@ func TestWatch_InterruptedWatcherExits130AndTheNextResumes(t *testing.T) {
 		t.Fatalf("the next watch: exit %d\n%s", r.code, r.stderr)
 	}
 	if got := inDir(t, dir, "done"); !slices.Equal(got, []string{"i1"}) {
+		t.Errorf("done/: %v", got)
+	}
+}
+
+// pairEngine answers "ok"; a first step waits (30 s at most) until
+// another first step runs beside it and notes in pairs.log whether one did.
+const pairEngine = `read line
+case "$line" in
+*"First for"*)
+  touch "running.$$"
+  i=0
+  while [ "$(ls running.* | wc -l)" -lt 2 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
+  if [ $i -lt 300 ]; then echo together >> pairs.log; else echo alone >> pairs.log; fi
+  sleep 0.5
+  rm -f "running.$$"
+  ;;
+esac
+printf '{"subrun_report": "ok"}\n'
+`
+
+// README.md § Task pool: orchestrator.max_concurrent_tasks runs that many
+// tasks at once (here two, whose first steps wait for each other).
+func TestWatch_MaxConcurrentTasksRunsThatManyAtOnce(t *testing.T) {
+	t.Parallel()
+	dir := poolWorkDir(t, pairEngine)
+	cfg := filepath.Join(dir, ".stratus/config.yaml")
+	writeTestFile(t, cfg, readFile(t, cfg)+"orchestrator:\n  max_concurrent_tasks: 2\n")
+	poolTask(t, dir, "pending", "m1", "")
+	poolTask(t, dir, "pending", "m2", "")
+	r := runCLI(t, "watch", "--dir", dir, "--once")
+	if r.code != 0 {
+		t.Fatalf("watch: exit %d\n%s", r.code, r.stderr)
+	}
+	if got := strings.Fields(readFile(t, filepath.Join(dir, "pairs.log"))); !slices.Equal(got, []string{"together", "together"}) {
+		t.Errorf("first steps: %v; want both run together\n%s", got, r.stderr)
+	}
+	if got := inDir(t, dir, "done"); !slices.Equal(got, []string{"m1", "m2"}) {
 		t.Errorf("done/: %v", got)
 	}
 }
