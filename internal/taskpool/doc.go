@@ -7,7 +7,7 @@
 // under .stratus/pool/claims, locked for as long as its watcher lives, so a
 // watcher killed at any point leaves a claim the next one adopts); the move
 // of an ended task to done/ or failed/ beside its summary, and the audit
-// commit of exactly those files.
+// commit of exactly those files (docs/architecture.md § The task pool).
 //
 // It does not run tasks: cmd/stratus's watch claims, runs and resumes them
 // through the orchestrator. It does not serve a pool on AWS.
