@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stratusflow/stratus"
 )
 
 // poolWorkDir is an installed git work dir whose tasks run flow "tiny"
@@ -476,5 +479,40 @@ func TestWatch_MaxConcurrentTasksRunsThatManyAtOnce(t *testing.T) {
 	}
 	if got := inDir(t, dir, "done"); !slices.Equal(got, []string{"m1", "m2"}) {
 		t.Errorf("done/: %v", got)
+	}
+}
+
+// README.md § Task pool: a dependency whose run opened a pull request
+// counts once that pull request is merged, not before.
+func TestWatch_DependsOnWaitsForTheDependencysPullRequestToMerge(t *testing.T) {
+	t.Parallel()
+	dir := poolWorkDir(t, slowEngine)
+	poolTask(t, dir, "pending", "base", "")
+	if r := runCLI(t, "watch", "--dir", dir, "--once"); r.code != 0 {
+		t.Fatalf("watch: exit %d\n%s", r.code, r.stderr)
+	}
+	runID := poolTasks(t, dir)["base"].RunID
+	setPR := func(state string) {
+		st, err := openRuns(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		pub := stratus.Publication{Branch: "stratus/base", Remote: "origin", PullRequest: &stratus.PullRequest{Number: 7, State: state}}
+		if err := st.SetPublication(context.Background(), runID, pub); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setPR("open")
+	poolTask(t, dir, "pending", "next", "depends_on: [base]\n")
+	if p := poolTasks(t, dir)["next"]; p.Waits != "depends_on base (pull request #7 is open, not merged)" {
+		t.Errorf("next waits %q", p.Waits)
+	}
+	if r := runCLI(t, "watch", "--dir", dir, "--once"); r.code != 0 || len(claimed(r.stderr)) != 0 {
+		t.Fatalf("watch with the pull request open: exit %d\n%s", r.code, r.stderr)
+	}
+	setPR("merged")
+	if r := runCLI(t, "watch", "--dir", dir, "--once"); r.code != 0 || !slices.Equal(claimed(r.stderr), []string{"next"}) {
+		t.Fatalf("watch with the pull request merged: exit %d\n%s", r.code, r.stderr)
 	}
 }
