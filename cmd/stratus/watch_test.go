@@ -426,6 +426,9 @@ func TestWatch_InterruptedWatcherExits130AndTheNextResumes(t *testing.T) {
 		_, err := os.Stat(filepath.Join(dir, "engine.pids"))
 		return err == nil
 	})
+	if p := poolTasks(t, dir)["i1"]; p.State != "running" || p.RunID == "" {
+		t.Errorf("tasks during the run: i1 %+v; want running with its run id", p)
+	}
 	if err := w.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
@@ -514,5 +517,30 @@ func TestWatch_DependsOnWaitsForTheDependencysPullRequestToMerge(t *testing.T) {
 	setPR("merged")
 	if r := runCLI(t, "watch", "--dir", dir, "--once"); r.code != 0 || !slices.Equal(claimed(r.stderr), []string{"next"}) {
 		t.Fatalf("watch with the pull request merged: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// README.md § Task pool: with orchestrator.auto_mode.enabled and a poll
+// interval, the watcher takes the next task as soon as one ends (not at
+// the next tick, an hour away here), then goes on watching until SIGTERM.
+func TestWatch_AutoModeChainsTasksAndKeepsWatching(t *testing.T) {
+	t.Parallel()
+	dir := poolWorkDir(t, slowEngine)
+	cfg := filepath.Join(dir, ".stratus/config.yaml")
+	writeTestFile(t, cfg, readFile(t, cfg)+"orchestrator:\n  auto_mode:\n    enabled: true\n  poll_interval_seconds: 3600\n")
+	poolTask(t, dir, "pending", "c1", "")
+	poolTask(t, dir, "pending", "c2", "")
+	w := startCLI(t, "watch", "--dir", dir)
+	eventually(t, 60*time.Second, "both tasks done", func() bool {
+		return len(inDir(t, dir, "done")) == 2
+	})
+	if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := w.wait(t); code != ExitInterrupted {
+		t.Fatalf("watch after SIGTERM: exit %d\n%s", code, w.log())
+	}
+	if got := claimed(w.log()); !slices.Equal(got, []string{"c1", "c2"}) {
+		t.Errorf("claims %v", got)
 	}
 }
