@@ -131,6 +131,9 @@ func newRootCmd(io IO) *cobra.Command {
 	root.AddCommand(
 		newInstallCmd(io),
 		newRunCmd(io),
+		newWatchCmd(io),
+		newPromoteCmd(io),
+		newTasksCmd(io),
 		newResumeCmd(io),
 		newStatusCmd(io),
 		newRunsCmd(io),

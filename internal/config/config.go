@@ -76,6 +76,10 @@ type Config struct {
 	// unset (nil) = DefaultRetentionDays, 0 = for ever, 1 to
 	// MaxRetentionDays otherwise. Read through Retention.
 	RetentionDays *int `yaml:"retention_days,omitempty"`
+	// Orchestrator and Paths are worc's task pool settings: what `stratus
+	// watch` serves and where the pool lives (README.md § Task pool).
+	Orchestrator Orchestrator `yaml:"orchestrator,omitempty"`
+	Paths        Paths        `yaml:"paths,omitempty"`
 }
 
 // DefaultRetentionDays is retention_days when config.yaml does not set it.
@@ -267,6 +271,7 @@ func Parse(file string, data []byte) (*Config, error) {
 	}
 	c.blocks(ps)
 	c.retryBlock(ps)
+	c.poolBlocks(ps)
 	if d := c.RetentionDays; d != nil && (*d < 0 || *d > MaxRetentionDays) {
 		ps.add("retention_days", "%d is not a retention; valid: 1 to %d (days after a run ended that its files and step records are kept; default %d), or 0 to keep every run for ever",
 			*d, MaxRetentionDays, DefaultRetentionDays)

@@ -147,11 +147,10 @@ func readTree(root string) ([]File, error) {
 
 // unmapped explains every worc config key Stratus has no use for.
 var unmapped = map[string]string{
-	"schema_version":                    "worc's config format version; Stratus's config has its own",
-	"agents.primary":                    "not a worc key (worc marks its primary with agents.providers.<name>.primary: true, which is imported); set Stratus's agents.primary, or give install --primary",
-	"repo":                              "Stratus runs in the work dir it is given (--dir); it clones nothing",
-	"paths":                             "Stratus takes a task file per run (stratus run TASK.md); there is no task queue directory",
-	"orchestrator":                      "worc's queue and watch loop; a Stratus run is one task, started by stratus run",
+	"schema_version": "worc's config format version; Stratus's config has its own",
+	"agents.primary": "not a worc key (worc marks its primary with agents.providers.<name>.primary: true, which is imported); set Stratus's agents.primary, or give install --primary",
+	"repo":           "Stratus runs in the work dir it is given (--dir); it clones nothing",
+	"orchestrator.auto_mode.confirm_next_task": "no chat approvals before a claim: stratus promote is the gate (README.md § Task pool)",
 	"telegram":                          "no chat approvals: hitl gates are answered with stratus approve|reject|answer or stratus ui",
 	"logging":                           "Stratus logs to stderr and the run's .stratus/logs/",
 	"validation":                        "stratus validate runs the same fatal flow validation on demand",
@@ -243,6 +242,15 @@ func (r *Result) mapConfig(path string, data []byte) error {
 					r.skip("hitl." + hk)
 				}
 			}
+		case "orchestrator":
+			r.mapOrchestrator(asMap(v))
+		case "paths":
+			// worc configuration.md § paths: the same key and rule
+			// (README.md § Task pool).
+			var p config.Paths
+			if r.decode(k, v, &p) {
+				c.Paths = p
+			}
 		case "prompt_audit":
 			var b bool
 			if r.decode(k, v, &b) {
@@ -253,6 +261,46 @@ func (r *Result) mapConfig(path string, data []byte) error {
 		}
 	}
 	return nil
+}
+
+// mapOrchestrator maps worc's orchestrator block (worc configuration.md §
+// orchestrator: the same keys and defaults, README.md § Task pool).
+func (r *Result) mapOrchestrator(m map[string]any) {
+	o := &r.Config.Orchestrator
+	for _, k := range sortedKeys(m) {
+		full := "orchestrator." + k
+		switch k {
+		case "auto_mode":
+			am := asMap(m[k])
+			for _, ak := range sortedKeys(am) {
+				if ak == "enabled" {
+					var b bool
+					if r.decode(full+".enabled", am[ak], &b) {
+						o.AutoMode.Enabled = b
+					}
+				} else {
+					r.skip(full + "." + ak)
+				}
+			}
+		case "poll_interval_seconds":
+			var n int
+			if r.decode(full, m[k], &n) {
+				o.PollIntervalSeconds = &n
+			}
+		case "queue":
+			var q string
+			if r.decode(full, m[k], &q) {
+				o.Queue = q
+			}
+		case "max_concurrent_tasks":
+			var n int
+			if r.decode(full, m[k], &n) {
+				o.MaxConcurrentTasks = n
+			}
+		default:
+			r.skip(full)
+		}
+	}
 }
 
 // mapAgents maps worc's agents block: allowed providers, the primary,

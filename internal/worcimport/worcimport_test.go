@@ -233,3 +233,37 @@ func TestImport_WorcsGitExampleIsTakenWhole(t *testing.T) {
 		t.Errorf("audit message %q", g.AuditMessage("t1"))
 	}
 }
+
+// README.md § Task pool (worc configuration.md § orchestrator, § paths):
+// worc's task pool settings import as they are, none left out but the
+// chat gate; the imported config validates with the same values.
+func TestImport_OrchestratorAndPathsMapKeyByKey(t *testing.T) {
+	t.Parallel()
+	res := importConfig(t, "orchestrator:\n  auto_mode:\n    enabled: true\n    confirm_next_task: false\n  poll_interval_seconds: 0\n  queue: gpu\n  max_concurrent_tasks: 2\npaths:\n  tasks_dir: work/tasks\n")
+	for _, n := range res.Unmapped {
+		if n.Key != "orchestrator.auto_mode.confirm_next_task" {
+			t.Errorf("not imported: %s — %s", n.Key, n.Why)
+		}
+	}
+	data, err := config.Marshal(res.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse("config.yaml", data)
+	if err != nil {
+		t.Fatalf("the imported config does not validate: %v", err)
+	}
+	o := cfg.Orchestrator
+	if !o.AutoMode.Enabled || o.PollInterval() != 0 || o.QueueName() != "gpu" || o.MaxTasks() != 2 || cfg.Paths.Tasks() != "work/tasks" {
+		t.Fatalf("imported: %+v paths %+v", o, cfg.Paths)
+	}
+	// worc's own examples of both blocks import without a note.
+	doc := worcDoc(t)
+	for _, ex := range append(yamlExamples(doc, "poll_interval_seconds"), yamlExamples(doc, "tasks_dir")...) {
+		for _, n := range importConfig(t, ex).Unmapped {
+			if strings.HasPrefix(n.Key, "orchestrator") && n.Key != "orchestrator.auto_mode.confirm_next_task" || strings.HasPrefix(n.Key, "paths") {
+				t.Errorf("worc's example: not imported: %s — %s", n.Key, n.Why)
+			}
+		}
+	}
+}
