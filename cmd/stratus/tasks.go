@@ -9,8 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/stratusflow/stratus"
-	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/safetext"
 	"github.com/stratusflow/stratus/internal/taskpool"
 )
@@ -23,22 +21,8 @@ type TasksOptions struct {
 	Queue string
 }
 
-// PoolTask is one task of `stratus tasks --json`.
-type PoolTask struct {
-	ID       string `json:"id"`
-	File     string `json:"file"`
-	State    string `json:"state"` // preparing, pending, claimed, running, done, failed
-	Queue    string `json:"queue"`
-	Priority string `json:"priority"`
-	// Waits says why a pending task is not taken: "depends_on X",
-	// "queue other", "queue full"; Refused why it never will be (a
-	// depends_on cycle, an unknown id); Invalid why its front matter does
-	// not parse.
-	Waits   string `json:"waits,omitempty"`
-	Refused string `json:"refused,omitempty"`
-	Invalid string `json:"invalid,omitempty"`
-	RunID   string `json:"run_id,omitempty"`
-}
+// PoolTask is one task of `stratus tasks --json` (taskpool.Listing).
+type PoolTask = taskpool.Listed
 
 func newTasksCmd(io IO) *cobra.Command {
 	o := &TasksOptions{IO: io}
@@ -67,62 +51,14 @@ func runTasks(o *TasksOptions) error {
 	if err != nil {
 		return err
 	}
-	cfg, pool, err := openPool(dir)
+	var runs taskpool.Runs
+	if st, err := openRuns(dir); err == nil {
+		defer st.Close()
+		runs = st
+	}
+	out, err := listPool(context.Background(), dir, o.Queue, runs)
 	if err != nil {
 		return usageOr(err)
-	}
-	entries, err := pool.All()
-	if err != nil {
-		return err
-	}
-	claims, err := pool.Claims()
-	if err != nil {
-		return err
-	}
-	byID := map[string]taskpool.Claim{}
-	claimed := map[string]bool{}
-	for _, c := range claims {
-		byID[c.TaskID], claimed[c.TaskID] = c, true
-	}
-	queue := o.Queue
-	if queue == "" {
-		queue = cfg.Orchestrator.QueueName()
-	}
-	w := &watcher{dir: dir, pool: pool}
-	plan := taskpool.Decide(taskpool.Input{Entries: entries, Claimed: claimed, Queue: queue,
-		Free: cfg.Orchestrator.MaxTasks() - len(claims), Unmerged: w.unmerged})
-	runStatus := runStatuses(dir)
-	out := []PoolTask{}
-	row := func(e taskpool.Entry, state string) PoolTask {
-		return PoolTask{ID: e.ID(), File: e.File, State: state, Queue: e.Queue(), Priority: e.Priority()}
-	}
-	for _, e := range entries[taskpool.Preparing] {
-		out = append(out, row(e, taskpool.Preparing))
-	}
-	for _, d := range plan.Pending {
-		t := row(d.Entry, taskpool.Pending)
-		t.Waits, t.Refused = d.Waits, d.Refuse
-		if c, ok := byID[t.ID]; d.Claimed && ok {
-			t.RunID, t.State = c.RunID, "claimed"
-			if c.Held && runStatus(c.RunID) == stratus.RunRunning {
-				t.State = "running"
-			}
-		}
-		out = append(out, t)
-	}
-	for _, e := range plan.Invalid {
-		t := row(e, taskpool.Pending)
-		t.Invalid = e.Err.Error()
-		out = append(out, t)
-	}
-	for _, s := range []string{taskpool.Done, taskpool.Failed} {
-		for _, e := range entries[s] {
-			t := row(e, s)
-			if c, ok := pool.Ended(t.ID); ok {
-				t.RunID = c.RunID
-			}
-			out = append(out, t)
-		}
 	}
 	if o.JSON {
 		return printJSON(o.IO.Out, out)
@@ -142,22 +78,18 @@ func runTasks(o *TasksOptions) error {
 	return tw.Flush()
 }
 
-// runStatuses returns a reader of dir's run statuses, reconciled (a run
-// whose owner is gone reads interrupted); "" for an unknown run.
-func runStatuses(dir string) func(runID string) string {
-	return func(runID string) string {
-		st, err := openRuns(dir)
-		if err != nil {
-			return ""
-		}
-		defer st.Close()
-		run, err := st.GetRun(context.Background(), runID)
-		if err != nil {
-			return ""
-		}
-		if lifecycle.OwnerGoneOf(run) {
-			return stratus.RunInterrupted
-		}
-		return run.Status
+// listPool is taskpool.Listing of work dir dir's pool (its config's
+// paths.tasks_dir, orchestrator.max_concurrent_tasks) for a watcher of
+// queue (default: orchestrator.queue), its runs read from runs (nil: no
+// run made yet). Errors: the config does not load (EINVALID, ENOTFOUND),
+// the pool is not readable.
+func listPool(ctx context.Context, dir, queue string, runs taskpool.Runs) ([]taskpool.Listed, error) {
+	cfg, pool, err := openPool(dir)
+	if err != nil {
+		return nil, err
 	}
+	if queue == "" {
+		queue = cfg.Orchestrator.QueueName()
+	}
+	return pool.Listing(ctx, queue, cfg.Orchestrator.MaxTasks(), runs)
 }

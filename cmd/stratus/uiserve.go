@@ -20,6 +20,7 @@ import (
 	"github.com/stratusflow/stratus/internal/runenv"
 	"github.com/stratusflow/stratus/internal/sink/fs"
 	"github.com/stratusflow/stratus/internal/store/sqlite"
+	"github.com/stratusflow/stratus/internal/taskpool"
 	"github.com/stratusflow/stratus/internal/webui"
 	"github.com/stratusflow/stratus/internal/worker"
 )
@@ -62,6 +63,15 @@ func runUI(ctx context.Context, o *UIOptions) error {
 			Env: runenv.EnvFunc(fs.New(filepath.Join(dir, orchestrator.StateDir))),
 			Reply: func(ctx context.Context, runID, node string, r worker.Reply) (*worker.HITLValue, error) {
 				return orchestrator.Reply(ctx, dir, runID, node, r, runProcessAlive)
+			},
+			// The pool as `stratus tasks` lists it, read at each request
+			// (the config too: a watcher's queue may change).
+			Tasks: func(ctx context.Context) ([]taskpool.Listed, error) {
+				cfg, pool, err := openPool(dir)
+				if err != nil {
+					return nil, err
+				}
+				return pool.Queued(ctx, cfg.Orchestrator.QueueName(), cfg.Orchestrator.MaxTasks(), st)
 			}}
 	}
 	if !webui.Loopback(o.Addr) {

@@ -307,26 +307,18 @@ func (w *watcher) tick(ctx context.Context) int {
 	return started
 }
 
-// unmerged says why done task id does not count as a dependency yet: the
-// run that ran it opened a pull request that is not merged.
+// unmerged says why done task id does not count as a dependency yet
+// (taskpool.Pool.Unmerged), read from the work dir's runs.
 func (w *watcher) unmerged(id string) string {
-	c, ok := w.pool.Ended(id)
-	if !ok || c.RunID == "" {
-		return ""
+	if _, ok := w.pool.Ended(id); !ok {
+		return "" // done by hand or elsewhere: no run to read
 	}
 	st, err := openRuns(w.dir)
 	if err != nil {
 		return ""
 	}
 	defer st.Close()
-	run, err := st.GetRun(context.Background(), c.RunID)
-	if err != nil || run.Publication == nil || run.Publication.PullRequest == nil {
-		return ""
-	}
-	if pr := run.Publication.PullRequest; pr.State != "merged" {
-		return fmt.Sprintf("pull request #%d is %s, not merged", pr.Number, pr.State)
-	}
-	return ""
+	return w.pool.Unmerged(context.Background(), st, id)
 }
 
 // start runs claim c's task in the background: a new run, or, adopted, its

@@ -41,6 +41,7 @@ import (
 	"github.com/stratusflow/stratus/internal/safetext"
 	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/store"
+	"github.com/stratusflow/stratus/internal/taskpool"
 	"github.com/stratusflow/stratus/internal/worker"
 )
 
@@ -72,6 +73,10 @@ type Source struct {
 	// run viewer's secret): at least MinSecretLen characters. Empty: New
 	// draws one (NewSecret); Server.Secret and Server.LoginURL give it.
 	Secret string
+	// Tasks lists the task pool's queued tasks (taskpool.Pool.Queued) the
+	// runs page shows above the runs; nil, or a nil list, shows none (no
+	// pool: a stack, or a work dir without tasks/pending).
+	Tasks func(ctx context.Context) ([]taskpool.Listed, error)
 }
 
 // replyCommand is the command that answers gate node of run runID: the
@@ -424,7 +429,30 @@ func (s *Server) runs(w http.ResponseWriter, r *http.Request) {
 		statuses = append(statuses, st)
 	}
 	sort.Strings(statuses)
-	s.page(w, http.StatusOK, "runs.html", map[string]any{"Target": s.src.Target, "Runs": shown, "Filter": filter, "Statuses": statuses, "Counts": counts, "All": len(lines)})
+	s.page(w, http.StatusOK, "runs.html", map[string]any{"Target": s.src.Target, "Pool": s.pool(r.Context()), "Runs": shown, "Filter": filter, "Statuses": statuses, "Counts": counts, "All": len(lines)})
+}
+
+// poolView is the runs page's section of queued tasks.
+type poolView struct {
+	Tasks []taskpool.Listed
+	Err   string // why the pool could not be read
+}
+
+// pool is the queued tasks the runs page shows (Source.Tasks); nil when
+// there is no pool. A pool that cannot be read says why in its section,
+// and the runs are shown all the same.
+func (s *Server) pool(ctx context.Context) *poolView {
+	if s.src.Tasks == nil {
+		return nil
+	}
+	l, err := s.src.Tasks(ctx)
+	switch {
+	case err != nil:
+		return &poolView{Err: stratus.ErrorMessage(err)}
+	case l == nil:
+		return nil
+	}
+	return &poolView{Tasks: l}
 }
 
 // keyOf joins sink key parts.
