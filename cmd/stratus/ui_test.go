@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -532,5 +533,40 @@ func TestUI_RemoteIsExplicitAndReadOnly(t *testing.T) {
 		t.Errorf("a gate reply through a remote viewer: %v %v; want a 4xx refusal", resp, err)
 	} else {
 		resp.Body.Close()
+	}
+}
+
+// README.md § Task pool: `stratus ui` on a work dir shows its pool's
+// queued tasks above the runs, in the order `stratus tasks` lists them,
+// with what each waits on; without pending/ it shows none.
+func TestUI_RunsPageShowsThePoolsQueuedTasks(t *testing.T) {
+	t.Parallel()
+	dir := poolWorkDir(t, slowEngine)
+	poolTask(t, dir, "pending", "t1", "priority: low\n")
+	poolTask(t, dir, "pending", "t2", "priority: high\ndepends_on: [t10]\n")
+	poolTask(t, dir, "pending", "t3", "priority: high\nqueue: gpu\n")
+	poolTask(t, dir, "pending", "t10", "")
+	poolTask(t, dir, "preparing", "t4", "")
+	v := serveUI(t, dir)
+	code, body, _ := v.get(t, "/")
+	queued, _, _ := strings.Cut(body, "<h1>Runs</h1>")
+	if code != 200 || !strings.Contains(queued, "<h1>Queued tasks</h1>") {
+		t.Fatalf("runs page: %d\n%s", code, body)
+	}
+	var got []string
+	for _, m := range regexp.MustCompile(`(?s)<tr data-task="([^"]*)" data-state="pending">.*?<td>(next|waits: [^<]*)</td>`).FindAllStringSubmatch(queued, -1) {
+		got = append(got, m[1]+" "+m[2])
+	}
+	if want := []string{"t2 waits: depends_on t10", "t3 waits: queue other", "t10 next", "t1 waits: queue full"}; !slices.Equal(got, want) {
+		t.Errorf("queued tasks %q; want %q\n%s", got, want, queued)
+	}
+	if tasks := poolTasks(t, dir); tasks["t1"].Title != "t1" || tasks["t4"].State != "preparing" {
+		t.Errorf("stratus tasks --json: %+v", tasks)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "tasks", "pending")); err != nil {
+		t.Fatal(err)
+	}
+	if code, body, _ := v.get(t, "/"); code != 200 || strings.Contains(body, "Queued tasks") {
+		t.Errorf("without tasks/pending: %d, and the page shows a pool:\n%s", code, body)
 	}
 }
