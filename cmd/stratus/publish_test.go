@@ -252,7 +252,7 @@ func TestPublish_ProtectedBaseEndsManualActionRequiredWithThePROpen(t *testing.T
 		t.Fatalf("pull requests: %+v", pulls)
 	}
 	if out := r.stdout + r.stderr; !strings.Contains(out, "main is protected") || !strings.Contains(out, "pull request: #1 ") ||
-		!strings.Contains(out, "why:      publish#1: merge blocked: ") {
+		!strings.Contains(out, "why:      publish#1: merge blocked, the pull request stays open: ") {
 		t.Errorf("the run's end does not say why the merge was blocked, or the PR:\n%s", r.stderr)
 	}
 	st := pubStatus(t, dir, "t-implementation")

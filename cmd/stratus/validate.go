@@ -190,8 +190,9 @@ func runValidate(o *ValidateOptions) error {
 			// Outside a git repository a run works in place and says at its
 			// publish step that nothing was pushed.
 			if inRepo {
-				r.Problems = append(r.Problems, orchestrator.PublishingWarnings(f, publish.RemoteOf(context.Background(), o.Dir, remoteName), remoteName)...)
-				if publish.RemoteCredentials(context.Background(), o.Dir, remoteName) && len(orchestrator.PublishingWarnings(f, nil, remoteName)) > 0 {
+				remote, password := publish.ReadRemote(context.Background(), o.Dir, remoteName)
+				r.Problems = append(r.Problems, orchestrator.PublishingWarnings(f, remote, remoteName)...)
+				if password && orchestrator.PullRequestFlow(f) {
 					r.Problems = append(r.Problems, flow.Problem{File: cfgPath, Path: "git.remote",
 						Message: fmt.Sprintf("remote %s's URL holds a password, which Stratus never stores or uses (README.md § Publishing): publishing authenticates with GITHUB_TOKEN, GH_TOKEN, `gh auth token` or git's credential helper; take the password out of the URL (git remote set-url %s URL)", remoteName, remoteName)})
 				}

@@ -48,6 +48,11 @@ func Reason(err error) string {
 // stderr; it wraps the *exec.ExitError, or exec.ErrNotFound when git is
 // not installed.
 func Run(ctx context.Context, dir string, env []string, args ...string) ([]byte, error) {
+	return RunInput(ctx, dir, env, nil, args...)
+}
+
+// RunInput is Run with stdin as git's standard input (nil: none).
+func RunInput(ctx context.Context, dir string, env []string, stdin []byte, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
 	// Once ctx ends and git is killed, a child it started (ssh, a remote
 	// helper) may still hold its output open: Wait gives up on it after a
@@ -59,6 +64,9 @@ func Run(ctx context.Context, dir string, env []string, args ...string) ([]byte,
 		}
 	}
 	cmd.Env = append(append(cmd.Env, "GIT_OPTIONAL_LOCKS=0"), env...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

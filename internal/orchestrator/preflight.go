@@ -11,7 +11,6 @@ import (
 	"github.com/stratusflow/stratus/internal/doctor"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/nodeexec"
-	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/task"
 )
 
@@ -56,7 +55,7 @@ func Preflight(fl *flow.Flow, cfg *config.Config, tk *task.Task) []flow.Problem 
 	// The task branch is never the base its pull request goes into:
 	// publishing it would push the run straight onto the base
 	// (README.md § Publishing).
-	if b, _ := tk.Front["branch_name"].(string); b != "" && cfg != nil && b == cfg.Git.Base() && report.PullRequestPolicy(fl, publishNode(fl)) != "" {
+	if b, _ := tk.Front["branch_name"].(string); b != "" && cfg != nil && b == cfg.Git.Base() && PullRequestFlow(fl) {
 		probs = append(probs, flow.Problem{File: tk.Path, Path: "branch_name", Fatal: true,
 			Message: fmt.Sprintf("branch_name %q is git.pr_base, the branch the run's pull request goes into; give the task a branch of its own (such as stratus/%s), or leave branch_name out", b, tk.ID)})
 	}
@@ -110,14 +109,4 @@ func usersOf(users []string) string {
 		return strings.Join(users, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(users[:3], ", "), len(users)-3)
-}
-
-// publishNode is fl's first publish node, or nil.
-func publishNode(fl *flow.Flow) *flow.Node {
-	for i := range fl.Nodes {
-		if fl.Nodes[i].Kind == flow.KindPublish {
-			return &fl.Nodes[i]
-		}
-	}
-	return nil
 }

@@ -1,9 +1,10 @@
 // Package publish does the git work of a flow's publish step, the same on
-// both runtimes (docs/architecture.md § Publishing): the orchestrator's
-// own commit of what a run left uncommitted in its checkout (Commit) and
-// the push of the task branch to the repository's remote (Push), exactly
-// once and never by force (worc's configuration reference § `git`: the
-// orchestrator never force-pushes).
+// both runtimes (docs/architecture.md § Publishing): the publisher's work
+// (Publish: the run's commits rebuilt on its start, the audit commit, the
+// push, the pull request), the push of a branch to the repository's remote
+// (Push), exactly once and never by force over another's commits (worc's
+// configuration reference § `git`: the orchestrator never force-pushes),
+// and merge-task's base merge (MergeBase, CommitMerge).
 //
 // Push looks before it pushes: a remote branch already at the local head
 // is left alone (Pushed.Already: a resumed or re-delivered step), one the
@@ -23,9 +24,8 @@
 // GIT_* environment dropped) with gitwork.FixedConfig (no operator hooks
 // or signing) and never prompts.
 //
-// It does not choose the branch name, the remote or the token (the
-// publish step reads the run's configuration and the credential), open
-// pull requests (a host's client does), decide whether a failure ends the
-// run resumable or failed (the step does, from the Kind), or stage paths
-// selectively: Commit takes the work tree as `git add --all` sees it.
+// It does not choose the branch name, the remote or the policy (the
+// server's publishing layer writes them into nodeexec.PublishSpec), speak
+// a host's API (package github does), or decide how a failure ends the run
+// (submit does, from the result).
 package publish

@@ -58,9 +58,6 @@ type Options struct {
 	// Token is the git host's token (Token): it authenticates the fetches
 	// and the push of an HTTP(S) remote and the pull-request calls.
 	Token string
-	// Host returns the pull-request host of spec (nil: github.New with
-	// spec.API and spec.Repository). Tests give a stand-in's.
-	Host func(spec nodeexec.PublishSpec, token string) (github.Host, error)
 }
 
 // remoteName is the remote's name in the publisher's own repository when
@@ -188,10 +185,6 @@ func Publish(ctx context.Context, dir string, bundles []string, spec nodeexec.Pu
 		res.Note = cmp.Or(spec.NoPullRequest, fmt.Sprintf("remote %s (%s) is not a GitHub repository: branch %s was pushed and no pull request was opened", spec.Remote, spec.URL, spec.Branch))
 		return res, nil
 	}
-	newHost := o.Host
-	if newHost == nil {
-		newHost = defaultHost
-	}
 	host, err := newHost(spec, o.Token)
 	if err != nil {
 		return res, err
@@ -231,8 +224,8 @@ func Publish(ctx context.Context, dir string, bundles []string, spec nodeexec.Pu
 	return res, nil
 }
 
-// defaultHost is the GitHub client of spec.
-func defaultHost(spec nodeexec.PublishSpec, token string) (github.Host, error) {
+// newHost is the GitHub client of spec.
+func newHost(spec nodeexec.PublishSpec, token string) (github.Host, error) {
 	owner, repo, ok := strings.Cut(spec.Repository, "/")
 	if !ok || owner == "" || repo == "" || strings.Contains(repo, "/") {
 		return nil, stratus.FieldErrorf(stratus.EINVALID, "repository", "%q is not a GitHub repository name; want owner/name", spec.Repository)
@@ -293,16 +286,7 @@ func ownOnTop(ctx context.Context, dir, tip, remote string) bool {
 	if _, err := gitwork.Run(ctx, dir, nil, "merge-base", "--is-ancestor", tip, remote); err != nil {
 		return false
 	}
-	out, err := gitwork.Run(ctx, dir, nil, "log", "--format=%ae %ce", tip+".."+remote)
-	if err != nil {
-		return false
-	}
-	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if l != workspace.AuthorEmail+" "+workspace.AuthorEmail {
-			return false
-		}
-	}
-	return true
+	return onlyBy(ctx, dir, workspace.AuthorEmail, remote, tip)
 }
 
 func hasCommit(ctx context.Context, dir, sha string) bool {
@@ -320,21 +304,8 @@ func revParse(ctx context.Context, dir, rev string) string {
 
 // gitIn runs git with stdin and returns its trimmed stdout.
 func gitIn(ctx context.Context, dir string, env []string, stdin string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir, cmd.Stdin = dir, strings.NewReader(stdin)
-	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, "GIT_") { // as gitwork.Run: never another repository's
-			cmd.Env = append(cmd.Env, e)
-		}
-	}
-	cmd.Env = append(cmd.Env, env...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
-	}
-	return strings.TrimSpace(string(out)), nil
+	out, err := gitwork.RunInput(ctx, dir, env, []byte(stdin), args...)
+	return strings.TrimSpace(string(out)), err
 }
 
 // RemoteOf is the remote name of the git repository holding dir, its URL
@@ -343,20 +314,14 @@ func gitIn(ctx context.Context, dir string, env []string, stdin string, args ...
 // (docs/architecture.md § Publishing: recorded when a run starts, where the
 // publish step pushes).
 func RemoteOf(ctx context.Context, dir, name string) *stratus.GitRemote {
-	r, _ := remoteOf(ctx, dir, name)
+	r, _ := ReadRemote(ctx, dir, name)
 	return r
 }
 
-// RemoteCredentials reports whether the URL of remote name of dir's
-// repository holds a user:password, which RemoteOf leaves out: Stratus
-// never stores it, so a push authenticates with the token or git's
-// credential helper instead.
-func RemoteCredentials(ctx context.Context, dir, name string) bool {
-	_, creds := remoteOf(ctx, dir, name)
-	return creds
-}
-
-func remoteOf(ctx context.Context, dir, name string) (*stratus.GitRemote, bool) {
+// ReadRemote is RemoteOf, and whether the remote's URL held a password,
+// which the GitRemote leaves out: Stratus never stores it, so a push
+// authenticates with the token or git's credential helper instead.
+func ReadRemote(ctx context.Context, dir, name string) (*stratus.GitRemote, bool) {
 	if name == "" || strings.HasPrefix(name, "-") {
 		return nil, false
 	}

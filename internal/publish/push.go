@@ -388,18 +388,22 @@ func (s *Spec) remoteTip(ctx context.Context, env []string, ref string) (string,
 // hold is authored and committed by s.Own (false when s.Own is empty or
 // remote's commits are not in Dir).
 func (s *Spec) ownBeyond(ctx context.Context, local, remote string) bool {
-	if s.Own == "" {
+	return s.Own != "" && onlyBy(ctx, s.Dir, s.Own, remote, local)
+}
+
+// onlyBy reports whether every commit of dir reachable from tip and not
+// from base is authored and committed by email (true for none; false when
+// tip is not in dir).
+func onlyBy(ctx context.Context, dir, email, tip, base string) bool {
+	if _, err := gitwork.Run(ctx, dir, nil, "cat-file", "-e", tip+"^{commit}"); err != nil {
 		return false
 	}
-	if _, err := gitwork.Run(ctx, s.Dir, nil, "cat-file", "-e", remote+"^{commit}"); err != nil {
-		return false
-	}
-	out, err := gitwork.Run(ctx, s.Dir, nil, "log", "--format=%ae %ce", remote, "^"+local, "--")
+	out, err := gitwork.Run(ctx, dir, nil, "log", "--format=%ae %ce", tip, "^"+base, "--")
 	if err != nil {
 		return false
 	}
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if l != s.Own+" "+s.Own {
+		if l != "" && l != email+" "+email {
 			return false
 		}
 	}

@@ -83,10 +83,10 @@ func Why(f *Facts) string {
 		if last.Step.Kind == flow.KindHITL {
 			return fmt.Sprintf("%s: %s", last.Step.StepRef, oneLine(last.Reason)) // e.g. a hitl timeout
 		}
-		if last.Step.Kind == flow.KindPublish && f.Run.Publication != nil && strings.HasPrefix(f.Run.Publication.Note, "merge blocked: ") {
-			// The publish did its work; only the merge asked for did not
-			// happen (README.md § Publishing).
-			return fmt.Sprintf("%s: %s; the pull request stays open", last.Step.StepRef, oneLine(f.Run.Publication.Note))
+		if last.Step.Kind == flow.KindPublish && last.Step.Verdict == stratus.RunManualActionRequired {
+			// The publish did its work; what it parked on (a blocked merge)
+			// is no failure of it (README.md § Publishing).
+			return fmt.Sprintf("%s: %s", last.Step.StepRef, oneLine(last.Reason))
 		}
 		return fmt.Sprintf("%s failed: %s", last.Step.StepRef, oneLine(last.Reason))
 	case last != nil && last.Step.Verdict == "invalid":

@@ -6,8 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
-	"os/exec"
 	"path"
 	"sort"
 	"strconv"
@@ -47,26 +45,9 @@ func gitLine(ctx context.Context, dir string, env []string, args ...string) (str
 	return strings.TrimSpace(string(out)), err
 }
 
-// gitIn is git with stdin. gitwork.Run has no stdin; this mirrors it (the
-// caller's GIT_* environment dropped, optional locks off, stderr in the
-// error).
+// gitIn is git with stdin (gitwork.RunInput).
 func gitIn(ctx context.Context, dir string, env []string, stdin []byte, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, "GIT_") {
-			cmd.Env = append(cmd.Env, e)
-		}
-	}
-	cmd.Env = append(append(cmd.Env, "GIT_OPTIONAL_LOCKS=0"), gitEnv(env)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(stdin), &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("git %s: %w", strings.Join(args, " "), ctx.Err())
-		}
-		return nil, fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return stdout.Bytes(), nil
+	return gitwork.RunInput(ctx, dir, gitEnv(env), stdin, args...)
 }
 
 // commitEnv makes AuthorName/AuthorEmail the author and committer at t

@@ -8,6 +8,7 @@ import (
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/gitwork"
 	"github.com/stratusflow/stratus/internal/nodeexec"
 	"github.com/stratusflow/stratus/internal/publish/github"
 	"github.com/stratusflow/stratus/internal/report"
@@ -87,15 +88,19 @@ func Spec(ctx context.Context, s *core.Service, run stratus.Run, env *core.RunEn
 	if ws == nil || ws.Remote == nil {
 		return nil, stratus.Errorf(stratus.EUNPROCESSABLE, "run %s has no workspace remote to publish to", run.ID)
 	}
+	g := env.Config.Git
+	branch := Branch(run, env)
+	// The task's load and the runner refuse these too; the server checks
+	// again what it hands on.
+	if branch == g.Base() {
+		return nil, stratus.FieldErrorf(stratus.EUNPROCESSABLE, "branch_name", "%q is git.pr_base, the branch the pull request goes into: publishing would push the run onto it; give the task a branch of its own", branch)
+	}
+	if !gitwork.ValidBranchName(branch) {
+		return nil, stratus.FieldErrorf(stratus.EUNPROCESSABLE, "branch_name", "%q is not a git branch name; give the task a valid one (such as stratus/%s)", branch, run.TaskID)
+	}
 	summary, err := s.Files(run).Get(ctx, report.Keys(run.TaskID)[1])
 	if err != nil {
 		return nil, fmt.Errorf("read the run's summary for the pull request: %w", err)
-	}
-	g := env.Config.Git
-	branch := Branch(run, env)
-	if branch == g.Base() {
-		// The runner refuses it too; the server says so first.
-		return nil, stratus.FieldErrorf(stratus.EUNPROCESSABLE, "branch_name", "%q is git.pr_base, the branch the pull request goes into: publishing would push the run onto it; give the task a branch of its own", branch)
 	}
 	sp := &nodeexec.PublishSpec{
 		Remote: ws.Remote.Name, URL: ws.Remote.URL, Branch: branch, BaseBranch: g.Base(),

@@ -1,6 +1,7 @@
 package publishing
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -107,5 +108,19 @@ func TestBody_CutUnderGitHubsLimit(t *testing.T) {
 	}
 	if i := strings.Index(b, "_(summary cut"); !strings.HasSuffix(b[:i], "a line of the summary\n\n") {
 		t.Errorf("not cut at a line: %q", b[i-40:i])
+	}
+}
+
+// The server checks again what the task's load checks: a branch that is
+// the base, or no branch name, is never handed to the runner.
+func TestSpec_RefusesTheBaseAndABadBranch(t *testing.T) {
+	t.Parallel()
+	for _, branch := range []string{"main", "bad..name", "HEAD"} {
+		e := env(t, "pull_request", "")
+		e.Task.Front["branch_name"] = branch
+		run := stratus.Run{ID: "r1", TaskID: "t1", Workspace: &stratus.Workspace{Remote: &stratus.GitRemote{Name: "origin", URL: "https://github.com/a/b.git"}}}
+		if _, err := Spec(context.Background(), nil, run, e); stratus.ErrorCode(err) != stratus.EUNPROCESSABLE || !strings.Contains(err.Error(), "branch_name") {
+			t.Errorf("branch %q: %v", branch, err)
+		}
 	}
 }

@@ -113,18 +113,15 @@ func submitExec(ctx context.Context, s *core.Service, c *core.Caller, final stra
 		if err := publishing.Record(ctx, s, c.Run, res.Publish); err != nil {
 			return nil, attempt.NotPersisted(ctx, s, c, c.Attempt, fmt.Errorf("record the publication of %s: %w", c.Step.StepRef, err))
 		}
-		if run, err := s.Store.GetRun(ctx, c.Run.ID); err == nil {
-			// summary.json and summary.md say the branch and the pull request.
-			if _, err := s.Publish(ctx, run, c.Env); err != nil {
-				s.WarnCall(c, "%s: write the summary with the publication: %v", c.Step.StepRef, err)
-			}
-		}
+		// summary.json and summary.md say it once the run ends
+		// (lifecycle.Finish reads the publication).
 		v = nodeexec.Verdict{Outcome: "done", Reason: publishing.Summary(res.Publish)}
 		switch {
 		case res.Publish.Failed != "":
 			v.Manual, v.Error, v.Reason = true, core.ErrPublish, res.Publish.Failed
 		case res.Publish.MergeBlocked != "":
 			v.Manual, v.Error = true, core.ErrMergeBlocked
+			v.Reason = "merge blocked, the pull request stays open: " + res.Publish.MergeBlocked
 		}
 		report = "# Publish\n\n" + publishing.Summary(res.Publish) + "\n"
 		logName, logReport = "publish.md", report
