@@ -50,6 +50,14 @@ const (
 	EnvPoolQueueURL        = "STRATUS_POOL_QUEUE_URL"         // nodes without network_access
 	EnvPoolNetworkQueueURL = "STRATUS_POOL_NETWORK_QUEUE_URL" // nodes with network_access
 	EnvPoolPickupSeconds   = "STRATUS_POOL_PICKUP_SECONDS"    // default 20 (pool.DefaultPickup), 1 to MaxPoolPickupSeconds
+	// The task pool on the stack (README.md § Task pool): the queue that
+	// wakes the claim function (the events function sends to it when a run
+	// ends; `stratus submit` when it queues a task), how many of the pool's
+	// tasks may run at once (template.yaml MaxConcurrentTasks) and the
+	// queue selector the claim serves (template.yaml TaskQueue).
+	EnvClaimQueueURL      = "STRATUS_CLAIM_QUEUE_URL"
+	EnvMaxConcurrentTasks = "STRATUS_MAX_CONCURRENT_TASKS" // default 1, 1 to MaxConcurrentTasks
+	EnvTaskQueue          = "STRATUS_TASK_QUEUE"           // default "default"
 )
 
 // Vars lists every variable Config reads, for checks that the template sets
@@ -60,7 +68,12 @@ var Vars = []string{
 	EnvNetworkSubnets, EnvNetworkSecurityGroups, EnvAssignPublicIP,
 	EnvMaxBodyBytes, EnvMaxUploadBytes, EnvTokenTTLSeconds,
 	EnvPoolQueueURL, EnvPoolNetworkQueueURL, EnvPoolPickupSeconds,
+	EnvClaimQueueURL, EnvMaxConcurrentTasks, EnvTaskQueue,
 }
+
+// MaxConcurrentTasks bounds STRATUS_MAX_CONCURRENT_TASKS (template.yaml
+// MaxConcurrentTasks: its MaxValue).
+const MaxConcurrentTasks = 100
 
 // MaxPoolPickupSeconds bounds STRATUS_POOL_PICKUP_SECONDS: dispatch waits
 // for a pooled runner inside its invocation, then may RunTask with its
@@ -97,6 +110,14 @@ type Config struct {
 	MaxUploadBytes int64
 	TokenTTL       time.Duration // 0 = captoken.DefaultTTL
 	Pool           Pool
+	Tasks          Tasks
+}
+
+// Tasks is the stack's task pool (README.md § Task pool).
+type Tasks struct {
+	ClaimQueueURL string // "" = nothing is woken when a run ends
+	MaxConcurrent int    // tasks of the pool running at once; 1 by default
+	Queue         string // the queue selector the claim serves; "default" by default
 }
 
 // Pool is the warm runner pool dispatch sends steps to
@@ -158,6 +179,20 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		if v != "" && !strings.HasPrefix(v, "https://") && !strings.HasPrefix(v, "http://") {
 			return c, stratus.FieldErrorf(stratus.EINVALID, k, "%q is not a queue URL; valid: the pool's SQS queue URL (template.yaml PoolQueueUrl or NetworkPoolQueueUrl), or empty for no pool", v)
 		}
+	}
+	c.Tasks = Tasks{ClaimQueueURL: get(EnvClaimQueueURL), MaxConcurrent: 1, Queue: get(EnvTaskQueue)}
+	if c.Tasks.ClaimQueueURL != "" && !strings.HasPrefix(c.Tasks.ClaimQueueURL, "https://") && !strings.HasPrefix(c.Tasks.ClaimQueueURL, "http://") {
+		return c, stratus.FieldErrorf(stratus.EINVALID, EnvClaimQueueURL, "%q is not a queue URL; valid: the claim queue's SQS URL (template.yaml ClaimQueueUrl), or empty for no task pool", c.Tasks.ClaimQueueURL)
+	}
+	if c.Tasks.Queue == "" {
+		c.Tasks.Queue = "default"
+	}
+	if v := get(EnvMaxConcurrentTasks); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxConcurrentTasks {
+			return c, stratus.FieldErrorf(stratus.EINVALID, EnvMaxConcurrentTasks, "%q is not valid; valid: 1 to %d tasks at once (default 1)", v, MaxConcurrentTasks)
+		}
+		c.Tasks.MaxConcurrent = n
 	}
 	if v := get(EnvPoolPickupSeconds); v != "" {
 		n, err := strconv.Atoi(v)
