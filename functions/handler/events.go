@@ -16,6 +16,9 @@ import (
 const (
 	DetailExecutionStatusChange = "Step Functions Execution Status Change"
 	DetailScheduled             = "Scheduled Event"
+	// DetailObjectCreated is S3's EventBridge event of an object written
+	// (the claim function's: a task file under tasks/pending/).
+	DetailObjectCreated = "Object Created"
 )
 
 // ExecutionFunc handles the end of a Step Functions execution

@@ -54,6 +54,9 @@ type App struct {
 	Logger *slog.Logger
 
 	apiURLOnce sync.Once
+	// claimQueue wakes the task pool's claim (the events function, when
+	// Config.Tasks.ClaimQueueURL is set).
+	claimQueue *awssqs.Client
 }
 
 // Options change what New builds.

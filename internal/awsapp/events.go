@@ -11,6 +11,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	awsdynamodb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/executor"
@@ -83,6 +84,10 @@ func NewEvents(cfg Config, awsCfg aws.Config, o Options) (*App, error) {
 		return nil, err
 	}
 	a.Service = worker.New(worker.Config{Store: a.Store, Sink: sk, Env: runenv.EnvFunc(sk)})
+	if cfg.Tasks.ClaimQueueURL != "" {
+		// Only to wake the task pool's claim when a run ends.
+		a.claimQueue = awssqs.NewFromConfig(awsCfg)
+	}
 	// Only to read an ended execution's history (why the run stopped, the
 	// budgets it spent): no token is completed here.
 	a.Tokens = sfn.New(sfn.NewClient(awsCfg), sfn.Options{})
@@ -130,6 +135,10 @@ func NewEvents(cfg Config, awsCfg aws.Config, o Options) (*App, error) {
 // a replay — is left as it is (its lock released). The summary is written
 // before the run is marked terminal, so a failure part-way (returned, and
 // EventBridge's invocation is retried) redoes the whole of it.
+//
+// Once the end is recorded and the lock released, the task pool's claim is
+// woken (a message to the claim queue, Config.Tasks.ClaimQueueURL, when the
+// stack has one): the run's slot in the pool is free (README.md § Task pool).
 func (a *App) ExecutionEnded(ctx context.Context, x executor.Execution) error {
 	if !x.Done() {
 		return nil
@@ -172,7 +181,10 @@ func (a *App) ExecutionEnded(ctx context.Context, x executor.Execution) error {
 	}
 	if stratus.RunTerminal(run.Status) {
 		// Recorded already (a follower's Finish, or a replay).
-		return a.Store.UnlockTask(ctx, run.TaskID, run.ID)
+		if err := a.Store.UnlockTask(ctx, run.TaskID, run.ID); err != nil {
+			return err
+		}
+		return a.wakeClaim(ctx, "run "+run.ID+" ended")
 	}
 	env, err := a.Service.Env(ctx, run.ID)
 	if stratus.ErrorCode(err) == stratus.ENOTFOUND {
@@ -198,7 +210,12 @@ func (a *App) ExecutionEnded(ctx context.Context, x executor.Execution) error {
 	}
 	status := res.Status
 	a.Logger.Info(fmt.Sprintf("run %s: execution %s ended %s; run %s", run.ID, x.ARN, x.Status, status), "run_id", run.ID, "status", status)
-	return a.Store.UnlockTask(ctx, run.TaskID, run.ID)
+	if err := a.Store.UnlockTask(ctx, run.TaskID, run.ID); err != nil {
+		return err
+	}
+	// The run's slot in the task pool, and its task's lock, are free: the
+	// claim looks again (README.md § Task pool).
+	return a.wakeClaim(ctx, "run "+run.ID+" ended")
 }
 
 // names reports whether run names execution x as its own: its recorded

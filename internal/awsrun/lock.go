@@ -3,10 +3,8 @@ package awsrun
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/stratusflow/stratus"
-	"github.com/stratusflow/stratus/internal/executor"
 	"github.com/stratusflow/stratus/internal/store/dynamodb"
 )
 
@@ -97,27 +95,4 @@ type lockingStore struct{ *dynamodb.Store }
 
 func (s lockingStore) UpdateRun(ctx context.Context, r stratus.Run) error {
 	return s.Store.UpdateRunLocked(ctx, r)
-}
-
-// failStart records run failed and releases its task's lock when its
-// start (or resume) fails after the run was recorded running, and returns
-// err.
-func (t *Target) failStart(ctx context.Context, run stratus.Run, err error) error {
-	ctx = context.WithoutCancel(ctx)
-	run.Status, run.EndedAt = stratus.RunFailed, time.Now().UTC()
-	if t.Store.UpdateRun(ctx, run) == nil {
-		t.Store.UnlockTask(ctx, run.TaskID, run.ID) // left held: its holder has ended, so the next run takes it over
-	}
-	return err
-}
-
-// renamed records the ARN x really has when the executor named it
-// otherwise than executor.ExecutionARN said (a stand-in): the run must
-// name its execution for the execution's end to be applied.
-func (t *Target) renamed(ctx context.Context, run *stratus.Run, x executor.Execution) error {
-	if x.ARN == "" || x.ARN == run.Execution {
-		return nil
-	}
-	run.Execution = x.ARN
-	return t.Store.UpdateRun(ctx, *run)
 }

@@ -35,6 +35,12 @@ const (
 	// the heartbeat window every worker Task state of a run compiled for
 	// the stack gets.
 	OutputHeartbeatSeconds = "HeartbeatSeconds"
+	// The stack's task pool (README.md § Task pool): the queue that wakes
+	// its claim, how many of its tasks run at once and the queue selector
+	// the claim serves (template.yaml MaxConcurrentTasks, TaskQueue).
+	OutputClaimQueueURL      = "ClaimQueueUrl"
+	OutputMaxConcurrentTasks = "MaxConcurrentTasks"
+	OutputTaskQueue          = "TaskQueue"
 )
 
 // EnvStateMachine and EnvStack are the environment variables `stratus run
@@ -70,6 +76,12 @@ type Resources struct {
 	// HeartbeatSeconds is the stack's heartbeat window (0 = the
 	// compiler's default, 300 s).
 	HeartbeatSeconds int
+	// ClaimQueueURL wakes the stack's claim ("" = a stack without a task
+	// pool); MaxConcurrentTasks and TaskQueue are what its claim serves
+	// (0 and "": 1 and "default").
+	ClaimQueueURL      string
+	MaxConcurrentTasks int
+	TaskQueue          string
 }
 
 // OwnMachines reports whether runs create their own state machines: the
@@ -157,6 +169,16 @@ func FromStack(ctx context.Context, api DescribeStacksAPI, stack string) (Resour
 				return r, stratus.FieldErrorf(stratus.EINVALID, "stack", "stack %q output %s is %q; want a positive number of seconds", stack, OutputHeartbeatSeconds, v)
 			}
 			r.HeartbeatSeconds = n
+		case k == OutputClaimQueueURL:
+			r.ClaimQueueURL = v
+		case k == OutputTaskQueue:
+			r.TaskQueue = v
+		case k == OutputMaxConcurrentTasks:
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return r, stratus.FieldErrorf(stratus.EINVALID, "stack", "stack %q output %s is %q; want a positive number of tasks", stack, OutputMaxConcurrentTasks, v)
+			}
+			r.MaxConcurrentTasks = n
 		case strings.HasSuffix(k, StateMachineOutputSuffix):
 			r.StateMachines[k] = v
 		}

@@ -2,14 +2,15 @@ package awsrun
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/awspool"
 	"github.com/stratusflow/stratus/internal/compiler"
 	"github.com/stratusflow/stratus/internal/config"
 	"github.com/stratusflow/stratus/internal/executor"
@@ -17,9 +18,7 @@ import (
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/orchestrator"
-	"github.com/stratusflow/stratus/internal/report"
 	"github.com/stratusflow/stratus/internal/runenv"
-	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/supervisor"
 	"github.com/stratusflow/stratus/internal/task"
 	"github.com/stratusflow/stratus/internal/worker"
@@ -62,49 +61,119 @@ type Started struct {
 // errors of each write; a failed start leaves the run recorded failed,
 // its lock released.
 func (t *Target) Start(ctx context.Context, o StartOptions) (*Started, error) {
-	progress := o.Progress
-	if progress == nil {
-		progress = io.Discard
-	}
-	log := logging.Human(progress, "stratus")
-	dir, err := filepath.Abs(o.Dir)
+	log := logging.Human(progressOf(o.Progress), "stratus")
+	pr, env, err := t.prepare(ctx, o, log)
 	if err != nil {
 		return nil, err
+	}
+	var run stratus.Run
+	err = t.withLock(ctx, func() error {
+		if testBeforeCreateRun != nil {
+			testBeforeCreateRun(ctx, pr.Run)
+		}
+		run, err = awspool.Launch(ctx, t.ports(), *pr)
+		return err
+	})
+	if err != nil && run.ID == "" {
+		// A start that lost the lock to another begun at the same moment
+		// (checkLock let both through) leaves nothing of its own behind:
+		// it was never recorded, so its frozen files are removed.
+		t.removeRunFiles(context.WithoutCancel(ctx), pr.Run.ID)
+		return nil, err
+	} else if err != nil {
+		return nil, err
+	}
+	log.Info(fmt.Sprintf("run %s: task %s through flow %s", run.ID, run.TaskID, run.Flow))
+	log.Info("execution " + run.Execution)
+	if w := supervisor.NarrowingWarning(env.Config.Supervisor, env.Flow); w != "" {
+		log.Warn(w)
+	}
+	return &Started{Run: run, Env: env}, nil
+}
+
+// Submit queues a task in the stack's task pool (README.md § Task pool):
+// the run is prepared as Start prepares it (checked, compiled, its
+// environment, definition and workspace frozen, and its state machine
+// created here, with the operator's rights), then recorded as prepared and
+// its file written under tasks/pending/ in the bucket (awspool.Pool.Submit),
+// and the claim is woken (a message to the stack's claim queue). Nothing
+// runs on this machine: the claim function starts the run when the pool's
+// rules let it. Errors: EINVALID when the stack has no task pool (no
+// ClaimQueueUrl output), Start's checks', awspool.Pool.Submit's (the task
+// queued already), the AWS errors.
+func (t *Target) Submit(ctx context.Context, o StartOptions) (*awspool.Prepared, error) {
+	if t.ClaimQueueURL == "" {
+		return nil, stratus.FieldErrorf(stratus.EINVALID, "stack", "the stack has no task pool (no %s output): update it with this version's template.yaml", OutputClaimQueueURL)
+	}
+	log := logging.Human(progressOf(o.Progress), "stratus")
+	pr, _, err := t.prepare(ctx, o, log)
+	if err != nil {
+		return nil, err
+	}
+	if t.OwnMachines() {
+		if err := t.Exec.Deploy(ctx, pr.StateMachine, pr.Definition); err != nil {
+			t.removeRunFiles(context.WithoutCancel(ctx), pr.Run.ID)
+			return nil, err
+		}
+	}
+	body, err := os.ReadFile(o.TaskPath)
+	if err != nil {
+		return nil, err
+	}
+	pr.File = filepath.Base(o.TaskPath)
+	if err := t.Pool().Submit(ctx, *pr, body); err != nil {
+		t.removeRunFiles(context.WithoutCancel(ctx), pr.Run.ID)
+		return nil, err
+	}
+	if err := t.Wake(ctx, "submitted "+pr.Run.TaskID); err != nil {
+		log.Warn(fmt.Sprintf("the claim was not woken (%v): the task waits for its schedule, at most 5 minutes", err))
+	}
+	return pr, nil
+}
+
+// prepare is Start up to the run's record: the task checked as an
+// embedded run checks it, compiled, the task's lock checked, and its
+// environment, definition and workspace frozen to the bucket under the
+// run's id.
+func (t *Target) prepare(ctx context.Context, o StartOptions, log *slog.Logger) (*awspool.Prepared, *worker.RunEnv, error) {
+	dir, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return nil, nil, err
 	}
 	state := filepath.Join(dir, orchestrator.StateDir)
 	cfg, err := config.Load(filepath.Join(state, orchestrator.ConfigFile))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	tk, err := task.Load(o.TaskPath)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	taskPath, _ := filepath.Abs(o.TaskPath)
 	flowsDir := filepath.Join(state, orchestrator.FlowsDir)
 	fl, err := flow.Load(flowsDir, tk.TaskType)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := orchestrator.CheckRun(fl, flowsDir, filepath.Join(state, orchestrator.ToolsDir), cfg, tk, log); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if probs := orchestrator.Preflight(fl, cfg, tk); len(probs) > 0 {
 		var lines []string
 		for _, p := range probs {
 			lines = append(lines, p.String())
 		}
-		return nil, stratus.Errorf(stratus.EINVALID, "task %s cannot run through flow %s:\n  %s", tk.ID, fl.TaskType, strings.Join(lines, "\n  "))
+		return nil, nil, stratus.Errorf(stratus.EINVALID, "task %s cannot run through flow %s:\n  %s", tk.ID, fl.TaskType, strings.Join(lines, "\n  "))
 	}
 	// The run is compiled once, with the config, here: what runs is what
 	// was validated (docs/architecture.md § The run lifecycle).
 	def, err := compiler.Compile(fl, t.compileOptions(cfg))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sm, err := t.RunStateMachine(fl.TaskType, def)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !t.OwnMachines() {
 		log.Warn(fmt.Sprintf("%s runs the deployed state machine %s, not this run's compiled flow: the stack predates per-run state machines (outputs %s, %s, %s), or --state-machine was given",
@@ -115,64 +184,41 @@ func (t *Target) Start(ctx context.Context, o StartOptions) (*Started, error) {
 		runID = lifecycle.NewRunID()
 	}
 	// Before anything is frozen: a refused run leaves nothing behind. The
-	// lock is taken with the run's record, below.
+	// lock is taken with the run's record, by Launch.
 	if err := t.withLock(ctx, func() error { return t.checkLock(ctx, tk.ID, runID) }); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	arn, err := executor.ExecutionARN(sm, runID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if _, err := runenv.Freeze(ctx, t.Sink, runID, dir, flowsDir, taskPath, nil); err != nil {
-		return nil, fmt.Errorf("freeze the run's environment to %s: %w", t.URL(runenv.BundlePrefix(runID)), err)
+		return nil, nil, fmt.Errorf("freeze the run's environment to %s: %w", t.URL(runenv.BundlePrefix(runID)), err)
 	}
 	if err := lifecycle.PutDefinition(ctx, t.Sink, runID, def); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// A worker on AWS has no disk of the operator's: the work dir travels
 	// with the run as its base snapshot.
 	fz, err := lifecycle.FreezeWorkspace(ctx, t.Sink, worker.WorkspaceKeys("", runID), worker.WorkspaceRoot(runID), dir, cfg, tk.ID, cfg.Projection.Placement)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	log.Info(fmt.Sprintf("workspace %s: %d files, %d bytes, bundle %d bytes, frozen in %d ms (base %s)",
 		dir, fz.Files, fz.Bytes, fz.BundleBytes, fz.Took.Milliseconds(), fz.Workspace.Base[:12]))
 	run := stratus.Run{ID: runID, TaskID: tk.ID, TaskTitle: tk.Title, Flow: fl.TaskType, Status: stratus.RunRunning,
-		WorkDir: dir, TaskPath: taskPath, Workspace: fz.Workspace, Execution: arn, CreatedAt: time.Now().UTC()}
+		WorkDir: dir, TaskPath: taskPath, Workspace: fz.Workspace, Execution: arn}
 	run.MaxCostUSD, run.MaxTokens = lifecycle.Caps(cfg, tk)
-	if testBeforeCreateRun != nil {
-		testBeforeCreateRun(ctx, run)
-	}
-	if err := t.withLock(ctx, func() error { return t.Store.CreateRunLocked(ctx, run) }); err != nil {
-		// A start that lost the lock to another begun at the same moment
-		// (checkLock let both through) leaves nothing of its own behind:
-		// it was never recorded, so its frozen files are removed.
-		t.removeRunFiles(context.WithoutCancel(ctx), runID)
-		return nil, err
-	}
-	// The run's logs dir is its own from here on, and the task's names it
-	// as its latest run (report.RunDir).
-	if err := report.MarkRun(ctx, sink.ForRun(t.Sink, run.ID), tk.ID, run.ID); err != nil {
-		return nil, t.failStart(ctx, run, err)
-	}
-	if err := report.MarkRun(ctx, t.Sink, tk.ID, run.ID); err != nil {
-		return nil, t.failStart(ctx, run, err)
-	}
-	input, _ := json.Marshal(map[string]string{"run_id": run.ID, "task_id": tk.ID})
-	x, err := t.Exec.StartExecution(ctx, executor.StartInput{StateMachine: sm, Definition: def, Name: run.ID, Input: input})
-	if err != nil {
-		return nil, t.failStart(ctx, run, fmt.Errorf("start an execution of %s: %w", sm, err))
-	}
-	if err := t.renamed(ctx, &run, x); err != nil {
-		return nil, err
-	}
-	log.Info(fmt.Sprintf("run %s: task %s through flow %s", run.ID, tk.ID, fl.TaskType))
-	log.Info("execution " + x.ARN)
 	env := &worker.RunEnv{Flow: fl, FlowDir: flowsDir, Task: tk, Config: cfg}
-	if w := supervisor.NarrowingWarning(cfg.Supervisor, fl); w != "" {
-		log.Warn(w)
+	return &awspool.Prepared{Run: run, StateMachine: sm, Definition: def}, env, nil
+}
+
+// progressOf is w, or io.Discard for nil.
+func progressOf(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
 	}
-	return &Started{Run: run, Env: env}, nil
+	return w
 }
 
 // ResumeOptions say which run to resume and how.
@@ -201,11 +247,7 @@ type ResumeOptions struct {
 // another run of the task holds its lock (the run is left as it was); the
 // AWS errors.
 func (t *Target) Resume(ctx context.Context, o ResumeOptions) (*Started, error) {
-	progress := o.Progress
-	if progress == nil {
-		progress = io.Discard
-	}
-	log := logging.Human(progress, "stratus")
+	log := logging.Human(progressOf(o.Progress), "stratus")
 	run, err := t.Store.GetRun(ctx, o.RunID)
 	if err != nil {
 		return nil, err
@@ -272,9 +314,9 @@ func (t *Target) Resume(ctx context.Context, o ResumeOptions) (*Started, error) 
 	log.Info(fmt.Sprintf("resume run %s: %s", run.ID, plan.Describe()))
 	x, err := t.Exec.StartExecution(ctx, executor.StartInput{StateMachine: sm, Definition: def, Name: name, Input: plan.Input})
 	if err != nil {
-		return nil, t.failStart(ctx, run, fmt.Errorf("start an execution of %s: %w", sm, err))
+		return nil, awspool.FailStart(ctx, t.Store, &run, fmt.Errorf("start an execution of %s: %w", sm, err))
 	}
-	if err := t.renamed(ctx, &run, x); err != nil {
+	if err := awspool.Renamed(ctx, t.Store, &run, x); err != nil {
 		return nil, err
 	}
 	log.Info("execution " + x.ARN)

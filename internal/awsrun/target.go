@@ -1,7 +1,9 @@
 package awsrun
 
 import (
+	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"encoding/hex"
 	"fmt"
 	"strings"
@@ -10,8 +12,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsdynamodb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/awspool"
 	"github.com/stratusflow/stratus/internal/executor/sfn"
 	s3sink "github.com/stratusflow/stratus/internal/sink/s3"
 	"github.com/stratusflow/stratus/internal/store/dynamodb"
@@ -97,4 +101,28 @@ func (t *Target) URL(key string) string {
 // (sink.ForRun: under runs/<run_id>/ in the bucket).
 func (t *Target) RunURL(runID, key string) string {
 	return t.URL(t.Sink.RunKey(runID, key))
+}
+
+// ports are the stack's store, bucket and Step Functions, as a launch
+// uses them (awspool.Launch).
+func (t *Target) ports() awspool.Ports {
+	return awspool.Ports{Store: t.Store, Sink: t.Sink, Exec: t.Exec}
+}
+
+// Pool is the stack's task pool as its claim serves it (its
+// MaxConcurrentTasks and TaskQueue outputs; 1 and "default" without).
+func (t *Target) Pool() *awspool.Pool {
+	return &awspool.Pool{Ports: t.ports(), Queue: t.TaskQueue, Max: t.MaxConcurrentTasks}
+}
+
+// Wake sends the stack's claim queue a message (why, for its log): the
+// claim function then looks at the pool. Errors: EINVALID when the stack
+// has no claim queue; the SQS error.
+func (t *Target) Wake(ctx context.Context, why string) error {
+	if t.ClaimQueueURL == "" {
+		return stratus.FieldErrorf(stratus.EINVALID, "stack", "the stack has no task pool (no %s output)", OutputClaimQueueURL)
+	}
+	body, _ := json.Marshal(map[string]string{"wake": why})
+	_, err := awssqs.NewFromConfig(t.cfg).SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: aws.String(t.ClaimQueueURL), MessageBody: aws.String(string(body))})
+	return err
 }

@@ -57,7 +57,17 @@ func (p *Pool) Unmerged(ctx context.Context, runs Runs, id string) string {
 		return ""
 	}
 	run, err := runs.GetRun(ctx, c.RunID)
-	if err != nil || run.Publication == nil || run.Publication.PullRequest == nil {
+	if err != nil {
+		return ""
+	}
+	return UnmergedRun(run)
+}
+
+// UnmergedRun says why run, which ran a task that is done, does not count
+// yet for a task that depends on it: it opened a pull request that is not
+// merged ("" when it counts).
+func UnmergedRun(run stratus.Run) string {
+	if run.Publication == nil || run.Publication.PullRequest == nil {
 		return ""
 	}
 	if pr := run.Publication.PullRequest; pr.State != "merged" {
@@ -90,6 +100,30 @@ func (p *Pool) Listing(ctx context.Context, queue string, maxTasks int, runs Run
 	}
 	plan := Decide(Input{Entries: entries, Claimed: claimed, Queue: queue, Free: maxTasks - len(claims),
 		Unmerged: func(id string) string { return p.Unmerged(ctx, runs, id) }})
+	return Rows(entries, plan, func(id string) (string, string, bool) {
+		c, ok := byID[id]
+		if !ok {
+			return "", "", false
+		}
+		if c.Held && runStatus(ctx, runs, c.RunID) == stratus.RunRunning {
+			return c.RunID, Running, true
+		}
+		return c.RunID, Claimed, true
+	}, func(id string) string {
+		if c, ok := p.Ended(id); ok {
+			return c.RunID
+		}
+		return ""
+	}), nil
+}
+
+// Rows lays a pool's listing out from its entries (by state) and Decide's
+// plan: preparing, then the valid pending tasks with why each waits (a
+// claimed one reads what claim says of it: its run and claimed or
+// running), the pending files that do not parse, done, failed (with the
+// run ended says ran each, "" when unknown). One layout for a work dir's
+// pool and a stack's.
+func Rows(entries map[string][]Entry, plan Plan, claim func(id string) (runID, state string, ok bool), ended func(id string) string) []Listed {
 	out := []Listed{}
 	row := func(e Entry, state string) Listed {
 		l := Listed{ID: e.ID(), File: e.File, State: state, Queue: e.Queue(), Priority: e.Priority()}
@@ -104,11 +138,8 @@ func (p *Pool) Listing(ctx context.Context, queue string, maxTasks int, runs Run
 	for _, d := range plan.Pending {
 		l := row(d.Entry, Pending)
 		l.Waits, l.Refused = d.Waits, d.Refuse
-		if c, ok := byID[l.ID]; d.Claimed && ok {
-			l.RunID, l.State = c.RunID, Claimed
-			if c.Held && runStatus(ctx, runs, c.RunID) == stratus.RunRunning {
-				l.State = Running
-			}
+		if runID, state, ok := claim(l.ID); d.Claimed && ok {
+			l.RunID, l.State = runID, state
 		}
 		out = append(out, l)
 	}
@@ -120,13 +151,11 @@ func (p *Pool) Listing(ctx context.Context, queue string, maxTasks int, runs Run
 	for _, s := range []string{Done, Failed} {
 		for _, e := range entries[s] {
 			l := row(e, s)
-			if c, ok := p.Ended(l.ID); ok {
-				l.RunID = c.RunID
-			}
+			l.RunID = ended(l.ID)
 			out = append(out, l)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // runStatus is run runID's status, reconciled (a run whose owner is gone

@@ -103,8 +103,9 @@ func (e Entry) DependsOn() []string {
 	return out
 }
 
-// isTaskFile reports whether name is a task file: *.md, not a summary.
-func isTaskFile(name string) bool {
+// IsTaskFile reports whether name is a task file: *.md, not a summary,
+// not hidden.
+func IsTaskFile(name string) bool {
 	return strings.HasSuffix(name, ".md") && !strings.HasSuffix(name, SummarySuffix) && !strings.HasPrefix(name, ".")
 }
 
@@ -120,7 +121,7 @@ func (p *Pool) List(state string) ([]Entry, error) {
 	}
 	var out []Entry
 	for _, de := range des {
-		if !de.Type().IsRegular() || !isTaskFile(de.Name()) {
+		if !de.Type().IsRegular() || !IsTaskFile(de.Name()) {
 			continue
 		}
 		e := Entry{State: state, File: de.Name(), Path: filepath.Join(p.Dir(state), de.Name())}

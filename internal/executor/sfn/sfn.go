@@ -125,7 +125,7 @@ func (e *Executor) StartExecution(ctx context.Context, in executor.StartInput) (
 			"%q is not a state machine ARN (arn:aws:states:REGION:ACCOUNT:stateMachine:NAME)", in.StateMachine)
 	}
 	if e.opts.RoleARN != "" && len(in.Definition) > 0 {
-		if err := e.deploy(ctx, in.StateMachine, in.Definition); err != nil {
+		if err := e.Deploy(ctx, in.StateMachine, in.Definition); err != nil {
 			return executor.Execution{}, err
 		}
 	}
@@ -147,9 +147,13 @@ func (e *Executor) StartExecution(ctx context.Context, in executor.StartInput) (
 	}, nil
 }
 
-// deploy makes the state machine at arn run definition (after
-// Substitutions): created when absent, updated when it differs.
-func (e *Executor) deploy(ctx context.Context, arn string, definition []byte) error {
+// Deploy makes the state machine at arn run definition (after
+// Substitutions) with Options.RoleARN: created when absent, updated when it
+// differs; what StartExecution does first when given a definition, for a
+// run that starts later (`stratus submit`: the claim function starts it and
+// may not create state machines). Errors: EINVALID for an ARN that is not a
+// state machine's; the API's, mapped.
+func (e *Executor) Deploy(ctx context.Context, arn string, definition []byte) error {
 	def := string(substitute(definition, e.opts.Substitutions))
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -1,0 +1,107 @@
+package awsapp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	awsdynamodb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/stratusflow/stratus/internal/awspool"
+	"github.com/stratusflow/stratus/internal/executor/sfn"
+	"github.com/stratusflow/stratus/internal/logging"
+	s3sink "github.com/stratusflow/stratus/internal/sink/s3"
+	"github.com/stratusflow/stratus/internal/store/dynamodb"
+)
+
+// The claim function (functions/claim) serves the stack's task pool
+// (README.md § Task pool): each wake — a message of the claim queue, a task
+// file written under tasks/pending/, the schedule — runs one claim
+// (awspool.Pool.Tick).
+
+// LoadClaim is what the claim function's main calls: Config from the
+// environment, the SDK's default configuration and NewClaim.
+func LoadClaim(ctx context.Context, getenv func(string) string, o Options) (*App, error) {
+	cfg, err := FromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("AWS SDK configuration: %w", err)
+	}
+	return NewClaim(cfg, awsCfg, o)
+}
+
+// NewClaim builds the part of an App the claim function uses: the DynamoDB
+// store, the S3 sink and Step Functions, to start the executions of the
+// runs `stratus submit` prepared (their state machines exist: it creates
+// none, reads no secret and launches no worker), and the pool
+// (Config.Tasks: how many at once, which queue). Nothing is called.
+// Required: Table and Bucket. Errors: EINVALID naming the variable that
+// is missing.
+func NewClaim(cfg Config, awsCfg aws.Config, o Options) (*App, error) {
+	if err := require(EnvTable, cfg.Table, EnvBucket, cfg.Bucket); err != nil {
+		return nil, err
+	}
+	a := &App{Config: cfg, Log: o.Log}
+	if a.Log == nil {
+		a.Log = os.Stderr
+	}
+	a.Logger = logging.JSON(a.Log, component(o))
+	pathStyle := awsCfg.BaseEndpoint != nil
+	sk, err := s3sink.New(awss3.NewFromConfig(awsCfg, func(so *awss3.Options) {
+		so.UsePathStyle = pathStyle
+		so.DisableLogOutputChecksumValidationSkipped = true
+	}), cfg.Bucket, cfg.BucketPrefix)
+	if err != nil {
+		return nil, err
+	}
+	a.Sink = sk
+	if a.Store, err = dynamodb.New(awsdynamodb.NewFromConfig(awsCfg), dynamodb.Options{Table: cfg.Table, Blobs: sk}); err != nil {
+		return nil, err
+	}
+	a.Tokens = sfn.New(sfn.NewClient(awsCfg), sfn.Options{})
+	return a, nil
+}
+
+// Pool is the stack's task pool as this function serves it.
+func (a *App) Pool() *awspool.Pool {
+	return &awspool.Pool{Ports: awspool.Ports{Store: a.Store, Sink: a.Sink, Exec: a.Tokens}, Queue: a.Config.Tasks.Queue,
+		Max: a.Config.Tasks.MaxConcurrent, Log: a.Logger}
+}
+
+// Claim is one claim of the pool (awspool.Pool.Tick), logged. Errors:
+// Tick's, awspool.ErrBusy among them: the wake is delivered again.
+func (a *App) Claim(ctx context.Context) error {
+	res, err := a.Pool().Tick(ctx)
+	if errors.Is(err, awspool.ErrBusy) {
+		a.Logger.Info(err.Error() + "; this wake is delivered again")
+		return err
+	} else if err != nil {
+		return err
+	}
+	a.Logger.Info(fmt.Sprintf("claim: %d started, %d settled, %d running (at most %d)", len(res.Started), len(res.Settled), res.Running, max(a.Config.Tasks.MaxConcurrent, 1)),
+		"started", len(res.Started), "settled", len(res.Settled), "running", res.Running)
+	return nil
+}
+
+// wakeClaim sends the claim queue a message (why, for its log) when the
+// stack has a task pool: a run's end frees a slot of the pool, or a lock
+// a pending task waited on.
+func (a *App) wakeClaim(ctx context.Context, why string) error {
+	if a.claimQueue == nil || a.Config.Tasks.ClaimQueueURL == "" {
+		return nil
+	}
+	body, _ := json.Marshal(map[string]string{"wake": why})
+	if _, err := a.claimQueue.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: aws.String(a.Config.Tasks.ClaimQueueURL), MessageBody: aws.String(string(body))}); err != nil {
+		return fmt.Errorf("wake the task pool's claim: %w", err)
+	}
+	return nil
+}
