@@ -133,6 +133,7 @@ func newRootCmd(io IO) *cobra.Command {
 		newRunCmd(io),
 		newWatchCmd(io),
 		newPromoteCmd(io),
+		newSubmitCmd(io),
 		newTasksCmd(io),
 		newResumeCmd(io),
 		newStatusCmd(io),

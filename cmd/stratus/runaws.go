@@ -15,6 +15,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/stratusflow/stratus"
+	"github.com/stratusflow/stratus/internal/awspool"
 	"github.com/stratusflow/stratus/internal/awsrun"
 	"github.com/stratusflow/stratus/internal/executor"
 	"github.com/stratusflow/stratus/internal/lifecycle"
@@ -25,6 +26,7 @@ import (
 	"github.com/stratusflow/stratus/internal/safetext"
 	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/store"
+	"github.com/stratusflow/stratus/internal/taskpool"
 	"github.com/stratusflow/stratus/internal/webui"
 	"github.com/stratusflow/stratus/internal/worker"
 )
@@ -289,4 +291,18 @@ func replyAWS(ctx context.Context, o *HITLOptions, r worker.Reply) (*worker.HITL
 		return nil, err
 	}
 	return tg.Reply(ctx, o.RunID, o.Node, r)
+}
+
+// submitAWS is `stratus submit --target aws`: the run is prepared and the
+// task queued in the stack's pool (awsrun.Target.Submit).
+func submitAWS(ctx context.Context, o *SubmitOptions) (SubmitResult, error) {
+	tg, err := o.AWS.open(ctx)
+	if err != nil {
+		return SubmitResult{}, err
+	}
+	pr, err := tg.Submit(ctx, awsrun.StartOptions{Dir: o.Dir, TaskPath: o.Task, Progress: o.IO.Err})
+	if err != nil {
+		return SubmitResult{}, err
+	}
+	return SubmitResult{TaskID: pr.Run.TaskID, File: tg.URL(awspool.TaskKey(taskpool.Pending, pr.File)), RunID: pr.Run.ID}, nil
 }
