@@ -24,6 +24,7 @@ import (
 	awsdynamodb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/stratusflow/stratus"
@@ -539,5 +540,68 @@ func TestEvents_AnExecutionEndedUnderItsWorkersStopsThem(t *testing.T) {
 				t.Errorf("workers stopped %v; want only %s's", stop.ids, open.TID)
 			}
 		})
+	}
+}
+
+// README.md § Task pool: once a run's end is recorded, the events function
+// wakes the pool's claim (a message to the claim queue), for a run it
+// finishes and for one a follower finished first; without a claim queue it
+// sends nothing.
+func TestEvents_ARunsEndWakesThePoolsClaim(t *testing.T) {
+	s := newEventsStack(t)
+	ctx := context.Background()
+	q := awssqs.NewFromConfig(s.cfg)
+	out, err := q.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String(s.bucket + "-claim")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.env[awsapp.EnvClaimQueueURL] = aws.ToString(out.QueueUrl)
+	c, err := awsapp.FromEnv(func(k string) string { return s.env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := awsapp.NewEvents(c, s.cfg, awsapp.Options{Log: s.log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wakes := func() []string {
+		t.Helper()
+		r, err := q.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{QueueUrl: out.QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var bodies []string
+		for _, m := range r.Messages {
+			bodies = append(bodies, aws.ToString(m.Body))
+			q.DeleteMessage(ctx, &awssqs.DeleteMessageInput{QueueUrl: out.QueueUrl, ReceiptHandle: m.ReceiptHandle})
+		}
+		return bodies
+	}
+	h := handler.Events(app.ExecutionEnded, app.Sweep)
+	runID := "r-20260101T000000-wake01"
+	s.startRun(t, runID, executionARN(runID))
+	stop := time.Now().UTC().Truncate(time.Millisecond)
+	if err := h(ctx, statusChange(t, executionARN(runID), runID, "SUCCEEDED", "", stop)); err != nil {
+		t.Fatalf("handler: %v\n%s", err, s.log)
+	}
+	if got := wakes(); len(got) != 1 || !strings.Contains(got[0], runID) {
+		t.Fatalf("claim queue after the end: %q; want one wake naming %s", got, runID)
+	}
+	// A replay (the run is recorded ended already) wakes it again: the
+	// claim is idempotent, and a wake lost before is made good.
+	if err := h(ctx, statusChange(t, executionARN(runID), runID, "SUCCEEDED", "", stop)); err != nil {
+		t.Fatal(err)
+	}
+	if got := wakes(); len(got) != 1 {
+		t.Fatalf("claim queue after a replay: %q; want one wake", got)
+	}
+	// The stack's events function without a pool sends nothing.
+	other := "r-20260101T000000-wake02"
+	s.startRun(t, other, executionARN(other))
+	if err := handler.Events(s.app.ExecutionEnded, s.app.Sweep)(ctx, statusChange(t, executionARN(other), other, "SUCCEEDED", "", stop)); err != nil {
+		t.Fatal(err)
+	}
+	if got := wakes(); len(got) != 0 {
+		t.Fatalf("a stack without a claim queue woke it: %q", got)
 	}
 }
