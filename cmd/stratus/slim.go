@@ -36,7 +36,7 @@ func (*AWSOptions) openRecords(context.Context) (store.Store, sink.Sink, error) 
 func replyAWS(context.Context, *HITLOptions, worker.Reply) (*worker.HITLValue, error) {
 	return nil, handOff()
 }
-func runDevAWS(*DevAWSOptions) error          { return handOff() }
+func runDevAWS(*DevAWSOptions) error { return handOff() }
 func submitAWS(context.Context, *SubmitOptions) (SubmitResult, error) {
 	return SubmitResult{}, handOff()
 }
