@@ -16,12 +16,14 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/stratusflow/stratus/internal/awsapp"
 	"github.com/stratusflow/stratus/internal/container"
 	"github.com/stratusflow/stratus/internal/devstack"
 	"github.com/stratusflow/stratus/internal/devstack/fargate"
@@ -31,6 +33,9 @@ import (
 )
 
 func runDevAWS(o *DevAWSOptions) error {
+	if o.MaxConcurrentTasks < 0 || o.MaxConcurrentTasks > awsapp.MaxConcurrentTasks {
+		return usageError{fmt.Errorf("--max-concurrent-tasks %d: valid: 1 to %d (template.yaml MaxConcurrentTasks)", o.MaxConcurrentTasks, awsapp.MaxConcurrentTasks)}
+	}
 	co := devstack.CreateOptions{HeartbeatSeconds: o.HeartbeatSeconds, Pool: o.Pool > 0, PoolPickupSeconds: int((o.PoolPickup + time.Second - 1) / time.Second)}
 	if o.Template != "" {
 		b, err := os.ReadFile(o.Template)
@@ -254,6 +259,9 @@ func createStack(ctx context.Context, o *DevAWSOptions, cfg aws.Config, name str
 		fmt.Fprintf(o.IO.Err, "stratus dev aws: %s: the secret %s, delivered to the publisher alone\n", devstack.GitTokenParameter, arn)
 	}
 	params["ImageUri"] = o.Image
+	if o.MaxConcurrentTasks != 0 {
+		params["MaxConcurrentTasks"] = strconv.Itoa(o.MaxConcurrentTasks)
+	}
 	co.Parameters = params
 	co.Bootstraps = code
 	st, err := devstack.Create(ctx, cfg, name, "https://"+ln.Addr().String(), co)
