@@ -293,16 +293,17 @@ func replyAWS(ctx context.Context, o *HITLOptions, r worker.Reply) (*worker.HITL
 	return tg.Reply(ctx, o.RunID, o.Node, r)
 }
 
-// submitAWS is `stratus submit --target aws`: the run is prepared and the
-// task queued in the stack's pool (awsrun.Target.Submit).
-func submitAWS(ctx context.Context, o *SubmitOptions) (SubmitResult, error) {
+// submitAWS is `stratus submit --target aws`: the runs are prepared and
+// the tasks queued in the stack's pool (awsrun.Target.Submit).
+func submitAWS(ctx context.Context, o *SubmitOptions) ([]SubmitResult, error) {
 	tg, err := o.AWS.open(ctx)
 	if err != nil {
-		return SubmitResult{}, err
+		return nil, err
 	}
-	pr, err := tg.Submit(ctx, awsrun.StartOptions{Dir: o.Dir, TaskPath: o.Task, Progress: o.IO.Err})
-	if err != nil {
-		return SubmitResult{}, err
+	prs, err := tg.Submit(ctx, o.Dir, o.Tasks, o.IO.Err)
+	out := []SubmitResult{}
+	for _, pr := range prs {
+		out = append(out, SubmitResult{TaskID: pr.Run.TaskID, File: tg.URL(awspool.TaskKey(taskpool.Pending, pr.File)), RunID: pr.Run.ID})
 	}
-	return SubmitResult{TaskID: pr.Run.TaskID, File: tg.URL(awspool.TaskKey(taskpool.Pending, pr.File)), RunID: pr.Run.ID}, nil
+	return out, err
 }

@@ -37,8 +37,8 @@ func replyAWS(context.Context, *HITLOptions, worker.Reply) (*worker.HITLValue, e
 	return nil, handOff()
 }
 func runDevAWS(*DevAWSOptions) error { return handOff() }
-func submitAWS(context.Context, *SubmitOptions) (SubmitResult, error) {
-	return SubmitResult{}, handOff()
+func submitAWS(context.Context, *SubmitOptions) ([]SubmitResult, error) {
+	return nil, handOff()
 }
 func runRunnerPool(*RunnerPoolOptions) error  { return handOff() }
 func runUI(context.Context, *UIOptions) error { return handOff() }

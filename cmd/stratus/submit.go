@@ -19,14 +19,15 @@ import (
 // SubmitOptions are the flags of `stratus submit`.
 type SubmitOptions struct {
 	IO     IO
-	Task   string
+	Tasks  []string
 	Dir    string
 	JSON   bool
 	Target string
 	AWS    AWSOptions
 }
 
-// SubmitResult is what `stratus submit --json` prints.
+// SubmitResult is one queued task of `stratus submit --json` (a list, in
+// the order the files were given).
 type SubmitResult struct {
 	TaskID string `json:"task_id"`
 	File   string `json:"file"`             // where the task file is queued (a path, or an s3:// URL)
@@ -36,10 +37,11 @@ type SubmitResult struct {
 func newSubmitCmd(io IO) *cobra.Command {
 	o := &SubmitOptions{IO: io}
 	cmd := &cobra.Command{
-		Use:   "submit TASK.md [--dir DIR] [--target aws ...]",
+		Use:   "submit TASK.md... [--dir DIR] [--target aws ...]",
 		Short: "Queue a task in the task pool, where stratus watch (or, on a stack, its claim function) runs it",
-		Long: `submit queues task file TASK.md in a task pool (README.md § Task pool) and returns;
-nothing runs in this process.
+		Long: `submit queues each task file TASK.md in a task pool (README.md § Task pool) and
+returns; nothing runs in this process. Every file is checked before any is
+queued: one that does not check queues none.
 
 On this machine it checks the task (its front matter, its flow) and copies it
 into DIR/<paths.tasks_dir>/pending/, where stratus watch takes it by queue,
@@ -55,9 +57,14 @@ the pool; the run's id is printed now.
 
 Exit status: 0 queued, 2 bad input (a task that does not check, one queued
 already, a stack without a task pool).`,
-		Args: positional(),
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageError{errors.New("missing TASK.md (usage: stratus submit TASK.md... [--dir DIR] [--target aws ...])")}
+			}
+			return nil
+		},
 		RunE: func(c *cobra.Command, args []string) error {
-			o.Task = args[0]
+			o.Tasks = args
 			if err := checkTarget(c, o.Target); err != nil {
 				return err
 			}
@@ -71,7 +78,7 @@ already, a stack without a task pool).`,
 }
 
 func runSubmit(o *SubmitOptions) error {
-	var res SubmitResult
+	var res []SubmitResult
 	var err error
 	if o.Target == TargetAWS {
 		res, err = submitAWS(awsContext(), o)
@@ -84,61 +91,83 @@ func runSubmit(o *SubmitOptions) error {
 	if o.JSON {
 		return printJSON(o.IO.Out, res)
 	}
-	fmt.Fprintf(o.IO.Out, "task %s queued: %s\n", res.TaskID, res.File)
-	if res.RunID != "" {
-		fmt.Fprintf(o.IO.Out, "run %s (prepared; the stack's claim starts it)\n", res.RunID)
+	for _, r := range res {
+		fmt.Fprintf(o.IO.Out, "task %s queued: %s\n", r.TaskID, r.File)
+		if r.RunID != "" {
+			fmt.Fprintf(o.IO.Out, "  run %s prepared; the stack's claim starts it (stratus tasks%s lists the pool)\n", r.RunID, o.AWS.flagsHint())
+		}
 	}
 	return nil
 }
 
-// submitLocal checks task file o.Task (it parses; its flow loads) and
-// copies it into the work dir's pool's pending/, never over a file of
-// that name. Errors: the task's or the flow's (EINVALID, ENOTFOUND);
-// EINVALID when pending/ has a file of that name or a task of that id.
-func submitLocal(o *SubmitOptions) (SubmitResult, error) {
+// submitLocal checks each task file of o.Tasks (it parses; its flow
+// loads; no task of its id is pending) and then copies each into the work
+// dir's pool's pending/, never over a file of that name. Errors: the
+// task's or the flow's (EINVALID, ENOTFOUND), naming the file; EINVALID
+// when pending/ has a task of that id or a file of that name (the files
+// before it are queued).
+func submitLocal(o *SubmitOptions) ([]SubmitResult, error) {
 	dir, err := filepath.Abs(o.Dir)
 	if err != nil {
-		return SubmitResult{}, err
+		return nil, err
 	}
 	_, pool, err := openPool(dir)
 	if err != nil {
-		return SubmitResult{}, err
+		return nil, err
 	}
-	body, err := os.ReadFile(o.Task)
-	if err != nil {
-		return SubmitResult{}, stratus.FieldErrorf(stratus.ENOTFOUND, "task", "%s: %v", o.Task, err)
-	}
-	tk, err := task.Parse(o.Task, body)
-	if err != nil {
-		return SubmitResult{}, err
-	}
-	if _, err := flow.Load(filepath.Join(dir, orchestrator.StateDir, orchestrator.FlowsDir), tk.TaskType); err != nil {
-		return SubmitResult{}, err
-	}
-	if e, err := pool.Find(taskpool.Pending, tk.ID); err == nil {
-		return SubmitResult{}, stratus.FieldErrorf(stratus.EINVALID, "task", "task %s is queued already as %s; wait for it to run, or remove that file", tk.ID, e.Path)
+	var bodies [][]byte
+	var ids []string
+	for _, path := range o.Tasks {
+		body, err := os.ReadFile(path)
+		if err != nil {
+			return nil, stratus.FieldErrorf(stratus.ENOTFOUND, "task", "%s: %v", path, err)
+		}
+		tk, err := task.Parse(path, body)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := flow.Load(filepath.Join(dir, orchestrator.StateDir, orchestrator.FlowsDir), tk.TaskType); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if e, err := pool.Find(taskpool.Pending, tk.ID); err == nil {
+			return nil, stratus.FieldErrorf(stratus.EINVALID, "task", "%s: task %s is queued already as %s; wait for it to run, or remove that file", path, tk.ID, e.Path)
+		}
+		bodies, ids = append(bodies, body), append(ids, tk.ID)
 	}
 	if err := os.MkdirAll(pool.Dir(taskpool.Pending), statedir.DirPerm); err != nil {
-		return SubmitResult{}, err
+		return nil, err
 	}
-	to := filepath.Join(pool.Dir(taskpool.Pending), filepath.Base(o.Task))
-	// Written aside, then linked in whole: watch never reads it half-written.
-	tmp, err := os.CreateTemp(pool.Dir(taskpool.Pending), ".submit-*")
+	out := []SubmitResult{}
+	for i, path := range o.Tasks {
+		to := filepath.Join(pool.Dir(taskpool.Pending), filepath.Base(path))
+		if err := linkIn(pool.Dir(taskpool.Pending), to, bodies[i]); err != nil {
+			return out, err
+		}
+		out = append(out, SubmitResult{TaskID: ids[i], File: to})
+	}
+	return out, nil
+}
+
+// linkIn writes body beside to, then links it in whole: watch never reads
+// it half-written, and a file of that name is never replaced. Errors:
+// EINVALID naming to when it exists.
+func linkIn(dir, to string, body []byte) error {
+	tmp, err := os.CreateTemp(dir, ".submit-*")
 	if err != nil {
-		return SubmitResult{}, err
+		return err
 	}
 	defer os.Remove(tmp.Name())
 	if _, err := tmp.Write(body); err != nil {
 		tmp.Close()
-		return SubmitResult{}, err
+		return err
 	}
 	if err := tmp.Close(); err != nil {
-		return SubmitResult{}, err
+		return err
 	}
 	if err := os.Link(tmp.Name(), to); errors.Is(err, os.ErrExist) {
-		return SubmitResult{}, stratus.FieldErrorf(stratus.EINVALID, "task", "%s exists already; rename the task file or remove that one", to)
+		return stratus.FieldErrorf(stratus.EINVALID, "task", "%s exists already; rename the task file or remove that one", to)
 	} else if err != nil {
-		return SubmitResult{}, err
+		return err
 	}
-	return SubmitResult{TaskID: tk.ID, File: to}, nil
+	return nil
 }

@@ -91,44 +91,62 @@ func (t *Target) Start(ctx context.Context, o StartOptions) (*Started, error) {
 	return &Started{Run: run, Env: env}, nil
 }
 
-// Submit queues a task in the stack's task pool (README.md § Task pool):
-// the run is prepared as Start prepares it (checked, compiled, its
+// Submit queues tasks in the stack's task pool (README.md § Task pool):
+// each run is prepared as Start prepares it (checked, compiled, its
 // environment, definition and workspace frozen, and its state machine
-// created here, with the operator's rights), then recorded as prepared and
-// its file written under tasks/pending/ in the bucket (awspool.Pool.Submit),
-// and the claim is woken (a message to the stack's claim queue). Nothing
-// runs on this machine: the claim function starts the run when the pool's
-// rules let it. Errors: EINVALID when the stack has no task pool (no
-// ClaimQueueUrl output), Start's checks', awspool.Pool.Submit's (the task
-// queued already), the AWS errors.
-func (t *Target) Submit(ctx context.Context, o StartOptions) (*awspool.Prepared, error) {
+// created here, with the operator's rights) — all of them before any is
+// queued: one that does not check queues none — then recorded as prepared
+// and its file written under tasks/pending/ in the bucket
+// (awspool.Pool.Submit), and the claim is woken once (a message to the
+// stack's claim queue). Nothing runs on this machine: the claim function
+// starts each run when the pool's rules let it. It returns the prepared
+// runs, in the order of tasks; on an error, those queued before it.
+// Errors: EINVALID when the stack has no task pool (no ClaimQueueUrl
+// output), Start's checks', awspool.Pool.Submit's (a task queued
+// already), the AWS errors.
+func (t *Target) Submit(ctx context.Context, dir string, tasks []string, progress io.Writer) ([]*awspool.Prepared, error) {
 	if t.ClaimQueueURL == "" {
 		return nil, stratus.FieldErrorf(stratus.EINVALID, "stack", "the stack has no task pool (no %s output): update it with this version's template.yaml", OutputClaimQueueURL)
 	}
-	log := logging.Human(progressOf(o.Progress), "stratus")
-	pr, _, err := t.prepare(ctx, o, log)
-	if err != nil {
-		return nil, err
-	}
-	if t.OwnMachines() {
-		if err := t.Exec.Deploy(ctx, pr.StateMachine, pr.Definition); err != nil {
+	log := logging.Human(progressOf(progress), "stratus")
+	var prepared []*awspool.Prepared
+	var bodies [][]byte
+	drop := func(from int) {
+		for _, pr := range prepared[from:] {
 			t.removeRunFiles(context.WithoutCancel(ctx), pr.Run.ID)
-			return nil, err
 		}
 	}
-	body, err := os.ReadFile(o.TaskPath)
-	if err != nil {
-		return nil, err
+	for _, path := range tasks {
+		pr, _, err := t.prepare(ctx, StartOptions{Dir: dir, TaskPath: path}, log)
+		if err == nil && t.OwnMachines() {
+			if err = t.Exec.Deploy(ctx, pr.StateMachine, pr.Definition); err != nil {
+				t.removeRunFiles(context.WithoutCancel(ctx), pr.Run.ID)
+			}
+		}
+		var body []byte
+		if err == nil {
+			if body, err = os.ReadFile(path); err != nil {
+				t.removeRunFiles(context.WithoutCancel(ctx), pr.Run.ID)
+			}
+		}
+		if err != nil {
+			drop(0)
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		pr.File = filepath.Base(path)
+		prepared, bodies = append(prepared, pr), append(bodies, body)
 	}
-	pr.File = filepath.Base(o.TaskPath)
-	if err := t.Pool().Submit(ctx, *pr, body); err != nil {
-		t.removeRunFiles(context.WithoutCancel(ctx), pr.Run.ID)
-		return nil, err
+	pool := t.Pool()
+	for i, pr := range prepared {
+		if err := pool.Submit(ctx, *pr, bodies[i]); err != nil {
+			drop(i)
+			return prepared[:i], fmt.Errorf("%s: %w", tasks[i], err)
+		}
 	}
-	if err := t.Wake(ctx, "submitted "+pr.Run.TaskID); err != nil {
-		log.Warn(fmt.Sprintf("the claim was not woken (%v): the task waits for its schedule, at most 5 minutes", err))
+	if err := t.Wake(ctx, fmt.Sprintf("%d task(s) submitted", len(prepared))); err != nil {
+		log.Warn(fmt.Sprintf("the claim was not woken (%v): the tasks wait for its schedule, at most 5 minutes", err))
 	}
-	return pr, nil
+	return prepared, nil
 }
 
 // prepare is Start up to the run's record: the task checked as an
