@@ -35,6 +35,11 @@ const (
 	// the heartbeat window every worker Task state of a run compiled for
 	// the stack gets.
 	OutputHeartbeatSeconds = "HeartbeatSeconds"
+	// OutputClaimQueueURL is the queue that wakes the stack's claim
+	// function (README.md § Task pool): `stratus submit --target aws`
+	// sends to it once it queued a task. A stack of an older template has
+	// none.
+	OutputClaimQueueURL = "ClaimQueueUrl"
 )
 
 // EnvStateMachine and EnvStack are the environment variables `stratus run
@@ -70,6 +75,9 @@ type Resources struct {
 	// HeartbeatSeconds is the stack's heartbeat window (0 = the
 	// compiler's default, 300 s).
 	HeartbeatSeconds int
+	// ClaimQueueURL is the queue that wakes the stack's claim function
+	// (OutputClaimQueueURL; "" = a stack without the task pool).
+	ClaimQueueURL string
 }
 
 // OwnMachines reports whether runs create their own state machines: the
@@ -151,6 +159,8 @@ func FromStack(ctx context.Context, api DescribeStacksAPI, stack string) (Resour
 			r.StateMachineRole = v
 		case k == OutputStateMachinePrefix:
 			r.StateMachinePrefix = v
+		case k == OutputClaimQueueURL:
+			r.ClaimQueueURL = v
 		case k == OutputHeartbeatSeconds:
 			n, err := strconv.Atoi(v)
 			if err != nil || n <= 0 {
