@@ -20,12 +20,12 @@ var serviceFunctions = []string{"DispatchFunction", "WorkerApiFunction"}
 // nothing else.
 const eventsFunction = "EventsFunction"
 
-// Every function is a service function or the events function, so each
-// falls under the checks of one of the two (a new function cannot slip
-// past the least-privilege checks).
+// Every function is a service function, the events function or the claim
+// function, so each falls under the checks of one of them (a new function
+// cannot slip past the least-privilege checks).
 func TestTemplate_EveryFunctionIsAServiceOrTheEventsFunction(t *testing.T) {
 	tp := loadTemplate(t)
-	want := append([]string{eventsFunction}, serviceFunctions...)
+	want := append([]string{eventsFunction, claimFunction}, serviceFunctions...)
 	sort.Strings(want)
 	if got := tp.ofType("AWS::Serverless::Function"); !slices.Equal(got, want) {
 		t.Errorf("functions %v; the checks know %v", got, want)
@@ -111,7 +111,7 @@ func TestTemplate_EventsFunctionHearsEveryStateMachineEndAndTheHourlySweep(t *te
 // secret, no RunTask, no token.
 func TestTemplate_EventsFunctionGetsTableAndBucketOnly(t *testing.T) {
 	tp := loadTemplate(t)
-	allowed := []string{"s3:GetObject", "s3:PutObject", "s3:ListBucket", "ecs:StopTask", "ecs:ListTasks", "states:GetExecutionHistory"}
+	allowed := []string{"s3:GetObject", "s3:PutObject", "s3:ListBucket", "ecs:StopTask", "ecs:ListTasks", "states:GetExecutionHistory", "sqs:SendMessage"}
 	for _, a := range []string{"ecs:StopTask", "ecs:ListTasks", "states:GetExecutionHistory"} {
 		found := false
 		for _, st := range statements(tp, eventsFunction) {

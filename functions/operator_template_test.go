@@ -55,6 +55,9 @@ func TestTemplate_OperatorPolicyGrantsWhatTheCLICallsOnTheStackOnly(t *testing.T
 		"dynamodb:Query": "StoreTable", "dynamodb:BatchGetItem": "StoreTable", "dynamodb:PutItem": "StoreTable",
 		"s3:GetObject": "${DataBucket.Arn}/stratus/*", "s3:PutObject": "${DataBucket.Arn}/stratus/*", "s3:ListBucket": "DataBucket",
 		"cloudformation:DescribeStacks": "AWS::StackId",
+		// `stratus submit --target aws` (README.md § Task pool): a task
+		// file moved between the pool's prefixes, and the claim woken.
+		"s3:DeleteObject": "${DataBucket.Arn}/stratus/tasks/*", "sqs:SendMessage": "ClaimQueue",
 		// The worker API's IAM-authorised reply route, and no other route.
 		"execute-api:Invoke": "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${WorkerApi}/*/POST/v1/operator/*",
 	} {
@@ -65,7 +68,7 @@ func TestTemplate_OperatorPolicyGrantsWhatTheCLICallsOnTheStackOnly(t *testing.T
 	}
 	if extra := slices.DeleteFunc(keys(granted), func(a string) bool {
 		return strings.HasPrefix(a, "states:") || strings.HasPrefix(a, "dynamodb:") || strings.HasPrefix(a, "s3:") || a == "iam:PassRole" ||
-			a == "cloudformation:DescribeStacks" || a == "execute-api:Invoke"
+			a == "cloudformation:DescribeStacks" || a == "execute-api:Invoke" || a == "sqs:SendMessage"
 	}); len(extra) > 0 {
 		t.Errorf("the operator policy grants more than the CLI calls: %v", extra)
 	}

@@ -250,6 +250,8 @@ func TestTemplate_PoolResourcesExistOnlyWhenOn(t *testing.T) {
 	}
 	delete(must, "DispatchQueue")
 	delete(must, "DispatchDLQ")
+	delete(must, "ClaimQueue") // the task pool's, not the runner pool's
+	delete(must, "ClaimDLQ")
 	for _, td := range tp.ofType("AWS::ECS::TaskDefinition") {
 		if r, ok := tp.props(td)["TaskRoleArn"]; ok {
 			must[td], must[refTarget(r)] = true, true

@@ -534,7 +534,7 @@ func TestTemplate_FunctionEnvironmentIsAwsapps(t *testing.T) {
 	for _, id := range tp.ofType("AWS::Serverless::Function") {
 		env := tp.env(id)
 		required := required
-		if id == eventsFunction { // awsapp.NewEvents: the table and the bucket
+		if id == eventsFunction || id == claimFunction { // awsapp.NewEvents, the claim: the table and the bucket
 			required = []string{awsapp.EnvTable, awsapp.EnvBucket}
 		}
 		for k := range env {

@@ -58,6 +58,7 @@ func TestFromStack_ReadsTheTemplateOutputs(t *testing.T) {
 			"BugFixStateMachineArn":         map[string]string{"Value": "arn:aws:states:us-east-1:123456789012:stateMachine:bugfix"},
 			"DispatchDeadLetterQueueUrl":    map[string]string{"Value": "https://sqs/dlq"},
 			awsrun.OutputHeartbeatSeconds:   map[string]string{"Value": "600"},
+			awsrun.OutputClaimQueueURL:      map[string]string{"Value": "https://sqs/claim"},
 		},
 	})
 	if _, err := cf.CreateStack(ctx, &cloudformation.CreateStackInput{StackName: aws.String(name), TemplateBody: aws.String(string(tpl))}); err != nil {
@@ -68,7 +69,8 @@ func TestFromStack_ReadsTheTemplateOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	if r.Stack != name || r.Table != "s-stratus" || r.Bucket != "s-data" || r.BucketPrefix != awsrun.DefaultBucketPrefix || r.APIURL == "" ||
-		r.HeartbeatSeconds != 600 { // The stack's heartbeat window
+		r.HeartbeatSeconds != 600 || // The stack's heartbeat window
+		r.ClaimQueueURL != "https://sqs/claim" { // The task pool's wake
 		t.Errorf("resources = %+v", r)
 	}
 	for taskType, want := range map[string]string{"implementation": "impl", "bug_fix": "bugfix", "bug-fix": "bugfix"} {
@@ -119,7 +121,7 @@ func TestOutputs_AreTheTemplates(t *testing.T) {
 	if !ok {
 		t.Fatal("template.yaml has no Outputs section")
 	}
-	for _, key := range []string{awsrun.OutputTable, awsrun.OutputBucket, awsrun.OutputAPIURL, "Implementation" + awsrun.StateMachineOutputSuffix} {
+	for _, key := range []string{awsrun.OutputTable, awsrun.OutputBucket, awsrun.OutputAPIURL, "Implementation" + awsrun.StateMachineOutputSuffix, awsrun.OutputClaimQueueURL} {
 		if !regexp.MustCompile(`(?m)^  ` + key + `:$`).MatchString(outputs) {
 			t.Errorf("template.yaml declares no output %s", key)
 		}

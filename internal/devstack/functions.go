@@ -163,6 +163,7 @@ const (
 	WorkerAPIFunction = "WorkerApiFunction"
 	DispatchFunction  = "DispatchFunction"
 	EventsFunction    = "EventsFunction"
+	ClaimFunction     = "ClaimFunction"
 )
 
 // firstFetch measures, for each task the Fargate stand-in starts, the

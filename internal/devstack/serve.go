@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsecs "github.com/aws/aws-sdk-go-v2/service/ecs"
 	awsiam "github.com/aws/aws-sdk-go-v2/service/iam"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	awssm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -42,8 +44,12 @@ type ServeOptions struct {
 	// Log receives what the functions log; nil = discard.
 	Log io.Writer
 	// EventsPoll is how often the events stand-in looks for ended
-	// executions; 0 = 1 s.
+	// executions, and the claim function's S3 rule stand-in for task
+	// files written; 0 = 1 s.
 	EventsPoll time.Duration
+	// ClaimSchedule is the period of the claim function's schedule
+	// stand-in; 0 = DefaultClaimSchedule.
+	ClaimSchedule time.Duration
 	// PoolRunners, when the stack has a pool (CreateOptions.Pool), is how
 	// many `stratus runner pool` processes serve each network profile's
 	// queue (README.md § Warm runners (pool mode)), each in a fresh directory
@@ -66,6 +72,11 @@ type ServeOptions struct {
 	OnTaskStarted func(fargate.Container, fargate.Running)
 }
 
+// DefaultClaimSchedule is the period at which the stand-in ticks the claim
+// function's Schedule event: the template's rate(5 minutes) shortened, so
+// that the backstop shows within a test's or a demo's patience.
+const DefaultClaimSchedule = 30 * time.Second
+
 // Functions plays, on this machine, what a stand-in such as moto cannot
 // run, from what the stack deployed: its Lambda functions as shipped —
 // each `bootstrap` under the Lambda Runtime Interface Emulator with the
@@ -74,7 +85,10 @@ type ServeOptions struct {
 // payload 2.0), the dispatch function behind its queue's event source
 // mapping, the events function fed each execution's status change (moto
 // sends no EventBridge events: the running runs' executions are polled
-// and matched against the function's rule) — and Fargate (Agent): each
+// and matched against the function's rule), the claim function behind its
+// queue's event source mapping, its S3 rule (the bucket's pending task
+// files polled: moto sends S3 no further than its own notifications) and
+// its schedule (every ServeOptions.ClaimSchedule) — and Fargate (Agent): each
 // task ecs:RunTask places on the stand-in runs, through ServeOptions.Runners,
 // with the environment its task definition and RunTask's overrides give
 // it, nothing else of the operator's, and its stop goes to the dispatch
@@ -220,6 +234,11 @@ func Serve(ctx context.Context, cfg aws.Config, st *Stack, ln net.Listener, o Se
 	if f.fns, f.specs, err = startFunctions(ctx, cfg, st, o.Lambdas, o.FunctionsEndpoint, log); err != nil {
 		return nil, err
 	}
+	claim, err := claimSources(tmpl, st, f.fns[ClaimFunction], cfg.Region)
+	if err != nil {
+		f.stopFunctions()
+		return nil, err
+	}
 	operator, err := OperatorPrincipal(ctx, cfg)
 	if err != nil {
 		f.stopFunctions()
@@ -266,7 +285,84 @@ func Serve(ctx context.Context, cfg aws.Config, st *Stack, ln net.Listener, o Se
 		}})
 	}()
 	go func() { defer f.wg.Done(); f.watchExecutions(lctx, poll) }()
+	if claim != nil {
+		every := o.ClaimSchedule
+		if every <= 0 {
+			every = DefaultClaimSchedule
+		}
+		claim.run(lctx, &f.wg, q, awss3.NewFromConfig(cfg, func(o *awss3.Options) { o.UsePathStyle = true }), poll, every, log)
+	}
 	return f, nil
+}
+
+// claimSource is the task pool's claim function with its three event
+// sources as the template declares them (README.md § Task pool).
+type claimSource struct {
+	fn       *lambdas.Function
+	queueURL string
+	mapping  lambdas.SQSMapping
+	bucket   string // the rule's bucket, physical name
+	rule     lambdas.ObjectCreatedRule
+	ruleARN  string // the schedule rule's ARN
+	region   string
+}
+
+// claimSources reads the claim function's events from the template, for a
+// stack that has the function and its queue; nil when it has not (a stack
+// of an older template). Errors: the template's events are not the ones
+// emulated (an SQS event, an S3 Object Created rule, a schedule).
+func claimSources(tmpl []byte, st *Stack, fn *lambdas.Function, region string) (*claimSource, error) {
+	if fn == nil || st.ClaimQueueURL == "" {
+		return nil, nil
+	}
+	c := &claimSource{fn: fn, queueURL: st.ClaimQueueURL, region: region}
+	var err error
+	if c.mapping, err = lambdas.SQSMappingFromTemplate(tmpl, ClaimFunction); err != nil {
+		return nil, err
+	}
+	if c.rule, err = lambdas.ObjectCreatedRuleFromTemplate(tmpl, ClaimFunction); err != nil {
+		return nil, err
+	}
+	if c.bucket = st.Resources[c.rule.Bucket]; c.rule.Bucket == "" || c.bucket == "" {
+		return nil, fmt.Errorf("%s event %s: its bucket %q is no resource of the stack %s", ClaimFunction, c.rule.Event, c.rule.Bucket, st.Name)
+	}
+	event, _, err := lambdas.ScheduleFromTemplate(tmpl, ClaimFunction)
+	if err != nil {
+		return nil, err
+	}
+	// SAM names the schedule's rule <function><event>; its physical id is
+	// the rule's name (an ARN on some stand-ins).
+	c.ruleARN = st.Resources[ClaimFunction+event]
+	if !strings.HasPrefix(c.ruleARN, "arn:") {
+		c.ruleARN = "arn:aws:events:" + region + ":123456789012:rule/" + c.ruleARN
+	}
+	return c, nil
+}
+
+// run starts the claim's sources: one poller of its queue (the function's
+// reserved concurrency is 1), the S3 rule every poll, the schedule every
+// period; each reports to log.
+func (c *claimSource) run(ctx context.Context, wg *sync.WaitGroup, q *sqs.Client, s3c *awss3.Client, poll, period time.Duration, log io.Writer) {
+	say := func(what string) func(error) {
+		return func(err error) {
+			if ctx.Err() == nil {
+				fmt.Fprintf(log, "claim (%s): %v\n", what, err)
+			}
+		}
+	}
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		lambdas.RunSQSSource(ctx, q, c.queueURL, c.fn, c.mapping, lambdas.SQSOptions{Pollers: 1, OnError: say("queue")})
+	}()
+	go func() {
+		defer wg.Done()
+		lambdas.RunObjectCreatedSource(ctx, s3c, c.bucket, c.region, c.rule, c.fn, poll, say("task files"))
+	}()
+	go func() {
+		defer wg.Done()
+		lambdas.RunSchedule(ctx, c.fn, c.ruleARN, c.region, period, say("schedule"))
+	}()
 }
 
 // OperatorPrincipal is the AWS identity the stand-in's worker API takes a

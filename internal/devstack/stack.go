@@ -49,6 +49,10 @@ type Stack struct {
 	// assignment queues, on a stack with RunnerPool on (CreateOptions.Pool).
 	PoolQueueURL        string
 	PoolNetworkQueueURL string
+	// ClaimQueueURL is the queue that wakes the task pool's claim
+	// function (the ClaimQueueUrl output; "" on a stack of an older
+	// template).
+	ClaimQueueURL string
 	// VPC and the subnets are the stack's VpcId, WorkerSubnetIds and
 	// NetworkWorkerSubnetIds (WorkerSubnetIds when empty); the security
 	// groups are its WorkerSecurityGroup and NetworkWorkerSecurityGroup.
@@ -409,6 +413,7 @@ func Load(ctx context.Context, cfg aws.Config, name string) (*Stack, error) {
 	st.StateMachine = st.Outputs["Implementation"+awsrun.StateMachineOutputSuffix]
 	st.PoolQueueURL = st.Outputs["PoolQueueUrl"]
 	st.PoolNetworkQueueURL = st.Outputs["NetworkPoolQueueUrl"]
+	st.ClaimQueueURL = st.Outputs[awsrun.OutputClaimQueueURL]
 	st.VPC = params["VpcId"]
 	st.Subnets = listParam(params["WorkerSubnetIds"])
 	if st.NetworkSubnets = listParam(params["NetworkWorkerSubnetIds"]); len(st.NetworkSubnets) == 0 {

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -86,7 +87,7 @@ func TestCreate_DeploysTemplateYAML(t *testing.T) {
 	if st.APIURL != "http://127.0.0.1:9" || st.Outputs[awsrun.OutputHeartbeatSeconds] != "150" {
 		t.Errorf("ApiUrl %q, HeartbeatSeconds %q; want the worker API's URL and 150", st.APIURL, st.Outputs[awsrun.OutputHeartbeatSeconds])
 	}
-	for _, f := range []string{"WorkerApiFunction", "DispatchFunction", "EventsFunction"} {
+	for _, f := range []string{"WorkerApiFunction", "DispatchFunction", "EventsFunction", "ClaimFunction"} {
 		if st.Functions[f] == "" {
 			t.Errorf("no function %s in %v", f, st.Functions)
 		}
@@ -102,6 +103,26 @@ func TestCreate_DeploysTemplateYAML(t *testing.T) {
 	env := fc.Environment.Variables
 	if env["STRATUS_TABLE"] != st.Table || env["STRATUS_HMAC_SECRET_ID"] != st.SecretARN || env["STRATUS_API_URL"] != st.APIURL || aws.ToInt32(fc.MemorySize) != 512 {
 		t.Errorf("WorkerApiFunction: memory %d, environment %v; want 512 MB and the stack's table, secret and API URL", aws.ToInt32(fc.MemorySize), env)
+	}
+	// The task pool: the claim function gets the parameters' defaults, and
+	// the events function the queue that wakes it (README.md § Task pool).
+	claimEnv := map[string]string{}
+	for _, f := range []string{"ClaimFunction", "EventsFunction"} {
+		fc, err := lambda.NewFromConfig(cfg).GetFunctionConfiguration(ctx, &lambda.GetFunctionConfigurationInput{FunctionName: aws.String(st.Functions[f])})
+		if err != nil {
+			t.Fatal(err)
+		}
+		maps.Copy(claimEnv, fc.Environment.Variables)
+	}
+	if st.ClaimQueueURL == "" || claimEnv["STRATUS_CLAIM_QUEUE_URL"] != st.ClaimQueueURL || claimEnv["STRATUS_MAX_CONCURRENT_TASKS"] != "1" || claimEnv["STRATUS_TASK_QUEUE"] != "default" {
+		t.Errorf("claim queue %q; the claim and events functions' environment %v: want the claim queue's URL, 1 task at once, queue default", st.ClaimQueueURL, claimEnv)
+	}
+	// What dev aws feeds the claim function from: its queue, the stack's
+	// bucket under the pending tasks' prefix, the schedule's rule.
+	cq, cb, cp, rule, ok, err := devstack.ClaimSourcesOf(stratus.SAMTemplate, st, cfg.Region)
+	if err != nil || !ok || cq != st.ClaimQueueURL || cb != st.Bucket || cp != "stratus/tasks/pending/" || !strings.HasPrefix(rule, "arn:aws:events:") {
+		t.Errorf("the claim's sources: queue %q, bucket %q, prefix %q, schedule %q, %v, %v; want the stack's claim queue and bucket, stratus/tasks/pending/, an events rule ARN",
+			cq, cb, cp, rule, ok, err)
 	}
 	// The secret is generated as GenerateSecretString says: 64 alphanumerics.
 	sv, err := awssm.NewFromConfig(cfg).GetSecretValue(ctx, &awssm.GetSecretValueInput{SecretId: aws.String(st.SecretARN)})

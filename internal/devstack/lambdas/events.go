@@ -82,3 +82,71 @@ func ExecutionStatusChange(x executor.Execution, account, region string) ([]byte
 		Detail:     d,
 	})
 }
+
+// S3's EventBridge event of an object written (a bucket with
+// NotificationConfiguration.EventBridgeConfiguration.EventBridgeEnabled),
+// and EventBridge's event of a schedule's tick.
+const (
+	ObjectCreatedSource       = "aws.s3"
+	ObjectCreatedDetailType   = "Object Created"
+	ScheduledEventSource      = "aws.events"
+	ScheduledEventDetailType  = "Scheduled Event"
+	standInAccount            = "123456789012" // moto's account
+	objectCreatedReasonPutObj = "PutObject"
+)
+
+// ObjectCreated is the EventBridge event S3 sends when an object is
+// written to bucket (Amazon S3 User Guide, "EventBridge event message
+// structure"), as a function's EventBridgeRule event delivers it: source
+// aws.s3, detail-type "Object Created", the bucket's ARN as the one
+// resource, and a detail of version "0", bucket.name, object.key,
+// object.size (bytes), object.etag (without S3's quotes), the request's
+// id, requester (the account) and reason "PutObject". The account is the
+// stand-in's (moto's 123456789012).
+func ObjectCreated(bucket, key, etag string, size int64, region string) ([]byte, error) {
+	detail := map[string]any{
+		"version": "0",
+		"bucket":  map[string]string{"name": bucket},
+		"object": map[string]any{
+			"key":  key,
+			"size": size,
+			"etag": strings.Trim(etag, `"`),
+		},
+		"request-id": newRequestID(),
+		"requester":  standInAccount,
+		"reason":     objectCreatedReasonPutObj,
+	}
+	d, err := json.Marshal(detail)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(events.CloudWatchEvent{
+		Version:    "0",
+		ID:         newRequestID(),
+		DetailType: ObjectCreatedDetailType,
+		Source:     ObjectCreatedSource,
+		AccountID:  standInAccount,
+		Time:       time.Now().UTC().Truncate(time.Second),
+		Region:     region,
+		Resources:  []string{"arn:aws:s3:::" + bucket},
+		Detail:     d,
+	})
+}
+
+// ScheduledEvent is the event EventBridge delivers on each tick of a
+// schedule rule (a function's Schedule event): source aws.events,
+// detail-type "Scheduled Event", the rule's ARN as the one resource and an
+// empty detail ({}). The account is the stand-in's.
+func ScheduledEvent(ruleARN, region string) ([]byte, error) {
+	return json.Marshal(events.CloudWatchEvent{
+		Version:    "0",
+		ID:         newRequestID(),
+		DetailType: ScheduledEventDetailType,
+		Source:     ScheduledEventSource,
+		AccountID:  standInAccount,
+		Time:       time.Now().UTC().Truncate(time.Second),
+		Region:     region,
+		Resources:  []string{ruleARN},
+		Detail:     json.RawMessage(`{}`),
+	})
+}

@@ -1,6 +1,7 @@
 package lambdas_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"reflect"
@@ -72,5 +73,84 @@ func TestExecutionRuleFromTemplate_MatchesEndedExecutionsOfTheStack(t *testing.T
 		if got := r.Matches(executor.Execution{StateMachine: c.machine, Status: c.status}, "stratus"); got != c.want {
 			t.Errorf("%s %s: %v; want %v (rule %+v)", c.machine, c.status, got, c.want, r)
 		}
+	}
+}
+
+// The "Object Created" event has the shape S3 sends EventBridge (Amazon S3
+// User Guide, "EventBridge event message structure"; the sample there): the
+// envelope of a CloudWatch event with the bucket's ARN as its resource, and
+// a detail naming the bucket, the object's key, size and ETag (unquoted).
+func TestObjectCreated_IsS3sEventBridgeEvent(t *testing.T) {
+	b, err := lambdas.ObjectCreated("data-bucket", "stratus/tasks/pending/fix.md", `"4e68adba0abe2dc8653dc3354e14c01d"`, 184662, "eu-west-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev events.CloudWatchEvent
+	if err := json.Unmarshal(b, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.Version != "0" || ev.Source != "aws.s3" || ev.DetailType != "Object Created" || ev.Region != "eu-west-1" || ev.AccountID == "" || ev.ID == "" || ev.Time.IsZero() ||
+		!reflect.DeepEqual(ev.Resources, []string{"arn:aws:s3:::data-bucket"}) {
+		t.Errorf("envelope %+v", ev)
+	}
+	// The detail's fields, as the documented sample spells them.
+	var d struct {
+		Version string `json:"version"`
+		Bucket  struct {
+			Name string `json:"name"`
+		} `json:"bucket"`
+		Object struct {
+			Key  string `json:"key"`
+			Size int64  `json:"size"`
+			ETag string `json:"etag"`
+		} `json:"object"`
+		RequestID string `json:"request-id"`
+		Requester string `json:"requester"`
+		Reason    string `json:"reason"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(ev.Detail))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
+		t.Fatalf("detail %s: %v", ev.Detail, err)
+	}
+	if d.Version != "0" || d.Bucket.Name != "data-bucket" || d.Object.Key != "stratus/tasks/pending/fix.md" || d.Object.Size != 184662 ||
+		d.Object.ETag != "4e68adba0abe2dc8653dc3354e14c01d" || d.RequestID == "" || d.Requester != ev.AccountID || d.Reason != "PutObject" {
+		t.Errorf("detail %+v", d)
+	}
+}
+
+// A schedule's tick is EventBridge's "Scheduled Event": source aws.events,
+// the rule as its resource, an empty detail.
+func TestScheduledEvent_IsEventBridgesScheduledEvent(t *testing.T) {
+	arn := "arn:aws:events:us-east-1:123456789012:rule/stratus-ClaimFunctionBackstop"
+	b, err := lambdas.ScheduledEvent(arn, "us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev events.CloudWatchEvent
+	if err := json.Unmarshal(b, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.Source != "aws.events" || ev.DetailType != "Scheduled Event" || ev.Region != "us-east-1" || !reflect.DeepEqual(ev.Resources, []string{arn}) || string(ev.Detail) != "{}" {
+		t.Errorf("event %+v (detail %s)", ev, ev.Detail)
+	}
+}
+
+// The ClaimFunction's rule is read from the template: the data bucket's
+// objects under the pending tasks' prefix; and its schedule.
+func TestObjectCreatedRuleFromTemplate_ClaimFunction(t *testing.T) {
+	tmpl := readTemplate(t)
+	r, err := lambdas.ObjectCreatedRuleFromTemplate(tmpl, "ClaimFunction")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Bucket != "DataBucket" || r.KeyPrefix != "stratus/tasks/pending/" || r.Event == "" {
+		t.Errorf("rule %+v; want DataBucket under stratus/tasks/pending/", r)
+	}
+	if _, err := lambdas.ObjectCreatedRuleFromTemplate(tmpl, "EventsFunction"); err == nil {
+		t.Errorf("EventsFunction has an Object Created rule?")
+	}
+	if _, expr, err := lambdas.ScheduleFromTemplate(tmpl, "ClaimFunction"); err != nil || expr != "rate(5 minutes)" {
+		t.Errorf("ScheduleFromTemplate = %q, %v; want rate(5 minutes)", expr, err)
 	}
 }
