@@ -44,7 +44,9 @@ func TestMain(m *testing.M) {
 	// it looks by default (make lambdas rie puts them in bin/): each
 	// function's bootstrap, as sam build makes it, and the Lambda Runtime
 	// Interface Emulator (go.mod's tool).
-	for _, fn := range []string{"workerapi", "dispatch", "events"} {
+	mains, _ := filepath.Glob("../../functions/*/main.go")
+	for _, m := range mains {
+		fn := filepath.Base(filepath.Dir(m))
 		cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", filepath.Join(dir, "lambdas", fn, "bootstrap"), "../../functions/"+fn)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
 		if out, err := cmd.CombinedOutput(); err != nil {

@@ -23,7 +23,7 @@ func TestLambdas_LinkOnlyWhatTheyUse(t *testing.T) {
 		"github.com/stratusflow/stratus/internal/webui",
 		"github.com/spf13/cobra",
 	}
-	for _, fn := range []string{"dispatch", "events", "workerapi"} {
+	for _, fn := range []string{"claim", "dispatch", "events", "workerapi"} {
 		cmd := exec.Command("go", "list", "-deps", "./functions/"+fn)
 		cmd.Dir = testenv.ModuleRoot(t)
 		out, err := cmd.Output()

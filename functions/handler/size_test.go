@@ -22,7 +22,7 @@ import (
 // init_ms is the sum of GODEBUG=inittrace's per-package clocks.
 func BenchmarkLambdas(b *testing.B) {
 	dir := b.TempDir()
-	for _, fn := range []string{"dispatch", "events", "workerapi"} {
+	for _, fn := range []string{"claim", "dispatch", "events", "workerapi"} {
 		bin := filepath.Join(dir, fn)
 		cmd := exec.Command("go", "build", "-o", bin, "./functions/"+fn)
 		cmd.Dir = testenv.ModuleRoot(b)
