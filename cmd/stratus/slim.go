@@ -33,10 +33,13 @@ func followAWS(context.Context, *StatusOptions, *progress.Display) error { retur
 func (*AWSOptions) openRecords(context.Context) (store.Store, sink.Sink, error) {
 	return nil, nil, handOff()
 }
+func (*AWSOptions) openPool(context.Context, string) (store.Store, poolLister, error) {
+	return nil, nil, handOff()
+}
 func replyAWS(context.Context, *HITLOptions, worker.Reply) (*worker.HITLValue, error) {
 	return nil, handOff()
 }
-func runDevAWS(*DevAWSOptions) error          { return handOff() }
+func runDevAWS(*DevAWSOptions) error { return handOff() }
 func submitAWS(context.Context, *SubmitOptions) (SubmitResult, error) {
 	return SubmitResult{}, handOff()
 }
