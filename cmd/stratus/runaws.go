@@ -278,8 +278,26 @@ func (o *AWSOptions) uiSource(ctx context.Context) (webui.Source, error) {
 	}
 	// A gate's form replies as `stratus approve --target aws` does, with
 	// this process's AWS identity (awsrun.Target.Reply).
+	// The runs page shows the stack's queued tasks as `stratus runs
+	// --target aws` does, read at each request.
+	pool := tg.Pool()
 	return webui.Source{Target: "aws " + tg.Sink.Bucket(), Store: tg.Store, Sink: tg.Sink, Env: runenv.EnvFunc(tg.Sink),
-		Reply: tg.Reply, ShellReplies: true, ReplyFlags: o.replyFlags()}, nil
+		Reply: tg.Reply, ShellReplies: true, ReplyFlags: o.replyFlags(), Tasks: pool.Queued}, nil
+}
+
+// openPool opens the stack's store and its task pool's listing
+// (awspool.Pool.Listing) for a claim serving queue ("": the stack's
+// TaskQueue).
+func (o *AWSOptions) openPool(ctx context.Context, queue string) (store.Store, poolLister, error) {
+	tg, err := o.open(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	pool := tg.Pool()
+	if queue != "" {
+		pool.Queue = queue
+	}
+	return tg.Store, pool.Listing, nil
 }
 
 // replyAWS is `stratus approve|reject|answer --target aws`: it opens the

@@ -1,18 +1,27 @@
 package main
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/english"
+	"github.com/stratusflow/stratus/internal/orchestrator"
 	"github.com/stratusflow/stratus/internal/runview"
 	"github.com/stratusflow/stratus/internal/safetext"
 	"github.com/stratusflow/stratus/internal/store"
+	"github.com/stratusflow/stratus/internal/taskpool"
 )
 
 // RunsOptions are the flags of `stratus runs`.
@@ -41,6 +50,13 @@ whose process is gone shows interrupted (and is recorded so; when
 the disk is too full to record it, it shows interrupted all the same, with a note);
 one that waits for a human shows waiting; one pruned after retention_days shows
 "(pruned)" beside its status, with no tokens or cost (they went with its steps).
+
+Above the runs, the task pool's queued tasks (README.md § Task pool: pending,
+claimed by a watcher or the stack's claim, or running: then its run is listed
+below too) are shown with their state and why each waits (depends_on X, queue
+other, queue full), as ` + "`stratus tasks`" + ` lists them; not with --status, which lists runs only. --json
+prints the runs alone, the array it always was: ` + "`stratus tasks --json`" + ` gives
+the pool.
 
 Exit status: 0 listed, 2 no runs were ever made under DIR, or bad flags (a
 --status that is no run status).`,
@@ -71,20 +87,43 @@ type RunLine = runview.RunLine
 
 func runRuns(o *RunsOptions) error {
 	ctx := awsContext()
-	var st store.Store
+	var (
+		st     store.Store
+		queued []taskpool.Listed
+		qerr   error
+	)
 	if o.Target == TargetAWS {
-		s, _, err := o.AWS.openRecords(ctx)
+		s, list, err := o.AWS.openPool(ctx, "")
 		if err != nil {
 			return usageOr(err)
 		}
 		st = s
+		if !o.JSON && o.Status == "" {
+			queued, qerr = queuedOf(ctx, list)
+		}
 	} else {
 		s, err := openRuns(o.Dir)
+		if !o.JSON && o.Status == "" {
+			var runs taskpool.Runs
+			if err == nil {
+				runs = s
+			}
+			queued, qerr = queuedIn(ctx, o.Dir, runs)
+		}
+		if stratus.ErrorCode(err) == stratus.ENOTFOUND && len(queued) > 0 {
+			// No run made yet, and tasks queued for the first.
+			printQueued(o.IO.Out, queued)
+			fmt.Fprintln(o.IO.Out, "no runs yet")
+			return nil
+		}
 		if err != nil {
 			return usageOr(err)
 		}
 		defer s.Close()
 		st = s
+	}
+	if qerr != nil {
+		fmt.Fprintf(o.IO.Err, "stratus: warning: the task pool could not be read, its queued tasks are not shown: %s\n", safetext.Line(qerr.Error()))
 	}
 	lines, err := runview.ListStatus(ctx, st, o.Limit, o.Status)
 	if err != nil {
@@ -95,6 +134,7 @@ func runRuns(o *RunsOptions) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(lines)
 	}
+	printQueued(o.IO.Out, queued)
 	if len(lines) == 0 && o.Status != "" {
 		fmt.Fprintf(o.IO.Out, "no run is %s\n", o.Status)
 		return nil
@@ -128,4 +168,54 @@ func runRuns(o *RunsOptions) error {
 		}
 	}
 	return nil
+}
+
+// queuedOf is the tasks of the pool list lists that are queued
+// (taskpool.Listed.Queued), in the order they would be taken.
+func queuedOf(ctx context.Context, list poolLister) ([]taskpool.Listed, error) {
+	all, err := list(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []taskpool.Listed
+	for _, l := range all {
+		if l.Queued() {
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}
+
+// queuedIn is the queued tasks of work dir dir's pool for a watcher of
+// orchestrator.queue (taskpool.Pool.Queued), their runs read from runs
+// (nil: none made yet); none, without an error, when dir has no config
+// or no pool.
+func queuedIn(ctx context.Context, dir string, runs taskpool.Runs) ([]taskpool.Listed, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(dir, orchestrator.StateDir, orchestrator.ConfigFile)); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	cfg, pool, err := openPool(dir)
+	if err != nil {
+		return nil, err
+	}
+	return pool.Queued(ctx, cfg.Orchestrator.QueueName(), cfg.Orchestrator.MaxTasks(), runs)
+}
+
+// printQueued writes queued tasks l above the runs: each one's id, state,
+// queue, priority, why it waits and its run once claimed; nothing for none.
+func printQueued(w io.Writer, l []taskpool.Listed) {
+	if len(l) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "QUEUED TASK\tSTATE\tQUEUE\tPRIORITY\tWAITS ON\tRUN")
+	for _, t := range l {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", safetext.Line(t.ID), t.State, safetext.Line(t.Queue), t.Priority, safetext.Line(cmp.Or(waitText(t), "-")), cmp.Or(t.RunID, "-"))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
 }

@@ -33,6 +33,9 @@ func followAWS(context.Context, *StatusOptions, *progress.Display) error { retur
 func (*AWSOptions) openRecords(context.Context) (store.Store, sink.Sink, error) {
 	return nil, nil, handOff()
 }
+func (*AWSOptions) openPool(context.Context, string) (store.Store, poolLister, error) {
+	return nil, nil, handOff()
+}
 func replyAWS(context.Context, *HITLOptions, worker.Reply) (*worker.HITLValue, error) {
 	return nil, handOff()
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/stratusflow/stratus/internal/sink/fs"
 	"github.com/stratusflow/stratus/internal/store"
 	"github.com/stratusflow/stratus/internal/store/sqlite"
+	"github.com/stratusflow/stratus/internal/taskpool"
 	"github.com/stratusflow/stratus/internal/worker"
 )
 
@@ -50,6 +51,9 @@ attempts under it — and where the run's summary is. An embedded run is read fr
 --target aws, from the deployed stack's table, and the execution's own status is
 shown beside the run's (a run nobody followed to its end still reads running).
 A run pruned after retention_days says so: its steps went with its files.
+RUN naming a task of the task pool that is queued and not yet a run (README.md
+§ Task pool) shows that task: its state and why it waits (depends_on X, queue
+other, queue full); --json gives it as "queued", with no run_id.
 
 With --follow, status first streams the run's progress lines (those it already
 made, then each as it happens) to stderr until the run ends, then prints its
@@ -112,6 +116,11 @@ type StatusResult struct {
 	// Summary lists the run's summary files (paths, or s3:// URLs);
 	// empty until it has one.
 	Summary []string `json:"summary"`
+	// Queued is the pool's task that RUN named when that task is queued
+	// and no run yet (README.md § Task pool): RunID and Steps are then
+	// empty, Status is its state (pending, claimed, running) and
+	// Queued.Waits why it waits.
+	Queued *taskpool.Listed `json:"queued,omitempty"`
 	// Note says the run reads interrupted (its owner is gone) though that
 	// could not be recorded (a full disk): the next status records it
 	// (docs/security.md § Output that did not persist).
@@ -179,6 +188,13 @@ type AttemptStatus struct {
 func runStatus(o *StatusOptions) error {
 	ctx := awsContext()
 	id, err := resolveRunArg(ctx, o.Target, o.Dir, &o.AWS, o.RunID)
+	// No such run (a ref resolved through no store is taken as typed): a
+	// task of the pool still queued is shown as such.
+	if stratus.ErrorCode(err) == stratus.ENOTFOUND || err == nil && lifecycle.CheckRunID(id) != nil {
+		if l, ok := queuedTask(ctx, o); ok {
+			return printQueuedStatus(o, l)
+		}
+	}
 	if err != nil {
 		return usageOr(err)
 	}
@@ -237,6 +253,72 @@ func runStatus(o *StatusOptions) error {
 	if o.Follow {
 		return runExit(res.Status)
 	}
+	return nil
+}
+
+// queuedTask is the queued task (taskpool.Listed.Queued) of id o.RunID
+// in the pool of o's work dir, or with --target aws of the stack; false
+// when there is none, or the pool cannot be read (status then says there
+// is no such run).
+func queuedTask(ctx context.Context, o *StatusOptions) (taskpool.Listed, bool) {
+	var (
+		l   []taskpool.Listed
+		err error
+	)
+	if o.Target == TargetAWS {
+		var list poolLister
+		if _, list, err = o.AWS.openPool(ctx, ""); err == nil {
+			l, err = queuedOf(ctx, list)
+		}
+	} else {
+		var runs taskpool.Runs
+		if st, oerr := openRuns(o.Dir); oerr == nil {
+			defer st.Close()
+			runs = st
+		}
+		l, err = queuedIn(ctx, o.Dir, runs)
+	}
+	if err != nil {
+		return taskpool.Listed{}, false
+	}
+	for _, t := range l {
+		if t.ID == o.RunID {
+			return t, true
+		}
+	}
+	return taskpool.Listed{}, false
+}
+
+// printQueuedStatus is status of queued task l: its state and why it
+// waits, as JSON (StatusResult with Queued) or for a reader. --follow
+// follows runs: a task not yet a run is refused (exit 2).
+func printQueuedStatus(o *StatusOptions, l taskpool.Listed) error {
+	if o.Follow {
+		return usageError{fmt.Errorf("%s is a task of the pool, %s, not a run yet: status --follow follows a run; try again once it runs (stratus runs lists it then)", safetext.Line(l.ID), l.State)}
+	}
+	target := TargetEmbedded
+	if o.Target == TargetAWS {
+		target = TargetAWS
+	}
+	res := StatusResult{TaskID: l.ID, Title: l.Title, Status: l.State, Target: target, Queued: &l, Steps: []StepStatus{}, Summary: []string{}}
+	if o.JSON {
+		enc := json.NewEncoder(o.IO.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	s := safetext.Line
+	fmt.Fprintf(o.IO.Out, "task %s: %s, queued, not a run yet\n", s(l.ID), l.State)
+	if l.Title != "" {
+		fmt.Fprintf(o.IO.Out, "  title:    %s\n", s(l.Title))
+	}
+	fmt.Fprintf(o.IO.Out, "  queue:    %s, priority %s\n", s(l.Queue), l.Priority)
+	if w := waitText(l); w != "" {
+		fmt.Fprintf(o.IO.Out, "  waits on: %s\n", s(w))
+	}
+	if l.RunID != "" {
+		fmt.Fprintf(o.IO.Out, "  run:      %s\n", s(l.RunID))
+	}
+	fmt.Fprintf(o.IO.Out, "  file:     %s\n", s(l.File))
 	return nil
 }
 
