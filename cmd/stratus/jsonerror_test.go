@@ -103,6 +103,7 @@ func TestJSONFlag_AnErrorIsAJSONObjectOnStdout(t *testing.T) {
 		{"prune: nothing installed", []string{"prune", "--dir", dir, "--json"}, ExitUsage, stratus.ENOTFOUND, ""},
 		{"logs: no runs", []string{"logs", run, "--dir", dir, "--json"}, ExitUsage, stratus.ENOTFOUND, "dir"},
 		{"tasks: nothing installed", []string{"tasks", "--dir", dir, "--json"}, ExitUsage, stratus.ENOTFOUND, ""},
+		{"submit: no such flow", []string{"submit", filepath.Join(installed, "nosuch.md"), "--dir", installed, "--json"}, ExitUsage, stratus.ENOTFOUND, ""},
 		{"promote: not in preparing/", []string{"promote", "nosuch", "--dir", installed, "--json"}, ExitUsage, stratus.ENOTFOUND, "task"},
 		{"logs: bad --lines", []string{"logs", run, "--dir", dir, "--lines", "0", "--json"}, ExitUsage, stratus.EINVALID, ""},
 	}
