@@ -14,6 +14,7 @@ import (
 	"github.com/stratusflow/stratus/internal/compiler"
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/orchestrator"
+	"github.com/stratusflow/stratus/internal/runcheck"
 )
 
 // CompileOptions are the flags of `stratus compile`.
@@ -93,7 +94,7 @@ func runCompile(o *CompileOptions) error {
 				}
 				return f, nil
 			}
-			return f, orchestrator.Check(f, dir)
+			return f, runcheck.Check(f, dir)
 		}
 		matches, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
 		for _, m := range matches {

@@ -22,6 +22,7 @@ import (
 	"github.com/stratusflow/stratus/internal/orchestrator"
 	"github.com/stratusflow/stratus/internal/publish"
 	"github.com/stratusflow/stratus/internal/retry"
+	"github.com/stratusflow/stratus/internal/runcheck"
 	"github.com/stratusflow/stratus/internal/safetext"
 )
 
@@ -185,14 +186,14 @@ func runValidate(o *ValidateOptions) error {
 			// What a run's preflight refuses (a checker this build cannot
 			// run, a pinned provider the config does not allow) is an
 			// error here too: validate and run agree.
-			r.Problems = append(r.Problems, notAlreadyFatal(r.Problems, orchestrator.Preflight(f, cfg, nil))...)
+			r.Problems = append(r.Problems, notAlreadyFatal(r.Problems, runcheck.Preflight(f, cfg, nil))...)
 			// A pull-request policy Stratus does not act on: said, never silent.
 			// Outside a git repository a run works in place and says at its
 			// publish step that nothing was pushed.
 			if inRepo {
 				remote, password := publish.ReadRemote(context.Background(), o.Dir, remoteName)
 				r.Problems = append(r.Problems, orchestrator.PublishingWarnings(f, remote, remoteName)...)
-				if password && orchestrator.PullRequestFlow(f) {
+				if password && runcheck.PullRequestFlow(f) {
 					r.Problems = append(r.Problems, flow.Problem{File: cfgPath, Path: "git.remote",
 						Message: fmt.Sprintf("remote %s's URL holds a password, which Stratus never stores or uses (README.md § Publishing): publishing authenticates with GITHUB_TOKEN, GH_TOKEN, `gh auth token` or git's credential helper; take the password out of the URL (git remote set-url %s URL)", remoteName, remoteName)})
 				}
@@ -310,12 +311,12 @@ func validateStatus(errs, warns int) string {
 
 // requiredRoleFiles turns the missing-role-file warnings of flow.Validate
 // into errors for the prompts a run refuses to start without
-// (orchestrator.RoleFileRequired with no task: every node not gated by
+// (runcheck.RoleFileRequired with no task: every node not gated by
 // `when`), so that validate fails a flow run would refuse.
 func requiredRoleFiles(f *flow.Flow, flowsDir string, probs []flow.Problem) []flow.Problem {
 	fatal := map[string]flow.Problem{}
 	for _, m := range flow.MissingRoleFiles(f, flowsDir) {
-		if orchestrator.RoleFileRequired(f, m, nil) {
+		if runcheck.RoleFileRequired(f, m, nil) {
 			fatal[m.Problem.Path] = m.Problem
 		}
 	}

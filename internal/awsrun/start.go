@@ -18,6 +18,7 @@ import (
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/orchestrator"
+	"github.com/stratusflow/stratus/internal/runcheck"
 	"github.com/stratusflow/stratus/internal/runenv"
 	"github.com/stratusflow/stratus/internal/supervisor"
 	"github.com/stratusflow/stratus/internal/task"
@@ -45,7 +46,7 @@ type Started struct {
 
 // Start starts one run of a task on the stack. The task is checked as an
 // embedded run checks it before anything is written (config, task and flow
-// parsed; orchestrator.CheckRun and Preflight), and so is the task's lock (a
+// parsed; runcheck.CheckRun and Preflight), and so is the task's lock (a
 // run of the task that has not ended refuses this one); then its environment
 // is frozen to the bucket (runenv.Freeze: config, task, flows and tools,
 // which the functions read), the run is recorded in the store holding the
@@ -173,15 +174,8 @@ func (t *Target) prepare(ctx context.Context, o StartOptions, log *slog.Logger) 
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := orchestrator.CheckRun(fl, flowsDir, filepath.Join(state, orchestrator.ToolsDir), cfg, tk, log); err != nil {
+	if err := runcheck.Task(fl, flowsDir, filepath.Join(state, orchestrator.ToolsDir), cfg, tk, log); err != nil {
 		return nil, nil, err
-	}
-	if probs := orchestrator.Preflight(fl, cfg, tk); len(probs) > 0 {
-		var lines []string
-		for _, p := range probs {
-			lines = append(lines, p.String())
-		}
-		return nil, nil, stratus.Errorf(stratus.EINVALID, "task %s cannot run through flow %s:\n  %s", tk.ID, fl.TaskType, strings.Join(lines, "\n  "))
 	}
 	// The run is compiled once, with the config, here: what runs is what
 	// was validated (docs/architecture.md § The run lifecycle).

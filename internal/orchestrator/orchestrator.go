@@ -15,7 +15,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,6 +30,7 @@ import (
 	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/projection"
 	"github.com/stratusflow/stratus/internal/report"
+	"github.com/stratusflow/stratus/internal/runcheck"
 	"github.com/stratusflow/stratus/internal/sink/fs"
 	"github.com/stratusflow/stratus/internal/store/sqlite"
 	"github.com/stratusflow/stratus/internal/task"
@@ -148,10 +148,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	} else if err != nil {
 		return nil, err
 	}
-	if err := CheckRun(fl, flowsDir, filepath.Join(state, ToolsDir), cfg, tk, logging.Human(orDiscard(o.Progress), "stratus")); err != nil {
+	if err := runcheck.CheckRun(fl, flowsDir, filepath.Join(state, ToolsDir), cfg, tk, logging.Human(orDiscard(o.Progress), "stratus")); err != nil {
 		return nil, err
 	}
-	if probs := append(Preflight(fl, cfg, tk), LaunchPreflight(dir, fl, cfg, tk)...); len(probs) > 0 {
+	if probs := append(runcheck.Preflight(fl, cfg, tk), LaunchPreflight(dir, fl, cfg, tk)...); len(probs) > 0 {
 		var lines []string
 		for _, p := range probs {
 			lines = append(lines, p.String())
@@ -352,60 +352,9 @@ func Resume(ctx context.Context, o ResumeOptions) (*Result, error) {
 	return s.execute(ctx, lifecycle.ExecutionName(run.ID, run.Resumes), plan.Input)
 }
 
-// CheckRun is the validation a run needs before it starts
-// (docs/contracts.md § Fatal validation, "at flow dispatch"): all three
-// layers of flow.Validate with the operator config and the tools dir, plus,
-// for every node the task will run (enabled and not gated by a `when` fact),
-// a role file that exists. A missing prompt of a `when`-gated node, a
-// resume_role_file or a supervisor prompt is a warning logged on warn: the
-// node fails if it runs, and the supervisor falls back to its built-in
-// instruction. The fatal problems are one EINVALID listing each.
-func CheckRun(fl *flow.Flow, flowsDir, toolsDir string, cfg *config.Config, tk *task.Task, warn *slog.Logger) error {
-	probs := flow.Validate(fl, flow.ValidateOptions{RoleFileRoot: flowsDir, Config: cfg, ToolsDir: toolsDir})
-	for _, m := range flow.MissingRoleFiles(fl, flowsDir) {
-		if RoleFileRequired(fl, m, tk) {
-			probs = append(probs, m.Problem)
-			continue
-		}
-		warn.Warn(m.Problem.Message)
-	}
-	return fatalError(fl, probs)
-}
-
-// RoleFileRequired reports whether a missing prompt file makes a run
-// refuse to start: the role_file of a node the task will run (not gated by
-// a `when` fact, not disabled by the task's nodes.<id>.enabled: false; tk
-// nil is a task that disables nothing). Any other missing prompt is a
-// warning. CheckRun and `stratus validate` share this rule, so validate
-// reports as an error exactly what run refuses.
-func RoleFileRequired(fl *flow.Flow, m flow.MissingRoleFile, tk *task.Task) bool {
-	n := fl.Node(m.Node)
-	return n != nil && m.Field == "role_file" && n.When == nil && (tk == nil || worker.NodeEnabled(tk, n.ID))
-}
-
 func orDiscard(w io.Writer) io.Writer {
 	if w == nil {
 		return io.Discard
 	}
 	return w
-}
-
-// Check runs the fatal validation of a flow; its problems are one EINVALID.
-func Check(fl *flow.Flow, flowsDir string) error {
-	return fatalError(fl, flow.Validate(fl, flow.ValidateOptions{RoleFileRoot: flowsDir}))
-}
-
-// fatalError is one EINVALID listing the fatal problems, one per line; nil
-// when there is none.
-func fatalError(fl *flow.Flow, probs []flow.Problem) error {
-	var msg string
-	for _, p := range probs {
-		if p.Fatal {
-			msg += "\n  " + p.String()
-		}
-	}
-	if msg != "" {
-		return stratus.Errorf(stratus.EINVALID, "flow %s is invalid:%s", fl.TaskType, msg)
-	}
-	return nil
 }

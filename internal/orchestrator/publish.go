@@ -36,14 +36,3 @@ func PublishingWarnings(fl *flow.Flow, remote *stratus.GitRemote, name string) [
 	}
 	return out
 }
-
-// PullRequestFlow reports whether some publish node of fl opens a pull
-// request (report.PullRequestPolicy).
-func PullRequestFlow(fl *flow.Flow) bool {
-	for i := range fl.Nodes {
-		if report.PullRequestPolicy(fl, &fl.Nodes[i]) != "" {
-			return true
-		}
-	}
-	return false
-}

@@ -29,7 +29,7 @@
 // through the fs sink and loads the same way). A Cache keeps the loaded bundles of
 // the last few runs, keyed by run id: a bundle never changes once frozen.
 //
-// It does not validate the flow (flow.Validate, orchestrator.CheckRun: the
+// It does not validate the flow (flow.Validate, runcheck.CheckRun: the
 // caller does that before freezing), does not run tools, and does not
 // delete bundles (the bucket's lifecycle rules do).
 package runenv

@@ -1,4 +1,4 @@
-package orchestrator
+package runcheck
 
 import (
 	"path/filepath"
