@@ -57,6 +57,7 @@ type App struct {
 	// claimQueue wakes the task pool's claim (the events function, when
 	// Config.Tasks.ClaimQueueURL is set).
 	claimQueue *awssqs.Client
+	region     string // the SDK configuration's (the claim names state machines in it)
 }
 
 // Options change what New builds.

@@ -41,9 +41,11 @@ func LoadClaim(ctx context.Context, getenv func(string) string, o Options) (*App
 
 // NewClaim builds the part of an App the claim function uses: the DynamoDB
 // store, the S3 sink and Step Functions, to start the executions of the
-// runs `stratus submit` prepared (their state machines exist: it creates
-// none, reads no secret and launches no worker), and the pool
-// (Config.Tasks: how many at once, which queue). Nothing is called.
+// runs `stratus submit` prepared and to prepare those of task files
+// written straight under tasks/pending/ (with Config.Tasks' state machine
+// role and prefix: it then creates their state machines), and the pool
+// (Config.Tasks: how many at once, which queue). It reads no secret and
+// launches no worker. Nothing is called.
 // Required: Table and Bucket. Errors: EINVALID naming the variable that
 // is missing.
 func NewClaim(cfg Config, awsCfg aws.Config, o Options) (*App, error) {
@@ -67,14 +69,27 @@ func NewClaim(cfg Config, awsCfg aws.Config, o Options) (*App, error) {
 	if a.Store, err = dynamodb.New(awsdynamodb.NewFromConfig(awsCfg), dynamodb.Options{Table: cfg.Table, Blobs: sk}); err != nil {
 		return nil, err
 	}
-	a.Tokens = sfn.New(sfn.NewClient(awsCfg), sfn.Options{})
+	// The role and substitutions let it create the state machine of a run
+	// it prepares itself (a task file written straight under
+	// tasks/pending/), as `stratus run --target aws` does.
+	opts := sfn.Options{}
+	if cfg.Tasks.StateMachineRole != "" {
+		opts.RoleARN, opts.Substitutions = cfg.Tasks.StateMachineRole, map[string]string{"DispatchQueueUrl": cfg.QueueURL}
+	}
+	a.Tokens = sfn.New(sfn.NewClient(awsCfg), opts)
+	a.region = awsCfg.Region
 	return a, nil
 }
 
 // Pool is the stack's task pool as this function serves it.
 func (a *App) Pool() *awspool.Pool {
-	return &awspool.Pool{Ports: awspool.Ports{Store: a.Store, Sink: a.Sink, Exec: a.Tokens}, Queue: a.Config.Tasks.Queue,
-		Max: a.Config.Tasks.MaxConcurrent, Log: a.Logger}
+	t := a.Config.Tasks
+	p := &awspool.Pool{Ports: awspool.Ports{Store: a.Store, Sink: a.Sink, Exec: a.Tokens}, Queue: t.Queue, Max: t.MaxConcurrent, Log: a.Logger}
+	if t.StateMachineRole != "" && t.StateMachinePrefix != "" && a.Config.QueueURL != "" {
+		p.Machines = awspool.Machines{RoleARN: t.StateMachineRole, Prefix: t.StateMachinePrefix, Region: a.region,
+			HeartbeatSeconds: t.HeartbeatSeconds, Deploy: a.Tokens.Deploy}
+	}
+	return p
 }
 
 // Claim is one claim of the pool (awspool.Pool.Tick), logged. Errors:

@@ -58,6 +58,14 @@ const (
 	EnvClaimQueueURL      = "STRATUS_CLAIM_QUEUE_URL"
 	EnvMaxConcurrentTasks = "STRATUS_MAX_CONCURRENT_TASKS" // default 1, 1 to MaxConcurrentTasks
 	EnvTaskQueue          = "STRATUS_TASK_QUEUE"           // default "default"
+	// What the claim needs to prepare a run itself, for a task file written
+	// straight under tasks/pending/ (README.md § Task pool): the stack's
+	// state machines' execution role and name prefix, and its heartbeat
+	// window (template.yaml HeartbeatSeconds). With the dispatch queue's URL
+	// (EnvQueueURL), which a run's definition names.
+	EnvStateMachineRole   = "STRATUS_STATE_MACHINE_ROLE_ARN"
+	EnvStateMachinePrefix = "STRATUS_STATE_MACHINE_PREFIX"
+	EnvHeartbeatSeconds   = "STRATUS_HEARTBEAT_SECONDS"
 )
 
 // Vars lists every variable Config reads, for checks that the template sets
@@ -68,7 +76,7 @@ var Vars = []string{
 	EnvNetworkSubnets, EnvNetworkSecurityGroups, EnvAssignPublicIP,
 	EnvMaxBodyBytes, EnvMaxUploadBytes, EnvTokenTTLSeconds,
 	EnvPoolQueueURL, EnvPoolNetworkQueueURL, EnvPoolPickupSeconds,
-	EnvClaimQueueURL, EnvMaxConcurrentTasks, EnvTaskQueue,
+	EnvClaimQueueURL, EnvMaxConcurrentTasks, EnvTaskQueue, EnvStateMachineRole, EnvStateMachinePrefix, EnvHeartbeatSeconds,
 }
 
 // MaxConcurrentTasks bounds STRATUS_MAX_CONCURRENT_TASKS (template.yaml
@@ -118,6 +126,11 @@ type Tasks struct {
 	ClaimQueueURL string // "" = nothing is woken when a run ends
 	MaxConcurrent int    // tasks of the pool running at once; 1 by default
 	Queue         string // the queue selector the claim serves; "default" by default
+	// StateMachineRole, StateMachinePrefix and HeartbeatSeconds let the
+	// claim prepare a run itself ("" and 0: it prepares none).
+	StateMachineRole   string
+	StateMachinePrefix string
+	HeartbeatSeconds   int
 }
 
 // Pool is the warm runner pool dispatch sends steps to
@@ -180,7 +193,15 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			return c, stratus.FieldErrorf(stratus.EINVALID, k, "%q is not a queue URL; valid: the pool's SQS queue URL (template.yaml PoolQueueUrl or NetworkPoolQueueUrl), or empty for no pool", v)
 		}
 	}
-	c.Tasks = Tasks{ClaimQueueURL: get(EnvClaimQueueURL), MaxConcurrent: 1, Queue: get(EnvTaskQueue)}
+	c.Tasks = Tasks{ClaimQueueURL: get(EnvClaimQueueURL), MaxConcurrent: 1, Queue: get(EnvTaskQueue),
+		StateMachineRole: get(EnvStateMachineRole), StateMachinePrefix: get(EnvStateMachinePrefix)}
+	if v := get(EnvHeartbeatSeconds); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return c, stratus.FieldErrorf(stratus.EINVALID, EnvHeartbeatSeconds, "%q is not valid; valid: a positive number of seconds (template.yaml HeartbeatSeconds)", v)
+		}
+		c.Tasks.HeartbeatSeconds = n
+	}
 	if c.Tasks.ClaimQueueURL != "" && !strings.HasPrefix(c.Tasks.ClaimQueueURL, "https://") && !strings.HasPrefix(c.Tasks.ClaimQueueURL, "http://") {
 		return c, stratus.FieldErrorf(stratus.EINVALID, EnvClaimQueueURL, "%q is not a queue URL; valid: the claim queue's SQS URL (template.yaml ClaimQueueUrl), or empty for no task pool", c.Tasks.ClaimQueueURL)
 	}

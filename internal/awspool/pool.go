@@ -54,6 +54,9 @@ type Pool struct {
 	Ports
 	Queue string // the queue selector served; "" = DefaultQueue
 	Max   int    // tasks running at once; < 1 = 1
+	// Machines lets the claim prepare the run of a task file no `stratus
+	// submit` prepared (the zero value: such a file is refused).
+	Machines Machines
 	// Log receives what the claim did and what it left (one record a
 	// task); nil = discard.
 	Log *slog.Logger
@@ -107,6 +110,10 @@ func (p *Pool) Submit(ctx context.Context, pr Prepared, body []byte) error {
 		return err
 	}
 	if err := p.Sink.Put(ctx, PreparedKey(id), raw); err != nil {
+		return err
+	}
+	// The latest submit's environment is the pool's (EnvKey).
+	if err := p.Sink.Put(ctx, EnvKey, raw); err != nil {
 		return err
 	}
 	return p.Sink.Put(ctx, TaskKey(taskpool.Pending, pr.File), body)
@@ -250,17 +257,43 @@ func (p *Pool) Tick(ctx context.Context) (Result, error) {
 // another run, claimed meanwhile) or refused.
 func (p *Pool) take(ctx context.Context, e taskpool.Entry) (string, error) {
 	id := e.Task.ID
-	pr, err := p.prepared(ctx, id)
-	if stratus.ErrorCode(err) == stratus.ENOTFOUND {
-		return "", p.refuse(ctx, e, fmt.Sprintf("no run was prepared for task %s: a task is queued on a stack with `stratus submit TASK.md --target aws`, which checks it, freezes its work dir and writes its file here", id))
-	} else if err != nil {
-		return "", err
-	}
 	body, err := p.Sink.Get(ctx, e.Path)
 	if err != nil {
 		return "", err
 	}
-	if sum := sha256.Sum256(body); pr.File != e.File || pr.TaskSHA256 != hex.EncodeToString(sum[:]) {
+	sum := sha256.Sum256(body)
+	pr, err := p.prepared(ctx, id)
+	fresh := stratus.ErrorCode(err) == stratus.ENOTFOUND
+	if err == nil {
+		// A prepared run that was launched is a past run of the task: this
+		// file is a new one.
+		if _, gerr := p.Store.GetRun(ctx, pr.Run.ID); gerr == nil {
+			fresh = true
+		} else if stratus.ErrorCode(gerr) != stratus.ENOTFOUND {
+			return "", gerr
+		}
+	}
+	switch {
+	case fresh:
+		// Written straight under pending/: prepared here, from the pool's
+		// environment, and recorded as a submit records it.
+		var why string
+		if pr, why, err = p.prepare(ctx, e, body); err != nil {
+			return "", err
+		} else if why != "" {
+			return "", p.refuse(ctx, e, why)
+		}
+		pr.TaskSHA256, pr.SubmittedAt = hex.EncodeToString(sum[:]), time.Now().UTC()
+		raw, err := json.Marshal(pr)
+		if err != nil {
+			return "", err
+		}
+		if err := p.Sink.Put(ctx, PreparedKey(id), raw); err != nil {
+			return "", err
+		}
+	case err != nil:
+		return "", err
+	case pr.File != e.File || pr.TaskSHA256 != hex.EncodeToString(sum[:]):
 		return "", p.refuse(ctx, e, fmt.Sprintf("%s is not the task file submitted for task %s (%s, checked and frozen at %s): submit it again with `stratus submit`",
 			e.Path, id, pr.File, pr.SubmittedAt.Format(time.RFC3339)))
 	}

@@ -2,11 +2,7 @@ package awsrun
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -79,17 +75,7 @@ func (t *Target) RunStateMachine(taskType string, def []byte) (string, error) {
 	if !t.OwnMachines() {
 		return t.StateMachineFor(taskType)
 	}
-	role := strings.Split(t.StateMachineRole, ":")
-	if len(role) < 6 || role[0] != "arn" || role[4] == "" {
-		return "", stratus.FieldErrorf(stratus.EINVALID, "state_machine_role", "%q is not an IAM role ARN (arn:aws:iam::<account>:role/<name>)", t.StateMachineRole)
-	}
-	sum := sha256.Sum256(def)
-	hash := hex.EncodeToString(sum[:])[:12]
-	name := t.StateMachinePrefix + taskType
-	if max := 80 - len(hash) - 1; len(name) > max {
-		name = name[:max]
-	}
-	return fmt.Sprintf("arn:%s:states:%s:%s:stateMachine:%s-%s", role[1], t.region, role[4], name, hash), nil
+	return sfn.MachineARN(t.StateMachineRole, t.region, t.StateMachinePrefix, taskType, def)
 }
 
 // URL is the s3:// address of sink key key.

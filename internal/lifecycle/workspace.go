@@ -79,6 +79,38 @@ func FreezeWorkspace(ctx context.Context, sk sink.Sink, keys, root, workDir stri
 	return &Frozen{Workspace: ws, Files: base.Files, Bytes: base.Bytes, BundleBytes: int64(len(body)), Took: time.Since(started)}, nil
 }
 
+// ReuseWorkspace gives a run of task taskID the base snapshot of workspace
+// from (another run's, frozen by FreezeWorkspace from the same work dir):
+// its base bundle is copied to <keys>/base.bundle in sk, and the record is
+// from's with the run's root, its head at the base and its own ctx dir
+// excluded (placement as FreezeWorkspace's). A task file written straight
+// into a stack's task pool runs on the snapshot of the pool's last submit
+// (README.md § Task pool): no work dir is at hand to freeze. Errors:
+// EINVALID for a record without a base bundle; the sink's.
+func ReuseWorkspace(ctx context.Context, sk sink.Sink, from *stratus.Workspace, keys, root, taskID, placement string) (*stratus.Workspace, error) {
+	if from == nil || len(from.Bundles) == 0 {
+		return nil, stratus.Errorf(stratus.EINVALID, "the workspace to reuse has no base bundle")
+	}
+	if from.StateCtx {
+		placement = projection.StatePlacement
+	}
+	ctxDir, err := projection.CtxDir(placement, taskID)
+	if err != nil {
+		return nil, err
+	}
+	body, err := sk.Get(ctx, from.Bundles[0])
+	if err != nil {
+		return nil, fmt.Errorf("read the workspace's base bundle: %w", err)
+	}
+	key := path.Join(keys, "base.bundle")
+	if err := sk.Put(ctx, key, body); err != nil {
+		return nil, fmt.Errorf("store the workspace's base bundle: %w", err)
+	}
+	ws := *from
+	ws.Root, ws.Head, ws.Bundles, ws.Exclude = root, from.Base, []string{key}, []string{stateDirName, ctxDir}
+	return &ws, nil
+}
+
 // WorkspaceMode is the workspace mode an embedded run's task or config
 // names: the task's front matter workspace, else config.yaml's, else "" (none
 // named: ResolveWorkspace decides).

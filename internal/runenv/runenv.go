@@ -371,3 +371,78 @@ func (b *builder) addEngineFiles(workDir string, cfgBytes []byte) ([]EngineFile,
 	}
 	return out, nil
 }
+
+// Derive freezes the environment of run to from run from's bundle: the same
+// config, flows, tools and engine files, copied under BundlePrefix(to), with
+// the task file name holding body in place of from's task — what a task
+// file written straight into a stack's task pool runs with (README.md §
+// Task pool). The task is parsed and its flow must be among from's flows;
+// Load of to then parses everything as it would any bundle. Errors:
+// EINVALID for a bad run id or a task that does not parse; ENOTFOUND
+// (Field "task_type") naming the flows there are when the task's flow is
+// not one of them; ReadManifest's of from; ECONFLICT when to has another
+// bundle already; the sink's.
+func Derive(ctx context.Context, sk sink.Sink, from, to, name string, body []byte) (*Manifest, error) {
+	if err := checkRunID(to); err != nil {
+		return nil, err
+	}
+	m, err := ReadManifest(ctx, sk, from)
+	if err != nil {
+		return nil, err
+	}
+	tk, err := task.Parse(name, body)
+	if err != nil {
+		return nil, err
+	}
+	var flows []string
+	for _, f := range m.Files {
+		if dir, file := path.Split(f.Path); dir == FlowsDir+"/" && strings.HasSuffix(file, ".yaml") {
+			flows = append(flows, strings.TrimSuffix(file, ".yaml"))
+		}
+	}
+	if !slices.Contains(flows, tk.TaskType) {
+		return nil, stratus.FieldErrorf(stratus.ENOTFOUND, "task_type", "flow %q is not among the flows frozen with the pool (%s); valid: %s", tk.TaskType, from, strings.Join(flows, ", "))
+	}
+	taskKey := TaskDir + "/" + path.Base(filepath.ToSlash(name))
+	if err := sink.CheckKey(taskKey); err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(body)
+	out := &Manifest{Version: ManifestVersion, RunID: to, TaskType: tk.TaskType, TaskFile: taskKey, EngineFiles: m.EngineFiles,
+		Files: []File{{Path: taskKey, Size: int64(len(body)), SHA256: hex.EncodeToString(sum[:])}}}
+	for _, f := range m.Files {
+		if f.Path != m.TaskFile && f.Path != taskKey {
+			out.Files = append(out.Files, f)
+		}
+	}
+	slices.SortFunc(out.Files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
+	mb, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	mb = append(mb, '\n')
+	prefix := BundlePrefix(to)
+	switch old, err := sk.Get(ctx, prefix+ManifestFile); {
+	case err == nil && bytes.Equal(old, mb):
+		return out, nil
+	case err == nil:
+		return nil, stratus.FieldErrorf(stratus.ECONFLICT, "run_id", "run %s already has a frozen environment that differs from this one (%s%s)", to, prefix, ManifestFile)
+	case stratus.ErrorCode(err) != stratus.ENOTFOUND:
+		return nil, err
+	}
+	for _, f := range out.Files {
+		data := body
+		if f.Path != taskKey {
+			if data, err = sk.Get(ctx, BundlePrefix(from)+f.Path); err != nil {
+				return nil, err
+			}
+		}
+		if err := sk.Put(ctx, prefix+f.Path, data); err != nil {
+			return nil, err
+		}
+	}
+	if err := sk.Put(ctx, prefix+ManifestFile, mb); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

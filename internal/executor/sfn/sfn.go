@@ -3,6 +3,7 @@ package sfn
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -145,6 +146,27 @@ func (e *Executor) StartExecution(ctx context.Context, in executor.StartInput) (
 		ARN: aws.ToString(out.ExecutionArn), StateMachine: in.StateMachine, Name: name, Status: executor.StatusRunning,
 		Input: json.RawMessage(input), StartDate: aws.ToTime(out.StartDate),
 	}, nil
+}
+
+// MachineARN is the ARN of a stack's state machine of compiled definition
+// def of flow taskType (docs/architecture.md § The run lifecycle: what runs
+// is what was validated): "<prefix><task type>-<first 12 hex of the
+// definition's SHA-256>" (the name cut to Step Functions' 80 characters),
+// in the account of the execution role roleARN and region. An edited flow
+// gets a new machine; the same one is reused. Errors: EINVALID (field
+// state_machine_role) when roleARN is not an IAM role ARN.
+func MachineARN(roleARN, region, prefix, taskType string, def []byte) (string, error) {
+	role := strings.Split(roleARN, ":")
+	if len(role) < 6 || role[0] != "arn" || role[4] == "" {
+		return "", stratus.FieldErrorf(stratus.EINVALID, "state_machine_role", "%q is not an IAM role ARN (arn:aws:iam::<account>:role/<name>)", roleARN)
+	}
+	sum := sha256.Sum256(def)
+	hash := hex.EncodeToString(sum[:])[:12]
+	name := prefix + taskType
+	if max := 80 - len(hash) - 1; len(name) > max {
+		name = name[:max]
+	}
+	return fmt.Sprintf("arn:%s:states:%s:%s:stateMachine:%s-%s", role[1], region, role[4], name, hash), nil
 }
 
 // Deploy makes the state machine at arn run definition (after
