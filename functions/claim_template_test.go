@@ -97,13 +97,16 @@ func TestTemplate_ClaimFunctionWakesOnQueueTaskFileAndSchedule(t *testing.T) {
 }
 
 // The claim function is configured by the table, the bucket and its
-// prefix, and the task pool's two parameters — no secret, no claim queue
-// (it is what the queue wakes), no pool of runners; its own variables are
-// exactly the task pool's.
+// prefix, the task pool's two parameters and what it prepares a run with
+// (the dispatch queue a definition names, the state machines' role and
+// prefix, the heartbeat window) — no secret, no claim queue (it is what
+// the queue wakes), no pool of runners.
 func TestTemplate_ClaimFunctionEnvironment(t *testing.T) {
 	tp := loadTemplate(t)
 	own := asMap(asMap(tp.props(claimFunction)["Environment"])["Variables"])
-	if got, want := slices.Sorted(maps.Keys(own)), []string{awsapp.EnvMaxConcurrentTasks, awsapp.EnvTaskQueue}; !slices.Equal(got, want) {
+	want := []string{awsapp.EnvQueueURL, awsapp.EnvHeartbeatSeconds, awsapp.EnvMaxConcurrentTasks, awsapp.EnvStateMachinePrefix, awsapp.EnvStateMachineRole, awsapp.EnvTaskQueue}
+	slices.Sort(want)
+	if got := slices.Sorted(maps.Keys(own)); !slices.Equal(got, want) {
 		t.Errorf("%s sets %v; want exactly %v (the rest from Globals)", claimFunction, got, want)
 	}
 	if got := jsonOf(own[awsapp.EnvMaxConcurrentTasks]); got != `{"Fn::Sub":"${MaxConcurrentTasks}"}` {
@@ -112,12 +115,16 @@ func TestTemplate_ClaimFunctionEnvironment(t *testing.T) {
 	if !refTo(own[awsapp.EnvTaskQueue], "TaskQueue") {
 		t.Errorf("%s = %v; want !Ref TaskQueue", awsapp.EnvTaskQueue, own[awsapp.EnvTaskQueue])
 	}
+	if !refTo(own[awsapp.EnvQueueURL], "DispatchQueue") || jsonOf(own[awsapp.EnvStateMachineRole]) != `{"Fn::GetAtt":"StateMachineRole.Arn"}` ||
+		jsonOf(own[awsapp.EnvStateMachinePrefix]) != `{"Fn::Sub":"${AWS::StackName}-"}` || jsonOf(own[awsapp.EnvHeartbeatSeconds]) != `{"Fn::Sub":"${HeartbeatSeconds}"}` {
+		t.Errorf("%s prepares runs with %v; want the dispatch queue, StateMachineRole, the stack's prefix and HeartbeatSeconds", claimFunction, own)
+	}
 	env := tp.env(claimFunction)
 	if !refTo(env[awsapp.EnvTable], "StoreTable") || !refTo(env[awsapp.EnvBucket], "DataBucket") || str(env[awsapp.EnvBucketPrefix]) != "stratus/" {
 		t.Errorf("%s's table, bucket and prefix are %v, %v, %v; want StoreTable, DataBucket, stratus/", claimFunction,
 			env[awsapp.EnvTable], env[awsapp.EnvBucket], env[awsapp.EnvBucketPrefix])
 	}
-	for _, k := range []string{awsapp.EnvSecretID, awsapp.EnvClaimQueueURL, awsapp.EnvQueueURL, awsapp.EnvAPIURL, awsapp.EnvPoolQueueURL, awsapp.EnvPoolNetworkQueueURL} {
+	for _, k := range []string{awsapp.EnvSecretID, awsapp.EnvClaimQueueURL, awsapp.EnvAPIURL, awsapp.EnvPoolQueueURL, awsapp.EnvPoolNetworkQueueURL} {
 		if v, ok := env[k]; ok {
 			t.Errorf("%s sets %s = %v; the claim does not use it", claimFunction, k, v)
 		}
@@ -134,9 +141,11 @@ func TestTemplate_ClaimFunctionEnvironment(t *testing.T) {
 }
 
 // Least privilege: the claim function uses the table, reads, writes and
-// deletes objects under the bucket's prefix, lists that prefix, starts and
-// describes executions of the stack's own state machines, and nothing
-// else: no secret, no ECS, no IAM, no other queue.
+// deletes objects under the bucket's prefix, lists that prefix, creates,
+// updates and describes the stack's own state machines (a run it prepares
+// itself), starts and describes their executions, passes the state
+// machines' role to Step Functions alone, and nothing else: no secret, no
+// ECS, no other role, no other queue.
 func TestTemplate_ClaimFunctionGetsTableBucketAndOwnExecutionsOnly(t *testing.T) {
 	tp := loadTemplate(t)
 	for _, pol := range asList(tp.props(claimFunction)["Policies"]) {
@@ -152,6 +161,8 @@ func TestTemplate_ClaimFunctionGetsTableBucketAndOwnExecutionsOnly(t *testing.T)
 		"s3:GetObject": `{"Fn::Sub":"${DataBucket.Arn}/stratus/*"}`, "s3:PutObject": `{"Fn::Sub":"${DataBucket.Arn}/stratus/*"}`,
 		"s3:DeleteObject": `{"Fn::Sub":"${DataBucket.Arn}/stratus/*"}`, "s3:ListBucket": `{"Fn::GetAtt":"DataBucket.Arn"}`,
 		"states:StartExecution": jsonOf(map[string]any{"Fn::Sub": machines}), "states:DescribeExecution": jsonOf(map[string]any{"Fn::Sub": executions}),
+		"states:CreateStateMachine": jsonOf(map[string]any{"Fn::Sub": machines}), "states:UpdateStateMachine": jsonOf(map[string]any{"Fn::Sub": machines}),
+		"states:DescribeStateMachine": jsonOf(map[string]any{"Fn::Sub": machines}), "iam:PassRole": `{"Fn::GetAtt":"StateMachineRole.Arn"}`,
 	}
 	got := map[string]string{}
 	for _, st := range statements(tp, claimFunction) {
@@ -159,8 +170,13 @@ func TestTemplate_ClaimFunctionGetsTableBucketAndOwnExecutionsOnly(t *testing.T)
 			continue
 		}
 		for _, a := range actionsOf(st) {
-			if strings.HasPrefix(a, "secretsmanager:") || strings.HasPrefix(a, "ecs:") || strings.HasPrefix(a, "iam:") {
+			if strings.HasPrefix(a, "secretsmanager:") || strings.HasPrefix(a, "ecs:") {
 				t.Errorf("%s is granted %s: it reads no secret and launches no worker", claimFunction, a)
+			}
+			if a == "iam:PassRole" {
+				if c := jsonOf(st["Condition"]); c != `{"StringEquals":{"iam:PassedToService":"states.amazonaws.com"}}` {
+					t.Errorf("%s passes the role under %s; want to states.amazonaws.com only", claimFunction, c)
+				}
 			}
 			got[a] = jsonOf(st["Resource"])
 			if a == "s3:ListBucket" {

@@ -75,6 +75,12 @@ func TestFunctions_InitUnderTheEmulatorWithinMemorySize(t *testing.T) {
 		"STRATUS_POOL_QUEUE_URL":                "", // the pool is off by default
 		"STRATUS_POOL_NETWORK_QUEUE_URL":        "",
 		"STRATUS_POOL_PICKUP_SECONDS":           "",
+		"STRATUS_CLAIM_QUEUE_URL":               aws.ToString(q.QueueUrl),
+		"STRATUS_MAX_CONCURRENT_TASKS":          "1",
+		"STRATUS_TASK_QUEUE":                    "default",
+		"STRATUS_STATE_MACHINE_ROLE_ARN":        "arn:aws:iam::123456789012:role/lambdas-measure-states",
+		"STRATUS_STATE_MACHINE_PREFIX":          "lambdas-measure-",
+		"STRATUS_HEARTBEAT_SECONDS":             "300",
 	}
 	tmpl := readTemplate(t)
 	specs, err := lambdas.FunctionsFromTemplate(tmpl)
@@ -87,7 +93,7 @@ func TestFunctions_InitUnderTheEmulatorWithinMemorySize(t *testing.T) {
 	}
 	// One invocation each function serves without a run: the worker
 	// API's health check through its HTTP API route, an empty dispatch
-	// batch, the hourly sweep.
+	// batch, the hourly sweep, a claim of an empty pool.
 	invocations := map[string]func(t *testing.T, fn *lambdas.Function){
 		"WorkerApiFunction": func(t *testing.T, fn *lambdas.Function) {
 			srv := httptest.NewServer(lambdas.APIFront(routes, fn))
@@ -105,6 +111,12 @@ func TestFunctions_InitUnderTheEmulatorWithinMemorySize(t *testing.T) {
 			out, err := fn.Invoke(ctx, []byte(`{"Records":[]}`))
 			if err != nil || !strings.Contains(string(out), `"batchItemFailures":[]`) {
 				t.Fatalf("an empty batch: %s, %v", out, err)
+			}
+		},
+		"ClaimFunction": func(t *testing.T, fn *lambdas.Function) {
+			ev := fmt.Sprintf(`{"version":"0","id":"1","detail-type":"Scheduled Event","source":"aws.events","account":"123456789012","time":%q,"region":"us-east-1","resources":[],"detail":{}}`, time.Now().UTC().Format(time.RFC3339))
+			if out, err := fn.Invoke(ctx, []byte(ev)); err != nil {
+				t.Fatalf("a claim of an empty pool: %s, %v", out, err)
 			}
 		},
 		"EventsFunction": func(t *testing.T, fn *lambdas.Function) {
