@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -137,6 +138,36 @@ func TestDevAWS_SubmittedTasksRunByTheClaimFunction(t *testing.T) {
 	}
 	if !slices.Contains(keys, "pending/t4.md") {
 		t.Errorf("t4 left pending/: %v", keys)
+	}
+
+	// A task file written straight under tasks/pending/, by anyone who may
+	// write there: the claim prepares its run from the pool's environment
+	// (the last submit's work dir, config and flows) and runs it; one whose
+	// flow the pool does not have goes to tasks/failed/ with the reason.
+	for id, typ := range map[string]string{"t6": "tiny", "t7": "nosuch"} {
+		body := "---\nid: " + id + "\ntitle: " + id + "\ntask_type: " + typ + "\n---\nbody\n"
+		if _, err := s3c.PutObject(context.Background(), &awss3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("stratus/tasks/pending/" + id + ".md"),
+			Body: strings.NewReader(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(key string) string {
+		out, err := s3c.GetObject(context.Background(), &awss3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+		if err != nil {
+			return ""
+		}
+		defer out.Body.Close()
+		b, _ := io.ReadAll(out.Body)
+		return string(b)
+	}
+	eventually(t, 3*time.Minute, "t6, written straight into the pool, runs to done; t7 is refused", func() bool {
+		return get("stratus/tasks/done/t6.summary.md") != "" && get("stratus/tasks/failed/t7.summary.md") != ""
+	})
+	if sum := get("stratus/tasks/failed/t7.summary.md"); !strings.Contains(sum, `flow "nosuch" is not among the flows`) {
+		t.Errorf("t7's summary: %q; want the flow named", sum)
+	}
+	if get("stratus/tasks/done/t6.md") == "" || get("stratus/tasks/pending/t6.md") != "" {
+		t.Errorf("t6's file did not move from pending/ to done/")
 	}
 	if t.Failed() {
 		fmt.Println(devlog.String())
