@@ -5,19 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	awsdynamodb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/stratusflow/stratus/internal/awspool"
 	"github.com/stratusflow/stratus/internal/executor/sfn"
-	"github.com/stratusflow/stratus/internal/logging"
-	s3sink "github.com/stratusflow/stratus/internal/sink/s3"
-	"github.com/stratusflow/stratus/internal/store/dynamodb"
 )
 
 // The claim function (functions/claim) serves the stack's task pool
@@ -49,24 +43,8 @@ func LoadClaim(ctx context.Context, getenv func(string) string, o Options) (*App
 // Required: Table and Bucket. Errors: EINVALID naming the variable that
 // is missing.
 func NewClaim(cfg Config, awsCfg aws.Config, o Options) (*App, error) {
-	if err := require(EnvTable, cfg.Table, EnvBucket, cfg.Bucket); err != nil {
-		return nil, err
-	}
-	a := &App{Config: cfg, Log: o.Log}
-	if a.Log == nil {
-		a.Log = os.Stderr
-	}
-	a.Logger = logging.JSON(a.Log, component(o))
-	pathStyle := awsCfg.BaseEndpoint != nil
-	sk, err := s3sink.New(awss3.NewFromConfig(awsCfg, func(so *awss3.Options) {
-		so.UsePathStyle = pathStyle
-		so.DisableLogOutputChecksumValidationSkipped = true
-	}), cfg.Bucket, cfg.BucketPrefix)
+	a, err := newRecords(cfg, awsCfg, o)
 	if err != nil {
-		return nil, err
-	}
-	a.Sink = sk
-	if a.Store, err = dynamodb.New(awsdynamodb.NewFromConfig(awsCfg), dynamodb.Options{Table: cfg.Table, Blobs: sk}); err != nil {
 		return nil, err
 	}
 	// The role and substitutions let it create the state machine of a run

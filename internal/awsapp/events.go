@@ -63,26 +63,11 @@ func LoadEvents(ctx context.Context, getenv func(string) string, o Options) (*Ap
 // Required: Table and Bucket. Errors: EINVALID naming the variable that
 // is missing.
 func NewEvents(cfg Config, awsCfg aws.Config, o Options) (*App, error) {
-	if err := require(EnvTable, cfg.Table, EnvBucket, cfg.Bucket); err != nil {
-		return nil, err
-	}
-	a := &App{Config: cfg, Log: o.Log}
-	if a.Log == nil {
-		a.Log = os.Stderr
-	}
-	a.Logger = logging.JSON(a.Log, component(o))
-	pathStyle := awsCfg.BaseEndpoint != nil
-	sk, err := s3sink.New(awss3.NewFromConfig(awsCfg, func(so *awss3.Options) {
-		so.UsePathStyle = pathStyle
-		so.DisableLogOutputChecksumValidationSkipped = true
-	}), cfg.Bucket, cfg.BucketPrefix)
+	a, err := newRecords(cfg, awsCfg, o)
 	if err != nil {
 		return nil, err
 	}
-	a.Sink = sk
-	if a.Store, err = dynamodb.New(awsdynamodb.NewFromConfig(awsCfg), dynamodb.Options{Table: cfg.Table, Blobs: sk}); err != nil {
-		return nil, err
-	}
+	sk := a.Sink
 	a.Service = worker.New(worker.Config{Store: a.Store, Sink: sk, Env: runenv.EnvFunc(sk)})
 	if cfg.Tasks.ClaimQueueURL != "" {
 		// Only to wake the task pool's claim when a run ends.
@@ -302,4 +287,33 @@ func (a *App) stopCanceled(ctx context.Context, runID string, x executor.Executi
 		a.Logger.Info(fmt.Sprintf("run %s: the worker of %s stopped (execution %s)", runID, s.StepRef, x.Status), "run_id", runID, "step_ref", s.StepRef)
 	}
 	return nil
+}
+
+// newRecords is the part of an App every function that reads runs without
+// serving workers builds (the events and claim functions): its log, the S3
+// sink under the bucket's prefix and the DynamoDB store spilling to it.
+// Required: Table and Bucket. Errors: EINVALID naming the variable that is
+// missing.
+func newRecords(cfg Config, awsCfg aws.Config, o Options) (*App, error) {
+	if err := require(EnvTable, cfg.Table, EnvBucket, cfg.Bucket); err != nil {
+		return nil, err
+	}
+	a := &App{Config: cfg, Log: o.Log}
+	if a.Log == nil {
+		a.Log = os.Stderr
+	}
+	a.Logger = logging.JSON(a.Log, component(o))
+	pathStyle := awsCfg.BaseEndpoint != nil
+	sk, err := s3sink.New(awss3.NewFromConfig(awsCfg, func(so *awss3.Options) {
+		so.UsePathStyle = pathStyle
+		so.DisableLogOutputChecksumValidationSkipped = true
+	}), cfg.Bucket, cfg.BucketPrefix)
+	if err != nil {
+		return nil, err
+	}
+	a.Sink = sk
+	if a.Store, err = dynamodb.New(awsdynamodb.NewFromConfig(awsCfg), dynamodb.Options{Table: cfg.Table, Blobs: sk}); err != nil {
+		return nil, err
+	}
+	return a, nil
 }

@@ -66,7 +66,7 @@ func (p *Pool) prepare(ctx context.Context, e taskpool.Entry, body []byte) (Prep
 	runID := lifecycle.NewRunID()
 	pr, why, err := p.derive(ctx, ref, runID, e, body)
 	if why != "" || err != nil {
-		removeRun(context.WithoutCancel(ctx), p.Sink, runID)
+		runenv.RemoveRun(context.WithoutCancel(ctx), p.Sink, runID)
 	}
 	return pr, why, err
 }
@@ -130,20 +130,4 @@ func invalid(err error) (string, error) {
 		return strings.TrimSpace(stratus.ErrorMessage(err)), nil
 	}
 	return "", err
-}
-
-// removeRun deletes, best effort, every file under run runID's prefix
-// (runenv.RunPrefix): what a preparation froze before the task was
-// refused.
-func removeRun(ctx context.Context, sk interface {
-	List(context.Context, string) ([]string, error)
-	Delete(context.Context, string) error
-}, runID string) {
-	keys, err := sk.List(ctx, strings.TrimSuffix(runenv.RunPrefix(runID), "/"))
-	if err != nil {
-		return
-	}
-	for _, k := range keys {
-		sk.Delete(ctx, k)
-	}
 }

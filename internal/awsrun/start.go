@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/awspool"
@@ -79,7 +78,7 @@ func (t *Target) Start(ctx context.Context, o StartOptions) (*Started, error) {
 		// A start that lost the lock to another begun at the same moment
 		// (checkLock let both through) leaves nothing of its own behind:
 		// it was never recorded, so its frozen files are removed.
-		t.removeRunFiles(context.WithoutCancel(ctx), pr.Run.ID)
+		runenv.RemoveRun(context.WithoutCancel(ctx), t.Sink, pr.Run.ID)
 		return nil, err
 	} else if err != nil {
 		return nil, err
@@ -114,20 +113,20 @@ func (t *Target) Submit(ctx context.Context, dir string, tasks []string, progres
 	var bodies [][]byte
 	drop := func(from int) {
 		for _, pr := range prepared[from:] {
-			t.removeRunFiles(context.WithoutCancel(ctx), pr.Run.ID)
+			runenv.RemoveRun(context.WithoutCancel(ctx), t.Sink, pr.Run.ID)
 		}
 	}
 	for _, path := range tasks {
 		pr, _, err := t.prepare(ctx, StartOptions{Dir: dir, TaskPath: path}, log)
 		if err == nil && t.OwnMachines() {
 			if err = t.Exec.Deploy(ctx, pr.StateMachine, pr.Definition); err != nil {
-				t.removeRunFiles(context.WithoutCancel(ctx), pr.Run.ID)
+				runenv.RemoveRun(context.WithoutCancel(ctx), t.Sink, pr.Run.ID)
 			}
 		}
 		var body []byte
 		if err == nil {
 			if body, err = os.ReadFile(path); err != nil {
-				t.removeRunFiles(context.WithoutCancel(ctx), pr.Run.ID)
+				runenv.RemoveRun(context.WithoutCancel(ctx), t.Sink, pr.Run.ID)
 			}
 		}
 		if err != nil {
@@ -342,18 +341,6 @@ func (t *Target) compileOptions(cfg *config.Config) compiler.Options {
 	opts := lifecycle.CompileOptions(cfg)
 	opts.HeartbeatSeconds = t.HeartbeatSeconds
 	return opts
-}
-
-// removeRunFiles deletes, best effort, every file under run runID's
-// prefix (runenv.RunPrefix): what a start froze before its run was refused.
-func (t *Target) removeRunFiles(ctx context.Context, runID string) {
-	keys, err := t.Sink.List(ctx, strings.TrimSuffix(runenv.RunPrefix(runID), "/"))
-	if err != nil {
-		return
-	}
-	for _, k := range keys {
-		t.Sink.Delete(ctx, k)
-	}
 }
 
 // testBeforeCreateRun, set by tests only, runs just before a start records

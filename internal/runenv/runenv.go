@@ -85,6 +85,19 @@ func BundlePrefix(runID string) string { return RunPrefix(runID) + "bundle/" }
 // files ("runs/<run_id>/"; docs/security.md § Retention).
 func RunPrefix(runID string) string { return "runs/" + runID + "/" }
 
+// RemoveRun deletes, best effort, every file under run runID's prefix
+// (RunPrefix): what a start or a claim froze for a run that was then
+// refused, never recorded.
+func RemoveRun(ctx context.Context, sk sink.Sink, runID string) {
+	keys, err := sk.List(ctx, strings.TrimSuffix(RunPrefix(runID), "/"))
+	if err != nil {
+		return
+	}
+	for _, k := range keys {
+		sk.Delete(ctx, k)
+	}
+}
+
 // checkRunID refuses a run id that is not one sink-key segment: it names a
 // sink prefix and a local directory.
 func checkRunID(runID string) error {
