@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -595,5 +596,56 @@ func TestFreeze_EngineFilesTravelWithTheRun(t *testing.T) {
 				t.Errorf("a refused freeze left a manifest behind")
 			}
 		})
+	}
+}
+
+// A task file written straight into a stack's task pool runs with the
+// pool's environment (README.md § Task pool): Derive gives the new run the
+// same config, flows and tools, with its own task; a task whose flow is
+// not among them is refused naming the flows there are; a run that has a
+// bundle of its own keeps it.
+func TestDerive_TheSameEnvironmentWithAnotherTask(t *testing.T) {
+	ctx := context.Background()
+	w := newWorkDir(t)
+	sk := fs.New(t.TempDir())
+	if _, err := runenv.Freeze(ctx, sk, "run-ref", w.dir, "", w.task, nil); err != nil {
+		t.Fatal(err)
+	}
+	body := []byte("---\nid: t9\ntitle: Raw\ntask_type: implementation\n---\nbody\n")
+	m, err := runenv.Derive(ctx, sk, "run-ref", "run-raw", "t9.md", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.RunID != "run-raw" || m.TaskFile != "task/t9.md" || slices.ContainsFunc(m.Files, func(f runenv.File) bool { return f.Path == "task/t1.md" }) {
+		t.Errorf("derived manifest %+v; want run-raw with task/t9.md alone", m)
+	}
+	b, err := runenv.NewCache(t.TempDir(), 0).Load(ctx, sk, "run-raw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Env.Task.ID != "t9" || b.Env.Flow.TaskType != "implementation" {
+		t.Errorf("derived run's task %s flow %s", b.Env.Task.ID, b.Env.Flow.TaskType)
+	}
+	sameTree(t, filepath.Join(w.dir, worker.StateDirName, "tools"), b.ToolsDir)
+	if n := sameTree(t, w.flows, b.Env.FlowDir); n < 3 {
+		t.Errorf("only %d flow files compared", n)
+	}
+	// Again: the same bundle, nothing replaced.
+	if _, err := runenv.Derive(ctx, sk, "run-ref", "run-raw", "t9.md", body); err != nil {
+		t.Errorf("deriving the same again: %v", err)
+	}
+	other := []byte("---\nid: t9\ntitle: Other\ntask_type: implementation\n---\nother\n")
+	if _, err := runenv.Derive(ctx, sk, "run-ref", "run-raw", "t9.md", other); stratus.ErrorCode(err) != stratus.ECONFLICT {
+		t.Errorf("deriving another task into run-raw: %v; want ECONFLICT", err)
+	}
+	_, err = runenv.Derive(ctx, sk, "run-ref", "run-x", "x.md", []byte("---\nid: x\ntitle: X\ntask_type: nosuch\n---\nbody\n"))
+	if stratus.ErrorCode(err) != stratus.ENOTFOUND || !strings.Contains(err.Error(), `flow "nosuch"`) || !strings.Contains(err.Error(), "implementation") {
+		t.Errorf("a task of a flow the pool lacks: %v; want ENOTFOUND naming it and the flows there are", err)
+	}
+	if keys, _ := sk.List(ctx, "runs/run-x"); len(keys) != 0 {
+		t.Errorf("a refused derivation wrote %v", keys)
+	}
+	if _, err := runenv.Derive(ctx, sk, "run-ref", "run-y", "y.md", []byte("---\nid: [\n")); stratus.ErrorCode(err) != stratus.EINVALID {
+		t.Errorf("a task that does not parse: %v; want EINVALID", err)
 	}
 }
