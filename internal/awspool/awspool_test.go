@@ -315,3 +315,23 @@ func TestSubmit_RefusesATaskQueuedAlready(t *testing.T) {
 		t.Fatalf("Submit of a queued task: %v; want EINVALID queued already", err)
 	}
 }
+
+// A task refused when taken frees its slot at once: the next eligible task
+// starts in the same claim.
+func TestTick_ARefusedTaskFreesItsSlotForTheNext(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 1)
+	if err := f.pool.Sink.Put(f.ctx, TaskKey(taskpool.Pending, "a.md"), taskFile("a", "priority: high\n")); err != nil {
+		t.Fatal(err)
+	}
+	f.submit(t, "b", "priority: low\n")
+	// a, written by hand, is taken first (high) and refused: the pool has
+	// an environment but this claim cannot prepare runs.
+	f.tick(t)
+	if got := f.ex.runs(); !slices.Equal(got, []string{"r-b"}) {
+		t.Fatalf("started %v; want r-b in the claim that refused a", got)
+	}
+	if got := f.keys(t, taskpool.Failed); !slices.Equal(got, []string{"a.md", "a.summary.md"}) {
+		t.Errorf("failed/ = %v; want a", got)
+	}
+}

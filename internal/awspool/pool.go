@@ -226,26 +226,37 @@ func (p *Pool) Tick(ctx context.Context) (Result, error) {
 			claimed[c.TaskID] = true
 		}
 	}
-	plan := taskpool.Decide(taskpool.Input{Entries: entries, Claimed: claimed, Queue: p.queue(), Free: p.max() - len(claimed),
-		Unmerged: func(id string) string { return p.unmerged(ctx, id) }})
-	for _, e := range plan.Invalid {
-		p.log().Warn(fmt.Sprintf("task file %s: %v; left pending, read again at the next claim", e.Path, e.Err), "file", e.File)
-	}
-	for _, d := range plan.Pending {
-		if d.Refuse != "" {
-			if err := p.refuse(ctx, d.Entry, d.Refuse); err != nil {
-				return res, err
+	// A task refused when taken frees its slot for the next: decided again
+	// (each round moves at least one file out of pending/).
+	for again := true; again; {
+		again = false
+		plan := taskpool.Decide(taskpool.Input{Entries: entries, Claimed: claimed, Queue: p.queue(), Free: p.max() - len(claimed),
+			Unmerged: func(id string) string { return p.unmerged(ctx, id) }})
+		for _, e := range plan.Invalid {
+			p.log().Warn(fmt.Sprintf("task file %s: %v; left pending, read again at the next claim", e.Path, e.Err), "file", e.File)
+		}
+		for _, d := range plan.Pending {
+			if d.Refuse != "" {
+				if err := p.refuse(ctx, d.Entry, d.Refuse); err != nil {
+					return res, err
+				}
 			}
 		}
-	}
-	for _, e := range plan.Next {
-		runID, err := p.take(ctx, e)
-		if err != nil {
-			return res, err
+		for _, e := range plan.Next {
+			runID, refused, err := p.take(ctx, e)
+			if err != nil {
+				return res, err
+			}
+			if runID != "" {
+				res.Started = append(res.Started, runID)
+				claimed[e.Task.ID] = true
+			}
+			again = again || refused
 		}
-		if runID != "" {
-			res.Started = append(res.Started, runID)
-			claimed[e.Task.ID] = true
+		if again {
+			if entries, err = p.Entries(ctx); err != nil {
+				return res, err
+			}
 		}
 	}
 	res.Running = len(claimed)
@@ -254,12 +265,13 @@ func (p *Pool) Tick(ctx context.Context) (Result, error) {
 
 // take claims pending task e and launches the run prepared for it; it
 // returns the run id, or "" when the task was left (its lock held by
-// another run, claimed meanwhile) or refused.
-func (p *Pool) take(ctx context.Context, e taskpool.Entry) (string, error) {
+// another run, claimed meanwhile) or refused (refused true: its file moved
+// to failed/).
+func (p *Pool) take(ctx context.Context, e taskpool.Entry) (runID string, refused bool, err error) {
 	id := e.Task.ID
 	body, err := p.Sink.Get(ctx, e.Path)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	sum := sha256.Sum256(body)
 	pr, err := p.prepared(ctx, id)
@@ -270,7 +282,7 @@ func (p *Pool) take(ctx context.Context, e taskpool.Entry) (string, error) {
 		if _, gerr := p.Store.GetRun(ctx, pr.Run.ID); gerr == nil {
 			fresh = true
 		} else if stratus.ErrorCode(gerr) != stratus.ENOTFOUND {
-			return "", gerr
+			return "", false, gerr
 		}
 	}
 	switch {
@@ -279,31 +291,32 @@ func (p *Pool) take(ctx context.Context, e taskpool.Entry) (string, error) {
 		// environment, and recorded as a submit records it.
 		var why string
 		if pr, why, err = p.prepare(ctx, e, body); err != nil {
-			return "", err
+			return "", false, err
 		} else if why != "" {
-			return "", p.refuse(ctx, e, why)
+			return "", true, p.refuse(ctx, e, why)
 		}
 		pr.TaskSHA256, pr.SubmittedAt = hex.EncodeToString(sum[:]), time.Now().UTC()
 		raw, err := json.Marshal(pr)
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
 		if err := p.Sink.Put(ctx, PreparedKey(id), raw); err != nil {
-			return "", err
+			return "", false, err
 		}
 	case err != nil:
-		return "", err
+		return "", false, err
 	case pr.File != e.File || pr.TaskSHA256 != hex.EncodeToString(sum[:]):
-		return "", p.refuse(ctx, e, fmt.Sprintf("%s is not the task file submitted for task %s (%s, checked and frozen at %s): submit it again with `stratus submit`",
+		return "", true, p.refuse(ctx, e, fmt.Sprintf("%s is not the task file submitted for task %s (%s, checked and frozen at %s): submit it again with `stratus submit`",
 			e.Path, id, pr.File, pr.SubmittedAt.Format(time.RFC3339)))
 	}
 	c := dynamodb.PoolClaim{TaskID: id, File: e.File, RunID: pr.Run.ID, ClaimedAt: time.Now().UTC()}
 	if err := p.Store.ClaimPoolTask(ctx, c); stratus.ErrorCode(err) == stratus.ECONFLICT {
-		return "", nil
+		return "", false, nil
 	} else if err != nil {
-		return "", err
+		return "", false, err
 	}
-	return p.launch(ctx, c, pr)
+	runID, err = p.launch(ctx, c, pr)
+	return runID, false, err
 }
 
 // relaunch launches the run of claim c, which a claim that died took
