@@ -82,15 +82,25 @@ type Options struct {
 // SDK's default configuration (region, credentials and AWS_ENDPOINT_URL
 // from the environment, as the Lambda runtime sets them) and New.
 func Load(ctx context.Context, getenv func(string) string, o Options) (*App, error) {
-	cfg, err := FromEnv(getenv)
+	cfg, awsCfg, err := fromEnv(ctx, getenv)
 	if err != nil {
 		return nil, err
 	}
+	return New(ctx, cfg, awsCfg, o)
+}
+
+// fromEnv is what each function's Load reads: Config from getenv and the
+// SDK's default configuration.
+func fromEnv(ctx context.Context, getenv func(string) string) (Config, aws.Config, error) {
+	cfg, err := FromEnv(getenv)
+	if err != nil {
+		return cfg, aws.Config{}, err
+	}
 	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("AWS SDK configuration: %w", err)
+		return cfg, awsCfg, fmt.Errorf("AWS SDK configuration: %w", err)
 	}
-	return New(ctx, cfg, awsCfg, o)
+	return cfg, awsCfg, nil
 }
 
 // New builds the worker service on DynamoDB (the store; large bodies spill
@@ -108,23 +118,11 @@ func New(ctx context.Context, cfg Config, awsCfg aws.Config, o Options) (*App, e
 	if err := require(EnvTable, cfg.Table, EnvBucket, cfg.Bucket, EnvSecretID, cfg.SecretID); err != nil {
 		return nil, err
 	}
-	a := &App{Config: cfg, Log: o.Log}
-	if a.Log == nil {
-		a.Log = os.Stderr
-	}
-	a.Logger = logging.JSON(a.Log, component(o))
-	// A custom endpoint (moto, LocalStack) serves buckets by path, not by
-	// virtual host.
-	pathStyle := awsCfg.BaseEndpoint != nil
-	sk, err := s3sink.New(awss3.NewFromConfig(awsCfg, func(so *awss3.Options) { so.UsePathStyle = pathStyle }), cfg.Bucket, cfg.BucketPrefix)
+	a, err := newRecords(cfg, awsCfg, o)
 	if err != nil {
 		return nil, err
 	}
-	a.Sink = sk
-	a.Store, err = dynamodb.New(awsdynamodb.NewFromConfig(awsCfg), dynamodb.Options{Table: cfg.Table, Blobs: sk})
-	if err != nil {
-		return nil, err
-	}
+	sk := a.Sink
 	a.Tokens = sfn.New(sfn.NewClient(awsCfg), sfn.Options{})
 	a.Launcher = o.Launcher
 	if a.Launcher == nil {
@@ -321,4 +319,33 @@ func (a *App) logEvent(e worker.Event) {
 		attrs = append(attrs, "cost_usd", *e.CostUSD)
 	}
 	a.Logger.Info("stratus.event", attrs...)
+}
+
+// newRecords is the part of an App every function builds: its log, the S3
+// sink under the bucket's prefix (by path on a custom endpoint: moto,
+// LocalStack) and the DynamoDB store spilling to it.
+// Required: Table and Bucket. Errors: EINVALID naming the variable that is
+// missing.
+func newRecords(cfg Config, awsCfg aws.Config, o Options) (*App, error) {
+	if err := require(EnvTable, cfg.Table, EnvBucket, cfg.Bucket); err != nil {
+		return nil, err
+	}
+	a := &App{Config: cfg, Log: o.Log}
+	if a.Log == nil {
+		a.Log = os.Stderr
+	}
+	a.Logger = logging.JSON(a.Log, component(o))
+	pathStyle := awsCfg.BaseEndpoint != nil
+	sk, err := s3sink.New(awss3.NewFromConfig(awsCfg, func(so *awss3.Options) {
+		so.UsePathStyle = pathStyle
+		so.DisableLogOutputChecksumValidationSkipped = true
+	}), cfg.Bucket, cfg.BucketPrefix)
+	if err != nil {
+		return nil, err
+	}
+	a.Sink = sk
+	if a.Store, err = dynamodb.New(awsdynamodb.NewFromConfig(awsCfg), dynamodb.Options{Table: cfg.Table, Blobs: sk}); err != nil {
+		return nil, err
+	}
+	return a, nil
 }

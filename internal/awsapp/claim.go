@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/stratusflow/stratus/internal/awspool"
@@ -22,13 +21,9 @@ import (
 // LoadClaim is what the claim function's main calls: Config from the
 // environment, the SDK's default configuration and NewClaim.
 func LoadClaim(ctx context.Context, getenv func(string) string, o Options) (*App, error) {
-	cfg, err := FromEnv(getenv)
+	cfg, awsCfg, err := fromEnv(ctx, getenv)
 	if err != nil {
 		return nil, err
-	}
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("AWS SDK configuration: %w", err)
 	}
 	return NewClaim(cfg, awsCfg, o)
 }

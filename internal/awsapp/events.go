@@ -4,13 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	awsdynamodb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/stratusflow/stratus"
@@ -18,10 +14,8 @@ import (
 	"github.com/stratusflow/stratus/internal/executor/sfn"
 	"github.com/stratusflow/stratus/internal/launch"
 	"github.com/stratusflow/stratus/internal/lifecycle"
-	"github.com/stratusflow/stratus/internal/logging"
 	"github.com/stratusflow/stratus/internal/runenv"
 	"github.com/stratusflow/stratus/internal/sink"
-	s3sink "github.com/stratusflow/stratus/internal/sink/s3"
 	"github.com/stratusflow/stratus/internal/store/dynamodb"
 	"github.com/stratusflow/stratus/internal/worker"
 )
@@ -40,13 +34,9 @@ const EndedWhileWaiting = "the run ended while this step waited"
 // LoadEvents is what the events function's main calls: Config from the
 // environment, the SDK's default configuration and NewEvents.
 func LoadEvents(ctx context.Context, getenv func(string) string, o Options) (*App, error) {
-	cfg, err := FromEnv(getenv)
+	cfg, awsCfg, err := fromEnv(ctx, getenv)
 	if err != nil {
 		return nil, err
-	}
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("AWS SDK configuration: %w", err)
 	}
 	return NewEvents(cfg, awsCfg, o)
 }
@@ -287,33 +277,4 @@ func (a *App) stopCanceled(ctx context.Context, runID string, x executor.Executi
 		a.Logger.Info(fmt.Sprintf("run %s: the worker of %s stopped (execution %s)", runID, s.StepRef, x.Status), "run_id", runID, "step_ref", s.StepRef)
 	}
 	return nil
-}
-
-// newRecords is the part of an App every function that reads runs without
-// serving workers builds (the events and claim functions): its log, the S3
-// sink under the bucket's prefix and the DynamoDB store spilling to it.
-// Required: Table and Bucket. Errors: EINVALID naming the variable that is
-// missing.
-func newRecords(cfg Config, awsCfg aws.Config, o Options) (*App, error) {
-	if err := require(EnvTable, cfg.Table, EnvBucket, cfg.Bucket); err != nil {
-		return nil, err
-	}
-	a := &App{Config: cfg, Log: o.Log}
-	if a.Log == nil {
-		a.Log = os.Stderr
-	}
-	a.Logger = logging.JSON(a.Log, component(o))
-	pathStyle := awsCfg.BaseEndpoint != nil
-	sk, err := s3sink.New(awss3.NewFromConfig(awsCfg, func(so *awss3.Options) {
-		so.UsePathStyle = pathStyle
-		so.DisableLogOutputChecksumValidationSkipped = true
-	}), cfg.Bucket, cfg.BucketPrefix)
-	if err != nil {
-		return nil, err
-	}
-	a.Sink = sk
-	if a.Store, err = dynamodb.New(awsdynamodb.NewFromConfig(awsCfg), dynamodb.Options{Table: cfg.Table, Blobs: sk}); err != nil {
-		return nil, err
-	}
-	return a, nil
 }

@@ -164,21 +164,17 @@ func FromStack(ctx context.Context, api DescribeStacksAPI, stack string) (Resour
 		case k == OutputStateMachinePrefix:
 			r.StateMachinePrefix = v
 		case k == OutputHeartbeatSeconds:
-			n, err := strconv.Atoi(v)
-			if err != nil || n <= 0 {
-				return r, stratus.FieldErrorf(stratus.EINVALID, "stack", "stack %q output %s is %q; want a positive number of seconds", stack, OutputHeartbeatSeconds, v)
+			if r.HeartbeatSeconds, err = positive(stack, k, v, "seconds"); err != nil {
+				return r, err
 			}
-			r.HeartbeatSeconds = n
 		case k == OutputClaimQueueURL:
 			r.ClaimQueueURL = v
 		case k == OutputTaskQueue:
 			r.TaskQueue = v
 		case k == OutputMaxConcurrentTasks:
-			n, err := strconv.Atoi(v)
-			if err != nil || n <= 0 {
-				return r, stratus.FieldErrorf(stratus.EINVALID, "stack", "stack %q output %s is %q; want a positive number of tasks", stack, OutputMaxConcurrentTasks, v)
+			if r.MaxConcurrentTasks, err = positive(stack, k, v, "tasks"); err != nil {
+				return r, err
 			}
-			r.MaxConcurrentTasks = n
 		case strings.HasSuffix(k, StateMachineOutputSuffix):
 			r.StateMachines[k] = v
 		}
@@ -188,6 +184,16 @@ func FromStack(ctx context.Context, api DescribeStacksAPI, stack string) (Resour
 			stack, out.Stacks[0].StackStatus, OutputTable, OutputBucket)
 	}
 	return r, nil
+}
+
+// positive reads stack output key's value v as a positive number of unit.
+// Errors: EINVALID (field stack) naming the output and its value.
+func positive(stack, key, v, unit string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return 0, stratus.FieldErrorf(stratus.EINVALID, "stack", "stack %q output %s is %q; want a positive number of %s", stack, key, v, unit)
+	}
+	return n, nil
 }
 
 func normalize(s string) string {

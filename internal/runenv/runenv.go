@@ -181,24 +181,35 @@ func Freeze(ctx context.Context, sk sink.Sink, runID, workDir, flowsDir, taskPat
 		return nil, err
 	}
 	m := &Manifest{Version: ManifestVersion, RunID: runID, TaskType: tk.TaskType, TaskFile: taskKey, Files: b.manifestFiles(), EngineFiles: engineFiles}
+	return store(ctx, sk, m, func(path string) ([]byte, error) { return b.files[path].data, nil })
+}
+
+// store writes bundle m to sk under BundlePrefix(m.RunID): each file's
+// bytes (data), then the manifest, which makes it whole. The same manifest
+// there already is m's bundle (returned as it is); another is ECONFLICT
+// (Field "run_id"): a run's prompts and tools are never replaced.
+func store(ctx context.Context, sk sink.Sink, m *Manifest, data func(path string) ([]byte, error)) (*Manifest, error) {
 	mb, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return nil, err
 	}
 	mb = append(mb, '\n')
-
-	prefix := BundlePrefix(runID)
+	prefix := BundlePrefix(m.RunID)
 	switch old, err := sk.Get(ctx, prefix+ManifestFile); {
 	case err == nil && bytes.Equal(old, mb):
 		return m, nil
 	case err == nil:
 		return nil, stratus.FieldErrorf(stratus.ECONFLICT, "run_id",
-			"run %s already has a frozen environment that differs from this one (%s%s); a run's prompts and tools are never replaced", runID, prefix, ManifestFile)
+			"run %s already has a frozen environment that differs from this one (%s%s); a run's prompts and tools are never replaced", m.RunID, prefix, ManifestFile)
 	case stratus.ErrorCode(err) != stratus.ENOTFOUND:
 		return nil, err
 	}
 	for _, f := range m.Files {
-		if err := sk.Put(ctx, prefix+f.Path, b.files[f.Path].data); err != nil {
+		body, err := data(f.Path)
+		if err != nil {
+			return nil, err
+		}
+		if err := sk.Put(ctx, prefix+f.Path, body); err != nil {
 			return nil, err
 		}
 	}
@@ -429,33 +440,10 @@ func Derive(ctx context.Context, sk sink.Sink, from, to, name string, body []byt
 		}
 	}
 	slices.SortFunc(out.Files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
-	mb, err := json.MarshalIndent(out, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	mb = append(mb, '\n')
-	prefix := BundlePrefix(to)
-	switch old, err := sk.Get(ctx, prefix+ManifestFile); {
-	case err == nil && bytes.Equal(old, mb):
-		return out, nil
-	case err == nil:
-		return nil, stratus.FieldErrorf(stratus.ECONFLICT, "run_id", "run %s already has a frozen environment that differs from this one (%s%s)", to, prefix, ManifestFile)
-	case stratus.ErrorCode(err) != stratus.ENOTFOUND:
-		return nil, err
-	}
-	for _, f := range out.Files {
-		data := body
-		if f.Path != taskKey {
-			if data, err = sk.Get(ctx, BundlePrefix(from)+f.Path); err != nil {
-				return nil, err
-			}
+	return store(ctx, sk, out, func(p string) ([]byte, error) {
+		if p == taskKey {
+			return body, nil
 		}
-		if err := sk.Put(ctx, prefix+f.Path, data); err != nil {
-			return nil, err
-		}
-	}
-	if err := sk.Put(ctx, prefix+ManifestFile, mb); err != nil {
-		return nil, err
-	}
-	return out, nil
+		return sk.Get(ctx, BundlePrefix(from)+p)
+	})
 }
