@@ -45,7 +45,7 @@ type DevAWSOptions struct {
 	Stack string
 	// GitTokenFile is a file holding the git host's token: dev aws stores
 	// MaxConcurrentTasks is the stack's MaxConcurrentTasks: how many of
-	// its task pool's tasks run at once (0 = the template's default, 1).
+	// its task pool's tasks run at once (1 to awsapp.MaxConcurrentTasks).
 	MaxConcurrentTasks int
 	// it as a secret of the stand-in's Secrets Manager and deploys the
 	// stack with GitTokenSecretArn naming it, so it reaches the publisher
@@ -168,7 +168,7 @@ SAM translator refuses: its message, naming the resource), 2 bad flags.`,
 	aws.Flags().StringVar(&o.RIE, "rie", "", "the Lambda Runtime Interface Emulator (default: aws-lambda-rie beside this binary, as make rie puts it)")
 	aws.Flags().StringVar(&o.Template, "template", "", "deploy this SAM template file instead of the built-in template.yaml, with the parameter_overrides of a samconfig.toml beside it (its functions' code is make lambdas' bootstraps, its state machine definitions the built-in statemachine/ files its DefinitionUri names)")
 	aws.Flags().StringVar(&o.GitTokenFile, "git-token-file", "", "a file holding the git host's token: stored as a secret of the stand-in's Secrets Manager and given to the stack as GitTokenSecretArn, so the publisher (the worker of publish nodes) alone gets it as STRATUS_GIT_TOKEN")
-	aws.Flags().IntVar(&o.MaxConcurrentTasks, "max-concurrent-tasks", 0, "the stack's MaxConcurrentTasks: how many tasks of its task pool (stratus submit --target aws) run at once (default 1; 1 to 100)")
+	aws.Flags().IntVar(&o.MaxConcurrentTasks, "max-concurrent-tasks", 1, "the stack's MaxConcurrentTasks: how many tasks of its task pool (stratus submit --target aws) run at once (1 to 100)")
 	aws.Flags().StringVar(&o.Stack, "stack", "", "with --endpoint-url: serve this existing stack (one an earlier dev aws deployed there), read from its outputs, instead of deploying one")
 	dev.AddCommand(aws, newDevGitHubCmd(io))
 	return dev

@@ -33,7 +33,7 @@ import (
 )
 
 func runDevAWS(o *DevAWSOptions) error {
-	if o.MaxConcurrentTasks < 0 || o.MaxConcurrentTasks > awsapp.MaxConcurrentTasks {
+	if o.MaxConcurrentTasks < 1 || o.MaxConcurrentTasks > awsapp.MaxConcurrentTasks {
 		return usageError{fmt.Errorf("--max-concurrent-tasks %d: valid: 1 to %d (template.yaml MaxConcurrentTasks)", o.MaxConcurrentTasks, awsapp.MaxConcurrentTasks)}
 	}
 	co := devstack.CreateOptions{HeartbeatSeconds: o.HeartbeatSeconds, Pool: o.Pool > 0, PoolPickupSeconds: int((o.PoolPickup + time.Second - 1) / time.Second)}
@@ -259,9 +259,7 @@ func createStack(ctx context.Context, o *DevAWSOptions, cfg aws.Config, name str
 		fmt.Fprintf(o.IO.Err, "stratus dev aws: %s: the secret %s, delivered to the publisher alone\n", devstack.GitTokenParameter, arn)
 	}
 	params["ImageUri"] = o.Image
-	if o.MaxConcurrentTasks != 0 {
-		params["MaxConcurrentTasks"] = strconv.Itoa(o.MaxConcurrentTasks)
-	}
+	params["MaxConcurrentTasks"] = strconv.Itoa(o.MaxConcurrentTasks)
 	co.Parameters = params
 	co.Bootstraps = code
 	st, err := devstack.Create(ctx, cfg, name, "https://"+ln.Addr().String(), co)

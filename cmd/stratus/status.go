@@ -53,7 +53,8 @@ shown beside the run's (a run nobody followed to its end still reads running).
 A run pruned after retention_days says so: its steps went with its files.
 RUN naming a task of the task pool that is queued and not yet a run (README.md
 § Task pool) shows that task: its state and why it waits (depends_on X, queue
-other, queue full); --json gives it as "queued", with no run_id.
+other, queue full); --json gives it as "queued", with run_id empty. A task
+the pool refused before it ever ran shows failed, and where its summary is.
 
 With --follow, status first streams the run's progress lines (those it already
 made, then each as it happens) to stderr until the run ends, then prints its
@@ -256,10 +257,11 @@ func runStatus(o *StatusOptions) error {
 	return nil
 }
 
-// queuedTask is the queued task (taskpool.Listed.Queued) of id o.RunID
-// in the pool of o's work dir, or with --target aws of the stack; false
-// when there is none, or the pool cannot be read (status then says there
-// is no such run).
+// queuedTask is the task of id o.RunID in the pool of o's work dir, or
+// with --target aws of the stack, that is queued (taskpool.Listed.Queued)
+// or was refused before it ever ran (failed, without a run); false when
+// there is none, or the pool cannot be read (status then says there is no
+// such run).
 func queuedTask(ctx context.Context, o *StatusOptions) (taskpool.Listed, bool) {
 	var (
 		l   []taskpool.Listed
@@ -268,7 +270,7 @@ func queuedTask(ctx context.Context, o *StatusOptions) (taskpool.Listed, bool) {
 	if o.Target == TargetAWS {
 		var list poolLister
 		if _, list, err = o.AWS.openPool(ctx, ""); err == nil {
-			l, err = queuedOf(ctx, list)
+			l, err = list(ctx)
 		}
 	} else {
 		var runs taskpool.Runs
@@ -276,13 +278,19 @@ func queuedTask(ctx context.Context, o *StatusOptions) (taskpool.Listed, bool) {
 			defer st.Close()
 			runs = st
 		}
-		l, err = queuedIn(ctx, o.Dir, runs)
+		if dir, aerr := filepath.Abs(o.Dir); aerr != nil {
+			err = aerr
+		} else if _, serr := os.Stat(filepath.Join(dir, orchestrator.StateDir, orchestrator.ConfigFile)); serr != nil {
+			err = serr
+		} else {
+			l, err = listPool(ctx, dir, "", runs)
+		}
 	}
 	if err != nil {
 		return taskpool.Listed{}, false
 	}
 	for _, t := range l {
-		if t.ID == o.RunID {
+		if t.ID == o.RunID && (t.Queued() || t.State == taskpool.Failed && t.RunID == "") {
 			return t, true
 		}
 	}
@@ -293,8 +301,10 @@ func queuedTask(ctx context.Context, o *StatusOptions) (taskpool.Listed, bool) {
 // waits, as JSON (StatusResult with Queued) or for a reader. --follow
 // follows runs: a task not yet a run is refused (exit 2).
 func printQueuedStatus(o *StatusOptions, l taskpool.Listed) error {
-	if o.Follow {
+	if o.Follow && l.Queued() {
 		return usageError{fmt.Errorf("%s is a task of the pool, %s, not a run yet: status --follow follows a run; try again once it runs (stratus runs lists it then)", safetext.Line(l.ID), l.State)}
+	} else if o.Follow {
+		return usageError{fmt.Errorf("%s is a task the pool refused (%s), never a run: nothing to follow", safetext.Line(l.ID), l.State)}
 	}
 	target := TargetEmbedded
 	if o.Target == TargetAWS {
@@ -307,6 +317,11 @@ func printQueuedStatus(o *StatusOptions, l taskpool.Listed) error {
 		return enc.Encode(res)
 	}
 	s := safetext.Line
+	if !l.Queued() {
+		fmt.Fprintf(o.IO.Out, "task %s: %s, refused by the task pool before it ran; why: %s beside %s in %s/\n", s(l.ID), l.State,
+			taskpool.RefusedSummary(l.File), s(l.File), taskpool.Failed)
+		return nil
+	}
 	fmt.Fprintf(o.IO.Out, "task %s: %s, queued, not a run yet\n", s(l.ID), l.State)
 	if l.Title != "" {
 		fmt.Fprintf(o.IO.Out, "  title:    %s\n", s(l.Title))

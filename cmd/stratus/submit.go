@@ -86,6 +86,11 @@ func runSubmit(o *SubmitOptions) error {
 		res, err = submitLocal(o)
 	}
 	if err != nil {
+		// Those queued before the failure are said: nothing accepted is
+		// lost from sight.
+		for _, r := range res {
+			fmt.Fprintf(o.IO.Err, "stratus: task %s was queued (%s) before this error\n", r.TaskID, r.File)
+		}
 		return usageOr(err)
 	}
 	if o.JSON {
@@ -115,8 +120,12 @@ func submitLocal(o *SubmitOptions) ([]SubmitResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := uniqueFiles(o.Tasks); err != nil {
+		return nil, err
+	}
 	var bodies [][]byte
 	var ids []string
+	byID := map[string]string{}
 	for _, path := range o.Tasks {
 		body, err := os.ReadFile(path)
 		if err != nil {
@@ -132,6 +141,18 @@ func submitLocal(o *SubmitOptions) ([]SubmitResult, error) {
 		if e, err := pool.Find(taskpool.Pending, tk.ID); err == nil {
 			return nil, stratus.FieldErrorf(stratus.EINVALID, "task", "%s: task %s is queued already as %s; wait for it to run, or remove that file", path, tk.ID, e.Path)
 		}
+		if other, dup := byID[tk.ID]; dup {
+			return nil, stratus.FieldErrorf(stratus.EINVALID, "task", "%s and %s are both task %s: the ids of a pool's tasks are unique", other, path, tk.ID)
+		}
+		if to := filepath.Join(pool.Dir(taskpool.Pending), filepath.Base(path)); fileExists(to) {
+			return nil, stratus.FieldErrorf(stratus.EINVALID, "task", "%s: %s exists already; rename the task file or remove that one", path, to)
+		}
+		for _, st := range []string{taskpool.Done, taskpool.Failed} {
+			if e, err := pool.Find(st, filepath.Base(path)); err == nil && e.File == filepath.Base(path) && e.ID() != tk.ID {
+				return nil, stratus.FieldErrorf(stratus.EINVALID, "task", "%s: %s is task %s's: once run, this task's file would replace it; rename the task file", path, e.Path, e.ID())
+			}
+		}
+		byID[tk.ID] = path
 		bodies, ids = append(bodies, body), append(ids, tk.ID)
 	}
 	if err := os.MkdirAll(pool.Dir(taskpool.Pending), statedir.DirPerm); err != nil {
@@ -146,6 +167,25 @@ func submitLocal(o *SubmitOptions) ([]SubmitResult, error) {
 		out = append(out, SubmitResult{TaskID: ids[i], File: to})
 	}
 	return out, nil
+}
+
+// uniqueFiles refuses two task files of one name: each is queued under its
+// base name. Errors: EINVALID naming both.
+func uniqueFiles(paths []string) error {
+	seen := map[string]string{}
+	for _, p := range paths {
+		if other, dup := seen[filepath.Base(p)]; dup {
+			return stratus.FieldErrorf(stratus.EINVALID, "task", "%s and %s would both be queued as %s: give one another name", other, p, filepath.Base(p))
+		}
+		seen[filepath.Base(p)] = p
+	}
+	return nil
+}
+
+// fileExists reports whether path names something.
+func fileExists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }
 
 // linkIn writes body beside to, then links it in whole: watch never reads

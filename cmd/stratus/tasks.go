@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -48,6 +49,9 @@ Exit status: 0, 2 bad input (no config, a bad paths.tasks_dir).`,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := checkTarget(c, o.Target); err != nil {
 				return err
+			}
+			if c.Flags().Changed("queue") && strings.TrimSpace(o.Queue) == "" {
+				return usageError{fmt.Errorf("--queue %q: want a queue name", o.Queue)}
 			}
 			return runTasks(o)
 		},

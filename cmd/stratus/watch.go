@@ -151,6 +151,11 @@ func runWatch(o *WatchOptions) error {
 			w.say("nothing eligible is left in %s", pool.Dir(taskpool.Pending))
 			return nil
 		}
+		if single && busy == 0 {
+			// Only refusals changed the pool: no run will end to wake this
+			// pass, so it looks again now.
+			continue
+		}
 		var tick <-chan time.Time
 		if !single {
 			tick = time.After(time.Duration(poll) * time.Second)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -333,5 +335,73 @@ func TestTick_ARefusedTaskFreesItsSlotForTheNext(t *testing.T) {
 	}
 	if got := f.keys(t, taskpool.Failed); !slices.Equal(got, []string{"a.md", "a.summary.md"}) {
 		t.Errorf("failed/ = %v; want a", got)
+	}
+}
+
+// Two raw files of one id: the task runs once, the second file is refused
+// beside its own summary (not over the first's), and the listing gives a
+// refused file no run of another's.
+func TestTick_ASecondFileOfAnIDIsRefusedNotRunTwice(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 5)
+	f.submit(t, "d1", "")
+	if err := f.pool.Sink.Put(f.ctx, TaskKey(taskpool.Pending, "d1copy.md"), taskFile("d1", "")); err != nil {
+		t.Fatal(err)
+	}
+	f.tick(t)
+	if got := f.ex.runs(); !slices.Equal(got, []string{"r-d1"}) {
+		t.Fatalf("started %v; want r-d1 once", got)
+	}
+	if got := f.keys(t, taskpool.Failed); !slices.Equal(got, []string{"d1copy.md", "d1copy.summary.md"}) {
+		t.Fatalf("failed/ = %v; want d1copy beside its own summary", got)
+	}
+	l, err := f.pool.Listing(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range l {
+		if r.File == "d1copy.md" && r.RunID != "" {
+			t.Errorf("the refused d1copy.md is listed with run %s, d1.md's", r.RunID)
+		}
+	}
+}
+
+// CheckSubmit refuses, before anything is prepared, a batch with one file
+// twice, two files of one name or of one id, a task queued already, and a
+// file whose name done/ holds for another task.
+func TestCheckSubmit_RefusesWhatSubmitWould(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 1)
+	f.submit(t, "q1", "")
+	if err := f.pool.Sink.Put(f.ctx, TaskKey(taskpool.Done, "k.md"), taskFile("k", "")); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	file := func(rel, id string) string {
+		p := filepath.Join(dir, rel)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, taskFile(id, ""), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a, a2, b, b2, q1, k := file("a.md", "a"), file("sub/a.md", "a2"), file("b.md", "b"), file("b2.md", "b"), file("q1.md", "q1"), file("k2/k.md", "other")
+	for _, c := range []struct {
+		paths []string
+		want  string
+	}{
+		{[]string{a, a}, "would both be queued"},
+		{[]string{a, a2}, "would both be queued"},
+		{[]string{b, b2}, "are both task b"},
+		{[]string{a, q1}, "queued already"},
+		{[]string{k}, "is task k's"},
+	} {
+		err := f.pool.CheckSubmit(f.ctx, c.paths)
+		if stratus.ErrorCode(err) != stratus.EINVALID || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("CheckSubmit %v: %v; want EINVALID %q", c.paths, err, c.want)
+		}
+	}
+	if err := f.pool.CheckSubmit(f.ctx, []string{a, b}); err != nil {
+		t.Errorf("CheckSubmit of a good batch: %v", err)
 	}
 }

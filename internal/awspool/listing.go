@@ -36,9 +36,12 @@ func (p *Pool) Listing(ctx context.Context) ([]taskpool.Listed, error) {
 			return runID, taskpool.Running, true
 		}
 		return runID, taskpool.Claimed, true
-	}, func(id string) string {
-		if pr, err := p.prepared(ctx, id); err == nil {
-			return pr.Run.ID
+	}, func(e taskpool.Entry) string {
+		// The run prepared for this very file, once it ran.
+		if pr, err := p.prepared(ctx, e.ID()); err == nil && pr.File == e.File {
+			if _, err := p.Store.GetRun(ctx, pr.Run.ID); err == nil {
+				return pr.Run.ID
+			}
 		}
 		return ""
 	}), nil

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -78,6 +79,64 @@ func (p *Pool) queue() string {
 
 func (p *Pool) max() int { return max(p.Max, 1) }
 
+// CheckSubmit refuses, before anything is prepared, task files (paths on
+// this machine) that Submit would refuse: two of one base name or one id,
+// one whose id is queued or claimed already or whose name is pending.
+// Errors: EINVALID naming the files; the task's parse error; the sink's
+// and the store's.
+func (p *Pool) CheckSubmit(ctx context.Context, paths []string) error {
+	entries, err := p.Entries(ctx)
+	if err != nil {
+		return err
+	}
+	claims, err := p.Store.PoolClaims(ctx)
+	if err != nil {
+		return err
+	}
+	names, ids := map[string]string{}, map[string]string{}
+	for _, path := range paths {
+		tk, err := task.Load(path)
+		if err != nil {
+			return err
+		}
+		name := filepath.Base(path)
+		if other, dup := names[name]; dup {
+			return stratus.FieldErrorf(stratus.EINVALID, "task", "%s and %s would both be queued as %s: give one another name", other, path, TaskKey(taskpool.Pending, name))
+		}
+		if other, dup := ids[tk.ID]; dup {
+			return stratus.FieldErrorf(stratus.EINVALID, "task", "%s and %s are both task %s: the ids of a pool's tasks are unique", other, path, tk.ID)
+		}
+		names[name], ids[tk.ID] = path, path
+		if err := checkQueued(entries[taskpool.Pending], claims, tk.ID, name); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		for _, st := range []string{taskpool.Done, taskpool.Failed} {
+			for _, e := range entries[st] {
+				if e.File == name && e.ID() != tk.ID {
+					return stratus.FieldErrorf(stratus.EINVALID, "task", "%s: %s is task %s's: once run, this task's file would replace it; rename the task file", path, e.Path, e.ID())
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// checkQueued refuses task id of file name when a pending task has that id
+// or that name, or a claim that id. Errors: EINVALID.
+func checkQueued(pending []taskpool.Entry, claims []dynamodb.PoolClaim, id, name string) error {
+	for _, e := range pending {
+		if e.File == name || e.ID() == id {
+			return stratus.FieldErrorf(stratus.EINVALID, "task", "task %s is queued already as %s; wait for it to run, or delete that file to take it out of the pool", id, TaskKey(taskpool.Pending, e.File))
+		}
+	}
+	for _, c := range claims {
+		if c.TaskID == id {
+			return stratus.FieldErrorf(stratus.EINVALID, "task", "task %s is claimed by run %s, which has not been settled; wait for it to end (stratus status %s --target aws)", id, c.RunID, c.RunID)
+		}
+	}
+	return nil
+}
+
 // Submit queues prepared run pr of task file body (its bytes as checked):
 // the prepared record first, then the file at tasks/pending/<pr.File>,
 // which is what makes it queued. Errors: EINVALID when a task of the same
@@ -88,20 +147,12 @@ func (p *Pool) Submit(ctx context.Context, pr Prepared, body []byte) error {
 	if err != nil {
 		return err
 	}
-	id := pr.Run.TaskID
-	for _, e := range entries[taskpool.Pending] {
-		if e.File == pr.File || e.ID() == id {
-			return stratus.FieldErrorf(stratus.EINVALID, "task", "task %s is queued already as %s; wait for it to run, or delete that file to take it out of the pool", id, TaskKey(taskpool.Pending, e.File))
-		}
-	}
 	claims, err := p.Store.PoolClaims(ctx)
 	if err != nil {
 		return err
 	}
-	for _, c := range claims {
-		if c.TaskID == id {
-			return stratus.FieldErrorf(stratus.EINVALID, "task", "task %s is claimed by run %s, which has not been settled; wait for it to end (stratus status %s --target aws)", id, c.RunID, c.RunID)
-		}
+	if err := checkQueued(entries[taskpool.Pending], claims, pr.Run.TaskID, pr.File); err != nil {
+		return err
 	}
 	sum := sha256.Sum256(body)
 	pr.TaskSHA256, pr.SubmittedAt = hex.EncodeToString(sum[:]), time.Now().UTC()
@@ -109,7 +160,7 @@ func (p *Pool) Submit(ctx context.Context, pr Prepared, body []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := p.Sink.Put(ctx, PreparedKey(id), raw); err != nil {
+	if err := p.Sink.Put(ctx, PreparedKey(pr.Run.TaskID), raw); err != nil {
 		return err
 	}
 	// The latest submit's environment is the pool's (EnvKey).
@@ -370,7 +421,7 @@ func (p *Pool) settle(ctx context.Context, c dynamodb.PoolClaim, run stratus.Run
 	if err != nil {
 		return err
 	}
-	if err := p.move(ctx, c.File, c.TaskID, state, summary); err != nil {
+	if err := p.move(ctx, c.File, c.TaskID+taskpool.SummarySuffix, state, summary); err != nil {
 		return err
 	}
 	p.log().Info(fmt.Sprintf("task %s: run %s ended %s; moved to %s/", c.TaskID, run.ID, run.Status, state), "task_id", c.TaskID, "run_id", run.ID, "status", run.Status)
@@ -397,14 +448,15 @@ func (p *Pool) summary(ctx context.Context, run stratus.Run) ([]byte, error) {
 // can never run as it stands.
 func (p *Pool) refuse(ctx context.Context, e taskpool.Entry, why string) error {
 	p.log().Warn(fmt.Sprintf("task %s refused: %s; moved to %s/", e.ID(), why, taskpool.Failed), "task_id", e.ID(), "file", e.File)
-	return p.move(ctx, e.File, e.ID(), taskpool.Failed, fmt.Appendf(nil, "# %s\n\nRefused by the task pool: %s\n", e.ID(), why))
+	return p.move(ctx, e.File, taskpool.RefusedSummary(e.File), taskpool.Failed, fmt.Appendf(nil, "# %s\n\nRefused by the task pool: %s\n", e.ID(), why))
 }
 
 // move moves task file file from pending/ to state, writing summary
-// beside it as <id>.summary.md first. A file already moved (a claim that
-// died after the move) is left where it is.
-func (p *Pool) move(ctx context.Context, file, id, state string, summary []byte) error {
-	if err := p.Sink.Put(ctx, TaskKey(state, id+taskpool.SummarySuffix), summary); err != nil {
+// beside it as name (<id>.summary.md, or taskpool.RefusedSummary) first. A
+// file already moved (a claim that died after the move) is left where it
+// is.
+func (p *Pool) move(ctx context.Context, file, name, state string, summary []byte) error {
+	if err := p.Sink.Put(ctx, TaskKey(state, name), summary); err != nil {
 		return err
 	}
 	from := TaskKey(taskpool.Pending, file)

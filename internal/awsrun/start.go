@@ -109,6 +109,10 @@ func (t *Target) Submit(ctx context.Context, dir string, tasks []string, progres
 		return nil, stratus.FieldErrorf(stratus.EINVALID, "stack", "the stack has no task pool (no %s output): update it with this version's template.yaml", OutputClaimQueueURL)
 	}
 	log := logging.Human(progressOf(progress), "stratus")
+	pool := t.Pool()
+	if err := pool.CheckSubmit(ctx, tasks); err != nil {
+		return nil, err
+	}
 	var prepared []*awspool.Prepared
 	var bodies [][]byte
 	drop := func(from int) {
@@ -136,7 +140,6 @@ func (t *Target) Submit(ctx context.Context, dir string, tasks []string, progres
 		pr.File = filepath.Base(path)
 		prepared, bodies = append(prepared, pr), append(bodies, body)
 	}
-	pool := t.Pool()
 	for i, pr := range prepared {
 		if err := pool.Submit(ctx, *pr, bodies[i]); err != nil {
 			drop(i)

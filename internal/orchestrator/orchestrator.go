@@ -139,12 +139,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	flowsDir := filepath.Join(state, FlowsDir)
 	fl, err := flow.Load(flowsDir, tk.TaskType)
 	if stratus.ErrorCode(err) == stratus.ENOTFOUND {
-		var names []string
-		matches, _ := filepath.Glob(filepath.Join(flowsDir, "*.yaml"))
-		for _, m := range matches {
-			names = append(names, strings.TrimSuffix(filepath.Base(m), ".yaml"))
-		}
-		return nil, stratus.Errorf(stratus.ENOTFOUND, "task %s: %v; flows in %s: %s", tk.ID, err, flowsDir, strings.Join(names, ", "))
+		// flow.Load's message names the flows there are.
+		return nil, stratus.Errorf(stratus.ENOTFOUND, "task %s: %v", tk.ID, err)
 	} else if err != nil {
 		return nil, err
 	}

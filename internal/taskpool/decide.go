@@ -55,7 +55,10 @@ func rank(priority string) int { return slices.Index(Priorities, priority) }
 // its run opened one); among those, high before mid before low, ties in
 // natural file name order, up to Free. depends_on is always stronger than
 // priority: a high task waits for the low one it depends on. A task in a
-// depends_on cycle, or naming an id no task of the pool has, is refused.
+// depends_on cycle, or naming an id no task of the pool has, is refused, and
+// so is a pending file whose id an earlier one (in natural file name order)
+// has. A pending file named as a file of done/ or failed/ of another task
+// waits ("file name taken"): moving it would replace that task's file.
 func Decide(in Input) Plan {
 	var plan Plan
 	where := map[string]string{} // id → state
@@ -68,15 +71,27 @@ func Decide(in Input) Plan {
 			}
 		}
 	}
+	// The files done/ and failed/ hold, by name: a pending file of the
+	// same name and another id would replace one when it is moved.
+	taken := map[string]Entry{}
+	for _, st := range []string{Done, Failed} {
+		for _, e := range in.Entries[st] {
+			taken[e.File] = e
+		}
+	}
 	var pending []Entry
 	deps := map[string][]string{}
+	first := map[string]string{} // id → the first pending file of it, in natural order
 	for _, e := range in.Entries[Pending] {
 		if e.Task == nil {
 			plan.Invalid = append(plan.Invalid, e)
 			continue
 		}
 		pending = append(pending, e)
-		deps[e.Task.ID] = e.DependsOn()
+		if _, dup := first[e.Task.ID]; !dup {
+			first[e.Task.ID] = e.File
+			deps[e.Task.ID] = e.DependsOn()
+		}
 	}
 	// Priority first, then the file name; depends_on then holds a task
 	// back wherever it stands.
@@ -91,8 +106,15 @@ func Decide(in Input) Plan {
 		d := Decision{Entry: e}
 		id := e.Task.ID
 		switch {
+		case first[id] != e.File:
+			// One id, one task: the later file never runs (it would run the
+			// task twice, and its summary would take the other's place).
+			d.Refuse = fmt.Sprintf("task id %s is %s's too: the ids of a pool's tasks are unique; give this task another id", id, first[id])
 		case in.Claimed[id]:
 			d.Claimed = true
+		case taken[e.File].Task != nil && taken[e.File].ID() != id:
+			o := taken[e.File]
+			d.Waits = fmt.Sprintf("file name taken: %s/%s is task %s's; rename this file", o.State, o.File, o.ID())
 		case e.Queue() != in.Queue:
 			// Another watcher's task: not ours to take, nor to refuse.
 			d.Waits = "queue other"

@@ -13,7 +13,8 @@ import (
 )
 
 // Move moves the task file of claim c from pending/ to state (Done or
-// Failed) and writes summary beside it as <id>.summary.md. It returns the
+// Failed) and writes summary beside it as <id>.summary.md (a claim without
+// a run, a task refused: RefusedSummary). It returns the
 // paths it touched, relative to the work dir dir: the file's old and new
 // places and the summary. A file already moved (a watcher killed after the
 // move) is found in done/ or failed/ and left there.
@@ -37,6 +38,10 @@ func (p *Pool) Move(dir string, c *Claim, state string, summary []byte) ([]strin
 		return nil, fmt.Errorf("move task %s to %s/: %w", c.TaskID, state, err)
 	}
 	sum := filepath.Join(p.Dir(state), c.TaskID+SummarySuffix)
+	if c.RunID == "" {
+		// Refused: it never ran (RefusedSummary).
+		sum = filepath.Join(p.Dir(state), RefusedSummary(c.File))
+	}
 	if err := os.WriteFile(sum, summary, statedir.FilePerm); err != nil {
 		return nil, fmt.Errorf("write the summary of task %s: %w", c.TaskID, err)
 	}

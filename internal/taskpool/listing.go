@@ -109,8 +109,8 @@ func (p *Pool) Listing(ctx context.Context, queue string, maxTasks int, runs Run
 			return c.RunID, Running, true
 		}
 		return c.RunID, Claimed, true
-	}, func(id string) string {
-		if c, ok := p.Ended(id); ok {
+	}, func(e Entry) string {
+		if c, ok := p.Ended(e.ID()); ok && c.File == e.File {
 			return c.RunID
 		}
 		return ""
@@ -121,9 +121,9 @@ func (p *Pool) Listing(ctx context.Context, queue string, maxTasks int, runs Run
 // plan: preparing, then the valid pending tasks with why each waits (a
 // claimed one reads what claim says of it: its run and claimed or
 // running), the pending files that do not parse, done, failed (with the
-// run ended says ran each, "" when unknown). One layout for a work dir's
-// pool and a stack's.
-func Rows(entries map[string][]Entry, plan Plan, claim func(id string) (runID, state string, ok bool), ended func(id string) string) []Listed {
+// run ended says ran each file, "" when none did). One layout for a work
+// dir's pool and a stack's.
+func Rows(entries map[string][]Entry, plan Plan, claim func(id string) (runID, state string, ok bool), ended func(e Entry) string) []Listed {
 	out := []Listed{}
 	row := func(e Entry, state string) Listed {
 		l := Listed{ID: e.ID(), File: e.File, State: state, Queue: e.Queue(), Priority: e.Priority()}
@@ -151,7 +151,7 @@ func Rows(entries map[string][]Entry, plan Plan, claim func(id string) (runID, s
 	for _, s := range []string{Done, Failed} {
 		for _, e := range entries[s] {
 			l := row(e, s)
-			l.RunID = ended(l.ID)
+			l.RunID = ended(e)
 			out = append(out, l)
 		}
 	}

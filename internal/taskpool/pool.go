@@ -103,6 +103,11 @@ func (e Entry) DependsOn() []string {
 	return out
 }
 
+// RefusedSummary is the name of the summary beside task file file when the
+// pool refused it and it never ran: <file stem>.summary.md, which is
+// <id>.summary.md for a file named by its id and never another task's.
+func RefusedSummary(file string) string { return strings.TrimSuffix(file, ".md") + SummarySuffix }
+
 // IsTaskFile reports whether name is a task file: *.md, not a summary,
 // not hidden.
 func IsTaskFile(name string) bool {

@@ -204,3 +204,32 @@ func TestAuditCommit_OnlyTheTasksFiles(t *testing.T) {
 		t.Fatalf("status after: %q", st)
 	}
 }
+
+// One id, one task: a second pending file of an id is refused (the first
+// in natural file name order runs), naming the first; a pending file named
+// as another task's file in done/ or failed/ waits, so that moving it never
+// replaces that file. A refused file's summary is named after it.
+func TestDecide_DuplicateIDRefusedNameTakenWaits(t *testing.T) {
+	in := Input{Queue: DefaultQueue, Free: 5, Entries: map[string][]Entry{
+		Pending: {entry(t, Pending, "b.md", "id: b\ntitle: B"), entry(t, Pending, "zz-b.md", "id: b\ntitle: B again"),
+			entry(t, Pending, "k.md", "id: other\ntitle: O")},
+		Done: {entry(t, Done, "k.md", "id: k\ntitle: K")},
+	}}
+	plan := Decide(in)
+	if got := ids(plan.Next); !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("next %v; want b once", got)
+	}
+	why := map[string]Decision{}
+	for _, d := range plan.Pending {
+		why[d.Entry.File] = d
+	}
+	if d := why["zz-b.md"]; !strings.Contains(d.Refuse, "task id b is b.md's too") {
+		t.Errorf("zz-b.md: %+v; want refused naming b.md", d)
+	}
+	if d := why["k.md"]; d.Refuse != "" || d.Waits != "file name taken: done/k.md is task k's; rename this file" {
+		t.Errorf("k.md (id other): %+v; want it to wait, the name taken", d)
+	}
+	if got := RefusedSummary("zz-b.md"); got != "zz-b.summary.md" {
+		t.Errorf("RefusedSummary = %q", got)
+	}
+}
