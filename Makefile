@@ -320,7 +320,12 @@ fuzz:
 	$(FUZZ) '^FuzzScanObject$$' ./internal/contract
 
 ## bench: every benchmark, then the figures (BENCH lines: each next to its
-## anchor measured in the same run, medians of interleaved rounds).
+## anchor measured in the same run, medians of interleaved rounds). The
+## floors, each a program doing only what the product must do:
+## overhead-floor: per step of 20, two SQLite transactions (step and attempt
+## rows, then done), three files in a new step directory, one engine spawn.
+## submit-floor: a bare handler inserting each 64 KiB body into SQLite (one
+## writer) and writing its projection file, from the same 8 clients.
 ## bench-scale: BENCH_SCALE (1,000) embedded runs of a 2-step flow with the
 ## four-line shell engine, handed at once to one host (stratus host): the
 ## peak RSS of all its processes against 2 GiB, the wall time, runs
