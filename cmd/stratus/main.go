@@ -15,6 +15,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 
@@ -56,7 +57,36 @@ func main() {
 		}
 		os.Exit(ExitFailed)
 	}
-	os.Exit(Main(os.Args[1:], IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
+	stop := cpuProfile(os.Getenv(EnvCPUProfile))
+	code := Main(os.Args[1:], IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
+	stop()
+	os.Exit(code)
+}
+
+// EnvCPUProfile names a file this process writes its CPU profile to
+// (runtime/pprof; read with `go tool pprof`): how a step's own time is
+// broken down (README.md § Performance). Unset: no profile.
+const EnvCPUProfile = "STRATUS_CPUPROFILE"
+
+// cpuProfile starts a CPU profile into path ("" = none) and returns what
+// stops it and writes it out; a profile that cannot start is said on
+// stderr and the command runs without it.
+func cpuProfile(path string) func() {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stratus: warning: %s=%s: no CPU profile: %v\n", EnvCPUProfile, path, err)
+		if f != nil {
+			f.Close()
+		}
+		return func() {}
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
 }
 
 // Main runs the CLI with args and returns the process exit status (see
