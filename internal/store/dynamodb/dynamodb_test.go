@@ -785,3 +785,40 @@ func TestLatestSteps_ItemsReadFlat(t *testing.T) {
 		t.Errorf("LatestSteps read %d items at step 200 and %d at step 5; want at most 4 more at step 200 (O(nodes), not O(steps))", read[200], read[5])
 	}
 }
+
+// A run with steps created before latest# items were kept (here: the
+// item of "impl" deleted, as a release before them would have left it)
+// reads its step list: the step before impl's latest is not named by it,
+// and LatestSteps still finds it.
+func TestLatestSteps_StepsFromBeforeLatestItems(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s := f.store(t, Options{})
+	ctx := f.ctx
+	if err := s.CreateRun(ctx, stratus.Run{ID: "old", Status: stratus.RunRunning}); err != nil {
+		t.Fatal(err)
+	}
+	create := func(node string, visit int, status string) stratus.Step {
+		t.Helper()
+		st, _, err := s.CreateStep(ctx, stratus.Step{TID: fmt.Sprintf("old.%s.%d", node, visit), RunID: "old", Node: node, Visit: visit, Status: status})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	create("impl", 1, stratus.StepCompleted)
+	create("plan", 1, stratus.StepCompleted)
+	create("impl", 2, stratus.StepCompleted)
+	if _, err := f.ddb.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(f.table), Key: latestKey("old", "impl")}); err != nil {
+		t.Fatal(err)
+	}
+	create("impl", 3, stratus.StepRunning)
+	got, err := s.LatestSteps(ctx, "old", store.LatestQuery{Status: stratus.StepCompleted})
+	var tids []string
+	for _, st := range got {
+		tids = append(tids, st.TID)
+	}
+	if want := []string{"old.plan.1", "old.impl.2"}; err != nil || fmt.Sprint(tids) != fmt.Sprint(want) {
+		t.Errorf("LatestSteps = %v, %v; want %v (read from the step list)", tids, err, want)
+	}
+}
