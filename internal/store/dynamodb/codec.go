@@ -35,6 +35,7 @@ const (
 	skStep        = "step"
 	skRunStep     = "step#"        // + seq: the run's steps in creation order
 	skVisits      = "visits#"      // + node: the node's visit count
+	skLatest      = "latest#"      // + node: the node's last created step and its count of steps
 	skDegradation = "degradation#" // + seq
 	skAttempt     = "attempt#"     // + n
 	skOutput      = "output#"      // + n + "#" + seq

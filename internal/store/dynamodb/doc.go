@@ -18,8 +18,9 @@
 //	run#<run id>       run                                 the Run ("visit_counts": true when created with visit counts)
 //	run#<run id>       step#<seq>                          the run's step list: tid and node of each step, seq = creation order
 //	run#<run id>       visits#<node>                       the node's visit count: its highest visit "n" and that step's "tid"
+//	run#<run id>       latest#<node>                       the node's last created step: its "tid" and "seq", and the node's step "count"
 //	run#<run id>       degradation#<seq>                   the run's degradations in append order
-//	task#<tid>         step                                the Step
+//	task#<tid>         step                                the Step, with its "seq" and the tid of its node's step before it ("prev")
 //	task#<tid>         attempt#<n>                         each Attempt
 //	task#<tid>         output#<n>#<seq>                    attempt n's output tail, seq = append order
 //	task#<tid>         final#<n>                           attempt n's final marker (the seq of its one Final)
@@ -33,7 +34,9 @@
 // is EINVALID. Every read is strongly consistent: GetItem, or a Query of
 // one partition (LatestAttempt is the last attempt# item; ListSteps the
 // run's step list, then a BatchGetItem of the steps; CountVisits reads the
-// node's visits# item), so a dispatch counting visits or a fence reading
+// node's visits# item; LatestSteps the run's latest# items and the steps
+// they name, walking back by "prev" when a node's latest step is not the
+// one asked for), so a dispatch counting visits or a fence reading
 // the latest attempt sees every write before it. The index,
 // handles_by_ttl (partition "ttl_bucket" = "handle#00".."handle#15", sort "ttl", keys
 // only), holds only handles with an expiry and serves Sweep alone.
@@ -61,7 +64,12 @@
 //     a collision however many Lambda instances dispatch one run. A run
 //     created before visit counts were kept (its run item has no
 //     "visit_counts") has its visits counted from its step list until
-//     its next step of the node writes the count.
+//     its next step of the node writes the count. The same transaction
+//     makes the step its node's latest# (on condition that the latest is
+//     still the one read, whose tid the step keeps as "prev") and counts it
+//     there; LatestSteps trusts the latest# items only when their counts
+//     add up to the run's step list, so a run with steps from before reads
+//     its whole list as it did.
 //   - AppendOutput reads the tail's last seq and creates the next item;
 //     when another append took that seq it reads again and retries (a
 //     jittered backoff, bounded). The sequence is thus contiguous and

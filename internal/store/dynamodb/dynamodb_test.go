@@ -697,3 +697,128 @@ func TestNew_Invalid(t *testing.T) {
 		}
 	}
 }
+
+// itemCounter counts the items DynamoDB reads return (GetItem, BatchGetItem,
+// and the items a Query evaluated), so a test can assert how many a call
+// reads.
+type itemCounter struct{ n atomic.Int64 }
+
+func (c *itemCounter) register(stack *middleware.Stack) error {
+	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("CountItemsRead",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			out, md, err := next.HandleInitialize(ctx, in)
+			switch r := out.Result.(type) {
+			case *dynamodb.GetItemOutput:
+				if len(r.Item) > 0 {
+					c.n.Add(1)
+				}
+			case *dynamodb.QueryOutput:
+				c.n.Add(int64(r.ScannedCount))
+			case *dynamodb.BatchGetItemOutput:
+				for _, items := range r.Responses {
+					c.n.Add(int64(len(items)))
+				}
+			}
+			return out, md, err
+		}), middleware.After)
+}
+
+// LatestSteps reads per node, not per step (README.md § Performance): at
+// step 200 of a run of four nodes it reads no more items than at step 5
+// but a few, where ListSteps reads every step. Its answer is store.Latest
+// over ListSteps.
+func TestLatestSteps_ItemsReadFlat(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	c := &itemCounter{}
+	client := dynamodb.NewFromConfig(awstest.Moto(t).Config(), func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, c.register) })
+	s, err := New(client, Options{Table: f.table, Blobs: f.blobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := f.ctx
+	const runID = "flat"
+	if err := s.CreateRun(ctx, stratus.Run{ID: runID, Status: stratus.RunRunning}); err != nil {
+		t.Fatal(err)
+	}
+	nodes := []string{"plan", "impl", "review", "fix"}
+	read := map[int]int64{}
+	listed := map[int]int64{}
+	for n := 1; n <= 200; n++ {
+		node := nodes[(n-1)%len(nodes)]
+		st, _, err := s.CreateNextStep(ctx, runID, node, "", func(v int) (stratus.Step, error) {
+			return stratus.Step{TID: fmt.Sprintf("%s.%s.%d", runID, node, v), RunID: runID, Node: node, Visit: v,
+				Kind: "agent", Status: stratus.StepRunning}, nil
+		})
+		if err != nil {
+			t.Fatalf("step %d: %v", n, err)
+		}
+		if n != 5 && n != 200 {
+			st.Status, st.Verdict = stratus.StepCompleted, "done"
+			if n%7 == 0 {
+				st.Verdict = "skipped" // now and then a visit the query skips: walked past
+			}
+			if err := s.UpdateStep(ctx, st); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		q := store.LatestQuery{Status: stratus.StepCompleted, ExceptTID: st.TID, SkipVerdicts: []string{"skipped"}}
+		c.n.Store(0)
+		got, err := s.LatestSteps(ctx, runID, q)
+		if err != nil {
+			t.Fatalf("LatestSteps at step %d: %v", n, err)
+		}
+		read[n] = c.n.Load()
+		c.n.Store(0)
+		all, err := s.ListSteps(ctx, runID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed[n] = c.n.Load()
+		if want := store.Latest(all, q); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("LatestSteps at step %d = %v; want %v (store.Latest over ListSteps)", n, got, want)
+		}
+	}
+	t.Logf("items read by LatestSteps at step 5: %d, at step 200: %d (ListSteps + Latest: %d, %d)", read[5], read[200], listed[5], listed[200])
+	if read[200] > read[5]+4 {
+		t.Errorf("LatestSteps read %d items at step 200 and %d at step 5; want at most 4 more at step 200 (O(nodes), not O(steps))", read[200], read[5])
+	}
+}
+
+// A run with steps created before latest# items were kept (here: the
+// item of "impl" deleted, as a release before them would have left it)
+// reads its step list: the step before impl's latest is not named by it,
+// and LatestSteps still finds it.
+func TestLatestSteps_StepsFromBeforeLatestItems(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s := f.store(t, Options{})
+	ctx := f.ctx
+	if err := s.CreateRun(ctx, stratus.Run{ID: "old", Status: stratus.RunRunning}); err != nil {
+		t.Fatal(err)
+	}
+	create := func(node string, visit int, status string) stratus.Step {
+		t.Helper()
+		st, _, err := s.CreateStep(ctx, stratus.Step{TID: fmt.Sprintf("old.%s.%d", node, visit), RunID: "old", Node: node, Visit: visit, Status: status})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	create("impl", 1, stratus.StepCompleted)
+	create("plan", 1, stratus.StepCompleted)
+	create("impl", 2, stratus.StepCompleted)
+	if _, err := f.ddb.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(f.table), Key: latestKey("old", "impl")}); err != nil {
+		t.Fatal(err)
+	}
+	create("impl", 3, stratus.StepRunning)
+	got, err := s.LatestSteps(ctx, "old", store.LatestQuery{Status: stratus.StepCompleted})
+	var tids []string
+	for _, st := range got {
+		tids = append(tids, st.TID)
+	}
+	if want := []string{"old.plan.1", "old.impl.2"}; err != nil || fmt.Sprint(tids) != fmt.Sprint(want) {
+		t.Errorf("LatestSteps = %v, %v; want %v (read from the step list)", tids, err, want)
+	}
+}

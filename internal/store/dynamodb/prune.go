@@ -13,7 +13,7 @@ import (
 
 // PruneRun marks run runID pruned at `at`, then deletes the items it
 // recorded besides the run and its entry in the run list: the run's step
-// list, visit counts and degradations (partition run#<id>), each step's
+// list, visit counts, latest steps and degradations (partition run#<id>), each step's
 // partition (task#<tid>: the step, its attempts, output tails and final
 // markers) and dedup item (store.Store.PruneRun; docs/security.md § Retention). The
 // mark is one UpdateItem conditioned on a terminal status, so a run
@@ -49,7 +49,7 @@ func (s *Store) PruneRun(ctx context.Context, runID string, at time.Time) error 
 		return wrap(what, err)
 	}
 	var items []item
-	for _, prefix := range []string{skRunStep, skDegradation, skVisits} {
+	for _, prefix := range []string{skRunStep, skDegradation, skVisits, skLatest} {
 		got, err := s.query(ctx, pkRun+runID, prefix, false, 0)
 		if err != nil {
 			return wrap(what, err)

@@ -1,10 +1,12 @@
 package dynamodb
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -71,6 +73,10 @@ func (s *Store) createStep(ctx context.Context, what, runID, node, dedupKey stri
 		if st, err = build(last); err != nil {
 			return false, buildErr{err}
 		}
+		head, err := s.get(ctx, latestKey(st.RunID, st.Node))
+		if err != nil {
+			return false, err
+		}
 		seq, err := s.lastSeq(ctx, pkRun+st.RunID, skRunStep)
 		if err != nil {
 			return false, err
@@ -82,13 +88,14 @@ func (s *Store) createStep(ctx context.Context, what, runID, node, dedupKey stri
 				attrRecord: str("step"), attrWID: str(wid),
 				"tid": str(st.TID), "run_id": text(st.RunID), "node": text(st.Node), "kind": text(st.Kind), "visit": num(int64(st.Visit)),
 				"step_ref": text(st.StepRef), "dedup_key": text(st.DedupKey), "task_token": text(st.TaskToken),
-				"input": text(string(st.Input)),
+				"input": text(string(st.Input)), "seq": num(int64(seq + 1)), "prev": text(head.str("tid")),
 			}).setAll(stepMutable(st))),
 			s.createTx(key(pkRun+st.RunID, skRunStep+pad(seq+1)).setAll(map[string]av{
 				attrRecord: str("run_step"), attrWID: str(wid), "tid": str(st.TID), "node": text(st.Node),
 			})),
+			s.latestTx(st, seq+1, head, wid),
 		}
-		iDedup, iCount := -1, -1
+		iDedup, iCount, iLatest := -1, -1, len(items)-1
 		if st.DedupKey != "" {
 			iDedup = len(items)
 			items = append(items, s.createTx(key(pkDedup+st.DedupKey, skDedup).setAll(map[string]av{
@@ -116,7 +123,7 @@ func (s *Store) createStep(ctx context.Context, what, runID, node, dedupKey stri
 			}
 			existing = &got
 			return false, err
-		case failed(iCount) || failed(1) || hasCode(codes, codeTransactionConflict):
+		case failed(iCount) || failed(iLatest) || failed(1) || hasCode(codes, codeTransactionConflict):
 			return true, nil
 		case failed(0):
 			return false, stratus.Errorf(stratus.ECONFLICT, "step %q already exists (DynamoDB TransactionCanceledException: %s)", st.TID, codeConditionFailed)
@@ -141,6 +148,37 @@ func (s *Store) createStep(ctx context.Context, what, runID, node, dedupKey stri
 // visitsKey is the key of the visit count of node in run runID: its
 // highest visit ("n") and that step's tid ("tid").
 func visitsKey(runID, node string) item { return key(pkRun+runID, skVisits+node) }
+
+// latestKey is the key of the latest step of node in run runID: the tid
+// ("tid") and seq ("seq", its entry in the run's step list) of the node's
+// last created step, and how many steps of the node were created with it
+// kept ("count"). Each step item names the step its node had before it
+// ("prev"), so a node's steps can be walked back from its latest
+// (LatestSteps).
+func latestKey(runID, node string) item { return key(pkRun+runID, skLatest+node) }
+
+// latestTx makes st (entry seq of the run's step list) the latest step of
+// its node and counts it, on condition that the latest is still head (as
+// read; absent when head is nil), so the prev st names is the step created
+// just before it.
+func (s *Store) latestTx(st stratus.Step, seq int, head item, wid string) types.TransactWriteItem {
+	names := map[string]string{"#tid": "tid", "#seq": "seq", "#count": "count", "#rec": attrRecord, "#wid": attrWID}
+	values := map[string]av{":tid": str(st.TID), ":seq": num(int64(seq)), ":one": num(1), ":rec": str("latest"), ":wid": str(wid)}
+	cond := "attribute_not_exists(#pk)"
+	if head == nil {
+		names["#pk"] = PartitionKey
+	} else {
+		cond, values[":head"] = "#seq = :head", num(head.int("seq"))
+	}
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName: aws.String(s.table), Key: latestKey(st.RunID, st.Node),
+		UpdateExpression:                    aws.String("SET #tid = :tid, #seq = :seq, #rec = :rec, #wid = :wid ADD #count :one"),
+		ConditionExpression:                 aws.String(cond),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}}
+}
 
 // countTx sets the visit count of st's node to st.Visit (and its latest
 // tid to st.TID) if it is still last — absent when !kept.
@@ -428,12 +466,84 @@ func hasCode(codes []string, code string) bool {
 }
 
 // LatestSteps returns, per node of run runID, its latest step among those
-// q selects, in creation order. The table keeps no per-node index: it reads
-// the run's steps (ListSteps) and picks (store.Latest).
+// q selects, in creation order (store.Store), reading O(nodes) items
+// however long the run: the run's latest# items (one Query, one item per
+// node), the last entry of its step list (one item), then each node's
+// latest step (one BatchGetItem) and, for a node whose latest step q does
+// not select, its steps before it by their "prev", one BatchGetItem per
+// step walked back, at most maxWalk of them. The steps picked are sorted
+// by their "seq" (creation order). When the latest# counts do not add up
+// to the run's steps (a run with steps created before they were kept, or
+// a step created meanwhile), when a walk would go further than maxWalk, or
+// when a step named is missing, it reads the run's steps (ListSteps) and
+// picks (store.Latest) as it always did: the answer is the same either way.
 func (s *Store) LatestSteps(ctx context.Context, runID string, q store.LatestQuery) ([]stratus.Step, error) {
+	what := "latest steps of run " + quote(runID)
+	got, ok, err := s.latestByNode(ctx, runID, q)
+	if err != nil {
+		return nil, wrap(what, err)
+	} else if ok {
+		return got, nil
+	}
 	steps, err := s.ListSteps(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
 	return store.Latest(steps, q), nil
+}
+
+// maxWalk is how many steps back LatestSteps follows a node's steps
+// before it reads the whole run instead: a node's latest selected step is
+// typically its latest, or the one before a step still running.
+const maxWalk = 8
+
+// latestByNode is LatestSteps from the latest# items; ok=false when they
+// cannot answer (LatestSteps).
+func (s *Store) latestByNode(ctx context.Context, runID string, q store.LatestQuery) (got []stratus.Step, ok bool, err error) {
+	heads, err := s.query(ctx, pkRun+runID, skLatest, false, 0)
+	if err != nil || len(heads) == 0 {
+		return nil, false, err
+	}
+	counted := 0
+	keys := make([]item, len(heads))
+	for i, h := range heads {
+		counted += int(h.int("count"))
+		keys[i] = stepKey(h.str("tid"))
+	}
+	if seq, err := s.lastSeq(ctx, pkRun+runID, skRunStep); err != nil || seq != counted {
+		return nil, false, err
+	}
+	type pick struct {
+		st  stratus.Step
+		seq int64
+	}
+	var picks []pick
+	for walked := 0; len(keys) > 0; walked++ {
+		if walked > maxWalk {
+			return nil, false, nil
+		}
+		found, err := s.batchGet(ctx, keys)
+		if err != nil {
+			return nil, false, err
+		}
+		var prev []item
+		for _, k := range keys {
+			it, present := found[k.str(PartitionKey)]
+			if !present || it.int("seq") == 0 {
+				return nil, false, nil
+			}
+			if st := decodeStep(it); q.Selects(st) {
+				picks = append(picks, pick{st, it.int("seq")})
+			} else if p := it.str("prev"); p != "" {
+				prev = append(prev, stepKey(p))
+			}
+		}
+		keys = prev
+	}
+	slices.SortFunc(picks, func(a, b pick) int { return cmp.Compare(a.seq, b.seq) })
+	got = make([]stratus.Step, len(picks))
+	for i, p := range picks {
+		got[i] = p.st
+	}
+	return got, true, nil
 }

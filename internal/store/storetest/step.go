@@ -127,6 +127,68 @@ func (su *suite) testSteps(t *testing.T) {
 		}
 	})
 
+	t.Run("LatestSteps_WalksBackPastStepsNotSelected", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		r := b.createRun(t)
+		// "loop" completed once, then 12 visits rework-skipped or running:
+		// its latest selected step is far back. "gate" was created running
+		// and completed later; "late" completed, then failed on a later
+		// visit; "early" has a visit created after a higher one.
+		var made []stratus.Step
+		add := func(node string, visit int, status, verdict string) stratus.Step {
+			st := b.step(r.ID, node, visit)
+			st.Status, st.Verdict = status, verdict
+			made = append(made, b.createStep(t, st))
+			return made[len(made)-1]
+		}
+		add("loop", 1, stratus.StepCompleted, "accept")
+		gate := add("gate", 1, stratus.StepRunning, "")
+		add("late", 1, stratus.StepCompleted, "done")
+		add("early", 2, stratus.StepCompleted, "done")
+		add("early", 1, stratus.StepCompleted, "done") // created last: early's latest
+		for v := 2; v <= 13; v++ {
+			status, verdict := stratus.StepCompleted, "skipped"
+			if v%3 == 0 {
+				status, verdict = stratus.StepRunning, ""
+			}
+			add("loop", v, status, verdict)
+		}
+		add("late", 2, stratus.StepFailed, "")
+		gate.Status, gate.Verdict = stratus.StepCompleted, "approved"
+		if err := b.s.UpdateStep(b.ctx, gate); err != nil {
+			t.Fatal(err)
+		}
+		q := store.LatestQuery{Status: stratus.StepCompleted, SkipVerdicts: []string{"skipped"}}
+		got, err := b.s.LatestSteps(b.ctx, r.ID, q)
+		if err != nil {
+			t.Fatalf("LatestSteps: %v", err)
+		}
+		refs := func(steps []stratus.Step) []string {
+			var out []string
+			for _, st := range steps {
+				out = append(out, st.StepRef+"/"+st.TID)
+			}
+			return out
+		}
+		if want := refs([]stratus.Step{made[0], gate, made[2], made[4]}); fmt.Sprint(refs(got)) != fmt.Sprint(want) {
+			t.Errorf("LatestSteps = %v; want %v (per node its latest selected step, in creation order)", refs(got), want)
+		}
+		if len(got) == 4 {
+			checkStep(t, got[1], gate)
+		}
+		all, err := b.s.ListSteps(b.ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []store.LatestQuery{q, {Status: stratus.StepRunning}, {Status: stratus.StepFailed}, {Status: stratus.StepCompleted, ExceptTID: made[4].TID}} {
+			got, err := b.s.LatestSteps(b.ctx, r.ID, q)
+			if want := store.Latest(all, q); err != nil || fmt.Sprint(refs(got)) != fmt.Sprint(refs(want)) {
+				t.Errorf("LatestSteps(%+v) = %v, %v; want %v (store.Latest over ListSteps)", q, refs(got), err, refs(want))
+			}
+		}
+	})
+
 	t.Run("CreateStep_SameDedupKey_ReturnsExistingNotCreated", func(t *testing.T) {
 		t.Parallel()
 		b := su.setup(t)
