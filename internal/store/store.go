@@ -85,6 +85,13 @@ type Store interface {
 	// reads of the steps before it, without reading the whole run
 	// (README.md § Performance).
 	LatestSteps(ctx context.Context, runID string, q LatestQuery) ([]stratus.Step, error)
+	// NodeSteps returns the steps of node in run runID newest first, at
+	// most limit of them (0: all): newest is last created, the creation
+	// order ListSteps and LatestSteps (Latest) order steps by, not the
+	// highest Visit. None (and no error) for a node without steps or an
+	// unknown run; EINVALID for a negative limit. It reads what it
+	// returns, not the run's other steps (README.md § Performance).
+	NodeSteps(ctx context.Context, runID, node string, limit int) ([]stratus.Step, error)
 	// CountVisits returns how many steps of node the run already has: the
 	// highest Visit among them (a node's steps are its visits 1 to n,
 	// CreateNextStep), which a store keeps where one read finds it,
@@ -224,6 +231,14 @@ func CheckNumbered(st stratus.Step, runID, node, dedupKey string, visit int) err
 			return stratus.FieldErrorf(stratus.EINVALID, f.field, "step %q numbered as visit %d of node %q in run %q has %s %q; want %q",
 				st.TID, visit, node, runID, f.field, f.got, f.want)
 		}
+	}
+	return nil
+}
+
+// CheckLimit checks the limit of a NodeSteps call: EINVALID below 0.
+func CheckLimit(limit int) error {
+	if limit < 0 {
+		return stratus.FieldErrorf(stratus.EINVALID, "limit", "limit %d is negative; valid: 0 (all) or more", limit)
 	}
 	return nil
 }

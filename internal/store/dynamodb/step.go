@@ -547,3 +547,81 @@ func (s *Store) latestByNode(ctx context.Context, runID string, q store.LatestQu
 	}
 	return got, true, nil
 }
+
+// NodeSteps returns the steps of node in run runID newest first (last
+// created first, as the run's step list orders them), at most limit (0:
+// all; store.Store), reading one item more than it returns however long
+// the run: the node's latest# item, then its steps one GetItem each,
+// following "prev" back from the latest. When the walk ends (the node's
+// first step kept with latest#) short of limit, the node may have steps
+// from before latest# items were kept: it reads the run's latest# items
+// (one per node) and the last entry of its step list, and when their
+// counts do not add up — or a step named is missing — reads the run's
+// steps (ListSteps) and picks the node's, as LatestSteps does: the answer
+// is the same either way. Errors: EINVALID for a negative limit.
+func (s *Store) NodeSteps(ctx context.Context, runID, node string, limit int) ([]stratus.Step, error) {
+	if err := store.CheckLimit(limit); err != nil {
+		return nil, err
+	}
+	what := fmt.Sprintf("steps of node %q in run %q", node, runID)
+	got, ok, err := s.nodeChain(ctx, runID, node, limit)
+	if err != nil {
+		return nil, wrap(what, err)
+	} else if ok {
+		return got, nil
+	}
+	steps, err := s.ListSteps(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	got = nil
+	for i := len(steps) - 1; i >= 0 && (limit == 0 || len(got) < limit); i-- {
+		if steps[i].Node == node {
+			got = append(got, steps[i])
+		}
+	}
+	return got, nil
+}
+
+// nodeChain is NodeSteps from the node's latest# item and its steps'
+// "prev"; ok=false when they cannot answer (NodeSteps).
+func (s *Store) nodeChain(ctx context.Context, runID, node string, limit int) (got []stratus.Step, ok bool, err error) {
+	head, err := s.get(ctx, latestKey(runID, node))
+	if err != nil {
+		return nil, false, err
+	}
+	tid := head.str("tid")
+	for tid != "" && (limit == 0 || len(got) < limit) {
+		if int64(len(got)) >= head.int("count") {
+			return nil, false, nil // a chain longer than its count: not as written
+		}
+		it, err := s.get(ctx, stepKey(tid))
+		if err != nil {
+			return nil, false, err
+		} else if it == nil || it.int("seq") == 0 {
+			return nil, false, nil
+		}
+		got = append(got, decodeStep(it))
+		tid = it.str("prev")
+	}
+	if tid != "" || (limit > 0 && len(got) == limit) {
+		return got, true, nil // the steps before are older than these
+	}
+	all, err := s.allKept(ctx, runID)
+	return got, all, err
+}
+
+// allKept reports whether every step of run runID was created with its
+// node's latest# item kept: their counts add up to the run's step list.
+func (s *Store) allKept(ctx context.Context, runID string) (bool, error) {
+	heads, err := s.query(ctx, pkRun+runID, skLatest, false, 0)
+	if err != nil {
+		return false, err
+	}
+	counted := 0
+	for _, h := range heads {
+		counted += int(h.int("count"))
+	}
+	seq, err := s.lastSeq(ctx, pkRun+runID, skRunStep)
+	return err == nil && seq == counted, err
+}

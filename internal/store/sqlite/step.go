@@ -256,3 +256,22 @@ latest(node, seq) AS (
 SELECT ` + stepColumns + ` FROM steps WHERE seq IN (SELECT MAX(seq) FROM latest GROUP BY node) ORDER BY seq`
 	return s.querySteps(ctx, fmt.Sprintf("latest steps of run %q", runID), query, args...)
 }
+
+// NodeSteps returns the steps of node in run runID newest first (by seq,
+// the creation order), at most limit (0: all; store.Store). The node's
+// entries of index steps_run_node_visit end with their seq (the rowid),
+// so the inner select reads the node's entries only — however long the
+// run; named, since without statistics the planner takes steps_run and
+// reads the whole run — and just the limit rows it returns are read from
+// the table (README.md § Performance).
+func (s *Store) NodeSteps(ctx context.Context, runID, node string, limit int) ([]stratus.Step, error) {
+	if err := store.CheckLimit(limit); err != nil {
+		return nil, err
+	}
+	if limit == 0 {
+		limit = -1 // SQLite: no limit
+	}
+	return s.querySteps(ctx, fmt.Sprintf("steps of node %q in run %q", node, runID),
+		"SELECT "+stepColumns+" FROM steps WHERE seq IN (SELECT seq FROM steps INDEXED BY steps_run_node_visit WHERE run_id = ? AND node = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq DESC",
+		runID, node, limit)
+}

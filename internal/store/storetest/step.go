@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -318,6 +319,89 @@ func (su *suite) testSteps(t *testing.T) {
 		got, err := b.s.ListSteps(b.ctx, r.ID)
 		if err != nil || len(got) != 0 {
 			t.Errorf("ListSteps(%q) = %d steps, %v; want none", r.ID, len(got), err)
+		}
+	})
+
+	t.Run("NodeSteps_NewestCreatedFirst", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		r := b.createRun(t)
+		other := b.createRun(t)
+		// "fix" gets visits 1, 3, 2 (2 created last: its newest), between
+		// steps of other nodes; another run has a "fix" too.
+		var fix []stratus.Step
+		for _, s := range []struct {
+			node  string
+			visit int
+		}{{"fix", 1}, {"plan", 1}, {"fix", 3}, {"review", 1}, {"fix", 2}, {"review", 2}} {
+			st := b.createStep(t, b.step(r.ID, s.node, s.visit))
+			if s.node == "fix" {
+				fix = append(fix, st)
+			}
+		}
+		b.createStep(t, b.step(other.ID, "fix", 4))
+		fix[0].Status, fix[0].Verdict = stratus.StepCompleted, "done"
+		if err := b.s.UpdateStep(b.ctx, fix[0]); err != nil {
+			t.Fatal(err)
+		}
+		newest := []stratus.Step{fix[2], fix[1], fix[0]}
+		refs := func(steps []stratus.Step) string {
+			var out []string
+			for _, st := range steps {
+				out = append(out, st.StepRef+"/"+st.TID)
+			}
+			return fmt.Sprint(out)
+		}
+		for _, limit := range []int{0, 1, 2, 3, 4} {
+			got, err := b.s.NodeSteps(b.ctx, r.ID, "fix", limit)
+			want := newest[:min(len(newest), limit)]
+			if limit == 0 {
+				want = newest
+			}
+			if err != nil || refs(got) != refs(want) {
+				t.Errorf("NodeSteps(fix, limit %d) = %v, %v; want %v (newest created first)", limit, refs(got), err, refs(want))
+			}
+			if err == nil && len(got) == 3 {
+				checkStep(t, got[2], fix[0])
+			}
+		}
+		for _, q := range []struct{ run, node string }{{r.ID, "ship"}, {"no-such-run", "fix"}} {
+			if got, err := b.s.NodeSteps(b.ctx, q.run, q.node, 0); err != nil || len(got) != 0 {
+				t.Errorf("NodeSteps(%s, %s) = %v, %v; want none", q.run, q.node, refs(got), err)
+			}
+		}
+		if _, err := b.s.NodeSteps(b.ctx, r.ID, "fix", -1); stratus.ErrorCode(err) != stratus.EINVALID || !strings.Contains(err.Error(), "limit") {
+			t.Errorf("NodeSteps(limit -1) = %v; want EINVALID naming the limit", err)
+		}
+	})
+
+	t.Run("NodeSteps_MatchesListSteps", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		r := b.createRun(t)
+		nodes := []string{"a", "b", "c"}
+		for i := range 15 {
+			b.createStep(t, b.step(r.ID, nodes[(i*i)%3], i+1))
+		}
+		all, err := b.s.ListSteps(b.ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, node := range nodes {
+			var want []string
+			for i := len(all) - 1; i >= 0; i-- {
+				if all[i].Node == node {
+					want = append(want, all[i].TID)
+				}
+			}
+			got, err := b.s.NodeSteps(b.ctx, r.ID, node, 0)
+			var tids []string
+			for _, st := range got {
+				tids = append(tids, st.TID)
+			}
+			if err != nil || fmt.Sprint(tids) != fmt.Sprint(want) {
+				t.Errorf("NodeSteps(%s) = %v, %v; want %v (ListSteps' steps of the node, reversed)", node, tids, err, want)
+			}
 		}
 	})
 
