@@ -822,3 +822,110 @@ func TestLatestSteps_StepsFromBeforeLatestItems(t *testing.T) {
 		t.Errorf("LatestSteps = %v, %v; want %v (read from the step list)", tids, err, want)
 	}
 }
+
+// NodeSteps(limit 1) reads the node's latest# item and its latest step —
+// as many items at step 200 as at step 5 — where the ListSteps its
+// callers read before it reads every step of the run (README.md §
+// Performance). Its answer is ListSteps' steps of the node, newest first.
+func TestNodeSteps_ItemsReadFlat(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	c := &itemCounter{}
+	client := dynamodb.NewFromConfig(awstest.Moto(t).Config(), func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, c.register) })
+	s, err := New(client, Options{Table: f.table, Blobs: f.blobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := f.ctx
+	const runID = "flat"
+	if err := s.CreateRun(ctx, stratus.Run{ID: runID, Status: stratus.RunRunning}); err != nil {
+		t.Fatal(err)
+	}
+	nodes := []string{"plan", "impl", "review", "fix"}
+	read := map[int]int64{}
+	listed := map[int]int64{}
+	for n := 1; n <= 200; n++ {
+		node := nodes[(n-1)%len(nodes)]
+		if _, _, err := s.CreateNextStep(ctx, runID, node, "", func(v int) (stratus.Step, error) {
+			return stratus.Step{TID: fmt.Sprintf("%s.%s.%d", runID, node, v), RunID: runID, Node: node, Visit: v,
+				Kind: "agent", Status: stratus.StepRunning}, nil
+		}); err != nil {
+			t.Fatalf("step %d: %v", n, err)
+		}
+		if n != 5 && n != 200 {
+			continue
+		}
+		c.n.Store(0)
+		got, err := s.NodeSteps(ctx, runID, node, 1)
+		if err != nil {
+			t.Fatalf("NodeSteps at step %d: %v", n, err)
+		}
+		read[n] = c.n.Load()
+		c.n.Store(0)
+		all, err := s.ListSteps(ctx, runID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed[n] = c.n.Load()
+		var want []stratus.Step
+		for i := len(all) - 1; i >= 0 && len(want) < 1; i-- {
+			if all[i].Node == node {
+				want = append(want, all[i])
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("NodeSteps(%s, 1) at step %d = %v; want %v (ListSteps' latest of the node)", node, n, got, want)
+		}
+	}
+	t.Logf("items read by NodeSteps(limit 1) at step 5: %d, at step 200: %d (ListSteps: %d, %d)", read[5], read[200], listed[5], listed[200])
+	if read[200] != read[5] || read[5] > 2 {
+		t.Errorf("NodeSteps(limit 1) read %d items at step 5 and %d at step 200; want 2 at each (the latest# item and the step)", read[5], read[200])
+	}
+}
+
+// A node with steps created before latest# items were kept (here: the
+// item of "impl" deleted, as a release before them would have left it):
+// NodeSteps reads the step list for the steps the walk back cannot name,
+// and needs not for those it can.
+func TestNodeSteps_StepsFromBeforeLatestItems(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s := f.store(t, Options{})
+	ctx := f.ctx
+	if err := s.CreateRun(ctx, stratus.Run{ID: "old", Status: stratus.RunRunning}); err != nil {
+		t.Fatal(err)
+	}
+	create := func(node string, visit int) {
+		t.Helper()
+		if _, _, err := s.CreateStep(ctx, stratus.Step{TID: fmt.Sprintf("old.%s.%d", node, visit), RunID: "old", Node: node, Visit: visit}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create("impl", 1)
+	create("plan", 1)
+	create("impl", 2)
+	if _, err := f.ddb.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(f.table), Key: latestKey("old", "impl")}); err != nil {
+		t.Fatal(err)
+	}
+	create("impl", 3)
+	for _, q := range []struct {
+		node  string
+		limit int
+		want  []string
+	}{
+		{"impl", 1, []string{"old.impl.3"}},
+		{"impl", 2, []string{"old.impl.3", "old.impl.2"}},
+		{"impl", 0, []string{"old.impl.3", "old.impl.2", "old.impl.1"}},
+		{"plan", 0, []string{"old.plan.1"}},
+		{"ship", 0, nil},
+	} {
+		got, err := s.NodeSteps(ctx, "old", q.node, q.limit)
+		var tids []string
+		for _, st := range got {
+			tids = append(tids, st.TID)
+		}
+		if err != nil || fmt.Sprint(tids) != fmt.Sprint(q.want) {
+			t.Errorf("NodeSteps(%s, %d) = %v, %v; want %v", q.node, q.limit, tids, err, q.want)
+		}
+	}
+}
