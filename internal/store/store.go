@@ -242,3 +242,26 @@ func CheckLimit(limit int) error {
 	}
 	return nil
 }
+
+// NewestWhere returns the newest step of node in run runID that ok
+// accepts (NodeSteps' order: last created first) and found=true; found=
+// false when ok accepts none of the node's steps. It reads the node's
+// newest few steps (few > 0) first, and all of them only when ok accepts
+// none of those: a caller whose step is typically among the last few
+// reads those few, however long the run. Errors are NodeSteps'.
+func NewestWhere(ctx context.Context, s Store, runID, node string, few int, ok func(stratus.Step) bool) (st stratus.Step, found bool, err error) {
+	for limit := few; ; limit = 0 {
+		steps, err := s.NodeSteps(ctx, runID, node, limit)
+		if err != nil {
+			return stratus.Step{}, false, err
+		}
+		for _, st := range steps {
+			if ok(st) {
+				return st, true, nil
+			}
+		}
+		if limit == 0 || len(steps) < limit {
+			return stratus.Step{}, false, nil
+		}
+	}
+}

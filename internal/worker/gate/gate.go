@@ -12,6 +12,7 @@ import (
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/fold"
 	"github.com/stratusflow/stratus/internal/prompt"
+	"github.com/stratusflow/stratus/internal/store"
 	"github.com/stratusflow/stratus/internal/worker/core"
 	"github.com/stratusflow/stratus/internal/worker/vars"
 )
@@ -104,39 +105,35 @@ func nodeRequest(ctx context.Context, s *core.Service, run stratus.Run, env *cor
 }
 
 // agentRequest reads the human_input request of the agent step that led
-// to this "<node>.hitl" step: the node's latest completed step.
+// to this "<node>.hitl" step: the node's latest completed step — typically
+// its latest step, read without the run's others (README.md § Performance).
 func agentRequest(ctx context.Context, s *core.Service, env *core.RunEnv, step stratus.Step, node *flow.Node) (*core.HumanInput, error) {
-	steps, err := s.Store.ListSteps(ctx, step.RunID)
+	st, found, err := store.NewestWhere(ctx, s.Store, step.RunID, node.ID, 2, func(st stratus.Step) bool {
+		return st.Status == stratus.StepCompleted
+	})
 	if err != nil {
 		return nil, err
 	}
-	for i := len(steps) - 1; i >= 0; i-- {
-		st := steps[i]
-		if st.Node != node.ID || st.Status != stratus.StepCompleted {
-			continue
-		}
-		if st.Verdict != compiler.OutcomeHumanInput {
-			break
-		}
-		att, err := s.Store.LatestAttempt(ctx, st.TID)
-		if err != nil {
-			return nil, err
-		}
-		tail, err := s.Store.ListOutput(ctx, st.TID, att.N)
-		if err != nil {
-			return nil, err
-		}
-		value, err := fold.Fold(att.Agent, tail, s.SubmitFormat(env, node.ID))
-		if err != nil {
-			return nil, err
-		}
-		hi, err := core.HumanInputRequest(node, value)
-		if err == nil && hi == nil {
-			err = fmt.Errorf("%s asked for human input, but its report holds no human_input", st.StepRef)
-		}
-		return hi, err
+	if !found || st.Verdict != compiler.OutcomeHumanInput {
+		return nil, fmt.Errorf("%s: node %s has no completed step asking for human input", step.StepRef, node.ID)
 	}
-	return nil, fmt.Errorf("%s: node %s has no completed step asking for human input", step.StepRef, node.ID)
+	att, err := s.Store.LatestAttempt(ctx, st.TID)
+	if err != nil {
+		return nil, err
+	}
+	tail, err := s.Store.ListOutput(ctx, st.TID, att.N)
+	if err != nil {
+		return nil, err
+	}
+	value, err := fold.Fold(att.Agent, tail, s.SubmitFormat(env, node.ID))
+	if err != nil {
+		return nil, err
+	}
+	hi, err := core.HumanInputRequest(node, value)
+	if err == nil && hi == nil {
+		err = fmt.Errorf("%s asked for human input, but its report holds no human_input", st.StepRef)
+	}
+	return hi, err
 }
 
 // hitlExpired fails a hitl step still waiting at its deadline.

@@ -74,16 +74,15 @@ func Invoke(ctx context.Context, s *core.Service, runID, node string, r core.Rep
 	}
 
 	defer s.LockGates()()
-	steps, err := s.Store.ListSteps(ctx, runID)
+	// The node's latest step: one read however long the run (README.md §
+	// Performance).
+	latest, err := s.Store.NodeSteps(ctx, runID, stepNode, 1)
 	if err != nil {
 		return nil, err
 	}
 	var st *stratus.Step
-	for i := len(steps) - 1; i >= 0; i-- {
-		if steps[i].Node == stepNode {
-			st = &steps[i]
-			break
-		}
+	if len(latest) > 0 {
+		st = &latest[0]
 	}
 	if st == nil || st.Status != core.StepWaiting {
 		latest := "it has not asked yet"

@@ -22,6 +22,7 @@ import (
 	"github.com/stratusflow/stratus/internal/nodeexec"
 	"github.com/stratusflow/stratus/internal/projection"
 	"github.com/stratusflow/stratus/internal/sink"
+	"github.com/stratusflow/stratus/internal/store"
 	"github.com/stratusflow/stratus/internal/worker/attempt"
 	"github.com/stratusflow/stratus/internal/worker/core"
 	"github.com/stratusflow/stratus/internal/worker/publishing"
@@ -802,18 +803,17 @@ func toolVerdict(ctx context.Context, s *core.Service, c *core.Caller, r *nodeex
 	if tv.Manual || tv.Digest == "" {
 		return tv, nil
 	}
-	steps, err := s.Store.ListSteps(ctx, c.Run.ID)
+	// The previous visit: the node's visits rise with their creation
+	// (store.Store CreateNextStep numbers each), so it is the newest step
+	// of the node below this visit — typically the one created just
+	// before it, read without the run's others (README.md § Performance).
+	prev, found, err := store.NewestWhere(ctx, s.Store, c.Run.ID, c.Step.Node, 2, func(st stratus.Step) bool {
+		return st.Visit < c.Step.Visit
+	})
 	if err != nil {
 		return tv, err
 	}
-	var prev *stratus.Step
-	for i := range steps {
-		st := &steps[i]
-		if st.Node == c.Step.Node && st.Visit < c.Step.Visit && (prev == nil || st.Visit > prev.Visit) {
-			prev = st
-		}
-	}
-	if prev == nil || prev.Status != stratus.StepCompleted {
+	if !found || prev.Status != stratus.StepCompleted {
 		return tv, nil
 	}
 	var pv execValue

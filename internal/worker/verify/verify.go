@@ -61,15 +61,18 @@ func Evaluate(ctx context.Context, s *core.Service, env *core.RunEnv, step strat
 }
 
 // reworksSpent counts the earlier steps of step's node in its run that
-// ended with a rework verdict, only those of subtask when it is not 0.
+// ended with a rework verdict, only those of subtask when it is not 0. It
+// reads every step of the node — as many as its visits, which the flow's
+// loop budget bounds — and none of the run's other steps (README.md §
+// Performance).
 func reworksSpent(ctx context.Context, s *core.Service, step stratus.Step, subtask int) (int, error) {
-	steps, err := s.Store.ListSteps(ctx, step.RunID)
+	steps, err := s.Store.NodeSteps(ctx, step.RunID, step.Node, 0)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, st := range steps {
-		if st.TID == step.TID || st.Node != step.Node || st.Verdict != "rework" {
+		if st.TID == step.TID || st.Verdict != "rework" {
 			continue
 		}
 		if subtask != 0 {
