@@ -340,3 +340,20 @@ func TestHuman_TerminalRunConflicts(t *testing.T) {
 		t.Errorf("%v, want conflict on run_id", err)
 	}
 }
+
+// A reply finds its step among the node's steps (store.Store NodeSteps),
+// without reading the run's whole step list (README.md § Performance).
+func TestHuman_ReplyReadsOnlyTheNodesSteps(t *testing.T) {
+	t.Parallel()
+	h := newHITLRig(t, "")
+	h.waitFor(t, "ask")
+	st := h.waitFor(t, "gate")
+	h.Svc.Store = workertest.ListlessStore{Store: h.Svc.Store}
+	v, err := hitl.Invoke(context.Background(), h.Svc.Service, "r1", "gate", core.Reply{Decision: core.DecisionApprove})
+	if err != nil || v.Outcome != core.OutcomeRouteApprove {
+		t.Fatalf("Invoke = %+v, %v; want %s", v, err, core.OutcomeRouteApprove)
+	}
+	if got := h.step(t, st.TID); got.Status != stratus.StepCompleted {
+		t.Errorf("%s: status %s; want completed", got.StepRef, got.Status)
+	}
+}

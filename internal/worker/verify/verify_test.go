@@ -1,11 +1,13 @@
 package verify_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/worker/core"
+	"github.com/stratusflow/stratus/internal/worker/verify"
 	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
 
@@ -168,5 +170,28 @@ func TestEvaluator_ReworkBudgetCountedPerSubtask(t *testing.T) {
 	r.Visit(t, "implementation", "two")
 	if sv := r.Visit(t, "review", workertest.FindingsOneHigh); sv.Outcome != "rework" || sv.SubtaskOrder != 2 {
 		t.Errorf("subtask 2 first review: %q order %d; the budget is per subtask", sv.Outcome, sv.SubtaskOrder)
+	}
+}
+
+// The rework budget is counted from the node's steps (store.Store
+// NodeSteps), without reading the run's whole step list (README.md §
+// Performance).
+func TestReworksSpent_ReadsOnlyTheNodesSteps(t *testing.T) {
+	t.Parallel()
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: evalFlow(", blocking: false, max_rework_per_stage: 5", "")})
+	for range 2 {
+		r.Visit(t, "implementation", "done")
+		r.Visit(t, "review", workertest.FindingsOneHigh)
+	}
+	r.Visit(t, "implementation", "done")
+	r.Visit(t, "review", workertest.FindingsClean)
+	steps, err := r.Svc.Store.ListSteps(context.Background(), r.Run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := steps[len(steps)-1]
+	r.Svc.Store = workertest.ListlessStore{Store: r.Svc.Store}
+	if n, err := verify.ReworksSpent(context.Background(), r.Svc.Service, last, 0); err != nil || n != 2 {
+		t.Errorf("reworks spent before %s = %d, %v; want 2", last.StepRef, n, err)
 	}
 }

@@ -142,3 +142,13 @@ func AllAtOnce(n int, fn func(i int)) {
 	close(start)
 	wg.Wait()
 }
+
+// ListlessStore is a store whose ListSteps fails: a path that reads one
+// node's steps (store.Store NodeSteps) and not the run's whole step list
+// works on it (README.md § Performance).
+type ListlessStore struct{ store.Store }
+
+// ListSteps fails, naming the run.
+func (s ListlessStore) ListSteps(_ context.Context, runID string) ([]stratus.Step, error) {
+	return nil, fmt.Errorf("ListSteps(%q): this path reads the run's whole step list", runID)
+}

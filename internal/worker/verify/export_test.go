@@ -1,0 +1,4 @@
+package verify
+
+// ReworksSpent is reworksSpent, for tests outside the package.
+var ReworksSpent = reworksSpent
