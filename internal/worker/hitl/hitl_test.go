@@ -357,3 +357,27 @@ func TestHuman_ReplyReadsOnlyTheNodesSteps(t *testing.T) {
 		t.Errorf("%s: status %s; want completed", got.StepRef, got.Status)
 	}
 }
+
+// An agent's "<node>.hitl" step reads the agent's request from the node's
+// latest completed step (store.Store NodeSteps), without reading the
+// run's whole step list (README.md § Performance).
+func TestAgentHITL_RequestReadsOnlyTheNodesSteps(t *testing.T) {
+	t.Parallel()
+	h := newHITLRig(t, "")
+	h.Visit(t, "plain", "done")
+	h.Visit(t, "draft", `{"human_input": {"kind": "question", "text": "Which database?"}}`)
+	h.Visit(t, "plain", "done")
+	h.Svc.Store = workertest.ListlessStore{Store: h.Svc.Store}
+	if err := h.Svc.Dispatch(context.Background(), core.Message{RunID: "r1", Node: "draft", Kind: "hitl", TaskToken: "tok-ask"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := h.Svc.Store.NodeSteps(context.Background(), "r1", "draft.hitl", 1)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("draft.hitl steps: %v, %v", got, err)
+	}
+	var v core.HITLValue
+	json.Unmarshal(got[0].Value, &v)
+	if got[0].Status != core.StepWaiting || v.Request != "Which database?" {
+		t.Errorf("draft.hitl#1: status %s, request %q; want waiting, the agent's question", got[0].Status, v.Request)
+	}
+}
