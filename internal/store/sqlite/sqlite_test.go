@@ -333,3 +333,32 @@ func TestMigrate_V3AttemptsReadZeroResolved(t *testing.T) {
 		t.Errorf("GetAttempt after migration: Resolved = %+v, err %v; want %+v", got.Resolved, err, a.Resolved)
 	}
 }
+
+// NodeSteps reads the node's entries of steps_run_node_visit, not the
+// run's (steps_run), which the planner picks without statistics
+// (README.md § Performance).
+func TestNodeSteps_SeeksTheNodesIndexEntries(t *testing.T) {
+	t.Parallel()
+	s := openT(t, filepath.Join(t.TempDir(), "stratus.db"))
+	rows, err := s.r.Query("EXPLAIN QUERY PLAN "+nodeStepsSQL, "run-1", "impl", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(plan, "; ")
+	if !strings.Contains(got, "INDEX steps_run_node_visit (run_id=? AND node=?)") || strings.Contains(got, "INDEX steps_run (") {
+		t.Errorf("plan: %s; want a search of steps_run_node_visit by run_id and node", got)
+	}
+}

@@ -271,7 +271,8 @@ func (s *Store) NodeSteps(ctx context.Context, runID, node string, limit int) ([
 	if limit == 0 {
 		limit = -1 // SQLite: no limit
 	}
-	return s.querySteps(ctx, fmt.Sprintf("steps of node %q in run %q", node, runID),
-		"SELECT "+stepColumns+" FROM steps WHERE seq IN (SELECT seq FROM steps INDEXED BY steps_run_node_visit WHERE run_id = ? AND node = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq DESC",
-		runID, node, limit)
+	return s.querySteps(ctx, fmt.Sprintf("steps of node %q in run %q", node, runID), nodeStepsSQL, runID, node, limit)
 }
+
+// nodeStepsSQL selects NodeSteps' steps: run_id, node, limit (-1: all).
+const nodeStepsSQL = "SELECT " + stepColumns + " FROM steps WHERE seq IN (SELECT seq FROM steps INDEXED BY steps_run_node_visit WHERE run_id = ? AND node = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq DESC"
