@@ -74,7 +74,7 @@ func Invoke(ctx context.Context, s *core.Service, runID, node string, r core.Rep
 	}
 
 	defer s.LockGates()()
-	// The node's latest step: one read however long the run (README.md §
+	// The node's latest step, read without the run's others (README.md §
 	// Performance).
 	latest, err := s.Store.NodeSteps(ctx, runID, stepNode, 1)
 	if err != nil {
