@@ -56,9 +56,25 @@ func (sp Spend) CostText() string {
 	return fmt.Sprintf("$%.4f", sp.CostUSD)
 }
 
-// RunSpend reads run runID's spend from the store: its steps, and every
-// attempt of each.
+// RunSpend reads run runID's spend from the store: its running totals,
+// one read (store.Store.RunTotals), or for a run that keeps none (created
+// before they were kept) its steps and every attempt of each, as the
+// totals sum them (a run the store does not have is scanned too: it has
+// no attempts, and spends nothing). Errors: the store's.
 func RunSpend(ctx context.Context, st store.Store, runID string) (Spend, error) {
+	t, kept, err := st.RunTotals(ctx, runID)
+	if err != nil && stratus.ErrorCode(err) != stratus.ENOTFOUND {
+		return Spend{}, err
+	} else if err == nil && kept {
+		return Spend{CostUSD: t.CostUSD, Tokens: t.Tokens, Unpriced: int(t.Unpriced)}, nil
+	}
+	return ScanSpend(ctx, st, runID)
+}
+
+// ScanSpend is RunSpend summed from the store's attempts: every step of
+// the run, and every attempt numbered 1 to the latest of each. It reads
+// the whole run; RunSpend reads the totals the store keeps instead.
+func ScanSpend(ctx context.Context, st store.Store, runID string) (Spend, error) {
 	var sp Spend
 	steps, err := st.ListSteps(ctx, runID)
 	if err != nil {

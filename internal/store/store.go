@@ -123,6 +123,17 @@ type Store interface {
 	LatestAttempt(ctx context.Context, tid string) (stratus.Attempt, error)
 	// UpdateAttempt replaces every field but TID and N.
 	UpdateAttempt(ctx context.Context, a stratus.Attempt) error
+	// RunTotals returns run runID's spend summed over every attempt
+	// numbered 1 or more of every one of its steps (AttemptUsage), kept
+	// by the writes that change an attempt's usage (CreateAttempt,
+	// UpdateAttempt, CompleteAttempt, PruneRun) in the same atomic write,
+	// so one read answers however long the run. kept is false, with zero
+	// Totals, for a run created before its store kept totals: the caller
+	// sums its attempts instead (lifecycle.RunSpend). An attempt counts
+	// towards its step's run only when the step exists when the attempt
+	// is written, as every attempt is created for a step that exists.
+	// Errors: ENOTFOUND for no such run.
+	RunTotals(ctx context.Context, runID string) (t Totals, kept bool, err error)
 
 	// AppendOutput appends e to the tail of (e.TID, e.Attempt) and returns
 	// its sequence number (1, 2, ...). Appending a second OutputFinal to one
@@ -169,6 +180,42 @@ type Store interface {
 
 	Close() error
 }
+
+// Totals is what a run's attempts spent (Store.RunTotals), summed as
+// lifecycle.Spend sums it: CostUSD over the attempts that reported a
+// cost, Tokens prompt + completion, Unpriced the attempts that reported
+// tokens and no cost.
+type Totals struct {
+	CostUSD  float64
+	Tokens   int64
+	Unpriced int64
+}
+
+// AttemptUsage is what attempt a adds to its run's Totals; zero for an
+// attempt numbered below 1, which the sum over attempts 1 to the latest
+// never reads.
+func AttemptUsage(a stratus.Attempt) Totals {
+	if a.N < 1 {
+		return Totals{}
+	}
+	t := Totals{Tokens: a.PromptTokens + a.CompletionTokens}
+	switch {
+	case a.CostUSD != nil:
+		t.CostUSD = *a.CostUSD
+	case a.PromptTokens > 0 || a.CompletionTokens > 0:
+		t.Unpriced = 1
+	}
+	return t
+}
+
+// Minus returns t - o: the delta a write that replaces usage o by t
+// applies to its run's Totals.
+func (t Totals) Minus(o Totals) Totals {
+	return Totals{CostUSD: t.CostUSD - o.CostUSD, Tokens: t.Tokens - o.Tokens, Unpriced: t.Unpriced - o.Unpriced}
+}
+
+// IsZero reports whether t changes nothing when added.
+func (t Totals) IsZero() bool { return t == Totals{} }
 
 // RunQuery selects runs: those whose id starts with IDPrefix (when not
 // empty) and whose TaskID is TaskID (when not empty), at most Limit of

@@ -46,7 +46,8 @@ func (s *Store) attemptFields(ctx context.Context, a stratus.Attempt) (map[strin
 	return m, nil
 }
 
-// CreateAttempt inserts attempt (a.TID, a.N); ECONFLICT if it exists.
+// CreateAttempt inserts attempt (a.TID, a.N), and adds its usage to its
+// run's totals in the same transaction; ECONFLICT if it exists.
 func (s *Store) CreateAttempt(ctx context.Context, a stratus.Attempt) error {
 	what := fmt.Sprintf("create attempt %d of task %q", a.N, a.TID)
 	k, err := attemptKey(a.TID, a.N)
@@ -58,7 +59,7 @@ func (s *Store) CreateAttempt(ctx context.Context, a stratus.Attempt) error {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	it := k.setAll(map[string]av{attrRecord: str("attempt"), attrWID: str(newWID()), "tid": str(a.TID), "n": num(int64(a.N))}).setAll(fields)
-	exists, err := s.create(ctx, it)
+	exists, err := s.createAttemptUsage(ctx, what, a, it)
 	if err != nil {
 		return wrap(what, err)
 	} else if exists {
@@ -97,19 +98,21 @@ func (s *Store) LatestAttempt(ctx context.Context, tid string) (stratus.Attempt,
 	return s.decodeAttempt(ctx, what, items[0])
 }
 
-// UpdateAttempt replaces every field of attempt (a.TID, a.N) but the key;
-// ENOTFOUND if there is no such attempt.
+// UpdateAttempt replaces every field of attempt (a.TID, a.N) but the key
+// and moves its run's totals by the change in its usage, in one
+// transaction conditioned on the usage it replaced; ENOTFOUND if there is
+// no such attempt.
 func (s *Store) UpdateAttempt(ctx context.Context, a stratus.Attempt) error {
 	what := fmt.Sprintf("update attempt %d of task %q", a.N, a.TID)
 	u, err := s.attemptUpdate(ctx, a)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	missing, err := s.apply(ctx, u)
-	if err != nil {
+	if err := s.updateAttemptUsage(ctx, what, a, u); err != nil {
+		if stratus.ErrorCode(err) == stratus.ENOTFOUND {
+			return err
+		}
 		return wrap(what, err)
-	} else if missing {
-		return attemptNotFound(a)
 	}
 	return nil
 }

@@ -15,7 +15,7 @@
 //
 //	pk                 sk                                  record
 //	runs               <created ms, 15 digits>#<run id>    the run list (ListRuns): one entry per run, newest last
-//	run#<run id>       run                                 the Run ("visit_counts": true when created with visit counts)
+//	run#<run id>       run                                 the Run ("visit_counts": true when created with visit counts; "spend_kept": true and the sums "spend_cost_usd", "spend_tokens", "spend_unpriced" when created with spend totals)
 //	run#<run id>       step#<seq>                          the run's step list: tid and node of each step, seq = creation order
 //	run#<run id>       visits#<node>                       the node's visit count: its highest visit "n" and that step's "tid"
 //	run#<run id>       latest#<node>                       the node's last created step: its "tid" and "seq", and the node's step "count"
@@ -82,6 +82,16 @@
 //   - Updates (UpdateRun, UpdateStep, UpdateAttempt) are conditioned on
 //     attribute_exists(pk): ENOTFOUND for a missing record, never an
 //     upsert.
+//   - A run's spend totals (RunTotals) move with its attempts' usage: a
+//     write that changes an attempt's tokens or cost (CreateAttempt,
+//     UpdateAttempt, CompleteAttempt) reads the usage it replaces, and one
+//     transaction updates the attempt on the condition that its usage is
+//     still what was read and ADDs the change to the run item on the
+//     condition "spend_kept". A write whose attempt condition failed
+//     reads again and retries (so does an SDK retry after a commit, which
+//     then finds no change left to add); one whose run condition failed
+//     (a run created before totals were kept) retries without the ADD.
+//     PruneRun sets the sums to 0 with its mark.
 //   - A task's lock (lock.go, not part of store.Store) is taken in the
 //     transaction of the run's own write that makes it running
 //     (CreateRunLocked, UpdateRunLocked): a put conditioned on the lock

@@ -65,6 +65,7 @@ func (s *Store) appendOutput(ctx context.Context, e stratus.OutputEvent, c *comp
 	pk, prefix := pkTask+e.TID, tailPrefix(e.Attempt)
 	final := e.Kind == stratus.OutputFinal
 	var seq int
+	noRun := false
 	err = contend(ctx, what, func() (lost bool, err error) {
 		last, err := s.lastSeq(ctx, pk, prefix)
 		if err != nil {
@@ -93,9 +94,22 @@ func (s *Store) appendOutput(ctx context.Context, e stratus.OutputEvent, c *comp
 		}
 		slot = len(items)
 		items = append(items, s.createTx(it))
+		run := -1
 		if c != nil {
+			// The attempt's update conditioned on the usage it replaces,
+			// and the change to its run's totals (RunTotals).
+			w, missing, err := s.replaceUsage(ctx, c.a, c.update, noRun)
+			if err != nil {
+				return false, err
+			} else if missing {
+				return false, attemptNotFound(c.a)
+			}
 			att, step = len(items), len(items)+1
-			items = append(items, s.updateTx(c.update), s.updateTx(stepUpdate(c.st)))
+			items = append(items, w.att, s.updateTx(stepUpdate(c.st)))
+			if w.run != nil {
+				run = len(items)
+				items = append(items, *w.run)
+			}
 		}
 		err = s.transact(ctx, items...)
 		codes, olds, ok := canceled(err)
@@ -112,7 +126,10 @@ func (s *Store) appendOutput(ctx context.Context, e stratus.OutputEvent, c *comp
 			return false, stratus.Errorf(stratus.ECONFLICT, "attempt %d of task %q already has a final output (DynamoDB TransactionCanceledException: %s)",
 				e.Attempt, e.TID, codeConditionFailed)
 		case failed(att):
-			return false, attemptNotFound(c.a)
+			return true, nil // gone, or its usage changed: the next read says which
+		case failed(run):
+			noRun = true // the run keeps no totals
+			return true, nil
 		case failed(step):
 			return false, stepNotFound(c.st.TID)
 		case failed(slot) || hasCode(codes, codeTransactionConflict):

@@ -24,8 +24,9 @@ import (
 // run.
 func (s *Store) PruneRun(ctx context.Context, runID string, at time.Time) error {
 	what := "prune run " + quote(runID)
-	names := map[string]string{"#pk": PartitionKey, "#status": "status", "#pruned": "pruned_at"}
-	values := map[string]av{":at": millis(at)}
+	names := map[string]string{"#pk": PartitionKey, "#status": "status", "#pruned": "pruned_at",
+		"#cost": attrSpendCost, "#tokens": attrSpendTokens, "#unpriced": attrSpendUnpriced}
+	values := map[string]av{":at": millis(at), ":zero": num(0)}
 	var in []string
 	for i, st := range []string{stratus.RunDone, stratus.RunFailed, stratus.RunManualActionRequired, stratus.RunInterrupted} {
 		k := ":s" + string(rune('0'+i))
@@ -34,7 +35,8 @@ func (s *Store) PruneRun(ctx context.Context, runID string, at time.Time) error 
 	}
 	_, err := s.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.table), Key: runKey(runID),
-		UpdateExpression:          aws.String("SET #pruned = if_not_exists(#pruned, :at)"),
+		// The attempts go, and with them what the spend totals summed.
+		UpdateExpression:          aws.String("SET #pruned = if_not_exists(#pruned, :at), #cost = :zero, #tokens = :zero, #unpriced = :zero"),
 		ConditionExpression:       aws.String("attribute_exists(#pk) AND #status IN (" + strings.Join(in, ", ") + ")"),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,

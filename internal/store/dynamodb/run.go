@@ -55,7 +55,8 @@ func runItems(r stratus.Run) (it, entry item, err error) {
 		"max_cost_usd": capCost(r.MaxCostUSD), "max_tokens": num(r.MaxTokens),
 		"created_at": millis(r.CreatedAt), "ended_at": millis(r.EndedAt), "pruned_at": millis(r.PrunedAt),
 		"resumed_at": millis(r.ResumedAt), "active_ms": num(r.ActiveMS),
-		attrCounted: &types.AttributeValueMemberBOOL{Value: true},
+		attrCounted:   &types.AttributeValueMemberBOOL{Value: true},
+		attrSpendKept: boolean(true), attrSpendCost: num(0), attrSpendTokens: num(0), attrSpendUnpriced: num(0),
 	})
 	if w := r.Workspace; w != nil {
 		b, err := json.Marshal(w)

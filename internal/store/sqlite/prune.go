@@ -69,6 +69,10 @@ func (s *Store) PruneRun(ctx context.Context, runID string, at time.Time) error 
 	if _, err := tx.ExecContext(ctx, "UPDATE runs SET pruned_at = ? WHERE id = ? AND pruned_at IS NULL", millis(at), runID); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
+	// The attempts are gone, and with them what the totals summed.
+	if _, err := tx.ExecContext(ctx, "UPDATE runs SET spend_cost_usd = 0, spend_tokens = 0, spend_unpriced = 0 WHERE id = ?", runID); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
 	for _, b := range blobs {
 		var one int
 		err := tx.QueryRowContext(ctx, "SELECT 1 FROM outputs WHERE blob = ? LIMIT 1", b).Scan(&one)

@@ -23,7 +23,7 @@ func (s *Store) CreateRun(ctx context.Context, r stratus.Run) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.wq.ExecContext(ctx, "INSERT INTO runs ("+runColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	_, err = s.wq.ExecContext(ctx, "INSERT INTO runs ("+runColumns+", spend_kept) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)",
 		r.ID, r.TaskID, r.TaskTitle, r.Flow, r.Status, r.WorkDir, r.TaskPath, r.Execution, r.Owner, r.Resumes, r.MaxCostUSD, r.MaxTokens,
 		ws, millis(r.CreatedAt), millis(r.EndedAt), millis(r.ResumedAt), r.ActiveMS, millis(r.PrunedAt), pub)
 	if isUniqueViolation(err) {

@@ -181,6 +181,15 @@ ALTER TABLE steps ADD COLUMN entry TEXT NOT NULL DEFAULT '';
 	`
 ALTER TABLE runs ADD COLUMN publication TEXT NOT NULL DEFAULT '';
 `,
+	// 15: a run's spend totals (store.Store.RunTotals), kept by the
+	// writes of its attempts; spend_kept is 0 for a run created before
+	// version 15, whose totals were never kept.
+	`
+ALTER TABLE runs ADD COLUMN spend_kept INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN spend_cost_usd REAL NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN spend_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN spend_unpriced INTEGER NOT NULL DEFAULT 0;
+`,
 }
 
 // schemaVersion is the version this binary writes.

@@ -152,7 +152,7 @@ const walSizeLimit = 16 << 20
 // txStatements are the statements run inside a transaction on the
 // writer, prepared when the store opens (newPrepared says why).
 var txStatements = []string{selectStepByDedupSQL, insertStepSQL, lastVisitSQL, updateStepSQL, updateAttemptSQL, insertOutputSQL,
-	selectWorkspaceSQL, updateWorkspaceSQL}
+	selectWorkspaceSQL, updateWorkspaceSQL, insertAttemptSQL, selectUsageSQL, addTotalsSQL}
 
 // Close closes the store's connections. It is safe to call more than once.
 func (s *Store) Close() error {

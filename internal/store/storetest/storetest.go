@@ -38,6 +38,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("CompleteAttempt", su.testCompleteAttempt)
 	t.Run("Degradation", su.testDegradations)
 	t.Run("RenderSize", su.testRenderSizes)
+	t.Run("Totals", su.testTotals)
 }
 
 type suite struct {
