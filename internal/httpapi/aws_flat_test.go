@@ -33,7 +33,9 @@ import (
 // GetItem's item, the items a Query evaluated (ScannedCount), a
 // BatchGetItem's responses — and, for each read of more than big items,
 // the worker functions it was made from (the call chain inside
-// internal/worker), so a test can name the call that reads a whole run.
+// internal/worker), so a test can name the call that reads a whole run (a
+// ListSteps shows as its Query: its BatchGetItems ask for at most 100 items
+// each).
 type itemsRead struct {
 	mu    sync.Mutex
 	n     int64
