@@ -326,6 +326,9 @@ fuzz:
 ## rows, then done), three files in a new step directory, one engine spawn.
 ## submit-floor: a bare handler inserting each 64 KiB body into SQLite (one
 ## writer) and writing its projection file, from the same 8 clients.
+## dispatch-flat-aws-floor: one 2-item DynamoDB transaction and one read on
+## the moto tables of a 500-step and a 5-step run (moto copies a table per
+## transaction: the stand-in's time grows with the table, its items do not).
 ## bench-scale: BENCH_SCALE (1,000) embedded runs of a 2-step flow with the
 ## four-line shell engine, handed at once to one host (stratus host): the
 ## peak RSS of all its processes against 2 GiB, the wall time, runs

@@ -23,7 +23,9 @@ import (
 	"github.com/stratusflow/stratus/internal/flow"
 	"github.com/stratusflow/stratus/internal/httpapi"
 	"github.com/stratusflow/stratus/internal/launch"
+	"github.com/stratusflow/stratus/internal/sink"
 	"github.com/stratusflow/stratus/internal/sink/fs"
+	"github.com/stratusflow/stratus/internal/store"
 	"github.com/stratusflow/stratus/internal/store/sqlite"
 	"github.com/stratusflow/stratus/internal/task"
 	"github.com/stratusflow/stratus/internal/worker"
@@ -62,6 +64,17 @@ func setupFlow(tb testing.TB, files map[string]string) *bundle {
 func setupRun(tb testing.TB, files map[string]string, edit func(*stratus.Run)) *bundle {
 	tb.Helper()
 	dir := tb.TempDir()
+	st, err := sqlite.Open(filepath.Join(dir, "s.db"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	return setupStore(tb, dir, files, edit, st, fs.New(dir).Private(worker.StateDirName))
+}
+
+// setupStore is setupRun on store st and sink sk, in work dir dir.
+func setupStore(tb testing.TB, dir string, files map[string]string, edit func(*stratus.Run), st store.Store, sk sink.Sink) *bundle {
+	tb.Helper()
 	flowsDir := filepath.Join(dir, "flows")
 	workertest.WriteFiles(tb, flowsDir, files)
 	fl, err := flow.Load(flowsDir, "implementation")
@@ -72,16 +85,11 @@ func setupRun(tb testing.TB, files map[string]string, edit func(*stratus.Run)) *
 	if err != nil {
 		tb.Fatal(err)
 	}
-	st, err := sqlite.Open(filepath.Join(dir, "s.db"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { st.Close() })
 	b := &bundle{tokens: &workertest.FakeTokens{}, launch: &workertest.FakeLauncher{}, dir: dir}
 	cfg := config.Default()
 	cfg.Supervisor.Enabled = new(bool) // these tests are not about the supervisor layer: no extra turns
 	env := &worker.RunEnv{Flow: fl, FlowDir: flowsDir, Task: tk, Config: cfg}
-	b.svc = worker.New(worker.Config{Store: st, Sink: fs.New(dir).Private(worker.StateDirName), Tokens: b.tokens, Launcher: b.launch,
+	b.svc = worker.New(worker.Config{Store: st, Sink: sk, Tokens: b.tokens, Launcher: b.launch,
 		Minter: &captoken.Minter{Key: []byte("0123456789abcdef0123456789abcdef")},
 		Env:    func(context.Context, string) (*worker.RunEnv, error) { return env, nil }})
 	b.launch.Exchange = func(ctx context.Context, v string) (string, error) { // the runner's exchange
