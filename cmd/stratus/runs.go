@@ -177,13 +177,7 @@ func queuedOf(ctx context.Context, list poolLister) ([]taskpool.Listed, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []taskpool.Listed
-	for _, l := range all {
-		if l.Queued() {
-			out = append(out, l)
-		}
-	}
-	return out, nil
+	return taskpool.QueuedOf(all), nil
 }
 
 // queuedIn is the queued tasks of work dir dir's pool for a watcher of

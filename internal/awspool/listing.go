@@ -53,11 +53,5 @@ func (p *Pool) Queued(ctx context.Context) ([]taskpool.Listed, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := []taskpool.Listed{}
-	for _, l := range all {
-		if l.Queued() {
-			out = append(out, l)
-		}
-	}
-	return out, nil
+	return taskpool.QueuedOf(all), nil
 }

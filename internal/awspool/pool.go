@@ -270,11 +270,14 @@ func (p *Pool) Tick(ctx context.Context) (Result, error) {
 				return res, err
 			}
 			res.Settled = append(res.Settled, c.TaskID)
-			if entries, err = p.Entries(ctx); err != nil {
-				return res, err
-			}
 		default:
 			claimed[c.TaskID] = true
+		}
+	}
+	if len(res.Settled) > 0 {
+		// The settled files left pending/: read once more, after all.
+		if entries, err = p.Entries(ctx); err != nil {
+			return res, err
 		}
 	}
 	// A task refused when taken frees its slot for the next: decided again

@@ -185,11 +185,17 @@ func (p *Pool) Queued(ctx context.Context, queue string, maxTasks int, runs Runs
 	if err != nil {
 		return nil, err
 	}
+	return QueuedOf(all), nil
+}
+
+// QueuedOf is the tasks of listing l still to run or running
+// (Listed.Queued), in l's order: a work dir's pool's or a stack's.
+func QueuedOf(l []Listed) []Listed {
 	out := []Listed{}
-	for _, l := range all {
-		if l.Queued() {
-			out = append(out, l)
+	for _, t := range l {
+		if t.Queued() {
+			out = append(out, t)
 		}
 	}
-	return out, nil
+	return out
 }

@@ -723,6 +723,18 @@ func (c *itemCounter) register(stack *middleware.Stack) error {
 		}), middleware.After)
 }
 
+// counted is a store on f's table whose client counts the items it reads.
+func (f *fixture) counted(t *testing.T) (*Store, *itemCounter) {
+	t.Helper()
+	c := &itemCounter{}
+	client := dynamodb.NewFromConfig(awstest.Moto(t).Config(), func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, c.register) })
+	s, err := New(client, Options{Table: f.table, Blobs: f.blobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, c
+}
+
 // LatestSteps reads per node, not per step (README.md § Performance): at
 // step 200 of a run of four nodes it reads no more items than at step 5
 // but a few, where ListSteps reads every step. Its answer is store.Latest
@@ -730,12 +742,7 @@ func (c *itemCounter) register(stack *middleware.Stack) error {
 func TestLatestSteps_ItemsReadFlat(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	c := &itemCounter{}
-	client := dynamodb.NewFromConfig(awstest.Moto(t).Config(), func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, c.register) })
-	s, err := New(client, Options{Table: f.table, Blobs: f.blobs})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, c := f.counted(t)
 	ctx := f.ctx
 	const runID = "flat"
 	if err := s.CreateRun(ctx, stratus.Run{ID: runID, Status: stratus.RunRunning}); err != nil {
@@ -830,12 +837,7 @@ func TestLatestSteps_StepsFromBeforeLatestItems(t *testing.T) {
 func TestNodeSteps_ItemsReadFlat(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	c := &itemCounter{}
-	client := dynamodb.NewFromConfig(awstest.Moto(t).Config(), func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, c.register) })
-	s, err := New(client, Options{Table: f.table, Blobs: f.blobs})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, c := f.counted(t)
 	ctx := f.ctx
 	const runID = "flat"
 	if err := s.CreateRun(ctx, stratus.Run{ID: runID, Status: stratus.RunRunning}); err != nil {
