@@ -69,9 +69,21 @@ func KnownFormat(s string) bool {
 // (and, as a string, has its invalid bytes replaced by U+FFFD, since a JSON
 // string cannot hold them).
 func Value(agent string, raw []byte, format string, role Role) (json.RawMessage, error) {
+	return value(agent, raw, format, role, true)
+}
+
+// value is Value; without str, a raw that folds as a string is nil rather
+// than written out as a JSON string (Object).
+func value(agent string, raw []byte, format string, role Role, str bool) (json.RawMessage, error) {
+	asString := func() json.RawMessage {
+		if !str {
+			return nil
+		}
+		return jsonString(raw)
+	}
 	switch {
 	case format == FormatText:
-		return jsonString(raw), nil
+		return asString(), nil
 	case format == FormatJSON && role == RoleBody:
 		if v, ok := parse(raw, false); ok {
 			return v, nil
@@ -93,7 +105,7 @@ func Value(agent string, raw []byte, format string, role Role) (json.RawMessage,
 			return v, nil
 		}
 	}
-	return jsonString(raw), nil
+	return asString(), nil
 }
 
 // parse returns the compacted JSON value b holds (ASCII white space around

@@ -692,7 +692,15 @@ func submit(ctx context.Context, s *core.Service, c *core.Caller, body []byte, o
 			return nil, err
 		}
 	}
-	value, err := fold.Fold(c.Attempt.Agent, append(tail, final), format)
+	// The step value: whole for an evaluator (verify.Evaluate reads it);
+	// for any other node only a typed result — a JSON object — is read
+	// (core.ContractObject), so a text body is not written out as a JSON
+	// string (fold.Object).
+	foldValue := fold.Object
+	if node.Kind == flow.KindEvaluator {
+		foldValue = fold.Fold
+	}
+	value, err := foldValue(c.Attempt.Agent, append(tail, final), format)
 	if err != nil {
 		return nil, err
 	}
@@ -712,7 +720,7 @@ func submit(ctx context.Context, s *core.Service, c *core.Caller, body []byte, o
 	switch {
 	case verdict != "":
 		outcome = verdict
-	case node.Kind == "evaluator":
+	case node.Kind == flow.KindEvaluator:
 		if ev, err = verify.Evaluate(ctx, s, c.Env, c.Step, subtask, value); err != nil {
 			return nil, err
 		}
