@@ -205,8 +205,8 @@ func (h *Handler) readLimited(r *http.Request, max int64) ([]byte, error) {
 
 // readAll is io.ReadAll with room made at once for the size bytes a
 // request's Content-Length announces (-1: unknown): io.ReadAll grows its
-// buffer from 512 bytes, and a 64 KiB submit body was copied a dozen times
-// on the way (README.md § Performance). The caller bounds size.
+// buffer from 512 bytes, and a 64 KiB submit body cost twice its size in
+// buffers and copies (README.md § Performance). The caller bounds size.
 func readAll(r io.Reader, size int64) ([]byte, error) {
 	if size <= 0 {
 		return io.ReadAll(r)

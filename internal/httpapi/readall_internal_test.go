@@ -28,8 +28,8 @@ func TestReadAll_ReadsTheWholeBodyWhateverItsAnnouncedSize(t *testing.T) {
 }
 
 // A body of the announced size is read into one buffer of that size:
-// io.ReadAll grew its buffer from 512 bytes, copying a 64 KiB body a dozen
-// times.
+// io.ReadAll grew its buffer from 512 bytes, allocating twice a 64 KiB
+// body's size on the way.
 func TestReadAll_AnnouncedSizeIsAllocatedOnce(t *testing.T) {
 	body := bytes.Repeat([]byte("- plan the lanes\n"), 64<<10/17)
 	const calls = 20

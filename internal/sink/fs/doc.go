@@ -8,8 +8,9 @@
 // never sees a half-written file. On Linux a file already there is
 // exchanged with the new one (renameat2 RENAME_EXCHANGE) and then
 // unlinked, rather than renamed over: ext4 writes a file renamed over
-// another back to disk inside the rename (auto_da_alloc), which cost a
-// 64 KiB submit more than its SQLite commit (README.md § Performance).
+// another back to disk inside the rename (auto_da_alloc), and a 64 KiB
+// submit spent about half its time on its two files (README.md §
+// Performance).
 // Directories are created 0755, files 0644, but 0700 and 0600 under the
 // state dir (Private, OwnerOnly: docs/security.md § Files under .stratus).
 // Every file operation goes through an os.Root, so neither a key nor a

@@ -17,9 +17,10 @@ var exchange = func(dirfd int, old, new string) error {
 // When base exists, the two are exchanged and the old file, now named tmp,
 // is unlinked: a reader sees the old bytes or the new, as with a rename
 // over base, but ext4 (auto_da_alloc, its default) starts writing back a
-// file renamed over another inside the rename, and that write was a third
-// of a 64 KiB submit's time (README.md § Performance) — an early write
-// this package does not promise (doc.go: it does not fsync). When base
+// file renamed over another inside the rename: a 64 KiB submit spent about
+// half its time on its two files, a fifth with the exchange (README.md §
+// Performance), for an early write this package does not promise (doc.go:
+// it does not fsync). When base
 // does not exist, or the file system cannot exchange, or base is a
 // directory, it is r.Rename(tmp, base), errors included.
 func replace(r *os.Root, tmp, base string) error {
