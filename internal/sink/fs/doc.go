@@ -4,23 +4,16 @@
 // next step Reads).
 //
 // It owns the key → path mapping (Path) and atomic writes: a Put writes a
-// temporary file beside the target and moves it into place, so a reader
-// never sees a half-written file. On Linux a file already there is
-// exchanged with the new one (renameat2 RENAME_EXCHANGE) and then
-// unlinked, rather than renamed over: ext4 writes a file renamed over
-// another back to disk inside the rename (auto_da_alloc), and a 64 KiB
-// submit spent about half its time on its two files (README.md §
-// Performance).
-// Directories are created 0755, files 0644, but 0700 and 0600 under the
-// state dir (Private, OwnerOnly: docs/security.md § Files under .stratus).
-// Every file operation goes through an os.Root, so neither a key nor a
-// symbolic link inside the root can reach outside it.
+// temporary file beside the target and renames it into place, so a reader
+// never sees a half-written file. Directories are created 0755, files
+// 0644, but 0700 and 0600 under the state dir (Private, OwnerOnly:
+// docs/security.md § Files under .stratus). Every file operation goes through an os.Root, so neither a key nor
+// a symbolic link inside the root can reach outside it.
 //
 // It does not decide placement, validate part names or wrap front matter
 // (internal/projection), and it does not fsync: the files are projections
 // of what the store already holds (the output tail keeps the bytes), and an
 // fsync per file was a third of the embedded per-step overhead (about 3 ms
 // of ~21 ms each, measured with the overhead benchmark of the day). A reader
-// never sees a half-written file; a power loss may lose the latest Put (the
-// file may then read empty, as a new file written without fsync may).
+// never sees a half-written file; a power loss may lose the latest Put.
 package fs

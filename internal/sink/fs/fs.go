@@ -186,8 +186,7 @@ func (s *Sink) Path(key string) string {
 }
 
 // Put writes body to <root>/<key> atomically: a temporary file in the same
-// directory, then moved into place (replace: on Linux an existing target
-// is exchanged with it and unlinked rather than renamed over). Missing directories are
+// directory, then renamed over the target. Missing directories are
 // created. Errors: EINVALID (Field "key") for an invalid key or one that
 // resolves outside the root through a symbolic link; a wrapped I/O error
 // otherwise (the temporary file is removed).
@@ -239,7 +238,7 @@ func (s *Sink) Put(ctx context.Context, key string, body []byte) error {
 		r.Remove(tmp)
 		return s.putErr(key, err)
 	}
-	if err := replace(r, tmp, base); err != nil {
+	if err := r.Rename(tmp, base); err != nil {
 		r.Remove(tmp)
 		return s.putErr(key, err)
 	}
