@@ -136,7 +136,10 @@ func bareServer(b *testing.B) *httptest.Server {
 // floorServer is the submit figure's floor (README.md § Performance): a bare
 // net/http handler that does only what a durable submit must do — read the
 // body, insert it into SQLite in one transaction and write its projection
-// file (a file per body). The database is opened as internal/store/sqlite
+// file. The benchmark's submits are visits of one node, whose projection is
+// one file: each replaces it the one way a reader never sees it torn, a
+// temporary file renamed over it (docs/contracts.md § Files are the
+// server's job). The database is opened as internal/store/sqlite
 // opens its writer: WAL, synchronous=NORMAL, BEGIN IMMEDIATE, one connection
 // (one writer); like bareServer it does not fsync the file.
 func floorServer(b *testing.B) *httptest.Server {
@@ -174,7 +177,12 @@ func floorServer(b *testing.B) *httptest.Server {
 			return
 		}
 		id, _ := res.LastInsertId()
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("body-%d.md", id)), data, 0o644); err != nil {
+		tmp := filepath.Join(dir, fmt.Sprintf(".planning.md.%d", id))
+		if err := os.WriteFile(tmp, data, 0o644); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, "planning.md")); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
