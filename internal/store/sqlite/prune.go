@@ -95,7 +95,7 @@ func (s *Store) PruneRun(ctx context.Context, runID string, at time.Time) error 
 	return nil
 }
 
-// blobInUseSQL finds an output still holding a blob. Its "blob <> ''"
+// blobInUseSQL finds an output still holding a blob. Its "blob <> ”"
 // lets the partial index outputs_blob serve a bound blob; without it every
 // output of every run was scanned, once per blob of a pruned run.
 const blobInUseSQL = "SELECT 1 FROM outputs WHERE blob = ? AND blob <> '' LIMIT 1"
