@@ -9,9 +9,9 @@ import (
 
 // A dispatch's look-up of its dedup key (createStep) seeks the partial
 // index steps_dedup_key, and a prune's check of a blob outputs_blob.
-// Without the query's own "dedup_key <> ”" ("blob <> ”") the planner
-// cannot use a partial index for a bound value: each dispatch scanned
-// every step of every run the work dir ever held.
+// Without the query's own test that the value is not empty (the index's
+// WHERE) the planner cannot use a partial index for a bound value: each
+// dispatch scanned every step of every run the work dir ever held.
 func TestPartialIndexes_TheirLookUpsSeekThem(t *testing.T) {
 	t.Parallel()
 	s := openT(t, filepath.Join(t.TempDir(), "s.db"))

@@ -95,7 +95,8 @@ func (s *Store) PruneRun(ctx context.Context, runID string, at time.Time) error 
 	return nil
 }
 
-// blobInUseSQL finds an output still holding a blob. Its "blob <> ”"
-// lets the partial index outputs_blob serve a bound blob; without it every
-// output of every run was scanned, once per blob of a pruned run.
+// blobInUseSQL finds an output still holding a blob. Its test that the
+// blob is not empty (the WHERE of the partial index outputs_blob) lets
+// that index serve a bound blob; without it every output of every run was
+// scanned, once per blob of a pruned run.
 const blobInUseSQL = "SELECT 1 FROM outputs WHERE blob = ? AND blob <> '' LIMIT 1"
