@@ -329,6 +329,9 @@ fuzz:
 ## dispatch-flat-aws-floor: one 2-item DynamoDB transaction and one read on
 ## the moto tables of a 500-step and a 5-step run (moto copies a table per
 ## transaction: the stand-in's time grows with the table, its items do not).
+## PHASE lines: where a step of the overhead figure's chain and of its floor
+## spends its time (one traced run of each, STRATUS_TRACE).
+## bench also prints bench-scale's line; bench-scale alone prints only it:
 ## bench-scale: BENCH_SCALE (1,000) embedded runs of a 2-step flow with the
 ## four-line shell engine, handed at once to one host (stratus host): the
 ## peak RSS of all its processes against 2 GiB, the wall time, runs
@@ -341,8 +344,8 @@ bench-scale:
 
 bench:
 	@mkdir -p .scratch
-	@$(GO) test -run '^$$' -bench . -benchmem ./... > .scratch/bench.txt 2>&1; status=$$?; \
-	  cat .scratch/bench.txt; echo "== figures"; grep -E '^(BENCH|LAMBDA) ' .scratch/bench.txt; exit $$status
+	@STRATUS_BENCH_SCALE=$(BENCH_SCALE) $(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./... > .scratch/bench.txt 2>&1; status=$$?; \
+	  cat .scratch/bench.txt; echo "== figures"; grep -E '^(BENCH|LAMBDA|PHASE) ' .scratch/bench.txt; exit $$status
 
 clean:
 	rm -rf bin .scratch

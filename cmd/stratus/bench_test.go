@@ -98,19 +98,25 @@ func BenchmarkFigure_Start(b *testing.B) {
 //   - overhead-floor: the floor's step next to the spawn, with
 //     overhead-spawn's goal: where that goal stands against what durability
 //     costs on this machine.
+//
+// Then one more traced run of each (STRATUS_TRACE) gives where a step's
+// time goes, as PHASE lines (printPhases).
 func BenchmarkFigure_Overhead(b *testing.B) {
 	const steps, rounds = 20, 7
 	floor := filepath.Join(b.TempDir(), "overheadfloor")
 	if out, err := exec.Command("go", "build", "-o", floor, "./testdata/overheadfloor").CombinedOutput(); err != nil {
 		b.Fatalf("build the floor: %v %s", err, out)
 	}
+	traceTo := "" // set for the traced runs: STRATUS_TRACE of the run and the floor
 	chain := func() float64 {
 		dir := b.TempDir()
 		task := installChain(b, dir, "twenty")
 		writeTestFile(b, filepath.Join(dir, "engine.sh"), fourLineEngine)
 		usePrimaryShellEngineEnv(b, dir, "four", "")
+		cmd := exec.Command(stratusBin, "run", task, "--dir", dir)
+		cmd.Env = append(os.Environ(), EnvTrace+"="+traceTo)
 		start := time.Now()
-		if out, err := exec.Command(stratusBin, "run", task, "--dir", dir).CombinedOutput(); err != nil {
+		if out, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("run: %v\n%s", err, out)
 		}
 		return float64(time.Since(start).Microseconds()) / 1e3 / steps
@@ -119,8 +125,10 @@ func BenchmarkFigure_Overhead(b *testing.B) {
 		dir := b.TempDir()
 		engine := filepath.Join(dir, "engine.sh")
 		writeTestFile(b, engine, fourLineEngine)
+		cmd := exec.Command(floor, filepath.Join(dir, "floor"), engine, strconv.Itoa(steps))
+		cmd.Env = append(os.Environ(), EnvTrace+"="+traceTo)
 		start := time.Now()
-		if out, err := exec.Command(floor, filepath.Join(dir, "floor"), engine, strconv.Itoa(steps)).CombinedOutput(); err != nil {
+		if out, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("floor: %v\n%s", err, out)
 		}
 		return float64(time.Since(start).Microseconds()) / 1e3 / steps
@@ -142,6 +150,31 @@ func BenchmarkFigure_Overhead(b *testing.B) {
 		benchfig.FromSamples(benchfig.Figure{Name: "overhead", Unit: "ms/step", Goal: 1.5}, whole, floorStep).Print(os.Stdout)
 		benchfig.FromSamples(benchfig.Figure{Name: "overhead-spawn", Unit: "ms/step", Goal: 2}, own, spawn).Print(os.Stdout)
 		benchfig.FromSamples(benchfig.Figure{Name: "overhead-floor", Unit: "ms/step", Goal: 2}, floorStep, spawn).Print(os.Stdout)
+		traced := func(name string, run func() float64) benchfig.Regions {
+			traceTo = filepath.Join(b.TempDir(), name+".trace")
+			defer func() { traceTo = "" }()
+			run()
+			r, err := benchfig.ReadRegions(traceTo)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return r
+		}
+		// A step of the chain: its Task state's wall, split by the worker
+		// API's routes, its dispatch and its engine; the floor's by its parts.
+		traced("chain", chain).PrintPhases(os.Stdout, "overhead", steps, "state Task", []benchfig.Phase{
+			{Name: "dispatch", Regions: []string{"dispatch agent"}},
+			{Name: "bootstrap", Regions: []string{"POST /v1/worker/bootstrap"}},
+			{Name: "prompt", Regions: []string{"GET /v1/worker/prompt"}},
+			{Name: "stats", Regions: []string{"POST /v1/worker/stats"}},
+			{Name: "engine", Regions: []string{"engine"}},
+			{Name: "submit", Regions: []string{"POST /v1/worker/submit"}},
+		})
+		traced("floor", durable).PrintPhases(os.Stdout, "overhead-floor", steps, "step", []benchfig.Phase{
+			{Name: "tx", Regions: []string{"tx"}},
+			{Name: "files", Regions: []string{"files"}},
+			{Name: "engine", Regions: []string{"engine"}},
+		})
 		printed = true
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 	"strings"
 	"syscall"
 
@@ -58,7 +59,9 @@ func main() {
 		os.Exit(ExitFailed)
 	}
 	stop := cpuProfile(os.Getenv(EnvCPUProfile))
+	stopTrace := execTrace(os.Getenv(EnvTrace))
 	code := Main(os.Args[1:], IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
+	stopTrace()
 	stop()
 	os.Exit(code)
 }
@@ -87,6 +90,33 @@ func cpuProfile(path string) func() {
 		return func() {}
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }
+}
+
+// EnvTrace names a file this process writes its execution trace to
+// (runtime/trace; read with `go tool trace`): where a step's wall time
+// goes, as the regions the worker API, the runner and the executor mark
+// (README.md § Performance). Unset: no trace.
+const EnvTrace = "STRATUS_TRACE"
+
+// execTrace starts an execution trace into path ("" = none) and returns
+// what stops it; a trace that cannot start is said on stderr and the
+// command runs without it.
+func execTrace(path string) func() {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = trace.Start(f)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stratus: warning: %s=%s: no trace: %v\n", EnvTrace, path, err)
+		if f != nil {
+			f.Close()
+		}
+		return func() {}
+	}
+	return func() { trace.Stop(); f.Close() }
 }
 
 // Main runs the CLI with args and returns the process exit status (see

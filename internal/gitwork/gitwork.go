@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -118,6 +119,11 @@ type Tree struct {
 // check-ignore .`: its changes cannot be listed or staged, so an empty
 // answer would be a false one). Any other error is git failing.
 func Open(ctx context.Context, dir string) (*Tree, error) {
+	if noRepository(dir) {
+		// What git would answer, without starting it: a run in a work dir
+		// outside any repository asks several times.
+		return nil, &NotTreeError{dir, "no git repository contains it"}
+	}
 	out, err := Run(ctx, dir, nil, "rev-parse", "--show-toplevel", "--show-prefix")
 	switch {
 	case errors.Is(err, exec.ErrNotFound):
@@ -152,6 +158,33 @@ func Open(ctx context.Context, dir string) (*Tree, error) {
 		return t, nil // not ignored
 	default:
 		return nil, err
+	}
+}
+
+// noRepository reports whether git's discovery (gitrepository-layout(5),
+// the "GIT_DIR" search of git(1)) can find no repository for dir, an
+// existing directory: neither dir nor any directory above it holds a
+// ".git" entry (a directory or a gitfile) or is itself a git directory
+// (HEAD, objects/ and refs/: a bare repository). It errs on the side of
+// asking git: any doubt (dir missing, a stat failing) is false.
+func noRepository(dir string) bool {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return false
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		return false
+	}
+	for d := abs; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); !errors.Is(err, os.ErrNotExist) {
+			return false
+		}
+		if _, err := os.Lstat(filepath.Join(d, "HEAD")); !errors.Is(err, os.ErrNotExist) {
+			return false // maybe a bare repository: git decides
+		}
+		if parent := filepath.Dir(d); parent == d {
+			return true
+		}
 	}
 }
 

@@ -97,7 +97,36 @@ func TestOpen_OutsideARepositoryIsNotATree(t *testing.T) {
 // Without git on PATH there is no tree to ask about.
 func TestOpen_GitNotInstalledIsNotATree(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	_, err := Open(context.Background(), t.TempDir())
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, ".git", "HEAD"), "ref: refs/heads/main\n") // a repository git would have to read
+	_, err := Open(context.Background(), dir)
+	notTree(t, err, "git is not installed")
+}
+
+// Outside every repository the answer comes without starting git (a run
+// in such a work dir asks several times); where git could find one — a
+// .git directory or gitfile above, a bare repository around — git is
+// asked (here it is not installed, which says it was).
+func TestOpen_GitIsAskedOnlyWhereARepositoryCanBe(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	outside := filepath.Join(t.TempDir(), "a", "b")
+	write(t, filepath.Join(outside, "task.md"), "x\n")
+	_, err := Open(context.Background(), outside)
+	notTree(t, err, "no git repository contains it")
+
+	gitfile := t.TempDir()
+	write(t, filepath.Join(gitfile, ".git"), "gitdir: /elsewhere/.git\n")
+	write(t, filepath.Join(gitfile, "app", "main.go"), "package main\n")
+	_, err = Open(context.Background(), filepath.Join(gitfile, "app"))
+	notTree(t, err, "git is not installed")
+
+	bare := t.TempDir()
+	write(t, filepath.Join(bare, "HEAD"), "ref: refs/heads/main\n")
+	write(t, filepath.Join(bare, "objects", "info", "x"), "")
+	_, err = Open(context.Background(), filepath.Join(bare, "objects"))
+	notTree(t, err, "git is not installed")
+
+	_, err = Open(context.Background(), filepath.Join(outside, "missing"))
 	notTree(t, err, "git is not installed")
 }
 

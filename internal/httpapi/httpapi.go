@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path"
+	"runtime/trace"
 	"strconv"
 	"strings"
 
@@ -139,6 +140,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) wrap(f func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		defer trace.StartRegion(r.Context(), r.Pattern).End() // one region per route (STRATUS_TRACE)
 		if err := f(w, r); err != nil {
 			if h.OnError != nil {
 				h.OnError(r, err)

@@ -111,6 +111,29 @@ type TaskStopper interface {
 	StopTask(ctx context.Context, taskID string) error
 }
 
+// InMemory is implemented by a Launcher whose workers get their Spec in
+// this process's memory, with no environment, task definition or queue
+// message between (the in-process twin, docs/contracts.md § The in-process
+// twin): dispatch hands such a worker its wh- handle itself, and the
+// worker skips the one-time bootstrap exchange, which exists for a launch
+// whose environment others can read (docs/contracts.md § Bearer
+// authentication).
+type InMemory interface {
+	// HandsHandleInMemory says the launcher's workers get Spec.Handle in
+	// memory only.
+	HandsHandleInMemory() bool
+}
+
+// Credential is the value Spec.Handle carries for l: a worker of an
+// InMemory launcher gets its handle, any other a bootstrap value to
+// exchange for it. handle and bootstrap mint each kind.
+func Credential(l Launcher, handle, bootstrap func() string) string {
+	if m, ok := l.(InMemory); ok && m.HandsHandleInMemory() {
+		return handle()
+	}
+	return bootstrap()
+}
+
 // Launcher starts workers. Launch returns once the worker is started (not
 // finished) with an id Stop accepts; it returns an error when it could not
 // be started, which the caller reports as an infrastructure failure.

@@ -19,13 +19,9 @@ import (
 // rewriting a tool, never reaches a later step). The bundle stays as the
 // record of what the run used; release removes the materialized copy.
 func freezeRun(ctx context.Context, state, runID, workDir, flowsDir, taskPath string) (b *runenv.Bundle, release func(), err error) {
-	sk := fs.New(state).OwnerOnly()
-	if _, err := runenv.Freeze(ctx, sk, runID, workDir, flowsDir, taskPath, nil); err != nil {
-		return nil, nil, fmt.Errorf("freeze the run's flow, prompts, config and tools: %w", err)
-	}
-	b, err = runenv.NewCache(filepath.Join(state, RunsDir, runID), 1).Load(ctx, sk, runID)
+	b, err = runenv.NewCache(filepath.Join(state, RunsDir, runID), 1).Freeze(ctx, fs.New(state).OwnerOnly(), runID, workDir, flowsDir, taskPath)
 	if err != nil {
-		return nil, nil, fmt.Errorf("load the run's frozen environment: %w", err)
+		return nil, nil, fmt.Errorf("freeze the run's flow, prompts, config and tools: %w", err)
 	}
 	return b, func() { os.RemoveAll(b.Dir) }, nil
 }

@@ -174,6 +174,13 @@ func (c *Cache) read(ctx context.Context, sk sink.Sink, runID string) (*Bundle, 
 	if err != nil {
 		return nil, err
 	}
+	prefix := BundlePrefix(m.RunID)
+	return c.write(m, func(p string) ([]byte, error) { return sk.Get(ctx, prefix+p) })
+}
+
+// write materializes bundle m, each file's bytes read by get (by manifest
+// path), into a fresh local directory.
+func (c *Cache) write(m *Manifest, get func(path string) ([]byte, error)) (*Bundle, error) {
 	parent := c.dir
 	if parent == "" {
 		parent = os.TempDir()
@@ -183,14 +190,14 @@ func (c *Cache) read(ctx context.Context, sk sink.Sink, runID string) (*Bundle, 
 	if err := os.MkdirAll(parent, statedir.DirPerm); err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp(parent, "stratus-run-"+runID+"-")
+	dir, err := os.MkdirTemp(parent, "stratus-run-"+m.RunID+"-")
 	if err != nil {
 		return nil, err
 	}
 	if dir, err = filepath.Abs(dir); err != nil {
 		return nil, err
 	}
-	b, err := materialize(ctx, sk, m, dir)
+	b, err := materialize(m, get, dir)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -198,13 +205,40 @@ func (c *Cache) read(ctx context.Context, sk sink.Sink, runID string) (*Bundle, 
 	return b, nil
 }
 
-func materialize(ctx context.Context, sk sink.Sink, m *Manifest, dir string) (*Bundle, error) {
+// Freeze freezes run runID's environment to sk as the package's Freeze
+// does (with the work dir's config.yaml) and returns its bundle,
+// materialized from the bytes it just froze rather than read back from sk,
+// and cached as Load caches it: what a run that starts here needs.
+// Errors: Freeze's; the local disk's.
+func (c *Cache) Freeze(ctx context.Context, sk sink.Sink, runID, workDir, flowsDir, taskPath string) (*Bundle, error) {
+	m, data, err := freeze(ctx, sk, runID, workDir, flowsDir, taskPath, nil)
+	if err != nil {
+		return nil, err
+	}
+	e := &cacheEntry{done: make(chan struct{})}
+	c.mu.Lock()
+	if _, loaded := c.entries[runID]; loaded {
+		c.mu.Unlock()
+		return c.Load(ctx, sk, runID) // already loaded (or loading): that bundle
+	}
+	c.entries[runID] = e
+	c.mu.Unlock()
+	e.bundle, e.err = c.write(m, func(p string) ([]byte, error) {
+		if d, ok := data[p]; ok {
+			return d, nil
+		}
+		return nil, stratus.Errorf(stratus.EINVALID, "bundle file %s is listed in the manifest but was not frozen", p)
+	})
+	c.settle(runID, e)
+	return e.bundle, e.err
+}
+
+func materialize(m *Manifest, get func(path string) ([]byte, error), dir string) (*Bundle, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer root.Close()
-	prefix := BundlePrefix(m.RunID)
 	errs := make([]error, len(m.Files))
 	sem := make(chan struct{}, fetchers)
 	var wg sync.WaitGroup
@@ -212,7 +246,7 @@ func materialize(ctx context.Context, sk sink.Sink, m *Manifest, dir string) (*B
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			errs[i] = fetch(ctx, sk, root, prefix, f)
+			errs[i] = fetch(get, root, BundlePrefix(m.RunID), f)
 		})
 	}
 	wg.Wait()
@@ -256,8 +290,8 @@ func materialize(ctx context.Context, sk sink.Sink, m *Manifest, dir string) (*B
 // fetch reads one bundle file, checks it against the manifest and writes
 // it under root, the owner's alone (0700 for an executable, 0600
 // otherwise: docs/security.md § Files under .stratus).
-func fetch(ctx context.Context, sk sink.Sink, root *os.Root, prefix string, f File) error {
-	data, err := sk.Get(ctx, prefix+f.Path)
+func fetch(get func(path string) ([]byte, error), root *os.Root, prefix string, f File) error {
+	data, err := get(f.Path)
 	if stratus.ErrorCode(err) == stratus.ENOTFOUND {
 		return stratus.Errorf(stratus.EINVALID, "bundle file %s%s is listed in the manifest but missing", prefix, f.Path)
 	} else if err != nil {

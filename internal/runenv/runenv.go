@@ -127,8 +127,14 @@ func checkRunID(runID string) error {
 // sink key or a symbolic link that leads outside its directory; ETOOLARGE
 // past MaxBundleBytes or MaxBundleFiles; the sink's errors.
 func Freeze(ctx context.Context, sk sink.Sink, runID, workDir, flowsDir, taskPath string, cfg []byte) (*Manifest, error) {
+	m, _, err := freeze(ctx, sk, runID, workDir, flowsDir, taskPath, cfg)
+	return m, err
+}
+
+// freeze is Freeze, also returning each file's bytes by manifest path.
+func freeze(ctx context.Context, sk sink.Sink, runID, workDir, flowsDir, taskPath string, cfg []byte) (*Manifest, map[string][]byte, error) {
 	if err := checkRunID(runID); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	state := filepath.Join(workDir, worker.StateDirName)
 	if flowsDir == "" {
@@ -137,51 +143,57 @@ func Freeze(ctx context.Context, sk sink.Sink, runID, workDir, flowsDir, taskPat
 	if cfg == nil {
 		b, err := inputfile.ReadFile("config", filepath.Join(state, ConfigFile))
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, stratus.Errorf(stratus.ENOTFOUND, "no config at %s; run `stratus install` first", filepath.Join(state, ConfigFile))
+			return nil, nil, stratus.Errorf(stratus.ENOTFOUND, "no config at %s; run `stratus install` first", filepath.Join(state, ConfigFile))
 		} else if stratus.ErrorCode(err) == stratus.EINVALID {
-			return nil, err // not a regular file
+			return nil, nil, err // not a regular file
 		} else if err != nil {
-			return nil, fmt.Errorf("read config: %w", err)
+			return nil, nil, fmt.Errorf("read config: %w", err)
 		}
 		cfg = b
 	}
-	if _, err := config.Parse(filepath.Join(state, ConfigFile), cfg); err != nil {
-		return nil, err
+	parsed, err := config.Parse(filepath.Join(state, ConfigFile), cfg)
+	if err != nil {
+		return nil, nil, err
 	}
 	tk, err := task.Load(taskPath)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	taskBytes, err := inputfile.ReadFile("task file", taskPath)
 	if stratus.ErrorCode(err) == stratus.EINVALID {
-		return nil, err // swapped for what is not a regular file since Load
+		return nil, nil, err // swapped for what is not a regular file since Load
 	} else if err != nil {
-		return nil, fmt.Errorf("read task file: %w", err)
+		return nil, nil, fmt.Errorf("read task file: %w", err)
 	}
 	if _, err := flow.Load(flowsDir, tk.TaskType); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
 	b := &builder{files: map[string]entry{}}
 	if err := b.add(ConfigFile, cfg, false); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	taskKey := TaskDir + "/" + filepath.Base(taskPath)
 	if err := b.add(taskKey, taskBytes, false); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := b.addDir(FlowsDir, flowsDir, true); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := b.addDir(ToolsDir, filepath.Join(state, ToolsDir), false); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	engineFiles, err := b.addEngineFiles(workDir, cfg)
+	engineFiles, err := b.addEngineFiles(workDir, parsed)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	m := &Manifest{Version: ManifestVersion, RunID: runID, TaskType: tk.TaskType, TaskFile: taskKey, Files: b.manifestFiles(), EngineFiles: engineFiles}
-	return store(ctx, sk, m, func(path string) ([]byte, error) { return b.files[path].data, nil })
+	data := make(map[string][]byte, len(b.files))
+	for p, e := range b.files {
+		data[p] = e.data
+	}
+	m, err = store(ctx, sk, m, func(path string) ([]byte, error) { return data[path], nil })
+	return m, data, err
 }
 
 // store writes bundle m to sk under BundlePrefix(m.RunID): each file's
@@ -349,11 +361,7 @@ const MaxEngineFileBytes = 1 << 20
 // absolute or relative to the provider's dir (the engine's working
 // directory: dir under the work dir, else the work dir), up to
 // MaxEngineFileBytes each. Placeholders and "$VAR" values name no file.
-func (b *builder) addEngineFiles(workDir string, cfgBytes []byte) ([]EngineFile, error) {
-	cfg, err := config.Parse("config.yaml", cfgBytes)
-	if err != nil {
-		return nil, err
-	}
+func (b *builder) addEngineFiles(workDir string, cfg *config.Config) ([]EngineFile, error) {
 	var out []EngineFile
 	seen := map[string]bool{}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Agents.Providers)) {

@@ -439,6 +439,41 @@ func TestCache_LoadsEachRunOnce(t *testing.T) {
 	}
 }
 
+// Cache.Freeze, how a run that starts here freezes its environment,
+// writes the bundle to the sink and materializes it from the bytes it just
+// froze: no Get reads it back, the bundle is the one a Load from the sink
+// would give (the same files, config, task and flow), and it is cached, so
+// the run's next Load is that bundle.
+func TestCache_FreezeMaterializesWhatItFroze(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newWorkDir(t)
+	sk := &counting{Sink: fs.New(t.TempDir())}
+	c := runenv.NewCache(t.TempDir(), 0)
+	b, err := c.Freeze(ctx, sk, "run-fz", w.dir, "", w.task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := sk.gets.Load(); n > 1 { // the manifest's Get: is the run frozen already?
+		t.Errorf("Freeze made %d Gets; want none of the files it froze", n)
+	}
+	loaded, err := runenv.NewCache(t.TempDir(), 0).Load(ctx, sk, "run-fz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := sameTree(t, loaded.Dir, b.Dir); n < 3 {
+		t.Errorf("only %d bundle files compared", n)
+	}
+	if !reflect.DeepEqual(b.Env.Config, loaded.Env.Config) || !reflect.DeepEqual(b.Manifest, loaded.Manifest) ||
+		b.Env.Flow.TaskType != loaded.Env.Flow.TaskType || len(b.Env.Flow.Nodes) != len(loaded.Env.Flow.Nodes) || b.Env.Task.ID != loaded.Env.Task.ID {
+		t.Errorf("the frozen bundle differs from the one Load reads back")
+	}
+	gets := sk.gets.Load()
+	if again, err := c.Load(ctx, sk, "run-fz"); err != nil || again != b || sk.gets.Load() != gets {
+		t.Errorf("Load after Freeze: %v, same bundle %v, %d more Gets; want the frozen bundle from the cache", err, again == b, sk.gets.Load()-gets)
+	}
+}
+
 // A failed load is not cached: once the run is frozen, the next Load
 // succeeds.
 func TestCache_FailureNotCached(t *testing.T) {

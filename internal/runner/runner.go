@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -268,7 +269,9 @@ func run(ctx context.Context, o Options) error {
 	relay.gone = func() { stopEngine(errStepGone) }
 	stderr := newStderrTail(spec.Stderr)
 	spec.Stderr = stderr
+	region := trace.StartRegion(ctx, "engine") // the engine's run, spawn to exit (STRATUS_TRACE)
 	res, err := contract.NewRunner().Run(ectx, spec, req, relay.progress)
+	region.End()
 	relay.close()
 	if err != nil && ectx.Err() != nil {
 		return stopped(ectx) // cancelled: no terminal to report (docs/contracts.md § Process lifecycle)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime/trace"
 	"sync"
 	"time"
 
@@ -164,6 +165,10 @@ func (x *execution) run() {
 	name, input := x.sm.StartAt, x.inVal
 	for {
 		st := x.sm.States[name]
+		// One region per state (runtime/trace; STRATUS_TRACE): a Task
+		// state's is its step's wall time. A state that ends the
+		// execution leaves its region open to the goroutine's end.
+		region := trace.StartRegion(context.Background(), "state "+string(st.Type))
 		entered := x.e.clock.Now()
 		if !x.emit(executor.HistoryEvent{Type: executor.StateEntered(string(st.Type)), State: name, Input: asl.Encode(input)}) {
 			return
@@ -216,6 +221,7 @@ func (x *execution) run() {
 			x.finish(executor.StatusSucceeded, asl.Encode(out), "", "")
 			return
 		}
+		region.End()
 		name, input = next, out
 	}
 }

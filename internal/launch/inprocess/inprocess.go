@@ -99,7 +99,15 @@ type Launcher struct {
 	wg      sync.WaitGroup
 }
 
-var _ launch.Launcher = (*Launcher)(nil)
+var (
+	_ launch.Launcher = (*Launcher)(nil)
+	_ launch.InMemory = (*Launcher)(nil)
+)
+
+// HandsHandleInMemory is true: a worker here gets its Spec on a goroutine
+// of this process, so dispatch gives it the handle itself and no bootstrap
+// exchange is made (launch.InMemory).
+func (l *Launcher) HandsHandleInMemory() bool { return true }
 
 type worker struct {
 	cancel context.CancelCauseFunc // with why it is stopped: the runner's log says it

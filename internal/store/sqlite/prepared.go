@@ -24,6 +24,27 @@ type prepared struct {
 
 	mu    *sync.Mutex
 	stmts map[string]*sql.Stmt
+
+	// reads marks the readers' view (WAL readers, query_only): see
+	// readCtx.
+	reads bool
+}
+
+// readCtx is the context a statement of p runs under. A reader's is
+// ctx without its cancellation while ctx is not done yet (a done one is
+// kept, and the driver refuses the statement with its error):
+// a WAL reader never waits for a lock (a writer never blocks it), so
+// there is no wait for a cancellation to cut short, and the driver
+// watches a cancellable context with a goroutine of its own per statement
+// (modernc.org/sqlite's interruptOnDone) — the goroutine, its channel and
+// the progress handler cost every read more than most reads take
+// (README.md § Performance). A writer's statements keep ctx: a write
+// waits for the file's lock, and a cancelled caller stops waiting.
+func (p *prepared) readCtx(ctx context.Context) context.Context {
+	if !p.reads || ctx.Err() != nil {
+		return ctx
+	}
+	return context.WithoutCancel(ctx)
 }
 
 // newPrepared returns db's prepared view with eager prepared now: every
@@ -100,6 +121,7 @@ func (p *prepared) bind(ctx context.Context, query string) *sql.Stmt {
 
 // ExecContext is sql.DB's (or sql.Tx's), with query prepared once.
 func (p *prepared) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	ctx = p.readCtx(ctx)
 	if s := p.bind(ctx, query); s != nil {
 		return s.ExecContext(ctx, args...)
 	}
@@ -111,6 +133,7 @@ func (p *prepared) ExecContext(ctx context.Context, query string, args ...any) (
 
 // QueryContext is sql.DB's (or sql.Tx's), with query prepared once.
 func (p *prepared) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	ctx = p.readCtx(ctx)
 	if s := p.bind(ctx, query); s != nil {
 		return s.QueryContext(ctx, args...)
 	}
@@ -122,6 +145,7 @@ func (p *prepared) QueryContext(ctx context.Context, query string, args ...any) 
 
 // QueryRowContext is sql.DB's (or sql.Tx's), with query prepared once.
 func (p *prepared) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	ctx = p.readCtx(ctx)
 	if s := p.bind(ctx, query); s != nil {
 		return s.QueryRowContext(ctx, args...)
 	}

@@ -75,7 +75,7 @@ func (s *Store) PruneRun(ctx context.Context, runID string, at time.Time) error 
 	}
 	for _, b := range blobs {
 		var one int
-		err := tx.QueryRowContext(ctx, "SELECT 1 FROM outputs WHERE blob = ? LIMIT 1", b).Scan(&one)
+		err := tx.QueryRowContext(ctx, blobInUseSQL, b).Scan(&one)
 		if !errors.Is(err, sql.ErrNoRows) {
 			if err != nil {
 				return fmt.Errorf("%s: %w", what, err)
@@ -94,3 +94,9 @@ func (s *Store) PruneRun(ctx context.Context, runID string, at time.Time) error 
 	}
 	return nil
 }
+
+// blobInUseSQL finds an output still holding a blob. Its test that the
+// blob is not empty (the WHERE of the partial index outputs_blob) lets
+// that index serve a bound blob; without it every output of every run was
+// scanned, once per blob of a pruned run.
+const blobInUseSQL = "SELECT 1 FROM outputs WHERE blob = ? AND blob <> '' LIMIT 1"

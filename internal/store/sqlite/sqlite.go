@@ -103,6 +103,7 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
 	rq, _ := newPrepared(ctx, r)
+	rq.reads = true
 	return &Store{path: path, w: w, r: r, wq: wq, rq: rq}, nil
 }
 

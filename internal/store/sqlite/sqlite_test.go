@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -360,5 +361,28 @@ func TestNodeSteps_SeeksTheNodesIndexEntries(t *testing.T) {
 	got := strings.Join(plan, "; ")
 	if !strings.Contains(got, "INDEX steps_run_node_visit (run_id=? AND node=?)") || strings.Contains(got, "INDEX steps_run (") {
 		t.Errorf("plan: %s; want a search of steps_run_node_visit by run_id and node", got)
+	}
+}
+
+// A read whose context is done is refused with the context's error, as
+// before the readers stopped passing the cancellation to the driver
+// (prepared.readCtx); a live context reads.
+func TestReaders_ADoneContextIsRefused(t *testing.T) {
+	t.Parallel()
+	s := openT(t, filepath.Join(t.TempDir(), "s.db"))
+	ctx := context.Background()
+	if err := s.CreateRun(ctx, stratus.Run{ID: "r1", TaskID: "t", Flow: "f", Status: stratus.RunRunning, CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetRun(ctx, "r1"); err != nil {
+		t.Fatalf("GetRun: %v", err)
+	}
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := s.GetRun(done, "r1"); !errors.Is(err, context.Canceled) {
+		t.Errorf("GetRun with a cancelled context: %v; want context.Canceled", err)
+	}
+	if _, err := s.ListSteps(done, "r1"); !errors.Is(err, context.Canceled) {
+		t.Errorf("ListSteps with a cancelled context: %v; want context.Canceled", err)
 	}
 }

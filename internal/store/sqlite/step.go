@@ -184,7 +184,7 @@ func (s *Store) ReenterStep(ctx context.Context, tid, token, entry string) (stra
 const (
 	lastVisitSQL         = "SELECT COALESCE(MAX(visit), 0) FROM steps WHERE run_id = ? AND node = ?"
 	updateStepSQL        = "UPDATE steps SET status = ?, verdict = ?, value = ?, ended_at = ? WHERE tid = ?"
-	selectStepByDedupSQL = "SELECT " + stepColumns + " FROM steps WHERE dedup_key = ?"
+	selectStepByDedupSQL = "SELECT " + stepColumns + " FROM steps WHERE dedup_key = ? AND dedup_key <> ''" // the partial index steps_dedup_key: without the second term, a scan of every step
 	insertStepSQL        = "INSERT INTO steps (" + stepColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 

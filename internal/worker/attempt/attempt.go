@@ -62,8 +62,9 @@ func LaunchAttempt(ctx context.Context, s *core.Service, run stratus.Run, env *c
 	ttl := s.HandleLifetime(env, node, res)
 	// The worker starts with a one-time bootstrap value, exchanged for its
 	// handle (ExchangeBootstrap): what its launch carries is worthless
-	// once it has started.
-	h := stratus.Handle{Handle: core.NewBootstrap(), RunID: run.ID, TID: step.TID, Attempt: n, ExpiresAt: s.NowUTC().Add(ttl)}
+	// once it has started; a worker launched in this process's memory gets
+	// the handle itself (LaunchCredential).
+	h := s.LaunchCredential(run.ID, step.TID, n, ttl)
 	if err := s.Store.PutHandle(ctx, h); err != nil {
 		return err
 	}
@@ -238,25 +239,29 @@ func RetryFailure(ctx context.Context, s *core.Service, c *core.Caller, att stra
 // result (a crash, a refused prompt fetch, a kill), instead of leaving its
 // state to wait for the heartbeat to lapse.
 func WorkerExited(s *core.Service, tid string, n int, exitErr error, logPath string) {
-	status := "exit status 0"
-	if exitErr != nil {
-		status = exitErr.Error()
-	}
-	reason := fmt.Sprintf("worker exited (%s) without a result", status)
-	if tail := core.LogTail(logPath, 3); tail != "" {
-		reason += ": " + tail
-	}
-	if logPath != "" {
-		reason += " (log: " + logPath + ")"
-	}
-	failEndedWorker(context.Background(), s, tid, n, reason)
+	failEndedWorker(context.Background(), s, tid, n, func() string {
+		// Read only for an attempt it fails: a worker that delivered its
+		// result (every step's common end) costs no read of its log.
+		status := "exit status 0"
+		if exitErr != nil {
+			status = exitErr.Error()
+		}
+		reason := fmt.Sprintf("worker exited (%s) without a result", status)
+		if tail := core.LogTail(logPath, 3); tail != "" {
+			reason += ": " + tail
+		}
+		if logPath != "" {
+			reason += " (log: " + logPath + ")"
+		}
+		return reason
+	})
 }
 
-// failEndedWorker fails attempt n of tid for reason, when it is still
-// running and still the step's latest and its run goes on; otherwise it
-// does nothing (the attempt ended some other way first). Errors: reading
-// or writing the records.
-func failEndedWorker(ctx context.Context, s *core.Service, tid string, n int, reason string) error {
+// failEndedWorker fails attempt n of tid for the reason why returns, when
+// it is still running and still the step's latest and its run goes on;
+// otherwise it does nothing (the attempt ended some other way first) and
+// never calls why. Errors: reading or writing the records.
+func failEndedWorker(ctx context.Context, s *core.Service, tid string, n int, why func() string) error {
 	att, err := s.Store.GetAttempt(ctx, tid, n)
 	if stratus.ErrorCode(err) == stratus.ENOTFOUND || err == nil && att.Status != stratus.AttemptRunning {
 		return nil
@@ -281,7 +286,7 @@ func failEndedWorker(ctx context.Context, s *core.Service, tid string, n int, re
 	}
 	c := &core.Caller{Step: st, Attempt: att, Run: run, Env: env}
 	att.EndedAt = s.NowUTC()
-	_, err = FailAttempt(ctx, s, c, att, core.Seen(failclass.Infrastructure, "worker exited without a result"), reason)
+	_, err = FailAttempt(ctx, s, c, att, core.Seen(failclass.Infrastructure, "worker exited without a result"), why())
 	if stratus.ErrorCode(err) == stratus.ECONFLICT {
 		return nil // recorded; its state had already moved on
 	}
@@ -306,7 +311,7 @@ func WorkerTaskStopped(ctx context.Context, s *core.Service, bootstrap, tid stri
 	if strings.HasPrefix(bootstrap, captoken.BootstrapPrefix) {
 		b, err := s.Store.TakeHandle(ctx, bootstrap)
 		if err == nil {
-			return failEndedWorker(ctx, s, b.TID, b.Attempt, "worker task stopped before it fetched its prompt: "+why)
+			return failEndedWorker(ctx, s, b.TID, b.Attempt, func() string { return "worker task stopped before it fetched its prompt: " + why })
 		}
 		if stratus.ErrorCode(err) != stratus.ENOTFOUND {
 			return err
@@ -315,7 +320,7 @@ func WorkerTaskStopped(ctx context.Context, s *core.Service, bootstrap, tid stri
 	if tid == "" || n <= 0 {
 		return nil
 	}
-	return failEndedWorker(ctx, s, tid, n, "worker task stopped without a result: "+why)
+	return failEndedWorker(ctx, s, tid, n, func() string { return "worker task stopped without a result: " + why })
 }
 
 // NotPersisted ends a step whose Final was recorded (CompleteAttempt) but

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/failclass"
@@ -91,4 +92,40 @@ func TestWorkerTaskStopped_FailsTheAttemptItLeftWithoutAResult(t *testing.T) {
 			t.Errorf("%d task failures sent; want none", n)
 		}
 	})
+}
+
+// A worker launched in this process's memory (launch.InMemory: the
+// in-process twin) gets its step's handle at launch, never a bootstrap
+// value: no environment holds it, so there is nothing to exchange. The
+// handle lives one lease, renewed by the worker's heartbeats, as an
+// exchanged one does, and opens the worker's routes. Any other launcher's
+// worker gets a bootstrap value (the test above).
+func TestLaunchAttempt_AnInMemoryWorkerGetsItsHandle(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.BuildPublishFlow})
+	r.Launcher.InMemory = true
+	r.Launcher.Exchange = func(context.Context, string) (string, error) {
+		t.Error("a bootstrap value was exchanged for an in-memory launch")
+		return "", nil
+	}
+	before := time.Now()
+	step := r.Dispatch(t, "build")
+	sp := r.Launcher.Launched()[0]
+	if !strings.HasPrefix(sp.Handle, "wh-") {
+		t.Fatalf("launched with %q; want the step's wh- handle", sp.Handle)
+	}
+	h, err := r.Svc.Store.GetHandle(ctx, sp.Handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.TID != step.TID || h.Attempt != 1 || h.RunID != step.RunID {
+		t.Errorf("handle of %s attempt %d run %s; want %s attempt 1 run %s", h.TID, h.Attempt, h.RunID, step.TID, step.RunID)
+	}
+	if lease := r.Svc.HandleLease(); h.ExpiresAt.After(time.Now().Add(lease)) || h.ExpiresAt.Before(before.Add(lease).Add(-time.Minute)) {
+		t.Errorf("handle expires at %s; want one lease (%s) from its launch", h.ExpiresAt, lease)
+	}
+	if _, err := r.Svc.FetchPrompt(ctx, "Bearer "+sp.Handle, step.TID); err != nil {
+		t.Errorf("the handle does not open the prompt: %v", err)
+	}
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/captoken"
 	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/launch"
 )
 
 // Caller is an authorized worker request: the attempt its credential names,
@@ -243,6 +245,23 @@ func (s *Service) ExchangeBootstrap(ctx context.Context, authorization string) (
 		return Bootstrapped{}, err
 	}
 	return Bootstrapped{Handle: h.Handle, TaskID: h.TID, Attempt: h.Attempt}, nil
+}
+
+// LaunchCredential is the credential dispatch records for attempt n of
+// task tid of run runID and hands its worker's launch (Spec.Handle;
+// docs/contracts.md § Bearer authentication): a one-time bootstrap value
+// living the step's handle lifetime ttl, exchanged once the worker starts
+// (ExchangeBootstrap); or, for a launcher that hands it in memory
+// (launch.InMemory: the in-process twin), the handle that exchange would
+// return, living one HandleLease (never past ttl) and renewed by the
+// worker's heartbeats. The caller stores it (Store.PutHandle).
+func (s *Service) LaunchCredential(runID, tid string, n int, ttl time.Duration) stratus.Handle {
+	now := s.NowUTC()
+	h := stratus.Handle{Handle: launch.Credential(s.Launcher, NewHandle, NewBootstrap), RunID: runID, TID: tid, Attempt: n, ExpiresAt: now.Add(ttl)}
+	if strings.HasPrefix(h.Handle, captoken.HandlePrefix) {
+		h.ExpiresAt = now.Add(min(ttl, s.HandleLease()))
+	}
+	return h
 }
 
 // fenceBootstrap refuses bootstrap value b where its handle would be

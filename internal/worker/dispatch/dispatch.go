@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"runtime/trace"
 	"time"
 
 	"github.com/stratusflow/stratus"
@@ -37,6 +38,7 @@ import (
 // every failure that belongs to the run is reported to the state machine
 // with SendTaskFailure instead.
 func Invoke(ctx context.Context, s *core.Service, m core.Message) error {
+	defer trace.StartRegion(ctx, "dispatch "+m.Kind).End() // STRATUS_TRACE's dispatch phase
 	switch m.Kind {
 	case compiler.KindStop:
 		return stopNode(ctx, s, m)

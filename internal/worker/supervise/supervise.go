@@ -229,7 +229,7 @@ func launchSupervisor(ctx context.Context, s *core.Service, run stratus.Run, env
 	// As long as the turn's engine deadline allows (it was the token TTL,
 	// 600 s, whatever the supervisor's timeout: a longer turn lost its
 	// credential mid-way).
-	h := stratus.Handle{Handle: core.NewBootstrap(), RunID: run.ID, TID: step.TID, Attempt: 1, ExpiresAt: s.NowUTC().Add(s.HandleLifetime(env, nil, res))}
+	h := s.LaunchCredential(run.ID, step.TID, 1, s.HandleLifetime(env, nil, res))
 	if err := s.Store.PutHandle(ctx, h); err != nil {
 		return err
 	}

@@ -122,7 +122,13 @@ type FakeLauncher struct {
 	// (worker.Service.ExchangeBootstrap) and is recorded with the handle,
 	// as the tests then use it.
 	Exchange func(ctx context.Context, bootstrap string) (handle string, err error)
+	// InMemory makes it a launcher whose workers get their spec in memory
+	// (launch.InMemory): dispatch then hands it the handle itself.
+	InMemory bool
 }
+
+// HandsHandleInMemory is l.InMemory (launch.InMemory).
+func (l *FakeLauncher) HandsHandleInMemory() bool { return l.InMemory }
 
 // Launch records s.
 func (l *FakeLauncher) Launch(ctx context.Context, s launch.Spec) (string, error) {

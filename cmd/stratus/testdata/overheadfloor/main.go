@@ -10,16 +10,20 @@
 //
 //	overheadfloor <dir> <engine.sh> <steps>
 //
-// It exits 1 with the error on stderr when any of it fails.
+// It exits 1 with the error on stderr when any of it fails. With
+// STRATUS_TRACE=FILE it writes its execution trace there, each part of a
+// step a region ("step", "tx", "files", "engine"), as stratus marks its own.
 package main
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/trace"
 	"strconv"
 	"time"
 
@@ -42,6 +46,15 @@ func main() {
 		os.Exit(2)
 	}
 	steps, err := strconv.Atoi(os.Args[3])
+	if p := os.Getenv("STRATUS_TRACE"); err == nil && p != "" {
+		var f *os.File
+		if f, err = os.Create(p); err == nil {
+			defer f.Close()
+			if err = trace.Start(f); err == nil {
+				defer trace.Stop()
+			}
+		}
+	}
 	if err == nil {
 		err = run(os.Args[1], os.Args[2], steps)
 	}
@@ -68,7 +81,10 @@ func run(dir, engine string, steps int) error {
 		return fmt.Errorf("schema: %w", err)
 	}
 	for i := range steps {
-		if err := step(db, dir, engine, i+1); err != nil {
+		region := trace.StartRegion(context.Background(), "step")
+		err := step(db, dir, engine, i+1)
+		region.End()
+		if err != nil {
 			return fmt.Errorf("step %d: %w", i+1, err)
 		}
 	}
@@ -77,6 +93,8 @@ func run(dir, engine string, steps int) error {
 
 func step(db *sql.DB, dir, engine string, n int) error {
 	node := fmt.Sprintf("s%d", n)
+	ctx := context.Background()
+	region := trace.StartRegion(ctx, "tx")
 	tx, err := db.Begin()
 	if err != nil {
 		return err
@@ -94,7 +112,9 @@ func step(db *sql.DB, dir, engine string, n int) error {
 	if err := tx.Commit(); err != nil {
 		return err
 	}
+	region.End()
 
+	region = trace.StartRegion(ctx, "files")
 	sd := filepath.Join(dir, "steps", fmt.Sprintf("%03d-%s", n, node))
 	if err := os.MkdirAll(sd, 0o755); err != nil {
 		return err
@@ -102,19 +122,25 @@ func step(db *sql.DB, dir, engine string, n int) error {
 	if err := os.WriteFile(filepath.Join(sd, "prompt.md"), []byte("# Step "+node+"\n\nDo the step.\n"), 0o644); err != nil {
 		return err
 	}
+	region.End()
+	region = trace.StartRegion(ctx, "engine")
 	cmd := exec.Command("sh", engine)
 	cmd.Stdin = bytes.NewReader([]byte(request))
 	out, err := cmd.Output()
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
+	region.End()
+	region = trace.StartRegion(ctx, "files")
 	if err := os.WriteFile(filepath.Join(sd, "runner.log"), out, 0o644); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(sd, node+".md"), []byte("answer: 42\n"), 0o644); err != nil {
 		return err
 	}
+	region.End()
 
+	defer trace.StartRegion(ctx, "tx").End()
 	tx, err = db.Begin()
 	if err != nil {
 		return err
