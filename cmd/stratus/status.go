@@ -595,8 +595,7 @@ func printStatus(io IO, r StatusResult) {
 		fmt.Fprintf(io.Out, "    (pruned)\n")
 	}
 	if r.StepsEarlier > 0 {
-		fmt.Fprintf(io.Out, "    … %s before these, not shown: --all shows every step, stratus logs %s NODE one node's\n",
-			english.Plural(r.StepsEarlier, "earlier step"), l(r.RunID))
+		fmt.Fprintf(io.Out, "    … %s not shown (--all shows every step)\n", english.Plural(r.StepsEarlier, "earlier step"))
 	}
 	for _, s := range r.Steps {
 		verdict := s.Verdict
