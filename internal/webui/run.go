@@ -401,7 +401,7 @@ func pageOf(q url.Values) (runview.Page, error) {
 	v := q.Get("upto")
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || strconv.Itoa(n) != v {
-		return pg, stratus.FieldErrorf(stratus.EINVALID, "upto", "%q is not a step number; valid: 1, 2, ... (the page ends at that step)", v)
+		return pg, stratus.FieldErrorf(stratus.EINVALID, "upto", "upto %q is not a step number; valid: 1, 2, ... (the page ends at that step)", v)
 	}
 	pg.Upto = n
 	return pg, nil
