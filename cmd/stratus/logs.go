@@ -58,8 +58,8 @@ engine's stderr goes. Embedded runs keep them under
 DIR/.stratus/logs/<task>/stages/<node>/run-NNNNNN/runner.log; on AWS they are
 in the runner's CloudWatch log group.
 
-Of a run of more than 50 steps, logs shows the newest 50 steps' (of NODE's
-visits, the newest 50) and says how many came before; --all shows every one.
+Of a run of more than ` + pageText + ` steps, logs shows the newest ` + pageText + ` steps' (of NODE's
+visits, the newest ` + pageText + `) and says how many came before; --all shows every one.
 
 With --target aws, logs reads the run from the deployed stack's table and
 bucket (the flags as status takes them): each step's attempt, terminal and
@@ -99,7 +99,7 @@ Exit status: 0 printed, 2 no such run or node, or bad flags.`,
 	cmd.Flags().StringVar(&o.Dir, "dir", ".", "work directory holding .stratus/")
 	cmd.Flags().IntVar(&o.Lines, "lines", 40, "lines of each log to print (its tail)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the steps and their log tails as a JSON array on stdout (with --follow: a JSON object per line)")
-	cmd.Flags().BoolVar(&o.All, "all", false, "show the logs of every step, not only of the run's (or NODE's) newest 50")
+	cmd.Flags().BoolVar(&o.All, "all", false, "show the logs of every step, not only of the run's (or NODE's) newest "+pageText)
 	cmd.Flags().BoolVarP(&o.Follow, "follow", "f", false, "stream the logs as the steps run until the run ends, like tail -f")
 	addTargetFlags(cmd, &o.Target, &o.AWS)
 	return cmd

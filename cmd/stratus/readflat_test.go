@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,10 +17,17 @@ import (
 	"github.com/stratusflow/stratus/internal/store/storetest"
 )
 
-// longRunsDir is a work dir whose store holds done runs "r-short" (10
-// steps), "r-page" (two pages) and "r-long" (1,000), review and fixing
+// The runs of longRunsDir.
+const (
+	shortRun = "r-20261207T100000-00000a"
+	pageRun  = "r-20261207T100000-00000b"
+	longRun  = "r-20261207T100000-00000c"
+)
+
+// longRunsDir is a work dir whose store holds done runs shortRun (10
+// steps), pageRun (two pages) and longRun (1,000), review and fixing
 // in turn, written through the store's port.
-func longRunsDir(t *testing.T) (string, *sqlite.Store) {
+func longRunsDir(t testing.TB) (string, *sqlite.Store) {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := sqlite.Open(filepath.Join(dir, orchestrator.StateDir, orchestrator.DBFile))
@@ -32,7 +40,7 @@ func longRunsDir(t *testing.T) (string, *sqlite.Store) {
 	for i, r := range []struct {
 		id string
 		n  int
-	}{{"r-short", 10}, {"r-page", 2 * runview.PageSteps}, {"r-long", 1000}} {
+	}{{shortRun, 10}, {pageRun, 2 * runview.PageSteps}, {longRun, 1000}} {
 		run := stratus.Run{ID: r.id, TaskID: "t" + r.id, TaskTitle: r.id, Flow: "implementation", Status: stratus.RunDone, WorkDir: dir,
 			CreatedAt: t0.Add(time.Duration(i) * time.Second), EndedAt: t0.Add(time.Duration(r.n+1) * time.Minute)}
 		if err := st.CreateRun(ctx, run); err != nil {
@@ -45,28 +53,31 @@ func longRunsDir(t *testing.T) (string, *sqlite.Store) {
 	return dir, st
 }
 
-// status of a 1,000-step run shows its newest 50 steps and says how many
-// came before; --all shows every one; a short run shows all, as before.
+// status of a 1,000-step run shows its newest runview.PageSteps steps
+// and says how many came before; --all shows every one; a short run shows
+// all, as before.
 func TestStatus_ALongRunShowsItsNewestSteps(t *testing.T) {
 	t.Parallel()
 	dir, _ := longRunsDir(t)
-	r := runCLI(t, "status", "r-long", "--dir", dir)
-	if r.code != 0 || !strings.Contains(r.stdout, "… 950 earlier steps not shown (--all shows every step)") ||
-		!strings.Contains(r.stdout, "review#476 ") || !strings.Contains(r.stdout, "fixing#500 ") || strings.Contains(r.stdout, "review#475 ") {
-		t.Errorf("status r-long: exit %d, want its newest 50 steps and the 950 before said:\n%s", r.code, r.stdout)
+	earlier := 1000 - runview.PageSteps
+	first, before := fmt.Sprintf("review#%d", earlier/2+1), fmt.Sprintf("fixing#%d ", earlier/2) // review and fixing in turn
+	r := runCLI(t, "status", longRun, "--dir", dir)
+	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("… %d earlier steps not shown (--all shows every step)", earlier)) ||
+		!strings.Contains(r.stdout, first+" ") || !strings.Contains(r.stdout, "fixing#500 ") || strings.Contains(r.stdout, before) {
+		t.Errorf("status of a 1,000-step run: exit %d, want its newest %d steps (%s on) and the %d before said:\n%s", r.code, runview.PageSteps, first, earlier, r.stdout)
 	}
-	r = runCLI(t, "status", "r-long", "--dir", dir, "--all")
+	r = runCLI(t, "status", longRun, "--dir", dir, "--all")
 	if r.code != 0 || strings.Contains(r.stdout, "earlier steps") || !strings.Contains(r.stdout, "review#1 ") || strings.Count(r.stdout, "attempt=1") != 1000 {
-		t.Errorf("status r-long --all: exit %d, want every step:\n%.2000s", r.code, r.stdout)
+		t.Errorf("status --all: exit %d, want every step:\n%.2000s", r.code, r.stdout)
 	}
-	r = runCLI(t, "status", "r-short", "--dir", dir)
+	r = runCLI(t, "status", shortRun, "--dir", dir)
 	if r.code != 0 || strings.Contains(r.stdout, "earlier steps") || !strings.Contains(r.stdout, "review#1 ") || strings.Count(r.stdout, "attempt=1") != 10 {
-		t.Errorf("status r-short: exit %d, want its 10 steps:\n%s", r.code, r.stdout)
+		t.Errorf("status of a 10-step run: exit %d, want its 10 steps:\n%s", r.code, r.stdout)
 	}
-	r = runCLI(t, "status", "r-long", "--dir", dir, "--json")
+	r = runCLI(t, "status", longRun, "--dir", dir, "--json")
 	var res StatusResult
-	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || len(res.Steps) != runview.PageSteps || res.StepsEarlier != 950 || res.Steps[0].StepRef != "review#476" {
-		t.Errorf("status r-long --json: %v, %d steps from %v, steps_earlier %d; want the newest 50, 950 earlier", err, len(res.Steps), res.Steps[0].StepRef, res.StepsEarlier)
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || len(res.Steps) != runview.PageSteps || res.StepsEarlier != earlier || res.Steps[0].StepRef != first {
+		t.Fatalf("status --json: %v, %d steps, steps_earlier %d; want the newest %d from %s, %d earlier", err, len(res.Steps), res.StepsEarlier, runview.PageSteps, first, earlier)
 	}
 }
 
@@ -80,7 +91,7 @@ func TestLogs_ReadsFlat(t *testing.T) {
 	ctx := t.Context()
 	for _, node := range []string{"", "review"} {
 		got := map[string]int64{}
-		for _, id := range []string{"r-page", "r-long"} {
+		for _, id := range []string{pageRun, longRun} {
 			o := &LogsOptions{RunID: id, Node: node, Lines: 40}
 			reads.Take()
 			v, earlier, err := logsView(ctx, o, reads)
@@ -88,22 +99,22 @@ func TestLogs_ReadsFlat(t *testing.T) {
 			if err != nil || len(logSteps(v, node)) != runview.PageSteps {
 				t.Fatalf("logsView(%s, node %q) = %d steps, %v; want %d", id, node, len(v.Steps), err, runview.PageSteps)
 			}
-			if want := map[string]int{"r-page": 2*runview.PageSteps - runview.PageSteps, "r-long": 1000 - runview.PageSteps}[id]; node == "" && earlier != want {
+			if want := map[string]int{pageRun: 2*runview.PageSteps - runview.PageSteps, longRun: 1000 - runview.PageSteps}[id]; node == "" && earlier != want {
 				t.Errorf("logsView(%s) says %d earlier steps; want %d", id, earlier, want)
-			} else if want := map[string]int{"r-page": 0, "r-long": 500 - runview.PageSteps}[id]; node != "" && earlier != want {
+			} else if want := map[string]int{pageRun: 0, longRun: 500 - runview.PageSteps}[id]; node != "" && earlier != want {
 				t.Errorf("logsView(%s, %s) says %d earlier visits; want %d", id, node, earlier, want)
 			}
 		}
-		if got["r-long"] > got["r-page"] {
-			t.Errorf("logs (node %q) read %d records of a 1,000-step run, %d of a %d-step run: it grows with the run", node, got["r-long"], got["r-page"], 2*runview.PageSteps)
+		if got[longRun] > got[pageRun] {
+			t.Errorf("logs (node %q) read %d records of a 1,000-step run, %d of a %d-step run: it grows with the run", node, got[longRun], got[pageRun], 2*runview.PageSteps)
 		}
 	}
 	var out strings.Builder
-	o := &LogsOptions{IO: IO{Out: &out}, RunID: "r-long", Lines: 40}
+	o := &LogsOptions{IO: IO{Out: &out}, RunID: longRun, Lines: 40}
 	if err := printLogs(ctx, o, st, &sinkLogs{sk: fs.New(dir).Private(orchestrator.StateDir)}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(out.String(), "… the run's 950 earlier steps not shown: --all shows every one\n") || !strings.Contains(out.String(), "== fixing#500") {
+	if !strings.HasPrefix(out.String(), fmt.Sprintf("… the run's %d earlier steps not shown: --all shows every one\n", 1000-runview.PageSteps)) || !strings.Contains(out.String(), "== fixing#500") {
 		t.Errorf("logs r-long:\n%.600s", out.String())
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -63,8 +64,8 @@ attempts under it — and where the run's summary is. An embedded run is read fr
 --target aws, from the deployed stack's table, and the execution's own status is
 shown beside the run's (a run nobody followed to its end still reads running).
 A run pruned after retention_days says so: its steps went with its files.
-A run of more than 50 steps shows its newest 50 and says how many came
-before (` + "`stratus logs RUN NODE`" + ` shows one node's); --all shows every step.
+A run of more than ` + pageText + ` steps shows its newest ` + pageText + ` and says how many came
+before; --all shows every step.
 RUN naming a task of the task pool that is queued and not yet a run (README.md
 § Task pool) shows that task: its state and why it waits (depends_on X, queue
 other, queue full); --json gives it as "queued", with run_id empty. A task
@@ -88,11 +89,15 @@ Exit status: 0 shown, 2 no such run or bad flags.`,
 	}
 	cmd.Flags().StringVar(&o.Dir, "dir", ".", "work directory holding .stratus/ (embedded runs)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the status as JSON on stdout")
-	cmd.Flags().BoolVar(&o.All, "all", false, "show every step of the run, not only its newest 50")
+	cmd.Flags().BoolVar(&o.All, "all", false, "show every step of the run, not only its newest "+pageText)
 	cmd.Flags().BoolVar(&o.Follow, "follow", false, "stream the run's progress lines to stderr until it ends, then print its status; exit as run does")
 	addTargetFlags(cmd, &o.Target, &o.AWS)
 	return cmd
 }
+
+// pageText is how many steps status and logs show of a long run unless
+// --all (runview.PageSteps).
+var pageText = strconv.Itoa(runview.PageSteps)
 
 // StatusWaiting is the status `stratus status` shows for a running run
 // one of whose steps waits for a human.

@@ -92,7 +92,7 @@ func (s StepView) Took(now time.Time) time.Duration {
 // more: its newest (store.Store.RecentSteps), so that a reader of a
 // 1,000-step run answers in the time of a short one (README.md §
 // Performance). A run of at most PageSteps steps is shown whole.
-const PageSteps = 50
+const PageSteps = 20
 
 // Page selects the steps a view reads: those numbered Upto-Limit+1 to
 // Upto in creation order (Upto 0: to the newest), every step when Limit

@@ -103,7 +103,9 @@ type Store interface {
 	// (CheckPage).
 	RecentSteps(ctx context.Context, runID string, upto, limit int) (steps []stratus.Step, total int, err error)
 	// NodeLatest returns each node's latest step (the last created of
-	// the node) in run runID, in creation order: one step a node, however
+	// the node: its highest visit, CreateNextStep numbering a node's
+	// visits in creation order) in run runID, in creation order: one step
+	// a node, however
 	// long the run (README.md § Performance). A step that waits for a
 	// human or is parked is its node's latest (a node is visited again
 	// only after its visit ends), so these say whether a run waits

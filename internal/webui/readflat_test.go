@@ -2,6 +2,7 @@ package webui
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -67,20 +68,24 @@ func TestRunPage_ReadsFlat(t *testing.T) {
 		t.Errorf("a 10-step run's page should show every step and no page links:\n%s", bodies["short"])
 	}
 	long := bodies["long"]
-	for _, want := range []string{`Steps 951–1000 of 1000`, `href="/runs/long?upto=950"`, `data-steps="1000"`, "fixing#500<", "review#476<"} {
+	earlier := 1000 - runview.PageSteps // review and fixing in turn: step 2k-1 is review#k
+	for _, want := range []string{fmt.Sprintf("Steps %d–1000 of 1000", earlier+1), fmt.Sprintf(`href="/runs/long?upto=%d"`, earlier), `data-steps="1000"`,
+		"fixing#500<", fmt.Sprintf("review#%d<", earlier/2+1)} {
 		if !strings.Contains(long, want) {
 			t.Errorf("the 1,000-step run's page lacks %q", want)
 		}
 	}
-	if strings.Contains(long, "review#475<") || strings.Contains(long, "newer steps") {
+	if strings.Contains(long, fmt.Sprintf("fixing#%d<", earlier/2)) || strings.Contains(long, "newer steps") {
 		t.Errorf("the 1,000-step run's newest page shows a step before its page, or a newer page")
 	}
 
 	rec := httptest.NewRecorder()
-	s.ServeHTTP(rec, authed(s, httptest.NewRequest("GET", "/runs/long?upto=950", nil)))
-	for _, want := range []string{`Steps 901–950 of 1000`, `href="/runs/long?upto=900"`, `href="/runs/long"`, "fixing#475<", "review#451<"} {
+	s.ServeHTTP(rec, authed(s, httptest.NewRequest("GET", fmt.Sprintf("/runs/long?upto=%d", earlier), nil)))
+	older := earlier - runview.PageSteps
+	for _, want := range []string{fmt.Sprintf("Steps %d–%d of 1000", older+1, earlier), fmt.Sprintf(`href="/runs/long?upto=%d"`, older), `href="/runs/long"`,
+		fmt.Sprintf("fixing#%d<", earlier/2), fmt.Sprintf("review#%d<", older/2+1)} {
 		if !strings.Contains(rec.Body.String(), want) {
-			t.Errorf("GET /runs/long?upto=950 lacks %q", want)
+			t.Errorf("GET /runs/long?upto=%d lacks %q", earlier, want)
 		}
 	}
 	for _, bad := range []string{"0", "-3", "x", "07"} {
@@ -117,7 +122,7 @@ func TestRunPage_FlushesHeadFirst(t *testing.T) {
 	var flushed bool
 	s.src.Store = flushCheck{Reads: reads, rec: rec, flushed: &flushed}
 	s.ServeHTTP(rec, authed(s, httptest.NewRequest("GET", "/runs/long", nil)))
-	if rec.Code != 200 || !strings.Contains(rec.Body.String(), "Steps 951–1000 of 1000") {
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), "of 1000 (the timeline") {
 		t.Fatalf("GET /runs/long: %d", rec.Code)
 	}
 	if !flushed {
