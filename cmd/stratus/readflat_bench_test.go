@@ -28,7 +28,12 @@ import (
 // each step with its attempt. Samples alternate between the two runs
 // (medians of 21 each); read-flat-status and read-flat-ui are each
 // reader's, read-flat their sum; goal: at most 1.5× — a reader's time
-// does not grow with the run.
+// does not grow with the run. A long run shows its newest
+// runview.PageSteps steps (20), twice a 10-step run's: read-flat-page is
+// read-flat against a run of one page (what the readers must show of any
+// run that long), and read-flat-ui-floor the run page of that one-page
+// run against the 10-step run's — what showing a page rather than 10
+// rows costs, the run's length aside.
 func BenchmarkFigure_ReadFlat(b *testing.B) {
 	const samples = 21
 	dir, st := longRunsDir(b)
@@ -70,16 +75,19 @@ func BenchmarkFigure_ReadFlat(b *testing.B) {
 		}
 		status(longRun) // warm: the store's file, the templates
 		page(longRun)
-		var longS, shortS, longU, shortU, longT, shortT []float64
+		var longS, shortS, oneS, longU, shortU, oneU, longT, shortT, oneT []float64
 		for range samples {
-			ls, ss := status(longRun), status(shortRun)
-			lu, su := page(longRun), page(shortRun)
-			longS, shortS, longU, shortU = append(longS, ls), append(shortS, ss), append(longU, lu), append(shortU, su)
-			longT, shortT = append(longT, ls+lu), append(shortT, ss+su)
+			ls, ss, os1 := status(longRun), status(shortRun), status(oneRun)
+			lu, su, ou := page(longRun), page(shortRun), page(oneRun)
+			longS, shortS, oneS = append(longS, ls), append(shortS, ss), append(oneS, os1)
+			longU, shortU, oneU = append(longU, lu), append(shortU, su), append(oneU, ou)
+			longT, shortT, oneT = append(longT, ls+lu), append(shortT, ss+su), append(oneT, os1+ou)
 		}
 		benchfig.FromSamples(benchfig.Figure{Name: "read-flat-status", Unit: "ms/status", Goal: 1.5}, longS, shortS).Print(os.Stdout)
 		benchfig.FromSamples(benchfig.Figure{Name: "read-flat-ui", Unit: "ms/page", Goal: 1.5}, longU, shortU).Print(os.Stdout)
 		benchfig.FromSamples(benchfig.Figure{Name: "read-flat", Unit: "ms/read", Goal: 1.5}, longT, shortT).Print(os.Stdout)
+		benchfig.FromSamples(benchfig.Figure{Name: "read-flat-page", Unit: "ms/read", Goal: 1.5}, longT, oneT).Print(os.Stdout)
+		benchfig.FromSamples(benchfig.Figure{Name: "read-flat-ui-floor", Unit: "ms/page", Goal: 1.5}, oneU, shortU).Print(os.Stdout)
 		printed = true
 	}
 }

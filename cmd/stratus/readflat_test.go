@@ -22,6 +22,7 @@ const (
 	shortRun = "r-20261207T100000-00000a"
 	pageRun  = "r-20261207T100000-00000b"
 	longRun  = "r-20261207T100000-00000c"
+	oneRun   = "r-20261207T100000-00000d" // one page: runview.PageSteps steps
 )
 
 // longRunsDir is a work dir whose store holds done runs shortRun (10
@@ -40,7 +41,7 @@ func longRunsDir(t testing.TB) (string, *sqlite.Store) {
 	for i, r := range []struct {
 		id string
 		n  int
-	}{{shortRun, 10}, {pageRun, 2 * runview.PageSteps}, {longRun, 1000}} {
+	}{{shortRun, 10}, {pageRun, 2 * runview.PageSteps}, {longRun, 1000}, {oneRun, runview.PageSteps}} {
 		run := stratus.Run{ID: r.id, TaskID: "t" + r.id, TaskTitle: r.id, Flow: "implementation", Status: stratus.RunDone, WorkDir: dir,
 			CreatedAt: t0.Add(time.Duration(i) * time.Second), EndedAt: t0.Add(time.Duration(r.n+1) * time.Minute)}
 		if err := st.CreateRun(ctx, run); err != nil {

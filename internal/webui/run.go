@@ -39,8 +39,8 @@ type NodeState struct {
 type EdgeState struct {
 	flowgraph.Routed
 	Spent int // times the loop edge was taken (a loop edge only)
-	// AtLeast says Spent counts the loop's source node's newest
-	// runview.PageSteps visits only, of more (a long run's page).
+	// AtLeast says Spent counts the loop's turns over a long run's page
+	// only: its source's latest visit recorded no count of the loop.
 	AtLeast bool
 }
 
@@ -197,10 +197,10 @@ func (s *Server) loadRun(ctx context.Context, runID string, page bool, pg runvie
 // drawGraph lays out f and colours each node by its latest visit
 // (heads: each node's latest step). A page that holds the whole run counts
 // each node's visits and each loop's spend over its steps; a page of a
-// longer run takes a node's visits from its latest visit's number and
-// counts a loop's spend over its source node's newest runview.PageSteps
-// visits (EdgeState.AtLeast when it has more), and only when spent (an
-// event stream's snapshot sends no edges).
+// longer run takes a node's visits from its latest visit's number and a
+// loop's spend from the loop's counter in its source's latest visit's
+// input (counted over the page, EdgeState.AtLeast, when it has none),
+// and only when spent (an event stream's snapshot sends no edges).
 func (s *Server) drawGraph(ctx context.Context, p *RunPage, f *flow.Flow, heads []runview.StepView, spent bool) error {
 	g := flowgraph.Build(f)
 	p.Graph = g.Layout()
@@ -243,30 +243,47 @@ func (s *Server) drawGraph(ctx context.Context, p *RunPage, f *flow.Flow, heads 
 		}
 		p.Nodes = append(p.Nodes, ns)
 	}
-	read := map[string][]stratus.Step{} // a loop source's newest visits
+	pageTaken := map[[2]string]int{} // over the page, when the loop's count is not recorded
+	for _, sv := range p.Steps {
+		if sv.Step.Kind != report.Kind && sv.Outcome != "" {
+			pageTaken[[2]string{sv.Step.Node, sv.Outcome}]++
+		}
+	}
 	for _, e := range p.Graph.Edges {
 		es := EdgeState{Routed: e}
-		if e.Loop != "" && whole {
+		switch {
+		case e.Loop == "":
+		case whole:
 			es.Spent = taken[[2]string{e.From, e.Outcome}]
-		} else if e.Loop != "" && spent {
-			steps, ok := read[e.From]
-			if !ok {
-				var err error
-				if steps, err = s.src.Store.NodeSteps(ctx, p.Run.ID, e.From, runview.PageSteps); err != nil {
-					return err
-				}
-				read[e.From] = steps
+		case spent:
+			// A long run's page: the loop's counter as its source's latest
+			// visit was dispatched with it ($.loops of the step's input),
+			// and that visit's own turn, one read however long the run.
+			sv, ok := latest[e.From]
+			n, counted := loopCount(sv.Step.Input, e.Loop)
+			if !ok || !counted {
+				n, es.AtLeast = pageTaken[[2]string{e.From, e.Outcome}], true
+			} else if sv.Outcome == e.Outcome {
+				n++
 			}
-			for _, st := range steps {
-				if runview.StepOf(st).Outcome == e.Outcome {
-					es.Spent++
-				}
-			}
-			es.AtLeast = len(steps) == runview.PageSteps && visits[e.From] > runview.PageSteps
+			es.Spent = n
 		}
 		p.Edges = append(p.Edges, es)
 	}
 	return nil
+}
+
+// loopCount is loop's counter in a step's input ($.loops, as the
+// compiled flow keeps it: flow.LoopStateNames); false when it has none.
+func loopCount(input json.RawMessage, loop string) (int, bool) {
+	var in struct {
+		Loops map[string]int `json:"loops"`
+	}
+	if len(input) == 0 || json.Unmarshal(input, &in) != nil {
+		return 0, false
+	}
+	n, ok := in.Loops[loop]
+	return n, ok
 }
 
 // nodeStatus is the colour of a visit: a visit that completed with a
