@@ -329,6 +329,9 @@ fuzz:
 ## dispatch-flat-aws-floor: one 2-item DynamoDB transaction and one read on
 ## the moto tables of a 500-step and a 5-step run (moto copies a table per
 ## transaction: the stand-in's time grows with the table, its items do not).
+## read-flat-ui-floor: the run page of a run one page long (20 steps) against
+## a 10-step run's: what the page's rows cost, the run's length aside
+## (read-flat-page holds a 1,000-step run's reads to that run's).
 ## bench-scale: BENCH_SCALE (1,000) embedded runs of a 2-step flow with the
 ## four-line shell engine, handed at once to one host (stratus host): the
 ## peak RSS of all its processes against 2 GiB, the wall time, runs
