@@ -75,11 +75,11 @@ func BenchmarkFigure_ReadFlat(b *testing.B) {
 		}
 		status(longRun) // warm: the store's file, the templates
 		page(longRun)
-		var longS, shortS, oneS, longU, shortU, oneU, longT, shortT, oneT []float64
+		var longS, shortS, longU, shortU, oneU, longT, shortT, oneT []float64
 		for range samples {
 			ls, ss, os1 := status(longRun), status(shortRun), status(oneRun)
 			lu, su, ou := page(longRun), page(shortRun), page(oneRun)
-			longS, shortS, oneS = append(longS, ls), append(shortS, ss), append(oneS, os1)
+			longS, shortS = append(longS, ls), append(shortS, ss)
 			longU, shortU, oneU = append(longU, lu), append(shortU, su), append(oneU, ou)
 			longT, shortT, oneT = append(longT, ls+lu), append(shortT, ss+su), append(oneT, os1+ou)
 		}

@@ -105,7 +105,7 @@ type flushCheck struct {
 	flushed *bool
 }
 
-func (f flushCheck) RecentSteps(ctx context.Context, runID string, upto, limit int) ([]stratus.Step, int, error) {
+func (f *flushCheck) RecentSteps(ctx context.Context, runID string, upto, limit int) ([]stratus.Step, int, error) {
 	if f.flushed != nil {
 		*f.flushed = f.rec.Flushed && strings.Contains(f.rec.Body.String(), "<title>long · Stratus</title>")
 		f.flushed = nil
@@ -120,7 +120,7 @@ func TestRunPage_FlushesHeadFirst(t *testing.T) {
 	s, reads := longRunsViewer(t)
 	rec := httptest.NewRecorder()
 	var flushed bool
-	s.src.Store = flushCheck{Reads: reads, rec: rec, flushed: &flushed}
+	s.src.Store = &flushCheck{Reads: reads, rec: rec, flushed: &flushed}
 	s.ServeHTTP(rec, authed(s, httptest.NewRequest("GET", "/runs/long", nil)))
 	if rec.Code != 200 || !strings.Contains(rec.Body.String(), "of 1000 (the timeline") {
 		t.Fatalf("GET /runs/long: %d", rec.Code)
