@@ -332,6 +332,9 @@ fuzz:
 ## PHASE lines: where a step of the overhead figure's chain and of its floor
 ## spends its time (one traced run of each, STRATUS_TRACE).
 ## bench also prints bench-scale's line; bench-scale alone prints only it:
+## read-flat-ui-floor: the run page of a run one page long (20 steps) against
+## a 10-step run's: what the page's rows cost, the run's length aside
+## (read-flat-page holds a 1,000-step run's reads to that run's).
 ## bench-scale: BENCH_SCALE (1,000) embedded runs of a 2-step flow with the
 ## four-line shell engine, handed at once to one host (stratus host): the
 ## peak RSS of all its processes against 2 GiB, the wall time, runs

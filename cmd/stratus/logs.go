@@ -36,6 +36,10 @@ type LogsOptions struct {
 	Lines  int
 	JSON   bool
 	Follow bool
+	// All shows every step's log; without it the newest
+	// runview.PageSteps steps of the run (of NODE's visits) are read
+	// (README.md § Performance).
+	All bool
 	// Target and AWS: --target aws reads a run on a deployed stack
 	// (logs_target.go).
 	Target string
@@ -53,6 +57,9 @@ last N lines of its runner log, where the runner writes what it did and the
 engine's stderr goes. Embedded runs keep them under
 DIR/.stratus/logs/<task>/stages/<node>/run-NNNNNN/runner.log; on AWS they are
 in the runner's CloudWatch log group.
+
+Of a run of more than ` + pageText + ` steps, logs shows the newest ` + pageText + ` steps' (of NODE's
+visits, the newest ` + pageText + `) and says how many came before; --all shows every one.
 
 With --target aws, logs reads the run from the deployed stack's table and
 bucket (the flags as status takes them): each step's attempt, terminal and
@@ -92,6 +99,7 @@ Exit status: 0 printed, 2 no such run or node, or bad flags.`,
 	cmd.Flags().StringVar(&o.Dir, "dir", ".", "work directory holding .stratus/")
 	cmd.Flags().IntVar(&o.Lines, "lines", 40, "lines of each log to print (its tail)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the steps and their log tails as a JSON array on stdout (with --follow: a JSON object per line)")
+	cmd.Flags().BoolVar(&o.All, "all", false, "show the logs of every step, not only of the run's (or NODE's) newest "+pageText)
 	cmd.Flags().BoolVarP(&o.Follow, "follow", "f", false, "stream the logs as the steps run until the run ends, like tail -f")
 	addTargetFlags(cmd, &o.Target, &o.AWS)
 	return cmd
@@ -195,13 +203,14 @@ func logSteps(v *runview.View, node string) []runview.StepView {
 	return out
 }
 
-// workerNodes says which nodes of v ran a worker, for an error naming a
-// node that did not: "nodes with logs: a, b" or that none did yet.
-func workerNodes(v *runview.View) string {
+// workerNodes says which nodes of a run (heads: each node's latest
+// step) ran a worker, for an error naming a node that did not: "nodes
+// with logs: a, b" or that none did yet.
+func workerNodes(heads []stratus.Step) string {
 	var names []string
-	for _, sv := range logSteps(v, "") {
-		if !slices.Contains(names, sv.Step.Node) {
-			names = append(names, sv.Step.Node)
+	for _, st := range heads {
+		if runview.RunsWorker(st.Kind) && !slices.Contains(names, st.Node) {
+			names = append(names, st.Node)
 		}
 	}
 	if len(names) == 0 {
@@ -265,11 +274,69 @@ func logLine(l string) LogLine {
 	return ll
 }
 
+// logsView reads what `logs` shows of run o.RunID: every step with
+// --all; else the run's newest runview.PageSteps steps, or with NODE its
+// newest runview.PageSteps visits (store.Store.NodeSteps), each with its
+// latest attempt, and each node's latest step (View.Heads) — not the
+// run's other steps (README.md § Performance). earlier counts the steps
+// (of NODE) before those read.
+func logsView(ctx context.Context, o *LogsOptions, st store.Store) (v *runview.View, earlier int, err error) {
+	switch {
+	case o.All:
+		v, err = runview.Load(ctx, st, o.RunID)
+		return v, 0, err
+	case o.Node == "":
+		v, err = runview.LoadPage(ctx, st, o.RunID, runview.Newest)
+		if err != nil {
+			return nil, 0, err
+		}
+		return v, v.Earlier(), nil
+	}
+	v, err = runview.LoadPage(ctx, st, o.RunID, runview.Page{Limit: 1})
+	if err != nil {
+		return nil, 0, err
+	}
+	steps, err := st.NodeSteps(ctx, o.RunID, o.Node, runview.PageSteps)
+	if err != nil {
+		return nil, 0, err
+	}
+	v.Steps = nil
+	for i := len(steps) - 1; i >= 0; i-- { // oldest first, as the run's order
+		sv, err := runview.Describe(ctx, st, steps[i])
+		if err != nil {
+			return nil, 0, err
+		}
+		v.Steps = append(v.Steps, sv)
+	}
+	if len(steps) == runview.PageSteps {
+		n, err := st.CountVisits(ctx, o.RunID, o.Node)
+		if err != nil {
+			return nil, 0, err
+		}
+		earlier = max(n-len(steps), 0)
+	}
+	return v, earlier, nil
+}
+
+// earlierNote says how many steps' logs logs left out, and how to see them.
+func earlierNote(o *LogsOptions, earlier int) string {
+	of := "run's"
+	if o.Node != "" {
+		of = "node's"
+	}
+	return fmt.Sprintf("… the %s %s not shown: --all shows every one", of, english.Plural(earlier, "earlier step"))
+}
+
 // printLogs prints the tail of each step's log once.
 func printLogs(ctx context.Context, o *LogsOptions, st store.Store, src logSource) error {
-	v, err := runview.Load(ctx, st, o.RunID)
+	v, earlier, err := logsView(ctx, o, st)
 	if err != nil {
 		return err
+	}
+	if earlier > 0 && o.JSON {
+		fmt.Fprintln(o.IO.Err, "stratus: "+earlierNote(o, earlier))
+	} else if earlier > 0 {
+		fmt.Fprintln(o.IO.Out, earlierNote(o, earlier))
 	}
 	steps := []LogsStep{}
 	for _, sv := range logSteps(v, o.Node) {
@@ -313,7 +380,7 @@ func printLogs(ctx context.Context, o *LogsOptions, st store.Store, src logSourc
 		}
 	}
 	if len(steps) == 0 && o.Node != "" {
-		return stratus.FieldErrorf(stratus.ENOTFOUND, "node", "run %s has no step of node %q that ran a worker; %s", o.RunID, o.Node, workerNodes(v))
+		return stratus.FieldErrorf(stratus.ENOTFOUND, "node", "run %s has no step of node %q that ran a worker; %s", o.RunID, o.Node, workerNodes(v.Heads))
 	}
 	if o.JSON {
 		enc := json.NewEncoder(o.IO.Out)
@@ -374,7 +441,7 @@ func followLogs(ctx context.Context, o *LogsOptions, st store.Store, src logSour
 		}
 		var v *runview.View
 		if err == nil {
-			v, err = runview.Load(ctx, st, o.RunID)
+			v, _, err = logsView(ctx, o, st)
 		}
 		if err != nil {
 			return followLogsStopped(o, err)

@@ -176,7 +176,7 @@ func awsStatus(ctx context.Context, o *StatusOptions) (*runview.View, StatusResu
 	if err != nil {
 		return nil, res, err
 	}
-	v, err := runview.Load(ctx, tg.Store, o.RunID)
+	v, err := runview.LoadPage(ctx, tg.Store, o.RunID, o.page())
 	if err != nil {
 		return nil, res, err
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -35,8 +36,20 @@ type StatusOptions struct {
 	Dir    string
 	JSON   bool
 	Follow bool
+	// All shows every step; without it a run of more than
+	// runview.PageSteps steps shows its newest (README.md § Performance).
+	All    bool
 	Target string
 	AWS    AWSOptions
+}
+
+// page is the steps status reads: the newest runview.PageSteps, every one
+// with --all.
+func (o *StatusOptions) page() runview.Page {
+	if o.All {
+		return runview.All
+	}
+	return runview.Newest
 }
 
 func newStatusCmd(io IO) *cobra.Command {
@@ -51,6 +64,8 @@ attempts under it — and where the run's summary is. An embedded run is read fr
 --target aws, from the deployed stack's table, and the execution's own status is
 shown beside the run's (a run nobody followed to its end still reads running).
 A run pruned after retention_days says so: its steps went with its files.
+A run of more than ` + pageText + ` steps shows its newest ` + pageText + ` and says how many came
+before; --all shows every step.
 RUN naming a task of the task pool that is queued and not yet a run (README.md
 § Task pool) shows that task: its state and why it waits (depends_on X, queue
 other, queue full); --json gives it as "queued", with run_id empty. A task
@@ -74,10 +89,15 @@ Exit status: 0 shown, 2 no such run or bad flags.`,
 	}
 	cmd.Flags().StringVar(&o.Dir, "dir", ".", "work directory holding .stratus/ (embedded runs)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the status as JSON on stdout")
+	cmd.Flags().BoolVar(&o.All, "all", false, "show every step of the run, not only its newest "+pageText)
 	cmd.Flags().BoolVar(&o.Follow, "follow", false, "stream the run's progress lines to stderr until it ends, then print its status; exit as run does")
 	addTargetFlags(cmd, &o.Target, &o.AWS)
 	return cmd
 }
+
+// pageText is how many steps status and logs show of a long run unless
+// --all (runview.PageSteps).
+var pageText = strconv.Itoa(runview.PageSteps)
 
 // StatusWaiting is the status `stratus status` shows for a running run
 // one of whose steps waits for a human.
@@ -114,6 +134,9 @@ type StatusResult struct {
 	// publish step pushed (docs/architecture.md § Publishing).
 	Publication *stratus.Publication `json:"publication,omitempty"`
 	Steps       []StepStatus         `json:"steps"`
+	// StepsEarlier counts the run's steps before Steps, which are its
+	// newest (runview.PageSteps) unless --all: 0 when Steps are all.
+	StepsEarlier int `json:"steps_earlier,omitempty"`
 	// Summary lists the run's summary files (paths, or s3:// URLs);
 	// empty until it has one.
 	Summary []string `json:"summary"`
@@ -226,15 +249,10 @@ func runStatus(o *StatusOptions) error {
 	now := time.Now()
 	res.DurationMS, res.Resumes = v.Run.Duration(now).Milliseconds(), v.Run.Resumes
 	res.Publication = v.Run.Publication
-	if res.Status == stratus.RunRunning {
-		steps := make([]stratus.Step, len(v.Steps))
-		for i, s := range v.Steps {
-			steps[i] = s.Step
-		}
-		if lifecycle.Waiting(steps) {
-			res.Status = StatusWaiting
-		}
+	if res.Status == stratus.RunRunning && v.Waiting() {
+		res.Status = StatusWaiting
 	}
+	res.StepsEarlier = v.Earlier()
 	if res.Summary == nil {
 		res.Summary = []string{}
 	}
@@ -436,7 +454,7 @@ func embeddedStatus(ctx context.Context, o *StatusOptions) (*runview.View, Statu
 	// so, and record it (internal/lifecycle,
 	// docs/architecture.md § The run lifecycle) — said even when the disk is
 	// too full to record it (docs/security.md § Output that did not persist).
-	v, err := runview.LoadReconciled(ctx, st, o.RunID)
+	v, err := runview.LoadReconciled(ctx, st, o.RunID, o.page())
 	if err != nil {
 		return nil, res, err
 	}
@@ -580,6 +598,9 @@ func printStatus(io IO, r StatusResult) {
 		fmt.Fprintf(io.Out, "    (none yet)\n")
 	} else if len(r.Steps) == 0 {
 		fmt.Fprintf(io.Out, "    (pruned)\n")
+	}
+	if r.StepsEarlier > 0 {
+		fmt.Fprintf(io.Out, "    … %s not shown (--all shows every step)\n", english.Plural(r.StepsEarlier, "earlier step"))
 	}
 	for _, s := range r.Steps {
 		verdict := s.Verdict

@@ -109,11 +109,13 @@ func ListStatus(ctx context.Context, st store.Store, limit int, status string) (
 		}
 		l.DurationMS = r.Duration(time.Now()).Milliseconds()
 		if r.Status == stratus.RunRunning {
-			steps, err := st.ListSteps(ctx, r.ID)
+			// Each node's latest step, not the run's steps: a step that
+			// waits is its node's latest (README.md § Performance).
+			heads, err := st.NodeLatest(ctx, r.ID)
 			if err != nil {
 				return nil, err
 			}
-			if lifecycle.Waiting(steps) {
+			if lifecycle.Waiting(heads) {
 				l.Status = StatusWaiting
 			}
 		}

@@ -364,7 +364,7 @@ func TestLoadReconciled_AKilledRunReadsInterruptedWhenItsRecordIsRefused(t *test
 	r.attempt(answer, 1)
 	full := fullStore{r.st}
 
-	v, err := runview.LoadReconciled(r.ctx, full, r.run.ID)
+	v, err := runview.LoadReconciled(r.ctx, full, r.run.ID, runview.All)
 	if err != nil {
 		t.Fatalf("LoadReconciled on a full store: %v; want the run shown", err)
 	}
@@ -393,7 +393,7 @@ func TestLoadReconciled_AKilledRunReadsInterruptedWhenItsRecordIsRefused(t *test
 		t.Errorf("the refused record reads %s; want it left running for the next reader", run.Status)
 	}
 
-	v, err = runview.LoadReconciled(r.ctx, r.st, r.run.ID)
+	v, err = runview.LoadReconciled(r.ctx, r.st, r.run.ID, runview.All)
 	if err != nil || v.Run.Status != stratus.RunInterrupted || v.NotRecorded != nil {
 		t.Fatalf("LoadReconciled once the store takes it: %v, %v, NotRecorded %v; want interrupted, recorded", err, v.Run.Status, v.NotRecorded)
 	}

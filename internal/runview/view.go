@@ -18,6 +18,15 @@ import (
 type View struct {
 	Run   stratus.Run
 	Steps []StepView // creation order; supervisor turns included (Step.Kind == report.Kind)
+	// Total is how many steps the run has; First the number (from 1, in
+	// creation order) of Steps[0]. A view of the whole run (Load) has
+	// First 1 and Total len(Steps); a page (LoadPage) the steps First to
+	// First+len(Steps)-1 of Total.
+	Total, First int
+	// Heads are each node's latest step (store.Store.NodeLatest), in
+	// creation order, whatever page Steps is: what says whether the run
+	// waits (Waiting) and colours a flow graph.
+	Heads []stratus.Step
 	// NotRecorded, set by LoadReconciled, says the run was found
 	// interrupted (its owner gone) but the store refused to record it: Run
 	// and Steps show it interrupted all the same.
@@ -79,19 +88,86 @@ func (s StepView) Took(now time.Time) time.Duration {
 	return max(end.Sub(start), 0)
 }
 
-// Load reads run runID and its steps, each with its attempts (a step's
-// earlier attempts are read only when it has more than one). Errors: the
-// store's (ENOTFOUND for an unknown run).
+// PageSteps is how many steps a reader shows of a run unless asked for
+// more: its newest (store.Store.RecentSteps), so that a reader of a
+// 1,000-step run answers in the time of a short one (README.md §
+// Performance). A run of at most PageSteps steps is shown whole.
+const PageSteps = 20
+
+// Page selects the steps a view reads: those numbered Upto-Limit+1 to
+// Upto in creation order (Upto 0: to the newest), every step when Limit
+// is 0.
+type Page struct {
+	Upto, Limit int
+}
+
+// All is the Page of every step.
+var All = Page{}
+
+// Newest is the Page of the run's newest PageSteps steps.
+var Newest = Page{Limit: PageSteps}
+
+// Earlier is how many of the run's steps come before the view's.
+func (v *View) Earlier() int { return max(v.First-1, 0) }
+
+// Later is how many of the run's steps come after the view's.
+func (v *View) Later() int {
+	if len(v.Steps) == 0 {
+		return 0
+	}
+	return max(v.Total-(v.First+len(v.Steps)-1), 0)
+}
+
+// Waiting reports whether the run, recorded running, waits for a human
+// or a provider (lifecycle.Waiting): one node's latest step waits.
+func (v *View) Waiting() bool {
+	return v.Run.Status == stratus.RunRunning && lifecycle.Waiting(v.Heads)
+}
+
+// Load reads run runID and all its steps, each with its attempts (a
+// step's earlier attempts are read only when it has more than one).
+// Errors: the store's (ENOTFOUND for an unknown run).
 func Load(ctx context.Context, st store.Store, runID string) (*View, error) {
+	return LoadPage(ctx, st, runID, All)
+}
+
+// LoadPage is Load of the steps p selects: with a Limit, the store reads
+// that page (store.Store.RecentSteps) and each node's latest step
+// (store.Store.NodeLatest), the attempts of the page's steps only — what
+// it reads does not grow with the run (README.md § Performance). Errors:
+// the store's (ENOTFOUND for an unknown run, EINVALID for a negative
+// Upto or Limit).
+func LoadPage(ctx context.Context, st store.Store, runID string, p Page) (*View, error) {
+	if p.Limit < 0 {
+		return nil, store.CheckPage(p.Upto, p.Limit)
+	}
 	run, err := st.GetRun(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
-	steps, err := st.ListSteps(ctx, runID)
-	if err != nil {
-		return nil, err
-	}
 	v := &View{Run: run}
+	var steps []stratus.Step
+	if p.Limit == 0 {
+		if steps, err = st.ListSteps(ctx, runID); err != nil {
+			return nil, err
+		}
+		v.Total, v.Heads = len(steps), store.Heads(steps)
+		if len(steps) > 0 {
+			v.First = 1
+		}
+	} else {
+		if steps, v.Total, err = st.RecentSteps(ctx, runID, p.Upto, p.Limit); err != nil {
+			return nil, err
+		}
+		if len(steps) > 0 {
+			v.First, _ = store.PageRange(v.Total, p.Upto, p.Limit)
+		}
+		if v.Total <= len(steps) {
+			v.Heads = store.Heads(steps) // the whole run: no read more
+		} else if v.Heads, err = st.NodeLatest(ctx, runID); err != nil {
+			return nil, err
+		}
+	}
 	for _, s := range steps {
 		var att *stratus.Attempt
 		var all []stratus.Attempt
@@ -110,20 +186,20 @@ func Load(ctx context.Context, st store.Store, runID string) (*View, error) {
 	return v, nil
 }
 
-// LoadReconciled is Load of run runID as it truly stands
+// LoadReconciled is LoadPage of run runID as it truly stands
 // (lifecycle.Reconcile): a run whose owner is gone reads interrupted, its
 // open steps canceled, and is recorded so. When the store refuses that
 // record (a full disk), the view shows it reconciled all the same and
 // NotRecorded says why; the records are left for the next reader to
 // reconcile (docs/security.md § Output that did not persist). Errors: the
 // store's reads (ENOTFOUND for an unknown run).
-func LoadReconciled(ctx context.Context, st store.Store, runID string) (*View, error) {
+func LoadReconciled(ctx context.Context, st store.Store, runID string, p Page) (*View, error) {
 	run, err := st.GetRun(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
 	run, rerr := lifecycle.Reconcile(ctx, st, run)
-	v, err := Load(ctx, st, runID)
+	v, err := LoadPage(ctx, st, runID, p)
 	if err != nil {
 		return nil, err
 	}
@@ -140,6 +216,7 @@ func LoadReconciled(ctx context.Context, st store.Store, runID string) (*View, e
 	for i := range v.Steps {
 		v.Steps[i] = describe(steps[i], atts[i])
 	}
+	v.Heads, _ = lifecycle.ReconciledSteps(v.Heads, make([]*stratus.Attempt, len(v.Heads)), run.EndedAt)
 	return v, nil
 }
 
@@ -219,3 +296,22 @@ func describe(s stratus.Step, att *stratus.Attempt) StepView {
 	}
 	return v
 }
+
+// Describe is step s as a view shows it, with its latest attempt when
+// it ran a worker (its earlier attempts are not read): what a reader
+// shows of a step outside its page, such as a node's latest
+// (View.Heads). Errors: the store's.
+func Describe(ctx context.Context, st store.Store, s stratus.Step) (StepView, error) {
+	var att *stratus.Attempt
+	if RunsWorker(s.Kind) {
+		var err error
+		if att, err = latest(ctx, st, s.TID); err != nil {
+			return StepView{}, err
+		}
+	}
+	return describe(s, att), nil
+}
+
+// StepOf is step s as a view shows it without its attempts: its status,
+// outcome and reason, from the step record alone.
+func StepOf(s stratus.Step) StepView { return describe(s, nil) }

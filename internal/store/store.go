@@ -92,6 +92,25 @@ type Store interface {
 	// unknown run; EINVALID for a negative limit. It reads what it
 	// returns, not the run's other steps (README.md § Performance).
 	NodeSteps(ctx context.Context, runID, node string, limit int) ([]stratus.Step, error)
+	// RecentSteps returns a page of run runID's steps: numbering the run's
+	// steps 1 to total in creation order, those numbered upto-limit+1 to
+	// upto (from 1), in creation order, and total. upto 0, or above
+	// total, is total: the newest page. It reads the page and O(1) more
+	// items, however long the run, so a reader of a long run shows its
+	// newest steps in the time of a short one (README.md § Performance).
+	// None and total 0 (no error) for a run without steps or an unknown
+	// run. Errors: EINVALID for a limit below 1 or a negative upto
+	// (CheckPage).
+	RecentSteps(ctx context.Context, runID string, upto, limit int) (steps []stratus.Step, total int, err error)
+	// NodeLatest returns each node's latest step (the last created of
+	// the node: its highest visit, CreateNextStep numbering a node's
+	// visits in creation order) in run runID, in creation order: one step
+	// a node, however
+	// long the run (README.md § Performance). A step that waits for a
+	// human or is parked is its node's latest (a node is visited again
+	// only after its visit ends), so these say whether a run waits
+	// (lifecycle.Waiting). None (and no error) for an unknown run.
+	NodeLatest(ctx context.Context, runID string) ([]stratus.Step, error)
 	// CountVisits returns how many steps of node the run already has: the
 	// highest Visit among them (a node's steps are its visits 1 to n,
 	// CreateNextStep), which a store keeps where one read finds it,
@@ -288,6 +307,45 @@ func CheckLimit(limit int) error {
 		return stratus.FieldErrorf(stratus.EINVALID, "limit", "limit %d is negative; valid: 0 (all) or more", limit)
 	}
 	return nil
+}
+
+// CheckPage checks the upto and limit of a RecentSteps call: EINVALID
+// naming the field for a limit below 1 or a negative upto.
+func CheckPage(upto, limit int) error {
+	if limit < 1 {
+		return stratus.FieldErrorf(stratus.EINVALID, "limit", "limit %d is below 1; valid: 1 or more steps a page", limit)
+	}
+	if upto < 0 {
+		return stratus.FieldErrorf(stratus.EINVALID, "upto", "upto %d is negative; valid: 0 (the newest page) or a step number 1 or more", upto)
+	}
+	return nil
+}
+
+// PageRange is the range of step numbers lo..hi (1-based, creation
+// order) of the RecentSteps page (upto, limit) of a run of total steps;
+// hi < lo when the run has none.
+func PageRange(total, upto, limit int) (lo, hi int) {
+	hi = total
+	if upto > 0 && upto < total {
+		hi = upto
+	}
+	return max(hi-limit+1, 1), hi
+}
+
+// Heads is NodeLatest over steps already read (in creation order): a
+// store that cannot answer from an index of its own answers with it.
+func Heads(steps []stratus.Step) []stratus.Step {
+	last := map[string]int{}
+	for i, st := range steps {
+		last[st.Node] = i
+	}
+	var out []stratus.Step
+	for i, st := range steps {
+		if last[st.Node] == i {
+			out = append(out, st)
+		}
+	}
+	return out
 }
 
 // NewestWhere returns the newest step of node in run runID that ok

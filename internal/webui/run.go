@@ -1,6 +1,7 @@
 package webui
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -38,6 +39,9 @@ type NodeState struct {
 type EdgeState struct {
 	flowgraph.Routed
 	Spent int // times the loop edge was taken (a loop edge only)
+	// AtLeast says Spent counts the loop's turns over a long run's page
+	// only: its source's latest visit recorded no count of the loop.
+	AtLeast bool
 }
 
 // Bar is one visit on the timeline: its offset and width, percent of the
@@ -77,43 +81,79 @@ type RunPage struct {
 	Note     string // the run reads interrupted, but that could not be recorded (runview.NotRecordedNote)
 	Ended    bool   // the run is terminal
 	Why      string // why a run that did not end done stopped: its last failed step's reason, or its status's hint
+	// Total is how many steps the run has; First the number (from 1, in
+	// creation order) of Steps[0]: Steps, Bars are the page of the run's
+	// steps the page shows (its newest runview.PageSteps unless ?upto=).
+	// Older and Newer link the pages before and after it ("" for none).
+	Total, First int
+	Older, Newer string
 }
 
-// loadRun reads what the run page shows: with page, everything; without
-// (an event stream's poll, every Poll per open page), only the status and
-// the graph's colours — no spend, gates' documents or summary read from
-// the sink.
-func (s *Server) loadRun(ctx context.Context, runID string, page bool) (*RunPage, error) {
+// Last is the number of the page's last step.
+func (p *RunPage) Last() int { return p.First + len(p.Steps) - 1 }
+
+// loadRun reads what the run page shows of the steps pg selects: with
+// page, everything; without (an event stream's poll, every Poll per open
+// page), only the status and the graph's colours — no spend, gates'
+// documents or summary read from the sink. What it reads of a long run
+// is its page and each node's latest step, not the run (README.md §
+// Performance).
+func (s *Server) loadRun(ctx context.Context, runID string, page bool, pg runview.Page) (*RunPage, error) {
 	// A run whose owner is gone reads interrupted even when the disk is
 	// too full to record it (docs/security.md § Output that did not persist).
-	v, err := runview.LoadReconciled(ctx, s.src.Store, runID)
+	v, err := runview.LoadReconciled(ctx, s.src.Store, runID, pg)
 	if err != nil {
 		return nil, err
 	}
 	run := v.Run
-	p := &RunPage{Target: s.src.Target, Run: run, Status: run.Status, Steps: v.Steps, ReadOnly: s.src.Reply == nil, Ended: stratus.RunTerminal(run.Status)}
+	p := &RunPage{Target: s.src.Target, Run: run, Status: run.Status, Steps: v.Steps, ReadOnly: s.src.Reply == nil, Ended: stratus.RunTerminal(run.Status),
+		Total: v.Total, First: v.First}
 	if v.NotRecorded != nil {
 		p.Note = runview.NotRecordedNote(v.NotRecorded)
+	}
+	if e := v.Earlier(); e > 0 {
+		p.Older = fmt.Sprintf("/runs/%s?upto=%d", url.PathEscape(run.ID), e)
+	}
+	if l := v.Later(); l > 0 {
+		p.Newer = "/runs/" + url.PathEscape(run.ID)
+		if up := p.Last() + max(pg.Limit, 1); up < v.Total {
+			p.Newer += fmt.Sprintf("?upto=%d", up)
+		}
 	}
 	end := run.EndedAt
 	if end.IsZero() {
 		end = time.Now()
 	}
 	p.Duration, p.Wall = run.Duration(end), end.Sub(run.CreatedAt)
-	var raw []stratus.Step
-	for _, sv := range v.Steps {
-		raw = append(raw, sv.Step)
-	}
-	if run.Status == stratus.RunRunning && lifecycle.Waiting(raw) {
+	if v.Waiting() {
 		p.Status = runview.StatusWaiting
+	}
+	// Each node's latest step, as the page shows it when it holds it.
+	inPage := map[string]runview.StepView{}
+	for _, sv := range v.Steps {
+		inPage[sv.Step.TID] = sv
+	}
+	heads := make([]runview.StepView, len(v.Heads))
+	for i, h := range v.Heads {
+		sv, ok := inPage[h.TID]
+		if !ok {
+			sv = runview.StepOf(h)
+			if h.Status == stratus.StepRunning && runview.RunsWorker(h.Kind) {
+				// A running node's label shows its attempt's progress.
+				if sv, err = runview.Describe(ctx, s.src.Store, h); err != nil {
+					return nil, err
+				}
+			}
+		}
+		heads[i] = sv
 	}
 	env, err := s.src.Env(ctx, runID)
 	if !run.PrunedAt.IsZero() {
 		p.FlowNote = "the run was pruned (docs/security.md § Retention): its frozen flow is gone"
 	} else if err != nil || env == nil || env.Flow == nil {
 		p.FlowNote = fmt.Sprintf("the run's frozen flow cannot be read (%v)", err)
-	} else {
-		s.drawGraph(p, env.Flow)
+	} else if err := s.drawGraph(ctx, p, env.Flow, heads, page); err != nil {
+		return nil, err
 	}
 	if !page {
 		return p, nil
@@ -122,15 +162,30 @@ func (s *Server) loadRun(ctx context.Context, runID string, page bool) (*RunPage
 		return nil, err
 	}
 	p.Bars = bars(run, v.Steps, end)
-	p.Why = why(run, v.Steps)
-	for _, sv := range v.Steps {
+	// Steps before the page's: the nodes' latest that are older than it.
+	known := v.Steps
+	if v.Earlier() > 0 {
+		var older []runview.StepView
+		for _, h := range heads {
+			if _, ok := inPage[h.Step.TID]; !ok && (len(v.Steps) == 0 || h.Step.CreatedAt.Before(v.Steps[0].Step.CreatedAt)) {
+				older = append(older, h)
+			}
+		}
+		known = append(older, v.Steps...)
+	}
+	p.Why = why(run, known)
+	for _, sv := range heads {
 		if sv.Step.Kind == flow.KindHITL && sv.Step.Status == stratus.StepWaiting {
 			g := Gate{Node: sv.Step.Node, StepRef: sv.Step.StepRef, CSRF: s.csrfToken(runID, sv.Step.Node)}
 			var hv worker.HITLValue
 			if json.Unmarshal(sv.Step.Value, &hv) == nil {
 				g.Signal, g.Request = hv.Signal, hv.Request
 			}
-			g.Upstream = s.upstream(ctx, run, env, v.Steps, sv)
+			steps := known
+			if _, ok := inPage[sv.Step.TID]; !ok {
+				steps = heads // a gate older than the page: the nodes' latest before it
+			}
+			g.Upstream = s.upstream(ctx, run, env, steps, sv)
 			g.Command = s.replyCommand(run.ID, sv.Step.Node, g.Signal)
 			p.Gates = append(p.Gates, g)
 		}
@@ -139,21 +194,36 @@ func (s *Server) loadRun(ctx context.Context, runID string, page bool) (*RunPage
 	return p, nil
 }
 
-// drawGraph lays out f and colours each node by its latest visit.
-func (s *Server) drawGraph(p *RunPage, f *flow.Flow) {
+// drawGraph lays out f and colours each node by its latest visit
+// (heads: each node's latest step). A page that holds the whole run counts
+// each node's visits and each loop's spend over its steps; a page of a
+// longer run takes a node's visits from its latest visit's number and a
+// loop's spend from the loop's counter in its source's latest visit's
+// input (counted over the page, EdgeState.AtLeast, when it has none),
+// and only when spent (an event stream's snapshot sends no edges).
+func (s *Server) drawGraph(ctx context.Context, p *RunPage, f *flow.Flow, heads []runview.StepView, spent bool) error {
 	g := flowgraph.Build(f)
 	p.Graph = g.Layout()
+	whole := p.Total == len(p.Steps)
 	latest := map[string]runview.StepView{}
 	visits := map[string]int{}
 	taken := map[[2]string]int{} // node, outcome → times
-	for _, sv := range p.Steps {
-		if sv.Step.Kind == report.Kind {
-			continue
+	for _, sv := range heads {
+		if sv.Step.Kind != report.Kind {
+			latest[sv.Step.Node] = sv
+			visits[sv.Step.Node] = sv.Step.Visit
 		}
-		latest[sv.Step.Node] = sv
-		visits[sv.Step.Node]++
-		if sv.Outcome != "" {
-			taken[[2]string{sv.Step.Node, sv.Outcome}]++
+	}
+	if whole {
+		clear(visits)
+		for _, sv := range p.Steps {
+			if sv.Step.Kind == report.Kind {
+				continue
+			}
+			visits[sv.Step.Node]++
+			if sv.Outcome != "" {
+				taken[[2]string{sv.Step.Node, sv.Outcome}]++
+			}
 		}
 	}
 	for _, n := range p.Graph.Nodes {
@@ -173,13 +243,47 @@ func (s *Server) drawGraph(p *RunPage, f *flow.Flow) {
 		}
 		p.Nodes = append(p.Nodes, ns)
 	}
+	pageTaken := map[[2]string]int{} // over the page, when the loop's count is not recorded
+	for _, sv := range p.Steps {
+		if sv.Step.Kind != report.Kind && sv.Outcome != "" {
+			pageTaken[[2]string{sv.Step.Node, sv.Outcome}]++
+		}
+	}
 	for _, e := range p.Graph.Edges {
 		es := EdgeState{Routed: e}
-		if e.Loop != "" {
+		switch {
+		case e.Loop == "":
+		case whole:
 			es.Spent = taken[[2]string{e.From, e.Outcome}]
+		case spent:
+			// A long run's page: the loop's counter as its source's latest
+			// visit was dispatched with it ($.loops of the step's input),
+			// and that visit's own turn, one read however long the run.
+			sv, ok := latest[e.From]
+			n, counted := loopCount(sv.Step.Input, e.Loop)
+			if !ok || !counted {
+				n, es.AtLeast = pageTaken[[2]string{e.From, e.Outcome}], true
+			} else if sv.Outcome == e.Outcome {
+				n++
+			}
+			es.Spent = n
 		}
 		p.Edges = append(p.Edges, es)
 	}
+	return nil
+}
+
+// loopCount is loop's counter in a step's input ($.loops, as the
+// compiled flow keeps it: flow.LoopStateNames); false when it has none.
+func loopCount(input json.RawMessage, loop string) (int, bool) {
+	var in struct {
+		Loops map[string]int `json:"loops"`
+	}
+	if len(input) == 0 || json.Unmarshal(input, &in) != nil {
+		return 0, false
+	}
+	n, ok := in.Loops[loop]
+	return n, ok
 }
 
 // nodeStatus is the colour of a visit: a visit that completed with a
@@ -271,12 +375,53 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	p, err := s.loadRun(r.Context(), r.PathValue("run"), true)
+	pg, err := pageOf(r.URL.Query())
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
-	s.page(w, http.StatusOK, "run.html", p)
+	// The run, or its 404, before the first byte; the page's head goes
+	// out before the run's steps are read (README.md § Performance).
+	run, err := s.src.Store.GetRun(r.Context(), r.PathValue("run"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	s.tmpl.ExecuteTemplate(w, "run-head", &RunPage{Target: s.src.Target, Run: run})
+	if fl, ok := w.(http.Flusher); ok {
+		fl.Flush()
+	}
+	p, err := s.loadRun(r.Context(), run.ID, true, pg)
+	var buf bytes.Buffer
+	if err == nil {
+		err = s.tmpl.ExecuteTemplate(&buf, "run-body", p)
+	}
+	if err != nil {
+		// The status went out with the head: the error is the page's body.
+		buf.Reset()
+		s.tmpl.ExecuteTemplate(&buf, "run-fail", map[string]any{"Status": http.StatusInternalServerError, "Message": stratus.ErrorMessage(err)})
+	}
+	w.Write(buf.Bytes())
+}
+
+// pageOf is the page of steps a run page's query asks for: ?upto=N, the
+// page that ends at step N (from 1, in creation order), else the newest
+// (runview.Newest). Errors: EINVALID naming upto for anything but a
+// number 1 or more.
+func pageOf(q url.Values) (runview.Page, error) {
+	pg := runview.Newest
+	if !q.Has("upto") {
+		return pg, nil
+	}
+	v := q.Get("upto")
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || strconv.Itoa(n) != v {
+		return pg, stratus.FieldErrorf(stratus.EINVALID, "upto", "upto %q is not a step number; valid: 1, 2, ... (the page ends at that step)", v)
+	}
+	pg.Upto = n
+	return pg, nil
 }
 
 // Snapshot is one message of a run's event stream: the run's status and
@@ -290,11 +435,13 @@ type Snapshot struct {
 }
 
 func (s *Server) snapshot(ctx context.Context, runID string) (Snapshot, error) {
-	p, err := s.loadRun(ctx, runID, false)
+	// The newest step only: the stream sends the run's status, its step
+	// count and each node's colour (its latest step), not the steps.
+	p, err := s.loadRun(ctx, runID, false, runview.Page{Limit: 1})
 	if err != nil {
 		return Snapshot{}, err
 	}
-	sn := Snapshot{Status: p.Status, Steps: len(p.Steps), Nodes: map[string]string{}, Labels: map[string]string{}, Ended: stratus.RunTerminal(p.Run.Status)}
+	sn := Snapshot{Status: p.Status, Steps: p.Total, Nodes: map[string]string{}, Labels: map[string]string{}, Ended: stratus.RunTerminal(p.Run.Status)}
 	for _, n := range p.Nodes {
 		sn.Nodes[n.ID] = n.Status
 		sn.Labels[n.ID] = n.Label

@@ -36,7 +36,9 @@
 // run's step list, then a BatchGetItem of the steps; CountVisits reads the
 // node's visits# item; LatestSteps the run's latest# items and the steps
 // they name, walking back by "prev" when a node's latest step is not the
-// one asked for), so a dispatch counting visits or a fence reading
+// one asked for; NodeLatest those items and their steps, no walk;
+// RecentSteps the last entry of the step list, then one Query of the
+// page's range of it and a BatchGetItem of its steps), so a dispatch counting visits or a fence reading
 // the latest attempt sees every write before it. The index,
 // handles_by_ttl (partition "ttl_bucket" = "handle#00".."handle#15", sort "ttl", keys
 // only), holds only handles with an expiry and serves Sweep alone.

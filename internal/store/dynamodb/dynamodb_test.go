@@ -931,3 +931,47 @@ func TestNodeSteps_StepsFromBeforeLatestItems(t *testing.T) {
 		}
 	}
 }
+
+// RecentSteps and NodeLatest read what they return and O(1) more, not
+// the run (README.md § Performance): at step 200 of a run of four nodes
+// as many items as at step 20.
+func TestRecentStepsNodeLatest_ItemsReadFlat(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s, c := f.counted(t)
+	ctx := f.ctx
+	const runID = "flat"
+	if err := s.CreateRun(ctx, stratus.Run{ID: runID, Status: stratus.RunRunning}); err != nil {
+		t.Fatal(err)
+	}
+	nodes := []string{"plan", "impl", "review", "fix"}
+	recent, heads := map[int]int64{}, map[int]int64{}
+	for n := 1; n <= 200; n++ {
+		node := nodes[(n-1)%len(nodes)]
+		if _, _, err := s.CreateNextStep(ctx, runID, node, "", func(v int) (stratus.Step, error) {
+			return stratus.Step{TID: fmt.Sprintf("%s.%s.%d", runID, node, v), RunID: runID, Node: node, Visit: v,
+				Kind: "agent", Status: stratus.StepRunning}, nil
+		}); err != nil {
+			t.Fatalf("step %d: %v", n, err)
+		}
+		if n != 20 && n != 200 {
+			continue
+		}
+		c.n.Store(0)
+		page, total, err := s.RecentSteps(ctx, runID, 0, 10)
+		if err != nil || total != n || len(page) != 10 || page[9].Visit != n/4 {
+			t.Fatalf("RecentSteps at step %d = %d steps of %d, %v; want the newest 10 of %d", n, len(page), total, err, n)
+		}
+		recent[n] = c.n.Load()
+		c.n.Store(0)
+		got, err := s.NodeLatest(ctx, runID)
+		if err != nil || len(got) != 4 || got[3].Node != "fix" || got[3].Visit != n/4 {
+			t.Fatalf("NodeLatest at step %d = %v, %v; want each node's latest", n, got, err)
+		}
+		heads[n] = c.n.Load()
+	}
+	t.Logf("items read at step 20, 200: RecentSteps(10) %d, %d; NodeLatest %d, %d", recent[20], recent[200], heads[20], heads[200])
+	if recent[200] != recent[20] || heads[200] != heads[20] {
+		t.Errorf("items read grow with the run: RecentSteps %d at step 20, %d at step 200; NodeLatest %d, %d", recent[20], recent[200], heads[20], heads[200])
+	}
+}

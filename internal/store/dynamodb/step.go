@@ -625,3 +625,122 @@ func (s *Store) allKept(ctx context.Context, runID string) (bool, error) {
 	seq, err := s.lastSeq(ctx, pkRun+runID, skRunStep)
 	return err == nil && seq == counted, err
 }
+
+// RecentSteps returns the steps of run runID numbered upto-limit+1 to
+// upto in creation order, and how many the run has (store.Store): the
+// run's step list numbers its entries 1 to total, so the count is its
+// last entry (one Query of one item) and the page one Query of the
+// entries in its range and a BatchGetItem of their steps, however long
+// the run (README.md § Performance).
+func (s *Store) RecentSteps(ctx context.Context, runID string, upto, limit int) ([]stratus.Step, int, error) {
+	if err := store.CheckPage(upto, limit); err != nil {
+		return nil, 0, err
+	}
+	what := "recent steps of run " + quote(runID)
+	total, err := s.lastSeq(ctx, pkRun+runID, skRunStep)
+	if err != nil {
+		return nil, 0, wrap(what, err)
+	}
+	lo, hi := store.PageRange(total, upto, limit)
+	if hi < lo {
+		return nil, total, nil
+	}
+	entries, err := s.queryAll(ctx, &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		KeyConditionExpression:    aws.String("#pk = :pk AND #sk BETWEEN :lo AND :hi"),
+		ExpressionAttributeNames:  map[string]string{"#pk": PartitionKey, "#sk": SortKey},
+		ExpressionAttributeValues: map[string]av{":pk": str(pkRun + runID), ":lo": str(skRunStep + pad(lo)), ":hi": str(skRunStep + pad(hi))},
+		ConsistentRead:            aws.Bool(true),
+	}, 0)
+	if err != nil {
+		return nil, 0, wrap(what, err)
+	}
+	steps, err := s.stepsOf(ctx, what, entries)
+	return steps, total, err
+}
+
+// stepsOf reads the steps the entries of a run's step list name, in the
+// entries' order.
+func (s *Store) stepsOf(ctx context.Context, what string, entries []item) ([]stratus.Step, error) {
+	keys := make([]item, len(entries))
+	for i, e := range entries {
+		keys[i] = stepKey(e.str("tid"))
+	}
+	found, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return nil, wrap(what, err)
+	}
+	steps := make([]stratus.Step, 0, len(entries))
+	for _, e := range entries {
+		it, ok := found[pkTask+e.str("tid")]
+		if !ok {
+			return nil, fmt.Errorf("%s: entry %s names step %q, which does not exist", what, e.str(SortKey), e.str("tid"))
+		}
+		steps = append(steps, decodeStep(it))
+	}
+	return steps, nil
+}
+
+// NodeLatest returns each node's latest step in run runID, in creation
+// order (store.Store): the run's latest# items (one a node), checked
+// against the last entry of its step list, and a BatchGetItem of the
+// steps they name, however long the run (README.md § Performance). When
+// their counts do not add up (a run with steps from before latest# items
+// were kept) it reads the run's steps (ListSteps) and picks each node's
+// last: the answer is the same either way.
+func (s *Store) NodeLatest(ctx context.Context, runID string) ([]stratus.Step, error) {
+	what := "latest step of each node of run " + quote(runID)
+	got, ok, err := s.heads(ctx, runID)
+	if err != nil {
+		return nil, wrap(what, err)
+	} else if ok {
+		return got, nil
+	}
+	steps, err := s.ListSteps(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	return store.Heads(steps), nil
+}
+
+// heads is NodeLatest from the latest# items; ok=false when they cannot
+// answer.
+func (s *Store) heads(ctx context.Context, runID string) (got []stratus.Step, ok bool, err error) {
+	heads, err := s.query(ctx, pkRun+runID, skLatest, false, 0)
+	if err != nil {
+		return nil, false, err
+	}
+	counted := 0
+	keys := make([]item, len(heads))
+	for i, h := range heads {
+		counted += int(h.int("count"))
+		keys[i] = stepKey(h.str("tid"))
+	}
+	if seq, err := s.lastSeq(ctx, pkRun+runID, skRunStep); err != nil || seq != counted {
+		return nil, false, err
+	} else if seq == 0 {
+		return nil, true, nil
+	}
+	found, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return nil, false, err
+	}
+	type pick struct {
+		st  stratus.Step
+		seq int64
+	}
+	picks := make([]pick, 0, len(keys))
+	for _, k := range keys {
+		it, present := found[k.str(PartitionKey)]
+		if !present || it.int("seq") == 0 {
+			return nil, false, nil
+		}
+		picks = append(picks, pick{decodeStep(it), it.int("seq")})
+	}
+	slices.SortFunc(picks, func(a, b pick) int { return cmp.Compare(a.seq, b.seq) })
+	got = make([]stratus.Step, len(picks))
+	for i, p := range picks {
+		got[i] = p.st
+	}
+	return got, true, nil
+}

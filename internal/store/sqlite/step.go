@@ -276,3 +276,57 @@ func (s *Store) NodeSteps(ctx context.Context, runID, node string, limit int) ([
 
 // nodeStepsSQL selects NodeSteps' steps: run_id, node, limit (-1: all).
 const nodeStepsSQL = "SELECT " + stepColumns + " FROM steps WHERE seq IN (SELECT seq FROM steps INDEXED BY steps_run_node_visit WHERE run_id = ? AND node = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq DESC"
+
+// RecentSteps returns the steps of run runID numbered upto-limit+1 to
+// upto in creation order, and how many the run has (store.Store). A
+// node's steps are its visits 1 to n (store.Store.CreateNextStep), so
+// the count is the sum of each node's highest visit: a skip scan of index
+// steps_run_node_visit, one seek a node, however long the run. The
+// page's seqs are read from index steps_run newest first, skipping the
+// steps after upto, and only the page's rows from the table (README.md
+// § Performance).
+func (s *Store) RecentSteps(ctx context.Context, runID string, upto, limit int) ([]stratus.Step, int, error) {
+	if err := store.CheckPage(upto, limit); err != nil {
+		return nil, 0, err
+	}
+	what := fmt.Sprintf("recent steps of run %q", runID)
+	var total int
+	if err := s.rq.QueryRowContext(ctx, countStepsSQL, runID).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("%s: count them: %w", what, err)
+	}
+	lo, hi := store.PageRange(total, upto, limit)
+	if hi < lo {
+		return nil, total, nil
+	}
+	steps, err := s.querySteps(ctx, what, "SELECT "+stepColumns+" FROM steps WHERE seq IN (SELECT seq FROM steps INDEXED BY steps_run WHERE run_id = ? ORDER BY seq DESC LIMIT ? OFFSET ?) ORDER BY seq",
+		runID, hi-lo+1, total-hi)
+	return steps, total, err
+}
+
+// nodesSQL is the recursive table nodes(node): the distinct nodes of run
+// ?1, each one seek of index steps_run_node_visit past the last.
+const nodesSQL = `WITH RECURSIVE
+nodes(node) AS (
+	SELECT (SELECT MIN(node) FROM steps INDEXED BY steps_run_node_visit WHERE run_id = ?1)
+	UNION ALL
+	SELECT (SELECT MIN(node) FROM steps INDEXED BY steps_run_node_visit WHERE run_id = ?1 AND node > nodes.node) FROM nodes WHERE nodes.node IS NOT NULL
+)
+`
+
+// countStepsSQL counts run ?1's steps: the sum of its nodes' highest
+// visits.
+const countStepsSQL = nodesSQL + `SELECT COALESCE(SUM((SELECT MAX(visit) FROM steps INDEXED BY steps_run_node_visit WHERE run_id = ?1 AND node = nodes.node)), 0) FROM nodes WHERE node IS NOT NULL`
+
+// NodeLatest returns each node's latest step in run runID, in creation
+// order (store.Store): a skip scan of index steps_run_node_visit visits
+// each distinct node of the run — a handful, however long the run — and
+// seeks the last entry of its range, its highest visit: its last created
+// step, a node's visits being numbered in creation order
+// (store.Store.CreateNextStep). Only those steps' rows are read
+// (README.md § Performance).
+func (s *Store) NodeLatest(ctx context.Context, runID string) ([]stratus.Step, error) {
+	query := nodesSQL + `SELECT ` + stepColumns + ` FROM steps WHERE seq IN (
+	SELECT (SELECT seq FROM steps INDEXED BY steps_run_node_visit WHERE run_id = ?1 AND node = nodes.node ORDER BY visit DESC, seq DESC LIMIT 1) FROM nodes WHERE node IS NOT NULL
+) ORDER BY seq`
+	return s.querySteps(ctx, fmt.Sprintf("latest step of each node of run %q", runID), query, runID)
+}

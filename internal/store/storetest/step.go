@@ -405,6 +405,91 @@ func (su *suite) testSteps(t *testing.T) {
 		}
 	})
 
+	t.Run("RecentSteps_Pages", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		r := b.createRun(t)
+		other := b.createRun(t)
+		nodes := []string{"plan", "fix", "review"}
+		visits := map[string]int{}
+		for i := range 7 {
+			n := nodes[i%3]
+			visits[n]++
+			b.createStep(t, b.step(r.ID, n, visits[n]))
+		}
+		b.createStep(t, b.step(other.ID, "fix", 1))
+		all, err := b.s.ListSteps(b.ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tids := func(steps []stratus.Step) string {
+			var out []string
+			for _, st := range steps {
+				out = append(out, st.TID)
+			}
+			return fmt.Sprint(out)
+		}
+		for _, c := range []struct{ upto, limit, lo, hi int }{
+			{0, 3, 5, 7}, {0, 7, 1, 7}, {0, 50, 1, 7}, {7, 2, 6, 7}, {4, 3, 2, 4}, {2, 5, 1, 2}, {1, 1, 1, 1}, {99, 2, 6, 7},
+		} {
+			got, total, err := b.s.RecentSteps(b.ctx, r.ID, c.upto, c.limit)
+			if want := all[c.lo-1 : c.hi]; err != nil || total != 7 || tids(got) != tids(want) {
+				t.Errorf("RecentSteps(upto %d, limit %d) = %v, total %d, %v; want steps %d..%d %v, total 7", c.upto, c.limit, tids(got), total, err, c.lo, c.hi, tids(want))
+			}
+			if err == nil && len(got) > 0 {
+				checkStep(t, got[len(got)-1], all[c.hi-1])
+			}
+		}
+		if got, total, err := b.s.RecentSteps(b.ctx, "no-such-run", 0, 5); err != nil || total != 0 || len(got) != 0 {
+			t.Errorf("RecentSteps(unknown run) = %v, total %d, %v; want none", tids(got), total, err)
+		}
+		for _, c := range []struct {
+			upto, limit int
+			field       string
+		}{{0, 0, "limit"}, {0, -1, "limit"}, {-1, 5, "upto"}} {
+			if _, _, err := b.s.RecentSteps(b.ctx, r.ID, c.upto, c.limit); stratus.ErrorCode(err) != stratus.EINVALID || !strings.Contains(err.Error(), c.field) {
+				t.Errorf("RecentSteps(upto %d, limit %d) = %v; want EINVALID naming %s", c.upto, c.limit, err, c.field)
+			}
+		}
+	})
+
+	t.Run("NodeLatest_MatchesListSteps", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		r := b.createRun(t)
+		other := b.createRun(t)
+		nodes := []string{"a", "b", "c", "d"}
+		visits := map[string]int{}
+		for i := range 13 {
+			n := nodes[(i*i)%4]
+			visits[n]++
+			b.createStep(t, b.step(r.ID, n, visits[n]))
+		}
+		b.createStep(t, b.step(other.ID, "e", 1))
+		all, err := b.s.ListSteps(b.ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The node's latest changes status: the latest still, as written.
+		last := all[len(all)-1]
+		last.Status, last.Verdict = stratus.StepWaiting, ""
+		if err := b.s.UpdateStep(b.ctx, last); err != nil {
+			t.Fatal(err)
+		}
+		all[len(all)-1] = last
+		want := store.Heads(all)
+		got, err := b.s.NodeLatest(b.ctx, r.ID)
+		if err != nil || len(got) != len(want) {
+			t.Fatalf("NodeLatest = %d steps, %v; want %d (each node's last)", len(got), err, len(want))
+		}
+		for i := range want {
+			checkStep(t, got[i], want[i])
+		}
+		if got, err := b.s.NodeLatest(b.ctx, "no-such-run"); err != nil || len(got) != 0 {
+			t.Errorf("NodeLatest(unknown run) = %d steps, %v; want none", len(got), err)
+		}
+	})
+
 	t.Run("CountVisits_PerRunAndNode", func(t *testing.T) {
 		t.Parallel()
 		b := su.setup(t)
