@@ -32,6 +32,23 @@ func TestBuildSlim_LinksNoAWSNorTheViewer(t *testing.T) {
 	}
 }
 
+// README.md § Performance: the bundle check reads commits itself, so the
+// slim stratus links no OpenPGP implementation (go-git's commit decoder
+// brings one, and its curves' tables are set up at every start).
+func TestBuildSlim_LinksNoOpenPGP(t *testing.T) {
+	t.Parallel()
+	goCmd := testenv.MustHaveCommand(t, "go", "go list -deps reads what stratus links")
+	out, err := exec.Command(goCmd, "list", "-tags", "slim", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -tags slim -deps ./cmd/stratus: %v\n%s", err, out)
+	}
+	for _, d := range strings.Fields(string(out)) {
+		if strings.HasPrefix(d, "github.com/ProtonMail/go-crypto/") || d == "github.com/go-git/go-git/v5/plumbing/object" {
+			t.Errorf("stratus built with -tags slim links %s", d)
+		}
+	}
+}
+
 // README.md § Performance: the slim stratus calls no method by reflection
 // (reflect.Value.Method, MethodByName: text/template's way, which cobra
 // takes for a custom version or help template). One such call anywhere
