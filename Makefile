@@ -322,6 +322,9 @@ fuzz:
 ## bench: every benchmark, then the figures (BENCH lines: each next to its
 ## anchor measured in the same run, medians of interleaved rounds). The
 ## floors, each a program doing only what the product must do:
+## start-floor: a program that only links the SQLite driver (start, the slim
+## stratus --help, is held to it); start-libs-floor: one that links every
+## library the slim stratus links (go list -deps -tags slim) and does nothing.
 ## overhead-floor: per step of 20, two SQLite transactions (step and attempt
 ## rows, then done), three files in a new step directory, one engine spawn.
 ## submit-floor: a bare handler inserting each 64 KiB body into SQLite (one

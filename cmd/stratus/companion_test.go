@@ -1,6 +1,7 @@
 package main
 
 import (
+	"debug/elf"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +28,47 @@ func TestBuildSlim_LinksNoAWSNorTheViewer(t *testing.T) {
 	for _, d := range strings.Fields(string(out)) {
 		if forbidden.MatchString(d) {
 			t.Errorf("stratus built with -tags slim links %s", d)
+		}
+	}
+}
+
+// README.md § Performance: the bundle check reads commits itself, so the
+// slim stratus links no OpenPGP implementation (go-git's commit decoder
+// brings one, and its curves' tables are set up at every start).
+func TestBuildSlim_LinksNoOpenPGP(t *testing.T) {
+	t.Parallel()
+	goCmd := testenv.MustHaveCommand(t, "go", "go list -deps reads what stratus links")
+	out, err := exec.Command(goCmd, "list", "-tags", "slim", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -tags slim -deps ./cmd/stratus: %v\n%s", err, out)
+	}
+	for _, d := range strings.Fields(string(out)) {
+		if strings.HasPrefix(d, "github.com/ProtonMail/go-crypto/") || d == "github.com/go-git/go-git/v5/plumbing/object" {
+			t.Errorf("stratus built with -tags slim links %s", d)
+		}
+	}
+}
+
+// README.md § Performance: the slim stratus calls no method by reflection
+// (reflect.Value.Method, MethodByName: text/template's way, which cobra
+// takes for a custom version or help template). One such call anywhere
+// makes the linker keep every exported method of every linked type —
+// go-github's thousands of accessors, a quarter of the binary — and
+// every start pays for it.
+func TestBuildSlim_CallsNoMethodByReflection(t *testing.T) {
+	t.Parallel()
+	f, err := elf.Open(stratusBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range syms {
+		if s.Name == "reflect.Value.Method" || s.Name == "reflect.Value.MethodByName" {
+			t.Errorf("stratus built with -tags slim links %s: some code calls a method by reflection (text/template? cobra's Set*Template?)", s.Name)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -59,7 +60,7 @@ type DevAWSOptions struct {
 }
 
 // stackName is CloudFormation's rule for a stack's name.
-var stackName = regexp.MustCompile(`^[A-Za-z][-A-Za-z0-9]{0,127}$`)
+var stackName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][-A-Za-z0-9]{0,127}$`) })
 
 func newDevCmd(io IO) *cobra.Command {
 	dev := &cobra.Command{
@@ -131,7 +132,7 @@ SAM translator refuses: its message, naming the resource), 2 bad flags.`,
 				return usageError{fmt.Errorf("--stack %s: serves an existing stack; it takes no --name, --template, --heartbeat-seconds or --git-token-file (the stack has them)", o.Stack)}
 			}
 			for _, f := range []struct{ flag, v string }{{"--name", o.Name}, {"--stack", o.Stack}} {
-				if f.v != "" && !stackName.MatchString(f.v) {
+				if f.v != "" && !stackName().MatchString(f.v) {
 					return usageError{fmt.Errorf("%s %q: a CloudFormation stack name: a letter, then letters, digits and hyphens, at most 128 characters", f.flag, f.v)}
 				}
 			}

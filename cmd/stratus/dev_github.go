@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -36,7 +37,7 @@ type DevGitHubOptions struct {
 }
 
 // repoName is GitHub's owner/name: letters, digits, '-', '_' and '.'.
-var repoName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+$`)
+var repoName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+$`) })
 
 type devRepo struct{ owner, name, path string }
 
@@ -84,7 +85,7 @@ func checkDevGitHub(o *DevGitHubOptions) ([]devRepo, string, error) {
 	seen := map[string]bool{}
 	for _, v := range o.Repos {
 		full, path, ok := strings.Cut(v, "=")
-		if !ok || path == "" || !repoName.MatchString(full) {
+		if !ok || path == "" || !repoName().MatchString(full) {
 			return nil, "", usageError{fmt.Errorf("--repo %q: want OWNER/NAME=PATH/TO/BARE.git (e.g. acme/widgets=./widgets.git)", v)}
 		}
 		if seen[full] {

@@ -42,9 +42,11 @@ func TestGraph_MermaidDotAndErrors(t *testing.T) {
 // `stratus --version` names the version, the commit and Go.
 func TestVersion(t *testing.T) {
 	t.Parallel()
-	r := runCLI(t, "--version")
-	if r.code != 0 || !regexp.MustCompile(`^stratus \S+ \(commit \S+.*, go1\.\d+`).MatchString(r.stdout) {
-		t.Errorf("--version: exit %d %q", r.code, r.stdout)
+	for _, flag := range []string{"--version", "-v"} {
+		r := runCLI(t, flag)
+		if r.code != 0 || !regexp.MustCompile(`^stratus \S+ \(commit \S+.*, go1\.\d+[^\n]*\)\n$`).MatchString(r.stdout) {
+			t.Errorf("%s: exit %d %q", flag, r.code, r.stdout)
+		}
 	}
 }
 

@@ -177,9 +177,13 @@ func newRootCmd(io IO) *cobra.Command {
 		Short:         "Run worc-format agent flows on Step Functions, or embedded on one machine",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       versionLine(),
 	}
-	root.SetVersionTemplate("{{.Version}}\n")
+	// --version as cobra's Version field would make it (-v, --version),
+	// printed by the root's RunE: cobra prints a custom version with a
+	// text/template, whose reflective method calls keep every exported
+	// method of every linked type in the binary (go-github's thousands of
+	// accessors) and make each start slower (README.md § Performance).
+	showVersion := root.Flags().BoolP("version", "v", false, "version for stratus")
 	root.SetIn(io.In)
 	root.SetOut(io.Out)
 	root.SetErr(io.Err)
@@ -187,7 +191,13 @@ func newRootCmd(io IO) *cobra.Command {
 	root.Args = cobra.ArbitraryArgs
 	// Every subcommand's (none has its own PersistentPreRunE).
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error { return checkDirFlag(c) }
-	root.RunE = func(c *cobra.Command, args []string) error { return subcommandMissing(c, args) }
+	root.RunE = func(c *cobra.Command, args []string) error {
+		if *showVersion {
+			_, err := fmt.Fprintln(c.OutOrStdout(), versionLine())
+			return err
+		}
+		return subcommandMissing(c, args)
+	}
 	root.AddCommand(
 		newInstallCmd(io),
 		newRunCmd(io),

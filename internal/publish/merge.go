@@ -49,7 +49,7 @@ type BaseMerge struct {
 // branch (ENOTFOUND naming it); git's errors.
 func MergeBase(ctx context.Context, spec BaseMergeSpec) (*BaseMerge, error) {
 	name := spec.Remote
-	if !remoteNameRe.MatchString(name) {
+	if !remoteNameRe().MatchString(name) {
 		name = "publish"
 	}
 	if err := os.MkdirAll(spec.Dir, 0o700); err != nil {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/stratusflow/stratus"
@@ -62,7 +63,7 @@ type Options struct {
 
 // remoteName is the remote's name in the publisher's own repository when
 // the operator's is not a plain name.
-var remoteNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+var remoteNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`) })
 
 // Publish does a publish node's work in dir, a new directory of the
 // runner's own (docs/architecture.md § Publishing; worc configuration.md §
@@ -94,7 +95,7 @@ var remoteNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 func Publish(ctx context.Context, dir string, bundles []string, spec nodeexec.PublishSpec, o Options) (nodeexec.PublishResult, error) {
 	res := nodeexec.PublishResult{Remote: spec.Remote, URL: spec.URL, Branch: spec.Branch}
 	name := spec.Remote
-	if !remoteNameRe.MatchString(name) {
+	if !remoteNameRe().MatchString(name) {
 		name = "publish"
 	}
 	if spec.URL == "" {

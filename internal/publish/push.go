@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/gitwork"
@@ -431,15 +432,24 @@ func (s *Spec) contains(ctx context.Context, local, remote string) (bool, error)
 	}
 }
 
-// Patterns of git's (and curl's, and ssh's) messages, by kind, checked in
-// this order.
-var (
-	movedRe       = regexp.MustCompile(`\[rejected\].*\((fetch first|non-fast-forward)\)`)
-	rejectedRe    = regexp.MustCompile(`\[remote rejected\]|pre-receive hook declined|hook declined|protected branch`)
-	authRe        = regexp.MustCompile(`(?i)authentication failed|could not read (username|password)|terminal prompts disabled|returned error: 40[13]|permission denied \(publickey|invalid username or password|access denied`)
-	noRemoteRe    = regexp.MustCompile(`(?i)does not appear to be a git repository|repository '[^']*' not found|repository not found|returned error: 404|no such remote|not a git repository`)
-	unreachableRe = regexp.MustCompile(`(?i)could not resolve host|failed to connect|connection refused|connection timed out|network is unreachable|no route to host|could not resolve hostname|operation timed out|unable to access`)
-)
+// pushPatterns are the patterns of git's (and curl's, and ssh's) messages,
+// by kind, checked in this order; compiled on the first failed push, not at
+// every start of the binary (README.md § Performance).
+var pushPatterns = sync.OnceValue(func() []pushPattern {
+	return []pushPattern{
+		{RemoteMoved, regexp.MustCompile(`\[rejected\].*\((fetch first|non-fast-forward)\)`)},
+		{Rejected, regexp.MustCompile(`\[remote rejected\]|pre-receive hook declined|hook declined|protected branch`)},
+		{Auth, regexp.MustCompile(`(?i)authentication failed|could not read (username|password)|terminal prompts disabled|returned error: 40[13]|permission denied \(publickey|invalid username or password|access denied`)},
+		{NoRemote, regexp.MustCompile(`(?i)does not appear to be a git repository|repository '[^']*' not found|repository not found|returned error: 404|no such remote|not a git repository`)},
+		{Unreachable, regexp.MustCompile(`(?i)could not resolve host|failed to connect|connection refused|connection timed out|network is unreachable|no route to host|could not resolve hostname|operation timed out|unable to access`)},
+	}
+})
+
+// pushPattern is one kind of git's refusal and the messages that say it.
+type pushPattern struct {
+	kind Kind
+	re   *regexp.Regexp
+}
 
 // classify turns a failed git talking to the remote into a *PushError;
 // ctx's end and a missing git stay what they are.
@@ -449,17 +459,11 @@ func (s *Spec) classify(err error, local string) error {
 		return err
 	}
 	kind := Failed
-	switch msg := re.Stderr; {
-	case movedRe.MatchString(msg):
-		kind = RemoteMoved
-	case rejectedRe.MatchString(msg):
-		kind = Rejected
-	case authRe.MatchString(msg):
-		kind = Auth
-	case noRemoteRe.MatchString(msg):
-		kind = NoRemote
-	case unreachableRe.MatchString(msg):
-		kind = Unreachable
+	for _, p := range pushPatterns() {
+		if p.re.MatchString(re.Stderr) {
+			kind = p.kind
+			break
+		}
 	}
 	return &PushError{Kind: kind, Remote: redactURL(s.Remote), Branch: s.Branch, Local: local, Detail: s.detail(kind, re.Stderr)}
 }
@@ -496,7 +500,7 @@ func (s *Spec) detail(kind Kind, stderr string) string {
 }
 
 // userinfoRe matches the credentials of a URL ("https://user:pw@host").
-var userinfoRe = regexp.MustCompile(`://[^/@\s']+@`)
+var userinfoRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`://[^/@\s']+@`) })
 
 // redactURL replaces the user information of every URL in s with ***.
 func redactURL(s string) string {
@@ -504,7 +508,7 @@ func redactURL(s string) string {
 		u.User = url.User("***")
 		return u.String()
 	}
-	return userinfoRe.ReplaceAllString(s, "://***@")
+	return userinfoRe().ReplaceAllString(s, "://***@")
 }
 
 // exitCode is the exit status of a git that ran and failed, or -1.

@@ -18,7 +18,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/stratusflow/stratus"
@@ -336,7 +335,7 @@ func walk(ctx context.Context, st *filesystem.Storage, from, to plumbing.Hash, e
 		if err != nil {
 			return missing(err, "commit %s (on the way from %s to the run's head %s) is in none of the run's bundles nor the uploaded one", cur, to, from)
 		}
-		c, err := object.DecodeCommit(st, obj)
+		c, err := readCommit(obj)
 		if err != nil {
 			return stratus.FieldErrorf(stratus.EUNPROCESSABLE, "to", "commit %s cannot be read: %v", cur, err)
 		}
@@ -473,6 +472,59 @@ func readTree(obj plumbing.EncodedObject) ([]rawEntry, error) {
 		b = b[nul+21:]
 	}
 	return es, nil
+}
+
+// maxCommitHead bounds what is read of a commit object, bytes.
+const maxCommitHead = 64 << 10
+
+// rawCommit is what the check reads of a commit object.
+type rawCommit struct {
+	TreeHash     plumbing.Hash
+	ParentHashes []plumbing.Hash
+}
+
+// readCommit parses the header of a commit object itself, as git's
+// parse_commit_buffer reads it (gitformat-commit: "tree <id>" first, then
+// one "parent <id>" line per parent; the lines after them — author,
+// committer, signatures, the message — are not the check's): the tree and
+// the parents are all the check needs, and go-git's commit decoder would
+// link an OpenPGP implementation into every binary that checks a bundle
+// (README.md § Performance). Errors say what is malformed.
+func readCommit(obj plumbing.EncodedObject) (rawCommit, error) {
+	var c rawCommit
+	r, err := obj.Reader()
+	if err != nil {
+		return c, err
+	}
+	defer r.Close()
+	// The tree line and the parent lines come first; a commit with more
+	// parents than fit in maxCommitHead is refused all the same (it has
+	// more than one).
+	b, err := io.ReadAll(io.LimitReader(r, min(obj.Size(), maxCommitHead)))
+	if err != nil {
+		return c, err
+	}
+	line := func(key string) (plumbing.Hash, bool) {
+		rest, ok := bytes.CutPrefix(b, []byte(key+" "))
+		if !ok || len(rest) < 41 || rest[40] != '\n' || !isSHA(string(rest[:40])) {
+			return plumbing.Hash{}, false
+		}
+		b = rest[41:]
+		return plumbing.NewHash(string(rest[:40])), true
+	}
+	tree, ok := line("tree")
+	if !ok {
+		return c, fmt.Errorf("it does not open with a tree line (\"tree <40 hex digits>\")")
+	}
+	c.TreeHash = tree
+	for {
+		p, ok := line("parent")
+		if !ok {
+			break
+		}
+		c.ParentHashes = append(c.ParentHashes, p)
+	}
+	return c, nil
 }
 
 // readTarget is a symlink blob's content, at most MaxLinkTarget+1 bytes
