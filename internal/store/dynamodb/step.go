@@ -282,23 +282,7 @@ func (s *Store) ListSteps(ctx context.Context, runID string) ([]stratus.Step, er
 	if err != nil {
 		return nil, wrap(what, err)
 	}
-	keys := make([]item, len(entries))
-	for i, e := range entries {
-		keys[i] = stepKey(e.str("tid"))
-	}
-	found, err := s.batchGet(ctx, keys)
-	if err != nil {
-		return nil, wrap(what, err)
-	}
-	steps := make([]stratus.Step, 0, len(entries))
-	for _, e := range entries {
-		it, ok := found[pkTask+e.str("tid")]
-		if !ok {
-			return nil, fmt.Errorf("%s: entry %s names step %q, which does not exist", what, e.str(SortKey), e.str("tid"))
-		}
-		steps = append(steps, decodeStep(it))
-	}
-	return steps, nil
+	return s.stepsOf(ctx, what, entries)
 }
 
 // batchGet reads items by key (strongly consistent), returned by partition
