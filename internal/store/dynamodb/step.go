@@ -625,3 +625,89 @@ func (s *Store) allKept(ctx context.Context, runID string) (bool, error) {
 	seq, err := s.lastSeq(ctx, pkRun+runID, skRunStep)
 	return err == nil && seq == counted, err
 }
+
+// NodesSteps returns the steps of any of nodes in run runID newest first
+// (last created first: by their "seq", the run's step list order), at
+// most limit (0: all; store.Store), reading one item more per node than
+// it returns however long the run: each node's latest# item and its
+// steps back by "prev" (NodeSteps), merged by seq. When the walks end
+// short of limit, or cannot answer, it checks the run's counts and reads
+// its steps as NodeSteps does. Errors: EINVALID for a negative limit.
+func (s *Store) NodesSteps(ctx context.Context, runID string, nodes []string, limit int) ([]stratus.Step, error) {
+	if err := store.CheckLimit(limit); err != nil {
+		return nil, err
+	}
+	if len(nodes) == 0 {
+		return nil, nil
+	}
+	what := fmt.Sprintf("steps of nodes %q in run %q", nodes, runID)
+	got, ok, err := s.nodesChains(ctx, runID, nodes, limit)
+	if err != nil {
+		return nil, wrap(what, err)
+	} else if ok {
+		return got, nil
+	}
+	steps, err := s.ListSteps(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	got = nil
+	for i := len(steps) - 1; i >= 0 && (limit == 0 || len(got) < limit); i-- {
+		if slices.Contains(nodes, steps[i].Node) {
+			got = append(got, steps[i])
+		}
+	}
+	return got, nil
+}
+
+// nodesChains is NodesSteps from the nodes' latest# items and their steps'
+// "prev"; ok=false when they cannot answer (NodesSteps).
+func (s *Store) nodesChains(ctx context.Context, runID string, nodes []string, limit int) (got []stratus.Step, ok bool, err error) {
+	type chain struct {
+		next  item  // the chain's newest step not taken yet; nil: none
+		count int64 // steps the latest# item counts
+		taken int64
+	}
+	var chains []*chain
+	for _, node := range slices.Compact(slices.Sorted(slices.Values(nodes))) {
+		head, err := s.get(ctx, latestKey(runID, node))
+		if err != nil {
+			return nil, false, err
+		}
+		c := &chain{count: head.int("count")}
+		if tid := head.str("tid"); tid != "" {
+			if c.next, err = s.get(ctx, stepKey(tid)); err != nil {
+				return nil, false, err
+			} else if c.next == nil || c.next.int("seq") == 0 {
+				return nil, false, nil
+			}
+		}
+		chains = append(chains, c)
+	}
+	for limit == 0 || len(got) < limit {
+		var c *chain
+		for _, d := range chains {
+			if d.next != nil && (c == nil || d.next.int("seq") > c.next.int("seq")) {
+				c = d
+			}
+		}
+		if c == nil {
+			all, err := s.allKept(ctx, runID) // each walk reached its node's first kept step
+			return got, all, err
+		}
+		if c.taken++; c.taken > c.count {
+			return nil, false, nil // a chain longer than its count: not as written
+		}
+		got = append(got, decodeStep(c.next))
+		prev := c.next.str("prev")
+		c.next = nil
+		if prev != "" {
+			if c.next, err = s.get(ctx, stepKey(prev)); err != nil {
+				return nil, false, err
+			} else if c.next == nil || c.next.int("seq") == 0 {
+				return nil, false, nil
+			}
+		}
+	}
+	return got, true, nil
+}
