@@ -3,6 +3,7 @@ package supervise_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -105,4 +106,49 @@ func TestObserve_GoesThroughTheQueueNotTheRequest(t *testing.T) {
 func submitAfterDispatch(t *testing.T, r *workertest.Rig, node, body string) (*core.StepValue, error) {
 	r.Dispatch(t, node)
 	return r.Submit(t, body)
+}
+
+// An observation message finds its step among the step's node's steps,
+// and a turn's job ordinal follows the job's latest turn (store.Store
+// NodeSteps), without reading the run's whole step list (README.md §
+// Performance): two reworks, two observe turns, the second observe#2.
+func TestObserve_ReadsOnlyTheNodesSteps(t *testing.T) {
+	t.Parallel()
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.SupervisorFlow(""), Supervisor: true})
+	q := &recordingQueue{}
+	r.Svc.Queue = q
+	for range 2 {
+		r.Visit(t, "implementation", "did it")
+		r.Visit(t, "review", workertest.FindingsOneHigh)
+	}
+	r.Svc.Drain()
+	msgs := q.messages()
+	if len(msgs) != 2 {
+		t.Fatalf("%d messages queued; want the observations of review#1 and review#2", len(msgs))
+	}
+	r.Svc.Store = workertest.ListlessStore{Store: r.Svc.Store}
+	for _, raw := range msgs {
+		var m core.Message
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Svc.Dispatch(context.Background(), m); err != nil {
+			t.Fatalf("Dispatch(%s): %v", raw, err)
+		}
+	}
+	sups := supervisorLaunches(r)
+	if len(sups) != 2 {
+		t.Fatalf("%d observation turns launched; want 2", len(sups))
+	}
+	for i, sp := range sups {
+		p, err := r.Svc.FetchPrompt(context.Background(), "Bearer "+sp.Handle, sp.TaskID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var in map[string]any
+		json.Unmarshal(p.Engine.Input, &in)
+		if in["node"] != "supervisor.observe" || in["visit"] != float64(i+1) || !strings.Contains(p.Prompt, fmt.Sprintf("review#%d", i+1)) {
+			t.Errorf("turn %d: input node %v visit %v; want supervisor.observe, %d, observing review#%d", i+1, in["node"], in["visit"], i+1, i+1)
+		}
+	}
 }
