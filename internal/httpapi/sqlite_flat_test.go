@@ -163,6 +163,55 @@ func (b *bundle) growTurns(tb testing.TB, n int) {
 	}
 }
 
+// observeAll turns the supervisor layer on for b's run, observing every
+// executed step (config and flow), its observation messages sent to a
+// queue of their own, which it returns.
+func (b *bundle) observeAll(tb testing.TB) *sentQueue {
+	tb.Helper()
+	env, err := b.svc.Env(context.Background(), b.run.ID)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	on := true
+	env.Config.Supervisor.Enabled, env.Config.Supervisor.Observe.Mode = &on, supervisor.ModeAll
+	if fs := env.Flow.Supervisor; fs != nil && fs.Observe != nil {
+		fs.Observe.Mode = supervisor.ModeAll // the flow's narrowing to events
+	}
+	q := &sentQueue{}
+	b.svc.Queue = q
+	return q
+}
+
+// stepObserved is one step of the worker's path with the supervisor
+// layer observing it: dispatch, prompt fetch and submit (step, counted by
+// count, as stepPages or stepAWS count them), then the handling of the
+// observation message the submit queued on q — the step found, the turn
+// numbered, created and launched. It returns what each of the four read,
+// by taken: what was read since it was last called.
+func (b *bundle) stepObserved(tb testing.TB, q *sentQueue, step func() [3]int64, taken func() int64) [4]int64 {
+	tb.Helper()
+	ctx := context.Background()
+	p := step()
+	b.svc.Drain()
+	taken()
+	msgs := q.take()
+	if len(msgs) != 1 {
+		tb.Fatalf("run %s: %d messages queued by a step; want its observation", b.run.ID, len(msgs))
+	}
+	var m worker.Message
+	if err := json.Unmarshal(msgs[0], &m); err != nil || m.Kind != core.KindObserve {
+		tb.Fatalf("queued %s (%v); want an observation", msgs[0], err)
+	}
+	if err := b.svc.Dispatch(ctx, m); err != nil {
+		tb.Fatal(err)
+	}
+	b.svc.Drain()
+	b.fresh++ // the turn's launch, which dispatchFresh counts
+	return [4]int64{p[0], p[1], p[2], taken()}
+}
+
+func total(r [4]int64) int64 { return r[0] + r[1] + r[2] + r[3] }
+
 // With the supervisor layer observing every step, a step's dispatch,
 // prompt fetch and submit, and the handling of the observation message
 // the submit queues (the turn found, numbered and launched), read about
@@ -176,62 +225,81 @@ func TestDispatchFetchSubmitObserve_SQLite_PagesReadFlat(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	ctx := context.Background()
 	runs, queues := map[int]*bundle{}, map[int]*sentQueue{}
 	for _, n := range []int{5, 500} {
 		d := filepath.Join(dir, fmt.Sprint(n))
 		b := setupStore(t, d, hitlFlow(t), func(r *stratus.Run) { r.ID, r.MaxCostUSD = fmt.Sprintf("r%d", n), 1e6 }, st, fs.New(d).Private(worker.StateDirName))
-		env, err := b.svc.Env(ctx, b.run.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		on := true
-		env.Config.Supervisor.Enabled, env.Config.Supervisor.Observe.Mode = &on, supervisor.ModeAll
-		if fs := env.Flow.Supervisor; fs != nil && fs.Observe != nil {
-			fs.Observe.Mode = supervisor.ModeAll // the flow's narrowing to events
-		}
-		queues[n] = &sentQueue{}
-		b.svc.Queue = queues[n]
+		queues[n] = b.observeAll(t)
 		b.growTo(t, n)
 		b.growTurns(t, n/2)
 		runs[n] = b
 	}
 	client := &http.Client{}
+	var last int64
+	taken := func() int64 {
+		n, err := st.PagesRead(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := n - last
+		last = n
+		return d
+	}
 	read := map[int][4]int64{}
 	for range 3 { // the last of three: the first reads the schema on new connections
 		for _, n := range []int{5, 500} {
 			b := runs[n]
-			p := b.stepPages(t, st, client)
-			b.svc.Drain()
-			before, err := st.PagesRead(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			msgs := queues[n].take()
-			if len(msgs) != 1 {
-				t.Fatalf("run %s: %d messages queued by a step; want its observation", b.run.ID, len(msgs))
-			}
-			var m worker.Message
-			if err := json.Unmarshal(msgs[0], &m); err != nil || m.Kind != core.KindObserve {
-				t.Fatalf("queued %s (%v); want an observation", msgs[0], err)
-			}
-			if err := b.svc.Dispatch(ctx, m); err != nil {
-				t.Fatal(err)
-			}
-			b.svc.Drain()
-			b.fresh++ // the turn's launch, which dispatchFresh counts
-			after, err := st.PagesRead(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			read[n] = [4]int64{p[0], p[1], p[2], after - before}
+			read[n] = b.stepObserved(t, queues[n], func() [3]int64 { return b.stepPages(t, st, client) }, taken)
 		}
 	}
-	total := func(r [4]int64) int64 { return r[0] + r[1] + r[2] + r[3] }
 	early, late := read[5], read[500]
 	run := listPages(t, st, runs[500].run.ID) - listPages(t, st, runs[5].run.ID)
 	t.Logf("pages read (dispatch, prompt fetch, submit, observation): step 5 %v = %d, step 500 %v = %d; a ListSteps reads %d more at step 500", early, total(early), late, total(late), run)
 	if grown := total(late) - total(early); total(late) > total(early)*5/4 || grown >= run/2 {
 		t.Errorf("%d pages read at step 500, %d at step 5: %d more, as many as a read of the run's steps (%d more); want at most 1.25× and well under that", total(late), total(early), grown, run)
+	}
+}
+
+// On the DynamoDB store, with the supervisor layer observing every step,
+// a step's dispatch, prompt fetch and submit, and the handling of its
+// observation message, read about as many items at step 200 of a run —
+// 100 observation turns among its steps — as at step 5 (README.md §
+// Performance).
+func TestDispatchFetchSubmitObserve_AWS_ItemsReadFlat(t *testing.T) {
+	t.Parallel()
+	client := &http.Client{}
+	measure := func(n int) ([4]int64, map[string]int64) {
+		b, c := setupAWS(t)
+		q := b.observeAll(t)
+		b.growTo(t, n)
+		b.growTurns(t, n/2)
+		c.big = n / 2
+		calls := map[string]int64{}
+		taken := func() int64 {
+			n, cs := c.take()
+			for k, v := range cs {
+				calls[k] += v
+			}
+			return n
+		}
+		c.take()
+		got := b.stepObserved(t, q, func() [3]int64 {
+			items, cs, _ := b.stepAWS(t, c, client)
+			for k, v := range cs {
+				calls[k] += v
+			}
+			return items
+		}, taken)
+		return got, calls
+	}
+	early, _ := measure(5)
+	late, calls := measure(200)
+	t.Logf("items read (dispatch, prompt fetch, submit, observation): step 5 %v = %d, step 200 %v = %d", early, total(early), late, total(late))
+	if total(late) > total(early)*5/4 {
+		var names []string
+		for chain, n := range calls {
+			names = append(names, fmt.Sprintf("%d items by %s", n, chain))
+		}
+		t.Errorf("%d items read at step 200, %d at step 5; want at most 1.25× (reads of more than 100 items: %s)", total(late), total(early), strings.Join(names, "; "))
 	}
 }

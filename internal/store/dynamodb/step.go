@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -157,13 +158,35 @@ func visitsKey(runID, node string) item { return key(pkRun+runID, skVisits+node)
 // (LatestSteps).
 func latestKey(runID, node string) item { return key(pkRun+runID, skLatest+node) }
 
+// kindsPrefix starts each member of a latest# item's "kinds" (a string
+// set, which holds no empty string; a step's kind may be empty).
+const kindsPrefix = "k:"
+
+// skipsAll reports whether q skips every kind a latest# item h says its
+// node's steps have ("kinds"): none of them is selected, so LatestSteps
+// need not read them. False for an item without kinds (kept before it
+// recorded them).
+func skipsAll(h item, q store.LatestQuery) bool {
+	ss, ok := h["kinds"].(*types.AttributeValueMemberSS)
+	if !ok || len(ss.Value) == 0 {
+		return false
+	}
+	for _, k := range ss.Value {
+		if !slices.Contains(q.SkipKinds, strings.TrimPrefix(k, kindsPrefix)) {
+			return false
+		}
+	}
+	return true
+}
+
 // latestTx makes st (entry seq of the run's step list) the latest step of
-// its node and counts it, on condition that the latest is still head (as
+// its node, counts it and adds its kind to the node's "kinds", on condition that the latest is still head (as
 // read; absent when head is nil), so the prev st names is the step created
 // just before it.
 func (s *Store) latestTx(st stratus.Step, seq int, head item, wid string) types.TransactWriteItem {
-	names := map[string]string{"#tid": "tid", "#seq": "seq", "#count": "count", "#rec": attrRecord, "#wid": attrWID}
-	values := map[string]av{":tid": str(st.TID), ":seq": num(int64(seq)), ":one": num(1), ":rec": str("latest"), ":wid": str(wid)}
+	names := map[string]string{"#tid": "tid", "#seq": "seq", "#count": "count", "#kinds": "kinds", "#rec": attrRecord, "#wid": attrWID}
+	values := map[string]av{":tid": str(st.TID), ":seq": num(int64(seq)), ":one": num(1), ":rec": str("latest"), ":wid": str(wid),
+		":kinds": &types.AttributeValueMemberSS{Value: []string{kindsPrefix + st.Kind}}}
 	cond := "attribute_not_exists(#pk)"
 	if head == nil {
 		names["#pk"] = PartitionKey
@@ -172,7 +195,7 @@ func (s *Store) latestTx(st stratus.Step, seq int, head item, wid string) types.
 	}
 	return types.TransactWriteItem{Update: &types.Update{
 		TableName: aws.String(s.table), Key: latestKey(st.RunID, st.Node),
-		UpdateExpression:                    aws.String("SET #tid = :tid, #seq = :seq, #rec = :rec, #wid = :wid ADD #count :one"),
+		UpdateExpression:                    aws.String("SET #tid = :tid, #seq = :seq, #rec = :rec, #wid = :wid ADD #count :one, #kinds :kinds"),
 		ConditionExpression:                 aws.String(cond),
 		ExpressionAttributeNames:            names,
 		ExpressionAttributeValues:           values,
@@ -469,7 +492,9 @@ func hasCode(codes []string, code string) bool {
 // q selects, in creation order (store.Store), reading O(nodes) items
 // however long the run: the run's latest# items (one Query, one item per
 // node), the last entry of its step list (one item), then each node's
-// latest step (one BatchGetItem) and, for a node whose latest step q does
+// latest step (one BatchGetItem) — not for a node whose steps' kinds
+// ("kinds" of its latest# item) q all skips, such as the supervisor's
+// turns — and, for a node whose latest step q does
 // not select, its steps before it by their "prev", one BatchGetItem per
 // step walked back, at most maxWalk of them. The steps picked are sorted
 // by their "seq" (creation order). When the latest# counts do not add up
@@ -505,10 +530,12 @@ func (s *Store) latestByNode(ctx context.Context, runID string, q store.LatestQu
 		return nil, false, err
 	}
 	counted := 0
-	keys := make([]item, len(heads))
-	for i, h := range heads {
+	var keys []item
+	for _, h := range heads {
 		counted += int(h.int("count"))
-		keys[i] = stepKey(h.str("tid"))
+		if !skipsAll(h, q) { // a node whose steps q all skips by kind (the supervisor's turns) has no step to walk
+			keys = append(keys, stepKey(h.str("tid")))
+		}
 	}
 	if seq, err := s.lastSeq(ctx, pkRun+runID, skRunStep); err != nil || seq != counted {
 		return nil, false, err
