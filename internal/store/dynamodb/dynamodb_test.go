@@ -935,4 +935,25 @@ func TestNodeSteps_StepsFromBeforeLatestItems(t *testing.T) {
 			t.Errorf("NodeSteps(%s, %d) = %v, %v; want %v", q.node, q.limit, tids, err, q.want)
 		}
 	}
+	// NodesSteps likewise: impl's walk ends at impl.3, and the older
+	// plan.1 must not come before impl.2.
+	for _, q := range []struct {
+		nodes []string
+		limit int
+		want  []string
+	}{
+		{[]string{"impl", "plan"}, 1, []string{"old.impl.3"}},
+		{[]string{"impl", "plan"}, 2, []string{"old.impl.3", "old.impl.2"}},
+		{[]string{"plan", "impl"}, 0, []string{"old.impl.3", "old.impl.2", "old.plan.1", "old.impl.1"}},
+		{[]string{"plan", "ship"}, 0, []string{"old.plan.1"}},
+	} {
+		got, err := s.NodesSteps(ctx, "old", q.nodes, q.limit)
+		var tids []string
+		for _, st := range got {
+			tids = append(tids, st.TID)
+		}
+		if err != nil || fmt.Sprint(tids) != fmt.Sprint(q.want) {
+			t.Errorf("NodesSteps(%v, %d) = %v, %v; want %v", q.nodes, q.limit, tids, err, q.want)
+		}
+	}
 }

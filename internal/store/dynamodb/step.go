@@ -657,9 +657,13 @@ func (s *Store) allKept(ctx context.Context, runID string) (bool, error) {
 // (last created first: by their "seq", the run's step list order), at
 // most limit (0: all; store.Store), reading one item more per node than
 // it returns however long the run: each node's latest# item and its
-// steps back by "prev" (NodeSteps), merged by seq. When the walks end
-// short of limit, or cannot answer, it checks the run's counts and reads
-// its steps as NodeSteps does. Errors: EINVALID for a negative limit.
+// steps back by "prev" (NodeSteps), merged by seq. When a node's walk
+// ends while more steps are wanted, it checks that the run's latest#
+// counts add up to its step list (allKept: a node may have steps from
+// before latest# items, older than its walk's end yet newer than other
+// nodes' steps), and when they do not — or a walk cannot answer — reads
+// the run's steps (ListSteps) and picks, as NodeSteps does. Errors:
+// EINVALID for a negative limit.
 func (s *Store) NodesSteps(ctx context.Context, runID string, nodes []string, limit int) ([]stratus.Step, error) {
 	if err := store.CheckLimit(limit); err != nil {
 		return nil, err
@@ -711,6 +715,19 @@ func (s *Store) nodesChains(ctx context.Context, runID string, nodes []string, l
 		}
 		chains = append(chains, c)
 	}
+	// kept: every step of the run was created with its node's latest# item
+	// kept, so a walk's end is its node's first step; read (allKept) when
+	// the first walk ends while more steps are wanted, since a step of a
+	// node from before latest# items could be newer than the other nodes'
+	// steps still to come.
+	checked := false
+	kept := func() (bool, error) {
+		if checked {
+			return true, nil
+		}
+		checked = true
+		return s.allKept(ctx, runID)
+	}
 	for limit == 0 || len(got) < limit {
 		var c *chain
 		for _, d := range chains {
@@ -719,7 +736,7 @@ func (s *Store) nodesChains(ctx context.Context, runID string, nodes []string, l
 			}
 		}
 		if c == nil {
-			all, err := s.allKept(ctx, runID) // each walk reached its node's first kept step
+			all, err := kept() // each walk reached its node's first kept step
 			return got, all, err
 		}
 		if c.taken++; c.taken > c.count {
@@ -733,6 +750,10 @@ func (s *Store) nodesChains(ctx context.Context, runID string, nodes []string, l
 				return nil, false, err
 			} else if c.next == nil || c.next.int("seq") == 0 {
 				return nil, false, nil
+			}
+		} else if limit == 0 || len(got) < limit {
+			if all, err := kept(); err != nil || !all {
+				return nil, false, err
 			}
 		}
 	}
