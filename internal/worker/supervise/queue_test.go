@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/launch"
+	"github.com/stratusflow/stratus/internal/store"
+	"github.com/stratusflow/stratus/internal/supervisor"
 	"github.com/stratusflow/stratus/internal/worker/core"
 	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
@@ -150,5 +153,32 @@ func TestObserve_ReadsOnlyTheNodesSteps(t *testing.T) {
 		if in["node"] != "supervisor.observe" || in["visit"] != float64(i+1) || !strings.Contains(p.Prompt, fmt.Sprintf("review#%d", i+1)) {
 			t.Errorf("turn %d: input node %v visit %v; want supervisor.observe, %d, observing review#%d", i+1, in["node"], in["visit"], i+1, i+1)
 		}
+	}
+}
+
+// degradationless is a store whose ListDegradations fails.
+type degradationless struct{ store.Store }
+
+func (degradationless) ListDegradations(_ context.Context, runID string) ([]stratus.Degradation, error) {
+	return nil, fmt.Errorf("ListDegradations(%q): this path reads the run's degradations", runID)
+}
+
+// Observing every step, the decision needs no degradation (only the
+// events mode's fallback trigger does), so a step's end reads none of the
+// run's (README.md § Performance).
+func TestObserve_AllModeReadsNoDegradations(t *testing.T) {
+	t.Parallel()
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.SupervisorFlow(""), Supervisor: true})
+	r.Env.Config.Supervisor.Observe.Mode = supervisor.ModeAll
+	if fs := r.Env.Flow.Supervisor; fs != nil && fs.Observe != nil {
+		fs.Observe.Mode = supervisor.ModeAll
+	}
+	q := &recordingQueue{}
+	r.Svc.Queue = q
+	r.Svc.Store = degradationless{r.Svc.Store}
+	r.Visit(t, "implementation", "did it")
+	r.Svc.Drain()
+	if n := len(q.messages()); n != 1 {
+		t.Errorf("%d observation messages queued for implementation#1; want 1", n)
 	}
 }

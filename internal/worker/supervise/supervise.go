@@ -594,7 +594,9 @@ func StepEnded(s *core.Service, e core.Event) {
 	if mode == supervisor.ModeNone {
 		return
 	}
-	end, err := stepEnd(ctx, s, env, step)
+	// Only the events mode's fallback trigger reads the run's degradations.
+	fallback := mode == supervisor.ModeEvents && slices.Contains(o.Triggers, supervisor.TriggerFallback)
+	end, err := stepEnd(ctx, s, env, step, fallback)
 	if err != nil {
 		return
 	}
@@ -657,8 +659,10 @@ func Observe(ctx context.Context, s *core.Service, m core.Message) error {
 	return nil
 }
 
-// stepEnd reads what the observe decision needs of a step that ended.
-func stepEnd(ctx context.Context, s *core.Service, env *core.RunEnv, step stratus.Step) (supervisor.StepEnd, error) {
+// stepEnd reads what the observe decision needs of a step that ended:
+// whether a degradation was recorded for it (StepEnd.Fallback) only when
+// fallback is true, since that reads the run's degradations.
+func stepEnd(ctx context.Context, s *core.Service, env *core.RunEnv, step stratus.Step, fallback bool) (supervisor.StepEnd, error) {
 	e := supervisor.StepEnd{Node: step.Node, Kind: step.Kind, Outcome: step.Verdict}
 	v, _ := core.DecodeStepValue(step.Value)
 	if e.Outcome == "" {
@@ -667,6 +671,9 @@ func stepEnd(ctx context.Context, s *core.Service, env *core.RunEnv, step stratu
 	e.Failed = step.Status == stratus.StepFailed || e.Outcome == "failed" || e.Outcome == "invalid"
 	if step.Kind == flow.KindEvaluator && e.Outcome == "accept" {
 		e.AcceptedOpen = v.Exhausted || gatingOpen(ctx, s, env, step)
+	}
+	if !fallback {
+		return e, nil
 	}
 	degs, err := s.Store.ListDegradations(ctx, step.RunID)
 	if err != nil {
