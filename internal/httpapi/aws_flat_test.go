@@ -26,7 +26,6 @@ import (
 	s3sink "github.com/stratusflow/stratus/internal/sink/s3"
 	"github.com/stratusflow/stratus/internal/store/dynamodb"
 	"github.com/stratusflow/stratus/internal/worker"
-	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
 
 // itemsRead counts the items DynamoDB reads return to the store — a
@@ -144,7 +143,7 @@ func setupStand(tb testing.TB) (*bundle, *itemsRead, stand) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	b := setupStore(tb, tb.TempDir(), workertest.ImplementationFlow(tb), func(r *stratus.Run) { r.MaxCostUSD = 1e6 }, st, sk)
+	b := setupStore(tb, tb.TempDir(), hitlFlow(tb), func(r *stratus.Run) { r.MaxCostUSD = 1e6 }, st, sk)
 	return b, c, stand{ddb, dynamodb.TableName(name + "-")}
 }
 
@@ -187,9 +186,9 @@ func (b *bundle) growTo(tb testing.TB, n int) {
 	nodes := []string{"planning", "implementation", "review", "fixing"}
 	for i := 1; i < n; i++ {
 		node := nodes[(i-1)%len(nodes)]
-		step, _, err := st.CreateNextStep(ctx, b.run.ID, node, fmt.Sprintf("grow-%d", i), func(v int) (stratus.Step, error) {
+		step, _, err := st.CreateNextStep(ctx, b.run.ID, node, fmt.Sprintf("grow-%s-%d", b.run.ID, i), func(v int) (stratus.Step, error) {
 			return stratus.Step{TID: fmt.Sprintf("%s.%s.%d", b.run.ID, node, v), RunID: b.run.ID, Node: node, Kind: "agent",
-				Visit: v, StepRef: fmt.Sprintf("%s#%d", node, v), DedupKey: fmt.Sprintf("grow-%d", i), Status: stratus.StepRunning, CreatedAt: time.Now().UTC()}, nil
+				Visit: v, StepRef: fmt.Sprintf("%s#%d", node, v), DedupKey: fmt.Sprintf("grow-%s-%d", b.run.ID, i), Status: stratus.StepRunning, CreatedAt: time.Now().UTC()}, nil
 		})
 		if err != nil {
 			tb.Fatalf("step %d: %v", i, err)

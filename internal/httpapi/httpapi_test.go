@@ -114,7 +114,7 @@ func setupStore(tb testing.TB, dir string, files map[string]string, edit func(*s
 // worker's wh- handle and the dispatch task id.
 func (b *bundle) dispatchSpec(tb testing.TB, node, token string) launch.Spec {
 	tb.Helper()
-	if err := b.svc.Dispatch(context.Background(), worker.Message{RunID: "r1", Node: node, Kind: "agent", TaskToken: token}); err != nil {
+	if err := b.svc.Dispatch(context.Background(), worker.Message{RunID: b.run.ID, Node: node, Kind: "agent", TaskToken: token}); err != nil {
 		tb.Fatal(err)
 	}
 	n, last := b.launch.Last()
@@ -136,7 +136,7 @@ func (b *bundle) dispatch(tb testing.TB, node, token string) string {
 func (b *bundle) dispatchFresh(tb testing.TB) launch.Spec {
 	tb.Helper()
 	b.fresh++
-	spec := b.dispatchSpec(tb, "planning", fmt.Sprintf("tok-%d", b.fresh))
+	spec := b.dispatchSpec(tb, "planning", fmt.Sprintf("tok-%s-%d", b.run.ID, b.fresh))
 	if n, _ := b.launch.Last(); n != b.fresh {
 		tb.Fatalf("dispatch %d launched %d workers in all", b.fresh, n)
 	}

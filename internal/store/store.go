@@ -111,6 +111,12 @@ type Store interface {
 	// only after its visit ends), so these say whether a run waits
 	// (lifecycle.Waiting). None (and no error) for an unknown run.
 	NodeLatest(ctx context.Context, runID string) ([]stratus.Step, error)
+	// NodesSteps is NodeSteps over several nodes: the steps of any of
+	// nodes in run runID, newest (last created) first across them, at
+	// most limit (0: all) — how a node's visits and another's interleave,
+	// without reading the run's other steps (README.md § Performance).
+	// None for no nodes; EINVALID for a negative limit.
+	NodesSteps(ctx context.Context, runID string, nodes []string, limit int) ([]stratus.Step, error)
 	// CountVisits returns how many steps of node the run already has: the
 	// highest Visit among them (a node's steps are its visits 1 to n,
 	// CreateNextStep), which a store keeps where one read finds it,
@@ -301,7 +307,8 @@ func CheckNumbered(st stratus.Step, runID, node, dedupKey string, visit int) err
 	return nil
 }
 
-// CheckLimit checks the limit of a NodeSteps call: EINVALID below 0.
+// CheckLimit checks the limit of a NodeSteps or NodesSteps call:
+// EINVALID below 0.
 func CheckLimit(limit int) error {
 	if limit < 0 {
 		return stratus.FieldErrorf(stratus.EINVALID, "limit", "limit %d is negative; valid: 0 (all) or more", limit)
@@ -367,6 +374,39 @@ func NewestWhere(ctx context.Context, s Store, runID, node string, few int, ok f
 		}
 		if limit == 0 || len(steps) < limit {
 			return stratus.Step{}, false, nil
+		}
+	}
+}
+
+// Before returns steps of nodes in run runID newest first: step tid and
+// those created before it (every step of nodes when tid is none of
+// theirs), up to and including the first step other than tid that stop
+// accepts (all of them when it accepts none). It reads the newest few
+// (few > 0) first (NodesSteps), and all the nodes' steps only when those
+// do not reach tid and a stop: a caller whose stop is typically among the
+// last few steps reads those, however long the run. Errors are
+// NodesSteps'.
+func Before(ctx context.Context, s Store, runID string, nodes []string, tid string, few int, stop func(stratus.Step) bool) ([]stratus.Step, error) {
+	for limit := few; ; limit = 0 {
+		steps, err := s.NodesSteps(ctx, runID, nodes, limit)
+		if err != nil {
+			return nil, err
+		}
+		whole := limit == 0 || len(steps) < limit
+		i := slices.IndexFunc(steps, func(st stratus.Step) bool { return st.TID == tid })
+		if i < 0 {
+			if !whole {
+				continue // tid may be older than these
+			}
+			i = 0
+		}
+		for j := i; j < len(steps); j++ {
+			if steps[j].TID != tid && stop(steps[j]) {
+				return steps[i : j+1], nil
+			}
+		}
+		if whole {
+			return steps[i:], nil
 		}
 	}
 }

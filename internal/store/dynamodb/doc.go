@@ -18,7 +18,7 @@
 //	run#<run id>       run                                 the Run ("visit_counts": true when created with visit counts; "spend_kept": true and the sums "spend_cost_usd", "spend_tokens", "spend_unpriced" when created with spend totals)
 //	run#<run id>       step#<seq>                          the run's step list: tid and node of each step, seq = creation order
 //	run#<run id>       visits#<node>                       the node's visit count: its highest visit "n" and that step's "tid"
-//	run#<run id>       latest#<node>                       the node's last created step: its "tid" and "seq", and the node's step "count"
+//	run#<run id>       latest#<node>                       the node's last created step: its "tid" and "seq", the node's step "count" and its steps' "kinds"
 //	run#<run id>       degradation#<seq>                   the run's degradations in append order
 //	task#<tid>         step                                the Step, with its "seq" and the tid of its node's step before it ("prev")
 //	task#<tid>         attempt#<n>                         each Attempt

@@ -736,8 +736,9 @@ func (f *fixture) counted(t *testing.T) (*Store, *itemCounter) {
 }
 
 // LatestSteps reads per node, not per step (README.md § Performance): at
-// step 200 of a run of four nodes it reads no more items than at step 5
-// but a few, where ListSteps reads every step. Its answer is store.Latest
+// step 200 of a run of five nodes — one of them with steps of a kind the
+// query skips, as the supervisor's turns — it reads no more items than at
+// step 5 but a few, where ListSteps reads every step. Its answer is store.Latest
 // over ListSteps.
 func TestLatestSteps_ItemsReadFlat(t *testing.T) {
 	t.Parallel()
@@ -748,14 +749,18 @@ func TestLatestSteps_ItemsReadFlat(t *testing.T) {
 	if err := s.CreateRun(ctx, stratus.Run{ID: runID, Status: stratus.RunRunning}); err != nil {
 		t.Fatal(err)
 	}
-	nodes := []string{"plan", "impl", "review", "fix"}
+	nodes := []string{"plan", "impl", "review", "fix", "_supervisor"} // the last's steps are of a kind the query skips
 	read := map[int]int64{}
 	listed := map[int]int64{}
 	for n := 1; n <= 200; n++ {
 		node := nodes[(n-1)%len(nodes)]
+		kind := "agent"
+		if node == "_supervisor" {
+			kind = "supervisor"
+		}
 		st, _, err := s.CreateNextStep(ctx, runID, node, "", func(v int) (stratus.Step, error) {
 			return stratus.Step{TID: fmt.Sprintf("%s.%s.%d", runID, node, v), RunID: runID, Node: node, Visit: v,
-				Kind: "agent", Status: stratus.StepRunning}, nil
+				Kind: kind, Status: stratus.StepRunning}, nil
 		})
 		if err != nil {
 			t.Fatalf("step %d: %v", n, err)
@@ -770,7 +775,7 @@ func TestLatestSteps_ItemsReadFlat(t *testing.T) {
 			}
 			continue
 		}
-		q := store.LatestQuery{Status: stratus.StepCompleted, ExceptTID: st.TID, SkipVerdicts: []string{"skipped"}}
+		q := store.LatestQuery{Status: stratus.StepCompleted, ExceptTID: st.TID, SkipVerdicts: []string{"skipped"}, SkipKinds: []string{"supervisor"}}
 		c.n.Store(0)
 		got, err := s.LatestSteps(ctx, runID, q)
 		if err != nil {
@@ -928,6 +933,27 @@ func TestNodeSteps_StepsFromBeforeLatestItems(t *testing.T) {
 		}
 		if err != nil || fmt.Sprint(tids) != fmt.Sprint(q.want) {
 			t.Errorf("NodeSteps(%s, %d) = %v, %v; want %v", q.node, q.limit, tids, err, q.want)
+		}
+	}
+	// NodesSteps likewise: impl's walk ends at impl.3, and the older
+	// plan.1 must not come before impl.2.
+	for _, q := range []struct {
+		nodes []string
+		limit int
+		want  []string
+	}{
+		{[]string{"impl", "plan"}, 1, []string{"old.impl.3"}},
+		{[]string{"impl", "plan"}, 2, []string{"old.impl.3", "old.impl.2"}},
+		{[]string{"plan", "impl"}, 0, []string{"old.impl.3", "old.impl.2", "old.plan.1", "old.impl.1"}},
+		{[]string{"plan", "ship"}, 0, []string{"old.plan.1"}},
+	} {
+		got, err := s.NodesSteps(ctx, "old", q.nodes, q.limit)
+		var tids []string
+		for _, st := range got {
+			tids = append(tids, st.TID)
+		}
+		if err != nil || fmt.Sprint(tids) != fmt.Sprint(q.want) {
+			t.Errorf("NodesSteps(%v, %d) = %v, %v; want %v", q.nodes, q.limit, tids, err, q.want)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -158,12 +159,13 @@ func visitsKey(runID, node string) item { return key(pkRun+runID, skVisits+node)
 func latestKey(runID, node string) item { return key(pkRun+runID, skLatest+node) }
 
 // latestTx makes st (entry seq of the run's step list) the latest step of
-// its node and counts it, on condition that the latest is still head (as
+// its node, counts it and adds its kind to the node's "kinds", on condition that the latest is still head (as
 // read; absent when head is nil), so the prev st names is the step created
 // just before it.
 func (s *Store) latestTx(st stratus.Step, seq int, head item, wid string) types.TransactWriteItem {
-	names := map[string]string{"#tid": "tid", "#seq": "seq", "#count": "count", "#rec": attrRecord, "#wid": attrWID}
-	values := map[string]av{":tid": str(st.TID), ":seq": num(int64(seq)), ":one": num(1), ":rec": str("latest"), ":wid": str(wid)}
+	names := map[string]string{"#tid": "tid", "#seq": "seq", "#count": "count", "#kinds": "kinds", "#rec": attrRecord, "#wid": attrWID}
+	values := map[string]av{":tid": str(st.TID), ":seq": num(int64(seq)), ":one": num(1), ":rec": str("latest"), ":wid": str(wid),
+		":kinds": &types.AttributeValueMemberSS{Value: []string{kindsPrefix + st.Kind}}}
 	cond := "attribute_not_exists(#pk)"
 	if head == nil {
 		names["#pk"] = PartitionKey
@@ -172,7 +174,7 @@ func (s *Store) latestTx(st stratus.Step, seq int, head item, wid string) types.
 	}
 	return types.TransactWriteItem{Update: &types.Update{
 		TableName: aws.String(s.table), Key: latestKey(st.RunID, st.Node),
-		UpdateExpression:                    aws.String("SET #tid = :tid, #seq = :seq, #rec = :rec, #wid = :wid ADD #count :one"),
+		UpdateExpression:                    aws.String("SET #tid = :tid, #seq = :seq, #rec = :rec, #wid = :wid ADD #count :one, #kinds :kinds"),
 		ConditionExpression:                 aws.String(cond),
 		ExpressionAttributeNames:            names,
 		ExpressionAttributeValues:           values,
@@ -453,7 +455,9 @@ func hasCode(codes []string, code string) bool {
 // q selects, in creation order (store.Store), reading O(nodes) items
 // however long the run: the run's latest# items (one Query, one item per
 // node), the last entry of its step list (one item), then each node's
-// latest step (one BatchGetItem) and, for a node whose latest step q does
+// latest step (one BatchGetItem) — not for a node whose steps' kinds
+// ("kinds" of its latest# item) q all skips, such as the supervisor's
+// turns — and, for a node whose latest step q does
 // not select, its steps before it by their "prev", one BatchGetItem per
 // step walked back, at most maxWalk of them. The steps picked are sorted
 // by their "seq" (creation order). When the latest# counts do not add up
@@ -489,10 +493,12 @@ func (s *Store) latestByNode(ctx context.Context, runID string, q store.LatestQu
 		return nil, false, err
 	}
 	counted := 0
-	keys := make([]item, len(heads))
-	for i, h := range heads {
+	var keys []item
+	for _, h := range heads {
 		counted += int(h.int("count"))
-		keys[i] = stepKey(h.str("tid"))
+		if !skipsAll(h, q) { // a node whose steps q all skips by kind (the supervisor's turns) has no step to walk
+			keys = append(keys, stepKey(h.str("tid")))
+		}
 	}
 	if seq, err := s.lastSeq(ctx, pkRun+runID, skRunStep); err != nil || seq != counted {
 		return nil, false, err
@@ -725,6 +731,134 @@ func (s *Store) heads(ctx context.Context, runID string) (got []stratus.Step, ok
 	got = make([]stratus.Step, len(picks))
 	for i, p := range picks {
 		got[i] = p.st
+	}
+	return got, true, nil
+}
+
+// kindsPrefix starts each member of a latest# item's "kinds" (a string
+// set, which holds no empty string; a step's kind may be empty).
+const kindsPrefix = "k:"
+
+// skipsAll reports whether q skips every kind a latest# item h says its
+// node's steps have ("kinds"): none of them is selected, so LatestSteps
+// need not read them. False for an item without kinds (kept before it
+// recorded them).
+func skipsAll(h item, q store.LatestQuery) bool {
+	ss, ok := h["kinds"].(*types.AttributeValueMemberSS)
+	if !ok || len(ss.Value) == 0 {
+		return false
+	}
+	for _, k := range ss.Value {
+		if !slices.Contains(q.SkipKinds, strings.TrimPrefix(k, kindsPrefix)) {
+			return false
+		}
+	}
+	return true
+}
+
+// NodesSteps returns the steps of any of nodes in run runID newest first
+// (last created first: by their "seq", the run's step list order), at
+// most limit (0: all; store.Store), reading one item more per node than
+// it returns however long the run: each node's latest# item and its
+// steps back by "prev" (NodeSteps), merged by seq. When a node's walk
+// ends while more steps are wanted, it checks that the run's latest#
+// counts add up to its step list (allKept: a node may have steps from
+// before latest# items, older than its walk's end yet newer than other
+// nodes' steps), and when they do not — or a walk cannot answer — reads
+// the run's steps (ListSteps) and picks, as NodeSteps does. Errors:
+// EINVALID for a negative limit.
+func (s *Store) NodesSteps(ctx context.Context, runID string, nodes []string, limit int) ([]stratus.Step, error) {
+	if err := store.CheckLimit(limit); err != nil {
+		return nil, err
+	}
+	if len(nodes) == 0 {
+		return nil, nil
+	}
+	what := fmt.Sprintf("steps of nodes %q in run %q", nodes, runID)
+	got, ok, err := s.nodesChains(ctx, runID, nodes, limit)
+	if err != nil {
+		return nil, wrap(what, err)
+	} else if ok {
+		return got, nil
+	}
+	steps, err := s.ListSteps(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	got = nil
+	for i := len(steps) - 1; i >= 0 && (limit == 0 || len(got) < limit); i-- {
+		if slices.Contains(nodes, steps[i].Node) {
+			got = append(got, steps[i])
+		}
+	}
+	return got, nil
+}
+
+// nodesChains is NodesSteps from the nodes' latest# items and their steps'
+// "prev"; ok=false when they cannot answer (NodesSteps).
+func (s *Store) nodesChains(ctx context.Context, runID string, nodes []string, limit int) (got []stratus.Step, ok bool, err error) {
+	type chain struct {
+		next  item  // the chain's newest step not taken yet; nil: none
+		count int64 // steps the latest# item counts
+		taken int64
+	}
+	var chains []*chain
+	for _, node := range slices.Compact(slices.Sorted(slices.Values(nodes))) {
+		head, err := s.get(ctx, latestKey(runID, node))
+		if err != nil {
+			return nil, false, err
+		}
+		c := &chain{count: head.int("count")}
+		if tid := head.str("tid"); tid != "" {
+			if c.next, err = s.get(ctx, stepKey(tid)); err != nil {
+				return nil, false, err
+			} else if c.next == nil || c.next.int("seq") == 0 {
+				return nil, false, nil
+			}
+		}
+		chains = append(chains, c)
+	}
+	// kept: every step of the run was created with its node's latest# item
+	// kept, so a walk's end is its node's first step; read (allKept) when
+	// the first walk ends while more steps are wanted, since a step of a
+	// node from before latest# items could be newer than the other nodes'
+	// steps still to come.
+	checked := false
+	kept := func() (bool, error) {
+		if checked {
+			return true, nil
+		}
+		checked = true
+		return s.allKept(ctx, runID)
+	}
+	for limit == 0 || len(got) < limit {
+		var c *chain
+		for _, d := range chains {
+			if d.next != nil && (c == nil || d.next.int("seq") > c.next.int("seq")) {
+				c = d
+			}
+		}
+		if c == nil {
+			all, err := kept() // each walk reached its node's first kept step
+			return got, all, err
+		}
+		if c.taken++; c.taken > c.count {
+			return nil, false, nil // a chain longer than its count: not as written
+		}
+		got = append(got, decodeStep(c.next))
+		prev := c.next.str("prev")
+		c.next = nil
+		if prev != "" {
+			if c.next, err = s.get(ctx, stepKey(prev)); err != nil {
+				return nil, false, err
+			} else if c.next == nil || c.next.int("seq") == 0 {
+				return nil, false, nil
+			}
+		} else if limit == 0 || len(got) < limit {
+			if all, err := kept(); err != nil || !all {
+				return nil, false, err
+			}
+		}
 	}
 	return got, true, nil
 }

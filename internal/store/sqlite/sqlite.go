@@ -244,3 +244,49 @@ func retryBusy(f func() error) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// PagesRead returns how many database pages the store's connections have
+// read since each opened: SQLite's page-cache hits and misses
+// (sqlite3_db_status, SQLITE_DBSTATUS_CACHE_HIT and _MISS) summed over
+// the writer and every reader. A request's pages read are the SQLite
+// counterpart of the items a DynamoDB request reads (README.md §
+// Performance): a seek reads a B-tree's depth of pages, a read of a whole
+// run's rows a page per few rows. It takes every connection of each pool
+// in turn, so it waits for statements running on them. Errors: the
+// driver's, or ctx's.
+func (s *Store) PagesRead(ctx context.Context) (int64, error) {
+	var n int64
+	for _, db := range []*sql.DB{s.w, s.r} {
+		conns := make([]*sql.Conn, 0, db.Stats().MaxOpenConnections)
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for range cap(conns) { // all of the pool's, each once
+			c, err := db.Conn(ctx)
+			if err != nil {
+				return 0, fmt.Errorf("pages read of sqlite store %s: %w", s.path, err)
+			}
+			conns = append(conns, c)
+			err = c.Raw(func(dc any) error {
+				st, ok := dc.(msqlite.DBStatus)
+				if !ok {
+					return fmt.Errorf("the sqlite driver's connection %T has no status", dc)
+				}
+				for _, op := range []msqlite.DBStatusOp{msqlite.DBStatusCacheHit, msqlite.DBStatusCacheMiss} {
+					cur, _, err := st.Status(op, false)
+					if err != nil {
+						return err
+					}
+					n += int64(cur)
+				}
+				return nil
+			})
+			if err != nil {
+				return 0, fmt.Errorf("pages read of sqlite store %s: %w", s.path, err)
+			}
+		}
+	}
+	return n, nil
+}

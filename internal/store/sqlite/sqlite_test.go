@@ -386,3 +386,37 @@ func TestReaders_ADoneContextIsRefused(t *testing.T) {
 		t.Errorf("ListSteps with a cancelled context: %v; want context.Canceled", err)
 	}
 }
+
+// NodesSteps and the visit count (CountVisits, CreateNextStep) read their
+// nodes' entries of steps_run_node_visit, not the run's (steps_run), which
+// the planner may pick without statistics (README.md § Performance).
+func TestNodesStepsAndLastVisit_SeekTheNodesIndexEntries(t *testing.T) {
+	t.Parallel()
+	s := openT(t, filepath.Join(t.TempDir(), "stratus.db"))
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{nodesStepsSQL(1), []any{"run-1", "a", 3}},
+		{nodesStepsSQL(3), []any{"run-1", "a", "b", "c", -1}},
+		{lastVisitSQL, []any{"run-1", "a"}},
+	} {
+		rows, err := s.r.Query("EXPLAIN QUERY PLAN "+q.sql, q.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		if got := strings.Join(plan, "; "); !strings.Contains(got, "INDEX steps_run_node_visit (run_id=? AND node=?)") || strings.Contains(got, "INDEX steps_run (") || strings.Contains(got, "SCAN steps") {
+			t.Errorf("plan of %s: %s; want a search of steps_run_node_visit by run_id and node", q.sql, got)
+		}
+	}
+}

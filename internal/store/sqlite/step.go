@@ -330,3 +330,31 @@ func (s *Store) NodeLatest(ctx context.Context, runID string) ([]stratus.Step, e
 ) ORDER BY seq`
 	return s.querySteps(ctx, fmt.Sprintf("latest step of each node of run %q", runID), query, runID)
 }
+
+// NodesSteps returns the steps of any of nodes in run runID newest first
+// (by seq), at most limit (0: all; store.Store): NodeSteps' seek of
+// steps_run_node_visit, once per node.
+func (s *Store) NodesSteps(ctx context.Context, runID string, nodes []string, limit int) ([]stratus.Step, error) {
+	if err := store.CheckLimit(limit); err != nil {
+		return nil, err
+	}
+	if len(nodes) == 0 {
+		return nil, nil
+	}
+	if limit == 0 {
+		limit = -1 // SQLite: no limit
+	}
+	args := []any{runID}
+	for _, n := range nodes {
+		args = append(args, n)
+	}
+	args = append(args, limit)
+	return s.querySteps(ctx, fmt.Sprintf("steps of nodes %q in run %q", nodes, runID), nodesStepsSQL(len(nodes)), args...)
+}
+
+// nodesStepsSQL selects NodesSteps' steps of n nodes: run_id, the n
+// nodes, limit (-1: all).
+func nodesStepsSQL(n int) string {
+	return "SELECT " + stepColumns + " FROM steps WHERE seq IN (SELECT seq FROM steps INDEXED BY steps_run_node_visit WHERE run_id = ? AND node IN (?" +
+		strings.Repeat(", ?", n-1) + ") ORDER BY seq DESC LIMIT ?) ORDER BY seq DESC"
+}

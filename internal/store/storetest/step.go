@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -402,6 +403,49 @@ func (su *suite) testSteps(t *testing.T) {
 			if err != nil || fmt.Sprint(tids) != fmt.Sprint(want) {
 				t.Errorf("NodeSteps(%s) = %v, %v; want %v (ListSteps' steps of the node, reversed)", node, tids, err, want)
 			}
+		}
+	})
+
+	t.Run("NodesSteps_MatchesListSteps", func(t *testing.T) {
+		t.Parallel()
+		b := su.setup(t)
+		r := b.createRun(t)
+		other := b.createRun(t)
+		nodes := []string{"a", "b", "c", "d"}
+		visits := map[string]int{}
+		for i := range 17 {
+			n := nodes[(i*i+i/3)%4]
+			visits[n]++
+			b.createStep(t, b.step(r.ID, n, visits[n]))
+		}
+		b.createStep(t, b.step(other.ID, "a", 9))
+		all, err := b.s.ListSteps(b.ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range [][]string{{"a"}, {"a", "c"}, {"d", "b", "a"}, {"a", "a"}, {"b", "zz"}, {"zz"}, nil} {
+			for _, limit := range []int{0, 1, 2, 5, 30} {
+				var want []string
+				for i := len(all) - 1; i >= 0 && (limit == 0 || len(want) < limit); i-- {
+					if slices.Contains(q, all[i].Node) {
+						want = append(want, all[i].TID)
+					}
+				}
+				got, err := b.s.NodesSteps(b.ctx, r.ID, q, limit)
+				var tids []string
+				for _, st := range got {
+					tids = append(tids, st.TID)
+				}
+				if err != nil || fmt.Sprint(tids) != fmt.Sprint(want) {
+					t.Errorf("NodesSteps(%v, limit %d) = %v, %v; want %v (ListSteps' steps of the nodes, newest first)", q, limit, tids, err, want)
+				}
+			}
+		}
+		if got, err := b.s.NodesSteps(b.ctx, "no-such-run", []string{"a"}, 0); err != nil || len(got) != 0 {
+			t.Errorf("NodesSteps(no-such-run) = %d steps, %v; want none", len(got), err)
+		}
+		if _, err := b.s.NodesSteps(b.ctx, r.ID, []string{"a"}, -1); stratus.ErrorCode(err) != stratus.EINVALID || !strings.Contains(err.Error(), "limit") {
+			t.Errorf("NodesSteps(limit -1) = %v; want EINVALID naming the limit", err)
 		}
 	})
 

@@ -10,6 +10,7 @@ import (
 	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/compiler"
 	"github.com/stratusflow/stratus/internal/flow"
+	"github.com/stratusflow/stratus/internal/store"
 )
 
 // Human-in-the-loop (worc reference.md § hitl node and § agent node: hitl;
@@ -154,19 +155,23 @@ func OneLine(s string, n int) string {
 // denied: <reason>" section per hitl round since the agent last completed
 // without asking, oldest first; "" when there is none. step is the
 // agent's step being rendered. The prompt renderer appends it to the
-// rendered role file.
+// rendered role file. It reads the agent's and its hitl node's steps back
+// from step to that completion (store.Before), not the run's (README.md §
+// Performance).
 func (s *Service) HumanReplySection(ctx context.Context, runID string, step stratus.Step) (string, error) {
-	steps, err := s.Store.ListSteps(ctx, runID)
+	reset := func(st stratus.Step) bool { // the agent completed without asking
+		return st.Node == step.Node && st.Status == stratus.StepCompleted && st.Verdict != compiler.OutcomeHumanInput
+	}
+	steps, err := store.Before(ctx, s.Store, runID, []string{step.Node, step.Node + compiler.HITLSuffix}, step.TID, 8, reset)
 	if err != nil {
 		return "", err
 	}
 	var rounds []HITLValue
-	for _, st := range steps {
-		if st.TID == step.TID {
-			break
-		}
+	for i := len(steps) - 1; i >= 0; i-- { // oldest first
+		st := steps[i]
 		switch {
-		case st.Node == step.Node && st.Status == stratus.StepCompleted && st.Verdict != compiler.OutcomeHumanInput:
+		case st.TID == step.TID:
+		case reset(st):
 			rounds = nil
 		case st.Node == step.Node+compiler.HITLSuffix && st.Status == stratus.StepCompleted &&
 			(st.Verdict == compiler.OutcomeAnswered || st.Verdict == compiler.OutcomeDeny):

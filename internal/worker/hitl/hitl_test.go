@@ -381,3 +381,38 @@ func TestAgentHITL_RequestReadsOnlyTheNodesSteps(t *testing.T) {
 		t.Errorf("draft.hitl#1: status %s, request %q; want waiting, the agent's question", got[0].Status, v.Request)
 	}
 }
+
+// The re-run agent's prompt reads its rounds from the agent's and its
+// hitl node's steps (store.Before), without reading the run's whole step
+// list (README.md § Performance): two rounds answered, both in the prompt,
+// oldest first, with other nodes' steps between.
+func TestHumanReplySection_ReadsOnlyTheAgentsSteps(t *testing.T) {
+	t.Parallel()
+	h := newHITLRig(t, "")
+	h.Visit(t, "plain", "done")
+	h.Visit(t, "draft", "done") // completed without asking: no round before it counts
+	for i, q := range []string{"Which database?", "Which version?"} {
+		if i == 0 {
+			h.Visit(t, "draft", `{"human_input": {"kind": "question", "text": "`+q+`"}}`)
+		} else {
+			h.Submit(t, `{"human_input": {"kind": "question", "text": "`+q+`"}}`)
+		}
+		h.waitFor(t, "draft")
+		if _, err := hitl.Invoke(context.Background(), h.Svc.Service, "r1", "draft", core.Reply{Decision: core.DecisionAnswer, Text: fmt.Sprintf("answer %d", i+1)}); err != nil {
+			t.Fatal(err)
+		}
+		h.Visit(t, "plain", "done")
+		if i == 0 {
+			h.Dispatch(t, "draft")
+		}
+	}
+	h.Svc.Store = workertest.ListlessStore{Store: h.Svc.Store}
+	if err := h.Svc.Dispatch(context.Background(), core.Message{RunID: "r1", Node: "draft", Kind: "agent", TaskToken: "tok-listless"}); err != nil {
+		t.Fatal(err)
+	}
+	p := h.LastPrompt(t)
+	first, second := strings.Index(p, "answer 1"), strings.Index(p, "answer 2")
+	if strings.Count(p, "## Human answer") != 2 || first < 0 || second < first {
+		t.Errorf("re-run prompt: want two answered rounds, oldest first:\n%s", p)
+	}
+}

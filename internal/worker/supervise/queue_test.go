@@ -3,12 +3,16 @@ package supervise_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stratusflow/stratus"
 	"github.com/stratusflow/stratus/internal/launch"
+	"github.com/stratusflow/stratus/internal/store"
+	"github.com/stratusflow/stratus/internal/supervisor"
 	"github.com/stratusflow/stratus/internal/worker/core"
 	"github.com/stratusflow/stratus/internal/worker/workertest"
 )
@@ -105,4 +109,76 @@ func TestObserve_GoesThroughTheQueueNotTheRequest(t *testing.T) {
 func submitAfterDispatch(t *testing.T, r *workertest.Rig, node, body string) (*core.StepValue, error) {
 	r.Dispatch(t, node)
 	return r.Submit(t, body)
+}
+
+// An observation message finds its step among the step's node's steps,
+// and a turn's job ordinal follows the job's latest turn (store.Store
+// NodeSteps), without reading the run's whole step list (README.md §
+// Performance): two reworks, two observe turns, the second observe#2.
+func TestObserve_ReadsOnlyTheNodesSteps(t *testing.T) {
+	t.Parallel()
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.SupervisorFlow(""), Supervisor: true})
+	q := &recordingQueue{}
+	r.Svc.Queue = q
+	for range 2 {
+		r.Visit(t, "implementation", "did it")
+		r.Visit(t, "review", workertest.FindingsOneHigh)
+	}
+	r.Svc.Drain()
+	msgs := q.messages()
+	if len(msgs) != 2 {
+		t.Fatalf("%d messages queued; want the observations of review#1 and review#2", len(msgs))
+	}
+	r.Svc.Store = workertest.ListlessStore{Store: r.Svc.Store}
+	for _, raw := range msgs {
+		var m core.Message
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Svc.Dispatch(context.Background(), m); err != nil {
+			t.Fatalf("Dispatch(%s): %v", raw, err)
+		}
+	}
+	sups := supervisorLaunches(r)
+	if len(sups) != 2 {
+		t.Fatalf("%d observation turns launched; want 2", len(sups))
+	}
+	for i, sp := range sups {
+		p, err := r.Svc.FetchPrompt(context.Background(), "Bearer "+sp.Handle, sp.TaskID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var in map[string]any
+		json.Unmarshal(p.Engine.Input, &in)
+		if in["node"] != "supervisor.observe" || in["visit"] != float64(i+1) || !strings.Contains(p.Prompt, fmt.Sprintf("review#%d", i+1)) {
+			t.Errorf("turn %d: input node %v visit %v; want supervisor.observe, %d, observing review#%d", i+1, in["node"], in["visit"], i+1, i+1)
+		}
+	}
+}
+
+// degradationless is a store whose ListDegradations fails.
+type degradationless struct{ store.Store }
+
+func (degradationless) ListDegradations(_ context.Context, runID string) ([]stratus.Degradation, error) {
+	return nil, fmt.Errorf("ListDegradations(%q): this path reads the run's degradations", runID)
+}
+
+// Observing every step, the decision needs no degradation (only the
+// events mode's fallback trigger does), so a step's end reads none of the
+// run's (README.md § Performance).
+func TestObserve_AllModeReadsNoDegradations(t *testing.T) {
+	t.Parallel()
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.SupervisorFlow(""), Supervisor: true})
+	r.Env.Config.Supervisor.Observe.Mode = supervisor.ModeAll
+	if fs := r.Env.Flow.Supervisor; fs != nil && fs.Observe != nil {
+		fs.Observe.Mode = supervisor.ModeAll
+	}
+	q := &recordingQueue{}
+	r.Svc.Queue = q
+	r.Svc.Store = degradationless{r.Svc.Store}
+	r.Visit(t, "implementation", "did it")
+	r.Svc.Drain()
+	if n := len(q.messages()); n != 1 {
+		t.Errorf("%d observation messages queued for implementation#1; want 1", n)
+	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/stratusflow/stratus/internal/lifecycle"
 	"github.com/stratusflow/stratus/internal/prompt"
 	"github.com/stratusflow/stratus/internal/report"
+	"github.com/stratusflow/stratus/internal/store"
 	"github.com/stratusflow/stratus/internal/supervisor"
 	"github.com/stratusflow/stratus/internal/worker/attempt"
 	"github.com/stratusflow/stratus/internal/worker/core"
@@ -172,25 +173,23 @@ func supervisorResolved(cfg *config.Config, job string) (stratus.Resolved, confi
 // exists for it. The store numbers the turn (store.Store.CreateNextStep:
 // the run's turns are visits 1, 2, … of SupervisorNode), so dispatch
 // instances creating turns of one run at once each get a number of their
-// own; the job's ordinal among the turns before it is counted from the
-// run's steps, all of which exist when the number is given.
+// own; the job's ordinal is one more than that of the job's latest turn
+// before it, all of which exist when the number is given — found among
+// the newest turns (store.NewestWhere), not the run's steps (README.md §
+// Performance).
 func createSupervisorStep(ctx context.Context, s *core.Service, run stratus.Run, job string, of stratus.Step, token string) (stratus.Step, bool, error) {
 	sum := sha256.Sum256([]byte("supervisor\x00" + job + "\x00" + of.TID))
 	dedup := hex.EncodeToString(sum[:])
-	var turns []stratus.Step // the run's turns read so far
 	return s.Store.CreateNextStep(ctx, run.ID, core.SupervisorNode, dedup, func(n int) (stratus.Step, error) {
-		if len(turns) < n-1 { // turns created since the last read
-			steps, err := s.Store.ListSteps(ctx, run.ID)
-			if err != nil {
-				return stratus.Step{}, err
-			}
-			turns = slices.DeleteFunc(steps, func(st stratus.Step) bool { return st.Node != core.SupervisorNode })
+		prev, found, err := store.NewestWhere(ctx, s.Store, run.ID, core.SupervisorNode, 4, func(st stratus.Step) bool {
+			return st.Visit < n && core.SupervisorValue(st).Job == job
+		})
+		if err != nil {
+			return stratus.Step{}, err
 		}
 		jobVisit := 1
-		for _, st := range turns {
-			if st.Visit < n && core.SupervisorValue(st).Job == job {
-				jobVisit++
-			}
+		if found {
+			jobVisit = core.SupervisorValue(prev).JobVisit + 1
 		}
 		ref := fmt.Sprintf("supervisor#%d", n)
 		v, _ := json.Marshal(report.SupervisorValue{StepRef: ref, Node: core.SupervisorNode, Job: job, JobVisit: jobVisit, For: of.TID, ForRef: of.StepRef})
@@ -595,7 +594,9 @@ func StepEnded(s *core.Service, e core.Event) {
 	if mode == supervisor.ModeNone {
 		return
 	}
-	end, err := stepEnd(ctx, s, env, step)
+	// Only the events mode's fallback trigger reads the run's degradations.
+	fallback := mode == supervisor.ModeEvents && slices.Contains(o.Triggers, supervisor.TriggerFallback)
+	end, err := stepEnd(ctx, s, env, step, fallback)
 	if err != nil {
 		return
 	}
@@ -638,22 +639,30 @@ func Observe(ctx context.Context, s *core.Service, m core.Message) error {
 	if err != nil {
 		return err
 	}
-	steps, err := s.Store.ListSteps(ctx, m.RunID)
+	// The step is its node's, typically the node's newest: found among
+	// them, not the run's steps (README.md § Performance).
+	node := m.StepRef
+	if i := strings.LastIndexByte(node, '#'); i >= 0 {
+		node = node[:i]
+	}
+	observed, found, err := store.NewestWhere(ctx, s.Store, m.RunID, node, 4, func(st stratus.Step) bool {
+		return st.StepRef == m.StepRef && st.Kind != report.Kind
+	})
 	if err != nil {
 		return err
-	}
-	i := slices.IndexFunc(steps, func(st stratus.Step) bool { return st.StepRef == m.StepRef && st.Kind != report.Kind })
-	if i < 0 {
+	} else if !found {
 		return stratus.Errorf(stratus.ENOTFOUND, "run %s has no step %s to observe", m.RunID, m.StepRef)
 	}
-	if err := startObserve(ctx, s, env, steps[i], m.Why); err != nil {
+	if err := startObserve(ctx, s, env, observed, m.Why); err != nil {
 		s.Warnf("supervisor observation of %s could not start (it is advisory; the run goes on): %v", m.StepRef, err)
 	}
 	return nil
 }
 
-// stepEnd reads what the observe decision needs of a step that ended.
-func stepEnd(ctx context.Context, s *core.Service, env *core.RunEnv, step stratus.Step) (supervisor.StepEnd, error) {
+// stepEnd reads what the observe decision needs of a step that ended:
+// whether a degradation was recorded for it (StepEnd.Fallback) only when
+// fallback is true, since that reads the run's degradations.
+func stepEnd(ctx context.Context, s *core.Service, env *core.RunEnv, step stratus.Step, fallback bool) (supervisor.StepEnd, error) {
 	e := supervisor.StepEnd{Node: step.Node, Kind: step.Kind, Outcome: step.Verdict}
 	v, _ := core.DecodeStepValue(step.Value)
 	if e.Outcome == "" {
@@ -662,6 +671,9 @@ func stepEnd(ctx context.Context, s *core.Service, env *core.RunEnv, step stratu
 	e.Failed = step.Status == stratus.StepFailed || e.Outcome == "failed" || e.Outcome == "invalid"
 	if step.Kind == flow.KindEvaluator && e.Outcome == "accept" {
 		e.AcceptedOpen = v.Exhausted || gatingOpen(ctx, s, env, step)
+	}
+	if !fallback {
+		return e, nil
 	}
 	degs, err := s.Store.ListDegradations(ctx, step.RunID)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/stratusflow/stratus/internal/gitwork"
 	"github.com/stratusflow/stratus/internal/nodeexec"
 	"github.com/stratusflow/stratus/internal/prompt"
+	"github.com/stratusflow/stratus/internal/store"
 	"github.com/stratusflow/stratus/internal/supervisor"
 	"github.com/stratusflow/stratus/internal/task"
 	"github.com/stratusflow/stratus/internal/worker/core"
@@ -156,30 +157,25 @@ func SystemPrompt(env *core.RunEnv, step stratus.Step) string {
 // dispatch from the message when the state machine carries it); otherwise
 // it is the number of visits of the region's entry node since that
 // proposer step, this step included (each subtask enters the region once).
+// It reads those nodes' steps back to that proposer step, not the run's.
 func SubtaskOf(ctx context.Context, s *core.Service, env *core.RunEnv, step stratus.Step) (order, count int, err error) {
 	d := env.Flow.Decomposition
 	if !core.InRegion(env.Flow, step.Node) {
 		return 0, 0, nil
 	}
-	steps, err := s.Store.ListSteps(ctx, step.RunID)
+	entry := regionEntry(env.Flow)
+	proposed := func(st stratus.Step) bool { return st.Node == d.ProposedBy && st.Status == stratus.StepCompleted }
+	// The step, back to the proposer's latest completion before it: the
+	// proposer's, the entry's and the step's node's steps (store.Before),
+	// not the run's (README.md § Performance).
+	steps, err := store.Before(ctx, s.Store, step.RunID, []string{d.ProposedBy, entry, step.Node}, step.TID, 16, proposed)
 	if err != nil {
 		return 0, 0, err
 	}
-	i := slices.IndexFunc(steps, func(st stratus.Step) bool { return st.TID == step.TID })
-	if i < 0 {
-		i = len(steps)
-	}
-	p := -1
-	for j := i - 1; j >= 0; j-- {
-		if steps[j].Node == d.ProposedBy && steps[j].Status == stratus.StepCompleted {
-			p = j
-			break
-		}
-	}
-	if p < 0 {
+	if len(steps) == 0 || !proposed(steps[len(steps)-1]) || steps[len(steps)-1].TID == step.TID {
 		return 0, 0, nil
 	}
-	if pv, err := core.DecodeStepValue(steps[p].Value); err != nil || pv.Subtasks < 2 {
+	if pv, err := core.DecodeStepValue(steps[len(steps)-1].Value); err != nil || pv.Subtasks < 2 {
 		return 0, 0, nil
 	} else {
 		count = pv.Subtasks
@@ -187,9 +183,8 @@ func SubtaskOf(ctx context.Context, s *core.Service, env *core.RunEnv, step stra
 	if v, err := core.DecodeStepValue(step.Value); err == nil && v.SubtaskOrder > 0 {
 		return min(v.SubtaskOrder, count), count, nil
 	}
-	entry := regionEntry(env.Flow)
-	for j := p + 1; j <= i && j < len(steps); j++ {
-		if steps[j].Node == entry {
+	for _, st := range steps[:len(steps)-1] {
+		if st.Node == entry {
 			order++
 		}
 	}

@@ -445,3 +445,26 @@ func TestSubtaskVars_RegionOrderSpecAndPredecessorFloor(t *testing.T) {
 		t.Errorf("documentation is outside the region but got %q %q", v["subtask_order"], v["subtask_spec_path"])
 	}
 }
+
+// A step's subtask is counted from the proposer's, the region entry's and
+// the step's node's steps back to the proposer's latest completion
+// (store.Before), without reading the run's whole step list (README.md §
+// Performance).
+func TestSubtaskOf_ReadsOnlyTheRegionsNodes(t *testing.T) {
+	t.Parallel()
+	r := workertest.NewRig(t, workertest.RigOptions{Flow: workertest.DecompositionFlow, Config: workertest.EnableDecomposition, Git: true})
+	r.Visit(t, "planning", workertest.TwoSubtasks)
+	r.Visit(t, "implementation", "stored")
+	r.Visit(t, "review", workertest.FindingsClean)
+	impl := r.Dispatch(t, "implementation") // subtask 2
+	r.Svc.Store = workertest.ListlessStore{Store: r.Svc.Store}
+	for _, st := range []stratus.Step{impl, {TID: "probe.review", RunID: r.Run.ID, Node: "review"}} {
+		order, count, err := vars.SubtaskOf(context.Background(), r.Svc.Service, r.Env, st)
+		if err != nil || order != 2 || count != 2 {
+			t.Errorf("SubtaskOf(%s) = %d of %d, %v; want 2 of 2", st.TID, order, count, err)
+		}
+	}
+	if v := r.Vars(t, "review"); v["subtask_order"] != "2" {
+		t.Errorf("review in subtask 2: {subtask_order} = %q; want 2", v["subtask_order"])
+	}
+}
