@@ -335,35 +335,6 @@ func TestMigrate_V3AttemptsReadZeroResolved(t *testing.T) {
 	}
 }
 
-// NodeSteps reads the node's entries of steps_run_node_visit, not the
-// run's (steps_run), which the planner picks without statistics
-// (README.md § Performance).
-func TestNodeSteps_SeeksTheNodesIndexEntries(t *testing.T) {
-	t.Parallel()
-	s := openT(t, filepath.Join(t.TempDir(), "stratus.db"))
-	rows, err := s.r.Query("EXPLAIN QUERY PLAN "+nodeStepsSQL, "run-1", "impl", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var plan []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, detail)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	got := strings.Join(plan, "; ")
-	if !strings.Contains(got, "INDEX steps_run_node_visit (run_id=? AND node=?)") || strings.Contains(got, "INDEX steps_run (") {
-		t.Errorf("plan: %s; want a search of steps_run_node_visit by run_id and node", got)
-	}
-}
-
 // A read whose context is done is refused with the context's error, as
 // before the readers stopped passing the cancellation to the driver
 // (prepared.readCtx); a live context reads.
@@ -387,9 +358,10 @@ func TestReaders_ADoneContextIsRefused(t *testing.T) {
 	}
 }
 
-// NodesSteps and the visit count (CountVisits, CreateNextStep) read their
-// nodes' entries of steps_run_node_visit, not the run's (steps_run), which
-// the planner may pick without statistics (README.md § Performance).
+// NodeSteps, NodesSteps and the visit count (CountVisits,
+// CreateNextStep) read their nodes' entries of steps_run_node_visit, not
+// the run's (steps_run), which the planner may pick without statistics
+// (README.md § Performance).
 func TestNodesStepsAndLastVisit_SeekTheNodesIndexEntries(t *testing.T) {
 	t.Parallel()
 	s := openT(t, filepath.Join(t.TempDir(), "stratus.db"))
@@ -397,25 +369,12 @@ func TestNodesStepsAndLastVisit_SeekTheNodesIndexEntries(t *testing.T) {
 		sql  string
 		args []any
 	}{
+		{nodeStepsSQL, []any{"run-1", "impl", 1}},
 		{nodesStepsSQL(1), []any{"run-1", "a", 3}},
 		{nodesStepsSQL(3), []any{"run-1", "a", "b", "c", -1}},
 		{lastVisitSQL, []any{"run-1", "a"}},
 	} {
-		rows, err := s.r.Query("EXPLAIN QUERY PLAN "+q.sql, q.args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		if got := strings.Join(plan, "; "); !strings.Contains(got, "INDEX steps_run_node_visit (run_id=? AND node=?)") || strings.Contains(got, "INDEX steps_run (") || strings.Contains(got, "SCAN steps") {
+		if got := queryPlan(t, s, q.sql, q.args...); !strings.Contains(got, "INDEX steps_run_node_visit (run_id=? AND node=?)") || strings.Contains(got, "INDEX steps_run (") || strings.Contains(got, "SCAN steps") {
 			t.Errorf("plan of %s: %s; want a search of steps_run_node_visit by run_id and node", q.sql, got)
 		}
 	}

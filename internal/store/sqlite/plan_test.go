@@ -16,17 +16,16 @@ func TestPartialIndexes_TheirLookUpsSeekThem(t *testing.T) {
 	t.Parallel()
 	s := openT(t, filepath.Join(t.TempDir(), "s.db"))
 	for query, index := range map[string]string{selectStepByDedupSQL: "steps_dedup_key", blobInUseSQL: "outputs_blob"} {
-		if p := queryPlan(t, s, query); !strings.Contains(p, "INDEX "+index) || strings.Contains(p, "SCAN ") {
+		if p := queryPlan(t, s, query, "k"); !strings.Contains(p, "INDEX "+index) || strings.Contains(p, "SCAN ") {
 			t.Errorf("plan of %q: %s; want a search of %s", query, p, index)
 		}
 	}
 }
 
-// queryPlan is EXPLAIN QUERY PLAN of query (one bound parameter), its
-// lines joined.
-func queryPlan(t *testing.T, s *Store, query string) string {
+// queryPlan is EXPLAIN QUERY PLAN of query with args, its lines joined.
+func queryPlan(t *testing.T, s *Store, query string, args ...any) string {
 	t.Helper()
-	rows, err := s.r.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+query, "k")
+	rows, err := s.r.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+query, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
