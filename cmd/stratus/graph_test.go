@@ -108,6 +108,10 @@ func TestLogs_JSONOneObjectPerStep(t *testing.T) {
 	if len(steps) != 2 {
 		t.Fatalf("logs review --json lists %d steps, want review#1 and review#2:\n%s", len(steps), r.stdout)
 	}
+	// Every key the help lists is there, lines_before even when 0.
+	if all := runCLI(t, "logs", runID, "review", "--dir", dir, "--json"); strings.Count(all.stdout, `"lines_before":`) != 2 {
+		t.Errorf("logs --json without --lines: want lines_before in each step's object:\n%s", all.stdout)
+	}
 	first := steps[0]
 	if first.StepRef != "review#1" || first.Node != "review" || first.Attempt != 1 || first.Terminal != "Captured" ||
 		first.Reason != "1 of 2 findings at or above high" || first.LogError != "" || first.LinesBefore != 1 ||

@@ -125,7 +125,7 @@ type LogsStep struct {
 	Log      string `json:"log"`
 	LogError string `json:"log_error,omitempty"`
 	// LinesBefore counts the log's lines before the tail (--lines).
-	LinesBefore int       `json:"lines_before,omitempty"`
+	LinesBefore int       `json:"lines_before"`
 	Lines       []LogLine `json:"lines"`
 }
 

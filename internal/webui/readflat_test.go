@@ -89,11 +89,20 @@ func TestRunPage_ReadsFlat(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"0", "-3", "x", "07"} {
-		rec := httptest.NewRecorder()
-		s.ServeHTTP(rec, authed(s, httptest.NewRequest("GET", "/runs/long?upto="+bad, nil)))
-		if rec.Code != 400 || !strings.Contains(rec.Body.String(), "upto") {
-			t.Errorf("GET /runs/long?upto=%s: %d; want 400 naming upto", bad, rec.Code)
+		for _, ref := range []string{"long", "latest"} {
+			rec := httptest.NewRecorder()
+			s.ServeHTTP(rec, authed(s, httptest.NewRequest("GET", "/runs/"+ref+"?upto="+bad, nil)))
+			if rec.Code != 400 || !strings.Contains(rec.Body.String(), "upto") {
+				t.Errorf("GET /runs/%s?upto=%s: %d; want 400 naming upto", ref, bad, rec.Code)
+			}
 		}
+	}
+	// A run named otherwise (latest, a prefix) redirects to its own page,
+	// the page asked for with it.
+	rec = httptest.NewRecorder()
+	s.ServeHTTP(rec, authed(s, httptest.NewRequest("GET", "/runs/lon?upto=5", nil)))
+	if loc := rec.Header().Get("Location"); rec.Code != 302 || loc != "/runs/long?upto=5" {
+		t.Errorf("GET /runs/lon?upto=5: %d to %q; want 302 to /runs/long?upto=5", rec.Code, loc)
 	}
 }
 
@@ -133,5 +142,45 @@ func TestRunPage_FlushesHeadFirst(t *testing.T) {
 	s.ServeHTTP(rec, authed(s, httptest.NewRequest("GET", "/runs/20261207-000000-nosuch", nil)))
 	if rec.Code != 404 {
 		t.Errorf("GET an unknown run: %d; want 404", rec.Code)
+	}
+}
+
+// A loop whose budget ran out shows it spent, not one round more: the
+// review's outcome after the last round the budget paid for is not taken
+// round the loop (the flow's exhaustion path takes it), as summary.md
+// and `stratus run` count it.
+func TestRunPage_ASpentLoopShowsItsBudget(t *testing.T) {
+	t.Parallel()
+	s, st, f := testViewer(t)
+	budget := 0
+	for _, e := range f.Edges {
+		if e.Loop == "review_fix" && f.Budgets[e.Loop] > 0 {
+			budget = f.Budgets[e.Loop]
+		}
+	}
+	if budget == 0 {
+		t.Fatal("the implementation flow has no review_fix budget")
+	}
+	ctx := context.Background()
+	t0 := time.Now().Add(-time.Hour)
+	if err := st.CreateRun(ctx, stratus.Run{ID: "over", TaskID: "t", Flow: "implementation", Status: stratus.RunManualActionRequired, CreatedAt: t0, EndedAt: t0.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	steps, err := storetest.FillRun(ctx, st, "over", "agent", []string{"review", "fixing"}, 2*budget+1, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range steps {
+		if step.Node == "review" {
+			step.Verdict = "rework"
+			if err := st.UpdateStep(ctx, step); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, authed(s, httptest.NewRequest("GET", "/runs/over", nil)))
+	if want := fmt.Sprintf("spent %d/%d", budget, budget); rec.Code != 200 || !strings.Contains(rec.Body.String(), want) {
+		t.Errorf("GET /runs/over: %d; want the loop labelled %q:\n%s", rec.Code, want, rec.Body)
 	}
 }

@@ -268,6 +268,12 @@ func (s *Server) drawGraph(ctx context.Context, p *RunPage, f *flow.Flow, heads 
 			}
 			es.Spent = n
 		}
+		if e.Budget > 0 && es.Spent > e.Budget {
+			// The outcome after the budget's last round is not taken back
+			// round the loop (the flow's exhaustion path takes it): spent
+			// says the rounds the budget paid for, as summary.md does.
+			es.Spent = e.Budget
+		}
 		p.Edges = append(p.Edges, es)
 	}
 	return nil
@@ -364,6 +370,12 @@ func (s *Server) upstream(ctx context.Context, run stratus.Run, env *worker.RunE
 // RUN may be a prefix of a run id, a task id or latest, as on the command
 // line (README § Naming a run): the page redirects to the run's own.
 func (s *Server) run(w http.ResponseWriter, r *http.Request) {
+	// A bad page is a 400 before the run is looked up, however it is named.
+	pg, err := pageOf(r.URL.Query())
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
 	if ref := r.PathValue("run"); lifecycle.CheckRunID(ref) != nil {
 		run, err := runview.Resolve(r.Context(), s.src.Store, ref)
 		if err != nil {
@@ -371,14 +383,13 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if run.ID != ref {
-			http.Redirect(w, r, "/runs/"+url.PathEscape(run.ID), http.StatusFound)
+			to := "/runs/" + url.PathEscape(run.ID)
+			if r.URL.RawQuery != "" {
+				to += "?" + r.URL.RawQuery // the page asked for (?upto=) stays asked for
+			}
+			http.Redirect(w, r, to, http.StatusFound)
 			return
 		}
-	}
-	pg, err := pageOf(r.URL.Query())
-	if err != nil {
-		s.fail(w, err)
-		return
 	}
 	// The run, or its 404, before the first byte; the page's head goes
 	// out before the run's steps are read (README.md § Performance).
