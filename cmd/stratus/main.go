@@ -58,8 +58,9 @@ func main() {
 		}
 		os.Exit(ExitFailed)
 	}
-	stop := cpuProfile(os.Getenv(EnvCPUProfile))
-	stopTrace := execTrace(os.Getenv(EnvTrace))
+	cpuPath, tracePath := profilePaths()
+	stop := cpuProfile(cpuPath)
+	stopTrace := execTrace(tracePath)
 	code := Main(os.Args[1:], IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
 	stopTrace()
 	stop()
@@ -90,6 +91,22 @@ func cpuProfile(path string) func() {
 		return func() {}
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }
+}
+
+// profilePaths returns the files this process writes its CPU profile and
+// execution trace to ("" = none) and unsets both variables: they are this
+// process's alone, and the processes it starts (its reaper, runner
+// processes, engines calling stratus) would write over the same files. One
+// file named by both gets the profile, and no trace (said on stderr).
+func profilePaths() (cpu, trace string) {
+	cpu, trace = os.Getenv(EnvCPUProfile), os.Getenv(EnvTrace)
+	os.Unsetenv(EnvCPUProfile)
+	os.Unsetenv(EnvTrace)
+	if trace != "" && trace == cpu {
+		fmt.Fprintf(os.Stderr, "stratus: warning: %s and %s name one file (%s): the CPU profile is written there, no trace\n", EnvCPUProfile, EnvTrace, cpu)
+		trace = ""
+	}
+	return cpu, trace
 }
 
 // EnvTrace names a file this process writes its execution trace to
