@@ -78,5 +78,4 @@ func TestTraceAndProfile_OfARun(t *testing.T) {
 	if b, err := exec.Command("go", "tool", "pprof", "-top", stratusBin, prof).CombinedOutput(); err != nil {
 		t.Errorf("the run's profile does not parse: %v\n%s", err, b)
 	}
-
 }
