@@ -564,13 +564,7 @@ func (s *Store) NodeSteps(ctx context.Context, runID, node string, limit int) ([
 	if err != nil {
 		return nil, err
 	}
-	got = nil
-	for i := len(steps) - 1; i >= 0 && (limit == 0 || len(got) < limit); i-- {
-		if steps[i].Node == node {
-			got = append(got, steps[i])
-		}
-	}
-	return got, nil
+	return newestOf(steps, []string{node}, limit), nil
 }
 
 // nodeChain is NodeSteps from the node's latest# item and its steps'
@@ -785,13 +779,20 @@ func (s *Store) NodesSteps(ctx context.Context, runID string, nodes []string, li
 	if err != nil {
 		return nil, err
 	}
-	got = nil
+	return newestOf(steps, nodes, limit), nil
+}
+
+// newestOf is the steps of steps (a run's, in creation order) whose node
+// is one of nodes, newest first, at most limit (0: all): NodeSteps' and
+// NodesSteps' answer from a read of the whole run.
+func newestOf(steps []stratus.Step, nodes []string, limit int) []stratus.Step {
+	var got []stratus.Step
 	for i := len(steps) - 1; i >= 0 && (limit == 0 || len(got) < limit); i-- {
 		if slices.Contains(nodes, steps[i].Node) {
 			got = append(got, steps[i])
 		}
 	}
-	return got, nil
+	return got
 }
 
 // nodesChains is NodesSteps from the nodes' latest# items and their steps'
