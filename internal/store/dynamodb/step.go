@@ -540,59 +540,11 @@ func (s *Store) latestByNode(ctx context.Context, runID string, q store.LatestQu
 
 // NodeSteps returns the steps of node in run runID newest first (last
 // created first, as the run's step list orders them), at most limit (0:
-// all; store.Store), reading one item more than it returns however long
-// the run: the node's latest# item, then its steps one GetItem each,
-// following "prev" back from the latest. When the walk ends (the node's
-// first step kept with latest#) short of limit, the node may have steps
-// from before latest# items were kept: it reads the run's latest# items
-// (one per node) and the last entry of its step list, and when their
-// counts do not add up — or a step named is missing — reads the run's
-// steps (ListSteps) and picks the node's, as LatestSteps does: the answer
-// is the same either way. Errors: EINVALID for a negative limit.
+// all; store.Store): NodesSteps of the one node, which reads the node's
+// latest# item and its steps back by "prev", one item more than it
+// returns however long the run. Errors: EINVALID for a negative limit.
 func (s *Store) NodeSteps(ctx context.Context, runID, node string, limit int) ([]stratus.Step, error) {
-	if err := store.CheckLimit(limit); err != nil {
-		return nil, err
-	}
-	what := fmt.Sprintf("steps of node %q in run %q", node, runID)
-	got, ok, err := s.nodeChain(ctx, runID, node, limit)
-	if err != nil {
-		return nil, wrap(what, err)
-	} else if ok {
-		return got, nil
-	}
-	steps, err := s.ListSteps(ctx, runID)
-	if err != nil {
-		return nil, err
-	}
-	return newestOf(steps, []string{node}, limit), nil
-}
-
-// nodeChain is NodeSteps from the node's latest# item and its steps'
-// "prev"; ok=false when they cannot answer (NodeSteps).
-func (s *Store) nodeChain(ctx context.Context, runID, node string, limit int) (got []stratus.Step, ok bool, err error) {
-	head, err := s.get(ctx, latestKey(runID, node))
-	if err != nil {
-		return nil, false, err
-	}
-	tid := head.str("tid")
-	for tid != "" && (limit == 0 || len(got) < limit) {
-		if int64(len(got)) >= head.int("count") {
-			return nil, false, nil // a chain longer than its count: not as written
-		}
-		it, err := s.get(ctx, stepKey(tid))
-		if err != nil {
-			return nil, false, err
-		} else if it == nil || it.int("seq") == 0 {
-			return nil, false, nil
-		}
-		got = append(got, decodeStep(it))
-		tid = it.str("prev")
-	}
-	if tid != "" || (limit > 0 && len(got) == limit) {
-		return got, true, nil // the steps before are older than these
-	}
-	all, err := s.allKept(ctx, runID)
-	return got, all, err
+	return s.NodesSteps(ctx, runID, []string{node}, limit)
 }
 
 // allKept reports whether every step of run runID was created with its
@@ -849,6 +801,9 @@ func (s *Store) nodesChains(ctx context.Context, runID string, nodes []string, l
 		got = append(got, decodeStep(c.next))
 		prev := c.next.str("prev")
 		c.next = nil
+		if limit > 0 && len(got) == limit {
+			break // nothing is read past what is returned
+		}
 		if prev != "" {
 			if c.next, err = s.get(ctx, stepKey(prev)); err != nil {
 				return nil, false, err

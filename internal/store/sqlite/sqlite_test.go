@@ -358,7 +358,7 @@ func TestReaders_ADoneContextIsRefused(t *testing.T) {
 	}
 }
 
-// NodeSteps, NodesSteps and the visit count (CountVisits,
+// NodeSteps (NodesSteps of one node), NodesSteps and the visit count (CountVisits,
 // CreateNextStep) read their nodes' entries of steps_run_node_visit, not
 // the run's (steps_run), which the planner may pick without statistics
 // (README.md § Performance).
@@ -369,7 +369,6 @@ func TestNodesStepsAndLastVisit_SeekTheNodesIndexEntries(t *testing.T) {
 		sql  string
 		args []any
 	}{
-		{nodeStepsSQL, []any{"run-1", "impl", 1}},
 		{nodesStepsSQL(1), []any{"run-1", "a", 3}},
 		{nodesStepsSQL(3), []any{"run-1", "a", "b", "c", -1}},
 		{lastVisitSQL, []any{"run-1", "a"}},

@@ -258,24 +258,13 @@ SELECT ` + stepColumns + ` FROM steps WHERE seq IN (SELECT MAX(seq) FROM latest 
 }
 
 // NodeSteps returns the steps of node in run runID newest first (by seq,
-// the creation order), at most limit (0: all; store.Store). The node's
-// entries of index steps_run_node_visit end with their seq (the rowid),
-// so the inner select reads the node's entries only — however long the
-// run; named, since without statistics the planner takes steps_run and
-// reads the whole run — and just the limit rows it returns are read from
-// the table (README.md § Performance).
+// the creation order), at most limit (0: all; store.Store): NodesSteps of
+// the one node, a read of its entries of index steps_run_node_visit and
+// of just the rows it returns, however long the run (README.md §
+// Performance).
 func (s *Store) NodeSteps(ctx context.Context, runID, node string, limit int) ([]stratus.Step, error) {
-	if err := store.CheckLimit(limit); err != nil {
-		return nil, err
-	}
-	if limit == 0 {
-		limit = -1 // SQLite: no limit
-	}
-	return s.querySteps(ctx, fmt.Sprintf("steps of node %q in run %q", node, runID), nodeStepsSQL, runID, node, limit)
+	return s.NodesSteps(ctx, runID, []string{node}, limit)
 }
-
-// nodeStepsSQL selects NodeSteps' steps: run_id, node, limit (-1: all).
-const nodeStepsSQL = "SELECT " + stepColumns + " FROM steps WHERE seq IN (SELECT seq FROM steps INDEXED BY steps_run_node_visit WHERE run_id = ? AND node = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq DESC"
 
 // RecentSteps returns the steps of run runID numbered upto-limit+1 to
 // upto in creation order, and how many the run has (store.Store). A
