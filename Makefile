@@ -328,19 +328,19 @@ fuzz:
 ## overhead-floor: per step of 20, two SQLite transactions (step and attempt
 ## rows, then done), three files in a new step directory, one engine spawn.
 ## submit-floor: a bare handler inserting each 64 KiB body into SQLite (one
-## writer) and writing its projection file, from the same 8 clients.
+## writer) and replacing its one projection file, from the same 8 clients.
 ## dispatch-flat-aws-floor: one 2-item DynamoDB transaction and one read on
 ## the moto tables of a 500-step and a 5-step run (moto copies a table per
 ## transaction: the stand-in's time grows with the table, its items do not).
 ## PHASE lines: where a step of the overhead figure's chain and of its floor
 ## spends its time (one traced run of each, STRATUS_TRACE).
-## bench also prints bench-scale's line; bench-scale alone prints only it:
-## read-flat-ui-floor: the run page of a run one page long (20 steps) against
+## read-flat-ui-rows: the run page of a run one page long (20 steps) against
 ## a 10-step run's: what the page's rows cost, the run's length aside
 ## (read-flat-page holds a 1,000-step run's reads to that run's).
+## bench also prints bench-scale's line; bench-scale alone prints only it:
 ## bench-scale: BENCH_SCALE (1,000) embedded runs of a 2-step flow with the
 ## four-line shell engine, handed at once to one host (stratus host): the
-## peak RSS of all its processes against 2 GiB, the wall time, runs
+## peak RSS of all its processes against 1 GiB, the wall time, runs
 ## a minute and the host's CPU per step, as a BENCH line.
 BENCH_SCALE ?= 1000
 bench-scale:

@@ -31,7 +31,7 @@ import (
 // does not grow with the run. A long run shows its newest
 // runview.PageSteps steps (20), twice a 10-step run's: read-flat-page is
 // read-flat against a run of one page (what the readers must show of any
-// run that long), and read-flat-ui-floor the run page of that one-page
+// run that long), and read-flat-ui-rows the run page of that one-page
 // run against the 10-step run's — what showing a page rather than 10
 // rows costs, the run's length aside.
 func BenchmarkFigure_ReadFlat(b *testing.B) {
@@ -87,7 +87,7 @@ func BenchmarkFigure_ReadFlat(b *testing.B) {
 		benchfig.FromSamples(benchfig.Figure{Name: "read-flat-ui", Unit: "ms/page", Goal: 1.5}, longU, shortU).Print(os.Stdout)
 		benchfig.FromSamples(benchfig.Figure{Name: "read-flat", Unit: "ms/read", Goal: 1.5}, longT, shortT).Print(os.Stdout)
 		benchfig.FromSamples(benchfig.Figure{Name: "read-flat-page", Unit: "ms/read", Goal: 1.5}, longT, oneT).Print(os.Stdout)
-		benchfig.FromSamples(benchfig.Figure{Name: "read-flat-ui-floor", Unit: "ms/page", Goal: 1.5}, oneU, shortU).Print(os.Stdout)
+		benchfig.FromSamples(benchfig.Figure{Name: "read-flat-ui-rows", Unit: "ms/page", Goal: 1.5}, oneU, shortU).Print(os.Stdout)
 		printed = true
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -100,14 +99,4 @@ func (r Regions) PrintPhases(w io.Writer, name string, steps int, within string,
 		fmt.Fprintf(&b, " other=%s run=%s", per(r.Total[within]-covered), per(r.Wall-r.Total[within]))
 	}
 	fmt.Fprintf(w, "PHASE %s%s ms/step (%d steps, one traced run)\n", name, b.String(), steps)
-}
-
-// Names returns the region types r holds, sorted.
-func (r Regions) Names() []string {
-	var names []string
-	for n := range r.Total {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
 }

@@ -269,12 +269,20 @@ func TestDispatchFetchSubmit_AWS_ItemsReadFlat(t *testing.T) {
 	early, _ := measure(5)
 	late, calls := measure(200)
 	t.Logf("items read (dispatch, prompt fetch, submit): step 5 %v = %d, step 200 %v = %d", early, sum(early), late, sum(late))
-	if sum(late) > sum(early)*5/4 {
+	checkItemsFlat(t, sum(early), sum(late), calls)
+}
+
+// checkItemsFlat fails t when a step at step 200 read more than 1.25× the
+// items it read at step 5, naming calls: the reads of more than 100 items
+// at step 200, by the call chain that made them.
+func checkItemsFlat(t *testing.T, early, late int64, calls map[string]int64) {
+	t.Helper()
+	if late > early*5/4 {
 		var names []string
 		for chain, n := range calls {
 			names = append(names, fmt.Sprintf("%d items by %s", n, chain))
 		}
-		t.Errorf("%d items read at step 200, %d at step 5; want at most 1.25× (reads of more than 100 items: %s)", sum(late), sum(early), strings.Join(names, "; "))
+		t.Errorf("%d items read at step 200, %d at step 5; want at most 1.25× (reads of more than 100 items: %s)", late, early, strings.Join(names, "; "))
 	}
 }
 

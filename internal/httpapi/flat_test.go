@@ -295,11 +295,5 @@ func TestDispatchFetchSubmitObserve_AWS_ItemsReadFlat(t *testing.T) {
 	early, _ := measure(5)
 	late, calls := measure(200)
 	t.Logf("items read (dispatch, prompt fetch, submit, observation): step 5 %v = %d, step 200 %v = %d", early, total(early), late, total(late))
-	if total(late) > total(early)*5/4 {
-		var names []string
-		for chain, n := range calls {
-			names = append(names, fmt.Sprintf("%d items by %s", n, chain))
-		}
-		t.Errorf("%d items read at step 200, %d at step 5; want at most 1.25× (reads of more than 100 items: %s)", total(late), total(early), strings.Join(names, "; "))
-	}
+	checkItemsFlat(t, total(early), total(late), calls)
 }

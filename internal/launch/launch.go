@@ -124,16 +124,6 @@ type InMemory interface {
 	HandsHandleInMemory() bool
 }
 
-// Credential is the value Spec.Handle carries for l: a worker of an
-// InMemory launcher gets its handle, any other a bootstrap value to
-// exchange for it. handle and bootstrap mint each kind.
-func Credential(l Launcher, handle, bootstrap func() string) string {
-	if m, ok := l.(InMemory); ok && m.HandsHandleInMemory() {
-		return handle()
-	}
-	return bootstrap()
-}
-
 // Launcher starts workers. Launch returns once the worker is started (not
 // finished) with an id Stop accepts; it returns an error when it could not
 // be started, which the caller reports as an infrastructure failure.

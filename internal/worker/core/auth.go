@@ -257,11 +257,10 @@ func (s *Service) ExchangeBootstrap(ctx context.Context, authorization string) (
 // worker's heartbeats. The caller stores it (Store.PutHandle).
 func (s *Service) LaunchCredential(runID, tid string, n int, ttl time.Duration) stratus.Handle {
 	now := s.NowUTC()
-	h := stratus.Handle{Handle: launch.Credential(s.Launcher, NewHandle, NewBootstrap), RunID: runID, TID: tid, Attempt: n, ExpiresAt: now.Add(ttl)}
-	if strings.HasPrefix(h.Handle, captoken.HandlePrefix) {
-		h.ExpiresAt = now.Add(min(ttl, s.HandleLease()))
+	if m, ok := s.Launcher.(launch.InMemory); ok && m.HandsHandleInMemory() {
+		return stratus.Handle{Handle: NewHandle(), RunID: runID, TID: tid, Attempt: n, ExpiresAt: now.Add(min(ttl, s.HandleLease()))}
 	}
-	return h
+	return stratus.Handle{Handle: NewBootstrap(), RunID: runID, TID: tid, Attempt: n, ExpiresAt: now.Add(ttl)}
 }
 
 // fenceBootstrap refuses bootstrap value b where its handle would be
